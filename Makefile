@@ -1,0 +1,166 @@
+# kube-batchd build.
+#
+#   make                 every binary into bin/, libkube.a into build/<variant>/
+#   make deps            install the Debian -dev packages this needs (apt-get, as root)
+#   make check           build and run every test; ends with "N passed, N failed"
+#   make SANITIZE=address,undefined check
+#   make valgrind        the unit tests under valgrind
+#   make fuzz            clang + libFuzzer targets, each run for FUZZ_SECONDS
+#   make demo            the whole system on the embedded in-memory cluster
+#   make bench           the benchmarks in bench/, printing figures
+#   make format          clang-format every source file
+#   make clean
+#
+# Objects live in build/<variant>/ so that a sanitizer build never mixes with a plain one;
+# the binaries of the last build are copied into bin/.
+
+CC       ?= cc
+SANITIZE ?=
+WERROR   ?=
+JOBS     ?= 2
+FUZZ_SECONDS ?= 30
+
+DEB_PKGS := pkg-config libglib2.0-dev libjson-c-dev libcurl4-openssl-dev libmicrohttpd-dev \
+            libyaml-dev
+PKGS     := glib-2.0 gio-2.0 gio-unix-2.0 json-c libcurl libmicrohttpd yaml-0.1
+
+comma := ,
+VARIANT := $(if $(SANITIZE),san-$(subst $(comma),-,$(SANITIZE)),default)
+O := build/$(VARIANT)
+
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
+           -Wshadow -Wstrict-prototypes -Wmissing-prototypes -fno-strict-aliasing \
+           $(if $(WERROR),-Werror) -I. $(PKG_CFLAGS) -MMD -MP
+LDLIBS  += $(PKG_LIBS) -lm -lpthread
+ifneq ($(SANITIZE),)
+CFLAGS  += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+LDFLAGS += -fsanitize=$(SANITIZE)
+endif
+
+VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+CFLAGS  += -DKB_VERSION='"$(VERSION)"'
+
+# ---- sources -------------------------------------------------------------------------------
+KUBE_SRC      := $(wildcard kube/*.c)
+SCHED_SRC     := $(filter-out scheduler/main.c,$(wildcard scheduler/*.c)) $(wildcard policies/*.c)
+OPER_SRC      := $(filter-out operator/main.c,$(wildcard operator/*.c))
+APISERVER_SRC := $(filter-out tests/apiserver/main.c,$(wildcard tests/apiserver/*.c))
+TESTLIB_SRC   := $(wildcard tests/lib/*.c)
+BENCHLIB_SRC  := $(wildcard bench/lib/*.c)
+TEST_SRC      := $(wildcard tests/test-*.c)
+FUZZ_SRC      := $(wildcard tests/fuzz/fuzz-*.c)
+BENCH_SRC     := $(wildcard bench/bench-*.c)
+
+obj = $(patsubst %.c,$(O)/obj/%.o,$(1))
+
+LIBKUBE      := $(O)/libkube.a
+LIBSCHED     := $(O)/libsched.a
+LIBOPER      := $(O)/liboperator.a
+LIBAPISERVER := $(O)/libapiserver.a
+LIBTEST      := $(O)/libtestlib.a
+LIBBENCH     := $(O)/libbench.a
+# Link order: users before what they use.
+ALL_LIBS := $(LIBTEST) $(LIBBENCH) $(LIBOPER) $(LIBSCHED) $(LIBAPISERVER) $(LIBKUBE)
+
+BINS := $(if $(wildcard scheduler/main.c),$(O)/bin/kube-batchd) \
+        $(if $(wildcard operator/main.c),$(O)/bin/tf-operator) \
+        $(if $(wildcard tests/apiserver/main.c),$(O)/bin/kb-apiserver) \
+        $(patsubst bench/%.c,$(O)/bin/%,$(BENCH_SRC))
+TESTS := $(patsubst tests/%.c,$(O)/tests/%,$(TEST_SRC)) \
+         $(patsubst tests/fuzz/%.c,$(O)/tests/%,$(FUZZ_SRC))
+
+.PHONY: all deps check valgrind fuzz demo bench format clean
+.DEFAULT_GOAL := all
+
+all: $(BINS) $(LIBKUBE)
+	@mkdir -p bin
+	@$(if $(BINS),cp -f $(BINS) bin/)
+
+$(O)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+define archive
+$(1): $(call obj,$(2))
+	@mkdir -p $$(@D)
+	@rm -f $$@
+	$$(AR) rcs $$@ $$^
+endef
+$(eval $(call archive,$(LIBKUBE),$(KUBE_SRC)))
+$(eval $(call archive,$(LIBSCHED),$(SCHED_SRC)))
+$(eval $(call archive,$(LIBOPER),$(OPER_SRC)))
+$(eval $(call archive,$(LIBAPISERVER),$(APISERVER_SRC)))
+$(eval $(call archive,$(LIBTEST),$(TESTLIB_SRC)))
+$(eval $(call archive,$(LIBBENCH),$(BENCHLIB_SRC)))
+
+$(O)/bin/kube-batchd: $(call obj,scheduler/main.c) $(LIBSCHED) $(LIBKUBE)
+$(O)/bin/tf-operator: $(call obj,operator/main.c) $(LIBOPER) $(LIBKUBE)
+$(O)/bin/kb-apiserver: $(call obj,tests/apiserver/main.c) $(LIBAPISERVER) $(LIBKUBE)
+$(O)/bin/bench-%: $(call obj,bench/bench-%.c) $(ALL_LIBS)
+$(O)/bin/%:
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(filter %.a,$^) $(LDLIBS)
+
+$(O)/tests/test-%: $(call obj,tests/test-%.c) $(ALL_LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(filter %.a,$^) $(LDLIBS)
+
+# A fuzz target built with gcc links the replay main, which runs every corpus file once.
+$(O)/tests/fuzz-%: $(call obj,tests/fuzz/fuzz-%.c) $(call obj,tests/fuzz/replay.c) $(ALL_LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(filter %.a,$^) $(LDLIBS)
+
+check: all $(TESTS)
+	@KB_BIN_DIR=$(CURDIR)/$(O)/bin KB_SRCDIR=$(CURDIR) JOBS=$(JOBS) \
+	  tests/run-tests.sh $(TESTS)
+
+VALGRIND_SUPP := $(wildcard /usr/share/glib-2.0/valgrind/glib.supp)
+valgrind: all $(TESTS)
+	@KB_BIN_DIR=$(CURDIR)/$(O)/bin KB_SRCDIR=$(CURDIR) JOBS=$(JOBS) \
+	  KB_TEST_WRAPPER="valgrind -q --error-exitcode=99 --leak-check=full \
+	    --errors-for-leak-kinds=definite --show-leak-kinds=definite \
+	    $(if $(VALGRIND_SUPP),--suppressions=$(VALGRIND_SUPP))" \
+	  G_SLICE=always-malloc G_DEBUG=gc-friendly tests/run-tests.sh $(TESTS)
+
+# libFuzzer: clang, one binary per target, seeded from (and growing) a copy of the corpus.
+FUZZ_O := build/fuzz
+FUZZ_CFLAGS := -g -O1 -std=c11 -D_GNU_SOURCE -I. $(PKG_CFLAGS) -fsanitize=fuzzer,address,undefined
+fuzz:
+	@command -v clang >/dev/null || { echo "fuzz: clang is not installed (apt-get install clang libclang-rt-14-dev)"; exit 1; }
+	@mkdir -p $(FUZZ_O)
+	@for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
+	  echo "== $$n"; \
+	  clang $(FUZZ_CFLAGS) -o $(FUZZ_O)/$$n $$f $(KUBE_SRC) $(PKG_LIBS) -lm || exit 1; \
+	  mkdir -p $(FUZZ_O)/corpus-$$n; cp -n tests/fuzz/corpus/$${n#fuzz-}/* $(FUZZ_O)/corpus-$$n/ 2>/dev/null; \
+	  $(FUZZ_O)/$$n -max_total_time=$(FUZZ_SECONDS) -max_len=65536 $(FUZZ_O)/corpus-$$n || exit 1; \
+	done
+
+demo: all
+	@KB_BIN_DIR=$(CURDIR)/$(O)/bin deploy/demo.sh
+
+bench: all
+	@for b in $(patsubst bench/%.c,$(O)/bin/%,$(BENCH_SRC)); do echo "== $$b"; $$b || exit 1; done
+
+format:
+	clang-format -i $(shell git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf build bin
+
+deps:
+	@missing=$$(for p in $(DEB_PKGS); do \
+	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; \
+	  done); \
+	if [ -z "$$missing" ]; then echo "deps: all installed"; exit 0; fi; \
+	if [ "$$(id -u)" = 0 ]; then \
+	  echo "deps: installing $$missing"; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
+	else \
+	  echo "deps: missing packages; run: sudo apt-get install -y $$missing"; exit 1; \
+	fi
+
+-include $(shell find build/$(VARIANT)/obj -name '*.d' 2>/dev/null)

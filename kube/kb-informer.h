@@ -1,0 +1,135 @@
+/*
+ * Watch streams, informers, leader election and the event recorder.
+ */
+#pragma once
+
+#include <glib.h>
+#include <json-c/json.h>
+
+#include "kube/kb-client.h"
+#include "kube/kb-objects.h"
+
+/* ---- watch-event decoding (pure; fuzzed) ------------------------------------------------------ */
+
+#define KB_WATCH_MAX_EVENT_BYTES (16 * 1024 * 1024) /* one event line */
+
+typedef enum {
+    KB_WATCH_ADDED,
+    KB_WATCH_MODIFIED,
+    KB_WATCH_DELETED,
+    KB_WATCH_BOOKMARK,
+    KB_WATCH_ERROR,
+} KbWatchEventType;
+
+typedef struct {
+    KbWatchEventType type;
+    json_object *object; /* owned by the event */
+} KbWatchEvent;
+
+/*
+ * Splits a chunked watch stream into events: feed bytes as they arrive (an event may be split
+ * anywhere, several may come in one read); each complete line is decoded into an event.
+ */
+typedef struct KbWatchDecoder KbWatchDecoder;
+KbWatchDecoder *kb_watch_decoder_new(void);
+void kb_watch_decoder_free(KbWatchDecoder *decoder);
+/* Append @len bytes. Returns FALSE with KB_ERROR_LIMIT if a line grows over
+ * KB_WATCH_MAX_EVENT_BYTES (the stream must be restarted). */
+gboolean kb_watch_decoder_feed(KbWatchDecoder *decoder, const char *data, gsize len,
+                               GError **error);
+/* The next complete event: TRUE and fills @event (free with kb_watch_event_clear), or FALSE when
+ * no complete line is buffered. A malformed line is consumed and reported through @error
+ * (returns FALSE with @error set); the caller logs it and calls again. */
+gboolean kb_watch_decoder_next(KbWatchDecoder *decoder, KbWatchEvent *event, GError **error);
+void kb_watch_event_clear(KbWatchEvent *event);
+/* For an ERROR event: the metav1.Status code (410 for Expired/Gone), or 0. */
+int kb_watch_event_status_code(const KbWatchEvent *event);
+
+/* ---- informers --------------------------------------------------------------------------- */
+
+/* Decode one item into a record (kb_pod_decode, ...). Returns NULL with an error for a malformed
+ * object: the informer logs it, counts it and skips it. */
+typedef gpointer (*KbDecodeFunc)(json_object *obj, gboolean keep_raw, GError **error);
+
+typedef struct {
+    /* @old is NULL for adds; @new is NULL for deletes. Records are owned by the informer: take a
+     * reference (kb_object_ref) to keep one beyond the call. */
+    void (*on_add)(gpointer obj, gpointer user_data);
+    void (*on_update)(gpointer old_obj, gpointer new_obj, gpointer user_data);
+    void (*on_delete)(gpointer obj, gpointer user_data);
+    /* The initial list was delivered (once), and again after every relist. */
+    void (*on_synced)(gpointer user_data);
+    /* The resource is not served (404 on list: a missing CRD). The informer retries slowly. */
+    void (*on_missing)(gpointer user_data);
+} KbInformerHandlers;
+
+typedef struct {
+    const KbResourceType *type;
+    const char *namespace_;      /* NULL: all namespaces */
+    const char *label_selector;  /* may be NULL */
+    const char *field_selector;  /* may be NULL */
+    KbDecodeFunc decode;         /* kb_pod_decode, ... ; NULL keeps KbObjectMeta only */
+    gboolean keep_raw;
+    gint64 page_size;            /* list paging; default 500 */
+} KbInformerOptions;
+
+typedef struct KbInformer KbInformer;
+
+/*
+ * List then watch @opts->type from the list's resourceVersion with bookmarks. On 410 Gone (HTTP
+ * or in-stream ERROR) it relists and synthesizes deletes for objects that vanished and updates
+ * for those that changed. Errors back off with jitter from 0.8 s to 30 s. Repeated events (same
+ * resourceVersion) are ignored. Runs on the client's main context once started.
+ */
+KbInformer *kb_informer_new(KbClient *client, const KbInformerOptions *opts,
+                            const KbInformerHandlers *handlers, gpointer user_data);
+void kb_informer_start(KbInformer *informer);
+void kb_informer_free(KbInformer *informer);
+gboolean kb_informer_has_synced(const KbInformer *informer);
+/* Store lookups: borrowed records, NULL when absent. @namespace_ NULL for cluster-scoped. */
+gpointer kb_informer_get(const KbInformer *informer, const char *namespace_, const char *name);
+gpointer kb_informer_get_by_uid(const KbInformer *informer, const char *uid);
+/* A new array of borrowed records (free the array only). */
+GPtrArray *kb_informer_list(const KbInformer *informer);
+guint kb_informer_size(const KbInformer *informer);
+/* Statistics for metrics: events applied, decode errors, relists. */
+guint64 kb_informer_decode_errors(const KbInformer *informer);
+guint64 kb_informer_relists(const KbInformer *informer);
+
+/* ---- leader election ---------------------------------------------------------------------- */
+
+typedef struct {
+    const char *namespace_;      /* lease namespace */
+    const char *name;            /* lease name */
+    const char *identity;        /* holder identity, e.g. "<hostname>_<random>" */
+    guint lease_duration_ms;     /* default 15000 */
+    guint renew_deadline_ms;     /* default 10000 */
+    guint retry_period_ms;       /* default 2000 */
+    void (*on_started_leading)(gpointer user_data);
+    void (*on_stopped_leading)(gpointer user_data); /* renew failed or lease lost */
+    gpointer user_data;
+} KbLeaderOptions;
+
+typedef struct KbLeader KbLeader;
+KbLeader *kb_leader_new(KbClient *client, const KbLeaderOptions *opts);
+void kb_leader_start(KbLeader *leader);
+gboolean kb_leader_is_leading(const KbLeader *leader);
+/* Give the lease up (blocking call, clears holderIdentity) if leading, then stop. */
+void kb_leader_release(KbLeader *leader);
+void kb_leader_free(KbLeader *leader);
+
+/* ---- event recorder ----------------------------------------------------------------------- */
+
+typedef struct KbRecorder KbRecorder;
+/* @component is the source component ("kube-batchd"). Events are posted asynchronously; repeats
+ * of the same (object, reason, message) within 10 minutes bump count/lastTimestamp on the existing
+ * Event instead of creating a new one; more than @burst new events per object within a minute are
+ * dropped and counted (default burst 25). */
+KbRecorder *kb_recorder_new(KbClient *client, const char *component);
+void kb_recorder_free(KbRecorder *recorder);
+/* @type "Normal" or "Warning". @involved: any decoded record (its kind, namespace, name, uid are
+ * used), @api_version/@kind name it. */
+void kb_recorder_event(KbRecorder *recorder, const KbObjectMeta *involved, const char *api_version,
+                       const char *kind, const char *type, const char *reason,
+                       const char *fmt, ...) G_GNUC_PRINTF(7, 8);
+guint64 kb_recorder_dropped(const KbRecorder *recorder);

@@ -1,0 +1,259 @@
+/*
+ * Compact internal records for the Kubernetes objects kube-batchd and tf-operator read, and their
+ * json-c decoders/encoders.
+ *
+ * Ownership: every record is reference counted through its KbObjectMeta (kb_object_ref/unref work
+ * on any record, since each starts with a KbObjectMeta). Strings that repeat across many objects
+ * (namespaces, node names, scheduler names, label keys and values, queue names, priority class
+ * names, resource-like enums) are interned with g_intern_string() and typed `const char *`;
+ * per-object strings (names, uids, resourceVersions) are owned and typed `char *`.
+ *
+ * Decoders accept the json_object of one item (as found in a List's items[] or a watch event's
+ * object) and return a new record or NULL with KB_ERROR_DECODE naming the object, the field and
+ * the value ("pod default/p1: spec.containers[0].resources.requests[\"nvidia.com/gpu\"]: invalid
+ * quantity \"12Qi\""). Limits: see KB_MAX_* below; crossing one fails with KB_ERROR_LIMIT.
+ */
+#pragma once
+
+#include <glib.h>
+#include <json-c/json.h>
+
+#include "kube/kb-resource.h"
+
+/* Decoder limits (each has a test that crosses it). */
+#define KB_MAX_NAME_LEN 253
+#define KB_MAX_LABELS 256          /* labels or annotations per object */
+#define KB_MAX_LABEL_VALUE_LEN 65536 /* annotation values can be large; labels are 63 */
+#define KB_MAX_CONTAINERS 64
+#define KB_MAX_LIST_ITEMS 64       /* tolerations, taints, owner refs, terms, expressions */
+
+typedef enum {
+    KB_KIND_POD,
+    KB_KIND_NODE,
+    KB_KIND_NAMESPACE,
+    KB_KIND_PRIORITY_CLASS,
+    KB_KIND_LEASE,
+    KB_KIND_EVENT,
+    KB_KIND_POD_GROUP,
+    KB_KIND_QUEUE,
+    KB_KIND_TFJOB,
+    KB_KIND_OTHER,
+} KbKind;
+
+typedef struct {
+    char *api_version;
+    char *kind;
+    char *name;
+    char *uid;
+    gboolean controller;
+} KbOwnerRef;
+
+typedef struct {
+    KbKind kind;
+    gint ref_count;
+    char *name;
+    const char *namespace_; /* interned; NULL for cluster-scoped objects */
+    char *uid;
+    char *resource_version;
+    gint64 generation;
+    gint64 creation_timestamp; /* unix seconds, 0 when absent */
+    gint64 deletion_timestamp; /* unix seconds, 0 when not being deleted */
+    GHashTable *labels;        /* const char* (interned) -> const char* (interned); never NULL */
+    GHashTable *annotations;   /* char* -> char*, owned; never NULL */
+    KbOwnerRef *owners;
+    guint n_owners;
+    json_object *raw; /* the whole object when the decoder was asked to keep it, else NULL */
+} KbObjectMeta;
+
+typedef enum {
+    KB_POD_PENDING,
+    KB_POD_RUNNING,
+    KB_POD_SUCCEEDED,
+    KB_POD_FAILED,
+    KB_POD_UNKNOWN,
+} KbPodPhase;
+
+typedef enum {
+    KB_SELECTOR_IN,
+    KB_SELECTOR_NOT_IN,
+    KB_SELECTOR_EXISTS,
+    KB_SELECTOR_DOES_NOT_EXIST,
+    KB_SELECTOR_GT,
+    KB_SELECTOR_LT,
+} KbSelectorOp;
+
+typedef struct {
+    const char *key;     /* interned */
+    KbSelectorOp op;
+    const char **values; /* interned, n_values of them */
+    guint n_values;
+} KbSelectorRequirement;
+
+/* One nodeSelectorTerm: its matchExpressions are ANDed (matchFields on metadata.name too). */
+typedef struct {
+    KbSelectorRequirement *exprs;
+    guint n_exprs;
+} KbNodeSelectorTerm;
+
+typedef enum {
+    KB_EFFECT_NO_SCHEDULE,
+    KB_EFFECT_PREFER_NO_SCHEDULE,
+    KB_EFFECT_NO_EXECUTE,
+    KB_EFFECT_ALL, /* a toleration with an empty effect matches every effect */
+} KbTaintEffect;
+
+typedef struct {
+    const char *key; /* interned */
+    const char *value;
+    KbTaintEffect effect;
+} KbTaint;
+
+typedef struct {
+    const char *key;       /* interned; NULL (empty) with Exists tolerates every taint */
+    gboolean op_exists;    /* operator Exists, else Equal */
+    const char *value;     /* interned, may be NULL */
+    KbTaintEffect effect;  /* KB_EFFECT_ALL when empty */
+} KbToleration;
+
+typedef struct {
+    char *name;
+    gboolean running;
+    gboolean waiting;
+    gboolean terminated;
+    gint exit_code;   /* valid when terminated */
+    char *reason;     /* terminated or waiting reason, may be NULL */
+    gint restart_count;
+} KbContainerStatus;
+
+typedef struct {
+    KbObjectMeta meta;
+    const char *scheduler_name;      /* interned; "default-scheduler" when empty */
+    const char *node_name;           /* interned; NULL when unbound */
+    const char *priority_class_name; /* interned, may be NULL */
+    gint32 priority;                 /* spec.priority, 0 when absent */
+    gboolean has_priority;
+    /*
+     * Effective requests, as the scheduler accounts them: max(sum of containers, max of init
+     * containers) + overhead, where a container's request defaults to its limit; pods = 1.
+     */
+    KbResources requests;
+    GHashTable *node_selector;    /* interned -> interned; never NULL */
+    KbNodeSelectorTerm *affinity_terms; /* required node affinity terms, ORed; may be 0 */
+    guint n_affinity_terms;
+    KbToleration *tolerations;
+    guint n_tolerations;
+    KbPodPhase phase;
+    KbContainerStatus *container_statuses;
+    guint n_container_statuses;
+    /* Gang: from annotation scheduling.k8s.io/group-name or label scheduling.x-k8s.io/pod-group. */
+    const char *group_name; /* interned, NULL when the pod has no group */
+} KbPod;
+
+typedef struct {
+    KbObjectMeta meta;
+    KbResources allocatable;
+    KbResources capacity;
+    KbTaint *taints;
+    guint n_taints;
+    gboolean unschedulable;
+    gboolean ready; /* condition Ready=True */
+} KbNode;
+
+typedef enum {
+    KB_PODGROUP_KUBE_BATCH, /* scheduling.incubator.k8s.io/v1alpha1 */
+    KB_PODGROUP_VOLCANO,    /* scheduling.volcano.sh/v1beta1 */
+    KB_PODGROUP_X_K8S,      /* scheduling.x-k8s.io/v1alpha1 */
+} KbPodGroupDialect;
+
+typedef struct {
+    KbObjectMeta meta;
+    KbPodGroupDialect dialect;
+    gint32 min_member;               /* >= 1 after decoding; 1 when absent */
+    const char *queue;               /* interned, NULL when absent (use the default queue) */
+    const char *priority_class_name; /* interned, may be NULL */
+    KbResources min_resources;       /* zero when absent */
+    gint32 schedule_timeout_seconds; /* 0 when absent */
+    const char *phase;               /* interned status.phase, may be NULL */
+} KbPodGroup;
+
+typedef struct {
+    KbObjectMeta meta; /* cluster-scoped */
+    gint32 weight;     /* >= 1; 1 when absent */
+    KbResources capability; /* KB_RESOURCE_UNLIMITED where not given */
+    KbResources guarantee;  /* zero where not given */
+    gboolean reclaimable;   /* default TRUE */
+    const char *parent;     /* interned, NULL for top-level */
+    gboolean open;          /* state Open (default) vs Closed/Closing */
+} KbQueue;
+
+typedef struct {
+    KbObjectMeta meta;
+    gint32 value;
+    gboolean global_default;
+    gboolean preempt_never; /* preemptionPolicy: Never */
+} KbPriorityClass;
+
+typedef struct {
+    KbObjectMeta meta;
+    char *holder_identity;
+    gint32 lease_duration_seconds;
+    gint64 acquire_time_us; /* unix microseconds, 0 when absent */
+    gint64 renew_time_us;
+    gint32 lease_transitions;
+} KbLease;
+
+/* Reference counting on any record above (they all start with KbObjectMeta). */
+gpointer kb_object_ref(gpointer obj);
+void kb_object_unref(gpointer obj);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbPod, kb_object_unref)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbNode, kb_object_unref)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbPodGroup, kb_object_unref)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbQueue, kb_object_unref)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbPriorityClass, kb_object_unref)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbLease, kb_object_unref)
+
+/* "ns/name" or "name" for cluster-scoped objects; newly allocated. */
+char *kb_object_key(const KbObjectMeta *meta);
+
+/*
+ * Decoders. @keep_raw stores a reference to @obj in meta.raw (controllers that write objects
+ * back keep it; the scheduler does not, to save memory).
+ */
+KbPod *kb_pod_decode(json_object *obj, gboolean keep_raw, GError **error);
+KbNode *kb_node_decode(json_object *obj, gboolean keep_raw, GError **error);
+KbPodGroup *kb_pod_group_decode(json_object *obj, gboolean keep_raw, GError **error);
+KbQueue *kb_queue_decode(json_object *obj, gboolean keep_raw, GError **error);
+KbPriorityClass *kb_priority_class_decode(json_object *obj, gboolean keep_raw, GError **error);
+KbLease *kb_lease_decode(json_object *obj, gboolean keep_raw, GError **error);
+/* Any object: metadata only (namespaces, services, events, ...). */
+KbObjectMeta *kb_meta_object_decode(json_object *obj, gboolean keep_raw, GError **error);
+
+/* Decode "metadata" of @obj into @meta (used by the decoders above and by kb-tfjob). */
+gboolean kb_meta_decode(json_object *obj, KbKind kind, gboolean keep_raw, KbObjectMeta *meta,
+                        GError **error);
+void kb_meta_clear(KbObjectMeta *meta);
+
+/*
+ * Parse a map of quantities ({"cpu": "500m", "nvidia.com/gpu": 2}) into @out (added to it).
+ * @what names the field in errors. Numbers and strings are both accepted, as the API server does.
+ */
+gboolean kb_resources_decode(json_object *map, const char *what, KbResources *out, GError **error);
+/* The inverse: a new JSON map of the non-zero, non-unlimited slots in canonical form. */
+json_object *kb_resources_encode(const KbResources *r);
+
+/* Encoders for the subresource bodies the scheduler posts. New references. */
+json_object *kb_binding_new(const char *namespace_, const char *pod, const char *pod_uid,
+                            const char *node);
+/* policy/v1 when @v1 is TRUE, else policy/v1beta1. */
+json_object *kb_eviction_new(const char *namespace_, const char *pod, gboolean v1);
+
+/* RFC 3339 timestamps as the API server writes them ("2026-11-22T05:05:48Z"). */
+gboolean kb_time_parse(const char *s, gint64 *unix_seconds);
+char *kb_time_format(gint64 unix_seconds);
+/* MicroTime ("2026-11-22T05:05:48.123456Z") as used by Lease and Event. */
+gboolean kb_micro_time_parse(const char *s, gint64 *unix_us);
+char *kb_micro_time_format(gint64 unix_us);
+
+const char *kb_pod_phase_to_string(KbPodPhase phase);
+/* Terminal: Succeeded or Failed; such pods no longer hold node resources. */
+gboolean kb_pod_is_terminated(const KbPod *pod);
