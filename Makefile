@@ -78,7 +78,7 @@ TESTS := $(patsubst tests/%.c,$(O)/tests/%,$(TEST_SRC)) \
 
 all: $(BINS) $(LIBKUBE)
 	@mkdir -p bin
-	@$(if $(BINS),cp -f $(BINS) bin/)
+	@$(if $(strip $(BINS)),cp -f $(BINS) bin/,true)
 
 $(O)/obj/%.o: %.c
 	@mkdir -p $(@D)
