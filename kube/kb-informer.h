@@ -12,6 +12,7 @@
 /* ---- watch-event decoding (pure; fuzzed) ------------------------------------------------------ */
 
 #define KB_WATCH_MAX_EVENT_BYTES (16 * 1024 * 1024) /* one event line */
+#define KB_WATCH_MAX_DEPTH 128                      /* JSON nesting of one event */
 
 typedef enum {
     KB_WATCH_ADDED,
@@ -44,6 +45,12 @@ gboolean kb_watch_decoder_next(KbWatchDecoder *decoder, KbWatchEvent *event, GEr
 void kb_watch_event_clear(KbWatchEvent *event);
 /* For an ERROR event: the metav1.Status code (410 for Expired/Gone), or 0. */
 int kb_watch_event_status_code(const KbWatchEvent *event);
+/* "ADDED", "MODIFIED", ... (static string). */
+const char *kb_watch_event_type_to_string(KbWatchEventType type);
+/* Drop buffered bytes and any limit failure, for reuse on a new stream. */
+void kb_watch_decoder_reset(KbWatchDecoder *decoder);
+/* Bytes buffered but not yet returned as events (a partial line, or lines not yet taken). */
+gsize kb_watch_decoder_pending(const KbWatchDecoder *decoder);
 
 /* ---- informers --------------------------------------------------------------------------- */
 
