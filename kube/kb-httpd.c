@@ -1,0 +1,310 @@
+/*
+ * Health, readiness and metrics over libmicrohttpd, driven from the GLib main loop (see the
+ * header for why). MHD runs with epoll and no thread of its own: the epoll fd is watched with a
+ * unix fd source, and MHD's own timeout (idle connections) with a timer re-armed after every run.
+ */
+#include "kube/kb-httpd.h"
+
+#include <gio/gio.h>
+#include <glib-unix.h>
+#include <microhttpd.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kube/kb-error.h"
+
+#define CONNECTION_LIMIT 64
+#define CONNECTION_TIMEOUT_S 10
+
+struct KbHttpd {
+    struct MHD_Daemon *daemon;
+    GMainContext *context;
+    GSource *fd_source;
+    GSource *timer;
+    guint16 port;
+    KbMetrics *metrics;
+    KbHttpdReadyFunc ready;
+    gpointer ready_data;
+    guint64 requests;
+};
+
+gboolean kb_httpd_parse_address(const char *address, char **host, guint16 *port, GError **error)
+{
+    g_autofree char *h = NULL;
+    const char *colon;
+    const char *p;
+    guint64 n;
+
+    g_return_val_if_fail(host != NULL && port != NULL, FALSE);
+    colon = address != NULL ? strrchr(address, ':') : NULL;
+    if (colon == NULL) {
+        g_set_error(error, KB_ERROR, KB_ERROR_CONFIG,
+                    "listen address \"%s\": expected HOST:PORT or :PORT",
+                    address != NULL ? address : "");
+        return FALSE;
+    }
+    p = colon + 1;
+    if (*p == '\0' || strlen(p) > 5 || !g_ascii_string_to_unsigned(p, 10, 0, 65535, &n, NULL)) {
+        g_set_error(error, KB_ERROR, KB_ERROR_CONFIG, "listen address \"%s\": invalid port \"%s\"",
+                    address, p);
+        return FALSE;
+    }
+    h = g_strndup(address, (gsize)(colon - address));
+    if (h[0] == '[') {
+        gsize len = strlen(h);
+        if (len < 2 || h[len - 1] != ']') {
+            g_set_error(error, KB_ERROR, KB_ERROR_CONFIG,
+                        "listen address \"%s\": unbalanced brackets", address);
+            return FALSE;
+        }
+        memmove(h, h + 1, len - 2);
+        h[len - 2] = '\0';
+        if (!g_hostname_is_ip_address(h) || strchr(h, ':') == NULL) {
+            g_set_error(error, KB_ERROR, KB_ERROR_CONFIG,
+                        "listen address \"%s\": \"%s\" is not an IPv6 address", address, h);
+            return FALSE;
+        }
+    } else if (h[0] != '\0' && strcmp(h, "localhost") != 0 &&
+               (!g_hostname_is_ip_address(h) || strchr(h, ':') != NULL)) {
+        g_set_error(error, KB_ERROR, KB_ERROR_CONFIG,
+                    "listen address \"%s\": host \"%s\" is not an IP address (IPv6 needs "
+                    "brackets)",
+                    address, h);
+        return FALSE;
+    }
+    *port = (guint16)n;
+    if (h[0] == '\0')
+        *host = NULL;
+    else if (strcmp(h, "localhost") == 0)
+        *host = g_strdup("127.0.0.1");
+    else
+        *host = g_steal_pointer(&h);
+    return TRUE;
+}
+
+/* ---- handlers -------------------------------------------------------------------------------- */
+
+static enum MHD_Result respond(struct MHD_Connection *conn, unsigned int status,
+                               const char *content_type, char *body, gboolean take)
+{
+    struct MHD_Response *r;
+    enum MHD_Result ret;
+
+    if (take)
+        r = MHD_create_response_from_buffer_with_free_callback(strlen(body), body, g_free);
+    else
+        r = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_PERSISTENT);
+    if (r == NULL) {
+        if (take)
+            g_free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+    ret = MHD_queue_response(conn, status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+#define TEXT_PLAIN "text/plain; charset=utf-8"
+
+static enum MHD_Result serve_readyz(KbHttpd *httpd, struct MHD_Connection *conn)
+{
+    g_autofree char *reason = NULL;
+
+    if (httpd->ready == NULL || httpd->ready(httpd->ready_data, &reason))
+        return respond(conn, MHD_HTTP_OK, TEXT_PLAIN, "ok", FALSE);
+    return respond(conn, MHD_HTTP_SERVICE_UNAVAILABLE, TEXT_PLAIN,
+                   reason != NULL ? g_steal_pointer(&reason) : g_strdup("not ready"), TRUE);
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
+                              const char *method, const char *version, const char *upload_data,
+                              size_t *upload_data_size, void **req_cls)
+{
+    KbHttpd *httpd = cls;
+
+    httpd->requests++;
+    if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+        return respond(conn, MHD_HTTP_METHOD_NOT_ALLOWED, TEXT_PLAIN, "method not allowed\n",
+                       FALSE);
+    if (strcmp(url, "/healthz") == 0)
+        return respond(conn, MHD_HTTP_OK, TEXT_PLAIN, "ok", FALSE);
+    if (strcmp(url, "/readyz") == 0)
+        return serve_readyz(httpd, conn);
+    if (strcmp(url, "/metrics") == 0 && httpd->metrics != NULL)
+        return respond(conn, MHD_HTTP_OK, KB_METRICS_CONTENT_TYPE,
+                       kb_metrics_render(httpd->metrics), TRUE);
+    return respond(conn, MHD_HTTP_NOT_FOUND, TEXT_PLAIN, "404 page not found\n", FALSE);
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+
+    g_strchomp(msg);
+    g_debug("httpd: %s", msg);
+}
+
+/* ---- main-loop integration ------------------------------------------------------------------- */
+
+static void run_daemon(KbHttpd *httpd);
+
+static gboolean on_timer(gpointer data)
+{
+    KbHttpd *httpd = data;
+    GSource *self = g_steal_pointer(&httpd->timer);
+
+    run_daemon(httpd);
+    g_source_unref(self);
+    return G_SOURCE_REMOVE;
+}
+
+/* MHD wants to run again after its timeout (0 when work is pending, none when idle). */
+static void rearm_timer(KbHttpd *httpd)
+{
+    MHD_UNSIGNED_LONG_LONG ms;
+
+    if (httpd->timer != NULL) {
+        g_source_destroy(httpd->timer);
+        g_clear_pointer(&httpd->timer, g_source_unref);
+    }
+    if (MHD_get_timeout(httpd->daemon, &ms) != MHD_YES)
+        return;
+    httpd->timer = g_timeout_source_new((guint)MIN(ms, (MHD_UNSIGNED_LONG_LONG)G_MAXUINT));
+    g_source_set_callback(httpd->timer, on_timer, httpd, NULL);
+    g_source_set_name(httpd->timer, "kb-httpd timer");
+    g_source_attach(httpd->timer, httpd->context);
+}
+
+static void run_daemon(KbHttpd *httpd)
+{
+    MHD_run(httpd->daemon);
+    rearm_timer(httpd);
+}
+
+static gboolean on_epoll_ready(gint fd, GIOCondition condition, gpointer data)
+{
+    run_daemon(data);
+    return G_SOURCE_CONTINUE;
+}
+
+/* ---- life cycle ------------------------------------------------------------------------------ */
+
+static struct MHD_Daemon *start_daemon(KbHttpd *httpd, GSocketAddress *addr, gboolean ipv6,
+                                       GError **error)
+{
+    struct sockaddr_storage native;
+    unsigned int flags = MHD_USE_EPOLL;
+    struct MHD_Daemon *d;
+
+    if (!g_socket_address_to_native(addr, &native, sizeof(native), error))
+        return NULL;
+    if (ipv6)
+        flags |= MHD_USE_DUAL_STACK;
+    d = MHD_start_daemon(flags, 0, NULL, NULL, handle, httpd, MHD_OPTION_SOCK_ADDR, &native,
+                         MHD_OPTION_CONNECTION_LIMIT, (unsigned int)CONNECTION_LIMIT,
+                         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)CONNECTION_TIMEOUT_S,
+                         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+    if (d == NULL) {
+        g_autofree char *s = g_socket_connectable_to_string(G_SOCKET_CONNECTABLE(addr));
+        g_set_error(error, KB_ERROR, KB_ERROR_TRANSPORT, "cannot listen on %s", s);
+    }
+    return d;
+}
+
+/* ":PORT" listens on every interface: IPv6 dual-stack where the host has IPv6, else IPv4. */
+static struct MHD_Daemon *listen_on(KbHttpd *httpd, const char *host, guint16 port,
+                                    GError **error)
+{
+    g_autoptr(GInetAddress) ia = NULL;
+    g_autoptr(GSocketAddress) addr = NULL;
+
+    if (host == NULL) {
+        g_autoptr(GInetAddress) any6 = g_inet_address_new_any(G_SOCKET_FAMILY_IPV6);
+        g_autoptr(GSocketAddress) addr6 = g_inet_socket_address_new(any6, port);
+        struct MHD_Daemon *d = start_daemon(httpd, addr6, TRUE, NULL);
+
+        if (d != NULL)
+            return d;
+        ia = g_inet_address_new_any(G_SOCKET_FAMILY_IPV4);
+    } else {
+        ia = g_inet_address_new_from_string(host);
+    }
+    addr = g_inet_socket_address_new(ia, port);
+    return start_daemon(httpd, addr, g_inet_address_get_family(ia) == G_SOCKET_FAMILY_IPV6,
+                        error);
+}
+
+KbHttpd *kb_httpd_new(const char *listen_address, KbMetrics *metrics, GError **error)
+{
+    g_autofree char *host = NULL;
+    guint16 port;
+    const union MHD_DaemonInfo *info;
+    KbHttpd *httpd;
+
+    if (!kb_httpd_parse_address(listen_address, &host, &port, error))
+        return NULL;
+    if (MHD_is_feature_supported(MHD_FEATURE_EPOLL) != MHD_YES) {
+        g_set_error(error, KB_ERROR, KB_ERROR_CONFIG, "libmicrohttpd was built without epoll");
+        return NULL;
+    }
+    httpd = g_new0(KbHttpd, 1);
+    httpd->metrics = metrics;
+    httpd->context = g_main_context_ref_thread_default();
+    httpd->daemon = listen_on(httpd, host, port, error);
+    if (httpd->daemon == NULL) {
+        g_prefix_error(error, "listen address \"%s\": ", listen_address);
+        kb_httpd_free(httpd);
+        return NULL;
+    }
+    info = MHD_get_daemon_info(httpd->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    httpd->port = info != NULL ? info->port : port;
+    info = MHD_get_daemon_info(httpd->daemon, MHD_DAEMON_INFO_EPOLL_FD);
+    httpd->fd_source = g_unix_fd_source_new(info->epoll_fd, G_IO_IN);
+    g_source_set_callback(httpd->fd_source, G_SOURCE_FUNC(on_epoll_ready), httpd, NULL);
+    g_source_set_name(httpd->fd_source, "kb-httpd");
+    g_source_attach(httpd->fd_source, httpd->context);
+    g_debug("httpd: listening on %s (port %u)", listen_address, httpd->port);
+    return httpd;
+}
+
+void kb_httpd_set_ready_func(KbHttpd *httpd, KbHttpdReadyFunc func, gpointer user_data)
+{
+    g_return_if_fail(httpd != NULL);
+    httpd->ready = func;
+    httpd->ready_data = user_data;
+}
+
+guint16 kb_httpd_port(const KbHttpd *httpd)
+{
+    g_return_val_if_fail(httpd != NULL, 0);
+    return httpd->port;
+}
+
+guint64 kb_httpd_requests(const KbHttpd *httpd)
+{
+    g_return_val_if_fail(httpd != NULL, 0);
+    return httpd->requests;
+}
+
+void kb_httpd_free(KbHttpd *httpd)
+{
+    if (httpd == NULL)
+        return;
+    if (httpd->fd_source != NULL) {
+        g_source_destroy(httpd->fd_source);
+        g_source_unref(httpd->fd_source);
+    }
+    if (httpd->timer != NULL) {
+        g_source_destroy(httpd->timer);
+        g_source_unref(httpd->timer);
+    }
+    if (httpd->daemon != NULL)
+        MHD_stop_daemon(httpd->daemon);
+    g_main_context_unref(httpd->context);
+    g_free(httpd);
+}

@@ -1,0 +1,50 @@
+/*
+ * The daemons' HTTP endpoint for probes and scraping, on --listen-address:
+ *
+ *   /healthz  200 "ok"
+ *   /readyz   200 "ok", or 503 with the reason the readiness callback gives
+ *             ("caches not synced", "not leading")
+ *   /metrics  the registry in Prometheus text format 0.0.4
+ *   anything else 404; methods other than GET and HEAD 405.
+ *
+ * libmicrohttpd runs on the caller's GMainContext, not on a thread of its own: its epoll fd is a
+ * source on the main loop and MHD_run() is called from there. Handlers therefore run on the main
+ * loop, where the registry and the readiness state live, with no locks and no copies handed
+ * between threads. It also makes /healthz mean what a probe wants: a main loop that is stuck
+ * answers nothing, so the kubelet's probe times out and counts a failure. The cost is that a long
+ * scheduling cycle delays answers by its length, which probe timeouts of a few seconds absorb.
+ * Sockets are non-blocking, so a slow client never stalls the loop.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "kube/kb-metrics.h"
+
+typedef struct KbHttpd KbHttpd;
+
+/* Readiness: TRUE when ready; else FALSE and *@reason a newly allocated explanation (may be left
+ * NULL, then "not ready" is served). */
+typedef gboolean (*KbHttpdReadyFunc)(gpointer user_data, char **reason);
+
+/*
+ * Split "HOST:PORT" into its parts: ":8080" (all interfaces: *@host NULL), "127.0.0.1:0" (0 asks
+ * for an ephemeral port), "[::1]:9090", "localhost:8080". HOST must be an IP literal or
+ * "localhost". FALSE with KB_ERROR_CONFIG naming the value otherwise.
+ */
+gboolean kb_httpd_parse_address(const char *address, char **host, guint16 *port, GError **error);
+
+/*
+ * Listen on @listen_address and serve on the thread-default GMainContext. @metrics (may be NULL:
+ * /metrics then answers 404) is borrowed and must outlive the server. Returns NULL with
+ * KB_ERROR_CONFIG for a bad address or KB_ERROR_TRANSPORT when the port cannot be bound.
+ */
+KbHttpd *kb_httpd_new(const char *listen_address, KbMetrics *metrics, GError **error);
+void kb_httpd_set_ready_func(KbHttpd *httpd, KbHttpdReadyFunc func, gpointer user_data);
+/* The bound port (the ephemeral one when 0 was asked for). */
+guint16 kb_httpd_port(const KbHttpd *httpd);
+/* Requests answered so far (any path and status). */
+guint64 kb_httpd_requests(const KbHttpd *httpd);
+/* Close the listening socket and every connection, detach from the main loop, free. */
+void kb_httpd_free(KbHttpd *httpd);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbHttpd, kb_httpd_free)
