@@ -102,6 +102,20 @@ guint kb_informer_size(const KbInformer *informer);
 /* Statistics for metrics: events applied, decode errors, relists. */
 guint64 kb_informer_decode_errors(const KbInformer *informer);
 guint64 kb_informer_relists(const KbInformer *informer);
+/* Watch events applied to the store (repeats and bookmarks excluded). */
+guint64 kb_informer_events(const KbInformer *informer);
+/* The resourceVersion the next watch resumes from (borrowed), NULL before the first list. */
+const char *kb_informer_resource_version(const KbInformer *informer);
+/*
+ * Timing knobs (tests use short ones); call before kb_informer_start(). Errors back off from
+ * @initial_ms doubling to @max_ms with +-20% jitter (defaults 800 and 30000); the backoff resets
+ * after a healthy watch or a complete list. A 404 on list retries every @interval_ms (default
+ * 30000). Watches ask the server to end them after a random @min_s..@max_s seconds (defaults
+ * 300..600, as client-go does).
+ */
+void kb_informer_set_backoff(KbInformer *informer, guint initial_ms, guint max_ms);
+void kb_informer_set_missing_retry(KbInformer *informer, guint interval_ms);
+void kb_informer_set_watch_timeout(KbInformer *informer, guint min_s, guint max_s);
 
 /* ---- leader election ---------------------------------------------------------------------- */
 

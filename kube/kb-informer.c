@@ -1,0 +1,765 @@
+/*
+ * Informers: list (paged) then watch one resource type into a store of decoded records, and tell
+ * handlers about adds, updates and deletes (the informers section of kb-informer.h).
+ *
+ * The state machine runs entirely on the client's main context: a list is a chain of
+ * asynchronous page requests; a watch is a KbStream whose bytes go through a KbWatchDecoder; every
+ * restart (after an error, a clean end of the watch or a 410) goes through one timer source, so
+ * that nothing is restarted from inside a client callback and at most one request is in flight.
+ */
+#include "kube/kb-informer.h"
+
+#include <string.h>
+
+#define DEFAULT_PAGE_SIZE 500
+#define DEFAULT_BACKOFF_INITIAL_MS 800
+#define DEFAULT_BACKOFF_MAX_MS 30000
+#define DEFAULT_MISSING_RETRY_MS 30000
+#define DEFAULT_WATCH_TIMEOUT_MIN_S 300
+#define DEFAULT_WATCH_TIMEOUT_MAX_S 600
+
+typedef enum {
+    NEXT_LIST,
+    NEXT_WATCH,
+} NextStep;
+
+/* Outlives the informer while an asynchronous list page is in flight: the client has no way to
+ * cancel a call, so the callback checks whether the informer is still there. */
+typedef struct {
+    KbInformer *informer; /* NULL once the informer was freed */
+} ListCall;
+
+struct KbInformer {
+    KbClient *client;
+    GMainContext *context;
+    const KbResourceType *type;
+    char *namespace_;
+    char *label_selector;
+    char *field_selector;
+    KbDecodeFunc decode;
+    gboolean keep_raw;
+    gint64 page_size;
+    KbInformerHandlers handlers;
+    gpointer user_data;
+    char *what; /* "pods" or "pods in namespace ns", for logs */
+
+    GHashTable *by_key; /* "ns/name" (owned) -> record (one reference) */
+    GHashTable *by_uid; /* uid (the record's string) -> record (borrowed) */
+
+    gboolean started;
+    gboolean synced;
+    gboolean missing;
+    char *resource_version; /* where the next watch resumes */
+
+    ListCall *list_call;    /* the page request in flight, or NULL */
+    GPtrArray *list_items;  /* records of the pages so far, in list order */
+    GHashTable *list_keys;  /* key -> index + 1 in list_items */
+    char *list_continue;
+
+    KbStream *stream;
+    KbWatchDecoder *decoder;
+    gboolean watch_got_event;
+    gboolean watch_stop;    /* set from on_data: the stream is being cancelled */
+    NextStep watch_next;
+    guint watch_next_delay_ms;
+
+    GSource *timer;
+    NextStep timer_step;
+
+    guint backoff_initial_ms;
+    guint backoff_max_ms;
+    guint backoff_ms; /* the next delay before jitter */
+    guint missing_retry_ms;
+    guint watch_timeout_min_s;
+    guint watch_timeout_max_s;
+
+    guint64 decode_errors;
+    guint64 relists;
+    guint64 events;
+    guint64 lists_done;
+};
+
+static void start_list(KbInformer *inf);
+static void start_watch(KbInformer *inf);
+
+/* ---- store ------------------------------------------------------------------------------- */
+
+static char *make_key(const char *namespace_, const char *name)
+{
+    if (namespace_ != NULL && namespace_[0] != '\0')
+        return g_strconcat(namespace_, "/", name, NULL);
+    return g_strdup(name);
+}
+
+static char *record_key(gconstpointer rec)
+{
+    const KbObjectMeta *meta = rec;
+    return make_key(meta->namespace_, meta->name != NULL ? meta->name : "");
+}
+
+static const char *record_uid(gconstpointer rec)
+{
+    const KbObjectMeta *meta = rec;
+    return meta->uid != NULL && meta->uid[0] != '\0' ? meta->uid : NULL;
+}
+
+static const char *record_rv(gconstpointer rec)
+{
+    return ((const KbObjectMeta *)rec)->resource_version;
+}
+
+/* Remove the record stored under @key; returns it with the store's reference, or NULL. */
+static gpointer store_take(KbInformer *inf, const char *key)
+{
+    gpointer old_key = NULL;
+    gpointer old = NULL;
+    if (!g_hash_table_steal_extended(inf->by_key, key, &old_key, &old))
+        return NULL;
+    g_free(old_key);
+    const char *uid = record_uid(old);
+    if (uid != NULL && g_hash_table_lookup(inf->by_uid, uid) == old)
+        g_hash_table_remove(inf->by_uid, uid);
+    return old;
+}
+
+/* Store @rec (consumes the reference) under @key (consumed); the slot must be empty. */
+static void store_put(KbInformer *inf, char *key, gpointer rec)
+{
+    g_hash_table_insert(inf->by_key, key, rec);
+    const char *uid = record_uid(rec);
+    if (uid != NULL)
+        g_hash_table_insert(inf->by_uid, (gpointer)uid, rec);
+}
+
+static void unref_record(gpointer rec)
+{
+    if (rec != NULL)
+        kb_object_unref(rec);
+}
+
+static void notify_add(KbInformer *inf, gpointer rec)
+{
+    if (inf->handlers.on_add != NULL)
+        inf->handlers.on_add(rec, inf->user_data);
+}
+
+static void notify_update(KbInformer *inf, gpointer old, gpointer rec)
+{
+    if (inf->handlers.on_update != NULL)
+        inf->handlers.on_update(old, rec, inf->user_data);
+}
+
+static void notify_delete(KbInformer *inf, gpointer old)
+{
+    if (inf->handlers.on_delete != NULL)
+        inf->handlers.on_delete(old, inf->user_data);
+}
+
+static gboolean same_uid(gconstpointer a, gconstpointer b)
+{
+    const char *ua = record_uid(a);
+    const char *ub = record_uid(b);
+    /* an object without a uid (test fixtures) is taken to be the same incarnation */
+    return ua == NULL || ub == NULL || strcmp(ua, ub) == 0;
+}
+
+/*
+ * Put @rec (consumes the reference) into the store and tell the handlers: an add for a new key,
+ * an update for a changed one, a delete and an add when the key now names another incarnation
+ * (a different uid). A record with the same uid and resourceVersion as the stored one is a repeat
+ * and is dropped. Returns FALSE for a repeat.
+ */
+static gboolean store_apply(KbInformer *inf, gpointer rec)
+{
+    char *key = record_key(rec);
+    gpointer old = g_hash_table_lookup(inf->by_key, key);
+    if (old != NULL && same_uid(old, rec) && g_strcmp0(record_rv(old), record_rv(rec)) == 0) {
+        g_free(key);
+        kb_object_unref(rec);
+        return FALSE;
+    }
+    old = store_take(inf, key);
+    store_put(inf, key, rec);
+    if (old == NULL) {
+        notify_add(inf, rec);
+    } else if (same_uid(old, rec)) {
+        notify_update(inf, old, rec);
+    } else {
+        notify_delete(inf, old);
+        notify_add(inf, rec);
+    }
+    if (old != NULL)
+        kb_object_unref(old);
+    return TRUE;
+}
+
+static void store_delete(KbInformer *inf, const char *key)
+{
+    gpointer old = store_take(inf, key);
+    if (old == NULL)
+        return;
+    notify_delete(inf, old);
+    kb_object_unref(old);
+}
+
+/*
+ * Replace the store with the records of a complete list (@items, in list order; the array's
+ * references are taken over): deletes for keys that vanished, then adds and updates in list
+ * order. Records whose resourceVersion did not change stay as they are, without a callback.
+ */
+static void store_replace(KbInformer *inf, GPtrArray *items, GHashTable *keys)
+{
+    g_autoptr(GPtrArray) vanished = g_ptr_array_new_with_free_func(g_free);
+    GHashTableIter iter;
+    gpointer key;
+    g_hash_table_iter_init(&iter, inf->by_key);
+    while (g_hash_table_iter_next(&iter, &key, NULL)) {
+        if (!g_hash_table_contains(keys, key))
+            g_ptr_array_add(vanished, g_strdup(key));
+    }
+    for (guint i = 0; i < vanished->len; i++)
+        store_delete(inf, g_ptr_array_index(vanished, i));
+    for (guint i = 0; i < items->len; i++) {
+        gpointer rec = g_ptr_array_index(items, i);
+        if (rec != NULL) {
+            items->pdata[i] = NULL;
+            store_apply(inf, rec);
+        }
+    }
+}
+
+/* ---- helpers ----------------------------------------------------------------------------- */
+
+static const char *json_str(json_object *obj, const char *field)
+{
+    json_object *v = NULL;
+    if (obj == NULL || !json_object_object_get_ex(obj, field, &v) ||
+        !json_object_is_type(v, json_type_string))
+        return NULL;
+    return json_object_get_string(v);
+}
+
+static json_object *json_metadata(json_object *obj)
+{
+    json_object *meta = NULL;
+    if (obj == NULL || !json_object_is_type(obj, json_type_object) ||
+        !json_object_object_get_ex(obj, "metadata", &meta) ||
+        !json_object_is_type(meta, json_type_object))
+        return NULL;
+    return meta;
+}
+
+static void skip_malformed(KbInformer *inf, json_object *obj, const GError *error)
+{
+    json_object *meta = json_metadata(obj);
+    const char *kind = json_str(obj, "kind");
+    const char *ns = json_str(meta, "namespace");
+    const char *name = json_str(meta, "name");
+    g_autofree char *key = make_key(ns, name != NULL ? name : "(no name)");
+    inf->decode_errors++;
+    g_warning("informer %s: skipping malformed %s %s: %s", inf->what,
+              kind != NULL ? kind : "object", key, error != NULL ? error->message : "?");
+}
+
+static gpointer decode_object(KbInformer *inf, json_object *obj)
+{
+    g_autoptr(GError) error = NULL;
+    gpointer rec;
+    if (inf->decode != NULL)
+        rec = inf->decode(obj, inf->keep_raw, &error);
+    else
+        rec = kb_meta_object_decode(obj, inf->keep_raw, &error);
+    if (rec == NULL) {
+        skip_malformed(inf, obj, error);
+        return NULL;
+    }
+    if (((KbObjectMeta *)rec)->name == NULL) {
+        g_autoptr(GError) no_name =
+            g_error_new_literal(KB_ERROR, KB_ERROR_DECODE, "metadata.name: missing");
+        kb_object_unref(rec);
+        skip_malformed(inf, obj, no_name);
+        return NULL;
+    }
+    return rec;
+}
+
+static guint next_backoff(KbInformer *inf)
+{
+    guint base = inf->backoff_ms;
+    inf->backoff_ms = (guint)MIN((guint64)base * 2, (guint64)inf->backoff_max_ms);
+    /* +-20% so that many informers restarting together spread out */
+    return (guint)(base * g_random_double_range(0.8, 1.2));
+}
+
+static void reset_backoff(KbInformer *inf)
+{
+    inf->backoff_ms = inf->backoff_initial_ms;
+}
+
+static gboolean on_timer(gpointer user_data)
+{
+    KbInformer *inf = user_data;
+    g_clear_pointer(&inf->timer, g_source_unref);
+    if (inf->timer_step == NEXT_LIST)
+        start_list(inf);
+    else
+        start_watch(inf);
+    return G_SOURCE_REMOVE;
+}
+
+/* Run @step after @delay_ms on the informer's context, replacing any pending step. */
+static void schedule(KbInformer *inf, NextStep step, guint delay_ms)
+{
+    if (inf->timer != NULL) {
+        g_source_destroy(inf->timer);
+        g_clear_pointer(&inf->timer, g_source_unref);
+    }
+    inf->timer_step = step;
+    inf->timer = g_timeout_source_new(delay_ms);
+    g_source_set_callback(inf->timer, on_timer, inf, NULL);
+    g_source_set_name(inf->timer, "kb-informer");
+    g_source_attach(inf->timer, inf->context);
+}
+
+/* ---- list --------------------------------------------------------------------------------- */
+
+static void clear_list_state(KbInformer *inf)
+{
+    if (inf->list_call != NULL) {
+        inf->list_call->informer = NULL; /* freed by its callback */
+        inf->list_call = NULL;
+    }
+    g_clear_pointer(&inf->list_items, g_ptr_array_unref);
+    g_clear_pointer(&inf->list_keys, g_hash_table_unref);
+    g_clear_pointer(&inf->list_continue, g_free);
+}
+
+static void on_list_page(const KbResponse *resp, gpointer user_data);
+
+static void request_page(KbInformer *inf)
+{
+    KbListOptions lo = {
+        .label_selector = inf->label_selector,
+        .field_selector = inf->field_selector,
+        .limit = inf->page_size,
+        .continue_token = inf->list_continue,
+    };
+    KbRequest req = {
+        .method = "GET",
+        .type = inf->type,
+        .namespace_ = inf->namespace_,
+        .list = &lo,
+    };
+    inf->list_call = g_new0(ListCall, 1);
+    inf->list_call->informer = inf;
+    kb_client_call_async(inf->client, &req, on_list_page, inf->list_call);
+}
+
+static void start_list(KbInformer *inf)
+{
+    clear_list_state(inf);
+    inf->list_items = g_ptr_array_new_with_free_func(unref_record);
+    inf->list_keys = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    request_page(inf);
+}
+
+static void list_failed(KbInformer *inf, const KbResponse *resp)
+{
+    const GError *error = resp->error;
+    clear_list_state(inf);
+    if (g_error_matches(error, KB_ERROR, KB_ERROR_NOT_FOUND)) {
+        /* the resource is not served (a CRD not installed yet): say so once, retry slowly */
+        if (!inf->missing) {
+            inf->missing = TRUE;
+            g_message("informer %s: the server does not serve this resource; retrying every "
+                      "%u ms", inf->what, inf->missing_retry_ms);
+            if (inf->handlers.on_missing != NULL)
+                inf->handlers.on_missing(inf->user_data);
+        }
+        schedule(inf, NEXT_LIST, inf->missing_retry_ms);
+        return;
+    }
+    guint delay = next_backoff(inf);
+    if (resp->retry_after_seconds > 0)
+        delay = MAX(delay, MIN(resp->retry_after_seconds, 60u) * 1000u);
+    g_warning("informer %s: list failed (HTTP %d): %s; retrying in %u ms", inf->what,
+              resp->http_status, error != NULL ? error->message : "malformed list", delay);
+    schedule(inf, NEXT_LIST, delay);
+}
+
+/* Decode the items of one page into the list state. FALSE when the page is not a List. */
+static gboolean take_page(KbInformer *inf, json_object *body)
+{
+    json_object *items = NULL;
+    if (body == NULL || !json_object_object_get_ex(body, "items", &items) ||
+        !(json_object_is_type(items, json_type_array) || json_object_is_type(items, json_type_null)))
+        return FALSE;
+    gsize n = items != NULL && json_object_is_type(items, json_type_array)
+                  ? json_object_array_length(items)
+                  : 0;
+    for (gsize i = 0; i < n; i++) {
+        gpointer rec = decode_object(inf, json_object_array_get_idx(items, i));
+        if (rec == NULL)
+            continue;
+        char *key = record_key(rec);
+        guint slot = GPOINTER_TO_UINT(g_hash_table_lookup(inf->list_keys, key));
+        if (slot != 0) { /* a key twice in one list: the later item wins */
+            g_free(key);
+            kb_object_unref(inf->list_items->pdata[slot - 1]);
+            inf->list_items->pdata[slot - 1] = rec;
+        } else {
+            g_ptr_array_add(inf->list_items, rec);
+            g_hash_table_insert(inf->list_keys, key, GUINT_TO_POINTER(inf->list_items->len));
+        }
+    }
+    json_object *meta = json_metadata(body);
+    const char *cont = json_str(meta, "continue");
+    const char *rv = json_str(meta, "resourceVersion");
+    if (rv != NULL && rv[0] != '\0') {
+        g_free(inf->resource_version);
+        inf->resource_version = g_strdup(rv);
+    }
+    g_free(inf->list_continue);
+    inf->list_continue = cont != NULL && cont[0] != '\0' ? g_strdup(cont) : NULL;
+    return TRUE;
+}
+
+static void finish_list(KbInformer *inf)
+{
+    g_autoptr(GPtrArray) items = g_steal_pointer(&inf->list_items);
+    g_autoptr(GHashTable) keys = g_steal_pointer(&inf->list_keys);
+    clear_list_state(inf);
+    if (inf->lists_done++ > 0)
+        inf->relists++;
+    inf->missing = FALSE;
+    inf->synced = TRUE;
+    reset_backoff(inf);
+    g_debug("informer %s: listed %u objects at resourceVersion %s", inf->what, items->len,
+            inf->resource_version != NULL ? inf->resource_version : "(none)");
+    store_replace(inf, items, keys);
+    if (inf->handlers.on_synced != NULL)
+        inf->handlers.on_synced(inf->user_data);
+    schedule(inf, NEXT_WATCH, 0);
+}
+
+static void on_list_page(const KbResponse *resp, gpointer user_data)
+{
+    ListCall *call = user_data;
+    KbInformer *inf = call->informer;
+    g_free(call);
+    if (inf == NULL)
+        return; /* the informer was freed meanwhile */
+    inf->list_call = NULL;
+    if (resp->error != NULL || !take_page(inf, resp->body)) {
+        list_failed(inf, resp);
+        return;
+    }
+    if (inf->list_continue != NULL)
+        request_page(inf);
+    else
+        finish_list(inf);
+}
+
+/* ---- watch -------------------------------------------------------------------------------- */
+
+static void advance_rv(KbInformer *inf, json_object *obj)
+{
+    const char *rv = json_str(json_metadata(obj), "resourceVersion");
+    if (rv != NULL && rv[0] != '\0' && g_strcmp0(rv, inf->resource_version) != 0) {
+        g_free(inf->resource_version);
+        inf->resource_version = g_strdup(rv);
+    }
+}
+
+static void apply_delete(KbInformer *inf, json_object *obj)
+{
+    json_object *meta = json_metadata(obj);
+    const char *name = json_str(meta, "name");
+    if (name == NULL) {
+        g_autoptr(GError) error =
+            g_error_new_literal(KB_ERROR, KB_ERROR_DECODE, "DELETED event: no metadata.name");
+        skip_malformed(inf, obj, error);
+        return;
+    }
+    g_autofree char *key = make_key(json_str(meta, "namespace"), name);
+    gpointer old = g_hash_table_lookup(inf->by_key, key);
+    const char *uid = json_str(meta, "uid");
+    if (old == NULL)
+        return; /* never seen, or already gone: nothing to tell */
+    if (uid != NULL && uid[0] != '\0' && record_uid(old) != NULL &&
+        strcmp(uid, record_uid(old)) != 0)
+        return; /* the delete of an older incarnation than the one stored */
+    inf->events++;
+    store_delete(inf, key);
+}
+
+/* Stop the current watch from inside its data callback, then do @step after @delay_ms. */
+static void stop_watch(KbInformer *inf, NextStep step, guint delay_ms)
+{
+    inf->watch_stop = TRUE;
+    inf->watch_next = step;
+    inf->watch_next_delay_ms = delay_ms;
+}
+
+static void handle_event(KbInformer *inf, KbWatchEvent *ev)
+{
+    switch (ev->type) {
+    case KB_WATCH_BOOKMARK:
+        advance_rv(inf, ev->object);
+        return;
+    case KB_WATCH_ERROR: {
+        int code = kb_watch_event_status_code(ev);
+        const char *message = json_str(ev->object, "message");
+        if (code == 410) {
+            g_message("informer %s: watch expired (%s); relisting", inf->what,
+                      message != NULL ? message : "410 Gone");
+            stop_watch(inf, NEXT_LIST, 0);
+        } else {
+            guint delay = next_backoff(inf);
+            g_warning("informer %s: watch error %d: %s; rewatching in %u ms", inf->what, code,
+                      message != NULL ? message : "(no message)", delay);
+            stop_watch(inf, NEXT_WATCH, delay);
+        }
+        return;
+    }
+    case KB_WATCH_DELETED:
+        apply_delete(inf, ev->object);
+        advance_rv(inf, ev->object);
+        return;
+    case KB_WATCH_ADDED:
+    case KB_WATCH_MODIFIED: {
+        gpointer rec = decode_object(inf, ev->object);
+        if (rec != NULL && store_apply(inf, rec))
+            inf->events++;
+        /* resume after a malformed object too, or it would come back on every restart */
+        advance_rv(inf, ev->object);
+        return;
+    }
+    }
+}
+
+static gboolean on_watch_data(const char *data, gsize len, gpointer user_data)
+{
+    KbInformer *inf = user_data;
+    g_autoptr(GError) feed_error = NULL;
+    gboolean fed = kb_watch_decoder_feed(inf->decoder, data, len, &feed_error);
+    while (!inf->watch_stop) {
+        KbWatchEvent ev;
+        g_autoptr(GError) error = NULL;
+        if (kb_watch_decoder_next(inf->decoder, &ev, &error)) {
+            inf->watch_got_event = TRUE;
+            handle_event(inf, &ev);
+            kb_watch_event_clear(&ev);
+        } else if (error != NULL) {
+            inf->decode_errors++;
+            g_warning("informer %s: skipping watch event: %s", inf->what, error->message);
+        } else {
+            break;
+        }
+    }
+    if (!fed && !inf->watch_stop) {
+        guint delay = next_backoff(inf);
+        g_warning("informer %s: %s; rewatching in %u ms", inf->what, feed_error->message, delay);
+        stop_watch(inf, NEXT_WATCH, delay);
+    }
+    if (inf->watch_got_event)
+        reset_backoff(inf); /* a healthy watch */
+    if (inf->watch_stop) {
+        KbStream *stream = g_steal_pointer(&inf->stream);
+        inf->watch_stop = FALSE;
+        schedule(inf, inf->watch_next, inf->watch_next_delay_ms);
+        if (stream != NULL)
+            kb_stream_cancel(stream);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static void on_watch_done(const KbResponse *resp, gpointer user_data)
+{
+    KbInformer *inf = user_data;
+    const GError *error = resp->error;
+    inf->stream = NULL;
+    if (error == NULL) {
+        /* the server's timeoutSeconds ran out: resume at once, unless the watch ends
+         * immediately without an event over and over */
+        schedule(inf, NEXT_WATCH, inf->watch_got_event ? 0 : next_backoff(inf));
+    } else if (g_error_matches(error, KB_ERROR, KB_ERROR_GONE) ||
+               g_error_matches(error, KB_ERROR, KB_ERROR_NOT_FOUND)) {
+        g_message("informer %s: watch from resourceVersion %s: %s; relisting", inf->what,
+                  inf->resource_version != NULL ? inf->resource_version : "(none)",
+                  error->message);
+        schedule(inf, NEXT_LIST, 0);
+    } else {
+        guint delay = next_backoff(inf);
+        g_warning("informer %s: watch failed (HTTP %d): %s; rewatching in %u ms", inf->what,
+                  resp->http_status, error->message, delay);
+        schedule(inf, NEXT_WATCH, delay);
+    }
+}
+
+static void start_watch(KbInformer *inf)
+{
+    guint timeout = inf->watch_timeout_min_s;
+    if (inf->watch_timeout_max_s > inf->watch_timeout_min_s)
+        timeout = (guint)g_random_int_range((gint32)inf->watch_timeout_min_s,
+                                            (gint32)inf->watch_timeout_max_s + 1);
+    KbListOptions lo = {
+        .label_selector = inf->label_selector,
+        .field_selector = inf->field_selector,
+        .resource_version = inf->resource_version,
+        .watch = TRUE,
+        .allow_watch_bookmarks = TRUE,
+        .timeout_seconds = timeout,
+    };
+    KbRequest req = {
+        .method = "GET",
+        .type = inf->type,
+        .namespace_ = inf->namespace_,
+        .list = &lo,
+        .stream = TRUE,
+    };
+    kb_watch_decoder_reset(inf->decoder);
+    inf->watch_got_event = FALSE;
+    inf->watch_stop = FALSE;
+    inf->stream = kb_client_stream(inf->client, &req, on_watch_data, on_watch_done, inf);
+}
+
+/* ---- public ------------------------------------------------------------------------------ */
+
+KbInformer *kb_informer_new(KbClient *client, const KbInformerOptions *opts,
+                            const KbInformerHandlers *handlers, gpointer user_data)
+{
+    g_return_val_if_fail(client != NULL && opts != NULL && opts->type != NULL, NULL);
+    KbInformer *inf = g_new0(KbInformer, 1);
+    inf->client = client;
+    inf->context = g_main_context_ref_thread_default();
+    inf->type = opts->type;
+    inf->namespace_ = g_strdup(opts->namespace_);
+    inf->label_selector = g_strdup(opts->label_selector);
+    inf->field_selector = g_strdup(opts->field_selector);
+    inf->decode = opts->decode;
+    inf->keep_raw = opts->keep_raw;
+    inf->page_size = opts->page_size > 0 ? opts->page_size : DEFAULT_PAGE_SIZE;
+    if (handlers != NULL)
+        inf->handlers = *handlers;
+    inf->user_data = user_data;
+    const char *group = opts->type->group;
+    g_autofree char *resource = group != NULL && group[0] != '\0'
+                                    ? g_strdup_printf("%s.%s", opts->type->plural, group)
+                                    : g_strdup(opts->type->plural);
+    inf->what = opts->namespace_ != NULL
+                    ? g_strdup_printf("%s in namespace %s", resource, opts->namespace_)
+                    : g_steal_pointer(&resource);
+    inf->by_key = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, kb_object_unref);
+    inf->by_uid = g_hash_table_new(g_str_hash, g_str_equal);
+    inf->decoder = kb_watch_decoder_new();
+    inf->backoff_initial_ms = DEFAULT_BACKOFF_INITIAL_MS;
+    inf->backoff_max_ms = DEFAULT_BACKOFF_MAX_MS;
+    inf->backoff_ms = DEFAULT_BACKOFF_INITIAL_MS;
+    inf->missing_retry_ms = DEFAULT_MISSING_RETRY_MS;
+    inf->watch_timeout_min_s = DEFAULT_WATCH_TIMEOUT_MIN_S;
+    inf->watch_timeout_max_s = DEFAULT_WATCH_TIMEOUT_MAX_S;
+    return inf;
+}
+
+void kb_informer_set_backoff(KbInformer *informer, guint initial_ms, guint max_ms)
+{
+    informer->backoff_initial_ms = MAX(initial_ms, 1u);
+    informer->backoff_max_ms = MAX(max_ms, informer->backoff_initial_ms);
+    informer->backoff_ms = informer->backoff_initial_ms;
+}
+
+void kb_informer_set_missing_retry(KbInformer *informer, guint interval_ms)
+{
+    informer->missing_retry_ms = interval_ms;
+}
+
+void kb_informer_set_watch_timeout(KbInformer *informer, guint min_s, guint max_s)
+{
+    informer->watch_timeout_min_s = min_s;
+    informer->watch_timeout_max_s = MAX(max_s, min_s);
+}
+
+void kb_informer_start(KbInformer *informer)
+{
+    if (informer->started)
+        return;
+    informer->started = TRUE;
+    schedule(informer, NEXT_LIST, 0);
+}
+
+void kb_informer_free(KbInformer *informer)
+{
+    if (informer == NULL)
+        return;
+    if (informer->stream != NULL)
+        kb_stream_cancel(g_steal_pointer(&informer->stream));
+    if (informer->timer != NULL) {
+        g_source_destroy(informer->timer);
+        g_clear_pointer(&informer->timer, g_source_unref);
+    }
+    clear_list_state(informer);
+    g_hash_table_unref(informer->by_uid);
+    g_hash_table_unref(informer->by_key);
+    kb_watch_decoder_free(informer->decoder);
+    g_main_context_unref(informer->context);
+    g_free(informer->resource_version);
+    g_free(informer->namespace_);
+    g_free(informer->label_selector);
+    g_free(informer->field_selector);
+    g_free(informer->what);
+    g_free(informer);
+}
+
+gboolean kb_informer_has_synced(const KbInformer *informer)
+{
+    return informer->synced;
+}
+
+gpointer kb_informer_get(const KbInformer *informer, const char *namespace_, const char *name)
+{
+    g_autofree char *key = make_key(namespace_, name);
+    return g_hash_table_lookup(informer->by_key, key);
+}
+
+gpointer kb_informer_get_by_uid(const KbInformer *informer, const char *uid)
+{
+    return uid != NULL ? g_hash_table_lookup(informer->by_uid, uid) : NULL;
+}
+
+GPtrArray *kb_informer_list(const KbInformer *informer)
+{
+    GPtrArray *out = g_ptr_array_sized_new(g_hash_table_size(informer->by_key));
+    GHashTableIter iter;
+    gpointer rec;
+    g_hash_table_iter_init(&iter, informer->by_key);
+    while (g_hash_table_iter_next(&iter, NULL, &rec))
+        g_ptr_array_add(out, rec);
+    return out;
+}
+
+guint kb_informer_size(const KbInformer *informer)
+{
+    return g_hash_table_size(informer->by_key);
+}
+
+guint64 kb_informer_decode_errors(const KbInformer *informer)
+{
+    return informer->decode_errors;
+}
+
+guint64 kb_informer_relists(const KbInformer *informer)
+{
+    return informer->relists;
+}
+
+guint64 kb_informer_events(const KbInformer *informer)
+{
+    return informer->events;
+}
+
+const char *kb_informer_resource_version(const KbInformer *informer)
+{
+    return informer->resource_version;
+}
