@@ -119,38 +119,8 @@ void kb_informer_set_watch_timeout(KbInformer *informer, guint min_s, guint max_
 
 /* ---- leader election ---------------------------------------------------------------------- */
 
-typedef struct {
-    const char *namespace_;      /* lease namespace */
-    const char *name;            /* lease name */
-    const char *identity;        /* holder identity, e.g. "<hostname>_<random>" */
-    guint lease_duration_ms;     /* default 15000 */
-    guint renew_deadline_ms;     /* default 10000 */
-    guint retry_period_ms;       /* default 2000 */
-    void (*on_started_leading)(gpointer user_data);
-    void (*on_stopped_leading)(gpointer user_data); /* renew failed or lease lost */
-    gpointer user_data;
-} KbLeaderOptions;
-
-typedef struct KbLeader KbLeader;
-KbLeader *kb_leader_new(KbClient *client, const KbLeaderOptions *opts);
-void kb_leader_start(KbLeader *leader);
-gboolean kb_leader_is_leading(const KbLeader *leader);
-/* Give the lease up (blocking call, clears holderIdentity) if leading, then stop. */
-void kb_leader_release(KbLeader *leader);
-void kb_leader_free(KbLeader *leader);
+#include "kube/kb-leader.h"
 
 /* ---- event recorder ----------------------------------------------------------------------- */
 
-typedef struct KbRecorder KbRecorder;
-/* @component is the source component ("kube-batchd"). Events are posted asynchronously; repeats
- * of the same (object, reason, message) within 10 minutes bump count/lastTimestamp on the existing
- * Event instead of creating a new one; more than @burst new events per object within a minute are
- * dropped and counted (default burst 25). */
-KbRecorder *kb_recorder_new(KbClient *client, const char *component);
-void kb_recorder_free(KbRecorder *recorder);
-/* @type "Normal" or "Warning". @involved: any decoded record (its kind, namespace, name, uid are
- * used), @api_version/@kind name it. */
-void kb_recorder_event(KbRecorder *recorder, const KbObjectMeta *involved, const char *api_version,
-                       const char *kind, const char *type, const char *reason,
-                       const char *fmt, ...) G_GNUC_PRINTF(7, 8);
-guint64 kb_recorder_dropped(const KbRecorder *recorder);
+#include "kube/kb-recorder.h"
