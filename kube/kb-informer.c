@@ -58,7 +58,8 @@ struct KbInformer {
 
     KbStream *stream;
     KbWatchDecoder *decoder;
-    gboolean watch_got_event;
+    gboolean watch_got_event; /* any event but ERROR on the current watch */
+    gint64 watch_started_us;
     gboolean watch_stop;    /* set from on_data: the stream is being cancelled */
     NextStep watch_next;
     guint watch_next_delay_ms;
@@ -503,6 +504,10 @@ static void stop_watch(KbInformer *inf, NextStep step, guint delay_ms)
 
 static void handle_event(KbInformer *inf, KbWatchEvent *ev)
 {
+    if (ev->type != KB_WATCH_ERROR) {
+        inf->watch_got_event = TRUE;
+        reset_backoff(inf); /* a healthy watch */
+    }
     switch (ev->type) {
     case KB_WATCH_BOOKMARK:
         advance_rv(inf, ev->object);
@@ -547,7 +552,6 @@ static gboolean on_watch_data(const char *data, gsize len, gpointer user_data)
         KbWatchEvent ev;
         g_autoptr(GError) error = NULL;
         if (kb_watch_decoder_next(inf->decoder, &ev, &error)) {
-            inf->watch_got_event = TRUE;
             handle_event(inf, &ev);
             kb_watch_event_clear(&ev);
         } else if (error != NULL) {
@@ -562,8 +566,6 @@ static gboolean on_watch_data(const char *data, gsize len, gpointer user_data)
         g_warning("informer %s: %s; rewatching in %u ms", inf->what, feed_error->message, delay);
         stop_watch(inf, NEXT_WATCH, delay);
     }
-    if (inf->watch_got_event)
-        reset_backoff(inf); /* a healthy watch */
     if (inf->watch_stop) {
         KbStream *stream = g_steal_pointer(&inf->stream);
         inf->watch_stop = FALSE;
@@ -581,9 +583,14 @@ static void on_watch_done(const KbResponse *resp, gpointer user_data)
     const GError *error = resp->error;
     inf->stream = NULL;
     if (error == NULL) {
-        /* the server's timeoutSeconds ran out: resume at once, unless the watch ends
-         * immediately without an event over and over */
-        schedule(inf, NEXT_WATCH, inf->watch_got_event ? 0 : next_backoff(inf));
+        /* The server's timeoutSeconds ran out: resume at once. A watch that ends within a
+         * second without a single event is suspect (client-go calls it a "very short watch"):
+         * back off, or a server that closes every watch at once would be hammered. */
+        gboolean healthy = inf->watch_got_event ||
+                           g_get_monotonic_time() - inf->watch_started_us >= G_USEC_PER_SEC;
+        if (healthy)
+            reset_backoff(inf);
+        schedule(inf, NEXT_WATCH, healthy ? 0 : next_backoff(inf));
     } else if (g_error_matches(error, KB_ERROR, KB_ERROR_GONE) ||
                g_error_matches(error, KB_ERROR, KB_ERROR_NOT_FOUND)) {
         g_message("informer %s: watch from resourceVersion %s: %s; relisting", inf->what,
@@ -622,6 +629,7 @@ static void start_watch(KbInformer *inf)
     kb_watch_decoder_reset(inf->decoder);
     inf->watch_got_event = FALSE;
     inf->watch_stop = FALSE;
+    inf->watch_started_us = g_get_monotonic_time();
     inf->stream = kb_client_stream(inf->client, &req, on_watch_data, on_watch_done, inf);
 }
 

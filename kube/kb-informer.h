@@ -87,6 +87,14 @@ typedef struct KbInformer KbInformer;
  * or in-stream ERROR) it relists and synthesizes deletes for objects that vanished and updates
  * for those that changed. Errors back off with jitter from 0.8 s to 30 s. Repeated events (same
  * resourceVersion) are ignored. Runs on the client's main context once started.
+ *
+ * Details: a watch resumes from the last resourceVersion seen (bookmarks included) when it ends
+ * cleanly or fails; ADDED for a stored key is delivered as an update, and as a delete plus an add
+ * when the uid differs (the object was recreated); DELETED for an unknown key, or for another uid
+ * than the stored one, is ignored; on_delete receives the stored record. Malformed objects are
+ * logged, counted (kb_informer_decode_errors) and skipped. on_missing is called once each time
+ * the resource goes from served to not served; the list is retried meanwhile. Handlers must not
+ * free the informer.
  */
 KbInformer *kb_informer_new(KbClient *client, const KbInformerOptions *opts,
                             const KbInformerHandlers *handlers, gpointer user_data);
