@@ -1,0 +1,62 @@
+/*
+ * Scheduler plugins: decisions only, no I/O, no JSON. Each plugin is a static table of callbacks
+ * with designated initializers; the registry (policies/plugin.c) lists them once. A callback left
+ * NULL means the plugin has no opinion at that extension point. The enable* switches of the
+ * configuration turn extension points off per plugin entry (session.c applies them).
+ *
+ * Life cycle per session: open() returns the plugin's per-cycle state (may be NULL), every other
+ * callback receives it, close() frees it.
+ *
+ * Order callbacks return <0 when @a goes first, >0 when @b goes first, 0 for no opinion.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "scheduler/session.h"
+
+struct kb_plugin_ops {
+    const char *name;
+    gpointer (*open)(KbSession *ssn, const KbConfPlugin *conf);
+    void (*close)(gpointer state);
+    int (*job_order)(gpointer state, const KbJobInfo *a, const KbJobInfo *b);
+    int (*queue_order)(gpointer state, const KbQueueInfo *a, const KbQueueInfo *b);
+    int (*task_order)(gpointer state, const KbTaskInfo *a, const KbTaskInfo *b);
+    gboolean (*job_ready)(gpointer state, const KbJobInfo *job);
+    gboolean (*job_pipelined)(gpointer state, const KbJobInfo *job);
+    gboolean (*job_enqueueable)(gpointer state, const KbJobInfo *job, GString *why);
+    gboolean (*allocatable)(gpointer state, const KbQueueInfo *queue, const KbTaskInfo *task,
+                            GString *why);
+    gboolean (*overused)(gpointer state, const KbQueueInfo *queue, GString *why);
+    gboolean (*predicate)(gpointer state, const KbTaskInfo *task, const KbNodeInfo *node,
+                          KbFitFailure *why);
+    double (*node_score)(gpointer state, const KbTaskInfo *task, const KbNodeInfo *node);
+    /* TRUE when the plugin has a verdict; then @victims is filtered in place. */
+    gboolean (*preemptable)(gpointer state, const KbTaskInfo *preemptor, GPtrArray *victims);
+    /* Resources moved onto/off a node by the session (shares to update). */
+    void (*on_allocate)(gpointer state, const KbTaskInfo *task);
+    void (*on_deallocate)(gpointer state, const KbTaskInfo *task);
+};
+
+extern const struct kb_plugin_ops kb_plugin_priority;
+extern const struct kb_plugin_ops kb_plugin_gang;
+extern const struct kb_plugin_ops kb_plugin_drf;
+extern const struct kb_plugin_ops kb_plugin_proportion;
+extern const struct kb_plugin_ops kb_plugin_predicates;
+extern const struct kb_plugin_ops kb_plugin_nodeorder;
+extern const struct kb_plugin_ops kb_plugin_conformance;
+
+/* The plugin called @name, or NULL. */
+const struct kb_plugin_ops *kb_plugin_lookup(const char *name);
+/* "priority, gang, ..." for error messages. Static. */
+const char *kb_plugin_names(void);
+
+/* ---- helpers shared by plugins and tests ---------------------------------------------------- */
+
+/* Required node affinity / nodeSelector / toleration matching, as kube-scheduler does. */
+gboolean kb_plugin_node_selector_matches(const KbPod *pod, const KbNode *node);
+gboolean kb_plugin_node_affinity_matches(const KbPod *pod, const KbNode *node);
+/* The first NoSchedule/NoExecute taint of @node that @pod does not tolerate, or NULL. */
+const KbTaint *kb_plugin_untolerated_taint(const KbPod *pod, const KbNode *node);
+/* TRUE for a kube-system pod with priority class system-cluster-critical/system-node-critical. */
+gboolean kb_plugin_pod_is_critical(const KbPod *pod);

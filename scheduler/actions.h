@@ -1,0 +1,26 @@
+/*
+ * Scheduler actions, run in the configured order by the cycle:
+ *
+ *   enqueue   Pending jobs enter Inqueue when their minimum resources fit their queue's remaining
+ *             share and the cluster's idle capacity (nothing hoards); kept for later otherwise.
+ *   allocate  queue order, then job order, then task order; predicates and node order; a
+ *             statement per job that commits only when the gang reaches minMember.
+ *
+ * Registry in actions.c; each action in its own file.
+ */
+#pragma once
+
+#include "scheduler/session.h"
+
+struct kb_action_ops {
+    const char *name;
+    void (*execute)(KbSession *ssn);
+};
+
+extern const struct kb_action_ops kb_action_enqueue;
+extern const struct kb_action_ops kb_action_allocate;
+
+/* The action called @name, or NULL. */
+const struct kb_action_ops *kb_action_lookup(const char *name);
+/* "enqueue, allocate" for error messages. Static. */
+const char *kb_action_names(void);

@@ -1,0 +1,234 @@
+/*
+ * The scheduler's cluster cache: nodes, jobs (pod groups), tasks (pods), queues and priority
+ * classes, kept as compact records that the scheduling cycle reads without parsing anything.
+ *
+ * Feeding it: the daemon's informer handlers call kb_cache_{add,update,delete}_* with the decoded
+ * records of kube/kb-objects.h. The cache takes its own reference on every record it keeps
+ * (kb_object_ref); the caller keeps its own. Everything runs on the thread that owns the cache
+ * (the main loop); the cycle (scheduler/cycle.h) runs on the same thread between events.
+ *
+ * Model:
+ * - Nodes sit in an array indexed by a stable id. A node's `used` vector is the sum of the requests
+ *   of every non-terminated pod bound to it (pods of every scheduler) plus the pods this scheduler
+ *   assumed onto it; `idle` = allocatable - used. A pod bound to a node the cache has not seen yet
+ *   is counted as soon as the node arrives.
+ * - A job is a pod group (any of the three dialects, keyed "namespace/name") or, for a pod with no
+ *   group, a gang of one keyed by the pod. Pods naming a group that does not exist yet are kept
+ *   and wait (the job is "group missing" and is not scheduled).
+ * - A task is a pod served by this scheduler (spec.schedulerName one of the served names). Pods of
+ *   other schedulers only consume node resources.
+ * - Tasks placed by a cycle are "allocated" (assumed) until the watch shows spec.nodeName; the
+ *   binder reports the outcome (kb_cache_bind_succeeded / kb_cache_bind_failed). A failed bind
+ *   releases the pod and rolls back every member of its gang whose bind has not succeeded yet.
+ * - A job naming a queue that does not exist gets a condition and waits; the default queue's name
+ *   is an option (the default queue is implicit: it exists with weight 1 even without an object).
+ * - Task priority: the pod's spec.priority when set, else the value of its priorityClassName, else
+ *   the value of the global-default PriorityClass, else 0.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "kube/kb-objects.h"
+#include "kube/kb-resource.h"
+
+typedef enum {
+    KB_TASK_PENDING,   /* waiting for a node */
+    KB_TASK_ALLOCATED, /* assumed on a node by a cycle; bind not yet reported */
+    KB_TASK_BINDING,   /* bind succeeded; waiting for the watch to show spec.nodeName */
+    KB_TASK_BOUND,     /* spec.nodeName set, phase Pending */
+    KB_TASK_RUNNING,
+    KB_TASK_SUCCEEDED,
+    KB_TASK_FAILED,
+    KB_TASK_RELEASING, /* being deleted (deletionTimestamp set) while on a node */
+    KB_TASK_N_STATES
+} KbTaskState;
+
+typedef enum {
+    KB_JOB_PENDING,
+    KB_JOB_INQUEUE,
+    KB_JOB_RUNNING,
+    KB_JOB_UNKNOWN,
+    KB_JOB_COMPLETED,
+} KbJobPhase;
+
+typedef struct KbJobInfo KbJobInfo;
+typedef struct KbTaskClass KbTaskClass;
+
+/* A node. Read-only outside the cache and the cycle. */
+typedef struct {
+    guint id;
+    const char *name;    /* interned */
+    KbNode *node;        /* ref; NULL while only known through pods bound to it */
+    gboolean present;    /* the Node object exists */
+    KbResources allocatable;
+    KbResources used;    /* pods bound or assumed here, every scheduler */
+    KbResources idle;    /* allocatable - used */
+    guint n_pods;        /* pods counted in used */
+} KbNodeInfo;
+
+/* A pod served by this scheduler. */
+typedef struct {
+    KbPod *pod;            /* ref, replaced on update */
+    KbJobInfo *job;        /* the job the task belongs to */
+    KbTaskClass *klass;    /* equivalence class within the job (same template) */
+    KbTaskState state;
+    gint node_id;          /* -1 when not on a node */
+    gint32 priority;       /* effective priority (see top of file) */
+    KbResources resreq;    /* pod requests */
+    gint64 bind_time;      /* monotonic-ish "now" when the bind succeeded (BINDING) */
+    guint index;           /* position in job->tasks */
+} KbTaskInfo;
+
+/* Tasks of one job sharing requests, selectors, affinity, tolerations and priority. */
+struct KbTaskClass {
+    const KbPod *rep;      /* representative pod (one of the class's tasks) */
+    KbResources resreq;
+    guint n_tasks;         /* tasks of the job in this class */
+    guint index;           /* position in job->classes */
+};
+
+struct KbJobInfo {
+    char *key;             /* "ns/name" of the group, or "ns/name" of the pod for a gang of one */
+    const char *namespace_; /* interned */
+    char *name;            /* group name, or pod name for a gang of one */
+    KbPodGroup *group;     /* ref; NULL for a gang of one or while the group is missing */
+    gboolean group_missing; /* pods name a group that does not exist (yet) */
+    const char *queue;     /* interned; the default queue when the group names none */
+    gint32 min_member;     /* 1 for a gang of one */
+    gint32 priority;       /* effective job priority (computed each cycle) */
+    gint64 creation_timestamp;
+    KbJobPhase phase;      /* kept across cycles */
+    GPtrArray *tasks;      /* KbTaskInfo*, owned by the job */
+    GPtrArray *classes;    /* KbTaskClass*, owned */
+    guint n_state[KB_TASK_N_STATES];
+    KbResources allocated; /* requests of tasks on nodes (allocated..running, releasing) */
+    gint64 pending_since;  /* when the job was first seen without enough members placed */
+    /* The status last reported (to tell whether a new one changed); owned by the cache. */
+    KbJobPhase last_phase;
+    char *last_reason;
+    char *last_message;
+    gboolean reported;
+    guint id;              /* position in the cache's job table; scratch for the cycle */
+};
+
+/* A queue (the default queue exists even without an object). */
+typedef struct {
+    const char *name;      /* interned */
+    KbQueue *queue;        /* ref; NULL for the implicit default queue */
+    gint32 weight;
+    KbResources capability; /* KB_RESOURCE_UNLIMITED where not given */
+    KbResources guarantee;
+    gboolean open;
+    KbResources allocated; /* requests of its jobs' tasks on nodes */
+    guint id;
+} KbQueueInfo;
+
+typedef struct KbCache KbCache;
+
+/*
+ * A new empty cache serving pods whose schedulerName is one of @scheduler_names (a NULL-terminated
+ * array, copied; NULL or empty means "kube-batchd"). @default_queue (copied; NULL means "default")
+ * is where groups that name no queue go. Free with kb_cache_free().
+ */
+KbCache *kb_cache_new(const char *const *scheduler_names, const char *default_queue);
+void kb_cache_free(KbCache *cache);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbCache, kb_cache_free)
+
+/*
+ * Ingest. Each function takes a reference on the record it keeps; the caller keeps its own.
+ * Updates replace the previous record of the same key (namespace/name, or name); an update of an
+ * unknown object is an add, a delete of an unknown object is ignored. A pod update whose uid
+ * differs from the cached one is handled as delete + add.
+ */
+void kb_cache_add_node(KbCache *cache, KbNode *node);
+void kb_cache_update_node(KbCache *cache, KbNode *node);
+void kb_cache_delete_node(KbCache *cache, KbNode *node);
+void kb_cache_add_pod(KbCache *cache, KbPod *pod);
+void kb_cache_update_pod(KbCache *cache, KbPod *pod);
+void kb_cache_delete_pod(KbCache *cache, KbPod *pod);
+void kb_cache_add_pod_group(KbCache *cache, KbPodGroup *group);
+void kb_cache_update_pod_group(KbCache *cache, KbPodGroup *group);
+void kb_cache_delete_pod_group(KbCache *cache, KbPodGroup *group);
+void kb_cache_add_queue(KbCache *cache, KbQueue *queue);
+void kb_cache_update_queue(KbCache *cache, KbQueue *queue);
+void kb_cache_delete_queue(KbCache *cache, KbQueue *queue);
+void kb_cache_add_priority_class(KbCache *cache, KbPriorityClass *pc);
+void kb_cache_update_priority_class(KbCache *cache, KbPriorityClass *pc);
+void kb_cache_delete_priority_class(KbCache *cache, KbPriorityClass *pc);
+
+/*
+ * Bind outcome, reported by the binder for a task the cycle placed (KbPlacement in cycle.h).
+ * Pods are named by namespace, name and uid; a pod that is gone or has another uid is ignored
+ * (returns FALSE).
+ *
+ * kb_cache_bind_succeeded: the task stays on its node (state BINDING) until the watch shows
+ * spec.nodeName; @now (seconds) starts the assume timeout (kb_cache_expire_assumed).
+ *
+ * kb_cache_bind_failed: releases the pod and rolls back every other member of its job that is
+ * ALLOCATED (bind not yet succeeded): they return to PENDING and their node resources are freed,
+ * so the whole gang is retried by a later cycle. Returns TRUE when the pod was known. The number
+ * of tasks rolled back (the failed one included) goes to @n_rolled_back when not NULL.
+ */
+gboolean kb_cache_bind_succeeded(KbCache *cache, const char *namespace_, const char *name,
+                                 const char *uid, gint64 now);
+gboolean kb_cache_bind_failed(KbCache *cache, const char *namespace_, const char *name,
+                              const char *uid, guint *n_rolled_back);
+
+/*
+ * TRUE while the pod is ALLOCATED (placed by a cycle and its bind not yet reported). The binder
+ * checks it before sending a queued bind: a gang rolled back meanwhile must not be bound.
+ */
+gboolean kb_cache_pod_is_assumed(KbCache *cache, const char *namespace_, const char *name,
+                                 const char *uid);
+
+/*
+ * Forget tasks whose bind succeeded more than @ttl_seconds before @now but that the watch never
+ * confirmed (the pod was deleted and recreated, or an event was lost): their node resources are
+ * released and they return to PENDING. Returns how many were forgotten.
+ */
+guint kb_cache_expire_assumed(KbCache *cache, gint64 now, gint64 ttl_seconds);
+
+/* ---- queries (for the cycle, metrics, tests) ------------------------------------------------ */
+
+const char *kb_cache_default_queue(const KbCache *cache);
+/* TRUE when pods with this schedulerName are served. */
+gboolean kb_cache_serves(const KbCache *cache, const char *scheduler_name);
+
+/* Nodes: the array (indexed by id; includes slots of deleted or not-yet-seen nodes, whose
+ * `present` is FALSE). Borrowed; valid until the next ingest call. */
+KbNodeInfo *kb_cache_nodes(KbCache *cache, guint *n_nodes);
+/* By name, or NULL. Borrowed. */
+KbNodeInfo *kb_cache_lookup_node(KbCache *cache, const char *name);
+
+/* Jobs, in no particular order (borrowed array of KbJobInfo*; valid until the next ingest). */
+GPtrArray *kb_cache_jobs(KbCache *cache);
+/* The job of a pod group ("ns/name") or of a pod without a group ("ns/podname"), or NULL. */
+KbJobInfo *kb_cache_lookup_job(KbCache *cache, const char *namespace_, const char *name);
+/* The task of a served pod, or NULL. Borrowed. */
+KbTaskInfo *kb_cache_lookup_task(KbCache *cache, const char *namespace_, const char *name);
+
+/* Queues (borrowed array of KbQueueInfo*, the default queue always among them). */
+GPtrArray *kb_cache_queues(KbCache *cache);
+/* By name, or NULL when no such queue exists. */
+KbQueueInfo *kb_cache_lookup_queue(KbCache *cache, const char *name);
+
+/*
+ * Effective priority of a pod (see the top of the file) and the value of a priority class name
+ * (the global default's value, or 0, when @name is NULL or unknown; @found tells which).
+ */
+gint32 kb_cache_pod_priority(const KbCache *cache, const KbPod *pod);
+gint32 kb_cache_priority_class_value(const KbCache *cache, const char *name, gboolean *found);
+
+/* Sum of allocatable over present, Ready, schedulable nodes (for proportion and enqueue). */
+void kb_cache_cluster_allocatable(KbCache *cache, KbResources *out);
+
+/* Move a task to another state, keeping job counters and node/queue accounting in step.
+ * For the cycle: PENDING -> ALLOCATED on @node_id (other transitions come from the watch). */
+void kb_cache_assume_task(KbCache *cache, KbTaskInfo *task, guint node_id);
+/* The inverse of kb_cache_assume_task (ALLOCATED -> PENDING), used by rollback. */
+void kb_cache_forget_task(KbCache *cache, KbTaskInfo *task);
+
+const char *kb_task_state_to_string(KbTaskState state);
+/* "Pending", "Inqueue", "Running", "Unknown", "Completed". */
+const char *kb_job_phase_to_string(KbJobPhase phase);

@@ -1,0 +1,94 @@
+/*
+ * Scheduler configuration in the kube-batch/Volcano format, parsed with libyaml:
+ *
+ *   actions: "enqueue, allocate"
+ *   tiers:
+ *   - plugins:
+ *     - name: priority
+ *     - name: gang
+ *       enableJobOrder: false
+ *     - name: conformance
+ *   - plugins:
+ *     - name: drf
+ *     - name: predicates
+ *     - name: proportion
+ *     - name: nodeorder
+ *       arguments:
+ *         nodeorder.leastrequested.weight: 1
+ *         nodeorder.mostrequested.weight: 0
+ *         nodeorder.balancedresource.weight: 1
+ *
+ * Unknown actions and plugins are errors (KB_ERROR_CONFIG naming the value and where it was
+ * found), as are a malformed document, a non-boolean enable* switch and an unknown enable* key.
+ * Other top-level keys Volcano knows (configurations, metrics) are accepted and ignored.
+ * Limits: KB_CONF_MAX_BYTES of input, KB_CONF_MAX_ACTIONS actions, KB_CONF_MAX_TIERS tiers,
+ * KB_CONF_MAX_PLUGINS plugins per tier, KB_CONF_MAX_ARGS arguments per plugin.
+ */
+#pragma once
+
+#include <glib.h>
+
+#define KB_CONF_MAX_BYTES (1024 * 1024)
+#define KB_CONF_MAX_ACTIONS 16
+#define KB_CONF_MAX_TIERS 16
+#define KB_CONF_MAX_PLUGINS 32
+#define KB_CONF_MAX_ARGS 64
+
+/* The enable* switches of one plugin entry. */
+typedef enum {
+    KB_SWITCH_JOB_ORDER,      /* enableJobOrder */
+    KB_SWITCH_JOB_READY,      /* enableJobReady */
+    KB_SWITCH_JOB_PIPELINED,  /* enableJobPipelined */
+    KB_SWITCH_TASK_ORDER,     /* enableTaskOrder */
+    KB_SWITCH_PREEMPTABLE,    /* enablePreemptable */
+    KB_SWITCH_RECLAIMABLE,    /* enableReclaimable */
+    KB_SWITCH_QUEUE_ORDER,    /* enableQueueOrder */
+    KB_SWITCH_PREDICATE,      /* enablePredicate */
+    KB_SWITCH_NODE_ORDER,     /* enableNodeOrder */
+    KB_SWITCH_JOB_ENQUEUEABLE, /* enableJobEnqueued (Volcano) */
+    KB_SWITCH_ALLOCATABLE,    /* enableAllocatable (proportion's per-task queue check) */
+    KB_SWITCH_MAX
+} KbConfSwitch;
+
+typedef struct {
+    char *name;                      /* plugin name, validated against the plugin registry */
+    gboolean enabled[KB_SWITCH_MAX]; /* TRUE unless the file says false (Volcano's default) */
+    GHashTable *arguments;           /* char* -> char* (scalars as written); never NULL */
+} KbConfPlugin;
+
+typedef struct {
+    KbConfPlugin *plugins;
+    guint n_plugins;
+} KbConfTier;
+
+typedef struct {
+    char **actions; /* NULL-terminated, validated against the action registry */
+    guint n_actions;
+    KbConfTier *tiers;
+    guint n_tiers;
+} KbConf;
+
+/* The built-in default configuration text (deploy/scheduler.conf has the same content). */
+const char *kb_conf_default_yaml(void);
+
+/* Parse @len bytes of YAML. Returns a new KbConf or NULL with KB_ERROR_CONFIG / KB_ERROR_LIMIT. */
+KbConf *kb_conf_parse(const char *text, gsize len, GError **error);
+/* Read and parse @path; errors are prefixed with the file name. */
+KbConf *kb_conf_load(const char *path, GError **error);
+/* The built-in default configuration, parsed. Never NULL. */
+KbConf *kb_conf_new_default(void);
+void kb_conf_free(KbConf *conf);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbConf, kb_conf_free)
+
+/* The first entry for plugin @name in any tier, or NULL. Borrowed. */
+const KbConfPlugin *kb_conf_find_plugin(const KbConf *conf, const char *name);
+/* TRUE when @action is configured. */
+gboolean kb_conf_has_action(const KbConf *conf, const char *action);
+
+/*
+ * Argument @key of @plugin as a number (integers and decimals), or @def when absent or not a
+ * number (a malformed value is logged once with g_warning naming the plugin, key and value).
+ */
+gdouble kb_conf_plugin_arg_double(const KbConfPlugin *plugin, const char *key, gdouble def);
+/* The switch's name as written in the file ("enableJobOrder"). Static. */
+const char *kb_conf_switch_name(KbConfSwitch sw);

@@ -1,0 +1,99 @@
+/*
+ * One scheduling cycle: open a session over the cache, run the configured actions in order
+ * (enqueue, allocate), and return what the daemon must do. The cycle does no I/O and parses
+ * nothing; it changes the cache only by assuming the tasks it places (kb_cache_assume_task) and by
+ * recording job phases and the statuses it reported.
+ *
+ * The daemon then: binds every placement (kb_binding_new through the REST pool), reports each
+ * outcome with kb_cache_bind_succeeded / kb_cache_bind_failed (cache.h), writes the job statuses
+ * whose `changed` is TRUE, posts the events, and publishes the metrics figures.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "kube/kb-objects.h"
+#include "kube/kb-resource.h"
+#include "scheduler/cache.h"
+#include "scheduler/conf.h"
+
+/* One pod to bind. */
+typedef struct {
+    KbPod *pod;       /* ref: namespace, name and uid to bind */
+    const char *node; /* interned node name */
+    char *job;        /* "ns/name" of the job (group, or the pod for a gang of one); owned */
+} KbPlacement;
+
+/* The status of one job after the cycle. */
+typedef struct {
+    KbPodGroup *group;  /* ref; NULL for a pod without a group */
+    KbPod *pod;         /* ref to the pod of a gang of one (its PodScheduled condition), else NULL */
+    char *job;          /* "ns/name"; owned */
+    const char *queue;  /* interned */
+    KbJobPhase phase;
+    /*
+     * The condition to set: type "Unschedulable" (status "True") while the job cannot be placed,
+     * or "Scheduled" (status "True") once it reached minMember. NULL type: no condition.
+     */
+    const char *condition_type;   /* static */
+    const char *condition_status; /* static "True" / "False" */
+    const char *reason;           /* static: NotEnoughResources, NotEnoughPods, QueueNotFound,
+                                     QueueClosed, QueueOverused, ScheduleTimeout, Scheduled, ... */
+    char *message;                /* owned */
+    /* TRUE when phase, reason or message differ from what the previous cycle reported. */
+    gboolean changed;
+    gint32 min_member;
+    guint n_pending, n_allocated, n_running, n_succeeded, n_failed; /* task counts after the cycle */
+    guint n_placed;               /* placed by this cycle */
+} KbJobStatus;
+
+/* Per-queue figures (Queue status and metrics). */
+typedef struct {
+    const char *name; /* interned */
+    KbQueue *queue;   /* ref; NULL for the implicit default queue */
+    gint32 weight;
+    KbResources allocated; /* after this cycle's placements */
+    KbResources deserved;  /* proportion's deserved share (zero when proportion is not enabled) */
+    KbResources capability;
+    KbResources guarantee;
+    KbResources request;   /* allocated + what its jobs still ask for */
+    guint n_pending, n_inqueue, n_running, n_unknown, n_completed; /* jobs by phase */
+} KbQueueStatus;
+
+/* An event to post through kube/kb-recorder.h. Only emitted when a job's status changed. */
+typedef struct {
+    KbObjectMeta *object;    /* ref on the involved record (KbPod or KbPodGroup) */
+    const char *api_version; /* static: "v1", "scheduling.volcano.sh/v1beta1", ... */
+    const char *kind;        /* static: "Pod", "PodGroup" */
+    const char *type;        /* static: "Normal", "Warning" */
+    const char *reason;      /* static: "FailedScheduling", "Unschedulable", "Scheduled", ... */
+    char *message;           /* owned */
+} KbSchedEvent;
+
+typedef struct {
+    gint64 now;                 /* the time the cycle ran for (seconds) */
+    GArray *placements;         /* KbPlacement, in commit order (a gang's pods are adjacent) */
+    GArray *job_statuses;       /* KbJobStatus, one per job the cycle looked at */
+    GArray *queue_statuses;     /* KbQueueStatus, one per queue */
+    GArray *events;             /* KbSchedEvent */
+    /* Metrics figures. */
+    gint64 duration_us;         /* whole cycle */
+    gint64 action_us[8];        /* per configured action, in configured order */
+    guint n_actions;
+    guint n_jobs;               /* jobs considered */
+    guint n_jobs_placed;        /* jobs that got a committed statement */
+    guint n_jobs_discarded;     /* statements discarded (gang not reached) */
+    guint n_tasks_pending;      /* tasks still pending after the cycle */
+} KbCycleResult;
+
+/*
+ * Run one cycle over @cache with configuration @conf at time @now (unix seconds; used for
+ * scheduleTimeoutSeconds and the assume timeout). Returns a new result (free with
+ * kb_cycle_result_free). Never fails: a bad object becomes a job status and an event.
+ */
+KbCycleResult *kb_cycle_run(KbCache *cache, const KbConf *conf, gint64 now);
+void kb_cycle_result_free(KbCycleResult *result);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbCycleResult, kb_cycle_result_free)
+
+/* The status of job @key ("ns/name") in @result, or NULL. Borrowed. */
+const KbJobStatus *kb_cycle_result_job(const KbCycleResult *result, const char *key);

@@ -1,0 +1,122 @@
+/*
+ * A scheduling session: the per-cycle view that actions and plugins work on. It is opened over the
+ * cache by kb_cycle_run (cycle.h), carries the plugin instances of the configured tiers, and
+ * dispatches the plugin extension points with the kube-batch/Volcano tier semantics:
+ *
+ *   job/queue/task order  the first enabled plugin (tier by tier) that returns non-zero decides;
+ *   job ready/pipelined   every enabled plugin must agree;
+ *   job enqueueable       every enabled plugin must agree (the first refusal gives the reason);
+ *   allocatable           every enabled plugin must agree;
+ *   overused              any enabled plugin that says so;
+ *   predicate             every enabled plugin must pass (the first failure gives the reason);
+ *   node score            sum of the enabled plugins' scores;
+ *   preemptable           the first tier whose plugins return a verdict decides, intersected
+ *                         within the tier.
+ *
+ * The session changes the cache only through kb_session_allocate()/kb_session_deallocate() (which
+ * move node and queue accounting and tell the plugins) and the statement commit.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "scheduler/cache.h"
+#include "scheduler/conf.h"
+#include "scheduler/cycle.h"
+
+typedef struct KbSession KbSession;
+struct kb_plugin_ops;
+
+/* Why a node does not fit a task (predicates), for the condition messages. */
+typedef enum {
+    KB_FIT_OK = 0,
+    KB_FIT_RESOURCES,     /* detail: the slot that is short */
+    KB_FIT_NOT_READY,
+    KB_FIT_UNSCHEDULABLE,
+    KB_FIT_NODE_SELECTOR,
+    KB_FIT_AFFINITY,
+    KB_FIT_TAINT,         /* detail: the taint */
+    KB_FIT_GONE,          /* node object deleted */
+    KB_FIT_N_REASONS
+} KbFitReason;
+
+typedef struct {
+    KbFitReason reason;
+    int slot;             /* KB_FIT_RESOURCES */
+    const KbTaint *taint; /* KB_FIT_TAINT */
+} KbFitFailure;
+
+typedef struct {
+    const struct kb_plugin_ops *ops;
+    const KbConfPlugin *conf;
+    guint tier;
+    gpointer state; /* from ops->open, freed by ops->close */
+} KbPluginInstance;
+
+/* Per-job scratch for one cycle, indexed by KbJobInfo.id. */
+typedef struct {
+    gboolean considered;  /* the job took part in this cycle */
+    gboolean ready_to_schedule; /* has a queue, enough pods, group present */
+    guint n_placed;       /* tasks committed by this cycle */
+    const char *reason;   /* static; NULL when nothing to say */
+    GString *message;     /* why it is not (fully) placed; NULL when nothing to say */
+} KbJobScratch;
+
+struct KbSession {
+    KbCache *cache;
+    const KbConf *conf;
+    gint64 now;
+    KbNodeInfo *nodes; /* the cache's array */
+    guint n_nodes;
+    GPtrArray *jobs;   /* the cache's KbJobInfo*; job->id is the index */
+    GPtrArray *queues; /* the cache's KbQueueInfo*; queue->id is the index */
+    KbJobScratch *job_scratch;
+    KbResources total;        /* allocatable of usable nodes */
+    KbResources *deserved;    /* per queue id; set by proportion, else unlimited */
+    KbResources *request;     /* per queue id: allocated + pending requests of its jobs */
+    KbPluginInstance *plugins;
+    guint n_plugins;
+    KbCycleResult *result;
+};
+
+/* Open a session (plugins' open in tier order) and close it (plugins' close, scratch freed). */
+KbSession *kb_session_open(KbCache *cache, const KbConf *conf, gint64 now, KbCycleResult *result);
+void kb_session_close(KbSession *ssn);
+
+int kb_session_job_order(KbSession *ssn, const KbJobInfo *a, const KbJobInfo *b);
+int kb_session_queue_order(KbSession *ssn, const KbQueueInfo *a, const KbQueueInfo *b);
+int kb_session_task_order(KbSession *ssn, const KbTaskInfo *a, const KbTaskInfo *b);
+gboolean kb_session_job_ready(KbSession *ssn, const KbJobInfo *job);
+gboolean kb_session_job_pipelined(KbSession *ssn, const KbJobInfo *job);
+/* @why (may be NULL) receives the refusal ("queue \"q\" ..."). */
+gboolean kb_session_job_enqueueable(KbSession *ssn, const KbJobInfo *job, GString *why);
+gboolean kb_session_allocatable(KbSession *ssn, const KbQueueInfo *queue, const KbTaskInfo *task,
+                                GString *why);
+gboolean kb_session_overused(KbSession *ssn, const KbQueueInfo *queue, GString *why);
+/* Static predicates only (labels, taints, affinity, node flags); resource fit is the action's. */
+gboolean kb_session_predicate(KbSession *ssn, const KbTaskInfo *task, const KbNodeInfo *node,
+                              KbFitFailure *why);
+gboolean kb_session_has_node_order(KbSession *ssn);
+double kb_session_node_score(KbSession *ssn, const KbTaskInfo *task, const KbNodeInfo *node);
+/*
+ * Filter @victims (KbTaskInfo*) in place down to those the plugins allow @preemptor to evict
+ * (conformance removes critical kube-system pods). Used by preempt/reclaim actions.
+ */
+void kb_session_preemptable(KbSession *ssn, const KbTaskInfo *preemptor, GPtrArray *victims);
+
+/* Place @task on @node (PENDING -> ALLOCATED) and tell the plugins (drf, proportion shares). */
+void kb_session_allocate(KbSession *ssn, KbTaskInfo *task, KbNodeInfo *node);
+/* Undo kb_session_allocate (statement discard). */
+void kb_session_deallocate(KbSession *ssn, KbTaskInfo *task);
+
+/* Record why @job is not placed: @reason static, message printf-style (replaces any previous). */
+void kb_session_job_note(KbSession *ssn, const KbJobInfo *job, const char *reason,
+                         const char *fmt, ...) G_GNUC_PRINTF(4, 5);
+
+/* A plugin's state in this session, or NULL when the plugin is not configured. */
+gpointer kb_session_plugin_state(KbSession *ssn, const char *name);
+/* The queue a job belongs to, or NULL when it does not exist. */
+KbQueueInfo *kb_session_job_queue(KbSession *ssn, const KbJobInfo *job);
+/* Human text for a fit failure ("short of nvidia.com/gpu", "taint k=v:NoSchedule"); newly
+ * allocated. */
+char *kb_fit_failure_to_string(const KbFitFailure *why);
