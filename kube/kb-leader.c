@@ -55,6 +55,7 @@ struct KbLeader {
     gint64 observed_mono; /* monotonic time it last changed */
     json_object *lease;   /* the Lease as last returned by the server (for PUT) */
     Record desired;       /* what the current attempt writes */
+    GMainContext *context; /* where the timers run: the thread-default one at creation */
 };
 
 typedef enum {
@@ -138,6 +139,7 @@ static void leader_unref(KbLeader *leader)
     record_clear(&leader->observed);
     record_clear(&leader->desired);
     g_clear_pointer(&leader->lease, json_object_put);
+    g_main_context_unref(leader->context);
     g_free(leader->namespace_);
     g_free(leader->name);
     g_free(leader->identity);
@@ -168,13 +170,38 @@ KbLeader *kb_leader_new(KbClient *client, const KbLeaderOptions *opts)
     leader->on_stopped_leading = opts->on_stopped_leading;
     leader->user_data = opts->user_data;
     leader->observed.holder = g_strdup("");
+    leader->context = g_main_context_ref_thread_default();
     return leader;
+}
+
+/* A timer on the leader's context (g_timeout_add would use the global default one). */
+static guint add_timer(KbLeader *leader, guint ms, GSourceFunc func)
+{
+    GSource *source = g_timeout_source_new(ms);
+    guint id;
+
+    g_source_set_callback(source, func, leader, NULL);
+    id = g_source_attach(source, leader->context);
+    g_source_unref(source);
+    return id;
+}
+
+static void remove_timer(KbLeader *leader, guint *id)
+{
+    GSource *source;
+
+    if (*id == 0)
+        return;
+    source = g_main_context_find_source_by_id(leader->context, *id);
+    if (source != NULL)
+        g_source_destroy(source);
+    *id = 0;
 }
 
 static void clear_timers(KbLeader *leader)
 {
-    g_clear_handle_id(&leader->retry_id, g_source_remove);
-    g_clear_handle_id(&leader->deadline_id, g_source_remove);
+    remove_timer(leader, &leader->retry_id);
+    remove_timer(leader, &leader->deadline_id);
 }
 
 /* Stop all activity: timers off, responses in flight become stale. */
@@ -244,8 +271,8 @@ static gboolean on_retry(gpointer data)
 
 static void schedule(KbLeader *leader, guint delay_ms)
 {
-    g_clear_handle_id(&leader->retry_id, g_source_remove);
-    leader->retry_id = g_timeout_add(delay_ms, on_retry, leader);
+    remove_timer(leader, &leader->retry_id);
+    leader->retry_id = add_timer(leader, delay_ms, on_retry);
 }
 
 static void lost(KbLeader *leader, const char *why)
@@ -274,7 +301,7 @@ static gboolean on_renew(gpointer data)
     KbLeader *leader = data;
 
     leader->retry_id = 0;
-    leader->deadline_id = g_timeout_add(leader->renew_deadline_ms, on_renew_deadline, leader);
+    leader->deadline_id = add_timer(leader, leader->renew_deadline_ms, on_renew_deadline);
     attempt_start(leader);
     return G_SOURCE_REMOVE;
 }
@@ -292,8 +319,8 @@ static void attempt_done(KbLeader *leader, gboolean success)
         g_message("lease %s/%s: %s acquired leadership", leader->namespace_, leader->name,
                   leader->identity);
         leader->state = STATE_LEADING;
-        g_clear_handle_id(&leader->retry_id, g_source_remove);
-        leader->retry_id = g_timeout_add(leader->retry_period_ms, on_renew, leader);
+        remove_timer(leader, &leader->retry_id);
+        leader->retry_id = add_timer(leader, leader->retry_period_ms, on_renew);
         if (leader->on_started_leading != NULL)
             leader->on_started_leading(leader->user_data);
         return;
@@ -301,8 +328,8 @@ static void attempt_done(KbLeader *leader, gboolean success)
     if (leader->state != STATE_LEADING)
         return;
     if (success) {
-        g_clear_handle_id(&leader->deadline_id, g_source_remove);
-        leader->retry_id = g_timeout_add(leader->retry_period_ms, on_renew, leader);
+        remove_timer(leader, &leader->deadline_id);
+        leader->retry_id = add_timer(leader, leader->retry_period_ms, on_renew);
     } else {
         /* Retry within the renewal; the deadline timer ends it. */
         schedule(leader, leader->retry_period_ms);
