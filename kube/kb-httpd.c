@@ -14,7 +14,7 @@
 
 #include "kube/kb-error.h"
 
-#define CONNECTION_LIMIT 64
+#define CONNECTION_LIMIT     64
 #define CONNECTION_TIMEOUT_S 10
 
 struct KbHttpd {
@@ -217,8 +217,7 @@ static struct MHD_Daemon *start_daemon(KbHttpd *httpd, GSocketAddress *addr, gbo
 }
 
 /* ":PORT" listens on every interface: IPv6 dual-stack where the host has IPv6, else IPv4. */
-static struct MHD_Daemon *listen_on(KbHttpd *httpd, const char *host, guint16 port,
-                                    GError **error)
+static struct MHD_Daemon *listen_on(KbHttpd *httpd, const char *host, guint16 port, GError **error)
 {
     g_autoptr(GInetAddress) ia = NULL;
     g_autoptr(GSocketAddress) addr = NULL;
@@ -235,8 +234,7 @@ static struct MHD_Daemon *listen_on(KbHttpd *httpd, const char *host, guint16 po
         ia = g_inet_address_new_from_string(host);
     }
     addr = g_inet_socket_address_new(ia, port);
-    return start_daemon(httpd, addr, g_inet_address_get_family(ia) == G_SOCKET_FAMILY_IPV6,
-                        error);
+    return start_daemon(httpd, addr, g_inet_address_get_family(ia) == G_SOCKET_FAMILY_IPV6, error);
 }
 
 KbHttpd *kb_httpd_new(const char *listen_address, KbMetrics *metrics, GError **error)

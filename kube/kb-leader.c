@@ -15,8 +15,8 @@
 
 #define DEFAULT_LEASE_DURATION_MS 15000
 #define DEFAULT_RENEW_DEADLINE_MS 10000
-#define DEFAULT_RETRY_PERIOD_MS 2000
-#define JITTER_FACTOR 1.2
+#define DEFAULT_RETRY_PERIOD_MS   2000
+#define JITTER_FACTOR             1.2
 
 typedef enum {
     STATE_IDLE,
@@ -47,14 +47,14 @@ struct KbLeader {
     gpointer user_data;
 
     State state;
-    guint attempt;        /* number of the current attempt; older responses are stale */
-    gboolean in_flight;   /* an attempt is waiting for a response */
-    guint retry_id;       /* next attempt */
-    guint deadline_id;    /* end of the current renewal */
-    Record observed;      /* last record seen or written */
-    gint64 observed_mono; /* monotonic time it last changed */
-    json_object *lease;   /* the Lease as last returned by the server (for PUT) */
-    Record desired;       /* what the current attempt writes */
+    guint attempt;         /* number of the current attempt; older responses are stale */
+    gboolean in_flight;    /* an attempt is waiting for a response */
+    guint retry_id;        /* next attempt */
+    guint deadline_id;     /* end of the current renewal */
+    Record observed;       /* last record seen or written */
+    gint64 observed_mono;  /* monotonic time it last changed */
+    json_object *lease;    /* the Lease as last returned by the server (for PUT) */
+    Record desired;        /* what the current attempt writes */
     GMainContext *context; /* where the timers run: the thread-default one at creation */
 };
 
@@ -161,11 +161,11 @@ KbLeader *kb_leader_new(KbClient *client, const KbLeaderOptions *opts)
     leader->name = g_strdup(opts->name);
     leader->identity = g_strdup(opts->identity);
     leader->lease_duration_ms =
-        opts->lease_duration_ms > 0 ? opts->lease_duration_ms : DEFAULT_LEASE_DURATION_MS;
+            opts->lease_duration_ms > 0 ? opts->lease_duration_ms : DEFAULT_LEASE_DURATION_MS;
     leader->renew_deadline_ms =
-        opts->renew_deadline_ms > 0 ? opts->renew_deadline_ms : DEFAULT_RENEW_DEADLINE_MS;
+            opts->renew_deadline_ms > 0 ? opts->renew_deadline_ms : DEFAULT_RENEW_DEADLINE_MS;
     leader->retry_period_ms =
-        opts->retry_period_ms > 0 ? opts->retry_period_ms : DEFAULT_RETRY_PERIOD_MS;
+            opts->retry_period_ms > 0 ? opts->retry_period_ms : DEFAULT_RETRY_PERIOD_MS;
     leader->on_started_leading = opts->on_started_leading;
     leader->on_stopped_leading = opts->on_stopped_leading;
     leader->user_data = opts->user_data;
@@ -248,8 +248,7 @@ static gboolean is_leader(const KbLeader *leader)
 /* The observed record is still within its own leaseDurationSeconds, counted locally. */
 static gboolean lease_valid(const KbLeader *leader, gint64 now_mono)
 {
-    return leader->observed_mono + (gint64)leader->observed.duration_s * G_USEC_PER_SEC >
-           now_mono;
+    return leader->observed_mono + (gint64)leader->observed.duration_s * G_USEC_PER_SEC > now_mono;
 }
 
 static void set_observed(KbLeader *leader, const Record *r)
@@ -287,8 +286,8 @@ static void lost(KbLeader *leader, const char *why)
 static gboolean on_renew_deadline(gpointer data)
 {
     KbLeader *leader = data;
-    g_autofree char *why = g_strdup_printf("no successful renewal within %u ms",
-                                           leader->renew_deadline_ms);
+    g_autofree char *why =
+            g_strdup_printf("no successful renewal within %u ms", leader->renew_deadline_ms);
 
     leader->deadline_id = 0;
     lost(leader, why);
@@ -336,18 +335,19 @@ static void attempt_done(KbLeader *leader, gboolean success)
     }
 }
 
-/* ---- one attempt: tryAcquireOrRenew ----------------------------------------------------------- */
+/* ---- one attempt: tryAcquireOrRenew -----------------------------------------------------------
+ */
 
 static void on_response(const KbResponse *resp, gpointer data);
 
 static void call(KbLeader *leader, Step step, const char *method, json_object *body)
 {
     KbRequest req = {
-        .method = method,
-        .type = &kb_type_leases,
-        .namespace_ = leader->namespace_,
-        .name = step == STEP_CREATE ? NULL : leader->name,
-        .body = body,
+            .method = method,
+            .type = &kb_type_leases,
+            .namespace_ = leader->namespace_,
+            .name = step == STEP_CREATE ? NULL : leader->name,
+            .body = body,
     };
     Call *c = g_new0(Call, 1);
 
@@ -445,8 +445,8 @@ static void got_lease(KbLeader *leader, json_object *obj)
         set_observed(leader, &old);
     if (old.holder[0] != '\0' && lease_valid(leader, g_get_monotonic_time()) &&
         !is_leader(leader)) {
-        g_debug("lease %s/%s: held by %s and not yet expired", leader->namespace_,
-                leader->name, old.holder);
+        g_debug("lease %s/%s: held by %s and not yet expired", leader->namespace_, leader->name,
+                old.holder);
         record_clear(&old);
         attempt_done(leader, FALSE);
         return;
@@ -481,8 +481,8 @@ static void handle_response(KbLeader *leader, Step step, const KbResponse *resp)
         } else if (g_error_matches(resp->error, KB_ERROR, KB_ERROR_NOT_FOUND)) {
             send_create(leader);
         } else {
-            g_warning("lease %s/%s: cannot read the lease: %s", leader->namespace_,
-                      leader->name, resp->error != NULL ? msg : "empty response");
+            g_warning("lease %s/%s: cannot read the lease: %s", leader->namespace_, leader->name,
+                      resp->error != NULL ? msg : "empty response");
             attempt_done(leader, FALSE);
         }
         return;
@@ -536,7 +536,10 @@ void kb_leader_release(KbLeader *leader)
     for (int tries = 0; tries < 2 && is_leader(leader) && leader->lease != NULL; tries++) {
         g_autoptr(GError) error = NULL;
         gint64 now_us = g_get_real_time();
-        Record r = {.holder = "", .duration_s = 1, .acquire_us = now_us, .renew_us = now_us,
+        Record r = {.holder = "",
+                    .duration_s = 1,
+                    .acquire_us = now_us,
+                    .renew_us = now_us,
                     .transitions = leader->observed.transitions};
         json_object *body = lease_with_spec(leader, &r);
         Record seen = {0};

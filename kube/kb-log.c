@@ -16,10 +16,10 @@ static int output_fd = -1;
 static gsize writer_installed;
 
 static const char *const level_names[] = {
-    [KB_LOG_ERROR] = "error",
-    [KB_LOG_WARNING] = "warning",
-    [KB_LOG_INFO] = "info",
-    [KB_LOG_DEBUG] = "debug",
+        [KB_LOG_ERROR] = "error",
+        [KB_LOG_WARNING] = "warning",
+        [KB_LOG_INFO] = "info",
+        [KB_LOG_DEBUG] = "debug",
 };
 
 gboolean kb_log_level_parse(const char *s, KbLogLevel *level, GError **error)
@@ -114,12 +114,11 @@ char *kb_log_format_line(GLogLevelFlags log_level, gint64 unix_us, const char *l
 
     if (t == NULL)
         t = g_date_time_new_from_unix_utc(0);
-    g_string_append_printf(line, "%c%02d%02d %02d:%02d:%02d.%06d %7d %s] ",
-                           severity_letter(log_level), g_date_time_get_month(t),
-                           g_date_time_get_day_of_month(t), g_date_time_get_hour(t),
-                           g_date_time_get_minute(t), g_date_time_get_second(t),
-                           (int)(unix_us % G_USEC_PER_SEC), (int)getpid(),
-                           location != NULL && location[0] != '\0' ? location : "-");
+    g_string_append_printf(
+            line, "%c%02d%02d %02d:%02d:%02d.%06d %7d %s] ", severity_letter(log_level),
+            g_date_time_get_month(t), g_date_time_get_day_of_month(t), g_date_time_get_hour(t),
+            g_date_time_get_minute(t), g_date_time_get_second(t), (int)(unix_us % G_USEC_PER_SEC),
+            (int)getpid(), location != NULL && location[0] != '\0' ? location : "-");
     for (const char *p = message != NULL ? message : ""; *p != '\0'; p++) {
         if (*p == '\n')
             g_string_append(line, "\\n");

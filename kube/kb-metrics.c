@@ -14,9 +14,9 @@
 
 struct KbSeries {
     KbMetric *metric;
-    char **values;     /* one per label name, owned */
-    double value;      /* counter or gauge value; histogram sum */
-    guint64 count;     /* histogram observations */
+    char **values;      /* one per label name, owned */
+    double value;       /* counter or gauge value; histogram sum */
+    guint64 count;      /* histogram observations */
     guint64 *in_bucket; /* histogram: observations whose smallest bound is bounds[i] */
 };
 
@@ -46,8 +46,7 @@ struct KbMetrics {
     GArray *collectors;
 };
 
-static const double default_buckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
-                                         0.5,   1,    2.5,   5,    10};
+static const double default_buckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
 
 static void series_free(gpointer p)
 {
@@ -116,8 +115,7 @@ static gboolean valid_name(const char *name, gboolean colon_ok)
     return TRUE;
 }
 
-static gboolean valid_labels(const char *metric, const char *const *label_names,
-                             gboolean histogram)
+static gboolean valid_labels(const char *metric, const char *const *label_names, gboolean histogram)
 {
     guint n = label_names != NULL ? g_strv_length((char **)label_names) : 0;
 
@@ -182,8 +180,8 @@ static KbMetric *metric_register(KbMetrics *metrics, KbMetricType type, const ch
     m->type = type;
     m->name = g_strdup(name);
     m->help = g_strdup(help != NULL ? help : "");
-    m->label_names = g_strdupv((char **)(label_names != NULL ? label_names
-                                                             : (const char *const[]){NULL}));
+    m->label_names =
+            g_strdupv((char **)(label_names != NULL ? label_names : (const char *const[]){NULL}));
     m->n_labels = g_strv_length(m->label_names);
     if (type == KB_METRIC_HISTOGRAM) {
         m->bounds = g_memdup2(bounds, n_bounds * sizeof(double));
@@ -269,8 +267,7 @@ KbSeries *kb_metric_series(KbMetric *metric, const char *const *label_values)
 
     key = series_key(metric, label_values);
     if (key == NULL) {
-        refuse(metric, "label value longer than " G_STRINGIFY(KB_METRICS_MAX_LABEL_VALUE)
-                       " bytes");
+        refuse(metric, "label value longer than " G_STRINGIFY(KB_METRICS_MAX_LABEL_VALUE) " bytes");
         return NULL;
     }
     s = g_hash_table_lookup(metric->series, key);

@@ -11,10 +11,10 @@
 
 #include <glib.h>
 
-#define KB_METRICS_MAX_SERIES 10000     /* label sets per metric, default */
-#define KB_METRICS_MAX_LABEL_VALUE 1024 /* bytes; longer values are refused */
-#define KB_METRICS_MAX_LABELS 16        /* label names per metric */
-#define KB_METRICS_MAX_BUCKETS 64       /* histogram buckets */
+#define KB_METRICS_MAX_SERIES      10000 /* label sets per metric, default */
+#define KB_METRICS_MAX_LABEL_VALUE 1024  /* bytes; longer values are refused */
+#define KB_METRICS_MAX_LABELS      16    /* label names per metric */
+#define KB_METRICS_MAX_BUCKETS     64    /* histogram buckets */
 
 typedef enum {
     KB_METRIC_COUNTER,

@@ -12,9 +12,9 @@
 #include <stdarg.h>
 #include <string.h>
 
-#define DEFAULT_BURST 25
-#define DEFAULT_REFILL_MS (300 * 1000)
-#define DEFAULT_WINDOW_MS (600 * 1000)
+#define DEFAULT_BURST       25
+#define DEFAULT_REFILL_MS   (300 * 1000)
+#define DEFAULT_WINDOW_MS   (600 * 1000)
 #define DEFAULT_MAX_ENTRIES 4096
 
 /* A small LRU map: key -> value, most recent at the head of the queue. */
@@ -29,8 +29,8 @@ typedef struct {
 typedef struct {
     gint ref_count;
     char *key;
-    char *name;       /* the Event's metadata.name */
-    char *namespace_; /* the Event's namespace */
+    char *name;         /* the Event's metadata.name */
+    char *namespace_;   /* the Event's namespace */
     json_object *event; /* the full Event as created, for re-creating it after a 404 */
     gint32 count;
     gint64 first_s;   /* firstTimestamp, unix seconds */
@@ -243,16 +243,16 @@ guint kb_recorder_pending(const KbRecorder *recorder)
 
 static void on_response(const KbResponse *resp, gpointer data);
 
-static void submit(KbRecorder *r, Entry *e, const char *method, const char *name,
-                   json_object *body, const char *content_type)
+static void submit(KbRecorder *r, Entry *e, const char *method, const char *name, json_object *body,
+                   const char *content_type)
 {
     KbRequest req = {
-        .method = method,
-        .type = &kb_type_events,
-        .namespace_ = e->namespace_,
-        .name = name,
-        .body = body,
-        .content_type = content_type,
+            .method = method,
+            .type = &kb_type_events,
+            .namespace_ = e->namespace_,
+            .name = name,
+            .body = body,
+            .content_type = content_type,
     };
     Call *c = g_new0(Call, 1);
 
@@ -486,8 +486,7 @@ static void record(KbRecorder *r, const EventFields *f)
 }
 
 void kb_recorder_event(KbRecorder *recorder, const KbObjectMeta *involved, const char *api_version,
-                       const char *kind, const char *type, const char *reason, const char *fmt,
-                       ...)
+                       const char *kind, const char *type, const char *reason, const char *fmt, ...)
 {
     g_autofree char *raw = NULL;
     g_autofree char *message = NULL;

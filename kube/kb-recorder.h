@@ -24,12 +24,12 @@
 #define KB_RECORDER_MAX_MESSAGE 1024
 
 typedef struct {
-    const char *component;          /* source.component and reportingComponent ("kube-batchd") */
-    const char *host;               /* source.host and reportingInstance; may be NULL */
-    guint burst;                    /* default 25 */
-    guint refill_ms;                /* one token back every refill_ms; default 300000 */
-    guint aggregate_window_ms;      /* default 600000 */
-    guint max_entries;              /* default 4096 */
+    const char *component;     /* source.component and reportingComponent ("kube-batchd") */
+    const char *host;          /* source.host and reportingInstance; may be NULL */
+    guint burst;               /* default 25 */
+    guint refill_ms;           /* one token back every refill_ms; default 300000 */
+    guint aggregate_window_ms; /* default 600000 */
+    guint max_entries;         /* default 4096 */
 } KbRecorderOptions;
 
 typedef struct KbRecorder KbRecorder;
@@ -45,8 +45,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbRecorder, kb_recorder_free)
 /* @type "Normal" or "Warning". @involved: any decoded record (its namespace, name and uid are
  * used), @api_version/@kind name it ("v1", "Pod"). */
 void kb_recorder_event(KbRecorder *recorder, const KbObjectMeta *involved, const char *api_version,
-                       const char *kind, const char *type, const char *reason,
-                       const char *fmt, ...) G_GNUC_PRINTF(7, 8);
+                       const char *kind, const char *type, const char *reason, const char *fmt, ...)
+        G_GNUC_PRINTF(7, 8);
 
 /* Counters for metrics: events dropped by the rate limit; Events created (POST); repeats sent as
  * PATCH; writes the API server refused or that failed in transport. */

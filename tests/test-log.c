@@ -10,9 +10,9 @@ static void test_level_parse(void)
         const char *in;
         KbLogLevel want;
     } ok[] = {
-        {"error", KB_LOG_ERROR}, {"warning", KB_LOG_WARNING}, {"warn", KB_LOG_WARNING},
-        {"info", KB_LOG_INFO},   {"debug", KB_LOG_DEBUG},     {"DEBUG", KB_LOG_DEBUG},
-        {"Info", KB_LOG_INFO},
+            {"error", KB_LOG_ERROR}, {"warning", KB_LOG_WARNING}, {"warn", KB_LOG_WARNING},
+            {"info", KB_LOG_INFO},   {"debug", KB_LOG_DEBUG},     {"DEBUG", KB_LOG_DEBUG},
+            {"Info", KB_LOG_INFO},
     };
     static const char *const bad[] = {"", "verbose", "infox", "4", "warnings", NULL};
 
@@ -39,9 +39,9 @@ static void test_level_parse(void)
 static void test_option_arg(void)
 {
     const GOptionEntry entries[] = {
-        {"log-level", 0, 0, G_OPTION_ARG_CALLBACK, (gpointer)kb_log_option_arg,
-         "error, warning, info or debug", "LEVEL"},
-        {NULL},
+            {"log-level", 0, 0, G_OPTION_ARG_CALLBACK, (gpointer)kb_log_option_arg,
+             "error, warning, info or debug", "LEVEL"},
+            {NULL},
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new(NULL);
     g_autoptr(GError) error = NULL;
@@ -70,14 +70,13 @@ static void test_format_line(void)
 {
     /* 2026-11-22T05:05:48.123456Z */
     const gint64 t = G_GINT64_CONSTANT(1795323948123456);
-    g_autofree char *want =
-        g_strdup_printf("W1122 05:05:48.123456 %7d kb-leader.c:210] lease renew failed\n",
-                        (int)getpid());
-    g_autofree char *got = kb_log_format_line(G_LOG_LEVEL_WARNING, t, "kb-leader.c:210",
-                                              "lease renew failed");
+    g_autofree char *want = g_strdup_printf(
+            "W1122 05:05:48.123456 %7d kb-leader.c:210] lease renew failed\n", (int)getpid());
+    g_autofree char *got =
+            kb_log_format_line(G_LOG_LEVEL_WARNING, t, "kb-leader.c:210", "lease renew failed");
     g_autofree char *multi = kb_log_format_line(G_LOG_LEVEL_DEBUG, t, NULL, "a\nb\r\n");
     g_autofree char *want_multi =
-        g_strdup_printf("D1122 05:05:48.123456 %7d -] a\\nb\\n\n", (int)getpid());
+            g_strdup_printf("D1122 05:05:48.123456 %7d -] a\\nb\\n\n", (int)getpid());
 
     g_assert_cmpstr(got, ==, want);
     g_assert_cmpstr(multi, ==, want_multi);
@@ -89,8 +88,8 @@ static void test_severity_letters(void)
         GLogLevelFlags level;
         char letter;
     } cases[] = {
-        {G_LOG_LEVEL_ERROR, 'E'},   {G_LOG_LEVEL_CRITICAL, 'E'}, {G_LOG_LEVEL_WARNING, 'W'},
-        {G_LOG_LEVEL_MESSAGE, 'I'}, {G_LOG_LEVEL_INFO, 'I'},     {G_LOG_LEVEL_DEBUG, 'D'},
+            {G_LOG_LEVEL_ERROR, 'E'},   {G_LOG_LEVEL_CRITICAL, 'E'}, {G_LOG_LEVEL_WARNING, 'W'},
+            {G_LOG_LEVEL_MESSAGE, 'I'}, {G_LOG_LEVEL_INFO, 'I'},     {G_LOG_LEVEL_DEBUG, 'D'},
     };
 
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -143,8 +142,8 @@ static void log_everything(void)
 
 static void log_structured(void)
 {
-    g_log_structured("kube", G_LOG_LEVEL_WARNING, "CODE_FILE", "/src/kube/kb-leader.c",
-                     "CODE_LINE", "77", "MESSAGE", "lease %s lost", "ns/x");
+    g_log_structured("kube", G_LOG_LEVEL_WARNING, "CODE_FILE", "/src/kube/kb-leader.c", "CODE_LINE",
+                     "77", "MESSAGE", "lease %s lost", "ns/x");
     g_log("kube", G_LOG_LEVEL_MESSAGE, "from a domain");
 }
 

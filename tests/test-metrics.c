@@ -256,8 +256,7 @@ static void test_invalid_registration(void)
     g_test_expect_message(NULL, G_LOG_LEVEL_CRITICAL, "*invalid metric name \"9lives\"*");
     g_assert_null(kb_metrics_counter(m, "9lives", "x", NULL));
     g_test_expect_message(NULL, G_LOG_LEVEL_CRITICAL, "*invalid label name \"le\"*");
-    g_assert_null(kb_metrics_histogram(m, "kb_h", "x", (const char *const[]){"le", NULL}, NULL,
-                                       0));
+    g_assert_null(kb_metrics_histogram(m, "kb_h", "x", (const char *const[]){"le", NULL}, NULL, 0));
     g_test_expect_message(NULL, G_LOG_LEVEL_CRITICAL, "*finite and increasing*");
     g_assert_null(kb_metrics_histogram(m, "kb_h", "x", NULL, (const double[]){1, 1}, 2));
     g_assert_nonnull(kb_metrics_gauge(m, "kb_ok:sub", "x", NULL));
@@ -274,16 +273,23 @@ static void test_format_double(void)
         double v;
         const char *want;
     } cases[] = {
-        {0, "0"},          {1, "1"},
-        {-3, "-3"},        {0.5, "0.5"},
-        {0.1, "0.1"},      {2.5, "2.5"},
-        {100, "100"},      {123456, "123456"},
-        {1e6, "1e+06"},    {1234567, "1.234567e+06"},
-        {1e21, "1e+21"},   {0.0001, "0.0001"},
-        {0.00001, "1e-05"}, {1.5e-7, "1.5e-07"},
-        {0.30000000000000004, "0.30000000000000004"},
-        {1.0 / 3, "0.3333333333333333"},
-        {1700000000.25, "1.70000000025e+09"},
+            {0, "0"},
+            {1, "1"},
+            {-3, "-3"},
+            {0.5, "0.5"},
+            {0.1, "0.1"},
+            {2.5, "2.5"},
+            {100, "100"},
+            {123456, "123456"},
+            {1e6, "1e+06"},
+            {1234567, "1.234567e+06"},
+            {1e21, "1e+21"},
+            {0.0001, "0.0001"},
+            {0.00001, "1e-05"},
+            {1.5e-7, "1.5e-07"},
+            {0.30000000000000004, "0.30000000000000004"},
+            {1.0 / 3, "0.3333333333333333"},
+            {1700000000.25, "1.70000000025e+09"},
     };
     char buf[40];
 
