@@ -92,6 +92,7 @@ struct KbJobInfo {
     char *key;             /* "ns/name" of the group, or "ns/name" of the pod for a gang of one */
     const char *namespace_; /* interned */
     char *name;            /* group name, or pod name for a gang of one */
+    gboolean is_group;     /* a pod group job (else a gang of one) */
     KbPodGroup *group;     /* ref; NULL for a gang of one or while the group is missing */
     gboolean group_missing; /* pods name a group that does not exist (yet) */
     const char *queue;     /* interned; the default queue when the group names none */

@@ -1,0 +1,841 @@
+/* The scheduler's cluster cache; see cache.h. */
+#include "scheduler/cache.h"
+
+#include <string.h>
+
+/* Every pod the cache knows (served or not), keyed "ns/name". */
+typedef struct {
+    KbPod *pod;             /* ref */
+    gint counted_node;      /* node whose `used` includes this pod, -1 when none */
+    KbResources counted;    /* what was added there */
+    KbTaskInfo *task;       /* owned by its job; NULL for pods of other schedulers */
+} PodEntry;
+
+struct KbCache {
+    const char **served;    /* interned, NULL-terminated */
+    const char *default_queue;
+    GArray *nodes;          /* KbNodeInfo, indexed by id */
+    GHashTable *node_ids;   /* interned name -> id + 1 */
+    GHashTable *pods;       /* char* "ns/name" -> PodEntry* */
+    GHashTable *jobs;       /* char* "g:ns/name" or "p:ns/name" -> KbJobInfo* (owned by job_list) */
+    GPtrArray *job_list;    /* KbJobInfo*, job->id is the index */
+    GHashTable *queues;     /* interned name -> KbQueueInfo* (owned by queue_list) */
+    GPtrArray *queue_list;
+    GHashTable *priority_classes; /* interned name -> KbPriorityClass* (ref) */
+};
+
+static gboolean state_occupies(KbTaskState s)
+{
+    return s == KB_TASK_ALLOCATED || s == KB_TASK_BINDING || s == KB_TASK_BOUND ||
+           s == KB_TASK_RUNNING || s == KB_TASK_RELEASING;
+}
+
+/* ---- nodes ---------------------------------------------------------------------------------- */
+
+static guint node_id_for(KbCache *cache, const char *name)
+{
+    gpointer v = g_hash_table_lookup(cache->node_ids, name);
+    if (v != NULL)
+        return GPOINTER_TO_UINT(v) - 1;
+    KbNodeInfo ni = { 0 };
+    ni.id = cache->nodes->len;
+    ni.name = g_intern_string(name);
+    g_array_append_val(cache->nodes, ni);
+    g_hash_table_insert(cache->node_ids, (gpointer)ni.name, GUINT_TO_POINTER(ni.id + 1));
+    return ni.id;
+}
+
+static KbNodeInfo *node_at(KbCache *cache, guint id)
+{
+    return &g_array_index(cache->nodes, KbNodeInfo, id);
+}
+
+static void node_refresh_idle(KbNodeInfo *ni)
+{
+    ni->idle = ni->allocatable;
+    kb_resources_sub(&ni->idle, &ni->used);
+}
+
+static void node_set(KbCache *cache, KbNode *node)
+{
+    KbNodeInfo *ni = node_at(cache, node_id_for(cache, node->meta.name));
+    kb_object_ref(node);
+    g_clear_pointer(&ni->node, kb_object_unref);
+    ni->node = node;
+    ni->present = TRUE;
+    ni->allocatable = node->allocatable;
+    node_refresh_idle(ni);
+}
+
+void kb_cache_add_node(KbCache *cache, KbNode *node)
+{
+    node_set(cache, node);
+}
+
+void kb_cache_update_node(KbCache *cache, KbNode *node)
+{
+    node_set(cache, node);
+}
+
+void kb_cache_delete_node(KbCache *cache, KbNode *node)
+{
+    KbNodeInfo *ni = kb_cache_lookup_node(cache, node->meta.name);
+    if (ni == NULL)
+        return;
+    /* The slot stays (pods may still name it); a deleted node offers nothing. */
+    g_clear_pointer(&ni->node, kb_object_unref);
+    ni->present = FALSE;
+    kb_resources_clear(&ni->allocatable);
+    node_refresh_idle(ni);
+}
+
+/* ---- accounting ----------------------------------------------------------------------------- */
+
+/* Where the pod should be counted, given its object and its task's state. */
+static gint pod_desired_node(KbCache *cache, PodEntry *pe)
+{
+    if (kb_pod_is_terminated(pe->pod))
+        return -1;
+    if (pe->pod->node_name != NULL)
+        return (gint)node_id_for(cache, pe->pod->node_name);
+    if (pe->task != NULL &&
+        (pe->task->state == KB_TASK_ALLOCATED || pe->task->state == KB_TASK_BINDING))
+        return pe->task->node_id;
+    return -1;
+}
+
+static void pod_recount(KbCache *cache, PodEntry *pe)
+{
+    gint want = pod_desired_node(cache, pe);
+    if (want == pe->counted_node &&
+        (want == -1 || kb_resources_equal(&pe->counted, &pe->pod->requests)))
+        return;
+    if (pe->counted_node >= 0) {
+        KbNodeInfo *ni = node_at(cache, (guint)pe->counted_node);
+        kb_resources_sub(&ni->used, &pe->counted);
+        ni->n_pods--;
+        node_refresh_idle(ni);
+    }
+    pe->counted_node = want;
+    if (want >= 0) {
+        KbNodeInfo *ni = node_at(cache, (guint)want);
+        pe->counted = pe->pod->requests;
+        kb_resources_add(&ni->used, &pe->counted);
+        ni->n_pods++;
+        node_refresh_idle(ni);
+    }
+}
+
+/* Move @task to @state on @node_id, keeping job counters and job allocation in step. */
+static void task_set_state(KbTaskInfo *task, KbTaskState state, gint node_id)
+{
+    KbJobInfo *job = task->job;
+    if (state_occupies(task->state))
+        kb_resources_sub(&job->allocated, &task->resreq);
+    job->n_state[task->state]--;
+    task->state = state;
+    task->node_id = node_id;
+    job->n_state[state]++;
+    if (state_occupies(state))
+        kb_resources_add(&job->allocated, &task->resreq);
+}
+
+/* ---- queues and priority classes ------------------------------------------------------------ */
+
+static KbQueueInfo *queue_info_new(KbCache *cache, const char *name)
+{
+    KbQueueInfo *qi = g_new0(KbQueueInfo, 1);
+    qi->name = g_intern_string(name);
+    qi->weight = 1;
+    kb_resources_set_unlimited(&qi->capability);
+    qi->open = TRUE;
+    qi->id = cache->queue_list->len;
+    g_ptr_array_add(cache->queue_list, qi);
+    g_hash_table_insert(cache->queues, (gpointer)qi->name, qi);
+    return qi;
+}
+
+static void queue_info_free(gpointer p)
+{
+    KbQueueInfo *qi = p;
+    g_clear_pointer(&qi->queue, kb_object_unref);
+    g_free(qi);
+}
+
+static void queue_set(KbCache *cache, KbQueue *queue)
+{
+    KbQueueInfo *qi = kb_cache_lookup_queue(cache, queue->meta.name);
+    if (qi == NULL)
+        qi = queue_info_new(cache, queue->meta.name);
+    kb_object_ref(queue);
+    g_clear_pointer(&qi->queue, kb_object_unref);
+    qi->queue = queue;
+    qi->weight = queue->weight >= 1 ? queue->weight : 1;
+    qi->capability = queue->capability;
+    qi->guarantee = queue->guarantee;
+    qi->open = queue->open;
+}
+
+void kb_cache_add_queue(KbCache *cache, KbQueue *queue)
+{
+    queue_set(cache, queue);
+}
+
+void kb_cache_update_queue(KbCache *cache, KbQueue *queue)
+{
+    queue_set(cache, queue);
+}
+
+void kb_cache_delete_queue(KbCache *cache, KbQueue *queue)
+{
+    KbQueueInfo *qi = kb_cache_lookup_queue(cache, queue->meta.name);
+    if (qi == NULL)
+        return;
+    if (qi->name == cache->default_queue) {
+        /* The default queue always exists: back to its implicit settings. */
+        g_clear_pointer(&qi->queue, kb_object_unref);
+        qi->weight = 1;
+        kb_resources_set_unlimited(&qi->capability);
+        kb_resources_clear(&qi->guarantee);
+        qi->open = TRUE;
+        return;
+    }
+    g_hash_table_remove(cache->queues, qi->name);
+    guint id = qi->id;
+    g_ptr_array_remove_index_fast(cache->queue_list, id);
+    if (id < cache->queue_list->len)
+        ((KbQueueInfo *)cache->queue_list->pdata[id])->id = id;
+    queue_info_free(qi);
+}
+
+void kb_cache_add_priority_class(KbCache *cache, KbPriorityClass *pc)
+{
+    g_hash_table_replace(cache->priority_classes, (gpointer)g_intern_string(pc->meta.name),
+                         kb_object_ref(pc));
+}
+
+void kb_cache_update_priority_class(KbCache *cache, KbPriorityClass *pc)
+{
+    kb_cache_add_priority_class(cache, pc);
+}
+
+void kb_cache_delete_priority_class(KbCache *cache, KbPriorityClass *pc)
+{
+    g_hash_table_remove(cache->priority_classes, g_intern_string(pc->meta.name));
+}
+
+gint32 kb_cache_priority_class_value(const KbCache *cache, const char *name, gboolean *found)
+{
+    KbPriorityClass *pc = name != NULL ? g_hash_table_lookup(cache->priority_classes, name) : NULL;
+    if (found != NULL)
+        *found = pc != NULL;
+    if (pc != NULL)
+        return pc->value;
+    GHashTableIter it;
+    gpointer v;
+    g_hash_table_iter_init(&it, cache->priority_classes);
+    while (g_hash_table_iter_next(&it, NULL, &v)) {
+        if (((KbPriorityClass *)v)->global_default)
+            return ((KbPriorityClass *)v)->value;
+    }
+    return 0;
+}
+
+gint32 kb_cache_pod_priority(const KbCache *cache, const KbPod *pod)
+{
+    if (pod->has_priority)
+        return pod->priority;
+    return kb_cache_priority_class_value(cache, pod->priority_class_name, NULL);
+}
+
+/* ---- jobs, tasks and equivalence classes ---------------------------------------------------- */
+
+static gboolean str_maps_equal(GHashTable *a, GHashTable *b)
+{
+    if (g_hash_table_size(a) != g_hash_table_size(b))
+        return FALSE;
+    GHashTableIter it;
+    gpointer k, v;
+    g_hash_table_iter_init(&it, a);
+    while (g_hash_table_iter_next(&it, &k, &v)) {
+        gpointer w;
+        if (!g_hash_table_lookup_extended(b, k, NULL, &w) || g_strcmp0(v, w) != 0)
+            return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean terms_equal(const KbPod *a, const KbPod *b)
+{
+    if (a->n_affinity_terms != b->n_affinity_terms)
+        return FALSE;
+    for (guint t = 0; t < a->n_affinity_terms; t++) {
+        const KbNodeSelectorTerm *x = &a->affinity_terms[t], *y = &b->affinity_terms[t];
+        if (x->n_exprs != y->n_exprs)
+            return FALSE;
+        for (guint e = 0; e < x->n_exprs; e++) {
+            const KbSelectorRequirement *r = &x->exprs[e], *s = &y->exprs[e];
+            if (r->key != s->key || r->op != s->op || r->n_values != s->n_values)
+                return FALSE;
+            for (guint i = 0; i < r->n_values; i++) {
+                if (g_strcmp0(r->values[i], s->values[i]) != 0)
+                    return FALSE;
+            }
+        }
+    }
+    return TRUE;
+}
+
+static gboolean tolerations_equal(const KbPod *a, const KbPod *b)
+{
+    if (a->n_tolerations != b->n_tolerations)
+        return FALSE;
+    for (guint i = 0; i < a->n_tolerations; i++) {
+        const KbToleration *x = &a->tolerations[i], *y = &b->tolerations[i];
+        if (g_strcmp0(x->key, y->key) != 0 || x->op_exists != y->op_exists ||
+            g_strcmp0(x->value, y->value) != 0 || x->effect != y->effect)
+            return FALSE;
+    }
+    return TRUE;
+}
+
+/* Same template as far as feasibility and score go. */
+static gboolean pods_equivalent(const KbPod *a, const KbPod *b)
+{
+    return kb_resources_equal(&a->requests, &b->requests) &&
+           a->priority_class_name == b->priority_class_name && a->priority == b->priority &&
+           a->has_priority == b->has_priority && a->meta.namespace_ == b->meta.namespace_ &&
+           str_maps_equal(a->node_selector, b->node_selector) && terms_equal(a, b) &&
+           tolerations_equal(a, b);
+}
+
+static void class_free(gpointer p)
+{
+    KbTaskClass *c = p;
+    kb_object_unref((gpointer)c->rep);
+    g_free(c);
+}
+
+static void task_join_class(KbTaskInfo *task)
+{
+    KbJobInfo *job = task->job;
+    for (guint i = 0; i < job->classes->len; i++) {
+        KbTaskClass *c = job->classes->pdata[i];
+        if (pods_equivalent(c->rep, task->pod)) {
+            c->n_tasks++;
+            task->klass = c;
+            return;
+        }
+    }
+    KbTaskClass *c = g_new0(KbTaskClass, 1);
+    c->rep = kb_object_ref(task->pod);
+    c->resreq = task->pod->requests;
+    c->n_tasks = 1;
+    c->index = job->classes->len;
+    g_ptr_array_add(job->classes, c);
+    task->klass = c;
+}
+
+static void task_leave_class(KbTaskInfo *task)
+{
+    KbTaskClass *c = task->klass;
+    KbJobInfo *job = task->job;
+    task->klass = NULL;
+    if (--c->n_tasks > 0)
+        return;
+    guint idx = c->index;
+    g_ptr_array_remove_index_fast(job->classes, idx); /* frees c */
+    if (idx < job->classes->len)
+        ((KbTaskClass *)job->classes->pdata[idx])->index = idx;
+}
+
+static void job_free(gpointer p)
+{
+    KbJobInfo *job = p;
+    g_free(job->key);
+    g_free(job->name);
+    g_clear_pointer(&job->group, kb_object_unref);
+    g_ptr_array_unref(job->tasks);
+    g_ptr_array_unref(job->classes);
+    g_free(job->last_reason);
+    g_free(job->last_message);
+    g_free(job);
+}
+
+static char *job_hash_key(gboolean is_group, const char *ns, const char *name)
+{
+    return g_strdup_printf("%c:%s/%s", is_group ? 'g' : 'p', ns != NULL ? ns : "", name);
+}
+
+static KbJobInfo *job_get(KbCache *cache, gboolean is_group, const char *ns, const char *name,
+                          gboolean create)
+{
+    g_autofree char *hk = job_hash_key(is_group, ns, name);
+    KbJobInfo *job = g_hash_table_lookup(cache->jobs, hk);
+    if (job != NULL || !create)
+        return job;
+    job = g_new0(KbJobInfo, 1);
+    job->key = g_strdup_printf("%s/%s", ns != NULL ? ns : "", name);
+    job->namespace_ = g_intern_string(ns != NULL ? ns : "");
+    job->name = g_strdup(name);
+    job->is_group = is_group;
+    job->group_missing = is_group;
+    job->queue = cache->default_queue;
+    job->min_member = 1;
+    job->phase = KB_JOB_PENDING;
+    job->tasks = g_ptr_array_new();
+    job->classes = g_ptr_array_new_with_free_func(class_free);
+    job->id = cache->job_list->len;
+    g_ptr_array_add(cache->job_list, job);
+    g_hash_table_insert(cache->jobs, g_steal_pointer(&hk), job);
+    return job;
+}
+
+/* Drop @job when nothing refers to it any more. */
+static void job_maybe_remove(KbCache *cache, KbJobInfo *job)
+{
+    if (job->tasks->len > 0 || job->group != NULL)
+        return;
+    g_autofree char *hk = job_hash_key(job->is_group, job->namespace_, job->name);
+    g_hash_table_remove(cache->jobs, hk);
+    guint id = job->id;
+    g_ptr_array_remove_index_fast(cache->job_list, id);
+    if (id < cache->job_list->len)
+        ((KbJobInfo *)cache->job_list->pdata[id])->id = id;
+    job_free(job);
+}
+
+static void job_apply_group(KbCache *cache, KbJobInfo *job, KbPodGroup *group)
+{
+    kb_object_ref(group);
+    g_clear_pointer(&job->group, kb_object_unref);
+    job->group = group;
+    job->group_missing = FALSE;
+    job->min_member = group->min_member >= 1 ? group->min_member : 1;
+    job->queue = group->queue != NULL ? g_intern_string(group->queue) : cache->default_queue;
+    job->creation_timestamp = group->meta.creation_timestamp;
+    if (!job->reported && group->phase != NULL) {
+        /* Resume from the phase written by a previous run (or another replica). */
+        if (strcmp(group->phase, "Inqueue") == 0)
+            job->phase = KB_JOB_INQUEUE;
+        else if (strcmp(group->phase, "Running") == 0)
+            job->phase = KB_JOB_RUNNING;
+    }
+}
+
+static KbTaskState task_state_from_pod(const KbPod *pod, KbTaskState current)
+{
+    if (pod->phase == KB_POD_SUCCEEDED)
+        return KB_TASK_SUCCEEDED;
+    if (pod->phase == KB_POD_FAILED)
+        return KB_TASK_FAILED;
+    if (pod->node_name != NULL) {
+        if (pod->meta.deletion_timestamp != 0)
+            return KB_TASK_RELEASING;
+        return pod->phase == KB_POD_RUNNING ? KB_TASK_RUNNING : KB_TASK_BOUND;
+    }
+    if (current == KB_TASK_ALLOCATED || current == KB_TASK_BINDING)
+        return current;
+    return KB_TASK_PENDING;
+}
+
+static gboolean serves(const KbCache *cache, const char *scheduler_name)
+{
+    for (guint i = 0; cache->served[i] != NULL; i++) {
+        if (cache->served[i] == scheduler_name || g_strcmp0(cache->served[i], scheduler_name) == 0)
+            return TRUE;
+    }
+    return FALSE;
+}
+
+static KbTaskInfo *task_new(KbCache *cache, KbPod *pod)
+{
+    gboolean is_group = pod->group_name != NULL;
+    KbJobInfo *job = job_get(cache, is_group, pod->meta.namespace_,
+                             is_group ? pod->group_name : pod->meta.name, TRUE);
+    KbTaskInfo *task = g_new0(KbTaskInfo, 1);
+    task->pod = kb_object_ref(pod);
+    task->job = job;
+    task->node_id = -1;
+    task->state = KB_TASK_PENDING;
+    task->resreq = pod->requests;
+    task->priority = kb_cache_pod_priority(cache, pod);
+    task->index = job->tasks->len;
+    g_ptr_array_add(job->tasks, task);
+    job->n_state[KB_TASK_PENDING]++;
+    if (!is_group && job->creation_timestamp == 0)
+        job->creation_timestamp = pod->meta.creation_timestamp;
+    task_join_class(task);
+    return task;
+}
+
+static void task_remove(KbCache *cache, KbTaskInfo *task)
+{
+    KbJobInfo *job = task->job;
+    task_set_state(task, KB_TASK_PENDING, -1);
+    job->n_state[KB_TASK_PENDING]--;
+    task_leave_class(task);
+    guint idx = task->index;
+    g_ptr_array_remove_index_fast(job->tasks, idx);
+    if (idx < job->tasks->len)
+        ((KbTaskInfo *)job->tasks->pdata[idx])->index = idx;
+    kb_object_unref(task->pod);
+    g_free(task);
+    job_maybe_remove(cache, job);
+}
+
+static void pod_entry_free(gpointer p)
+{
+    PodEntry *pe = p;
+    kb_object_unref(pe->pod);
+    g_free(pe);
+}
+
+static char *pod_key(const char *ns, const char *name)
+{
+    return g_strdup_printf("%s/%s", ns != NULL ? ns : "", name);
+}
+
+static void pod_entry_remove(KbCache *cache, PodEntry *pe)
+{
+    /* Release node resources first: recount sees a terminated-like state with task gone. */
+    if (pe->counted_node >= 0) {
+        KbNodeInfo *ni = node_at(cache, (guint)pe->counted_node);
+        kb_resources_sub(&ni->used, &pe->counted);
+        ni->n_pods--;
+        node_refresh_idle(ni);
+        pe->counted_node = -1;
+    }
+    pe->task = NULL;
+}
+
+void kb_cache_add_pod(KbCache *cache, KbPod *pod)
+{
+    kb_cache_update_pod(cache, pod);
+}
+
+void kb_cache_update_pod(KbCache *cache, KbPod *pod)
+{
+    g_autofree char *key = pod_key(pod->meta.namespace_, pod->meta.name);
+    PodEntry *pe = g_hash_table_lookup(cache->pods, key);
+    if (pe != NULL && (g_strcmp0(pe->pod->meta.uid, pod->meta.uid) != 0 ||
+                       (pe->task != NULL && pe->task->pod->group_name != pod->group_name))) {
+        /* Recreated under the same name, or moved to another group: start over. */
+        kb_cache_delete_pod(cache, pe->pod);
+        pe = NULL;
+    }
+    if (pe == NULL) {
+        pe = g_new0(PodEntry, 1);
+        pe->pod = kb_object_ref(pod);
+        pe->counted_node = -1;
+        if (serves(cache, pod->scheduler_name))
+            pe->task = task_new(cache, pod);
+        g_hash_table_insert(cache->pods, g_steal_pointer(&key), pe);
+    } else {
+        kb_object_ref(pod);
+        kb_object_unref(pe->pod);
+        pe->pod = pod;
+    }
+    KbTaskInfo *task = pe->task;
+    if (task != NULL) {
+        if (task->pod != pod) {
+            gboolean same = pods_equivalent(task->pod, pod);
+            if (!same)
+                task_leave_class(task);
+            kb_object_ref(pod);
+            kb_object_unref(task->pod);
+            task->pod = pod;
+            KbResources old = task->resreq;
+            gboolean occ = state_occupies(task->state);
+            if (occ)
+                kb_resources_sub(&task->job->allocated, &old);
+            task->resreq = pod->requests;
+            if (occ)
+                kb_resources_add(&task->job->allocated, &task->resreq);
+            task->priority = kb_cache_pod_priority(cache, pod);
+            if (!same)
+                task_join_class(task);
+        }
+        KbTaskState st = task_state_from_pod(pod, task->state);
+        gint node = -1;
+        if (pod->node_name != NULL)
+            node = (gint)node_id_for(cache, pod->node_name);
+        else if (st == KB_TASK_ALLOCATED || st == KB_TASK_BINDING)
+            node = task->node_id;
+        task_set_state(task, st, node);
+    }
+    pod_recount(cache, pe);
+}
+
+void kb_cache_delete_pod(KbCache *cache, KbPod *pod)
+{
+    g_autofree char *key = pod_key(pod->meta.namespace_, pod->meta.name);
+    PodEntry *pe = g_hash_table_lookup(cache->pods, key);
+    if (pe == NULL)
+        return;
+    KbTaskInfo *task = pe->task;
+    pod_entry_remove(cache, pe);
+    if (task != NULL)
+        task_remove(cache, task);
+    g_hash_table_remove(cache->pods, key);
+}
+
+/* ---- pod groups ----------------------------------------------------------------------------- */
+
+void kb_cache_add_pod_group(KbCache *cache, KbPodGroup *group)
+{
+    KbJobInfo *job = job_get(cache, TRUE, group->meta.namespace_, group->meta.name, TRUE);
+    job_apply_group(cache, job, group);
+}
+
+void kb_cache_update_pod_group(KbCache *cache, KbPodGroup *group)
+{
+    kb_cache_add_pod_group(cache, group);
+}
+
+void kb_cache_delete_pod_group(KbCache *cache, KbPodGroup *group)
+{
+    KbJobInfo *job = job_get(cache, TRUE, group->meta.namespace_, group->meta.name, FALSE);
+    if (job == NULL)
+        return;
+    g_clear_pointer(&job->group, kb_object_unref);
+    job->group_missing = TRUE;
+    job->queue = cache->default_queue;
+    job_maybe_remove(cache, job);
+}
+
+/* ---- assume, bind outcome, rollback --------------------------------------------------------- */
+
+static PodEntry *pod_entry(KbCache *cache, const char *ns, const char *name, const char *uid)
+{
+    g_autofree char *key = pod_key(ns, name);
+    PodEntry *pe = g_hash_table_lookup(cache->pods, key);
+    if (pe == NULL || (uid != NULL && g_strcmp0(pe->pod->meta.uid, uid) != 0))
+        return NULL;
+    return pe;
+}
+
+static PodEntry *task_entry(KbCache *cache, KbTaskInfo *task)
+{
+    return pod_entry(cache, task->pod->meta.namespace_, task->pod->meta.name, NULL);
+}
+
+void kb_cache_assume_task(KbCache *cache, KbTaskInfo *task, guint node_id)
+{
+    task_set_state(task, KB_TASK_ALLOCATED, (gint)node_id);
+    PodEntry *pe = task_entry(cache, task);
+    if (pe != NULL)
+        pod_recount(cache, pe);
+}
+
+void kb_cache_forget_task(KbCache *cache, KbTaskInfo *task)
+{
+    if (task->state != KB_TASK_ALLOCATED && task->state != KB_TASK_BINDING)
+        return;
+    task_set_state(task, KB_TASK_PENDING, -1);
+    PodEntry *pe = task_entry(cache, task);
+    if (pe != NULL)
+        pod_recount(cache, pe);
+}
+
+gboolean kb_cache_bind_succeeded(KbCache *cache, const char *namespace_, const char *name,
+                                 const char *uid, gint64 now)
+{
+    PodEntry *pe = pod_entry(cache, namespace_, name, uid);
+    if (pe == NULL || pe->task == NULL || pe->task->state != KB_TASK_ALLOCATED)
+        return FALSE;
+    task_set_state(pe->task, KB_TASK_BINDING, pe->task->node_id);
+    pe->task->bind_time = now;
+    return TRUE;
+}
+
+gboolean kb_cache_bind_failed(KbCache *cache, const char *namespace_, const char *name,
+                              const char *uid, guint *n_rolled_back)
+{
+    guint n = 0;
+    PodEntry *pe = pod_entry(cache, namespace_, name, uid);
+    if (n_rolled_back != NULL)
+        *n_rolled_back = 0;
+    if (pe == NULL || pe->task == NULL)
+        return FALSE;
+    KbTaskInfo *failed = pe->task;
+    if (failed->state == KB_TASK_ALLOCATED || failed->state == KB_TASK_BINDING) {
+        kb_cache_forget_task(cache, failed);
+        n++;
+    }
+    /* The gang goes back together: members whose bind has not succeeded yet are released. */
+    KbJobInfo *job = failed->job;
+    for (guint i = 0; i < job->tasks->len; i++) {
+        KbTaskInfo *t = job->tasks->pdata[i];
+        if (t != failed && t->state == KB_TASK_ALLOCATED) {
+            kb_cache_forget_task(cache, t);
+            n++;
+        }
+    }
+    if (n_rolled_back != NULL)
+        *n_rolled_back = n;
+    return TRUE;
+}
+
+gboolean kb_cache_pod_is_assumed(KbCache *cache, const char *namespace_, const char *name,
+                                 const char *uid)
+{
+    PodEntry *pe = pod_entry(cache, namespace_, name, uid);
+    return pe != NULL && pe->task != NULL && pe->task->state == KB_TASK_ALLOCATED;
+}
+
+guint kb_cache_expire_assumed(KbCache *cache, gint64 now, gint64 ttl_seconds)
+{
+    guint n = 0;
+    for (guint j = 0; j < cache->job_list->len; j++) {
+        KbJobInfo *job = cache->job_list->pdata[j];
+        if (job->n_state[KB_TASK_BINDING] == 0)
+            continue;
+        for (guint i = 0; i < job->tasks->len; i++) {
+            KbTaskInfo *t = job->tasks->pdata[i];
+            if (t->state == KB_TASK_BINDING && t->bind_time + ttl_seconds < now) {
+                kb_cache_forget_task(cache, t);
+                n++;
+            }
+        }
+    }
+    return n;
+}
+
+/* ---- life cycle and queries ----------------------------------------------------------------- */
+
+KbCache *kb_cache_new(const char *const *scheduler_names, const char *default_queue)
+{
+    KbCache *cache = g_new0(KbCache, 1);
+    guint n = scheduler_names != NULL ? g_strv_length((char **)scheduler_names) : 0;
+    cache->served = g_new0(const char *, n + 2);
+    for (guint i = 0; i < n; i++)
+        cache->served[i] = g_intern_string(scheduler_names[i]);
+    if (n == 0)
+        cache->served[0] = g_intern_static_string("kube-batchd");
+    cache->default_queue = g_intern_string(default_queue != NULL ? default_queue : "default");
+    cache->nodes = g_array_new(FALSE, TRUE, sizeof(KbNodeInfo));
+    cache->node_ids = g_hash_table_new(g_direct_hash, g_direct_equal);
+    cache->pods = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, pod_entry_free);
+    cache->jobs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    cache->job_list = g_ptr_array_new_with_free_func(job_free);
+    cache->queues = g_hash_table_new(g_direct_hash, g_direct_equal);
+    cache->queue_list = g_ptr_array_new_with_free_func(queue_info_free);
+    cache->priority_classes =
+        g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, kb_object_unref);
+    queue_info_new(cache, cache->default_queue);
+    return cache;
+}
+
+static void free_task_of_entry(gpointer key, gpointer value, gpointer user_data)
+{
+    PodEntry *pe = value;
+    if (pe->task != NULL) {
+        kb_object_unref(pe->task->pod);
+        g_free(pe->task);
+        pe->task = NULL;
+    }
+}
+
+void kb_cache_free(KbCache *cache)
+{
+    if (cache == NULL)
+        return;
+    g_hash_table_foreach(cache->pods, free_task_of_entry, NULL);
+    g_hash_table_unref(cache->pods);
+    g_hash_table_unref(cache->jobs);
+    g_ptr_array_unref(cache->job_list);
+    for (guint i = 0; i < cache->nodes->len; i++)
+        g_clear_pointer(&node_at(cache, i)->node, kb_object_unref);
+    g_array_unref(cache->nodes);
+    g_hash_table_unref(cache->node_ids);
+    g_hash_table_unref(cache->queues);
+    g_ptr_array_unref(cache->queue_list);
+    g_hash_table_unref(cache->priority_classes);
+    g_free(cache->served);
+    g_free(cache);
+}
+
+const char *kb_cache_default_queue(const KbCache *cache)
+{
+    return cache->default_queue;
+}
+
+gboolean kb_cache_serves(const KbCache *cache, const char *scheduler_name)
+{
+    return scheduler_name != NULL && serves(cache, scheduler_name);
+}
+
+KbNodeInfo *kb_cache_nodes(KbCache *cache, guint *n_nodes)
+{
+    *n_nodes = cache->nodes->len;
+    return (KbNodeInfo *)(void *)cache->nodes->data;
+}
+
+KbNodeInfo *kb_cache_lookup_node(KbCache *cache, const char *name)
+{
+    gpointer v = g_hash_table_lookup(cache->node_ids, g_intern_string(name));
+    return v != NULL ? node_at(cache, GPOINTER_TO_UINT(v) - 1) : NULL;
+}
+
+GPtrArray *kb_cache_jobs(KbCache *cache)
+{
+    return cache->job_list;
+}
+
+KbJobInfo *kb_cache_lookup_job(KbCache *cache, const char *namespace_, const char *name)
+{
+    KbJobInfo *job = job_get(cache, TRUE, namespace_, name, FALSE);
+    return job != NULL ? job : job_get(cache, FALSE, namespace_, name, FALSE);
+}
+
+KbTaskInfo *kb_cache_lookup_task(KbCache *cache, const char *namespace_, const char *name)
+{
+    PodEntry *pe = pod_entry(cache, namespace_, name, NULL);
+    return pe != NULL ? pe->task : NULL;
+}
+
+GPtrArray *kb_cache_queues(KbCache *cache)
+{
+    return cache->queue_list;
+}
+
+KbQueueInfo *kb_cache_lookup_queue(KbCache *cache, const char *name)
+{
+    return g_hash_table_lookup(cache->queues, g_intern_string(name));
+}
+
+void kb_cache_cluster_allocatable(KbCache *cache, KbResources *out)
+{
+    kb_resources_clear(out);
+    for (guint i = 0; i < cache->nodes->len; i++) {
+        KbNodeInfo *ni = node_at(cache, i);
+        if (ni->present && ni->node != NULL && ni->node->ready && !ni->node->unschedulable)
+            kb_resources_add(out, &ni->allocatable);
+    }
+}
+
+const char *kb_task_state_to_string(KbTaskState state)
+{
+    static const char *const names[KB_TASK_N_STATES] = {
+        "Pending", "Allocated", "Binding", "Bound", "Running", "Succeeded", "Failed", "Releasing",
+    };
+    return state < KB_TASK_N_STATES ? names[state] : "Unknown";
+}
+
+const char *kb_job_phase_to_string(KbJobPhase phase)
+{
+    switch (phase) {
+    case KB_JOB_PENDING:
+        return "Pending";
+    case KB_JOB_INQUEUE:
+        return "Inqueue";
+    case KB_JOB_RUNNING:
+        return "Running";
+    case KB_JOB_COMPLETED:
+        return "Completed";
+    case KB_JOB_UNKNOWN:
+    default:
+        return "Unknown";
+    }
+}
