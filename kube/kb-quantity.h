@@ -10,6 +10,16 @@
  * conversion (binary suffixes are converted to a decimal representation when that is exact,
  * else kept in units with rounding up, as apimachinery does). The format (DecimalSI, BinarySI,
  * DecimalExponent) is the suffix's and is used when formatting canonically.
+ *
+ * As apimachinery: values are rounded up (away from zero) to nano-units ("0.5n" -> "1n"); binary
+ * values above 2^63-1 are capped there ("9Ei"); a binary value between 0 and 1 becomes DecimalSI;
+ * "1." and "1.G" are accepted (apimachinery's tests do), exponents beyond +-(2^31-1) are not.
+ * Stricter than apimachinery's scanner: a number needs a digit (".", "-", "m", "Ki" fail where
+ * apimachinery reads them as zero), and a decimal value needing more than 19 significant digits
+ * fails with "overflow" (apimachinery falls back to big decimals).
+ * Not reproduced: String() of a canonical input echoing it verbatim ("+1Ki", "01Ki").
+ * A parsed quantity is normalized: unscaled has no trailing decimal zeros, so equal values
+ * parsed from equivalent strings compare equal field by field (format aside).
  */
 #pragma once
 
@@ -34,13 +44,15 @@ typedef struct {
  */
 gboolean kb_quantity_parse(const char *s, KbQuantity *out, GError **error);
 
-/* The value rounded up to milli-units (MilliValue()); saturates at G_MAXINT64. */
+/* The value rounded up (away from zero) to milli-units (MilliValue()); saturates at
+ * G_MAXINT64 (-G_MAXINT64 for negative values). */
 gint64 kb_quantity_milli_value(const KbQuantity *q);
 
-/* The value rounded up to whole units (Value()); saturates at G_MAXINT64. */
+/* The value rounded up (away from zero) to whole units (Value()); saturates as above. */
 gint64 kb_quantity_value(const KbQuantity *q);
 
-/* Canonical string as apimachinery's Quantity.String(): "100m", "1500m", "2Gi", "1k", "1e3". */
+/* Canonical string as apimachinery's Quantity.String(): "100m", "1500m", "2Gi", "1k", "1e3".
+ * Newly allocated. */
 char *kb_quantity_format(const KbQuantity *q);
 
 /* Shortcuts: parse and round (up) to milli-units or to whole units. */
