@@ -11,10 +11,10 @@
 
 #include <string.h>
 
-#define DEFAULT_PAGE_SIZE 500
-#define DEFAULT_BACKOFF_INITIAL_MS 800
-#define DEFAULT_BACKOFF_MAX_MS 30000
-#define DEFAULT_MISSING_RETRY_MS 30000
+#define DEFAULT_PAGE_SIZE           500
+#define DEFAULT_BACKOFF_INITIAL_MS  800
+#define DEFAULT_BACKOFF_MAX_MS      30000
+#define DEFAULT_MISSING_RETRY_MS    30000
 #define DEFAULT_WATCH_TIMEOUT_MIN_S 300
 #define DEFAULT_WATCH_TIMEOUT_MAX_S 600
 
@@ -51,16 +51,16 @@ struct KbInformer {
     gboolean missing;
     char *resource_version; /* where the next watch resumes */
 
-    ListCall *list_call;    /* the page request in flight, or NULL */
-    GPtrArray *list_items;  /* records of the pages so far, in list order */
-    GHashTable *list_keys;  /* key -> index + 1 in list_items */
+    ListCall *list_call;   /* the page request in flight, or NULL */
+    GPtrArray *list_items; /* records of the pages so far, in list order */
+    GHashTable *list_keys; /* key -> index + 1 in list_items */
     char *list_continue;
 
     KbStream *stream;
     KbWatchDecoder *decoder;
     gboolean watch_got_event; /* any event but ERROR on the current watch */
     gint64 watch_started_us;
-    gboolean watch_stop;    /* set from on_data: the stream is being cancelled */
+    gboolean watch_stop; /* set from on_data: the stream is being cancelled */
     NextStep watch_next;
     guint watch_next_delay_ms;
 
@@ -276,7 +276,7 @@ static gpointer decode_object(KbInformer *inf, json_object *obj)
     }
     if (((KbObjectMeta *)rec)->name == NULL) {
         g_autoptr(GError) no_name =
-            g_error_new_literal(KB_ERROR, KB_ERROR_DECODE, "metadata.name: missing");
+                g_error_new_literal(KB_ERROR, KB_ERROR_DECODE, "metadata.name: missing");
         kb_object_unref(rec);
         skip_malformed(inf, obj, no_name);
         return NULL;
@@ -340,16 +340,16 @@ static void on_list_page(const KbResponse *resp, gpointer user_data);
 static void request_page(KbInformer *inf)
 {
     KbListOptions lo = {
-        .label_selector = inf->label_selector,
-        .field_selector = inf->field_selector,
-        .limit = inf->page_size,
-        .continue_token = inf->list_continue,
+            .label_selector = inf->label_selector,
+            .field_selector = inf->field_selector,
+            .limit = inf->page_size,
+            .continue_token = inf->list_continue,
     };
     KbRequest req = {
-        .method = "GET",
-        .type = inf->type,
-        .namespace_ = inf->namespace_,
-        .list = &lo,
+            .method = "GET",
+            .type = inf->type,
+            .namespace_ = inf->namespace_,
+            .list = &lo,
     };
     inf->list_call = g_new0(ListCall, 1);
     inf->list_call->informer = inf;
@@ -373,7 +373,8 @@ static void list_failed(KbInformer *inf, const KbResponse *resp)
         if (!inf->missing) {
             inf->missing = TRUE;
             g_message("informer %s: the server does not serve this resource; retrying every "
-                      "%u ms", inf->what, inf->missing_retry_ms);
+                      "%u ms",
+                      inf->what, inf->missing_retry_ms);
             if (inf->handlers.on_missing != NULL)
                 inf->handlers.on_missing(inf->user_data);
         }
@@ -393,11 +394,12 @@ static gboolean take_page(KbInformer *inf, json_object *body)
 {
     json_object *items = NULL;
     if (body == NULL || !json_object_object_get_ex(body, "items", &items) ||
-        !(json_object_is_type(items, json_type_array) || json_object_is_type(items, json_type_null)))
+        !(json_object_is_type(items, json_type_array) ||
+          json_object_is_type(items, json_type_null)))
         return FALSE;
     gsize n = items != NULL && json_object_is_type(items, json_type_array)
-                  ? json_object_array_length(items)
-                  : 0;
+                      ? json_object_array_length(items)
+                      : 0;
     for (gsize i = 0; i < n; i++) {
         gpointer rec = decode_object(inf, json_object_array_get_idx(items, i));
         if (rec == NULL)
@@ -478,7 +480,7 @@ static void apply_delete(KbInformer *inf, json_object *obj)
     const char *name = json_str(meta, "name");
     if (name == NULL) {
         g_autoptr(GError) error =
-            g_error_new_literal(KB_ERROR, KB_ERROR_DECODE, "DELETED event: no metadata.name");
+                g_error_new_literal(KB_ERROR, KB_ERROR_DECODE, "DELETED event: no metadata.name");
         skip_malformed(inf, obj, error);
         return;
     }
@@ -594,8 +596,7 @@ static void on_watch_done(const KbResponse *resp, gpointer user_data)
     } else if (g_error_matches(error, KB_ERROR, KB_ERROR_GONE) ||
                g_error_matches(error, KB_ERROR, KB_ERROR_NOT_FOUND)) {
         g_message("informer %s: watch from resourceVersion %s: %s; relisting", inf->what,
-                  inf->resource_version != NULL ? inf->resource_version : "(none)",
-                  error->message);
+                  inf->resource_version != NULL ? inf->resource_version : "(none)", error->message);
         schedule(inf, NEXT_LIST, 0);
     } else {
         guint delay = next_backoff(inf);
@@ -612,19 +613,19 @@ static void start_watch(KbInformer *inf)
         timeout = (guint)g_random_int_range((gint32)inf->watch_timeout_min_s,
                                             (gint32)inf->watch_timeout_max_s + 1);
     KbListOptions lo = {
-        .label_selector = inf->label_selector,
-        .field_selector = inf->field_selector,
-        .resource_version = inf->resource_version,
-        .watch = TRUE,
-        .allow_watch_bookmarks = TRUE,
-        .timeout_seconds = timeout,
+            .label_selector = inf->label_selector,
+            .field_selector = inf->field_selector,
+            .resource_version = inf->resource_version,
+            .watch = TRUE,
+            .allow_watch_bookmarks = TRUE,
+            .timeout_seconds = timeout,
     };
     KbRequest req = {
-        .method = "GET",
-        .type = inf->type,
-        .namespace_ = inf->namespace_,
-        .list = &lo,
-        .stream = TRUE,
+            .method = "GET",
+            .type = inf->type,
+            .namespace_ = inf->namespace_,
+            .list = &lo,
+            .stream = TRUE,
     };
     kb_watch_decoder_reset(inf->decoder);
     inf->watch_got_event = FALSE;
@@ -654,11 +655,11 @@ KbInformer *kb_informer_new(KbClient *client, const KbInformerOptions *opts,
     inf->user_data = user_data;
     const char *group = opts->type->group;
     g_autofree char *resource = group != NULL && group[0] != '\0'
-                                    ? g_strdup_printf("%s.%s", opts->type->plural, group)
-                                    : g_strdup(opts->type->plural);
+                                        ? g_strdup_printf("%s.%s", opts->type->plural, group)
+                                        : g_strdup(opts->type->plural);
     inf->what = opts->namespace_ != NULL
-                    ? g_strdup_printf("%s in namespace %s", resource, opts->namespace_)
-                    : g_steal_pointer(&resource);
+                        ? g_strdup_printf("%s in namespace %s", resource, opts->namespace_)
+                        : g_steal_pointer(&resource);
     inf->by_key = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, kb_object_unref);
     inf->by_uid = g_hash_table_new(g_str_hash, g_str_equal);
     inf->decoder = kb_watch_decoder_new();

@@ -66,8 +66,7 @@ static void compact(KbWatchDecoder *decoder)
     }
 }
 
-gboolean kb_watch_decoder_feed(KbWatchDecoder *decoder, const char *data, gsize len,
-                               GError **error)
+gboolean kb_watch_decoder_feed(KbWatchDecoder *decoder, const char *data, gsize len, GError **error)
 {
     if (decoder->failed) {
         g_set_error(error, KB_ERROR, KB_ERROR_LIMIT,
@@ -131,9 +130,9 @@ static gboolean parse_type(const char *s, KbWatchEventType *type)
         const char *name;
         KbWatchEventType type;
     } types[] = {
-        { "ADDED", KB_WATCH_ADDED },       { "MODIFIED", KB_WATCH_MODIFIED },
-        { "DELETED", KB_WATCH_DELETED },   { "BOOKMARK", KB_WATCH_BOOKMARK },
-        { "ERROR", KB_WATCH_ERROR },
+            {"ADDED", KB_WATCH_ADDED},     {"MODIFIED", KB_WATCH_MODIFIED},
+            {"DELETED", KB_WATCH_DELETED}, {"BOOKMARK", KB_WATCH_BOOKMARK},
+            {"ERROR", KB_WATCH_ERROR},
     };
     for (gsize i = 0; i < G_N_ELEMENTS(types); i++) {
         if (strcmp(s, types[i].name) == 0) {
@@ -161,8 +160,7 @@ const char *kb_watch_event_type_to_string(KbWatchEventType type)
     return "UNKNOWN";
 }
 
-static json_object *parse_json(KbWatchDecoder *decoder, const char *line, gsize len,
-                               GError **error)
+static json_object *parse_json(KbWatchDecoder *decoder, const char *line, gsize len, GError **error)
 {
     json_tokener_reset(decoder->tok);
     json_object *obj = json_tokener_parse_ex(decoder->tok, line, (int)len);
@@ -172,8 +170,7 @@ static json_object *parse_json(KbWatchDecoder *decoder, const char *line, gsize 
         json_object_put(obj);
         if (jerr == json_tokener_error_depth) {
             g_set_error(error, KB_ERROR, KB_ERROR_LIMIT,
-                        "watch event %s: JSON nested deeper than %d levels", s,
-                        KB_WATCH_MAX_DEPTH);
+                        "watch event %s: JSON nested deeper than %d levels", s, KB_WATCH_MAX_DEPTH);
         } else {
             g_set_error(error, KB_ERROR, KB_ERROR_DECODE, "watch event %s: malformed JSON: %s", s,
                         jerr == json_tokener_continue ? "truncated"

@@ -5,17 +5,19 @@
 
 /* A stream of four events of every ordinary kind, with multi-byte UTF-8 inside. */
 static const char *const stream_lines[] = {
-    "{\"type\":\"ADDED\",\"object\":{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p1\","
-    "\"namespace\":\"default\",\"resourceVersion\":\"11\"}}}\n",
-    "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p1\","
-    "\"namespace\":\"default\",\"resourceVersion\":\"12\",\"annotations\":{\"a\":\"h\xc3\xa9\"}}}}\n",
-    "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"Pod\",\"metadata\":{\"resourceVersion\":\"15\"}}}\n",
-    "{\"type\":\"DELETED\",\"object\":{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p1\","
-    "\"namespace\":\"default\",\"resourceVersion\":\"16\"}}}\n",
+        "{\"type\":\"ADDED\",\"object\":{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p1\","
+        "\"namespace\":\"default\",\"resourceVersion\":\"11\"}}}\n",
+        "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p1\","
+        "\"namespace\":\"default\",\"resourceVersion\":\"12\",\"annotations\":{\"a\":\"h\xc3\xa9\"}"
+        "}}}\n",
+        "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"Pod\",\"metadata\":{\"resourceVersion\":"
+        "\"15\"}}}\n",
+        "{\"type\":\"DELETED\",\"object\":{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p1\","
+        "\"namespace\":\"default\",\"resourceVersion\":\"16\"}}}\n",
 };
-static const KbWatchEventType stream_types[] = { KB_WATCH_ADDED, KB_WATCH_MODIFIED,
-                                                 KB_WATCH_BOOKMARK, KB_WATCH_DELETED };
-static const char *const stream_rvs[] = { "11", "12", "15", "16" };
+static const KbWatchEventType stream_types[] = {KB_WATCH_ADDED, KB_WATCH_MODIFIED,
+                                                KB_WATCH_BOOKMARK, KB_WATCH_DELETED};
+static const char *const stream_rvs[] = {"11", "12", "15", "16"};
 
 static char *stream_text(void)
 {
@@ -209,13 +211,13 @@ static void test_types(void)
         const char *name;
         KbWatchEventType type;
     } cases[] = {
-        { "ADDED", KB_WATCH_ADDED },       { "MODIFIED", KB_WATCH_MODIFIED },
-        { "DELETED", KB_WATCH_DELETED },   { "BOOKMARK", KB_WATCH_BOOKMARK },
-        { "ERROR", KB_WATCH_ERROR },
+            {"ADDED", KB_WATCH_ADDED},     {"MODIFIED", KB_WATCH_MODIFIED},
+            {"DELETED", KB_WATCH_DELETED}, {"BOOKMARK", KB_WATCH_BOOKMARK},
+            {"ERROR", KB_WATCH_ERROR},
     };
     for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
         g_autofree char *line =
-            g_strdup_printf("{\"object\":{\"metadata\":{}},\"type\":\"%s\"}\n", cases[i].name);
+                g_strdup_printf("{\"object\":{\"metadata\":{}},\"type\":\"%s\"}\n", cases[i].name);
         KbWatchDecoder *dec = kb_watch_decoder_new();
         KbWatchEvent ev;
         g_autoptr(GError) error = NULL;
@@ -237,21 +239,22 @@ static void test_malformed_then_good(void)
         int code;
         const char *message_part;
     } cases[] = {
-        { "not json at all", KB_ERROR_DECODE, "malformed JSON" },
-        { "{\"type\":\"ADDED\",\"object\":{\"metadata\":", KB_ERROR_DECODE, "truncated" },
-        { "[1,2,3]", KB_ERROR_DECODE, "no \"type\"" },
-        { "\"ADDED\"", KB_ERROR_DECODE, "no \"type\"" },
-        { "{\"object\":{}}", KB_ERROR_DECODE, "no \"type\"" },
-        { "{\"type\":7,\"object\":{}}", KB_ERROR_DECODE, "no \"type\"" },
-        { "{\"type\":\"RENAMED\",\"object\":{}}", KB_ERROR_DECODE, "unknown type \"RENAMED\"" },
-        { "{\"type\":\"ADDED\"}", KB_ERROR_DECODE, "\"object\" is missing" },
-        { "{\"type\":\"ADDED\",\"object\":[]}", KB_ERROR_DECODE, "not an object" },
-        { "{\"type\":\"ADDED\",\"object\":null}", KB_ERROR_DECODE, "not an object" },
-        { "{\"type\":\"ADDED\",\"object\":{}} {\"x\":1}", KB_ERROR_DECODE, "trailing bytes" },
-        { "{\"type\":\"ADDED\",\"object\":{}}garbage", KB_ERROR_DECODE, "trailing bytes" },
-        { "{\"type\":\"ADDED\",\"obj\0ect\":{}}", KB_ERROR_DECODE, "" },
+            {"not json at all", KB_ERROR_DECODE, "malformed JSON"},
+            {"{\"type\":\"ADDED\",\"object\":{\"metadata\":", KB_ERROR_DECODE, "truncated"},
+            {"[1,2,3]", KB_ERROR_DECODE, "no \"type\""},
+            {"\"ADDED\"", KB_ERROR_DECODE, "no \"type\""},
+            {"{\"object\":{}}", KB_ERROR_DECODE, "no \"type\""},
+            {"{\"type\":7,\"object\":{}}", KB_ERROR_DECODE, "no \"type\""},
+            {"{\"type\":\"RENAMED\",\"object\":{}}", KB_ERROR_DECODE, "unknown type \"RENAMED\""},
+            {"{\"type\":\"ADDED\"}", KB_ERROR_DECODE, "\"object\" is missing"},
+            {"{\"type\":\"ADDED\",\"object\":[]}", KB_ERROR_DECODE, "not an object"},
+            {"{\"type\":\"ADDED\",\"object\":null}", KB_ERROR_DECODE, "not an object"},
+            {"{\"type\":\"ADDED\",\"object\":{}} {\"x\":1}", KB_ERROR_DECODE, "trailing bytes"},
+            {"{\"type\":\"ADDED\",\"object\":{}}garbage", KB_ERROR_DECODE, "trailing bytes"},
+            {"{\"type\":\"ADDED\",\"obj\0ect\":{}}", KB_ERROR_DECODE, ""},
     };
-    const char *good = "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"resourceVersion\":\"9\"}}}\n";
+    const char *good =
+            "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"resourceVersion\":\"9\"}}}\n";
     for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
         KbWatchDecoder *dec = kb_watch_decoder_new();
         KbWatchEvent ev;
@@ -404,19 +407,19 @@ static void test_status_code(void)
         const char *line;
         int code;
     } cases[] = {
-        { "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":"
-          "\"Failure\",\"message\":\"too old resource version: 1 (5)\",\"reason\":\"Expired\","
-          "\"code\":410}}",
-          410 },
-        { "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"reason\":\"Gone\"}}", 410 },
-        { "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"reason\":\"Expired\"}}", 410 },
-        { "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":500,\"reason\":"
-          "\"InternalError\"}}",
-          500 },
-        { "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":\"410\"}}", 0 },
-        { "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":99999}}", 0 },
-        { "{\"type\":\"ERROR\",\"object\":{}}", 0 },
-        { "{\"type\":\"ADDED\",\"object\":{\"code\":410}}", 0 },
+            {"{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":"
+             "\"Failure\",\"message\":\"too old resource version: 1 (5)\",\"reason\":\"Expired\","
+             "\"code\":410}}",
+             410},
+            {"{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"reason\":\"Gone\"}}", 410},
+            {"{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"reason\":\"Expired\"}}", 410},
+            {"{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":500,\"reason\":"
+             "\"InternalError\"}}",
+             500},
+            {"{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":\"410\"}}", 0},
+            {"{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":99999}}", 0},
+            {"{\"type\":\"ERROR\",\"object\":{}}", 0},
+            {"{\"type\":\"ADDED\",\"object\":{\"code\":410}}", 0},
     };
     for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
         KbWatchDecoder *dec = kb_watch_decoder_new();
