@@ -32,8 +32,20 @@ typedef struct {
     guint qps_burst;         /* unused for now: 0 */
 } KbConfig;
 
+/* Largest kubeconfig accepted (KB_ERROR_LIMIT beyond). */
+#define KB_KUBECONFIG_MAX_BYTES (1 << 20)
+
+/* A plain config for @server (copied, may be NULL) with the defaults filled in (user agent,
+ * timeout). Free with kb_config_free(). */
+KbConfig *kb_config_new(const char *server);
+/* A deep copy of @config, with defaults filled in for unset user_agent and timeout_ms. */
+KbConfig *kb_config_copy(const KbConfig *config);
+
 /* Load @path (YAML kubeconfig). @context NULL means current-context. Relative file paths are
- * resolved against the kubeconfig's directory. */
+ * resolved against the kubeconfig's directory. certificate-authority-data, client-certificate-data
+ * and client-key-data are strict base64 of PEM; tokenFile wins over token (as in client-go).
+ * Errors (KB_ERROR_CONFIG, KB_ERROR_LIMIT over KB_KUBECONFIG_MAX_BYTES) name the file, the
+ * context, the cluster or user, and the field. */
 KbConfig *kb_config_load_kubeconfig(const char *path, const char *context, GError **error);
 
 /* In-cluster: KUBERNETES_SERVICE_HOST/PORT, the service-account token file and ca.crt under
@@ -44,6 +56,9 @@ KbConfig *kb_config_in_cluster(const char *sa_dir, GError **error);
  * What every binary's --kubeconfig/--master flags resolve to: @master alone gives a plain config
  * for that URL; @kubeconfig (or $KUBECONFIG) is loaded, with @master overriding its server;
  * neither tries in-cluster, then ~/.kube/config. The error says which sources were tried.
+ * Precisely: @kubeconfig given -> load it (server replaced by @master when given); else @master
+ * given -> plain config; else $KUBECONFIG (its first file when it is a list) -> load it; else
+ * in-cluster; else ~/.kube/config ($HOME). Empty strings count as not given.
  */
 KbConfig *kb_config_from_flags(const char *kubeconfig, const char *master, GError **error);
 void kb_config_free(KbConfig *config);
@@ -127,8 +142,14 @@ typedef struct {
 
 typedef struct KbClient KbClient;
 
-/* A client for @config (copied). Never fails for a valid config; errors surface per request. */
+/* Largest response body of a non-stream request (KB_ERROR_LIMIT beyond), by default. */
+#define KB_CLIENT_MAX_BODY_BYTES ((gsize)64 << 20)
+
+/* A client for @config (copied). Never fails for a valid config (KB_ERROR_CONFIG without a
+ * server URL); errors surface per request. */
 KbClient *kb_client_new(const KbConfig *config, GError **error);
+/* Requests still queued or in flight are dropped without their callbacks. Not from inside a
+ * callback of this client. */
 void kb_client_free(KbClient *client);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbClient, kb_client_free)
 
@@ -138,6 +159,9 @@ void kb_client_set_max_in_flight(KbClient *client, guint n);
 /* Low-speed limit for streams: a watch that receives nothing (not even a bookmark or chunk) for
  * @seconds fails with KB_ERROR_TIMEOUT (default 90). */
 void kb_client_set_stream_idle_timeout(KbClient *client, guint seconds);
+/* Largest response body accepted for non-stream requests (default KB_CLIENT_MAX_BODY_BYTES);
+ * a larger one fails with KB_ERROR_LIMIT. */
+void kb_client_set_max_body_size(KbClient *client, gsize bytes);
 const char *kb_client_server(const KbClient *client);
 
 /* ---- blocking calls (tests, startup, low-rate controllers) ------------------------------------ */
@@ -190,7 +214,9 @@ void kb_client_bind_async(KbClient *client, const char *namespace_, const char *
 guint kb_client_pending(const KbClient *client);
 
 typedef struct KbStream KbStream;
-/* Raw bytes of a 2xx streaming response as they arrive (any split). Return FALSE to cancel. */
+/* Raw bytes of a 2xx streaming response as they arrive (any split). Return FALSE to cancel:
+ * the same as kb_stream_cancel() (no on_done; the stream is freed). Runs inside libcurl: what it
+ * does to the client (cancel, submit) takes effect when libcurl returns. */
 typedef gboolean (*KbStreamDataFunc)(const char *data, gsize len, gpointer user_data);
 /* The stream ended: @resp->error is NULL on a clean end of stream, else the failure (HTTP error
  * status with its metav1.Status body, timeout, transport). Called exactly once, unless the stream
@@ -199,5 +225,6 @@ typedef void (*KbStreamDoneFunc)(const KbResponse *resp, gpointer user_data);
 
 KbStream *kb_client_stream(KbClient *client, const KbRequest *req, KbStreamDataFunc on_data,
                            KbStreamDoneFunc on_done, gpointer user_data);
-/* Stop a stream; no callback runs afterwards. Frees the stream. Safe from inside on_data. */
+/* Stop a stream; no callback runs afterwards. Frees the stream. Safe from inside on_data (of this
+ * or another stream) and a no-op from inside its own on_done (it is freed after on_done). */
 void kb_stream_cancel(KbStream *stream);
