@@ -26,6 +26,9 @@
 #define KB_MAX_LABEL_VALUE_LEN 65536 /* annotation values can be large; labels are 63 */
 #define KB_MAX_CONTAINERS 64
 #define KB_MAX_LIST_ITEMS 64       /* tolerations, taints, owner refs, terms, expressions */
+/* Added: a label key is an optional DNS prefix (253) and "/" and a name (63). Also the longest
+ * annotation key and resource name accepted. */
+#define KB_MAX_LABEL_KEY_LEN 317
 
 typedef enum {
     KB_KIND_POD,
@@ -87,6 +90,9 @@ typedef struct {
     KbSelectorOp op;
     const char **values; /* interned, n_values of them */
     guint n_values;
+    /* Added: TRUE for a matchFields entry (key "metadata.name", matched against the node's
+     * name, not its labels); FALSE for matchExpressions. */
+    gboolean match_field;
 } KbSelectorRequirement;
 
 /* One nodeSelectorTerm: its matchExpressions are ANDed (matchFields on metadata.name too). */
@@ -135,6 +141,8 @@ typedef struct {
     /*
      * Effective requests, as the scheduler accounts them: max(sum of containers, max of init
      * containers) + overhead, where a container's request defaults to its limit; pods = 1.
+     * Restartable init containers (sidecars, restartPolicy: Always) count as kube-scheduler
+     * counts them: added to the sum, and to every later init container's peak.
      */
     KbResources requests;
     GHashTable *node_selector;    /* interned -> interned; never NULL */
@@ -225,7 +233,8 @@ KbPodGroup *kb_pod_group_decode(json_object *obj, gboolean keep_raw, GError **er
 KbQueue *kb_queue_decode(json_object *obj, gboolean keep_raw, GError **error);
 KbPriorityClass *kb_priority_class_decode(json_object *obj, gboolean keep_raw, GError **error);
 KbLease *kb_lease_decode(json_object *obj, gboolean keep_raw, GError **error);
-/* Any object: metadata only (namespaces, services, events, ...). */
+/* Any object: metadata only (namespaces, services, events, ...). meta.kind is
+ * KB_KIND_NAMESPACE or KB_KIND_EVENT from the object's "kind", else KB_KIND_OTHER. */
 KbObjectMeta *kb_meta_object_decode(json_object *obj, gboolean keep_raw, GError **error);
 
 /* Decode "metadata" of @obj into @meta (used by the decoders above and by kb-tfjob). */
@@ -235,9 +244,16 @@ void kb_meta_clear(KbObjectMeta *meta);
 
 /*
  * Parse a map of quantities ({"cpu": "500m", "nvidia.com/gpu": 2}) into @out (added to it).
- * @what names the field in errors. Numbers and strings are both accepted, as the API server does.
+ * @what names the field in errors. Numbers and strings are both accepted, as the API server does
+ * (surrounding white space too). Negative quantities and more than KB_MAX_LABELS entries are
+ * errors; a zero quantity of a resource without a slot is skipped without taking one (nodes list
+ * hugepages-* at 0); a non-zero one when every slot is taken fails with KB_ERROR_LIMIT.
  */
 gboolean kb_resources_decode(json_object *map, const char *what, KbResources *out, GError **error);
+/* Added: the same, but each listed resource's slot is assigned rather than added to, zeros
+ * included (a queue capability {"cpu": 0} means no cpu, not unlimited). */
+gboolean kb_resources_decode_assign(json_object *map, const char *what, KbResources *out,
+                                    GError **error);
 /* The inverse: a new JSON map of the non-zero, non-unlimited slots in canonical form. */
 json_object *kb_resources_encode(const KbResources *r);
 

@@ -1,0 +1,314 @@
+/*
+ * Record life cycle (reference counting and freeing by kind), keys, subresource bodies and
+ * API timestamps; see kb-objects.h. The decoders live in kb-meta.c, kb-pod.c, kb-node.c,
+ * kb-podgroup.c and kb-cluster.c.
+ */
+#include "kube/kb-objects.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- life cycle ----------------------------------------------------------------------------- */
+
+gpointer kb_object_ref(gpointer obj)
+{
+    KbObjectMeta *meta = obj;
+    g_return_val_if_fail(meta != NULL, NULL);
+    g_atomic_int_inc(&meta->ref_count);
+    return obj;
+}
+
+void kb_meta_clear(KbObjectMeta *meta)
+{
+    g_clear_pointer(&meta->name, g_free);
+    g_clear_pointer(&meta->uid, g_free);
+    g_clear_pointer(&meta->resource_version, g_free);
+    g_clear_pointer(&meta->labels, g_hash_table_unref);
+    g_clear_pointer(&meta->annotations, g_hash_table_unref);
+    for (guint i = 0; i < meta->n_owners; i++) {
+        g_free(meta->owners[i].api_version);
+        g_free(meta->owners[i].kind);
+        g_free(meta->owners[i].name);
+        g_free(meta->owners[i].uid);
+    }
+    g_clear_pointer(&meta->owners, g_free);
+    meta->n_owners = 0;
+    g_clear_pointer(&meta->raw, json_object_put);
+    meta->namespace_ = NULL;
+}
+
+static void pod_clear(KbPod *pod)
+{
+    g_clear_pointer(&pod->node_selector, g_hash_table_unref);
+    for (guint t = 0; t < pod->n_affinity_terms; t++) {
+        KbNodeSelectorTerm *term = &pod->affinity_terms[t];
+        for (guint e = 0; e < term->n_exprs; e++)
+            g_free(term->exprs[e].values);
+        g_free(term->exprs);
+    }
+    g_clear_pointer(&pod->affinity_terms, g_free);
+    pod->n_affinity_terms = 0;
+    g_clear_pointer(&pod->tolerations, g_free);
+    pod->n_tolerations = 0;
+    for (guint i = 0; i < pod->n_container_statuses; i++) {
+        g_free(pod->container_statuses[i].name);
+        g_free(pod->container_statuses[i].reason);
+    }
+    g_clear_pointer(&pod->container_statuses, g_free);
+    pod->n_container_statuses = 0;
+}
+
+void kb_object_unref(gpointer obj)
+{
+    KbObjectMeta *meta = obj;
+    if (meta == NULL || !g_atomic_int_dec_and_test(&meta->ref_count))
+        return;
+    switch (meta->kind) {
+    case KB_KIND_POD:
+        pod_clear(obj);
+        break;
+    case KB_KIND_NODE:
+        g_free(((KbNode *)obj)->taints);
+        break;
+    case KB_KIND_LEASE:
+        g_free(((KbLease *)obj)->holder_identity);
+        break;
+    case KB_KIND_TFJOB:
+        /* Allocated and freed by kb-tfjob (kb_tfjob_free): a caller bug, not input. */
+        g_critical("kb_object_unref() on a TFJob record: use kb_tfjob_free()");
+        return;
+    default:
+        break;
+    }
+    kb_meta_clear(meta);
+    g_free(obj);
+}
+
+char *kb_object_key(const KbObjectMeta *meta)
+{
+    const char *name = meta->name != NULL ? meta->name : "";
+    if (meta->namespace_ == NULL)
+        return g_strdup(name);
+    return g_strconcat(meta->namespace_, "/", name, NULL);
+}
+
+const char *kb_pod_phase_to_string(KbPodPhase phase)
+{
+    switch (phase) {
+    case KB_POD_PENDING:
+        return "Pending";
+    case KB_POD_RUNNING:
+        return "Running";
+    case KB_POD_SUCCEEDED:
+        return "Succeeded";
+    case KB_POD_FAILED:
+        return "Failed";
+    case KB_POD_UNKNOWN:
+        break;
+    }
+    return "Unknown";
+}
+
+gboolean kb_pod_is_terminated(const KbPod *pod)
+{
+    return pod->phase == KB_POD_SUCCEEDED || pod->phase == KB_POD_FAILED;
+}
+
+/* ---- subresource bodies --------------------------------------------------------------------- */
+
+static json_object *new_meta(const char *namespace_, const char *name)
+{
+    json_object *meta = json_object_new_object();
+    json_object_object_add(meta, "name", json_object_new_string(name));
+    if (namespace_ != NULL)
+        json_object_object_add(meta, "namespace", json_object_new_string(namespace_));
+    return meta;
+}
+
+json_object *kb_binding_new(const char *namespace_, const char *pod, const char *pod_uid,
+                            const char *node)
+{
+    json_object *b = json_object_new_object();
+    json_object *meta = new_meta(namespace_, pod);
+    /* With the uid the API server refuses to bind a pod recreated under the same name. */
+    if (pod_uid != NULL && *pod_uid != '\0')
+        json_object_object_add(meta, "uid", json_object_new_string(pod_uid));
+    json_object *target = json_object_new_object();
+    json_object_object_add(target, "apiVersion", json_object_new_string("v1"));
+    json_object_object_add(target, "kind", json_object_new_string("Node"));
+    json_object_object_add(target, "name", json_object_new_string(node));
+    json_object_object_add(b, "apiVersion", json_object_new_string("v1"));
+    json_object_object_add(b, "kind", json_object_new_string("Binding"));
+    json_object_object_add(b, "metadata", meta);
+    json_object_object_add(b, "target", target);
+    return b;
+}
+
+json_object *kb_eviction_new(const char *namespace_, const char *pod, gboolean v1)
+{
+    json_object *e = json_object_new_object();
+    json_object_object_add(e, "apiVersion",
+                           json_object_new_string(v1 ? "policy/v1" : "policy/v1beta1"));
+    json_object_object_add(e, "kind", json_object_new_string("Eviction"));
+    json_object_object_add(e, "metadata", new_meta(namespace_, pod));
+    return e;
+}
+
+/* ---- times ---------------------------------------------------------------------------------- */
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil). */
+static gint64 days_from_civil(gint64 y, int m, int d)
+{
+    y -= m <= 2;
+    gint64 era = (y >= 0 ? y : y - 399) / 400;
+    gint64 yoe = y - era * 400;
+    gint64 doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    gint64 doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+static void civil_from_days(gint64 z, gint64 *y, int *m, int *d)
+{
+    z += 719468;
+    gint64 era = (z >= 0 ? z : z - 146096) / 146097;
+    gint64 doe = z - era * 146097;
+    gint64 yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    gint64 doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    gint64 mp = (5 * doy + 2) / 153;
+    *d = (int)(doy - (153 * mp + 2) / 5 + 1);
+    *m = (int)(mp < 10 ? mp + 3 : mp - 9);
+    *y = yoe + era * 400 + (*m <= 2);
+}
+
+static gboolean read_digits(const char **p, int n, int *out)
+{
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        char c = (*p)[i];
+        if (c < '0' || c > '9')
+            return FALSE;
+        v = v * 10 + (c - '0');
+    }
+    *p += n;
+    *out = v;
+    return TRUE;
+}
+
+static gboolean expect_char(const char **p, char c)
+{
+    if (**p != c)
+        return FALSE;
+    (*p)++;
+    return TRUE;
+}
+
+static int days_in_month(int y, int m)
+{
+    static const int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    gboolean leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    return m == 2 && leap ? 29 : days[m - 1];
+}
+
+/*
+ * RFC 3339 "YYYY-MM-DDTHH:MM:SS[.frac](Z|+HH:MM|-HH:MM)" into microseconds since the epoch
+ * (fractions beyond microseconds are truncated, as Go's MicroTime does).
+ */
+static gboolean parse_rfc3339(const char *s, gint64 *unix_us)
+{
+    const char *p = s;
+    int y, mo, d, h, mi, sec, us = 0;
+
+    if (s == NULL || !read_digits(&p, 4, &y) || !expect_char(&p, '-') ||
+        !read_digits(&p, 2, &mo) || !expect_char(&p, '-') || !read_digits(&p, 2, &d))
+        return FALSE;
+    if (*p != 'T' && *p != 't')
+        return FALSE;
+    p++;
+    if (!read_digits(&p, 2, &h) || !expect_char(&p, ':') || !read_digits(&p, 2, &mi) ||
+        !expect_char(&p, ':') || !read_digits(&p, 2, &sec))
+        return FALSE;
+    if (mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo) || h > 23 || mi > 59 || sec > 59)
+        return FALSE;
+    if (*p == '.') {
+        p++;
+        int n = 0;
+        while (*p >= '0' && *p <= '9') {
+            if (n < 6)
+                us = us * 10 + (*p - '0');
+            n++;
+            p++;
+        }
+        if (n == 0)
+            return FALSE;
+        for (; n < 6; n++)
+            us *= 10;
+    }
+    gint64 offset = 0;
+    if (*p == 'Z' || *p == 'z') {
+        p++;
+    } else if (*p == '+' || *p == '-') {
+        int sign = *p == '-' ? -1 : 1, oh, om;
+        p++;
+        if (!read_digits(&p, 2, &oh) || !expect_char(&p, ':') || !read_digits(&p, 2, &om) ||
+            oh > 23 || om > 59)
+            return FALSE;
+        offset = sign * (oh * 3600 + om * 60);
+    } else {
+        return FALSE;
+    }
+    if (*p != '\0')
+        return FALSE;
+    gint64 secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - offset;
+    *unix_us = secs * G_USEC_PER_SEC + us;
+    return TRUE;
+}
+
+gboolean kb_time_parse(const char *s, gint64 *unix_seconds)
+{
+    gint64 us;
+    if (!parse_rfc3339(s, &us))
+        return FALSE;
+    /* Floor, so that a fraction never moves a time forward across a second. */
+    *unix_seconds = us >= 0 ? us / G_USEC_PER_SEC : -((-us + G_USEC_PER_SEC - 1) / G_USEC_PER_SEC);
+    return TRUE;
+}
+
+gboolean kb_micro_time_parse(const char *s, gint64 *unix_us)
+{
+    return parse_rfc3339(s, unix_us);
+}
+
+/* 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z: what RFC 3339 can write. */
+#define MIN_TIME G_GINT64_CONSTANT(-62135596800)
+#define MAX_TIME G_GINT64_CONSTANT(253402300799)
+
+static char *format_time(gint64 secs, int us)
+{
+    secs = CLAMP(secs, MIN_TIME, MAX_TIME);
+    gint64 days = secs >= 0 ? secs / 86400 : -((-secs + 86399) / 86400);
+    gint64 rem = secs - days * 86400;
+    gint64 y;
+    int m, d;
+    civil_from_days(days, &y, &m, &d);
+    if (us < 0)
+        return g_strdup_printf("%04" G_GINT64_FORMAT "-%02d-%02dT%02d:%02d:%02dZ", y, m, d,
+                               (int)(rem / 3600), (int)(rem / 60 % 60), (int)(rem % 60));
+    return g_strdup_printf("%04" G_GINT64_FORMAT "-%02d-%02dT%02d:%02d:%02d.%06dZ", y, m, d,
+                           (int)(rem / 3600), (int)(rem / 60 % 60), (int)(rem % 60), us);
+}
+
+char *kb_time_format(gint64 unix_seconds)
+{
+    return format_time(unix_seconds, -1);
+}
+
+char *kb_micro_time_format(gint64 unix_us)
+{
+    gint64 secs = unix_us / G_USEC_PER_SEC;
+    gint64 us = unix_us % G_USEC_PER_SEC;
+    if (us < 0) {
+        secs--;
+        us += G_USEC_PER_SEC;
+    }
+    return format_time(secs, (int)us);
+}

@@ -1,0 +1,488 @@
+/*
+ * Pod decoding (kb_pod_decode); see kb-objects.h. Errors carry the pod and the field path:
+ * "pod default/p1: spec.containers[0].resources.requests[\"nvidia.com/gpu\"]: invalid quantity
+ * \"12Qi\": unknown suffix \"Qi\"".
+ */
+#include <string.h>
+
+#include "kube/kb-decode.h"
+#include "kube/kb-error.h"
+#include "kube/kb-objects.h"
+
+#define GROUP_ANNOTATION "scheduling.k8s.io/group-name"
+#define GROUP_LABEL "scheduling.x-k8s.io/pod-group"
+#define DEFAULT_SCHEDULER "default-scheduler"
+
+/* ---- resources ------------------------------------------------------------------------------ */
+
+/*
+ * One container's effective request: its requests, and for each resource it only limits, the
+ * limit (the API server's defaulting, applied again in case the object bypassed it). Errors are
+ * relative to "resources.".
+ */
+static gboolean resources_requests(json_object *res, KbResources *out, GError **error)
+{
+    json_object *req, *lim;
+    KbResources limits;
+
+    if (!kb_decode_member(res, "requests", json_type_object, &req, error) ||
+        !kb_decode_member(res, "limits", json_type_object, &lim, error))
+        return FALSE;
+    if (req != NULL && !kb_resources_decode(req, "requests", out, error))
+        return FALSE;
+    if (lim == NULL)
+        return TRUE;
+    kb_resources_clear(&limits);
+    if (!kb_resources_decode(lim, "limits", &limits, error))
+        return FALSE;
+    for (int i = 0; i < KB_RES_MAX; i++) {
+        if (limits.v[i] != 0 &&
+            (req == NULL || !json_object_object_get_ex(req, kb_resource_name(i), NULL)))
+            out->v[i] = limits.v[i];
+    }
+    return TRUE;
+}
+
+static gboolean container_requests(json_object *c, KbResources *out, GError **error)
+{
+    json_object *res;
+    kb_resources_clear(out);
+    if (!kb_decode_member(c, "resources", json_type_object, &res, error))
+        return FALSE;
+    if (res != NULL && !resources_requests(res, out, error)) {
+        g_prefix_error(error, "resources.");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* A restartable init container (a sidecar) says restartPolicy: Always. */
+static gboolean container_is_sidecar(json_object *c, gboolean *sidecar, GError **error)
+{
+    const char *policy;
+    if (!kb_decode_string(c, "restartPolicy", KB_MAX_NAME_LEN, &policy, error))
+        return FALSE;
+    *sidecar = policy != NULL && strcmp(policy, "Always") == 0;
+    return TRUE;
+}
+
+/* Requests of the containers in @key, summed (@init FALSE) or folded as init containers. */
+static gboolean sum_containers(json_object *spec, const char *key, gboolean init, KbResources *sum,
+                               KbResources *init_peak, GError **error)
+{
+    json_object *arr;
+    gsize n;
+    KbResources sidecars;
+
+    kb_resources_clear(&sidecars);
+    if (!kb_decode_array(spec, key, KB_MAX_CONTAINERS, &arr, &n, error))
+        return FALSE;
+    for (gsize i = 0; i < n; i++) {
+        json_object *c;
+        KbResources r;
+        if (!kb_decode_element(arr, i, &c, error)) {
+            g_prefix_error(error, "%s", key);
+            return FALSE;
+        }
+        gboolean sidecar = FALSE;
+        if (!container_requests(c, &r, error) ||
+            (init && !container_is_sidecar(c, &sidecar, error))) {
+            g_prefix_error(error, "%s[%" G_GSIZE_FORMAT "].", key, i);
+            return FALSE;
+        }
+        if (!init) {
+            kb_resources_add(sum, &r);
+            continue;
+        }
+        /* kube-scheduler: a sidecar runs beside everything after it, and beside the app. */
+        if (sidecar) {
+            kb_resources_add(sum, &r);
+            kb_resources_add(&sidecars, &r);
+            kb_resources_max(init_peak, &sidecars);
+        } else {
+            kb_resources_add(&r, &sidecars);
+            kb_resources_max(init_peak, &r);
+        }
+    }
+    return TRUE;
+}
+
+static gboolean decode_requests(json_object *spec, KbPod *pod, GError **error)
+{
+    KbResources sum, init_peak;
+    json_object *overhead;
+
+    kb_resources_clear(&sum);
+    kb_resources_clear(&init_peak);
+    if (!sum_containers(spec, "containers", FALSE, &sum, NULL, error) ||
+        !sum_containers(spec, "initContainers", TRUE, &sum, &init_peak, error))
+        return FALSE;
+    kb_resources_max(&sum, &init_peak);
+    if (!kb_decode_member(spec, "overhead", json_type_object, &overhead, error))
+        return FALSE;
+    if (overhead != NULL && !kb_resources_decode(overhead, "overhead", &sum, error))
+        return FALSE;
+    sum.v[KB_RES_PODS] = 1;
+    pod->requests = sum;
+    return TRUE;
+}
+
+/* ---- node affinity -------------------------------------------------------------------------- */
+
+static gboolean parse_selector_op(const char *s, KbSelectorOp *op)
+{
+    static const struct {
+        const char *name;
+        KbSelectorOp op;
+    } ops[] = {
+        {"In", KB_SELECTOR_IN},
+        {"NotIn", KB_SELECTOR_NOT_IN},
+        {"Exists", KB_SELECTOR_EXISTS},
+        {"DoesNotExist", KB_SELECTOR_DOES_NOT_EXIST},
+        {"Gt", KB_SELECTOR_GT},
+        {"Lt", KB_SELECTOR_LT},
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(ops); i++) {
+        if (strcmp(s, ops[i].name) == 0) {
+            *op = ops[i].op;
+            return TRUE;
+        }
+    }
+    return FALSE;
+}
+
+static gboolean decode_requirement(json_object *o, KbSelectorRequirement *r, GError **error)
+{
+    const char *key, *op;
+    json_object *values;
+    gsize n;
+
+    if (!kb_decode_string(o, "key", KB_MAX_LABEL_KEY_LEN, &key, error) ||
+        !kb_decode_string(o, "operator", KB_MAX_NAME_LEN, &op, error))
+        return FALSE;
+    if (key == NULL || *key == '\0') {
+        g_set_error_literal(error, KB_ERROR, KB_ERROR_DECODE, "key: missing");
+        return FALSE;
+    }
+    if (op == NULL || !parse_selector_op(op, &r->op)) {
+        g_set_error(error, KB_ERROR, KB_ERROR_DECODE, "operator: unknown operator \"%s\"",
+                    op != NULL ? op : "");
+        return FALSE;
+    }
+    r->key = g_intern_string(key);
+    if (!kb_decode_array(o, "values", KB_MAX_LIST_ITEMS, &values, &n, error))
+        return FALSE;
+    r->values = n > 0 ? g_new(const char *, n) : NULL;
+    for (gsize i = 0; i < n; i++) {
+        json_object *v = json_object_array_get_idx(values, i);
+        if (!json_object_is_type(v, json_type_string)) {
+            g_autofree char *field = g_strdup_printf("values[%" G_GSIZE_FORMAT "]", i);
+            return kb_decode_type_error(error, field, "a string", v);
+        }
+        if ((gsize)json_object_get_string_len(v) > KB_MAX_NAME_LEN) {
+            g_set_error(error, KB_ERROR, KB_ERROR_LIMIT,
+                        "values[%" G_GSIZE_FORMAT "]: %d bytes, more than %d", i,
+                        json_object_get_string_len(v), KB_MAX_NAME_LEN);
+            return FALSE;
+        }
+        r->values[r->n_values++] = g_intern_string(json_object_get_string(v));
+    }
+    return TRUE;
+}
+
+/* matchExpressions then matchFields of one term, appended to term->exprs. */
+static gboolean decode_requirements(json_object *t, const char *key, gboolean field,
+                                    KbNodeSelectorTerm *term, GError **error)
+{
+    json_object *arr;
+    gsize n;
+    if (!kb_decode_array(t, key, KB_MAX_LIST_ITEMS, &arr, &n, error))
+        return FALSE;
+    for (gsize i = 0; i < n; i++) {
+        json_object *o;
+        if (!kb_decode_element(arr, i, &o, error)) {
+            g_prefix_error(error, "%s", key);
+            return FALSE;
+        }
+        KbSelectorRequirement *r = &term->exprs[term->n_exprs++];
+        r->match_field = field;
+        if (!decode_requirement(o, r, error)) {
+            g_prefix_error(error, "%s[%" G_GSIZE_FORMAT "].", key, i);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+static gboolean decode_term(json_object *t, KbNodeSelectorTerm *term, GError **error)
+{
+    json_object *exprs, *fields;
+    /* Sized first, filled second: the array never moves while entries point into it. */
+    if (!kb_decode_member(t, "matchExpressions", json_type_array, &exprs, error) ||
+        !kb_decode_member(t, "matchFields", json_type_array, &fields, error))
+        return FALSE;
+    gsize total = (exprs != NULL ? json_object_array_length(exprs) : 0) +
+                  (fields != NULL ? json_object_array_length(fields) : 0);
+    if (total > 0 && total <= 2 * KB_MAX_LIST_ITEMS)
+        term->exprs = g_new0(KbSelectorRequirement, total);
+    return decode_requirements(t, "matchExpressions", FALSE, term, error) &&
+           decode_requirements(t, "matchFields", TRUE, term, error);
+}
+
+static gboolean decode_terms(json_object *required, KbPod *pod, GError **error)
+{
+    json_object *terms;
+    gsize n;
+    if (!kb_decode_array(required, "nodeSelectorTerms", KB_MAX_LIST_ITEMS, &terms, &n, error))
+        return FALSE;
+    pod->affinity_terms = n > 0 ? g_new0(KbNodeSelectorTerm, n) : NULL;
+    for (gsize i = 0; i < n; i++) {
+        json_object *t;
+        if (!kb_decode_element(terms, i, &t, error)) {
+            g_prefix_error(error, "nodeSelectorTerms");
+            return FALSE;
+        }
+        pod->n_affinity_terms++;
+        if (!decode_term(t, &pod->affinity_terms[i], error)) {
+            g_prefix_error(error, "nodeSelectorTerms[%" G_GSIZE_FORMAT "].", i);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+/* spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution; the rest of
+ * affinity (preferred terms, pod affinity) is not used by the scheduler. */
+static gboolean decode_affinity(json_object *spec, KbPod *pod, GError **error)
+{
+    static const char *const path[] = {"affinity", "nodeAffinity",
+                                       "requiredDuringSchedulingIgnoredDuringExecution"};
+    json_object *o = spec;
+
+    for (gsize i = 0; i < G_N_ELEMENTS(path) && o != NULL; i++) {
+        if (!kb_decode_member(o, path[i], json_type_object, &o, error)) {
+            for (gsize j = i; j > 0; j--)
+                g_prefix_error(error, "%s.", path[j - 1]);
+            return FALSE;
+        }
+    }
+    if (o != NULL && !decode_terms(o, pod, error)) {
+        g_prefix_error(error, "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* ---- tolerations ---------------------------------------------------------------------------- */
+
+static gboolean decode_toleration(json_object *o, KbToleration *t, GError **error)
+{
+    const char *op, *effect;
+    if (!kb_decode_interned(o, "key", KB_MAX_LABEL_KEY_LEN, TRUE, &t->key, error) ||
+        !kb_decode_interned(o, "value", KB_MAX_NAME_LEN, TRUE, &t->value, error) ||
+        !kb_decode_string(o, "operator", KB_MAX_NAME_LEN, &op, error) ||
+        !kb_decode_string(o, "effect", KB_MAX_NAME_LEN, &effect, error))
+        return FALSE;
+    if (op == NULL || *op == '\0' || strcmp(op, "Equal") == 0) {
+        t->op_exists = FALSE;
+    } else if (strcmp(op, "Exists") == 0) {
+        t->op_exists = TRUE;
+    } else {
+        g_set_error(error, KB_ERROR, KB_ERROR_DECODE, "operator: unknown operator \"%s\"", op);
+        return FALSE;
+    }
+    if (effect == NULL || *effect == '\0')
+        t->effect = KB_EFFECT_ALL;
+    else if (!kb_decode_taint_effect(effect, &t->effect)) {
+        g_set_error(error, KB_ERROR, KB_ERROR_DECODE, "effect: unknown effect \"%s\"", effect);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean decode_tolerations(json_object *spec, KbPod *pod, GError **error)
+{
+    json_object *arr;
+    gsize n;
+    if (!kb_decode_array(spec, "tolerations", KB_MAX_LIST_ITEMS, &arr, &n, error))
+        return FALSE;
+    pod->tolerations = n > 0 ? g_new0(KbToleration, n) : NULL;
+    for (gsize i = 0; i < n; i++) {
+        json_object *o;
+        if (!kb_decode_element(arr, i, &o, error)) {
+            g_prefix_error(error, "tolerations");
+            return FALSE;
+        }
+        if (!decode_toleration(o, &pod->tolerations[i], error)) {
+            g_prefix_error(error, "tolerations[%" G_GSIZE_FORMAT "].", i);
+            return FALSE;
+        }
+        pod->n_tolerations++;
+    }
+    return TRUE;
+}
+
+/* ---- spec and status ------------------------------------------------------------------------ */
+
+static gboolean decode_spec_scalars(json_object *spec, KbPod *pod, GError **error)
+{
+    gint64 priority = 0;
+    if (!kb_decode_interned(spec, "schedulerName", KB_MAX_NAME_LEN, TRUE, &pod->scheduler_name,
+                            error) ||
+        !kb_decode_interned(spec, "nodeName", KB_MAX_NAME_LEN, TRUE, &pod->node_name, error) ||
+        !kb_decode_interned(spec, "priorityClassName", KB_MAX_NAME_LEN, TRUE,
+                            &pod->priority_class_name, error) ||
+        !kb_decode_int(spec, "priority", G_MININT32, G_MAXINT32, &priority, &pod->has_priority,
+                       error))
+        return FALSE;
+    if (pod->scheduler_name == NULL)
+        pod->scheduler_name = g_intern_static_string(DEFAULT_SCHEDULER);
+    pod->priority = (gint32)priority;
+    return TRUE;
+}
+
+static gboolean decode_spec(json_object *obj, KbPod *pod, GError **error)
+{
+    json_object *spec;
+    if (!kb_decode_member(obj, "spec", json_type_object, &spec, error))
+        return FALSE;
+    if (spec == NULL) {
+        g_set_error_literal(error, KB_ERROR, KB_ERROR_DECODE, "spec: missing");
+        return FALSE;
+    }
+    if (!decode_spec_scalars(spec, pod, error) ||
+        !kb_decode_string_map(spec, "nodeSelector", KB_MAX_NAME_LEN, TRUE, pod->node_selector,
+                              error) ||
+        !decode_requests(spec, pod, error) || !decode_affinity(spec, pod, error) ||
+        !decode_tolerations(spec, pod, error)) {
+        g_prefix_error(error, "spec.");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static KbPodPhase parse_phase(const char *s)
+{
+    static const char *const names[] = {
+        [KB_POD_PENDING] = "Pending", [KB_POD_RUNNING] = "Running",
+        [KB_POD_SUCCEEDED] = "Succeeded", [KB_POD_FAILED] = "Failed",
+        [KB_POD_UNKNOWN] = "Unknown",
+    };
+    /* A pod without a phase yet has just been created: Pending. */
+    if (s == NULL || *s == '\0')
+        return KB_POD_PENDING;
+    for (gsize i = 0; i < G_N_ELEMENTS(names); i++) {
+        if (strcmp(s, names[i]) == 0)
+            return (KbPodPhase)i;
+    }
+    return KB_POD_UNKNOWN;
+}
+
+static gboolean decode_state(json_object *state, KbContainerStatus *cs, GError **error)
+{
+    json_object *running, *waiting, *terminated;
+    const char *reason = NULL;
+    gint64 exit_code = 0;
+
+    if (!kb_decode_member(state, "running", json_type_object, &running, error) ||
+        !kb_decode_member(state, "waiting", json_type_object, &waiting, error) ||
+        !kb_decode_member(state, "terminated", json_type_object, &terminated, error))
+        return FALSE;
+    cs->running = running != NULL;
+    cs->waiting = waiting != NULL;
+    cs->terminated = terminated != NULL;
+    if (terminated != NULL) {
+        if (!kb_decode_int(terminated, "exitCode", G_MININT32, G_MAXINT32, &exit_code, NULL,
+                           error) ||
+            !kb_decode_string(terminated, "reason", KB_MAX_NAME_LEN, &reason, error)) {
+            g_prefix_error(error, "terminated.");
+            return FALSE;
+        }
+        cs->exit_code = (gint)exit_code;
+    } else if (waiting != NULL) {
+        if (!kb_decode_string(waiting, "reason", KB_MAX_NAME_LEN, &reason, error)) {
+            g_prefix_error(error, "waiting.");
+            return FALSE;
+        }
+    }
+    cs->reason = g_strdup(reason);
+    return TRUE;
+}
+
+static gboolean decode_container_status(json_object *o, KbContainerStatus *cs, GError **error)
+{
+    const char *name;
+    gint64 restarts = 0;
+    json_object *state;
+    if (!kb_decode_string(o, "name", KB_MAX_NAME_LEN, &name, error) ||
+        !kb_decode_int(o, "restartCount", 0, G_MAXINT32, &restarts, NULL, error) ||
+        !kb_decode_member(o, "state", json_type_object, &state, error))
+        return FALSE;
+    cs->name = g_strdup(name);
+    cs->restart_count = (gint)restarts;
+    if (state != NULL && !decode_state(state, cs, error)) {
+        g_prefix_error(error, "state.");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean decode_status_fields(json_object *status, KbPod *pod, GError **error)
+{
+    json_object *arr;
+    const char *phase;
+    gsize n;
+
+    if (!kb_decode_string(status, "phase", KB_MAX_NAME_LEN, &phase, error) ||
+        !kb_decode_array(status, "containerStatuses", KB_MAX_CONTAINERS, &arr, &n, error))
+        return FALSE;
+    pod->phase = parse_phase(phase);
+    pod->container_statuses = n > 0 ? g_new0(KbContainerStatus, n) : NULL;
+    for (gsize i = 0; i < n; i++) {
+        json_object *o;
+        if (!kb_decode_element(arr, i, &o, error)) {
+            g_prefix_error(error, "containerStatuses");
+            return FALSE;
+        }
+        pod->n_container_statuses++;
+        if (!decode_container_status(o, &pod->container_statuses[i], error)) {
+            g_prefix_error(error, "containerStatuses[%" G_GSIZE_FORMAT "].", i);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+static gboolean decode_status(json_object *obj, KbPod *pod, GError **error)
+{
+    json_object *status;
+    if (!kb_decode_member(obj, "status", json_type_object, &status, error))
+        return FALSE;
+    if (status != NULL && !decode_status_fields(status, pod, error)) {
+        g_prefix_error(error, "status.");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static void find_group(KbPod *pod)
+{
+    const char *g = g_hash_table_lookup(pod->meta.annotations, GROUP_ANNOTATION);
+    if (g == NULL || *g == '\0')
+        g = g_hash_table_lookup(pod->meta.labels, GROUP_LABEL);
+    pod->group_name = g != NULL && *g != '\0' ? g_intern_string(g) : NULL;
+}
+
+KbPod *kb_pod_decode(json_object *obj, gboolean keep_raw, GError **error)
+{
+    g_autoptr(KbPod) pod = g_new0(KbPod, 1);
+
+    pod->node_selector = g_hash_table_new(g_str_hash, g_str_equal);
+    if (!kb_meta_decode(obj, KB_KIND_POD, keep_raw, &pod->meta, error) ||
+        !decode_spec(obj, pod, error) || !decode_status(obj, pod, error)) {
+        kb_decode_prefix_object(error, "pod", &pod->meta);
+        return NULL;
+    }
+    find_group(pod);
+    return g_steal_pointer(&pod);
+}
