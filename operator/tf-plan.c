@@ -433,8 +433,8 @@ static void cleanup_finished(Planner *p)
             add_action(p, TF_ACTION_DELETE_SERVICE, g_ptr_array_index(names, i), NULL);
         pending |= names->len > 0;
     }
-    if (p->obs->pod_group != NULL && p->obs->pod_group->meta.deletion_timestamp == 0)
-        add_action(p, TF_ACTION_DELETE_POD_GROUP, p->obs->pod_group->meta.name, NULL);
+    if (p->obs->pod_group != NULL && p->obs->pod_group->deletion_timestamp == 0)
+        add_action(p, TF_ACTION_DELETE_POD_GROUP, p->obs->pod_group->name, NULL);
     p->st.alpha_phase = pending                                        ? "CleanUp"
                         : tf_status_is(&p->st, KB_TF_COND_FAILED) ? "Failed"
                                                                        : "Done";

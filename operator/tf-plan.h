@@ -47,7 +47,7 @@ typedef struct {
     guint n_pods;
     KbObjectMeta *const *services; /* the services the job controls */
     guint n_services;
-    const KbPodGroup *pod_group;   /* NULL when not observed */
+    const KbObjectMeta *pod_group; /* the job's PodGroup's metadata, NULL when not observed */
     gint64 now;                    /* unix seconds */
     const char *gang_scheduler;    /* NULL or "" turns gang scheduling off */
     const TfScaleDecision *scale;  /* an autoscaling decision to apply, or NULL */

@@ -21,7 +21,7 @@ typedef struct {
     KbTfJob *job;            /* decoded from job_json */
     GPtrArray *pods;         /* KbPod* */
     GPtrArray *services;     /* KbObjectMeta* */
-    KbPodGroup *pod_group;
+    KbObjectMeta *pod_group;
     json_object *pod_group_json;
     gboolean job_deleted;
     gint64 now;
@@ -189,10 +189,8 @@ static void apply_create(Cluster *c, const TfAction *a)
     } else {
         g_assert_null(c->pod_group);
         /* The planner reads only the group's metadata. */
-        c->pod_group = g_new0(KbPodGroup, 1);
-        g_assert_true(kb_meta_decode(body, KB_KIND_POD_GROUP, FALSE, &c->pod_group->meta, &error));
+        c->pod_group = kb_meta_object_decode(body, FALSE, &error);
         g_assert_no_error(error);
-        c->pod_group->min_member = 1;
         c->pod_group_json = json_object_get(body);
     }
     json_object_put(body);
