@@ -36,6 +36,8 @@ struct kb_plugin_ops {
     /* Resources moved onto/off a node by the session (shares to update). */
     void (*on_allocate)(gpointer state, const KbTaskInfo *task);
     void (*on_deallocate)(gpointer state, const KbTaskInfo *task);
+    /* The enqueue action admitted @job (Pending -> Inqueue): reserve its minimum resources. */
+    void (*on_job_enqueued)(gpointer state, const KbJobInfo *job);
 };
 
 extern const struct kb_plugin_ops kb_plugin_priority;
@@ -58,5 +60,6 @@ gboolean kb_plugin_node_selector_matches(const KbPod *pod, const KbNode *node);
 gboolean kb_plugin_node_affinity_matches(const KbPod *pod, const KbNode *node);
 /* The first NoSchedule/NoExecute taint of @node that @pod does not tolerate, or NULL. */
 const KbTaint *kb_plugin_untolerated_taint(const KbPod *pod, const KbNode *node);
-/* TRUE for a kube-system pod with priority class system-cluster-critical/system-node-critical. */
+/* TRUE for a pod that must never be evicted (Volcano's conformance): priority class
+ * system-cluster-critical or system-node-critical, or any pod in kube-system. */
 gboolean kb_plugin_pod_is_critical(const KbPod *pod);

@@ -19,7 +19,8 @@
  *         nodeorder.balancedresource.weight: 1
  *
  * Unknown actions and plugins are errors (KB_ERROR_CONFIG naming the value and where it was
- * found), as are a malformed document, a non-boolean enable* switch and an unknown enable* key.
+ * found), as are a malformed document, a non-boolean enable* switch and an unknown field; an
+ * enable* switch of newer Volcano releases that we do not implement is logged and ignored.
  * Other top-level keys Volcano knows (configurations, metrics) are accepted and ignored.
  * Limits: KB_CONF_MAX_BYTES of input, KB_CONF_MAX_ACTIONS actions, KB_CONF_MAX_TIERS tiers,
  * KB_CONF_MAX_PLUGINS plugins per tier, KB_CONF_MAX_ARGS arguments per plugin.

@@ -109,6 +109,14 @@ void kb_session_allocate(KbSession *ssn, KbTaskInfo *task, KbNodeInfo *node);
 /* Undo kb_session_allocate (statement discard). */
 void kb_session_deallocate(KbSession *ssn, KbTaskInfo *task);
 
+/* Tell the plugins that the enqueue action admitted @job. */
+void kb_session_job_enqueued(KbSession *ssn, const KbJobInfo *job);
+/*
+ * The least a job needs to start: its group's minResources when given, else the requests of
+ * minMember of its tasks (occupied tasks first, then pending ones in index order). Into @out.
+ */
+void kb_session_job_min_request(const KbJobInfo *job, KbResources *out);
+
 /* Record why @job is not placed: @reason static, message printf-style (replaces any previous). */
 void kb_session_job_note(KbSession *ssn, const KbJobInfo *job, const char *reason,
                          const char *fmt, ...) G_GNUC_PRINTF(4, 5);

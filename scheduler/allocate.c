@@ -1,0 +1,548 @@
+/*
+ * allocate: queue order, then job order, then task order; a statement per job that commits only
+ * when the gang is ready (minMember) and otherwise discards every placement.
+ *
+ * Performance shape. Nodes sit under a max-tree of their idle vectors (per resource, the largest
+ * idle value in each subtree), so a search for a node that fits skips whole ranges of full nodes
+ * in O(log n). Tasks of a job that share a template (an equivalence class) share one candidate
+ * list: the search collects up to N_CANDIDATES feasible nodes (kube-scheduler's
+ * minFeasibleNodesToFind), scores each once, and every task of the class takes the best one;
+ * only the node that just received a task is re-checked and re-scored. Searches start where the
+ * previous job stopped, so the cost per job does not grow with the cluster. When no node fits,
+ * the same tree counts the nodes short of each resource for the condition message.
+ */
+#include "scheduler/actions.h"
+
+#include <string.h>
+
+#define N_CANDIDATES 100
+
+/* ---- max-tree over node idle vectors -------------------------------------------------------- */
+
+typedef struct {
+    guint n;          /* nodes */
+    guint size;       /* leaves, a power of two >= n */
+    int nslots;
+    gint64 *max;      /* (2 * size) x nslots */
+    guint *present;   /* present nodes per tree node */
+} MaxTree;
+
+static gint64 *tmax(MaxTree *t, guint node)
+{
+    return &t->max[(gsize)node * (gsize)t->nslots];
+}
+
+static void tree_set_leaf(MaxTree *t, const KbNodeInfo *nodes, guint i)
+{
+    gint64 *m = tmax(t, t->size + i);
+    const KbNodeInfo *ni = &nodes[i];
+    for (int s = 0; s < t->nslots; s++)
+        m[s] = ni->present ? ni->idle.v[s] : -1;
+    t->present[t->size + i] = ni->present ? 1 : 0;
+}
+
+static void tree_pull(MaxTree *t, guint node)
+{
+    gint64 *m = tmax(t, node), *l = tmax(t, 2 * node), *r = tmax(t, 2 * node + 1);
+    for (int s = 0; s < t->nslots; s++)
+        m[s] = MAX(l[s], r[s]);
+    t->present[node] = t->present[2 * node] + t->present[2 * node + 1];
+}
+
+static void tree_init(MaxTree *t, const KbNodeInfo *nodes, guint n)
+{
+    t->n = n;
+    t->size = 1;
+    while (t->size < MAX(n, 1))
+        t->size <<= 1;
+    t->nslots = kb_resource_count();
+    t->max = g_new(gint64, (gsize)2 * t->size * (gsize)t->nslots);
+    t->present = g_new0(guint, 2 * t->size);
+    for (guint i = 0; i < t->size; i++) {
+        if (i < n) {
+            tree_set_leaf(t, nodes, i);
+        } else {
+            gint64 *m = tmax(t, t->size + i);
+            for (int s = 0; s < t->nslots; s++)
+                m[s] = -1;
+        }
+    }
+    for (guint k = t->size; k-- > 1;)
+        tree_pull(t, k);
+}
+
+static void tree_update(MaxTree *t, const KbNodeInfo *nodes, guint i)
+{
+    tree_set_leaf(t, nodes, i);
+    for (guint k = (t->size + i) / 2; k >= 1; k /= 2)
+        tree_pull(t, k);
+}
+
+/* The first slot where @req exceeds the subtree's best, or -1 when something there may fit. */
+static int tree_short(MaxTree *t, guint node, const KbResources *req)
+{
+    const gint64 *m = tmax(t, node);
+    for (int s = 0; s < t->nslots; s++) {
+        if (req->v[s] > m[s])
+            return s;
+    }
+    return -1;
+}
+
+/* The first leaf >= @from whose subtree bound admits @req, or -1. */
+static gint tree_find(MaxTree *t, guint node, guint lo, guint hi, guint from,
+                      const KbResources *req)
+{
+    if (hi <= from || tree_short(t, node, req) >= 0)
+        return -1;
+    if (hi - lo == 1)
+        return lo < t->n ? (gint)lo : -1;
+    guint mid = (lo + hi) / 2;
+    gint r = tree_find(t, 2 * node, lo, mid, from, req);
+    return r >= 0 ? r : tree_find(t, 2 * node + 1, mid, hi, from, req);
+}
+
+/* ---- failure counting for messages ---------------------------------------------------------- */
+
+typedef struct {
+    KbFitReason reason;
+    int slot;
+    const KbTaint *taint;
+    guint count;
+} FitCount;
+
+typedef struct {
+    FitCount items[16];
+    guint n;
+} FitCounts;
+
+static gboolean same_taint(const KbTaint *a, const KbTaint *b)
+{
+    return a == b || (a != NULL && b != NULL && a->effect == b->effect &&
+                      g_strcmp0(a->key, b->key) == 0 && g_strcmp0(a->value, b->value) == 0);
+}
+
+static void fit_count(FitCounts *fc, const KbFitFailure *f, guint count)
+{
+    for (guint i = 0; i < fc->n; i++) {
+        FitCount *c = &fc->items[i];
+        if (c->reason == f->reason && (f->reason != KB_FIT_RESOURCES || c->slot == f->slot) &&
+            (f->reason != KB_FIT_TAINT || same_taint(c->taint, f->taint))) {
+            c->count += count;
+            return;
+        }
+    }
+    if (fc->n < G_N_ELEMENTS(fc->items))
+        fc->items[fc->n++] = (FitCount){ f->reason, f->slot, f->taint, count };
+}
+
+/* ---- allocate state ------------------------------------------------------------------------- */
+
+typedef struct {
+    double score;
+    guint node;
+    guint stamp;
+} Cand;
+
+typedef struct {
+    GArray *cands;  /* Cand */
+    guint phase;    /* 0: [start, n), 1: [0, start), 2: done */
+    guint start;
+    guint pos;
+    gboolean used;
+} ClassCtx;
+
+typedef struct {
+    KbSession *ssn;
+    MaxTree tree;
+    guint *stamp;       /* per node: bumped whenever its idle vector changes */
+    guint start;        /* where the next search begins (rotates across jobs) */
+    gboolean scoring;   /* a node-order plugin is enabled */
+    guint n_candidates;
+    GArray *ctxs;       /* ClassCtx, reused across jobs */
+    GPtrArray *tasks;   /* scratch: pending tasks of the current job */
+    GPtrArray *placed;  /* scratch: the statement */
+    KbResources max_alloc; /* largest allocatable per slot over present nodes */
+    GString *why;
+} Alloc;
+
+static void node_changed(Alloc *a, guint node)
+{
+    a->stamp[node]++;
+    tree_update(&a->tree, a->ssn->nodes, node);
+}
+
+static gint next_leaf(Alloc *a, ClassCtx *ctx, const KbResources *req)
+{
+    MaxTree *t = &a->tree;
+    while (ctx->phase < 2) {
+        guint hi = ctx->phase == 0 ? t->n : ctx->start;
+        gint r = ctx->pos < hi ? tree_find(t, 1, 0, t->size, ctx->pos, req) : -1;
+        if (r >= 0 && (guint)r < hi) {
+            ctx->pos = (guint)r + 1;
+            return r;
+        }
+        ctx->phase++;
+        ctx->pos = 0;
+    }
+    return -1;
+}
+
+static gboolean node_fits(Alloc *a, const KbTaskInfo *task, guint node)
+{
+    return kb_resources_fit(&task->resreq, &a->ssn->nodes[node].idle);
+}
+
+static double score(Alloc *a, const KbTaskInfo *task, guint node)
+{
+    return a->scoring ? kb_session_node_score(a->ssn, task, &a->ssn->nodes[node]) : 0;
+}
+
+/* Collect more feasible nodes for the class of @task; FALSE when the cluster is exhausted. */
+static gboolean fill(Alloc *a, ClassCtx *ctx, const KbTaskInfo *task)
+{
+    while (ctx->cands->len < a->n_candidates) {
+        gint leaf = next_leaf(a, ctx, &task->resreq);
+        if (leaf < 0)
+            break;
+        guint node = (guint)leaf;
+        if (!node_fits(a, task, node) ||
+            !kb_session_predicate(a->ssn, task, &a->ssn->nodes[node], NULL))
+            continue;
+        Cand c = { score(a, task, node), node, a->stamp[node] };
+        g_array_append_val(ctx->cands, c);
+    }
+    if (ctx->phase < 2)
+        a->start = ctx->pos % MAX(a->tree.n, 1);
+    return ctx->cands->len > 0;
+}
+
+/* The best candidate node for @task, or -1. */
+static gint pick(Alloc *a, ClassCtx *ctx, const KbTaskInfo *task)
+{
+    for (;;) {
+        gint best = -1;
+        for (guint i = 0; i < ctx->cands->len;) {
+            Cand *c = &g_array_index(ctx->cands, Cand, i);
+            if (c->stamp != a->stamp[c->node]) {
+                if (!node_fits(a, task, c->node)) {
+                    g_array_remove_index_fast(ctx->cands, i);
+                    continue;
+                }
+                c->score = score(a, task, c->node);
+                c->stamp = a->stamp[c->node];
+            }
+            if (best < 0) {
+                best = (gint)i;
+            } else {
+                Cand *b = &g_array_index(ctx->cands, Cand, best);
+                if (c->score > b->score || (c->score == b->score && c->node < b->node))
+                    best = (gint)i;
+            }
+            i++;
+        }
+        if (best >= 0)
+            return (gint)g_array_index(ctx->cands, Cand, best).node;
+        if (!fill(a, ctx, task))
+            return -1;
+    }
+}
+
+/* ---- diagnosis: why no node fits ------------------------------------------------------------ */
+
+static void diagnose_rec(Alloc *a, const KbTaskInfo *task, guint node, guint lo, guint hi,
+                         FitCounts *fc)
+{
+    MaxTree *t = &a->tree;
+    if (t->present[node] == 0)
+        return;
+    int s = tree_short(t, node, &task->resreq);
+    if (s >= 0) {
+        KbFitFailure f = { KB_FIT_RESOURCES, s, NULL };
+        fit_count(fc, &f, t->present[node]);
+        return;
+    }
+    if (hi - lo == 1) {
+        KbFitFailure f = { KB_FIT_OK, -1, NULL };
+        if (!kb_session_predicate(a->ssn, task, &a->ssn->nodes[lo], &f))
+            fit_count(fc, &f, 1);
+        else if ((f.slot = kb_resources_first_short(&task->resreq, &a->ssn->nodes[lo].idle)) >= 0)
+            f.reason = KB_FIT_RESOURCES, fit_count(fc, &f, 1);
+        return;
+    }
+    guint mid = (lo + hi) / 2;
+    diagnose_rec(a, task, 2 * node, lo, mid, fc);
+    diagnose_rec(a, task, 2 * node + 1, mid, hi, fc);
+}
+
+static const char *phrase(KbFitReason r, gboolean one)
+{
+    switch (r) {
+    case KB_FIT_RESOURCES:
+        return "short of";
+    case KB_FIT_NOT_READY:
+        return "not Ready";
+    case KB_FIT_UNSCHEDULABLE:
+        return "unschedulable";
+    case KB_FIT_NODE_SELECTOR:
+        return one ? "does not match nodeSelector" : "do not match nodeSelector";
+    case KB_FIT_AFFINITY:
+        return one ? "does not match node affinity" : "do not match node affinity";
+    case KB_FIT_TAINT:
+        return one ? "has taint" : "have taint";
+    default:
+        return "cannot be used";
+    }
+}
+
+/* "no node fits: 5 nodes short of nvidia.com/gpu, 2 nodes have taint dedicated=infra:NoSchedule" */
+static void explain_no_node(Alloc *a, const KbTaskInfo *task, GString *out)
+{
+    int s = kb_resources_first_short(&task->resreq, &a->max_alloc);
+    if (s >= 0) {
+        g_autofree char *want = kb_resource_format_value(s, task->resreq.v[s]);
+        g_autofree char *most = kb_resource_format_value(s, MAX(a->max_alloc.v[s], 0));
+        g_string_append_printf(out, "pod %s/%s requests %s %s but no node has more than %s",
+                               task->pod->meta.namespace_, task->pod->meta.name, want,
+                               kb_resource_name(s), most);
+        return;
+    }
+    FitCounts fc = { 0 };
+    diagnose_rec(a, task, 1, 0, a->tree.size, &fc);
+    g_string_append(out, "no node fits");
+    for (guint i = 0; i < fc.n; i++) {
+        const FitCount *c = &fc.items[i];
+        g_string_append_printf(out, "%s%u node%s %s", i == 0 ? ": " : ", ", c->count,
+                               c->count == 1 ? "" : "s", phrase(c->reason, c->count == 1));
+        if (c->reason == KB_FIT_RESOURCES) {
+            g_string_append_printf(out, " %s", kb_resource_name(c->slot));
+        } else if (c->reason == KB_FIT_TAINT) {
+            KbFitFailure f = { KB_FIT_TAINT, -1, c->taint };
+            g_autofree char *t = kb_fit_failure_to_string(&f);
+            g_string_append(out, t + strlen("have"));
+        }
+    }
+    if (fc.n == 0)
+        g_string_append(out, ": the cluster has no nodes");
+}
+
+/* ---- one job -------------------------------------------------------------------------------- */
+
+static gint task_cmp(gconstpointer x, gconstpointer y, gpointer data)
+{
+    return kb_session_task_order(data, *(KbTaskInfo *const *)x, *(KbTaskInfo *const *)y);
+}
+
+static ClassCtx *class_ctx(Alloc *a, const KbTaskInfo *task)
+{
+    guint idx = task->klass->index;
+    while (a->ctxs->len <= idx) {
+        ClassCtx c = { g_array_new(FALSE, FALSE, sizeof(Cand)), 0, 0, 0, FALSE };
+        g_array_append_val(a->ctxs, c);
+    }
+    ClassCtx *ctx = &g_array_index(a->ctxs, ClassCtx, idx);
+    if (!ctx->used) {
+        g_array_set_size(ctx->cands, 0);
+        ctx->phase = 0;
+        ctx->start = a->start;
+        ctx->pos = a->start;
+        ctx->used = TRUE;
+    }
+    return ctx;
+}
+
+static guint ready_tasks(const KbJobInfo *job)
+{
+    return job->n_state[KB_TASK_ALLOCATED] + job->n_state[KB_TASK_BINDING] +
+           job->n_state[KB_TASK_BOUND] + job->n_state[KB_TASK_RUNNING] +
+           job->n_state[KB_TASK_SUCCEEDED];
+}
+
+static void commit(Alloc *a, KbJobInfo *job)
+{
+    KbSession *ssn = a->ssn;
+    for (guint i = 0; i < a->placed->len; i++) {
+        KbTaskInfo *t = a->placed->pdata[i];
+        KbPlacement p = { kb_object_ref(t->pod), ssn->nodes[t->node_id].name, g_strdup(job->key) };
+        g_array_append_val(ssn->result->placements, p);
+    }
+    ssn->job_scratch[job->id].n_placed += a->placed->len;
+    ssn->result->n_jobs_placed++;
+}
+
+static void discard(Alloc *a)
+{
+    for (guint i = a->placed->len; i-- > 0;) {
+        KbTaskInfo *t = a->placed->pdata[i];
+        guint node = (guint)t->node_id;
+        kb_session_deallocate(a->ssn, t);
+        node_changed(a, node);
+    }
+    a->ssn->result->n_jobs_discarded++;
+}
+
+/* Place pending tasks in order until one cannot be placed; FALSE with @a->why set then. */
+static gboolean place_tasks(Alloc *a, KbJobInfo *job, KbQueueInfo *qi)
+{
+    KbSession *ssn = a->ssn;
+    for (guint i = 0; i < a->tasks->len; i++) {
+        KbTaskInfo *t = a->tasks->pdata[i];
+        if (qi != NULL && !kb_session_allocatable(ssn, qi, t, a->why))
+            return FALSE;
+        ClassCtx *ctx = class_ctx(a, t);
+        gint node = pick(a, ctx, t);
+        if (node < 0) {
+            explain_no_node(a, t, a->why);
+            return FALSE;
+        }
+        kb_session_allocate(ssn, t, &ssn->nodes[node]);
+        node_changed(a, (guint)node);
+        g_ptr_array_add(a->placed, t);
+    }
+    return TRUE;
+}
+
+static void allocate_job(Alloc *a, KbJobInfo *job, KbQueueInfo *qi)
+{
+    KbSession *ssn = a->ssn;
+    g_ptr_array_set_size(a->tasks, 0);
+    g_ptr_array_set_size(a->placed, 0);
+    for (guint i = 0; i < job->tasks->len; i++) {
+        KbTaskInfo *t = job->tasks->pdata[i];
+        if (t->state == KB_TASK_PENDING)
+            g_ptr_array_add(a->tasks, t);
+    }
+    g_ptr_array_sort_with_data(a->tasks, task_cmp, ssn);
+    for (guint c = 0; c < a->ctxs->len; c++)
+        g_array_index(a->ctxs, ClassCtx, c).used = FALSE;
+    g_string_truncate(a->why, 0);
+    guint before = ready_tasks(job);
+    gboolean all = place_tasks(a, job, qi);
+    if (kb_session_job_ready(ssn, job)) {
+        if (a->placed->len > 0)
+            commit(a, job);
+        return;
+    }
+    guint placeable = before + a->placed->len;
+    discard(a);
+    if (all)
+        kb_session_job_note(ssn, job, "NotEnoughPods", "%u/%d tasks placeable: the job is not "
+                            "ready (minMember %d)", placeable, job->min_member, job->min_member);
+    else
+        kb_session_job_note(ssn, job, "NotEnoughResources", "%u/%d tasks placeable: %s",
+                            placeable, job->min_member, a->why->str);
+}
+
+/* ---- queues and jobs ------------------------------------------------------------------------ */
+
+typedef struct {
+    KbQueueInfo *queue;
+    GPtrArray *jobs; /* sorted by job order */
+    guint next;
+} QueueJobs;
+
+static gint job_cmp(gconstpointer x, gconstpointer y, gpointer data)
+{
+    return kb_session_job_order(data, *(KbJobInfo *const *)x, *(KbJobInfo *const *)y);
+}
+
+static GArray *collect(KbSession *ssn)
+{
+    gboolean skip_pending = kb_conf_has_action(ssn->conf, "enqueue");
+    GArray *qs = g_array_new(FALSE, TRUE, sizeof(QueueJobs));
+    g_array_set_size(qs, ssn->queues->len);
+    for (guint q = 0; q < ssn->queues->len; q++)
+        g_array_index(qs, QueueJobs, q).queue = ssn->queues->pdata[q];
+    for (guint j = 0; j < ssn->jobs->len; j++) {
+        KbJobInfo *job = ssn->jobs->pdata[j];
+        if (!ssn->job_scratch[j].ready_to_schedule || job->n_state[KB_TASK_PENDING] == 0)
+            continue;
+        if (skip_pending && job->phase == KB_JOB_PENDING)
+            continue;
+        KbQueueInfo *qi = kb_session_job_queue(ssn, job);
+        QueueJobs *qj = &g_array_index(qs, QueueJobs, qi->id);
+        if (qj->jobs == NULL)
+            qj->jobs = g_ptr_array_new();
+        g_ptr_array_add(qj->jobs, job);
+    }
+    for (guint q = 0; q < qs->len; q++) {
+        QueueJobs *qj = &g_array_index(qs, QueueJobs, q);
+        if (qj->jobs != NULL)
+            g_ptr_array_sort_with_data(qj->jobs, job_cmp, ssn);
+    }
+    return qs;
+}
+
+static QueueJobs *next_queue(KbSession *ssn, GArray *qs)
+{
+    QueueJobs *best = NULL;
+    for (guint q = 0; q < qs->len; q++) {
+        QueueJobs *qj = &g_array_index(qs, QueueJobs, q);
+        if (qj->jobs == NULL || qj->next >= qj->jobs->len)
+            continue;
+        if (best == NULL || kb_session_queue_order(ssn, qj->queue, best->queue) < 0)
+            best = qj;
+    }
+    return best;
+}
+
+static void alloc_init(Alloc *a, KbSession *ssn)
+{
+    a->ssn = ssn;
+    tree_init(&a->tree, ssn->nodes, ssn->n_nodes);
+    a->stamp = g_new0(guint, MAX(ssn->n_nodes, 1));
+    a->scoring = kb_session_has_node_order(ssn);
+    a->n_candidates = a->scoring ? N_CANDIDATES : 1;
+    a->ctxs = g_array_new(FALSE, FALSE, sizeof(ClassCtx));
+    a->tasks = g_ptr_array_new();
+    a->placed = g_ptr_array_new();
+    a->why = g_string_new(NULL);
+    for (guint i = 0; i < ssn->n_nodes; i++) {
+        if (ssn->nodes[i].present)
+            kb_resources_max(&a->max_alloc, &ssn->nodes[i].allocatable);
+    }
+}
+
+static void alloc_clear(Alloc *a)
+{
+    for (guint c = 0; c < a->ctxs->len; c++)
+        g_array_unref(g_array_index(a->ctxs, ClassCtx, c).cands);
+    g_array_unref(a->ctxs);
+    g_ptr_array_unref(a->tasks);
+    g_ptr_array_unref(a->placed);
+    g_string_free(a->why, TRUE);
+    g_free(a->stamp);
+    g_free(a->tree.max);
+    g_free(a->tree.present);
+}
+
+static void allocate_execute(KbSession *ssn)
+{
+    Alloc a = { 0 };
+    alloc_init(&a, ssn);
+    GArray *qs = collect(ssn);
+    g_autoptr(GString) why = g_string_new(NULL);
+    QueueJobs *qj;
+    while ((qj = next_queue(ssn, qs)) != NULL) {
+        g_string_truncate(why, 0);
+        if (kb_session_overused(ssn, qj->queue, why)) {
+            /* Nothing new for this queue this cycle; its jobs wait with the reason. */
+            for (; qj->next < qj->jobs->len; qj->next++) {
+                KbJobInfo *job = qj->jobs->pdata[qj->next];
+                kb_session_job_note(ssn, job, "NotEnoughResources", "%u/%d tasks placeable: %s",
+                                    ready_tasks(job), job->min_member, why->str);
+            }
+            continue;
+        }
+        allocate_job(&a, qj->jobs->pdata[qj->next++], qj->queue);
+    }
+    for (guint q = 0; q < qs->len; q++)
+        g_clear_pointer(&g_array_index(qs, QueueJobs, q).jobs, g_ptr_array_unref);
+    g_array_unref(qs);
+    alloc_clear(&a);
+}
+
+const struct kb_action_ops kb_action_allocate = {
+    .name = "allocate",
+    .execute = allocate_execute,
+};

@@ -1,0 +1,411 @@
+/* Scheduler configuration (kube-batch/Volcano format); see conf.h. */
+#include "scheduler/conf.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "kube/kb-error.h"
+#include "policies/plugin.h"
+#include "scheduler/actions.h"
+
+static const char default_yaml[] = "actions: \"enqueue, allocate\"\n"
+                                   "tiers:\n"
+                                   "- plugins:\n"
+                                   "  - name: priority\n"
+                                   "  - name: gang\n"
+                                   "  - name: conformance\n"
+                                   "- plugins:\n"
+                                   "  - name: drf\n"
+                                   "  - name: predicates\n"
+                                   "  - name: proportion\n"
+                                   "  - name: nodeorder\n"
+                                   "    arguments:\n"
+                                   "      nodeorder.leastrequested.weight: 1\n"
+                                   "      nodeorder.mostrequested.weight: 0\n"
+                                   "      nodeorder.balancedresource.weight: 1\n";
+
+static const char *const switch_names[KB_SWITCH_MAX] = {
+    [KB_SWITCH_JOB_ORDER] = "enableJobOrder",
+    [KB_SWITCH_JOB_READY] = "enableJobReady",
+    [KB_SWITCH_JOB_PIPELINED] = "enableJobPipelined",
+    [KB_SWITCH_TASK_ORDER] = "enableTaskOrder",
+    [KB_SWITCH_PREEMPTABLE] = "enablePreemptable",
+    [KB_SWITCH_RECLAIMABLE] = "enableReclaimable",
+    [KB_SWITCH_QUEUE_ORDER] = "enableQueueOrder",
+    [KB_SWITCH_PREDICATE] = "enablePredicate",
+    [KB_SWITCH_NODE_ORDER] = "enableNodeOrder",
+    [KB_SWITCH_JOB_ENQUEUEABLE] = "enableJobEnqueued",
+    [KB_SWITCH_ALLOCATABLE] = "enableAllocatable",
+};
+
+const char *kb_conf_default_yaml(void)
+{
+    return default_yaml;
+}
+
+const char *kb_conf_switch_name(KbConfSwitch sw)
+{
+    return sw < KB_SWITCH_MAX ? switch_names[sw] : "?";
+}
+
+static void conf_plugin_clear(KbConfPlugin *p)
+{
+    g_free(p->name);
+    g_clear_pointer(&p->arguments, g_hash_table_unref);
+}
+
+void kb_conf_free(KbConf *conf)
+{
+    if (conf == NULL)
+        return;
+    g_strfreev(conf->actions);
+    for (guint t = 0; t < conf->n_tiers; t++) {
+        for (guint i = 0; i < conf->tiers[t].n_plugins; i++)
+            conf_plugin_clear(&conf->tiers[t].plugins[i]);
+        g_free(conf->tiers[t].plugins);
+    }
+    g_free(conf->tiers);
+    g_free(conf);
+}
+
+/* ---- YAML document helpers ------------------------------------------------------------------ */
+
+typedef struct {
+    yaml_document_t *doc;
+} Doc;
+
+static yaml_node_t *node_at(Doc *d, int id)
+{
+    return yaml_document_get_node(d->doc, id);
+}
+
+static const char *scalar(yaml_node_t *n)
+{
+    return n != NULL && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+}
+
+static gulong line_of(yaml_node_t *n)
+{
+    return (gulong)n->start_mark.line + 1;
+}
+
+static gboolean parse_bool(const char *s, gboolean *out)
+{
+    static const char *const yes[] = { "true", "True", "TRUE", "yes", "Yes", "on", "On" };
+    static const char *const no[] = { "false", "False", "FALSE", "no", "No", "off", "Off" };
+    for (guint i = 0; i < G_N_ELEMENTS(yes); i++) {
+        if (strcmp(s, yes[i]) == 0) {
+            *out = TRUE;
+            return TRUE;
+        }
+        if (strcmp(s, no[i]) == 0) {
+            *out = FALSE;
+            return TRUE;
+        }
+    }
+    return FALSE;
+}
+
+static gboolean parse_actions(Doc *d, yaml_node_t *n, KbConf *conf, GError **error)
+{
+    g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+    if (scalar(n) != NULL) {
+        g_auto(GStrv) parts = g_strsplit(scalar(n), ",", -1);
+        for (guint i = 0; parts[i] != NULL; i++) {
+            char *a = g_strstrip(parts[i]);
+            if (*a != '\0')
+                g_ptr_array_add(names, g_strdup(a));
+        }
+    } else if (n->type == YAML_SEQUENCE_NODE) {
+        for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top;
+             it++) {
+            const char *a = scalar(node_at(d, *it));
+            if (a == NULL) {
+                g_set_error(error, KB_ERROR, KB_ERROR_CONFIG, "line %lu: actions: not a string",
+                            line_of(n));
+                return FALSE;
+            }
+            g_ptr_array_add(names, g_strstrip(g_strdup(a)));
+        }
+    } else {
+        g_set_error(error, KB_ERROR, KB_ERROR_CONFIG,
+                    "line %lu: actions: expected a string like \"enqueue, allocate\"", line_of(n));
+        return FALSE;
+    }
+    if (names->len > KB_CONF_MAX_ACTIONS) {
+        g_set_error(error, KB_ERROR, KB_ERROR_LIMIT, "actions: %u actions, at most %d", names->len,
+                    KB_CONF_MAX_ACTIONS);
+        return FALSE;
+    }
+    for (guint i = 0; i < names->len; i++) {
+        if (kb_action_lookup(names->pdata[i]) == NULL) {
+            g_set_error(error, KB_ERROR, KB_ERROR_CONFIG,
+                        "line %lu: actions: unknown action \"%s\" (known: %s)", line_of(n),
+                        (char *)names->pdata[i], kb_action_names());
+            return FALSE;
+        }
+    }
+    g_ptr_array_add(names, NULL);
+    g_strfreev(conf->actions);
+    conf->n_actions = names->len - 1;
+    conf->actions = (char **)g_ptr_array_steal(names, NULL);
+    return TRUE;
+}
+
+static gboolean parse_arguments(Doc *d, yaml_node_t *n, KbConfPlugin *p, GError **error)
+{
+    if (n->type != YAML_MAPPING_NODE) {
+        g_set_error(error, KB_ERROR, KB_ERROR_CONFIG,
+                    "line %lu: plugin \"%s\": arguments: expected a mapping", line_of(n), p->name);
+        return FALSE;
+    }
+    for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
+        const char *k = scalar(node_at(d, pr->key));
+        const char *v = scalar(node_at(d, pr->value));
+        if (k == NULL)
+            continue;
+        if (g_hash_table_size(p->arguments) >= KB_CONF_MAX_ARGS) {
+            g_set_error(error, KB_ERROR, KB_ERROR_LIMIT,
+                        "plugin \"%s\": more than %d arguments", p->name, KB_CONF_MAX_ARGS);
+            return FALSE;
+        }
+        /* Non-scalar values (lists, maps) belong to plugins we do not implement: skipped. */
+        if (v != NULL)
+            g_hash_table_replace(p->arguments, g_strdup(k), g_strdup(v));
+    }
+    return TRUE;
+}
+
+static gboolean parse_plugin_key(Doc *d, const char *k, yaml_node_t *v, KbConfPlugin *p,
+                                 GError **error)
+{
+    if (strcmp(k, "name") == 0)
+        return TRUE;
+    if (strcmp(k, "arguments") == 0)
+        return parse_arguments(d, v, p, error);
+    for (int s = 0; s < KB_SWITCH_MAX; s++) {
+        if (strcmp(k, switch_names[s]) != 0)
+            continue;
+        if (scalar(v) == NULL || !parse_bool(scalar(v), &p->enabled[s])) {
+            g_set_error(error, KB_ERROR, KB_ERROR_CONFIG,
+                        "line %lu: plugin \"%s\": %s: expected true or false, got \"%s\"",
+                        line_of(v), p->name, k, scalar(v) != NULL ? scalar(v) : "(not a scalar)");
+            return FALSE;
+        }
+        return TRUE;
+    }
+    if (g_str_has_prefix(k, "enable")) {
+        /* Switches of newer Volcano releases (enableBestNode, ...): harmless to ignore. */
+        g_warning("scheduler configuration: plugin \"%s\": switch \"%s\" is not supported, ignored",
+                  p->name, k);
+        return TRUE;
+    }
+    g_set_error(error, KB_ERROR, KB_ERROR_CONFIG, "line %lu: plugin \"%s\": unknown field \"%s\"",
+                line_of(v), p->name, k);
+    return FALSE;
+}
+
+static gboolean parse_plugin(Doc *d, yaml_node_t *n, KbConfPlugin *p, GError **error)
+{
+    if (n->type != YAML_MAPPING_NODE) {
+        g_set_error(error, KB_ERROR, KB_ERROR_CONFIG,
+                    "line %lu: a plugin entry must be a mapping with a name", line_of(n));
+        return FALSE;
+    }
+    for (int s = 0; s < KB_SWITCH_MAX; s++)
+        p->enabled[s] = TRUE;
+    p->arguments = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
+        const char *k = scalar(node_at(d, pr->key));
+        if (k != NULL && strcmp(k, "name") == 0 && scalar(node_at(d, pr->value)) != NULL)
+            p->name = g_strdup(scalar(node_at(d, pr->value)));
+    }
+    if (p->name == NULL) {
+        g_set_error(error, KB_ERROR, KB_ERROR_CONFIG, "line %lu: plugin entry without a name",
+                    line_of(n));
+        return FALSE;
+    }
+    if (kb_plugin_lookup(p->name) == NULL) {
+        g_set_error(error, KB_ERROR, KB_ERROR_CONFIG,
+                    "line %lu: unknown plugin \"%s\" (known: %s)", line_of(n), p->name,
+                    kb_plugin_names());
+        return FALSE;
+    }
+    for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
+        const char *k = scalar(node_at(d, pr->key));
+        if (k != NULL && !parse_plugin_key(d, k, node_at(d, pr->value), p, error))
+            return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean parse_tier(Doc *d, yaml_node_t *n, KbConfTier *tier, GError **error)
+{
+    yaml_node_t *plugins = NULL;
+    if (n->type == YAML_MAPPING_NODE) {
+        for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top;
+             pr++) {
+            if (g_strcmp0(scalar(node_at(d, pr->key)), "plugins") == 0)
+                plugins = node_at(d, pr->value);
+        }
+    }
+    if (plugins == NULL || plugins->type != YAML_SEQUENCE_NODE) {
+        g_set_error(error, KB_ERROR, KB_ERROR_CONFIG,
+                    "line %lu: a tier must be a mapping with a list of plugins", line_of(n));
+        return FALSE;
+    }
+    gsize count = plugins->data.sequence.items.top - plugins->data.sequence.items.start;
+    if (count > KB_CONF_MAX_PLUGINS) {
+        g_set_error(error, KB_ERROR, KB_ERROR_LIMIT, "line %lu: %zu plugins in a tier, at most %d",
+                    line_of(plugins), count, KB_CONF_MAX_PLUGINS);
+        return FALSE;
+    }
+    tier->plugins = g_new0(KbConfPlugin, count);
+    for (gsize i = 0; i < count; i++) {
+        tier->n_plugins++;
+        yaml_node_t *pn = node_at(d, plugins->data.sequence.items.start[i]);
+        if (!parse_plugin(d, pn, &tier->plugins[i], error))
+            return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean parse_tiers(Doc *d, yaml_node_t *n, KbConf *conf, GError **error)
+{
+    if (n->type != YAML_SEQUENCE_NODE) {
+        g_set_error(error, KB_ERROR, KB_ERROR_CONFIG, "line %lu: tiers: expected a list",
+                    line_of(n));
+        return FALSE;
+    }
+    gsize count = n->data.sequence.items.top - n->data.sequence.items.start;
+    if (count > KB_CONF_MAX_TIERS) {
+        g_set_error(error, KB_ERROR, KB_ERROR_LIMIT, "tiers: %zu tiers, at most %d", count,
+                    KB_CONF_MAX_TIERS);
+        return FALSE;
+    }
+    conf->tiers = g_new0(KbConfTier, count);
+    for (gsize i = 0; i < count; i++) {
+        conf->n_tiers++;
+        if (!parse_tier(d, node_at(d, n->data.sequence.items.start[i]), &conf->tiers[i], error)) {
+            g_prefix_error(error, "tier %zu: ", i + 1);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+static gboolean parse_root(Doc *d, KbConf *conf, GError **error)
+{
+    yaml_node_t *root = yaml_document_get_root_node(d->doc);
+    if (root == NULL || root->type != YAML_MAPPING_NODE) {
+        g_set_error(error, KB_ERROR, KB_ERROR_CONFIG,
+                    "expected a mapping with \"actions\" and \"tiers\"");
+        return FALSE;
+    }
+    gboolean have_actions = FALSE;
+    for (yaml_node_pair_t *pr = root->data.mapping.pairs.start; pr < root->data.mapping.pairs.top;
+         pr++) {
+        const char *k = scalar(node_at(d, pr->key));
+        yaml_node_t *v = node_at(d, pr->value);
+        if (g_strcmp0(k, "actions") == 0) {
+            if (!parse_actions(d, v, conf, error))
+                return FALSE;
+            have_actions = TRUE;
+        } else if (g_strcmp0(k, "tiers") == 0) {
+            if (!parse_tiers(d, v, conf, error))
+                return FALSE;
+        } else if (g_strcmp0(k, "configurations") != 0 && g_strcmp0(k, "metrics") != 0) {
+            g_set_error(error, KB_ERROR, KB_ERROR_CONFIG, "line %lu: unknown field \"%s\"",
+                        line_of(v), k != NULL ? k : "?");
+            return FALSE;
+        }
+    }
+    if (!have_actions) {
+        g_set_error(error, KB_ERROR, KB_ERROR_CONFIG, "no \"actions\" given");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+KbConf *kb_conf_parse(const char *text, gsize len, GError **error)
+{
+    if (len > KB_CONF_MAX_BYTES) {
+        g_set_error(error, KB_ERROR, KB_ERROR_LIMIT,
+                    "scheduler configuration is %zu bytes, at most %d", len, KB_CONF_MAX_BYTES);
+        return NULL;
+    }
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    yaml_parser_initialize(&parser);
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    if (!yaml_parser_load(&parser, &doc)) {
+        g_set_error(error, KB_ERROR, KB_ERROR_CONFIG, "invalid YAML at line %lu: %s",
+                    (gulong)parser.problem_mark.line + 1,
+                    parser.problem != NULL ? parser.problem : "parse error");
+        yaml_parser_delete(&parser);
+        return NULL;
+    }
+    g_autoptr(KbConf) conf = g_new0(KbConf, 1);
+    Doc d = { &doc };
+    gboolean ok = parse_root(&d, conf, error);
+    yaml_document_delete(&doc);
+    yaml_parser_delete(&parser);
+    return ok ? g_steal_pointer(&conf) : NULL;
+}
+
+KbConf *kb_conf_load(const char *path, GError **error)
+{
+    g_autofree char *text = NULL;
+    gsize len = 0;
+    if (!g_file_get_contents(path, &text, &len, error))
+        return NULL;
+    KbConf *conf = kb_conf_parse(text, len, error);
+    if (conf == NULL)
+        g_prefix_error(error, "%s: ", path);
+    return conf;
+}
+
+KbConf *kb_conf_new_default(void)
+{
+    g_autoptr(GError) error = NULL;
+    KbConf *conf = kb_conf_parse(default_yaml, strlen(default_yaml), &error);
+    if (conf == NULL)
+        g_error("built-in scheduler configuration: %s", error->message);
+    return conf;
+}
+
+const KbConfPlugin *kb_conf_find_plugin(const KbConf *conf, const char *name)
+{
+    for (guint t = 0; t < conf->n_tiers; t++) {
+        for (guint i = 0; i < conf->tiers[t].n_plugins; i++) {
+            if (strcmp(conf->tiers[t].plugins[i].name, name) == 0)
+                return &conf->tiers[t].plugins[i];
+        }
+    }
+    return NULL;
+}
+
+gboolean kb_conf_has_action(const KbConf *conf, const char *action)
+{
+    for (guint i = 0; i < conf->n_actions; i++) {
+        if (strcmp(conf->actions[i], action) == 0)
+            return TRUE;
+    }
+    return FALSE;
+}
+
+gdouble kb_conf_plugin_arg_double(const KbConfPlugin *plugin, const char *key, gdouble def)
+{
+    const char *v = plugin != NULL ? g_hash_table_lookup(plugin->arguments, key) : NULL;
+    if (v == NULL)
+        return def;
+    char *end = NULL;
+    gdouble d = g_ascii_strtod(v, &end);
+    if (end == v || *end != '\0') {
+        g_warning("scheduler configuration: plugin \"%s\": argument %s: \"%s\" is not a number",
+                  plugin->name, key, v);
+        return def;
+    }
+    return d;
+}

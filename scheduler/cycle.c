@@ -1,0 +1,300 @@
+/* One scheduling cycle: prepare, run the actions, report; see cycle.h. */
+#include "scheduler/cycle.h"
+
+#include <string.h>
+
+#include "scheduler/actions.h"
+#include "scheduler/session.h"
+
+static void placement_clear(gpointer p)
+{
+    KbPlacement *pl = p;
+    g_clear_pointer(&pl->pod, kb_object_unref);
+    g_free(pl->job);
+}
+
+static void job_status_clear(gpointer p)
+{
+    KbJobStatus *js = p;
+    g_clear_pointer(&js->group, kb_object_unref);
+    g_clear_pointer(&js->pod, kb_object_unref);
+    g_free(js->job);
+    g_free(js->message);
+}
+
+static void queue_status_clear(gpointer p)
+{
+    KbQueueStatus *qs = p;
+    g_clear_pointer(&qs->queue, kb_object_unref);
+}
+
+static void event_clear(gpointer p)
+{
+    KbSchedEvent *ev = p;
+    g_clear_pointer(&ev->object, kb_object_unref);
+    g_free(ev->message);
+}
+
+static KbCycleResult *result_new(gint64 now)
+{
+    KbCycleResult *r = g_new0(KbCycleResult, 1);
+    r->now = now;
+    r->placements = g_array_new(FALSE, TRUE, sizeof(KbPlacement));
+    g_array_set_clear_func(r->placements, placement_clear);
+    r->job_statuses = g_array_new(FALSE, TRUE, sizeof(KbJobStatus));
+    g_array_set_clear_func(r->job_statuses, job_status_clear);
+    r->queue_statuses = g_array_new(FALSE, TRUE, sizeof(KbQueueStatus));
+    g_array_set_clear_func(r->queue_statuses, queue_status_clear);
+    r->events = g_array_new(FALSE, TRUE, sizeof(KbSchedEvent));
+    g_array_set_clear_func(r->events, event_clear);
+    return r;
+}
+
+void kb_cycle_result_free(KbCycleResult *result)
+{
+    if (result == NULL)
+        return;
+    g_array_unref(result->placements);
+    g_array_unref(result->job_statuses);
+    g_array_unref(result->queue_statuses);
+    g_array_unref(result->events);
+    g_free(result);
+}
+
+const KbJobStatus *kb_cycle_result_job(const KbCycleResult *result, const char *key)
+{
+    for (guint i = 0; i < result->job_statuses->len; i++) {
+        const KbJobStatus *js = &g_array_index(result->job_statuses, KbJobStatus, i);
+        if (strcmp(js->job, key) == 0)
+            return js;
+    }
+    return NULL;
+}
+
+static guint occupied(const KbJobInfo *job)
+{
+    return job->n_state[KB_TASK_ALLOCATED] + job->n_state[KB_TASK_BINDING] +
+           job->n_state[KB_TASK_BOUND] + job->n_state[KB_TASK_RUNNING];
+}
+
+/* ---- before the actions: which jobs can be scheduled at all --------------------------------- */
+
+static void prepare_job(KbSession *ssn, KbJobInfo *job)
+{
+    KbJobScratch *js = &ssn->job_scratch[job->id];
+    js->considered = TRUE;
+    if (occupied(job) + job->n_state[KB_TASK_SUCCEEDED] >= (guint)job->min_member &&
+        job->tasks->len > 0 && job->phase != KB_JOB_COMPLETED)
+        job->phase = KB_JOB_RUNNING;
+    if (job->group_missing) {
+        kb_session_job_note(ssn, job, "PodGroupNotFound",
+                            "pod group \"%s\" does not exist (yet): its pods wait", job->key);
+        return;
+    }
+    KbQueueInfo *qi = kb_session_job_queue(ssn, job);
+    if (qi == NULL) {
+        kb_session_job_note(ssn, job, "QueueNotFound", "queue \"%s\" does not exist", job->queue);
+        return;
+    }
+    if (!qi->open) {
+        kb_session_job_note(ssn, job, "QueueClosed", "queue \"%s\" is closed", job->queue);
+        return;
+    }
+    guint members = job->tasks->len - job->n_state[KB_TASK_FAILED];
+    if (members < (guint)job->min_member) {
+        kb_session_job_note(ssn, job, "NotEnoughPods",
+                            "waiting for pods: %u/%d exist (minMember %d)", members,
+                            job->min_member, job->min_member);
+        return;
+    }
+    js->ready_to_schedule = TRUE;
+}
+
+/* ---- after the actions: phase, condition, events -------------------------------------------- */
+
+static KbJobPhase final_phase(const KbJobInfo *job)
+{
+    guint occ = occupied(job), succ = job->n_state[KB_TASK_SUCCEEDED];
+    guint pending = job->n_state[KB_TASK_PENDING];
+    if (job->tasks->len > 0 && occ == 0 && pending == 0)
+        return KB_JOB_COMPLETED;
+    if (occ + succ >= (guint)job->min_member && job->tasks->len > 0)
+        return KB_JOB_RUNNING;
+    if (occ + succ > 0 && (job->phase == KB_JOB_RUNNING || job->phase == KB_JOB_UNKNOWN))
+        return KB_JOB_UNKNOWN;
+    if (job->phase == KB_JOB_RUNNING || job->phase == KB_JOB_UNKNOWN ||
+        job->phase == KB_JOB_COMPLETED)
+        return KB_JOB_INQUEUE;
+    return job->phase;
+}
+
+static const char *group_api_version(const KbPodGroup *g)
+{
+    switch (g->dialect) {
+    case KB_PODGROUP_KUBE_BATCH:
+        return "scheduling.incubator.k8s.io/v1alpha1";
+    case KB_PODGROUP_X_K8S:
+        return "scheduling.x-k8s.io/v1alpha1";
+    case KB_PODGROUP_VOLCANO:
+    default:
+        return "scheduling.volcano.sh/v1beta1";
+    }
+}
+
+static void add_event(KbCycleResult *r, KbObjectMeta *obj, const char *api_version,
+                      const char *kind, const char *type, const char *reason, const char *msg)
+{
+    KbSchedEvent ev = { kb_object_ref(obj), api_version, kind, type, reason, g_strdup(msg) };
+    g_array_append_val(r->events, ev);
+}
+
+static void job_events(KbSession *ssn, const KbJobInfo *job, const KbJobStatus *st)
+{
+    KbCycleResult *r = ssn->result;
+    gboolean scheduled = g_strcmp0(st->reason, "Scheduled") == 0;
+    if (job->group != NULL && st->reason != NULL)
+        add_event(r, &job->group->meta, group_api_version(job->group), "PodGroup",
+                  scheduled ? "Normal" : "Warning", scheduled ? "Scheduled" : "Unschedulable",
+                  st->message);
+    if (scheduled || st->reason == NULL)
+        return;
+    for (guint i = 0; i < job->tasks->len; i++) {
+        KbTaskInfo *t = job->tasks->pdata[i];
+        if (t->state == KB_TASK_PENDING)
+            add_event(r, &t->pod->meta, "v1", "Pod", "Warning", "FailedScheduling", st->message);
+    }
+}
+
+static void job_condition(KbSession *ssn, KbJobInfo *job, KbJobStatus *st)
+{
+    KbJobScratch *js = &ssn->job_scratch[job->id];
+    gboolean ready = occupied(job) + job->n_state[KB_TASK_SUCCEEDED] >= (guint)job->min_member;
+    if (ready || job->tasks->len == 0)
+        job->pending_since = 0;
+    else if (job->pending_since == 0)
+        job->pending_since = ssn->now;
+    if (js->reason != NULL && !ready) {
+        st->condition_type = "Unschedulable";
+        st->condition_status = "True";
+        st->reason = js->reason;
+        st->message = g_strdup(js->message->str);
+        gint32 timeout = job->group != NULL ? job->group->schedule_timeout_seconds : 0;
+        if (timeout > 0 && ssn->now - job->pending_since >= timeout) {
+            st->reason = "ScheduleTimeout";
+            g_free(st->message);
+            st->message = g_strdup_printf("not scheduled within scheduleTimeoutSeconds=%d: %s",
+                                          timeout, js->message->str);
+        }
+    } else if (ready && st->phase == KB_JOB_RUNNING) {
+        st->condition_type = "Scheduled";
+        st->condition_status = "True";
+        st->reason = "Scheduled";
+        st->message = g_strdup_printf("%u/%d tasks placed", occupied(job) +
+                                      job->n_state[KB_TASK_SUCCEEDED], job->min_member);
+    }
+}
+
+static void report_job(KbSession *ssn, KbJobInfo *job)
+{
+    KbJobStatus st = { 0 };
+    st.group = job->group != NULL ? kb_object_ref(job->group) : NULL;
+    if (!job->is_group && job->tasks->len > 0)
+        st.pod = kb_object_ref(((KbTaskInfo *)job->tasks->pdata[0])->pod);
+    st.job = g_strdup(job->key);
+    st.queue = job->queue;
+    job->phase = final_phase(job);
+    st.phase = job->phase;
+    st.min_member = job->min_member;
+    st.n_pending = job->n_state[KB_TASK_PENDING];
+    st.n_allocated = job->n_state[KB_TASK_ALLOCATED] + job->n_state[KB_TASK_BINDING];
+    st.n_running = job->n_state[KB_TASK_RUNNING] + job->n_state[KB_TASK_BOUND];
+    st.n_succeeded = job->n_state[KB_TASK_SUCCEEDED];
+    st.n_failed = job->n_state[KB_TASK_FAILED];
+    st.n_placed = ssn->job_scratch[job->id].n_placed;
+    job_condition(ssn, job, &st);
+    st.changed = !job->reported || job->last_phase != st.phase ||
+                 g_strcmp0(job->last_reason, st.reason) != 0 ||
+                 g_strcmp0(job->last_message, st.message) != 0;
+    if (st.changed) {
+        job->reported = TRUE;
+        job->last_phase = st.phase;
+        g_free(job->last_reason);
+        job->last_reason = g_strdup(st.reason);
+        g_free(job->last_message);
+        job->last_message = g_strdup(st.message);
+        job_events(ssn, job, &st);
+    }
+    ssn->result->n_tasks_pending += st.n_pending;
+    g_array_append_val(ssn->result->job_statuses, st);
+}
+
+static void report_queues(KbSession *ssn)
+{
+    gboolean proportion = kb_session_plugin_state(ssn, "proportion") != NULL;
+    for (guint q = 0; q < ssn->queues->len; q++) {
+        KbQueueInfo *qi = ssn->queues->pdata[q];
+        KbQueueStatus qs = { 0 };
+        qs.name = qi->name;
+        qs.queue = qi->queue != NULL ? kb_object_ref(qi->queue) : NULL;
+        qs.weight = qi->weight;
+        qs.allocated = qi->allocated;
+        if (proportion)
+            qs.deserved = ssn->deserved[q];
+        for (int s = 0; s < KB_RES_MAX; s++) {
+            if (qs.deserved.v[s] == KB_RESOURCE_UNLIMITED)
+                qs.deserved.v[s] = 0;
+        }
+        qs.capability = qi->capability;
+        qs.guarantee = qi->guarantee;
+        qs.request = ssn->request[q];
+        g_array_append_val(ssn->result->queue_statuses, qs);
+    }
+    for (guint j = 0; j < ssn->jobs->len; j++) {
+        const KbJobInfo *job = ssn->jobs->pdata[j];
+        KbQueueInfo *qi = kb_session_job_queue(ssn, job);
+        if (qi == NULL)
+            continue;
+        KbQueueStatus *qs = &g_array_index(ssn->result->queue_statuses, KbQueueStatus, qi->id);
+        switch (job->phase) {
+        case KB_JOB_PENDING:
+            qs->n_pending++;
+            break;
+        case KB_JOB_INQUEUE:
+            qs->n_inqueue++;
+            break;
+        case KB_JOB_RUNNING:
+            qs->n_running++;
+            break;
+        case KB_JOB_UNKNOWN:
+            qs->n_unknown++;
+            break;
+        case KB_JOB_COMPLETED:
+            qs->n_completed++;
+            break;
+        }
+    }
+}
+
+KbCycleResult *kb_cycle_run(KbCache *cache, const KbConf *conf, gint64 now)
+{
+    gint64 t0 = g_get_monotonic_time();
+    KbCycleResult *result = result_new(now);
+    KbSession *ssn = kb_session_open(cache, conf, now, result);
+    for (guint j = 0; j < ssn->jobs->len; j++)
+        prepare_job(ssn, ssn->jobs->pdata[j]);
+    result->n_jobs = ssn->jobs->len;
+    for (guint i = 0; i < conf->n_actions; i++) {
+        const struct kb_action_ops *action = kb_action_lookup(conf->actions[i]);
+        gint64 ta = g_get_monotonic_time();
+        if (action != NULL)
+            action->execute(ssn);
+        if (i < G_N_ELEMENTS(result->action_us))
+            result->action_us[result->n_actions++] = g_get_monotonic_time() - ta;
+    }
+    for (guint j = 0; j < ssn->jobs->len; j++)
+        report_job(ssn, ssn->jobs->pdata[j]);
+    report_queues(ssn);
+    kb_session_close(ssn);
+    result->duration_us = g_get_monotonic_time() - t0;
+    return result;
+}
