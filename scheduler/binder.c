@@ -1,0 +1,252 @@
+/*
+ * The binder (see the header). The binder is reference counted: every binding on the wire holds a
+ * reference, so a response that arrives after kb_binder_free() finds the binder marked freed and
+ * only drops its own data.
+ */
+#include "scheduler/binder.h"
+
+#include <string.h>
+
+typedef struct {
+    KbPod *pod; /* ref */
+    char *node;
+    char *job;
+} Pending;
+
+struct KbBinder {
+    gint ref_count;
+    gboolean freed;
+    gboolean paused;
+    KbClient *client;
+    KbCache *cache;
+    KbRecorder *recorder;
+    KbBinderDoneFunc done;
+    gpointer done_data;
+    gint64 (*now_s)(void);
+    guint max_in_flight;
+    guint in_flight;
+    GQueue queue; /* Pending* */
+    guint64 counts[KB_BIND_N_RESULTS];
+    guint64 skipped;
+};
+
+typedef struct {
+    KbBinder *binder; /* a reference */
+    Pending *p;
+    gint64 sent_us;
+} Call;
+
+static gint64 default_now_s(void)
+{
+    return g_get_real_time() / G_USEC_PER_SEC;
+}
+
+static void pending_free(Pending *p)
+{
+    kb_object_unref(p->pod);
+    g_free(p->node);
+    g_free(p->job);
+    g_free(p);
+}
+
+static void binder_unref(KbBinder *b)
+{
+    if (--b->ref_count > 0)
+        return;
+    g_queue_clear_full(&b->queue, (GDestroyNotify)pending_free);
+    g_free(b);
+}
+
+KbBinder *kb_binder_new(KbClient *client, KbCache *cache, KbRecorder *recorder)
+{
+    KbBinder *b = g_new0(KbBinder, 1);
+    b->ref_count = 1;
+    b->client = client;
+    b->cache = cache;
+    b->recorder = recorder;
+    b->now_s = default_now_s;
+    b->max_in_flight = KB_BINDER_DEFAULT_MAX_IN_FLIGHT;
+    g_queue_init(&b->queue);
+    return b;
+}
+
+void kb_binder_free(KbBinder *binder)
+{
+    if (binder == NULL)
+        return;
+    binder->freed = TRUE;
+    g_queue_clear_full(&binder->queue, (GDestroyNotify)pending_free);
+    binder_unref(binder);
+}
+
+void kb_binder_set_done_func(KbBinder *binder, KbBinderDoneFunc func, gpointer user_data)
+{
+    binder->done = func;
+    binder->done_data = user_data;
+}
+
+void kb_binder_set_max_in_flight(KbBinder *binder, guint n)
+{
+    binder->max_in_flight = MAX(n, 1);
+}
+
+void kb_binder_set_clock(KbBinder *binder, gint64 (*now_s)(void))
+{
+    binder->now_s = now_s != NULL ? now_s : default_now_s;
+}
+
+const char *kb_bind_result_to_string(KbBindResult result)
+{
+    switch (result) {
+    case KB_BIND_SUCCEEDED:
+        return "succeeded";
+    case KB_BIND_CONFLICT:
+        return "conflict";
+    case KB_BIND_NOT_FOUND:
+        return "not_found";
+    case KB_BIND_ERROR:
+    case KB_BIND_N_RESULTS:
+        break;
+    }
+    return "error";
+}
+
+static KbBindResult classify(const KbResponse *resp)
+{
+    if (resp->error == NULL)
+        return KB_BIND_SUCCEEDED;
+    if (g_error_matches(resp->error, KB_ERROR, KB_ERROR_CONFLICT) ||
+        g_error_matches(resp->error, KB_ERROR, KB_ERROR_ALREADY_EXISTS))
+        return KB_BIND_CONFLICT;
+    if (g_error_matches(resp->error, KB_ERROR, KB_ERROR_NOT_FOUND))
+        return KB_BIND_NOT_FOUND;
+    return KB_BIND_ERROR;
+}
+
+/* Cache update and events for one finished binding. */
+static void report(KbBinder *b, Pending *p, KbBindResult result, const GError *error,
+                   gint64 latency_us)
+{
+    const KbObjectMeta *m = &p->pod->meta;
+    KbBindOutcome out = {.result = result,
+                         .pod = p->pod,
+                         .node = p->node,
+                         .job = p->job,
+                         .error = error,
+                         .latency_us = latency_us};
+
+    b->counts[result]++;
+    if (result == KB_BIND_SUCCEEDED) {
+        kb_cache_bind_succeeded(b->cache, m->namespace_, m->name, m->uid, b->now_s());
+        if (b->recorder != NULL)
+            kb_recorder_event(b->recorder, m, "v1", "Pod", "Normal", "Scheduled",
+                              "Successfully assigned %s/%s to %s", m->namespace_, m->name,
+                              p->node);
+    } else {
+        kb_cache_bind_failed(b->cache, m->namespace_, m->name, m->uid, &out.n_rolled_back);
+        g_warning("pod %s/%s: binding to node %s failed (%s); job %s: %u pods back to pending",
+                  m->namespace_, m->name, p->node, error != NULL ? error->message : "error",
+                  p->job, out.n_rolled_back);
+        if (b->recorder != NULL)
+            kb_recorder_event(b->recorder, m, "v1", "Pod", "Warning", "FailedScheduling",
+                              "Binding rejected: %s; gang %s goes back to pending",
+                              error != NULL ? error->message : "error", p->job);
+    }
+    if (b->done != NULL)
+        b->done(&out, b->done_data);
+}
+
+static void pump(KbBinder *b);
+
+static void on_bound(const KbResponse *resp, gpointer data)
+{
+    Call *c = data;
+    KbBinder *b = c->binder;
+
+    b->in_flight--;
+    if (!b->freed) {
+        report(b, c->p, classify(resp), resp->error, g_get_monotonic_time() - c->sent_us);
+        /* The done callback may have freed the binder. */
+        if (!b->freed)
+            pump(b);
+    }
+    pending_free(c->p);
+    binder_unref(b);
+    g_free(c);
+}
+
+/* Send queued placements while the window has room; skip those rolled back meanwhile. */
+static void pump(KbBinder *b)
+{
+    while (!b->paused && b->in_flight < b->max_in_flight && !g_queue_is_empty(&b->queue)) {
+        Pending *p = g_queue_pop_head(&b->queue);
+        const KbObjectMeta *m = &p->pod->meta;
+        if (!kb_cache_pod_is_assumed(b->cache, m->namespace_, m->name, m->uid)) {
+            b->skipped++;
+            pending_free(p);
+            continue;
+        }
+        Call *c = g_new0(Call, 1);
+        c->binder = b;
+        b->ref_count++;
+        c->p = p;
+        c->sent_us = g_get_monotonic_time();
+        b->in_flight++;
+        kb_client_bind_async(b->client, m->namespace_, m->name, m->uid, p->node, on_bound, c);
+    }
+}
+
+void kb_binder_submit(KbBinder *binder, const GArray *placements)
+{
+    for (guint i = 0; placements != NULL && i < placements->len; i++) {
+        const KbPlacement *pl = &g_array_index(placements, KbPlacement, i);
+        Pending *p = g_new0(Pending, 1);
+        p->pod = kb_object_ref(pl->pod);
+        p->node = g_strdup(pl->node);
+        p->job = g_strdup(pl->job);
+        g_queue_push_tail(&binder->queue, p);
+    }
+    pump(binder);
+}
+
+guint kb_binder_drop_queued(KbBinder *binder)
+{
+    guint n = 0;
+    Pending *p;
+
+    while ((p = g_queue_pop_head(&binder->queue)) != NULL) {
+        const KbObjectMeta *m = &p->pod->meta;
+        if (kb_cache_pod_is_assumed(binder->cache, m->namespace_, m->name, m->uid))
+            kb_cache_bind_failed(binder->cache, m->namespace_, m->name, m->uid, NULL);
+        pending_free(p);
+        n++;
+    }
+    return n;
+}
+
+void kb_binder_set_paused(KbBinder *binder, gboolean paused)
+{
+    binder->paused = paused;
+    if (!paused)
+        pump(binder);
+}
+
+guint kb_binder_queued(const KbBinder *binder)
+{
+    return binder->queue.length;
+}
+
+guint kb_binder_in_flight(const KbBinder *binder)
+{
+    return binder->in_flight;
+}
+
+guint64 kb_binder_count(const KbBinder *binder, KbBindResult result)
+{
+    return result < KB_BIND_N_RESULTS ? binder->counts[result] : 0;
+}
+
+guint64 kb_binder_skipped(const KbBinder *binder)
+{
+    return binder->skipped;
+}

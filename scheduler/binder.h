@@ -1,0 +1,84 @@
+/*
+ * The binder: sends the placements a cycle committed to the API server (POST pods/NAME/binding),
+ * asynchronously and in parallel, and reports every outcome to the cache.
+ *
+ * - Placements wait in a FIFO (a gang's pods stay adjacent) and at most max_in_flight bindings
+ *   are on the wire at once; the client's pool of keep-alive connections carries them.
+ * - Right before a binding is sent the binder checks that the cache still holds the pod as
+ *   assumed (kb_cache_pod_is_assumed): a gang rolled back meanwhile is not bound.
+ * - Success: kb_cache_bind_succeeded, a Normal "Scheduled" event "Successfully assigned ns/pod to
+ *   node". Failure (409 already bound, 404 pod gone, any other error): kb_cache_bind_failed, which
+ *   releases the pod and rolls back every member of its gang whose bind has not succeeded, so the
+ *   whole gang is retried by a later cycle; a Warning "FailedScheduling" event with the reason.
+ *
+ * Everything runs on the client's main context. The binder keeps a reference on the pods it
+ * holds; it borrows the client, the cache and the recorder, which must outlive it, except that
+ * responses arriving after kb_binder_free() are ignored harmlessly.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "kube/kb-client.h"
+#include "kube/kb-recorder.h"
+#include "scheduler/cache.h"
+#include "scheduler/cycle.h"
+
+#define KB_BINDER_DEFAULT_MAX_IN_FLIGHT 64
+
+typedef enum {
+    KB_BIND_SUCCEEDED,
+    KB_BIND_CONFLICT,  /* 409: already bound (by someone else, or an earlier attempt) */
+    KB_BIND_NOT_FOUND, /* 404: the pod (or its namespace) is gone */
+    KB_BIND_ERROR,     /* anything else: 5xx, 422, transport, timeout */
+    KB_BIND_N_RESULTS
+} KbBindResult;
+
+/* One finished binding, for the daemon's metrics. Everything is borrowed for the call. */
+typedef struct {
+    KbBindResult result;
+    const KbPod *pod;
+    const char *node;
+    const char *job;         /* "ns/name" of the job */
+    const GError *error;     /* NULL on success */
+    guint n_rolled_back;     /* failure: gang members returned to pending (the pod included) */
+    gint64 latency_us;       /* submission to response */
+} KbBindOutcome;
+
+typedef void (*KbBinderDoneFunc)(const KbBindOutcome *outcome, gpointer user_data);
+
+typedef struct KbBinder KbBinder;
+
+/* @recorder may be NULL (no events). Free with kb_binder_free(). */
+KbBinder *kb_binder_new(KbClient *client, KbCache *cache, KbRecorder *recorder);
+/* Called after each finished binding (not for dropped ones). */
+void kb_binder_set_done_func(KbBinder *binder, KbBinderDoneFunc func, gpointer user_data);
+/* Bindings on the wire at once (default KB_BINDER_DEFAULT_MAX_IN_FLIGHT, at least 1). */
+void kb_binder_set_max_in_flight(KbBinder *binder, guint n);
+/* The cache's clock for kb_cache_bind_succeeded (unix seconds); default g_get_real_time(). */
+void kb_binder_set_clock(KbBinder *binder, gint64 (*now_s)(void));
+
+/* Queue every KbPlacement of @placements (the pods are referenced, the strings copied) and send
+ * as many as the window allows. */
+void kb_binder_submit(KbBinder *binder, const GArray *placements);
+
+/*
+ * Forget the placements not yet sent (losing leadership, shutting down): each is released in the
+ * cache with its gang (kb_cache_bind_failed), without an event or a done call. Bindings already
+ * on the wire still complete. Returns how many were dropped.
+ */
+guint kb_binder_drop_queued(KbBinder *binder);
+/* While paused, nothing new is sent (queued placements wait). */
+void kb_binder_set_paused(KbBinder *binder, gboolean paused);
+
+guint kb_binder_queued(const KbBinder *binder);
+guint kb_binder_in_flight(const KbBinder *binder);
+/* Bindings finished with @result since creation. */
+guint64 kb_binder_count(const KbBinder *binder, KbBindResult result);
+/* Queued placements skipped because their gang was rolled back before they were sent. */
+guint64 kb_binder_skipped(const KbBinder *binder);
+/* "succeeded", "conflict", "not_found", "error" (metric label values). Static. */
+const char *kb_bind_result_to_string(KbBindResult result);
+
+void kb_binder_free(KbBinder *binder);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbBinder, kb_binder_free)

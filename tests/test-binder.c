@@ -1,0 +1,385 @@
+/*
+ * The binder against the scripted test server: bindings go out in parallel within the window,
+ * outcomes reach the cache (assumed -> binding; failure rolls the whole gang back), events are
+ * posted, queued members of a rolled-back gang are never sent.
+ */
+#include <string.h>
+
+#include "kube/kb-client.h"
+#include "kube/kb-objects.h"
+#include "kube/kb-recorder.h"
+#include "scheduler/binder.h"
+#include "scheduler/cache.h"
+#include "tests/lib/kb-test-server.h"
+
+#define NS "team-a"
+
+typedef struct {
+    KbTestServer *srv;
+    KbClient *client;
+    KbCache *cache;
+    KbRecorder *recorder;
+    KbBinder *binder;
+    GArray *placements;
+    GPtrArray *outcomes; /* char* "pod:result:rolled" */
+} Fixture;
+
+static json_object *parse(const char *text)
+{
+    json_object *o = json_tokener_parse(text);
+    g_assert_nonnull(o);
+    return o;
+}
+
+static void add_node(KbCache *cache, const char *name, int gpus)
+{
+    g_autofree char *text = g_strdup_printf(
+            "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\",\"uid\":\"u-%s\"},"
+            "\"status\":{\"allocatable\":{\"cpu\":\"64\",\"memory\":\"256Gi\",\"pods\":\"110\","
+            "\"nvidia.com/gpu\":\"%d\"},\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
+            name, name, gpus);
+    json_object *o = parse(text);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbNode) node = kb_node_decode(o, FALSE, &error);
+    g_assert_no_error(error);
+    kb_cache_add_node(cache, node);
+    json_object_put(o);
+}
+
+static void add_group(KbCache *cache, const char *name, int min_member)
+{
+    g_autofree char *text = g_strdup_printf(
+            "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\","
+            "\"metadata\":{\"name\":\"%s\",\"namespace\":\"" NS "\",\"uid\":\"g-%s\"},"
+            "\"spec\":{\"minMember\":%d}}",
+            name, name, min_member);
+    json_object *o = parse(text);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbPodGroup) pg = kb_pod_group_decode(o, FALSE, &error);
+    g_assert_no_error(error);
+    kb_cache_add_pod_group(cache, pg);
+    json_object_put(o);
+}
+
+static void add_pod(KbCache *cache, const char *name, const char *group)
+{
+    g_autofree char *text = g_strdup_printf(
+            "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"" NS
+            "\",\"uid\":\"uid-%s\",\"annotations\":{\"scheduling.k8s.io/group-name\":\"%s\"}},"
+            "\"spec\":{\"schedulerName\":\"kube-batchd\",\"containers\":[{\"name\":\"c\","
+            "\"resources\":{\"requests\":{\"cpu\":\"1\",\"nvidia.com/gpu\":\"1\"}}}]},"
+            "\"status\":{\"phase\":\"Pending\"}}",
+            name, name, group);
+    json_object *o = parse(text);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbPod) pod = kb_pod_decode(o, FALSE, &error);
+    g_assert_no_error(error);
+    kb_cache_add_pod(cache, pod);
+    json_object_put(o);
+}
+
+/* Assume pod @name onto @node as a cycle would, and add its placement. */
+static void place(Fixture *f, const char *name, const char *node, const char *job)
+{
+    KbTaskInfo *task = kb_cache_lookup_task(f->cache, NS, name);
+    KbNodeInfo *ni = kb_cache_lookup_node(f->cache, node);
+    g_assert_nonnull(task);
+    g_assert_nonnull(ni);
+    kb_cache_assume_task(f->cache, task, ni->id);
+    KbPlacement pl = {.pod = kb_object_ref(task->pod),
+                      .node = g_intern_string(node),
+                      .job = g_strdup(job)};
+    g_array_append_val(f->placements, pl);
+}
+
+static void placement_clear(gpointer p)
+{
+    KbPlacement *pl = p;
+    kb_object_unref(pl->pod);
+    g_free(pl->job);
+}
+
+static void on_done(const KbBindOutcome *out, gpointer data)
+{
+    Fixture *f = data;
+    g_ptr_array_add(f->outcomes, g_strdup_printf("%s:%s:%u", out->pod->meta.name,
+                                                 kb_bind_result_to_string(out->result),
+                                                 out->n_rolled_back));
+}
+
+static void fixture_setup(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    f->srv = kb_test_server_new(NULL, NULL, NULL);
+    g_autoptr(KbConfig) config = kb_config_new(kb_test_server_url(f->srv));
+    f->client = kb_client_new(config, &error);
+    g_assert_no_error(error);
+    f->cache = kb_cache_new(NULL, NULL);
+    f->recorder = kb_recorder_new(f->client, "kube-batchd");
+    f->binder = kb_binder_new(f->client, f->cache, f->recorder);
+    kb_binder_set_done_func(f->binder, on_done, f);
+    f->placements = g_array_new(FALSE, TRUE, sizeof(KbPlacement));
+    g_array_set_clear_func(f->placements, placement_clear);
+    f->outcomes = g_ptr_array_new_with_free_func(g_free);
+    add_node(f->cache, "n1", 8);
+    kb_test_server_respond(f->srv, "POST", "/api/v1/namespaces/" NS "/events", 201,
+                           "{\"kind\":\"Event\",\"metadata\":{\"name\":\"e\"}}");
+}
+
+/* Iterate until nothing is queued or in flight (binder and recorder), or fail after 10 s. */
+static void drain(Fixture *f)
+{
+    gint64 deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+    while (kb_binder_in_flight(f->binder) > 0 ||
+           (kb_binder_queued(f->binder) > 0 && g_get_monotonic_time() < deadline) ||
+           kb_recorder_pending(f->recorder) > 0) {
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        g_main_context_iteration(NULL, TRUE);
+    }
+}
+
+static void fixture_teardown(Fixture *f, gconstpointer data)
+{
+    drain(f);
+    kb_binder_free(f->binder);
+    kb_recorder_free(f->recorder);
+    kb_client_free(f->client);
+    kb_cache_free(f->cache);
+    g_array_unref(f->placements);
+    g_ptr_array_unref(f->outcomes);
+    kb_test_server_free(f->srv);
+}
+
+static KbTaskState state_of(Fixture *f, const char *name)
+{
+    KbTaskInfo *t = kb_cache_lookup_task(f->cache, NS, name);
+    g_assert_nonnull(t);
+    return t->state;
+}
+
+/* The binding requests the server received, "pod->node" in arrival order. */
+static GPtrArray *bindings_seen(Fixture *f)
+{
+    GPtrArray *out = g_ptr_array_new_with_free_func(g_free);
+    for (guint i = 0; i < kb_test_server_request_count(f->srv); i++) {
+        const KbTestRequest *r = kb_test_server_request(f->srv, i);
+        if (!g_str_has_suffix(r->path, "/binding"))
+            continue;
+        json_object *b = parse(r->body);
+        json_object *meta, *target, *name, *uid, *node;
+        g_assert_true(json_object_object_get_ex(b, "metadata", &meta));
+        g_assert_true(json_object_object_get_ex(meta, "name", &name));
+        g_assert_true(json_object_object_get_ex(meta, "uid", &uid));
+        g_assert_true(json_object_object_get_ex(b, "target", &target));
+        g_assert_true(json_object_object_get_ex(target, "name", &node));
+        g_autofree char *want_path = g_strdup_printf("/api/v1/namespaces/" NS "/pods/%s/binding",
+                                                     json_object_get_string(name));
+        g_assert_cmpstr(r->path, ==, want_path);
+        g_autofree char *want_uid = g_strdup_printf("uid-%s", json_object_get_string(name));
+        g_assert_cmpstr(json_object_get_string(uid), ==, want_uid);
+        g_ptr_array_add(out, g_strdup_printf("%s->%s", json_object_get_string(name),
+                                             json_object_get_string(node)));
+        json_object_put(b);
+    }
+    return out;
+}
+
+/* Event bodies posted, as "reason|message". */
+static gboolean event_posted(Fixture *f, const char *reason, const char *message_part)
+{
+    for (guint i = 0; i < kb_test_server_request_count(f->srv); i++) {
+        const KbTestRequest *r = kb_test_server_request(f->srv, i);
+        if (strcmp(r->method, "POST") != 0 || !g_str_has_suffix(r->path, "/events"))
+            continue;
+        json_object *e = parse(r->body);
+        json_object *jr, *jm;
+        gboolean hit = json_object_object_get_ex(e, "reason", &jr) &&
+                       json_object_object_get_ex(e, "message", &jm) &&
+                       strcmp(json_object_get_string(jr), reason) == 0 &&
+                       strstr(json_object_get_string(jm), message_part) != NULL;
+        json_object_put(e);
+        if (hit)
+            return TRUE;
+    }
+    return FALSE;
+}
+
+static void gang_of_three(Fixture *f)
+{
+    add_group(f->cache, "g", 3);
+    for (int i = 0; i < 3; i++) {
+        g_autofree char *name = g_strdup_printf("p%d", i);
+        add_pod(f->cache, name, "g");
+        place(f, name, "n1", NS "/g");
+    }
+}
+
+static void test_success(Fixture *f, gconstpointer data)
+{
+    kb_test_server_respond(f->srv, "POST", "/api/v1/namespaces/" NS "/pods/*", 201,
+                           "{\"kind\":\"Status\",\"status\":\"Success\",\"code\":201}");
+    gang_of_three(f);
+    kb_binder_submit(f->binder, f->placements);
+    drain(f);
+
+    g_autoptr(GPtrArray) seen = bindings_seen(f);
+    g_assert_cmpuint(seen->len, ==, 3);
+    for (int i = 0; i < 3; i++) {
+        g_autofree char *want = g_strdup_printf("p%d->n1", i);
+        g_assert_true(g_ptr_array_find_with_equal_func(seen, want, g_str_equal, NULL));
+        g_autofree char *name = g_strdup_printf("p%d", i);
+        g_assert_cmpint(state_of(f, name), ==, KB_TASK_BINDING);
+    }
+    g_assert_cmpuint(kb_binder_count(f->binder, KB_BIND_SUCCEEDED), ==, 3);
+    g_assert_cmpuint(f->outcomes->len, ==, 3);
+    g_assert_true(event_posted(f, "Scheduled", "Successfully assigned " NS "/p1 to n1"));
+    /* Node accounting keeps the three GPUs in use. */
+    KbNodeInfo *ni = kb_cache_lookup_node(f->cache, "n1");
+    g_assert_cmpint(ni->used.v[KB_RES_GPU], ==, 3);
+}
+
+typedef struct {
+    guint status;
+    const char *reason;
+    KbBindResult result;
+} FailCase;
+
+static const FailCase fail_cases[] = {
+        {409, "Conflict", KB_BIND_CONFLICT},
+        {404, "NotFound", KB_BIND_NOT_FOUND},
+        {500, "InternalError", KB_BIND_ERROR},
+        {422, "Invalid", KB_BIND_ERROR},
+};
+
+/* p0 binds, p1 fails: p1 and the not-yet-sent p2 go back to pending; p2 is never sent. */
+static void test_failure_rolls_back_gang(Fixture *f, gconstpointer data)
+{
+    const FailCase *fc = data;
+    kb_test_server_respond(f->srv, "POST", "/api/v1/namespaces/" NS "/pods/p0/binding", 201,
+                           "{}");
+    kb_test_server_push(f->srv, "POST", "/api/v1/namespaces/" NS "/pods/p1/binding",
+                        kb_test_response_new_status(fc->status, fc->reason, "pod p1: refused"));
+    kb_test_server_respond(f->srv, "POST", "/api/v1/namespaces/" NS "/pods/p2/binding", 201,
+                           "{}");
+    kb_binder_set_max_in_flight(f->binder, 1);
+    gang_of_three(f);
+    kb_binder_submit(f->binder, f->placements);
+    drain(f);
+
+    g_autoptr(GPtrArray) seen = bindings_seen(f);
+    g_assert_cmpuint(seen->len, ==, 2);
+    g_assert_cmpstr(seen->pdata[0], ==, "p0->n1");
+    g_assert_cmpstr(seen->pdata[1], ==, "p1->n1");
+    g_assert_cmpint(state_of(f, "p0"), ==, KB_TASK_BINDING);
+    g_assert_cmpint(state_of(f, "p1"), ==, KB_TASK_PENDING);
+    g_assert_cmpint(state_of(f, "p2"), ==, KB_TASK_PENDING);
+    g_assert_cmpuint(kb_binder_count(f->binder, fc->result), ==, 1);
+    g_assert_cmpuint(kb_binder_skipped(f->binder), ==, 1);
+    g_assert_cmpuint(f->outcomes->len, ==, 2);
+    g_autofree char *want = g_strdup_printf("p1:%s:2", kb_bind_result_to_string(fc->result));
+    g_assert_cmpstr(f->outcomes->pdata[1], ==, want);
+    g_assert_true(event_posted(f, "FailedScheduling", "pod p1: refused"));
+    g_assert_true(event_posted(f, "FailedScheduling", "gang " NS "/g goes back to pending"));
+    KbNodeInfo *ni = kb_cache_lookup_node(f->cache, "n1");
+    g_assert_cmpint(ni->used.v[KB_RES_GPU], ==, 1);
+}
+
+/* A transport failure (nothing listening) is a failure like any other. */
+static void test_transport_error(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbConfig) config = kb_config_new("http://127.0.0.1:1");
+    g_autoptr(KbClient) dead = kb_client_new(config, &error);
+    g_assert_no_error(error);
+    g_autoptr(KbBinder) binder = kb_binder_new(dead, f->cache, NULL);
+    add_group(f->cache, "g", 2);
+    add_pod(f->cache, "p0", "g");
+    add_pod(f->cache, "p1", "g");
+    place(f, "p0", "n1", NS "/g");
+    place(f, "p1", "n1", NS "/g");
+    kb_binder_submit(binder, f->placements);
+    while (kb_binder_in_flight(binder) > 0)
+        g_main_context_iteration(NULL, TRUE);
+    g_assert_cmpuint(kb_binder_count(binder, KB_BIND_ERROR), >=, 1);
+    g_assert_cmpint(state_of(f, "p0"), ==, KB_TASK_PENDING);
+    g_assert_cmpint(state_of(f, "p1"), ==, KB_TASK_PENDING);
+}
+
+/* 24 slow bindings with a window of 4: never more than 4 at once, and they do overlap. */
+static void test_window(Fixture *f, gconstpointer data)
+{
+    KbTestResponse *slow = kb_test_response_new_body(201, "{}");
+    kb_test_response_set_delay(slow, 30);
+    kb_test_server_push(f->srv, "POST", "/api/v1/namespaces/" NS "/pods/*", slow);
+    add_node(f->cache, "n2", 100);
+    add_group(f->cache, "g", 24);
+    for (int i = 0; i < 24; i++) {
+        g_autofree char *name = g_strdup_printf("w%d", i);
+        add_pod(f->cache, name, "g");
+        place(f, name, "n2", NS "/g");
+    }
+    kb_binder_set_max_in_flight(f->binder, 4);
+    kb_binder_submit(f->binder, f->placements);
+    g_assert_cmpuint(kb_binder_in_flight(f->binder), ==, 4);
+    g_assert_cmpuint(kb_binder_queued(f->binder), ==, 20);
+    drain(f);
+    g_assert_cmpuint(kb_binder_count(f->binder, KB_BIND_SUCCEEDED), ==, 24);
+    g_assert_cmpuint(kb_test_server_max_concurrent(f->srv), <=, 4 + 1 /* an event */);
+    g_assert_cmpuint(kb_test_server_max_concurrent(f->srv), >=, 2);
+}
+
+/* Paused, then dropped: nothing is sent and the gang is pending again. */
+static void test_drop_queued(Fixture *f, gconstpointer data)
+{
+    gang_of_three(f);
+    kb_binder_set_paused(f->binder, TRUE);
+    kb_binder_submit(f->binder, f->placements);
+    g_assert_cmpuint(kb_binder_queued(f->binder), ==, 3);
+    g_assert_cmpuint(kb_binder_drop_queued(f->binder), ==, 3);
+    kb_binder_set_paused(f->binder, FALSE);
+    drain(f);
+    g_assert_cmpuint(kb_test_server_request_count(f->srv), ==, 0);
+    for (int i = 0; i < 3; i++) {
+        g_autofree char *name = g_strdup_printf("p%d", i);
+        g_assert_cmpint(state_of(f, name), ==, KB_TASK_PENDING);
+    }
+    g_assert_cmpuint(f->outcomes->len, ==, 0);
+}
+
+/* Freed with bindings on the wire: the late responses are ignored, nothing crashes or leaks. */
+static void test_free_in_flight(Fixture *f, gconstpointer data)
+{
+    KbTestResponse *slow = kb_test_response_new_body(201, "{}");
+    kb_test_response_set_delay(slow, 50);
+    kb_test_server_push(f->srv, "POST", "/api/v1/namespaces/" NS "/pods/*", slow);
+    gang_of_three(f);
+    kb_binder_submit(f->binder, f->placements);
+    g_assert_cmpuint(kb_binder_in_flight(f->binder), ==, 3);
+    g_clear_pointer(&f->binder, kb_binder_free);
+    f->binder = kb_binder_new(f->client, f->cache, NULL);
+    while (kb_client_pending(f->client) > 0)
+        g_main_context_iteration(NULL, TRUE);
+    g_assert_cmpuint(f->outcomes->len, ==, 0);
+    /* The cache was not told: the pods are still assumed. */
+    g_assert_cmpint(state_of(f, "p0"), ==, KB_TASK_ALLOCATED);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_log_set_always_fatal(G_LOG_FATAL_MASK | G_LOG_LEVEL_CRITICAL);
+
+#define ADD(path, fn, data) g_test_add(path, Fixture, data, fixture_setup, fn, fixture_teardown)
+    ADD("/scheduler/binder/success", test_success, NULL);
+    for (gsize i = 0; i < G_N_ELEMENTS(fail_cases); i++) {
+        g_autofree char *path = g_strdup_printf("/scheduler/binder/failure/%u-rolls-back-gang",
+                                                fail_cases[i].status);
+        ADD(path, test_failure_rolls_back_gang, &fail_cases[i]);
+    }
+    ADD("/scheduler/binder/failure/transport", test_transport_error, NULL);
+    ADD("/scheduler/binder/window", test_window, NULL);
+    ADD("/scheduler/binder/drop-queued", test_drop_queued, NULL);
+    ADD("/scheduler/binder/free-in-flight", test_free_in_flight, NULL);
+#undef ADD
+    return g_test_run();
+}
