@@ -38,6 +38,7 @@ struct KbClient {
     ino_t token_ino;
     gint64 token_mtime_ns;
     off_t token_size;
+    gboolean token_warned; /* warn once per failure, not per request */
 };
 
 /* One request, blocking or asynchronous; a KbStream is a streaming KbTransfer. */
@@ -62,6 +63,8 @@ typedef struct {
     gpointer user_data;
     gboolean cancelled;
     gboolean in_data;      /* inside on_data */
+    gint64 last_data_us;   /* streams: monotonic time of the last byte received */
+    gboolean idle_timeout; /* streams: aborted for receiving nothing for stream_idle_s */
 } KbTransfer;
 
 /* A transfer for @req with everything it needs copied; NULL body/callbacks. */

@@ -176,12 +176,15 @@ static char *current_token(KbClient *client)
                 client->token_ino = st.st_ino;
                 client->token_size = st.st_size;
                 client->token_mtime_ns = mtime_ns;
-            } else {
+                client->token_warned = FALSE;
+            } else if (!client->token_warned) {
+                client->token_warned = TRUE;
                 g_warning("bearer token: %s; keeping the previous token", error->message);
             }
         }
-    } else if (file != NULL) {
+    } else if (file != NULL && !client->token_warned) {
         int err = errno;
+        client->token_warned = TRUE;
         g_warning("bearer token file %s: %s; keeping the previous token", file, g_strerror(err));
     }
     char *token = g_strdup(client->token);
@@ -197,6 +200,7 @@ static size_t on_write(char *ptr, size_t size, size_t nmemb, void *user_data)
     size_t n = size * nmemb;
     if (t->cancelled)
         return 0;
+    t->last_data_us = g_get_monotonic_time();
     if (t->stream) {
         long status = 0;
         curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
@@ -222,6 +226,7 @@ static size_t on_header(char *buffer, size_t size, size_t nitems, void *user_dat
     KbTransfer *t = user_data;
     size_t n = size * nitems;
     static const char name[] = "retry-after:";
+    t->last_data_us = g_get_monotonic_time();
     if (n >= 5 && g_ascii_strncasecmp(buffer, "HTTP/", 5) == 0) {
         t->retry_after = 0; /* a new response (after 100 Continue, say) */
     } else if (n > sizeof name - 1 && g_ascii_strncasecmp(buffer, name, sizeof name - 1) == 0) {
@@ -232,6 +237,20 @@ static size_t on_header(char *buffer, size_t size, size_t nitems, void *user_dat
             t->retry_after = (guint)seconds;
     }
     return n;
+}
+
+/* libcurl's low-speed check averages over a 5 s window, so a watch that goes quiet right after
+ * an event is only noticed seconds late; this makes the idle timeout exact. */
+static int on_progress(void *user_data, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+    KbTransfer *t = user_data;
+    gint64 idle_us = (gint64)t->client->stream_idle_s * G_USEC_PER_SEC;
+    if (t->stream && g_get_monotonic_time() - t->last_data_us >= idle_us) {
+        t->idle_timeout = TRUE;
+        return 1;
+    }
+    return 0;
 }
 
 static void share_lock(CURL *handle, curl_lock_data data, curl_lock_access access, void *user)
@@ -321,6 +340,10 @@ void kb_client_transfer_setup(KbTransfer *t)
         /* A watch has no end; one that receives nothing for the idle time is dead. */
         curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
         curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)client->stream_idle_s);
+        curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
+        curl_easy_setopt(e, CURLOPT_XFERINFODATA, t);
+        curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+        t->last_data_us = g_get_monotonic_time();
     } else {
         curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)cfg->timeout_ms);
     }
@@ -429,6 +452,11 @@ void kb_client_transfer_finish(KbTransfer *t, CURLcode rc, KbResponse *resp)
         g_set_error(&resp->error, KB_ERROR, KB_ERROR_LIMIT,
                     "%s: response body over the limit of %zu bytes", t->what,
                     t->client->max_body);
+        return;
+    }
+    if (t->idle_timeout) {
+        g_set_error(&resp->error, KB_ERROR, KB_ERROR_TIMEOUT, "%s: nothing received for %u s",
+                    t->what, t->client->stream_idle_s);
         return;
     }
     if (rc != CURLE_OK) {

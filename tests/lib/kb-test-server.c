@@ -44,6 +44,7 @@ typedef struct {
     char *path;   /* without the trailing '*' of a prefix */
     gboolean prefix;
     GQueue responses; /* KbTestResponse, owned */
+    gboolean head_served; /* the only queued response was served (it repeats until a push) */
     KbTestHandler handler;
     gpointer user_data;
     GDestroyNotify destroy;
@@ -294,6 +295,9 @@ void kb_test_server_push(KbTestServer *server, const char *method, const char *p
 {
     g_mutex_lock(&lock);
     Route *route = route_for_pattern(server, method, path);
+    if (route->responses.length == 1 && route->head_served)
+        kb_test_response_unref(g_queue_pop_head(&route->responses));
+    route->head_served = FALSE;
     g_queue_push_tail(&route->responses, resp);
     g_mutex_unlock(&lock);
 }
@@ -344,6 +348,7 @@ static KbTestResponse *choose_response(KbTestServer *server, const KbTestRequest
         resp = g_queue_pop_head(&best->responses);
     } else if (best != NULL && best->responses.length == 1) {
         resp = kb_test_response_ref(g_queue_peek_head(&best->responses));
+        best->head_served = TRUE;
     }
     g_mutex_unlock(&lock);
 

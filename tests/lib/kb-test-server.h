@@ -11,8 +11,9 @@
  *     ("/api/v1/pods*" matches "/api/v1/pods" and "/api/v1/pods/x/status"); matching ignores the
  *     query string; an exact path wins over a prefix, a longer prefix over a shorter one, an
  *     exact method over "*";
- *   - a route holds a queue of scripted responses served in order; the last one repeats forever;
- *     pushing another response onto an existing route appends to its queue;
+ *   - a route holds a queue of scripted responses served in order; the last one repeats until
+ *     another is pushed: pushing onto a route whose last response was already served replaces
+ *     it, pushing onto one whose responses were not all served yet appends to the queue;
  *   - a response is either a plain body (status, extra headers, body), or a stream of chunks sent
  *     with delays (chunked transfer encoding), optionally cut after N bytes (the connection is
  *     closed abruptly, mid-chunk if N says so) or stalled forever after its chunks (until the
@@ -114,7 +115,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbTestServer, kb_test_server_free)
 const char *kb_test_server_url(const KbTestServer *server);
 guint16 kb_test_server_port(const KbTestServer *server);
 
-/* Append @resp (reference taken over) to the queue of route @method @path. */
+/* Append @resp (reference taken over) to the queue of route @method @path (replacing the last
+ * response when that one was already served). */
 void kb_test_server_push(KbTestServer *server, const char *method, const char *path,
                          KbTestResponse *resp);
 /* Shorthand: push a plain response with @status and @body (may be NULL). */
