@@ -1,0 +1,840 @@
+/*
+ * Tests for informers (kube/kb-informer.c) against the scripted server (tests/lib/kb-test-server):
+ * paged lists, watches and their resumption, relists after 410 with synthesized events, backoff,
+ * stalls, malformed objects and missing resources.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kube/kb-informer.h"
+#include "tests/lib/kb-test-server.h"
+
+#define PODS_PATH "/api/v1/pods"
+#define WAIT_MS   10000
+
+typedef struct {
+    KbTestServer *srv;
+    KbClient *client;
+    KbInformer *inf;
+    GString *log; /* "add default/a@5;upd default/a@5->6;del default/b;synced;" */
+    guint n_synced;
+    guint n_missing;
+    GMutex lock;    /* the scripts below are read by the server's threads */
+    GQueue lists;   /* KbTestResponse: answers to list requests, in order; the last repeats */
+    GQueue watches; /* answers to watch requests; when empty, a stream that stalls */
+} Fixture;
+
+/* ---- objects and events ------------------------------------------------------------------- */
+
+static char *pod(const char *name, const char *rv)
+{
+    return g_strdup_printf("{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"%s\","
+                           "\"namespace\":\"default\",\"uid\":\"uid-%s\",\"resourceVersion\":"
+                           "\"%s\"},\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
+                           name, name, rv);
+}
+
+/* The same pod name as another incarnation (another uid). */
+static char *pod_uid(const char *name, const char *uid, const char *rv)
+{
+    return g_strdup_printf("{\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\",\"namespace\":"
+                           "\"default\",\"uid\":\"%s\",\"resourceVersion\":\"%s\"}}",
+                           name, uid, rv);
+}
+
+/* An object the test decoder rejects (see test_decode). */
+static char *bad_pod(const char *name, const char *rv)
+{
+    return g_strdup_printf("{\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\",\"namespace\":"
+                           "\"default\",\"uid\":\"uid-%s\",\"resourceVersion\":\"%s\"},"
+                           "\"bad\":true}",
+                           name, name, rv);
+}
+
+static char *event(const char *type, char *object)
+{
+    char *s = g_strdup_printf("{\"type\":\"%s\",\"object\":%s}\n", type, object);
+    g_free(object);
+    return s;
+}
+
+static char *bookmark(const char *rv)
+{
+    return g_strdup_printf("{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"Pod\",\"apiVersion\":"
+                           "\"v1\",\"metadata\":{\"resourceVersion\":\"%s\"}}}\n",
+                           rv);
+}
+
+static char *error_event(int code, const char *reason)
+{
+    return g_strdup_printf("{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":"
+                           "\"v1\",\"status\":\"Failure\",\"message\":\"%s\",\"reason\":\"%s\","
+                           "\"code\":%d}}\n",
+                           reason, reason, code);
+}
+
+/* A List body: @items is a NULL-terminated array of objects (consumed). */
+static char *list_body(const char *rv, const char *cont, char **items)
+{
+    GString *s = g_string_new("{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{");
+    g_string_append_printf(s, "\"resourceVersion\":\"%s\"", rv);
+    if (cont != NULL)
+        g_string_append_printf(s, ",\"continue\":\"%s\",\"remainingItemCount\":1", cont);
+    g_string_append(s, "},\"items\":[");
+    for (guint i = 0; items != NULL && items[i] != NULL; i++) {
+        g_string_append_printf(s, "%s%s", i > 0 ? "," : "", items[i]);
+        g_free(items[i]);
+    }
+    g_string_append(s, "]}");
+    return g_string_free(s, FALSE);
+}
+
+#define ITEMS(...) ((char *[]){__VA_ARGS__, NULL})
+
+/* ---- fixture ------------------------------------------------------------------------------ */
+
+static gboolean is_watch(const KbTestRequest *req)
+{
+    g_autofree char *w = kb_test_request_query_param(req, "watch");
+    return w != NULL && strcmp(w, "false") != 0 && strcmp(w, "0") != 0;
+}
+
+static KbTestResponse *next_response(GQueue *q)
+{
+    if (q->length > 1)
+        return g_queue_pop_head(q);
+    if (q->length == 1)
+        return kb_test_response_ref(q->head->data);
+    return NULL;
+}
+
+static KbTestResponse *handle(const KbTestRequest *req, gpointer user_data)
+{
+    Fixture *fx = user_data;
+    gboolean watch = is_watch(req);
+    g_mutex_lock(&fx->lock);
+    KbTestResponse *resp = next_response(watch ? &fx->watches : &fx->lists);
+    g_mutex_unlock(&fx->lock);
+    if (resp == NULL && watch) {
+        resp = kb_test_response_new(200);
+        kb_test_response_stall(resp);
+    } else if (resp == NULL) {
+        resp = kb_test_response_new_status(500, "InternalError", "no list scripted");
+    }
+    return resp;
+}
+
+static void push_list(Fixture *fx, guint status, char *body)
+{
+    g_mutex_lock(&fx->lock);
+    g_queue_push_tail(&fx->lists, kb_test_response_new_body(status, body));
+    g_mutex_unlock(&fx->lock);
+    g_free(body);
+}
+
+static void push_list_status(Fixture *fx, guint status, const char *reason)
+{
+    g_mutex_lock(&fx->lock);
+    g_queue_push_tail(&fx->lists, kb_test_response_new_status(status, reason, reason));
+    g_mutex_unlock(&fx->lock);
+}
+
+static void push_watch(Fixture *fx, KbTestResponse *resp)
+{
+    g_mutex_lock(&fx->lock);
+    g_queue_push_tail(&fx->watches, resp);
+    g_mutex_unlock(&fx->lock);
+}
+
+/* A watch that sends @events (consumed, concatenated in one chunk) then ends cleanly, or stalls
+ * when @stall. */
+static KbTestResponse *watch_stream(gboolean stall, char **events)
+{
+    KbTestResponse *resp = kb_test_response_new(200);
+    GString *s = g_string_new(NULL);
+    for (guint i = 0; events != NULL && events[i] != NULL; i++) {
+        g_string_append(s, events[i]);
+        g_free(events[i]);
+    }
+    kb_test_response_add_chunk(resp, 0, s->str);
+    g_string_free(s, TRUE);
+    if (stall)
+        kb_test_response_stall(resp);
+    return resp;
+}
+
+static void on_add(gpointer obj, gpointer user_data)
+{
+    Fixture *fx = user_data;
+    const KbObjectMeta *m = obj;
+    g_autofree char *key = kb_object_key(m);
+    g_assert_nonnull(kb_informer_get(fx->inf, m->namespace_, m->name));
+    g_string_append_printf(fx->log, "add %s@%s;", key, m->resource_version);
+}
+
+static void on_update(gpointer old_obj, gpointer new_obj, gpointer user_data)
+{
+    Fixture *fx = user_data;
+    const KbObjectMeta *o = old_obj;
+    const KbObjectMeta *m = new_obj;
+    g_autofree char *key = kb_object_key(m);
+    g_assert_true(kb_informer_get(fx->inf, m->namespace_, m->name) == new_obj);
+    g_string_append_printf(fx->log, "upd %s@%s->%s;", key, o->resource_version,
+                           m->resource_version);
+}
+
+static void on_delete(gpointer obj, gpointer user_data)
+{
+    Fixture *fx = user_data;
+    const KbObjectMeta *m = obj;
+    g_autofree char *key = kb_object_key(m);
+    /* the store already forgot it, and its uid */
+    g_assert_true(kb_informer_get(fx->inf, m->namespace_, m->name) != obj);
+    g_assert_true(m->uid == NULL || kb_informer_get_by_uid(fx->inf, m->uid) != obj);
+    g_string_append_printf(fx->log, "del %s;", key);
+}
+
+static void on_synced(gpointer user_data)
+{
+    Fixture *fx = user_data;
+    fx->n_synced++;
+    g_string_append(fx->log, "synced;");
+}
+
+static void on_missing(gpointer user_data)
+{
+    Fixture *fx = user_data;
+    fx->n_missing++;
+    g_string_append(fx->log, "missing;");
+}
+
+static const KbInformerHandlers handlers = {
+        .on_add = on_add,
+        .on_update = on_update,
+        .on_delete = on_delete,
+        .on_synced = on_synced,
+        .on_missing = on_missing,
+};
+
+/* Metadata only; an object with a top-level "bad" member is malformed. */
+static gpointer test_decode(json_object *obj, gboolean keep_raw, GError **error)
+{
+    json_object *bad = NULL;
+    if (json_object_object_get_ex(obj, "bad", &bad)) {
+        g_set_error(error, KB_ERROR, KB_ERROR_DECODE, "bad: unexpected field");
+        return NULL;
+    }
+    return kb_meta_object_decode(obj, keep_raw, error);
+}
+
+static void fixture_setup(Fixture *fx, gconstpointer data)
+{
+    g_mutex_init(&fx->lock);
+    g_queue_init(&fx->lists);
+    g_queue_init(&fx->watches);
+    fx->log = g_string_new(NULL);
+    fx->srv = kb_test_server_new(NULL, NULL, NULL);
+    kb_test_server_set_handler(fx->srv, "GET", "/api/v1/*", handle, fx, NULL);
+    KbConfig config = {.server = (char *)kb_test_server_url(fx->srv)};
+    g_autoptr(GError) error = NULL;
+    fx->client = kb_client_new(&config, &error);
+    g_assert_no_error(error);
+}
+
+static void fixture_teardown(Fixture *fx, gconstpointer data)
+{
+    kb_informer_free(fx->inf);
+    kb_client_free(fx->client);
+    kb_test_server_free(fx->srv);
+    g_queue_clear_full(&fx->lists, (GDestroyNotify)kb_test_response_unref);
+    g_queue_clear_full(&fx->watches, (GDestroyNotify)kb_test_response_unref);
+    g_string_free(fx->log, TRUE);
+    g_mutex_clear(&fx->lock);
+}
+
+static KbInformer *start(Fixture *fx, const KbInformerOptions *opts)
+{
+    KbInformerOptions o = {.type = &kb_type_pods, .decode = test_decode};
+    if (opts != NULL)
+        o = *opts;
+    fx->inf = kb_informer_new(fx->client, &o, &handlers, fx);
+    kb_informer_set_backoff(fx->inf, 20, 200);
+    kb_informer_set_missing_retry(fx->inf, 50);
+    kb_informer_start(fx->inf);
+    return fx->inf;
+}
+
+typedef gboolean (*Cond)(Fixture *fx, gconstpointer arg);
+
+/* Iterate the default main context until @cond holds; FALSE after WAIT_MS. */
+static gboolean run_until(Fixture *fx, Cond cond, gconstpointer arg)
+{
+    gint64 deadline = g_get_monotonic_time() + WAIT_MS * 1000;
+    while (!cond(fx, arg)) {
+        if (g_get_monotonic_time() > deadline)
+            return FALSE;
+        if (!g_main_context_iteration(NULL, FALSE))
+            g_usleep(1000);
+    }
+    return TRUE;
+}
+
+static gboolean log_has(Fixture *fx, gconstpointer s)
+{
+    return strstr(fx->log->str, s) != NULL;
+}
+
+/* The @n-th (from 0) watch or list request, or NULL. */
+static const KbTestRequest *nth_request(Fixture *fx, gboolean watch, guint n)
+{
+    guint count = kb_test_server_request_count(fx->srv);
+    for (guint i = 0; i < count; i++) {
+        const KbTestRequest *req = kb_test_server_request(fx->srv, i);
+        if (is_watch(req) == watch && n-- == 0)
+            return req;
+    }
+    return NULL;
+}
+
+static gboolean has_watch_request(Fixture *fx, gconstpointer n)
+{
+    return nth_request(fx, TRUE, GPOINTER_TO_UINT(n)) != NULL;
+}
+
+static gboolean has_list_request(Fixture *fx, gconstpointer n)
+{
+    return nth_request(fx, FALSE, GPOINTER_TO_UINT(n)) != NULL;
+}
+
+static void wait_log(Fixture *fx, const char *s)
+{
+    if (!run_until(fx, log_has, s))
+        g_error("timed out waiting for \"%s\"; log: %s", s, fx->log->str);
+}
+
+static void wait_watch(Fixture *fx, guint n)
+{
+    if (!run_until(fx, has_watch_request, GUINT_TO_POINTER(n)))
+        g_error("timed out waiting for watch request %u; log: %s", n, fx->log->str);
+}
+
+static void wait_list(Fixture *fx, guint n)
+{
+    if (!run_until(fx, has_list_request, GUINT_TO_POINTER(n)))
+        g_error("timed out waiting for list request %u; log: %s", n, fx->log->str);
+}
+
+static char *param(const KbTestRequest *req, const char *name)
+{
+    g_assert_nonnull(req);
+    return kb_test_request_query_param(req, name);
+}
+
+static void assert_param(const KbTestRequest *req, const char *name, const char *want)
+{
+    g_autofree char *got = param(req, name);
+    g_assert_cmpstr(got, ==, want);
+}
+
+/* Let the loop run a little so that anything wrongly pending would show up. */
+static void settle(Fixture *fx, guint ms)
+{
+    gint64 until = g_get_monotonic_time() + ms * 1000;
+    while (g_get_monotonic_time() < until) {
+        if (!g_main_context_iteration(NULL, FALSE))
+            g_usleep(1000);
+    }
+}
+
+/* The usual start: a list of a (rv 5) and b (rv 6) at resourceVersion 10. */
+static void push_initial_list(Fixture *fx)
+{
+    push_list(fx, 200, list_body("10", NULL, ITEMS(pod("a", "5"), pod("b", "6"))));
+}
+
+#define INITIAL_LOG "add default/a@5;add default/b@6;synced;"
+
+/* ---- list --------------------------------------------------------------------------------- */
+
+static void test_list_three_pages(Fixture *fx, gconstpointer data)
+{
+    push_list(fx, 200, list_body("100", "c1", ITEMS(pod("p1", "1"), pod("p2", "2"))));
+    push_list(fx, 200, list_body("100", "c2", ITEMS(pod("p3", "3"), pod("p4", "4"))));
+    push_list(fx, 200, list_body("100", NULL, ITEMS(pod("p5", "5"))));
+    KbInformerOptions opts = {.type = &kb_type_pods, .page_size = 2};
+    start(fx, &opts);
+    wait_log(fx, "synced;");
+    g_assert_cmpstr(fx->log->str, ==,
+                    "add default/p1@1;add default/p2@2;add default/p3@3;add default/p4@4;"
+                    "add default/p5@5;synced;");
+    g_assert_true(kb_informer_has_synced(fx->inf));
+    g_assert_cmpuint(kb_informer_size(fx->inf), ==, 5);
+    /* three pages: limit on each, continue tokens on the later ones */
+    const KbTestRequest *l0 = nth_request(fx, FALSE, 0);
+    g_assert_cmpstr(l0->path, ==, PODS_PATH);
+    assert_param(l0, "limit", "2");
+    assert_param(l0, "continue", NULL);
+    assert_param(nth_request(fx, FALSE, 1), "continue", "c1");
+    assert_param(nth_request(fx, FALSE, 2), "continue", "c2");
+    assert_param(nth_request(fx, FALSE, 2), "limit", "2");
+    /* then a watch from the list's resourceVersion, with bookmarks and a 5-10 min timeout */
+    wait_watch(fx, 0);
+    const KbTestRequest *w = nth_request(fx, TRUE, 0);
+    g_assert_cmpstr(w->path, ==, PODS_PATH);
+    assert_param(w, "resourceVersion", "100");
+    assert_param(w, "allowWatchBookmarks", "true");
+    g_autofree char *timeout = param(w, "timeoutSeconds");
+    g_assert_nonnull(timeout);
+    g_assert_cmpint(atoi(timeout), >=, 300);
+    g_assert_cmpint(atoi(timeout), <=, 600);
+    g_assert_null(nth_request(fx, FALSE, 3));
+    g_assert_cmpuint(kb_informer_relists(fx->inf), ==, 0);
+    g_assert_cmpstr(kb_informer_resource_version(fx->inf), ==, "100");
+}
+
+static void test_list_default_page_size(Fixture *fx, gconstpointer data)
+{
+    push_initial_list(fx);
+    start(fx, NULL);
+    wait_log(fx, "synced;");
+    assert_param(nth_request(fx, FALSE, 0), "limit", "500");
+}
+
+static void test_list_namespace_and_selectors(Fixture *fx, gconstpointer data)
+{
+    push_initial_list(fx);
+    KbInformerOptions opts = {
+            .type = &kb_type_pods,
+            .namespace_ = "default",
+            .label_selector = "app=x,tier!=db",
+            .field_selector = "spec.schedulerName=kube-batchd",
+    };
+    start(fx, &opts);
+    wait_watch(fx, 0);
+    for (int watch = 0; watch <= 1; watch++) {
+        const KbTestRequest *req = nth_request(fx, watch, 0);
+        g_assert_cmpstr(req->path, ==, "/api/v1/namespaces/default/pods");
+        assert_param(req, "labelSelector", "app=x,tier!=db");
+        assert_param(req, "fieldSelector", "spec.schedulerName=kube-batchd");
+    }
+}
+
+/* Store lookups by key, by uid, the borrowed list; cluster-scoped keys. */
+static void test_store_lookups(Fixture *fx, gconstpointer data)
+{
+    push_initial_list(fx);
+    start(fx, NULL);
+    wait_log(fx, "synced;");
+    KbObjectMeta *a = kb_informer_get(fx->inf, "default", "a");
+    g_assert_nonnull(a);
+    g_assert_cmpstr(a->name, ==, "a");
+    g_assert_true(kb_informer_get_by_uid(fx->inf, "uid-a") == a);
+    g_assert_null(kb_informer_get(fx->inf, "other", "a"));
+    g_assert_null(kb_informer_get(fx->inf, NULL, "a"));
+    g_assert_null(kb_informer_get_by_uid(fx->inf, "uid-zz"));
+    g_assert_null(kb_informer_get_by_uid(fx->inf, NULL));
+    g_autoptr(GPtrArray) all = kb_informer_list(fx->inf);
+    g_assert_cmpuint(all->len, ==, 2);
+    g_assert_true(g_ptr_array_find(all, a, NULL));
+    /* records are reference counted: a reference outlives the store's */
+    KbObjectMeta *kept = kb_object_ref(a);
+    kb_informer_free(g_steal_pointer(&fx->inf));
+    g_assert_cmpstr(kept->name, ==, "a");
+    kb_object_unref(kept);
+}
+
+static void test_list_server_error_backoff(Fixture *fx, gconstpointer data)
+{
+    push_list_status(fx, 500, "InternalError");
+    push_list_status(fx, 503, "ServiceUnavailable");
+    push_initial_list(fx);
+    start(fx, NULL);
+    wait_log(fx, "synced;");
+    g_assert_cmpstr(fx->log->str, ==, INITIAL_LOG);
+    g_assert_nonnull(nth_request(fx, FALSE, 2));
+    g_assert_null(nth_request(fx, FALSE, 3));
+    g_assert_cmpuint(kb_informer_relists(fx->inf), ==, 0);
+}
+
+/* The backoff grows: with 20 ms initial and 200 ms cap, five failures take at least
+ * 0.8 * (20 + 40 + 80 + 160) ms; and it does not hammer the server. */
+static void test_list_backoff_grows(Fixture *fx, gconstpointer data)
+{
+    for (int i = 0; i < 5; i++)
+        push_list_status(fx, 500, "InternalError");
+    push_initial_list(fx);
+    gint64 t0 = g_get_monotonic_time();
+    start(fx, NULL);
+    wait_log(fx, "synced;");
+    gint64 elapsed_ms = (g_get_monotonic_time() - t0) / 1000;
+    g_assert_cmpint(elapsed_ms, >=, (gint64)(0.8 * (20 + 40 + 80 + 160 + 200)));
+    g_assert_cmpuint(kb_test_server_request_count(fx->srv), <=, 7);
+}
+
+static void test_list_missing_404(Fixture *fx, gconstpointer data)
+{
+    for (int i = 0; i < 3; i++)
+        push_list_status(fx, 404, "NotFound");
+    push_initial_list(fx);
+    start(fx, NULL);
+    wait_log(fx, "synced;");
+    /* told once, retried until the resource appeared */
+    g_assert_cmpstr(fx->log->str, ==, "missing;" INITIAL_LOG);
+    g_assert_cmpuint(fx->n_missing, ==, 1);
+    g_assert_nonnull(nth_request(fx, FALSE, 3));
+}
+
+/* An expired continue token (410 on a later page) restarts the list from the first page. */
+static void test_list_continue_expired(Fixture *fx, gconstpointer data)
+{
+    push_list(fx, 200, list_body("100", "c1", ITEMS(pod("p1", "1"))));
+    push_list_status(fx, 410, "Expired");
+    push_list(fx, 200, list_body("120", "c9", ITEMS(pod("p1", "1"))));
+    push_list(fx, 200, list_body("120", NULL, ITEMS(pod("p2", "2"))));
+    KbInformerOptions opts = {.type = &kb_type_pods, .page_size = 1};
+    start(fx, &opts);
+    wait_log(fx, "synced;");
+    g_assert_cmpstr(fx->log->str, ==, "add default/p1@1;add default/p2@2;synced;");
+    assert_param(nth_request(fx, FALSE, 1), "continue", "c1");
+    assert_param(nth_request(fx, FALSE, 2), "continue", NULL);
+    assert_param(nth_request(fx, FALSE, 3), "continue", "c9");
+    wait_watch(fx, 0);
+    assert_param(nth_request(fx, TRUE, 0), "resourceVersion", "120");
+}
+
+/* ---- watch -------------------------------------------------------------------------------- */
+
+static void test_watch_add_update_delete(Fixture *fx, gconstpointer data)
+{
+    push_initial_list(fx);
+    push_watch(fx, watch_stream(TRUE, ITEMS(event("ADDED", pod("c", "11")),
+                                            event("MODIFIED", pod("a", "12")),
+                                            event("DELETED", pod("b", "13")))));
+    start(fx, NULL);
+    wait_log(fx, "del default/b;");
+    g_assert_cmpstr(fx->log->str, ==,
+                    INITIAL_LOG "add default/c@11;upd default/a@5->12;del default/b;");
+    g_assert_cmpuint(kb_informer_size(fx->inf), ==, 2);
+    g_assert_null(kb_informer_get(fx->inf, "default", "b"));
+    g_assert_null(kb_informer_get_by_uid(fx->inf, "uid-b"));
+    KbObjectMeta *a = kb_informer_get(fx->inf, "default", "a");
+    g_assert_cmpstr(a->resource_version, ==, "12");
+    g_assert_true(kb_informer_get_by_uid(fx->inf, "uid-a") == a);
+    g_assert_cmpuint(kb_informer_events(fx->inf), ==, 3);
+    g_assert_cmpstr(kb_informer_resource_version(fx->inf), ==, "13");
+}
+
+/* Events for one object arrive split across chunks with delays. */
+static void test_watch_events_split_across_chunks(Fixture *fx, gconstpointer data)
+{
+    push_initial_list(fx);
+    g_autofree char *e1 = event("ADDED", pod("c", "11"));
+    g_autofree char *e2 = event("MODIFIED", pod("c", "12"));
+    KbTestResponse *w = kb_test_response_new(200);
+    g_autofree char *head = g_strndup(e1, 17);
+    g_autofree char *rest = g_strconcat(e1 + 17, e2, NULL);
+    g_autofree char *tail = g_strdup(rest + strlen(rest) - 3);
+    rest[strlen(rest) - 3] = '\0';
+    kb_test_response_add_chunk(w, 0, head);
+    kb_test_response_add_chunk(w, 30, rest);
+    kb_test_response_add_chunk(w, 30, tail);
+    kb_test_response_stall(w);
+    push_watch(fx, w);
+    start(fx, NULL);
+    wait_log(fx, "upd default/c@11->12;");
+    g_assert_cmpstr(fx->log->str, ==, INITIAL_LOG "add default/c@11;upd default/c@11->12;");
+}
+
+/* Repeats (same uid and resourceVersion) are dropped; ADDED for a stored key is an update. */
+static void test_watch_repeats_ignored(Fixture *fx, gconstpointer data)
+{
+    push_initial_list(fx);
+    push_watch(fx,
+               watch_stream(TRUE,
+                            ITEMS(event("ADDED", pod("a", "5")), event("MODIFIED", pod("b", "6")),
+                                  event("ADDED", pod("c", "11")), event("ADDED", pod("c", "11")),
+                                  event("ADDED", pod("a", "12")), event("MODIFIED", pod("a", "12")),
+                                  event("ADDED", pod("end", "13")))));
+    start(fx, NULL);
+    wait_log(fx, "add default/end@13;");
+    g_assert_cmpstr(fx->log->str, ==,
+                    INITIAL_LOG "add default/c@11;upd default/a@5->12;add default/end@13;");
+    g_assert_cmpuint(kb_informer_events(fx->inf), ==, 3);
+}
+
+static void test_watch_delete_unknown_ignored(Fixture *fx, gconstpointer data)
+{
+    push_initial_list(fx);
+    push_watch(fx, watch_stream(TRUE, ITEMS(event("DELETED", pod("zz", "11")),
+                                            event("DELETED", pod("b", "12")),
+                                            event("DELETED", pod("b", "12")),
+                                            event("ADDED", pod("end", "13")))));
+    start(fx, NULL);
+    wait_log(fx, "add default/end@13;");
+    g_assert_cmpstr(fx->log->str, ==, INITIAL_LOG "del default/b;add default/end@13;");
+}
+
+/* A key that now names another object (other uid): delete the old one, add the new one; a
+ * late DELETED of the old incarnation does not remove the new one. */
+static void test_watch_recreated_object(Fixture *fx, gconstpointer data)
+{
+    push_initial_list(fx);
+    push_watch(fx, watch_stream(TRUE, ITEMS(event("ADDED", pod_uid("a", "uid-a2", "11")),
+                                            event("DELETED", pod_uid("a", "uid-a", "12")),
+                                            event("ADDED", pod("end", "13")))));
+    start(fx, NULL);
+    wait_log(fx, "add default/end@13;");
+    g_assert_cmpstr(fx->log->str, ==,
+                    INITIAL_LOG "del default/a;add default/a@11;add default/end@13;");
+    g_assert_null(kb_informer_get_by_uid(fx->inf, "uid-a"));
+    g_assert_true(kb_informer_get_by_uid(fx->inf, "uid-a2") ==
+                  kb_informer_get(fx->inf, "default", "a"));
+}
+
+/* A watch cut in the middle of an event resumes from the last complete event: nothing lost,
+ * nothing twice. */
+static void test_watch_cut_resumes(Fixture *fx, gconstpointer data)
+{
+    push_initial_list(fx);
+    g_autofree char *e1 = event("ADDED", pod("c", "11"));
+    g_autofree char *e2 = event("MODIFIED", pod("a", "12"));
+    g_autofree char *e3 = event("DELETED", pod("b", "13"));
+    g_autofree char *all = g_strconcat(e1, e2, e3, NULL);
+    KbTestResponse *w1 = kb_test_response_new(200);
+    kb_test_response_add_chunk(w1, 0, all);
+    kb_test_response_cut_after(w1, strlen(e1) + strlen(e2) + strlen(e3) / 2);
+    push_watch(fx, w1);
+    push_watch(fx, watch_stream(TRUE, ITEMS(event("DELETED", pod("b", "13")),
+                                            event("ADDED", pod("d", "14")))));
+    start(fx, NULL);
+    wait_log(fx, "add default/d@14;");
+    g_assert_cmpstr(fx->log->str, ==,
+                    INITIAL_LOG "add default/c@11;upd default/a@5->12;del default/b;"
+                                "add default/d@14;");
+    assert_param(nth_request(fx, TRUE, 0), "resourceVersion", "10");
+    assert_param(nth_request(fx, TRUE, 1), "resourceVersion", "12");
+    g_assert_null(nth_request(fx, FALSE, 1)); /* no relist */
+}
+
+/* A watch that ends cleanly (server timeout) is resumed at once from the last event. */
+static void test_watch_clean_end_resumes(Fixture *fx, gconstpointer data)
+{
+    push_initial_list(fx);
+    push_watch(fx, watch_stream(FALSE, ITEMS(event("ADDED", pod("c", "11")))));
+    push_watch(fx, watch_stream(TRUE, ITEMS(event("ADDED", pod("d", "14")))));
+    start(fx, NULL);
+    wait_log(fx, "add default/d@14;");
+    assert_param(nth_request(fx, TRUE, 1), "resourceVersion", "11");
+    g_assert_cmpstr(fx->log->str, ==, INITIAL_LOG "add default/c@11;add default/d@14;");
+    g_assert_null(nth_request(fx, FALSE, 1));
+}
+
+static void test_watch_bookmark_advances_rv(Fixture *fx, gconstpointer data)
+{
+    push_initial_list(fx);
+    push_watch(fx, watch_stream(FALSE, ITEMS(event("ADDED", pod("c", "11")), bookmark("50"))));
+    start(fx, NULL);
+    wait_watch(fx, 1);
+    assert_param(nth_request(fx, TRUE, 1), "resourceVersion", "50");
+    g_assert_cmpstr(fx->log->str, ==, INITIAL_LOG "add default/c@11;");
+    g_assert_cmpuint(kb_informer_events(fx->inf), ==, 1);
+}
+
+/* A stream that stops sending is detected by the client's idle timeout and restarted. */
+static void test_watch_stall_restarts(Fixture *fx, gconstpointer data)
+{
+    kb_client_set_stream_idle_timeout(fx->client, 1);
+    push_initial_list(fx);
+    push_watch(fx, watch_stream(TRUE, ITEMS(event("ADDED", pod("c", "11")))));
+    push_watch(fx, watch_stream(TRUE, ITEMS(event("ADDED", pod("d", "14")))));
+    start(fx, NULL);
+    wait_log(fx, "add default/d@14;");
+    assert_param(nth_request(fx, TRUE, 1), "resourceVersion", "11");
+    g_assert_cmpstr(fx->log->str, ==, INITIAL_LOG "add default/c@11;add default/d@14;");
+}
+
+/* A non-410 ERROR event rewatches from the same resourceVersion, without relisting. */
+static void test_watch_error_event_rewatches(Fixture *fx, gconstpointer data)
+{
+    push_initial_list(fx);
+    push_watch(fx, watch_stream(TRUE, ITEMS(event("ADDED", pod("c", "11")),
+                                            error_event(500, "InternalError"),
+                                            event("ADDED", pod("never", "12")))));
+    push_watch(fx, watch_stream(TRUE, ITEMS(event("ADDED", pod("d", "14")))));
+    start(fx, NULL);
+    wait_log(fx, "add default/d@14;");
+    g_assert_cmpstr(fx->log->str, ==, INITIAL_LOG "add default/c@11;add default/d@14;");
+    assert_param(nth_request(fx, TRUE, 1), "resourceVersion", "11");
+    g_assert_null(nth_request(fx, FALSE, 1));
+}
+
+/* A watch request that fails (500) backs off and rewatches from the same point. */
+static void test_watch_http_error_rewatches(Fixture *fx, gconstpointer data)
+{
+    push_initial_list(fx);
+    push_watch(fx, kb_test_response_new_status(500, "InternalError", "etcd unavailable"));
+    push_watch(fx, watch_stream(TRUE, ITEMS(event("ADDED", pod("d", "14")))));
+    start(fx, NULL);
+    wait_log(fx, "add default/d@14;");
+    assert_param(nth_request(fx, TRUE, 1), "resourceVersion", "10");
+    g_assert_null(nth_request(fx, FALSE, 1));
+}
+
+/* ---- relist after 410 ---------------------------------------------------------------------- */
+
+/* The relist: a (5 -> 20) changed, b vanished, c new, plus d unchanged since the first list. */
+static void push_relist(Fixture *fx)
+{
+    push_list(fx, 200, list_body("30", NULL, ITEMS(pod("a", "20"), pod("c", "21"))));
+}
+
+static void assert_relisted(Fixture *fx)
+{
+    wait_log(fx, "add default/c@21;synced;");
+    g_assert_cmpstr(fx->log->str, ==,
+                    INITIAL_LOG "del default/b;upd default/a@5->20;add default/c@21;synced;");
+    g_assert_cmpuint(fx->n_synced, ==, 2);
+    g_assert_cmpuint(kb_informer_relists(fx->inf), ==, 1);
+    g_assert_cmpuint(kb_informer_size(fx->inf), ==, 2);
+    wait_watch(fx, 1);
+    assert_param(nth_request(fx, TRUE, 1), "resourceVersion", "30");
+}
+
+static void test_relist_gone_http(Fixture *fx, gconstpointer data)
+{
+    push_initial_list(fx);
+    push_relist(fx);
+    push_watch(fx, kb_test_response_new_status(410, "Expired", "too old resource version: 10"));
+    start(fx, NULL);
+    assert_relisted(fx);
+}
+
+static void test_relist_gone_in_stream(Fixture *fx, gconstpointer data)
+{
+    push_initial_list(fx);
+    push_relist(fx);
+    push_watch(fx, watch_stream(TRUE, ITEMS(error_event(410, "Expired"),
+                                            event("ADDED", pod("never", "99")))));
+    start(fx, NULL);
+    assert_relisted(fx);
+    g_assert_null(kb_informer_get(fx->inf, "default", "never"));
+}
+
+/* A relist that finds nothing changed calls nothing but on_synced. */
+static void test_relist_unchanged_quiet(Fixture *fx, gconstpointer data)
+{
+    push_initial_list(fx);
+    push_watch(fx, kb_test_response_new_status(410, "Expired", "too old"));
+    push_watch(fx, watch_stream(TRUE, ITEMS(event("ADDED", pod("end", "13")))));
+    start(fx, NULL);
+    wait_log(fx, "add default/end@13;");
+    g_assert_cmpstr(fx->log->str, ==, INITIAL_LOG "synced;add default/end@13;");
+}
+
+/* ---- malformed input --------------------------------------------------------------------- */
+
+static void test_malformed_objects_skipped(Fixture *fx, gconstpointer data)
+{
+    push_list(fx, 200,
+              list_body("10", NULL, ITEMS(pod("a", "5"), bad_pod("x", "6"), pod("b", "7"))));
+    push_watch(fx, watch_stream(TRUE, ITEMS(event("MODIFIED", bad_pod("a", "11")),
+                                            g_strdup("{\"type\":\"ADDED\",\"object\":{\n"),
+                                            g_strdup("{\"type\":\"SOMETHING\",\"object\":{}}\n"),
+                                            event("ADDED", pod("c", "12")))));
+    start(fx, NULL);
+    wait_log(fx, "add default/c@12;");
+    g_assert_cmpstr(fx->log->str, ==, "add default/a@5;add default/b@7;synced;add default/c@12;");
+    g_assert_cmpuint(kb_informer_decode_errors(fx->inf), ==, 4);
+    /* the malformed update left the stored a as it was */
+    KbObjectMeta *a = kb_informer_get(fx->inf, "default", "a");
+    g_assert_cmpstr(a->resource_version, ==, "5");
+    g_assert_cmpstr(kb_informer_resource_version(fx->inf), ==, "12");
+}
+
+/* A list page that is not a List is an error: back off and list again. */
+static void test_list_not_a_list(Fixture *fx, gconstpointer data)
+{
+    push_list(fx, 200, g_strdup("{\"kind\":\"Status\"}"));
+    push_list(fx, 200, g_strdup("{\"items\":{\"a\":1}}"));
+    push_initial_list(fx);
+    start(fx, NULL);
+    wait_log(fx, "synced;");
+    g_assert_cmpstr(fx->log->str, ==, INITIAL_LOG);
+    g_assert_nonnull(nth_request(fx, FALSE, 2));
+}
+
+/* With no decode function the store keeps KbObjectMeta records. */
+static void test_default_meta_decode(Fixture *fx, gconstpointer data)
+{
+    push_initial_list(fx);
+    KbInformerOptions opts = {.type = &kb_type_pods};
+    start(fx, &opts);
+    wait_log(fx, "synced;");
+    g_assert_cmpstr(fx->log->str, ==, INITIAL_LOG);
+    KbObjectMeta *b = kb_informer_get(fx->inf, "default", "b");
+    g_assert_cmpstr(b->uid, ==, "uid-b");
+}
+
+/* Freeing an informer while its list request is still out must not call back into it. */
+static void test_free_while_listing(Fixture *fx, gconstpointer data)
+{
+    KbTestResponse *slow = kb_test_response_new_body(200, "{\"metadata\":{},\"items\":[]}");
+    kb_test_response_set_delay(slow, 200);
+    g_mutex_lock(&fx->lock);
+    g_queue_push_tail(&fx->lists, slow);
+    g_mutex_unlock(&fx->lock);
+    start(fx, NULL);
+    wait_list(fx, 0);
+    kb_informer_free(g_steal_pointer(&fx->inf));
+    settle(fx, 400);
+    g_assert_cmpstr(fx->log->str, ==, "");
+}
+
+/* Freeing an informer with a watch open cancels it. */
+static void test_free_while_watching(Fixture *fx, gconstpointer data)
+{
+    push_initial_list(fx);
+    start(fx, NULL);
+    wait_watch(fx, 0);
+    settle(fx, 50);
+    kb_informer_free(g_steal_pointer(&fx->inf));
+    settle(fx, 50);
+    g_assert_cmpstr(fx->log->str, ==, INITIAL_LOG);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_log_set_always_fatal(G_LOG_FATAL_MASK | G_LOG_LEVEL_CRITICAL);
+#define ADD(path, fn)                                                                              \
+    g_test_add("/kube/informer/" path, Fixture, NULL, fixture_setup, fn, fixture_teardown)
+    ADD("list/three-pages", test_list_three_pages);
+    ADD("list/default-page-size", test_list_default_page_size);
+    ADD("list/namespace-and-selectors", test_list_namespace_and_selectors);
+    ADD("list/server-error-backoff", test_list_server_error_backoff);
+    ADD("list/backoff-grows", test_list_backoff_grows);
+    ADD("list/missing-404", test_list_missing_404);
+    ADD("list/continue-expired", test_list_continue_expired);
+    ADD("list/not-a-list", test_list_not_a_list);
+    ADD("store/lookups", test_store_lookups);
+    ADD("store/default-meta-decode", test_default_meta_decode);
+    ADD("watch/add-update-delete", test_watch_add_update_delete);
+    ADD("watch/split-across-chunks", test_watch_events_split_across_chunks);
+    ADD("watch/repeats-ignored", test_watch_repeats_ignored);
+    ADD("watch/delete-unknown-ignored", test_watch_delete_unknown_ignored);
+    ADD("watch/recreated-object", test_watch_recreated_object);
+    ADD("watch/cut-resumes", test_watch_cut_resumes);
+    ADD("watch/clean-end-resumes", test_watch_clean_end_resumes);
+    ADD("watch/bookmark-advances-rv", test_watch_bookmark_advances_rv);
+    ADD("watch/stall-restarts", test_watch_stall_restarts);
+    ADD("watch/error-event-rewatches", test_watch_error_event_rewatches);
+    ADD("watch/http-error-rewatches", test_watch_http_error_rewatches);
+    ADD("relist/gone-http", test_relist_gone_http);
+    ADD("relist/gone-in-stream", test_relist_gone_in_stream);
+    ADD("relist/unchanged-quiet", test_relist_unchanged_quiet);
+    ADD("decode/malformed-skipped", test_malformed_objects_skipped);
+    ADD("lifecycle/free-while-listing", test_free_while_listing);
+    ADD("lifecycle/free-while-watching", test_free_while_watching);
+#undef ADD
+    return g_test_run();
+}
