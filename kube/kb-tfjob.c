@@ -675,7 +675,7 @@ static gboolean decode_spec(KbTfJob *job, json_object *spec, GError **error)
         return FALSE;
 
     if (job->api == KB_TF_API_V1ALPHA1)
-        return decode_v1alpha1_specs(job, alpha_specs, error);
+        return alpha_specs == NULL || decode_v1alpha1_specs(job, alpha_specs, error);
     return v1specs == NULL || decode_v1_specs(job, v1specs, error);
 }
 

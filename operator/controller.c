@@ -1,0 +1,760 @@
+/*
+ * The TFJob controller: informers, work queue and action execution (see controller.h).
+ */
+#include "operator/controller.h"
+
+#include <string.h>
+
+#include "kube/kb-informer.h"
+#include "kube/kb-tfjob.h"
+#include "operator/tf-autoscale.h"
+#include "operator/tf-build.h"
+#include "operator/tf-plan.h"
+
+#define OPERATOR_SELECTOR TF_LABEL_OPERATOR "=" TF_OPERATOR_NAME
+#define RETRY_BASE_MS 200
+#define RETRY_MAX_MS 60000
+#define KEYS_PER_DISPATCH 16
+
+struct TfController {
+    KbClient *client;
+    KbRecorder *recorder;
+    KbMetrics *metrics;
+    char *namespace_;
+    char *gang;
+    gboolean autoscaling;
+    guint resync_seconds;
+    guint autoscale_seconds;
+    gboolean active;
+
+    KbInformer *jobs_v1;
+    KbInformer *jobs_alpha;
+    gboolean v1_missing, alpha_missing, groups_missing;
+    KbInformer *pods, *services, *groups;
+    /* Autoscaling inputs (only with enable_autoscaling). */
+    KbInformer *nodes, *all_pods, *all_groups, *priorities;
+
+    GQueue queue;           /* job keys "ns/name" (owned by @queued) */
+    GHashTable *queued;     /* key -> NULL */
+    GHashTable *delayed;    /* key -> DelayedKey* */
+    GHashTable *failures;   /* key -> GUINT count */
+    GHashTable *deleted;    /* pod uid -> NULL: deleted by us, maybe still in the cache */
+    GHashTable *last_scale; /* key -> gint64* monotonic seconds of the last decision */
+    guint idle_id;
+    guint resync_id;
+
+    guint64 reconciles, errors;
+    KbMetric *m_reconciles, *m_errors, *m_actions, *m_jobs;
+};
+
+typedef struct {
+    TfController *c;
+    char *key;
+    gint64 due; /* monotonic microseconds */
+    guint source;
+} DelayedKey;
+
+/* ---- work queue --------------------------------------------------------------------------- */
+
+static gboolean process_queue(gpointer data);
+
+static void enqueue(TfController *c, const char *key)
+{
+    if (key == NULL || g_hash_table_contains(c->queued, key))
+        return;
+    char *k = g_strdup(key);
+    g_hash_table_add(c->queued, k);
+    g_queue_push_tail(&c->queue, k);
+    if (c->idle_id == 0 && c->active)
+        c->idle_id = g_idle_add(process_queue, c);
+}
+
+static void delayed_free(gpointer p)
+{
+    DelayedKey *d = p;
+    if (d->source != 0)
+        g_source_remove(d->source);
+    g_free(d->key);
+    g_free(d);
+}
+
+static gboolean delayed_fire(gpointer data)
+{
+    DelayedKey *d = data;
+    TfController *c = d->c;
+    g_autofree char *key = g_strdup(d->key);
+    d->source = 0;
+    g_hash_table_remove(c->delayed, key);
+    enqueue(c, key);
+    return G_SOURCE_REMOVE;
+}
+
+/* Queue @key after @ms, unless it is already due sooner. */
+static void enqueue_after(TfController *c, const char *key, guint ms)
+{
+    gint64 due = g_get_monotonic_time() + (gint64)ms * 1000;
+    DelayedKey *d = g_hash_table_lookup(c->delayed, key);
+    if (d != NULL && d->due <= due)
+        return;
+    d = g_new0(DelayedKey, 1);
+    d->c = c;
+    d->key = g_strdup(key);
+    d->due = due;
+    d->source = g_timeout_add(ms, delayed_fire, d);
+    g_hash_table_replace(c->delayed, d->key, d);
+}
+
+/* Exponential backoff per key: 0.2 s, 0.4 s, ... up to 60 s. */
+static void retry_later(TfController *c, const char *key)
+{
+    guint n = GPOINTER_TO_UINT(g_hash_table_lookup(c->failures, key)) + 1;
+    g_hash_table_replace(c->failures, g_strdup(key), GUINT_TO_POINTER(n));
+    guint64 ms = (guint64)RETRY_BASE_MS << MIN(n - 1, 20u);
+    enqueue_after(c, key, (guint)MIN(ms, RETRY_MAX_MS));
+}
+
+static char *job_key(const char *namespace_, const char *name)
+{
+    return g_strdup_printf("%s/%s", namespace_ != NULL ? namespace_ : "", name);
+}
+
+/* ---- informer lookups ---------------------------------------------------------------------- */
+
+static const KbResourceType *job_type_of(TfController *c, KbInformer *inf)
+{
+    return inf == c->jobs_alpha ? &kb_type_tfjobs_v1alpha1 : &kb_type_tfjobs_v1;
+}
+
+/* The job's record and the informer holding it, or NULL. */
+static KbObjectMeta *lookup_job(TfController *c, const char *ns, const char *name,
+                                KbInformer **from)
+{
+    KbInformer *order[] = {c->jobs_v1, c->jobs_alpha};
+    for (guint i = 0; i < G_N_ELEMENTS(order); i++) {
+        KbObjectMeta *m = order[i] != NULL ? kb_informer_get(order[i], ns, name) : NULL;
+        if (m != NULL) {
+            *from = order[i];
+            return m;
+        }
+    }
+    return NULL;
+}
+
+static const char *label(const KbObjectMeta *m, const char *key)
+{
+    return m->labels != NULL ? g_hash_table_lookup(m->labels, g_intern_string(key)) : NULL;
+}
+
+static gboolean controlled_by(const KbObjectMeta *m, const char *uid)
+{
+    for (guint i = 0; i < m->n_owners; i++)
+        if (m->owners[i].controller && g_strcmp0(m->owners[i].uid, uid) == 0)
+            return TRUE;
+    return FALSE;
+}
+
+/* Records of @inf in @ns labelled with job @name (and controlled by @uid when non-NULL). */
+static GPtrArray *owned(KbInformer *inf, const char *ns, const char *name, const char *uid)
+{
+    GPtrArray *out = g_ptr_array_new();
+    if (inf == NULL)
+        return out;
+    g_autoptr(GPtrArray) all = kb_informer_list(inf);
+    for (guint i = 0; i < all->len; i++) {
+        KbObjectMeta *m = g_ptr_array_index(all, i);
+        if (g_strcmp0(m->namespace_, ns) != 0 || g_strcmp0(label(m, TF_LABEL_JOB_NAME), name) != 0)
+            continue;
+        if (uid != NULL && !controlled_by(m, uid))
+            continue;
+        g_ptr_array_add(out, m);
+    }
+    return out;
+}
+
+/* ---- event handlers ----------------------------------------------------------------------- */
+
+static void on_job_add(gpointer obj, gpointer data)
+{
+    TfController *c = data;
+    g_autofree char *key = kb_object_key(obj);
+    enqueue(c, key);
+}
+
+static void on_job_update(gpointer old_obj, gpointer new_obj, gpointer data)
+{
+    on_job_add(new_obj, data);
+}
+
+static void on_owned_change(gpointer obj, gpointer data)
+{
+    TfController *c = data;
+    KbObjectMeta *m = obj;
+    const char *job = label(m, TF_LABEL_JOB_NAME);
+    if (job == NULL)
+        return;
+    g_autofree char *key = job_key(m->namespace_, job);
+    enqueue(c, key);
+}
+
+static void on_owned_update(gpointer old_obj, gpointer new_obj, gpointer data)
+{
+    on_owned_change(new_obj, data);
+}
+
+static void on_pod_delete(gpointer obj, gpointer data)
+{
+    TfController *c = data;
+    KbObjectMeta *m = obj;
+    if (m->uid != NULL)
+        g_hash_table_remove(c->deleted, m->uid);
+    on_owned_change(obj, data);
+}
+
+static void enqueue_all(TfController *c)
+{
+    KbInformer *infs[] = {c->jobs_v1, c->jobs_alpha};
+    for (guint k = 0; k < G_N_ELEMENTS(infs); k++) {
+        if (infs[k] == NULL)
+            continue;
+        g_autoptr(GPtrArray) all = kb_informer_list(infs[k]);
+        for (guint i = 0; i < all->len; i++)
+            on_job_add(g_ptr_array_index(all, i), c);
+    }
+}
+
+static void on_jobs_synced(gpointer data)
+{
+    enqueue_all(data);
+}
+
+static KbInformer *job_informer(TfController *c, const KbResourceType *type);
+
+static void on_v1_missing(gpointer data)
+{
+    TfController *c = data;
+    c->v1_missing = TRUE;
+    /* Only the seed's version is served: watch that one instead. */
+    if (c->jobs_alpha == NULL) {
+        g_message("kubeflow.org/v1 tfjobs not served; watching kubeflow.org/v1alpha1");
+        c->jobs_alpha = job_informer(c, &kb_type_tfjobs_v1alpha1);
+        kb_informer_start(c->jobs_alpha);
+    }
+}
+
+static void on_alpha_missing(gpointer data)
+{
+    ((TfController *)data)->alpha_missing = TRUE;
+}
+
+static void on_groups_missing(gpointer data)
+{
+    ((TfController *)data)->groups_missing = TRUE;
+}
+
+static KbInformer *job_informer(TfController *c, const KbResourceType *type)
+{
+    KbInformerOptions o = {.type = type, .namespace_ = c->namespace_, .keep_raw = TRUE};
+    KbInformerHandlers h = {.on_add = on_job_add, .on_update = on_job_update,
+                            .on_delete = on_job_add, .on_synced = on_jobs_synced,
+                            .on_missing = type == &kb_type_tfjobs_v1 ? on_v1_missing
+                                                                     : on_alpha_missing};
+    return kb_informer_new(c->client, &o, &h, c);
+}
+
+static KbInformer *owned_informer(TfController *c, const KbResourceType *type, KbDecodeFunc decode,
+                                  gboolean is_pods)
+{
+    KbInformerOptions o = {.type = type, .namespace_ = c->namespace_,
+                           .label_selector = OPERATOR_SELECTOR, .decode = decode};
+    KbInformerHandlers h = {.on_add = on_owned_change, .on_update = on_owned_update,
+                            .on_delete = is_pods ? on_pod_delete : on_owned_change,
+                            .on_missing = type == &kb_type_pod_groups_volcano ? on_groups_missing
+                                                                              : NULL};
+    return kb_informer_new(c->client, &o, &h, c);
+}
+
+static KbInformer *plain_informer(TfController *c, const KbResourceType *type, KbDecodeFunc decode)
+{
+    KbInformerOptions o = {.type = type, .decode = decode};
+    KbInformerHandlers h = {0};
+    return kb_informer_new(c->client, &o, &h, c);
+}
+
+/* ---- executing a plan -------------------------------------------------------------------- */
+
+typedef struct {
+    TfController *c;
+    const KbTfJob *job;
+    KbObjectMeta *job_meta; /* the informer's record (raw kept) */
+    const KbResourceType *job_type;
+    GPtrArray *pods; /* KbPod* observed */
+} Exec;
+
+static gboolean tolerate(GError **error, KbErrorCode ok_code)
+{
+    if (*error != NULL && g_error_matches(*error, KB_ERROR, ok_code)) {
+        g_clear_error(error);
+        return TRUE;
+    }
+    return *error == NULL;
+}
+
+static const char *pod_uid(const Exec *x, const char *name)
+{
+    for (guint i = 0; i < x->pods->len; i++) {
+        KbPod *p = g_ptr_array_index(x->pods, i);
+        if (g_strcmp0(p->meta.name, name) == 0)
+            return p->meta.uid;
+    }
+    return NULL;
+}
+
+static gboolean put_status(Exec *x, json_object *obj, json_object *status, GError **error)
+{
+    json_object_object_add(obj, "status", json_object_get(status));
+    json_object *r = kb_client_update(x->c->client, x->job_type, x->job->meta.namespace_,
+                                      x->job->meta.name, "status", obj, error);
+    if (r == NULL)
+        return FALSE;
+    json_object_put(r);
+    return TRUE;
+}
+
+/* PUT /status with the job's resourceVersion; on 409 retry once on a fresh read whose status is
+ * still the one we planned from (someone changed spec or metadata, not the status). */
+static gboolean write_status(Exec *x, json_object *status, GError **error)
+{
+    const char *ns = x->job->meta.namespace_, *name = x->job->meta.name;
+    json_object *body = NULL, *old = NULL, *now = NULL;
+    json_object_deep_copy(x->job_meta->raw, &body, NULL);
+    gboolean ok = put_status(x, body, status, error);
+    json_object_put(body);
+    if (ok || !g_error_matches(*error, KB_ERROR, KB_ERROR_CONFLICT))
+        return ok;
+    g_clear_error(error);
+    json_object *fresh = kb_client_get(x->c->client, x->job_type, ns, name, error);
+    if (fresh == NULL)
+        return FALSE;
+    json_object_object_get_ex(x->job_meta->raw, "status", &old);
+    json_object_object_get_ex(fresh, "status", &now);
+    if (old != now && (old == NULL || now == NULL || !json_object_equal(old, now))) {
+        g_set_error(error, KB_ERROR, KB_ERROR_CONFLICT,
+                    "tfjob %s/%s: status changed underneath; planning again", ns, name);
+        ok = FALSE;
+    } else {
+        ok = put_status(x, fresh, status, error);
+    }
+    json_object_put(fresh);
+    return ok;
+}
+
+static gboolean set_runtime_id(Exec *x, const char *id, GError **error)
+{
+    json_object *body = NULL, *spec;
+    json_object_deep_copy(x->job_meta->raw, &body, NULL);
+    if (!json_object_object_get_ex(body, "spec", &spec) ||
+        !json_object_is_type(spec, json_type_object)) {
+        spec = json_object_new_object();
+        json_object_object_add(body, "spec", spec);
+    }
+    json_object_object_add(spec, "RuntimeId", json_object_new_string(id));
+    json_object *r = kb_client_update(x->c->client, x->job_type, x->job->meta.namespace_,
+                                      x->job->meta.name, NULL, body, error);
+    json_object_put(body);
+    if (r != NULL)
+        json_object_put(r);
+    return r != NULL;
+}
+
+static const KbResourceType *created_type(TfActionType t)
+{
+    return t == TF_ACTION_CREATE_POD       ? &kb_type_pods
+           : t == TF_ACTION_CREATE_SERVICE ? &kb_type_services
+                                           : &kb_type_pod_groups_volcano;
+}
+
+static gboolean execute(Exec *x, const TfAction *a, GError **error)
+{
+    KbClient *cl = x->c->client;
+    const char *ns = x->job->meta.namespace_;
+    json_object *r;
+    switch (a->type) {
+    case TF_ACTION_SET_RUNTIME_ID:
+        return set_runtime_id(x, a->name, error);
+    case TF_ACTION_CREATE_POD_GROUP:
+    case TF_ACTION_CREATE_SERVICE:
+    case TF_ACTION_CREATE_POD:
+        r = kb_client_create(cl, created_type(a->type), ns, a->body, error);
+        if (r != NULL)
+            json_object_put(r);
+        return tolerate(error, KB_ERROR_ALREADY_EXISTS);
+    case TF_ACTION_DELETE_POD: {
+        const char *uid = pod_uid(x, a->name);
+        kb_client_delete(cl, &kb_type_pods, ns, a->name, NULL, error);
+        if (uid != NULL && *error == NULL)
+            g_hash_table_add(x->c->deleted, g_strdup(uid));
+        return tolerate(error, KB_ERROR_NOT_FOUND);
+    }
+    case TF_ACTION_DELETE_SERVICE:
+        kb_client_delete(cl, &kb_type_services, ns, a->name, NULL, error);
+        return tolerate(error, KB_ERROR_NOT_FOUND);
+    case TF_ACTION_DELETE_POD_GROUP:
+        kb_client_delete(cl, &kb_type_pod_groups_volcano, ns, a->name, NULL, error);
+        return tolerate(error, KB_ERROR_NOT_FOUND);
+    case TF_ACTION_UPDATE_STATUS:
+        return write_status(x, a->body, error);
+    case TF_ACTION_DELETE_JOB: {
+        KbDeleteOptions o = {.propagation_policy = "Background", .grace_period_seconds = -1,
+                             .precondition_uid = x->job->meta.uid};
+        kb_client_delete(cl, x->job_type, ns, a->name, &o, error);
+        return tolerate(error, KB_ERROR_NOT_FOUND);
+    }
+    case TF_ACTION_EVENT:
+        if (x->c->recorder != NULL)
+            kb_recorder_event(x->c->recorder, &x->job->meta, tf_build_api_version(x->job),
+                              "TFJob", a->event_type, a->reason, "%s", a->message);
+        g_message("tfjob %s/%s: %s: %s", ns, x->job->meta.name, a->reason, a->message);
+        return TRUE;
+    }
+    return TRUE;
+}
+
+/* ---- autoscaling inputs --------------------------------------------------------------------- */
+
+static gint64 idle_gpus(TfController *c)
+{
+    gint64 free = 0;
+    g_autoptr(GHashTable) used = g_hash_table_new(g_str_hash, g_str_equal);
+    g_autoptr(GPtrArray) pods = kb_informer_list(c->all_pods);
+    g_autoptr(GPtrArray) nodes = kb_informer_list(c->nodes);
+    for (guint i = 0; i < pods->len; i++) {
+        KbPod *p = g_ptr_array_index(pods, i);
+        if (p->node_name == NULL || kb_pod_is_terminated(p))
+            continue;
+        gint64 n = GPOINTER_TO_SIZE(g_hash_table_lookup(used, p->node_name));
+        g_hash_table_insert(used, (gpointer)p->node_name,
+                            GSIZE_TO_POINTER(n + p->requests.v[KB_RES_GPU]));
+    }
+    for (guint i = 0; i < nodes->len; i++) {
+        KbNode *n = g_ptr_array_index(nodes, i);
+        if (!n->ready || n->unschedulable)
+            continue;
+        gint64 u = GPOINTER_TO_SIZE(g_hash_table_lookup(used, g_intern_string(n->meta.name)));
+        free += MAX(n->allocatable.v[KB_RES_GPU] - u, 0);
+    }
+    return free;
+}
+
+static gint32 priority_of(TfController *c, const char *class_name)
+{
+    KbPriorityClass *pc = class_name != NULL ? kb_informer_get(c->priorities, NULL, class_name)
+                                             : NULL;
+    return pc != NULL ? pc->value : 0;
+}
+
+/* The decision for @job, or FALSE when none is due (cool-down, not dynamic, inputs not synced). */
+static gboolean autoscale(TfController *c, const char *key, const KbTfJob *job,
+                          TfScaleDecision *out)
+{
+    if (!c->autoscaling || !job->dynamic_workers || c->nodes == NULL ||
+        !kb_informer_has_synced(c->nodes) || !kb_informer_has_synced(c->all_pods))
+        return FALSE;
+    gint64 now = g_get_monotonic_time() / G_USEC_PER_SEC;
+    gint64 *last = g_hash_table_lookup(c->last_scale, key);
+    if (last != NULL && now - *last < c->autoscale_seconds)
+        return FALSE;
+    g_autoptr(GArray) waiting = g_array_new(FALSE, TRUE, sizeof(TfWaitingGroup));
+    g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+    g_autoptr(GPtrArray) groups = kb_informer_list(c->all_groups);
+    for (guint i = 0; i < groups->len; i++) {
+        KbPodGroup *g = g_ptr_array_index(groups, i);
+        if (g_strcmp0(g->meta.namespace_, job->meta.namespace_) == 0 &&
+            g_strcmp0(g->meta.name, job->meta.name) == 0)
+            continue; /* the job's own group */
+        if (g->phase != NULL && strcmp(g->phase, "Pending") != 0 && strcmp(g->phase, "Inqueue") != 0)
+            continue;
+        char *name = kb_object_key(&g->meta);
+        g_ptr_array_add(names, name);
+        TfWaitingGroup w = {.name = name, .queue = g->queue,
+                            .priority = priority_of(c, g->priority_class_name),
+                            .gpus_needed = g->min_resources.v[KB_RES_GPU]};
+        g_array_append_val(waiting, w);
+    }
+    tf_autoscale_decide(job, priority_of(c, job->priority_class),
+                        (const TfWaitingGroup *)(void *)waiting->data, waiting->len, idle_gpus(c),
+                        out);
+    if (out->kind == TF_SCALE_NONE)
+        return FALSE;
+    gint64 *stamp = g_new(gint64, 1);
+    *stamp = now;
+    g_hash_table_replace(c->last_scale, g_strdup(key), stamp);
+    return TRUE;
+}
+
+/* ---- reconcile ---------------------------------------------------------------------------- */
+
+/* The job is gone: delete what it owned (garbage collection does it on a real cluster). */
+static gboolean cleanup_orphans(TfController *c, const char *ns, const char *name, GError **error)
+{
+    struct {
+        KbInformer *inf;
+        const KbResourceType *type;
+    } kinds[] = {{c->pods, &kb_type_pods},
+                 {c->services, &kb_type_services},
+                 {c->groups, &kb_type_pod_groups_volcano}};
+    for (guint k = 0; k < G_N_ELEMENTS(kinds); k++) {
+        g_autoptr(GPtrArray) list = owned(kinds[k].inf, ns, name, NULL);
+        for (guint i = 0; i < list->len; i++) {
+            KbObjectMeta *m = g_ptr_array_index(list, i);
+            if (m->deletion_timestamp != 0 || m->n_owners == 0)
+                continue;
+            kb_client_delete(c->client, kinds[k].type, ns, m->name, NULL, error);
+            if (!tolerate(error, KB_ERROR_NOT_FOUND))
+                return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+static GPtrArray *observed_pods(TfController *c, const KbTfJob *job)
+{
+    GPtrArray *pods = owned(c->pods, job->meta.namespace_, job->meta.name, job->meta.uid);
+    for (guint i = 0; i < pods->len;) {
+        KbPod *p = g_ptr_array_index(pods, i);
+        /* Deleted by us but not yet gone from the cache: never count a failure twice. */
+        if (p->meta.uid != NULL && g_hash_table_contains(c->deleted, p->meta.uid))
+            g_ptr_array_remove_index(pods, i);
+        else
+            i++;
+    }
+    return pods;
+}
+
+static gboolean run_plan(TfController *c, const char *key, Exec *x, TfPlan *plan, GError **error)
+{
+    for (guint i = 0; i < plan->actions->len; i++) {
+        const TfAction *a = g_ptr_array_index(plan->actions, i);
+        if (c->m_actions != NULL)
+            kb_series_inc(kb_metric_with(c->m_actions, tf_action_type_to_string(a->type), NULL));
+        if (!execute(x, a, error)) {
+            g_prefix_error(error, "tfjob %s: %s %s: ", key, tf_action_type_to_string(a->type),
+                           a->name != NULL ? a->name : "");
+            return FALSE;
+        }
+    }
+    if (plan->requeue_after > 0)
+        enqueue_after(c, key, (guint)MIN(plan->requeue_after, 86400) * 1000);
+    return TRUE;
+}
+
+static gboolean reconcile(TfController *c, const char *key, GError **error)
+{
+    g_auto(GStrv) parts = g_strsplit(key, "/", 2);
+    if (parts[0] == NULL || parts[1] == NULL)
+        return TRUE;
+    const char *ns = *parts[0] != '\0' ? parts[0] : NULL;
+    KbInformer *from = NULL;
+    KbObjectMeta *jm = lookup_job(c, ns, parts[1], &from);
+    if (jm == NULL)
+        return cleanup_orphans(c, ns, parts[1], error);
+    if (jm->raw == NULL)
+        return TRUE;
+    g_autoptr(GError) decode_error = NULL;
+    g_autoptr(KbTfJob) job = kb_tfjob_decode(jm->raw, FALSE, &decode_error);
+    if (job == NULL) {
+        /* Retrying cannot fix the object: say so once per change and wait for an update. */
+        g_warning("%s", decode_error->message);
+        if (c->recorder != NULL)
+            kb_recorder_event(c->recorder, jm, "kubeflow.org/v1", "TFJob", "Warning",
+                              "InvalidTFJob", "%s", decode_error->message);
+        return TRUE;
+    }
+    g_autoptr(GPtrArray) pods = observed_pods(c, job);
+    g_autoptr(GPtrArray) services = owned(c->services, ns, job->meta.name, job->meta.uid);
+    KbObjectMeta *group = c->groups != NULL ? kb_informer_get(c->groups, ns, job->meta.name) : NULL;
+    if (group != NULL && !controlled_by(group, job->meta.uid))
+        group = NULL;
+    TfScaleDecision scale;
+    gboolean scaled = autoscale(c, key, job, &scale);
+    TfObservation obs = {
+        .job = job,
+        .pods = (KbPod *const *)pods->pdata,
+        .n_pods = pods->len,
+        .services = (KbObjectMeta *const *)services->pdata,
+        .n_services = services->len,
+        .pod_group = group,
+        .now = g_get_real_time() / G_USEC_PER_SEC,
+        .gang_scheduler = c->gang,
+        .scale = scaled ? &scale : NULL,
+    };
+    g_autoptr(TfPlan) plan = tf_plan_compute(&obs);
+    Exec x = {.c = c, .job = job, .job_meta = jm, .job_type = job_type_of(c, from), .pods = pods};
+    return run_plan(c, key, &x, plan, error);
+}
+
+static gboolean process_queue(gpointer data)
+{
+    TfController *c = data;
+    for (guint n = 0; n < KEYS_PER_DISPATCH && c->active; n++) {
+        char *key = g_queue_pop_head(&c->queue);
+        if (key == NULL)
+            break;
+        g_hash_table_steal(c->queued, key);
+        g_autoptr(GError) error = NULL;
+        c->reconciles++;
+        kb_metric_inc(c->m_reconciles);
+        if (reconcile(c, key, &error)) {
+            g_hash_table_remove(c->failures, key);
+        } else {
+            c->errors++;
+            kb_metric_inc(c->m_errors);
+            g_warning("%s", error != NULL ? error->message : key);
+            retry_later(c, key);
+        }
+        g_free(key);
+    }
+    if (c->active && !g_queue_is_empty(&c->queue))
+        return G_SOURCE_CONTINUE;
+    c->idle_id = 0;
+    return G_SOURCE_REMOVE;
+}
+
+static gboolean resync(gpointer data)
+{
+    enqueue_all(data);
+    return G_SOURCE_CONTINUE;
+}
+
+/* ---- life cycle --------------------------------------------------------------------------- */
+
+static void collect(KbMetrics *metrics, gpointer data)
+{
+    TfController *c = data;
+    guint n = (c->jobs_v1 ? kb_informer_size(c->jobs_v1) : 0) +
+              (c->jobs_alpha ? kb_informer_size(c->jobs_alpha) : 0);
+    kb_metric_set(c->m_jobs, n);
+}
+
+static void register_metrics(TfController *c)
+{
+    static const char *const action_label[] = {"action", NULL};
+    if (c->metrics == NULL)
+        return;
+    c->m_reconciles = kb_metrics_counter(c->metrics, "tf_operator_reconciles_total",
+                                         "Reconcile passes over TFJobs.", NULL);
+    c->m_errors = kb_metrics_counter(c->metrics, "tf_operator_reconcile_errors_total",
+                                     "Reconcile passes that failed and were retried.", NULL);
+    c->m_actions = kb_metrics_counter(c->metrics, "tf_operator_actions_total",
+                                      "Actions executed, by kind.", action_label);
+    c->m_jobs = kb_metrics_gauge(c->metrics, "tf_operator_tfjobs", "TFJobs in the cache.", NULL);
+    kb_metrics_add_collector(c->metrics, collect, c);
+}
+
+TfController *tf_controller_new(KbClient *client, KbRecorder *recorder, KbMetrics *metrics,
+                                const TfControllerOptions *opts)
+{
+    TfController *c = g_new0(TfController, 1);
+    c->client = client;
+    c->recorder = recorder;
+    c->metrics = metrics;
+    c->namespace_ = g_strdup(opts->namespace_ != NULL && *opts->namespace_ ? opts->namespace_
+                                                                           : NULL);
+    c->gang = g_strdup(opts->gang_scheduler != NULL ? opts->gang_scheduler : "");
+    c->autoscaling = opts->enable_autoscaling;
+    c->resync_seconds = opts->resync_seconds > 0 ? opts->resync_seconds : 30;
+    c->autoscale_seconds = opts->autoscale_seconds > 0 ? opts->autoscale_seconds : 30;
+    c->active = TRUE;
+    g_queue_init(&c->queue);
+    c->queued = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    c->delayed = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, delayed_free);
+    c->failures = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    c->deleted = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    c->last_scale = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    register_metrics(c);
+    return c;
+}
+
+void tf_controller_start(TfController *c)
+{
+    c->jobs_v1 = job_informer(c, &kb_type_tfjobs_v1);
+    c->pods = owned_informer(c, &kb_type_pods, (KbDecodeFunc)kb_pod_decode, TRUE);
+    c->services = owned_informer(c, &kb_type_services, NULL, FALSE);
+    if (*c->gang != '\0')
+        c->groups = owned_informer(c, &kb_type_pod_groups_volcano, NULL, FALSE);
+    if (c->autoscaling) {
+        c->nodes = plain_informer(c, &kb_type_nodes, (KbDecodeFunc)kb_node_decode);
+        c->all_pods = plain_informer(c, &kb_type_pods, (KbDecodeFunc)kb_pod_decode);
+        c->all_groups =
+                plain_informer(c, &kb_type_pod_groups_volcano, (KbDecodeFunc)kb_pod_group_decode);
+        c->priorities = plain_informer(c, &kb_type_priority_classes,
+                                       (KbDecodeFunc)kb_priority_class_decode);
+    }
+    KbInformer *all[] = {c->pods, c->services, c->groups, c->nodes, c->all_pods, c->all_groups,
+                         c->priorities, c->jobs_v1};
+    for (guint i = 0; i < G_N_ELEMENTS(all); i++)
+        if (all[i] != NULL)
+            kb_informer_start(all[i]);
+    c->resync_id = g_timeout_add_seconds(c->resync_seconds, resync, c);
+}
+
+void tf_controller_set_active(TfController *c, gboolean active)
+{
+    c->active = active;
+    if (active) {
+        enqueue_all(c);
+        if (c->idle_id == 0 && !g_queue_is_empty(&c->queue))
+            c->idle_id = g_idle_add(process_queue, c);
+    }
+}
+
+gboolean tf_controller_ready(TfController *c, char **reason)
+{
+    gboolean jobs = (c->jobs_v1 != NULL && kb_informer_has_synced(c->jobs_v1)) ||
+                    (c->jobs_alpha != NULL && kb_informer_has_synced(c->jobs_alpha)) ||
+                    (c->v1_missing && c->alpha_missing);
+    const char *what = !jobs                                              ? "tfjobs"
+                       : c->pods == NULL || !kb_informer_has_synced(c->pods) ? "pods"
+                       : !kb_informer_has_synced(c->services)                ? "services"
+                       : c->groups != NULL && !c->groups_missing &&
+                                       !kb_informer_has_synced(c->groups)
+                               ? "podgroups"
+                               : NULL;
+    if (what == NULL)
+        return TRUE;
+    *reason = g_strdup_printf("cache of %s not synced", what);
+    return FALSE;
+}
+
+guint64 tf_controller_reconciles(const TfController *c)
+{
+    return c->reconciles;
+}
+
+guint64 tf_controller_errors(const TfController *c)
+{
+    return c->errors;
+}
+
+void tf_controller_free(TfController *c)
+{
+    if (c == NULL)
+        return;
+    if (c->idle_id != 0)
+        g_source_remove(c->idle_id);
+    if (c->resync_id != 0)
+        g_source_remove(c->resync_id);
+    KbInformer *all[] = {c->jobs_v1, c->jobs_alpha, c->pods, c->services, c->groups,
+                         c->nodes, c->all_pods, c->all_groups, c->priorities};
+    for (guint i = 0; i < G_N_ELEMENTS(all); i++)
+        if (all[i] != NULL)
+            kb_informer_free(all[i]);
+    g_queue_clear(&c->queue);
+    g_hash_table_unref(c->queued);
+    g_hash_table_unref(c->delayed);
+    g_hash_table_unref(c->failures);
+    g_hash_table_unref(c->deleted);
+    g_hash_table_unref(c->last_scale);
+    g_free(c->namespace_);
+    g_free(c->gang);
+    g_free(c);
+}
