@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# make demo: the whole system on the embedded in-memory cluster.
+#
+# Starts bin/kb-apiserver with simulated kubelets and a 4 x 8-GPU cluster, applies the project's
+# CRDs and a default queue with kubectl, starts bin/kube-batchd and bin/tf-operator, submits the
+# seed's TFJob examples (kubeflow.org/v1alpha1) and two v1 jobs, one of which is a 32-GPU gang that
+# must wait for the others to free their GPUs, and shows job states and pod placements as they
+# change. Ends with a summary and exits 0 when every job succeeded.
+#
+#   KEEP=1 make demo     leave the cluster running and print how to point kubectl at it
+#   DEMO_TIMEOUT=120     seconds to wait for the jobs (default 120)
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+bin=${KB_BIN_DIR:-$top/bin}
+demo=$top/deploy/demo
+timeout_s=${DEMO_TIMEOUT:-120}
+work=$(mktemp -d "${TMPDIR:-/tmp}/kb-demo.XXXXXX")
+pids=()
+
+say() { printf '\033[1m%s\033[0m\n' "$*"; }
+
+cleanup() {
+    if [ "${KEEP:-0}" = 1 ]; then
+        say "KEEP=1: the cluster keeps running (logs in $work)."
+        echo "  kubectl --server $url get tfjobs,podgroups,pods -o wide"
+        echo "  stop it with: kill ${pids[*]}"
+        return
+    fi
+    for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+    for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+# --- the cluster --------------------------------------------------------------------------------
+say "== starting kb-apiserver (simulated kubelets, 4 nodes x 8 GPUs)"
+"$bin/kb-apiserver" --listen 127.0.0.1:0 --simulate-kubelet --nodes "$demo/nodes.yaml" \
+    >"$work/apiserver.out" 2>"$work/apiserver.log" &
+pids+=($!)
+url=""
+for _ in $(seq 1 100); do
+    url=$(sed -n 's/^listening on \(http[^ ]*\).*/\1/p' "$work/apiserver.out" | head -n 1)
+    [ -n "$url" ] && break
+    sleep 0.1
+done
+[ -n "$url" ] || { echo "kb-apiserver did not start:"; cat "$work/apiserver.log"; exit 1; }
+echo "API server at $url"
+k() { kubectl --server "$url" "$@"; }
+
+say "== kubectl apply: CRDs (PodGroup, Queue, TFJob) and the default queue"
+k apply -f "$top/deploy/crds/" >/dev/null
+k apply -f "$top/deploy/default-queue.yaml"
+k get nodes -L nvidia.com/gpu.product,topology.kubernetes.io/zone
+
+say "== starting kube-batchd and tf-operator"
+"$bin/kube-batchd" --master "$url" --schedule-period 500ms --listen-address 127.0.0.1:0 \
+    >"$work/kube-batchd.log" 2>&1 &
+pids+=($!)
+"$bin/tf-operator" --master "$url" --listen-address 127.0.0.1:0 >"$work/tf-operator.log" 2>&1 &
+pids+=($!)
+
+say "== submitting jobs"
+for f in tfjob-seed-v1alpha1.yaml tfjob-smoke-gpu.yaml tfjob-v1-mnist.yaml tfjob-v1-big-gang.yaml; do
+    k create -f "$demo/$f"
+done
+
+# --- watch it happen ----------------------------------------------------------------------------
+job_states() {
+    # NAME STATE for both API shapes: v1 conditions, v1alpha1 state.
+    k get tfjobs -o jsonpath='{range .items[*]}{.metadata.name}{" "}{.status.state}{.status.conditions[-1:].type}{"\n"}{end}' 2>/dev/null |
+        awk '{ print $1, ($2 == "" ? "Pending" : $2) }' | sort
+}
+placements() {
+    k get pods -o jsonpath='{range .items[*]}{.metadata.name}{" "}{.spec.nodeName}{" "}{.status.phase}{"\n"}{end}' 2>/dev/null | sort
+}
+
+declare -A placed
+start=$(date +%s)
+prev_jobs=""
+prev_pods=""
+say "== job states and pod placements as they change"
+while :; do
+    now=$(( $(date +%s) - start ))
+    jobs=$(job_states)
+    pods=$(placements)
+    if [ "$jobs" != "$prev_jobs" ]; then
+        echo "[t=${now}s] jobs: $(echo "$jobs" | tr '\n' ';' | sed 's/;$//; s/;/; /g')"
+        prev_jobs=$jobs
+    fi
+    if [ "$pods" != "$prev_pods" ]; then
+        while read -r name node phase; do
+            [ -n "${name:-}" ] || continue
+            if [ -n "${node:-}" ] && [ -z "${placed[$name]:-}" ]; then
+                placed[$name]=$node
+                echo "[t=${now}s]   $name -> $node"
+            fi
+        done <<<"$pods"
+        prev_pods=$pods
+    fi
+    if [ -n "$jobs" ] && ! echo "$jobs" | awk '$2 != "Succeeded" && $2 != "Failed" { found = 1 } END { exit !found }'; then
+        break
+    fi
+    if [ "$now" -ge "$timeout_s" ]; then
+        say "timed out after ${timeout_s}s"
+        break
+    fi
+    sleep 1
+done
+
+# --- summary ------------------------------------------------------------------------------------
+say "== summary"
+echo "$jobs" | while read -r name state; do printf '  %-16s %s\n' "$name" "$state"; done
+echo "  pods placed: ${#placed[@]}"
+for node in $(printf '%s\n' "${placed[@]}" | sort -u); do
+    n=0
+    for p in "${!placed[@]}"; do [ "${placed[$p]}" = "$node" ] && n=$((n + 1)); done
+    echo "    $node: $n pods"
+done
+say "== PodGroups"
+k get podgroups.scheduling.volcano.sh 2>/dev/null || true
+say "== kube-batchd metrics (binds)"
+grep -h 'bind' "$work/kube-batchd.log" | tail -n 3 || true
+failed=$(echo "$jobs" | awk '$2 != "Succeeded"' | wc -l)
+if [ "$failed" -ne 0 ]; then
+    say "demo: $failed job(s) did not succeed; logs:"
+    tail -n 20 "$work"/*.log
+    exit 1
+fi
+say "demo: all jobs succeeded"
