@@ -114,8 +114,7 @@ static void pump(KbClient *client)
         g_hash_table_add(client->active, t);
         CURLMcode mc = curl_multi_add_handle(client->multi, t->easy);
         if (mc != CURLM_OK)
-            g_warning("kb-client: %s: curl_multi_add_handle: %s", t->what,
-                      curl_multi_strerror(mc));
+            g_warning("kb-client: %s: curl_multi_add_handle: %s", t->what, curl_multi_strerror(mc));
     }
 }
 

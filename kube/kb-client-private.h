@@ -23,12 +23,12 @@ struct KbClient {
     CURLM *multi;
     guint max_in_flight;
     guint stream_idle_s;
-    GQueue waiting;    /* KbTransfer, not started yet */
-    GHashTable *active; /* KbTransfer set, added to @multi */
-    GPtrArray *reap;   /* KbTransfer cancelled from inside libcurl, removed once it returns */
+    GQueue waiting;      /* KbTransfer, not started yet */
+    GHashTable *active;  /* KbTransfer set, added to @multi */
+    GPtrArray *reap;     /* KbTransfer cancelled from inside libcurl, removed once it returns */
     GHashTable *sockets; /* fd -> GSource */
     GSource *timer;
-    int in_curl;       /* > 0 while inside curl_multi_socket_action() */
+    int in_curl; /* > 0 while inside curl_multi_socket_action() */
     gboolean closing;
 
     /* bearer token, re-read from config->token_file when it changes */
@@ -44,9 +44,9 @@ struct KbClient {
 /* One request, blocking or asynchronous; a KbStream is a streaming KbTransfer. */
 typedef struct {
     KbClient *client;
-    CURL *easy;            /* owned for asynchronous transfers, borrowed for blocking ones */
+    CURL *easy; /* owned for asynchronous transfers, borrowed for blocking ones */
     char *url;
-    char *what;            /* "GET /api/v1/pods?watch=true", for messages */
+    char *what; /* "GET /api/v1/pods?watch=true", for messages */
     char *method;
     char *body;
     gsize body_len;
@@ -54,7 +54,7 @@ typedef struct {
     gboolean stream;
     GByteArray *response;
     gboolean over_limit;
-    guint retry_after;     /* from the Retry-After header of the last response */
+    guint retry_after; /* from the Retry-After header of the last response */
     char errbuf[CURL_ERROR_SIZE];
     struct curl_slist *headers;
     KbResponseFunc callback;

@@ -8,33 +8,32 @@
 
 #define DEFAULT_MAX_IN_FLIGHT 64
 #define DEFAULT_STREAM_IDLE_S 90
-#define JSON_MAX_DEPTH 128
+#define JSON_MAX_DEPTH        128
 
 /* ---- resource types ------------------------------------------------------------------------ */
 
-const KbResourceType kb_type_pods = { "", "v1", "pods", TRUE };
-const KbResourceType kb_type_nodes = { "", "v1", "nodes", FALSE };
-const KbResourceType kb_type_namespaces = { "", "v1", "namespaces", FALSE };
-const KbResourceType kb_type_services = { "", "v1", "services", TRUE };
-const KbResourceType kb_type_events = { "", "v1", "events", TRUE };
-const KbResourceType kb_type_configmaps = { "", "v1", "configmaps", TRUE };
-const KbResourceType kb_type_leases = { "coordination.k8s.io", "v1", "leases", TRUE };
-const KbResourceType kb_type_priority_classes = { "scheduling.k8s.io", "v1", "priorityclasses",
-                                                  FALSE };
-const KbResourceType kb_type_crds = { "apiextensions.k8s.io", "v1", "customresourcedefinitions",
-                                      FALSE };
-const KbResourceType kb_type_pod_groups_kube_batch = { "scheduling.incubator.k8s.io", "v1alpha1",
-                                                       "podgroups", TRUE };
-const KbResourceType kb_type_pod_groups_volcano = { "scheduling.volcano.sh", "v1beta1",
-                                                    "podgroups", TRUE };
-const KbResourceType kb_type_pod_groups_x_k8s = { "scheduling.x-k8s.io", "v1alpha1", "podgroups",
-                                                  TRUE };
-const KbResourceType kb_type_queues_kube_batch = { "scheduling.incubator.k8s.io", "v1alpha1",
-                                                   "queues", FALSE };
-const KbResourceType kb_type_queues_volcano = { "scheduling.volcano.sh", "v1beta1", "queues",
-                                                FALSE };
-const KbResourceType kb_type_tfjobs_v1 = { "kubeflow.org", "v1", "tfjobs", TRUE };
-const KbResourceType kb_type_tfjobs_v1alpha1 = { "kubeflow.org", "v1alpha1", "tfjobs", TRUE };
+const KbResourceType kb_type_pods = {"", "v1", "pods", TRUE};
+const KbResourceType kb_type_nodes = {"", "v1", "nodes", FALSE};
+const KbResourceType kb_type_namespaces = {"", "v1", "namespaces", FALSE};
+const KbResourceType kb_type_services = {"", "v1", "services", TRUE};
+const KbResourceType kb_type_events = {"", "v1", "events", TRUE};
+const KbResourceType kb_type_configmaps = {"", "v1", "configmaps", TRUE};
+const KbResourceType kb_type_leases = {"coordination.k8s.io", "v1", "leases", TRUE};
+const KbResourceType kb_type_priority_classes = {"scheduling.k8s.io", "v1", "priorityclasses",
+                                                 FALSE};
+const KbResourceType kb_type_crds = {"apiextensions.k8s.io", "v1", "customresourcedefinitions",
+                                     FALSE};
+const KbResourceType kb_type_pod_groups_kube_batch = {"scheduling.incubator.k8s.io", "v1alpha1",
+                                                      "podgroups", TRUE};
+const KbResourceType kb_type_pod_groups_volcano = {"scheduling.volcano.sh", "v1beta1", "podgroups",
+                                                   TRUE};
+const KbResourceType kb_type_pod_groups_x_k8s = {"scheduling.x-k8s.io", "v1alpha1", "podgroups",
+                                                 TRUE};
+const KbResourceType kb_type_queues_kube_batch = {"scheduling.incubator.k8s.io", "v1alpha1",
+                                                  "queues", FALSE};
+const KbResourceType kb_type_queues_volcano = {"scheduling.volcano.sh", "v1beta1", "queues", FALSE};
+const KbResourceType kb_type_tfjobs_v1 = {"kubeflow.org", "v1", "tfjobs", TRUE};
+const KbResourceType kb_type_tfjobs_v1alpha1 = {"kubeflow.org", "v1alpha1", "tfjobs", TRUE};
 
 static void append_segment(GString *path, const char *segment)
 {
@@ -111,13 +110,12 @@ KbTransfer *kb_client_transfer_new_raw(KbClient *client, const KbRequest *req, c
                                        const char *content_type)
 {
     KbTransfer *t = g_new0(KbTransfer, 1);
-    g_autofree char *path = req->path != NULL
-                                ? g_strdup(req->path)
-                                : kb_resource_path(req->type, req->namespace_, req->name,
-                                                   req->subresource);
+    g_autofree char *path = req->path != NULL ? g_strdup(req->path)
+                                              : kb_resource_path(req->type, req->namespace_,
+                                                                 req->name, req->subresource);
     g_autofree char *query = build_query(req);
-    g_autofree char *target = *query != '\0' ? g_strdup_printf("%s?%s", path, query)
-                                             : g_steal_pointer(&path);
+    g_autofree char *target =
+            *query != '\0' ? g_strdup_printf("%s?%s", path, query) : g_steal_pointer(&path);
     t->client = client;
     t->method = g_strdup(req->method != NULL ? req->method : "GET");
     t->url = g_strconcat(client->base_url, target, NULL);
@@ -135,8 +133,8 @@ KbTransfer *kb_client_transfer_new_raw(KbClient *client, const KbRequest *req, c
 KbTransfer *kb_client_transfer_new(KbClient *client, const KbRequest *req)
 {
     const char *body = req->body != NULL
-                           ? json_object_to_json_string_ext(req->body, JSON_C_TO_STRING_PLAIN)
-                           : NULL;
+                               ? json_object_to_json_string_ext(req->body, JSON_C_TO_STRING_PLAIN)
+                               : NULL;
     return kb_client_transfer_new_raw(client, req, body, req->content_type);
 }
 
@@ -270,7 +268,7 @@ static void share_unlock(CURL *handle, curl_lock_data data, void *user)
 static void set_blob(CURL *easy, CURLoption option, GBytes *bytes)
 {
     gsize len;
-    struct curl_blob blob = { .flags = CURL_BLOB_COPY };
+    struct curl_blob blob = {.flags = CURL_BLOB_COPY};
     blob.data = (void *)g_bytes_get_data(bytes, &len);
     blob.len = len;
     curl_easy_setopt(easy, option, &blob);
@@ -450,8 +448,7 @@ void kb_client_transfer_finish(KbTransfer *t, CURLcode rc, KbResponse *resp)
     if (t->over_limit) {
         resp->http_status = (int)status;
         g_set_error(&resp->error, KB_ERROR, KB_ERROR_LIMIT,
-                    "%s: response body over the limit of %zu bytes", t->what,
-                    t->client->max_body);
+                    "%s: response body over the limit of %zu bytes", t->what, t->client->max_body);
         return;
     }
     if (t->idle_timeout) {
@@ -601,21 +598,21 @@ json_object *kb_client_call(KbClient *client, const KbRequest *req, guint *retry
 json_object *kb_client_get(KbClient *client, const KbResourceType *type, const char *namespace_,
                            const char *name, GError **error)
 {
-    KbRequest req = { .method = "GET", .type = type, .namespace_ = namespace_, .name = name };
+    KbRequest req = {.method = "GET", .type = type, .namespace_ = namespace_, .name = name};
     return kb_client_call(client, &req, NULL, error);
 }
 
 json_object *kb_client_list(KbClient *client, const KbResourceType *type, const char *namespace_,
                             const KbListOptions *opts, GError **error)
 {
-    KbRequest req = { .method = "GET", .type = type, .namespace_ = namespace_, .list = opts };
+    KbRequest req = {.method = "GET", .type = type, .namespace_ = namespace_, .list = opts};
     return kb_client_call(client, &req, NULL, error);
 }
 
-json_object *kb_client_create(KbClient *client, const KbResourceType *type,
-                              const char *namespace_, json_object *body, GError **error)
+json_object *kb_client_create(KbClient *client, const KbResourceType *type, const char *namespace_,
+                              json_object *body, GError **error)
 {
-    KbRequest req = { .method = "POST", .type = type, .namespace_ = namespace_, .body = body };
+    KbRequest req = {.method = "POST", .type = type, .namespace_ = namespace_, .body = body};
     return kb_client_call(client, &req, NULL, error);
 }
 
@@ -623,8 +620,12 @@ json_object *kb_client_update(KbClient *client, const KbResourceType *type, cons
                               const char *name, const char *subresource, json_object *body,
                               GError **error)
 {
-    KbRequest req = { .method = "PUT", .type = type, .namespace_ = namespace_, .name = name,
-                      .subresource = subresource, .body = body };
+    KbRequest req = {.method = "PUT",
+                     .type = type,
+                     .namespace_ = namespace_,
+                     .name = name,
+                     .subresource = subresource,
+                     .body = body};
     return kb_client_call(client, &req, NULL, error);
 }
 
@@ -645,11 +646,14 @@ json_object *kb_client_patch(KbClient *client, const KbResourceType *type, const
                              const char *name, const char *subresource, KbPatchType patch_type,
                              const char *patch, GError **error)
 {
-    KbRequest req = { .method = "PATCH", .type = type, .namespace_ = namespace_, .name = name,
-                      .subresource = subresource };
+    KbRequest req = {.method = "PATCH",
+                     .type = type,
+                     .namespace_ = namespace_,
+                     .name = name,
+                     .subresource = subresource};
     KbResponse resp;
-    g_autoptr(KbTransfer) t = kb_client_transfer_new_raw(client, &req, patch,
-                                                         patch_content_type(patch_type));
+    g_autoptr(KbTransfer) t =
+            kb_client_transfer_new_raw(client, &req, patch, patch_content_type(patch_type));
     perform(client, t, &resp);
     return take_result(&resp, NULL, error);
 }
@@ -684,8 +688,8 @@ gboolean kb_client_delete(KbClient *client, const KbResourceType *type, const ch
                           const char *name, const KbDeleteOptions *opts, GError **error)
 {
     json_object *body = delete_options_body(opts);
-    KbRequest req = { .method = "DELETE", .type = type, .namespace_ = namespace_, .name = name,
-                      .body = body };
+    KbRequest req = {
+            .method = "DELETE", .type = type, .namespace_ = namespace_, .name = name, .body = body};
     GError *local = NULL;
     json_object_put(kb_client_call(client, &req, NULL, &local));
     json_object_put(body);
@@ -722,8 +726,12 @@ gboolean kb_client_bind(KbClient *client, const char *namespace_, const char *po
                         const char *pod_uid, const char *node, GError **error)
 {
     json_object *body = binding_body(namespace_, pod, pod_uid, node);
-    KbRequest req = { .method = "POST", .type = &kb_type_pods, .namespace_ = namespace_,
-                      .name = pod, .subresource = "binding", .body = body };
+    KbRequest req = {.method = "POST",
+                     .type = &kb_type_pods,
+                     .namespace_ = namespace_,
+                     .name = pod,
+                     .subresource = "binding",
+                     .body = body};
     GError *local = NULL;
     json_object_put(kb_client_call(client, &req, NULL, &local));
     json_object_put(body);
@@ -739,8 +747,12 @@ void kb_client_bind_async(KbClient *client, const char *namespace_, const char *
                           gpointer user_data)
 {
     json_object *body = binding_body(namespace_, pod, pod_uid, node);
-    KbRequest req = { .method = "POST", .type = &kb_type_pods, .namespace_ = namespace_,
-                      .name = pod, .subresource = "binding", .body = body };
+    KbRequest req = {.method = "POST",
+                     .type = &kb_type_pods,
+                     .namespace_ = namespace_,
+                     .name = pod,
+                     .subresource = "binding",
+                     .body = body};
     kb_client_call_async(client, &req, callback, user_data);
     json_object_put(body);
 }
@@ -761,11 +773,10 @@ static gboolean eviction_version_unknown(const KbResponse *resp)
     return FALSE;
 }
 
-gboolean kb_client_evict(KbClient *client, const char *namespace_, const char *pod,
-                         GError **error)
+gboolean kb_client_evict(KbClient *client, const char *namespace_, const char *pod, GError **error)
 {
-    static const char *const versions[] = { "policy/v1", "policy/v1beta1" };
-    KbResponse resp = { 0 };
+    static const char *const versions[] = {"policy/v1", "policy/v1beta1"};
+    KbResponse resp = {0};
     for (guint i = 0; i < G_N_ELEMENTS(versions); i++) {
         json_object *body = json_object_new_object();
         json_object *meta = json_object_new_object();
@@ -774,8 +785,12 @@ gboolean kb_client_evict(KbClient *client, const char *namespace_, const char *p
         json_object_object_add(meta, "name", json_object_new_string(pod));
         json_object_object_add(meta, "namespace", json_object_new_string(namespace_));
         json_object_object_add(body, "metadata", meta);
-        KbRequest req = { .method = "POST", .type = &kb_type_pods, .namespace_ = namespace_,
-                          .name = pod, .subresource = "eviction", .body = body };
+        KbRequest req = {.method = "POST",
+                         .type = &kb_type_pods,
+                         .namespace_ = namespace_,
+                         .name = pod,
+                         .subresource = "eviction",
+                         .body = body};
         g_autoptr(KbTransfer) t = kb_client_transfer_new(client, &req);
         json_object_put(body);
         kb_client_response_clear(&resp);

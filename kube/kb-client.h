@@ -17,19 +17,19 @@
 /* ---- configuration --------------------------------------------------------------------- */
 
 typedef struct {
-    char *server;            /* "https://10.0.0.1:6443" or "http://127.0.0.1:8001" */
-    char *ca_file;           /* PEM file, or NULL */
-    GBytes *ca_data;         /* PEM bytes (certificate-authority-data, decoded), or NULL */
-    char *cert_file;         /* client certificate, or NULL */
+    char *server;    /* "https://10.0.0.1:6443" or "http://127.0.0.1:8001" */
+    char *ca_file;   /* PEM file, or NULL */
+    GBytes *ca_data; /* PEM bytes (certificate-authority-data, decoded), or NULL */
+    char *cert_file; /* client certificate, or NULL */
     GBytes *cert_data;
-    char *key_file;          /* client key, or NULL */
+    char *key_file; /* client key, or NULL */
     GBytes *key_data;
-    char *token;             /* bearer token, or NULL */
-    char *token_file;        /* re-read when its mtime changes (service-account rotation) */
+    char *token;      /* bearer token, or NULL */
+    char *token_file; /* re-read when its mtime changes (service-account rotation) */
     gboolean insecure_skip_tls_verify; /* only when the kubeconfig says so explicitly */
-    char *user_agent;        /* default "kube-batchd/<version>" */
-    guint timeout_ms;        /* per-request timeout for non-watch calls; default 30000 */
-    guint qps_burst;         /* unused for now: 0 */
+    char *user_agent;                  /* default "kube-batchd/<version>" */
+    guint timeout_ms;                  /* per-request timeout for non-watch calls; default 30000 */
+    guint qps_burst;                   /* unused for now: 0 */
 } KbConfig;
 
 /* Largest kubeconfig accepted (KB_ERROR_LIMIT beyond). */
@@ -80,16 +80,17 @@ extern const KbResourceType kb_type_namespaces;
 extern const KbResourceType kb_type_services;
 extern const KbResourceType kb_type_events;
 extern const KbResourceType kb_type_configmaps;
-extern const KbResourceType kb_type_leases;          /* coordination.k8s.io/v1 */
+extern const KbResourceType kb_type_leases;           /* coordination.k8s.io/v1 */
 extern const KbResourceType kb_type_priority_classes; /* scheduling.k8s.io/v1 */
-extern const KbResourceType kb_type_crds;            /* apiextensions.k8s.io/v1 */
-extern const KbResourceType kb_type_pod_groups_kube_batch; /* scheduling.incubator.k8s.io/v1alpha1 */
-extern const KbResourceType kb_type_pod_groups_volcano;    /* scheduling.volcano.sh/v1beta1 */
-extern const KbResourceType kb_type_pod_groups_x_k8s;      /* scheduling.x-k8s.io/v1alpha1 */
-extern const KbResourceType kb_type_queues_kube_batch;     /* scheduling.incubator.k8s.io/v1alpha1 */
-extern const KbResourceType kb_type_queues_volcano;        /* scheduling.volcano.sh/v1beta1 */
-extern const KbResourceType kb_type_tfjobs_v1;             /* kubeflow.org/v1 */
-extern const KbResourceType kb_type_tfjobs_v1alpha1;       /* kubeflow.org/v1alpha1 */
+extern const KbResourceType kb_type_crds;             /* apiextensions.k8s.io/v1 */
+extern const KbResourceType
+        kb_type_pod_groups_kube_batch;                  /* scheduling.incubator.k8s.io/v1alpha1 */
+extern const KbResourceType kb_type_pod_groups_volcano; /* scheduling.volcano.sh/v1beta1 */
+extern const KbResourceType kb_type_pod_groups_x_k8s;   /* scheduling.x-k8s.io/v1alpha1 */
+extern const KbResourceType kb_type_queues_kube_batch;  /* scheduling.incubator.k8s.io/v1alpha1 */
+extern const KbResourceType kb_type_queues_volcano;     /* scheduling.volcano.sh/v1beta1 */
+extern const KbResourceType kb_type_tfjobs_v1;          /* kubeflow.org/v1 */
+extern const KbResourceType kb_type_tfjobs_v1alpha1;    /* kubeflow.org/v1alpha1 */
 
 /* "/api/v1/namespaces/NS/pods/NAME/SUB" (any of ns, name, sub may be NULL); newly allocated. */
 char *kb_resource_path(const KbResourceType *type, const char *namespace_, const char *name,
@@ -104,12 +105,12 @@ typedef enum {
 typedef struct {
     const char *label_selector;
     const char *field_selector;
-    gint64 limit;                /* 0: no paging */
+    gint64 limit; /* 0: no paging */
     const char *continue_token;
     const char *resource_version;
     gboolean watch;
     gboolean allow_watch_bookmarks;
-    guint timeout_seconds;       /* server-side timeout for watches, 0 = none */
+    guint timeout_seconds; /* server-side timeout for watches, 0 = none */
 } KbListOptions;
 
 typedef struct {
@@ -120,23 +121,23 @@ typedef struct {
 } KbDeleteOptions;
 
 typedef struct {
-    const char *method;            /* "GET", "POST", "PUT", "PATCH", "DELETE" */
-    const KbResourceType *type;    /* NULL when path is given */
+    const char *method;         /* "GET", "POST", "PUT", "PATCH", "DELETE" */
+    const KbResourceType *type; /* NULL when path is given */
     const char *namespace_;
     const char *name;
-    const char *subresource;       /* "status", "binding", "eviction", ... */
-    const char *path;              /* raw path ("/version"), overrides type/ns/name */
-    const KbListOptions *list;     /* query parameters for GET/watch */
-    const char *query;             /* extra raw query string (without '?'), may be NULL */
-    json_object *body;             /* serialized as the request body; not consumed */
-    const char *content_type;      /* default application/json */
-    gboolean stream;               /* a watch: no overall timeout, low-speed timeout instead */
+    const char *subresource;   /* "status", "binding", "eviction", ... */
+    const char *path;          /* raw path ("/version"), overrides type/ns/name */
+    const KbListOptions *list; /* query parameters for GET/watch */
+    const char *query;         /* extra raw query string (without '?'), may be NULL */
+    json_object *body;         /* serialized as the request body; not consumed */
+    const char *content_type;  /* default application/json */
+    gboolean stream;           /* a watch: no overall timeout, low-speed timeout instead */
 } KbRequest;
 
 typedef struct {
-    int http_status;          /* 0 on transport errors */
-    json_object *body;        /* parsed response body (may be NULL); owned by the response */
-    GError *error;            /* NULL on 2xx; else a KB_ERROR mapped from metav1.Status */
+    int http_status;           /* 0 on transport errors */
+    json_object *body;         /* parsed response body (may be NULL); owned by the response */
+    GError *error;             /* NULL on 2xx; else a KB_ERROR mapped from metav1.Status */
     guint retry_after_seconds; /* from Retry-After or Status.details.retryAfterSeconds */
 } KbResponse;
 
@@ -164,7 +165,8 @@ void kb_client_set_stream_idle_timeout(KbClient *client, guint seconds);
 void kb_client_set_max_body_size(KbClient *client, gsize bytes);
 const char *kb_client_server(const KbClient *client);
 
-/* ---- blocking calls (tests, startup, low-rate controllers) ------------------------------------ */
+/* ---- blocking calls (tests, startup, low-rate controllers) ------------------------------------
+ */
 
 /* Performs @req and returns the parsed body of a 2xx response (new reference; NULL for an empty
  * body), or NULL with the mapped error. @retry_after receives Retry-After on 429 (may be NULL). */
@@ -176,8 +178,8 @@ json_object *kb_client_get(KbClient *client, const KbResourceType *type, const c
 /* One page of a list: the List object (items, metadata.resourceVersion, metadata.continue). */
 json_object *kb_client_list(KbClient *client, const KbResourceType *type, const char *namespace_,
                             const KbListOptions *opts, GError **error);
-json_object *kb_client_create(KbClient *client, const KbResourceType *type,
-                              const char *namespace_, json_object *body, GError **error);
+json_object *kb_client_create(KbClient *client, const KbResourceType *type, const char *namespace_,
+                              json_object *body, GError **error);
 /* PUT; the body's metadata.resourceVersion makes it conditional (409 Conflict when stale).
  * @subresource NULL or "status". */
 json_object *kb_client_update(KbClient *client, const KbResourceType *type, const char *namespace_,
@@ -193,8 +195,7 @@ gboolean kb_client_bind(KbClient *client, const char *namespace_, const char *po
                         const char *pod_uid, const char *node, GError **error);
 /* POST pods/NAME/eviction with policy/v1, falling back to policy/v1beta1 when the server
  * does not know v1 (404 on the kind / 400 "no kind Eviction is registered"). */
-gboolean kb_client_evict(KbClient *client, const char *namespace_, const char *pod,
-                         GError **error);
+gboolean kb_client_evict(KbClient *client, const char *namespace_, const char *pod, GError **error);
 
 /* ---- asynchronous requests and streams on the main loop ------------------------------------- */
 

@@ -10,7 +10,7 @@
 #define KB_VERSION "unknown"
 #endif
 
-#define DEFAULT_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
+#define DEFAULT_SA_DIR     "/var/run/secrets/kubernetes.io/serviceaccount"
 #define DEFAULT_TIMEOUT_MS 30000
 
 KbConfig *kb_config_new(const char *server)
@@ -57,8 +57,8 @@ KbConfig *kb_config_copy(const KbConfig *config)
     copy->key_data = bytes_ref0(config->key_data);
     copy->token = g_strdup(config->token);
     copy->token_file = g_strdup(config->token_file);
-    copy->user_agent = g_strdup(config->user_agent != NULL ? config->user_agent
-                                                            : "kube-batchd/" KB_VERSION);
+    copy->user_agent =
+            g_strdup(config->user_agent != NULL ? config->user_agent : "kube-batchd/" KB_VERSION);
     if (copy->timeout_ms == 0)
         copy->timeout_ms = DEFAULT_TIMEOUT_MS;
     return copy;
@@ -116,8 +116,8 @@ static yaml_node_t *find_named(yaml_document_t *doc, const char *list_key, const
 
 static gboolean parse_bool(const char *value, gboolean *out)
 {
-    static const char *const yes[] = { "true", "True", "TRUE", "yes", "on", NULL };
-    static const char *const no[] = { "false", "False", "FALSE", "no", "off", NULL };
+    static const char *const yes[] = {"true", "True", "TRUE", "yes", "on", NULL};
+    static const char *const no[] = {"false", "False", "FALSE", "no", "off", NULL};
     if (value != NULL && g_strv_contains(yes, value))
         *out = TRUE;
     else if (value != NULL && g_strv_contains(no, value))
@@ -135,8 +135,8 @@ static GBytes *decode_base64(const char *what, const char *text, GError **error)
         if (g_ascii_isspace(*p))
             continue;
         if (!g_ascii_isalnum(*p) && *p != '+' && *p != '/' && *p != '=') {
-            g_set_error(error, KB_ERROR, KB_ERROR_CONFIG, "%s: invalid base64 character '%c'",
-                        what, *p);
+            g_set_error(error, KB_ERROR, KB_ERROR_CONFIG, "%s: invalid base64 character '%c'", what,
+                        *p);
             return NULL;
         }
         if (clean->len > 0 && clean->str[clean->len - 1] == '=' && *p != '=') {
@@ -234,8 +234,8 @@ static gboolean load_user(yaml_document_t *doc, yaml_node_t *user, const char *n
 {
     g_autofree char *what = g_strdup_printf("user \"%s\"", name);
     const char *token_file = map_get_str(doc, user, "tokenFile");
-    if (!load_pem_pair(doc, user, base_dir, what, "client-certificate",
-                       "client-certificate-data", &config->cert_file, &config->cert_data, error) ||
+    if (!load_pem_pair(doc, user, base_dir, what, "client-certificate", "client-certificate-data",
+                       &config->cert_file, &config->cert_data, error) ||
         !load_pem_pair(doc, user, base_dir, what, "client-key", "client-key-data",
                        &config->key_file, &config->key_data, error))
         return FALSE;
@@ -252,7 +252,8 @@ static gboolean load_user(yaml_document_t *doc, yaml_node_t *user, const char *n
         config->token_file = resolve_path(base_dir, token_file);
     if (map_get(doc, user, "exec") != NULL || map_get(doc, user, "auth-provider") != NULL)
         g_warning("kubeconfig %s: exec and auth-provider credentials are not supported; "
-                  "using only the certificate and token fields", what);
+                  "using only the certificate and token fields",
+                  what);
     return TRUE;
 }
 
@@ -263,14 +264,13 @@ static char *read_limited(const char *path, gsize *len, GError **error)
     char *data = NULL;
     if (g_stat(path, &st) != 0) {
         int err = errno;
-        g_set_error(error, KB_ERROR, KB_ERROR_CONFIG, "kubeconfig %s: %s", path,
-                    g_strerror(err));
+        g_set_error(error, KB_ERROR, KB_ERROR_CONFIG, "kubeconfig %s: %s", path, g_strerror(err));
         return NULL;
     }
     if (st.st_size > KB_KUBECONFIG_MAX_BYTES) {
         g_set_error(error, KB_ERROR, KB_ERROR_LIMIT,
-                    "kubeconfig %s: %lld bytes, over the limit of %d", path,
-                    (long long)st.st_size, KB_KUBECONFIG_MAX_BYTES);
+                    "kubeconfig %s: %lld bytes, over the limit of %d", path, (long long)st.st_size,
+                    KB_KUBECONFIG_MAX_BYTES);
         return NULL;
     }
     g_autoptr(GError) local = NULL;
@@ -287,8 +287,8 @@ static char *read_limited(const char *path, gsize *len, GError **error)
     return data;
 }
 
-static gboolean load_document(yaml_document_t *doc, const char *path, const char *text,
-                              gsize len, GError **error)
+static gboolean load_document(yaml_document_t *doc, const char *path, const char *text, gsize len,
+                              GError **error)
 {
     yaml_parser_t parser;
     yaml_parser_initialize(&parser);
@@ -397,16 +397,15 @@ KbConfig *kb_config_in_cluster(const char *sa_dir, GError **error)
     }
     /* An IPv6 service address needs brackets in the URL. */
     gboolean v6 = strchr(host, ':') != NULL;
-    g_autofree char *server = g_strdup_printf("https://%s%s%s:%s", v6 ? "[" : "", host,
-                                              v6 ? "]" : "", port);
+    g_autofree char *server =
+            g_strdup_printf("https://%s%s%s:%s", v6 ? "[" : "", host, v6 ? "]" : "", port);
     KbConfig *config = kb_config_new(server);
     config->token = g_strdup(g_strstrip(token));
     config->token_file = g_steal_pointer(&token_file);
     if (g_file_test(ca_file, G_FILE_TEST_IS_REGULAR))
         config->ca_file = g_steal_pointer(&ca_file);
     else
-        g_warning("in-cluster: no %s; verifying the API server against the system CAs",
-                  ca_file);
+        g_warning("in-cluster: no %s; verifying the API server against the system CAs", ca_file);
     return config;
 }
 

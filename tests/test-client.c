@@ -7,7 +7,7 @@
 #include "tests/lib/kb-test-server.h"
 
 #define POD_P1 "/api/v1/namespaces/default/pods/p1"
-#define PODS "/api/v1/namespaces/default/pods"
+#define PODS   "/api/v1/namespaces/default/pods"
 
 static char *srcdir_path(const char *rel)
 {
@@ -71,28 +71,28 @@ static void test_path(void)
         const KbResourceType *type;
         const char *ns, *name, *sub, *want;
     } cases[] = {
-        { &kb_type_pods, "default", "p1", NULL, POD_P1 },
-        { &kb_type_pods, "default", "p1", "binding", POD_P1 "/binding" },
-        { &kb_type_pods, NULL, NULL, NULL, "/api/v1/pods" },
-        { &kb_type_pods, "kube-system", NULL, NULL, "/api/v1/namespaces/kube-system/pods" },
-        { &kb_type_nodes, "ignored", "n1", "status", "/api/v1/nodes/n1/status" },
-        { &kb_type_leases, "kube-system", "kube-batchd", NULL,
-          "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-batchd" },
-        { &kb_type_queues_volcano, NULL, "default", NULL,
-          "/apis/scheduling.volcano.sh/v1beta1/queues/default" },
-        { &kb_type_pod_groups_x_k8s, "ml", "pg", "status",
-          "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/ml/podgroups/pg/status" },
-        { &kb_type_tfjobs_v1alpha1, "ml", NULL, NULL,
-          "/apis/kubeflow.org/v1alpha1/namespaces/ml/tfjobs" },
-        { &kb_type_crds, NULL, "tfjobs.kubeflow.org", NULL,
-          "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/tfjobs.kubeflow.org" },
-        { &kb_type_priority_classes, NULL, "system:high", NULL,
-          "/apis/scheduling.k8s.io/v1/priorityclasses/system:high" },
-        { &kb_type_pods, "default", "a b/c", NULL, PODS "/a%20b%2Fc" },
+            {&kb_type_pods, "default", "p1", NULL, POD_P1},
+            {&kb_type_pods, "default", "p1", "binding", POD_P1 "/binding"},
+            {&kb_type_pods, NULL, NULL, NULL, "/api/v1/pods"},
+            {&kb_type_pods, "kube-system", NULL, NULL, "/api/v1/namespaces/kube-system/pods"},
+            {&kb_type_nodes, "ignored", "n1", "status", "/api/v1/nodes/n1/status"},
+            {&kb_type_leases, "kube-system", "kube-batchd", NULL,
+             "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-batchd"},
+            {&kb_type_queues_volcano, NULL, "default", NULL,
+             "/apis/scheduling.volcano.sh/v1beta1/queues/default"},
+            {&kb_type_pod_groups_x_k8s, "ml", "pg", "status",
+             "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/ml/podgroups/pg/status"},
+            {&kb_type_tfjobs_v1alpha1, "ml", NULL, NULL,
+             "/apis/kubeflow.org/v1alpha1/namespaces/ml/tfjobs"},
+            {&kb_type_crds, NULL, "tfjobs.kubeflow.org", NULL,
+             "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/tfjobs.kubeflow.org"},
+            {&kb_type_priority_classes, NULL, "system:high", NULL,
+             "/apis/scheduling.k8s.io/v1/priorityclasses/system:high"},
+            {&kb_type_pods, "default", "a b/c", NULL, PODS "/a%20b%2Fc"},
     };
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
-        g_autofree char *path = kb_resource_path(cases[i].type, cases[i].ns, cases[i].name,
-                                                 cases[i].sub);
+        g_autofree char *path =
+                kb_resource_path(cases[i].type, cases[i].ns, cases[i].name, cases[i].sub);
         g_assert_cmpstr(path, ==, cases[i].want);
     }
 }
@@ -126,9 +126,9 @@ static void test_list_selectors(void)
     kb_test_server_respond(srv, "GET", "/api/v1/pods", 200,
                            "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"7\"},"
                            "\"items\":[]}");
-    KbListOptions lo = { .label_selector = "app=tf,role in (ps,worker)",
-                         .field_selector = "spec.schedulerName=kube-batchd",
-                         .resource_version = "0" };
+    KbListOptions lo = {.label_selector = "app=tf,role in (ps,worker)",
+                        .field_selector = "spec.schedulerName=kube-batchd",
+                        .resource_version = "0"};
     json_object *list = kb_client_list(client, &kb_type_pods, NULL, &lo, &error);
     g_assert_no_error(error);
     g_assert_cmpstr(jstr(list, "metadata.resourceVersion"), ==, "7");
@@ -179,7 +179,7 @@ static void test_list_paging(void)
     guint pages = 0;
     do {
         g_autoptr(GError) error = NULL;
-        KbListOptions lo = { .limit = 2, .continue_token = cont };
+        KbListOptions lo = {.limit = 2, .continue_token = cont};
         json_object *list = kb_client_list(client, &kb_type_pods, "ml", &lo, &error);
         g_assert_no_error(error);
         json_object *items = json_object_object_get(list, "items");
@@ -194,9 +194,9 @@ static void test_list_paging(void)
     g_assert_cmpstr(names->str, ==, "p0p1p2p3p4");
     g_string_free(names, TRUE);
     g_autofree char *second_cont =
-        kb_test_request_query_param(kb_test_server_request(srv, 1), "continue");
+            kb_test_request_query_param(kb_test_server_request(srv, 1), "continue");
     g_autofree char *second_limit =
-        kb_test_request_query_param(kb_test_server_request(srv, 1), "limit");
+            kb_test_request_query_param(kb_test_server_request(srv, 1), "limit");
     g_assert_cmpstr(second_cont, ==, "2");
     g_assert_cmpstr(second_limit, ==, "2");
 }
@@ -231,13 +231,14 @@ static KbTestResponse *rv_handler(const KbTestRequest *req, gpointer user_data)
     KbTestResponse *resp;
     if (sent != NULL && atoi(sent) != *rv) {
         resp = kb_test_response_new_status(
-            409, "Conflict",
-            "Operation cannot be fulfilled on pods \\\"p1\\\": the object has been modified; "
-            "please apply your changes to the latest version and try again");
+                409, "Conflict",
+                "Operation cannot be fulfilled on pods \\\"p1\\\": the object has been modified; "
+                "please apply your changes to the latest version and try again");
     } else {
         (*rv)++;
         g_autofree char *body = g_strdup_printf(
-            "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p1\",\"resourceVersion\":\"%d\"}}", *rv);
+                "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p1\",\"resourceVersion\":\"%d\"}}",
+                *rv);
         resp = kb_test_response_new_body(200, body);
     }
     json_object_put(obj);
@@ -252,8 +253,8 @@ static void test_update_conflict(void)
     kb_test_server_set_handler(srv, "PUT", POD_P1, rv_handler, &rv, NULL);
     g_autoptr(GError) error = NULL;
     json_object *body = parse("{\"metadata\":{\"name\":\"p1\",\"resourceVersion\":\"5\"}}");
-    json_object *updated = kb_client_update(client, &kb_type_pods, "default", "p1", NULL, body,
-                                            &error);
+    json_object *updated =
+            kb_client_update(client, &kb_type_pods, "default", "p1", NULL, body, &error);
     g_assert_no_error(error);
     g_assert_cmpstr(jstr(updated, "metadata.resourceVersion"), ==, "6");
     json_object_put(updated);
@@ -271,11 +272,11 @@ static void test_update_status(void)
     g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
     g_autoptr(KbClient) client = client_for(srv);
     g_autoptr(GError) error = NULL;
-    kb_test_server_respond(srv, "PUT", "/apis/kubeflow.org/v1/namespaces/ml/tfjobs/j/status",
-                           200, "{}");
+    kb_test_server_respond(srv, "PUT", "/apis/kubeflow.org/v1/namespaces/ml/tfjobs/j/status", 200,
+                           "{}");
     json_object *body = parse("{\"status\":{}}");
-    json_object *res = kb_client_update(client, &kb_type_tfjobs_v1, "ml", "j", "status", body,
-                                        &error);
+    json_object *res =
+            kb_client_update(client, &kb_type_tfjobs_v1, "ml", "j", "status", body, &error);
     g_assert_no_error(error);
     json_object_put(res);
     json_object_put(body);
@@ -287,21 +288,21 @@ static void test_patch_content_types(void)
         KbPatchType type;
         const char *patch, *content_type;
     } cases[] = {
-        { KB_PATCH_MERGE, "{\"metadata\":{\"labels\":{\"a\":\"b\"}}}",
-          "application/merge-patch+json" },
-        { KB_PATCH_JSON, "[{\"op\":\"replace\",\"path\":\"/spec/x\",\"value\":1}]",
-          "application/json-patch+json" },
-        { KB_PATCH_STRATEGIC, "{\"spec\":{\"containers\":[]}}",
-          "application/strategic-merge-patch+json" },
+            {KB_PATCH_MERGE, "{\"metadata\":{\"labels\":{\"a\":\"b\"}}}",
+             "application/merge-patch+json"},
+            {KB_PATCH_JSON, "[{\"op\":\"replace\",\"path\":\"/spec/x\",\"value\":1}]",
+             "application/json-patch+json"},
+            {KB_PATCH_STRATEGIC, "{\"spec\":{\"containers\":[]}}",
+             "application/strategic-merge-patch+json"},
     };
     g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
     g_autoptr(KbClient) client = client_for(srv);
     kb_test_server_respond(srv, "PATCH", POD_P1 "*", 200, "{\"kind\":\"Pod\"}");
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
         g_autoptr(GError) error = NULL;
-        json_object *res = kb_client_patch(client, &kb_type_pods, "default", "p1",
-                                           i == 2 ? "status" : NULL, cases[i].type,
-                                           cases[i].patch, &error);
+        json_object *res =
+                kb_client_patch(client, &kb_type_pods, "default", "p1", i == 2 ? "status" : NULL,
+                                cases[i].type, cases[i].patch, &error);
         g_assert_no_error(error);
         json_object_put(res);
         const KbTestRequest *req = kb_test_server_request(srv, i);
@@ -318,10 +319,10 @@ static void test_delete_options(void)
     g_autoptr(KbClient) client = client_for(srv);
     g_autoptr(GError) error = NULL;
     kb_test_server_respond(srv, "DELETE", POD_P1, 200, "{\"kind\":\"Pod\"}");
-    KbDeleteOptions opts = { .precondition_uid = "u1",
-                             .precondition_resource_version = "9",
-                             .propagation_policy = "Foreground",
-                             .grace_period_seconds = -1 };
+    KbDeleteOptions opts = {.precondition_uid = "u1",
+                            .precondition_resource_version = "9",
+                            .propagation_policy = "Foreground",
+                            .grace_period_seconds = -1};
     g_assert_true(kb_client_delete(client, &kb_type_pods, "default", "p1", &opts, &error));
     g_assert_no_error(error);
     const KbTestRequest *req = kb_test_server_request(srv, 0);
@@ -335,7 +336,7 @@ static void test_delete_options(void)
     json_object_put(body);
 
     /* grace period 0 is sent (immediate deletion); no options at all sends no body. */
-    opts = (KbDeleteOptions){ .grace_period_seconds = 0 };
+    opts = (KbDeleteOptions){.grace_period_seconds = 0};
     g_assert_true(kb_client_delete(client, &kb_type_pods, "default", "p1", &opts, &error));
     body = parse(kb_test_server_request(srv, 1)->body);
     g_assert_cmpstr(jstr(body, "gracePeriodSeconds"), ==, "0");
@@ -349,11 +350,11 @@ static void test_delete_precondition_failed(void)
     g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
     g_autoptr(KbClient) client = client_for(srv);
     g_autoptr(GError) error = NULL;
-    g_autofree char *status = status_body(
-        409, "Conflict",
-        "Precondition failed: UID in precondition: u1, UID in object meta: u2");
+    g_autofree char *status =
+            status_body(409, "Conflict",
+                        "Precondition failed: UID in precondition: u1, UID in object meta: u2");
     kb_test_server_respond(srv, "DELETE", POD_P1, 409, status);
-    KbDeleteOptions opts = { .precondition_uid = "u1", .grace_period_seconds = -1 };
+    KbDeleteOptions opts = {.precondition_uid = "u1", .grace_period_seconds = -1};
     g_assert_false(kb_client_delete(client, &kb_type_pods, "default", "p1", &opts, &error));
     g_assert_error(error, KB_ERROR, KB_ERROR_CONFLICT);
     g_assert_nonnull(strstr(error->message, "Precondition failed"));
@@ -377,9 +378,10 @@ static void test_bind(void)
     json_object_put(body);
 
     /* Already bound: the apiserver answers 409 Conflict. */
-    g_autofree char *status = status_body(
-        409, "Conflict", "Operation cannot be fulfilled on pods/binding \\\"p1\\\": "
-                         "pod p1 is already assigned to node \\\"node-3\\\"");
+    g_autofree char *status =
+            status_body(409, "Conflict",
+                        "Operation cannot be fulfilled on pods/binding \\\"p1\\\": "
+                        "pod p1 is already assigned to node \\\"node-3\\\"");
     kb_test_server_respond(srv, "POST", POD_P1 "/binding", 409, status);
     g_assert_false(kb_client_bind(client, "default", "p1", NULL, "node-7", &error));
     g_assert_error(error, KB_ERROR, KB_ERROR_CONFLICT);
@@ -407,9 +409,10 @@ static void test_evict_fallback(void)
     g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
     g_autoptr(KbClient) client = client_for(srv);
     g_autoptr(GError) error = NULL;
-    g_autofree char *status = status_body(
-        400, "BadRequest", "no kind \\\"Eviction\\\" is registered for version "
-                           "\\\"policy/v1\\\" in scheme \\\"pkg/api/legacyscheme/scheme.go:30\\\"");
+    g_autofree char *status =
+            status_body(400, "BadRequest",
+                        "no kind \\\"Eviction\\\" is registered for version "
+                        "\\\"policy/v1\\\" in scheme \\\"pkg/api/legacyscheme/scheme.go:30\\\"");
     kb_test_server_respond(srv, "POST", POD_P1 "/eviction", 400, status);
     kb_test_server_respond(srv, "POST", POD_P1 "/eviction", 201, "{\"kind\":\"Status\"}");
     g_assert_true(kb_client_evict(client, "default", "p1", &error));
@@ -454,22 +457,22 @@ static void test_error_mapping(void)
         const char *reason;
         KbErrorCode code;
     } cases[] = {
-        { 400, "BadRequest", KB_ERROR_BAD_REQUEST },
-        { 401, "Unauthorized", KB_ERROR_UNAUTHORIZED },
-        { 403, "Forbidden", KB_ERROR_FORBIDDEN },
-        { 404, "NotFound", KB_ERROR_NOT_FOUND },
-        { 405, "MethodNotAllowed", KB_ERROR_METHOD_NOT_ALLOWED },
-        { 409, "AlreadyExists", KB_ERROR_ALREADY_EXISTS },
-        { 409, "Conflict", KB_ERROR_CONFLICT },
-        { 410, "Expired", KB_ERROR_GONE },
-        { 410, "Gone", KB_ERROR_GONE },
-        { 413, "RequestEntityTooLarge", KB_ERROR_TOO_LARGE },
-        { 422, "Invalid", KB_ERROR_INVALID },
-        { 429, "TooManyRequests", KB_ERROR_TOO_MANY_REQUESTS },
-        { 500, "InternalError", KB_ERROR_SERVER },
-        { 503, "ServiceUnavailable", KB_ERROR_SERVER },
-        { 504, "Timeout", KB_ERROR_TIMEOUT },
-        { 418, "Teapot", KB_ERROR_UNKNOWN },
+            {400, "BadRequest", KB_ERROR_BAD_REQUEST},
+            {401, "Unauthorized", KB_ERROR_UNAUTHORIZED},
+            {403, "Forbidden", KB_ERROR_FORBIDDEN},
+            {404, "NotFound", KB_ERROR_NOT_FOUND},
+            {405, "MethodNotAllowed", KB_ERROR_METHOD_NOT_ALLOWED},
+            {409, "AlreadyExists", KB_ERROR_ALREADY_EXISTS},
+            {409, "Conflict", KB_ERROR_CONFLICT},
+            {410, "Expired", KB_ERROR_GONE},
+            {410, "Gone", KB_ERROR_GONE},
+            {413, "RequestEntityTooLarge", KB_ERROR_TOO_LARGE},
+            {422, "Invalid", KB_ERROR_INVALID},
+            {429, "TooManyRequests", KB_ERROR_TOO_MANY_REQUESTS},
+            {500, "InternalError", KB_ERROR_SERVER},
+            {503, "ServiceUnavailable", KB_ERROR_SERVER},
+            {504, "Timeout", KB_ERROR_TIMEOUT},
+            {418, "Teapot", KB_ERROR_UNKNOWN},
     };
     g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
     g_autoptr(KbClient) client = client_for(srv);
@@ -479,8 +482,7 @@ static void test_error_mapping(void)
         g_autofree char *path = g_strdup_printf("/api/v1/namespaces/default/configmaps/%s", name);
         g_autofree char *message = g_strdup_printf("message number %u", i);
         kb_test_server_push(srv, "GET", path,
-                            kb_test_response_new_status(cases[i].status, cases[i].reason,
-                                                        message));
+                            kb_test_response_new_status(cases[i].status, cases[i].reason, message));
         json_object *obj = kb_client_get(client, &kb_type_configmaps, "default", name, &error);
         g_assert_null(obj);
         g_assert_error(error, KB_ERROR, (gint)cases[i].code);
@@ -513,8 +515,7 @@ static void test_429_retry_after(void)
     KbTestResponse *resp = kb_test_response_new_status(429, "TooManyRequests", "slow down");
     kb_test_response_add_header(resp, "Retry-After", "7");
     kb_test_server_push(srv, "GET", POD_P1, resp);
-    KbRequest req = { .method = "GET", .type = &kb_type_pods, .namespace_ = "default",
-                      .name = "p1" };
+    KbRequest req = {.method = "GET", .type = &kb_type_pods, .namespace_ = "default", .name = "p1"};
     g_assert_null(kb_client_call(client, &req, &retry_after, &error));
     g_assert_error(error, KB_ERROR, KB_ERROR_TOO_MANY_REQUESTS);
     g_assert_cmpuint(retry_after, ==, 7);
@@ -558,7 +559,10 @@ static void test_500_then_success(void)
 static void test_malformed_json(void)
 {
     static const char *const bodies[] = {
-        "{\"kind\":\"Pod\"", "{\"kind\":\"Pod\"} trailing", "not json", "{\"a\":[1,2,}",
+            "{\"kind\":\"Pod\"",
+            "{\"kind\":\"Pod\"} trailing",
+            "not json",
+            "{\"a\":[1,2,}",
     };
     g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
     g_autoptr(KbClient) client = client_for(srv);
@@ -685,9 +689,12 @@ static void test_raw_path_and_query(void)
     g_autoptr(KbClient) client = kb_client_new(config, NULL);
     g_autoptr(GError) error = NULL;
     kb_test_server_respond(srv, "GET", "/version", 200, "{\"gitVersion\":\"v1.32.0\"}");
-    KbListOptions lo = { .watch = TRUE, .allow_watch_bookmarks = TRUE, .timeout_seconds = 300,
-                         .resource_version = "100", .limit = 10 };
-    KbRequest req = { .method = "GET", .path = "/version", .list = &lo, .query = "pretty=true" };
+    KbListOptions lo = {.watch = TRUE,
+                        .allow_watch_bookmarks = TRUE,
+                        .timeout_seconds = 300,
+                        .resource_version = "100",
+                        .limit = 10};
+    KbRequest req = {.method = "GET", .path = "/version", .list = &lo, .query = "pretty=true"};
     json_object *v = kb_client_call(client, &req, NULL, &error);
     g_assert_no_error(error);
     g_assert_cmpstr(jstr(v, "gitVersion"), ==, "v1.32.0");
@@ -732,11 +739,11 @@ static void test_token_rotated(void)
     g_test_expect_message(NULL, G_LOG_LEVEL_WARNING, "*keeping the previous token*");
     json_object_put(kb_client_get(client, &kb_type_pods, "default", "p1", NULL));
     g_test_assert_expected_messages();
-    static const char *const want[] = { "Bearer first-token", "Bearer first-token",
-                                        "Bearer second-token", "Bearer second-token" };
+    static const char *const want[] = {"Bearer first-token", "Bearer first-token",
+                                       "Bearer second-token", "Bearer second-token"};
     for (guint i = 0; i < G_N_ELEMENTS(want); i++)
-        g_assert_cmpstr(kb_test_request_header(kb_test_server_request(srv, i), "Authorization"),
-                        ==, want[i]);
+        g_assert_cmpstr(kb_test_request_header(kb_test_server_request(srv, i), "Authorization"), ==,
+                        want[i]);
     g_rmdir(dir);
 }
 
@@ -851,17 +858,16 @@ static void test_tls_kubeconfig(void)
     g_autoptr(GBytes) cert = read_bytes("tests/data/tls/client.pem");
     g_autoptr(GBytes) key = read_bytes("tests/data/tls/client-key.pem");
     g_autofree char *ca64 = g_base64_encode(g_bytes_get_data(ca, NULL), g_bytes_get_size(ca));
-    g_autofree char *cert64 = g_base64_encode(g_bytes_get_data(cert, NULL),
-                                              g_bytes_get_size(cert));
+    g_autofree char *cert64 = g_base64_encode(g_bytes_get_data(cert, NULL), g_bytes_get_size(cert));
     g_autofree char *key64 = g_base64_encode(g_bytes_get_data(key, NULL), g_bytes_get_size(key));
-    g_autofree char *yaml = g_strdup_printf(
-        "apiVersion: v1\nkind: Config\ncurrent-context: test\n"
-        "clusters:\n- name: c\n  cluster:\n    server: %s\n"
-        "    certificate-authority-data: %s\n"
-        "users:\n- name: u\n  user:\n    client-certificate-data: %s\n"
-        "    client-key-data: %s\n"
-        "contexts:\n- name: test\n  context: {cluster: c, user: u}\n",
-        kb_test_server_url(srv), ca64, cert64, key64);
+    g_autofree char *yaml =
+            g_strdup_printf("apiVersion: v1\nkind: Config\ncurrent-context: test\n"
+                            "clusters:\n- name: c\n  cluster:\n    server: %s\n"
+                            "    certificate-authority-data: %s\n"
+                            "users:\n- name: u\n  user:\n    client-certificate-data: %s\n"
+                            "    client-key-data: %s\n"
+                            "contexts:\n- name: test\n  context: {cluster: c, user: u}\n",
+                            kb_test_server_url(srv), ca64, cert64, key64);
     g_assert_true(g_file_set_contents(path, yaml, -1, NULL));
     g_autoptr(GError) error = NULL;
     g_autoptr(KbConfig) config = kb_config_load_kubeconfig(path, NULL, &error);
@@ -912,10 +918,9 @@ static void test_async_get(void)
 {
     g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
     g_autoptr(KbClient) client = client_for(srv);
-    AsyncState st = { .expected = 2 };
+    AsyncState st = {.expected = 2};
     kb_test_server_respond(srv, "GET", POD_P1, 200, "{\"metadata\":{\"name\":\"p1\"}}");
-    KbRequest req = { .method = "GET", .type = &kb_type_pods, .namespace_ = "default",
-                      .name = "p1" };
+    KbRequest req = {.method = "GET", .type = &kb_type_pods, .namespace_ = "default", .name = "p1"};
     kb_client_call_async(client, &req, on_response, &st);
     g_assert_cmpuint(kb_client_pending(client), ==, 1);
     st.expected = 1;
@@ -940,11 +945,11 @@ static void test_async_copies_request(void)
 {
     g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
     g_autoptr(KbClient) client = client_for(srv);
-    AsyncState st = { .expected = 1 };
+    AsyncState st = {.expected = 1};
     kb_test_server_respond(srv, "POST", PODS, 201, "{\"metadata\":{\"name\":\"p9\"}}");
     char ns[] = "default";
     json_object *body = parse("{\"metadata\":{\"name\":\"p9\"}}");
-    KbRequest req = { .method = "POST", .type = &kb_type_pods, .namespace_ = ns, .body = body };
+    KbRequest req = {.method = "POST", .type = &kb_type_pods, .namespace_ = ns, .body = body};
     kb_client_call_async(client, &req, on_response, &st);
     /* Everything the request pointed to may go away at once. */
     json_object_put(body);
@@ -961,7 +966,7 @@ static void test_async_max_in_flight(void)
 {
     g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
     g_autoptr(KbClient) client = client_for(srv);
-    AsyncState st = { .expected = 12, .order = g_string_new(NULL) };
+    AsyncState st = {.expected = 12, .order = g_string_new(NULL)};
     kb_client_set_max_in_flight(client, 3);
     for (guint i = 0; i < st.expected; i++) {
         g_autofree char *path = g_strdup_printf(PODS "/p%u", i);
@@ -972,8 +977,8 @@ static void test_async_max_in_flight(void)
     }
     for (guint i = 0; i < st.expected; i++) {
         g_autofree char *name = g_strdup_printf("p%u", i);
-        KbRequest req = { .method = "GET", .type = &kb_type_pods, .namespace_ = "default",
-                          .name = name };
+        KbRequest req = {
+                .method = "GET", .type = &kb_type_pods, .namespace_ = "default", .name = name};
         kb_client_call_async(client, &req, on_response, &st);
     }
     g_assert_cmpuint(kb_client_pending(client), ==, 12);
@@ -995,8 +1000,8 @@ static void chain_response(const KbResponse *resp, gpointer user_data)
     AsyncState *st = user_data;
     on_response(resp, user_data);
     if (st->done < st->expected) {
-        KbRequest req = { .method = "GET", .type = &kb_type_pods, .namespace_ = "default",
-                          .name = "p1" };
+        KbRequest req = {
+                .method = "GET", .type = &kb_type_pods, .namespace_ = "default", .name = "p1"};
         kb_client_call_async(st->client, &req, chain_response, st);
     }
 }
@@ -1005,10 +1010,9 @@ static void test_async_submit_from_callback(void)
 {
     g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
     g_autoptr(KbClient) client = client_for(srv);
-    AsyncState st = { .expected = 4, .client = client };
+    AsyncState st = {.expected = 4, .client = client};
     kb_test_server_respond(srv, "GET", POD_P1, 200, "{\"metadata\":{\"name\":\"p1\"}}");
-    KbRequest req = { .method = "GET", .type = &kb_type_pods, .namespace_ = "default",
-                      .name = "p1" };
+    KbRequest req = {.method = "GET", .type = &kb_type_pods, .namespace_ = "default", .name = "p1"};
     kb_client_call_async(client, &req, chain_response, &st);
     g_assert_true(run_until(&st.all_done, 5000));
     g_assert_cmpuint(kb_test_server_request_count(srv), ==, 4);
@@ -1021,7 +1025,7 @@ static void test_async_bind_and_blocking_mix(void)
 {
     g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
     g_autoptr(KbClient) client = client_for(srv);
-    AsyncState st = { .expected = 3 };
+    AsyncState st = {.expected = 3};
     kb_test_server_respond(srv, "POST", PODS "*", 201, "{\"kind\":\"Status\"}");
     kb_test_server_respond(srv, "GET", POD_P1, 200, "{}");
     for (guint i = 0; i < 3; i++) {
@@ -1047,13 +1051,12 @@ static void test_async_free_with_pending(void)
 {
     g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
     KbClient *client = client_for(srv);
-    AsyncState st = { .expected = 1 };
+    AsyncState st = {.expected = 1};
     KbTestResponse *resp = kb_test_response_new_body(200, "{}");
     kb_test_response_set_delay(resp, 5000);
     kb_test_server_push(srv, "GET", POD_P1, resp);
     kb_client_set_max_in_flight(client, 1);
-    KbRequest req = { .method = "GET", .type = &kb_type_pods, .namespace_ = "default",
-                      .name = "p1" };
+    KbRequest req = {.method = "GET", .type = &kb_type_pods, .namespace_ = "default", .name = "p1"};
     kb_client_call_async(client, &req, on_response, &st);
     kb_client_call_async(client, &req, on_response, &st);
     g_assert_true(kb_test_server_wait_requests(srv, 0, 0));
@@ -1072,10 +1075,10 @@ typedef struct {
     gboolean done;
     GError *error;
     int status;
-    guint cancel_after;   /* cancel from on_data after this many chunks (0: never) */
+    guint cancel_after; /* cancel from on_data after this many chunks (0: never) */
     gboolean return_false;
     KbStream *stream;
-    KbStream *other;      /* cancelled from on_data, when set */
+    KbStream *other; /* cancelled from on_data, when set */
 } StreamState;
 
 static void stream_state_clear(StreamState *st)
@@ -1114,8 +1117,8 @@ static void on_stream_done(const KbResponse *resp, gpointer user_data)
 
 static KbStream *watch_pods(KbClient *client, StreamState *st)
 {
-    KbListOptions lo = { .watch = TRUE, .resource_version = "10", .allow_watch_bookmarks = TRUE };
-    KbRequest req = { .method = "GET", .type = &kb_type_pods, .list = &lo, .stream = TRUE };
+    KbListOptions lo = {.watch = TRUE, .resource_version = "10", .allow_watch_bookmarks = TRUE};
+    KbRequest req = {.method = "GET", .type = &kb_type_pods, .list = &lo, .stream = TRUE};
     st->data = g_string_new(NULL);
     st->stream = kb_client_stream(client, &req, on_stream_data, on_stream_done, st);
     return st->stream;
@@ -1131,7 +1134,7 @@ static void test_stream_split(void)
     g_autoptr(KbClient) client = client_for(srv);
     static const char all[] = EV1 EV2 EV3;
     /* Split at arbitrary points, including inside a UTF-8-free token and at the newline. */
-    static const guint cuts[] = { 1, 17, sizeof EV1 - 1, sizeof EV1, 100, 140, sizeof all - 2 };
+    static const guint cuts[] = {1, 17, sizeof EV1 - 1, sizeof EV1, 100, 140, sizeof all - 2};
     KbTestResponse *resp = kb_test_response_new(200);
     guint prev = 0;
     for (guint i = 0; i <= G_N_ELEMENTS(cuts); i++) {
@@ -1141,7 +1144,7 @@ static void test_stream_split(void)
         prev = end;
     }
     kb_test_server_push(srv, "GET", "/api/v1/pods", resp);
-    StreamState st = { 0 };
+    StreamState st = {0};
     watch_pods(client, &st);
     g_assert_true(run_until(&st.done, 5000));
     g_assert_no_error(st.error);
@@ -1162,7 +1165,7 @@ static void test_stream_cut(void)
     kb_test_response_add_chunk(resp, 20, EV2);
     kb_test_response_cut_after(resp, sizeof EV1 - 1 + 20); /* in the middle of EV2 */
     kb_test_server_push(srv, "GET", "/api/v1/pods", resp);
-    StreamState st = { 0 };
+    StreamState st = {0};
     watch_pods(client, &st);
     g_assert_true(run_until(&st.done, 5000));
     g_assert_error(st.error, KB_ERROR, KB_ERROR_TRANSPORT);
@@ -1180,7 +1183,7 @@ static void test_stream_stall_timeout(void)
     kb_test_response_stall(resp);
     kb_test_server_push(srv, "GET", "/api/v1/pods", resp);
     kb_client_set_stream_idle_timeout(client, 1);
-    StreamState st = { 0 };
+    StreamState st = {0};
     gint64 start = g_get_monotonic_time();
     watch_pods(client, &st);
     g_assert_true(run_until(&st.done, 8000));
@@ -1194,10 +1197,10 @@ static void test_stream_http_error(void)
 {
     g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
     g_autoptr(KbClient) client = client_for(srv);
-    kb_test_server_push(srv, "GET", "/api/v1/pods",
-                        kb_test_response_new_status(410, "Expired",
-                                                    "too old resource version: 10 (500)"));
-    StreamState st = { 0 };
+    kb_test_server_push(
+            srv, "GET", "/api/v1/pods",
+            kb_test_response_new_status(410, "Expired", "too old resource version: 10 (500)"));
+    StreamState st = {0};
     watch_pods(client, &st);
     g_assert_true(run_until(&st.done, 5000));
     g_assert_error(st.error, KB_ERROR, KB_ERROR_GONE);
@@ -1217,7 +1220,7 @@ static void test_stream_cancel_in_data(void)
         kb_test_response_add_chunk(resp, 30, EV2);
         kb_test_response_stall(resp);
         kb_test_server_push(srv, "GET", "/api/v1/pods", resp);
-        StreamState st = { .cancel_after = 1, .return_false = mode == 1 };
+        StreamState st = {.cancel_after = 1, .return_false = mode == 1};
         watch_pods(client, &st);
         g_assert_true(run_until(&st.done, 5000));
         g_assert_cmpuint(st.chunks, ==, 1);
@@ -1239,7 +1242,7 @@ static void test_stream_cancel_other_and_queued(void)
     kb_test_response_stall(resp);
     kb_test_server_push(srv, "GET", "/api/v1/pods", resp);
     kb_client_set_max_in_flight(client, 2);
-    StreamState a = { 0 }, b = { 0 }, c = { 0 };
+    StreamState a = {0}, b = {0}, c = {0};
     watch_pods(client, &a);
     watch_pods(client, &b);
     watch_pods(client, &c); /* queued behind the other two */
@@ -1277,7 +1280,7 @@ static void test_stream_live_append(void)
     kb_test_response_add_chunk(resp, 0, EV1);
     kb_test_response_stall(resp);
     kb_test_server_push(srv, "GET", "/api/v1/pods", kb_test_response_ref(resp));
-    StreamState st = { 0 };
+    StreamState st = {0};
     watch_pods(client, &st);
     gint64 deadline = g_get_monotonic_time() + 5 * G_USEC_PER_SEC;
     gboolean got = FALSE;
@@ -1308,7 +1311,7 @@ static void test_stream_free_client_open(void)
     kb_test_response_add_chunk(resp, 0, EV1);
     kb_test_response_stall(resp);
     kb_test_server_push(srv, "GET", "/api/v1/pods", resp);
-    StreamState st = { 0 };
+    StreamState st = {0};
     watch_pods(client, &st);
     gboolean never = FALSE;
     run_until(&never, 100);

@@ -126,8 +126,8 @@ static void test_ca_data(Fixture *f, gconstpointer data)
     g_autoptr(KbConfig) config = load_text(f, text, NULL, &error);
     g_assert_no_error(error);
     g_assert_nonnull(config->ca_data);
-    g_assert_cmpmem(g_bytes_get_data(config->ca_data, NULL), g_bytes_get_size(config->ca_data),
-                    PEM, strlen(PEM));
+    g_assert_cmpmem(g_bytes_get_data(config->ca_data, NULL), g_bytes_get_size(config->ca_data), PEM,
+                    strlen(PEM));
     g_assert_null(config->ca_file);
 }
 
@@ -197,19 +197,32 @@ static void test_errors(Fixture *f, gconstpointer data)
         const char *cluster_extra, *user_extra, *context;
         const char *want[3];
     } cases[] = {
-        { "    certificate-authority-data: bm90!YmFzZTY0\n", "", NULL,
-          { "cluster \"prod-cluster\"", "certificate-authority-data", "base64" } },
-        { "    certificate-authority-data: YWJj\n    other: x\n", "", NULL,
-          { "certificate-authority-data", "PEM", "context \"prod\"" } },
-        { "    certificate-authority-data: YWJjZA=\n", "", NULL,
-          { "certificate-authority-data", "base64", NULL } },
-        { ca_not_pem, "", NULL, { "no PEM block", NULL, NULL } },
-        { "", "    client-certificate-data: 'ab%c'\n", NULL,
-          { "user \"admin\"", "client-certificate-data", "base64" } },
-        { "", cert_only, NULL, { "user \"admin\"", "client-certificate without client-key", NULL } },
-        { "    certificate-authority: does/not/exist.crt\n", "", NULL,
-          { "certificate-authority", "does/not/exist.crt", NULL } },
-        { "", "", "staging", { "context \"staging\" not found", NULL, NULL } },
+            {"    certificate-authority-data: bm90!YmFzZTY0\n",
+             "",
+             NULL,
+             {"cluster \"prod-cluster\"", "certificate-authority-data", "base64"}},
+            {"    certificate-authority-data: YWJj\n    other: x\n",
+             "",
+             NULL,
+             {"certificate-authority-data", "PEM", "context \"prod\""}},
+            {"    certificate-authority-data: YWJjZA=\n",
+             "",
+             NULL,
+             {"certificate-authority-data", "base64", NULL}},
+            {ca_not_pem, "", NULL, {"no PEM block", NULL, NULL}},
+            {"",
+             "    client-certificate-data: 'ab%c'\n",
+             NULL,
+             {"user \"admin\"", "client-certificate-data", "base64"}},
+            {"",
+             cert_only,
+             NULL,
+             {"user \"admin\"", "client-certificate without client-key", NULL}},
+            {"    certificate-authority: does/not/exist.crt\n",
+             "",
+             NULL,
+             {"certificate-authority", "does/not/exist.crt", NULL}},
+            {"", "", "staging", {"context \"staging\" not found", NULL, NULL}},
     };
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
         g_autoptr(GError) error = NULL;
@@ -230,24 +243,24 @@ static void test_missing_references(Fixture *f, gconstpointer data)
     static const struct {
         const char *text, *want;
     } cases[] = {
-        { "contexts:\n- name: a\n  context: {cluster: nope, user: u}\n"
-          "current-context: a\nclusters: []\n",
-          "context \"a\": cluster \"nope\" not found" },
-        { "contexts:\n- name: a\n  context: {cluster: c, user: ghost}\ncurrent-context: a\n"
-          "clusters:\n- name: c\n  cluster: {server: 'https://x'}\n",
-          "context \"a\": user \"ghost\" not found" },
-        { "contexts:\n- name: a\n  context: {user: u}\ncurrent-context: a\n",
-          "context \"a\": no cluster" },
-        { "contexts:\n- name: a\n  context: {cluster: c}\ncurrent-context: a\n"
-          "clusters:\n- name: c\n  cluster: {certificate-authority-data: ''}\n",
-          "cluster \"c\": no server" },
-        { "contexts:\n- name: a\n  context: {cluster: c}\ncurrent-context: a\n"
-          "clusters:\n- name: c\n  cluster: {server: 'ftp://x'}\n",
-          "server \"ftp://x\"" },
-        { "apiVersion: v1\nclusters: []\n", "current-context is not set" },
-        { "- just\n- a list\n", "not a YAML mapping" },
-        { "", "not a YAML mapping" },
-        { "clusters: [\n  {name: a\n", "invalid YAML at line" },
+            {"contexts:\n- name: a\n  context: {cluster: nope, user: u}\n"
+             "current-context: a\nclusters: []\n",
+             "context \"a\": cluster \"nope\" not found"},
+            {"contexts:\n- name: a\n  context: {cluster: c, user: ghost}\ncurrent-context: a\n"
+             "clusters:\n- name: c\n  cluster: {server: 'https://x'}\n",
+             "context \"a\": user \"ghost\" not found"},
+            {"contexts:\n- name: a\n  context: {user: u}\ncurrent-context: a\n",
+             "context \"a\": no cluster"},
+            {"contexts:\n- name: a\n  context: {cluster: c}\ncurrent-context: a\n"
+             "clusters:\n- name: c\n  cluster: {certificate-authority-data: ''}\n",
+             "cluster \"c\": no server"},
+            {"contexts:\n- name: a\n  context: {cluster: c}\ncurrent-context: a\n"
+             "clusters:\n- name: c\n  cluster: {server: 'ftp://x'}\n",
+             "server \"ftp://x\""},
+            {"apiVersion: v1\nclusters: []\n", "current-context is not set"},
+            {"- just\n- a list\n", "not a YAML mapping"},
+            {"", "not a YAML mapping"},
+            {"clusters: [\n  {name: a\n", "invalid YAML at line"},
     };
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
         g_autoptr(GError) error = NULL;
@@ -296,12 +309,12 @@ static void test_json_kubeconfig(Fixture *f, gconstpointer data)
     /* kubectl accepts JSON kubeconfigs; YAML is a superset. */
     g_autoptr(GError) error = NULL;
     g_autoptr(KbConfig) config = load_text(
-        f,
-        "{\"current-context\":\"c\",\"contexts\":[{\"name\":\"c\",\"context\":{\"cluster\":"
-        "\"k\",\"user\":\"u\"}}],\"clusters\":[{\"name\":\"k\",\"cluster\":{\"server\":"
-        "\"https://k:6443\",\"insecure-skip-tls-verify\":true}}],\"users\":[{\"name\":\"u\","
-        "\"user\":{\"token\":\"t\"}}]}",
-        NULL, &error);
+            f,
+            "{\"current-context\":\"c\",\"contexts\":[{\"name\":\"c\",\"context\":{\"cluster\":"
+            "\"k\",\"user\":\"u\"}}],\"clusters\":[{\"name\":\"k\",\"cluster\":{\"server\":"
+            "\"https://k:6443\",\"insecure-skip-tls-verify\":true}}],\"users\":[{\"name\":\"u\","
+            "\"user\":{\"token\":\"t\"}}]}",
+            NULL, &error);
     g_assert_no_error(error);
     g_assert_cmpstr(config->server, ==, "https://k:6443");
     g_assert_true(config->insecure_skip_tls_verify);
@@ -320,7 +333,7 @@ static void test_copy(Fixture *f, gconstpointer data)
     g_assert_cmpstr(copy->server, ==, config->server);
     g_assert_cmpstr(copy->token_file, ==, "/var/token");
     g_assert_true(g_bytes_equal(copy->ca_data, config->ca_data));
-    KbConfig bare = { .server = (char *)"http://x" };
+    KbConfig bare = {.server = (char *)"http://x"};
     g_autoptr(KbConfig) filled = kb_config_copy(&bare);
     g_assert_cmpuint(filled->timeout_ms, ==, 30000);
     g_assert_nonnull(filled->user_agent);

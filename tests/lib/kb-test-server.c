@@ -19,7 +19,7 @@ static GMutex lock;
 static GCond cond;
 
 /* How often a connection thread that waits (delay, stall) checks whether its peer went away. */
-#define PEER_CHECK_US (20 * G_TIME_SPAN_MILLISECOND)
+#define PEER_CHECK_US    (20 * G_TIME_SPAN_MILLISECOND)
 #define MAX_REQUEST_BODY (256u << 20)
 
 typedef struct {
@@ -43,7 +43,7 @@ typedef struct {
     char *method; /* NULL: any */
     char *path;   /* without the trailing '*' of a prefix */
     gboolean prefix;
-    GQueue responses; /* KbTestResponse, owned */
+    GQueue responses;     /* KbTestResponse, owned */
     gboolean head_served; /* the only queued response was served (it repeats until a push) */
     KbTestHandler handler;
     gpointer user_data;
@@ -55,8 +55,8 @@ struct KbTestServer {
     char *url;
     guint16 port;
     char *cert_pem, *key_pem, *trust_pem; /* MHD keeps pointers to these */
-    GPtrArray *routes;   /* Route */
-    GPtrArray *requests; /* KbTestRequest */
+    GPtrArray *routes;                    /* Route */
+    GPtrArray *requests;                  /* KbTestRequest */
     guint concurrent, max_concurrent, connections;
     gboolean stopping;
     GMutex handler_lock;
@@ -103,8 +103,7 @@ const char *kb_test_request_header(const KbTestRequest *req, const char *name)
 
 char *kb_test_request_query_param(const KbTestRequest *req, const char *name)
 {
-    g_autoptr(GHashTable) params = g_uri_parse_params(req->query, -1, "&", G_URI_PARAMS_NONE,
-                                                      NULL);
+    g_autoptr(GHashTable) params = g_uri_parse_params(req->query, -1, "&", G_URI_PARAMS_NONE, NULL);
     if (params == NULL)
         return NULL;
     return g_strdup(g_hash_table_lookup(params, name));
@@ -143,9 +142,9 @@ KbTestResponse *kb_test_response_new_status(guint status, const char *reason, co
     g_autofree char *esc_reason = g_strescape(reason != NULL ? reason : "", NULL);
     g_autofree char *esc_message = g_strescape(message != NULL ? message : "", NULL);
     g_autofree char *body = g_strdup_printf(
-        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
-        "\"message\":\"%s\",\"reason\":\"%s\",\"code\":%u}",
-        esc_message, esc_reason, status);
+            "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+            "\"message\":\"%s\",\"reason\":\"%s\",\"code\":%u}",
+            esc_message, esc_reason, status);
     return kb_test_response_new_body(status, body);
 }
 
@@ -259,8 +258,8 @@ static gint64 match_score(const char *method, const char *path, gboolean prefix,
 }
 
 /* Split "/a/b*" into its path and prefix flag; NULL/"*" method into NULL. */
-static void parse_pattern(const char *method, const char *path, char **out_method,
-                          char **out_path, gboolean *out_prefix)
+static void parse_pattern(const char *method, const char *path, char **out_method, char **out_path,
+                          gboolean *out_prefix)
 {
     gsize len = strlen(path);
     *out_method = method_is_any(method) ? NULL : g_strdup(method);
@@ -309,8 +308,7 @@ void kb_test_server_respond(KbTestServer *server, const char *method, const char
 }
 
 void kb_test_server_set_handler(KbTestServer *server, const char *method, const char *path,
-                                KbTestHandler handler, gpointer user_data,
-                                GDestroyNotify destroy)
+                                KbTestHandler handler, gpointer user_data, GDestroyNotify destroy)
 {
     g_mutex_lock(&lock);
     Route *route = route_for_pattern(server, method, path);
@@ -331,8 +329,8 @@ static KbTestResponse *choose_response(KbTestServer *server, const KbTestRequest
     g_mutex_lock(&lock);
     for (guint i = 0; i < server->routes->len; i++) {
         Route *route = g_ptr_array_index(server->routes, i);
-        gint64 score = match_score(route->method, route->path, route->prefix, req->method,
-                                   req->path);
+        gint64 score =
+                match_score(route->method, route->path, route->prefix, req->method, req->path);
         if (score > best_score) {
             best = route;
             best_score = score;
@@ -373,7 +371,7 @@ static gboolean peer_gone(int fd)
 {
     if (fd < 0)
         return FALSE;
-    struct pollfd pfd = { .fd = fd, .events = POLLRDHUP };
+    struct pollfd pfd = {.fd = fd, .events = POLLRDHUP};
     return poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
@@ -397,8 +395,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
     gint64 deadline = 0;
     g_mutex_lock(&lock);
     for (;;) {
-        if (st->server->stopping ||
-            (resp->cut_after >= 0 && st->sent >= (gsize)resp->cut_after)) {
+        if (st->server->stopping || (resp->cut_after >= 0 && st->sent >= (gsize)resp->cut_after)) {
             ret = MHD_CONTENT_READER_END_WITH_ERROR;
             break;
         }
@@ -455,7 +452,7 @@ static void stream_free(void *cls)
 static int connection_fd(struct MHD_Connection *connection)
 {
     const union MHD_ConnectionInfo *info =
-        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+            MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
     return info != NULL ? info->connect_fd : -1;
 }
 
@@ -509,8 +506,9 @@ typedef const void *(*GetPeersFunc)(void *session, unsigned int *list_size);
 static int client_cert_state(struct MHD_Connection *connection)
 {
     const union MHD_ConnectionInfo *info =
-        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_GNUTLS_SESSION);
-    VerifyPeersFunc verify = (VerifyPeersFunc)dlsym(RTLD_DEFAULT, "gnutls_certificate_verify_peers2");
+            MHD_get_connection_info(connection, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    VerifyPeersFunc verify =
+            (VerifyPeersFunc)dlsym(RTLD_DEFAULT, "gnutls_certificate_verify_peers2");
     GetPeersFunc get_peers = (GetPeersFunc)dlsym(RTLD_DEFAULT, "gnutls_certificate_get_peers");
     unsigned int n = 0, status = 0;
     if (info == NULL || info->tls_session == NULL || verify == NULL || get_peers == NULL)
@@ -549,8 +547,8 @@ static KbTestRequest *record_request(KbTestServer *server, struct MHD_Connection
     return req;
 }
 
-static enum MHD_Result handle_request(void *cls, struct MHD_Connection *connection,
-                                      const char *url, const char *method, const char *version,
+static enum MHD_Result handle_request(void *cls, struct MHD_Connection *connection, const char *url,
+                                      const char *method, const char *version,
                                       const char *upload_data, size_t *upload_data_size,
                                       void **con_cls)
 {
@@ -643,7 +641,7 @@ KbTestServer *kb_test_server_new(const char *tls_cert_file, const char *tls_key_
 {
     KbTestServer *server = g_new0(KbTestServer, 1);
     gboolean tls = tls_cert_file != NULL && tls_key_file != NULL;
-    struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = 0 };
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = 0};
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     server->routes = g_ptr_array_new_with_free_func((GDestroyNotify)route_free);
     server->requests = g_ptr_array_new_with_free_func((GDestroyNotify)request_free);
@@ -659,21 +657,21 @@ KbTestServer *kb_test_server_new(const char *tls_cert_file, const char *tls_key_
     if (g_getenv("KB_TEST_SERVER_DEBUG") != NULL)
         flags |= MHD_USE_ERROR_LOG;
     struct MHD_OptionItem tls_opts[] = {
-        { tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, server->cert_pem },
-        { MHD_OPTION_HTTPS_MEM_KEY, 0, server->key_pem },
-        { server->trust_pem != NULL ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END, 0,
-          server->trust_pem },
-        { MHD_OPTION_END, 0, NULL },
+            {tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, server->cert_pem},
+            {MHD_OPTION_HTTPS_MEM_KEY, 0, server->key_pem},
+            {server->trust_pem != NULL ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END, 0,
+             server->trust_pem},
+            {MHD_OPTION_END, 0, NULL},
     };
     server->daemon = MHD_start_daemon(
-        flags, 0, NULL, NULL, handle_request, server, MHD_OPTION_SOCK_ADDR, &addr,
-        MHD_OPTION_URI_LOG_CALLBACK, log_uri, server, MHD_OPTION_NOTIFY_COMPLETED,
-        request_completed, server, MHD_OPTION_NOTIFY_CONNECTION, connection_notify, server,
-        MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
+            flags, 0, NULL, NULL, handle_request, server, MHD_OPTION_SOCK_ADDR, &addr,
+            MHD_OPTION_URI_LOG_CALLBACK, log_uri, server, MHD_OPTION_NOTIFY_COMPLETED,
+            request_completed, server, MHD_OPTION_NOTIFY_CONNECTION, connection_notify, server,
+            MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
     if (server->daemon == NULL)
         g_error("kb-test-server: MHD_start_daemon failed%s", tls ? " (TLS)" : "");
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(server->daemon,
-                                                           MHD_DAEMON_INFO_BIND_PORT);
+    const union MHD_DaemonInfo *info =
+            MHD_get_daemon_info(server->daemon, MHD_DAEMON_INFO_BIND_PORT);
     server->port = info->port;
     server->url = g_strdup_printf("%s://127.0.0.1:%u", tls ? "https" : "http", server->port);
     return server;

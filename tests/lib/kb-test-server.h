@@ -48,14 +48,14 @@ typedef struct KbTestResponse KbTestResponse;
 
 /* One recorded request. Immutable once recorded; owned by the server, valid until it is freed. */
 typedef struct {
-    char *method;  /* "GET" */
-    char *target;  /* path and query as sent: "/api/v1/pods?limit=2&continue=abc" */
-    char *path;    /* raw (still percent-encoded) path: "/api/v1/pods" */
-    char *query;   /* raw query without '?': "limit=2&continue=abc"; "" when none */
+    char *method;        /* "GET" */
+    char *target;        /* path and query as sent: "/api/v1/pods?limit=2&continue=abc" */
+    char *path;          /* raw (still percent-encoded) path: "/api/v1/pods" */
+    char *query;         /* raw query without '?': "limit=2&continue=abc"; "" when none */
     GHashTable *headers; /* lower-case name -> value */
-    char *body;    /* request body, NUL-terminated for convenience ("" when none) */
+    char *body;          /* request body, NUL-terminated for convenience ("" when none) */
     gsize body_len;
-    guint index;   /* position in the server's request log, from 0 */
+    guint index;     /* position in the server's request log, from 0 */
     int client_cert; /* HTTPS with a client CA: 1 a client certificate that verified against it,
                       * -1 one that did not (gnutls may refuse such a handshake outright), 0 none */
 } KbTestRequest;
@@ -75,8 +75,7 @@ KbTestResponse *kb_test_response_new(guint status);
 KbTestResponse *kb_test_response_new_body(guint status, const char *body);
 /* Shorthand: a metav1.Status body {"kind":"Status","status":"Failure","reason":@reason,
  * "message":@message,"code":@status}. */
-KbTestResponse *kb_test_response_new_status(guint status, const char *reason,
-                                            const char *message);
+KbTestResponse *kb_test_response_new_status(guint status, const char *reason, const char *message);
 KbTestResponse *kb_test_response_ref(KbTestResponse *resp);
 void kb_test_response_unref(KbTestResponse *resp);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbTestResponse, kb_test_response_unref)
@@ -130,8 +129,7 @@ typedef KbTestResponse *(*KbTestHandler)(const KbTestRequest *req, gpointer user
 /* Route @method @path to @handler. Replaces any queue on that route. @destroy frees @user_data
  * when the server is freed (may be NULL). */
 void kb_test_server_set_handler(KbTestServer *server, const char *method, const char *path,
-                                KbTestHandler handler, gpointer user_data,
-                                GDestroyNotify destroy);
+                                KbTestHandler handler, gpointer user_data, GDestroyNotify destroy);
 
 /* ---- what the server saw ------------------------------------------------------------------- */
 
