@@ -63,7 +63,7 @@ static gboolean fill_round(KbSession *ssn, Fill *fill, double *remaining)
     }
     gboolean left = FALSE;
     for (guint i = 0; i < N_SLOTS; i++) {
-        remaining[i] = remaining[i] - inc[i] + dec[i];
+        remaining[i] = MAX(remaining[i] - inc[i] + dec[i], 0);
         left = left || remaining[i] >= 1;
     }
     return left;

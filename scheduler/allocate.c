@@ -319,7 +319,7 @@ static void explain_no_node(Alloc *a, const KbTaskInfo *task, GString *out)
         } else if (c->reason == KB_FIT_TAINT) {
             KbFitFailure f = { KB_FIT_TAINT, -1, c->taint };
             g_autofree char *t = kb_fit_failure_to_string(&f);
-            g_string_append(out, t + strlen("have"));
+            g_string_append(out, t + strlen("have taint"));
         }
     }
     if (fc.n == 0)
@@ -497,10 +497,7 @@ static void alloc_init(Alloc *a, KbSession *ssn)
     a->tasks = g_ptr_array_new();
     a->placed = g_ptr_array_new();
     a->why = g_string_new(NULL);
-    for (guint i = 0; i < ssn->n_nodes; i++) {
-        if (ssn->nodes[i].present)
-            kb_resources_max(&a->max_alloc, &ssn->nodes[i].allocatable);
-    }
+    a->max_alloc = ssn->max_alloc;
 }
 
 static void alloc_clear(Alloc *a)

@@ -34,6 +34,7 @@ static gboolean state_occupies(KbTaskState s)
 
 static guint node_id_for(KbCache *cache, const char *name)
 {
+    name = g_intern_string(name); /* the table is keyed by interned pointers */
     gpointer v = g_hash_table_lookup(cache->node_ids, name);
     if (v != NULL)
         return GPOINTER_TO_UINT(v) - 1;

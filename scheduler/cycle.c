@@ -54,10 +54,10 @@ void kb_cycle_result_free(KbCycleResult *result)
 {
     if (result == NULL)
         return;
-    g_array_unref(result->placements);
-    g_array_unref(result->job_statuses);
-    g_array_unref(result->queue_statuses);
-    g_array_unref(result->events);
+    g_clear_pointer(&result->placements, g_array_unref);
+    g_clear_pointer(&result->job_statuses, g_array_unref);
+    g_clear_pointer(&result->queue_statuses, g_array_unref);
+    g_clear_pointer(&result->events, g_array_unref);
     g_free(result);
 }
 
@@ -105,6 +105,20 @@ static void prepare_job(KbSession *ssn, KbJobInfo *job)
         kb_session_job_note(ssn, job, "NotEnoughPods",
                             "waiting for pods: %u/%d exist (minMember %d)", members,
                             job->min_member, job->min_member);
+        return;
+    }
+    /* A pod asking for more than any node has would hold its gang forever: say so. */
+    for (guint c = 0; c < job->classes->len; c++) {
+        const KbTaskClass *k = job->classes->pdata[c];
+        int s = kb_resources_first_short(&k->resreq, &ssn->max_alloc);
+        if (s < 0)
+            continue;
+        g_autofree char *want = kb_resource_format_value(s, k->resreq.v[s]);
+        g_autofree char *most = kb_resource_format_value(s, MAX(ssn->max_alloc.v[s], 0));
+        kb_session_job_note(ssn, job, "Unschedulable",
+                            "pod %s/%s requests %s %s but no node has more than %s",
+                            k->rep->meta.namespace_, k->rep->meta.name, want,
+                            kb_resource_name(s), most);
         return;
     }
     js->ready_to_schedule = TRUE;

@@ -52,6 +52,10 @@ KbSession *kb_session_open(KbCache *cache, const KbConf *conf, gint64 now, KbCyc
     for (guint q = 0; q < ssn->queues->len; q++)
         kb_resources_set_unlimited(&ssn->deserved[q]);
     kb_cache_cluster_allocatable(cache, &ssn->total);
+    for (guint i = 0; i < ssn->n_nodes; i++) {
+        if (ssn->nodes[i].present)
+            kb_resources_max(&ssn->max_alloc, &ssn->nodes[i].allocatable);
+    }
     session_refresh_jobs(ssn);
 
     guint n = 0;

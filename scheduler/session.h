@@ -72,6 +72,7 @@ struct KbSession {
     GPtrArray *queues; /* the cache's KbQueueInfo*; queue->id is the index */
     KbJobScratch *job_scratch;
     KbResources total;        /* allocatable of usable nodes */
+    KbResources max_alloc;    /* largest allocatable per slot over present nodes */
     KbResources *deserved;    /* per queue id; set by proportion, else unlimited */
     KbResources *request;     /* per queue id: allocated + pending requests of its jobs */
     KbPluginInstance *plugins;

@@ -1,0 +1,1176 @@
+/*
+ * The scheduler core end to end without an API server: objects in (decoded from JSON with the
+ * real decoders), one or more cycles, binds / conditions / events out. Volcano-style cases.
+ */
+#include <string.h>
+
+#include "kube/kb-objects.h"
+#include "policies/plugin.h"
+#include "scheduler/cache.h"
+#include "scheduler/conf.h"
+#include "scheduler/cycle.h"
+#include "scheduler/session.h"
+
+/* ---- fixture -------------------------------------------------------------------------------- */
+
+typedef struct {
+    KbCache *cache;
+    KbConf *conf;
+    KbCycleResult *res;
+    GHashTable *pods; /* "ns/name" -> json_object* */
+    gint64 now;
+    guint seq;
+} Fx;
+
+static void json_put(gpointer o)
+{
+    json_object_put(o);
+}
+
+static Fx *fx_new(const char *yaml)
+{
+    Fx *fx = g_new0(Fx, 1);
+    fx->cache = kb_cache_new(NULL, "default");
+    if (yaml != NULL) {
+        g_autoptr(GError) error = NULL;
+        fx->conf = kb_conf_parse(yaml, strlen(yaml), &error);
+        g_assert_no_error(error);
+    } else {
+        fx->conf = kb_conf_new_default();
+    }
+    fx->pods = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                     json_put);
+    fx->now = 1000;
+    return fx;
+}
+
+static void fx_free(Fx *fx)
+{
+    kb_cycle_result_free(fx->res);
+    kb_cache_free(fx->cache);
+    kb_conf_free(fx->conf);
+    g_hash_table_unref(fx->pods);
+    g_free(fx);
+}
+
+static json_object *parse(const char *json)
+{
+    json_object *o = json_tokener_parse(json);
+    if (o == NULL)
+        g_error("bad test JSON: %s", json);
+    return o;
+}
+
+/* A node: @gpus GPUs, @cpu cores, @mem Gi; @extra_spec / @labels are JSON members or "". */
+static void add_node_full(Fx *fx, const char *name, int cpu, int mem_gi, int gpus,
+                          const char *labels, const char *spec, gboolean ready)
+{
+    g_autofree char *json = g_strdup_printf(
+        "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\",\"uid\":\"n-%s\","
+        "\"labels\":{%s}},\"spec\":{%s},\"status\":{\"allocatable\":{\"cpu\":\"%d\",\"memory\":"
+        "\"%dGi\",\"pods\":\"110\",\"nvidia.com/gpu\":\"%d\"},\"conditions\":[{\"type\":\"Ready\","
+        "\"status\":\"%s\"}]}}",
+        name, name, labels, spec, cpu, mem_gi, gpus, ready ? "True" : "False");
+    json_object *o = parse(json);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbNode) node = kb_node_decode(o, FALSE, &error);
+    g_assert_no_error(error);
+    kb_cache_add_node(fx->cache, node);
+    json_object_put(o);
+}
+
+static void add_node(Fx *fx, const char *name, int gpus)
+{
+    add_node_full(fx, name, 32, 128, gpus, "", "", TRUE);
+}
+
+typedef struct {
+    const char *ns;
+    const char *group;       /* pod group (annotation), or NULL */
+    const char *requests;    /* JSON members, e.g. "\"cpu\":\"1\",\"nvidia.com/gpu\":1" */
+    const char *node;        /* spec.nodeName or NULL */
+    const char *phase;       /* status.phase, default Pending */
+    const char *scheduler;   /* default kube-batchd */
+    const char *spec;        /* extra spec members (with a leading comma) or NULL */
+    const char *pc;          /* priorityClassName or NULL */
+} PodOpts;
+
+static void pod_put(Fx *fx, const char *key, json_object *o, gboolean update)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbPod) pod = kb_pod_decode(o, FALSE, &error);
+    g_assert_no_error(error);
+    if (update)
+        kb_cache_update_pod(fx->cache, pod);
+    else
+        kb_cache_add_pod(fx->cache, pod);
+    g_hash_table_replace(fx->pods, g_strdup(key), o);
+}
+
+static void add_pod(Fx *fx, const char *name, const PodOpts *po)
+{
+    const char *ns = po->ns != NULL ? po->ns : "default";
+    g_autofree char *ann = po->group != NULL
+                               ? g_strdup_printf("\"scheduling.k8s.io/group-name\":\"%s\"", po->group)
+                               : g_strdup("");
+    g_autofree char *node = po->node != NULL ? g_strdup_printf(",\"nodeName\":\"%s\"", po->node)
+                                             : g_strdup("");
+    g_autofree char *pc = po->pc != NULL ? g_strdup_printf(",\"priorityClassName\":\"%s\"", po->pc)
+                                         : g_strdup("");
+    g_autofree char *json = g_strdup_printf(
+        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\","
+        "\"uid\":\"u-%s-%s\",\"creationTimestamp\":\"2026-01-01T00:%02u:%02uZ\",\"annotations\":{%s}},"
+        "\"spec\":{\"schedulerName\":\"%s\"%s%s%s,\"containers\":[{\"name\":\"c\",\"resources\":"
+        "{\"requests\":{%s}}}]},\"status\":{\"phase\":\"%s\"}}",
+        name, ns, ns, name, (fx->seq / 60) % 60, fx->seq % 60, ann,
+        po->scheduler != NULL ? po->scheduler : "kube-batchd", node, pc,
+        po->spec != NULL ? po->spec : "", po->requests != NULL ? po->requests : "\"cpu\":\"1\"",
+        po->phase != NULL ? po->phase : "Pending");
+    fx->seq++;
+    g_autofree char *key = g_strdup_printf("%s/%s", ns, name);
+    pod_put(fx, key, parse(json), FALSE);
+}
+
+/* @n pods "<prefix>-<i>" in group @group, each with @requests. */
+static void add_gang_pods(Fx *fx, const char *ns, const char *group, guint n, const char *requests)
+{
+    for (guint i = 0; i < n; i++) {
+        g_autofree char *name = g_strdup_printf("%s-%u", group, i);
+        PodOpts po = { .ns = ns, .group = group, .requests = requests };
+        add_pod(fx, name, &po);
+    }
+}
+
+static void add_group_full(Fx *fx, const char *ns, const char *name, int min, const char *queue,
+                           const char *extra_spec, const char *api)
+{
+    g_autofree char *q = queue != NULL ? g_strdup_printf(",\"queue\":\"%s\"", queue) : g_strdup("");
+    g_autofree char *json = g_strdup_printf(
+        "{\"apiVersion\":\"%s\",\"kind\":\"PodGroup\",\"metadata\":{\"name\":\"%s\","
+        "\"namespace\":\"%s\",\"uid\":\"pg-%s\",\"creationTimestamp\":\"2026-01-01T00:00:%02uZ\"},"
+        "\"spec\":{\"minMember\":%d%s%s}}",
+        api != NULL ? api : "scheduling.volcano.sh/v1beta1", name, ns, name, fx->seq++ % 60, min,
+        q, extra_spec != NULL ? extra_spec : "");
+    json_object *o = parse(json);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbPodGroup) pg = kb_pod_group_decode(o, FALSE, &error);
+    g_assert_no_error(error);
+    kb_cache_add_pod_group(fx->cache, pg);
+    json_object_put(o);
+}
+
+static void add_group(Fx *fx, const char *ns, const char *name, int min, const char *queue)
+{
+    add_group_full(fx, ns, name, min, queue, NULL, NULL);
+}
+
+static void add_queue(Fx *fx, const char *name, int weight, const char *spec_extra)
+{
+    g_autofree char *json = g_strdup_printf(
+        "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"Queue\",\"metadata\":"
+        "{\"name\":\"%s\",\"uid\":\"q-%s\"},\"spec\":{\"weight\":%d%s}}",
+        name, name, weight, spec_extra != NULL ? spec_extra : "");
+    json_object *o = parse(json);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbQueue) q = kb_queue_decode(o, FALSE, &error);
+    g_assert_no_error(error);
+    kb_cache_add_queue(fx->cache, q);
+    json_object_put(o);
+}
+
+static void add_priority_class(Fx *fx, const char *name, int value, gboolean global_default)
+{
+    g_autofree char *json = g_strdup_printf(
+        "{\"apiVersion\":\"scheduling.k8s.io/v1\",\"kind\":\"PriorityClass\",\"metadata\":"
+        "{\"name\":\"%s\",\"uid\":\"pc-%s\"},\"value\":%d,\"globalDefault\":%s}",
+        name, name, value, global_default ? "true" : "false");
+    json_object *o = parse(json);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbPriorityClass) pc = kb_priority_class_decode(o, FALSE, &error);
+    g_assert_no_error(error);
+    kb_cache_add_priority_class(fx->cache, pc);
+    json_object_put(o);
+}
+
+static void run(Fx *fx)
+{
+    kb_cycle_result_free(fx->res);
+    fx->res = kb_cycle_run(fx->cache, fx->conf, fx->now);
+    fx->now += 1;
+}
+
+/* Binds of this cycle for job @key ("ns/name"), or all binds when @key is NULL. */
+static guint binds(Fx *fx, const char *key)
+{
+    guint n = 0;
+    for (guint i = 0; i < fx->res->placements->len; i++) {
+        const KbPlacement *p = &g_array_index(fx->res->placements, KbPlacement, i);
+        if (key == NULL || strcmp(p->job, key) == 0)
+            n++;
+    }
+    return n;
+}
+
+/* The node this cycle bound pod @ns/@name to, or NULL. */
+static const char *bound_node(Fx *fx, const char *ns, const char *name)
+{
+    for (guint i = 0; i < fx->res->placements->len; i++) {
+        const KbPlacement *p = &g_array_index(fx->res->placements, KbPlacement, i);
+        if (strcmp(p->pod->meta.namespace_, ns) == 0 && strcmp(p->pod->meta.name, name) == 0)
+            return p->node;
+    }
+    return NULL;
+}
+
+static const KbJobStatus *status(Fx *fx, const char *key)
+{
+    const KbJobStatus *st = kb_cycle_result_job(fx->res, key);
+    g_assert_nonnull(st);
+    return st;
+}
+
+static void assert_message(Fx *fx, const char *key, const char *substr)
+{
+    const KbJobStatus *st = status(fx, key);
+    if (st->message == NULL || strstr(st->message, substr) == NULL)
+        g_error("job %s: message \"%s\" lacks \"%s\"", key,
+                st->message != NULL ? st->message : "(none)", substr);
+}
+
+/* The binder succeeds and the watch confirms every placement of the last cycle (Running). */
+static void confirm_all(Fx *fx)
+{
+    for (guint i = 0; i < fx->res->placements->len; i++) {
+        const KbPlacement *p = &g_array_index(fx->res->placements, KbPlacement, i);
+        g_assert_true(kb_cache_bind_succeeded(fx->cache, p->pod->meta.namespace_,
+                                              p->pod->meta.name, p->pod->meta.uid, fx->now));
+        g_autofree char *key = g_strdup_printf("%s/%s", p->pod->meta.namespace_, p->pod->meta.name);
+        json_object *o = g_hash_table_lookup(fx->pods, key);
+        g_assert_nonnull(o);
+        json_object *copy = NULL;
+        json_object_deep_copy(o, &copy, NULL);
+        json_object *spec = json_object_object_get(copy, "spec");
+        json_object_object_add(spec, "nodeName", json_object_new_string(p->node));
+        json_object_object_add(json_object_object_get(copy, "status"), "phase",
+                               json_object_new_string("Running"));
+        pod_put(fx, key, copy, TRUE);
+    }
+}
+
+static guint node_gpus_used(Fx *fx, const char *node)
+{
+    KbNodeInfo *ni = kb_cache_lookup_node(fx->cache, node);
+    g_assert_nonnull(ni);
+    return (guint)ni->used.v[KB_RES_GPU];
+}
+
+#define GPU1 "\"cpu\":\"1\",\"memory\":\"1Gi\",\"nvidia.com/gpu\":1"
+
+/* ---- gang ----------------------------------------------------------------------------------- */
+
+static void test_gang_partial_then_node_added(void)
+{
+    Fx *fx = fx_new(NULL);
+    add_node(fx, "n1", 8);
+    add_group(fx, "default", "tf", 10, NULL);
+    add_gang_pods(fx, "default", "tf", 10, GPU1);
+    run(fx);
+    g_assert_cmpuint(binds(fx, NULL), ==, 0);
+    g_assert_cmpint(status(fx, "default/tf")->phase, ==, KB_JOB_PENDING);
+    assert_message(fx, "default/tf", "nvidia.com/gpu");
+    g_assert_cmpuint(node_gpus_used(fx, "n1"), ==, 0);
+    add_node(fx, "n2", 8);
+    run(fx);
+    g_assert_cmpuint(binds(fx, "default/tf"), ==, 10);
+    g_assert_cmpint(status(fx, "default/tf")->phase, ==, KB_JOB_RUNNING);
+    g_assert_cmpstr(status(fx, "default/tf")->reason, ==, "Scheduled");
+    g_assert_cmpuint(node_gpus_used(fx, "n1") + node_gpus_used(fx, "n2"), ==, 10);
+    fx_free(fx);
+}
+
+static void test_gang_partial_allocate_only(void)
+{
+    /* Without enqueue the statement itself must discard: 8 of 10 placeable, none bound. */
+    Fx *fx = fx_new("actions: \"allocate\"\ntiers:\n- plugins:\n  - name: gang\n"
+                    "  - name: predicates\n  - name: nodeorder\n");
+    add_node(fx, "n1", 8);
+    add_group(fx, "default", "tf", 10, NULL);
+    add_gang_pods(fx, "default", "tf", 10, GPU1);
+    run(fx);
+    g_assert_cmpuint(binds(fx, NULL), ==, 0);
+    g_assert_cmpuint(fx->res->n_jobs_discarded, ==, 1);
+    assert_message(fx, "default/tf", "8/10 tasks placeable: no node fits: 1 node short of "
+                                     "nvidia.com/gpu");
+    g_assert_cmpuint(node_gpus_used(fx, "n1"), ==, 0);
+    KbTaskInfo *t = kb_cache_lookup_task(fx->cache, "default", "tf-0");
+    g_assert_cmpint(t->state, ==, KB_TASK_PENDING);
+    fx_free(fx);
+}
+
+static void test_gang_min_below_size(void)
+{
+    Fx *fx = fx_new(NULL);
+    add_node(fx, "n1", 5);
+    add_group(fx, "default", "elastic", 4, NULL);
+    add_gang_pods(fx, "default", "elastic", 6, GPU1);
+    run(fx);
+    g_assert_cmpuint(binds(fx, "default/elastic"), ==, 5);
+    g_assert_cmpint(status(fx, "default/elastic")->phase, ==, KB_JOB_RUNNING);
+    fx_free(fx);
+}
+
+static void test_gang_of_one(void)
+{
+    Fx *fx = fx_new(NULL);
+    add_node(fx, "n1", 1);
+    PodOpts po = { .requests = GPU1 };
+    add_pod(fx, "solo", &po);
+    run(fx);
+    g_assert_cmpstr(bound_node(fx, "default", "solo"), ==, "n1");
+    const KbJobStatus *st = status(fx, "default/solo");
+    g_assert_null(st->group);
+    g_assert_nonnull(st->pod);
+    fx_free(fx);
+}
+
+static void test_gang_waiting_for_pods(void)
+{
+    Fx *fx = fx_new(NULL);
+    add_node(fx, "n1", 8);
+    add_group(fx, "default", "tf", 8, NULL);
+    add_gang_pods(fx, "default", "tf", 3, GPU1);
+    PodOpts po = { .requests = GPU1 };
+    add_pod(fx, "other", &po);
+    run(fx);
+    g_assert_cmpuint(binds(fx, "default/tf"), ==, 0);
+    g_assert_cmpuint(binds(fx, "default/other"), ==, 1);
+    g_assert_cmpstr(status(fx, "default/tf")->reason, ==, "NotEnoughPods");
+    assert_message(fx, "default/tf", "waiting for pods: 3/8");
+    fx_free(fx);
+}
+
+static void test_gang_group_missing_waits(void)
+{
+    Fx *fx = fx_new(NULL);
+    add_node(fx, "n1", 8);
+    add_gang_pods(fx, "default", "late", 2, GPU1);
+    run(fx);
+    g_assert_cmpuint(binds(fx, NULL), ==, 0);
+    g_assert_cmpstr(status(fx, "default/late")->reason, ==, "PodGroupNotFound");
+    add_group(fx, "default", "late", 2, NULL);
+    run(fx);
+    g_assert_cmpuint(binds(fx, "default/late"), ==, 2);
+    fx_free(fx);
+}
+
+static void test_gang_bind_failure_rolls_back(void)
+{
+    Fx *fx = fx_new(NULL);
+    add_node(fx, "n1", 8);
+    add_group(fx, "default", "tf", 4, NULL);
+    add_gang_pods(fx, "default", "tf", 4, GPU1);
+    run(fx);
+    g_assert_cmpuint(binds(fx, NULL), ==, 4);
+    g_assert_cmpuint(node_gpus_used(fx, "n1"), ==, 4);
+    /* One bind succeeds, then another fails: the succeeded one stays, the others go back. */
+    g_assert_true(kb_cache_bind_succeeded(fx->cache, "default", "tf-0", "u-default-tf-0", fx->now));
+    g_assert_true(kb_cache_pod_is_assumed(fx->cache, "default", "tf-2", "u-default-tf-2"));
+    guint n = 0;
+    g_assert_true(kb_cache_bind_failed(fx->cache, "default", "tf-1", "u-default-tf-1", &n));
+    g_assert_cmpuint(n, ==, 3);
+    g_assert_false(kb_cache_pod_is_assumed(fx->cache, "default", "tf-2", "u-default-tf-2"));
+    g_assert_cmpuint(node_gpus_used(fx, "n1"), ==, 1);
+    /* Unknown uid: ignored. */
+    g_assert_false(kb_cache_bind_failed(fx->cache, "default", "tf-3", "other-uid", NULL));
+    run(fx);
+    g_assert_cmpuint(binds(fx, "default/tf"), ==, 3);
+    fx_free(fx);
+}
+
+static void test_gang_assumed_until_confirmed(void)
+{
+    Fx *fx = fx_new(NULL);
+    add_node(fx, "n1", 8);
+    add_group(fx, "default", "a", 8, NULL);
+    add_gang_pods(fx, "default", "a", 8, GPU1);
+    run(fx);
+    g_assert_cmpuint(binds(fx, NULL), ==, 8);
+    PodOpts po = { .requests = GPU1 };
+    add_pod(fx, "late", &po);
+    run(fx); /* the 8 are only assumed: their GPUs are still taken */
+    g_assert_cmpuint(binds(fx, NULL), ==, 0);
+    for (guint i = 0; i < 8; i++) {
+        g_autofree char *name = g_strdup_printf("a-%u", i);
+        g_autofree char *uid = g_strdup_printf("u-default-a-%u", i);
+        g_assert_true(kb_cache_bind_succeeded(fx->cache, "default", name, uid, fx->now));
+    }
+    g_assert_cmpuint(kb_cache_expire_assumed(fx->cache, fx->now + 10, 30), ==, 0);
+    run(fx);
+    g_assert_cmpuint(binds(fx, NULL), ==, 0);
+    /* Never confirmed by the watch: forgotten after the TTL, the GPUs come back. */
+    g_assert_cmpuint(kb_cache_expire_assumed(fx->cache, fx->now + 100, 30), ==, 8);
+    g_assert_cmpuint(node_gpus_used(fx, "n1"), ==, 0);
+    fx_free(fx);
+}
+
+static void test_gang_confirmed_status_stable(void)
+{
+    Fx *fx = fx_new(NULL);
+    add_node(fx, "n1", 8);
+    add_group(fx, "default", "tf", 4, NULL);
+    add_gang_pods(fx, "default", "tf", 4, GPU1);
+    run(fx);
+    g_assert_true(status(fx, "default/tf")->changed);
+    confirm_all(fx);
+    KbTaskInfo *t = kb_cache_lookup_task(fx->cache, "default", "tf-0");
+    g_assert_cmpint(t->state, ==, KB_TASK_RUNNING);
+    g_assert_cmpuint(node_gpus_used(fx, "n1"), ==, 4);
+    run(fx);
+    g_assert_cmpuint(binds(fx, NULL), ==, 0);
+    g_assert_cmpint(status(fx, "default/tf")->phase, ==, KB_JOB_RUNNING);
+    g_assert_cmpuint(status(fx, "default/tf")->n_running, ==, 4);
+    run(fx);
+    g_assert_false(status(fx, "default/tf")->changed);
+    g_assert_cmpuint(fx->res->events->len, ==, 0);
+    fx_free(fx);
+}
+
+static void test_gang_completed(void)
+{
+    Fx *fx = fx_new(NULL);
+    add_node(fx, "n1", 8);
+    add_group(fx, "default", "done", 2, NULL);
+    for (guint i = 0; i < 2; i++) {
+        g_autofree char *name = g_strdup_printf("done-%u", i);
+        PodOpts po = { .group = "done", .requests = GPU1, .node = "n1", .phase = "Succeeded" };
+        add_pod(fx, name, &po);
+    }
+    run(fx);
+    g_assert_cmpint(status(fx, "default/done")->phase, ==, KB_JOB_COMPLETED);
+    g_assert_cmpuint(node_gpus_used(fx, "n1"), ==, 0);
+    fx_free(fx);
+}
+
+static void test_gang_schedule_timeout(void)
+{
+    Fx *fx = fx_new(NULL);
+    add_node(fx, "n1", 2);
+    add_group_full(fx, "default", "big", 4, NULL, ",\"scheduleTimeoutSeconds\":5",
+                   "scheduling.x-k8s.io/v1alpha1");
+    add_gang_pods(fx, "default", "big", 4, GPU1);
+    PodOpts po = { .requests = GPU1 };
+    add_pod(fx, "small", &po);
+    run(fx);
+    g_assert_cmpstr(status(fx, "default/big")->reason, ==, "NotEnoughResources");
+    fx->now += 10;
+    run(fx);
+    g_assert_cmpstr(status(fx, "default/big")->reason, ==, "ScheduleTimeout");
+    assert_message(fx, "default/big", "scheduleTimeoutSeconds=5");
+    /* The timed-out gang never blocked the small pod. */
+    g_assert_cmpuint(kb_cache_lookup_node(fx->cache, "n1")->used.v[KB_RES_GPU], ==, 1);
+    fx_free(fx);
+}
+
+static void test_gang_events_once(void)
+{
+    Fx *fx = fx_new(NULL);
+    add_node(fx, "n1", 2);
+    add_group(fx, "default", "big", 4, NULL);
+    add_gang_pods(fx, "default", "big", 4, GPU1);
+    run(fx);
+    guint pg = 0, pods = 0;
+    for (guint i = 0; i < fx->res->events->len; i++) {
+        const KbSchedEvent *ev = &g_array_index(fx->res->events, KbSchedEvent, i);
+        if (strcmp(ev->kind, "PodGroup") == 0) {
+            pg++;
+            g_assert_cmpstr(ev->reason, ==, "Unschedulable");
+            g_assert_cmpstr(ev->api_version, ==, "scheduling.volcano.sh/v1beta1");
+        } else {
+            pods++;
+            g_assert_cmpstr(ev->reason, ==, "FailedScheduling");
+            g_assert_cmpstr(ev->type, ==, "Warning");
+        }
+    }
+    g_assert_cmpuint(pg, ==, 1);
+    g_assert_cmpuint(pods, ==, 4);
+    run(fx);
+    g_assert_cmpuint(fx->res->events->len, ==, 0);
+    g_assert_false(status(fx, "default/big")->changed);
+    fx_free(fx);
+}
+
+static void test_gang_impossible_request(void)
+{
+    Fx *fx = fx_new(NULL);
+    add_node(fx, "n1", 8);
+    PodOpts big = { .requests = "\"nvidia.com/gpu\":16" };
+    add_pod(fx, "huge", &big);
+    PodOpts po = { .requests = GPU1 };
+    add_pod(fx, "fine", &po);
+    run(fx);
+    assert_message(fx, "default/huge", "requests 16 nvidia.com/gpu but no node has more than 8");
+    g_assert_cmpuint(binds(fx, "default/fine"), ==, 1);
+    fx_free(fx);
+}
+
+/* ---- queues --------------------------------------------------------------------------------- */
+
+static void test_queue_weights_share(void)
+{
+    Fx *fx = fx_new(NULL);
+    for (guint i = 0; i < 5; i++) {
+        g_autofree char *name = g_strdup_printf("n%u", i);
+        add_node(fx, name, 8);
+    }
+    add_queue(fx, "a", 1, NULL);
+    add_queue(fx, "b", 3, NULL);
+    for (guint i = 0; i < 40; i++) {
+        for (guint q = 0; q < 2; q++) {
+            g_autofree char *name = g_strdup_printf("%s%u", q == 0 ? "a" : "b", i);
+            add_group(fx, "default", name, 1, q == 0 ? "a" : "b");
+            PodOpts po = { .group = name, .requests = GPU1 };
+            add_pod(fx, name, &po);
+        }
+    }
+    run(fx);
+    guint na = 0, nb = 0;
+    for (guint i = 0; i < fx->res->placements->len; i++) {
+        const KbPlacement *p = &g_array_index(fx->res->placements, KbPlacement, i);
+        if (p->job[strlen("default/")] == 'a')
+            na++;
+        else
+            nb++;
+    }
+    g_assert_cmpuint(na, ==, 10);
+    g_assert_cmpuint(nb, ==, 30);
+    const KbQueueStatus *qa = NULL;
+    for (guint i = 0; i < fx->res->queue_statuses->len; i++) {
+        const KbQueueStatus *qs = &g_array_index(fx->res->queue_statuses, KbQueueStatus, i);
+        if (strcmp(qs->name, "a") == 0)
+            qa = qs;
+    }
+    g_assert_nonnull(qa);
+    g_assert_cmpint(qa->deserved.v[KB_RES_GPU], ==, 10);
+    g_assert_cmpint(qa->allocated.v[KB_RES_GPU], ==, 10);
+    g_assert_cmpuint(qa->n_running, ==, 10);
+    g_assert_cmpuint(qa->n_pending + qa->n_inqueue, ==, 30);
+    fx_free(fx);
+}
+
+static void test_queue_capability(void)
+{
+    Fx *fx = fx_new(NULL);
+    add_node(fx, "n1", 8);
+    add_queue(fx, "research", 1, ",\"capability\":{\"nvidia.com/gpu\":4}");
+    add_group(fx, "default", "elastic", 1, "research");
+    add_gang_pods(fx, "default", "elastic", 8, GPU1);
+    add_group(fx, "default", "gang", 8, "research");
+    add_gang_pods(fx, "default", "gang", 8, GPU1);
+    run(fx);
+    g_assert_cmpuint(binds(fx, "default/elastic"), ==, 4);
+    g_assert_cmpuint(binds(fx, "default/gang"), ==, 0);
+    assert_message(fx, "default/gang", "capability");
+    fx_free(fx);
+}
+
+static void test_queue_capability_message(void)
+{
+    Fx *fx = fx_new("actions: \"allocate\"\ntiers:\n- plugins:\n  - name: gang\n"
+                    "  - name: proportion\n  - name: predicates\n");
+    add_node(fx, "n1", 32);
+    add_queue(fx, "research", 1, ",\"capability\":{\"nvidia.com/gpu\":16}");
+    add_group(fx, "default", "tf", 8, "research");
+    add_gang_pods(fx, "default", "tf", 8, "\"nvidia.com/gpu\":6");
+    run(fx);
+    g_assert_cmpuint(binds(fx, NULL), ==, 0);
+    assert_message(fx, "default/tf", "2/8 tasks placeable: queue \"research\" is at its "
+                                     "capability for nvidia.com/gpu (12/16)");
+    fx_free(fx);
+}
+
+static void test_queue_guarantee(void)
+{
+    Fx *fx = fx_new(NULL);
+    for (guint i = 0; i < 4; i++) {
+        g_autofree char *name = g_strdup_printf("n%u", i);
+        add_node(fx, name, 8);
+    }
+    add_queue(fx, "small", 1, ",\"guarantee\":{\"resource\":{\"nvidia.com/gpu\":16}}");
+    add_queue(fx, "big", 10, NULL);
+    for (guint i = 0; i < 32; i++) {
+        for (guint q = 0; q < 2; q++) {
+            g_autofree char *name = g_strdup_printf("%s%u", q == 0 ? "s" : "b", i);
+            add_group(fx, "default", name, 1, q == 0 ? "small" : "big");
+            PodOpts po = { .group = name, .requests = GPU1 };
+            add_pod(fx, name, &po);
+        }
+    }
+    run(fx);
+    guint ns = 0;
+    for (guint i = 0; i < fx->res->placements->len; i++) {
+        const KbPlacement *p = &g_array_index(fx->res->placements, KbPlacement, i);
+        if (p->job[strlen("default/")] == 's')
+            ns++;
+    }
+    g_assert_cmpuint(ns, >=, 16);
+    fx_free(fx);
+}
+
+static void test_queue_unknown(void)
+{
+    Fx *fx = fx_new(NULL);
+    add_node(fx, "n1", 8);
+    add_group(fx, "default", "lost", 1, "nowhere");
+    add_gang_pods(fx, "default", "lost", 1, GPU1);
+    add_group(fx, "default", "ok", 1, NULL);
+    add_gang_pods(fx, "default", "ok", 1, GPU1);
+    run(fx);
+    g_assert_cmpuint(binds(fx, "default/lost"), ==, 0);
+    g_assert_cmpuint(binds(fx, "default/ok"), ==, 1);
+    g_assert_cmpstr(status(fx, "default/lost")->reason, ==, "QueueNotFound");
+    assert_message(fx, "default/lost", "queue \"nowhere\" does not exist");
+    add_queue(fx, "nowhere", 1, NULL);
+    run(fx);
+    g_assert_cmpuint(binds(fx, "default/lost"), ==, 1);
+    fx_free(fx);
+}
+
+static void test_queue_closed(void)
+{
+    Fx *fx = fx_new(NULL);
+    add_node(fx, "n1", 8);
+    add_queue(fx, "shut", 1, ",\"state\":\"Closed\"");
+    add_group(fx, "default", "j", 1, "shut");
+    add_gang_pods(fx, "default", "j", 1, GPU1);
+    run(fx);
+    g_assert_cmpuint(binds(fx, NULL), ==, 0);
+    g_assert_cmpstr(status(fx, "default/j")->reason, ==, "QueueClosed");
+    fx_free(fx);
+}
+
+static void test_queue_overused_gets_nothing(void)
+{
+    Fx *fx = fx_new(NULL);
+    add_node(fx, "n1", 8);
+    add_node(fx, "n2", 8);
+    add_queue(fx, "a", 1, NULL);
+    add_queue(fx, "b", 1, NULL);
+    add_group(fx, "default", "arun", 1, "a");
+    for (guint i = 0; i < 8; i++) {
+        g_autofree char *name = g_strdup_printf("arun-%u", i);
+        PodOpts po = { .group = "arun", .requests = GPU1, .node = "n1", .phase = "Running" };
+        add_pod(fx, name, &po);
+    }
+    add_group(fx, "default", "amore", 1, "a");
+    add_gang_pods(fx, "default", "amore", 8, GPU1);
+    add_group(fx, "default", "bjob", 1, "b");
+    add_gang_pods(fx, "default", "bjob", 8, GPU1);
+    run(fx);
+    g_assert_cmpuint(binds(fx, "default/amore"), ==, 0);
+    g_assert_cmpuint(binds(fx, "default/bjob"), ==, 8);
+    assert_message(fx, "default/amore", "queue \"a\"");
+    fx_free(fx);
+}
+
+/* ---- priority and drf ----------------------------------------------------------------------- */
+
+static void test_priority_order(void)
+{
+    Fx *fx = fx_new(NULL);
+    add_node(fx, "n1", 8);
+    add_priority_class(fx, "high", 1000, FALSE);
+    add_group(fx, "default", "low", 8, NULL);
+    add_gang_pods(fx, "default", "low", 8, GPU1);
+    add_group_full(fx, "default", "urgent", 8, NULL, ",\"priorityClassName\":\"high\"", NULL);
+    add_gang_pods(fx, "default", "urgent", 8, GPU1);
+    run(fx);
+    g_assert_cmpuint(binds(fx, "default/urgent"), ==, 8);
+    g_assert_cmpuint(binds(fx, "default/low"), ==, 0);
+    fx_free(fx);
+}
+
+static void test_priority_pod_values(void)
+{
+    Fx *fx = fx_new(NULL);
+    add_priority_class(fx, "high", 1000, FALSE);
+    add_priority_class(fx, "normal", 7, TRUE);
+    PodOpts a = { .pc = "high", .spec = ",\"priority\":5" };
+    PodOpts b = { .pc = "high" };
+    PodOpts c = { 0 };
+    add_pod(fx, "a", &a);
+    add_pod(fx, "b", &b);
+    add_pod(fx, "c", &c);
+    g_assert_cmpint(kb_cache_lookup_task(fx->cache, "default", "a")->priority, ==, 5);
+    g_assert_cmpint(kb_cache_lookup_task(fx->cache, "default", "b")->priority, ==, 1000);
+    g_assert_cmpint(kb_cache_lookup_task(fx->cache, "default", "c")->priority, ==, 7);
+    fx_free(fx);
+}
+
+static void test_priority_pods_without_group(void)
+{
+    Fx *fx = fx_new(NULL);
+    add_node(fx, "n1", 1);
+    PodOpts lo = { .requests = GPU1, .spec = ",\"priority\":1" };
+    PodOpts hi = { .requests = GPU1, .spec = ",\"priority\":100" };
+    add_pod(fx, "lo", &lo);
+    add_pod(fx, "hi", &hi);
+    run(fx);
+    g_assert_cmpstr(bound_node(fx, "default", "hi"), ==, "n1");
+    g_assert_null(bound_node(fx, "default", "lo"));
+    fx_free(fx);
+}
+
+static const char drf_conf[] = "actions: \"allocate\"\ntiers:\n- plugins:\n  - name: drf\n"
+                               "  - name: predicates\n";
+static const char fifo_conf[] = "actions: \"allocate\"\ntiers:\n- plugins:\n"
+                                "  - name: predicates\n";
+
+static void drf_case(const char *conf, const char *winner)
+{
+    Fx *fx = fx_new(conf);
+    add_node(fx, "n1", 2);
+    add_group(fx, "default", "a", 1, NULL);
+    PodOpts run_a = { .group = "a", .requests = GPU1, .node = "n1", .phase = "Running" };
+    add_pod(fx, "a-0", &run_a);
+    PodOpts pend_a = { .group = "a", .requests = GPU1 };
+    add_pod(fx, "a-1", &pend_a);
+    add_group(fx, "default", "b", 1, NULL);
+    add_gang_pods(fx, "default", "b", 1, GPU1);
+    run(fx);
+    g_assert_cmpuint(binds(fx, NULL), ==, 1);
+    g_assert_cmpuint(binds(fx, winner), ==, 1);
+    fx_free(fx);
+}
+
+static void test_drf_order(void)
+{
+    drf_case(drf_conf, "default/b"); /* b holds nothing: smallest dominant share */
+    drf_case(fifo_conf, "default/a"); /* without drf: the older job */
+}
+
+/* ---- other schedulers, terminated pods ------------------------------------------------------ */
+
+static void test_foreign_pods_consume(void)
+{
+    Fx *fx = fx_new(NULL);
+    add_node(fx, "n1", 8);
+    PodOpts f = { .requests = "\"nvidia.com/gpu\":6", .node = "n1", .phase = "Running",
+                  .scheduler = "default-scheduler" };
+    add_pod(fx, "foreign", &f);
+    g_assert_null(kb_cache_lookup_task(fx->cache, "default", "foreign"));
+    add_group(fx, "default", "tf", 4, NULL);
+    add_gang_pods(fx, "default", "tf", 4, GPU1);
+    PodOpts po = { .requests = GPU1 };
+    add_pod(fx, "one", &po);
+    run(fx);
+    g_assert_cmpuint(binds(fx, "default/tf"), ==, 0);
+    g_assert_cmpuint(binds(fx, "default/one"), ==, 1);
+    g_assert_null(kb_cache_lookup_job(fx->cache, "default", "foreign"));
+    fx_free(fx);
+}
+
+static void test_foreign_pod_terminated_releases(void)
+{
+    Fx *fx = fx_new(NULL);
+    add_node(fx, "n1", 8);
+    PodOpts f = { .requests = "\"nvidia.com/gpu\":8", .node = "n1", .phase = "Running",
+                  .scheduler = "default-scheduler" };
+    add_pod(fx, "foreign", &f);
+    g_assert_cmpuint(node_gpus_used(fx, "n1"), ==, 8);
+    PodOpts done = f;
+    done.phase = "Succeeded";
+    json_object *o = parse("{\"metadata\":{\"name\":\"foreign\",\"namespace\":\"default\",\"uid\":"
+                           "\"u-default-foreign\"},\"spec\":{\"schedulerName\":\"default-scheduler\","
+                           "\"nodeName\":\"n1\",\"containers\":[{\"name\":\"c\",\"resources\":{"
+                           "\"requests\":{\"nvidia.com/gpu\":8}}}]},\"status\":{\"phase\":"
+                           "\"Succeeded\"}}");
+    pod_put(fx, "default/foreign", o, TRUE);
+    g_assert_cmpuint(node_gpus_used(fx, "n1"), ==, 0);
+    (void)done;
+    fx_free(fx);
+}
+
+static void test_pod_before_node(void)
+{
+    Fx *fx = fx_new(NULL);
+    PodOpts f = { .requests = "\"nvidia.com/gpu\":3", .node = "n1", .phase = "Running",
+                  .scheduler = "default-scheduler" };
+    add_pod(fx, "early", &f);
+    add_node(fx, "n1", 8);
+    g_assert_cmpuint(node_gpus_used(fx, "n1"), ==, 3);
+    g_assert_cmpint(kb_cache_lookup_node(fx->cache, "n1")->idle.v[KB_RES_GPU], ==, 5);
+    fx_free(fx);
+}
+
+static void test_pod_delete_releases(void)
+{
+    Fx *fx = fx_new(NULL);
+    add_node(fx, "n1", 8);
+    add_group(fx, "default", "tf", 2, NULL);
+    add_gang_pods(fx, "default", "tf", 2, GPU1);
+    run(fx);
+    g_assert_cmpuint(node_gpus_used(fx, "n1"), ==, 2);
+    json_object *o = g_hash_table_lookup(fx->pods, "default/tf-0");
+    g_autoptr(KbPod) pod = kb_pod_decode(o, FALSE, NULL);
+    kb_cache_delete_pod(fx->cache, pod);
+    g_assert_cmpuint(node_gpus_used(fx, "n1"), ==, 1);
+    g_assert_null(kb_cache_lookup_task(fx->cache, "default", "tf-0"));
+    fx_free(fx);
+}
+
+/* ---- scoring -------------------------------------------------------------------------------- */
+
+static void score_case(const char *conf, const char *want)
+{
+    Fx *fx = fx_new(conf);
+    add_node(fx, "busy", 8);
+    add_node(fx, "idle", 8);
+    PodOpts f = { .requests = "\"cpu\":\"16\",\"memory\":\"64Gi\",\"nvidia.com/gpu\":6",
+                  .node = "busy", .phase = "Running", .scheduler = "default-scheduler" };
+    add_pod(fx, "foreign", &f);
+    PodOpts po = { .requests = GPU1 };
+    add_pod(fx, "p", &po);
+    run(fx);
+    g_assert_cmpstr(bound_node(fx, "default", "p"), ==, want);
+    fx_free(fx);
+}
+
+static void test_nodeorder_least_requested(void)
+{
+    score_case(NULL, "idle");
+}
+
+static void test_nodeorder_most_requested(void)
+{
+    score_case("actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: gang\n"
+               "  - name: predicates\n  - name: nodeorder\n    arguments:\n"
+               "      nodeorder.leastrequested.weight: 0\n      nodeorder.mostrequested.weight: 2\n"
+               "      nodeorder.balancedresource.weight: 0\n",
+               "busy");
+}
+
+static void test_nodeorder_spread_gang(void)
+{
+    Fx *fx = fx_new(NULL);
+    for (guint i = 0; i < 4; i++) {
+        g_autofree char *name = g_strdup_printf("n%u", i);
+        add_node(fx, name, 8);
+    }
+    add_group(fx, "default", "tf", 4, NULL);
+    add_gang_pods(fx, "default", "tf", 4, GPU1);
+    run(fx);
+    for (guint i = 0; i < 4; i++) {
+        g_autofree char *name = g_strdup_printf("n%u", i);
+        g_assert_cmpuint(node_gpus_used(fx, name), ==, 1);
+    }
+    fx_free(fx);
+}
+
+static void test_nodeorder_binpack_gang(void)
+{
+    Fx *fx = fx_new("actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: gang\n"
+                    "  - name: predicates\n  - name: nodeorder\n    arguments:\n"
+                    "      leastrequested.weight: 0\n      mostrequested.weight: 1\n"
+                    "      balancedresource.weight: 0\n");
+    for (guint i = 0; i < 4; i++) {
+        g_autofree char *name = g_strdup_printf("n%u", i);
+        add_node(fx, name, 8);
+    }
+    add_group(fx, "default", "tf", 8, NULL);
+    add_gang_pods(fx, "default", "tf", 8, GPU1);
+    run(fx);
+    guint full = 0;
+    for (guint i = 0; i < 4; i++) {
+        g_autofree char *name = g_strdup_printf("n%u", i);
+        if (node_gpus_used(fx, name) == 8)
+            full++;
+    }
+    g_assert_cmpuint(full, ==, 1);
+    fx_free(fx);
+}
+
+/* ---- predicates (table) --------------------------------------------------------------------- */
+
+typedef struct {
+    const char *path;
+    const char *labels;   /* node labels (JSON members) */
+    const char *spec;     /* node spec members */
+    gboolean ready;
+    const char *pod_spec; /* pod spec members, leading comma */
+    gboolean binds;
+    const char *message;  /* when not bound */
+} PredCase;
+
+#define TAINT(k, v, e) "\"taints\":[{\"key\":\"" k "\",\"value\":\"" v "\",\"effect\":\"" e "\"}]"
+#define TOL(json) ",\"tolerations\":[" json "]"
+#define AFF(expr)                                                                             \
+    ",\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":{"   \
+    "\"nodeSelectorTerms\":[{\"matchExpressions\":[" expr "]}]}}}"
+#define ZONE "\"zone\":\"a\",\"rank\":\"5\""
+
+static const PredCase pred_cases[] = {
+    { "/scheduler/predicates/taint/untolerated", "", TAINT("dedicated", "infra", "NoSchedule"),
+      TRUE, "", FALSE, "no node fits: 1 node has taint dedicated=infra:NoSchedule" },
+    { "/scheduler/predicates/taint/equal", "", TAINT("dedicated", "infra", "NoSchedule"), TRUE,
+      TOL("{\"key\":\"dedicated\",\"operator\":\"Equal\",\"value\":\"infra\","
+          "\"effect\":\"NoSchedule\"}"),
+      TRUE, NULL },
+    { "/scheduler/predicates/taint/equal-wrong-value", "",
+      TAINT("dedicated", "infra", "NoSchedule"), TRUE,
+      TOL("{\"key\":\"dedicated\",\"operator\":\"Equal\",\"value\":\"ml\"}"), FALSE,
+      "1 node has taint dedicated=infra:NoSchedule" },
+    { "/scheduler/predicates/taint/exists", "", TAINT("dedicated", "infra", "NoSchedule"), TRUE,
+      TOL("{\"key\":\"dedicated\",\"operator\":\"Exists\"}"), TRUE, NULL },
+    { "/scheduler/predicates/taint/wildcard", "", TAINT("dedicated", "infra", "NoExecute"), TRUE,
+      TOL("{\"operator\":\"Exists\"}"), TRUE, NULL },
+    { "/scheduler/predicates/taint/no-execute", "", TAINT("gpu", "bad", "NoExecute"), TRUE, "",
+      FALSE, "taint gpu=bad:NoExecute" },
+    { "/scheduler/predicates/taint/effect-mismatch", "", TAINT("gpu", "bad", "NoExecute"), TRUE,
+      TOL("{\"key\":\"gpu\",\"operator\":\"Exists\",\"effect\":\"NoSchedule\"}"), FALSE, "taint" },
+    { "/scheduler/predicates/taint/prefer-no-schedule", "",
+      TAINT("soft", "x", "PreferNoSchedule"), TRUE, "", TRUE, NULL },
+    { "/scheduler/predicates/node-selector/match", ZONE, "", TRUE,
+      ",\"nodeSelector\":{\"zone\":\"a\"}", TRUE, NULL },
+    { "/scheduler/predicates/node-selector/mismatch", ZONE, "", TRUE,
+      ",\"nodeSelector\":{\"zone\":\"b\"}", FALSE, "1 node does not match nodeSelector" },
+    { "/scheduler/predicates/node-selector/missing-label", "", "", TRUE,
+      ",\"nodeSelector\":{\"zone\":\"a\"}", FALSE, "nodeSelector" },
+    { "/scheduler/predicates/affinity/in", ZONE, "", TRUE,
+      AFF("{\"key\":\"zone\",\"operator\":\"In\",\"values\":[\"b\",\"a\"]}"), TRUE, NULL },
+    { "/scheduler/predicates/affinity/in-miss", ZONE, "", TRUE,
+      AFF("{\"key\":\"zone\",\"operator\":\"In\",\"values\":[\"b\"]}"), FALSE,
+      "does not match node affinity" },
+    { "/scheduler/predicates/affinity/not-in", ZONE, "", TRUE,
+      AFF("{\"key\":\"zone\",\"operator\":\"NotIn\",\"values\":[\"a\"]}"), FALSE, "affinity" },
+    { "/scheduler/predicates/affinity/not-in-absent", "", "", TRUE,
+      AFF("{\"key\":\"zone\",\"operator\":\"NotIn\",\"values\":[\"a\"]}"), TRUE, NULL },
+    { "/scheduler/predicates/affinity/exists", ZONE, "", TRUE,
+      AFF("{\"key\":\"zone\",\"operator\":\"Exists\"}"), TRUE, NULL },
+    { "/scheduler/predicates/affinity/does-not-exist", ZONE, "", TRUE,
+      AFF("{\"key\":\"zone\",\"operator\":\"DoesNotExist\"}"), FALSE, "affinity" },
+    { "/scheduler/predicates/affinity/gt", ZONE, "", TRUE,
+      AFF("{\"key\":\"rank\",\"operator\":\"Gt\",\"values\":[\"4\"]}"), TRUE, NULL },
+    { "/scheduler/predicates/affinity/gt-miss", ZONE, "", TRUE,
+      AFF("{\"key\":\"rank\",\"operator\":\"Gt\",\"values\":[\"5\"]}"), FALSE, "affinity" },
+    { "/scheduler/predicates/affinity/lt", ZONE, "", TRUE,
+      AFF("{\"key\":\"rank\",\"operator\":\"Lt\",\"values\":[\"10\"]}"), TRUE, NULL },
+    { "/scheduler/predicates/affinity/lt-not-a-number", "\"rank\":\"high\"", "", TRUE,
+      AFF("{\"key\":\"rank\",\"operator\":\"Lt\",\"values\":[\"10\"]}"), FALSE, "affinity" },
+    { "/scheduler/predicates/unschedulable", "", "\"unschedulable\":true", TRUE, "", FALSE,
+      "1 node unschedulable" },
+    { "/scheduler/predicates/unschedulable-tolerated", "", "\"unschedulable\":true", TRUE,
+      TOL("{\"key\":\"node.kubernetes.io/unschedulable\",\"operator\":\"Exists\","
+          "\"effect\":\"NoSchedule\"}"),
+      TRUE, NULL },
+    { "/scheduler/predicates/not-ready", "", "", FALSE, "", FALSE, "1 node not Ready" },
+    { "/scheduler/predicates/resources/more-than-any-node", "", "", TRUE,
+      ",\"overhead\":{\"nvidia.com/gpu\":\"8\"}", FALSE,
+      "pod default/p requests 9 nvidia.com/gpu but no node has more than 8" },
+};
+
+static void test_predicate_case(gconstpointer data)
+{
+    const PredCase *c = data;
+    /* Without enqueue: a refused admission would hide the predicate's message. */
+    Fx *fx = fx_new("actions: \"allocate\"\ntiers:\n- plugins:\n  - name: gang\n"
+                    "  - name: predicates\n  - name: nodeorder\n");
+    add_node_full(fx, "n1", 32, 128, 8, c->labels, c->spec, c->ready);
+    PodOpts po = { .requests = GPU1, .spec = c->pod_spec };
+    add_pod(fx, "p", &po);
+    run(fx);
+    if (c->binds) {
+        g_assert_cmpstr(bound_node(fx, "default", "p"), ==, "n1");
+    } else {
+        g_assert_null(bound_node(fx, "default", "p"));
+        assert_message(fx, "default/p", c->message);
+    }
+    fx_free(fx);
+}
+
+static void test_predicates_message_counts(void)
+{
+    Fx *fx = fx_new("actions: \"allocate\"\ntiers:\n- plugins:\n  - name: gang\n"
+                    "  - name: predicates\n");
+    for (guint i = 0; i < 5; i++) {
+        g_autofree char *name = g_strdup_printf("full%u", i);
+        add_node(fx, name, 0);
+    }
+    add_node_full(fx, "infra1", 32, 128, 8, "", TAINT("dedicated", "infra", "NoSchedule"), TRUE);
+    add_node_full(fx, "infra2", 32, 128, 8, "", TAINT("dedicated", "infra", "NoSchedule"), TRUE);
+    add_node(fx, "ok", 1);
+    add_group(fx, "default", "tf", 2, NULL);
+    add_gang_pods(fx, "default", "tf", 2, GPU1);
+    run(fx);
+    g_assert_cmpuint(binds(fx, NULL), ==, 0);
+    assert_message(fx, "default/tf", "1/2 tasks placeable: no node fits: ");
+    assert_message(fx, "default/tf", "6 nodes short of nvidia.com/gpu");
+    assert_message(fx, "default/tf", "2 nodes have taint dedicated=infra:NoSchedule");
+    fx_free(fx);
+}
+
+/* ---- conformance ---------------------------------------------------------------------------- */
+
+static void test_conformance_critical(void)
+{
+    Fx *fx = fx_new(NULL);
+    PodOpts sys = { .ns = "kube-system", .pc = "system-cluster-critical", .node = "n1",
+                    .phase = "Running" };
+    PodOpts node_crit = { .ns = "team", .pc = "system-node-critical", .node = "n1",
+                          .phase = "Running" };
+    PodOpts plain = { .ns = "team", .node = "n1", .phase = "Running" };
+    add_node(fx, "n1", 8);
+    add_pod(fx, "dns", &sys);
+    add_pod(fx, "agent", &node_crit);
+    add_pod(fx, "work", &plain);
+    g_autoptr(KbCycleResult) res = g_new0(KbCycleResult, 1);
+    KbSession *ssn = kb_session_open(fx->cache, fx->conf, fx->now, res);
+    g_autoptr(GPtrArray) victims = g_ptr_array_new();
+    g_ptr_array_add(victims, kb_cache_lookup_task(fx->cache, "kube-system", "dns"));
+    g_ptr_array_add(victims, kb_cache_lookup_task(fx->cache, "team", "agent"));
+    g_ptr_array_add(victims, kb_cache_lookup_task(fx->cache, "team", "work"));
+    kb_session_preemptable(ssn, victims->pdata[2], victims);
+    g_assert_cmpuint(victims->len, ==, 1);
+    g_assert_cmpstr(((KbTaskInfo *)victims->pdata[0])->pod->meta.name, ==, "work");
+    kb_session_close(ssn);
+    fx_free(fx);
+}
+
+/* ---- configuration switches change behaviour ------------------------------------------------ */
+
+static void test_switch_job_ready_off(void)
+{
+    /* enableJobReady: false turns the gang check off: the partial gang binds what fits. */
+    Fx *fx = fx_new("actions: \"allocate\"\ntiers:\n- plugins:\n  - name: gang\n"
+                    "    enableJobReady: false\n  - name: predicates\n");
+    add_node(fx, "n1", 8);
+    add_group(fx, "default", "tf", 10, NULL);
+    add_gang_pods(fx, "default", "tf", 10, GPU1);
+    run(fx);
+    g_assert_cmpuint(binds(fx, NULL), ==, 8);
+    fx_free(fx);
+}
+
+static void test_switch_job_order_off(void)
+{
+    Fx *fx = fx_new("actions: \"allocate\"\ntiers:\n- plugins:\n  - name: priority\n"
+                    "    enableJobOrder: false\n  - name: gang\n  - name: predicates\n");
+    add_node(fx, "n1", 1);
+    PodOpts old = { .requests = GPU1, .spec = ",\"priority\":1" };
+    PodOpts hi = { .requests = GPU1, .spec = ",\"priority\":100" };
+    add_pod(fx, "old", &old);
+    add_pod(fx, "hi", &hi);
+    run(fx);
+    g_assert_cmpstr(bound_node(fx, "default", "old"), ==, "n1");
+    fx_free(fx);
+}
+
+static void test_switch_predicate_off(void)
+{
+    Fx *fx = fx_new("actions: \"allocate\"\ntiers:\n- plugins:\n  - name: gang\n"
+                    "  - name: predicates\n    enablePredicate: false\n");
+    add_node_full(fx, "n1", 32, 128, 8, "", TAINT("dedicated", "infra", "NoSchedule"), TRUE);
+    PodOpts po = { .requests = GPU1 };
+    add_pod(fx, "p", &po);
+    run(fx);
+    g_assert_cmpstr(bound_node(fx, "default", "p"), ==, "n1");
+    fx_free(fx);
+}
+
+/* ---- scheduler names, dialects -------------------------------------------------------------- */
+
+static void test_served_names(void)
+{
+    const char *names[] = { "kube-batchd", "volcano", NULL };
+    KbCache *cache = kb_cache_new(names, NULL);
+    g_assert_true(kb_cache_serves(cache, "volcano"));
+    g_assert_false(kb_cache_serves(cache, "default-scheduler"));
+    g_assert_cmpstr(kb_cache_default_queue(cache), ==, "default");
+    g_assert_nonnull(kb_cache_lookup_queue(cache, "default"));
+    kb_cache_free(cache);
+}
+
+static void test_dialects(void)
+{
+    static const char *const apis[] = { "scheduling.incubator.k8s.io/v1alpha1",
+                                        "scheduling.volcano.sh/v1beta1",
+                                        "scheduling.x-k8s.io/v1alpha1" };
+    for (guint i = 0; i < G_N_ELEMENTS(apis); i++) {
+        Fx *fx = fx_new(NULL);
+        add_node(fx, "n1", 8);
+        add_group_full(fx, "default", "g", 2, NULL, NULL, apis[i]);
+        add_gang_pods(fx, "default", "g", 2, GPU1);
+        run(fx);
+        g_assert_cmpuint(binds(fx, "default/g"), ==, 2);
+        fx_free(fx);
+    }
+}
+
+static void test_x_k8s_label_membership(void)
+{
+    Fx *fx = fx_new(NULL);
+    add_node(fx, "n1", 8);
+    add_group_full(fx, "default", "xg", 2, NULL, NULL, "scheduling.x-k8s.io/v1alpha1");
+    for (guint i = 0; i < 2; i++) {
+        g_autofree char *json = g_strdup_printf(
+            "{\"metadata\":{\"name\":\"x%u\",\"namespace\":\"default\",\"uid\":\"ux%u\","
+            "\"labels\":{\"scheduling.x-k8s.io/pod-group\":\"xg\"}},\"spec\":{\"schedulerName\":"
+            "\"kube-batchd\",\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{"
+            "\"nvidia.com/gpu\":1}}}]},\"status\":{\"phase\":\"Pending\"}}",
+            i, i);
+        g_autofree char *key = g_strdup_printf("default/x%u", i);
+        pod_put(fx, key, parse(json), FALSE);
+    }
+    run(fx);
+    g_assert_cmpuint(binds(fx, "default/xg"), ==, 2);
+    fx_free(fx);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_log_set_always_fatal(G_LOG_FATAL_MASK | G_LOG_LEVEL_CRITICAL);
+    g_test_add_func("/scheduler/gang/partial-binds-nothing-then-node-added",
+                    test_gang_partial_then_node_added);
+    g_test_add_func("/scheduler/gang/statement-discards", test_gang_partial_allocate_only);
+    g_test_add_func("/scheduler/gang/min-below-size", test_gang_min_below_size);
+    g_test_add_func("/scheduler/gang/pod-without-group", test_gang_of_one);
+    g_test_add_func("/scheduler/gang/waiting-for-pods", test_gang_waiting_for_pods);
+    g_test_add_func("/scheduler/gang/group-missing-waits", test_gang_group_missing_waits);
+    g_test_add_func("/scheduler/gang/bind-failure-rolls-back", test_gang_bind_failure_rolls_back);
+    g_test_add_func("/scheduler/gang/assumed-until-confirmed", test_gang_assumed_until_confirmed);
+    g_test_add_func("/scheduler/gang/confirmed-status-stable", test_gang_confirmed_status_stable);
+    g_test_add_func("/scheduler/gang/completed", test_gang_completed);
+    g_test_add_func("/scheduler/gang/schedule-timeout", test_gang_schedule_timeout);
+    g_test_add_func("/scheduler/gang/events-once", test_gang_events_once);
+    g_test_add_func("/scheduler/gang/impossible-request", test_gang_impossible_request);
+    g_test_add_func("/scheduler/proportion/weights-1-3", test_queue_weights_share);
+    g_test_add_func("/scheduler/proportion/capability", test_queue_capability);
+    g_test_add_func("/scheduler/proportion/capability-message", test_queue_capability_message);
+    g_test_add_func("/scheduler/proportion/guarantee", test_queue_guarantee);
+    g_test_add_func("/scheduler/proportion/overused", test_queue_overused_gets_nothing);
+    g_test_add_func("/scheduler/queue/unknown", test_queue_unknown);
+    g_test_add_func("/scheduler/queue/closed", test_queue_closed);
+    g_test_add_func("/scheduler/priority/job-order", test_priority_order);
+    g_test_add_func("/scheduler/priority/pod-values", test_priority_pod_values);
+    g_test_add_func("/scheduler/priority/pods-without-group", test_priority_pods_without_group);
+    g_test_add_func("/scheduler/drf/order", test_drf_order);
+    g_test_add_func("/scheduler/cache/foreign-pods-consume", test_foreign_pods_consume);
+    g_test_add_func("/scheduler/cache/terminated-releases", test_foreign_pod_terminated_releases);
+    g_test_add_func("/scheduler/cache/pod-before-node", test_pod_before_node);
+    g_test_add_func("/scheduler/cache/pod-delete-releases", test_pod_delete_releases);
+    g_test_add_func("/scheduler/cache/served-names", test_served_names);
+    g_test_add_func("/scheduler/cache/dialects", test_dialects);
+    g_test_add_func("/scheduler/cache/x-k8s-label", test_x_k8s_label_membership);
+    g_test_add_func("/scheduler/nodeorder/least-requested", test_nodeorder_least_requested);
+    g_test_add_func("/scheduler/nodeorder/most-requested", test_nodeorder_most_requested);
+    g_test_add_func("/scheduler/nodeorder/spread-gang", test_nodeorder_spread_gang);
+    g_test_add_func("/scheduler/nodeorder/binpack-gang", test_nodeorder_binpack_gang);
+    for (guint i = 0; i < G_N_ELEMENTS(pred_cases); i++)
+        g_test_add_data_func(pred_cases[i].path, &pred_cases[i], test_predicate_case);
+    g_test_add_func("/scheduler/predicates/message-counts", test_predicates_message_counts);
+    g_test_add_func("/scheduler/conformance/critical", test_conformance_critical);
+    g_test_add_func("/scheduler/conf/switch/job-ready-off", test_switch_job_ready_off);
+    g_test_add_func("/scheduler/conf/switch/job-order-off", test_switch_job_order_off);
+    g_test_add_func("/scheduler/conf/switch/predicate-off", test_switch_predicate_off);
+    return g_test_run();
+}
