@@ -1,0 +1,836 @@
+/*
+ * The kube-batchd daemon (see the header): the glue between the informers, the scheduler core,
+ * the binder, the status writer, the leader election and the metrics.
+ */
+#include "scheduler/daemon.h"
+
+#include <string.h>
+
+#include "kube/kb-httpd.h"
+#include "kube/kb-informer.h"
+#include "kube/kb-leader.h"
+#include "kube/kb-recorder.h"
+#include "scheduler/binder.h"
+#include "scheduler/cache.h"
+#include "scheduler/cycle.h"
+#include "scheduler/status-writer.h"
+
+/* A burst of events schedules one cycle this soon after the first of them... */
+#define KICK_DELAY_MS 10
+/* ...but cycles never run closer together than this (a fraction of the period, capped). */
+#define MIN_GAP_MS_MAX 50
+#define CRD_RETRY_MS   10000
+
+typedef enum {
+    SRC_NODES,
+    SRC_PODS,
+    SRC_PG_KUBE_BATCH,
+    SRC_PG_VOLCANO,
+    SRC_PG_X_K8S,
+    SRC_QUEUES_VOLCANO,
+    SRC_QUEUES_KUBE_BATCH,
+    SRC_PRIORITY_CLASSES,
+    SRC_N
+} SourceId;
+
+typedef struct {
+    KbDaemon *daemon;
+    SourceId id;
+    const char *name; /* metric label */
+    const KbResourceType *type;
+    KbDecodeFunc decode;
+    gboolean optional; /* a CRD: may be missing */
+    KbInformer *informer;
+    gboolean synced;
+    gboolean missing;
+    guint64 decode_errors_seen; /* already added to the metric */
+} Source;
+
+typedef struct {
+    KbMetric *e2e_latency;
+    KbMetric *cycle_duration;
+    KbMetric *action_duration;
+    KbMetric *cycles;
+    KbMetric *placements;
+    KbMetric *binds;
+    KbMetric *bind_duration;
+    KbMetric *rollbacks;
+    KbMetric *pending_groups;
+    KbMetric *queue_jobs;
+    KbMetric *queue_allocated;
+    KbMetric *queue_deserved;
+    KbMetric *pending_tasks;
+    KbMetric *decode_errors;
+    KbMetric *informer_objects;
+    KbMetric *status_writes;
+    KbMetric *events;
+    KbMetric *leader;
+    KbMetric *ready;
+    guint64 status_seen[KB_STATUS_N_RESULTS];
+    guint64 events_seen[4];
+} Metrics;
+
+struct KbDaemon {
+    KbDaemonOptions opts; /* strings below are owned copies */
+    char **scheduler_names;
+    char *default_queue;
+    char *lock_namespace;
+    char *lock_name;
+    char *identity;
+    char *listen_address;
+    KbConf *conf;
+    KbClient *client;
+    KbCache *cache;
+    KbRecorder *recorder;
+    KbBinder *binder;
+    KbStatusWriter *status;
+    KbLeader *leader;
+    KbMetrics *registry;
+    KbHttpd *httpd;
+    Metrics m;
+    Source sources[SRC_N];
+    GHashTable *queue_types; /* queue name -> const KbResourceType* that serves it */
+    gboolean started;
+    gboolean leading;
+    gboolean stopping;
+    gboolean stopped;
+    guint period_source;
+    guint kick_source;
+    guint restart_source;
+    gint64 last_cycle_us; /* monotonic */
+    guint64 n_cycles;
+};
+
+/* The daemon whose recorder reports malformed objects (decoders have no user data). */
+static KbDaemon *decode_sink;
+
+static gint64 now_s(void)
+{
+    return g_get_real_time() / G_USEC_PER_SEC;
+}
+
+/* ---- malformed objects ------------------------------------------------------------------- */
+
+/* An event on a malformed object, so that its owner sees why it is ignored. */
+static void report_malformed(json_object *obj, const char *kind, const GError *error)
+{
+    if (decode_sink == NULL || decode_sink->recorder == NULL || error == NULL)
+        return;
+    g_autoptr(GError) meta_error = NULL;
+    KbObjectMeta *meta = kb_meta_object_decode(obj, FALSE, &meta_error);
+    if (meta == NULL)
+        return;
+    if (meta->name != NULL) {
+        json_object *jv = NULL;
+        const char *api = json_object_object_get_ex(obj, "apiVersion", &jv)
+                                  ? json_object_get_string(jv)
+                                  : "v1";
+        kb_recorder_event(decode_sink->recorder, meta, api, kind, "Warning", "InvalidObject",
+                          "ignored by kube-batchd: %s", error->message);
+    }
+    kb_object_unref(meta);
+}
+
+#define DECODE_WRAPPER(fn, decoder, kind)                                                        \
+    static gpointer fn(json_object *obj, gboolean keep_raw, GError **error)                     \
+    {                                                                                            \
+        gpointer rec = decoder(obj, keep_raw, error);                                            \
+        if (rec == NULL)                                                                         \
+            report_malformed(obj, kind, error != NULL ? *error : NULL);                          \
+        return rec;                                                                              \
+    }
+
+DECODE_WRAPPER(decode_node, kb_node_decode, "Node")
+DECODE_WRAPPER(decode_pod, kb_pod_decode, "Pod")
+DECODE_WRAPPER(decode_pod_group, kb_pod_group_decode, "PodGroup")
+DECODE_WRAPPER(decode_queue, kb_queue_decode, "Queue")
+DECODE_WRAPPER(decode_priority_class, kb_priority_class_decode, "PriorityClass")
+
+/* ---- readiness and scheduling ------------------------------------------------------------ */
+
+static gboolean caches_synced(const KbDaemon *d, const char **which)
+{
+    for (int i = 0; i < SRC_N; i++) {
+        const Source *s = &d->sources[i];
+        if (!s->synced && !(s->optional && s->missing)) {
+            if (which != NULL)
+                *which = s->name;
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+gboolean kb_daemon_is_ready(KbDaemon *daemon, char **reason)
+{
+    const char *which = NULL;
+    if (daemon->stopping) {
+        if (reason != NULL)
+            *reason = g_strdup("shutting down");
+        return FALSE;
+    }
+    if (!caches_synced(daemon, &which)) {
+        if (reason != NULL)
+            *reason = g_strdup_printf("caches not synced (%s)", which);
+        return FALSE;
+    }
+    if (!daemon->leading) {
+        if (reason != NULL)
+            *reason = g_strdup_printf("not leading (holder \"%s\")",
+                                      daemon->leader != NULL ? kb_leader_get_holder(daemon->leader)
+                                                             : "");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean ready_func(gpointer user_data, char **reason)
+{
+    return kb_daemon_is_ready(user_data, reason);
+}
+
+static void publish_cycle(KbDaemon *d, const KbCycleResult *r);
+
+gboolean kb_daemon_run_cycle(KbDaemon *daemon)
+{
+    KbDaemon *d = daemon;
+    if (d->stopping || !d->leading || !caches_synced(d, NULL))
+        return FALSE;
+    gint64 now = now_s();
+    guint expired = kb_cache_expire_assumed(d->cache, now, d->opts.assume_ttl_s);
+    if (expired > 0)
+        g_warning("%u pods bound more than %u s ago were never confirmed by the watch; "
+                  "released",
+                  expired, d->opts.assume_ttl_s);
+    g_autoptr(KbCycleResult) r = kb_cycle_run(d->cache, d->conf, now);
+    d->last_cycle_us = g_get_monotonic_time();
+    d->n_cycles++;
+    kb_binder_submit(d->binder, r->placements);
+    kb_status_writer_apply(d->status, r);
+    publish_cycle(d, r);
+    if (r->placements->len > 0 || r->n_jobs_discarded > 0)
+        g_debug("cycle %" G_GUINT64_FORMAT ": %u jobs, %u placed (%u pods), %u discarded, "
+                "%u pods pending, %" G_GINT64_FORMAT " us",
+                d->n_cycles, r->n_jobs, r->n_jobs_placed, r->placements->len,
+                r->n_jobs_discarded, r->n_tasks_pending, r->duration_us);
+    return TRUE;
+}
+
+static gboolean on_period(gpointer data)
+{
+    kb_daemon_run_cycle(data);
+    return G_SOURCE_CONTINUE;
+}
+
+static gboolean on_kick(gpointer data)
+{
+    KbDaemon *d = data;
+    d->kick_source = 0;
+    kb_daemon_run_cycle(d);
+    return G_SOURCE_REMOVE;
+}
+
+/* Something changed: run a cycle soon, coalescing bursts, never closer than the minimum gap. */
+static void kick(KbDaemon *d)
+{
+    if (d->kick_source != 0 || d->stopping || !d->leading)
+        return;
+    guint gap_ms = MIN(MAX(d->opts.schedule_period_ms / 10, 1u), MIN_GAP_MS_MAX);
+    gint64 since_ms = (g_get_monotonic_time() - d->last_cycle_us) / 1000;
+    guint delay = KICK_DELAY_MS;
+    if (since_ms < gap_ms)
+        delay = MAX(delay, (guint)(gap_ms - since_ms));
+    d->kick_source = g_timeout_add(delay, on_kick, d);
+}
+
+/* ---- informer handlers ------------------------------------------------------------------- */
+
+static void on_add(gpointer obj, gpointer data)
+{
+    Source *s = data;
+    KbDaemon *d = s->daemon;
+    switch (s->id) {
+    case SRC_NODES:
+        kb_cache_add_node(d->cache, obj);
+        break;
+    case SRC_PODS:
+        kb_cache_add_pod(d->cache, obj);
+        break;
+    case SRC_PG_KUBE_BATCH:
+    case SRC_PG_VOLCANO:
+    case SRC_PG_X_K8S:
+        kb_cache_add_pod_group(d->cache, obj);
+        break;
+    case SRC_QUEUES_VOLCANO:
+    case SRC_QUEUES_KUBE_BATCH:
+        g_hash_table_replace(d->queue_types, g_strdup(((KbObjectMeta *)obj)->name),
+                             (gpointer)s->type);
+        kb_cache_add_queue(d->cache, obj);
+        break;
+    case SRC_PRIORITY_CLASSES:
+        kb_cache_add_priority_class(d->cache, obj);
+        break;
+    case SRC_N:
+        break;
+    }
+    kick(d);
+}
+
+static void on_update(gpointer old_obj, gpointer new_obj, gpointer data)
+{
+    Source *s = data;
+    KbDaemon *d = s->daemon;
+    switch (s->id) {
+    case SRC_NODES:
+        kb_cache_update_node(d->cache, new_obj);
+        break;
+    case SRC_PODS: {
+        const KbPod *old_pod = old_obj, *pod = new_obj;
+        kb_cache_update_pod(d->cache, new_obj);
+        /* A bound pod's status changes free nothing until it terminates or is deleted. */
+        if (pod->node_name != NULL && old_pod->node_name == pod->node_name &&
+            !kb_pod_is_terminated(pod) && pod->meta.deletion_timestamp == 0)
+            return;
+        break;
+    }
+    case SRC_PG_KUBE_BATCH:
+    case SRC_PG_VOLCANO:
+    case SRC_PG_X_K8S:
+        kb_cache_update_pod_group(d->cache, new_obj);
+        /* Our own status writes come back as updates: only spec changes matter. */
+        if (((KbObjectMeta *)old_obj)->generation == ((KbObjectMeta *)new_obj)->generation &&
+            ((KbObjectMeta *)new_obj)->generation != 0)
+            return;
+        break;
+    case SRC_QUEUES_VOLCANO:
+    case SRC_QUEUES_KUBE_BATCH:
+        g_hash_table_replace(d->queue_types, g_strdup(((KbObjectMeta *)new_obj)->name),
+                             (gpointer)s->type);
+        kb_cache_update_queue(d->cache, new_obj);
+        if (((KbObjectMeta *)old_obj)->generation == ((KbObjectMeta *)new_obj)->generation &&
+            ((KbObjectMeta *)new_obj)->generation != 0)
+            return;
+        break;
+    case SRC_PRIORITY_CLASSES:
+        kb_cache_update_priority_class(d->cache, new_obj);
+        break;
+    case SRC_N:
+        break;
+    }
+    kick(d);
+}
+
+static void on_delete(gpointer obj, gpointer data)
+{
+    Source *s = data;
+    KbDaemon *d = s->daemon;
+    switch (s->id) {
+    case SRC_NODES:
+        kb_cache_delete_node(d->cache, obj);
+        break;
+    case SRC_PODS:
+        kb_cache_delete_pod(d->cache, obj);
+        break;
+    case SRC_PG_KUBE_BATCH:
+    case SRC_PG_VOLCANO:
+    case SRC_PG_X_K8S:
+        kb_cache_delete_pod_group(d->cache, obj);
+        break;
+    case SRC_QUEUES_VOLCANO:
+    case SRC_QUEUES_KUBE_BATCH:
+        if (g_hash_table_lookup(d->queue_types, ((KbObjectMeta *)obj)->name) == s->type)
+            g_hash_table_remove(d->queue_types, ((KbObjectMeta *)obj)->name);
+        kb_cache_delete_queue(d->cache, obj);
+        break;
+    case SRC_PRIORITY_CLASSES:
+        kb_cache_delete_priority_class(d->cache, obj);
+        break;
+    case SRC_N:
+        break;
+    }
+    kick(d);
+}
+
+static void on_synced(gpointer data)
+{
+    Source *s = data;
+    if (!s->synced)
+        g_message("informer %s: synced (%u objects)", s->name, kb_informer_size(s->informer));
+    s->synced = TRUE;
+    s->missing = FALSE;
+    kick(s->daemon);
+}
+
+static void on_missing(gpointer data)
+{
+    Source *s = data;
+    if (s->optional)
+        g_message("%s are not served (CRD not installed); skipping them for now", s->name);
+    s->missing = TRUE;
+    kick(s->daemon);
+}
+
+static const KbInformerHandlers handlers = {
+        .on_add = on_add,
+        .on_update = on_update,
+        .on_delete = on_delete,
+        .on_synced = on_synced,
+        .on_missing = on_missing,
+};
+
+static void sources_init(KbDaemon *d)
+{
+    static const struct {
+        SourceId id;
+        const char *name;
+        const KbResourceType *type;
+        KbDecodeFunc decode;
+        gboolean optional;
+    } table[SRC_N] = {
+            {SRC_NODES, "nodes", &kb_type_nodes, decode_node, FALSE},
+            {SRC_PODS, "pods", &kb_type_pods, decode_pod, FALSE},
+            {SRC_PG_KUBE_BATCH, "podgroups.scheduling.incubator.k8s.io",
+             &kb_type_pod_groups_kube_batch, decode_pod_group, TRUE},
+            {SRC_PG_VOLCANO, "podgroups.scheduling.volcano.sh", &kb_type_pod_groups_volcano,
+             decode_pod_group, TRUE},
+            {SRC_PG_X_K8S, "podgroups.scheduling.x-k8s.io", &kb_type_pod_groups_x_k8s,
+             decode_pod_group, TRUE},
+            {SRC_QUEUES_VOLCANO, "queues.scheduling.volcano.sh", &kb_type_queues_volcano,
+             decode_queue, TRUE},
+            {SRC_QUEUES_KUBE_BATCH, "queues.scheduling.incubator.k8s.io",
+             &kb_type_queues_kube_batch, decode_queue, TRUE},
+            {SRC_PRIORITY_CLASSES, "priorityclasses", &kb_type_priority_classes,
+             decode_priority_class, FALSE},
+    };
+    for (int i = 0; i < SRC_N; i++) {
+        Source *s = &d->sources[table[i].id];
+        s->daemon = d;
+        s->id = table[i].id;
+        s->name = table[i].name;
+        s->type = table[i].type;
+        s->decode = table[i].decode;
+        s->optional = table[i].optional;
+    }
+}
+
+static void sources_start(KbDaemon *d)
+{
+    for (int i = 0; i < SRC_N; i++) {
+        Source *s = &d->sources[i];
+        KbInformerOptions io = {.type = s->type, .decode = s->decode};
+        s->informer = kb_informer_new(d->client, &io, &handlers, s);
+        if (s->optional)
+            kb_informer_set_missing_retry(s->informer, CRD_RETRY_MS);
+        kb_informer_start(s->informer);
+    }
+}
+
+/* ---- metrics ----------------------------------------------------------------------------- */
+
+static const double latency_buckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
+                                         5,     10,   30,    60,   120, 300};
+static const double cycle_buckets[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
+                                       0.025,  0.05,    0.1,    0.25,  0.5,    1,     2.5};
+
+static void metrics_init(KbDaemon *d)
+{
+    KbMetrics *r = d->registry;
+    Metrics *m = &d->m;
+    static const char *const l_action[] = {"action", NULL};
+    static const char *const l_result[] = {"result", NULL};
+    static const char *const l_queue[] = {"queue", NULL};
+    static const char *const l_queue_phase[] = {"queue", "phase", NULL};
+    static const char *const l_queue_res[] = {"queue", "resource", NULL};
+    static const char *const l_resource[] = {"resource", NULL};
+
+    m->e2e_latency = kb_metrics_histogram(
+            r, "kube_batchd_e2e_scheduling_latency_seconds",
+            "Time from pod creation to its binding confirmed by the API server.", NULL,
+            latency_buckets, G_N_ELEMENTS(latency_buckets));
+    m->cycle_duration = kb_metrics_histogram(r, "kube_batchd_cycle_duration_seconds",
+                                             "Duration of one scheduling cycle.", NULL,
+                                             cycle_buckets, G_N_ELEMENTS(cycle_buckets));
+    m->action_duration = kb_metrics_histogram(r, "kube_batchd_action_duration_seconds",
+                                              "Duration of one action in a cycle.", l_action,
+                                              cycle_buckets, G_N_ELEMENTS(cycle_buckets));
+    m->cycles = kb_metrics_counter(r, "kube_batchd_cycles_total", "Scheduling cycles run.",
+                                   NULL);
+    m->placements = kb_metrics_counter(r, "kube_batchd_placements_total",
+                                       "Pods placed by cycles (committed gangs).", NULL);
+    m->binds = kb_metrics_counter(r, "kube_batchd_binds_total",
+                                  "Bindings finished, by result (succeeded, conflict, "
+                                  "not_found, error).",
+                                  l_result);
+    m->bind_duration = kb_metrics_histogram(r, "kube_batchd_bind_duration_seconds",
+                                            "Round trip of one binding request.", NULL,
+                                            latency_buckets, G_N_ELEMENTS(latency_buckets));
+    m->rollbacks = kb_metrics_counter(r, "kube_batchd_gang_rollbacks_total",
+                                      "Failed bindings that returned a gang to pending.", NULL);
+    m->pending_groups = kb_metrics_gauge(r, "kube_batchd_pending_groups",
+                                         "Jobs of a queue in phase Pending or Inqueue.", l_queue);
+    m->queue_jobs = kb_metrics_gauge(r, "kube_batchd_queue_jobs", "Jobs of a queue by phase.",
+                                     l_queue_phase);
+    m->queue_allocated = kb_metrics_gauge(r, "kube_batchd_queue_allocated",
+                                          "Resources allocated to a queue's jobs (cpu in cores, "
+                                          "memory in bytes).",
+                                          l_queue_res);
+    m->queue_deserved = kb_metrics_gauge(r, "kube_batchd_queue_deserved",
+                                         "A queue's deserved share (proportion plugin).",
+                                         l_queue_res);
+    m->pending_tasks = kb_metrics_gauge(r, "kube_batchd_pending_tasks",
+                                        "Served pods waiting for a node after the last cycle.",
+                                        NULL);
+    m->decode_errors = kb_metrics_counter(r, "kube_batchd_informer_decode_errors_total",
+                                          "Malformed objects skipped by an informer.",
+                                          l_resource);
+    m->informer_objects = kb_metrics_gauge(r, "kube_batchd_informer_objects",
+                                           "Objects in an informer's store.", l_resource);
+    m->status_writes = kb_metrics_counter(r, "kube_batchd_status_writes_total",
+                                          "PodGroup, pod and Queue status writes by result.",
+                                          l_result);
+    m->events = kb_metrics_counter(r, "kube_batchd_events_total",
+                                   "Events by result (created, patched, dropped, failed).",
+                                   l_result);
+    m->leader = kb_metrics_gauge(r, "kube_batchd_leader", "1 while this instance leads.", NULL);
+    m->ready = kb_metrics_gauge(r, "kube_batchd_ready", "1 when /readyz answers 200.", NULL);
+}
+
+/* Counters mirrored from modules that count on their own: add what is new since last time. */
+static void mirror(KbMetric *metric, const char *label, guint64 now_value, guint64 *seen)
+{
+    KbSeries *s = kb_metric_with(metric, label, NULL);
+    if (now_value > *seen) {
+        kb_series_add(s, (double)(now_value - *seen));
+        *seen = now_value;
+    }
+}
+
+static void collect(KbMetrics *registry, gpointer data)
+{
+    KbDaemon *d = data;
+    Metrics *m = &d->m;
+    for (int i = 0; i < SRC_N; i++) {
+        Source *s = &d->sources[i];
+        if (s->informer == NULL)
+            continue;
+        mirror(m->decode_errors, s->name, kb_informer_decode_errors(s->informer),
+               &s->decode_errors_seen);
+        kb_series_set(kb_metric_with(m->informer_objects, s->name, NULL),
+                      kb_informer_size(s->informer));
+    }
+    for (int i = 0; i < KB_STATUS_N_RESULTS; i++)
+        mirror(m->status_writes, kb_status_result_to_string(i),
+               kb_status_writer_count(d->status, i), &m->status_seen[i]);
+    mirror(m->events, "created", kb_recorder_created(d->recorder), &m->events_seen[0]);
+    mirror(m->events, "patched", kb_recorder_patched(d->recorder), &m->events_seen[1]);
+    mirror(m->events, "dropped", kb_recorder_dropped(d->recorder), &m->events_seen[2]);
+    mirror(m->events, "failed", kb_recorder_failed(d->recorder), &m->events_seen[3]);
+    kb_metric_set(m->leader, d->leading ? 1 : 0);
+    kb_metric_set(m->ready, kb_daemon_is_ready(d, NULL) ? 1 : 0);
+}
+
+static double resource_value(int slot, gint64 v)
+{
+    return kb_resource_is_milli(slot) ? (double)v / 1000.0 : (double)v;
+}
+
+static void publish_queue(KbDaemon *d, const KbQueueStatus *qs)
+{
+    Metrics *m = &d->m;
+    static const struct {
+        const char *phase;
+        gsize offset;
+    } phases[] = {
+            {"Pending", G_STRUCT_OFFSET(KbQueueStatus, n_pending)},
+            {"Inqueue", G_STRUCT_OFFSET(KbQueueStatus, n_inqueue)},
+            {"Running", G_STRUCT_OFFSET(KbQueueStatus, n_running)},
+            {"Unknown", G_STRUCT_OFFSET(KbQueueStatus, n_unknown)},
+            {"Completed", G_STRUCT_OFFSET(KbQueueStatus, n_completed)},
+    };
+    kb_series_set(kb_metric_with(m->pending_groups, qs->name, NULL),
+                  qs->n_pending + qs->n_inqueue);
+    for (gsize i = 0; i < G_N_ELEMENTS(phases); i++)
+        kb_series_set(kb_metric_with(m->queue_jobs, qs->name, phases[i].phase, NULL),
+                      G_STRUCT_MEMBER(guint, qs, phases[i].offset));
+    for (int s = 0; s < kb_resource_count(); s++) {
+        const char *res = kb_resource_name(s);
+        gboolean main_slot = s == KB_RES_CPU || s == KB_RES_MEMORY || s == KB_RES_GPU;
+        if (res == NULL || s == KB_RES_PODS ||
+            (!main_slot && qs->allocated.v[s] == 0 && qs->deserved.v[s] == 0))
+            continue;
+        kb_series_set(kb_metric_with(m->queue_allocated, qs->name, res, NULL),
+                      resource_value(s, qs->allocated.v[s]));
+        kb_series_set(kb_metric_with(m->queue_deserved, qs->name, res, NULL),
+                      resource_value(s, qs->deserved.v[s]));
+    }
+}
+
+static void publish_cycle(KbDaemon *d, const KbCycleResult *r)
+{
+    Metrics *m = &d->m;
+    kb_metric_inc(m->cycles);
+    kb_metric_observe(m->cycle_duration, (double)r->duration_us / 1e6);
+    for (guint i = 0; i < r->n_actions && i < d->conf->n_actions; i++)
+        kb_series_observe(kb_metric_with(m->action_duration, d->conf->actions[i], NULL),
+                          (double)r->action_us[i] / 1e6);
+    kb_metric_add(m->placements, r->placements->len);
+    kb_metric_set(m->pending_tasks, r->n_tasks_pending);
+    /* Queues come and go: recompute their label sets every cycle. */
+    kb_metric_reset(m->pending_groups);
+    kb_metric_reset(m->queue_jobs);
+    kb_metric_reset(m->queue_allocated);
+    kb_metric_reset(m->queue_deserved);
+    for (guint i = 0; i < r->queue_statuses->len; i++)
+        publish_queue(d, &g_array_index(r->queue_statuses, KbQueueStatus, i));
+}
+
+static void on_bind_done(const KbBindOutcome *out, gpointer data)
+{
+    KbDaemon *d = data;
+    Metrics *m = &d->m;
+    kb_series_inc(kb_metric_with(m->binds, kb_bind_result_to_string(out->result), NULL));
+    kb_metric_observe(m->bind_duration, (double)out->latency_us / 1e6);
+    if (out->result == KB_BIND_SUCCEEDED) {
+        gint64 created = out->pod->meta.creation_timestamp;
+        if (created > 0) {
+            double latency = (double)g_get_real_time() / 1e6 - (double)created;
+            kb_metric_observe(m->e2e_latency, MAX(latency, 0.0));
+        }
+    } else {
+        if (out->n_rolled_back > 0)
+            kb_metric_inc(m->rollbacks);
+        /* The gang is pending again: retry it soon rather than a period later. */
+        kick(d);
+    }
+}
+
+/* ---- leader election --------------------------------------------------------------------- */
+
+static void start_leading(gpointer data)
+{
+    KbDaemon *d = data;
+    g_message("leading (lease %s/%s, identity %s)", d->lock_namespace, d->lock_name,
+              d->identity);
+    d->leading = TRUE;
+    kb_binder_set_paused(d->binder, FALSE);
+    kick(d);
+}
+
+static gboolean restart_election(gpointer data)
+{
+    KbDaemon *d = data;
+    d->restart_source = 0;
+    if (!d->stopping)
+        kb_leader_start(d->leader);
+    return G_SOURCE_REMOVE;
+}
+
+static void stop_leading(gpointer data)
+{
+    KbDaemon *d = data;
+    g_warning("lost the lease %s/%s: no more scheduling until it is acquired again",
+              d->lock_namespace, d->lock_name);
+    d->leading = FALSE;
+    g_clear_handle_id(&d->kick_source, g_source_remove);
+    kb_binder_set_paused(d->binder, TRUE);
+    guint dropped = kb_binder_drop_queued(d->binder);
+    if (dropped > 0)
+        g_message("dropped %u placements not yet bound", dropped);
+    if (d->restart_source == 0 && !d->stopping)
+        d->restart_source = g_idle_add(restart_election, d);
+}
+
+/* ---- life cycle -------------------------------------------------------------------------- */
+
+static const KbResourceType *queue_type(const char *name, gpointer data)
+{
+    KbDaemon *d = data;
+    return g_hash_table_lookup(d->queue_types, name);
+}
+
+static void copy_options(KbDaemon *d, const KbDaemonOptions *opts)
+{
+    d->opts = *opts;
+    d->scheduler_names = g_strdupv((char **)opts->scheduler_names);
+    d->default_queue = g_strdup(opts->default_queue != NULL ? opts->default_queue : "default");
+    d->lock_namespace =
+            g_strdup(opts->lock_namespace != NULL ? opts->lock_namespace : "kube-system");
+    d->lock_name = g_strdup(opts->lock_name != NULL ? opts->lock_name : "kube-batchd");
+    d->identity = opts->identity != NULL ? g_strdup(opts->identity)
+                                         : kb_leader_default_identity();
+    d->listen_address = g_strdup(opts->listen_address);
+    if (d->opts.schedule_period_ms == 0)
+        d->opts.schedule_period_ms = 1000;
+    if (d->opts.assume_ttl_s == 0)
+        d->opts.assume_ttl_s = 120;
+    if (d->opts.bind_max_in_flight == 0)
+        d->opts.bind_max_in_flight = KB_BINDER_DEFAULT_MAX_IN_FLIGHT;
+}
+
+KbDaemon *kb_daemon_new(const KbDaemonOptions *opts, KbConf *conf, GError **error)
+{
+    g_autoptr(KbConf) owned_conf = conf;
+    g_autoptr(KbClient) client = kb_client_new(opts->config, error);
+    if (client == NULL)
+        return NULL;
+    KbDaemon *d = g_new0(KbDaemon, 1);
+    copy_options(d, opts);
+    d->conf = g_steal_pointer(&owned_conf);
+    d->client = g_steal_pointer(&client);
+    /* Bindings and informer streams share the pool: leave room for the eight watches. */
+    kb_client_set_max_in_flight(d->client, d->opts.bind_max_in_flight + SRC_N + 16);
+    d->cache = kb_cache_new((const char *const *)d->scheduler_names, d->default_queue);
+    KbRecorderOptions ro = {.component = "kube-batchd", .host = g_get_host_name()};
+    d->recorder = kb_recorder_new_full(d->client, &ro);
+    d->binder = kb_binder_new(d->client, d->cache, d->recorder);
+    kb_binder_set_max_in_flight(d->binder, d->opts.bind_max_in_flight);
+    kb_binder_set_done_func(d->binder, on_bind_done, d);
+    d->status = kb_status_writer_new(d->client, d->recorder);
+    d->queue_types = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    kb_status_writer_set_queue_type_func(d->status, queue_type, d);
+    d->registry = kb_metrics_new();
+    metrics_init(d);
+    kb_metrics_add_collector(d->registry, collect, d);
+    sources_init(d);
+    if (d->listen_address != NULL && d->listen_address[0] != '\0') {
+        d->httpd = kb_httpd_new(d->listen_address, d->registry, error);
+        if (d->httpd == NULL) {
+            g_prefix_error(error, "--listen-address %s: ", d->listen_address);
+            kb_daemon_free(d);
+            return NULL;
+        }
+        kb_httpd_set_ready_func(d->httpd, ready_func, d);
+    }
+    return d;
+}
+
+void kb_daemon_start(KbDaemon *daemon)
+{
+    KbDaemon *d = daemon;
+    if (d->started)
+        return;
+    d->started = TRUE;
+    decode_sink = d;
+    g_message("kube-batchd: API server %s, scheduler names %s, schedule period %u ms, "
+              "default queue \"%s\"%s",
+              kb_client_server(d->client), d->scheduler_names != NULL && d->scheduler_names[0] != NULL
+                                                   ? d->scheduler_names[0]
+                                                   : "kube-batchd",
+              d->opts.schedule_period_ms, d->default_queue,
+              d->opts.leader_elect ? ", leader election on" : "");
+    sources_start(d);
+    d->period_source = g_timeout_add(d->opts.schedule_period_ms, on_period, d);
+    if (d->opts.leader_elect) {
+        KbLeaderOptions lo = {.namespace_ = d->lock_namespace,
+                              .name = d->lock_name,
+                              .identity = d->identity,
+                              .lease_duration_ms = d->opts.lease_duration_ms,
+                              .renew_deadline_ms = d->opts.renew_deadline_ms,
+                              .retry_period_ms = d->opts.retry_period_ms,
+                              .on_started_leading = start_leading,
+                              .on_stopped_leading = stop_leading,
+                              .user_data = d};
+        d->leader = kb_leader_new(d->client, &lo);
+        kb_binder_set_paused(d->binder, TRUE);
+        kb_leader_start(d->leader);
+    } else {
+        d->leading = TRUE;
+    }
+}
+
+/* Iterate the context until @done says so or @deadline_us (monotonic) passes. */
+static void iterate_until(KbDaemon *d, gboolean (*done)(KbDaemon *), gint64 deadline_us)
+{
+    GMainContext *ctx = g_main_context_get_thread_default();
+    while (!done(d) && g_get_monotonic_time() < deadline_us) {
+        if (!g_main_context_iteration(ctx, FALSE))
+            g_usleep(2000);
+    }
+}
+
+static gboolean binds_done(KbDaemon *d)
+{
+    return kb_binder_in_flight(d->binder) == 0;
+}
+
+static gboolean writes_done(KbDaemon *d)
+{
+    return kb_binder_in_flight(d->binder) == 0 && kb_status_writer_pending(d->status) == 0 &&
+           kb_recorder_pending(d->recorder) == 0;
+}
+
+void kb_daemon_stop(KbDaemon *daemon, guint deadline_ms)
+{
+    KbDaemon *d = daemon;
+    if (d->stopped)
+        return;
+    d->stopped = TRUE;
+    d->stopping = TRUE;
+    g_clear_handle_id(&d->period_source, g_source_remove);
+    g_clear_handle_id(&d->kick_source, g_source_remove);
+    g_clear_handle_id(&d->restart_source, g_source_remove);
+    guint dropped = kb_binder_drop_queued(d->binder);
+    guint in_flight = kb_binder_in_flight(d->binder);
+    g_message("stopping: %u bindings in flight, %u placements dropped", in_flight, dropped);
+    gint64 deadline = g_get_monotonic_time() + (gint64)deadline_ms * 1000;
+    iterate_until(d, binds_done, deadline);
+    if (kb_binder_in_flight(d->binder) > 0)
+        g_warning("stopping: gave up on %u bindings after %u ms",
+                  kb_binder_in_flight(d->binder), deadline_ms);
+    iterate_until(d, writes_done, deadline);
+    if (d->leader != NULL && d->leading) {
+        d->leading = FALSE;
+        kb_leader_release(d->leader);
+    }
+    d->leading = FALSE;
+    g_message("stopped after %" G_GUINT64_FORMAT " cycles; binds: %" G_GUINT64_FORMAT
+              " succeeded, %" G_GUINT64_FORMAT " conflicts, %" G_GUINT64_FORMAT
+              " not found, %" G_GUINT64_FORMAT " errors",
+              d->n_cycles, kb_binder_count(d->binder, KB_BIND_SUCCEEDED),
+              kb_binder_count(d->binder, KB_BIND_CONFLICT),
+              kb_binder_count(d->binder, KB_BIND_NOT_FOUND),
+              kb_binder_count(d->binder, KB_BIND_ERROR));
+}
+
+void kb_daemon_free(KbDaemon *daemon)
+{
+    KbDaemon *d = daemon;
+    if (d == NULL)
+        return;
+    if (decode_sink == d)
+        decode_sink = NULL;
+    g_clear_handle_id(&d->period_source, g_source_remove);
+    g_clear_handle_id(&d->kick_source, g_source_remove);
+    g_clear_handle_id(&d->restart_source, g_source_remove);
+    g_clear_pointer(&d->httpd, kb_httpd_free);
+    g_clear_pointer(&d->leader, kb_leader_free);
+    for (int i = 0; i < SRC_N; i++)
+        g_clear_pointer(&d->sources[i].informer, kb_informer_free);
+    g_clear_pointer(&d->binder, kb_binder_free);
+    g_clear_pointer(&d->status, kb_status_writer_free);
+    g_clear_pointer(&d->recorder, kb_recorder_free);
+    /* Requests still on the wire are dropped with the client, and their callbacks' data with
+     * them: kb_daemon_stop() first lets them finish. */
+    g_clear_pointer(&d->client, kb_client_free);
+    g_clear_pointer(&d->cache, kb_cache_free);
+    g_clear_pointer(&d->registry, kb_metrics_free);
+    g_clear_pointer(&d->queue_types, g_hash_table_unref);
+    g_clear_pointer(&d->conf, kb_conf_free);
+    g_strfreev(d->scheduler_names);
+    g_free(d->default_queue);
+    g_free(d->lock_namespace);
+    g_free(d->lock_name);
+    g_free(d->identity);
+    g_free(d->listen_address);
+    g_free(d);
+}
+
+guint16 kb_daemon_http_port(const KbDaemon *daemon)
+{
+    return daemon->httpd != NULL ? kb_httpd_port(daemon->httpd) : 0;
+}
+
+KbMetrics *kb_daemon_metrics(KbDaemon *daemon)
+{
+    return daemon->registry;
+}

@@ -1,0 +1,391 @@
+/*
+ * The status writer (see the header). One entry per object with a write queued, in flight or
+ * waiting for a retry; the writer is reference counted by the writes in flight so that responses
+ * arriving after kb_status_writer_free() only release memory.
+ */
+#include "scheduler/status-writer.h"
+
+#include <string.h>
+
+#define DEFAULT_BACKOFF_MS     1000
+#define DEFAULT_MAX_BACKOFF_MS 30000
+
+typedef struct {
+    char *key; /* "<plural>|ns/name" */
+    const KbResourceType *type;
+    char *namespace_;
+    char *name;
+    KbPatchType patch_type;
+    char *body; /* the latest patch text */
+    gboolean in_flight;
+    gboolean dirty; /* a newer body arrived while a write was in flight */
+    guint attempts;
+    guint retry_source;
+    struct KbStatusWriter *writer;
+} Entry;
+
+struct KbStatusWriter {
+    gint ref_count;
+    gboolean freed;
+    KbClient *client;
+    KbRecorder *recorder;
+    KbQueueTypeFunc queue_type;
+    gpointer queue_type_data;
+    guint backoff_ms;
+    guint max_backoff_ms;
+    GHashTable *entries;     /* key -> Entry* (owned) */
+    GHashTable *queue_last;  /* queue name -> last status body queued (owned strings) */
+    guint64 counts[KB_STATUS_N_RESULTS];
+    guint64 dropped;         /* writes refused because KB_STATUS_MAX_ENTRIES were pending */
+};
+
+static void entry_free(gpointer p)
+{
+    Entry *e = p;
+    if (e->retry_source != 0)
+        g_source_remove(e->retry_source);
+    g_free(e->key);
+    g_free(e->namespace_);
+    g_free(e->name);
+    g_free(e->body);
+    g_free(e);
+}
+
+static void writer_unref(KbStatusWriter *w)
+{
+    if (--w->ref_count > 0)
+        return;
+    g_hash_table_unref(w->entries);
+    g_hash_table_unref(w->queue_last);
+    g_free(w);
+}
+
+KbStatusWriter *kb_status_writer_new(KbClient *client, KbRecorder *recorder)
+{
+    KbStatusWriter *w = g_new0(KbStatusWriter, 1);
+    w->ref_count = 1;
+    w->client = client;
+    w->recorder = recorder;
+    w->backoff_ms = DEFAULT_BACKOFF_MS;
+    w->max_backoff_ms = DEFAULT_MAX_BACKOFF_MS;
+    w->entries = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, entry_free);
+    w->queue_last = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    return w;
+}
+
+static gboolean cancel_retry(gpointer key, gpointer value, gpointer data)
+{
+    Entry *e = value;
+    if (e->retry_source != 0) {
+        g_source_remove(e->retry_source);
+        e->retry_source = 0;
+    }
+    /* Entries with a write in flight stay until the response releases the writer. */
+    return !e->in_flight;
+}
+
+void kb_status_writer_free(KbStatusWriter *writer)
+{
+    if (writer == NULL)
+        return;
+    writer->freed = TRUE;
+    g_hash_table_foreach_remove(writer->entries, cancel_retry, NULL);
+    writer_unref(writer);
+}
+
+void kb_status_writer_set_queue_type_func(KbStatusWriter *writer, KbQueueTypeFunc func,
+                                          gpointer user_data)
+{
+    writer->queue_type = func;
+    writer->queue_type_data = user_data;
+}
+
+void kb_status_writer_set_backoff(KbStatusWriter *writer, guint initial_ms, guint max_ms)
+{
+    writer->backoff_ms = MAX(initial_ms, 1);
+    writer->max_backoff_ms = MAX(max_ms, writer->backoff_ms);
+}
+
+guint kb_status_writer_pending(const KbStatusWriter *writer)
+{
+    return g_hash_table_size(writer->entries);
+}
+
+guint64 kb_status_writer_count(const KbStatusWriter *writer, KbStatusResult result)
+{
+    return result < KB_STATUS_N_RESULTS ? writer->counts[result] : 0;
+}
+
+const char *kb_status_result_to_string(KbStatusResult result)
+{
+    switch (result) {
+    case KB_STATUS_WRITTEN:
+        return "written";
+    case KB_STATUS_GONE:
+        return "gone";
+    case KB_STATUS_RETRIED:
+        return "retried";
+    case KB_STATUS_FAILED:
+    case KB_STATUS_N_RESULTS:
+        break;
+    }
+    return "failed";
+}
+
+/* ---- sending ------------------------------------------------------------------------------- */
+
+static void send_entry(KbStatusWriter *w, Entry *e);
+
+static gboolean on_retry(gpointer data)
+{
+    Entry *e = data;
+    e->retry_source = 0;
+    send_entry(e->writer, e);
+    return G_SOURCE_REMOVE;
+}
+
+static void finish(KbStatusWriter *w, Entry *e, KbStatusResult result)
+{
+    w->counts[result]++;
+    g_hash_table_remove(w->entries, e->key);
+}
+
+/* A failed attempt: retry later, or give up. */
+static void attempt_failed(KbStatusWriter *w, Entry *e, const GError *error)
+{
+    gboolean retryable = kb_error_is_retryable(error) ||
+                         g_error_matches(error, KB_ERROR, KB_ERROR_CONFLICT);
+    e->attempts++;
+    if (!retryable || e->attempts >= KB_STATUS_MAX_ATTEMPTS) {
+        g_warning("%s %s%s%s: cannot write status (attempt %u, giving up): %s", e->type->plural,
+                  e->namespace_ != NULL ? e->namespace_ : "", e->namespace_ != NULL ? "/" : "",
+                  e->name, e->attempts, error->message);
+        finish(w, e, KB_STATUS_FAILED);
+        return;
+    }
+    w->counts[KB_STATUS_RETRIED]++;
+    guint delay = w->backoff_ms;
+    for (guint i = 1; i < e->attempts && delay < w->max_backoff_ms; i++)
+        delay *= 2;
+    delay = MIN(delay, w->max_backoff_ms);
+    g_debug("%s %s: status write failed (%s); retry in %u ms", e->type->plural, e->name,
+            error->message, delay);
+    e->retry_source = g_timeout_add(delay, on_retry, e);
+}
+
+typedef struct {
+    KbStatusWriter *writer; /* a reference */
+    Entry *entry;
+} Call;
+
+static void on_written(const KbResponse *resp, gpointer data)
+{
+    Call *c = data;
+    KbStatusWriter *w = c->writer;
+    Entry *e = c->entry;
+
+    e->in_flight = FALSE;
+    if (w->freed) {
+        g_hash_table_remove(w->entries, e->key);
+    } else if (e->dirty) {
+        e->dirty = FALSE;
+        e->attempts = 0;
+        send_entry(w, e);
+    } else if (resp->error == NULL) {
+        finish(w, e, KB_STATUS_WRITTEN);
+    } else if (g_error_matches(resp->error, KB_ERROR, KB_ERROR_NOT_FOUND)) {
+        g_debug("%s %s: gone, status not written", e->type->plural, e->name);
+        finish(w, e, KB_STATUS_GONE);
+    } else {
+        attempt_failed(w, e, resp->error);
+    }
+    writer_unref(w);
+    g_free(c);
+}
+
+static void send_entry(KbStatusWriter *w, Entry *e)
+{
+    const char *ct = e->patch_type == KB_PATCH_STRATEGIC
+                             ? "application/strategic-merge-patch+json"
+                             : "application/merge-patch+json";
+    json_object *body = json_tokener_parse(e->body);
+    KbRequest req = {.method = "PATCH",
+                     .type = e->type,
+                     .namespace_ = e->namespace_,
+                     .name = e->name,
+                     .subresource = "status",
+                     .body = body,
+                     .content_type = ct};
+    Call *c = g_new0(Call, 1);
+    c->writer = w;
+    c->entry = e;
+    w->ref_count++;
+    e->in_flight = TRUE;
+    kb_client_call_async(w->client, &req, on_written, c);
+    json_object_put(body);
+}
+
+/* Queue @body (consumed) as the status of @type @ns/@name. */
+static void enqueue(KbStatusWriter *w, const KbResourceType *type, const char *namespace_,
+                    const char *name, KbPatchType patch_type, json_object *body)
+{
+    g_autofree char *key = g_strdup_printf("%s|%s/%s", type->plural,
+                                           namespace_ != NULL ? namespace_ : "", name);
+    Entry *e = g_hash_table_lookup(w->entries, key);
+    const char *text = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
+
+    if (e == NULL) {
+        if (g_hash_table_size(w->entries) >= KB_STATUS_MAX_ENTRIES) {
+            w->dropped++;
+            w->counts[KB_STATUS_FAILED]++;
+            json_object_put(body);
+            return;
+        }
+        e = g_new0(Entry, 1);
+        e->key = g_steal_pointer(&key);
+        e->type = type;
+        e->namespace_ = g_strdup(namespace_);
+        e->name = g_strdup(name);
+        e->writer = w;
+        g_hash_table_insert(w->entries, e->key, e);
+    }
+    e->patch_type = patch_type;
+    g_free(e->body);
+    e->body = g_strdup(text);
+    e->attempts = 0;
+    json_object_put(body);
+    if (e->in_flight) {
+        e->dirty = TRUE;
+        return;
+    }
+    if (e->retry_source != 0) {
+        g_source_remove(e->retry_source);
+        e->retry_source = 0;
+    }
+    send_entry(w, e);
+}
+
+/* ---- bodies -------------------------------------------------------------------------------- */
+
+static const KbResourceType *group_type(KbPodGroupDialect dialect)
+{
+    switch (dialect) {
+    case KB_PODGROUP_KUBE_BATCH:
+        return &kb_type_pod_groups_kube_batch;
+    case KB_PODGROUP_X_K8S:
+        return &kb_type_pod_groups_x_k8s;
+    case KB_PODGROUP_VOLCANO:
+    default:
+        return &kb_type_pod_groups_volcano;
+    }
+}
+
+static json_object *condition_new(const char *type, const char *status, const char *reason,
+                                  const char *message, gint64 now)
+{
+    json_object *c = json_object_new_object();
+    g_autofree char *when = kb_time_format(now);
+    json_object_object_add(c, "type", json_object_new_string(type));
+    json_object_object_add(c, "status", json_object_new_string(status));
+    if (reason != NULL)
+        json_object_object_add(c, "reason", json_object_new_string(reason));
+    json_object_object_add(c, "message", json_object_new_string(message != NULL ? message : ""));
+    json_object_object_add(c, "lastTransitionTime", json_object_new_string(when));
+    return c;
+}
+
+json_object *kb_status_pod_group_body(const KbJobStatus *st, KbPodGroupDialect dialect,
+                                      gint64 now)
+{
+    json_object *status = json_object_new_object();
+    json_object_object_add(status, "phase",
+                           json_object_new_string(kb_job_phase_to_string(st->phase)));
+    if (st->condition_type != NULL) {
+        json_object *conds = json_object_new_array();
+        json_object_array_add(conds, condition_new(st->condition_type, st->condition_status,
+                                                   st->reason, st->message, now));
+        json_object_object_add(status, "conditions", conds);
+    }
+    json_object_object_add(status, "running", json_object_new_int64(st->n_running));
+    json_object_object_add(status, "succeeded", json_object_new_int64(st->n_succeeded));
+    json_object_object_add(status, "failed", json_object_new_int64(st->n_failed));
+    json_object_object_add(status, "pending", json_object_new_int64(st->n_pending));
+    if (dialect == KB_PODGROUP_X_K8S)
+        json_object_object_add(status, "scheduled",
+                               json_object_new_int64(st->n_allocated + st->n_running));
+    json_object *body = json_object_new_object();
+    json_object_object_add(body, "status", status);
+    return body;
+}
+
+/* PodScheduled=False on a gang of one that cannot be placed (strategic merge keys on type). */
+static json_object *pod_condition_body(const KbJobStatus *st, gint64 now)
+{
+    json_object *conds = json_object_new_array();
+    json_object_array_add(conds,
+                          condition_new("PodScheduled", "False", "Unschedulable", st->message, now));
+    json_object *status = json_object_new_object();
+    json_object_object_add(status, "conditions", conds);
+    json_object *body = json_object_new_object();
+    json_object_object_add(body, "status", status);
+    return body;
+}
+
+static void apply_job(KbStatusWriter *w, const KbJobStatus *st, gint64 now)
+{
+    if (st->group != NULL) {
+        const KbObjectMeta *m = &st->group->meta;
+        enqueue(w, group_type(st->group->dialect), m->namespace_, m->name, KB_PATCH_MERGE,
+                kb_status_pod_group_body(st, st->group->dialect, now));
+    } else if (st->pod != NULL && g_strcmp0(st->condition_type, "Unschedulable") == 0 &&
+               st->pod->node_name == NULL) {
+        const KbObjectMeta *m = &st->pod->meta;
+        enqueue(w, &kb_type_pods, m->namespace_, m->name, KB_PATCH_STRATEGIC,
+                pod_condition_body(st, now));
+    }
+}
+
+static void apply_queue(KbStatusWriter *w, const KbQueueStatus *qs)
+{
+    const KbResourceType *type =
+            w->queue_type != NULL ? w->queue_type(qs->name, w->queue_type_data) : NULL;
+    if (qs->queue == NULL || type == NULL)
+        return;
+    json_object *status = json_object_new_object();
+    json_object_object_add(status, "state",
+                           json_object_new_string(qs->queue->open ? "Open" : "Closed"));
+    json_object_object_add(status, "pending", json_object_new_int64(qs->n_pending));
+    json_object_object_add(status, "inqueue", json_object_new_int64(qs->n_inqueue));
+    json_object_object_add(status, "running", json_object_new_int64(qs->n_running));
+    json_object_object_add(status, "unknown", json_object_new_int64(qs->n_unknown));
+    json_object_object_add(status, "completed", json_object_new_int64(qs->n_completed));
+    json_object *body = json_object_new_object();
+    json_object_object_add(body, "status", status);
+    const char *text = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
+    g_autofree char *key = g_strdup_printf("%s|%s", type->plural, qs->name);
+    const char *last = g_hash_table_lookup(w->queue_last, key);
+    if (last != NULL && strcmp(last, text) == 0) {
+        json_object_put(body);
+        return;
+    }
+    g_hash_table_replace(w->queue_last, g_steal_pointer(&key), g_strdup(text));
+    enqueue(w, type, NULL, qs->name, KB_PATCH_MERGE, body);
+}
+
+void kb_status_writer_apply(KbStatusWriter *writer, const KbCycleResult *result)
+{
+    for (guint i = 0; i < result->job_statuses->len; i++) {
+        const KbJobStatus *st = &g_array_index(result->job_statuses, KbJobStatus, i);
+        if (st->changed)
+            apply_job(writer, st, result->now);
+    }
+    for (guint i = 0; i < result->queue_statuses->len; i++)
+        apply_queue(writer, &g_array_index(result->queue_statuses, KbQueueStatus, i));
+    if (writer->recorder == NULL)
+        return;
+    for (guint i = 0; i < result->events->len; i++) {
+        const KbSchedEvent *ev = &g_array_index(result->events, KbSchedEvent, i);
+        kb_recorder_event(writer->recorder, ev->object, ev->api_version, ev->kind, ev->type,
+                          ev->reason, "%s", ev->message != NULL ? ev->message : "");
+    }
+}

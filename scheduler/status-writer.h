@@ -1,0 +1,70 @@
+/*
+ * The status writer: what a cycle decided, written back where users look.
+ *
+ * - PodGroup status: for every job status the cycle marked `changed`, a merge PATCH of the
+ *   group's /status subresource in its own dialect (phase; the condition with the core's reason
+ *   and message, lastTransitionTime; running/succeeded/failed/pending counts; `scheduled` for the
+ *   scheduling.x-k8s.io dialect).
+ * - A pod without a group (a gang of one) that cannot be placed: its PodScheduled condition
+ *   (status False, reason Unschedulable, the core's message), as kube-scheduler writes it.
+ * - The cycle's events (FailedScheduling on pods, Unschedulable/Scheduled on PodGroups) through
+ *   the recorder, which aggregates repeats.
+ * - Queue status: pending/inqueue/running/unknown/completed job counts and state, a merge PATCH of
+ *   the queue's /status, only when the counts differ from what was last written.
+ *
+ * Writes are asynchronous on the client's main context and at most one per object is in flight; a
+ * newer status replaces a queued one. A 404 (object or CRD gone) drops the write; 409, 429, 5xx
+ * and transport errors retry with backoff (1 s doubling to 30 s, at most
+ * KB_STATUS_MAX_ATTEMPTS attempts). Nothing here aborts on API errors.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "kube/kb-client.h"
+#include "kube/kb-recorder.h"
+#include "scheduler/cycle.h"
+
+#define KB_STATUS_MAX_ATTEMPTS 8
+#define KB_STATUS_MAX_ENTRIES  65536 /* objects with a write queued, in flight or retrying */
+
+/* Which API serves queue @name (kb_type_queues_volcano or kb_type_queues_kube_batch), or NULL
+ * when the queue has no object (the implicit default queue): no status is written then. */
+typedef const KbResourceType *(*KbQueueTypeFunc)(const char *name, gpointer user_data);
+
+typedef enum {
+    KB_STATUS_WRITTEN,
+    KB_STATUS_GONE,    /* 404: dropped */
+    KB_STATUS_RETRIED, /* a failed attempt that will be retried */
+    KB_STATUS_FAILED,  /* gave up after KB_STATUS_MAX_ATTEMPTS, or a non-retryable error */
+    KB_STATUS_N_RESULTS
+} KbStatusResult;
+
+typedef struct KbStatusWriter KbStatusWriter;
+
+/* @recorder may be NULL (no events). @client and @recorder must outlive the writer. */
+KbStatusWriter *kb_status_writer_new(KbClient *client, KbRecorder *recorder);
+void kb_status_writer_set_queue_type_func(KbStatusWriter *writer, KbQueueTypeFunc func,
+                                          gpointer user_data);
+/* Backoff of failed writes (tests use short ones). */
+void kb_status_writer_set_backoff(KbStatusWriter *writer, guint initial_ms, guint max_ms);
+
+/* Queue the writes and events of @result (borrowed; everything needed is copied). */
+void kb_status_writer_apply(KbStatusWriter *writer, const KbCycleResult *result);
+
+/* Writes queued, in flight or waiting for a retry. */
+guint kb_status_writer_pending(const KbStatusWriter *writer);
+guint64 kb_status_writer_count(const KbStatusWriter *writer, KbStatusResult result);
+/* "written", "gone", "retried", "failed" (metric label values). Static. */
+const char *kb_status_result_to_string(KbStatusResult result);
+
+/*
+ * The status body (a new JSON object {"status": {...}}) written for @st at @now (unix seconds),
+ * for @dialect. Exposed for tests.
+ */
+json_object *kb_status_pod_group_body(const KbJobStatus *st, KbPodGroupDialect dialect,
+                                      gint64 now);
+
+/* Frees the writer; writes in flight complete but their results are ignored. */
+void kb_status_writer_free(KbStatusWriter *writer);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbStatusWriter, kb_status_writer_free)
