@@ -23,12 +23,6 @@ typedef enum {
     NEXT_WATCH,
 } NextStep;
 
-/* Outlives the informer while an asynchronous list page is in flight: the client has no way to
- * cancel a call, so the callback checks whether the informer is still there. */
-typedef struct {
-    KbInformer *informer; /* NULL once the informer was freed */
-} ListCall;
-
 struct KbInformer {
     KbClient *client;
     GMainContext *context;
@@ -51,7 +45,12 @@ struct KbInformer {
     gboolean missing;
     char *resource_version; /* where the next watch resumes */
 
-    ListCall *list_call;   /* the page request in flight, or NULL */
+    KbStream *list_stream;  /* the page request in flight, or NULL */
+    json_tokener *list_tok; /* parses the page as its bytes arrive */
+    json_object *list_body; /* the page, once complete */
+    gsize list_bytes;       /* of the current page */
+    gsize max_page_bytes;
+    char *list_rv;         /* the list's resourceVersion, committed when the list completes */
     GPtrArray *list_items; /* records of the pages so far, in list order */
     GHashTable *list_keys; /* key -> index + 1 in list_items */
     char *list_continue;
@@ -326,16 +325,17 @@ static void schedule(KbInformer *inf, NextStep step, guint delay_ms)
 
 static void clear_list_state(KbInformer *inf)
 {
-    if (inf->list_call != NULL) {
-        inf->list_call->informer = NULL; /* freed by its callback */
-        inf->list_call = NULL;
-    }
+    if (inf->list_stream != NULL)
+        kb_stream_cancel(g_steal_pointer(&inf->list_stream));
+    g_clear_pointer(&inf->list_body, json_object_put);
+    g_clear_pointer(&inf->list_rv, g_free);
     g_clear_pointer(&inf->list_items, g_ptr_array_unref);
     g_clear_pointer(&inf->list_keys, g_hash_table_unref);
     g_clear_pointer(&inf->list_continue, g_free);
 }
 
-static void on_list_page(const KbResponse *resp, gpointer user_data);
+static gboolean on_list_data(const char *data, gsize len, gpointer user_data);
+static void on_list_done(const KbResponse *resp, gpointer user_data);
 
 static void request_page(KbInformer *inf)
 {
@@ -351,9 +351,12 @@ static void request_page(KbInformer *inf)
             .namespace_ = inf->namespace_,
             .list = &lo,
     };
-    inf->list_call = g_new0(ListCall, 1);
-    inf->list_call->informer = inf;
-    kb_client_call_async(inf->client, &req, on_list_page, inf->list_call);
+    /* A stream rather than kb_client_call_async: it can be cancelled when the informer goes
+     * away, and the page is parsed as it arrives instead of being buffered first. */
+    json_tokener_reset(inf->list_tok);
+    g_clear_pointer(&inf->list_body, json_object_put);
+    inf->list_bytes = 0;
+    inf->list_stream = kb_client_stream(inf->client, &req, on_list_data, on_list_done, inf);
 }
 
 static void start_list(KbInformer *inf)
@@ -364,9 +367,11 @@ static void start_list(KbInformer *inf)
     request_page(inf);
 }
 
-static void list_failed(KbInformer *inf, const KbResponse *resp)
+/* The list failed with @error (HTTP @http_status): tell on_missing for a 404, back off, relist.
+ * The caller has already detached inf->list_stream when it is being cancelled. */
+static void list_failed(KbInformer *inf, const GError *error, int http_status,
+                        guint retry_after_seconds)
 {
-    const GError *error = resp->error;
     clear_list_state(inf);
     if (g_error_matches(error, KB_ERROR, KB_ERROR_NOT_FOUND)) {
         /* the resource is not served (a CRD not installed yet): say so once, retry slowly */
@@ -382,10 +387,10 @@ static void list_failed(KbInformer *inf, const KbResponse *resp)
         return;
     }
     guint delay = next_backoff(inf);
-    if (resp->retry_after_seconds > 0)
-        delay = MAX(delay, MIN(resp->retry_after_seconds, 60u) * 1000u);
-    g_warning("informer %s: list failed (HTTP %d): %s; retrying in %u ms", inf->what,
-              resp->http_status, error != NULL ? error->message : "malformed list", delay);
+    if (retry_after_seconds > 0)
+        delay = MAX(delay, MIN(retry_after_seconds, 60u) * 1000u);
+    g_warning("informer %s: list failed (HTTP %d): %s; retrying in %u ms", inf->what, http_status,
+              error->message, delay);
     schedule(inf, NEXT_LIST, delay);
 }
 
@@ -419,8 +424,8 @@ static gboolean take_page(KbInformer *inf, json_object *body)
     const char *cont = json_str(meta, "continue");
     const char *rv = json_str(meta, "resourceVersion");
     if (rv != NULL && rv[0] != '\0') {
-        g_free(inf->resource_version);
-        inf->resource_version = g_strdup(rv);
+        g_free(inf->list_rv);
+        inf->list_rv = g_strdup(rv);
     }
     g_free(inf->list_continue);
     inf->list_continue = cont != NULL && cont[0] != '\0' ? g_strdup(cont) : NULL;
@@ -431,6 +436,10 @@ static void finish_list(KbInformer *inf)
 {
     g_autoptr(GPtrArray) items = g_steal_pointer(&inf->list_items);
     g_autoptr(GHashTable) keys = g_steal_pointer(&inf->list_keys);
+    if (inf->list_rv != NULL) {
+        g_free(inf->resource_version);
+        inf->resource_version = g_steal_pointer(&inf->list_rv);
+    }
     clear_list_state(inf);
     if (inf->lists_done++ > 0)
         inf->relists++;
@@ -445,18 +454,75 @@ static void finish_list(KbInformer *inf)
     schedule(inf, NEXT_WATCH, 0);
 }
 
-static void on_list_page(const KbResponse *resp, gpointer user_data)
+/* Fail the page from inside its data callback; the client cancels the stream on return. */
+static gboolean list_data_failed(KbInformer *inf, GError *error)
 {
-    ListCall *call = user_data;
-    KbInformer *inf = call->informer;
-    g_free(call);
-    if (inf == NULL)
-        return; /* the informer was freed meanwhile */
-    inf->list_call = NULL;
-    if (resp->error != NULL || !take_page(inf, resp->body)) {
-        list_failed(inf, resp);
+    inf->list_stream = NULL;
+    list_failed(inf, error, 200, 0);
+    g_error_free(error);
+    return FALSE;
+}
+
+static gboolean only_space(const char *data, gsize len)
+{
+    for (gsize i = 0; i < len; i++) {
+        if (!g_ascii_isspace(data[i]))
+            return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean on_list_data(const char *data, gsize len, gpointer user_data)
+{
+    KbInformer *inf = user_data;
+    inf->list_bytes += len;
+    if (inf->list_bytes > inf->max_page_bytes)
+        return list_data_failed(inf, g_error_new(KB_ERROR, KB_ERROR_LIMIT,
+                                                 "list page larger than %" G_GSIZE_FORMAT " bytes",
+                                                 inf->max_page_bytes));
+    if (inf->list_body == NULL) {
+        inf->list_body = json_tokener_parse_ex(inf->list_tok, data, (int)len);
+        enum json_tokener_error jerr = json_tokener_get_error(inf->list_tok);
+        if (jerr == json_tokener_continue)
+            return TRUE;
+        if (jerr != json_tokener_success || inf->list_body == NULL)
+            return list_data_failed(
+                    inf,
+                    g_error_new(KB_ERROR,
+                                jerr == json_tokener_error_depth ? KB_ERROR_LIMIT : KB_ERROR_DECODE,
+                                "list page: malformed JSON at byte %" G_GSIZE_FORMAT ": %s",
+                                inf->list_bytes - len + json_tokener_get_parse_end(inf->list_tok),
+                                json_tokener_error_desc(jerr)));
+        gsize end = json_tokener_get_parse_end(inf->list_tok);
+        data += end;
+        len -= end;
+    }
+    if (!only_space(data, len))
+        return list_data_failed(inf, g_error_new_literal(KB_ERROR, KB_ERROR_DECODE,
+                                                         "list page: data after the JSON"));
+    return TRUE;
+}
+
+static void on_list_done(const KbResponse *resp, gpointer user_data)
+{
+    KbInformer *inf = user_data;
+    inf->list_stream = NULL;
+    if (resp->error != NULL) {
+        list_failed(inf, resp->error, resp->http_status, resp->retry_after_seconds);
         return;
     }
+    json_object *body = g_steal_pointer(&inf->list_body);
+    gboolean ok = take_page(inf, body);
+    if (!ok) {
+        g_autoptr(GError) error = g_error_new_literal(KB_ERROR, KB_ERROR_DECODE,
+                                                      body == NULL ? "list page: truncated JSON"
+                                                                   : "list page: not a List (no "
+                                                                     "items array)");
+        list_failed(inf, error, resp->http_status, 0);
+    }
+    json_object_put(body);
+    if (!ok)
+        return;
     if (inf->list_continue != NULL)
         request_page(inf);
     else
@@ -663,6 +729,8 @@ KbInformer *kb_informer_new(KbClient *client, const KbInformerOptions *opts,
     inf->by_key = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, kb_object_unref);
     inf->by_uid = g_hash_table_new(g_str_hash, g_str_equal);
     inf->decoder = kb_watch_decoder_new();
+    inf->list_tok = json_tokener_new_ex(KB_WATCH_MAX_DEPTH);
+    inf->max_page_bytes = KB_INFORMER_MAX_PAGE_BYTES;
     inf->backoff_initial_ms = DEFAULT_BACKOFF_INITIAL_MS;
     inf->backoff_max_ms = DEFAULT_BACKOFF_MAX_MS;
     inf->backoff_ms = DEFAULT_BACKOFF_INITIAL_MS;
@@ -682,6 +750,11 @@ void kb_informer_set_backoff(KbInformer *informer, guint initial_ms, guint max_m
 void kb_informer_set_missing_retry(KbInformer *informer, guint interval_ms)
 {
     informer->missing_retry_ms = interval_ms;
+}
+
+void kb_informer_set_max_page_bytes(KbInformer *informer, gsize max_bytes)
+{
+    informer->max_page_bytes = max_bytes;
 }
 
 void kb_informer_set_watch_timeout(KbInformer *informer, guint min_s, guint max_s)
@@ -712,6 +785,7 @@ void kb_informer_free(KbInformer *informer)
     g_hash_table_unref(informer->by_uid);
     g_hash_table_unref(informer->by_key);
     kb_watch_decoder_free(informer->decoder);
+    json_tokener_free(informer->list_tok);
     g_main_context_unref(informer->context);
     g_free(informer->resource_version);
     g_free(informer->namespace_);

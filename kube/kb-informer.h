@@ -82,6 +82,10 @@ typedef struct {
 
 typedef struct KbInformer KbInformer;
 
+/* Largest list page accepted (KB_ERROR_LIMIT beyond: logged, backed off, relisted); at the
+ * default page size of 500 objects a page is typically a few MiB. */
+#define KB_INFORMER_MAX_PAGE_BYTES ((gsize)256 * 1024 * 1024)
+
 /*
  * List then watch @opts->type from the list's resourceVersion with bookmarks. On 410 Gone (HTTP
  * or in-stream ERROR) it relists and synthesizes deletes for objects that vanished and updates
@@ -124,6 +128,8 @@ const char *kb_informer_resource_version(const KbInformer *informer);
 void kb_informer_set_backoff(KbInformer *informer, guint initial_ms, guint max_ms);
 void kb_informer_set_missing_retry(KbInformer *informer, guint interval_ms);
 void kb_informer_set_watch_timeout(KbInformer *informer, guint min_s, guint max_s);
+/* Lower the list page limit (tests); default KB_INFORMER_MAX_PAGE_BYTES. */
+void kb_informer_set_max_page_bytes(KbInformer *informer, gsize max_bytes);
 
 /* ---- leader election ---------------------------------------------------------------------- */
 

@@ -763,6 +763,70 @@ static void test_list_not_a_list(Fixture *fx, gconstpointer data)
     g_assert_nonnull(nth_request(fx, FALSE, 2));
 }
 
+/* A page over the byte limit is refused (and the limit applies per page). */
+static void test_list_page_over_limit(Fixture *fx, gconstpointer data)
+{
+    char *big[12] = {NULL};
+    for (int i = 0; i < 11; i++) {
+        g_autofree char *name = g_strdup_printf("big%d", i);
+        big[i] = pod(name, "1");
+    }
+    g_autofree char *big_body = list_body("10", NULL, big);
+    g_assert_cmpuint(strlen(big_body), >, 1500);
+    push_list(fx, 200, g_strdup(big_body));
+    push_initial_list(fx);
+    KbInformerOptions opts = {.type = &kb_type_pods, .decode = test_decode};
+    fx->inf = kb_informer_new(fx->client, &opts, &handlers, fx);
+    kb_informer_set_backoff(fx->inf, 20, 200);
+    kb_informer_set_max_page_bytes(fx->inf, 1500);
+    kb_informer_start(fx->inf);
+    wait_log(fx, "synced;");
+    g_assert_cmpstr(fx->log->str, ==, INITIAL_LOG);
+    g_assert_nonnull(nth_request(fx, FALSE, 1));
+}
+
+/* Malformed, truncated and cut pages are errors: back off and list again from the start. */
+static void test_list_malformed_pages(Fixture *fx, gconstpointer data)
+{
+    push_list(fx, 200, g_strdup("{\"metadata\":{},\"items\":["));
+    push_list(fx, 200, g_strdup("{\"metadata\":{},\"items\":[]} {\"x\":1}"));
+    push_list(fx, 200, g_strdup("{\"metadata\":{},\"items\":[}"));
+    g_autofree char *good = list_body("10", NULL, ITEMS(pod("a", "5"), pod("b", "6")));
+    KbTestResponse *cut = kb_test_response_new(200);
+    kb_test_response_add_chunk(cut, 0, good);
+    kb_test_response_cut_after(cut, strlen(good) / 2);
+    g_mutex_lock(&fx->lock);
+    g_queue_push_tail(&fx->lists, cut);
+    g_mutex_unlock(&fx->lock);
+    push_list(fx, 200, g_strdup(good));
+    start(fx, NULL);
+    wait_log(fx, "synced;");
+    g_assert_cmpstr(fx->log->str, ==, INITIAL_LOG);
+    g_assert_nonnull(nth_request(fx, FALSE, 4));
+    g_assert_null(nth_request(fx, FALSE, 5));
+}
+
+/* A relist that fails half-way keeps the store and the resume point as they were. */
+static void test_relist_partial_failure_keeps_store(Fixture *fx, gconstpointer data)
+{
+    push_list(fx, 200, list_body("10", NULL, ITEMS(pod("a", "5"), pod("b", "6"))));
+    push_list(fx, 200, list_body("30", "c1", ITEMS(pod("a", "20"))));
+    push_list_status(fx, 500, "InternalError");
+    push_list(fx, 200, list_body("40", NULL, ITEMS(pod("a", "20"), pod("b", "6"))));
+    push_watch(fx, kb_test_response_new_status(410, "Expired", "too old"));
+    KbInformerOptions opts = {.type = &kb_type_pods, .decode = test_decode, .page_size = 1};
+    start(fx, &opts);
+    wait_list(fx, 2);
+    /* after the failed page: nothing delivered, nothing forgotten */
+    settle(fx, 5);
+    g_assert_cmpstr(kb_informer_resource_version(fx->inf), ==, "10");
+    g_assert_cmpuint(kb_informer_size(fx->inf), ==, 2);
+    wait_log(fx, "upd default/a@5->20;synced;");
+    g_assert_cmpstr(fx->log->str, ==, INITIAL_LOG "upd default/a@5->20;synced;");
+    wait_watch(fx, 1);
+    assert_param(nth_request(fx, TRUE, 1), "resourceVersion", "40");
+}
+
 /* With no decode function the store keeps KbObjectMeta records. */
 static void test_default_meta_decode(Fixture *fx, gconstpointer data)
 {
@@ -816,6 +880,9 @@ int main(int argc, char **argv)
     ADD("list/missing-404", test_list_missing_404);
     ADD("list/continue-expired", test_list_continue_expired);
     ADD("list/not-a-list", test_list_not_a_list);
+    ADD("list/page-over-limit", test_list_page_over_limit);
+    ADD("list/malformed-pages", test_list_malformed_pages);
+    ADD("relist/partial-failure-keeps-store", test_relist_partial_failure_keeps_store);
     ADD("store/lookups", test_store_lookups);
     ADD("store/default-meta-decode", test_default_meta_decode);
     ADD("watch/add-update-delete", test_watch_add_update_delete);
