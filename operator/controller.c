@@ -602,12 +602,14 @@ static gboolean process_queue(gpointer data)
         g_hash_table_steal(c->queued, key);
         g_autoptr(GError) error = NULL;
         c->reconciles++;
-        kb_metric_inc(c->m_reconciles);
+        if (c->m_reconciles != NULL)
+            kb_metric_inc(c->m_reconciles);
         if (reconcile(c, key, &error)) {
             g_hash_table_remove(c->failures, key);
         } else {
             c->errors++;
-            kb_metric_inc(c->m_errors);
+            if (c->m_errors != NULL)
+                kb_metric_inc(c->m_errors);
             g_warning("%s", error != NULL ? error->message : key);
             retry_later(c, key);
         }

@@ -1,0 +1,574 @@
+/*
+ * The TFJob controller (operator/controller) against a small object store served by the
+ * scripted test server: lists, watches (live events appended to stalled streams), creates (409
+ * on duplicates), conditional PUTs (409 on a stale resourceVersion) and deletes, the way the API
+ * server answers them. The test plays the kubelet by changing pod phases in the store.
+ */
+#include <glib.h>
+#include <json-c/json.h>
+#include <string.h>
+
+#include "kube/kb-client.h"
+#include "operator/controller.h"
+#include "tests/lib/kb-test-server.h"
+
+#define JOB_KEY "tfjobs/research/mnist-dist"
+
+/* ---- the fake API: one store for every resource ------------------------------------------- */
+
+typedef struct {
+    GMutex lock;
+    GHashTable *objects;   /* "plural/ns/name" -> json_object (owned) */
+    GPtrArray *watches;    /* Watch* */
+    gint64 rv;
+    GHashTable *served;    /* "group/version" prefixes that exist, e.g. "kubeflow.org/v1" */
+    guint creates, conflicts;
+} Store;
+
+typedef struct {
+    char *plural;
+    char *ns; /* NULL: all namespaces */
+    KbTestResponse *resp;
+} Watch;
+
+typedef struct {
+    char *gv;     /* "v1", "kubeflow.org/v1" */
+    char *ns;     /* may be NULL */
+    char *plural; /* "pods" */
+    char *name;   /* may be NULL */
+    char *sub;    /* may be NULL */
+} Path;
+
+static void path_clear(Path *p)
+{
+    g_free(p->gv);
+    g_free(p->ns);
+    g_free(p->plural);
+    g_free(p->name);
+    g_free(p->sub);
+}
+
+/* /api/v1/... or /apis/GROUP/VERSION/... [namespaces/NS/]PLURAL[/NAME[/SUB]] */
+static gboolean parse_path(const char *path, Path *out)
+{
+    g_auto(GStrv) seg = g_strsplit(path + 1, "/", -1);
+    guint n = g_strv_length(seg), i;
+    memset(out, 0, sizeof(*out));
+    if (n >= 2 && strcmp(seg[0], "api") == 0) {
+        out->gv = g_strdup(seg[1]);
+        i = 2;
+    } else if (n >= 3 && strcmp(seg[0], "apis") == 0) {
+        out->gv = g_strdup_printf("%s/%s", seg[1], seg[2]);
+        i = 3;
+    } else {
+        return FALSE;
+    }
+    if (i + 1 < n && strcmp(seg[i], "namespaces") == 0 && i + 2 < n) {
+        out->ns = g_strdup(seg[i + 1]);
+        i += 2;
+    }
+    if (i >= n)
+        return FALSE;
+    out->plural = g_strdup(seg[i++]);
+    if (i < n)
+        out->name = g_strdup(seg[i++]);
+    if (i < n)
+        out->sub = g_strdup(seg[i]);
+    return TRUE;
+}
+
+static char *store_key(const char *plural, const char *ns, const char *name)
+{
+    return g_strdup_printf("%s/%s/%s", plural, ns ? ns : "", name);
+}
+
+static KbTestResponse *status_resp(guint code, const char *reason, const char *msg)
+{
+    return kb_test_response_new_status(code, reason, msg);
+}
+
+static const char *meta_str(json_object *obj, const char *key)
+{
+    json_object *m, *v;
+    if (!json_object_object_get_ex(obj, "metadata", &m) || !json_object_object_get_ex(m, key, &v))
+        return NULL;
+    return json_object_get_string(v);
+}
+
+/* Called with the lock held. */
+static void notify(Store *s, const char *type, const char *plural, json_object *obj)
+{
+    json_object *ev = json_object_new_object();
+    json_object_object_add(ev, "type", json_object_new_string(type));
+    json_object_object_add(ev, "object", json_object_get(obj));
+    g_autofree char *line = g_strdup_printf("%s\n", json_object_to_json_string(ev));
+    json_object_put(ev);
+    for (guint i = 0; i < s->watches->len; i++) {
+        Watch *w = g_ptr_array_index(s->watches, i);
+        if (strcmp(w->plural, plural) == 0 &&
+            (w->ns == NULL || g_strcmp0(w->ns, meta_str(obj, "namespace")) == 0))
+            kb_test_response_append_chunk(w->resp, line);
+    }
+}
+
+static void bump(Store *s, json_object *obj)
+{
+    char rv[32];
+    g_snprintf(rv, sizeof(rv), "%" G_GINT64_FORMAT, ++s->rv);
+    json_object_object_add(json_object_object_get(obj, "metadata"), "resourceVersion",
+                           json_object_new_string(rv));
+}
+
+static KbTestResponse *do_list(Store *s, const Path *p)
+{
+    json_object *list = json_object_new_object(), *items = json_object_new_array();
+    json_object *meta = json_object_new_object();
+    g_autofree char *prefix = g_strdup_printf("%s/", p->plural);
+    GHashTableIter it;
+    gpointer k, v;
+    g_hash_table_iter_init(&it, s->objects);
+    while (g_hash_table_iter_next(&it, &k, &v)) {
+        if (g_str_has_prefix(k, prefix) &&
+            (p->ns == NULL || g_strcmp0(meta_str(v, "namespace"), p->ns) == 0))
+            json_object_array_add(items, json_object_get(v));
+    }
+    char rv[32];
+    g_snprintf(rv, sizeof(rv), "%" G_GINT64_FORMAT, s->rv);
+    json_object_object_add(meta, "resourceVersion", json_object_new_string(rv));
+    json_object_object_add(list, "kind", json_object_new_string("List"));
+    json_object_object_add(list, "metadata", meta);
+    json_object_object_add(list, "items", items);
+    KbTestResponse *r = kb_test_response_new_body(200, json_object_to_json_string(list));
+    json_object_put(list);
+    return r;
+}
+
+static KbTestResponse *do_watch(Store *s, const Path *p)
+{
+    Watch *w = g_new0(Watch, 1);
+    w->plural = g_strdup(p->plural);
+    w->ns = g_strdup(p->ns);
+    w->resp = kb_test_response_new(200);
+    kb_test_response_stall(w->resp);
+    g_ptr_array_add(s->watches, w);
+    return kb_test_response_ref(w->resp);
+}
+
+static KbTestResponse *do_create(Store *s, const Path *p, const char *body)
+{
+    json_object *obj = json_tokener_parse(body);
+    if (obj == NULL)
+        return status_resp(400, "BadRequest", "bad body");
+    const char *name = meta_str(obj, "name");
+    g_autofree char *key = store_key(p->plural, p->ns, name);
+    if (g_hash_table_contains(s->objects, key)) {
+        json_object_put(obj);
+        return status_resp(409, "AlreadyExists", "already exists");
+    }
+    char uid[32];
+    g_snprintf(uid, sizeof(uid), "uid-%" G_GINT64_FORMAT, s->rv + 1);
+    json_object *meta = json_object_object_get(obj, "metadata");
+    json_object_object_add(meta, "uid", json_object_new_string(uid));
+    if (p->ns != NULL)
+        json_object_object_add(meta, "namespace", json_object_new_string(p->ns));
+    bump(s, obj);
+    s->creates++;
+    g_hash_table_insert(s->objects, g_steal_pointer(&key), obj);
+    notify(s, "ADDED", p->plural, obj);
+    return kb_test_response_new_body(201, json_object_to_json_string(obj));
+}
+
+static KbTestResponse *do_update(Store *s, const Path *p, const char *body)
+{
+    g_autofree char *key = store_key(p->plural, p->ns, p->name);
+    json_object *old = g_hash_table_lookup(s->objects, key);
+    json_object *obj = json_tokener_parse(body);
+    if (old == NULL || obj == NULL) {
+        if (obj != NULL)
+            json_object_put(obj);
+        return status_resp(404, "NotFound", "not found");
+    }
+    if (g_strcmp0(meta_str(obj, "resourceVersion"), meta_str(old, "resourceVersion")) != 0) {
+        json_object_put(obj);
+        s->conflicts++;
+        return status_resp(409, "Conflict", "the object has been modified");
+    }
+    json_object *st = NULL;
+    if (p->sub != NULL && strcmp(p->sub, "status") == 0) {
+        /* The status subresource changes the status only. */
+        json_object_object_get_ex(obj, "status", &st);
+        json_object *copy = NULL;
+        json_object_deep_copy(old, &copy, NULL);
+        if (st != NULL)
+            json_object_object_add(copy, "status", json_object_get(st));
+        json_object_put(obj);
+        obj = copy;
+    }
+    bump(s, obj);
+    g_hash_table_replace(s->objects, g_steal_pointer(&key), obj);
+    notify(s, "MODIFIED", p->plural, obj);
+    return kb_test_response_new_body(200, json_object_to_json_string(obj));
+}
+
+static KbTestResponse *do_delete(Store *s, const Path *p)
+{
+    g_autofree char *key = store_key(p->plural, p->ns, p->name);
+    json_object *obj = g_hash_table_lookup(s->objects, key);
+    if (obj == NULL)
+        return status_resp(404, "NotFound", "not found");
+    json_object_get(obj);
+    g_hash_table_remove(s->objects, key);
+    bump(s, obj);
+    notify(s, "DELETED", p->plural, obj);
+    KbTestResponse *r = kb_test_response_new_body(200, json_object_to_json_string(obj));
+    json_object_put(obj);
+    return r;
+}
+
+static KbTestResponse *handle(const KbTestRequest *req, gpointer data)
+{
+    Store *s = data;
+    Path p;
+    if (!parse_path(req->path, &p))
+        return status_resp(404, "NotFound", "no such path");
+    g_mutex_lock(&s->lock);
+    KbTestResponse *r;
+    if (!g_hash_table_contains(s->served, p.gv))
+        r = status_resp(404, "NotFound", "the server could not find the requested resource");
+    else if (strcmp(req->method, "GET") == 0 && p.name == NULL)
+        r = strstr(req->query, "watch=true") != NULL ? do_watch(s, &p) : do_list(s, &p);
+    else if (strcmp(req->method, "GET") == 0) {
+        g_autofree char *key = store_key(p.plural, p.ns, p.name);
+        json_object *o = g_hash_table_lookup(s->objects, key);
+        r = o != NULL ? kb_test_response_new_body(200, json_object_to_json_string(o))
+                      : status_resp(404, "NotFound", "not found");
+    } else if (strcmp(req->method, "POST") == 0)
+        r = do_create(s, &p, req->body);
+    else if (strcmp(req->method, "PUT") == 0)
+        r = do_update(s, &p, req->body);
+    else if (strcmp(req->method, "DELETE") == 0)
+        r = do_delete(s, &p);
+    else
+        r = kb_test_response_new_body(200, "{}"); /* PATCH of events */
+    g_mutex_unlock(&s->lock);
+    path_clear(&p);
+    return r;
+}
+
+static void watch_free(gpointer p)
+{
+    Watch *w = p;
+    kb_test_response_unref(w->resp);
+    g_free(w->plural);
+    g_free(w->ns);
+    g_free(w);
+}
+
+static void put_json(gpointer p)
+{
+    json_object_put(p);
+}
+
+static Store *store_new(void)
+{
+    Store *s = g_new0(Store, 1);
+    g_mutex_init(&s->lock);
+    s->objects = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, put_json);
+    s->watches = g_ptr_array_new_with_free_func(watch_free);
+    s->served = g_hash_table_new(g_str_hash, g_str_equal);
+    static const char *const gvs[] = {"v1", "kubeflow.org/v1", "scheduling.volcano.sh/v1beta1",
+                                      "kubeflow.org/v1alpha1", "coordination.k8s.io/v1"};
+    for (guint i = 0; i < G_N_ELEMENTS(gvs); i++)
+        g_hash_table_add(s->served, (gpointer)gvs[i]);
+    return s;
+}
+
+static void store_free(gpointer p)
+{
+    Store *s = p;
+    g_hash_table_unref(s->objects);
+    g_ptr_array_unref(s->watches);
+    g_hash_table_unref(s->served);
+    g_mutex_clear(&s->lock);
+    g_free(s);
+}
+
+/* ---- the test rig --------------------------------------------------------------------------- */
+
+typedef struct {
+    KbTestServer *server;
+    Store *store;
+    KbClient *client;
+    TfController *controller;
+} Rig;
+
+static Rig *rig_new(gboolean v1_served)
+{
+    Rig *r = g_new0(Rig, 1);
+    g_autoptr(GError) error = NULL;
+    r->server = kb_test_server_new(NULL, NULL, NULL);
+    r->store = store_new();
+    if (!v1_served)
+        g_hash_table_remove(r->store->served, "kubeflow.org/v1");
+    kb_test_server_set_handler(r->server, "*", "/api*", handle, r->store, store_free);
+    g_autoptr(KbConfig) cfg = kb_config_from_flags(NULL, kb_test_server_url(r->server), &error);
+    g_assert_no_error(error);
+    r->client = kb_client_new(cfg, &error);
+    g_assert_no_error(error);
+    return r;
+}
+
+static void rig_start(Rig *r, const char *gang)
+{
+    TfControllerOptions o = {.gang_scheduler = gang, .resync_seconds = 1};
+    r->controller = tf_controller_new(r->client, NULL, NULL, &o);
+    tf_controller_start(r->controller);
+}
+
+static void rig_free(Rig *r)
+{
+    tf_controller_free(r->controller);
+    kb_client_free(r->client);
+    kb_test_server_free(r->server); /* frees the store */
+    g_free(r);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Rig, rig_free)
+
+static void put_object(Rig *r, const char *plural, json_object *obj)
+{
+    g_mutex_lock(&r->store->lock);
+    bump(r->store, obj);
+    json_object_object_add(json_object_object_get(obj, "metadata"), "uid",
+                           json_object_new_string("job-uid-1"));
+    g_autofree char *key = store_key(plural, meta_str(obj, "namespace"), meta_str(obj, "name"));
+    g_hash_table_replace(r->store->objects, g_steal_pointer(&key), obj);
+    notify(r->store, "ADDED", plural, obj);
+    g_mutex_unlock(&r->store->lock);
+}
+
+static json_object *load(const char *name)
+{
+    const char *src = g_getenv("KB_SRCDIR") != NULL ? g_getenv("KB_SRCDIR") : ".";
+    g_autofree char *path = g_build_filename(src, "tests", "data", "operator", name, NULL);
+    json_object *o = json_object_from_file(path);
+    g_assert_nonnull(o);
+    return o;
+}
+
+static guint count(Rig *r, const char *plural)
+{
+    g_autofree char *prefix = g_strdup_printf("%s/", plural);
+    guint n = 0;
+    GHashTableIter it;
+    gpointer k;
+    g_mutex_lock(&r->store->lock);
+    g_hash_table_iter_init(&it, r->store->objects);
+    while (g_hash_table_iter_next(&it, &k, NULL))
+        n += g_str_has_prefix(k, prefix);
+    g_mutex_unlock(&r->store->lock);
+    return n;
+}
+
+/* The type of the job's last condition, newly allocated, or NULL. */
+static char *last_condition(Rig *r, const char *key)
+{
+    char *out = NULL;
+    json_object *st, *conds;
+    g_mutex_lock(&r->store->lock);
+    json_object *job = g_hash_table_lookup(r->store->objects, key);
+    if (job != NULL && json_object_object_get_ex(job, "status", &st) &&
+        json_object_object_get_ex(st, "conditions", &conds) && json_object_array_length(conds) > 0) {
+        json_object *c = json_object_array_get_idx(conds, json_object_array_length(conds) - 1);
+        out = g_strdup(json_object_get_string(json_object_object_get(c, "type")));
+    }
+    g_mutex_unlock(&r->store->lock);
+    return out;
+}
+
+static char *job_field(Rig *r, const char *key, const char *section, const char *field)
+{
+    char *out = NULL;
+    json_object *sec, *v;
+    g_mutex_lock(&r->store->lock);
+    json_object *job = g_hash_table_lookup(r->store->objects, key);
+    if (job != NULL && json_object_object_get_ex(job, section, &sec) &&
+        json_object_object_get_ex(sec, field, &v))
+        out = g_strdup(json_object_get_string(v));
+    g_mutex_unlock(&r->store->lock);
+    return out;
+}
+
+/* Set every pod whose name contains @part to @phase (exit code @code when terminated). */
+static void set_pods(Rig *r, const char *part, const char *phase, int code)
+{
+    g_mutex_lock(&r->store->lock);
+    GHashTableIter it;
+    gpointer k, v;
+    g_autoptr(GPtrArray) hit = g_ptr_array_new();
+    g_hash_table_iter_init(&it, r->store->objects);
+    while (g_hash_table_iter_next(&it, &k, &v))
+        if (g_str_has_prefix(k, "pods/") && strstr(k, part) != NULL)
+            g_ptr_array_add(hit, v);
+    for (guint i = 0; i < hit->len; i++) {
+        json_object *pod = g_ptr_array_index(hit, i);
+        json_object *st = json_object_new_object(), *cs = json_object_new_array();
+        json_object *c = json_object_new_object(), *state = json_object_new_object();
+        json_object_object_add(st, "phase", json_object_new_string(phase));
+        json_object_object_add(c, "name", json_object_new_string("tensorflow"));
+        if (code >= 0) {
+            json_object *t = json_object_new_object();
+            json_object_object_add(t, "exitCode", json_object_new_int(code));
+            json_object_object_add(state, "terminated", t);
+        }
+        json_object_object_add(c, "state", state);
+        json_object_array_add(cs, c);
+        json_object_object_add(st, "containerStatuses", cs);
+        json_object_object_add(pod, "status", st);
+        bump(r->store, pod);
+        notify(r->store, "MODIFIED", "pods", pod);
+    }
+    g_mutex_unlock(&r->store->lock);
+}
+
+typedef gboolean (*Cond)(Rig *r, gconstpointer data);
+
+/* Run the main loop until @cond holds (TRUE) or 10 s pass (FALSE). */
+static gboolean wait_for(Rig *r, Cond cond, gconstpointer data)
+{
+    gint64 end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+    while (g_get_monotonic_time() < end) {
+        if (cond(r, data))
+            return TRUE;
+        g_main_context_iteration(NULL, FALSE);
+        g_usleep(1000);
+    }
+    return cond(r, data);
+}
+
+typedef struct {
+    const char *plural;
+    guint n;
+} CountIs;
+
+static gboolean count_is(Rig *r, gconstpointer data)
+{
+    const CountIs *c = data;
+    return count(r, c->plural) == c->n;
+}
+
+typedef struct {
+    const char *key;
+    const char *type;
+} CondIs;
+
+static gboolean condition_is(Rig *r, gconstpointer data)
+{
+    const CondIs *c = data;
+    g_autofree char *t = last_condition(r, c->key);
+    return g_strcmp0(t, c->type) == 0;
+}
+
+static gboolean restarted_once(Rig *r, gconstpointer data)
+{
+    g_autofree char *n = job_field(r, JOB_KEY, "status", "restartCount");
+    return g_strcmp0(n, "1") == 0;
+}
+
+/* ---- tests ---------------------------------------------------------------------------------- */
+
+static void test_v1_lifecycle(void)
+{
+    g_autoptr(Rig) r = rig_new(TRUE);
+    put_object(r, "tfjobs", load("v1-2ps-4w.json"));
+    rig_start(r, "kube-batchd");
+
+    g_assert_true(wait_for(r, count_is, &(CountIs){"podgroups", 1}));
+    g_assert_true(wait_for(r, count_is, &(CountIs){"pods", 6}));
+    g_assert_true(wait_for(r, count_is, &(CountIs){"services", 6}));
+    g_assert_true(wait_for(r, condition_is, &(CondIs){JOB_KEY, "Created"}));
+    char *reason = NULL;
+    g_assert_true(tf_controller_ready(r->controller, &reason));
+
+    set_pods(r, "mnist-dist-", "Running", -1);
+    g_assert_true(wait_for(r, condition_is, &(CondIs){JOB_KEY, "Running"}));
+    set_pods(r, "mnist-dist-worker-0", "Succeeded", 0);
+    g_assert_true(wait_for(r, condition_is, &(CondIs){JOB_KEY, "Succeeded"}));
+    /* cleanPodPolicy Running: only the finished worker stays; the gang is released. */
+    g_assert_true(wait_for(r, count_is, &(CountIs){"pods", 1}));
+    g_assert_true(wait_for(r, count_is, &(CountIs){"podgroups", 0}));
+    g_autofree char *done = job_field(r, JOB_KEY, "status", "completionTime");
+    g_assert_nonnull(done);
+    /* Nothing was ever created twice. */
+    g_assert_cmpuint(r->store->creates, ==, 13);
+    g_assert_cmpuint(tf_controller_errors(r->controller), ==, 0);
+}
+
+static void test_restart_and_delete(void)
+{
+    g_autoptr(Rig) r = rig_new(TRUE);
+    put_object(r, "tfjobs", load("v1-2ps-4w.json"));
+    rig_start(r, "kube-batchd");
+    g_assert_true(wait_for(r, count_is, &(CountIs){"pods", 6}));
+    set_pods(r, "mnist-dist-", "Running", -1);
+    g_assert_true(wait_for(r, condition_is, &(CondIs){JOB_KEY, "Running"}));
+    /* Exit 137 under ExitCode: the pod is recreated under the same name. */
+    guint before = r->store->creates;
+    set_pods(r, "mnist-dist-worker-2", "Failed", 137);
+    g_assert_true(wait_for(r, restarted_once, NULL));
+    g_assert_true(wait_for(r, count_is, &(CountIs){"pods", 6}));
+    g_assert_cmpuint(r->store->creates, ==, before + 1);
+    /* The Restarting condition was set (Running has replaced it since: other workers run). */
+    g_assert_true(wait_for(r, condition_is, &(CondIs){JOB_KEY, "Running"}));
+
+    /* Deleting the job deletes what it owned. */
+    g_mutex_lock(&r->store->lock);
+    Path p = {.plural = (char *)"tfjobs", .ns = (char *)"research", .name = (char *)"mnist-dist"};
+    kb_test_response_unref(do_delete(r->store, &p));
+    g_mutex_unlock(&r->store->lock);
+    g_assert_true(wait_for(r, count_is, &(CountIs){"pods", 0}));
+    g_assert_true(wait_for(r, count_is, &(CountIs){"services", 0}));
+    g_assert_true(wait_for(r, count_is, &(CountIs){"podgroups", 0}));
+}
+
+static void test_v1alpha1_only(void)
+{
+    g_autoptr(Rig) r = rig_new(FALSE);
+    put_object(r, "tfjobs", load("seed-v1alpha1.json"));
+    rig_start(r, "");
+    /* No gang: no PodGroup, pods at once, named with the runtime id the operator wrote. */
+    g_assert_true(wait_for(r, count_is, &(CountIs){"pods", 4}));
+    g_assert_cmpuint(count(r, "podgroups"), ==, 0);
+    g_autofree char *id = job_field(r, "tfjobs/default/example-job", "spec", "RuntimeId");
+    g_assert_nonnull(id);
+    g_assert_cmpuint(strlen(id), ==, 4);
+    g_autofree char *key = g_strdup_printf("pods/default/example-job-ps-%s-1", id);
+    g_mutex_lock(&r->store->lock);
+    gboolean found = g_hash_table_contains(r->store->objects, key);
+    g_mutex_unlock(&r->store->lock);
+    g_assert_true(found);
+    set_pods(r, "example-job-", "Running", -1);
+    set_pods(r, "example-job-master", "Succeeded", 0);
+    g_assert_true(wait_for(r, count_is, &(CountIs){"pods", 0}));
+    g_autofree char *phase = NULL;
+    for (int i = 0; i < 1000; i++) {
+        g_free(phase);
+        phase = job_field(r, "tfjobs/default/example-job", "status", "phase");
+        if (g_strcmp0(phase, "Done") == 0)
+            break;
+        g_main_context_iteration(NULL, FALSE);
+        g_usleep(2000);
+    }
+    g_assert_cmpstr(phase, ==, "Done");
+    g_autofree char *state = job_field(r, "tfjobs/default/example-job", "status", "state");
+    g_assert_cmpstr(state, ==, "Succeeded");
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_log_set_always_fatal(G_LOG_FATAL_MASK | G_LOG_LEVEL_CRITICAL);
+    g_test_add_func("/operator/controller/v1-lifecycle", test_v1_lifecycle);
+    g_test_add_func("/operator/controller/restart-and-delete", test_restart_and_delete);
+    g_test_add_func("/operator/controller/v1alpha1-only", test_v1alpha1_only);
+    return g_test_run();
+}
