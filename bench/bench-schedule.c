@@ -1,0 +1,128 @@
+/*
+ * One scheduling cycle in process, no API server: N nodes x 8 GPUs and P pending pods in gangs of
+ * 1 to 64 (one PodGroup each, minMember = size), default configuration (enqueue, allocate;
+ * priority, gang, conformance, drf, predicates, proportion, nodeorder). Records are built once
+ * with the real decoders; only kb_cycle_run is timed.
+ *
+ * Prints placements per second for the full size (5,000 nodes, 50,000 pods) and for 1/10 of it,
+ * and the time ratio (near-linear means 10x the work costs ~10x the time). Figures only.
+ *
+ * Usage: bench-schedule [nodes pods]   (defaults 5000 50000)
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kube/kb-objects.h"
+#include "scheduler/cache.h"
+#include "scheduler/conf.h"
+#include "scheduler/cycle.h"
+
+typedef gpointer (*DecodeFn)(json_object *obj, gboolean keep_raw, GError **error);
+
+static gpointer decode(const char *json, DecodeFn fn)
+{
+    json_object *o = json_tokener_parse(json);
+    g_autoptr(GError) error = NULL;
+    gpointer rec = o != NULL ? fn(o, FALSE, &error) : NULL;
+    if (rec == NULL)
+        g_error("bench: cannot decode %s: %s", json, error != NULL ? error->message : "bad JSON");
+    json_object_put(o);
+    return rec;
+}
+
+static void add_nodes(KbCache *cache, guint n)
+{
+    for (guint i = 0; i < n; i++) {
+        g_autofree char *json = g_strdup_printf(
+            "{\"metadata\":{\"name\":\"node-%05u\",\"uid\":\"n%u\",\"labels\":{\"rack\":\"r%u\"}},"
+            "\"spec\":{},\"status\":{\"allocatable\":{\"cpu\":\"96\",\"memory\":\"768Gi\","
+            "\"pods\":\"110\",\"nvidia.com/gpu\":\"8\"},\"conditions\":[{\"type\":\"Ready\","
+            "\"status\":\"True\"}]}}",
+            i, i, i / 40);
+        KbNode *node = decode(json, (DecodeFn)kb_node_decode);
+        kb_cache_add_node(cache, node);
+        kb_object_unref(node);
+    }
+}
+
+/* Gangs of 1..64 pods (deterministic pseudo-random sizes) until @n_pods pods exist. */
+static guint add_jobs(KbCache *cache, guint n_pods)
+{
+    guint32 seed = 12345;
+    guint made = 0, job = 0;
+    while (made < n_pods) {
+        seed = seed * 1103515245u + 12345u;
+        guint size = 1 + (seed >> 16) % 64;
+        if (size > n_pods - made)
+            size = n_pods - made;
+        guint gpus = 1 + (seed >> 8) % 2; /* 1 or 2 GPUs per pod */
+        g_autofree char *pg_json = g_strdup_printf(
+            "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\",\"metadata\":"
+            "{\"name\":\"job-%u\",\"namespace\":\"ml\",\"uid\":\"pg%u\",\"creationTimestamp\":"
+            "\"2026-01-01T00:00:00Z\"},\"spec\":{\"minMember\":%u}}",
+            job, job, size);
+        KbPodGroup *pg = decode(pg_json, (DecodeFn)kb_pod_group_decode);
+        kb_cache_add_pod_group(cache, pg);
+        kb_object_unref(pg);
+        for (guint t = 0; t < size; t++) {
+            g_autofree char *json = g_strdup_printf(
+                "{\"metadata\":{\"name\":\"job-%u-%u\",\"namespace\":\"ml\",\"uid\":\"p%u-%u\","
+                "\"annotations\":{\"scheduling.k8s.io/group-name\":\"job-%u\"}},\"spec\":{"
+                "\"schedulerName\":\"kube-batchd\",\"containers\":[{\"name\":\"tensorflow\","
+                "\"resources\":{\"requests\":{\"cpu\":\"4\",\"memory\":\"32Gi\","
+                "\"nvidia.com/gpu\":%u}}}]},\"status\":{\"phase\":\"Pending\"}}",
+                job, t, job, t, job, gpus);
+            KbPod *pod = decode(json, (DecodeFn)kb_pod_decode);
+            kb_cache_add_pod(cache, pod);
+            kb_object_unref(pod);
+        }
+        made += size;
+        job++;
+    }
+    return job;
+}
+
+typedef struct {
+    double seconds;
+    guint placed;
+    guint jobs;
+} Figures;
+
+static Figures run_one(guint n_nodes, guint n_pods)
+{
+    g_autoptr(KbCache) cache = kb_cache_new(NULL, "default");
+    g_autoptr(KbConf) conf = kb_conf_new_default();
+    add_nodes(cache, n_nodes);
+    guint jobs = add_jobs(cache, n_pods);
+    gint64 t0 = g_get_monotonic_time();
+    g_autoptr(KbCycleResult) res = kb_cycle_run(cache, conf, 1000);
+    gint64 t1 = g_get_monotonic_time();
+    Figures f = { (double)(t1 - t0) / 1e6, res->placements->len, jobs };
+    printf("  %5u nodes x 8 GPUs, %6u pods in %5u gangs: %6u placed, %5u gangs placed, "
+           "%4u discarded, cycle %.3f s",
+           n_nodes, n_pods, jobs, f.placed, res->n_jobs_placed, res->n_jobs_discarded, f.seconds);
+    for (guint i = 0; i < res->n_actions; i++)
+        printf(" (%s %.3f s)", conf->actions[i], (double)res->action_us[i] / 1e6);
+    printf("\n  -> %.0f pod placements/s\n", f.seconds > 0 ? f.placed / f.seconds : 0.0);
+    return f;
+}
+
+int main(int argc, char **argv)
+{
+    guint nodes = 5000, pods = 50000;
+    if (argc == 3) {
+        nodes = (guint)strtoul(argv[1], NULL, 10);
+        pods = (guint)strtoul(argv[2], NULL, 10);
+    }
+    printf("bench-schedule: one cycle, default plugins, in process\n");
+    printf("small (1/10):\n");
+    Figures small = run_one(nodes / 10, pods / 10);
+    printf("full:\n");
+    Figures full = run_one(nodes, pods);
+    double ratio = small.seconds > 0 ? full.seconds / small.seconds : 0;
+    printf("time ratio full/small: %.1fx for 10x the nodes and pods (target <= ~12x); "
+           "placements ratio %.1fx\n",
+           ratio, small.placed > 0 ? (double)full.placed / small.placed : 0.0);
+    return 0;
+}
