@@ -15,26 +15,24 @@ static const struct {
     const char *lower;
     const char *alpha;
 } type_names[KB_TF_N_TYPES] = {
-    [KB_TF_CHIEF] = {"Chief", "chief", "CHIEF"},
-    [KB_TF_MASTER] = {"Master", "master", "MASTER"},
-    [KB_TF_WORKER] = {"Worker", "worker", "WORKER"},
-    [KB_TF_PS] = {"PS", "ps", "PS"},
-    [KB_TF_EVALUATOR] = {"Evaluator", "evaluator", "EVALUATOR"},
+        [KB_TF_CHIEF] = {"Chief", "chief", "CHIEF"},
+        [KB_TF_MASTER] = {"Master", "master", "MASTER"},
+        [KB_TF_WORKER] = {"Worker", "worker", "WORKER"},
+        [KB_TF_PS] = {"PS", "ps", "PS"},
+        [KB_TF_EVALUATOR] = {"Evaluator", "evaluator", "EVALUATOR"},
 };
 
 static const char *const restart_names[] = {
-    [KB_TF_RESTART_ALWAYS] = "Always",
-    [KB_TF_RESTART_ON_FAILURE] = "OnFailure",
-    [KB_TF_RESTART_NEVER] = "Never",
-    [KB_TF_RESTART_EXIT_CODE] = "ExitCode",
+        [KB_TF_RESTART_ALWAYS] = "Always",
+        [KB_TF_RESTART_ON_FAILURE] = "OnFailure",
+        [KB_TF_RESTART_NEVER] = "Never",
+        [KB_TF_RESTART_EXIT_CODE] = "ExitCode",
 };
 
 static const char *const cond_names[KB_TF_N_CONDS] = {
-    [KB_TF_COND_CREATED] = "Created",
-    [KB_TF_COND_RUNNING] = "Running",
-    [KB_TF_COND_RESTARTING] = "Restarting",
-    [KB_TF_COND_SUCCEEDED] = "Succeeded",
-    [KB_TF_COND_FAILED] = "Failed",
+        [KB_TF_COND_CREATED] = "Created",       [KB_TF_COND_RUNNING] = "Running",
+        [KB_TF_COND_RESTARTING] = "Restarting", [KB_TF_COND_SUCCEEDED] = "Succeeded",
+        [KB_TF_COND_FAILED] = "Failed",
 };
 
 const char *kb_tf_replica_type_to_string(KbTfReplicaType type)
@@ -224,8 +222,7 @@ static gboolean decode_template(KbTfJob *job, KbTfReplicaSpec *rs, const char *f
             g_set_error(error, KB_ERROR, KB_ERROR_DECODE, "%s: expected an object", fc);
             return FALSE;
         }
-        if (!member_string(c, "name", fc, &name, error) ||
-            !container_requests(c, fc, &r, error))
+        if (!member_string(c, "name", fc, &name, error) || !container_requests(c, fc, &r, error))
             return FALSE;
         kb_resources_add(&rs->requests, &r);
         if (g_strcmp0(name, KB_TF_DEFAULT_CONTAINER) != 0)
@@ -305,8 +302,9 @@ static gboolean decode_replica_spec(KbTfJob *job, json_object *o, KbTfReplicaTyp
     if (!has_rep)
         replicas = 1;
     if (replicas > KB_TF_MAX_REPLICAS) {
-        g_set_error(error, KB_ERROR, KB_ERROR_LIMIT, "%s: %" G_GINT64_FORMAT " replicas, more than %d",
-                    f_rep, replicas, KB_TF_MAX_REPLICAS);
+        g_set_error(error, KB_ERROR, KB_ERROR_LIMIT,
+                    "%s: %" G_GINT64_FORMAT " replicas, more than %d", f_rep, replicas,
+                    KB_TF_MAX_REPLICAS);
         return FALSE;
     }
     if (rs->present)
@@ -335,8 +333,8 @@ static gboolean decode_replica_spec(KbTfJob *job, json_object *o, KbTfReplicaTyp
     } else if (rp == NULL || *rp == '\0') {
         rs->restart_policy = KB_TF_RESTART_NEVER; /* the v1 default */
     } else if (!parse_restart_policy(rp, &rs->restart_policy)) {
-        invalid(job, "%s: unknown restart policy \"%s\" (Always, OnFailure, Never, ExitCode)",
-                f_rp, rp);
+        invalid(job, "%s: unknown restart policy \"%s\" (Always, OnFailure, Never, ExitCode)", f_rp,
+                rp);
     }
     /* A v1alpha1 PS without one gets the standard gRPC server container. */
     gboolean needs_tf = !(job->api == KB_TF_API_V1ALPHA1 && type == KB_TF_PS);
@@ -398,10 +396,10 @@ static gboolean decode_v1alpha1_specs(KbTfJob *job, json_object *list, GError **
     return TRUE;
 }
 
-/* ---- run policy and annotations --------------------------------------------------------------- */
+/* ---- run policy and annotations ---------------------------------------------------------------
+ */
 
-static gboolean decode_run_policy(KbTfJob *job, json_object *rp, const char *field,
-                                  GError **error)
+static gboolean decode_run_policy(KbTfJob *job, json_object *rp, const char *field, GError **error)
 {
     g_autofree char *f_clean = g_strdup_printf("%s.cleanPodPolicy", field);
     g_autofree char *f_ttl = g_strdup_printf("%s.ttlSecondsAfterFinished", field);
@@ -472,8 +470,8 @@ static gboolean parse_annotation_int(KbTfJob *job, const char *key, gint64 *out)
     errno = 0;
     gint64 v = g_ascii_strtoll(s, &end, 10);
     if (errno != 0 || end == s || *end != '\0' || v < 0 || v > KB_TF_MAX_REPLICAS) {
-        invalid(job, "metadata.annotations[\"%s\"]: \"%s\" is not a number between 0 and %d",
-                key, s, KB_TF_MAX_REPLICAS);
+        invalid(job, "metadata.annotations[\"%s\"]: \"%s\" is not a number between 0 and %d", key,
+                s, KB_TF_MAX_REPLICAS);
         return FALSE;
     }
     *out = v;
@@ -496,8 +494,7 @@ static gboolean decode_annotations(KbTfJob *job, GError **error)
             char *p = g_strstrip(parts[i]), *end = NULL;
             gint64 code = g_ascii_strtoll(p, &end, 10);
             if (*p == '\0' || end == p || *end != '\0' || code < 0 || code > 255) {
-                invalid(job,
-                        "metadata.annotations[\"%s\"]: \"%s\" is not an exit code (0-255)",
+                invalid(job, "metadata.annotations[\"%s\"]: \"%s\" is not an exit code (0-255)",
                         KB_TF_ANNOTATION_RETRYABLE_CODES, p);
                 continue;
             }
@@ -513,7 +510,8 @@ static gboolean decode_annotations(KbTfJob *job, GError **error)
     return TRUE;
 }
 
-/* ---- status ----------------------------------------------------------------------------------- */
+/* ---- status -----------------------------------------------------------------------------------
+ */
 
 static void decode_time(json_object *o, const char *key, gint64 *out)
 {
@@ -537,8 +535,7 @@ static void decode_status(KbTfJob *job, json_object *status)
     if (json_object_object_get_ex(status, "autoscaling", &v) &&
         json_object_get_type(v) == json_type_object) {
         json_object *w;
-        if (json_object_object_get_ex(v, "workers", &w) &&
-            json_object_get_type(w) == json_type_int)
+        if (json_object_object_get_ex(v, "workers", &w) && json_object_get_type(w) == json_type_int)
             job->status.workers = CLAMP(json_object_get_int(w), 0, KB_TF_MAX_REPLICAS);
     }
     if (!json_object_object_get_ex(status, "conditions", &conds) ||
@@ -586,8 +583,8 @@ static void validate_job(KbTfJob *job)
         invalid(job, "%s: both Chief and Master given; a job has one chief", specs_field);
     for (int t = KB_TF_CHIEF; t <= KB_TF_MASTER; t++) {
         if (job->specs[t].present && job->specs[t].replicas > 1)
-            invalid(job, "%s.%s.replicas: %d masters/chiefs, a job has exactly one",
-                    specs_field, kb_tf_replica_type_to_string(t), job->specs[t].replicas);
+            invalid(job, "%s.%s.replicas: %d masters/chiefs, a job has exactly one", specs_field,
+                    kb_tf_replica_type_to_string(t), job->specs[t].replicas);
     }
     if (job->api == KB_TF_API_V1ALPHA1 && any && !job->specs[KB_TF_MASTER].present)
         invalid(job, "spec.replicaSpecs: no MASTER; a job must have one and only one master");
@@ -601,8 +598,10 @@ static void validate_job(KbTfJob *job)
                     g_strdup_printf("%s-%s-%d", job->meta.name, kb_tf_replica_type_to_lower(t),
                                     MAX(job->specs[t].replicas - 1, 0));
             if (strlen(longest) > 63)
-                invalid(job, "metadata.name: \"%s\" makes pod name \"%s\" longer than 63 "
-                             "characters", job->meta.name, longest);
+                invalid(job,
+                        "metadata.name: \"%s\" makes pod name \"%s\" longer than 63 "
+                        "characters",
+                        job->meta.name, longest);
         }
     }
     if (job->dynamic_workers) {
@@ -612,9 +611,10 @@ static void validate_job(KbTfJob *job)
         if (!job->specs[KB_TF_WORKER].present)
             invalid(job, "spec.enableDynamicWorker: the job has no Worker replicas");
         else if (min < 1 || max < min)
-            invalid(job, "metadata.annotations: %s=%" G_GINT64_FORMAT " and %s=%" G_GINT64_FORMAT
-                         " do not make 1 <= min <= max", KB_TF_ANNOTATION_MIN_WORKERS, min,
-                    KB_TF_ANNOTATION_MAX_WORKERS, max);
+            invalid(job,
+                    "metadata.annotations: %s=%" G_GINT64_FORMAT " and %s=%" G_GINT64_FORMAT
+                    " do not make 1 <= min <= max",
+                    KB_TF_ANNOTATION_MIN_WORKERS, min, KB_TF_ANNOTATION_MAX_WORKERS, max);
         job->min_workers = (gint32)CLAMP(min, 1, KB_TF_MAX_REPLICAS);
         job->max_workers = (gint32)CLAMP(max, job->min_workers, KB_TF_MAX_REPLICAS);
     }
@@ -628,8 +628,7 @@ static gboolean decode_spec(KbTfJob *job, json_object *spec, GError **error)
     const char *runtime_id = NULL, *image = NULL, *sched = NULL, *success = NULL;
     json_object *dyn;
 
-    if (!member(spec, "tfReplicaSpecs", json_type_object, "spec.tfReplicaSpecs", &v1specs,
-                error) ||
+    if (!member(spec, "tfReplicaSpecs", json_type_object, "spec.tfReplicaSpecs", &v1specs, error) ||
         !member(spec, "replicaSpecs", json_type_array, "spec.replicaSpecs", &alpha_specs, error))
         return FALSE;
     /* The shape decides; apiVersion only breaks a tie (an empty spec). */
@@ -641,8 +640,7 @@ static gboolean decode_spec(KbTfJob *job, json_object *spec, GError **error)
             g_strcmp0(json_object_get_string(av), "kubeflow.org/v1alpha1") == 0)
             job->api = KB_TF_API_V1ALPHA1;
     }
-    job->clean_pod_policy =
-            job->api == KB_TF_API_V1ALPHA1 ? KB_TF_CLEAN_ALL : KB_TF_CLEAN_RUNNING;
+    job->clean_pod_policy = job->api == KB_TF_API_V1ALPHA1 ? KB_TF_CLEAN_ALL : KB_TF_CLEAN_RUNNING;
 
     if (!member_string(spec, "RuntimeId", "spec.RuntimeId", &runtime_id, error) ||
         !member_string(spec, "tfImage", "spec.tfImage", &image, error) ||
@@ -714,9 +712,9 @@ KbTfJob *kb_tfjob_decode(json_object *obj, gboolean keep_raw, GError **error)
     }
     validate_job(job);
     if (job->invalid != NULL) {
-        char *msg = g_strdup_printf("tfjob %s/%s: %s",
-                                    job->meta.namespace_ ? job->meta.namespace_ : "",
-                                    job->meta.name, job->invalid);
+        char *msg =
+                g_strdup_printf("tfjob %s/%s: %s", job->meta.namespace_ ? job->meta.namespace_ : "",
+                                job->meta.name, job->invalid);
         g_free(job->invalid);
         job->invalid = msg;
     }

@@ -35,20 +35,20 @@
 #include "kube/kb-objects.h"
 #include "kube/kb-resource.h"
 
-#define KB_TF_ANNOTATION_MIN_WORKERS "kube-batchd.io/min-workers"
-#define KB_TF_ANNOTATION_MAX_WORKERS "kube-batchd.io/max-workers"
+#define KB_TF_ANNOTATION_MIN_WORKERS     "kube-batchd.io/min-workers"
+#define KB_TF_ANNOTATION_MAX_WORKERS     "kube-batchd.io/max-workers"
 #define KB_TF_ANNOTATION_RETRYABLE_CODES "kube-batchd.io/retryable-exit-codes"
-#define KB_TF_ANNOTATION_QUEUE "kube-batchd.io/queue"
-#define KB_TF_ANNOTATION_PRIORITY_CLASS "kube-batchd.io/priority-class"
+#define KB_TF_ANNOTATION_QUEUE           "kube-batchd.io/queue"
+#define KB_TF_ANNOTATION_PRIORITY_CLASS  "kube-batchd.io/priority-class"
 
-#define KB_TF_DEFAULT_PORT 2222
+#define KB_TF_DEFAULT_PORT      2222
 #define KB_TF_DEFAULT_CONTAINER "tensorflow"
-#define KB_TF_DEFAULT_IMAGE "tensorflow/tensorflow:1.3.0" /* v1alpha1 tfImage default */
+#define KB_TF_DEFAULT_IMAGE     "tensorflow/tensorflow:1.3.0" /* v1alpha1 tfImage default */
 
 /* Decoder limits (each has a test that crosses it). */
-#define KB_TF_MAX_REPLICAS 10000       /* replicas of one type */
-#define KB_TF_MAX_REPLICA_SPECS 16     /* entries of v1alpha1 replicaSpecs / v1 tfReplicaSpecs */
-#define KB_TF_MAX_RUNTIME_ID_LEN 32
+#define KB_TF_MAX_REPLICAS        10000 /* replicas of one type */
+#define KB_TF_MAX_REPLICA_SPECS   16    /* entries of v1alpha1 replicaSpecs / v1 tfReplicaSpecs */
+#define KB_TF_MAX_RUNTIME_ID_LEN  32
 #define KB_TF_MAX_RETRYABLE_CODES 16
 
 typedef enum {
@@ -124,9 +124,9 @@ typedef struct {
     KbObjectMeta meta; /* kind KB_KIND_TFJOB; free with kb_tfjob_free(), not kb_object_unref() */
     KbTfApi api;
     KbTfReplicaSpec specs[KB_TF_N_TYPES];
-    char *runtime_id; /* v1alpha1 spec.RuntimeId; NULL until the operator assigns one */
-    char *tf_image;   /* v1alpha1 spec.tfImage; default KB_TF_DEFAULT_IMAGE */
-    const char *scheduler_name;   /* interned; spec.schedulerName or a template's; may be NULL */
+    char *runtime_id;           /* v1alpha1 spec.RuntimeId; NULL until the operator assigns one */
+    char *tf_image;             /* v1alpha1 spec.tfImage; default KB_TF_DEFAULT_IMAGE */
+    const char *scheduler_name; /* interned; spec.schedulerName or a template's; may be NULL */
     KbTfCleanPodPolicy clean_pod_policy;
     gint64 ttl_seconds_after_finished; /* -1 when unset */
     gint32 backoff_limit;              /* -1 when unset */

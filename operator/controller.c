@@ -12,8 +12,8 @@
 #include "operator/tf-plan.h"
 
 #define OPERATOR_SELECTOR TF_LABEL_OPERATOR "=" TF_OPERATOR_NAME
-#define RETRY_BASE_MS 200
-#define RETRY_MAX_MS 60000
+#define RETRY_BASE_MS     200
+#define RETRY_MAX_MS      60000
 #define KEYS_PER_DISPATCH 16
 
 struct TfController {
@@ -254,22 +254,27 @@ static void on_groups_missing(gpointer data)
 static KbInformer *job_informer(TfController *c, const KbResourceType *type)
 {
     KbInformerOptions o = {.type = type, .namespace_ = c->namespace_, .keep_raw = TRUE};
-    KbInformerHandlers h = {.on_add = on_job_add, .on_update = on_job_update,
-                            .on_delete = on_job_add, .on_synced = on_jobs_synced,
-                            .on_missing = type == &kb_type_tfjobs_v1 ? on_v1_missing
-                                                                     : on_alpha_missing};
+    KbInformerHandlers h = {.on_add = on_job_add,
+                            .on_update = on_job_update,
+                            .on_delete = on_job_add,
+                            .on_synced = on_jobs_synced,
+                            .on_missing =
+                                    type == &kb_type_tfjobs_v1 ? on_v1_missing : on_alpha_missing};
     return kb_informer_new(c->client, &o, &h, c);
 }
 
 static KbInformer *owned_informer(TfController *c, const KbResourceType *type, KbDecodeFunc decode,
                                   gboolean is_pods)
 {
-    KbInformerOptions o = {.type = type, .namespace_ = c->namespace_,
-                           .label_selector = OPERATOR_SELECTOR, .decode = decode};
-    KbInformerHandlers h = {.on_add = on_owned_change, .on_update = on_owned_update,
+    KbInformerOptions o = {.type = type,
+                           .namespace_ = c->namespace_,
+                           .label_selector = OPERATOR_SELECTOR,
+                           .decode = decode};
+    KbInformerHandlers h = {.on_add = on_owned_change,
+                            .on_update = on_owned_update,
                             .on_delete = is_pods ? on_pod_delete : on_owned_change,
-                            .on_missing = type == &kb_type_pod_groups_volcano ? on_groups_missing
-                                                                              : NULL};
+                            .on_missing =
+                                    type == &kb_type_pod_groups_volcano ? on_groups_missing : NULL};
     return kb_informer_new(c->client, &o, &h, c);
 }
 
@@ -404,15 +409,16 @@ static gboolean execute(Exec *x, const TfAction *a, GError **error)
     case TF_ACTION_UPDATE_STATUS:
         return write_status(x, a->body, error);
     case TF_ACTION_DELETE_JOB: {
-        KbDeleteOptions o = {.propagation_policy = "Background", .grace_period_seconds = -1,
+        KbDeleteOptions o = {.propagation_policy = "Background",
+                             .grace_period_seconds = -1,
                              .precondition_uid = x->job->meta.uid};
         kb_client_delete(cl, x->job_type, ns, a->name, &o, error);
         return tolerate(error, KB_ERROR_NOT_FOUND);
     }
     case TF_ACTION_EVENT:
         if (x->c->recorder != NULL)
-            kb_recorder_event(x->c->recorder, &x->job->meta, tf_build_api_version(x->job),
-                              "TFJob", a->event_type, a->reason, "%s", a->message);
+            kb_recorder_event(x->c->recorder, &x->job->meta, tf_build_api_version(x->job), "TFJob",
+                              a->event_type, a->reason, "%s", a->message);
         g_message("tfjob %s/%s: %s: %s", ns, x->job->meta.name, a->reason, a->message);
         return TRUE;
     }
@@ -447,8 +453,8 @@ static gint64 idle_gpus(TfController *c)
 
 static gint32 priority_of(TfController *c, const char *class_name)
 {
-    KbPriorityClass *pc = class_name != NULL ? kb_informer_get(c->priorities, NULL, class_name)
-                                             : NULL;
+    KbPriorityClass *pc =
+            class_name != NULL ? kb_informer_get(c->priorities, NULL, class_name) : NULL;
     return pc != NULL ? pc->value : 0;
 }
 
@@ -471,11 +477,13 @@ static gboolean autoscale(TfController *c, const char *key, const KbTfJob *job,
         if (g_strcmp0(g->meta.namespace_, job->meta.namespace_) == 0 &&
             g_strcmp0(g->meta.name, job->meta.name) == 0)
             continue; /* the job's own group */
-        if (g->phase != NULL && strcmp(g->phase, "Pending") != 0 && strcmp(g->phase, "Inqueue") != 0)
+        if (g->phase != NULL && strcmp(g->phase, "Pending") != 0 &&
+            strcmp(g->phase, "Inqueue") != 0)
             continue;
         char *name = kb_object_key(&g->meta);
         g_ptr_array_add(names, name);
-        TfWaitingGroup w = {.name = name, .queue = g->queue,
+        TfWaitingGroup w = {.name = name,
+                            .queue = g->queue,
                             .priority = priority_of(c, g->priority_class_name),
                             .gpus_needed = g->min_resources.v[KB_RES_GPU]};
         g_array_append_val(waiting, w);
@@ -577,15 +585,15 @@ static gboolean reconcile(TfController *c, const char *key, GError **error)
     TfScaleDecision scale;
     gboolean scaled = autoscale(c, key, job, &scale);
     TfObservation obs = {
-        .job = job,
-        .pods = (KbPod *const *)pods->pdata,
-        .n_pods = pods->len,
-        .services = (KbObjectMeta *const *)services->pdata,
-        .n_services = services->len,
-        .pod_group = group,
-        .now = g_get_real_time() / G_USEC_PER_SEC,
-        .gang_scheduler = c->gang,
-        .scale = scaled ? &scale : NULL,
+            .job = job,
+            .pods = (KbPod *const *)pods->pdata,
+            .n_pods = pods->len,
+            .services = (KbObjectMeta *const *)services->pdata,
+            .n_services = services->len,
+            .pod_group = group,
+            .now = g_get_real_time() / G_USEC_PER_SEC,
+            .gang_scheduler = c->gang,
+            .scale = scaled ? &scale : NULL,
     };
     g_autoptr(TfPlan) plan = tf_plan_compute(&obs);
     Exec x = {.c = c, .job = job, .job_meta = jm, .job_type = job_type_of(c, from), .pods = pods};
@@ -659,8 +667,8 @@ TfController *tf_controller_new(KbClient *client, KbRecorder *recorder, KbMetric
     c->client = client;
     c->recorder = recorder;
     c->metrics = metrics;
-    c->namespace_ = g_strdup(opts->namespace_ != NULL && *opts->namespace_ ? opts->namespace_
-                                                                           : NULL);
+    c->namespace_ =
+            g_strdup(opts->namespace_ != NULL && *opts->namespace_ ? opts->namespace_ : NULL);
     c->gang = g_strdup(opts->gang_scheduler != NULL ? opts->gang_scheduler : "");
     c->autoscaling = opts->enable_autoscaling;
     c->resync_seconds = opts->resync_seconds > 0 ? opts->resync_seconds : 30;
@@ -691,8 +699,8 @@ void tf_controller_start(TfController *c)
         c->priorities = plain_informer(c, &kb_type_priority_classes,
                                        (KbDecodeFunc)kb_priority_class_decode);
     }
-    KbInformer *all[] = {c->pods, c->services, c->groups, c->nodes, c->all_pods, c->all_groups,
-                         c->priorities, c->jobs_v1};
+    KbInformer *all[] = {c->pods,     c->services,   c->groups,     c->nodes,
+                         c->all_pods, c->all_groups, c->priorities, c->jobs_v1};
     for (guint i = 0; i < G_N_ELEMENTS(all); i++)
         if (all[i] != NULL)
             kb_informer_start(all[i]);
@@ -714,13 +722,13 @@ gboolean tf_controller_ready(TfController *c, char **reason)
     gboolean jobs = (c->jobs_v1 != NULL && kb_informer_has_synced(c->jobs_v1)) ||
                     (c->jobs_alpha != NULL && kb_informer_has_synced(c->jobs_alpha)) ||
                     (c->v1_missing && c->alpha_missing);
-    const char *what = !jobs                                              ? "tfjobs"
-                       : c->pods == NULL || !kb_informer_has_synced(c->pods) ? "pods"
-                       : !kb_informer_has_synced(c->services)                ? "services"
-                       : c->groups != NULL && !c->groups_missing &&
-                                       !kb_informer_has_synced(c->groups)
-                               ? "podgroups"
-                               : NULL;
+    const char *what =
+            !jobs                                                 ? "tfjobs"
+            : c->pods == NULL || !kb_informer_has_synced(c->pods) ? "pods"
+            : !kb_informer_has_synced(c->services)                ? "services"
+            : c->groups != NULL && !c->groups_missing && !kb_informer_has_synced(c->groups)
+                    ? "podgroups"
+                    : NULL;
     if (what == NULL)
         return TRUE;
     *reason = g_strdup_printf("cache of %s not synced", what);
@@ -745,8 +753,8 @@ void tf_controller_free(TfController *c)
         g_source_remove(c->idle_id);
     if (c->resync_id != 0)
         g_source_remove(c->resync_id);
-    KbInformer *all[] = {c->jobs_v1, c->jobs_alpha, c->pods, c->services, c->groups,
-                         c->nodes, c->all_pods, c->all_groups, c->priorities};
+    KbInformer *all[] = {c->jobs_v1, c->jobs_alpha, c->pods,       c->services,  c->groups,
+                         c->nodes,   c->all_pods,   c->all_groups, c->priorities};
     for (guint i = 0; i < G_N_ELEMENTS(all); i++)
         if (all[i] != NULL)
             kb_informer_free(all[i]);

@@ -42,28 +42,30 @@ typedef struct {
 static gboolean parse_flags(int *argc, char ***argv, Flags *f, GError **error)
 {
     GOptionEntry entries[] = {
-        {"kubeconfig", 0, 0, G_OPTION_ARG_FILENAME, &f->kubeconfig, "kubeconfig file", "FILE"},
-        {"master", 0, 0, G_OPTION_ARG_STRING, &f->master, "API server URL (overrides kubeconfig)",
-         "URL"},
-        {"namespace", 0, 0, G_OPTION_ARG_STRING, &f->namespace_,
-         "only TFJobs of this namespace (default: all)", "NS"},
-        {"gang-scheduler-name", 0, 0, G_OPTION_ARG_STRING, &f->gang,
-         "scheduler of gang-scheduled pods; \"\" turns gang scheduling off (default kube-batchd)",
-         "NAME"},
-        {"leader-elect", 0, 0, G_OPTION_ARG_NONE, &f->leader_elect,
-         "run only while holding the Lease tf-operator", NULL},
-        {"leader-elect-namespace", 0, 0, G_OPTION_ARG_STRING, &f->lease_namespace,
-         "namespace of the Lease (default $POD_NAMESPACE, else kube-system)", "NS"},
-        {"listen-address", 0, 0, G_OPTION_ARG_STRING, &f->listen,
-         "address of /healthz, /readyz and /metrics (default :8081; \"\" turns it off)", "ADDR"},
-        {"enable-autoscaling", 0, 0, G_OPTION_ARG_NONE, &f->autoscaling,
-         "grow and shrink dynamic-worker TFJobs", NULL},
-        {"resync-seconds", 0, 0, G_OPTION_ARG_INT, &f->resync,
-         "look at every job at least this often (default 30)", "N"},
-        {"log-level", 0, 0, G_OPTION_ARG_CALLBACK, (gpointer)kb_log_option_arg,
-         "error, warning, info (default) or debug", "LEVEL"},
-        {"version", 0, 0, G_OPTION_ARG_NONE, &f->version, "print the version and exit", NULL},
-        {NULL},
+            {"kubeconfig", 0, 0, G_OPTION_ARG_FILENAME, &f->kubeconfig, "kubeconfig file", "FILE"},
+            {"master", 0, 0, G_OPTION_ARG_STRING, &f->master,
+             "API server URL (overrides kubeconfig)", "URL"},
+            {"namespace", 0, 0, G_OPTION_ARG_STRING, &f->namespace_,
+             "only TFJobs of this namespace (default: all)", "NS"},
+            {"gang-scheduler-name", 0, 0, G_OPTION_ARG_STRING, &f->gang,
+             "scheduler of gang-scheduled pods; \"\" turns gang scheduling off (default "
+             "kube-batchd)",
+             "NAME"},
+            {"leader-elect", 0, 0, G_OPTION_ARG_NONE, &f->leader_elect,
+             "run only while holding the Lease tf-operator", NULL},
+            {"leader-elect-namespace", 0, 0, G_OPTION_ARG_STRING, &f->lease_namespace,
+             "namespace of the Lease (default $POD_NAMESPACE, else kube-system)", "NS"},
+            {"listen-address", 0, 0, G_OPTION_ARG_STRING, &f->listen,
+             "address of /healthz, /readyz and /metrics (default :8081; \"\" turns it off)",
+             "ADDR"},
+            {"enable-autoscaling", 0, 0, G_OPTION_ARG_NONE, &f->autoscaling,
+             "grow and shrink dynamic-worker TFJobs", NULL},
+            {"resync-seconds", 0, 0, G_OPTION_ARG_INT, &f->resync,
+             "look at every job at least this often (default 30)", "N"},
+            {"log-level", 0, 0, G_OPTION_ARG_CALLBACK, (gpointer)kb_log_option_arg,
+             "error, warning, info (default) or debug", "LEVEL"},
+            {"version", 0, 0, G_OPTION_ARG_NONE, &f->version, "print the version and exit", NULL},
+            {NULL},
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new("- TFJob operator for kube-batchd");
     g_option_context_add_main_entries(ctx, entries, NULL);
@@ -104,9 +106,12 @@ static KbLeader *start_leader(KbClient *client, const Flags *f, Daemon *d)
     const char *ns = f->lease_namespace != NULL  ? f->lease_namespace
                      : g_getenv("POD_NAMESPACE") ? g_getenv("POD_NAMESPACE")
                                                  : "kube-system";
-    KbLeaderOptions lo = {.namespace_ = ns, .name = "tf-operator", .identity = identity,
+    KbLeaderOptions lo = {.namespace_ = ns,
+                          .name = "tf-operator",
+                          .identity = identity,
                           .on_started_leading = started_leading,
-                          .on_stopped_leading = stopped_leading, .user_data = d};
+                          .on_stopped_leading = stopped_leading,
+                          .user_data = d};
     KbLeader *leader = kb_leader_new(client, &lo);
     g_message("leader election on lease %s/tf-operator as %s", ns, identity);
     return leader;

@@ -37,7 +37,7 @@ void tf_autoscale_decide(const KbTfJob *job, gint32 job_priority, const TfWaitin
     out->workers = current;
     if (!job->dynamic_workers || job->invalid != NULL || kb_tfjob_is_finished(job)) {
         g_snprintf(out->reason, sizeof(out->reason), "job does not scale (%s)",
-                   !job->dynamic_workers ? "enableDynamicWorker is off"
+                   !job->dynamic_workers  ? "enableDynamicWorker is off"
                    : job->invalid != NULL ? "invalid"
                                           : "finished");
         return;
@@ -57,7 +57,8 @@ void tf_autoscale_decide(const KbTfJob *job, gint32 job_priority, const TfWaitin
         if (current <= job->min_workers) {
             g_snprintf(out->reason, sizeof(out->reason),
                        "group %s (priority %d) waits in queue %s but the job is at its minimum "
-                       "of %d workers", higher->name, higher->priority, queue, job->min_workers);
+                       "of %d workers",
+                       higher->name, higher->priority, queue, job->min_workers);
             return;
         }
         gint64 remove = current - job->min_workers;
@@ -66,8 +67,8 @@ void tf_autoscale_decide(const KbTfJob *job, gint32 job_priority, const TfWaitin
         out->kind = TF_SCALE_SHRINK;
         out->workers = current - (gint32)remove;
         g_snprintf(out->reason, sizeof(out->reason),
-                   "group %s (priority %d > %d) waits in queue %s: %d -> %d workers",
-                   higher->name, higher->priority, job_priority, queue, current, out->workers);
+                   "group %s (priority %d > %d) waits in queue %s: %d -> %d workers", higher->name,
+                   higher->priority, job_priority, queue, current, out->workers);
         return;
     }
     if (same_queue > 0) {

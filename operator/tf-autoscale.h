@@ -16,8 +16,8 @@
 #include "kube/kb-tfjob.h"
 
 typedef struct {
-    const char *name;   /* "ns/name" of the waiting group, for the reason */
-    const char *queue;  /* NULL means the default queue */
+    const char *name;  /* "ns/name" of the waiting group, for the reason */
+    const char *queue; /* NULL means the default queue */
     gint32 priority;
     gint64 gpus_needed; /* GPUs the group lacks to start; 0 when unknown */
 } TfWaitingGroup;

@@ -108,7 +108,7 @@ char *tf_build_tf_config(const KbTfJob *job, KbTfReplicaType type, gint32 index)
         json_object_object_add(cfg, "environment", json_object_new_string("cloud"));
     }
     char *s = g_strdup(json_object_to_json_string_ext(cfg, JSON_C_TO_STRING_PLAIN |
-                                                                 JSON_C_TO_STRING_NOSLASHESCAPE));
+                                                                   JSON_C_TO_STRING_NOSLASHESCAPE));
     json_object_put(cfg);
     return s;
 }
@@ -279,11 +279,11 @@ json_object *tf_build_pod(const KbTfJob *job, KbTfReplicaType type, gint32 index
         json_object_array_add(containers, ps_server_container(job));
     set_tf_config(containers, tf_config);
 
-    json_object_object_add(spec, "restartPolicy",
-                           json_object_new_string(rs->restart_policy == KB_TF_RESTART_EXIT_CODE
-                                                          ? "Never"
-                                                          : kb_tf_restart_policy_to_string(
-                                                                    rs->restart_policy)));
+    json_object_object_add(
+            spec, "restartPolicy",
+            json_object_new_string(rs->restart_policy == KB_TF_RESTART_EXIT_CODE
+                                           ? "Never"
+                                           : kb_tf_restart_policy_to_string(rs->restart_policy)));
     gboolean gang = gang_scheduler != NULL && *gang_scheduler != '\0';
     const char *sched = NULL;
     if (!(json_object_object_get_ex(spec, "schedulerName", &v) &&

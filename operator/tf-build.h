@@ -24,16 +24,16 @@
 
 #include "kube/kb-tfjob.h"
 
-#define TF_LABEL_JOB_NAME "training.kubeflow.org/job-name"
-#define TF_LABEL_REPLICA_TYPE "training.kubeflow.org/replica-type"
+#define TF_LABEL_JOB_NAME      "training.kubeflow.org/job-name"
+#define TF_LABEL_REPLICA_TYPE  "training.kubeflow.org/replica-type"
 #define TF_LABEL_REPLICA_INDEX "training.kubeflow.org/replica-index"
-#define TF_LABEL_JOB_ROLE "training.kubeflow.org/job-role"
-#define TF_LABEL_OPERATOR "training.kubeflow.org/operator-name"
-#define TF_OPERATOR_NAME "tfjob-controller"
-#define TF_ANNOTATION_GROUP "scheduling.k8s.io/group-name"
-#define TF_LABEL_POD_GROUP "scheduling.x-k8s.io/pod-group"
-#define TF_PORT_NAME "tfjob-port"
-#define TF_POD_GROUP_API "scheduling.volcano.sh/v1beta1"
+#define TF_LABEL_JOB_ROLE      "training.kubeflow.org/job-role"
+#define TF_LABEL_OPERATOR      "training.kubeflow.org/operator-name"
+#define TF_OPERATOR_NAME       "tfjob-controller"
+#define TF_ANNOTATION_GROUP    "scheduling.k8s.io/group-name"
+#define TF_LABEL_POD_GROUP     "scheduling.x-k8s.io/pod-group"
+#define TF_PORT_NAME           "tfjob-port"
+#define TF_POD_GROUP_API       "scheduling.volcano.sh/v1beta1"
 
 /* The pod/service name of replica @type/@index (see above); newly allocated. */
 char *tf_build_replica_name(const KbTfJob *job, KbTfReplicaType type, gint32 index);

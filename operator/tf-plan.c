@@ -17,10 +17,10 @@ typedef struct {
     TfStatus st;
     char *key; /* "ns/name" for messages */
     gint32 desired[KB_TF_N_TYPES];
-    GHashTable *pods;      /* name -> KbPod* (borrowed), pods not being deleted */
-    GHashTable *deleting;  /* name -> KbPod* being deleted */
-    GHashTable *services;  /* name -> KbObjectMeta* (borrowed) */
-    GHashTable *expected;  /* names this job should have (owned keys) */
+    GHashTable *pods;     /* name -> KbPod* (borrowed), pods not being deleted */
+    GHashTable *deleting; /* name -> KbPod* being deleted */
+    GHashTable *services; /* name -> KbObjectMeta* (borrowed) */
+    GHashTable *expected; /* names this job should have (owned keys) */
     gint32 kubelet_restarts;
     gboolean backoff_exceeded;
     gboolean worker0_succeeded;
@@ -31,11 +31,16 @@ typedef struct {
 } Planner;
 
 static const char *const action_names[] = {
-    [TF_ACTION_SET_RUNTIME_ID] = "SetRuntimeId",   [TF_ACTION_CREATE_POD_GROUP] = "CreatePodGroup",
-    [TF_ACTION_CREATE_SERVICE] = "CreateService",  [TF_ACTION_CREATE_POD] = "CreatePod",
-    [TF_ACTION_DELETE_POD] = "DeletePod",          [TF_ACTION_DELETE_SERVICE] = "DeleteService",
-    [TF_ACTION_DELETE_POD_GROUP] = "DeletePodGroup", [TF_ACTION_UPDATE_STATUS] = "UpdateStatus",
-    [TF_ACTION_DELETE_JOB] = "DeleteJob",          [TF_ACTION_EVENT] = "Event",
+        [TF_ACTION_SET_RUNTIME_ID] = "SetRuntimeId",
+        [TF_ACTION_CREATE_POD_GROUP] = "CreatePodGroup",
+        [TF_ACTION_CREATE_SERVICE] = "CreateService",
+        [TF_ACTION_CREATE_POD] = "CreatePod",
+        [TF_ACTION_DELETE_POD] = "DeletePod",
+        [TF_ACTION_DELETE_SERVICE] = "DeleteService",
+        [TF_ACTION_DELETE_POD_GROUP] = "DeletePodGroup",
+        [TF_ACTION_UPDATE_STATUS] = "UpdateStatus",
+        [TF_ACTION_DELETE_JOB] = "DeleteJob",
+        [TF_ACTION_EVENT] = "Event",
 };
 
 const char *tf_action_type_to_string(TfActionType type)
@@ -126,7 +131,8 @@ static gboolean gang_on(const Planner *p)
     return p->obs->gang_scheduler != NULL && *p->obs->gang_scheduler != '\0';
 }
 
-/* ---- observation indexes ---------------------------------------------------------------------- */
+/* ---- observation indexes ----------------------------------------------------------------------
+ */
 
 static void index_observation(Planner *p)
 {
@@ -165,7 +171,8 @@ static void index_observation(Planner *p)
     }
 }
 
-/* ---- one replica ------------------------------------------------------------------------------ */
+/* ---- one replica ------------------------------------------------------------------------------
+ */
 
 static void handle_failed_pod(Planner *p, KbTfReplicaType t, gint32 index, KbPod *pod)
 {
@@ -182,8 +189,8 @@ static void handle_failed_pod(Planner *p, KbTfReplicaType t, gint32 index, KbPod
         p->st.restart_count++;
         p->all_pods_exist = FALSE;
         if (!p->restarted)
-            p->restart_why = g_strdup_printf("%s replica %d: %s",
-                                             kb_tf_replica_type_to_string(t), index, why);
+            p->restart_why = g_strdup_printf("%s replica %d: %s", kb_tf_replica_type_to_string(t),
+                                             index, why);
         p->restarted = TRUE;
         add_event(p, "Warning", "ExitedWithCode", "Pod %s/%s will be restarted: %s",
                   p->job->meta.namespace_ ? p->job->meta.namespace_ : "", pod->meta.name, why);
@@ -191,8 +198,8 @@ static void handle_failed_pod(Planner *p, KbTfReplicaType t, gint32 index, KbPod
     }
     p->st.failed[t]++;
     if (p->fail_why == NULL)
-        p->fail_why = g_strdup_printf("%s replica %d: %s", kb_tf_replica_type_to_string(t),
-                                      index, why);
+        p->fail_why =
+                g_strdup_printf("%s replica %d: %s", kb_tf_replica_type_to_string(t), index, why);
 }
 
 static void reconcile_replica(Planner *p, KbTfReplicaType t, gint32 index, gboolean pods_allowed)
@@ -259,7 +266,8 @@ static void delete_strays(Planner *p)
         add_action(p, TF_ACTION_DELETE_SERVICE, g_ptr_array_index(names, i), NULL);
 }
 
-/* ---- job-level decisions ------------------------------------------------------------------------ */
+/* ---- job-level decisions ------------------------------------------------------------------------
+ */
 
 static KbTfReplicaType chief_type(const KbTfJob *job)
 {
@@ -331,11 +339,12 @@ static void decide_job(Planner *p)
     gint32 nfailed = total_failed(p, &ft);
     gint64 now = p->obs->now;
 
-    if (p->backoff_exceeded ||
-        (job->backoff_limit >= 0 && p->st.restart_count + p->kubelet_restarts > job->backoff_limit)) {
+    if (p->backoff_exceeded || (job->backoff_limit >= 0 &&
+                                p->st.restart_count + p->kubelet_restarts > job->backoff_limit)) {
         condition(p, KB_TF_COND_FAILED, "TFJobFailed", "Warning",
                   "TFJob %s has failed because it has reached the specified backoff limit (%d "
-                  "restarts)", p->key, job->backoff_limit);
+                  "restarts)",
+                  p->key, job->backoff_limit);
     } else if (nfailed > 0) {
         condition(p, KB_TF_COND_FAILED, "TFJobFailed", "Warning",
                   "TFJob %s has failed because %d %s replica(s) failed: %s", p->key, nfailed,
@@ -347,13 +356,13 @@ static void decide_job(Planner *p)
                now >= p->st.start_time + job->active_deadline_seconds) {
         condition(p, KB_TF_COND_FAILED, "TFJobFailed", "Warning",
                   "TFJob %s has failed because it was active longer than specified deadline "
-                  "(%" G_GINT64_FORMAT "s)", p->key, job->active_deadline_seconds);
+                  "(%" G_GINT64_FORMAT "s)",
+                  p->key, job->active_deadline_seconds);
     } else if (p->restarted) {
         condition(p, KB_TF_COND_RESTARTING, "TFJobRestarting", "Warning",
                   "TFJob %s is restarting because %s", p->key, p->restart_why);
     } else if (job_running(p)) {
-        condition(p, KB_TF_COND_RUNNING, "TFJobRunning", "Normal", "TFJob %s is running.",
-                  p->key);
+        condition(p, KB_TF_COND_RUNNING, "TFJobRunning", "Normal", "TFJob %s is running.", p->key);
     }
     if (tf_status_is(&p->st, KB_TF_COND_SUCCEEDED))
         finish(p, KB_TF_COND_SUCCEEDED);
@@ -363,7 +372,8 @@ static void decide_job(Planner *p)
         p->plan->requeue_after = MAX(p->st.start_time + job->active_deadline_seconds - now, 1);
 }
 
-/* ---- a running job ---------------------------------------------------------------------------- */
+/* ---- a running job ----------------------------------------------------------------------------
+ */
 
 static void reconcile_running(Planner *p)
 {
@@ -386,7 +396,8 @@ static void reconcile_running(Planner *p)
     p->st.alpha_phase = p->all_pods_exist ? "Running" : "Creating";
 }
 
-/* ---- a finished job: cleanup and TTL ------------------------------------------------------------ */
+/* ---- a finished job: cleanup and TTL ------------------------------------------------------------
+ */
 
 static gboolean clean_pod(const KbTfJob *job, const KbPod *pod)
 {
@@ -407,7 +418,8 @@ static void cleanup_finished(Planner *p)
     g_autoptr(GPtrArray) names = g_ptr_array_new();
     GHashTableIter it;
     gpointer key, val;
-    gboolean pending = g_hash_table_size(p->deleting) > 0 && job->clean_pod_policy != KB_TF_CLEAN_NONE;
+    gboolean pending =
+            g_hash_table_size(p->deleting) > 0 && job->clean_pod_policy != KB_TF_CLEAN_NONE;
 
     g_hash_table_iter_init(&it, p->pods);
     while (g_hash_table_iter_next(&it, &key, &val))
@@ -435,9 +447,9 @@ static void cleanup_finished(Planner *p)
     }
     if (p->obs->pod_group != NULL && p->obs->pod_group->deletion_timestamp == 0)
         add_action(p, TF_ACTION_DELETE_POD_GROUP, p->obs->pod_group->name, NULL);
-    p->st.alpha_phase = pending                                        ? "CleanUp"
+    p->st.alpha_phase = pending                                   ? "CleanUp"
                         : tf_status_is(&p->st, KB_TF_COND_FAILED) ? "Failed"
-                                                                       : "Done";
+                                                                  : "Done";
 }
 
 static void check_ttl(Planner *p)
@@ -452,7 +464,8 @@ static void check_ttl(Planner *p)
         p->plan->requeue_after = left;
 }
 
-/* ---- entry ------------------------------------------------------------------------------------ */
+/* ---- entry ------------------------------------------------------------------------------------
+ */
 
 /* A job that ended during this pass creates nothing more, and deletes each object once. */
 static void drop_moot_actions(Planner *p)
@@ -480,11 +493,11 @@ static int action_rank(TfActionType t)
 {
     /* The enum order, with events before the status update. */
     static const int rank[] = {
-        [TF_ACTION_SET_RUNTIME_ID] = 0, [TF_ACTION_CREATE_POD_GROUP] = 1,
-        [TF_ACTION_CREATE_SERVICE] = 2, [TF_ACTION_CREATE_POD] = 3,
-        [TF_ACTION_DELETE_POD] = 4,     [TF_ACTION_DELETE_SERVICE] = 5,
-        [TF_ACTION_DELETE_POD_GROUP] = 6, [TF_ACTION_EVENT] = 7,
-        [TF_ACTION_UPDATE_STATUS] = 8,  [TF_ACTION_DELETE_JOB] = 9,
+            [TF_ACTION_SET_RUNTIME_ID] = 0,   [TF_ACTION_CREATE_POD_GROUP] = 1,
+            [TF_ACTION_CREATE_SERVICE] = 2,   [TF_ACTION_CREATE_POD] = 3,
+            [TF_ACTION_DELETE_POD] = 4,       [TF_ACTION_DELETE_SERVICE] = 5,
+            [TF_ACTION_DELETE_POD_GROUP] = 6, [TF_ACTION_EVENT] = 7,
+            [TF_ACTION_UPDATE_STATUS] = 8,    [TF_ACTION_DELETE_JOB] = 9,
     };
     return rank[t];
 }

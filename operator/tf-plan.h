@@ -43,7 +43,7 @@ typedef struct {
 
 typedef struct {
     const KbTfJob *job;
-    KbPod *const *pods;            /* the pods the job controls */
+    KbPod *const *pods; /* the pods the job controls */
     guint n_pods;
     KbObjectMeta *const *services; /* the services the job controls */
     guint n_services;

@@ -107,8 +107,8 @@ static char *exit_text(int code, const char *verdict)
     return g_strdup_printf("exit code %d (%s): %s", code, tf_exit_describe(code), verdict);
 }
 
-TfReplicaDecision tf_replica_decide(const KbTfJob *job, KbTfRestartPolicy policy,
-                                    const KbPod *pod, char **why)
+TfReplicaDecision tf_replica_decide(const KbTfJob *job, KbTfRestartPolicy policy, const KbPod *pod,
+                                    char **why)
 {
     int code = 0;
     gboolean has_code;

@@ -41,8 +41,8 @@ typedef enum {
  * What to do with @pod of a replica under @policy. @why receives a newly allocated explanation
  * for RECREATE and FAIL ("exit code 137 (container received a SIGKILL): retryable"), else NULL.
  */
-TfReplicaDecision tf_replica_decide(const KbTfJob *job, KbTfRestartPolicy policy,
-                                    const KbPod *pod, char **why);
+TfReplicaDecision tf_replica_decide(const KbTfJob *job, KbTfRestartPolicy policy, const KbPod *pod,
+                                    char **why);
 
 /* The exit code of the `tensorflow` container (else the first terminated container) of @pod;
  * FALSE when no container has terminated. */

@@ -41,8 +41,8 @@ const char *tf_status_message(const TfStatus *st, KbTfConditionType type)
     return st->conds[type].present ? st->conds[type].message : NULL;
 }
 
-static void put_condition(TfStatus *st, KbTfConditionType type, gboolean status,
-                          const char *reason, const char *message, gint64 now)
+static void put_condition(TfStatus *st, KbTfConditionType type, gboolean status, const char *reason,
+                          const char *message, gint64 now)
 {
     KbTfCondition *c = &st->conds[type];
     if (!c->present || c->status != status)
@@ -157,8 +157,7 @@ static const char *alpha_replica_state(const TfStatus *st, const KbTfJob *job, i
 
 static json_object *alpha_replica_statuses(const TfStatus *st, const KbTfJob *job)
 {
-    static const int order[] = {KB_TF_MASTER, KB_TF_CHIEF, KB_TF_WORKER, KB_TF_PS,
-                                KB_TF_EVALUATOR};
+    static const int order[] = {KB_TF_MASTER, KB_TF_CHIEF, KB_TF_WORKER, KB_TF_PS, KB_TF_EVALUATOR};
     json_object *list = json_object_new_array();
     for (guint i = 0; i < G_N_ELEMENTS(order); i++) {
         int t = order[i];
@@ -170,8 +169,7 @@ static json_object *alpha_replica_statuses(const TfStatus *st, const KbTfJob *jo
         add_nonzero(states, "Failed", st->failed[t]);
         add_nonzero(states, "Unknown", st->pending[t]);
         json_object_object_add(o, "ReplicasStates", states);
-        json_object_object_add(o, "state",
-                               json_object_new_string(alpha_replica_state(st, job, t)));
+        json_object_object_add(o, "state", json_object_new_string(alpha_replica_state(st, job, t)));
         json_object_object_add(o, "tf_replica_type",
                                json_object_new_string(kb_tf_replica_type_to_alpha(t)));
         json_object_array_add(list, o);
@@ -183,8 +181,7 @@ static json_object *alpha_replica_statuses(const TfStatus *st, const KbTfJob *jo
 static json_object *observed(const KbTfJob *job, const char *key)
 {
     json_object *v;
-    if (job->status.raw != NULL && json_object_object_get_ex(job->status.raw, key, &v) &&
-        v != NULL)
+    if (job->status.raw != NULL && json_object_object_get_ex(job->status.raw, key, &v) && v != NULL)
         return json_object_get(v);
     return NULL;
 }
@@ -216,8 +213,9 @@ json_object *tf_status_to_json(const TfStatus *st, const KbTfJob *job)
     gboolean alpha = job->api == KB_TF_API_V1ALPHA1;
     json_object_object_add(o, "conditions", conditions_json(st));
     if (st->counted)
-        json_object_object_add(o, "replicaStatuses", alpha ? alpha_replica_statuses(st, job)
-                                                           : v1_replica_statuses(st, job));
+        json_object_object_add(o, "replicaStatuses",
+                               alpha ? alpha_replica_statuses(st, job)
+                                     : v1_replica_statuses(st, job));
     else {
         json_object *rs = observed(job, "replicaStatuses");
         if (rs != NULL)
@@ -231,12 +229,11 @@ json_object *tf_status_to_json(const TfStatus *st, const KbTfJob *job)
         json_object_object_add(o, "autoscaling", autoscaling_json(st, job));
     if (alpha) {
         gboolean failed = tf_status_is(st, KB_TF_COND_FAILED);
-        const char *state = failed                                      ? "Failed"
+        const char *state = failed                                   ? "Failed"
                             : tf_status_is(st, KB_TF_COND_SUCCEEDED) ? "Succeeded"
-                                                                        : "Running";
-        json_object_object_add(o, "phase",
-                               json_object_new_string(st->alpha_phase ? st->alpha_phase
-                                                                      : "Creating"));
+                                                                     : "Running";
+        json_object_object_add(
+                o, "phase", json_object_new_string(st->alpha_phase ? st->alpha_phase : "Creating"));
         json_object_object_add(o, "state", json_object_new_string(state));
         const char *msg = failed ? tf_status_message(st, KB_TF_COND_FAILED) : NULL;
         json_object_object_add(o, "reason", json_object_new_string(msg ? msg : ""));

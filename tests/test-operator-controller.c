@@ -18,10 +18,10 @@
 
 typedef struct {
     GMutex lock;
-    GHashTable *objects;   /* "plural/ns/name" -> json_object (owned) */
-    GPtrArray *watches;    /* Watch* */
+    GHashTable *objects; /* "plural/ns/name" -> json_object (owned) */
+    GPtrArray *watches;  /* Watch* */
     gint64 rv;
-    GHashTable *served;    /* "group/version" prefixes that exist, e.g. "kubeflow.org/v1" */
+    GHashTable *served; /* "group/version" prefixes that exist, e.g. "kubeflow.org/v1" */
     guint creates, conflicts;
 } Store;
 
@@ -377,7 +377,8 @@ static char *last_condition(Rig *r, const char *key)
     g_mutex_lock(&r->store->lock);
     json_object *job = g_hash_table_lookup(r->store->objects, key);
     if (job != NULL && json_object_object_get_ex(job, "status", &st) &&
-        json_object_object_get_ex(st, "conditions", &conds) && json_object_array_length(conds) > 0) {
+        json_object_object_get_ex(st, "conditions", &conds) &&
+        json_object_array_length(conds) > 0) {
         json_object *c = json_object_array_get_idx(conds, json_object_array_length(conds) - 1);
         out = g_strdup(json_object_get_string(json_object_object_get(c, "type")));
     }

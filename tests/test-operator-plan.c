@@ -17,15 +17,15 @@
 /* ---- a fake cluster ------------------------------------------------------------------------- */
 
 typedef struct {
-    json_object *job_json;   /* the TFJob as stored */
-    KbTfJob *job;            /* decoded from job_json */
-    GPtrArray *pods;         /* KbPod* */
-    GPtrArray *services;     /* KbObjectMeta* */
+    json_object *job_json; /* the TFJob as stored */
+    KbTfJob *job;          /* decoded from job_json */
+    GPtrArray *pods;       /* KbPod* */
+    GPtrArray *services;   /* KbObjectMeta* */
     KbObjectMeta *pod_group;
     json_object *pod_group_json;
     gboolean job_deleted;
     gint64 now;
-    const char *gang;        /* gang scheduler name */
+    const char *gang; /* gang scheduler name */
     guint uid_seq;
 } Cluster;
 
@@ -80,15 +80,15 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(Cluster, cluster_free)
 static TfPlan *plan_scaled(Cluster *c, const TfScaleDecision *scale)
 {
     TfObservation obs = {
-        .job = c->job,
-        .pods = (KbPod *const *)c->pods->pdata,
-        .n_pods = c->pods->len,
-        .services = (KbObjectMeta *const *)c->services->pdata,
-        .n_services = c->services->len,
-        .pod_group = c->pod_group,
-        .now = c->now,
-        .gang_scheduler = c->gang,
-        .scale = scale,
+            .job = c->job,
+            .pods = (KbPod *const *)c->pods->pdata,
+            .n_pods = c->pods->len,
+            .services = (KbObjectMeta *const *)c->services->pdata,
+            .n_services = c->services->len,
+            .pod_group = c->pod_group,
+            .now = c->now,
+            .gang_scheduler = c->gang,
+            .scale = scale,
     };
     return tf_plan_compute(&obs);
 }
@@ -325,7 +325,8 @@ static void test_seed_lifecycle(void)
     const TfAction *pg = tf_plan_find(p1, TF_ACTION_CREATE_POD_GROUP, "example-job");
     g_assert_nonnull(pg);
     g_assert_cmpint(json_object_get_int(json_object_object_get(
-                            json_object_object_get(pg->body, "spec"), "minMember")), ==, 4);
+                            json_object_object_get(pg->body, "spec"), "minMember")),
+                    ==, 4);
     apply(c, p1);
     g_assert_cmpstr(status_str(c, "phase"), ==, "Creating");
     g_assert_cmpstr(status_str(c, "state"), ==, "Running");
@@ -370,12 +371,14 @@ static void test_seed_lifecycle(void)
                     "MASTER");
     g_assert_cmpstr(json_object_get_string(json_object_object_get(m, "state")), ==, "Succeeded");
     g_assert_cmpint(json_object_get_int(json_object_object_get(
-                            json_object_object_get(m, "ReplicasStates"), "Succeeded")), ==, 1);
+                            json_object_object_get(m, "ReplicasStates"), "Succeeded")),
+                    ==, 1);
     g_assert_cmpstr(json_object_get_string(json_object_object_get(ps, "tf_replica_type")), ==,
                     "PS");
     g_assert_cmpstr(json_object_get_string(json_object_object_get(ps, "state")), ==, "Running");
     g_assert_cmpint(json_object_get_int(json_object_object_get(
-                            json_object_object_get(ps, "ReplicasStates"), "Running")), ==, 2);
+                            json_object_object_get(ps, "ReplicasStates"), "Running")),
+                    ==, 2);
     g_assert_cmpstr(status_str(c, "reason"), ==, "");
     g_assert_cmpstr(status_str(c, "controlPaused"), ==, "false");
 }
@@ -473,11 +476,14 @@ static void test_restart_after_operator_restart(void)
     g_autoptr(KbTfJob) fresh = kb_tfjob_decode(copy, FALSE, &error);
     json_object_put(copy);
     g_assert_no_error(error);
-    TfObservation obs = {.job = fresh, .pods = (KbPod *const *)c->pods->pdata,
+    TfObservation obs = {.job = fresh,
+                         .pods = (KbPod *const *)c->pods->pdata,
                          .n_pods = c->pods->len,
                          .services = (KbObjectMeta *const *)c->services->pdata,
-                         .n_services = c->services->len, .pod_group = c->pod_group,
-                         .now = c->now + 500, .gang_scheduler = "kube-batchd"};
+                         .n_services = c->services->len,
+                         .pod_group = c->pod_group,
+                         .now = c->now + 500,
+                         .gang_scheduler = "kube-batchd"};
     g_autoptr(TfPlan) p = tf_plan_compute(&obs);
     g_assert_cmpuint(p->actions->len, ==, 0);
 }
@@ -503,7 +509,8 @@ static void test_gang_off(void)
     const TfAction *w = tf_plan_find(p, TF_ACTION_CREATE_POD, "chiefjob-worker-1");
     json_object *meta = json_object_object_get(w->body, "metadata");
     json_object *ann = json_object_object_get(meta, "annotations");
-    g_assert_true(ann == NULL || json_object_object_get(ann, "scheduling.k8s.io/group-name") == NULL);
+    g_assert_true(ann == NULL ||
+                  json_object_object_get(ann, "scheduling.k8s.io/group-name") == NULL);
 }
 
 static void test_invalid_job(void)
@@ -511,7 +518,8 @@ static void test_invalid_job(void)
     g_autoptr(Cluster) c = cluster_new_json(json_tokener_parse(
             "{\"apiVersion\":\"kubeflow.org/v1\",\"kind\":\"TFJob\",\"metadata\":{\"name\":\"bad\","
             "\"namespace\":\"ns\",\"uid\":\"u\"},\"spec\":{\"tfReplicaSpecs\":{\"Worker\":"
-            "{\"replicas\":-1,\"template\":{\"spec\":{\"containers\":[{\"name\":\"tensorflow\"}]}}}}}}"));
+            "{\"replicas\":-1,\"template\":{\"spec\":{\"containers\":[{\"name\":\"tensorflow\"}]}}}"
+            "}}}"));
     g_autoptr(TfPlan) p = plan(c);
     g_assert_cmpuint(tf_plan_count(p, TF_ACTION_CREATE_POD), ==, 0);
     g_assert_cmpuint(tf_plan_count(p, TF_ACTION_CREATE_SERVICE), ==, 0);
@@ -529,7 +537,8 @@ static void test_invalid_v1alpha1_gets_no_runtime_id(void)
 {
     g_autoptr(Cluster) c = cluster_new_json(json_tokener_parse(
             "{\"apiVersion\":\"kubeflow.org/v1alpha1\",\"kind\":\"TFJob\",\"metadata\":{\"name\":"
-            "\"bad\",\"namespace\":\"ns\"},\"spec\":{\"replicaSpecs\":[{\"tfReplicaType\":\"WORKER\","
+            "\"bad\",\"namespace\":\"ns\"},\"spec\":{\"replicaSpecs\":[{\"tfReplicaType\":"
+            "\"WORKER\","
             "\"template\":{\"spec\":{\"containers\":[{\"name\":\"tensorflow\"}]}}}]}}"));
     settle(c, 3);
     g_assert_cmpstr(status_str(c, "state"), ==, "Failed");
@@ -626,8 +635,8 @@ static void test_backoff_limit(void)
     set_pod(c, "chiefjob-worker-0", "Failed", 143, 0, FALSE);
     settle(c, 3);
     g_assert_cmpstr(last_condition(c), ==, "Failed");
-    g_assert_nonnull(strstr(condition_message(c, KB_TF_COND_FAILED),
-                            "reached the specified backoff limit"));
+    g_assert_nonnull(
+            strstr(condition_message(c, KB_TF_COND_FAILED), "reached the specified backoff limit"));
 }
 
 static void test_backoff_counts_kubelet_restarts(void)
@@ -704,9 +713,8 @@ static void test_all_workers_policy(void)
 static Cluster *finished_with_policy(const char *policy)
 {
     json_object *j = load("v1-2ps-4w.json");
-    json_object_object_add(
-            json_object_object_get(json_object_object_get(j, "spec"), "runPolicy"),
-            "cleanPodPolicy", json_object_new_string(policy));
+    json_object_object_add(json_object_object_get(json_object_object_get(j, "spec"), "runPolicy"),
+                           "cleanPodPolicy", json_object_new_string(policy));
     Cluster *c = cluster_new_json(j);
     bring_up(c);
     set_all_pods(c, NULL, "Running", -1);
@@ -786,14 +794,15 @@ static void test_scale_up_and_down(void)
     g_assert_null(tf_plan_find(p2, TF_ACTION_DELETE_POD, "elastic-worker-1"));
     apply(c, p2);
     g_assert_cmpint(c->job->status.workers, ==, 2);
-    json_object *as = json_object_object_get(json_object_object_get(c->job_json, "status"),
-                                             "autoscaling");
+    json_object *as =
+            json_object_object_get(json_object_object_get(c->job_json, "status"), "autoscaling");
     g_assert_cmpstr(json_object_get_string(json_object_object_get(as, "lastDecision")), ==,
                     "Shrink");
     g_assert_cmpstr(json_object_get_string(json_object_object_get(as, "reason")), ==, "pressure");
 }
 
-/* ---- autoscaling decisions -------------------------------------------------------------------- */
+/* ---- autoscaling decisions --------------------------------------------------------------------
+ */
 
 static KbTfJob *dynamic_job(void)
 {
@@ -844,13 +853,14 @@ static void test_autoscale_shrink(void)
 {
     g_autoptr(KbTfJob) job = dynamic_job();
     job->status.workers = 6;
-    TfWaitingGroup w[] = {{.name = "ns/urgent", .queue = "research", .priority = 100,
-                           .gpus_needed = 3}};
+    TfWaitingGroup w[] = {
+            {.name = "ns/urgent", .queue = "research", .priority = 100, .gpus_needed = 3}};
     TfScaleDecision d;
     tf_autoscale_decide(job, 10, w, 1, 0, &d);
     g_assert_cmpint(d.kind, ==, TF_SCALE_SHRINK);
     g_assert_cmpint(d.workers, ==, 4); /* 3 GPUs: two 2-GPU workers */
-    g_assert_nonnull(strstr(d.reason, "group ns/urgent (priority 100 > 10) waits in queue research"));
+    g_assert_nonnull(
+            strstr(d.reason, "group ns/urgent (priority 100 > 10) waits in queue research"));
     /* Unknown need: all the way to the minimum. */
     w[0].gpus_needed = 0;
     tf_autoscale_decide(job, 10, w, 1, 0, &d);

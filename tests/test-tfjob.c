@@ -86,7 +86,8 @@ static const char *jstr(json_object *o, const char *path)
     return o != NULL ? json_object_get_string(o) : NULL;
 }
 
-/* ---- decoding --------------------------------------------------------------------------------- */
+/* ---- decoding ---------------------------------------------------------------------------------
+ */
 
 static void test_decode_seed(void)
 {
@@ -115,7 +116,8 @@ static void test_decode_v1alpha1_defaults(void)
     g_autoptr(KbTfJob) job = decode_text(
             "{\"apiVersion\":\"kubeflow.org/v1alpha1\",\"kind\":\"TFJob\","
             "\"metadata\":{\"name\":\"tf-smoke-gpu\",\"namespace\":\"default\"},"
-            "\"spec\":{\"RuntimeId\":\"76NO\",\"tfImage\":\"tf:1.4\",\"replicaSpecs\":[{\"template\":"
+            "\"spec\":{\"RuntimeId\":\"76NO\",\"tfImage\":\"tf:1.4\",\"replicaSpecs\":[{"
+            "\"template\":"
             "{\"spec\":{\"containers\":[{\"name\":\"tensorflow\",\"image\":\"x\",\"resources\":"
             "{\"limits\":{\"nvidia.com/gpu\":1}}}]}}}]}}");
     g_assert_null(job->invalid);
@@ -179,7 +181,8 @@ static void test_decode_legacy_fields(void)
 
 static void test_decode_shape_by_content(void)
 {
-    /* The CRD serves both versions unconverted: a replicaSpecs list read as v1 is still v1alpha1. */
+    /* The CRD serves both versions unconverted: a replicaSpecs list read as v1 is still v1alpha1.
+     */
     g_autoptr(KbTfJob) job = decode_text(
             "{\"apiVersion\":\"kubeflow.org/v1\",\"metadata\":{\"name\":\"j\"},\"spec\":"
             "{\"replicaSpecs\":[{\"tfReplicaType\":\"MASTER\",\"template\":{\"spec\":"
@@ -207,7 +210,8 @@ static void test_decode_status(void)
             "{\"Worker\":{\"template\":{\"spec\":{\"containers\":[{\"name\":\"tensorflow\"}]}}}}},"
             "\"status\":{\"startTime\":\"2026-11-22T05:00:00Z\",\"restartCount\":3,\"conditions\":["
             "{\"type\":\"Created\",\"status\":\"True\",\"reason\":\"TFJobCreated\"},"
-            "{\"type\":\"Running\",\"status\":\"True\",\"reason\":\"TFJobRunning\",\"message\":\"m\"}]}}");
+            "{\"type\":\"Running\",\"status\":\"True\",\"reason\":\"TFJobRunning\",\"message\":"
+            "\"m\"}]}}");
     g_assert_true(job->status.conditions[KB_TF_COND_RUNNING].present);
     g_assert_true(job->status.conditions[KB_TF_COND_RUNNING].status);
     g_assert_cmpstr(job->status.conditions[KB_TF_COND_RUNNING].message, ==, "m");
@@ -218,7 +222,8 @@ static void test_decode_status(void)
     g_assert_false(kb_tfjob_is_finished(job));
 }
 
-/* ---- validation: every message names the field ------------------------------------------------ */
+/* ---- validation: every message names the field ------------------------------------------------
+ */
 
 typedef struct {
     const char *name;
@@ -226,80 +231,90 @@ typedef struct {
     const char *expect; /* substring of job->invalid */
 } InvalidCase;
 
-#define TF "{\"name\":\"tensorflow\"}"
+#define TF   "{\"name\":\"tensorflow\"}"
 #define TMPL "\"template\":{\"spec\":{\"containers\":[" TF "]}}"
-#define V1(specs) "{\"apiVersion\":\"kubeflow.org/v1\",\"metadata\":{\"name\":\"bad\",\"namespace\":\"ns\"},\"spec\":{\"tfReplicaSpecs\":{" specs "}}}"
-#define ALPHA(specs) "{\"apiVersion\":\"kubeflow.org/v1alpha1\",\"metadata\":{\"name\":\"bad\",\"namespace\":\"ns\"},\"spec\":{\"replicaSpecs\":[" specs "]}}"
+#define V1(specs)                                                                                  \
+    "{\"apiVersion\":\"kubeflow.org/"                                                              \
+    "v1\",\"metadata\":{\"name\":\"bad\",\"namespace\":\"ns\"},\"spec\":{\"tfReplicaSpecs\":"      \
+    "{" specs "}}}"
+#define ALPHA(specs)                                                                               \
+    "{\"apiVersion\":\"kubeflow.org/"                                                              \
+    "v1alpha1\",\"metadata\":{\"name\":\"bad\",\"namespace\":\"ns\"},\"spec\":{\"replicaSpecs\":"  \
+    "[" specs "]}}"
 
 static const InvalidCase invalid_cases[] = {
-    {"no-replicas-v1", V1(""), "tfjob ns/bad: spec.tfReplicaSpecs: no replica specs"},
-    {"no-replicas-v1alpha1", ALPHA(""), "spec.replicaSpecs: no replica specs"},
-    {"negative-replicas", V1("\"Worker\":{\"replicas\":-2," TMPL "}"),
-     "spec.tfReplicaSpecs.Worker.replicas: must not be negative (-2)"},
-    {"zero-replicas-v1alpha1", ALPHA("{\"replicas\":0," TMPL "}"),
-     "spec.replicaSpecs[0].replicas: must be greater than 0"},
-    {"unknown-type-v1", V1("\"Learner\":{" TMPL "}"),
-     "spec.tfReplicaSpecs.Learner: unknown replica type \"Learner\""},
-    {"unknown-type-v1alpha1", ALPHA("{" TMPL "},{\"tfReplicaType\":\"SCHEDULER\"," TMPL "}"),
-     "spec.replicaSpecs[1].tfReplicaType: unknown replica type \"SCHEDULER\""},
-    {"no-tf-container-v1",
-     V1("\"Worker\":{\"template\":{\"spec\":{\"containers\":[{\"name\":\"main\"}]}}}"),
-     "spec.tfReplicaSpecs.Worker.template.spec.containers: no container named \"tensorflow\""},
-    {"no-tf-container-v1-ps", V1("\"Worker\":{" TMPL "},\"PS\":{}"),
-     "spec.tfReplicaSpecs.PS.template.spec.containers: no container named \"tensorflow\""},
-    {"no-tf-container-v1alpha1-worker", ALPHA("{" TMPL "},{\"tfReplicaType\":\"WORKER\"}"),
-     "spec.replicaSpecs[1].template.spec.containers: no container named \"tensorflow\""},
-    {"chief-and-master", V1("\"Chief\":{" TMPL "},\"Master\":{" TMPL "}"),
-     "both Chief and Master given"},
-    {"two-masters-v1", V1("\"Master\":{\"replicas\":2," TMPL "}"),
-     "spec.tfReplicaSpecs.Master.replicas: 2 masters/chiefs"},
-    {"two-chiefs-v1", V1("\"Chief\":{\"replicas\":3," TMPL "}"),
-     "spec.tfReplicaSpecs.Chief.replicas: 3 masters/chiefs"},
-    {"two-masters-v1alpha1", ALPHA("{" TMPL "},{\"tfReplicaType\":\"MASTER\"," TMPL "}"),
-     "spec.replicaSpecs[1]: replica type Master given twice"},
-    {"no-master-v1alpha1", ALPHA("{\"tfReplicaType\":\"WORKER\"," TMPL "}"),
-     "spec.replicaSpecs: no MASTER"},
-    {"restart-policy", V1("\"Worker\":{\"restartPolicy\":\"Sometimes\"," TMPL "}"),
-     "spec.tfReplicaSpecs.Worker.restartPolicy: unknown restart policy \"Sometimes\""},
-    {"clean-pod-policy",
-     "{\"metadata\":{\"name\":\"bad\",\"namespace\":\"ns\"},\"spec\":{\"runPolicy\":"
-     "{\"cleanPodPolicy\":\"Some\"},\"tfReplicaSpecs\":{\"Worker\":{" TMPL "}}}}",
-     "spec.runPolicy.cleanPodPolicy: unknown policy \"Some\""},
-    {"success-policy",
-     "{\"metadata\":{\"name\":\"bad\",\"namespace\":\"ns\"},\"spec\":{\"successPolicy\":\"Any\","
-     "\"tfReplicaSpecs\":{\"Worker\":{" TMPL "}}}}",
-     "spec.successPolicy: unknown policy \"Any\""},
-    {"negative-ttl",
-     "{\"metadata\":{\"name\":\"bad\",\"namespace\":\"ns\"},\"spec\":{\"runPolicy\":"
-     "{\"ttlSecondsAfterFinished\":-1},\"tfReplicaSpecs\":{\"Worker\":{" TMPL "}}}}",
-     "spec.runPolicy.ttlSecondsAfterFinished: must not be negative (-1)"},
-    {"port-range",
-     V1("\"Worker\":{\"template\":{\"spec\":{\"containers\":[{\"name\":\"tensorflow\",\"ports\":"
-        "[{\"name\":\"tfjob-port\",\"containerPort\":70000}]}]}}}"),
-     "spec.tfReplicaSpecs.Worker: port 70000 out of range"},
-    {"long-name",
-     "{\"metadata\":{\"name\":\"a-very-long-job-name-that-will-not-fit-in-a-dns-label-xyz\","
-     "\"namespace\":\"ns\"},\"spec\":{\"tfReplicaSpecs\":{\"Evaluator\":{" TMPL "}}}}",
-     "metadata.name: \"a-very-long-job-name-that-will-not-fit-in-a-dns-label-xyz\" makes pod name"},
-    {"dynamic-min-over-max",
-     "{\"metadata\":{\"name\":\"bad\",\"namespace\":\"ns\",\"annotations\":{"
-     "\"kube-batchd.io/min-workers\":\"5\",\"kube-batchd.io/max-workers\":\"2\"}},\"spec\":"
-     "{\"enableDynamicWorker\":true,\"tfReplicaSpecs\":{\"Worker\":{" TMPL "}}}}",
-     "kube-batchd.io/min-workers=5 and kube-batchd.io/max-workers=2"},
-    {"dynamic-not-a-number",
-     "{\"metadata\":{\"name\":\"bad\",\"namespace\":\"ns\",\"annotations\":{"
-     "\"kube-batchd.io/max-workers\":\"many\"}},\"spec\":"
-     "{\"enableDynamicWorker\":true,\"tfReplicaSpecs\":{\"Worker\":{" TMPL "}}}}",
-     "metadata.annotations[\"kube-batchd.io/max-workers\"]: \"many\" is not a number"},
-    {"retryable-code",
-     "{\"metadata\":{\"name\":\"bad\",\"namespace\":\"ns\",\"annotations\":{"
-     "\"kube-batchd.io/retryable-exit-codes\":\"138,x\"}},\"spec\":"
-     "{\"tfReplicaSpecs\":{\"Worker\":{" TMPL "}}}}",
-     "metadata.annotations[\"kube-batchd.io/retryable-exit-codes\"]: \"x\" is not an exit code"},
-    {"bad-quantity",
-     V1("\"Worker\":{\"template\":{\"spec\":{\"containers\":[{\"name\":\"tensorflow\","
-        "\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"12Qi\"}}}]}}}"),
-     NULL /* a structural error, see below */},
+        {"no-replicas-v1", V1(""), "tfjob ns/bad: spec.tfReplicaSpecs: no replica specs"},
+        {"no-replicas-v1alpha1", ALPHA(""), "spec.replicaSpecs: no replica specs"},
+        {"negative-replicas", V1("\"Worker\":{\"replicas\":-2," TMPL "}"),
+         "spec.tfReplicaSpecs.Worker.replicas: must not be negative (-2)"},
+        {"zero-replicas-v1alpha1", ALPHA("{\"replicas\":0," TMPL "}"),
+         "spec.replicaSpecs[0].replicas: must be greater than 0"},
+        {"unknown-type-v1", V1("\"Learner\":{" TMPL "}"),
+         "spec.tfReplicaSpecs.Learner: unknown replica type \"Learner\""},
+        {"unknown-type-v1alpha1", ALPHA("{" TMPL "},{\"tfReplicaType\":\"SCHEDULER\"," TMPL "}"),
+         "spec.replicaSpecs[1].tfReplicaType: unknown replica type \"SCHEDULER\""},
+        {"no-tf-container-v1",
+         V1("\"Worker\":{\"template\":{\"spec\":{\"containers\":[{\"name\":\"main\"}]}}}"),
+         "spec.tfReplicaSpecs.Worker.template.spec.containers: no container named \"tensorflow\""},
+        {"no-tf-container-v1-ps", V1("\"Worker\":{" TMPL "},\"PS\":{}"),
+         "spec.tfReplicaSpecs.PS.template.spec.containers: no container named \"tensorflow\""},
+        {"no-tf-container-v1alpha1-worker", ALPHA("{" TMPL "},{\"tfReplicaType\":\"WORKER\"}"),
+         "spec.replicaSpecs[1].template.spec.containers: no container named \"tensorflow\""},
+        {"chief-and-master", V1("\"Chief\":{" TMPL "},\"Master\":{" TMPL "}"),
+         "both Chief and Master given"},
+        {"two-masters-v1", V1("\"Master\":{\"replicas\":2," TMPL "}"),
+         "spec.tfReplicaSpecs.Master.replicas: 2 masters/chiefs"},
+        {"two-chiefs-v1", V1("\"Chief\":{\"replicas\":3," TMPL "}"),
+         "spec.tfReplicaSpecs.Chief.replicas: 3 masters/chiefs"},
+        {"two-masters-v1alpha1", ALPHA("{" TMPL "},{\"tfReplicaType\":\"MASTER\"," TMPL "}"),
+         "spec.replicaSpecs[1]: replica type Master given twice"},
+        {"no-master-v1alpha1", ALPHA("{\"tfReplicaType\":\"WORKER\"," TMPL "}"),
+         "spec.replicaSpecs: no MASTER"},
+        {"restart-policy", V1("\"Worker\":{\"restartPolicy\":\"Sometimes\"," TMPL "}"),
+         "spec.tfReplicaSpecs.Worker.restartPolicy: unknown restart policy \"Sometimes\""},
+        {"clean-pod-policy",
+         "{\"metadata\":{\"name\":\"bad\",\"namespace\":\"ns\"},\"spec\":{\"runPolicy\":"
+         "{\"cleanPodPolicy\":\"Some\"},\"tfReplicaSpecs\":{\"Worker\":{" TMPL "}}}}",
+         "spec.runPolicy.cleanPodPolicy: unknown policy \"Some\""},
+        {"success-policy",
+         "{\"metadata\":{\"name\":\"bad\",\"namespace\":\"ns\"},\"spec\":{\"successPolicy\":"
+         "\"Any\","
+         "\"tfReplicaSpecs\":{\"Worker\":{" TMPL "}}}}",
+         "spec.successPolicy: unknown policy \"Any\""},
+        {"negative-ttl",
+         "{\"metadata\":{\"name\":\"bad\",\"namespace\":\"ns\"},\"spec\":{\"runPolicy\":"
+         "{\"ttlSecondsAfterFinished\":-1},\"tfReplicaSpecs\":{\"Worker\":{" TMPL "}}}}",
+         "spec.runPolicy.ttlSecondsAfterFinished: must not be negative (-1)"},
+        {"port-range",
+         V1("\"Worker\":{\"template\":{\"spec\":{\"containers\":[{\"name\":\"tensorflow\","
+            "\"ports\":"
+            "[{\"name\":\"tfjob-port\",\"containerPort\":70000}]}]}}}"),
+         "spec.tfReplicaSpecs.Worker: port 70000 out of range"},
+        {"long-name",
+         "{\"metadata\":{\"name\":\"a-very-long-job-name-that-will-not-fit-in-a-dns-label-xyz\","
+         "\"namespace\":\"ns\"},\"spec\":{\"tfReplicaSpecs\":{\"Evaluator\":{" TMPL "}}}}",
+         "metadata.name: \"a-very-long-job-name-that-will-not-fit-in-a-dns-label-xyz\" makes pod "
+         "name"},
+        {"dynamic-min-over-max",
+         "{\"metadata\":{\"name\":\"bad\",\"namespace\":\"ns\",\"annotations\":{"
+         "\"kube-batchd.io/min-workers\":\"5\",\"kube-batchd.io/max-workers\":\"2\"}},\"spec\":"
+         "{\"enableDynamicWorker\":true,\"tfReplicaSpecs\":{\"Worker\":{" TMPL "}}}}",
+         "kube-batchd.io/min-workers=5 and kube-batchd.io/max-workers=2"},
+        {"dynamic-not-a-number",
+         "{\"metadata\":{\"name\":\"bad\",\"namespace\":\"ns\",\"annotations\":{"
+         "\"kube-batchd.io/max-workers\":\"many\"}},\"spec\":"
+         "{\"enableDynamicWorker\":true,\"tfReplicaSpecs\":{\"Worker\":{" TMPL "}}}}",
+         "metadata.annotations[\"kube-batchd.io/max-workers\"]: \"many\" is not a number"},
+        {"retryable-code",
+         "{\"metadata\":{\"name\":\"bad\",\"namespace\":\"ns\",\"annotations\":{"
+         "\"kube-batchd.io/retryable-exit-codes\":\"138,x\"}},\"spec\":"
+         "{\"tfReplicaSpecs\":{\"Worker\":{" TMPL "}}}}",
+         "metadata.annotations[\"kube-batchd.io/retryable-exit-codes\"]: \"x\" is not an exit "
+         "code"},
+        {"bad-quantity",
+         V1("\"Worker\":{\"template\":{\"spec\":{\"containers\":[{\"name\":\"tensorflow\","
+            "\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"12Qi\"}}}]}}}"),
+         NULL /* a structural error, see below */},
 };
 
 static void test_invalid(gconstpointer data)
@@ -331,7 +346,8 @@ static void test_valid_ps_without_container(void)
     g_assert_true(kb_tfjob_validate(job, NULL));
 }
 
-/* ---- structural errors and limits ------------------------------------------------------------- */
+/* ---- structural errors and limits -------------------------------------------------------------
+ */
 
 typedef struct {
     const char *name;
@@ -341,31 +357,32 @@ typedef struct {
 } StructCase;
 
 static const StructCase struct_cases[] = {
-    {"not-an-object", "[1,2]", KB_ERROR_DECODE, "expected an object"},
-    {"no-name", "{\"metadata\":{},\"spec\":{}}", KB_ERROR_DECODE, "metadata.name"},
-    {"replicas-string", V1("\"Worker\":{\"replicas\":\"2\"," TMPL "}"), KB_ERROR_DECODE,
-     "spec.tfReplicaSpecs.Worker.replicas: expected an integer, got a string"},
-    {"specs-list", "{\"metadata\":{\"name\":\"j\"},\"spec\":{\"tfReplicaSpecs\":[]}}",
-     KB_ERROR_DECODE, "spec.tfReplicaSpecs: expected an object, got a list"},
-    {"template-string", V1("\"Worker\":{\"template\":\"x\"}"), KB_ERROR_DECODE,
-     "spec.tfReplicaSpecs.Worker.template: expected an object"},
-    {"containers-object", V1("\"Worker\":{\"template\":{\"spec\":{\"containers\":{}}}}"),
-     KB_ERROR_DECODE, "spec.tfReplicaSpecs.Worker.template.spec.containers: expected a list"},
-    {"spec-entry-not-object", ALPHA("3"), KB_ERROR_DECODE, "spec.replicaSpecs[0]: expected an object"},
-    {"replicas-over-limit", V1("\"Worker\":{\"replicas\":10001," TMPL "}"), KB_ERROR_LIMIT,
-     "spec.tfReplicaSpecs.Worker.replicas: 10001 replicas, more than 10000"},
-    {"runtime-id-over-limit",
-     "{\"metadata\":{\"name\":\"j\"},\"spec\":{\"RuntimeId\":\"abcdefghijabcdefghijabcdefghijabc\","
-     "\"replicaSpecs\":[{" TMPL "}]}}",
-     KB_ERROR_LIMIT, "spec.RuntimeId: 33 characters, more than 32"},
-    {"replica-specs-over-limit",
-     ALPHA("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}"), KB_ERROR_LIMIT,
-     "spec.replicaSpecs: 17 entries, more than 16"},
-    {"retryable-codes-over-limit",
-     "{\"metadata\":{\"name\":\"j\",\"annotations\":{\"kube-batchd.io/retryable-exit-codes\":"
-     "\"1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17\"}},\"spec\":{\"tfReplicaSpecs\":"
-     "{\"Worker\":{" TMPL "}}}}",
-     KB_ERROR_LIMIT, "17 codes, more than 16"},
+        {"not-an-object", "[1,2]", KB_ERROR_DECODE, "expected an object"},
+        {"no-name", "{\"metadata\":{},\"spec\":{}}", KB_ERROR_DECODE, "metadata.name"},
+        {"replicas-string", V1("\"Worker\":{\"replicas\":\"2\"," TMPL "}"), KB_ERROR_DECODE,
+         "spec.tfReplicaSpecs.Worker.replicas: expected an integer, got a string"},
+        {"specs-list", "{\"metadata\":{\"name\":\"j\"},\"spec\":{\"tfReplicaSpecs\":[]}}",
+         KB_ERROR_DECODE, "spec.tfReplicaSpecs: expected an object, got a list"},
+        {"template-string", V1("\"Worker\":{\"template\":\"x\"}"), KB_ERROR_DECODE,
+         "spec.tfReplicaSpecs.Worker.template: expected an object"},
+        {"containers-object", V1("\"Worker\":{\"template\":{\"spec\":{\"containers\":{}}}}"),
+         KB_ERROR_DECODE, "spec.tfReplicaSpecs.Worker.template.spec.containers: expected a list"},
+        {"spec-entry-not-object", ALPHA("3"), KB_ERROR_DECODE,
+         "spec.replicaSpecs[0]: expected an object"},
+        {"replicas-over-limit", V1("\"Worker\":{\"replicas\":10001," TMPL "}"), KB_ERROR_LIMIT,
+         "spec.tfReplicaSpecs.Worker.replicas: 10001 replicas, more than 10000"},
+        {"runtime-id-over-limit",
+         "{\"metadata\":{\"name\":\"j\"},\"spec\":{\"RuntimeId\":"
+         "\"abcdefghijabcdefghijabcdefghijabc\","
+         "\"replicaSpecs\":[{" TMPL "}]}}",
+         KB_ERROR_LIMIT, "spec.RuntimeId: 33 characters, more than 32"},
+        {"replica-specs-over-limit", ALPHA("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}"),
+         KB_ERROR_LIMIT, "spec.replicaSpecs: 17 entries, more than 16"},
+        {"retryable-codes-over-limit",
+         "{\"metadata\":{\"name\":\"j\",\"annotations\":{\"kube-batchd.io/retryable-exit-codes\":"
+         "\"1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17\"}},\"spec\":{\"tfReplicaSpecs\":"
+         "{\"Worker\":{" TMPL "}}}}",
+         KB_ERROR_LIMIT, "17 codes, more than 16"},
 };
 
 static void test_structural(gconstpointer data)
@@ -387,13 +404,14 @@ static void test_limits_at_bound(void)
     /* Exactly at each limit decodes. */
     g_autoptr(KbTfJob) a = decode_text(V1("\"Worker\":{\"replicas\":10000," TMPL "}"));
     g_assert_cmpint(a->specs[KB_TF_WORKER].replicas, ==, 10000);
-    g_autoptr(KbTfJob) b = decode_text(
-            "{\"metadata\":{\"name\":\"j\"},\"spec\":{\"RuntimeId\":"
-            "\"abcdefghijabcdefghijabcdefghijab\",\"replicaSpecs\":[{" TMPL "}]}}");
+    g_autoptr(KbTfJob) b =
+            decode_text("{\"metadata\":{\"name\":\"j\"},\"spec\":{\"RuntimeId\":"
+                        "\"abcdefghijabcdefghijabcdefghijab\",\"replicaSpecs\":[{" TMPL "}]}}");
     g_assert_cmpuint(strlen(b->runtime_id), ==, 32);
 }
 
-/* ---- exit codes and restart decisions ----------------------------------------------------------- */
+/* ---- exit codes and restart decisions -----------------------------------------------------------
+ */
 
 static void test_exit_classes(void)
 {
@@ -401,11 +419,11 @@ static void test_exit_classes(void)
         int code;
         TfExitClass cls;
     } table[] = {
-        {0, TF_EXIT_SUCCESS},     {1, TF_EXIT_PERMANENT},      {2, TF_EXIT_PERMANENT},
-        {126, TF_EXIT_PERMANENT}, {127, TF_EXIT_PERMANENT},    {128, TF_EXIT_PERMANENT},
-        {139, TF_EXIT_PERMANENT}, {130, TF_EXIT_RETRYABLE},    {137, TF_EXIT_RETRYABLE},
-        {143, TF_EXIT_RETRYABLE}, {138, TF_EXIT_USER_RETRYABLE}, {3, TF_EXIT_UNDEFINED},
-        {255, TF_EXIT_UNDEFINED}, {129, TF_EXIT_UNDEFINED},
+            {0, TF_EXIT_SUCCESS},     {1, TF_EXIT_PERMANENT},        {2, TF_EXIT_PERMANENT},
+            {126, TF_EXIT_PERMANENT}, {127, TF_EXIT_PERMANENT},      {128, TF_EXIT_PERMANENT},
+            {139, TF_EXIT_PERMANENT}, {130, TF_EXIT_RETRYABLE},      {137, TF_EXIT_RETRYABLE},
+            {143, TF_EXIT_RETRYABLE}, {138, TF_EXIT_USER_RETRYABLE}, {3, TF_EXIT_UNDEFINED},
+            {255, TF_EXIT_UNDEFINED}, {129, TF_EXIT_UNDEFINED},
     };
     for (guint i = 0; i < G_N_ELEMENTS(table); i++) {
         g_assert_cmpint(tf_exit_classify(table[i].code), ==, table[i].cls);
@@ -447,28 +465,28 @@ typedef struct {
 } RestartCase;
 
 static const RestartCase restart_cases[] = {
-    {"exit-code/137", KB_TF_RESTART_EXIT_CODE, "Failed", 137, TF_REPLICA_RECREATE,
-     "exit code 137 (container received a SIGKILL): retryable"},
-    {"exit-code/143", KB_TF_RESTART_EXIT_CODE, "Failed", 143, TF_REPLICA_RECREATE, "retryable"},
-    {"exit-code/130", KB_TF_RESTART_EXIT_CODE, "Failed", 130, TF_REPLICA_RECREATE, "retryable"},
-    {"exit-code/1", KB_TF_RESTART_EXIT_CODE, "Failed", 1, TF_REPLICA_FAIL,
-     "exit code 1 (general error): permanent"},
-    {"exit-code/127", KB_TF_RESTART_EXIT_CODE, "Failed", 127, TF_REPLICA_FAIL, "permanent"},
-    {"exit-code/139", KB_TF_RESTART_EXIT_CODE, "Failed", 139, TF_REPLICA_FAIL, "SIGSEGV"},
-    {"exit-code/undefined", KB_TF_RESTART_EXIT_CODE, "Failed", 42, TF_REPLICA_FAIL,
-     "exit code 42 (undefined exit code, no guarantee): permanent"},
-    {"exit-code/evicted", KB_TF_RESTART_EXIT_CODE, "Failed", -1, TF_REPLICA_RECREATE,
-     "without an exit code"},
-    {"exit-code/running", KB_TF_RESTART_EXIT_CODE, "Running", -1, TF_REPLICA_KEEP, NULL},
-    {"exit-code/succeeded", KB_TF_RESTART_EXIT_CODE, "Succeeded", 0, TF_REPLICA_KEEP, NULL},
-    {"never/137", KB_TF_RESTART_NEVER, "Failed", 137, TF_REPLICA_FAIL, "restartPolicy Never"},
-    {"never/1", KB_TF_RESTART_NEVER, "Failed", 1, TF_REPLICA_FAIL, "permanent"},
-    {"on-failure/failed-pod", KB_TF_RESTART_ON_FAILURE, "Failed", 1, TF_REPLICA_RECREATE,
-     "restartPolicy OnFailure"},
-    {"on-failure/running", KB_TF_RESTART_ON_FAILURE, "Running", -1, TF_REPLICA_KEEP, NULL},
-    {"always/failed-pod", KB_TF_RESTART_ALWAYS, "Failed", -1, TF_REPLICA_RECREATE,
-     "restartPolicy Always"},
-    {"always/pending", KB_TF_RESTART_ALWAYS, "Pending", -1, TF_REPLICA_KEEP, NULL},
+        {"exit-code/137", KB_TF_RESTART_EXIT_CODE, "Failed", 137, TF_REPLICA_RECREATE,
+         "exit code 137 (container received a SIGKILL): retryable"},
+        {"exit-code/143", KB_TF_RESTART_EXIT_CODE, "Failed", 143, TF_REPLICA_RECREATE, "retryable"},
+        {"exit-code/130", KB_TF_RESTART_EXIT_CODE, "Failed", 130, TF_REPLICA_RECREATE, "retryable"},
+        {"exit-code/1", KB_TF_RESTART_EXIT_CODE, "Failed", 1, TF_REPLICA_FAIL,
+         "exit code 1 (general error): permanent"},
+        {"exit-code/127", KB_TF_RESTART_EXIT_CODE, "Failed", 127, TF_REPLICA_FAIL, "permanent"},
+        {"exit-code/139", KB_TF_RESTART_EXIT_CODE, "Failed", 139, TF_REPLICA_FAIL, "SIGSEGV"},
+        {"exit-code/undefined", KB_TF_RESTART_EXIT_CODE, "Failed", 42, TF_REPLICA_FAIL,
+         "exit code 42 (undefined exit code, no guarantee): permanent"},
+        {"exit-code/evicted", KB_TF_RESTART_EXIT_CODE, "Failed", -1, TF_REPLICA_RECREATE,
+         "without an exit code"},
+        {"exit-code/running", KB_TF_RESTART_EXIT_CODE, "Running", -1, TF_REPLICA_KEEP, NULL},
+        {"exit-code/succeeded", KB_TF_RESTART_EXIT_CODE, "Succeeded", 0, TF_REPLICA_KEEP, NULL},
+        {"never/137", KB_TF_RESTART_NEVER, "Failed", 137, TF_REPLICA_FAIL, "restartPolicy Never"},
+        {"never/1", KB_TF_RESTART_NEVER, "Failed", 1, TF_REPLICA_FAIL, "permanent"},
+        {"on-failure/failed-pod", KB_TF_RESTART_ON_FAILURE, "Failed", 1, TF_REPLICA_RECREATE,
+         "restartPolicy OnFailure"},
+        {"on-failure/running", KB_TF_RESTART_ON_FAILURE, "Running", -1, TF_REPLICA_KEEP, NULL},
+        {"always/failed-pod", KB_TF_RESTART_ALWAYS, "Failed", -1, TF_REPLICA_RECREATE,
+         "restartPolicy Always"},
+        {"always/pending", KB_TF_RESTART_ALWAYS, "Pending", -1, TF_REPLICA_KEEP, NULL},
 };
 
 static void test_restart(gconstpointer data)
@@ -495,7 +513,8 @@ static void test_kubelet_restarts(void)
     g_assert_cmpint(code, ==, -7);
 }
 
-/* ---- names, TF_CONFIG, pods, services, PodGroup ----------------------------------------------- */
+/* ---- names, TF_CONFIG, pods, services, PodGroup -----------------------------------------------
+ */
 
 static void test_names(void)
 {
@@ -605,8 +624,8 @@ static void test_pod_v1(void)
     g_assert_cmpstr(jstr(pod, "metadata/name"), ==, "mnist-dist-worker-0");
     g_assert_cmpstr(jstr(pod, "metadata/namespace"), ==, "research");
     json_object *labels, *ann, *owners;
-    g_assert_true(json_object_object_get_ex(json_object_object_get(pod, "metadata"), "labels",
-                                            &labels));
+    g_assert_true(
+            json_object_object_get_ex(json_object_object_get(pod, "metadata"), "labels", &labels));
     g_assert_cmpstr(json_object_get_string(json_object_object_get(labels, TF_LABEL_JOB_NAME)), ==,
                     "mnist-dist");
     g_assert_cmpstr(json_object_get_string(json_object_object_get(labels, TF_LABEL_REPLICA_TYPE)),
@@ -622,9 +641,9 @@ static void test_pod_v1(void)
     ann = json_object_object_get(json_object_object_get(pod, "metadata"), "annotations");
     g_assert_cmpstr(json_object_get_string(json_object_object_get(ann, TF_ANNOTATION_GROUP)), ==,
                     "mnist-dist");
-    g_assert_cmpstr(json_object_get_string(
-                            json_object_object_get(ann, "sim.kube-batchd.io/run-seconds")),
-                    ==, "10");
+    g_assert_cmpstr(
+            json_object_get_string(json_object_object_get(ann, "sim.kube-batchd.io/run-seconds")),
+            ==, "10");
     owners = json_object_object_get(json_object_object_get(pod, "metadata"), "ownerReferences");
     g_assert_cmpstr(jstr(owners, "0/kind"), ==, "TFJob");
     g_assert_cmpstr(jstr(owners, "0/apiVersion"), ==, "kubeflow.org/v1");
@@ -690,7 +709,8 @@ static void test_pod_ps_default_container(void)
     g_assert_cmpstr(jstr(m, "spec/containers/0/image"), ==,
                     "gcr.io/tf-on-k8s-dogfood/tf_sample:dc944ff");
     g_assert_cmpint(json_object_array_length(json_object_object_get(
-                            json_object_object_get(m, "spec"), "containers")), ==, 1);
+                            json_object_object_get(m, "spec"), "containers")),
+                    ==, 1);
     json_object_put(m);
 }
 
@@ -767,8 +787,8 @@ int main(int argc, char **argv)
     g_test_add_func("/operator/replica/exit-classes", test_exit_classes);
     g_test_add_func("/operator/replica/exit-138-user-choice", test_exit_138_user_choice);
     for (guint i = 0; i < G_N_ELEMENTS(restart_cases); i++) {
-        g_autofree char *path = g_strdup_printf("/operator/replica/restart/%s",
-                                                restart_cases[i].name);
+        g_autofree char *path =
+                g_strdup_printf("/operator/replica/restart/%s", restart_cases[i].name);
         g_test_add_data_func(path, &restart_cases[i], test_restart);
     }
     g_test_add_func("/operator/replica/kubelet-restarts", test_kubelet_restarts);
