@@ -122,9 +122,10 @@ void kb_test_server_push(KbTestServer *server, const char *method, const char *p
 void kb_test_server_respond(KbTestServer *server, const char *method, const char *path,
                             guint status, const char *body);
 
-/* Called on a server thread for each request of its route, one call at a time (calls are
- * serialized per server, so the handler's state needs no lock against itself, only against the
- * test thread). Returns the response to send (new reference), or NULL for a 500. */
+/* Called on a server thread for each request of its route. Calls are serialized per server, so
+ * the handler's state needs no lock against itself, only against the test thread. It must not
+ * block for long: freeing the server waits for it. Returns the response to send (new reference;
+ * a stream works too), or NULL for a 500. */
 typedef KbTestResponse *(*KbTestHandler)(const KbTestRequest *req, gpointer user_data);
 /* Route @method @path to @handler. Replaces any queue on that route. @destroy frees @user_data
  * when the server is freed (may be NULL). */
