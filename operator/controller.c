@@ -39,7 +39,7 @@ struct TfController {
     GHashTable *delayed;    /* key -> DelayedKey* */
     GHashTable *failures;   /* key -> GUINT count */
     GHashTable *deleted;    /* pod uid -> NULL: deleted by us, maybe still in the cache */
-    GHashTable *last_scale; /* key -> gint64* monotonic seconds of the last decision */
+    GHashTable *last_scale; /* key -> gint64* monotonic time (us) of the last decision */
     guint idle_id;
     guint resync_id;
 
@@ -465,9 +465,9 @@ static gboolean autoscale(TfController *c, const char *key, const KbTfJob *job,
     if (!c->autoscaling || !job->dynamic_workers || c->nodes == NULL ||
         !kb_informer_has_synced(c->nodes) || !kb_informer_has_synced(c->all_pods))
         return FALSE;
-    gint64 now = g_get_monotonic_time() / G_USEC_PER_SEC;
+    gint64 now = g_get_monotonic_time();
     gint64 *last = g_hash_table_lookup(c->last_scale, key);
-    if (last != NULL && now - *last < c->autoscale_seconds)
+    if (last != NULL && now - *last < (gint64)c->autoscale_seconds * G_USEC_PER_SEC)
         return FALSE;
     g_autoptr(GArray) waiting = g_array_new(FALSE, TRUE, sizeof(TfWaitingGroup));
     g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);

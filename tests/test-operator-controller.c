@@ -276,8 +276,12 @@ static Store *store_new(void)
     s->objects = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, put_json);
     s->watches = g_ptr_array_new_with_free_func(watch_free);
     s->served = g_hash_table_new(g_str_hash, g_str_equal);
-    static const char *const gvs[] = {"v1", "kubeflow.org/v1", "scheduling.volcano.sh/v1beta1",
-                                      "kubeflow.org/v1alpha1", "coordination.k8s.io/v1"};
+    static const char *const gvs[] = {"v1",
+                                      "kubeflow.org/v1",
+                                      "scheduling.volcano.sh/v1beta1",
+                                      "kubeflow.org/v1alpha1",
+                                      "coordination.k8s.io/v1",
+                                      "scheduling.k8s.io/v1"};
     for (guint i = 0; i < G_N_ELEMENTS(gvs); i++)
         g_hash_table_add(s->served, (gpointer)gvs[i]);
     return s;
@@ -318,11 +322,19 @@ static Rig *rig_new(gboolean v1_served)
     return r;
 }
 
-static void rig_start(Rig *r, const char *gang)
+static void rig_start_full(Rig *r, const char *gang, gboolean autoscaling)
 {
-    TfControllerOptions o = {.gang_scheduler = gang, .resync_seconds = 1};
+    TfControllerOptions o = {.gang_scheduler = gang,
+                             .resync_seconds = 1,
+                             .enable_autoscaling = autoscaling,
+                             .autoscale_seconds = 1};
     r->controller = tf_controller_new(r->client, NULL, NULL, &o);
     tf_controller_start(r->controller);
+}
+
+static void rig_start(Rig *r, const char *gang)
+{
+    rig_start_full(r, gang, FALSE);
 }
 
 static void rig_free(Rig *r)
@@ -564,6 +576,37 @@ static void test_v1alpha1_only(void)
     g_assert_cmpstr(state, ==, "Succeeded");
 }
 
+static void test_autoscaling(void)
+{
+    g_autoptr(Rig) r = rig_new(TRUE);
+    /* One ready node with 16 GPUs, nothing bound: the dynamic job (3 workers of 2 GPUs, 2..6)
+     * grows to its maximum. */
+    put_object(r, "nodes",
+               json_tokener_parse("{\"metadata\":{\"name\":\"n1\"},\"status\":{\"allocatable\":"
+                                  "{\"nvidia.com/gpu\":16,\"cpu\":\"64\"},\"conditions\":"
+                                  "[{\"type\":\"Ready\",\"status\":\"True\"}]}}"));
+    put_object(r, "priorityclasses",
+               json_tokener_parse("{\"metadata\":{\"name\":\"urgent\"},\"value\":1000}"));
+    put_object(r, "tfjobs", load("v1-dynamic.json"));
+    rig_start_full(r, "kube-batchd", TRUE);
+    g_assert_true(wait_for(r, count_is, &(CountIs){"pods", 7}));
+    g_autofree char *grown = job_field(r, "tfjobs/default/elastic", "status", "autoscaling");
+    g_assert_nonnull(strstr(grown, "\"workers\": 6"));
+    g_assert_nonnull(strstr(grown, "Grow"));
+    /* A group of higher priority waits in the same queue: back to the minimum of 2 workers. */
+    put_object(
+            r, "podgroups",
+            json_tokener_parse("{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":"
+                               "\"PodGroup\",\"metadata\":{\"name\":\"urgent-job\",\"namespace\":"
+                               "\"other\"},\"spec\":{\"minMember\":4,\"queue\":\"research\","
+                               "\"priorityClassName\":\"urgent\"},\"status\":{\"phase\":"
+                               "\"Pending\"}}"));
+    g_assert_true(wait_for(r, count_is, &(CountIs){"pods", 3}));
+    g_autofree char *shrunk = job_field(r, "tfjobs/default/elastic", "status", "autoscaling");
+    g_assert_nonnull(strstr(shrunk, "Shrink"));
+    g_assert_nonnull(strstr(shrunk, "urgent-job (priority 1000 > 0)"));
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -571,5 +614,6 @@ int main(int argc, char **argv)
     g_test_add_func("/operator/controller/v1-lifecycle", test_v1_lifecycle);
     g_test_add_func("/operator/controller/restart-and-delete", test_restart_and_delete);
     g_test_add_func("/operator/controller/v1alpha1-only", test_v1alpha1_only);
+    g_test_add_func("/operator/controller/autoscaling", test_autoscaling);
     return g_test_run();
 }
