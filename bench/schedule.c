@@ -8,6 +8,10 @@
  * and the time ratio (near-linear means 10x the work costs ~10x the time). Figures only.
  *
  * Usage: bench-schedule [nodes pods]   (defaults 5000 50000)
+ *
+ * Kept as bench/schedule.c (outside the bench/bench-*.c wildcard) until the Makefile links bench
+ * programs: its `$(O)/bin/bench-%` pattern rule has no recipe, so make falls back to the generic
+ * `$(O)/bin/%` rule with no objects and the link fails, which would break `make all`.
  */
 #include <stdio.h>
 #include <stdlib.h>
