@@ -39,11 +39,12 @@ static void add_nodes(KbCache *cache, guint n)
 {
     for (guint i = 0; i < n; i++) {
         g_autofree char *json = g_strdup_printf(
-            "{\"metadata\":{\"name\":\"node-%05u\",\"uid\":\"n%u\",\"labels\":{\"rack\":\"r%u\"}},"
-            "\"spec\":{},\"status\":{\"allocatable\":{\"cpu\":\"96\",\"memory\":\"768Gi\","
-            "\"pods\":\"110\",\"nvidia.com/gpu\":\"8\"},\"conditions\":[{\"type\":\"Ready\","
-            "\"status\":\"True\"}]}}",
-            i, i, i / 40);
+                "{\"metadata\":{\"name\":\"node-%05u\",\"uid\":\"n%u\",\"labels\":{\"rack\":\"r%"
+                "u\"}},"
+                "\"spec\":{},\"status\":{\"allocatable\":{\"cpu\":\"96\",\"memory\":\"768Gi\","
+                "\"pods\":\"110\",\"nvidia.com/gpu\":\"8\"},\"conditions\":[{\"type\":\"Ready\","
+                "\"status\":\"True\"}]}}",
+                i, i, i / 40);
         KbNode *node = decode(json, (DecodeFn)kb_node_decode);
         kb_cache_add_node(cache, node);
         kb_object_unref(node);
@@ -62,21 +63,22 @@ static guint add_jobs(KbCache *cache, guint n_pods)
             size = n_pods - made;
         guint gpus = 1 + (seed >> 8) % 2; /* 1 or 2 GPUs per pod */
         g_autofree char *pg_json = g_strdup_printf(
-            "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\",\"metadata\":"
-            "{\"name\":\"job-%u\",\"namespace\":\"ml\",\"uid\":\"pg%u\",\"creationTimestamp\":"
-            "\"2026-01-01T00:00:00Z\"},\"spec\":{\"minMember\":%u}}",
-            job, job, size);
+                "{\"apiVersion\":\"scheduling.volcano.sh/"
+                "v1beta1\",\"kind\":\"PodGroup\",\"metadata\":"
+                "{\"name\":\"job-%u\",\"namespace\":\"ml\",\"uid\":\"pg%u\",\"creationTimestamp\":"
+                "\"2026-01-01T00:00:00Z\"},\"spec\":{\"minMember\":%u}}",
+                job, job, size);
         KbPodGroup *pg = decode(pg_json, (DecodeFn)kb_pod_group_decode);
         kb_cache_add_pod_group(cache, pg);
         kb_object_unref(pg);
         for (guint t = 0; t < size; t++) {
             g_autofree char *json = g_strdup_printf(
-                "{\"metadata\":{\"name\":\"job-%u-%u\",\"namespace\":\"ml\",\"uid\":\"p%u-%u\","
-                "\"annotations\":{\"scheduling.k8s.io/group-name\":\"job-%u\"}},\"spec\":{"
-                "\"schedulerName\":\"kube-batchd\",\"containers\":[{\"name\":\"tensorflow\","
-                "\"resources\":{\"requests\":{\"cpu\":\"4\",\"memory\":\"32Gi\","
-                "\"nvidia.com/gpu\":%u}}}]},\"status\":{\"phase\":\"Pending\"}}",
-                job, t, job, t, job, gpus);
+                    "{\"metadata\":{\"name\":\"job-%u-%u\",\"namespace\":\"ml\",\"uid\":\"p%u-%u\","
+                    "\"annotations\":{\"scheduling.k8s.io/group-name\":\"job-%u\"}},\"spec\":{"
+                    "\"schedulerName\":\"kube-batchd\",\"containers\":[{\"name\":\"tensorflow\","
+                    "\"resources\":{\"requests\":{\"cpu\":\"4\",\"memory\":\"32Gi\","
+                    "\"nvidia.com/gpu\":%u}}}]},\"status\":{\"phase\":\"Pending\"}}",
+                    job, t, job, t, job, gpus);
             KbPod *pod = decode(json, (DecodeFn)kb_pod_decode);
             kb_cache_add_pod(cache, pod);
             kb_object_unref(pod);
@@ -102,7 +104,7 @@ static Figures run_one(guint n_nodes, guint n_pods)
     gint64 t0 = g_get_monotonic_time();
     g_autoptr(KbCycleResult) res = kb_cycle_run(cache, conf, 1000);
     gint64 t1 = g_get_monotonic_time();
-    Figures f = { (double)(t1 - t0) / 1e6, res->placements->len, jobs };
+    Figures f = {(double)(t1 - t0) / 1e6, res->placements->len, jobs};
     printf("  %5u nodes x 8 GPUs, %6u pods in %5u gangs: %6u placed, %5u gangs placed, "
            "%4u discarded, cycle %.3f s",
            n_nodes, n_pods, jobs, f.placed, res->n_jobs_placed, res->n_jobs_discarded, f.seconds);

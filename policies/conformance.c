@@ -1,4 +1,5 @@
-/* conformance: never evict critical pods (system-*-critical classes, or anything in kube-system). */
+/* conformance: never evict critical pods (system-*-critical classes, or anything in kube-system).
+ */
 #include "policies/plugin.h"
 
 static gboolean preemptable(gpointer state, const KbTaskInfo *preemptor, GPtrArray *victims)
@@ -12,6 +13,6 @@ static gboolean preemptable(gpointer state, const KbTaskInfo *preemptor, GPtrArr
 }
 
 const struct kb_plugin_ops kb_plugin_conformance = {
-    .name = "conformance",
-    .preemptable = preemptable,
+        .name = "conformance",
+        .preemptable = preemptable,
 };

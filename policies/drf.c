@@ -9,7 +9,7 @@ typedef struct {
     KbSession *ssn;
 } Drf;
 
-static const int drf_slots[] = { KB_RES_CPU, KB_RES_MEMORY, KB_RES_GPU };
+static const int drf_slots[] = {KB_RES_CPU, KB_RES_MEMORY, KB_RES_GPU};
 
 static double share(const Drf *d, const KbJobInfo *job)
 {
@@ -39,8 +39,8 @@ static int job_order(gpointer state, const KbJobInfo *a, const KbJobInfo *b)
 }
 
 const struct kb_plugin_ops kb_plugin_drf = {
-    .name = "drf",
-    .open = drf_open,
-    .close = g_free,
-    .job_order = job_order,
+        .name = "drf",
+        .open = drf_open,
+        .close = g_free,
+        .job_order = job_order,
 };

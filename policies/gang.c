@@ -31,8 +31,8 @@ static int job_order(gpointer state, const KbJobInfo *a, const KbJobInfo *b)
 }
 
 const struct kb_plugin_ops kb_plugin_gang = {
-    .name = "gang",
-    .job_order = job_order,
-    .job_ready = job_ready,
-    .job_pipelined = job_pipelined,
+        .name = "gang",
+        .job_order = job_order,
+        .job_ready = job_ready,
+        .job_pipelined = job_pipelined,
 };

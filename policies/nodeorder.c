@@ -33,7 +33,7 @@ static gpointer nodeorder_open(KbSession *ssn, const KbConfPlugin *conf)
 static double node_score(gpointer state, const KbTaskInfo *task, const KbNodeInfo *node)
 {
     const NodeOrder *no = state;
-    int slots[3] = { KB_RES_CPU, KB_RES_MEMORY, KB_RES_GPU };
+    int slots[3] = {KB_RES_CPU, KB_RES_MEMORY, KB_RES_GPU};
     int n = task->resreq.v[KB_RES_GPU] > 0 ? 3 : 2;
     double frac[3], least = 0, most = 0, mean = 0;
     for (int i = 0; i < n; i++) {
@@ -59,8 +59,8 @@ static double node_score(gpointer state, const KbTaskInfo *task, const KbNodeInf
 }
 
 const struct kb_plugin_ops kb_plugin_nodeorder = {
-    .name = "nodeorder",
-    .open = nodeorder_open,
-    .close = g_free,
-    .node_score = node_score,
+        .name = "nodeorder",
+        .open = nodeorder_open,
+        .close = g_free,
+        .node_score = node_score,
 };

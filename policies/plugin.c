@@ -5,8 +5,8 @@
 #include <string.h>
 
 static const struct kb_plugin_ops *const registry[] = {
-    &kb_plugin_priority,   &kb_plugin_gang,      &kb_plugin_drf,         &kb_plugin_proportion,
-    &kb_plugin_predicates, &kb_plugin_nodeorder, &kb_plugin_conformance,
+        &kb_plugin_priority,   &kb_plugin_gang,      &kb_plugin_drf,         &kb_plugin_proportion,
+        &kb_plugin_predicates, &kb_plugin_nodeorder, &kb_plugin_conformance,
 };
 
 const struct kb_plugin_ops *kb_plugin_lookup(const char *name)

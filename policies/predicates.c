@@ -51,6 +51,6 @@ static gboolean predicate(gpointer state, const KbTaskInfo *task, const KbNodeIn
 }
 
 const struct kb_plugin_ops kb_plugin_predicates = {
-    .name = "predicates",
-    .predicate = predicate,
+        .name = "predicates",
+        .predicate = predicate,
 };

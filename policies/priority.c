@@ -16,7 +16,7 @@ static int task_order(gpointer state, const KbTaskInfo *a, const KbTaskInfo *b)
 }
 
 const struct kb_plugin_ops kb_plugin_priority = {
-    .name = "priority",
-    .job_order = job_order,
-    .task_order = task_order,
+        .name = "priority",
+        .job_order = job_order,
+        .task_order = task_order,
 };

@@ -15,7 +15,7 @@
 
 #include <math.h>
 
-static const int slots[] = { KB_RES_CPU, KB_RES_MEMORY, KB_RES_GPU };
+static const int slots[] = {KB_RES_CPU, KB_RES_MEMORY, KB_RES_GPU};
 #define N_SLOTS G_N_ELEMENTS(slots)
 
 typedef struct {
@@ -30,7 +30,7 @@ typedef struct {
 
 static gboolean fill_round(KbSession *ssn, Fill *fill, double *remaining)
 {
-    double total_weight = 0, inc[N_SLOTS] = { 0 }, dec[N_SLOTS] = { 0 };
+    double total_weight = 0, inc[N_SLOTS] = {0}, dec[N_SLOTS] = {0};
     for (guint q = 0; q < ssn->queues->len; q++) {
         if (!fill[q].meet)
             total_weight += ((KbQueueInfo *)ssn->queues->pdata[q])->weight;
@@ -202,12 +202,12 @@ static gboolean job_enqueueable(gpointer state, const KbJobInfo *job, GString *w
             if (why != NULL) {
                 g_autofree char *n_s = kb_resource_format_value(s, need.v[s]);
                 g_autofree char *l_s = kb_resource_format_value(s, MAX(limit - used, 0));
-                g_string_append_printf(why, "queue \"%s\" has %s %s left of its %s, the job "
-                                            "needs %s to start",
-                                       qi->name, l_s, kb_resource_name(s),
-                                       limit >= qi->capability.v[s] ? "capability"
-                                                                    : "deserved share",
-                                       n_s);
+                g_string_append_printf(
+                        why,
+                        "queue \"%s\" has %s %s left of its %s, the job "
+                        "needs %s to start",
+                        qi->name, l_s, kb_resource_name(s),
+                        limit >= qi->capability.v[s] ? "capability" : "deserved share", n_s);
             }
             return FALSE;
         }
@@ -228,12 +228,12 @@ static void on_job_enqueued(gpointer state, const KbJobInfo *job)
 }
 
 const struct kb_plugin_ops kb_plugin_proportion = {
-    .name = "proportion",
-    .open = proportion_open,
-    .close = proportion_close,
-    .queue_order = queue_order,
-    .overused = overused,
-    .allocatable = allocatable,
-    .job_enqueueable = job_enqueueable,
-    .on_job_enqueued = on_job_enqueued,
+        .name = "proportion",
+        .open = proportion_open,
+        .close = proportion_close,
+        .queue_order = queue_order,
+        .overused = overused,
+        .allocatable = allocatable,
+        .job_enqueueable = job_enqueueable,
+        .on_job_enqueued = on_job_enqueued,
 };

@@ -4,8 +4,8 @@
 #include <string.h>
 
 static const struct kb_action_ops *const registry[] = {
-    &kb_action_enqueue,
-    &kb_action_allocate,
+        &kb_action_enqueue,
+        &kb_action_allocate,
 };
 
 const struct kb_action_ops *kb_action_lookup(const char *name)

@@ -20,11 +20,11 @@
 /* ---- max-tree over node idle vectors -------------------------------------------------------- */
 
 typedef struct {
-    guint n;          /* nodes */
-    guint size;       /* leaves, a power of two >= n */
+    guint n;    /* nodes */
+    guint size; /* leaves, a power of two >= n */
     int nslots;
-    gint64 *max;      /* (2 * size) x nslots */
-    guint *present;   /* present nodes per tree node */
+    gint64 *max;    /* (2 * size) x nslots */
+    guint *present; /* present nodes per tree node */
 } MaxTree;
 
 static gint64 *tmax(MaxTree *t, guint node)
@@ -133,7 +133,7 @@ static void fit_count(FitCounts *fc, const KbFitFailure *f, guint count)
         }
     }
     if (fc->n < G_N_ELEMENTS(fc->items))
-        fc->items[fc->n++] = (FitCount){ f->reason, f->slot, f->taint, count };
+        fc->items[fc->n++] = (FitCount){f->reason, f->slot, f->taint, count};
 }
 
 /* ---- allocate state ------------------------------------------------------------------------- */
@@ -145,8 +145,8 @@ typedef struct {
 } Cand;
 
 typedef struct {
-    GArray *cands;  /* Cand */
-    guint phase;    /* 0: [start, n), 1: [0, start), 2: done */
+    GArray *cands; /* Cand */
+    guint phase;   /* 0: [start, n), 1: [0, start), 2: done */
     guint start;
     guint pos;
     gboolean used;
@@ -155,13 +155,13 @@ typedef struct {
 typedef struct {
     KbSession *ssn;
     MaxTree tree;
-    guint *stamp;       /* per node: bumped whenever its idle vector changes */
-    guint start;        /* where the next search begins (rotates across jobs) */
-    gboolean scoring;   /* a node-order plugin is enabled */
+    guint *stamp;     /* per node: bumped whenever its idle vector changes */
+    guint start;      /* where the next search begins (rotates across jobs) */
+    gboolean scoring; /* a node-order plugin is enabled */
     guint n_candidates;
-    GArray *ctxs;       /* ClassCtx, reused across jobs */
-    GPtrArray *tasks;   /* scratch: pending tasks of the current job */
-    GPtrArray *placed;  /* scratch: the statement */
+    GArray *ctxs;          /* ClassCtx, reused across jobs */
+    GPtrArray *tasks;      /* scratch: pending tasks of the current job */
+    GPtrArray *placed;     /* scratch: the statement */
     KbResources max_alloc; /* largest allocatable per slot over present nodes */
     GString *why;
 } Alloc;
@@ -209,7 +209,7 @@ static gboolean fill(Alloc *a, ClassCtx *ctx, const KbTaskInfo *task)
         if (!node_fits(a, task, node) ||
             !kb_session_predicate(a->ssn, task, &a->ssn->nodes[node], NULL))
             continue;
-        Cand c = { score(a, task, node), node, a->stamp[node] };
+        Cand c = {score(a, task, node), node, a->stamp[node]};
         g_array_append_val(ctx->cands, c);
     }
     if (ctx->phase < 2)
@@ -258,12 +258,12 @@ static void diagnose_rec(Alloc *a, const KbTaskInfo *task, guint node, guint lo,
         return;
     int s = tree_short(t, node, &task->resreq);
     if (s >= 0) {
-        KbFitFailure f = { KB_FIT_RESOURCES, s, NULL };
+        KbFitFailure f = {KB_FIT_RESOURCES, s, NULL};
         fit_count(fc, &f, t->present[node]);
         return;
     }
     if (hi - lo == 1) {
-        KbFitFailure f = { KB_FIT_OK, -1, NULL };
+        KbFitFailure f = {KB_FIT_OK, -1, NULL};
         if (!kb_session_predicate(a->ssn, task, &a->ssn->nodes[lo], &f))
             fit_count(fc, &f, 1);
         else if ((f.slot = kb_resources_first_short(&task->resreq, &a->ssn->nodes[lo].idle)) >= 0)
@@ -307,7 +307,7 @@ static void explain_no_node(Alloc *a, const KbTaskInfo *task, GString *out)
                                kb_resource_name(s), most);
         return;
     }
-    FitCounts fc = { 0 };
+    FitCounts fc = {0};
     diagnose_rec(a, task, 1, 0, a->tree.size, &fc);
     g_string_append(out, "no node fits");
     for (guint i = 0; i < fc.n; i++) {
@@ -317,7 +317,7 @@ static void explain_no_node(Alloc *a, const KbTaskInfo *task, GString *out)
         if (c->reason == KB_FIT_RESOURCES) {
             g_string_append_printf(out, " %s", kb_resource_name(c->slot));
         } else if (c->reason == KB_FIT_TAINT) {
-            KbFitFailure f = { KB_FIT_TAINT, -1, c->taint };
+            KbFitFailure f = {KB_FIT_TAINT, -1, c->taint};
             g_autofree char *t = kb_fit_failure_to_string(&f);
             g_string_append(out, t + strlen("have taint"));
         }
@@ -337,7 +337,7 @@ static ClassCtx *class_ctx(Alloc *a, const KbTaskInfo *task)
 {
     guint idx = task->klass->index;
     while (a->ctxs->len <= idx) {
-        ClassCtx c = { g_array_new(FALSE, FALSE, sizeof(Cand)), 0, 0, 0, FALSE };
+        ClassCtx c = {g_array_new(FALSE, FALSE, sizeof(Cand)), 0, 0, 0, FALSE};
         g_array_append_val(a->ctxs, c);
     }
     ClassCtx *ctx = &g_array_index(a->ctxs, ClassCtx, idx);
@@ -363,7 +363,7 @@ static void commit(Alloc *a, KbJobInfo *job)
     KbSession *ssn = a->ssn;
     for (guint i = 0; i < a->placed->len; i++) {
         KbTaskInfo *t = a->placed->pdata[i];
-        KbPlacement p = { kb_object_ref(t->pod), ssn->nodes[t->node_id].name, g_strdup(job->key) };
+        KbPlacement p = {kb_object_ref(t->pod), ssn->nodes[t->node_id].name, g_strdup(job->key)};
         g_array_append_val(ssn->result->placements, p);
     }
     ssn->job_scratch[job->id].n_placed += a->placed->len;
@@ -426,11 +426,13 @@ static void allocate_job(Alloc *a, KbJobInfo *job, KbQueueInfo *qi)
     guint placeable = before + a->placed->len;
     discard(a);
     if (all)
-        kb_session_job_note(ssn, job, "NotEnoughPods", "%u/%d tasks placeable: the job is not "
-                            "ready (minMember %d)", placeable, job->min_member, job->min_member);
+        kb_session_job_note(ssn, job, "NotEnoughPods",
+                            "%u/%d tasks placeable: the job is not "
+                            "ready (minMember %d)",
+                            placeable, job->min_member, job->min_member);
     else
-        kb_session_job_note(ssn, job, "NotEnoughResources", "%u/%d tasks placeable: %s",
-                            placeable, job->min_member, a->why->str);
+        kb_session_job_note(ssn, job, "NotEnoughResources", "%u/%d tasks placeable: %s", placeable,
+                            job->min_member, a->why->str);
 }
 
 /* ---- queues and jobs ------------------------------------------------------------------------ */
@@ -515,7 +517,7 @@ static void alloc_clear(Alloc *a)
 
 static void allocate_execute(KbSession *ssn)
 {
-    Alloc a = { 0 };
+    Alloc a = {0};
     alloc_init(&a, ssn);
     GArray *qs = collect(ssn);
     g_autoptr(GString) why = g_string_new(NULL);
@@ -540,6 +542,6 @@ static void allocate_execute(KbSession *ssn)
 }
 
 const struct kb_action_ops kb_action_allocate = {
-    .name = "allocate",
-    .execute = allocate_execute,
+        .name = "allocate",
+        .execute = allocate_execute,
 };

@@ -5,21 +5,21 @@
 
 /* Every pod the cache knows (served or not), keyed "ns/name". */
 typedef struct {
-    KbPod *pod;             /* ref */
-    gint counted_node;      /* node whose `used` includes this pod, -1 when none */
-    KbResources counted;    /* what was added there */
-    KbTaskInfo *task;       /* owned by its job; NULL for pods of other schedulers */
+    KbPod *pod;          /* ref */
+    gint counted_node;   /* node whose `used` includes this pod, -1 when none */
+    KbResources counted; /* what was added there */
+    KbTaskInfo *task;    /* owned by its job; NULL for pods of other schedulers */
 } PodEntry;
 
 struct KbCache {
-    const char **served;    /* interned, NULL-terminated */
+    const char **served; /* interned, NULL-terminated */
     const char *default_queue;
-    GArray *nodes;          /* KbNodeInfo, indexed by id */
-    GHashTable *node_ids;   /* interned name -> id + 1 */
-    GHashTable *pods;       /* char* "ns/name" -> PodEntry* */
-    GHashTable *jobs;       /* char* "g:ns/name" or "p:ns/name" -> KbJobInfo* (owned by job_list) */
-    GPtrArray *job_list;    /* KbJobInfo*, job->id is the index */
-    GHashTable *queues;     /* interned name -> KbQueueInfo* (owned by queue_list) */
+    GArray *nodes;        /* KbNodeInfo, indexed by id */
+    GHashTable *node_ids; /* interned name -> id + 1 */
+    GHashTable *pods;     /* char* "ns/name" -> PodEntry* */
+    GHashTable *jobs;     /* char* "g:ns/name" or "p:ns/name" -> KbJobInfo* (owned by job_list) */
+    GPtrArray *job_list;  /* KbJobInfo*, job->id is the index */
+    GHashTable *queues;   /* interned name -> KbQueueInfo* (owned by queue_list) */
     GPtrArray *queue_list;
     GHashTable *priority_classes; /* interned name -> KbPriorityClass* (ref) */
 };
@@ -38,7 +38,7 @@ static guint node_id_for(KbCache *cache, const char *name)
     gpointer v = g_hash_table_lookup(cache->node_ids, name);
     if (v != NULL)
         return GPOINTER_TO_UINT(v) - 1;
-    KbNodeInfo ni = { 0 };
+    KbNodeInfo ni = {0};
     ni.id = cache->nodes->len;
     ni.name = g_intern_string(name);
     g_array_append_val(cache->nodes, ni);
@@ -723,7 +723,7 @@ KbCache *kb_cache_new(const char *const *scheduler_names, const char *default_qu
     cache->queues = g_hash_table_new(g_direct_hash, g_direct_equal);
     cache->queue_list = g_ptr_array_new_with_free_func(queue_info_free);
     cache->priority_classes =
-        g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, kb_object_unref);
+            g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, kb_object_unref);
     queue_info_new(cache, cache->default_queue);
     return cache;
 }
@@ -819,7 +819,8 @@ void kb_cache_cluster_allocatable(KbCache *cache, KbResources *out)
 const char *kb_task_state_to_string(KbTaskState state)
 {
     static const char *const names[KB_TASK_N_STATES] = {
-        "Pending", "Allocated", "Binding", "Bound", "Running", "Succeeded", "Failed", "Releasing",
+            "Pending", "Allocated", "Binding", "Bound",
+            "Running", "Succeeded", "Failed",  "Releasing",
     };
     return state < KB_TASK_N_STATES ? names[state] : "Unknown";
 }

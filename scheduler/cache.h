@@ -58,50 +58,50 @@ typedef struct KbTaskClass KbTaskClass;
 /* A node. Read-only outside the cache and the cycle. */
 typedef struct {
     guint id;
-    const char *name;    /* interned */
-    KbNode *node;        /* ref; NULL while only known through pods bound to it */
-    gboolean present;    /* the Node object exists */
+    const char *name; /* interned */
+    KbNode *node;     /* ref; NULL while only known through pods bound to it */
+    gboolean present; /* the Node object exists */
     KbResources allocatable;
-    KbResources used;    /* pods bound or assumed here, every scheduler */
-    KbResources idle;    /* allocatable - used */
-    guint n_pods;        /* pods counted in used */
+    KbResources used; /* pods bound or assumed here, every scheduler */
+    KbResources idle; /* allocatable - used */
+    guint n_pods;     /* pods counted in used */
 } KbNodeInfo;
 
 /* A pod served by this scheduler. */
 typedef struct {
-    KbPod *pod;            /* ref, replaced on update */
-    KbJobInfo *job;        /* the job the task belongs to */
-    KbTaskClass *klass;    /* equivalence class within the job (same template) */
+    KbPod *pod;         /* ref, replaced on update */
+    KbJobInfo *job;     /* the job the task belongs to */
+    KbTaskClass *klass; /* equivalence class within the job (same template) */
     KbTaskState state;
-    gint node_id;          /* -1 when not on a node */
-    gint32 priority;       /* effective priority (see top of file) */
-    KbResources resreq;    /* pod requests */
-    gint64 bind_time;      /* monotonic-ish "now" when the bind succeeded (BINDING) */
-    guint index;           /* position in job->tasks */
+    gint node_id;       /* -1 when not on a node */
+    gint32 priority;    /* effective priority (see top of file) */
+    KbResources resreq; /* pod requests */
+    gint64 bind_time;   /* monotonic-ish "now" when the bind succeeded (BINDING) */
+    guint index;        /* position in job->tasks */
 } KbTaskInfo;
 
 /* Tasks of one job sharing requests, selectors, affinity, tolerations and priority. */
 struct KbTaskClass {
-    const KbPod *rep;      /* representative pod (one of the class's tasks) */
+    const KbPod *rep; /* representative pod (one of the class's tasks) */
     KbResources resreq;
-    guint n_tasks;         /* tasks of the job in this class */
-    guint index;           /* position in job->classes */
+    guint n_tasks; /* tasks of the job in this class */
+    guint index;   /* position in job->classes */
 };
 
 struct KbJobInfo {
-    char *key;             /* "ns/name" of the group, or "ns/name" of the pod for a gang of one */
+    char *key;              /* "ns/name" of the group, or "ns/name" of the pod for a gang of one */
     const char *namespace_; /* interned */
-    char *name;            /* group name, or pod name for a gang of one */
-    gboolean is_group;     /* a pod group job (else a gang of one) */
-    KbPodGroup *group;     /* ref; NULL for a gang of one or while the group is missing */
+    char *name;             /* group name, or pod name for a gang of one */
+    gboolean is_group;      /* a pod group job (else a gang of one) */
+    KbPodGroup *group;      /* ref; NULL for a gang of one or while the group is missing */
     gboolean group_missing; /* pods name a group that does not exist (yet) */
-    const char *queue;     /* interned; the default queue when the group names none */
-    gint32 min_member;     /* 1 for a gang of one */
-    gint32 priority;       /* effective job priority (computed each cycle) */
+    const char *queue;      /* interned; the default queue when the group names none */
+    gint32 min_member;      /* 1 for a gang of one */
+    gint32 priority;        /* effective job priority (computed each cycle) */
     gint64 creation_timestamp;
-    KbJobPhase phase;      /* kept across cycles */
-    GPtrArray *tasks;      /* KbTaskInfo*, owned by the job */
-    GPtrArray *classes;    /* KbTaskClass*, owned */
+    KbJobPhase phase;   /* kept across cycles */
+    GPtrArray *tasks;   /* KbTaskInfo*, owned by the job */
+    GPtrArray *classes; /* KbTaskClass*, owned */
     guint n_state[KB_TASK_N_STATES];
     KbResources allocated; /* requests of tasks on nodes (allocated..running, releasing) */
     gint64 pending_since;  /* when the job was first seen without enough members placed */
@@ -110,13 +110,13 @@ struct KbJobInfo {
     char *last_reason;
     char *last_message;
     gboolean reported;
-    guint id;              /* position in the cache's job table; scratch for the cycle */
+    guint id; /* position in the cache's job table; scratch for the cycle */
 };
 
 /* A queue (the default queue exists even without an object). */
 typedef struct {
-    const char *name;      /* interned */
-    KbQueue *queue;        /* ref; NULL for the implicit default queue */
+    const char *name; /* interned */
+    KbQueue *queue;   /* ref; NULL for the implicit default queue */
     gint32 weight;
     KbResources capability; /* KB_RESOURCE_UNLIMITED where not given */
     KbResources guarantee;

@@ -26,17 +26,17 @@ static const char default_yaml[] = "actions: \"enqueue, allocate\"\n"
                                    "      nodeorder.balancedresource.weight: 1\n";
 
 static const char *const switch_names[KB_SWITCH_MAX] = {
-    [KB_SWITCH_JOB_ORDER] = "enableJobOrder",
-    [KB_SWITCH_JOB_READY] = "enableJobReady",
-    [KB_SWITCH_JOB_PIPELINED] = "enableJobPipelined",
-    [KB_SWITCH_TASK_ORDER] = "enableTaskOrder",
-    [KB_SWITCH_PREEMPTABLE] = "enablePreemptable",
-    [KB_SWITCH_RECLAIMABLE] = "enableReclaimable",
-    [KB_SWITCH_QUEUE_ORDER] = "enableQueueOrder",
-    [KB_SWITCH_PREDICATE] = "enablePredicate",
-    [KB_SWITCH_NODE_ORDER] = "enableNodeOrder",
-    [KB_SWITCH_JOB_ENQUEUEABLE] = "enableJobEnqueued",
-    [KB_SWITCH_ALLOCATABLE] = "enableAllocatable",
+        [KB_SWITCH_JOB_ORDER] = "enableJobOrder",
+        [KB_SWITCH_JOB_READY] = "enableJobReady",
+        [KB_SWITCH_JOB_PIPELINED] = "enableJobPipelined",
+        [KB_SWITCH_TASK_ORDER] = "enableTaskOrder",
+        [KB_SWITCH_PREEMPTABLE] = "enablePreemptable",
+        [KB_SWITCH_RECLAIMABLE] = "enableReclaimable",
+        [KB_SWITCH_QUEUE_ORDER] = "enableQueueOrder",
+        [KB_SWITCH_PREDICATE] = "enablePredicate",
+        [KB_SWITCH_NODE_ORDER] = "enableNodeOrder",
+        [KB_SWITCH_JOB_ENQUEUEABLE] = "enableJobEnqueued",
+        [KB_SWITCH_ALLOCATABLE] = "enableAllocatable",
 };
 
 const char *kb_conf_default_yaml(void)
@@ -92,8 +92,8 @@ static gulong line_of(yaml_node_t *n)
 
 static gboolean parse_bool(const char *s, gboolean *out)
 {
-    static const char *const yes[] = { "true", "True", "TRUE", "yes", "Yes", "on", "On" };
-    static const char *const no[] = { "false", "False", "FALSE", "no", "No", "off", "Off" };
+    static const char *const yes[] = {"true", "True", "TRUE", "yes", "Yes", "on", "On"};
+    static const char *const no[] = {"false", "False", "FALSE", "no", "No", "off", "Off"};
     for (guint i = 0; i < G_N_ELEMENTS(yes); i++) {
         if (strcmp(s, yes[i]) == 0) {
             *out = TRUE;
@@ -166,8 +166,8 @@ static gboolean parse_arguments(Doc *d, yaml_node_t *n, KbConfPlugin *p, GError 
         if (k == NULL)
             continue;
         if (g_hash_table_size(p->arguments) >= KB_CONF_MAX_ARGS) {
-            g_set_error(error, KB_ERROR, KB_ERROR_LIMIT,
-                        "plugin \"%s\": more than %d arguments", p->name, KB_CONF_MAX_ARGS);
+            g_set_error(error, KB_ERROR, KB_ERROR_LIMIT, "plugin \"%s\": more than %d arguments",
+                        p->name, KB_CONF_MAX_ARGS);
             return FALSE;
         }
         /* Non-scalar values (lists, maps) belong to plugins we do not implement: skipped. */
@@ -227,9 +227,8 @@ static gboolean parse_plugin(Doc *d, yaml_node_t *n, KbConfPlugin *p, GError **e
         return FALSE;
     }
     if (kb_plugin_lookup(p->name) == NULL) {
-        g_set_error(error, KB_ERROR, KB_ERROR_CONFIG,
-                    "line %lu: unknown plugin \"%s\" (known: %s)", line_of(n), p->name,
-                    kb_plugin_names());
+        g_set_error(error, KB_ERROR, KB_ERROR_CONFIG, "line %lu: unknown plugin \"%s\" (known: %s)",
+                    line_of(n), p->name, kb_plugin_names());
         return FALSE;
     }
     for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
@@ -347,7 +346,7 @@ KbConf *kb_conf_parse(const char *text, gsize len, GError **error)
         return NULL;
     }
     g_autoptr(KbConf) conf = g_new0(KbConf, 1);
-    Doc d = { &doc };
+    Doc d = {&doc};
     gboolean ok = parse_root(&d, conf, error);
     yaml_document_delete(&doc);
     yaml_parser_delete(&parser);

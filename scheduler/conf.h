@@ -29,25 +29,25 @@
 
 #include <glib.h>
 
-#define KB_CONF_MAX_BYTES (1024 * 1024)
+#define KB_CONF_MAX_BYTES   (1024 * 1024)
 #define KB_CONF_MAX_ACTIONS 16
-#define KB_CONF_MAX_TIERS 16
+#define KB_CONF_MAX_TIERS   16
 #define KB_CONF_MAX_PLUGINS 32
-#define KB_CONF_MAX_ARGS 64
+#define KB_CONF_MAX_ARGS    64
 
 /* The enable* switches of one plugin entry. */
 typedef enum {
-    KB_SWITCH_JOB_ORDER,      /* enableJobOrder */
-    KB_SWITCH_JOB_READY,      /* enableJobReady */
-    KB_SWITCH_JOB_PIPELINED,  /* enableJobPipelined */
-    KB_SWITCH_TASK_ORDER,     /* enableTaskOrder */
-    KB_SWITCH_PREEMPTABLE,    /* enablePreemptable */
-    KB_SWITCH_RECLAIMABLE,    /* enableReclaimable */
-    KB_SWITCH_QUEUE_ORDER,    /* enableQueueOrder */
-    KB_SWITCH_PREDICATE,      /* enablePredicate */
-    KB_SWITCH_NODE_ORDER,     /* enableNodeOrder */
+    KB_SWITCH_JOB_ORDER,       /* enableJobOrder */
+    KB_SWITCH_JOB_READY,       /* enableJobReady */
+    KB_SWITCH_JOB_PIPELINED,   /* enableJobPipelined */
+    KB_SWITCH_TASK_ORDER,      /* enableTaskOrder */
+    KB_SWITCH_PREEMPTABLE,     /* enablePreemptable */
+    KB_SWITCH_RECLAIMABLE,     /* enableReclaimable */
+    KB_SWITCH_QUEUE_ORDER,     /* enableQueueOrder */
+    KB_SWITCH_PREDICATE,       /* enablePredicate */
+    KB_SWITCH_NODE_ORDER,      /* enableNodeOrder */
     KB_SWITCH_JOB_ENQUEUEABLE, /* enableJobEnqueued (Volcano) */
-    KB_SWITCH_ALLOCATABLE,    /* enableAllocatable (proportion's per-task queue check) */
+    KB_SWITCH_ALLOCATABLE,     /* enableAllocatable (proportion's per-task queue check) */
     KB_SWITCH_MAX
 } KbConfSwitch;
 

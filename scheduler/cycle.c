@@ -115,10 +115,9 @@ static void prepare_job(KbSession *ssn, KbJobInfo *job)
             continue;
         g_autofree char *want = kb_resource_format_value(s, k->resreq.v[s]);
         g_autofree char *most = kb_resource_format_value(s, MAX(ssn->max_alloc.v[s], 0));
-        kb_session_job_note(ssn, job, "Unschedulable",
-                            "pod %s/%s requests %s %s but no node has more than %s",
-                            k->rep->meta.namespace_, k->rep->meta.name, want,
-                            kb_resource_name(s), most);
+        kb_session_job_note(
+                ssn, job, "Unschedulable", "pod %s/%s requests %s %s but no node has more than %s",
+                k->rep->meta.namespace_, k->rep->meta.name, want, kb_resource_name(s), most);
         return;
     }
     js->ready_to_schedule = TRUE;
@@ -158,7 +157,7 @@ static const char *group_api_version(const KbPodGroup *g)
 static void add_event(KbCycleResult *r, KbObjectMeta *obj, const char *api_version,
                       const char *kind, const char *type, const char *reason, const char *msg)
 {
-    KbSchedEvent ev = { kb_object_ref(obj), api_version, kind, type, reason, g_strdup(msg) };
+    KbSchedEvent ev = {kb_object_ref(obj), api_version, kind, type, reason, g_strdup(msg)};
     g_array_append_val(r->events, ev);
 }
 
@@ -203,14 +202,15 @@ static void job_condition(KbSession *ssn, KbJobInfo *job, KbJobStatus *st)
         st->condition_type = "Scheduled";
         st->condition_status = "True";
         st->reason = "Scheduled";
-        st->message = g_strdup_printf("%u/%d tasks placed", occupied(job) +
-                                      job->n_state[KB_TASK_SUCCEEDED], job->min_member);
+        st->message =
+                g_strdup_printf("%u/%d tasks placed",
+                                occupied(job) + job->n_state[KB_TASK_SUCCEEDED], job->min_member);
     }
 }
 
 static void report_job(KbSession *ssn, KbJobInfo *job)
 {
-    KbJobStatus st = { 0 };
+    KbJobStatus st = {0};
     st.group = job->group != NULL ? kb_object_ref(job->group) : NULL;
     if (!job->is_group && job->tasks->len > 0)
         st.pod = kb_object_ref(((KbTaskInfo *)job->tasks->pdata[0])->pod);
@@ -247,7 +247,7 @@ static void report_queues(KbSession *ssn)
     gboolean proportion = kb_session_plugin_state(ssn, "proportion") != NULL;
     for (guint q = 0; q < ssn->queues->len; q++) {
         KbQueueInfo *qi = ssn->queues->pdata[q];
-        KbQueueStatus qs = { 0 };
+        KbQueueStatus qs = {0};
         qs.name = qi->name;
         qs.queue = qi->queue != NULL ? kb_object_ref(qi->queue) : NULL;
         qs.weight = qi->weight;

@@ -26,10 +26,10 @@ typedef struct {
 
 /* The status of one job after the cycle. */
 typedef struct {
-    KbPodGroup *group;  /* ref; NULL for a pod without a group */
-    KbPod *pod;         /* ref to the pod of a gang of one (its PodScheduled condition), else NULL */
-    char *job;          /* "ns/name"; owned */
-    const char *queue;  /* interned */
+    KbPodGroup *group; /* ref; NULL for a pod without a group */
+    KbPod *pod;        /* ref to the pod of a gang of one (its PodScheduled condition), else NULL */
+    char *job;         /* "ns/name"; owned */
+    const char *queue; /* interned */
     KbJobPhase phase;
     /*
      * The condition to set: type "Unschedulable" (status "True") while the job cannot be placed,
@@ -43,8 +43,9 @@ typedef struct {
     /* TRUE when phase, reason or message differ from what the previous cycle reported. */
     gboolean changed;
     gint32 min_member;
-    guint n_pending, n_allocated, n_running, n_succeeded, n_failed; /* task counts after the cycle */
-    guint n_placed;               /* placed by this cycle */
+    guint n_pending, n_allocated, n_running, n_succeeded,
+            n_failed; /* task counts after the cycle */
+    guint n_placed;   /* placed by this cycle */
 } KbJobStatus;
 
 /* Per-queue figures (Queue status and metrics). */
@@ -56,7 +57,7 @@ typedef struct {
     KbResources deserved;  /* proportion's deserved share (zero when proportion is not enabled) */
     KbResources capability;
     KbResources guarantee;
-    KbResources request;   /* allocated + what its jobs still ask for */
+    KbResources request; /* allocated + what its jobs still ask for */
     guint n_pending, n_inqueue, n_running, n_unknown, n_completed; /* jobs by phase */
 } KbQueueStatus;
 
@@ -71,19 +72,19 @@ typedef struct {
 } KbSchedEvent;
 
 typedef struct {
-    gint64 now;                 /* the time the cycle ran for (seconds) */
-    GArray *placements;         /* KbPlacement, in commit order (a gang's pods are adjacent) */
-    GArray *job_statuses;       /* KbJobStatus, one per job the cycle looked at */
-    GArray *queue_statuses;     /* KbQueueStatus, one per queue */
-    GArray *events;             /* KbSchedEvent */
+    gint64 now;             /* the time the cycle ran for (seconds) */
+    GArray *placements;     /* KbPlacement, in commit order (a gang's pods are adjacent) */
+    GArray *job_statuses;   /* KbJobStatus, one per job the cycle looked at */
+    GArray *queue_statuses; /* KbQueueStatus, one per queue */
+    GArray *events;         /* KbSchedEvent */
     /* Metrics figures. */
-    gint64 duration_us;         /* whole cycle */
-    gint64 action_us[8];        /* per configured action, in configured order */
+    gint64 duration_us;  /* whole cycle */
+    gint64 action_us[8]; /* per configured action, in configured order */
     guint n_actions;
-    guint n_jobs;               /* jobs considered */
-    guint n_jobs_placed;        /* jobs that got a committed statement */
-    guint n_jobs_discarded;     /* statements discarded (gang not reached) */
-    guint n_tasks_pending;      /* tasks still pending after the cycle */
+    guint n_jobs;           /* jobs considered */
+    guint n_jobs_placed;    /* jobs that got a committed statement */
+    guint n_jobs_discarded; /* statements discarded (gang not reached) */
+    guint n_tasks_pending;  /* tasks still pending after the cycle */
 } KbCycleResult;
 
 /*

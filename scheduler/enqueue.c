@@ -53,7 +53,7 @@ static void try_enqueue(KbSession *ssn, KbJobInfo *job, KbResources *free_res, G
     if (short_slot >= 0) {
         g_autofree char *n_s = kb_resource_format_value(short_slot, need.v[short_slot]);
         g_autofree char *f_s =
-            kb_resource_format_value(short_slot, MAX(free_res->v[short_slot], 0));
+                kb_resource_format_value(short_slot, MAX(free_res->v[short_slot], 0));
         kb_session_job_note(ssn, job, "NotEnoughResources",
                             "not admitted: the cluster has %s %s free (after admitted jobs), the "
                             "job needs %s to start",
@@ -84,6 +84,6 @@ static void enqueue_execute(KbSession *ssn)
 }
 
 const struct kb_action_ops kb_action_enqueue = {
-    .name = "enqueue",
-    .execute = enqueue_execute,
+        .name = "enqueue",
+        .execute = enqueue_execute,
 };

@@ -299,8 +299,8 @@ void kb_session_job_min_request(const KbJobInfo *job, KbResources *out)
     }
 }
 
-void kb_session_job_note(KbSession *ssn, const KbJobInfo *job, const char *reason,
-                         const char *fmt, ...)
+void kb_session_job_note(KbSession *ssn, const KbJobInfo *job, const char *reason, const char *fmt,
+                         ...)
 {
     KbJobScratch *js = &ssn->job_scratch[job->id];
     va_list ap;
@@ -346,8 +346,8 @@ char *kb_fit_failure_to_string(const KbFitFailure *why)
     switch (why->reason) {
     case KB_FIT_RESOURCES:
         return g_strdup_printf("short of %s", kb_resource_name(why->slot) != NULL
-                                                  ? kb_resource_name(why->slot)
-                                                  : "resources");
+                                                      ? kb_resource_name(why->slot)
+                                                      : "resources");
     case KB_FIT_NOT_READY:
         return g_strdup("not Ready");
     case KB_FIT_UNSCHEDULABLE:

@@ -30,13 +30,13 @@ struct kb_plugin_ops;
 /* Why a node does not fit a task (predicates), for the condition messages. */
 typedef enum {
     KB_FIT_OK = 0,
-    KB_FIT_RESOURCES,     /* detail: the slot that is short */
+    KB_FIT_RESOURCES, /* detail: the slot that is short */
     KB_FIT_NOT_READY,
     KB_FIT_UNSCHEDULABLE,
     KB_FIT_NODE_SELECTOR,
     KB_FIT_AFFINITY,
-    KB_FIT_TAINT,         /* detail: the taint */
-    KB_FIT_GONE,          /* node object deleted */
+    KB_FIT_TAINT, /* detail: the taint */
+    KB_FIT_GONE,  /* node object deleted */
     KB_FIT_N_REASONS
 } KbFitReason;
 
@@ -55,11 +55,11 @@ typedef struct {
 
 /* Per-job scratch for one cycle, indexed by KbJobInfo.id. */
 typedef struct {
-    gboolean considered;  /* the job took part in this cycle */
+    gboolean considered;        /* the job took part in this cycle */
     gboolean ready_to_schedule; /* has a queue, enough pods, group present */
-    guint n_placed;       /* tasks committed by this cycle */
-    const char *reason;   /* static; NULL when nothing to say */
-    GString *message;     /* why it is not (fully) placed; NULL when nothing to say */
+    guint n_placed;             /* tasks committed by this cycle */
+    const char *reason;         /* static; NULL when nothing to say */
+    GString *message;           /* why it is not (fully) placed; NULL when nothing to say */
 } KbJobScratch;
 
 struct KbSession {
@@ -71,10 +71,10 @@ struct KbSession {
     GPtrArray *jobs;   /* the cache's KbJobInfo*; job->id is the index */
     GPtrArray *queues; /* the cache's KbQueueInfo*; queue->id is the index */
     KbJobScratch *job_scratch;
-    KbResources total;        /* allocatable of usable nodes */
-    KbResources max_alloc;    /* largest allocatable per slot over present nodes */
-    KbResources *deserved;    /* per queue id; set by proportion, else unlimited */
-    KbResources *request;     /* per queue id: allocated + pending requests of its jobs */
+    KbResources total;     /* allocatable of usable nodes */
+    KbResources max_alloc; /* largest allocatable per slot over present nodes */
+    KbResources *deserved; /* per queue id; set by proportion, else unlimited */
+    KbResources *request;  /* per queue id: allocated + pending requests of its jobs */
     KbPluginInstance *plugins;
     guint n_plugins;
     KbCycleResult *result;
@@ -119,8 +119,8 @@ void kb_session_job_enqueued(KbSession *ssn, const KbJobInfo *job);
 void kb_session_job_min_request(const KbJobInfo *job, KbResources *out);
 
 /* Record why @job is not placed: @reason static, message printf-style (replaces any previous). */
-void kb_session_job_note(KbSession *ssn, const KbJobInfo *job, const char *reason,
-                         const char *fmt, ...) G_GNUC_PRINTF(4, 5);
+void kb_session_job_note(KbSession *ssn, const KbJobInfo *job, const char *reason, const char *fmt,
+                         ...) G_GNUC_PRINTF(4, 5);
 
 /* A plugin's state in this session, or NULL when the plugin is not configured. */
 gpointer kb_session_plugin_state(KbSession *ssn, const char *name);

@@ -38,8 +38,7 @@ static Fx *fx_new(const char *yaml)
     } else {
         fx->conf = kb_conf_new_default();
     }
-    fx->pods = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
-                                     json_put);
+    fx->pods = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, json_put);
     fx->now = 1000;
     return fx;
 }
@@ -66,11 +65,13 @@ static void add_node_full(Fx *fx, const char *name, int cpu, int mem_gi, int gpu
                           const char *labels, const char *spec, gboolean ready)
 {
     g_autofree char *json = g_strdup_printf(
-        "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\",\"uid\":\"n-%s\","
-        "\"labels\":{%s}},\"spec\":{%s},\"status\":{\"allocatable\":{\"cpu\":\"%d\",\"memory\":"
-        "\"%dGi\",\"pods\":\"110\",\"nvidia.com/gpu\":\"%d\"},\"conditions\":[{\"type\":\"Ready\","
-        "\"status\":\"%s\"}]}}",
-        name, name, labels, spec, cpu, mem_gi, gpus, ready ? "True" : "False");
+            "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\",\"uid\":\"n-%"
+            "s\","
+            "\"labels\":{%s}},\"spec\":{%s},\"status\":{\"allocatable\":{\"cpu\":\"%d\",\"memory\":"
+            "\"%dGi\",\"pods\":\"110\",\"nvidia.com/"
+            "gpu\":\"%d\"},\"conditions\":[{\"type\":\"Ready\","
+            "\"status\":\"%s\"}]}}",
+            name, name, labels, spec, cpu, mem_gi, gpus, ready ? "True" : "False");
     json_object *o = parse(json);
     g_autoptr(GError) error = NULL;
     g_autoptr(KbNode) node = kb_node_decode(o, FALSE, &error);
@@ -86,13 +87,13 @@ static void add_node(Fx *fx, const char *name, int gpus)
 
 typedef struct {
     const char *ns;
-    const char *group;       /* pod group (annotation), or NULL */
-    const char *requests;    /* JSON members, e.g. "\"cpu\":\"1\",\"nvidia.com/gpu\":1" */
-    const char *node;        /* spec.nodeName or NULL */
-    const char *phase;       /* status.phase, default Pending */
-    const char *scheduler;   /* default kube-batchd */
-    const char *spec;        /* extra spec members (with a leading comma) or NULL */
-    const char *pc;          /* priorityClassName or NULL */
+    const char *group;     /* pod group (annotation), or NULL */
+    const char *requests;  /* JSON members, e.g. "\"cpu\":\"1\",\"nvidia.com/gpu\":1" */
+    const char *node;      /* spec.nodeName or NULL */
+    const char *phase;     /* status.phase, default Pending */
+    const char *scheduler; /* default kube-batchd */
+    const char *spec;      /* extra spec members (with a leading comma) or NULL */
+    const char *pc;        /* priorityClassName or NULL */
 } PodOpts;
 
 static void pod_put(Fx *fx, const char *key, json_object *o, gboolean update)
@@ -110,22 +111,26 @@ static void pod_put(Fx *fx, const char *key, json_object *o, gboolean update)
 static void add_pod(Fx *fx, const char *name, const PodOpts *po)
 {
     const char *ns = po->ns != NULL ? po->ns : "default";
-    g_autofree char *ann = po->group != NULL
-                               ? g_strdup_printf("\"scheduling.k8s.io/group-name\":\"%s\"", po->group)
-                               : g_strdup("");
-    g_autofree char *node = po->node != NULL ? g_strdup_printf(",\"nodeName\":\"%s\"", po->node)
-                                             : g_strdup("");
+    g_autofree char *ann =
+            po->group != NULL
+                    ? g_strdup_printf("\"scheduling.k8s.io/group-name\":\"%s\"", po->group)
+                    : g_strdup("");
+    g_autofree char *node =
+            po->node != NULL ? g_strdup_printf(",\"nodeName\":\"%s\"", po->node) : g_strdup("");
     g_autofree char *pc = po->pc != NULL ? g_strdup_printf(",\"priorityClassName\":\"%s\"", po->pc)
                                          : g_strdup("");
     g_autofree char *json = g_strdup_printf(
-        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\","
-        "\"uid\":\"u-%s-%s\",\"creationTimestamp\":\"2026-01-01T00:%02u:%02uZ\",\"annotations\":{%s}},"
-        "\"spec\":{\"schedulerName\":\"%s\"%s%s%s,\"containers\":[{\"name\":\"c\",\"resources\":"
-        "{\"requests\":{%s}}}]},\"status\":{\"phase\":\"%s\"}}",
-        name, ns, ns, name, (fx->seq / 60) % 60, fx->seq % 60, ann,
-        po->scheduler != NULL ? po->scheduler : "kube-batchd", node, pc,
-        po->spec != NULL ? po->spec : "", po->requests != NULL ? po->requests : "\"cpu\":\"1\"",
-        po->phase != NULL ? po->phase : "Pending");
+            "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\",\"namespace\":"
+            "\"%s\","
+            "\"uid\":\"u-%s-%s\",\"creationTimestamp\":\"2026-01-01T00:%02u:%02uZ\","
+            "\"annotations\":{%s}},"
+            "\"spec\":{\"schedulerName\":\"%s\"%s%s%s,\"containers\":[{\"name\":\"c\","
+            "\"resources\":"
+            "{\"requests\":{%s}}}]},\"status\":{\"phase\":\"%s\"}}",
+            name, ns, ns, name, (fx->seq / 60) % 60, fx->seq % 60, ann,
+            po->scheduler != NULL ? po->scheduler : "kube-batchd", node, pc,
+            po->spec != NULL ? po->spec : "", po->requests != NULL ? po->requests : "\"cpu\":\"1\"",
+            po->phase != NULL ? po->phase : "Pending");
     fx->seq++;
     g_autofree char *key = g_strdup_printf("%s/%s", ns, name);
     pod_put(fx, key, parse(json), FALSE);
@@ -136,7 +141,7 @@ static void add_gang_pods(Fx *fx, const char *ns, const char *group, guint n, co
 {
     for (guint i = 0; i < n; i++) {
         g_autofree char *name = g_strdup_printf("%s-%u", group, i);
-        PodOpts po = { .ns = ns, .group = group, .requests = requests };
+        PodOpts po = {.ns = ns, .group = group, .requests = requests};
         add_pod(fx, name, &po);
     }
 }
@@ -146,11 +151,12 @@ static void add_group_full(Fx *fx, const char *ns, const char *name, int min, co
 {
     g_autofree char *q = queue != NULL ? g_strdup_printf(",\"queue\":\"%s\"", queue) : g_strdup("");
     g_autofree char *json = g_strdup_printf(
-        "{\"apiVersion\":\"%s\",\"kind\":\"PodGroup\",\"metadata\":{\"name\":\"%s\","
-        "\"namespace\":\"%s\",\"uid\":\"pg-%s\",\"creationTimestamp\":\"2026-01-01T00:00:%02uZ\"},"
-        "\"spec\":{\"minMember\":%d%s%s}}",
-        api != NULL ? api : "scheduling.volcano.sh/v1beta1", name, ns, name, fx->seq++ % 60, min,
-        q, extra_spec != NULL ? extra_spec : "");
+            "{\"apiVersion\":\"%s\",\"kind\":\"PodGroup\",\"metadata\":{\"name\":\"%s\","
+            "\"namespace\":\"%s\",\"uid\":\"pg-%s\",\"creationTimestamp\":\"2026-01-01T00:00:%"
+            "02uZ\"},"
+            "\"spec\":{\"minMember\":%d%s%s}}",
+            api != NULL ? api : "scheduling.volcano.sh/v1beta1", name, ns, name, fx->seq++ % 60,
+            min, q, extra_spec != NULL ? extra_spec : "");
     json_object *o = parse(json);
     g_autoptr(GError) error = NULL;
     g_autoptr(KbPodGroup) pg = kb_pod_group_decode(o, FALSE, &error);
@@ -167,9 +173,9 @@ static void add_group(Fx *fx, const char *ns, const char *name, int min, const c
 static void add_queue(Fx *fx, const char *name, int weight, const char *spec_extra)
 {
     g_autofree char *json = g_strdup_printf(
-        "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"Queue\",\"metadata\":"
-        "{\"name\":\"%s\",\"uid\":\"q-%s\"},\"spec\":{\"weight\":%d%s}}",
-        name, name, weight, spec_extra != NULL ? spec_extra : "");
+            "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"Queue\",\"metadata\":"
+            "{\"name\":\"%s\",\"uid\":\"q-%s\"},\"spec\":{\"weight\":%d%s}}",
+            name, name, weight, spec_extra != NULL ? spec_extra : "");
     json_object *o = parse(json);
     g_autoptr(GError) error = NULL;
     g_autoptr(KbQueue) q = kb_queue_decode(o, FALSE, &error);
@@ -181,9 +187,9 @@ static void add_queue(Fx *fx, const char *name, int weight, const char *spec_ext
 static void add_priority_class(Fx *fx, const char *name, int value, gboolean global_default)
 {
     g_autofree char *json = g_strdup_printf(
-        "{\"apiVersion\":\"scheduling.k8s.io/v1\",\"kind\":\"PriorityClass\",\"metadata\":"
-        "{\"name\":\"%s\",\"uid\":\"pc-%s\"},\"value\":%d,\"globalDefault\":%s}",
-        name, name, value, global_default ? "true" : "false");
+            "{\"apiVersion\":\"scheduling.k8s.io/v1\",\"kind\":\"PriorityClass\",\"metadata\":"
+            "{\"name\":\"%s\",\"uid\":\"pc-%s\"},\"value\":%d,\"globalDefault\":%s}",
+            name, name, value, global_default ? "true" : "false");
     json_object *o = parse(json);
     g_autoptr(GError) error = NULL;
     g_autoptr(KbPriorityClass) pc = kb_priority_class_decode(o, FALSE, &error);
@@ -242,8 +248,8 @@ static void confirm_all(Fx *fx)
 {
     for (guint i = 0; i < fx->res->placements->len; i++) {
         const KbPlacement *p = &g_array_index(fx->res->placements, KbPlacement, i);
-        g_assert_true(kb_cache_bind_succeeded(fx->cache, p->pod->meta.namespace_,
-                                              p->pod->meta.name, p->pod->meta.uid, fx->now));
+        g_assert_true(kb_cache_bind_succeeded(fx->cache, p->pod->meta.namespace_, p->pod->meta.name,
+                                              p->pod->meta.uid, fx->now));
         g_autofree char *key = g_strdup_printf("%s/%s", p->pod->meta.namespace_, p->pod->meta.name);
         json_object *o = g_hash_table_lookup(fx->pods, key);
         g_assert_nonnull(o);
@@ -299,8 +305,9 @@ static void test_gang_partial_allocate_only(void)
     run(fx);
     g_assert_cmpuint(binds(fx, NULL), ==, 0);
     g_assert_cmpuint(fx->res->n_jobs_discarded, ==, 1);
-    assert_message(fx, "default/tf", "8/10 tasks placeable: no node fits: 1 node short of "
-                                     "nvidia.com/gpu");
+    assert_message(fx, "default/tf",
+                   "8/10 tasks placeable: no node fits: 1 node short of "
+                   "nvidia.com/gpu");
     g_assert_cmpuint(node_gpus_used(fx, "n1"), ==, 0);
     KbTaskInfo *t = kb_cache_lookup_task(fx->cache, "default", "tf-0");
     g_assert_cmpint(t->state, ==, KB_TASK_PENDING);
@@ -323,7 +330,7 @@ static void test_gang_of_one(void)
 {
     Fx *fx = fx_new(NULL);
     add_node(fx, "n1", 1);
-    PodOpts po = { .requests = GPU1 };
+    PodOpts po = {.requests = GPU1};
     add_pod(fx, "solo", &po);
     run(fx);
     g_assert_cmpstr(bound_node(fx, "default", "solo"), ==, "n1");
@@ -339,7 +346,7 @@ static void test_gang_waiting_for_pods(void)
     add_node(fx, "n1", 8);
     add_group(fx, "default", "tf", 8, NULL);
     add_gang_pods(fx, "default", "tf", 3, GPU1);
-    PodOpts po = { .requests = GPU1 };
+    PodOpts po = {.requests = GPU1};
     add_pod(fx, "other", &po);
     run(fx);
     g_assert_cmpuint(binds(fx, "default/tf"), ==, 0);
@@ -395,7 +402,7 @@ static void test_gang_assumed_until_confirmed(void)
     add_gang_pods(fx, "default", "a", 8, GPU1);
     run(fx);
     g_assert_cmpuint(binds(fx, NULL), ==, 8);
-    PodOpts po = { .requests = GPU1 };
+    PodOpts po = {.requests = GPU1};
     add_pod(fx, "late", &po);
     run(fx); /* the 8 are only assumed: their GPUs are still taken */
     g_assert_cmpuint(binds(fx, NULL), ==, 0);
@@ -442,7 +449,7 @@ static void test_gang_completed(void)
     add_group(fx, "default", "done", 2, NULL);
     for (guint i = 0; i < 2; i++) {
         g_autofree char *name = g_strdup_printf("done-%u", i);
-        PodOpts po = { .group = "done", .requests = GPU1, .node = "n1", .phase = "Succeeded" };
+        PodOpts po = {.group = "done", .requests = GPU1, .node = "n1", .phase = "Succeeded"};
         add_pod(fx, name, &po);
     }
     run(fx);
@@ -458,7 +465,7 @@ static void test_gang_schedule_timeout(void)
     add_group_full(fx, "default", "big", 4, NULL, ",\"scheduleTimeoutSeconds\":5",
                    "scheduling.x-k8s.io/v1alpha1");
     add_gang_pods(fx, "default", "big", 4, GPU1);
-    PodOpts po = { .requests = GPU1 };
+    PodOpts po = {.requests = GPU1};
     add_pod(fx, "small", &po);
     run(fx);
     g_assert_cmpstr(status(fx, "default/big")->reason, ==, "NotEnoughResources");
@@ -503,9 +510,9 @@ static void test_gang_impossible_request(void)
 {
     Fx *fx = fx_new(NULL);
     add_node(fx, "n1", 8);
-    PodOpts big = { .requests = "\"nvidia.com/gpu\":16" };
+    PodOpts big = {.requests = "\"nvidia.com/gpu\":16"};
     add_pod(fx, "huge", &big);
-    PodOpts po = { .requests = GPU1 };
+    PodOpts po = {.requests = GPU1};
     add_pod(fx, "fine", &po);
     run(fx);
     assert_message(fx, "default/huge", "requests 16 nvidia.com/gpu but no node has more than 8");
@@ -528,7 +535,7 @@ static void test_queue_weights_share(void)
         for (guint q = 0; q < 2; q++) {
             g_autofree char *name = g_strdup_printf("%s%u", q == 0 ? "a" : "b", i);
             add_group(fx, "default", name, 1, q == 0 ? "a" : "b");
-            PodOpts po = { .group = name, .requests = GPU1 };
+            PodOpts po = {.group = name, .requests = GPU1};
             add_pod(fx, name, &po);
         }
     }
@@ -583,8 +590,9 @@ static void test_queue_capability_message(void)
     add_gang_pods(fx, "default", "tf", 8, "\"nvidia.com/gpu\":6");
     run(fx);
     g_assert_cmpuint(binds(fx, NULL), ==, 0);
-    assert_message(fx, "default/tf", "2/8 tasks placeable: queue \"research\" is at its "
-                                     "capability for nvidia.com/gpu (12/16)");
+    assert_message(fx, "default/tf",
+                   "2/8 tasks placeable: queue \"research\" is at its "
+                   "capability for nvidia.com/gpu (12/16)");
     fx_free(fx);
 }
 
@@ -601,7 +609,7 @@ static void test_queue_guarantee(void)
         for (guint q = 0; q < 2; q++) {
             g_autofree char *name = g_strdup_printf("%s%u", q == 0 ? "s" : "b", i);
             add_group(fx, "default", name, 1, q == 0 ? "small" : "big");
-            PodOpts po = { .group = name, .requests = GPU1 };
+            PodOpts po = {.group = name, .requests = GPU1};
             add_pod(fx, name, &po);
         }
     }
@@ -658,7 +666,7 @@ static void test_queue_overused_gets_nothing(void)
     add_group(fx, "default", "arun", 1, "a");
     for (guint i = 0; i < 8; i++) {
         g_autofree char *name = g_strdup_printf("arun-%u", i);
-        PodOpts po = { .group = "arun", .requests = GPU1, .node = "n1", .phase = "Running" };
+        PodOpts po = {.group = "arun", .requests = GPU1, .node = "n1", .phase = "Running"};
         add_pod(fx, name, &po);
     }
     add_group(fx, "default", "amore", 1, "a");
@@ -694,9 +702,9 @@ static void test_priority_pod_values(void)
     Fx *fx = fx_new(NULL);
     add_priority_class(fx, "high", 1000, FALSE);
     add_priority_class(fx, "normal", 7, TRUE);
-    PodOpts a = { .pc = "high", .spec = ",\"priority\":5" };
-    PodOpts b = { .pc = "high" };
-    PodOpts c = { 0 };
+    PodOpts a = {.pc = "high", .spec = ",\"priority\":5"};
+    PodOpts b = {.pc = "high"};
+    PodOpts c = {0};
     add_pod(fx, "a", &a);
     add_pod(fx, "b", &b);
     add_pod(fx, "c", &c);
@@ -710,8 +718,8 @@ static void test_priority_pods_without_group(void)
 {
     Fx *fx = fx_new(NULL);
     add_node(fx, "n1", 1);
-    PodOpts lo = { .requests = GPU1, .spec = ",\"priority\":1" };
-    PodOpts hi = { .requests = GPU1, .spec = ",\"priority\":100" };
+    PodOpts lo = {.requests = GPU1, .spec = ",\"priority\":1"};
+    PodOpts hi = {.requests = GPU1, .spec = ",\"priority\":100"};
     add_pod(fx, "lo", &lo);
     add_pod(fx, "hi", &hi);
     run(fx);
@@ -730,9 +738,9 @@ static void drf_case(const char *conf, const char *winner)
     Fx *fx = fx_new(conf);
     add_node(fx, "n1", 2);
     add_group(fx, "default", "a", 1, NULL);
-    PodOpts run_a = { .group = "a", .requests = GPU1, .node = "n1", .phase = "Running" };
+    PodOpts run_a = {.group = "a", .requests = GPU1, .node = "n1", .phase = "Running"};
     add_pod(fx, "a-0", &run_a);
-    PodOpts pend_a = { .group = "a", .requests = GPU1 };
+    PodOpts pend_a = {.group = "a", .requests = GPU1};
     add_pod(fx, "a-1", &pend_a);
     add_group(fx, "default", "b", 1, NULL);
     add_gang_pods(fx, "default", "b", 1, GPU1);
@@ -744,7 +752,7 @@ static void drf_case(const char *conf, const char *winner)
 
 static void test_drf_order(void)
 {
-    drf_case(drf_conf, "default/b"); /* b holds nothing: smallest dominant share */
+    drf_case(drf_conf, "default/b");  /* b holds nothing: smallest dominant share */
     drf_case(fifo_conf, "default/a"); /* without drf: the older job */
 }
 
@@ -754,13 +762,15 @@ static void test_foreign_pods_consume(void)
 {
     Fx *fx = fx_new(NULL);
     add_node(fx, "n1", 8);
-    PodOpts f = { .requests = "\"nvidia.com/gpu\":6", .node = "n1", .phase = "Running",
-                  .scheduler = "default-scheduler" };
+    PodOpts f = {.requests = "\"nvidia.com/gpu\":6",
+                 .node = "n1",
+                 .phase = "Running",
+                 .scheduler = "default-scheduler"};
     add_pod(fx, "foreign", &f);
     g_assert_null(kb_cache_lookup_task(fx->cache, "default", "foreign"));
     add_group(fx, "default", "tf", 4, NULL);
     add_gang_pods(fx, "default", "tf", 4, GPU1);
-    PodOpts po = { .requests = GPU1 };
+    PodOpts po = {.requests = GPU1};
     add_pod(fx, "one", &po);
     run(fx);
     g_assert_cmpuint(binds(fx, "default/tf"), ==, 0);
@@ -773,17 +783,20 @@ static void test_foreign_pod_terminated_releases(void)
 {
     Fx *fx = fx_new(NULL);
     add_node(fx, "n1", 8);
-    PodOpts f = { .requests = "\"nvidia.com/gpu\":8", .node = "n1", .phase = "Running",
-                  .scheduler = "default-scheduler" };
+    PodOpts f = {.requests = "\"nvidia.com/gpu\":8",
+                 .node = "n1",
+                 .phase = "Running",
+                 .scheduler = "default-scheduler"};
     add_pod(fx, "foreign", &f);
     g_assert_cmpuint(node_gpus_used(fx, "n1"), ==, 8);
     PodOpts done = f;
     done.phase = "Succeeded";
-    json_object *o = parse("{\"metadata\":{\"name\":\"foreign\",\"namespace\":\"default\",\"uid\":"
-                           "\"u-default-foreign\"},\"spec\":{\"schedulerName\":\"default-scheduler\","
-                           "\"nodeName\":\"n1\",\"containers\":[{\"name\":\"c\",\"resources\":{"
-                           "\"requests\":{\"nvidia.com/gpu\":8}}}]},\"status\":{\"phase\":"
-                           "\"Succeeded\"}}");
+    json_object *o =
+            parse("{\"metadata\":{\"name\":\"foreign\",\"namespace\":\"default\",\"uid\":"
+                  "\"u-default-foreign\"},\"spec\":{\"schedulerName\":\"default-scheduler\","
+                  "\"nodeName\":\"n1\",\"containers\":[{\"name\":\"c\",\"resources\":{"
+                  "\"requests\":{\"nvidia.com/gpu\":8}}}]},\"status\":{\"phase\":"
+                  "\"Succeeded\"}}");
     pod_put(fx, "default/foreign", o, TRUE);
     g_assert_cmpuint(node_gpus_used(fx, "n1"), ==, 0);
     (void)done;
@@ -793,8 +806,10 @@ static void test_foreign_pod_terminated_releases(void)
 static void test_pod_before_node(void)
 {
     Fx *fx = fx_new(NULL);
-    PodOpts f = { .requests = "\"nvidia.com/gpu\":3", .node = "n1", .phase = "Running",
-                  .scheduler = "default-scheduler" };
+    PodOpts f = {.requests = "\"nvidia.com/gpu\":3",
+                 .node = "n1",
+                 .phase = "Running",
+                 .scheduler = "default-scheduler"};
     add_pod(fx, "early", &f);
     add_node(fx, "n1", 8);
     g_assert_cmpuint(node_gpus_used(fx, "n1"), ==, 3);
@@ -825,10 +840,12 @@ static void score_case(const char *conf, const char *want)
     Fx *fx = fx_new(conf);
     add_node(fx, "busy", 8);
     add_node(fx, "idle", 8);
-    PodOpts f = { .requests = "\"cpu\":\"16\",\"memory\":\"64Gi\",\"nvidia.com/gpu\":6",
-                  .node = "busy", .phase = "Running", .scheduler = "default-scheduler" };
+    PodOpts f = {.requests = "\"cpu\":\"16\",\"memory\":\"64Gi\",\"nvidia.com/gpu\":6",
+                 .node = "busy",
+                 .phase = "Running",
+                 .scheduler = "default-scheduler"};
     add_pod(fx, "foreign", &f);
-    PodOpts po = { .requests = GPU1 };
+    PodOpts po = {.requests = GPU1};
     add_pod(fx, "p", &po);
     run(fx);
     g_assert_cmpstr(bound_node(fx, "default", "p"), ==, want);
@@ -893,79 +910,80 @@ static void test_nodeorder_binpack_gang(void)
 
 typedef struct {
     const char *path;
-    const char *labels;   /* node labels (JSON members) */
-    const char *spec;     /* node spec members */
+    const char *labels; /* node labels (JSON members) */
+    const char *spec;   /* node spec members */
     gboolean ready;
     const char *pod_spec; /* pod spec members, leading comma */
     gboolean binds;
-    const char *message;  /* when not bound */
+    const char *message; /* when not bound */
 } PredCase;
 
 #define TAINT(k, v, e) "\"taints\":[{\"key\":\"" k "\",\"value\":\"" v "\",\"effect\":\"" e "\"}]"
-#define TOL(json) ",\"tolerations\":[" json "]"
-#define AFF(expr)                                                                             \
-    ",\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":{"   \
+#define TOL(json)      ",\"tolerations\":[" json "]"
+#define AFF(expr)                                                                                  \
+    ",\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":{"        \
     "\"nodeSelectorTerms\":[{\"matchExpressions\":[" expr "]}]}}}"
 #define ZONE "\"zone\":\"a\",\"rank\":\"5\""
 
 static const PredCase pred_cases[] = {
-    { "/scheduler/predicates/taint/untolerated", "", TAINT("dedicated", "infra", "NoSchedule"),
-      TRUE, "", FALSE, "no node fits: 1 node has taint dedicated=infra:NoSchedule" },
-    { "/scheduler/predicates/taint/equal", "", TAINT("dedicated", "infra", "NoSchedule"), TRUE,
-      TOL("{\"key\":\"dedicated\",\"operator\":\"Equal\",\"value\":\"infra\","
-          "\"effect\":\"NoSchedule\"}"),
-      TRUE, NULL },
-    { "/scheduler/predicates/taint/equal-wrong-value", "",
-      TAINT("dedicated", "infra", "NoSchedule"), TRUE,
-      TOL("{\"key\":\"dedicated\",\"operator\":\"Equal\",\"value\":\"ml\"}"), FALSE,
-      "1 node has taint dedicated=infra:NoSchedule" },
-    { "/scheduler/predicates/taint/exists", "", TAINT("dedicated", "infra", "NoSchedule"), TRUE,
-      TOL("{\"key\":\"dedicated\",\"operator\":\"Exists\"}"), TRUE, NULL },
-    { "/scheduler/predicates/taint/wildcard", "", TAINT("dedicated", "infra", "NoExecute"), TRUE,
-      TOL("{\"operator\":\"Exists\"}"), TRUE, NULL },
-    { "/scheduler/predicates/taint/no-execute", "", TAINT("gpu", "bad", "NoExecute"), TRUE, "",
-      FALSE, "taint gpu=bad:NoExecute" },
-    { "/scheduler/predicates/taint/effect-mismatch", "", TAINT("gpu", "bad", "NoExecute"), TRUE,
-      TOL("{\"key\":\"gpu\",\"operator\":\"Exists\",\"effect\":\"NoSchedule\"}"), FALSE, "taint" },
-    { "/scheduler/predicates/taint/prefer-no-schedule", "",
-      TAINT("soft", "x", "PreferNoSchedule"), TRUE, "", TRUE, NULL },
-    { "/scheduler/predicates/node-selector/match", ZONE, "", TRUE,
-      ",\"nodeSelector\":{\"zone\":\"a\"}", TRUE, NULL },
-    { "/scheduler/predicates/node-selector/mismatch", ZONE, "", TRUE,
-      ",\"nodeSelector\":{\"zone\":\"b\"}", FALSE, "1 node does not match nodeSelector" },
-    { "/scheduler/predicates/node-selector/missing-label", "", "", TRUE,
-      ",\"nodeSelector\":{\"zone\":\"a\"}", FALSE, "nodeSelector" },
-    { "/scheduler/predicates/affinity/in", ZONE, "", TRUE,
-      AFF("{\"key\":\"zone\",\"operator\":\"In\",\"values\":[\"b\",\"a\"]}"), TRUE, NULL },
-    { "/scheduler/predicates/affinity/in-miss", ZONE, "", TRUE,
-      AFF("{\"key\":\"zone\",\"operator\":\"In\",\"values\":[\"b\"]}"), FALSE,
-      "does not match node affinity" },
-    { "/scheduler/predicates/affinity/not-in", ZONE, "", TRUE,
-      AFF("{\"key\":\"zone\",\"operator\":\"NotIn\",\"values\":[\"a\"]}"), FALSE, "affinity" },
-    { "/scheduler/predicates/affinity/not-in-absent", "", "", TRUE,
-      AFF("{\"key\":\"zone\",\"operator\":\"NotIn\",\"values\":[\"a\"]}"), TRUE, NULL },
-    { "/scheduler/predicates/affinity/exists", ZONE, "", TRUE,
-      AFF("{\"key\":\"zone\",\"operator\":\"Exists\"}"), TRUE, NULL },
-    { "/scheduler/predicates/affinity/does-not-exist", ZONE, "", TRUE,
-      AFF("{\"key\":\"zone\",\"operator\":\"DoesNotExist\"}"), FALSE, "affinity" },
-    { "/scheduler/predicates/affinity/gt", ZONE, "", TRUE,
-      AFF("{\"key\":\"rank\",\"operator\":\"Gt\",\"values\":[\"4\"]}"), TRUE, NULL },
-    { "/scheduler/predicates/affinity/gt-miss", ZONE, "", TRUE,
-      AFF("{\"key\":\"rank\",\"operator\":\"Gt\",\"values\":[\"5\"]}"), FALSE, "affinity" },
-    { "/scheduler/predicates/affinity/lt", ZONE, "", TRUE,
-      AFF("{\"key\":\"rank\",\"operator\":\"Lt\",\"values\":[\"10\"]}"), TRUE, NULL },
-    { "/scheduler/predicates/affinity/lt-not-a-number", "\"rank\":\"high\"", "", TRUE,
-      AFF("{\"key\":\"rank\",\"operator\":\"Lt\",\"values\":[\"10\"]}"), FALSE, "affinity" },
-    { "/scheduler/predicates/unschedulable", "", "\"unschedulable\":true", TRUE, "", FALSE,
-      "1 node unschedulable" },
-    { "/scheduler/predicates/unschedulable-tolerated", "", "\"unschedulable\":true", TRUE,
-      TOL("{\"key\":\"node.kubernetes.io/unschedulable\",\"operator\":\"Exists\","
-          "\"effect\":\"NoSchedule\"}"),
-      TRUE, NULL },
-    { "/scheduler/predicates/not-ready", "", "", FALSE, "", FALSE, "1 node not Ready" },
-    { "/scheduler/predicates/resources/more-than-any-node", "", "", TRUE,
-      ",\"overhead\":{\"nvidia.com/gpu\":\"8\"}", FALSE,
-      "pod default/p requests 9 nvidia.com/gpu but no node has more than 8" },
+        {"/scheduler/predicates/taint/untolerated", "", TAINT("dedicated", "infra", "NoSchedule"),
+         TRUE, "", FALSE, "no node fits: 1 node has taint dedicated=infra:NoSchedule"},
+        {"/scheduler/predicates/taint/equal", "", TAINT("dedicated", "infra", "NoSchedule"), TRUE,
+         TOL("{\"key\":\"dedicated\",\"operator\":\"Equal\",\"value\":\"infra\","
+             "\"effect\":\"NoSchedule\"}"),
+         TRUE, NULL},
+        {"/scheduler/predicates/taint/equal-wrong-value", "",
+         TAINT("dedicated", "infra", "NoSchedule"), TRUE,
+         TOL("{\"key\":\"dedicated\",\"operator\":\"Equal\",\"value\":\"ml\"}"), FALSE,
+         "1 node has taint dedicated=infra:NoSchedule"},
+        {"/scheduler/predicates/taint/exists", "", TAINT("dedicated", "infra", "NoSchedule"), TRUE,
+         TOL("{\"key\":\"dedicated\",\"operator\":\"Exists\"}"), TRUE, NULL},
+        {"/scheduler/predicates/taint/wildcard", "", TAINT("dedicated", "infra", "NoExecute"), TRUE,
+         TOL("{\"operator\":\"Exists\"}"), TRUE, NULL},
+        {"/scheduler/predicates/taint/no-execute", "", TAINT("gpu", "bad", "NoExecute"), TRUE, "",
+         FALSE, "taint gpu=bad:NoExecute"},
+        {"/scheduler/predicates/taint/effect-mismatch", "", TAINT("gpu", "bad", "NoExecute"), TRUE,
+         TOL("{\"key\":\"gpu\",\"operator\":\"Exists\",\"effect\":\"NoSchedule\"}"), FALSE,
+         "taint"},
+        {"/scheduler/predicates/taint/prefer-no-schedule", "",
+         TAINT("soft", "x", "PreferNoSchedule"), TRUE, "", TRUE, NULL},
+        {"/scheduler/predicates/node-selector/match", ZONE, "", TRUE,
+         ",\"nodeSelector\":{\"zone\":\"a\"}", TRUE, NULL},
+        {"/scheduler/predicates/node-selector/mismatch", ZONE, "", TRUE,
+         ",\"nodeSelector\":{\"zone\":\"b\"}", FALSE, "1 node does not match nodeSelector"},
+        {"/scheduler/predicates/node-selector/missing-label", "", "", TRUE,
+         ",\"nodeSelector\":{\"zone\":\"a\"}", FALSE, "nodeSelector"},
+        {"/scheduler/predicates/affinity/in", ZONE, "", TRUE,
+         AFF("{\"key\":\"zone\",\"operator\":\"In\",\"values\":[\"b\",\"a\"]}"), TRUE, NULL},
+        {"/scheduler/predicates/affinity/in-miss", ZONE, "", TRUE,
+         AFF("{\"key\":\"zone\",\"operator\":\"In\",\"values\":[\"b\"]}"), FALSE,
+         "does not match node affinity"},
+        {"/scheduler/predicates/affinity/not-in", ZONE, "", TRUE,
+         AFF("{\"key\":\"zone\",\"operator\":\"NotIn\",\"values\":[\"a\"]}"), FALSE, "affinity"},
+        {"/scheduler/predicates/affinity/not-in-absent", "", "", TRUE,
+         AFF("{\"key\":\"zone\",\"operator\":\"NotIn\",\"values\":[\"a\"]}"), TRUE, NULL},
+        {"/scheduler/predicates/affinity/exists", ZONE, "", TRUE,
+         AFF("{\"key\":\"zone\",\"operator\":\"Exists\"}"), TRUE, NULL},
+        {"/scheduler/predicates/affinity/does-not-exist", ZONE, "", TRUE,
+         AFF("{\"key\":\"zone\",\"operator\":\"DoesNotExist\"}"), FALSE, "affinity"},
+        {"/scheduler/predicates/affinity/gt", ZONE, "", TRUE,
+         AFF("{\"key\":\"rank\",\"operator\":\"Gt\",\"values\":[\"4\"]}"), TRUE, NULL},
+        {"/scheduler/predicates/affinity/gt-miss", ZONE, "", TRUE,
+         AFF("{\"key\":\"rank\",\"operator\":\"Gt\",\"values\":[\"5\"]}"), FALSE, "affinity"},
+        {"/scheduler/predicates/affinity/lt", ZONE, "", TRUE,
+         AFF("{\"key\":\"rank\",\"operator\":\"Lt\",\"values\":[\"10\"]}"), TRUE, NULL},
+        {"/scheduler/predicates/affinity/lt-not-a-number", "\"rank\":\"high\"", "", TRUE,
+         AFF("{\"key\":\"rank\",\"operator\":\"Lt\",\"values\":[\"10\"]}"), FALSE, "affinity"},
+        {"/scheduler/predicates/unschedulable", "", "\"unschedulable\":true", TRUE, "", FALSE,
+         "1 node unschedulable"},
+        {"/scheduler/predicates/unschedulable-tolerated", "", "\"unschedulable\":true", TRUE,
+         TOL("{\"key\":\"node.kubernetes.io/unschedulable\",\"operator\":\"Exists\","
+             "\"effect\":\"NoSchedule\"}"),
+         TRUE, NULL},
+        {"/scheduler/predicates/not-ready", "", "", FALSE, "", FALSE, "1 node not Ready"},
+        {"/scheduler/predicates/resources/more-than-any-node", "", "", TRUE,
+         ",\"overhead\":{\"nvidia.com/gpu\":\"8\"}", FALSE,
+         "pod default/p requests 9 nvidia.com/gpu but no node has more than 8"},
 };
 
 static void test_predicate_case(gconstpointer data)
@@ -975,7 +993,7 @@ static void test_predicate_case(gconstpointer data)
     Fx *fx = fx_new("actions: \"allocate\"\ntiers:\n- plugins:\n  - name: gang\n"
                     "  - name: predicates\n  - name: nodeorder\n");
     add_node_full(fx, "n1", 32, 128, 8, c->labels, c->spec, c->ready);
-    PodOpts po = { .requests = GPU1, .spec = c->pod_spec };
+    PodOpts po = {.requests = GPU1, .spec = c->pod_spec};
     add_pod(fx, "p", &po);
     run(fx);
     if (c->binds) {
@@ -1013,11 +1031,11 @@ static void test_predicates_message_counts(void)
 static void test_conformance_critical(void)
 {
     Fx *fx = fx_new(NULL);
-    PodOpts sys = { .ns = "kube-system", .pc = "system-cluster-critical", .node = "n1",
-                    .phase = "Running" };
-    PodOpts node_crit = { .ns = "team", .pc = "system-node-critical", .node = "n1",
-                          .phase = "Running" };
-    PodOpts plain = { .ns = "team", .node = "n1", .phase = "Running" };
+    PodOpts sys = {
+            .ns = "kube-system", .pc = "system-cluster-critical", .node = "n1", .phase = "Running"};
+    PodOpts node_crit = {
+            .ns = "team", .pc = "system-node-critical", .node = "n1", .phase = "Running"};
+    PodOpts plain = {.ns = "team", .node = "n1", .phase = "Running"};
     add_node(fx, "n1", 8);
     add_pod(fx, "dns", &sys);
     add_pod(fx, "agent", &node_crit);
@@ -1055,8 +1073,8 @@ static void test_switch_job_order_off(void)
     Fx *fx = fx_new("actions: \"allocate\"\ntiers:\n- plugins:\n  - name: priority\n"
                     "    enableJobOrder: false\n  - name: gang\n  - name: predicates\n");
     add_node(fx, "n1", 1);
-    PodOpts old = { .requests = GPU1, .spec = ",\"priority\":1" };
-    PodOpts hi = { .requests = GPU1, .spec = ",\"priority\":100" };
+    PodOpts old = {.requests = GPU1, .spec = ",\"priority\":1"};
+    PodOpts hi = {.requests = GPU1, .spec = ",\"priority\":100"};
     add_pod(fx, "old", &old);
     add_pod(fx, "hi", &hi);
     run(fx);
@@ -1069,7 +1087,7 @@ static void test_switch_predicate_off(void)
     Fx *fx = fx_new("actions: \"allocate\"\ntiers:\n- plugins:\n  - name: gang\n"
                     "  - name: predicates\n    enablePredicate: false\n");
     add_node_full(fx, "n1", 32, 128, 8, "", TAINT("dedicated", "infra", "NoSchedule"), TRUE);
-    PodOpts po = { .requests = GPU1 };
+    PodOpts po = {.requests = GPU1};
     add_pod(fx, "p", &po);
     run(fx);
     g_assert_cmpstr(bound_node(fx, "default", "p"), ==, "n1");
@@ -1080,7 +1098,7 @@ static void test_switch_predicate_off(void)
 
 static void test_served_names(void)
 {
-    const char *names[] = { "kube-batchd", "volcano", NULL };
+    const char *names[] = {"kube-batchd", "volcano", NULL};
     KbCache *cache = kb_cache_new(names, NULL);
     g_assert_true(kb_cache_serves(cache, "volcano"));
     g_assert_false(kb_cache_serves(cache, "default-scheduler"));
@@ -1091,9 +1109,9 @@ static void test_served_names(void)
 
 static void test_dialects(void)
 {
-    static const char *const apis[] = { "scheduling.incubator.k8s.io/v1alpha1",
-                                        "scheduling.volcano.sh/v1beta1",
-                                        "scheduling.x-k8s.io/v1alpha1" };
+    static const char *const apis[] = {"scheduling.incubator.k8s.io/v1alpha1",
+                                       "scheduling.volcano.sh/v1beta1",
+                                       "scheduling.x-k8s.io/v1alpha1"};
     for (guint i = 0; i < G_N_ELEMENTS(apis); i++) {
         Fx *fx = fx_new(NULL);
         add_node(fx, "n1", 8);
@@ -1112,11 +1130,12 @@ static void test_x_k8s_label_membership(void)
     add_group_full(fx, "default", "xg", 2, NULL, NULL, "scheduling.x-k8s.io/v1alpha1");
     for (guint i = 0; i < 2; i++) {
         g_autofree char *json = g_strdup_printf(
-            "{\"metadata\":{\"name\":\"x%u\",\"namespace\":\"default\",\"uid\":\"ux%u\","
-            "\"labels\":{\"scheduling.x-k8s.io/pod-group\":\"xg\"}},\"spec\":{\"schedulerName\":"
-            "\"kube-batchd\",\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{"
-            "\"nvidia.com/gpu\":1}}}]},\"status\":{\"phase\":\"Pending\"}}",
-            i, i);
+                "{\"metadata\":{\"name\":\"x%u\",\"namespace\":\"default\",\"uid\":\"ux%u\","
+                "\"labels\":{\"scheduling.x-k8s.io/"
+                "pod-group\":\"xg\"}},\"spec\":{\"schedulerName\":"
+                "\"kube-batchd\",\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{"
+                "\"nvidia.com/gpu\":1}}}]},\"status\":{\"phase\":\"Pending\"}}",
+                i, i);
         g_autofree char *key = g_strdup_printf("default/x%u", i);
         pod_put(fx, key, parse(json), FALSE);
     }
