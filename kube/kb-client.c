@@ -678,7 +678,7 @@ static json_object *delete_options_body(const KbDeleteOptions *opts)
     if (opts->propagation_policy != NULL)
         json_object_object_add(body, "propagationPolicy",
                                json_object_new_string(opts->propagation_policy));
-    if (opts->grace_period_seconds >= 0)
+    if (opts->has_grace_period)
         json_object_object_add(body, "gracePeriodSeconds",
                                json_object_new_int64(opts->grace_period_seconds));
     return body;

@@ -117,7 +117,10 @@ typedef struct {
     const char *precondition_uid;
     const char *precondition_resource_version;
     const char *propagation_policy; /* "Foreground", "Background", "Orphan", or NULL */
-    gint64 grace_period_seconds;    /* -1: server default */
+    /* Zero-initialized options leave the grace period to the server; set has_grace_period to send
+     * grace_period_seconds (0 deletes immediately). */
+    gboolean has_grace_period;
+    gint64 grace_period_seconds;
 } KbDeleteOptions;
 
 typedef struct {

@@ -321,8 +321,7 @@ static void test_delete_options(void)
     kb_test_server_respond(srv, "DELETE", POD_P1, 200, "{\"kind\":\"Pod\"}");
     KbDeleteOptions opts = {.precondition_uid = "u1",
                             .precondition_resource_version = "9",
-                            .propagation_policy = "Foreground",
-                            .grace_period_seconds = -1};
+                            .propagation_policy = "Foreground"};
     g_assert_true(kb_client_delete(client, &kb_type_pods, "default", "p1", &opts, &error));
     g_assert_no_error(error);
     const KbTestRequest *req = kb_test_server_request(srv, 0);
@@ -336,7 +335,7 @@ static void test_delete_options(void)
     json_object_put(body);
 
     /* grace period 0 is sent (immediate deletion); no options at all sends no body. */
-    opts = (KbDeleteOptions){.grace_period_seconds = 0};
+    opts = (KbDeleteOptions){.has_grace_period = TRUE, .grace_period_seconds = 0};
     g_assert_true(kb_client_delete(client, &kb_type_pods, "default", "p1", &opts, &error));
     body = parse(kb_test_server_request(srv, 1)->body);
     g_assert_cmpstr(jstr(body, "gracePeriodSeconds"), ==, "0");
@@ -354,7 +353,7 @@ static void test_delete_precondition_failed(void)
             status_body(409, "Conflict",
                         "Precondition failed: UID in precondition: u1, UID in object meta: u2");
     kb_test_server_respond(srv, "DELETE", POD_P1, 409, status);
-    KbDeleteOptions opts = {.precondition_uid = "u1", .grace_period_seconds = -1};
+    KbDeleteOptions opts = {.precondition_uid = "u1"};
     g_assert_false(kb_client_delete(client, &kb_type_pods, "default", "p1", &opts, &error));
     g_assert_error(error, KB_ERROR, KB_ERROR_CONFLICT);
     g_assert_nonnull(strstr(error->message, "Precondition failed"));
