@@ -1,0 +1,782 @@
+/* REST handlers of the in-memory API server (see kas-rest.h). */
+#include "tests/apiserver/kas-rest.h"
+
+#include <string.h>
+
+#include "tests/apiserver/kas-discovery.h"
+#include "tests/apiserver/kas-json.h"
+#include "tests/apiserver/kas-ops.h"
+#include "tests/apiserver/kas-table.h"
+
+#define TABLE_CONTENT_TYPE "application/json;as=Table;v=v1;g=meta.k8s.io"
+
+void kas_reply_init(KasReply *reply)
+{
+    memset(reply, 0, sizeof *reply);
+    reply->body = g_string_new(NULL);
+    reply->content_type = "application/json";
+}
+
+void kas_reply_clear(KasReply *reply)
+{
+    if (reply->body != NULL)
+        g_string_free(reply->body, TRUE);
+    if (reply->watcher != NULL)
+        kas_watcher_free(reply->watcher);
+    if (reply->render_free != NULL)
+        reply->render_free(reply->render_data);
+    memset(reply, 0, sizeof *reply);
+}
+
+void kas_reply_error(KasReply *reply, KasErr code, const char *message, const KasRes *res,
+                     const char *name)
+{
+    json_object *st = json_object_new_object();
+    kas_json_set_string(st, "kind", "Status");
+    kas_json_set_string(st, "apiVersion", "v1");
+    json_object_object_add(st, "metadata", json_object_new_object());
+    kas_json_set_string(st, "status", "Failure");
+    kas_json_set_string(st, "message", message);
+    kas_json_set_string(st, "reason", kas_err_reason(code));
+    json_object *details = json_object_new_object();
+    if (name != NULL && name[0] != '\0')
+        kas_json_set_string(details, "name", name);
+    if (res != NULL && res->group[0] != '\0')
+        kas_json_set_string(details, "group", res->group);
+    if (res != NULL)
+        kas_json_set_string(details, "kind", code == KAS_ERR_INVALID ? res->kind_name : res->plural);
+    if (code == KAS_ERR_TOO_MANY || code == KAS_ERR_UNAVAILABLE)
+        json_object_object_add(details, "retryAfterSeconds",
+                               json_object_new_int(reply->retry_after > 0 ? (int)reply->retry_after : 1));
+    if (json_object_object_length(details) > 0)
+        json_object_object_add(st, "details", details);
+    else
+        json_object_put(details);
+    json_object_object_add(st, "code", json_object_new_int((int)kas_err_http(code)));
+    reply->status = kas_err_http(code);
+    reply->content_type = "application/json";
+    g_autofree char *s = kas_json_dump(st);
+    g_string_assign(reply->body, s);
+    json_object_put(st);
+}
+
+void kas_reply_gerror(KasReply *reply, const GError *error, const KasRes *res, const char *name)
+{
+    if (error == NULL) {
+        kas_reply_error(reply, KAS_ERR_INTERNAL, "internal error", res, name);
+        return;
+    }
+    if (error->domain != KAS_ERROR) {
+        kas_reply_error(reply, KAS_ERR_BAD_REQUEST, error->message, res, name);
+        return;
+    }
+    kas_reply_error(reply, (KasErr)error->code, error->message, res, name);
+}
+
+static void reply_text(KasReply *reply, guint status, const char *ctype, char *text)
+{
+    reply->status = status;
+    reply->content_type = ctype;
+    g_string_assign(reply->body, text);
+    g_free(text);
+}
+
+static const char *q(const KasRequest *req, const char *key)
+{
+    return req->query != NULL ? g_hash_table_lookup(req->query, key) : NULL;
+}
+
+static gboolean q_true(const KasRequest *req, const char *key)
+{
+    const char *v = q(req, key);
+    return v != NULL && (strcmp(v, "true") == 0 || strcmp(v, "1") == 0);
+}
+
+/* ---- routing ---------------------------------------------------------------------------------------- */
+
+typedef struct {
+    char *group;
+    char *version;
+    char *ns;
+    char *plural;
+    char *name;
+    char *sub;
+    gboolean watch_prefix;
+} Route;
+
+static void route_clear(Route *r)
+{
+    g_free(r->group);
+    g_free(r->version);
+    g_free(r->ns);
+    g_free(r->plural);
+    g_free(r->name);
+    g_free(r->sub);
+}
+
+/* Split "/api/v1/..." or "/apis/G/V/..." as kube-apiserver's RequestInfoFactory does. */
+static gboolean route_parse(const char *path, Route *r)
+{
+    g_auto(GStrv) parts = g_strsplit(path[0] == '/' ? path + 1 : path, "/", -1);
+    guint n = g_strv_length(parts);
+    while (n > 0 && parts[n - 1][0] == '\0')
+        n--;
+    guint i;
+    if (n >= 2 && strcmp(parts[0], "api") == 0) {
+        r->group = g_strdup("");
+        r->version = g_strdup(parts[1]);
+        i = 2;
+    } else if (n >= 3 && strcmp(parts[0], "apis") == 0) {
+        r->group = g_strdup(parts[1]);
+        r->version = g_strdup(parts[2]);
+        i = 3;
+    } else {
+        return FALSE;
+    }
+    if (i < n && strcmp(parts[i], "watch") == 0) {
+        r->watch_prefix = TRUE;
+        i++;
+    }
+    guint left = n - i;
+    if (left == 0)
+        return FALSE;
+    if (strcmp(parts[i], "namespaces") == 0 && left >= 3 &&
+        !(left == 3 && (strcmp(parts[i + 2], "status") == 0 || strcmp(parts[i + 2], "finalize") == 0))) {
+        r->ns = g_strdup(parts[i + 1]);
+        i += 2;
+        left -= 2;
+    }
+    if (left > 3)
+        return FALSE;
+    r->plural = g_strdup(parts[i]);
+    if (left >= 2)
+        r->name = g_strdup(parts[i + 1]);
+    if (left >= 3)
+        r->sub = g_strdup(parts[i + 2]);
+    return r->plural[0] != '\0' && (r->name == NULL || r->name[0] != '\0');
+}
+
+/* ---- rendering ------------------------------------------------------------------------------------------ */
+
+typedef struct {
+    KasRes *res;
+    char *version;
+    gboolean table;
+    KasTableInclude include;
+} Render;
+
+static void render_free(gpointer p)
+{
+    Render *r = p;
+    g_free(r->version);
+    g_free(r);
+}
+
+static gboolean needs_rewrite(const KasRes *res, const char *version)
+{
+    return strcmp(version, res->storage_version) != 0;
+}
+
+/* The object as served at @version (new string). */
+static char *obj_text(const KasRes *res, const char *version, KasObj *obj)
+{
+    if (!needs_rewrite(res, version))
+        return g_strndup(obj->json, obj->len);
+    json_object *j = kas_obj_parse(obj);
+    g_autofree char *av = kas_res_api_version(res, version);
+    kas_json_set_string(j, "apiVersion", av);
+    char *s = kas_json_dump(j);
+    json_object_put(j);
+    return s;
+}
+
+static char *render_watch_obj(KasRes *res, KasObj *obj, gpointer data)
+{
+    Render *r = data;
+    if (!r->table)
+        return obj_text(res, r->version, obj);
+    json_object *j = kas_obj_parse(obj);
+    g_autofree char *av = kas_res_api_version(res, r->version);
+    kas_json_set_string(j, "apiVersion", av);
+    json_object *t = json_object_new_object();
+    kas_json_set_string(t, "kind", "Table");
+    kas_json_set_string(t, "apiVersion", "meta.k8s.io/v1");
+    json_object *meta = json_object_new_object();
+    kas_json_set_string(meta, "resourceVersion", kas_json_get_string(j, "metadata.resourceVersion"));
+    json_object_object_add(t, "metadata", meta);
+    json_object_object_add(t, "columnDefinitions", kas_table_columns(res, r->version));
+    json_object *rows = json_object_new_array();
+    json_object_array_add(rows, kas_table_row(res, r->version, j, r->include,
+                                              g_get_real_time() / G_USEC_PER_SEC));
+    json_object_object_add(t, "rows", rows);
+    char *s = kas_json_dump(t);
+    json_object_put(t);
+    json_object_put(j);
+    return s;
+}
+
+static gboolean wants_table(const KasRequest *req)
+{
+    return req->accept != NULL && strstr(req->accept, "as=Table") != NULL &&
+           strstr(req->accept, "g=meta.k8s.io") != NULL;
+}
+
+static KasTableInclude table_include(const KasRequest *req)
+{
+    const char *v = q(req, "includeObject");
+    if (v != NULL && strcmp(v, "None") == 0)
+        return KAS_TABLE_OBJECT_NONE;
+    if (v != NULL && strcmp(v, "Object") == 0)
+        return KAS_TABLE_OBJECT_FULL;
+    return KAS_TABLE_OBJECT_METADATA;
+}
+
+/* Only JSON is spoken; a client that accepts nothing JSON-like gets 406. */
+static gboolean accept_ok(const KasRequest *req)
+{
+    const char *a = req->accept;
+    return a == NULL || a[0] == '\0' || strstr(a, "json") != NULL || strstr(a, "*/*") != NULL;
+}
+
+static void reply_object(KasReply *reply, guint status, const KasRequest *req, KasRes *res,
+                         const char *version, KasObj *obj)
+{
+    reply->status = status;
+    if (wants_table(req) && strcmp(req->method, "GET") == 0) {
+        g_autoptr(GPtrArray) one = g_ptr_array_new();
+        g_ptr_array_add(one, obj);
+        g_autofree char *t = kas_table_render(res, version, one, obj->rv, NULL, table_include(req));
+        g_string_assign(reply->body, t);
+        reply->content_type = TABLE_CONTENT_TYPE;
+        return;
+    }
+    if (!needs_rewrite(res, version)) {
+        g_string_append_len(reply->body, obj->json, (gssize)obj->len);
+    } else {
+        g_autofree char *s = obj_text(res, version, obj);
+        g_string_assign(reply->body, s);
+    }
+}
+
+static void reply_success_status(KasReply *reply, guint code)
+{
+    reply->status = code;
+    g_string_printf(reply->body,
+                    "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Success\","
+                    "\"code\":%u}",
+                    code);
+}
+
+/* ---- lists and watches ---------------------------------------------------------------------------------- */
+
+static char *continue_encode(guint64 rv, const char *key)
+{
+    json_object *j = json_object_new_object();
+    kas_json_set_string(j, "v", "meta.k8s.io/v1");
+    json_object_object_add(j, "rv", json_object_new_int64((gint64)rv));
+    g_autofree char *start = g_strdup_printf("%s%c", key, 1);
+    start[strlen(start) - 1] = '\0'; /* "key\0": the next key after @key, as etcd3 does */
+    json_object_object_add(j, "start", json_object_new_string_len(start, (int)strlen(key) + 1));
+    const char *s = json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN);
+    char *b = g_base64_encode((const guchar *)s, strlen(s));
+    json_object_put(j);
+    for (char *c = b; *c != '\0'; c++)
+        *c = *c == '+' ? '-' : *c == '/' ? '_' : *c;
+    char *eq = strchr(b, '=');
+    if (eq != NULL)
+        *eq = '\0';
+    return b;
+}
+
+static char *continue_decode(const char *token, GError **error)
+{
+    g_autofree char *b = g_strdup(token);
+    for (char *c = b; *c != '\0'; c++)
+        *c = *c == '-' ? '+' : *c == '_' ? '/' : *c;
+    GString *padded = g_string_new(b);
+    while (padded->len % 4 != 0)
+        g_string_append_c(padded, '=');
+    gsize len = 0;
+    g_autofree guchar *raw = g_base64_decode(padded->str, &len);
+    g_string_free(padded, TRUE);
+    json_object *j = raw != NULL ? kas_json_parse((const char *)raw, len, NULL) : NULL;
+    json_object *start = kas_json_get(j, "start");
+    char *out = NULL;
+    if (json_object_is_type(start, json_type_string)) {
+        out = g_strndup(json_object_get_string(start), (gsize)json_object_get_string_len(start));
+    } else {
+        g_set_error(error, KAS_ERROR, KAS_ERR_BAD_REQUEST,
+                    "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)");
+    }
+    json_object_put(j);
+    return out;
+}
+
+/* Parse and check the selectors of a list or watch. */
+static gboolean parse_selectors(const KasRequest *req, KasRes *res, KasSelector **labels,
+                                KasSelector **fields, GError **error)
+{
+    *labels = kas_label_selector_parse(q(req, "labelSelector"), error);
+    if (*labels == NULL) {
+        (*error)->domain = KAS_ERROR, (*error)->code = KAS_ERR_BAD_REQUEST;
+        g_prefix_error(error, "unable to parse requirement: ");
+        return FALSE;
+    }
+    *fields = kas_field_selector_parse(q(req, "fieldSelector"), error);
+    if (*fields == NULL) {
+        (*error)->domain = KAS_ERROR, (*error)->code = KAS_ERR_BAD_REQUEST;
+        g_clear_pointer(labels, kas_selector_free);
+        return FALSE;
+    }
+    for (const char *const *k = kas_selector_keys(*fields); *k != NULL; k++) {
+        if (!kas_res_has_field(res, *k)) {
+            g_set_error(error, KAS_ERROR, KAS_ERR_BAD_REQUEST, "field label not supported: %s", *k);
+            g_clear_pointer(labels, kas_selector_free);
+            g_clear_pointer(fields, kas_selector_free);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+static void append_list(GString *out, KasRes *res, const char *version, GPtrArray *objs, guint64 rv,
+                        const char *cont)
+{
+    g_autofree char *av = kas_res_api_version(res, version);
+    g_string_append_printf(out, "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{\"resourceVersion\":\"%" G_GUINT64_FORMAT "\"",
+                           res->list_kind, av, rv);
+    if (cont != NULL)
+        g_string_append_printf(out, ",\"continue\":\"%s\"", cont);
+    g_string_append(out, "},\"items\":[");
+    gboolean rewrite = needs_rewrite(res, version);
+    for (guint i = 0; i < objs->len; i++) {
+        KasObj *o = g_ptr_array_index(objs, i);
+        if (i > 0)
+            g_string_append_c(out, ',');
+        if (rewrite) {
+            g_autofree char *s = obj_text(res, version, o);
+            g_string_append(out, s);
+        } else {
+            g_string_append_len(out, o->json, (gssize)o->len);
+        }
+    }
+    g_string_append(out, "]}");
+}
+
+static void do_list(const KasRestContext *ctx, const KasRequest *req, const Route *r, KasRes *res,
+                    KasReply *reply)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KasSelector) labels = NULL;
+    g_autoptr(KasSelector) fields = NULL;
+    if (!parse_selectors(req, res, &labels, &fields, &error)) {
+        kas_reply_gerror(reply, error, NULL, NULL);
+        return;
+    }
+    KasListOptions lo = { .ns = r->ns, .labels = labels, .fields = fields };
+    const char *limit = q(req, "limit");
+    if (limit != NULL) {
+        char *end = NULL;
+        gint64 l = g_ascii_strtoll(limit, &end, 10);
+        if (*end != '\0' || l < 0) {
+            kas_reply_error(reply, KAS_ERR_BAD_REQUEST, "limit must be a non-negative integer", NULL, NULL);
+            return;
+        }
+        lo.limit = (guint64)l;
+    }
+    g_autofree char *start = NULL;
+    if (q(req, "continue") != NULL && q(req, "continue")[0] != '\0') {
+        start = continue_decode(q(req, "continue"), &error);
+        if (start == NULL) {
+            kas_reply_gerror(reply, error, NULL, NULL);
+            return;
+        }
+        lo.start_after = start;
+    }
+    gboolean more = FALSE;
+    guint64 remaining = 0;
+    kas_store_lock(ctx->store);
+    g_autoptr(GPtrArray) objs = kas_store_list_locked(ctx->store, res, &lo, &more, &remaining);
+    guint64 rv = kas_store_rv_locked(ctx->store);
+    kas_store_unlock(ctx->store);
+    g_autofree char *cont = NULL;
+    if (more && objs->len > 0)
+        cont = continue_encode(rv, ((KasObj *)g_ptr_array_index(objs, objs->len - 1))->key);
+    reply->status = 200;
+    if (wants_table(req)) {
+        g_autofree char *t = kas_table_render(res, r->version, objs, rv, cont, table_include(req));
+        g_string_assign(reply->body, t);
+        reply->content_type = TABLE_CONTENT_TYPE;
+        return;
+    }
+    g_string_set_size(reply->body, 0);
+    append_list(reply->body, res, r->version, objs, rv, cont);
+}
+
+static void do_watch(const KasRestContext *ctx, const KasRequest *req, const Route *r, KasRes *res,
+                     KasReply *reply)
+{
+    g_autoptr(GError) error = NULL;
+    KasWatchOptions wo = { .ns = r->ns };
+    if (!parse_selectors(req, res, &wo.labels, &wo.fields, &error)) {
+        kas_reply_gerror(reply, error, NULL, NULL);
+        return;
+    }
+    g_autofree char *av = kas_res_api_version(res, r->version);
+    wo.api_version = av;
+    wo.resource_version = q(req, "resourceVersion");
+    wo.send_initial = q_true(req, "sendInitialEvents");
+    if (r->name != NULL) {
+        /* GET .../NAME?watch=true is a watch with a metadata.name field selector. */
+        g_autofree char *sel = g_strdup_printf("metadata.name=%s", r->name);
+        kas_selector_free(wo.fields);
+        wo.fields = kas_field_selector_parse(sel, NULL);
+    }
+    KasWatcher *w = kas_store_watch(ctx->store, res, &wo, &error);
+    kas_selector_free(wo.labels);
+    kas_selector_free(wo.fields);
+    if (w == NULL) {
+        kas_reply_gerror(reply, error, NULL, NULL);
+        return;
+    }
+    gint64 timeout = 0;
+    const char *ts = q(req, "timeoutSeconds");
+    if (ts != NULL)
+        timeout = g_ascii_strtoll(ts, NULL, 10);
+    if (timeout <= 0) {
+        guint min = ctx->min_watch_timeout > 0 ? ctx->min_watch_timeout : 1800;
+        timeout = min + g_random_int_range(0, (gint32)min);
+    }
+    reply->status = 200;
+    reply->watcher = w;
+    reply->watch_deadline = g_get_monotonic_time() + timeout * G_USEC_PER_SEC;
+    reply->watch_bookmarks = q_true(req, "allowWatchBookmarks");
+    gboolean table = wants_table(req);
+    if (table || needs_rewrite(res, r->version)) {
+        Render *rd = g_new0(Render, 1);
+        rd->res = res;
+        rd->version = g_strdup(r->version);
+        rd->table = table;
+        rd->include = table_include(req);
+        reply->render = render_watch_obj;
+        reply->render_data = rd;
+        reply->render_free = render_free;
+    }
+    reply->content_type = table ? TABLE_CONTENT_TYPE : "application/json";
+}
+
+/* ---- writes ------------------------------------------------------------------------------------------------ */
+
+static json_object *parse_body(const KasRequest *req, KasReply *reply)
+{
+    if (req->content_type != NULL && strstr(req->content_type, "yaml") != NULL &&
+        strstr(req->content_type, "apply-patch") == NULL) {
+        kas_reply_error(reply, KAS_ERR_UNSUPPORTED_TYPE,
+                        "the body of the request was in an unknown format - accepted media types "
+                        "include: application/json, application/merge-patch+json, "
+                        "application/json-patch+json, application/strategic-merge-patch+json",
+                        NULL, NULL);
+        return NULL;
+    }
+    g_autoptr(GError) error = NULL;
+    json_object *j = kas_json_parse(req->body != NULL ? req->body : "", req->body_len, &error);
+    if (j == NULL) {
+        g_autofree char *msg = g_strdup_printf("couldn't decode the request body: %s", error->message);
+        kas_reply_error(reply, KAS_ERR_BAD_REQUEST, msg, NULL, NULL);
+    }
+    return j;
+}
+
+static void parse_delete_options(const KasRequest *req, json_object *body, KasDeleteOptions *o)
+{
+    o->grace_seconds = -1;
+    const char *g = q(req, "gracePeriodSeconds");
+    if (g != NULL)
+        o->grace_seconds = g_ascii_strtoll(g, NULL, 10);
+    o->propagation = q(req, "propagationPolicy");
+    if (q_true(req, "orphanDependents"))
+        o->propagation = "Orphan";
+    if (body == NULL)
+        return;
+    json_object *bg = kas_json_get(body, "gracePeriodSeconds");
+    if (bg != NULL)
+        o->grace_seconds = json_object_get_int64(bg);
+    if (kas_json_get_string(body, "propagationPolicy") != NULL)
+        o->propagation = kas_json_get_string(body, "propagationPolicy");
+    json_object *orphan = kas_json_get(body, "orphanDependents");
+    if (orphan != NULL && json_object_get_boolean(orphan))
+        o->propagation = "Orphan";
+    o->precondition_uid = kas_json_get_string(body, "preconditions.uid");
+    o->precondition_rv = kas_json_get_string(body, "preconditions.resourceVersion");
+}
+
+static void do_delete(const KasRestContext *ctx, const KasRequest *req, const Route *r, KasRes *res,
+                      KasReply *reply)
+{
+    json_object *body = NULL;
+    if (req->body_len > 0) {
+        body = parse_body(req, reply);
+        if (body == NULL)
+            return;
+    }
+    KasDeleteOptions o;
+    parse_delete_options(req, body, &o);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KasObj) obj = kas_ops_delete(ctx->store, res, r->ns, r->name, &o, NULL, &error);
+    if (obj == NULL)
+        kas_reply_gerror(reply, error, res, r->name);
+    else
+        reply_object(reply, 200, req, res, r->version, obj);
+    json_object_put(body);
+}
+
+static void do_delete_collection(const KasRestContext *ctx, const KasRequest *req, const Route *r,
+                                 KasRes *res, KasReply *reply)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KasSelector) labels = NULL;
+    g_autoptr(KasSelector) fields = NULL;
+    if (!parse_selectors(req, res, &labels, &fields, &error)) {
+        kas_reply_gerror(reply, error, NULL, NULL);
+        return;
+    }
+    KasListOptions lo = { .ns = r->ns, .labels = labels, .fields = fields };
+    gboolean more;
+    guint64 remaining;
+    kas_store_lock(ctx->store);
+    g_autoptr(GPtrArray) objs = kas_store_list_locked(ctx->store, res, &lo, &more, &remaining);
+    guint64 rv = kas_store_rv_locked(ctx->store);
+    kas_store_unlock(ctx->store);
+    KasDeleteOptions o;
+    parse_delete_options(req, NULL, &o);
+    g_autoptr(GPtrArray) done = g_ptr_array_new_with_free_func((GDestroyNotify)kas_obj_unref);
+    for (guint i = 0; i < objs->len; i++) {
+        KasObj *cur = g_ptr_array_index(objs, i);
+        KasObj *d = kas_ops_delete(ctx->store, res, cur->ns, cur->name, &o, NULL, NULL);
+        if (d != NULL)
+            g_ptr_array_add(done, d);
+    }
+    reply->status = 200;
+    append_list(reply->body, res, r->version, done, rv, NULL);
+}
+
+static gboolean patch_type(const char *ct, KasPatchType *out)
+{
+    if (ct == NULL)
+        return FALSE;
+    if (g_str_has_prefix(ct, "application/merge-patch+json"))
+        *out = KAS_PATCH_MERGE;
+    else if (g_str_has_prefix(ct, "application/json-patch+json"))
+        *out = KAS_PATCH_JSON;
+    else if (g_str_has_prefix(ct, "application/strategic-merge-patch+json"))
+        *out = KAS_PATCH_STRATEGIC;
+    else
+        return FALSE;
+    return TRUE;
+}
+
+static void do_patch(const KasRestContext *ctx, const KasRequest *req, const Route *r, KasRes *res,
+                     gboolean status, KasReply *reply)
+{
+    KasPatchType type;
+    if (!patch_type(req->content_type, &type)) {
+        const char *ct = req->content_type != NULL ? req->content_type : "";
+        g_autofree char *msg = g_strdup_printf(
+            "the body of the request was in an unknown format - accepted media types include: "
+            "application/json-patch+json, application/merge-patch+json, "
+            "application/strategic-merge-patch+json (got \"%s\"; server-side apply is not "
+            "supported by this server)",
+            ct);
+        kas_reply_error(reply, KAS_ERR_UNSUPPORTED_TYPE, msg, NULL, NULL);
+        return;
+    }
+    json_object *patch = parse_body(req, reply);
+    if (patch == NULL)
+        return;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KasObj) obj = kas_ops_patch(ctx->store, res, r->version, r->ns, r->name, type, patch,
+                                          status, &error);
+    json_object_put(patch);
+    if (obj == NULL)
+        kas_reply_gerror(reply, error, res, r->name);
+    else
+        reply_object(reply, 200, req, res, r->version, obj);
+}
+
+static void do_write(const KasRestContext *ctx, const KasRequest *req, const Route *r, KasRes *res,
+                     gboolean status, KasReply *reply)
+{
+    json_object *body = parse_body(req, reply);
+    if (body == NULL)
+        return;
+    g_autoptr(GError) error = NULL;
+    gboolean create = strcmp(req->method, "POST") == 0;
+    KasObj *obj = create ? kas_ops_create(ctx->store, res, r->version, r->ns, body, &error)
+                         : kas_ops_update(ctx->store, res, r->version, r->ns, r->name, body, status,
+                                          &error);
+    if (obj == NULL) {
+        const char *name = r->name != NULL ? r->name : kas_json_get_string(body, "metadata.name");
+        kas_reply_gerror(reply, error, res, name);
+    } else {
+        reply_object(reply, create ? 201 : 200, req, res, r->version, obj);
+        kas_obj_unref(obj);
+    }
+    json_object_put(body);
+}
+
+/* ---- pod subresources -------------------------------------------------------------------------------------- */
+
+static void do_pod_sub(const KasRestContext *ctx, const KasRequest *req, const Route *r, KasRes *res,
+                       KasReply *reply)
+{
+    g_autoptr(GError) error = NULL;
+    if (strcmp(r->sub, "log") == 0) {
+        if (strcmp(req->method, "GET") != 0)
+            goto method;
+        kas_store_lock(ctx->store);
+        gboolean found = kas_store_get_locked(ctx->store, res, r->ns, r->name) != NULL;
+        kas_store_unlock(ctx->store);
+        if (!found) {
+            g_autofree char *msg = g_strdup_printf("pods \"%s\" not found", r->name);
+            kas_reply_error(reply, KAS_ERR_NOT_FOUND, msg, res, r->name);
+            return;
+        }
+        reply_text(reply, 200, "text/plain",
+                   g_strdup_printf("kb-apiserver: pod %s/%s runs on a simulated kubelet and writes no logs\n",
+                                   r->ns, r->name));
+        return;
+    }
+    if (strcmp(r->sub, "binding") != 0 && strcmp(r->sub, "eviction") != 0) {
+        kas_reply_error(reply, KAS_ERR_NOT_FOUND, "the server could not find the requested resource",
+                        NULL, NULL);
+        return;
+    }
+    if (strcmp(req->method, "POST") != 0)
+        goto method;
+    json_object *body = parse_body(req, reply);
+    if (body == NULL)
+        return;
+    gboolean ok = r->sub[0] == 'b' ? kas_ops_bind(ctx->store, r->ns, r->name, body, &error)
+                                   : kas_ops_evict(ctx->store, r->ns, r->name, body, &error);
+    json_object_put(body);
+    if (!ok)
+        kas_reply_gerror(reply, error, res, r->name);
+    else
+        reply_success_status(reply, 201);
+    return;
+method:
+    kas_reply_error(reply, KAS_ERR_METHOD, "the server does not allow this method on the requested resource",
+                    res, r->name);
+}
+
+/* ---- dispatch ------------------------------------------------------------------------------------------------ */
+
+static void do_collection(const KasRestContext *ctx, const KasRequest *req, const Route *r,
+                          KasRes *res, KasReply *reply)
+{
+    if (strcmp(req->method, "GET") == 0) {
+        if (r->watch_prefix || q_true(req, "watch"))
+            do_watch(ctx, req, r, res, reply);
+        else
+            do_list(ctx, req, r, res, reply);
+    } else if (strcmp(req->method, "POST") == 0 && (r->ns != NULL || !res->namespaced)) {
+        do_write(ctx, req, r, res, FALSE, reply);
+    } else if (strcmp(req->method, "DELETE") == 0) {
+        do_delete_collection(ctx, req, r, res, reply);
+    } else {
+        kas_reply_error(reply, KAS_ERR_METHOD,
+                        "the server does not allow this method on the requested resource", res, NULL);
+    }
+}
+
+static void do_item(const KasRestContext *ctx, const KasRequest *req, const Route *r, KasRes *res,
+                    gboolean status, KasReply *reply)
+{
+    const char *m = req->method;
+    if (strcmp(m, "GET") == 0 && (r->watch_prefix || q_true(req, "watch"))) {
+        do_watch(ctx, req, r, res, reply);
+    } else if (strcmp(m, "GET") == 0) {
+        kas_store_lock(ctx->store);
+        KasObj *obj = kas_store_get_locked(ctx->store, res, r->ns, r->name);
+        if (obj != NULL)
+            kas_obj_ref(obj);
+        kas_store_unlock(ctx->store);
+        if (obj == NULL) {
+            g_autofree char *qn = kas_res_qualified(res);
+            g_autofree char *msg = g_strdup_printf("%s \"%s\" not found", qn, r->name);
+            kas_reply_error(reply, KAS_ERR_NOT_FOUND, msg, res, r->name);
+            return;
+        }
+        reply_object(reply, 200, req, res, r->version, obj);
+        kas_obj_unref(obj);
+    } else if (strcmp(m, "PUT") == 0) {
+        do_write(ctx, req, r, res, status, reply);
+    } else if (strcmp(m, "PATCH") == 0) {
+        do_patch(ctx, req, r, res, status, reply);
+    } else if (strcmp(m, "DELETE") == 0 && !status) {
+        do_delete(ctx, req, r, res, reply);
+    } else {
+        kas_reply_error(reply, KAS_ERR_METHOD,
+                        "the server does not allow this method on the requested resource", res, r->name);
+    }
+}
+
+static void not_found(KasReply *reply)
+{
+    kas_reply_error(reply, KAS_ERR_NOT_FOUND, "the server could not find the requested resource",
+                    NULL, NULL);
+}
+
+void kas_rest_handle(const KasRestContext *ctx, const KasRequest *req, KasReply *reply)
+{
+    if ((g_str_has_prefix(req->path, "/api/") || g_str_has_prefix(req->path, "/apis/")) &&
+        !accept_ok(req)) {
+        kas_reply_error(reply, KAS_ERR_NOT_ACCEPTABLE,
+                        "only the following media types are accepted: application/json, "
+                        "application/json;as=Table;v=v1;g=meta.k8s.io",
+                        NULL, NULL);
+        return;
+    }
+    if (kas_discovery_handle(ctx, req, reply))
+        return;
+    if (strcmp(req->path, "/healthz") == 0 || strcmp(req->path, "/livez") == 0 ||
+        strcmp(req->path, "/readyz") == 0) {
+        reply_text(reply, 200, "text/plain", g_strdup("ok"));
+        return;
+    }
+    Route r = { 0 };
+    if (!route_parse(req->path, &r)) {
+        route_clear(&r);
+        not_found(reply);
+        return;
+    }
+    kas_store_lock(ctx->store);
+    KasRes *res = kas_store_find_locked(ctx->store, r.group, r.version, r.plural);
+    kas_store_unlock(ctx->store);
+    if (res != NULL && r.ns != NULL && !res->namespaced)
+        res = NULL;
+    if (res == NULL && r.group[0] == '\0' && strcmp(r.plural, "bindings") == 0 && r.ns != NULL &&
+        r.name == NULL && strcmp(req->method, "POST") == 0) {
+        /* The legacy POST namespaces/NS/bindings, name taken from the Binding. */
+        json_object *body = parse_body(req, reply);
+        g_autoptr(GError) error = NULL;
+        if (body != NULL && !kas_ops_bind(ctx->store, r.ns, NULL, body, &error))
+            kas_reply_gerror(reply, error, NULL, kas_json_get_string(body, "metadata.name"));
+        else if (body != NULL)
+            reply_success_status(reply, 201);
+        json_object_put(body);
+    } else if (res == NULL) {
+        not_found(reply);
+    } else if (r.name == NULL) {
+        do_collection(ctx, req, &r, res, reply);
+    } else if (r.sub == NULL) {
+        do_item(ctx, req, &r, res, FALSE, reply);
+    } else if (strcmp(r.sub, "status") == 0 && res->has_status) {
+        do_item(ctx, req, &r, res, TRUE, reply);
+    } else if (res->kind == KAS_KIND_POD) {
+        do_pod_sub(ctx, req, &r, res, reply);
+    } else {
+        not_found(reply);
+    }
+    route_clear(&r);
+}

@@ -1,0 +1,538 @@
+/* HTTP plumbing of the in-memory API server on libmicrohttpd (see kas-server.h). */
+#include "tests/apiserver/kas-server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "kube/kb-error.h"
+#include "tests/apiserver/kas-faults.h"
+#include "tests/apiserver/kas-kubelet.h"
+#include "tests/apiserver/kas-nodes.h"
+#include "tests/apiserver/kas-ops.h"
+#include "tests/apiserver/kas-rest.h"
+
+#define STREAM_BLOCK (64 * 1024)
+#define STREAM_BATCH 256
+
+struct KasServer {
+    KasServerOptions opts;
+    char *listen;
+    char *url;
+    KasStore *store;
+    KasFaults *faults;
+    KasKubelet *kubelet;
+    KasRestContext rest;
+    struct MHD_Daemon *daemon;
+    guint port;
+    gint connections;
+    gint stopping;
+};
+
+typedef struct {
+    GString *body;
+    gboolean too_large;
+    gboolean answered;
+} ReqCtx;
+
+typedef struct {
+    KasServer *srv;
+    KasReply reply;
+    GString *buf;
+    gsize off;
+    gint64 next_bookmark;
+    KasWatchFault fault;
+    gint64 events_sent;
+    gboolean stalled;
+    gboolean cut;
+    gboolean done;
+    int fd;
+} Stream;
+
+void kas_server_options_init(KasServerOptions *o)
+{
+    memset(o, 0, sizeof *o);
+    o->listen = "127.0.0.1:0";
+    o->faults_seed = 1;
+    o->watch_history = 10000;
+    o->watch_queue = 10000;
+    o->bookmark_ms = 1000;
+    o->max_body = 3 * 1024 * 1024;
+    o->max_connections = 1000;
+    o->min_watch_timeout = 1800;
+    o->idle_timeout = 120;
+    o->kubelet_start_ms = 100;
+    o->kubelet_stop_ms = 100;
+    o->heartbeat_ms = 10000;
+}
+
+/* ---- responses ---------------------------------------------------------------------------------- */
+
+static enum MHD_Result queue_reply(struct MHD_Connection *conn, KasReply *reply)
+{
+    gsize len = reply->body->len;
+    char *data = g_string_free(reply->body, FALSE);
+    reply->body = NULL;
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, reply->content_type);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache, private");
+    if (reply->retry_after > 0) {
+        char buf[16];
+        g_snprintf(buf, sizeof buf, "%u", reply->retry_after);
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, buf);
+    }
+    enum MHD_Result r = MHD_queue_response(conn, reply->status, resp);
+    MHD_destroy_response(resp);
+    return r;
+}
+
+static enum MHD_Result queue_error(struct MHD_Connection *conn, KasErr code, const char *msg,
+                                   guint retry_after)
+{
+    KasReply reply;
+    kas_reply_init(&reply);
+    reply.retry_after = retry_after;
+    kas_reply_error(&reply, code, msg, NULL, NULL);
+    enum MHD_Result r = queue_reply(conn, &reply);
+    kas_reply_clear(&reply);
+    return r;
+}
+
+/* ---- watch streams --------------------------------------------------------------------------- */
+
+static gboolean client_gone(int fd)
+{
+    if (fd < 0)
+        return FALSE;
+    struct pollfd p = { .fd = fd, .events = POLLIN | POLLRDHUP };
+    if (poll(&p, 1, 0) <= 0)
+        return FALSE;
+    if (p.revents & (POLLRDHUP | POLLHUP | POLLERR))
+        return TRUE;
+    char c;
+    return (p.revents & POLLIN) && recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
+/* Offset in @buf of the start of the @k-th line (0-based), or buf->len. */
+static gsize line_offset(GString *buf, gint64 k)
+{
+    gsize off = 0;
+    for (gint64 i = 0; i < k && off < buf->len; i++) {
+        const char *nl = memchr(buf->str + off, '\n', buf->len - off);
+        off = nl != NULL ? (gsize)(nl - buf->str) + 1 : buf->len;
+    }
+    return off;
+}
+
+static void apply_watch_faults(Stream *s, gsize start)
+{
+    gint64 n = 0;
+    for (gsize i = start; i < s->buf->len; i++)
+        n += s->buf->str[i] == '\n';
+    if (s->fault.cut_after >= 0 && s->events_sent + n > s->fault.cut_after) {
+        GString *tail = g_string_new_len(s->buf->str + start, (gssize)(s->buf->len - start));
+        gsize keep = line_offset(tail, s->fault.cut_after - s->events_sent);
+        if (s->fault.cut_mid && keep < tail->len) {
+            const char *nl = memchr(tail->str + keep, '\n', tail->len - keep);
+            gsize line_len = nl != NULL ? (gsize)(nl - tail->str) - keep + 1 : tail->len - keep;
+            keep += MAX(line_len / 2, 1);
+        }
+        g_string_truncate(s->buf, start + keep);
+        g_string_free(tail, TRUE);
+        s->cut = TRUE;
+    }
+    s->events_sent += n;
+}
+
+static void stall(Stream *s)
+{
+    gint64 until = g_get_monotonic_time() + (gint64)s->fault.stall_ms * 1000;
+    while (g_get_monotonic_time() < until && !g_atomic_int_get(&s->srv->stopping))
+        g_usleep(10000);
+    s->stalled = TRUE;
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
+{
+    Stream *s = cls;
+    KasServer *srv = s->srv;
+    for (;;) {
+        if (s->off < s->buf->len) {
+            size_t n = MIN(max, s->buf->len - s->off);
+            memcpy(out, s->buf->str + s->off, n);
+            s->off += n;
+            return (ssize_t)n;
+        }
+        g_string_truncate(s->buf, 0);
+        s->off = 0;
+        if (s->cut)
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        if (s->done || g_atomic_int_get(&srv->stopping))
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        gint64 now = g_get_monotonic_time();
+        if (now >= s->reply.watch_deadline)
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        if (s->fault.stall_after >= 0 && !s->stalled && s->events_sent >= s->fault.stall_after)
+            stall(s);
+        gint64 wake = MIN(s->reply.watch_deadline, now + G_USEC_PER_SEC);
+        if (s->reply.watch_bookmarks)
+            wake = MIN(wake, s->next_bookmark);
+        guint batch = (s->fault.cut_after >= 0 || s->fault.stall_after >= 0) ? 1 : STREAM_BATCH;
+        switch (kas_watcher_next(s->reply.watcher, wake, s->buf, batch, s->reply.render,
+                                 s->reply.render_data)) {
+        case KAS_WATCH_EVENT:
+            apply_watch_faults(s, 0);
+            break;
+        case KAS_WATCH_CLOSED:
+            s->done = TRUE;
+            break;
+        case KAS_WATCH_TIMEOUT:
+            now = g_get_monotonic_time();
+            if (s->reply.watch_bookmarks && now >= s->next_bookmark) {
+                if (kas_watcher_bookmark(s->reply.watcher, s->buf, FALSE))
+                    apply_watch_faults(s, 0);
+                s->next_bookmark = now + (gint64)srv->opts.bookmark_ms * 1000;
+            }
+            if (s->buf->len == 0 && client_gone(s->fd))
+                return MHD_CONTENT_READER_END_WITH_ERROR;
+            break;
+        }
+    }
+}
+
+static void stream_free(void *cls)
+{
+    Stream *s = cls;
+    kas_reply_clear(&s->reply);
+    g_string_free(s->buf, TRUE);
+    g_free(s);
+}
+
+static enum MHD_Result queue_stream(KasServer *srv, struct MHD_Connection *conn, KasReply *reply,
+                                    const char *path)
+{
+    Stream *s = g_new0(Stream, 1);
+    s->srv = srv;
+    s->reply = *reply;
+    memset(reply, 0, sizeof *reply);
+    s->buf = g_string_sized_new(STREAM_BLOCK);
+    s->next_bookmark = g_get_monotonic_time() + (gint64)srv->opts.bookmark_ms * 1000;
+    kas_faults_watch(srv->faults, path, &s->fault);
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    s->fd = ci != NULL ? ci->connect_fd : -1;
+    const char *ctype = s->reply.content_type;
+    struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, STREAM_BLOCK,
+                                                                  stream_read, s, stream_free);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache, private");
+    enum MHD_Result r = MHD_queue_response(conn, 200, resp);
+    MHD_destroy_response(resp);
+    return r;
+}
+
+/* ---- admin ------------------------------------------------------------------------------------- */
+
+static void run_once(KasServer *srv, KasFaultOnce once)
+{
+    if (once & KAS_FAULT_ONCE_RESTART)
+        kas_store_close_watchers(srv->store, TRUE);
+    if (once & KAS_FAULT_ONCE_EXPIRE_HISTORY)
+        kas_store_expire_history(srv->store);
+}
+
+static void admin(KasServer *srv, const char *method, const char *path, ReqCtx *rc, KasReply *reply)
+{
+    reply->status = 200;
+    gboolean post = strcmp(method, "POST") == 0;
+    if (strcmp(path, "/admin/faults") == 0 && (post || strcmp(method, "PUT") == 0)) {
+        g_autoptr(GError) error = NULL;
+        KasFaultOnce once;
+        if (!kas_faults_set(srv->faults, rc->body->str, &once, &error)) {
+            kas_reply_error(reply, KAS_ERR_BAD_REQUEST, error->message, NULL, NULL);
+            return;
+        }
+        run_once(srv, once);
+    }
+    if (strcmp(path, "/admin/faults") == 0) {
+        g_autofree char *d = kas_faults_describe(srv->faults);
+        g_string_assign(reply->body, d);
+    } else if (strcmp(path, "/admin/restart") == 0 && post) {
+        run_once(srv, KAS_FAULT_ONCE_RESTART);
+        g_string_assign(reply->body, "{\"restarted\":true}");
+    } else if (strcmp(path, "/admin/expire-history") == 0 && post) {
+        run_once(srv, KAS_FAULT_ONCE_EXPIRE_HISTORY);
+        g_string_assign(reply->body, "{\"expired\":true}");
+    } else if (strcmp(path, "/admin/stats") == 0) {
+        kas_store_lock(srv->store);
+        guint64 rv = kas_store_rv_locked(srv->store);
+        kas_store_unlock(srv->store);
+        g_string_printf(reply->body,
+                        "{\"resourceVersion\":%" G_GUINT64_FORMAT ",\"watchers\":%u,\"connections\":%d}",
+                        rv, kas_store_watcher_count(srv->store), g_atomic_int_get(&srv->connections));
+    } else {
+        kas_reply_error(reply, KAS_ERR_NOT_FOUND, "no such admin endpoint", NULL, NULL);
+    }
+}
+
+/* ---- requests ------------------------------------------------------------------------------------ */
+
+static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   const char *value)
+{
+    GHashTable *t = cls;
+    if (key != NULL && !g_hash_table_contains(t, key))
+        g_hash_table_insert(t, g_strdup(key), g_strdup(value != NULL ? value : ""));
+    return MHD_YES;
+}
+
+static enum MHD_Result handle(KasServer *srv, struct MHD_Connection *conn, const char *url,
+                              const char *method, ReqCtx *rc)
+{
+    KasReply reply;
+    kas_reply_init(&reply);
+    if (g_str_has_prefix(url, "/admin/")) {
+        admin(srv, method, url, rc, &reply);
+        enum MHD_Result r = queue_reply(conn, &reply);
+        kas_reply_clear(&reply);
+        return r;
+    }
+    KasFaultAction fa;
+    kas_faults_request(srv->faults, method, url, &fa);
+    if (fa.latency_ms > 0)
+        g_usleep((gulong)fa.latency_ms * 1000);
+    if (fa.status != 0) {
+        reply.retry_after = fa.status == 429 || fa.status == 503 ? fa.retry_after : 0;
+        g_autofree char *msg = g_strdup_printf("injected fault: HTTP %u for %s %s", fa.status, method, url);
+        kas_reply_error(&reply, kas_err_from_http(fa.status), msg, NULL, NULL);
+        /* A custom status keeps its own code even when no reason matches it exactly. */
+        reply.status = fa.status;
+        enum MHD_Result r = queue_reply(conn, &reply);
+        kas_reply_clear(&reply);
+        return r;
+    }
+    g_autoptr(GHashTable) query = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_arg, query);
+    KasRequest req = {
+        .method = method,
+        .path = url,
+        .query = query,
+        .accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT),
+        .content_type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE),
+        .body = rc->body->str,
+        .body_len = rc->body->len,
+    };
+    kas_rest_handle(&srv->rest, &req, &reply);
+    enum MHD_Result r;
+    if (reply.watcher != NULL)
+        r = queue_stream(srv, conn, &reply, url);
+    else
+        r = queue_reply(conn, &reply);
+    kas_reply_clear(&reply);
+    return r;
+}
+
+static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const char *url,
+                                 const char *method, const char *version, const char *upload_data,
+                                 size_t *upload_size, void **con_cls)
+{
+    KasServer *srv = cls;
+    ReqCtx *rc = *con_cls;
+    if (rc == NULL) {
+        rc = g_new0(ReqCtx, 1);
+        rc->body = g_string_new(NULL);
+        *con_cls = rc;
+        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                     MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (cl != NULL && g_ascii_strtoull(cl, NULL, 10) > srv->opts.max_body) {
+            rc->answered = TRUE;
+            g_autofree char *msg = g_strdup_printf("the request body is larger than the limit of %zu bytes",
+                                                   srv->opts.max_body);
+            return queue_error(conn, KAS_ERR_TOO_LARGE, msg, 0);
+        }
+        if ((guint)g_atomic_int_get(&srv->connections) > srv->opts.max_connections) {
+            rc->answered = TRUE;
+            return queue_error(conn, KAS_ERR_TOO_MANY,
+                               "too many open connections, please try again later", 1);
+        }
+        return MHD_YES;
+    }
+    if (rc->answered) {
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (*upload_size > 0) {
+        if (!rc->too_large && rc->body->len + *upload_size > srv->opts.max_body) {
+            rc->too_large = TRUE;
+            g_string_truncate(rc->body, 0);
+        }
+        if (!rc->too_large)
+            g_string_append_len(rc->body, upload_data, (gssize)*upload_size);
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    rc->answered = TRUE;
+    if (rc->too_large) {
+        g_autofree char *msg = g_strdup_printf("the request body is larger than the limit of %zu bytes",
+                                               srv->opts.max_body);
+        return queue_error(conn, KAS_ERR_TOO_LARGE, msg, 0);
+    }
+    return handle(srv, conn, url, method, rc);
+}
+
+static void completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    ReqCtx *rc = *con_cls;
+    if (rc == NULL)
+        return;
+    g_string_free(rc->body, TRUE);
+    g_free(rc);
+    *con_cls = NULL;
+}
+
+static void connection_cb(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    KasServer *srv = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED)
+        g_atomic_int_inc(&srv->connections);
+    else
+        g_atomic_int_add(&srv->connections, -1);
+}
+
+/* ---- life cycle ---------------------------------------------------------------------------------- */
+
+static gboolean parse_listen(const char *listen, struct sockaddr_in *addr, char **host, GError **error)
+{
+    const char *colon = strrchr(listen, ':');
+    if (colon == NULL) {
+        g_set_error(error, KB_ERROR, KB_ERROR_CONFIG, "--listen \"%s\": expected HOST:PORT", listen);
+        return FALSE;
+    }
+    *host = g_strndup(listen, (gsize)(colon - listen));
+    if (strcmp(*host, "localhost") == 0 || (*host)[0] == '\0') {
+        g_free(*host);
+        *host = g_strdup("127.0.0.1");
+    }
+    char *end = NULL;
+    guint64 port = g_ascii_strtoull(colon + 1, &end, 10);
+    memset(addr, 0, sizeof *addr);
+    addr->sin_family = AF_INET;
+    addr->sin_port = htons((uint16_t)port);
+    if (*end != '\0' || colon[1] == '\0' || port > 65535 ||
+        inet_pton(AF_INET, *host, &addr->sin_addr) != 1) {
+        g_set_error(error, KB_ERROR, KB_ERROR_CONFIG,
+                    "--listen \"%s\": expected an IPv4 address and a port", listen);
+        g_clear_pointer(host, g_free);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean start_daemon(KasServer *srv, GError **error)
+{
+    struct sockaddr_in addr;
+    g_autofree char *host = NULL;
+    if (!parse_listen(srv->listen, &addr, &host, error))
+        return FALSE;
+    srv->daemon = MHD_start_daemon(
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL,
+        0, NULL, NULL, access_cb, srv,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+        MHD_OPTION_NOTIFY_COMPLETED, completed_cb, srv,
+        MHD_OPTION_NOTIFY_CONNECTION, connection_cb, srv,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)(srv->opts.max_connections + 64),
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)srv->opts.idle_timeout,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024),
+        MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 * 1024),
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024,
+        MHD_OPTION_END);
+    if (srv->daemon == NULL) {
+        g_set_error(error, KB_ERROR, KB_ERROR_CONFIG, "cannot listen on %s: %s", srv->listen,
+                    g_strerror(errno != 0 ? errno : EADDRINUSE));
+        return FALSE;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_LISTEN_FD);
+    struct sockaddr_in bound;
+    socklen_t blen = sizeof bound;
+    if (di != NULL && getsockname(di->listen_fd, (struct sockaddr *)&bound, &blen) == 0)
+        srv->port = ntohs(bound.sin_port);
+    srv->url = g_strdup_printf("http://%s:%u", host, srv->port);
+    return TRUE;
+}
+
+KasServer *kas_server_new(const KasServerOptions *opts, GError **error)
+{
+    KasServer *srv = g_new0(KasServer, 1);
+    srv->opts = *opts;
+    srv->listen = g_strdup(opts->listen != NULL ? opts->listen : "127.0.0.1:0");
+    srv->opts.listen = srv->listen;
+    srv->opts.nodes_file = NULL;
+    srv->opts.faults = NULL;
+    KasStoreOptions so = { .history = opts->watch_history, .watch_queue = opts->watch_queue };
+    srv->store = kas_store_new(&so);
+    kas_ops_bootstrap(srv->store);
+    srv->faults = kas_faults_new(opts->faults_seed);
+    KasFaultOnce once = KAS_FAULT_ONCE_NONE;
+    if (opts->faults != NULL && !kas_faults_set(srv->faults, opts->faults, &once, error)) {
+        g_prefix_error(error, "--faults: ");
+        kas_server_free(srv);
+        return NULL;
+    }
+    KasKubeletOptions ko = { .simulate = opts->simulate_kubelet,
+                             .start_delay_ms = opts->kubelet_start_ms,
+                             .stop_delay_ms = opts->kubelet_stop_ms,
+                             .heartbeat_ms = opts->heartbeat_ms };
+    srv->kubelet = kas_kubelet_new(srv->store, &ko);
+    if (opts->nodes_file != NULL && kas_nodes_load(srv->store, opts->nodes_file, error) < 0) {
+        g_prefix_error(error, "--nodes: ");
+        kas_server_free(srv);
+        return NULL;
+    }
+    run_once(srv, once);
+    if (!start_daemon(srv, error)) {
+        kas_server_free(srv);
+        return NULL;
+    }
+    srv->rest.store = srv->store;
+    srv->rest.port = srv->port;
+    srv->rest.min_watch_timeout = opts->min_watch_timeout;
+    return srv;
+}
+
+guint kas_server_port(KasServer *srv)
+{
+    return srv->port;
+}
+
+const char *kas_server_url(KasServer *srv)
+{
+    return srv->url;
+}
+
+KasStore *kas_server_store(KasServer *srv)
+{
+    return srv->store;
+}
+
+void kas_server_free(KasServer *srv)
+{
+    if (srv == NULL)
+        return;
+    g_atomic_int_set(&srv->stopping, 1);
+    if (srv->store != NULL)
+        kas_store_shutdown(srv->store);
+    if (srv->daemon != NULL)
+        MHD_stop_daemon(srv->daemon);
+    kas_kubelet_free(srv->kubelet);
+    kas_store_free(srv->store);
+    kas_faults_free(srv->faults);
+    g_free(srv->listen);
+    g_free(srv->url);
+    g_free(srv);
+}

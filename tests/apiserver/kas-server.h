@@ -1,0 +1,54 @@
+/*
+ * kb-apiserver as a library: an in-memory Kubernetes API server on libmicrohttpd (one thread
+ * per connection, so a slow or streaming client only ever blocks its own thread), with the
+ * store, the simulated kubelets and fault injection. bin/kb-apiserver (main.c) is a thin
+ * wrapper; tests and benchmarks may embed it.
+ *
+ * Admin endpoints (not part of the Kubernetes API):
+ *   GET  /admin/faults          the active fault rules and how often each fired (JSON)
+ *   POST /admin/faults          body: a fault SPEC replacing the active rules ("" clears)
+ *   POST /admin/restart         simulate a restart: close every watch, drop the history
+ *   POST /admin/expire-history  drop the watch history (older resourceVersions get 410)
+ *   GET  /admin/stats           {"resourceVersion":N,"watchers":N,"connections":N}
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "tests/apiserver/kas-store.h"
+
+typedef struct {
+    const char *listen;        /* "HOST:PORT", default "127.0.0.1:0" (any free port) */
+    gboolean simulate_kubelet;
+    const char *nodes_file;    /* may be NULL */
+    const char *faults;        /* initial fault SPEC, may be NULL */
+    guint64 faults_seed;       /* for fraction=; default 1 */
+    guint watch_history;       /* events kept for resumption (default 10000) */
+    guint watch_queue;         /* events a watcher may lag before it is closed (default 10000) */
+    guint bookmark_ms;         /* BOOKMARK period for allowWatchBookmarks (default 1000) */
+    gsize max_body;            /* request body limit in bytes (default 3 MiB) */
+    guint max_connections;     /* beyond this, requests get 429 (default 1000) */
+    guint min_watch_timeout;   /* seconds; watches without timeoutSeconds (default 1800) */
+    guint idle_timeout;        /* seconds before an idle connection is closed (default 120) */
+    guint kubelet_start_ms;    /* simulated kubelet: bound -> Running (default 100) */
+    guint kubelet_stop_ms;     /* simulated kubelet: deletion confirmed (default 100) */
+    guint heartbeat_ms;        /* simulated kubelet: lease renewal (default 10000) */
+} KasServerOptions;
+
+typedef struct KasServer KasServer;
+
+/* Defaults for every field. */
+void kas_server_options_init(KasServerOptions *opts);
+
+/* Bind, load the nodes file, start serving. Returns NULL with an error naming the address, the
+ * file or the fault rule at fault. */
+KasServer *kas_server_new(const KasServerOptions *opts, GError **error);
+
+guint kas_server_port(KasServer *srv);
+/* "http://HOST:PORT" (borrowed). */
+const char *kas_server_url(KasServer *srv);
+KasStore *kas_server_store(KasServer *srv);
+
+/* Stop serving (every watch ends), stop the kubelets, free everything. */
+void kas_server_free(KasServer *srv);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(KasServer, kas_server_free)
