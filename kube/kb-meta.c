@@ -156,6 +156,11 @@ KbObjectMeta *kb_meta_object_decode(json_object *obj, gboolean keep_raw, GError 
 static gboolean quantity_text(json_object *v, const char *what, const char *name, char **copy,
                               const char **out, GError **error)
 {
+    /* Quantity.UnmarshalJSON reads null as zero. */
+    if (v == NULL) {
+        *out = "0";
+        return TRUE;
+    }
     if (json_object_is_type(v, json_type_string)) {
         const char *s = json_object_get_string(v);
         gsize len = (gsize)json_object_get_string_len(v);
@@ -181,7 +186,7 @@ static gboolean resource_entry(const char *what, const char *name, json_object *
                                KbResources *out, GError **error)
 {
     g_autofree char *copy = NULL;
-    const char *text;
+    const char *text = NULL;
     KbQuantity q;
     g_autoptr(GError) qerr = NULL;
 

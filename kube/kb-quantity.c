@@ -265,6 +265,19 @@ static void digits_load(Digits *dg, const Lexed *lx, int base, gint64 exponent)
     }
 }
 
+/* Move low zero digits into the scale (normal form). */
+static void digits_strip_zeros(Digits *dg)
+{
+    gsize zeros = 0;
+    while (zeros < dg->n && dg->d[zeros] == 0)
+        zeros++;
+    if (zeros > 0) {
+        memmove(dg->d, dg->d + zeros, dg->n - zeros);
+        dg->n -= zeros;
+        dg->scale += (gint64)zeros;
+    }
+}
+
 /* Rounding, capping and the fit into an int64 mantissa, on a non-zero value. */
 static gboolean digits_finish(Digits *dg, const char *s, KbQuantity *out, GError **error)
 {
@@ -280,22 +293,17 @@ static gboolean digits_finish(Digits *dg, const char *s, KbQuantity *out, GError
         if ((gint64)dg->n + dg->scale <= 0)
             out->format = KB_QUANTITY_DECIMAL_SI; /* 0 < value < 1: shown in m/u/n */
     }
-    gsize zeros = 0;
-    while (zeros < dg->n && dg->d[zeros] == 0 && dg->scale + (gint64)zeros < G_MAXINT32)
-        zeros++;
-    if (zeros > 0) {
-        memmove(dg->d, dg->d + zeros, dg->n - zeros);
-        dg->n -= zeros;
-        dg->scale += (gint64)zeros;
-    }
+    digits_strip_zeros(dg);
     if (!digits_to_int64(dg, &out->unscaled)) {
         if (out->format != KB_QUANTITY_BINARY_SI || dg->scale >= 0)
             return fail(error, s, "overflow (more than 19 significant digits)");
         /* A binary value below 2^63 whose fraction does not fit: whole units, rounded up. */
         digits_drop_round_up(dg, (gsize)(-dg->scale));
+        digits_strip_zeros(dg);
         if (!digits_to_int64(dg, &out->unscaled))
             out->unscaled = G_MAXINT64;
     }
+    /* Normalized, the exponent must fit an int32 so that the canonical string parses back. */
     if (dg->scale > G_MAXINT32)
         return fail(error, s, "overflow (exponent too large)");
     out->scale = (gint32)dg->scale;

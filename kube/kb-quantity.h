@@ -16,7 +16,8 @@
  * "1." and "1.G" are accepted (apimachinery's tests do), exponents beyond +-(2^31-1) are not.
  * Stricter than apimachinery's scanner: a number needs a digit (".", "-", "m", "Ki" fail where
  * apimachinery reads them as zero), and a decimal value needing more than 19 significant digits
- * fails with "overflow" (apimachinery falls back to big decimals).
+ * fails with "overflow" (apimachinery falls back to big decimals), as does one whose normalized
+ * exponent passes 2^31-1 ("10e2147483647": its canonical string could not be parsed back).
  * Not reproduced: String() of a canonical input echoing it verbatim ("+1Ki", "01Ki").
  * A parsed quantity is normalized: unscaled has no trailing decimal zeros, so equal values
  * parsed from equivalent strings compare equal field by field (format aside).

@@ -105,6 +105,7 @@ static const ParseCase parse_cases[] = {
     {"9223372036854775807Ki", G_MAXINT64, 0, BSI},
     {"123456789012345678901234567890Mi", G_MAXINT64, 0, BSI},
     {"7.999999999Ei", 9223372035701854304, 0, BSI},
+    {"7.999994999Ei", 922336627109433127, 1, BSI}, /* found by fuzzing: normalized too */
     /* fractional binary */
     {"100.035Ki", 10243584, -2, BSI},
     {"0.5Mi", 524288, 0, BSI},
@@ -308,6 +309,8 @@ static const ErrorCase error_cases[] = {
     {"9223372036854775808", "overflow"},
     {"-9223372036854775808", "overflow"},
     {"12345678901.234567891", "overflow"},
+    {"10e2147483647", "overflow (exponent too large)"},
+    {"10000e2147483647", "overflow (exponent too large)"},
 };
 
 static void test_parse(gconstpointer data)
