@@ -489,6 +489,7 @@ static json_object *parse_body(const KasRequest *req, KasReply *reply)
 
 static void parse_delete_options(const KasRequest *req, json_object *body, KasDeleteOptions *o)
 {
+    memset(o, 0, sizeof *o);
     o->grace_seconds = -1;
     const char *g = q(req, "gracePeriodSeconds");
     if (g != NULL)

@@ -1,0 +1,44 @@
+/*
+ * Integration tests against the real bin/kb-apiserver: start it as a child process on a free
+ * port, talk to it over HTTP (or with kubectl), stop it with SIGTERM.
+ *
+ *   const char *args[] = { "--simulate-kubelet", NULL };
+ *   g_autoptr(KbTestApiserver) api = kb_test_apiserver_start(args, &error);
+ *   ... kb_test_apiserver_url(api) ...              "http://127.0.0.1:PORT"
+ *   const char *kargs[] = { "get", "pods", "-o", "wide", NULL };
+ *   kb_test_kubectl(api, kargs, NULL, &out, &err, &status, &error);
+ *   g_assert_cmpint(kb_test_apiserver_stop(api), ==, 0);
+ *
+ * The binary is $KB_BIN_DIR/kb-apiserver (default build/default/bin). $KB_APISERVER_WRAPPER,
+ * when set (e.g. "valgrind -q --error-exitcode=99"), is put in front of it.
+ */
+#pragma once
+
+#include <glib.h>
+
+typedef struct KbTestApiserver KbTestApiserver;
+
+/* Start the server with @extra_args (NULL-terminated, may be NULL) after "--listen
+ * 127.0.0.1:0" and wait (at most 20 s) for its "listening on URL" line. */
+KbTestApiserver *kb_test_apiserver_start(const char *const *extra_args, GError **error);
+
+/* "http://127.0.0.1:PORT" (borrowed). */
+const char *kb_test_apiserver_url(KbTestApiserver *api);
+
+/* SIGTERM, then wait for the exit. Returns the exit status (0 for a clean shutdown), 128+N
+ * when killed by signal N, -1 when it was already stopped. */
+int kb_test_apiserver_stop(KbTestApiserver *api);
+
+/* Stops the server if still running and frees everything (including kubectl's cache dir). */
+void kb_test_apiserver_free(KbTestApiserver *api);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbTestApiserver, kb_test_apiserver_free)
+
+/* Is a kubectl binary on PATH? */
+gboolean kb_test_kubectl_available(void);
+
+/* Run `kubectl --server URL ARGS...` with no kubeconfig and a private cache directory, feeding
+ * @stdin_text (may be NULL) on its standard input. *@out and *@err (both may be NULL) receive
+ * the captured output (newly allocated), *@status the exit status. FALSE only when kubectl
+ * could not be run at all (or ran longer than 60 s). */
+gboolean kb_test_kubectl(KbTestApiserver *api, const char *const *args, const char *stdin_text,
+                         char **out, char **err, int *status, GError **error);

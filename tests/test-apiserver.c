@@ -1,0 +1,1494 @@
+/*
+ * Tests for the in-memory API server (tests/apiserver/), driven over HTTP with libcurl against a
+ * server embedded in the test process: the responses curl users and the project's clients see.
+ * kubectl and the bin/kb-apiserver binary are covered by test-apiserver-kubectl.c.
+ */
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <glib/gstdio.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "tests/apiserver/kas-json.h"
+#include "tests/apiserver/kas-server.h"
+
+/* ---- HTTP helpers ------------------------------------------------------------------------------ */
+
+typedef struct {
+    long code;
+    char *body;
+    json_object *json;
+    char *retry_after;
+    char *content_type;
+} Resp;
+
+static void resp_free(Resp *r)
+{
+    g_free(r->body);
+    json_object_put(r->json);
+    g_free(r->retry_after);
+    g_free(r->content_type);
+    g_free(r);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Resp, resp_free)
+
+static size_t collect_body(char *ptr, size_t size, size_t n, void *data)
+{
+    g_string_append_len(data, ptr, (gssize)(size * n));
+    return size * n;
+}
+
+static size_t collect_header(char *ptr, size_t size, size_t n, void *data)
+{
+    Resp *r = data;
+    g_autofree char *h = g_strndup(ptr, size * n);
+    g_strstrip(h);
+    if (g_ascii_strncasecmp(h, "Retry-After:", 12) == 0)
+        r->retry_after = g_strstrip(g_strdup(h + 12));
+    return size * n;
+}
+
+static Resp *http(KasServer *srv, const char *method, const char *path, const char *ctype,
+                  const char *body)
+{
+    Resp *r = g_new0(Resp, 1);
+    GString *out = g_string_new(NULL);
+    CURL *c = curl_easy_init();
+    g_autofree char *url = g_strconcat(kas_server_url(srv), path, NULL);
+    struct curl_slist *hdrs = NULL;
+    g_autofree char *ct = g_strdup_printf("Content-Type: %s", ctype != NULL ? ctype : "application/json");
+    hdrs = curl_slist_append(hdrs, ct);
+    hdrs = curl_slist_append(hdrs, "Expect:");
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, collect_header);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
+    if (body != NULL) {
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+    }
+    CURLcode rc = curl_easy_perform(c);
+    g_assert_cmpint(rc, ==, CURLE_OK);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->code);
+    char *ctv = NULL;
+    curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ctv);
+    r->content_type = g_strdup(ctv);
+    curl_slist_free_all(hdrs);
+    curl_easy_cleanup(c);
+    r->body = g_string_free(out, FALSE);
+    r->json = json_tokener_parse(r->body);
+    return r;
+}
+
+static Resp *get(KasServer *srv, const char *path)
+{
+    return http(srv, "GET", path, NULL, NULL);
+}
+
+static Resp *post(KasServer *srv, const char *path, const char *body)
+{
+    return http(srv, "POST", path, NULL, body);
+}
+
+static const char *js(Resp *r, const char *dotted)
+{
+    return kas_json_get_string(r->json, dotted);
+}
+
+static gint64 ji(Resp *r, const char *dotted)
+{
+    return json_object_get_int64(kas_json_get(r->json, dotted));
+}
+
+static void assert_status(Resp *r, long code, const char *reason)
+{
+    if (r->code != code)
+        g_error("expected HTTP %ld, got %ld: %s", code, r->code, r->body);
+    if (reason != NULL) {
+        g_assert_cmpstr(js(r, "kind"), ==, "Status");
+        g_assert_cmpstr(js(r, "reason"), ==, reason);
+        g_assert_cmpint(ji(r, "code"), ==, code);
+    }
+}
+
+/* Watch @path until @max lines arrived or @timeout_ms passed; the lines, without "\n". */
+typedef struct {
+    GString *buf;
+    GPtrArray *lines;
+    guint max;
+} WatchData;
+
+static size_t watch_body(char *ptr, size_t size, size_t n, void *data)
+{
+    WatchData *w = data;
+    g_string_append_len(w->buf, ptr, (gssize)(size * n));
+    char *nl;
+    while ((nl = memchr(w->buf->str, '\n', w->buf->len)) != NULL) {
+        g_ptr_array_add(w->lines, g_strndup(w->buf->str, (gsize)(nl - w->buf->str)));
+        g_string_erase(w->buf, 0, (gssize)(nl - w->buf->str) + 1);
+    }
+    return w->lines->len >= w->max ? 0 : size * n;
+}
+
+static GPtrArray *watch_full(KasServer *srv, const char *path, guint max, long timeout_ms,
+                             char **leftover, CURLcode *result)
+{
+    WatchData w = { g_string_new(NULL), g_ptr_array_new_with_free_func(g_free), max };
+    CURL *c = curl_easy_init();
+    g_autofree char *url = g_strconcat(kas_server_url(srv), path, NULL);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, watch_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &w);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
+    CURLcode rc = curl_easy_perform(c);
+    if (result != NULL)
+        *result = rc;
+    curl_easy_cleanup(c);
+    if (leftover != NULL)
+        *leftover = g_strdup(w.buf->str);
+    g_string_free(w.buf, TRUE);
+    return w.lines;
+}
+
+static GPtrArray *watch(KasServer *srv, const char *path, guint max, long timeout_ms)
+{
+    return watch_full(srv, path, max, timeout_ms, NULL, NULL);
+}
+
+static char *line_field(const char *line, const char *dotted)
+{
+    json_object *j = json_tokener_parse(line);
+    char *v = g_strdup(kas_json_get_string(j, dotted));
+    json_object_put(j);
+    return v;
+}
+
+/* ---- fixtures -------------------------------------------------------------------------------- */
+
+static KasServer *start_with(void (*tweak)(KasServerOptions *))
+{
+    KasServerOptions o;
+    kas_server_options_init(&o);
+    o.kubelet_start_ms = 20;
+    o.kubelet_stop_ms = 20;
+    if (tweak != NULL)
+        tweak(&o);
+    g_autoptr(GError) error = NULL;
+    KasServer *srv = kas_server_new(&o, &error);
+    g_assert_no_error(error);
+    return srv;
+}
+
+static KasServer *start(void)
+{
+    return start_with(NULL);
+}
+
+static void opt_sim(KasServerOptions *o)
+{
+    o->simulate_kubelet = TRUE;
+}
+
+#define POD_JSON(name, extra_meta, extra_spec)                                                    \
+    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"" name "\"" extra_meta      \
+    "},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"busybox:1\"}]" extra_spec "}}"
+
+static void create_pod(KasServer *srv, const char *json)
+{
+    g_autoptr(Resp) r = post(srv, "/api/v1/namespaces/default/pods", json);
+    assert_status(r, 201, NULL);
+}
+
+static void create_node(KasServer *srv, const char *name)
+{
+    g_autofree char *body = g_strdup_printf("{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\"}}", name);
+    g_autoptr(Resp) r = post(srv, "/api/v1/nodes", body);
+    assert_status(r, 201, NULL);
+}
+
+static const char BIND_N1[] = "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":\"p1\"},"
+                              "\"target\":{\"kind\":\"Node\",\"name\":\"n1\"}}";
+
+static char *src_path(const char *rel)
+{
+    const char *top = g_getenv("KB_SRCDIR");
+    return g_build_filename(top != NULL ? top : ".", rel, NULL);
+}
+
+/* POST the YAML file @rel (relative to the source tree) to @path after converting it. */
+static Resp *post_yaml(KasServer *srv, const char *path, const char *rel)
+{
+    g_autofree char *file = src_path(rel);
+    g_autofree char *text = NULL;
+    gsize len;
+    g_assert_true(g_file_get_contents(file, &text, &len, NULL));
+    g_autoptr(GError) error = NULL;
+    json_object *j = kas_yaml_to_json(text, len, &error);
+    g_assert_no_error(error);
+    g_autofree char *body = kas_json_dump(j);
+    json_object_put(j);
+    return post(srv, path, body);
+}
+
+static void create_crd(KasServer *srv)
+{
+    g_autoptr(Resp) r = post_yaml(srv, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                                  "tests/data/apiserver/crd-tfjob.yaml");
+    assert_status(r, 201, NULL);
+}
+
+/* Poll GET @path until @dotted equals @want (or is absent when @want is NULL) or 5 s pass. */
+static Resp *wait_field(KasServer *srv, const char *path, const char *dotted, const char *want)
+{
+    for (int i = 0; i < 500; i++) {
+        Resp *r = get(srv, path);
+        const char *v = r->code == 200 ? js(r, dotted) : NULL;
+        if (g_strcmp0(v, want) == 0)
+            return r;
+        resp_free(r);
+        g_usleep(10000);
+    }
+    g_error("timed out waiting for %s %s == %s", path, dotted, want != NULL ? want : "(none)");
+    return NULL;
+}
+
+static void wait_gone(KasServer *srv, const char *path)
+{
+    for (int i = 0; i < 500; i++) {
+        g_autoptr(Resp) r = get(srv, path);
+        if (r->code == 404)
+            return;
+        g_usleep(10000);
+    }
+    g_error("timed out waiting for %s to be deleted", path);
+}
+
+/* Wait (at most 5 s) until the server has exactly @n watchers. */
+static void wait_watchers(KasServer *srv, guint n)
+{
+    for (int i = 0; i < 500 && kas_store_watcher_count(kas_server_store(srv)) != n; i++)
+        g_usleep(10000);
+    g_assert_cmpuint(kas_store_watcher_count(kas_server_store(srv)), ==, n);
+}
+
+/* ---- discovery --------------------------------------------------------------------------------- */
+
+static void test_discovery_core(void)
+{
+    g_autoptr(KasServer) srv = start();
+    g_autoptr(Resp) v = get(srv, "/version");
+    g_assert_cmpint(v->code, ==, 200);
+    g_assert_cmpstr(js(v, "major"), ==, "1");
+    g_autoptr(Resp) api = get(srv, "/api");
+    g_assert_cmpstr(js(api, "kind"), ==, "APIVersions");
+    g_autoptr(Resp) r = get(srv, "/api/v1");
+    g_assert_cmpstr(js(r, "groupVersion"), ==, "v1");
+    json_object *res = kas_json_get(r->json, "resources");
+    gboolean pods = FALSE, binding = FALSE, eviction = FALSE, status = FALSE;
+    for (gsize i = 0; i < json_object_array_length(res); i++) {
+        json_object *e = json_object_array_get_idx(res, i);
+        const char *n = kas_json_get_string(e, "name");
+        if (strcmp(n, "pods") == 0) {
+            pods = TRUE;
+            g_assert_cmpstr(json_object_get_string(json_object_array_get_idx(kas_json_get(e, "shortNames"), 0)), ==, "po");
+            g_assert_true(json_object_get_boolean(kas_json_get(e, "namespaced")));
+        }
+        binding |= strcmp(n, "pods/binding") == 0;
+        eviction |= strcmp(n, "pods/eviction") == 0 && g_strcmp0(kas_json_get_string(e, "group"), "policy") == 0;
+        status |= strcmp(n, "pods/status") == 0;
+    }
+    g_assert_true(pods && binding && eviction && status);
+    g_autoptr(Resp) groups = get(srv, "/apis");
+    g_assert_cmpstr(js(groups, "kind"), ==, "APIGroupList");
+    g_assert_nonnull(strstr(groups->body, "coordination.k8s.io"));
+    g_assert_nonnull(strstr(groups->body, "scheduling.k8s.io"));
+    g_autoptr(Resp) missing = get(srv, "/apis/kubeflow.org/v1");
+    assert_status(missing, 404, "NotFound");
+}
+
+static void test_discovery_crd_group(void)
+{
+    g_autoptr(KasServer) srv = start();
+    create_crd(srv);
+    g_autoptr(Resp) groups = get(srv, "/apis");
+    g_assert_nonnull(strstr(groups->body, "\"name\":\"kubeflow.org\""));
+    g_autoptr(Resp) g = get(srv, "/apis/kubeflow.org");
+    /* v1 is preferred over v1alpha1 whatever the declaration order. */
+    g_assert_cmpstr(js(g, "preferredVersion.version"), ==, "v1");
+    g_autoptr(Resp) v1 = get(srv, "/apis/kubeflow.org/v1");
+    g_assert_nonnull(strstr(v1->body, "\"name\":\"tfjobs/status\""));
+    g_assert_nonnull(strstr(v1->body, "\"tfj\""));
+    g_autoptr(Resp) oa = get(srv, "/openapi/v3");
+    g_assert_cmpint(oa->code, ==, 200);
+    g_assert_nonnull(kas_json_get(oa->json, "paths.api/v1") == NULL ? NULL : oa->body);
+}
+
+/* ---- create, get, update ------------------------------------------------------------------------- */
+
+static void test_crud_create_get(void)
+{
+    g_autoptr(KasServer) srv = start();
+    g_autoptr(Resp) c = post(srv, "/api/v1/namespaces/default/pods", POD_JSON("p1", "", ""));
+    assert_status(c, 201, NULL);
+    g_assert_nonnull(js(c, "metadata.uid"));
+    g_assert_nonnull(js(c, "metadata.creationTimestamp"));
+    g_assert_cmpstr(js(c, "status.phase"), ==, "Pending");
+    g_assert_cmpstr(js(c, "spec.schedulerName"), ==, "default-scheduler");
+    g_autoptr(Resp) g = get(srv, "/api/v1/namespaces/default/pods/p1");
+    g_assert_cmpint(g->code, ==, 200);
+    g_assert_cmpstr(js(g, "metadata.resourceVersion"), ==, js(c, "metadata.resourceVersion"));
+    /* Every write gets a larger resourceVersion from one global counter. */
+    g_autoptr(Resp) c2 = post(srv, "/api/v1/namespaces/default/configmaps",
+                              "{\"metadata\":{\"name\":\"cm\"},\"data\":{\"a\":\"b\"}}");
+    assert_status(c2, 201, NULL);
+    g_assert_cmpint(g_ascii_strtoll(js(c2, "metadata.resourceVersion"), NULL, 10), >,
+                    g_ascii_strtoll(js(c, "metadata.resourceVersion"), NULL, 10));
+}
+
+static void test_crud_already_exists(void)
+{
+    g_autoptr(KasServer) srv = start();
+    create_pod(srv, POD_JSON("p1", "", ""));
+    g_autoptr(Resp) r = post(srv, "/api/v1/namespaces/default/pods", POD_JSON("p1", "", ""));
+    assert_status(r, 409, "AlreadyExists");
+    g_assert_cmpstr(js(r, "message"), ==, "pods \"p1\" already exists");
+    g_assert_cmpstr(js(r, "details.name"), ==, "p1");
+    g_assert_cmpstr(js(r, "details.kind"), ==, "pods");
+}
+
+static void test_crud_not_found(void)
+{
+    g_autoptr(KasServer) srv = start();
+    g_autoptr(Resp) r = get(srv, "/api/v1/namespaces/default/pods/nope");
+    assert_status(r, 404, "NotFound");
+    g_assert_cmpstr(js(r, "message"), ==, "pods \"nope\" not found");
+    g_autoptr(Resp) ns = post(srv, "/api/v1/namespaces/ghost/pods", POD_JSON("p1", "", ""));
+    assert_status(ns, 404, "NotFound");
+    g_assert_cmpstr(js(ns, "message"), ==, "namespaces \"ghost\" not found");
+    g_autoptr(Resp) res = get(srv, "/api/v1/widgets");
+    assert_status(res, 404, "NotFound");
+}
+
+static void test_crud_generate_name(void)
+{
+    g_autoptr(KasServer) srv = start();
+    g_autoptr(Resp) a = post(srv, "/api/v1/namespaces/default/pods",
+                             "{\"metadata\":{\"generateName\":\"job-\"},\"spec\":{\"containers\":[]}}");
+    g_autoptr(Resp) b = post(srv, "/api/v1/namespaces/default/pods",
+                             "{\"metadata\":{\"generateName\":\"job-\"},\"spec\":{\"containers\":[]}}");
+    assert_status(a, 201, NULL);
+    assert_status(b, 201, NULL);
+    g_assert_true(g_str_has_prefix(js(a, "metadata.name"), "job-"));
+    g_assert_cmpuint(strlen(js(a, "metadata.name")), ==, 9);
+    g_assert_cmpstr(js(a, "metadata.name"), !=, js(b, "metadata.name"));
+}
+
+static void test_crud_invalid(void)
+{
+    g_autoptr(KasServer) srv = start();
+    static const struct {
+        const char *body;
+        long code;
+        const char *reason;
+    } cases[] = {
+        { POD_JSON("Bad_Name", "", ""), 422, "Invalid" },
+        { "{\"metadata\":{}}", 422, "Invalid" },
+        { "{\"metadata\":{\"name\":\"x\"", 400, "BadRequest" },
+        { "[1,2]", 400, "BadRequest" },
+        { "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"x\"}}", 400, "BadRequest" },
+        { "{\"apiVersion\":\"v2\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"x\"}}", 400, "BadRequest" },
+        { "{\"metadata\":{\"name\":\"x\",\"labels\":{\"a\":1}}}", 400, "BadRequest" },
+        { "{\"metadata\":{\"name\":\"x\",\"resourceVersion\":\"5\"}}", 500, "InternalError" },
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(Resp) r = post(srv, "/api/v1/namespaces/default/pods", cases[i].body);
+        assert_status(r, cases[i].code, cases[i].reason);
+    }
+    g_autoptr(Resp) inv = post(srv, "/api/v1/namespaces/default/pods", POD_JSON("Bad_Name", "", ""));
+    g_assert_nonnull(strstr(js(inv, "message"), "Pod \"Bad_Name\" is invalid: metadata.name"));
+}
+
+static void test_crud_stale_update(void)
+{
+    g_autoptr(KasServer) srv = start();
+    g_autoptr(Resp) c = post(srv, "/api/v1/namespaces/default/configmaps",
+                             "{\"metadata\":{\"name\":\"cm\"},\"data\":{\"a\":\"1\"}}");
+    const char *rv = js(c, "metadata.resourceVersion");
+    g_autofree char *upd = g_strdup_printf("{\"metadata\":{\"name\":\"cm\",\"resourceVersion\":\"%s\"},\"data\":{\"a\":\"2\"}}", rv);
+    g_autoptr(Resp) u1 = http(srv, "PUT", "/api/v1/namespaces/default/configmaps/cm", NULL, upd);
+    g_assert_cmpint(u1->code, ==, 200);
+    g_assert_cmpstr(js(u1, "data.a"), ==, "2");
+    /* The same resourceVersion again is now stale. */
+    g_autoptr(Resp) u2 = http(srv, "PUT", "/api/v1/namespaces/default/configmaps/cm", NULL, upd);
+    assert_status(u2, 409, "Conflict");
+    g_assert_nonnull(strstr(js(u2, "message"), "the object has been modified"));
+    g_autoptr(Resp) wrong = http(srv, "PUT", "/api/v1/namespaces/default/configmaps/cm", NULL,
+                                 "{\"metadata\":{\"name\":\"other\"}}");
+    assert_status(wrong, 400, "BadRequest");
+    g_autoptr(Resp) missing = http(srv, "PUT", "/api/v1/namespaces/default/configmaps/none", NULL,
+                                   "{\"metadata\":{\"name\":\"none\"}}");
+    assert_status(missing, 404, "NotFound");
+}
+
+static void test_crud_noop_update(void)
+{
+    g_autoptr(KasServer) srv = start();
+    g_autoptr(Resp) c = post(srv, "/api/v1/namespaces/default/configmaps",
+                             "{\"metadata\":{\"name\":\"cm\"},\"data\":{\"a\":\"1\"}}");
+    g_autoptr(Resp) p = http(srv, "PATCH", "/api/v1/namespaces/default/configmaps/cm",
+                             "application/merge-patch+json", "{\"data\":{\"a\":\"1\"}}");
+    g_assert_cmpint(p->code, ==, 200);
+    /* Nothing changed: no new resourceVersion, no watch event. */
+    g_assert_cmpstr(js(p, "metadata.resourceVersion"), ==, js(c, "metadata.resourceVersion"));
+}
+
+static void test_crud_pod_spec_immutable(void)
+{
+    g_autoptr(KasServer) srv = start();
+    create_pod(srv, POD_JSON("p1", "", ""));
+    g_autoptr(Resp) img = http(srv, "PATCH", "/api/v1/namespaces/default/pods/p1", "application/json-patch+json",
+                               "[{\"op\":\"replace\",\"path\":\"/spec/containers/0/image\",\"value\":\"busybox:2\"}]");
+    g_assert_cmpint(img->code, ==, 200);
+    g_autoptr(Resp) bad = http(srv, "PATCH", "/api/v1/namespaces/default/pods/p1", "application/merge-patch+json",
+                               "{\"spec\":{\"nodeName\":\"n1\",\"restartPolicy\":\"Never\"}}");
+    assert_status(bad, 422, "Invalid");
+}
+
+/* ---- limits ---------------------------------------------------------------------------------------- */
+
+static void opt_small_body(KasServerOptions *o)
+{
+    o->max_body = 4096;
+}
+
+static void test_limits_body(void)
+{
+    g_autoptr(KasServer) srv = start_with(opt_small_body);
+    /* A valid object padded with spaces to exactly the limit is accepted; one more byte is not. */
+    GString *ok = g_string_new("{\"metadata\":{\"name\":\"cm\"}}");
+    while (ok->len < 4096)
+        g_string_append_c(ok, ' ');
+    g_autoptr(Resp) a = post(srv, "/api/v1/namespaces/default/configmaps", ok->str);
+    assert_status(a, 201, NULL);
+    g_string_append_c(ok, ' ');
+    g_autoptr(Resp) b = post(srv, "/api/v1/namespaces/default/configmaps", ok->str);
+    assert_status(b, 413, "RequestEntityTooLarge");
+    g_string_free(ok, TRUE);
+}
+
+static void test_limits_default_body(void)
+{
+    g_autoptr(KasServer) srv = start();
+    GString *big = g_string_new("{\"metadata\":{\"name\":\"big\"},\"data\":{\"a\":\"");
+    while (big->len < 3 * 1024 * 1024 + 10)
+        g_string_append(big, "xxxxxxxxxxxxxxxx");
+    g_string_append(big, "\"}}");
+    g_autoptr(Resp) r = post(srv, "/api/v1/namespaces/default/configmaps", big->str);
+    assert_status(r, 413, "RequestEntityTooLarge");
+    g_string_free(big, TRUE);
+    /* The server carries on. */
+    g_autoptr(Resp) v = get(srv, "/version");
+    g_assert_cmpint(v->code, ==, 200);
+}
+
+static void opt_two_conns(KasServerOptions *o)
+{
+    o->max_connections = 2;
+}
+
+static int raw_connect(guint port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    g_assert_cmpint(connect(fd, (struct sockaddr *)&a, sizeof a), ==, 0);
+    return fd;
+}
+
+static void test_limits_connections(void)
+{
+    g_autoptr(KasServer) srv = start_with(opt_two_conns);
+    int fds[3];
+    for (int i = 0; i < 3; i++)
+        fds[i] = raw_connect(kas_server_port(srv));
+    g_usleep(100000);
+    g_autoptr(Resp) r = get(srv, "/version");
+    assert_status(r, 429, "TooManyRequests");
+    g_assert_cmpstr(r->retry_after, ==, "1");
+    for (int i = 0; i < 3; i++)
+        close(fds[i]);
+    for (int i = 0; i < 100; i++) {
+        g_autoptr(Resp) v = get(srv, "/version");
+        if (v->code == 200)
+            return;
+        g_usleep(20000);
+    }
+    g_error("the server did not recover after the connections closed");
+}
+
+/* ---- bindings ------------------------------------------------------------------------------------------ */
+
+static void test_binding_twice(void)
+{
+    g_autoptr(KasServer) srv = start();
+    create_pod(srv, POD_JSON("p1", "", ""));
+    g_autoptr(Resp) a = post(srv, "/api/v1/namespaces/default/pods/p1/binding", BIND_N1);
+    assert_status(a, 201, NULL);
+    g_assert_cmpstr(js(a, "status"), ==, "Success");
+    g_autoptr(Resp) b = post(srv, "/api/v1/namespaces/default/pods/p1/binding", BIND_N1);
+    assert_status(b, 409, "Conflict");
+    g_assert_cmpstr(js(b, "message"), ==,
+                    "Operation cannot be fulfilled on pods/binding \"p1\": pod p1 is already assigned to node \"n1\"");
+    g_autoptr(Resp) pod = get(srv, "/api/v1/namespaces/default/pods/p1");
+    g_assert_cmpstr(js(pod, "spec.nodeName"), ==, "n1");
+    g_assert_nonnull(strstr(pod->body, "\"type\":\"PodScheduled\""));
+}
+
+static void test_binding_missing(void)
+{
+    g_autoptr(KasServer) srv = start();
+    g_autoptr(Resp) r = post(srv, "/api/v1/namespaces/default/pods/p1/binding", BIND_N1);
+    assert_status(r, 404, "NotFound");
+    g_autoptr(Resp) e = post(srv, "/api/v1/namespaces/default/pods/p1/binding", "{\"target\":{}}");
+    g_assert_cmpint(e->code, ==, 422);
+}
+
+static void test_binding_deleting(void)
+{
+    g_autoptr(KasServer) srv = start();
+    create_pod(srv, POD_JSON("p1", ",\"finalizers\":[\"x/y\"]", ""));
+    g_autoptr(Resp) d = http(srv, "DELETE", "/api/v1/namespaces/default/pods/p1", NULL, NULL);
+    g_assert_cmpint(d->code, ==, 200);
+    g_assert_nonnull(js(d, "metadata.deletionTimestamp"));
+    g_autoptr(Resp) r = post(srv, "/api/v1/namespaces/default/pods/p1/binding", BIND_N1);
+    assert_status(r, 409, "Conflict");
+    g_assert_nonnull(strstr(js(r, "message"), "is being deleted"));
+}
+
+static void test_binding_legacy(void)
+{
+    g_autoptr(KasServer) srv = start();
+    create_pod(srv, POD_JSON("p1", "", ""));
+    g_autoptr(Resp) r = post(srv, "/api/v1/namespaces/default/bindings", BIND_N1);
+    assert_status(r, 201, NULL);
+    g_autoptr(Resp) pod = get(srv, "/api/v1/namespaces/default/pods/p1");
+    g_assert_cmpstr(js(pod, "spec.nodeName"), ==, "n1");
+}
+
+/* ---- lists ---------------------------------------------------------------------------------------------- */
+
+static guint list_count(KasServer *srv, const char *path)
+{
+    g_autoptr(Resp) r = get(srv, path);
+    g_assert_cmpint(r->code, ==, 200);
+    return (guint)json_object_array_length(kas_json_get(r->json, "items"));
+}
+
+static void seed_labelled(KasServer *srv)
+{
+    create_pod(srv, POD_JSON("a", ",\"labels\":{\"app\":\"web\",\"tier\":\"1\"}", ""));
+    create_pod(srv, POD_JSON("b", ",\"labels\":{\"app\":\"db\"}", ""));
+    create_pod(srv, POD_JSON("c", ",\"labels\":{\"app\":\"web\"}", ",\"nodeName\":\"n1\",\"schedulerName\":\"kube-batchd\""));
+    create_pod(srv, POD_JSON("d", "", ""));
+}
+
+static void test_list_label_selectors(void)
+{
+    g_autoptr(KasServer) srv = start();
+    seed_labelled(srv);
+    static const struct {
+        const char *sel;
+        guint n;
+    } cases[] = {
+        { "app%3Dweb", 2 },           { "app%3D%3Dweb", 2 },    { "app!%3Dweb", 2 },
+        { "app%20in%20(web,db)", 3 }, { "app%20notin%20(web)", 2 }, { "app", 3 },
+        { "!app", 1 },                { "app%3Dweb,tier", 1 },  { "tier%3E0", 1 },
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *p = g_strdup_printf("/api/v1/namespaces/default/pods?labelSelector=%s", cases[i].sel);
+        g_assert_cmpuint(list_count(srv, p), ==, cases[i].n);
+    }
+    g_autoptr(Resp) bad = get(srv, "/api/v1/pods?labelSelector=app%20in%20web");
+    assert_status(bad, 400, "BadRequest");
+}
+
+static void test_list_field_selectors(void)
+{
+    g_autoptr(KasServer) srv = start();
+    seed_labelled(srv);
+    g_assert_cmpuint(list_count(srv, "/api/v1/pods?fieldSelector=spec.nodeName%3Dn1"), ==, 1);
+    g_assert_cmpuint(list_count(srv, "/api/v1/pods?fieldSelector=spec.nodeName%3D"), ==, 3);
+    g_assert_cmpuint(list_count(srv, "/api/v1/pods?fieldSelector=spec.schedulerName%3Dkube-batchd"), ==, 1);
+    g_assert_cmpuint(list_count(srv, "/api/v1/pods?fieldSelector=status.phase!%3DSucceeded,status.phase!%3DFailed"), ==, 4);
+    g_assert_cmpuint(list_count(srv, "/api/v1/pods?fieldSelector=metadata.name%3Db"), ==, 1);
+    g_assert_cmpuint(list_count(srv, "/api/v1/pods?fieldSelector=metadata.namespace%3Ddefault"), ==, 4);
+    g_autoptr(Resp) bad = get(srv, "/api/v1/pods?fieldSelector=spec.bogus%3Dx");
+    assert_status(bad, 400, "BadRequest");
+    g_assert_cmpstr(js(bad, "message"), ==, "field label not supported: spec.bogus");
+}
+
+static void test_list_limit_continue(void)
+{
+    g_autoptr(KasServer) srv = start();
+    const char *names[] = { "e", "a", "d", "b", "c" };
+    for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
+        g_autofree char *b = g_strdup_printf("{\"metadata\":{\"name\":\"%s\"}}", names[i]);
+        g_autoptr(Resp) r = post(srv, "/api/v1/namespaces/default/configmaps", b);
+        assert_status(r, 201, NULL);
+    }
+    GString *seen = g_string_new(NULL);
+    g_autofree char *cont = NULL;
+    guint pages = 0;
+    do {
+        g_autofree char *p = cont != NULL
+                                 ? g_strdup_printf("/api/v1/namespaces/default/configmaps?limit=2&continue=%s", cont)
+                                 : g_strdup("/api/v1/namespaces/default/configmaps?limit=2");
+        g_autoptr(Resp) r = get(srv, p);
+        g_assert_cmpint(r->code, ==, 200);
+        json_object *items = kas_json_get(r->json, "items");
+        g_assert_cmpuint(json_object_array_length(items), <=, 2);
+        for (gsize i = 0; i < json_object_array_length(items); i++)
+            g_string_append(seen, kas_json_get_string(json_object_array_get_idx(items, i), "metadata.name"));
+        g_free(cont);
+        cont = g_strdup(js(r, "metadata.continue"));
+        pages++;
+    } while (cont != NULL && pages < 10);
+    g_assert_cmpuint(pages, ==, 3);
+    g_assert_cmpstr(seen->str, ==, "abcde");
+    g_string_free(seen, TRUE);
+    g_autoptr(Resp) bad = get(srv, "/api/v1/namespaces/default/configmaps?limit=2&continue=%21%21");
+    assert_status(bad, 400, "BadRequest");
+}
+
+/* ---- watches --------------------------------------------------------------------------------------------- */
+
+static void test_watch_replay(void)
+{
+    g_autoptr(KasServer) srv = start();
+    g_autoptr(Resp) c = post(srv, "/api/v1/namespaces/default/pods", POD_JSON("p1", "", ""));
+    const char *rv = js(c, "metadata.resourceVersion");
+    g_autoptr(Resp) b = post(srv, "/api/v1/namespaces/default/pods/p1/binding", BIND_N1);
+    create_pod(srv, POD_JSON("p2", "", ""));
+    g_autoptr(Resp) d = http(srv, "DELETE", "/api/v1/namespaces/default/pods/p2", NULL, NULL);
+    g_autofree char *path = g_strdup_printf("/api/v1/namespaces/default/pods?watch=true&resourceVersion=%s", rv);
+    g_autoptr(GPtrArray) lines = watch(srv, path, 3, 5000);
+    g_assert_cmpuint(lines->len, ==, 3);
+    static const char *const want[][2] = { { "MODIFIED", "p1" }, { "ADDED", "p2" }, { "DELETED", "p2" } };
+    for (guint i = 0; i < 3; i++) {
+        g_autofree char *t = line_field(g_ptr_array_index(lines, i), "type");
+        g_autofree char *n = line_field(g_ptr_array_index(lines, i), "object.metadata.name");
+        g_assert_cmpstr(t, ==, want[i][0]);
+        g_assert_cmpstr(n, ==, want[i][1]);
+    }
+    g_autofree char *node = line_field(g_ptr_array_index(lines, 0), "object.spec.nodeName");
+    g_assert_cmpstr(node, ==, "n1");
+}
+
+static void opt_history_3(KasServerOptions *o)
+{
+    o->watch_history = 3;
+}
+
+static void test_watch_expired(void)
+{
+    g_autoptr(KasServer) srv = start_with(opt_history_3);
+    g_autoptr(Resp) c = post(srv, "/api/v1/namespaces/default/pods", POD_JSON("p0", "", ""));
+    for (int i = 1; i <= 4; i++) {
+        g_autofree char *b = g_strdup_printf(POD_JSON("p%d", "", ""), i);
+        create_pod(srv, b);
+    }
+    g_autofree char *path = g_strdup_printf("/api/v1/pods?watch=true&resourceVersion=%s", js(c, "metadata.resourceVersion"));
+    g_autoptr(GPtrArray) lines = watch(srv, path, 5, 5000);
+    /* One ERROR event with a 410 Expired Status, then the stream ends. */
+    g_assert_cmpuint(lines->len, ==, 1);
+    g_autofree char *type = line_field(g_ptr_array_index(lines, 0), "type");
+    g_autofree char *reason = line_field(g_ptr_array_index(lines, 0), "object.reason");
+    g_assert_cmpstr(type, ==, "ERROR");
+    g_assert_cmpstr(reason, ==, "Expired");
+    g_assert_nonnull(strstr(g_ptr_array_index(lines, 0), "\"code\":410"));
+    g_assert_nonnull(strstr(g_ptr_array_index(lines, 0), "too old resource version"));
+    /* Within the history it still replays. */
+    g_autoptr(Resp) l = get(srv, "/api/v1/pods?limit=1");
+    gint64 recent = g_ascii_strtoll(js(l, "metadata.resourceVersion"), NULL, 10) - 1;
+    g_autofree char *p2 = g_strdup_printf("/api/v1/pods?watch=true&resourceVersion=%" G_GINT64_FORMAT, recent);
+    g_autoptr(GPtrArray) ok = watch(srv, p2, 1, 5000);
+    g_autofree char *t2 = line_field(g_ptr_array_index(ok, 0), "type");
+    g_assert_cmpstr(t2, ==, "ADDED");
+}
+
+static void opt_fast_bookmarks(KasServerOptions *o)
+{
+    o->bookmark_ms = 100;
+}
+
+static void test_watch_bookmark(void)
+{
+    g_autoptr(KasServer) srv = start_with(opt_fast_bookmarks);
+    g_autoptr(Resp) l = get(srv, "/api/v1/pods");
+    g_autofree char *path = g_strdup_printf("/api/v1/pods?watch=true&allowWatchBookmarks=true&resourceVersion=%s",
+                                            js(l, "metadata.resourceVersion"));
+    g_autoptr(GPtrArray) lines = watch(srv, path, 1, 5000);
+    g_assert_cmpuint(lines->len, ==, 1);
+    g_autofree char *type = line_field(g_ptr_array_index(lines, 0), "type");
+    g_autofree char *rv = line_field(g_ptr_array_index(lines, 0), "object.metadata.resourceVersion");
+    g_autofree char *kind = line_field(g_ptr_array_index(lines, 0), "object.kind");
+    g_assert_cmpstr(type, ==, "BOOKMARK");
+    g_assert_cmpstr(kind, ==, "Pod");
+    g_assert_cmpint(g_ascii_strtoll(rv, NULL, 10), >=, g_ascii_strtoll(js(l, "metadata.resourceVersion"), NULL, 10));
+    /* Without allowWatchBookmarks none arrives. */
+    g_autofree char *p2 = g_strdup_printf("/api/v1/pods?watch=true&timeoutSeconds=1&resourceVersion=%s",
+                                          js(l, "metadata.resourceVersion"));
+    g_autoptr(GPtrArray) none = watch(srv, p2, 1, 5000);
+    g_assert_cmpuint(none->len, ==, 0);
+}
+
+static void test_watch_timeout(void)
+{
+    g_autoptr(KasServer) srv = start();
+    gint64 t0 = g_get_monotonic_time();
+    CURLcode rc;
+    g_autoptr(GPtrArray) lines = watch_full(srv, "/api/v1/pods?watch=true&timeoutSeconds=1&resourceVersion=1",
+                                            10, 10000, NULL, &rc);
+    /* The server ends the stream cleanly after timeoutSeconds. */
+    g_assert_cmpint(rc, ==, CURLE_OK);
+    g_assert_cmpint(g_get_monotonic_time() - t0, <, 8 * G_USEC_PER_SEC);
+}
+
+static void test_watch_initial_state(void)
+{
+    g_autoptr(KasServer) srv = start();
+    create_pod(srv, POD_JSON("p1", "", ""));
+    create_pod(srv, POD_JSON("p2", "", ""));
+    g_autoptr(GPtrArray) lines = watch(srv, "/api/v1/namespaces/default/pods?watch=1", 2, 5000);
+    g_assert_cmpuint(lines->len, ==, 2);
+    for (guint i = 0; i < 2; i++) {
+        g_autofree char *t = line_field(g_ptr_array_index(lines, i), "type");
+        g_assert_cmpstr(t, ==, "ADDED");
+    }
+    g_autoptr(GPtrArray) init = watch(srv, "/api/v1/namespaces/default/pods?watch=1&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan", 3, 5000);
+    g_assert_cmpuint(init->len, ==, 3);
+    g_assert_nonnull(strstr(g_ptr_array_index(init, 2), "k8s.io/initial-events-end"));
+}
+
+static void test_watch_selector_transition(void)
+{
+    g_autoptr(KasServer) srv = start();
+    g_autoptr(Resp) c = post(srv, "/api/v1/namespaces/default/pods", POD_JSON("p1", ",\"labels\":{\"app\":\"web\"}", ""));
+    g_autoptr(Resp) p = http(srv, "PATCH", "/api/v1/namespaces/default/pods/p1", "application/merge-patch+json",
+                             "{\"metadata\":{\"labels\":{\"app\":\"db\"}}}");
+    g_autoptr(Resp) p2 = http(srv, "PATCH", "/api/v1/namespaces/default/pods/p1", "application/merge-patch+json",
+                              "{\"metadata\":{\"labels\":{\"app\":\"web\"}}}");
+    g_autofree char *path = g_strdup_printf("/api/v1/pods?watch=1&labelSelector=app%%3Dweb&resourceVersion=%s",
+                                            js(c, "metadata.resourceVersion"));
+    g_autoptr(GPtrArray) lines = watch(srv, path, 2, 5000);
+    g_assert_cmpuint(lines->len, ==, 2);
+    g_autofree char *t0 = line_field(g_ptr_array_index(lines, 0), "type");
+    g_autofree char *t1 = line_field(g_ptr_array_index(lines, 1), "type");
+    g_assert_cmpstr(t0, ==, "DELETED");
+    g_assert_cmpstr(t1, ==, "ADDED");
+}
+
+typedef struct {
+    KasServer *srv;
+    char *path;
+    GPtrArray *lines;
+    guint max; /* 0: 1 */
+    CURLcode rc;
+} WatchThread;
+
+static gpointer watch_thread(gpointer data)
+{
+    WatchThread *w = data;
+    w->lines = watch_full(w->srv, w->path, w->max > 0 ? w->max : 1, 10000, NULL, &w->rc);
+    return NULL;
+}
+
+static void test_watch_many_watchers(void)
+{
+    g_autoptr(KasServer) srv = start();
+    g_autoptr(Resp) l = get(srv, "/api/v1/pods");
+    WatchThread ws[10];
+    GThread *ts[10];
+    for (int i = 0; i < 10; i++) {
+        memset(&ws[i], 0, sizeof ws[i]);
+        ws[i].srv = srv;
+        ws[i].path = g_strdup_printf("/api/v1/pods?watch=1&resourceVersion=%s", js(l, "metadata.resourceVersion"));
+        ts[i] = g_thread_new("w", watch_thread, &ws[i]);
+    }
+    wait_watchers(srv, 10);
+    create_pod(srv, POD_JSON("p1", "", ""));
+    for (int i = 0; i < 10; i++) {
+        g_thread_join(ts[i]);
+        g_assert_cmpuint(ws[i].lines->len, ==, 1);
+        g_ptr_array_unref(ws[i].lines);
+        g_free(ws[i].path);
+    }
+}
+
+static void opt_small_queue_stall(KasServerOptions *o)
+{
+    o->watch_queue = 3;
+    o->faults = "stall-watch=500,after=0";
+}
+
+static void test_watch_slow_watcher_closed(void)
+{
+    g_autoptr(KasServer) srv = start_with(opt_small_queue_stall);
+    g_autoptr(Resp) l = get(srv, "/api/v1/pods");
+    WatchThread w = { srv, g_strdup_printf("/api/v1/pods?watch=1&resourceVersion=%s", js(l, "metadata.resourceVersion")),
+                      NULL, 100, CURLE_OK };
+    /* The stream stalls for 500 ms; 10 events overflow its queue of 3, so it is closed. */
+    GThread *t = g_thread_new("w", watch_thread, &w);
+    wait_watchers(srv, 1);
+    for (int i = 0; i < 10; i++) {
+        g_autofree char *b = g_strdup_printf(POD_JSON("p%d", "", ""), i);
+        create_pod(srv, b);
+    }
+    /* Other clients are never held up meanwhile. */
+    g_autoptr(Resp) v = get(srv, "/version");
+    g_assert_cmpint(v->code, ==, 200);
+    g_thread_join(t);
+    /* The stream ended by itself (not our timeout) with at most the queue's worth of events. */
+    g_assert_cmpint(w.rc, ==, CURLE_OK);
+    g_assert_cmpuint(w.lines->len, <=, 3);
+    g_ptr_array_unref(w.lines);
+    g_free(w.path);
+    wait_watchers(srv, 0);
+}
+
+/* ---- status subresource and generation ---------------------------------------------------------------- */
+
+static void test_status_main_ignores_status(void)
+{
+    g_autoptr(KasServer) srv = start();
+    create_pod(srv, POD_JSON("p1", "", ""));
+    g_autoptr(Resp) p = http(srv, "PATCH", "/api/v1/namespaces/default/pods/p1", "application/merge-patch+json",
+                             "{\"metadata\":{\"labels\":{\"a\":\"b\"}},\"status\":{\"phase\":\"Running\"}}");
+    g_assert_cmpint(p->code, ==, 200);
+    g_assert_cmpstr(js(p, "status.phase"), ==, "Pending");
+    g_assert_cmpstr(js(p, "metadata.labels.a"), ==, "b");
+}
+
+static void test_status_subresource(void)
+{
+    g_autoptr(KasServer) srv = start();
+    create_pod(srv, POD_JSON("p1", "", ""));
+    g_autoptr(Resp) p = http(srv, "PATCH", "/api/v1/namespaces/default/pods/p1/status", "application/merge-patch+json",
+                             "{\"metadata\":{\"labels\":{\"a\":\"b\"}},\"status\":{\"phase\":\"Running\"}}");
+    g_assert_cmpint(p->code, ==, 200);
+    g_assert_cmpstr(js(p, "status.phase"), ==, "Running");
+    g_assert_null(js(p, "metadata.labels.a"));
+    g_autoptr(Resp) g = get(srv, "/api/v1/namespaces/default/pods/p1/status");
+    g_assert_cmpstr(js(g, "status.phase"), ==, "Running");
+    g_autoptr(Resp) none = get(srv, "/api/v1/namespaces/default/configmaps/x/status");
+    assert_status(none, 404, "NotFound");
+}
+
+static void test_status_generation(void)
+{
+    g_autoptr(KasServer) srv = start();
+    create_crd(srv);
+    g_autoptr(Resp) c = post(srv, "/apis/kubeflow.org/v1/namespaces/default/tfjobs",
+                             "{\"apiVersion\":\"kubeflow.org/v1\",\"kind\":\"TFJob\",\"metadata\":{\"name\":\"j\"},"
+                             "\"spec\":{\"x\":1},\"status\":{\"ignored\":true}}");
+    assert_status(c, 201, NULL);
+    g_assert_cmpint(ji(c, "metadata.generation"), ==, 1);
+    g_assert_null(kas_json_get(c->json, "status"));
+    g_autoptr(Resp) s = http(srv, "PATCH", "/apis/kubeflow.org/v1/namespaces/default/tfjobs/j/status",
+                             "application/merge-patch+json", "{\"status\":{\"phase\":\"Running\"}}");
+    g_assert_cmpint(ji(s, "metadata.generation"), ==, 1);
+    g_autoptr(Resp) m = http(srv, "PATCH", "/apis/kubeflow.org/v1/namespaces/default/tfjobs/j",
+                             "application/merge-patch+json", "{\"metadata\":{\"labels\":{\"a\":\"b\"}}}");
+    g_assert_cmpint(ji(m, "metadata.generation"), ==, 1);
+    g_autoptr(Resp) sp = http(srv, "PATCH", "/apis/kubeflow.org/v1/namespaces/default/tfjobs/j",
+                              "application/merge-patch+json", "{\"spec\":{\"x\":2},\"status\":{\"phase\":\"X\"}}");
+    g_assert_cmpint(ji(sp, "metadata.generation"), ==, 2);
+    g_assert_cmpstr(js(sp, "status.phase"), ==, "Running");
+    /* A custom resource update must name its resourceVersion. */
+    g_autoptr(Resp) put = http(srv, "PUT", "/apis/kubeflow.org/v1/namespaces/default/tfjobs/j", NULL,
+                               "{\"apiVersion\":\"kubeflow.org/v1\",\"kind\":\"TFJob\",\"metadata\":{\"name\":\"j\"}}");
+    assert_status(put, 422, "Invalid");
+    /* The other served version shows the same object under its apiVersion. */
+    g_autoptr(Resp) alpha = get(srv, "/apis/kubeflow.org/v1alpha1/namespaces/default/tfjobs/j");
+    g_assert_cmpstr(js(alpha, "apiVersion"), ==, "kubeflow.org/v1alpha1");
+}
+
+/* ---- patches ---------------------------------------------------------------------------------------- */
+
+static void test_patch_types(void)
+{
+    g_autoptr(KasServer) srv = start();
+    create_pod(srv, "{\"metadata\":{\"name\":\"p1\",\"labels\":{\"a\":\"1\",\"b\":\"2\"}},\"spec\":{\"containers\":"
+                    "[{\"name\":\"c\",\"image\":\"i:1\"},{\"name\":\"d\",\"image\":\"j:1\"}]}}");
+    const char *pp = "/api/v1/namespaces/default/pods/p1";
+    g_autoptr(Resp) m = http(srv, "PATCH", pp, "application/merge-patch+json", "{\"metadata\":{\"labels\":{\"a\":null,\"c\":\"3\"}}}");
+    g_assert_null(js(m, "metadata.labels.a"));
+    g_assert_cmpstr(js(m, "metadata.labels.c"), ==, "3");
+    g_autoptr(Resp) j = http(srv, "PATCH", pp, "application/json-patch+json",
+                             "[{\"op\":\"test\",\"path\":\"/metadata/labels/b\",\"value\":\"2\"},"
+                             "{\"op\":\"remove\",\"path\":\"/metadata/labels/b\"},"
+                             "{\"op\":\"add\",\"path\":\"/metadata/labels/x~1y\",\"value\":\"z\"}]");
+    g_assert_cmpint(j->code, ==, 200);
+    g_assert_null(js(j, "metadata.labels.b"));
+    g_assert_nonnull(strstr(j->body, "\"x/y\":\"z\""));
+    g_autoptr(Resp) jf = http(srv, "PATCH", pp, "application/json-patch+json",
+                              "[{\"op\":\"test\",\"path\":\"/metadata/labels/c\",\"value\":\"nope\"}]");
+    assert_status(jf, 422, "Invalid");
+    /* Strategic merge: containers merge by name, the other one is kept. */
+    g_autoptr(Resp) s = http(srv, "PATCH", pp, "application/strategic-merge-patch+json",
+                             "{\"spec\":{\"containers\":[{\"name\":\"d\",\"image\":\"j:2\"}]},"
+                             "\"$setElementOrder/containers\":[{\"name\":\"c\"},{\"name\":\"d\"}]}");
+    g_assert_cmpint(s->code, ==, 200);
+    json_object *cs = kas_json_get(s->json, "spec.containers");
+    g_assert_cmpuint(json_object_array_length(cs), ==, 2);
+    g_assert_cmpstr(kas_json_get_string(json_object_array_get_idx(cs, 1), "image"), ==, "j:2");
+    g_autoptr(Resp) ssa = http(srv, "PATCH", pp, "application/apply-patch+yaml", "{}");
+    assert_status(ssa, 415, "UnsupportedMediaType");
+    g_autoptr(Resp) miss = http(srv, "PATCH", "/api/v1/namespaces/default/pods/none", "application/merge-patch+json", "{}");
+    assert_status(miss, 404, "NotFound");
+}
+
+/* ---- deletion and garbage collection ---------------------------------------------------------------------- */
+
+static void test_delete_graceful_pod(void)
+{
+    g_autoptr(KasServer) srv = start();
+    create_pod(srv, POD_JSON("p1", "", ",\"nodeName\":\"n1\",\"terminationGracePeriodSeconds\":1"));
+    create_pod(srv, POD_JSON("p2", "", ""));
+    /* Bound, no kubelet: terminating until its grace period ends. */
+    g_autoptr(Resp) d = http(srv, "DELETE", "/api/v1/namespaces/default/pods/p1", NULL, NULL);
+    g_assert_cmpint(d->code, ==, 200);
+    g_assert_nonnull(js(d, "metadata.deletionTimestamp"));
+    g_assert_cmpint(ji(d, "metadata.deletionGracePeriodSeconds"), ==, 1);
+    g_autoptr(Resp) still = get(srv, "/api/v1/namespaces/default/pods/p1");
+    g_assert_cmpint(still->code, ==, 200);
+    wait_gone(srv, "/api/v1/namespaces/default/pods/p1");
+    /* Unscheduled pods go at once. */
+    g_autoptr(Resp) d2 = http(srv, "DELETE", "/api/v1/namespaces/default/pods/p2", NULL, NULL);
+    g_assert_cmpint(d2->code, ==, 200);
+    g_autoptr(Resp) gone = get(srv, "/api/v1/namespaces/default/pods/p2");
+    g_assert_cmpint(gone->code, ==, 404);
+}
+
+static void test_delete_finalizers(void)
+{
+    g_autoptr(KasServer) srv = start();
+    g_autoptr(Resp) c = post(srv, "/api/v1/namespaces/default/configmaps",
+                             "{\"metadata\":{\"name\":\"cm\",\"finalizers\":[\"example.com/hold\"]}}");
+    g_autoptr(Resp) d = http(srv, "DELETE", "/api/v1/namespaces/default/configmaps/cm", NULL, NULL);
+    g_assert_nonnull(js(d, "metadata.deletionTimestamp"));
+    g_autoptr(Resp) still = get(srv, "/api/v1/namespaces/default/configmaps/cm");
+    g_assert_cmpint(still->code, ==, 200);
+    g_autoptr(Resp) p = http(srv, "PATCH", "/api/v1/namespaces/default/configmaps/cm", "application/merge-patch+json",
+                             "{\"metadata\":{\"finalizers\":null}}");
+    g_assert_cmpint(p->code, ==, 200);
+    g_autoptr(Resp) gone = get(srv, "/api/v1/namespaces/default/configmaps/cm");
+    g_assert_cmpint(gone->code, ==, 404);
+    g_autoptr(Resp) pre = post(srv, "/api/v1/namespaces/default/configmaps", "{\"metadata\":{\"name\":\"c2\"}}");
+    g_autoptr(Resp) bad = http(srv, "DELETE", "/api/v1/namespaces/default/configmaps/c2", NULL,
+                               "{\"preconditions\":{\"uid\":\"not-it\"}}");
+    assert_status(bad, 409, "Conflict");
+}
+
+/* A TFJob owning two pods, a service and a PodGroup-like configmap. Returns the job's uid. */
+static char *make_owned_job(KasServer *srv)
+{
+    create_crd(srv);
+    g_autoptr(Resp) j = post(srv, "/apis/kubeflow.org/v1/namespaces/default/tfjobs",
+                             "{\"apiVersion\":\"kubeflow.org/v1\",\"kind\":\"TFJob\",\"metadata\":{\"name\":\"job\"},\"spec\":{}}");
+    assert_status(j, 201, NULL);
+    g_autofree char *owner = g_strdup_printf(",\"ownerReferences\":[{\"apiVersion\":\"kubeflow.org/v1\",\"kind\":\"TFJob\","
+                                             "\"name\":\"job\",\"uid\":\"%s\",\"controller\":true}]",
+                                             js(j, "metadata.uid"));
+    for (int i = 0; i < 2; i++) {
+        g_autofree char *p = g_strdup_printf("{\"metadata\":{\"name\":\"job-worker-%d\"%s},\"spec\":{\"containers\":[]}}", i, owner);
+        create_pod(srv, p);
+    }
+    g_autofree char *svc = g_strdup_printf("{\"metadata\":{\"name\":\"job-worker-0\"%s},\"spec\":{\"ports\":[{\"port\":2222}]}}", owner);
+    g_autoptr(Resp) s = post(srv, "/api/v1/namespaces/default/services", svc);
+    assert_status(s, 201, NULL);
+    g_autofree char *cm = g_strdup_printf("{\"metadata\":{\"name\":\"job-pg\"%s}}", owner);
+    g_autoptr(Resp) c = post(srv, "/api/v1/namespaces/default/configmaps", cm);
+    assert_status(c, 201, NULL);
+    return g_strdup(js(j, "metadata.uid"));
+}
+
+static void test_gc_cascade(void)
+{
+    g_autoptr(KasServer) srv = start();
+    g_autofree char *uid = make_owned_job(srv);
+    g_autoptr(Resp) d = http(srv, "DELETE", "/apis/kubeflow.org/v1/namespaces/default/tfjobs/job", NULL,
+                             "{\"propagationPolicy\":\"Background\"}");
+    g_assert_cmpint(d->code, ==, 200);
+    wait_gone(srv, "/api/v1/namespaces/default/pods/job-worker-0");
+    wait_gone(srv, "/api/v1/namespaces/default/pods/job-worker-1");
+    wait_gone(srv, "/api/v1/namespaces/default/services/job-worker-0");
+    wait_gone(srv, "/api/v1/namespaces/default/configmaps/job-pg");
+}
+
+static void test_gc_orphan(void)
+{
+    g_autoptr(KasServer) srv = start();
+    g_autofree char *uid = make_owned_job(srv);
+    g_autoptr(Resp) d = http(srv, "DELETE", "/apis/kubeflow.org/v1/namespaces/default/tfjobs/job?propagationPolicy=Orphan", NULL, NULL);
+    g_assert_cmpint(d->code, ==, 200);
+    g_autoptr(Resp) pod = get(srv, "/api/v1/namespaces/default/pods/job-worker-0");
+    g_assert_cmpint(pod->code, ==, 200);
+    g_assert_null(kas_json_get(pod->json, "metadata.ownerReferences"));
+}
+
+static void test_gc_foreground(void)
+{
+    g_autoptr(KasServer) srv = start();
+    g_autofree char *uid = make_owned_job(srv);
+    g_autoptr(Resp) d = http(srv, "DELETE", "/apis/kubeflow.org/v1/namespaces/default/tfjobs/job", NULL,
+                             "{\"propagationPolicy\":\"Foreground\"}");
+    g_assert_cmpint(d->code, ==, 200);
+    /* The dependents went first (unscheduled pods go at once), then the owner. */
+    wait_gone(srv, "/apis/kubeflow.org/v1/namespaces/default/tfjobs/job");
+    g_autoptr(Resp) pods = get(srv, "/api/v1/namespaces/default/pods");
+    g_assert_cmpuint(json_object_array_length(kas_json_get(pods->json, "items")), ==, 0);
+}
+
+static void test_gc_namespace(void)
+{
+    g_autoptr(KasServer) srv = start();
+    g_autoptr(Resp) ns = post(srv, "/api/v1/namespaces", "{\"metadata\":{\"name\":\"team\"}}");
+    assert_status(ns, 201, NULL);
+    g_autoptr(Resp) p = post(srv, "/api/v1/namespaces/team/pods", POD_JSON("p1", "", ""));
+    assert_status(p, 201, NULL);
+    g_autoptr(Resp) d = http(srv, "DELETE", "/api/v1/namespaces/team", NULL, NULL);
+    g_assert_cmpint(d->code, ==, 200);
+    g_autoptr(Resp) gone = get(srv, "/api/v1/namespaces/team/pods/p1");
+    g_assert_cmpint(gone->code, ==, 404);
+}
+
+/* ---- CRDs ------------------------------------------------------------------------------------------------ */
+
+static void test_crd_lifecycle(void)
+{
+    g_autoptr(KasServer) srv = start();
+    create_crd(srv);
+    g_autoptr(Resp) crd = get(srv, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/tfjobs.kubeflow.org");
+    g_assert_nonnull(strstr(crd->body, "\"type\":\"Established\",\"status\":\"True\""));
+    g_autoptr(Resp) c = post_yaml(srv, "/apis/kubeflow.org/v1alpha1/namespaces/default/tfjobs",
+                                  "tests/data/apiserver/tfjob-seed.yaml");
+    assert_status(c, 201, NULL);
+    g_assert_cmpstr(js(c, "apiVersion"), ==, "kubeflow.org/v1alpha1");
+    g_autoptr(Resp) l = get(srv, "/apis/kubeflow.org/v1/tfjobs");
+    g_assert_cmpstr(js(l, "kind"), ==, "TFJobList");
+    g_assert_cmpuint(json_object_array_length(kas_json_get(l->json, "items")), ==, 1);
+    g_autoptr(Resp) d = http(srv, "DELETE", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/tfjobs.kubeflow.org", NULL, NULL);
+    g_assert_cmpint(d->code, ==, 200);
+    g_autoptr(Resp) after = get(srv, "/apis/kubeflow.org/v1/tfjobs");
+    assert_status(after, 404, "NotFound");
+    g_autoptr(Resp) bad = post(srv, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                               "{\"metadata\":{\"name\":\"wrong\"},\"spec\":{\"group\":\"a.b\",\"scope\":\"Namespaced\","
+                               "\"names\":{\"plural\":\"xs\",\"kind\":\"X\"},\"versions\":[{\"name\":\"v1\",\"served\":true,\"storage\":true}]}}");
+    assert_status(bad, 422, "Invalid");
+}
+
+static void test_crd_project_files(void)
+{
+    g_autofree char *dir = src_path("deploy/crds");
+    GDir *d = g_dir_open(dir, 0, NULL);
+    if (d == NULL) {
+        g_test_skip("deploy/crds/ is not there yet");
+        return;
+    }
+    g_autoptr(KasServer) srv = start();
+    const char *name;
+    guint n = 0;
+    while ((name = g_dir_read_name(d)) != NULL) {
+        if (!g_str_has_suffix(name, ".yaml"))
+            continue;
+        g_autofree char *rel = g_build_filename("deploy/crds", name, NULL);
+        g_autoptr(Resp) r = post_yaml(srv, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", rel);
+        if (r->code != 201)
+            g_error("%s: %s", rel, r->body);
+        n++;
+    }
+    g_dir_close(d);
+    g_assert_cmpuint(n, >, 0);
+    g_autoptr(Resp) pg = post(srv, "/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups",
+                              "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\",\"metadata\":{\"name\":\"pg\"},\"spec\":{\"minMember\":2}}");
+    assert_status(pg, 201, NULL);
+}
+
+/* ---- simulated kubelet ------------------------------------------------------------------------------------- */
+
+#define SIM_POD(name, run, code, policy)                                                          \
+    "{\"metadata\":{\"name\":\"" name "\",\"annotations\":{\"sim.kube-batchd.io/run-seconds\":\"" run \
+    "\",\"sim.kube-batchd.io/exit-code\":\"" code "\"}},\"spec\":{\"restartPolicy\":\"" policy    \
+    "\",\"containers\":[{\"name\":\"tensorflow\",\"image\":\"tf:1\"}]}}"
+
+static void bind_pod(KasServer *srv, const char *pod, const char *node)
+{
+    g_autofree char *path = g_strdup_printf("/api/v1/namespaces/default/pods/%s/binding", pod);
+    g_autofree char *body = g_strdup_printf("{\"target\":{\"name\":\"%s\"}}", node);
+    g_autoptr(Resp) r = post(srv, path, body);
+    assert_status(r, 201, NULL);
+}
+
+static void test_kubelet_node_ready(void)
+{
+    g_autoptr(KasServer) srv = start_with(opt_sim);
+    create_node(srv, "n1");
+    g_autoptr(Resp) n = wait_field(srv, "/api/v1/nodes/n1", "status.nodeInfo.kubeletVersion", "v1.32.0-sim");
+    g_assert_nonnull(strstr(n->body, "\"type\":\"Ready\",\"status\":\"True\""));
+    g_assert_cmpstr(js(n, "status.allocatable.pods"), ==, "110");
+    g_autoptr(Resp) lease = wait_field(srv, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1",
+                                       "spec.holderIdentity", "n1");
+}
+
+static void test_kubelet_succeeded(void)
+{
+    g_autoptr(KasServer) srv = start_with(opt_sim);
+    create_node(srv, "n1");
+    create_pod(srv, SIM_POD("p1", "0.2", "0", "Never"));
+    g_autoptr(Resp) pending = get(srv, "/api/v1/namespaces/default/pods/p1");
+    g_assert_cmpstr(js(pending, "status.phase"), ==, "Pending");
+    bind_pod(srv, "p1", "n1");
+    g_autoptr(Resp) running = wait_field(srv, "/api/v1/namespaces/default/pods/p1", "status.phase", "Running");
+    g_assert_nonnull(js(running, "status.podIP"));
+    g_autoptr(Resp) done = wait_field(srv, "/api/v1/namespaces/default/pods/p1", "status.phase", "Succeeded");
+    json_object *cs = json_object_array_get_idx(kas_json_get(done->json, "status.containerStatuses"), 0);
+    g_assert_cmpint(json_object_get_int(kas_json_get(cs, "state.terminated.exitCode")), ==, 0);
+    g_assert_cmpstr(kas_json_get_string(cs, "state.terminated.reason"), ==, "Completed");
+}
+
+static void test_kubelet_failed_exit_code(void)
+{
+    g_autoptr(KasServer) srv = start_with(opt_sim);
+    create_node(srv, "n1");
+    create_pod(srv, SIM_POD("p1", "0.1", "137", "Never"));
+    bind_pod(srv, "p1", "n1");
+    g_autoptr(Resp) done = wait_field(srv, "/api/v1/namespaces/default/pods/p1", "status.phase", "Failed");
+    json_object *cs = json_object_array_get_idx(kas_json_get(done->json, "status.containerStatuses"), 0);
+    g_assert_cmpint(json_object_get_int(kas_json_get(cs, "state.terminated.exitCode")), ==, 137);
+    g_assert_cmpstr(kas_json_get_string(cs, "state.terminated.reason"), ==, "Error");
+}
+
+static void test_kubelet_restart_on_failure(void)
+{
+    g_autoptr(KasServer) srv = start_with(opt_sim);
+    create_node(srv, "n1");
+    create_pod(srv, SIM_POD("p1", "0.1", "1", "OnFailure"));
+    bind_pod(srv, "p1", "n1");
+    for (int i = 0; i < 300; i++) {
+        g_autoptr(Resp) r = get(srv, "/api/v1/namespaces/default/pods/p1");
+        json_object *all = kas_json_get(r->json, "status.containerStatuses");
+        json_object *cs = json_object_is_type(all, json_type_array) ? json_object_array_get_idx(all, 0) : NULL;
+        if (cs != NULL && json_object_get_int(kas_json_get(cs, "restartCount")) >= 1) {
+            g_assert_cmpstr(js(r, "status.phase"), ==, "Running");
+            g_assert_cmpint(json_object_get_int(kas_json_get(cs, "lastState.terminated.exitCode")), ==, 1);
+            return;
+        }
+        g_usleep(10000);
+    }
+    g_error("the container was never restarted");
+}
+
+static void test_kubelet_runs_until_deleted(void)
+{
+    g_autoptr(KasServer) srv = start_with(opt_sim);
+    create_node(srv, "n1");
+    create_pod(srv, POD_JSON("p1", "", ""));
+    bind_pod(srv, "p1", "n1");
+    g_autoptr(Resp) r = wait_field(srv, "/api/v1/namespaces/default/pods/p1", "status.phase", "Running");
+    /* Graceful deletion is confirmed by the kubelet long before the 30 s grace period. */
+    g_autoptr(Resp) d = http(srv, "DELETE", "/api/v1/namespaces/default/pods/p1", NULL, NULL);
+    g_assert_nonnull(js(d, "metadata.deletionTimestamp"));
+    wait_gone(srv, "/api/v1/namespaces/default/pods/p1");
+}
+
+static void test_kubelet_unknown_node(void)
+{
+    g_autoptr(KasServer) srv = start_with(opt_sim);
+    create_pod(srv, POD_JSON("p1", "", ""));
+    bind_pod(srv, "p1", "ghost");
+    g_usleep(200000);
+    g_autoptr(Resp) r = get(srv, "/api/v1/namespaces/default/pods/p1");
+    g_assert_cmpstr(js(r, "status.phase"), ==, "Pending");
+}
+
+static void opt_nodes_file(KasServerOptions *o)
+{
+    static char *path;
+    g_free(path);
+    path = src_path("tests/data/apiserver/nodes.yaml");
+    o->nodes_file = path;
+    o->simulate_kubelet = TRUE;
+}
+
+static void test_nodes_file(void)
+{
+    g_autoptr(KasServer) srv = start_with(opt_nodes_file);
+    g_autoptr(Resp) l = get(srv, "/api/v1/nodes?labelSelector=topology.kubernetes.io%2Frack%3Drack-1");
+    json_object *items = kas_json_get(l->json, "items");
+    g_assert_cmpuint(json_object_array_length(items), ==, 2);
+    g_assert_cmpstr(kas_json_get_string(json_object_array_get_idx(items, 0), "metadata.name"), ==, "gpu-2");
+    g_autoptr(Resp) n = get(srv, "/api/v1/nodes/gpu-0");
+    g_assert_cmpstr(kas_json_get_string(kas_json_get(n->json, "status.allocatable"), "cpu"), ==, "64");
+    g_assert_nonnull(strstr(n->body, "\"nvidia.com/gpu\":\"8\""));
+    g_assert_nonnull(strstr(n->body, "kube-batchd.io/gpu-topology"));
+    g_assert_cmpuint(list_count(srv, "/api/v1/nodes"), ==, 5);
+}
+
+static void test_nodes_file_bad(void)
+{
+    g_autofree char *path = g_build_filename(g_get_tmp_dir(), "kas-bad-nodes.yaml", NULL);
+    g_assert_true(g_file_set_contents(path, "nodes:\n- count: 200000\n", -1, NULL));
+    KasServerOptions o;
+    kas_server_options_init(&o);
+    o.nodes_file = path;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KasServer) srv = kas_server_new(&o, &error);
+    g_assert_null(srv);
+    g_assert_nonnull(strstr(error->message, "limit"));
+    g_unlink(path);
+}
+
+/* ---- faults ---------------------------------------------------------------------------------------------- */
+
+static void test_faults_error_retry_after(void)
+{
+    g_autoptr(KasServer) srv = start();
+    g_autoptr(Resp) set = post(srv, "/admin/faults", "error=429,retry=3,method=POST,path=*binding,count=2");
+    g_assert_cmpint(set->code, ==, 200);
+    create_pod(srv, POD_JSON("p1", "", ""));
+    for (int i = 0; i < 2; i++) {
+        g_autoptr(Resp) r = post(srv, "/api/v1/namespaces/default/pods/p1/binding", BIND_N1);
+        assert_status(r, 429, "TooManyRequests");
+        g_assert_cmpstr(r->retry_after, ==, "3");
+    }
+    /* count=2: the third attempt goes through. */
+    g_autoptr(Resp) ok = post(srv, "/api/v1/namespaces/default/pods/p1/binding", BIND_N1);
+    assert_status(ok, 201, NULL);
+    g_autoptr(Resp) desc = get(srv, "/admin/faults");
+    g_assert_nonnull(strstr(desc->body, "\"fired\":2"));
+}
+
+static void test_faults_5xx_fraction(void)
+{
+    g_autoptr(KasServer) srv = start();
+    g_autoptr(Resp) set = post(srv, "/admin/faults", "error=503,method=GET,path=/api/v1/pods,fraction=0.5");
+    guint failed = 0;
+    for (int i = 0; i < 40; i++) {
+        g_autoptr(Resp) r = get(srv, "/api/v1/pods");
+        g_assert_true(r->code == 200 || r->code == 503);
+        failed += r->code == 503;
+    }
+    g_assert_cmpuint(failed, >, 5);
+    g_assert_cmpuint(failed, <, 35);
+    g_autoptr(Resp) other = get(srv, "/api/v1/nodes");
+    g_assert_cmpint(other->code, ==, 200);
+    g_autoptr(Resp) clear = post(srv, "/admin/faults", "");
+    g_autoptr(Resp) fine = get(srv, "/api/v1/pods");
+    g_assert_cmpint(fine->code, ==, 200);
+}
+
+static void test_faults_bad_spec(void)
+{
+    g_autoptr(KasServer) srv = start();
+    static const char *const bad[] = { "error=abc", "explode", "latency=5,fraction=2", "error=503,colour=red" };
+    for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autoptr(Resp) r = post(srv, "/admin/faults", bad[i]);
+        assert_status(r, 400, "BadRequest");
+    }
+    KasServerOptions o;
+    kas_server_options_init(&o);
+    o.faults = "cut-watch,after=x";
+    g_autoptr(GError) error = NULL;
+    g_assert_null(kas_server_new(&o, &error));
+    g_assert_nonnull(strstr(error->message, "after"));
+}
+
+static void test_faults_latency(void)
+{
+    g_autoptr(KasServer) srv = start();
+    g_autoptr(Resp) set = post(srv, "/admin/faults", "latency=300,path=/version");
+    gint64 t0 = g_get_monotonic_time();
+    g_autoptr(Resp) r = get(srv, "/version");
+    g_assert_cmpint(r->code, ==, 200);
+    g_assert_cmpint(g_get_monotonic_time() - t0, >=, 300000);
+}
+
+static void test_faults_cut_watch_mid_event(void)
+{
+    g_autoptr(KasServer) srv = start();
+    create_pod(srv, POD_JSON("p1", "", ""));
+    create_pod(srv, POD_JSON("p2", "", ""));
+    create_pod(srv, POD_JSON("p3", "", ""));
+    g_autoptr(Resp) set = post(srv, "/admin/faults", "cut-watch,after=1,mid=1");
+    char *leftover = NULL;
+    CURLcode rc;
+    g_autoptr(GPtrArray) lines = watch_full(srv, "/api/v1/namespaces/default/pods?watch=1", 10, 5000, &leftover, &rc);
+    /* One whole event, then half of the next one, then the connection drops. */
+    g_assert_cmpuint(lines->len, ==, 1);
+    g_assert_cmpint(rc, !=, CURLE_OK);
+    g_assert_cmpuint(strlen(leftover), >, 10);
+    g_assert_null(json_tokener_parse(leftover));
+    g_free(leftover);
+}
+
+static void test_faults_restart(void)
+{
+    g_autoptr(KasServer) srv = start();
+    g_autoptr(Resp) l = get(srv, "/api/v1/pods");
+    WatchThread w = { srv, g_strdup_printf("/api/v1/pods?watch=1&resourceVersion=%s", js(l, "metadata.resourceVersion")),
+                      NULL, 100, CURLE_OK };
+    GThread *t = g_thread_new("w", watch_thread, &w);
+    wait_watchers(srv, 1);
+    create_pod(srv, POD_JSON("p1", "", ""));
+    g_autoptr(Resp) r = post(srv, "/admin/restart", "");
+    g_assert_cmpint(r->code, ==, 200);
+    g_thread_join(t);
+    g_ptr_array_unref(w.lines);
+    g_free(w.path);
+    /* Data is kept; resuming from before the restart needs a relist (410). */
+    g_autoptr(Resp) pod = get(srv, "/api/v1/namespaces/default/pods/p1");
+    g_assert_cmpint(pod->code, ==, 200);
+    g_autofree char *p2 = g_strdup_printf("/api/v1/pods?watch=1&resourceVersion=%s", js(l, "metadata.resourceVersion"));
+    g_autoptr(GPtrArray) lines = watch(srv, p2, 1, 5000);
+    g_assert_nonnull(strstr(g_ptr_array_index(lines, 0), "\"code\":410"));
+    wait_watchers(srv, 0);
+}
+
+/* ---- tables and odds and ends ----------------------------------------------------------------------------- */
+
+static void test_table_pods(void)
+{
+    g_autoptr(KasServer) srv = start();
+    create_pod(srv, POD_JSON("p1", "", ",\"nodeName\":\"n1\""));
+    Resp *r = g_new0(Resp, 1);
+    GString *out = g_string_new(NULL);
+    CURL *c = curl_easy_init();
+    g_autofree char *url = g_strconcat(kas_server_url(srv), "/api/v1/namespaces/default/pods", NULL);
+    struct curl_slist *h = curl_slist_append(NULL, "Accept: application/json;as=Table;v=v1;g=meta.k8s.io,application/json");
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
+    g_assert_cmpint(curl_easy_perform(c), ==, CURLE_OK);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    r->body = g_string_free(out, FALSE);
+    r->json = json_tokener_parse(r->body);
+    g_assert_cmpstr(js(r, "kind"), ==, "Table");
+    json_object *cols = kas_json_get(r->json, "columnDefinitions");
+    static const char *const names[] = { "Name", "Ready", "Status", "Restarts", "Age", "IP", "Node" };
+    for (guint i = 0; i < G_N_ELEMENTS(names); i++)
+        g_assert_cmpstr(kas_json_get_string(json_object_array_get_idx(cols, i), "name"), ==, names[i]);
+    json_object *cells = kas_json_get(json_object_array_get_idx(kas_json_get(r->json, "rows"), 0), "cells");
+    g_assert_cmpstr(json_object_get_string(json_object_array_get_idx(cells, 0)), ==, "p1");
+    g_assert_cmpstr(json_object_get_string(json_object_array_get_idx(cells, 1)), ==, "0/1");
+    g_assert_cmpstr(json_object_get_string(json_object_array_get_idx(cells, 6)), ==, "n1");
+    resp_free(r);
+}
+
+static void test_eviction(void)
+{
+    g_autoptr(KasServer) srv = start();
+    create_pod(srv, POD_JSON("p1", "", ""));
+    g_autoptr(Resp) r = post(srv, "/api/v1/namespaces/default/pods/p1/eviction",
+                             "{\"apiVersion\":\"policy/v1\",\"kind\":\"Eviction\",\"metadata\":{\"name\":\"p1\"}}");
+    assert_status(r, 201, NULL);
+    g_autoptr(Resp) gone = get(srv, "/api/v1/namespaces/default/pods/p1");
+    g_assert_cmpint(gone->code, ==, 404);
+    g_autoptr(Resp) log = get(srv, "/api/v1/namespaces/default/pods/p1/log");
+    assert_status(log, 404, "NotFound");
+}
+
+static void test_yaml_limits(void)
+{
+    g_autoptr(GError) error = NULL;
+    GString *deep = g_string_new(NULL);
+    for (int i = 0; i <= KAS_JSON_MAX_DEPTH; i++)
+        g_string_append(deep, "[");
+    json_object *j = kas_yaml_to_json(deep->str, deep->len, &error);
+    g_assert_null(j);
+    g_assert_nonnull(error);
+    g_clear_error(&error);
+    j = kas_json_parse(deep->str, deep->len, &error);
+    g_assert_null(j);
+    g_assert_nonnull(error);
+    g_string_free(deep, TRUE);
+    g_clear_error(&error);
+    j = kas_yaml_to_json("a: &x 1\nb: *x\n", 14, &error);
+    g_assert_null(j);
+    g_assert_nonnull(strstr(error->message, "aliases"));
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_log_set_always_fatal(G_LOG_FATAL_MASK | G_LOG_LEVEL_CRITICAL);
+    curl_global_init(CURL_GLOBAL_ALL);
+    g_test_add_func("/apiserver/discovery/core", test_discovery_core);
+    g_test_add_func("/apiserver/discovery/crd-group", test_discovery_crd_group);
+    g_test_add_func("/apiserver/crud/create-get", test_crud_create_get);
+    g_test_add_func("/apiserver/crud/already-exists-409", test_crud_already_exists);
+    g_test_add_func("/apiserver/crud/not-found-404", test_crud_not_found);
+    g_test_add_func("/apiserver/crud/generate-name", test_crud_generate_name);
+    g_test_add_func("/apiserver/crud/invalid", test_crud_invalid);
+    g_test_add_func("/apiserver/crud/stale-update-409", test_crud_stale_update);
+    g_test_add_func("/apiserver/crud/noop-update", test_crud_noop_update);
+    g_test_add_func("/apiserver/crud/pod-spec-immutable", test_crud_pod_spec_immutable);
+    g_test_add_func("/apiserver/limits/body-limit-crossed", test_limits_body);
+    g_test_add_func("/apiserver/limits/default-3mib-413", test_limits_default_body);
+    g_test_add_func("/apiserver/limits/connections-429", test_limits_connections);
+    g_test_add_func("/apiserver/binding/twice-201-then-409", test_binding_twice);
+    g_test_add_func("/apiserver/binding/missing-404", test_binding_missing);
+    g_test_add_func("/apiserver/binding/deleting-409", test_binding_deleting);
+    g_test_add_func("/apiserver/binding/legacy-bindings", test_binding_legacy);
+    g_test_add_func("/apiserver/list/label-selectors", test_list_label_selectors);
+    g_test_add_func("/apiserver/list/field-selectors", test_list_field_selectors);
+    g_test_add_func("/apiserver/list/limit-continue", test_list_limit_continue);
+    g_test_add_func("/apiserver/watch/replay-from-rv", test_watch_replay);
+    g_test_add_func("/apiserver/watch/expired-410", test_watch_expired);
+    g_test_add_func("/apiserver/watch/bookmark", test_watch_bookmark);
+    g_test_add_func("/apiserver/watch/timeout-seconds", test_watch_timeout);
+    g_test_add_func("/apiserver/watch/initial-state", test_watch_initial_state);
+    g_test_add_func("/apiserver/watch/selector-transition", test_watch_selector_transition);
+    g_test_add_func("/apiserver/watch/many-watchers", test_watch_many_watchers);
+    g_test_add_func("/apiserver/watch/slow-watcher-closed", test_watch_slow_watcher_closed);
+    g_test_add_func("/apiserver/status/main-ignores-status", test_status_main_ignores_status);
+    g_test_add_func("/apiserver/status/subresource-only-status", test_status_subresource);
+    g_test_add_func("/apiserver/status/generation", test_status_generation);
+    g_test_add_func("/apiserver/patch/types", test_patch_types);
+    g_test_add_func("/apiserver/delete/graceful-pod", test_delete_graceful_pod);
+    g_test_add_func("/apiserver/delete/finalizers-preconditions", test_delete_finalizers);
+    g_test_add_func("/apiserver/gc/cascade", test_gc_cascade);
+    g_test_add_func("/apiserver/gc/orphan", test_gc_orphan);
+    g_test_add_func("/apiserver/gc/foreground", test_gc_foreground);
+    g_test_add_func("/apiserver/gc/namespace", test_gc_namespace);
+    g_test_add_func("/apiserver/crd/lifecycle", test_crd_lifecycle);
+    g_test_add_func("/apiserver/crd/project-files", test_crd_project_files);
+    g_test_add_func("/apiserver/kubelet/node-ready", test_kubelet_node_ready);
+    g_test_add_func("/apiserver/kubelet/succeeded", test_kubelet_succeeded);
+    g_test_add_func("/apiserver/kubelet/failed-exit-code", test_kubelet_failed_exit_code);
+    g_test_add_func("/apiserver/kubelet/restart-on-failure", test_kubelet_restart_on_failure);
+    g_test_add_func("/apiserver/kubelet/runs-until-deleted", test_kubelet_runs_until_deleted);
+    g_test_add_func("/apiserver/kubelet/unknown-node", test_kubelet_unknown_node);
+    g_test_add_func("/apiserver/nodes-file/templates", test_nodes_file);
+    g_test_add_func("/apiserver/nodes-file/limit", test_nodes_file_bad);
+    g_test_add_func("/apiserver/faults/error-retry-after-count", test_faults_error_retry_after);
+    g_test_add_func("/apiserver/faults/5xx-fraction", test_faults_5xx_fraction);
+    g_test_add_func("/apiserver/faults/bad-spec", test_faults_bad_spec);
+    g_test_add_func("/apiserver/faults/latency", test_faults_latency);
+    g_test_add_func("/apiserver/faults/cut-watch-mid-event", test_faults_cut_watch_mid_event);
+    g_test_add_func("/apiserver/faults/restart", test_faults_restart);
+    g_test_add_func("/apiserver/table/pods", test_table_pods);
+    g_test_add_func("/apiserver/eviction", test_eviction);
+    g_test_add_func("/apiserver/decoders/limits", test_yaml_limits);
+    int rc = g_test_run();
+    curl_global_cleanup();
+    return rc;
+}
