@@ -555,6 +555,55 @@ static gboolean run_plan(TfController *c, const char *key, Exec *x, TfPlan *plan
     return TRUE;
 }
 
+/* A TFJob the decoder refuses (a field of the wrong type, a limit crossed): the user still gets
+ * a Failed condition naming the field, written once; retrying cannot fix the object. */
+static gboolean fail_undecodable(TfController *c, KbObjectMeta *jm, const KbResourceType *type,
+                                 const char *message, GError **error)
+{
+    json_object *st = NULL, *conds = NULL;
+    if (json_object_object_get_ex(jm->raw, "status", &st) &&
+        json_object_object_get_ex(st, "conditions", &conds) &&
+        json_object_is_type(conds, json_type_array)) {
+        for (size_t i = 0; i < json_object_array_length(conds); i++) {
+            json_object *cond = json_object_array_get_idx(conds, i), *t, *m;
+            if (json_object_object_get_ex(cond, "type", &t) &&
+                g_strcmp0(json_object_get_string(t), "Failed") == 0 &&
+                json_object_object_get_ex(cond, "message", &m) &&
+                g_strcmp0(json_object_get_string(m), message) == 0)
+                return TRUE;
+        }
+    }
+    g_warning("%s", message);
+    if (c->recorder != NULL)
+        kb_recorder_event(c->recorder, jm,
+                          type == &kb_type_tfjobs_v1 ? "kubeflow.org/v1" : "kubeflow.org/v1alpha1",
+                          "TFJob", "Warning", "InvalidTFJobSpec", "%s", message);
+    g_autofree char *now = kb_time_format(g_get_real_time() / G_USEC_PER_SEC);
+    json_object *body = NULL, *status = json_object_new_object(), *list = json_object_new_array();
+    json_object *cond = json_object_new_object();
+    json_object_object_add(cond, "type", json_object_new_string("Failed"));
+    json_object_object_add(cond, "status", json_object_new_string("True"));
+    json_object_object_add(cond, "reason", json_object_new_string("TFJobFailed"));
+    json_object_object_add(cond, "message", json_object_new_string(message));
+    json_object_object_add(cond, "lastUpdateTime", json_object_new_string(now));
+    json_object_object_add(cond, "lastTransitionTime", json_object_new_string(now));
+    json_object_array_add(list, cond);
+    json_object_object_add(status, "conditions", list);
+    if (type == &kb_type_tfjobs_v1alpha1) {
+        json_object_object_add(status, "phase", json_object_new_string("Failed"));
+        json_object_object_add(status, "state", json_object_new_string("Failed"));
+        json_object_object_add(status, "reason", json_object_new_string(message));
+    }
+    json_object_deep_copy(jm->raw, &body, NULL);
+    json_object_object_add(body, "status", status);
+    json_object *r =
+            kb_client_update(c->client, type, jm->namespace_, jm->name, "status", body, error);
+    json_object_put(body);
+    if (r != NULL)
+        json_object_put(r);
+    return r != NULL;
+}
+
 static gboolean reconcile(TfController *c, const char *key, GError **error)
 {
     g_auto(GStrv) parts = g_strsplit(key, "/", 2);
@@ -569,14 +618,8 @@ static gboolean reconcile(TfController *c, const char *key, GError **error)
         return TRUE;
     g_autoptr(GError) decode_error = NULL;
     g_autoptr(KbTfJob) job = kb_tfjob_decode(jm->raw, FALSE, &decode_error);
-    if (job == NULL) {
-        /* Retrying cannot fix the object: say so once per change and wait for an update. */
-        g_warning("%s", decode_error->message);
-        if (c->recorder != NULL)
-            kb_recorder_event(c->recorder, jm, "kubeflow.org/v1", "TFJob", "Warning",
-                              "InvalidTFJob", "%s", decode_error->message);
-        return TRUE;
-    }
+    if (job == NULL)
+        return fail_undecodable(c, jm, job_type_of(c, from), decode_error->message, error);
     g_autoptr(GPtrArray) pods = observed_pods(c, job);
     g_autoptr(GPtrArray) services = owned(c->services, ns, job->meta.name, job->meta.uid);
     KbObjectMeta *group = c->groups != NULL ? kb_informer_get(c->groups, ns, job->meta.name) : NULL;

@@ -367,6 +367,23 @@ static json_object *load(const char *name)
     return o;
 }
 
+/* Counters of the store, read under its lock. */
+static gint64 store_rv(Rig *r)
+{
+    g_mutex_lock(&r->store->lock);
+    gint64 v = r->store->rv;
+    g_mutex_unlock(&r->store->lock);
+    return v;
+}
+
+static guint store_creates(Rig *r)
+{
+    g_mutex_lock(&r->store->lock);
+    guint v = r->store->creates;
+    g_mutex_unlock(&r->store->lock);
+    return v;
+}
+
 static guint count(Rig *r, const char *plural)
 {
     g_autofree char *prefix = g_strdup_printf("%s/", plural);
@@ -512,7 +529,7 @@ static void test_v1_lifecycle(void)
     g_autofree char *done = job_field(r, JOB_KEY, "status", "completionTime");
     g_assert_nonnull(done);
     /* Nothing was ever created twice. */
-    g_assert_cmpuint(r->store->creates, ==, 13);
+    g_assert_cmpuint(store_creates(r), ==, 13);
     g_assert_cmpuint(tf_controller_errors(r->controller), ==, 0);
 }
 
@@ -525,11 +542,11 @@ static void test_restart_and_delete(void)
     set_pods(r, "mnist-dist-", "Running", -1);
     g_assert_true(wait_for(r, condition_is, &(CondIs){JOB_KEY, "Running"}));
     /* Exit 137 under ExitCode: the pod is recreated under the same name. */
-    guint before = r->store->creates;
+    guint before = store_creates(r);
     set_pods(r, "mnist-dist-worker-2", "Failed", 137);
     g_assert_true(wait_for(r, restarted_once, NULL));
     g_assert_true(wait_for(r, count_is, &(CountIs){"pods", 6}));
-    g_assert_cmpuint(r->store->creates, ==, before + 1);
+    g_assert_cmpuint(store_creates(r), ==, before + 1);
     /* The Restarting condition was set (Running has replaced it since: other workers run). */
     g_assert_true(wait_for(r, condition_is, &(CondIs){JOB_KEY, "Running"}));
 
@@ -607,6 +624,29 @@ static void test_autoscaling(void)
     g_assert_nonnull(strstr(shrunk, "urgent-job (priority 1000 > 0)"));
 }
 
+static void test_undecodable_job(void)
+{
+    g_autoptr(Rig) r = rig_new(TRUE);
+    put_object(r, "tfjobs",
+               json_tokener_parse(
+                       "{\"apiVersion\":\"kubeflow.org/v1\",\"kind\":\"TFJob\","
+                       "\"metadata\":{\"name\":\"typo\",\"namespace\":\"ns\"},"
+                       "\"spec\":{\"tfReplicaSpecs\":{\"Worker\":{\"replicas\":\"two\"}}}}"));
+    rig_start(r, "kube-batchd");
+    g_assert_true(wait_for(r, condition_is, &(CondIs){"tfjobs/ns/typo", "Failed"}));
+    g_autofree char *st = job_field(r, "tfjobs/ns/typo", "status", "conditions");
+    g_assert_nonnull(strstr(st, "spec.tfReplicaSpecs.Worker.replicas: expected an integer"));
+    /* Written once: later passes (resync every second) leave it alone. */
+    gint64 rv = store_rv(r);
+    gint64 end = g_get_monotonic_time() + 1500 * 1000;
+    while (g_get_monotonic_time() < end) {
+        g_main_context_iteration(NULL, FALSE);
+        g_usleep(1000);
+    }
+    g_assert_cmpint(store_rv(r), ==, rv);
+    g_assert_cmpuint(count(r, "pods"), ==, 0);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -615,5 +655,6 @@ int main(int argc, char **argv)
     g_test_add_func("/operator/controller/restart-and-delete", test_restart_and_delete);
     g_test_add_func("/operator/controller/v1alpha1-only", test_v1alpha1_only);
     g_test_add_func("/operator/controller/autoscaling", test_autoscaling);
+    g_test_add_func("/operator/controller/undecodable-job", test_undecodable_job);
     return g_test_run();
 }
