@@ -1,0 +1,325 @@
+/*
+ * Load figures for the in-memory API server (tests/apiserver/), against the targets of issue 3:
+ *   - bindings/s: concurrent keep-alive clients POSTing pods/NAME/binding on pre-created pods
+ *     (baseline in the same run: GET /healthz round trips with the same clients);
+ *   - watch events/s: events written while 10 watchers each receive every one of them;
+ *   - memory: resident set growth for 150,000 realistic pods.
+ * The server runs in this process (same code as bin/kb-apiserver). Figures only, no assertions.
+ *
+ *   bench-apiserver [--pods N] [--clients N] [--events N] [--watchers N] [--memory-pods N]
+ */
+#include <curl/curl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/apiserver/kas-json.h"
+#include "tests/apiserver/kas-ops.h"
+#include "tests/apiserver/kas-server.h"
+
+static gint n_pods = 20000, n_clients = 16, n_events = 20000, n_watchers = 10, n_memory = 150000;
+
+static double now_s(void)
+{
+    return (double)g_get_monotonic_time() / G_USEC_PER_SEC;
+}
+
+static double rss_mib(void)
+{
+    long pages = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f == NULL)
+        return 0;
+    if (fscanf(f, "%ld %ld", &pages, &resident) != 2)
+        resident = 0;
+    fclose(f);
+    return (double)resident * (double)sysconf(_SC_PAGESIZE) / (1024.0 * 1024.0);
+}
+
+/* A pod as tf-operator creates them: labels, gang annotation, owner, resources, env, ports. */
+static json_object *make_pod(const char *ns, guint i)
+{
+    g_autofree char *text = g_strdup_printf(
+        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"job-%u-worker-%u\",\"namespace\":\"%s\","
+        "\"labels\":{\"group-name\":\"kubeflow.org\",\"job-name\":\"job-%u\",\"replica-type\":\"worker\","
+        "\"replica-index\":\"%u\"},\"annotations\":{\"scheduling.k8s.io/group-name\":\"job-%u\"},"
+        "\"ownerReferences\":[{\"apiVersion\":\"kubeflow.org/v1\",\"kind\":\"TFJob\",\"name\":\"job-%u\","
+        "\"uid\":\"5f0c2a6e-0000-4000-8000-%012u\",\"controller\":true,\"blockOwnerDeletion\":true}]},"
+        "\"spec\":{\"schedulerName\":\"kube-batchd\",\"restartPolicy\":\"Never\",\"containers\":[{\"name\":\"tensorflow\","
+        "\"image\":\"tensorflow/tensorflow:2.15.0-gpu\",\"command\":[\"python\",\"/opt/train.py\",\"--epochs=10\"],"
+        "\"env\":[{\"name\":\"TF_CONFIG\",\"value\":\"{\\\"cluster\\\":{\\\"worker\\\":[\\\"job-%u-worker-0:2222\\\"]}}\"}],"
+        "\"ports\":[{\"name\":\"tfjob-port\",\"containerPort\":2222,\"protocol\":\"TCP\"}],"
+        "\"resources\":{\"limits\":{\"cpu\":\"4\",\"memory\":\"16Gi\",\"nvidia.com/gpu\":\"1\"}}}]}}",
+        i / 8, i % 8, ns, i / 8, i % 8, i / 8, i / 8, i / 8, i / 8);
+    return json_tokener_parse(text);
+}
+
+static void create_namespace(KasStore *store, const char *name)
+{
+    kas_store_lock(store);
+    KasRes *res = kas_store_find_locked(store, "", "v1", "namespaces");
+    kas_store_unlock(store);
+    g_autofree char *text = g_strdup_printf("{\"metadata\":{\"name\":\"%s\"}}", name);
+    json_object *j = json_tokener_parse(text);
+    kas_obj_unref(kas_ops_create(store, res, "v1", NULL, j, NULL));
+    json_object_put(j);
+}
+
+static void create_pods(KasStore *store, const char *ns, guint n)
+{
+    kas_store_lock(store);
+    KasRes *pods = kas_store_find_locked(store, "", "v1", "pods");
+    kas_store_unlock(store);
+    for (guint i = 0; i < n; i++) {
+        json_object *p = make_pod(ns, i);
+        g_autoptr(GError) error = NULL;
+        KasObj *o = kas_ops_create(store, pods, "v1", ns, p, &error);
+        if (o == NULL)
+            g_error("creating pod %u: %s", i, error->message);
+        kas_obj_unref(o);
+        json_object_put(p);
+    }
+}
+
+/* ---- concurrent clients -------------------------------------------------------------------------- */
+
+typedef struct {
+    const char *base;
+    guint index, stride, total;
+    gboolean bind;
+    guint ok, failed;
+} Client;
+
+static size_t discard(char *p, size_t s, size_t n, void *d)
+{
+    return s * n;
+}
+
+static gpointer client_main(gpointer data)
+{
+    Client *c = data;
+    CURL *h = curl_easy_init();
+    struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
+    curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+    for (guint i = c->index; i < c->total; i += c->stride) {
+        char url[512];
+        char body[256];
+        if (c->bind) {
+            g_snprintf(url, sizeof url, "%s/api/v1/namespaces/bench/pods/job-%u-worker-%u/binding", c->base, i / 8, i % 8);
+            g_snprintf(body, sizeof body,
+                       "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":\"job-%u-worker-%u\"},"
+                       "\"target\":{\"kind\":\"Node\",\"name\":\"node-%u\"}}",
+                       i / 8, i % 8, i % 500);
+            curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+        } else {
+            g_snprintf(url, sizeof url, "%s/healthz", c->base);
+            curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+        }
+        curl_easy_setopt(h, CURLOPT_URL, url);
+        long code = 0;
+        if (curl_easy_perform(h) == CURLE_OK)
+            curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+        if (code == (c->bind ? 201 : 200))
+            c->ok++;
+        else
+            c->failed++;
+    }
+    curl_slist_free_all(hdrs);
+    curl_easy_cleanup(h);
+    return NULL;
+}
+
+/* Run @total requests over n_clients threads; returns requests/s, *ok the successes. */
+static double run_clients(const char *base, guint total, gboolean bind, guint *ok)
+{
+    Client *cs = g_new0(Client, n_clients);
+    GThread **ts = g_new0(GThread *, n_clients);
+    double t0 = now_s();
+    for (gint i = 0; i < n_clients; i++) {
+        cs[i] = (Client){ base, (guint)i, (guint)n_clients, total, bind, 0, 0 };
+        ts[i] = g_thread_new("client", client_main, &cs[i]);
+    }
+    *ok = 0;
+    for (gint i = 0; i < n_clients; i++) {
+        g_thread_join(ts[i]);
+        *ok += cs[i].ok;
+    }
+    double dt = now_s() - t0;
+    g_free(cs);
+    g_free(ts);
+    return total / dt;
+}
+
+/* ---- watchers ---------------------------------------------------------------------------------------- */
+
+typedef struct {
+    const char *base;
+    guint want;
+    guint got;
+    double done_at;
+    const char *rv; /* resourceVersion to watch from */
+} Watcher;
+
+static size_t watch_body(char *p, size_t s, size_t n, void *d)
+{
+    Watcher *w = d;
+    for (size_t i = 0; i < s * n; i++)
+        if (p[i] == '\n' && ++w->got == w->want)
+            w->done_at = now_s();
+    return w->got >= w->want ? 0 : s * n;
+}
+
+static gpointer watcher_main(gpointer data)
+{
+    Watcher *w = data;
+    CURL *h = curl_easy_init();
+    char url[512];
+    g_snprintf(url, sizeof url, "%s/api/v1/namespaces/watched/configmaps?watch=true&resourceVersion=%s",
+               w->base, w->rv);
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, watch_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, w);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, 300L);
+    curl_easy_perform(h);
+    curl_easy_cleanup(h);
+    return NULL;
+}
+
+/* Watchers resuming from @rv drain events already in the history as fast as they can. */
+static void bench_replay(KasServer *srv, const char *rv)
+{
+    Watcher *ws = g_new0(Watcher, n_watchers);
+    GThread **ts = g_new0(GThread *, n_watchers);
+    double t0 = now_s();
+    for (gint i = 0; i < n_watchers; i++) {
+        ws[i] = (Watcher){ kas_server_url(srv), (guint)n_events, 0, 0, rv };
+        ts[i] = g_thread_new("watcher", watcher_main, &ws[i]);
+    }
+    double last = t0;
+    guint complete = 0;
+    for (gint i = 0; i < n_watchers; i++) {
+        g_thread_join(ts[i]);
+        if (ws[i].got >= (guint)n_events) {
+            complete++;
+            last = MAX(last, ws[i].done_at);
+        }
+    }
+    double dt = last - t0;
+    printf("watch replay:    %d events from the history to %d watchers (%u complete) in %.2f s\n",
+           n_events, n_watchers, complete, dt);
+    printf("  events/s per watcher   %10.0f   (target >= 20,000)\n", n_events / dt);
+    printf("  events/s delivered     %10.0f   (all watchers together)\n", (double)n_events * complete / dt);
+    g_free(ws);
+    g_free(ts);
+}
+
+static void bench_watch(KasServer *srv)
+{
+    KasStore *store = kas_server_store(srv);
+    create_namespace(store, "watched");
+    kas_store_lock(store);
+    g_autofree char *rv = g_strdup_printf("%" G_GUINT64_FORMAT, kas_store_rv_locked(store));
+    kas_store_unlock(store);
+    Watcher *ws = g_new0(Watcher, n_watchers);
+    GThread **ts = g_new0(GThread *, n_watchers);
+    for (gint i = 0; i < n_watchers; i++) {
+        ws[i] = (Watcher){ kas_server_url(srv), (guint)n_events, 0, 0, rv };
+        ts[i] = g_thread_new("watcher", watcher_main, &ws[i]);
+    }
+    while (kas_store_watcher_count(store) < (guint)n_watchers)
+        g_usleep(1000);
+    kas_store_lock(store);
+    KasRes *cms = kas_store_find_locked(store, "", "v1", "configmaps");
+    kas_store_unlock(store);
+    double t0 = now_s();
+    for (gint i = 0; i < n_events; i++) {
+        g_autofree char *text = g_strdup_printf("{\"metadata\":{\"name\":\"cm-%d\",\"labels\":{\"a\":\"b\"}},"
+                                                "\"data\":{\"key\":\"value-%d\"}}", i, i);
+        json_object *j = json_tokener_parse(text);
+        kas_obj_unref(kas_ops_create(store, cms, "v1", "watched", j, NULL));
+        json_object_put(j);
+    }
+    double produced = now_s() - t0;
+    double last = t0;
+    guint complete = 0;
+    for (gint i = 0; i < n_watchers; i++) {
+        g_thread_join(ts[i]);
+        if (ws[i].got >= (guint)n_events) {
+            complete++;
+            last = MAX(last, ws[i].done_at);
+        }
+    }
+    double dt = last - t0;
+    printf("watch live:      %d events written while %d watchers follow (%u complete) in %.2f s\n",
+           n_events, n_watchers, complete, dt);
+    printf("  events/s per watcher   %10.0f   (limited by the writer: %.0f writes/s in-process)\n",
+           n_events / dt, n_events / produced);
+    printf("  events/s delivered     %10.0f   (all watchers together)\n", (double)n_events * complete / dt);
+    g_free(ws);
+    g_free(ts);
+    bench_replay(srv, rv);
+}
+
+int main(int argc, char **argv)
+{
+    GOptionEntry entries[] = {
+        { "pods", 0, 0, G_OPTION_ARG_INT, &n_pods, "Pods to bind (default 20000)", "N" },
+        { "clients", 0, 0, G_OPTION_ARG_INT, &n_clients, "Concurrent binding clients (default 16)", "N" },
+        { "events", 0, 0, G_OPTION_ARG_INT, &n_events, "Watch events (default 20000)", "N" },
+        { "watchers", 0, 0, G_OPTION_ARG_INT, &n_watchers, "Watchers (default 10)", "N" },
+        { "memory-pods", 0, 0, G_OPTION_ARG_INT, &n_memory, "Pods for the memory figure (default 150000)", "N" },
+        { NULL },
+    };
+    g_autoptr(GOptionContext) oc = g_option_context_new("- load figures for kb-apiserver");
+    g_option_context_add_main_entries(oc, entries, NULL);
+    g_autoptr(GError) error = NULL;
+    if (!g_option_context_parse(oc, &argc, &argv, &error) || n_pods <= 0 || n_clients <= 0 ||
+        n_events <= 0 || n_watchers <= 0 || n_memory <= 0) {
+        fprintf(stderr, "bench-apiserver: %s\n", error != NULL ? error->message : "counts must be positive");
+        return 2;
+    }
+    curl_global_init(CURL_GLOBAL_ALL);
+    KasServerOptions o;
+    kas_server_options_init(&o);
+    o.watch_queue = (guint)n_events + 1000;
+    o.watch_history = (guint)n_events + 1000;
+    o.max_connections = 4096;
+    g_autoptr(KasServer) srv = kas_server_new(&o, &error);
+    if (srv == NULL) {
+        fprintf(stderr, "bench-apiserver: %s\n", error->message);
+        return 1;
+    }
+    KasStore *store = kas_server_store(srv);
+    printf("kb-apiserver load figures (%ld CPUs online; server and clients share them)\n",
+           sysconf(_SC_NPROCESSORS_ONLN));
+
+    create_namespace(store, "bench");
+    create_pods(store, "bench", (guint)n_pods);
+    guint ok = 0;
+    double base = run_clients(kas_server_url(srv), (guint)n_pods, FALSE, &ok);
+    double rate = run_clients(kas_server_url(srv), (guint)n_pods, TRUE, &ok);
+    printf("bindings:        %d pods, %d keep-alive clients, %u bound (201)\n", n_pods, n_clients, ok);
+    printf("  bindings/s             %10.0f   (target >= 5,000)\n", rate);
+    printf("  baseline GET /healthz  %10.0f/s (same clients; bindings at %.0f%% of it)\n", base, 100 * rate / base);
+
+    bench_watch(srv);
+
+    g_clear_pointer(&srv, kas_server_free);
+    KasStoreOptions so = { 0 };
+    double before = rss_mib();
+    KasStore *mem = kas_store_new(&so);
+    kas_ops_bootstrap(mem);
+    create_namespace(mem, "bench");
+    double t0 = now_s();
+    create_pods(mem, "bench", (guint)n_memory);
+    double dt = now_s() - t0;
+    double after = rss_mib();
+    printf("memory:          %d pods created in %.1f s (%.0f creates/s in-process)\n", n_memory, dt, n_memory / dt);
+    printf("  RSS growth             %10.0f MiB (target < 1024 MiB; %.0f bytes/pod, history included)\n",
+           after - before, (after - before) * 1024 * 1024 / n_memory);
+    kas_store_free(mem);
+    curl_global_cleanup();
+    return 0;
+}
