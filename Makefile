@@ -97,22 +97,27 @@ $(eval $(call archive,$(LIBAPISERVER),$(APISERVER_SRC)))
 $(eval $(call archive,$(LIBTEST),$(TESTLIB_SRC)))
 $(eval $(call archive,$(LIBBENCH),$(BENCHLIB_SRC)))
 
-$(O)/bin/kube-batchd: $(call obj,scheduler/main.c) $(LIBSCHED) $(LIBKUBE)
-$(O)/bin/tf-operator: $(call obj,operator/main.c) $(LIBOPER) $(LIBKUBE)
-$(O)/bin/kb-apiserver: $(call obj,tests/apiserver/main.c) $(LIBAPISERVER) $(LIBKUBE)
-$(O)/bin/bench-%: $(call obj,bench/bench-%.c) $(ALL_LIBS)
-$(O)/bin/%:
+# Libraries are listed twice so that their mutual references resolve whatever the order.
+define link
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(filter %.a,$^) $(LDLIBS)
+endef
+
+$(O)/bin/kube-batchd: $(call obj,scheduler/main.c) $(LIBSCHED) $(LIBKUBE)
+	$(link)
+$(O)/bin/tf-operator: $(call obj,operator/main.c) $(LIBOPER) $(LIBSCHED) $(LIBKUBE)
+	$(link)
+$(O)/bin/kb-apiserver: $(call obj,tests/apiserver/main.c) $(LIBAPISERVER) $(LIBKUBE)
+	$(link)
+$(O)/bin/bench-%: $(call obj,bench/bench-%.c) $(ALL_LIBS)
+	$(link)
 
 $(O)/tests/test-%: $(call obj,tests/test-%.c) $(ALL_LIBS)
-	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(filter %.a,$^) $(LDLIBS)
+	$(link)
 
 # A fuzz target built with gcc links the replay main, which runs every corpus file once.
 $(O)/tests/fuzz-%: $(call obj,tests/fuzz/fuzz-%.c) $(call obj,tests/fuzz/replay.c) $(ALL_LIBS)
-	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(filter %.a,$^) $(LDLIBS)
+	$(link)
 
 check: all $(TESTS)
 	@KB_BIN_DIR=$(CURDIR)/$(O)/bin KB_SRCDIR=$(CURDIR) JOBS=$(JOBS) \

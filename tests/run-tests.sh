@@ -5,7 +5,7 @@
 # KB_TEST_WRAPPER (e.g. valgrind) is put in front of every binary.
 set -u
 JOBS=${JOBS:-2}
-TIMEOUT=${KB_TEST_TIMEOUT:-600}
+TIMEOUT=${KB_TEST_TIMEOUT:-300}
 logdir=$(mktemp -d "${TMPDIR:-/tmp}/kb-tests.XXXXXX")
 trap 'rm -rf "$logdir"' EXIT
 
