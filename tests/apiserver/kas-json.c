@@ -390,23 +390,17 @@ static gboolean patch_one(json_object **doc, json_object *op, GError **error)
         return TRUE;
     }
     json_object *moved = NULL;
-    if (strcmp(name, "remove") == 0 || strcmp(name, "replace") == 0) {
-        gboolean is_replace = name[2] == 'p';
-        if (is_replace && !has_value)
+    if (strcmp(name, "replace") == 0) {
+        if (!has_value)
             goto missing_value;
-        if (is_replace && g_strv_length(toks) > 0) {
-            if (pointer_get(*doc, toks) == NULL)
-                goto missing_path;
-            json_object *copy = NULL;
-            json_object_deep_copy(value, &copy, NULL);
-            return pointer_add(doc, toks, copy, TRUE) || (g_set_error(error, KB_ERROR,
-                       KB_ERROR_INVALID, "replace operation does not apply: %s", path), FALSE);
-        }
-        if (is_replace) {
-            json_object *copy = NULL;
-            json_object_deep_copy(value, &copy, NULL);
-            return pointer_add(doc, toks, copy, TRUE);
-        }
+        if (g_strv_length(toks) > 0 && pointer_get(*doc, toks) == NULL)
+            goto missing_path;
+        json_object_deep_copy(value, &moved, NULL);
+        if (!pointer_add(doc, toks, moved, TRUE))
+            goto missing_path;
+        return TRUE;
+    }
+    if (strcmp(name, "remove") == 0) {
         moved = pointer_remove(*doc, toks);
         if (moved == NULL)
             goto missing_path;

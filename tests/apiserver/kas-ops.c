@@ -1183,5 +1183,14 @@ void kas_ops_bootstrap(KasStore *store)
         kas_obj_unref(create_locked(store, nsres, NULL, ns, NULL));
         json_object_put(ns);
     }
+    /* The API server's own Service, as every cluster has it. */
+    KasRes *svcres = kas_store_find_locked(store, "", "v1", "services");
+    json_object *svc = json_tokener_parse(
+        "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":\"kubernetes\","
+        "\"labels\":{\"component\":\"apiserver\",\"provider\":\"kubernetes\"}},\"spec\":{"
+        "\"clusterIP\":\"10.96.0.1\",\"clusterIPs\":[\"10.96.0.1\"],\"ports\":[{\"name\":\"https\","
+        "\"port\":443,\"protocol\":\"TCP\",\"targetPort\":6443}]}}");
+    kas_obj_unref(create_locked(store, svcres, "default", svc, NULL));
+    json_object_put(svc);
     kas_store_unlock(store);
 }
