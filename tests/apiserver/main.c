@@ -104,11 +104,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "kb-apiserver: %s\n", error->message);
         return 1;
     }
-    printf("listening on %s\n", kas_server_url(srv));
-    fflush(stdout);
+    /* Handlers first: a client may send SIGTERM as soon as it reads the line. */
     g_autoptr(GMainLoop) loop = g_main_loop_new(NULL, FALSE);
     guint s1 = g_unix_signal_add(SIGTERM, on_signal, loop);
     guint s2 = g_unix_signal_add(SIGINT, on_signal, loop);
+    printf("listening on %s\n", kas_server_url(srv));
+    fflush(stdout);
     g_main_loop_run(loop);
     g_source_remove(s1);
     g_source_remove(s2);
