@@ -1,0 +1,852 @@
+/*
+ * Integration tests of bin/kube-batchd against bin/kb-apiserver, both as child processes, driven
+ * through the REST client as a user's tools would: CRDs from deploy/crds/, queues, nodes, pods and
+ * PodGroups in; bindings, PodGroup conditions, events, /metrics and leader hand-over out.
+ *
+ * Each test starts its own API server (fresh state) and daemons with --schedule-period 200ms.
+ */
+#include <curl/curl.h>
+#include <gio/gio.h>
+#include <glib/gstdio.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "kube/kb-client.h"
+#include "kube/kb-error.h"
+#include "tests/apiserver/kas-json.h"
+
+#define WAIT_MS 8000
+
+static const char *bin_dir(void)
+{
+    const char *d = g_getenv("KB_BIN_DIR");
+    return d != NULL ? d : "build/default/bin";
+}
+
+static const char *src_dir(void)
+{
+    const char *d = g_getenv("KB_SRCDIR");
+    return d != NULL ? d : ".";
+}
+
+/* A port nothing listens on right now. */
+static guint free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof sa;
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_cmpint(bind(fd, (struct sockaddr *)&sa, sizeof sa), ==, 0);
+    g_assert_cmpint(getsockname(fd, (struct sockaddr *)&sa, &len), ==, 0);
+    close(fd);
+    return ntohs(sa.sin_port);
+}
+
+/* ---- child processes ----------------------------------------------------------------------- */
+
+/* Children die with the test (an assertion aborts it without running any cleanup). */
+static void die_with_parent(gpointer data)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+}
+
+typedef struct {
+    GSubprocess *proc;
+    char *log_path;
+    guint http_port; /* daemons */
+    gboolean exited;
+    int status;
+} Child;
+
+static void child_wait_cb(GObject *src, GAsyncResult *res, gpointer data)
+{
+    Child *c = data;
+    g_subprocess_wait_finish(G_SUBPROCESS(src), res, NULL);
+    c->exited = TRUE;
+}
+
+/* Wait at most @ms for the child to exit; TRUE when it did. */
+static gboolean child_wait(Child *c, guint ms)
+{
+    gint64 deadline = g_get_monotonic_time() + (gint64)ms * 1000;
+    if (!c->exited)
+        g_subprocess_wait_async(c->proc, NULL, child_wait_cb, c);
+    while (!c->exited && g_get_monotonic_time() < deadline)
+        g_main_context_iteration(NULL, FALSE) || (g_usleep(5000), TRUE);
+    if (c->exited)
+        c->status = g_subprocess_get_if_exited(c->proc) ? g_subprocess_get_exit_status(c->proc)
+                                                        : -1;
+    return c->exited;
+}
+
+static char *child_log(const Child *c)
+{
+    char *text = NULL;
+    g_file_get_contents(c->log_path, &text, NULL, NULL);
+    return text != NULL ? text : g_strdup("");
+}
+
+static void child_free(Child *c)
+{
+    if (c == NULL)
+        return;
+    if (!c->exited) {
+        g_subprocess_force_exit(c->proc);
+        child_wait(c, 5000);
+    }
+    g_object_unref(c->proc);
+    g_unlink(c->log_path);
+    g_free(c->log_path);
+    g_free(c);
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Child, child_free)
+
+typedef struct {
+    Child *child;
+    char *url;
+    KbClient *client;
+} Cluster;
+
+static Cluster *cluster_start(void)
+{
+    g_autoptr(GError) error = NULL;
+    Cluster *cl = g_new0(Cluster, 1);
+    guint port = free_port();
+    g_autofree char *prog = g_build_filename(bin_dir(), "kb-apiserver", NULL);
+    g_autofree char *listen = g_strdup_printf("127.0.0.1:%u", port);
+    cl->child = g_new0(Child, 1);
+    cl->child->log_path = g_strdup_printf("%s/kb-apiserver-%d-%u.log", g_get_tmp_dir(),
+                                          getpid(), port);
+    g_autoptr(GSubprocessLauncher) l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE);
+    g_subprocess_launcher_set_stderr_file_path(l, cl->child->log_path);
+    g_subprocess_launcher_set_child_setup(l, die_with_parent, NULL, NULL);
+    cl->child->proc = g_subprocess_launcher_spawn(l, &error, prog, "--listen", listen,
+                                                  "--simulate-kubelet", NULL);
+    g_assert_no_error(error);
+    g_autoptr(GDataInputStream) out =
+            g_data_input_stream_new(g_subprocess_get_stdout_pipe(cl->child->proc));
+    for (;;) {
+        g_autofree char *line = g_data_input_stream_read_line(out, NULL, NULL, &error);
+        g_assert_no_error(error);
+        g_assert_nonnull(line); /* the server exited before it was ready */
+        if (strstr(line, "listening on ") != NULL)
+            break;
+    }
+    cl->url = g_strdup_printf("http://127.0.0.1:%u", port);
+    g_autoptr(KbConfig) config = kb_config_new(cl->url);
+    cl->client = kb_client_new(config, &error);
+    g_assert_no_error(error);
+    return cl;
+}
+
+static void cluster_free(Cluster *cl)
+{
+    if (cl == NULL)
+        return;
+    kb_client_free(cl->client);
+    if (!cl->child->exited)
+        g_subprocess_send_signal(cl->child->proc, SIGTERM);
+    child_free(cl->child);
+    g_free(cl->url);
+    g_free(cl);
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Cluster, cluster_free)
+
+/* Start bin/kube-batchd against @cl with the extra arguments (NULL-terminated). */
+static Child *daemon_start(Cluster *cl, ...)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
+    Child *c = g_new0(Child, 1);
+    c->http_port = free_port();
+    g_ptr_array_add(argv, g_build_filename(bin_dir(), "kube-batchd", NULL));
+    g_ptr_array_add(argv, g_strdup("--master"));
+    g_ptr_array_add(argv, g_strdup(cl->url));
+    g_ptr_array_add(argv, g_strdup("--schedule-period"));
+    g_ptr_array_add(argv, g_strdup("200ms"));
+    g_ptr_array_add(argv, g_strdup("--listen-address"));
+    g_ptr_array_add(argv, g_strdup_printf("127.0.0.1:%u", c->http_port));
+    va_list ap;
+    va_start(ap, cl);
+    for (const char *a = va_arg(ap, const char *); a != NULL; a = va_arg(ap, const char *))
+        g_ptr_array_add(argv, g_strdup(a));
+    va_end(ap);
+    g_ptr_array_add(argv, NULL);
+    c->log_path = g_strdup_printf("%s/kube-batchd-%d-%u.log", g_get_tmp_dir(), getpid(),
+                                  c->http_port);
+    g_autoptr(GSubprocessLauncher) l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_NONE);
+    g_subprocess_launcher_set_stderr_file_path(l, c->log_path);
+    g_subprocess_launcher_set_child_setup(l, die_with_parent, NULL, NULL);
+    c->proc = g_subprocess_launcher_spawnv(l, (const char *const *)argv->pdata, &error);
+    g_assert_no_error(error);
+    return c;
+}
+
+/* SIGTERM, then expect a clean exit (0) within 7 s. */
+static void daemon_stop(Child *c)
+{
+    g_subprocess_send_signal(c->proc, SIGTERM);
+    g_assert_true(child_wait(c, 7000));
+    if (c->status != 0) {
+        g_autofree char *log = child_log(c);
+        g_printerr("%s", log);
+    }
+    g_assert_cmpint(c->status, ==, 0);
+}
+
+/* ---- HTTP to the daemon ---------------------------------------------------------------- */
+
+static size_t on_body(char *data, size_t size, size_t n, void *user)
+{
+    g_string_append_len(user, data, (gssize)(size * n));
+    return size * n;
+}
+
+/* GET http://127.0.0.1:@port@path; returns the status (0 when unreachable), body into @body. */
+static long http_get(guint port, const char *path, char **body)
+{
+    g_autofree char *url = g_strdup_printf("http://127.0.0.1:%u%s", port, path);
+    GString *buf = g_string_new(NULL);
+    long status = 0;
+    CURL *curl = curl_easy_init();
+    curl_easy_setopt(curl, CURLOPT_URL, url);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, buf);
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 3000L);
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    if (curl_easy_perform(curl) == CURLE_OK)
+        curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_cleanup(curl);
+    if (body != NULL)
+        *body = g_string_free(buf, FALSE);
+    else
+        g_string_free(buf, TRUE);
+    return status;
+}
+
+/* The value of the sample line starting with @series ("name{labels}") in @text, or -1. */
+static double metric_value(const char *text, const char *series)
+{
+    g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+    gsize n = strlen(series);
+    for (guint i = 0; lines[i] != NULL; i++) {
+        if (strncmp(lines[i], series, n) == 0 && lines[i][n] == ' ')
+            return g_ascii_strtod(lines[i] + n + 1, NULL);
+    }
+    return -1;
+}
+
+static gboolean wait_ready(Child *d, guint ms)
+{
+    gint64 deadline = g_get_monotonic_time() + (gint64)ms * 1000;
+    while (g_get_monotonic_time() < deadline) {
+        if (http_get(d->http_port, "/readyz", NULL) == 200)
+            return TRUE;
+        g_usleep(20000);
+    }
+    return FALSE;
+}
+
+/* ---- objects ------------------------------------------------------------------------------- */
+
+static json_object *json_printf(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
+static json_object *json_printf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    g_autofree char *text = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    json_object *o = json_tokener_parse(text);
+    if (o == NULL)
+        g_error("bad JSON in test: %s", text);
+    return o;
+}
+
+static void create(Cluster *cl, const KbResourceType *type, const char *ns, json_object *body)
+{
+    g_autoptr(GError) error = NULL;
+    json_object *r = kb_client_create(cl->client, type, ns, body, &error);
+    g_assert_no_error(error);
+    json_object_put(r);
+    json_object_put(body);
+}
+
+/* Apply a YAML file of the source tree (CRDs, queues) with the REST client. */
+static void create_from_file(Cluster *cl, const char *rel)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree char *path = g_build_filename(src_dir(), rel, NULL);
+    g_autofree char *text = NULL;
+    gsize len = 0;
+    g_assert_true(g_file_get_contents(path, &text, &len, &error));
+    json_object *obj = kas_yaml_to_json(text, len, &error);
+    g_assert_no_error(error);
+    const char *kind = json_object_get_string(json_object_object_get(obj, "kind"));
+    const KbResourceType *type = NULL;
+    if (g_strcmp0(kind, "CustomResourceDefinition") == 0)
+        type = &kb_type_crds;
+    else if (g_strcmp0(kind, "Queue") == 0)
+        type = &kb_type_queues_volcano;
+    g_assert_nonnull(type);
+    create(cl, type, NULL, obj);
+}
+
+static void install_crds(Cluster *cl)
+{
+    create_from_file(cl, "deploy/crds/podgroup-volcano.yaml");
+    create_from_file(cl, "deploy/crds/podgroup-kube-batch.yaml");
+    create_from_file(cl, "deploy/crds/podgroup-x-k8s.yaml");
+    create_from_file(cl, "deploy/crds/queue-volcano.yaml");
+    create_from_file(cl, "deploy/crds/queue-kube-batch.yaml");
+    /* The CRDs may take a moment to be served. */
+    gint64 deadline = g_get_monotonic_time() + 3 * G_USEC_PER_SEC;
+    for (;;) {
+        g_autoptr(GError) error = NULL;
+        json_object *l = kb_client_list(cl->client, &kb_type_queues_volcano, NULL, NULL, &error);
+        json_object_put(l);
+        if (error == NULL)
+            break;
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        g_usleep(20000);
+    }
+    create_from_file(cl, "deploy/default-queue.yaml");
+}
+
+/* A Ready node with @gpus GPUs, 64 cpus, 256Gi; @taint "k=v:Effect" or NULL. */
+static void add_node(Cluster *cl, const char *name, int gpus, const char *taint)
+{
+    g_autofree char *taints = NULL;
+    if (taint != NULL) {
+        g_auto(GStrv) kv = g_strsplit_set(taint, "=:", 3);
+        taints = g_strdup_printf(",\"spec\":{\"taints\":[{\"key\":\"%s\",\"value\":\"%s\","
+                                 "\"effect\":\"%s\"}]}",
+                                 kv[0], kv[1], kv[2]);
+    }
+    const char *status_fmt =
+            "{\"status\":{\"capacity\":{\"cpu\":\"64\",\"memory\":\"256Gi\",\"pods\":\"110\","
+            "\"nvidia.com/gpu\":\"%d\"},\"allocatable\":{\"cpu\":\"64\",\"memory\":\"256Gi\","
+            "\"pods\":\"110\",\"nvidia.com/gpu\":\"%d\"},"
+            "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}";
+    g_autofree char *status = g_strdup_printf(status_fmt, gpus, gpus);
+    json_object *body = json_printf("{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{"
+                                    "\"name\":\"%s\",\"labels\":{\"kubernetes.io/hostname\":"
+                                    "\"%s\"}}%s}",
+                                    name, name, taints != NULL ? taints : "");
+    json_object *st = json_tokener_parse(status);
+    json_object_object_add(body, "status", json_object_get(json_object_object_get(st, "status")));
+    json_object_put(st);
+    create(cl, &kb_type_nodes, NULL, body);
+    /* Status is not taken on create by every server: write it through /status as well. */
+    g_autoptr(GError) error = NULL;
+    json_object *r = kb_client_patch(cl->client, &kb_type_nodes, NULL, name, "status",
+                                     KB_PATCH_MERGE, status, &error);
+    g_assert_no_error(error);
+    json_object_put(r);
+}
+
+static void add_queue(Cluster *cl, const char *name, int weight)
+{
+    create(cl, &kb_type_queues_volcano, NULL,
+           json_printf("{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"Queue\","
+                       "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"weight\":%d}}",
+                       name, weight));
+}
+
+static void add_group(Cluster *cl, const char *name, int min_member, const char *queue,
+                      const char *priority_class)
+{
+    g_autofree char *extra = g_strdup_printf(
+            "%s%s%s%s%s%s", queue != NULL ? ",\"queue\":\"" : "", queue != NULL ? queue : "",
+            queue != NULL ? "\"" : "", priority_class != NULL ? ",\"priorityClassName\":\"" : "",
+            priority_class != NULL ? priority_class : "", priority_class != NULL ? "\"" : "");
+    create(cl, &kb_type_pod_groups_volcano, "default",
+           json_printf("{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\","
+                       "\"metadata\":{\"name\":\"%s\",\"namespace\":\"default\"},"
+                       "\"spec\":{\"minMember\":%d%s}}",
+                       name, min_member, extra));
+}
+
+/* A pod requesting @gpus GPUs (and 1 cpu), of @group (may be NULL), served by @scheduler
+ * (NULL: kube-batchd); @extra_spec is appended inside spec (",\"tolerations\":[...]") or NULL. */
+static void add_pod_full(Cluster *cl, const char *name, const char *group, int gpus,
+                         const char *scheduler, const char *extra_spec, const char *gpu_text)
+{
+    g_autofree char *annotations =
+            group != NULL
+                    ? g_strdup_printf(",\"annotations\":{\"scheduling.k8s.io/group-name\":\"%s\"}",
+                                      group)
+                    : g_strdup("");
+    g_autofree char *gpu = gpu_text != NULL ? g_strdup(gpu_text) : g_strdup_printf("%d", gpus);
+    create(cl, &kb_type_pods, "default",
+           json_printf("{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\","
+                       "\"namespace\":\"default\"%s},\"spec\":{\"schedulerName\":\"%s\","
+                       "\"containers\":[{\"name\":\"main\",\"image\":\"busybox\",\"resources\":{"
+                       "\"requests\":{\"cpu\":\"1\",\"nvidia.com/gpu\":\"%s\"},\"limits\":{"
+                       "\"nvidia.com/gpu\":\"%s\"}}}]%s}}",
+                       name, annotations, scheduler != NULL ? scheduler : "kube-batchd", gpu, gpu,
+                       extra_spec != NULL ? extra_spec : ""));
+}
+
+static void add_pod(Cluster *cl, const char *name, const char *group, int gpus)
+{
+    add_pod_full(cl, name, group, gpus, NULL, NULL, NULL);
+}
+
+static void add_priority_class(Cluster *cl, const char *name, int value)
+{
+    create(cl, &kb_type_priority_classes, NULL,
+           json_printf("{\"apiVersion\":\"scheduling.k8s.io/v1\",\"kind\":\"PriorityClass\","
+                       "\"metadata\":{\"name\":\"%s\"},\"value\":%d}",
+                       name, value));
+}
+
+/* Pods of namespace default whose name starts with @prefix: how many are bound, and how many
+ * exist. */
+static guint count_bound(Cluster *cl, const char *prefix, guint *n_total)
+{
+    g_autoptr(GError) error = NULL;
+    json_object *list = kb_client_list(cl->client, &kb_type_pods, "default", NULL, &error);
+    g_assert_no_error(error);
+    json_object *items = json_object_object_get(list, "items");
+    guint bound = 0, total = 0;
+    for (size_t i = 0; i < json_object_array_length(items); i++) {
+        json_object *p = json_object_array_get_idx(items, i);
+        const char *name = kas_json_get_string(p, "metadata.name");
+        if (!g_str_has_prefix(name, prefix))
+            continue;
+        total++;
+        if (kas_json_get_string(p, "spec.nodeName") != NULL)
+            bound++;
+    }
+    json_object_put(list);
+    if (n_total != NULL)
+        *n_total = total;
+    return bound;
+}
+
+static const char *node_of(Cluster *cl, const char *pod, char **owned)
+{
+    g_autoptr(GError) error = NULL;
+    json_object *p = kb_client_get(cl->client, &kb_type_pods, "default", pod, &error);
+    g_assert_no_error(error);
+    const char *node = kas_json_get_string(p, "spec.nodeName");
+    *owned = g_strdup(node);
+    json_object_put(p);
+    return *owned;
+}
+
+/* Poll until @n pods with @prefix are bound; FALSE after @ms. */
+static gboolean wait_bound(Cluster *cl, const char *prefix, guint n, guint ms)
+{
+    gint64 deadline = g_get_monotonic_time() + (gint64)ms * 1000;
+    for (;;) {
+        if (count_bound(cl, prefix, NULL) >= n)
+            return TRUE;
+        if (g_get_monotonic_time() > deadline)
+            return FALSE;
+        g_usleep(30000);
+    }
+}
+
+/* The PodGroup's status field at a dotted path, newly allocated, or NULL. */
+static char *group_status(Cluster *cl, const char *name, const char *dotted)
+{
+    g_autoptr(GError) error = NULL;
+    json_object *g = kb_client_get(cl->client, &kb_type_pod_groups_volcano, "default", name,
+                                   &error);
+    g_assert_no_error(error);
+    json_object *v = kas_json_get(g, dotted);
+    char *out = NULL;
+    if (v != NULL && json_object_is_type(v, json_type_array) &&
+        json_object_array_length(v) > 0)
+        v = json_object_array_get_idx(v, 0);
+    if (v != NULL && json_object_is_type(v, json_type_object))
+        out = g_strdup(json_object_to_json_string_ext(v, JSON_C_TO_STRING_NOSLASHESCAPE));
+    else if (v != NULL)
+        out = g_strdup(json_object_get_string(v));
+    json_object_put(g);
+    return out;
+}
+
+/* Poll until the group's first condition mentions @needle; returns the condition or NULL. */
+static char *wait_condition(Cluster *cl, const char *group, const char *needle, guint ms)
+{
+    gint64 deadline = g_get_monotonic_time() + (gint64)ms * 1000;
+    for (;;) {
+        char *c = group_status(cl, group, "status.conditions");
+        if (c != NULL && strstr(c, needle) != NULL)
+            return c;
+        if (g_get_monotonic_time() > deadline)
+            return c;
+        g_free(c);
+        g_usleep(30000);
+    }
+}
+
+/* Events in namespace default about @object with @reason; their messages joined by '\n'. */
+static char *events_about(Cluster *cl, const char *object, const char *reason)
+{
+    g_autoptr(GError) error = NULL;
+    json_object *list = kb_client_list(cl->client, &kb_type_events, "default", NULL, &error);
+    g_assert_no_error(error);
+    json_object *items = json_object_object_get(list, "items");
+    GString *out = g_string_new(NULL);
+    for (size_t i = 0; i < json_object_array_length(items); i++) {
+        json_object *e = json_object_array_get_idx(items, i);
+        if (g_strcmp0(kas_json_get_string(e, "involvedObject.name"), object) == 0 &&
+            g_strcmp0(kas_json_get_string(e, "reason"), reason) == 0)
+            g_string_append_printf(out, "%s\n", kas_json_get_string(e, "message"));
+    }
+    json_object_put(list);
+    return g_string_free(out, FALSE);
+}
+
+/* ---- tests ------------------------------------------------------------------------------- */
+
+static gboolean have_apiserver(void)
+{
+    g_autofree char *prog = g_build_filename(bin_dir(), "kb-apiserver", NULL);
+    if (g_file_test(prog, G_FILE_TEST_IS_EXECUTABLE))
+        return TRUE;
+    g_test_skip("bin/kb-apiserver is not built");
+    return FALSE;
+}
+
+typedef struct {
+    const char *args[4];
+    int status;
+    const char *message;
+} FlagCase;
+
+static const FlagCase flag_cases[] = {
+        {{"--version"}, 0, "kube-batchd "},
+        {{"--schedule-period", "5x"}, 2, "--schedule-period: invalid duration \"5x\""},
+        {{"--schedule-period", "0ms"}, 2, "out of range"},
+        {{"--schedule-period", "-1s"}, 2, "invalid duration \"-1s\""},
+        {{"--listen-address", "nohost"}, 2, "--listen-address"},
+        {{"--log-level", "loud"}, 2, "invalid log level \"loud\""},
+        {{"--scheduler-conf", "/nonexistent/kube-batchd.conf"}, 2, "--scheduler-conf"},
+        {{"--scheduler-name", ""}, 2, "--scheduler-name: empty name"},
+        {{"stray"}, 2, "unexpected argument \"stray\""},
+        {{"--no-such-flag"}, 2, "no-such-flag"},
+};
+
+static void test_flags(void)
+{
+    g_autofree char *prog = g_build_filename(bin_dir(), "kube-batchd", NULL);
+    for (gsize i = 0; i < G_N_ELEMENTS(flag_cases); i++) {
+        const FlagCase *fc = &flag_cases[i];
+        g_autoptr(GPtrArray) argv = g_ptr_array_new();
+        g_ptr_array_add(argv, prog);
+        for (int a = 0; a < 4 && fc->args[a] != NULL; a++)
+            g_ptr_array_add(argv, (gpointer)fc->args[a]);
+        g_ptr_array_add(argv, NULL);
+        g_autofree char *out = NULL, *err = NULL;
+        int wait_status = 0;
+        g_autoptr(GError) error = NULL;
+        g_assert_true(g_spawn_sync(NULL, (char **)argv->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL,
+                                   &out, &err, &wait_status, &error));
+        g_assert_no_error(error);
+        g_assert_true(WIFEXITED(wait_status));
+        g_assert_cmpint(WEXITSTATUS(wait_status), ==, fc->status);
+        g_autofree char *both = g_strconcat(out, err, NULL);
+        if (strstr(both, fc->message) == NULL)
+            g_error("kube-batchd %s: expected \"%s\" in: %s", fc->args[0], fc->message, both);
+    }
+}
+
+/* 10 one-GPU pods in a gang with 8 free GPUs: nothing binds and the condition says what is
+ * short; one more node and all 10 bind. */
+static void test_gang_waits_for_capacity(void)
+{
+    if (!have_apiserver())
+        return;
+    g_autoptr(Cluster) cl = cluster_start();
+    install_crds(cl);
+    add_node(cl, "n1", 4, NULL);
+    add_node(cl, "n2", 4, NULL);
+    add_group(cl, "gang", 10, NULL, NULL);
+    for (int i = 0; i < 10; i++) {
+        g_autofree char *name = g_strdup_printf("gang-%d", i);
+        add_pod(cl, name, "gang", 1);
+    }
+    g_autoptr(Child) d = daemon_start(cl, NULL);
+    g_autofree char *cond = wait_condition(cl, "gang", "nvidia.com/gpu", WAIT_MS);
+    g_assert_nonnull(cond);
+    g_test_message("condition: %s", cond);
+    g_assert_nonnull(strstr(cond, "Unschedulable"));
+    g_assert_nonnull(strstr(cond, "nvidia.com/gpu"));
+    g_usleep(500000); /* a few more cycles */
+    g_assert_cmpuint(count_bound(cl, "gang-", NULL), ==, 0);
+    g_autofree char *phase = group_status(cl, "gang", "status.phase");
+    g_assert_true(g_strcmp0(phase, "Pending") == 0 || g_strcmp0(phase, "Inqueue") == 0);
+    g_autofree char *ev = events_about(cl, "gang-0", "FailedScheduling");
+    g_assert_nonnull(strstr(ev, "nvidia.com/gpu"));
+
+    add_node(cl, "n3", 4, NULL);
+    g_assert_true(wait_bound(cl, "gang-", 10, WAIT_MS));
+    g_autofree char *scheduled = events_about(cl, "gang-3", "Scheduled");
+    gint64 deadline = g_get_monotonic_time() + 3 * G_USEC_PER_SEC;
+    while (strstr(scheduled, "Successfully assigned default/gang-3 to n") == NULL &&
+           g_get_monotonic_time() < deadline) {
+        g_usleep(50000);
+        g_free(scheduled);
+        scheduled = events_about(cl, "gang-3", "Scheduled");
+    }
+    g_assert_nonnull(strstr(scheduled, "Successfully assigned default/gang-3 to n"));
+    g_autofree char *running = wait_condition(cl, "gang", "Scheduled", WAIT_MS);
+    g_assert_nonnull(strstr(running, "Scheduled"));
+
+    /* /metrics shows the binds and the latency. */
+    g_autofree char *metrics = NULL;
+    g_assert_cmpint(http_get(d->http_port, "/metrics", &metrics), ==, 200);
+    g_assert_cmpfloat(metric_value(metrics, "kube_batchd_binds_total{result=\"succeeded\"}"), ==,
+                      10);
+    g_assert_cmpfloat(metric_value(metrics, "kube_batchd_e2e_scheduling_latency_seconds_count"),
+                      ==, 10);
+    g_assert_cmpfloat(metric_value(metrics, "kube_batchd_cycles_total"), >, 0);
+    g_assert_cmpint(http_get(d->http_port, "/healthz", NULL), ==, 200);
+    g_assert_cmpint(http_get(d->http_port, "/readyz", NULL), ==, 200);
+    daemon_stop(d);
+}
+
+/* Two queues with weights 1:3 contending for 8 GPUs get 2 and 6. */
+static void test_queue_weights(void)
+{
+    if (!have_apiserver())
+        return;
+    g_autoptr(Cluster) cl = cluster_start();
+    install_crds(cl);
+    add_node(cl, "n1", 4, NULL);
+    add_node(cl, "n2", 4, NULL);
+    add_queue(cl, "light", 1);
+    add_queue(cl, "heavy", 3);
+    for (int i = 0; i < 8; i++) {
+        g_autofree char *a = g_strdup_printf("light-%d", i);
+        g_autofree char *b = g_strdup_printf("heavy-%d", i);
+        add_group(cl, a, 1, "light", NULL);
+        add_pod(cl, a, a, 1);
+        add_group(cl, b, 1, "heavy", NULL);
+        add_pod(cl, b, b, 1);
+    }
+    g_autoptr(Child) d = daemon_start(cl, "--log-level", "debug", NULL);
+    gboolean ok = wait_bound(cl, "heavy-", 6, WAIT_MS) && wait_bound(cl, "light-", 2, WAIT_MS);
+    if (!ok) {
+        g_autofree char *log = child_log(d);
+        g_autofree char *c = group_status(cl, "light-0", "status.conditions");
+        g_autofree char *m = NULL;
+        http_get(d->http_port, "/metrics", &m);
+        g_printerr("%s\nlight %u heavy %u: %s\n%s\n", log, count_bound(cl, "light-", NULL),
+                   count_bound(cl, "heavy-", NULL), c, m);
+    }
+    g_assert_true(ok);
+    g_usleep(600000);
+    g_assert_cmpuint(count_bound(cl, "light-", NULL), ==, 2);
+    g_assert_cmpuint(count_bound(cl, "heavy-", NULL), ==, 6);
+    g_autofree char *metrics = NULL;
+    g_assert_cmpint(http_get(d->http_port, "/metrics", &metrics), ==, 200);
+    g_assert_cmpfloat(
+            metric_value(metrics,
+                         "kube_batchd_queue_allocated{queue=\"heavy\",resource=\"nvidia.com/gpu\"}"),
+            ==, 6);
+    g_assert_cmpfloat(
+            metric_value(metrics,
+                         "kube_batchd_queue_deserved{queue=\"light\",resource=\"nvidia.com/gpu\"}"),
+            ==, 2);
+    g_assert_cmpfloat(metric_value(metrics, "kube_batchd_pending_groups{queue=\"light\"}"), ==, 6);
+    daemon_stop(d);
+}
+
+/* Of two gangs that cannot both fit, the higher PriorityClass wins. */
+static void test_priority_order(void)
+{
+    if (!have_apiserver())
+        return;
+    g_autoptr(Cluster) cl = cluster_start();
+    install_crds(cl);
+    add_priority_class(cl, "low", 10);
+    add_priority_class(cl, "high", 1000);
+    add_node(cl, "n1", 4, NULL);
+    /* The low group is older: without priorities it would go first. */
+    add_group(cl, "lo", 4, NULL, "low");
+    for (int i = 0; i < 4; i++) {
+        g_autofree char *name = g_strdup_printf("lo-%d", i);
+        add_pod(cl, name, "lo", 1);
+    }
+    g_usleep(1100000); /* creationTimestamp has second resolution */
+    add_group(cl, "hi", 4, NULL, "high");
+    for (int i = 0; i < 4; i++) {
+        g_autofree char *name = g_strdup_printf("hi-%d", i);
+        add_pod(cl, name, "hi", 1);
+    }
+    g_autoptr(Child) d = daemon_start(cl, NULL);
+    g_assert_true(wait_bound(cl, "hi-", 4, WAIT_MS));
+    g_usleep(500000);
+    g_assert_cmpuint(count_bound(cl, "lo-", NULL), ==, 0);
+    daemon_stop(d);
+}
+
+/* A pod of another scheduler holds 3 of 4 GPUs: a gang of 2 waits until it is deleted. */
+static void test_other_schedulers(void)
+{
+    if (!have_apiserver())
+        return;
+    g_autoptr(Cluster) cl = cluster_start();
+    install_crds(cl);
+    add_node(cl, "n1", 4, NULL);
+    add_pod_full(cl, "foreign", NULL, 3, "default-scheduler", ",\"nodeName\":\"n1\"", NULL);
+    add_group(cl, "pair", 2, NULL, NULL);
+    add_pod(cl, "pair-0", "pair", 1);
+    add_pod(cl, "pair-1", "pair", 1);
+    g_autoptr(Child) d = daemon_start(cl, NULL);
+    g_autofree char *cond = wait_condition(cl, "pair", "nvidia.com/gpu", WAIT_MS);
+    g_assert_nonnull(cond);
+    g_assert_cmpuint(count_bound(cl, "pair-", NULL), ==, 0);
+    g_autoptr(GError) error = NULL;
+    KbDeleteOptions del = {.grace_period_seconds = 0};
+    g_assert_true(kb_client_delete(cl->client, &kb_type_pods, "default", "foreign", &del, &error));
+    g_assert_no_error(error);
+    g_assert_true(wait_bound(cl, "pair-", 2, WAIT_MS));
+    daemon_stop(d);
+}
+
+/* Taints keep pods off a node unless they tolerate them; the condition names the taint. */
+static void test_taints(void)
+{
+    if (!have_apiserver())
+        return;
+    g_autoptr(Cluster) cl = cluster_start();
+    install_crds(cl);
+    add_node(cl, "infra", 8, "dedicated=infra:NoSchedule");
+    add_node(cl, "small", 1, NULL);
+    add_group(cl, "plain", 2, NULL, NULL);
+    add_pod(cl, "plain-0", "plain", 1);
+    add_pod(cl, "plain-1", "plain", 1);
+    add_pod_full(cl, "tol", NULL, 2, NULL,
+                 ",\"tolerations\":[{\"key\":\"dedicated\",\"operator\":\"Equal\","
+                 "\"value\":\"infra\",\"effect\":\"NoSchedule\"}]",
+                 NULL);
+    g_autoptr(Child) d = daemon_start(cl, NULL);
+    g_assert_true(wait_bound(cl, "tol", 1, WAIT_MS));
+    g_autofree char *node = NULL;
+    g_assert_cmpstr(node_of(cl, "tol", &node), ==, "infra");
+    g_autofree char *cond = wait_condition(cl, "plain", "dedicated", WAIT_MS);
+    g_assert_nonnull(cond);
+    g_test_message("condition: %s", cond);
+    g_assert_nonnull(strstr(cond, "dedicated=infra:NoSchedule"));
+    g_assert_cmpuint(count_bound(cl, "plain-", NULL), ==, 0);
+    daemon_stop(d);
+}
+
+/* A malformed pod gets an event and a metric; an unknown queue and a short gang get conditions;
+ * none of them blocks a healthy pod. Missing x-k8s CRDs are skipped. */
+static void test_bad_objects(void)
+{
+    if (!have_apiserver())
+        return;
+    g_autoptr(Cluster) cl = cluster_start();
+    install_crds(cl);
+    add_node(cl, "n1", 4, NULL);
+    add_pod_full(cl, "bad-quantity", NULL, 0, NULL, NULL, "12Qi");
+    add_group(cl, "lost", 1, "no-such-queue", NULL);
+    add_pod(cl, "lost-0", "lost", 1);
+    add_group(cl, "short", 3, NULL, NULL);
+    add_pod(cl, "short-0", "short", 1);
+    add_pod(cl, "ok", NULL, 1);
+    g_autoptr(Child) d = daemon_start(cl, NULL);
+    g_assert_true(wait_bound(cl, "ok", 1, WAIT_MS));
+    g_autofree char *lost = wait_condition(cl, "lost", "no-such-queue", WAIT_MS);
+    g_assert_nonnull(strstr(lost, "no-such-queue"));
+    g_autofree char *shortc = wait_condition(cl, "short", "1/3", WAIT_MS);
+    g_assert_nonnull(strstr(shortc, "1/3"));
+    g_autofree char *metrics = NULL;
+    g_assert_cmpint(http_get(d->http_port, "/metrics", &metrics), ==, 200);
+    g_assert_cmpfloat(
+            metric_value(metrics, "kube_batchd_informer_decode_errors_total{resource=\"pods\"}"),
+            >=, 1);
+    g_autofree char *ev = events_about(cl, "bad-quantity", "InvalidObject");
+    g_assert_nonnull(strstr(ev, "12Qi"));
+    daemon_stop(d);
+}
+
+/* Without any PodGroup/Queue CRD the daemon still gets ready and binds plain pods. */
+static void test_missing_crds(void)
+{
+    if (!have_apiserver())
+        return;
+    g_autoptr(Cluster) cl = cluster_start();
+    add_node(cl, "n1", 2, NULL);
+    add_pod(cl, "solo", NULL, 1);
+    g_autoptr(Child) d = daemon_start(cl, NULL);
+    g_assert_true(wait_ready(d, WAIT_MS));
+    g_assert_true(wait_bound(cl, "solo", 1, WAIT_MS));
+    daemon_stop(d);
+}
+
+/* Two daemons with --leader-elect: one binds; it stops; the other takes over within a few retry
+ * periods; no binding is ever refused as a conflict and every pod is bound once. */
+static void test_leader_handover(void)
+{
+    if (!have_apiserver())
+        return;
+    g_autoptr(Cluster) cl = cluster_start();
+    install_crds(cl);
+    add_node(cl, "n1", 64, NULL);
+    const char *le[] = {"--leader-elect", "--leader-elect-retry-period", "200ms",
+                        "--leader-elect-lease-duration", "2s", "--leader-elect-renew-deadline",
+                        "1s"};
+    g_autoptr(Child) a = daemon_start(cl, le[0], le[1], le[2], le[3], le[4], le[5], le[6], NULL);
+    g_assert_true(wait_ready(a, WAIT_MS));
+    g_autoptr(Child) b = daemon_start(cl, le[0], le[1], le[2], le[3], le[4], le[5], le[6], NULL);
+    for (int i = 0; i < 10; i++) {
+        g_autofree char *name = g_strdup_printf("first-%d", i);
+        add_pod(cl, name, NULL, 1);
+    }
+    g_assert_true(wait_bound(cl, "first-", 10, WAIT_MS));
+    g_assert_cmpint(http_get(b->http_port, "/readyz", NULL), ==, 503);
+    daemon_stop(a);
+    g_autofree char *log_a = child_log(a);
+    g_assert_nonnull(strstr(log_a, "0 conflicts"));
+    for (int i = 0; i < 10; i++) {
+        g_autofree char *name = g_strdup_printf("second-%d", i);
+        add_pod(cl, name, NULL, 1);
+    }
+    g_assert_true(wait_ready(b, 3000));
+    g_assert_true(wait_bound(cl, "second-", 10, WAIT_MS));
+    g_usleep(300000);
+    g_autofree char *metrics = NULL;
+    g_assert_cmpint(http_get(b->http_port, "/metrics", &metrics), ==, 200);
+    g_assert_cmpfloat(metric_value(metrics, "kube_batchd_binds_total{result=\"conflict\"}"), <=,
+                      0);
+    g_assert_cmpfloat(metric_value(metrics, "kube_batchd_binds_total{result=\"succeeded\"}"), ==,
+                      10);
+    daemon_stop(b);
+    g_autofree char *log_b = child_log(b);
+    g_assert_nonnull(strstr(log_b, "10 succeeded, 0 conflicts"));
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_log_set_always_fatal(G_LOG_FATAL_MASK | G_LOG_LEVEL_CRITICAL);
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+
+    g_test_add_func("/batchd/flags/errors-and-version", test_flags);
+    g_test_add_func("/batchd/gang/waits-for-capacity-then-binds-all", test_gang_waits_for_capacity);
+    g_test_add_func("/batchd/queues/weights-share-gpus", test_queue_weights);
+    g_test_add_func("/batchd/priority/higher-class-first", test_priority_order);
+    g_test_add_func("/batchd/resources/other-schedulers-pods-count", test_other_schedulers);
+    g_test_add_func("/batchd/predicates/taints", test_taints);
+    g_test_add_func("/batchd/robustness/bad-objects", test_bad_objects);
+    g_test_add_func("/batchd/robustness/missing-crds", test_missing_crds);
+    g_test_add_func("/batchd/leader/handover-without-double-binding", test_leader_handover);
+    int rc = g_test_run();
+    curl_global_cleanup();
+    return rc;
+}
