@@ -661,7 +661,12 @@ static gboolean process_queue(gpointer data)
             c->errors++;
             if (c->m_errors != NULL)
                 kb_metric_inc(c->m_errors);
-            g_warning("%s", error != NULL ? error->message : key);
+            /* A conflict is the cache lagging behind our own writes: routine, not a warning. */
+            if (g_error_matches(error, KB_ERROR, KB_ERROR_CONFLICT) ||
+                g_error_matches(error, KB_ERROR, KB_ERROR_ALREADY_EXISTS))
+                g_message("%s; retrying", error->message);
+            else
+                g_warning("%s", error != NULL ? error->message : key);
             retry_later(c, key);
         }
         g_free(key);

@@ -149,6 +149,7 @@ static int run(const Flags *f)
             return 1;
         }
         kb_httpd_set_ready_func(httpd, ready, d.controller);
+        g_message("serving /healthz, /readyz and /metrics on port %u", kb_httpd_port(httpd));
     }
     g_message("tf-operator %s: server %s, gang scheduler \"%s\", namespace %s%s", KB_VERSION,
               kb_client_server(client), co.gang_scheduler,

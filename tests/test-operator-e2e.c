@@ -1,0 +1,294 @@
+/*
+ * tf-operator end to end: bin/kb-apiserver --simulate-kubelet with four 8-GPU nodes, the
+ * project's CRDs and default queue applied with kubectl, bin/kube-batchd and bin/tf-operator
+ * running as separate processes, jobs submitted and inspected with kubectl as a user would.
+ * Skipped when kubectl is not installed.
+ */
+#include <gio/gio.h>
+#include <glib.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+
+#include "tests/lib/kb-test-apiserver.h"
+
+typedef struct {
+    KbTestApiserver *api;
+    GSubprocess *scheduler;
+    GSubprocess *operator_;
+    char *logdir;
+} Cluster;
+
+static Cluster cluster;
+
+static const char *srcdir(void)
+{
+    return g_getenv("KB_SRCDIR") != NULL ? g_getenv("KB_SRCDIR") : ".";
+}
+
+static const char *bindir(void)
+{
+    return g_getenv("KB_BIN_DIR") != NULL ? g_getenv("KB_BIN_DIR") : "build/default/bin";
+}
+
+/* `kubectl ARGS...` (NULL-terminated) with @stdin_text; returns stdout, fails the test on error. */
+static char *kubectl(const char *stdin_text, const char *first, ...)
+{
+    g_autoptr(GPtrArray) args = g_ptr_array_new();
+    va_list ap;
+    va_start(ap, first);
+    for (const char *a = first; a != NULL; a = va_arg(ap, const char *))
+        g_ptr_array_add(args, (gpointer)a);
+    va_end(ap);
+    g_ptr_array_add(args, NULL);
+    g_autoptr(GError) error = NULL;
+    char *out = NULL;
+    g_autofree char *err = NULL;
+    int status = -1;
+    g_assert_true(kb_test_kubectl(cluster.api, (const char *const *)args->pdata, stdin_text, &out,
+                                  &err, &status, &error));
+    g_assert_no_error(error);
+    if (status != 0)
+        g_test_message("kubectl %s: exit %d: %s", first, status, err);
+    return out;
+}
+
+/* A crashed or killed test must not leave daemons behind. */
+static void die_with_parent(gpointer data)
+{
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+}
+
+static GSubprocess *spawn(const char *name, const char *const *extra)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree char *bin = g_build_filename(bindir(), name, NULL);
+    g_autofree char *log = g_strdup_printf("%s/%s.log", cluster.logdir, name);
+    g_autoptr(GPtrArray) argv = g_ptr_array_new();
+    g_ptr_array_add(argv, bin);
+    g_ptr_array_add(argv, (gpointer) "--master");
+    g_ptr_array_add(argv, (gpointer)kb_test_apiserver_url(cluster.api));
+    g_ptr_array_add(argv, (gpointer) "--listen-address");
+    g_ptr_array_add(argv, (gpointer) "127.0.0.1:0");
+    for (guint i = 0; extra != NULL && extra[i] != NULL; i++)
+        g_ptr_array_add(argv, (gpointer)extra[i]);
+    g_ptr_array_add(argv, NULL);
+    g_autoptr(GSubprocessLauncher) l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDIN_INHERIT);
+    g_subprocess_launcher_set_stdout_file_path(l, log);
+    g_subprocess_launcher_take_stderr_fd(l, -1);
+    g_subprocess_launcher_set_flags(l, G_SUBPROCESS_FLAGS_STDERR_MERGE);
+    g_subprocess_launcher_set_child_setup(l, die_with_parent, NULL, NULL);
+    GSubprocess *p = g_subprocess_launcher_spawnv(l, (const char *const *)argv->pdata, &error);
+    g_assert_no_error(error);
+    return p;
+}
+
+static void stop(GSubprocess **p, const char *name)
+{
+    if (*p == NULL)
+        return;
+    if (g_subprocess_get_identifier(*p) != NULL) /* still running */
+        g_subprocess_send_signal(*p, SIGTERM);
+    g_subprocess_wait(*p, NULL, NULL);
+    if (g_subprocess_get_if_signaled(*p))
+        g_printerr("# %s ended by signal %d (log in %s)\n", name, g_subprocess_get_term_sig(*p),
+                   cluster.logdir);
+    g_clear_object(p);
+}
+
+/* The value of a jsonpath on job @name, newly allocated ("" when absent). */
+static char *job_path(const char *name, const char *jsonpath)
+{
+    g_autofree char *arg = g_strdup_printf("jsonpath=%s", jsonpath);
+    return kubectl(NULL, "get", "tfjobs", name, "-o", arg, NULL);
+}
+
+/* FALSE (and the test marked failed) when @p has exited. */
+static gboolean alive(GSubprocess *p, const char *name)
+{
+    if (g_subprocess_get_identifier(p) != NULL)
+        return TRUE;
+    g_test_message("%s exited (log in %s/%s.log)", name, cluster.logdir, name);
+    g_test_fail();
+    return FALSE;
+}
+
+/* Poll until job @name's @jsonpath equals @want (60 s at most); returns the last value seen. */
+static char *wait_job(const char *name, const char *jsonpath, const char *want)
+{
+    char *v = NULL;
+    for (int i = 0; i < 300; i++) {
+        g_free(v);
+        v = job_path(name, jsonpath);
+        if (g_strcmp0(v, want) == 0)
+            return v;
+        if (!alive(cluster.operator_, "tf-operator") || !alive(cluster.scheduler, "kube-batchd"))
+            return v;
+        g_usleep(200 * 1000);
+    }
+    g_test_message("job %s: %s is \"%s\", wanted \"%s\"", name, jsonpath, v, want);
+    return v;
+}
+
+static void create(const char *yaml)
+{
+    g_autofree char *out = kubectl(yaml, "create", "-f", "-", NULL);
+    g_assert_nonnull(strstr(out, "created"));
+}
+
+static void create_file(const char *rel)
+{
+    g_autofree char *path = g_build_filename(srcdir(), rel, NULL);
+    g_autofree char *out = kubectl(NULL, "create", "-f", path, NULL);
+    g_assert_nonnull(strstr(out, "created"));
+}
+
+/* ---- cases --------------------------------------------------------------------------------- */
+
+static void test_seed_v1alpha1(void)
+{
+    create_file("deploy/demo/tfjob-seed-v1alpha1.yaml");
+    g_autofree char *state = wait_job("example-job", "{.status.state}", "Succeeded");
+    g_assert_cmpstr(state, ==, "Succeeded");
+    g_autofree char *phase = wait_job("example-job", "{.status.phase}", "Done");
+    g_assert_cmpstr(phase, ==, "Done");
+    g_autofree char *master = job_path(
+            "example-job", "{.status.replicaStatuses[?(@.tf_replica_type==\"MASTER\")].state}");
+    g_assert_cmpstr(master, ==, "Succeeded");
+    g_autofree char *rid = job_path("example-job", "{.spec.RuntimeId}");
+    g_assert_cmpuint(strlen(rid), ==, 4);
+    /* Cleanup All (v1alpha1): no pod of the job is left. */
+    g_autofree char *pods =
+            kubectl(NULL, "get", "pods", "-l", "training.kubeflow.org/job-name=example-job", "-o",
+                    "name", NULL);
+    g_assert_cmpstr(pods, ==, "");
+}
+
+static void test_v1_succeeds(void)
+{
+    create_file("deploy/demo/tfjob-v1-mnist.yaml");
+    g_autofree char *last = wait_job("mnist-dist", "{.status.conditions[-1:].type}", "Succeeded");
+    g_assert_cmpstr(last, ==, "Succeeded");
+    g_autofree char *workers = job_path("mnist-dist", "{.status.replicaStatuses.Worker.succeeded}");
+    g_assert_cmpstr(workers, ==, "4");
+    /* The TF_CONFIG worker 0 saw (cleanPodPolicy Running keeps the pods that finished). */
+    g_autofree char *env = kubectl(NULL, "get", "pod", "mnist-dist-worker-0", "-o",
+                                   "jsonpath={.spec.containers[0].env[?(@.name==\"TF_CONFIG\")]"
+                                   ".value}",
+                                   NULL);
+    g_assert_nonnull(strstr(env, "\"task\":{\"type\":\"worker\",\"index\":0}"));
+    g_assert_nonnull(strstr(env, "mnist-dist-ps-1.default.svc:2222"));
+}
+
+static const char jobs_exit[] =
+        "apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata: {name: kill137}\nspec:\n"
+        "  runPolicy: {backoffLimit: 2, cleanPodPolicy: All}\n  tfReplicaSpecs:\n    Worker:\n"
+        "      replicas: 2\n      restartPolicy: ExitCode\n      template:\n        metadata:\n"
+        "          annotations: {sim.kube-batchd.io/run-seconds: \"1\", "
+        "sim.kube-batchd.io/exit-code: \"137\"}\n"
+        "        spec: {containers: [{name: tensorflow, image: x}]}\n---\n"
+        "apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata: {name: exit1}\nspec:\n"
+        "  tfReplicaSpecs:\n    Worker:\n      restartPolicy: ExitCode\n      template:\n"
+        "        metadata:\n          annotations: {sim.kube-batchd.io/run-seconds: \"1\", "
+        "sim.kube-batchd.io/exit-code: \"1\"}\n"
+        "        spec: {containers: [{name: tensorflow, image: x}]}\n";
+
+static void test_exit_codes(void)
+{
+    create(jobs_exit);
+    g_autofree char *a = wait_job("kill137", "{.status.conditions[-1:].type}", "Failed");
+    g_assert_cmpstr(a, ==, "Failed");
+    g_autofree char *restarts = job_path("kill137", "{.status.restartCount}");
+    g_assert_cmpstr(restarts, ==, "2");
+    g_autofree char *why = job_path("kill137", "{.status.conditions[-1:].message}");
+    g_assert_nonnull(strstr(why, "backoff limit"));
+    g_autofree char *b = wait_job("exit1", "{.status.conditions[-1:].type}", "Failed");
+    g_assert_cmpstr(b, ==, "Failed");
+    g_autofree char *why1 = job_path("exit1", "{.status.conditions[-1:].message}");
+    g_assert_nonnull(strstr(why1, "exit code 1 (general error): permanent"));
+}
+
+static const char job_ttl[] =
+        "apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata: {name: short-lived}\nspec:\n"
+        "  runPolicy: {ttlSecondsAfterFinished: 1, cleanPodPolicy: All}\n  tfReplicaSpecs:\n"
+        "    Worker:\n      template:\n        metadata:\n"
+        "          annotations: {sim.kube-batchd.io/run-seconds: \"1\"}\n"
+        "        spec: {containers: [{name: tensorflow, image: x}]}\n";
+
+static void test_ttl(void)
+{
+    create(job_ttl);
+    char *name = NULL;
+    for (int i = 0; i < 150; i++) {
+        g_free(name);
+        name = kubectl(NULL, "get", "tfjobs", "--ignore-not-found", "-o", "name", NULL);
+        if (strstr(name, "short-lived") == NULL)
+            break;
+        g_usleep(200 * 1000);
+    }
+    g_assert_null(strstr(name, "short-lived"));
+    g_free(name);
+}
+
+static void test_invalid(void)
+{
+    create("apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata: {name: no-tf}\nspec:\n"
+           "  tfReplicaSpecs:\n    Worker:\n      template:\n"
+           "        spec: {containers: [{name: main, image: x}]}\n");
+    g_autofree char *t = wait_job("no-tf", "{.status.conditions[-1:].type}", "Failed");
+    g_assert_cmpstr(t, ==, "Failed");
+    g_autofree char *m = job_path("no-tf", "{.status.conditions[-1:].message}");
+    g_assert_nonnull(strstr(m, "spec.tfReplicaSpecs.Worker.template.spec.containers: no "
+                               "container named \"tensorflow\""));
+    g_autofree char *pods = kubectl(NULL, "get", "pods", "-l",
+                                    "training.kubeflow.org/job-name=no-tf", "-o", "name", NULL);
+    g_assert_cmpstr(pods, ==, "");
+}
+
+static void skip(void)
+{
+    g_test_skip("kubectl is not installed");
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_log_set_always_fatal(G_LOG_FATAL_MASK | G_LOG_LEVEL_CRITICAL);
+    /* A failed check must still stop the daemons and the API server below. */
+    g_test_set_nonfatal_assertions();
+    if (!kb_test_kubectl_available()) {
+        g_test_add_func("/operator/e2e/skipped", skip);
+        return g_test_run();
+    }
+    g_autoptr(GError) error = NULL;
+    g_autofree char *nodes = g_build_filename(srcdir(), "tests/data/apiserver/nodes.yaml", NULL);
+    const char *args[] = {"--simulate-kubelet", "--nodes", nodes, NULL};
+    cluster.logdir = g_dir_make_tmp("kb-operator-e2e-XXXXXX", &error);
+    g_assert_no_error(error);
+    cluster.api = kb_test_apiserver_start(args, &error);
+    g_assert_no_error(error);
+    g_autofree char *crds = g_build_filename(srcdir(), "deploy/crds", NULL);
+    g_autofree char *queue = g_build_filename(srcdir(), "deploy/default-queue.yaml", NULL);
+    g_free(kubectl(NULL, "apply", "-f", crds, NULL));
+    g_free(kubectl(NULL, "apply", "-f", queue, NULL));
+    const char *sched_args[] = {"--schedule-period", "200ms", NULL};
+    cluster.scheduler = spawn("kube-batchd", sched_args);
+    cluster.operator_ = spawn("tf-operator", NULL);
+
+    g_test_add_func("/operator/e2e/seed-v1alpha1", test_seed_v1alpha1);
+    g_test_add_func("/operator/e2e/v1-2ps-4w", test_v1_succeeds);
+    g_test_add_func("/operator/e2e/exit-codes", test_exit_codes);
+    g_test_add_func("/operator/e2e/ttl", test_ttl);
+    g_test_add_func("/operator/e2e/invalid", test_invalid);
+    int rc = g_test_run();
+
+    stop(&cluster.operator_, "tf-operator");
+    stop(&cluster.scheduler, "kube-batchd");
+    kb_test_apiserver_free(cluster.api);
+    if (rc == 0) {
+        g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", cluster.logdir);
+        g_spawn_command_line_sync(cmd, NULL, NULL, NULL, NULL);
+    }
+    g_free(cluster.logdir);
+    return rc;
+}
