@@ -520,6 +520,60 @@ static void decode_time(json_object *o, const char *key, gint64 *out)
         kb_time_parse(json_object_get_string(v), out);
 }
 
+static const char *string_member(json_object *o, const char *key)
+{
+    json_object *v;
+    if (o != NULL && json_object_object_get_ex(o, key, &v) &&
+        json_object_get_type(v) == json_type_string)
+        return json_object_get_string(v);
+    return NULL;
+}
+
+static void set_alpha_condition(KbTfJob *job, KbTfConditionType type, guint seq,
+                                const char *message)
+{
+    KbTfCondition *c = &job->status.conditions[type];
+    static const char *const reasons[KB_TF_N_CONDS] = {[KB_TF_COND_CREATED] = "TFJobCreated",
+                                                       [KB_TF_COND_RUNNING] = "TFJobRunning",
+                                                       [KB_TF_COND_RESTARTING] = "TFJobRestarting",
+                                                       [KB_TF_COND_SUCCEEDED] = "TFJobSucceeded",
+                                                       [KB_TF_COND_FAILED] = "TFJobFailed"};
+    c->present = TRUE;
+    c->status = TRUE;
+    c->seq = seq;
+    c->reason = g_strdup(reasons[type]);
+    c->message = g_strdup(message);
+}
+
+/*
+ * The seed's v1alpha1 status has no conditions (`conditions: null`): rebuild what the planner
+ * needs from phase, state, reason and the MASTER's replica state, so that a restarted operator
+ * neither repeats events nor forgets that the job ended.
+ */
+static void alpha_conditions(KbTfJob *job, json_object *status)
+{
+    const char *phase = string_member(status, "phase");
+    const char *state = string_member(status, "state");
+    json_object *rs;
+    if (phase == NULL)
+        return;
+    set_alpha_condition(job, KB_TF_COND_CREATED, 1, NULL);
+    if (g_strcmp0(state, "Succeeded") == 0)
+        set_alpha_condition(job, KB_TF_COND_SUCCEEDED, 3, NULL);
+    else if (g_strcmp0(state, "Failed") == 0)
+        set_alpha_condition(job, KB_TF_COND_FAILED, 3, string_member(status, "reason"));
+    if (!json_object_object_get_ex(status, "replicaStatuses", &rs) ||
+        json_object_get_type(rs) != json_type_array)
+        return;
+    for (size_t i = 0; i < json_object_array_length(rs) && i < KB_TF_MAX_REPLICA_SPECS; i++) {
+        json_object *r = json_object_array_get_idx(rs, i);
+        if (g_strcmp0(string_member(r, "tf_replica_type"), "MASTER") == 0 &&
+            g_strcmp0(string_member(r, "state"), "Running") == 0 &&
+            g_strcmp0(state, "Running") == 0)
+            set_alpha_condition(job, KB_TF_COND_RUNNING, 2, NULL);
+    }
+}
+
 /* The status is our own output: tolerate anything, never fail the decode over it. */
 static void decode_status(KbTfJob *job, json_object *status)
 {
@@ -539,8 +593,11 @@ static void decode_status(KbTfJob *job, json_object *status)
             job->status.workers = CLAMP(json_object_get_int(w), 0, KB_TF_MAX_REPLICAS);
     }
     if (!json_object_object_get_ex(status, "conditions", &conds) ||
-        json_object_get_type(conds) != json_type_array)
+        json_object_get_type(conds) != json_type_array) {
+        if (job->api == KB_TF_API_V1ALPHA1)
+            alpha_conditions(job, status);
         return;
+    }
     for (size_t i = 0; i < json_object_array_length(conds) && i < 64; i++) {
         json_object *c = json_object_array_get_idx(conds, i), *t, *s, *r, *m;
         if (json_object_get_type(c) != json_type_object ||

@@ -211,7 +211,8 @@ json_object *tf_status_to_json(const TfStatus *st, const KbTfJob *job)
 {
     json_object *o = json_object_new_object();
     gboolean alpha = job->api == KB_TF_API_V1ALPHA1;
-    json_object_object_add(o, "conditions", conditions_json(st));
+    /* v1alpha1 keeps the seed's `conditions: null`; kb-tfjob rebuilds them from phase/state. */
+    json_object_object_add(o, "conditions", alpha ? NULL : conditions_json(st));
     if (st->counted)
         json_object_object_add(o, "replicaStatuses",
                                alpha ? alpha_replica_statuses(st, job)

@@ -7,7 +7,8 @@
  * active/succeeded/failed (zeros omitted, as the original); startTime; completionTime.
  * v1alpha1 (the seed's sample output): phase (Creating, Running, CleanUp, Failed, Done), state
  * (Running, Succeeded, Failed), reason, controlPaused, and replicaStatuses as a list of
- * {ReplicasStates: {Running: n, ...}, state, tf_replica_type}; conditions are written too.
+ * {ReplicasStates: {Running: n, ...}, state, tf_replica_type}, and `conditions: null` as in the
+ * sample (kb-tfjob rebuilds the conditions the planner needs from phase, state and reason).
  * Both: restartCount (pods the operator recreated, counted against backoffLimit) and, for
  * dynamic-worker jobs, autoscaling {workers, minWorkers, maxWorkers, lastDecision, reason,
  * lastDecisionTime}.
