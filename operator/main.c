@@ -30,6 +30,7 @@ typedef struct {
     gboolean autoscaling;
     gboolean version;
     gint resync;
+    gint autoscale_interval;
 } Flags;
 
 typedef struct {
@@ -60,6 +61,8 @@ static gboolean parse_flags(int *argc, char ***argv, Flags *f, GError **error)
              "ADDR"},
             {"enable-autoscaling", 0, 0, G_OPTION_ARG_NONE, &f->autoscaling,
              "grow and shrink dynamic-worker TFJobs", NULL},
+            {"autoscale-interval", 0, 0, G_OPTION_ARG_INT, &f->autoscale_interval,
+             "seconds between two scaling decisions of one job (default 30)", "N"},
             {"resync-seconds", 0, 0, G_OPTION_ARG_INT, &f->resync,
              "look at every job at least this often (default 30)", "N"},
             {"log-level", 0, 0, G_OPTION_ARG_CALLBACK, (gpointer)kb_log_option_arg,
@@ -132,10 +135,12 @@ static int run(const Flags *f)
     }
     g_autoptr(KbMetrics) metrics = kb_metrics_new();
     g_autoptr(KbRecorder) recorder = kb_recorder_new(client, "tf-operator");
-    TfControllerOptions co = {.namespace_ = f->namespace_,
-                              .gang_scheduler = f->gang != NULL ? f->gang : "kube-batchd",
-                              .enable_autoscaling = f->autoscaling,
-                              .resync_seconds = f->resync > 0 ? (guint)f->resync : 30};
+    TfControllerOptions co = {
+            .namespace_ = f->namespace_,
+            .gang_scheduler = f->gang != NULL ? f->gang : "kube-batchd",
+            .enable_autoscaling = f->autoscaling,
+            .resync_seconds = f->resync > 0 ? (guint)f->resync : 30,
+            .autoscale_seconds = f->autoscale_interval > 0 ? (guint)f->autoscale_interval : 30};
     Daemon d = {.loop = g_main_loop_new(NULL, FALSE)};
     d.controller = tf_controller_new(client, recorder, metrics, &co);
     g_autoptr(KbHttpd) httpd = NULL;

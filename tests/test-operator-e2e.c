@@ -245,6 +245,41 @@ static void test_invalid(void)
     g_assert_cmpstr(pods, ==, "");
 }
 
+static const char job_elastic[] =
+        "apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata:\n  name: elastic\n"
+        "  annotations: {kube-batchd.io/min-workers: \"1\", kube-batchd.io/max-workers: \"4\"}\n"
+        "spec:\n  enableDynamicWorker: true\n  tfReplicaSpecs:\n    Worker:\n      replicas: 2\n"
+        "      restartPolicy: ExitCode\n      template:\n        spec:\n          containers:\n"
+        "          - {name: tensorflow, image: x, resources: {limits: {nvidia.com/gpu: 2}}}\n";
+
+static const char job_urgent[] =
+        "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: urgent}\n"
+        "value: 1000\n---\n"
+        "apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata: {name: urgent}\nspec:\n"
+        "  runPolicy: {schedulingPolicy: {priorityClass: urgent}}\n  tfReplicaSpecs:\n"
+        "    Worker:\n      replicas: 4\n      template:\n        spec:\n          containers:\n"
+        "          - {name: tensorflow, image: x, resources: {limits: {nvidia.com/gpu: 8}}}\n";
+
+static void test_autoscaling(void)
+{
+    /* Idle GPUs and an empty queue: the job grows to its maximum. */
+    create(job_elastic);
+    g_autofree char *up = wait_job("elastic", "{.status.autoscaling.workers}", "4");
+    g_assert_cmpstr(up, ==, "4");
+    g_autofree char *d1 = job_path("elastic", "{.status.autoscaling.lastDecision}");
+    g_assert_cmpstr(d1, ==, "Grow");
+    /* A gang of higher priority waits in the same queue: back to the minimum. */
+    create(job_urgent);
+    g_autofree char *down = wait_job("elastic", "{.status.autoscaling.workers}", "1");
+    g_assert_cmpstr(down, ==, "1");
+    g_autofree char *why = job_path("elastic", "{.status.autoscaling.reason}");
+    g_assert_nonnull(strstr(why, "default/urgent (priority 1000 > 0) waits in queue default"));
+    g_autofree char *pods = kubectl(NULL, "get", "pods", "-l",
+                                    "training.kubeflow.org/job-name=elastic", "-o", "name", NULL);
+    g_assert_cmpstr(pods, ==, "pod/elastic-worker-0\n");
+    g_free(kubectl(NULL, "delete", "tfjob", "elastic", "urgent", NULL));
+}
+
 static void skip(void)
 {
     g_test_skip("kubectl is not installed");
@@ -273,13 +308,15 @@ int main(int argc, char **argv)
     g_free(kubectl(NULL, "apply", "-f", queue, NULL));
     const char *sched_args[] = {"--schedule-period", "200ms", NULL};
     cluster.scheduler = spawn("kube-batchd", sched_args);
-    cluster.operator_ = spawn("tf-operator", NULL);
+    const char *op_args[] = {"--enable-autoscaling", "--autoscale-interval", "1", NULL};
+    cluster.operator_ = spawn("tf-operator", op_args);
 
     g_test_add_func("/operator/e2e/seed-v1alpha1", test_seed_v1alpha1);
     g_test_add_func("/operator/e2e/v1-2ps-4w", test_v1_succeeds);
     g_test_add_func("/operator/e2e/exit-codes", test_exit_codes);
     g_test_add_func("/operator/e2e/ttl", test_ttl);
     g_test_add_func("/operator/e2e/invalid", test_invalid);
+    g_test_add_func("/operator/e2e/autoscaling", test_autoscaling);
     int rc = g_test_run();
 
     stop(&cluster.operator_, "tf-operator");
