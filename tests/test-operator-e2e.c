@@ -322,7 +322,7 @@ int main(int argc, char **argv)
     stop(&cluster.operator_, "tf-operator");
     stop(&cluster.scheduler, "kube-batchd");
     kb_test_apiserver_free(cluster.api);
-    if (rc == 0) {
+    if (rc == 0 && g_getenv("KB_KEEP_LOGS") == NULL) {
         g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", cluster.logdir);
         g_spawn_command_line_sync(cmd, NULL, NULL, NULL, NULL);
     }
