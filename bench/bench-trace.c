@@ -1,0 +1,575 @@
+/*
+ * bench-trace: replay a slice of a real GPU cluster trace against scheduler configurations, with
+ * the real scheduler core (cache, cycle, actions, plugins) driven by bench/lib/sim.c, and print
+ * the figures of each configuration and their ratios against a baseline run in the same process.
+ * Figures only: no pass/fail. Output is deterministic except the wall times.
+ */
+#include <locale.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/lib/sim.h"
+#include "bench/lib/trace.h"
+#include "kube/kb-error.h"
+#include "scheduler/conf.h"
+
+#define DEFAULT_TRACE "../shared/traces/philly/philly.csv"
+
+static const char credits[] =
+        "Trace: Microsoft Philly GPU cluster trace (Jeon et al., \"Analysis of Large-Scale "
+        "Multi-Tenant\n"
+        "GPU Clusters for DNN Training Workloads\", USENIX ATC 2019; "
+        "github.com/msr-fiddle/philly-traces,\n"
+        "CC BY 4.0), as reduced to CSV by the Pollux artifact (Qiao et al., OSDI 2021;\n"
+        "github.com/petuum/adaptdl, branch osdi21-artifact, simulator/traces/philly.csv).\n";
+
+/* ---- configurations ------------------------------------------------------------------------- */
+
+typedef struct {
+    const char *name;
+    const char *about;
+    const char *yaml;      /* NULL: the built-in default configuration */
+    gboolean single_queue; /* every job in the default queue (FIFO across tenants) */
+} Builtin;
+
+static const Builtin builtins[] = {
+        {"kube-batchd", "the built-in default configuration", NULL, FALSE},
+        {"fifo", "no drf/proportion, one queue: submit order across tenants (gang on)",
+         "actions: \"enqueue, allocate\"\n"
+         "tiers:\n"
+         "- plugins:\n  - name: priority\n  - name: gang\n  - name: conformance\n"
+         "- plugins:\n  - name: predicates\n  - name: nodeorder\n",
+         TRUE},
+        {"no-gang", "the default configuration without gang: partial gangs hold GPUs",
+         "actions: \"enqueue, allocate\"\n"
+         "tiers:\n"
+         "- plugins:\n  - name: priority\n  - name: conformance\n"
+         "- plugins:\n  - name: drf\n  - name: predicates\n  - name: proportion\n"
+         "  - name: nodeorder\n",
+         FALSE},
+        {"binpack",
+         "the default configuration, nodeorder packing (mostrequested) instead of spreading",
+         "actions: \"enqueue, allocate\"\n"
+         "tiers:\n"
+         "- plugins:\n  - name: priority\n  - name: gang\n  - name: conformance\n"
+         "- plugins:\n  - name: drf\n  - name: predicates\n  - name: proportion\n"
+         "  - name: nodeorder\n    arguments:\n      nodeorder.leastrequested.weight: 0\n"
+         "      nodeorder.mostrequested.weight: 1\n      nodeorder.balancedresource.weight: 0\n",
+         FALSE},
+};
+
+typedef struct {
+    char *name;
+    char *about;
+    KbConf *conf;
+    gboolean single_queue;
+    KbSimReport *report;
+    GError *error;
+    /* Input shared read-only by the worker threads. */
+    const KbTrace *slice;
+    KbSimOptions sim;
+} Run;
+
+static void run_free(gpointer p)
+{
+    Run *r = p;
+    g_free(r->name);
+    g_free(r->about);
+    kb_conf_free(r->conf);
+    kb_sim_report_free(r->report);
+    g_clear_error(&r->error);
+    g_free(r);
+}
+
+static char *conf_summary(const KbConf *conf)
+{
+    GString *s = g_string_new(NULL);
+    for (guint i = 0; i < conf->n_actions; i++)
+        g_string_append_printf(s, "%s%s", i > 0 ? ", " : "actions: ", conf->actions[i]);
+    for (guint t = 0; t < conf->n_tiers; t++) {
+        g_string_append(s, t == 0 ? "; tiers: " : " | ");
+        for (guint p = 0; p < conf->tiers[t].n_plugins; p++)
+            g_string_append_printf(s, "%s%s", p > 0 ? " " : "", conf->tiers[t].plugins[p].name);
+    }
+    return g_string_free(s, FALSE);
+}
+
+static Run *run_builtin(const char *name, GError **error)
+{
+    for (guint i = 0; i < G_N_ELEMENTS(builtins); i++) {
+        const Builtin *b = &builtins[i];
+        if (strcmp(b->name, name) != 0)
+            continue;
+        const char *yaml = b->yaml != NULL ? b->yaml : kb_conf_default_yaml();
+        KbConf *conf = kb_conf_parse(yaml, strlen(yaml), error);
+        if (conf == NULL) {
+            g_prefix_error(error, "configuration %s: ", name);
+            return NULL;
+        }
+        Run *r = g_new0(Run, 1);
+        r->name = g_strdup(name);
+        r->about = g_strdup(b->about);
+        r->conf = conf;
+        r->single_queue = b->single_queue;
+        return r;
+    }
+    g_set_error(error, KB_ERROR, KB_ERROR_INVALID,
+                "unknown configuration \"%s\" (built in: kube-batchd, fifo, no-gang, binpack; or "
+                "--conf-file)",
+                name);
+    return NULL;
+}
+
+static Run *run_file(const char *path, GError **error)
+{
+    KbConf *conf = kb_conf_load(path, error);
+    if (conf == NULL)
+        return NULL;
+    Run *r = g_new0(Run, 1);
+    r->name = g_path_get_basename(path);
+    r->about = g_strdup_printf("from %s", path);
+    r->conf = conf;
+    return r;
+}
+
+/* ---- options -------------------------------------------------------------------------------- */
+
+typedef struct {
+    char *trace;
+    gint jobs, skip, nodes, gpus_per_node, period, max_cycles, show_unfinished, threads;
+    double hours, duration_scale, arrival_scale;
+    char *from, *pack, *baseline;
+    char **configs, **conf_files, **weights;
+    gboolean skip_bad_rows, no_queues;
+} Opts;
+
+static gboolean parse_options(int argc, char **argv, Opts *o, GError **error)
+{
+    GOptionEntry entries[] = {
+            {"trace", 't', 0, G_OPTION_ARG_FILENAME, &o->trace,
+             "Trace CSV (default $KB_TRACE, else " DEFAULT_TRACE ")", "FILE"},
+            {"jobs", 'n', 0, G_OPTION_ARG_INT, &o->jobs, "Jobs to replay, by submit time (5000)",
+             "N"},
+            {"skip", 0, 0, G_OPTION_ARG_INT, &o->skip, "Jobs to skip first (0)", "N"},
+            {"from", 0, 0, G_OPTION_ARG_STRING, &o->from, "Start at this submit time (UTC)",
+             "\"YYYY-MM-DD HH:MM:SS\""},
+            {"hours", 0, 0, G_OPTION_ARG_DOUBLE, &o->hours,
+             "Only jobs submitted within H hours of the first (0: no limit)", "H"},
+            {"duration-scale", 0, 0, G_OPTION_ARG_DOUBLE, &o->duration_scale,
+             "Multiply job durations (1)", "S"},
+            {"arrival-scale", 0, 0, G_OPTION_ARG_DOUBLE, &o->arrival_scale,
+             "Multiply gaps between submissions (1; < 1 raises the load)", "S"},
+            {"nodes", 0, 0, G_OPTION_ARG_INT, &o->nodes, "Nodes (64)", "N"},
+            {"gpus-per-node", 0, 0, G_OPTION_ARG_INT, &o->gpus_per_node, "GPUs per node (8)", "G"},
+            {"pack", 0, 0, G_OPTION_ARG_STRING, &o->pack,
+             "Pods per job: node (largest divisor of the job's GPUs that fits a node, default) or "
+             "one (a pod per GPU)",
+             "node|one"},
+            {"period", 0, 0, G_OPTION_ARG_INT, &o->period, "Scheduling period in seconds (1)", "S"},
+            {"config", 'c', 0, G_OPTION_ARG_STRING_ARRAY, &o->configs,
+             "Built-in configuration to run, repeatable: kube-batchd, fifo, no-gang, binpack "
+             "(default: kube-batchd, fifo, no-gang)",
+             "NAME"},
+            {"conf-file", 'f', 0, G_OPTION_ARG_FILENAME_ARRAY, &o->conf_files,
+             "Also run a scheduler configuration file (kube-batch/Volcano format), repeatable",
+             "FILE"},
+            {"baseline", 'b', 0, G_OPTION_ARG_STRING, &o->baseline,
+             "Configuration the ratios divide by (fifo when run, else the last one)", "NAME"},
+            {"weight", 'w', 0, G_OPTION_ARG_STRING_ARRAY, &o->weights,
+             "Queue weight, repeatable (default 1)", "QUEUE=W"},
+            {"max-cycles", 0, 0, G_OPTION_ARG_INT, &o->max_cycles,
+             "Stop a replay after N cycles (0: no limit)", "N"},
+            {"unfinished", 0, 0, G_OPTION_ARG_INT, &o->show_unfinished,
+             "Unfinished jobs to list per configuration (5)", "N"},
+            {"skip-bad-rows", 0, 0, G_OPTION_ARG_NONE, &o->skip_bad_rows,
+             "Skip malformed trace rows (counted) instead of failing", NULL},
+            {"no-queues", 0, 0, G_OPTION_ARG_NONE, &o->no_queues, "Do not print per-queue tables",
+             NULL},
+            {NULL}};
+    g_autoptr(GOptionContext) ctx = g_option_context_new("- replay a GPU job trace");
+    g_option_context_set_summary(
+            ctx, "Replays a slice of a real GPU cluster trace against kube-batchd's "
+                 "scheduling policies (the\nreal scheduler core on a simulated "
+                 "clock) and prints figures per configuration and ratios\nagainst "
+                 "a baseline run in the same invocation.");
+    g_option_context_set_description(ctx, credits);
+    g_option_context_add_main_entries(ctx, entries, NULL);
+    return g_option_context_parse(ctx, &argc, &argv, error);
+}
+
+static gboolean parse_weights(char **specs, GHashTable *out, GError **error)
+{
+    for (guint i = 0; specs != NULL && specs[i] != NULL; i++) {
+        const char *eq = strchr(specs[i], '=');
+        char *end = NULL;
+        long w = eq != NULL ? strtol(eq + 1, &end, 10) : 0;
+        if (eq == NULL || eq == specs[i] || end == eq + 1 || *end != '\0' || w < 1 || w > 1000000) {
+            g_set_error(error, KB_ERROR, KB_ERROR_INVALID,
+                        "--weight \"%s\": want QUEUE=W with W in 1..1000000", specs[i]);
+            return FALSE;
+        }
+        g_hash_table_insert(out, g_strndup(specs[i], (gsize)(eq - specs[i])),
+                            GINT_TO_POINTER((int)w));
+    }
+    return TRUE;
+}
+
+/* ---- printing ------------------------------------------------------------------------------- */
+
+/* "42 s", "3.5 min", "2.25 h", "1.50 d" into @buf. */
+static const char *dur(char *buf, gsize n, double s)
+{
+    if (s < 120)
+        g_snprintf(buf, n, "%.0f s", s);
+    else if (s < 7200)
+        g_snprintf(buf, n, "%.1f min", s / 60);
+    else if (s < 2 * 86400)
+        g_snprintf(buf, n, "%.2f h", s / 3600);
+    else
+        g_snprintf(buf, n, "%.2f d", s / 86400);
+    return buf;
+}
+
+static char *time_str(gint64 t)
+{
+    g_autoptr(GDateTime) dt = g_date_time_new_from_unix_utc(t);
+    return dt != NULL ? g_date_time_format(dt, "%Y-%m-%d %H:%M:%S") : g_strdup("?");
+}
+
+static void print_header(const char *path, const KbTrace *all, const KbTrace *slice, const Opts *o,
+                         const KbSimOptions *sim)
+{
+    g_autoptr(GPtrArray) queues = kb_trace_queues(slice);
+    g_autofree char *t0 = time_str(slice->jobs[0].submit);
+    g_autofree char *t1 = time_str(slice->jobs[slice->n_jobs - 1].submit);
+    double gpu_s = kb_trace_gpu_seconds(slice);
+    guint gpus = sim->n_nodes * sim->gpus_per_node;
+    gint64 span = slice->jobs[slice->n_jobs - 1].submit - slice->jobs[0].submit;
+    printf("bench-trace: kube-batchd's scheduler core replaying a GPU cluster trace\n%s\n",
+           credits);
+    printf("file        %s: %u jobs", path, all->n_jobs);
+    if (all->n_skipped > 0)
+        printf(", %u malformed rows skipped (first: %s)", all->n_skipped, all->first_skipped);
+    printf("\nslice       %u jobs (skip %d) submitted %s .. %s UTC, %u queues, %.0f GPU-hours\n",
+           slice->n_jobs, o->skip, t0, t1, queues->len, gpu_s / 3600);
+    printf("            durations x%g, arrival gaps x%g; offered load %.2f (GPU-time / (GPUs x "
+           "submit span))\n",
+           o->duration_scale, o->arrival_scale, span > 0 ? gpu_s / ((double)gpus * span) : 0);
+    printf("cluster     %u nodes x %u GPUs = %u GPUs; pods: %s packing; cycle every %d s when the "
+           "cluster changed\n",
+           sim->n_nodes, sim->gpus_per_node, gpus, kb_trace_pack_to_string(sim->pack), o->period);
+}
+
+static void print_queues(const KbSimReport *r)
+{
+    double total_w = 0, total_rx = 0;
+    for (guint q = 0; q < r->n_queues; q++) {
+        total_w += r->queues[q].weight;
+        total_rx += r->queues[q].received_gpu_s;
+    }
+    printf("  %-8s %6s %6s %8s %11s %11s %7s %7s %10s %10s\n", "queue", "weight", "jobs",
+           "finished", "demand GPUh", "recvd GPUh", "share", "w.share", "mean JCT", "mean wait");
+    for (guint q = 0; q < r->n_queues; q++) {
+        const KbSimQueueResult *qr = &r->queues[q];
+        char b1[32], b2[32];
+        printf("  %-8s %6d %6u %8u %11.0f %11.0f %6.1f%% %6.1f%% %10s %10s\n", qr->name, qr->weight,
+               qr->n_jobs, qr->n_finished, qr->demand_gpu_s / 3600, qr->received_gpu_s / 3600,
+               total_rx > 0 ? 100 * qr->received_gpu_s / total_rx : 0, 100 * qr->weight / total_w,
+               dur(b1, sizeof b1, qr->jct_mean), dur(b2, sizeof b2, qr->wait_mean));
+    }
+}
+
+static void print_unfinished(const KbSimReport *r, int limit)
+{
+    guint waiting = 0, running = 0, shown = 0;
+    for (guint i = 0; i < r->n_jobs; i++) {
+        if (r->jobs[i].finish < 0 && r->jobs[i].start < 0)
+            waiting++;
+        else if (r->jobs[i].finish < 0)
+            running++;
+    }
+    if (waiting + running == 0)
+        return;
+    printf("  unfinished jobs      %u never started, %u still running\n", waiting, running);
+    /* The ones that never started say why (the scheduler's last condition). */
+    for (guint i = 0; i < r->n_jobs && limit > 0 && shown < (guint)limit; i++) {
+        const KbSimJobResult *j = &r->jobs[i];
+        if (j->finish >= 0 || j->start >= 0)
+            continue;
+        g_autofree char *t = time_str(j->submit);
+        printf("    #%u %s, %u GPUs in %u pod%s, submitted %s: %s%s%s\n", j->index, j->queue,
+               j->num_gpus, j->n_pods, j->n_pods == 1 ? "" : "s", t, j->phase,
+               j->reason != NULL ? ", " : "", j->reason != NULL ? j->reason : "");
+        if (j->message != NULL)
+            printf("      \"%s\"\n", j->message);
+        shown++;
+    }
+}
+
+static void print_run(const Run *run, const Opts *o)
+{
+    const KbSimReport *r = run->report;
+    g_autofree char *summary = conf_summary(run->conf);
+    char a[32], b[32], c[32], d[32];
+    printf("\n== %s: %s%s\n   %s\n", run->name, run->about,
+           run->single_queue ? " (jobs in one queue)" : "", summary);
+    printf("  jobs finished        %u / %u (started %u)%s\n", r->n_finished, r->n_jobs,
+           r->n_started, r->stopped ? "  [stopped at --max-cycles]" : "");
+    printf("  JCT                  mean %s  p50 %s  p95 %s  p99 %s\n",
+           dur(a, sizeof a, r->jct_mean), dur(b, sizeof b, r->jct_p50),
+           dur(c, sizeof c, r->jct_p95), dur(d, sizeof d, r->jct_p99));
+    printf("  queueing delay       mean %s  p50 %s  p95 %s  p99 %s\n",
+           dur(a, sizeof a, r->wait_mean), dur(b, sizeof b, r->wait_p50),
+           dur(c, sizeof c, r->wait_p95), dur(d, sizeof d, r->wait_p99));
+    printf("  makespan             %s (last event %s after the first submit)\n",
+           dur(a, sizeof a, (double)r->makespan),
+           dur(b, sizeof b, (double)(r->end - r->first_submit)));
+    printf("  GPU utilization      %.1f%% running jobs (%.1f%% held by pods) while jobs arrive; "
+           "%.1f%% (%.1f%%) over the whole run\n",
+           100 * r->util_busy_arrivals, 100 * r->util_alloc_arrivals, 100 * r->util_busy,
+           100 * r->util_alloc);
+    printf("  partial gangs        %.0f GPU-hours held idle, peak %u GPUs, %u GPUs still held at "
+           "the end\n",
+           r->partial_gpu_s / 3600, r->partial_gpus_peak, r->partial_gpus_end);
+    if (r->jain >= 0)
+        printf("  fairness             Jain %.3f (GPUs/weight of waiting queues, over %s with >= 2 "
+               "waiting)\n",
+               r->jain, dur(a, sizeof a, r->contended_s));
+    else
+        printf("  fairness             n/a (never two queues waiting at once)\n");
+    printf("  scheduler            %u cycles, mean %.0f us, p99 %.0f us, max %.0f us; "
+           "%" G_GUINT64_FORMAT " pods placed\n",
+           r->n_cycles, r->cycle_us_mean, r->cycle_us_p99, r->cycle_us_max, r->n_placements);
+    printf("  replay               wall time %.2f s, %u cache restarts\n", r->wall_s,
+           r->n_cache_restarts);
+    if (!o->no_queues)
+        print_queues(r);
+    print_unfinished(r, o->show_unfinished);
+}
+
+static void ratio(double x, double base)
+{
+    if (base > 0 && x >= 0)
+        printf(" %12.3f", x / base);
+    else
+        printf(" %12s", "n/a");
+}
+
+static void print_ratios(GPtrArray *runs, const Run *base)
+{
+    printf("\n== ratios against %s (value / %s's value; lower is better for times)\n", base->name,
+           base->name);
+    printf("  %-22s", "");
+    for (guint i = 0; i < runs->len; i++)
+        printf(" %12s", ((Run *)runs->pdata[i])->name);
+    printf("\n");
+    static const struct {
+        const char *label;
+        gsize offset;
+        gboolean is_uint;
+    } rows[] = {
+            {"jobs finished", G_STRUCT_OFFSET(KbSimReport, n_finished), TRUE},
+            {"mean JCT", G_STRUCT_OFFSET(KbSimReport, jct_mean), FALSE},
+            {"p95 JCT", G_STRUCT_OFFSET(KbSimReport, jct_p95), FALSE},
+            {"p99 JCT", G_STRUCT_OFFSET(KbSimReport, jct_p99), FALSE},
+            {"mean queueing delay", G_STRUCT_OFFSET(KbSimReport, wait_mean), FALSE},
+            {"p95 queueing delay", G_STRUCT_OFFSET(KbSimReport, wait_p95), FALSE},
+            {"GPU util. (arrivals)", G_STRUCT_OFFSET(KbSimReport, util_busy_arrivals), FALSE},
+            {"GPU util. (whole run)", G_STRUCT_OFFSET(KbSimReport, util_busy), FALSE},
+            {"partial-gang GPU-s", G_STRUCT_OFFSET(KbSimReport, partial_gpu_s), FALSE},
+            {"fairness (Jain)", G_STRUCT_OFFSET(KbSimReport, jain), FALSE},
+            {"mean cycle time", G_STRUCT_OFFSET(KbSimReport, cycle_us_mean), FALSE},
+    };
+    for (guint k = 0; k < G_N_ELEMENTS(rows); k++) {
+        printf("  %-22s", rows[k].label);
+        for (guint i = 0; i < runs->len; i++) {
+            const char *x = (const char *)((Run *)runs->pdata[i])->report + rows[k].offset;
+            const char *y = (const char *)base->report + rows[k].offset;
+            double xv = rows[k].is_uint ? *(const guint *)x : *(const double *)x;
+            double yv = rows[k].is_uint ? *(const guint *)y : *(const double *)y;
+            ratio(xv, yv);
+        }
+        printf("\n");
+    }
+    printf("  %-22s", "makespan");
+    for (guint i = 0; i < runs->len; i++)
+        ratio((double)((Run *)runs->pdata[i])->report->makespan, (double)base->report->makespan);
+    printf("\n");
+}
+
+/* ---- main ----------------------------------------------------------------------------------- */
+
+static GPtrArray *make_runs(const Opts *o, GError **error)
+{
+    g_autoptr(GPtrArray) runs = g_ptr_array_new_with_free_func(run_free);
+    static const char *const defaults[] = {"kube-batchd", "fifo", "no-gang", NULL};
+    const char *const *names = o->configs != NULL ? (const char *const *)o->configs : defaults;
+    if (o->configs == NULL && o->conf_files != NULL)
+        names = defaults + 2; /* files only: still compare with the default */
+    if (o->configs == NULL && o->conf_files != NULL)
+        names = (const char *const[]){"kube-batchd", NULL};
+    for (guint i = 0; names[i] != NULL; i++) {
+        Run *r = run_builtin(names[i], error);
+        if (r == NULL)
+            return NULL;
+        g_ptr_array_add(runs, r);
+    }
+    for (guint i = 0; o->conf_files != NULL && o->conf_files[i] != NULL; i++) {
+        Run *r = run_file(o->conf_files[i], error);
+        if (r == NULL)
+            return NULL;
+        g_ptr_array_add(runs, r);
+    }
+    return g_steal_pointer(&runs);
+}
+
+static const Run *find_baseline(GPtrArray *runs, const char *name, GError **error)
+{
+    const char *want = name != NULL ? name : "fifo";
+    for (guint i = 0; i < runs->len; i++) {
+        const Run *r = runs->pdata[i];
+        if (strcmp(r->name, want) == 0)
+            return r;
+    }
+    if (name == NULL)
+        return runs->pdata[runs->len - 1];
+    g_set_error(error, KB_ERROR, KB_ERROR_INVALID,
+                "--baseline %s: no such configuration in this "
+                "run",
+                name);
+    return NULL;
+}
+
+static KbTrace *load_slice(const Opts *o, const char *path, KbTrace **all_out, GError **error)
+{
+    KbTraceParseOptions popts = {.skip_bad_rows = o->skip_bad_rows};
+    g_autoptr(KbTrace) all = kb_trace_load(path, &popts, error);
+    if (all == NULL)
+        return NULL;
+    KbTraceSelection sel = {.skip = (guint)MAX(o->skip, 0),
+                            .max_jobs = (guint)MAX(o->jobs, 0),
+                            .window = (gint64)(o->hours * 3600),
+                            .duration_scale = o->duration_scale,
+                            .arrival_scale = o->arrival_scale};
+    if (o->from != NULL && !kb_trace_parse_time(o->from, &sel.from)) {
+        g_set_error(error, KB_ERROR, KB_ERROR_INVALID,
+                    "--from \"%s\": want \"YYYY-MM-DD HH:MM:SS\"", o->from);
+        return NULL;
+    }
+    KbTrace *slice = kb_trace_select(all, &sel, error);
+    if (slice != NULL)
+        *all_out = g_steal_pointer(&all);
+    return slice;
+}
+
+/* Each replay owns its cache, so replays of different configurations can run on their own
+ * threads; the core keeps no mutable global state for the resources used here (fixed slots). */
+static void replay_one(gpointer data, gpointer user_data)
+{
+    Run *run = data;
+    run->report = kb_sim_run(run->slice, run->conf, &run->sim, &run->error);
+}
+
+static void replay_all(GPtrArray *runs, const KbTrace *slice, const KbSimOptions *sim, int threads)
+{
+    int n = threads > 0 ? threads : (int)g_get_num_processors();
+    n = CLAMP(n, 1, (int)runs->len);
+    for (guint i = 0; i < runs->len; i++) {
+        Run *run = runs->pdata[i];
+        run->slice = slice;
+        run->sim = *sim;
+        run->sim.single_queue = run->single_queue;
+    }
+    if (n == 1) {
+        for (guint i = 0; i < runs->len; i++)
+            replay_one(runs->pdata[i], NULL);
+        return;
+    }
+    GThreadPool *pool = g_thread_pool_new(replay_one, NULL, n, TRUE, NULL);
+    for (guint i = 0; i < runs->len; i++)
+        g_thread_pool_push(pool, runs->pdata[i], NULL);
+    g_thread_pool_free(pool, FALSE, TRUE);
+}
+
+static void opts_clear(Opts *o)
+{
+    g_free(o->trace);
+    g_free(o->from);
+    g_free(o->pack);
+    g_free(o->baseline);
+    g_strfreev(o->configs);
+    g_strfreev(o->conf_files);
+    g_strfreev(o->weights);
+}
+
+static int fail(GError *error)
+{
+    fprintf(stderr, "bench-trace: %s\n", error->message);
+    g_error_free(error);
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    setlocale(LC_ALL, "C");
+    Opts o = {.jobs = 5000,
+              .nodes = 64,
+              .gpus_per_node = 8,
+              .period = 1,
+              .show_unfinished = 5,
+              .duration_scale = 1,
+              .arrival_scale = 1};
+    GError *error = NULL;
+    if (!parse_options(argc, argv, &o, &error))
+        return fail(error);
+    KbSimOptions sim;
+    kb_sim_options_init(&sim);
+    sim.n_nodes = (guint)MAX(o.nodes, 0);
+    sim.gpus_per_node = (guint)MAX(o.gpus_per_node, 0);
+    sim.period = o.period;
+    sim.max_cycles = (guint)MAX(o.max_cycles, 0);
+    if (o.pack != NULL && !kb_trace_pack_from_string(o.pack, &sim.pack)) {
+        fprintf(stderr, "bench-trace: --pack %s: want node or one\n", o.pack);
+        return 2;
+    }
+    g_autoptr(GHashTable) weights = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    if (!parse_weights(o.weights, weights, &error))
+        return fail(error);
+    sim.weights = weights;
+    const char *path = o.trace != NULL ? o.trace : g_getenv("KB_TRACE");
+    if (path == NULL) {
+        path = DEFAULT_TRACE;
+        if (!g_file_test(path, G_FILE_TEST_EXISTS)) {
+            printf("bench-trace: skipped: no trace at %s (pass --trace FILE or set KB_TRACE)\n",
+                   path);
+            opts_clear(&o);
+            return 0;
+        }
+    }
+    g_autoptr(KbTrace) all = NULL;
+    g_autoptr(KbTrace) slice = load_slice(&o, path, &all, &error);
+    if (slice == NULL)
+        return fail(error);
+    g_autoptr(GPtrArray) runs = make_runs(&o, &error);
+    if (runs == NULL)
+        return fail(error);
+    const Run *base = find_baseline(runs, o.baseline, &error);
+    if (base == NULL)
+        return fail(error);
+    print_header(path, all, slice, &o, &sim);
+    replay_all(runs, slice, &sim, o.threads);
+    for (guint i = 0; i < runs->len; i++) {
+        Run *run = runs->pdata[i];
+        if (run->report == NULL) {
+            fprintf(stderr, "bench-trace: %s: %s\n", run->name, run->error->message);
+            opts_clear(&o);
+            return 2;
+        }
+        print_run(run, &o);
+    }
+    if (runs->len > 1)
+        print_ratios(runs, base);
+    opts_clear(&o);
+    return 0;
+}

@@ -1,0 +1,735 @@
+/* The trace-driven cluster simulator around the real scheduler core; see sim.h. */
+#include "bench/lib/sim.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kube/kb-error.h"
+#include "kube/kb-objects.h"
+#include "scheduler/cache.h"
+#include "scheduler/cycle.h"
+
+#define SCHEDULER_NAME   "kube-batchd"
+#define GROUP_ANNOTATION "scheduling.k8s.io/group-name"
+
+typedef struct {
+    const KbTraceJob *tj;
+    guint queue; /* index into Sim.queues */
+    char *name;  /* "j000123" */
+    guint n_pods, gpus_per_pod;
+    json_object **pods; /* the pods as the API server would hold them, while the job lives */
+    json_object *group;
+    guint n_bound;
+    gint64 start, finish;
+    KbJobPhase phase; /* last phase the scheduler reported */
+    char *reason, *message;
+} SimJob;
+
+typedef struct {
+    gint64 t;
+    guint job;
+} Completion;
+
+typedef struct {
+    const char *name;
+    gint32 weight;
+    guint n_waiting; /* arrived, not started */
+    guint gpus_held; /* GPUs of its bound pods */
+    double received_gpu_s;
+} SimQueue;
+
+typedef struct {
+    const KbTrace *trace;
+    const KbConf *conf;
+    KbSimOptions opts;
+    KbCache *cache;
+    SimJob *jobs;
+    GHashTable *by_key; /* "ns/name" of the group -> SimJob* */
+    SimQueue *queues;
+    guint n_queues;
+    GArray *heap; /* Completion, min-heap on (t, job) */
+    guint next_arrival;
+    gint64 now;
+    gboolean rerun; /* the last cycle changed something: run another one period later */
+    gint64 last_cycle;
+    /* Cluster state between events, and its integrals. */
+    guint gpus_held, gpus_busy, gpus_partial;
+    double held_gpu_s, busy_gpu_s, partial_gpu_s, jain_sum, contended_s;
+    double held_arrivals_gpu_s, busy_arrivals_gpu_s; /* within [first, last submit] */
+    guint partial_peak;
+    GArray *cycle_us; /* double */
+    guint64 n_placements;
+    guint n_live;     /* arrived, not finished */
+    guint n_retained; /* finished but still in the cache (without delete_finished) */
+    guint n_restarts; /* cache rebuilds */
+} Sim;
+
+/* ---- the objects, as JSON an API server would return ---------------------------------------- */
+
+static json_object *meta_new(const char *name, const char *ns, gint64 created)
+{
+    json_object *m = json_object_new_object();
+    json_object_object_add(m, "name", json_object_new_string(name));
+    if (ns != NULL)
+        json_object_object_add(m, "namespace", json_object_new_string(ns));
+    g_autofree char *uid = g_strdup_printf("uid-%s-%s", ns != NULL ? ns : "", name);
+    json_object_object_add(m, "uid", json_object_new_string(uid));
+    g_autofree char *ts = kb_time_format(created);
+    json_object_object_add(m, "creationTimestamp", json_object_new_string(ts));
+    return m;
+}
+
+static json_object *object_new(const char *api, const char *kind, json_object *meta)
+{
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "apiVersion", json_object_new_string(api));
+    json_object_object_add(o, "kind", json_object_new_string(kind));
+    json_object_object_add(o, "metadata", meta);
+    return o;
+}
+
+static json_object *node_json(guint i, guint gpus)
+{
+    g_autofree char *name = g_strdup_printf("node-%04u", i);
+    json_object *o = object_new("v1", "Node", meta_new(name, NULL, 0));
+    json_object *alloc = json_object_new_object();
+    json_object_object_add(alloc, "cpu", json_object_new_string("64"));
+    json_object_object_add(alloc, "memory", json_object_new_string("512Gi"));
+    json_object_object_add(alloc, "pods", json_object_new_string("110"));
+    json_object_object_add(alloc, KB_RESOURCE_GPU_NAME, json_object_new_int((int)gpus));
+    json_object *status = json_object_new_object();
+    json_object_object_add(status, "capacity", json_object_get(alloc));
+    json_object_object_add(status, "allocatable", alloc);
+    json_object *ready = json_object_new_object();
+    json_object_object_add(ready, "type", json_object_new_string("Ready"));
+    json_object_object_add(ready, "status", json_object_new_string("True"));
+    json_object *conds = json_object_new_array();
+    json_object_array_add(conds, ready);
+    json_object_object_add(status, "conditions", conds);
+    json_object_object_add(o, "status", status);
+    return o;
+}
+
+static json_object *queue_json(const char *name, gint32 weight)
+{
+    json_object *o = object_new("scheduling.volcano.sh/v1beta1", "Queue", meta_new(name, NULL, 0));
+    json_object *spec = json_object_new_object();
+    json_object_object_add(spec, "weight", json_object_new_int(weight));
+    json_object_object_add(o, "spec", spec);
+    return o;
+}
+
+static json_object *group_json(const SimJob *job, gboolean single_queue)
+{
+    json_object *o = object_new("scheduling.volcano.sh/v1beta1", "PodGroup",
+                                meta_new(job->name, job->tj->queue, job->tj->submit));
+    json_object *spec = json_object_new_object();
+    json_object_object_add(spec, "minMember", json_object_new_int((int)job->n_pods));
+    if (!single_queue)
+        json_object_object_add(spec, "queue", json_object_new_string(job->tj->queue));
+    json_object_object_add(o, "spec", spec);
+    return o;
+}
+
+static json_object *pod_json(const SimJob *job, guint k)
+{
+    g_autofree char *name = g_strdup_printf("%s-%u", job->name, k);
+    json_object *meta = meta_new(name, job->tj->queue, job->tj->submit);
+    json_object *ann = json_object_new_object();
+    json_object_object_add(ann, GROUP_ANNOTATION, json_object_new_string(job->name));
+    json_object_object_add(meta, "annotations", ann);
+    json_object *o = object_new("v1", "Pod", meta);
+    json_object *req = json_object_new_object();
+    json_object_object_add(req, KB_RESOURCE_GPU_NAME, json_object_new_int((int)job->gpus_per_pod));
+    json_object *res = json_object_new_object();
+    json_object_object_add(res, "limits", json_object_get(req));
+    json_object_object_add(res, "requests", req);
+    json_object *c = json_object_new_object();
+    json_object_object_add(c, "name", json_object_new_string("worker"));
+    json_object_object_add(c, "resources", res);
+    json_object *containers = json_object_new_array();
+    json_object_array_add(containers, c);
+    json_object *spec = json_object_new_object();
+    json_object_object_add(spec, "schedulerName", json_object_new_string(SCHEDULER_NAME));
+    json_object_object_add(spec, "containers", containers);
+    json_object_object_add(o, "spec", spec);
+    json_object *status = json_object_new_object();
+    json_object_object_add(status, "phase", json_object_new_string("Pending"));
+    json_object_object_add(o, "status", status);
+    return o;
+}
+
+static void pod_set(json_object *pod, const char *node, const char *phase)
+{
+    json_object *spec = NULL, *status = NULL;
+    json_object_object_get_ex(pod, "spec", &spec);
+    json_object_object_get_ex(pod, "status", &status);
+    if (node != NULL)
+        json_object_object_add(spec, "nodeName", json_object_new_string(node));
+    json_object_object_add(status, "phase", json_object_new_string(phase));
+}
+
+/* ---- feeding the cache ---------------------------------------------------------------------- */
+
+typedef enum { FEED_ADD, FEED_UPDATE, FEED_DELETE } Feed;
+
+/* Our own objects always decode; a failure is a broken invariant of this file. */
+static void feed_pod(Sim *sim, json_object *o, Feed how)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbPod) pod = kb_pod_decode(o, FALSE, &error);
+    if (pod == NULL)
+        g_error("sim: pod does not decode: %s", error->message);
+    if (how == FEED_ADD)
+        kb_cache_add_pod(sim->cache, pod);
+    else if (how == FEED_UPDATE)
+        kb_cache_update_pod(sim->cache, pod);
+    else
+        kb_cache_delete_pod(sim->cache, pod);
+}
+
+static void feed_group(Sim *sim, json_object *o, Feed how)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbPodGroup) pg = kb_pod_group_decode(o, FALSE, &error);
+    if (pg == NULL)
+        g_error("sim: pod group does not decode: %s", error->message);
+    if (how == FEED_DELETE)
+        kb_cache_delete_pod_group(sim->cache, pg);
+    else
+        kb_cache_add_pod_group(sim->cache, pg);
+}
+
+static void cluster_setup(Sim *sim)
+{
+    for (guint q = 0; q < sim->n_queues && !sim->opts.single_queue; q++) {
+        json_object *o = queue_json(sim->queues[q].name, sim->queues[q].weight);
+        g_autoptr(GError) error = NULL;
+        g_autoptr(KbQueue) queue = kb_queue_decode(o, FALSE, &error);
+        if (queue == NULL)
+            g_error("sim: queue does not decode: %s", error->message);
+        kb_cache_add_queue(sim->cache, queue);
+        json_object_put(o);
+    }
+    for (guint i = 0; i < sim->opts.n_nodes; i++) {
+        json_object *o = node_json(i, sim->opts.gpus_per_node);
+        g_autoptr(GError) error = NULL;
+        g_autoptr(KbNode) node = kb_node_decode(o, FALSE, &error);
+        if (node == NULL)
+            g_error("sim: node does not decode: %s", error->message);
+        kb_cache_add_node(sim->cache, node);
+        json_object_put(o);
+    }
+}
+
+/* ---- completions heap ----------------------------------------------------------------------- */
+
+static gboolean comp_less(const Completion *a, const Completion *b)
+{
+    return a->t < b->t || (a->t == b->t && a->job < b->job);
+}
+
+static void heap_push(GArray *h, Completion c)
+{
+    g_array_append_val(h, c);
+    Completion *v = (Completion *)(void *)h->data;
+    for (guint i = h->len - 1; i > 0;) {
+        guint parent = (i - 1) / 2;
+        if (!comp_less(&v[i], &v[parent]))
+            break;
+        Completion tmp = v[i];
+        v[i] = v[parent];
+        v[parent] = tmp;
+        i = parent;
+    }
+}
+
+static Completion heap_pop(GArray *h)
+{
+    Completion *v = (Completion *)(void *)h->data;
+    Completion top = v[0];
+    v[0] = v[h->len - 1];
+    g_array_set_size(h, h->len - 1);
+    for (guint i = 0;;) {
+        guint l = 2 * i + 1, r = l + 1, m = i;
+        if (l < h->len && comp_less(&v[l], &v[m]))
+            m = l;
+        if (r < h->len && comp_less(&v[r], &v[m]))
+            m = r;
+        if (m == i)
+            break;
+        Completion tmp = v[i];
+        v[i] = v[m];
+        v[m] = tmp;
+        i = m;
+    }
+    return top;
+}
+
+/* ---- events --------------------------------------------------------------------------------- */
+
+static void job_arrive(Sim *sim, SimJob *job)
+{
+    job->group = group_json(job, sim->opts.single_queue);
+    feed_group(sim, job->group, FEED_ADD);
+    job->pods = g_new0(json_object *, job->n_pods);
+    for (guint k = 0; k < job->n_pods; k++) {
+        job->pods[k] = pod_json(job, k);
+        feed_pod(sim, job->pods[k], FEED_ADD);
+    }
+    sim->queues[job->queue].n_waiting++;
+    sim->n_live++;
+}
+
+static void job_complete(Sim *sim, SimJob *job)
+{
+    for (guint k = 0; k < job->n_pods; k++) {
+        pod_set(job->pods[k], NULL, "Succeeded");
+        feed_pod(sim, job->pods[k], FEED_UPDATE);
+        if (sim->opts.delete_finished)
+            feed_pod(sim, job->pods[k], FEED_DELETE);
+        g_clear_pointer(&job->pods[k], json_object_put);
+    }
+    g_clear_pointer(&job->pods, g_free);
+    if (sim->opts.delete_finished)
+        feed_group(sim, job->group, FEED_DELETE);
+    g_clear_pointer(&job->group, json_object_put);
+    guint gpus = job->n_pods * job->gpus_per_pod;
+    sim->gpus_held -= gpus;
+    sim->gpus_busy -= gpus;
+    sim->queues[job->queue].gpus_held -= gpus;
+    job->finish = sim->now;
+    sim->n_live--;
+    if (!sim->opts.delete_finished)
+        sim->n_retained++;
+}
+
+/*
+ * Without delete_finished, finished jobs pile up in the cache and every cycle walks them. Once
+ * they outnumber the live ones, start over with a new cache fed the live objects in their current
+ * state (nodes, queues, groups with their status.phase, pods with spec.nodeName and phase), as a
+ * restarted daemon would after its relist. Decisions do not depend on the cache's iteration
+ * order (actions sort jobs and queues with total orders).
+ */
+static void cache_restart(Sim *sim)
+{
+    kb_cache_free(sim->cache);
+    sim->cache = kb_cache_new(NULL, "default");
+    cluster_setup(sim);
+    for (guint i = 0; i < sim->next_arrival; i++) {
+        SimJob *job = &sim->jobs[i];
+        if (job->group == NULL)
+            continue;
+        feed_group(sim, job->group, FEED_ADD);
+        for (guint k = 0; k < job->n_pods; k++)
+            feed_pod(sim, job->pods[k], FEED_ADD);
+    }
+    sim->n_retained = 0;
+    sim->n_restarts++;
+}
+
+/* The scheduler placed pod @k of @job on @node: bind it and let it run. */
+static void pod_bind(Sim *sim, SimJob *job, guint k, const KbPod *pod, const char *node)
+{
+    kb_cache_bind_succeeded(sim->cache, pod->meta.namespace_, pod->meta.name, pod->meta.uid,
+                            sim->now);
+    pod_set(job->pods[k], node, "Running");
+    feed_pod(sim, job->pods[k], FEED_UPDATE);
+    job->n_bound++;
+    sim->gpus_held += job->gpus_per_pod;
+    sim->queues[job->queue].gpus_held += job->gpus_per_pod;
+    if (job->n_bound < job->n_pods) {
+        sim->gpus_partial += job->gpus_per_pod;
+        return;
+    }
+    /* The gang is complete: it starts now. */
+    sim->gpus_partial -= (job->n_pods - 1) * job->gpus_per_pod;
+    sim->gpus_busy += job->n_pods * job->gpus_per_pod;
+    sim->queues[job->queue].n_waiting--;
+    job->start = sim->now;
+    gint64 run = MAX((gint64)ceil(job->tj->duration), 1);
+    heap_push(sim->heap, (Completion){sim->now + run, (guint)(job - sim->jobs)});
+}
+
+static void apply_placements(Sim *sim, const KbCycleResult *res)
+{
+    for (guint i = 0; i < res->placements->len; i++) {
+        const KbPlacement *pl = &g_array_index(res->placements, KbPlacement, i);
+        SimJob *job = g_hash_table_lookup(sim->by_key, pl->job);
+        const char *dash = strrchr(pl->pod->meta.name, '-');
+        guint k = dash != NULL ? (guint)strtoul(dash + 1, NULL, 10) : G_MAXUINT;
+        if (job == NULL || job->pods == NULL || k >= job->n_pods)
+            g_error("sim: placement of unknown pod %s/%s", pl->pod->meta.namespace_,
+                    pl->pod->meta.name);
+        pod_bind(sim, job, k, pl->pod, pl->node);
+    }
+    sim->n_placements += res->placements->len;
+    sim->partial_peak = MAX(sim->partial_peak, sim->gpus_partial);
+}
+
+/* The daemon writes a new phase to the PodGroup's status; the watch brings it back. */
+static void group_set_phase(Sim *sim, SimJob *job, KbJobPhase phase)
+{
+    if (job->group == NULL)
+        return;
+    json_object *status = json_object_new_object();
+    json_object_object_add(status, "phase", json_object_new_string(kb_job_phase_to_string(phase)));
+    json_object_object_add(job->group, "status", status);
+    feed_group(sim, job->group, FEED_UPDATE);
+}
+
+/* Remember what the scheduler said about each job; a phase change asks for another cycle. */
+static gboolean note_statuses(Sim *sim, const KbCycleResult *res)
+{
+    gboolean moved = FALSE;
+    for (guint i = 0; i < res->job_statuses->len; i++) {
+        const KbJobStatus *st = &g_array_index(res->job_statuses, KbJobStatus, i);
+        if (!st->changed)
+            continue;
+        SimJob *job = g_hash_table_lookup(sim->by_key, st->job);
+        if (job == NULL)
+            continue;
+        if (job->phase != st->phase) {
+            moved = TRUE;
+            group_set_phase(sim, job, st->phase);
+        }
+        job->phase = st->phase;
+        g_free(job->reason);
+        job->reason = g_strdup(st->reason);
+        g_free(job->message);
+        job->message = g_strdup(st->message);
+    }
+    return moved;
+}
+
+static void cycle(Sim *sim)
+{
+    g_autoptr(KbCycleResult) res = kb_cycle_run(sim->cache, sim->conf, sim->now);
+    double us = (double)res->duration_us;
+    g_array_append_val(sim->cycle_us, us);
+    apply_placements(sim, res);
+    gboolean moved = note_statuses(sim, res);
+    sim->rerun = res->placements->len > 0 || moved;
+    sim->last_cycle = sim->now;
+}
+
+/* Accumulate the state held over [now, t). */
+static void integrate(Sim *sim, gint64 t)
+{
+    double dt = (double)(t - sim->now);
+    if (dt <= 0)
+        return;
+    sim->held_gpu_s += sim->gpus_held * dt;
+    sim->busy_gpu_s += sim->gpus_busy * dt;
+    gint64 last_submit = sim->trace->jobs[sim->trace->n_jobs - 1].submit;
+    double in_window = (double)(MIN(t, last_submit) - sim->now);
+    if (in_window > 0) {
+        sim->held_arrivals_gpu_s += sim->gpus_held * in_window;
+        sim->busy_arrivals_gpu_s += sim->gpus_busy * in_window;
+    }
+    sim->partial_gpu_s += sim->gpus_partial * dt;
+    double sum = 0, sum_sq = 0;
+    guint n = 0;
+    for (guint q = 0; q < sim->n_queues; q++) {
+        SimQueue *sq = &sim->queues[q];
+        sq->received_gpu_s += sq->gpus_held * dt;
+        if (sq->n_waiting == 0)
+            continue;
+        double x = (double)sq->gpus_held / sq->weight;
+        sum += x;
+        sum_sq += x * x;
+        n++;
+    }
+    if (n >= 2) {
+        sim->jain_sum += (sum_sq > 0 ? sum * sum / (n * sum_sq) : 1.0) * dt;
+        sim->contended_s += dt;
+    }
+}
+
+/* The time of the next thing to happen, or G_MAXINT64. */
+static gint64 next_time(Sim *sim)
+{
+    gint64 next = G_MAXINT64;
+    if (sim->next_arrival < sim->trace->n_jobs)
+        next = sim->trace->jobs[sim->next_arrival].submit;
+    if (sim->heap->len > 0)
+        next = MIN(next, g_array_index(sim->heap, Completion, 0).t);
+    if (sim->rerun)
+        next = MIN(next, sim->last_cycle + sim->opts.period);
+    return next;
+}
+
+static void step(Sim *sim, gint64 t)
+{
+    integrate(sim, t);
+    sim->now = t;
+    while (sim->heap->len > 0 && g_array_index(sim->heap, Completion, 0).t <= t) {
+        Completion c = heap_pop(sim->heap);
+        job_complete(sim, &sim->jobs[c.job]);
+    }
+    while (sim->next_arrival < sim->trace->n_jobs &&
+           sim->trace->jobs[sim->next_arrival].submit <= t)
+        job_arrive(sim, &sim->jobs[sim->next_arrival++]);
+    if (sim->n_retained >= 256 && sim->n_retained >= sim->n_live)
+        cache_restart(sim);
+    cycle(sim);
+}
+
+/* ---- setup, run, report --------------------------------------------------------------------- */
+
+void kb_sim_options_init(KbSimOptions *opts)
+{
+    *opts = (KbSimOptions){
+            .n_nodes = 64, .gpus_per_node = 8, .pack = KB_TRACE_PACK_NODE, .period = 1};
+}
+
+static gboolean options_check(const KbTrace *trace, const KbSimOptions *opts, GError **error)
+{
+    if (opts->n_nodes < 1 || opts->n_nodes > KB_SIM_MAX_NODES) {
+        g_set_error(error, KB_ERROR, KB_ERROR_INVALID, "nodes: %u is not in 1..%d", opts->n_nodes,
+                    KB_SIM_MAX_NODES);
+        return FALSE;
+    }
+    if (opts->gpus_per_node < 1 || opts->gpus_per_node > KB_SIM_MAX_GPUS_PER_NODE) {
+        g_set_error(error, KB_ERROR, KB_ERROR_INVALID, "GPUs per node: %u is not in 1..%d",
+                    opts->gpus_per_node, KB_SIM_MAX_GPUS_PER_NODE);
+        return FALSE;
+    }
+    if (opts->period < 0) {
+        g_set_error(error, KB_ERROR, KB_ERROR_INVALID, "period: %" G_GINT64_FORMAT " < 0",
+                    opts->period);
+        return FALSE;
+    }
+    for (guint i = 1; i < trace->n_jobs; i++) {
+        if (trace->jobs[i].submit < trace->jobs[i - 1].submit) {
+            g_set_error(error, KB_ERROR, KB_ERROR_INVALID,
+                        "trace not sorted by submit time (job %u, line %u)", i,
+                        trace->jobs[i].line);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+static void sim_init(Sim *sim, const KbTrace *trace, const KbConf *conf, const KbSimOptions *opts)
+{
+    sim->trace = trace;
+    sim->conf = conf;
+    sim->opts = *opts;
+    if (sim->opts.period == 0)
+        sim->opts.period = 1;
+    sim->cache = kb_cache_new(NULL, "default");
+    g_autoptr(GPtrArray) names = kb_trace_queues(trace);
+    sim->n_queues = names->len;
+    sim->queues = g_new0(SimQueue, MAX(names->len, 1));
+    g_autoptr(GHashTable) index = g_hash_table_new(g_direct_hash, g_direct_equal);
+    for (guint q = 0; q < names->len; q++) {
+        SimQueue *sq = &sim->queues[q];
+        sq->name = names->pdata[q];
+        gpointer w = opts->weights != NULL ? g_hash_table_lookup(opts->weights, sq->name) : NULL;
+        sq->weight = w != NULL ? MAX(GPOINTER_TO_INT(w), 1) : 1;
+        g_hash_table_insert(index, (gpointer)sq->name, GUINT_TO_POINTER(q));
+    }
+    sim->by_key = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    sim->jobs = g_new0(SimJob, MAX(trace->n_jobs, 1));
+    for (guint i = 0; i < trace->n_jobs; i++) {
+        SimJob *job = &sim->jobs[i];
+        job->tj = &trace->jobs[i];
+        job->queue = GPOINTER_TO_UINT(g_hash_table_lookup(index, job->tj->queue));
+        job->name = g_strdup_printf("j%06u", i);
+        job->n_pods = kb_trace_gang_shape(job->tj->num_gpus, opts->gpus_per_node, opts->pack,
+                                          &job->gpus_per_pod);
+        job->start = job->finish = -1;
+        job->phase = KB_JOB_PENDING;
+        g_hash_table_insert(sim->by_key, g_strdup_printf("%s/%s", job->tj->queue, job->name), job);
+    }
+    sim->heap = g_array_new(FALSE, FALSE, sizeof(Completion));
+    sim->cycle_us = g_array_new(FALSE, FALSE, sizeof(double));
+    cluster_setup(sim);
+}
+
+static void sim_clear(Sim *sim)
+{
+    for (guint i = 0; i < sim->trace->n_jobs; i++) {
+        SimJob *job = &sim->jobs[i];
+        for (guint k = 0; job->pods != NULL && k < job->n_pods; k++)
+            g_clear_pointer(&job->pods[k], json_object_put);
+        g_free(job->pods);
+        g_clear_pointer(&job->group, json_object_put);
+        g_free(job->name);
+        g_free(job->reason);
+        g_free(job->message);
+    }
+    g_free(sim->jobs);
+    g_free(sim->queues);
+    g_hash_table_unref(sim->by_key);
+    g_array_unref(sim->heap);
+    g_array_unref(sim->cycle_us);
+    kb_cache_free(sim->cache);
+}
+
+static int double_cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y ? 1 : 0;
+}
+
+double kb_sim_percentile(double *values, guint n, double p)
+{
+    if (n == 0)
+        return 0;
+    qsort(values, n, sizeof(double), double_cmp);
+    double rank = ceil(p / 100.0 * n);
+    guint idx = rank < 1 ? 0 : (guint)rank - 1;
+    return values[MIN(idx, n - 1)];
+}
+
+static double mean(const double *v, guint n)
+{
+    double s = 0;
+    for (guint i = 0; i < n; i++)
+        s += v[i];
+    return n > 0 ? s / n : 0;
+}
+
+static void report_job(KbSimReport *r, const SimJob *job, guint i)
+{
+    KbSimJobResult *jr = &r->jobs[i];
+    jr->index = i;
+    jr->queue = job->tj->queue;
+    jr->num_gpus = job->tj->num_gpus;
+    jr->n_pods = job->n_pods;
+    jr->submit = job->tj->submit;
+    jr->start = job->start;
+    jr->finish = job->finish;
+    jr->phase = g_strdup(job->finish >= 0 ? "Completed" : kb_job_phase_to_string(job->phase));
+    if (job->finish < 0) {
+        jr->reason = g_strdup(job->reason);
+        jr->message = g_strdup(job->message);
+    }
+}
+
+/* Job figures: times, per-queue sums. */
+static void report_jobs(KbSimReport *r, const Sim *sim)
+{
+    g_autofree double *jct = g_new0(double, MAX(sim->trace->n_jobs, 1));
+    g_autofree double *wait = g_new0(double, MAX(sim->trace->n_jobs, 1));
+    g_autofree double *q_jct = g_new0(double, MAX(sim->n_queues, 1));
+    g_autofree double *q_wait = g_new0(double, MAX(sim->n_queues, 1));
+    g_autofree guint *q_started = g_new0(guint, MAX(sim->n_queues, 1));
+    gint64 last_finish = -1;
+    r->jobs = g_new0(KbSimJobResult, MAX(sim->trace->n_jobs, 1));
+    for (guint i = 0; i < sim->trace->n_jobs; i++) {
+        const SimJob *job = &sim->jobs[i];
+        KbSimQueueResult *qr = &r->queues[job->queue];
+        report_job(r, job, i);
+        qr->n_jobs++;
+        qr->demand_gpu_s += job->tj->duration * job->tj->num_gpus;
+        if (job->start >= 0) {
+            wait[r->n_started++] = (double)(job->start - job->tj->submit);
+            q_wait[job->queue] += (double)(job->start - job->tj->submit);
+            q_started[job->queue]++;
+        }
+        if (job->finish >= 0) {
+            jct[r->n_finished++] = (double)(job->finish - job->tj->submit);
+            q_jct[job->queue] += (double)(job->finish - job->tj->submit);
+            qr->n_finished++;
+            last_finish = MAX(last_finish, job->finish);
+        }
+    }
+    for (guint q = 0; q < sim->n_queues; q++) {
+        KbSimQueueResult *qr = &r->queues[q];
+        qr->jct_mean = qr->n_finished > 0 ? q_jct[q] / qr->n_finished : 0;
+        qr->wait_mean = q_started[q] > 0 ? q_wait[q] / q_started[q] : 0;
+    }
+    r->makespan = last_finish >= 0 ? last_finish - r->first_submit : 0;
+    r->jct_mean = mean(jct, r->n_finished);
+    r->jct_p50 = kb_sim_percentile(jct, r->n_finished, 50);
+    r->jct_p95 = kb_sim_percentile(jct, r->n_finished, 95);
+    r->jct_p99 = kb_sim_percentile(jct, r->n_finished, 99);
+    r->wait_mean = mean(wait, r->n_started);
+    r->wait_p50 = kb_sim_percentile(wait, r->n_started, 50);
+    r->wait_p95 = kb_sim_percentile(wait, r->n_started, 95);
+    r->wait_p99 = kb_sim_percentile(wait, r->n_started, 99);
+}
+
+static KbSimReport *report_new(Sim *sim)
+{
+    KbSimReport *r = g_new0(KbSimReport, 1);
+    r->n_jobs = sim->trace->n_jobs;
+    r->n_gpus = sim->opts.n_nodes * sim->opts.gpus_per_node;
+    r->first_submit = sim->trace->n_jobs > 0 ? sim->trace->jobs[0].submit : 0;
+    r->end = sim->now;
+    r->n_queues = sim->n_queues;
+    r->queues = g_new0(KbSimQueueResult, MAX(sim->n_queues, 1));
+    for (guint q = 0; q < sim->n_queues; q++) {
+        r->queues[q].name = sim->queues[q].name;
+        r->queues[q].weight = sim->queues[q].weight;
+        r->queues[q].received_gpu_s = sim->queues[q].received_gpu_s;
+    }
+    report_jobs(r, sim);
+    double span = (double)(r->end - r->first_submit) * r->n_gpus;
+    r->util_busy = span > 0 ? sim->busy_gpu_s / span : 0;
+    r->util_alloc = span > 0 ? sim->held_gpu_s / span : 0;
+    double window =
+            r->n_jobs > 0
+                    ? (double)(sim->trace->jobs[r->n_jobs - 1].submit - r->first_submit) * r->n_gpus
+                    : 0;
+    r->util_busy_arrivals = window > 0 ? sim->busy_arrivals_gpu_s / window : r->util_busy;
+    r->util_alloc_arrivals = window > 0 ? sim->held_arrivals_gpu_s / window : r->util_alloc;
+    r->partial_gpu_s = sim->partial_gpu_s;
+    r->partial_gpus_peak = sim->partial_peak;
+    r->partial_gpus_end = sim->gpus_partial;
+    r->jain = sim->contended_s > 0 ? sim->jain_sum / sim->contended_s : -1;
+    r->contended_s = sim->contended_s;
+    r->n_cycles = sim->cycle_us->len;
+    r->n_placements = sim->n_placements;
+    r->n_cache_restarts = sim->n_restarts;
+    double *us = (double *)(void *)sim->cycle_us->data;
+    r->cycle_us_mean = mean(us, sim->cycle_us->len);
+    r->cycle_us_p99 = kb_sim_percentile(us, sim->cycle_us->len, 99);
+    r->cycle_us_max = sim->cycle_us->len > 0 ? us[sim->cycle_us->len - 1] : 0;
+    return r;
+}
+
+KbSimReport *kb_sim_run(const KbTrace *trace, const KbConf *conf, const KbSimOptions *opts,
+                        GError **error)
+{
+    if (!options_check(trace, opts, error))
+        return NULL;
+    gint64 t0 = g_get_monotonic_time();
+    Sim sim = {0};
+    sim_init(&sim, trace, conf, opts);
+    gboolean stopped = FALSE;
+    sim.now = trace->n_jobs > 0 ? trace->jobs[0].submit : 0;
+    for (;;) {
+        gint64 t = next_time(&sim);
+        if (t == G_MAXINT64)
+            break;
+        if (opts->max_cycles > 0 && sim.cycle_us->len >= opts->max_cycles) {
+            stopped = TRUE;
+            break;
+        }
+        step(&sim, t);
+    }
+    KbSimReport *r = report_new(&sim);
+    r->stopped = stopped;
+    sim_clear(&sim);
+    r->wall_s = (double)(g_get_monotonic_time() - t0) / 1e6;
+    return r;
+}
+
+void kb_sim_report_free(KbSimReport *report)
+{
+    if (report == NULL)
+        return;
+    for (guint i = 0; i < report->n_jobs; i++) {
+        g_free(report->jobs[i].phase);
+        g_free(report->jobs[i].reason);
+        g_free(report->jobs[i].message);
+    }
+    g_free(report->jobs);
+    g_free(report->queues);
+    g_free(report);
+}

@@ -1,0 +1,128 @@
+/*
+ * A discrete-event cluster simulator that drives the real scheduler core (scheduler/cache.h,
+ * scheduler/cycle.h, the policies) with a job trace (bench/lib/trace.h) on a simulated clock.
+ *
+ * What it does, as the daemon and the kubelets would:
+ * - the cluster is N identical Ready nodes of G GPUs (cpu 64, memory 512Gi, pods 110 each);
+ * - every trace cluster is a Queue (weight 1 unless told) and the namespace of its jobs;
+ * - a job arrives at its submit time as a Volcano PodGroup (minMember = its pod count, its queue)
+ *   and its pods (schedulerName kube-batchd, requests nvidia.com/gpu only; shape from
+ *   kb_trace_gang_shape), fed to the cache as decoded records;
+ * - a scheduling cycle (kb_cycle_run) runs at every second in which something happened (an
+ *   arrival, a completion) and again one period later while the previous cycle placed pods or
+ *   moved a job to another phase. Seconds in which nothing changed are skipped: a cycle over an
+ *   unchanged cache places nothing (tests/test-trace.c checks it), so the outcome equals a
+ *   cycle every period;
+ * - every placement binds at once (kb_cache_bind_succeeded) and the pod is updated with
+ *   spec.nodeName and phase Running;
+ * - a job runs once every pod of it is bound (a distributed job needs all its workers) and ends
+ *   `duration` seconds later (rounded up, at least 1): its pods are updated to Succeeded (and,
+ *   with delete_finished, deleted with the group);
+ * - the run ends when no arrival, completion or pending cycle is left. Jobs that never started
+ *   (a gang larger than the cluster, or GPUs held forever by partial gangs when gang is off) are
+ *   reported with the scheduler's last condition.
+ *
+ * Everything but wall times is deterministic for equal inputs.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "bench/lib/trace.h"
+#include "scheduler/conf.h"
+
+#define KB_SIM_MAX_NODES         100000
+#define KB_SIM_MAX_GPUS_PER_NODE 1024
+
+typedef struct {
+    guint n_nodes;       /* 1..KB_SIM_MAX_NODES */
+    guint gpus_per_node; /* 1..KB_SIM_MAX_GPUS_PER_NODE */
+    KbTracePack pack;
+    gint64 period;       /* seconds between cycles while the cluster changes; 0 means 1 */
+    guint max_cycles;    /* safety stop; 0: none */
+    GHashTable *weights; /* queue name (char*) -> GINT_TO_POINTER(weight >= 1); NULL: all 1 */
+    /* Every job goes to the scheduler's default queue (no Queue objects): a scheduler with one
+     * queue and no fairness plugin is FIFO across tenants. Figures stay per trace cluster. */
+    gboolean single_queue;
+    /*
+     * Delete a finished job's pods and group from the cache (the operator's cleanPodPolicy: All),
+     * which keeps cycles short on long traces. Off by default: the cache in this tree frees a job
+     * twice when its last pod or its group is deleted (job_maybe_remove); finished jobs then stay
+     * in the cache as Succeeded pods (no decision depends on them), and once they outnumber the
+     * live jobs the simulator starts a new cache from the live objects, as a restarted daemon
+     * would after its relist (n_cache_restarts).
+     */
+    gboolean delete_finished;
+} KbSimOptions;
+
+typedef struct {
+    guint index;       /* position in the replayed trace */
+    const char *queue; /* interned */
+    guint num_gpus;
+    guint n_pods;
+    gint64 submit;
+    gint64 start;  /* every pod bound; -1 when never */
+    gint64 finish; /* -1 when not finished */
+    char *phase;   /* last PodGroup phase the scheduler reported ("Pending", ...) */
+    char *reason;  /* last condition reason of an unfinished job, or NULL */
+    char *message; /* its message, or NULL */
+} KbSimJobResult;
+
+typedef struct {
+    const char *name; /* interned */
+    gint32 weight;
+    guint n_jobs, n_finished;
+    double demand_gpu_s;        /* duration x GPUs of its jobs */
+    double received_gpu_s;      /* GPU-seconds held by its pods (partial gangs included) */
+    double jct_mean, wait_mean; /* over its finished / started jobs; 0 when none */
+} KbSimQueueResult;
+
+typedef struct {
+    guint n_jobs, n_started, n_finished;
+    guint n_gpus; /* cluster size */
+    gint64 first_submit;
+    gint64 end;      /* time of the last event */
+    gint64 makespan; /* last completion - first submit; 0 when nothing finished */
+    /* Job completion time (finish - submit) over finished jobs, queueing delay (start - submit)
+     * over started jobs; seconds. */
+    double jct_mean, jct_p50, jct_p95, jct_p99;
+    double wait_mean, wait_p50, wait_p95, wait_p99;
+    /* Over [first_submit, end]: GPUs of running jobs, and GPUs held by any bound pod. */
+    double util_busy, util_alloc;
+    /* The same over [first submit, last submit], while the trace offers load (a long last job
+     * stretches the whole run and hides the differences). */
+    double util_busy_arrivals, util_alloc_arrivals;
+    /* Pods bound while their gang is not complete: held, unable to run. */
+    double partial_gpu_s;
+    guint partial_gpus_peak;
+    guint partial_gpus_end; /* still held when the run ended */
+    /* Jain's index of allocated GPUs / weight over the queues with waiting jobs, averaged over
+     * the time at least two queues wait (1 = every waiting queue gets its weighted share);
+     * -1 when that never happens. */
+    double jain;
+    double contended_s;
+    guint n_cycles;
+    guint64 n_placements;
+    guint n_cache_restarts; /* see delete_finished */
+    double cycle_us_mean, cycle_us_p99, cycle_us_max;
+    double wall_s;            /* whole simulation */
+    gboolean stopped;         /* max_cycles reached */
+    KbSimQueueResult *queues; /* sorted by name */
+    guint n_queues;
+    KbSimJobResult *jobs; /* in trace order */
+} KbSimReport;
+
+/* Defaults: 64 nodes x 8 GPUs, node packing, period 1, no cycle limit, equal weights. */
+void kb_sim_options_init(KbSimOptions *opts);
+
+/*
+ * Replay @trace (sorted by submit time, e.g. from kb_trace_select) under @conf. Returns a new
+ * report (free with kb_sim_report_free) or NULL with KB_ERROR_INVALID for bad options.
+ */
+KbSimReport *kb_sim_run(const KbTrace *trace, const KbConf *conf, const KbSimOptions *opts,
+                        GError **error);
+void kb_sim_report_free(KbSimReport *report);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbSimReport, kb_sim_report_free)
+
+/* The nearest-rank @p-th percentile (0 < p <= 100) of @n values (sorted in place); 0 when n=0. */
+double kb_sim_percentile(double *values, guint n, double p);
