@@ -124,8 +124,8 @@ static void window_pump(Window *w)
 }
 
 static double window_run(KbClient *client, guint n,
-                         void (*issue)(KbClient *, guint, KbResponseFunc, gpointer),
-                         double *acked, const char *what)
+                         void (*issue)(KbClient *, guint, KbResponseFunc, gpointer), double *acked,
+                         const char *what)
 {
     Window w = {.client = client, .n = n, .issue = issue, .acked = acked};
     if (n == 0)
@@ -471,8 +471,8 @@ int main(int argc, char **argv)
     }
 
     Watch w = {.bound = g_new0(double, n_pods), .loop = g_main_loop_new(NULL, FALSE)};
-    KbInformerOptions io = {.type = &kb_type_pods, .namespace_ = "bench", .decode =
-                                    (KbDecodeFunc)kb_pod_decode};
+    KbInformerOptions io = {
+            .type = &kb_type_pods, .namespace_ = "bench", .decode = (KbDecodeFunc)kb_pod_decode};
     KbInformerHandlers h = {.on_add = on_add, .on_update = on_update};
     KbInformer *inf = kb_informer_new(client, &io, &h, &w);
     kb_informer_start(inf);
@@ -516,8 +516,7 @@ int main(int argc, char **argv)
            n_groups, gang, t_groups, n_pods, n_pods / t_create);
     printf("kube-batchd: %u of %d pods bound; first creation to last binding seen: %.2f s\n",
            w.n_bound, n_pods, t_end - t0);
-    printf("kube-batchd: end-to-end %.0f pods bound/s (creation to confirmed binding)\n",
-           e2e_rate);
+    printf("kube-batchd: end-to-end %.0f pods bound/s (creation to confirmed binding)\n", e2e_rate);
     printf("kube-batchd: %.0f pods bound/s from the first binding to the last\n", bind_rate);
     printf("kube-batchd: latency creation -> binding seen: p50 %.3f s, p99 %.3f s\n", p50, p99);
     printf("ratio: end-to-end / baseline binding rate = %.2f; binding phase / baseline = %.2f\n",

@@ -140,13 +140,12 @@ static void report(KbBinder *b, Pending *p, KbBindResult result, const GError *e
         kb_cache_bind_succeeded(b->cache, m->namespace_, m->name, m->uid, b->now_s());
         if (b->recorder != NULL)
             kb_recorder_event(b->recorder, m, "v1", "Pod", "Normal", "Scheduled",
-                              "Successfully assigned %s/%s to %s", m->namespace_, m->name,
-                              p->node);
+                              "Successfully assigned %s/%s to %s", m->namespace_, m->name, p->node);
     } else {
         kb_cache_bind_failed(b->cache, m->namespace_, m->name, m->uid, &out.n_rolled_back);
         g_warning("pod %s/%s: binding to node %s failed (%s); job %s: %u pods back to pending",
-                  m->namespace_, m->name, p->node, error != NULL ? error->message : "error",
-                  p->job, out.n_rolled_back);
+                  m->namespace_, m->name, p->node, error != NULL ? error->message : "error", p->job,
+                  out.n_rolled_back);
         if (b->recorder != NULL)
             kb_recorder_event(b->recorder, m, "v1", "Pod", "Warning", "FailedScheduling",
                               "Binding rejected: %s; gang %s goes back to pending",

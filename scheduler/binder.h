@@ -39,10 +39,10 @@ typedef struct {
     KbBindResult result;
     const KbPod *pod;
     const char *node;
-    const char *job;         /* "ns/name" of the job */
-    const GError *error;     /* NULL on success */
-    guint n_rolled_back;     /* failure: gang members returned to pending (the pod included) */
-    gint64 latency_us;       /* submission to response */
+    const char *job;     /* "ns/name" of the job */
+    const GError *error; /* NULL on success */
+    guint n_rolled_back; /* failure: gang members returned to pending (the pod included) */
+    gint64 latency_us;   /* submission to response */
 } KbBindOutcome;
 
 typedef void (*KbBinderDoneFunc)(const KbBindOutcome *outcome, gpointer user_data);

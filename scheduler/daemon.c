@@ -131,13 +131,13 @@ static void report_malformed(json_object *obj, const char *kind, const GError *e
     kb_object_unref(meta);
 }
 
-#define DECODE_WRAPPER(fn, decoder, kind)                                                        \
-    static gpointer fn(json_object *obj, gboolean keep_raw, GError **error)                     \
-    {                                                                                            \
-        gpointer rec = decoder(obj, keep_raw, error);                                            \
-        if (rec == NULL)                                                                         \
-            report_malformed(obj, kind, error != NULL ? *error : NULL);                          \
-        return rec;                                                                              \
+#define DECODE_WRAPPER(fn, decoder, kind)                                                          \
+    static gpointer fn(json_object *obj, gboolean keep_raw, GError **error)                        \
+    {                                                                                              \
+        gpointer rec = decoder(obj, keep_raw, error);                                              \
+        if (rec == NULL)                                                                           \
+            report_malformed(obj, kind, error != NULL ? *error : NULL);                            \
+        return rec;                                                                                \
     }
 
 DECODE_WRAPPER(decode_node, kb_node_decode, "Node")
@@ -211,8 +211,8 @@ gboolean kb_daemon_run_cycle(KbDaemon *daemon)
     if (r->placements->len > 0 || r->n_jobs_discarded > 0)
         g_debug("cycle %" G_GUINT64_FORMAT ": %u jobs, %u placed (%u pods), %u discarded, "
                 "%u pods pending, %" G_GINT64_FORMAT " us",
-                d->n_cycles, r->n_jobs, r->n_jobs_placed, r->placements->len,
-                r->n_jobs_discarded, r->n_tasks_pending, r->duration_us);
+                d->n_cycles, r->n_jobs, r->n_jobs_placed, r->placements->len, r->n_jobs_discarded,
+                r->n_tasks_pending, r->duration_us);
     return TRUE;
 }
 
@@ -427,8 +427,8 @@ static void sources_start(KbDaemon *d)
 
 /* ---- metrics ----------------------------------------------------------------------------- */
 
-static const double latency_buckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
-                                         5,     10,   30,    60,   120, 300};
+static const double latency_buckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
+                                         2.5,   5,    10,    30,   60,  120,  300};
 static const double cycle_buckets[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
                                        0.025,  0.05,    0.1,    0.25,  0.5,    1,     2.5};
 
@@ -453,8 +453,7 @@ static void metrics_init(KbDaemon *d)
     m->action_duration = kb_metrics_histogram(r, "kube_batchd_action_duration_seconds",
                                               "Duration of one action in a cycle.", l_action,
                                               cycle_buckets, G_N_ELEMENTS(cycle_buckets));
-    m->cycles = kb_metrics_counter(r, "kube_batchd_cycles_total", "Scheduling cycles run.",
-                                   NULL);
+    m->cycles = kb_metrics_counter(r, "kube_batchd_cycles_total", "Scheduling cycles run.", NULL);
     m->placements = kb_metrics_counter(r, "kube_batchd_placements_total",
                                        "Pods placed by cycles (committed gangs).", NULL);
     m->binds = kb_metrics_counter(r, "kube_batchd_binds_total",
@@ -474,23 +473,22 @@ static void metrics_init(KbDaemon *d)
                                           "Resources allocated to a queue's jobs (cpu in cores, "
                                           "memory in bytes).",
                                           l_queue_res);
-    m->queue_deserved = kb_metrics_gauge(r, "kube_batchd_queue_deserved",
-                                         "A queue's deserved share (proportion plugin).",
-                                         l_queue_res);
-    m->pending_tasks = kb_metrics_gauge(r, "kube_batchd_pending_tasks",
-                                        "Served pods waiting for a node after the last cycle.",
-                                        NULL);
+    m->queue_deserved =
+            kb_metrics_gauge(r, "kube_batchd_queue_deserved",
+                             "A queue's deserved share (proportion plugin).", l_queue_res);
+    m->pending_tasks =
+            kb_metrics_gauge(r, "kube_batchd_pending_tasks",
+                             "Served pods waiting for a node after the last cycle.", NULL);
     m->decode_errors = kb_metrics_counter(r, "kube_batchd_informer_decode_errors_total",
-                                          "Malformed objects skipped by an informer.",
-                                          l_resource);
+                                          "Malformed objects skipped by an informer.", l_resource);
     m->informer_objects = kb_metrics_gauge(r, "kube_batchd_informer_objects",
                                            "Objects in an informer's store.", l_resource);
-    m->status_writes = kb_metrics_counter(r, "kube_batchd_status_writes_total",
-                                          "PodGroup, pod and Queue status writes by result.",
-                                          l_result);
-    m->events = kb_metrics_counter(r, "kube_batchd_events_total",
-                                   "Events by result (created, patched, dropped, failed).",
-                                   l_result);
+    m->status_writes =
+            kb_metrics_counter(r, "kube_batchd_status_writes_total",
+                               "PodGroup, pod and Queue status writes by result.", l_result);
+    m->events =
+            kb_metrics_counter(r, "kube_batchd_events_total",
+                               "Events by result (created, patched, dropped, failed).", l_result);
     m->leader = kb_metrics_gauge(r, "kube_batchd_leader", "1 while this instance leads.", NULL);
     m->ready = kb_metrics_gauge(r, "kube_batchd_ready", "1 when /readyz answers 200.", NULL);
 }
@@ -547,8 +545,7 @@ static void publish_queue(KbDaemon *d, const KbQueueStatus *qs)
             {"Unknown", G_STRUCT_OFFSET(KbQueueStatus, n_unknown)},
             {"Completed", G_STRUCT_OFFSET(KbQueueStatus, n_completed)},
     };
-    kb_series_set(kb_metric_with(m->pending_groups, qs->name, NULL),
-                  qs->n_pending + qs->n_inqueue);
+    kb_series_set(kb_metric_with(m->pending_groups, qs->name, NULL), qs->n_pending + qs->n_inqueue);
     for (gsize i = 0; i < G_N_ELEMENTS(phases); i++)
         kb_series_set(kb_metric_with(m->queue_jobs, qs->name, phases[i].phase, NULL),
                       G_STRUCT_MEMBER(guint, qs, phases[i].offset));
@@ -609,8 +606,7 @@ static void on_bind_done(const KbBindOutcome *out, gpointer data)
 static void start_leading(gpointer data)
 {
     KbDaemon *d = data;
-    g_message("leading (lease %s/%s, identity %s)", d->lock_namespace, d->lock_name,
-              d->identity);
+    g_message("leading (lease %s/%s, identity %s)", d->lock_namespace, d->lock_name, d->identity);
     d->leading = TRUE;
     kb_binder_set_paused(d->binder, FALSE);
     kick(d);
@@ -656,8 +652,7 @@ static void copy_options(KbDaemon *d, const KbDaemonOptions *opts)
     d->lock_namespace =
             g_strdup(opts->lock_namespace != NULL ? opts->lock_namespace : "kube-system");
     d->lock_name = g_strdup(opts->lock_name != NULL ? opts->lock_name : "kube-batchd");
-    d->identity = opts->identity != NULL ? g_strdup(opts->identity)
-                                         : kb_leader_default_identity();
+    d->identity = opts->identity != NULL ? g_strdup(opts->identity) : kb_leader_default_identity();
     d->listen_address = g_strdup(opts->listen_address);
     if (d->opts.schedule_period_ms == 0)
         d->opts.schedule_period_ms = 1000;
@@ -713,9 +708,9 @@ void kb_daemon_start(KbDaemon *daemon)
     decode_sink = d;
     g_message("kube-batchd: API server %s, scheduler names %s, schedule period %u ms, "
               "default queue \"%s\"%s",
-              kb_client_server(d->client), d->scheduler_names != NULL && d->scheduler_names[0] != NULL
-                                                   ? d->scheduler_names[0]
-                                                   : "kube-batchd",
+              kb_client_server(d->client),
+              d->scheduler_names != NULL && d->scheduler_names[0] != NULL ? d->scheduler_names[0]
+                                                                          : "kube-batchd",
               d->opts.schedule_period_ms, d->default_queue,
               d->opts.leader_elect ? ", leader election on" : "");
     sources_start(d);
@@ -775,8 +770,8 @@ void kb_daemon_stop(KbDaemon *daemon, guint deadline_ms)
     gint64 deadline = g_get_monotonic_time() + (gint64)deadline_ms * 1000;
     iterate_until(d, binds_done, deadline);
     if (kb_binder_in_flight(d->binder) > 0)
-        g_warning("stopping: gave up on %u bindings after %u ms",
-                  kb_binder_in_flight(d->binder), deadline_ms);
+        g_warning("stopping: gave up on %u bindings after %u ms", kb_binder_in_flight(d->binder),
+                  deadline_ms);
     iterate_until(d, writes_done, deadline);
     if (d->leader != NULL && d->leading) {
         d->leading = FALSE;

@@ -43,15 +43,15 @@ typedef struct {
     guint schedule_period_ms;           /* default 1000 */
     const char *default_queue;          /* default "default" */
     gboolean leader_elect;
-    const char *lock_namespace;         /* default "kube-system" */
-    const char *lock_name;              /* default "kube-batchd" */
-    const char *identity;               /* default kb_leader_default_identity() */
-    guint lease_duration_ms;            /* 0: kb-leader defaults (15 s / 10 s / 2 s) */
+    const char *lock_namespace; /* default "kube-system" */
+    const char *lock_name;      /* default "kube-batchd" */
+    const char *identity;       /* default kb_leader_default_identity() */
+    guint lease_duration_ms;    /* 0: kb-leader defaults (15 s / 10 s / 2 s) */
     guint renew_deadline_ms;
     guint retry_period_ms;
-    const char *listen_address;         /* NULL: no HTTP endpoint */
-    guint bind_max_in_flight;           /* default KB_BINDER_DEFAULT_MAX_IN_FLIGHT */
-    guint assume_ttl_s;                 /* default 120: a bind the watch never confirms */
+    const char *listen_address; /* NULL: no HTTP endpoint */
+    guint bind_max_in_flight;   /* default KB_BINDER_DEFAULT_MAX_IN_FLIGHT */
+    guint assume_ttl_s;         /* default 120: a bind the watch never confirms */
 } KbDaemonOptions;
 
 typedef struct KbDaemon KbDaemon;

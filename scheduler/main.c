@@ -145,8 +145,8 @@ static const GOptionEntry entries[] = {
          duration_arg, "Lease duration (default 15s)", "DURATION"},
         {"leader-elect-renew-deadline", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_CALLBACK,
          duration_arg, "Renew deadline (default 10s)", "DURATION"},
-        {"leader-elect-retry-period", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_CALLBACK,
-         duration_arg, "Retry period (default 2s)", "DURATION"},
+        {"leader-elect-retry-period", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_CALLBACK, duration_arg,
+         "Retry period (default 2s)", "DURATION"},
         {"listen-address", 0, 0, G_OPTION_ARG_STRING, &flags.listen_address,
          "Address of /healthz, /readyz and /metrics (default :8080; empty: none)", "HOST:PORT"},
         {"log-level", 0, 0, G_OPTION_ARG_CALLBACK, kb_log_option_arg,
@@ -178,8 +178,7 @@ static gboolean validate(GError **error)
         }
     }
     if (flags.default_queue != NULL && flags.default_queue[0] == '\0') {
-        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
-                    "--default-queue: empty name");
+        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE, "--default-queue: empty name");
         return FALSE;
     }
     if (flags.lock_namespace != NULL && flags.lock_namespace[0] == '\0') {
@@ -247,8 +246,7 @@ static int run(KbConf *conf)
     guint sigterm = g_unix_signal_add(SIGTERM, on_signal, &st);
     guint sigint = g_unix_signal_add(SIGINT, on_signal, &st);
     if (kb_daemon_http_port(daemon) != 0)
-        g_message("serving /healthz, /readyz and /metrics on port %u",
-                  kb_daemon_http_port(daemon));
+        g_message("serving /healthz, /readyz and /metrics on port %u", kb_daemon_http_port(daemon));
     kb_daemon_start(daemon);
     g_main_loop_run(loop);
     kb_daemon_stop(daemon, STOP_DEADLINE_MS);

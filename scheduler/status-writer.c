@@ -33,10 +33,10 @@ struct KbStatusWriter {
     gpointer queue_type_data;
     guint backoff_ms;
     guint max_backoff_ms;
-    GHashTable *entries;     /* key -> Entry* (owned) */
-    GHashTable *queue_last;  /* queue name -> last status body queued (owned strings) */
+    GHashTable *entries;    /* key -> Entry* (owned) */
+    GHashTable *queue_last; /* queue name -> last status body queued (owned strings) */
     guint64 counts[KB_STATUS_N_RESULTS];
-    guint64 dropped;         /* writes refused because KB_STATUS_MAX_ENTRIES were pending */
+    guint64 dropped; /* writes refused because KB_STATUS_MAX_ENTRIES were pending */
 };
 
 static void entry_free(gpointer p)
@@ -153,8 +153,8 @@ static void finish(KbStatusWriter *w, Entry *e, KbStatusResult result)
 /* A failed attempt: retry later, or give up. */
 static void attempt_failed(KbStatusWriter *w, Entry *e, const GError *error)
 {
-    gboolean retryable = kb_error_is_retryable(error) ||
-                         g_error_matches(error, KB_ERROR, KB_ERROR_CONFLICT);
+    gboolean retryable =
+            kb_error_is_retryable(error) || g_error_matches(error, KB_ERROR, KB_ERROR_CONFLICT);
     e->attempts++;
     if (!retryable || e->attempts >= KB_STATUS_MAX_ATTEMPTS) {
         g_warning("%s %s%s%s: cannot write status (attempt %u, giving up): %s", e->type->plural,
@@ -205,9 +205,8 @@ static void on_written(const KbResponse *resp, gpointer data)
 
 static void send_entry(KbStatusWriter *w, Entry *e)
 {
-    const char *ct = e->patch_type == KB_PATCH_STRATEGIC
-                             ? "application/strategic-merge-patch+json"
-                             : "application/merge-patch+json";
+    const char *ct = e->patch_type == KB_PATCH_STRATEGIC ? "application/strategic-merge-patch+json"
+                                                         : "application/merge-patch+json";
     json_object *body = json_tokener_parse(e->body);
     KbRequest req = {.method = "PATCH",
                      .type = e->type,
@@ -229,8 +228,8 @@ static void send_entry(KbStatusWriter *w, Entry *e)
 static void enqueue(KbStatusWriter *w, const KbResourceType *type, const char *namespace_,
                     const char *name, KbPatchType patch_type, json_object *body)
 {
-    g_autofree char *key = g_strdup_printf("%s|%s/%s", type->plural,
-                                           namespace_ != NULL ? namespace_ : "", name);
+    g_autofree char *key =
+            g_strdup_printf("%s|%s/%s", type->plural, namespace_ != NULL ? namespace_ : "", name);
     Entry *e = g_hash_table_lookup(w->entries, key);
     const char *text = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
 
@@ -294,8 +293,7 @@ static json_object *condition_new(const char *type, const char *status, const ch
     return c;
 }
 
-json_object *kb_status_pod_group_body(const KbJobStatus *st, KbPodGroupDialect dialect,
-                                      gint64 now)
+json_object *kb_status_pod_group_body(const KbJobStatus *st, KbPodGroupDialect dialect, gint64 now)
 {
     json_object *status = json_object_new_object();
     json_object_object_add(status, "phase",
@@ -322,8 +320,8 @@ json_object *kb_status_pod_group_body(const KbJobStatus *st, KbPodGroupDialect d
 static json_object *pod_condition_body(const KbJobStatus *st, gint64 now)
 {
     json_object *conds = json_object_new_array();
-    json_object_array_add(conds,
-                          condition_new("PodScheduled", "False", "Unschedulable", st->message, now));
+    json_object_array_add(
+            conds, condition_new("PodScheduled", "False", "Unschedulable", st->message, now));
     json_object *status = json_object_new_object();
     json_object_object_add(status, "conditions", conds);
     json_object *body = json_object_new_object();

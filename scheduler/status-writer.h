@@ -62,8 +62,7 @@ const char *kb_status_result_to_string(KbStatusResult result);
  * The status body (a new JSON object {"status": {...}}) written for @st at @now (unix seconds),
  * for @dialect. Exposed for tests.
  */
-json_object *kb_status_pod_group_body(const KbJobStatus *st, KbPodGroupDialect dialect,
-                                      gint64 now);
+json_object *kb_status_pod_group_body(const KbJobStatus *st, KbPodGroupDialect dialect, gint64 now);
 
 /* Frees the writer; writes in flight complete but their results are ignored. */
 void kb_status_writer_free(KbStatusWriter *writer);

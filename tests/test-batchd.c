@@ -78,8 +78,8 @@ static gboolean child_wait(Child *c, guint ms)
     while (!c->exited && g_get_monotonic_time() < deadline)
         g_main_context_iteration(NULL, FALSE) || (g_usleep(5000), TRUE);
     if (c->exited)
-        c->status = g_subprocess_get_if_exited(c->proc) ? g_subprocess_get_exit_status(c->proc)
-                                                        : -1;
+        c->status =
+                g_subprocess_get_if_exited(c->proc) ? g_subprocess_get_exit_status(c->proc) : -1;
     return c->exited;
 }
 
@@ -120,8 +120,8 @@ static Cluster *cluster_start(void)
     g_autofree char *prog = g_build_filename(bin_dir(), "kb-apiserver", NULL);
     g_autofree char *listen = g_strdup_printf("127.0.0.1:%u", port);
     cl->child = g_new0(Child, 1);
-    cl->child->log_path = g_strdup_printf("%s/kb-apiserver-%d-%u.log", g_get_tmp_dir(),
-                                          getpid(), port);
+    cl->child->log_path =
+            g_strdup_printf("%s/kb-apiserver-%d-%u.log", g_get_tmp_dir(), getpid(), port);
     g_autoptr(GSubprocessLauncher) l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE);
     g_subprocess_launcher_set_stderr_file_path(l, cl->child->log_path);
     g_subprocess_launcher_set_child_setup(l, die_with_parent, NULL, NULL);
@@ -178,8 +178,8 @@ static Child *daemon_start(Cluster *cl, ...)
         g_ptr_array_add(argv, g_strdup(a));
     va_end(ap);
     g_ptr_array_add(argv, NULL);
-    c->log_path = g_strdup_printf("%s/kube-batchd-%d-%u.log", g_get_tmp_dir(), getpid(),
-                                  c->http_port);
+    c->log_path =
+            g_strdup_printf("%s/kube-batchd-%d-%u.log", g_get_tmp_dir(), getpid(), c->http_port);
     g_autoptr(GSubprocessLauncher) l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_NONE);
     g_subprocess_launcher_set_stderr_file_path(l, c->log_path);
     g_subprocess_launcher_set_child_setup(l, die_with_parent, NULL, NULL);
@@ -458,13 +458,12 @@ static gboolean wait_bound(Cluster *cl, const char *prefix, guint n, guint ms)
 static char *group_status(Cluster *cl, const char *name, const char *dotted)
 {
     g_autoptr(GError) error = NULL;
-    json_object *g = kb_client_get(cl->client, &kb_type_pod_groups_volcano, "default", name,
-                                   &error);
+    json_object *g =
+            kb_client_get(cl->client, &kb_type_pod_groups_volcano, "default", name, &error);
     g_assert_no_error(error);
     json_object *v = kas_json_get(g, dotted);
     char *out = NULL;
-    if (v != NULL && json_object_is_type(v, json_type_array) &&
-        json_object_array_length(v) > 0)
+    if (v != NULL && json_object_is_type(v, json_type_array) && json_object_array_length(v) > 0)
         v = json_object_array_get_idx(v, 0);
     if (v != NULL && json_object_is_type(v, json_type_object))
         out = g_strdup(json_object_to_json_string_ext(v, JSON_C_TO_STRING_NOSLASHESCAPE));
@@ -608,8 +607,8 @@ static void test_gang_waits_for_capacity(void)
     g_assert_cmpint(http_get(d->http_port, "/metrics", &metrics), ==, 200);
     g_assert_cmpfloat(metric_value(metrics, "kube_batchd_binds_total{result=\"succeeded\"}"), ==,
                       10);
-    g_assert_cmpfloat(metric_value(metrics, "kube_batchd_e2e_scheduling_latency_seconds_count"),
-                      ==, 10);
+    g_assert_cmpfloat(metric_value(metrics, "kube_batchd_e2e_scheduling_latency_seconds_count"), ==,
+                      10);
     g_assert_cmpfloat(metric_value(metrics, "kube_batchd_cycles_total"), >, 0);
     g_assert_cmpint(http_get(d->http_port, "/healthz", NULL), ==, 200);
     g_assert_cmpint(http_get(d->http_port, "/readyz", NULL), ==, 200);
@@ -649,15 +648,15 @@ static void test_queue_weights(void)
     g_assert_cmpuint(light, ==, 4);
     g_assert_cmpuint(heavy, ==, 12);
     g_assert_cmpfloat(
-            metric_value(metrics,
-                         "kube_batchd_queue_allocated{queue=\"heavy\",resource=\"nvidia.com/gpu\"}"),
+            metric_value(
+                    metrics,
+                    "kube_batchd_queue_allocated{queue=\"heavy\",resource=\"nvidia.com/gpu\"}"),
             ==, 12);
     g_assert_cmpfloat(
             metric_value(metrics,
                          "kube_batchd_queue_deserved{queue=\"light\",resource=\"nvidia.com/gpu\"}"),
             ==, 4);
-    g_assert_cmpfloat(metric_value(metrics, "kube_batchd_pending_groups{queue=\"light\"}"), ==,
-                      12);
+    g_assert_cmpfloat(metric_value(metrics, "kube_batchd_pending_groups{queue=\"light\"}"), ==, 12);
     daemon_stop(d);
 }
 
@@ -796,8 +795,12 @@ static void test_leader_handover(void)
     g_autoptr(Cluster) cl = cluster_start();
     install_crds(cl);
     add_node(cl, "n1", 64, NULL);
-    const char *le[] = {"--leader-elect", "--leader-elect-retry-period", "200ms",
-                        "--leader-elect-lease-duration", "2s", "--leader-elect-renew-deadline",
+    const char *le[] = {"--leader-elect",
+                        "--leader-elect-retry-period",
+                        "200ms",
+                        "--leader-elect-lease-duration",
+                        "2s",
+                        "--leader-elect-renew-deadline",
                         "1s"};
     g_autoptr(Child) a = daemon_start(cl, le[0], le[1], le[2], le[3], le[4], le[5], le[6], NULL);
     g_assert_true(wait_ready(a, WAIT_MS));
@@ -820,8 +823,7 @@ static void test_leader_handover(void)
     g_usleep(300000);
     g_autofree char *metrics = NULL;
     g_assert_cmpint(http_get(b->http_port, "/metrics", &metrics), ==, 200);
-    g_assert_cmpfloat(metric_value(metrics, "kube_batchd_binds_total{result=\"conflict\"}"), <=,
-                      0);
+    g_assert_cmpfloat(metric_value(metrics, "kube_batchd_binds_total{result=\"conflict\"}"), <=, 0);
     g_assert_cmpfloat(metric_value(metrics, "kube_batchd_binds_total{result=\"succeeded\"}"), ==,
                       10);
     daemon_stop(b);

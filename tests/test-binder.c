@@ -34,9 +34,11 @@ static json_object *parse(const char *text)
 static void add_node(KbCache *cache, const char *name, int gpus)
 {
     g_autofree char *text = g_strdup_printf(
-            "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\",\"uid\":\"u-%s\"},"
+            "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\",\"uid\":\"u-%"
+            "s\"},"
             "\"status\":{\"allocatable\":{\"cpu\":\"64\",\"memory\":\"256Gi\",\"pods\":\"110\","
-            "\"nvidia.com/gpu\":\"%d\"},\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
+            "\"nvidia.com/"
+            "gpu\":\"%d\"},\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
             name, name, gpus);
     json_object *o = parse(text);
     g_autoptr(GError) error = NULL;
@@ -64,7 +66,8 @@ static void add_group(KbCache *cache, const char *name, int min_member)
 static void add_pod(KbCache *cache, const char *name, const char *group)
 {
     g_autofree char *text = g_strdup_printf(
-            "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"" NS
+            "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\",\"namespace\":"
+            "\"" NS
             "\",\"uid\":\"uid-%s\",\"annotations\":{\"scheduling.k8s.io/group-name\":\"%s\"}},"
             "\"spec\":{\"schedulerName\":\"kube-batchd\",\"containers\":[{\"name\":\"c\","
             "\"resources\":{\"requests\":{\"cpu\":\"1\",\"nvidia.com/gpu\":\"1\"}}}]},"
@@ -86,9 +89,8 @@ static void place(Fixture *f, const char *name, const char *node, const char *jo
     g_assert_nonnull(task);
     g_assert_nonnull(ni);
     kb_cache_assume_task(f->cache, task, ni->id);
-    KbPlacement pl = {.pod = kb_object_ref(task->pod),
-                      .node = g_intern_string(node),
-                      .job = g_strdup(job)};
+    KbPlacement pl = {
+            .pod = kb_object_ref(task->pod), .node = g_intern_string(node), .job = g_strdup(job)};
     g_array_append_val(f->placements, pl);
 }
 
@@ -102,9 +104,9 @@ static void placement_clear(gpointer p)
 static void on_done(const KbBindOutcome *out, gpointer data)
 {
     Fixture *f = data;
-    g_ptr_array_add(f->outcomes, g_strdup_printf("%s:%s:%u", out->pod->meta.name,
-                                                 kb_bind_result_to_string(out->result),
-                                                 out->n_rolled_back));
+    g_ptr_array_add(f->outcomes,
+                    g_strdup_printf("%s:%s:%u", out->pod->meta.name,
+                                    kb_bind_result_to_string(out->result), out->n_rolled_back));
 }
 
 static void fixture_setup(Fixture *f, gconstpointer data)
@@ -255,12 +257,10 @@ static const FailCase fail_cases[] = {
 static void test_failure_rolls_back_gang(Fixture *f, gconstpointer data)
 {
     const FailCase *fc = data;
-    kb_test_server_respond(f->srv, "POST", "/api/v1/namespaces/" NS "/pods/p0/binding", 201,
-                           "{}");
+    kb_test_server_respond(f->srv, "POST", "/api/v1/namespaces/" NS "/pods/p0/binding", 201, "{}");
     kb_test_server_push(f->srv, "POST", "/api/v1/namespaces/" NS "/pods/p1/binding",
                         kb_test_response_new_status(fc->status, fc->reason, "pod p1: refused"));
-    kb_test_server_respond(f->srv, "POST", "/api/v1/namespaces/" NS "/pods/p2/binding", 201,
-                           "{}");
+    kb_test_server_respond(f->srv, "POST", "/api/v1/namespaces/" NS "/pods/p2/binding", 201, "{}");
     kb_binder_set_max_in_flight(f->binder, 1);
     gang_of_three(f);
     kb_binder_submit(f->binder, f->placements);
