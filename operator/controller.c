@@ -42,6 +42,7 @@ struct TfController {
     GHashTable *last_scale; /* key -> gint64* monotonic time (us) of the last decision */
     guint idle_id;
     guint resync_id;
+    guint autoscale_id;
 
     guint64 reconciles, errors;
     KbMetric *m_reconciles, *m_errors, *m_actions, *m_jobs;
@@ -753,6 +754,9 @@ void tf_controller_start(TfController *c)
         if (all[i] != NULL)
             kb_informer_start(all[i]);
     c->resync_id = g_timeout_add_seconds(c->resync_seconds, resync, c);
+    /* Scaling depends on other jobs' groups and on free GPUs: look again at that pace. */
+    if (c->autoscaling)
+        c->autoscale_id = g_timeout_add_seconds(c->autoscale_seconds, resync, c);
 }
 
 void tf_controller_set_active(TfController *c, gboolean active)
@@ -801,6 +805,8 @@ void tf_controller_free(TfController *c)
         g_source_remove(c->idle_id);
     if (c->resync_id != 0)
         g_source_remove(c->resync_id);
+    if (c->autoscale_id != 0)
+        g_source_remove(c->autoscale_id);
     KbInformer *all[] = {c->jobs_v1, c->jobs_alpha, c->pods,       c->services,  c->groups,
                          c->nodes,   c->all_pods,   c->all_groups, c->priorities};
     for (guint i = 0; i < G_N_ELEMENTS(all); i++)
