@@ -522,34 +522,50 @@ static void test_gang_impossible_request(void)
 
 /* ---- queues --------------------------------------------------------------------------------- */
 
-static void test_queue_weights_share(void)
+/* Queues weighted as given, each with more one-GPU jobs than the cluster holds, share the
+ * contended GPUs in proportion; nothing is left idle by rounding. */
+typedef struct {
+    const char *name;
+    guint nodes, gpus_per_node;
+    guint weights[3];
+    guint expect[3];
+} ShareCase;
+
+static const ShareCase share_cases[] = {
+    {"1-3-over-8", 1, 8, {1, 3, 0}, {2, 6, 0}},
+    {"1-3-over-40", 5, 8, {1, 3, 0}, {10, 30, 0}},
+    {"1-1-1-over-9", 1, 9, {1, 1, 1}, {3, 3, 3}},
+    {"1-2-over-8", 1, 8, {1, 2, 0}, {3, 5, 0}},
+};
+
+static void test_queue_weights_share(gconstpointer data)
 {
+    const ShareCase *c = data;
     Fx *fx = fx_new(NULL);
-    for (guint i = 0; i < 5; i++) {
+    for (guint i = 0; i < c->nodes; i++) {
         g_autofree char *name = g_strdup_printf("n%u", i);
-        add_node(fx, name, 8);
+        add_node(fx, name, c->gpus_per_node);
     }
-    add_queue(fx, "a", 1, NULL);
-    add_queue(fx, "b", 3, NULL);
-    for (guint i = 0; i < 40; i++) {
-        for (guint q = 0; q < 2; q++) {
-            g_autofree char *name = g_strdup_printf("%s%u", q == 0 ? "a" : "b", i);
-            add_group(fx, "default", name, 1, q == 0 ? "a" : "b");
+    static const char *const queues[] = {"a", "b", "c"};
+    guint nq = 0, total = c->nodes * c->gpus_per_node;
+    for (; nq < 3 && c->weights[nq] != 0; nq++)
+        add_queue(fx, queues[nq], c->weights[nq], NULL);
+    for (guint i = 0; i < total; i++) {
+        for (guint q = 0; q < nq; q++) {
+            g_autofree char *name = g_strdup_printf("%s%u", queues[q], i);
+            add_group(fx, "default", name, 1, queues[q]);
             PodOpts po = {.group = name, .requests = GPU1};
             add_pod(fx, name, &po);
         }
     }
     run(fx);
-    guint na = 0, nb = 0;
+    guint got[3] = {0};
     for (guint i = 0; i < fx->res->placements->len; i++) {
         const KbPlacement *p = &g_array_index(fx->res->placements, KbPlacement, i);
-        if (p->job[strlen("default/")] == 'a')
-            na++;
-        else
-            nb++;
+        got[p->job[strlen("default/")] - 'a']++;
     }
-    g_assert_cmpuint(na, ==, 10);
-    g_assert_cmpuint(nb, ==, 30);
+    for (guint q = 0; q < nq; q++)
+        g_assert_cmpuint(got[q], ==, c->expect[q]);
     const KbQueueStatus *qa = NULL;
     for (guint i = 0; i < fx->res->queue_statuses->len; i++) {
         const KbQueueStatus *qs = &g_array_index(fx->res->queue_statuses, KbQueueStatus, i);
@@ -557,10 +573,9 @@ static void test_queue_weights_share(void)
             qa = qs;
     }
     g_assert_nonnull(qa);
-    g_assert_cmpint(qa->deserved.v[KB_RES_GPU], ==, 10);
-    g_assert_cmpint(qa->allocated.v[KB_RES_GPU], ==, 10);
-    g_assert_cmpuint(qa->n_running, ==, 10);
-    g_assert_cmpuint(qa->n_pending + qa->n_inqueue, ==, 30);
+    g_assert_cmpint(qa->allocated.v[KB_RES_GPU], ==, c->expect[0]);
+    g_assert_cmpuint(qa->n_running, ==, c->expect[0]);
+    g_assert_cmpuint(qa->n_pending + qa->n_inqueue, ==, total - c->expect[0]);
     fx_free(fx);
 }
 
@@ -1162,7 +1177,11 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/gang/schedule-timeout", test_gang_schedule_timeout);
     g_test_add_func("/scheduler/gang/events-once", test_gang_events_once);
     g_test_add_func("/scheduler/gang/impossible-request", test_gang_impossible_request);
-    g_test_add_func("/scheduler/proportion/weights-1-3", test_queue_weights_share);
+    for (guint i = 0; i < G_N_ELEMENTS(share_cases); i++) {
+        g_autofree char *path =
+                g_strdup_printf("/scheduler/proportion/weights/%s", share_cases[i].name);
+        g_test_add_data_func(path, &share_cases[i], test_queue_weights_share);
+    }
     g_test_add_func("/scheduler/proportion/capability", test_queue_capability);
     g_test_add_func("/scheduler/proportion/capability-message", test_queue_capability_message);
     g_test_add_func("/scheduler/proportion/guarantee", test_queue_guarantee);
