@@ -1,13 +1,25 @@
 /* The scheduler's cluster cache; see cache.h. */
 #include "scheduler/cache.h"
 
+#include <json-c/json.h>
 #include <string.h>
+
+#include "kube/kb-error.h"
+
+/* Per node GPU bookkeeping, beside the public KbNodeInfo. */
+typedef struct {
+    guint32 holders[KB_GPU_MAX]; /* pods counted as holding each index (overlaps are tolerated) */
+    KbGpuTopology *topology;     /* KbNodeInfo.gpu_topology */
+    char *annotation;            /* the topology annotation last seen (parse and warn once) */
+    gint64 n_gpus;               /* the allocatable GPUs the topology was built for */
+} NodeGpu;
 
 /* Every pod the cache knows (served or not), keyed "ns/name". */
 typedef struct {
     KbPod *pod;          /* ref */
     gint counted_node;   /* node whose `used` includes this pod, -1 when none */
     KbResources counted; /* what was added there */
+    guint64 counted_gpus; /* GPU indices it holds there (NodeGpu.holders) */
     KbTaskInfo *task;    /* owned by its job; NULL for pods of other schedulers */
 } PodEntry;
 
@@ -22,6 +34,8 @@ struct KbCache {
     GHashTable *queues;   /* interned name -> KbQueueInfo* (owned by queue_list) */
     GPtrArray *queue_list;
     GHashTable *priority_classes; /* interned name -> KbPriorityClass* (ref) */
+    GArray *node_gpus;            /* NodeGpu, indexed like nodes */
+    guint n_gpu_topology_errors;
 };
 
 static gboolean state_occupies(KbTaskState s)
@@ -42,6 +56,7 @@ static guint node_id_for(KbCache *cache, const char *name)
     ni.id = cache->nodes->len;
     ni.name = g_intern_string(name);
     g_array_append_val(cache->nodes, ni);
+    g_array_set_size(cache->node_gpus, cache->nodes->len);
     g_hash_table_insert(cache->node_ids, (gpointer)ni.name, GUINT_TO_POINTER(ni.id + 1));
     return ni.id;
 }
@@ -57,6 +72,51 @@ static void node_refresh_idle(KbNodeInfo *ni)
     kb_resources_sub(&ni->idle, &ni->used);
 }
 
+static NodeGpu *node_gpu_at(KbCache *cache, guint id)
+{
+    return &g_array_index(cache->node_gpus, NodeGpu, id);
+}
+
+static void node_gpu_clear(NodeGpu *ng)
+{
+    g_clear_pointer(&ng->topology, g_free);
+    g_clear_pointer(&ng->annotation, g_free);
+    ng->n_gpus = 0;
+}
+
+/*
+ * Rack, zone and GPU topology of @node, parsed here once per change of the annotation or of the
+ * GPU count (never in the cycle). A malformed annotation is logged and counted once per value,
+ * and the node is one island.
+ */
+static void node_set_topology(KbCache *cache, KbNodeInfo *ni, KbNode *node)
+{
+    const char *rack = g_hash_table_lookup(node->meta.labels, KB_RACK_LABEL);
+    const char *zone = g_hash_table_lookup(node->meta.labels, KB_ZONE_LABEL);
+    ni->rack = rack != NULL ? g_intern_string(rack) : NULL;
+    ni->zone = zone != NULL ? g_intern_string(zone) : NULL;
+    NodeGpu *ng = node_gpu_at(cache, ni->id);
+    const char *text = g_hash_table_lookup(node->meta.annotations, KB_GPU_TOPOLOGY_ANNOTATION);
+    gint64 n = MAX(node->allocatable.v[KB_RES_GPU], 0);
+    if (ng->n_gpus == n && g_strcmp0(ng->annotation, text) == 0 && (n == 0 || ng->topology))
+        return;
+    gboolean seen = g_strcmp0(ng->annotation, text) == 0;
+    node_gpu_clear(ng);
+    ng->annotation = g_strdup(text);
+    ng->n_gpus = n;
+    g_autoptr(GError) error = NULL;
+    ng->topology = kb_cache_gpu_topology_new(text, n, &error);
+    if (error != NULL) {
+        if (!seen) {
+            g_warning("node %s: annotation %s: %s; treating the node as one GPU island",
+                      ni->name, KB_GPU_TOPOLOGY_ANNOTATION, error->message);
+            cache->n_gpu_topology_errors++;
+        }
+        ng->topology = kb_cache_gpu_topology_new(NULL, n, NULL);
+    }
+    ni->gpu_topology = ng->topology;
+}
+
 static void node_set(KbCache *cache, KbNode *node)
 {
     KbNodeInfo *ni = node_at(cache, node_id_for(cache, node->meta.name));
@@ -66,6 +126,7 @@ static void node_set(KbCache *cache, KbNode *node)
     ni->present = TRUE;
     ni->allocatable = node->allocatable;
     node_refresh_idle(ni);
+    node_set_topology(cache, ni, node);
 }
 
 void kb_cache_add_node(KbCache *cache, KbNode *node)
@@ -88,6 +149,10 @@ void kb_cache_delete_node(KbCache *cache, KbNode *node)
     ni->present = FALSE;
     kb_resources_clear(&ni->allocatable);
     node_refresh_idle(ni);
+    /* Pods still counted here keep their holders; a node that comes back is parsed afresh. */
+    ni->gpu_topology = NULL;
+    ni->rack = ni->zone = NULL;
+    node_gpu_clear(node_gpu_at(cache, ni->id));
 }
 
 /* ---- accounting ----------------------------------------------------------------------------- */
@@ -105,17 +170,86 @@ static gint pod_desired_node(KbCache *cache, PodEntry *pe)
     return -1;
 }
 
+/* The lowest @k indices of @mask (fewer when @mask has fewer). */
+static guint64 lowest_bits(guint64 mask, gint64 k)
+{
+    guint64 out = 0;
+    for (; k > 0 && mask != 0; k--) {
+        guint64 bit = mask & -mask;
+        out |= bit;
+        mask &= ~bit;
+    }
+    return out;
+}
+
+static int popcount64(guint64 m)
+{
+    return __builtin_popcountll(m);
+}
+
+/* Add (@delta 1) or remove (-1) the hold of @gpus on node @id. */
+static void node_hold_gpus(KbCache *cache, guint id, guint64 gpus, int delta)
+{
+    NodeGpu *ng = node_gpu_at(cache, id);
+    KbNodeInfo *ni = node_at(cache, id);
+    for (; gpus != 0; gpus &= gpus - 1) {
+        int i = __builtin_ctzll(gpus);
+        ng->holders[i] = (guint32)((gint64)ng->holders[i] + delta);
+        if (ng->holders[i] > 0)
+            ni->gpu_used |= G_GUINT64_CONSTANT(1) << i;
+        else
+            ni->gpu_used &= ~(G_GUINT64_CONSTANT(1) << i);
+    }
+}
+
+/*
+ * The GPU indices the pod holds on node @node when they are known: its gpu-ids annotation (a
+ * bound pod), else the indices the cycle chose for its task, else the ones it was already counted
+ * with there. 0 when the pod asks no GPU or nothing says which ones it holds.
+ */
+static guint64 pod_known_gpus(PodEntry *pe, gint node)
+{
+    gint64 k = pe->pod->requests.v[KB_RES_GPU];
+    if (k <= 0)
+        return 0;
+    const char *text = g_hash_table_lookup(pe->pod->meta.annotations, KB_GPU_IDS_ANNOTATION);
+    guint64 ids = 0;
+    if (text != NULL && kb_cache_gpu_ids_parse(text, &ids, NULL) && popcount64(ids) == k)
+        return ids;
+    if (pe->task != NULL && pe->task->gpu_ids != 0 && popcount64(pe->task->gpu_ids) == k)
+        return pe->task->gpu_ids;
+    if (pe->counted_node == node && popcount64(pe->counted_gpus) == k)
+        return pe->counted_gpus;
+    return 0;
+}
+
+/*
+ * A pod that says nothing about its GPUs (another scheduler's, or bound before gpu-ids existed)
+ * is assumed to hold the lowest free indices of its node: the count is exact, the indices an
+ * approximation, so that placements never hand out more indices than the node has free.
+ */
+static guint64 pod_guess_gpus(KbCache *cache, PodEntry *pe, guint node)
+{
+    const KbNodeInfo *ni = node_at(cache, node);
+    guint64 all = ni->gpu_topology != NULL ? ni->gpu_topology->all : G_MAXUINT64;
+    return lowest_bits(all & ~ni->gpu_used, pe->pod->requests.v[KB_RES_GPU]);
+}
+
 static void pod_recount(KbCache *cache, PodEntry *pe)
 {
     gint want = pod_desired_node(cache, pe);
+    guint64 gpus = want >= 0 ? pod_known_gpus(pe, want) : 0;
     if (want == pe->counted_node &&
-        (want == -1 || kb_resources_equal(&pe->counted, &pe->pod->requests)))
+        (want == -1 || (kb_resources_equal(&pe->counted, &pe->pod->requests) &&
+                        gpus == pe->counted_gpus)))
         return;
     if (pe->counted_node >= 0) {
         KbNodeInfo *ni = node_at(cache, (guint)pe->counted_node);
         kb_resources_sub(&ni->used, &pe->counted);
         ni->n_pods--;
         node_refresh_idle(ni);
+        node_hold_gpus(cache, (guint)pe->counted_node, pe->counted_gpus, -1);
+        pe->counted_gpus = 0;
     }
     pe->counted_node = want;
     if (want >= 0) {
@@ -124,6 +258,8 @@ static void pod_recount(KbCache *cache, PodEntry *pe)
         kb_resources_add(&ni->used, &pe->counted);
         ni->n_pods++;
         node_refresh_idle(ni);
+        pe->counted_gpus = gpus != 0 ? gpus : pod_guess_gpus(cache, pe, (guint)want);
+        node_hold_gpus(cache, (guint)want, pe->counted_gpus, 1);
     }
 }
 
@@ -134,6 +270,9 @@ static void task_set_state(KbTaskInfo *task, KbTaskState state, gint node_id)
     if (state_occupies(task->state))
         kb_resources_sub(&job->allocated, &task->resreq);
     job->n_state[task->state]--;
+    /* GPU indices chosen for a node the task leaves (set by the cycle just before assuming). */
+    if (node_id < 0 || (task->node_id >= 0 && task->node_id != node_id))
+        task->gpu_ids = 0;
     task->state = state;
     task->node_id = node_id;
     job->n_state[state]++;
@@ -400,7 +539,7 @@ static void job_maybe_remove(KbCache *cache, KbJobInfo *job)
     g_autofree char *hk = job_hash_key(job->is_group, job->namespace_, job->name);
     g_hash_table_remove(cache->jobs, hk);
     guint id = job->id;
-    g_ptr_array_remove_index_fast(cache->job_list, id);
+    g_ptr_array_steal_index_fast(cache->job_list, id);
     if (id < cache->job_list->len)
         ((KbJobInfo *)cache->job_list->pdata[id])->id = id;
     job_free(job);
@@ -505,6 +644,8 @@ static void pod_entry_remove(KbCache *cache, PodEntry *pe)
         kb_resources_sub(&ni->used, &pe->counted);
         ni->n_pods--;
         node_refresh_idle(ni);
+        node_hold_gpus(cache, (guint)pe->counted_node, pe->counted_gpus, -1);
+        pe->counted_gpus = 0;
         pe->counted_node = -1;
     }
     pe->task = NULL;
@@ -520,7 +661,8 @@ void kb_cache_update_pod(KbCache *cache, KbPod *pod)
     g_autofree char *key = pod_key(pod->meta.namespace_, pod->meta.name);
     PodEntry *pe = g_hash_table_lookup(cache->pods, key);
     if (pe != NULL && (g_strcmp0(pe->pod->meta.uid, pod->meta.uid) != 0 ||
-                       (pe->task != NULL && pe->task->pod->group_name != pod->group_name))) {
+                       (pe->task != NULL &&
+                        g_strcmp0(pe->task->pod->group_name, pod->group_name) != 0))) {
         /* Recreated under the same name, or moved to another group: start over. */
         kb_cache_delete_pod(cache, pe->pod);
         pe = NULL;
@@ -703,6 +845,171 @@ guint kb_cache_expire_assumed(KbCache *cache, gint64 now, gint64 ttl_seconds)
     return n;
 }
 
+/* ---- GPU annotations ------------------------------------------------------------------------ */
+
+static const char *const gpu_level_names[KB_GPU_N_LEVELS] = {"nvlink", "pcie", "numa"};
+
+/* One level of the topology annotation (a list of disjoint, non-empty lists of indices). */
+static gboolean gpu_level_parse(json_object *level, const char *name, guint64 *groups, guint *n,
+                                GError **error)
+{
+    if (!json_object_is_type(level, json_type_array)) {
+        g_set_error(error, KB_ERROR, KB_ERROR_DECODE, "\"%s\": not a list of lists of GPU indices",
+                    name);
+        return FALSE;
+    }
+    guint64 seen = 0;
+    gsize len = json_object_array_length(level);
+    for (gsize g = 0; g < len; g++) {
+        json_object *group = json_object_array_get_idx(level, g);
+        gsize glen = json_object_is_type(group, json_type_array) ? json_object_array_length(group)
+                                                                   : 0;
+        if (glen == 0) {
+            g_set_error(error, KB_ERROR, KB_ERROR_DECODE,
+                        "\"%s\"[%zu]: not a non-empty list of GPU indices", name, g);
+            return FALSE;
+        }
+        guint64 mask = 0;
+        for (gsize i = 0; i < glen; i++) {
+            json_object *v = json_object_array_get_idx(group, i);
+            gint64 idx = json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : -1;
+            if (idx < 0 || idx >= KB_GPU_MAX) {
+                g_set_error(error, KB_ERROR, KB_ERROR_DECODE,
+                            "\"%s\"[%zu][%zu]: %s is not a GPU index 0..%d", name, g, i,
+                            json_object_to_json_string(v), KB_GPU_MAX - 1);
+                return FALSE;
+            }
+            guint64 bit = G_GUINT64_CONSTANT(1) << idx;
+            if ((seen | mask) & bit) {
+                g_set_error(error, KB_ERROR, KB_ERROR_DECODE,
+                            "\"%s\"[%zu][%zu]: GPU %" G_GINT64_FORMAT " is listed twice", name, g,
+                            i, idx);
+                return FALSE;
+            }
+            mask |= bit;
+        }
+        seen |= mask;
+        groups[(*n)++] = mask; /* disjoint and non-empty: never more than KB_GPU_MAX */
+    }
+    return TRUE;
+}
+
+/* The annotation's levels into @groups (KB_GPU_N_LEVELS x KB_GPU_MAX) and @n. */
+static gboolean gpu_topology_parse(const char *text, guint64 *groups, guint *n, GError **error)
+{
+    gsize len = strlen(text);
+    if (len > KB_GPU_TOPOLOGY_MAX_BYTES) {
+        g_set_error(error, KB_ERROR, KB_ERROR_LIMIT, "%zu bytes, more than the limit of %d", len,
+                    KB_GPU_TOPOLOGY_MAX_BYTES);
+        return FALSE;
+    }
+    json_tokener *tok = json_tokener_new_ex(4); /* object > level > group > index */
+    json_object *obj = json_tokener_parse_ex(tok, text, (int)len);
+    gboolean complete = obj != NULL && json_tokener_get_error(tok) == json_tokener_success &&
+                        (gsize)json_tokener_get_parse_end(tok) == len;
+    json_tokener_free(tok);
+    if (!complete || !json_object_is_type(obj, json_type_object)) {
+        json_object_put(obj);
+        g_set_error(error, KB_ERROR, KB_ERROR_DECODE, "not a JSON object: \"%.64s%s\"", text,
+                    len > 64 ? "..." : "");
+        return FALSE;
+    }
+    gboolean ok = TRUE;
+    for (int l = 0; l < KB_GPU_N_LEVELS && ok; l++) {
+        json_object *level = NULL;
+        if (json_object_object_get_ex(obj, gpu_level_names[l], &level))
+            ok = gpu_level_parse(level, gpu_level_names[l], groups + l * KB_GPU_MAX, &n[l],
+                                 error);
+    }
+    json_object_put(obj);
+    return ok;
+}
+
+KbGpuTopology *kb_cache_gpu_topology_new(const char *annotation, gint64 n_gpus, GError **error)
+{
+    guint64 groups[KB_GPU_N_LEVELS * KB_GPU_MAX];
+    guint n[KB_GPU_N_LEVELS] = {0};
+    if (annotation != NULL && !gpu_topology_parse(annotation, groups, n, error))
+        return NULL;
+    guint64 all = n_gpus >= KB_GPU_MAX ? G_MAXUINT64
+                                       : (G_GUINT64_CONSTANT(1) << MAX(n_gpus, 0)) - 1;
+    for (int l = 0; l < KB_GPU_N_LEVELS; l++) {
+        for (guint i = 0; i < n[l]; i++)
+            all |= groups[l * KB_GPU_MAX + i];
+    }
+    if (all == 0)
+        return NULL;
+    /* Without an annotation the node is one island; a GPU no island names is an island alone. */
+    guint64 islands = 0;
+    for (guint i = 0; i < n[0]; i++)
+        islands |= groups[i];
+    if (annotation == NULL) {
+        groups[n[0]++] = all;
+    } else {
+        for (guint64 rest = all & ~islands; rest != 0; rest &= rest - 1)
+            groups[n[0]++] = rest & -rest;
+    }
+    KbGpuTopology *topo = g_malloc0(sizeof(KbGpuTopology) + sizeof(guint64) * (n[0] + n[1] + n[2]));
+    topo->all = all;
+    for (int l = 0; l < KB_GPU_N_LEVELS; l++) {
+        topo->first[l + 1] = topo->first[l] + n[l];
+        memcpy(&topo->groups[topo->first[l]], groups + l * KB_GPU_MAX, sizeof(guint64) * n[l]);
+    }
+    return topo;
+}
+
+gboolean kb_cache_gpu_ids_parse(const char *text, guint64 *out, GError **error)
+{
+    gsize len = strlen(text);
+    if (len > KB_GPU_IDS_MAX_BYTES) {
+        g_set_error(error, KB_ERROR, KB_ERROR_LIMIT, "%zu bytes, more than the limit of %d", len,
+                    KB_GPU_IDS_MAX_BYTES);
+        return FALSE;
+    }
+    guint64 mask = 0;
+    const char *p = text;
+    for (;;) {
+        while (*p == ' ')
+            p++;
+        char *end = NULL;
+        guint64 idx = g_ascii_isdigit(*p) ? g_ascii_strtoull(p, &end, 10) : G_MAXUINT64;
+        if (end == NULL || idx >= KB_GPU_MAX || (mask & (G_GUINT64_CONSTANT(1) << idx))) {
+            g_set_error(error, KB_ERROR, KB_ERROR_DECODE,
+                        "\"%s\": not a list of distinct GPU indices 0..%d", text, KB_GPU_MAX - 1);
+            return FALSE;
+        }
+        mask |= G_GUINT64_CONSTANT(1) << idx;
+        for (p = end; *p == ' '; p++)
+            ;
+        if (*p == '\0')
+            break;
+        if (*p++ != ',') {
+            g_set_error(error, KB_ERROR, KB_ERROR_DECODE,
+                        "\"%s\": not a list of distinct GPU indices 0..%d", text, KB_GPU_MAX - 1);
+            return FALSE;
+        }
+    }
+    *out = mask;
+    return TRUE;
+}
+
+char *kb_cache_gpu_ids_format(guint64 ids)
+{
+    if (ids == 0)
+        return NULL;
+    GString *s = g_string_sized_new(24);
+    for (int i = 0; i < KB_GPU_MAX; i++) {
+        if (ids & (G_GUINT64_CONSTANT(1) << i))
+            g_string_append_printf(s, "%s%d", s->len > 0 ? "," : "", i);
+    }
+    return g_string_free(s, FALSE);
+}
+
+guint kb_cache_gpu_topology_errors(const KbCache *cache)
+{
+    return cache->n_gpu_topology_errors;
+}
+
 /* ---- life cycle and queries ----------------------------------------------------------------- */
 
 KbCache *kb_cache_new(const char *const *scheduler_names, const char *default_queue)
@@ -724,6 +1031,7 @@ KbCache *kb_cache_new(const char *const *scheduler_names, const char *default_qu
     cache->queue_list = g_ptr_array_new_with_free_func(queue_info_free);
     cache->priority_classes =
             g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, kb_object_unref);
+    cache->node_gpus = g_array_new(FALSE, TRUE, sizeof(NodeGpu));
     queue_info_new(cache, cache->default_queue);
     return cache;
 }
@@ -746,8 +1054,11 @@ void kb_cache_free(KbCache *cache)
     g_hash_table_unref(cache->pods);
     g_hash_table_unref(cache->jobs);
     g_ptr_array_unref(cache->job_list);
-    for (guint i = 0; i < cache->nodes->len; i++)
+    for (guint i = 0; i < cache->nodes->len; i++) {
         g_clear_pointer(&node_at(cache, i)->node, kb_object_unref);
+        node_gpu_clear(node_gpu_at(cache, i));
+    }
+    g_array_unref(cache->node_gpus);
     g_array_unref(cache->nodes);
     g_hash_table_unref(cache->node_ids);
     g_hash_table_unref(cache->queues);

@@ -848,6 +848,42 @@ static void test_pod_delete_releases(void)
     fx_free(fx);
 }
 
+/* A finished job goes away whatever the order of deletes (the operator deletes pods, then the
+ * PodGroup; the garbage collector may do it the other way round), and a job that remains keeps
+ * its place in the job list. */
+static void test_job_removed_when_group_and_pods_go(gconstpointer data)
+{
+    gboolean group_first = GPOINTER_TO_INT(data);
+    Fx *fx = fx_new(NULL);
+    add_node(fx, "n1", 8);
+    add_group(fx, "default", "tf", 2, NULL);
+    add_gang_pods(fx, "default", "tf", 2, GPU1);
+    add_group(fx, "default", "other", 1, NULL);
+    add_gang_pods(fx, "default", "other", 1, GPU1);
+    run(fx);
+    g_autoptr(GError) error = NULL;
+    json_object *go = parse("{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":"
+                            "\"PodGroup\",\"metadata\":{\"name\":\"tf\",\"namespace\":"
+                            "\"default\",\"uid\":\"pg-tf\"},\"spec\":{\"minMember\":2}}");
+    g_autoptr(KbPodGroup) pg = kb_pod_group_decode(go, FALSE, &error);
+    g_assert_no_error(error);
+    json_object_put(go);
+    if (group_first)
+        kb_cache_delete_pod_group(fx->cache, pg);
+    for (guint i = 0; i < 2; i++) {
+        g_autofree char *key = g_strdup_printf("default/tf-%u", i);
+        g_autoptr(KbPod) pod = kb_pod_decode(g_hash_table_lookup(fx->pods, key), FALSE, NULL);
+        kb_cache_delete_pod(fx->cache, pod);
+    }
+    if (!group_first)
+        kb_cache_delete_pod_group(fx->cache, pg);
+    g_assert_null(kb_cache_lookup_job(fx->cache, "default", "tf"));
+    g_assert_nonnull(kb_cache_lookup_job(fx->cache, "default", "other"));
+    g_assert_cmpuint(node_gpus_used(fx, "n1"), ==, 1);
+    run(fx);
+    fx_free(fx);
+}
+
 /* ---- scoring -------------------------------------------------------------------------------- */
 
 static void score_case(const char *conf, const char *want)
@@ -1195,6 +1231,10 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/cache/foreign-pods-consume", test_foreign_pods_consume);
     g_test_add_func("/scheduler/cache/terminated-releases", test_foreign_pod_terminated_releases);
     g_test_add_func("/scheduler/cache/pod-before-node", test_pod_before_node);
+    g_test_add_data_func("/scheduler/cache/job-removed/pods-then-group", GINT_TO_POINTER(FALSE),
+                         test_job_removed_when_group_and_pods_go);
+    g_test_add_data_func("/scheduler/cache/job-removed/group-then-pods", GINT_TO_POINTER(TRUE),
+                         test_job_removed_when_group_and_pods_go);
     g_test_add_func("/scheduler/cache/pod-delete-releases", test_pod_delete_releases);
     g_test_add_func("/scheduler/cache/served-names", test_served_names);
     g_test_add_func("/scheduler/cache/dialects", test_dialects);
