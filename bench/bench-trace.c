@@ -178,6 +178,10 @@ static gboolean parse_options(int argc, char **argv, Opts *o, GError **error)
              "Configuration the ratios divide by (fifo when run, else the last one)", "NAME"},
             {"weight", 'w', 0, G_OPTION_ARG_STRING_ARRAY, &o->weights,
              "Queue weight, repeatable (default 1)", "QUEUE=W"},
+            {"threads", 'j', 0, G_OPTION_ARG_INT, &o->threads,
+             "Replays run in parallel, one configuration per thread (default: CPUs); cycle wall "
+             "times then include contention",
+             "N"},
             {"max-cycles", 0, 0, G_OPTION_ARG_INT, &o->max_cycles,
              "Stop a replay after N cycles (0: no limit)", "N"},
             {"unfinished", 0, 0, G_OPTION_ARG_INT, &o->show_unfinished,

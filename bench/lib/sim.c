@@ -60,9 +60,10 @@ typedef struct {
     guint partial_peak;
     GArray *cycle_us; /* double */
     guint64 n_placements;
-    guint n_live;     /* arrived, not finished */
-    guint n_retained; /* finished but still in the cache (without delete_finished) */
-    guint n_restarts; /* cache rebuilds */
+    guint n_live;         /* arrived, not finished */
+    guint n_retained;     /* finished but still in the cache (without delete_finished) */
+    guint n_restarts;     /* cache rebuilds */
+    gint64 last_activity; /* last arrival, completion or placement */
 } Sim;
 
 /* ---- the objects, as JSON an API server would return ---------------------------------------- */
@@ -365,6 +366,8 @@ static void apply_placements(Sim *sim, const KbCycleResult *res)
         pod_bind(sim, job, k, pl->pod, pl->node);
     }
     sim->n_placements += res->placements->len;
+    if (res->placements->len > 0)
+        sim->last_activity = sim->now;
     sim->partial_peak = MAX(sim->partial_peak, sim->gpus_partial);
 }
 
@@ -447,6 +450,15 @@ static void integrate(Sim *sim, gint64 t)
     }
 }
 
+static gboolean waiting(const Sim *sim)
+{
+    for (guint q = 0; q < sim->n_queues; q++) {
+        if (sim->queues[q].n_waiting > 0)
+            return TRUE;
+    }
+    return FALSE;
+}
+
 /* The time of the next thing to happen, or G_MAXINT64. */
 static gint64 next_time(Sim *sim)
 {
@@ -455,7 +467,8 @@ static gint64 next_time(Sim *sim)
         next = sim->trace->jobs[sim->next_arrival].submit;
     if (sim->heap->len > 0)
         next = MIN(next, g_array_index(sim->heap, Completion, 0).t);
-    if (sim->rerun)
+    /* Idle cycles only while something can still change (an arrival or a completion ahead). */
+    if (sim->rerun || (sim->opts.every_period && next != G_MAXINT64 && waiting(sim)))
         next = MIN(next, sim->last_cycle + sim->opts.period);
     return next;
 }
@@ -467,11 +480,15 @@ static void step(Sim *sim, gint64 t)
     while (sim->heap->len > 0 && g_array_index(sim->heap, Completion, 0).t <= t) {
         Completion c = heap_pop(sim->heap);
         job_complete(sim, &sim->jobs[c.job]);
+        sim->last_activity = t;
     }
     while (sim->next_arrival < sim->trace->n_jobs &&
-           sim->trace->jobs[sim->next_arrival].submit <= t)
+           sim->trace->jobs[sim->next_arrival].submit <= t) {
         job_arrive(sim, &sim->jobs[sim->next_arrival++]);
-    if (sim->n_retained >= 256 && sim->n_retained >= sim->n_live)
+        sim->last_activity = t;
+    }
+    guint restart_after = sim->opts.restart_after > 0 ? sim->opts.restart_after : 256;
+    if (sim->n_retained >= restart_after && sim->n_retained >= sim->n_live)
         cache_restart(sim);
     cycle(sim);
 }
@@ -660,7 +677,7 @@ static KbSimReport *report_new(Sim *sim)
     r->n_jobs = sim->trace->n_jobs;
     r->n_gpus = sim->opts.n_nodes * sim->opts.gpus_per_node;
     r->first_submit = sim->trace->n_jobs > 0 ? sim->trace->jobs[0].submit : 0;
-    r->end = sim->now;
+    r->end = sim->last_activity;
     r->n_queues = sim->n_queues;
     r->queues = g_new0(KbSimQueueResult, MAX(sim->n_queues, 1));
     for (guint q = 0; q < sim->n_queues; q++) {

@@ -53,6 +53,12 @@ typedef struct {
      * would after its relist (n_cache_restarts).
      */
     gboolean delete_finished;
+    /* Restart the cache once this many finished jobs are retained (and they outnumber the live
+     * ones); 0: 256. G_MAXUINT: never. */
+    guint restart_after;
+    /* Also run a cycle every period while a job waits, even when nothing changed (slow; to check
+     * that skipping idle seconds changes nothing). */
+    gboolean every_period;
 } KbSimOptions;
 
 typedef struct {
@@ -81,7 +87,7 @@ typedef struct {
     guint n_jobs, n_started, n_finished;
     guint n_gpus; /* cluster size */
     gint64 first_submit;
-    gint64 end;      /* time of the last event */
+    gint64 end;      /* time of the last arrival, completion or placement */
     gint64 makespan; /* last completion - first submit; 0 when nothing finished */
     /* Job completion time (finish - submit) over finished jobs, queueing delay (start - submit)
      * over started jobs; seconds. */

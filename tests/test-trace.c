@@ -1,0 +1,668 @@
+/*
+ * bench/lib/trace (CSV job traces: parsing, limits, sorting, slices, gang shapes) and
+ * bench/lib/sim (the trace-driven simulator around the real scheduler core) on hand-made traces
+ * whose outcome is known. tests/data/traces/philly-head.csv is the first 200 rows of the Philly
+ * trace (Jeon et al., USENIX ATC 2019, CC BY 4.0) as reduced by the Pollux artifact (Qiao et al.,
+ * OSDI 2021).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "bench/lib/sim.h"
+#include "bench/lib/trace.h"
+#include "kube/kb-error.h"
+#include "scheduler/conf.h"
+
+#define HEADER "timestamp,duration,num_gpus,gpu_time,cluster\n"
+
+static gint64 T0; /* 2017-10-01 00:00:00 UTC */
+
+static KbTrace *parse_ok(const char *csv)
+{
+    g_autoptr(GError) error = NULL;
+    KbTrace *t = kb_trace_parse(csv, strlen(csv), "t.csv", NULL, &error);
+    g_assert_no_error(error);
+    g_assert_nonnull(t);
+    return t;
+}
+
+static void parse_fails(const char *csv, const KbTraceParseOptions *opts, int code,
+                        const char *want)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbTrace) t = kb_trace_parse(csv, strlen(csv), "t.csv", opts, &error);
+    g_assert_null(t);
+    g_assert_error(error, KB_ERROR, code);
+    if (strstr(error->message, want) == NULL)
+        g_error("message \"%s\" lacks \"%s\"", error->message, want);
+}
+
+/* A buffer over the size limit fails before anything is read (no allocation of that size). */
+static void parse_fails_len(gsize len)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbTrace) t = kb_trace_parse(HEADER, len, "t.csv", NULL, &error);
+    g_assert_null(t);
+    g_assert_error(error, KB_ERROR, KB_ERROR_LIMIT);
+}
+
+static char *srcdir_path(const char *rel)
+{
+    const char *src = g_getenv("KB_SRCDIR");
+    return g_build_filename(src != NULL ? src : ".", rel, NULL);
+}
+
+/* ---- parsing -------------------------------------------------------------------------------- */
+
+static void test_parse_valid(void)
+{
+    /* Columns in another order, an extra column, CRLF, blank lines, a "T" separator. */
+    const char *csv = "cluster,num_gpus,extra,duration,timestamp\r\n"
+                      "\r\n"
+                      "q1,8,x,66.5,2017-10-01 00:00:10\r\n"
+                      "q-2,1,,0,2017-10-01T00:00:05\r\n"
+                      "\n";
+    g_autoptr(KbTrace) t = parse_ok(csv);
+    g_assert_cmpuint(t->n_jobs, ==, 2);
+    g_assert_cmpint(t->jobs[0].submit, ==, T0 + 10);
+    g_assert_cmpfloat(t->jobs[0].duration, ==, 66.5);
+    g_assert_cmpuint(t->jobs[0].num_gpus, ==, 8);
+    g_assert_cmpstr(t->jobs[0].queue, ==, "q1");
+    g_assert_cmpuint(t->jobs[0].line, ==, 3);
+    g_assert_cmpint(t->jobs[1].submit, ==, T0 + 5);
+    g_assert_cmpfloat(t->jobs[1].duration, ==, 0);
+    g_assert_cmpstr(t->jobs[1].queue, ==, "q-2");
+    g_assert_cmpuint(t->jobs[1].line, ==, 4);
+    g_assert_cmpuint(t->n_skipped, ==, 0);
+}
+
+typedef struct {
+    const char *row;
+    int code;
+    const char *want;
+} BadRow;
+
+static const BadRow bad_rows[] = {
+        {"2017-10-01 00:00:00,10,1,10,q", -1, NULL}, /* control: valid */
+        {"2017-10-01,10,1,10,q", KB_ERROR_DECODE, "t.csv:2: column 1 (timestamp): invalid time"},
+        {"2017-02-30 00:00:00,10,1,10,q", KB_ERROR_DECODE, "\"2017-02-30 00:00:00\""},
+        {"2017-10-01 24:00:00,10,1,10,q", KB_ERROR_DECODE, "column 1 (timestamp)"},
+        {"2017-10-01 00:00:00,-1,1,10,q", KB_ERROR_DECODE, "column 2 (duration): invalid duration"},
+        {"2017-10-01 00:00:00,nan,1,10,q", KB_ERROR_DECODE, "\"nan\""},
+        {"2017-10-01 00:00:00,inf,1,10,q", KB_ERROR_DECODE, "\"inf\""},
+        {"2017-10-01 00:00:00,10s,1,10,q", KB_ERROR_DECODE, "\"10s\""},
+        {"2017-10-01 00:00:00,,1,10,q", KB_ERROR_DECODE, "column 2 (duration)"},
+        {"2017-10-01 00:00:00,10,0,10,q", KB_ERROR_DECODE,
+         "column 3 (num_gpus): invalid GPU count"},
+        {"2017-10-01 00:00:00,10,1.5,10,q", KB_ERROR_DECODE, "\"1.5\""},
+        {"2017-10-01 00:00:00,10,-2,10,q", KB_ERROR_DECODE, "\"-2\""},
+        {"2017-10-01 00:00:00,10,abc,10,q", KB_ERROR_DECODE, "\"abc\""},
+        {"2017-10-01 00:00:00,10,1,10,Q1", KB_ERROR_DECODE,
+         "column 5 (cluster): invalid queue name"},
+        {"2017-10-01 00:00:00,10,1,10,", KB_ERROR_DECODE, "column 5 (cluster)"},
+        {"2017-10-01 00:00:00,10,1,10,-q", KB_ERROR_DECODE, "\"-q\""},
+        {"2017-10-01 00:00:00,10,1,10,a b", KB_ERROR_DECODE, "\"a b\""},
+        {"2017-10-01 00:00:00,10,1,q", KB_ERROR_DECODE, "t.csv:2: 4 fields, the header has 5"},
+        {"2017-10-01 00:00:00,10,1,10,q,x", KB_ERROR_DECODE, "6 fields"},
+        {"\"2017-10-01 00:00:00\",10,1,10,q", KB_ERROR_DECODE, "quoted fields are not supported"},
+};
+
+static void test_parse_malformed(void)
+{
+    for (guint i = 0; i < G_N_ELEMENTS(bad_rows); i++) {
+        g_autofree char *csv = g_strdup_printf(HEADER "%s\n", bad_rows[i].row);
+        if (bad_rows[i].code < 0) {
+            g_autoptr(KbTrace) t = parse_ok(csv);
+            g_assert_cmpuint(t->n_jobs, ==, 1);
+        } else {
+            parse_fails(csv, NULL, bad_rows[i].code, bad_rows[i].want);
+        }
+    }
+}
+
+static void test_parse_header(void)
+{
+    parse_fails("", NULL, KB_ERROR_DECODE, "t.csv: empty (no header line)");
+    parse_fails("\n\n", NULL, KB_ERROR_DECODE, "empty");
+    parse_fails("timestamp,duration,cluster\n", NULL, KB_ERROR_DECODE,
+                "t.csv:1: header has no column \"num_gpus\"");
+    const char nul[] = HEADER "2017-10-01 00:00:00,1\0,1,1,q\n";
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbTrace) t = kb_trace_parse(nul, sizeof nul - 1, "t.csv", NULL, &error);
+    g_assert_error(error, KB_ERROR, KB_ERROR_DECODE);
+    g_assert_nonnull(strstr(error->message, "t.csv:2: NUL byte"));
+}
+
+static void test_parse_skip_bad_rows(void)
+{
+    const char *csv = HEADER "2017-10-01 00:00:00,10,1,10,q\n"
+                             "2017-10-01 00:00:01,10,zero,10,q\n"
+                             "2017-10-01 00:00:02,10,1,10,Bad\n"
+                             "2017-10-01 00:00:03,10,2,20,q\n";
+    KbTraceParseOptions opts = {.skip_bad_rows = TRUE};
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbTrace) t = kb_trace_parse(csv, strlen(csv), "t.csv", &opts, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(t->n_jobs, ==, 2);
+    g_assert_cmpuint(t->n_skipped, ==, 2);
+    g_assert_nonnull(strstr(t->first_skipped, "t.csv:3: column 3 (num_gpus)"));
+    /* Limits are not skipped. */
+    const char *big = HEADER "2017-10-01 00:00:00,10,4097,10,q\n";
+    parse_fails(big, &opts, KB_ERROR_LIMIT, "more GPUs than 4096");
+}
+
+static void test_parse_limits(void)
+{
+    /* GPUs per job: 4096 passes, 4097 fails. */
+    g_autoptr(KbTrace) ok = parse_ok(HEADER "2017-10-01 00:00:00,10,4096,10,q\n");
+    g_assert_cmpuint(ok->jobs[0].num_gpus, ==, 4096);
+    parse_fails(HEADER "2017-10-01 00:00:00,10,4097,10,q\n", NULL, KB_ERROR_LIMIT,
+                "column 3 (num_gpus): more GPUs than 4096");
+    /* Duration: one year at most. */
+    g_autoptr(KbTrace) year = parse_ok(HEADER "2017-10-01 00:00:00,31622400,1,1,q\n");
+    g_assert_cmpuint(year->n_jobs, ==, 1);
+    parse_fails(HEADER "2017-10-01 00:00:00,31622401,1,1,q\n", NULL, KB_ERROR_LIMIT,
+                "duration over one year");
+    /* Line length: 4096 bytes pass (padding in an ignored column), 4097 fail. */
+    const char *row = "2017-10-01 00:00:00,10,1,10,q,";
+    for (gsize extra = 0; extra <= 1; extra++) {
+        g_autofree char *padding = g_strnfill(KB_TRACE_MAX_LINE - strlen(row) + extra, 'x');
+        g_autofree char *csv = g_strdup_printf("timestamp,duration,num_gpus,gpu_time,cluster,pad\n"
+                                               "%s%s\r\n",
+                                               row, padding);
+        if (extra == 0) {
+            g_autoptr(KbTrace) t = parse_ok(csv);
+            g_assert_cmpuint(t->n_jobs, ==, 1);
+        } else {
+            parse_fails(csv, NULL, KB_ERROR_LIMIT, "t.csv:2: line longer than 4096 bytes");
+        }
+    }
+    /* Columns: 32 pass, 33 fail. */
+    for (int n = 32; n <= 33; n++) {
+        g_autoptr(GString) csv = g_string_new(HEADER);
+        g_string_truncate(csv, csv->len - 1);
+        for (int i = 5; i < n; i++)
+            g_string_append_printf(csv, ",c%d", i);
+        g_string_append(csv, "\n");
+        if (n == 32) {
+            g_autoptr(KbTrace) t = parse_ok(csv->str);
+            g_assert_cmpuint(t->n_jobs, ==, 0);
+        } else {
+            parse_fails(csv->str, NULL, KB_ERROR_LIMIT, "header has more than 32 columns");
+        }
+    }
+    /* Jobs: max_jobs pass, one more fails. */
+    const char *three = HEADER "2017-10-01 00:00:00,1,1,1,q\n2017-10-01 00:00:01,1,1,1,q\n"
+                               "2017-10-01 00:00:02,1,1,1,q\n";
+    KbTraceParseOptions opts3 = {.max_jobs = 3}, opts2 = {.max_jobs = 2};
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbTrace) t3 = kb_trace_parse(three, strlen(three), "t.csv", &opts3, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(t3->n_jobs, ==, 3);
+    parse_fails(three, &opts2, KB_ERROR_LIMIT, "t.csv:4: more than 2 jobs");
+    /* Distinct clusters: 1024 pass, 1025 fail. */
+    for (int n = KB_TRACE_MAX_QUEUES; n <= KB_TRACE_MAX_QUEUES + 1; n++) {
+        g_autoptr(GString) csv = g_string_new(HEADER);
+        for (int i = 0; i < n; i++)
+            g_string_append_printf(csv, "2017-10-01 00:00:00,1,1,1,q%d\n", i);
+        if (n == KB_TRACE_MAX_QUEUES) {
+            g_autoptr(KbTrace) t = parse_ok(csv->str);
+            g_assert_cmpuint(t->n_jobs, ==, (guint)n);
+        } else {
+            parse_fails(csv->str, NULL, KB_ERROR_LIMIT, "more than 1024 distinct clusters");
+        }
+    }
+    /* Queue name length: 63 pass, 64 fail. */
+    for (gsize n = 63; n <= 64; n++) {
+        g_autofree char *name = g_strnfill(n, 'a');
+        g_autofree char *csv = g_strdup_printf(HEADER "2017-10-01 00:00:00,1,1,1,%s\n", name);
+        if (n == 63) {
+            g_autoptr(KbTrace) t = parse_ok(csv);
+            g_assert_cmpuint(t->n_jobs, ==, 1);
+        } else {
+            parse_fails(csv, NULL, KB_ERROR_DECODE, "invalid queue name");
+        }
+    }
+    /* Whole input. */
+    parse_fails_len(KB_TRACE_MAX_BYTES + 1);
+}
+
+static void test_load_files(void)
+{
+    g_autofree char *path = srcdir_path("tests/data/traces/philly-head.csv");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbTrace) t = kb_trace_load(path, NULL, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(t->n_jobs, ==, 200);
+    /* First data row of the Philly trace. */
+    g_assert_cmpstr(t->jobs[0].queue, ==, "11cb48");
+    g_assert_cmpuint(t->jobs[0].num_gpus, ==, 1);
+    g_assert_cmpfloat(t->jobs[0].duration, ==, 66.0);
+    gint64 want;
+    g_assert_true(kb_trace_parse_time("2017-10-09 07:01:55", &want));
+    g_assert_cmpint(t->jobs[0].submit, ==, want);
+
+    g_autoptr(GError) missing = NULL;
+    g_autoptr(KbTrace) none = kb_trace_load("/nonexistent/trace.csv", NULL, &missing);
+    g_assert_null(none);
+    g_assert_nonnull(missing);
+    g_assert_nonnull(strstr(missing->message, "trace.csv"));
+}
+
+/* ---- order, slices, shapes ------------------------------------------------------------------ */
+
+static const char unsorted[] = HEADER "2017-10-01 00:00:30,10,1,10,b\n"
+                                      "2017-10-01 00:00:10,20,2,40,a\n"
+                                      "2017-10-01 00:00:30,30,4,120,a\n"
+                                      "2017-10-01 00:00:00,40,8,320,c\n"
+                                      "2017-10-01 01:00:00,50,1,50,b\n";
+
+static void test_sort(void)
+{
+    g_autoptr(KbTrace) t = parse_ok(unsorted);
+    kb_trace_sort(t);
+    static const guint lines[] = {5, 3, 2, 4, 6}; /* equal times keep file order */
+    for (guint i = 0; i < G_N_ELEMENTS(lines); i++)
+        g_assert_cmpuint(t->jobs[i].line, ==, lines[i]);
+    g_autoptr(GPtrArray) q = kb_trace_queues(t);
+    g_assert_cmpuint(q->len, ==, 3);
+    g_assert_cmpstr(q->pdata[0], ==, "a");
+    g_assert_cmpstr(q->pdata[2], ==, "c");
+    g_assert_cmpfloat(kb_trace_gpu_seconds(t), ==, 10 + 40 + 120 + 320 + 50);
+}
+
+static void test_select(void)
+{
+    g_autoptr(KbTrace) t = parse_ok(unsorted); /* unsorted input is fine */
+    g_autoptr(GError) error = NULL;
+    KbTraceSelection all = {0};
+    g_autoptr(KbTrace) s0 = kb_trace_select(t, &all, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(s0->n_jobs, ==, 5);
+    g_assert_cmpuint(s0->jobs[0].line, ==, 5);
+
+    KbTraceSelection cut = {.skip = 1, .max_jobs = 2};
+    g_autoptr(KbTrace) s1 = kb_trace_select(t, &cut, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(s1->n_jobs, ==, 2);
+    g_assert_cmpuint(s1->jobs[0].line, ==, 3);
+    g_assert_cmpuint(s1->jobs[1].line, ==, 2);
+
+    KbTraceSelection from = {.from = T0 + 20, .window = 3600};
+    g_autoptr(KbTrace) s2 = kb_trace_select(t, &from, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(s2->n_jobs, ==, 3); /* 00:00:30 twice, 01:00:00 (3570 s after the first) */
+    from.window = 3570;
+    g_autoptr(KbTrace) s2b = kb_trace_select(t, &from, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(s2b->n_jobs, ==, 2);
+
+    KbTraceSelection scaled = {.duration_scale = 0.5, .arrival_scale = 2};
+    g_autoptr(KbTrace) s3 = kb_trace_select(t, &scaled, &error);
+    g_assert_no_error(error);
+    g_assert_cmpint(s3->jobs[0].submit, ==, T0);
+    g_assert_cmpint(s3->jobs[1].submit, ==, T0 + 20);
+    g_assert_cmpint(s3->jobs[4].submit, ==, T0 + 7200);
+    g_assert_cmpfloat(s3->jobs[0].duration, ==, 20);
+
+    KbTraceSelection late = {.from = T0 + 86400};
+    g_autoptr(KbTrace) s4 = kb_trace_select(t, &late, &error);
+    g_assert_null(s4);
+    g_assert_error(error, KB_ERROR, KB_ERROR_INVALID);
+    g_clear_error(&error);
+    KbTraceSelection bad = {.duration_scale = -1};
+    g_autoptr(KbTrace) s5 = kb_trace_select(t, &bad, &error);
+    g_assert_null(s5);
+    g_assert_error(error, KB_ERROR, KB_ERROR_INVALID);
+}
+
+typedef struct {
+    guint gpus, per_node;
+    KbTracePack pack;
+    guint pods, per_pod;
+} ShapeCase;
+
+static const ShapeCase shapes[] = {
+        {1, 8, KB_TRACE_PACK_NODE, 1, 1},    {4, 8, KB_TRACE_PACK_NODE, 1, 4},
+        {8, 8, KB_TRACE_PACK_NODE, 1, 8},    {12, 8, KB_TRACE_PACK_NODE, 2, 6},
+        {16, 8, KB_TRACE_PACK_NODE, 2, 8},   {24, 8, KB_TRACE_PACK_NODE, 3, 8},
+        {128, 8, KB_TRACE_PACK_NODE, 16, 8}, {13, 8, KB_TRACE_PACK_NODE, 13, 1},
+        {16, 4, KB_TRACE_PACK_NODE, 4, 4},   {16, 8, KB_TRACE_PACK_ONE, 16, 1},
+        {2, 1, KB_TRACE_PACK_NODE, 2, 1},
+};
+
+static void test_gang_shape(void)
+{
+    for (guint i = 0; i < G_N_ELEMENTS(shapes); i++) {
+        const ShapeCase *c = &shapes[i];
+        guint per = 0;
+        guint pods = kb_trace_gang_shape(c->gpus, c->per_node, c->pack, &per);
+        g_assert_cmpuint(pods, ==, c->pods);
+        g_assert_cmpuint(per, ==, c->per_pod);
+    }
+    KbTracePack p;
+    g_assert_true(kb_trace_pack_from_string("one", &p) && p == KB_TRACE_PACK_ONE);
+    g_assert_true(kb_trace_pack_from_string("node", &p) && p == KB_TRACE_PACK_NODE);
+    g_assert_false(kb_trace_pack_from_string("eight", &p));
+}
+
+/* ---- simulator ------------------------------------------------------------------------------ */
+
+static const char gang_only_yaml[] = "actions: \"allocate\"\n"
+                                     "tiers:\n- plugins:\n  - name: gang\n"
+                                     "- plugins:\n  - name: predicates\n";
+static const char no_gang_yaml[] = "actions: \"allocate\"\n"
+                                   "tiers:\n- plugins:\n  - name: predicates\n";
+static const char fifo_yaml[] = "actions: \"enqueue, allocate\"\n"
+                                "tiers:\n- plugins:\n  - name: priority\n  - name: gang\n"
+                                "- plugins:\n  - name: predicates\n  - name: nodeorder\n";
+
+static KbConf *conf_parse(const char *yaml)
+{
+    g_autoptr(GError) error = NULL;
+    KbConf *c = yaml != NULL ? kb_conf_parse(yaml, strlen(yaml), &error) : kb_conf_new_default();
+    g_assert_no_error(error);
+    return c;
+}
+
+/* A trace from "offset_seconds gpus duration queue" lines (offsets from T0, in order). */
+static KbTrace *trace_of(const char *const *rows, guint n)
+{
+    g_autoptr(GString) csv = g_string_new(HEADER);
+    for (guint i = 0; i < n; i++) {
+        int off, gpus;
+        double dur;
+        char queue[64];
+        if (sscanf(rows[i], "%d %d %lf %63s", &off, &gpus, &dur, queue) != 4)
+            g_error("bad test row %s", rows[i]);
+        g_autoptr(GDateTime) dt = g_date_time_new_from_unix_utc(T0 + off);
+        g_autofree char *ts = g_date_time_format(dt, "%Y-%m-%d %H:%M:%S");
+        g_string_append_printf(csv, "%s,%g,%d,%g,%s\n", ts, dur, gpus, dur * gpus, queue);
+    }
+    KbTrace *t = parse_ok(csv->str);
+    kb_trace_sort(t);
+    return t;
+}
+
+static KbSimReport *simulate(const KbTrace *t, const char *yaml, guint nodes, guint gpus,
+                             KbTracePack pack, gboolean single_queue)
+{
+    g_autoptr(KbConf) conf = conf_parse(yaml);
+    KbSimOptions opts;
+    kb_sim_options_init(&opts);
+    opts.n_nodes = nodes;
+    opts.gpus_per_node = gpus;
+    opts.pack = pack;
+    opts.single_queue = single_queue;
+    g_autoptr(GError) error = NULL;
+    KbSimReport *r = kb_sim_run(t, conf, &opts, &error);
+    g_assert_no_error(error);
+    return r;
+}
+
+static void test_sim_gang_too_big(void)
+{
+    static const char *const rows[] = {"0 16 100 a", "1 4 50 a"};
+    g_autoptr(KbTrace) t = trace_of(rows, G_N_ELEMENTS(rows));
+    g_autoptr(KbSimReport) r = simulate(t, NULL, 1, 8, KB_TRACE_PACK_NODE, FALSE);
+    g_assert_cmpuint(r->n_jobs, ==, 2);
+    g_assert_cmpuint(r->n_finished, ==, 1);
+    g_assert_cmpuint(r->n_started, ==, 1);
+    /* The 16-GPU gang never starts and the scheduler says why; the small job is not blocked. */
+    g_assert_cmpint(r->jobs[0].start, ==, -1);
+    g_assert_cmpint(r->jobs[0].finish, ==, -1);
+    g_assert_cmpuint(r->jobs[0].n_pods, ==, 2);
+    g_assert_nonnull(r->jobs[0].reason);
+    g_assert_nonnull(r->jobs[0].message);
+    g_assert_nonnull(strstr(r->jobs[0].message, "nvidia.com/gpu"));
+    g_assert_cmpint(r->jobs[1].start, ==, T0 + 1);
+    g_assert_cmpint(r->jobs[1].finish, ==, T0 + 51);
+    g_assert_cmpint(r->makespan, ==, 51);
+    g_assert_cmpuint(r->partial_gpus_peak, ==, 0);
+}
+
+static void test_sim_completion_frees(void)
+{
+    static const char *const rows[] = {"0 8 100 a", "10 8 49.2 a"};
+    g_autoptr(KbTrace) t = trace_of(rows, G_N_ELEMENTS(rows));
+    g_autoptr(KbSimReport) r = simulate(t, NULL, 1, 8, KB_TRACE_PACK_NODE, FALSE);
+    g_assert_cmpuint(r->n_finished, ==, 2);
+    g_assert_cmpint(r->jobs[0].start, ==, T0);
+    g_assert_cmpint(r->jobs[0].finish, ==, T0 + 100);
+    g_assert_cmpint(r->jobs[1].start, ==, T0 + 100);  /* the GPUs its predecessor freed */
+    g_assert_cmpint(r->jobs[1].finish, ==, T0 + 150); /* 49.2 s rounds up to 50 */
+    g_assert_cmpfloat(r->wait_mean, ==, 45);
+    g_assert_cmpfloat(r->jct_mean, ==, (100 + 140) / 2.0);
+    g_assert_cmpfloat(r->jct_p99, ==, 140);
+    g_assert_cmpint(r->makespan, ==, 150);
+    g_assert_cmpfloat_with_epsilon(r->util_busy, 1.0, 1e-9);
+    g_assert_cmpfloat_with_epsilon(r->util_busy_arrivals, 1.0, 1e-9);
+    g_assert_cmpuint(r->n_queues, ==, 1);
+    g_assert_cmpfloat(r->queues[0].received_gpu_s, ==, 8 * 150);
+    g_assert_cmpfloat(r->queues[0].demand_gpu_s, ==, 8 * 100 + 8 * 49.2);
+    g_assert_cmpfloat(r->jain, ==, -1); /* one queue: never contended */
+}
+
+/* How many of @queue's jobs started at @when. */
+static guint started_at(const KbSimReport *r, const char *queue, gint64 when)
+{
+    guint n = 0;
+    for (guint i = 0; i < r->n_jobs; i++) {
+        if (strcmp(r->jobs[i].queue, queue) == 0 && r->jobs[i].start == when)
+            n++;
+    }
+    return n;
+}
+
+static void two_queue_trace(GPtrArray *rows)
+{
+    for (int i = 0; i < 16; i++)
+        g_ptr_array_add(rows, "0 1 100 a");
+    for (int i = 0; i < 8; i++)
+        g_ptr_array_add(rows, "1 1 100 b");
+}
+
+static void test_sim_two_queues(void)
+{
+    g_autoptr(GPtrArray) rows = g_ptr_array_new();
+    two_queue_trace(rows);
+    g_autoptr(KbTrace) t = trace_of((const char *const *)rows->pdata, rows->len);
+
+    /* proportion: once a's first jobs end, a and b split the 8 GPUs by weight. */
+    g_autoptr(KbSimReport) fair = simulate(t, NULL, 1, 8, KB_TRACE_PACK_NODE, FALSE);
+    g_assert_cmpuint(fair->n_finished, ==, 24);
+    g_assert_cmpuint(started_at(fair, "a", T0), ==, 8);
+    g_assert_cmpuint(started_at(fair, "a", T0 + 100), ==, 4);
+    g_assert_cmpuint(started_at(fair, "b", T0 + 100), ==, 4);
+    g_assert_cmpuint(started_at(fair, "a", T0 + 200), ==, 4);
+    g_assert_cmpuint(started_at(fair, "b", T0 + 200), ==, 4);
+    /* Jain: 0.5 while a holds everything (99 s), 1 while they split (100 s). */
+    g_assert_cmpfloat_with_epsilon(fair->jain, (0.5 * 99 + 100) / 199, 1e-9);
+    g_assert_cmpfloat(fair->queues[1].received_gpu_s, ==, 8 * 100);
+
+    /* One FIFO queue: a's older jobs all go first. */
+    g_autoptr(KbSimReport) fifo = simulate(t, fifo_yaml, 1, 8, KB_TRACE_PACK_NODE, TRUE);
+    g_assert_cmpuint(fifo->n_finished, ==, 24);
+    g_assert_cmpuint(started_at(fifo, "a", T0 + 100), ==, 8);
+    g_assert_cmpuint(started_at(fifo, "b", T0 + 200), ==, 8);
+    g_assert_cmpfloat_with_epsilon(fifo->jain, 0.5, 1e-9);
+    g_assert_cmpfloat(fifo->queues[1].wait_mean, ==, 199);
+    g_assert_cmpfloat(fair->queues[1].wait_mean, ==, (99 * 4 + 199 * 4) / 8.0);
+
+    /* Weights: b weighs 3, so it deserves 6 of the 8 GPUs once a's first jobs end. */
+    g_autoptr(KbConf) conf = conf_parse(NULL);
+    KbSimOptions opts;
+    kb_sim_options_init(&opts);
+    opts.n_nodes = 1;
+    g_autoptr(GHashTable) w = g_hash_table_new(g_str_hash, g_str_equal);
+    g_hash_table_insert(w, "b", GINT_TO_POINTER(3));
+    opts.weights = w;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbSimReport) weighted = kb_sim_run(t, conf, &opts, &error);
+    g_assert_no_error(error);
+    g_assert_cmpint(weighted->queues[1].weight, ==, 3);
+    g_assert_cmpuint(started_at(weighted, "b", T0 + 100), ==, 6);
+    g_assert_cmpuint(started_at(weighted, "a", T0 + 100), ==, 2);
+}
+
+static void test_sim_partial_gangs(void)
+{
+    /* X takes 4 of 8 GPUs; Y wants 8 one-GPU pods; Z wants 2. */
+    static const char *const rows[] = {"0 4 100 a", "1 8 10 a", "2 2 10 a"};
+    g_autoptr(KbTrace) t = trace_of(rows, G_N_ELEMENTS(rows));
+
+    /* gang: Y's 4 placeable pods are discarded, so Z runs at once. */
+    g_autoptr(KbSimReport) gang = simulate(t, gang_only_yaml, 1, 8, KB_TRACE_PACK_ONE, FALSE);
+    g_assert_cmpuint(gang->n_finished, ==, 3);
+    g_assert_cmpfloat(gang->partial_gpu_s, ==, 0);
+    g_assert_cmpuint(gang->partial_gpus_peak, ==, 0);
+    g_assert_cmpint(gang->jobs[2].start, ==, T0 + 2);
+    g_assert_cmpint(gang->jobs[1].start, ==, T0 + 100);
+
+    /* no gang: Y binds 4 pods that hold their GPUs idle for 99 s and Z waits behind them. */
+    g_autoptr(KbSimReport) loose = simulate(t, no_gang_yaml, 1, 8, KB_TRACE_PACK_ONE, FALSE);
+    g_assert_cmpuint(loose->n_finished, ==, 3);
+    g_assert_cmpfloat(loose->partial_gpu_s, ==, 4 * 99);
+    g_assert_cmpuint(loose->partial_gpus_peak, ==, 4);
+    g_assert_cmpuint(loose->partial_gpus_end, ==, 0);
+    g_assert_cmpint(loose->jobs[1].start, ==, T0 + 100);
+    g_assert_cmpint(loose->jobs[2].start, ==, T0 + 110);
+    g_assert_cmpfloat(loose->util_alloc, >, loose->util_busy);
+}
+
+static KbTrace *small_trace(void)
+{
+    g_autofree char *path = srcdir_path("tests/data/traces/small.csv");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbTrace) all = kb_trace_load(path, NULL, &error);
+    g_assert_no_error(error);
+    KbTraceSelection sel = {0};
+    KbTrace *t = kb_trace_select(all, &sel, &error);
+    g_assert_no_error(error);
+    return t;
+}
+
+static void assert_same_jobs(const KbSimReport *a, const KbSimReport *b)
+{
+    g_assert_cmpuint(a->n_jobs, ==, b->n_jobs);
+    g_assert_cmpuint(a->n_finished, ==, b->n_finished);
+    for (guint i = 0; i < a->n_jobs; i++) {
+        g_assert_cmpint(a->jobs[i].start, ==, b->jobs[i].start);
+        g_assert_cmpint(a->jobs[i].finish, ==, b->jobs[i].finish);
+    }
+    g_assert_cmpfloat_with_epsilon(a->jain, b->jain, 1e-9);
+    g_assert_cmpfloat_with_epsilon(a->partial_gpu_s, b->partial_gpu_s, 1e-6);
+}
+
+static KbSimReport *simulate_opts(const KbTrace *t, const char *yaml, const KbSimOptions *opts)
+{
+    g_autoptr(KbConf) conf = conf_parse(yaml);
+    g_autoptr(GError) error = NULL;
+    KbSimReport *r = kb_sim_run(t, conf, opts, &error);
+    g_assert_no_error(error);
+    return r;
+}
+
+/* Skipping the seconds in which nothing changed gives what a cycle every second gives. */
+static void test_sim_idle_seconds(void)
+{
+    g_autoptr(KbTrace) t = small_trace();
+    const char *confs[] = {NULL, no_gang_yaml};
+    for (guint c = 0; c < G_N_ELEMENTS(confs); c++) {
+        KbSimOptions opts;
+        kb_sim_options_init(&opts);
+        opts.n_nodes = 2;
+        g_autoptr(KbSimReport) events = simulate_opts(t, confs[c], &opts);
+        opts.every_period = TRUE;
+        g_autoptr(KbSimReport) every = simulate_opts(t, confs[c], &opts);
+        g_assert_cmpuint(every->n_cycles, >, events->n_cycles * 10);
+        g_assert_cmpuint(events->n_finished, >=, 20);
+        assert_same_jobs(events, every);
+    }
+}
+
+/* Restarting the cache from the live objects changes no decision; runs are deterministic. */
+static void test_sim_restart(void)
+{
+    g_autoptr(KbTrace) t = small_trace();
+    const char *confs[] = {NULL, fifo_yaml};
+    for (guint c = 0; c < G_N_ELEMENTS(confs); c++) {
+        KbSimOptions opts;
+        kb_sim_options_init(&opts);
+        opts.n_nodes = 2;
+        opts.single_queue = confs[c] == fifo_yaml;
+        opts.restart_after = G_MAXUINT;
+        g_autoptr(KbSimReport) kept = simulate_opts(t, confs[c], &opts);
+        g_autoptr(KbSimReport) again = simulate_opts(t, confs[c], &opts);
+        g_assert_cmpuint(kept->n_cache_restarts, ==, 0);
+        assert_same_jobs(kept, again);
+        opts.restart_after = 1;
+        g_autoptr(KbSimReport) restarted = simulate_opts(t, confs[c], &opts);
+        g_assert_cmpuint(restarted->n_cache_restarts, >=, 1);
+        assert_same_jobs(kept, restarted);
+        if (opts.single_queue)
+            g_assert_cmpuint(restarted->n_cache_restarts, >=, 5);
+    }
+}
+
+static void test_sim_invalid(void)
+{
+    g_autoptr(KbTrace) t = parse_ok(unsorted);
+    g_autoptr(KbConf) conf = conf_parse(NULL);
+    KbSimOptions opts;
+    kb_sim_options_init(&opts);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbSimReport) r1 = kb_sim_run(t, conf, &opts, &error);
+    g_assert_null(r1);
+    g_assert_error(error, KB_ERROR, KB_ERROR_INVALID);
+    g_assert_nonnull(strstr(error->message, "not sorted"));
+    g_clear_error(&error);
+    kb_trace_sort(t);
+    opts.n_nodes = 0;
+    g_autoptr(KbSimReport) r2 = kb_sim_run(t, conf, &opts, &error);
+    g_assert_null(r2);
+    g_assert_error(error, KB_ERROR, KB_ERROR_INVALID);
+    g_clear_error(&error);
+    opts.n_nodes = 1;
+    opts.gpus_per_node = KB_SIM_MAX_GPUS_PER_NODE + 1;
+    g_autoptr(KbSimReport) r3 = kb_sim_run(t, conf, &opts, &error);
+    g_assert_null(r3);
+    g_assert_error(error, KB_ERROR, KB_ERROR_INVALID);
+}
+
+static void test_percentile(void)
+{
+    double v[10];
+    for (int i = 0; i < 10; i++)
+        v[i] = 10 - i;
+    g_assert_cmpfloat(kb_sim_percentile(v, 10, 50), ==, 5);
+    g_assert_cmpfloat(kb_sim_percentile(v, 10, 10), ==, 1);
+    g_assert_cmpfloat(kb_sim_percentile(v, 10, 95), ==, 10);
+    g_assert_cmpfloat(kb_sim_percentile(v, 10, 100), ==, 10);
+    g_assert_cmpfloat(kb_sim_percentile(v, 0, 50), ==, 0);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_log_set_always_fatal(G_LOG_FATAL_MASK | G_LOG_LEVEL_CRITICAL);
+    g_assert_true(kb_trace_parse_time("2017-10-01 00:00:00", &T0));
+    g_test_add_func("/bench/trace/parse/valid", test_parse_valid);
+    g_test_add_func("/bench/trace/parse/malformed", test_parse_malformed);
+    g_test_add_func("/bench/trace/parse/header", test_parse_header);
+    g_test_add_func("/bench/trace/parse/skip-bad-rows", test_parse_skip_bad_rows);
+    g_test_add_func("/bench/trace/parse/limits", test_parse_limits);
+    g_test_add_func("/bench/trace/load/files", test_load_files);
+    g_test_add_func("/bench/trace/sort", test_sort);
+    g_test_add_func("/bench/trace/select", test_select);
+    g_test_add_func("/bench/trace/gang-shape", test_gang_shape);
+    g_test_add_func("/bench/sim/gang-larger-than-cluster", test_sim_gang_too_big);
+    g_test_add_func("/bench/sim/completion-frees-gpus", test_sim_completion_frees);
+    g_test_add_func("/bench/sim/two-queues", test_sim_two_queues);
+    g_test_add_func("/bench/sim/partial-gangs", test_sim_partial_gangs);
+    g_test_add_func("/bench/sim/idle-seconds-change-nothing", test_sim_idle_seconds);
+    g_test_add_func("/bench/sim/cache-restart", test_sim_restart);
+    g_test_add_func("/bench/sim/invalid", test_sim_invalid);
+    g_test_add_func("/bench/sim/percentile", test_percentile);
+    return g_test_run();
+}
