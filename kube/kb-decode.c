@@ -7,6 +7,8 @@
 #include "kube/kb-objects.h"
 
 #define DESCRIBE_MAX 64
+/* Values described in messages are parsed again: deep enough for any value a decoder names. */
+#define KB_JSON_DESCRIBE_DEPTH 128
 
 char *kb_decode_describe(json_object *v)
 {
@@ -20,6 +22,72 @@ char *kb_decode_describe(json_object *v)
     while (cut > 0 && ((guchar)s[cut] & 0xC0) == 0x80)
         cut--;
     return g_strdup_printf("%.*s...", (int)cut, s);
+}
+
+char *kb_decode_describe_text(const char *json, gsize len)
+{
+    json_tokener *tok = json_tokener_new_ex(KB_JSON_DESCRIBE_DEPTH);
+    json_object *v = len <= G_MAXINT ? json_tokener_parse_ex(tok, json, (int)len) : NULL;
+    gboolean whole = v != NULL && json_tokener_get_parse_end(tok) == len;
+    json_tokener_free(tok);
+    if (!whole) {
+        /* Text json-c refuses (it is laxer than the byte-buffer reader, so rarely): cut raw. */
+        json_object_put(v);
+        gsize cut = MIN(len, DESCRIBE_MAX);
+        while (cut > 0 && cut < len && ((guchar)json[cut] & 0xC0) == 0x80)
+            cut--;
+        return g_strdup_printf("%.*s%s", (int)cut, json, cut < len ? "..." : "");
+    }
+    char *s = kb_decode_describe(v);
+    json_object_put(v);
+    return s;
+}
+
+gboolean kb_decode_check_length(const char *key, gsize len, gsize max, GError **error)
+{
+    if (len <= max)
+        return TRUE;
+    g_set_error(error, KB_ERROR, KB_ERROR_LIMIT,
+                "%s: %" G_GSIZE_FORMAT " bytes, more than %" G_GSIZE_FORMAT, key, len, max);
+    return FALSE;
+}
+
+gboolean kb_decode_check_range(const char *key, gint64 v, const char *got, gint64 min, gint64 max,
+                               GError **error)
+{
+    if (v >= min && v <= max)
+        return TRUE;
+    g_set_error(error, KB_ERROR, KB_ERROR_DECODE,
+                "%s: %s out of range [%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT "]", key, got, min,
+                max);
+    return FALSE;
+}
+
+gboolean kb_decode_time_text(const char *key, const char *s, gint64 *out, GError **error)
+{
+    if (kb_time_parse(s, out))
+        return TRUE;
+    g_set_error(error, KB_ERROR, KB_ERROR_DECODE, "%s: invalid time \"%s\"", key, s);
+    return FALSE;
+}
+
+gboolean kb_decode_check_map_size(const char *key, gsize n, GError **error)
+{
+    if (n <= KB_MAX_LABELS)
+        return TRUE;
+    g_set_error(error, KB_ERROR, KB_ERROR_LIMIT, "%s: %" G_GSIZE_FORMAT " entries, more than %d",
+                key, n, KB_MAX_LABELS);
+    return FALSE;
+}
+
+gboolean kb_decode_check_map_key(const char *key, const char *k, gsize klen, GError **error)
+{
+    if (klen > 0 && klen <= KB_MAX_LABEL_KEY_LEN)
+        return TRUE;
+    g_set_error(error, KB_ERROR, KB_ERROR_LIMIT,
+                "%s: key of %" G_GSIZE_FORMAT " bytes, not 1 to %d: \"%.64s\"", key, klen,
+                KB_MAX_LABEL_KEY_LEN, k);
+    return FALSE;
 }
 
 static const char *type_name(json_type type)
@@ -72,12 +140,8 @@ gboolean kb_decode_string(json_object *obj, const char *key, gsize max_len, cons
         return FALSE;
     if (v == NULL)
         return TRUE;
-    gsize len = (gsize)json_object_get_string_len(v);
-    if (len > max_len) {
-        g_set_error(error, KB_ERROR, KB_ERROR_LIMIT, "%s: %" G_GSIZE_FORMAT
-                    " bytes, more than %" G_GSIZE_FORMAT, key, len, max_len);
+    if (!kb_decode_check_length(key, (gsize)json_object_get_string_len(v), max_len, error))
         return FALSE;
-    }
     *out = json_object_get_string(v);
     return TRUE;
 }
@@ -106,10 +170,7 @@ gboolean kb_decode_int(json_object *obj, const char *key, gint64 min, gint64 max
     gint64 i = json_object_get_int64(v);
     if (i < min || i > max) {
         g_autofree char *got = kb_decode_describe(v);
-        g_set_error(error, KB_ERROR, KB_ERROR_DECODE,
-                    "%s: %s out of range [%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT "]", key, got,
-                    min, max);
-        return FALSE;
+        return kb_decode_check_range(key, i, got, min, max, error);
     }
     *out = i;
     if (present != NULL)
@@ -158,46 +219,46 @@ gboolean kb_decode_element(json_object *array, gsize i, json_object **out, GErro
     return TRUE;
 }
 
-gboolean kb_decode_string_map(json_object *obj, const char *key, gsize max_value, gboolean intern,
-                              GHashTable *table, GError **error)
+void kb_decode_string_map_insert(GHashTable *table, KbStringMapMode mode, const char *k,
+                                 const char *v)
+{
+    switch (mode) {
+    case KB_STRING_MAP_OWNED:
+        g_hash_table_insert(table, g_strdup(k), g_strdup(v));
+        break;
+    case KB_STRING_MAP_INTERN_KEYS:
+        g_hash_table_insert(table, (gpointer)g_intern_string(k), g_strdup(v));
+        break;
+    case KB_STRING_MAP_INTERNED:
+        g_hash_table_insert(table, (gpointer)g_intern_string(k), (gpointer)g_intern_string(v));
+        break;
+    }
+}
+
+gboolean kb_decode_string_map(json_object *obj, const char *key, gsize max_value,
+                              KbStringMapMode mode, GHashTable *table, GError **error)
 {
     json_object *map;
     if (!kb_decode_member(obj, key, json_type_object, &map, error))
         return FALSE;
     if (map == NULL)
         return TRUE;
-    int n = json_object_object_length(map);
-    if (n > KB_MAX_LABELS) {
-        g_set_error(error, KB_ERROR, KB_ERROR_LIMIT, "%s: %d entries, more than %d", key, n,
-                    KB_MAX_LABELS);
+    if (!kb_decode_check_map_size(key, (gsize)json_object_object_length(map), error))
         return FALSE;
-    }
     json_object_object_foreach(map, k, v)
     {
-        gsize klen = strlen(k);
-        if (klen == 0 || klen > KB_MAX_LABEL_KEY_LEN) {
-            g_set_error(error, KB_ERROR, KB_ERROR_LIMIT,
-                        "%s: key of %" G_GSIZE_FORMAT " bytes, not 1 to %d: \"%.64s\"", key, klen,
-                        KB_MAX_LABEL_KEY_LEN, k);
+        if (!kb_decode_check_map_key(key, k, strlen(k), error))
             return FALSE;
-        }
-        if (!json_object_is_type(v, json_type_string)) {
+        if (!json_object_is_type(v, json_type_string) ||
+            (gsize)json_object_get_string_len(v) > max_value) {
+            /* Formatted only when something is wrong. */
             g_autofree char *field = g_strdup_printf("%s[\"%s\"]", key, k);
-            return kb_decode_type_error(error, field, "a string", v);
+            if (!json_object_is_type(v, json_type_string))
+                return kb_decode_type_error(error, field, "a string", v);
+            return kb_decode_check_length(field, (gsize)json_object_get_string_len(v), max_value,
+                                          error);
         }
-        gsize vlen = (gsize)json_object_get_string_len(v);
-        if (vlen > max_value) {
-            g_set_error(error, KB_ERROR, KB_ERROR_LIMIT,
-                        "%s[\"%s\"]: %" G_GSIZE_FORMAT " bytes, more than %" G_GSIZE_FORMAT, key,
-                        k, vlen, max_value);
-            return FALSE;
-        }
-        const char *val = json_object_get_string(v);
-        if (intern)
-            g_hash_table_insert(table, (gpointer)g_intern_string(k),
-                                (gpointer)g_intern_string(val));
-        else
-            g_hash_table_insert(table, g_strdup(k), g_strdup(val));
+        kb_decode_string_map_insert(table, mode, k, json_object_get_string(v));
     }
     return TRUE;
 }

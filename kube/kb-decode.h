@@ -49,16 +49,101 @@ gboolean kb_decode_element(json_object *array, gsize i, json_object **out, GErro
 /* Set a type error "@key: expected @what, got <value>". Returns FALSE. */
 gboolean kb_decode_type_error(GError **error, const char *key, const char *what, json_object *v);
 
+/* How kb_decode_string_map() stores entries; the table's free functions must match. */
+typedef enum {
+    KB_STRING_MAP_OWNED,       /* keys and values copied (annotations) */
+    KB_STRING_MAP_INTERN_KEYS, /* keys interned, values copied (labels) */
+    KB_STRING_MAP_INTERNED,    /* keys and values interned (nodeSelector) */
+} KbStringMapMode;
+
 /*
  * A string-to-string map member (labels, annotations, nodeSelector): at most KB_MAX_LABELS
  * entries, keys of 1..KB_MAX_LABEL_KEY_LEN bytes, values up to @max_value bytes. Entries are
- * inserted into @table interned (@intern) or as copies (the table must free both then).
+ * inserted into @table as @mode says.
  */
-gboolean kb_decode_string_map(json_object *obj, const char *key, gsize max_value, gboolean intern,
-                              GHashTable *table, GError **error);
+gboolean kb_decode_string_map(json_object *obj, const char *key, gsize max_value,
+                              KbStringMapMode mode, GHashTable *table, GError **error);
+
+/* Insert one entry into a table filled by kb_decode_string_map() with @mode (shared with the
+ * byte-buffer decoder so that both store entries alike). */
+void kb_decode_string_map_insert(GHashTable *table, KbStringMapMode mode, const char *k,
+                                 const char *v);
 
 /* Prefix "<kind> ns/name: " (or "<kind> name: ", "<kind>: " while the name is unknown). */
 void kb_decode_prefix_object(GError **error, const char *kind, const KbObjectMeta *meta);
 
 /* "NoSchedule", "PreferNoSchedule" or "NoExecute"; FALSE for anything else (empty included). */
 gboolean kb_decode_taint_effect(const char *s, KbTaintEffect *effect);
+
+/*
+ * ---- Field semantics shared with the byte-buffer pod decoder (kb-pod-fast.c) -------------------
+ * Both decoders call these, so that a pod decodes to the same record and the same messages
+ * whichever path read it.
+ */
+
+/* Longest RFC 3339 time text accepted. */
+#define KB_MAX_TIME_LEN 64
+
+/* A printable rendering of the JSON text @json (@len bytes), as kb_decode_describe() renders
+ * the value it parses to; newly allocated. */
+char *kb_decode_describe_text(const char *json, gsize len);
+
+/* "@key: @len bytes, more than @max" (KB_ERROR_LIMIT) when @len > @max. */
+gboolean kb_decode_check_length(const char *key, gsize len, gsize max, GError **error);
+/* "@key: @got out of range [@min, @max]" (KB_ERROR_DECODE) when @v is outside. */
+gboolean kb_decode_check_range(const char *key, gint64 v, const char *got, gint64 min, gint64 max,
+                               GError **error);
+/* An RFC 3339 time member @key with text @s (not NULL). */
+gboolean kb_decode_time_text(const char *key, const char *s, gint64 *out, GError **error);
+/* Checks on a string map (@key names it) of @n entries, and on one entry's key. */
+gboolean kb_decode_check_map_size(const char *key, gsize n, GError **error);
+gboolean kb_decode_check_map_key(const char *key, const char *k, gsize klen, GError **error);
+
+/*
+ * One entry of a resource map: @name (@name_len bytes) with quantity @text: a JSON string's
+ * content when @is_string (surrounding white space is trimmed, as Quantity.UnmarshalJSON does),
+ * else a JSON number as json-c prints it. Added to @out (or assigned with @set). @what names the
+ * map in errors.
+ */
+gboolean kb_resources_decode_entry(const char *what, const char *name, gsize name_len,
+                                   const char *text, gboolean is_string, gboolean set,
+                                   KbResources *out, GError **error);
+
+/* A container's requests: each resource it only limits is requested at its limit. @requested
+ * says whether the container's requests map names the resource of a slot. */
+typedef gboolean (*KbRequestedFunc)(int slot, gpointer data);
+void kb_pod_default_requests(KbResources *requests, const KbResources *limits,
+                             KbRequestedFunc requested, gpointer data);
+
+/* Effective pod requests, folded container by container (any order of the two lists). */
+typedef struct {
+    KbResources sum;       /* app containers and sidecars */
+    KbResources init_peak; /* the largest init container, with the sidecars started before it */
+    KbResources sidecars;  /* sidecars started so far */
+} KbPodRequestsFold;
+void kb_pod_requests_fold_init(KbPodRequestsFold *f);
+void kb_pod_requests_fold_container(KbPodRequestsFold *f, const KbResources *r);
+/* @restart_policy: the init container's restartPolicy, may be NULL ("Always" is a sidecar). */
+void kb_pod_requests_fold_init_container(KbPodRequestsFold *f, const KbResources *r,
+                                         const char *restart_policy);
+/* max(sum, init_peak) + @overhead, pods = 1. */
+void kb_pod_requests_fold_finish(KbPodRequestsFold *f, const KbResources *overhead,
+                                 KbResources *out);
+
+/* A node selector requirement from its key and operator texts (either may be NULL): checks
+ * them, sets r->key (interned) and r->op. */
+gboolean kb_decode_requirement_head(const char *key, const char *op, KbSelectorRequirement *r,
+                                    GError **error);
+/* One string of a requirement's values (checked, interned, appended). */
+gboolean kb_decode_requirement_value(gsize i, const char *v, gsize len, KbSelectorRequirement *r,
+                                     GError **error);
+
+/* A toleration's operator and effect texts (either may be NULL) into @t. */
+gboolean kb_decode_toleration_tail(const char *op, const char *effect, KbToleration *t,
+                                   GError **error);
+
+/* status.phase text (may be NULL) as a phase. */
+KbPodPhase kb_pod_phase_parse(const char *s);
+
+/* After decoding: the default scheduler name, and the group from annotations and labels. */
+void kb_pod_finish(KbPod *pod);

@@ -13,15 +13,9 @@
 static gboolean decode_time(json_object *meta, const char *key, gint64 *out, GError **error)
 {
     const char *s;
-    if (!kb_decode_string(meta, key, 64, &s, error))
+    if (!kb_decode_string(meta, key, KB_MAX_TIME_LEN, &s, error))
         return FALSE;
-    if (s == NULL)
-        return TRUE;
-    if (!kb_time_parse(s, out)) {
-        g_set_error(error, KB_ERROR, KB_ERROR_DECODE, "%s: invalid time \"%s\"", key, s);
-        return FALSE;
-    }
-    return TRUE;
+    return s == NULL || kb_decode_time_text(key, s, out, error);
 }
 
 static gboolean decode_owner(json_object *o, KbOwnerRef *ref, GError **error)
@@ -90,8 +84,9 @@ static gboolean decode_metadata(json_object *m, KbObjectMeta *meta, GError **err
            kb_decode_int(m, "generation", 0, G_MAXINT64, &meta->generation, NULL, error) &&
            decode_time(m, "creationTimestamp", &meta->creation_timestamp, error) &&
            decode_time(m, "deletionTimestamp", &meta->deletion_timestamp, error) &&
-           kb_decode_string_map(m, "labels", KB_MAX_LABEL_VALUE_LEN, TRUE, meta->labels, error) &&
-           kb_decode_string_map(m, "annotations", KB_MAX_LABEL_VALUE_LEN, FALSE,
+           kb_decode_string_map(m, "labels", KB_MAX_LABEL_VALUE_LEN, KB_STRING_MAP_INTERN_KEYS,
+                                meta->labels, error) &&
+           kb_decode_string_map(m, "annotations", KB_MAX_LABEL_VALUE_LEN, KB_STRING_MAP_OWNED,
                                 meta->annotations, error) &&
            decode_owners(m, meta, error);
 }
@@ -103,8 +98,9 @@ gboolean kb_meta_decode(json_object *obj, KbKind kind, gboolean keep_raw, KbObje
 
     meta->kind = kind;
     meta->ref_count = 1;
-    /* Labels hash by content: callers look them up with literals, not interned pointers. */
-    meta->labels = g_hash_table_new(g_str_hash, g_str_equal);
+    /* Labels hash by content: callers look them up with literals, not interned pointers. Keys
+     * are interned (few distinct ones), values owned (job names, indices, uids: unbounded). */
+    meta->labels = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, g_free);
     meta->annotations = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     if (obj == NULL || !json_object_is_type(obj, json_type_object))
         return kb_decode_type_error(error, "object", "an object", obj);
@@ -152,46 +148,54 @@ KbObjectMeta *kb_meta_object_decode(json_object *obj, gboolean keep_raw, GError 
 
 /* ---- resource maps -------------------------------------------------------------------------- */
 
-/* The text of a quantity value: a JSON string (trimmed) or number as written. */
-static gboolean quantity_text(json_object *v, const char *what, const char *name, char **copy,
-                              const char **out, GError **error)
+static gboolean check_resource_name(const char *what, const char *name, gsize len, GError **error)
 {
-    /* Quantity.UnmarshalJSON reads null as zero. */
-    if (v == NULL) {
-        *out = "0";
+    if (len > 0 && len <= KB_MAX_LABEL_KEY_LEN)
         return TRUE;
-    }
-    if (json_object_is_type(v, json_type_string)) {
-        const char *s = json_object_get_string(v);
-        gsize len = (gsize)json_object_get_string_len(v);
-        /* UnmarshalJSON trims white space; copy only when there is some. */
-        if (len > 0 && (g_ascii_isspace(s[0]) || g_ascii_isspace(s[len - 1]))) {
-            *copy = g_strstrip(g_strdup(s));
-            *out = *copy;
-        } else {
-            *out = s;
-        }
-        return TRUE;
-    }
-    if (json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)) {
-        /* json-c keeps a double's original text; integers print exactly. */
-        *out = json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN);
-        return TRUE;
-    }
+    g_set_error(error, KB_ERROR, KB_ERROR_LIMIT,
+                "%s: resource name of %" G_GSIZE_FORMAT " bytes, not 1 to %d: \"%.64s\"", what,
+                len, KB_MAX_LABEL_KEY_LEN, name);
+    return FALSE;
+}
+
+/* The value of a resource map entry: a JSON string, a number (as json-c prints it: json-c keeps a
+ * double's original text, integers print exactly) or null (Quantity.UnmarshalJSON reads it as
+ * zero). */
+static gboolean resource_entry(const char *what, const char *name, json_object *v, gboolean set,
+                               KbResources *out, GError **error)
+{
+    gsize len = strlen(name);
+    if (v == NULL)
+        return kb_resources_decode_entry(what, name, len, "0", FALSE, set, out, error);
+    if (json_object_is_type(v, json_type_string))
+        return kb_resources_decode_entry(what, name, len, json_object_get_string(v), TRUE, set,
+                                         out, error);
+    if (json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double))
+        return kb_resources_decode_entry(
+            what, name, len, json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN), FALSE, set,
+            out, error);
+    if (!check_resource_name(what, name, len, error))
+        return FALSE;
     g_autofree char *field = g_strdup_printf("%s[\"%s\"]", what, name);
     return kb_decode_type_error(error, field, "a quantity", v);
 }
 
-static gboolean resource_entry(const char *what, const char *name, json_object *v, gboolean set,
-                               KbResources *out, GError **error)
+gboolean kb_resources_decode_entry(const char *what, const char *name, gsize name_len,
+                                   const char *text, gboolean is_string, gboolean set,
+                                   KbResources *out, GError **error)
 {
     g_autofree char *copy = NULL;
-    const char *text = NULL;
     KbQuantity q;
     g_autoptr(GError) qerr = NULL;
 
-    if (!quantity_text(v, what, name, &copy, &text, error))
+    if (!check_resource_name(what, name, name_len, error))
         return FALSE;
+    /* UnmarshalJSON trims white space; copy only when there is some. */
+    gsize len = is_string ? strlen(text) : 0;
+    if (len > 0 && (g_ascii_isspace(text[0]) || g_ascii_isspace(text[len - 1]))) {
+        copy = g_strstrip(g_strdup(text));
+        text = copy;
+    }
     if (!kb_quantity_parse(text, &q, &qerr)) {
         g_set_error(error, KB_ERROR, KB_ERROR_DECODE, "%s[\"%s\"]: %s", what, name, qerr->message);
         return FALSE;
@@ -223,21 +227,10 @@ static gboolean resources_decode(json_object *map, const char *what, gboolean se
 {
     if (map == NULL || !json_object_is_type(map, json_type_object))
         return kb_decode_type_error(error, what, "an object", map);
-    int n = json_object_object_length(map);
-    if (n > KB_MAX_LABELS) {
-        g_set_error(error, KB_ERROR, KB_ERROR_LIMIT, "%s: %d entries, more than %d", what, n,
-                    KB_MAX_LABELS);
+    if (!kb_decode_check_map_size(what, (gsize)json_object_object_length(map), error))
         return FALSE;
-    }
     json_object_object_foreach(map, name, v)
     {
-        gsize len = strlen(name);
-        if (len == 0 || len > KB_MAX_LABEL_KEY_LEN) {
-            g_set_error(error, KB_ERROR, KB_ERROR_LIMIT,
-                        "%s: resource name of %" G_GSIZE_FORMAT " bytes, not 1 to %d: \"%.64s\"",
-                        what, len, KB_MAX_LABEL_KEY_LEN, name);
-            return FALSE;
-        }
         if (!resource_entry(what, name, v, set, out, error))
             return FALSE;
     }

@@ -56,6 +56,7 @@ static void pod_clear(KbPod *pod)
     }
     g_clear_pointer(&pod->container_statuses, g_free);
     pod->n_container_statuses = 0;
+    g_clear_pointer(&pod->group_name, g_free);
 }
 
 void kb_object_unref(gpointer obj)

@@ -3,10 +3,14 @@
  * json-c decoders/encoders.
  *
  * Ownership: every record is reference counted through its KbObjectMeta (kb_object_ref/unref work
- * on any record, since each starts with a KbObjectMeta). Strings that repeat across many objects
- * (namespaces, node names, scheduler names, label keys and values, queue names, priority class
- * names, resource-like enums) are interned with g_intern_string() and typed `const char *`;
- * per-object strings (names, uids, resourceVersions) are owned and typed `char *`.
+ * on any record, since each starts with a KbObjectMeta). Strings of low cardinality that repeat
+ * across many objects (namespaces, node names, scheduler names, label keys, queue names, priority
+ * class names, taint and toleration keys and values, node selector keys and values, phases) are
+ * interned with g_intern_string() and typed `const char *`. Interned strings are never freed, so
+ * anything that grows with the number of jobs or pods ever seen (names, uids, resourceVersions,
+ * label values, group names) is owned by its record and typed `char *` (label values: owned by
+ * the labels table). Compare strings with strcmp()/g_strcmp0(), never by pointer, except where a
+ * field is documented as interned and both sides are interned.
  *
  * Decoders accept the json_object of one item (as found in a List's items[] or a watch event's
  * object) and return a new record or NULL with KB_ERROR_DECODE naming the object, the field and
@@ -61,7 +65,7 @@ typedef struct {
     gint64 generation;
     gint64 creation_timestamp; /* unix seconds, 0 when absent */
     gint64 deletion_timestamp; /* unix seconds, 0 when not being deleted */
-    GHashTable *labels;        /* const char* (interned) -> const char* (interned); never NULL */
+    GHashTable *labels;        /* const char* (interned) -> char* (owned by the table); never NULL */
     GHashTable *annotations;   /* char* -> char*, owned; never NULL */
     KbOwnerRef *owners;
     guint n_owners;
@@ -154,7 +158,7 @@ typedef struct {
     KbContainerStatus *container_statuses;
     guint n_container_statuses;
     /* Gang: from annotation scheduling.k8s.io/group-name or label scheduling.x-k8s.io/pod-group. */
-    const char *group_name; /* interned, NULL when the pod has no group */
+    char *group_name; /* owned, NULL when the pod has no group */
 } KbPod;
 
 typedef struct {

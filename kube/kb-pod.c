@@ -15,6 +15,57 @@
 
 /* ---- resources ------------------------------------------------------------------------------ */
 
+static gboolean requested_in(int slot, gpointer requests)
+{
+    return requests != NULL && json_object_object_get_ex(requests, kb_resource_name(slot), NULL);
+}
+
+void kb_pod_default_requests(KbResources *requests, const KbResources *limits,
+                             KbRequestedFunc requested, gpointer data)
+{
+    for (int i = 0; i < KB_RES_MAX; i++) {
+        if (limits->v[i] != 0 && !requested(i, data))
+            requests->v[i] = limits->v[i];
+    }
+}
+
+void kb_pod_requests_fold_init(KbPodRequestsFold *f)
+{
+    kb_resources_clear(&f->sum);
+    kb_resources_clear(&f->init_peak);
+    kb_resources_clear(&f->sidecars);
+}
+
+void kb_pod_requests_fold_container(KbPodRequestsFold *f, const KbResources *r)
+{
+    kb_resources_add(&f->sum, r);
+}
+
+void kb_pod_requests_fold_init_container(KbPodRequestsFold *f, const KbResources *r,
+                                         const char *restart_policy)
+{
+    /* kube-scheduler: a sidecar (restartPolicy: Always) runs beside everything after it, and
+     * beside the app; a plain init container runs beside the sidecars started before it. */
+    if (restart_policy != NULL && strcmp(restart_policy, "Always") == 0) {
+        kb_resources_add(&f->sum, r);
+        kb_resources_add(&f->sidecars, r);
+        kb_resources_max(&f->init_peak, &f->sidecars);
+    } else {
+        KbResources peak = *r;
+        kb_resources_add(&peak, &f->sidecars);
+        kb_resources_max(&f->init_peak, &peak);
+    }
+}
+
+void kb_pod_requests_fold_finish(KbPodRequestsFold *f, const KbResources *overhead,
+                                 KbResources *out)
+{
+    *out = f->sum;
+    kb_resources_max(out, &f->init_peak);
+    kb_resources_add(out, overhead);
+    out->v[KB_RES_PODS] = 1;
+}
+
 /*
  * One container's effective request: its requests, and for each resource it only limits, the
  * limit (the API server's defaulting, applied again in case the object bypassed it). Errors are
@@ -35,11 +86,7 @@ static gboolean resources_requests(json_object *res, KbResources *out, GError **
     kb_resources_clear(&limits);
     if (!kb_resources_decode(lim, "limits", &limits, error))
         return FALSE;
-    for (int i = 0; i < KB_RES_MAX; i++) {
-        if (limits.v[i] != 0 &&
-            (req == NULL || !json_object_object_get_ex(req, kb_resource_name(i), NULL)))
-            out->v[i] = limits.v[i];
-    }
+    kb_pod_default_requests(out, &limits, requested_in, req);
     return TRUE;
 }
 
@@ -56,25 +103,13 @@ static gboolean container_requests(json_object *c, KbResources *out, GError **er
     return TRUE;
 }
 
-/* A restartable init container (a sidecar) says restartPolicy: Always. */
-static gboolean container_is_sidecar(json_object *c, gboolean *sidecar, GError **error)
-{
-    const char *policy;
-    if (!kb_decode_string(c, "restartPolicy", KB_MAX_NAME_LEN, &policy, error))
-        return FALSE;
-    *sidecar = policy != NULL && strcmp(policy, "Always") == 0;
-    return TRUE;
-}
-
-/* Requests of the containers in @key, summed (@init FALSE) or folded as init containers. */
-static gboolean sum_containers(json_object *spec, const char *key, gboolean init, KbResources *sum,
-                               KbResources *init_peak, GError **error)
+/* Requests of the containers in @key, folded as app (@init FALSE) or init containers. */
+static gboolean sum_containers(json_object *spec, const char *key, gboolean init,
+                               KbPodRequestsFold *fold, GError **error)
 {
     json_object *arr;
     gsize n;
-    KbResources sidecars;
 
-    kb_resources_clear(&sidecars);
     if (!kb_decode_array(spec, key, KB_MAX_CONTAINERS, &arr, &n, error))
         return FALSE;
     for (gsize i = 0; i < n; i++) {
@@ -84,46 +119,36 @@ static gboolean sum_containers(json_object *spec, const char *key, gboolean init
             g_prefix_error(error, "%s", key);
             return FALSE;
         }
-        gboolean sidecar = FALSE;
+        const char *policy = NULL;
         if (!container_requests(c, &r, error) ||
-            (init && !container_is_sidecar(c, &sidecar, error))) {
+            (init && !kb_decode_string(c, "restartPolicy", KB_MAX_NAME_LEN, &policy, error))) {
             g_prefix_error(error, "%s[%" G_GSIZE_FORMAT "].", key, i);
             return FALSE;
         }
-        if (!init) {
-            kb_resources_add(sum, &r);
-            continue;
-        }
-        /* kube-scheduler: a sidecar runs beside everything after it, and beside the app. */
-        if (sidecar) {
-            kb_resources_add(sum, &r);
-            kb_resources_add(&sidecars, &r);
-            kb_resources_max(init_peak, &sidecars);
-        } else {
-            kb_resources_add(&r, &sidecars);
-            kb_resources_max(init_peak, &r);
-        }
+        if (init)
+            kb_pod_requests_fold_init_container(fold, &r, policy);
+        else
+            kb_pod_requests_fold_container(fold, &r);
     }
     return TRUE;
 }
 
 static gboolean decode_requests(json_object *spec, KbPod *pod, GError **error)
 {
-    KbResources sum, init_peak;
-    json_object *overhead;
+    KbPodRequestsFold fold;
+    KbResources overhead;
+    json_object *o;
 
-    kb_resources_clear(&sum);
-    kb_resources_clear(&init_peak);
-    if (!sum_containers(spec, "containers", FALSE, &sum, NULL, error) ||
-        !sum_containers(spec, "initContainers", TRUE, &sum, &init_peak, error))
+    kb_pod_requests_fold_init(&fold);
+    kb_resources_clear(&overhead);
+    if (!sum_containers(spec, "containers", FALSE, &fold, error) ||
+        !sum_containers(spec, "initContainers", TRUE, &fold, error))
         return FALSE;
-    kb_resources_max(&sum, &init_peak);
-    if (!kb_decode_member(spec, "overhead", json_type_object, &overhead, error))
+    if (!kb_decode_member(spec, "overhead", json_type_object, &o, error))
         return FALSE;
-    if (overhead != NULL && !kb_resources_decode(overhead, "overhead", &sum, error))
+    if (o != NULL && !kb_resources_decode(o, "overhead", &overhead, error))
         return FALSE;
-    sum.v[KB_RES_PODS] = 1;
-    pod->requests = sum;
+    kb_pod_requests_fold_finish(&fold, &overhead, &pod->requests);
     return TRUE;
 }
 
@@ -151,15 +176,9 @@ static gboolean parse_selector_op(const char *s, KbSelectorOp *op)
     return FALSE;
 }
 
-static gboolean decode_requirement(json_object *o, KbSelectorRequirement *r, GError **error)
+gboolean kb_decode_requirement_head(const char *key, const char *op, KbSelectorRequirement *r,
+                                    GError **error)
 {
-    const char *key, *op;
-    json_object *values;
-    gsize n;
-
-    if (!kb_decode_string(o, "key", KB_MAX_LABEL_KEY_LEN, &key, error) ||
-        !kb_decode_string(o, "operator", KB_MAX_NAME_LEN, &op, error))
-        return FALSE;
     if (key == NULL || *key == '\0') {
         g_set_error_literal(error, KB_ERROR, KB_ERROR_DECODE, "key: missing");
         return FALSE;
@@ -170,22 +189,45 @@ static gboolean decode_requirement(json_object *o, KbSelectorRequirement *r, GEr
         return FALSE;
     }
     r->key = g_intern_string(key);
-    if (!kb_decode_array(o, "values", KB_MAX_LIST_ITEMS, &values, &n, error))
+    return TRUE;
+}
+
+gboolean kb_decode_requirement_value(gsize i, const char *v, gsize len, KbSelectorRequirement *r,
+                                     GError **error)
+{
+    if (len > KB_MAX_NAME_LEN) {
+        g_set_error(error, KB_ERROR, KB_ERROR_LIMIT,
+                    "values[%" G_GSIZE_FORMAT "]: %" G_GSIZE_FORMAT " bytes, more than %d", i, len,
+                    KB_MAX_NAME_LEN);
         return FALSE;
-    r->values = n > 0 ? g_new(const char *, n) : NULL;
+    }
+    /* Grown by doubling: the byte-buffer decoder does not know the count in advance. */
+    if ((r->n_values & (r->n_values - 1)) == 0)
+        r->values = g_renew(const char *, r->values, MAX(r->n_values * 2, 1));
+    r->values[r->n_values++] = g_intern_string(v);
+    return TRUE;
+}
+
+static gboolean decode_requirement(json_object *o, KbSelectorRequirement *r, GError **error)
+{
+    const char *key, *op;
+    json_object *values;
+    gsize n;
+
+    if (!kb_decode_string(o, "key", KB_MAX_LABEL_KEY_LEN, &key, error) ||
+        !kb_decode_string(o, "operator", KB_MAX_NAME_LEN, &op, error) ||
+        !kb_decode_requirement_head(key, op, r, error) ||
+        !kb_decode_array(o, "values", KB_MAX_LIST_ITEMS, &values, &n, error))
+        return FALSE;
     for (gsize i = 0; i < n; i++) {
         json_object *v = json_object_array_get_idx(values, i);
         if (!json_object_is_type(v, json_type_string)) {
             g_autofree char *field = g_strdup_printf("values[%" G_GSIZE_FORMAT "]", i);
             return kb_decode_type_error(error, field, "a string", v);
         }
-        if ((gsize)json_object_get_string_len(v) > KB_MAX_NAME_LEN) {
-            g_set_error(error, KB_ERROR, KB_ERROR_LIMIT,
-                        "values[%" G_GSIZE_FORMAT "]: %d bytes, more than %d", i,
-                        json_object_get_string_len(v), KB_MAX_NAME_LEN);
+        if (!kb_decode_requirement_value(i, json_object_get_string(v),
+                                         (gsize)json_object_get_string_len(v), r, error))
             return FALSE;
-        }
-        r->values[r->n_values++] = g_intern_string(json_object_get_string(v));
     }
     return TRUE;
 }
@@ -217,14 +259,14 @@ static gboolean decode_requirements(json_object *t, const char *key, gboolean fi
 static gboolean decode_term(json_object *t, KbNodeSelectorTerm *term, GError **error)
 {
     json_object *exprs, *fields;
-    /* Sized first, filled second: the array never moves while entries point into it. */
-    if (!kb_decode_member(t, "matchExpressions", json_type_array, &exprs, error) ||
-        !kb_decode_member(t, "matchFields", json_type_array, &fields, error))
+    gsize n_exprs, n_fields;
+    /* Sized first (both lists within their limit), filled second: the array never moves while
+     * entries point into it. */
+    if (!kb_decode_array(t, "matchExpressions", KB_MAX_LIST_ITEMS, &exprs, &n_exprs, error) ||
+        !kb_decode_array(t, "matchFields", KB_MAX_LIST_ITEMS, &fields, &n_fields, error))
         return FALSE;
-    gsize total = (exprs != NULL ? json_object_array_length(exprs) : 0) +
-                  (fields != NULL ? json_object_array_length(fields) : 0);
-    if (total > 0 && total <= 2 * KB_MAX_LIST_ITEMS)
-        term->exprs = g_new0(KbSelectorRequirement, total);
+    if (n_exprs + n_fields > 0)
+        term->exprs = g_new0(KbSelectorRequirement, n_exprs + n_fields);
     return decode_requirements(t, "matchExpressions", FALSE, term, error) &&
            decode_requirements(t, "matchFields", TRUE, term, error);
 }
@@ -278,11 +320,16 @@ static gboolean decode_affinity(json_object *spec, KbPod *pod, GError **error)
 static gboolean decode_toleration(json_object *o, KbToleration *t, GError **error)
 {
     const char *op, *effect;
-    if (!kb_decode_interned(o, "key", KB_MAX_LABEL_KEY_LEN, TRUE, &t->key, error) ||
-        !kb_decode_interned(o, "value", KB_MAX_NAME_LEN, TRUE, &t->value, error) ||
-        !kb_decode_string(o, "operator", KB_MAX_NAME_LEN, &op, error) ||
-        !kb_decode_string(o, "effect", KB_MAX_NAME_LEN, &effect, error))
-        return FALSE;
+    return kb_decode_interned(o, "key", KB_MAX_LABEL_KEY_LEN, TRUE, &t->key, error) &&
+           kb_decode_interned(o, "value", KB_MAX_NAME_LEN, TRUE, &t->value, error) &&
+           kb_decode_string(o, "operator", KB_MAX_NAME_LEN, &op, error) &&
+           kb_decode_string(o, "effect", KB_MAX_NAME_LEN, &effect, error) &&
+           kb_decode_toleration_tail(op, effect, t, error);
+}
+
+gboolean kb_decode_toleration_tail(const char *op, const char *effect, KbToleration *t,
+                                   GError **error)
+{
     if (op == NULL || *op == '\0' || strcmp(op, "Equal") == 0) {
         t->op_exists = FALSE;
     } else if (strcmp(op, "Exists") == 0) {
@@ -335,8 +382,6 @@ static gboolean decode_spec_scalars(json_object *spec, KbPod *pod, GError **erro
         !kb_decode_int(spec, "priority", G_MININT32, G_MAXINT32, &priority, &pod->has_priority,
                        error))
         return FALSE;
-    if (pod->scheduler_name == NULL)
-        pod->scheduler_name = g_intern_static_string(DEFAULT_SCHEDULER);
     pod->priority = (gint32)priority;
     return TRUE;
 }
@@ -351,8 +396,8 @@ static gboolean decode_spec(json_object *obj, KbPod *pod, GError **error)
         return FALSE;
     }
     if (!decode_spec_scalars(spec, pod, error) ||
-        !kb_decode_string_map(spec, "nodeSelector", KB_MAX_NAME_LEN, TRUE, pod->node_selector,
-                              error) ||
+        !kb_decode_string_map(spec, "nodeSelector", KB_MAX_NAME_LEN, KB_STRING_MAP_INTERNED,
+                              pod->node_selector, error) ||
         !decode_requests(spec, pod, error) || !decode_affinity(spec, pod, error) ||
         !decode_tolerations(spec, pod, error)) {
         g_prefix_error(error, "spec.");
@@ -361,7 +406,7 @@ static gboolean decode_spec(json_object *obj, KbPod *pod, GError **error)
     return TRUE;
 }
 
-static KbPodPhase parse_phase(const char *s)
+KbPodPhase kb_pod_phase_parse(const char *s)
 {
     static const char *const names[] = {
         [KB_POD_PENDING] = "Pending", [KB_POD_RUNNING] = "Running",
@@ -436,7 +481,7 @@ static gboolean decode_status_fields(json_object *status, KbPod *pod, GError **e
     if (!kb_decode_string(status, "phase", KB_MAX_NAME_LEN, &phase, error) ||
         !kb_decode_array(status, "containerStatuses", KB_MAX_CONTAINERS, &arr, &n, error))
         return FALSE;
-    pod->phase = parse_phase(phase);
+    pod->phase = kb_pod_phase_parse(phase);
     pod->container_statuses = n > 0 ? g_new0(KbContainerStatus, n) : NULL;
     for (gsize i = 0; i < n; i++) {
         json_object *o;
@@ -465,12 +510,15 @@ static gboolean decode_status(json_object *obj, KbPod *pod, GError **error)
     return TRUE;
 }
 
-static void find_group(KbPod *pod)
+void kb_pod_finish(KbPod *pod)
 {
+    if (pod->scheduler_name == NULL)
+        pod->scheduler_name = g_intern_static_string(DEFAULT_SCHEDULER);
     const char *g = g_hash_table_lookup(pod->meta.annotations, GROUP_ANNOTATION);
     if (g == NULL || *g == '\0')
         g = g_hash_table_lookup(pod->meta.labels, GROUP_LABEL);
-    pod->group_name = g != NULL && *g != '\0' ? g_intern_string(g) : NULL;
+    /* Owned: group names come and go with jobs, and interned strings are never freed. */
+    pod->group_name = g != NULL && *g != '\0' ? g_strdup(g) : NULL;
 }
 
 KbPod *kb_pod_decode(json_object *obj, gboolean keep_raw, GError **error)
@@ -483,6 +531,6 @@ KbPod *kb_pod_decode(json_object *obj, gboolean keep_raw, GError **error)
         kb_decode_prefix_object(error, "pod", &pod->meta);
         return NULL;
     }
-    find_group(pod);
+    kb_pod_finish(pod);
     return g_steal_pointer(&pod);
 }
