@@ -5,8 +5,9 @@
 #include <string.h>
 
 static const struct kb_plugin_ops *const registry[] = {
-        &kb_plugin_priority,   &kb_plugin_gang,      &kb_plugin_drf,         &kb_plugin_proportion,
-        &kb_plugin_predicates, &kb_plugin_nodeorder, &kb_plugin_conformance,
+        &kb_plugin_priority,    &kb_plugin_gang,         &kb_plugin_drf,
+        &kb_plugin_proportion,  &kb_plugin_predicates,   &kb_plugin_nodeorder,
+        &kb_plugin_conformance, &kb_plugin_gpu_topology,
 };
 
 const struct kb_plugin_ops *kb_plugin_lookup(const char *name)
@@ -20,7 +21,7 @@ const struct kb_plugin_ops *kb_plugin_lookup(const char *name)
 
 const char *kb_plugin_names(void)
 {
-    return "priority, gang, drf, proportion, predicates, nodeorder, conformance";
+    return "priority, gang, drf, proportion, predicates, nodeorder, conformance, gpu-topology";
 }
 
 gboolean kb_plugin_node_selector_matches(const KbPod *pod, const KbNode *node)

@@ -38,6 +38,11 @@ struct kb_plugin_ops {
     void (*on_deallocate)(gpointer state, const KbTaskInfo *task);
     /* The enqueue action admitted @job (Pending -> Inqueue): reserve its minimum resources. */
     void (*on_job_enqueued)(gpointer state, const KbJobInfo *job);
+    /*
+     * @task is about to be placed on @node (called before it is assumed there, whatever the
+     * enable* switches): choose its devices, e.g. task->gpu_ids. Added for gpu-topology.
+     */
+    void (*assign_devices)(gpointer state, KbTaskInfo *task, const KbNodeInfo *node);
 };
 
 extern const struct kb_plugin_ops kb_plugin_priority;
@@ -47,6 +52,7 @@ extern const struct kb_plugin_ops kb_plugin_proportion;
 extern const struct kb_plugin_ops kb_plugin_predicates;
 extern const struct kb_plugin_ops kb_plugin_nodeorder;
 extern const struct kb_plugin_ops kb_plugin_conformance;
+extern const struct kb_plugin_ops kb_plugin_gpu_topology;
 
 /* The plugin called @name, or NULL. */
 const struct kb_plugin_ops *kb_plugin_lookup(const char *name);

@@ -142,6 +142,7 @@ typedef struct {
     double score;
     guint node;
     guint stamp;
+    guint epoch; /* ssn->score_epoch when scored */
 } Cand;
 
 typedef struct {
@@ -209,7 +210,7 @@ static gboolean fill(Alloc *a, ClassCtx *ctx, const KbTaskInfo *task)
         if (!node_fits(a, task, node) ||
             !kb_session_predicate(a->ssn, task, &a->ssn->nodes[node], NULL))
             continue;
-        Cand c = {score(a, task, node), node, a->stamp[node]};
+        Cand c = {score(a, task, node), node, a->stamp[node], a->ssn->score_epoch};
         g_array_append_val(ctx->cands, c);
     }
     if (ctx->phase < 2)
@@ -231,6 +232,10 @@ static gint pick(Alloc *a, ClassCtx *ctx, const KbTaskInfo *task)
                 }
                 c->score = score(a, task, c->node);
                 c->stamp = a->stamp[c->node];
+                c->epoch = a->ssn->score_epoch;
+            } else if (c->epoch != a->ssn->score_epoch) {
+                c->score = score(a, task, c->node);
+                c->epoch = a->ssn->score_epoch;
             }
             if (best < 0) {
                 best = (gint)i;
@@ -363,7 +368,8 @@ static void commit(Alloc *a, KbJobInfo *job)
     KbSession *ssn = a->ssn;
     for (guint i = 0; i < a->placed->len; i++) {
         KbTaskInfo *t = a->placed->pdata[i];
-        KbPlacement p = {kb_object_ref(t->pod), ssn->nodes[t->node_id].name, g_strdup(job->key)};
+        KbPlacement p = {kb_object_ref(t->pod), ssn->nodes[t->node_id].name, g_strdup(job->key),
+                         kb_cache_gpu_ids_format(t->gpu_ids)};
         g_array_append_val(ssn->result->placements, p);
     }
     ssn->job_scratch[job->id].n_placed += a->placed->len;

@@ -16,11 +16,11 @@ typedef struct {
 
 /* Every pod the cache knows (served or not), keyed "ns/name". */
 typedef struct {
-    KbPod *pod;          /* ref */
-    gint counted_node;   /* node whose `used` includes this pod, -1 when none */
-    KbResources counted; /* what was added there */
+    KbPod *pod;           /* ref */
+    gint counted_node;    /* node whose `used` includes this pod, -1 when none */
+    KbResources counted;  /* what was added there */
     guint64 counted_gpus; /* GPU indices it holds there (NodeGpu.holders) */
-    KbTaskInfo *task;    /* owned by its job; NULL for pods of other schedulers */
+    KbTaskInfo *task;     /* owned by its job; NULL for pods of other schedulers */
 } PodEntry;
 
 struct KbCache {
@@ -108,8 +108,8 @@ static void node_set_topology(KbCache *cache, KbNodeInfo *ni, KbNode *node)
     ng->topology = kb_cache_gpu_topology_new(text, n, &error);
     if (error != NULL) {
         if (!seen) {
-            g_warning("node %s: annotation %s: %s; treating the node as one GPU island",
-                      ni->name, KB_GPU_TOPOLOGY_ANNOTATION, error->message);
+            g_warning("node %s: annotation %s: %s; treating the node as one GPU island", ni->name,
+                      KB_GPU_TOPOLOGY_ANNOTATION, error->message);
             cache->n_gpu_topology_errors++;
         }
         ng->topology = kb_cache_gpu_topology_new(NULL, n, NULL);
@@ -203,21 +203,24 @@ static void node_hold_gpus(KbCache *cache, guint id, guint64 gpus, int delta)
 }
 
 /*
- * The GPU indices the pod holds on node @node when they are known: its gpu-ids annotation (a
- * bound pod), else the indices the cycle chose for its task, else the ones it was already counted
- * with there. 0 when the pod asks no GPU or nothing says which ones it holds.
+ * The GPU indices the pod holds on node @node when they are known: for an assumed pod the ones the
+ * cycle chose; for a bound pod its gpu-ids annotation, else the ones the cycle chose; else the
+ * ones it was already counted with there. 0 when the pod asks no GPU or nothing says which.
  */
 static guint64 pod_known_gpus(PodEntry *pe, gint node)
 {
     gint64 k = pe->pod->requests.v[KB_RES_GPU];
     if (k <= 0)
         return 0;
+    guint64 chosen = pe->task != NULL ? pe->task->gpu_ids : 0;
+    if (pe->pod->node_name == NULL && popcount64(chosen) == k)
+        return chosen; /* assumed: an annotation left by an earlier failed bind is stale */
     const char *text = g_hash_table_lookup(pe->pod->meta.annotations, KB_GPU_IDS_ANNOTATION);
     guint64 ids = 0;
     if (text != NULL && kb_cache_gpu_ids_parse(text, &ids, NULL) && popcount64(ids) == k)
         return ids;
-    if (pe->task != NULL && pe->task->gpu_ids != 0 && popcount64(pe->task->gpu_ids) == k)
-        return pe->task->gpu_ids;
+    if (popcount64(chosen) == k)
+        return chosen;
     if (pe->counted_node == node && popcount64(pe->counted_gpus) == k)
         return pe->counted_gpus;
     return 0;
@@ -240,8 +243,8 @@ static void pod_recount(KbCache *cache, PodEntry *pe)
     gint want = pod_desired_node(cache, pe);
     guint64 gpus = want >= 0 ? pod_known_gpus(pe, want) : 0;
     if (want == pe->counted_node &&
-        (want == -1 || (kb_resources_equal(&pe->counted, &pe->pod->requests) &&
-                        gpus == pe->counted_gpus)))
+        (want == -1 ||
+         (kb_resources_equal(&pe->counted, &pe->pod->requests) && gpus == pe->counted_gpus)))
         return;
     if (pe->counted_node >= 0) {
         KbNodeInfo *ni = node_at(cache, (guint)pe->counted_node);
@@ -660,9 +663,9 @@ void kb_cache_update_pod(KbCache *cache, KbPod *pod)
 {
     g_autofree char *key = pod_key(pod->meta.namespace_, pod->meta.name);
     PodEntry *pe = g_hash_table_lookup(cache->pods, key);
-    if (pe != NULL && (g_strcmp0(pe->pod->meta.uid, pod->meta.uid) != 0 ||
-                       (pe->task != NULL &&
-                        g_strcmp0(pe->task->pod->group_name, pod->group_name) != 0))) {
+    if (pe != NULL &&
+        (g_strcmp0(pe->pod->meta.uid, pod->meta.uid) != 0 ||
+         (pe->task != NULL && g_strcmp0(pe->task->pod->group_name, pod->group_name) != 0))) {
         /* Recreated under the same name, or moved to another group: start over. */
         kb_cache_delete_pod(cache, pe->pod);
         pe = NULL;
@@ -862,8 +865,8 @@ static gboolean gpu_level_parse(json_object *level, const char *name, guint64 *g
     gsize len = json_object_array_length(level);
     for (gsize g = 0; g < len; g++) {
         json_object *group = json_object_array_get_idx(level, g);
-        gsize glen = json_object_is_type(group, json_type_array) ? json_object_array_length(group)
-                                                                   : 0;
+        gsize glen =
+                json_object_is_type(group, json_type_array) ? json_object_array_length(group) : 0;
         if (glen == 0) {
             g_set_error(error, KB_ERROR, KB_ERROR_DECODE,
                         "\"%s\"[%zu]: not a non-empty list of GPU indices", name, g);
@@ -918,8 +921,7 @@ static gboolean gpu_topology_parse(const char *text, guint64 *groups, guint *n, 
     for (int l = 0; l < KB_GPU_N_LEVELS && ok; l++) {
         json_object *level = NULL;
         if (json_object_object_get_ex(obj, gpu_level_names[l], &level))
-            ok = gpu_level_parse(level, gpu_level_names[l], groups + l * KB_GPU_MAX, &n[l],
-                                 error);
+            ok = gpu_level_parse(level, gpu_level_names[l], groups + l * KB_GPU_MAX, &n[l], error);
     }
     json_object_put(obj);
     return ok;
@@ -931,8 +933,8 @@ KbGpuTopology *kb_cache_gpu_topology_new(const char *annotation, gint64 n_gpus, 
     guint n[KB_GPU_N_LEVELS] = {0};
     if (annotation != NULL && !gpu_topology_parse(annotation, groups, n, error))
         return NULL;
-    guint64 all = n_gpus >= KB_GPU_MAX ? G_MAXUINT64
-                                       : (G_GUINT64_CONSTANT(1) << MAX(n_gpus, 0)) - 1;
+    guint64 all =
+            n_gpus >= KB_GPU_MAX ? G_MAXUINT64 : (G_GUINT64_CONSTANT(1) << MAX(n_gpus, 0)) - 1;
     for (int l = 0; l < KB_GPU_N_LEVELS; l++) {
         for (guint i = 0; i < n[l]; i++)
             all |= groups[l * KB_GPU_MAX + i];

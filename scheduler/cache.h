@@ -55,6 +55,45 @@ typedef enum {
 typedef struct KbJobInfo KbJobInfo;
 typedef struct KbTaskClass KbTaskClass;
 
+/*
+ * GPU placement (the gpu-topology plugin reads these; the cache fills them on ingest).
+ *
+ * Node annotation KB_GPU_TOPOLOGY_ANNOTATION, a JSON object whose members are levels of closeness,
+ * each a list of disjoint groups of GPU indices (0..63):
+ *   kube-batchd.io/gpu-topology: '{"nvlink":[[0,1,2,3],[4,5,6,7]],"pcie":[[0,1],[2,3],[4,5],[6,7]],
+ *                                   "numa":[[0,1,2,3],[4,5,6,7]]}'
+ * "nvlink" lists the NVLink islands (a GPU it does not name is an island of its own), "pcie" the
+ * GPUs behind one PCIe switch, "numa" the GPUs of one NUMA node; every level is optional and other
+ * members are ignored (room for later levels). A node without the annotation, or whose annotation
+ * is malformed, is one island of all its GPUs. The node's GPU indices are those the annotation
+ * names plus 0..n-1 for its n allocatable nvidia.com/gpu (at most KB_GPU_MAX).
+ *
+ * Pod annotation KB_GPU_IDS_ANNOTATION: the GPU indices a pod holds, "0,1" (decimal, comma
+ * separated, no duplicates). Written by the binder from KbPlacement.gpu_ids before the binding; a
+ * device plugin or the container runtime's NVIDIA_VISIBLE_DEVICES hook reads it.
+ */
+#define KB_GPU_TOPOLOGY_ANNOTATION "kube-batchd.io/gpu-topology"
+#define KB_GPU_IDS_ANNOTATION      "kube-batchd.io/gpu-ids"
+#define KB_RACK_LABEL              "topology.kubernetes.io/rack"
+#define KB_ZONE_LABEL              "topology.kubernetes.io/zone"
+#define KB_GPU_MAX                 64    /* GPU indices per node: one guint64 bitmask */
+#define KB_GPU_TOPOLOGY_MAX_BYTES  16384 /* longest topology annotation accepted */
+#define KB_GPU_IDS_MAX_BYTES       256   /* longest gpu-ids annotation accepted */
+
+typedef enum {
+    KB_GPU_LEVEL_NVLINK, /* closest: GPUs that share an NVLink island */
+    KB_GPU_LEVEL_PCIE,   /* behind one PCIe switch */
+    KB_GPU_LEVEL_NUMA,   /* on one NUMA node */
+    KB_GPU_N_LEVELS
+} KbGpuLevel;
+
+/* A node's GPU topology: per level, disjoint groups (bitmasks of GPU indices). */
+typedef struct {
+    guint64 all;                      /* every GPU index of the node */
+    guint first[KB_GPU_N_LEVELS + 1]; /* level l is groups[first[l] .. first[l + 1]) */
+    guint64 groups[];                 /* non-empty masks */
+} KbGpuTopology;
+
 /* A node. Read-only outside the cache and the cycle. */
 typedef struct {
     guint id;
@@ -65,6 +104,11 @@ typedef struct {
     KbResources used; /* pods bound or assumed here, every scheduler */
     KbResources idle; /* allocatable - used */
     guint n_pods;     /* pods counted in used */
+    /* Added for gpu-topology. */
+    const char *rack;                  /* interned KB_RACK_LABEL value, NULL when absent */
+    const char *zone;                  /* interned KB_ZONE_LABEL value, NULL when absent */
+    const KbGpuTopology *gpu_topology; /* owned by the cache; NULL when the node has no GPU */
+    guint64 gpu_used;                  /* GPU indices held by the pods counted in used */
 } KbNodeInfo;
 
 /* A pod served by this scheduler. */
@@ -78,6 +122,8 @@ typedef struct {
     KbResources resreq; /* pod requests */
     gint64 bind_time;   /* monotonic-ish "now" when the bind succeeded (BINDING) */
     guint index;        /* position in job->tasks */
+    /* GPU indices chosen by the cycle (gpu-topology) while ALLOCATED..RUNNING; 0 when none. */
+    guint64 gpu_ids;
 } KbTaskInfo;
 
 /* Tasks of one job sharing requests, selectors, affinity, tolerations and priority. */
@@ -229,6 +275,26 @@ void kb_cache_cluster_allocatable(KbCache *cache, KbResources *out);
 void kb_cache_assume_task(KbCache *cache, KbTaskInfo *task, guint node_id);
 /* The inverse of kb_cache_assume_task (ALLOCATED -> PENDING), used by rollback. */
 void kb_cache_forget_task(KbCache *cache, KbTaskInfo *task);
+
+/*
+ * GPU annotations (formats at the top of the file).
+ *
+ * kb_cache_gpu_topology_new: the topology of a node with @n_gpus allocatable GPUs and topology
+ * annotation @annotation (NULL: none, one island). Returns a new topology (g_free), or NULL with
+ * KB_ERROR_DECODE / KB_ERROR_LIMIT naming the member and value. Returns NULL without error when
+ * the node has no GPU at all.
+ *
+ * kb_cache_gpu_ids_parse: "0,1,5" into a bitmask; FALSE with an error naming the value when it is
+ * malformed, too long (KB_GPU_IDS_MAX_BYTES), out of range (KB_GPU_MAX) or repeats an index.
+ * kb_cache_gpu_ids_format: a bitmask as "0,1,5"; NULL for 0; newly allocated.
+ *
+ * kb_cache_gpu_topology_errors: malformed topology annotations seen so far (each distinct value
+ * of a node's annotation is logged and counted once).
+ */
+KbGpuTopology *kb_cache_gpu_topology_new(const char *annotation, gint64 n_gpus, GError **error);
+gboolean kb_cache_gpu_ids_parse(const char *text, guint64 *out, GError **error);
+char *kb_cache_gpu_ids_format(guint64 ids);
+guint kb_cache_gpu_topology_errors(const KbCache *cache);
 
 const char *kb_task_state_to_string(KbTaskState state);
 /* "Pending", "Inqueue", "Running", "Unknown", "Completed". */

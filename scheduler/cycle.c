@@ -11,6 +11,7 @@ static void placement_clear(gpointer p)
     KbPlacement *pl = p;
     g_clear_pointer(&pl->pod, kb_object_unref);
     g_free(pl->job);
+    g_free(pl->gpu_ids);
 }
 
 static void job_status_clear(gpointer p)

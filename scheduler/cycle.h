@@ -17,11 +17,20 @@
 #include "scheduler/cache.h"
 #include "scheduler/conf.h"
 
-/* One pod to bind. */
+/*
+ * One pod to bind.
+ *
+ * gpu_ids: the GPU indices chosen for the pod ("0,1", see KB_GPU_IDS_ANNOTATION in cache.h), or
+ * NULL when the pod asks no GPU or the gpu-topology plugin is not configured. When it is set, the
+ * binder must first write it as the pod annotation (a merge patch of metadata.annotations,
+ * {"metadata":{"annotations":{"kube-batchd.io/gpu-ids":"0,1"}}}) and only then POST the binding;
+ * a failed patch is a failed bind (kb_cache_bind_failed), never a binding without the annotation.
+ */
 typedef struct {
     KbPod *pod;       /* ref: namespace, name and uid to bind */
     const char *node; /* interned node name */
     char *job;        /* "ns/name" of the job (group, or the pod for a gang of one); owned */
+    char *gpu_ids;    /* owned; NULL when none (see above) */
 } KbPlacement;
 
 /* The status of one job after the cycle. */

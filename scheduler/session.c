@@ -249,6 +249,10 @@ void kb_session_preemptable(KbSession *ssn, const KbTaskInfo *preemptor, GPtrArr
 
 void kb_session_allocate(KbSession *ssn, KbTaskInfo *task, KbNodeInfo *node)
 {
+    for (guint i = 0; i < ssn->n_plugins; i++) {
+        if (ssn->plugins[i].ops->assign_devices != NULL)
+            ssn->plugins[i].ops->assign_devices(ssn->plugins[i].state, task, node);
+    }
     kb_cache_assume_task(ssn->cache, task, node->id);
     KbQueueInfo *qi = kb_session_job_queue(ssn, task->job);
     if (qi != NULL)

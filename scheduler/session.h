@@ -78,6 +78,11 @@ struct KbSession {
     KbPluginInstance *plugins;
     guint n_plugins;
     KbCycleResult *result;
+    /*
+     * Bumped by a plugin whose node scores changed on nodes other than the one a task was just
+     * placed on (gpu-topology: the job entered a new rack); actions re-score cached candidates.
+     */
+    guint score_epoch;
 };
 
 /* Open a session (plugins' open in tier order) and close it (plugins' close, scratch freed). */
@@ -105,7 +110,8 @@ double kb_session_node_score(KbSession *ssn, const KbTaskInfo *task, const KbNod
  */
 void kb_session_preemptable(KbSession *ssn, const KbTaskInfo *preemptor, GPtrArray *victims);
 
-/* Place @task on @node (PENDING -> ALLOCATED) and tell the plugins (drf, proportion shares). */
+/* Place @task on @node (PENDING -> ALLOCATED) and tell the plugins (drf, proportion shares);
+ * plugins with assign_devices choose the task's devices first (gpu-topology: task->gpu_ids). */
 void kb_session_allocate(KbSession *ssn, KbTaskInfo *task, KbNodeInfo *node);
 /* Undo kb_session_allocate (statement discard). */
 void kb_session_deallocate(KbSession *ssn, KbTaskInfo *task);
