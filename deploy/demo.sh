@@ -51,7 +51,7 @@ k() { kubectl --server "$url" "$@"; }
 say "== kubectl apply: CRDs (PodGroup, Queue, TFJob) and the default queue"
 k apply -f "$top/deploy/crds/" >/dev/null
 k apply -f "$top/deploy/default-queue.yaml"
-k get nodes -L nvidia.com/gpu.product,topology.kubernetes.io/zone
+k get nodes -L nvidia.com/gpu.product,topology.kubernetes.io/rack
 
 say "== starting kube-batchd and tf-operator"
 "$bin/kube-batchd" --master "$url" --schedule-period 500ms --listen-address 127.0.0.1:0 \
@@ -72,13 +72,22 @@ job_states() {
         awk '{ print $1, ($2 == "" ? "Pending" : $2) }' | sort
 }
 placements() {
-    k get pods -o jsonpath='{range .items[*]}{.metadata.name}{" "}{.spec.nodeName}{" "}{.status.phase}{"\n"}{end}' 2>/dev/null | sort
+    k get pods --no-headers -o custom-columns=NAME:.metadata.name,NODE:.spec.nodeName,PHASE:.status.phase 2>/dev/null | sort
+}
+# The condition kube-batchd wrote on each PodGroup that is not running: what it is short of.
+waiting_groups() {
+    k get podgroups.scheduling.volcano.sh -o jsonpath='{range .items[*]}{.metadata.name}{" "}{.status.phase}{": "}{.status.conditions[-1:].message}{"\n"}{end}' 2>/dev/null |
+        awk '$2 != "Running:" && $2 != "Completed:" && NF > 2' | sort
+}
+metric() {
+    curl -s "http://127.0.0.1:$1/metrics" 2>/dev/null | awk -v m="$2" 'index($0, m) == 1 { print $2; exit }'
 }
 
 declare -A placed
 start=$(date +%s)
 prev_jobs=""
 prev_pods=""
+prev_wait=""
 say "== job states and pod placements as they change"
 while :; do
     now=$(( $(date +%s) - start ))
@@ -88,10 +97,15 @@ while :; do
         echo "[t=${now}s] jobs: $(echo "$jobs" | tr '\n' ';' | sed 's/;$//; s/;/; /g')"
         prev_jobs=$jobs
     fi
+    wait_msgs=$(waiting_groups)
+    if [ -n "$wait_msgs" ] && [ "$wait_msgs" != "$prev_wait" ]; then
+        echo "$wait_msgs" | sed "s/^/[t=${now}s]   waiting: podgroup /"
+    fi
+    prev_wait=$wait_msgs
     if [ "$pods" != "$prev_pods" ]; then
         while read -r name node phase; do
             [ -n "${name:-}" ] || continue
-            if [ -n "${node:-}" ] && [ -z "${placed[$name]:-}" ]; then
+            if [ "${node:-<none>}" != "<none>" ] && [ -z "${placed[$name]:-}" ]; then
                 placed[$name]=$node
                 echo "[t=${now}s]   $name -> $node"
             fi
@@ -111,16 +125,22 @@ done
 # --- summary ------------------------------------------------------------------------------------
 say "== summary"
 echo "$jobs" | while read -r name state; do printf '  %-16s %s\n' "$name" "$state"; done
+echo "  the seed's v1alpha1 job: $(k get tfjobs.v1alpha1.kubeflow.org example-job \
+    -o jsonpath='phase {.status.phase}, state {.status.state}' 2>/dev/null)"
 echo "  pods placed: ${#placed[@]}"
 for node in $(printf '%s\n' "${placed[@]}" | sort -u); do
     n=0
     for p in "${!placed[@]}"; do [ "${placed[$p]}" = "$node" ] && n=$((n + 1)); done
     echo "    $node: $n pods"
 done
-say "== PodGroups"
-k get podgroups.scheduling.volcano.sh 2>/dev/null || true
-say "== kube-batchd metrics (binds)"
-grep -h 'bind' "$work/kube-batchd.log" | tail -n 3 || true
+port=$(sed -n 's/.*serving \/healthz.* on port \([0-9]*\).*/\1/p' "$work/kube-batchd.log" | head -n 1)
+if [ -n "$port" ]; then
+    say "== kube-batchd /metrics"
+    echo "  bindings succeeded: $(metric "$port" 'kube_batchd_binds_total{result="succeeded"}')"
+    echo "  bindings failed:    $(curl -s "http://127.0.0.1:$port/metrics" |
+        awk '/^kube_batchd_binds_total/ && !/succeeded/ { s += $2 } END { print s + 0 }')"
+    echo "  scheduling cycles:  $(metric "$port" 'kube_batchd_cycles_total')"
+fi
 failed=$(echo "$jobs" | awk '$2 != "Succeeded"' | wc -l)
 if [ "$failed" -ne 0 ]; then
     say "demo: $failed job(s) did not succeed; logs:"

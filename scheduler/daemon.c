@@ -695,6 +695,8 @@ KbDaemon *kb_daemon_new(const KbDaemonOptions *opts, KbConf *conf, GError **erro
             return NULL;
         }
         kb_httpd_set_ready_func(d->httpd, ready_func, d);
+        /* The bound port matters when the address asked for port 0 (tests, the demo). */
+        g_message("serving /healthz, /readyz and /metrics on port %u", kb_httpd_port(d->httpd));
     }
     return d;
 }
