@@ -418,7 +418,8 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
             gsize n = MIN(size - st->offset, max);
             if (resp->cut_after >= 0)
                 n = MIN(n, (gsize)resp->cut_after - st->sent);
-            memcpy(buf, data + st->offset, n);
+            if (n > 0) /* an empty chunk's data may be NULL */
+                memcpy(buf, data + st->offset, n);
             st->offset += n;
             st->sent += n;
             if (st->offset == size) {
