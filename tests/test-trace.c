@@ -581,7 +581,8 @@ static void test_sim_idle_seconds(void)
     }
 }
 
-/* Restarting the cache from the live objects changes no decision; runs are deterministic. */
+/* Deleting finished jobs, keeping them, or restarting the cache from the live objects changes
+ * no decision; runs are deterministic. */
 static void test_sim_restart(void)
 {
     g_autoptr(KbTrace) t = small_trace();
@@ -591,11 +592,15 @@ static void test_sim_restart(void)
         kb_sim_options_init(&opts);
         opts.n_nodes = 2;
         opts.single_queue = confs[c] == fifo_yaml;
+        g_autoptr(KbSimReport) deleted = simulate_opts(t, confs[c], &opts);
+        g_assert_cmpuint(deleted->n_cache_restarts, ==, 0);
+        opts.delete_finished = FALSE;
         opts.restart_after = G_MAXUINT;
         g_autoptr(KbSimReport) kept = simulate_opts(t, confs[c], &opts);
         g_autoptr(KbSimReport) again = simulate_opts(t, confs[c], &opts);
         g_assert_cmpuint(kept->n_cache_restarts, ==, 0);
         assert_same_jobs(kept, again);
+        assert_same_jobs(kept, deleted);
         opts.restart_after = 1;
         g_autoptr(KbSimReport) restarted = simulate_opts(t, confs[c], &opts);
         g_assert_cmpuint(restarted->n_cache_restarts, >=, 1);

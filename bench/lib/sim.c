@@ -64,6 +64,7 @@ typedef struct {
     guint n_retained;     /* finished but still in the cache (without delete_finished) */
     guint n_restarts;     /* cache rebuilds */
     gint64 last_activity; /* last arrival, completion or placement */
+    gint64 integrated;    /* the integrals above cover [first submit, integrated) */
 } Sim;
 
 /* ---- the objects, as JSON an API server would return ---------------------------------------- */
@@ -270,8 +271,47 @@ static Completion heap_pop(GArray *h)
 
 /* ---- events --------------------------------------------------------------------------------- */
 
+/*
+ * Accumulate the state held over [integrated, t). Called just before the state changes (an
+ * arrival, a completion, a bind), so that quiet time after the last change (a gang that never
+ * fits, waiting forever) is not counted.
+ */
+static void integrate(Sim *sim, gint64 t)
+{
+    double dt = (double)(t - sim->integrated);
+    if (dt <= 0)
+        return;
+    sim->held_gpu_s += sim->gpus_held * dt;
+    sim->busy_gpu_s += sim->gpus_busy * dt;
+    gint64 last_submit = sim->trace->jobs[sim->trace->n_jobs - 1].submit;
+    double in_window = (double)(MIN(t, last_submit) - sim->integrated);
+    if (in_window > 0) {
+        sim->held_arrivals_gpu_s += sim->gpus_held * in_window;
+        sim->busy_arrivals_gpu_s += sim->gpus_busy * in_window;
+    }
+    sim->partial_gpu_s += sim->gpus_partial * dt;
+    double sum = 0, sum_sq = 0;
+    guint n = 0;
+    for (guint q = 0; q < sim->n_queues; q++) {
+        SimQueue *sq = &sim->queues[q];
+        sq->received_gpu_s += sq->gpus_held * dt;
+        if (sq->n_waiting == 0)
+            continue;
+        double x = (double)sq->gpus_held / sq->weight;
+        sum += x;
+        sum_sq += x * x;
+        n++;
+    }
+    if (n >= 2) {
+        sim->jain_sum += (sum_sq > 0 ? sum * sum / (n * sum_sq) : 1.0) * dt;
+        sim->contended_s += dt;
+    }
+    sim->integrated = t;
+}
+
 static void job_arrive(Sim *sim, SimJob *job)
 {
+    integrate(sim, sim->now);
     job->group = group_json(job, sim->opts.single_queue);
     feed_group(sim, job->group, FEED_ADD);
     job->pods = g_new0(json_object *, job->n_pods);
@@ -285,6 +325,7 @@ static void job_arrive(Sim *sim, SimJob *job)
 
 static void job_complete(Sim *sim, SimJob *job)
 {
+    integrate(sim, sim->now);
     for (guint k = 0; k < job->n_pods; k++) {
         pod_set(job->pods[k], NULL, "Succeeded");
         feed_pod(sim, job->pods[k], FEED_UPDATE);
@@ -333,6 +374,7 @@ static void cache_restart(Sim *sim)
 /* The scheduler placed pod @k of @job on @node: bind it and let it run. */
 static void pod_bind(Sim *sim, SimJob *job, guint k, const KbPod *pod, const char *node)
 {
+    integrate(sim, sim->now);
     kb_cache_bind_succeeded(sim->cache, pod->meta.namespace_, pod->meta.name, pod->meta.uid,
                             sim->now);
     pod_set(job->pods[k], node, "Running");
@@ -417,39 +459,6 @@ static void cycle(Sim *sim)
     sim->last_cycle = sim->now;
 }
 
-/* Accumulate the state held over [now, t). */
-static void integrate(Sim *sim, gint64 t)
-{
-    double dt = (double)(t - sim->now);
-    if (dt <= 0)
-        return;
-    sim->held_gpu_s += sim->gpus_held * dt;
-    sim->busy_gpu_s += sim->gpus_busy * dt;
-    gint64 last_submit = sim->trace->jobs[sim->trace->n_jobs - 1].submit;
-    double in_window = (double)(MIN(t, last_submit) - sim->now);
-    if (in_window > 0) {
-        sim->held_arrivals_gpu_s += sim->gpus_held * in_window;
-        sim->busy_arrivals_gpu_s += sim->gpus_busy * in_window;
-    }
-    sim->partial_gpu_s += sim->gpus_partial * dt;
-    double sum = 0, sum_sq = 0;
-    guint n = 0;
-    for (guint q = 0; q < sim->n_queues; q++) {
-        SimQueue *sq = &sim->queues[q];
-        sq->received_gpu_s += sq->gpus_held * dt;
-        if (sq->n_waiting == 0)
-            continue;
-        double x = (double)sq->gpus_held / sq->weight;
-        sum += x;
-        sum_sq += x * x;
-        n++;
-    }
-    if (n >= 2) {
-        sim->jain_sum += (sum_sq > 0 ? sum * sum / (n * sum_sq) : 1.0) * dt;
-        sim->contended_s += dt;
-    }
-}
-
 static gboolean waiting(const Sim *sim)
 {
     for (guint q = 0; q < sim->n_queues; q++) {
@@ -475,7 +484,6 @@ static gint64 next_time(Sim *sim)
 
 static void step(Sim *sim, gint64 t)
 {
-    integrate(sim, t);
     sim->now = t;
     while (sim->heap->len > 0 && g_array_index(sim->heap, Completion, 0).t <= t) {
         Completion c = heap_pop(sim->heap);
@@ -497,8 +505,11 @@ static void step(Sim *sim, gint64 t)
 
 void kb_sim_options_init(KbSimOptions *opts)
 {
-    *opts = (KbSimOptions){
-            .n_nodes = 64, .gpus_per_node = 8, .pack = KB_TRACE_PACK_NODE, .period = 1};
+    *opts = (KbSimOptions){.n_nodes = 64,
+                           .gpus_per_node = 8,
+                           .pack = KB_TRACE_PACK_NODE,
+                           .period = 1,
+                           .delete_finished = TRUE};
 }
 
 static gboolean options_check(const KbTrace *trace, const KbSimOptions *opts, GError **error)
@@ -719,7 +730,7 @@ KbSimReport *kb_sim_run(const KbTrace *trace, const KbConf *conf, const KbSimOpt
     Sim sim = {0};
     sim_init(&sim, trace, conf, opts);
     gboolean stopped = FALSE;
-    sim.now = trace->n_jobs > 0 ? trace->jobs[0].submit : 0;
+    sim.now = sim.integrated = trace->n_jobs > 0 ? trace->jobs[0].submit : 0;
     for (;;) {
         gint64 t = next_time(&sim);
         if (t == G_MAXINT64)

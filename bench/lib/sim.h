@@ -16,8 +16,8 @@
  * - every placement binds at once (kb_cache_bind_succeeded) and the pod is updated with
  *   spec.nodeName and phase Running;
  * - a job runs once every pod of it is bound (a distributed job needs all its workers) and ends
- *   `duration` seconds later (rounded up, at least 1): its pods are updated to Succeeded (and,
- *   with delete_finished, deleted with the group);
+ *   `duration` seconds later (rounded up, at least 1): its pods are updated to Succeeded, then
+ *   deleted with the group (delete_finished);
  * - the run ends when no arrival, completion or pending cycle is left. Jobs that never started
  *   (a gang larger than the cluster, or GPUs held forever by partial gangs when gang is off) are
  *   reported with the scheduler's last condition.
@@ -45,12 +45,10 @@ typedef struct {
      * queue and no fairness plugin is FIFO across tenants. Figures stay per trace cluster. */
     gboolean single_queue;
     /*
-     * Delete a finished job's pods and group from the cache (the operator's cleanPodPolicy: All),
-     * which keeps cycles short on long traces. Off by default: the cache in this tree frees a job
-     * twice when its last pod or its group is deleted (job_maybe_remove); finished jobs then stay
-     * in the cache as Succeeded pods (no decision depends on them), and once they outnumber the
-     * live jobs the simulator starts a new cache from the live objects, as a restarted daemon
-     * would after its relist (n_cache_restarts).
+     * Delete a finished job's pods and group from the cache (the operator's cleanPodPolicy: All;
+     * on by default). Off: they stay as Succeeded pods (no decision depends on them), and once
+     * they outnumber the live jobs the simulator starts a new cache from the live objects, as a
+     * restarted daemon would after its relist (n_cache_restarts).
      */
     gboolean delete_finished;
     /* Restart the cache once this many finished jobs are retained (and they outnumber the live
@@ -118,7 +116,8 @@ typedef struct {
     KbSimJobResult *jobs; /* in trace order */
 } KbSimReport;
 
-/* Defaults: 64 nodes x 8 GPUs, node packing, period 1, no cycle limit, equal weights. */
+/* Defaults: 64 nodes x 8 GPUs, node packing, period 1, no cycle limit, equal weights,
+ * delete_finished. */
 void kb_sim_options_init(KbSimOptions *opts);
 
 /*
