@@ -908,8 +908,11 @@ static gboolean gpu_topology_parse(const char *text, guint64 *groups, guint *n, 
     }
     json_tokener *tok = json_tokener_new_ex(4); /* object > level > group > index */
     json_object *obj = json_tokener_parse_ex(tok, text, (int)len);
-    gboolean complete = obj != NULL && json_tokener_get_error(tok) == json_tokener_success &&
-                        (gsize)json_tokener_get_parse_end(tok) == len;
+    gsize end = obj != NULL ? (gsize)json_tokener_get_parse_end(tok) : 0;
+    while (end < len && g_ascii_isspace(text[end]))
+        end++;
+    gboolean complete =
+            obj != NULL && json_tokener_get_error(tok) == json_tokener_success && end == len;
     json_tokener_free(tok);
     if (!complete || !json_object_is_type(obj, json_type_object)) {
         json_object_put(obj);

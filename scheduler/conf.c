@@ -23,7 +23,8 @@ static const char default_yaml[] = "actions: \"enqueue, allocate\"\n"
                                    "    arguments:\n"
                                    "      nodeorder.leastrequested.weight: 1\n"
                                    "      nodeorder.mostrequested.weight: 0\n"
-                                   "      nodeorder.balancedresource.weight: 1\n";
+                                   "      nodeorder.balancedresource.weight: 1\n"
+                                   "  - name: gpu-topology\n";
 
 static const char *const switch_names[KB_SWITCH_MAX] = {
         [KB_SWITCH_JOB_ORDER] = "enableJobOrder",
