@@ -10,11 +10,14 @@
  *   g_assert_cmpint(kb_test_apiserver_stop(api), ==, 0);
  *
  * The binary is $KB_BIN_DIR/kb-apiserver (default build/default/bin). $KB_APISERVER_WRAPPER,
- * when set (e.g. "valgrind -q --error-exitcode=99"), is put in front of it.
+ * when set (e.g. "valgrind -q --error-exitcode=99"), is put in front of it. The server is killed
+ * when the test process dies.
  */
 #pragma once
 
 #include <glib.h>
+
+#include "tests/lib/kb-test-daemon.h"
 
 typedef struct KbTestApiserver KbTestApiserver;
 
@@ -22,11 +25,19 @@ typedef struct KbTestApiserver KbTestApiserver;
  * 127.0.0.1:0" and wait (at most 20 s) for its "listening on URL" line. */
 KbTestApiserver *kb_test_apiserver_start(const char *const *extra_args, GError **error);
 
+/* The same; with @log the server's standard error goes to a temporary file (removed by
+ * kb_test_apiserver_free()) instead of the test's own. */
+KbTestApiserver *kb_test_apiserver_start_full(const char *const *extra_args, gboolean log,
+                                              GError **error);
+
 /* "http://127.0.0.1:PORT" (borrowed). */
 const char *kb_test_apiserver_url(KbTestApiserver *api);
 
-/* SIGTERM, then wait for the exit. Returns the exit status (0 for a clean shutdown), 128+N
- * when killed by signal N, -1 when it was already stopped. */
+/* The server's process id (borrowed), NULL once it has exited. */
+const char *kb_test_apiserver_pid(KbTestApiserver *api);
+
+/* SIGTERM, then wait for the exit (at most 60 s, then SIGKILL). Returns the exit status (0 for
+ * a clean shutdown), 128+N when it ended by signal N, -1 when it was already stopped. */
 int kb_test_apiserver_stop(KbTestApiserver *api);
 
 /* Stops the server if still running and frees everything (including kubectl's cache dir). */
