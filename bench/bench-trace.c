@@ -408,11 +408,10 @@ static GPtrArray *make_runs(const Opts *o, GError **error)
 {
     g_autoptr(GPtrArray) runs = g_ptr_array_new_with_free_func(run_free);
     static const char *const defaults[] = {"kube-batchd", "fifo", "no-gang", NULL};
-    const char *const *names = o->configs != NULL ? (const char *const *)o->configs : defaults;
-    if (o->configs == NULL && o->conf_files != NULL)
-        names = defaults + 2; /* files only: still compare with the default */
-    if (o->configs == NULL && o->conf_files != NULL)
-        names = (const char *const[]){"kube-batchd", NULL};
+    static const char *const with_files[] = {"kube-batchd", NULL};
+    const char *const *names = o->configs != NULL      ? (const char *const *)o->configs
+                               : o->conf_files != NULL ? with_files
+                                                       : defaults;
     for (guint i = 0; names[i] != NULL; i++) {
         Run *r = run_builtin(names[i], error);
         if (r == NULL)
@@ -514,6 +513,66 @@ static int fail(GError *error)
     return 2;
 }
 
+/* Everything after option parsing; @o stays owned by the caller. Returns the exit status. */
+static int bench(const Opts *o)
+{
+    GError *error = NULL;
+    KbSimOptions sim;
+    kb_sim_options_init(&sim);
+    sim.n_nodes = (guint)MAX(o->nodes, 0);
+    sim.gpus_per_node = (guint)MAX(o->gpus_per_node, 0);
+    sim.period = o->period;
+    sim.max_cycles = (guint)MAX(o->max_cycles, 0);
+    if (o->nodes < 1 || o->nodes > KB_SIM_MAX_NODES || o->gpus_per_node < 1 ||
+        o->gpus_per_node > KB_SIM_MAX_GPUS_PER_NODE || o->period < 1) {
+        fprintf(stderr,
+                "bench-trace: --nodes %d / --gpus-per-node %d / --period %d: want 1..%d, "
+                "1..%d, >= 1\n",
+                o->nodes, o->gpus_per_node, o->period, KB_SIM_MAX_NODES, KB_SIM_MAX_GPUS_PER_NODE);
+        return 2;
+    }
+    if (o->pack != NULL && !kb_trace_pack_from_string(o->pack, &sim.pack)) {
+        fprintf(stderr, "bench-trace: --pack %s: want node or one\n", o->pack);
+        return 2;
+    }
+    g_autoptr(GHashTable) weights = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    if (!parse_weights(o->weights, weights, &error))
+        return fail(error);
+    sim.weights = weights;
+    const char *path = o->trace != NULL ? o->trace : g_getenv("KB_TRACE");
+    if (path == NULL) {
+        path = DEFAULT_TRACE;
+        if (!g_file_test(path, G_FILE_TEST_EXISTS)) {
+            printf("bench-trace: skipped: no trace at %s (pass --trace FILE or set KB_TRACE)\n",
+                   path);
+            return 0;
+        }
+    }
+    g_autoptr(KbTrace) all = NULL;
+    g_autoptr(KbTrace) slice = load_slice(o, path, &all, &error);
+    if (slice == NULL)
+        return fail(error);
+    g_autoptr(GPtrArray) runs = make_runs(o, &error);
+    if (runs == NULL)
+        return fail(error);
+    const Run *base = find_baseline(runs, o->baseline, &error);
+    if (base == NULL)
+        return fail(error);
+    print_header(path, all, slice, o, &sim);
+    replay_all(runs, slice, &sim, o->threads);
+    for (guint i = 0; i < runs->len; i++) {
+        Run *run = runs->pdata[i];
+        if (run->report == NULL) {
+            fprintf(stderr, "bench-trace: %s: %s\n", run->name, run->error->message);
+            return 2;
+        }
+        print_run(run, o);
+    }
+    if (runs->len > 1)
+        print_ratios(runs, base);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     setlocale(LC_ALL, "C");
@@ -525,55 +584,7 @@ int main(int argc, char **argv)
               .duration_scale = 1,
               .arrival_scale = 1};
     GError *error = NULL;
-    if (!parse_options(argc, argv, &o, &error))
-        return fail(error);
-    KbSimOptions sim;
-    kb_sim_options_init(&sim);
-    sim.n_nodes = (guint)MAX(o.nodes, 0);
-    sim.gpus_per_node = (guint)MAX(o.gpus_per_node, 0);
-    sim.period = o.period;
-    sim.max_cycles = (guint)MAX(o.max_cycles, 0);
-    if (o.pack != NULL && !kb_trace_pack_from_string(o.pack, &sim.pack)) {
-        fprintf(stderr, "bench-trace: --pack %s: want node or one\n", o.pack);
-        return 2;
-    }
-    g_autoptr(GHashTable) weights = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-    if (!parse_weights(o.weights, weights, &error))
-        return fail(error);
-    sim.weights = weights;
-    const char *path = o.trace != NULL ? o.trace : g_getenv("KB_TRACE");
-    if (path == NULL) {
-        path = DEFAULT_TRACE;
-        if (!g_file_test(path, G_FILE_TEST_EXISTS)) {
-            printf("bench-trace: skipped: no trace at %s (pass --trace FILE or set KB_TRACE)\n",
-                   path);
-            opts_clear(&o);
-            return 0;
-        }
-    }
-    g_autoptr(KbTrace) all = NULL;
-    g_autoptr(KbTrace) slice = load_slice(&o, path, &all, &error);
-    if (slice == NULL)
-        return fail(error);
-    g_autoptr(GPtrArray) runs = make_runs(&o, &error);
-    if (runs == NULL)
-        return fail(error);
-    const Run *base = find_baseline(runs, o.baseline, &error);
-    if (base == NULL)
-        return fail(error);
-    print_header(path, all, slice, &o, &sim);
-    replay_all(runs, slice, &sim, o.threads);
-    for (guint i = 0; i < runs->len; i++) {
-        Run *run = runs->pdata[i];
-        if (run->report == NULL) {
-            fprintf(stderr, "bench-trace: %s: %s\n", run->name, run->error->message);
-            opts_clear(&o);
-            return 2;
-        }
-        print_run(run, &o);
-    }
-    if (runs->len > 1)
-        print_ratios(runs, base);
+    int rc = parse_options(argc, argv, &o, &error) ? bench(&o) : fail(error);
     opts_clear(&o);
-    return 0;
+    return rc;
 }
