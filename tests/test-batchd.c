@@ -7,17 +7,15 @@
  */
 #include <curl/curl.h>
 #include <gio/gio.h>
-#include <glib/gstdio.h>
-#include <signal.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "kube/kb-client.h"
 #include "kube/kb-error.h"
 #include "tests/apiserver/kas-json.h"
+#include "tests/lib/kb-test-apiserver.h"
 
 #define WAIT_MS 8000
 
@@ -48,97 +46,39 @@ static guint free_port(void)
 
 /* ---- child processes ----------------------------------------------------------------------- */
 
-/* Children die with the test (an assertion aborts it without running any cleanup). */
-static void die_with_parent(gpointer data)
-{
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-}
-
 typedef struct {
-    GSubprocess *proc;
-    char *log_path;
-    guint http_port; /* daemons */
-    gboolean exited;
-    int status;
+    KbTestDaemon *daemon;
+    guint http_port;
 } Child;
 
-static void child_wait_cb(GObject *src, GAsyncResult *res, gpointer data)
+static char *child_log(Child *c)
 {
-    Child *c = data;
-    g_subprocess_wait_finish(G_SUBPROCESS(src), res, NULL);
-    c->exited = TRUE;
-}
-
-/* Wait at most @ms for the child to exit; TRUE when it did. */
-static gboolean child_wait(Child *c, guint ms)
-{
-    gint64 deadline = g_get_monotonic_time() + (gint64)ms * 1000;
-    if (!c->exited)
-        g_subprocess_wait_async(c->proc, NULL, child_wait_cb, c);
-    while (!c->exited && g_get_monotonic_time() < deadline)
-        g_main_context_iteration(NULL, FALSE) || (g_usleep(5000), TRUE);
-    if (c->exited)
-        c->status =
-                g_subprocess_get_if_exited(c->proc) ? g_subprocess_get_exit_status(c->proc) : -1;
-    return c->exited;
-}
-
-static char *child_log(const Child *c)
-{
-    char *text = NULL;
-    g_file_get_contents(c->log_path, &text, NULL, NULL);
-    return text != NULL ? text : g_strdup("");
+    return kb_test_daemon_log(c->daemon);
 }
 
 static void child_free(Child *c)
 {
     if (c == NULL)
         return;
-    if (!c->exited) {
-        g_subprocess_force_exit(c->proc);
-        child_wait(c, 5000);
-    }
-    g_object_unref(c->proc);
-    g_unlink(c->log_path);
-    g_free(c->log_path);
+    kb_test_daemon_free(c->daemon);
     g_free(c);
 }
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Child, child_free)
 
 typedef struct {
-    Child *child;
-    char *url;
+    KbTestApiserver *api;
     KbClient *client;
 } Cluster;
 
 static Cluster *cluster_start(void)
 {
     g_autoptr(GError) error = NULL;
+    const char *args[] = {"--simulate-kubelet", NULL};
     Cluster *cl = g_new0(Cluster, 1);
-    guint port = free_port();
-    g_autofree char *prog = g_build_filename(bin_dir(), "kb-apiserver", NULL);
-    g_autofree char *listen = g_strdup_printf("127.0.0.1:%u", port);
-    cl->child = g_new0(Child, 1);
-    cl->child->log_path =
-            g_strdup_printf("%s/kb-apiserver-%d-%u.log", g_get_tmp_dir(), getpid(), port);
-    g_autoptr(GSubprocessLauncher) l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE);
-    g_subprocess_launcher_set_stderr_file_path(l, cl->child->log_path);
-    g_subprocess_launcher_set_child_setup(l, die_with_parent, NULL, NULL);
-    cl->child->proc = g_subprocess_launcher_spawn(l, &error, prog, "--listen", listen,
-                                                  "--simulate-kubelet", NULL);
+    cl->api = kb_test_apiserver_start_full(args, TRUE, &error);
     g_assert_no_error(error);
-    g_autoptr(GDataInputStream) out =
-            g_data_input_stream_new(g_subprocess_get_stdout_pipe(cl->child->proc));
-    for (;;) {
-        g_autofree char *line = g_data_input_stream_read_line(out, NULL, NULL, &error);
-        g_assert_no_error(error);
-        g_assert_nonnull(line); /* the server exited before it was ready */
-        if (strstr(line, "listening on ") != NULL)
-            break;
-    }
-    cl->url = g_strdup_printf("http://127.0.0.1:%u", port);
-    g_autoptr(KbConfig) config = kb_config_new(cl->url);
+    g_autoptr(KbConfig) config = kb_config_new(kb_test_apiserver_url(cl->api));
     cl->client = kb_client_new(config, &error);
     g_assert_no_error(error);
     return cl;
@@ -149,10 +89,7 @@ static void cluster_free(Cluster *cl)
     if (cl == NULL)
         return;
     kb_client_free(cl->client);
-    if (!cl->child->exited)
-        g_subprocess_send_signal(cl->child->proc, SIGTERM);
-    child_free(cl->child);
-    g_free(cl->url);
+    kb_test_apiserver_free(cl->api);
     g_free(cl);
 }
 
@@ -165,9 +102,8 @@ static Child *daemon_start(Cluster *cl, ...)
     g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
     Child *c = g_new0(Child, 1);
     c->http_port = free_port();
-    g_ptr_array_add(argv, g_build_filename(bin_dir(), "kube-batchd", NULL));
     g_ptr_array_add(argv, g_strdup("--master"));
-    g_ptr_array_add(argv, g_strdup(cl->url));
+    g_ptr_array_add(argv, g_strdup(kb_test_apiserver_url(cl->api)));
     g_ptr_array_add(argv, g_strdup("--schedule-period"));
     g_ptr_array_add(argv, g_strdup("200ms"));
     g_ptr_array_add(argv, g_strdup("--listen-address"));
@@ -178,12 +114,9 @@ static Child *daemon_start(Cluster *cl, ...)
         g_ptr_array_add(argv, g_strdup(a));
     va_end(ap);
     g_ptr_array_add(argv, NULL);
-    c->log_path =
-            g_strdup_printf("%s/kube-batchd-%d-%u.log", g_get_tmp_dir(), getpid(), c->http_port);
-    g_autoptr(GSubprocessLauncher) l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_NONE);
-    g_subprocess_launcher_set_stderr_file_path(l, c->log_path);
-    g_subprocess_launcher_set_child_setup(l, die_with_parent, NULL, NULL);
-    c->proc = g_subprocess_launcher_spawnv(l, (const char *const *)argv->pdata, &error);
+    KbTestDaemonOptions opts = {.log = TRUE};
+    c->daemon = kb_test_daemon_start("kube-batchd", (const char *const *)argv->pdata, &opts,
+                                     &error);
     g_assert_no_error(error);
     return c;
 }
@@ -191,13 +124,12 @@ static Child *daemon_start(Cluster *cl, ...)
 /* SIGTERM, then expect a clean exit (0) within 7 s. */
 static void daemon_stop(Child *c)
 {
-    g_subprocess_send_signal(c->proc, SIGTERM);
-    g_assert_true(child_wait(c, 7000));
-    if (c->status != 0) {
+    int status = kb_test_daemon_stop(c->daemon, 7000);
+    if (status != 0) {
         g_autofree char *log = child_log(c);
         g_printerr("%s", log);
     }
-    g_assert_cmpint(c->status, ==, 0);
+    g_assert_cmpint(status, ==, 0);
 }
 
 /* ---- HTTP to the daemon ---------------------------------------------------------------- */
