@@ -6,16 +6,14 @@
  */
 #include <gio/gio.h>
 #include <glib.h>
-#include <signal.h>
 #include <string.h>
-#include <sys/prctl.h>
 
 #include "tests/lib/kb-test-apiserver.h"
 
 typedef struct {
     KbTestApiserver *api;
-    GSubprocess *scheduler;
-    GSubprocess *operator_;
+    KbTestDaemon *scheduler;
+    KbTestDaemon *operator_;
     char *logdir;
 } Cluster;
 
@@ -24,11 +22,6 @@ static Cluster cluster;
 static const char *srcdir(void)
 {
     return g_getenv("KB_SRCDIR") != NULL ? g_getenv("KB_SRCDIR") : ".";
-}
-
-static const char *bindir(void)
-{
-    return g_getenv("KB_BIN_DIR") != NULL ? g_getenv("KB_BIN_DIR") : "build/default/bin";
 }
 
 /* `kubectl ARGS...` (NULL-terminated) with @stdin_text; returns stdout, fails the test on error. */
@@ -53,19 +46,11 @@ static char *kubectl(const char *stdin_text, const char *first, ...)
     return out;
 }
 
-/* A crashed or killed test must not leave daemons behind. */
-static void die_with_parent(gpointer data)
-{
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-}
-
-static GSubprocess *spawn(const char *name, const char *const *extra)
+/* Start bin/@name against the cluster's API server, its output in LOGDIR/@name.log. */
+static KbTestDaemon *spawn(const char *name, const char *const *extra)
 {
     g_autoptr(GError) error = NULL;
-    g_autofree char *bin = g_build_filename(bindir(), name, NULL);
-    g_autofree char *log = g_strdup_printf("%s/%s.log", cluster.logdir, name);
     g_autoptr(GPtrArray) argv = g_ptr_array_new();
-    g_ptr_array_add(argv, bin);
     g_ptr_array_add(argv, (gpointer) "--master");
     g_ptr_array_add(argv, (gpointer)kb_test_apiserver_url(cluster.api));
     g_ptr_array_add(argv, (gpointer) "--listen-address");
@@ -73,27 +58,21 @@ static GSubprocess *spawn(const char *name, const char *const *extra)
     for (guint i = 0; extra != NULL && extra[i] != NULL; i++)
         g_ptr_array_add(argv, (gpointer)extra[i]);
     g_ptr_array_add(argv, NULL);
-    g_autoptr(GSubprocessLauncher) l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDIN_INHERIT);
-    g_subprocess_launcher_set_stdout_file_path(l, log);
-    g_subprocess_launcher_take_stderr_fd(l, -1);
-    g_subprocess_launcher_set_flags(l, G_SUBPROCESS_FLAGS_STDERR_MERGE);
-    g_subprocess_launcher_set_child_setup(l, die_with_parent, NULL, NULL);
-    GSubprocess *p = g_subprocess_launcher_spawnv(l, (const char *const *)argv->pdata, &error);
+    KbTestDaemonOptions opts = {.log = TRUE, .log_dir = cluster.logdir};
+    KbTestDaemon *d =
+            kb_test_daemon_start(name, (const char *const *)argv->pdata, &opts, &error);
     g_assert_no_error(error);
-    return p;
+    return d;
 }
 
-static void stop(GSubprocess **p, const char *name)
+static void stop(KbTestDaemon **d, const char *name)
 {
-    if (*p == NULL)
+    if (*d == NULL)
         return;
-    if (g_subprocess_get_identifier(*p) != NULL) /* still running */
-        g_subprocess_send_signal(*p, SIGTERM);
-    g_subprocess_wait(*p, NULL, NULL);
-    if (g_subprocess_get_if_signaled(*p))
-        g_printerr("# %s ended by signal %d (log in %s)\n", name, g_subprocess_get_term_sig(*p),
-                   cluster.logdir);
-    g_clear_object(p);
+    int status = kb_test_daemon_stop(*d, 30000);
+    if (status > 128)
+        g_printerr("# %s ended by signal %d (log in %s)\n", name, status - 128, cluster.logdir);
+    g_clear_pointer(d, kb_test_daemon_free);
 }
 
 /* The value of a jsonpath on job @name, newly allocated ("" when absent). */
@@ -104,9 +83,9 @@ static char *job_path(const char *name, const char *jsonpath)
 }
 
 /* FALSE (and the test marked failed) when @p has exited. */
-static gboolean alive(GSubprocess *p, const char *name)
+static gboolean alive(KbTestDaemon *d, const char *name)
 {
-    if (g_subprocess_get_identifier(p) != NULL)
+    if (kb_test_daemon_running(d))
         return TRUE;
     g_test_message("%s exited (log in %s/%s.log)", name, cluster.logdir, name);
     g_test_fail();
