@@ -17,10 +17,8 @@
  */
 #include <curl/curl.h>
 #include <gio/gio.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <unistd.h>
@@ -30,6 +28,8 @@
 #include "kube/kb-log.h"
 #include "kube/kb-objects.h"
 #include "tests/apiserver/kas-json.h"
+#include "tests/lib/kb-test-apiserver.h"
+#include "tests/lib/kb-test-daemon.h"
 
 #define WINDOW 64
 
@@ -38,12 +38,6 @@ static gint n_nodes = 1000, n_pods = 10000, gang = 8, n_baseline = 10000;
 static double now_s(void)
 {
     return (double)g_get_monotonic_time() / G_USEC_PER_SEC;
-}
-
-static const char *bin_dir(void)
-{
-    const char *d = g_getenv("KB_BIN_DIR");
-    return d != NULL ? d : "build/default/bin";
 }
 
 static const char *src_dir(void)
@@ -62,11 +56,6 @@ static guint free_port(void)
         g_error("no free port");
     close(fd);
     return ntohs(sa.sin_port);
-}
-
-static void die_with_parent(gpointer data)
-{
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
 }
 
 /* ---- a window of asynchronous requests ------------------------------------------------------ */
@@ -249,39 +238,6 @@ static void create_crd(KbClient *client, const char *rel)
     create_blocking(client, &kb_type_crds, NULL, obj);
 }
 
-/* ---- child processes ----------------------------------------------------------------------- */
-
-static GSubprocess *spawn(GPtrArray *argv, GSubprocessFlags flags)
-{
-    g_autoptr(GError) error = NULL;
-    g_autoptr(GSubprocessLauncher) l = g_subprocess_launcher_new(flags);
-    g_subprocess_launcher_set_child_setup(l, die_with_parent, NULL, NULL);
-    g_ptr_array_add(argv, NULL);
-    GSubprocess *p = g_subprocess_launcher_spawnv(l, (const char *const *)argv->pdata, &error);
-    if (p == NULL)
-        g_error("%s: %s", (char *)argv->pdata[0], error->message);
-    return p;
-}
-
-static GSubprocess *start_apiserver(guint port)
-{
-    g_autoptr(GError) error = NULL;
-    g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
-    g_ptr_array_add(argv, g_build_filename(bin_dir(), "kb-apiserver", NULL));
-    g_ptr_array_add(argv, g_strdup("--listen"));
-    g_ptr_array_add(argv, g_strdup_printf("127.0.0.1:%u", port));
-    GSubprocess *p = spawn(argv, G_SUBPROCESS_FLAGS_STDOUT_PIPE);
-    g_autoptr(GDataInputStream) out = g_data_input_stream_new(g_subprocess_get_stdout_pipe(p));
-    for (;;) {
-        g_autofree char *line = g_data_input_stream_read_line(out, NULL, NULL, &error);
-        if (line == NULL)
-            g_error("kb-apiserver exited before it was ready");
-        if (strstr(line, "listening on ") != NULL)
-            break;
-    }
-    return p;
-}
-
 static size_t on_body(char *data, size_t size, size_t n, void *user)
 {
     g_string_append_len(user, data, (gssize)(size * n));
@@ -414,9 +370,10 @@ int main(int argc, char **argv)
     kb_log_init(KB_LOG_WARNING);
     curl_global_init(CURL_GLOBAL_DEFAULT);
 
-    guint port = free_port();
-    GSubprocess *apiserver = start_apiserver(port);
-    g_autofree char *url = g_strdup_printf("http://127.0.0.1:%u", port);
+    g_autoptr(KbTestApiserver) apiserver = kb_test_apiserver_start(NULL, &error);
+    if (apiserver == NULL)
+        g_error("%s", error->message);
+    const char *url = kb_test_apiserver_url(apiserver);
     g_autoptr(KbConfig) config = kb_config_new(url);
     KbClient *client = kb_client_new(config, &error);
     kb_client_set_max_in_flight(client, WINDOW + 8);
@@ -446,23 +403,14 @@ int main(int argc, char **argv)
 
     /* kube-batchd. */
     guint http_port = free_port();
-    g_autoptr(GPtrArray) dargv = g_ptr_array_new_with_free_func(g_free);
+    g_autofree char *listen = g_strdup_printf("127.0.0.1:%u", http_port);
+    const char *dargv[] = {"--master", url, "--schedule-period", "200ms", "--listen-address",
+                           listen, "--log-level", "warning", NULL};
     /* KB_E2E_WRAPPER="perf record -g -o /tmp/kbd.data --" profiles the daemon. */
-    const char *wrapper = g_getenv("KB_E2E_WRAPPER");
-    g_auto(GStrv) wrap = wrapper != NULL ? g_strsplit(wrapper, " ", -1) : NULL;
-    for (guint i = 0; wrap != NULL && wrap[i] != NULL; i++)
-        if (wrap[i][0] != '\0')
-            g_ptr_array_add(dargv, g_strdup(wrap[i]));
-    g_ptr_array_add(dargv, g_build_filename(bin_dir(), "kube-batchd", NULL));
-    g_ptr_array_add(dargv, g_strdup("--master"));
-    g_ptr_array_add(dargv, g_strdup(url));
-    g_ptr_array_add(dargv, g_strdup("--schedule-period"));
-    g_ptr_array_add(dargv, g_strdup("200ms"));
-    g_ptr_array_add(dargv, g_strdup("--listen-address"));
-    g_ptr_array_add(dargv, g_strdup_printf("127.0.0.1:%u", http_port));
-    g_ptr_array_add(dargv, g_strdup("--log-level"));
-    g_ptr_array_add(dargv, g_strdup("warning"));
-    GSubprocess *daemon = spawn(dargv, G_SUBPROCESS_FLAGS_NONE);
+    KbTestDaemonOptions dopts = {.wrapper = g_getenv("KB_E2E_WRAPPER")};
+    g_autoptr(KbTestDaemon) daemon = kb_test_daemon_start("kube-batchd", dargv, &dopts, &error);
+    if (daemon == NULL)
+        g_error("%s", error->message);
     double t_wait = now_s();
     while (http_status(http_port, "/readyz") != 200) {
         if (now_s() - t_wait > 30)
@@ -479,8 +427,8 @@ int main(int argc, char **argv)
     while (!kb_informer_has_synced(inf))
         g_main_context_iteration(NULL, TRUE);
 
-    double cpu_d0 = cpu_seconds(g_subprocess_get_identifier(daemon));
-    double cpu_a0 = cpu_seconds(g_subprocess_get_identifier(apiserver));
+    double cpu_d0 = cpu_seconds(kb_test_daemon_pid(daemon));
+    double cpu_a0 = cpu_seconds(kb_test_apiserver_pid(apiserver));
     guint n_groups = (guint)(n_pods + gang - 1) / (guint)gang;
     double t_groups = window_run(client, n_groups, issue_group, NULL, "podgroups");
     double *created = g_new0(double, n_pods);
@@ -493,8 +441,8 @@ int main(int argc, char **argv)
             g_source_remove(timeout);
     }
     double t_end = w.last;
-    double cpu_d = cpu_seconds(g_subprocess_get_identifier(daemon)) - cpu_d0;
-    double cpu_a = cpu_seconds(g_subprocess_get_identifier(apiserver)) - cpu_a0;
+    double cpu_d = cpu_seconds(kb_test_daemon_pid(daemon)) - cpu_d0;
+    double cpu_a = cpu_seconds(kb_test_apiserver_pid(apiserver)) - cpu_a0;
 
     g_autoptr(GArray) lat = g_array_new(FALSE, FALSE, sizeof(double));
     double first_bound = 0;
@@ -539,12 +487,8 @@ int main(int argc, char **argv)
            metric_sum(metrics, "kube_batchd_status_writes_total", "\"written\""));
 
     kb_informer_free(inf);
-    g_subprocess_send_signal(daemon, SIGTERM);
-    g_subprocess_wait(daemon, NULL, NULL);
-    g_subprocess_send_signal(apiserver, SIGTERM);
-    g_subprocess_wait(apiserver, NULL, NULL);
-    g_object_unref(daemon);
-    g_object_unref(apiserver);
+    kb_test_daemon_stop(daemon, 30000);
+    kb_test_apiserver_stop(apiserver);
     kb_client_free(client);
     g_main_loop_unref(w.loop);
     g_free(w.bound);
