@@ -658,6 +658,20 @@ json_object *kb_client_patch(KbClient *client, const KbResourceType *type, const
     return take_result(&resp, NULL, error);
 }
 
+/* Calls @req, dropping the response body, and releases @req->body (the caller's reference).
+ * TRUE on success. */
+static gboolean call_consuming_body(KbClient *client, const KbRequest *req, GError **error)
+{
+    GError *local = NULL;
+    json_object_put(kb_client_call(client, req, NULL, &local));
+    json_object_put(req->body);
+    if (local != NULL) {
+        g_propagate_error(error, local);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 /* A DeleteOptions body for @opts, or NULL when there is nothing to say. */
 static json_object *delete_options_body(const KbDeleteOptions *opts)
 {
@@ -690,14 +704,7 @@ gboolean kb_client_delete(KbClient *client, const KbResourceType *type, const ch
     json_object *body = delete_options_body(opts);
     KbRequest req = {
             .method = "DELETE", .type = type, .namespace_ = namespace_, .name = name, .body = body};
-    GError *local = NULL;
-    json_object_put(kb_client_call(client, &req, NULL, &local));
-    json_object_put(body);
-    if (local != NULL) {
-        g_propagate_error(error, local);
-        return FALSE;
-    }
-    return TRUE;
+    return call_consuming_body(client, &req, error);
 }
 
 /* A core/v1 Binding of @namespace_/@pod to @node (new reference). */
@@ -722,39 +729,33 @@ static json_object *binding_body(const char *namespace_, const char *pod, const 
     return body;
 }
 
-gboolean kb_client_bind(KbClient *client, const char *namespace_, const char *pod,
-                        const char *pod_uid, const char *node, GError **error)
+/* POST pods/@pod/binding with a Binding body (a new reference, for the caller to release). */
+static KbRequest binding_request(const char *namespace_, const char *pod, const char *pod_uid,
+                                 const char *node)
 {
-    json_object *body = binding_body(namespace_, pod, pod_uid, node);
     KbRequest req = {.method = "POST",
                      .type = &kb_type_pods,
                      .namespace_ = namespace_,
                      .name = pod,
                      .subresource = "binding",
-                     .body = body};
-    GError *local = NULL;
-    json_object_put(kb_client_call(client, &req, NULL, &local));
-    json_object_put(body);
-    if (local != NULL) {
-        g_propagate_error(error, local);
-        return FALSE;
-    }
-    return TRUE;
+                     .body = binding_body(namespace_, pod, pod_uid, node)};
+    return req;
+}
+
+gboolean kb_client_bind(KbClient *client, const char *namespace_, const char *pod,
+                        const char *pod_uid, const char *node, GError **error)
+{
+    KbRequest req = binding_request(namespace_, pod, pod_uid, node);
+    return call_consuming_body(client, &req, error);
 }
 
 void kb_client_bind_async(KbClient *client, const char *namespace_, const char *pod,
                           const char *pod_uid, const char *node, KbResponseFunc callback,
                           gpointer user_data)
 {
-    json_object *body = binding_body(namespace_, pod, pod_uid, node);
-    KbRequest req = {.method = "POST",
-                     .type = &kb_type_pods,
-                     .namespace_ = namespace_,
-                     .name = pod,
-                     .subresource = "binding",
-                     .body = body};
+    KbRequest req = binding_request(namespace_, pod, pod_uid, node);
     kb_client_call_async(client, &req, callback, user_data);
-    json_object_put(body);
+    json_object_put(req.body);
 }
 
 /* TRUE when @resp says the server does not serve Eviction in the version we sent: 400 "no kind
