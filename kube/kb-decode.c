@@ -26,8 +26,10 @@ char *kb_decode_describe(json_object *v)
 
 char *kb_decode_describe_text(const char *json, gsize len)
 {
+    /* NUL-terminated, so that json-c knows where a bare number ends. */
+    g_autofree char *text = g_strndup(json, len);
     json_tokener *tok = json_tokener_new_ex(KB_JSON_DESCRIBE_DEPTH);
-    json_object *v = len <= G_MAXINT ? json_tokener_parse_ex(tok, json, (int)len) : NULL;
+    json_object *v = json_tokener_parse_ex(tok, text, -1);
     gboolean whole = v != NULL && json_tokener_get_parse_end(tok) == len;
     json_tokener_free(tok);
     if (!whole) {

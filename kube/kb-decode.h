@@ -145,5 +145,11 @@ gboolean kb_decode_toleration_tail(const char *op, const char *effect, KbTolerat
 /* status.phase text (may be NULL) as a phase. */
 KbPodPhase kb_pod_phase_parse(const char *s);
 
+/* Set up @meta for decoding: kind, one reference, empty labels and annotations (tables that
+ * are already there are kept, so a second call is harmless). */
+void kb_meta_init(KbObjectMeta *meta, KbKind kind);
+/* A new pod record ready for decoding (kb_meta_init'ed, empty node selector). */
+KbPod *kb_pod_new(void);
+
 /* After decoding: the default scheduler name, and the group from annotations and labels. */
 void kb_pod_finish(KbPod *pod);

@@ -581,6 +581,17 @@ gboolean kb_json_skip(KbJsonReader *r, GError **error)
     return skip_value(r, error) && after_value(r, error);
 }
 
+gboolean kb_json_skip_span(KbJsonReader *r, KbJsonStr *span, GError **error)
+{
+    r->pos = skip_ws(r->buf, r->pos, r->len);
+    gsize start = r->pos;
+    if (!skip_value(r, error))
+        return FALSE;
+    span->p = r->buf + start;
+    span->len = r->pos - start;
+    return after_value(r, error);
+}
+
 /* ---- scalars -------------------------------------------------------------------------------- */
 
 static gboolean expect(KbJsonReader *r, KbJsonType type, const char *what, GError **error)

@@ -101,6 +101,8 @@ int kb_json_array_next(KbJsonReader *r, GError **error);
 
 /* Skip (and validate) the next value, whatever it is. */
 gboolean kb_json_skip(KbJsonReader *r, GError **error);
+/* The same, with the value's text (white space around it excluded) in *span. */
+gboolean kb_json_skip_span(KbJsonReader *r, KbJsonStr *span, GError **error);
 
 /* Scalars. Each fails (KB_ERROR_DECODE) when the next value is not of its type. */
 gboolean kb_json_read_string(KbJsonReader *r, KbJsonStr *out, GError **error);

@@ -91,17 +91,24 @@ static gboolean decode_metadata(json_object *m, KbObjectMeta *meta, GError **err
            decode_owners(m, meta, error);
 }
 
+void kb_meta_init(KbObjectMeta *meta, KbKind kind)
+{
+    meta->kind = kind;
+    meta->ref_count = 1;
+    /* Labels hash by content: callers look them up with literals, not interned pointers. Keys
+     * are interned (few distinct ones), values owned (job names, indices, uids: unbounded). */
+    if (meta->labels == NULL)
+        meta->labels = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, g_free);
+    if (meta->annotations == NULL)
+        meta->annotations = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+}
+
 gboolean kb_meta_decode(json_object *obj, KbKind kind, gboolean keep_raw, KbObjectMeta *meta,
                         GError **error)
 {
     json_object *m;
 
-    meta->kind = kind;
-    meta->ref_count = 1;
-    /* Labels hash by content: callers look them up with literals, not interned pointers. Keys
-     * are interned (few distinct ones), values owned (job names, indices, uids: unbounded). */
-    meta->labels = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, g_free);
-    meta->annotations = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    kb_meta_init(meta, kind);
     if (obj == NULL || !json_object_is_type(obj, json_type_object))
         return kb_decode_type_error(error, "object", "an object", obj);
     if (!kb_decode_member(obj, "metadata", json_type_object, &m, error))

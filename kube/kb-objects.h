@@ -237,6 +237,23 @@ KbPodGroup *kb_pod_group_decode(json_object *obj, gboolean keep_raw, GError **er
 KbQueue *kb_queue_decode(json_object *obj, gboolean keep_raw, GError **error);
 KbPriorityClass *kb_priority_class_decode(json_object *obj, gboolean keep_raw, GError **error);
 KbLease *kb_lease_decode(json_object *obj, gboolean keep_raw, GError **error);
+/*
+ * The same pod record, decoded straight from JSON text (kb-pod-fast.c, over kb-json): about 20
+ * times faster than json-c + kb_pod_decode() on API server pods, same fields, same error codes
+ * and messages. Stricter than json-c (see kb-json.h): invalid UTF-8, bad escapes, "\u0000",
+ * trailing garbage and duplicate members among those the decoder reads are refused. meta.raw is
+ * always NULL. When an object has several errors, the two decoders may report different ones.
+ */
+KbPod *kb_pod_decode_bytes(const char *json, gsize len, GError **error);
+/*
+ * A PodList page (a list response body): its items appended to @out_pods (new references; the
+ * array should free with kb_object_unref), and metadata.resourceVersion / metadata.continue in
+ * *@resource_version / *@continue_token (newly allocated, NULL when absent; either pointer may be
+ * NULL). Fails on the first item that does not decode ("items[3]: pod default/p: ..."), and then
+ * appends nothing and sets nothing.
+ */
+gboolean kb_pod_list_decode_bytes(const char *json, gsize len, GPtrArray *out_pods,
+                                  char **resource_version, char **continue_token, GError **error);
 /* Any object: metadata only (namespaces, services, events, ...). meta.kind is
  * KB_KIND_NAMESPACE or KB_KIND_EVENT from the object's "kind", else KB_KIND_OTHER. */
 KbObjectMeta *kb_meta_object_decode(json_object *obj, gboolean keep_raw, GError **error);

@@ -521,11 +521,18 @@ void kb_pod_finish(KbPod *pod)
     pod->group_name = g != NULL && *g != '\0' ? g_strdup(g) : NULL;
 }
 
+KbPod *kb_pod_new(void)
+{
+    KbPod *pod = g_new0(KbPod, 1);
+    kb_meta_init(&pod->meta, KB_KIND_POD);
+    pod->node_selector = g_hash_table_new(g_str_hash, g_str_equal);
+    return pod;
+}
+
 KbPod *kb_pod_decode(json_object *obj, gboolean keep_raw, GError **error)
 {
-    g_autoptr(KbPod) pod = g_new0(KbPod, 1);
+    g_autoptr(KbPod) pod = kb_pod_new();
 
-    pod->node_selector = g_hash_table_new(g_str_hash, g_str_equal);
     if (!kb_meta_decode(obj, KB_KIND_POD, keep_raw, &pod->meta, error) ||
         !decode_spec(obj, pod, error) || !decode_status(obj, pod, error)) {
         kb_decode_prefix_object(error, "pod", &pod->meta);
