@@ -78,19 +78,26 @@ static guint64 lowest(guint64 mask, int k)
 
 /* ---- choosing indices ----------------------------------------------------------------------- */
 
-/* The group of @level with the fewest indices of @avail but at least @k of them, or 0. */
-static guint64 best_group(const KbGpuTopology *topo, int level, guint64 avail, int k)
+/* The group of @groups (@n of them) with the fewest indices of @avail but at least @k, or 0. */
+static guint64 tightest(const guint64 *groups, guint n, guint64 avail, int k)
 {
     guint64 best = 0;
     int best_n = G_MAXINT;
-    for (guint g = topo->first[level]; g < topo->first[level + 1]; g++) {
-        int n = popcount(topo->groups[g] & avail);
-        if (n >= k && n < best_n) {
-            best = topo->groups[g];
-            best_n = n;
+    for (guint g = 0; g < n; g++) {
+        int f = popcount(groups[g] & avail);
+        if (f >= k && f < best_n) {
+            best = groups[g];
+            best_n = f;
         }
     }
     return best;
+}
+
+/* The tightest group of @level for @k indices of @avail, or 0. */
+static guint64 best_group(const KbGpuTopology *topo, int level, guint64 avail, int k)
+{
+    guint first = topo->first[level];
+    return tightest(&topo->groups[first], topo->first[level + 1] - first, avail, k);
 }
 
 /* @k indices of @avail inside the tightest groups of the levels from @level on. */
@@ -146,14 +153,19 @@ static guint64 choose(const KbGpuTopology *topo, guint64 avail, int k)
     return spread(topo, avail, k, &n);
 }
 
-/* Score part 1 and 3: how close @k GPUs of @avail can be. */
-static double closeness(const KbGpuTopology *topo, guint64 avail, int k)
+/* Score parts 1 and 3: how close @k free GPUs of @node can be. */
+static double closeness(const KbNodeInfo *node, int k)
 {
+    guint64 avail = node->gpu_all & ~node->gpu_used;
     if (popcount(avail) < k)
         return 0;
-    guint64 g = best_group(topo, KB_GPU_LEVEL_NVLINK, avail, k);
+    /* The islands copied into the node record first: no pointer to chase in the common case. */
+    guint64 g = node->n_gpu_islands <= KB_GPU_INLINE_ISLANDS
+                        ? tightest(node->gpu_islands, node->n_gpu_islands, avail, k)
+                        : best_group(node->gpu_topology, KB_GPU_LEVEL_NVLINK, avail, k);
     if (g != 0)
         return SCORE_ISLAND + SCORE_BEST_FIT * k / popcount(g & avail);
+    const KbGpuTopology *topo = node->gpu_topology;
     if (best_group(topo, KB_GPU_LEVEL_PCIE, avail, k) != 0)
         return SCORE_PCIE;
     if (best_group(topo, KB_GPU_LEVEL_NUMA, avail, k) != 0)
@@ -264,11 +276,10 @@ static double node_score(gpointer state, const KbTaskInfo *task, const KbNodeInf
 {
     GpuTopo *gt = state;
     gint64 k = task->resreq.v[KB_RES_GPU];
-    const KbGpuTopology *topo = node->gpu_topology;
-    if (k <= 0 || k > KB_GPU_MAX || topo == NULL)
+    if (k <= 0 || k > KB_GPU_MAX || node->gpu_all == 0)
         return 0;
     track(gt, task->job);
-    double score = closeness(topo, topo->all & ~node->gpu_used, (int)k);
+    double score = closeness(node, (int)k);
     if (gt->on_node[node->id] > 0)
         score += SCORE_SAME_NODE;
     else if (place_count(gt->racks, node->rack) > 0)

@@ -84,6 +84,15 @@ static void node_gpu_clear(NodeGpu *ng)
     ng->n_gpus = 0;
 }
 
+static void node_copy_islands(KbNodeInfo *ni, const KbGpuTopology *topo)
+{
+    ni->gpu_topology = topo;
+    ni->gpu_all = topo != NULL ? topo->all : 0;
+    ni->n_gpu_islands = topo != NULL ? topo->first[1] - topo->first[0] : 0;
+    for (guint i = 0; i < MIN(ni->n_gpu_islands, KB_GPU_INLINE_ISLANDS); i++)
+        ni->gpu_islands[i] = topo->groups[topo->first[0] + i];
+}
+
 /*
  * Rack, zone and GPU topology of @node, parsed here once per change of the annotation or of the
  * GPU count (never in the cycle). A malformed annotation is logged and counted once per value,
@@ -114,7 +123,7 @@ static void node_set_topology(KbCache *cache, KbNodeInfo *ni, KbNode *node)
         }
         ng->topology = kb_cache_gpu_topology_new(NULL, n, NULL);
     }
-    ni->gpu_topology = ng->topology;
+    node_copy_islands(ni, ng->topology);
 }
 
 static void node_set(KbCache *cache, KbNode *node)
@@ -150,7 +159,7 @@ void kb_cache_delete_node(KbCache *cache, KbNode *node)
     kb_resources_clear(&ni->allocatable);
     node_refresh_idle(ni);
     /* Pods still counted here keep their holders; a node that comes back is parsed afresh. */
-    ni->gpu_topology = NULL;
+    node_copy_islands(ni, NULL);
     ni->rack = ni->zone = NULL;
     node_gpu_clear(node_gpu_at(cache, ni->id));
 }
@@ -234,7 +243,7 @@ static guint64 pod_known_gpus(PodEntry *pe, gint node)
 static guint64 pod_guess_gpus(KbCache *cache, PodEntry *pe, guint node)
 {
     const KbNodeInfo *ni = node_at(cache, node);
-    guint64 all = ni->gpu_topology != NULL ? ni->gpu_topology->all : G_MAXUINT64;
+    guint64 all = ni->gpu_topology != NULL ? ni->gpu_all : G_MAXUINT64;
     return lowest_bits(all & ~ni->gpu_used, pe->pod->requests.v[KB_RES_GPU]);
 }
 

@@ -79,6 +79,7 @@ typedef struct KbTaskClass KbTaskClass;
 #define KB_GPU_MAX                 64    /* GPU indices per node: one guint64 bitmask */
 #define KB_GPU_TOPOLOGY_MAX_BYTES  16384 /* longest topology annotation accepted */
 #define KB_GPU_IDS_MAX_BYTES       256   /* longest gpu-ids annotation accepted */
+#define KB_GPU_INLINE_ISLANDS      4     /* NVLink islands copied into KbNodeInfo */
 
 typedef enum {
     KB_GPU_LEVEL_NVLINK, /* closest: GPUs that share an NVLink island */
@@ -109,6 +110,10 @@ typedef struct {
     const char *zone;                  /* interned KB_ZONE_LABEL value, NULL when absent */
     const KbGpuTopology *gpu_topology; /* owned by the cache; NULL when the node has no GPU */
     guint64 gpu_used;                  /* GPU indices held by the pods counted in used */
+    /* Copies from gpu_topology kept inline: node scoring reads them for every candidate node. */
+    guint64 gpu_all;                            /* gpu_topology->all; 0 without GPU */
+    guint n_gpu_islands;                        /* NVLink islands in gpu_topology */
+    guint64 gpu_islands[KB_GPU_INLINE_ISLANDS]; /* the first of them */
 } KbNodeInfo;
 
 /* A pod served by this scheduler. */
