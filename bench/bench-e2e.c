@@ -27,6 +27,7 @@
 #include "kube/kb-informer.h"
 #include "kube/kb-log.h"
 #include "kube/kb-objects.h"
+#include "bench/lib/sim.h"
 #include "tests/apiserver/kas-json.h"
 #include "tests/lib/kb-test-apiserver.h"
 #include "tests/lib/kb-test-daemon.h"
@@ -344,12 +345,6 @@ static gboolean on_timeout(gpointer data)
     return G_SOURCE_REMOVE;
 }
 
-static int cmp_double(gconstpointer a, gconstpointer b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 int main(int argc, char **argv)
 {
     GOptionEntry entries[] = {
@@ -454,9 +449,8 @@ int main(int argc, char **argv)
         if (first_bound == 0 || w.bound[i] < first_bound)
             first_bound = w.bound[i];
     }
-    g_array_sort(lat, cmp_double);
-    double p50 = lat->len > 0 ? g_array_index(lat, double, lat->len / 2) : 0;
-    double p99 = lat->len > 0 ? g_array_index(lat, double, (lat->len * 99) / 100) : 0;
+    double p50 = kb_sim_percentile((double *)(void *)lat->data, lat->len, 50);
+    double p99 = kb_sim_percentile((double *)(void *)lat->data, lat->len, 99);
     double e2e_rate = w.n_bound > 0 ? w.n_bound / (t_end - t0) : 0;
     double bind_rate = w.n_bound > 1 ? w.n_bound / (t_end - first_bound) : 0;
 
