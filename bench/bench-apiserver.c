@@ -187,32 +187,48 @@ static gpointer watcher_main(gpointer data)
     return NULL;
 }
 
-/* Watchers resuming from @rv drain events already in the history as fast as they can. */
-static void bench_replay(KasServer *srv, const char *rv)
+/* @n_watchers watcher threads following the server from @rv. */
+static GThread **watchers_start(KasServer *srv, const char *rv, Watcher *ws)
 {
-    Watcher *ws = g_new0(Watcher, n_watchers);
     GThread **ts = g_new0(GThread *, n_watchers);
-    double t0 = now_s();
     for (gint i = 0; i < n_watchers; i++) {
         ws[i] = (Watcher){ kas_server_url(srv), (guint)n_events, 0, 0, rv };
         ts[i] = g_thread_new("watcher", watcher_main, &ws[i]);
     }
-    double last = t0;
+    return ts;
+}
+
+/* Joins (and frees) @ts; returns how many watchers got every event, *@last (at least @t0) the
+ * time the last of those did. */
+static guint watchers_join(GThread **ts, const Watcher *ws, double t0, double *last)
+{
     guint complete = 0;
+    *last = t0;
     for (gint i = 0; i < n_watchers; i++) {
         g_thread_join(ts[i]);
         if (ws[i].got >= (guint)n_events) {
             complete++;
-            last = MAX(last, ws[i].done_at);
+            *last = MAX(*last, ws[i].done_at);
         }
     }
+    g_free(ts);
+    return complete;
+}
+
+/* Watchers resuming from @rv drain events already in the history as fast as they can. */
+static void bench_replay(KasServer *srv, const char *rv)
+{
+    Watcher *ws = g_new0(Watcher, n_watchers);
+    double t0 = now_s();
+    GThread **ts = watchers_start(srv, rv, ws);
+    double last;
+    guint complete = watchers_join(ts, ws, t0, &last);
     double dt = last - t0;
     printf("watch replay:    %d events from the history to %d watchers (%u complete) in %.2f s\n",
            n_events, n_watchers, complete, dt);
     printf("  events/s per watcher   %10.0f   (target >= 20,000)\n", n_events / dt);
     printf("  events/s delivered     %10.0f   (all watchers together)\n", (double)n_events * complete / dt);
     g_free(ws);
-    g_free(ts);
 }
 
 static void bench_watch(KasServer *srv)
@@ -223,11 +239,7 @@ static void bench_watch(KasServer *srv)
     g_autofree char *rv = g_strdup_printf("%" G_GUINT64_FORMAT, kas_store_rv_locked(store));
     kas_store_unlock(store);
     Watcher *ws = g_new0(Watcher, n_watchers);
-    GThread **ts = g_new0(GThread *, n_watchers);
-    for (gint i = 0; i < n_watchers; i++) {
-        ws[i] = (Watcher){ kas_server_url(srv), (guint)n_events, 0, 0, rv };
-        ts[i] = g_thread_new("watcher", watcher_main, &ws[i]);
-    }
+    GThread **ts = watchers_start(srv, rv, ws);
     while (kas_store_watcher_count(store) < (guint)n_watchers)
         g_usleep(1000);
     kas_store_lock(store);
@@ -242,15 +254,8 @@ static void bench_watch(KasServer *srv)
         json_object_put(j);
     }
     double produced = now_s() - t0;
-    double last = t0;
-    guint complete = 0;
-    for (gint i = 0; i < n_watchers; i++) {
-        g_thread_join(ts[i]);
-        if (ws[i].got >= (guint)n_events) {
-            complete++;
-            last = MAX(last, ws[i].done_at);
-        }
-    }
+    double last;
+    guint complete = watchers_join(ts, ws, t0, &last);
     double dt = last - t0;
     printf("watch live:      %d events written while %d watchers follow (%u complete) in %.2f s\n",
            n_events, n_watchers, complete, dt);
@@ -258,7 +263,6 @@ static void bench_watch(KasServer *srv)
            n_events / dt, n_events / produced);
     printf("  events/s delivered     %10.0f   (all watchers together)\n", (double)n_events * complete / dt);
     g_free(ws);
-    g_free(ts);
     bench_replay(srv, rv);
 }
 
