@@ -175,14 +175,35 @@ static gboolean overused(gpointer state, const KbQueueInfo *qi, GString *why)
     return TRUE;
 }
 
+/*
+ * How the deserved share limits a queue. Capability is a hard limit. The deserved share is not:
+ * a queue below its share may start one gang whose minimum takes it over the share (a gang of 8
+ * GPUs in a queue that deserves 6 must be able to run, or a cluster of such queues sits idle
+ * with every job waiting); once at or over its share, the queue starts nothing new, so nobody
+ * hoards. Tasks beyond a job's minMember (elastic members) must fit within the share.
+ */
+static guint job_placed(const KbJobInfo *job)
+{
+    return job->n_state[KB_TASK_ALLOCATED] + job->n_state[KB_TASK_BINDING] +
+           job->n_state[KB_TASK_BOUND] + job->n_state[KB_TASK_RUNNING];
+}
+
 static gboolean allocatable(gpointer state, const KbQueueInfo *qi, const KbTaskInfo *task,
                             GString *why)
 {
     const Proportion *p = state;
+    const KbJobInfo *job = task->job;
+    gboolean in_gang = job_placed(job) < (guint)job->min_member;
     for (guint i = 0; i < N_SLOTS; i++) {
         int s = slots[i];
-        if (task->resreq.v[s] > 0 &&
-            qi->allocated.v[s] + task->resreq.v[s] > p->ssn->deserved[qi->id].v[s]) {
+        if (task->resreq.v[s] <= 0)
+            continue;
+        gint64 deserved = p->ssn->deserved[qi->id].v[s];
+        gint64 after = qi->allocated.v[s] + task->resreq.v[s];
+        /* Within the gang's minimum, the queue's use before this job started is what counts. */
+        gint64 before_job = qi->allocated.v[s] - job->allocated.v[s];
+        gboolean over_share = in_gang ? before_job >= deserved : after > deserved;
+        if (after > qi->capability.v[s] || over_share) {
             explain(p, qi, s, why);
             return FALSE;
         }
@@ -200,18 +221,21 @@ static gboolean job_enqueueable(gpointer state, const KbJobInfo *job, GString *w
     kb_session_job_min_request(job, &need);
     for (guint i = 0; i < N_SLOTS; i++) {
         int s = slots[i];
+        if (need.v[s] <= 0)
+            continue;
         gint64 used = qi->allocated.v[s] + p->inqueue[qi->id].v[s];
-        gint64 limit = p->ssn->deserved[qi->id].v[s];
-        if (need.v[s] > 0 && used + need.v[s] > limit) {
+        gint64 deserved = p->ssn->deserved[qi->id].v[s];
+        gboolean over_cap = used + need.v[s] > qi->capability.v[s];
+        if (over_cap || used >= deserved) {
             if (why != NULL) {
+                gint64 limit = over_cap ? qi->capability.v[s] : deserved;
                 g_autofree char *n_s = kb_resource_format_value(s, need.v[s]);
                 g_autofree char *l_s = kb_resource_format_value(s, MAX(limit - used, 0));
-                g_string_append_printf(
-                        why,
-                        "queue \"%s\" has %s %s left of its %s, the job "
-                        "needs %s to start",
-                        qi->name, l_s, kb_resource_name(s),
-                        limit >= qi->capability.v[s] ? "capability" : "deserved share", n_s);
+                g_string_append_printf(why,
+                                       "queue \"%s\" has %s %s left of its %s, the job "
+                                       "needs %s to start",
+                                       qi->name, l_s, kb_resource_name(s),
+                                       over_cap ? "capability" : "deserved share", n_s);
             }
             return FALSE;
         }

@@ -579,6 +579,52 @@ static void test_queue_weights_share(gconstpointer data)
     fx_free(fx);
 }
 
+/* Three equal queues over 16 GPUs deserve 6 each (5.33 rounded up), yet each holds one gang of
+ * 8: a queue below its share may start a gang that takes it over the share, so two gangs run
+ * instead of the cluster sitting idle with all three waiting. */
+static void test_queue_gang_larger_than_share(void)
+{
+    Fx *fx = fx_new(NULL);
+    add_node(fx, "n1", 8);
+    add_node(fx, "n2", 8);
+    static const char *const queues[] = {"a", "b", "c"};
+    for (guint q = 0; q < 3; q++) {
+        add_queue(fx, queues[q], 1, NULL);
+        add_group(fx, "default", queues[q], 8, queues[q]);
+        add_gang_pods(fx, "default", queues[q], 8, GPU1);
+    }
+    run(fx);
+    guint started = 0;
+    for (guint q = 0; q < 3; q++) {
+        g_autofree char *job = g_strdup_printf("default/%s", queues[q]);
+        guint n = binds(fx, job);
+        g_assert_true(n == 0 || n == 8);
+        started += n == 8;
+    }
+    g_assert_cmpuint(started, ==, 2);
+    fx_free(fx);
+}
+
+/* Members beyond a job's minMember are elastic: they only take what the queue deserves. */
+static void test_queue_elastic_members_within_share(void)
+{
+    Fx *fx = fx_new(NULL);
+    add_node(fx, "n1", 8);
+    add_queue(fx, "a", 1, NULL);
+    add_queue(fx, "b", 1, NULL);
+    add_group(fx, "default", "elastic", 1, "a");
+    add_gang_pods(fx, "default", "elastic", 8, GPU1);
+    for (guint i = 0; i < 8; i++) {
+        g_autofree char *name = g_strdup_printf("b%u", i);
+        add_group(fx, "default", name, 1, "b");
+        PodOpts po = {.group = name, .requests = GPU1};
+        add_pod(fx, name, &po);
+    }
+    run(fx);
+    g_assert_cmpuint(binds(fx, "default/elastic"), ==, 4);
+    fx_free(fx);
+}
+
 static void test_queue_capability(void)
 {
     Fx *fx = fx_new(NULL);
@@ -1218,6 +1264,10 @@ int main(int argc, char **argv)
                 g_strdup_printf("/scheduler/proportion/weights/%s", share_cases[i].name);
         g_test_add_data_func(path, &share_cases[i], test_queue_weights_share);
     }
+    g_test_add_func("/scheduler/proportion/gang-larger-than-share",
+                    test_queue_gang_larger_than_share);
+    g_test_add_func("/scheduler/proportion/elastic-members-within-share",
+                    test_queue_elastic_members_within_share);
     g_test_add_func("/scheduler/proportion/capability", test_queue_capability);
     g_test_add_func("/scheduler/proportion/capability-message", test_queue_capability_message);
     g_test_add_func("/scheduler/proportion/guarantee", test_queue_guarantee);
