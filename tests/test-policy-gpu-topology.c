@@ -387,6 +387,18 @@ static void test_gang_packs_rack(void)
     fx_free(fx);
 }
 
+/* Weight 0: no preference (nodeorder spreads the gang), but indices are still chosen. */
+static void test_gang_weight_zero(void)
+{
+    GString *yaml = g_string_new(conf_without);
+    g_string_append(yaml, "  - name: gpu-topology\n    arguments:\n      gpu-topology.weight: 0\n");
+    Fx *fx = fx_new(yaml->str);
+    g_string_free(yaml, TRUE);
+    g_autoptr(GHashTable) racks = g_hash_table_new(g_str_hash, g_str_equal);
+    g_assert_cmpuint(gang_nodes(fx, racks), ==, 4);
+    fx_free(fx);
+}
+
 static void test_gang_plugin_off_spreads(void)
 {
     Fx *fx = fx_new(conf_without);
@@ -475,6 +487,21 @@ static void test_never_overlap(void)
     KbNodeInfo *n2 = kb_cache_lookup_node(fx->cache, "n2");
     g_assert_cmpint(__builtin_popcountll(n1->gpu_used), ==, n1->used.v[KB_RES_GPU]);
     g_assert_cmpint(__builtin_popcountll(n2->gpu_used), ==, n2->used.v[KB_RES_GPU]);
+    fx_free(fx);
+}
+
+/* A pod bound to a node the cache has not seen yet holds indices once the node arrives. */
+static void test_pod_before_node(void)
+{
+    Fx *fx = fx_new(NULL);
+    PodOpts f = {.gpus = 2, .node = "n1", .scheduler = "default-scheduler"};
+    add_pod(fx, "foreign", &f);
+    add_node(fx, "n1", 8, ISLANDS_4_4, NULL, NULL);
+    g_assert_cmphex(node_used(fx, "n1"), ==, 0x3);
+    PodOpts po = {.gpus = 2};
+    add_pod(fx, "p", &po);
+    run(fx);
+    g_assert_cmpstr(placement(fx, "p")->gpu_ids, ==, "2,3");
     fx_free(fx);
 }
 
@@ -686,6 +713,8 @@ int main(int argc, char **argv)
                          test_node_four_gpus);
     g_test_add_func("/gpu-topology/gang/two-nodes-one-rack", test_gang_packs_rack);
     g_test_add_func("/gpu-topology/gang/plugin-off-spreads", test_gang_plugin_off_spreads);
+    g_test_add_func("/gpu-topology/gang/weight-zero", test_gang_weight_zero);
+    g_test_add_func("/gpu-topology/cache/pod-before-node", test_pod_before_node);
     g_test_add_func("/gpu-topology/gang/zone", test_gang_packs_zone);
     g_test_add_func("/gpu-topology/gang/joins-running-members", test_gang_joins_running_members);
     g_test_add_func("/gpu-topology/cache/never-overlap", test_never_overlap);
