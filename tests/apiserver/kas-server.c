@@ -348,7 +348,12 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
         *con_cls = rc;
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                      MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (cl != NULL && g_ascii_strtoull(cl, NULL, 10) > srv->opts.max_body) {
+        guint64 length = cl != NULL ? g_ascii_strtoull(cl, NULL, 10) : 0;
+        if (length > srv->opts.max_body && length <= 4 * (guint64)srv->opts.max_body) {
+            /* Read and drop a moderately oversized body before answering, so that the client,
+             * still sending, reads a clean 413 instead of a reset connection. */
+            rc->too_large = TRUE;
+        } else if (length > srv->opts.max_body) {
             rc->answered = TRUE;
             g_autofree char *msg = g_strdup_printf("the request body is larger than the limit of %zu bytes",
                                                    srv->opts.max_body);
