@@ -436,11 +436,11 @@ gboolean kb_json_array_begin(KbJsonReader *r, GError **error)
     return begin(r, '[', error);
 }
 
-/* The closer @close at r->pos (white space skipped): consume it and the ',' that may follow. */
-static int close_container(KbJsonReader *r, GError **error)
+/* The closer at r->pos (white space skipped): consume it and the ',' that may follow. */
+static int close_container(KbJsonReader *r, const char *after_comma, GError **error)
 {
     if (r->comma) {
-        fail_at(r, r->pos, error, "expected a value after ','");
+        fail_at(r, r->pos, error, after_comma);
         return -1;
     }
     r->pos++;
@@ -452,7 +452,7 @@ int kb_json_object_next(KbJsonReader *r, KbJsonStr *key, GError **error)
 {
     r->pos = skip_ws(r->buf, r->pos, r->len);
     if (r->pos < r->len && r->buf[r->pos] == '}')
-        return close_container(r, error);
+        return close_container(r, "expected a member name after ','", error);
     if (r->pos >= r->len || r->buf[r->pos] != '"') {
         fail_at(r, r->pos, error, r->comma ? "expected a member name" : "expected a member name or '}'");
         return -1;
@@ -473,7 +473,7 @@ int kb_json_array_next(KbJsonReader *r, GError **error)
 {
     r->pos = skip_ws(r->buf, r->pos, r->len);
     if (r->pos < r->len && r->buf[r->pos] == ']')
-        return close_container(r, error);
+        return close_container(r, "expected a value after ','", error);
     if (r->pos < r->len && r->buf[r->pos] == '}') {
         fail_at(r, r->pos, error, "expected a value or ']'");
         return -1;
@@ -533,7 +533,10 @@ static gboolean skip_value(KbJsonReader *r, GError **error)
     for (;;) {
         r->pos = skip_ws(r->buf, r->pos, r->len);
         if (r->pos >= r->len)
-            return fail_at(r, r->pos, error, "unexpected end of input");
+            return fail_at(r, r->pos, error,
+                           state == SKIP_VALUE ? "expected a value"
+                           : state == SKIP_KEY ? "expected a member name"
+                                               : "expected ',' or a closing bracket");
         char c = r->buf[r->pos];
         if (state == SKIP_KEY) {
             if (!skip_key(r, error))

@@ -224,6 +224,13 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbQueue, kb_object_unref)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbPriorityClass, kb_object_unref)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbLease, kb_object_unref)
 
+/*
+ * TRUE when @a and @b hold the same decoded fields (meta.raw and the reference count aside):
+ * strings compared by content, tables entry by entry. Otherwise FALSE, and with @why the first
+ * field that differs ("spec.tolerations[1].value: \"a\" != \"b\""; newly allocated).
+ */
+gboolean kb_pod_equal(const KbPod *a, const KbPod *b, char **why);
+
 /* "ns/name" or "name" for cluster-scoped objects; newly allocated. */
 char *kb_object_key(const KbObjectMeta *meta);
 

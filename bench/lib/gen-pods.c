@@ -151,7 +151,7 @@ static void add(GPtrArray *m, const char *fmt, ...)
 static const char *quantity(GRand *rand, const char *resource)
 {
     static const char *const cpu[] = {"\"500m\"", "\"1.5\"", "\"2\"", "\" 250m \"", "1", "0.5",
-                                      "\"0\"",    "null",    "\"1e3m\"", "\"100m\""};
+                                      "\"0\"",    "null",    "\"1e-3\"", "\"100m\""};
     static const char *const mem[] = {"\"2Gi\"", "\"129M\"", "\"1e9\"", "\"512Mi\"", "1073741824",
                                       "\"0\"",   "\"1.5Gi\"", "null"};
     static const char *const count[] = {"\"1\"", "\"2\"", "4", "\"0\"", "\"8\"", "null", "1e0"};

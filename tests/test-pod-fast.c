@@ -1,0 +1,441 @@
+/*
+ * kb_pod_decode_bytes / kb_pod_list_decode_bytes against the json-c path (json-c parse +
+ * kb_pod_decode): the same record field by field for every pod fixture, thousands of generated
+ * pods and the bench's pods; the same error code and message for malformed pods and crossed
+ * limits; lists; and the documented cases where the byte decoder is stricter.
+ */
+#include <json-c/json.h>
+#include <string.h>
+
+#include "bench/lib/gen-pods.h"
+#include "kube/kb-error.h"
+#include "kube/kb-objects.h"
+
+static const char *srcdir(void)
+{
+    const char *d = g_getenv("KB_SRCDIR");
+    return d != NULL ? d : ".";
+}
+
+/* Decode @text both ways; both must succeed with equal records, or fail alike. Returns TRUE when
+ * they succeeded. */
+static gboolean check_same(const char *text, gsize len)
+{
+    g_autoptr(GError) slow_error = NULL, fast_error = NULL;
+    json_tokener *tok = json_tokener_new_ex(128);
+    json_object *obj = json_tokener_parse_ex(tok, text, (int)len);
+    g_assert_nonnull(obj);
+    json_tokener_free(tok);
+    g_autoptr(KbPod) slow = kb_pod_decode(obj, FALSE, &slow_error);
+    json_object_put(obj);
+    g_autoptr(KbPod) fast = kb_pod_decode_bytes(text, len, &fast_error);
+    if (slow == NULL || fast == NULL) {
+        if (slow != NULL || fast != NULL)
+            g_error("%.300s\njson-c path: %s\nfast path: %s", text,
+                    slow_error != NULL ? slow_error->message : "ok",
+                    fast_error != NULL ? fast_error->message : "ok");
+        g_assert_cmpint(fast_error->code, ==, slow_error->code);
+        g_assert_cmpstr(fast_error->message, ==, slow_error->message);
+        return FALSE;
+    }
+    g_autofree char *why = NULL;
+    if (!kb_pod_equal(slow, fast, &why))
+        g_error("%.2000s\ndiffers: %s", text, why);
+    g_assert_null(fast->meta.raw);
+    return TRUE;
+}
+
+/* ---- same records --------------------------------------------------------------------------- */
+
+static void test_fixtures(void)
+{
+    g_autofree char *dir = g_build_filename(srcdir(), "tests", "data", "objects", NULL);
+    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+    const char *name;
+    guint n = 0;
+    g_assert_nonnull(d);
+    while ((name = g_dir_read_name(d)) != NULL) {
+        if (!g_str_has_prefix(name, "pod-"))
+            continue;
+        g_autofree char *path = g_build_filename(dir, name, NULL);
+        g_autofree char *text = NULL;
+        gsize len;
+        g_assert_true(g_file_get_contents(path, &text, &len, NULL));
+        if (!check_same(text, len))
+            g_error("%s: does not decode", name);
+        n++;
+    }
+    g_assert_cmpuint(n, >=, 4);
+}
+
+static void test_generated(void)
+{
+    g_autoptr(GRand) rand = g_rand_new_with_seed(20261122);
+    guint ok = 0;
+    for (guint i = 0; i < 3000; i++) {
+        g_autoptr(GString) s = g_string_new(NULL);
+        kb_gen_pod_append_varied(s, rand);
+        ok += check_same(s->str, s->len);
+    }
+    /* The generator makes valid pods: all of them decode. */
+    g_assert_cmpuint(ok, ==, 3000);
+}
+
+static void test_bench_pods(void)
+{
+    for (guint i = 0; i < 2000; i += 7) {
+        g_autoptr(GString) s = g_string_new(NULL);
+        kb_gen_pod_append(s, i);
+        g_assert_true(check_same(s->str, s->len));
+    }
+}
+
+/* Fields the generator does not vary: the decoded values themselves. */
+static void test_values(void)
+{
+    const char *text =
+        "{\"spec\":{\"overhead\":{\"cpu\":\"250m\"},\"initContainers\":[{\"restartPolicy\":"
+        "\"Always\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}},{\"resources\":{\"limits\":{"
+        "\"cpu\":\"3\",\"memory\":\"1Gi\"},\"requests\":{\"memory\":\"0\"}}}],\"containers\":[{"
+        "\"resources\":{\"limits\":{\"nvidia.com/gpu\":2}}}],\"schedulerName\":\"\",\"priority\":"
+        "-7},\"metadata\":{\"labels\":{\"scheduling.x-k8s.io/pod-group\":\"g\\u00e9\"},"
+        "\"namespace\":\"d\",\"name\":\"p\"}}";
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbPod) pod = kb_pod_decode_bytes(text, strlen(text), &error);
+    g_assert_no_error(error);
+    /* Init peak: sidecar 1 + plain 3 = 4 cpu; app: 0 + sidecar 1; overhead 250m. */
+    g_assert_cmpint(pod->requests.v[KB_RES_CPU], ==, 4250);
+    /* memory "0" requested: the limit does not default it. */
+    g_assert_cmpint(pod->requests.v[KB_RES_MEMORY], ==, 0);
+    g_assert_cmpint(pod->requests.v[KB_RES_GPU], ==, 2);
+    g_assert_cmpint(pod->requests.v[KB_RES_PODS], ==, 1);
+    g_assert_cmpstr(pod->scheduler_name, ==, "default-scheduler");
+    g_assert_cmpstr(pod->group_name, ==, "g\xc3\xa9");
+    g_assert_true(pod->has_priority);
+    g_assert_cmpint(pod->priority, ==, -7);
+    g_assert_true(check_same(text, strlen(text)));
+}
+
+/* ---- same errors ---------------------------------------------------------------------------- */
+
+#define POD_META "\"metadata\":{\"name\":\"p\",\"namespace\":\"default\"}"
+#define AFF                                                                                         \
+    "\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":{"         \
+    "\"nodeSelectorTerms\":"
+
+/* The pod inputs of tests/test-objects.c's malformed table, and a few more. */
+static const char *const bad_pods[] = {
+    "[1,2]",
+    "{\"spec\":{}}",
+    "{\"metadata\":{\"namespace\":\"default\"},\"spec\":{}}",
+    "{\"metadata\":{\"name\":5},\"spec\":{}}",
+    "{\"metadata\":{\"name\":\"p\",\"namespace\":\"default\",\"labels\":{\"app\":1}},\"spec\":{}}",
+    "{\"metadata\":{\"name\":\"p\",\"namespace\":\"d\",\"creationTimestamp\":\"yesterday\"},"
+    "\"spec\":{}}",
+    "{\"metadata\":{\"name\":\"p\",\"generation\":-1},\"spec\":{}}",
+    "{\"metadata\":{\"name\":\"p\",\"namespace\":\"default\",\"ownerReferences\":[1]},\"spec\":{}}",
+    "{" POD_META "}",
+    "{" POD_META ",\"spec\":{\"containers\":{}}}",
+    "{" POD_META ",\"spec\":{\"containers\":[\"x\"]}}",
+    "{" POD_META ",\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"nvidia.com/gpu\":"
+    "\"12Qi\"}}}]}}",
+    "{" POD_META ",\"spec\":{\"containers\":[{},{\"resources\":{\"limits\":{\"cpu\":true}}}]}}",
+    "{" POD_META ",\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"cpu\":\"-1\"}}}]}}",
+    "{" POD_META ",\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"memory\":\"1 Gi\"}}}]}}",
+    "{" POD_META ",\"spec\":{\"containers\":[{\"resources\":[]}]}}",
+    "{" POD_META ",\"spec\":{\"initContainers\":[{\"resources\":{\"requests\":{\"memory\":"
+    "\"1.2.3\"}}}]}}",
+    "{" POD_META ",\"spec\":{\"initContainers\":[{\"restartPolicy\":1}]}}",
+    "{" POD_META ",\"spec\":{\"overhead\":{\"cpu\":\"lots\"}}}",
+    "{" POD_META ",\"spec\":{\"priority\":\"high\"}}",
+    "{" POD_META ",\"spec\":{\"priority\":3000000000}}",
+    "{" POD_META ",\"spec\":{\"priority\":1.5}}",
+    "{" POD_META ",\"spec\":{\"priority\":99999999999999999999}}",
+    "{" POD_META ",\"spec\":{\"schedulerName\":[]}}",
+    "{" POD_META ",\"spec\":{\"nodeSelector\":{\"disk\":1}}}",
+    "{" POD_META ",\"spec\":{\"tolerations\":[{\"key\":\"k\",\"operator\":\"Maybe\"}]}}",
+    "{" POD_META ",\"spec\":{\"tolerations\":[{},{\"key\":\"k\",\"effect\":\"NoWay\"}]}}",
+    "{" POD_META ",\"spec\":{\"affinity\":{\"nodeAffinity\":7}}}",
+    "{" POD_META ",\"spec\":{" AFF "[{\"matchExpressions\":[{\"key\":\"k\",\"operator\":"
+    "\"Like\"}]}]}}}}}",
+    "{" POD_META ",\"spec\":{" AFF "[{},{\"matchExpressions\":[{\"key\":\"k\",\"operator\":"
+    "\"In\",\"values\":[\"a\",3]}]}]}}}}}",
+    "{" POD_META ",\"spec\":{" AFF "[{\"matchFields\":[{\"operator\":\"In\",\"values\":"
+    "[\"n\"]}]}]}}}}}",
+    "{" POD_META ",\"spec\":{" AFF "[null]}}}}}",
+    "{" POD_META ",\"spec\":{" AFF "[{\"matchExpressions\":[{\"values\":{},\"key\":\"k\","
+    "\"operator\":\"In\"}]}]}}}}}",
+    "{" POD_META ",\"spec\":{},\"status\":{\"containerStatuses\":[{\"name\":\"c\",\"state\":{"
+    "\"terminated\":{\"exitCode\":\"137\"}}}]}}",
+    "{" POD_META ",\"spec\":{},\"status\":{\"containerStatuses\":[{\"name\":\"c\",\"state\":{"
+    "\"waiting\":{\"reason\":5}}}]}}",
+    "{" POD_META ",\"spec\":{},\"status\":{\"phase\":2}}",
+    "{" POD_META ",\"spec\":{},\"status\":[]}",
+    /* spec before metadata: the message still names the pod */
+    "{\"spec\":{\"priority\":\"x\"}," POD_META "}",
+    "{\"spec\":{},\"metadata\":{\"labels\":{\"a\":[]},\"name\":\"p\",\"namespace\":\"n\"}}",
+};
+
+static void test_bad(gconstpointer data)
+{
+    const char *text = data;
+    g_assert_false(check_same(text, strlen(text)));
+}
+
+/* A bad quantity of the bench's pod at the end of a long document. */
+static void test_bad_long_value(void)
+{
+    g_autoptr(GString) s = g_string_new("{\"metadata\":{\"name\":\"p\"},\"spec\":{\"priority\":\"");
+    for (int i = 0; i < 10000; i++)
+        g_string_append_c(s, 'x');
+    g_string_append(s, "\"}}");
+    g_assert_false(check_same(s->str, s->len));
+}
+
+/* ---- limits: at the limit both decode, one over both fail alike ----------------------------- */
+
+typedef struct {
+    const char *name;
+    const char *before, *item, *after; /* the text is before + n items (comma-separated) + after */
+    int limit;
+    int code; /* KbErrorCode */
+} LimitCase;
+
+#define P "{\"metadata\":{\"name\":\"p\",\"namespace\":\"default\""
+
+static const LimitCase limit_cases[] = {
+    {"owner-references", P ",\"ownerReferences\":[", "{\"kind\":\"Job\",\"name\":\"j\"}",
+     "]},\"spec\":{}}", 64, KB_ERROR_LIMIT},
+    {"containers", P "},\"spec\":{\"containers\":[", "{\"resources\":{\"requests\":{\"cpu\":\"1m\"}}}",
+     "]}}", 64, KB_ERROR_LIMIT},
+    {"init-containers", P "},\"spec\":{\"initContainers\":[", "{\"name\":\"i\"}", "]}}", 64,
+     KB_ERROR_LIMIT},
+    {"tolerations", P "},\"spec\":{\"tolerations\":[", "{\"operator\":\"Exists\"}", "]}}", 64,
+     KB_ERROR_LIMIT},
+    {"affinity-terms", P "},\"spec\":{" AFF "[",
+     "{\"matchExpressions\":[{\"key\":\"k\",\"operator\":\"Exists\"}]}", "]}}}}}", 64,
+     KB_ERROR_LIMIT},
+    {"affinity-expressions", P "},\"spec\":{" AFF "[{\"matchExpressions\":[",
+     "{\"key\":\"k\",\"operator\":\"Exists\"}", "]}]}}}}}", 64, KB_ERROR_LIMIT},
+    {"affinity-values", P "},\"spec\":{" AFF "[{\"matchExpressions\":[{\"key\":\"k\","
+     "\"operator\":\"In\",\"values\":[", "\"v\"", "]}]}]}}}}}", 64, KB_ERROR_LIMIT},
+    {"container-statuses", P "},\"spec\":{},\"status\":{\"containerStatuses\":[",
+     "{\"name\":\"c\"}", "]}}", 64, KB_ERROR_LIMIT},
+};
+
+static char *build(const LimitCase *c, int n, gboolean numbered)
+{
+    GString *s = g_string_new(c->before);
+    for (int i = 0; i < n; i++) {
+        if (i > 0)
+            g_string_append_c(s, ',');
+        if (numbered)
+            g_string_append_printf(s, c->item, i);
+        else
+            g_string_append(s, c->item);
+    }
+    g_string_append(s, c->after);
+    return g_string_free(s, FALSE);
+}
+
+static void test_limit(gconstpointer data)
+{
+    const LimitCase *c = data;
+    g_autofree char *ok = build(c, c->limit, FALSE);
+    g_autofree char *over = build(c, c->limit + 1, FALSE);
+    g_assert_true(check_same(ok, strlen(ok)));
+    g_assert_false(check_same(over, strlen(over)));
+    g_autoptr(GError) error = NULL;
+    g_assert_null(kb_pod_decode_bytes(over, strlen(over), &error));
+    g_assert_error(error, KB_ERROR, c->code);
+}
+
+/* Maps: labels, annotations, nodeSelector and resource maps of 256 and 257 entries; long keys,
+ * names and values. */
+static void test_limit_maps(void)
+{
+    static const char *const maps[][2] = {
+        {P ",\"labels\":{", "}},\"spec\":{}}"},
+        {P ",\"annotations\":{", "}},\"spec\":{}}"},
+        {P "},\"spec\":{\"nodeSelector\":{", "}}}"},
+        {P "},\"spec\":{\"containers\":[{\"resources\":{\"requests\":{", "}}}]}}"},
+    };
+    for (gsize m = 0; m < G_N_ELEMENTS(maps); m++) {
+        for (int n = 256; n <= 257; n++) {
+            g_autoptr(GString) s = g_string_new(maps[m][0]);
+            for (int i = 0; i < n; i++)
+                g_string_append_printf(s, "%s\"example.com/key-%d\":\"0\"", i > 0 ? "," : "", i);
+            g_string_append(s, maps[m][1]);
+            g_assert_cmpint(check_same(s->str, s->len), ==, n == 256);
+        }
+    }
+    static const struct {
+        const char *fmt; /* %s: a run of n 'a's */
+        int limit;
+    } lengths[] = {
+        {P "},\"spec\":{},\"x\":0,\"metadata\":{\"name\":\"%s\"}}", 253},
+        {"{\"metadata\":{\"name\":\"p\",\"namespace\":\"%s\"},\"spec\":{}}", 253},
+        {P ",\"labels\":{\"%s\":\"v\"}},\"spec\":{}}", 317},
+        {P ",\"annotations\":{\"k\":\"%s\"}},\"spec\":{}}", 65536},
+        {P "},\"spec\":{\"nodeName\":\"%s\"}}", 253},
+        {P "},\"spec\":{\"containers\":[{\"resources\":{\"limits\":{\"%s\":\"0\"}}}]}}", 317},
+        {P "},\"spec\":{\"tolerations\":[{\"key\":\"%s\"}]}}", 317},
+        {P "},\"spec\":{},\"status\":{\"phase\":\"%s\"}}", 253},
+        {P ",\"creationTimestamp\":\"%s\"},\"spec\":{}}", 64},
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(lengths); i++) {
+        /* The duplicate metadata of the first case is refused by the byte decoder only. */
+        if (i == 0)
+            continue;
+        g_autofree char *at = g_strnfill((gsize)lengths[i].limit, 'a');
+        g_autofree char *over = g_strnfill((gsize)lengths[i].limit + 1, 'a');
+        g_autofree char *ok_text = g_strdup_printf(lengths[i].fmt, at);
+        g_autofree char *bad_text = g_strdup_printf(lengths[i].fmt, over);
+        /* A 64-letter time is not a time: both fail, alike. */
+        check_same(ok_text, strlen(ok_text));
+        g_assert_false(check_same(bad_text, strlen(bad_text)));
+        g_autoptr(GError) error = NULL;
+        g_assert_null(kb_pod_decode_bytes(bad_text, strlen(bad_text), &error));
+        g_assert_error(error, KB_ERROR, KB_ERROR_LIMIT);
+    }
+}
+
+/* ---- lists ---------------------------------------------------------------------------------- */
+
+static void test_list(void)
+{
+    gsize bytes;
+    g_autoptr(GPtrArray) pages = kb_gen_pod_pages(1200, 500, &bytes);
+    g_autoptr(GPtrArray) pods = g_ptr_array_new_with_free_func(kb_object_unref);
+    for (guint p = 0; p < pages->len; p++) {
+        const char *text = pages->pdata[p];
+        g_autoptr(GError) error = NULL;
+        g_autofree char *rv = NULL, *cont = NULL;
+        g_assert_true(kb_pod_list_decode_bytes(text, strlen(text), pods, &rv, &cont, &error));
+        g_assert_no_error(error);
+        g_assert_cmpstr(rv, ==, "2000000");
+        g_autofree char *want = g_strdup_printf("page-%u", p + 1);
+        g_assert_cmpstr(cont, ==, want);
+    }
+    g_assert_cmpuint(pods->len, ==, 1200);
+    g_assert_cmpstr(((KbPod *)pods->pdata[1199])->meta.name, ==, "job-74-worker-15");
+
+    /* Empty, null items, absent metadata, out pointers NULL. */
+    const char *empty = " {\"kind\":\"PodList\",\"items\":null} ";
+    g_assert_true(kb_pod_list_decode_bytes(empty, strlen(empty), pods, NULL, NULL, NULL));
+    g_assert_cmpuint(pods->len, ==, 1200);
+}
+
+static void test_list_bad(void)
+{
+    static const struct {
+        const char *text;
+        int code; /* KbErrorCode */
+        const char *message;
+    } cases[] = {
+        {"{\"items\":[{" POD_META ",\"spec\":{}},{" POD_META ",\"spec\":{\"priority\":\"x\"}}]}",
+         KB_ERROR_DECODE, "items[1]: pod default/p: spec.priority: expected an integer, got \"x\""},
+        {"{\"items\":{}}", KB_ERROR_DECODE, "items: expected an array, got {}"},
+        {"[]", KB_ERROR_DECODE, "list: expected an object, got []"},
+        {"{\"items\":[],\"metadata\":{\"continue\":7}}", KB_ERROR_DECODE,
+         "metadata.continue: expected a string, got 7"},
+        {"{\"items\":[]} x", KB_ERROR_DECODE,
+         "JSON: expected the end of the input at byte 13, got 'x'"},
+        {"{\"items\":[{" POD_META ",\"spec\":{}},", KB_ERROR_DECODE,
+         "items[1]: pod: JSON: expected a value at byte 68, got the end of the input"},
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(GPtrArray) pods = g_ptr_array_new_with_free_func(kb_object_unref);
+        g_autoptr(GError) error = NULL;
+        char *rv = NULL;
+        g_assert_false(kb_pod_list_decode_bytes(cases[i].text, strlen(cases[i].text), pods, &rv,
+                                                NULL, &error));
+        g_assert_error(error, KB_ERROR, cases[i].code);
+        g_assert_cmpstr(error->message, ==, cases[i].message);
+        /* Nothing appended, nothing set. */
+        g_assert_cmpuint(pods->len, ==, 0);
+        g_assert_null(rv);
+    }
+}
+
+/* ---- strictness: json-c accepts these, the byte decoder refuses them ------------------------ */
+
+static void test_stricter(void)
+{
+    static const struct {
+        const char *text;
+        const char *message_part;
+    } cases[] = {
+        {"{" POD_META ",\"spec\":{\"nodeName\":\"a\",\"nodeName\":\"b\"}}",
+         "pod default/p: spec.nodeName: duplicate member"},
+        {"{" POD_META ",\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"cpu\":\"1\","
+         "\"cpu\":\"2\"}}}]}}",
+         "requests[\"cpu\"]: duplicate member"},
+        {"{\"metadata\":{\"name\":\"p\",\"labels\":{\"a\":\"1\",\"a\":\"2\"}},\"spec\":{}}",
+         "metadata.labels[\"a\"]: duplicate member"},
+        {"{" POD_META ",\"spec\":{\"nodeName\":\"\xff\"}}", "invalid UTF-8"},
+        {"{" POD_META ",\"spec\":{\"nodeName\":\"a\\u0000b\"}}", "invalid escape"},
+        {"{" POD_META ",\"spec\":{\"nodeName\":\"\\ud800\"}}", "invalid escape"},
+        {"{" POD_META ",\"spec\":{},}", "expected a member name after ','"},
+        {"{" POD_META ",\"spec\":{}} {}", "expected the end of the input"},
+        {"{" POD_META ",\"spec\":{\"x\":[01]}}", "expected ',' or ']'"},
+        {"{" POD_META ",\"spec\":{\"x\":NaN}}", "expected a value"},
+        {"{" POD_META ",\"spec\":{\"x\":'a'}}", "expected a value"},
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        json_object *obj = json_tokener_parse(cases[i].text);
+        g_autoptr(GError) error = NULL;
+        g_assert_null(kb_pod_decode_bytes(cases[i].text, strlen(cases[i].text), &error));
+        g_assert_error(error, KB_ERROR, KB_ERROR_DECODE);
+        if (strstr(error->message, cases[i].message_part) == NULL)
+            g_error("\"%s\" does not contain \"%s\"", error->message, cases[i].message_part);
+        json_object_put(obj);
+    }
+}
+
+/* Nesting beyond kb-json's depth limit in a skipped member. */
+static void test_depth(void)
+{
+    for (int depth = 120; depth <= 130; depth += 10) {
+        g_autoptr(GString) s = g_string_new("{" POD_META ",\"spec\":{\"x\":");
+        for (int i = 0; i < depth; i++)
+            g_string_append_c(s, '[');
+        for (int i = 0; i < depth; i++)
+            g_string_append_c(s, ']');
+        g_string_append(s, "}}");
+        g_autoptr(GError) error = NULL;
+        g_autoptr(KbPod) pod = kb_pod_decode_bytes(s->str, s->len, &error);
+        if (depth < 126) {
+            g_assert_no_error(error);
+            continue;
+        }
+        g_assert_null(pod);
+        g_assert_error(error, KB_ERROR, KB_ERROR_LIMIT);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_log_set_always_fatal(G_LOG_FATAL_MASK | G_LOG_LEVEL_CRITICAL);
+
+    g_test_add_func("/kube/pod-fast/same/fixtures", test_fixtures);
+    g_test_add_func("/kube/pod-fast/same/generated", test_generated);
+    g_test_add_func("/kube/pod-fast/same/bench-pods", test_bench_pods);
+    g_test_add_func("/kube/pod-fast/same/values", test_values);
+    for (gsize i = 0; i < G_N_ELEMENTS(bad_pods); i++) {
+        g_autofree char *p = g_strdup_printf("/kube/pod-fast/malformed/%" G_GSIZE_FORMAT, i);
+        g_test_add_data_func(p, bad_pods[i], test_bad);
+    }
+    g_test_add_func("/kube/pod-fast/malformed/long-value-cut", test_bad_long_value);
+    for (gsize i = 0; i < G_N_ELEMENTS(limit_cases); i++) {
+        g_autofree char *p = g_strdup_printf("/kube/pod-fast/limit/%s", limit_cases[i].name);
+        g_test_add_data_func(p, &limit_cases[i], test_limit);
+    }
+    g_test_add_func("/kube/pod-fast/limit/maps-and-lengths", test_limit_maps);
+    g_test_add_func("/kube/pod-fast/limit/depth", test_depth);
+    g_test_add_func("/kube/pod-fast/list/pages", test_list);
+    g_test_add_func("/kube/pod-fast/list/errors", test_list_bad);
+    g_test_add_func("/kube/pod-fast/stricter-than-json-c", test_stricter);
+    return g_test_run();
+}
