@@ -11,6 +11,7 @@ typedef struct {
     KbPod *pod; /* ref */
     char *node;
     char *job;
+    char *gpu_ids; /* "0,1" chosen by gpu-topology, or NULL */
 } Pending;
 
 struct KbBinder {
@@ -46,6 +47,7 @@ static void pending_free(Pending *p)
     kb_object_unref(p->pod);
     g_free(p->node);
     g_free(p->job);
+    g_free(p->gpu_ids);
     g_free(p);
 }
 
@@ -174,6 +176,47 @@ static void on_bound(const KbResponse *resp, gpointer data)
     g_free(c);
 }
 
+static void send_binding(Call *c)
+{
+    const KbObjectMeta *m = &c->p->pod->meta;
+    kb_client_bind_async(c->binder->client, m->namespace_, m->name, m->uid, c->p->node, on_bound,
+                         c);
+}
+
+/* The GPU indices are on the pod: bind it. A failed patch fails the bind (and rolls the gang
+ * back): a pod must never run on GPUs other than the ones the cache holds for it. */
+static void on_annotated(const KbResponse *resp, gpointer data)
+{
+    Call *c = data;
+    if (resp->error != NULL || c->binder->freed) {
+        on_bound(resp, c);
+        return;
+    }
+    send_binding(c);
+}
+
+/* Merge-patch kube-batchd.io/gpu-ids onto the pod before its binding, so that the device plugin
+ * or runtime hook sees the indices when the kubelet starts the pod. */
+static void send_gpu_ids(Call *c)
+{
+    const KbObjectMeta *m = &c->p->pod->meta;
+    json_object *annotations = json_object_new_object();
+    json_object_object_add(annotations, KB_GPU_IDS_ANNOTATION,
+                           json_object_new_string(c->p->gpu_ids));
+    json_object *meta = json_object_new_object();
+    json_object_object_add(meta, "annotations", annotations);
+    json_object *body = json_object_new_object();
+    json_object_object_add(body, "metadata", meta);
+    KbRequest req = {.method = "PATCH",
+                     .type = &kb_type_pods,
+                     .namespace_ = m->namespace_,
+                     .name = m->name,
+                     .body = body,
+                     .content_type = "application/merge-patch+json"};
+    kb_client_call_async(c->binder->client, &req, on_annotated, c);
+    json_object_put(body);
+}
+
 /* Send queued placements while the window has room; skip those rolled back meanwhile. */
 static void pump(KbBinder *b)
 {
@@ -191,7 +234,10 @@ static void pump(KbBinder *b)
         c->p = p;
         c->sent_us = g_get_monotonic_time();
         b->in_flight++;
-        kb_client_bind_async(b->client, m->namespace_, m->name, m->uid, p->node, on_bound, c);
+        if (p->gpu_ids != NULL)
+            send_gpu_ids(c);
+        else
+            send_binding(c);
     }
 }
 
@@ -203,6 +249,7 @@ void kb_binder_submit(KbBinder *binder, const GArray *placements)
         p->pod = kb_object_ref(pl->pod);
         p->node = g_strdup(pl->node);
         p->job = g_strdup(pl->job);
+        p->gpu_ids = g_strdup(pl->gpu_ids);
         g_queue_push_tail(&binder->queue, p);
     }
     pump(binder);

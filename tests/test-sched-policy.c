@@ -965,7 +965,8 @@ static void test_nodeorder_most_requested(void)
 
 static void test_nodeorder_spread_gang(void)
 {
-    Fx *fx = fx_new(NULL);
+    Fx *fx = fx_new("actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: gang\n"
+                    "  - name: predicates\n  - name: nodeorder\n");
     for (guint i = 0; i < 4; i++) {
         g_autofree char *name = g_strdup_printf("n%u", i);
         add_node(fx, name, 8);
