@@ -132,9 +132,11 @@ KbTransfer *kb_client_transfer_new_raw(KbClient *client, const KbRequest *req, c
 
 KbTransfer *kb_client_transfer_new(KbClient *client, const KbRequest *req)
 {
-    const char *body = req->body != NULL
-                               ? json_object_to_json_string_ext(req->body, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
-                               : NULL;
+    const char *body =
+            req->body != NULL
+                    ? json_object_to_json_string_ext(
+                              req->body, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
+                    : NULL;
     return kb_client_transfer_new_raw(client, req, body, req->content_type);
 }
 
