@@ -48,14 +48,15 @@ static const Builtin builtins[] = {
          "- plugins:\n  - name: drf\n  - name: predicates\n  - name: proportion\n"
          "  - name: nodeorder\n",
          FALSE},
-        {"binpack",
-         "the default configuration, nodeorder packing (mostrequested) instead of spreading",
+        {"spread",
+         "the default configuration with nodeorder spreading (leastrequested) instead of packing",
          "actions: \"enqueue, allocate\"\n"
          "tiers:\n"
          "- plugins:\n  - name: priority\n  - name: gang\n  - name: conformance\n"
          "- plugins:\n  - name: drf\n  - name: predicates\n  - name: proportion\n"
-         "  - name: nodeorder\n    arguments:\n      nodeorder.leastrequested.weight: 0\n"
-         "      nodeorder.mostrequested.weight: 1\n      nodeorder.balancedresource.weight: 0\n",
+         "  - name: nodeorder\n    arguments:\n      nodeorder.leastrequested.weight: 1\n"
+         "      nodeorder.mostrequested.weight: 0\n      nodeorder.balancedresource.weight: 1\n"
+         "  - name: gpu-topology\n",
          FALSE},
 };
 
@@ -115,7 +116,7 @@ static Run *run_builtin(const char *name, GError **error)
         return r;
     }
     g_set_error(error, KB_ERROR, KB_ERROR_INVALID,
-                "unknown configuration \"%s\" (built in: kube-batchd, fifo, no-gang, binpack; or "
+                "unknown configuration \"%s\" (built in: kube-batchd, fifo, no-gang, spread; or "
                 "--conf-file)",
                 name);
     return NULL;
@@ -168,7 +169,7 @@ static gboolean parse_options(int argc, char **argv, Opts *o, GError **error)
              "node|one"},
             {"period", 0, 0, G_OPTION_ARG_INT, &o->period, "Scheduling period in seconds (1)", "S"},
             {"config", 'c', 0, G_OPTION_ARG_STRING_ARRAY, &o->configs,
-             "Built-in configuration to run, repeatable: kube-batchd, fifo, no-gang, binpack "
+             "Built-in configuration to run, repeatable: kube-batchd, fifo, no-gang, spread "
              "(default: kube-batchd, fifo, no-gang)",
              "NAME"},
             {"conf-file", 'f', 0, G_OPTION_ARG_FILENAME_ARRAY, &o->conf_files,

@@ -21,9 +21,9 @@ static const char default_yaml[] = "actions: \"enqueue, allocate\"\n"
                                    "  - name: proportion\n"
                                    "  - name: nodeorder\n"
                                    "    arguments:\n"
-                                   "      nodeorder.leastrequested.weight: 1\n"
-                                   "      nodeorder.mostrequested.weight: 0\n"
-                                   "      nodeorder.balancedresource.weight: 1\n"
+                                   "      nodeorder.leastrequested.weight: 0\n"
+                                   "      nodeorder.mostrequested.weight: 1\n"
+                                   "      nodeorder.balancedresource.weight: 0\n"
                                    "  - name: gpu-topology\n";
 
 static const char *const switch_names[KB_SWITCH_MAX] = {

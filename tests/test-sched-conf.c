@@ -16,8 +16,8 @@ static void test_default(void)
     g_assert_cmpstr(conf->tiers[0].plugins[1].name, ==, "gang");
     const KbConfPlugin *no = kb_conf_find_plugin(conf, "nodeorder");
     g_assert_nonnull(no);
-    g_assert_cmpfloat(kb_conf_plugin_arg_double(no, "nodeorder.leastrequested.weight", 9), ==, 1);
-    g_assert_cmpfloat(kb_conf_plugin_arg_double(no, "nodeorder.mostrequested.weight", 9), ==, 0);
+    g_assert_cmpfloat(kb_conf_plugin_arg_double(no, "nodeorder.leastrequested.weight", 9), ==, 0);
+    g_assert_cmpfloat(kb_conf_plugin_arg_double(no, "nodeorder.mostrequested.weight", 9), ==, 1);
     g_assert_cmpfloat(kb_conf_plugin_arg_double(no, "absent", 9), ==, 9);
     g_assert_true(kb_conf_has_action(conf, "enqueue"));
     g_assert_false(kb_conf_has_action(conf, "preempt"));

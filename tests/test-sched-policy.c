@@ -951,7 +951,17 @@ static void score_case(const char *conf, const char *want)
 
 static void test_nodeorder_least_requested(void)
 {
-    score_case(NULL, "idle");
+    score_case("actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: gang\n"
+               "  - name: predicates\n  - name: nodeorder\n    arguments:\n"
+               "      nodeorder.leastrequested.weight: 1\n      nodeorder.mostrequested.weight: 0\n",
+               "idle");
+}
+
+/* The built-in configuration packs: a GPU pod joins the node that is already busy, keeping
+ * whole nodes free for the large gangs (see bench-trace's "spread" configuration). */
+static void test_nodeorder_default_packs(void)
+{
+    score_case(NULL, "busy");
 }
 
 static void test_nodeorder_most_requested(void)
@@ -1291,6 +1301,7 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/cache/dialects", test_dialects);
     g_test_add_func("/scheduler/cache/x-k8s-label", test_x_k8s_label_membership);
     g_test_add_func("/scheduler/nodeorder/least-requested", test_nodeorder_least_requested);
+    g_test_add_func("/scheduler/nodeorder/default-packs", test_nodeorder_default_packs);
     g_test_add_func("/scheduler/nodeorder/most-requested", test_nodeorder_most_requested);
     g_test_add_func("/scheduler/nodeorder/spread-gang", test_nodeorder_spread_gang);
     g_test_add_func("/scheduler/nodeorder/binpack-gang", test_nodeorder_binpack_gang);
