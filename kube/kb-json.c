@@ -71,7 +71,8 @@ static inline gboolean is_ws(guchar c)
 
 static inline gsize skip_ws(const char *buf, gsize pos, gsize len)
 {
-    while (pos < len && is_ws((guchar)buf[pos]))
+    /* API server bodies are compact: one compare settles the common case. */
+    while (pos < len && (guchar)buf[pos] <= ' ' && is_ws((guchar)buf[pos]))
         pos++;
     return pos;
 }
@@ -104,6 +105,20 @@ static inline gsize plain_run(const guchar *p, const guchar *end)
     while (p < end && !special[*p])
         p++;
     return (gsize)(p - s);
+}
+
+/*
+ * The string at @pos (a '"') when it is plain (no escapes, no control characters, ASCII only)
+ * and within @max bytes: the position after its closing quote, with its content at
+ * buf + pos + 1 for end - pos - 2 bytes. 0 for anything else: scan_string() decides then.
+ */
+static inline gsize plain_string_end(const char *buf, gsize pos, gsize len, gsize max)
+{
+    const guchar *p = (const guchar *)buf + pos + 1, *end = (const guchar *)buf + len;
+    gsize n = plain_run(p, end);
+    if (n < (gsize)(end - p) && p[n] == '"' && n <= max)
+        return pos + n + 2;
+    return 0;
 }
 
 /* Length of the valid UTF-8 sequence at @p (a byte >= 0x80), or 0 (RFC 3629 table 3.7). */
@@ -231,7 +246,8 @@ static void unescape(const guchar *p, gsize n, GString *out)
  * Scan the string at r->pos (a '"'), validating it. With @out, set it to the content (a view of
  * the buffer, or @scratch unescaped). Leaves r->pos after the closing quote.
  */
-static gboolean scan_string(KbJsonReader *r, KbJsonStr *out, GString **scratch, GError **error)
+static gboolean scan_string_slow(KbJsonReader *r, KbJsonStr *out, GString **scratch,
+                                 GError **error)
 {
     const guchar *buf = (const guchar *)r->buf;
     const guchar *end = buf + r->len;
@@ -283,6 +299,20 @@ static gboolean scan_string(KbJsonReader *r, KbJsonStr *out, GString **scratch, 
         }
     }
     r->pos = (gsize)(p + 1 - buf);
+    return TRUE;
+}
+
+static inline gboolean scan_string(KbJsonReader *r, KbJsonStr *out, GString **scratch,
+                                   GError **error)
+{
+    gsize end = plain_string_end(r->buf, r->pos, r->len, r->max_string_len);
+    if (end == 0)
+        return scan_string_slow(r, out, scratch, error);
+    if (out != NULL) {
+        out->p = r->buf + r->pos + 1;
+        out->len = end - r->pos - 2;
+    }
+    r->pos = end;
     return TRUE;
 }
 
@@ -484,8 +514,6 @@ int kb_json_array_next(KbJsonReader *r, GError **error)
 
 /* ---- skipping ------------------------------------------------------------------------------- */
 
-typedef enum { SKIP_VALUE, SKIP_KEY, SKIP_AFTER } SkipState;
-
 /* One scalar at r->pos (white space skipped), or FALSE. */
 static gboolean skip_scalar(KbJsonReader *r, GError **error)
 {
@@ -506,77 +534,89 @@ static gboolean skip_scalar(KbJsonReader *r, GError **error)
     }
 }
 
-/* A member name and its ':' at r->pos. */
-static gboolean skip_key(KbJsonReader *r, GError **error)
+/* The string at @pos: plain ones inline, the rest through scan_string(). 0 on error. */
+static inline gsize skip_string(KbJsonReader *r, gsize pos, GError **error)
 {
-    if (r->pos >= r->len || r->buf[r->pos] != '"')
-        return fail_at(r, r->pos, error, "expected a member name");
-    if (!scan_string(r, NULL, NULL, error))
-        return FALSE;
-    r->pos = skip_ws(r->buf, r->pos, r->len);
-    if (r->pos >= r->len || r->buf[r->pos] != ':')
-        return fail_at(r, r->pos, error, "expected ':'");
-    r->pos++;
-    return TRUE;
+    gsize end = plain_string_end(r->buf, pos, r->len, r->max_string_len);
+    if (end != 0)
+        return end;
+    r->pos = pos;
+    return scan_string_slow(r, NULL, NULL, error) ? r->pos : 0;
 }
 
 /*
- * Skip one value without recursion: @arrays keeps one bit per open container (set for arrays),
- * d is the number open. Nesting counts from the reader's own depth.
+ * Skip one value without recursion, on local copies of the reader's position: a state machine
+ * whose states are the labels below (expecting a value, a member name, or what follows a value).
+ * @arrays keeps one bit per open container (set for arrays), d is the number open; nesting
+ * counts from the reader's own depth.
  */
 static gboolean skip_value(KbJsonReader *r, GError **error)
 {
+    const char *buf = r->buf;
+    gsize len = r->len, pos = r->pos;
     guint64 arrays[KB_JSON_DEPTH_CAP / 64];
     guint d = 0, limit = MIN(r->max_depth, KB_JSON_DEPTH_CAP);
-    SkipState state = SKIP_VALUE;
+    char c;
 
-    for (;;) {
-        r->pos = skip_ws(r->buf, r->pos, r->len);
-        if (r->pos >= r->len)
-            return fail_at(r, r->pos, error,
-                           state == SKIP_VALUE ? "expected a value"
-                           : state == SKIP_KEY ? "expected a member name"
-                                               : "expected ',' or a closing bracket");
-        char c = r->buf[r->pos];
-        if (state == SKIP_KEY) {
-            if (!skip_key(r, error))
-                return FALSE;
-            state = SKIP_VALUE;
-        } else if (state == SKIP_VALUE && (c == '{' || c == '[')) {
-            if (r->depth + d >= limit)
-                return fail_depth(r, r->pos, error);
-            guint64 bit = G_GUINT64_CONSTANT(1) << (d % 64);
-            arrays[d / 64] = c == '[' ? arrays[d / 64] | bit : arrays[d / 64] & ~bit;
-            d++;
-            r->pos = skip_ws(r->buf, r->pos + 1, r->len);
-            if (r->pos < r->len && r->buf[r->pos] == (c == '{' ? '}' : ']')) {
-                r->pos++;
-                d--;
-                state = SKIP_AFTER;
-            } else {
-                state = c == '{' ? SKIP_KEY : SKIP_VALUE;
-            }
-        } else if (state == SKIP_VALUE) {
-            if (!skip_scalar(r, error))
-                return FALSE;
-            state = SKIP_AFTER;
-        } else if (d == 0) {
-            return TRUE;
+value:
+    pos = skip_ws(buf, pos, len);
+    if (pos >= len)
+        return fail_at(r, pos, error, "expected a value");
+    c = buf[pos];
+    if (c == '"') {
+        if ((pos = skip_string(r, pos, error)) == 0)
+            return FALSE;
+    } else if (c == '{' || c == '[') {
+        if (r->depth + d >= limit)
+            return fail_depth(r, pos, error);
+        guint64 bit = G_GUINT64_CONSTANT(1) << (d % 64);
+        arrays[d / 64] = c == '[' ? arrays[d / 64] | bit : arrays[d / 64] & ~bit;
+        d++;
+        pos = skip_ws(buf, pos + 1, len);
+        if (pos < len && buf[pos] == (c == '{' ? '}' : ']')) {
+            pos++;
+            d--;
+        } else if (c == '{') {
+            goto key;
         } else {
-            gboolean array = (arrays[(d - 1) / 64] >> ((d - 1) % 64)) & 1;
-            if (c == ',') {
-                r->pos++;
-                state = array ? SKIP_VALUE : SKIP_KEY;
-            } else if (c == (array ? ']' : '}')) {
-                r->pos++;
-                d--;
-            } else {
-                return fail_at(r, r->pos, error, array ? "expected ',' or ']'" : "expected ',' or '}'");
-            }
+            goto value;
         }
-        if (state == SKIP_AFTER && d == 0)
-            return TRUE;
+    } else {
+        r->pos = pos;
+        if (!skip_scalar(r, error))
+            return FALSE;
+        pos = r->pos;
     }
+after:
+    if (d == 0) {
+        r->pos = pos;
+        return TRUE;
+    }
+    pos = skip_ws(buf, pos, len);
+    gboolean array = (arrays[(d - 1) / 64] >> ((d - 1) % 64)) & 1;
+    if (pos < len && buf[pos] == ',') {
+        pos++;
+        if (array)
+            goto value;
+        goto key;
+    }
+    if (pos < len && buf[pos] == (array ? ']' : '}')) {
+        pos++;
+        d--;
+        goto after;
+    }
+    return fail_at(r, pos, error, array ? "expected ',' or ']'" : "expected ',' or '}'");
+key:
+    pos = skip_ws(buf, pos, len);
+    if (pos >= len || buf[pos] != '"')
+        return fail_at(r, pos, error, "expected a member name");
+    if ((pos = skip_string(r, pos, error)) == 0)
+        return FALSE;
+    pos = skip_ws(buf, pos, len);
+    if (pos >= len || buf[pos] != ':')
+        return fail_at(r, pos, error, "expected ':'");
+    pos++;
+    goto value;
 }
 
 gboolean kb_json_skip(KbJsonReader *r, GError **error)

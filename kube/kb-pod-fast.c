@@ -81,11 +81,33 @@ static const char *cstr(const KbJsonStr *s, char *buf, gsize size, char **heap)
     return *heap;
 }
 
+/*
+ * g_intern_string() takes a global lock and copies; a pod has a dozen interned strings, most of
+ * them seen before. A small per-thread cache of the strings interned last answers those without
+ * either (interned strings live forever, so cached pointers never dangle).
+ */
+#define INTERN_CACHE_SIZE 1024
+
+typedef struct {
+    const char *s;
+    gsize len;
+} InternSlot;
+
+static _Thread_local InternSlot intern_cache[INTERN_CACHE_SIZE];
+
 static const char *intern(const KbJsonStr *s)
 {
+    guint32 h = 2166136261u;
+    for (gsize i = 0; i < s->len; i++)
+        h = (h ^ (guchar)s->p[i]) * 16777619u;
+    InternSlot *slot = &intern_cache[h % INTERN_CACHE_SIZE];
+    if (slot->s != NULL && slot->len == s->len && memcmp(slot->s, s->p, s->len) == 0)
+        return slot->s;
     char buf[KB_MAX_LABEL_KEY_LEN + 1];
     g_autofree char *heap = NULL;
-    return g_intern_string(cstr(s, buf, sizeof(buf), &heap));
+    slot->s = g_intern_string(cstr(s, buf, sizeof(buf), &heap));
+    slot->len = s->len;
+    return slot->s;
 }
 
 /* An owned string member (as kb_decode_string + g_strdup); *out stays NULL when null. */
@@ -271,10 +293,16 @@ static gboolean read_map(KbJsonReader *r, const char *key, gsize max_value, KbSt
 
 /* Names of a resource map's entries, for duplicates and for kb_pod_default_requests(). */
 typedef struct {
-    KbJsonStr names[KB_MAX_LABELS];
     guint n;
     GPtrArray *copies; /* names that were not views of the input (escaped ones) */
+    KbJsonStr names[KB_MAX_LABELS]; /* left uninitialized past n: 4 KB not to clear per map */
 } NameSet;
+
+static void name_set_init(NameSet *set)
+{
+    set->n = 0;
+    set->copies = NULL;
+}
 
 static void name_set_clear(NameSet *set)
 {
@@ -389,9 +417,12 @@ enum { RES_REQUESTS = 1, RES_LIMITS = 2 };
 /* A container's "resources": requests, defaulted from limits. Errors relative to "resources.". */
 static gboolean decode_resources(KbJsonReader *r, KbResources *out, GError **error)
 {
-    g_auto(NameSet) requested = {.n = 0};
-    g_auto(NameSet) limited = {.n = 0};
+    g_auto(NameSet) requested;
+    g_auto(NameSet) limited;
     KbResources limits;
+
+    name_set_init(&requested);
+    name_set_init(&limited);
     KbJsonStr key;
     guint32 seen = 0;
     int rc;
@@ -740,7 +771,6 @@ static gboolean spec_member(KbJsonReader *r, const KbJsonStr *k, KbPod *pod, gui
                             KbPodRequestsFold *fold, KbResources *overhead, GError **error)
 {
     gint64 priority;
-    NameSet names = {.n = 0};
     gboolean ok;
 
     if (KB_JSON_STR_IS(*k, "containers"))
@@ -772,10 +802,10 @@ static gboolean spec_member(KbJsonReader *r, const KbJsonStr *k, KbPod *pod, gui
                read_map(r, "nodeSelector", KB_MAX_NAME_LEN, KB_STRING_MAP_INTERNED,
                         pod->node_selector, error);
     if (KB_JSON_STR_IS(*k, "overhead")) {
-        ok = once(seen, S_OVERHEAD, k, error) &&
-             read_resources(r, "overhead", overhead, &names, error);
-        name_set_clear(&names);
-        return ok;
+        g_auto(NameSet) names;
+        name_set_init(&names);
+        return once(seen, S_OVERHEAD, k, error) &&
+               read_resources(r, "overhead", overhead, &names, error);
     }
     if (KB_JSON_STR_IS(*k, "affinity"))
         return once(seen, S_AFFINITY, k, error) && decode_affinity(r, 0, pod, error);
