@@ -222,17 +222,18 @@ gboolean kb_decode_element(json_object *array, gsize i, json_object **out, GErro
 }
 
 void kb_decode_string_map_insert(GHashTable *table, KbStringMapMode mode, const char *k,
-                                 const char *v)
+                                 gboolean k_interned, const char *v)
 {
+    const char *ik = k_interned || mode == KB_STRING_MAP_OWNED ? k : g_intern_string(k);
     switch (mode) {
     case KB_STRING_MAP_OWNED:
         g_hash_table_insert(table, g_strdup(k), g_strdup(v));
         break;
     case KB_STRING_MAP_INTERN_KEYS:
-        g_hash_table_insert(table, (gpointer)g_intern_string(k), g_strdup(v));
+        g_hash_table_insert(table, (gpointer)ik, g_strdup(v));
         break;
     case KB_STRING_MAP_INTERNED:
-        g_hash_table_insert(table, (gpointer)g_intern_string(k), (gpointer)g_intern_string(v));
+        g_hash_table_insert(table, (gpointer)ik, (gpointer)g_intern_string(v));
         break;
     }
 }
@@ -260,7 +261,7 @@ gboolean kb_decode_string_map(json_object *obj, const char *key, gsize max_value
             return kb_decode_check_length(field, (gsize)json_object_get_string_len(v), max_value,
                                           error);
         }
-        kb_decode_string_map_insert(table, mode, k, json_object_get_string(v));
+        kb_decode_string_map_insert(table, mode, k, FALSE, json_object_get_string(v));
     }
     return TRUE;
 }

@@ -65,9 +65,10 @@ gboolean kb_decode_string_map(json_object *obj, const char *key, gsize max_value
                               KbStringMapMode mode, GHashTable *table, GError **error);
 
 /* Insert one entry into a table filled by kb_decode_string_map() with @mode (shared with the
- * byte-buffer decoder so that both store entries alike). */
+ * byte-buffer decoder so that both store entries alike). @k_interned: @k is already interned
+ * (the byte decoder caches interned strings), for the modes that intern keys. */
 void kb_decode_string_map_insert(GHashTable *table, KbStringMapMode mode, const char *k,
-                                 const char *v);
+                                 gboolean k_interned, const char *v);
 
 /* Prefix "<kind> ns/name: " (or "<kind> name: ", "<kind>: " while the name is unknown). */
 void kb_decode_prefix_object(GError **error, const char *kind, const KbObjectMeta *meta);

@@ -396,27 +396,6 @@ gint64 kb_json_integer_value(const KbJsonStr *text)
 
 /* ---- structure ------------------------------------------------------------------------------ */
 
-/* After a value inside a container: consume a ',' or stop before the closer. */
-static gboolean after_value(KbJsonReader *r, GError **error)
-{
-    if (r->depth == 0)
-        return TRUE;
-    r->pos = skip_ws(r->buf, r->pos, r->len);
-    if (r->pos < r->len) {
-        char c = r->buf[r->pos];
-        if (c == ',') {
-            r->pos++;
-            r->comma = TRUE;
-            return TRUE;
-        }
-        if (c == '}' || c == ']') {
-            r->comma = FALSE;
-            return TRUE;
-        }
-    }
-    return fail_at(r, r->pos, error, "expected ',', '}' or ']'");
-}
-
 KbJsonType kb_json_peek(KbJsonReader *r)
 {
     r->pos = skip_ws(r->buf, r->pos, r->len);
@@ -452,7 +431,7 @@ static gboolean begin(KbJsonReader *r, char open, GError **error)
         return fail_depth(r, r->pos, error);
     r->pos++;
     r->depth++;
-    r->comma = FALSE;
+    r->first = TRUE;
     return TRUE;
 }
 
@@ -466,25 +445,51 @@ gboolean kb_json_array_begin(KbJsonReader *r, GError **error)
     return begin(r, '[', error);
 }
 
-/* The closer at r->pos (white space skipped): consume it and the ',' that may follow. */
-static int close_container(KbJsonReader *r, const char *after_comma, GError **error)
+/* Consume the closer at r->pos: the container is a value of its parent, which goes on. */
+static inline int close_container(KbJsonReader *r)
 {
-    if (r->comma) {
-        fail_at(r, r->pos, error, after_comma);
-        return -1;
-    }
     r->pos++;
     r->depth--;
-    return after_value(r, error) ? 0 : -1;
+    r->first = FALSE;
+    return 0;
+}
+
+/*
+ * Separators are read lazily, here rather than after each value: at the start of a container
+ * the closer or a first item may come, afterwards the closer or ',' and an item.
+ * Returns 1 at an item, 0 after the closer (consumed), -1 on error.
+ */
+static inline int next_item(KbJsonReader *r, char close, GError **error)
+{
+    gsize pos = skip_ws(r->buf, r->pos, r->len);
+    char c = pos < r->len ? r->buf[pos] : '\0';
+    r->pos = pos;
+    if (c == close)
+        return close_container(r);
+    if (!r->first) {
+        if (c != ',') {
+            fail_at(r, pos, error, close == '}' ? "expected ',' or '}'" : "expected ',' or ']'");
+            return -1;
+        }
+        pos = skip_ws(r->buf, pos + 1, r->len);
+        r->pos = pos;
+        if (pos < r->len && (r->buf[pos] == '}' || r->buf[pos] == ']')) {
+            fail_at(r, pos, error, close == '}' ? "expected a member name after ','"
+                                               : "expected a value after ','");
+            return -1;
+        }
+    }
+    r->first = FALSE;
+    return 1;
 }
 
 int kb_json_object_next(KbJsonReader *r, KbJsonStr *key, GError **error)
 {
-    r->pos = skip_ws(r->buf, r->pos, r->len);
-    if (r->pos < r->len && r->buf[r->pos] == '}')
-        return close_container(r, "expected a member name after ','", error);
+    int rc = next_item(r, '}', error);
+    if (rc != 1)
+        return rc;
     if (r->pos >= r->len || r->buf[r->pos] != '"') {
-        fail_at(r, r->pos, error, r->comma ? "expected a member name" : "expected a member name or '}'");
+        fail_at(r, r->pos, error, "expected a member name");
         return -1;
     }
     if (!scan_string(r, key, &r->key_scratch, error))
@@ -495,21 +500,12 @@ int kb_json_object_next(KbJsonReader *r, KbJsonStr *key, GError **error)
         return -1;
     }
     r->pos++;
-    r->comma = FALSE;
     return 1;
 }
 
 int kb_json_array_next(KbJsonReader *r, GError **error)
 {
-    r->pos = skip_ws(r->buf, r->pos, r->len);
-    if (r->pos < r->len && r->buf[r->pos] == ']')
-        return close_container(r, "expected a value after ','", error);
-    if (r->pos < r->len && r->buf[r->pos] == '}') {
-        fail_at(r, r->pos, error, "expected a value or ']'");
-        return -1;
-    }
-    r->comma = FALSE;
-    return 1;
+    return next_item(r, ']', error);
 }
 
 /* ---- skipping ------------------------------------------------------------------------------- */
@@ -621,7 +617,7 @@ key:
 
 gboolean kb_json_skip(KbJsonReader *r, GError **error)
 {
-    return skip_value(r, error) && after_value(r, error);
+    return skip_value(r, error);
 }
 
 gboolean kb_json_skip_span(KbJsonReader *r, KbJsonStr *span, GError **error)
@@ -632,7 +628,7 @@ gboolean kb_json_skip_span(KbJsonReader *r, KbJsonStr *span, GError **error)
         return FALSE;
     span->p = r->buf + start;
     span->len = r->pos - start;
-    return after_value(r, error);
+    return TRUE;
 }
 
 /* ---- scalars -------------------------------------------------------------------------------- */
@@ -646,8 +642,10 @@ static gboolean expect(KbJsonReader *r, KbJsonType type, const char *what, GErro
 
 gboolean kb_json_read_string(KbJsonReader *r, KbJsonStr *out, GError **error)
 {
-    return expect(r, KB_JSON_STRING, "expected a string", error) &&
-           scan_string(r, out, &r->scratch, error) && after_value(r, error);
+    r->pos = skip_ws(r->buf, r->pos, r->len);
+    if (r->pos >= r->len || r->buf[r->pos] != '"')
+        return fail_at(r, r->pos, error, "expected a string");
+    return scan_string(r, out, &r->scratch, error);
 }
 
 gboolean kb_json_read_bool(KbJsonReader *r, gboolean *out, GError **error)
@@ -658,20 +656,19 @@ gboolean kb_json_read_bool(KbJsonReader *r, gboolean *out, GError **error)
     if (!scan_literal(r, t == KB_JSON_TRUE ? "true" : "false", t == KB_JSON_TRUE ? 4 : 5, error))
         return FALSE;
     *out = t == KB_JSON_TRUE;
-    return after_value(r, error);
+    return TRUE;
 }
 
 gboolean kb_json_read_null(KbJsonReader *r, GError **error)
 {
-    return expect(r, KB_JSON_NULL, "expected null", error) && scan_literal(r, "null", 4, error) &&
-           after_value(r, error);
+    return expect(r, KB_JSON_NULL, "expected null", error) && scan_literal(r, "null", 4, error);
 }
 
 gboolean kb_json_read_number(KbJsonReader *r, KbJsonStr *text, gboolean *is_integer,
                              GError **error)
 {
     return expect(r, KB_JSON_NUMBER, "expected a number", error) &&
-           scan_number(r, text, is_integer, error) && after_value(r, error);
+           scan_number(r, text, is_integer, error);
 }
 
 gboolean kb_json_finish(KbJsonReader *r, GError **error)

@@ -73,7 +73,7 @@ typedef struct {
     guint depth;
     guint max_depth;
     gsize max_string_len;
-    gboolean comma; /* a ',' was consumed: another member or element must follow */
+    gboolean first; /* just inside a container: no ',' before the next item */
     GString *scratch;
     GString *key_scratch;
 } KbJsonReader;

@@ -97,9 +97,14 @@ static _Thread_local InternSlot intern_cache[INTERN_CACHE_SIZE];
 
 static const char *intern(const KbJsonStr *s)
 {
-    guint32 h = 2166136261u;
-    for (gsize i = 0; i < s->len; i++)
-        h = (h ^ (guchar)s->p[i]) * 16777619u;
+    /* A cheap hash of the length and the first and last 8 bytes: names differ at their ends
+     * ("job-12-worker-3", "gpu-node-17"); a collision only costs a miss. */
+    guint64 a = 0, b = 0;
+    memcpy(&a, s->p, MIN(s->len, 8));
+    if (s->len > 8)
+        memcpy(&b, s->p + s->len - MIN(s->len - 8, 8), MIN(s->len - 8, 8));
+    guint64 h = (a * 0x9E3779B97F4A7C15u) ^ (b * 0xC2B2AE3D27D4EB4Fu) ^ s->len;
+    h ^= h >> 29;
     InternSlot *slot = &intern_cache[h % INTERN_CACHE_SIZE];
     if (slot->s != NULL && slot->len == s->len && memcmp(slot->s, s->p, s->len) == 0)
         return slot->s;
@@ -236,8 +241,9 @@ static int next_object(KbJsonReader *r, const char *key, gsize i, gsize max, GEr
 /* Room for element @n of a growing array of @size-byte elements (zeroed when new). */
 static gpointer grow(gpointer array, gsize n, gsize size)
 {
-    if ((n & (n - 1)) == 0) {
-        gsize cap = MAX(n * 2, 1);
+    /* Capacities 4, 8, 16, ...: pods have a few tolerations, owners and containers. */
+    if (n == 0 || (n >= 4 && (n & (n - 1)) == 0)) {
+        gsize cap = MAX(n * 2, 4);
         array = g_realloc_n(array, cap, size);
         memset((char *)array + n * size, 0, (cap - n) * size);
     }
@@ -280,7 +286,9 @@ static gboolean read_map(KbJsonReader *r, const char *key, gsize max_value, KbSt
         char vbuf[256];
         g_autofree char *vheap = NULL;
         guint before = g_hash_table_size(table);
-        kb_decode_string_map_insert(table, mode, kc, cstr(&v, vbuf, sizeof(vbuf), &vheap));
+        gboolean interned = mode != KB_STRING_MAP_OWNED && k.len <= KB_MAX_LABEL_KEY_LEN;
+        kb_decode_string_map_insert(table, mode, interned ? intern(&k) : kc, interned,
+                                    cstr(&v, vbuf, sizeof(vbuf), &vheap));
         if (g_hash_table_size(table) == before) {
             g_set_error(error, KB_ERROR, KB_ERROR_DECODE, "%s[\"%s\"]: duplicate member", key, kc);
             return FALSE;

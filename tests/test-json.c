@@ -107,11 +107,11 @@ static const Invalid invalid[] = {
     {"   ", "JSON: expected a value at byte 3, got the end of the input"},
     {"{\"a\":1,}", "JSON: expected a member name after ',' at byte 7, got '}'"},
     {"[1,]", "JSON: expected a value after ',' at byte 3, got ']'"},
-    {"[1 2]", "JSON: expected ',', '}' or ']' at byte 3, got '2'"},
+    {"[1 2]", "JSON: expected ',' or ']' at byte 3, got '2'"},
     {"{\"a\" 1}", "JSON: expected ':' at byte 5, got '1'"},
-    {"{a:1}", "JSON: expected a member name or '}' at byte 1, got 'a'"},
-    {"[}", "JSON: expected a value or ']' at byte 1, got '}'"},
-    {"{\"a\":1]", "JSON: expected a member name or '}' at byte 6, got ']'"},
+    {"{a:1}", "JSON: expected a member name at byte 1, got 'a'"},
+    {"[}", "JSON: expected a value at byte 1, got '}'"},
+    {"{\"a\":1]", "JSON: expected ',' or '}' at byte 6, got ']'"},
     {"{\"a\":1}}", "JSON: expected the end of the input at byte 7, got '}'"},
     {"01", "JSON: expected the end of the input at byte 1, got '1'"},
     {"1.", "JSON: expected a digit after '.' at byte 2, got the end of the input"},
@@ -139,8 +139,8 @@ static const Invalid invalid[] = {
     {"\"\xf4\x90\x80\x80\"", "JSON: invalid UTF-8 in string at byte 1, got byte 0xf4"},
     {"\"\xc3\"", "JSON: invalid UTF-8 in string at byte 1, got byte 0xc3"},
     {"\"0123456789abcdef\xff\"", "JSON: invalid UTF-8 in string at byte 17, got byte 0xff"},
-    {"[1,[2,{\"a\":[3}]]]", "JSON: expected a value or ']' at byte 13, got '}'"},
-    {"{\"a\":{\"b\":1}", "JSON: expected ',', '}' or ']' at byte 12, got the end of the input"},
+    {"[1,[2,{\"a\":[3}]]]", "JSON: expected ',' or ']' at byte 13, got '}'"},
+    {"{\"a\":{\"b\":1}", "JSON: expected ',' or '}' at byte 12, got the end of the input"},
 };
 
 static void test_invalid(gconstpointer data)
