@@ -1,5 +1,5 @@
-/* conformance: never evict critical pods (system-*-critical classes, or anything in kube-system).
- */
+/* conformance: never evict critical pods (system-*-critical classes, or anything in kube-system),
+ * neither for preempt nor for reclaim. */
 #include "policies/plugin.h"
 
 static gboolean preemptable(gpointer state, const KbTaskInfo *preemptor, GPtrArray *victims)
@@ -15,4 +15,5 @@ static gboolean preemptable(gpointer state, const KbTaskInfo *preemptor, GPtrArr
 const struct kb_plugin_ops kb_plugin_conformance = {
         .name = "conformance",
         .preemptable = preemptable,
+        .reclaimable = preemptable,
 };

@@ -33,6 +33,8 @@ struct kb_plugin_ops {
     double (*node_score)(gpointer state, const KbTaskInfo *task, const KbNodeInfo *node);
     /* TRUE when the plugin has a verdict; then @victims is filtered in place. */
     gboolean (*preemptable)(gpointer state, const KbTaskInfo *preemptor, GPtrArray *victims);
+    /* The same for the reclaim action (victims of other queues). */
+    gboolean (*reclaimable)(gpointer state, const KbTaskInfo *reclaimer, GPtrArray *victims);
     /* Resources moved onto/off a node by the session (shares to update). */
     void (*on_allocate)(gpointer state, const KbTaskInfo *task);
     void (*on_deallocate)(gpointer state, const KbTaskInfo *task);

@@ -6,6 +6,8 @@
 static const struct kb_action_ops *const registry[] = {
         &kb_action_enqueue,
         &kb_action_allocate,
+        &kb_action_preempt,
+        &kb_action_reclaim,
 };
 
 const struct kb_action_ops *kb_action_lookup(const char *name)
@@ -19,5 +21,5 @@ const struct kb_action_ops *kb_action_lookup(const char *name)
 
 const char *kb_action_names(void)
 {
-    return "enqueue, allocate";
+    return "enqueue, allocate, preempt, reclaim";
 }

@@ -5,6 +5,10 @@
  *             share and the cluster's idle capacity (nothing hoards); kept for later otherwise.
  *   allocate  queue order, then job order, then task order; predicates and node order; a
  *             statement per job that commits only when the gang reaches minMember.
+ *   preempt   a waiting gang evicts lower-priority jobs of its queue when that makes it fit
+ *             (whole gangs, never below minMember; statement; see preempt.c).
+ *   reclaim   a gang of a queue below its deserved share evicts jobs of reclaimable queues above
+ *             theirs, never below their share (preempt.c).
  *
  * Registry in actions.c; each action in its own file.
  */
@@ -19,8 +23,10 @@ struct kb_action_ops {
 
 extern const struct kb_action_ops kb_action_enqueue;
 extern const struct kb_action_ops kb_action_allocate;
+extern const struct kb_action_ops kb_action_preempt;
+extern const struct kb_action_ops kb_action_reclaim;
 
 /* The action called @name, or NULL. */
 const struct kb_action_ops *kb_action_lookup(const char *name);
-/* "enqueue, allocate" for error messages. Static. */
+/* "enqueue, allocate, preempt, reclaim" for error messages. Static. */
 const char *kb_action_names(void);

@@ -393,6 +393,14 @@ gint32 kb_cache_priority_class_value(const KbCache *cache, const char *name, gbo
     return 0;
 }
 
+gboolean kb_cache_priority_class_preempt_never(const KbCache *cache, const char *name)
+{
+    const KbPriorityClass *pc =
+            name != NULL ? g_hash_table_lookup(cache->priority_classes, g_intern_string(name))
+                         : NULL;
+    return pc != NULL && pc->preempt_never;
+}
+
 gint32 kb_cache_pod_priority(const KbCache *cache, const KbPod *pod)
 {
     if (pod->has_priority)
@@ -712,6 +720,8 @@ void kb_cache_update_pod(KbCache *cache, KbPod *pod)
                 task_join_class(task);
         }
         KbTaskState st = task_state_from_pod(pod, task->state);
+        if (task->evicting && (st == KB_TASK_BOUND || st == KB_TASK_RUNNING))
+            st = KB_TASK_RELEASING;
         gint node = -1;
         if (pod->node_name != NULL)
             node = (gint)node_id_for(cache, pod->node_name);
@@ -829,6 +839,27 @@ gboolean kb_cache_bind_failed(KbCache *cache, const char *namespace_, const char
     }
     if (n_rolled_back != NULL)
         *n_rolled_back = n;
+    return TRUE;
+}
+
+void kb_cache_evict_task(KbCache *cache, KbTaskInfo *task)
+{
+    if (task->state != KB_TASK_BOUND && task->state != KB_TASK_RUNNING)
+        return;
+    task->evicting = TRUE;
+    task_set_state(task, KB_TASK_RELEASING, task->node_id);
+}
+
+gboolean kb_cache_evict_failed(KbCache *cache, const char *namespace_, const char *name,
+                               const char *uid)
+{
+    PodEntry *pe = pod_entry(cache, namespace_, name, uid);
+    if (pe == NULL || pe->task == NULL || !pe->task->evicting)
+        return FALSE;
+    KbTaskInfo *task = pe->task;
+    task->evicting = FALSE;
+    KbTaskState st = task_state_from_pod(pe->pod, task->state);
+    task_set_state(task, st, st == KB_TASK_PENDING ? -1 : task->node_id);
     return TRUE;
 }
 

@@ -129,6 +129,9 @@ typedef struct {
     guint index;        /* position in job->tasks */
     /* GPU indices chosen by the cycle (gpu-topology) while ALLOCATED..RUNNING; 0 when none. */
     guint64 gpu_ids;
+    /* Evicted by a cycle (preempt/reclaim): RELEASING until the pod is gone, whatever the watch
+     * says meanwhile, unless the eviction is reported failed (kb_cache_evict_failed). */
+    gboolean evicting;
 } KbTaskInfo;
 
 /* Tasks of one job sharing requests, selectors, affinity, tolerations and priority. */
@@ -241,6 +244,20 @@ gboolean kb_cache_pod_is_assumed(KbCache *cache, const char *namespace_, const c
  */
 guint kb_cache_expire_assumed(KbCache *cache, gint64 now, gint64 ttl_seconds);
 
+/*
+ * Evictions (preempt/reclaim). kb_cache_evict_task: the cycle chose @task (BOUND or RUNNING) as a
+ * victim; it becomes RELEASING at once and stays so until its pod is deleted or terminates, so
+ * that later cycles count its resources as being freed and choose no further victims for it. Its
+ * node resources stay used until then.
+ *
+ * kb_cache_evict_failed: the eviction of the pod was refused or failed (the daemon reports it);
+ * the task returns to the state its pod shows. Returns FALSE when the pod is unknown, has another
+ * uid, or was not being evicted.
+ */
+void kb_cache_evict_task(KbCache *cache, KbTaskInfo *task);
+gboolean kb_cache_evict_failed(KbCache *cache, const char *namespace_, const char *name,
+                               const char *uid);
+
 /* ---- queries (for the cycle, metrics, tests) ------------------------------------------------ */
 
 const char *kb_cache_default_queue(const KbCache *cache);
@@ -271,6 +288,8 @@ KbQueueInfo *kb_cache_lookup_queue(KbCache *cache, const char *name);
  */
 gint32 kb_cache_pod_priority(const KbCache *cache, const KbPod *pod);
 gint32 kb_cache_priority_class_value(const KbCache *cache, const char *name, gboolean *found);
+/* TRUE when priority class @name exists and says preemptionPolicy: Never. */
+gboolean kb_cache_priority_class_preempt_never(const KbCache *cache, const char *name);
 
 /* Sum of allocatable over present, Ready, schedulable nodes (for proportion and enqueue). */
 void kb_cache_cluster_allocatable(KbCache *cache, KbResources *out);

@@ -36,6 +36,15 @@ static void event_clear(gpointer p)
     g_free(ev->message);
 }
 
+static void eviction_clear(gpointer p)
+{
+    KbEviction *ev = p;
+    g_clear_pointer(&ev->pod, kb_object_unref);
+    g_free(ev->message);
+    g_free(ev->job);
+    g_free(ev->preemptor);
+}
+
 static KbCycleResult *result_new(gint64 now)
 {
     KbCycleResult *r = g_new0(KbCycleResult, 1);
@@ -48,6 +57,8 @@ static KbCycleResult *result_new(gint64 now)
     g_array_set_clear_func(r->queue_statuses, queue_status_clear);
     r->events = g_array_new(FALSE, TRUE, sizeof(KbSchedEvent));
     g_array_set_clear_func(r->events, event_clear);
+    r->evictions = g_array_new(FALSE, TRUE, sizeof(KbEviction));
+    g_array_set_clear_func(r->evictions, eviction_clear);
     return r;
 }
 
@@ -59,6 +70,7 @@ void kb_cycle_result_free(KbCycleResult *result)
     g_clear_pointer(&result->job_statuses, g_array_unref);
     g_clear_pointer(&result->queue_statuses, g_array_unref);
     g_clear_pointer(&result->events, g_array_unref);
+    g_clear_pointer(&result->evictions, g_array_unref);
     g_free(result);
 }
 

@@ -1,12 +1,14 @@
 /*
  * One scheduling cycle: open a session over the cache, run the configured actions in order
- * (enqueue, allocate), and return what the daemon must do. The cycle does no I/O and parses
- * nothing; it changes the cache only by assuming the tasks it places (kb_cache_assume_task) and by
- * recording job phases and the statuses it reported.
+ * (enqueue, allocate, preempt, reclaim), and return what the daemon must do. The cycle does no I/O
+ * and parses nothing; it changes the cache only by assuming the tasks it places
+ * (kb_cache_assume_task), by marking the victims it evicts (kb_cache_evict_task) and by recording
+ * job phases and the statuses it reported.
  *
- * The daemon then: binds every placement (kb_binding_new through the REST pool), reports each
- * outcome with kb_cache_bind_succeeded / kb_cache_bind_failed (cache.h), writes the job statuses
- * whose `changed` is TRUE, posts the events, and publishes the metrics figures.
+ * The daemon then: evicts every eviction (see KbEviction), binds every placement (kb_binding_new
+ * through the REST pool), reports each outcome with kb_cache_bind_succeeded / kb_cache_bind_failed
+ * (cache.h), writes the job statuses whose `changed` is TRUE, posts the events, and publishes the
+ * metrics figures.
  */
 #pragma once
 
@@ -32,6 +34,20 @@ typedef struct {
     char *job;        /* "ns/name" of the job (group, or the pod for a gang of one); owned */
     char *gpu_ids;    /* owned; NULL when none (see above) */
 } KbPlacement;
+
+/*
+ * One pod to evict (preempt or reclaim). The daemon POSTs pods/NAME/eviction (policy/v1, v1beta1
+ * fallback) with the uid as a precondition and reports a refusal with kb_cache_evict_failed; the
+ * cache already holds the pod as RELEASING. The result also carries a `Preempted`/`Reclaimed`
+ * event on the pod with the same message.
+ */
+typedef struct {
+    KbPod *pod;         /* ref: namespace, name and uid to evict */
+    const char *reason; /* static: "Preempted" or "Reclaimed" */
+    char *message;      /* owned: names the preemptor job, e.g. "preempted by job ns/big ..." */
+    char *job;          /* owned: "ns/name" of the victim's job */
+    char *preemptor;    /* owned: "ns/name" of the job the pod makes room for */
+} KbEviction;
 
 /* The status of one job after the cycle. */
 typedef struct {
@@ -86,6 +102,7 @@ typedef struct {
     GArray *job_statuses;   /* KbJobStatus, one per job the cycle looked at */
     GArray *queue_statuses; /* KbQueueStatus, one per queue */
     GArray *events;         /* KbSchedEvent */
+    GArray *evictions;      /* KbEviction, in decision order (a victim gang's pods adjacent) */
     /* Metrics figures. */
     gint64 duration_us;  /* whole cycle */
     gint64 action_us[8]; /* per configured action, in configured order */

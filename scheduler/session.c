@@ -93,6 +93,7 @@ void kb_session_close(KbSession *ssn)
     g_free(ssn->job_scratch);
     g_free(ssn->deserved);
     g_free(ssn->request);
+    g_free(ssn->pipelined);
     g_free(ssn->plugins);
     g_free(ssn);
 }
@@ -240,6 +241,23 @@ void kb_session_preemptable(KbSession *ssn, const KbTaskInfo *preemptor, GPtrArr
             KbPluginInstance *pi = &ssn->plugins[i];
             if (ENABLED(pi, preemptable, KB_SWITCH_PREEMPTABLE) &&
                 pi->ops->preemptable(pi->state, preemptor, victims))
+                verdict = TRUE;
+        }
+        if (verdict)
+            return;
+    }
+}
+
+void kb_session_reclaimable(KbSession *ssn, const KbTaskInfo *reclaimer, GPtrArray *victims)
+{
+    guint i = 0;
+    while (i < ssn->n_plugins) {
+        guint tier = ssn->plugins[i].tier;
+        gboolean verdict = FALSE;
+        for (; i < ssn->n_plugins && ssn->plugins[i].tier == tier; i++) {
+            KbPluginInstance *pi = &ssn->plugins[i];
+            if (ENABLED(pi, reclaimable, KB_SWITCH_RECLAIMABLE) &&
+                pi->ops->reclaimable(pi->state, reclaimer, victims))
                 verdict = TRUE;
         }
         if (verdict)

@@ -10,8 +10,8 @@
  *   overused              any enabled plugin that says so;
  *   predicate             every enabled plugin must pass (the first failure gives the reason);
  *   node score            sum of the enabled plugins' scores;
- *   preemptable           the first tier whose plugins return a verdict decides, intersected
- *                         within the tier.
+ *   preemptable/reclaimable  the first tier whose plugins return a verdict decides,
+ *                         intersected within the tier.
  *
  * The session changes the cache only through kb_session_allocate()/kb_session_deallocate() (which
  * move node and queue accounting and tell the plugins) and the statement commit.
@@ -58,6 +58,7 @@ typedef struct {
     gboolean considered;        /* the job took part in this cycle */
     gboolean ready_to_schedule; /* has a queue, enough pods, group present */
     guint n_placed;             /* tasks committed by this cycle */
+    guint n_pipelined;          /* tasks placed on resources being freed (preempt/reclaim) */
     const char *reason;         /* static; NULL when nothing to say */
     GString *message;           /* why it is not (fully) placed; NULL when nothing to say */
 } KbJobScratch;
@@ -83,6 +84,11 @@ struct KbSession {
      * placed on (gpu-topology: the job entered a new rack); actions re-score cached candidates.
      */
     guint score_epoch;
+    /*
+     * Per node: requests of the tasks preempt/reclaim pipelined there this cycle (waiting for
+     * evicted pods to go); NULL until the first of those actions runs, freed with the session.
+     */
+    KbResources *pipelined;
 };
 
 /* Open a session (plugins' open in tier order) and close it (plugins' close, scratch freed). */
@@ -109,6 +115,8 @@ double kb_session_node_score(KbSession *ssn, const KbTaskInfo *task, const KbNod
  * (conformance removes critical kube-system pods). Used by preempt/reclaim actions.
  */
 void kb_session_preemptable(KbSession *ssn, const KbTaskInfo *preemptor, GPtrArray *victims);
+/* The same for the reclaim action (switch enableReclaimable). */
+void kb_session_reclaimable(KbSession *ssn, const KbTaskInfo *reclaimer, GPtrArray *victims);
 
 /* Place @task on @node (PENDING -> ALLOCATED) and tell the plugins (drf, proportion shares);
  * plugins with assign_devices choose the task's devices first (gpu-topology: task->gpu_ids). */

@@ -1,0 +1,723 @@
+/*
+ * preempt and reclaim: evict running jobs so that a waiting gang can start.
+ *
+ *   preempt  a gang that has not reached minMember evicts jobs of lower priority in its own queue
+ *            (never when its PriorityClass says preemptionPolicy: Never);
+ *   reclaim  a gang of a queue below its deserved share evicts jobs of other queues that are above
+ *            theirs and `reclaimable`, never taking such a queue below its share.
+ *
+ * Both work per waiting job, in job order, inside a statement: each task the gang still needs to
+ * reach minMember is placed on "future idle" resources (idle + requests of pods being evicted -
+ * what earlier statements reserved), evicting victims on the best node when nothing is free. Only
+ * when every needed task found room are the evictions committed (KbEviction in the result, the
+ * tasks RELEASING in the cache); otherwise nothing is evicted at all.
+ *
+ * Victims come in units: one task, or, when evicting it would leave its running gang below
+ * minMember, every running member of that gang (on any node). A unit is only taken when the
+ * plugins allow every one of its pods (conformance: never critical pods; priority, drf: Volcano's
+ * preemptableFn). On a node, two greedy passes take units until the task fits (lowest priority
+ * and youngest first; most freed per pod first), each giving back what it did not need after all,
+ * and the cheaper set counts; the node whose set evicts the fewest pods, then GPUs, then the
+ * lowest highest priority, then the youngest wins. Reclaim only takes units that leave the
+ * victim's queue at or above its deserved share in the resources it uses beyond its share.
+ * Plugins filter through kb_session_preemptable / kb_session_reclaimable; the rules above (whole
+ * gangs, lower priority and the same queue for preempt, the share floor and `reclaimable` for
+ * reclaim, preemptionPolicy Never) hold whatever the configured plugins.
+ *
+ * Placement after eviction: the preemptor is not bound here. Its tasks are only "pipelined": the
+ * room is reserved for the rest of this cycle (KbSession.pipelined) and the job is admitted
+ * (Inqueue), so that the next cycles' allocate binds it once the evicted pods are gone and their
+ * resources are idle again. Meanwhile the victims are RELEASING in the cache and count as future
+ * idle, so a later cycle pipelines the job onto them again instead of evicting more (no storm).
+ */
+#include "scheduler/actions.h"
+
+#include <string.h>
+
+static const int share_slots[] = {KB_RES_CPU, KB_RES_MEMORY, KB_RES_GPU};
+
+typedef enum { MODE_PREEMPT, MODE_RECLAIM } Mode;
+
+/* A victim unit: one task, or a whole gang (task NULL). */
+typedef struct {
+    KbJobInfo *job;
+    KbTaskInfo *task;
+    guint pods;
+    gint64 gpus;
+    gint32 priority;
+    gint64 created;
+    KbResources on_node; /* what it frees on the node being considered */
+    KbResources total;   /* what it frees everywhere */
+} Unit;
+
+typedef struct {
+    gboolean queue; /* else node */
+    guint id;
+    KbResources delta; /* added to queue_alloc / subtracted from pipelined */
+} Undo;
+
+typedef struct {
+    KbSession *ssn;
+    Mode mode;
+    GPtrArray **node_tasks;    /* per node: BOUND/RUNNING tasks (borrowed) */
+    KbResources *future_idle;  /* per node: idle + releasing - pipelined */
+    KbResources *queue_alloc;  /* per queue: allocated - releasing - evicted + pipelined */
+    guint *job_evicted;        /* per job id: members evicted in the open statement */
+    GHashTable *allowed;       /* tasks the plugins allow for the current preemptor job */
+    GHashTable *evicted;       /* tasks evicted in the open statement */
+    KbResources job_pipelined; /* what the open statement pipelined for its job */
+    GPtrArray *victims;        /* the same, in order */
+    GArray *undo;              /* Undo */
+    GArray *units, *chosen, *alt, *best; /* Unit scratch */
+} Evict;
+
+static gboolean on_node(const KbTaskInfo *t)
+{
+    return (t->state == KB_TASK_BOUND || t->state == KB_TASK_RUNNING) && !t->evicting &&
+           t->node_id >= 0;
+}
+
+static guint ready_tasks(const KbJobInfo *job)
+{
+    return job->n_state[KB_TASK_ALLOCATED] + job->n_state[KB_TASK_BINDING] +
+           job->n_state[KB_TASK_BOUND] + job->n_state[KB_TASK_RUNNING] +
+           job->n_state[KB_TASK_SUCCEEDED];
+}
+
+static void evict_init(Evict *e, KbSession *ssn, Mode mode)
+{
+    e->ssn = ssn;
+    e->mode = mode;
+    if (ssn->pipelined == NULL)
+        ssn->pipelined = g_new0(KbResources, MAX(ssn->n_nodes, 1));
+    e->node_tasks = g_new0(GPtrArray *, MAX(ssn->n_nodes, 1));
+    e->future_idle = g_new0(KbResources, MAX(ssn->n_nodes, 1));
+    e->queue_alloc = g_new0(KbResources, MAX(ssn->queues->len, 1));
+    e->job_evicted = g_new0(guint, MAX(ssn->jobs->len, 1));
+    for (guint n = 0; n < ssn->n_nodes; n++) {
+        e->future_idle[n] = ssn->nodes[n].idle;
+        kb_resources_sub(&e->future_idle[n], &ssn->pipelined[n]);
+    }
+    for (guint q = 0; q < ssn->queues->len; q++)
+        e->queue_alloc[q] = ((KbQueueInfo *)ssn->queues->pdata[q])->allocated;
+    for (guint j = 0; j < ssn->jobs->len; j++) {
+        KbJobInfo *job = ssn->jobs->pdata[j];
+        KbQueueInfo *qi = kb_session_job_queue(ssn, job);
+        for (guint i = 0; i < job->tasks->len; i++) {
+            KbTaskInfo *t = job->tasks->pdata[i];
+            if (t->node_id < 0 || (guint)t->node_id >= ssn->n_nodes)
+                continue;
+            if (t->state == KB_TASK_RELEASING) {
+                kb_resources_add(&e->future_idle[t->node_id], &t->resreq);
+                if (qi != NULL)
+                    kb_resources_sub(&e->queue_alloc[qi->id], &t->resreq);
+            } else if (on_node(t)) {
+                if (e->node_tasks[t->node_id] == NULL)
+                    e->node_tasks[t->node_id] = g_ptr_array_new();
+                g_ptr_array_add(e->node_tasks[t->node_id], t);
+            }
+        }
+    }
+    e->allowed = g_hash_table_new(g_direct_hash, g_direct_equal);
+    e->evicted = g_hash_table_new(g_direct_hash, g_direct_equal);
+    e->victims = g_ptr_array_new();
+    e->undo = g_array_new(FALSE, FALSE, sizeof(Undo));
+    e->units = g_array_new(FALSE, FALSE, sizeof(Unit));
+    e->chosen = g_array_new(FALSE, FALSE, sizeof(Unit));
+    e->alt = g_array_new(FALSE, FALSE, sizeof(Unit));
+    e->best = g_array_new(FALSE, FALSE, sizeof(Unit));
+}
+
+static void evict_clear(Evict *e)
+{
+    for (guint n = 0; n < e->ssn->n_nodes; n++) {
+        if (e->node_tasks[n] != NULL)
+            g_ptr_array_unref(e->node_tasks[n]);
+    }
+    g_free(e->node_tasks);
+    g_free(e->future_idle);
+    g_free(e->queue_alloc);
+    g_free(e->job_evicted);
+    g_hash_table_unref(e->allowed);
+    g_hash_table_unref(e->evicted);
+    g_ptr_array_unref(e->victims);
+    g_array_unref(e->undo);
+    g_array_unref(e->units);
+    g_array_unref(e->chosen);
+    g_array_unref(e->alt);
+    g_array_unref(e->best);
+}
+
+/* ---- queues --------------------------------------------------------------------------------- */
+
+static gboolean queue_reclaimable(const KbQueueInfo *qi)
+{
+    return qi->queue == NULL || qi->queue->reclaimable;
+}
+
+/* TRUE when the queue uses more than its deserved share in some resource (reclaim victims). */
+static gboolean queue_over_share(Evict *e, const KbQueueInfo *qi)
+{
+    for (guint i = 0; i < G_N_ELEMENTS(share_slots); i++) {
+        int s = share_slots[i];
+        if (e->queue_alloc[qi->id].v[s] > e->ssn->deserved[qi->id].v[s])
+            return TRUE;
+    }
+    return FALSE;
+}
+
+/*
+ * After giving up @res, does queue @qi keep its deserved share? Only the resources it uses beyond
+ * its share are contested: @res must free some of one of them, and in each of them the queue must
+ * stay at or above its share. (In an abundant resource the deserved share is simply what the
+ * queue asks, so going below it there takes nothing from the queue that another one needs.)
+ */
+static gboolean queue_keeps_share(Evict *e, const KbQueueInfo *qi, const KbResources *res)
+{
+    gboolean frees = FALSE;
+    for (guint i = 0; i < G_N_ELEMENTS(share_slots); i++) {
+        int s = share_slots[i];
+        gint64 alloc = e->queue_alloc[qi->id].v[s], deserved = e->ssn->deserved[qi->id].v[s];
+        if (res->v[s] <= 0 || alloc <= deserved)
+            continue;
+        if (alloc - res->v[s] < deserved)
+            return FALSE;
+        frees = TRUE;
+    }
+    return frees;
+}
+
+/* May the preemptor's queue take @t? Capability always; for reclaim, the queue must have been
+ * below its deserved share before this job started (proportion's rule for one gang). */
+static gboolean queue_admits(Evict *e, const KbQueueInfo *qi, const KbTaskInfo *t)
+{
+    const KbResources *alloc = &e->queue_alloc[qi->id];
+    for (int s = 0; s < KB_RES_MAX; s++) {
+        if (t->resreq.v[s] > 0 && alloc->v[s] + t->resreq.v[s] > qi->capability.v[s])
+            return FALSE;
+    }
+    if (e->mode != MODE_RECLAIM)
+        return TRUE;
+    for (guint i = 0; i < G_N_ELEMENTS(share_slots); i++) {
+        int s = share_slots[i];
+        gint64 before_job = alloc->v[s] - t->job->allocated.v[s] - e->job_pipelined.v[s];
+        if (t->resreq.v[s] > 0 && before_job >= e->ssn->deserved[qi->id].v[s])
+            return FALSE;
+    }
+    return TRUE;
+}
+
+static void queue_change(Evict *e, const KbQueueInfo *qi, const KbResources *delta, gboolean add)
+{
+    Undo u = {TRUE, qi->id, *delta};
+    if (add) {
+        kb_resources_add(&e->queue_alloc[qi->id], delta);
+    } else {
+        kb_resources_sub(&e->queue_alloc[qi->id], delta);
+        for (int s = 0; s < KB_RES_MAX; s++)
+            u.delta.v[s] = -u.delta.v[s];
+    }
+    g_array_append_val(e->undo, u);
+}
+
+/* ---- candidates ----------------------------------------------------------------------------- */
+
+/* Could @v be a victim for @job at all (before the plugins say)? */
+static gboolean in_scope(Evict *e, const KbJobInfo *job, const KbQueueInfo *jq, const KbTaskInfo *v)
+{
+    const KbJobInfo *vj = v->job;
+    if (vj == job || !on_node(v))
+        return FALSE;
+    KbQueueInfo *vq = kb_session_job_queue(e->ssn, vj);
+    if (vq == NULL)
+        return FALSE;
+    if (e->mode == MODE_PREEMPT)
+        return vq == jq && vj->priority < job->priority;
+    return vq != jq && queue_reclaimable(vq) && queue_over_share(e, vq);
+}
+
+/* Any victim in scope for @job anywhere? (Cheap test before building anything.) */
+static gboolean any_in_scope(Evict *e, const KbJobInfo *job, const KbQueueInfo *jq)
+{
+    KbSession *ssn = e->ssn;
+    for (guint j = 0; j < ssn->jobs->len; j++) {
+        KbJobInfo *vj = ssn->jobs->pdata[j];
+        if (vj == job || vj->n_state[KB_TASK_BOUND] + vj->n_state[KB_TASK_RUNNING] == 0)
+            continue;
+        KbQueueInfo *vq = kb_session_job_queue(ssn, vj);
+        if (vq == NULL)
+            continue;
+        if (e->mode == MODE_PREEMPT ? vq == jq && vj->priority < job->priority
+                                    : vq != jq && queue_reclaimable(vq) && queue_over_share(e, vq))
+            return TRUE;
+    }
+    return FALSE;
+}
+
+/* Fill e->allowed with the tasks the plugins let @rep's job evict. */
+static void collect_allowed(Evict *e, const KbJobInfo *job, const KbQueueInfo *jq,
+                            const KbTaskInfo *rep)
+{
+    g_autoptr(GPtrArray) cands = g_ptr_array_new();
+    g_hash_table_remove_all(e->allowed);
+    for (guint n = 0; n < e->ssn->n_nodes; n++) {
+        GPtrArray *tasks = e->node_tasks[n];
+        for (guint i = 0; tasks != NULL && i < tasks->len; i++) {
+            if (in_scope(e, job, jq, tasks->pdata[i]))
+                g_ptr_array_add(cands, tasks->pdata[i]);
+        }
+    }
+    if (e->mode == MODE_PREEMPT)
+        kb_session_preemptable(e->ssn, rep, cands);
+    else
+        kb_session_reclaimable(e->ssn, rep, cands);
+    for (guint i = 0; i < cands->len; i++)
+        g_hash_table_add(e->allowed, cands->pdata[i]);
+}
+
+static gboolean available(Evict *e, KbTaskInfo *t)
+{
+    return on_node(t) && !g_hash_table_contains(e->evicted, t) &&
+           g_hash_table_contains(e->allowed, t);
+}
+
+/*
+ * The unit evicting @v means: @v alone when its gang stays at minMember without it, else every
+ * running member of the gang, which must all be allowed and none still being bound. FALSE when
+ * no unit can be formed.
+ */
+static gboolean unit_for(Evict *e, KbTaskInfo *v, guint node, Unit *u)
+{
+    KbJobInfo *vj = v->job;
+    memset(u, 0, sizeof(*u));
+    u->job = vj;
+    u->priority = vj->priority;
+    if (ready_tasks(vj) >= e->job_evicted[vj->id] + 1 + (guint)vj->min_member) {
+        u->task = v;
+        u->pods = 1;
+        u->gpus = v->resreq.v[KB_RES_GPU];
+        u->created = v->pod->meta.creation_timestamp;
+        u->on_node = u->total = v->resreq;
+        return TRUE;
+    }
+    if (vj->n_state[KB_TASK_ALLOCATED] + vj->n_state[KB_TASK_BINDING] > 0)
+        return FALSE;
+    u->created = vj->creation_timestamp;
+    for (guint i = 0; i < vj->tasks->len; i++) {
+        KbTaskInfo *m = vj->tasks->pdata[i];
+        if (!on_node(m) || g_hash_table_contains(e->evicted, m))
+            continue;
+        if (!g_hash_table_contains(e->allowed, m))
+            return FALSE;
+        u->pods++;
+        u->gpus += m->resreq.v[KB_RES_GPU];
+        kb_resources_add(&u->total, &m->resreq);
+        if ((guint)m->node_id == node)
+            kb_resources_add(&u->on_node, &m->resreq);
+    }
+    return u->pods > 0;
+}
+
+/* Lowest priority first, then youngest, then the fewest pods. */
+static gint unit_cmp(gconstpointer x, gconstpointer y)
+{
+    const Unit *a = x, *b = y;
+    if (a->priority != b->priority)
+        return a->priority < b->priority ? -1 : 1;
+    if (a->created != b->created)
+        return a->created > b->created ? -1 : 1;
+    if (a->pods != b->pods)
+        return a->pods < b->pods ? -1 : 1;
+    return 0;
+}
+
+/* The units on @node, one per whole gang. */
+static void node_units(Evict *e, guint node)
+{
+    GPtrArray *tasks = e->node_tasks[node];
+    g_array_set_size(e->units, 0);
+    for (guint i = 0; tasks != NULL && i < tasks->len; i++) {
+        KbTaskInfo *v = tasks->pdata[i];
+        Unit u;
+        if (!available(e, v) || !unit_for(e, v, node, &u))
+            continue;
+        gboolean dup = FALSE;
+        for (guint k = 0; k < e->units->len && u.task == NULL && !dup; k++) {
+            const Unit *o = &g_array_index(e->units, Unit, k);
+            dup = o->task == NULL && o->job == u.job;
+        }
+        if (!dup)
+            g_array_append_val(e->units, u);
+    }
+}
+
+/* For reclaim: can the units of @chosen plus @u leave their queues at their share? */
+static gboolean floor_ok(Evict *e, GArray *chosen, const Unit *u)
+{
+    if (e->mode != MODE_RECLAIM)
+        return TRUE;
+    KbQueueInfo *vq = kb_session_job_queue(e->ssn, u->job);
+    KbResources res = u->total;
+    for (guint k = 0; k < chosen->len; k++) {
+        const Unit *c = &g_array_index(chosen, Unit, k);
+        if (kb_session_job_queue(e->ssn, c->job) == vq)
+            kb_resources_add(&res, &c->total);
+    }
+    return queue_keeps_share(e, vq, &res);
+}
+
+static gboolean fits_with(const KbTaskInfo *t, const KbResources *idle, GArray *units, guint skip)
+{
+    KbResources avail = *idle;
+    for (guint k = 0; k < units->len; k++) {
+        if (k != skip)
+            kb_resources_add(&avail, &g_array_index(units, Unit, k).on_node);
+    }
+    return kb_resources_fit(&t->resreq, &avail);
+}
+
+/* Most freed on the node per pod evicted first (GPUs, then cpu), then as unit_cmp. */
+static gint unit_big_first(gconstpointer x, gconstpointer y)
+{
+    const Unit *a = x, *b = y;
+    static const int order[] = {KB_RES_GPU, KB_RES_CPU};
+    for (guint i = 0; i < G_N_ELEMENTS(order); i++) {
+        int s = order[i];
+        gint64 pa = a->on_node.v[s] * (gint64)b->pods, pb = b->on_node.v[s] * (gint64)a->pods;
+        if (pa != pb)
+            return pa > pb ? -1 : 1;
+    }
+    return unit_cmp(a, b);
+}
+
+/* Take e->units in @cmp order until @t fits, then give back what is not needed after all (the
+ * last taken first). FALSE when even all of them leave no room. */
+static gboolean choose_in_order(Evict *e, const KbTaskInfo *t, guint node, GCompareFunc cmp,
+                                GArray *out)
+{
+    const KbResources *idle = &e->future_idle[node];
+    g_array_sort(e->units, cmp);
+    g_array_set_size(out, 0);
+    for (guint k = 0; k < e->units->len && !fits_with(t, idle, out, G_MAXUINT); k++) {
+        const Unit *u = &g_array_index(e->units, Unit, k);
+        if (floor_ok(e, out, u))
+            g_array_append_val(out, *u);
+    }
+    if (!fits_with(t, idle, out, G_MAXUINT))
+        return FALSE;
+    for (guint k = out->len; k-- > 0;) {
+        if (fits_with(t, idle, out, k))
+            g_array_remove_index(out, k);
+    }
+    return TRUE;
+}
+
+typedef struct {
+    guint pods;
+    gint64 gpus;
+    gint32 prio;   /* highest priority evicted */
+    gint64 oldest; /* creation time of the oldest unit evicted */
+} Cost;
+
+static Cost cost_of(GArray *units)
+{
+    Cost c = {0, 0, G_MININT32, G_MAXINT64};
+    for (guint k = 0; k < units->len; k++) {
+        const Unit *u = &g_array_index(units, Unit, k);
+        c.pods += u->pods;
+        c.gpus += u->gpus;
+        c.prio = MAX(c.prio, u->priority);
+        c.oldest = MIN(c.oldest, u->created);
+    }
+    return c;
+}
+
+/* Fewest pods, then fewest GPUs, then the lowest priority, then the youngest evicted. */
+static gboolean cheaper(Cost a, Cost b)
+{
+    if (a.pods != b.pods)
+        return a.pods < b.pods;
+    if (a.gpus != b.gpus)
+        return a.gpus < b.gpus;
+    if (a.prio != b.prio)
+        return a.prio < b.prio;
+    return a.oldest > b.oldest;
+}
+
+static void swap_arrays(GArray **a, GArray **b)
+{
+    GArray *tmp = *a;
+    *a = *b;
+    *b = tmp;
+}
+
+/*
+ * Choose the victims on @node for @t into e->chosen; FALSE when evicting cannot make room. Two
+ * greedy orders (lowest priority and youngest first; largest first) and the cheaper result.
+ */
+static gboolean choose_on_node(Evict *e, const KbTaskInfo *t, guint node)
+{
+    node_units(e, node);
+    gboolean a = choose_in_order(e, t, node, unit_cmp, e->chosen);
+    gboolean b = choose_in_order(e, t, node, unit_big_first, e->alt);
+    if (b && (!a || cheaper(cost_of(e->alt), cost_of(e->chosen))))
+        swap_arrays(&e->chosen, &e->alt);
+    return a || b;
+}
+
+static gboolean node_usable(Evict *e, const KbTaskInfo *t, guint node)
+{
+    const KbNodeInfo *ni = &e->ssn->nodes[node];
+    return ni->present && kb_resources_fit(&t->resreq, &ni->allocatable) &&
+           kb_session_predicate(e->ssn, t, ni, NULL);
+}
+
+/* The node whose victims for @t cost least (into e->best), or -1. */
+static gint best_node(Evict *e, const KbTaskInfo *t)
+{
+    gint best = -1;
+    Cost bc = {0, 0, 0, 0};
+    for (guint n = 0; n < e->ssn->n_nodes; n++) {
+        if (e->node_tasks[n] == NULL || !node_usable(e, t, n) || !choose_on_node(e, t, n))
+            continue;
+        Cost c = cost_of(e->chosen);
+        if (best < 0 || cheaper(c, bc)) {
+            best = (gint)n;
+            bc = c;
+            swap_arrays(&e->best, &e->chosen);
+        }
+    }
+    return best;
+}
+
+/* A node where @t fits on future idle resources without evicting anything, or -1. */
+static gint free_node(Evict *e, const KbTaskInfo *t)
+{
+    for (guint n = 0; n < e->ssn->n_nodes; n++) {
+        if (kb_resources_fit(&t->resreq, &e->future_idle[n]) && node_usable(e, t, n))
+            return (gint)n;
+    }
+    return -1;
+}
+
+/* ---- statement ------------------------------------------------------------------------------ */
+
+static void idle_change(Evict *e, guint node, const KbResources *delta, gboolean add)
+{
+    Undo u = {FALSE, node, *delta};
+    if (add) {
+        kb_resources_add(&e->future_idle[node], delta);
+    } else {
+        kb_resources_sub(&e->future_idle[node], delta);
+        for (int s = 0; s < KB_RES_MAX; s++)
+            u.delta.v[s] = -u.delta.v[s];
+    }
+    g_array_append_val(e->undo, u);
+}
+
+static void evict_task(Evict *e, KbTaskInfo *v)
+{
+    g_hash_table_add(e->evicted, v);
+    g_ptr_array_add(e->victims, v);
+    e->job_evicted[v->job->id]++;
+    idle_change(e, (guint)v->node_id, &v->resreq, TRUE);
+    KbQueueInfo *vq = kb_session_job_queue(e->ssn, v->job);
+    if (vq != NULL)
+        queue_change(e, vq, &v->resreq, FALSE);
+}
+
+static void evict_unit(Evict *e, const Unit *u)
+{
+    if (u->task != NULL) {
+        evict_task(e, u->task);
+        return;
+    }
+    for (guint i = 0; i < u->job->tasks->len; i++) {
+        KbTaskInfo *m = u->job->tasks->pdata[i];
+        if (on_node(m) && !g_hash_table_contains(e->evicted, m))
+            evict_task(e, m);
+    }
+}
+
+static void stmt_reset(Evict *e)
+{
+    for (guint i = 0; i < e->victims->len; i++)
+        e->job_evicted[((KbTaskInfo *)e->victims->pdata[i])->job->id] = 0;
+    g_array_set_size(e->undo, 0);
+    g_hash_table_remove_all(e->evicted);
+    g_ptr_array_set_size(e->victims, 0);
+    kb_resources_clear(&e->job_pipelined);
+}
+
+static void discard(Evict *e)
+{
+    for (guint i = e->undo->len; i-- > 0;) {
+        const Undo *u = &g_array_index(e->undo, Undo, i);
+        KbResources *r = u->queue ? &e->queue_alloc[u->id] : &e->future_idle[u->id];
+        kb_resources_sub(r, &u->delta);
+    }
+    stmt_reset(e);
+}
+
+static void commit(Evict *e, KbJobInfo *job, const KbQueueInfo *jq, GPtrArray *placed)
+{
+    KbSession *ssn = e->ssn;
+    gboolean pre = e->mode == MODE_PREEMPT;
+    const char *reason = pre ? "Preempted" : "Reclaimed";
+    g_autofree char *msg =
+            pre ? g_strdup_printf("preempted by job %s (priority %d) in queue \"%s\"", job->key,
+                                  job->priority, jq->name)
+                : g_strdup_printf("reclaimed by queue \"%s\" (below its deserved share) for job %s",
+                                  jq->name, job->key);
+    for (guint i = 0; i < e->victims->len; i++) {
+        KbTaskInfo *v = e->victims->pdata[i];
+        KbEviction ev = {kb_object_ref(v->pod), reason, g_strdup(msg), g_strdup(v->job->key),
+                         g_strdup(job->key)};
+        g_array_append_val(ssn->result->evictions, ev);
+        KbSchedEvent sev = {
+                kb_object_ref(&v->pod->meta), "v1", "Pod", "Normal", reason, g_strdup(msg)};
+        g_array_append_val(ssn->result->events, sev);
+        kb_cache_evict_task(ssn->cache, v);
+    }
+    for (guint i = 0; i < placed->len; i += 2) {
+        const KbTaskInfo *t = placed->pdata[i];
+        guint node = GPOINTER_TO_UINT(placed->pdata[i + 1]);
+        kb_resources_add(&ssn->pipelined[node], &t->resreq);
+    }
+    guint n = placed->len / 2;
+    ssn->job_scratch[job->id].n_pipelined = n;
+    if (job->phase == KB_JOB_PENDING)
+        job->phase = KB_JOB_INQUEUE; /* admitted: enqueue keeps its room from others */
+    /* The same text every cycle until the job starts: the status is not rewritten meanwhile. */
+    kb_session_job_note(ssn, job, "NotEnoughResources",
+                        "%u/%d tasks placeable once evicted pods terminate", ready_tasks(job) + n,
+                        job->min_member);
+    stmt_reset(e);
+}
+
+/* ---- one preemptor job ---------------------------------------------------------------------- */
+
+static gint task_cmp(gconstpointer x, gconstpointer y, gpointer data)
+{
+    return kb_session_task_order(data, *(KbTaskInfo *const *)x, *(KbTaskInfo *const *)y);
+}
+
+/* Room for @t: future idle resources, else the cheapest victims. FALSE when there is none. */
+static gboolean place_task(Evict *e, KbTaskInfo *t, const KbQueueInfo *jq, GPtrArray *placed)
+{
+    if (!queue_admits(e, jq, t))
+        return FALSE;
+    gint node = free_node(e, t);
+    if (node < 0) {
+        node = best_node(e, t);
+        if (node < 0)
+            return FALSE;
+        for (guint k = 0; k < e->best->len; k++)
+            evict_unit(e, &g_array_index(e->best, Unit, k));
+    }
+    idle_change(e, (guint)node, &t->resreq, FALSE);
+    queue_change(e, jq, &t->resreq, TRUE);
+    kb_resources_add(&e->job_pipelined, &t->resreq);
+    g_ptr_array_add(placed, t);
+    g_ptr_array_add(placed, GUINT_TO_POINTER((guint)node));
+    return TRUE;
+}
+
+static const char *job_priority_class(const KbJobInfo *job)
+{
+    if (job->group != NULL && job->group->priority_class_name != NULL)
+        return job->group->priority_class_name;
+    for (guint i = 0; i < job->tasks->len; i++) {
+        const KbTaskInfo *t = job->tasks->pdata[i];
+        if (t->pod->priority_class_name != NULL)
+            return t->pod->priority_class_name;
+    }
+    return NULL;
+}
+
+/* Is @job a gang waiting for room that this action may evict for? */
+static gboolean starving(Evict *e, KbJobInfo *job)
+{
+    KbSession *ssn = e->ssn;
+    const KbJobScratch *js = &ssn->job_scratch[job->id];
+    if (!js->ready_to_schedule || js->n_pipelined > 0 || job->n_state[KB_TASK_PENDING] == 0 ||
+        ready_tasks(job) >= (guint)job->min_member || job->phase == KB_JOB_COMPLETED)
+        return FALSE;
+    /* preemptionPolicy: Never forbids evicting anything for the job (either action). */
+    return !kb_cache_priority_class_preempt_never(ssn->cache, job_priority_class(job));
+}
+
+static void evict_for_job(Evict *e, KbJobInfo *job)
+{
+    KbSession *ssn = e->ssn;
+    KbQueueInfo *jq = kb_session_job_queue(ssn, job);
+    if (jq == NULL || !any_in_scope(e, job, jq))
+        return;
+    g_autoptr(GPtrArray) tasks = g_ptr_array_new();
+    for (guint i = 0; i < job->tasks->len; i++) {
+        KbTaskInfo *t = job->tasks->pdata[i];
+        if (t->state == KB_TASK_PENDING)
+            g_ptr_array_add(tasks, t);
+    }
+    g_ptr_array_sort_with_data(tasks, task_cmp, ssn);
+    guint need = (guint)job->min_member - ready_tasks(job);
+    if (need > tasks->len)
+        return;
+    collect_allowed(e, job, jq, tasks->pdata[0]);
+    g_autoptr(GPtrArray) placed = g_ptr_array_new(); /* task, node, task, node, ... */
+    for (guint i = 0; i < need; i++) {
+        if (!place_task(e, tasks->pdata[i], jq, placed)) {
+            discard(e);
+            return;
+        }
+    }
+    commit(e, job, jq, placed);
+}
+
+static gint job_cmp(gconstpointer x, gconstpointer y, gpointer data)
+{
+    return kb_session_job_order(data, *(KbJobInfo *const *)x, *(KbJobInfo *const *)y);
+}
+
+static void evict_execute(KbSession *ssn, Mode mode)
+{
+    Evict e = {0};
+    g_autoptr(GPtrArray) jobs = g_ptr_array_new();
+    for (guint j = 0; j < ssn->jobs->len; j++) {
+        KbJobInfo *job = ssn->jobs->pdata[j];
+        const KbJobScratch *js = &ssn->job_scratch[job->id];
+        if (js->ready_to_schedule && js->n_pipelined == 0 && job->n_state[KB_TASK_PENDING] > 0 &&
+            ready_tasks(job) < (guint)job->min_member)
+            g_ptr_array_add(jobs, job);
+    }
+    if (jobs->len == 0)
+        return;
+    g_ptr_array_sort_with_data(jobs, job_cmp, ssn);
+    evict_init(&e, ssn, mode);
+    for (guint j = 0; j < jobs->len; j++) {
+        KbJobInfo *job = jobs->pdata[j];
+        if (starving(&e, job))
+            evict_for_job(&e, job);
+    }
+    evict_clear(&e);
+}
+
+static void preempt_execute(KbSession *ssn)
+{
+    evict_execute(ssn, MODE_PREEMPT);
+}
+
+static void reclaim_execute(KbSession *ssn)
+{
+    evict_execute(ssn, MODE_RECLAIM);
+}
+
+const struct kb_action_ops kb_action_preempt = {
+        .name = "preempt",
+        .execute = preempt_execute,
+};
+
+const struct kb_action_ops kb_action_reclaim = {
+        .name = "reclaim",
+        .execute = reclaim_execute,
+};

@@ -1,0 +1,601 @@
+/*
+ * The preempt and reclaim actions end to end without an API server: running and waiting gangs in
+ * (decoded from JSON with the real decoders), cycles, evictions / placements / conditions out.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kube/kb-objects.h"
+#include "scheduler/actions.h"
+#include "scheduler/cache.h"
+#include "scheduler/conf.h"
+#include "scheduler/cycle.h"
+
+/* ---- fixture -------------------------------------------------------------------------------- */
+
+typedef struct {
+    KbCache *cache;
+    KbConf *conf;
+    KbCycleResult *res;
+    GHashTable *pods; /* "ns/name" -> json_object* */
+    gint64 now;
+    guint seq;
+} Fx;
+
+static void json_put(gpointer o)
+{
+    json_object_put(o);
+}
+
+static json_object *parse(const char *json)
+{
+    json_object *o = json_tokener_parse(json);
+    if (o == NULL)
+        g_error("bad test JSON: %s", json);
+    return o;
+}
+
+static void add_priority_class(Fx *fx, const char *name, int value, gboolean never)
+{
+    g_autofree char *json = g_strdup_printf(
+            "{\"apiVersion\":\"scheduling.k8s.io/v1\",\"kind\":\"PriorityClass\",\"metadata\":"
+            "{\"name\":\"%s\",\"uid\":\"pc-%s\"},\"value\":%d%s}",
+            name, name, value, never ? ",\"preemptionPolicy\":\"Never\"" : "");
+    json_object *o = parse(json);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbPriorityClass) pc = kb_priority_class_decode(o, FALSE, &error);
+    g_assert_no_error(error);
+    kb_cache_add_priority_class(fx->cache, pc);
+    json_object_put(o);
+}
+
+/* @actions: the actions line; tiers are the built-in default's. */
+static Fx *fx_new(const char *actions)
+{
+    Fx *fx = g_new0(Fx, 1);
+    fx->cache = kb_cache_new(NULL, "default");
+    const char *def = kb_conf_default_yaml();
+    const char *tiers = strstr(def, "tiers:");
+    g_assert_nonnull(tiers);
+    g_autofree char *yaml = g_strdup_printf("actions: \"%s\"\n%s", actions, tiers);
+    g_autoptr(GError) error = NULL;
+    fx->conf = kb_conf_parse(yaml, strlen(yaml), &error);
+    g_assert_no_error(error);
+    fx->pods = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, json_put);
+    fx->now = 1000;
+    add_priority_class(fx, "low", 10, FALSE);
+    add_priority_class(fx, "mid", 100, FALSE);
+    add_priority_class(fx, "high", 1000, FALSE);
+    add_priority_class(fx, "polite", 1000, TRUE);
+    return fx;
+}
+
+static void fx_free(Fx *fx)
+{
+    kb_cycle_result_free(fx->res);
+    kb_cache_free(fx->cache);
+    kb_conf_free(fx->conf);
+    g_hash_table_unref(fx->pods);
+    g_free(fx);
+}
+
+static void add_node(Fx *fx, const char *name, int gpus)
+{
+    g_autofree char *json = g_strdup_printf(
+            "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\",\"uid\":"
+            "\"n-%s\"},\"status\":{\"allocatable\":{\"cpu\":\"64\",\"memory\":\"256Gi\","
+            "\"pods\":\"110\",\"nvidia.com/gpu\":\"%d\"},\"conditions\":[{\"type\":\"Ready\","
+            "\"status\":\"True\"}]}}",
+            name, name, gpus);
+    json_object *o = parse(json);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbNode) node = kb_node_decode(o, FALSE, &error);
+    g_assert_no_error(error);
+    kb_cache_add_node(fx->cache, node);
+    json_object_put(o);
+}
+
+static void add_queue(Fx *fx, const char *name, int weight, gboolean reclaimable)
+{
+    g_autofree char *json = g_strdup_printf(
+            "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"Queue\",\"metadata\":"
+            "{\"name\":\"%s\",\"uid\":\"q-%s\"},\"spec\":{\"weight\":%d,\"reclaimable\":%s}}",
+            name, name, weight, reclaimable ? "true" : "false");
+    json_object *o = parse(json);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbQueue) q = kb_queue_decode(o, FALSE, &error);
+    g_assert_no_error(error);
+    kb_cache_add_queue(fx->cache, q);
+    json_object_put(o);
+}
+
+static void pod_put(Fx *fx, const char *key, json_object *o)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbPod) pod = kb_pod_decode(o, FALSE, &error);
+    g_assert_no_error(error);
+    kb_cache_update_pod(fx->cache, pod);
+    g_hash_table_replace(fx->pods, g_strdup(key), o);
+}
+
+/*
+ * A job: PodGroup @name (minMember @min, queue @queue or the default, class @pc) with @n pods
+ * "<name>-<i>" of @gpus GPUs each. @nodes: NULL for pending pods, else a comma-separated node per
+ * pod (Running there). @ns: NULL for "team".
+ */
+typedef struct {
+    const char *name;
+    const char *queue;
+    const char *pc;
+    guint n;
+    int gpus;
+    int min;
+    const char *nodes;
+    const char *ns;
+} JobSpec;
+
+static void add_job(Fx *fx, const JobSpec *j)
+{
+    const char *ns = j->ns != NULL ? j->ns : "team";
+    g_autofree char *q =
+            j->queue != NULL ? g_strdup_printf(",\"queue\":\"%s\"", j->queue) : g_strdup("");
+    g_autofree char *pc =
+            j->pc != NULL ? g_strdup_printf(",\"priorityClassName\":\"%s\"", j->pc) : g_strdup("");
+    g_autofree char *gjson = g_strdup_printf(
+            "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\","
+            "\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\",\"uid\":\"pg-%s\","
+            "\"creationTimestamp\":\"2026-01-01T00:%02u:%02uZ\"},\"spec\":{\"minMember\":%d%s%s}}",
+            j->name, ns, j->name, (fx->seq / 60) % 60, fx->seq % 60, j->min, q, pc);
+    fx->seq++;
+    json_object *go = parse(gjson);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbPodGroup) pg = kb_pod_group_decode(go, FALSE, &error);
+    g_assert_no_error(error);
+    kb_cache_add_pod_group(fx->cache, pg);
+    json_object_put(go);
+    g_auto(GStrv) nodes = j->nodes != NULL ? g_strsplit(j->nodes, ",", -1) : NULL;
+    for (guint i = 0; i < j->n; i++) {
+        g_autofree char *node = nodes != NULL && nodes[i] != NULL
+                                        ? g_strdup_printf(",\"nodeName\":\"%s\"", nodes[i])
+                                        : g_strdup("");
+        g_autofree char *json = g_strdup_printf(
+                "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s-%u\","
+                "\"namespace\":\"%s\",\"uid\":\"u-%s-%u\",\"creationTimestamp\":"
+                "\"2026-01-01T00:%02u:%02uZ\",\"annotations\":{\"scheduling.k8s.io/group-name\":"
+                "\"%s\"}},\"spec\":{\"schedulerName\":\"kube-batchd\"%s%s,\"containers\":[{"
+                "\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"1\",\"memory\":\"1Gi\","
+                "\"nvidia.com/gpu\":%d}}}]},\"status\":{\"phase\":\"%s\"}}",
+                j->name, i, ns, j->name, i, (fx->seq / 60) % 60, fx->seq % 60, j->name, node, pc,
+                j->gpus, nodes != NULL ? "Running" : "Pending");
+        fx->seq++;
+        g_autofree char *key = g_strdup_printf("%s/%s-%u", ns, j->name, i);
+        pod_put(fx, key, parse(json));
+    }
+}
+
+static void run(Fx *fx)
+{
+    kb_cycle_result_free(fx->res);
+    fx->res = kb_cycle_run(fx->cache, fx->conf, fx->now);
+    fx->now += 1;
+}
+
+static gint str_ptr_cmp(gconstpointer a, gconstpointer b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The evicted pod names of the last cycle, sorted and comma-separated ("" for none). */
+static char *evicted(Fx *fx)
+{
+    g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+    for (guint i = 0; i < fx->res->evictions->len; i++) {
+        const KbEviction *ev = &g_array_index(fx->res->evictions, KbEviction, i);
+        g_ptr_array_add(names, g_strdup(ev->pod->meta.name));
+    }
+    g_ptr_array_sort(names, str_ptr_cmp);
+    GString *out = g_string_new(NULL);
+    for (guint i = 0; i < names->len; i++)
+        g_string_append_printf(out, "%s%s", i > 0 ? "," : "", (char *)names->pdata[i]);
+    return g_string_free(out, FALSE);
+}
+
+static guint binds(Fx *fx, const char *job)
+{
+    guint n = 0;
+    for (guint i = 0; i < fx->res->placements->len; i++) {
+        const KbPlacement *p = &g_array_index(fx->res->placements, KbPlacement, i);
+        n += strcmp(p->job, job) == 0;
+    }
+    return n;
+}
+
+/* ---- table: one cycle, which pods are evicted ----------------------------------------------- */
+
+#define MAX_JOBS 5
+
+typedef struct {
+    const char *path;
+    const char *actions;
+    guint n_nodes; /* nodes n1..nN */
+    int node_gpus;
+    const char *queues; /* "a:1,b:1,c:1:fixed" (fixed: reclaimable false), or NULL */
+    JobSpec jobs[MAX_JOBS];
+    const char *want;    /* evicted pod names, sorted; "" for none */
+    const char *reason;  /* "Preempted" / "Reclaimed" when want is not empty */
+    const char *for_job; /* the preemptor job ("team/name") named in the messages */
+} EvictCase;
+
+#define PREEMPT "enqueue, allocate, preempt"
+#define RECLAIM "enqueue, allocate, reclaim"
+#define BOTH    "enqueue, allocate, preempt, reclaim"
+
+static const EvictCase evict_cases[] = {
+        /* Two of the four elastic low-priority pods are enough: the youngest go. */
+        {"/scheduler/preempt/evicts-lower-priority-to-fit",
+         PREEMPT,
+         1,
+         8,
+         NULL,
+         {{"low", NULL, "low", 4, 2, 1, "n1,n1,n1,n1"}, {"high", NULL, "high", 2, 2, 2, NULL}},
+         "low-2,low-3",
+         "Preempted",
+         "team/high"},
+        /* minMember 4: any eviction breaks the gang, so the whole gang goes. */
+        {"/scheduler/preempt/whole-gang-below-min",
+         PREEMPT,
+         1,
+         8,
+         NULL,
+         {{"low", NULL, "low", 4, 2, 4, "n1,n1,n1,n1"}, {"high", NULL, "high", 1, 2, 1, NULL}},
+         "low-0,low-1,low-2,low-3",
+         "Preempted",
+         "team/high"},
+        /* Two may go singly (down to minMember 2); the third takes the rest of the gang along. */
+        {"/scheduler/preempt/never-splits-a-gang-below-min",
+         PREEMPT,
+         1,
+         8,
+         NULL,
+         {{"low", NULL, "low", 4, 2, 2, "n1,n1,n1,n1"}, {"high", NULL, "high", 3, 2, 3, NULL}},
+         "low-0,low-1,low-2,low-3",
+         "Preempted",
+         "team/high"},
+        /* One 4-GPU pod rather than a 4-pod gang, though the gang is younger. */
+        {"/scheduler/preempt/fewest-pods",
+         PREEMPT,
+         1,
+         8,
+         NULL,
+         {{"big", NULL, "low", 1, 4, 1, "n1"},
+          {"gang", NULL, "low", 4, 1, 4, "n1,n1,n1,n1"},
+          {"high", NULL, "high", 1, 4, 1, NULL}},
+         "big-0",
+         "Preempted",
+         "team/high"},
+        /* Lowest priority first: the mid job stays. */
+        {"/scheduler/preempt/lowest-priority-first",
+         PREEMPT,
+         1,
+         8,
+         NULL,
+         {{"low", NULL, "low", 1, 4, 1, "n1"},
+          {"mid", NULL, "mid", 1, 4, 1, "n1"},
+          {"high", NULL, "high", 1, 4, 1, NULL}},
+         "low-0",
+         "Preempted",
+         "team/high"},
+        /* The node with the fewest victims wins. */
+        {"/scheduler/preempt/cheapest-node",
+         PREEMPT,
+         2,
+         8,
+         NULL,
+         {{"many", NULL, "low", 8, 1, 1, "n1,n1,n1,n1,n1,n1,n1,n1"},
+          {"few", NULL, "low", 2, 4, 1, "n2,n2"},
+          {"high", NULL, "high", 1, 4, 1, NULL}},
+         "few-1",
+         "Preempted",
+         "team/high"},
+        /* The second pod of the gang has nowhere to go even after evicting: nothing evicted. */
+        {"/scheduler/preempt/no-fit-no-eviction",
+         PREEMPT,
+         1,
+         8,
+         NULL,
+         {{"low", NULL, "low", 4, 2, 1, "n1,n1,n1,n1"}, {"high", NULL, "high", 2, 8, 2, NULL}},
+         "",
+         NULL,
+         NULL},
+        {"/scheduler/preempt/equal-priority-no-eviction",
+         PREEMPT,
+         1,
+         8,
+         NULL,
+         {{"other", NULL, "high", 4, 2, 1, "n1,n1,n1,n1"}, {"high", NULL, "high", 1, 2, 1, NULL}},
+         "",
+         NULL,
+         NULL},
+        {"/scheduler/preempt/preemption-policy-never",
+         PREEMPT,
+         1,
+         8,
+         NULL,
+         {{"low", NULL, "low", 4, 2, 1, "n1,n1,n1,n1"}, {"polite", NULL, "polite", 1, 2, 1, NULL}},
+         "",
+         NULL,
+         NULL},
+        /* Critical kube-system pods are never victims, whatever their priority. */
+        {"/scheduler/preempt/critical-pods-never-evicted",
+         PREEMPT,
+         1,
+         8,
+         NULL,
+         {{"dns", NULL, "system-cluster-critical", 4, 2, 1, "n1,n1,n1,n1", "kube-system"},
+          {"high", NULL, "high", 1, 2, 1, NULL}},
+         "",
+         NULL,
+         NULL},
+        {"/scheduler/preempt/critical-pods-spared",
+         PREEMPT,
+         1,
+         8,
+         NULL,
+         {{"dns", NULL, "system-cluster-critical", 2, 2, 1, "n1,n1", "kube-system"},
+          {"low", NULL, "low", 2, 2, 1, "n1,n1"},
+          {"high", NULL, "high", 1, 4, 1, NULL}},
+         "low-0,low-1",
+         "Preempted",
+         "team/high"},
+        /* preempt stays within a queue. */
+        {"/scheduler/preempt/other-queue-untouched",
+         PREEMPT,
+         1,
+         8,
+         "a:1,b:1",
+         {{"low", "b", "low", 4, 2, 1, "n1,n1,n1,n1"}, {"high", "a", "high", 1, 2, 1, NULL}},
+         "",
+         NULL,
+         NULL},
+        /* Queue b borrowed all 16 GPUs; a deserves 8 and gets them back, b keeps its 8. */
+        {"/scheduler/reclaim/takes-back-share",
+         RECLAIM,
+         2,
+         8,
+         "a:1,b:1",
+         {{"borrow", "b", NULL, 16, 1, 1, "n1,n1,n1,n1,n1,n1,n1,n1,n2,n2,n2,n2,n2,n2,n2,n2"},
+          {"want", "a", NULL, 8, 1, 8, NULL}},
+         "borrow-10,borrow-11,borrow-12,borrow-13,borrow-14,borrow-15,borrow-8,borrow-9",
+         "Reclaimed",
+         "team/want"},
+        /* a needs 12 but b may only be taken down to its share of 8: nothing evicted. */
+        {"/scheduler/reclaim/not-below-borrowers-share",
+         RECLAIM,
+         2,
+         8,
+         "a:1,b:1",
+         {{"borrow", "b", NULL, 16, 1, 1, "n1,n1,n1,n1,n1,n1,n1,n1,n2,n2,n2,n2,n2,n2,n2,n2"},
+          {"want", "a", NULL, 12, 1, 12, NULL}},
+         "",
+         NULL,
+         NULL},
+        {"/scheduler/reclaim/not-from-non-reclaimable-queue",
+         RECLAIM,
+         2,
+         8,
+         "a:1,b:1:fixed",
+         {{"borrow", "b", NULL, 16, 1, 1, "n1,n1,n1,n1,n1,n1,n1,n1,n2,n2,n2,n2,n2,n2,n2,n2"},
+          {"want", "a", NULL, 8, 1, 8, NULL}},
+         "",
+         NULL,
+         NULL},
+        /* Whole gangs: the younger 8-pod gang of b goes, b keeps the other (its share). */
+        {"/scheduler/reclaim/whole-gangs",
+         RECLAIM,
+         2,
+         8,
+         "a:1,b:1",
+         {{"b1", "b", NULL, 8, 1, 8, "n1,n1,n1,n1,n1,n1,n1,n1"},
+          {"b2", "b", NULL, 8, 1, 8, "n2,n2,n2,n2,n2,n2,n2,n2"},
+          {"want", "a", NULL, 8, 1, 8, NULL}},
+         "b2-0,b2-1,b2-2,b2-3,b2-4,b2-5,b2-6,b2-7",
+         "Reclaimed",
+         "team/want"},
+        /* A gang of 16 in b cannot be broken and taking it whole leaves b below its share. */
+        {"/scheduler/reclaim/gang-at-share-kept",
+         RECLAIM,
+         2,
+         8,
+         "a:1,b:1",
+         {{"b1", "b", NULL, 16, 1, 16, "n1,n1,n1,n1,n1,n1,n1,n1,n2,n2,n2,n2,n2,n2,n2,n2"},
+          {"want", "a", NULL, 4, 1, 4, NULL}},
+         "",
+         NULL,
+         NULL},
+        /* Without the reclaim action a borrowing queue keeps everything. */
+        {"/scheduler/reclaim/needs-the-action",
+         PREEMPT,
+         2,
+         8,
+         "a:1,b:1",
+         {{"borrow", "b", NULL, 16, 1, 1, "n1,n1,n1,n1,n1,n1,n1,n1,n2,n2,n2,n2,n2,n2,n2,n2"},
+          {"want", "a", NULL, 8, 1, 8, NULL}},
+         "",
+         NULL,
+         NULL},
+        /* Priority does not matter for reclaim: a low-priority job of a starved queue reclaims. */
+        {"/scheduler/reclaim/regardless-of-priority",
+         BOTH,
+         1,
+         8,
+         "a:1,b:1",
+         {{"borrow", "b", "high", 8, 1, 1, "n1,n1,n1,n1,n1,n1,n1,n1"},
+          {"want", "a", "low", 4, 1, 4, NULL}},
+         "borrow-4,borrow-5,borrow-6,borrow-7",
+         "Reclaimed",
+         "team/want"},
+};
+
+static void setup_case(Fx *fx, const EvictCase *c)
+{
+    for (guint n = 1; n <= c->n_nodes; n++) {
+        g_autofree char *name = g_strdup_printf("n%u", n);
+        add_node(fx, name, c->node_gpus);
+    }
+    g_auto(GStrv) queues = c->queues != NULL ? g_strsplit(c->queues, ",", -1) : NULL;
+    for (guint i = 0; queues != NULL && queues[i] != NULL; i++) {
+        g_auto(GStrv) f = g_strsplit(queues[i], ":", -1);
+        add_queue(fx, f[0], atoi(f[1]), f[2] == NULL || strcmp(f[2], "fixed") != 0);
+    }
+    for (guint j = 0; j < MAX_JOBS && c->jobs[j].name != NULL; j++)
+        add_job(fx, &c->jobs[j]);
+}
+
+static void test_evict_case(gconstpointer data)
+{
+    const EvictCase *c = data;
+    Fx *fx = fx_new(c->actions);
+    setup_case(fx, c);
+    run(fx);
+    g_autofree char *got = evicted(fx);
+    g_assert_cmpstr(got, ==, c->want);
+    for (guint i = 0; i < fx->res->evictions->len; i++) {
+        const KbEviction *ev = &g_array_index(fx->res->evictions, KbEviction, i);
+        g_assert_cmpstr(ev->reason, ==, c->reason);
+        g_assert_cmpstr(ev->preemptor, ==, c->for_job);
+        g_assert_nonnull(strstr(ev->message, c->for_job));
+        KbTaskInfo *t =
+                kb_cache_lookup_task(fx->cache, ev->pod->meta.namespace_, ev->pod->meta.name);
+        g_assert_cmpint(t->state, ==, KB_TASK_RELEASING);
+    }
+    /* Nothing binds onto resources that are still held by the victims. */
+    g_assert_cmpuint(fx->res->placements->len, ==, 0);
+    fx_free(fx);
+}
+
+/* ---- across cycles -------------------------------------------------------------------------- */
+
+static const JobSpec storm_low = {"low", NULL, "low", 4, 2, 1, "n1,n1,n1,n1"};
+static const JobSpec storm_high = {"high", NULL, "high", 2, 2, 2, NULL};
+
+/* Victims releasing: later cycles evict nothing more and bind nothing until they are gone. */
+static void test_no_storm(void)
+{
+    Fx *fx = fx_new(BOTH);
+    add_node(fx, "n1", 8);
+    add_job(fx, &storm_low);
+    add_job(fx, &storm_high);
+    run(fx);
+    g_autofree char *first = evicted(fx);
+    g_assert_cmpstr(first, ==, "low-2,low-3");
+    const KbJobStatus *st = kb_cycle_result_job(fx->res, "team/high");
+    g_assert_nonnull(strstr(st->message, "once evicted pods terminate"));
+    g_autoptr(GArray) victims = g_array_ref(fx->res->evictions);
+    /* The watch shows the victims again before their deletion (a status update). */
+    for (guint i = 0; i < victims->len; i++) {
+        const KbEviction *ev = &g_array_index(victims, KbEviction, i);
+        g_autofree char *key = g_strdup_printf("team/%s", ev->pod->meta.name);
+        json_object *o = NULL;
+        json_object_deep_copy(g_hash_table_lookup(fx->pods, key), &o, NULL);
+        pod_put(fx, key, o);
+    }
+    for (guint cycle = 0; cycle < 3; cycle++) {
+        run(fx);
+        g_assert_cmpuint(fx->res->evictions->len, ==, 0);
+        g_assert_cmpuint(binds(fx, "team/high"), ==, 0);
+    }
+    for (guint i = 0; i < victims->len; i++)
+        kb_cache_delete_pod(fx->cache, g_array_index(victims, KbEviction, i).pod);
+    run(fx);
+    g_assert_cmpuint(fx->res->evictions->len, ==, 0);
+    g_assert_cmpuint(binds(fx, "team/high"), ==, 2);
+    fx_free(fx);
+}
+
+/* A refused eviction (a PodDisruptionBudget, say) puts the pod back; a later cycle retries. */
+static void test_evict_failed(void)
+{
+    Fx *fx = fx_new(PREEMPT);
+    add_node(fx, "n1", 8);
+    add_job(fx, &storm_low);
+    add_job(fx, &storm_high);
+    run(fx);
+    g_assert_cmpuint(fx->res->evictions->len, ==, 2);
+    const KbEviction *ev = &g_array_index(fx->res->evictions, KbEviction, 0);
+    g_assert_true(kb_cache_evict_failed(fx->cache, "team", ev->pod->meta.name, ev->pod->meta.uid));
+    g_assert_false(kb_cache_evict_failed(fx->cache, "team", ev->pod->meta.name, ev->pod->meta.uid));
+    g_assert_false(kb_cache_evict_failed(fx->cache, "team", ev->pod->meta.name, "other-uid"));
+    KbTaskInfo *t = kb_cache_lookup_task(fx->cache, "team", ev->pod->meta.name);
+    g_assert_cmpint(t->state, ==, KB_TASK_RUNNING);
+    run(fx);
+    g_assert_cmpuint(fx->res->evictions->len, ==, 1);
+    fx_free(fx);
+}
+
+/* The statement that could not complete leaves every victim running, across cycles too. */
+static void test_discard_leaves_victims_running(void)
+{
+    Fx *fx = fx_new(BOTH);
+    add_node(fx, "n1", 8);
+    JobSpec low = {"low", NULL, "low", 4, 2, 1, "n1,n1,n1,n1"};
+    JobSpec big = {"big", NULL, "high", 2, 8, 2, NULL};
+    add_job(fx, &low);
+    add_job(fx, &big);
+    for (guint cycle = 0; cycle < 2; cycle++) {
+        run(fx);
+        g_assert_cmpuint(fx->res->evictions->len, ==, 0);
+    }
+    KbJobInfo *job = kb_cache_lookup_job(fx->cache, "team", "low");
+    g_assert_cmpuint(job->n_state[KB_TASK_RUNNING], ==, 4);
+    g_assert_cmpuint(job->n_state[KB_TASK_RELEASING], ==, 0);
+    fx_free(fx);
+}
+
+/* The victims get an event naming the preemptor. */
+static void test_events(void)
+{
+    Fx *fx = fx_new(PREEMPT);
+    add_node(fx, "n1", 8);
+    add_job(fx, &storm_low);
+    add_job(fx, &storm_high);
+    run(fx);
+    guint n = 0;
+    for (guint i = 0; i < fx->res->events->len; i++) {
+        const KbSchedEvent *ev = &g_array_index(fx->res->events, KbSchedEvent, i);
+        if (g_strcmp0(ev->reason, "Preempted") != 0)
+            continue;
+        n++;
+        g_assert_cmpstr(ev->kind, ==, "Pod");
+        g_assert_nonnull(strstr(ev->message, "team/high"));
+    }
+    g_assert_cmpuint(n, ==, 2);
+    fx_free(fx);
+}
+
+static void test_conf_parses(void)
+{
+    static const char yaml[] = "actions: \"enqueue, allocate, preempt, reclaim\"\n";
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbConf) conf = kb_conf_parse(yaml, strlen(yaml), &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(conf->n_actions, ==, 4);
+    g_assert_true(kb_conf_has_action(conf, "preempt"));
+    g_assert_true(kb_conf_has_action(conf, "reclaim"));
+    g_assert_nonnull(kb_action_lookup("preempt"));
+    g_assert_nonnull(kb_action_lookup("reclaim"));
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_log_set_always_fatal(G_LOG_FATAL_MASK | G_LOG_LEVEL_CRITICAL);
+    for (guint i = 0; i < G_N_ELEMENTS(evict_cases); i++)
+        g_test_add_data_func(evict_cases[i].path, &evict_cases[i], test_evict_case);
+    g_test_add_func("/scheduler/preempt/no-storm-across-cycles", test_no_storm);
+    g_test_add_func("/scheduler/preempt/eviction-failed-retries", test_evict_failed);
+    g_test_add_func("/scheduler/preempt/discard-leaves-victims-running",
+                    test_discard_leaves_victims_running);
+    g_test_add_func("/scheduler/preempt/events-name-preemptor", test_events);
+    g_test_add_func("/scheduler/preempt/conf-parses", test_conf_parses);
+    return g_test_run();
+}
