@@ -29,6 +29,10 @@ struct KbBinder {
     GQueue queue; /* Pending* */
     guint64 counts[KB_BIND_N_RESULTS];
     guint64 skipped;
+    KbBinderEvictFunc evict_done;
+    gpointer evict_data;
+    guint evictions_in_flight;
+    guint64 evict_counts[KB_EVICT_N_RESULTS];
 };
 
 typedef struct {
@@ -295,4 +299,147 @@ guint64 kb_binder_count(const KbBinder *binder, KbBindResult result)
 guint64 kb_binder_skipped(const KbBinder *binder)
 {
     return binder->skipped;
+}
+
+/* ---- evictions ------------------------------------------------------------------------------ */
+
+static const char *const eviction_versions[] = {"policy/v1", "policy/v1beta1"};
+
+typedef struct {
+    KbBinder *binder; /* a reference */
+    KbPod *pod;       /* ref */
+    const char *reason;
+    guint version; /* index into eviction_versions */
+} EvictCall;
+
+void kb_binder_set_evict_func(KbBinder *binder, KbBinderEvictFunc func, gpointer user_data)
+{
+    binder->evict_done = func;
+    binder->evict_data = user_data;
+}
+
+guint kb_binder_evictions_in_flight(const KbBinder *binder)
+{
+    return binder->evictions_in_flight;
+}
+
+guint64 kb_binder_evict_count(const KbBinder *binder, KbEvictResult result)
+{
+    return result < KB_EVICT_N_RESULTS ? binder->evict_counts[result] : 0;
+}
+
+const char *kb_evict_result_to_string(KbEvictResult result)
+{
+    switch (result) {
+    case KB_EVICT_ACCEPTED:
+        return "accepted";
+    case KB_EVICT_GONE:
+        return "gone";
+    case KB_EVICT_REFUSED:
+    case KB_EVICT_N_RESULTS:
+        break;
+    }
+    return "refused";
+}
+
+/* The server does not serve Eviction in this policy version (kb_client_evict's test). */
+static gboolean eviction_version_unknown(const KbResponse *resp)
+{
+    if (resp->http_status == 400 && resp->error != NULL)
+        return strstr(resp->error->message, "no kind") != NULL ||
+               strstr(resp->error->message, "is not registered") != NULL;
+    if (resp->http_status == 404) {
+        json_object *details = NULL, *kind = NULL;
+        if (resp->body == NULL || !json_object_object_get_ex(resp->body, "details", &details) ||
+            !json_object_object_get_ex(details, "kind", &kind))
+            return TRUE;
+        return g_strcmp0(json_object_get_string(kind), "pods") != 0;
+    }
+    return FALSE;
+}
+
+static void send_eviction(EvictCall *c);
+
+static void evict_report(KbBinder *b, EvictCall *c, const KbResponse *resp)
+{
+    const KbObjectMeta *m = &c->pod->meta;
+    KbEvictOutcome out = {.pod = c->pod, .reason = c->reason};
+    if (resp->error == NULL) {
+        out.result = KB_EVICT_ACCEPTED;
+    } else if (g_error_matches(resp->error, KB_ERROR, KB_ERROR_NOT_FOUND)) {
+        out.result = KB_EVICT_GONE;
+    } else {
+        out.result = KB_EVICT_REFUSED;
+        out.error = resp->error;
+        kb_cache_evict_failed(b->cache, m->namespace_, m->name, m->uid);
+        g_warning("pod %s/%s: eviction (%s) refused: %s; it keeps running", m->namespace_, m->name,
+                  c->reason, resp->error->message);
+        if (b->recorder != NULL)
+            kb_recorder_event(b->recorder, m, "v1", "Pod", "Warning", "FailedEviction",
+                              "Eviction (%s) refused: %s", c->reason, resp->error->message);
+    }
+    b->evict_counts[out.result]++;
+    if (b->evict_done != NULL)
+        b->evict_done(&out, b->evict_data);
+}
+
+static void on_evicted(const KbResponse *resp, gpointer data)
+{
+    EvictCall *c = data;
+    KbBinder *b = c->binder;
+    if (!b->freed && resp->error != NULL && c->version + 1 < G_N_ELEMENTS(eviction_versions) &&
+        eviction_version_unknown(resp)) {
+        c->version++;
+        send_eviction(c);
+        return;
+    }
+    b->evictions_in_flight--;
+    if (!b->freed)
+        evict_report(b, c, resp);
+    kb_object_unref(c->pod);
+    binder_unref(b);
+    g_free(c);
+}
+
+static void send_eviction(EvictCall *c)
+{
+    const KbObjectMeta *m = &c->pod->meta;
+    json_object *body = json_object_new_object();
+    json_object *meta = json_object_new_object();
+    json_object_object_add(body, "apiVersion",
+                           json_object_new_string(eviction_versions[c->version]));
+    json_object_object_add(body, "kind", json_object_new_string("Eviction"));
+    json_object_object_add(meta, "name", json_object_new_string(m->name));
+    json_object_object_add(meta, "namespace", json_object_new_string(m->namespace_));
+    json_object_object_add(body, "metadata", meta);
+    if (m->uid != NULL) {
+        /* The pod we chose, not a successor that took its name meanwhile. */
+        json_object *pre = json_object_new_object();
+        json_object_object_add(pre, "uid", json_object_new_string(m->uid));
+        json_object *opts = json_object_new_object();
+        json_object_object_add(opts, "preconditions", pre);
+        json_object_object_add(body, "deleteOptions", opts);
+    }
+    KbRequest req = {.method = "POST",
+                     .type = &kb_type_pods,
+                     .namespace_ = m->namespace_,
+                     .name = m->name,
+                     .subresource = "eviction",
+                     .body = body};
+    kb_client_call_async(c->binder->client, &req, on_evicted, c);
+    json_object_put(body);
+}
+
+void kb_binder_evict(KbBinder *binder, const GArray *evictions)
+{
+    for (guint i = 0; evictions != NULL && i < evictions->len; i++) {
+        const KbEviction *ev = &g_array_index(evictions, KbEviction, i);
+        EvictCall *c = g_new0(EvictCall, 1);
+        c->binder = binder;
+        binder->ref_count++;
+        c->pod = kb_object_ref(ev->pod);
+        c->reason = ev->reason;
+        binder->evictions_in_flight++;
+        send_eviction(c);
+    }
 }

@@ -80,5 +80,38 @@ guint64 kb_binder_skipped(const KbBinder *binder);
 /* "succeeded", "conflict", "not_found", "error" (metric label values). Static. */
 const char *kb_bind_result_to_string(KbBindResult result);
 
+/*
+ * Evictions (preempt/reclaim). kb_binder_evict sends every KbEviction of @evictions at once (the
+ * client's pool bounds the connections): POST pods/NAME/eviction as policy/v1 with the pod's uid
+ * as a precondition, again as policy/v1beta1 when the server does not know v1. Accepted (2xx) or
+ * pod already gone (404): nothing more to do, the watch shows the deletion. Anything else (429
+ * refused by a PodDisruptionBudget, 409 uid changed, 5xx, transport): kb_cache_evict_failed, so
+ * the pod counts as running again and a later cycle may choose again, and a Warning
+ * "FailedEviction" event. The evict func (if set) is called for each outcome.
+ */
+typedef enum {
+    KB_EVICT_ACCEPTED,
+    KB_EVICT_GONE,    /* 404: the pod was already deleted */
+    KB_EVICT_REFUSED, /* anything else */
+    KB_EVICT_N_RESULTS
+} KbEvictResult;
+
+typedef struct {
+    KbEvictResult result;
+    const KbPod *pod;
+    const char *reason;  /* "Preempted" / "Reclaimed" */
+    const GError *error; /* NULL unless refused */
+} KbEvictOutcome;
+
+typedef void (*KbBinderEvictFunc)(const KbEvictOutcome *outcome, gpointer user_data);
+
+void kb_binder_set_evict_func(KbBinder *binder, KbBinderEvictFunc func, gpointer user_data);
+void kb_binder_evict(KbBinder *binder, const GArray *evictions);
+/* Evictions on the wire; finished ones with @result since creation. */
+guint kb_binder_evictions_in_flight(const KbBinder *binder);
+guint64 kb_binder_evict_count(const KbBinder *binder, KbEvictResult result);
+/* "accepted", "gone", "refused". Static. */
+const char *kb_evict_result_to_string(KbEvictResult result);
+
 void kb_binder_free(KbBinder *binder);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbBinder, kb_binder_free)

@@ -55,6 +55,8 @@ typedef struct {
     KbMetric *binds;
     KbMetric *bind_duration;
     KbMetric *rollbacks;
+    KbMetric *evictions;
+    KbMetric *eviction_failures;
     KbMetric *pending_groups;
     KbMetric *queue_jobs;
     KbMetric *queue_allocated;
@@ -205,9 +207,18 @@ gboolean kb_daemon_run_cycle(KbDaemon *daemon)
     g_autoptr(KbCycleResult) r = kb_cycle_run(d->cache, d->conf, now);
     d->last_cycle_us = g_get_monotonic_time();
     d->n_cycles++;
+    /* Victims first: their pods must go before anything lands on the room they hold. */
+    kb_binder_evict(d->binder, r->evictions);
     kb_binder_submit(d->binder, r->placements);
     kb_status_writer_apply(d->status, r);
     publish_cycle(d, r);
+    if (r->evictions->len > 0)
+        g_message("cycle %" G_GUINT64_FORMAT ": evicting %u pods (first: %s/%s, %s: %s)",
+                  d->n_cycles, r->evictions->len,
+                  g_array_index(r->evictions, KbEviction, 0).pod->meta.namespace_,
+                  g_array_index(r->evictions, KbEviction, 0).pod->meta.name,
+                  g_array_index(r->evictions, KbEviction, 0).reason,
+                  g_array_index(r->evictions, KbEviction, 0).message);
     if (r->placements->len > 0 || r->n_jobs_discarded > 0)
         g_debug("cycle %" G_GUINT64_FORMAT ": %u jobs, %u placed (%u pods), %u discarded, "
                 "%u pods pending, %" G_GINT64_FORMAT " us",
@@ -465,6 +476,16 @@ static void metrics_init(KbDaemon *d)
                                             latency_buckets, G_N_ELEMENTS(latency_buckets));
     m->rollbacks = kb_metrics_counter(r, "kube_batchd_gang_rollbacks_total",
                                       "Failed bindings that returned a gang to pending.", NULL);
+    static const char *const l_reason[] = {"reason", NULL};
+    m->evictions = kb_metrics_counter(r, "kube_batchd_evictions_total",
+                                      "Pods evicted (eviction accepted, or the pod already gone), "
+                                      "by reason (Preempted, Reclaimed).",
+                                      l_reason);
+    m->eviction_failures =
+            kb_metrics_counter(r, "kube_batchd_eviction_failures_total",
+                               "Evictions refused (disruption budget, conflict, error); the "
+                               "pods keep running.",
+                               l_reason);
     m->pending_groups = kb_metrics_gauge(r, "kube_batchd_pending_groups",
                                          "Jobs of a queue in phase Pending or Inqueue.", l_queue);
     m->queue_jobs = kb_metrics_gauge(r, "kube_batchd_queue_jobs", "Jobs of a queue by phase.",
@@ -581,6 +602,16 @@ static void publish_cycle(KbDaemon *d, const KbCycleResult *r)
         publish_queue(d, &g_array_index(r->queue_statuses, KbQueueStatus, i));
 }
 
+static void on_evict_done(const KbEvictOutcome *out, gpointer data)
+{
+    KbDaemon *d = data;
+    Metrics *m = &d->m;
+    gboolean done = out->result != KB_EVICT_REFUSED;
+    kb_series_inc(kb_metric_with(done ? m->evictions : m->eviction_failures, out->reason, NULL));
+    if (out->result == KB_EVICT_GONE)
+        kick(d); /* the room is free already */
+}
+
 static void on_bind_done(const KbBindOutcome *out, gpointer data)
 {
     KbDaemon *d = data;
@@ -680,6 +711,7 @@ KbDaemon *kb_daemon_new(const KbDaemonOptions *opts, KbConf *conf, GError **erro
     d->binder = kb_binder_new(d->client, d->cache, d->recorder);
     kb_binder_set_max_in_flight(d->binder, d->opts.bind_max_in_flight);
     kb_binder_set_done_func(d->binder, on_bind_done, d);
+    kb_binder_set_evict_func(d->binder, on_evict_done, d);
     d->status = kb_status_writer_new(d->client, d->recorder);
     d->queue_types = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     kb_status_writer_set_queue_type_func(d->status, queue_type, d);

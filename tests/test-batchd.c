@@ -7,6 +7,7 @@
  */
 #include <curl/curl.h>
 #include <gio/gio.h>
+#include <glib/gstdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
@@ -14,6 +15,7 @@
 
 #include "kube/kb-client.h"
 #include "kube/kb-error.h"
+#include "scheduler/conf.h"
 #include "tests/apiserver/kas-json.h"
 #include "tests/lib/kb-test-apiserver.h"
 
@@ -777,6 +779,66 @@ static void test_leader_handover(void)
     g_assert_nonnull(strstr(log_b, "10 succeeded, 0 conflicts"));
 }
 
+/*
+ * With preempt configured, a high-priority gang evicts a running low-priority gang and binds only
+ * once the victims are gone: the victims get a Preempted event naming the preemptor, and
+ * kube_batchd_evictions_total counts them.
+ */
+static void test_preempt(void)
+{
+    if (!have_apiserver())
+        return;
+    g_autoptr(Cluster) cl = cluster_start();
+    install_crds(cl);
+    add_priority_class(cl, "low", 10);
+    add_priority_class(cl, "high", 1000);
+    add_node(cl, "n1", 4, NULL);
+    const char *def = kb_conf_default_yaml();
+    g_autofree char *conf_text =
+            g_strdup_printf("actions: \"enqueue, allocate, preempt\"\n%s", strstr(def, "tiers:"));
+    g_autofree char *dir = g_dir_make_tmp("kb-batchd-XXXXXX", NULL);
+    g_assert_nonnull(dir);
+    g_autofree char *conf = g_build_filename(dir, "scheduler.conf", NULL);
+    g_assert_true(g_file_set_contents(conf, conf_text, -1, NULL));
+    g_autoptr(Child) d = daemon_start(cl, "--scheduler-conf", conf, NULL);
+
+    add_group(cl, "lo", 4, NULL, "low");
+    for (int i = 0; i < 4; i++) {
+        g_autofree char *name = g_strdup_printf("lo-%d", i);
+        add_pod(cl, name, "lo", 1);
+    }
+    g_assert_true(wait_bound(cl, "lo-", 4, WAIT_MS));
+    add_group(cl, "hi", 2, NULL, "high");
+    for (int i = 0; i < 2; i++) {
+        g_autofree char *name = g_strdup_printf("hi-%d", i);
+        add_pod(cl, name, "hi", 2);
+    }
+    /* Never a hi pod bound while a lo pod still exists (the victims hold the GPUs until gone). */
+    gint64 deadline = g_get_monotonic_time() + (gint64)WAIT_MS * 1000;
+    guint hi_bound = 0, lo_total = 0;
+    while ((hi_bound = count_bound(cl, "hi-", NULL)) < 2 && g_get_monotonic_time() < deadline) {
+        count_bound(cl, "lo-", &lo_total);
+        g_assert_true(hi_bound == 0 || lo_total == 0);
+        g_usleep(20000);
+    }
+    if (hi_bound < 2) {
+        g_autofree char *log = child_log(d);
+        g_printerr("%s", log);
+    }
+    g_assert_cmpuint(hi_bound, ==, 2);
+    count_bound(cl, "lo-", &lo_total);
+    g_assert_cmpuint(lo_total, ==, 0);
+    g_autofree char *ev = events_about(cl, "lo-0", "Preempted");
+    g_assert_nonnull(strstr(ev, "default/hi"));
+    g_autofree char *metrics = NULL;
+    g_assert_cmpint(http_get(d->http_port, "/metrics", &metrics), ==, 200);
+    g_assert_cmpfloat(metric_value(metrics, "kube_batchd_evictions_total{reason=\"Preempted\"}"),
+                      ==, 4);
+    daemon_stop(d);
+    g_unlink(conf);
+    g_rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -792,6 +854,7 @@ int main(int argc, char **argv)
     g_test_add_func("/batchd/robustness/bad-objects", test_bad_objects);
     g_test_add_func("/batchd/robustness/missing-crds", test_missing_crds);
     g_test_add_func("/batchd/leader/handover-without-double-binding", test_leader_handover);
+    g_test_add_func("/batchd/preempt/high-priority-gang-binds-after-victims-go", test_preempt);
     int rc = g_test_run();
     curl_global_cleanup();
     return rc;

@@ -420,6 +420,142 @@ static void test_free_in_flight(Fixture *f, gconstpointer data)
     g_assert_cmpint(state_of(f, "p0"), ==, KB_TASK_ALLOCATED);
 }
 
+/* ---- evictions ------------------------------------------------------------------------------ */
+
+/* Pod @name of group g running on n1, chosen as a victim by a cycle; its eviction in @out. */
+static void running_victim(Fixture *f, const char *name, GArray *out)
+{
+    g_autofree char *text = g_strdup_printf(
+            "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\",\"namespace\":"
+            "\"" NS "\",\"uid\":\"uid-%s\",\"annotations\":{\"scheduling.k8s.io/group-name\":"
+            "\"g\"}},\"spec\":{\"schedulerName\":\"kube-batchd\",\"nodeName\":\"n1\","
+            "\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"1\","
+            "\"nvidia.com/gpu\":\"1\"}}}]},\"status\":{\"phase\":\"Running\"}}",
+            name, name);
+    json_object *o = parse(text);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbPod) pod = kb_pod_decode(o, FALSE, &error);
+    g_assert_no_error(error);
+    kb_cache_add_pod(f->cache, pod);
+    json_object_put(o);
+    KbTaskInfo *t = kb_cache_lookup_task(f->cache, NS, name);
+    kb_cache_evict_task(f->cache, t);
+    g_assert_cmpint(t->state, ==, KB_TASK_RELEASING);
+    KbEviction ev = {kb_object_ref(t->pod), "Preempted", g_strdup("preempted by job x"),
+                     g_strdup(NS "/g"), g_strdup(NS "/x")};
+    g_array_append_val(out, ev);
+}
+
+static void eviction_clear(gpointer p)
+{
+    KbEviction *ev = p;
+    kb_object_unref(ev->pod);
+    g_free(ev->message);
+    g_free(ev->job);
+    g_free(ev->preemptor);
+}
+
+static void on_evict(const KbEvictOutcome *out, gpointer data)
+{
+    Fixture *f = data;
+    g_ptr_array_add(f->outcomes, g_strdup_printf("%s:%s", out->pod->meta.name,
+                                                 kb_evict_result_to_string(out->result)));
+}
+
+static void evict_and_wait(Fixture *f, GArray *evictions)
+{
+    kb_binder_set_evict_func(f->binder, on_evict, f);
+    kb_binder_evict(f->binder, evictions);
+    gint64 deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+    while (kb_binder_evictions_in_flight(f->binder) > 0 || kb_recorder_pending(f->recorder) > 0) {
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        g_main_context_iteration(NULL, TRUE);
+    }
+}
+
+/* The eviction requests the server received: "version:pod:uid". */
+static GPtrArray *evictions_seen(Fixture *f)
+{
+    GPtrArray *out = g_ptr_array_new_with_free_func(g_free);
+    for (guint i = 0; i < kb_test_server_request_count(f->srv); i++) {
+        const KbTestRequest *r = kb_test_server_request(f->srv, i);
+        if (!g_str_has_suffix(r->path, "/eviction"))
+            continue;
+        json_object *b = parse(r->body);
+        json_object *v, *meta, *name, *opts, *pre, *uid;
+        g_assert_true(json_object_object_get_ex(b, "apiVersion", &v));
+        g_assert_true(json_object_object_get_ex(b, "metadata", &meta));
+        g_assert_true(json_object_object_get_ex(meta, "name", &name));
+        g_assert_true(json_object_object_get_ex(b, "deleteOptions", &opts));
+        g_assert_true(json_object_object_get_ex(opts, "preconditions", &pre));
+        g_assert_true(json_object_object_get_ex(pre, "uid", &uid));
+        g_autofree char *want_path = g_strdup_printf("/api/v1/namespaces/" NS "/pods/%s/eviction",
+                                                     json_object_get_string(name));
+        g_assert_cmpstr(r->path, ==, want_path);
+        g_ptr_array_add(out,
+                        g_strdup_printf("%s:%s:%s", json_object_get_string(v),
+                                        json_object_get_string(name), json_object_get_string(uid)));
+        json_object_put(b);
+    }
+    return out;
+}
+
+static void test_evict_accepted(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GArray) evs = g_array_new(FALSE, TRUE, sizeof(KbEviction));
+    g_array_set_clear_func(evs, eviction_clear);
+    kb_test_server_respond(f->srv, "POST", "/api/v1/namespaces/" NS "/pods/v0/eviction", 201,
+                           "{\"kind\":\"Status\",\"status\":\"Success\"}");
+    kb_test_server_push(f->srv, "POST", "/api/v1/namespaces/" NS "/pods/v1/eviction",
+                        kb_test_response_new_status(404, "NotFound", "pods \"v1\" not found"));
+    running_victim(f, "v0", evs);
+    running_victim(f, "v1", evs);
+    evict_and_wait(f, evs);
+    g_autoptr(GPtrArray) seen = evictions_seen(f);
+    g_assert_cmpuint(seen->len, ==, 3);
+    g_assert_true(g_ptr_array_find_with_equal_func(seen, "policy/v1:v0:uid-v0", g_str_equal, NULL));
+    g_assert_cmpuint(kb_binder_evict_count(f->binder, KB_EVICT_ACCEPTED), ==, 1);
+    g_assert_cmpint(state_of(f, "v0"), ==, KB_TASK_RELEASING);
+    g_assert_true(g_ptr_array_find_with_equal_func(f->outcomes, "v0:accepted", g_str_equal, NULL));
+}
+
+/* A server without policy/v1 Eviction (404 without pod details) is asked in policy/v1beta1. */
+static void test_evict_v1beta1_fallback(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GArray) evs = g_array_new(FALSE, TRUE, sizeof(KbEviction));
+    g_array_set_clear_func(evs, eviction_clear);
+    kb_test_server_push(f->srv, "POST", "/api/v1/namespaces/" NS "/pods/v0/eviction",
+                        kb_test_response_new_body(404, "404 page not found"));
+    kb_test_server_push(f->srv, "POST", "/api/v1/namespaces/" NS "/pods/v0/eviction",
+                        kb_test_response_new_body(201, "{}"));
+    running_victim(f, "v0", evs);
+    evict_and_wait(f, evs);
+    g_autoptr(GPtrArray) seen = evictions_seen(f);
+    g_assert_cmpuint(seen->len, ==, 2);
+    g_assert_cmpstr(seen->pdata[0], ==, "policy/v1:v0:uid-v0");
+    g_assert_cmpstr(seen->pdata[1], ==, "policy/v1beta1:v0:uid-v0");
+    g_assert_cmpuint(kb_binder_evict_count(f->binder, KB_EVICT_ACCEPTED), ==, 1);
+    g_assert_cmpint(state_of(f, "v0"), ==, KB_TASK_RELEASING);
+}
+
+/* A PodDisruptionBudget refuses (429): the pod counts as running again; a warning event. */
+static void test_evict_refused(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GArray) evs = g_array_new(FALSE, TRUE, sizeof(KbEviction));
+    g_array_set_clear_func(evs, eviction_clear);
+    kb_test_server_push(
+            f->srv, "POST", "/api/v1/namespaces/" NS "/pods/v0/eviction",
+            kb_test_response_new_status(429, "TooManyRequests",
+                                        "Cannot evict pod as it would violate the pod's "
+                                        "disruption budget."));
+    running_victim(f, "v0", evs);
+    evict_and_wait(f, evs);
+    g_assert_cmpuint(kb_binder_evict_count(f->binder, KB_EVICT_REFUSED), ==, 1);
+    g_assert_cmpint(state_of(f, "v0"), ==, KB_TASK_RUNNING);
+    g_assert_true(event_posted(f, "FailedEviction", "disruption budget"));
+    g_assert_cmpstr(f->outcomes->pdata[0], ==, "v0:refused");
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -440,6 +576,9 @@ int main(int argc, char **argv)
     ADD("/scheduler/binder/window", test_window, NULL);
     ADD("/scheduler/binder/drop-queued", test_drop_queued, NULL);
     ADD("/scheduler/binder/free-in-flight", test_free_in_flight, NULL);
+    ADD("/scheduler/binder/evict/accepted-or-gone", test_evict_accepted, NULL);
+    ADD("/scheduler/binder/evict/v1beta1-fallback", test_evict_v1beta1_fallback, NULL);
+    ADD("/scheduler/binder/evict/refused-keeps-running", test_evict_refused, NULL);
 #undef ADD
     return g_test_run();
 }
