@@ -63,6 +63,7 @@ typedef struct {
     KbResources *future_idle;  /* per node: idle + releasing - pipelined */
     KbResources *queue_alloc;  /* per queue: allocated - releasing - evicted + pipelined */
     guint *job_evicted;        /* per job id: members evicted in the open statement */
+    gint32 *queue_min_prio;    /* per queue: lowest priority of its jobs with running pods */
     GHashTable *allowed;       /* tasks the plugins allow for the current preemptor job */
     GHashTable *evicted;       /* tasks evicted in the open statement */
     KbResources job_pipelined; /* what the open statement pipelined for its job */
@@ -94,6 +95,9 @@ static void evict_init(Evict *e, KbSession *ssn, Mode mode)
     e->future_idle = g_new0(KbResources, MAX(ssn->n_nodes, 1));
     e->queue_alloc = g_new0(KbResources, MAX(ssn->queues->len, 1));
     e->job_evicted = g_new0(guint, MAX(ssn->jobs->len, 1));
+    e->queue_min_prio = g_new(gint32, MAX(ssn->queues->len, 1));
+    for (guint q = 0; q < ssn->queues->len; q++)
+        e->queue_min_prio[q] = G_MAXINT32;
     for (guint n = 0; n < ssn->n_nodes; n++) {
         e->future_idle[n] = ssn->nodes[n].idle;
         kb_resources_sub(&e->future_idle[n], &ssn->pipelined[n]);
@@ -103,6 +107,8 @@ static void evict_init(Evict *e, KbSession *ssn, Mode mode)
     for (guint j = 0; j < ssn->jobs->len; j++) {
         KbJobInfo *job = ssn->jobs->pdata[j];
         KbQueueInfo *qi = kb_session_job_queue(ssn, job);
+        if (qi != NULL && job->n_state[KB_TASK_BOUND] + job->n_state[KB_TASK_RUNNING] > 0)
+            e->queue_min_prio[qi->id] = MIN(e->queue_min_prio[qi->id], job->priority);
         for (guint i = 0; i < job->tasks->len; i++) {
             KbTaskInfo *t = job->tasks->pdata[i];
             if (t->node_id < 0 || (guint)t->node_id >= ssn->n_nodes)
@@ -138,6 +144,7 @@ static void evict_clear(Evict *e)
     g_free(e->future_idle);
     g_free(e->queue_alloc);
     g_free(e->job_evicted);
+    g_free(e->queue_min_prio);
     g_hash_table_unref(e->allowed);
     g_hash_table_unref(e->evicted);
     g_ptr_array_unref(e->victims);
@@ -236,19 +243,14 @@ static gboolean in_scope(Evict *e, const KbJobInfo *job, const KbQueueInfo *jq, 
     return vq != jq && queue_reclaimable(vq) && queue_over_share(e, vq);
 }
 
-/* Any victim in scope for @job anywhere? (Cheap test before building anything.) */
+/* Any victim in scope for @job anywhere? A cheap test, per queue, before building anything. */
 static gboolean any_in_scope(Evict *e, const KbJobInfo *job, const KbQueueInfo *jq)
 {
-    KbSession *ssn = e->ssn;
-    for (guint j = 0; j < ssn->jobs->len; j++) {
-        KbJobInfo *vj = ssn->jobs->pdata[j];
-        if (vj == job || vj->n_state[KB_TASK_BOUND] + vj->n_state[KB_TASK_RUNNING] == 0)
-            continue;
-        KbQueueInfo *vq = kb_session_job_queue(ssn, vj);
-        if (vq == NULL)
-            continue;
-        if (e->mode == MODE_PREEMPT ? vq == jq && vj->priority < job->priority
-                                    : vq != jq && queue_reclaimable(vq) && queue_over_share(e, vq))
+    if (e->mode == MODE_PREEMPT)
+        return e->queue_min_prio[jq->id] < job->priority;
+    for (guint q = 0; q < e->ssn->queues->len; q++) {
+        const KbQueueInfo *vq = e->ssn->queues->pdata[q];
+        if (vq != jq && queue_reclaimable(vq) && queue_over_share(e, vq))
             return TRUE;
     }
     return FALSE;
