@@ -250,6 +250,9 @@ KbLease *kb_lease_decode(json_object *obj, gboolean keep_raw, GError **error);
  * and messages. Stricter than json-c (see kb-json.h): invalid UTF-8, bad escapes, "\u0000",
  * trailing garbage and duplicate members among those the decoder reads are refused. meta.raw is
  * always NULL. When an object has several errors, the two decoders may report different ones.
+ * A new extended resource takes its slot (kb_resource_slot) in document order, where
+ * kb_pod_decode() reads requests before limits: the first pods of a process may number slots
+ * differently, never name them differently.
  */
 KbPod *kb_pod_decode_bytes(const char *json, gsize len, GError **error);
 /*
