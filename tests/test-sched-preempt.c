@@ -512,6 +512,29 @@ static void test_no_storm(void)
     fx_free(fx);
 }
 
+/* The same for reclaim: the borrowing queue loses 8 pods once, not 8 more every cycle. */
+static void test_no_reclaim_storm(void)
+{
+    Fx *fx = fx_new(BOTH);
+    const EvictCase *c = NULL;
+    for (guint i = 0; i < G_N_ELEMENTS(evict_cases) && c == NULL; i++) {
+        if (strcmp(evict_cases[i].path, "/scheduler/reclaim/takes-back-share") == 0)
+            c = &evict_cases[i];
+    }
+    g_assert_nonnull(c);
+    setup_case(fx, c);
+    run(fx);
+    g_assert_cmpuint(fx->res->evictions->len, ==, 8);
+    for (guint cycle = 0; cycle < 3; cycle++) {
+        run(fx);
+        g_assert_cmpuint(fx->res->evictions->len, ==, 0);
+        g_assert_cmpuint(binds(fx, "team/want"), ==, 0);
+    }
+    KbJobInfo *job = kb_cache_lookup_job(fx->cache, "team", "borrow");
+    g_assert_cmpuint(job->n_state[KB_TASK_RUNNING], ==, 8);
+    fx_free(fx);
+}
+
 /* A refused eviction (a PodDisruptionBudget, say) puts the pod back; a later cycle retries. */
 static void test_evict_failed(void)
 {
@@ -592,6 +615,7 @@ int main(int argc, char **argv)
     for (guint i = 0; i < G_N_ELEMENTS(evict_cases); i++)
         g_test_add_data_func(evict_cases[i].path, &evict_cases[i], test_evict_case);
     g_test_add_func("/scheduler/preempt/no-storm-across-cycles", test_no_storm);
+    g_test_add_func("/scheduler/reclaim/no-storm-across-cycles", test_no_reclaim_storm);
     g_test_add_func("/scheduler/preempt/eviction-failed-retries", test_evict_failed);
     g_test_add_func("/scheduler/preempt/discard-leaves-victims-running",
                     test_discard_leaves_victims_running);
