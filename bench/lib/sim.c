@@ -21,7 +21,12 @@ typedef struct {
     json_object **pods; /* the pods as the API server would hold them, while the job lives */
     json_object *group;
     guint n_bound;
-    gint64 start, finish;
+    gint64 start, last_start, finish;
+    gint64 remaining; /* seconds the job runs once (re)started */
+    guint attempt;    /* bumped by each eviction: new pod uids, stale completions */
+    guint n_evictions;
+    guint evicted_cycle; /* 1 + the cycle that last evicted it; 0: never */
+    gboolean running, high;
     KbJobPhase phase; /* last phase the scheduler reported */
     char *reason, *message;
 } SimJob;
@@ -29,6 +34,7 @@ typedef struct {
 typedef struct {
     gint64 t;
     guint job;
+    guint attempt; /* stale when the job was evicted since */
 } Completion;
 
 typedef struct {
@@ -65,6 +71,9 @@ typedef struct {
     guint n_restarts;     /* cache rebuilds */
     gint64 last_activity; /* last arrival, completion or placement */
     gint64 integrated;    /* the integrals above cover [first submit, integrated) */
+    guint64 n_evicted_pods;
+    guint n_preempted, n_reclaimed;
+    double evicted_gpu_s, lost_gpu_s;
 } Sim;
 
 /* ---- the objects, as JSON an API server would return ---------------------------------------- */
@@ -130,6 +139,9 @@ static json_object *group_json(const SimJob *job, gboolean single_queue)
     json_object_object_add(spec, "minMember", json_object_new_int((int)job->n_pods));
     if (!single_queue)
         json_object_object_add(spec, "queue", json_object_new_string(job->tj->queue));
+    if (job->high)
+        json_object_object_add(spec, "priorityClassName",
+                               json_object_new_string(KB_SIM_HIGH_PRIORITY_CLASS));
     json_object_object_add(o, "spec", spec);
     return o;
 }
@@ -138,6 +150,11 @@ static json_object *pod_json(const SimJob *job, guint k)
 {
     g_autofree char *name = g_strdup_printf("%s-%u", job->name, k);
     json_object *meta = meta_new(name, job->tj->queue, job->tj->submit);
+    if (job->attempt > 0) {
+        /* A pod recreated after an eviction is a new object. */
+        g_autofree char *uid = g_strdup_printf("uid-%s-%s-a%u", job->tj->queue, name, job->attempt);
+        json_object_object_add(meta, "uid", json_object_new_string(uid));
+    }
     json_object *ann = json_object_new_object();
     json_object_object_add(ann, GROUP_ANNOTATION, json_object_new_string(job->name));
     json_object_object_add(meta, "annotations", ann);
@@ -155,6 +172,12 @@ static json_object *pod_json(const SimJob *job, guint k)
     json_object *spec = json_object_new_object();
     json_object_object_add(spec, "schedulerName", json_object_new_string(SCHEDULER_NAME));
     json_object_object_add(spec, "containers", containers);
+    if (job->high) {
+        /* As the Priority admission plugin resolves it. */
+        json_object_object_add(spec, "priorityClassName",
+                               json_object_new_string(KB_SIM_HIGH_PRIORITY_CLASS));
+        json_object_object_add(spec, "priority", json_object_new_int(KB_SIM_HIGH_PRIORITY));
+    }
     json_object_object_add(o, "spec", spec);
     json_object *status = json_object_new_object();
     json_object_object_add(status, "phase", json_object_new_string("Pending"));
@@ -203,8 +226,22 @@ static void feed_group(Sim *sim, json_object *o, Feed how)
         kb_cache_add_pod_group(sim->cache, pg);
 }
 
+static void add_priority_class(Sim *sim)
+{
+    json_object *o = object_new("scheduling.k8s.io/v1", "PriorityClass",
+                                meta_new(KB_SIM_HIGH_PRIORITY_CLASS, NULL, 0));
+    json_object_object_add(o, "value", json_object_new_int(KB_SIM_HIGH_PRIORITY));
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbPriorityClass) pc = kb_priority_class_decode(o, FALSE, &error);
+    if (pc == NULL)
+        g_error("sim: priority class does not decode: %s", error->message);
+    kb_cache_add_priority_class(sim->cache, pc);
+    json_object_put(o);
+}
+
 static void cluster_setup(Sim *sim)
 {
+    add_priority_class(sim);
     for (guint q = 0; q < sim->n_queues && !sim->opts.single_queue; q++) {
         json_object *o = queue_json(sim->queues[q].name, sim->queues[q].weight);
         g_autoptr(GError) error = NULL;
@@ -342,6 +379,7 @@ static void job_complete(Sim *sim, SimJob *job)
     sim->gpus_busy -= gpus;
     sim->queues[job->queue].gpus_held -= gpus;
     job->finish = sim->now;
+    job->running = FALSE;
     sim->n_live--;
     if (!sim->opts.delete_finished)
         sim->n_retained++;
@@ -390,9 +428,12 @@ static void pod_bind(Sim *sim, SimJob *job, guint k, const KbPod *pod, const cha
     sim->gpus_partial -= (job->n_pods - 1) * job->gpus_per_pod;
     sim->gpus_busy += job->n_pods * job->gpus_per_pod;
     sim->queues[job->queue].n_waiting--;
-    job->start = sim->now;
-    gint64 run = MAX((gint64)ceil(job->tj->duration), 1);
-    heap_push(sim->heap, (Completion){sim->now + run, (guint)(job - sim->jobs)});
+    if (job->start < 0)
+        job->start = sim->now;
+    job->last_start = sim->now;
+    job->running = TRUE;
+    heap_push(sim->heap,
+              (Completion){sim->now + job->remaining, (guint)(job - sim->jobs), job->attempt});
 }
 
 static void apply_placements(Sim *sim, const KbCycleResult *res)
@@ -411,6 +452,65 @@ static void apply_placements(Sim *sim, const KbCycleResult *res)
     if (res->placements->len > 0)
         sim->last_activity = sim->now;
     sim->partial_peak = MAX(sim->partial_peak, sim->gpus_partial);
+}
+
+/*
+ * @job lost pods to an eviction: every pod of it goes (a training job cannot run without all its
+ * workers) and comes back Pending as a new object; a running job waits again, its completion is
+ * cancelled (stale in the heap) and its work is lost or kept according to restart_cost.
+ */
+static void job_evict(Sim *sim, SimJob *job)
+{
+    integrate(sim, sim->now);
+    guint held = job->n_bound * job->gpus_per_pod;
+    sim->gpus_held -= held;
+    sim->queues[job->queue].gpus_held -= held;
+    if (job->running) {
+        double ran = (double)(sim->now - job->last_start);
+        sim->gpus_busy -= held;
+        sim->evicted_gpu_s += ran * held;
+        if (sim->opts.restart_cost == KB_SIM_RESTART_FULL)
+            sim->lost_gpu_s += ran * held;
+        else
+            job->remaining = MAX(job->remaining - (sim->now - job->last_start), 1);
+        job->running = FALSE;
+        sim->queues[job->queue].n_waiting++;
+    } else {
+        sim->gpus_partial -= held;
+    }
+    job->attempt++;
+    job->n_evictions++;
+    job->n_bound = 0;
+    for (guint k = 0; k < job->n_pods; k++) {
+        feed_pod(sim, job->pods[k], FEED_DELETE);
+        json_object_put(job->pods[k]);
+        job->pods[k] = pod_json(job, k);
+        feed_pod(sim, job->pods[k], FEED_ADD);
+    }
+}
+
+/* Carry out the cycle's evictions; a job whose gang is evicted restarts once per cycle. */
+static void apply_evictions(Sim *sim, const KbCycleResult *res)
+{
+    guint mark = sim->cycle_us->len; /* 1 + this cycle's index: the cycle was counted */
+    for (guint i = 0; i < res->evictions->len; i++) {
+        const KbEviction *ev = &g_array_index(res->evictions, KbEviction, i);
+        SimJob *job = g_hash_table_lookup(sim->by_key, ev->job);
+        if (job == NULL || job->pods == NULL)
+            g_error("sim: eviction of unknown pod %s/%s", ev->pod->meta.namespace_,
+                    ev->pod->meta.name);
+        sim->n_evicted_pods++;
+        if (job->evicted_cycle == mark)
+            continue;
+        job->evicted_cycle = mark;
+        if (strcmp(ev->reason, "Reclaimed") == 0)
+            sim->n_reclaimed++;
+        else
+            sim->n_preempted++;
+        job_evict(sim, job);
+    }
+    if (res->evictions->len > 0)
+        sim->last_activity = sim->now;
 }
 
 /* The daemon writes a new phase to the PodGroup's status; the watch brings it back. */
@@ -454,8 +554,9 @@ static void cycle(Sim *sim)
     double us = (double)res->duration_us;
     g_array_append_val(sim->cycle_us, us);
     apply_placements(sim, res);
+    apply_evictions(sim, res);
     gboolean moved = note_statuses(sim, res);
-    sim->rerun = res->placements->len > 0 || moved;
+    sim->rerun = res->placements->len > 0 || res->evictions->len > 0 || moved;
     sim->last_cycle = sim->now;
 }
 
@@ -468,10 +569,19 @@ static gboolean waiting(const Sim *sim)
     return FALSE;
 }
 
+static gboolean stale(const Sim *sim, const Completion *c)
+{
+    const SimJob *job = &sim->jobs[c->job];
+    return !job->running || c->attempt != job->attempt;
+}
+
 /* The time of the next thing to happen, or G_MAXINT64. */
 static gint64 next_time(Sim *sim)
 {
     gint64 next = G_MAXINT64;
+    /* Completions cancelled by evictions are no events. */
+    while (sim->heap->len > 0 && stale(sim, &g_array_index(sim->heap, Completion, 0)))
+        heap_pop(sim->heap);
     if (sim->next_arrival < sim->trace->n_jobs)
         next = sim->trace->jobs[sim->next_arrival].submit;
     if (sim->heap->len > 0)
@@ -487,6 +597,8 @@ static void step(Sim *sim, gint64 t)
     sim->now = t;
     while (sim->heap->len > 0 && g_array_index(sim->heap, Completion, 0).t <= t) {
         Completion c = heap_pop(sim->heap);
+        if (stale(sim, &c))
+            continue;
         job_complete(sim, &sim->jobs[c.job]);
         sim->last_activity = t;
     }
@@ -512,8 +624,48 @@ void kb_sim_options_init(KbSimOptions *opts)
                            .delete_finished = TRUE};
 }
 
+gboolean kb_sim_restart_cost_from_string(const char *s, KbSimRestartCost *out)
+{
+    if (s != NULL && strcmp(s, "full") == 0)
+        *out = KB_SIM_RESTART_FULL;
+    else if (s != NULL && strcmp(s, "none") == 0)
+        *out = KB_SIM_RESTART_NONE;
+    else
+        return FALSE;
+    return TRUE;
+}
+
+const char *kb_sim_restart_cost_to_string(KbSimRestartCost cost)
+{
+    return cost == KB_SIM_RESTART_NONE ? "none" : "full";
+}
+
+gboolean kb_sim_is_high_priority(guint line, double fraction)
+{
+    if (!(fraction > 0))
+        return FALSE;
+    if (fraction >= 1)
+        return TRUE;
+    /* splitmix64's finalizer: lines are consecutive, their hashes are not. */
+    guint64 z = (guint64)line + 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return (double)(z >> 11) / 9007199254740992.0 < fraction; /* top 53 bits in [0, 1) */
+}
+
 static gboolean options_check(const KbTrace *trace, const KbSimOptions *opts, GError **error)
 {
+    if (!(opts->high_fraction >= 0 && opts->high_fraction <= 1)) {
+        g_set_error(error, KB_ERROR, KB_ERROR_INVALID, "high-priority fraction: %g is not in 0..1",
+                    opts->high_fraction);
+        return FALSE;
+    }
+    if (opts->restart_cost != KB_SIM_RESTART_FULL && opts->restart_cost != KB_SIM_RESTART_NONE) {
+        g_set_error(error, KB_ERROR, KB_ERROR_INVALID, "restart cost: %d is not full or none",
+                    (int)opts->restart_cost);
+        return FALSE;
+    }
     if (opts->n_nodes < 1 || opts->n_nodes > KB_SIM_MAX_NODES) {
         g_set_error(error, KB_ERROR, KB_ERROR_INVALID, "nodes: %u is not in 1..%d", opts->n_nodes,
                     KB_SIM_MAX_NODES);
@@ -568,7 +720,11 @@ static void sim_init(Sim *sim, const KbTrace *trace, const KbConf *conf, const K
         job->name = g_strdup_printf("j%06u", i);
         job->n_pods = kb_trace_gang_shape(job->tj->num_gpus, opts->gpus_per_node, opts->pack,
                                           &job->gpus_per_pod);
-        job->start = job->finish = -1;
+        job->start = job->last_start = job->finish = -1;
+        job->remaining = MAX((gint64)ceil(job->tj->duration), 1);
+        job->high = opts->high != NULL
+                            ? opts->high[i]
+                            : kb_sim_is_high_priority(job->tj->line, opts->high_fraction);
         job->phase = KB_JOB_PENDING;
         g_hash_table_insert(sim->by_key, g_strdup_printf("%s/%s", job->tj->queue, job->name), job);
     }
@@ -630,7 +786,11 @@ static void report_job(KbSimReport *r, const SimJob *job, guint i)
     jr->n_pods = job->n_pods;
     jr->submit = job->tj->submit;
     jr->start = job->start;
+    jr->last_start = job->last_start;
     jr->finish = job->finish;
+    jr->running = job->running;
+    jr->high_priority = job->high;
+    jr->n_evictions = job->n_evictions;
     jr->phase = g_strdup(job->finish >= 0 ? "Completed" : kb_job_phase_to_string(job->phase));
     if (job->finish < 0) {
         jr->reason = g_strdup(job->reason);
@@ -682,6 +842,45 @@ static void report_jobs(KbSimReport *r, const Sim *sim)
     r->wait_p99 = kb_sim_percentile(wait, r->n_started, 99);
 }
 
+/* Waits and JCTs of the jobs whose priority is @high, into the four figures. */
+static void report_class(const KbSimReport *r, gboolean high, double *wait_mean, double *wait_p95,
+                         double *jct_mean, double *jct_p95)
+{
+    g_autofree double *jct = g_new0(double, MAX(r->n_jobs, 1));
+    g_autofree double *wait = g_new0(double, MAX(r->n_jobs, 1));
+    guint n_jct = 0, n_wait = 0;
+    for (guint i = 0; i < r->n_jobs; i++) {
+        const KbSimJobResult *j = &r->jobs[i];
+        if (j->high_priority != high)
+            continue;
+        if (j->start >= 0)
+            wait[n_wait++] = (double)(j->start - j->submit);
+        if (j->finish >= 0)
+            jct[n_jct++] = (double)(j->finish - j->submit);
+    }
+    *wait_mean = mean(wait, n_wait);
+    *wait_p95 = kb_sim_percentile(wait, n_wait, 95);
+    *jct_mean = mean(jct, n_jct);
+    *jct_p95 = kb_sim_percentile(jct, n_jct, 95);
+}
+
+static void report_evictions(KbSimReport *r, const Sim *sim)
+{
+    r->n_evicted_pods = sim->n_evicted_pods;
+    r->n_preempted = sim->n_preempted;
+    r->n_reclaimed = sim->n_reclaimed;
+    r->evicted_gpu_s = sim->evicted_gpu_s;
+    r->lost_gpu_s = sim->lost_gpu_s;
+    for (guint i = 0; i < r->n_jobs; i++) {
+        r->n_jobs_evicted += r->jobs[i].n_evictions > 0;
+        r->n_high += r->jobs[i].high_priority;
+    }
+    report_class(r, TRUE, &r->high_wait_mean, &r->high_wait_p95, &r->high_jct_mean,
+                 &r->high_jct_p95);
+    report_class(r, FALSE, &r->low_wait_mean, &r->low_wait_p95, &r->low_jct_mean,
+                 &r->low_jct_p95);
+}
+
 static KbSimReport *report_new(Sim *sim)
 {
     KbSimReport *r = g_new0(KbSimReport, 1);
@@ -697,6 +896,7 @@ static KbSimReport *report_new(Sim *sim)
         r->queues[q].received_gpu_s = sim->queues[q].received_gpu_s;
     }
     report_jobs(r, sim);
+    report_evictions(r, sim);
     double span = (double)(r->end - r->first_submit) * r->n_gpus;
     r->util_busy = span > 0 ? sim->busy_gpu_s / span : 0;
     r->util_alloc = span > 0 ? sim->held_gpu_s / span : 0;

@@ -18,6 +18,17 @@
  * - a job runs once every pod of it is bound (a distributed job needs all its workers) and ends
  *   `duration` seconds later (rounded up, at least 1): its pods are updated to Succeeded, then
  *   deleted with the group (delete_finished);
+ * - an eviction the cycle decides (preempt, reclaim) is carried out at once, as the API server's
+ *   eviction with a zero grace period would be: the victim pods are deleted (their GPUs are free
+ *   for the next cycle) and, since a distributed training job cannot run without all its workers,
+ *   the victim's job loses its running state: every pod of it is deleted and recreated Pending
+ *   (new uids, as its operator would restart it), it waits again and, once its gang is bound
+ *   anew, runs for its full duration (restart_cost FULL: the work done is lost) or for what was
+ *   left (NONE: as if it had checkpointed). Its PodGroup stays (the scheduler moves it back to
+ *   Inqueue);
+ * - a fraction of the jobs (or the jobs flagged in `high`) belong to PriorityClass
+ *   KB_SIM_HIGH_PRIORITY_CLASS (value KB_SIM_HIGH_PRIORITY): their pods carry the class and
+ *   spec.priority, their PodGroup the class; the others have no class (priority 0);
  * - the run ends when no arrival, completion or pending cycle is left. Jobs that never started
  *   (a gang larger than the cluster, or GPUs held forever by partial gangs when gang is off) are
  *   reported with the scheduler's last condition.
@@ -33,6 +44,16 @@
 
 #define KB_SIM_MAX_NODES         100000
 #define KB_SIM_MAX_GPUS_PER_NODE 1024
+
+#define KB_SIM_HIGH_PRIORITY_CLASS "kb-sim-high"
+#define KB_SIM_HIGH_PRIORITY       1000
+
+/* What an evicted job loses: all its work (it restarts from scratch) or none (checkpointed). */
+typedef enum { KB_SIM_RESTART_FULL, KB_SIM_RESTART_NONE } KbSimRestartCost;
+
+/* "full" / "none"; FALSE for anything else (@out untouched). */
+gboolean kb_sim_restart_cost_from_string(const char *s, KbSimRestartCost *out);
+const char *kb_sim_restart_cost_to_string(KbSimRestartCost cost);
 
 typedef struct {
     guint n_nodes;       /* 1..KB_SIM_MAX_NODES */
@@ -57,6 +78,13 @@ typedef struct {
     /* Also run a cycle every period while a job waits, even when nothing changed (slow; to check
      * that skipping idle seconds changes nothing). */
     gboolean every_period;
+    KbSimRestartCost restart_cost; /* default FULL */
+    /* Fraction (0..1) of the jobs given the high PriorityClass, chosen by a hash of their trace
+     * line (kb_sim_is_high_priority): the same jobs whatever the slice or the configuration. */
+    double high_fraction;
+    /* When not NULL: per job of the replayed trace (in trace order, trace->n_jobs entries), TRUE
+     * for high priority; high_fraction is then ignored. Borrowed for the run. */
+    const gboolean *high;
 } KbSimOptions;
 
 typedef struct {
@@ -65,8 +93,12 @@ typedef struct {
     guint num_gpus;
     guint n_pods;
     gint64 submit;
-    gint64 start;  /* every pod bound; -1 when never */
-    gint64 finish; /* -1 when not finished */
+    gint64 start;      /* first time every pod was bound; -1 when never */
+    gint64 last_start; /* the last such time (after evictions); -1 when never */
+    gint64 finish;     /* -1 when not finished */
+    gboolean running;  /* running when the run ended */
+    gboolean high_priority;
+    guint n_evictions; /* times the job was evicted (lost its running state) */
     char *phase;   /* last PodGroup phase the scheduler reported ("Pending", ...) */
     char *reason;  /* last condition reason of an unfinished job, or NULL */
     char *message; /* its message, or NULL */
@@ -108,6 +140,18 @@ typedef struct {
     guint n_cycles;
     guint64 n_placements;
     guint n_cache_restarts; /* see delete_finished */
+    /* Evictions: pods evicted; job evictions (a job losing its running state; a job evicted
+     * twice counts twice) by reason; distinct jobs evicted at least once; GPU-seconds the evicted
+     * jobs had run in the attempt they lost (evicted) and what of it must be redone (lost: all
+     * of it with restart_cost FULL, none with NONE). */
+    guint64 n_evicted_pods;
+    guint n_preempted, n_reclaimed, n_jobs_evicted;
+    double evicted_gpu_s, lost_gpu_s;
+    /* High-priority jobs (see high_fraction) and the others: count, queueing delay to their first
+     * start and JCT, as above. */
+    guint n_high;
+    double high_wait_mean, high_wait_p95, high_jct_mean, high_jct_p95;
+    double low_wait_mean, low_wait_p95, low_jct_mean, low_jct_p95;
     double cycle_us_mean, cycle_us_p99, cycle_us_max;
     double wall_s;            /* whole simulation */
     gboolean stopped;         /* max_cycles reached */
@@ -128,6 +172,10 @@ KbSimReport *kb_sim_run(const KbTrace *trace, const KbConf *conf, const KbSimOpt
                         GError **error);
 void kb_sim_report_free(KbSimReport *report);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbSimReport, kb_sim_report_free)
+
+/* Is the job of trace line @line high priority under @fraction (0..1)? A fixed hash of the line:
+ * deterministic, and about @fraction of any large set of lines. */
+gboolean kb_sim_is_high_priority(guint line, double fraction);
 
 /* The nearest-rank @p-th percentile (0 < p <= 100) of @n values (sorted in place); 0 when n=0. */
 double kb_sim_percentile(double *values, guint n, double p);
