@@ -31,6 +31,7 @@ struct KbInformer {
     char *label_selector;
     char *field_selector;
     KbDecodeFunc decode;
+    KbPageDecodeFunc decode_page; /* NULL when keep_raw */
     gboolean keep_raw;
     gint64 page_size;
     KbInformerHandlers handlers;
@@ -48,6 +49,7 @@ struct KbInformer {
     KbStream *list_stream;  /* the page request in flight, or NULL */
     json_tokener *list_tok; /* parses the page as its bytes arrive */
     json_object *list_body; /* the page, once complete */
+    GString *list_buf;      /* the page's bytes, with a page decoder */
     gsize list_bytes;       /* of the current page */
     gsize max_page_bytes;
     char *list_rv;         /* the list's resourceVersion, committed when the list completes */
@@ -77,6 +79,8 @@ struct KbInformer {
     guint64 relists;
     guint64 events;
     guint64 lists_done;
+    guint64 fast_pages;
+    guint64 fallback_pages;
 };
 
 static void start_list(KbInformer *inf);
@@ -328,6 +332,9 @@ static void clear_list_state(KbInformer *inf)
     if (inf->list_stream != NULL)
         kb_stream_cancel(g_steal_pointer(&inf->list_stream));
     g_clear_pointer(&inf->list_body, json_object_put);
+    /* a list's pages can be large: do not hold the buffer while watching */
+    if (inf->list_buf != NULL)
+        g_string_free(g_steal_pointer(&inf->list_buf), TRUE);
     g_clear_pointer(&inf->list_rv, g_free);
     g_clear_pointer(&inf->list_items, g_ptr_array_unref);
     g_clear_pointer(&inf->list_keys, g_hash_table_unref);
@@ -355,6 +362,10 @@ static void request_page(KbInformer *inf)
      * away, and the page is parsed as it arrives instead of being buffered first. */
     json_tokener_reset(inf->list_tok);
     g_clear_pointer(&inf->list_body, json_object_put);
+    if (inf->decode_page != NULL && inf->list_buf == NULL)
+        inf->list_buf = g_string_sized_new(64 * 1024);
+    else if (inf->list_buf != NULL)
+        g_string_truncate(inf->list_buf, 0);
     inf->list_bytes = 0;
     inf->list_stream = kb_client_stream(inf->client, &req, on_list_data, on_list_done, inf);
 }
@@ -394,6 +405,32 @@ static void list_failed(KbInformer *inf, const GError *error, int http_status,
     schedule(inf, NEXT_LIST, delay);
 }
 
+/* Add @rec (consumes the reference) to the records of the list so far. */
+static void list_add(KbInformer *inf, gpointer rec)
+{
+    char *key = record_key(rec);
+    guint slot = GPOINTER_TO_UINT(g_hash_table_lookup(inf->list_keys, key));
+    if (slot != 0) { /* a key twice in one list: the later item wins */
+        g_free(key);
+        kb_object_unref(inf->list_items->pdata[slot - 1]);
+        inf->list_items->pdata[slot - 1] = rec;
+    } else {
+        g_ptr_array_add(inf->list_items, rec);
+        g_hash_table_insert(inf->list_keys, key, GUINT_TO_POINTER(inf->list_items->len));
+    }
+}
+
+/* A page's resourceVersion (kept for when the list completes) and continue token (borrowed). */
+static void take_page_meta(KbInformer *inf, const char *rv, const char *cont)
+{
+    if (rv != NULL && rv[0] != '\0') {
+        g_free(inf->list_rv);
+        inf->list_rv = g_strdup(rv);
+    }
+    g_free(inf->list_continue);
+    inf->list_continue = cont != NULL && cont[0] != '\0' ? g_strdup(cont) : NULL;
+}
+
 /* Decode the items of one page into the list state. FALSE when the page is not a List. */
 static gboolean take_page(KbInformer *inf, json_object *body)
 {
@@ -407,28 +444,42 @@ static gboolean take_page(KbInformer *inf, json_object *body)
                       : 0;
     for (gsize i = 0; i < n; i++) {
         gpointer rec = decode_object(inf, json_object_array_get_idx(items, i));
-        if (rec == NULL)
-            continue;
-        char *key = record_key(rec);
-        guint slot = GPOINTER_TO_UINT(g_hash_table_lookup(inf->list_keys, key));
-        if (slot != 0) { /* a key twice in one list: the later item wins */
-            g_free(key);
-            kb_object_unref(inf->list_items->pdata[slot - 1]);
-            inf->list_items->pdata[slot - 1] = rec;
-        } else {
-            g_ptr_array_add(inf->list_items, rec);
-            g_hash_table_insert(inf->list_keys, key, GUINT_TO_POINTER(inf->list_items->len));
-        }
+        if (rec != NULL)
+            list_add(inf, rec);
     }
     json_object *meta = json_metadata(body);
-    const char *cont = json_str(meta, "continue");
-    const char *rv = json_str(meta, "resourceVersion");
-    if (rv != NULL && rv[0] != '\0') {
-        g_free(inf->list_rv);
-        inf->list_rv = g_strdup(rv);
+    take_page_meta(inf, json_str(meta, "resourceVersion"), json_str(meta, "continue"));
+    return TRUE;
+}
+
+/*
+ * Decode the buffered page with the page decoder into the list state. FALSE, with nothing
+ * changed, when the page must go through json-c instead (see kb_informer_new in the header).
+ */
+static gboolean take_page_fast(KbInformer *inf)
+{
+    g_autoptr(GPtrArray) recs = g_ptr_array_new_with_free_func(unref_record);
+    g_autofree char *rv = NULL;
+    g_autofree char *cont = NULL;
+    g_autoptr(GError) error = NULL;
+    if (!inf->decode_page(inf->list_buf->str, inf->list_buf->len, recs, &rv, &cont, &error)) {
+        inf->fallback_pages++;
+        g_debug("informer %s: list page of %" G_GSIZE_FORMAT " bytes goes through json-c: %s",
+                inf->what, inf->list_buf->len, error != NULL ? error->message : "?");
+        return FALSE;
     }
-    g_free(inf->list_continue);
-    inf->list_continue = cont != NULL && cont[0] != '\0' ? g_strdup(cont) : NULL;
+    if (recs->len == 0)
+        return FALSE; /* json-c tells an empty List from a body that is not a List */
+    for (guint i = 0; i < recs->len; i++) {
+        if (((KbObjectMeta *)g_ptr_array_index(recs, i))->name == NULL) {
+            inf->fallback_pages++; /* json-c skips and counts that item, with its message */
+            return FALSE;
+        }
+    }
+    for (guint i = 0; i < recs->len; i++)
+        list_add(inf, g_steal_pointer(&recs->pdata[i]));
+    take_page_meta(inf, rv, cont);
+    inf->fast_pages++;
     return TRUE;
 }
 
@@ -472,6 +523,50 @@ static gboolean only_space(const char *data, gsize len)
     return TRUE;
 }
 
+/* Parse @len more bytes of the page (from byte @offset) with json-c: one JSON document, then
+ * only white space. */
+static gboolean feed_page_json(KbInformer *inf, const char *data, gsize len, gsize offset,
+                               GError **error)
+{
+    if (inf->list_body == NULL) {
+        inf->list_body = json_tokener_parse_ex(inf->list_tok, data, (int)len);
+        enum json_tokener_error jerr = json_tokener_get_error(inf->list_tok);
+        if (jerr == json_tokener_continue)
+            return TRUE;
+        if (jerr != json_tokener_success || inf->list_body == NULL) {
+            g_set_error(error, KB_ERROR,
+                        jerr == json_tokener_error_depth ? KB_ERROR_LIMIT : KB_ERROR_DECODE,
+                        "list page: malformed JSON at byte %" G_GSIZE_FORMAT ": %s",
+                        offset + json_tokener_get_parse_end(inf->list_tok),
+                        json_tokener_error_desc(jerr));
+            return FALSE;
+        }
+        gsize end = json_tokener_get_parse_end(inf->list_tok);
+        data += end;
+        len -= end;
+    }
+    if (!only_space(data, len)) {
+        g_set_error_literal(error, KB_ERROR, KB_ERROR_DECODE, "list page: data after the JSON");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* json_tokener_parse_ex() takes an int length: feed a buffered page in pieces. */
+#define PARSE_CHUNK ((gsize)16 * 1024 * 1024)
+
+static gboolean parse_buffered_page(KbInformer *inf, GError **error)
+{
+    const char *data = inf->list_buf->str;
+    gsize len = inf->list_buf->len;
+    json_tokener_reset(inf->list_tok);
+    for (gsize off = 0; off < len; off += PARSE_CHUNK) {
+        if (!feed_page_json(inf, data + off, MIN(PARSE_CHUNK, len - off), off, error))
+            return FALSE;
+    }
+    return TRUE;
+}
+
 static gboolean on_list_data(const char *data, gsize len, gpointer user_data)
 {
     KbInformer *inf = user_data;
@@ -480,27 +575,36 @@ static gboolean on_list_data(const char *data, gsize len, gpointer user_data)
         return list_data_failed(inf, g_error_new(KB_ERROR, KB_ERROR_LIMIT,
                                                  "list page larger than %" G_GSIZE_FORMAT " bytes",
                                                  inf->max_page_bytes));
-    if (inf->list_body == NULL) {
-        inf->list_body = json_tokener_parse_ex(inf->list_tok, data, (int)len);
-        enum json_tokener_error jerr = json_tokener_get_error(inf->list_tok);
-        if (jerr == json_tokener_continue)
-            return TRUE;
-        if (jerr != json_tokener_success || inf->list_body == NULL)
-            return list_data_failed(
-                    inf,
-                    g_error_new(KB_ERROR,
-                                jerr == json_tokener_error_depth ? KB_ERROR_LIMIT : KB_ERROR_DECODE,
-                                "list page: malformed JSON at byte %" G_GSIZE_FORMAT ": %s",
-                                inf->list_bytes - len + json_tokener_get_parse_end(inf->list_tok),
-                                json_tokener_error_desc(jerr)));
-        gsize end = json_tokener_get_parse_end(inf->list_tok);
-        data += end;
-        len -= end;
+    if (inf->list_buf != NULL) {
+        /* the page decoder wants the page in one piece: this is its only copy */
+        g_string_append_len(inf->list_buf, data, (gssize)len);
+        return TRUE;
     }
-    if (!only_space(data, len))
-        return list_data_failed(inf, g_error_new_literal(KB_ERROR, KB_ERROR_DECODE,
-                                                         "list page: data after the JSON"));
+    GError *error = NULL;
+    if (!feed_page_json(inf, data, len, inf->list_bytes - len, &error))
+        return list_data_failed(inf, error);
     return TRUE;
+}
+
+/* The json-c path at the end of a page: parse the buffered bytes if there are any, decode the
+ * items. FALSE when the list failed (handled here). */
+static gboolean take_page_json(KbInformer *inf, int http_status)
+{
+    g_autoptr(GError) error = NULL;
+    if (inf->list_buf != NULL && !parse_buffered_page(inf, &error)) {
+        list_failed(inf, error, http_status, 0);
+        return FALSE;
+    }
+    json_object *body = g_steal_pointer(&inf->list_body);
+    gboolean ok = take_page(inf, body);
+    if (!ok) {
+        error = g_error_new_literal(KB_ERROR, KB_ERROR_DECODE,
+                                    body == NULL ? "list page: truncated JSON"
+                                                 : "list page: not a List (no items array)");
+        list_failed(inf, error, http_status, 0);
+    }
+    json_object_put(body);
+    return ok;
 }
 
 static void on_list_done(const KbResponse *resp, gpointer user_data)
@@ -511,18 +615,10 @@ static void on_list_done(const KbResponse *resp, gpointer user_data)
         list_failed(inf, resp->error, resp->http_status, resp->retry_after_seconds);
         return;
     }
-    json_object *body = g_steal_pointer(&inf->list_body);
-    gboolean ok = take_page(inf, body);
-    if (!ok) {
-        g_autoptr(GError) error = g_error_new_literal(KB_ERROR, KB_ERROR_DECODE,
-                                                      body == NULL ? "list page: truncated JSON"
-                                                                   : "list page: not a List (no "
-                                                                     "items array)");
-        list_failed(inf, error, resp->http_status, 0);
+    if (inf->list_buf == NULL || !take_page_fast(inf)) {
+        if (!take_page_json(inf, resp->http_status))
+            return;
     }
-    json_object_put(body);
-    if (!ok)
-        return;
     if (inf->list_continue != NULL)
         request_page(inf);
     else
@@ -715,6 +811,11 @@ KbInformer *kb_informer_new(KbClient *client, const KbInformerOptions *opts,
     inf->field_selector = g_strdup(opts->field_selector);
     inf->decode = opts->decode;
     inf->keep_raw = opts->keep_raw;
+    inf->decode_page = opts->decode_page;
+    if (inf->decode_page == NULL && opts->decode == (KbDecodeFunc)kb_pod_decode)
+        inf->decode_page = kb_pod_list_decode_bytes;
+    if (inf->keep_raw)
+        inf->decode_page = NULL; /* the page decoder keeps no raw object */
     inf->page_size = opts->page_size > 0 ? opts->page_size : DEFAULT_PAGE_SIZE;
     if (handlers != NULL)
         inf->handlers = *handlers;
@@ -835,6 +936,16 @@ guint64 kb_informer_decode_errors(const KbInformer *informer)
 guint64 kb_informer_relists(const KbInformer *informer)
 {
     return informer->relists;
+}
+
+guint64 kb_informer_fast_pages(const KbInformer *informer)
+{
+    return informer->fast_pages;
+}
+
+guint64 kb_informer_fallback_pages(const KbInformer *informer)
+{
+    return informer->fallback_pages;
 }
 
 guint64 kb_informer_events(const KbInformer *informer)

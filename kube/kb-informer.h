@@ -70,6 +70,16 @@ typedef struct {
     void (*on_missing)(gpointer user_data);
 } KbInformerHandlers;
 
+/*
+ * Decode a whole list page from its bytes (@json, @len; not NUL-terminated): append the items'
+ * records to @out (new references), and set *@resource_version / *@continue_token to the page's
+ * metadata.resourceVersion / metadata.continue (newly allocated, NULL when absent). On failure
+ * (FALSE with @error) it must append and set nothing. kb_pod_list_decode_bytes() fits as is.
+ */
+typedef gboolean (*KbPageDecodeFunc)(const char *json, gsize len, GPtrArray *out,
+                                     char **resource_version, char **continue_token,
+                                     GError **error);
+
 typedef struct {
     const KbResourceType *type;
     const char *namespace_;      /* NULL: all namespaces */
@@ -78,6 +88,12 @@ typedef struct {
     KbDecodeFunc decode;         /* kb_pod_decode, ... ; NULL keeps KbObjectMeta only */
     gboolean keep_raw;
     gint64 page_size;            /* list paging; default 500 */
+    /*
+     * Optional fast path for list pages (ignored when keep_raw): must produce the records @decode
+     * would. NULL picks kb_pod_list_decode_bytes when @decode is kb_pod_decode itself; a caller
+     * that wraps kb_pod_decode (to report malformed pods, say) sets it. See kb_informer_new().
+     */
+    KbPageDecodeFunc decode_page;
 } KbInformerOptions;
 
 typedef struct KbInformer KbInformer;
@@ -99,6 +115,18 @@ typedef struct KbInformer KbInformer;
  * logged, counted (kb_informer_decode_errors) and skipped. on_missing is called once each time
  * the resource goes from served to not served; the list is retried meanwhile. Handlers must not
  * free the informer.
+ *
+ * List pages and the page decoder: with a page decoder (opts->decode_page, or the one picked for
+ * kb_pod_decode) and without keep_raw, each page's bytes are buffered (no parse while they
+ * arrive) and given to the page decoder in place. When it fails, for whatever reason (a malformed
+ * item: it fails the whole page; a duplicate member or bad UTF-8 it is stricter about than
+ * json-c; a token over its length limit), the same bytes go through json-c and @decode item by
+ * item, exactly as without a page decoder: malformed items are skipped and counted, the others
+ * delivered. A page where it finds no item, or an item without metadata.name, also goes through
+ * json-c, which tells a List without "items" from an empty one. The decoder is picked rather than
+ * asked for because its records are those of kb_pod_decode by contract (tests/test-pod-fast.c),
+ * so that plain pod informers all get it; a wrapped decode function cannot be recognized, hence
+ * the option. Watch events always go through json-c and @decode.
  */
 KbInformer *kb_informer_new(KbClient *client, const KbInformerOptions *opts,
                             const KbInformerHandlers *handlers, gpointer user_data);
@@ -114,6 +142,10 @@ guint kb_informer_size(const KbInformer *informer);
 /* Statistics for metrics: events applied, decode errors, relists. */
 guint64 kb_informer_decode_errors(const KbInformer *informer);
 guint64 kb_informer_relists(const KbInformer *informer);
+/* List pages decoded by the page decoder, and pages it refused that json-c then decoded (pages
+ * with no item go to json-c directly and count in neither). */
+guint64 kb_informer_fast_pages(const KbInformer *informer);
+guint64 kb_informer_fallback_pages(const KbInformer *informer);
 /* Watch events applied to the store (repeats and bookmarks excluded). */
 guint64 kb_informer_events(const KbInformer *informer);
 /* The resourceVersion the next watch resumes from (borrowed), NULL before the first list. */
