@@ -610,6 +610,184 @@ static void test_sim_restart(void)
     }
 }
 
+/* ---- evictions ------------------------------------------------------------------------------ */
+
+/* The default configuration's tiers with @actions. */
+static char *default_with_actions(const char *actions)
+{
+    const char *tiers = strstr(kb_conf_default_yaml(), "tiers:");
+    g_assert_nonnull(tiers);
+    return g_strdup_printf("actions: \"%s\"\n%s", actions, tiers);
+}
+
+static KbSimReport *simulate_high(const KbTrace *t, const char *yaml, KbTracePack pack,
+                                  const gboolean *high, KbSimRestartCost cost)
+{
+    KbSimOptions opts;
+    kb_sim_options_init(&opts);
+    opts.n_nodes = 1;
+    opts.pack = pack;
+    opts.high = high;
+    opts.restart_cost = cost;
+    return simulate_opts(t, yaml, &opts);
+}
+
+/*
+ * A low-priority job holds the whole node; a high-priority 8-pod gang arrives at 10 s. preempt
+ * evicts the low one at 10 s, the gang binds at the next cycle (11 s) and ends at 111 s, and the
+ * victim, waiting again, starts over at 111 s: with its full 1000 s it ends at 1111 s, having lost
+ * 8 GPUs x 10 s; when it checkpointed, its remaining 990 s end it at 1101 s.
+ */
+static void test_sim_preempt(void)
+{
+    static const char *const rows[] = {"0 8 1000 a", "10 8 100 a"};
+    static const gboolean high[] = {FALSE, TRUE};
+    g_autoptr(KbTrace) t = trace_of(rows, G_N_ELEMENTS(rows));
+    g_autofree char *pr = default_with_actions("enqueue, allocate, preempt, reclaim");
+
+    g_autoptr(KbSimReport) r = simulate_high(t, pr, KB_TRACE_PACK_ONE, high, KB_SIM_RESTART_FULL);
+    g_assert_cmpuint(r->n_finished, ==, 2);
+    g_assert_cmpint(r->jobs[1].start, ==, T0 + 11);
+    g_assert_cmpint(r->jobs[1].finish, ==, T0 + 111);
+    g_assert_cmpint(r->jobs[0].start, ==, T0);
+    g_assert_cmpint(r->jobs[0].last_start, ==, T0 + 111);
+    g_assert_cmpint(r->jobs[0].finish, ==, T0 + 1111);
+    g_assert_cmpuint(r->jobs[0].n_evictions, ==, 1);
+    g_assert_cmpuint(r->jobs[1].n_evictions, ==, 0);
+    g_assert_cmpuint(r->n_evicted_pods, ==, 8);
+    g_assert_cmpuint(r->n_preempted, ==, 1);
+    g_assert_cmpuint(r->n_reclaimed, ==, 0);
+    g_assert_cmpuint(r->n_jobs_evicted, ==, 1);
+    g_assert_cmpfloat(r->evicted_gpu_s, ==, 8 * 10);
+    g_assert_cmpfloat(r->lost_gpu_s, ==, 8 * 10);
+    g_assert_cmpuint(r->n_high, ==, 1);
+    g_assert_cmpfloat(r->high_wait_mean, ==, 1);
+    g_assert_cmpfloat(r->low_jct_mean, ==, 1111);
+    g_assert_cmpint(r->makespan, ==, 1111);
+    /* Held GPUs over the run: 8 throughout but the second between eviction and bind. */
+    g_assert_cmpfloat(r->queues[0].received_gpu_s, ==, 8 * 1110);
+
+    g_autoptr(KbSimReport) kept =
+            simulate_high(t, pr, KB_TRACE_PACK_ONE, high, KB_SIM_RESTART_NONE);
+    g_assert_cmpint(kept->jobs[1].start, ==, T0 + 11);
+    g_assert_cmpint(kept->jobs[0].finish, ==, T0 + 1101);
+    g_assert_cmpfloat(kept->evicted_gpu_s, ==, 8 * 10);
+    g_assert_cmpfloat(kept->lost_gpu_s, ==, 0);
+
+    /* One pod per job (node packing): one eviction. */
+    g_autoptr(KbSimReport) packed =
+            simulate_high(t, pr, KB_TRACE_PACK_NODE, high, KB_SIM_RESTART_FULL);
+    g_assert_cmpuint(packed->n_evicted_pods, ==, 1);
+    g_assert_cmpint(packed->jobs[0].finish, ==, T0 + 1111);
+
+    /* Without preempt (the default configuration) the gang waits for the node. */
+    g_autoptr(KbSimReport) plain =
+            simulate_high(t, NULL, KB_TRACE_PACK_ONE, high, KB_SIM_RESTART_FULL);
+    g_assert_cmpint(plain->jobs[1].start, ==, T0 + 1000);
+    g_assert_cmpint(plain->jobs[0].finish, ==, T0 + 1000);
+    g_assert_cmpuint(plain->n_evicted_pods, ==, 0);
+    g_assert_cmpfloat(plain->lost_gpu_s, ==, 0);
+
+    /* Equal priorities: nothing to preempt for. */
+    static const gboolean none[] = {FALSE, FALSE};
+    g_autoptr(KbSimReport) equal =
+            simulate_high(t, pr, KB_TRACE_PACK_ONE, none, KB_SIM_RESTART_FULL);
+    g_assert_cmpint(equal->jobs[1].start, ==, T0 + 1000);
+    g_assert_cmpuint(equal->n_evicted_pods, ==, 0);
+}
+
+/* How many of @queue's jobs finished at @when. */
+static guint finished_at(const KbSimReport *r, const char *queue, gint64 when)
+{
+    guint n = 0;
+    for (guint i = 0; i < r->n_jobs; i++) {
+        if (strcmp(r->jobs[i].queue, queue) == 0 && r->jobs[i].finish == when)
+            n++;
+    }
+    return n;
+}
+
+/*
+ * Queue a borrows the whole node with eight 1-GPU jobs; queue b (equal weight, so it deserves
+ * 4 GPUs) asks 4 at 10 s. reclaim evicts four of a's jobs at 10 s (a keeps its share of 4), b's
+ * job runs 11..111 s, and the four victims start over at 111 s and end at 1111 s.
+ */
+static void test_sim_reclaim(void)
+{
+    g_autoptr(GPtrArray) rows = g_ptr_array_new();
+    for (int i = 0; i < 8; i++)
+        g_ptr_array_add(rows, "0 1 1000 a");
+    g_ptr_array_add(rows, "10 4 100 b");
+    g_autoptr(KbTrace) t = trace_of((const char *const *)rows->pdata, rows->len);
+    g_autofree char *pr = default_with_actions("enqueue, allocate, preempt, reclaim");
+
+    g_autoptr(KbSimReport) r =
+            simulate_high(t, pr, KB_TRACE_PACK_NODE, NULL, KB_SIM_RESTART_FULL);
+    g_assert_cmpuint(r->n_finished, ==, 9);
+    g_assert_cmpint(r->jobs[8].start, ==, T0 + 11);
+    g_assert_cmpint(r->jobs[8].finish, ==, T0 + 111);
+    g_assert_cmpuint(finished_at(r, "a", T0 + 1000), ==, 4);
+    g_assert_cmpuint(finished_at(r, "a", T0 + 1111), ==, 4);
+    g_assert_cmpuint(r->n_reclaimed, ==, 4);
+    g_assert_cmpuint(r->n_preempted, ==, 0);
+    g_assert_cmpuint(r->n_evicted_pods, ==, 4);
+    g_assert_cmpuint(r->n_jobs_evicted, ==, 4);
+    g_assert_cmpfloat(r->lost_gpu_s, ==, 4 * 10);
+    g_assert_cmpfloat(r->queues[1].wait_mean, ==, 1);
+
+    /* Without reclaim b waits for a's jobs to end. */
+    g_autoptr(KbSimReport) plain =
+            simulate_high(t, NULL, KB_TRACE_PACK_NODE, NULL, KB_SIM_RESTART_FULL);
+    g_assert_cmpint(plain->jobs[8].start, ==, T0 + 1000);
+    g_assert_cmpuint(plain->n_evicted_pods, ==, 0);
+    g_assert_cmpfloat(r->jain, >, plain->jain);
+}
+
+/* On a real slice with a tenth of the jobs high priority: evictions happen, every job still
+ * finishes, skipping idle seconds changes nothing and runs are deterministic. */
+static void test_sim_evictions_replay(void)
+{
+    g_autoptr(KbTrace) t = small_trace();
+    g_autofree char *pr = default_with_actions("enqueue, allocate, preempt, reclaim");
+    KbSimOptions opts;
+    kb_sim_options_init(&opts);
+    opts.n_nodes = 2;
+    opts.high_fraction = 0.1;
+    g_autoptr(KbSimReport) events = simulate_opts(t, pr, &opts);
+    g_autoptr(KbSimReport) again = simulate_opts(t, pr, &opts);
+    assert_same_jobs(events, again);
+    g_assert_cmpuint(events->n_high, >, 0);
+    g_assert_cmpuint(events->n_high, <, events->n_jobs / 2);
+    g_assert_cmpuint(events->n_preempted + events->n_reclaimed, >, 0);
+    g_assert_cmpuint(events->n_evicted_pods, >=, events->n_preempted + events->n_reclaimed);
+    g_assert_cmpfloat(events->lost_gpu_s, >, 0);
+    for (guint i = 0; i < events->n_jobs; i++)
+        g_assert_false(events->jobs[i].running);
+    opts.every_period = TRUE;
+    g_autoptr(KbSimReport) every = simulate_opts(t, pr, &opts);
+    assert_same_jobs(events, every);
+    g_assert_cmpuint(every->n_evicted_pods, ==, events->n_evicted_pods);
+}
+
+static void test_sim_high_priority_choice(void)
+{
+    guint n = 0;
+    for (guint line = 2; line < 10002; line++) {
+        gboolean h = kb_sim_is_high_priority(line, 0.1);
+        g_assert_true(h == kb_sim_is_high_priority(line, 0.1));
+        g_assert_false(kb_sim_is_high_priority(line, 0));
+        g_assert_true(kb_sim_is_high_priority(line, 1));
+        n += h;
+    }
+    g_assert_cmpuint(n, >, 900);
+    g_assert_cmpuint(n, <, 1100);
+    KbSimRestartCost c = KB_SIM_RESTART_FULL;
+    g_assert_true(kb_sim_restart_cost_from_string("none", &c) && c == KB_SIM_RESTART_NONE);
+    g_assert_true(kb_sim_restart_cost_from_string("full", &c) && c == KB_SIM_RESTART_FULL);
+    g_assert_false(kb_sim_restart_cost_from_string("half", &c));
+    g_assert_cmpstr(kb_sim_restart_cost_to_string(KB_SIM_RESTART_NONE), ==, "none");
+}
+
 static void test_sim_invalid(void)
 {
     g_autoptr(KbTrace) t = parse_ok(unsorted);
@@ -633,6 +811,18 @@ static void test_sim_invalid(void)
     g_autoptr(KbSimReport) r3 = kb_sim_run(t, conf, &opts, &error);
     g_assert_null(r3);
     g_assert_error(error, KB_ERROR, KB_ERROR_INVALID);
+    g_clear_error(&error);
+    kb_sim_options_init(&opts);
+    opts.high_fraction = 1.01;
+    g_autoptr(KbSimReport) r4 = kb_sim_run(t, conf, &opts, &error);
+    g_assert_null(r4);
+    g_assert_error(error, KB_ERROR, KB_ERROR_INVALID);
+    g_assert_nonnull(strstr(error->message, "1.01"));
+    g_clear_error(&error);
+    opts.high_fraction = 1;
+    g_autoptr(KbSimReport) r5 = kb_sim_run(t, conf, &opts, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(r5->n_high, ==, r5->n_jobs);
 }
 
 static void test_percentile(void)
@@ -667,6 +857,10 @@ int main(int argc, char **argv)
     g_test_add_func("/bench/sim/partial-gangs", test_sim_partial_gangs);
     g_test_add_func("/bench/sim/idle-seconds-change-nothing", test_sim_idle_seconds);
     g_test_add_func("/bench/sim/cache-restart", test_sim_restart);
+    g_test_add_func("/bench/sim/evictions/preempt-restarts-victim", test_sim_preempt);
+    g_test_add_func("/bench/sim/evictions/reclaim-returns-share", test_sim_reclaim);
+    g_test_add_func("/bench/sim/evictions/replay", test_sim_evictions_replay);
+    g_test_add_func("/bench/sim/evictions/high-priority-choice", test_sim_high_priority_choice);
     g_test_add_func("/bench/sim/invalid", test_sim_invalid);
     g_test_add_func("/bench/sim/percentile", test_percentile);
     return g_test_run();
