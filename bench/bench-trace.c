@@ -31,6 +31,7 @@ typedef struct {
     const char *about;
     const char *yaml;      /* NULL: the built-in default configuration */
     gboolean single_queue; /* every job in the default queue (FIFO across tenants) */
+    const char *actions;   /* with yaml NULL: the default configuration's tiers, these actions */
 } Builtin;
 
 static const Builtin builtins[] = {
@@ -58,6 +59,9 @@ static const Builtin builtins[] = {
          "      nodeorder.mostrequested.weight: 0\n      nodeorder.balancedresource.weight: 1\n"
          "  - name: gpu-topology\n",
          FALSE},
+        {"preempt-reclaim",
+         "the default configuration with the preempt and reclaim actions (evictions)", NULL,
+         FALSE, "enqueue, allocate, preempt, reclaim"},
 };
 
 typedef struct {
@@ -103,6 +107,13 @@ static Run *run_builtin(const char *name, GError **error)
         if (strcmp(b->name, name) != 0)
             continue;
         const char *yaml = b->yaml != NULL ? b->yaml : kb_conf_default_yaml();
+        g_autofree char *with_actions = NULL;
+        if (b->yaml == NULL && b->actions != NULL) {
+            /* Tracks the default's tiers whatever they become. */
+            const char *tiers = strstr(yaml, "tiers:");
+            g_assert(tiers != NULL);
+            yaml = with_actions = g_strdup_printf("actions: \"%s\"\n%s", b->actions, tiers);
+        }
         KbConf *conf = kb_conf_parse(yaml, strlen(yaml), error);
         if (conf == NULL) {
             g_prefix_error(error, "configuration %s: ", name);
@@ -116,8 +127,8 @@ static Run *run_builtin(const char *name, GError **error)
         return r;
     }
     g_set_error(error, KB_ERROR, KB_ERROR_INVALID,
-                "unknown configuration \"%s\" (built in: kube-batchd, fifo, no-gang, spread; or "
-                "--conf-file)",
+                "unknown configuration \"%s\" (built in: kube-batchd, fifo, no-gang, spread, "
+                "preempt-reclaim; or --conf-file)",
                 name);
     return NULL;
 }
@@ -139,8 +150,8 @@ static Run *run_file(const char *path, GError **error)
 typedef struct {
     char *trace;
     gint jobs, skip, nodes, gpus_per_node, period, max_cycles, show_unfinished, threads;
-    double hours, duration_scale, arrival_scale;
-    char *from, *pack, *baseline;
+    double hours, duration_scale, arrival_scale, high_priority;
+    char *from, *pack, *baseline, *restart_cost;
     char **configs, **conf_files, **weights;
     gboolean skip_bad_rows, no_queues;
 } Opts;
@@ -169,8 +180,8 @@ static gboolean parse_options(int argc, char **argv, Opts *o, GError **error)
              "node|one"},
             {"period", 0, 0, G_OPTION_ARG_INT, &o->period, "Scheduling period in seconds (1)", "S"},
             {"config", 'c', 0, G_OPTION_ARG_STRING_ARRAY, &o->configs,
-             "Built-in configuration to run, repeatable: kube-batchd, fifo, no-gang, spread "
-             "(default: kube-batchd, fifo, no-gang)",
+             "Built-in configuration to run, repeatable: kube-batchd, fifo, no-gang, spread, "
+             "preempt-reclaim (default: kube-batchd, fifo, no-gang)",
              "NAME"},
             {"conf-file", 'f', 0, G_OPTION_ARG_FILENAME_ARRAY, &o->conf_files,
              "Also run a scheduler configuration file (kube-batch/Volcano format), repeatable",
@@ -179,6 +190,14 @@ static gboolean parse_options(int argc, char **argv, Opts *o, GError **error)
              "Configuration the ratios divide by (fifo when run, else the last one)", "NAME"},
             {"weight", 'w', 0, G_OPTION_ARG_STRING_ARRAY, &o->weights,
              "Queue weight, repeatable (default 1)", "QUEUE=W"},
+            {"high-priority", 0, 0, G_OPTION_ARG_DOUBLE, &o->high_priority,
+             "Fraction of jobs (0..1, chosen by a hash of their trace line) in a PriorityClass of "
+             "value 1000, the others 0 (0)",
+             "F"},
+            {"restart-cost", 0, 0, G_OPTION_ARG_STRING, &o->restart_cost,
+             "What an evicted job loses: full (it restarts with its whole duration, default) or "
+             "none (it resumes where it was, as if checkpointed)",
+             "full|none"},
             {"threads", 'j', 0, G_OPTION_ARG_INT, &o->threads,
              "Replays run in parallel, one configuration per thread (default: CPUs); cycle wall "
              "times then include contention",
@@ -264,6 +283,15 @@ static void print_header(const char *path, const KbTrace *all, const KbTrace *sl
     printf("cluster     %u nodes x %u GPUs = %u GPUs; pods: %s packing; cycle every %d s when the "
            "cluster changed\n",
            sim->n_nodes, sim->gpus_per_node, gpus, kb_trace_pack_to_string(sim->pack), o->period);
+    guint n_high = 0;
+    for (guint i = 0; i < slice->n_jobs; i++)
+        n_high += kb_sim_is_high_priority(slice->jobs[i].line, sim->high_fraction);
+    printf("priorities  %u jobs (%.1f%%) high (PriorityClass %s, value %d), the rest 0; an evicted "
+           "job restarts with %s\n",
+           n_high, slice->n_jobs > 0 ? 100.0 * n_high / slice->n_jobs : 0,
+           KB_SIM_HIGH_PRIORITY_CLASS, KB_SIM_HIGH_PRIORITY,
+           sim->restart_cost == KB_SIM_RESTART_FULL ? "its full duration (work lost)"
+                                                    : "the time it had left (checkpointed)");
 }
 
 static void print_queues(const KbSimReport *r)
@@ -287,16 +315,19 @@ static void print_queues(const KbSimReport *r)
 
 static void print_unfinished(const KbSimReport *r, int limit)
 {
-    guint waiting = 0, running = 0, shown = 0;
+    guint waiting = 0, running = 0, requeued = 0, shown = 0;
     for (guint i = 0; i < r->n_jobs; i++) {
         if (r->jobs[i].finish < 0 && r->jobs[i].start < 0)
             waiting++;
-        else if (r->jobs[i].finish < 0)
+        else if (r->jobs[i].running)
             running++;
+        else if (r->jobs[i].finish < 0)
+            requeued++;
     }
-    if (waiting + running == 0)
+    if (waiting + running + requeued == 0)
         return;
-    printf("  unfinished jobs      %u never started, %u still running\n", waiting, running);
+    printf("  unfinished jobs      %u never started, %u still running, %u evicted and waiting\n",
+           waiting, running, requeued);
     /* The ones that never started say why (the scheduler's last condition). */
     for (guint i = 0; i < r->n_jobs && limit > 0 && shown < (guint)limit; i++) {
         const KbSimJobResult *j = &r->jobs[i];
@@ -343,6 +374,22 @@ static void print_run(const Run *run, const Opts *o)
                r->jain, dur(a, sizeof a, r->contended_s));
     else
         printf("  fairness             n/a (never two queues waiting at once)\n");
+    printf("  evictions            %" G_GUINT64_FORMAT " pods; %u job evictions (%u preempted, %u "
+           "reclaimed) of %u jobs (at most %u each); %.0f GPU-hours run then evicted, %.0f lost\n",
+           r->n_evicted_pods, r->n_preempted + r->n_reclaimed, r->n_preempted, r->n_reclaimed,
+           r->n_jobs_evicted, r->max_job_evictions, r->evicted_gpu_s / 3600, r->lost_gpu_s / 3600);
+    printf("  time not running     mean %s per finished job (JCT - time run; includes waits after "
+           "evictions)\n",
+           dur(a, sizeof a, r->idle_mean));
+    if (r->n_high > 0) {
+        printf("  high priority        %u jobs: queueing delay mean %s p95 %s; JCT mean %s p95 %s\n",
+               r->n_high, dur(a, sizeof a, r->high_wait_mean), dur(b, sizeof b, r->high_wait_p95),
+               dur(c, sizeof c, r->high_jct_mean), dur(d, sizeof d, r->high_jct_p95));
+        printf("  other jobs           %u jobs: queueing delay mean %s p95 %s; JCT mean %s p95 %s\n",
+               r->n_jobs - r->n_high, dur(a, sizeof a, r->low_wait_mean),
+               dur(b, sizeof b, r->low_wait_p95), dur(c, sizeof c, r->low_jct_mean),
+               dur(d, sizeof d, r->low_jct_p95));
+    }
     printf("  scheduler            %u cycles, mean %.0f us, p99 %.0f us, max %.0f us; "
            "%" G_GUINT64_FORMAT " pods placed\n",
            r->n_cycles, r->cycle_us_mean, r->cycle_us_p99, r->cycle_us_max, r->n_placements);
@@ -359,6 +406,23 @@ static void ratio(double x, double base)
         printf(" %12.3f", x / base);
     else
         printf(" %12s", "n/a");
+}
+
+/* Eviction figures are zero without preempt/reclaim: values, not ratios. */
+static void print_eviction_values(GPtrArray *runs)
+{
+    printf("  %-22s", "evicted pods (value)");
+    for (guint i = 0; i < runs->len; i++)
+        printf(" %12" G_GUINT64_FORMAT, ((Run *)runs->pdata[i])->report->n_evicted_pods);
+    printf("\n  %-22s", "job evictions (value)");
+    for (guint i = 0; i < runs->len; i++) {
+        const KbSimReport *r = ((Run *)runs->pdata[i])->report;
+        printf(" %12u", r->n_preempted + r->n_reclaimed);
+    }
+    printf("\n  %-22s", "lost GPU-hours (value)");
+    for (guint i = 0; i < runs->len; i++)
+        printf(" %12.0f", ((Run *)runs->pdata[i])->report->lost_gpu_s / 3600);
+    printf("\n");
 }
 
 static void print_ratios(GPtrArray *runs, const Run *base)
@@ -380,11 +444,16 @@ static void print_ratios(GPtrArray *runs, const Run *base)
             {"p99 JCT", G_STRUCT_OFFSET(KbSimReport, jct_p99), FALSE},
             {"mean queueing delay", G_STRUCT_OFFSET(KbSimReport, wait_mean), FALSE},
             {"p95 queueing delay", G_STRUCT_OFFSET(KbSimReport, wait_p95), FALSE},
+            {"mean time not running", G_STRUCT_OFFSET(KbSimReport, idle_mean), FALSE},
             {"GPU util. (arrivals)", G_STRUCT_OFFSET(KbSimReport, util_busy_arrivals), FALSE},
             {"GPU util. (whole run)", G_STRUCT_OFFSET(KbSimReport, util_busy), FALSE},
             {"partial-gang GPU-s", G_STRUCT_OFFSET(KbSimReport, partial_gpu_s), FALSE},
             {"fairness (Jain)", G_STRUCT_OFFSET(KbSimReport, jain), FALSE},
             {"mean cycle time", G_STRUCT_OFFSET(KbSimReport, cycle_us_mean), FALSE},
+            {"high-prio mean wait", G_STRUCT_OFFSET(KbSimReport, high_wait_mean), FALSE},
+            {"high-prio p95 wait", G_STRUCT_OFFSET(KbSimReport, high_wait_p95), FALSE},
+            {"high-prio mean JCT", G_STRUCT_OFFSET(KbSimReport, high_jct_mean), FALSE},
+            {"other mean JCT", G_STRUCT_OFFSET(KbSimReport, low_jct_mean), FALSE},
     };
     for (guint k = 0; k < G_N_ELEMENTS(rows); k++) {
         printf("  %-22s", rows[k].label);
@@ -401,6 +470,7 @@ static void print_ratios(GPtrArray *runs, const Run *base)
     for (guint i = 0; i < runs->len; i++)
         ratio((double)((Run *)runs->pdata[i])->report->makespan, (double)base->report->makespan);
     printf("\n");
+    print_eviction_values(runs);
 }
 
 /* ---- main ----------------------------------------------------------------------------------- */
@@ -502,6 +572,7 @@ static void opts_clear(Opts *o)
     g_free(o->from);
     g_free(o->pack);
     g_free(o->baseline);
+    g_free(o->restart_cost);
     g_strfreev(o->configs);
     g_strfreev(o->conf_files);
     g_strfreev(o->weights);
@@ -532,6 +603,17 @@ static int bench(const Opts *o)
                 o->nodes, o->gpus_per_node, o->period, KB_SIM_MAX_NODES, KB_SIM_MAX_GPUS_PER_NODE);
         return 2;
     }
+    if (o->restart_cost != NULL &&
+        !kb_sim_restart_cost_from_string(o->restart_cost, &sim.restart_cost)) {
+        fprintf(stderr, "bench-trace: --restart-cost %s: want full or none\n", o->restart_cost);
+        return 2;
+    }
+    if (!(o->high_priority >= 0 && o->high_priority <= 1)) {
+        fprintf(stderr, "bench-trace: --high-priority %g: want a fraction in 0..1\n",
+                o->high_priority);
+        return 2;
+    }
+    sim.high_fraction = o->high_priority;
     if (o->pack != NULL && !kb_trace_pack_from_string(o->pack, &sim.pack)) {
         fprintf(stderr, "bench-trace: --pack %s: want node or one\n", o->pack);
         return 2;

@@ -658,6 +658,9 @@ static void test_sim_preempt(void)
     g_assert_cmpuint(r->n_preempted, ==, 1);
     g_assert_cmpuint(r->n_reclaimed, ==, 0);
     g_assert_cmpuint(r->n_jobs_evicted, ==, 1);
+    g_assert_cmpuint(r->max_job_evictions, ==, 1);
+    g_assert_cmpint(r->jobs[0].ran, ==, 10 + 1000);
+    g_assert_cmpfloat(r->idle_mean, ==, (101 + 1) / 2.0); /* JCT - time run: 1111-1010, 101-100 */
     g_assert_cmpfloat(r->evicted_gpu_s, ==, 8 * 10);
     g_assert_cmpfloat(r->lost_gpu_s, ==, 8 * 10);
     g_assert_cmpuint(r->n_high, ==, 1);

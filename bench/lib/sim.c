@@ -23,6 +23,7 @@ typedef struct {
     guint n_bound;
     gint64 start, last_start, finish;
     gint64 remaining; /* seconds the job runs once (re)started */
+    gint64 ran;       /* seconds run in earlier attempts (and the last, once finished) */
     guint attempt;    /* bumped by each eviction: new pod uids, stale completions */
     guint n_evictions;
     guint evicted_cycle; /* 1 + the cycle that last evicted it; 0: never */
@@ -379,6 +380,7 @@ static void job_complete(Sim *sim, SimJob *job)
     sim->gpus_busy -= gpus;
     sim->queues[job->queue].gpus_held -= gpus;
     job->finish = sim->now;
+    job->ran += sim->now - job->last_start;
     job->running = FALSE;
     sim->n_live--;
     if (!sim->opts.delete_finished)
@@ -467,6 +469,7 @@ static void job_evict(Sim *sim, SimJob *job)
     sim->queues[job->queue].gpus_held -= held;
     if (job->running) {
         double ran = (double)(sim->now - job->last_start);
+        job->ran += sim->now - job->last_start;
         sim->gpus_busy -= held;
         sim->evicted_gpu_s += ran * held;
         if (sim->opts.restart_cost == KB_SIM_RESTART_FULL)
@@ -789,6 +792,7 @@ static void report_job(KbSimReport *r, const SimJob *job, guint i)
     jr->last_start = job->last_start;
     jr->finish = job->finish;
     jr->running = job->running;
+    jr->ran = job->ran;
     jr->high_priority = job->high;
     jr->n_evictions = job->n_evictions;
     jr->phase = g_strdup(job->finish >= 0 ? "Completed" : kb_job_phase_to_string(job->phase));
@@ -871,10 +875,16 @@ static void report_evictions(KbSimReport *r, const Sim *sim)
     r->n_reclaimed = sim->n_reclaimed;
     r->evicted_gpu_s = sim->evicted_gpu_s;
     r->lost_gpu_s = sim->lost_gpu_s;
+    double idle = 0;
     for (guint i = 0; i < r->n_jobs; i++) {
-        r->n_jobs_evicted += r->jobs[i].n_evictions > 0;
-        r->n_high += r->jobs[i].high_priority;
+        const KbSimJobResult *j = &r->jobs[i];
+        r->n_jobs_evicted += j->n_evictions > 0;
+        r->max_job_evictions = MAX(r->max_job_evictions, j->n_evictions);
+        r->n_high += j->high_priority;
+        if (j->finish >= 0)
+            idle += (double)(j->finish - j->submit - j->ran);
     }
+    r->idle_mean = r->n_finished > 0 ? idle / r->n_finished : 0;
     report_class(r, TRUE, &r->high_wait_mean, &r->high_wait_p95, &r->high_jct_mean,
                  &r->high_jct_p95);
     report_class(r, FALSE, &r->low_wait_mean, &r->low_wait_p95, &r->low_jct_mean,

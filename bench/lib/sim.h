@@ -96,6 +96,7 @@ typedef struct {
     gint64 start;      /* first time every pod was bound; -1 when never */
     gint64 last_start; /* the last such time (after evictions); -1 when never */
     gint64 finish;     /* -1 when not finished */
+    gint64 ran;        /* seconds run over all attempts */
     gboolean running;  /* running when the run ended */
     gboolean high_priority;
     guint n_evictions; /* times the job was evicted (lost its running state) */
@@ -146,7 +147,11 @@ typedef struct {
      * of it with restart_cost FULL, none with NONE). */
     guint64 n_evicted_pods;
     guint n_preempted, n_reclaimed, n_jobs_evicted;
+    guint max_job_evictions; /* most times one job was evicted */
     double evicted_gpu_s, lost_gpu_s;
+    /* Mean over finished jobs of the time they spent not running (JCT - time run in all their
+     * attempts): the queueing delay including the waits after evictions. */
+    double idle_mean;
     /* High-priority jobs (see high_fraction) and the others: count, queueing delay to their first
      * start and JCT, as above. */
     guint n_high;
