@@ -1,7 +1,8 @@
 /*
  * Tests for informers (kube/kb-informer.c) against the scripted server (tests/lib/kb-test-server):
  * paged lists, watches and their resumption, relists after 410 with synthesized events, backoff,
- * stalls, malformed objects and missing resources.
+ * stalls, malformed objects and missing resources; list pages through the page decoder
+ * (kb_pod_list_decode_bytes) and its fallback to json-c.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,10 @@ typedef struct {
     GMutex lock;    /* the scripts below are read by the server's threads */
     GQueue lists;   /* KbTestResponse: answers to list requests, in order; the last repeats */
     GQueue watches; /* answers to watch requests; when empty, a stream that stalls */
+    gboolean fast;  /* start() adds the pod page decoder (tests registered with FAST) */
 } Fixture;
+
+#define FAST GINT_TO_POINTER(1)
 
 /* ---- objects and events ------------------------------------------------------------------- */
 
@@ -229,6 +233,7 @@ static gpointer test_decode(json_object *obj, gboolean keep_raw, GError **error)
 
 static void fixture_setup(Fixture *fx, gconstpointer data)
 {
+    fx->fast = data == FAST;
     g_mutex_init(&fx->lock);
     g_queue_init(&fx->lists);
     g_queue_init(&fx->watches);
@@ -257,6 +262,8 @@ static KbInformer *start(Fixture *fx, const KbInformerOptions *opts)
     KbInformerOptions o = {.type = &kb_type_pods, .decode = test_decode};
     if (opts != NULL)
         o = *opts;
+    if (fx->fast && o.decode_page == NULL)
+        o.decode_page = kb_pod_list_decode_bytes;
     fx->inf = kb_informer_new(fx->client, &o, &handlers, fx);
     kb_informer_set_backoff(fx->inf, 20, 200);
     kb_informer_set_missing_retry(fx->inf, 50);
@@ -761,6 +768,9 @@ static void test_list_not_a_list(Fixture *fx, gconstpointer data)
     wait_log(fx, "synced;");
     g_assert_cmpstr(fx->log->str, ==, INITIAL_LOG);
     g_assert_nonnull(nth_request(fx, FALSE, 2));
+    /* the Status has no item (json-c directly), the items object fails the page decoder */
+    g_assert_cmpuint(kb_informer_fast_pages(fx->inf), ==, fx->fast ? 1 : 0);
+    g_assert_cmpuint(kb_informer_fallback_pages(fx->inf), ==, fx->fast ? 1 : 0);
 }
 
 /* A page over the byte limit is refused (and the limit applies per page). */
@@ -775,7 +785,9 @@ static void test_list_page_over_limit(Fixture *fx, gconstpointer data)
     g_assert_cmpuint(strlen(big_body), >, 1500);
     push_list(fx, 200, g_strdup(big_body));
     push_initial_list(fx);
-    KbInformerOptions opts = {.type = &kb_type_pods, .decode = test_decode};
+    KbInformerOptions opts = {.type = &kb_type_pods,
+                              .decode = test_decode,
+                              .decode_page = fx->fast ? kb_pod_list_decode_bytes : NULL};
     fx->inf = kb_informer_new(fx->client, &opts, &handlers, fx);
     kb_informer_set_backoff(fx->inf, 20, 200);
     kb_informer_set_max_page_bytes(fx->inf, 1500);
@@ -783,6 +795,7 @@ static void test_list_page_over_limit(Fixture *fx, gconstpointer data)
     wait_log(fx, "synced;");
     g_assert_cmpstr(fx->log->str, ==, INITIAL_LOG);
     g_assert_nonnull(nth_request(fx, FALSE, 1));
+    g_assert_cmpuint(kb_informer_fast_pages(fx->inf), ==, fx->fast ? 1 : 0);
 }
 
 /* Malformed, truncated and cut pages are errors: back off and list again from the start. */
@@ -804,6 +817,7 @@ static void test_list_malformed_pages(Fixture *fx, gconstpointer data)
     g_assert_cmpstr(fx->log->str, ==, INITIAL_LOG);
     g_assert_nonnull(nth_request(fx, FALSE, 4));
     g_assert_null(nth_request(fx, FALSE, 5));
+    g_assert_cmpuint(kb_informer_fast_pages(fx->inf), ==, fx->fast ? 1 : 0);
 }
 
 /* A relist that fails half-way keeps the store and the resume point as they were. */
@@ -825,6 +839,7 @@ static void test_relist_partial_failure_keeps_store(Fixture *fx, gconstpointer d
     g_assert_cmpstr(fx->log->str, ==, INITIAL_LOG "upd default/a@5->20;synced;");
     wait_watch(fx, 1);
     assert_param(nth_request(fx, TRUE, 1), "resourceVersion", "40");
+    g_assert_cmpuint(kb_informer_fast_pages(fx->inf), ==, fx->fast ? 3 : 0);
 }
 
 /* With no decode function the store keeps KbObjectMeta records. */
@@ -866,6 +881,237 @@ static void test_free_while_watching(Fixture *fx, gconstpointer data)
     g_assert_cmpstr(fx->log->str, ==, INITIAL_LOG);
 }
 
+/* ---- list pages through the page decoder ------------------------------------------------ */
+
+/* A pod with the fields the scheduler reads, for comparing the two decoders' records. */
+static char *rich_pod(const char *name, const char *rv)
+{
+    return g_strdup_printf(
+            "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"%s\",\"namespace\":"
+            "\"default\",\"uid\":\"uid-%s\",\"resourceVersion\":\"%s\",\"labels\":{\"app\":"
+            "\"train\"},\"annotations\":{\"scheduling.k8s.io/group-name\":\"pg-%s\"}},\"spec\":"
+            "{\"schedulerName\":\"kube-batch\",\"priority\":7,\"nodeSelector\":{\"zone\":\"a\"},"
+            "\"tolerations\":[{\"key\":\"gpu\",\"operator\":\"Exists\",\"effect\":\"NoSchedule\"}],"
+            "\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"500m\","
+            "\"memory\":\"1Gi\",\"nvidia.com/gpu\":\"1\"}}}]},\"status\":{\"phase\":\"Pending\"}}",
+            name, name, rv, name);
+}
+
+/* A pod kb_pod_decode rejects (a quantity that does not parse). */
+static char *invalid_pod(const char *name, const char *rv)
+{
+    return g_strdup_printf("{\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\",\"namespace\":"
+                           "\"default\",\"uid\":\"uid-%s\",\"resourceVersion\":\"%s\"},\"spec\":"
+                           "{\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":"
+                           "{\"cpu\":\"12Qi\"}}}]}}",
+                           name, name, rv);
+}
+
+static guint n_json_decodes;
+
+/* kb_pod_decode under another name (as scheduler/daemon.c wraps it), counting its calls: the
+ * informer cannot pick the page decoder for it by itself. */
+static gpointer counting_pod_decode(json_object *obj, gboolean keep_raw, GError **error)
+{
+    n_json_decodes++;
+    return kb_pod_decode(obj, keep_raw, error);
+}
+
+/* The stored record of @name is the one json-c + kb_pod_decode make of @text (consumed). */
+static void assert_same_as_json_c(Fixture *fx, const char *name, char *text)
+{
+    json_object *obj = json_tokener_parse(text);
+    g_assert_nonnull(obj);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbPod) want = kb_pod_decode(obj, FALSE, &error);
+    g_assert_no_error(error);
+    const KbPod *got = kb_informer_get(fx->inf, "default", name);
+    g_assert_nonnull(got);
+    g_assert_null(got->meta.raw);
+    g_autofree char *why = NULL;
+    if (!kb_pod_equal(got, want, &why))
+        g_error("pod %s: the page decoder's record differs: %s", name, why);
+    json_object_put(obj);
+    g_free(text);
+}
+
+/* An informer decoding with kb_pod_decode takes its pages through the page decoder by itself. */
+static void test_fast_three_pages(Fixture *fx, gconstpointer data)
+{
+    push_list(fx, 200, list_body("100", "c1", ITEMS(rich_pod("p1", "1"), rich_pod("p2", "2"))));
+    push_list(fx, 200, list_body("100", "c2", ITEMS(rich_pod("p3", "3"), rich_pod("p4", "4"))));
+    push_list(fx, 200, list_body("100", NULL, ITEMS(rich_pod("p5", "5"))));
+    KbInformerOptions opts = {
+            .type = &kb_type_pods, .decode = (KbDecodeFunc)kb_pod_decode, .page_size = 2};
+    start(fx, &opts);
+    wait_log(fx, "synced;");
+    g_assert_cmpstr(fx->log->str, ==,
+                    "add default/p1@1;add default/p2@2;add default/p3@3;add default/p4@4;"
+                    "add default/p5@5;synced;");
+    g_assert_cmpuint(kb_informer_fast_pages(fx->inf), ==, 3);
+    g_assert_cmpuint(kb_informer_fallback_pages(fx->inf), ==, 0);
+    g_assert_cmpuint(kb_informer_decode_errors(fx->inf), ==, 0);
+    for (int i = 1; i <= 5; i++) {
+        g_autofree char *name = g_strdup_printf("p%d", i);
+        g_autofree char *rv = g_strdup_printf("%d", i);
+        assert_same_as_json_c(fx, name, rich_pod(name, rv));
+    }
+    const KbPod *p3 = kb_informer_get(fx->inf, "default", "p3");
+    g_assert_cmpstr(p3->group_name, ==, "pg-p3");
+    g_assert_cmpint(p3->priority, ==, 7);
+    /* the continue tokens and the resourceVersion came through the page decoder */
+    assert_param(nth_request(fx, FALSE, 1), "continue", "c1");
+    assert_param(nth_request(fx, FALSE, 2), "continue", "c2");
+    wait_watch(fx, 0);
+    assert_param(nth_request(fx, TRUE, 0), "resourceVersion", "100");
+    g_assert_cmpstr(kb_informer_resource_version(fx->inf), ==, "100");
+}
+
+/* One malformed pod fails the page decoder's page: json-c takes that page, skips and counts the
+ * pod, delivers the others; the next page goes fast again. */
+static void test_fast_malformed_pod_falls_back(Fixture *fx, gconstpointer data)
+{
+    push_list(fx, 200, list_body("10", "c1", ITEMS(rich_pod("a", "1"))));
+    push_list(fx, 200, list_body("10", "c2",
+                                 ITEMS(rich_pod("b", "2"), invalid_pod("x", "3"),
+                                       rich_pod("c", "4"))));
+    push_list(fx, 200, list_body("10", NULL, ITEMS(rich_pod("d", "5"))));
+    n_json_decodes = 0;
+    KbInformerOptions opts = {.type = &kb_type_pods,
+                              .decode = counting_pod_decode,
+                              .decode_page = kb_pod_list_decode_bytes,
+                              .page_size = 3};
+    start(fx, &opts);
+    wait_log(fx, "synced;");
+    g_assert_cmpstr(fx->log->str, ==,
+                    "add default/a@1;add default/b@2;add default/c@4;add default/d@5;synced;");
+    g_assert_cmpuint(kb_informer_decode_errors(fx->inf), ==, 1);
+    g_assert_null(kb_informer_get(fx->inf, "default", "x"));
+    g_assert_cmpuint(kb_informer_fast_pages(fx->inf), ==, 2);
+    g_assert_cmpuint(kb_informer_fallback_pages(fx->inf), ==, 1);
+    g_assert_cmpuint(n_json_decodes, ==, 3); /* the middle page's items only */
+    assert_same_as_json_c(fx, "c", rich_pod("c", "4"));
+    assert_param(nth_request(fx, FALSE, 2), "continue", "c2");
+}
+
+/* A page the page decoder refuses for strictness (a member twice in metadata, where json-c keeps
+ * the last) is delivered as json-c reads it, without a decode error. */
+static void test_fast_strict_refusal_falls_back(Fixture *fx, gconstpointer data)
+{
+    char *dup = g_strdup("{\"kind\":\"Pod\",\"metadata\":{\"name\":\"d\",\"namespace\":"
+                         "\"default\",\"uid\":\"uid-d\",\"resourceVersion\":\"1\","
+                         "\"resourceVersion\":\"2\"},\"spec\":{\"containers\":[{\"name\":\"c\"}]}}");
+    push_list(fx, 200, list_body("10", NULL, ITEMS(rich_pod("a", "1"), dup)));
+    KbInformerOptions opts = {.type = &kb_type_pods, .decode = (KbDecodeFunc)kb_pod_decode};
+    start(fx, &opts);
+    wait_log(fx, "synced;");
+    g_assert_cmpstr(fx->log->str, ==, "add default/a@1;add default/d@2;synced;");
+    g_assert_cmpuint(kb_informer_decode_errors(fx->inf), ==, 0);
+    g_assert_cmpuint(kb_informer_fast_pages(fx->inf), ==, 0);
+    g_assert_cmpuint(kb_informer_fallback_pages(fx->inf), ==, 1);
+    assert_same_as_json_c(fx, "a", rich_pod("a", "1"));
+}
+
+/* A page decoder more lenient than kb_pod_list_decode_bytes: it loses the name of pods called
+ * "lost", as if it accepted pods without metadata.name. */
+static gboolean lenient_page_decode(const char *json, gsize len, GPtrArray *out, char **rv,
+                                    char **cont, GError **error)
+{
+    guint first = out->len;
+    if (!kb_pod_list_decode_bytes(json, len, out, rv, cont, error))
+        return FALSE;
+    for (guint i = first; i < out->len; i++) {
+        KbObjectMeta *m = g_ptr_array_index(out, i);
+        if (strcmp(m->name, "lost") == 0)
+            g_clear_pointer(&m->name, g_free);
+    }
+    return TRUE;
+}
+
+/* A pod without metadata.name: kb_pod_list_decode_bytes fails the page, json-c skips and counts
+ * the pod. A page decoder that returns a record without a name is not trusted with the page
+ * either (the store could not hold it). */
+static void test_fast_nameless_pod_falls_back(Fixture *fx, gconstpointer data)
+{
+    char *nameless = g_strdup("{\"kind\":\"Pod\",\"metadata\":{\"namespace\":\"default\","
+                              "\"resourceVersion\":\"3\"}}");
+    push_list(fx, 200, list_body("10", NULL, ITEMS(rich_pod("a", "1"), nameless)));
+    push_list(fx, 200, list_body("20", NULL, ITEMS(rich_pod("a", "1"), rich_pod("lost", "2"))));
+    KbInformerOptions opts = {.type = &kb_type_pods, .decode = (KbDecodeFunc)kb_pod_decode};
+    start(fx, &opts);
+    wait_log(fx, "synced;");
+    g_assert_cmpstr(fx->log->str, ==, "add default/a@1;synced;");
+    g_assert_cmpuint(kb_informer_decode_errors(fx->inf), ==, 1);
+    g_assert_cmpuint(kb_informer_fallback_pages(fx->inf), ==, 1);
+    g_assert_cmpuint(kb_informer_size(fx->inf), ==, 1);
+    kb_informer_free(g_steal_pointer(&fx->inf));
+
+    g_string_truncate(fx->log, 0);
+    KbInformerOptions lenient = {.type = &kb_type_pods,
+                                 .decode = (KbDecodeFunc)kb_pod_decode,
+                                 .decode_page = lenient_page_decode};
+    start(fx, &lenient);
+    wait_log(fx, "synced;");
+    g_assert_cmpstr(fx->log->str, ==, "add default/a@1;add default/lost@2;synced;");
+    g_assert_cmpuint(kb_informer_fast_pages(fx->inf), ==, 0);
+    g_assert_cmpuint(kb_informer_fallback_pages(fx->inf), ==, 1);
+    g_assert_cmpuint(kb_informer_decode_errors(fx->inf), ==, 0);
+}
+
+/* An empty list syncs (through json-c, which checks it is a List). */
+static void test_fast_empty_list(Fixture *fx, gconstpointer data)
+{
+    push_list(fx, 200, list_body("10", NULL, NULL));
+    KbInformerOptions opts = {.type = &kb_type_pods, .decode = (KbDecodeFunc)kb_pod_decode};
+    start(fx, &opts);
+    wait_log(fx, "synced;");
+    g_assert_cmpstr(fx->log->str, ==, "synced;");
+    g_assert_cmpuint(kb_informer_fast_pages(fx->inf), ==, 0);
+    g_assert_cmpuint(kb_informer_fallback_pages(fx->inf), ==, 0);
+    g_assert_cmpstr(kb_informer_resource_version(fx->inf), ==, "10");
+}
+
+/* The relist after a 410 goes through the page decoder too, with its synthesized events. */
+static void test_fast_relist_gone(Fixture *fx, gconstpointer data)
+{
+    push_initial_list(fx);
+    push_relist(fx);
+    push_watch(fx, kb_test_response_new_status(410, "Expired", "too old resource version: 10"));
+    KbInformerOptions opts = {.type = &kb_type_pods, .decode = (KbDecodeFunc)kb_pod_decode};
+    start(fx, &opts);
+    assert_relisted(fx);
+    g_assert_cmpuint(kb_informer_fast_pages(fx->inf), ==, 2);
+    g_assert_cmpuint(kb_informer_fallback_pages(fx->inf), ==, 0);
+    assert_same_as_json_c(fx, "a", pod("a", "20"));
+}
+
+/* keep_raw stays on json-c (the page decoder keeps no raw object), even when asked for; so does
+ * a wrapped kb_pod_decode that does not ask for it. */
+static void test_fast_not_used(Fixture *fx, gconstpointer data)
+{
+    push_initial_list(fx);
+    KbInformerOptions opts = {.type = &kb_type_pods,
+                              .decode = (KbDecodeFunc)kb_pod_decode,
+                              .decode_page = kb_pod_list_decode_bytes,
+                              .keep_raw = TRUE};
+    start(fx, &opts);
+    wait_log(fx, "synced;");
+    g_assert_cmpstr(fx->log->str, ==, INITIAL_LOG);
+    g_assert_cmpuint(kb_informer_fast_pages(fx->inf), ==, 0);
+    const KbPod *a = kb_informer_get(fx->inf, "default", "a");
+    g_assert_nonnull(a->meta.raw);
+    kb_informer_free(g_steal_pointer(&fx->inf));
+
+    g_string_truncate(fx->log, 0);
+    n_json_decodes = 0;
+    KbInformerOptions wrapped = {.type = &kb_type_pods, .decode = counting_pod_decode};
+    start(fx, &wrapped);
+    wait_log(fx, "synced;");
+    g_assert_cmpstr(fx->log->str, ==, INITIAL_LOG);
+    g_assert_cmpuint(kb_informer_fast_pages(fx->inf), ==, 0);
+    g_assert_cmpuint(n_json_decodes, ==, 2);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -902,6 +1148,21 @@ int main(int argc, char **argv)
     ADD("decode/malformed-skipped", test_malformed_objects_skipped);
     ADD("lifecycle/free-while-listing", test_free_while_listing);
     ADD("lifecycle/free-while-watching", test_free_while_watching);
+    ADD("fast/three-pages", test_fast_three_pages);
+    ADD("fast/malformed-pod-falls-back", test_fast_malformed_pod_falls_back);
+    ADD("fast/strict-refusal-falls-back", test_fast_strict_refusal_falls_back);
+    ADD("fast/nameless-pod-falls-back", test_fast_nameless_pod_falls_back);
+    ADD("fast/empty-list", test_fast_empty_list);
+    ADD("fast/relist-gone", test_fast_relist_gone);
+    ADD("fast/not-used", test_fast_not_used);
 #undef ADD
+    /* list tests again with the page decoder on the pages (json-c + test_decode as fallback) */
+#define ADD_FAST(path, fn)                                                                         \
+    g_test_add("/kube/informer/fast/" path, Fixture, FAST, fixture_setup, fn, fixture_teardown)
+    ADD_FAST("list/not-a-list", test_list_not_a_list);
+    ADD_FAST("list/page-over-limit", test_list_page_over_limit);
+    ADD_FAST("list/malformed-pages", test_list_malformed_pages);
+    ADD_FAST("relist/partial-failure-keeps-store", test_relist_partial_failure_keeps_store);
+#undef ADD_FAST
     return g_test_run();
 }
