@@ -82,12 +82,12 @@ typedef gboolean (*KbPageDecodeFunc)(const char *json, gsize len, GPtrArray *out
 
 typedef struct {
     const KbResourceType *type;
-    const char *namespace_;      /* NULL: all namespaces */
-    const char *label_selector;  /* may be NULL */
-    const char *field_selector;  /* may be NULL */
-    KbDecodeFunc decode;         /* kb_pod_decode, ... ; NULL keeps KbObjectMeta only */
+    const char *namespace_;     /* NULL: all namespaces */
+    const char *label_selector; /* may be NULL */
+    const char *field_selector; /* may be NULL */
+    KbDecodeFunc decode;        /* kb_pod_decode, ... ; NULL keeps KbObjectMeta only */
     gboolean keep_raw;
-    gint64 page_size;            /* list paging; default 500 */
+    gint64 page_size; /* list paging; default 500 */
     /*
      * Optional fast path for list pages (ignored when keep_raw): must produce the records @decode
      * would. NULL picks kb_pod_list_decode_bytes when @decode is kb_pod_decode itself; a caller

@@ -428,7 +428,9 @@ static void sources_start(KbDaemon *d)
 {
     for (int i = 0; i < SRC_N; i++) {
         Source *s = &d->sources[i];
-        KbInformerOptions io = {.type = s->type, .decode = s->decode};
+        KbInformerOptions io = {.type = s->type,
+                                .decode = s->decode,
+                                .decode_page = s->id == SRC_PODS ? kb_pod_list_decode_bytes : NULL};
         s->informer = kb_informer_new(d->client, &io, &handlers, s);
         if (s->optional)
             kb_informer_set_missing_retry(s->informer, CRD_RETRY_MS);

@@ -972,9 +972,9 @@ static void test_fast_three_pages(Fixture *fx, gconstpointer data)
 static void test_fast_malformed_pod_falls_back(Fixture *fx, gconstpointer data)
 {
     push_list(fx, 200, list_body("10", "c1", ITEMS(rich_pod("a", "1"))));
-    push_list(fx, 200, list_body("10", "c2",
-                                 ITEMS(rich_pod("b", "2"), invalid_pod("x", "3"),
-                                       rich_pod("c", "4"))));
+    push_list(fx, 200,
+              list_body("10", "c2",
+                        ITEMS(rich_pod("b", "2"), invalid_pod("x", "3"), rich_pod("c", "4"))));
     push_list(fx, 200, list_body("10", NULL, ITEMS(rich_pod("d", "5"))));
     n_json_decodes = 0;
     KbInformerOptions opts = {.type = &kb_type_pods,
@@ -998,9 +998,10 @@ static void test_fast_malformed_pod_falls_back(Fixture *fx, gconstpointer data)
  * the last) is delivered as json-c reads it, without a decode error. */
 static void test_fast_strict_refusal_falls_back(Fixture *fx, gconstpointer data)
 {
-    char *dup = g_strdup("{\"kind\":\"Pod\",\"metadata\":{\"name\":\"d\",\"namespace\":"
-                         "\"default\",\"uid\":\"uid-d\",\"resourceVersion\":\"1\","
-                         "\"resourceVersion\":\"2\"},\"spec\":{\"containers\":[{\"name\":\"c\"}]}}");
+    char *dup =
+            g_strdup("{\"kind\":\"Pod\",\"metadata\":{\"name\":\"d\",\"namespace\":"
+                     "\"default\",\"uid\":\"uid-d\",\"resourceVersion\":\"1\","
+                     "\"resourceVersion\":\"2\"},\"spec\":{\"containers\":[{\"name\":\"c\"}]}}");
     push_list(fx, 200, list_body("10", NULL, ITEMS(rich_pod("a", "1"), dup)));
     KbInformerOptions opts = {.type = &kb_type_pods, .decode = (KbDecodeFunc)kb_pod_decode};
     start(fx, &opts);
