@@ -74,6 +74,8 @@ TESTS := $(patsubst tests/%.c,$(O)/tests/%,$(TEST_SRC)) \
          $(patsubst tests/fuzz/%.c,$(O)/tests/%,$(FUZZ_SRC))
 
 .PHONY: all deps check valgrind fuzz demo bench format clean
+# Keep the objects of test and bench programs (intermediate to make) so rebuilds stay incremental.
+.SECONDARY:
 .DEFAULT_GOAL := all
 
 all: $(BINS) $(LIBKUBE)
