@@ -60,8 +60,8 @@ static const Builtin builtins[] = {
          "  - name: gpu-topology\n",
          FALSE},
         {"preempt-reclaim",
-         "the default configuration with the preempt and reclaim actions (evictions)", NULL,
-         FALSE, "enqueue, allocate, preempt, reclaim"},
+         "the default configuration with the preempt and reclaim actions (evictions)", NULL, FALSE,
+         "enqueue, allocate, preempt, reclaim"},
 };
 
 typedef struct {
@@ -382,10 +382,12 @@ static void print_run(const Run *run, const Opts *o)
            "evictions)\n",
            dur(a, sizeof a, r->idle_mean));
     if (r->n_high > 0) {
-        printf("  high priority        %u jobs: queueing delay mean %s p95 %s; JCT mean %s p95 %s\n",
+        printf("  high priority        %u jobs: queueing delay mean %s p95 %s; JCT mean %s p95 "
+               "%s\n",
                r->n_high, dur(a, sizeof a, r->high_wait_mean), dur(b, sizeof b, r->high_wait_p95),
                dur(c, sizeof c, r->high_jct_mean), dur(d, sizeof d, r->high_jct_p95));
-        printf("  other jobs           %u jobs: queueing delay mean %s p95 %s; JCT mean %s p95 %s\n",
+        printf("  other jobs           %u jobs: queueing delay mean %s p95 %s; JCT mean %s p95 "
+               "%s\n",
                r->n_jobs - r->n_high, dur(a, sizeof a, r->low_wait_mean),
                dur(b, sizeof b, r->low_wait_p95), dur(c, sizeof c, r->low_jct_mean),
                dur(d, sizeof d, r->low_jct_p95));

@@ -724,8 +724,7 @@ static void test_sim_reclaim(void)
     g_autoptr(KbTrace) t = trace_of((const char *const *)rows->pdata, rows->len);
     g_autofree char *pr = default_with_actions("enqueue, allocate, preempt, reclaim");
 
-    g_autoptr(KbSimReport) r =
-            simulate_high(t, pr, KB_TRACE_PACK_NODE, NULL, KB_SIM_RESTART_FULL);
+    g_autoptr(KbSimReport) r = simulate_high(t, pr, KB_TRACE_PACK_NODE, NULL, KB_SIM_RESTART_FULL);
     g_assert_cmpuint(r->n_finished, ==, 9);
     g_assert_cmpint(r->jobs[8].start, ==, T0 + 11);
     g_assert_cmpint(r->jobs[8].finish, ==, T0 + 111);

@@ -887,8 +887,7 @@ static void report_evictions(KbSimReport *r, const Sim *sim)
     r->idle_mean = r->n_finished > 0 ? idle / r->n_finished : 0;
     report_class(r, TRUE, &r->high_wait_mean, &r->high_wait_p95, &r->high_jct_mean,
                  &r->high_jct_p95);
-    report_class(r, FALSE, &r->low_wait_mean, &r->low_wait_p95, &r->low_jct_mean,
-                 &r->low_jct_p95);
+    report_class(r, FALSE, &r->low_wait_mean, &r->low_wait_p95, &r->low_jct_mean, &r->low_jct_p95);
 }
 
 static KbSimReport *report_new(Sim *sim)

@@ -100,9 +100,9 @@ typedef struct {
     gboolean running;  /* running when the run ended */
     gboolean high_priority;
     guint n_evictions; /* times the job was evicted (lost its running state) */
-    char *phase;   /* last PodGroup phase the scheduler reported ("Pending", ...) */
-    char *reason;  /* last condition reason of an unfinished job, or NULL */
-    char *message; /* its message, or NULL */
+    char *phase;       /* last PodGroup phase the scheduler reported ("Pending", ...) */
+    char *reason;      /* last condition reason of an unfinished job, or NULL */
+    char *message;     /* its message, or NULL */
 } KbSimJobResult;
 
 typedef struct {
