@@ -10,55 +10,11 @@
 #include "scheduler/conf.h"
 #include "scheduler/cycle.h"
 #include "scheduler/session.h"
+#include "tests/lib/kb-test-sched.h"
 
 /* ---- fixture -------------------------------------------------------------------------------- */
 
-typedef struct {
-    KbCache *cache;
-    KbConf *conf;
-    KbCycleResult *res;
-    GHashTable *pods; /* "ns/name" -> json_object* */
-    gint64 now;
-    guint seq;
-} Fx;
-
-static void json_put(gpointer o)
-{
-    json_object_put(o);
-}
-
-static Fx *fx_new(const char *yaml)
-{
-    Fx *fx = g_new0(Fx, 1);
-    fx->cache = kb_cache_new(NULL, "default");
-    if (yaml != NULL) {
-        g_autoptr(GError) error = NULL;
-        fx->conf = kb_conf_parse(yaml, strlen(yaml), &error);
-        g_assert_no_error(error);
-    } else {
-        fx->conf = kb_conf_new_default();
-    }
-    fx->pods = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, json_put);
-    fx->now = 1000;
-    return fx;
-}
-
-static void fx_free(Fx *fx)
-{
-    kb_cycle_result_free(fx->res);
-    kb_cache_free(fx->cache);
-    kb_conf_free(fx->conf);
-    g_hash_table_unref(fx->pods);
-    g_free(fx);
-}
-
-static json_object *parse(const char *json)
-{
-    json_object *o = json_tokener_parse(json);
-    if (o == NULL)
-        g_error("bad test JSON: %s", json);
-    return o;
-}
+typedef KbTestSched Fx;
 
 /* A node: @gpus GPUs, @cpu cores, @mem Gi; @extra_spec / @labels are JSON members or "". */
 static void add_node_full(Fx *fx, const char *name, int cpu, int mem_gi, int gpus,
@@ -72,12 +28,7 @@ static void add_node_full(Fx *fx, const char *name, int cpu, int mem_gi, int gpu
             "gpu\":\"%d\"},\"conditions\":[{\"type\":\"Ready\","
             "\"status\":\"%s\"}]}}",
             name, name, labels, spec, cpu, mem_gi, gpus, ready ? "True" : "False");
-    json_object *o = parse(json);
-    g_autoptr(GError) error = NULL;
-    g_autoptr(KbNode) node = kb_node_decode(o, FALSE, &error);
-    g_assert_no_error(error);
-    kb_cache_add_node(fx->cache, node);
-    json_object_put(o);
+    kb_test_sched_add_node(fx, json);
 }
 
 static void add_node(Fx *fx, const char *name, int gpus)
@@ -95,18 +46,6 @@ typedef struct {
     const char *spec;      /* extra spec members (with a leading comma) or NULL */
     const char *pc;        /* priorityClassName or NULL */
 } PodOpts;
-
-static void pod_put(Fx *fx, const char *key, json_object *o, gboolean update)
-{
-    g_autoptr(GError) error = NULL;
-    g_autoptr(KbPod) pod = kb_pod_decode(o, FALSE, &error);
-    g_assert_no_error(error);
-    if (update)
-        kb_cache_update_pod(fx->cache, pod);
-    else
-        kb_cache_add_pod(fx->cache, pod);
-    g_hash_table_replace(fx->pods, g_strdup(key), o);
-}
 
 static void add_pod(Fx *fx, const char *name, const PodOpts *po)
 {
@@ -132,8 +71,7 @@ static void add_pod(Fx *fx, const char *name, const PodOpts *po)
             po->spec != NULL ? po->spec : "", po->requests != NULL ? po->requests : "\"cpu\":\"1\"",
             po->phase != NULL ? po->phase : "Pending");
     fx->seq++;
-    g_autofree char *key = g_strdup_printf("%s/%s", ns, name);
-    pod_put(fx, key, parse(json), FALSE);
+    kb_test_sched_put_pod(fx, kb_test_sched_parse(json));
 }
 
 /* @n pods "<prefix>-<i>" in group @group, each with @requests. */
@@ -157,12 +95,7 @@ static void add_group_full(Fx *fx, const char *ns, const char *name, int min, co
             "\"spec\":{\"minMember\":%d%s%s}}",
             api != NULL ? api : "scheduling.volcano.sh/v1beta1", name, ns, name, fx->seq++ % 60,
             min, q, extra_spec != NULL ? extra_spec : "");
-    json_object *o = parse(json);
-    g_autoptr(GError) error = NULL;
-    g_autoptr(KbPodGroup) pg = kb_pod_group_decode(o, FALSE, &error);
-    g_assert_no_error(error);
-    kb_cache_add_pod_group(fx->cache, pg);
-    json_object_put(o);
+    kb_test_sched_add_pod_group(fx, json);
 }
 
 static void add_group(Fx *fx, const char *ns, const char *name, int min, const char *queue)
@@ -176,12 +109,7 @@ static void add_queue(Fx *fx, const char *name, int weight, const char *spec_ext
             "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"Queue\",\"metadata\":"
             "{\"name\":\"%s\",\"uid\":\"q-%s\"},\"spec\":{\"weight\":%d%s}}",
             name, name, weight, spec_extra != NULL ? spec_extra : "");
-    json_object *o = parse(json);
-    g_autoptr(GError) error = NULL;
-    g_autoptr(KbQueue) q = kb_queue_decode(o, FALSE, &error);
-    g_assert_no_error(error);
-    kb_cache_add_queue(fx->cache, q);
-    json_object_put(o);
+    kb_test_sched_add_queue(fx, json);
 }
 
 static void add_priority_class(Fx *fx, const char *name, int value, gboolean global_default)
@@ -190,42 +118,7 @@ static void add_priority_class(Fx *fx, const char *name, int value, gboolean glo
             "{\"apiVersion\":\"scheduling.k8s.io/v1\",\"kind\":\"PriorityClass\",\"metadata\":"
             "{\"name\":\"%s\",\"uid\":\"pc-%s\"},\"value\":%d,\"globalDefault\":%s}",
             name, name, value, global_default ? "true" : "false");
-    json_object *o = parse(json);
-    g_autoptr(GError) error = NULL;
-    g_autoptr(KbPriorityClass) pc = kb_priority_class_decode(o, FALSE, &error);
-    g_assert_no_error(error);
-    kb_cache_add_priority_class(fx->cache, pc);
-    json_object_put(o);
-}
-
-static void run(Fx *fx)
-{
-    kb_cycle_result_free(fx->res);
-    fx->res = kb_cycle_run(fx->cache, fx->conf, fx->now);
-    fx->now += 1;
-}
-
-/* Binds of this cycle for job @key ("ns/name"), or all binds when @key is NULL. */
-static guint binds(Fx *fx, const char *key)
-{
-    guint n = 0;
-    for (guint i = 0; i < fx->res->placements->len; i++) {
-        const KbPlacement *p = &g_array_index(fx->res->placements, KbPlacement, i);
-        if (key == NULL || strcmp(p->job, key) == 0)
-            n++;
-    }
-    return n;
-}
-
-/* The node this cycle bound pod @ns/@name to, or NULL. */
-static const char *bound_node(Fx *fx, const char *ns, const char *name)
-{
-    for (guint i = 0; i < fx->res->placements->len; i++) {
-        const KbPlacement *p = &g_array_index(fx->res->placements, KbPlacement, i);
-        if (strcmp(p->pod->meta.namespace_, ns) == 0 && strcmp(p->pod->meta.name, name) == 0)
-            return p->node;
-    }
-    return NULL;
+    kb_test_sched_add_priority_class(fx, json);
 }
 
 static const KbJobStatus *status(Fx *fx, const char *key)
@@ -243,26 +136,6 @@ static void assert_message(Fx *fx, const char *key, const char *substr)
                 st->message != NULL ? st->message : "(none)", substr);
 }
 
-/* The binder succeeds and the watch confirms every placement of the last cycle (Running). */
-static void confirm_all(Fx *fx)
-{
-    for (guint i = 0; i < fx->res->placements->len; i++) {
-        const KbPlacement *p = &g_array_index(fx->res->placements, KbPlacement, i);
-        g_assert_true(kb_cache_bind_succeeded(fx->cache, p->pod->meta.namespace_, p->pod->meta.name,
-                                              p->pod->meta.uid, fx->now));
-        g_autofree char *key = g_strdup_printf("%s/%s", p->pod->meta.namespace_, p->pod->meta.name);
-        json_object *o = g_hash_table_lookup(fx->pods, key);
-        g_assert_nonnull(o);
-        json_object *copy = NULL;
-        json_object_deep_copy(o, &copy, NULL);
-        json_object *spec = json_object_object_get(copy, "spec");
-        json_object_object_add(spec, "nodeName", json_object_new_string(p->node));
-        json_object_object_add(json_object_object_get(copy, "status"), "phase",
-                               json_object_new_string("Running"));
-        pod_put(fx, key, copy, TRUE);
-    }
-}
-
 static guint node_gpus_used(Fx *fx, const char *node)
 {
     KbNodeInfo *ni = kb_cache_lookup_node(fx->cache, node);
@@ -276,34 +149,34 @@ static guint node_gpus_used(Fx *fx, const char *node)
 
 static void test_gang_partial_then_node_added(void)
 {
-    Fx *fx = fx_new(NULL);
+    Fx *fx = kb_test_sched_new(NULL);
     add_node(fx, "n1", 8);
     add_group(fx, "default", "tf", 10, NULL);
     add_gang_pods(fx, "default", "tf", 10, GPU1);
-    run(fx);
-    g_assert_cmpuint(binds(fx, NULL), ==, 0);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
     g_assert_cmpint(status(fx, "default/tf")->phase, ==, KB_JOB_PENDING);
     assert_message(fx, "default/tf", "nvidia.com/gpu");
     g_assert_cmpuint(node_gpus_used(fx, "n1"), ==, 0);
     add_node(fx, "n2", 8);
-    run(fx);
-    g_assert_cmpuint(binds(fx, "default/tf"), ==, 10);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/tf"), ==, 10);
     g_assert_cmpint(status(fx, "default/tf")->phase, ==, KB_JOB_RUNNING);
     g_assert_cmpstr(status(fx, "default/tf")->reason, ==, "Scheduled");
     g_assert_cmpuint(node_gpus_used(fx, "n1") + node_gpus_used(fx, "n2"), ==, 10);
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 static void test_gang_partial_allocate_only(void)
 {
     /* Without enqueue the statement itself must discard: 8 of 10 placeable, none bound. */
-    Fx *fx = fx_new("actions: \"allocate\"\ntiers:\n- plugins:\n  - name: gang\n"
-                    "  - name: predicates\n  - name: nodeorder\n");
+    Fx *fx = kb_test_sched_new("actions: \"allocate\"\ntiers:\n- plugins:\n  - name: gang\n"
+                               "  - name: predicates\n  - name: nodeorder\n");
     add_node(fx, "n1", 8);
     add_group(fx, "default", "tf", 10, NULL);
     add_gang_pods(fx, "default", "tf", 10, GPU1);
-    run(fx);
-    g_assert_cmpuint(binds(fx, NULL), ==, 0);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
     g_assert_cmpuint(fx->res->n_jobs_discarded, ==, 1);
     assert_message(fx, "default/tf",
                    "8/10 tasks placeable: no node fits: 1 node short of "
@@ -311,73 +184,73 @@ static void test_gang_partial_allocate_only(void)
     g_assert_cmpuint(node_gpus_used(fx, "n1"), ==, 0);
     KbTaskInfo *t = kb_cache_lookup_task(fx->cache, "default", "tf-0");
     g_assert_cmpint(t->state, ==, KB_TASK_PENDING);
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 static void test_gang_min_below_size(void)
 {
-    Fx *fx = fx_new(NULL);
+    Fx *fx = kb_test_sched_new(NULL);
     add_node(fx, "n1", 5);
     add_group(fx, "default", "elastic", 4, NULL);
     add_gang_pods(fx, "default", "elastic", 6, GPU1);
-    run(fx);
-    g_assert_cmpuint(binds(fx, "default/elastic"), ==, 5);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/elastic"), ==, 5);
     g_assert_cmpint(status(fx, "default/elastic")->phase, ==, KB_JOB_RUNNING);
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 static void test_gang_of_one(void)
 {
-    Fx *fx = fx_new(NULL);
+    Fx *fx = kb_test_sched_new(NULL);
     add_node(fx, "n1", 1);
     PodOpts po = {.requests = GPU1};
     add_pod(fx, "solo", &po);
-    run(fx);
-    g_assert_cmpstr(bound_node(fx, "default", "solo"), ==, "n1");
+    kb_test_sched_run(fx);
+    g_assert_cmpstr(kb_test_sched_bound_node(fx, "default", "solo"), ==, "n1");
     const KbJobStatus *st = status(fx, "default/solo");
     g_assert_null(st->group);
     g_assert_nonnull(st->pod);
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 static void test_gang_waiting_for_pods(void)
 {
-    Fx *fx = fx_new(NULL);
+    Fx *fx = kb_test_sched_new(NULL);
     add_node(fx, "n1", 8);
     add_group(fx, "default", "tf", 8, NULL);
     add_gang_pods(fx, "default", "tf", 3, GPU1);
     PodOpts po = {.requests = GPU1};
     add_pod(fx, "other", &po);
-    run(fx);
-    g_assert_cmpuint(binds(fx, "default/tf"), ==, 0);
-    g_assert_cmpuint(binds(fx, "default/other"), ==, 1);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/tf"), ==, 0);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/other"), ==, 1);
     g_assert_cmpstr(status(fx, "default/tf")->reason, ==, "NotEnoughPods");
     assert_message(fx, "default/tf", "waiting for pods: 3/8");
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 static void test_gang_group_missing_waits(void)
 {
-    Fx *fx = fx_new(NULL);
+    Fx *fx = kb_test_sched_new(NULL);
     add_node(fx, "n1", 8);
     add_gang_pods(fx, "default", "late", 2, GPU1);
-    run(fx);
-    g_assert_cmpuint(binds(fx, NULL), ==, 0);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
     g_assert_cmpstr(status(fx, "default/late")->reason, ==, "PodGroupNotFound");
     add_group(fx, "default", "late", 2, NULL);
-    run(fx);
-    g_assert_cmpuint(binds(fx, "default/late"), ==, 2);
-    fx_free(fx);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/late"), ==, 2);
+    kb_test_sched_free(fx);
 }
 
 static void test_gang_bind_failure_rolls_back(void)
 {
-    Fx *fx = fx_new(NULL);
+    Fx *fx = kb_test_sched_new(NULL);
     add_node(fx, "n1", 8);
     add_group(fx, "default", "tf", 4, NULL);
     add_gang_pods(fx, "default", "tf", 4, GPU1);
-    run(fx);
-    g_assert_cmpuint(binds(fx, NULL), ==, 4);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 4);
     g_assert_cmpuint(node_gpus_used(fx, "n1"), ==, 4);
     /* One bind succeeds, then another fails: the succeeded one stays, the others go back. */
     g_assert_true(kb_cache_bind_succeeded(fx->cache, "default", "tf-0", "u-default-tf-0", fx->now));
@@ -389,62 +262,62 @@ static void test_gang_bind_failure_rolls_back(void)
     g_assert_cmpuint(node_gpus_used(fx, "n1"), ==, 1);
     /* Unknown uid: ignored. */
     g_assert_false(kb_cache_bind_failed(fx->cache, "default", "tf-3", "other-uid", NULL));
-    run(fx);
-    g_assert_cmpuint(binds(fx, "default/tf"), ==, 3);
-    fx_free(fx);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/tf"), ==, 3);
+    kb_test_sched_free(fx);
 }
 
 static void test_gang_assumed_until_confirmed(void)
 {
-    Fx *fx = fx_new(NULL);
+    Fx *fx = kb_test_sched_new(NULL);
     add_node(fx, "n1", 8);
     add_group(fx, "default", "a", 8, NULL);
     add_gang_pods(fx, "default", "a", 8, GPU1);
-    run(fx);
-    g_assert_cmpuint(binds(fx, NULL), ==, 8);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 8);
     PodOpts po = {.requests = GPU1};
     add_pod(fx, "late", &po);
-    run(fx); /* the 8 are only assumed: their GPUs are still taken */
-    g_assert_cmpuint(binds(fx, NULL), ==, 0);
+    kb_test_sched_run(fx); /* the 8 are only assumed: their GPUs are still taken */
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
     for (guint i = 0; i < 8; i++) {
         g_autofree char *name = g_strdup_printf("a-%u", i);
         g_autofree char *uid = g_strdup_printf("u-default-a-%u", i);
         g_assert_true(kb_cache_bind_succeeded(fx->cache, "default", name, uid, fx->now));
     }
     g_assert_cmpuint(kb_cache_expire_assumed(fx->cache, fx->now + 10, 30), ==, 0);
-    run(fx);
-    g_assert_cmpuint(binds(fx, NULL), ==, 0);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
     /* Never confirmed by the watch: forgotten after the TTL, the GPUs come back. */
     g_assert_cmpuint(kb_cache_expire_assumed(fx->cache, fx->now + 100, 30), ==, 8);
     g_assert_cmpuint(node_gpus_used(fx, "n1"), ==, 0);
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 static void test_gang_confirmed_status_stable(void)
 {
-    Fx *fx = fx_new(NULL);
+    Fx *fx = kb_test_sched_new(NULL);
     add_node(fx, "n1", 8);
     add_group(fx, "default", "tf", 4, NULL);
     add_gang_pods(fx, "default", "tf", 4, GPU1);
-    run(fx);
+    kb_test_sched_run(fx);
     g_assert_true(status(fx, "default/tf")->changed);
-    confirm_all(fx);
+    kb_test_sched_confirm_all(fx, FALSE);
     KbTaskInfo *t = kb_cache_lookup_task(fx->cache, "default", "tf-0");
     g_assert_cmpint(t->state, ==, KB_TASK_RUNNING);
     g_assert_cmpuint(node_gpus_used(fx, "n1"), ==, 4);
-    run(fx);
-    g_assert_cmpuint(binds(fx, NULL), ==, 0);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
     g_assert_cmpint(status(fx, "default/tf")->phase, ==, KB_JOB_RUNNING);
     g_assert_cmpuint(status(fx, "default/tf")->n_running, ==, 4);
-    run(fx);
+    kb_test_sched_run(fx);
     g_assert_false(status(fx, "default/tf")->changed);
     g_assert_cmpuint(fx->res->events->len, ==, 0);
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 static void test_gang_completed(void)
 {
-    Fx *fx = fx_new(NULL);
+    Fx *fx = kb_test_sched_new(NULL);
     add_node(fx, "n1", 8);
     add_group(fx, "default", "done", 2, NULL);
     for (guint i = 0; i < 2; i++) {
@@ -452,39 +325,39 @@ static void test_gang_completed(void)
         PodOpts po = {.group = "done", .requests = GPU1, .node = "n1", .phase = "Succeeded"};
         add_pod(fx, name, &po);
     }
-    run(fx);
+    kb_test_sched_run(fx);
     g_assert_cmpint(status(fx, "default/done")->phase, ==, KB_JOB_COMPLETED);
     g_assert_cmpuint(node_gpus_used(fx, "n1"), ==, 0);
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 static void test_gang_schedule_timeout(void)
 {
-    Fx *fx = fx_new(NULL);
+    Fx *fx = kb_test_sched_new(NULL);
     add_node(fx, "n1", 2);
     add_group_full(fx, "default", "big", 4, NULL, ",\"scheduleTimeoutSeconds\":5",
                    "scheduling.x-k8s.io/v1alpha1");
     add_gang_pods(fx, "default", "big", 4, GPU1);
     PodOpts po = {.requests = GPU1};
     add_pod(fx, "small", &po);
-    run(fx);
+    kb_test_sched_run(fx);
     g_assert_cmpstr(status(fx, "default/big")->reason, ==, "NotEnoughResources");
     fx->now += 10;
-    run(fx);
+    kb_test_sched_run(fx);
     g_assert_cmpstr(status(fx, "default/big")->reason, ==, "ScheduleTimeout");
     assert_message(fx, "default/big", "scheduleTimeoutSeconds=5");
     /* The timed-out gang never blocked the small pod. */
     g_assert_cmpuint(kb_cache_lookup_node(fx->cache, "n1")->used.v[KB_RES_GPU], ==, 1);
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 static void test_gang_events_once(void)
 {
-    Fx *fx = fx_new(NULL);
+    Fx *fx = kb_test_sched_new(NULL);
     add_node(fx, "n1", 2);
     add_group(fx, "default", "big", 4, NULL);
     add_gang_pods(fx, "default", "big", 4, GPU1);
-    run(fx);
+    kb_test_sched_run(fx);
     guint pg = 0, pods = 0;
     for (guint i = 0; i < fx->res->events->len; i++) {
         const KbSchedEvent *ev = &g_array_index(fx->res->events, KbSchedEvent, i);
@@ -500,24 +373,24 @@ static void test_gang_events_once(void)
     }
     g_assert_cmpuint(pg, ==, 1);
     g_assert_cmpuint(pods, ==, 4);
-    run(fx);
+    kb_test_sched_run(fx);
     g_assert_cmpuint(fx->res->events->len, ==, 0);
     g_assert_false(status(fx, "default/big")->changed);
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 static void test_gang_impossible_request(void)
 {
-    Fx *fx = fx_new(NULL);
+    Fx *fx = kb_test_sched_new(NULL);
     add_node(fx, "n1", 8);
     PodOpts big = {.requests = "\"nvidia.com/gpu\":16"};
     add_pod(fx, "huge", &big);
     PodOpts po = {.requests = GPU1};
     add_pod(fx, "fine", &po);
-    run(fx);
+    kb_test_sched_run(fx);
     assert_message(fx, "default/huge", "requests 16 nvidia.com/gpu but no node has more than 8");
-    g_assert_cmpuint(binds(fx, "default/fine"), ==, 1);
-    fx_free(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/fine"), ==, 1);
+    kb_test_sched_free(fx);
 }
 
 /* ---- queues --------------------------------------------------------------------------------- */
@@ -532,16 +405,16 @@ typedef struct {
 } ShareCase;
 
 static const ShareCase share_cases[] = {
-    {"1-3-over-8", 1, 8, {1, 3, 0}, {2, 6, 0}},
-    {"1-3-over-40", 5, 8, {1, 3, 0}, {10, 30, 0}},
-    {"1-1-1-over-9", 1, 9, {1, 1, 1}, {3, 3, 3}},
-    {"1-2-over-8", 1, 8, {1, 2, 0}, {3, 5, 0}},
+        {"1-3-over-8", 1, 8, {1, 3, 0}, {2, 6, 0}},
+        {"1-3-over-40", 5, 8, {1, 3, 0}, {10, 30, 0}},
+        {"1-1-1-over-9", 1, 9, {1, 1, 1}, {3, 3, 3}},
+        {"1-2-over-8", 1, 8, {1, 2, 0}, {3, 5, 0}},
 };
 
 static void test_queue_weights_share(gconstpointer data)
 {
     const ShareCase *c = data;
-    Fx *fx = fx_new(NULL);
+    Fx *fx = kb_test_sched_new(NULL);
     for (guint i = 0; i < c->nodes; i++) {
         g_autofree char *name = g_strdup_printf("n%u", i);
         add_node(fx, name, c->gpus_per_node);
@@ -558,7 +431,7 @@ static void test_queue_weights_share(gconstpointer data)
             add_pod(fx, name, &po);
         }
     }
-    run(fx);
+    kb_test_sched_run(fx);
     guint got[3] = {0};
     for (guint i = 0; i < fx->res->placements->len; i++) {
         const KbPlacement *p = &g_array_index(fx->res->placements, KbPlacement, i);
@@ -576,7 +449,7 @@ static void test_queue_weights_share(gconstpointer data)
     g_assert_cmpint(qa->allocated.v[KB_RES_GPU], ==, c->expect[0]);
     g_assert_cmpuint(qa->n_running, ==, c->expect[0]);
     g_assert_cmpuint(qa->n_pending + qa->n_inqueue, ==, total - c->expect[0]);
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 /* Three equal queues over 16 GPUs deserve 6 each (5.33 rounded up), yet each holds one gang of
@@ -584,7 +457,7 @@ static void test_queue_weights_share(gconstpointer data)
  * instead of the cluster sitting idle with all three waiting. */
 static void test_queue_gang_larger_than_share(void)
 {
-    Fx *fx = fx_new(NULL);
+    Fx *fx = kb_test_sched_new(NULL);
     add_node(fx, "n1", 8);
     add_node(fx, "n2", 8);
     static const char *const queues[] = {"a", "b", "c"};
@@ -593,22 +466,22 @@ static void test_queue_gang_larger_than_share(void)
         add_group(fx, "default", queues[q], 8, queues[q]);
         add_gang_pods(fx, "default", queues[q], 8, GPU1);
     }
-    run(fx);
+    kb_test_sched_run(fx);
     guint started = 0;
     for (guint q = 0; q < 3; q++) {
         g_autofree char *job = g_strdup_printf("default/%s", queues[q]);
-        guint n = binds(fx, job);
+        guint n = kb_test_sched_binds(fx, job);
         g_assert_true(n == 0 || n == 8);
         started += n == 8;
     }
     g_assert_cmpuint(started, ==, 2);
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 /* Members beyond a job's minMember are elastic: they only take what the queue deserves. */
 static void test_queue_elastic_members_within_share(void)
 {
-    Fx *fx = fx_new(NULL);
+    Fx *fx = kb_test_sched_new(NULL);
     add_node(fx, "n1", 8);
     add_queue(fx, "a", 1, NULL);
     add_queue(fx, "b", 1, NULL);
@@ -620,46 +493,46 @@ static void test_queue_elastic_members_within_share(void)
         PodOpts po = {.group = name, .requests = GPU1};
         add_pod(fx, name, &po);
     }
-    run(fx);
-    g_assert_cmpuint(binds(fx, "default/elastic"), ==, 4);
-    fx_free(fx);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/elastic"), ==, 4);
+    kb_test_sched_free(fx);
 }
 
 static void test_queue_capability(void)
 {
-    Fx *fx = fx_new(NULL);
+    Fx *fx = kb_test_sched_new(NULL);
     add_node(fx, "n1", 8);
     add_queue(fx, "research", 1, ",\"capability\":{\"nvidia.com/gpu\":4}");
     add_group(fx, "default", "elastic", 1, "research");
     add_gang_pods(fx, "default", "elastic", 8, GPU1);
     add_group(fx, "default", "gang", 8, "research");
     add_gang_pods(fx, "default", "gang", 8, GPU1);
-    run(fx);
-    g_assert_cmpuint(binds(fx, "default/elastic"), ==, 4);
-    g_assert_cmpuint(binds(fx, "default/gang"), ==, 0);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/elastic"), ==, 4);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/gang"), ==, 0);
     assert_message(fx, "default/gang", "capability");
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 static void test_queue_capability_message(void)
 {
-    Fx *fx = fx_new("actions: \"allocate\"\ntiers:\n- plugins:\n  - name: gang\n"
-                    "  - name: proportion\n  - name: predicates\n");
+    Fx *fx = kb_test_sched_new("actions: \"allocate\"\ntiers:\n- plugins:\n  - name: gang\n"
+                               "  - name: proportion\n  - name: predicates\n");
     add_node(fx, "n1", 32);
     add_queue(fx, "research", 1, ",\"capability\":{\"nvidia.com/gpu\":16}");
     add_group(fx, "default", "tf", 8, "research");
     add_gang_pods(fx, "default", "tf", 8, "\"nvidia.com/gpu\":6");
-    run(fx);
-    g_assert_cmpuint(binds(fx, NULL), ==, 0);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
     assert_message(fx, "default/tf",
                    "2/8 tasks placeable: queue \"research\" is at its "
                    "capability for nvidia.com/gpu (12/16)");
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 static void test_queue_guarantee(void)
 {
-    Fx *fx = fx_new(NULL);
+    Fx *fx = kb_test_sched_new(NULL);
     for (guint i = 0; i < 4; i++) {
         g_autofree char *name = g_strdup_printf("n%u", i);
         add_node(fx, name, 8);
@@ -674,7 +547,7 @@ static void test_queue_guarantee(void)
             add_pod(fx, name, &po);
         }
     }
-    run(fx);
+    kb_test_sched_run(fx);
     guint ns = 0;
     for (guint i = 0; i < fx->res->placements->len; i++) {
         const KbPlacement *p = &g_array_index(fx->res->placements, KbPlacement, i);
@@ -682,44 +555,44 @@ static void test_queue_guarantee(void)
             ns++;
     }
     g_assert_cmpuint(ns, >=, 16);
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 static void test_queue_unknown(void)
 {
-    Fx *fx = fx_new(NULL);
+    Fx *fx = kb_test_sched_new(NULL);
     add_node(fx, "n1", 8);
     add_group(fx, "default", "lost", 1, "nowhere");
     add_gang_pods(fx, "default", "lost", 1, GPU1);
     add_group(fx, "default", "ok", 1, NULL);
     add_gang_pods(fx, "default", "ok", 1, GPU1);
-    run(fx);
-    g_assert_cmpuint(binds(fx, "default/lost"), ==, 0);
-    g_assert_cmpuint(binds(fx, "default/ok"), ==, 1);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/lost"), ==, 0);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/ok"), ==, 1);
     g_assert_cmpstr(status(fx, "default/lost")->reason, ==, "QueueNotFound");
     assert_message(fx, "default/lost", "queue \"nowhere\" does not exist");
     add_queue(fx, "nowhere", 1, NULL);
-    run(fx);
-    g_assert_cmpuint(binds(fx, "default/lost"), ==, 1);
-    fx_free(fx);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/lost"), ==, 1);
+    kb_test_sched_free(fx);
 }
 
 static void test_queue_closed(void)
 {
-    Fx *fx = fx_new(NULL);
+    Fx *fx = kb_test_sched_new(NULL);
     add_node(fx, "n1", 8);
     add_queue(fx, "shut", 1, ",\"state\":\"Closed\"");
     add_group(fx, "default", "j", 1, "shut");
     add_gang_pods(fx, "default", "j", 1, GPU1);
-    run(fx);
-    g_assert_cmpuint(binds(fx, NULL), ==, 0);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
     g_assert_cmpstr(status(fx, "default/j")->reason, ==, "QueueClosed");
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 static void test_queue_overused_gets_nothing(void)
 {
-    Fx *fx = fx_new(NULL);
+    Fx *fx = kb_test_sched_new(NULL);
     add_node(fx, "n1", 8);
     add_node(fx, "n2", 8);
     add_queue(fx, "a", 1, NULL);
@@ -734,33 +607,33 @@ static void test_queue_overused_gets_nothing(void)
     add_gang_pods(fx, "default", "amore", 8, GPU1);
     add_group(fx, "default", "bjob", 1, "b");
     add_gang_pods(fx, "default", "bjob", 8, GPU1);
-    run(fx);
-    g_assert_cmpuint(binds(fx, "default/amore"), ==, 0);
-    g_assert_cmpuint(binds(fx, "default/bjob"), ==, 8);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/amore"), ==, 0);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/bjob"), ==, 8);
     assert_message(fx, "default/amore", "queue \"a\"");
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 /* ---- priority and drf ----------------------------------------------------------------------- */
 
 static void test_priority_order(void)
 {
-    Fx *fx = fx_new(NULL);
+    Fx *fx = kb_test_sched_new(NULL);
     add_node(fx, "n1", 8);
     add_priority_class(fx, "high", 1000, FALSE);
     add_group(fx, "default", "low", 8, NULL);
     add_gang_pods(fx, "default", "low", 8, GPU1);
     add_group_full(fx, "default", "urgent", 8, NULL, ",\"priorityClassName\":\"high\"", NULL);
     add_gang_pods(fx, "default", "urgent", 8, GPU1);
-    run(fx);
-    g_assert_cmpuint(binds(fx, "default/urgent"), ==, 8);
-    g_assert_cmpuint(binds(fx, "default/low"), ==, 0);
-    fx_free(fx);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/urgent"), ==, 8);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/low"), ==, 0);
+    kb_test_sched_free(fx);
 }
 
 static void test_priority_pod_values(void)
 {
-    Fx *fx = fx_new(NULL);
+    Fx *fx = kb_test_sched_new(NULL);
     add_priority_class(fx, "high", 1000, FALSE);
     add_priority_class(fx, "normal", 7, TRUE);
     PodOpts a = {.pc = "high", .spec = ",\"priority\":5"};
@@ -772,21 +645,21 @@ static void test_priority_pod_values(void)
     g_assert_cmpint(kb_cache_lookup_task(fx->cache, "default", "a")->priority, ==, 5);
     g_assert_cmpint(kb_cache_lookup_task(fx->cache, "default", "b")->priority, ==, 1000);
     g_assert_cmpint(kb_cache_lookup_task(fx->cache, "default", "c")->priority, ==, 7);
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 static void test_priority_pods_without_group(void)
 {
-    Fx *fx = fx_new(NULL);
+    Fx *fx = kb_test_sched_new(NULL);
     add_node(fx, "n1", 1);
     PodOpts lo = {.requests = GPU1, .spec = ",\"priority\":1"};
     PodOpts hi = {.requests = GPU1, .spec = ",\"priority\":100"};
     add_pod(fx, "lo", &lo);
     add_pod(fx, "hi", &hi);
-    run(fx);
-    g_assert_cmpstr(bound_node(fx, "default", "hi"), ==, "n1");
-    g_assert_null(bound_node(fx, "default", "lo"));
-    fx_free(fx);
+    kb_test_sched_run(fx);
+    g_assert_cmpstr(kb_test_sched_bound_node(fx, "default", "hi"), ==, "n1");
+    g_assert_null(kb_test_sched_bound_node(fx, "default", "lo"));
+    kb_test_sched_free(fx);
 }
 
 static const char drf_conf[] = "actions: \"allocate\"\ntiers:\n- plugins:\n  - name: drf\n"
@@ -796,7 +669,7 @@ static const char fifo_conf[] = "actions: \"allocate\"\ntiers:\n- plugins:\n"
 
 static void drf_case(const char *conf, const char *winner)
 {
-    Fx *fx = fx_new(conf);
+    Fx *fx = kb_test_sched_new(conf);
     add_node(fx, "n1", 2);
     add_group(fx, "default", "a", 1, NULL);
     PodOpts run_a = {.group = "a", .requests = GPU1, .node = "n1", .phase = "Running"};
@@ -805,10 +678,10 @@ static void drf_case(const char *conf, const char *winner)
     add_pod(fx, "a-1", &pend_a);
     add_group(fx, "default", "b", 1, NULL);
     add_gang_pods(fx, "default", "b", 1, GPU1);
-    run(fx);
-    g_assert_cmpuint(binds(fx, NULL), ==, 1);
-    g_assert_cmpuint(binds(fx, winner), ==, 1);
-    fx_free(fx);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 1);
+    g_assert_cmpuint(kb_test_sched_binds(fx, winner), ==, 1);
+    kb_test_sched_free(fx);
 }
 
 static void test_drf_order(void)
@@ -821,7 +694,7 @@ static void test_drf_order(void)
 
 static void test_foreign_pods_consume(void)
 {
-    Fx *fx = fx_new(NULL);
+    Fx *fx = kb_test_sched_new(NULL);
     add_node(fx, "n1", 8);
     PodOpts f = {.requests = "\"nvidia.com/gpu\":6",
                  .node = "n1",
@@ -833,16 +706,16 @@ static void test_foreign_pods_consume(void)
     add_gang_pods(fx, "default", "tf", 4, GPU1);
     PodOpts po = {.requests = GPU1};
     add_pod(fx, "one", &po);
-    run(fx);
-    g_assert_cmpuint(binds(fx, "default/tf"), ==, 0);
-    g_assert_cmpuint(binds(fx, "default/one"), ==, 1);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/tf"), ==, 0);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/one"), ==, 1);
     g_assert_null(kb_cache_lookup_job(fx->cache, "default", "foreign"));
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 static void test_foreign_pod_terminated_releases(void)
 {
-    Fx *fx = fx_new(NULL);
+    Fx *fx = kb_test_sched_new(NULL);
     add_node(fx, "n1", 8);
     PodOpts f = {.requests = "\"nvidia.com/gpu\":8",
                  .node = "n1",
@@ -852,21 +725,21 @@ static void test_foreign_pod_terminated_releases(void)
     g_assert_cmpuint(node_gpus_used(fx, "n1"), ==, 8);
     PodOpts done = f;
     done.phase = "Succeeded";
-    json_object *o =
-            parse("{\"metadata\":{\"name\":\"foreign\",\"namespace\":\"default\",\"uid\":"
-                  "\"u-default-foreign\"},\"spec\":{\"schedulerName\":\"default-scheduler\","
-                  "\"nodeName\":\"n1\",\"containers\":[{\"name\":\"c\",\"resources\":{"
-                  "\"requests\":{\"nvidia.com/gpu\":8}}}]},\"status\":{\"phase\":"
-                  "\"Succeeded\"}}");
-    pod_put(fx, "default/foreign", o, TRUE);
+    json_object *o = kb_test_sched_parse(
+            "{\"metadata\":{\"name\":\"foreign\",\"namespace\":\"default\",\"uid\":"
+            "\"u-default-foreign\"},\"spec\":{\"schedulerName\":\"default-scheduler\","
+            "\"nodeName\":\"n1\",\"containers\":[{\"name\":\"c\",\"resources\":{"
+            "\"requests\":{\"nvidia.com/gpu\":8}}}]},\"status\":{\"phase\":"
+            "\"Succeeded\"}}");
+    kb_test_sched_put_pod(fx, o);
     g_assert_cmpuint(node_gpus_used(fx, "n1"), ==, 0);
     (void)done;
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 static void test_pod_before_node(void)
 {
-    Fx *fx = fx_new(NULL);
+    Fx *fx = kb_test_sched_new(NULL);
     PodOpts f = {.requests = "\"nvidia.com/gpu\":3",
                  .node = "n1",
                  .phase = "Running",
@@ -875,23 +748,23 @@ static void test_pod_before_node(void)
     add_node(fx, "n1", 8);
     g_assert_cmpuint(node_gpus_used(fx, "n1"), ==, 3);
     g_assert_cmpint(kb_cache_lookup_node(fx->cache, "n1")->idle.v[KB_RES_GPU], ==, 5);
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 static void test_pod_delete_releases(void)
 {
-    Fx *fx = fx_new(NULL);
+    Fx *fx = kb_test_sched_new(NULL);
     add_node(fx, "n1", 8);
     add_group(fx, "default", "tf", 2, NULL);
     add_gang_pods(fx, "default", "tf", 2, GPU1);
-    run(fx);
+    kb_test_sched_run(fx);
     g_assert_cmpuint(node_gpus_used(fx, "n1"), ==, 2);
     json_object *o = g_hash_table_lookup(fx->pods, "default/tf-0");
     g_autoptr(KbPod) pod = kb_pod_decode(o, FALSE, NULL);
     kb_cache_delete_pod(fx->cache, pod);
     g_assert_cmpuint(node_gpus_used(fx, "n1"), ==, 1);
     g_assert_null(kb_cache_lookup_task(fx->cache, "default", "tf-0"));
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 /* A finished job goes away whatever the order of deletes (the operator deletes pods, then the
@@ -900,17 +773,18 @@ static void test_pod_delete_releases(void)
 static void test_job_removed_when_group_and_pods_go(gconstpointer data)
 {
     gboolean group_first = GPOINTER_TO_INT(data);
-    Fx *fx = fx_new(NULL);
+    Fx *fx = kb_test_sched_new(NULL);
     add_node(fx, "n1", 8);
     add_group(fx, "default", "tf", 2, NULL);
     add_gang_pods(fx, "default", "tf", 2, GPU1);
     add_group(fx, "default", "other", 1, NULL);
     add_gang_pods(fx, "default", "other", 1, GPU1);
-    run(fx);
+    kb_test_sched_run(fx);
     g_autoptr(GError) error = NULL;
-    json_object *go = parse("{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":"
-                            "\"PodGroup\",\"metadata\":{\"name\":\"tf\",\"namespace\":"
-                            "\"default\",\"uid\":\"pg-tf\"},\"spec\":{\"minMember\":2}}");
+    json_object *go =
+            kb_test_sched_parse("{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":"
+                                "\"PodGroup\",\"metadata\":{\"name\":\"tf\",\"namespace\":"
+                                "\"default\",\"uid\":\"pg-tf\"},\"spec\":{\"minMember\":2}}");
     g_autoptr(KbPodGroup) pg = kb_pod_group_decode(go, FALSE, &error);
     g_assert_no_error(error);
     json_object_put(go);
@@ -926,15 +800,15 @@ static void test_job_removed_when_group_and_pods_go(gconstpointer data)
     g_assert_null(kb_cache_lookup_job(fx->cache, "default", "tf"));
     g_assert_nonnull(kb_cache_lookup_job(fx->cache, "default", "other"));
     g_assert_cmpuint(node_gpus_used(fx, "n1"), ==, 1);
-    run(fx);
-    fx_free(fx);
+    kb_test_sched_run(fx);
+    kb_test_sched_free(fx);
 }
 
 /* ---- scoring -------------------------------------------------------------------------------- */
 
 static void score_case(const char *conf, const char *want)
 {
-    Fx *fx = fx_new(conf);
+    Fx *fx = kb_test_sched_new(conf);
     add_node(fx, "busy", 8);
     add_node(fx, "idle", 8);
     PodOpts f = {.requests = "\"cpu\":\"16\",\"memory\":\"64Gi\",\"nvidia.com/gpu\":6",
@@ -944,17 +818,18 @@ static void score_case(const char *conf, const char *want)
     add_pod(fx, "foreign", &f);
     PodOpts po = {.requests = GPU1};
     add_pod(fx, "p", &po);
-    run(fx);
-    g_assert_cmpstr(bound_node(fx, "default", "p"), ==, want);
-    fx_free(fx);
+    kb_test_sched_run(fx);
+    g_assert_cmpstr(kb_test_sched_bound_node(fx, "default", "p"), ==, want);
+    kb_test_sched_free(fx);
 }
 
 static void test_nodeorder_least_requested(void)
 {
-    score_case("actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: gang\n"
-               "  - name: predicates\n  - name: nodeorder\n    arguments:\n"
-               "      nodeorder.leastrequested.weight: 1\n      nodeorder.mostrequested.weight: 0\n",
-               "idle");
+    score_case(
+            "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: gang\n"
+            "  - name: predicates\n  - name: nodeorder\n    arguments:\n"
+            "      nodeorder.leastrequested.weight: 1\n      nodeorder.mostrequested.weight: 0\n",
+            "idle");
 }
 
 /* The built-in configuration packs: a GPU pod joins the node that is already busy, keeping
@@ -975,35 +850,37 @@ static void test_nodeorder_most_requested(void)
 
 static void test_nodeorder_spread_gang(void)
 {
-    Fx *fx = fx_new("actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: gang\n"
-                    "  - name: predicates\n  - name: nodeorder\n");
+    Fx *fx =
+            kb_test_sched_new("actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: gang\n"
+                              "  - name: predicates\n  - name: nodeorder\n");
     for (guint i = 0; i < 4; i++) {
         g_autofree char *name = g_strdup_printf("n%u", i);
         add_node(fx, name, 8);
     }
     add_group(fx, "default", "tf", 4, NULL);
     add_gang_pods(fx, "default", "tf", 4, GPU1);
-    run(fx);
+    kb_test_sched_run(fx);
     for (guint i = 0; i < 4; i++) {
         g_autofree char *name = g_strdup_printf("n%u", i);
         g_assert_cmpuint(node_gpus_used(fx, name), ==, 1);
     }
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 static void test_nodeorder_binpack_gang(void)
 {
-    Fx *fx = fx_new("actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: gang\n"
-                    "  - name: predicates\n  - name: nodeorder\n    arguments:\n"
-                    "      leastrequested.weight: 0\n      mostrequested.weight: 1\n"
-                    "      balancedresource.weight: 0\n");
+    Fx *fx =
+            kb_test_sched_new("actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: gang\n"
+                              "  - name: predicates\n  - name: nodeorder\n    arguments:\n"
+                              "      leastrequested.weight: 0\n      mostrequested.weight: 1\n"
+                              "      balancedresource.weight: 0\n");
     for (guint i = 0; i < 4; i++) {
         g_autofree char *name = g_strdup_printf("n%u", i);
         add_node(fx, name, 8);
     }
     add_group(fx, "default", "tf", 8, NULL);
     add_gang_pods(fx, "default", "tf", 8, GPU1);
-    run(fx);
+    kb_test_sched_run(fx);
     guint full = 0;
     for (guint i = 0; i < 4; i++) {
         g_autofree char *name = g_strdup_printf("n%u", i);
@@ -1011,7 +888,7 @@ static void test_nodeorder_binpack_gang(void)
             full++;
     }
     g_assert_cmpuint(full, ==, 1);
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 /* ---- predicates (table) --------------------------------------------------------------------- */
@@ -1098,25 +975,25 @@ static void test_predicate_case(gconstpointer data)
 {
     const PredCase *c = data;
     /* Without enqueue: a refused admission would hide the predicate's message. */
-    Fx *fx = fx_new("actions: \"allocate\"\ntiers:\n- plugins:\n  - name: gang\n"
-                    "  - name: predicates\n  - name: nodeorder\n");
+    Fx *fx = kb_test_sched_new("actions: \"allocate\"\ntiers:\n- plugins:\n  - name: gang\n"
+                               "  - name: predicates\n  - name: nodeorder\n");
     add_node_full(fx, "n1", 32, 128, 8, c->labels, c->spec, c->ready);
     PodOpts po = {.requests = GPU1, .spec = c->pod_spec};
     add_pod(fx, "p", &po);
-    run(fx);
+    kb_test_sched_run(fx);
     if (c->binds) {
-        g_assert_cmpstr(bound_node(fx, "default", "p"), ==, "n1");
+        g_assert_cmpstr(kb_test_sched_bound_node(fx, "default", "p"), ==, "n1");
     } else {
-        g_assert_null(bound_node(fx, "default", "p"));
+        g_assert_null(kb_test_sched_bound_node(fx, "default", "p"));
         assert_message(fx, "default/p", c->message);
     }
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 static void test_predicates_message_counts(void)
 {
-    Fx *fx = fx_new("actions: \"allocate\"\ntiers:\n- plugins:\n  - name: gang\n"
-                    "  - name: predicates\n");
+    Fx *fx = kb_test_sched_new("actions: \"allocate\"\ntiers:\n- plugins:\n  - name: gang\n"
+                               "  - name: predicates\n");
     for (guint i = 0; i < 5; i++) {
         g_autofree char *name = g_strdup_printf("full%u", i);
         add_node(fx, name, 0);
@@ -1126,19 +1003,19 @@ static void test_predicates_message_counts(void)
     add_node(fx, "ok", 1);
     add_group(fx, "default", "tf", 2, NULL);
     add_gang_pods(fx, "default", "tf", 2, GPU1);
-    run(fx);
-    g_assert_cmpuint(binds(fx, NULL), ==, 0);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
     assert_message(fx, "default/tf", "1/2 tasks placeable: no node fits: ");
     assert_message(fx, "default/tf", "6 nodes short of nvidia.com/gpu");
     assert_message(fx, "default/tf", "2 nodes have taint dedicated=infra:NoSchedule");
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 /* ---- conformance ---------------------------------------------------------------------------- */
 
 static void test_conformance_critical(void)
 {
-    Fx *fx = fx_new(NULL);
+    Fx *fx = kb_test_sched_new(NULL);
     PodOpts sys = {
             .ns = "kube-system", .pc = "system-cluster-critical", .node = "n1", .phase = "Running"};
     PodOpts node_crit = {
@@ -1158,7 +1035,7 @@ static void test_conformance_critical(void)
     g_assert_cmpuint(victims->len, ==, 1);
     g_assert_cmpstr(((KbTaskInfo *)victims->pdata[0])->pod->meta.name, ==, "work");
     kb_session_close(ssn);
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 /* ---- configuration switches change behaviour ------------------------------------------------ */
@@ -1166,40 +1043,40 @@ static void test_conformance_critical(void)
 static void test_switch_job_ready_off(void)
 {
     /* enableJobReady: false turns the gang check off: the partial gang binds what fits. */
-    Fx *fx = fx_new("actions: \"allocate\"\ntiers:\n- plugins:\n  - name: gang\n"
-                    "    enableJobReady: false\n  - name: predicates\n");
+    Fx *fx = kb_test_sched_new("actions: \"allocate\"\ntiers:\n- plugins:\n  - name: gang\n"
+                               "    enableJobReady: false\n  - name: predicates\n");
     add_node(fx, "n1", 8);
     add_group(fx, "default", "tf", 10, NULL);
     add_gang_pods(fx, "default", "tf", 10, GPU1);
-    run(fx);
-    g_assert_cmpuint(binds(fx, NULL), ==, 8);
-    fx_free(fx);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 8);
+    kb_test_sched_free(fx);
 }
 
 static void test_switch_job_order_off(void)
 {
-    Fx *fx = fx_new("actions: \"allocate\"\ntiers:\n- plugins:\n  - name: priority\n"
-                    "    enableJobOrder: false\n  - name: gang\n  - name: predicates\n");
+    Fx *fx = kb_test_sched_new("actions: \"allocate\"\ntiers:\n- plugins:\n  - name: priority\n"
+                               "    enableJobOrder: false\n  - name: gang\n  - name: predicates\n");
     add_node(fx, "n1", 1);
     PodOpts old = {.requests = GPU1, .spec = ",\"priority\":1"};
     PodOpts hi = {.requests = GPU1, .spec = ",\"priority\":100"};
     add_pod(fx, "old", &old);
     add_pod(fx, "hi", &hi);
-    run(fx);
-    g_assert_cmpstr(bound_node(fx, "default", "old"), ==, "n1");
-    fx_free(fx);
+    kb_test_sched_run(fx);
+    g_assert_cmpstr(kb_test_sched_bound_node(fx, "default", "old"), ==, "n1");
+    kb_test_sched_free(fx);
 }
 
 static void test_switch_predicate_off(void)
 {
-    Fx *fx = fx_new("actions: \"allocate\"\ntiers:\n- plugins:\n  - name: gang\n"
-                    "  - name: predicates\n    enablePredicate: false\n");
+    Fx *fx = kb_test_sched_new("actions: \"allocate\"\ntiers:\n- plugins:\n  - name: gang\n"
+                               "  - name: predicates\n    enablePredicate: false\n");
     add_node_full(fx, "n1", 32, 128, 8, "", TAINT("dedicated", "infra", "NoSchedule"), TRUE);
     PodOpts po = {.requests = GPU1};
     add_pod(fx, "p", &po);
-    run(fx);
-    g_assert_cmpstr(bound_node(fx, "default", "p"), ==, "n1");
-    fx_free(fx);
+    kb_test_sched_run(fx);
+    g_assert_cmpstr(kb_test_sched_bound_node(fx, "default", "p"), ==, "n1");
+    kb_test_sched_free(fx);
 }
 
 /* ---- scheduler names, dialects -------------------------------------------------------------- */
@@ -1221,19 +1098,19 @@ static void test_dialects(void)
                                        "scheduling.volcano.sh/v1beta1",
                                        "scheduling.x-k8s.io/v1alpha1"};
     for (guint i = 0; i < G_N_ELEMENTS(apis); i++) {
-        Fx *fx = fx_new(NULL);
+        Fx *fx = kb_test_sched_new(NULL);
         add_node(fx, "n1", 8);
         add_group_full(fx, "default", "g", 2, NULL, NULL, apis[i]);
         add_gang_pods(fx, "default", "g", 2, GPU1);
-        run(fx);
-        g_assert_cmpuint(binds(fx, "default/g"), ==, 2);
-        fx_free(fx);
+        kb_test_sched_run(fx);
+        g_assert_cmpuint(kb_test_sched_binds(fx, "default/g"), ==, 2);
+        kb_test_sched_free(fx);
     }
 }
 
 static void test_x_k8s_label_membership(void)
 {
-    Fx *fx = fx_new(NULL);
+    Fx *fx = kb_test_sched_new(NULL);
     add_node(fx, "n1", 8);
     add_group_full(fx, "default", "xg", 2, NULL, NULL, "scheduling.x-k8s.io/v1alpha1");
     for (guint i = 0; i < 2; i++) {
@@ -1244,12 +1121,11 @@ static void test_x_k8s_label_membership(void)
                 "\"kube-batchd\",\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{"
                 "\"nvidia.com/gpu\":1}}}]},\"status\":{\"phase\":\"Pending\"}}",
                 i, i);
-        g_autofree char *key = g_strdup_printf("default/x%u", i);
-        pod_put(fx, key, parse(json), FALSE);
+        kb_test_sched_put_pod(fx, kb_test_sched_parse(json));
     }
-    run(fx);
-    g_assert_cmpuint(binds(fx, "default/xg"), ==, 2);
-    fx_free(fx);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/xg"), ==, 2);
+    kb_test_sched_free(fx);
 }
 
 int main(int argc, char **argv)
