@@ -10,30 +10,11 @@
 #include "scheduler/cache.h"
 #include "scheduler/conf.h"
 #include "scheduler/cycle.h"
+#include "tests/lib/kb-test-sched.h"
 
 /* ---- fixture -------------------------------------------------------------------------------- */
 
-typedef struct {
-    KbCache *cache;
-    KbConf *conf;
-    KbCycleResult *res;
-    GHashTable *pods; /* "ns/name" -> json_object* */
-    gint64 now;
-    guint seq;
-} Fx;
-
-static void json_put(gpointer o)
-{
-    json_object_put(o);
-}
-
-static json_object *parse(const char *json)
-{
-    json_object *o = json_tokener_parse(json);
-    if (o == NULL)
-        g_error("bad test JSON: %s", json);
-    return o;
-}
+typedef KbTestSched Fx;
 
 static void add_priority_class(Fx *fx, const char *name, int value, gboolean never)
 {
@@ -41,42 +22,22 @@ static void add_priority_class(Fx *fx, const char *name, int value, gboolean nev
             "{\"apiVersion\":\"scheduling.k8s.io/v1\",\"kind\":\"PriorityClass\",\"metadata\":"
             "{\"name\":\"%s\",\"uid\":\"pc-%s\"},\"value\":%d%s}",
             name, name, value, never ? ",\"preemptionPolicy\":\"Never\"" : "");
-    json_object *o = parse(json);
-    g_autoptr(GError) error = NULL;
-    g_autoptr(KbPriorityClass) pc = kb_priority_class_decode(o, FALSE, &error);
-    g_assert_no_error(error);
-    kb_cache_add_priority_class(fx->cache, pc);
-    json_object_put(o);
+    kb_test_sched_add_priority_class(fx, json);
 }
 
 /* @actions: the actions line; tiers are the built-in default's. */
 static Fx *fx_new(const char *actions)
 {
-    Fx *fx = g_new0(Fx, 1);
-    fx->cache = kb_cache_new(NULL, "default");
     const char *def = kb_conf_default_yaml();
     const char *tiers = strstr(def, "tiers:");
     g_assert_nonnull(tiers);
     g_autofree char *yaml = g_strdup_printf("actions: \"%s\"\n%s", actions, tiers);
-    g_autoptr(GError) error = NULL;
-    fx->conf = kb_conf_parse(yaml, strlen(yaml), &error);
-    g_assert_no_error(error);
-    fx->pods = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, json_put);
-    fx->now = 1000;
+    Fx *fx = kb_test_sched_new(yaml);
     add_priority_class(fx, "low", 10, FALSE);
     add_priority_class(fx, "mid", 100, FALSE);
     add_priority_class(fx, "high", 1000, FALSE);
     add_priority_class(fx, "polite", 1000, TRUE);
     return fx;
-}
-
-static void fx_free(Fx *fx)
-{
-    kb_cycle_result_free(fx->res);
-    kb_cache_free(fx->cache);
-    kb_conf_free(fx->conf);
-    g_hash_table_unref(fx->pods);
-    g_free(fx);
 }
 
 static void add_node(Fx *fx, const char *name, int gpus)
@@ -87,12 +48,7 @@ static void add_node(Fx *fx, const char *name, int gpus)
             "\"pods\":\"110\",\"nvidia.com/gpu\":\"%d\"},\"conditions\":[{\"type\":\"Ready\","
             "\"status\":\"True\"}]}}",
             name, name, gpus);
-    json_object *o = parse(json);
-    g_autoptr(GError) error = NULL;
-    g_autoptr(KbNode) node = kb_node_decode(o, FALSE, &error);
-    g_assert_no_error(error);
-    kb_cache_add_node(fx->cache, node);
-    json_object_put(o);
+    kb_test_sched_add_node(fx, json);
 }
 
 static void add_queue(Fx *fx, const char *name, int weight, gboolean reclaimable)
@@ -101,21 +57,7 @@ static void add_queue(Fx *fx, const char *name, int weight, gboolean reclaimable
             "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"Queue\",\"metadata\":"
             "{\"name\":\"%s\",\"uid\":\"q-%s\"},\"spec\":{\"weight\":%d,\"reclaimable\":%s}}",
             name, name, weight, reclaimable ? "true" : "false");
-    json_object *o = parse(json);
-    g_autoptr(GError) error = NULL;
-    g_autoptr(KbQueue) q = kb_queue_decode(o, FALSE, &error);
-    g_assert_no_error(error);
-    kb_cache_add_queue(fx->cache, q);
-    json_object_put(o);
-}
-
-static void pod_put(Fx *fx, const char *key, json_object *o)
-{
-    g_autoptr(GError) error = NULL;
-    g_autoptr(KbPod) pod = kb_pod_decode(o, FALSE, &error);
-    g_assert_no_error(error);
-    kb_cache_update_pod(fx->cache, pod);
-    g_hash_table_replace(fx->pods, g_strdup(key), o);
+    kb_test_sched_add_queue(fx, json);
 }
 
 /*
@@ -147,12 +89,7 @@ static void add_job(Fx *fx, const JobSpec *j)
             "\"creationTimestamp\":\"2026-01-01T00:%02u:%02uZ\"},\"spec\":{\"minMember\":%d%s%s}}",
             j->name, ns, j->name, (fx->seq / 60) % 60, fx->seq % 60, j->min, q, pc);
     fx->seq++;
-    json_object *go = parse(gjson);
-    g_autoptr(GError) error = NULL;
-    g_autoptr(KbPodGroup) pg = kb_pod_group_decode(go, FALSE, &error);
-    g_assert_no_error(error);
-    kb_cache_add_pod_group(fx->cache, pg);
-    json_object_put(go);
+    kb_test_sched_add_pod_group(fx, gjson);
     g_auto(GStrv) nodes = j->nodes != NULL ? g_strsplit(j->nodes, ",", -1) : NULL;
     for (guint i = 0; i < j->n; i++) {
         g_autofree char *node = nodes != NULL && nodes[i] != NULL
@@ -168,16 +105,8 @@ static void add_job(Fx *fx, const JobSpec *j)
                 j->name, i, ns, j->name, i, (fx->seq / 60) % 60, fx->seq % 60, j->name, node, pc,
                 j->gpus, nodes != NULL ? "Running" : "Pending");
         fx->seq++;
-        g_autofree char *key = g_strdup_printf("%s/%s-%u", ns, j->name, i);
-        pod_put(fx, key, parse(json));
+        kb_test_sched_put_pod(fx, kb_test_sched_parse(json));
     }
-}
-
-static void run(Fx *fx)
-{
-    kb_cycle_result_free(fx->res);
-    fx->res = kb_cycle_run(fx->cache, fx->conf, fx->now);
-    fx->now += 1;
 }
 
 static gint str_ptr_cmp(gconstpointer a, gconstpointer b)
@@ -198,16 +127,6 @@ static char *evicted(Fx *fx)
     for (guint i = 0; i < names->len; i++)
         g_string_append_printf(out, "%s%s", i > 0 ? "," : "", (char *)names->pdata[i]);
     return g_string_free(out, FALSE);
-}
-
-static guint binds(Fx *fx, const char *job)
-{
-    guint n = 0;
-    for (guint i = 0; i < fx->res->placements->len; i++) {
-        const KbPlacement *p = &g_array_index(fx->res->placements, KbPlacement, i);
-        n += strcmp(p->job, job) == 0;
-    }
-    return n;
 }
 
 /* ---- table: one cycle, which pods are evicted ----------------------------------------------- */
@@ -456,7 +375,7 @@ static void test_evict_case(gconstpointer data)
     const EvictCase *c = data;
     Fx *fx = fx_new(c->actions);
     setup_case(fx, c);
-    run(fx);
+    kb_test_sched_run(fx);
     g_autofree char *got = evicted(fx);
     g_assert_cmpstr(got, ==, c->want);
     for (guint i = 0; i < fx->res->evictions->len; i++) {
@@ -470,7 +389,7 @@ static void test_evict_case(gconstpointer data)
     }
     /* Nothing binds onto resources that are still held by the victims. */
     g_assert_cmpuint(fx->res->placements->len, ==, 0);
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 /* ---- across cycles -------------------------------------------------------------------------- */
@@ -485,7 +404,7 @@ static void test_no_storm(void)
     add_node(fx, "n1", 8);
     add_job(fx, &storm_low);
     add_job(fx, &storm_high);
-    run(fx);
+    kb_test_sched_run(fx);
     g_autofree char *first = evicted(fx);
     g_assert_cmpstr(first, ==, "low-2,low-3");
     const KbJobStatus *st = kb_cycle_result_job(fx->res, "team/high");
@@ -497,19 +416,19 @@ static void test_no_storm(void)
         g_autofree char *key = g_strdup_printf("team/%s", ev->pod->meta.name);
         json_object *o = NULL;
         json_object_deep_copy(g_hash_table_lookup(fx->pods, key), &o, NULL);
-        pod_put(fx, key, o);
+        kb_test_sched_put_pod(fx, o);
     }
     for (guint cycle = 0; cycle < 3; cycle++) {
-        run(fx);
+        kb_test_sched_run(fx);
         g_assert_cmpuint(fx->res->evictions->len, ==, 0);
-        g_assert_cmpuint(binds(fx, "team/high"), ==, 0);
+        g_assert_cmpuint(kb_test_sched_binds(fx, "team/high"), ==, 0);
     }
     for (guint i = 0; i < victims->len; i++)
         kb_cache_delete_pod(fx->cache, g_array_index(victims, KbEviction, i).pod);
-    run(fx);
+    kb_test_sched_run(fx);
     g_assert_cmpuint(fx->res->evictions->len, ==, 0);
-    g_assert_cmpuint(binds(fx, "team/high"), ==, 2);
-    fx_free(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "team/high"), ==, 2);
+    kb_test_sched_free(fx);
 }
 
 /* The same for reclaim: the borrowing queue loses 8 pods once, not 8 more every cycle. */
@@ -523,16 +442,16 @@ static void test_no_reclaim_storm(void)
     }
     g_assert_nonnull(c);
     setup_case(fx, c);
-    run(fx);
+    kb_test_sched_run(fx);
     g_assert_cmpuint(fx->res->evictions->len, ==, 8);
     for (guint cycle = 0; cycle < 3; cycle++) {
-        run(fx);
+        kb_test_sched_run(fx);
         g_assert_cmpuint(fx->res->evictions->len, ==, 0);
-        g_assert_cmpuint(binds(fx, "team/want"), ==, 0);
+        g_assert_cmpuint(kb_test_sched_binds(fx, "team/want"), ==, 0);
     }
     KbJobInfo *job = kb_cache_lookup_job(fx->cache, "team", "borrow");
     g_assert_cmpuint(job->n_state[KB_TASK_RUNNING], ==, 8);
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 /* A refused eviction (a PodDisruptionBudget, say) puts the pod back; a later cycle retries. */
@@ -542,7 +461,7 @@ static void test_evict_failed(void)
     add_node(fx, "n1", 8);
     add_job(fx, &storm_low);
     add_job(fx, &storm_high);
-    run(fx);
+    kb_test_sched_run(fx);
     g_assert_cmpuint(fx->res->evictions->len, ==, 2);
     const KbEviction *ev = &g_array_index(fx->res->evictions, KbEviction, 0);
     g_assert_true(kb_cache_evict_failed(fx->cache, "team", ev->pod->meta.name, ev->pod->meta.uid));
@@ -550,9 +469,9 @@ static void test_evict_failed(void)
     g_assert_false(kb_cache_evict_failed(fx->cache, "team", ev->pod->meta.name, "other-uid"));
     KbTaskInfo *t = kb_cache_lookup_task(fx->cache, "team", ev->pod->meta.name);
     g_assert_cmpint(t->state, ==, KB_TASK_RUNNING);
-    run(fx);
+    kb_test_sched_run(fx);
     g_assert_cmpuint(fx->res->evictions->len, ==, 1);
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 /* The statement that could not complete leaves every victim running, across cycles too. */
@@ -565,13 +484,13 @@ static void test_discard_leaves_victims_running(void)
     add_job(fx, &low);
     add_job(fx, &big);
     for (guint cycle = 0; cycle < 2; cycle++) {
-        run(fx);
+        kb_test_sched_run(fx);
         g_assert_cmpuint(fx->res->evictions->len, ==, 0);
     }
     KbJobInfo *job = kb_cache_lookup_job(fx->cache, "team", "low");
     g_assert_cmpuint(job->n_state[KB_TASK_RUNNING], ==, 4);
     g_assert_cmpuint(job->n_state[KB_TASK_RELEASING], ==, 0);
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 /* The victims get an event naming the preemptor. */
@@ -581,7 +500,7 @@ static void test_events(void)
     add_node(fx, "n1", 8);
     add_job(fx, &storm_low);
     add_job(fx, &storm_high);
-    run(fx);
+    kb_test_sched_run(fx);
     guint n = 0;
     for (guint i = 0; i < fx->res->events->len; i++) {
         const KbSchedEvent *ev = &g_array_index(fx->res->events, KbSchedEvent, i);
@@ -592,7 +511,7 @@ static void test_events(void)
         g_assert_nonnull(strstr(ev->message, "team/high"));
     }
     g_assert_cmpuint(n, ==, 2);
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 static void test_conf_parses(void)
