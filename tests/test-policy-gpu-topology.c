@@ -13,6 +13,7 @@
 #include "scheduler/cache.h"
 #include "scheduler/conf.h"
 #include "scheduler/cycle.h"
+#include "tests/lib/kb-test-sched.h"
 
 /* The default tiers without gpu-topology: what kube-batchd did before the plugin. */
 static const char conf_without[] = "actions: \"enqueue, allocate\"\n"
@@ -29,43 +30,7 @@ static const char conf_without[] = "actions: \"enqueue, allocate\"\n"
 
 /* ---- fixture -------------------------------------------------------------------------------- */
 
-typedef struct {
-    KbCache *cache;
-    KbConf *conf;
-    KbCycleResult *res;
-    GHashTable *pods; /* "ns/name" -> json_object* (the last version given to the cache) */
-    gint64 now;
-} Fx;
-
-static void json_put(gpointer o)
-{
-    json_object_put(o);
-}
-
-static Fx *fx_new(const char *yaml)
-{
-    Fx *fx = g_new0(Fx, 1);
-    fx->cache = kb_cache_new(NULL, "default");
-    if (yaml != NULL) {
-        g_autoptr(GError) error = NULL;
-        fx->conf = kb_conf_parse(yaml, strlen(yaml), &error);
-        g_assert_no_error(error);
-    } else {
-        fx->conf = kb_conf_new_default();
-    }
-    fx->pods = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, json_put);
-    fx->now = 1000;
-    return fx;
-}
-
-static void fx_free(Fx *fx)
-{
-    kb_cycle_result_free(fx->res);
-    kb_cache_free(fx->cache);
-    kb_conf_free(fx->conf);
-    g_hash_table_unref(fx->pods);
-    g_free(fx);
-}
+typedef KbTestSched Fx;
 
 static json_object *jstr(const char *s)
 {
@@ -95,11 +60,8 @@ static void add_node(Fx *fx, const char *name, int gpus, const char *topology, c
             "{\"allocatable\":{\"cpu\":\"32\",\"memory\":\"256Gi\",\"pods\":\"110\","
             "\"nvidia.com/gpu\":\"%d\"},\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}",
             gpus);
-    json_object_object_add(o, "status", json_tokener_parse(status));
-    g_autoptr(GError) error = NULL;
-    g_autoptr(KbNode) node = kb_node_decode(o, FALSE, &error);
-    g_assert_no_error(error);
-    kb_cache_update_node(fx->cache, node);
+    json_object_object_add(o, "status", kb_test_sched_parse(status));
+    kb_test_sched_add_node(fx, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
     json_object_put(o);
 }
 
@@ -110,15 +72,6 @@ typedef struct {
     const char *gpu_ids;   /* gpu-ids annotation or NULL */
     const char *scheduler; /* default kube-batchd */
 } PodOpts;
-
-static void pod_put(Fx *fx, json_object *o)
-{
-    g_autoptr(GError) error = NULL;
-    g_autoptr(KbPod) pod = kb_pod_decode(o, FALSE, &error);
-    g_assert_no_error(error);
-    kb_cache_update_pod(fx->cache, pod);
-    g_hash_table_replace(fx->pods, g_strdup_printf("default/%s", pod->meta.name), o);
-}
 
 static void add_pod(Fx *fx, const char *name, const PodOpts *po)
 {
@@ -140,7 +93,7 @@ static void add_pod(Fx *fx, const char *name, const PodOpts *po)
                                jstr(po->gpu_ids));
     if (po->node != NULL)
         json_object_object_add(json_object_object_get(o, "spec"), "nodeName", jstr(po->node));
-    pod_put(fx, o);
+    kb_test_sched_put_pod(fx, o);
 }
 
 static void add_group(Fx *fx, const char *name, int min)
@@ -150,18 +103,7 @@ static void add_group(Fx *fx, const char *name, int min)
             "\"metadata\":{\"name\":\"%s\",\"namespace\":\"default\",\"uid\":\"pg-%s\"},"
             "\"spec\":{\"minMember\":%d}}",
             name, name, min);
-    json_object *o = json_tokener_parse(json);
-    g_autoptr(GError) error = NULL;
-    g_autoptr(KbPodGroup) pg = kb_pod_group_decode(o, FALSE, &error);
-    g_assert_no_error(error);
-    kb_cache_add_pod_group(fx->cache, pg);
-    json_object_put(o);
-}
-
-static void run(Fx *fx)
-{
-    kb_cycle_result_free(fx->res);
-    fx->res = kb_cycle_run(fx->cache, fx->conf, fx->now++);
+    kb_test_sched_add_pod_group(fx, json);
 }
 
 static const KbPlacement *placement(Fx *fx, const char *name)
@@ -173,29 +115,6 @@ static const KbPlacement *placement(Fx *fx, const char *name)
     }
     g_error("pod %s was not placed", name);
     return NULL;
-}
-
-/*
- * What the binder does with each placement (the contract of cycle.h): write gpu-ids, then bind;
- * the watch then shows the pod with both, Running.
- */
-static void bind_all(Fx *fx)
-{
-    for (guint i = 0; i < fx->res->placements->len; i++) {
-        const KbPlacement *p = &g_array_index(fx->res->placements, KbPlacement, i);
-        g_assert_true(kb_cache_bind_succeeded(fx->cache, "default", p->pod->meta.name,
-                                              p->pod->meta.uid, fx->now));
-        g_autofree char *key = g_strdup_printf("default/%s", p->pod->meta.name);
-        json_object *copy = NULL;
-        json_object_deep_copy(g_hash_table_lookup(fx->pods, key), &copy, NULL);
-        json_object *meta = json_object_object_get(copy, "metadata");
-        if (p->gpu_ids != NULL)
-            json_object_object_add(json_object_object_get(meta, "annotations"),
-                                   KB_GPU_IDS_ANNOTATION, jstr(p->gpu_ids));
-        json_object_object_add(json_object_object_get(copy, "spec"), "nodeName", jstr(p->node));
-        json_object_object_add(json_object_object_get(copy, "status"), "phase", jstr("Running"));
-        pod_put(fx, copy);
-    }
 }
 
 static guint64 ids_mask(const char *ids)
@@ -265,7 +184,7 @@ static const IdsCase ids_cases[] = {
 static void test_ids_case(gconstpointer data)
 {
     const IdsCase *c = data;
-    Fx *fx = fx_new(NULL);
+    Fx *fx = kb_test_sched_new(NULL);
     if (strstr(c->path, "malformed") != NULL)
         g_test_expect_message(NULL, G_LOG_LEVEL_WARNING, "*node n1*gpu-topology*one GPU island*");
     add_node(fx, "n1", 8, c->topology, NULL, NULL);
@@ -285,13 +204,13 @@ static void test_ids_case(gconstpointer data)
     g_assert_cmphex(node_used(fx, "n1"), ==, held);
     PodOpts po = {.gpus = c->gpus};
     add_pod(fx, "p", &po);
-    run(fx);
+    kb_test_sched_run(fx);
     const KbPlacement *p = placement(fx, "p");
     g_assert_cmpstr(p->node, ==, "n1");
     g_assert_cmphex(ids_mask(p->gpu_ids), ==, ids_mask(c->want));
     /* Assumed: the cache counts the chosen indices as held. */
     g_assert_cmphex(node_used(fx, "n1"), ==, held | ids_mask(c->want));
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 /* ---- which node ----------------------------------------------------------------------------- */
@@ -299,7 +218,7 @@ static void test_ids_case(gconstpointer data)
 /* Both nodes have 4 free GPUs; only on "b" do two of them share an island. */
 static void test_node_two_gpus_one_island(void)
 {
-    Fx *fx = fx_new(NULL);
+    Fx *fx = kb_test_sched_new(NULL);
     add_node(fx, "a", 8, PAIRS, NULL, NULL);
     add_node(fx, "b", 8, PAIRS, NULL, NULL);
     const char *held_a[] = {"0", "2", "4", "6"};
@@ -312,10 +231,10 @@ static void test_node_two_gpus_one_island(void)
     add_pod(fx, "held-b", &hb);
     PodOpts po = {.gpus = 2};
     add_pod(fx, "p", &po);
-    run(fx);
+    kb_test_sched_run(fx);
     g_assert_cmpstr(placement(fx, "p")->node, ==, "b");
     g_assert_cmpstr(placement(fx, "p")->gpu_ids, ==, "4,5");
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 /*
@@ -326,7 +245,7 @@ static void test_node_two_gpus_one_island(void)
 static void test_node_four_gpus(gconstpointer data)
 {
     gboolean with_z = GPOINTER_TO_INT(data);
-    Fx *fx = fx_new(NULL);
+    Fx *fx = kb_test_sched_new(NULL);
     add_node(fx, "x", 8, ISLANDS_4_4, NULL, NULL);
     PodOpts h0 = {.gpus = 1, .node = "x", .gpu_ids = "0"};
     PodOpts h5 = {.gpus = 1, .node = "x", .gpu_ids = "5"};
@@ -339,11 +258,11 @@ static void test_node_four_gpus(gconstpointer data)
     }
     PodOpts po = {.gpus = 4};
     add_pod(fx, "p", &po);
-    run(fx);
+    kb_test_sched_run(fx);
     const KbPlacement *p = placement(fx, "p");
     g_assert_cmpstr(p->node, ==, with_z ? "z" : "x");
     g_assert_cmpstr(p->gpu_ids, ==, with_z ? "4,5,6,7" : "1,2,3,4");
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 /*
@@ -362,7 +281,7 @@ static guint gang_nodes(Fx *fx, GHashTable *racks)
         PodOpts po = {.group = "tf", .gpus = 4};
         add_pod(fx, name, &po);
     }
-    run(fx);
+    kb_test_sched_run(fx);
     g_assert_cmpuint(fx->res->placements->len, ==, 4);
     g_autoptr(GHashTable) nodes = g_hash_table_new(g_str_hash, g_str_equal);
     for (guint i = 0; i < 4; i++) {
@@ -380,11 +299,11 @@ static guint gang_nodes(Fx *fx, GHashTable *racks)
 
 static void test_gang_packs_rack(void)
 {
-    Fx *fx = fx_new(NULL);
+    Fx *fx = kb_test_sched_new(NULL);
     g_autoptr(GHashTable) racks = g_hash_table_new(g_str_hash, g_str_equal);
     g_assert_cmpuint(gang_nodes(fx, racks), ==, 2);
     g_assert_cmpuint(g_hash_table_size(racks), ==, 1);
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 /* Weight 0: no preference (nodeorder spreads the gang), but indices are still chosen. */
@@ -392,26 +311,26 @@ static void test_gang_weight_zero(void)
 {
     GString *yaml = g_string_new(conf_without);
     g_string_append(yaml, "  - name: gpu-topology\n    arguments:\n      gpu-topology.weight: 0\n");
-    Fx *fx = fx_new(yaml->str);
+    Fx *fx = kb_test_sched_new(yaml->str);
     g_string_free(yaml, TRUE);
     g_autoptr(GHashTable) racks = g_hash_table_new(g_str_hash, g_str_equal);
     g_assert_cmpuint(gang_nodes(fx, racks), ==, 4);
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 static void test_gang_plugin_off_spreads(void)
 {
-    Fx *fx = fx_new(conf_without);
+    Fx *fx = kb_test_sched_new(conf_without);
     g_autoptr(GHashTable) racks = g_hash_table_new(g_str_hash, g_str_equal);
     g_assert_cmpuint(gang_nodes(fx, racks), ==, 4);
     g_assert_cmpuint(g_hash_table_size(racks), ==, 2);
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 /* Racks unlabelled: the zone is the next level up. 3 x 8 GPUs over zones z1 (1 node), z2 (2). */
 static void test_gang_packs_zone(void)
 {
-    Fx *fx = fx_new(NULL);
+    Fx *fx = kb_test_sched_new(NULL);
     add_node(fx, "n0", 8, ISLANDS_4_4, NULL, "z2");
     add_node(fx, "n1", 8, ISLANDS_4_4, NULL, "z1");
     add_node(fx, "n2", 8, ISLANDS_4_4, NULL, "z2");
@@ -421,18 +340,18 @@ static void test_gang_packs_zone(void)
         PodOpts po = {.group = "tf", .gpus = 8};
         add_pod(fx, name, &po);
     }
-    run(fx);
+    kb_test_sched_run(fx);
     g_assert_cmpstr(placement(fx, "tf-0")->node, ==, "n0");
     g_assert_cmpstr(placement(fx, "tf-1")->node, ==, "n2");
     /* 8 GPUs span the two islands of a node: all of them. */
     g_assert_cmpstr(placement(fx, "tf-1")->gpu_ids, ==, "0,1,2,3,4,5,6,7");
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 /* An elastic job with members running on "busy" from an earlier cycle: the new one joins them. */
 static void test_gang_joins_running_members(void)
 {
-    Fx *fx = fx_new(NULL);
+    Fx *fx = kb_test_sched_new(NULL);
     add_node(fx, "idle", 8, ISLANDS_4_4, NULL, NULL);
     add_node(fx, "busy", 8, ISLANDS_4_4, NULL, NULL);
     add_group(fx, "tf", 1);
@@ -440,10 +359,10 @@ static void test_gang_joins_running_members(void)
     add_pod(fx, "tf-0", &r);
     PodOpts po = {.group = "tf", .gpus = 2};
     add_pod(fx, "tf-1", &po);
-    run(fx);
+    kb_test_sched_run(fx);
     g_assert_cmpstr(placement(fx, "tf-1")->node, ==, "busy");
     g_assert_cmpstr(placement(fx, "tf-1")->gpu_ids, ==, "2,3");
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 /* ---- bookkeeping ---------------------------------------------------------------------------- */
@@ -454,7 +373,7 @@ static void test_gang_joins_running_members(void)
  */
 static void test_never_overlap(void)
 {
-    Fx *fx = fx_new(NULL);
+    Fx *fx = kb_test_sched_new(NULL);
     add_node(fx, "n1", 8, PAIRS, NULL, NULL);
     add_node(fx, "n2", 8, ISLANDS_4_4, NULL, NULL);
     PodOpts f = {.gpus = 3, .node = "n1", .scheduler = "default-scheduler"};
@@ -469,7 +388,7 @@ static void test_never_overlap(void)
             add_pod(fx, name, &po);
         }
         guint64 before[2] = {node_used(fx, "n1"), node_used(fx, "n2")};
-        run(fx);
+        kb_test_sched_run(fx);
         guint64 given[2] = {0, 0};
         for (guint i = 0; i < fx->res->placements->len; i++) {
             const KbPlacement *p = &g_array_index(fx->res->placements, KbPlacement, i);
@@ -480,35 +399,35 @@ static void test_never_overlap(void)
             given[n] |= m;
         }
         if (round == 1)
-            bind_all(fx); /* now bound with gpu-ids: still held */
+            kb_test_sched_confirm_all(fx, TRUE); /* now bound with gpu-ids: still held */
     }
     /* 3 + 2 held, 3 rounds of 1 + 2 + 3 asked = 23 > 16: what does not fit waits. */
     KbNodeInfo *n1 = kb_cache_lookup_node(fx->cache, "n1");
     KbNodeInfo *n2 = kb_cache_lookup_node(fx->cache, "n2");
     g_assert_cmpint(__builtin_popcountll(n1->gpu_used), ==, n1->used.v[KB_RES_GPU]);
     g_assert_cmpint(__builtin_popcountll(n2->gpu_used), ==, n2->used.v[KB_RES_GPU]);
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 /* A pod bound to a node the cache has not seen yet holds indices once the node arrives. */
 static void test_pod_before_node(void)
 {
-    Fx *fx = fx_new(NULL);
+    Fx *fx = kb_test_sched_new(NULL);
     PodOpts f = {.gpus = 2, .node = "n1", .scheduler = "default-scheduler"};
     add_pod(fx, "foreign", &f);
     add_node(fx, "n1", 8, ISLANDS_4_4, NULL, NULL);
     g_assert_cmphex(node_used(fx, "n1"), ==, 0x3);
     PodOpts po = {.gpus = 2};
     add_pod(fx, "p", &po);
-    run(fx);
+    kb_test_sched_run(fx);
     g_assert_cmpstr(placement(fx, "p")->gpu_ids, ==, "2,3");
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 /* Bind failure and discard give the indices back; a deleted pod releases its indices. */
 static void test_rollback_releases(void)
 {
-    Fx *fx = fx_new(NULL);
+    Fx *fx = kb_test_sched_new(NULL);
     add_node(fx, "n1", 8, ISLANDS_4_4, NULL, NULL);
     add_group(fx, "tf", 2);
     for (guint i = 0; i < 2; i++) {
@@ -516,48 +435,48 @@ static void test_rollback_releases(void)
         PodOpts po = {.group = "tf", .gpus = 4};
         add_pod(fx, name, &po);
     }
-    run(fx);
+    kb_test_sched_run(fx);
     g_assert_cmphex(node_used(fx, "n1"), ==, 0xff);
     g_assert_true(kb_cache_bind_failed(fx->cache, "default", "tf-0", "u-tf-0", NULL));
     g_assert_cmphex(node_used(fx, "n1"), ==, 0);
     g_assert_cmphex(kb_cache_lookup_task(fx->cache, "default", "tf-1")->gpu_ids, ==, 0);
-    run(fx);
+    kb_test_sched_run(fx);
     g_assert_cmpuint(fx->res->placements->len, ==, 2);
-    bind_all(fx);
+    kb_test_sched_confirm_all(fx, TRUE);
     g_assert_cmphex(node_used(fx, "n1"), ==, 0xff);
     g_autoptr(KbPod) pod =
             kb_pod_decode(g_hash_table_lookup(fx->pods, "default/tf-1"), FALSE, NULL);
     guint64 ids = ids_mask(placement(fx, "tf-1")->gpu_ids);
     kb_cache_delete_pod(fx->cache, pod);
     g_assert_cmphex(node_used(fx, "n1"), ==, 0xff & ~ids);
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 /* A pending pod still carrying gpu-ids from an earlier failed bind is counted on the new ones. */
 static void test_stale_annotation_ignored(void)
 {
-    Fx *fx = fx_new(NULL);
+    Fx *fx = kb_test_sched_new(NULL);
     add_node(fx, "n1", 8, ISLANDS_4_4, NULL, NULL);
     PodOpts h = {.gpus = 2, .node = "n1", .gpu_ids = "0,1"};
     add_pod(fx, "held", &h);
     PodOpts po = {.gpus = 2, .gpu_ids = "0,1"};
     add_pod(fx, "p", &po);
-    run(fx);
+    kb_test_sched_run(fx);
     g_assert_cmpstr(placement(fx, "p")->gpu_ids, ==, "2,3");
     g_assert_cmphex(node_used(fx, "n1"), ==, 0x0f);
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 /* Without the plugin, or for a pod without GPUs: no gpu-ids; node choice as before. */
 static void test_plugin_off(void)
 {
-    Fx *fx = fx_new(conf_without);
+    Fx *fx = kb_test_sched_new(conf_without);
     add_node(fx, "n1", 8, ISLANDS_4_4, NULL, NULL);
     PodOpts po = {.gpus = 2};
     add_pod(fx, "p", &po);
     PodOpts cpu = {.gpus = 0};
     add_pod(fx, "cpu", &cpu);
-    run(fx);
+    kb_test_sched_run(fx);
     g_assert_null(placement(fx, "p")->gpu_ids);
     g_assert_null(placement(fx, "cpu")->gpu_ids);
     /* The cache still counts 2 indices held (the lowest free), so counts and masks agree. */
@@ -566,17 +485,17 @@ static void test_plugin_off(void)
     fx->conf = kb_conf_new_default();
     PodOpts cpu2 = {.gpus = 0};
     add_pod(fx, "cpu2", &cpu2);
-    run(fx);
+    kb_test_sched_run(fx);
     g_assert_null(placement(fx, "cpu2")->gpu_ids);
     g_assert_nonnull(kb_plugin_lookup("gpu-topology"));
     g_assert_nonnull(strstr(kb_plugin_names(), "gpu-topology"));
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 /* A malformed annotation is logged and counted once per value; a fixed one is used. */
 static void test_malformed_once(void)
 {
-    Fx *fx = fx_new(NULL);
+    Fx *fx = kb_test_sched_new(NULL);
     g_test_expect_message(NULL, G_LOG_LEVEL_WARNING, "*node n1*\"nvlink\"[0][1]*64*");
     add_node(fx, "n1", 8, "{\"nvlink\":[[0,64]]}", NULL, NULL);
     g_test_assert_expected_messages();
@@ -593,7 +512,7 @@ static void test_malformed_once(void)
     ni = kb_cache_lookup_node(fx->cache, "n1");
     g_assert_cmpuint(ni->gpu_topology->first[1], ==, 4);
     g_assert_cmpuint(kb_cache_gpu_topology_errors(fx->cache), ==, 2);
-    fx_free(fx);
+    kb_test_sched_free(fx);
 }
 
 /* ---- decoders (tables) ---------------------------------------------------------------------- */
