@@ -231,16 +231,24 @@ double kb_session_node_score(KbSession *ssn, const KbTaskInfo *task, const KbNod
     return score;
 }
 
-void kb_session_preemptable(KbSession *ssn, const KbTaskInfo *preemptor, GPtrArray *victims)
+/*
+ * Volcano's tiered victim rule (Preemptable / Reclaimable): within a tier every enabled plugin
+ * filters @victims in turn; the first tier in which any plugin has a verdict decides, and later
+ * tiers are not asked. @reclaim picks the reclaimable hook, otherwise preemptable.
+ */
+static void victims_by_tier(KbSession *ssn, gboolean reclaim, const KbTaskInfo *claimer,
+                            GPtrArray *victims)
 {
+    KbConfSwitch sw = reclaim ? KB_SWITCH_RECLAIMABLE : KB_SWITCH_PREEMPTABLE;
     guint i = 0;
     while (i < ssn->n_plugins) {
         guint tier = ssn->plugins[i].tier;
         gboolean verdict = FALSE;
         for (; i < ssn->n_plugins && ssn->plugins[i].tier == tier; i++) {
             KbPluginInstance *pi = &ssn->plugins[i];
-            if (ENABLED(pi, preemptable, KB_SWITCH_PREEMPTABLE) &&
-                pi->ops->preemptable(pi->state, preemptor, victims))
+            gboolean (*hook)(gpointer, const KbTaskInfo *, GPtrArray *) =
+                    reclaim ? pi->ops->reclaimable : pi->ops->preemptable;
+            if (hook != NULL && pi->conf->enabled[sw] && hook(pi->state, claimer, victims))
                 verdict = TRUE;
         }
         if (verdict)
@@ -248,21 +256,14 @@ void kb_session_preemptable(KbSession *ssn, const KbTaskInfo *preemptor, GPtrArr
     }
 }
 
+void kb_session_preemptable(KbSession *ssn, const KbTaskInfo *preemptor, GPtrArray *victims)
+{
+    victims_by_tier(ssn, FALSE, preemptor, victims);
+}
+
 void kb_session_reclaimable(KbSession *ssn, const KbTaskInfo *reclaimer, GPtrArray *victims)
 {
-    guint i = 0;
-    while (i < ssn->n_plugins) {
-        guint tier = ssn->plugins[i].tier;
-        gboolean verdict = FALSE;
-        for (; i < ssn->n_plugins && ssn->plugins[i].tier == tier; i++) {
-            KbPluginInstance *pi = &ssn->plugins[i];
-            if (ENABLED(pi, reclaimable, KB_SWITCH_RECLAIMABLE) &&
-                pi->ops->reclaimable(pi->state, reclaimer, victims))
-                verdict = TRUE;
-        }
-        if (verdict)
-            return;
-    }
+    victims_by_tier(ssn, TRUE, reclaimer, victims);
 }
 
 void kb_session_allocate(KbSession *ssn, KbTaskInfo *task, KbNodeInfo *node)
