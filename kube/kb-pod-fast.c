@@ -250,6 +250,37 @@ static gpointer grow(gpointer array, gsize n, gsize size)
     return array;
 }
 
+/* An element decoder for decode_array(): fills the zeroed element @elem (of its own type). */
+typedef gboolean (*ElementDecoder)(KbJsonReader *r, gpointer elem, GError **error);
+
+/*
+ * Array member @key of objects (at most @max), each decoded by @decode into element i of the
+ * growing array *@items of @size-byte elements, *@n counting them. With @count_first an element
+ * is counted before it is decoded (the owner's clear function then frees a partial one),
+ * otherwise once it decoded. Absent or null: TRUE, nothing added. Errors are prefixed "@key[i].".
+ * *@items is updated even on failure (it owns what was decoded).
+ */
+static gboolean decode_array(KbJsonReader *r, const char *key, gsize max, gsize size,
+                             gboolean count_first, ElementDecoder decode, gpointer *items, guint *n,
+                             GError **error)
+{
+    int rc = array_member(r, key, error);
+    if (rc != 1)
+        return rc == 0;
+    for (gsize i = 0; (rc = next_object(r, key, i, max, error)) == 1; i++) {
+        *items = grow(*items, *n, size);
+        if (count_first)
+            (*n)++;
+        if (!decode(r, (char *)*items + i * size, error)) {
+            g_prefix_error(error, "%s[%" G_GSIZE_FORMAT "].", key, i);
+            return FALSE;
+        }
+        if (!count_first)
+            (*n)++;
+    }
+    return rc == 0;
+}
+
 /* ---- string maps ---------------------------------------------------------------------------- */
 
 static gboolean read_map(KbJsonReader *r, const char *key, gsize max_value, KbStringMapMode mode,
@@ -626,8 +657,9 @@ static gsize span_length(const KbJsonStr *span)
 
 enum { T_EXPRS = 1, T_FIELDS = 2 };
 
-static gboolean decode_term(KbJsonReader *r, KbNodeSelectorTerm *term, GError **error)
+static gboolean decode_term(KbJsonReader *r, gpointer elem, GError **error)
 {
+    KbNodeSelectorTerm *term = elem;
     KbJsonStr k, exprs = {"null", 4}, fields = {"null", 4};
     guint32 seen = 0;
     int rc;
@@ -658,20 +690,12 @@ static gboolean decode_term(KbJsonReader *r, KbNodeSelectorTerm *term, GError **
 
 static gboolean decode_terms(KbJsonReader *r, KbPod *pod, GError **error)
 {
-    const char *key = "nodeSelectorTerms";
-    int rc = array_member(r, key, error);
-    if (rc != 1)
-        return rc == 0;
-    for (gsize i = 0; (rc = next_object(r, key, i, KB_MAX_LIST_ITEMS, error)) == 1; i++) {
-        pod->affinity_terms = grow(pod->affinity_terms, pod->n_affinity_terms,
-                                   sizeof(KbNodeSelectorTerm));
-        pod->n_affinity_terms++;
-        if (!decode_term(r, &pod->affinity_terms[i], error)) {
-            g_prefix_error(error, "%s[%" G_GSIZE_FORMAT "].", key, i);
-            return FALSE;
-        }
-    }
-    return rc == 0;
+    gpointer items = pod->affinity_terms;
+    gboolean ok =
+            decode_array(r, "nodeSelectorTerms", KB_MAX_LIST_ITEMS, sizeof(KbNodeSelectorTerm),
+                         TRUE, decode_term, &items, &pod->n_affinity_terms, error);
+    pod->affinity_terms = items;
+    return ok;
 }
 
 /* spec.affinity, then nodeAffinity, then the required terms: level @level of that path. */
@@ -708,8 +732,9 @@ static gboolean decode_affinity(KbJsonReader *r, guint level, KbPod *pod, GError
 
 enum { TL_KEY = 1, TL_VALUE = 2, TL_OP = 4, TL_EFFECT = 8 };
 
-static gboolean decode_toleration(KbJsonReader *r, KbToleration *t, GError **error)
+static gboolean decode_toleration(KbJsonReader *r, gpointer elem, GError **error)
 {
+    KbToleration *t = elem;
     char op[KB_MAX_NAME_LEN + 1], effect[KB_MAX_NAME_LEN + 1];
     gboolean has_op = FALSE, has_effect = FALSE;
     KbJsonStr k;
@@ -744,19 +769,13 @@ static gboolean decode_toleration(KbJsonReader *r, KbToleration *t, GError **err
 
 static gboolean decode_tolerations(KbJsonReader *r, KbPod *pod, GError **error)
 {
-    const char *key = "tolerations";
-    int rc = array_member(r, key, error);
-    if (rc != 1)
-        return rc == 0;
-    for (gsize i = 0; (rc = next_object(r, key, i, KB_MAX_LIST_ITEMS, error)) == 1; i++) {
-        pod->tolerations = grow(pod->tolerations, pod->n_tolerations, sizeof(KbToleration));
-        if (!decode_toleration(r, &pod->tolerations[i], error)) {
-            g_prefix_error(error, "%s[%" G_GSIZE_FORMAT "].", key, i);
-            return FALSE;
-        }
-        pod->n_tolerations++;
-    }
-    return rc == 0;
+    /* Counted once decoded: a failed toleration holds nothing to free (its strings are interned).
+     */
+    gpointer items = pod->tolerations;
+    gboolean ok = decode_array(r, "tolerations", KB_MAX_LIST_ITEMS, sizeof(KbToleration), FALSE,
+                               decode_toleration, &items, &pod->n_tolerations, error);
+    pod->tolerations = items;
+    return ok;
 }
 
 /* ---- spec ----------------------------------------------------------------------------------- */
@@ -928,8 +947,9 @@ static gboolean decode_state(KbJsonReader *r, KbContainerStatus *cs, GError **er
 
 enum { CS_NAME = 1, CS_RESTARTS = 2, CS_STATE = 4 };
 
-static gboolean decode_container_status(KbJsonReader *r, KbContainerStatus *cs, GError **error)
+static gboolean decode_container_status(KbJsonReader *r, gpointer elem, GError **error)
 {
+    KbContainerStatus *cs = elem;
     KbJsonStr k;
     guint32 seen = 0;
     gint64 restarts = 0;
@@ -962,20 +982,12 @@ static gboolean decode_container_status(KbJsonReader *r, KbContainerStatus *cs, 
 
 static gboolean decode_container_statuses(KbJsonReader *r, KbPod *pod, GError **error)
 {
-    const char *key = "containerStatuses";
-    int rc = array_member(r, key, error);
-    if (rc != 1)
-        return rc == 0;
-    for (gsize i = 0; (rc = next_object(r, key, i, KB_MAX_CONTAINERS, error)) == 1; i++) {
-        pod->container_statuses = grow(pod->container_statuses, pod->n_container_statuses,
-                                       sizeof(KbContainerStatus));
-        pod->n_container_statuses++;
-        if (!decode_container_status(r, &pod->container_statuses[i], error)) {
-            g_prefix_error(error, "%s[%" G_GSIZE_FORMAT "].", key, i);
-            return FALSE;
-        }
-    }
-    return rc == 0;
+    gpointer items = pod->container_statuses;
+    gboolean ok =
+            decode_array(r, "containerStatuses", KB_MAX_CONTAINERS, sizeof(KbContainerStatus), TRUE,
+                         decode_container_status, &items, &pod->n_container_statuses, error);
+    pod->container_statuses = items;
+    return ok;
 }
 
 enum { P_PHASE = 1, P_STATUSES = 2 };
@@ -1018,8 +1030,9 @@ static gboolean read_time(KbJsonReader *r, const char *key, gint64 *out, GError 
 
 enum { O_API = 1, O_KIND = 2, O_NAME = 4, O_UID = 8, O_CONTROLLER = 16 };
 
-static gboolean decode_owner(KbJsonReader *r, KbOwnerRef *ref, GError **error)
+static gboolean decode_owner(KbJsonReader *r, gpointer elem, GError **error)
 {
+    KbOwnerRef *ref = elem;
     KbJsonStr k;
     guint32 seen = 0;
     int rc;
@@ -1052,20 +1065,12 @@ static gboolean decode_owner(KbJsonReader *r, KbOwnerRef *ref, GError **error)
 
 static gboolean decode_owners(KbJsonReader *r, KbObjectMeta *meta, GError **error)
 {
-    const char *key = "ownerReferences";
-    int rc = array_member(r, key, error);
-    if (rc != 1)
-        return rc == 0;
-    for (gsize i = 0; (rc = next_object(r, key, i, KB_MAX_LIST_ITEMS, error)) == 1; i++) {
-        meta->owners = grow(meta->owners, meta->n_owners, sizeof(KbOwnerRef));
-        /* Counted before decoding so that kb_meta_clear() frees a partial entry. */
-        meta->n_owners++;
-        if (!decode_owner(r, &meta->owners[i], error)) {
-            g_prefix_error(error, "%s[%" G_GSIZE_FORMAT "].", key, i);
-            return FALSE;
-        }
-    }
-    return rc == 0;
+    /* Counted before decoding so that kb_meta_clear() frees a partial entry. */
+    gpointer items = meta->owners;
+    gboolean ok = decode_array(r, "ownerReferences", KB_MAX_LIST_ITEMS, sizeof(KbOwnerRef), TRUE,
+                               decode_owner, &items, &meta->n_owners, error);
+    meta->owners = items;
+    return ok;
 }
 
 enum {
