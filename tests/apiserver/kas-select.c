@@ -56,7 +56,7 @@ const char *const *kas_selector_keys(const KasSelector *sel)
 
 static void add_req(KasSelector *sel, char *key, SelOp op, GPtrArray *values)
 {
-    SelReq r = { key, op, values };
+    SelReq r = {key, op, values};
     g_array_append_val(sel->reqs, r);
     g_ptr_array_remove_index(sel->keys, sel->keys->len - 1); /* drop the terminator */
     g_ptr_array_add(sel->keys, key);
@@ -121,6 +121,66 @@ static GPtrArray *read_set(const char **p, GError **error)
     }
 }
 
+/* The operator at *@p (=, ==, !=, >, <, in, notin), advancing *@p past it into @op. "in" and
+ * "notin" must end at a non-key character, so that "inx" is not read as "in" "x". */
+static gboolean read_op(const char **p, SelOp *op, GError **error)
+{
+    if (g_str_has_prefix(*p, "==")) {
+        *op = OP_EQ, *p += 2;
+    } else if (g_str_has_prefix(*p, "!=")) {
+        *op = OP_NE, *p += 2;
+    } else if (**p == '=') {
+        *op = OP_EQ, *p += 1;
+    } else if (**p == '>' || **p == '<') {
+        *op = **p == '>' ? OP_GT : OP_LT, *p += 1;
+    } else if (g_str_has_prefix(*p, "notin") && !label_key_char((*p)[5])) {
+        *op = OP_NOTIN, *p += 5;
+    } else if (g_str_has_prefix(*p, "in") && !label_key_char((*p)[2])) {
+        *op = OP_IN, *p += 2;
+    } else {
+        g_set_error(
+                error, KB_ERROR, KB_ERROR_BAD_REQUEST,
+                "unable to parse requirement: found '%s', expected: in, notin, =, ==, !=, gt, lt",
+                *p);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* The one value after =, ==, !=, > or < (possibly empty, as in "a="), which for > and < must be
+ * an integer. Returns a new array of one string, owned by the caller, or NULL on error. */
+static GPtrArray *read_single_value(const char **p, SelOp op, GError **error)
+{
+    skip_ws(p);
+    g_autoptr(GPtrArray) values = g_ptr_array_new_with_free_func(g_free);
+    g_ptr_array_add(values, read_token(p));
+    if (op == OP_GT || op == OP_LT) {
+        char *end = NULL;
+        const char *v = g_ptr_array_index(values, 0);
+        g_ascii_strtoll(v, &end, 10);
+        if (v[0] == '\0' || *end != '\0') {
+            g_set_error(error, KB_ERROR, KB_ERROR_BAD_REQUEST,
+                        "unable to parse requirement: for 'Gt', 'Lt' operators, the value must be "
+                        "an integer");
+            return NULL;
+        }
+    }
+    return g_steal_pointer(&values);
+}
+
+/* The values of a requirement with operator @op: the "(a, b)" set of in and notin, else one
+ * value. Returns a new array owned by the caller, or NULL on error. */
+static GPtrArray *read_values(const char **p, SelOp op, GError **error)
+{
+    if (op != OP_IN && op != OP_NOTIN)
+        return read_single_value(p, op, error);
+    GPtrArray *values = read_set(p, error);
+    if (values == NULL)
+        g_prefix_error(error, "unable to parse requirement: ");
+    return values;
+}
+
+/* One requirement at *@p: "key" or "!key" (exists), else "key <op> values"; added to @sel. */
 static gboolean parse_label_req(KasSelector *sel, const char **p, GError **error)
 {
     skip_ws(p);
@@ -130,64 +190,24 @@ static gboolean parse_label_req(KasSelector *sel, const char **p, GError **error
         (*p)++;
         skip_ws(p);
     }
-    char *key = read_token(p);
+    g_autofree char *key = read_token(p);
     if (key[0] == '\0') {
         g_set_error(error, KB_ERROR, KB_ERROR_BAD_REQUEST,
                     "unable to parse requirement: found '%s', expected: identifier", *p);
-        g_free(key);
         return FALSE;
     }
     skip_ws(p);
     if (negate || **p == ',' || **p == '\0') {
-        add_req(sel, key, negate ? OP_NOT_EXISTS : OP_EXISTS, NULL);
+        add_req(sel, g_steal_pointer(&key), negate ? OP_NOT_EXISTS : OP_EXISTS, NULL);
         return TRUE;
     }
     SelOp op;
-    if (g_str_has_prefix(*p, "==")) {
-        op = OP_EQ, *p += 2;
-    } else if (g_str_has_prefix(*p, "!=")) {
-        op = OP_NE, *p += 2;
-    } else if (**p == '=') {
-        op = OP_EQ, *p += 1;
-    } else if (**p == '>' || **p == '<') {
-        op = **p == '>' ? OP_GT : OP_LT, *p += 1;
-    } else if (g_str_has_prefix(*p, "notin") && !label_key_char((*p)[5])) {
-        op = OP_NOTIN, *p += 5;
-    } else if (g_str_has_prefix(*p, "in") && !label_key_char((*p)[2])) {
-        op = OP_IN, *p += 2;
-    } else {
-        g_set_error(error, KB_ERROR, KB_ERROR_BAD_REQUEST,
-                    "unable to parse requirement: found '%s', expected: in, notin, =, ==, !=, gt, lt",
-                    *p);
-        g_free(key);
+    if (!read_op(p, &op, error))
         return FALSE;
-    }
-    GPtrArray *values;
-    if (op == OP_IN || op == OP_NOTIN) {
-        values = read_set(p, error);
-        if (values == NULL) {
-            g_prefix_error(error, "unable to parse requirement: ");
-            g_free(key);
-            return FALSE;
-        }
-    } else {
-        skip_ws(p);
-        values = g_ptr_array_new_with_free_func(g_free);
-        g_ptr_array_add(values, read_token(p));
-        if ((op == OP_GT || op == OP_LT)) {
-            char *end = NULL;
-            const char *v = g_ptr_array_index(values, 0);
-            g_ascii_strtoll(v, &end, 10);
-            if (v[0] == '\0' || *end != '\0') {
-                g_set_error(error, KB_ERROR, KB_ERROR_BAD_REQUEST,
-                            "unable to parse requirement: for 'Gt', 'Lt' operators, the value must be an integer");
-                g_ptr_array_unref(values);
-                g_free(key);
-                return FALSE;
-            }
-        }
-    }
-    add_req(sel, key, op, values);
+    GPtrArray *values = read_values(p, op, error);
+    if (values == NULL)
+        return FALSE;
+    add_req(sel, g_steal_pointer(&key), op, values);
     return TRUE;
 }
 
