@@ -97,7 +97,9 @@ static GPtrArray *read_set(const char **p, GError **error)
 {
     skip_ws(p);
     if (**p != '(') {
-        g_set_error(error, KB_ERROR, KB_ERROR_BAD_REQUEST, "found '%c', expected: '('", **p);
+        /* At the end of the selector there is no character to show: say so. */
+        g_set_error(error, KB_ERROR, KB_ERROR_BAD_REQUEST, "found '%s', expected: '('",
+                    **p != '\0' ? *p : "end of selector");
         return NULL;
     }
     (*p)++;
