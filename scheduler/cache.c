@@ -850,6 +850,37 @@ void kb_cache_evict_task(KbCache *cache, KbTaskInfo *task)
     task_set_state(task, KB_TASK_RELEASING, task->node_id);
 }
 
+void kb_cache_job_evicted(KbCache *cache, KbJobInfo *job, gint64 now)
+{
+    (void)cache;
+    job->n_evictions++;
+    job->last_evicted = now;
+}
+
+static gint start_cmp(gconstpointer a, gconstpointer b)
+{
+    gint64 x = *(const gint64 *)a, y = *(const gint64 *)b;
+    return x < y ? -1 : x > y;
+}
+
+gint64 kb_cache_job_start_time(const KbJobInfo *job)
+{
+    guint need = job->min_member >= 1 ? (guint)job->min_member : 1;
+    g_autoptr(GArray) starts = g_array_sized_new(FALSE, FALSE, sizeof(gint64), job->tasks->len);
+    for (guint i = 0; i < job->tasks->len; i++) {
+        const KbTaskInfo *t = job->tasks->pdata[i];
+        if (t->state != KB_TASK_BINDING && t->state != KB_TASK_BOUND &&
+            t->state != KB_TASK_RUNNING && t->state != KB_TASK_SUCCEEDED)
+            continue;
+        gint64 start = t->bind_time != 0 ? t->bind_time : t->pod->meta.creation_timestamp;
+        g_array_append_val(starts, start);
+    }
+    if (starts->len < need)
+        return 0;
+    g_array_sort(starts, start_cmp);
+    return g_array_index(starts, gint64, need - 1);
+}
+
 gboolean kb_cache_evict_failed(KbCache *cache, const char *namespace_, const char *name,
                                const char *uid)
 {

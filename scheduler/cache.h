@@ -165,6 +165,10 @@ struct KbJobInfo {
     char *last_message;
     gboolean reported;
     guint id; /* position in the cache's job table; scratch for the cycle */
+    /* Evictions (preempt/reclaim) of this job so far, and when the last was decided (seconds);
+     * kept while the job's group (or, for a gang of one, its pod) exists. */
+    guint n_evictions;
+    gint64 last_evicted;
 };
 
 /* A queue (the default queue exists even without an object). */
@@ -255,6 +259,17 @@ guint kb_cache_expire_assumed(KbCache *cache, gint64 now, gint64 ttl_seconds);
  * uid, or was not being evicted.
  */
 void kb_cache_evict_task(KbCache *cache, KbTaskInfo *task);
+/* The cycle evicted (some of) @job's pods at @now: counts one eviction of the job. */
+void kb_cache_job_evicted(KbCache *cache, KbJobInfo *job, gint64 now);
+/*
+ * When @job's current incarnation started: the earliest time at which minMember of its present
+ * tasks (BINDING, BOUND, RUNNING or SUCCEEDED) were on nodes, i.e. the minMember-th smallest of
+ * their start times. A task's start time is its bind_time; for a pod this scheduler did not bind
+ * (found on a node after a restart) it is the pod's creationTimestamp, a lower bound. Pods evicted
+ * and recreated are new tasks, so a restarted job starts a new incarnation. Returns 0 when fewer
+ * than minMember tasks are on nodes (the job is not running as a gang).
+ */
+gint64 kb_cache_job_start_time(const KbJobInfo *job);
 gboolean kb_cache_evict_failed(KbCache *cache, const char *namespace_, const char *name,
                                const char *uid);
 

@@ -67,6 +67,9 @@ void kb_conf_free(KbConf *conf)
         g_free(conf->tiers[t].plugins);
     }
     g_free(conf->tiers);
+    for (guint i = 0; i < conf->n_configurations; i++)
+        conf_plugin_clear(&conf->configurations[i]);
+    g_free(conf->configurations);
     g_free(conf);
 }
 
@@ -295,6 +298,78 @@ static gboolean parse_tiers(Doc *d, yaml_node_t *n, KbConf *conf, GError **error
     return TRUE;
 }
 
+/* Action arguments that take a duration: checked when the file is read, not at every cycle. */
+static const struct {
+    const char *action, *key;
+} duration_args[] = {
+        {"preempt", "minRunTime"},
+        {"reclaim", "minRunTime"},
+};
+
+static gboolean check_configuration(yaml_node_t *n, const KbConfPlugin *c, GError **error)
+{
+    for (guint i = 0; i < G_N_ELEMENTS(duration_args); i++) {
+        const char *v = strcmp(c->name, duration_args[i].action) == 0
+                                ? g_hash_table_lookup(c->arguments, duration_args[i].key)
+                                : NULL;
+        gint64 secs;
+        if (v != NULL && !kb_conf_parse_duration(v, &secs, error)) {
+            g_prefix_error(error, "line %lu: configurations: \"%s\": %s: ", line_of(n), c->name,
+                           duration_args[i].key);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+static gboolean parse_configuration(Doc *d, yaml_node_t *n, KbConfPlugin *c, GError **error)
+{
+    yaml_node_t *args = NULL;
+    if (n->type == YAML_MAPPING_NODE) {
+        for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top;
+             pr++) {
+            const char *k = scalar(node_at(d, pr->key));
+            if (g_strcmp0(k, "name") == 0 && scalar(node_at(d, pr->value)) != NULL)
+                c->name = g_strdup(scalar(node_at(d, pr->value)));
+            else if (g_strcmp0(k, "arguments") == 0)
+                args = node_at(d, pr->value);
+        }
+    }
+    if (c->name == NULL) {
+        g_set_error(error, KB_ERROR, KB_ERROR_CONFIG,
+                    "line %lu: configurations: an entry must be a mapping with a name",
+                    line_of(n));
+        return FALSE;
+    }
+    c->arguments = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    if (args != NULL && !parse_arguments(d, args, c, error))
+        return FALSE;
+    return check_configuration(n, c, error);
+}
+
+static gboolean parse_configurations(Doc *d, yaml_node_t *n, KbConf *conf, GError **error)
+{
+    if (n->type != YAML_SEQUENCE_NODE) {
+        g_set_error(error, KB_ERROR, KB_ERROR_CONFIG, "line %lu: configurations: expected a list",
+                    line_of(n));
+        return FALSE;
+    }
+    gsize count = n->data.sequence.items.top - n->data.sequence.items.start;
+    if (count > KB_CONF_MAX_ACTIONS) {
+        g_set_error(error, KB_ERROR, KB_ERROR_LIMIT, "configurations: %zu entries, at most %d",
+                    count, KB_CONF_MAX_ACTIONS);
+        return FALSE;
+    }
+    conf->configurations = g_new0(KbConfPlugin, MAX(count, 1));
+    for (gsize i = 0; i < count; i++) {
+        conf->n_configurations++;
+        yaml_node_t *cn = node_at(d, n->data.sequence.items.start[i]);
+        if (!parse_configuration(d, cn, &conf->configurations[i], error))
+            return FALSE;
+    }
+    return TRUE;
+}
+
 static gboolean parse_root(Doc *d, KbConf *conf, GError **error)
 {
     yaml_node_t *root = yaml_document_get_root_node(d->doc);
@@ -315,7 +390,15 @@ static gboolean parse_root(Doc *d, KbConf *conf, GError **error)
         } else if (g_strcmp0(k, "tiers") == 0) {
             if (!parse_tiers(d, v, conf, error))
                 return FALSE;
-        } else if (g_strcmp0(k, "configurations") != 0 && g_strcmp0(k, "metrics") != 0) {
+        } else if (g_strcmp0(k, "configurations") == 0) {
+            if (conf->configurations != NULL) {
+                g_set_error(error, KB_ERROR, KB_ERROR_CONFIG,
+                            "line %lu: configurations given twice", line_of(v));
+                return FALSE;
+            }
+            if (!parse_configurations(d, v, conf, error))
+                return FALSE;
+        } else if (g_strcmp0(k, "metrics") != 0) {
             g_set_error(error, KB_ERROR, KB_ERROR_CONFIG, "line %lu: unknown field \"%s\"",
                         line_of(v), k != NULL ? k : "?");
             return FALSE;
@@ -408,4 +491,66 @@ gdouble kb_conf_plugin_arg_double(const KbConfPlugin *plugin, const char *key, g
         return def;
     }
     return d;
+}
+
+const KbConfPlugin *kb_conf_find_configuration(const KbConf *conf, const char *action)
+{
+    for (guint i = 0; i < conf->n_configurations; i++) {
+        if (strcmp(conf->configurations[i].name, action) == 0)
+            return &conf->configurations[i];
+    }
+    return NULL;
+}
+
+#define DURATION_MAX_SECONDS (10LL * 366 * 24 * 3600)
+
+/* "1h30m", "10m", "90s" or plain seconds into @out; FALSE when malformed or too long. */
+static gboolean duration_value(const char *p, gint64 *out)
+{
+    gint64 total = 0;
+    gboolean plain = TRUE;
+    if (*p == '\0')
+        return FALSE;
+    while (*p != '\0') {
+        if (!g_ascii_isdigit(*p))
+            return FALSE;
+        gint64 n = 0;
+        while (g_ascii_isdigit(*p)) {
+            n = n * 10 + (*p++ - '0');
+            if (n > DURATION_MAX_SECONDS)
+                return FALSE;
+        }
+        gint64 unit = 1;
+        if (*p == 'h' || *p == 'm' || *p == 's') {
+            unit = *p == 'h' ? 3600 : *p == 'm' ? 60 : 1;
+            p++;
+            plain = FALSE;
+        } else if (*p != '\0' || !plain || total != 0) {
+            return FALSE; /* a number without a unit only stands alone */
+        }
+        total += n * unit;
+        if (total > DURATION_MAX_SECONDS)
+            return FALSE;
+    }
+    *out = total;
+    return TRUE;
+}
+
+gboolean kb_conf_parse_duration(const char *text, gint64 *seconds, GError **error)
+{
+    if (duration_value(text, seconds))
+        return TRUE;
+    g_set_error(error, KB_ERROR, KB_ERROR_CONFIG,
+                "\"%s\" is not a duration like \"10m\", \"1h30m\" or \"600\" (at most 10 years)",
+                text);
+    return FALSE;
+}
+
+gint64 kb_conf_arg_duration(const KbConfPlugin *entry, const char *key, gint64 def)
+{
+    const char *v = entry != NULL ? g_hash_table_lookup(entry->arguments, key) : NULL;
+    gint64 secs;
+    if (v == NULL || !kb_conf_parse_duration(v, &secs, NULL))
+        return def;
+    return secs;
 }

@@ -21,7 +21,19 @@
  * Unknown actions and plugins are errors (KB_ERROR_CONFIG naming the value and where it was
  * found), as are a malformed document, a non-boolean enable* switch and an unknown field; an
  * enable* switch of newer Volcano releases that we do not implement is logged and ignored.
- * Other top-level keys Volcano knows (configurations, metrics) are accepted and ignored.
+ * Other top-level keys Volcano knows (metrics) are accepted and ignored.
+ *
+ * Volcano's per-action `configurations` are kept (name and scalar arguments, as for plugins):
+ *
+ *   configurations:
+ *   - name: preempt
+ *     arguments:
+ *       minRunTime: 10m    # a gang running for less is not a victim (see scheduler/preempt.c)
+ *
+ * Entries may name any action (Volcano's enqueue/allocate arguments are kept, unused). The
+ * arguments known to take a duration (preempt and reclaim: minRunTime) must parse with
+ * kb_conf_parse_duration, else KB_ERROR_CONFIG names the line, action, key and value. At most
+ * KB_CONF_MAX_ACTIONS entries.
  * Limits: KB_CONF_MAX_BYTES of input, KB_CONF_MAX_ACTIONS actions, KB_CONF_MAX_TIERS tiers,
  * KB_CONF_MAX_PLUGINS plugins per tier, KB_CONF_MAX_ARGS arguments per plugin.
  */
@@ -67,6 +79,9 @@ typedef struct {
     guint n_actions;
     KbConfTier *tiers;
     guint n_tiers;
+    /* Top-level `configurations` entries (name: the action; switches unused); may be 0. */
+    KbConfPlugin *configurations;
+    guint n_configurations;
 } KbConf;
 
 /* The built-in default configuration text (deploy/scheduler.conf has the same content). */
@@ -91,5 +106,16 @@ gboolean kb_conf_has_action(const KbConf *conf, const char *action);
  * number (a malformed value is logged once with g_warning naming the plugin, key and value).
  */
 gdouble kb_conf_plugin_arg_double(const KbConfPlugin *plugin, const char *key, gdouble def);
+/* The first `configurations` entry for action @action, or NULL. Borrowed. */
+const KbConfPlugin *kb_conf_find_configuration(const KbConf *conf, const char *action);
+/*
+ * A duration: Go's time.ParseDuration subset "1h30m", "10m", "90s" (units h, m, s; integers), or
+ * plain seconds "600". Non-negative, at most 10 years. FALSE with KB_ERROR_CONFIG naming the
+ * value otherwise.
+ */
+gboolean kb_conf_parse_duration(const char *text, gint64 *seconds, GError **error);
+/* Argument @key of @entry as a duration in seconds, or @def when @entry or the key is absent or
+ * the value malformed (the parser already refused malformed durations it knows of). */
+gint64 kb_conf_arg_duration(const KbConfPlugin *entry, const char *key, gint64 def);
 /* The switch's name as written in the file ("enableJobOrder"). Static. */
 const char *kb_conf_switch_name(KbConfSwitch sw);
