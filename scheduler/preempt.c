@@ -36,6 +36,14 @@
 
 static const int share_slots[] = {KB_RES_CPU, KB_RES_MEMORY, KB_RES_GPU};
 
+/*
+ * Defaults of the configurations' minRunTime and evictionBackoff (see the top of the file and the
+ * README). Measured on the Philly trace replay (bench-trace -c preempt-reclaim, 10% high
+ * priority): see the README's preempt/reclaim paragraph for the figures behind the choice.
+ */
+#define DEFAULT_MIN_RUN (10 * 60)
+#define DEFAULT_BACKOFF TRUE
+
 typedef enum { MODE_PREEMPT, MODE_RECLAIM } Mode;
 
 /* A victim unit: one task, or a whole gang (task NULL). */
@@ -70,6 +78,10 @@ typedef struct {
     GPtrArray *victims;        /* the same, in order */
     GArray *undo;              /* Undo */
     GArray *units, *chosen, *alt, *best; /* Unit scratch */
+    gint64 min_run;            /* minRunTime (seconds) */
+    gboolean backoff;          /* evictionBackoff */
+    gboolean *job_protected;   /* per job id: started less than its minimum run time ago */
+    guint n_protected;         /* in-scope tasks of protected jobs for the current preemptor */
 } Evict;
 
 static gboolean on_node(const KbTaskInfo *t)
@@ -85,6 +97,34 @@ static guint ready_tasks(const KbJobInfo *job)
            job->n_state[KB_TASK_SUCCEEDED];
 }
 
+/*
+ * How long @job must have run, in its current incarnation, before it may be evicted: minRunTime,
+ * doubled per earlier eviction of the job with evictionBackoff (capped at 2^MAX_BACKOFF_SHIFT).
+ */
+#define MAX_BACKOFF_SHIFT 6
+
+static gint64 required_run(const Evict *e, const KbJobInfo *job)
+{
+    guint shift = e->backoff ? MIN(job->n_evictions, MAX_BACKOFF_SHIFT) : 0;
+    return e->min_run << shift;
+}
+
+static gboolean job_protected(const Evict *e, const KbJobInfo *job)
+{
+    if (e->min_run <= 0)
+        return FALSE;
+    gint64 start = kb_cache_job_start_time(job);
+    return start != 0 && e->ssn->now - start < required_run(e, job);
+}
+
+static void evict_config(Evict *e, const KbConf *conf)
+{
+    const KbConfPlugin *c =
+            kb_conf_find_configuration(conf, e->mode == MODE_PREEMPT ? "preempt" : "reclaim");
+    e->min_run = kb_conf_arg_duration(c, "minRunTime", DEFAULT_MIN_RUN);
+    e->backoff = kb_conf_arg_bool(c, "evictionBackoff", DEFAULT_BACKOFF);
+}
+
 static void evict_init(Evict *e, KbSession *ssn, Mode mode)
 {
     e->ssn = ssn;
@@ -96,6 +136,8 @@ static void evict_init(Evict *e, KbSession *ssn, Mode mode)
     e->queue_alloc = g_new0(KbResources, MAX(ssn->queues->len, 1));
     e->job_evicted = g_new0(guint, MAX(ssn->jobs->len, 1));
     e->queue_min_prio = g_new(gint32, MAX(ssn->queues->len, 1));
+    evict_config(e, ssn->conf);
+    e->job_protected = g_new0(gboolean, MAX(ssn->jobs->len, 1));
     for (guint q = 0; q < ssn->queues->len; q++)
         e->queue_min_prio[q] = G_MAXINT32;
     for (guint n = 0; n < ssn->n_nodes; n++) {
@@ -107,8 +149,10 @@ static void evict_init(Evict *e, KbSession *ssn, Mode mode)
     for (guint j = 0; j < ssn->jobs->len; j++) {
         KbJobInfo *job = ssn->jobs->pdata[j];
         KbQueueInfo *qi = kb_session_job_queue(ssn, job);
-        if (qi != NULL && job->n_state[KB_TASK_BOUND] + job->n_state[KB_TASK_RUNNING] > 0)
+        if (qi != NULL && job->n_state[KB_TASK_BOUND] + job->n_state[KB_TASK_RUNNING] > 0) {
             e->queue_min_prio[qi->id] = MIN(e->queue_min_prio[qi->id], job->priority);
+            e->job_protected[job->id] = job_protected(e, job);
+        }
         for (guint i = 0; i < job->tasks->len; i++) {
             KbTaskInfo *t = job->tasks->pdata[i];
             if (t->node_id < 0 || (guint)t->node_id >= ssn->n_nodes)
@@ -145,6 +189,7 @@ static void evict_clear(Evict *e)
     g_free(e->queue_alloc);
     g_free(e->job_evicted);
     g_free(e->queue_min_prio);
+    g_free(e->job_protected);
     g_hash_table_unref(e->allowed);
     g_hash_table_unref(e->evicted);
     g_ptr_array_unref(e->victims);
@@ -262,11 +307,17 @@ static void collect_allowed(Evict *e, const KbJobInfo *job, const KbQueueInfo *j
 {
     g_autoptr(GPtrArray) cands = g_ptr_array_new();
     g_hash_table_remove_all(e->allowed);
+    e->n_protected = 0;
     for (guint n = 0; n < e->ssn->n_nodes; n++) {
         GPtrArray *tasks = e->node_tasks[n];
         for (guint i = 0; tasks != NULL && i < tasks->len; i++) {
-            if (in_scope(e, job, jq, tasks->pdata[i]))
-                g_ptr_array_add(cands, tasks->pdata[i]);
+            KbTaskInfo *v = tasks->pdata[i];
+            if (!in_scope(e, job, jq, v))
+                continue;
+            if (e->job_protected[v->job->id])
+                e->n_protected++; /* not a candidate: and a whole-gang unit then cannot form */
+            else
+                g_ptr_array_add(cands, v);
         }
     }
     if (e->mode == MODE_PREEMPT)
@@ -573,6 +624,10 @@ static void commit(Evict *e, KbJobInfo *job, const KbQueueInfo *jq, GPtrArray *p
                                   jq->name, job->key);
     for (guint i = 0; i < e->victims->len; i++) {
         KbTaskInfo *v = e->victims->pdata[i];
+        if (e->job_evicted[v->job->id] > 0) {
+            kb_cache_job_evicted(ssn->cache, v->job, ssn->now); /* once per victim job */
+            e->job_evicted[v->job->id] = 0;
+        }
         KbEviction ev = {kb_object_ref(v->pod), reason, g_strdup(msg), g_strdup(v->job->key),
                          g_strdup(job->key)};
         g_array_append_val(ssn->result->evictions, ev);
@@ -649,6 +704,36 @@ static gboolean starving(Evict *e, KbJobInfo *job)
     return !kb_cache_priority_class_preempt_never(ssn->cache, job_priority_class(job));
 }
 
+/* "10m", "1h30m", "45s": newly allocated. */
+static char *duration_text(gint64 secs)
+{
+    GString *s = g_string_new(NULL);
+    if (secs >= 3600)
+        g_string_append_printf(s, "%" G_GINT64_FORMAT "h", secs / 3600);
+    if (secs % 3600 >= 60)
+        g_string_append_printf(s, "%" G_GINT64_FORMAT "m", secs % 3600 / 60);
+    if (secs % 60 != 0 || secs == 0)
+        g_string_append_printf(s, "%" G_GINT64_FORMAT "s", secs % 60);
+    return g_string_free(s, FALSE);
+}
+
+/*
+ * @job waits although evicting jobs that started recently would have made room: say so after
+ * what allocate already noted. The text does not count down, so the status is not rewritten
+ * every cycle while the job waits.
+ */
+static void note_protected(Evict *e, const KbJobInfo *job)
+{
+    g_autofree char *min = duration_text(e->min_run);
+    g_autofree char *why = g_strdup_printf("victims protected: running less than %s%s", min,
+                                           e->backoff ? " (doubled per earlier eviction)" : "");
+    GString *msg = e->ssn->job_scratch[job->id].message;
+    if (msg == NULL)
+        kb_session_job_note(e->ssn, job, "NotEnoughResources", "%s", why);
+    else if (strstr(msg->str, why) == NULL)
+        g_string_append_printf(msg, "; %s", why);
+}
+
 static void evict_for_job(Evict *e, KbJobInfo *job)
 {
     KbSession *ssn = e->ssn;
@@ -670,6 +755,8 @@ static void evict_for_job(Evict *e, KbJobInfo *job)
     for (guint i = 0; i < need; i++) {
         if (!place_task(e, tasks->pdata[i], jq, placed)) {
             discard(e);
+            if (e->n_protected > 0)
+                note_protected(e, job);
             return;
         }
     }

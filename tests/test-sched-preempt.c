@@ -25,19 +25,35 @@ static void add_priority_class(Fx *fx, const char *name, int value, gboolean nev
     kb_test_sched_add_priority_class(fx, json);
 }
 
-/* @actions: the actions line; tiers are the built-in default's. */
-static Fx *fx_new(const char *actions)
+/* The jobs of add_job are created from 2026-01-01T00:00:00Z on, one second apart. */
+#define T_2026 1767225600
+
+/*
+ * @actions: the actions line; tiers are the built-in default's; @configurations: the YAML of a
+ * top-level `configurations:` list, or NULL. The clock starts an hour after the jobs' creation
+ * times, so the running jobs of the tables are well past the default minimum run time.
+ */
+static Fx *fx_new_conf(const char *actions, const char *configurations)
 {
     const char *def = kb_conf_default_yaml();
     const char *tiers = strstr(def, "tiers:");
     g_assert_nonnull(tiers);
-    g_autofree char *yaml = g_strdup_printf("actions: \"%s\"\n%s", actions, tiers);
+    g_autofree char *yaml =
+            g_strdup_printf("actions: \"%s\"\n%s%s%s", actions,
+                            configurations != NULL ? "configurations:\n" : "",
+                            configurations != NULL ? configurations : "", tiers);
     Fx *fx = kb_test_sched_new(yaml);
+    fx->now = T_2026 + 3600;
     add_priority_class(fx, "low", 10, FALSE);
     add_priority_class(fx, "mid", 100, FALSE);
     add_priority_class(fx, "high", 1000, FALSE);
     add_priority_class(fx, "polite", 1000, TRUE);
     return fx;
+}
+
+static Fx *fx_new(const char *actions)
+{
+    return fx_new_conf(actions, NULL);
 }
 
 static void add_node(Fx *fx, const char *name, int gpus)
