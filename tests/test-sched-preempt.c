@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kube/kb-error.h"
 #include "kube/kb-objects.h"
 #include "scheduler/actions.h"
 #include "scheduler/cache.h"
@@ -530,6 +531,264 @@ static void test_events(void)
     kb_test_sched_free(fx);
 }
 
+/* ---- minimum run time ----------------------------------------------------------------------- */
+
+/*
+ * A gang that started @age seconds ago (bound by a cycle, bind reported at that time) meets a
+ * waiting job that could only start by evicting it.
+ */
+typedef struct {
+    const char *path;
+    const char *actions;
+    const char *configurations; /* NULL: defaults (10m, backoff) */
+    gint64 age;
+    gboolean evicted;
+    const char *why; /* in the waiting job's condition when not evicted */
+} ProtectCase;
+
+#define CONF_1H                                                                                    \
+    "- name: preempt\n  arguments:\n    minRunTime: 1h\n"                                          \
+    "- name: reclaim\n  arguments:\n    minRunTime: 1h\n"
+#define CONF_OFF                                                                                   \
+    "- name: preempt\n  arguments:\n    minRunTime: \"0\"\n"                                       \
+    "- name: reclaim\n  arguments:\n    minRunTime: \"0\"\n"
+#define CONF_90S_FLAT                                                                              \
+    "- name: preempt\n  arguments:\n    minRunTime: 1m30s\n    evictionBackoff: false\n"            \
+    "- name: reclaim\n  arguments:\n    minRunTime: 90\n    evictionBackoff: false\n"
+
+static const ProtectCase protect_cases[] = {
+        {"/scheduler/preempt/min-run/default-protects", PREEMPT, NULL, 599, FALSE,
+         "victims protected: running less than 10m (doubled per earlier eviction)"},
+        {"/scheduler/preempt/min-run/default-expires", PREEMPT, NULL, 600, TRUE, NULL},
+        {"/scheduler/preempt/min-run/configured-protects", PREEMPT, CONF_1H, 3599, FALSE,
+         "victims protected: running less than 1h"},
+        {"/scheduler/preempt/min-run/configured-expires", PREEMPT, CONF_1H, 3600, TRUE, NULL},
+        {"/scheduler/preempt/min-run/zero-disables", PREEMPT, CONF_OFF, 0, TRUE, NULL},
+        {"/scheduler/preempt/min-run/mixed-units", PREEMPT, CONF_90S_FLAT, 89, FALSE,
+         "victims protected: running less than 1m30s"},
+        {"/scheduler/reclaim/min-run/default-protects", RECLAIM, NULL, 599, FALSE,
+         "victims protected: running less than 10m (doubled per earlier eviction)"},
+        {"/scheduler/reclaim/min-run/default-expires", RECLAIM, NULL, 600, TRUE, NULL},
+        {"/scheduler/reclaim/min-run/plain-seconds", RECLAIM, CONF_90S_FLAT, 89, FALSE,
+         "victims protected: running less than 1m30s"},
+        {"/scheduler/reclaim/min-run/plain-seconds-expire", RECLAIM, CONF_90S_FLAT, 90, TRUE,
+         NULL},
+};
+
+/* preempt: "low" (4 x 2 GPUs, minMember 4) fills n1, "high" wants 2 GPUs. reclaim: "borrow" of
+ * queue b (8 x 1 GPU, minMember 1) fills n1, "want" of queue a wants 4. */
+static const JobSpec pv_low = {"low", NULL, "low", 4, 2, 4, NULL};
+static const JobSpec pv_high = {"high", NULL, "high", 1, 2, 1, NULL};
+static const JobSpec rv_borrow = {"borrow", "b", NULL, 8, 1, 1, NULL};
+static const JobSpec rv_want = {"want", "a", NULL, 4, 1, 4, NULL};
+
+/* Run the victim job: one cycle binds it, the binder reports the binds, the watch shows it running.
+ * Returns when its bind succeeded. */
+static gint64 start_victim(Fx *fx, const char *key, guint n)
+{
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, key), ==, n);
+    kb_test_sched_confirm_all(fx, FALSE);
+    return fx->now;
+}
+
+static Fx *protect_setup(const char *actions, const char *configurations, gboolean reclaim,
+                         gint64 *started)
+{
+    Fx *fx = fx_new_conf(actions, configurations);
+    add_node(fx, "n1", 8);
+    if (reclaim) {
+        add_queue(fx, "a", 1, TRUE);
+        add_queue(fx, "b", 1, TRUE);
+    }
+    add_job(fx, reclaim ? &rv_borrow : &pv_low);
+    *started = start_victim(fx, reclaim ? "team/borrow" : "team/low", reclaim ? 8 : 4);
+    return fx;
+}
+
+static void test_protect_case(gconstpointer data)
+{
+    const ProtectCase *c = data;
+    gboolean reclaim = strcmp(c->actions, RECLAIM) == 0;
+    gint64 started;
+    Fx *fx = protect_setup(c->actions, c->configurations, reclaim, &started);
+    add_job(fx, reclaim ? &rv_want : &pv_high);
+    fx->now = started + c->age;
+    kb_test_sched_run(fx);
+    const char *waiter = reclaim ? "team/want" : "team/high";
+    g_assert_cmpuint(fx->res->evictions->len, ==, c->evicted ? 4 : 0);
+    g_assert_cmpuint(kb_test_sched_binds(fx, waiter), ==, 0);
+    const KbJobStatus *st = kb_cycle_result_job(fx->res, waiter);
+    g_assert_nonnull(st);
+    if (c->evicted) {
+        g_assert_nonnull(strstr(st->message, "once evicted pods terminate"));
+    } else {
+        g_assert_cmpstr(st->condition_type, ==, "Unschedulable");
+        g_assert_nonnull(strstr(st->message, c->why));
+        KbJobInfo *v = kb_cache_lookup_job(fx->cache, "team", reclaim ? "borrow" : "low");
+        g_assert_cmpuint(v->n_state[KB_TASK_RUNNING], ==, reclaim ? 8 : 4);
+        /* Still waiting a cycle later, with the same text (the status is not rewritten). */
+        fx->now = started + c->age;
+        kb_test_sched_run(fx);
+        g_assert_cmpuint(fx->res->evictions->len, ==, 0);
+        st = kb_cycle_result_job(fx->res, waiter);
+        g_assert_nonnull(strstr(st->message, c->why));
+        g_assert_false(st->changed);
+    }
+    kb_test_sched_free(fx);
+}
+
+/* A running pod the scheduler did not bind (seen on a node after a restart): its creation time,
+ * a lower bound of its start, counts. */
+static void test_protect_unbound_by_us(void)
+{
+    Fx *fx = fx_new(PREEMPT);
+    add_node(fx, "n1", 8);
+    JobSpec low = pv_low;
+    low.nodes = "n1,n1,n1,n1";
+    add_job(fx, &low); /* pods created at T_2026 + 1 .. + 4: the 4th (minMember-th) counts */
+    add_job(fx, &pv_high);
+    fx->now = T_2026 + 4 + 599;
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(fx->res->evictions->len, ==, 0);
+    fx->now = T_2026 + 4 + 600;
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(fx->res->evictions->len, ==, 4);
+    kb_test_sched_free(fx);
+}
+
+/* The victims of the last cycle come back as new pending pods (their controller recreates them);
+ * the preemptor's pods finish and go. */
+static void restart_victims(Fx *fx, const char *preemptor)
+{
+    g_autoptr(GArray) victims = g_array_ref(fx->res->evictions);
+    for (guint i = 0; i < victims->len; i++) {
+        const KbEviction *ev = &g_array_index(victims, KbEviction, i);
+        g_autofree char *key = g_strdup_printf("team/%s", ev->pod->meta.name);
+        json_object *o = NULL;
+        json_object_deep_copy(g_hash_table_lookup(fx->pods, key), &o, NULL);
+        kb_cache_delete_pod(fx->cache, ev->pod);
+        json_object *meta = json_object_object_get(o, "metadata");
+        g_autofree char *uid = g_strdup_printf("%s-again-%" G_GINT64_FORMAT,
+                                               json_object_get_string(json_object_object_get(
+                                                       meta, "uid")),
+                                               fx->now);
+        json_object_object_add(meta, "uid", json_object_new_string(uid));
+        json_object_object_del(json_object_object_get(o, "spec"), "nodeName");
+        json_object_object_add(json_object_object_get(o, "status"), "phase",
+                               json_object_new_string("Pending"));
+        kb_test_sched_put_pod(fx, o);
+    }
+    KbJobInfo *job = kb_cache_lookup_job(fx->cache, "team", preemptor);
+    while (job != NULL && job->tasks->len > 0) {
+        KbTaskInfo *t = job->tasks->pdata[0];
+        KbPod *pod = kb_object_ref(t->pod);
+        kb_cache_delete_pod(fx->cache, pod);
+        kb_object_unref(pod);
+        job = kb_cache_lookup_job(fx->cache, "team", preemptor);
+    }
+}
+
+/*
+ * Backoff: the Nth eviction of a job needs 2^N x minRunTime of its new incarnation. The job "low"
+ * is evicted after 10m, restarts; the next preemptor must wait 20m, then 40m.
+ */
+typedef struct {
+    const char *path;
+    const char *configurations;
+    gint64 need[3]; /* run time needed before the 1st, 2nd, 3rd eviction */
+} BackoffCase;
+
+static const BackoffCase backoff_cases[] = {
+        {"/scheduler/preempt/min-run/backoff-doubles", NULL, {600, 1200, 2400}},
+        {"/scheduler/preempt/min-run/backoff-off",
+         "- name: preempt\n  arguments:\n    evictionBackoff: false\n",
+         {600, 600, 600}},
+};
+
+static void test_backoff_case(gconstpointer data)
+{
+    const BackoffCase *c = data;
+    Fx *fx = fx_new_conf(PREEMPT, c->configurations);
+    add_node(fx, "n1", 8);
+    add_job(fx, &pv_low);
+    gint64 started = start_victim(fx, "team/low", 4);
+    for (guint round = 0; round < G_N_ELEMENTS(c->need); round++) {
+        g_autofree char *name = g_strdup_printf("high%u", round);
+        JobSpec high = pv_high;
+        high.name = name;
+        add_job(fx, &high);
+        fx->now = started + c->need[round] - 1;
+        kb_test_sched_run(fx);
+        g_assert_cmpuint(fx->res->evictions->len, ==, 0);
+        fx->now = started + c->need[round];
+        kb_test_sched_run(fx);
+        g_assert_cmpuint(fx->res->evictions->len, ==, 4);
+        KbJobInfo *low = kb_cache_lookup_job(fx->cache, "team", "low");
+        g_assert_cmpuint(low->n_evictions, ==, round + 1);
+        restart_victims(fx, name);
+        started = start_victim(fx, "team/low", 4);
+    }
+    kb_test_sched_free(fx);
+}
+
+/* configurations: durations and switches are checked when the file is read. */
+typedef struct {
+    const char *path;
+    const char *configurations;
+    const char *error; /* NULL: accepted */
+} ConfCase;
+
+static const ConfCase conf_cases[] = {
+        {"/scheduler/preempt/conf/min-run-ok", "- name: preempt\n  arguments:\n    minRunTime: 1h5m10s\n",
+         NULL},
+        {"/scheduler/preempt/conf/other-actions-kept",
+         "- name: enqueue\n  arguments:\n    overcommit-factor: 1.2\n", NULL},
+        {"/scheduler/preempt/conf/min-run-words",
+         "- name: preempt\n  arguments:\n    minRunTime: 10 minutes\n", "\"10 minutes\" is not a duration"},
+        {"/scheduler/preempt/conf/min-run-negative",
+         "- name: reclaim\n  arguments:\n    minRunTime: -5m\n", "reclaim\": minRunTime"},
+        {"/scheduler/preempt/conf/min-run-unit-then-number",
+         "- name: preempt\n  arguments:\n    minRunTime: 10m5\n", "\"10m5\""},
+        {"/scheduler/preempt/conf/min-run-over-limit",
+         "- name: preempt\n  arguments:\n    minRunTime: 87841h\n", "at most 10 years"},
+        {"/scheduler/preempt/conf/backoff-not-bool",
+         "- name: preempt\n  arguments:\n    evictionBackoff: maybe\n", "expected true or false"},
+        {"/scheduler/preempt/conf/entry-without-name", "- arguments:\n    minRunTime: 1m\n",
+         "with a name"},
+        {"/scheduler/preempt/conf/not-a-list", "  minRunTime: 1m\n", "expected a list"},
+};
+
+static void test_conf_case(gconstpointer data)
+{
+    const ConfCase *c = data;
+    g_autofree char *yaml = g_strdup_printf("actions: \"preempt\"\nconfigurations:\n%s",
+                                            c->configurations);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbConf) conf = kb_conf_parse(yaml, strlen(yaml), &error);
+    if (c->error == NULL) {
+        g_assert_no_error(error);
+        g_assert_nonnull(conf);
+        return;
+    }
+    g_assert_null(conf);
+    g_assert_error(error, KB_ERROR, KB_ERROR_CONFIG);
+    if (strstr(error->message, c->error) == NULL)
+        g_error("error \"%s\" does not contain \"%s\"", error->message, c->error);
+}
+
+static void test_conf_limit(void)
+{
+    GString *yaml = g_string_new("actions: \"preempt\"\nconfigurations:\n");
+    for (guint i = 0; i <= KB_CONF_MAX_ACTIONS; i++)
+        g_string_append(yaml, "- name: preempt\n");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbConf) conf = kb_conf_parse(yaml->str, yaml->len, &error);
+    g_assert_null(conf);
+    g_assert_error(error, KB_ERROR, KB_ERROR_LIMIT);
+    g_string_free(yaml, TRUE);
+}
+
 static void test_conf_parses(void)
 {
     static const char yaml[] = "actions: \"enqueue, allocate, preempt, reclaim\"\n";
@@ -556,5 +815,14 @@ int main(int argc, char **argv)
                     test_discard_leaves_victims_running);
     g_test_add_func("/scheduler/preempt/events-name-preemptor", test_events);
     g_test_add_func("/scheduler/preempt/conf-parses", test_conf_parses);
+    for (guint i = 0; i < G_N_ELEMENTS(protect_cases); i++)
+        g_test_add_data_func(protect_cases[i].path, &protect_cases[i], test_protect_case);
+    g_test_add_func("/scheduler/preempt/min-run/unbound-by-us-creation-time",
+                    test_protect_unbound_by_us);
+    for (guint i = 0; i < G_N_ELEMENTS(backoff_cases); i++)
+        g_test_add_data_func(backoff_cases[i].path, &backoff_cases[i], test_backoff_case);
+    for (guint i = 0; i < G_N_ELEMENTS(conf_cases); i++)
+        g_test_add_data_func(conf_cases[i].path, &conf_cases[i], test_conf_case);
+    g_test_add_func("/scheduler/preempt/conf/too-many-entries", test_conf_limit);
     return g_test_run();
 }
