@@ -24,6 +24,14 @@
  * gangs, lower priority and the same queue for preempt, the share floor and `reclaimable` for
  * reclaim, preemptionPolicy Never) hold whatever the configured plugins.
  *
+ * Minimum run time: a gang whose current incarnation started less than `minRunTime` ago
+ * (kb_cache_job_start_time: when its minMember-th pod was bound) is no victim of either action,
+ * and with `evictionBackoff` a job already evicted N times needs 2^N x minRunTime (at most 2^6).
+ * Both come from the action's entry in Volcano's top-level `configurations`. Without that, a job
+ * that restarts after an eviction is the cheapest victim again soon after (the trace replay had
+ * one job evicted 36 times). A preemptor that fails while such victims were in scope says so in
+ * its condition ("victims protected: running less than 10m").
+ *
  * Placement after eviction: the preemptor is not bound here. Its tasks are only "pipelined": the
  * room is reserved for the rest of this cycle (KbSession.pipelined) and the job is admitted
  * (Inqueue), so that the next cycles' allocate binds it once the evicted pods are gone and their
