@@ -301,21 +301,33 @@ static gboolean parse_tiers(Doc *d, yaml_node_t *n, KbConf *conf, GError **error
 /* Action arguments that take a duration: checked when the file is read, not at every cycle. */
 static const struct {
     const char *action, *key;
-} duration_args[] = {
-        {"preempt", "minRunTime"},
-        {"reclaim", "minRunTime"},
+    gboolean duration; /* else a boolean */
+} typed_args[] = {
+        {"preempt", "minRunTime", TRUE},
+        {"reclaim", "minRunTime", TRUE},
+        {"preempt", "evictionBackoff", FALSE},
+        {"reclaim", "evictionBackoff", FALSE},
 };
 
 static gboolean check_configuration(yaml_node_t *n, const KbConfPlugin *c, GError **error)
 {
-    for (guint i = 0; i < G_N_ELEMENTS(duration_args); i++) {
-        const char *v = strcmp(c->name, duration_args[i].action) == 0
-                                ? g_hash_table_lookup(c->arguments, duration_args[i].key)
+    for (guint i = 0; i < G_N_ELEMENTS(typed_args); i++) {
+        const char *v = strcmp(c->name, typed_args[i].action) == 0
+                                ? g_hash_table_lookup(c->arguments, typed_args[i].key)
                                 : NULL;
         gint64 secs;
-        if (v != NULL && !kb_conf_parse_duration(v, &secs, error)) {
+        gboolean b;
+        if (v == NULL)
+            continue;
+        if (typed_args[i].duration && !kb_conf_parse_duration(v, &secs, error)) {
             g_prefix_error(error, "line %lu: configurations: \"%s\": %s: ", line_of(n), c->name,
-                           duration_args[i].key);
+                           typed_args[i].key);
+            return FALSE;
+        }
+        if (!typed_args[i].duration && !parse_bool(v, &b)) {
+            g_set_error(error, KB_ERROR, KB_ERROR_CONFIG,
+                        "line %lu: configurations: \"%s\": %s: expected true or false, got \"%s\"",
+                        line_of(n), c->name, typed_args[i].key, v);
             return FALSE;
         }
     }
@@ -553,4 +565,11 @@ gint64 kb_conf_arg_duration(const KbConfPlugin *entry, const char *key, gint64 d
     if (v == NULL || !kb_conf_parse_duration(v, &secs, NULL))
         return def;
     return secs;
+}
+
+gboolean kb_conf_arg_bool(const KbConfPlugin *entry, const char *key, gboolean def)
+{
+    const char *v = entry != NULL ? g_hash_table_lookup(entry->arguments, key) : NULL;
+    gboolean b;
+    return v != NULL && parse_bool(v, &b) ? b : def;
 }

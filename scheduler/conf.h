@@ -28,11 +28,13 @@
  *   configurations:
  *   - name: preempt
  *     arguments:
- *       minRunTime: 10m    # a gang running for less is not a victim (see scheduler/preempt.c)
+ *       minRunTime: 10m        # a gang running for less is not a victim (scheduler/preempt.c)
+ *       evictionBackoff: true  # the Nth eviction of a job needs 2^N x minRunTime
  *
  * Entries may name any action (Volcano's enqueue/allocate arguments are kept, unused). The
- * arguments known to take a duration (preempt and reclaim: minRunTime) must parse with
- * kb_conf_parse_duration, else KB_ERROR_CONFIG names the line, action, key and value. At most
+ * arguments preempt and reclaim know are checked when the file is read (minRunTime with
+ * kb_conf_parse_duration, evictionBackoff a boolean), else KB_ERROR_CONFIG names the line, action,
+ * key and value. At most
  * KB_CONF_MAX_ACTIONS entries.
  * Limits: KB_CONF_MAX_BYTES of input, KB_CONF_MAX_ACTIONS actions, KB_CONF_MAX_TIERS tiers,
  * KB_CONF_MAX_PLUGINS plugins per tier, KB_CONF_MAX_ARGS arguments per plugin.
@@ -117,5 +119,7 @@ gboolean kb_conf_parse_duration(const char *text, gint64 *seconds, GError **erro
 /* Argument @key of @entry as a duration in seconds, or @def when @entry or the key is absent or
  * the value malformed (the parser already refused malformed durations it knows of). */
 gint64 kb_conf_arg_duration(const KbConfPlugin *entry, const char *key, gint64 def);
+/* Argument @key of @entry as a boolean ("true", "false", ...), or @def. */
+gboolean kb_conf_arg_bool(const KbConfPlugin *entry, const char *key, gboolean def);
 /* The switch's name as written in the file ("enableJobOrder"). Static. */
 const char *kb_conf_switch_name(KbConfSwitch sw);
