@@ -117,8 +117,8 @@ static Child *daemon_start(Cluster *cl, ...)
     va_end(ap);
     g_ptr_array_add(argv, NULL);
     KbTestDaemonOptions opts = {.log = TRUE};
-    c->daemon = kb_test_daemon_start("kube-batchd", (const char *const *)argv->pdata, &opts,
-                                     &error);
+    c->daemon =
+            kb_test_daemon_start("kube-batchd", (const char *const *)argv->pdata, &opts, &error);
     g_assert_no_error(error);
     return c;
 }
@@ -795,7 +795,10 @@ static void test_preempt(void)
     add_node(cl, "n1", 4, NULL);
     const char *def = kb_conf_default_yaml();
     g_autofree char *conf_text =
-            g_strdup_printf("actions: \"enqueue, allocate, preempt\"\n%s", strstr(def, "tiers:"));
+            g_strdup_printf("actions: \"enqueue, allocate, preempt\"\n%s"
+                            /* the victims here just started: no minimum run time */
+                            "configurations:\n- name: preempt\n  arguments: {minRunTime: \"0\"}\n",
+                            strstr(def, "tiers:"));
     g_autofree char *dir = g_dir_make_tmp("kb-batchd-XXXXXX", NULL);
     g_assert_nonnull(dir);
     g_autofree char *conf = g_build_filename(dir, "scheduler.conf", NULL);

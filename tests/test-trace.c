@@ -612,12 +612,19 @@ static void test_sim_restart(void)
 
 /* ---- evictions ------------------------------------------------------------------------------ */
 
+#define NO_MIN_RUN_TIME                                                                            \
+    "configurations:\n"                                                                            \
+    "- name: preempt\n  arguments: {minRunTime: \"0\"}\n"                                          \
+    "- name: reclaim\n  arguments: {minRunTime: \"0\"}\n"
+
 /* The default configuration's tiers with @actions. */
 static char *default_with_actions(const char *actions)
 {
     const char *tiers = strstr(kb_conf_default_yaml(), "tiers:");
     g_assert_nonnull(tiers);
-    return g_strdup_printf("actions: \"%s\"\n%s", actions, tiers);
+    /* These cases are about what an eviction does to the replay, so the victims' minimum run
+     * time (10m by default, tested in test-sched-preempt) is off. */
+    return g_strdup_printf("actions: \"%s\"\n%s%s", actions, tiers, NO_MIN_RUN_TIME);
 }
 
 static KbSimReport *simulate_high(const KbTrace *t, const char *yaml, KbTracePack pack,
