@@ -263,6 +263,8 @@ static void skip_malformed(KbInformer *inf, json_object *obj, const GError *erro
     inf->decode_errors++;
     g_warning("informer %s: skipping malformed %s %s: %s", inf->what,
               kind != NULL ? kind : "object", key, error != NULL ? error->message : "?");
+    if (inf->handlers.on_decode_error != NULL && error != NULL)
+        inf->handlers.on_decode_error(obj, error, inf->user_data);
 }
 
 static gpointer decode_object(KbInformer *inf, json_object *obj)

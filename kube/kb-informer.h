@@ -9,10 +9,11 @@
 #include "kube/kb-client.h"
 #include "kube/kb-objects.h"
 
-/* ---- watch-event decoding (pure; fuzzed) ------------------------------------------------------ */
+/* ---- watch-event decoding (pure; fuzzed) ------------------------------------------------------
+ */
 
 #define KB_WATCH_MAX_EVENT_BYTES (16 * 1024 * 1024) /* one event line */
-#define KB_WATCH_MAX_DEPTH 128                      /* JSON nesting of one event */
+#define KB_WATCH_MAX_DEPTH       128                /* JSON nesting of one event */
 
 typedef enum {
     KB_WATCH_ADDED,
@@ -68,6 +69,10 @@ typedef struct {
     void (*on_synced)(gpointer user_data);
     /* The resource is not served (404 on list: a missing CRD). The informer retries slowly. */
     void (*on_missing)(gpointer user_data);
+    /* An item (listed or watched) failed to decode and is skipped: @obj is the item as received
+     * (borrowed), @error the decoder's error. Lets the caller report it, e.g. as an Event on the
+     * object, beyond the informer's own log line and kb_informer_decode_errors() count. */
+    void (*on_decode_error)(json_object *obj, const GError *error, gpointer user_data);
 } KbInformerHandlers;
 
 /*

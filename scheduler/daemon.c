@@ -37,6 +37,7 @@ typedef struct {
     KbDaemon *daemon;
     SourceId id;
     const char *name; /* metric label */
+    const char *kind; /* for events on objects that do not say their kind */
     const KbResourceType *type;
     KbDecodeFunc decode;
     gboolean optional; /* a CRD: may be missing */
@@ -103,9 +104,6 @@ struct KbDaemon {
     guint64 n_cycles;
 };
 
-/* The daemon whose recorder reports malformed objects (decoders have no user data). */
-static KbDaemon *decode_sink;
-
 static gint64 now_s(void)
 {
     return g_get_real_time() / G_USEC_PER_SEC;
@@ -113,10 +111,12 @@ static gint64 now_s(void)
 
 /* ---- malformed objects ------------------------------------------------------------------- */
 
-/* An event on a malformed object, so that its owner sees why it is ignored. */
-static void report_malformed(json_object *obj, const char *kind, const GError *error)
+/* An event on a malformed object (informer handler), so that its owner sees why it is ignored. */
+static void on_decode_error(json_object *obj, const GError *error, gpointer user_data)
 {
-    if (decode_sink == NULL || decode_sink->recorder == NULL || error == NULL)
+    const Source *src = user_data;
+    KbRecorder *recorder = src->daemon->recorder;
+    if (recorder == NULL)
         return;
     g_autoptr(GError) meta_error = NULL;
     KbObjectMeta *meta = kb_meta_object_decode(obj, FALSE, &meta_error);
@@ -127,26 +127,13 @@ static void report_malformed(json_object *obj, const char *kind, const GError *e
         const char *api = json_object_object_get_ex(obj, "apiVersion", &jv)
                                   ? json_object_get_string(jv)
                                   : "v1";
-        kb_recorder_event(decode_sink->recorder, meta, api, kind, "Warning", "InvalidObject",
+        const char *kind = json_object_object_get_ex(obj, "kind", &jv) ? json_object_get_string(jv)
+                                                                       : src->kind;
+        kb_recorder_event(recorder, meta, api, kind, "Warning", "InvalidObject",
                           "ignored by kube-batchd: %s", error->message);
     }
     kb_object_unref(meta);
 }
-
-#define DECODE_WRAPPER(fn, decoder, kind)                                                          \
-    static gpointer fn(json_object *obj, gboolean keep_raw, GError **error)                        \
-    {                                                                                              \
-        gpointer rec = decoder(obj, keep_raw, error);                                              \
-        if (rec == NULL)                                                                           \
-            report_malformed(obj, kind, error != NULL ? *error : NULL);                            \
-        return rec;                                                                                \
-    }
-
-DECODE_WRAPPER(decode_node, kb_node_decode, "Node")
-DECODE_WRAPPER(decode_pod, kb_pod_decode, "Pod")
-DECODE_WRAPPER(decode_pod_group, kb_pod_group_decode, "PodGroup")
-DECODE_WRAPPER(decode_queue, kb_queue_decode, "Queue")
-DECODE_WRAPPER(decode_priority_class, kb_priority_class_decode, "PriorityClass")
 
 /* ---- readiness and scheduling ------------------------------------------------------------ */
 
@@ -387,6 +374,7 @@ static const KbInformerHandlers handlers = {
         .on_delete = on_delete,
         .on_synced = on_synced,
         .on_missing = on_missing,
+        .on_decode_error = on_decode_error,
 };
 
 static void sources_init(KbDaemon *d)
@@ -394,30 +382,32 @@ static void sources_init(KbDaemon *d)
     static const struct {
         SourceId id;
         const char *name;
+        const char *kind;
         const KbResourceType *type;
         KbDecodeFunc decode;
         gboolean optional;
     } table[SRC_N] = {
-            {SRC_NODES, "nodes", &kb_type_nodes, decode_node, FALSE},
-            {SRC_PODS, "pods", &kb_type_pods, decode_pod, FALSE},
-            {SRC_PG_KUBE_BATCH, "podgroups.scheduling.incubator.k8s.io",
-             &kb_type_pod_groups_kube_batch, decode_pod_group, TRUE},
-            {SRC_PG_VOLCANO, "podgroups.scheduling.volcano.sh", &kb_type_pod_groups_volcano,
-             decode_pod_group, TRUE},
-            {SRC_PG_X_K8S, "podgroups.scheduling.x-k8s.io", &kb_type_pod_groups_x_k8s,
-             decode_pod_group, TRUE},
-            {SRC_QUEUES_VOLCANO, "queues.scheduling.volcano.sh", &kb_type_queues_volcano,
-             decode_queue, TRUE},
-            {SRC_QUEUES_KUBE_BATCH, "queues.scheduling.incubator.k8s.io",
-             &kb_type_queues_kube_batch, decode_queue, TRUE},
-            {SRC_PRIORITY_CLASSES, "priorityclasses", &kb_type_priority_classes,
-             decode_priority_class, FALSE},
+            {SRC_NODES, "nodes", "Node", &kb_type_nodes, (KbDecodeFunc)kb_node_decode, FALSE},
+            {SRC_PODS, "pods", "Pod", &kb_type_pods, (KbDecodeFunc)kb_pod_decode, FALSE},
+            {SRC_PG_KUBE_BATCH, "podgroups.scheduling.incubator.k8s.io", "PodGroup",
+             &kb_type_pod_groups_kube_batch, (KbDecodeFunc)kb_pod_group_decode, TRUE},
+            {SRC_PG_VOLCANO, "podgroups.scheduling.volcano.sh", "PodGroup",
+             &kb_type_pod_groups_volcano, (KbDecodeFunc)kb_pod_group_decode, TRUE},
+            {SRC_PG_X_K8S, "podgroups.scheduling.x-k8s.io", "PodGroup", &kb_type_pod_groups_x_k8s,
+             (KbDecodeFunc)kb_pod_group_decode, TRUE},
+            {SRC_QUEUES_VOLCANO, "queues.scheduling.volcano.sh", "Queue", &kb_type_queues_volcano,
+             (KbDecodeFunc)kb_queue_decode, TRUE},
+            {SRC_QUEUES_KUBE_BATCH, "queues.scheduling.incubator.k8s.io", "Queue",
+             &kb_type_queues_kube_batch, (KbDecodeFunc)kb_queue_decode, TRUE},
+            {SRC_PRIORITY_CLASSES, "priorityclasses", "PriorityClass", &kb_type_priority_classes,
+             (KbDecodeFunc)kb_priority_class_decode, FALSE},
     };
     for (int i = 0; i < SRC_N; i++) {
         Source *s = &d->sources[table[i].id];
         s->daemon = d;
         s->id = table[i].id;
         s->name = table[i].name;
+        s->kind = table[i].kind;
         s->type = table[i].type;
         s->decode = table[i].decode;
         s->optional = table[i].optional;
@@ -428,9 +418,8 @@ static void sources_start(KbDaemon *d)
 {
     for (int i = 0; i < SRC_N; i++) {
         Source *s = &d->sources[i];
-        KbInformerOptions io = {.type = s->type,
-                                .decode = s->decode,
-                                .decode_page = s->id == SRC_PODS ? kb_pod_list_decode_bytes : NULL};
+        /* Pods list through the fast page decoder: the informer picks it for kb_pod_decode. */
+        KbInformerOptions io = {.type = s->type, .decode = s->decode};
         s->informer = kb_informer_new(d->client, &io, &handlers, s);
         if (s->optional)
             kb_informer_set_missing_retry(s->informer, CRD_RETRY_MS);
@@ -741,7 +730,6 @@ void kb_daemon_start(KbDaemon *daemon)
     if (d->started)
         return;
     d->started = TRUE;
-    decode_sink = d;
     g_message("kube-batchd: API server %s, scheduler names %s, schedule period %u ms, "
               "default queue \"%s\"%s",
               kb_client_server(d->client),
@@ -828,8 +816,6 @@ void kb_daemon_free(KbDaemon *daemon)
     KbDaemon *d = daemon;
     if (d == NULL)
         return;
-    if (decode_sink == d)
-        decode_sink = NULL;
     g_clear_handle_id(&d->period_source, g_source_remove);
     g_clear_handle_id(&d->kick_source, g_source_remove);
     g_clear_handle_id(&d->restart_source, g_source_remove);

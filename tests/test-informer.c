@@ -18,6 +18,7 @@ typedef struct {
     KbClient *client;
     KbInformer *inf;
     GString *log; /* "add default/a@5;upd default/a@5->6;del default/b;synced;" */
+    GString *bad; /* on_decode_error: "x: <message>;" */
     guint n_synced;
     guint n_missing;
     GMutex lock;    /* the scripts below are read by the server's threads */
@@ -212,12 +213,24 @@ static void on_missing(gpointer user_data)
     g_string_append(fx->log, "missing;");
 }
 
+/* The item as received and the decoder's error reach the caller, e.g. for an Event. */
+static void on_decode_error(json_object *obj, const GError *error, gpointer user_data)
+{
+    Fixture *fx = user_data;
+    json_object *meta = NULL, *name = NULL;
+    gboolean named = json_object_object_get_ex(obj, "metadata", &meta) &&
+                     json_object_object_get_ex(meta, "name", &name);
+    g_string_append_printf(fx->bad, "%s: %s;", named ? json_object_get_string(name) : "(no name)",
+                           error->message);
+}
+
 static const KbInformerHandlers handlers = {
         .on_add = on_add,
         .on_update = on_update,
         .on_delete = on_delete,
         .on_synced = on_synced,
         .on_missing = on_missing,
+        .on_decode_error = on_decode_error,
 };
 
 /* Metadata only; an object with a top-level "bad" member is malformed. */
@@ -238,6 +251,7 @@ static void fixture_setup(Fixture *fx, gconstpointer data)
     g_queue_init(&fx->lists);
     g_queue_init(&fx->watches);
     fx->log = g_string_new(NULL);
+    fx->bad = g_string_new(NULL);
     fx->srv = kb_test_server_new(NULL, NULL, NULL);
     kb_test_server_set_handler(fx->srv, "GET", "/api/v1/*", handle, fx, NULL);
     KbConfig config = {.server = (char *)kb_test_server_url(fx->srv)};
@@ -254,6 +268,7 @@ static void fixture_teardown(Fixture *fx, gconstpointer data)
     g_queue_clear_full(&fx->lists, (GDestroyNotify)kb_test_response_unref);
     g_queue_clear_full(&fx->watches, (GDestroyNotify)kb_test_response_unref);
     g_string_free(fx->log, TRUE);
+    g_string_free(fx->bad, TRUE);
     g_mutex_clear(&fx->lock);
 }
 
@@ -752,6 +767,11 @@ static void test_malformed_objects_skipped(Fixture *fx, gconstpointer data)
     wait_log(fx, "add default/c@12;");
     g_assert_cmpstr(fx->log->str, ==, "add default/a@5;add default/b@7;synced;add default/c@12;");
     g_assert_cmpuint(kb_informer_decode_errors(fx->inf), ==, 4);
+    /* the two malformed objects reach the handler; the two broken events have no object */
+    g_auto(GStrv) bad = g_strsplit(fx->bad->str, ";", -1);
+    g_assert_cmpuint(g_strv_length(bad), ==, 3); /* two entries and the empty tail */
+    g_assert_true(g_str_has_prefix(bad[0], "x: "));
+    g_assert_true(g_str_has_prefix(bad[1], "a: "));
     /* the malformed update left the stored a as it was */
     KbObjectMeta *a = kb_informer_get(fx->inf, "default", "a");
     g_assert_cmpstr(a->resource_version, ==, "5");
