@@ -73,7 +73,7 @@ BINS := $(if $(wildcard scheduler/main.c),$(O)/bin/kube-batchd) \
 TESTS := $(patsubst tests/%.c,$(O)/tests/%,$(TEST_SRC)) \
          $(patsubst tests/fuzz/%.c,$(O)/tests/%,$(FUZZ_SRC))
 
-.PHONY: all deps check valgrind fuzz demo bench format clean
+.PHONY: all deps check check-run demo-run valgrind fuzz demo bench format clean
 # Keep the objects of test and bench programs (intermediate to make) so rebuilds stay incremental.
 .SECONDARY:
 .DEFAULT_GOAL := all
@@ -121,7 +121,12 @@ $(O)/tests/test-%: $(call obj,tests/test-%.c) $(ALL_LIBS)
 $(O)/tests/fuzz-%: $(call obj,tests/fuzz/fuzz-%.c) $(call obj,tests/fuzz/replay.c) $(ALL_LIBS)
 	$(link)
 
-check: all $(TESTS)
+# check and demo install what is missing first (make deps: apt-get as root, otherwise it prints the
+# exact command and stops), then run in a fresh make so that pkg-config sees the new packages.
+check: deps
+	@$(MAKE) --no-print-directory check-run
+
+check-run: all $(TESTS)
 	@KB_BIN_DIR=$(CURDIR)/$(O)/bin KB_SRCDIR=$(CURDIR) JOBS=$(JOBS) \
 	  tests/run-tests.sh $(TESTS)
 
@@ -146,7 +151,10 @@ fuzz:
 	  $(FUZZ_O)/$$n -max_total_time=$(FUZZ_SECONDS) -max_len=65536 $(FUZZ_O)/corpus-$$n || exit 1; \
 	done
 
-demo: all
+demo: deps
+	@$(MAKE) --no-print-directory demo-run
+
+demo-run: all
 	@KB_BIN_DIR=$(CURDIR)/$(O)/bin deploy/demo.sh
 
 bench: all
@@ -162,6 +170,7 @@ deps:
 	@missing=$$(for p in $(DEB_PKGS); do \
 	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; \
 	  done); \
+	command -v kubectl >/dev/null 2>&1 || missing="$$missing kubernetes-client"; \
 	if [ -z "$$missing" ]; then echo "deps: all installed"; exit 0; fi; \
 	if [ "$$(id -u)" = 0 ]; then \
 	  echo "deps: installing $$missing"; \
