@@ -3,7 +3,10 @@
 
 #include <string.h>
 
+#include "tests/apiserver/kas-admit.h"
 #include "tests/apiserver/kas-json.h"
+#include "tests/apiserver/kas-pods.h"
+#include "tests/apiserver/kas-status.h"
 
 #define FOREGROUND_FINALIZER "foregroundDeletion"
 
@@ -43,9 +46,7 @@ static gboolean err_conflict(GError **error, const KasRes *res, const char *sub,
 static gboolean err_invalid(GError **error, const KasRes *res, const char *name, const char *field,
                             const char *what)
 {
-    g_set_error(error, KAS_ERROR, KAS_ERR_INVALID, "%s \"%s\" is invalid: %s: %s", res->kind_name,
-                name != NULL ? name : "", field, what);
-    return FALSE;
+    return kas_status_invalid(error, res, name != NULL ? name : "", field, what);
 }
 
 /* ---- validation ------------------------------------------------------------------------------------ */
@@ -67,12 +68,12 @@ static gboolean name_ok(const KasRes *res, const char *name, const char **why)
     gsize n = strlen(name);
     gboolean label_only = res->kind == KAS_KIND_NAMESPACE || res->kind == KAS_KIND_SERVICE;
     if (label_only) {
-        *why = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or "
+        *why = "a DNS-1123 label must consist of lower case alphanumeric characters or "
                "'-', and must start and end with an alphanumeric character (e.g. 'my-name',  or "
                "'123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
         return dns_label_ok(name, 0, n);
     }
-    *why = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
+    *why = "a DNS-1123 subdomain must consist of lower case alphanumeric characters, "
            "'-' or '.', and must start and end with an alphanumeric character (e.g. "
            "'example.com', regex used for validation is "
            "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
@@ -172,46 +173,6 @@ static void set_default_string(json_object *obj, const char *key, const char *va
         kas_json_set_string(obj, key, value);
 }
 
-static void container_defaults(json_object *c)
-{
-    json_object *res = kas_json_ensure_object(c, "resources");
-    json_object *limits = kas_json_get(res, "limits");
-    if (json_object_is_type(limits, json_type_object)) {
-        json_object *req = kas_json_ensure_object(res, "requests");
-        json_object_object_foreach(limits, k, v)
-        {
-            if (kas_json_get(req, k) == NULL)
-                json_object_object_add(req, k, json_object_get(v));
-        }
-    }
-    const char *image = kas_json_get_string(c, "image");
-    gboolean latest = image == NULL || strchr(image, ':') == NULL ||
-                      g_str_has_suffix(image, ":latest");
-    set_default_string(c, "imagePullPolicy", latest ? "Always" : "IfNotPresent");
-    set_default_string(c, "terminationMessagePath", "/dev/termination-log");
-    set_default_string(c, "terminationMessagePolicy", "File");
-}
-
-static void pod_defaults(json_object *pod)
-{
-    json_object *spec = kas_json_ensure_object(pod, "spec");
-    set_default_string(spec, "schedulerName", "default-scheduler");
-    set_default_string(spec, "restartPolicy", "Always");
-    set_default_string(spec, "dnsPolicy", "ClusterFirst");
-    if (kas_json_get(spec, "terminationGracePeriodSeconds") == NULL)
-        json_object_object_add(spec, "terminationGracePeriodSeconds", json_object_new_int(30));
-    static const char *const lists[] = { "containers", "initContainers" };
-    for (guint l = 0; l < G_N_ELEMENTS(lists); l++) {
-        json_object *cs = kas_json_get(spec, lists[l]);
-        for (gsize i = 0; json_object_is_type(cs, json_type_array) && i < json_object_array_length(cs);
-             i++) {
-            json_object *c = json_object_array_get_idx(cs, i);
-            if (json_object_is_type(c, json_type_object))
-                container_defaults(c);
-        }
-    }
-}
-
 /* Guaranteed when every container limits cpu and memory with requests equal to limits. */
 static const char *pod_qos(json_object *pod)
 {
@@ -236,19 +197,23 @@ static const char *pod_qos(json_object *pod)
     return guaranteed ? "Guaranteed" : "Burstable";
 }
 
+/* The Priority admission plugin: spec.priority (and preemptionPolicy) from the PriorityClass
+ * named by spec.priorityClassName, or from the globalDefault class. */
 static gboolean pod_priority(KasStore *store, json_object *pod, GError **error)
 {
     json_object *spec = kas_json_ensure_object(pod, "spec");
     const char *pcn = kas_json_get_string(spec, "priorityClassName");
+    const char *name = kas_json_get_string(pod, "metadata.name");
     KasRes *pcs = kas_store_find_locked(store, "scheduling.k8s.io", "v1", "priorityclasses");
     gint64 value = 0;
+    g_autofree char *policy = NULL;
     if (pcn != NULL && pcn[0] != '\0') {
         KasObj *pc = kas_store_get_locked(store, pcs, NULL, pcn);
         if (pc == NULL && strcmp(pcn, "system-cluster-critical") != 0 &&
             strcmp(pcn, "system-node-critical") != 0) {
             g_set_error(error, KAS_ERROR, KAS_ERR_FORBIDDEN,
                         "pods \"%s\" is forbidden: no PriorityClass with name %s was found",
-                        kas_json_get_string(pod, "metadata.name"), pcn);
+                        name != NULL ? name : "", pcn);
             return FALSE;
         }
         if (pc == NULL) {
@@ -256,6 +221,7 @@ static gboolean pod_priority(KasStore *store, json_object *pod, GError **error)
         } else {
             json_object *j = kas_obj_parse(pc);
             value = json_object_get_int64(kas_json_get(j, "value"));
+            policy = g_strdup(kas_json_get_string(j, "preemptionPolicy"));
             json_object_put(j);
         }
     } else {
@@ -270,45 +236,27 @@ static gboolean pod_priority(KasStore *store, json_object *pod, GError **error)
             if (json_object_get_boolean(kas_json_get(j, "globalDefault"))) {
                 value = json_object_get_int64(kas_json_get(j, "value"));
                 kas_json_set_string(spec, "priorityClassName", pc->name);
+                g_free(policy);
+                policy = g_strdup(kas_json_get_string(j, "preemptionPolicy"));
             }
             json_object_put(j);
         }
     }
-    if (kas_json_get(spec, "priority") == NULL)
-        json_object_object_add(spec, "priority", json_object_new_int64(value));
+    json_object *given = kas_json_get(spec, "priority");
+    if (given != NULL && json_object_get_int64(given) != value) {
+        g_set_error(error, KAS_ERROR, KAS_ERR_FORBIDDEN,
+                    "pods \"%s\" is forbidden: the integer value of priority (%" G_GINT64_FORMAT
+                    ") must not be provided in pod spec; priority admission controller computed "
+                    "%" G_GINT64_FORMAT " from the given PriorityClass name",
+                    name != NULL ? name : "", json_object_get_int64(given), value);
+        return FALSE;
+    }
+    json_object_object_add(spec, "priority", json_object_new_int64(value));
+    if (kas_json_get(spec, "preemptionPolicy") == NULL)
+        kas_json_set_string(spec, "preemptionPolicy",
+                            policy != NULL ? policy : "PreemptLowerPriority");
     return TRUE;
 }
-
-/* Pods accept spec updates only to images, activeDeadlineSeconds, tolerations and
- * terminationGracePeriodSeconds, as kube-apiserver's pod validation. */
-static gboolean pod_spec_update_ok(json_object *old_spec, json_object *new_spec)
-{
-    json_object *a = copy_json(old_spec), *b = copy_json(new_spec);
-    static const char *const free_keys[] = { "activeDeadlineSeconds", "tolerations",
-                                             "terminationGracePeriodSeconds", "schedulingGates" };
-    for (guint i = 0; i < G_N_ELEMENTS(free_keys); i++) {
-        json_object_object_del(a, free_keys[i]);
-        json_object_object_del(b, free_keys[i]);
-    }
-    static const char *const lists[] = { "containers", "initContainers" };
-    for (guint l = 0; l < G_N_ELEMENTS(lists); l++) {
-        json_object *ca = kas_json_get(a, lists[l]), *cb = kas_json_get(b, lists[l]);
-        for (gsize i = 0; json_object_is_type(ca, json_type_array) && i < json_object_array_length(ca); i++)
-            json_object_object_del(json_object_array_get_idx(ca, i), "image");
-        for (gsize i = 0; json_object_is_type(cb, json_type_array) && i < json_object_array_length(cb); i++)
-            json_object_object_del(json_object_array_get_idx(cb, i), "image");
-    }
-    gboolean same = json_object_equal(a, b);
-    json_object_put(a);
-    json_object_put(b);
-    return same;
-}
-
-static const char POD_UPDATE_FORBIDDEN[] =
-    "Forbidden: pod updates may not change fields other than `spec.containers[*].image`,"
-    "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only "
-    "additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set "
-    "to 1 if it was previously negative)";
 
 /* ---- create ------------------------------------------------------------------------------------------ */
 
@@ -429,8 +377,13 @@ static gboolean prepare_create(KasStore *store, KasRes *res, json_object *obj, G
 {
     switch (res->kind) {
     case KAS_KIND_POD: {
-        pod_defaults(obj);
+        kas_pods_defaults(obj);
+        kas_pods_admit_create(obj);
         if (!pod_priority(store, obj, error))
+            return FALSE;
+        g_autoptr(KasFieldErrors) errs = kas_field_errors_new();
+        kas_pods_validate(obj, errs);
+        if (!kas_field_errors_check(errs, res, kas_json_get_string(obj, "metadata.name"), error))
             return FALSE;
         json_object *status = json_object_new_object();
         kas_json_set_string(status, "phase", "Pending");
@@ -462,12 +415,11 @@ static gboolean prepare_create(KasStore *store, KasRes *res, json_object *obj, G
         if (res->has_status)
             json_object_object_del(obj, "status");
         break;
-    default:
-        if (strcmp(res->plural, "priorityclasses") == 0 &&
-            !json_object_is_type(kas_json_get(obj, "value"), json_type_int))
-            return err_invalid(error, res, kas_json_get_string(obj, "metadata.name"), "value",
-                               "Required value");
+    case KAS_KIND_NODE:
+        kas_admit_node_create(obj);
         break;
+    default:
+        return kas_admit_create(res, obj, error);
     }
     return TRUE;
 }
@@ -876,11 +828,15 @@ static json_object *updated_object(KasStore *store, KasRes *res, json_object *cu
         return NULL;
     }
     if (res->kind == KAS_KIND_POD) {
-        pod_defaults(newj);
-        copy_member(kas_json_get(newj, "spec"), kas_json_get(curj, "spec"), "priority");
-        copy_member(kas_json_get(newj, "spec"), kas_json_get(curj, "spec"), "nodeName");
-        if (!pod_spec_update_ok(kas_json_get(curj, "spec"), kas_json_get(newj, "spec"))) {
-            err_invalid(error, res, name, "spec", POD_UPDATE_FORBIDDEN);
+        kas_pods_defaults(newj);
+        /* set by admission on create; a client's update that leaves them out keeps them */
+        static const char *const admitted[] = { "priority", "priorityClassName", "preemptionPolicy" };
+        for (guint i = 0; i < G_N_ELEMENTS(admitted); i++)
+            if (kas_json_get(kas_json_get(newj, "spec"), admitted[i]) == NULL)
+                copy_member(kas_json_get(newj, "spec"), kas_json_get(curj, "spec"), admitted[i]);
+        g_autoptr(KasFieldErrors) errs = kas_field_errors_new();
+        kas_pods_validate_update(curj, newj, errs);
+        if (!kas_field_errors_check(errs, res, name, error)) {
             json_object_put(newj);
             return NULL;
         }

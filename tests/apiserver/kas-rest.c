@@ -6,6 +6,7 @@
 #include "tests/apiserver/kas-discovery.h"
 #include "tests/apiserver/kas-json.h"
 #include "tests/apiserver/kas-ops.h"
+#include "tests/apiserver/kas-status.h"
 #include "tests/apiserver/kas-table.h"
 
 #define TABLE_CONTENT_TYPE "application/json;as=Table;v=v1;g=meta.k8s.io"
@@ -28,8 +29,10 @@ void kas_reply_clear(KasReply *reply)
     memset(reply, 0, sizeof *reply);
 }
 
-void kas_reply_error(KasReply *reply, KasErr code, const char *message, const KasRes *res,
-                     const char *name)
+/* The Status of @code with @details (stolen) when @has_details, else the details
+ * kube-apiserver gives for @code on @res/@name. */
+static void reply_status(KasReply *reply, KasErr code, const char *message, const KasRes *res,
+                         const char *name, gboolean has_details, json_object *details_in)
 {
     json_object *st = json_object_new_object();
     kas_json_set_string(st, "kind", "Status");
@@ -38,17 +41,24 @@ void kas_reply_error(KasReply *reply, KasErr code, const char *message, const Ka
     kas_json_set_string(st, "status", "Failure");
     kas_json_set_string(st, "message", message);
     kas_json_set_string(st, "reason", kas_err_reason(code));
-    json_object *details = json_object_new_object();
-    if (name != NULL && name[0] != '\0')
+    json_object *details = has_details ? details_in : json_object_new_object();
+    if (has_details || code == KAS_ERR_BAD_REQUEST) {
+        /* given, or none: kube-apiserver's BadRequest answers carry no details */
+    } else if (name != NULL && name[0] != '\0')
         kas_json_set_string(details, "name", name);
-    if (res != NULL && res->group[0] != '\0')
-        kas_json_set_string(details, "group", res->group);
-    if (res != NULL)
-        kas_json_set_string(details, "kind", code == KAS_ERR_INVALID ? res->kind_name : res->plural);
-    if (code == KAS_ERR_TOO_MANY || code == KAS_ERR_UNAVAILABLE)
-        json_object_object_add(details, "retryAfterSeconds",
-                               json_object_new_int(reply->retry_after > 0 ? (int)reply->retry_after : 1));
-    if (json_object_object_length(details) > 0)
+    if (!has_details && code != KAS_ERR_BAD_REQUEST) {
+        if (res != NULL && res->group[0] != '\0')
+            kas_json_set_string(details, "group", res->group);
+        if (res != NULL)
+            kas_json_set_string(details, "kind",
+                                code == KAS_ERR_INVALID ? res->kind_name : res->plural);
+        if (code == KAS_ERR_TOO_MANY || code == KAS_ERR_UNAVAILABLE)
+            json_object_object_add(details, "retryAfterSeconds",
+                                   json_object_new_int(reply->retry_after > 0 ? (int)reply->retry_after : 1));
+    }
+    if (has_details && details != NULL)
+        json_object_object_add(st, "details", details);
+    else if (details != NULL && json_object_object_length(details) > 0)
         json_object_object_add(st, "details", details);
     else
         json_object_put(details);
@@ -58,6 +68,12 @@ void kas_reply_error(KasReply *reply, KasErr code, const char *message, const Ka
     g_autofree char *s = kas_json_dump(st);
     g_string_assign(reply->body, s);
     json_object_put(st);
+}
+
+void kas_reply_error(KasReply *reply, KasErr code, const char *message, const KasRes *res,
+                     const char *name)
+{
+    reply_status(reply, code, message, res, name, FALSE, NULL);
 }
 
 void kas_reply_gerror(KasReply *reply, const GError *error, const KasRes *res, const char *name)
@@ -70,7 +86,10 @@ void kas_reply_gerror(KasReply *reply, const GError *error, const KasRes *res, c
         kas_reply_error(reply, KAS_ERR_BAD_REQUEST, error->message, res, name);
         return;
     }
-    kas_reply_error(reply, (KasErr)error->code, error->message, res, name);
+    gboolean has_details = FALSE;
+    json_object *details = NULL;
+    g_autofree char *msg = kas_status_split(error->message, &has_details, &details);
+    reply_status(reply, (KasErr)error->code, msg, res, name, has_details, details);
 }
 
 static void reply_text(KasReply *reply, guint status, const char *ctype, char *text)

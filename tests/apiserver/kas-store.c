@@ -88,6 +88,18 @@ static const Builtin builtins[] = {
       FALSE, NULL },
     { KAS_KIND_GENERIC, "scheduling.k8s.io", "v1", "priorityclasses", "priorityclass",
       "PriorityClass", "pc", NULL, FALSE, FALSE, NULL },
+    { KAS_KIND_GENERIC, "policy", "v1,v1beta1", "poddisruptionbudgets", "poddisruptionbudget",
+      "PodDisruptionBudget", "pdb", NULL, TRUE, TRUE, NULL },
+    { KAS_KIND_GENERIC, "events.k8s.io", "v1,v1beta1", "events", "event", "Event", "ev", NULL,
+      TRUE, FALSE, NULL },
+    { KAS_KIND_GENERIC, "rbac.authorization.k8s.io", "v1", "clusterroles", "clusterrole",
+      "ClusterRole", NULL, NULL, FALSE, FALSE, NULL },
+    { KAS_KIND_GENERIC, "rbac.authorization.k8s.io", "v1", "clusterrolebindings",
+      "clusterrolebinding", "ClusterRoleBinding", NULL, NULL, FALSE, FALSE, NULL },
+    { KAS_KIND_GENERIC, "rbac.authorization.k8s.io", "v1", "roles", "role", "Role", NULL, NULL,
+      TRUE, FALSE, NULL },
+    { KAS_KIND_GENERIC, "rbac.authorization.k8s.io", "v1", "rolebindings", "rolebinding",
+      "RoleBinding", NULL, NULL, TRUE, FALSE, NULL },
     { KAS_KIND_CRD, "apiextensions.k8s.io", "v1", "customresourcedefinitions",
       "customresourcedefinition", "CustomResourceDefinition", "crd,crds", "api-extensions",
       FALSE, TRUE, NULL },
@@ -330,14 +342,17 @@ static void add_builtins(KasStore *store)
         res->kind_name = g_strdup(b->kind_name);
         res->list_kind = g_strdup_printf("%sList", b->kind_name);
         res->versions = g_strsplit(b->version, ",", -1);
-        res->storage_version = g_strdup(b->version);
+        res->storage_version = g_strdup(res->versions[0]);
         res->short_names = b->short_names != NULL ? g_strsplit(b->short_names, ",", -1)
                                                   : g_new0(char *, 1);
         res->categories = b->categories != NULL ? g_strsplit(b->categories, ",", -1)
                                                 : g_new0(char *, 1);
         res->namespaced = b->namespaced;
         res->has_status = b->has_status;
-        res->uses_generation = b->kind == KAS_KIND_CRD;
+        /* the registries that set metadata.generation */
+        res->uses_generation = b->kind == KAS_KIND_CRD ||
+                               strcmp(b->plural, "priorityclasses") == 0 ||
+                               strcmp(b->plural, "poddisruptionbudgets") == 0;
         res->field_paths = b->fields;
         add_res(store, res);
     }
