@@ -27,7 +27,12 @@ void kas_admit_node_create(json_object *node)
     kas_json_set_string(t, "key", KAS_TAINT_NOT_READY);
     kas_json_set_string(t, "effect", "NoSchedule");
     json_object_array_add(taints, t);
-status:;
+status:
+    kas_admit_node_status_defaults(node);
+}
+
+void kas_admit_node_status_defaults(json_object *node)
+{
     /* the fields of NodeStatus that are not omitempty */
     json_object *status = kas_json_ensure_object(node, "status");
     json_object *ep = kas_json_ensure_object(kas_json_ensure_object(status, "daemonEndpoints"),

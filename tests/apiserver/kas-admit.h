@@ -17,6 +17,9 @@
  * kas-kubelet once the node reports Ready) and status defaults. */
 void kas_admit_node_create(json_object *node);
 
+/* The fields of a Node's status that are always there (daemonEndpoints, nodeInfo). */
+void kas_admit_node_status_defaults(json_object *node);
+
 /* Is @node Ready=True while still carrying the not-ready taint? */
 gboolean kas_admit_node_needs_untaint(json_object *node);
 /* Remove the not-ready taint; TRUE when there was one. */

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "tests/apiserver/kas-admit.h"
+#include "tests/apiserver/kas-evict.h"
 #include "tests/apiserver/kas-json.h"
 #include "tests/apiserver/kas-pods.h"
 #include "tests/apiserver/kas-status.h"
@@ -38,6 +39,18 @@ static gboolean err_conflict(GError **error, const KasRes *res, const char *sub,
                              const char *why)
 {
     g_autofree char *q = kas_res_qualified(res);
+    if (sub != NULL) {
+        /* details name the subresource: {"name": ..., "kind": "pods/binding"} */
+        json_object *d = json_object_new_object();
+        kas_json_set_string(d, "name", name);
+        if (res->group[0] != '\0')
+            kas_json_set_string(d, "group", res->group);
+        g_autofree char *kind = g_strdup_printf("%s/%s", res->plural, sub);
+        kas_json_set_string(d, "kind", kind);
+        kas_status_set(error, KAS_ERR_CONFLICT, d, "Operation cannot be fulfilled on %s/%s \"%s\": %s",
+                       q, sub, name, why);
+        return FALSE;
+    }
     g_set_error(error, KAS_ERROR, KAS_ERR_CONFLICT, "Operation cannot be fulfilled on %s%s%s \"%s\": %s",
                 q, sub != NULL ? "/" : "", sub != NULL ? sub : "", name, why);
     return FALSE;
@@ -385,6 +398,7 @@ static gboolean prepare_create(KasStore *store, KasRes *res, json_object *obj, G
         kas_pods_validate(obj, errs);
         if (!kas_field_errors_check(errs, res, kas_json_get_string(obj, "metadata.name"), error))
             return FALSE;
+        kas_pods_canonical(obj);
         json_object *status = json_object_new_object();
         kas_json_set_string(status, "phase", "Pending");
         kas_json_set_string(status, "qosClass", pod_qos(obj));
@@ -710,10 +724,17 @@ static KasObj *delete_locked(KasStore *store, KasRes *res, KasObj *cur, const Ka
 {
     *removed = FALSE;
     if (opts->precondition_uid != NULL && strcmp(opts->precondition_uid, cur->uid) != 0) {
-        g_set_error(error, KAS_ERROR, KAS_ERR_CONFLICT,
-                    "Operation cannot be fulfilled on %s \"%s\": Precondition failed: UID in "
-                    "precondition: %s, UID in object meta: %s",
-                    res->plural, cur->name, opts->precondition_uid, cur->uid);
+        /* the registry's own message, with the kind (not the resource) in details */
+        json_object *d = json_object_new_object();
+        kas_json_set_string(d, "name", cur->name);
+        if (res->group[0] != '\0')
+            kas_json_set_string(d, "group", res->group);
+        kas_json_set_string(d, "kind", res->kind_name);
+        kas_status_set(error, KAS_ERR_CONFLICT, d,
+                       "Operation cannot be fulfilled on %s \"%s\": the UID in the precondition "
+                       "(%s) does not match the UID in record (%s). The object might have been "
+                       "deleted and then recreated",
+                       res->kind_name, cur->name, opts->precondition_uid, cur->uid);
         return NULL;
     }
     char rvbuf[32];
@@ -807,6 +828,8 @@ static json_object *updated_object(KasStore *store, KasRes *res, json_object *cu
     if (status) {
         newj = copy_json(curj);
         copy_member(newj, body, "status");
+        if (res->kind == KAS_KIND_NODE)
+            kas_admit_node_status_defaults(newj);
         return newj;
     }
     newj = copy_json(body);
@@ -829,6 +852,7 @@ static json_object *updated_object(KasStore *store, KasRes *res, json_object *cu
     }
     if (res->kind == KAS_KIND_POD) {
         kas_pods_defaults(newj);
+        kas_pods_canonical(newj);
         /* set by admission on create; a client's update that leaves them out keeps them */
         static const char *const admitted[] = { "priority", "priorityClassName", "preemptionPolicy" };
         for (guint i = 0; i < G_N_ELEMENTS(admitted); i++)
@@ -840,6 +864,8 @@ static json_object *updated_object(KasStore *store, KasRes *res, json_object *cu
             json_object_put(newj);
             return NULL;
         }
+    } else if (res->kind == KAS_KIND_NODE) {
+        kas_admit_node_status_defaults(newj);
     } else if (res->kind == KAS_KIND_CRD) {
         if (!kas_store_register_crd_locked(store, newj, error)) {
             json_object_put(newj);
@@ -1050,6 +1076,12 @@ static gboolean bind_locked(KasStore *store, const char *ns, const char *name, j
         return err_conflict(error, pods, "binding", name, why);
     }
     json_object *j = kas_obj_parse(cur);
+    if (kas_pods_gated(j)) {
+        /* 1.27+: a pod with scheduling gates is never bound */
+        json_object_put(j);
+        g_autofree char *why = g_strdup_printf("pod %s has non-empty .spec.schedulingGates", name);
+        return err_conflict(error, pods, "binding", name, why);
+    }
     kas_json_set_string(kas_json_ensure_object(j, "spec"), "nodeName", target);
     json_object *ann = kas_json_get(binding, "metadata.annotations");
     if (json_object_is_type(ann, json_type_object)) {
@@ -1087,6 +1119,8 @@ gboolean kas_ops_bind(KasStore *store, const char *ns, const char *name, json_ob
 gboolean kas_ops_evict(KasStore *store, const char *ns, const char *name, json_object *eviction,
                        GError **error)
 {
+    if (!kas_evict_check_body(eviction, error))
+        return FALSE;
     KasDeleteOptions opts = { .grace_seconds = -1 };
     json_object *dopts = kas_json_get(eviction, "deleteOptions");
     json_object *g = kas_json_get(dopts, "gracePeriodSeconds");
@@ -1095,11 +1129,21 @@ gboolean kas_ops_evict(KasStore *store, const char *ns, const char *name, json_o
     opts.precondition_uid = kas_json_get_string(dopts, "preconditions.uid");
     opts.precondition_rv = kas_json_get_string(dopts, "preconditions.resourceVersion");
     opts.propagation = kas_json_get_string(dopts, "propagationPolicy");
-    KasRes *pods;
     kas_store_lock(store);
-    pods = kas_store_find_locked(store, "", "v1", "pods");
+    KasRes *pods = kas_store_find_locked(store, "", "v1", "pods");
+    KasObj *cur = kas_store_get_locked(store, pods, ns, name);
+    KasObj *out = NULL;
+    if (cur == NULL) {
+        err_not_found(error, pods, name);
+    } else {
+        json_object *j = kas_obj_parse(cur);
+        gboolean removed;
+        /* a pod already being deleted is not counted against its budget again */
+        if (cur->deleting || kas_evict_check_locked(store, ns, j, error))
+            out = delete_locked(store, pods, cur, &opts, &removed, error);
+        json_object_put(j);
+    }
     kas_store_unlock(store);
-    KasObj *out = kas_ops_delete(store, pods, ns, name, &opts, NULL, error);
     kas_obj_unref(out);
     return out != NULL;
 }

@@ -39,12 +39,11 @@ static void container_defaults(json_object *c)
         json_object *req = kas_json_ensure_object(res, "requests");
         json_object_object_foreach(limits, k, v)
         {
-            if (kas_json_get(req, k) == NULL)
+            /* resource names have dots: no kas_json_get() on them */
+            if (!json_object_object_get_ex(req, k, NULL))
                 json_object_object_add(req, k, json_object_get(v));
         }
     }
-    canonical_quantities(kas_json_get(res, "limits"));
-    canonical_quantities(kas_json_get(res, "requests"));
     const char *image = kas_json_get_string(c, "image");
     const char *slash = image != NULL ? strrchr(image, '/') : NULL;
     const char *tag_part = slash != NULL ? slash : image;
@@ -53,6 +52,20 @@ static void container_defaults(json_object *c)
     set_default_string(c, "imagePullPolicy", latest ? "Always" : "IfNotPresent");
     set_default_string(c, "terminationMessagePath", "/dev/termination-log");
     set_default_string(c, "terminationMessagePolicy", "File");
+}
+
+void kas_pods_canonical(json_object *pod)
+{
+    static const char *const lists[] = { "containers", "initContainers" };
+    for (guint l = 0; l < G_N_ELEMENTS(lists); l++) {
+        json_object *cs = kas_json_get(pod, lists[l][0] == 'c' ? "spec.containers" : "spec.initContainers");
+        for (gsize i = 0; json_object_is_type(cs, json_type_array) && i < json_object_array_length(cs);
+             i++) {
+            json_object *res = kas_json_get(json_object_array_get_idx(cs, i), "resources");
+            canonical_quantities(kas_json_get(res, "limits"));
+            canonical_quantities(kas_json_get(res, "requests"));
+        }
+    }
 }
 
 void kas_pods_defaults(json_object *pod)
@@ -246,7 +259,9 @@ static void validate_resources(const char *path, json_object *res, KasFieldError
     for (guint i = 0; i < lkeys->len; i++) {
         const char *k = g_ptr_array_index(lkeys, i);
         g_autofree char *f = g_strdup_printf("%s[%s]", lim_path, k);
-        quantity_value(f, k, kas_json_get(limits, k), errs);
+        json_object *lv = NULL;
+        json_object_object_get_ex(limits, k, &lv);
+        quantity_value(f, k, lv, errs);
     }
     g_autoptr(GPtrArray) rkeys = sorted_keys(requests);
     for (guint i = 0; i < rkeys->len; i++) {

@@ -15,8 +15,12 @@
 #define KAS_ANNOTATIONS_MAX (256 * 1024)
 
 /* Defaults every decoded pod gets (create and update): container defaults, requests from
- * limits, quantities in canonical form, securityContext, enableServiceLinks, ... */
+ * limits, securityContext, enableServiceLinks, ... */
 void kas_pods_defaults(json_object *pod);
+
+/* Quantities of requests and limits in canonical form ("2000m" -> "2", "1024Mi" -> "1Gi"), as
+ * they come back once stored; after validation, whose messages show them as sent. */
+void kas_pods_canonical(json_object *pod);
 
 /* What admission adds on create only: the not-ready/unreachable NoExecute tolerations of
  * DefaultTolerationSeconds (300 s). */

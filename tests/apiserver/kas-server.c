@@ -355,7 +355,7 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
             rc->too_large = TRUE;
         } else if (length > srv->opts.max_body) {
             rc->answered = TRUE;
-            g_autofree char *msg = g_strdup_printf("the request body is larger than the limit of %zu bytes",
+            g_autofree char *msg = g_strdup_printf("Request entity too large: limit is %zu",
                                                    srv->opts.max_body);
             return queue_error(conn, KAS_ERR_TOO_LARGE, msg, 0);
         }
@@ -382,7 +382,7 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
     }
     rc->answered = TRUE;
     if (rc->too_large) {
-        g_autofree char *msg = g_strdup_printf("the request body is larger than the limit of %zu bytes",
+        g_autofree char *msg = g_strdup_printf("Request entity too large: limit is %zu",
                                                srv->opts.max_body);
         return queue_error(conn, KAS_ERR_TOO_LARGE, msg, 0);
     }

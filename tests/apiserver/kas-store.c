@@ -265,7 +265,21 @@ static KasObj *obj_new(const KasRes *res, json_object *jo)
             g_ptr_array_add(strs, g_strdup(ou));
     }
     obj->owners = pack_strv(strs);
-    obj->json = kas_json_dump(jo);
+    /* apiVersion and kind first, so that a list can drop them from its items cheaply */
+    json_object *ordered = json_object_new_object();
+    static const char *const head[] = { "apiVersion", "kind" };
+    for (guint i = 0; i < G_N_ELEMENTS(head); i++) {
+        json_object *v = NULL;
+        if (json_object_object_get_ex(jo, head[i], &v))
+            json_object_object_add(ordered, head[i], json_object_get(v));
+    }
+    json_object_object_foreach(jo, k, v)
+    {
+        if (strcmp(k, "apiVersion") != 0 && strcmp(k, "kind") != 0)
+            json_object_object_add(ordered, k, json_object_get(v));
+    }
+    obj->json = kas_json_dump(ordered);
+    json_object_put(ordered);
     obj->len = strlen(obj->json);
     return obj;
 }
