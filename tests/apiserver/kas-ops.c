@@ -7,6 +7,7 @@
 #include "tests/apiserver/kas-evict.h"
 #include "tests/apiserver/kas-json.h"
 #include "tests/apiserver/kas-pods.h"
+#include "tests/apiserver/kas-schema.h"
 #include "tests/apiserver/kas-status.h"
 
 #define FOREGROUND_FINALIZER "foregroundDeletion"
@@ -385,6 +386,16 @@ static void service_defaults(KasStore *store, json_object *svc)
     }
 }
 
+/* A custom resource as its CRD's schema has it: pruned, then validated. */
+static gboolean custom_schema(const KasRes *res, json_object *obj, GError **error)
+{
+    json_object *schema = kas_schema_of_version(res->crd, res->storage_version);
+    kas_schema_prune(schema, obj);
+    g_autoptr(KasFieldErrors) errs = kas_field_errors_new();
+    kas_schema_validate(schema, obj, errs);
+    return kas_field_errors_check(errs, res, kas_json_get_string(obj, "metadata.name"), error);
+}
+
 /* Kind-specific defaults and status rules on create. */
 static gboolean prepare_create(KasStore *store, KasRes *res, json_object *obj, GError **error)
 {
@@ -421,6 +432,7 @@ static gboolean prepare_create(KasStore *store, KasRes *res, json_object *obj, G
         kas_json_ensure_object(kas_json_get(obj, "status"), "loadBalancer");
         break;
     case KAS_KIND_CRD:
+        kas_schema_crd_defaults(obj);
         if (!kas_store_register_crd_locked(store, obj, error))
             return FALSE;
         crd_status(obj);
@@ -428,7 +440,7 @@ static gboolean prepare_create(KasStore *store, KasRes *res, json_object *obj, G
     case KAS_KIND_CUSTOM:
         if (res->has_status)
             json_object_object_del(obj, "status");
-        break;
+        return custom_schema(res, obj, error);
     case KAS_KIND_NODE:
         kas_admit_node_create(obj);
         break;
@@ -830,6 +842,10 @@ static json_object *updated_object(KasStore *store, KasRes *res, json_object *cu
         copy_member(newj, body, "status");
         if (res->kind == KAS_KIND_NODE)
             kas_admit_node_status_defaults(newj);
+        if (res->kind == KAS_KIND_CUSTOM && !custom_schema(res, newj, error)) {
+            json_object_put(newj);
+            return NULL;
+        }
         return newj;
     }
     newj = copy_json(body);
@@ -866,7 +882,13 @@ static json_object *updated_object(KasStore *store, KasRes *res, json_object *cu
         }
     } else if (res->kind == KAS_KIND_NODE) {
         kas_admit_node_status_defaults(newj);
+    } else if (res->kind == KAS_KIND_CUSTOM) {
+        if (!custom_schema(res, newj, error)) {
+            json_object_put(newj);
+            return NULL;
+        }
     } else if (res->kind == KAS_KIND_CRD) {
+        kas_schema_crd_defaults(newj);
         if (!kas_store_register_crd_locked(store, newj, error)) {
             json_object_put(newj);
             return NULL;

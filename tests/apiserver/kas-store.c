@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "tests/apiserver/kas-json.h"
+#include "tests/apiserver/kas-schema.h"
+#include "tests/apiserver/kas-status.h"
 
 G_DEFINE_QUARK(kas-error-quark, kas_error)
 
@@ -534,11 +536,13 @@ static char **json_strv(json_object *arr)
 static gboolean crd_invalid(GError **error, const char *crd_name, const char *field,
                             const char *value, const char *why)
 {
-    g_set_error(error, KAS_ERROR, KAS_ERR_INVALID,
-                "CustomResourceDefinition.apiextensions.k8s.io \"%s\" is invalid: %s: %s%s%s%s",
-                crd_name != NULL ? crd_name : "", field, value != NULL ? "Invalid value: \"" : "",
-                value != NULL ? value : "", value != NULL ? "\": " : "", why);
-    return FALSE;
+    g_autoptr(KasFieldErrors) errs = kas_field_errors_new();
+    if (value != NULL)
+        kas_field_errors_addf(errs, field, "Invalid value: \"%s\": %s", value, why);
+    else
+        kas_field_errors_add(errs, field, why);
+    return kas_field_errors_check_kind(errs, "CustomResourceDefinition", "apiextensions.k8s.io",
+                                       crd_name, error);
 }
 
 /* Check @crd; on success fill *@versions (sorted served versions) and *@storage. */
@@ -598,6 +602,11 @@ gboolean kas_store_register_crd_locked(KasStore *store, json_object *crd, GError
     const char *storage = NULL;
     gboolean status = FALSE;
     if (!crd_check(crd, versions, &storage, &status, error))
+        return FALSE;
+    g_autoptr(KasFieldErrors) errs = kas_field_errors_new();
+    kas_schema_check_crd(crd, errs);
+    if (!kas_field_errors_check_kind(errs, "CustomResourceDefinition", "apiextensions.k8s.io",
+                                     kas_json_get_string(crd, "metadata.name"), error))
         return FALSE;
     const char *group = kas_json_get_string(crd, "spec.group");
     const char *plural = kas_json_get_string(crd, "spec.names.plural");
