@@ -35,32 +35,32 @@ typedef struct {
 } KnownDiff;
 
 static const KnownDiff known_diffs[] = {
-    { "eviction-v1", 201, NULL, "pod-priorityclass",
-      "policy/v1 Eviction exists since Kubernetes 1.22 and policy/v1beta1 is gone since 1.25; "
-      "clients of today's clusters send policy/v1, so we accept it where 1.19 answered 400 (the "
-      "pod it evicted is created again for the cases that follow)" },
-    { "version", 200, NULL, NULL,
-      "/version names the Kubernetes whose contract kb-apiserver follows where it has changed "
-      "since 1.19 (policy/v1, spec.schedulingGates), not 1.19: clients that choose an API by "
-      "the server's version must see the newer one" },
-    { "pod-patch-bad-json", 400, "BadRequest", NULL,
-      "a body that is not JSON is the client's error: 400 BadRequest, where 1.19 answered 500 "
-      "\"Invalid JSON Patch\" (a flaw of the real server, not a contract: newer servers answer "
-      "400 too)" },
+        {"eviction-v1", 201, NULL, "pod-priorityclass",
+         "policy/v1 Eviction exists since Kubernetes 1.22 and policy/v1beta1 is gone since 1.25; "
+         "clients of today's clusters send policy/v1, so we accept it where 1.19 answered 400 (the "
+         "pod it evicted is created again for the cases that follow)"},
+        {"version", 200, NULL, NULL,
+         "/version names the Kubernetes whose contract kb-apiserver follows where it has changed "
+         "since 1.19 (policy/v1, spec.schedulingGates), not 1.19: clients that choose an API by "
+         "the server's version must see the newer one"},
+        {"pod-patch-bad-json", 400, "BadRequest", NULL,
+         "a body that is not JSON is the client's error: 400 BadRequest, where 1.19 answered 500 "
+         "\"Invalid JSON Patch\" (a flaw of the real server, not a contract: newer servers answer "
+         "400 too)"},
 };
 
 /* Cases sent as another user than `admin`: they need authentication and authorization
  * (--token-auth-file and RBAC), which come from the kas-auth branch. */
 static const char *const needs_auth[] = {
-    "rbac-allowed-get",
-    "rbac-forbidden-patch",
-    "rbac-forbidden-cluster-scoped",
-    "rbac-forbidden-subresource",
-    "rbac-forbidden-crd-group",
-    "rbac-allowed-binding",
-    "authn-bad-token",
-    "selfsubjectaccessreview",
-    NULL,
+        "rbac-allowed-get",
+        "rbac-forbidden-patch",
+        "rbac-forbidden-cluster-scoped",
+        "rbac-forbidden-subresource",
+        "rbac-forbidden-crd-group",
+        "rbac-allowed-binding",
+        "authn-bad-token",
+        "selfsubjectaccessreview",
+        NULL,
 };
 
 /* Answers whose recorded form is an artifact of the recording, not of the server. */
@@ -71,13 +71,13 @@ typedef struct {
 } FixtureArtifact;
 
 static const FixtureArtifact artifacts[] = {
-    { "lease-create", "spec.holderIdentity",
-      "the recorder reused this answer as the next request's body and changed holderIdentity to "
-      "\"c\" in place before saving it (the server answered the \"a\" it was sent)" },
-    { "crd-protected-group-unapproved", "status",
-      "the real server's CRD controller fills status (acceptedNames, Established) moments after "
-      "the create; the recorded answer caught it before, ours is filled at once" },
-    { "crd-other-group", "status", "as crd-protected-group-unapproved" },
+        {"lease-create", "spec.holderIdentity",
+         "the recorder reused this answer as the next request's body and changed holderIdentity to "
+         "\"c\" in place before saving it (the server answered the \"a\" it was sent)"},
+        {"crd-protected-group-unapproved", "status",
+         "the real server's CRD controller fills status (acceptedNames, Established) moments after "
+         "the create; the recorded answer caught it before, ours is filled at once"},
+        {"crd-other-group", "status", "as crd-protected-group-unapproved"},
 };
 
 /* What the recorder did between two cases without recording it, as the next answers show. */
@@ -92,12 +92,13 @@ typedef struct {
 } Side;
 
 static const Side sides[] = {
-    { "watch-from-list", side_patch_minimal_label,
-      "the recorder changed pod minimal (label w=1) while this watch was open: the recorded "
-      "event shows it; a watch from the earlier resourceVersion sees the same change" },
-    { "lease-put-stale", side_lease_first_candidate,
-      "\"two candidates\": the first candidate's update (not recorded) comes before the second's "
-      "stale one" },
+        {"watch-from-list", side_patch_minimal_label,
+         "the recorder changed pod minimal (label w=1) while this watch was open: the recorded "
+         "event shows it; a watch from the earlier resourceVersion sees the same change"},
+        {"lease-put-stale", side_lease_first_candidate,
+         "\"two candidates\": the first candidate's update (not recorded) comes before the "
+         "second's "
+         "stale one"},
 };
 
 /* ---- state ---------------------------------------------------------------------------------- */
@@ -109,12 +110,12 @@ typedef struct {
     char *report; /* differences and both answers, NULL when matched */
 } Result;
 
-static json_object *fixture;   /* {"server":..., "cases": [...]} */
-static json_object *cases;     /* borrowed */
+static json_object *fixture; /* {"server":..., "cases": [...]} */
+static json_object *cases;   /* borrowed */
 static Result *results;
 static guint next_case;
 static KbTestApiserver *api;
-static GHashTable *subst;      /* recorded string (rv, uid, continue token) -> ours */
+static GHashTable *subst; /* recorded string (rv, uid, continue token) -> ours */
 static guint n_matched, n_known, n_skipped, n_admin;
 
 /* ---- HTTP ----------------------------------------------------------------------------------- */
@@ -148,8 +149,8 @@ static Resp *http(const char *method, const char *path, const char *ctype, const
     r->want_lines = want_lines;
     CURL *c = curl_easy_init();
     g_autofree char *url = g_strconcat(kb_test_apiserver_url(api), path, NULL);
-    g_autofree char *ct = g_strdup_printf("Content-Type: %s",
-                                          ctype != NULL ? ctype : "application/json");
+    g_autofree char *ct =
+            g_strdup_printf("Content-Type: %s", ctype != NULL ? ctype : "application/json");
     struct curl_slist *hdrs = curl_slist_append(NULL, ct);
     hdrs = curl_slist_append(hdrs, "Expect:");
     hdrs = curl_slist_append(hdrs, "Accept: application/json");
@@ -270,7 +271,7 @@ static void translate_body(json_object *body)
     json_object *md = kas_json_get(body, "metadata");
     if (!json_object_is_type(md, json_type_object))
         return;
-    const char *keys[] = { "resourceVersion", "uid" };
+    const char *keys[] = {"resourceVersion", "uid"};
     for (guint i = 0; i < G_N_ELEMENTS(keys); i++) {
         const char *v = kas_json_get_string(md, keys[i]);
         if (v != NULL)
@@ -310,8 +311,8 @@ static char *expand_body_text(const char *text, gsize *len)
 /* Fields that differ from run to run (the fixture README): never compared. */
 static gboolean volatile_key(const char *k)
 {
-    static const char *const keys[] = { "uid",      "resourceVersion", "creationTimestamp",
-                                        "managedFields", "selfLink",   "deletionTimestamp" };
+    static const char *const keys[] = {"uid",           "resourceVersion", "creationTimestamp",
+                                       "managedFields", "selfLink",        "deletionTimestamp"};
     for (guint i = 0; i < G_N_ELEMENTS(keys); i++)
         if (strcmp(k, keys[i]) == 0)
             return TRUE;
@@ -338,8 +339,8 @@ static gboolean strings_match(const char *want, const char *got)
     return strcmp(w, got) == 0;
 }
 
-static void cmp_json(json_object *want, json_object *got, const char *path,
-                     const char *ignore, GString *diffs);
+static void cmp_json(json_object *want, json_object *got, const char *path, const char *ignore,
+                     GString *diffs);
 
 static void cmp_object(json_object *want, json_object *got, const char *path, const char *ignore,
                        GString *diffs)
@@ -367,8 +368,7 @@ static void cmp_object(json_object *want, json_object *got, const char *path, co
         g_autofree char *p = *path != '\0' ? g_strdup_printf("%s.%s", path, k2) : g_strdup(k2);
         if (ignore != NULL && strcmp(ignore, p) == 0)
             continue;
-        g_string_append_printf(diffs, "  %s: unexpected %s\n", p,
-                               json_object_to_json_string(gv2));
+        g_string_append_printf(diffs, "  %s: unexpected %s\n", p, json_object_to_json_string(gv2));
     }
 }
 
@@ -455,7 +455,8 @@ static void cmp_watch(json_object *events, Resp *r, GString *diffs)
             for (guint j = 0; j < got->len && !found; j++)
                 found = strcmp(g_ptr_array_index(got, j), want) == 0;
             if (!found)
-                g_string_append_printf(diffs, "  event %zu: recorded %s, not among ours\n", i, want);
+                g_string_append_printf(diffs, "  event %zu: recorded %s, not among ours\n", i,
+                                       want);
             continue;
         }
         const char *have = i < got->len ? g_ptr_array_index(got, i) : "(none)";
@@ -544,8 +545,8 @@ static Resp *send_case(json_object *c)
 static char *pretty(const char *text)
 {
     json_object *j = kas_json_parse(text, strlen(text), NULL);
-    char *s = j != NULL ? g_strdup(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY |
-                                                                         JSON_C_TO_STRING_NOSLASHESCAPE))
+    char *s = j != NULL ? g_strdup(json_object_to_json_string_ext(
+                                  j, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE))
                         : g_strdup(text);
     json_object_put(j);
     if (strlen(s) > 6000)
@@ -559,8 +560,7 @@ static void replay_one(guint index)
     Result *res = &results[index];
     const char *name = kas_json_get_string(c, "name");
     res->done = TRUE;
-    if (is_auth_case(name) ||
-        g_strcmp0(kas_json_get_string(c, "request.user"), "admin") != 0) {
+    if (is_auth_case(name) || g_strcmp0(kas_json_get_string(c, "request.user"), "admin") != 0) {
         res->skipped = TRUE;
         n_skipped++;
         return;
@@ -589,8 +589,7 @@ static void replay_one(guint index)
             learn_object(kas_json_get(rc, "response.body"), rj);
             json_object_put(rj);
             if (rr->code >= 300)
-                g_string_append_printf(diffs, "  restoring with %s: %ld\n", kd->restore,
-                                       rr->code);
+                g_string_append_printf(diffs, "  restoring with %s: %ld\n", kd->restore, rr->code);
         }
         if (diffs->len == 0)
             n_known++;
@@ -635,8 +634,8 @@ static void replay_one(guint index)
         g_autofree char *o = pretty(r->body->str);
         res->report = g_strdup_printf("case %s (%s):\n%s--- recorded (status %ld):\n%s\n"
                                       "--- ours (status %ld):\n%s\n",
-                                      name, kas_json_get_string(c, "why"), diffs->str,
-                                      want_status, w, r->code, o);
+                                      name, kas_json_get_string(c, "why"), diffs->str, want_status,
+                                      w, r->code, o);
     }
 }
 
@@ -725,9 +724,9 @@ int main(int argc, char **argv)
     api = kb_test_apiserver_start(NULL, &error);
     g_assert_no_error(error);
     for (size_t i = 0; i < n; i++) {
-        g_autofree char *p = g_strdup_printf("/apiserver/replay/%s",
-                                             kas_json_get_string(json_object_array_get_idx(cases, i),
-                                                                 "name"));
+        g_autofree char *p =
+                g_strdup_printf("/apiserver/replay/%s",
+                                kas_json_get_string(json_object_array_get_idx(cases, i), "name"));
         g_test_add_data_func(p, GUINT_TO_POINTER(i), test_case);
     }
     int rc = g_test_run();

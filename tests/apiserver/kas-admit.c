@@ -14,8 +14,8 @@ void kas_admit_node_create(json_object *node)
 {
     json_object *spec = kas_json_ensure_object(node, "spec");
     json_object *taints = taints_of(node);
-    for (gsize i = 0; json_object_is_type(taints, json_type_array) && i < json_object_array_length(taints);
-         i++)
+    for (gsize i = 0;
+         json_object_is_type(taints, json_type_array) && i < json_object_array_length(taints); i++)
         if (g_strcmp0(kas_json_get_string(json_object_array_get_idx(taints, i), "key"),
                       KAS_TAINT_NOT_READY) == 0)
             goto status;
@@ -40,11 +40,11 @@ void kas_admit_node_status_defaults(json_object *node)
     if (kas_json_get(ep, "Port") == NULL)
         json_object_object_add(ep, "Port", json_object_new_int(0));
     json_object *info = kas_json_ensure_object(status, "nodeInfo");
-    static const char *const keys[] = { "machineID",        "systemUUID",
-                                        "bootID",           "kernelVersion",
-                                        "osImage",          "containerRuntimeVersion",
-                                        "kubeletVersion",   "kubeProxyVersion",
-                                        "operatingSystem",  "architecture" };
+    static const char *const keys[] = {"machineID",       "systemUUID",
+                                       "bootID",          "kernelVersion",
+                                       "osImage",         "containerRuntimeVersion",
+                                       "kubeletVersion",  "kubeProxyVersion",
+                                       "operatingSystem", "architecture"};
     for (guint i = 0; i < G_N_ELEMENTS(keys); i++)
         if (kas_json_get(info, keys[i]) == NULL)
             kas_json_set_string(info, keys[i], "");
@@ -54,15 +54,15 @@ gboolean kas_admit_node_needs_untaint(json_object *node)
 {
     gboolean ready = FALSE, tainted = FALSE;
     json_object *conds = kas_json_get(node, "status.conditions");
-    for (gsize i = 0; json_object_is_type(conds, json_type_array) && i < json_object_array_length(conds);
-         i++) {
+    for (gsize i = 0;
+         json_object_is_type(conds, json_type_array) && i < json_object_array_length(conds); i++) {
         json_object *c = json_object_array_get_idx(conds, i);
         if (g_strcmp0(kas_json_get_string(c, "type"), "Ready") == 0)
             ready = g_strcmp0(kas_json_get_string(c, "status"), "True") == 0;
     }
     json_object *taints = taints_of(node);
-    for (gsize i = 0; json_object_is_type(taints, json_type_array) && i < json_object_array_length(taints);
-         i++)
+    for (gsize i = 0;
+         json_object_is_type(taints, json_type_array) && i < json_object_array_length(taints); i++)
         if (g_strcmp0(kas_json_get_string(json_object_array_get_idx(taints, i), "key"),
                       KAS_TAINT_NOT_READY) == 0)
             tainted = TRUE;
@@ -108,8 +108,8 @@ static gboolean core_event(const KasRes *res, json_object *ev, GError **error)
     gboolean mismatch;
     if (!new_style)
         mismatch = ions == NULL || ions[0] == '\0'
-                       ? ns != NULL && ns[0] != '\0' && strcmp(ns, "default") != 0
-                       : g_strcmp0(ns, ions) != 0;
+                           ? ns != NULL && ns[0] != '\0' && strcmp(ns, "default") != 0
+                           : g_strcmp0(ns, ions) != 0;
     else
         mismatch = (ions == NULL || ions[0] == '\0') && g_strcmp0(ns, "kube-system") != 0;
     if (mismatch)
@@ -120,7 +120,7 @@ static gboolean core_event(const KasRes *res, json_object *ev, GError **error)
         kas_field_errors_add(errs, "reportingController", "Required value");
     if (!kas_field_errors_check(errs, res, kas_json_get_string(ev, "metadata.name"), error))
         return FALSE;
-    static const char *const empty[] = { "reportingComponent", "reportingInstance" };
+    static const char *const empty[] = {"reportingComponent", "reportingInstance"};
     for (guint i = 0; i < G_N_ELEMENTS(empty); i++)
         if (kas_json_get(ev, empty[i]) == NULL)
             kas_json_set_string(ev, empty[i], "");
@@ -131,8 +131,8 @@ static gboolean core_event(const KasRes *res, json_object *ev, GError **error)
 static gboolean new_event(const KasRes *res, json_object *ev, GError **error)
 {
     g_autoptr(KasFieldErrors) errs = kas_field_errors_new();
-    static const char *const required[] = { "eventTime", "reportingController",
-                                            "reportingInstance", "action", "reason" };
+    static const char *const required[] = {"eventTime", "reportingController", "reportingInstance",
+                                           "action", "reason"};
     for (guint i = 0; i < G_N_ELEMENTS(required); i++)
         if (!has_string(ev, required[i]))
             kas_field_errors_add(errs, required[i], "Required value");
@@ -166,8 +166,8 @@ gboolean kas_admit_create(const KasRes *res, json_object *obj, GError **error)
     if (strcmp(res->plural, "poddisruptionbudgets") == 0) {
         /* no disruption controller runs: the budget allows nothing until one would count */
         json_object *st = json_object_new_object();
-        static const char *const zero[] = { "disruptionsAllowed", "currentHealthy",
-                                            "desiredHealthy", "expectedPods" };
+        static const char *const zero[] = {"disruptionsAllowed", "currentHealthy", "desiredHealthy",
+                                           "expectedPods"};
         for (guint i = 0; i < G_N_ELEMENTS(zero); i++)
             json_object_object_add(st, zero[i], json_object_new_int(0));
         json_object_object_add(obj, "status", st);

@@ -30,11 +30,13 @@ static char *selector_text(json_object *sel)
     if (json_object_is_type(ml, json_type_object)) {
         json_object_object_foreach(ml, k, v)
         {
-            g_string_append_printf(s, "%s%s=%s", s->len > 0 ? "," : "", k, json_object_get_string(v));
+            g_string_append_printf(s, "%s%s=%s", s->len > 0 ? "," : "", k,
+                                   json_object_get_string(v));
         }
     }
     json_object *me = kas_json_get(sel, "matchExpressions");
-    for (gsize i = 0; json_object_is_type(me, json_type_array) && i < json_object_array_length(me); i++) {
+    for (gsize i = 0; json_object_is_type(me, json_type_array) && i < json_object_array_length(me);
+         i++) {
         json_object *e = json_object_array_get_idx(me, i);
         const char *key = kas_json_get_string(e, "key"), *op = kas_json_get_string(e, "operator");
         if (key == NULL || op == NULL)
@@ -48,7 +50,9 @@ static char *selector_text(json_object *sel)
         } else {
             g_string_append_printf(s, "%s %s (", key, strcmp(op, "In") == 0 ? "in" : "notin");
             json_object *vals = kas_json_get(e, "values");
-            for (gsize j = 0; json_object_is_type(vals, json_type_array) && j < json_object_array_length(vals); j++)
+            for (gsize j = 0;
+                 json_object_is_type(vals, json_type_array) && j < json_object_array_length(vals);
+                 j++)
                 g_string_append_printf(s, "%s%s", j > 0 ? "," : "",
                                        json_object_get_string(json_object_array_get_idx(vals, j)));
             g_string_append_c(s, ')');
@@ -60,7 +64,8 @@ static char *selector_text(json_object *sel)
 static const char *label_lookup(const char *key, gpointer data)
 {
     json_object *labels = data, *v = NULL;
-    if (!json_object_is_type(labels, json_type_object) || !json_object_object_get_ex(labels, key, &v))
+    if (!json_object_is_type(labels, json_type_object) ||
+        !json_object_object_get_ex(labels, key, &v))
         return NULL;
     return json_object_get_string(v);
 }
@@ -71,7 +76,8 @@ static gboolean budget_matches(json_object *pdb, json_object *pod)
     if (text == NULL || text[0] == '\0')
         return FALSE;
     g_autoptr(KasSelector) sel = kas_label_selector_parse(text, NULL);
-    return sel != NULL && kas_selector_matches(sel, label_lookup, kas_json_get(pod, "metadata.labels"));
+    return sel != NULL &&
+           kas_selector_matches(sel, label_lookup, kas_json_get(pod, "metadata.labels"));
 }
 
 static gboolean too_many(GError **error, const char *cause)
@@ -97,7 +103,7 @@ gboolean kas_evict_check_locked(KasStore *store, const char *ns, json_object *po
     KasRes *pdbs = kas_store_find_locked(store, "policy", NULL, "poddisruptionbudgets");
     if (pdbs == NULL)
         return TRUE;
-    KasListOptions lo = { .ns = ns };
+    KasListOptions lo = {.ns = ns};
     gboolean more;
     guint64 rem;
     g_autoptr(GPtrArray) all = kas_store_list_locked(store, pdbs, &lo, &more, &rem);
@@ -130,10 +136,10 @@ gboolean kas_evict_check_locked(KasStore *store, const char *ns, json_object *po
         too_many(error, c);
     } else if (allowed <= 0) {
         g_autofree char *c = g_strdup_printf(
-            "The disruption budget %s needs %" G_GINT64_FORMAT " healthy pods and has %" G_GINT64_FORMAT
-            " currently",
-            name, json_object_get_int64(kas_json_get(match, "status.desiredHealthy")),
-            json_object_get_int64(kas_json_get(match, "status.currentHealthy")));
+                "The disruption budget %s needs %" G_GINT64_FORMAT
+                " healthy pods and has %" G_GINT64_FORMAT " currently",
+                name, json_object_get_int64(kas_json_get(match, "status.desiredHealthy")),
+                json_object_get_int64(kas_json_get(match, "status.currentHealthy")));
         too_many(error, c);
     } else {
         /* the eviction uses up one disruption, as the real registry writes the budget first */

@@ -47,7 +47,8 @@ static void container_defaults(json_object *c)
     const char *image = kas_json_get_string(c, "image");
     const char *slash = image != NULL ? strrchr(image, '/') : NULL;
     const char *tag_part = slash != NULL ? slash : image;
-    gboolean latest = image == NULL || (strchr(tag_part, ':') == NULL && strchr(image, '@') == NULL) ||
+    gboolean latest = image == NULL ||
+                      (strchr(tag_part, ':') == NULL && strchr(image, '@') == NULL) ||
                       g_str_has_suffix(image, ":latest");
     set_default_string(c, "imagePullPolicy", latest ? "Always" : "IfNotPresent");
     set_default_string(c, "terminationMessagePath", "/dev/termination-log");
@@ -56,11 +57,12 @@ static void container_defaults(json_object *c)
 
 void kas_pods_canonical(json_object *pod)
 {
-    static const char *const lists[] = { "containers", "initContainers" };
+    static const char *const lists[] = {"containers", "initContainers"};
     for (guint l = 0; l < G_N_ELEMENTS(lists); l++) {
-        json_object *cs = kas_json_get(pod, lists[l][0] == 'c' ? "spec.containers" : "spec.initContainers");
-        for (gsize i = 0; json_object_is_type(cs, json_type_array) && i < json_object_array_length(cs);
-             i++) {
+        json_object *cs =
+                kas_json_get(pod, lists[l][0] == 'c' ? "spec.containers" : "spec.initContainers");
+        for (gsize i = 0;
+             json_object_is_type(cs, json_type_array) && i < json_object_array_length(cs); i++) {
             json_object *res = kas_json_get(json_object_array_get_idx(cs, i), "resources");
             canonical_quantities(kas_json_get(res, "limits"));
             canonical_quantities(kas_json_get(res, "requests"));
@@ -80,11 +82,11 @@ void kas_pods_defaults(json_object *pod)
         json_object_object_add(spec, "securityContext", json_object_new_object());
     if (kas_json_get(spec, "enableServiceLinks") == NULL)
         json_object_object_add(spec, "enableServiceLinks", json_object_new_boolean(TRUE));
-    static const char *const lists[] = { "containers", "initContainers" };
+    static const char *const lists[] = {"containers", "initContainers"};
     for (guint l = 0; l < G_N_ELEMENTS(lists); l++) {
         json_object *cs = kas_json_get(spec, lists[l]);
-        for (gsize i = 0; json_object_is_type(cs, json_type_array) && i < json_object_array_length(cs);
-             i++) {
+        for (gsize i = 0;
+             json_object_is_type(cs, json_type_array) && i < json_object_array_length(cs); i++) {
             json_object *c = json_object_array_get_idx(cs, i);
             if (json_object_is_type(c, json_type_object))
                 container_defaults(c);
@@ -95,8 +97,8 @@ void kas_pods_defaults(json_object *pod)
 /* Does a toleration in @tols already cover @key with effect NoExecute? */
 static gboolean tolerated(json_object *tols, const char *key)
 {
-    for (gsize i = 0; json_object_is_type(tols, json_type_array) && i < json_object_array_length(tols);
-         i++) {
+    for (gsize i = 0;
+         json_object_is_type(tols, json_type_array) && i < json_object_array_length(tols); i++) {
         json_object *t = json_object_array_get_idx(tols, i);
         const char *k = kas_json_get_string(t, "key");
         const char *op = kas_json_get_string(t, "operator");
@@ -113,8 +115,8 @@ static gboolean tolerated(json_object *tols, const char *key)
 void kas_pods_admit_create(json_object *pod)
 {
     json_object *spec = kas_json_ensure_object(pod, "spec");
-    static const char *const keys[] = { "node.kubernetes.io/not-ready",
-                                        "node.kubernetes.io/unreachable" };
+    static const char *const keys[] = {"node.kubernetes.io/not-ready",
+                                       "node.kubernetes.io/unreachable"};
     for (guint i = 0; i < G_N_ELEMENTS(keys); i++) {
         json_object *tols = kas_json_get(spec, "tolerations");
         if (tolerated(tols, keys[i]))
@@ -240,8 +242,8 @@ static void quantity_value(const char *field, const char *name, json_object *v,
         return;
     if (m < 0) {
         g_autofree char *qs = quantity_string(s);
-        kas_field_errors_addf(errs, field, "Invalid value: \"%s\": must be greater than or equal to 0",
-                              qs);
+        kas_field_errors_addf(errs, field,
+                              "Invalid value: \"%s\": must be greater than or equal to 0", qs);
     }
     if (integer_resource(name) && m % 1000 != 0) {
         g_autofree char *gq = go_quantity(s);
@@ -273,20 +275,22 @@ static void validate_resources(const char *path, json_object *res, KasFieldError
         gboolean rok, lok = FALSE;
         gint64 r = milli(json_object_get_string(rv), &rok);
         gint64 l = 0;
-        if (json_object_is_type(limits, json_type_object) && json_object_object_get_ex(limits, k, &lv))
+        if (json_object_is_type(limits, json_type_object) &&
+            json_object_object_get_ex(limits, k, &lv))
             l = milli(json_object_get_string(lv), &lok);
         g_autofree char *rs = quantity_string(json_object_get_string(rv));
         if (lv != NULL && rok && lok) {
             if (r != l && !overcommit_allowed(k))
-                kas_field_errors_addf(errs, req_path, "Invalid value: \"%s\": must be equal to %s limit",
-                                      rs, k);
-            else if (r > l)
                 kas_field_errors_addf(errs, req_path,
-                                      "Invalid value: \"%s\": must be less than or equal to %s limit",
-                                      rs, k);
+                                      "Invalid value: \"%s\": must be equal to %s limit", rs, k);
+            else if (r > l)
+                kas_field_errors_addf(
+                        errs, req_path,
+                        "Invalid value: \"%s\": must be less than or equal to %s limit", rs, k);
         } else if (lv == NULL && !overcommit_allowed(k)) {
-            kas_field_errors_add(errs, lim_path,
-                                 "Required value: Limit must be set for non overcommitable resources");
+            kas_field_errors_add(
+                    errs, lim_path,
+                    "Required value: Limit must be set for non overcommitable resources");
         }
     }
 }
@@ -351,7 +355,8 @@ static void validate_gates(json_object *spec, KasFieldErrors *errs)
             continue;
         }
         for (gsize j = 0; j < i; j++)
-            if (g_strcmp0(kas_json_get_string(json_object_array_get_idx(gates, j), "name"), name) == 0)
+            if (g_strcmp0(kas_json_get_string(json_object_array_get_idx(gates, j), "name"), name) ==
+                0)
                 kas_field_errors_addf(errs, f, "Duplicate value: \"%s\"", name);
     }
 }
@@ -373,36 +378,36 @@ void kas_pods_validate(json_object *pod, KasFieldErrors *errs)
 static const struct {
     const char *json, *go, *type;
 } spec_fields[] = {
-    { "volumes", "Volumes", "l" },
-    { "initContainers", "InitContainers", "l" },
-    { "containers", "Containers", "l" },
-    { "ephemeralContainers", "EphemeralContainers", "l" },
-    { "restartPolicy", "RestartPolicy", "s" },
-    { "terminationGracePeriodSeconds", "TerminationGracePeriodSeconds", "p" },
-    { "activeDeadlineSeconds", "ActiveDeadlineSeconds", "p" },
-    { "dnsPolicy", "DNSPolicy", "s" },
-    { "nodeSelector", "NodeSelector", "m" },
-    { "serviceAccountName", "ServiceAccountName", "s" },
-    { "automountServiceAccountToken", "AutomountServiceAccountToken", "p" },
-    { "nodeName", "NodeName", "s" },
-    { "securityContext", "SecurityContext", "o:core.PodSecurityContext" },
-    { "imagePullSecrets", "ImagePullSecrets", "l" },
-    { "hostname", "Hostname", "s" },
-    { "subdomain", "Subdomain", "s" },
-    { "setHostnameAsFQDN", "SetHostnameAsFQDN", "p" },
-    { "affinity", "Affinity", "o:core.Affinity" },
-    { "schedulerName", "SchedulerName", "s" },
-    { "tolerations", "Tolerations", "l" },
-    { "hostAliases", "HostAliases", "l" },
-    { "priorityClassName", "PriorityClassName", "s" },
-    { "priority", "Priority", "p" },
-    { "preemptionPolicy", "PreemptionPolicy", "p" },
-    { "dnsConfig", "DNSConfig", "o:core.PodDNSConfig" },
-    { "readinessGates", "ReadinessGates", "l" },
-    { "runtimeClassName", "RuntimeClassName", "p" },
-    { "overhead", "Overhead", "m" },
-    { "enableServiceLinks", "EnableServiceLinks", "p" },
-    { "topologySpreadConstraints", "TopologySpreadConstraints", "l" },
+        {"volumes", "Volumes", "l"},
+        {"initContainers", "InitContainers", "l"},
+        {"containers", "Containers", "l"},
+        {"ephemeralContainers", "EphemeralContainers", "l"},
+        {"restartPolicy", "RestartPolicy", "s"},
+        {"terminationGracePeriodSeconds", "TerminationGracePeriodSeconds", "p"},
+        {"activeDeadlineSeconds", "ActiveDeadlineSeconds", "p"},
+        {"dnsPolicy", "DNSPolicy", "s"},
+        {"nodeSelector", "NodeSelector", "m"},
+        {"serviceAccountName", "ServiceAccountName", "s"},
+        {"automountServiceAccountToken", "AutomountServiceAccountToken", "p"},
+        {"nodeName", "NodeName", "s"},
+        {"securityContext", "SecurityContext", "o:core.PodSecurityContext"},
+        {"imagePullSecrets", "ImagePullSecrets", "l"},
+        {"hostname", "Hostname", "s"},
+        {"subdomain", "Subdomain", "s"},
+        {"setHostnameAsFQDN", "SetHostnameAsFQDN", "p"},
+        {"affinity", "Affinity", "o:core.Affinity"},
+        {"schedulerName", "SchedulerName", "s"},
+        {"tolerations", "Tolerations", "l"},
+        {"hostAliases", "HostAliases", "l"},
+        {"priorityClassName", "PriorityClassName", "s"},
+        {"priority", "Priority", "p"},
+        {"preemptionPolicy", "PreemptionPolicy", "p"},
+        {"dnsConfig", "DNSConfig", "o:core.PodDNSConfig"},
+        {"readinessGates", "ReadinessGates", "l"},
+        {"runtimeClassName", "RuntimeClassName", "p"},
+        {"overhead", "Overhead", "m"},
+        {"enableServiceLinks", "EnableServiceLinks", "p"},
+        {"topologySpreadConstraints", "TopologySpreadConstraints", "l"},
 };
 
 static void go_string(GString *out, const char *s)
@@ -434,7 +439,8 @@ static void go_value(GString *out, guint i, json_object *v)
             g_string_append_printf(out, "&%s", json_object_to_json_string(v));
         }
     } else if (t[0] == 'o') {
-        g_string_append_printf(out, "&%s{%s}", t + 2, json_object_object_length(v) > 0 ? "..." : "");
+        g_string_append_printf(out, "&%s{%s}", t + 2,
+                               json_object_object_length(v) > 0 ? "..." : "");
     } else {
         g_string_append(out, "{...}");
     }
@@ -471,9 +477,9 @@ static char *spec_diff(json_object *new_spec, json_object *old_spec)
         run = 0;
         if (i == n)
             break;
-        const char *tags[2] = { changed[i] ? "- " : "  ", "+ " };
-        json_object *vals[2] = { kas_json_get(new_spec, spec_fields[i].json),
-                                 kas_json_get(old_spec, spec_fields[i].json) };
+        const char *tags[2] = {changed[i] ? "- " : "  ", "+ "};
+        json_object *vals[2] = {kas_json_get(new_spec, spec_fields[i].json),
+                                kas_json_get(old_spec, spec_fields[i].json)};
         for (guint side = 0; side < (changed[i] ? 2u : 1u); side++) {
             g_string_append_printf(out, "%s\t%s:%*s", tags[side], spec_fields[i].go,
                                    (int)(width - strlen(spec_fields[i].go)), "");
@@ -500,16 +506,20 @@ static void munge_images(json_object *munged, json_object *old_spec, const char 
 }
 
 /* Only deletions of scheduling gates (1.27+). */
-static void validate_gates_update(json_object *new_spec, json_object *old_spec, KasFieldErrors *errs)
+static void validate_gates_update(json_object *new_spec, json_object *old_spec,
+                                  KasFieldErrors *errs)
 {
     json_object *ng = kas_json_get(new_spec, "schedulingGates");
     json_object *og = kas_json_get(old_spec, "schedulingGates");
-    for (gsize i = 0; json_object_is_type(ng, json_type_array) && i < json_object_array_length(ng); i++) {
+    for (gsize i = 0; json_object_is_type(ng, json_type_array) && i < json_object_array_length(ng);
+         i++) {
         const char *name = kas_json_get_string(json_object_array_get_idx(ng, i), "name");
         gboolean old = FALSE;
-        for (gsize j = 0; json_object_is_type(og, json_type_array) && j < json_object_array_length(og) && !old;
+        for (gsize j = 0;
+             json_object_is_type(og, json_type_array) && j < json_object_array_length(og) && !old;
              j++)
-            old = g_strcmp0(kas_json_get_string(json_object_array_get_idx(og, j), "name"), name) == 0;
+            old = g_strcmp0(kas_json_get_string(json_object_array_get_idx(og, j), "name"), name) ==
+                  0;
         if (!old) {
             g_autofree char *f = g_strdup_printf("spec.schedulingGates[%zu].name", i);
             kas_field_errors_addf(errs, f,
@@ -524,7 +534,8 @@ static void validate_gates_update(json_object *new_spec, json_object *old_spec, 
  * tolerationSeconds shortened): when so, the munged spec takes the old list. */
 static gboolean tolerations_added_only(json_object *new_tols, json_object *old_tols)
 {
-    gsize on = json_object_is_type(old_tols, json_type_array) ? json_object_array_length(old_tols) : 0;
+    gsize on =
+            json_object_is_type(old_tols, json_type_array) ? json_object_array_length(old_tols) : 0;
     for (gsize i = 0; i < on; i++) {
         json_object *o = json_object_array_get_idx(old_tols, i);
         gboolean found = FALSE;
@@ -541,7 +552,8 @@ static gboolean tolerations_added_only(json_object *new_tols, json_object *old_t
 void kas_pods_validate_update(json_object *old_pod, json_object *new_pod, KasFieldErrors *errs)
 {
     kas_annotations_validate(kas_json_get(new_pod, "metadata"), 4, errs);
-    json_object *old_spec = kas_json_get(old_pod, "spec"), *new_spec = kas_json_get(new_pod, "spec");
+    json_object *old_spec = kas_json_get(old_pod, "spec"),
+                *new_spec = kas_json_get(new_pod, "spec");
     validate_gates(new_spec, errs);
     validate_gates_update(new_spec, old_spec, errs);
     json_object *munged = NULL;
@@ -550,7 +562,7 @@ void kas_pods_validate_update(json_object *old_pod, json_object *new_pod, KasFie
         munged = json_object_new_object();
     munge_images(munged, old_spec, "containers");
     munge_images(munged, old_spec, "initContainers");
-    static const char *const free_keys[] = { "activeDeadlineSeconds", "schedulingGates" };
+    static const char *const free_keys[] = {"activeDeadlineSeconds", "schedulingGates"};
     for (guint i = 0; i < G_N_ELEMENTS(free_keys); i++) {
         json_object *v = kas_json_get(old_spec, free_keys[i]);
         if (v != NULL)

@@ -52,19 +52,21 @@ static void check_approval(json_object *crd, KasFieldErrors *errs)
     json_object *v = member(kas_json_get(crd, "metadata.annotations"), APPROVAL);
     const char *field = "metadata.annotations[" APPROVAL "]";
     if (v == NULL) {
-        kas_field_errors_add(errs, field,
-                             "Required value: protected groups must have approval annotation \"" APPROVAL
-                             "\", see https://github.com/kubernetes/enhancements/pull/1111");
+        kas_field_errors_add(
+                errs, field,
+                "Required value: protected groups must have approval annotation \"" APPROVAL
+                "\", see https://github.com/kubernetes/enhancements/pull/1111");
         return;
     }
     const char *s = json_object_get_string(v);
     if (g_str_has_prefix(s, "unapproved") || request_uri(s))
         return;
-    kas_field_errors_addf(errs, field,
-                          "Invalid value: \"%s\": protected groups must have approval annotation "
-                          "\"" APPROVAL "\" with either a URL or a reason starting with "
-                          "\"unapproved\", see https://github.com/kubernetes/enhancements/pull/1111",
-                          s);
+    kas_field_errors_addf(
+            errs, field,
+            "Invalid value: \"%s\": protected groups must have approval annotation "
+            "\"" APPROVAL "\" with either a URL or a reason starting with "
+            "\"unapproved\", see https://github.com/kubernetes/enhancements/pull/1111",
+            s);
 }
 
 /* Is @s a structural schema node? Errors at @path. */
@@ -83,14 +85,18 @@ static void check_node(json_object *s, const char *path, gboolean root, guint de
     const char *type = kas_json_get_string(s, "type");
     g_autofree char *tpath = g_strdup_printf("%s.type", path);
     if ((type == NULL || type[0] == '\0') && !flag(s, "x-kubernetes-int-or-string") &&
-        !flag(s, "x-kubernetes-preserve-unknown-fields") && !flag(s, "x-kubernetes-embedded-resource"))
-        kas_field_errors_add(errs, tpath, "Required value: must not be empty for specified object fields");
+        !flag(s, "x-kubernetes-preserve-unknown-fields") &&
+        !flag(s, "x-kubernetes-embedded-resource"))
+        kas_field_errors_add(errs, tpath,
+                             "Required value: must not be empty for specified object fields");
     if (root && type != NULL && type[0] != '\0' && strcmp(type, "object") != 0)
-        kas_field_errors_addf(errs, tpath, "Invalid value: \"%s\": must be object at the root", type);
+        kas_field_errors_addf(errs, tpath, "Invalid value: \"%s\": must be object at the root",
+                              type);
     json_object *props = member(s, "properties"), *addl = member(s, "additionalProperties");
     if (props != NULL && json_object_is_type(addl, json_type_object)) {
         g_autofree char *ap = g_strdup_printf("%s.additionalProperties", path);
-        kas_field_errors_add(errs, ap, "Forbidden: additionalProperties and properties are mutual exclusive");
+        kas_field_errors_add(errs, ap,
+                             "Forbidden: additionalProperties and properties are mutual exclusive");
     }
     if (json_object_is_type(props, json_type_object)) {
         json_object_object_foreach(props, k, v)
@@ -116,7 +122,8 @@ static void check_node(json_object *s, const char *path, gboolean root, guint de
 json_object *kas_schema_of_version(json_object *crd, const char *version)
 {
     json_object *vs = kas_json_get(crd, "spec.versions");
-    for (gsize i = 0; json_object_is_type(vs, json_type_array) && i < json_object_array_length(vs); i++) {
+    for (gsize i = 0; json_object_is_type(vs, json_type_array) && i < json_object_array_length(vs);
+         i++) {
         json_object *v = json_object_array_get_idx(vs, i);
         if (version == NULL || g_strcmp0(kas_json_get_string(v, "name"), version) == 0)
             return kas_json_get(v, "schema.openAPIV3Schema");
@@ -130,14 +137,17 @@ void kas_schema_check_crd(json_object *crd, KasFieldErrors *errs)
     gsize n = json_object_is_type(vs, json_type_array) ? json_object_array_length(vs) : 0;
     /* identical schemas are reported where v1beta1 kept one: spec.validation */
     gboolean same = TRUE;
-    json_object *first = n > 0 ? kas_json_get(json_object_array_get_idx(vs, 0), "schema.openAPIV3Schema") : NULL;
+    json_object *first =
+            n > 0 ? kas_json_get(json_object_array_get_idx(vs, 0), "schema.openAPIV3Schema") : NULL;
     for (gsize i = 1; i < n; i++)
         same = same && json_object_equal(first, kas_json_get(json_object_array_get_idx(vs, i),
-                                                               "schema.openAPIV3Schema"));
+                                                             "schema.openAPIV3Schema"));
     for (gsize i = 0; i < n; i++) {
-        json_object *schema = kas_json_get(json_object_array_get_idx(vs, i), "schema.openAPIV3Schema");
-        g_autofree char *path = same ? g_strdup("spec.validation.openAPIV3Schema")
-                                     : g_strdup_printf("spec.versions[%zu].schema.openAPIV3Schema", i);
+        json_object *schema =
+                kas_json_get(json_object_array_get_idx(vs, i), "schema.openAPIV3Schema");
+        g_autofree char *path =
+                same ? g_strdup("spec.validation.openAPIV3Schema")
+                     : g_strdup_printf("spec.versions[%zu].schema.openAPIV3Schema", i);
         if (schema == NULL) {
             g_autofree char *p = g_strdup_printf("spec.versions[%zu].schema.openAPIV3Schema", i);
             kas_field_errors_add(errs, p, "Required value: schemas are required");
@@ -183,12 +193,13 @@ static void prune(json_object *schema, json_object *obj, gboolean root, guint de
         return;
     gboolean keep_meta = root || flag(schema, "x-kubernetes-embedded-resource");
     gboolean preserve = flag(schema, "x-kubernetes-preserve-unknown-fields");
-    json_object *props = member(schema, "properties"), *addl = member(schema, "additionalProperties");
+    json_object *props = member(schema, "properties"),
+                *addl = member(schema, "additionalProperties");
     g_autoptr(GPtrArray) drop = g_ptr_array_new_with_free_func(g_free);
     json_object_object_foreach(obj, k, v)
     {
-        if (keep_meta && (strcmp(k, "apiVersion") == 0 || strcmp(k, "kind") == 0 ||
-                          strcmp(k, "metadata") == 0))
+        if (keep_meta &&
+            (strcmp(k, "apiVersion") == 0 || strcmp(k, "kind") == 0 || strcmp(k, "metadata") == 0))
             continue;
         json_object *sub = member(props, k);
         if (sub != NULL)
@@ -285,8 +296,9 @@ static void bounds(json_object *s, json_object *v, const char *path, Ctx *c)
         double m = json_object_get_double(min);
         if (excl ? d <= m : d < m) {
             g_autofree char *ms = go_number(min);
-            kas_field_errors_addf(c->errs, path, "Invalid value: %s: %s in body should be greater than %s%s",
-                                  ms, path, excl ? "" : "or equal to ", ms);
+            kas_field_errors_addf(c->errs, path,
+                                  "Invalid value: %s: %s in body should be greater than %s%s", ms,
+                                  path, excl ? "" : "or equal to ", ms);
         }
     }
     if (max != NULL) {
@@ -294,8 +306,9 @@ static void bounds(json_object *s, json_object *v, const char *path, Ctx *c)
         double m = json_object_get_double(max);
         if (excl ? d >= m : d > m) {
             g_autofree char *ms = go_number(max);
-            kas_field_errors_addf(c->errs, path, "Invalid value: %s: %s in body should be less than %s%s",
-                                  ms, path, excl ? "" : "or equal to ", ms);
+            kas_field_errors_addf(c->errs, path,
+                                  "Invalid value: %s: %s in body should be less than %s%s", ms,
+                                  path, excl ? "" : "or equal to ", ms);
         }
     }
 }
@@ -307,17 +320,21 @@ static void strings(json_object *s, json_object *v, const char *path, Ctx *c)
     json_object *maxl = member(s, "maxLength"), *minl = member(s, "minLength");
     g_autofree char *gv = go_value(v);
     if (maxl != NULL && len > json_object_get_int64(maxl))
-        kas_field_errors_addf(c->errs, path, "Invalid value: %s: %s in body should be at most %" G_GINT64_FORMAT
-                              " chars long", gv, path, json_object_get_int64(maxl));
+        kas_field_errors_addf(c->errs, path,
+                              "Invalid value: %s: %s in body should be at most %" G_GINT64_FORMAT
+                              " chars long",
+                              gv, path, json_object_get_int64(maxl));
     if (minl != NULL && len < json_object_get_int64(minl))
-        kas_field_errors_addf(c->errs, path, "Invalid value: %s: %s in body should be at least %" G_GINT64_FORMAT
-                              " chars long", gv, path, json_object_get_int64(minl));
+        kas_field_errors_addf(c->errs, path,
+                              "Invalid value: %s: %s in body should be at least %" G_GINT64_FORMAT
+                              " chars long",
+                              gv, path, json_object_get_int64(minl));
     const char *pattern = kas_json_get_string(s, "pattern");
     if (pattern != NULL) {
         g_autoptr(GRegex) re = g_regex_new(pattern, 0, 0, NULL);
         if (re != NULL && !g_regex_match(re, str, 0, NULL))
-            kas_field_errors_addf(c->errs, path, "Invalid value: %s: %s in body should match '%s'", gv,
-                                  path, pattern);
+            kas_field_errors_addf(c->errs, path, "Invalid value: %s: %s in body should match '%s'",
+                                  gv, path, pattern);
     }
 }
 
@@ -330,11 +347,15 @@ static void children(json_object *s, json_object *v, const char *path, guint dep
         gsize n = json_object_array_length(v);
         json_object *maxi = member(s, "maxItems"), *mini = member(s, "minItems");
         if (maxi != NULL && (gint64)n > json_object_get_int64(maxi))
-            kas_field_errors_addf(c->errs, path, "Too many: %zu: must have at most %" G_GINT64_FORMAT " items",
-                                  n, json_object_get_int64(maxi));
+            kas_field_errors_addf(c->errs, path,
+                                  "Too many: %zu: must have at most %" G_GINT64_FORMAT " items", n,
+                                  json_object_get_int64(maxi));
         if (mini != NULL && (gint64)n < json_object_get_int64(mini))
-            kas_field_errors_addf(c->errs, path, "Invalid value: %zu: %s in body should have at least %" G_GINT64_FORMAT
-                                  " items", n, path, json_object_get_int64(mini));
+            kas_field_errors_addf(
+                    c->errs, path,
+                    "Invalid value: %zu: %s in body should have at least %" G_GINT64_FORMAT
+                    " items",
+                    n, path, json_object_get_int64(mini));
         for (gsize i = 0; items != NULL && i < n && !full(c); i++) {
             g_autofree char *p = g_strdup_printf("%s[%zu]", path, i);
             validate(items, json_object_array_get_idx(v, i), p, depth + 1, c);
@@ -344,7 +365,8 @@ static void children(json_object *s, json_object *v, const char *path, guint dep
     if (!json_object_is_type(v, json_type_object))
         return;
     json_object *req = member(s, "required");
-    for (gsize i = 0; json_object_is_type(req, json_type_array) && i < json_object_array_length(req); i++) {
+    for (gsize i = 0;
+         json_object_is_type(req, json_type_array) && i < json_object_array_length(req); i++) {
         const char *k = json_object_get_string(json_object_array_get_idx(req, i));
         if (k != NULL && member(v, k) == NULL) {
             g_autofree char *p = *path != '\0' ? g_strdup_printf("%s.%s", path, k) : g_strdup(k);
@@ -356,8 +378,8 @@ static void children(json_object *s, json_object *v, const char *path, guint dep
     {
         if (full(c))
             break;
-        if (depth == 0 && (strcmp(k, "apiVersion") == 0 || strcmp(k, "kind") == 0 ||
-                           strcmp(k, "metadata") == 0))
+        if (depth == 0 &&
+            (strcmp(k, "apiVersion") == 0 || strcmp(k, "kind") == 0 || strcmp(k, "metadata") == 0))
             continue;
         json_object *sub = member(props, k);
         if (sub == NULL && json_object_is_type(addl, json_type_object))
@@ -386,14 +408,17 @@ static void validate(json_object *s, json_object *v, const char *path, guint dep
             return;
     }
     if (flag(s, "x-kubernetes-int-or-string")) {
-        if (!json_object_is_type(v, json_type_string) && strcmp(json_type_name(v), "integer") != 0) {
-            kas_field_errors_addf(c->errs, path,
-                                  "Invalid value: \"%s\": %s in body must be of type integer,string: \"%s\"",
-                                  json_type_name(v), path, json_type_name(v));
+        if (!json_object_is_type(v, json_type_string) &&
+            strcmp(json_type_name(v), "integer") != 0) {
+            kas_field_errors_addf(
+                    c->errs, path,
+                    "Invalid value: \"%s\": %s in body must be of type integer,string: \"%s\"",
+                    json_type_name(v), path, json_type_name(v));
             return;
         }
     } else if (type != NULL && type[0] != '\0' && !type_ok(type, v)) {
-        kas_field_errors_addf(c->errs, path, "Invalid value: \"%s\": %s in body must be of type %s: \"%s\"",
+        kas_field_errors_addf(c->errs, path,
+                              "Invalid value: \"%s\": %s in body must be of type %s: \"%s\"",
                               json_type_name(v), path, type, json_type_name(v));
         return;
     }
@@ -409,7 +434,8 @@ static void validate(json_object *s, json_object *v, const char *path, guint dep
         }
         if (!found) {
             g_autofree char *gv = go_value(v);
-            kas_field_errors_addf(c->errs, path, "Unsupported value: %s: supported values: %s", gv, list->str);
+            kas_field_errors_addf(c->errs, path, "Unsupported value: %s: supported values: %s", gv,
+                                  list->str);
         }
         g_string_free(list, TRUE);
     }
@@ -424,6 +450,6 @@ void kas_schema_validate(json_object *schema, json_object *obj, KasFieldErrors *
 {
     if (schema == NULL)
         return;
-    Ctx c = { errs };
+    Ctx c = {errs};
     validate(schema, obj, "", 0, &c);
 }

@@ -25,7 +25,7 @@
 
 #include "tests/apiserver/kas-status.h"
 
-#define KAS_SCHEMA_MAX_DEPTH 64
+#define KAS_SCHEMA_MAX_DEPTH  64
 #define KAS_SCHEMA_MAX_ERRORS 100
 
 /* Check the CRD @crd (after defaults) into @errs. */

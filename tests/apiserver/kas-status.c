@@ -53,10 +53,14 @@ guint kas_field_errors_len(const KasFieldErrors *errs)
 static const char *cause_reason(const char *what)
 {
     static const char *const types[][2] = {
-        { "Invalid value", "FieldValueInvalid" },   { "Required value", "FieldValueRequired" },
-        { "Forbidden", "FieldValueForbidden" },     { "Too long", "FieldValueTooLong" },
-        { "Too many", "FieldValueTooMany" },        { "Unsupported value", "FieldValueNotSupported" },
-        { "Duplicate value", "FieldValueDuplicate" }, { "Not found", "FieldValueNotFound" },
+            {"Invalid value", "FieldValueInvalid"},
+            {"Required value", "FieldValueRequired"},
+            {"Forbidden", "FieldValueForbidden"},
+            {"Too long", "FieldValueTooLong"},
+            {"Too many", "FieldValueTooMany"},
+            {"Unsupported value", "FieldValueNotSupported"},
+            {"Duplicate value", "FieldValueDuplicate"},
+            {"Not found", "FieldValueNotFound"},
     };
     for (guint i = 0; i < G_N_ELEMENTS(types); i++)
         if (g_str_has_prefix(what, types[i][0]))
@@ -97,8 +101,9 @@ gboolean kas_field_errors_check_kind(KasFieldErrors *errs, const char *kind, con
     json_object_object_add(details, "causes", causes);
     g_ptr_array_add(seen, NULL);
     g_autofree char *joined = g_strjoinv(", ", (char **)seen->pdata);
-    g_autofree char *qual = group != NULL && group[0] != '\0' ? g_strdup_printf("%s.%s", kind, group)
-                                                              : g_strdup(kind);
+    g_autofree char *qual = group != NULL && group[0] != '\0'
+                                    ? g_strdup_printf("%s.%s", kind, group)
+                                    : g_strdup(kind);
     if (seen->len > 2)
         kas_status_set(error, KAS_ERR_INVALID, details, "%s \"%s\" is invalid: [%s]", qual,
                        name != NULL ? name : "", joined);
@@ -114,8 +119,8 @@ gboolean kas_field_errors_check(KasFieldErrors *errs, const KasRes *res, const c
     return kas_field_errors_check_kind(errs, res->kind_name, res->group, name, error);
 }
 
-gboolean kas_status_invalid(GError **error, const KasRes *res, const char *name,
-                            const char *field, const char *what)
+gboolean kas_status_invalid(GError **error, const KasRes *res, const char *name, const char *field,
+                            const char *what)
 {
     g_autoptr(KasFieldErrors) e = kas_field_errors_new();
     kas_field_errors_add(e, field, what);
@@ -128,10 +133,11 @@ void kas_status_set(GError **error, KasErr code, json_object *details, const cha
     va_start(ap, fmt);
     g_autofree char *msg = g_strdup_vprintf(fmt, ap);
     va_end(ap);
-    const char *d = details != NULL
-                        ? json_object_to_json_string_ext(details, JSON_C_TO_STRING_PLAIN |
-                                                                      JSON_C_TO_STRING_NOSLASHESCAPE)
-                        : "null";
+    const char *d =
+            details != NULL
+                    ? json_object_to_json_string_ext(
+                              details, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
+                    : "null";
     g_set_error(error, KAS_ERROR, code, "%s%c%s", msg, DETAILS_SEP, d);
     json_object_put(details);
 }

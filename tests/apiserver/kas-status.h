@@ -26,7 +26,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(KasFieldErrors, kas_field_errors_free)
  * "Unsupported value: ..."), from which the cause's reason is derived. */
 void kas_field_errors_add(KasFieldErrors *errs, const char *field, const char *what);
 void kas_field_errors_addf(KasFieldErrors *errs, const char *field, const char *fmt, ...)
-    G_GNUC_PRINTF(3, 4);
+        G_GNUC_PRINTF(3, 4);
 guint kas_field_errors_len(const KasFieldErrors *errs);
 
 /* With errors: set @error to 422 Invalid for object @name of @res (kind and group as in
@@ -39,12 +39,12 @@ gboolean kas_field_errors_check_kind(KasFieldErrors *errs, const char *kind, con
                                      const char *name, GError **error);
 
 /* One field error as an Invalid GError (FALSE). */
-gboolean kas_status_invalid(GError **error, const KasRes *res, const char *name,
-                            const char *field, const char *what);
+gboolean kas_status_invalid(GError **error, const KasRes *res, const char *name, const char *field,
+                            const char *what);
 
 /* Set @error to @code with @message and exactly @details (stolen; NULL: no details at all). */
 void kas_status_set(GError **error, KasErr code, json_object *details, const char *fmt, ...)
-    G_GNUC_PRINTF(4, 5);
+        G_GNUC_PRINTF(4, 5);
 
 /* Split @message: returns the visible message (new string); *@has_details tells whether it
  * carries details, *@details is them (new reference; NULL: the answer has no details). */
