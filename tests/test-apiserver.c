@@ -8,6 +8,8 @@
 #include <glib/gstdio.h>
 #include <netinet/in.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -520,8 +522,12 @@ static void test_limits_connections(void)
 {
     g_autoptr(KasServer) srv = start_with(opt_two_conns);
     int fds[3];
-    for (int i = 0; i < 3; i++)
+    /* three clients, each in a long watch (connections count once their header is complete) */
+    static const char watch_req[] = "GET /api/v1/pods?watch=1 HTTP/1.1\r\nHost: x\r\n\r\n";
+    for (int i = 0; i < 3; i++) {
         fds[i] = raw_connect(kas_server_port(srv));
+        g_assert_cmpint(write(fds[i], watch_req, strlen(watch_req)), ==, (gssize)strlen(watch_req));
+    }
     g_usleep(100000);
     g_autoptr(Resp) r = get(srv, "/version");
     assert_status(r, 429, "TooManyRequests");
@@ -535,6 +541,48 @@ static void test_limits_connections(void)
         g_usleep(20000);
     }
     g_error("the server did not recover after the connections closed");
+}
+
+static void opt_header_timeout(KasServerOptions *o)
+{
+    o->header_timeout = 2;
+}
+
+/* Slowloris: connections that never finish their header neither lock clients out nor stay. */
+static void test_limits_slowloris(void)
+{
+    struct rlimit rl;
+    g_assert_cmpint(getrlimit(RLIMIT_NOFILE, &rl), ==, 0);
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+    /* server and client ends live in this process */
+    guint n = (guint)MIN(1200, (rl.rlim_cur - 256) / 2);
+    if (n < 1100) {
+        g_test_skip("the open-files limit is too low for 1,200 connections");
+        return;
+    }
+    g_autoptr(KasServer) srv = start_with(opt_header_timeout);
+    static const char partial[] = "GET /version HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+    g_autofree int *fds = g_new(int, n);
+    for (guint i = 0; i < n; i++) {
+        fds[i] = raw_connect(kas_server_port(srv));
+        g_assert_cmpint(write(fds[i], partial, strlen(partial)), ==, (gssize)strlen(partial));
+    }
+    /* a client still gets its answer while all of them hang */
+    g_autoptr(Resp) r = get(srv, "/version");
+    assert_status(r, 200, NULL);
+    g_autoptr(Resp) r2 = get(srv, "/api/v1/namespaces/default/pods");
+    assert_status(r2, 200, NULL);
+    /* and the server drops them after the read-header timeout: each reads end of file */
+    guint closed = 0;
+    for (guint i = 0; i < n; i++) {
+        struct pollfd p = { .fd = fds[i], .events = POLLIN };
+        char c;
+        if (poll(&p, 1, 60000) == 1 && read(fds[i], &c, 1) <= 0)
+            closed++;
+        close(fds[i]);
+    }
+    g_assert_cmpuint(closed, ==, n);
 }
 
 /* ---- bindings ------------------------------------------------------------------------------------------ */
@@ -1451,6 +1499,7 @@ int main(int argc, char **argv)
     g_test_add_func("/apiserver/limits/body-limit-crossed", test_limits_body);
     g_test_add_func("/apiserver/limits/default-3mib-413", test_limits_default_body);
     g_test_add_func("/apiserver/limits/connections-429", test_limits_connections);
+    g_test_add_func("/apiserver/limits/slowloris", test_limits_slowloris);
     g_test_add_func("/apiserver/binding/twice-201-then-409", test_binding_twice);
     g_test_add_func("/apiserver/binding/missing-404", test_binding_missing);
     g_test_add_func("/apiserver/binding/deleting-409", test_binding_deleting);
