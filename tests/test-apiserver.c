@@ -603,6 +603,32 @@ static void test_binding_twice(void)
     g_assert_nonnull(strstr(pod->body, "\"type\":\"PodScheduled\""));
 }
 
+/* spec.schedulingGates (1.27+): a gated pod is never bound; gates may be removed, not added. */
+static void test_binding_scheduling_gates(void)
+{
+    g_autoptr(KasServer) srv = start();
+    create_pod(srv, POD_JSON("p1", "", ",\"schedulingGates\":[{\"name\":\"example.com/quota\"}]"));
+    g_autoptr(Resp) a = post(srv, "/api/v1/namespaces/default/pods/p1/binding", BIND_N1);
+    assert_status(a, 409, "Conflict");
+    g_assert_cmpstr(js(a, "message"), ==,
+                    "Operation cannot be fulfilled on pods/binding \"p1\": pod p1 has non-empty "
+                    ".spec.schedulingGates");
+    g_assert_cmpstr(js(a, "details.kind"), ==, "pods/binding");
+    g_autoptr(Resp) add = http(srv, "PATCH", "/api/v1/namespaces/default/pods/p1",
+                               "application/merge-patch+json",
+                               "{\"spec\":{\"schedulingGates\":[{\"name\":\"example.com/quota\"},"
+                               "{\"name\":\"more\"}]}}");
+    assert_status(add, 422, "Invalid");
+    g_assert_nonnull(strstr(add->body, "\"field\":\"spec.schedulingGates[1].name\""));
+    g_assert_nonnull(strstr(js(add, "message"), "only deletion is allowed, but found new scheduling gate 'more'"));
+    g_autoptr(Resp) rm = http(srv, "PATCH", "/api/v1/namespaces/default/pods/p1",
+                              "application/json-patch+json",
+                              "[{\"op\":\"remove\",\"path\":\"/spec/schedulingGates\"}]");
+    assert_status(rm, 200, NULL);
+    g_autoptr(Resp) b = post(srv, "/api/v1/namespaces/default/pods/p1/binding", BIND_N1);
+    assert_status(b, 201, NULL);
+}
+
 static void test_binding_missing(void)
 {
     g_autoptr(KasServer) srv = start();
@@ -1500,6 +1526,7 @@ int main(int argc, char **argv)
     g_test_add_func("/apiserver/limits/default-3mib-413", test_limits_default_body);
     g_test_add_func("/apiserver/limits/connections-429", test_limits_connections);
     g_test_add_func("/apiserver/limits/slowloris", test_limits_slowloris);
+    g_test_add_func("/apiserver/binding/scheduling-gates", test_binding_scheduling_gates);
     g_test_add_func("/apiserver/binding/twice-201-then-409", test_binding_twice);
     g_test_add_func("/apiserver/binding/missing-404", test_binding_missing);
     g_test_add_func("/apiserver/binding/deleting-409", test_binding_deleting);
