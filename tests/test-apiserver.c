@@ -1202,6 +1202,68 @@ static void test_crd_project_files(void)
     assert_status(pg, 201, NULL);
 }
 
+/* A Running pod covered by a PodDisruptionBudget (policy/v1) is evicted only while the budget's
+ * status allows it; each eviction uses one disruption up. */
+static void test_eviction_budget(void)
+{
+    g_autoptr(KasServer) srv = start();
+    for (int i = 0; i < 2; i++) {
+        g_autofree char *name = g_strdup_printf("p%d", i);
+        g_autofree char *body = g_strdup_printf(
+            "{\"metadata\":{\"name\":\"%s\",\"labels\":{\"app\":\"a\"}},\"spec\":{\"containers\":"
+            "[{\"name\":\"c\",\"image\":\"busybox:1\"}]}}",
+            name);
+        create_pod(srv, body);
+        g_autofree char *path = g_strdup_printf("/api/v1/namespaces/default/pods/%s/status", name);
+        g_autoptr(Resp) st = http(srv, "PATCH", path, "application/merge-patch+json",
+                                  "{\"status\":{\"phase\":\"Running\"}}");
+        assert_status(st, 200, NULL);
+    }
+    g_autoptr(Resp) pdb = post(srv, "/apis/policy/v1/namespaces/default/poddisruptionbudgets",
+                               "{\"metadata\":{\"name\":\"b\"},\"spec\":{\"minAvailable\":1,"
+                               "\"selector\":{\"matchLabels\":{\"app\":\"a\"}}}}");
+    assert_status(pdb, 201, NULL);
+    g_assert_cmpint(ji(pdb, "status.disruptionsAllowed"), ==, 0);
+    static const char EVICT[] = "{\"apiVersion\":\"policy/v1\",\"kind\":\"Eviction\","
+                                "\"metadata\":{\"name\":\"p0\"}}";
+    /* no disruption controller has looked at the budget yet */
+    g_autoptr(Resp) e0 = post(srv, "/api/v1/namespaces/default/pods/p0/eviction", EVICT);
+    assert_status(e0, 429, "TooManyRequests");
+    g_assert_nonnull(strstr(e0->body, "The disruption budget b is still being processed by the server."));
+    /* what a disruption controller would write: one disruption allowed */
+    g_autoptr(Resp) w = http(srv, "PATCH", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/b/status",
+                             "application/merge-patch+json",
+                             "{\"status\":{\"observedGeneration\":1,\"disruptionsAllowed\":1,"
+                             "\"currentHealthy\":2,\"desiredHealthy\":1,\"expectedPods\":2}}");
+    assert_status(w, 200, NULL);
+    g_autoptr(Resp) e1 = post(srv, "/api/v1/namespaces/default/pods/p0/eviction", EVICT);
+    assert_status(e1, 201, NULL);
+    g_autoptr(Resp) e2 = post(srv, "/api/v1/namespaces/default/pods/p1/eviction",
+                              "{\"apiVersion\":\"policy/v1beta1\",\"kind\":\"Eviction\","
+                              "\"metadata\":{\"name\":\"p1\"}}");
+    assert_status(e2, 429, "TooManyRequests");
+    g_assert_nonnull(strstr(e2->body, "The disruption budget b needs 1 healthy pods and has 2 currently"));
+    g_autoptr(Resp) after = get(srv, "/apis/policy/v1beta1/namespaces/default/poddisruptionbudgets/b");
+    g_assert_cmpint(ji(after, "status.disruptionsAllowed"), ==, 0);
+    g_assert_cmpstr(js(after, "apiVersion"), ==, "policy/v1beta1");
+}
+
+/* TaintNodesByCondition: a new node is tainted not-ready until it reports Ready. */
+static void test_node_not_ready_taint(void)
+{
+    g_autoptr(KasServer) srv = start_with(opt_sim);
+    create_node(srv, "n1");
+    for (int i = 0; i < 1000; i++) {
+        g_autoptr(Resp) n = get(srv, "/api/v1/nodes/n1");
+        if (strstr(n->body, "node.kubernetes.io/not-ready") == NULL) {
+            g_assert_nonnull(strstr(n->body, "\"type\":\"Ready\",\"status\":\"True\""));
+            return;
+        }
+        g_usleep(20000);
+    }
+    g_error("the not-ready taint stayed on a Ready node");
+}
+
 /* ---- simulated kubelet ------------------------------------------------------------------------------------- */
 
 #define SIM_POD(name, run, code, policy)                                                          \
@@ -1527,6 +1589,8 @@ int main(int argc, char **argv)
     g_test_add_func("/apiserver/limits/connections-429", test_limits_connections);
     g_test_add_func("/apiserver/limits/slowloris", test_limits_slowloris);
     g_test_add_func("/apiserver/binding/scheduling-gates", test_binding_scheduling_gates);
+    g_test_add_func("/apiserver/eviction/budget", test_eviction_budget);
+    g_test_add_func("/apiserver/kubelet/not-ready-taint", test_node_not_ready_taint);
     g_test_add_func("/apiserver/binding/twice-201-then-409", test_binding_twice);
     g_test_add_func("/apiserver/binding/missing-404", test_binding_missing);
     g_test_add_func("/apiserver/binding/deleting-409", test_binding_deleting);
