@@ -662,9 +662,9 @@ static void test_case(gconstpointer data)
 
 static void side_patch_minimal_label(void)
 {
+    static const char patch[] = "{\"metadata\":{\"labels\":{\"w\":\"1\"}}}";
     g_autoptr(Resp) r = http("PATCH", "/api/v1/namespaces/conformance/pods/minimal",
-                             "application/merge-patch+json",
-                             "{\"metadata\":{\"labels\":{\"w\":\"1\"}}}", 35, 0);
+                             "application/merge-patch+json", patch, strlen(patch), 0);
     if (r->code != 200)
         g_test_message("side action: label patch answered %ld", r->code);
 }
