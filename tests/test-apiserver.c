@@ -603,6 +603,41 @@ static void test_binding_twice(void)
     g_assert_nonnull(strstr(pod->body, "\"type\":\"PodScheduled\""));
 }
 
+/* Resource rules the recorded cases do not show: a request above its limit, quantities in
+ * canonical form, an extended resource as a quantity with a suffix. */
+static void test_crud_pod_resources(void)
+{
+    g_autoptr(KasServer) srv = start();
+    g_autoptr(Resp) a = post(srv, "/api/v1/namespaces/default/pods",
+                             "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":\"c\","
+                             "\"image\":\"i:1\",\"resources\":{\"requests\":{\"cpu\":\"2500m\"},"
+                             "\"limits\":{\"cpu\":\"2\"}}}]}}");
+    assert_status(a, 422, "Invalid");
+    g_assert_cmpstr(js(a, "message"), ==,
+                    "Pod \"p\" is invalid: spec.containers[0].resources.requests: Invalid value: "
+                    "\"2500m\": must be less than or equal to cpu limit");
+    g_autoptr(Resp) b = post(srv, "/api/v1/namespaces/default/pods",
+                             "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":\"c\","
+                             "\"image\":\"i:1\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1500m\"}}}]}}");
+    assert_status(b, 422, "Invalid");
+    g_assert_nonnull(strstr(js(b, "message"),
+                            "spec.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: "
+                            "resource.Quantity{i:resource.int64Amount{value:1500, scale:-3}, "
+                            "d:resource.infDecAmount{Dec:(*inf.Dec)(nil)}, s:\"1500m\", "
+                            "Format:\"DecimalSI\"}: must be an integer"));
+    g_autoptr(Resp) c = post(srv, "/api/v1/namespaces/default/pods",
+                             "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":\"c\","
+                             "\"image\":\"i:1\",\"resources\":{\"requests\":{\"memory\":\"2048Mi\"},"
+                             "\"limits\":{\"cpu\":\"1000m\",\"nvidia.com/gpu\":\"1\"}}}]}}");
+    assert_status(c, 201, NULL);
+    json_object *res = kas_json_get(json_object_array_get_idx(kas_json_get(c->json, "spec.containers"), 0),
+                                    "resources");
+    g_autofree char *got = kas_json_dump(res);
+    g_assert_cmpstr(got, ==,
+                    "{\"requests\":{\"memory\":\"2Gi\",\"cpu\":\"1\",\"nvidia.com\/gpu\":\"1\"},"
+                    "\"limits\":{\"cpu\":\"1\",\"nvidia.com\/gpu\":\"1\"}}");
+}
+
 /* spec.schedulingGates (1.27+): a gated pod is never bound; gates may be removed, not added. */
 static void test_binding_scheduling_gates(void)
 {
@@ -1589,6 +1624,7 @@ int main(int argc, char **argv)
     g_test_add_func("/apiserver/limits/connections-429", test_limits_connections);
     g_test_add_func("/apiserver/limits/slowloris", test_limits_slowloris);
     g_test_add_func("/apiserver/binding/scheduling-gates", test_binding_scheduling_gates);
+    g_test_add_func("/apiserver/crud/pod-resources", test_crud_pod_resources);
     g_test_add_func("/apiserver/eviction/budget", test_eviction_budget);
     g_test_add_func("/apiserver/kubelet/not-ready-taint", test_node_not_ready_taint);
     g_test_add_func("/apiserver/binding/twice-201-then-409", test_binding_twice);
