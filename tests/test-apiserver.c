@@ -634,8 +634,8 @@ static void test_crud_pod_resources(void)
                                     "resources");
     g_autofree char *got = kas_json_dump(res);
     g_assert_cmpstr(got, ==,
-                    "{\"requests\":{\"memory\":\"2Gi\",\"cpu\":\"1\",\"nvidia.com\/gpu\":\"1\"},"
-                    "\"limits\":{\"cpu\":\"1\",\"nvidia.com\/gpu\":\"1\"}}");
+                    "{\"requests\":{\"memory\":\"2Gi\",\"cpu\":\"1\",\"nvidia.com/gpu\":\"1\"},"
+                    "\"limits\":{\"cpu\":\"1\",\"nvidia.com/gpu\":\"1\"}}");
 }
 
 /* spec.schedulingGates (1.27+): a gated pod is never bound; gates may be removed, not added. */
