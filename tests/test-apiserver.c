@@ -638,6 +638,27 @@ static void test_crud_pod_resources(void)
                     "\"limits\":{\"cpu\":\"1\",\"nvidia.com/gpu\":\"1\"}}");
 }
 
+/* 256 KiB of annotations in all, for any kind; one byte less is fine. */
+static void test_crud_annotations_size(void)
+{
+    g_autoptr(KasServer) srv = start();
+    for (int over = 0; over < 2; over++) {
+        /* key "a" + value: 262144 bytes exactly, or one more */
+        g_autofree char *v = g_strnfill(262143 + over, 'x');
+        g_autofree char *body = g_strdup_printf(
+            "{\"metadata\":{\"name\":\"cm%d\",\"annotations\":{\"a\":\"%s\"}}}", over, v);
+        g_autoptr(Resp) r = post(srv, "/api/v1/namespaces/default/configmaps", body);
+        if (over == 0) {
+            assert_status(r, 201, NULL);
+            continue;
+        }
+        assert_status(r, 422, "Invalid");
+        g_assert_cmpstr(js(r, "message"), ==,
+                        "ConfigMap \"cm1\" is invalid: metadata.annotations: Too long: must have at "
+                        "most 262144 bytes");
+    }
+}
+
 /* spec.schedulingGates (1.27+): a gated pod is never bound; gates may be removed, not added. */
 static void test_binding_scheduling_gates(void)
 {
@@ -1625,6 +1646,7 @@ int main(int argc, char **argv)
     g_test_add_func("/apiserver/limits/slowloris", test_limits_slowloris);
     g_test_add_func("/apiserver/binding/scheduling-gates", test_binding_scheduling_gates);
     g_test_add_func("/apiserver/crud/pod-resources", test_crud_pod_resources);
+    g_test_add_func("/apiserver/crud/annotations-size", test_crud_annotations_size);
     g_test_add_func("/apiserver/eviction/budget", test_eviction_budget);
     g_test_add_func("/apiserver/kubelet/not-ready-taint", test_node_not_ready_taint);
     g_test_add_func("/apiserver/binding/twice-201-then-409", test_binding_twice);

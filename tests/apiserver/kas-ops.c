@@ -469,6 +469,13 @@ static KasObj *create_locked(KasStore *store, KasRes *res, const char *url_ns, j
     if (!check_string_map(res, name, meta, "labels", TRUE, error) ||
         !check_string_map(res, name, meta, "annotations", FALSE, error))
         return NULL;
+    if (res->kind != KAS_KIND_POD) {
+        /* ValidateObjectMeta's 256 KiB of annotations, for every kind (pods: kas-pods) */
+        g_autoptr(KasFieldErrors) errs = kas_field_errors_new();
+        kas_annotations_validate(meta, 1, errs);
+        if (!kas_field_errors_check(errs, res, name, error))
+            return NULL;
+    }
     if (kas_store_get_locked(store, res, ns, name) != NULL) {
         g_autofree char *q = kas_res_qualified(res);
         g_set_error(error, KAS_ERROR, KAS_ERR_ALREADY_EXISTS, "%s \"%s\" already exists", q, name);
@@ -865,6 +872,14 @@ static json_object *updated_object(KasStore *store, KasRes *res, json_object *cu
         !check_string_map(res, name, meta, "annotations", FALSE, error)) {
         json_object_put(newj);
         return NULL;
+    }
+    if (res->kind != KAS_KIND_POD) {
+        g_autoptr(KasFieldErrors) errs = kas_field_errors_new();
+        kas_annotations_validate(meta, 1, errs);
+        if (!kas_field_errors_check(errs, res, name, error)) {
+            json_object_put(newj);
+            return NULL;
+        }
     }
     if (res->kind == KAS_KIND_POD) {
         kas_pods_defaults(newj);
