@@ -8,6 +8,8 @@
 #include <glib/gstdio.h>
 #include <netinet/in.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -384,9 +386,9 @@ static void test_crud_generate_name(void)
 {
     g_autoptr(KasServer) srv = start();
     g_autoptr(Resp) a = post(srv, "/api/v1/namespaces/default/pods",
-                             "{\"metadata\":{\"generateName\":\"job-\"},\"spec\":{\"containers\":[]}}");
+                             "{\"metadata\":{\"generateName\":\"job-\"},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"busybox:1\"}]}}");
     g_autoptr(Resp) b = post(srv, "/api/v1/namespaces/default/pods",
-                             "{\"metadata\":{\"generateName\":\"job-\"},\"spec\":{\"containers\":[]}}");
+                             "{\"metadata\":{\"generateName\":\"job-\"},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"busybox:1\"}]}}");
     assert_status(a, 201, NULL);
     assert_status(b, 201, NULL);
     g_assert_true(g_str_has_prefix(js(a, "metadata.name"), "job-"));
@@ -520,8 +522,12 @@ static void test_limits_connections(void)
 {
     g_autoptr(KasServer) srv = start_with(opt_two_conns);
     int fds[3];
-    for (int i = 0; i < 3; i++)
+    /* three clients, each in a long watch (connections count once their header is complete) */
+    static const char watch_req[] = "GET /api/v1/pods?watch=1 HTTP/1.1\r\nHost: x\r\n\r\n";
+    for (int i = 0; i < 3; i++) {
         fds[i] = raw_connect(kas_server_port(srv));
+        g_assert_cmpint(write(fds[i], watch_req, strlen(watch_req)), ==, (gssize)strlen(watch_req));
+    }
     g_usleep(100000);
     g_autoptr(Resp) r = get(srv, "/version");
     assert_status(r, 429, "TooManyRequests");
@@ -535,6 +541,48 @@ static void test_limits_connections(void)
         g_usleep(20000);
     }
     g_error("the server did not recover after the connections closed");
+}
+
+static void opt_header_timeout(KasServerOptions *o)
+{
+    o->header_timeout = 2;
+}
+
+/* Slowloris: connections that never finish their header neither lock clients out nor stay. */
+static void test_limits_slowloris(void)
+{
+    struct rlimit rl;
+    g_assert_cmpint(getrlimit(RLIMIT_NOFILE, &rl), ==, 0);
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+    /* server and client ends live in this process */
+    guint n = (guint)MIN(1200, (rl.rlim_cur - 256) / 2);
+    if (n < 1100) {
+        g_test_skip("the open-files limit is too low for 1,200 connections");
+        return;
+    }
+    g_autoptr(KasServer) srv = start_with(opt_header_timeout);
+    static const char partial[] = "GET /version HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+    g_autofree int *fds = g_new(int, n);
+    for (guint i = 0; i < n; i++) {
+        fds[i] = raw_connect(kas_server_port(srv));
+        g_assert_cmpint(write(fds[i], partial, strlen(partial)), ==, (gssize)strlen(partial));
+    }
+    /* a client still gets its answer while all of them hang */
+    g_autoptr(Resp) r = get(srv, "/version");
+    assert_status(r, 200, NULL);
+    g_autoptr(Resp) r2 = get(srv, "/api/v1/namespaces/default/pods");
+    assert_status(r2, 200, NULL);
+    /* and the server drops them after the read-header timeout: each reads end of file */
+    guint closed = 0;
+    for (guint i = 0; i < n; i++) {
+        struct pollfd p = { .fd = fds[i], .events = POLLIN };
+        char c;
+        if (poll(&p, 1, 60000) == 1 && read(fds[i], &c, 1) <= 0)
+            closed++;
+        close(fds[i]);
+    }
+    g_assert_cmpuint(closed, ==, n);
 }
 
 /* ---- bindings ------------------------------------------------------------------------------------------ */
@@ -553,6 +601,88 @@ static void test_binding_twice(void)
     g_autoptr(Resp) pod = get(srv, "/api/v1/namespaces/default/pods/p1");
     g_assert_cmpstr(js(pod, "spec.nodeName"), ==, "n1");
     g_assert_nonnull(strstr(pod->body, "\"type\":\"PodScheduled\""));
+}
+
+/* Resource rules the recorded cases do not show: a request above its limit, quantities in
+ * canonical form, an extended resource as a quantity with a suffix. */
+static void test_crud_pod_resources(void)
+{
+    g_autoptr(KasServer) srv = start();
+    g_autoptr(Resp) a = post(srv, "/api/v1/namespaces/default/pods",
+                             "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":\"c\","
+                             "\"image\":\"i:1\",\"resources\":{\"requests\":{\"cpu\":\"2500m\"},"
+                             "\"limits\":{\"cpu\":\"2\"}}}]}}");
+    assert_status(a, 422, "Invalid");
+    g_assert_cmpstr(js(a, "message"), ==,
+                    "Pod \"p\" is invalid: spec.containers[0].resources.requests: Invalid value: "
+                    "\"2500m\": must be less than or equal to cpu limit");
+    g_autoptr(Resp) b = post(srv, "/api/v1/namespaces/default/pods",
+                             "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":\"c\","
+                             "\"image\":\"i:1\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1500m\"}}}]}}");
+    assert_status(b, 422, "Invalid");
+    g_assert_nonnull(strstr(js(b, "message"),
+                            "spec.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: "
+                            "resource.Quantity{i:resource.int64Amount{value:1500, scale:-3}, "
+                            "d:resource.infDecAmount{Dec:(*inf.Dec)(nil)}, s:\"1500m\", "
+                            "Format:\"DecimalSI\"}: must be an integer"));
+    g_autoptr(Resp) c = post(srv, "/api/v1/namespaces/default/pods",
+                             "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":\"c\","
+                             "\"image\":\"i:1\",\"resources\":{\"requests\":{\"memory\":\"2048Mi\"},"
+                             "\"limits\":{\"cpu\":\"1000m\",\"nvidia.com/gpu\":\"1\"}}}]}}");
+    assert_status(c, 201, NULL);
+    json_object *res = kas_json_get(json_object_array_get_idx(kas_json_get(c->json, "spec.containers"), 0),
+                                    "resources");
+    g_autofree char *got = kas_json_dump(res);
+    g_assert_cmpstr(got, ==,
+                    "{\"requests\":{\"memory\":\"2Gi\",\"cpu\":\"1\",\"nvidia.com/gpu\":\"1\"},"
+                    "\"limits\":{\"cpu\":\"1\",\"nvidia.com/gpu\":\"1\"}}");
+}
+
+/* 256 KiB of annotations in all, for any kind; one byte less is fine. */
+static void test_crud_annotations_size(void)
+{
+    g_autoptr(KasServer) srv = start();
+    for (int over = 0; over < 2; over++) {
+        /* key "a" + value: 262144 bytes exactly, or one more */
+        g_autofree char *v = g_strnfill(262143 + over, 'x');
+        g_autofree char *body = g_strdup_printf(
+            "{\"metadata\":{\"name\":\"cm%d\",\"annotations\":{\"a\":\"%s\"}}}", over, v);
+        g_autoptr(Resp) r = post(srv, "/api/v1/namespaces/default/configmaps", body);
+        if (over == 0) {
+            assert_status(r, 201, NULL);
+            continue;
+        }
+        assert_status(r, 422, "Invalid");
+        g_assert_cmpstr(js(r, "message"), ==,
+                        "ConfigMap \"cm1\" is invalid: metadata.annotations: Too long: must have at "
+                        "most 262144 bytes");
+    }
+}
+
+/* spec.schedulingGates (1.27+): a gated pod is never bound; gates may be removed, not added. */
+static void test_binding_scheduling_gates(void)
+{
+    g_autoptr(KasServer) srv = start();
+    create_pod(srv, POD_JSON("p1", "", ",\"schedulingGates\":[{\"name\":\"example.com/quota\"}]"));
+    g_autoptr(Resp) a = post(srv, "/api/v1/namespaces/default/pods/p1/binding", BIND_N1);
+    assert_status(a, 409, "Conflict");
+    g_assert_cmpstr(js(a, "message"), ==,
+                    "Operation cannot be fulfilled on pods/binding \"p1\": pod p1 has non-empty "
+                    ".spec.schedulingGates");
+    g_assert_cmpstr(js(a, "details.kind"), ==, "pods/binding");
+    g_autoptr(Resp) add = http(srv, "PATCH", "/api/v1/namespaces/default/pods/p1",
+                               "application/merge-patch+json",
+                               "{\"spec\":{\"schedulingGates\":[{\"name\":\"example.com/quota\"},"
+                               "{\"name\":\"more\"}]}}");
+    assert_status(add, 422, "Invalid");
+    g_assert_nonnull(strstr(add->body, "\"field\":\"spec.schedulingGates[1].name\""));
+    g_assert_nonnull(strstr(js(add, "message"), "only deletion is allowed, but found new scheduling gate 'more'"));
+    g_autoptr(Resp) rm = http(srv, "PATCH", "/api/v1/namespaces/default/pods/p1",
+                              "application/json-patch+json",
+                              "[{\"op\":\"remove\",\"path\":\"/spec/schedulingGates\"}]");
+    assert_status(rm, 200, NULL);
+    g_autoptr(Resp) b = post(srv, "/api/v1/namespaces/default/pods/p1/binding", BIND_N1);
+    assert_status(b, 201, NULL);
 }
 
 static void test_binding_missing(void)
@@ -1012,7 +1142,7 @@ static char *make_owned_job(KasServer *srv)
                                              "\"name\":\"job\",\"uid\":\"%s\",\"controller\":true}]",
                                              js(j, "metadata.uid"));
     for (int i = 0; i < 2; i++) {
-        g_autofree char *p = g_strdup_printf("{\"metadata\":{\"name\":\"job-worker-%d\"%s},\"spec\":{\"containers\":[]}}", i, owner);
+        g_autofree char *p = g_strdup_printf("{\"metadata\":{\"name\":\"job-worker-%d\"%s},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"busybox:1\"}]}}", i, owner);
         create_pod(srv, p);
     }
     g_autofree char *svc = g_strdup_printf("{\"metadata\":{\"name\":\"job-worker-0\"%s},\"spec\":{\"ports\":[{\"port\":2222}]}}", owner);
@@ -1092,7 +1222,9 @@ static void test_crd_lifecycle(void)
     g_autoptr(Resp) d = http(srv, "DELETE", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/tfjobs.kubeflow.org", NULL, NULL);
     g_assert_cmpint(d->code, ==, 200);
     g_autoptr(Resp) after = get(srv, "/apis/kubeflow.org/v1/tfjobs");
-    assert_status(after, 404, "NotFound");
+    /* the group is served no more: the mux's plain answer, as kube-apiserver's */
+    assert_status(after, 404, NULL);
+    g_assert_cmpstr(after->body, ==, "404 page not found\n");
     g_autoptr(Resp) bad = post(srv, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
                                "{\"metadata\":{\"name\":\"wrong\"},\"spec\":{\"group\":\"a.b\",\"scope\":\"Namespaced\","
                                "\"names\":{\"plural\":\"xs\",\"kind\":\"X\"},\"versions\":[{\"name\":\"v1\",\"served\":true,\"storage\":true}]}}");
@@ -1124,6 +1256,68 @@ static void test_crd_project_files(void)
     g_autoptr(Resp) pg = post(srv, "/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups",
                               "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\",\"metadata\":{\"name\":\"pg\"},\"spec\":{\"minMember\":2}}");
     assert_status(pg, 201, NULL);
+}
+
+/* A Running pod covered by a PodDisruptionBudget (policy/v1) is evicted only while the budget's
+ * status allows it; each eviction uses one disruption up. */
+static void test_eviction_budget(void)
+{
+    g_autoptr(KasServer) srv = start();
+    for (int i = 0; i < 2; i++) {
+        g_autofree char *name = g_strdup_printf("p%d", i);
+        g_autofree char *body = g_strdup_printf(
+            "{\"metadata\":{\"name\":\"%s\",\"labels\":{\"app\":\"a\"}},\"spec\":{\"containers\":"
+            "[{\"name\":\"c\",\"image\":\"busybox:1\"}]}}",
+            name);
+        create_pod(srv, body);
+        g_autofree char *path = g_strdup_printf("/api/v1/namespaces/default/pods/%s/status", name);
+        g_autoptr(Resp) st = http(srv, "PATCH", path, "application/merge-patch+json",
+                                  "{\"status\":{\"phase\":\"Running\"}}");
+        assert_status(st, 200, NULL);
+    }
+    g_autoptr(Resp) pdb = post(srv, "/apis/policy/v1/namespaces/default/poddisruptionbudgets",
+                               "{\"metadata\":{\"name\":\"b\"},\"spec\":{\"minAvailable\":1,"
+                               "\"selector\":{\"matchLabels\":{\"app\":\"a\"}}}}");
+    assert_status(pdb, 201, NULL);
+    g_assert_cmpint(ji(pdb, "status.disruptionsAllowed"), ==, 0);
+    static const char EVICT[] = "{\"apiVersion\":\"policy/v1\",\"kind\":\"Eviction\","
+                                "\"metadata\":{\"name\":\"p0\"}}";
+    /* no disruption controller has looked at the budget yet */
+    g_autoptr(Resp) e0 = post(srv, "/api/v1/namespaces/default/pods/p0/eviction", EVICT);
+    assert_status(e0, 429, "TooManyRequests");
+    g_assert_nonnull(strstr(e0->body, "The disruption budget b is still being processed by the server."));
+    /* what a disruption controller would write: one disruption allowed */
+    g_autoptr(Resp) w = http(srv, "PATCH", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/b/status",
+                             "application/merge-patch+json",
+                             "{\"status\":{\"observedGeneration\":1,\"disruptionsAllowed\":1,"
+                             "\"currentHealthy\":2,\"desiredHealthy\":1,\"expectedPods\":2}}");
+    assert_status(w, 200, NULL);
+    g_autoptr(Resp) e1 = post(srv, "/api/v1/namespaces/default/pods/p0/eviction", EVICT);
+    assert_status(e1, 201, NULL);
+    g_autoptr(Resp) e2 = post(srv, "/api/v1/namespaces/default/pods/p1/eviction",
+                              "{\"apiVersion\":\"policy/v1beta1\",\"kind\":\"Eviction\","
+                              "\"metadata\":{\"name\":\"p1\"}}");
+    assert_status(e2, 429, "TooManyRequests");
+    g_assert_nonnull(strstr(e2->body, "The disruption budget b needs 1 healthy pods and has 2 currently"));
+    g_autoptr(Resp) after = get(srv, "/apis/policy/v1beta1/namespaces/default/poddisruptionbudgets/b");
+    g_assert_cmpint(ji(after, "status.disruptionsAllowed"), ==, 0);
+    g_assert_cmpstr(js(after, "apiVersion"), ==, "policy/v1beta1");
+}
+
+/* TaintNodesByCondition: a new node is tainted not-ready until it reports Ready. */
+static void test_node_not_ready_taint(void)
+{
+    g_autoptr(KasServer) srv = start_with(opt_sim);
+    create_node(srv, "n1");
+    for (int i = 0; i < 1000; i++) {
+        g_autoptr(Resp) n = get(srv, "/api/v1/nodes/n1");
+        if (strstr(n->body, "node.kubernetes.io/not-ready") == NULL) {
+            g_assert_nonnull(strstr(n->body, "\"type\":\"Ready\",\"status\":\"True\""));
+            return;
+        }
+        g_usleep(20000);
+    }
+    g_error("the not-ready taint stayed on a Ready node");
 }
 
 /* ---- simulated kubelet ------------------------------------------------------------------------------------- */
@@ -1449,6 +1643,12 @@ int main(int argc, char **argv)
     g_test_add_func("/apiserver/limits/body-limit-crossed", test_limits_body);
     g_test_add_func("/apiserver/limits/default-3mib-413", test_limits_default_body);
     g_test_add_func("/apiserver/limits/connections-429", test_limits_connections);
+    g_test_add_func("/apiserver/limits/slowloris", test_limits_slowloris);
+    g_test_add_func("/apiserver/binding/scheduling-gates", test_binding_scheduling_gates);
+    g_test_add_func("/apiserver/crud/pod-resources", test_crud_pod_resources);
+    g_test_add_func("/apiserver/crud/annotations-size", test_crud_annotations_size);
+    g_test_add_func("/apiserver/eviction/budget", test_eviction_budget);
+    g_test_add_func("/apiserver/kubelet/not-ready-taint", test_node_not_ready_taint);
     g_test_add_func("/apiserver/binding/twice-201-then-409", test_binding_twice);
     g_test_add_func("/apiserver/binding/missing-404", test_binding_missing);
     g_test_add_func("/apiserver/binding/deleting-409", test_binding_deleting);

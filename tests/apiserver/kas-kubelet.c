@@ -1,12 +1,14 @@
 /* Simulated kubelets and grace-period timers (see kas-kubelet.h). */
 #include "tests/apiserver/kas-kubelet.h"
 
+#include "tests/apiserver/kas-admit.h"
+
 #include <string.h>
 
 #include "tests/apiserver/kas-json.h"
 #include "tests/apiserver/kas-ops.h"
 
-typedef enum { JOB_POD_START, JOB_POD_FINISH, JOB_POD_GONE, JOB_NODE_READY } JobKind;
+typedef enum { JOB_POD_START, JOB_POD_FINISH, JOB_POD_GONE, JOB_NODE_READY, JOB_NODE_UNTAINT } JobKind;
 
 struct KasKubelet {
     KasStore *store;
@@ -80,6 +82,12 @@ static void hook(KasStore *store, KasRes *res, KasEvType type, KasObj *obj, KasO
     if (res->kind == KAS_KIND_NODE) {
         if (k->opts.simulate && type == KAS_EV_ADDED)
             schedule(k, JOB_NODE_READY, obj, 0);
+        /* the node lifecycle controller: a Ready node loses the not-ready taint that admission
+         * put on it at creation, in a write of its own */
+        json_object *j = kas_obj_parse(obj);
+        if (kas_admit_node_needs_untaint(j))
+            schedule(k, JOB_NODE_UNTAINT, obj, 0);
+        json_object_put(j);
         return;
     }
     if (res->kind != KAS_KIND_POD)
@@ -443,6 +451,9 @@ static gboolean run_job(gpointer data)
         break;
     case JOB_POD_GONE:
         kas_ops_pod_terminated(k->store, j->ns, j->name, j->uid);
+        break;
+    case JOB_NODE_UNTAINT:
+        kas_ops_mutate(k->store, nodes, NULL, j->name, j->uid, kas_admit_node_untaint, NULL);
         break;
     case JOB_NODE_READY:
         if (kas_ops_mutate(k->store, nodes, NULL, j->name, j->uid, node_ready, j))

@@ -5,6 +5,7 @@
 
 #include "kube/kb-error.h"
 #include "tests/apiserver/kas-json.h"
+#include "tests/apiserver/kas-status.h"
 #include "tests/apiserver/kas-ops.h"
 
 static char *expand(const char *tmpl, gint64 i, gint64 n, gint64 rack)
@@ -87,8 +88,17 @@ static json_object *template_node(json_object *t, gint64 i, gint64 n)
 
 static gboolean create_node(KasStore *store, KasRes *nodes, json_object *node, GError **error)
 {
-    KasObj *o = kas_ops_create(store, nodes, "v1", NULL, node, error);
+    g_autoptr(GError) e = NULL;
+    KasObj *o = kas_ops_create(store, nodes, "v1", NULL, node, &e);
     kas_obj_unref(o);
+    if (o == NULL) {
+        /* the message alone: the Status details it may carry are for HTTP answers */
+        gboolean has;
+        json_object *details = NULL;
+        g_autofree char *msg = kas_status_split(e->message, &has, &details);
+        json_object_put(details);
+        g_set_error_literal(error, e->domain, e->code, msg);
+    }
     return o != NULL;
 }
 

@@ -3,7 +3,12 @@
 
 #include <string.h>
 
+#include "tests/apiserver/kas-admit.h"
+#include "tests/apiserver/kas-evict.h"
 #include "tests/apiserver/kas-json.h"
+#include "tests/apiserver/kas-pods.h"
+#include "tests/apiserver/kas-schema.h"
+#include "tests/apiserver/kas-status.h"
 
 #define FOREGROUND_FINALIZER "foregroundDeletion"
 
@@ -35,6 +40,18 @@ static gboolean err_conflict(GError **error, const KasRes *res, const char *sub,
                              const char *why)
 {
     g_autofree char *q = kas_res_qualified(res);
+    if (sub != NULL) {
+        /* details name the subresource: {"name": ..., "kind": "pods/binding"} */
+        json_object *d = json_object_new_object();
+        kas_json_set_string(d, "name", name);
+        if (res->group[0] != '\0')
+            kas_json_set_string(d, "group", res->group);
+        g_autofree char *kind = g_strdup_printf("%s/%s", res->plural, sub);
+        kas_json_set_string(d, "kind", kind);
+        kas_status_set(error, KAS_ERR_CONFLICT, d, "Operation cannot be fulfilled on %s/%s \"%s\": %s",
+                       q, sub, name, why);
+        return FALSE;
+    }
     g_set_error(error, KAS_ERROR, KAS_ERR_CONFLICT, "Operation cannot be fulfilled on %s%s%s \"%s\": %s",
                 q, sub != NULL ? "/" : "", sub != NULL ? sub : "", name, why);
     return FALSE;
@@ -43,9 +60,7 @@ static gboolean err_conflict(GError **error, const KasRes *res, const char *sub,
 static gboolean err_invalid(GError **error, const KasRes *res, const char *name, const char *field,
                             const char *what)
 {
-    g_set_error(error, KAS_ERROR, KAS_ERR_INVALID, "%s \"%s\" is invalid: %s: %s", res->kind_name,
-                name != NULL ? name : "", field, what);
-    return FALSE;
+    return kas_status_invalid(error, res, name != NULL ? name : "", field, what);
 }
 
 /* ---- validation ------------------------------------------------------------------------------------ */
@@ -67,12 +82,12 @@ static gboolean name_ok(const KasRes *res, const char *name, const char **why)
     gsize n = strlen(name);
     gboolean label_only = res->kind == KAS_KIND_NAMESPACE || res->kind == KAS_KIND_SERVICE;
     if (label_only) {
-        *why = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or "
+        *why = "a DNS-1123 label must consist of lower case alphanumeric characters or "
                "'-', and must start and end with an alphanumeric character (e.g. 'my-name',  or "
                "'123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
         return dns_label_ok(name, 0, n);
     }
-    *why = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
+    *why = "a DNS-1123 subdomain must consist of lower case alphanumeric characters, "
            "'-' or '.', and must start and end with an alphanumeric character (e.g. "
            "'example.com', regex used for validation is "
            "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
@@ -172,46 +187,6 @@ static void set_default_string(json_object *obj, const char *key, const char *va
         kas_json_set_string(obj, key, value);
 }
 
-static void container_defaults(json_object *c)
-{
-    json_object *res = kas_json_ensure_object(c, "resources");
-    json_object *limits = kas_json_get(res, "limits");
-    if (json_object_is_type(limits, json_type_object)) {
-        json_object *req = kas_json_ensure_object(res, "requests");
-        json_object_object_foreach(limits, k, v)
-        {
-            if (kas_json_get(req, k) == NULL)
-                json_object_object_add(req, k, json_object_get(v));
-        }
-    }
-    const char *image = kas_json_get_string(c, "image");
-    gboolean latest = image == NULL || strchr(image, ':') == NULL ||
-                      g_str_has_suffix(image, ":latest");
-    set_default_string(c, "imagePullPolicy", latest ? "Always" : "IfNotPresent");
-    set_default_string(c, "terminationMessagePath", "/dev/termination-log");
-    set_default_string(c, "terminationMessagePolicy", "File");
-}
-
-static void pod_defaults(json_object *pod)
-{
-    json_object *spec = kas_json_ensure_object(pod, "spec");
-    set_default_string(spec, "schedulerName", "default-scheduler");
-    set_default_string(spec, "restartPolicy", "Always");
-    set_default_string(spec, "dnsPolicy", "ClusterFirst");
-    if (kas_json_get(spec, "terminationGracePeriodSeconds") == NULL)
-        json_object_object_add(spec, "terminationGracePeriodSeconds", json_object_new_int(30));
-    static const char *const lists[] = { "containers", "initContainers" };
-    for (guint l = 0; l < G_N_ELEMENTS(lists); l++) {
-        json_object *cs = kas_json_get(spec, lists[l]);
-        for (gsize i = 0; json_object_is_type(cs, json_type_array) && i < json_object_array_length(cs);
-             i++) {
-            json_object *c = json_object_array_get_idx(cs, i);
-            if (json_object_is_type(c, json_type_object))
-                container_defaults(c);
-        }
-    }
-}
-
 /* Guaranteed when every container limits cpu and memory with requests equal to limits. */
 static const char *pod_qos(json_object *pod)
 {
@@ -236,19 +211,23 @@ static const char *pod_qos(json_object *pod)
     return guaranteed ? "Guaranteed" : "Burstable";
 }
 
+/* The Priority admission plugin: spec.priority (and preemptionPolicy) from the PriorityClass
+ * named by spec.priorityClassName, or from the globalDefault class. */
 static gboolean pod_priority(KasStore *store, json_object *pod, GError **error)
 {
     json_object *spec = kas_json_ensure_object(pod, "spec");
     const char *pcn = kas_json_get_string(spec, "priorityClassName");
+    const char *name = kas_json_get_string(pod, "metadata.name");
     KasRes *pcs = kas_store_find_locked(store, "scheduling.k8s.io", "v1", "priorityclasses");
     gint64 value = 0;
+    g_autofree char *policy = NULL;
     if (pcn != NULL && pcn[0] != '\0') {
         KasObj *pc = kas_store_get_locked(store, pcs, NULL, pcn);
         if (pc == NULL && strcmp(pcn, "system-cluster-critical") != 0 &&
             strcmp(pcn, "system-node-critical") != 0) {
             g_set_error(error, KAS_ERROR, KAS_ERR_FORBIDDEN,
                         "pods \"%s\" is forbidden: no PriorityClass with name %s was found",
-                        kas_json_get_string(pod, "metadata.name"), pcn);
+                        name != NULL ? name : "", pcn);
             return FALSE;
         }
         if (pc == NULL) {
@@ -256,6 +235,7 @@ static gboolean pod_priority(KasStore *store, json_object *pod, GError **error)
         } else {
             json_object *j = kas_obj_parse(pc);
             value = json_object_get_int64(kas_json_get(j, "value"));
+            policy = g_strdup(kas_json_get_string(j, "preemptionPolicy"));
             json_object_put(j);
         }
     } else {
@@ -270,45 +250,27 @@ static gboolean pod_priority(KasStore *store, json_object *pod, GError **error)
             if (json_object_get_boolean(kas_json_get(j, "globalDefault"))) {
                 value = json_object_get_int64(kas_json_get(j, "value"));
                 kas_json_set_string(spec, "priorityClassName", pc->name);
+                g_free(policy);
+                policy = g_strdup(kas_json_get_string(j, "preemptionPolicy"));
             }
             json_object_put(j);
         }
     }
-    if (kas_json_get(spec, "priority") == NULL)
-        json_object_object_add(spec, "priority", json_object_new_int64(value));
+    json_object *given = kas_json_get(spec, "priority");
+    if (given != NULL && json_object_get_int64(given) != value) {
+        g_set_error(error, KAS_ERROR, KAS_ERR_FORBIDDEN,
+                    "pods \"%s\" is forbidden: the integer value of priority (%" G_GINT64_FORMAT
+                    ") must not be provided in pod spec; priority admission controller computed "
+                    "%" G_GINT64_FORMAT " from the given PriorityClass name",
+                    name != NULL ? name : "", json_object_get_int64(given), value);
+        return FALSE;
+    }
+    json_object_object_add(spec, "priority", json_object_new_int64(value));
+    if (kas_json_get(spec, "preemptionPolicy") == NULL)
+        kas_json_set_string(spec, "preemptionPolicy",
+                            policy != NULL ? policy : "PreemptLowerPriority");
     return TRUE;
 }
-
-/* Pods accept spec updates only to images, activeDeadlineSeconds, tolerations and
- * terminationGracePeriodSeconds, as kube-apiserver's pod validation. */
-static gboolean pod_spec_update_ok(json_object *old_spec, json_object *new_spec)
-{
-    json_object *a = copy_json(old_spec), *b = copy_json(new_spec);
-    static const char *const free_keys[] = { "activeDeadlineSeconds", "tolerations",
-                                             "terminationGracePeriodSeconds", "schedulingGates" };
-    for (guint i = 0; i < G_N_ELEMENTS(free_keys); i++) {
-        json_object_object_del(a, free_keys[i]);
-        json_object_object_del(b, free_keys[i]);
-    }
-    static const char *const lists[] = { "containers", "initContainers" };
-    for (guint l = 0; l < G_N_ELEMENTS(lists); l++) {
-        json_object *ca = kas_json_get(a, lists[l]), *cb = kas_json_get(b, lists[l]);
-        for (gsize i = 0; json_object_is_type(ca, json_type_array) && i < json_object_array_length(ca); i++)
-            json_object_object_del(json_object_array_get_idx(ca, i), "image");
-        for (gsize i = 0; json_object_is_type(cb, json_type_array) && i < json_object_array_length(cb); i++)
-            json_object_object_del(json_object_array_get_idx(cb, i), "image");
-    }
-    gboolean same = json_object_equal(a, b);
-    json_object_put(a);
-    json_object_put(b);
-    return same;
-}
-
-static const char POD_UPDATE_FORBIDDEN[] =
-    "Forbidden: pod updates may not change fields other than `spec.containers[*].image`,"
-    "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only "
-    "additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set "
-    "to 1 if it was previously negative)";
 
 /* ---- create ------------------------------------------------------------------------------------------ */
 
@@ -424,14 +386,30 @@ static void service_defaults(KasStore *store, json_object *svc)
     }
 }
 
+/* A custom resource as its CRD's schema has it: pruned, then validated. */
+static gboolean custom_schema(const KasRes *res, json_object *obj, GError **error)
+{
+    json_object *schema = kas_schema_of_version(res->crd, res->storage_version);
+    kas_schema_prune(schema, obj);
+    g_autoptr(KasFieldErrors) errs = kas_field_errors_new();
+    kas_schema_validate(schema, obj, errs);
+    return kas_field_errors_check(errs, res, kas_json_get_string(obj, "metadata.name"), error);
+}
+
 /* Kind-specific defaults and status rules on create. */
 static gboolean prepare_create(KasStore *store, KasRes *res, json_object *obj, GError **error)
 {
     switch (res->kind) {
     case KAS_KIND_POD: {
-        pod_defaults(obj);
+        kas_pods_defaults(obj);
+        kas_pods_admit_create(obj);
         if (!pod_priority(store, obj, error))
             return FALSE;
+        g_autoptr(KasFieldErrors) errs = kas_field_errors_new();
+        kas_pods_validate(obj, errs);
+        if (!kas_field_errors_check(errs, res, kas_json_get_string(obj, "metadata.name"), error))
+            return FALSE;
+        kas_pods_canonical(obj);
         json_object *status = json_object_new_object();
         kas_json_set_string(status, "phase", "Pending");
         kas_json_set_string(status, "qosClass", pod_qos(obj));
@@ -454,6 +432,7 @@ static gboolean prepare_create(KasStore *store, KasRes *res, json_object *obj, G
         kas_json_ensure_object(kas_json_get(obj, "status"), "loadBalancer");
         break;
     case KAS_KIND_CRD:
+        kas_schema_crd_defaults(obj);
         if (!kas_store_register_crd_locked(store, obj, error))
             return FALSE;
         crd_status(obj);
@@ -461,13 +440,12 @@ static gboolean prepare_create(KasStore *store, KasRes *res, json_object *obj, G
     case KAS_KIND_CUSTOM:
         if (res->has_status)
             json_object_object_del(obj, "status");
+        return custom_schema(res, obj, error);
+    case KAS_KIND_NODE:
+        kas_admit_node_create(obj);
         break;
     default:
-        if (strcmp(res->plural, "priorityclasses") == 0 &&
-            !json_object_is_type(kas_json_get(obj, "value"), json_type_int))
-            return err_invalid(error, res, kas_json_get_string(obj, "metadata.name"), "value",
-                               "Required value");
-        break;
+        return kas_admit_create(res, obj, error);
     }
     return TRUE;
 }
@@ -491,6 +469,13 @@ static KasObj *create_locked(KasStore *store, KasRes *res, const char *url_ns, j
     if (!check_string_map(res, name, meta, "labels", TRUE, error) ||
         !check_string_map(res, name, meta, "annotations", FALSE, error))
         return NULL;
+    if (res->kind != KAS_KIND_POD) {
+        /* ValidateObjectMeta's 256 KiB of annotations, for every kind (pods: kas-pods) */
+        g_autoptr(KasFieldErrors) errs = kas_field_errors_new();
+        kas_annotations_validate(meta, 1, errs);
+        if (!kas_field_errors_check(errs, res, name, error))
+            return NULL;
+    }
     if (kas_store_get_locked(store, res, ns, name) != NULL) {
         g_autofree char *q = kas_res_qualified(res);
         g_set_error(error, KAS_ERROR, KAS_ERR_ALREADY_EXISTS, "%s \"%s\" already exists", q, name);
@@ -758,10 +743,17 @@ static KasObj *delete_locked(KasStore *store, KasRes *res, KasObj *cur, const Ka
 {
     *removed = FALSE;
     if (opts->precondition_uid != NULL && strcmp(opts->precondition_uid, cur->uid) != 0) {
-        g_set_error(error, KAS_ERROR, KAS_ERR_CONFLICT,
-                    "Operation cannot be fulfilled on %s \"%s\": Precondition failed: UID in "
-                    "precondition: %s, UID in object meta: %s",
-                    res->plural, cur->name, opts->precondition_uid, cur->uid);
+        /* the registry's own message, with the kind (not the resource) in details */
+        json_object *d = json_object_new_object();
+        kas_json_set_string(d, "name", cur->name);
+        if (res->group[0] != '\0')
+            kas_json_set_string(d, "group", res->group);
+        kas_json_set_string(d, "kind", res->kind_name);
+        kas_status_set(error, KAS_ERR_CONFLICT, d,
+                       "Operation cannot be fulfilled on %s \"%s\": the UID in the precondition "
+                       "(%s) does not match the UID in record (%s). The object might have been "
+                       "deleted and then recreated",
+                       res->kind_name, cur->name, opts->precondition_uid, cur->uid);
         return NULL;
     }
     char rvbuf[32];
@@ -855,6 +847,12 @@ static json_object *updated_object(KasStore *store, KasRes *res, json_object *cu
     if (status) {
         newj = copy_json(curj);
         copy_member(newj, body, "status");
+        if (res->kind == KAS_KIND_NODE)
+            kas_admit_node_status_defaults(newj);
+        if (res->kind == KAS_KIND_CUSTOM && !custom_schema(res, newj, error)) {
+            json_object_put(newj);
+            return NULL;
+        }
         return newj;
     }
     newj = copy_json(body);
@@ -875,16 +873,37 @@ static json_object *updated_object(KasStore *store, KasRes *res, json_object *cu
         json_object_put(newj);
         return NULL;
     }
+    if (res->kind != KAS_KIND_POD) {
+        g_autoptr(KasFieldErrors) errs = kas_field_errors_new();
+        kas_annotations_validate(meta, 1, errs);
+        if (!kas_field_errors_check(errs, res, name, error)) {
+            json_object_put(newj);
+            return NULL;
+        }
+    }
     if (res->kind == KAS_KIND_POD) {
-        pod_defaults(newj);
-        copy_member(kas_json_get(newj, "spec"), kas_json_get(curj, "spec"), "priority");
-        copy_member(kas_json_get(newj, "spec"), kas_json_get(curj, "spec"), "nodeName");
-        if (!pod_spec_update_ok(kas_json_get(curj, "spec"), kas_json_get(newj, "spec"))) {
-            err_invalid(error, res, name, "spec", POD_UPDATE_FORBIDDEN);
+        kas_pods_defaults(newj);
+        kas_pods_canonical(newj);
+        /* set by admission on create; a client's update that leaves them out keeps them */
+        static const char *const admitted[] = { "priority", "priorityClassName", "preemptionPolicy" };
+        for (guint i = 0; i < G_N_ELEMENTS(admitted); i++)
+            if (kas_json_get(kas_json_get(newj, "spec"), admitted[i]) == NULL)
+                copy_member(kas_json_get(newj, "spec"), kas_json_get(curj, "spec"), admitted[i]);
+        g_autoptr(KasFieldErrors) errs = kas_field_errors_new();
+        kas_pods_validate_update(curj, newj, errs);
+        if (!kas_field_errors_check(errs, res, name, error)) {
+            json_object_put(newj);
+            return NULL;
+        }
+    } else if (res->kind == KAS_KIND_NODE) {
+        kas_admit_node_status_defaults(newj);
+    } else if (res->kind == KAS_KIND_CUSTOM) {
+        if (!custom_schema(res, newj, error)) {
             json_object_put(newj);
             return NULL;
         }
     } else if (res->kind == KAS_KIND_CRD) {
+        kas_schema_crd_defaults(newj);
         if (!kas_store_register_crd_locked(store, newj, error)) {
             json_object_put(newj);
             return NULL;
@@ -1094,6 +1113,12 @@ static gboolean bind_locked(KasStore *store, const char *ns, const char *name, j
         return err_conflict(error, pods, "binding", name, why);
     }
     json_object *j = kas_obj_parse(cur);
+    if (kas_pods_gated(j)) {
+        /* 1.27+: a pod with scheduling gates is never bound */
+        json_object_put(j);
+        g_autofree char *why = g_strdup_printf("pod %s has non-empty .spec.schedulingGates", name);
+        return err_conflict(error, pods, "binding", name, why);
+    }
     kas_json_set_string(kas_json_ensure_object(j, "spec"), "nodeName", target);
     json_object *ann = kas_json_get(binding, "metadata.annotations");
     if (json_object_is_type(ann, json_type_object)) {
@@ -1131,6 +1156,8 @@ gboolean kas_ops_bind(KasStore *store, const char *ns, const char *name, json_ob
 gboolean kas_ops_evict(KasStore *store, const char *ns, const char *name, json_object *eviction,
                        GError **error)
 {
+    if (!kas_evict_check_body(eviction, error))
+        return FALSE;
     KasDeleteOptions opts = { .grace_seconds = -1 };
     json_object *dopts = kas_json_get(eviction, "deleteOptions");
     json_object *g = kas_json_get(dopts, "gracePeriodSeconds");
@@ -1139,11 +1166,21 @@ gboolean kas_ops_evict(KasStore *store, const char *ns, const char *name, json_o
     opts.precondition_uid = kas_json_get_string(dopts, "preconditions.uid");
     opts.precondition_rv = kas_json_get_string(dopts, "preconditions.resourceVersion");
     opts.propagation = kas_json_get_string(dopts, "propagationPolicy");
-    KasRes *pods;
     kas_store_lock(store);
-    pods = kas_store_find_locked(store, "", "v1", "pods");
+    KasRes *pods = kas_store_find_locked(store, "", "v1", "pods");
+    KasObj *cur = kas_store_get_locked(store, pods, ns, name);
+    KasObj *out = NULL;
+    if (cur == NULL) {
+        err_not_found(error, pods, name);
+    } else {
+        json_object *j = kas_obj_parse(cur);
+        gboolean removed;
+        /* a pod already being deleted is not counted against its budget again */
+        if (cur->deleting || kas_evict_check_locked(store, ns, j, error))
+            out = delete_locked(store, pods, cur, &opts, &removed, error);
+        json_object_put(j);
+    }
     kas_store_unlock(store);
-    KasObj *out = kas_ops_delete(store, pods, ns, name, &opts, NULL, error);
     kas_obj_unref(out);
     return out != NULL;
 }

@@ -6,6 +6,7 @@
 #include "tests/apiserver/kas-discovery.h"
 #include "tests/apiserver/kas-json.h"
 #include "tests/apiserver/kas-ops.h"
+#include "tests/apiserver/kas-status.h"
 #include "tests/apiserver/kas-table.h"
 
 #define TABLE_CONTENT_TYPE "application/json;as=Table;v=v1;g=meta.k8s.io"
@@ -28,8 +29,10 @@ void kas_reply_clear(KasReply *reply)
     memset(reply, 0, sizeof *reply);
 }
 
-void kas_reply_error(KasReply *reply, KasErr code, const char *message, const KasRes *res,
-                     const char *name)
+/* The Status of @code with @details (stolen) when @has_details, else the details
+ * kube-apiserver gives for @code on @res/@name. */
+static void reply_status(KasReply *reply, KasErr code, const char *message, const KasRes *res,
+                         const char *name, gboolean has_details, json_object *details_in)
 {
     json_object *st = json_object_new_object();
     kas_json_set_string(st, "kind", "Status");
@@ -38,17 +41,24 @@ void kas_reply_error(KasReply *reply, KasErr code, const char *message, const Ka
     kas_json_set_string(st, "status", "Failure");
     kas_json_set_string(st, "message", message);
     kas_json_set_string(st, "reason", kas_err_reason(code));
-    json_object *details = json_object_new_object();
-    if (name != NULL && name[0] != '\0')
+    json_object *details = has_details ? details_in : json_object_new_object();
+    if (has_details || code == KAS_ERR_BAD_REQUEST) {
+        /* given, or none: kube-apiserver's BadRequest answers carry no details */
+    } else if (name != NULL && name[0] != '\0')
         kas_json_set_string(details, "name", name);
-    if (res != NULL && res->group[0] != '\0')
-        kas_json_set_string(details, "group", res->group);
-    if (res != NULL)
-        kas_json_set_string(details, "kind", code == KAS_ERR_INVALID ? res->kind_name : res->plural);
-    if (code == KAS_ERR_TOO_MANY || code == KAS_ERR_UNAVAILABLE)
-        json_object_object_add(details, "retryAfterSeconds",
-                               json_object_new_int(reply->retry_after > 0 ? (int)reply->retry_after : 1));
-    if (json_object_object_length(details) > 0)
+    if (!has_details && code != KAS_ERR_BAD_REQUEST) {
+        if (res != NULL && res->group[0] != '\0')
+            kas_json_set_string(details, "group", res->group);
+        if (res != NULL)
+            kas_json_set_string(details, "kind",
+                                code == KAS_ERR_INVALID ? res->kind_name : res->plural);
+        if (code == KAS_ERR_TOO_MANY || code == KAS_ERR_UNAVAILABLE)
+            json_object_object_add(details, "retryAfterSeconds",
+                                   json_object_new_int(reply->retry_after > 0 ? (int)reply->retry_after : 1));
+    }
+    if (has_details && details != NULL)
+        json_object_object_add(st, "details", details);
+    else if (details != NULL && json_object_object_length(details) > 0)
         json_object_object_add(st, "details", details);
     else
         json_object_put(details);
@@ -58,6 +68,12 @@ void kas_reply_error(KasReply *reply, KasErr code, const char *message, const Ka
     g_autofree char *s = kas_json_dump(st);
     g_string_assign(reply->body, s);
     json_object_put(st);
+}
+
+void kas_reply_error(KasReply *reply, KasErr code, const char *message, const KasRes *res,
+                     const char *name)
+{
+    reply_status(reply, code, message, res, name, FALSE, NULL);
 }
 
 void kas_reply_gerror(KasReply *reply, const GError *error, const KasRes *res, const char *name)
@@ -70,7 +86,10 @@ void kas_reply_gerror(KasReply *reply, const GError *error, const KasRes *res, c
         kas_reply_error(reply, KAS_ERR_BAD_REQUEST, error->message, res, name);
         return;
     }
-    kas_reply_error(reply, (KasErr)error->code, error->message, res, name);
+    gboolean has_details = FALSE;
+    json_object *details = NULL;
+    g_autofree char *msg = kas_status_split(error->message, &has_details, &details);
+    reply_status(reply, (KasErr)error->code, msg, res, name, has_details, details);
 }
 
 static void reply_text(KasReply *reply, guint status, const char *ctype, char *text)
@@ -288,8 +307,46 @@ static char *continue_encode(guint64 rv, const char *key)
     return b;
 }
 
+/* Go's quoteChar of encoding/json: how a byte is shown in "invalid character ..." errors. */
+static char *go_quote_char(guchar c)
+{
+    if (c == '\'')
+        return g_strdup("'\\''");
+    if (c == '"')
+        return g_strdup("'\"'");
+    if (c < 0x20 || c == 0x7f)
+        return g_strdup_printf("'\\x%02x'", c);
+    if (c >= 0x80 && (c <= 0xa0 || c == 0xad))
+        return g_strdup_printf("'\\u%04x'", c);
+    if (c >= 0x80) {
+        char u[8] = { 0 };
+        g_unichar_to_utf8(c, u);
+        return g_strdup_printf("'%s'", u);
+    }
+    return g_strdup_printf("'%c'", c);
+}
+
+static gboolean continue_invalid(GError **error, const char *why)
+{
+    g_set_error(error, KAS_ERROR, KAS_ERR_BAD_REQUEST,
+                "invalid continue token: continue key is not valid: %s", why);
+    return FALSE;
+}
+
+/* The start key of a continue token (new string), or NULL with kube-apiserver's messages for a
+ * token that is not base64url, not JSON, or not a meta.k8s.io/v1 token. */
 static char *continue_decode(const char *token, GError **error)
 {
+    static const char alphabet[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    gsize n = strlen(token);
+    gsize bad = strspn(token, alphabet);
+    if (bad < n || n % 4 == 1) {
+        g_autofree char *why = g_strdup_printf("illegal base64 data at input byte %zu",
+                                               bad < n ? bad : n - 1);
+        continue_invalid(error, why);
+        return NULL;
+    }
     g_autofree char *b = g_strdup(token);
     for (char *c = b; *c != '\0'; c++)
         *c = *c == '-' ? '+' : *c == '_' ? '/' : *c;
@@ -299,14 +356,37 @@ static char *continue_decode(const char *token, GError **error)
     gsize len = 0;
     g_autofree guchar *raw = g_base64_decode(padded->str, &len);
     g_string_free(padded, TRUE);
-    json_object *j = raw != NULL ? kas_json_parse((const char *)raw, len, NULL) : NULL;
+    gsize first = 0;
+    while (first < len && g_ascii_isspace(raw[first]))
+        first++;
+    if (first == len) {
+        continue_invalid(error, "unexpected end of JSON input");
+        return NULL;
+    }
+    if (strchr("{[\"-0123456789tfn", raw[first]) == NULL || raw[first] == '\0') {
+        g_autofree char *q = go_quote_char(raw[first]);
+        g_autofree char *why = g_strdup_printf("invalid character %s looking for beginning of value", q);
+        continue_invalid(error, why);
+        return NULL;
+    }
+    json_object *j = kas_json_parse((const char *)raw, len, NULL);
+    if (j == NULL) {
+        continue_invalid(error, "unexpected end of JSON input");
+        return NULL;
+    }
     json_object *start = kas_json_get(j, "start");
+    const char *v = kas_json_get_string(j, "v");
     char *out = NULL;
-    if (json_object_is_type(start, json_type_string)) {
-        out = g_strndup(json_object_get_string(start), (gsize)json_object_get_string_len(start));
+    if (g_strcmp0(v, "meta.k8s.io/v1") != 0) {
+        g_autofree char *why = g_strdup_printf("server does not recognize this encoded version \"%s\"",
+                                               v != NULL ? v : "");
+        continue_invalid(error, why);
+    } else if (json_object_get_int64(kas_json_get(j, "rv")) == 0) {
+        continue_invalid(error, "incorrect encoded start resourceVersion (version meta.k8s.io/v1)");
+    } else if (!json_object_is_type(start, json_type_string) || json_object_get_string_len(start) == 0) {
+        continue_invalid(error, "encoded start key empty (version meta.k8s.io/v1)");
     } else {
-        g_set_error(error, KAS_ERROR, KAS_ERR_BAD_REQUEST,
-                    "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)");
+        out = g_strndup(json_object_get_string(start), (gsize)json_object_get_string_len(start));
     }
     json_object_put(j);
     return out;
@@ -319,7 +399,8 @@ static gboolean parse_selectors(const KasRequest *req, KasRes *res, KasSelector 
     *labels = kas_label_selector_parse(q(req, "labelSelector"), error);
     if (*labels == NULL) {
         (*error)->domain = KAS_ERROR, (*error)->code = KAS_ERR_BAD_REQUEST;
-        g_prefix_error(error, "unable to parse requirement: ");
+        if (!g_str_has_prefix((*error)->message, "unable to parse requirement: "))
+            g_prefix_error(error, "unable to parse requirement: ");
         return FALSE;
     }
     *fields = kas_field_selector_parse(q(req, "fieldSelector"), error);
@@ -339,21 +420,39 @@ static gboolean parse_selectors(const KasRequest *req, KasRes *res, KasSelector 
     return TRUE;
 }
 
+/* @remaining: remainingItemCount to report, or -1 for none. */
 static void append_list(GString *out, KasRes *res, const char *version, GPtrArray *objs, guint64 rv,
-                        const char *cont)
+                        const char *cont, gint64 remaining)
 {
     g_autofree char *av = kas_res_api_version(res, version);
     g_string_append_printf(out, "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{\"resourceVersion\":\"%" G_GUINT64_FORMAT "\"",
                            res->list_kind, av, rv);
     if (cont != NULL)
         g_string_append_printf(out, ",\"continue\":\"%s\"", cont);
+    if (cont != NULL && remaining >= 0)
+        g_string_append_printf(out, ",\"remainingItemCount\":%" G_GINT64_FORMAT, remaining);
     g_string_append(out, "},\"items\":[");
     gboolean rewrite = needs_rewrite(res, version);
+    /* Items of built-in lists carry no apiVersion and kind (custom resources' do): stored
+     * objects start with both (kas-store), so they are skipped as a prefix. */
+    g_autofree char *head = NULL;
+    if (res->kind != KAS_KIND_CUSTOM) {
+        json_object *h = json_object_new_object();
+        g_autofree char *sav = kas_res_api_version(res, res->storage_version);
+        kas_json_set_string(h, "apiVersion", sav);
+        kas_json_set_string(h, "kind", res->kind_name);
+        head = kas_json_dump(h);
+        json_object_put(h);
+        head[strlen(head) - 1] = ','; /* {"apiVersion":"v1","kind":"Pod", */
+    }
     for (guint i = 0; i < objs->len; i++) {
         KasObj *o = g_ptr_array_index(objs, i);
         if (i > 0)
             g_string_append_c(out, ',');
-        if (rewrite) {
+        if (head != NULL && g_str_has_prefix(o->json, head)) {
+            g_string_append_c(out, '{');
+            g_string_append_len(out, o->json + strlen(head), (gssize)(o->len - strlen(head)));
+        } else if (rewrite) {
             g_autofree char *s = obj_text(res, version, o);
             g_string_append(out, s);
         } else {
@@ -410,7 +509,7 @@ static void do_list(const KasRestContext *ctx, const KasRequest *req, const Rout
         return;
     }
     g_string_set_size(reply->body, 0);
-    append_list(reply->body, res, r->version, objs, rv, cont);
+    append_list(reply->body, res, r->version, objs, rv, cont, more ? (gint64)remaining : -1);
 }
 
 static void do_watch(const KasRestContext *ctx, const KasRequest *req, const Route *r, KasRes *res,
@@ -523,11 +622,27 @@ static void do_delete(const KasRestContext *ctx, const KasRequest *req, const Ro
     KasDeleteOptions o;
     parse_delete_options(req, body, &o);
     g_autoptr(GError) error = NULL;
-    g_autoptr(KasObj) obj = kas_ops_delete(ctx->store, res, r->ns, r->name, &o, NULL, &error);
-    if (obj == NULL)
+    gboolean removed = FALSE;
+    g_autoptr(KasObj) obj = kas_ops_delete(ctx->store, res, r->ns, r->name, &o, &removed, &error);
+    if (obj == NULL) {
         kas_reply_gerror(reply, error, res, r->name);
-    else
+    } else if (removed && res->kind == KAS_KIND_POD && !obj->deleting && !wants_table(req)) {
+        /* a pod removed at once went through a graceful delete of 0 seconds: the answer
+         * shows it as kube-apiserver's does */
+        json_object *j = kas_obj_parse(obj);
+        json_object *meta = kas_json_ensure_object(j, "metadata");
+        g_autofree char *now = kas_time_format(g_get_real_time() / G_USEC_PER_SEC);
+        kas_json_set_string(meta, "deletionTimestamp", now);
+        json_object_object_add(meta, "deletionGracePeriodSeconds", json_object_new_int(0));
+        g_autofree char *av = kas_res_api_version(res, r->version);
+        kas_json_set_string(j, "apiVersion", av);
+        reply->status = 200;
+        g_autofree char *text = kas_json_dump(j);
+        g_string_assign(reply->body, text);
+        json_object_put(j);
+    } else {
         reply_object(reply, 200, req, res, r->version, obj);
+    }
     json_object_put(body);
 }
 
@@ -558,7 +673,7 @@ static void do_delete_collection(const KasRestContext *ctx, const KasRequest *re
             g_ptr_array_add(done, d);
     }
     reply->status = 200;
-    append_list(reply->body, res, r->version, done, rv, NULL);
+    append_list(reply->body, res, r->version, done, rv, NULL, -1);
 }
 
 static gboolean patch_type(const char *ct, KasPatchType *out)
@@ -580,6 +695,15 @@ static void do_patch(const KasRestContext *ctx, const KasRequest *req, const Rou
                      gboolean status, KasReply *reply)
 {
     KasPatchType type;
+    if (!patch_type(req->content_type, &type) &&
+        (req->content_type == NULL || !g_str_has_prefix(req->content_type, "application/apply-patch"))) {
+        /* kube-apiserver's answer to a patch type it does not know, empty details included */
+        g_autoptr(GError) e = NULL;
+        kas_status_set(&e, KAS_ERR_UNSUPPORTED_TYPE, json_object_new_object(),
+                       "415: Unsupported Media Type");
+        kas_reply_gerror(reply, e, NULL, NULL);
+        return;
+    }
     if (!patch_type(req->content_type, &type)) {
         const char *ct = req->content_type != NULL ? req->content_type : "";
         g_autofree char *msg = g_strdup_printf(
@@ -728,6 +852,22 @@ static void not_found(KasReply *reply)
                     NULL, NULL);
 }
 
+/* Does any active resource serve @group/@version? Paths outside every served group/version get
+ * the Go mux's plain "404 page not found", as kube-apiserver answers them. */
+static gboolean group_version_served(KasStore *store, const char *group, const char *version)
+{
+    gboolean served = FALSE;
+    kas_store_lock(store);
+    GPtrArray *all = kas_store_resources_locked(store);
+    for (guint i = 0; i < all->len && !served; i++) {
+        KasRes *res = g_ptr_array_index(all, i);
+        served = res->active && strcmp(res->group, group) == 0 &&
+                 g_strv_contains((const char *const *)res->versions, version);
+    }
+    kas_store_unlock(store);
+    return served;
+}
+
 void kas_rest_handle(const KasRestContext *ctx, const KasRequest *req, KasReply *reply)
 {
     if ((g_str_has_prefix(req->path, "/api/") || g_str_has_prefix(req->path, "/apis/")) &&
@@ -766,6 +906,8 @@ void kas_rest_handle(const KasRestContext *ctx, const KasRequest *req, KasReply 
         else if (body != NULL)
             reply_success_status(reply, 201);
         json_object_put(body);
+    } else if (res == NULL && !group_version_served(ctx->store, r.group, r.version)) {
+        reply_text(reply, 404, "text/plain; charset=utf-8", g_strdup("404 page not found\n"));
     } else if (res == NULL) {
         not_found(reply);
     } else if (r.name == NULL) {

@@ -155,6 +155,13 @@ static GPtrArray *read_single_value(const char **p, SelOp op, GError **error)
 {
     skip_ws(p);
     g_autoptr(GPtrArray) values = g_ptr_array_new_with_free_func(g_free);
+    if (**p != '\0' && strchr("=!()<>", **p) != NULL) {
+        /* the lexer's next token is an operator where a value belongs */
+        int n = g_str_has_prefix(*p, "==") || g_str_has_prefix(*p, "!=") ? 2 : 1;
+        g_set_error(error, KB_ERROR, KB_ERROR_BAD_REQUEST,
+                    "unable to parse requirement: found '%.*s', expected: identifier", n, *p);
+        return NULL;
+    }
     g_ptr_array_add(values, read_token(p));
     if (op == OP_GT || op == OP_LT) {
         char *end = NULL;

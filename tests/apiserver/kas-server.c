@@ -30,9 +30,14 @@ struct KasServer {
     KasRestContext rest;
     struct MHD_Daemon *daemon;
     guint port;
-    gint connections;
+    gint connections; /* connections that have sent a complete request header */
     gint stopping;
 };
+
+/* Per connection: has it been counted in srv->connections (its first header completed)? */
+typedef struct {
+    gboolean counted;
+} ConnState;
 
 typedef struct {
     GString *body;
@@ -66,6 +71,7 @@ void kas_server_options_init(KasServerOptions *o)
     o->max_connections = 1000;
     o->min_watch_timeout = 1800;
     o->idle_timeout = 120;
+    o->header_timeout = 10;
     o->kubelet_start_ms = 100;
     o->kubelet_stop_ms = 100;
     o->heartbeat_ms = 10000;
@@ -343,6 +349,17 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
     KasServer *srv = cls;
     ReqCtx *rc = *con_cls;
     if (rc == NULL) {
+        /* A complete header: from now on the connection is a client's (counted against
+         * --max-connections) and may idle as long as --idle-timeout allows. */
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        ConnState *cs = ci != NULL ? ci->socket_context : NULL;
+        if (cs != NULL && !cs->counted) {
+            cs->counted = TRUE;
+            g_atomic_int_inc(&srv->connections);
+            MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT,
+                                      (unsigned int)srv->opts.idle_timeout);
+        }
         rc = g_new0(ReqCtx, 1);
         rc->body = g_string_new(NULL);
         *con_cls = rc;
@@ -355,7 +372,7 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
             rc->too_large = TRUE;
         } else if (length > srv->opts.max_body) {
             rc->answered = TRUE;
-            g_autofree char *msg = g_strdup_printf("the request body is larger than the limit of %zu bytes",
+            g_autofree char *msg = g_strdup_printf("Request entity too large: limit is %zu",
                                                    srv->opts.max_body);
             return queue_error(conn, KAS_ERR_TOO_LARGE, msg, 0);
         }
@@ -382,7 +399,7 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
     }
     rc->answered = TRUE;
     if (rc->too_large) {
-        g_autofree char *msg = g_strdup_printf("the request body is larger than the limit of %zu bytes",
+        g_autofree char *msg = g_strdup_printf("Request entity too large: limit is %zu",
                                                srv->opts.max_body);
         return queue_error(conn, KAS_ERR_TOO_LARGE, msg, 0);
     }
@@ -404,10 +421,15 @@ static void connection_cb(void *cls, struct MHD_Connection *conn, void **socket_
                           enum MHD_ConnectionNotificationCode toe)
 {
     KasServer *srv = cls;
-    if (toe == MHD_CONNECTION_NOTIFY_STARTED)
-        g_atomic_int_inc(&srv->connections);
-    else
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        *socket_context = g_new0(ConnState, 1);
+        return;
+    }
+    ConnState *cs = *socket_context;
+    if (cs != NULL && cs->counted)
         g_atomic_int_add(&srv->connections, -1);
+    g_free(cs);
+    *socket_context = NULL;
 }
 
 /* ---- life cycle ---------------------------------------------------------------------------------- */
@@ -451,8 +473,12 @@ static gboolean start_daemon(KasServer *srv, GError **error)
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
         MHD_OPTION_NOTIFY_COMPLETED, completed_cb, srv,
         MHD_OPTION_NOTIFY_CONNECTION, connection_cb, srv,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)(srv->opts.max_connections + 64),
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)srv->opts.idle_timeout,
+        /* Connections that never finish their header (slowloris) must not lock clients out:
+         * they are dropped after --read-header-timeout (kube-apiserver's http.Server has a
+         * ReadHeaderTimeout too), do not count against --max-connections, and the hard limit
+         * leaves room for several thousand of them besides the clients. */
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)(4 * srv->opts.max_connections + 1024),
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)srv->opts.header_timeout,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024),
         MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 * 1024),
         MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024,

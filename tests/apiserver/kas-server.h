@@ -30,6 +30,7 @@ typedef struct {
     guint max_connections;     /* beyond this, requests get 429 (default 1000) */
     guint min_watch_timeout;   /* seconds; watches without timeoutSeconds (default 1800) */
     guint idle_timeout;        /* seconds before an idle connection is closed (default 120) */
+    guint header_timeout;      /* seconds to send a complete request header (default 10) */
     guint kubelet_start_ms;    /* simulated kubelet: bound -> Running (default 100) */
     guint kubelet_stop_ms;     /* simulated kubelet: deletion confirmed (default 100) */
     guint heartbeat_ms;        /* simulated kubelet: lease renewal (default 10000) */

@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "tests/apiserver/kas-json.h"
+#include "tests/apiserver/kas-schema.h"
+#include "tests/apiserver/kas-status.h"
 
 G_DEFINE_QUARK(kas-error-quark, kas_error)
 
@@ -88,6 +90,18 @@ static const Builtin builtins[] = {
       FALSE, NULL },
     { KAS_KIND_GENERIC, "scheduling.k8s.io", "v1", "priorityclasses", "priorityclass",
       "PriorityClass", "pc", NULL, FALSE, FALSE, NULL },
+    { KAS_KIND_GENERIC, "policy", "v1,v1beta1", "poddisruptionbudgets", "poddisruptionbudget",
+      "PodDisruptionBudget", "pdb", NULL, TRUE, TRUE, NULL },
+    { KAS_KIND_GENERIC, "events.k8s.io", "v1,v1beta1", "events", "event", "Event", "ev", NULL,
+      TRUE, FALSE, NULL },
+    { KAS_KIND_GENERIC, "rbac.authorization.k8s.io", "v1", "clusterroles", "clusterrole",
+      "ClusterRole", NULL, NULL, FALSE, FALSE, NULL },
+    { KAS_KIND_GENERIC, "rbac.authorization.k8s.io", "v1", "clusterrolebindings",
+      "clusterrolebinding", "ClusterRoleBinding", NULL, NULL, FALSE, FALSE, NULL },
+    { KAS_KIND_GENERIC, "rbac.authorization.k8s.io", "v1", "roles", "role", "Role", NULL, NULL,
+      TRUE, FALSE, NULL },
+    { KAS_KIND_GENERIC, "rbac.authorization.k8s.io", "v1", "rolebindings", "rolebinding",
+      "RoleBinding", NULL, NULL, TRUE, FALSE, NULL },
     { KAS_KIND_CRD, "apiextensions.k8s.io", "v1", "customresourcedefinitions",
       "customresourcedefinition", "CustomResourceDefinition", "crd,crds", "api-extensions",
       FALSE, TRUE, NULL },
@@ -253,7 +267,21 @@ static KasObj *obj_new(const KasRes *res, json_object *jo)
             g_ptr_array_add(strs, g_strdup(ou));
     }
     obj->owners = pack_strv(strs);
-    obj->json = kas_json_dump(jo);
+    /* apiVersion and kind first, so that a list can drop them from its items cheaply */
+    json_object *ordered = json_object_new_object();
+    static const char *const head[] = { "apiVersion", "kind" };
+    for (guint i = 0; i < G_N_ELEMENTS(head); i++) {
+        json_object *v = NULL;
+        if (json_object_object_get_ex(jo, head[i], &v))
+            json_object_object_add(ordered, head[i], json_object_get(v));
+    }
+    json_object_object_foreach(jo, k, v)
+    {
+        if (strcmp(k, "apiVersion") != 0 && strcmp(k, "kind") != 0)
+            json_object_object_add(ordered, k, json_object_get(v));
+    }
+    obj->json = kas_json_dump(ordered);
+    json_object_put(ordered);
     obj->len = strlen(obj->json);
     return obj;
 }
@@ -330,14 +358,17 @@ static void add_builtins(KasStore *store)
         res->kind_name = g_strdup(b->kind_name);
         res->list_kind = g_strdup_printf("%sList", b->kind_name);
         res->versions = g_strsplit(b->version, ",", -1);
-        res->storage_version = g_strdup(b->version);
+        res->storage_version = g_strdup(res->versions[0]);
         res->short_names = b->short_names != NULL ? g_strsplit(b->short_names, ",", -1)
                                                   : g_new0(char *, 1);
         res->categories = b->categories != NULL ? g_strsplit(b->categories, ",", -1)
                                                 : g_new0(char *, 1);
         res->namespaced = b->namespaced;
         res->has_status = b->has_status;
-        res->uses_generation = b->kind == KAS_KIND_CRD;
+        /* the registries that set metadata.generation */
+        res->uses_generation = b->kind == KAS_KIND_CRD ||
+                               strcmp(b->plural, "priorityclasses") == 0 ||
+                               strcmp(b->plural, "poddisruptionbudgets") == 0;
         res->field_paths = b->fields;
         add_res(store, res);
     }
@@ -505,11 +536,13 @@ static char **json_strv(json_object *arr)
 static gboolean crd_invalid(GError **error, const char *crd_name, const char *field,
                             const char *value, const char *why)
 {
-    g_set_error(error, KAS_ERROR, KAS_ERR_INVALID,
-                "CustomResourceDefinition.apiextensions.k8s.io \"%s\" is invalid: %s: %s%s%s%s",
-                crd_name != NULL ? crd_name : "", field, value != NULL ? "Invalid value: \"" : "",
-                value != NULL ? value : "", value != NULL ? "\": " : "", why);
-    return FALSE;
+    g_autoptr(KasFieldErrors) errs = kas_field_errors_new();
+    if (value != NULL)
+        kas_field_errors_addf(errs, field, "Invalid value: \"%s\": %s", value, why);
+    else
+        kas_field_errors_add(errs, field, why);
+    return kas_field_errors_check_kind(errs, "CustomResourceDefinition", "apiextensions.k8s.io",
+                                       crd_name, error);
 }
 
 /* Check @crd; on success fill *@versions (sorted served versions) and *@storage. */
@@ -569,6 +602,11 @@ gboolean kas_store_register_crd_locked(KasStore *store, json_object *crd, GError
     const char *storage = NULL;
     gboolean status = FALSE;
     if (!crd_check(crd, versions, &storage, &status, error))
+        return FALSE;
+    g_autoptr(KasFieldErrors) errs = kas_field_errors_new();
+    kas_schema_check_crd(crd, errs);
+    if (!kas_field_errors_check_kind(errs, "CustomResourceDefinition", "apiextensions.k8s.io",
+                                     kas_json_get_string(crd, "metadata.name"), error))
         return FALSE;
     const char *group = kas_json_get_string(crd, "spec.group");
     const char *plural = kas_json_get_string(crd, "spec.names.plural");

@@ -50,6 +50,7 @@ int main(int argc, char **argv)
     gboolean simulate = FALSE;
     gint history = (gint)opts.watch_history, queue = (gint)opts.watch_queue;
     gint bookmark = (gint)opts.bookmark_ms, max_conn = (gint)opts.max_connections;
+    gint header_timeout = (gint)opts.header_timeout;
     gint start_ms = (gint)opts.kubelet_start_ms, stop_ms = (gint)opts.kubelet_stop_ms;
     gint heartbeat = (gint)opts.heartbeat_ms, watch_timeout = (gint)opts.min_watch_timeout;
     gint64 max_body = (gint64)opts.max_body, seed = 1;
@@ -64,6 +65,7 @@ int main(int argc, char **argv)
         { "bookmark-interval", 0, 0, G_OPTION_ARG_INT, &bookmark, "Milliseconds between BOOKMARK events (default 1000)", "MS" },
         { "max-body", 0, 0, G_OPTION_ARG_INT64, &max_body, "Request body limit in bytes (default 3 MiB)", "BYTES" },
         { "max-connections", 0, 0, G_OPTION_ARG_INT, &max_conn, "Open connections before requests get 429 (default 1000)", "N" },
+        { "read-header-timeout", 0, 0, G_OPTION_ARG_INT, &header_timeout, "Seconds a connection has to send a complete request header (default 10)", "S" },
         { "min-watch-timeout", 0, 0, G_OPTION_ARG_INT, &watch_timeout, "Watches without timeoutSeconds end after [S, 2S) seconds (default 1800)", "S" },
         { "kubelet-start-delay", 0, 0, G_OPTION_ARG_INT, &start_ms, "Simulated kubelet: ms from binding to Running (default 100)", "MS" },
         { "kubelet-stop-delay", 0, 0, G_OPTION_ARG_INT, &stop_ms, "Simulated kubelet: ms to confirm a pod deletion (default 100)", "MS" },
@@ -94,6 +96,7 @@ int main(int argc, char **argv)
     opts.bookmark_ms = (guint)bookmark;
     opts.max_body = (gsize)max_body;
     opts.max_connections = (guint)max_conn;
+    opts.header_timeout = (guint)MAX(header_timeout, 1);
     opts.min_watch_timeout = (guint)watch_timeout;
     opts.kubelet_start_ms = (guint)MAX(start_ms, 1);
     opts.kubelet_stop_ms = (guint)MAX(stop_ms, 1);
