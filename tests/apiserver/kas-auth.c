@@ -21,7 +21,8 @@ struct KasAuth {
     gint forbidden;
 };
 
-/* ---- request info (k8s.io/apiserver/pkg/endpoints/request/requestinfo.go) ----------------------- */
+/* ---- request info (k8s.io/apiserver/pkg/endpoints/request/requestinfo.go) -----------------------
+ */
 
 /* metainternalversion's bool conversion: present and neither "0" nor "false" (any case). */
 static gboolean query_bool(GHashTable *query, const char *key)
@@ -49,9 +50,9 @@ static char *field_selector_name(const char *sel)
             continue;
         }
         const char *t = term->str;
-        const char *v = g_str_has_prefix(t, "metadata.name==") ? t + 15
+        const char *v = g_str_has_prefix(t, "metadata.name==")  ? t + 15
                         : g_str_has_prefix(t, "metadata.name=") ? t + 14
-                                                                 : NULL;
+                                                                : NULL;
         if (v != NULL && found == NULL) {
             GString *un = g_string_new(NULL);
             for (const char *q = v; *q != '\0'; q++)
@@ -64,8 +65,8 @@ static char *field_selector_name(const char *sel)
     }
     g_string_free(term, TRUE);
     /* path.IsValidPathSegmentName */
-    if (found != NULL && (strcmp(found, ".") == 0 || strcmp(found, "..") == 0 ||
-                          strpbrk(found, "/%") != NULL)) {
+    if (found != NULL &&
+        (strcmp(found, ".") == 0 || strcmp(found, "..") == 0 || strpbrk(found, "/%") != NULL)) {
         g_clear_pointer(&found, g_free);
     }
     return found;
@@ -179,7 +180,8 @@ void kas_request_info_clear(KasRequestInfo *info)
     memset(info, 0, sizeof *info);
 }
 
-/* ---- the token file (k8s.io/apiserver/plugin/pkg/authenticator/token/tokenfile) ----------------- */
+/* ---- the token file (k8s.io/apiserver/plugin/pkg/authenticator/token/tokenfile) -----------------
+ */
 
 /* One CSV record starting at *@p (encoding/csv: quoted fields with "" for a quote); advances *@p
  * past the line. NULL for a blank line. */
@@ -255,8 +257,8 @@ static gboolean load_tokens(KasAuth *auth, const char *file, GError **error)
         g_autoptr(GError) local = NULL;
         g_autoptr(GPtrArray) r = csv_record(&p, end, &local);
         if (local != NULL) {
-            g_set_error(error, KB_ERROR, KB_ERROR_CONFIG, "--token-auth-file %s: line %u: %s",
-                        file, line, local->message);
+            g_set_error(error, KB_ERROR, KB_ERROR_CONFIG, "--token-auth-file %s: line %u: %s", file,
+                        line, local->message);
             return FALSE;
         }
         if (r == NULL)
@@ -287,7 +289,8 @@ static gboolean load_tokens(KasAuth *auth, const char *file, GError **error)
     return TRUE;
 }
 
-/* ---- authentication ------------------------------------------------------------------------------ */
+/* ---- authentication
+ * ------------------------------------------------------------------------------ */
 
 static void add_group(GPtrArray *groups, const char *g)
 {
@@ -337,7 +340,8 @@ KasUser *kas_auth_authenticate(KasAuth *auth, const char *authorization)
     return kas_user_new("system:anonymous", "", anon_groups);
 }
 
-/* ---- authorization ------------------------------------------------------------------------------- */
+/* ---- authorization
+ * ------------------------------------------------------------------------------- */
 
 gboolean kas_auth_authorize(KasAuth *auth, const KasAttrs *attrs, char **reason)
 {
@@ -377,7 +381,8 @@ gboolean kas_auth_authorize(KasAuth *auth, const KasAttrs *attrs, char **reason)
     return allowed;
 }
 
-/* ---- replies ------------------------------------------------------------------------------------- */
+/* ---- replies
+ * ------------------------------------------------------------------------------------- */
 
 static void status_reply(KasReply *reply, guint code, const char *reason, const char *message,
                          json_object *details)
@@ -427,8 +432,8 @@ static void forbidden_reply(KasReply *reply, const KasAttrs *a, const char *reas
     const char *group = a->resource_request && a->group != NULL ? a->group : "";
     const char *resource = a->resource_request && a->resource != NULL ? a->resource : "";
     const char *name = a->resource_request && a->name != NULL ? a->name : "";
-    g_autofree char *qualified = group[0] != '\0' ? g_strdup_printf("%s.%s", resource, group)
-                                                  : g_strdup(resource);
+    g_autofree char *qualified =
+            group[0] != '\0' ? g_strdup_printf("%s.%s", resource, group) : g_strdup(resource);
     g_autofree char *message = NULL;
     if (group[0] == '\0' && resource[0] == '\0')
         message = g_strdup_printf("forbidden: %s", what);
@@ -447,7 +452,8 @@ static void forbidden_reply(KasReply *reply, const KasAttrs *a, const char *reas
     g_message("forbidden: %s", message);
 }
 
-/* ---- access reviews (pkg/registry/authorization) ------------------------------------------------- */
+/* ---- access reviews (pkg/registry/authorization)
+ * ------------------------------------------------- */
 
 static const char *const res_attr_keys[] = {"namespace", "verb",        "group", "version",
                                             "resource",  "subresource", "name",  NULL};
@@ -468,12 +474,135 @@ static json_object *attrs_echo(json_object *in, const char *const *keys)
     return out;
 }
 
-static void invalid_review(KasReply *reply, const char *kind, const char *field,
-                           const char *value, const char *detail)
+/* ---- the protobuf form of a review (k8s.io/api/authorization/v1/generated.proto) ------------- */
+
+#define PROTOBUF_TYPE "application/vnd.kubernetes.protobuf"
+
+typedef struct {
+    const guchar *p, *end;
+} Pb;
+
+static gboolean pb_varint(Pb *b, guint64 *v)
+{
+    *v = 0;
+    for (guint shift = 0; b->p < b->end && shift < 64; shift += 7) {
+        guchar c = *b->p++;
+        *v |= (guint64)(c & 0x7f) << shift;
+        if ((c & 0x80) == 0)
+            return TRUE;
+    }
+    return FALSE;
+}
+
+/* The next field: its number and, for length-delimited ones, its bytes in *@sub (others are
+ * skipped: *@sub is empty). FALSE at the end or on malformed input (*@bad set). */
+static gboolean pb_next(Pb *b, guint *num, Pb *sub, gboolean *bad)
+{
+    guint64 key, len;
+    if (b->p >= b->end)
+        return FALSE;
+    if (!pb_varint(b, &key))
+        return !(*bad = TRUE);
+    *num = (guint)(key >> 3);
+    sub->p = sub->end = b->p;
+    switch (key & 7) {
+    case 0:
+        return pb_varint(b, &len) || !(*bad = TRUE);
+    case 1:
+    case 5:
+        len = (key & 7) == 1 ? 8 : 4;
+        break;
+    case 2:
+        if (!pb_varint(b, &len))
+            return !(*bad = TRUE);
+        break;
+    default:
+        return !(*bad = TRUE);
+    }
+    if (len > (guint64)(b->end - b->p))
+        return !(*bad = TRUE);
+    if ((key & 7) == 2) {
+        sub->p = b->p;
+        sub->end = b->p + len;
+    }
+    b->p += len;
+    return TRUE;
+}
+
+static void pb_string(json_object *obj, const char *key, Pb s)
+{
+    json_object_object_add(obj, key,
+                           json_object_new_string_len((const char *)s.p, (int)(s.end - s.p)));
+}
+
+/* Attributes message @b with string fields named by @keys (field i+1 is keys[i]). */
+static json_object *pb_attrs(Pb b, const char *const *keys, gboolean *bad)
+{
+    json_object *o = json_object_new_object();
+    guint num;
+    Pb sub;
+    while (pb_next(&b, &num, &sub, bad))
+        if (num >= 1 && num <= g_strv_length((char **)keys))
+            pb_string(o, keys[num - 1], sub);
+    return o;
+}
+
+static json_object *pb_spec(Pb b, gboolean *bad)
+{
+    json_object *spec = json_object_new_object();
+    json_object *groups = json_object_new_array();
+    guint num;
+    Pb sub;
+    while (pb_next(&b, &num, &sub, bad)) {
+        if (num == 1)
+            json_object_object_add(spec, "resourceAttributes", pb_attrs(sub, res_attr_keys, bad));
+        else if (num == 2)
+            json_object_object_add(spec, "nonResourceAttributes",
+                                   pb_attrs(sub, nonres_attr_keys, bad));
+        else if (num == 3)
+            pb_string(spec, "user", sub);
+        else if (num == 4)
+            json_object_array_add(groups, json_object_new_string_len((const char *)sub.p,
+                                                                     (int)(sub.end - sub.p)));
+        else if (num == 6)
+            pb_string(spec, "uid", sub);
+    }
+    json_object_object_add(spec, "groups", groups);
+    return spec;
+}
+
+/* "k8s\0" + runtime.Unknown{raw: SubjectAccessReview{spec}} as the JSON the rest reads. */
+static json_object *review_from_protobuf(const guchar *data, gsize len, GError **error)
+{
+    gboolean bad = FALSE;
+    json_object *out = NULL;
+    if (len >= 4 && memcmp(data, "k8s", 4) == 0) {
+        Pb unknown = {data + 4, data + len}, sub, raw = {NULL, NULL};
+        guint num;
+        while (pb_next(&unknown, &num, &sub, &bad))
+            if (num == 2)
+                raw = sub;
+        out = json_object_new_object();
+        while (!bad && raw.p != NULL && pb_next(&raw, &num, &sub, &bad))
+            if (num == 2)
+                json_object_object_add(out, "spec", pb_spec(sub, &bad));
+    } else {
+        bad = TRUE;
+    }
+    if (bad) {
+        json_object_put(out);
+        g_set_error(error, KB_ERROR, KB_ERROR_INVALID, "malformed protobuf review");
+        return NULL;
+    }
+    return out;
+}
+
+static void invalid_review(KasReply *reply, const char *kind, const char *field, const char *value,
+                           const char *detail)
 {
     g_autofree char *cause = g_strdup_printf("Invalid value: %s: %s", value, detail);
-    g_autofree char *msg = g_strdup_printf("%s." AUTHZ_GROUP " \"\" is invalid: %s: %s", kind,
-                                           field, cause);
+    g_autofree char *msg =
+            g_strdup_printf("%s." AUTHZ_GROUP " \"\" is invalid: %s: %s", kind, field, cause);
     json_object *details = json_object_new_object();
     kas_json_set_string(details, "group", AUTHZ_GROUP);
     kas_json_set_string(details, "kind", kind);
@@ -516,10 +645,23 @@ static void serve_review(KasAuth *auth, const KasRequest *req, const KasUser *se
 {
     const char *kind = is_self ? "SelfSubjectAccessReview" : "SubjectAccessReview";
     g_autoptr(GError) error = NULL;
-    json_object *body = kas_json_parse(req->body != NULL ? req->body : "", req->body_len, &error);
+    json_object *body = NULL;
+    if (req->content_type != NULL && g_str_has_prefix(req->content_type, PROTOBUF_TYPE)) {
+        /* kubectl auth can-i sends protobuf (and accepts JSON back). */
+        body = review_from_protobuf((const guchar *)req->body, req->body_len, &error);
+    } else if (req->content_type != NULL && strstr(req->content_type, "json") == NULL) {
+        g_autofree char *msg = g_strdup_printf(
+                "the body of the request was in an unknown format - accepted media types "
+                "include: application/json, application/yaml, " PROTOBUF_TYPE " (got \"%s\")",
+                req->content_type);
+        status_reply(reply, 415, "UnsupportedMediaType", msg, NULL);
+        return;
+    } else {
+        body = kas_json_parse(req->body != NULL ? req->body : "", req->body_len, &error);
+    }
     if (body == NULL) {
-        g_autofree char *msg = g_strdup_printf("couldn't decode the request body: %s",
-                                               error->message);
+        g_autofree char *msg =
+                g_strdup_printf("couldn't decode the request body: %s", error->message);
         status_reply(reply, 400, "BadRequest", msg, NULL);
         return;
     }
@@ -583,7 +725,8 @@ static void serve_review(KasAuth *auth, const KasRequest *req, const KasUser *se
     json_object_put(body);
 }
 
-/* ---- the hook ------------------------------------------------------------------------------------ */
+/* ---- the hook
+ * ------------------------------------------------------------------------------------ */
 
 static gboolean review_path(const KasRequestInfo *ri, gboolean *is_self)
 {
@@ -628,8 +771,7 @@ gboolean kas_auth_serve(KasAuth *auth, const KasRequest *req, const char *author
             serve_review(auth, req, user, is_self, reply);
         else
             status_reply(reply, 405, "MethodNotAllowed",
-                         "the server does not allow this method on the requested resource",
-                         NULL);
+                         "the server does not allow this method on the requested resource", NULL);
     } else {
         answered = FALSE;
     }
@@ -637,7 +779,8 @@ gboolean kas_auth_serve(KasAuth *auth, const KasRequest *req, const char *author
     return answered;
 }
 
-/* ---- life cycle ---------------------------------------------------------------------------------- */
+/* ---- life cycle
+ * ---------------------------------------------------------------------------------- */
 
 static gboolean parse_modes(KasAuth *auth, const char *spec, GError **error)
 {
@@ -675,13 +818,12 @@ static gboolean parse_modes(KasAuth *auth, const char *spec, GError **error)
 KasAuth *kas_auth_new(KasStore *store, const KasAuthOptions *opts, GError **error)
 {
     g_autoptr(KasAuth) auth = g_new0(KasAuth, 1);
-    auth->tokens = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
-                                         (GDestroyNotify)kas_user_free);
+    auth->tokens =
+            g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)kas_user_free);
     auth->modes = g_array_new(FALSE, FALSE, sizeof(Mode));
     auth->rbac = kas_rbac_new(store);
-    const char *modes = opts != NULL && opts->authorization_mode != NULL
-                                ? opts->authorization_mode
-                                : "AlwaysAllow";
+    const char *modes = opts != NULL && opts->authorization_mode != NULL ? opts->authorization_mode
+                                                                         : "AlwaysAllow";
     if (!parse_modes(auth, modes, error))
         return NULL;
     if (opts != NULL && opts->token_file != NULL) {

@@ -9,7 +9,8 @@
 #define RBAC_GROUP "rbac.authorization.k8s.io"
 #define SA_PREFIX  "system:serviceaccount:"
 
-/* ---- users ------------------------------------------------------------------------------------ */
+/* ---- users ------------------------------------------------------------------------------------
+ */
 
 KasUser *kas_user_new(const char *name, const char *uid, const char *const *groups)
 {
@@ -40,7 +41,8 @@ gboolean kas_user_in_group(const KasUser *user, const char *group)
     return user->groups != NULL && g_strv_contains((const char *const *)user->groups, group);
 }
 
-/* ---- the compiled policy ------------------------------------------------------------------------ */
+/* ---- the compiled policy ------------------------------------------------------------------------
+ */
 
 typedef struct {
     char **verbs, **groups, **resources, **names, **urls;
@@ -65,8 +67,8 @@ typedef struct {
     gint ref;
     guint64 signature_rv;
     guint signature_count;
-    GHashTable *cluster_roles; /* name -> Role */
-    GHashTable *roles;         /* "ns/name" -> Role */
+    GHashTable *cluster_roles;   /* name -> Role */
+    GHashTable *roles;           /* "ns/name" -> Role */
     GPtrArray *cluster_bindings; /* Binding, by name */
     GPtrArray *bindings;         /* Binding, by namespace and name */
 } Policy;
@@ -146,9 +148,8 @@ static Role *role_compile(json_object *obj)
     role->rules = g_array_new(FALSE, TRUE, sizeof(Rule));
     g_array_set_clear_func(role->rules, rule_clear);
     json_object *rules = kas_json_get(obj, "rules");
-    for (size_t i = 0; json_object_is_type(rules, json_type_array) &&
-                       i < json_object_array_length(rules);
-         i++) {
+    for (size_t i = 0;
+         json_object_is_type(rules, json_type_array) && i < json_object_array_length(rules); i++) {
         json_object *r = json_object_array_get_idx(rules, i);
         Rule rule = {
                 .verbs = strv_field(r, "verbs"),
@@ -174,8 +175,8 @@ static Binding *binding_compile(json_object *obj, const char *ns)
     b->subjects = g_array_new(FALSE, TRUE, sizeof(Subject));
     g_array_set_clear_func(b->subjects, subject_clear);
     json_object *subjects = kas_json_get(obj, "subjects");
-    for (size_t i = 0; json_object_is_type(subjects, json_type_array) &&
-                       i < json_object_array_length(subjects);
+    for (size_t i = 0;
+         json_object_is_type(subjects, json_type_array) && i < json_object_array_length(subjects);
          i++) {
         json_object *s = json_object_array_get_idx(subjects, i);
         const char *sk = kas_json_get_string(s, "kind");
@@ -302,7 +303,8 @@ void kas_rbac_free(KasRbac *rbac)
     g_free(rbac);
 }
 
-/* ---- rule matching (rbac/v1 evaluation_helpers.go) ---------------------------------------------- */
+/* ---- rule matching (rbac/v1 evaluation_helpers.go) ----------------------------------------------
+ */
 
 static gboolean has(char **v, const char *s)
 {
@@ -324,8 +326,7 @@ static gboolean resource_matches(const Rule *r, const char *combined, const char
         if (strcmp(rr, "*") == 0 || strcmp(rr, combined) == 0)
             return TRUE;
         /* "*\/scale" matches the scale subresource of every resource. */
-        if (sub != NULL && sub[0] != '\0' && g_str_has_prefix(rr, "*/") &&
-            strcmp(rr + 2, sub) == 0)
+        if (sub != NULL && sub[0] != '\0' && g_str_has_prefix(rr, "*/") && strcmp(rr + 2, sub) == 0)
             return TRUE;
     }
     return FALSE;
@@ -365,7 +366,8 @@ static gboolean rule_allows(const Rule *r, const KasAttrs *a)
     return r->names[0] == NULL || has(r->names, a->name != NULL ? a->name : "");
 }
 
-/* ---- subjects and bindings (rbac.go, rule.go) --------------------------------------------------- */
+/* ---- subjects and bindings (rbac.go, rule.go) ---------------------------------------------------
+ */
 
 static gboolean sa_matches(const char *ns, const char *name, const char *user)
 {
@@ -400,7 +402,8 @@ static char *describe_subject(const Subject *s, const char *binding_ns)
 {
     if (strcmp(s->kind, "ServiceAccount") == 0) {
         /* The real describer prints name/namespace, in that order. */
-        g_autofree char *who = g_strdup_printf("%s/%s", s->name, s->ns[0] != '\0' ? s->ns : binding_ns);
+        g_autofree char *who =
+                g_strdup_printf("%s/%s", s->name, s->ns[0] != '\0' ? s->ns : binding_ns);
         return g_strdup_printf("%s \"%s\"", s->kind, who);
     }
     return g_strdup_printf("%s \"%s\"", s->kind, s->name);
@@ -504,7 +507,8 @@ gboolean kas_rbac_authorize(KasRbac *rbac, const KasAttrs *a, char **reason)
     return ok;
 }
 
-/* ---- the bootstrap policy (plugin/pkg/auth/authorizer/rbac/bootstrappolicy, 1.19) ---------------- */
+/* ---- the bootstrap policy (plugin/pkg/auth/authorizer/rbac/bootstrappolicy, 1.19)
+ * ---------------- */
 
 static const char bootstrap_roles[] =
         "["
@@ -554,8 +558,8 @@ static void bootstrap_create(KasStore *store, const char *plural, json_object *o
     if (o != NULL)
         kas_obj_unref(o);
     else if (!g_error_matches(error, KAS_ERROR, KAS_ERR_ALREADY_EXISTS))
-        g_warning("rbac bootstrap: %s %s: %s", plural,
-                  kas_json_get_string(obj, "metadata.name"), error->message);
+        g_warning("rbac bootstrap: %s %s: %s", plural, kas_json_get_string(obj, "metadata.name"),
+                  error->message);
 }
 
 void kas_rbac_bootstrap(KasStore *store)
@@ -566,8 +570,7 @@ void kas_rbac_bootstrap(KasStore *store)
         json_object *obj = json_object_new_object();
         kas_json_set_string(obj, "apiVersion", RBAC_GROUP "/v1");
         kas_json_set_string(obj, "kind", "ClusterRole");
-        json_object_object_add(obj, "metadata",
-                               bootstrap_meta(kas_json_get_string(r, "name")));
+        json_object_object_add(obj, "metadata", bootstrap_meta(kas_json_get_string(r, "name")));
         json_object_object_add(obj, "rules", json_object_get(kas_json_get(r, "rules")));
         bootstrap_create(store, "clusterroles", obj);
         json_object_put(obj);

@@ -3,9 +3,10 @@
  * (plugin/pkg/auth/authorizer/rbac) decides: the ClusterRoles, Roles, ClusterRoleBindings and
  * RoleBindings stored in the server (rbac.authorization.k8s.io/v1), rules matching on verbs,
  * apiGroups, resources ("pods/binding", a star, a star before "/status"), resourceNames and
- * nonResourceURLs (exact, or a prefix ending in a star). Role aggregation is not evaluated (an aggregated role counts with the rules it
- * has stored). The bootstrap policy a client relies on (cluster-admin for system:masters,
- * system:discovery, system:basic-user, system:public-info-viewer) is created at start.
+ * nonResourceURLs (exact, or a prefix ending in a star). Role aggregation is not evaluated (an
+ * aggregated role counts with the rules it has stored). The bootstrap policy a client relies on
+ * (cluster-admin for system:masters, system:discovery, system:basic-user,
+ * system:public-info-viewer) is created at start.
  *
  * The stored objects are compiled into a snapshot that is rebuilt only when one of them
  * changed, so a decision costs no JSON parsing. Thread-safe.
