@@ -139,9 +139,15 @@ static void real_server_nodes(Env *e)
                "not run (the TFJob case is skipped)\n",
                kb_test_cluster_name(e->cluster), bin != NULL ? bin : "build/default/bin");
     g_free(admin(e, real_nodes, "create", "-f", "-", NULL));
-    for (const char *const *n = (const char *const[]){"gpu-0", "gpu-1", NULL}; *n != NULL; n++)
+    /* Ready, and without the not-ready taint the server puts on a new node (no node lifecycle
+     * controller runs to take it off). */
+    for (const char *const *n = (const char *const[]){"gpu-0", "gpu-1", NULL}; *n != NULL; n++) {
         g_free(admin(e, NULL, "patch", "node", *n, "--subresource=status", "--type=merge", "-p",
                      real_node_status, NULL));
+        int st = -1;
+        g_free(kubectl_as(e, KB_TEST_ADMIN, NULL, &st, "taint", "node", *n,
+                          "node.kubernetes.io/not-ready:NoSchedule-", NULL));
+    }
 }
 
 static KbTestDaemon *spawn(Env *e, const char *name, const char *identity, const char *const *extra)
