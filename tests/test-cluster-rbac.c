@@ -106,11 +106,11 @@ static void apply_file(Env *e, const char *rel)
 /* ---- setup ---------------------------------------------------------------------------------- */
 
 /* The real server's nodes when no kb-kubelet runs them: created Ready by the admin. */
-static const char real_nodes[] = "apiVersion: v1\nkind: List\nitems:\n"
-                                 "- {apiVersion: v1, kind: Node, metadata: {name: gpu-0, labels: "
-                                 "{topology.kubernetes.io/rack: rack-0}}}\n"
-                                 "- {apiVersion: v1, kind: Node, metadata: {name: gpu-1, labels: "
-                                 "{topology.kubernetes.io/rack: rack-0}}}\n";
+static const char real_nodes[] =
+        "apiVersion: v1\nkind: Node\nmetadata: {name: gpu-0, labels: "
+        "{topology.kubernetes.io/rack: rack-0}}\n---\n"
+        "apiVersion: v1\nkind: Node\nmetadata: {name: gpu-1, labels: "
+        "{topology.kubernetes.io/rack: rack-0}}\n";
 static const char real_node_status[] =
         "{\"status\":{\"capacity\":{\"cpu\":\"64\",\"memory\":\"512Gi\",\"pods\":\"110\","
         "\"nvidia.com/gpu\":\"8\"},\"allocatable\":{\"cpu\":\"64\",\"memory\":\"512Gi\","
