@@ -106,11 +106,10 @@ static void apply_file(Env *e, const char *rel)
 /* ---- setup ---------------------------------------------------------------------------------- */
 
 /* The real server's nodes when no kb-kubelet runs them: created Ready by the admin. */
-static const char real_nodes[] =
-        "apiVersion: v1\nkind: Node\nmetadata: {name: gpu-0, labels: "
-        "{topology.kubernetes.io/rack: rack-0}}\n---\n"
-        "apiVersion: v1\nkind: Node\nmetadata: {name: gpu-1, labels: "
-        "{topology.kubernetes.io/rack: rack-0}}\n";
+static const char real_nodes[] = "apiVersion: v1\nkind: Node\nmetadata: {name: gpu-0, labels: "
+                                 "{topology.kubernetes.io/rack: rack-0}}\n---\n"
+                                 "apiVersion: v1\nkind: Node\nmetadata: {name: gpu-1, labels: "
+                                 "{topology.kubernetes.io/rack: rack-0}}\n";
 static const char real_node_status[] =
         "{\"status\":{\"capacity\":{\"cpu\":\"64\",\"memory\":\"512Gi\",\"pods\":\"110\","
         "\"nvidia.com/gpu\":\"8\"},\"allocatable\":{\"cpu\":\"64\",\"memory\":\"512Gi\","
@@ -175,7 +174,7 @@ static void test_setup(gconstpointer data)
     const char *kas_args[] = {"--simulate-kubelet", "--nodes", nodes, NULL};
     e->cluster = kb_test_cluster_start(e->kind, kas_args, &error);
     g_assert_no_error(error);
-    g_printerr("# cluster-rbac: running against %s at %s\n", kb_test_cluster_name(e->cluster),
+    g_printerr("# report: cluster-rbac: ran against %s at %s\n", kb_test_cluster_name(e->cluster),
                kb_test_cluster_url(e->cluster));
     apply_file(e, "deploy/crds");
     apply_file(e, "deploy/rbac.yaml");
@@ -482,7 +481,7 @@ static void add_suite(Env *e, const char *server)
 
 static void skip_real(gconstpointer why)
 {
-    g_printerr("# cluster-rbac: skipped the real kube-apiserver: %s\n", (const char *)why);
+    g_printerr("# report: cluster-rbac: skipped the real kube-apiserver: %s\n", (const char *)why);
     g_test_skip(why);
 }
 
