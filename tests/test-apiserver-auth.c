@@ -395,6 +395,16 @@ static void test_kubectl_as_service_account(void)
     g_assert_cmpstr(g_strstrip(out), ==, "no");
     g_clear_pointer(&out, g_free);
     g_clear_pointer(&err, g_free);
+    /* The server's certificate verifies only against the test CA. */
+    g_autofree char *other = g_build_filename(srcdir(), "tests/data/tls/other-ca.pem", NULL);
+    g_autofree char *ca_flag = g_strdup_printf("--certificate-authority=%s", other);
+    const char *wrong_ca[] = {ca_flag, "get", "pods", "-n", "conformance", NULL};
+    g_assert_true(kb_test_cluster_kubectl(cluster, KB_TEST_SCHEDULER, wrong_ca, NULL, &out, &err,
+                                          &st, &error));
+    g_assert_cmpint(st, !=, 0);
+    g_assert_nonnull(strstr(err, "certificate"));
+    g_clear_pointer(&out, g_free);
+    g_clear_pointer(&err, g_free);
     const char *nodes[] = {"get", "nodes", NULL};
     g_assert_true(kb_test_cluster_kubectl(cluster, KB_TEST_SCHEDULER, nodes, NULL, &out, &err, &st,
                                           &error));
