@@ -80,6 +80,15 @@ static gboolean dns_label_ok(const char *s, gsize start, gsize end)
 static gboolean name_ok(const KasRes *res, const char *name, const char **why)
 {
     gsize n = strlen(name);
+    if (strcmp(res->group, "rbac.authorization.k8s.io") == 0) {
+        /* RBAC names are path segments (ValidateRBACName): "system:discovery" is one. */
+        *why = strcmp(name, ".") == 0 ? "may not be '.'"
+               : strcmp(name, "..") == 0 ? "may not be '..'"
+               : strchr(name, '/') != NULL ? "may not contain '/'"
+                                           : "may not contain '%'";
+        return n > 0 && strcmp(name, ".") != 0 && strcmp(name, "..") != 0 &&
+               strpbrk(name, "/%") == NULL;
+    }
     gboolean label_only = res->kind == KAS_KIND_NAMESPACE || res->kind == KAS_KIND_SERVICE;
     if (label_only) {
         *why = "a DNS-1123 label must consist of lower case alphanumeric characters or "

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 
 #include "kube/kb-error.h"
+#include "tests/apiserver/kas-auth.h"
 #include "tests/apiserver/kas-faults.h"
 #include "tests/apiserver/kas-kubelet.h"
 #include "tests/apiserver/kas-nodes.h"
@@ -28,6 +29,9 @@ struct KasServer {
     KasFaults *faults;
     KasKubelet *kubelet;
     KasRestContext rest;
+    KasAuth *auth;
+    char *tls_cert; /* PEM, alive as long as the daemon */
+    char *tls_key;
     struct MHD_Daemon *daemon;
     guint port;
     gint connections; /* connections that have sent a complete request header */
@@ -277,9 +281,13 @@ static void admin(KasServer *srv, const char *method, const char *path, ReqCtx *
         kas_store_lock(srv->store);
         guint64 rv = kas_store_rv_locked(srv->store);
         kas_store_unlock(srv->store);
+        guint64 unauthorized = 0, forbidden = 0;
+        kas_auth_counts(srv->auth, &unauthorized, &forbidden);
         g_string_printf(reply->body,
-                        "{\"resourceVersion\":%" G_GUINT64_FORMAT ",\"watchers\":%u,\"connections\":%d}",
-                        rv, kas_store_watcher_count(srv->store), g_atomic_int_get(&srv->connections));
+                        "{\"resourceVersion\":%" G_GUINT64_FORMAT ",\"watchers\":%u,\"connections\":%d,"
+                        "\"unauthorized\":%" G_GUINT64_FORMAT ",\"forbidden\":%" G_GUINT64_FORMAT "}",
+                        rv, kas_store_watcher_count(srv->store), g_atomic_int_get(&srv->connections),
+                        unauthorized, forbidden);
     } else {
         kas_reply_error(reply, KAS_ERR_NOT_FOUND, "no such admin endpoint", NULL, NULL);
     }
@@ -307,6 +315,24 @@ static enum MHD_Result handle(KasServer *srv, struct MHD_Connection *conn, const
         kas_reply_clear(&reply);
         return r;
     }
+    g_autoptr(GHashTable) query = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_arg, query);
+    KasRequest req = {
+        .method = method,
+        .path = url,
+        .query = query,
+        .accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT),
+        .content_type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE),
+        .body = rc->body->str,
+        .body_len = rc->body->len,
+    };
+    /* Authentication and authorization come first, as in kube-apiserver's handler chain. */
+    const char *authz = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (kas_auth_serve(srv->auth, &req, authz, &reply)) {
+        enum MHD_Result r = queue_reply(conn, &reply);
+        kas_reply_clear(&reply);
+        return r;
+    }
     KasFaultAction fa;
     kas_faults_request(srv->faults, method, url, &fa);
     if (fa.latency_ms > 0)
@@ -321,17 +347,6 @@ static enum MHD_Result handle(KasServer *srv, struct MHD_Connection *conn, const
         kas_reply_clear(&reply);
         return r;
     }
-    g_autoptr(GHashTable) query = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-    MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_arg, query);
-    KasRequest req = {
-        .method = method,
-        .path = url,
-        .query = query,
-        .accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT),
-        .content_type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE),
-        .body = rc->body->str,
-        .body_len = rc->body->len,
-    };
     kas_rest_handle(&srv->rest, &req, &reply);
     enum MHD_Result r;
     if (reply.watcher != NULL)
@@ -467,9 +482,18 @@ static gboolean start_daemon(KasServer *srv, GError **error)
     g_autofree char *host = NULL;
     if (!parse_listen(srv->listen, &addr, &host, error))
         return FALSE;
+    gboolean tls = srv->tls_cert != NULL;
+    /* Without TLS the array is empty (its first item ends it). */
+    struct MHD_OptionItem tls_opts[] = {
+        { tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, srv->tls_cert },
+        { MHD_OPTION_HTTPS_MEM_KEY, 0, srv->tls_key },
+        { MHD_OPTION_END, 0, NULL },
+    };
     srv->daemon = MHD_start_daemon(
-        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL,
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
+            (tls ? MHD_USE_TLS : 0),
         0, NULL, NULL, access_cb, srv,
+        MHD_OPTION_ARRAY, tls_opts,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
         MHD_OPTION_NOTIFY_COMPLETED, completed_cb, srv,
         MHD_OPTION_NOTIFY_CONNECTION, connection_cb, srv,
@@ -493,7 +517,39 @@ static gboolean start_daemon(KasServer *srv, GError **error)
     socklen_t blen = sizeof bound;
     if (di != NULL && getsockname(di->listen_fd, (struct sockaddr *)&bound, &blen) == 0)
         srv->port = ntohs(bound.sin_port);
-    srv->url = g_strdup_printf("http://%s:%u", host, srv->port);
+    srv->url = g_strdup_printf("%s://%s:%u", tls ? "https" : "http", host, srv->port);
+    return TRUE;
+}
+
+/* TLS material and the authenticator/authorizer (kas-auth.h); the bootstrap RBAC policy. */
+static gboolean server_auth_init(KasServer *srv, const KasServerOptions *opts, GError **error)
+{
+    if ((opts->tls_cert_file == NULL) != (opts->tls_key_file == NULL)) {
+        g_set_error(error, KB_ERROR, KB_ERROR_CONFIG,
+                    "--tls-cert-file and --tls-private-key-file go together");
+        return FALSE;
+    }
+    if (opts->tls_cert_file != NULL) {
+        if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+            g_set_error(error, KB_ERROR, KB_ERROR_CONFIG,
+                        "--tls-cert-file: this libmicrohttpd was built without TLS support");
+            return FALSE;
+        }
+        if (!g_file_get_contents(opts->tls_cert_file, &srv->tls_cert, NULL, error)) {
+            g_prefix_error(error, "--tls-cert-file: ");
+            return FALSE;
+        }
+        if (!g_file_get_contents(opts->tls_key_file, &srv->tls_key, NULL, error)) {
+            g_prefix_error(error, "--tls-private-key-file: ");
+            return FALSE;
+        }
+    }
+    KasAuthOptions ao = { .token_file = opts->token_auth_file,
+                          .authorization_mode = opts->authorization_mode };
+    srv->auth = kas_auth_new(srv->store, &ao, error);
+    if (srv->auth == NULL)
+        return FALSE;
+    kas_rbac_bootstrap(srv->store);
     return TRUE;
 }
 
@@ -505,6 +561,8 @@ KasServer *kas_server_new(const KasServerOptions *opts, GError **error)
     srv->opts.listen = srv->listen;
     srv->opts.nodes_file = NULL;
     srv->opts.faults = NULL;
+    srv->opts.tls_cert_file = srv->opts.tls_key_file = NULL;
+    srv->opts.token_auth_file = srv->opts.authorization_mode = NULL;
     KasStoreOptions so = { .history = opts->watch_history, .watch_queue = opts->watch_queue };
     srv->store = kas_store_new(&so);
     kas_ops_bootstrap(srv->store);
@@ -526,6 +584,10 @@ KasServer *kas_server_new(const KasServerOptions *opts, GError **error)
         return NULL;
     }
     run_once(srv, once);
+    if (!server_auth_init(srv, opts, error)) {
+        kas_server_free(srv);
+        return NULL;
+    }
     if (!start_daemon(srv, error)) {
         kas_server_free(srv);
         return NULL;
@@ -563,6 +625,9 @@ void kas_server_free(KasServer *srv)
     kas_kubelet_free(srv->kubelet);
     kas_store_free(srv->store);
     kas_faults_free(srv->faults);
+    kas_auth_free(srv->auth);
+    g_free(srv->tls_cert);
+    g_free(srv->tls_key);
     g_free(srv->listen);
     g_free(srv->url);
     g_free(srv);

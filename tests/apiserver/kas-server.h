@@ -9,7 +9,9 @@
  *   POST /admin/faults          body: a fault SPEC replacing the active rules ("" clears)
  *   POST /admin/restart         simulate a restart: close every watch, drop the history
  *   POST /admin/expire-history  drop the watch history (older resourceVersions get 410)
- *   GET  /admin/stats           {"resourceVersion":N,"watchers":N,"connections":N}
+ *   GET  /admin/stats           {"resourceVersion":N,"watchers":N,"connections":N,
+ *                                "unauthorized":N,"forbidden":N} (401s and 403s answered)
+ * The admin endpoints need no credentials (they are for tests, not part of the API).
  */
 #pragma once
 
@@ -34,6 +36,12 @@ typedef struct {
     guint kubelet_start_ms;    /* simulated kubelet: bound -> Running (default 100) */
     guint kubelet_stop_ms;     /* simulated kubelet: deletion confirmed (default 100) */
     guint heartbeat_ms;        /* simulated kubelet: lease renewal (default 10000) */
+    /* HTTPS with these PEM files (both or neither; NULL: plain HTTP). */
+    const char *tls_cert_file;
+    const char *tls_key_file;
+    /* Authentication and authorization (see kas-auth.h); NULL: everyone may do everything. */
+    const char *token_auth_file;
+    const char *authorization_mode; /* "AlwaysAllow" (default), "RBAC", "Node,RBAC", ... */
 } KasServerOptions;
 
 typedef struct KasServer KasServer;
@@ -46,7 +54,7 @@ void kas_server_options_init(KasServerOptions *opts);
 KasServer *kas_server_new(const KasServerOptions *opts, GError **error);
 
 guint kas_server_port(KasServer *srv);
-/* "http://HOST:PORT" (borrowed). */
+/* "http://HOST:PORT", or "https://HOST:PORT" with TLS (borrowed). */
 const char *kas_server_url(KasServer *srv);
 KasStore *kas_server_store(KasServer *srv);
 

@@ -94,6 +94,7 @@ static const Builtin builtins[] = {
       "PodDisruptionBudget", "pdb", NULL, TRUE, TRUE, NULL },
     { KAS_KIND_GENERIC, "events.k8s.io", "v1,v1beta1", "events", "event", "Event", "ev", NULL,
       TRUE, FALSE, NULL },
+    /* RBAC objects: stored and served; kas-rbac.c evaluates them. */
     { KAS_KIND_GENERIC, "rbac.authorization.k8s.io", "v1", "clusterroles", "clusterrole",
       "ClusterRole", NULL, NULL, FALSE, FALSE, NULL },
     { KAS_KIND_GENERIC, "rbac.authorization.k8s.io", "v1", "clusterrolebindings",

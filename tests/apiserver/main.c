@@ -31,9 +31,20 @@ static const char description[] =
     "  e.g.    --faults 'error=503,method=POST,path=*binding,fraction=0.1;latency=5'\n"
     "\n"
     "Admin endpoints: GET/POST /admin/faults, POST /admin/restart, POST /admin/expire-history,\n"
-    "GET /admin/stats.\n"
+    "GET /admin/stats (with the counts of 401 and 403 answers). They need no credentials.\n"
     "\n"
-    "Not supported: server-side apply, dry-run, protobuf, authentication, admission webhooks,\n"
+    "Security (as kube-apiserver 1.19): --tls-cert-file/--tls-private-key-file serve HTTPS.\n"
+    "--token-auth-file reads token,user,uid[,\"group1,group2\"] lines; an unknown bearer token\n"
+    "gets 401, no credentials is system:anonymous (group system:unauthenticated); a user\n"
+    "system:serviceaccount:NS:NAME is also in system:serviceaccounts and\n"
+    "system:serviceaccounts:NS. --authorization-mode RBAC (or Node,RBAC) evaluates the stored\n"
+    "ClusterRoles, Roles and their bindings (no aggregation); system:masters may do anything;\n"
+    "the bootstrap roles system:discovery, system:basic-user, system:public-info-viewer and\n"
+    "cluster-admin exist from the start. POST authorization.k8s.io/v1 selfsubjectaccessreviews\n"
+    "and subjectaccessreviews answer what a user may do.\n"
+    "\n"
+    "Not supported: server-side apply, dry-run, protobuf, client certificates, ServiceAccount\n"
+    "token issuing, impersonation, RBAC escalation checks, admission webhooks,\n"
     "CRD schema validation and defaulting, PodDisruptionBudgets (evictions always succeed).\n";
 
 static gboolean on_signal(gpointer data)
@@ -47,6 +58,7 @@ int main(int argc, char **argv)
     KasServerOptions opts;
     kas_server_options_init(&opts);
     g_autofree char *listen = NULL, *nodes = NULL, *faults = NULL;
+    g_autofree char *tls_cert = NULL, *tls_key = NULL, *tokens = NULL, *authz = NULL;
     gboolean simulate = FALSE;
     gint history = (gint)opts.watch_history, queue = (gint)opts.watch_queue;
     gint bookmark = (gint)opts.bookmark_ms, max_conn = (gint)opts.max_connections;
@@ -70,6 +82,10 @@ int main(int argc, char **argv)
         { "kubelet-start-delay", 0, 0, G_OPTION_ARG_INT, &start_ms, "Simulated kubelet: ms from binding to Running (default 100)", "MS" },
         { "kubelet-stop-delay", 0, 0, G_OPTION_ARG_INT, &stop_ms, "Simulated kubelet: ms to confirm a pod deletion (default 100)", "MS" },
         { "heartbeat-interval", 0, 0, G_OPTION_ARG_INT, &heartbeat, "Simulated kubelet: ms between Lease renewals (default 10000)", "MS" },
+        { "tls-cert-file", 0, 0, G_OPTION_ARG_FILENAME, &tls_cert, "Serve HTTPS with this PEM certificate (chain)", "FILE" },
+        { "tls-private-key-file", 0, 0, G_OPTION_ARG_FILENAME, &tls_key, "The PEM private key of --tls-cert-file", "FILE" },
+        { "token-auth-file", 0, 0, G_OPTION_ARG_FILENAME, &tokens, "Authenticate bearer tokens from this CSV file (token,user,uid,\"group1,group2\")", "FILE" },
+        { "authorization-mode", 0, 0, G_OPTION_ARG_STRING, &authz, "Authorizers in order: AlwaysAllow (default), AlwaysDeny, RBAC, Node", "MODES" },
         { NULL },
     };
     g_autoptr(GOptionContext) oc = g_option_context_new("- in-memory Kubernetes API server for tests");
@@ -101,6 +117,10 @@ int main(int argc, char **argv)
     opts.kubelet_start_ms = (guint)MAX(start_ms, 1);
     opts.kubelet_stop_ms = (guint)MAX(stop_ms, 1);
     opts.heartbeat_ms = (guint)heartbeat;
+    opts.tls_cert_file = tls_cert;
+    opts.tls_key_file = tls_key;
+    opts.token_auth_file = tokens;
+    opts.authorization_mode = authz;
     signal(SIGPIPE, SIG_IGN);
     g_autoptr(KasServer) srv = kas_server_new(&opts, &error);
     if (srv == NULL) {

@@ -22,6 +22,9 @@ struct KbTestDaemon {
 
 static char *program_path(const char *name)
 {
+    /* An absolute path runs a program from elsewhere (etcd, a real kube-apiserver). */
+    if (g_path_is_absolute(name))
+        return g_strdup(name);
     const char *dir = g_getenv("KB_BIN_DIR");
     return g_build_filename(dir != NULL && dir[0] != '\0' ? dir : "build/default/bin", name, NULL);
 }
@@ -76,7 +79,8 @@ KbTestDaemon *kb_test_daemon_start(const char *name, const char *const *args,
     if (argv == NULL)
         return NULL;
     g_autofree char *log_path = NULL;
-    if (opts->log && (log_path = make_log_path(name, opts->log_dir, error)) == NULL)
+    g_autofree char *base = g_path_get_basename(name);
+    if (opts->log && (log_path = make_log_path(base, opts->log_dir, error)) == NULL)
         return NULL;
     GSubprocessFlags flags = opts->stdout_pipe ? G_SUBPROCESS_FLAGS_STDOUT_PIPE
                                                : (opts->log ? G_SUBPROCESS_FLAGS_STDERR_MERGE

@@ -9,7 +9,8 @@
  *   ...
  *   if (kb_test_daemon_stop(d, 7000) != 0) { g_autofree char *log = kb_test_daemon_log(d); ... }
  *
- * The program is $KB_BIN_DIR/NAME (default build/default/bin). The child is killed (SIGKILL) when
+ * The program is $KB_BIN_DIR/NAME (default build/default/bin), or NAME itself when it is an
+ * absolute path (its log is then named after its base name). The child is killed (SIGKILL) when
  * the process that started it dies, so an aborted test leaves nothing running.
  */
 #pragma once

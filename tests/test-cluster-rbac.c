@@ -1,0 +1,514 @@
+/*
+ * kube-batchd and tf-operator run the way a cluster runs them: over HTTPS with the CA verified,
+ * each with its own ServiceAccount token (kubeconfig), with leader election in the kube-batchd
+ * namespace, authorized only by deploy/rbac.yaml as shipped (applied by an admin with kubectl,
+ * with the CRDs and the default queue). A GPU gang binds completely with its gpu-ids, a pod that
+ * fits nowhere gets its PodScheduled=False condition, TFJobs of both API versions run to
+ * success, and no request of either daemon is refused (the server's 403 count and log, the
+ * daemons' logs), while the same identities are refused what the shipped roles do not grant.
+ *
+ * The suite runs against bin/kb-apiserver (--simulate-kubelet, four 8-GPU nodes) and, when
+ * KB_K8S_BIN names a directory with kube-apiserver (etcd on PATH), against a real
+ * kube-apiserver too; otherwise it says that it skipped it and why. Skipped without kubectl.
+ */
+#include <gio/gio.h>
+#include <glib.h>
+#include <string.h>
+
+#include "tests/lib/kb-test-apiserver.h"
+#include "tests/lib/kb-test-cluster.h"
+#include "tests/lib/kb-test-daemon.h"
+
+typedef struct {
+    KbTestClusterServer kind;
+    KbTestCluster *cluster;
+    KbTestDaemon *scheduler;
+    KbTestDaemon *operator_;
+    KbTestDaemon *kubelet; /* bin/kb-kubelet on a real server, when it exists */
+    gboolean ready;
+    gboolean pods_run; /* something runs pods (simulated kubelet) */
+} Env;
+
+static const char *srcdir(void)
+{
+    return g_getenv("KB_SRCDIR") != NULL ? g_getenv("KB_SRCDIR") : ".";
+}
+
+static char *src(const char *rel)
+{
+    return g_build_filename(srcdir(), rel, NULL);
+}
+
+/* `kubectl ARGS` as @who; returns stdout (newly allocated), *@status the exit status. */
+static char *kubectl_as(Env *e, const char *who, const char *stdin_text, int *status,
+                        const char *first, ...)
+{
+    g_autoptr(GPtrArray) args = g_ptr_array_new();
+    va_list ap;
+    va_start(ap, first);
+    for (const char *a = first; a != NULL; a = va_arg(ap, const char *))
+        g_ptr_array_add(args, (gpointer)a);
+    va_end(ap);
+    g_ptr_array_add(args, NULL);
+    g_autoptr(GError) error = NULL;
+    char *out = NULL;
+    g_autofree char *err = NULL;
+    int st = -1;
+    g_assert_true(kb_test_cluster_kubectl(e->cluster, who, (const char *const *)args->pdata,
+                                          stdin_text, &out, &err, &st, &error));
+    g_assert_no_error(error);
+    if (st != 0)
+        g_test_message("kubectl %s (as %s): exit %d: %s", first, who, st, err);
+    if (status != NULL)
+        *status = st;
+    return out;
+}
+
+/* As the admin; a failure fails the test. */
+static char *admin(Env *e, const char *stdin_text, const char *first, ...)
+{
+    g_autoptr(GPtrArray) args = g_ptr_array_new();
+    va_list ap;
+    va_start(ap, first);
+    for (const char *a = first; a != NULL; a = va_arg(ap, const char *))
+        g_ptr_array_add(args, (gpointer)a);
+    va_end(ap);
+    g_ptr_array_add(args, NULL);
+    g_autoptr(GError) error = NULL;
+    char *out = NULL;
+    g_autofree char *err = NULL;
+    int st = -1;
+    g_assert_true(kb_test_cluster_kubectl(e->cluster, KB_TEST_ADMIN,
+                                          (const char *const *)args->pdata, stdin_text, &out, &err,
+                                          &st, &error));
+    g_assert_no_error(error);
+    if (st != 0)
+        g_test_message("kubectl %s: exit %d: %s", first, st, err);
+    g_assert_cmpint(st, ==, 0);
+    return out;
+}
+
+/* Apply @path as the admin, retrying while a CRD it needs is not established yet (a real
+ * server takes a moment after the CRD is created). */
+static void apply_file(Env *e, const char *rel)
+{
+    g_autofree char *path = src(rel);
+    for (int i = 0; i < 60; i++) {
+        int st = -1;
+        g_autofree char *out = kubectl_as(e, KB_TEST_ADMIN, NULL, &st, "apply", "-f", path, NULL);
+        if (st == 0)
+            return;
+        g_usleep(500 * 1000);
+    }
+    g_test_fail();
+}
+
+/* ---- setup ---------------------------------------------------------------------------------- */
+
+/* The real server's nodes when no kb-kubelet runs them: created Ready by the admin. */
+static const char real_nodes[] = "apiVersion: v1\nkind: Node\nmetadata: {name: gpu-0, labels: "
+                                 "{topology.kubernetes.io/rack: rack-0}}\n---\n"
+                                 "apiVersion: v1\nkind: Node\nmetadata: {name: gpu-1, labels: "
+                                 "{topology.kubernetes.io/rack: rack-0}}\n";
+static const char real_node_status[] =
+        "{\"status\":{\"capacity\":{\"cpu\":\"64\",\"memory\":\"512Gi\",\"pods\":\"110\","
+        "\"nvidia.com/gpu\":\"8\"},\"allocatable\":{\"cpu\":\"64\",\"memory\":\"512Gi\","
+        "\"pods\":\"110\",\"nvidia.com/gpu\":\"8\"},\"conditions\":[{\"type\":\"Ready\","
+        "\"status\":\"True\",\"reason\":\"KubeletReady\",\"message\":\"test\"}]}}";
+
+static void real_server_nodes(Env *e)
+{
+    g_autofree char *kubelet = NULL;
+    const char *bin = g_getenv("KB_BIN_DIR");
+    kubelet = g_build_filename(bin != NULL ? bin : "build/default/bin", "kb-kubelet", NULL);
+    if (g_file_test(kubelet, G_FILE_TEST_IS_EXECUTABLE)) {
+        /* The simulated kubelet as its own process (it acts as the admin: node identities and
+         * the Node authorizer's graph are out of scope here). */
+        g_autofree char *nodes = src("tests/data/apiserver/nodes.yaml");
+        const char *args[] = {"--kubeconfig", kb_test_cluster_kubeconfig(e->cluster, KB_TEST_ADMIN),
+                              "--nodes", nodes, NULL};
+        KbTestDaemonOptions o = {.log = TRUE, .log_dir = kb_test_cluster_dir(e->cluster)};
+        g_autoptr(GError) error = NULL;
+        e->kubelet = kb_test_daemon_start("kb-kubelet", args, &o, &error);
+        g_assert_no_error(error);
+        e->pods_run = TRUE;
+        return;
+    }
+    g_printerr("# %s: no kb-kubelet in %s: nodes are created Ready by the admin and pods do "
+               "not run (the TFJob case is skipped)\n",
+               kb_test_cluster_name(e->cluster), bin != NULL ? bin : "build/default/bin");
+    g_free(admin(e, real_nodes, "create", "-f", "-", NULL));
+    /* Ready, and without the not-ready taint the server puts on a new node (no node lifecycle
+     * controller runs to take it off). */
+    for (const char *const *n = (const char *const[]){"gpu-0", "gpu-1", NULL}; *n != NULL; n++) {
+        g_free(admin(e, NULL, "patch", "node", *n, "--subresource=status", "--type=merge", "-p",
+                     real_node_status, NULL));
+        int st = -1;
+        g_free(kubectl_as(e, KB_TEST_ADMIN, NULL, &st, "taint", "node", *n,
+                          "node.kubernetes.io/not-ready:NoSchedule-", NULL));
+    }
+}
+
+static KbTestDaemon *spawn(Env *e, const char *name, const char *identity, const char *const *extra)
+{
+    g_autoptr(GPtrArray) argv = g_ptr_array_new();
+    g_ptr_array_add(argv, (gpointer) "--kubeconfig");
+    g_ptr_array_add(argv, (gpointer)kb_test_cluster_kubeconfig(e->cluster, identity));
+    g_ptr_array_add(argv, (gpointer) "--listen-address");
+    g_ptr_array_add(argv, (gpointer) "127.0.0.1:0");
+    for (guint i = 0; extra[i] != NULL; i++)
+        g_ptr_array_add(argv, (gpointer)extra[i]);
+    g_ptr_array_add(argv, NULL);
+    KbTestDaemonOptions o = {.log = TRUE, .log_dir = kb_test_cluster_dir(e->cluster)};
+    g_autoptr(GError) error = NULL;
+    KbTestDaemon *d = kb_test_daemon_start(name, (const char *const *)argv->pdata, &o, &error);
+    g_assert_no_error(error);
+    return d;
+}
+
+static void test_setup(gconstpointer data)
+{
+    Env *e = (Env *)data;
+    g_autoptr(GError) error = NULL;
+    g_autofree char *nodes = src("tests/data/apiserver/nodes.yaml");
+    const char *kas_args[] = {"--simulate-kubelet", "--nodes", nodes, NULL};
+    e->cluster = kb_test_cluster_start(e->kind, kas_args, &error);
+    g_assert_no_error(error);
+    g_printerr("# report: cluster-rbac: ran against %s at %s\n", kb_test_cluster_name(e->cluster),
+               kb_test_cluster_url(e->cluster));
+    apply_file(e, "deploy/crds");
+    apply_file(e, "deploy/rbac.yaml");
+    apply_file(e, "deploy/default-queue.yaml");
+    if (e->kind == KB_TEST_CLUSTER_REAL)
+        real_server_nodes(e);
+    else
+        e->pods_run = TRUE;
+    g_autofree char *conf = src("deploy/scheduler.conf");
+    /* The Deployments' flags (deploy/kube-batchd.yaml, tf-operator.yaml), with a short period. */
+    const char *sched[] = {"--scheduler-name",
+                           "kube-batchd",
+                           "--scheduler-conf",
+                           conf,
+                           "--leader-elect",
+                           "--lock-object-namespace",
+                           "kube-batchd",
+                           "--schedule-period",
+                           "200ms",
+                           NULL};
+    e->scheduler = spawn(e, "kube-batchd", KB_TEST_SCHEDULER, sched);
+    const char *oper[] = {"--gang-scheduler-name",    "kube-batchd", "--leader-elect",
+                          "--leader-elect-namespace", "kube-batchd", "--enable-autoscaling",
+                          "--autoscale-interval",     "1",           NULL};
+    e->operator_ = spawn(e, "tf-operator", KB_TEST_OPERATOR, oper);
+    e->ready = TRUE;
+}
+
+static gboolean skip_unless_ready(Env *e)
+{
+    if (e->ready)
+        return FALSE;
+    g_test_skip("the cluster did not start");
+    return TRUE;
+}
+
+/* ---- cases ---------------------------------------------------------------------------------- */
+
+static const char gang[] =
+        "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\n"
+        "metadata: {name: gang-a, namespace: default}\nspec: {minMember: 4, queue: default}\n";
+
+static char *gang_pod(int i)
+{
+    return g_strdup_printf(
+            "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: gang-a-%d\n  namespace: default\n"
+            "  labels: {app: gang-a}\n  annotations: {scheduling.k8s.io/group-name: gang-a}\n"
+            "spec:\n  schedulerName: kube-batchd\n  containers:\n  - name: tensorflow\n"
+            "    image: tf\n    resources: {limits: {nvidia.com/gpu: 4}}\n",
+            i);
+}
+
+static const char too_big[] =
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: too-big, namespace: default}\n"
+        "spec:\n  schedulerName: kube-batchd\n  containers:\n  - name: tensorflow\n"
+        "    image: tf\n    resources: {limits: {nvidia.com/gpu: 64}}\n";
+
+static gboolean daemons_alive(Env *e)
+{
+    if (kb_test_daemon_running(e->scheduler) && kb_test_daemon_running(e->operator_))
+        return TRUE;
+    g_test_message("a daemon exited (logs in %s)", kb_test_cluster_dir(e->cluster));
+    return FALSE;
+}
+
+/* Poll `kubectl get` as the admin until @done accepts its output (90 s at most). */
+static char *wait_get(Env *e, gboolean (*done)(const char *), const char *const *args)
+{
+    char *out = NULL;
+    for (int i = 0; i < 450; i++) {
+        g_free(out);
+        g_autoptr(GError) error = NULL;
+        int st = -1;
+        out = NULL;
+        g_assert_true(kb_test_cluster_kubectl(e->cluster, KB_TEST_ADMIN, args, NULL, &out, NULL,
+                                              &st, &error));
+        if (st == 0 && done(out))
+            return out;
+        if (!daemons_alive(e))
+            return out;
+        g_usleep(200 * 1000);
+    }
+    return out;
+}
+
+/* Four lines "NODE IDS" with a node and four GPU ids each. */
+static gboolean gang_bound(const char *out)
+{
+    g_auto(GStrv) lines = g_strsplit(out, "\n", -1);
+    guint n = 0;
+    for (guint i = 0; lines[i] != NULL; i++) {
+        if (lines[i][0] == '\0')
+            continue;
+        g_auto(GStrv) f = g_strsplit(lines[i], " ", 2);
+        if (g_strv_length(f) != 2 || f[0][0] == '\0')
+            return FALSE;
+        g_auto(GStrv) ids = g_strsplit(f[1], ",", -1);
+        if (g_strv_length(ids) != 4)
+            return FALSE;
+        n++;
+    }
+    return n == 4;
+}
+
+static gboolean unschedulable(const char *out)
+{
+    return strstr(out, "False Unschedulable") != NULL;
+}
+
+static gboolean nonempty(const char *out)
+{
+    return out[0] != '\0';
+}
+
+static void test_gpu_gang(gconstpointer data)
+{
+    Env *e = (Env *)data;
+    if (skip_unless_ready(e))
+        return;
+    GString *yaml = g_string_new(gang);
+    for (int i = 0; i < 4; i++) {
+        g_autofree char *p = gang_pod(i);
+        g_string_append(yaml, p);
+    }
+    g_free(admin(e, yaml->str, "create", "-f", "-", NULL));
+    g_string_free(yaml, TRUE);
+    const char *get[] = {"get",
+                         "pods",
+                         "-n",
+                         "default",
+                         "-l",
+                         "app=gang-a",
+                         "-o",
+                         "jsonpath={range .items[*]}{.spec.nodeName} "
+                         "{.metadata.annotations.kube-batchd\\.io/gpu-ids}{\"\\n\"}{end}",
+                         NULL};
+    g_autofree char *bound = wait_get(e, gang_bound, get);
+    g_test_message("gang placement:\n%s", bound);
+    g_assert_true(gang_bound(bound));
+    /* kube-batchd wrote the group's status (podgroups/status). */
+    const char *phase[] = {"get", "podgroups.scheduling.volcano.sh", "gang-a", "-n", "default",
+                           "-o",  "jsonpath={.status.phase}",        NULL};
+    g_autofree char *ph = wait_get(e, nonempty, phase);
+    g_assert_cmpstr(ph, !=, "");
+    /* A pod that fits nowhere: its condition is written (pods/status). */
+    g_free(admin(e, too_big, "create", "-f", "-", NULL));
+    const char *cond[] = {"get",
+                          "pod",
+                          "too-big",
+                          "-n",
+                          "default",
+                          "-o",
+                          "jsonpath={.status.conditions[?(@.type==\"PodScheduled\")].status} "
+                          "{.status.conditions[?(@.type==\"PodScheduled\")].reason}",
+                          NULL};
+    g_autofree char *c = wait_get(e, unschedulable, cond);
+    g_assert_nonnull(strstr(c, "False Unschedulable"));
+    g_free(admin(e, NULL, "delete", "pod", "too-big", "-n", "default", "--wait=false", NULL));
+    g_free(admin(e, NULL, "delete", "pods", "-l", "app=gang-a", "-n", "default", "--wait=false",
+                 NULL));
+}
+
+static gboolean succeeded(const char *out)
+{
+    return strcmp(out, "Succeeded") == 0;
+}
+
+static const char tfjob_v1[] =
+        "apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata: {name: rbac-v1, namespace: default}\n"
+        "spec:\n  runPolicy: {cleanPodPolicy: None}\n  tfReplicaSpecs:\n    Worker:\n"
+        "      replicas: 2\n      template:\n        metadata:\n"
+        "          annotations: {sim.kube-batchd.io/run-seconds: \"1\"}\n"
+        "        spec: {containers: [{name: tensorflow, image: tf, resources: {limits: "
+        "{nvidia.com/gpu: 2}}}]}\n";
+
+static void test_tfjobs(gconstpointer data)
+{
+    Env *e = (Env *)data;
+    if (skip_unless_ready(e))
+        return;
+    if (!e->pods_run) {
+        g_test_skip("nothing runs pods on this server (no bin/kb-kubelet)");
+        return;
+    }
+    g_free(admin(e, tfjob_v1, "create", "-f", "-", NULL));
+    g_autofree char *seed = src("deploy/demo/tfjob-seed-v1alpha1.yaml");
+    g_free(admin(e, NULL, "create", "-n", "default", "-f", seed, NULL));
+    const char *v1[] = {"get",
+                        "tfjobs.kubeflow.org",
+                        "rbac-v1",
+                        "-n",
+                        "default",
+                        "-o",
+                        "jsonpath={.status.conditions[-1:].type}",
+                        NULL};
+    g_autofree char *a = wait_get(e, succeeded, v1);
+    g_assert_cmpstr(a, ==, "Succeeded");
+    /* v1alpha1: the operator writes the runtime id into the spec (tfjobs update). */
+    const char *v1a[] = {"get", "tfjobs.v1alpha1.kubeflow.org", "example-job", "-n", "default",
+                         "-o",  "jsonpath={.status.state}",     NULL};
+    g_autofree char *b = wait_get(e, succeeded, v1a);
+    g_assert_cmpstr(b, ==, "Succeeded");
+}
+
+/* Lines of @log mentioning a refusal. */
+static guint count_forbidden(const char *log, const char *what)
+{
+    guint n = 0;
+    g_auto(GStrv) lines = g_strsplit(log, "\n", -1);
+    for (guint i = 0; lines[i] != NULL; i++) {
+        g_autofree char *l = g_ascii_strdown(lines[i], -1);
+        if (strstr(l, "forbidden") != NULL || strstr(l, " 403") != NULL) {
+            g_test_message("%s: %s", what, lines[i]);
+            n++;
+        }
+    }
+    return n;
+}
+
+static guint64 server_forbidden(Env *e)
+{
+    guint status = 0;
+    g_autoptr(GError) error = NULL;
+    g_autofree char *s = kb_test_cluster_request(e->cluster, NULL, "GET", "/admin/stats", NULL,
+                                                 NULL, &status, &error);
+    g_assert_no_error(error);
+    const char *f = s != NULL ? strstr(s, "\"forbidden\":") : NULL;
+    g_assert_nonnull(f);
+    return g_ascii_strtoull(f + strlen("\"forbidden\":"), NULL, 10);
+}
+
+static void test_no_forbidden(gconstpointer data)
+{
+    Env *e = (Env *)data;
+    if (skip_unless_ready(e))
+        return;
+    g_autofree char *slog = kb_test_daemon_log(e->scheduler);
+    g_autofree char *olog = kb_test_daemon_log(e->operator_);
+    g_assert_cmpuint(count_forbidden(slog, "kube-batchd"), ==, 0);
+    g_assert_cmpuint(count_forbidden(olog, "tf-operator"), ==, 0);
+    if (e->kind == KB_TEST_CLUSTER_KAS) {
+        g_autofree char *alog = kb_test_cluster_log(e->cluster);
+        g_assert_cmpuint(count_forbidden(alog, "kb-apiserver"), ==, 0);
+        g_assert_cmpuint(server_forbidden(e), ==, 0);
+    }
+    /* Both hold their leases (leases get/create/update in kube-batchd). */
+    g_autofree char *leases =
+            admin(e, NULL, "get", "leases", "-n", "kube-batchd", "-o", "name", NULL);
+    g_assert_nonnull(strstr(leases, "lease"));
+}
+
+/* The same identities are refused what the shipped roles do not grant, and it shows. */
+static void test_refused(gconstpointer data)
+{
+    Env *e = (Env *)data;
+    if (skip_unless_ready(e))
+        return;
+    guint64 before = e->kind == KB_TEST_CLUSTER_KAS ? server_forbidden(e) : 0;
+    int st = -1;
+    g_autofree char *a =
+            kubectl_as(e, KB_TEST_SCHEDULER, NULL, &st, "get", "secrets", "-n", "default", NULL);
+    g_assert_cmpint(st, !=, 0);
+    g_autofree char *b = kubectl_as(e, KB_TEST_OPERATOR, NULL, &st, "auth", "can-i", "create",
+                                    "pods", "--subresource=binding", "-n", "default", NULL);
+    g_assert_cmpstr(g_strstrip(b), ==, "no");
+    g_autofree char *c = kubectl_as(e, KB_TEST_SCHEDULER, NULL, &st, "auth", "can-i", "delete",
+                                    "pods", "-n", "default", NULL);
+    g_assert_cmpstr(g_strstrip(c), ==, "no");
+    g_autofree char *d = kubectl_as(e, KB_TEST_SCHEDULER, NULL, &st, "auth", "can-i", "create",
+                                    "pods", "--subresource=binding", "-n", "default", NULL);
+    g_assert_cmpstr(g_strstrip(d), ==, "yes");
+    if (e->kind == KB_TEST_CLUSTER_KAS)
+        g_assert_cmpuint(server_forbidden(e), ==, before + 1);
+}
+
+static void test_teardown(gconstpointer data)
+{
+    Env *e = (Env *)data;
+    if (e->operator_ != NULL)
+        g_assert_cmpint(kb_test_daemon_stop(e->operator_, 30000), ==, 0);
+    if (e->scheduler != NULL)
+        g_assert_cmpint(kb_test_daemon_stop(e->scheduler, 30000), ==, 0);
+    if (e->kubelet != NULL)
+        kb_test_daemon_stop(e->kubelet, 30000);
+    g_clear_pointer(&e->operator_, kb_test_daemon_free);
+    g_clear_pointer(&e->scheduler, kb_test_daemon_free);
+    g_clear_pointer(&e->kubelet, kb_test_daemon_free);
+    g_clear_pointer(&e->cluster, kb_test_cluster_free);
+}
+
+static void add_suite(Env *e, const char *server)
+{
+    static const struct {
+        const char *name;
+        GTestDataFunc fn;
+    } steps[] = {{"setup", test_setup},     {"gpu-gang", test_gpu_gang},
+                 {"tfjobs", test_tfjobs},   {"no-forbidden", test_no_forbidden},
+                 {"refused", test_refused}, {"teardown", test_teardown}};
+    for (guint i = 0; i < G_N_ELEMENTS(steps); i++) {
+        g_autofree char *path = g_strdup_printf("/cluster-rbac/%s/%s", server, steps[i].name);
+        g_test_add_data_func(path, e, steps[i].fn);
+    }
+}
+
+static void skip_real(gconstpointer why)
+{
+    g_printerr("# report: cluster-rbac: skipped the real kube-apiserver: %s\n", (const char *)why);
+    g_test_skip(why);
+}
+
+static void skip_kubectl(void)
+{
+    g_test_skip("kubectl is not installed");
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_log_set_always_fatal(G_LOG_FATAL_MASK | G_LOG_LEVEL_CRITICAL);
+    /* A failed check must still stop the daemons and the servers. */
+    g_test_set_nonfatal_assertions();
+    if (!kb_test_kubectl_available()) {
+        g_test_add_func("/cluster-rbac/skipped", skip_kubectl);
+        return g_test_run();
+    }
+    Env kas = {.kind = KB_TEST_CLUSTER_KAS}, real = {.kind = KB_TEST_CLUSTER_REAL};
+    add_suite(&kas, "kb-apiserver");
+    g_autofree char *why = NULL;
+    if (kb_test_cluster_real_available(&why))
+        add_suite(&real, "kube-apiserver");
+    else
+        g_test_add_data_func("/cluster-rbac/kube-apiserver/skipped", why, skip_real);
+    int rc = g_test_run();
+    test_teardown(&kas);
+    test_teardown(&real);
+    return rc;
+}
