@@ -213,6 +213,12 @@ void kb_client_call_async(KbClient *client, const KbRequest *req, KbResponseFunc
 void kb_client_bind_async(KbClient *client, const char *namespace_, const char *pod,
                           const char *pod_uid, const char *node, KbResponseFunc callback,
                           gpointer user_data);
+/* The same, the Binding carrying @annotations (NULL-terminated key, value pairs; may be NULL) in
+ * its metadata: the API server copies them onto the pod in the binding's own write. */
+void kb_client_bind_async_full(KbClient *client, const char *namespace_, const char *pod,
+                               const char *pod_uid, const char *node,
+                               const char *const *annotations, KbResponseFunc callback,
+                               gpointer user_data);
 
 /* Number of asynchronous requests queued or in flight. */
 guint kb_client_pending(const KbClient *client);

@@ -519,6 +519,7 @@ static void job_free(gpointer p)
     g_ptr_array_unref(job->classes);
     g_free(job->last_reason);
     g_free(job->last_message);
+    g_free(job->bind_error);
     g_free(job);
 }
 
@@ -807,6 +808,21 @@ gboolean kb_cache_bind_succeeded(KbCache *cache, const char *namespace_, const c
                                  const char *uid, gint64 now)
 {
     PodEntry *pe = pod_entry(cache, namespace_, name, uid);
+    if (pe == NULL || pe->task == NULL)
+        return FALSE;
+    /* The exponent starts over; a backoff under way (another member refused) still runs. */
+    pe->task->job->bind_failures = 0;
+    if (pe->task->state != KB_TASK_ALLOCATED)
+        return FALSE;
+    task_set_state(pe->task, KB_TASK_BINDING, pe->task->node_id);
+    pe->task->bind_time = now;
+    return TRUE;
+}
+
+gboolean kb_cache_bind_unknown(KbCache *cache, const char *namespace_, const char *name,
+                               const char *uid, gint64 now)
+{
+    PodEntry *pe = pod_entry(cache, namespace_, name, uid);
     if (pe == NULL || pe->task == NULL || pe->task->state != KB_TASK_ALLOCATED)
         return FALSE;
     task_set_state(pe->task, KB_TASK_BINDING, pe->task->node_id);
@@ -814,10 +830,25 @@ gboolean kb_cache_bind_succeeded(KbCache *cache, const char *namespace_, const c
     return TRUE;
 }
 
+gboolean kb_cache_bind_elsewhere(KbCache *cache, const char *namespace_, const char *name,
+                                 const char *uid, const char *node_name, gint64 now)
+{
+    PodEntry *pe = pod_entry(cache, namespace_, name, uid);
+    if (pe == NULL || pe->task == NULL || node_name == NULL)
+        return FALSE;
+    KbTaskInfo *task = pe->task;
+    if (task->state != KB_TASK_ALLOCATED && task->state != KB_TASK_BINDING)
+        return FALSE;
+    /* The GPU indices chosen for our node mean nothing there (task_set_state clears them). */
+    task_set_state(task, KB_TASK_BINDING, (gint)node_id_for(cache, node_name));
+    task->bind_time = now;
+    pod_recount(cache, pe);
+    return TRUE;
+}
+
 gboolean kb_cache_bind_failed(KbCache *cache, const char *namespace_, const char *name,
                               const char *uid, guint *n_rolled_back)
 {
-    guint n = 0;
     PodEntry *pe = pod_entry(cache, namespace_, name, uid);
     if (n_rolled_back != NULL)
         *n_rolled_back = 0;
@@ -826,19 +857,28 @@ gboolean kb_cache_bind_failed(KbCache *cache, const char *namespace_, const char
     KbTaskInfo *failed = pe->task;
     if (failed->state == KB_TASK_ALLOCATED || failed->state == KB_TASK_BINDING) {
         kb_cache_forget_task(cache, failed);
-        n++;
+        if (n_rolled_back != NULL)
+            *n_rolled_back = 1;
     }
-    /* The gang goes back together: members whose bind has not succeeded yet are released. */
-    KbJobInfo *job = failed->job;
-    for (guint i = 0; i < job->tasks->len; i++) {
-        KbTaskInfo *t = job->tasks->pdata[i];
-        if (t != failed && t->state == KB_TASK_ALLOCATED) {
-            kb_cache_forget_task(cache, t);
-            n++;
-        }
+    return TRUE;
+}
+
+gboolean kb_cache_bind_refused(KbCache *cache, const char *namespace_, const char *name,
+                               const char *uid, gint64 now, const char *message)
+{
+    PodEntry *pe = pod_entry(cache, namespace_, name, uid);
+    if (pe == NULL || pe->task == NULL)
+        return FALSE;
+    KbJobInfo *job = pe->task->job;
+    kb_cache_bind_failed(cache, namespace_, name, uid, NULL);
+    /* One step per round: the members of a gang refused together count once. */
+    if (job->backoff_until <= now) {
+        job->bind_failures++;
+        guint shift = MIN(job->bind_failures - 1, 6u);
+        job->backoff_until = now + MIN((gint64)1 << shift, (gint64)KB_CACHE_BIND_BACKOFF_MAX_S);
     }
-    if (n_rolled_back != NULL)
-        *n_rolled_back = n;
+    g_free(job->bind_error);
+    job->bind_error = g_strdup(message != NULL ? message : "binding refused");
     return TRUE;
 }
 

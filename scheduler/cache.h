@@ -18,8 +18,8 @@
  * - A task is a pod served by this scheduler (spec.schedulerName one of the served names). Pods of
  *   other schedulers only consume node resources.
  * - Tasks placed by a cycle are "allocated" (assumed) until the watch shows spec.nodeName; the
- *   binder reports the outcome (kb_cache_bind_succeeded / kb_cache_bind_failed). A failed bind
- *   releases the pod and rolls back every member of its gang whose bind has not succeeded yet.
+ *   binder reports the outcome (kb_cache_bind_succeeded / _unknown / _elsewhere / _failed). Only
+ *   a binding that certainly failed releases its pod; the other members keep their places.
  * - A job naming a queue that does not exist gets a condition and waits; the default queue's name
  *   is an option (the default queue is implicit: it exists with weight 1 even without an object).
  * - Task priority: the pod's spec.priority when set, else the value of its priorityClassName, else
@@ -169,6 +169,11 @@ struct KbJobInfo {
      * kept while the job's group (or, for a gang of one, its pod) exists. */
     guint n_evictions;
     gint64 last_evicted;
+    /* Bindings refused for certain (kb_cache_bind_refused): rounds so far, no placement before
+     * backoff_until (seconds), and the last error (owned). Reset by a successful binding. */
+    guint bind_failures;
+    gint64 backoff_until;
+    char *bind_error;
 };
 
 /* A queue (the default queue exists even without an object). */
@@ -219,20 +224,40 @@ void kb_cache_delete_priority_class(KbCache *cache, KbPriorityClass *pc);
 /*
  * Bind outcome, reported by the binder for a task the cycle placed (KbPlacement in cycle.h).
  * Pods are named by namespace, name and uid; a pod that is gone or has another uid is ignored
- * (returns FALSE).
+ * (returns FALSE). A binding cannot be undone, so a member's failure never touches the other
+ * members of its gang: those bound (or whose outcome is unknown) keep their node resources until
+ * the watch says where their pods are.
  *
  * kb_cache_bind_succeeded: the task stays on its node (state BINDING) until the watch shows
- * spec.nodeName; @now (seconds) starts the assume timeout (kb_cache_expire_assumed).
+ * spec.nodeName; @now (seconds) starts the assume timeout (kb_cache_expire_assumed). Resets the
+ * job's backoff exponent (a backoff under way still runs out).
  *
- * kb_cache_bind_failed: releases the pod and rolls back every other member of its job that is
- * ALLOCATED (bind not yet succeeded): they return to PENDING and their node resources are freed,
- * so the whole gang is retried by a later cycle. Returns TRUE when the pod was known. The number
- * of tasks rolled back (the failed one included) goes to @n_rolled_back when not NULL.
+ * kb_cache_bind_unknown: the outcome is unknown (timeout, 5xx, connection reset, retries spent):
+ * the same as succeeded for the accounting (BINDING: resources and GPU indices held until the
+ * watch shows the pod or the assume timeout expires), without resetting the backoff.
+ *
+ * kb_cache_bind_elsewhere: the server says the pod is already on @node_name (409 "already
+ * assigned to node X" for another node): the task is held on that node (BINDING) until the watch
+ * confirms it.
+ *
+ * kb_cache_bind_failed: the binding certainly did not happen (404, 400, 403, 422, uid changed) or
+ * was never sent: only this pod is released (PENDING, its resources and GPU indices freed).
+ * Returns TRUE when the pod was known; @n_rolled_back (may be NULL) receives 1 when the pod held
+ * a node, else 0. kb_cache_bind_refused does the same and also backs the job off: no placement of
+ * the job before @now + 1 s, 2 s, 4 s, ... (KB_CACHE_BIND_BACKOFF_MAX_S at most; one step per
+ * round of failures), with @message (copied) as the reason its status shows meanwhile.
  */
+#define KB_CACHE_BIND_BACKOFF_MAX_S 60
 gboolean kb_cache_bind_succeeded(KbCache *cache, const char *namespace_, const char *name,
                                  const char *uid, gint64 now);
+gboolean kb_cache_bind_unknown(KbCache *cache, const char *namespace_, const char *name,
+                               const char *uid, gint64 now);
+gboolean kb_cache_bind_elsewhere(KbCache *cache, const char *namespace_, const char *name,
+                                 const char *uid, const char *node_name, gint64 now);
 gboolean kb_cache_bind_failed(KbCache *cache, const char *namespace_, const char *name,
                               const char *uid, guint *n_rolled_back);
+gboolean kb_cache_bind_refused(KbCache *cache, const char *namespace_, const char *name,
+                               const char *uid, gint64 now, const char *message);
 
 /*
  * TRUE while the pod is ALLOCATED (placed by a cycle and its bind not yet reported). The binder

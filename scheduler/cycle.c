@@ -120,6 +120,16 @@ static void prepare_job(KbSession *ssn, KbJobInfo *job)
                             job->min_member, job->min_member);
         return;
     }
+    /* Bindings refused for certain: the job waits out its backoff rather than spin. */
+    if (job->backoff_until > ssn->now && job->n_state[KB_TASK_PENDING] > 0) {
+        kb_session_job_note(ssn, job, "BindingRefused",
+                            "binding refused %u time%s (last: %s); next attempt in %" G_GINT64_FORMAT
+                            " s",
+                            job->bind_failures, job->bind_failures == 1 ? "" : "s",
+                            job->bind_error != NULL ? job->bind_error : "unknown",
+                            job->backoff_until - ssn->now);
+        return;
+    }
     /* A pod asking for more than any node has would hold its gang forever: say so. */
     for (guint c = 0; c < job->classes->len; c++) {
         const KbTaskClass *k = job->classes->pdata[c];
