@@ -56,6 +56,7 @@ typedef struct {
     KbMetric *binds;
     KbMetric *bind_duration;
     KbMetric *rollbacks;
+    KbMetric *bind_retries;
     KbMetric *evictions;
     KbMetric *eviction_failures;
     KbMetric *pending_groups;
@@ -71,6 +72,7 @@ typedef struct {
     KbMetric *ready;
     guint64 status_seen[KB_STATUS_N_RESULTS];
     guint64 events_seen[4];
+    guint64 retries_seen;
 } Metrics;
 
 struct KbDaemon {
@@ -466,7 +468,13 @@ static void metrics_init(KbDaemon *d)
                                             "Round trip of one binding request.", NULL,
                                             latency_buckets, G_N_ELEMENTS(latency_buckets));
     m->rollbacks = kb_metrics_counter(r, "kube_batchd_gang_rollbacks_total",
-                                      "Failed bindings that returned a gang to pending.", NULL);
+                                      "Bindings that failed for certain: the pod was released "
+                                      "and placed again (its gang members keep theirs).",
+                                      NULL);
+    m->bind_retries = kb_metrics_counter(r, "kube_batchd_bind_retries_total",
+                                         "Bindings sent again after an unknown outcome (5xx, "
+                                         "429, timeout, connection lost).",
+                                         NULL);
     static const char *const l_reason[] = {"reason", NULL};
     m->evictions = kb_metrics_counter(r, "kube_batchd_evictions_total",
                                       "Pods evicted (eviction accepted, or the pod already gone), "
@@ -531,6 +539,10 @@ static void collect(KbMetrics *registry, gpointer data)
     for (int i = 0; i < KB_STATUS_N_RESULTS; i++)
         mirror(m->status_writes, kb_status_result_to_string(i),
                kb_status_writer_count(d->status, i), &m->status_seen[i]);
+    if (kb_binder_retries(d->binder) > m->retries_seen) {
+        kb_metric_add(m->bind_retries, (double)(kb_binder_retries(d->binder) - m->retries_seen));
+        m->retries_seen = kb_binder_retries(d->binder);
+    }
     mirror(m->events, "created", kb_recorder_created(d->recorder), &m->events_seen[0]);
     mirror(m->events, "patched", kb_recorder_patched(d->recorder), &m->events_seen[1]);
     mirror(m->events, "dropped", kb_recorder_dropped(d->recorder), &m->events_seen[2]);
@@ -615,10 +627,9 @@ static void on_bind_done(const KbBindOutcome *out, gpointer data)
             double latency = (double)g_get_real_time() / 1e6 - (double)created;
             kb_metric_observe(m->e2e_latency, MAX(latency, 0.0));
         }
-    } else {
-        if (out->n_rolled_back > 0)
-            kb_metric_inc(m->rollbacks);
-        /* The gang is pending again: retry it soon rather than a period later. */
+    } else if (out->n_rolled_back > 0) {
+        kb_metric_inc(m->rollbacks);
+        /* A pod is pending again (its job backs off; the cycle says until when). */
         kick(d);
     }
 }

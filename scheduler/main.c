@@ -47,6 +47,7 @@ typedef struct {
     guint retry_period_ms;
     char *listen_address;
     gboolean version;
+    guint request_timeout_ms; /* 0: the client's default */
 } Flags;
 
 static Flags flags = {.period_ms = 1000};
@@ -118,6 +119,8 @@ static gboolean duration_arg(const char *option_name, const char *value, gpointe
         target = &flags.renew_deadline_ms;
     else if (strcmp(option_name, "--leader-elect-retry-period") == 0)
         target = &flags.retry_period_ms;
+    else if (strcmp(option_name, "--request-timeout") == 0)
+        target = &flags.request_timeout_ms;
     g_return_val_if_fail(target != NULL, FALSE);
     return parse_duration(option_name, value, target, error);
 }
@@ -147,6 +150,10 @@ static const GOptionEntry entries[] = {
          duration_arg, "Renew deadline (default 10s)", "DURATION"},
         {"leader-elect-retry-period", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_CALLBACK, duration_arg,
          "Retry period (default 2s)", "DURATION"},
+        {"request-timeout", 0, 0, G_OPTION_ARG_CALLBACK, duration_arg,
+         "Give up waiting for an API request's answer after this long (default 30s); a binding "
+         "whose answer never came is retried and keeps its room meanwhile",
+         "DURATION"},
         {"listen-address", 0, 0, G_OPTION_ARG_STRING, &flags.listen_address,
          "Address of /healthz, /readyz and /metrics (default :8080; empty: none)", "HOST:PORT"},
         {"log-level", 0, 0, G_OPTION_ARG_CALLBACK, kb_log_option_arg,
@@ -223,6 +230,8 @@ static int run(KbConf *conf)
         g_printerr("kube-batchd: %s\n", error->message);
         return 2;
     }
+    if (flags.request_timeout_ms != 0)
+        config->timeout_ms = flags.request_timeout_ms;
     KbDaemonOptions opts = {
             .config = config,
             .scheduler_names = (const char *const *)flags.scheduler_names,
