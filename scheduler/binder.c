@@ -11,7 +11,7 @@ typedef struct {
     KbPod *pod; /* ref */
     char *node;
     char *job;
-    char *gpu_ids; /* "0,1" chosen by gpu-topology, or NULL */
+    char *gpu_ids;  /* "0,1" chosen by gpu-topology, or NULL */
     guint attempts; /* bindings sent so far (retries after unknown outcomes) */
 } Pending;
 
@@ -187,8 +187,7 @@ static Verdict classify(const KbResponse *resp, const char *our_node, KbBindResu
         *result = KB_BIND_NOT_FOUND;
         return V_FAILED;
     }
-    if (kb_error_is_retryable(resp->error) || resp->http_status == 0 ||
-        resp->http_status >= 500) {
+    if (kb_error_is_retryable(resp->error) || resp->http_status == 0 || resp->http_status >= 500) {
         *result = KB_BIND_ERROR;
         return V_UNKNOWN;
     }

@@ -20,6 +20,11 @@
 /* ...but cycles never run closer together than this (a fraction of the period, capped). */
 #define MIN_GAP_MS_MAX 50
 #define CRD_RETRY_MS   10000
+/* The API server is probed (GET /version) this often; with no answer for PROBE_STALE_MS (or
+ * the last answer an error) /readyz says 503: an instance that cannot reach the server can
+ * neither see nor bind anything. */
+#define PROBE_MS       1000
+#define PROBE_STALE_MS 5000
 
 typedef enum {
     SRC_NODES,
@@ -70,6 +75,7 @@ typedef struct {
     KbMetric *events;
     KbMetric *leader;
     KbMetric *ready;
+    KbMetric *informer_retry_delay;
     guint64 status_seen[KB_STATUS_N_RESULTS];
     guint64 events_seen[4];
     guint64 retries_seen;
@@ -104,6 +110,11 @@ struct KbDaemon {
     guint restart_source;
     gint64 last_cycle_us; /* monotonic */
     guint64 n_cycles;
+    /* API server reachability (PROBE_MS): the last good answer (monotonic), the last error. */
+    guint probe_source;
+    gboolean probe_in_flight;
+    gint64 last_contact_us;
+    char *probe_error;
 };
 
 static gint64 now_s(void)
@@ -163,6 +174,16 @@ gboolean kb_daemon_is_ready(KbDaemon *daemon, char **reason)
     if (!caches_synced(daemon, &which)) {
         if (reason != NULL)
             *reason = g_strdup_printf("caches not synced (%s)", which);
+        return FALSE;
+    }
+    gint64 since_ms = (g_get_monotonic_time() - daemon->last_contact_us) / 1000;
+    if (daemon->started && (daemon->probe_error != NULL || since_ms > PROBE_STALE_MS)) {
+        if (reason != NULL)
+            *reason = g_strdup_printf("API server unreachable: no answer for %" G_GINT64_FORMAT
+                                      " ms (%s)",
+                                      since_ms,
+                                      daemon->probe_error != NULL ? daemon->probe_error
+                                                                  : "no error yet");
         return FALSE;
     }
     if (!daemon->leading) {
@@ -511,6 +532,10 @@ static void metrics_init(KbDaemon *d)
                                "Events by result (created, patched, dropped, failed).", l_result);
     m->leader = kb_metrics_gauge(r, "kube_batchd_leader", "1 while this instance leads.", NULL);
     m->ready = kb_metrics_gauge(r, "kube_batchd_ready", "1 when /readyz answers 200.", NULL);
+    static const char *const l_informer[] = {"informer", NULL};
+    m->informer_retry_delay = kb_metrics_gauge(
+            r, "kube_batchd_informer_max_retry_delay_seconds",
+            "Longest delay an informer waited before retrying a failed list or watch.", l_informer);
 }
 
 /* Counters mirrored from modules that count on their own: add what is new since last time. */
@@ -535,6 +560,8 @@ static void collect(KbMetrics *registry, gpointer data)
                &s->decode_errors_seen);
         kb_series_set(kb_metric_with(m->informer_objects, s->name, NULL),
                       kb_informer_size(s->informer));
+        kb_series_set(kb_metric_with(m->informer_retry_delay, s->name, NULL),
+                      kb_informer_max_retry_delay_ms(s->informer) / 1000.0);
     }
     for (int i = 0; i < KB_STATUS_N_RESULTS; i++)
         mirror(m->status_writes, kb_status_result_to_string(i),
@@ -669,6 +696,36 @@ static void stop_leading(gpointer data)
         d->restart_source = g_idle_add(restart_election, d);
 }
 
+/* ---- API server reachability -------------------------------------------------------------- */
+
+static void on_probe(const KbResponse *resp, gpointer data)
+{
+    KbDaemon *d = data;
+    d->probe_in_flight = FALSE;
+    gboolean was_down = d->probe_error != NULL;
+    g_clear_pointer(&d->probe_error, g_free);
+    if (resp->error == NULL) {
+        d->last_contact_us = g_get_monotonic_time();
+        if (was_down)
+            g_message("API server reachable again");
+        return;
+    }
+    d->probe_error = g_strdup(resp->error->message);
+    if (!was_down)
+        g_warning("API server unreachable (%s): not ready until it answers", d->probe_error);
+}
+
+static gboolean on_probe_timer(gpointer data)
+{
+    KbDaemon *d = data;
+    if (!d->probe_in_flight && !d->stopping) {
+        KbRequest req = {.method = "GET", .path = "/version"};
+        d->probe_in_flight = TRUE;
+        kb_client_call_async(d->client, &req, on_probe, d);
+    }
+    return G_SOURCE_CONTINUE;
+}
+
 /* ---- life cycle -------------------------------------------------------------------------- */
 
 static const KbResourceType *queue_type(const char *name, gpointer data)
@@ -750,6 +807,9 @@ void kb_daemon_start(KbDaemon *daemon)
               d->opts.leader_elect ? ", leader election on" : "");
     sources_start(d);
     d->period_source = g_timeout_add(d->opts.schedule_period_ms, on_period, d);
+    d->last_contact_us = g_get_monotonic_time();
+    d->probe_source = g_timeout_add(PROBE_MS, on_probe_timer, d);
+    on_probe_timer(d);
     if (d->opts.leader_elect) {
         KbLeaderOptions lo = {.namespace_ = d->lock_namespace,
                               .name = d->lock_name,
@@ -799,6 +859,7 @@ void kb_daemon_stop(KbDaemon *daemon, guint deadline_ms)
     g_clear_handle_id(&d->period_source, g_source_remove);
     g_clear_handle_id(&d->kick_source, g_source_remove);
     g_clear_handle_id(&d->restart_source, g_source_remove);
+    g_clear_handle_id(&d->probe_source, g_source_remove);
     guint dropped = kb_binder_drop_queued(d->binder);
     guint in_flight = kb_binder_in_flight(d->binder);
     g_message("stopping: %u bindings in flight, %u placements dropped", in_flight, dropped);
@@ -830,6 +891,7 @@ void kb_daemon_free(KbDaemon *daemon)
     g_clear_handle_id(&d->period_source, g_source_remove);
     g_clear_handle_id(&d->kick_source, g_source_remove);
     g_clear_handle_id(&d->restart_source, g_source_remove);
+    g_clear_handle_id(&d->probe_source, g_source_remove);
     g_clear_pointer(&d->httpd, kb_httpd_free);
     g_clear_pointer(&d->leader, kb_leader_free);
     for (int i = 0; i < SRC_N; i++)
@@ -850,6 +912,7 @@ void kb_daemon_free(KbDaemon *daemon)
     g_free(d->lock_name);
     g_free(d->identity);
     g_free(d->listen_address);
+    g_free(d->probe_error);
     g_free(d);
 }
 

@@ -21,6 +21,7 @@
 
 #include "kube/kb-client.h"
 #include "kube/kb-error.h"
+#include "kube/kb-informer.h"
 #include "tests/apiserver/kas-json.h"
 #include "tests/lib/kb-test-apiserver.h"
 
@@ -76,8 +77,9 @@ static void api_start(Cluster *cl, const char *faults)
 {
     g_autoptr(GError) error = NULL;
     g_autofree char *listen = g_strdup_printf("127.0.0.1:%u", cl->port);
-    const char *args[] = {"--listen", listen, "--simulate-kubelet",
-                          faults != NULL ? "--faults" : NULL, faults, NULL};
+    const char *args[] = {
+            "--listen", listen, "--simulate-kubelet", faults != NULL ? "--faults" : NULL,
+            faults,     NULL};
     KbTestDaemonOptions opts = {.stdout_pipe = TRUE, .log = TRUE};
     cl->api = kb_test_daemon_start("kb-apiserver", args, &opts, &error);
     g_assert_no_error(error);
@@ -442,8 +444,8 @@ static void check_invariant(Cluster *cl, int gpus_per_node, Invariant *inv)
             g_error("node %s overcommitted: %d GPUs held by bound pods, %d allocatable (pod %s)",
                     node, total, gpus_per_node, name);
         json_object *ann = kas_json_get(p, "metadata.annotations");
-        json_object *jv = ann != NULL ? json_object_object_get(ann, "kube-batchd.io/gpu-ids")
-                                      : NULL;
+        json_object *jv =
+                ann != NULL ? json_object_object_get(ann, "kube-batchd.io/gpu-ids") : NULL;
         if (n > 0 && jv == NULL)
             g_error("pod %s bound to %s without kube-batchd.io/gpu-ids", name, node);
         if (jv == NULL)
@@ -599,6 +601,43 @@ static void test_refused_job_backs_off(void)
     daemon_stop(d);
 }
 
+/* The API server goes away for a while (every watch closed, every request answered 503, as a
+ * load balancer in front of a restarting server does), then comes back: /readyz says 503
+ * meanwhile and 200 after; informers retried every few seconds at most, so new work created
+ * during the outage is bound soon after the return. */
+static void test_outage_readyz_and_backoff(void)
+{
+    if (!have_binaries())
+        return;
+    g_autoptr(Cluster) cl = cluster_start(NULL);
+    install_crds(cl);
+    add_node(cl, "n1", 8);
+    add_group(cl, "before", 2);
+    add_pod(cl, "before-0", "before", 1, NULL);
+    add_pod(cl, "before-1", "before", 1, NULL);
+    g_autoptr(Child) d = daemon_start(cl, NULL);
+    g_assert_true(wait_bound(cl, "before-", 2, WAIT_MS));
+    g_assert_true(wait_readyz(d, 200, WAIT_MS));
+
+    /* Faults match methods and paths, not clients: the test writes outside the outage. */
+    add_group(cl, "after", 2);
+    set_faults(cl, "restart;error=503,path=/api*;error=503,path=/apis*;error=503,path=/version");
+    g_assert_true(wait_readyz(d, 503, WAIT_MS));
+    /* Long enough for an uncapped backoff (0.8 s doubling) to pass 6 s between tries. */
+    g_usleep(14 * G_USEC_PER_SEC);
+    g_assert_cmpint(readyz(d), ==, 503);
+    set_faults(cl, "");
+    add_pod(cl, "after-0", "after", 1, NULL);
+    add_pod(cl, "after-1", "after", 1, NULL);
+    g_assert_true(wait_readyz(d, 200, WAIT_MS));
+    g_assert_true(wait_bound(cl, "after-", 2, WAIT_MS));
+    double delay = metric(d, "kube_batchd_informer_max_retry_delay_seconds{informer=\"pods\"}");
+    g_test_message("longest informer retry delay: %.2f s", delay);
+    g_assert_cmpfloat(delay, >, 0);
+    g_assert_cmpfloat(delay, <=, 1.2 * KB_INFORMER_DEFAULT_BACKOFF_MAX_MS / 1000.0);
+    daemon_stop(d);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -606,6 +645,8 @@ int main(int argc, char **argv)
     g_test_add_func("/batchd/faults/binding-failures-never-overcommit",
                     test_binding_faults_never_overcommit);
     g_test_add_func("/batchd/faults/refused-job-backs-off", test_refused_job_backs_off);
+    g_test_add_func("/batchd/faults/outage-readyz-and-capped-backoff",
+                    test_outage_readyz_and_backoff);
     int rc = g_test_run();
     curl_global_cleanup();
     return rc;
