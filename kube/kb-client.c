@@ -18,6 +18,7 @@ const KbResourceType kb_type_namespaces = {"", "v1", "namespaces", FALSE};
 const KbResourceType kb_type_services = {"", "v1", "services", TRUE};
 const KbResourceType kb_type_events = {"", "v1", "events", TRUE};
 const KbResourceType kb_type_configmaps = {"", "v1", "configmaps", TRUE};
+const KbResourceType kb_type_pvcs = {"", "v1", "persistentvolumeclaims", TRUE};
 const KbResourceType kb_type_leases = {"coordination.k8s.io", "v1", "leases", TRUE};
 const KbResourceType kb_type_priority_classes = {"scheduling.k8s.io", "v1", "priorityclasses",
                                                  FALSE};

@@ -80,6 +80,7 @@ extern const KbResourceType kb_type_namespaces;
 extern const KbResourceType kb_type_services;
 extern const KbResourceType kb_type_events;
 extern const KbResourceType kb_type_configmaps;
+extern const KbResourceType kb_type_pvcs;
 extern const KbResourceType kb_type_leases;           /* coordination.k8s.io/v1 */
 extern const KbResourceType kb_type_priority_classes; /* scheduling.k8s.io/v1 */
 extern const KbResourceType kb_type_crds;             /* apiextensions.k8s.io/v1 */

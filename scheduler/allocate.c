@@ -415,7 +415,7 @@ static void allocate_job(Alloc *a, KbJobInfo *job, KbQueueInfo *qi)
     g_ptr_array_set_size(a->placed, 0);
     for (guint i = 0; i < job->tasks->len; i++) {
         KbTaskInfo *t = job->tasks->pdata[i];
-        if (t->state == KB_TASK_PENDING)
+        if (t->state == KB_TASK_PENDING && !t->held)
             g_ptr_array_add(a->tasks, t);
     }
     g_ptr_array_sort_with_data(a->tasks, task_cmp, ssn);

@@ -34,6 +34,7 @@ struct KbCache {
     GHashTable *queues;   /* interned name -> KbQueueInfo* (owned by queue_list) */
     GPtrArray *queue_list;
     GHashTable *priority_classes; /* interned name -> KbPriorityClass* (ref) */
+    GHashTable *pvcs;             /* char* "ns/name" -> KbPvc* (ref) */
     GArray *node_gpus;            /* NodeGpu, indexed like nodes */
     guint n_gpu_topology_errors;
 };
@@ -358,6 +359,44 @@ void kb_cache_delete_queue(KbCache *cache, KbQueue *queue)
     if (id < cache->queue_list->len)
         ((KbQueueInfo *)cache->queue_list->pdata[id])->id = id;
     queue_info_free(qi);
+}
+
+void kb_cache_add_pvc(KbCache *cache, KbPvc *pvc)
+{
+    g_hash_table_replace(cache->pvcs, kb_object_key(&pvc->meta), kb_object_ref(pvc));
+}
+
+void kb_cache_update_pvc(KbCache *cache, KbPvc *pvc)
+{
+    kb_cache_add_pvc(cache, pvc);
+}
+
+void kb_cache_delete_pvc(KbCache *cache, KbPvc *pvc)
+{
+    g_autofree char *key = kb_object_key(&pvc->meta);
+    g_hash_table_remove(cache->pvcs, key);
+}
+
+gboolean kb_cache_pod_claims_ready(KbCache *cache, const KbPod *pod, char **why)
+{
+    for (guint i = 0; i < pod->n_claims; i++) {
+        const KbPodClaim *c = &pod->claims[i];
+        /* A generic ephemeral volume's claim is named after the pod and the volume. */
+        g_autofree char *key = c->claim != NULL
+                                       ? g_strdup_printf("%s/%s", pod->meta.namespace_, c->claim)
+                                       : g_strdup_printf("%s/%s-%s", pod->meta.namespace_,
+                                                         pod->meta.name, c->volume);
+        const KbPvc *pvc = g_hash_table_lookup(cache->pvcs, key);
+        if (pvc != NULL && g_strcmp0(pvc->phase, "Bound") == 0)
+            continue;
+        if (why != NULL)
+            *why = pvc == NULL ? g_strdup_printf("persistentvolumeclaim \"%s\" not found", key)
+                               : g_strdup_printf("persistentvolumeclaim \"%s\" is not bound "
+                                                 "(phase %s)",
+                                                 key, pvc->phase != NULL ? pvc->phase : "unset");
+        return FALSE;
+    }
+    return TRUE;
 }
 
 void kb_cache_add_priority_class(KbCache *cache, KbPriorityClass *pc)
@@ -1145,6 +1184,7 @@ KbCache *kb_cache_new(const char *const *scheduler_names, const char *default_qu
     cache->job_list = g_ptr_array_new_with_free_func(job_free);
     cache->queues = g_hash_table_new(g_direct_hash, g_direct_equal);
     cache->queue_list = g_ptr_array_new_with_free_func(queue_info_free);
+    cache->pvcs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, kb_object_unref);
     cache->priority_classes =
             g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, kb_object_unref);
     cache->node_gpus = g_array_new(FALSE, TRUE, sizeof(NodeGpu));
@@ -1180,6 +1220,7 @@ void kb_cache_free(KbCache *cache)
     g_hash_table_unref(cache->queues);
     g_ptr_array_unref(cache->queue_list);
     g_hash_table_unref(cache->priority_classes);
+    g_hash_table_unref(cache->pvcs);
     g_free(cache->served);
     g_free(cache);
 }

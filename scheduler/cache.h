@@ -132,6 +132,9 @@ typedef struct {
     /* Evicted by a cycle (preempt/reclaim): RELEASING until the pod is gone, whatever the watch
      * says meanwhile, unless the eviction is reported failed (kb_cache_evict_failed). */
     gboolean evicting;
+    /* Set by each cycle for a pending task that must not be placed yet (schedulingGates, a
+     * claim not Bound); why in the job's condition. */
+    gboolean held;
 } KbTaskInfo;
 
 /* Tasks of one job sharing requests, selectors, affinity, tolerations and priority. */
@@ -217,6 +220,10 @@ void kb_cache_delete_pod_group(KbCache *cache, KbPodGroup *group);
 void kb_cache_add_queue(KbCache *cache, KbQueue *queue);
 void kb_cache_update_queue(KbCache *cache, KbQueue *queue);
 void kb_cache_delete_queue(KbCache *cache, KbQueue *queue);
+/* PersistentVolumeClaims, for the volume check (kb_cache_pod_claims_ready). */
+void kb_cache_add_pvc(KbCache *cache, KbPvc *pvc);
+void kb_cache_update_pvc(KbCache *cache, KbPvc *pvc);
+void kb_cache_delete_pvc(KbCache *cache, KbPvc *pvc);
 void kb_cache_add_priority_class(KbCache *cache, KbPriorityClass *pc);
 void kb_cache_update_priority_class(KbCache *cache, KbPriorityClass *pc);
 void kb_cache_delete_priority_class(KbCache *cache, KbPriorityClass *pc);
@@ -330,6 +337,14 @@ gint32 kb_cache_pod_priority(const KbCache *cache, const KbPod *pod);
 gint32 kb_cache_priority_class_value(const KbCache *cache, const char *name, gboolean *found);
 /* TRUE when priority class @name exists and says preemptionPolicy: Never. */
 gboolean kb_cache_priority_class_preempt_never(const KbCache *cache, const char *name);
+
+/*
+ * Whether @pod may be bound as far as its volumes go (kube-scheduler's VolumeBinding, for claims
+ * bound beforehand): every claim it uses exists and is Bound. FALSE with @why (may be NULL)
+ * naming the first claim that is not: "persistentvolumeclaim \"ns/data\" not found" or
+ * "... is not bound (phase Pending)"; newly allocated.
+ */
+gboolean kb_cache_pod_claims_ready(KbCache *cache, const KbPod *pod, char **why);
 
 /* Sum of allocatable over present, Ready, schedulable nodes (for proportion and enqueue). */
 void kb_cache_cluster_allocatable(KbCache *cache, KbResources *out);

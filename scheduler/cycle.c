@@ -92,6 +92,46 @@ static guint occupied(const KbJobInfo *job)
 
 /* ---- before the actions: which jobs can be scheduled at all --------------------------------- */
 
+/*
+ * Mark the pending tasks that must not be bound yet: a pod with schedulingGates (kube-scheduler
+ * leaves it alone until they are removed) or with a claim that does not exist or is not Bound
+ * (kube-scheduler keeps it pending). Returns how many; the first reason into @why (static
+ * reason, message newly allocated).
+ */
+static guint hold_tasks(KbSession *ssn, KbJobInfo *job, const char **reason, char **why)
+{
+    guint held = 0;
+    for (guint i = 0; i < job->tasks->len; i++) {
+        KbTaskInfo *t = job->tasks->pdata[i];
+        t->held = FALSE;
+        if (t->state != KB_TASK_PENDING)
+            continue;
+        const KbPod *pod = t->pod;
+        g_autofree char *claim = NULL;
+        if (pod->n_scheduling_gates > 0) {
+            t->held = TRUE;
+            if (*why == NULL) {
+                *reason = "SchedulingGated";
+                *why = g_strdup_printf("pod %s/%s has %u scheduling gate%s (first: \"%s\"): "
+                                       "it is not scheduled until they are removed",
+                                       pod->meta.namespace_, pod->meta.name,
+                                       pod->n_scheduling_gates,
+                                       pod->n_scheduling_gates == 1 ? "" : "s",
+                                       pod->scheduling_gate != NULL ? pod->scheduling_gate : "");
+            }
+        } else if (pod->n_claims > 0 && !kb_cache_pod_claims_ready(ssn->cache, pod, &claim)) {
+            t->held = TRUE;
+            if (*why == NULL) {
+                *reason = "VolumeNotBound";
+                *why = g_strdup_printf("pod %s/%s: %s", pod->meta.namespace_, pod->meta.name,
+                                       claim);
+            }
+        }
+        held += t->held;
+    }
+    return held;
+}
+
 static void prepare_job(KbSession *ssn, KbJobInfo *job)
 {
     KbJobScratch *js = &ssn->job_scratch[job->id];
@@ -118,6 +158,14 @@ static void prepare_job(KbSession *ssn, KbJobInfo *job)
         kb_session_job_note(ssn, job, "NotEnoughPods",
                             "waiting for pods: %u/%d exist (minMember %d)", members,
                             job->min_member, job->min_member);
+        return;
+    }
+    const char *held_reason = NULL;
+    g_autofree char *held_why = NULL;
+    guint held = hold_tasks(ssn, job, &held_reason, &held_why);
+    if (held > 0 && members - held < (guint)job->min_member) {
+        kb_session_job_note(ssn, job, held_reason, "%u/%d pods may be bound: %s", members - held,
+                            job->min_member, held_why);
         return;
     }
     /* Bindings refused for certain: the job waits out its backoff rather than spin. */

@@ -35,6 +35,7 @@ typedef enum {
     SRC_QUEUES_VOLCANO,
     SRC_QUEUES_KUBE_BATCH,
     SRC_PRIORITY_CLASSES,
+    SRC_PVCS,
     SRC_N
 } SourceId;
 
@@ -291,6 +292,9 @@ static void on_add(gpointer obj, gpointer data)
     case SRC_PRIORITY_CLASSES:
         kb_cache_add_priority_class(d->cache, obj);
         break;
+    case SRC_PVCS:
+        kb_cache_add_pvc(d->cache, obj);
+        break;
     case SRC_N:
         break;
     }
@@ -335,6 +339,9 @@ static void on_update(gpointer old_obj, gpointer new_obj, gpointer data)
     case SRC_PRIORITY_CLASSES:
         kb_cache_update_priority_class(d->cache, new_obj);
         break;
+    case SRC_PVCS:
+        kb_cache_update_pvc(d->cache, new_obj);
+        break;
     case SRC_N:
         break;
     }
@@ -365,6 +372,9 @@ static void on_delete(gpointer obj, gpointer data)
         break;
     case SRC_PRIORITY_CLASSES:
         kb_cache_delete_priority_class(d->cache, obj);
+        break;
+    case SRC_PVCS:
+        kb_cache_delete_pvc(d->cache, obj);
         break;
     case SRC_N:
         break;
@@ -424,6 +434,9 @@ static void sources_init(KbDaemon *d)
              &kb_type_queues_kube_batch, (KbDecodeFunc)kb_queue_decode, TRUE},
             {SRC_PRIORITY_CLASSES, "priorityclasses", "PriorityClass", &kb_type_priority_classes,
              (KbDecodeFunc)kb_priority_class_decode, FALSE},
+            /* For the volume check; every apiserver serves them, an old test server may not. */
+            {SRC_PVCS, "persistentvolumeclaims", "PersistentVolumeClaim", &kb_type_pvcs,
+             (KbDecodeFunc)kb_pvc_decode, TRUE},
     };
     for (int i = 0; i < SRC_N; i++) {
         Source *s = &d->sources[table[i].id];

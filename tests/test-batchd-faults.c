@@ -638,6 +638,101 @@ static void test_outage_readyz_and_backoff(void)
     daemon_stop(d);
 }
 
+static void add_pvc(Cluster *cl, const char *name, const char *phase)
+{
+    create(cl, &kb_type_pvcs, "default",
+           json_printf("{\"apiVersion\":\"v1\",\"kind\":\"PersistentVolumeClaim\","
+                       "\"metadata\":{\"name\":\"%s\",\"namespace\":\"default\"},\"spec\":{"
+                       "\"accessModes\":[\"ReadWriteOnce\"],\"resources\":{\"requests\":{"
+                       "\"storage\":\"1Gi\"}}}}",
+                       name));
+    g_autoptr(GError) error = NULL;
+    g_autofree char *patch = g_strdup_printf("{\"status\":{\"phase\":\"%s\"}}", phase);
+    json_object *r = kb_client_patch(cl->client, &kb_type_pvcs, "default", name, "status",
+                                     KB_PATCH_MERGE, patch, &error);
+    g_assert_no_error(error);
+    json_object_put(r);
+}
+
+static void set_pvc_phase(Cluster *cl, const char *name, const char *phase)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree char *patch = g_strdup_printf("{\"status\":{\"phase\":\"%s\"}}", phase);
+    json_object *r = kb_client_patch(cl->client, &kb_type_pvcs, "default", name, "status",
+                                     KB_PATCH_MERGE, patch, &error);
+    g_assert_no_error(error);
+    json_object_put(r);
+}
+
+/* A pod whose claim is missing, then Pending, is not bound and its gang waits (the condition
+ * names the claim); once the claim is Bound the gang binds. */
+static void test_volume_claims(void)
+{
+    if (!have_binaries())
+        return;
+    g_autoptr(Cluster) cl = cluster_start(NULL);
+    install_crds(cl);
+    add_node(cl, "n1", 8);
+    add_group(cl, "vol", 2);
+    add_pod(cl, "vol-0", "vol", 1,
+            ",\"volumes\":[{\"name\":\"data\",\"persistentVolumeClaim\":{\"claimName\":"
+            "\"ckpt\"}}]");
+    add_pod(cl, "vol-1", "vol", 1, NULL);
+    add_group(cl, "free", 1);
+    add_pod(cl, "free-0", "free", 1, NULL);
+    g_autoptr(Child) d = daemon_start(cl, NULL);
+    g_assert_true(wait_bound(cl, "free-", 1, WAIT_MS));
+    g_autofree char *m1 = wait_message(cl, "vol", "not found", WAIT_MS);
+    g_assert_cmpstr(m1, ==,
+                    "1/2 pods may be bound: pod default/vol-0: persistentvolumeclaim "
+                    "\"default/ckpt\" not found");
+    add_pvc(cl, "ckpt", "Pending");
+    g_autofree char *m2 = wait_message(cl, "vol", "not bound", WAIT_MS);
+    g_assert_cmpstr(m2, ==,
+                    "1/2 pods may be bound: pod default/vol-0: persistentvolumeclaim "
+                    "\"default/ckpt\" is not bound (phase Pending)");
+    g_assert_cmpuint(count_bound(cl, "vol-"), ==, 0);
+    set_pvc_phase(cl, "ckpt", "Bound");
+    g_assert_true(wait_bound(cl, "vol-", 2, WAIT_MS));
+    daemon_stop(d);
+}
+
+/* A pod with schedulingGates is never bound; its gang waits with the gate named; once the gate
+ * is removed the gang binds. */
+static void test_scheduling_gates(void)
+{
+    if (!have_binaries())
+        return;
+    g_autoptr(Cluster) cl = cluster_start(NULL);
+    install_crds(cl);
+    add_node(cl, "n1", 8);
+    add_group(cl, "gated", 2);
+    add_pod(cl, "gated-0", "gated", 1, ",\"schedulingGates\":[{\"name\":\"example.com/quota\"}]");
+    add_pod(cl, "gated-1", "gated", 1, NULL);
+    add_group(cl, "solo", 1);
+    add_pod(cl, "solo-0", "solo", 1, ",\"schedulingGates\":[{\"name\":\"a\"},{\"name\":\"b\"}]");
+    g_autoptr(Child) d = daemon_start(cl, NULL);
+    g_autofree char *m = wait_message(cl, "gated", "scheduling gate", WAIT_MS);
+    g_assert_cmpstr(m, ==,
+                    "1/2 pods may be bound: pod default/gated-0 has 1 scheduling gate (first: "
+                    "\"example.com/quota\"): it is not scheduled until they are removed");
+    g_autofree char *m2 = wait_message(cl, "solo", "scheduling gates", WAIT_MS);
+    g_assert_nonnull(strstr(m2, "has 2 scheduling gates (first: \"a\")"));
+    g_usleep(600000); /* a few more cycles */
+    g_assert_cmpuint(count_bound(cl, "gated-"), ==, 0);
+    g_assert_cmpuint(count_bound(cl, "solo-"), ==, 0);
+    /* The gate lifted (as Kueue does on admission). */
+    g_autoptr(GError) error = NULL;
+    json_object *r =
+            kb_client_patch(cl->client, &kb_type_pods, "default", "gated-0", NULL, KB_PATCH_MERGE,
+                            "{\"spec\":{\"schedulingGates\":null}}", &error);
+    g_assert_no_error(error);
+    json_object_put(r);
+    g_assert_true(wait_bound(cl, "gated-", 2, WAIT_MS));
+    g_assert_cmpuint(count_bound(cl, "solo-"), ==, 0);
+    daemon_stop(d);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -647,6 +742,8 @@ int main(int argc, char **argv)
     g_test_add_func("/batchd/faults/refused-job-backs-off", test_refused_job_backs_off);
     g_test_add_func("/batchd/faults/outage-readyz-and-capped-backoff",
                     test_outage_readyz_and_backoff);
+    g_test_add_func("/batchd/predicates/volume-claims-bound-first", test_volume_claims);
+    g_test_add_func("/batchd/predicates/scheduling-gates-hold", test_scheduling_gates);
     int rc = g_test_run();
     curl_global_cleanup();
     return rc;
