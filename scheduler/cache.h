@@ -166,6 +166,7 @@ struct KbJobInfo {
     KbJobPhase last_phase;
     char *last_reason;
     char *last_message;
+    guint last_counts[4]; /* pending, running, succeeded, failed last reported */
     gboolean reported;
     guint id; /* position in the cache's job table; scratch for the cycle */
     /* Evictions (preempt/reclaim) of this job so far, and when the last was decided (seconds);

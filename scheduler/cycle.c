@@ -269,7 +269,7 @@ static void job_condition(KbSession *ssn, KbJobInfo *job, KbJobStatus *st)
             st->message = g_strdup_printf("not scheduled within scheduleTimeoutSeconds=%d: %s",
                                           timeout, js->message->str);
         }
-    } else if (ready && st->phase == KB_JOB_RUNNING) {
+    } else if (ready && job->phase == KB_JOB_RUNNING) {
         st->condition_type = "Scheduled";
         st->condition_status = "True";
         st->reason = "Scheduled";
@@ -291,15 +291,24 @@ static void report_job(KbSession *ssn, KbJobInfo *job)
     st.phase = job->phase;
     st.min_member = job->min_member;
     st.n_pending = job->n_state[KB_TASK_PENDING];
-    st.n_allocated = job->n_state[KB_TASK_ALLOCATED] + job->n_state[KB_TASK_BINDING];
-    st.n_running = job->n_state[KB_TASK_RUNNING] + job->n_state[KB_TASK_BOUND];
+    st.n_allocated = job->n_state[KB_TASK_ALLOCATED] + job->n_state[KB_TASK_BINDING] +
+                     job->n_state[KB_TASK_BOUND];
+    /* Pods the watch shows running (phase Running), not merely placed. */
+    st.n_running = job->n_state[KB_TASK_RUNNING];
     st.n_succeeded = job->n_state[KB_TASK_SUCCEEDED];
     st.n_failed = job->n_state[KB_TASK_FAILED];
     st.n_placed = ssn->job_scratch[job->id].n_placed;
+    /* Volcano's PodGroup phases: placed but not yet running is Inqueue; Running once minMember
+     * pods run (or ran to completion). The cycle's own phase (placed counts) stays internal. */
+    if (st.phase == KB_JOB_RUNNING && st.n_running + st.n_succeeded < (guint)job->min_member)
+        st.phase = KB_JOB_INQUEUE;
     job_condition(ssn, job, &st);
-    st.changed = !job->reported || job->last_phase != st.phase ||
-                 g_strcmp0(job->last_reason, st.reason) != 0 ||
-                 g_strcmp0(job->last_message, st.message) != 0;
+    guint counts[4] = {st.n_pending, st.n_running, st.n_succeeded, st.n_failed};
+    gboolean described = !job->reported || job->last_phase != st.phase ||
+                         g_strcmp0(job->last_reason, st.reason) != 0 ||
+                         g_strcmp0(job->last_message, st.message) != 0;
+    /* Counts alone change the status written, not the events posted. */
+    st.changed = described || memcmp(counts, job->last_counts, sizeof counts) != 0;
     if (st.changed) {
         job->reported = TRUE;
         job->last_phase = st.phase;
@@ -307,7 +316,9 @@ static void report_job(KbSession *ssn, KbJobInfo *job)
         job->last_reason = g_strdup(st.reason);
         g_free(job->last_message);
         job->last_message = g_strdup(st.message);
-        job_events(ssn, job, &st);
+        memcpy(job->last_counts, counts, sizeof counts);
+        if (described)
+            job_events(ssn, job, &st);
     }
     ssn->result->n_tasks_pending += st.n_pending;
     g_array_append_val(ssn->result->job_statuses, st);

@@ -68,6 +68,7 @@ typedef struct {
     KbTestDaemon *api;
     char *url;
     guint port;
+    gboolean no_kubelet; /* pods stay Pending once bound; tests set their phase */
     KbClient *client;
 } Cluster;
 
@@ -77,11 +78,18 @@ static void api_start(Cluster *cl, const char *faults)
 {
     g_autoptr(GError) error = NULL;
     g_autofree char *listen = g_strdup_printf("127.0.0.1:%u", cl->port);
-    const char *args[] = {
-            "--listen", listen, "--simulate-kubelet", faults != NULL ? "--faults" : NULL,
-            faults,     NULL};
+    g_autoptr(GPtrArray) args = g_ptr_array_new();
+    g_ptr_array_add(args, "--listen");
+    g_ptr_array_add(args, listen);
+    if (!cl->no_kubelet)
+        g_ptr_array_add(args, "--simulate-kubelet");
+    if (faults != NULL) {
+        g_ptr_array_add(args, "--faults");
+        g_ptr_array_add(args, (gpointer)faults);
+    }
+    g_ptr_array_add(args, NULL);
     KbTestDaemonOptions opts = {.stdout_pipe = TRUE, .log = TRUE};
-    cl->api = kb_test_daemon_start("kb-apiserver", args, &opts, &error);
+    cl->api = kb_test_daemon_start("kb-apiserver", (const char *const *)args->pdata, &opts, &error);
     g_assert_no_error(error);
     g_autofree char *line = kb_test_daemon_wait_line(cl->api, "listening on ", 20000, &error);
     g_assert_no_error(error);
@@ -91,10 +99,11 @@ static void api_start(Cluster *cl, const char *faults)
     g_assert_cmpstr(cl->url, ==, line);
 }
 
-static Cluster *cluster_start(const char *faults)
+static Cluster *cluster_start_full(const char *faults, gboolean kubelet)
 {
     g_autoptr(GError) error = NULL;
     Cluster *cl = g_new0(Cluster, 1);
+    cl->no_kubelet = !kubelet;
     cl->port = free_port();
     api_start(cl, faults);
     g_autoptr(KbConfig) config = kb_config_new(cl->url);
@@ -114,6 +123,11 @@ static void cluster_free(Cluster *cl)
 }
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Cluster, cluster_free)
+
+static Cluster *cluster_start(const char *faults)
+{
+    return cluster_start_full(faults, TRUE);
+}
 
 typedef struct {
     KbTestDaemon *daemon;
@@ -733,6 +747,64 @@ static void test_scheduling_gates(void)
     daemon_stop(d);
 }
 
+static void set_pod_phase(Cluster *cl, const char *name, const char *phase)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree char *patch = g_strdup_printf("{\"status\":{\"phase\":\"%s\"}}", phase);
+    json_object *r = kb_client_patch(cl->client, &kb_type_pods, "default", name, "status",
+                                     KB_PATCH_MERGE, patch, &error);
+    g_assert_no_error(error);
+    json_object_put(r);
+}
+
+/* Poll until the group's status.phase is @phase and status.running is @running. */
+static gboolean wait_group(Cluster *cl, const char *name, const char *phase, int running, guint ms)
+{
+    gint64 deadline = g_get_monotonic_time() + (gint64)ms * 1000;
+    for (;;) {
+        json_object *g = get_group(cl, name);
+        const char *p = kas_json_get_string(g, "status.phase");
+        json_object *r = kas_json_get(g, "status.running");
+        gboolean ok = g_strcmp0(p, phase) == 0 && r != NULL && json_object_get_int(r) == running;
+        if (!ok && g_get_monotonic_time() > deadline)
+            g_test_message("group %s: phase %s, running %s", name, p != NULL ? p : "(none)",
+                           r != NULL ? json_object_get_string(r) : "(none)");
+        json_object_put(g);
+        if (ok)
+            return TRUE;
+        if (g_get_monotonic_time() > deadline)
+            return FALSE;
+        g_usleep(50000);
+    }
+}
+
+/* Bound is not running: the group is Inqueue with running 0 until its pods run; running counts
+ * the pods whose phase is Running; phase Running once minMember (3 of 4) run. */
+static void test_podgroup_running_counts(void)
+{
+    if (!have_binaries())
+        return;
+    g_autoptr(Cluster) cl = cluster_start_full(NULL, FALSE);
+    install_crds(cl);
+    add_node(cl, "n1", 8);
+    add_group(cl, "tf", 3);
+    for (int i = 0; i < 4; i++) {
+        g_autofree char *name = g_strdup_printf("tf-%d", i);
+        add_pod(cl, name, "tf", 1, NULL);
+    }
+    g_autoptr(Child) d = daemon_start(cl, NULL);
+    g_assert_true(wait_bound(cl, "tf-", 4, WAIT_MS));
+    g_assert_true(wait_group(cl, "tf", "Inqueue", 0, WAIT_MS));
+    set_pod_phase(cl, "tf-0", "Running");
+    set_pod_phase(cl, "tf-1", "Running");
+    g_assert_true(wait_group(cl, "tf", "Inqueue", 2, WAIT_MS));
+    set_pod_phase(cl, "tf-2", "Running");
+    g_assert_true(wait_group(cl, "tf", "Running", 3, WAIT_MS));
+    set_pod_phase(cl, "tf-3", "Running");
+    g_assert_true(wait_group(cl, "tf", "Running", 4, WAIT_MS));
+    daemon_stop(d);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -744,6 +816,7 @@ int main(int argc, char **argv)
                     test_outage_readyz_and_backoff);
     g_test_add_func("/batchd/predicates/volume-claims-bound-first", test_volume_claims);
     g_test_add_func("/batchd/predicates/scheduling-gates-hold", test_scheduling_gates);
+    g_test_add_func("/batchd/status/podgroup-running-counts", test_podgroup_running_counts);
     int rc = g_test_run();
     curl_global_cleanup();
     return rc;

@@ -161,7 +161,9 @@ static void test_gang_partial_then_node_added(void)
     add_node(fx, "n2", 8);
     kb_test_sched_run(fx);
     g_assert_cmpuint(kb_test_sched_binds(fx, "default/tf"), ==, 10);
-    g_assert_cmpint(status(fx, "default/tf")->phase, ==, KB_JOB_RUNNING);
+    /* Placed, not yet running: Inqueue (Volcano), with the Scheduled condition. */
+    g_assert_cmpint(status(fx, "default/tf")->phase, ==, KB_JOB_INQUEUE);
+    g_assert_cmpuint(status(fx, "default/tf")->n_running, ==, 0);
     g_assert_cmpstr(status(fx, "default/tf")->reason, ==, "Scheduled");
     g_assert_cmpuint(node_gpus_used(fx, "n1") + node_gpus_used(fx, "n2"), ==, 10);
     kb_test_sched_free(fx);
@@ -195,7 +197,11 @@ static void test_gang_min_below_size(void)
     add_gang_pods(fx, "default", "elastic", 6, GPU1);
     kb_test_sched_run(fx);
     g_assert_cmpuint(kb_test_sched_binds(fx, "default/elastic"), ==, 5);
+    g_assert_cmpint(status(fx, "default/elastic")->phase, ==, KB_JOB_INQUEUE);
+    kb_test_sched_confirm_all(fx, FALSE);
+    kb_test_sched_run(fx);
     g_assert_cmpint(status(fx, "default/elastic")->phase, ==, KB_JOB_RUNNING);
+    g_assert_cmpuint(status(fx, "default/elastic")->n_running, ==, 5);
     kb_test_sched_free(fx);
 }
 
