@@ -980,6 +980,35 @@ static const PredCase pred_cases[] = {
          "pod default/p requests 9 nvidia.com/gpu but no node has more than 8"},
 };
 
+/*
+ * Node counts in the message are exact: 1,000 full nodes, 2 of them in zone a. A pod of zone a
+ * fails 998 nodes on node affinity and 2 on GPUs, whichever full neighbour shares a subtree of
+ * the idle tree with them (kube-scheduler checks affinity before resources).
+ */
+static void test_message_counts_nodes_exactly(void)
+{
+    Fx *fx = kb_test_sched_new("actions: \"allocate\"\ntiers:\n- plugins:\n  - name: gang\n"
+                               "  - name: predicates\n  - name: nodeorder\n");
+    for (guint i = 0; i < 1000; i++) {
+        g_autofree char *name = g_strdup_printf("n%04u", i);
+        /* Zone a: the 2nd and the 501st node, each next to a zone-b node in its subtree. */
+        add_node_full(fx, name, 32, 128, 1, i == 1 || i == 500 ? "\"zone\":\"a\"" : "\"zone\":\"b\"",
+                      "", TRUE);
+        g_autofree char *pod = g_strdup_printf("fill-%04u", i);
+        PodOpts fill = {.requests = GPU1, .node = name, .phase = "Running"};
+        add_pod(fx, pod, &fill);
+    }
+    PodOpts po = {.requests = GPU1,
+                  .spec = AFF("{\"key\":\"zone\",\"operator\":\"In\",\"values\":[\"a\"]}")};
+    add_pod(fx, "p", &po);
+    kb_test_sched_run(fx);
+    g_assert_null(kb_test_sched_bound_node(fx, "default", "p"));
+    g_assert_cmpstr(status(fx, "default/p")->message, ==,
+                    "0/1 tasks placeable: no node fits: 998 nodes do not match node affinity, 2 "
+                    "nodes short of nvidia.com/gpu");
+    kb_test_sched_free(fx);
+}
+
 static void test_predicate_case(gconstpointer data)
 {
     const PredCase *c = data;
@@ -1141,6 +1170,8 @@ int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_log_set_always_fatal(G_LOG_FATAL_MASK | G_LOG_LEVEL_CRITICAL);
+    g_test_add_func("/scheduler/predicates/message-counts-nodes-exactly",
+                    test_message_counts_nodes_exactly);
     g_test_add_func("/scheduler/gang/partial-binds-nothing-then-node-added",
                     test_gang_partial_then_node_added);
     g_test_add_func("/scheduler/gang/statement-discards", test_gang_partial_allocate_only);
