@@ -15,6 +15,22 @@ typedef struct {
     guint attempts; /* bindings sent so far (retries after unknown outcomes) */
 } Pending;
 
+/* A token bucket for events (see kb_binder_set_gang_event_budget). */
+typedef struct {
+    double qps;
+    double burst;
+    double tokens;
+    gint64 last_us;
+} Bucket;
+
+/* A job's bindings of one batch still without an outcome, and where the bound ones went. */
+typedef struct {
+    guint outstanding;
+    guint bound;
+    GHashTable *nodes; /* interned node name -> count */
+    GPtrArray *order;  /* interned node names, first-bound order */
+} Gang;
+
 /* A placement waiting to be sent again after an unknown outcome. */
 typedef struct {
     KbBinder *binder;
@@ -42,6 +58,11 @@ struct KbBinder {
     guint64 retries;
     guint64 resolved_by_watch;
     GList *retrying; /* Retry*, waiting for their timer */
+    GHashTable *gangs; /* job key -> Gang* */
+    Bucket gang_budget;
+    Bucket pod_budget;
+    guint64 events_posted;
+    guint64 events_over_budget;
     KbBinderEvictFunc evict_done;
     gpointer evict_data;
     guint evictions_in_flight;
@@ -70,10 +91,38 @@ static void pending_free(Pending *p)
 
 static void retries_clear(KbBinder *b, gboolean give_up_too);
 
+static void gang_free(gpointer p)
+{
+    Gang *g = p;
+    g_hash_table_unref(g->nodes);
+    g_ptr_array_unref(g->order);
+    g_free(g);
+}
+
+static void bucket_init(Bucket *k, double qps, guint burst)
+{
+    k->qps = MAX(qps, 0.0);
+    k->burst = burst;
+    k->tokens = burst;
+    k->last_us = g_get_monotonic_time();
+}
+
+static gboolean bucket_take(Bucket *k)
+{
+    gint64 now = g_get_monotonic_time();
+    k->tokens = MIN(k->burst, k->tokens + k->qps * (double)(now - k->last_us) / 1e6);
+    k->last_us = now;
+    if (k->tokens < 1.0)
+        return FALSE;
+    k->tokens -= 1.0;
+    return TRUE;
+}
+
 static void binder_unref(KbBinder *b)
 {
     if (--b->ref_count > 0)
         return;
+    g_clear_pointer(&b->gangs, g_hash_table_unref);
     g_queue_clear_full(&b->queue, (GDestroyNotify)pending_free);
     g_free(b);
 }
@@ -89,6 +138,9 @@ KbBinder *kb_binder_new(KbClient *client, KbCache *cache, KbRecorder *recorder)
     b->max_in_flight = KB_BINDER_DEFAULT_MAX_IN_FLIGHT;
     b->max_attempts = KB_BINDER_MAX_ATTEMPTS;
     b->retry_base_ms = KB_BINDER_RETRY_BASE_MS;
+    b->gangs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, gang_free);
+    bucket_init(&b->gang_budget, KB_BINDER_GANG_EVENT_QPS, KB_BINDER_GANG_EVENT_BURST);
+    bucket_init(&b->pod_budget, KB_BINDER_POD_EVENT_QPS, KB_BINDER_POD_EVENT_BURST);
     g_queue_init(&b->queue);
     return b;
 }
@@ -112,6 +164,26 @@ void kb_binder_set_done_func(KbBinder *binder, KbBinderDoneFunc func, gpointer u
 void kb_binder_set_max_in_flight(KbBinder *binder, guint n)
 {
     binder->max_in_flight = MAX(n, 1);
+}
+
+void kb_binder_set_gang_event_budget(KbBinder *binder, double qps, guint burst)
+{
+    bucket_init(&binder->gang_budget, qps, burst);
+}
+
+void kb_binder_set_pod_event_budget(KbBinder *binder, double qps, guint burst)
+{
+    bucket_init(&binder->pod_budget, qps, burst);
+}
+
+guint64 kb_binder_events_posted(const KbBinder *binder)
+{
+    return binder->events_posted;
+}
+
+guint64 kb_binder_events_over_budget(const KbBinder *binder)
+{
+    return binder->events_over_budget;
 }
 
 void kb_binder_set_retry(KbBinder *binder, guint max_attempts, guint base_ms)
@@ -195,6 +267,94 @@ static Verdict classify(const KbResponse *resp, const char *our_node, KbBindResu
     return V_FAILED;
 }
 
+static const char *group_api_version(const KbPodGroup *g)
+{
+    switch (g->dialect) {
+    case KB_PODGROUP_KUBE_BATCH:
+        return "scheduling.incubator.k8s.io/v1alpha1";
+    case KB_PODGROUP_X_K8S:
+        return "scheduling.x-k8s.io/v1alpha1";
+    case KB_PODGROUP_VOLCANO:
+    default:
+        return "scheduling.volcano.sh/v1beta1";
+    }
+}
+
+/* "bound 8 pods: n1 x4, n2 x4" (at most 16 nodes named). */
+static char *gang_summary(const Gang *g)
+{
+    GString *s = g_string_new(NULL);
+    g_string_printf(s, "bound %u pod%s:", g->bound, g->bound == 1 ? "" : "s");
+    for (guint i = 0; i < g->order->len; i++) {
+        const char *node = g->order->pdata[i];
+        if (i == 16) {
+            g_string_append_printf(s, " and %u more nodes", g->order->len - i);
+            break;
+        }
+        g_string_append_printf(s, "%s %s x%u", i == 0 ? "" : ",", node,
+                               GPOINTER_TO_UINT(g_hash_table_lookup(g->nodes, node)));
+    }
+    return g_string_free(s, FALSE);
+}
+
+/* The job's batch has every outcome: one event on its PodGroup naming the nodes. */
+static void gang_event(KbBinder *b, const char *job_key, const Gang *g, const Pending *p)
+{
+    if (g->bound == 0 || b->recorder == NULL)
+        return;
+    if (!bucket_take(&b->gang_budget)) {
+        b->events_over_budget++;
+        return;
+    }
+    g_auto(GStrv) parts = g_strsplit(job_key, "/", 2);
+    KbJobInfo *job = parts[0] != NULL && parts[1] != NULL
+                             ? kb_cache_lookup_job(b->cache, parts[0], parts[1])
+                             : NULL;
+    b->events_posted++;
+    if (job != NULL && job->group != NULL) {
+        g_autofree char *summary = gang_summary(g);
+        kb_recorder_event(b->recorder, &job->group->meta, group_api_version(job->group),
+                          "PodGroup", "Normal", "Scheduled", "%s", summary);
+    } else {
+        /* A pod without a group: the event kube-scheduler posts. */
+        const KbObjectMeta *m = &p->pod->meta;
+        kb_recorder_event(b->recorder, m, "v1", "Pod", "Normal", "Scheduled",
+                          "Successfully assigned %s/%s to %s", m->namespace_, m->name, p->node);
+    }
+}
+
+/* One placement of @p's job has its final outcome (@bound_on: the node it is on, or NULL). */
+static void gang_settle(KbBinder *b, const Pending *p, const char *bound_on)
+{
+    Gang *g = g_hash_table_lookup(b->gangs, p->job);
+    if (g == NULL)
+        return;
+    if (bound_on != NULL) {
+        const char *node = g_intern_string(bound_on);
+        guint n = GPOINTER_TO_UINT(g_hash_table_lookup(g->nodes, node));
+        if (n == 0)
+            g_ptr_array_add(g->order, (gpointer)node);
+        g_hash_table_insert(g->nodes, (gpointer)node, GUINT_TO_POINTER(n + 1));
+        g->bound++;
+    }
+    if (--g->outstanding > 0)
+        return;
+    gang_event(b, p->job, g, p);
+    g_hash_table_remove(b->gangs, p->job);
+}
+
+static void gang_expect(KbBinder *b, const char *job_key)
+{
+    Gang *g = g_hash_table_lookup(b->gangs, job_key);
+    if (g == NULL) {
+        g = g_new0(Gang, 1);
+        g->nodes = g_hash_table_new(g_direct_hash, g_direct_equal);
+        g->order = g_ptr_array_new();
+        g_hash_table_insert(b->gangs, g_strdup(job_key), g);
+    }
+    g->outstanding++;
+}
+
 static void report_done(KbBinder *b, KbBindOutcome *out)
 {
     b->counts[out->result]++;
@@ -211,9 +371,19 @@ static void report_bound(KbBinder *b, Pending *p, gint64 latency_us)
                          .job = p->job,
                          .latency_us = latency_us};
     kb_cache_bind_succeeded(b->cache, m->namespace_, m->name, m->uid, b->now_s());
-    if (b->recorder != NULL)
-        kb_recorder_event(b->recorder, m, "v1", "Pod", "Normal", "Scheduled",
-                          "Successfully assigned %s/%s to %s", m->namespace_, m->name, p->node);
+    /* Per-pod events of group members on their own budget (a pod without a group gets its
+     * event as its gang's). */
+    if (b->recorder != NULL && p->pod->group_name != NULL) {
+        if (bucket_take(&b->pod_budget)) {
+            b->events_posted++;
+            kb_recorder_event(b->recorder, m, "v1", "Pod", "Normal", "Scheduled",
+                              "Successfully assigned %s/%s to %s", m->namespace_, m->name,
+                              p->node);
+        } else if (b->pod_budget.burst > 0) {
+            b->events_over_budget++;
+        }
+    }
+    gang_settle(b, p, p->node);
     report_done(b, &out);
 }
 
@@ -234,12 +404,14 @@ static void report(KbBinder *b, Pending *p, Verdict v, KbBindResult result, cons
         report_bound(b, p, latency_us);
         return;
     case V_ELSEWHERE:
+        gang_settle(b, p, NULL);
         kb_cache_bind_elsewhere(b->cache, m->namespace_, m->name, m->uid, elsewhere, b->now_s());
         g_warning("pod %s/%s: not bound to %s: it is already on node %s; held there until the "
                   "watch shows it",
                   m->namespace_, m->name, p->node, elsewhere);
         break;
     case V_UNKNOWN:
+        gang_settle(b, p, NULL);
         /* Still unknown after every retry: keep the room until the watch (or the assume
          * timeout) says where the pod is. */
         kb_cache_bind_unknown(b->cache, m->namespace_, m->name, m->uid, b->now_s());
@@ -248,6 +420,7 @@ static void report(KbBinder *b, Pending *p, Verdict v, KbBindResult result, cons
                   m->namespace_, m->name, p->node, p->attempts, why);
         break;
     case V_FAILED:
+        gang_settle(b, p, NULL);
         out.n_rolled_back = 1;
         kb_cache_bind_refused(b->cache, m->namespace_, m->name, m->uid, b->now_s(), why);
         g_warning("pod %s/%s: binding to node %s failed (%s); the pod is placed again, job %s "
@@ -287,6 +460,8 @@ static gboolean on_retry(gpointer data)
         if (t != NULL && g_strcmp0(t->pod->meta.uid, m->uid) == 0 && t->pod->node_name != NULL &&
             strcmp(t->pod->node_name, p->node) == 0)
             report_bound(b, p, 0);
+        else
+            gang_settle(b, p, NULL);
         pending_free(p);
         return G_SOURCE_REMOVE;
     }
@@ -351,6 +526,7 @@ static void pump(KbBinder *b)
         const KbObjectMeta *m = &p->pod->meta;
         if (!kb_cache_pod_is_assumed(b->cache, m->namespace_, m->name, m->uid)) {
             b->skipped++;
+            gang_settle(b, p, NULL);
             pending_free(p);
             continue;
         }
@@ -373,6 +549,7 @@ void kb_binder_submit(KbBinder *binder, const GArray *placements)
         p->node = g_strdup(pl->node);
         p->job = g_strdup(pl->job);
         p->gpu_ids = g_strdup(pl->gpu_ids);
+        gang_expect(binder, p->job);
         g_queue_push_tail(&binder->queue, p);
     }
     pump(binder);
@@ -383,6 +560,7 @@ void kb_binder_submit(KbBinder *binder, const GArray *placements)
 static void give_up(KbBinder *b, Pending *p)
 {
     const KbObjectMeta *m = &p->pod->meta;
+    gang_settle(b, p, NULL);
     if (!kb_cache_pod_is_assumed(b->cache, m->namespace_, m->name, m->uid))
         return;
     if (p->attempts > 0)

@@ -20,6 +20,12 @@
  *   - Certain failure (404, 400, 403, 422, other 409): kb_cache_bind_refused releases that pod
  *     alone and backs its job off; a Warning "FailedScheduling" event with the reason.
  *
+ * - Events never hold a binding back and have their own budgets: when every binding of a job's
+ *   batch has an outcome, one Normal "Scheduled" event on its PodGroup names the nodes ("bound 8
+ *   pods: n1 x4, n2 x4"; for a pod without a group, the usual event on the pod) within the gang
+ *   budget; per-pod "Scheduled" events of group members go within a separate pod budget (off by
+ *   default). Events over budget are dropped and counted (kb_binder_events_over_budget).
+ *
  * Everything runs on the client's main context. The binder keeps a reference on the pods it
  * holds; it borrows the client, the cache and the recorder, which must outlive it, except that
  * responses arriving after kb_binder_free() are ignored harmlessly.
@@ -72,6 +78,21 @@ void kb_binder_set_max_in_flight(KbBinder *binder, guint n);
  * and the first retry delay in ms (default KB_BINDER_RETRY_BASE_MS; doubles up to
  * KB_BINDER_RETRY_MAX_MS). */
 void kb_binder_set_retry(KbBinder *binder, guint max_attempts, guint base_ms);
+/*
+ * Event budgets (token buckets: @qps tokens a second, at most @burst saved; qps 0 with burst 0
+ * turns the kind off). Defaults: KB_BINDER_GANG_EVENT_* and KB_BINDER_POD_EVENT_*: a burst for
+ * `kubectl describe` on a quiet cluster, a trickle under load (client-go's per-object spam
+ * filter still applies in the recorder).
+ */
+#define KB_BINDER_GANG_EVENT_QPS   5.0
+#define KB_BINDER_GANG_EVENT_BURST 50
+#define KB_BINDER_POD_EVENT_QPS    1.0
+#define KB_BINDER_POD_EVENT_BURST  10
+void kb_binder_set_gang_event_budget(KbBinder *binder, double qps, guint burst);
+void kb_binder_set_pod_event_budget(KbBinder *binder, double qps, guint burst);
+/* Events posted (gang and per pod) and dropped over budget since creation. */
+guint64 kb_binder_events_posted(const KbBinder *binder);
+guint64 kb_binder_events_over_budget(const KbBinder *binder);
 /* The cache's clock for kb_cache_bind_succeeded (unix seconds); default g_get_real_time(). */
 void kb_binder_set_clock(KbBinder *binder, gint64 (*now_s)(void));
 

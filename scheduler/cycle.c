@@ -242,10 +242,20 @@ static void job_events(KbSession *ssn, const KbJobInfo *job, const KbJobStatus *
                   st->message);
     if (scheduled || st->reason == NULL)
         return;
+    /* Aggregated per job: one FailedScheduling, on the job's first pending pod (the PodGroup
+     * has its own event), not one per member. */
     for (guint i = 0; i < job->tasks->len; i++) {
         KbTaskInfo *t = job->tasks->pdata[i];
-        if (t->state == KB_TASK_PENDING)
+        if (t->state != KB_TASK_PENDING)
+            continue;
+        if (st->n_pending > 1) {
+            g_autofree char *msg = g_strdup_printf("%s (%u pods of job %s wait)", st->message,
+                                                   st->n_pending, job->key);
+            add_event(r, &t->pod->meta, "v1", "Pod", "Warning", "FailedScheduling", msg);
+        } else {
             add_event(r, &t->pod->meta, "v1", "Pod", "Warning", "FailedScheduling", st->message);
+        }
+        return;
     }
 }
 

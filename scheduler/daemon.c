@@ -80,6 +80,7 @@ typedef struct {
     guint64 status_seen[KB_STATUS_N_RESULTS];
     guint64 events_seen[4];
     guint64 retries_seen;
+    guint64 over_budget_seen;
 } Metrics;
 
 struct KbDaemon {
@@ -542,7 +543,10 @@ static void metrics_init(KbDaemon *d)
                                "PodGroup, pod and Queue status writes by result.", l_result);
     m->events =
             kb_metrics_counter(r, "kube_batchd_events_total",
-                               "Events by result (created, patched, dropped, failed).", l_result);
+                               "Events by result (created, patched, dropped by the per-object "
+                               "spam filter, failed, over_budget: Scheduled events over their "
+                               "budget).",
+                               l_result);
     m->leader = kb_metrics_gauge(r, "kube_batchd_leader", "1 while this instance leads.", NULL);
     m->ready = kb_metrics_gauge(r, "kube_batchd_ready", "1 when /readyz answers 200.", NULL);
     static const char *const l_informer[] = {"informer", NULL};
@@ -587,6 +591,8 @@ static void collect(KbMetrics *registry, gpointer data)
     mirror(m->events, "patched", kb_recorder_patched(d->recorder), &m->events_seen[1]);
     mirror(m->events, "dropped", kb_recorder_dropped(d->recorder), &m->events_seen[2]);
     mirror(m->events, "failed", kb_recorder_failed(d->recorder), &m->events_seen[3]);
+    mirror(m->events, "over_budget", kb_binder_events_over_budget(d->binder),
+           &m->over_budget_seen);
     kb_metric_set(m->leader, d->leading ? 1 : 0);
     kb_metric_set(m->ready, kb_daemon_is_ready(d, NULL) ? 1 : 0);
 }
@@ -782,6 +788,11 @@ KbDaemon *kb_daemon_new(const KbDaemonOptions *opts, KbConf *conf, GError **erro
     d->recorder = kb_recorder_new_full(d->client, &ro);
     d->binder = kb_binder_new(d->client, d->cache, d->recorder);
     kb_binder_set_max_in_flight(d->binder, d->opts.bind_max_in_flight);
+    if (d->opts.event_budgets_set) {
+        kb_binder_set_gang_event_budget(d->binder, d->opts.gang_event_qps,
+                                        d->opts.gang_event_burst);
+        kb_binder_set_pod_event_budget(d->binder, d->opts.pod_event_qps, d->opts.pod_event_burst);
+    }
     kb_binder_set_done_func(d->binder, on_bind_done, d);
     kb_binder_set_evict_func(d->binder, on_evict_done, d);
     d->status = kb_status_writer_new(d->client, d->recorder);

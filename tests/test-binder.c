@@ -235,10 +235,42 @@ static void test_success(Fixture *f, gconstpointer data)
     }
     g_assert_cmpuint(kb_binder_count(f->binder, KB_BIND_SUCCEEDED), ==, 3);
     g_assert_cmpuint(f->outcomes->len, ==, 3);
+    /* One event for the gang, on its PodGroup, naming the nodes; per pod within their budget. */
+    g_assert_true(event_posted(f, "Scheduled", "bound 3 pods: n1 x3"));
     g_assert_true(event_posted(f, "Scheduled", "Successfully assigned " NS "/p1 to n1"));
+    g_assert_cmpuint(kb_binder_events_posted(f->binder), ==, 1 + 3);
     /* Node accounting keeps the three GPUs in use. */
     KbNodeInfo *ni = kb_cache_lookup_node(f->cache, "n1");
     g_assert_cmpint(ni->used.v[KB_RES_GPU], ==, 3);
+}
+
+/* Events have budgets: 4 gangs of 2 with a gang budget of 2 (no refill): two PodGroup events,
+ * two dropped and counted; per-pod events within their own budget (3 of 8). Every binding is
+ * made whatever the budgets say. */
+static void test_event_budgets(Fixture *f, gconstpointer data)
+{
+    kb_test_server_respond(f->srv, "POST", "/api/v1/namespaces/" NS "/pods/*", 201, "{}");
+    kb_binder_set_gang_event_budget(f->binder, 0, 2);
+    kb_binder_set_pod_event_budget(f->binder, 0, 3);
+    for (int g = 0; g < 4; g++) {
+        g_autofree char *group = g_strdup_printf("g%d", g);
+        g_autofree char *job = g_strdup_printf(NS "/g%d", g);
+        add_group(f->cache, group, 2);
+        for (int i = 0; i < 2; i++) {
+            g_autofree char *name = g_strdup_printf("g%d-%d", g, i);
+            add_pod(f->cache, name, group);
+            place(f, name, "n1", job);
+        }
+    }
+    kb_binder_submit(f->binder, f->placements);
+    drain(f);
+    g_assert_cmpuint(kb_binder_count(f->binder, KB_BIND_SUCCEEDED), ==, 8);
+    g_assert_cmpuint(kb_binder_events_posted(f->binder), ==, 2 + 3);
+    g_assert_cmpuint(kb_binder_events_over_budget(f->binder), ==, 2 + 5);
+    guint n_events = 0;
+    for (guint i = 0; i < kb_test_server_request_count(f->srv); i++)
+        n_events += g_str_has_suffix(kb_test_server_request(f->srv, i)->path, "/events");
+    g_assert_cmpuint(n_events, ==, 5);
 }
 
 /* A placement with GPU indices: the Binding carries kube-batchd.io/gpu-ids; no PATCH. */
@@ -603,6 +635,7 @@ int main(int argc, char **argv)
 #define ADD(path, fn, data) g_test_add(path, Fixture, data, fixture_setup, fn, fixture_teardown)
     ADD("/scheduler/binder/success", test_success, NULL);
     ADD("/scheduler/binder/gpu-ids/in-binding-annotations", test_gpu_ids_in_binding, NULL);
+    ADD("/scheduler/binder/events/budgets", test_event_budgets, NULL);
     for (gsize i = 0; i < G_N_ELEMENTS(fail_cases); i++) {
         g_autofree char *path = g_strdup_printf("/scheduler/binder/failure/%u-releases-that-pod",
                                                 fail_cases[i].status);
