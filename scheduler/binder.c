@@ -470,14 +470,51 @@ static gboolean on_retry(gpointer data)
     return G_SOURCE_REMOVE;
 }
 
-static void schedule_retry(KbBinder *b, Pending *p)
+static void schedule_retry_in(KbBinder *b, Pending *p, guint delay_ms)
 {
     Retry *r = g_new0(Retry, 1);
     r->binder = b;
     r->p = p;
     b->retries++;
-    r->source = g_timeout_add(retry_delay_ms(b, p->attempts), on_retry, r);
+    r->source = g_timeout_add(delay_ms, on_retry, r);
     b->retrying = g_list_prepend(b->retrying, r);
+}
+
+static void schedule_retry(KbBinder *b, Pending *p)
+{
+    schedule_retry_in(b, p, retry_delay_ms(b, p->attempts));
+}
+
+/*
+ * A certain failure of a member whose gang already has others on nodes: keep its room and send
+ * the same binding again after the job's backoff, so no other job takes the room and splits the
+ * gang for good. (A pod that is gone, 404, is released: the watch deletes it anyway.) Returns
+ * FALSE when the failure must release the pod instead.
+ */
+static gboolean defer_failure(KbBinder *b, Pending *p, KbBindResult result, const GError *error)
+{
+    const KbObjectMeta *m = &p->pod->meta;
+    const char *why = error != NULL ? error->message : "error";
+    guint delay_s = 0;
+    if (result == KB_BIND_NOT_FOUND ||
+        !kb_cache_bind_deferred(b->cache, m->namespace_, m->name, m->uid, b->now_s(), why,
+                                &delay_s))
+        return FALSE;
+    g_warning("pod %s/%s: binding to node %s refused (%s); its gang %s is partly bound, so the "
+              "pod keeps its room and is bound again in %u s",
+              m->namespace_, m->name, p->node, why, p->job, delay_s);
+    if (b->recorder != NULL)
+        kb_recorder_event(b->recorder, m, "v1", "Pod", "Warning", "FailedScheduling",
+                          "Binding rejected: %s; retried in %u s (job %s backs off)", why, delay_s,
+                          p->job);
+    KbBindOutcome out = {.result = result,
+                         .pod = p->pod,
+                         .node = p->node,
+                         .job = p->job,
+                         .error = error};
+    report_done(b, &out);
+    schedule_retry_in(b, p, delay_s * 1000);
+    return TRUE;
 }
 
 static void on_bound(const KbResponse *resp, gpointer data)
@@ -493,6 +530,8 @@ static void on_bound(const KbResponse *resp, gpointer data)
         Verdict v = classify(resp, p->node, &result, &elsewhere);
         if (v == V_UNKNOWN && p->attempts < b->max_attempts) {
             schedule_retry(b, g_steal_pointer(&c->p));
+        } else if (v == V_FAILED && defer_failure(b, p, result, resp->error)) {
+            c->p = NULL; /* now held by the retry */
         } else {
             report(b, p, v, result, elsewhere, resp->error, g_get_monotonic_time() - c->sent_us);
         }

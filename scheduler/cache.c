@@ -902,6 +902,34 @@ gboolean kb_cache_bind_failed(KbCache *cache, const char *namespace_, const char
     return TRUE;
 }
 
+/* One backoff step per round of failures (members refused together count once). */
+static void job_back_off(KbJobInfo *job, gint64 now, const char *message)
+{
+    if (job->backoff_until <= now) {
+        job->bind_failures++;
+        guint shift = MIN(job->bind_failures - 1, 6u);
+        job->backoff_until = now + MIN((gint64)1 << shift, (gint64)KB_CACHE_BIND_BACKOFF_MAX_S);
+    }
+    g_free(job->bind_error);
+    job->bind_error = g_strdup(message != NULL ? message : "binding refused");
+}
+
+gboolean kb_cache_bind_deferred(KbCache *cache, const char *namespace_, const char *name,
+                                const char *uid, gint64 now, const char *message, guint *delay_s)
+{
+    PodEntry *pe = pod_entry(cache, namespace_, name, uid);
+    if (pe == NULL || pe->task == NULL || pe->task->state != KB_TASK_ALLOCATED)
+        return FALSE;
+    KbJobInfo *job = pe->task->job;
+    guint on_nodes = job->n_state[KB_TASK_ALLOCATED] + job->n_state[KB_TASK_BINDING] +
+                     job->n_state[KB_TASK_BOUND] + job->n_state[KB_TASK_RUNNING];
+    if (on_nodes <= 1)
+        return FALSE;
+    job_back_off(job, now, message);
+    *delay_s = (guint)MAX(job->backoff_until - now, (gint64)1);
+    return TRUE;
+}
+
 gboolean kb_cache_bind_refused(KbCache *cache, const char *namespace_, const char *name,
                                const char *uid, gint64 now, const char *message)
 {
@@ -910,14 +938,7 @@ gboolean kb_cache_bind_refused(KbCache *cache, const char *namespace_, const cha
         return FALSE;
     KbJobInfo *job = pe->task->job;
     kb_cache_bind_failed(cache, namespace_, name, uid, NULL);
-    /* One step per round: the members of a gang refused together count once. */
-    if (job->backoff_until <= now) {
-        job->bind_failures++;
-        guint shift = MIN(job->bind_failures - 1, 6u);
-        job->backoff_until = now + MIN((gint64)1 << shift, (gint64)KB_CACHE_BIND_BACKOFF_MAX_S);
-    }
-    g_free(job->bind_error);
-    job->bind_error = g_strdup(message != NULL ? message : "binding refused");
+    job_back_off(job, now, message);
     return TRUE;
 }
 

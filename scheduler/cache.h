@@ -254,8 +254,15 @@ void kb_cache_delete_priority_class(KbCache *cache, KbPriorityClass *pc);
  * a node, else 0. kb_cache_bind_refused does the same and also backs the job off: no placement of
  * the job before @now + 1 s, 2 s, 4 s, ... (KB_CACHE_BIND_BACKOFF_MAX_S at most; one step per
  * round of failures), with @message (copied) as the reason its status shows meanwhile.
+ *
+ * kb_cache_bind_deferred: a certain failure of a pod whose gang already has other members on
+ * nodes: releasing its room would let another job take it and leave the gang split. The pod
+ * keeps its node (ALLOCATED) and the job backs off as with kb_cache_bind_refused; *@delay_s says
+ * when to send the binding again. FALSE (nothing changed) when no other member is on a node.
  */
 #define KB_CACHE_BIND_BACKOFF_MAX_S 60
+gboolean kb_cache_bind_deferred(KbCache *cache, const char *namespace_, const char *name,
+                                const char *uid, gint64 now, const char *message, guint *delay_s);
 gboolean kb_cache_bind_succeeded(KbCache *cache, const char *namespace_, const char *name,
                                  const char *uid, gint64 now);
 gboolean kb_cache_bind_unknown(KbCache *cache, const char *namespace_, const char *name,

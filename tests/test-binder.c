@@ -317,8 +317,9 @@ static const FailCase fail_cases[] = {
         {400, "BadRequest", KB_BIND_REFUSED},
 };
 
-/* p0 binds, p1 fails for certain: p1 alone goes back to pending (its GPU freed, its job backs
- * off); p0 keeps its place and p2, queued behind, is still bound. */
+/* p0 binds, p1 fails for certain, p2 (queued behind) binds. The gang is partly bound, so p1
+ * keeps its GPU and its binding is sent again after the job's backoff (no other job may take
+ * the room and split the gang), unless the pod is gone (404): then it is released. */
 static void test_certain_failure_releases_one(Fixture *f, gconstpointer data)
 {
     const FailCase *fc = data;
@@ -334,15 +335,17 @@ static void test_certain_failure_releases_one(Fixture *f, gconstpointer data)
     g_autoptr(GPtrArray) seen = bindings_seen(f);
     g_assert_cmpuint(seen->len, ==, 3);
     g_assert_cmpint(state_of(f, "p0"), ==, KB_TASK_BINDING);
-    g_assert_cmpint(state_of(f, "p1"), ==, KB_TASK_PENDING);
     g_assert_cmpint(state_of(f, "p2"), ==, KB_TASK_BINDING);
     g_assert_cmpuint(kb_binder_count(f->binder, fc->result), ==, 1);
-    g_assert_cmpuint(kb_binder_retries(f->binder), ==, 0);
-    g_autofree char *want = g_strdup_printf("p1:%s:1", kb_bind_result_to_string(fc->result));
+    gboolean gone = fc->result == KB_BIND_NOT_FOUND;
+    g_assert_cmpint(state_of(f, "p1"), ==, gone ? KB_TASK_PENDING : KB_TASK_ALLOCATED);
+    g_assert_cmpuint(kb_binder_retrying(f->binder), ==, gone ? 0 : 1);
+    g_autofree char *want =
+            g_strdup_printf("p1:%s:%u", kb_bind_result_to_string(fc->result), gone ? 1 : 0);
     g_assert_true(g_ptr_array_find_with_equal_func(f->outcomes, want, g_str_equal, NULL));
     g_assert_true(event_posted(f, "FailedScheduling", "pod p1: refused"));
     KbNodeInfo *ni = kb_cache_lookup_node(f->cache, "n1");
-    g_assert_cmpint(ni->used.v[KB_RES_GPU], ==, 2);
+    g_assert_cmpint(ni->used.v[KB_RES_GPU], ==, gone ? 2 : 3);
     KbJobInfo *job = kb_cache_lookup_job(f->cache, NS, "g");
     g_assert_cmpint(job->backoff_until, >, 0);
     g_assert_nonnull(strstr(job->bind_error, "pod p1: refused"));
@@ -350,6 +353,23 @@ static void test_certain_failure_releases_one(Fixture *f, gconstpointer data)
 
 /* Outcome unknown (500, 503, 429): the pod keeps its GPU and the same binding is sent again; a
  * 409 "already assigned" to our node then means the first attempt did it. */
+/* A pod alone (a gang of one) refused for certain: nothing of its gang is on a node, so it is
+ * released and its job backs off. */
+static void test_certain_failure_lone_pod(Fixture *f, gconstpointer data)
+{
+    kb_test_server_push(f->srv, "POST", "/api/v1/namespaces/" NS "/pods/p0/binding",
+                        kb_test_response_new_status(403, "Forbidden", "pods/binding forbidden"));
+    add_group(f->cache, "g", 1);
+    add_pod(f->cache, "p0", "g");
+    place(f, "p0", "n1", NS "/g");
+    kb_binder_submit(f->binder, f->placements);
+    drain(f);
+    g_assert_cmpint(state_of(f, "p0"), ==, KB_TASK_PENDING);
+    g_assert_cmpuint(kb_binder_retrying(f->binder), ==, 0);
+    g_assert_cmpint(kb_cache_lookup_node(f->cache, "n1")->used.v[KB_RES_GPU], ==, 0);
+    g_assert_cmpint(kb_cache_lookup_job(f->cache, NS, "g")->backoff_until, >, 0);
+}
+
 static void test_unknown_outcome_retried(Fixture *f, gconstpointer data)
 {
     const char *path = "/api/v1/namespaces/" NS "/pods/p1/binding";
@@ -641,6 +661,7 @@ int main(int argc, char **argv)
                                                 fail_cases[i].status);
         ADD(path, test_certain_failure_releases_one, &fail_cases[i]);
     }
+    ADD("/scheduler/binder/failure/lone-pod-released", test_certain_failure_lone_pod, NULL);
     ADD("/scheduler/binder/failure/unknown-outcome-retried-keeps-room",
         test_unknown_outcome_retried, NULL);
     ADD("/scheduler/binder/failure/409-elsewhere-held-there", test_conflict_elsewhere, NULL);
