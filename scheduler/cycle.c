@@ -236,10 +236,11 @@ static void job_events(KbSession *ssn, const KbJobInfo *job, const KbJobStatus *
 {
     KbCycleResult *r = ssn->result;
     gboolean scheduled = g_strcmp0(st->reason, "Scheduled") == 0;
-    if (job->group != NULL && st->reason != NULL)
-        add_event(r, &job->group->meta, group_api_version(job->group), "PodGroup",
-                  scheduled ? "Normal" : "Warning", scheduled ? "Scheduled" : "Unschedulable",
-                  st->message);
+    /* A placed gang's event comes from the binder once its bindings are done (naming the nodes,
+     * within its budget): one write per gang rather than two. */
+    if (job->group != NULL && st->reason != NULL && !scheduled)
+        add_event(r, &job->group->meta, group_api_version(job->group), "PodGroup", "Warning",
+                  "Unschedulable", st->message);
     if (scheduled || st->reason == NULL)
         return;
     /* Aggregated per job: one FailedScheduling, on the job's first pending pod (the PodGroup
