@@ -11,8 +11,8 @@
 
 #include <string.h>
 
-#define DEFAULT_PAGE_SIZE           500
-#define DEFAULT_BACKOFF_INITIAL_MS  800
+#define DEFAULT_PAGE_SIZE          500
+#define DEFAULT_BACKOFF_INITIAL_MS 800
 /* client-go's reflector caps at 30 s; after an API server outage that left every informer 24 s
  * from its next try, new work waited that long once the server was back. A few seconds is
  * plenty of relief for a server coming back up. */
@@ -73,7 +73,7 @@ struct KbInformer {
 
     guint backoff_initial_ms;
     guint backoff_max_ms;
-    guint backoff_ms; /* the next delay before jitter */
+    guint backoff_ms;   /* the next delay before jitter */
     guint max_delay_ms; /* the longest retry delay chosen so far */
     guint missing_retry_ms;
     guint watch_timeout_min_s;

@@ -57,7 +57,7 @@ struct KbBinder {
     guint64 skipped;
     guint64 retries;
     guint64 resolved_by_watch;
-    GList *retrying; /* Retry*, waiting for their timer */
+    GList *retrying;   /* Retry*, waiting for their timer */
     GHashTable *gangs; /* job key -> Gang* */
     Bucket gang_budget;
     Bucket pod_budget;
@@ -313,8 +313,8 @@ static void gang_event(KbBinder *b, const char *job_key, const Gang *g, const Pe
     b->events_posted++;
     if (job != NULL && job->group != NULL) {
         g_autofree char *summary = gang_summary(g);
-        kb_recorder_event(b->recorder, &job->group->meta, group_api_version(job->group),
-                          "PodGroup", "Normal", "Scheduled", "%s", summary);
+        kb_recorder_event(b->recorder, &job->group->meta, group_api_version(job->group), "PodGroup",
+                          "Normal", "Scheduled", "%s", summary);
     } else {
         /* A pod without a group: the event kube-scheduler posts. */
         const KbObjectMeta *m = &p->pod->meta;
@@ -377,8 +377,7 @@ static void report_bound(KbBinder *b, Pending *p, gint64 latency_us)
         if (bucket_take(&b->pod_budget)) {
             b->events_posted++;
             kb_recorder_event(b->recorder, m, "v1", "Pod", "Normal", "Scheduled",
-                              "Successfully assigned %s/%s to %s", m->namespace_, m->name,
-                              p->node);
+                              "Successfully assigned %s/%s to %s", m->namespace_, m->name, p->node);
         } else if (b->pod_budget.burst > 0) {
             b->events_over_budget++;
         }
@@ -496,9 +495,8 @@ static gboolean defer_failure(KbBinder *b, Pending *p, KbBindResult result, cons
     const KbObjectMeta *m = &p->pod->meta;
     const char *why = error != NULL ? error->message : "error";
     guint delay_s = 0;
-    if (result == KB_BIND_NOT_FOUND ||
-        !kb_cache_bind_deferred(b->cache, m->namespace_, m->name, m->uid, b->now_s(), why,
-                                &delay_s))
+    if (result == KB_BIND_NOT_FOUND || !kb_cache_bind_deferred(b->cache, m->namespace_, m->name,
+                                                               m->uid, b->now_s(), why, &delay_s))
         return FALSE;
     g_warning("pod %s/%s: binding to node %s refused (%s); its gang %s is partly bound, so the "
               "pod keeps its room and is bound again in %u s",
@@ -507,11 +505,8 @@ static gboolean defer_failure(KbBinder *b, Pending *p, KbBindResult result, cons
         kb_recorder_event(b->recorder, m, "v1", "Pod", "Warning", "FailedScheduling",
                           "Binding rejected: %s; retried in %u s (job %s backs off)", why, delay_s,
                           p->job);
-    KbBindOutcome out = {.result = result,
-                         .pod = p->pod,
-                         .node = p->node,
-                         .job = p->job,
-                         .error = error};
+    KbBindOutcome out = {
+            .result = result, .pod = p->pod, .node = p->node, .job = p->job, .error = error};
     report_done(b, &out);
     schedule_retry_in(b, p, delay_s * 1000);
     return TRUE;

@@ -170,12 +170,12 @@ static void prepare_job(KbSession *ssn, KbJobInfo *job)
     }
     /* Bindings refused for certain: the job waits out its backoff rather than spin. */
     if (job->backoff_until > ssn->now && job->n_state[KB_TASK_PENDING] > 0) {
-        kb_session_job_note(ssn, job, "BindingRefused",
-                            "binding refused %u time%s (last: %s); next attempt in %" G_GINT64_FORMAT
-                            " s",
-                            job->bind_failures, job->bind_failures == 1 ? "" : "s",
-                            job->bind_error != NULL ? job->bind_error : "unknown",
-                            job->backoff_until - ssn->now);
+        kb_session_job_note(
+                ssn, job, "BindingRefused",
+                "binding refused %u time%s (last: %s); next attempt in %" G_GINT64_FORMAT " s",
+                job->bind_failures, job->bind_failures == 1 ? "" : "s",
+                job->bind_error != NULL ? job->bind_error : "unknown",
+                job->backoff_until - ssn->now);
         return;
     }
     /* A pod asking for more than any node has would hold its gang forever: say so. */

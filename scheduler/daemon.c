@@ -181,11 +181,9 @@ gboolean kb_daemon_is_ready(KbDaemon *daemon, char **reason)
     gint64 since_ms = (g_get_monotonic_time() - daemon->last_contact_us) / 1000;
     if (daemon->started && (daemon->probe_error != NULL || since_ms > PROBE_STALE_MS)) {
         if (reason != NULL)
-            *reason = g_strdup_printf("API server unreachable: no answer for %" G_GINT64_FORMAT
-                                      " ms (%s)",
-                                      since_ms,
-                                      daemon->probe_error != NULL ? daemon->probe_error
-                                                                  : "no error yet");
+            *reason = g_strdup_printf(
+                    "API server unreachable: no answer for %" G_GINT64_FORMAT " ms (%s)", since_ms,
+                    daemon->probe_error != NULL ? daemon->probe_error : "no error yet");
         return FALSE;
     }
     if (!daemon->leading) {
@@ -541,12 +539,11 @@ static void metrics_init(KbDaemon *d)
     m->status_writes =
             kb_metrics_counter(r, "kube_batchd_status_writes_total",
                                "PodGroup, pod and Queue status writes by result.", l_result);
-    m->events =
-            kb_metrics_counter(r, "kube_batchd_events_total",
-                               "Events by result (created, patched, dropped by the per-object "
-                               "spam filter, failed, over_budget: Scheduled events over their "
-                               "budget).",
-                               l_result);
+    m->events = kb_metrics_counter(r, "kube_batchd_events_total",
+                                   "Events by result (created, patched, dropped by the per-object "
+                                   "spam filter, failed, over_budget: Scheduled events over their "
+                                   "budget).",
+                                   l_result);
     m->leader = kb_metrics_gauge(r, "kube_batchd_leader", "1 while this instance leads.", NULL);
     m->ready = kb_metrics_gauge(r, "kube_batchd_ready", "1 when /readyz answers 200.", NULL);
     static const char *const l_informer[] = {"informer", NULL};
@@ -591,8 +588,7 @@ static void collect(KbMetrics *registry, gpointer data)
     mirror(m->events, "patched", kb_recorder_patched(d->recorder), &m->events_seen[1]);
     mirror(m->events, "dropped", kb_recorder_dropped(d->recorder), &m->events_seen[2]);
     mirror(m->events, "failed", kb_recorder_failed(d->recorder), &m->events_seen[3]);
-    mirror(m->events, "over_budget", kb_binder_events_over_budget(d->binder),
-           &m->over_budget_seen);
+    mirror(m->events, "over_budget", kb_binder_events_over_budget(d->binder), &m->over_budget_seen);
     kb_metric_set(m->leader, d->leading ? 1 : 0);
     kb_metric_set(m->ready, kb_daemon_is_ready(d, NULL) ? 1 : 0);
 }

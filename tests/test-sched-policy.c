@@ -994,8 +994,8 @@ static void test_message_counts_nodes_exactly(void)
     for (guint i = 0; i < 1000; i++) {
         g_autofree char *name = g_strdup_printf("n%04u", i);
         /* Zone a: the 2nd and the 501st node, each next to a zone-b node in its subtree. */
-        add_node_full(fx, name, 32, 128, 1, i == 1 || i == 500 ? "\"zone\":\"a\"" : "\"zone\":\"b\"",
-                      "", TRUE);
+        add_node_full(fx, name, 32, 128, 1,
+                      i == 1 || i == 500 ? "\"zone\":\"a\"" : "\"zone\":\"b\"", "", TRUE);
         g_autofree char *pod = g_strdup_printf("fill-%04u", i);
         PodOpts fill = {.requests = GPU1, .node = name, .phase = "Running"};
         add_pod(fx, pod, &fill);
