@@ -416,8 +416,8 @@ int main(int argc, char **argv)
     guint n_groups = (guint)(n_pods + gang - 1) / (guint)gang;
     double t_groups = window_run(client, n_groups, issue_group, NULL, "podgroups");
     double t_create = window_run(client, n_pods, issue_pod, NULL, "pods");
-    printf("workload: %u PodGroups (gangs of %d) in %.2f s, %d pods in %.2f s (%.0f/s)\n",
-           n_groups, gang, t_groups, n_pods, t_create, n_pods / t_create);
+    printf("workload: %u PodGroups (gangs of %d) in %.2f s, %d pods in %.2f s (%.0f/s)\n", n_groups,
+           gang, t_groups, n_pods, t_create, n_pods / t_create);
 
     Watch w = {.bound = g_new0(double, n_pods), .loop = g_main_loop_new(NULL, FALSE)};
     KbInformerOptions io = {
@@ -431,8 +431,9 @@ int main(int argc, char **argv)
     /* kube-batchd starts now. */
     guint http_port = free_port();
     g_autofree char *listen = g_strdup_printf("127.0.0.1:%u", http_port);
-    const char *dargv[] = {"--master", url, "--schedule-period", "200ms", "--listen-address",
-                           listen, "--log-level", "warning", NULL};
+    const char *dargv[] = {
+            "--master", url,           "--schedule-period", "200ms", "--listen-address",
+            listen,     "--log-level", "warning",           NULL};
     /* KB_E2E_WRAPPER="perf record -g -o /tmp/kbd.data --" profiles the daemon. */
     KbTestDaemonOptions dopts = {.wrapper = g_getenv("KB_E2E_WRAPPER")};
     json_object *stats0 = fetch_stats(url);
@@ -523,9 +524,9 @@ int main(int argc, char **argv)
     g_autoptr(GHashTable) reasons = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     for (size_t i = 0; items != NULL && i < json_object_array_length(items); i++) {
         json_object *e = json_object_array_get_idx(items, i);
-        g_autofree char *key = g_strdup_printf(
-                "%s %s", kas_json_get_string(e, "involvedObject.kind"),
-                kas_json_get_string(e, "reason"));
+        g_autofree char *key =
+                g_strdup_printf("%s %s", kas_json_get_string(e, "involvedObject.kind"),
+                                kas_json_get_string(e, "reason"));
         gpointer n = g_hash_table_lookup(reasons, key);
         g_hash_table_replace(reasons, g_steal_pointer(&key),
                              GUINT_TO_POINTER(GPOINTER_TO_UINT(n) + 1));

@@ -791,11 +791,11 @@ static gboolean decode_claim_source(KbJsonReader *r, const char **claim, GError 
     if (!kb_json_object_begin(r, error))
         return FALSE;
     while ((rc = kb_json_object_next(r, &k, error)) == 1) {
-        gboolean ok = KB_JSON_STR_IS(k, "claimName")
-                              ? once(&seen, 1, &k, error) &&
-                                        read_interned(r, "claimName", KB_MAX_NAME_LEN, TRUE,
-                                                      claim, error)
-                              : kb_json_skip(r, error);
+        gboolean ok =
+                KB_JSON_STR_IS(k, "claimName")
+                        ? once(&seen, 1, &k, error) &&
+                                  read_interned(r, "claimName", KB_MAX_NAME_LEN, TRUE, claim, error)
+                        : kb_json_skip(r, error);
         if (!ok) {
             g_prefix_error(error, "persistentVolumeClaim.");
             return FALSE;
@@ -878,8 +878,8 @@ static gboolean decode_gates(KbJsonReader *r, KbPod *pod, GError **error)
 {
     gpointer items = NULL;
     guint n = 0;
-    gboolean ok = decode_array(r, "schedulingGates", KB_MAX_LIST_ITEMS, sizeof(const char *),
-                               FALSE, decode_gate, &items, &n, error);
+    gboolean ok = decode_array(r, "schedulingGates", KB_MAX_LIST_ITEMS, sizeof(const char *), FALSE,
+                               decode_gate, &items, &n, error);
     if (ok) {
         pod->n_scheduling_gates = n;
         pod->scheduling_gate = n > 0 ? ((const char **)items)[0] : NULL;

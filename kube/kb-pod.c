@@ -380,7 +380,8 @@ static gboolean decode_volume(json_object *o, KbPod *pod, GError **error)
         !kb_decode_member(o, "persistentVolumeClaim", json_type_object, &pvc, error) ||
         !kb_decode_member(o, "ephemeral", json_type_object, &eph, error))
         return FALSE;
-    if (pvc != NULL && !kb_decode_interned(pvc, "claimName", KB_MAX_NAME_LEN, TRUE, &claim, error)) {
+    if (pvc != NULL &&
+        !kb_decode_interned(pvc, "claimName", KB_MAX_NAME_LEN, TRUE, &claim, error)) {
         g_prefix_error(error, "persistentVolumeClaim.");
         return FALSE;
     }

@@ -310,10 +310,8 @@ typedef struct {
 } FailCase;
 
 static const FailCase fail_cases[] = {
-        {409, "Conflict", KB_BIND_CONFLICT},
-        {404, "NotFound", KB_BIND_NOT_FOUND},
-        {403, "Forbidden", KB_BIND_REFUSED},
-        {422, "Invalid", KB_BIND_REFUSED},
+        {409, "Conflict", KB_BIND_CONFLICT},  {404, "NotFound", KB_BIND_NOT_FOUND},
+        {403, "Forbidden", KB_BIND_REFUSED},  {422, "Invalid", KB_BIND_REFUSED},
         {400, "BadRequest", KB_BIND_REFUSED},
 };
 
@@ -379,8 +377,8 @@ static void test_unknown_outcome_retried(Fixture *f, gconstpointer data)
     kb_test_server_push(f->srv, "POST", path,
                         kb_test_response_new_status(503, "ServiceUnavailable", "try later"));
     kb_test_server_push(f->srv, "POST", path,
-                        kb_test_response_new_status(
-                                409, "Conflict", "pod p1 is already assigned to node \"n1\""));
+                        kb_test_response_new_status(409, "Conflict",
+                                                    "pod p1 is already assigned to node \"n1\""));
     kb_binder_set_retry(f->binder, 8, 5);
     gang_of_three(f);
     kb_binder_submit(f->binder, f->placements);
@@ -408,8 +406,8 @@ static void test_conflict_elsewhere(Fixture *f, gconstpointer data)
 {
     add_node(f->cache, "n2", 8);
     kb_test_server_push(f->srv, "POST", "/api/v1/namespaces/" NS "/pods/p0/binding",
-                        kb_test_response_new_status(
-                                409, "Conflict", "pod p0 is already assigned to node \"n2\""));
+                        kb_test_response_new_status(409, "Conflict",
+                                                    "pod p0 is already assigned to node \"n2\""));
     add_group(f->cache, "g", 1);
     add_pod(f->cache, "p0", "g");
     place(f, "p0", "n1", NS "/g");

@@ -121,11 +121,11 @@ static void test_values(void)
 static void test_claims_and_gates(void)
 {
     const char *text =
-        "{\"metadata\":{\"name\":\"p\",\"namespace\":\"d\"},\"spec\":{\"containers\":[],"
-        "\"volumes\":[{\"name\":\"cfg\",\"configMap\":{\"name\":\"c\"}},{\"name\":\"data\","
-        "\"persistentVolumeClaim\":{\"claimName\":\"ckpt\",\"readOnly\":true}},{\"name\":"
-        "\"scratch\",\"ephemeral\":{\"volumeClaimTemplate\":{\"spec\":{}}}}],"
-        "\"schedulingGates\":[{\"name\":\"kueue.x-k8s.io/admission\"},{\"name\":\"b\"}]}}";
+            "{\"metadata\":{\"name\":\"p\",\"namespace\":\"d\"},\"spec\":{\"containers\":[],"
+            "\"volumes\":[{\"name\":\"cfg\",\"configMap\":{\"name\":\"c\"}},{\"name\":\"data\","
+            "\"persistentVolumeClaim\":{\"claimName\":\"ckpt\",\"readOnly\":true}},{\"name\":"
+            "\"scratch\",\"ephemeral\":{\"volumeClaimTemplate\":{\"spec\":{}}}}],"
+            "\"schedulingGates\":[{\"name\":\"kueue.x-k8s.io/admission\"},{\"name\":\"b\"}]}}";
     g_autoptr(GError) error = NULL;
     g_autoptr(KbPod) pod = kb_pod_decode_bytes(text, strlen(text), &error);
     g_assert_no_error(error);
