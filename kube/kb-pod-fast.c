@@ -812,15 +812,17 @@ static gboolean decode_volume(KbJsonReader *r, gpointer elem, GError **error)
     KbPodClaim *c = elem;
     KbJsonStr k;
     guint32 seen = 0;
-    gboolean ephemeral = FALSE;
+    gboolean ephemeral = FALSE, has_name = FALSE;
+    char name[KB_MAX_NAME_LEN + 1];
     int rc;
     if (!kb_json_object_begin(r, error))
         return FALSE;
     while ((rc = kb_json_object_next(r, &k, error)) == 1) {
         gboolean ok;
         if (KB_JSON_STR_IS(k, "name")) {
+            /* Interned only when the volume is a claim (see kb-pod.c). */
             ok = once(&seen, VO_NAME, &k, error) &&
-                 read_interned(r, "name", KB_MAX_NAME_LEN, TRUE, &c->volume, error);
+                 read_small(r, "name", KB_MAX_NAME_LEN, name, sizeof(name), &has_name, error);
         } else if (KB_JSON_STR_IS(k, "persistentVolumeClaim")) {
             ok = once(&seen, VO_PVC, &k, error) && decode_claim_source(r, &c->claim, error);
         } else if (KB_JSON_STR_IS(k, "ephemeral")) {
@@ -832,8 +834,9 @@ static gboolean decode_volume(KbJsonReader *r, gpointer elem, GError **error)
         if (!ok)
             return FALSE;
     }
-    if (c->claim == NULL && !ephemeral)
-        c->volume = NULL; /* not a claim: dropped by decode_volumes */
+    /* Not a claim: volume and claim stay NULL, dropped by decode_volumes. */
+    if ((c->claim != NULL || ephemeral) && has_name && name[0] != '\0')
+        c->volume = g_intern_string(name);
     return rc == 0;
 }
 

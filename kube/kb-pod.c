@@ -376,7 +376,9 @@ static gboolean decode_volume(json_object *o, KbPod *pod, GError **error)
 {
     const char *name = NULL, *claim = NULL;
     json_object *pvc = NULL, *eph = NULL;
-    if (!kb_decode_interned(o, "name", KB_MAX_NAME_LEN, TRUE, &name, error) ||
+    /* Not interned unless kept: most volumes are not claims, and many have random names
+     * ("kube-api-access-x7k2p") that would fill the intern table for ever. */
+    if (!kb_decode_string(o, "name", KB_MAX_NAME_LEN, &name, error) ||
         !kb_decode_member(o, "persistentVolumeClaim", json_type_object, &pvc, error) ||
         !kb_decode_member(o, "ephemeral", json_type_object, &eph, error))
         return FALSE;
@@ -388,7 +390,8 @@ static gboolean decode_volume(json_object *o, KbPod *pod, GError **error)
     if (claim == NULL && eph == NULL)
         return TRUE;
     pod->claims = g_renew(KbPodClaim, pod->claims, pod->n_claims + 1);
-    pod->claims[pod->n_claims++] = (KbPodClaim){name, claim};
+    pod->claims[pod->n_claims++] =
+            (KbPodClaim){name != NULL && *name != '\0' ? g_intern_string(name) : NULL, claim};
     return TRUE;
 }
 

@@ -286,6 +286,8 @@ static void task_set_state(KbTaskInfo *task, KbTaskState state, gint node_id)
     /* GPU indices chosen for a node the task leaves (set by the cycle just before assuming). */
     if (node_id < 0 || (task->node_id >= 0 && task->node_id != node_id))
         task->gpu_ids = 0;
+    if (state != KB_TASK_ALLOCATED)
+        task->bind_refused = FALSE;
     task->state = state;
     task->node_id = node_id;
     job->n_state[state]++;
@@ -920,11 +922,25 @@ gboolean kb_cache_bind_deferred(KbCache *cache, const char *namespace_, const ch
     PodEntry *pe = pod_entry(cache, namespace_, name, uid);
     if (pe == NULL || pe->task == NULL || pe->task->state != KB_TASK_ALLOCATED)
         return FALSE;
-    KbJobInfo *job = pe->task->job;
-    guint on_nodes = job->n_state[KB_TASK_ALLOCATED] + job->n_state[KB_TASK_BINDING] +
-                     job->n_state[KB_TASK_BOUND] + job->n_state[KB_TASK_RUNNING];
-    if (on_nodes <= 1)
+    KbTaskInfo *task = pe->task;
+    KbJobInfo *job = task->job;
+    gboolean others = job->n_state[KB_TASK_BINDING] + job->n_state[KB_TASK_BOUND] +
+                              job->n_state[KB_TASK_RUNNING] >
+                      0;
+    for (guint i = 0; i < job->tasks->len && !others; i++) {
+        const KbTaskInfo *t = job->tasks->pdata[i];
+        others = t != task && t->state == KB_TASK_ALLOCATED && !t->bind_refused;
+    }
+    if (!others) {
+        /* Every member refused: nothing of the gang is bound, nothing to keep room for. */
+        for (guint i = 0; i < job->tasks->len; i++) {
+            KbTaskInfo *t = job->tasks->pdata[i];
+            if (t != task && t->state == KB_TASK_ALLOCATED && t->bind_refused)
+                kb_cache_forget_task(cache, t);
+        }
         return FALSE;
+    }
+    task->bind_refused = TRUE;
     job_back_off(job, now, message);
     *delay_s = (guint)MAX(job->backoff_until - now, (gint64)1);
     return TRUE;

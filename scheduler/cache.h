@@ -135,6 +135,9 @@ typedef struct {
     /* Set by each cycle for a pending task that must not be placed yet (schedulingGates, a
      * claim not Bound); why in the job's condition. */
     gboolean held;
+    /* ALLOCATED after a certain binding failure, its room kept for a retry
+     * (kb_cache_bind_deferred); cleared when the task leaves ALLOCATED. */
+    gboolean bind_refused;
 } KbTaskInfo;
 
 /* Tasks of one job sharing requests, selectors, affinity, tolerations and priority. */
@@ -255,10 +258,12 @@ void kb_cache_delete_priority_class(KbCache *cache, KbPriorityClass *pc);
  * the job before @now + 1 s, 2 s, 4 s, ... (KB_CACHE_BIND_BACKOFF_MAX_S at most; one step per
  * round of failures), with @message (copied) as the reason its status shows meanwhile.
  *
- * kb_cache_bind_deferred: a certain failure of a pod whose gang already has other members on
- * nodes: releasing its room would let another job take it and leave the gang split. The pod
- * keeps its node (ALLOCATED) and the job backs off as with kb_cache_bind_refused; *@delay_s says
- * when to send the binding again. FALSE (nothing changed) when no other member is on a node.
+ * kb_cache_bind_deferred: a certain failure of a pod whose gang has other members bound or with
+ * bindings in flight: releasing its room would let another job take it and leave the gang
+ * split. The pod keeps its node (ALLOCATED, bind_refused) and the job backs off as with
+ * kb_cache_bind_refused; *@delay_s says when to send the binding again. FALSE when no other
+ * member is bound or in flight (the whole gang was refused): then the other refused members are
+ * released here, and the caller releases this one (kb_cache_bind_refused).
  */
 #define KB_CACHE_BIND_BACKOFF_MAX_S 60
 gboolean kb_cache_bind_deferred(KbCache *cache, const char *namespace_, const char *name,

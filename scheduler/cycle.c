@@ -92,6 +92,13 @@ static guint occupied(const KbJobInfo *job)
 
 /* ---- before the actions: which jobs can be scheduled at all --------------------------------- */
 
+/* The length of the job's current binding backoff (seconds; see kb_cache_bind_refused). */
+static guint backoff_step(const KbJobInfo *job)
+{
+    guint shift = MIN(job->bind_failures > 0 ? job->bind_failures - 1 : 0, 6u);
+    return MIN(1u << shift, (guint)KB_CACHE_BIND_BACKOFF_MAX_S);
+}
+
 /*
  * Mark the pending tasks that must not be bound yet: a pod with schedulingGates (kube-scheduler
  * leaves it alone until they are removed) or with a claim that does not exist or is not Bound
@@ -170,12 +177,12 @@ static void prepare_job(KbSession *ssn, KbJobInfo *job)
     }
     /* Bindings refused for certain: the job waits out its backoff rather than spin. */
     if (job->backoff_until > ssn->now && job->n_state[KB_TASK_PENDING] > 0) {
-        kb_session_job_note(
-                ssn, job, "BindingRefused",
-                "binding refused %u time%s (last: %s); next attempt in %" G_GINT64_FORMAT " s",
-                job->bind_failures, job->bind_failures == 1 ? "" : "s",
-                job->bind_error != NULL ? job->bind_error : "unknown",
-                job->backoff_until - ssn->now);
+        /* No countdown in the message: it would change (and be written) every second. */
+        kb_session_job_note(ssn, job, "BindingRefused",
+                            "binding refused %u time%s (last: %s); backing off %u s",
+                            job->bind_failures, job->bind_failures == 1 ? "" : "s",
+                            job->bind_error != NULL ? job->bind_error : "unknown",
+                            backoff_step(job));
         return;
     }
     /* A pod asking for more than any node has would hold its gang forever: say so. */
@@ -268,7 +275,21 @@ static void job_condition(KbSession *ssn, KbJobInfo *job, KbJobStatus *st)
         job->pending_since = 0;
     else if (job->pending_since == 0)
         job->pending_since = ssn->now;
-    if (js->reason != NULL && !ready) {
+    guint refused = 0;
+    for (guint i = 0; job->bind_error != NULL && i < job->tasks->len; i++)
+        refused += ((const KbTaskInfo *)job->tasks->pdata[i])->bind_refused;
+    if (refused > 0) {
+        /* Placed, but bindings refused: say so rather than "Scheduled". */
+        st->condition_type = "Unschedulable";
+        st->condition_status = "True";
+        st->reason = "BindingRefused";
+        st->message = g_strdup_printf("binding refused %u time%s (last: %s); %u pod%s kept on "
+                                      "%s node%s, retried after a backoff of %u s",
+                                      MAX(job->bind_failures, 1u),
+                                      job->bind_failures > 1 ? "s" : "", job->bind_error, refused,
+                                      refused == 1 ? "" : "s", refused == 1 ? "its" : "their",
+                                      refused == 1 ? "" : "s", backoff_step(job));
+    } else if (js->reason != NULL && !ready) {
         st->condition_type = "Unschedulable";
         st->condition_status = "True";
         st->reason = js->reason;

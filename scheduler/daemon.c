@@ -869,6 +869,11 @@ static gboolean writes_done(KbDaemon *d)
            kb_recorder_pending(d->recorder) == 0;
 }
 
+static gboolean requests_done(KbDaemon *d)
+{
+    return !kb_leader_busy(d->leader) && !d->probe_in_flight;
+}
+
 void kb_daemon_stop(KbDaemon *daemon, guint deadline_ms)
 {
     KbDaemon *d = daemon;
@@ -889,6 +894,8 @@ void kb_daemon_stop(KbDaemon *daemon, guint deadline_ms)
         g_warning("stopping: gave up on %u bindings after %u ms", kb_binder_in_flight(d->binder),
                   deadline_ms);
     iterate_until(d, writes_done, deadline);
+    /* A lease renewal or probe on the wire finishes before the client goes. */
+    iterate_until(d, requests_done, deadline);
     if (d->leader != NULL && d->leading) {
         d->leading = FALSE;
         kb_leader_release(d->leader);
