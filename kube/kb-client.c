@@ -18,6 +18,7 @@ const KbResourceType kb_type_namespaces = {"", "v1", "namespaces", FALSE};
 const KbResourceType kb_type_services = {"", "v1", "services", TRUE};
 const KbResourceType kb_type_events = {"", "v1", "events", TRUE};
 const KbResourceType kb_type_configmaps = {"", "v1", "configmaps", TRUE};
+const KbResourceType kb_type_pvcs = {"", "v1", "persistentvolumeclaims", TRUE};
 const KbResourceType kb_type_leases = {"coordination.k8s.io", "v1", "leases", TRUE};
 const KbResourceType kb_type_priority_classes = {"scheduling.k8s.io", "v1", "priorityclasses",
                                                  FALSE};
@@ -711,7 +712,7 @@ gboolean kb_client_delete(KbClient *client, const KbResourceType *type, const ch
 
 /* A core/v1 Binding of @namespace_/@pod to @node (new reference). */
 static json_object *binding_body(const char *namespace_, const char *pod, const char *pod_uid,
-                                 const char *node)
+                                 const char *node, const char *const *annotations)
 {
     json_object *body = json_object_new_object();
     json_object *meta = json_object_new_object();
@@ -723,6 +724,13 @@ static json_object *binding_body(const char *namespace_, const char *pod, const 
     /* The UID makes the binding conditional on the very pod the scheduler saw. */
     if (pod_uid != NULL && *pod_uid != '\0')
         json_object_object_add(meta, "uid", json_object_new_string(pod_uid));
+    /* kube-apiserver copies a Binding's annotations onto the pod in the same write. */
+    if (annotations != NULL && annotations[0] != NULL) {
+        json_object *ann = json_object_new_object();
+        for (guint i = 0; annotations[i] != NULL && annotations[i + 1] != NULL; i += 2)
+            json_object_object_add(ann, annotations[i], json_object_new_string(annotations[i + 1]));
+        json_object_object_add(meta, "annotations", ann);
+    }
     json_object_object_add(body, "metadata", meta);
     json_object_object_add(target, "apiVersion", json_object_new_string("v1"));
     json_object_object_add(target, "kind", json_object_new_string("Node"));
@@ -733,21 +741,21 @@ static json_object *binding_body(const char *namespace_, const char *pod, const 
 
 /* POST pods/@pod/binding with a Binding body (a new reference, for the caller to release). */
 static KbRequest binding_request(const char *namespace_, const char *pod, const char *pod_uid,
-                                 const char *node)
+                                 const char *node, const char *const *annotations)
 {
     KbRequest req = {.method = "POST",
                      .type = &kb_type_pods,
                      .namespace_ = namespace_,
                      .name = pod,
                      .subresource = "binding",
-                     .body = binding_body(namespace_, pod, pod_uid, node)};
+                     .body = binding_body(namespace_, pod, pod_uid, node, annotations)};
     return req;
 }
 
 gboolean kb_client_bind(KbClient *client, const char *namespace_, const char *pod,
                         const char *pod_uid, const char *node, GError **error)
 {
-    KbRequest req = binding_request(namespace_, pod, pod_uid, node);
+    KbRequest req = binding_request(namespace_, pod, pod_uid, node, NULL);
     return call_consuming_body(client, &req, error);
 }
 
@@ -755,7 +763,15 @@ void kb_client_bind_async(KbClient *client, const char *namespace_, const char *
                           const char *pod_uid, const char *node, KbResponseFunc callback,
                           gpointer user_data)
 {
-    KbRequest req = binding_request(namespace_, pod, pod_uid, node);
+    kb_client_bind_async_full(client, namespace_, pod, pod_uid, node, NULL, callback, user_data);
+}
+
+void kb_client_bind_async_full(KbClient *client, const char *namespace_, const char *pod,
+                               const char *pod_uid, const char *node,
+                               const char *const *annotations, KbResponseFunc callback,
+                               gpointer user_data)
+{
+    KbRequest req = binding_request(namespace_, pod, pod_uid, node, annotations);
     kb_client_call_async(client, &req, callback, user_data);
     json_object_put(req.body);
 }

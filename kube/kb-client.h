@@ -80,6 +80,7 @@ extern const KbResourceType kb_type_namespaces;
 extern const KbResourceType kb_type_services;
 extern const KbResourceType kb_type_events;
 extern const KbResourceType kb_type_configmaps;
+extern const KbResourceType kb_type_pvcs;
 extern const KbResourceType kb_type_leases;           /* coordination.k8s.io/v1 */
 extern const KbResourceType kb_type_priority_classes; /* scheduling.k8s.io/v1 */
 extern const KbResourceType kb_type_crds;             /* apiextensions.k8s.io/v1 */
@@ -213,6 +214,12 @@ void kb_client_call_async(KbClient *client, const KbRequest *req, KbResponseFunc
 void kb_client_bind_async(KbClient *client, const char *namespace_, const char *pod,
                           const char *pod_uid, const char *node, KbResponseFunc callback,
                           gpointer user_data);
+/* The same, the Binding carrying @annotations (NULL-terminated key, value pairs; may be NULL) in
+ * its metadata: the API server copies them onto the pod in the binding's own write. */
+void kb_client_bind_async_full(KbClient *client, const char *namespace_, const char *pod,
+                               const char *pod_uid, const char *node,
+                               const char *const *annotations, KbResponseFunc callback,
+                               gpointer user_data);
 
 /* Number of asynchronous requests queued or in flight. */
 guint kb_client_pending(const KbClient *client);

@@ -80,3 +80,35 @@ KbLease *kb_lease_decode(json_object *obj, gboolean keep_raw, GError **error)
     }
     return g_steal_pointer(&lease);
 }
+
+/* ---- PersistentVolumeClaim ------------------------------------------------------------------ */
+
+static gboolean pvc_body(json_object *obj, KbPvc *pvc, GError **error)
+{
+    json_object *spec = NULL, *status = NULL;
+    if (!kb_decode_member(obj, "spec", json_type_object, &spec, error) ||
+        !kb_decode_member(obj, "status", json_type_object, &status, error))
+        return FALSE;
+    if (spec != NULL &&
+        !kb_decode_interned(spec, "volumeName", KB_MAX_NAME_LEN, TRUE, &pvc->volume_name, error)) {
+        g_prefix_error(error, "spec.");
+        return FALSE;
+    }
+    if (status != NULL &&
+        !kb_decode_interned(status, "phase", KB_MAX_NAME_LEN, TRUE, &pvc->phase, error)) {
+        g_prefix_error(error, "status.");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+KbPvc *kb_pvc_decode(json_object *obj, gboolean keep_raw, GError **error)
+{
+    g_autoptr(KbPvc) pvc = g_new0(KbPvc, 1);
+    if (!kb_meta_decode(obj, KB_KIND_PVC, keep_raw, &pvc->meta, error) ||
+        !pvc_body(obj, pvc, error)) {
+        kb_decode_prefix_object(error, "persistentvolumeclaim", &pvc->meta);
+        return NULL;
+    }
+    return g_steal_pointer(&pvc);
+}

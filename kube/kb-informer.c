@@ -11,9 +11,12 @@
 
 #include <string.h>
 
-#define DEFAULT_PAGE_SIZE           500
-#define DEFAULT_BACKOFF_INITIAL_MS  800
-#define DEFAULT_BACKOFF_MAX_MS      30000
+#define DEFAULT_PAGE_SIZE          500
+#define DEFAULT_BACKOFF_INITIAL_MS 800
+/* client-go's reflector caps at 30 s; after an API server outage that left every informer 24 s
+ * from its next try, new work waited that long once the server was back. A few seconds is
+ * plenty of relief for a server coming back up. */
+#define DEFAULT_BACKOFF_MAX_MS      KB_INFORMER_DEFAULT_BACKOFF_MAX_MS
 #define DEFAULT_MISSING_RETRY_MS    30000
 #define DEFAULT_WATCH_TIMEOUT_MIN_S 300
 #define DEFAULT_WATCH_TIMEOUT_MAX_S 600
@@ -70,7 +73,8 @@ struct KbInformer {
 
     guint backoff_initial_ms;
     guint backoff_max_ms;
-    guint backoff_ms; /* the next delay before jitter */
+    guint backoff_ms;   /* the next delay before jitter */
+    guint max_delay_ms; /* the longest retry delay chosen so far */
     guint missing_retry_ms;
     guint watch_timeout_min_s;
     guint watch_timeout_max_s;
@@ -294,7 +298,14 @@ static guint next_backoff(KbInformer *inf)
     guint base = inf->backoff_ms;
     inf->backoff_ms = (guint)MIN((guint64)base * 2, (guint64)inf->backoff_max_ms);
     /* +-20% so that many informers restarting together spread out */
-    return (guint)(base * g_random_double_range(0.8, 1.2));
+    guint delay = (guint)(base * g_random_double_range(0.8, 1.2));
+    inf->max_delay_ms = MAX(inf->max_delay_ms, delay);
+    return delay;
+}
+
+guint kb_informer_max_retry_delay_ms(const KbInformer *informer)
+{
+    return informer->max_delay_ms;
 }
 
 static void reset_backoff(KbInformer *inf)

@@ -155,9 +155,13 @@ guint64 kb_informer_fallback_pages(const KbInformer *informer);
 guint64 kb_informer_events(const KbInformer *informer);
 /* The resourceVersion the next watch resumes from (borrowed), NULL before the first list. */
 const char *kb_informer_resource_version(const KbInformer *informer);
+/* The longest retry delay chosen so far (ms, jitter included): at most 1.2 x the backoff cap. */
+guint kb_informer_max_retry_delay_ms(const KbInformer *informer);
+#define KB_INFORMER_DEFAULT_BACKOFF_MAX_MS 4000
 /*
  * Timing knobs (tests use short ones); call before kb_informer_start(). Errors back off from
- * @initial_ms doubling to @max_ms with +-20% jitter (defaults 800 and 30000); the backoff resets
+ * @initial_ms doubling to @max_ms with +-20% jitter (defaults 800 and
+ * KB_INFORMER_DEFAULT_BACKOFF_MAX_MS); the backoff resets
  * after a healthy watch or a complete list. A 404 on list retries every @interval_ms (default
  * 30000). Watches ask the server to end them after a random @min_s..@max_s seconds (defaults
  * 300..600, as client-go does).

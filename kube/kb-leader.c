@@ -529,6 +529,11 @@ void kb_leader_start(KbLeader *leader)
 /* ---- release --------------------------------------------------------------------------------- */
 
 /* One PUT of the released record; on a 409 (a renewal of ours landed first) re-read once. */
+gboolean kb_leader_busy(const KbLeader *leader)
+{
+    return leader != NULL && leader->in_flight;
+}
+
 void kb_leader_release(KbLeader *leader)
 {
     g_return_if_fail(leader != NULL);

@@ -55,6 +55,9 @@ const char *kb_leader_get_holder(const KbLeader *leader);
  * (no more attempts; kb_leader_start() may start again). Errors are logged.
  */
 void kb_leader_release(KbLeader *leader);
+/* TRUE while an attempt (acquire or renew) waits for the API server's answer: a caller about to
+ * free the client lets it finish first, or its request's data would be dropped with the client. */
+gboolean kb_leader_busy(const KbLeader *leader);
 /* Stop and free; does not release (call kb_leader_release() first for that). Responses still in
  * flight are ignored when they arrive. */
 void kb_leader_free(KbLeader *leader);

@@ -58,6 +58,8 @@ static void pod_clear(KbPod *pod)
     g_clear_pointer(&pod->container_statuses, g_free);
     pod->n_container_statuses = 0;
     g_clear_pointer(&pod->group_name, g_free);
+    g_clear_pointer(&pod->claims, g_free);
+    pod->n_claims = 0;
 }
 
 void kb_object_unref(gpointer obj)
@@ -443,8 +445,17 @@ gboolean kb_pod_equal(const KbPod *a, const KbPod *b, char **why)
         !terms_eq(a, b, why) ||
         !int_eq("tolerations.length", a->n_tolerations, b->n_tolerations, why) ||
         !int_eq("phase", a->phase, b->phase, why) || !statuses_eq(a, b, why) ||
-        !str_eq("group", a->group_name, b->group_name, why))
+        !str_eq("group", a->group_name, b->group_name, why) ||
+        !int_eq("schedulingGates.length", a->n_scheduling_gates, b->n_scheduling_gates, why) ||
+        !str_eq("schedulingGates[0].name", a->scheduling_gate, b->scheduling_gate, why) ||
+        !int_eq("volumes(claims).length", a->n_claims, b->n_claims, why))
         return FALSE;
+    for (guint i = 0; i < a->n_claims; i++) {
+        if (!str_eq("volumes[].name", a->claims[i].volume, b->claims[i].volume, why) ||
+            !str_eq("volumes[].persistentVolumeClaim.claimName", a->claims[i].claim,
+                    b->claims[i].claim, why))
+            return FALSE;
+    }
     if (!kb_resources_equal(&a->requests, &b->requests)) {
         g_autofree char *x = kb_resources_to_string(&a->requests);
         g_autofree char *y = kb_resources_to_string(&b->requests);

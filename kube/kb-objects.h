@@ -44,6 +44,7 @@ typedef enum {
     KB_KIND_POD_GROUP,
     KB_KIND_QUEUE,
     KB_KIND_TFJOB,
+    KB_KIND_PVC,
     KB_KIND_OTHER,
 } KbKind;
 
@@ -135,6 +136,14 @@ typedef struct {
     gint restart_count;
 } KbContainerStatus;
 
+/* A volume of a pod backed by a PersistentVolumeClaim: spec.volumes[].persistentVolumeClaim
+ * (claim = its claimName) or a generic ephemeral volume (claim NULL: it is named
+ * "<pod name>-<volume name>", created by the ephemeral-volume controller). */
+typedef struct {
+    const char *volume; /* interned */
+    const char *claim;  /* interned; NULL for an ephemeral volume */
+} KbPodClaim;
+
 typedef struct {
     KbObjectMeta meta;
     const char *scheduler_name;      /* interned; "default-scheduler" when empty */
@@ -159,6 +168,13 @@ typedef struct {
     guint n_container_statuses;
     /* Gang: from annotation scheduling.k8s.io/group-name or label scheduling.x-k8s.io/pod-group. */
     char *group_name; /* owned, NULL when the pod has no group */
+    /* Volumes backed by claims (see KbPodClaim), in spec order. */
+    KbPodClaim *claims;
+    guint n_claims;
+    /* spec.schedulingGates (1.27+): how many, and the first one's name (interned). A pod with a
+     * gate must not be bound. */
+    guint n_scheduling_gates;
+    const char *scheduling_gate;
 } KbPod;
 
 typedef struct {
@@ -205,6 +221,13 @@ typedef struct {
     gboolean preempt_never; /* preemptionPolicy: Never */
 } KbPriorityClass;
 
+/* A PersistentVolumeClaim: what the scheduler needs to know whether a pod using it may run. */
+typedef struct {
+    KbObjectMeta meta;
+    const char *phase;       /* interned status.phase: "Pending", "Bound", "Lost"; NULL if unset */
+    const char *volume_name; /* interned spec.volumeName, NULL when unbound */
+} KbPvc;
+
 typedef struct {
     KbObjectMeta meta;
     char *holder_identity;
@@ -223,6 +246,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbPodGroup, kb_object_unref)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbQueue, kb_object_unref)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbPriorityClass, kb_object_unref)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbLease, kb_object_unref)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbPvc, kb_object_unref)
 
 /*
  * TRUE when @a and @b hold the same decoded fields (meta.raw and the reference count aside):
@@ -244,6 +268,7 @@ KbPodGroup *kb_pod_group_decode(json_object *obj, gboolean keep_raw, GError **er
 KbQueue *kb_queue_decode(json_object *obj, gboolean keep_raw, GError **error);
 KbPriorityClass *kb_priority_class_decode(json_object *obj, gboolean keep_raw, GError **error);
 KbLease *kb_lease_decode(json_object *obj, gboolean keep_raw, GError **error);
+KbPvc *kb_pvc_decode(json_object *obj, gboolean keep_raw, GError **error);
 /*
  * The same pod record, decoded straight from JSON text (kb-pod-fast.c, over kb-json): about 20
  * times faster than json-c + kb_pod_decode() on API server pods, same fields, same error codes

@@ -778,6 +778,119 @@ static gboolean decode_tolerations(KbJsonReader *r, KbPod *pod, GError **error)
     return ok;
 }
 
+/* ---- volumes and scheduling gates ----------------------------------------------------------- */
+
+/* volumes[].persistentVolumeClaim: its claimName. */
+static gboolean decode_claim_source(KbJsonReader *r, const char **claim, GError **error)
+{
+    KbJsonStr k;
+    guint32 seen = 0;
+    int rc = member_of(r, KB_JSON_OBJECT, "persistentVolumeClaim", "an object", error);
+    if (rc != 1)
+        return rc == 0;
+    if (!kb_json_object_begin(r, error))
+        return FALSE;
+    while ((rc = kb_json_object_next(r, &k, error)) == 1) {
+        gboolean ok =
+                KB_JSON_STR_IS(k, "claimName")
+                        ? once(&seen, 1, &k, error) &&
+                                  read_interned(r, "claimName", KB_MAX_NAME_LEN, TRUE, claim, error)
+                        : kb_json_skip(r, error);
+        if (!ok) {
+            g_prefix_error(error, "persistentVolumeClaim.");
+            return FALSE;
+        }
+    }
+    return rc == 0;
+}
+
+enum { VO_NAME = 1, VO_PVC = 2, VO_EPHEMERAL = 4 };
+
+/* One volume into a KbPodClaim; volume NULL and claim NULL (not kept) unless it uses a claim. */
+static gboolean decode_volume(KbJsonReader *r, gpointer elem, GError **error)
+{
+    KbPodClaim *c = elem;
+    KbJsonStr k;
+    guint32 seen = 0;
+    gboolean ephemeral = FALSE, has_name = FALSE;
+    char name[KB_MAX_NAME_LEN + 1];
+    int rc;
+    if (!kb_json_object_begin(r, error))
+        return FALSE;
+    while ((rc = kb_json_object_next(r, &k, error)) == 1) {
+        gboolean ok;
+        if (KB_JSON_STR_IS(k, "name")) {
+            /* Interned only when the volume is a claim (see kb-pod.c). */
+            ok = once(&seen, VO_NAME, &k, error) &&
+                 read_small(r, "name", KB_MAX_NAME_LEN, name, sizeof(name), &has_name, error);
+        } else if (KB_JSON_STR_IS(k, "persistentVolumeClaim")) {
+            ok = once(&seen, VO_PVC, &k, error) && decode_claim_source(r, &c->claim, error);
+        } else if (KB_JSON_STR_IS(k, "ephemeral")) {
+            ephemeral = kb_json_peek(r) == KB_JSON_OBJECT;
+            ok = once(&seen, VO_EPHEMERAL, &k, error) && kb_json_skip(r, error);
+        } else {
+            ok = kb_json_skip(r, error);
+        }
+        if (!ok)
+            return FALSE;
+    }
+    /* Not a claim: volume and claim stay NULL, dropped by decode_volumes. */
+    if ((c->claim != NULL || ephemeral) && has_name && name[0] != '\0')
+        c->volume = g_intern_string(name);
+    return rc == 0;
+}
+
+static gboolean decode_volumes(KbJsonReader *r, KbPod *pod, GError **error)
+{
+    gpointer items = NULL;
+    guint n = 0;
+    gboolean ok = decode_array(r, "volumes", KB_MAX_LIST_ITEMS, sizeof(KbPodClaim), FALSE,
+                               decode_volume, &items, &n, error);
+    /* Keep the claims only, in order (a claim volume always has its name or a claim). */
+    KbPodClaim *all = items;
+    for (guint i = 0; ok && i < n; i++) {
+        if (all[i].volume == NULL && all[i].claim == NULL)
+            continue;
+        pod->claims = g_renew(KbPodClaim, pod->claims, pod->n_claims + 1);
+        pod->claims[pod->n_claims++] = all[i];
+    }
+    g_free(items);
+    return ok;
+}
+
+static gboolean decode_gate(KbJsonReader *r, gpointer elem, GError **error)
+{
+    const char **name = elem;
+    KbJsonStr k;
+    guint32 seen = 0;
+    int rc;
+    if (!kb_json_object_begin(r, error))
+        return FALSE;
+    while ((rc = kb_json_object_next(r, &k, error)) == 1) {
+        gboolean ok = KB_JSON_STR_IS(k, "name")
+                              ? once(&seen, 1, &k, error) &&
+                                        read_interned(r, "name", KB_MAX_NAME_LEN, TRUE, name, error)
+                              : kb_json_skip(r, error);
+        if (!ok)
+            return FALSE;
+    }
+    return rc == 0;
+}
+
+static gboolean decode_gates(KbJsonReader *r, KbPod *pod, GError **error)
+{
+    gpointer items = NULL;
+    guint n = 0;
+    gboolean ok = decode_array(r, "schedulingGates", KB_MAX_LIST_ITEMS, sizeof(const char *), FALSE,
+                               decode_gate, &items, &n, error);
+    if (ok) {
+        pod->n_scheduling_gates = n;
+        pod->scheduling_gate = n > 0 ? ((const char **)items)[0] : NULL;
+    }
+    g_free(items);
+    return ok;
+}
+
 /* ---- spec ----------------------------------------------------------------------------------- */
 
 enum {
@@ -791,6 +904,8 @@ enum {
     S_OVERHEAD = 128,
     S_AFFINITY = 256,
     S_TOLERATIONS = 512,
+    S_VOLUMES = 1024,
+    S_GATES = 2048,
 };
 
 /* One member of spec; *handled is FALSE for members the scheduler does not read. */
@@ -838,6 +953,10 @@ static gboolean spec_member(KbJsonReader *r, const KbJsonStr *k, KbPod *pod, gui
         return once(seen, S_AFFINITY, k, error) && decode_affinity(r, 0, pod, error);
     if (KB_JSON_STR_IS(*k, "tolerations"))
         return once(seen, S_TOLERATIONS, k, error) && decode_tolerations(r, pod, error);
+    if (KB_JSON_STR_IS(*k, "volumes"))
+        return once(seen, S_VOLUMES, k, error) && decode_volumes(r, pod, error);
+    if (KB_JSON_STR_IS(*k, "schedulingGates"))
+        return once(seen, S_GATES, k, error) && decode_gates(r, pod, error);
     return kb_json_skip(r, error);
 }
 

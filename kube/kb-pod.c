@@ -369,6 +369,72 @@ static gboolean decode_tolerations(json_object *spec, KbPod *pod, GError **error
     return TRUE;
 }
 
+/* ---- volumes and scheduling gates ----------------------------------------------------------- */
+
+/* One spec.volumes[] entry: a claim when it names one (or is ephemeral), else nothing. */
+static gboolean decode_volume(json_object *o, KbPod *pod, GError **error)
+{
+    const char *name = NULL, *claim = NULL;
+    json_object *pvc = NULL, *eph = NULL;
+    /* Not interned unless kept: most volumes are not claims, and many have random names
+     * ("kube-api-access-x7k2p") that would fill the intern table for ever. */
+    if (!kb_decode_string(o, "name", KB_MAX_NAME_LEN, &name, error) ||
+        !kb_decode_member(o, "persistentVolumeClaim", json_type_object, &pvc, error) ||
+        !kb_decode_member(o, "ephemeral", json_type_object, &eph, error))
+        return FALSE;
+    if (pvc != NULL &&
+        !kb_decode_interned(pvc, "claimName", KB_MAX_NAME_LEN, TRUE, &claim, error)) {
+        g_prefix_error(error, "persistentVolumeClaim.");
+        return FALSE;
+    }
+    if (claim == NULL && eph == NULL)
+        return TRUE;
+    pod->claims = g_renew(KbPodClaim, pod->claims, pod->n_claims + 1);
+    pod->claims[pod->n_claims++] =
+            (KbPodClaim){name != NULL && *name != '\0' ? g_intern_string(name) : NULL, claim};
+    return TRUE;
+}
+
+static gboolean decode_volumes(json_object *spec, KbPod *pod, GError **error)
+{
+    json_object *arr;
+    gsize n;
+    if (!kb_decode_array(spec, "volumes", KB_MAX_LIST_ITEMS, &arr, &n, error))
+        return FALSE;
+    for (gsize i = 0; i < n; i++) {
+        json_object *o;
+        if (!kb_decode_element(arr, i, &o, error)) {
+            g_prefix_error(error, "volumes");
+            return FALSE;
+        }
+        if (!decode_volume(o, pod, error)) {
+            g_prefix_error(error, "volumes[%" G_GSIZE_FORMAT "].", i);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+static gboolean decode_gates(json_object *spec, KbPod *pod, GError **error)
+{
+    json_object *arr;
+    gsize n;
+    if (!kb_decode_array(spec, "schedulingGates", KB_MAX_LIST_ITEMS, &arr, &n, error))
+        return FALSE;
+    for (gsize i = 0; i < n; i++) {
+        json_object *o;
+        const char *name = NULL;
+        if (!kb_decode_element(arr, i, &o, error) ||
+            !kb_decode_interned(o, "name", KB_MAX_NAME_LEN, TRUE, &name, error)) {
+            g_prefix_error(error, "schedulingGates[%" G_GSIZE_FORMAT "].", i);
+            return FALSE;
+        }
+        if (pod->n_scheduling_gates++ == 0)
+            pod->scheduling_gate = name;
+    }
+    return TRUE;
+}
+
 /* ---- spec and status ------------------------------------------------------------------------ */
 
 static gboolean decode_spec_scalars(json_object *spec, KbPod *pod, GError **error)
@@ -399,7 +465,8 @@ static gboolean decode_spec(json_object *obj, KbPod *pod, GError **error)
         !kb_decode_string_map(spec, "nodeSelector", KB_MAX_NAME_LEN, KB_STRING_MAP_INTERNED,
                               pod->node_selector, error) ||
         !decode_requests(spec, pod, error) || !decode_affinity(spec, pod, error) ||
-        !decode_tolerations(spec, pod, error)) {
+        !decode_tolerations(spec, pod, error) || !decode_volumes(spec, pod, error) ||
+        !decode_gates(spec, pod, error)) {
         g_prefix_error(error, "spec.");
         return FALSE;
     }

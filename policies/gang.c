@@ -25,8 +25,12 @@ static gboolean job_pipelined(gpointer state, const KbJobInfo *job)
 static int job_order(gpointer state, const KbJobInfo *a, const KbJobInfo *b)
 {
     gboolean ra = job_ready(state, a), rb = job_ready(state, b);
-    if (ra == rb)
-        return 0;
+    if (ra == rb) {
+        /* A gang partly on nodes (a member's binding failed for certain, or was evicted) holds
+         * resources while it waits: it is placed again first. */
+        gboolean pa = !ra && ready_tasks(a) > 0, pb = !rb && ready_tasks(b) > 0;
+        return pa == pb ? 0 : pa ? -1 : 1;
+    }
     return ra ? 1 : -1;
 }
 

@@ -165,6 +165,9 @@ typedef struct {
     GPtrArray *placed;     /* scratch: the statement */
     KbResources max_alloc; /* largest allocatable per slot over present nodes */
     GString *why;
+    /* Some present node has taints, is not Ready or is cordoned: a node in a subtree short of
+     * resources may fail a predicate first (computed on the first diagnosis). */
+    gint special_nodes; /* -1 unknown, 0, 1 */
 } Alloc;
 
 static void node_changed(Alloc *a, guint node)
@@ -255,29 +258,59 @@ static gint pick(Alloc *a, ClassCtx *ctx, const KbTaskInfo *task)
 
 /* ---- diagnosis: why no node fits ------------------------------------------------------------ */
 
-static void diagnose_rec(Alloc *a, const KbTaskInfo *task, guint node, guint lo, guint hi,
-                         FitCounts *fc)
+/* Whether some present node could fail a predicate whatever the task asks (taints, Ready,
+ * cordoned). */
+static gboolean have_special_nodes(Alloc *a)
+{
+    if (a->special_nodes < 0) {
+        a->special_nodes = 0;
+        for (guint i = 0; i < a->ssn->n_nodes && a->special_nodes == 0; i++) {
+            const KbNodeInfo *ni = &a->ssn->nodes[i];
+            const KbNode *n = ni->node;
+            if (ni->present && n != NULL && (n->n_taints > 0 || !n->ready || n->unschedulable))
+                a->special_nodes = 1;
+        }
+    }
+    return a->special_nodes == 1;
+}
+
+/* One node, as kube-scheduler reports it: the first failing predicate, else the first resource
+ * short. */
+static void diagnose_node(Alloc *a, const KbTaskInfo *task, guint node, FitCounts *fc)
+{
+    KbFitFailure f = {KB_FIT_OK, -1, NULL};
+    if (!kb_session_predicate(a->ssn, task, &a->ssn->nodes[node], &f))
+        fit_count(fc, &f, 1);
+    else if ((f.slot = kb_resources_first_short(&task->resreq, &a->ssn->nodes[node].idle)) >= 0)
+        f.reason = KB_FIT_RESOURCES, fit_count(fc, &f, 1);
+}
+
+/*
+ * Count why each present node under tree node @node fails @task. A subtree short of a resource
+ * is counted whole only when no predicate can fail first there (the task names no selector or
+ * affinity and no node is tainted, not Ready or cordoned); otherwise its nodes are looked at one
+ * by one, so that a node failing node affinity is never counted as short of a resource because
+ * a full neighbour shares its subtree.
+ */
+static void diagnose_rec(Alloc *a, const KbTaskInfo *task, gboolean exact, guint node, guint lo,
+                         guint hi, FitCounts *fc)
 {
     MaxTree *t = &a->tree;
     if (t->present[node] == 0)
         return;
+    if (hi - lo == 1) {
+        diagnose_node(a, task, lo, fc);
+        return;
+    }
     int s = tree_short(t, node, &task->resreq);
-    if (s >= 0) {
+    if (s >= 0 && !exact) {
         KbFitFailure f = {KB_FIT_RESOURCES, s, NULL};
         fit_count(fc, &f, t->present[node]);
         return;
     }
-    if (hi - lo == 1) {
-        KbFitFailure f = {KB_FIT_OK, -1, NULL};
-        if (!kb_session_predicate(a->ssn, task, &a->ssn->nodes[lo], &f))
-            fit_count(fc, &f, 1);
-        else if ((f.slot = kb_resources_first_short(&task->resreq, &a->ssn->nodes[lo].idle)) >= 0)
-            f.reason = KB_FIT_RESOURCES, fit_count(fc, &f, 1);
-        return;
-    }
     guint mid = (lo + hi) / 2;
-    diagnose_rec(a, task, 2 * node, lo, mid, fc);
-    diagnose_rec(a, task, 2 * node + 1, mid, hi, fc);
+    diagnose_rec(a, task, exact, 2 * node, lo, mid, fc);
+    diagnose_rec(a, task, exact, 2 * node + 1, mid, hi, fc);
 }
 
 static const char *phrase(KbFitReason r, gboolean one)
@@ -313,7 +346,10 @@ static void explain_no_node(Alloc *a, const KbTaskInfo *task, GString *out)
         return;
     }
     FitCounts fc = {0};
-    diagnose_rec(a, task, 1, 0, a->tree.size, &fc);
+    const KbPod *pod = task->pod;
+    gboolean exact = pod->n_affinity_terms > 0 || g_hash_table_size(pod->node_selector) > 0 ||
+                     have_special_nodes(a);
+    diagnose_rec(a, task, exact, 1, 0, a->tree.size, &fc);
     g_string_append(out, "no node fits");
     for (guint i = 0; i < fc.n; i++) {
         const FitCount *c = &fc.items[i];
@@ -415,7 +451,7 @@ static void allocate_job(Alloc *a, KbJobInfo *job, KbQueueInfo *qi)
     g_ptr_array_set_size(a->placed, 0);
     for (guint i = 0; i < job->tasks->len; i++) {
         KbTaskInfo *t = job->tasks->pdata[i];
-        if (t->state == KB_TASK_PENDING)
+        if (t->state == KB_TASK_PENDING && !t->held)
             g_ptr_array_add(a->tasks, t);
     }
     g_ptr_array_sort_with_data(a->tasks, task_cmp, ssn);
@@ -506,6 +542,7 @@ static void alloc_init(Alloc *a, KbSession *ssn)
     a->placed = g_ptr_array_new();
     a->why = g_string_new(NULL);
     a->max_alloc = ssn->max_alloc;
+    a->special_nodes = -1;
 }
 
 static void alloc_clear(Alloc *a)

@@ -11,8 +11,32 @@ typedef struct {
     KbPod *pod; /* ref */
     char *node;
     char *job;
-    char *gpu_ids; /* "0,1" chosen by gpu-topology, or NULL */
+    char *gpu_ids;  /* "0,1" chosen by gpu-topology, or NULL */
+    guint attempts; /* bindings sent so far (retries after unknown outcomes) */
 } Pending;
+
+/* A token bucket for events (see kb_binder_set_gang_event_budget). */
+typedef struct {
+    double qps;
+    double burst;
+    double tokens;
+    gint64 last_us;
+} Bucket;
+
+/* A job's bindings of one batch still without an outcome, and where the bound ones went. */
+typedef struct {
+    guint outstanding;
+    guint bound;
+    GHashTable *nodes; /* interned node name -> count */
+    GPtrArray *order;  /* interned node names, first-bound order */
+} Gang;
+
+/* A placement waiting to be sent again after an unknown outcome. */
+typedef struct {
+    KbBinder *binder;
+    Pending *p;
+    guint source;
+} Retry;
 
 struct KbBinder {
     gint ref_count;
@@ -26,9 +50,19 @@ struct KbBinder {
     gint64 (*now_s)(void);
     guint max_in_flight;
     guint in_flight;
+    guint max_attempts;
+    guint retry_base_ms;
     GQueue queue; /* Pending* */
     guint64 counts[KB_BIND_N_RESULTS];
     guint64 skipped;
+    guint64 retries;
+    guint64 resolved_by_watch;
+    GList *retrying;   /* Retry*, waiting for their timer */
+    GHashTable *gangs; /* job key -> Gang* */
+    Bucket gang_budget;
+    Bucket pod_budget;
+    guint64 events_posted;
+    guint64 events_over_budget;
     KbBinderEvictFunc evict_done;
     gpointer evict_data;
     guint evictions_in_flight;
@@ -55,10 +89,40 @@ static void pending_free(Pending *p)
     g_free(p);
 }
 
+static void retries_clear(KbBinder *b, gboolean give_up_too);
+
+static void gang_free(gpointer p)
+{
+    Gang *g = p;
+    g_hash_table_unref(g->nodes);
+    g_ptr_array_unref(g->order);
+    g_free(g);
+}
+
+static void bucket_init(Bucket *k, double qps, guint burst)
+{
+    k->qps = MAX(qps, 0.0);
+    k->burst = burst;
+    k->tokens = burst;
+    k->last_us = g_get_monotonic_time();
+}
+
+static gboolean bucket_take(Bucket *k)
+{
+    gint64 now = g_get_monotonic_time();
+    k->tokens = MIN(k->burst, k->tokens + k->qps * (double)(now - k->last_us) / 1e6);
+    k->last_us = now;
+    if (k->tokens < 1.0)
+        return FALSE;
+    k->tokens -= 1.0;
+    return TRUE;
+}
+
 static void binder_unref(KbBinder *b)
 {
     if (--b->ref_count > 0)
         return;
+    g_clear_pointer(&b->gangs, g_hash_table_unref);
     g_queue_clear_full(&b->queue, (GDestroyNotify)pending_free);
     g_free(b);
 }
@@ -72,6 +136,11 @@ KbBinder *kb_binder_new(KbClient *client, KbCache *cache, KbRecorder *recorder)
     b->recorder = recorder;
     b->now_s = default_now_s;
     b->max_in_flight = KB_BINDER_DEFAULT_MAX_IN_FLIGHT;
+    b->max_attempts = KB_BINDER_MAX_ATTEMPTS;
+    b->retry_base_ms = KB_BINDER_RETRY_BASE_MS;
+    b->gangs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, gang_free);
+    bucket_init(&b->gang_budget, KB_BINDER_GANG_EVENT_QPS, KB_BINDER_GANG_EVENT_BURST);
+    bucket_init(&b->pod_budget, KB_BINDER_POD_EVENT_QPS, KB_BINDER_POD_EVENT_BURST);
     g_queue_init(&b->queue);
     return b;
 }
@@ -81,6 +150,7 @@ void kb_binder_free(KbBinder *binder)
     if (binder == NULL)
         return;
     binder->freed = TRUE;
+    retries_clear(binder, FALSE);
     g_queue_clear_full(&binder->queue, (GDestroyNotify)pending_free);
     binder_unref(binder);
 }
@@ -94,6 +164,32 @@ void kb_binder_set_done_func(KbBinder *binder, KbBinderDoneFunc func, gpointer u
 void kb_binder_set_max_in_flight(KbBinder *binder, guint n)
 {
     binder->max_in_flight = MAX(n, 1);
+}
+
+void kb_binder_set_gang_event_budget(KbBinder *binder, double qps, guint burst)
+{
+    bucket_init(&binder->gang_budget, qps, burst);
+}
+
+void kb_binder_set_pod_event_budget(KbBinder *binder, double qps, guint burst)
+{
+    bucket_init(&binder->pod_budget, qps, burst);
+}
+
+guint64 kb_binder_events_posted(const KbBinder *binder)
+{
+    return binder->events_posted;
+}
+
+guint64 kb_binder_events_over_budget(const KbBinder *binder)
+{
+    return binder->events_over_budget;
+}
+
+void kb_binder_set_retry(KbBinder *binder, guint max_attempts, guint base_ms)
+{
+    binder->max_attempts = MAX(max_attempts, 1);
+    binder->retry_base_ms = MAX(base_ms, 1);
 }
 
 void kb_binder_set_clock(KbBinder *binder, gint64 (*now_s)(void))
@@ -110,6 +206,8 @@ const char *kb_bind_result_to_string(KbBindResult result)
         return "conflict";
     case KB_BIND_NOT_FOUND:
         return "not_found";
+    case KB_BIND_REFUSED:
+        return "refused";
     case KB_BIND_ERROR:
     case KB_BIND_N_RESULTS:
         break;
@@ -117,111 +215,344 @@ const char *kb_bind_result_to_string(KbBindResult result)
     return "error";
 }
 
-static KbBindResult classify(const KbResponse *resp)
+/* What a binding's response says about where the pod is. */
+typedef enum {
+    V_BOUND,     /* 2xx, or 409 "already assigned to node X" with X our node */
+    V_ELSEWHERE, /* 409 "already assigned to node X", another node: the pod lives there */
+    V_FAILED,    /* certainly not bound: 404, 400, 403, 422, 409 for another reason */
+    V_UNKNOWN,   /* 5xx, 429, timeout, transport: it may or may not have happened */
+} Verdict;
+
+/* The node named in kube-apiserver's 409 `pod NAME is already assigned to node "X"` (newly
+ * allocated), or NULL. */
+static char *assigned_node(const GError *error)
 {
-    if (resp->error == NULL)
-        return KB_BIND_SUCCEEDED;
-    if (g_error_matches(resp->error, KB_ERROR, KB_ERROR_CONFLICT) ||
-        g_error_matches(resp->error, KB_ERROR, KB_ERROR_ALREADY_EXISTS))
-        return KB_BIND_CONFLICT;
-    if (g_error_matches(resp->error, KB_ERROR, KB_ERROR_NOT_FOUND))
-        return KB_BIND_NOT_FOUND;
-    return KB_BIND_ERROR;
+    static const char marker[] = "already assigned to node \"";
+    const char *at = error != NULL ? strstr(error->message, marker) : NULL;
+    if (at == NULL)
+        return NULL;
+    at += strlen(marker);
+    const char *end = strchr(at, '"');
+    return end != NULL && end > at ? g_strndup(at, (gsize)(end - at)) : NULL;
 }
 
-/* Cache update and events for one finished binding. */
-static void report(KbBinder *b, Pending *p, KbBindResult result, const GError *error,
-                   gint64 latency_us)
+static Verdict classify(const KbResponse *resp, const char *our_node, KbBindResult *result,
+                        char **elsewhere)
+{
+    *elsewhere = NULL;
+    *result = KB_BIND_SUCCEEDED;
+    if (resp->error == NULL)
+        return V_BOUND;
+    if (g_error_matches(resp->error, KB_ERROR, KB_ERROR_CONFLICT) ||
+        g_error_matches(resp->error, KB_ERROR, KB_ERROR_ALREADY_EXISTS)) {
+        g_autofree char *node = assigned_node(resp->error);
+        if (node != NULL && strcmp(node, our_node) == 0)
+            return V_BOUND; /* an earlier attempt whose answer was lost did it */
+        *result = KB_BIND_CONFLICT;
+        if (node != NULL) {
+            *elsewhere = g_steal_pointer(&node);
+            return V_ELSEWHERE;
+        }
+        return V_FAILED; /* uid changed (pod recreated), being deleted, ... */
+    }
+    if (g_error_matches(resp->error, KB_ERROR, KB_ERROR_NOT_FOUND)) {
+        *result = KB_BIND_NOT_FOUND;
+        return V_FAILED;
+    }
+    if (kb_error_is_retryable(resp->error) || resp->http_status == 0 || resp->http_status >= 500) {
+        *result = KB_BIND_ERROR;
+        return V_UNKNOWN;
+    }
+    *result = KB_BIND_REFUSED;
+    return V_FAILED;
+}
+
+static const char *group_api_version(const KbPodGroup *g)
+{
+    switch (g->dialect) {
+    case KB_PODGROUP_KUBE_BATCH:
+        return "scheduling.incubator.k8s.io/v1alpha1";
+    case KB_PODGROUP_X_K8S:
+        return "scheduling.x-k8s.io/v1alpha1";
+    case KB_PODGROUP_VOLCANO:
+    default:
+        return "scheduling.volcano.sh/v1beta1";
+    }
+}
+
+/* "bound 8 pods: n1 x4, n2 x4" (at most 16 nodes named). */
+static char *gang_summary(const Gang *g)
+{
+    GString *s = g_string_new(NULL);
+    g_string_printf(s, "bound %u pod%s:", g->bound, g->bound == 1 ? "" : "s");
+    for (guint i = 0; i < g->order->len; i++) {
+        const char *node = g->order->pdata[i];
+        if (i == 16) {
+            g_string_append_printf(s, " and %u more nodes", g->order->len - i);
+            break;
+        }
+        g_string_append_printf(s, "%s %s x%u", i == 0 ? "" : ",", node,
+                               GPOINTER_TO_UINT(g_hash_table_lookup(g->nodes, node)));
+    }
+    return g_string_free(s, FALSE);
+}
+
+/* The job's batch has every outcome: one event on its PodGroup naming the nodes. */
+static void gang_event(KbBinder *b, const char *job_key, const Gang *g, const Pending *p)
+{
+    if (g->bound == 0 || b->recorder == NULL)
+        return;
+    if (!bucket_take(&b->gang_budget)) {
+        b->events_over_budget++;
+        return;
+    }
+    g_auto(GStrv) parts = g_strsplit(job_key, "/", 2);
+    KbJobInfo *job = parts[0] != NULL && parts[1] != NULL
+                             ? kb_cache_lookup_job(b->cache, parts[0], parts[1])
+                             : NULL;
+    b->events_posted++;
+    if (job != NULL && job->group != NULL) {
+        g_autofree char *summary = gang_summary(g);
+        kb_recorder_event(b->recorder, &job->group->meta, group_api_version(job->group), "PodGroup",
+                          "Normal", "Scheduled", "%s", summary);
+    } else {
+        /* A pod without a group: the event kube-scheduler posts. */
+        const KbObjectMeta *m = &p->pod->meta;
+        kb_recorder_event(b->recorder, m, "v1", "Pod", "Normal", "Scheduled",
+                          "Successfully assigned %s/%s to %s", m->namespace_, m->name, p->node);
+    }
+}
+
+/* One placement of @p's job has its final outcome (@bound_on: the node it is on, or NULL). */
+static void gang_settle(KbBinder *b, const Pending *p, const char *bound_on)
+{
+    Gang *g = g_hash_table_lookup(b->gangs, p->job);
+    if (g == NULL)
+        return;
+    if (bound_on != NULL) {
+        const char *node = g_intern_string(bound_on);
+        guint n = GPOINTER_TO_UINT(g_hash_table_lookup(g->nodes, node));
+        if (n == 0)
+            g_ptr_array_add(g->order, (gpointer)node);
+        g_hash_table_insert(g->nodes, (gpointer)node, GUINT_TO_POINTER(n + 1));
+        g->bound++;
+    }
+    if (--g->outstanding > 0)
+        return;
+    gang_event(b, p->job, g, p);
+    g_hash_table_remove(b->gangs, p->job);
+}
+
+static void gang_expect(KbBinder *b, const char *job_key)
+{
+    Gang *g = g_hash_table_lookup(b->gangs, job_key);
+    if (g == NULL) {
+        g = g_new0(Gang, 1);
+        g->nodes = g_hash_table_new(g_direct_hash, g_direct_equal);
+        g->order = g_ptr_array_new();
+        g_hash_table_insert(b->gangs, g_strdup(job_key), g);
+    }
+    g->outstanding++;
+}
+
+static void report_done(KbBinder *b, KbBindOutcome *out)
+{
+    b->counts[out->result]++;
+    if (b->done != NULL)
+        b->done(out, b->done_data);
+}
+
+static void report_bound(KbBinder *b, Pending *p, gint64 latency_us)
 {
     const KbObjectMeta *m = &p->pod->meta;
+    KbBindOutcome out = {.result = KB_BIND_SUCCEEDED,
+                         .pod = p->pod,
+                         .node = p->node,
+                         .job = p->job,
+                         .latency_us = latency_us};
+    kb_cache_bind_succeeded(b->cache, m->namespace_, m->name, m->uid, b->now_s());
+    /* Per-pod events of group members on their own budget (a pod without a group gets its
+     * event as its gang's). */
+    if (b->recorder != NULL && p->pod->group_name != NULL) {
+        if (bucket_take(&b->pod_budget)) {
+            b->events_posted++;
+            kb_recorder_event(b->recorder, m, "v1", "Pod", "Normal", "Scheduled",
+                              "Successfully assigned %s/%s to %s", m->namespace_, m->name, p->node);
+        } else if (b->pod_budget.burst > 0) {
+            b->events_over_budget++;
+        }
+    }
+    gang_settle(b, p, p->node);
+    report_done(b, &out);
+}
+
+/* Cache update and events for one binding whose outcome is final. */
+static void report(KbBinder *b, Pending *p, Verdict v, KbBindResult result, const char *elsewhere,
+                   const GError *error, gint64 latency_us)
+{
+    const KbObjectMeta *m = &p->pod->meta;
+    const char *why = error != NULL ? error->message : "error";
     KbBindOutcome out = {.result = result,
                          .pod = p->pod,
                          .node = p->node,
                          .job = p->job,
                          .error = error,
                          .latency_us = latency_us};
-
-    b->counts[result]++;
-    if (result == KB_BIND_SUCCEEDED) {
-        kb_cache_bind_succeeded(b->cache, m->namespace_, m->name, m->uid, b->now_s());
-        if (b->recorder != NULL)
-            kb_recorder_event(b->recorder, m, "v1", "Pod", "Normal", "Scheduled",
-                              "Successfully assigned %s/%s to %s", m->namespace_, m->name, p->node);
-    } else {
-        kb_cache_bind_failed(b->cache, m->namespace_, m->name, m->uid, &out.n_rolled_back);
-        g_warning("pod %s/%s: binding to node %s failed (%s); job %s: %u pods back to pending",
-                  m->namespace_, m->name, p->node, error != NULL ? error->message : "error", p->job,
-                  out.n_rolled_back);
+    switch (v) {
+    case V_BOUND:
+        report_bound(b, p, latency_us);
+        return;
+    case V_ELSEWHERE:
+        gang_settle(b, p, NULL);
+        kb_cache_bind_elsewhere(b->cache, m->namespace_, m->name, m->uid, elsewhere, b->now_s());
+        g_warning("pod %s/%s: not bound to %s: it is already on node %s; held there until the "
+                  "watch shows it",
+                  m->namespace_, m->name, p->node, elsewhere);
+        break;
+    case V_UNKNOWN:
+        gang_settle(b, p, NULL);
+        /* Still unknown after every retry: keep the room until the watch (or the assume
+         * timeout) says where the pod is. */
+        kb_cache_bind_unknown(b->cache, m->namespace_, m->name, m->uid, b->now_s());
+        g_warning("pod %s/%s: binding to node %s: outcome unknown after %u attempts (%s); its "
+                  "resources stay held until the watch shows the pod",
+                  m->namespace_, m->name, p->node, p->attempts, why);
+        break;
+    case V_FAILED:
+        gang_settle(b, p, NULL);
+        out.n_rolled_back = 1;
+        kb_cache_bind_refused(b->cache, m->namespace_, m->name, m->uid, b->now_s(), why);
+        g_warning("pod %s/%s: binding to node %s failed (%s); the pod is placed again, job %s "
+                  "backs off",
+                  m->namespace_, m->name, p->node, why, p->job);
         if (b->recorder != NULL)
             kb_recorder_event(b->recorder, m, "v1", "Pod", "Warning", "FailedScheduling",
-                              "Binding rejected: %s; gang %s goes back to pending",
-                              error != NULL ? error->message : "error", p->job);
+                              "Binding rejected: %s; the pod is placed again (job %s backs off)",
+                              why, p->job);
+        break;
     }
-    if (b->done != NULL)
-        b->done(&out, b->done_data);
+    report_done(b, &out);
 }
 
 static void pump(KbBinder *b);
+
+static guint retry_delay_ms(const KbBinder *b, guint attempts)
+{
+    guint shift = MIN(attempts > 0 ? attempts - 1 : 0, 10u);
+    return MIN(b->retry_base_ms << shift, KB_BINDER_RETRY_MAX_MS);
+}
+
+/* The outcome is still unknown: was it settled meanwhile (the watch shows the pod, or it is
+ * gone)? Else send the binding again; 409 "already assigned to node <ours>" then says it
+ * happened. */
+static gboolean on_retry(gpointer data)
+{
+    Retry *r = data;
+    KbBinder *b = r->binder;
+    Pending *p = r->p;
+    const KbObjectMeta *m = &p->pod->meta;
+    b->retrying = g_list_remove(b->retrying, r);
+    g_free(r);
+    if (!kb_cache_pod_is_assumed(b->cache, m->namespace_, m->name, m->uid)) {
+        b->resolved_by_watch++;
+        KbTaskInfo *t = kb_cache_lookup_task(b->cache, m->namespace_, m->name);
+        if (t != NULL && g_strcmp0(t->pod->meta.uid, m->uid) == 0 && t->pod->node_name != NULL &&
+            strcmp(t->pod->node_name, p->node) == 0)
+            report_bound(b, p, 0);
+        else
+            gang_settle(b, p, NULL);
+        pending_free(p);
+        return G_SOURCE_REMOVE;
+    }
+    g_queue_push_head(&b->queue, p);
+    pump(b);
+    return G_SOURCE_REMOVE;
+}
+
+static void schedule_retry_in(KbBinder *b, Pending *p, guint delay_ms)
+{
+    Retry *r = g_new0(Retry, 1);
+    r->binder = b;
+    r->p = p;
+    b->retries++;
+    r->source = g_timeout_add(delay_ms, on_retry, r);
+    b->retrying = g_list_prepend(b->retrying, r);
+}
+
+static void schedule_retry(KbBinder *b, Pending *p)
+{
+    schedule_retry_in(b, p, retry_delay_ms(b, p->attempts));
+}
+
+/*
+ * A certain failure of a member whose gang already has others on nodes: keep its room and send
+ * the same binding again after the job's backoff, so no other job takes the room and splits the
+ * gang for good. (A pod that is gone, 404, is released: the watch deletes it anyway.) Returns
+ * FALSE when the failure must release the pod instead.
+ */
+static gboolean defer_failure(KbBinder *b, Pending *p, KbBindResult result, const GError *error)
+{
+    const KbObjectMeta *m = &p->pod->meta;
+    const char *why = error != NULL ? error->message : "error";
+    guint delay_s = 0;
+    if (result == KB_BIND_NOT_FOUND || !kb_cache_bind_deferred(b->cache, m->namespace_, m->name,
+                                                               m->uid, b->now_s(), why, &delay_s))
+        return FALSE;
+    g_warning("pod %s/%s: binding to node %s refused (%s); its gang %s is partly bound, so the "
+              "pod keeps its room and is bound again in %u s",
+              m->namespace_, m->name, p->node, why, p->job, delay_s);
+    if (b->recorder != NULL)
+        kb_recorder_event(b->recorder, m, "v1", "Pod", "Warning", "FailedScheduling",
+                          "Binding rejected: %s; retried in %u s (job %s backs off)", why, delay_s,
+                          p->job);
+    KbBindOutcome out = {
+            .result = result, .pod = p->pod, .node = p->node, .job = p->job, .error = error};
+    report_done(b, &out);
+    schedule_retry_in(b, p, delay_s * 1000);
+    return TRUE;
+}
 
 static void on_bound(const KbResponse *resp, gpointer data)
 {
     Call *c = data;
     KbBinder *b = c->binder;
+    Pending *p = c->p;
 
     b->in_flight--;
     if (!b->freed) {
-        report(b, c->p, classify(resp), resp->error, g_get_monotonic_time() - c->sent_us);
+        KbBindResult result;
+        g_autofree char *elsewhere = NULL;
+        Verdict v = classify(resp, p->node, &result, &elsewhere);
+        if (v == V_UNKNOWN && p->attempts < b->max_attempts) {
+            schedule_retry(b, g_steal_pointer(&c->p));
+        } else if (v == V_FAILED && defer_failure(b, p, result, resp->error)) {
+            c->p = NULL; /* now held by the retry */
+        } else {
+            report(b, p, v, result, elsewhere, resp->error, g_get_monotonic_time() - c->sent_us);
+        }
         /* The done callback may have freed the binder. */
         if (!b->freed)
             pump(b);
     }
-    pending_free(c->p);
+    if (c->p != NULL)
+        pending_free(c->p);
     binder_unref(b);
     g_free(c);
 }
 
+/* The Binding carries kube-batchd.io/gpu-ids: the API server writes it onto the pod in the
+ * binding's own write (one write per pod, no separate PATCH that RBAC must allow), so the device
+ * plugin or runtime hook sees the indices when the kubelet starts the pod. */
 static void send_binding(Call *c)
 {
     const KbObjectMeta *m = &c->p->pod->meta;
-    kb_client_bind_async(c->binder->client, m->namespace_, m->name, m->uid, c->p->node, on_bound,
-                         c);
+    const char *annotations[] = {KB_GPU_IDS_ANNOTATION, c->p->gpu_ids, NULL};
+    c->p->attempts++;
+    kb_client_bind_async_full(c->binder->client, m->namespace_, m->name, m->uid, c->p->node,
+                              c->p->gpu_ids != NULL ? annotations : NULL, on_bound, c);
 }
 
-/* The GPU indices are on the pod: bind it. A failed patch fails the bind (and rolls the gang
- * back): a pod must never run on GPUs other than the ones the cache holds for it. */
-static void on_annotated(const KbResponse *resp, gpointer data)
-{
-    Call *c = data;
-    if (resp->error != NULL || c->binder->freed) {
-        on_bound(resp, c);
-        return;
-    }
-    send_binding(c);
-}
-
-/* Merge-patch kube-batchd.io/gpu-ids onto the pod before its binding, so that the device plugin
- * or runtime hook sees the indices when the kubelet starts the pod. */
-static void send_gpu_ids(Call *c)
-{
-    const KbObjectMeta *m = &c->p->pod->meta;
-    json_object *annotations = json_object_new_object();
-    json_object_object_add(annotations, KB_GPU_IDS_ANNOTATION,
-                           json_object_new_string(c->p->gpu_ids));
-    json_object *meta = json_object_new_object();
-    json_object_object_add(meta, "annotations", annotations);
-    json_object *body = json_object_new_object();
-    json_object_object_add(body, "metadata", meta);
-    KbRequest req = {.method = "PATCH",
-                     .type = &kb_type_pods,
-                     .namespace_ = m->namespace_,
-                     .name = m->name,
-                     .body = body,
-                     .content_type = "application/merge-patch+json"};
-    kb_client_call_async(c->binder->client, &req, on_annotated, c);
-    json_object_put(body);
-}
-
-/* Send queued placements while the window has room; skip those rolled back meanwhile. */
+/* Send queued placements while the window has room; skip those released meanwhile. */
 static void pump(KbBinder *b)
 {
     while (!b->paused && b->in_flight < b->max_in_flight && !g_queue_is_empty(&b->queue)) {
@@ -229,6 +560,7 @@ static void pump(KbBinder *b)
         const KbObjectMeta *m = &p->pod->meta;
         if (!kb_cache_pod_is_assumed(b->cache, m->namespace_, m->name, m->uid)) {
             b->skipped++;
+            gang_settle(b, p, NULL);
             pending_free(p);
             continue;
         }
@@ -238,10 +570,7 @@ static void pump(KbBinder *b)
         c->p = p;
         c->sent_us = g_get_monotonic_time();
         b->in_flight++;
-        if (p->gpu_ids != NULL)
-            send_gpu_ids(c);
-        else
-            send_binding(c);
+        send_binding(c);
     }
 }
 
@@ -254,20 +583,47 @@ void kb_binder_submit(KbBinder *binder, const GArray *placements)
         p->node = g_strdup(pl->node);
         p->job = g_strdup(pl->job);
         p->gpu_ids = g_strdup(pl->gpu_ids);
+        gang_expect(binder, p->job);
         g_queue_push_tail(&binder->queue, p);
     }
     pump(binder);
 }
 
+/* A placement given up before its outcome is known: never sent, the pod is free again; sent at
+ * least once, it may be bound, so its room stays held until the watch or the assume timeout. */
+static void give_up(KbBinder *b, Pending *p)
+{
+    const KbObjectMeta *m = &p->pod->meta;
+    gang_settle(b, p, NULL);
+    if (!kb_cache_pod_is_assumed(b->cache, m->namespace_, m->name, m->uid))
+        return;
+    if (p->attempts > 0)
+        kb_cache_bind_unknown(b->cache, m->namespace_, m->name, m->uid, b->now_s());
+    else
+        kb_cache_bind_failed(b->cache, m->namespace_, m->name, m->uid, NULL);
+}
+
+static void retries_clear(KbBinder *b, gboolean give_up_too)
+{
+    while (b->retrying != NULL) {
+        Retry *r = b->retrying->data;
+        b->retrying = g_list_delete_link(b->retrying, b->retrying);
+        g_source_remove(r->source);
+        if (give_up_too)
+            give_up(b, r->p);
+        pending_free(r->p);
+        g_free(r);
+    }
+}
+
 guint kb_binder_drop_queued(KbBinder *binder)
 {
-    guint n = 0;
+    guint n = g_list_length(binder->retrying);
     Pending *p;
 
+    retries_clear(binder, TRUE);
     while ((p = g_queue_pop_head(&binder->queue)) != NULL) {
-        const KbObjectMeta *m = &p->pod->meta;
-        if (kb_cache_pod_is_assumed(binder->cache, m->namespace_, m->name, m->uid))
-            kb_cache_bind_failed(binder->cache, m->namespace_, m->name, m->uid, NULL);
+        give_up(binder, p);
         pending_free(p);
         n++;
     }
@@ -299,6 +655,16 @@ guint64 kb_binder_count(const KbBinder *binder, KbBindResult result)
 guint64 kb_binder_skipped(const KbBinder *binder)
 {
     return binder->skipped;
+}
+
+guint64 kb_binder_retries(const KbBinder *binder)
+{
+    return binder->retries;
+}
+
+guint kb_binder_retrying(const KbBinder *binder)
+{
+    return g_list_length(binder->retrying);
 }
 
 /* ---- evictions ------------------------------------------------------------------------------ */

@@ -6,10 +6,25 @@
  *   are on the wire at once; the client's pool of keep-alive connections carries them.
  * - Right before a binding is sent the binder checks that the cache still holds the pod as
  *   assumed (kb_cache_pod_is_assumed): a gang rolled back meanwhile is not bound.
- * - Success: kb_cache_bind_succeeded, a Normal "Scheduled" event "Successfully assigned ns/pod to
- *   node". Failure (409 already bound, 404 pod gone, any other error): kb_cache_bind_failed, which
- *   releases the pod and rolls back every member of its gang whose bind has not succeeded, so the
- *   whole gang is retried by a later cycle; a Warning "FailedScheduling" event with the reason.
+ * - The Binding carries the pod's kube-batchd.io/gpu-ids in metadata.annotations: the API server
+ *   copies them onto the pod in the same write (no separate PATCH).
+ * - Outcomes. A binding cannot be undone, so a member's failure never releases the other members
+ *   of its gang:
+ *   - 2xx, or 409 "already assigned to node X" with X the node we chose: bound
+ *     (kb_cache_bind_succeeded; a Normal "Scheduled" event).
+ *   - 409 "already assigned" to another node: the pod lives there (kb_cache_bind_elsewhere).
+ *   - Unknown outcome (5xx, 429, timeout, transport): the pod keeps its node and GPU indices and
+ *     the same binding is sent again after 100 ms, 200 ms, ... (KB_BINDER_RETRY_MAX_MS at most),
+ *     KB_BINDER_MAX_ATTEMPTS in all; a retry is skipped when the watch settled it meanwhile.
+ *     After the last, kb_cache_bind_unknown: held until the watch (or the assume timeout).
+ *   - Certain failure (404, 400, 403, 422, other 409): kb_cache_bind_refused releases that pod
+ *     alone and backs its job off; a Warning "FailedScheduling" event with the reason.
+ *
+ * - Events never hold a binding back and have their own budgets: when every binding of a job's
+ *   batch has an outcome, one Normal "Scheduled" event on its PodGroup names the nodes ("bound 8
+ *   pods: n1 x4, n2 x4"; for a pod without a group, the usual event on the pod) within the gang
+ *   budget; per-pod "Scheduled" events of group members go within a separate pod budget (off by
+ *   default). Events over budget are dropped and counted (kb_binder_events_over_budget).
  *
  * Everything runs on the client's main context. The binder keeps a reference on the pods it
  * holds; it borrows the client, the cache and the recorder, which must outlive it, except that
@@ -25,12 +40,16 @@
 #include "scheduler/cycle.h"
 
 #define KB_BINDER_DEFAULT_MAX_IN_FLIGHT 64
+#define KB_BINDER_MAX_ATTEMPTS          8
+#define KB_BINDER_RETRY_BASE_MS         100
+#define KB_BINDER_RETRY_MAX_MS          5000
 
 typedef enum {
     KB_BIND_SUCCEEDED,
-    KB_BIND_CONFLICT,  /* 409: already bound (by someone else, or an earlier attempt) */
+    KB_BIND_CONFLICT,  /* 409: already on another node, or the pod changed (uid) */
     KB_BIND_NOT_FOUND, /* 404: the pod (or its namespace) is gone */
-    KB_BIND_ERROR,     /* anything else: 5xx, 422, transport, timeout */
+    KB_BIND_ERROR,     /* outcome unknown after every retry: 5xx, 429, transport, timeout */
+    KB_BIND_REFUSED,   /* 400, 403, 422, other 4xx: certainly not bound */
     KB_BIND_N_RESULTS
 } KbBindResult;
 
@@ -41,7 +60,7 @@ typedef struct {
     const char *node;
     const char *job;     /* "ns/name" of the job */
     const GError *error; /* NULL on success */
-    guint n_rolled_back; /* failure: gang members returned to pending (the pod included) */
+    guint n_rolled_back; /* 1 when the pod was released (certain failure), else 0 */
     gint64 latency_us;   /* submission to response */
 } KbBindOutcome;
 
@@ -55,6 +74,25 @@ KbBinder *kb_binder_new(KbClient *client, KbCache *cache, KbRecorder *recorder);
 void kb_binder_set_done_func(KbBinder *binder, KbBinderDoneFunc func, gpointer user_data);
 /* Bindings on the wire at once (default KB_BINDER_DEFAULT_MAX_IN_FLIGHT, at least 1). */
 void kb_binder_set_max_in_flight(KbBinder *binder, guint n);
+/* Attempts per binding whose outcome stays unknown (default KB_BINDER_MAX_ATTEMPTS, at least 1)
+ * and the first retry delay in ms (default KB_BINDER_RETRY_BASE_MS; doubles up to
+ * KB_BINDER_RETRY_MAX_MS). */
+void kb_binder_set_retry(KbBinder *binder, guint max_attempts, guint base_ms);
+/*
+ * Event budgets (token buckets: @qps tokens a second, at most @burst saved; qps 0 with burst 0
+ * turns the kind off). Defaults: KB_BINDER_GANG_EVENT_* and KB_BINDER_POD_EVENT_*: a burst for
+ * `kubectl describe` on a quiet cluster, a trickle under load (client-go's per-object spam
+ * filter still applies in the recorder).
+ */
+#define KB_BINDER_GANG_EVENT_QPS   5.0
+#define KB_BINDER_GANG_EVENT_BURST 50
+#define KB_BINDER_POD_EVENT_QPS    1.0
+#define KB_BINDER_POD_EVENT_BURST  10
+void kb_binder_set_gang_event_budget(KbBinder *binder, double qps, guint burst);
+void kb_binder_set_pod_event_budget(KbBinder *binder, double qps, guint burst);
+/* Events posted (gang and per pod) and dropped over budget since creation. */
+guint64 kb_binder_events_posted(const KbBinder *binder);
+guint64 kb_binder_events_over_budget(const KbBinder *binder);
 /* The cache's clock for kb_cache_bind_succeeded (unix seconds); default g_get_real_time(). */
 void kb_binder_set_clock(KbBinder *binder, gint64 (*now_s)(void));
 
@@ -63,9 +101,10 @@ void kb_binder_set_clock(KbBinder *binder, gint64 (*now_s)(void));
 void kb_binder_submit(KbBinder *binder, const GArray *placements);
 
 /*
- * Forget the placements not yet sent (losing leadership, shutting down): each is released in the
- * cache with its gang (kb_cache_bind_failed), without an event or a done call. Bindings already
- * on the wire still complete. Returns how many were dropped.
+ * Forget the placements not yet sent and the retries not yet due (losing leadership, shutting
+ * down), without an event or a done call: a placement never sent is released
+ * (kb_cache_bind_failed), one sent before is held (kb_cache_bind_unknown). Bindings already on
+ * the wire still complete. Returns how many were dropped.
  */
 guint kb_binder_drop_queued(KbBinder *binder);
 /* While paused, nothing new is sent (queued placements wait). */
@@ -75,9 +114,12 @@ guint kb_binder_queued(const KbBinder *binder);
 guint kb_binder_in_flight(const KbBinder *binder);
 /* Bindings finished with @result since creation. */
 guint64 kb_binder_count(const KbBinder *binder, KbBindResult result);
-/* Queued placements skipped because their gang was rolled back before they were sent. */
+/* Queued placements skipped because they were released before they were sent. */
 guint64 kb_binder_skipped(const KbBinder *binder);
-/* "succeeded", "conflict", "not_found", "error" (metric label values). Static. */
+/* Bindings sent again after an unknown outcome, and placements waiting for such a retry. */
+guint64 kb_binder_retries(const KbBinder *binder);
+guint kb_binder_retrying(const KbBinder *binder);
+/* "succeeded", "conflict", "not_found", "error", "refused" (metric label values). Static. */
 const char *kb_bind_result_to_string(KbBindResult result);
 
 /*

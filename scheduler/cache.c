@@ -34,6 +34,7 @@ struct KbCache {
     GHashTable *queues;   /* interned name -> KbQueueInfo* (owned by queue_list) */
     GPtrArray *queue_list;
     GHashTable *priority_classes; /* interned name -> KbPriorityClass* (ref) */
+    GHashTable *pvcs;             /* char* "ns/name" -> KbPvc* (ref) */
     GArray *node_gpus;            /* NodeGpu, indexed like nodes */
     guint n_gpu_topology_errors;
 };
@@ -285,6 +286,8 @@ static void task_set_state(KbTaskInfo *task, KbTaskState state, gint node_id)
     /* GPU indices chosen for a node the task leaves (set by the cycle just before assuming). */
     if (node_id < 0 || (task->node_id >= 0 && task->node_id != node_id))
         task->gpu_ids = 0;
+    if (state != KB_TASK_ALLOCATED)
+        task->bind_refused = FALSE;
     task->state = state;
     task->node_id = node_id;
     job->n_state[state]++;
@@ -358,6 +361,44 @@ void kb_cache_delete_queue(KbCache *cache, KbQueue *queue)
     if (id < cache->queue_list->len)
         ((KbQueueInfo *)cache->queue_list->pdata[id])->id = id;
     queue_info_free(qi);
+}
+
+void kb_cache_add_pvc(KbCache *cache, KbPvc *pvc)
+{
+    g_hash_table_replace(cache->pvcs, kb_object_key(&pvc->meta), kb_object_ref(pvc));
+}
+
+void kb_cache_update_pvc(KbCache *cache, KbPvc *pvc)
+{
+    kb_cache_add_pvc(cache, pvc);
+}
+
+void kb_cache_delete_pvc(KbCache *cache, KbPvc *pvc)
+{
+    g_autofree char *key = kb_object_key(&pvc->meta);
+    g_hash_table_remove(cache->pvcs, key);
+}
+
+gboolean kb_cache_pod_claims_ready(KbCache *cache, const KbPod *pod, char **why)
+{
+    for (guint i = 0; i < pod->n_claims; i++) {
+        const KbPodClaim *c = &pod->claims[i];
+        /* A generic ephemeral volume's claim is named after the pod and the volume. */
+        g_autofree char *key = c->claim != NULL
+                                       ? g_strdup_printf("%s/%s", pod->meta.namespace_, c->claim)
+                                       : g_strdup_printf("%s/%s-%s", pod->meta.namespace_,
+                                                         pod->meta.name, c->volume);
+        const KbPvc *pvc = g_hash_table_lookup(cache->pvcs, key);
+        if (pvc != NULL && g_strcmp0(pvc->phase, "Bound") == 0)
+            continue;
+        if (why != NULL)
+            *why = pvc == NULL ? g_strdup_printf("persistentvolumeclaim \"%s\" not found", key)
+                               : g_strdup_printf("persistentvolumeclaim \"%s\" is not bound "
+                                                 "(phase %s)",
+                                                 key, pvc->phase != NULL ? pvc->phase : "unset");
+        return FALSE;
+    }
+    return TRUE;
 }
 
 void kb_cache_add_priority_class(KbCache *cache, KbPriorityClass *pc)
@@ -519,6 +560,7 @@ static void job_free(gpointer p)
     g_ptr_array_unref(job->classes);
     g_free(job->last_reason);
     g_free(job->last_message);
+    g_free(job->bind_error);
     g_free(job);
 }
 
@@ -807,6 +849,21 @@ gboolean kb_cache_bind_succeeded(KbCache *cache, const char *namespace_, const c
                                  const char *uid, gint64 now)
 {
     PodEntry *pe = pod_entry(cache, namespace_, name, uid);
+    if (pe == NULL || pe->task == NULL)
+        return FALSE;
+    /* The exponent starts over; a backoff under way (another member refused) still runs. */
+    pe->task->job->bind_failures = 0;
+    if (pe->task->state != KB_TASK_ALLOCATED)
+        return FALSE;
+    task_set_state(pe->task, KB_TASK_BINDING, pe->task->node_id);
+    pe->task->bind_time = now;
+    return TRUE;
+}
+
+gboolean kb_cache_bind_unknown(KbCache *cache, const char *namespace_, const char *name,
+                               const char *uid, gint64 now)
+{
+    PodEntry *pe = pod_entry(cache, namespace_, name, uid);
     if (pe == NULL || pe->task == NULL || pe->task->state != KB_TASK_ALLOCATED)
         return FALSE;
     task_set_state(pe->task, KB_TASK_BINDING, pe->task->node_id);
@@ -814,10 +871,25 @@ gboolean kb_cache_bind_succeeded(KbCache *cache, const char *namespace_, const c
     return TRUE;
 }
 
+gboolean kb_cache_bind_elsewhere(KbCache *cache, const char *namespace_, const char *name,
+                                 const char *uid, const char *node_name, gint64 now)
+{
+    PodEntry *pe = pod_entry(cache, namespace_, name, uid);
+    if (pe == NULL || pe->task == NULL || node_name == NULL)
+        return FALSE;
+    KbTaskInfo *task = pe->task;
+    if (task->state != KB_TASK_ALLOCATED && task->state != KB_TASK_BINDING)
+        return FALSE;
+    /* The GPU indices chosen for our node mean nothing there (task_set_state clears them). */
+    task_set_state(task, KB_TASK_BINDING, (gint)node_id_for(cache, node_name));
+    task->bind_time = now;
+    pod_recount(cache, pe);
+    return TRUE;
+}
+
 gboolean kb_cache_bind_failed(KbCache *cache, const char *namespace_, const char *name,
                               const char *uid, guint *n_rolled_back)
 {
-    guint n = 0;
     PodEntry *pe = pod_entry(cache, namespace_, name, uid);
     if (n_rolled_back != NULL)
         *n_rolled_back = 0;
@@ -826,19 +898,63 @@ gboolean kb_cache_bind_failed(KbCache *cache, const char *namespace_, const char
     KbTaskInfo *failed = pe->task;
     if (failed->state == KB_TASK_ALLOCATED || failed->state == KB_TASK_BINDING) {
         kb_cache_forget_task(cache, failed);
-        n++;
+        if (n_rolled_back != NULL)
+            *n_rolled_back = 1;
     }
-    /* The gang goes back together: members whose bind has not succeeded yet are released. */
-    KbJobInfo *job = failed->job;
-    for (guint i = 0; i < job->tasks->len; i++) {
-        KbTaskInfo *t = job->tasks->pdata[i];
-        if (t != failed && t->state == KB_TASK_ALLOCATED) {
-            kb_cache_forget_task(cache, t);
-            n++;
+    return TRUE;
+}
+
+/* One backoff step per round of failures (members refused together count once). */
+static void job_back_off(KbJobInfo *job, gint64 now, const char *message)
+{
+    if (job->backoff_until <= now) {
+        job->bind_failures++;
+        guint shift = MIN(job->bind_failures - 1, 6u);
+        job->backoff_until = now + MIN((gint64)1 << shift, (gint64)KB_CACHE_BIND_BACKOFF_MAX_S);
+    }
+    g_free(job->bind_error);
+    job->bind_error = g_strdup(message != NULL ? message : "binding refused");
+}
+
+gboolean kb_cache_bind_deferred(KbCache *cache, const char *namespace_, const char *name,
+                                const char *uid, gint64 now, const char *message, guint *delay_s)
+{
+    PodEntry *pe = pod_entry(cache, namespace_, name, uid);
+    if (pe == NULL || pe->task == NULL || pe->task->state != KB_TASK_ALLOCATED)
+        return FALSE;
+    KbTaskInfo *task = pe->task;
+    KbJobInfo *job = task->job;
+    gboolean others = job->n_state[KB_TASK_BINDING] + job->n_state[KB_TASK_BOUND] +
+                              job->n_state[KB_TASK_RUNNING] >
+                      0;
+    for (guint i = 0; i < job->tasks->len && !others; i++) {
+        const KbTaskInfo *t = job->tasks->pdata[i];
+        others = t != task && t->state == KB_TASK_ALLOCATED && !t->bind_refused;
+    }
+    if (!others) {
+        /* Every member refused: nothing of the gang is bound, nothing to keep room for. */
+        for (guint i = 0; i < job->tasks->len; i++) {
+            KbTaskInfo *t = job->tasks->pdata[i];
+            if (t != task && t->state == KB_TASK_ALLOCATED && t->bind_refused)
+                kb_cache_forget_task(cache, t);
         }
+        return FALSE;
     }
-    if (n_rolled_back != NULL)
-        *n_rolled_back = n;
+    task->bind_refused = TRUE;
+    job_back_off(job, now, message);
+    *delay_s = (guint)MAX(job->backoff_until - now, (gint64)1);
+    return TRUE;
+}
+
+gboolean kb_cache_bind_refused(KbCache *cache, const char *namespace_, const char *name,
+                               const char *uid, gint64 now, const char *message)
+{
+    PodEntry *pe = pod_entry(cache, namespace_, name, uid);
+    if (pe == NULL || pe->task == NULL)
+        return FALSE;
+    KbJobInfo *job = pe->task->job;
+    kb_cache_bind_failed(cache, namespace_, name, uid, NULL);
+    job_back_off(job, now, message);
     return TRUE;
 }
 
@@ -1105,6 +1221,7 @@ KbCache *kb_cache_new(const char *const *scheduler_names, const char *default_qu
     cache->job_list = g_ptr_array_new_with_free_func(job_free);
     cache->queues = g_hash_table_new(g_direct_hash, g_direct_equal);
     cache->queue_list = g_ptr_array_new_with_free_func(queue_info_free);
+    cache->pvcs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, kb_object_unref);
     cache->priority_classes =
             g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, kb_object_unref);
     cache->node_gpus = g_array_new(FALSE, TRUE, sizeof(NodeGpu));
@@ -1140,6 +1257,7 @@ void kb_cache_free(KbCache *cache)
     g_hash_table_unref(cache->queues);
     g_ptr_array_unref(cache->queue_list);
     g_hash_table_unref(cache->priority_classes);
+    g_hash_table_unref(cache->pvcs);
     g_free(cache->served);
     g_free(cache);
 }

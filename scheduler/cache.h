@@ -18,8 +18,8 @@
  * - A task is a pod served by this scheduler (spec.schedulerName one of the served names). Pods of
  *   other schedulers only consume node resources.
  * - Tasks placed by a cycle are "allocated" (assumed) until the watch shows spec.nodeName; the
- *   binder reports the outcome (kb_cache_bind_succeeded / kb_cache_bind_failed). A failed bind
- *   releases the pod and rolls back every member of its gang whose bind has not succeeded yet.
+ *   binder reports the outcome (kb_cache_bind_succeeded / _unknown / _elsewhere / _failed). Only
+ *   a binding that certainly failed releases its pod; the other members keep their places.
  * - A job naming a queue that does not exist gets a condition and waits; the default queue's name
  *   is an option (the default queue is implicit: it exists with weight 1 even without an object).
  * - Task priority: the pod's spec.priority when set, else the value of its priorityClassName, else
@@ -132,6 +132,12 @@ typedef struct {
     /* Evicted by a cycle (preempt/reclaim): RELEASING until the pod is gone, whatever the watch
      * says meanwhile, unless the eviction is reported failed (kb_cache_evict_failed). */
     gboolean evicting;
+    /* Set by each cycle for a pending task that must not be placed yet (schedulingGates, a
+     * claim not Bound); why in the job's condition. */
+    gboolean held;
+    /* ALLOCATED after a certain binding failure, its room kept for a retry
+     * (kb_cache_bind_deferred); cleared when the task leaves ALLOCATED. */
+    gboolean bind_refused;
 } KbTaskInfo;
 
 /* Tasks of one job sharing requests, selectors, affinity, tolerations and priority. */
@@ -163,12 +169,18 @@ struct KbJobInfo {
     KbJobPhase last_phase;
     char *last_reason;
     char *last_message;
+    guint last_counts[4]; /* pending, running, succeeded, failed last reported */
     gboolean reported;
     guint id; /* position in the cache's job table; scratch for the cycle */
     /* Evictions (preempt/reclaim) of this job so far, and when the last was decided (seconds);
      * kept while the job's group (or, for a gang of one, its pod) exists. */
     guint n_evictions;
     gint64 last_evicted;
+    /* Bindings refused for certain (kb_cache_bind_refused): rounds so far, no placement before
+     * backoff_until (seconds), and the last error (owned). Reset by a successful binding. */
+    guint bind_failures;
+    gint64 backoff_until;
+    char *bind_error;
 };
 
 /* A queue (the default queue exists even without an object). */
@@ -212,6 +224,10 @@ void kb_cache_delete_pod_group(KbCache *cache, KbPodGroup *group);
 void kb_cache_add_queue(KbCache *cache, KbQueue *queue);
 void kb_cache_update_queue(KbCache *cache, KbQueue *queue);
 void kb_cache_delete_queue(KbCache *cache, KbQueue *queue);
+/* PersistentVolumeClaims, for the volume check (kb_cache_pod_claims_ready). */
+void kb_cache_add_pvc(KbCache *cache, KbPvc *pvc);
+void kb_cache_update_pvc(KbCache *cache, KbPvc *pvc);
+void kb_cache_delete_pvc(KbCache *cache, KbPvc *pvc);
 void kb_cache_add_priority_class(KbCache *cache, KbPriorityClass *pc);
 void kb_cache_update_priority_class(KbCache *cache, KbPriorityClass *pc);
 void kb_cache_delete_priority_class(KbCache *cache, KbPriorityClass *pc);
@@ -219,20 +235,49 @@ void kb_cache_delete_priority_class(KbCache *cache, KbPriorityClass *pc);
 /*
  * Bind outcome, reported by the binder for a task the cycle placed (KbPlacement in cycle.h).
  * Pods are named by namespace, name and uid; a pod that is gone or has another uid is ignored
- * (returns FALSE).
+ * (returns FALSE). A binding cannot be undone, so a member's failure never touches the other
+ * members of its gang: those bound (or whose outcome is unknown) keep their node resources until
+ * the watch says where their pods are.
  *
  * kb_cache_bind_succeeded: the task stays on its node (state BINDING) until the watch shows
- * spec.nodeName; @now (seconds) starts the assume timeout (kb_cache_expire_assumed).
+ * spec.nodeName; @now (seconds) starts the assume timeout (kb_cache_expire_assumed). Resets the
+ * job's backoff exponent (a backoff under way still runs out).
  *
- * kb_cache_bind_failed: releases the pod and rolls back every other member of its job that is
- * ALLOCATED (bind not yet succeeded): they return to PENDING and their node resources are freed,
- * so the whole gang is retried by a later cycle. Returns TRUE when the pod was known. The number
- * of tasks rolled back (the failed one included) goes to @n_rolled_back when not NULL.
+ * kb_cache_bind_unknown: the outcome is unknown (timeout, 5xx, connection reset, retries spent):
+ * the same as succeeded for the accounting (BINDING: resources and GPU indices held until the
+ * watch shows the pod or the assume timeout expires), without resetting the backoff.
+ *
+ * kb_cache_bind_elsewhere: the server says the pod is already on @node_name (409 "already
+ * assigned to node X" for another node): the task is held on that node (BINDING) until the watch
+ * confirms it.
+ *
+ * kb_cache_bind_failed: the binding certainly did not happen (404, 400, 403, 422, uid changed) or
+ * was never sent: only this pod is released (PENDING, its resources and GPU indices freed).
+ * Returns TRUE when the pod was known; @n_rolled_back (may be NULL) receives 1 when the pod held
+ * a node, else 0. kb_cache_bind_refused does the same and also backs the job off: no placement of
+ * the job before @now + 1 s, 2 s, 4 s, ... (KB_CACHE_BIND_BACKOFF_MAX_S at most; one step per
+ * round of failures), with @message (copied) as the reason its status shows meanwhile.
+ *
+ * kb_cache_bind_deferred: a certain failure of a pod whose gang has other members bound or with
+ * bindings in flight: releasing its room would let another job take it and leave the gang
+ * split. The pod keeps its node (ALLOCATED, bind_refused) and the job backs off as with
+ * kb_cache_bind_refused; *@delay_s says when to send the binding again. FALSE when no other
+ * member is bound or in flight (the whole gang was refused): then the other refused members are
+ * released here, and the caller releases this one (kb_cache_bind_refused).
  */
+#define KB_CACHE_BIND_BACKOFF_MAX_S 60
+gboolean kb_cache_bind_deferred(KbCache *cache, const char *namespace_, const char *name,
+                                const char *uid, gint64 now, const char *message, guint *delay_s);
 gboolean kb_cache_bind_succeeded(KbCache *cache, const char *namespace_, const char *name,
                                  const char *uid, gint64 now);
+gboolean kb_cache_bind_unknown(KbCache *cache, const char *namespace_, const char *name,
+                               const char *uid, gint64 now);
+gboolean kb_cache_bind_elsewhere(KbCache *cache, const char *namespace_, const char *name,
+                                 const char *uid, const char *node_name, gint64 now);
 gboolean kb_cache_bind_failed(KbCache *cache, const char *namespace_, const char *name,
                               const char *uid, guint *n_rolled_back);
+gboolean kb_cache_bind_refused(KbCache *cache, const char *namespace_, const char *name,
+                               const char *uid, gint64 now, const char *message);
 
 /*
  * TRUE while the pod is ALLOCATED (placed by a cycle and its bind not yet reported). The binder
@@ -305,6 +350,14 @@ gint32 kb_cache_pod_priority(const KbCache *cache, const KbPod *pod);
 gint32 kb_cache_priority_class_value(const KbCache *cache, const char *name, gboolean *found);
 /* TRUE when priority class @name exists and says preemptionPolicy: Never. */
 gboolean kb_cache_priority_class_preempt_never(const KbCache *cache, const char *name);
+
+/*
+ * Whether @pod may be bound as far as its volumes go (kube-scheduler's VolumeBinding, for claims
+ * bound beforehand): every claim it uses exists and is Bound. FALSE with @why (may be NULL)
+ * naming the first claim that is not: "persistentvolumeclaim \"ns/data\" not found" or
+ * "... is not bound (phase Pending)"; newly allocated.
+ */
+gboolean kb_cache_pod_claims_ready(KbCache *cache, const KbPod *pod, char **why);
 
 /* Sum of allocatable over present, Ready, schedulable nodes (for proportion and enqueue). */
 void kb_cache_cluster_allocatable(KbCache *cache, KbResources *out);

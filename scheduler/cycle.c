@@ -92,6 +92,53 @@ static guint occupied(const KbJobInfo *job)
 
 /* ---- before the actions: which jobs can be scheduled at all --------------------------------- */
 
+/* The length of the job's current binding backoff (seconds; see kb_cache_bind_refused). */
+static guint backoff_step(const KbJobInfo *job)
+{
+    guint shift = MIN(job->bind_failures > 0 ? job->bind_failures - 1 : 0, 6u);
+    return MIN(1u << shift, (guint)KB_CACHE_BIND_BACKOFF_MAX_S);
+}
+
+/*
+ * Mark the pending tasks that must not be bound yet: a pod with schedulingGates (kube-scheduler
+ * leaves it alone until they are removed) or with a claim that does not exist or is not Bound
+ * (kube-scheduler keeps it pending). Returns how many; the first reason into @why (static
+ * reason, message newly allocated).
+ */
+static guint hold_tasks(KbSession *ssn, KbJobInfo *job, const char **reason, char **why)
+{
+    guint held = 0;
+    for (guint i = 0; i < job->tasks->len; i++) {
+        KbTaskInfo *t = job->tasks->pdata[i];
+        t->held = FALSE;
+        if (t->state != KB_TASK_PENDING)
+            continue;
+        const KbPod *pod = t->pod;
+        g_autofree char *claim = NULL;
+        if (pod->n_scheduling_gates > 0) {
+            t->held = TRUE;
+            if (*why == NULL) {
+                *reason = "SchedulingGated";
+                *why = g_strdup_printf("pod %s/%s has %u scheduling gate%s (first: \"%s\"): "
+                                       "it is not scheduled until they are removed",
+                                       pod->meta.namespace_, pod->meta.name,
+                                       pod->n_scheduling_gates,
+                                       pod->n_scheduling_gates == 1 ? "" : "s",
+                                       pod->scheduling_gate != NULL ? pod->scheduling_gate : "");
+            }
+        } else if (pod->n_claims > 0 && !kb_cache_pod_claims_ready(ssn->cache, pod, &claim)) {
+            t->held = TRUE;
+            if (*why == NULL) {
+                *reason = "VolumeNotBound";
+                *why = g_strdup_printf("pod %s/%s: %s", pod->meta.namespace_, pod->meta.name,
+                                       claim);
+            }
+        }
+        held += t->held;
+    }
+    return held;
+}
+
 static void prepare_job(KbSession *ssn, KbJobInfo *job)
 {
     KbJobScratch *js = &ssn->job_scratch[job->id];
@@ -118,6 +165,24 @@ static void prepare_job(KbSession *ssn, KbJobInfo *job)
         kb_session_job_note(ssn, job, "NotEnoughPods",
                             "waiting for pods: %u/%d exist (minMember %d)", members,
                             job->min_member, job->min_member);
+        return;
+    }
+    const char *held_reason = NULL;
+    g_autofree char *held_why = NULL;
+    guint held = hold_tasks(ssn, job, &held_reason, &held_why);
+    if (held > 0 && members - held < (guint)job->min_member) {
+        kb_session_job_note(ssn, job, held_reason, "%u/%d pods may be bound: %s", members - held,
+                            job->min_member, held_why);
+        return;
+    }
+    /* Bindings refused for certain: the job waits out its backoff rather than spin. */
+    if (job->backoff_until > ssn->now && job->n_state[KB_TASK_PENDING] > 0) {
+        /* No countdown in the message: it would change (and be written) every second. */
+        kb_session_job_note(ssn, job, "BindingRefused",
+                            "binding refused %u time%s (last: %s); backing off %u s",
+                            job->bind_failures, job->bind_failures == 1 ? "" : "s",
+                            job->bind_error != NULL ? job->bind_error : "unknown",
+                            backoff_step(job));
         return;
     }
     /* A pod asking for more than any node has would hold its gang forever: say so. */
@@ -178,16 +243,27 @@ static void job_events(KbSession *ssn, const KbJobInfo *job, const KbJobStatus *
 {
     KbCycleResult *r = ssn->result;
     gboolean scheduled = g_strcmp0(st->reason, "Scheduled") == 0;
-    if (job->group != NULL && st->reason != NULL)
-        add_event(r, &job->group->meta, group_api_version(job->group), "PodGroup",
-                  scheduled ? "Normal" : "Warning", scheduled ? "Scheduled" : "Unschedulable",
-                  st->message);
+    /* A placed gang's event comes from the binder once its bindings are done (naming the nodes,
+     * within its budget): one write per gang rather than two. */
+    if (job->group != NULL && st->reason != NULL && !scheduled)
+        add_event(r, &job->group->meta, group_api_version(job->group), "PodGroup", "Warning",
+                  "Unschedulable", st->message);
     if (scheduled || st->reason == NULL)
         return;
+    /* Aggregated per job: one FailedScheduling, on the job's first pending pod (the PodGroup
+     * has its own event), not one per member. */
     for (guint i = 0; i < job->tasks->len; i++) {
         KbTaskInfo *t = job->tasks->pdata[i];
-        if (t->state == KB_TASK_PENDING)
+        if (t->state != KB_TASK_PENDING)
+            continue;
+        if (st->n_pending > 1) {
+            g_autofree char *msg = g_strdup_printf("%s (%u pods of job %s wait)", st->message,
+                                                   st->n_pending, job->key);
+            add_event(r, &t->pod->meta, "v1", "Pod", "Warning", "FailedScheduling", msg);
+        } else {
             add_event(r, &t->pod->meta, "v1", "Pod", "Warning", "FailedScheduling", st->message);
+        }
+        return;
     }
 }
 
@@ -199,7 +275,21 @@ static void job_condition(KbSession *ssn, KbJobInfo *job, KbJobStatus *st)
         job->pending_since = 0;
     else if (job->pending_since == 0)
         job->pending_since = ssn->now;
-    if (js->reason != NULL && !ready) {
+    guint refused = 0;
+    for (guint i = 0; job->bind_error != NULL && i < job->tasks->len; i++)
+        refused += ((const KbTaskInfo *)job->tasks->pdata[i])->bind_refused;
+    if (refused > 0) {
+        /* Placed, but bindings refused: say so rather than "Scheduled". */
+        st->condition_type = "Unschedulable";
+        st->condition_status = "True";
+        st->reason = "BindingRefused";
+        st->message = g_strdup_printf("binding refused %u time%s (last: %s); %u pod%s kept on "
+                                      "%s node%s, retried after a backoff of %u s",
+                                      MAX(job->bind_failures, 1u),
+                                      job->bind_failures > 1 ? "s" : "", job->bind_error, refused,
+                                      refused == 1 ? "" : "s", refused == 1 ? "its" : "their",
+                                      refused == 1 ? "" : "s", backoff_step(job));
+    } else if (js->reason != NULL && !ready) {
         st->condition_type = "Unschedulable";
         st->condition_status = "True";
         st->reason = js->reason;
@@ -211,7 +301,7 @@ static void job_condition(KbSession *ssn, KbJobInfo *job, KbJobStatus *st)
             st->message = g_strdup_printf("not scheduled within scheduleTimeoutSeconds=%d: %s",
                                           timeout, js->message->str);
         }
-    } else if (ready && st->phase == KB_JOB_RUNNING) {
+    } else if (ready && job->phase == KB_JOB_RUNNING) {
         st->condition_type = "Scheduled";
         st->condition_status = "True";
         st->reason = "Scheduled";
@@ -233,15 +323,24 @@ static void report_job(KbSession *ssn, KbJobInfo *job)
     st.phase = job->phase;
     st.min_member = job->min_member;
     st.n_pending = job->n_state[KB_TASK_PENDING];
-    st.n_allocated = job->n_state[KB_TASK_ALLOCATED] + job->n_state[KB_TASK_BINDING];
-    st.n_running = job->n_state[KB_TASK_RUNNING] + job->n_state[KB_TASK_BOUND];
+    st.n_allocated = job->n_state[KB_TASK_ALLOCATED] + job->n_state[KB_TASK_BINDING] +
+                     job->n_state[KB_TASK_BOUND];
+    /* Pods the watch shows running (phase Running), not merely placed. */
+    st.n_running = job->n_state[KB_TASK_RUNNING];
     st.n_succeeded = job->n_state[KB_TASK_SUCCEEDED];
     st.n_failed = job->n_state[KB_TASK_FAILED];
     st.n_placed = ssn->job_scratch[job->id].n_placed;
+    /* Volcano's PodGroup phases: placed but not yet running is Inqueue; Running once minMember
+     * pods run (or ran to completion). The cycle's own phase (placed counts) stays internal. */
+    if (st.phase == KB_JOB_RUNNING && st.n_running + st.n_succeeded < (guint)job->min_member)
+        st.phase = KB_JOB_INQUEUE;
     job_condition(ssn, job, &st);
-    st.changed = !job->reported || job->last_phase != st.phase ||
-                 g_strcmp0(job->last_reason, st.reason) != 0 ||
-                 g_strcmp0(job->last_message, st.message) != 0;
+    guint counts[4] = {st.n_pending, st.n_running, st.n_succeeded, st.n_failed};
+    gboolean described = !job->reported || job->last_phase != st.phase ||
+                         g_strcmp0(job->last_reason, st.reason) != 0 ||
+                         g_strcmp0(job->last_message, st.message) != 0;
+    /* Counts alone change the status written, not the events posted. */
+    st.changed = described || memcmp(counts, job->last_counts, sizeof counts) != 0;
     if (st.changed) {
         job->reported = TRUE;
         job->last_phase = st.phase;
@@ -249,7 +348,9 @@ static void report_job(KbSession *ssn, KbJobInfo *job)
         job->last_reason = g_strdup(st.reason);
         g_free(job->last_message);
         job->last_message = g_strdup(st.message);
-        job_events(ssn, job, &st);
+        memcpy(job->last_counts, counts, sizeof counts);
+        if (described)
+            job_events(ssn, job, &st);
     }
     ssn->result->n_tasks_pending += st.n_pending;
     g_array_append_val(ssn->result->job_statuses, st);

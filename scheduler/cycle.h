@@ -24,9 +24,8 @@
  *
  * gpu_ids: the GPU indices chosen for the pod ("0,1", see KB_GPU_IDS_ANNOTATION in cache.h), or
  * NULL when the pod asks no GPU or the gpu-topology plugin is not configured. When it is set, the
- * binder must first write it as the pod annotation (a merge patch of metadata.annotations,
- * {"metadata":{"annotations":{"kube-batchd.io/gpu-ids":"0,1"}}}) and only then POST the binding;
- * a failed patch is a failed bind (kb_cache_bind_failed), never a binding without the annotation.
+ * Binding carries it in metadata.annotations; the API server writes it onto the pod in the same
+ * write, so a pod is never bound without its indices.
  */
 typedef struct {
     KbPod *pod;       /* ref: namespace, name and uid to bind */

@@ -20,6 +20,11 @@
 /* ...but cycles never run closer together than this (a fraction of the period, capped). */
 #define MIN_GAP_MS_MAX 50
 #define CRD_RETRY_MS   10000
+/* The API server is probed (GET /version) this often; with no answer for PROBE_STALE_MS (or
+ * the last answer an error) /readyz says 503: an instance that cannot reach the server can
+ * neither see nor bind anything. */
+#define PROBE_MS       1000
+#define PROBE_STALE_MS 5000
 
 typedef enum {
     SRC_NODES,
@@ -30,6 +35,7 @@ typedef enum {
     SRC_QUEUES_VOLCANO,
     SRC_QUEUES_KUBE_BATCH,
     SRC_PRIORITY_CLASSES,
+    SRC_PVCS,
     SRC_N
 } SourceId;
 
@@ -56,6 +62,7 @@ typedef struct {
     KbMetric *binds;
     KbMetric *bind_duration;
     KbMetric *rollbacks;
+    KbMetric *bind_retries;
     KbMetric *evictions;
     KbMetric *eviction_failures;
     KbMetric *pending_groups;
@@ -69,8 +76,11 @@ typedef struct {
     KbMetric *events;
     KbMetric *leader;
     KbMetric *ready;
+    KbMetric *informer_retry_delay;
     guint64 status_seen[KB_STATUS_N_RESULTS];
     guint64 events_seen[4];
+    guint64 retries_seen;
+    guint64 over_budget_seen;
 } Metrics;
 
 struct KbDaemon {
@@ -102,6 +112,11 @@ struct KbDaemon {
     guint restart_source;
     gint64 last_cycle_us; /* monotonic */
     guint64 n_cycles;
+    /* API server reachability (PROBE_MS): the last good answer (monotonic), the last error. */
+    guint probe_source;
+    gboolean probe_in_flight;
+    gint64 last_contact_us;
+    char *probe_error;
 };
 
 static gint64 now_s(void)
@@ -161,6 +176,14 @@ gboolean kb_daemon_is_ready(KbDaemon *daemon, char **reason)
     if (!caches_synced(daemon, &which)) {
         if (reason != NULL)
             *reason = g_strdup_printf("caches not synced (%s)", which);
+        return FALSE;
+    }
+    gint64 since_ms = (g_get_monotonic_time() - daemon->last_contact_us) / 1000;
+    if (daemon->started && (daemon->probe_error != NULL || since_ms > PROBE_STALE_MS)) {
+        if (reason != NULL)
+            *reason = g_strdup_printf(
+                    "API server unreachable: no answer for %" G_GINT64_FORMAT " ms (%s)", since_ms,
+                    daemon->probe_error != NULL ? daemon->probe_error : "no error yet");
         return FALSE;
     }
     if (!daemon->leading) {
@@ -268,6 +291,9 @@ static void on_add(gpointer obj, gpointer data)
     case SRC_PRIORITY_CLASSES:
         kb_cache_add_priority_class(d->cache, obj);
         break;
+    case SRC_PVCS:
+        kb_cache_add_pvc(d->cache, obj);
+        break;
     case SRC_N:
         break;
     }
@@ -312,6 +338,9 @@ static void on_update(gpointer old_obj, gpointer new_obj, gpointer data)
     case SRC_PRIORITY_CLASSES:
         kb_cache_update_priority_class(d->cache, new_obj);
         break;
+    case SRC_PVCS:
+        kb_cache_update_pvc(d->cache, new_obj);
+        break;
     case SRC_N:
         break;
     }
@@ -342,6 +371,9 @@ static void on_delete(gpointer obj, gpointer data)
         break;
     case SRC_PRIORITY_CLASSES:
         kb_cache_delete_priority_class(d->cache, obj);
+        break;
+    case SRC_PVCS:
+        kb_cache_delete_pvc(d->cache, obj);
         break;
     case SRC_N:
         break;
@@ -401,6 +433,9 @@ static void sources_init(KbDaemon *d)
              &kb_type_queues_kube_batch, (KbDecodeFunc)kb_queue_decode, TRUE},
             {SRC_PRIORITY_CLASSES, "priorityclasses", "PriorityClass", &kb_type_priority_classes,
              (KbDecodeFunc)kb_priority_class_decode, FALSE},
+            /* For the volume check; every apiserver serves them, an old test server may not. */
+            {SRC_PVCS, "persistentvolumeclaims", "PersistentVolumeClaim", &kb_type_pvcs,
+             (KbDecodeFunc)kb_pvc_decode, TRUE},
     };
     for (int i = 0; i < SRC_N; i++) {
         Source *s = &d->sources[table[i].id];
@@ -466,7 +501,13 @@ static void metrics_init(KbDaemon *d)
                                             "Round trip of one binding request.", NULL,
                                             latency_buckets, G_N_ELEMENTS(latency_buckets));
     m->rollbacks = kb_metrics_counter(r, "kube_batchd_gang_rollbacks_total",
-                                      "Failed bindings that returned a gang to pending.", NULL);
+                                      "Bindings that failed for certain: the pod was released "
+                                      "and placed again (its gang members keep theirs).",
+                                      NULL);
+    m->bind_retries = kb_metrics_counter(r, "kube_batchd_bind_retries_total",
+                                         "Bindings sent again after an unknown outcome (5xx, "
+                                         "429, timeout, connection lost).",
+                                         NULL);
     static const char *const l_reason[] = {"reason", NULL};
     m->evictions = kb_metrics_counter(r, "kube_batchd_evictions_total",
                                       "Pods evicted (eviction accepted, or the pod already gone), "
@@ -498,11 +539,17 @@ static void metrics_init(KbDaemon *d)
     m->status_writes =
             kb_metrics_counter(r, "kube_batchd_status_writes_total",
                                "PodGroup, pod and Queue status writes by result.", l_result);
-    m->events =
-            kb_metrics_counter(r, "kube_batchd_events_total",
-                               "Events by result (created, patched, dropped, failed).", l_result);
+    m->events = kb_metrics_counter(r, "kube_batchd_events_total",
+                                   "Events by result (created, patched, dropped by the per-object "
+                                   "spam filter, failed, over_budget: Scheduled events over their "
+                                   "budget).",
+                                   l_result);
     m->leader = kb_metrics_gauge(r, "kube_batchd_leader", "1 while this instance leads.", NULL);
     m->ready = kb_metrics_gauge(r, "kube_batchd_ready", "1 when /readyz answers 200.", NULL);
+    static const char *const l_informer[] = {"informer", NULL};
+    m->informer_retry_delay = kb_metrics_gauge(
+            r, "kube_batchd_informer_max_retry_delay_seconds",
+            "Longest delay an informer waited before retrying a failed list or watch.", l_informer);
 }
 
 /* Counters mirrored from modules that count on their own: add what is new since last time. */
@@ -527,14 +574,21 @@ static void collect(KbMetrics *registry, gpointer data)
                &s->decode_errors_seen);
         kb_series_set(kb_metric_with(m->informer_objects, s->name, NULL),
                       kb_informer_size(s->informer));
+        kb_series_set(kb_metric_with(m->informer_retry_delay, s->name, NULL),
+                      kb_informer_max_retry_delay_ms(s->informer) / 1000.0);
     }
     for (int i = 0; i < KB_STATUS_N_RESULTS; i++)
         mirror(m->status_writes, kb_status_result_to_string(i),
                kb_status_writer_count(d->status, i), &m->status_seen[i]);
+    if (kb_binder_retries(d->binder) > m->retries_seen) {
+        kb_metric_add(m->bind_retries, (double)(kb_binder_retries(d->binder) - m->retries_seen));
+        m->retries_seen = kb_binder_retries(d->binder);
+    }
     mirror(m->events, "created", kb_recorder_created(d->recorder), &m->events_seen[0]);
     mirror(m->events, "patched", kb_recorder_patched(d->recorder), &m->events_seen[1]);
     mirror(m->events, "dropped", kb_recorder_dropped(d->recorder), &m->events_seen[2]);
     mirror(m->events, "failed", kb_recorder_failed(d->recorder), &m->events_seen[3]);
+    mirror(m->events, "over_budget", kb_binder_events_over_budget(d->binder), &m->over_budget_seen);
     kb_metric_set(m->leader, d->leading ? 1 : 0);
     kb_metric_set(m->ready, kb_daemon_is_ready(d, NULL) ? 1 : 0);
 }
@@ -615,10 +669,9 @@ static void on_bind_done(const KbBindOutcome *out, gpointer data)
             double latency = (double)g_get_real_time() / 1e6 - (double)created;
             kb_metric_observe(m->e2e_latency, MAX(latency, 0.0));
         }
-    } else {
-        if (out->n_rolled_back > 0)
-            kb_metric_inc(m->rollbacks);
-        /* The gang is pending again: retry it soon rather than a period later. */
+    } else if (out->n_rolled_back > 0) {
+        kb_metric_inc(m->rollbacks);
+        /* A pod is pending again (its job backs off; the cycle says until when). */
         kick(d);
     }
 }
@@ -656,6 +709,36 @@ static void stop_leading(gpointer data)
         g_message("dropped %u placements not yet bound", dropped);
     if (d->restart_source == 0 && !d->stopping)
         d->restart_source = g_idle_add(restart_election, d);
+}
+
+/* ---- API server reachability -------------------------------------------------------------- */
+
+static void on_probe(const KbResponse *resp, gpointer data)
+{
+    KbDaemon *d = data;
+    d->probe_in_flight = FALSE;
+    gboolean was_down = d->probe_error != NULL;
+    g_clear_pointer(&d->probe_error, g_free);
+    if (resp->error == NULL) {
+        d->last_contact_us = g_get_monotonic_time();
+        if (was_down)
+            g_message("API server reachable again");
+        return;
+    }
+    d->probe_error = g_strdup(resp->error->message);
+    if (!was_down)
+        g_warning("API server unreachable (%s): not ready until it answers", d->probe_error);
+}
+
+static gboolean on_probe_timer(gpointer data)
+{
+    KbDaemon *d = data;
+    if (!d->probe_in_flight && !d->stopping) {
+        KbRequest req = {.method = "GET", .path = "/version"};
+        d->probe_in_flight = TRUE;
+        kb_client_call_async(d->client, &req, on_probe, d);
+    }
+    return G_SOURCE_CONTINUE;
 }
 
 /* ---- life cycle -------------------------------------------------------------------------- */
@@ -701,6 +784,11 @@ KbDaemon *kb_daemon_new(const KbDaemonOptions *opts, KbConf *conf, GError **erro
     d->recorder = kb_recorder_new_full(d->client, &ro);
     d->binder = kb_binder_new(d->client, d->cache, d->recorder);
     kb_binder_set_max_in_flight(d->binder, d->opts.bind_max_in_flight);
+    if (d->opts.event_budgets_set) {
+        kb_binder_set_gang_event_budget(d->binder, d->opts.gang_event_qps,
+                                        d->opts.gang_event_burst);
+        kb_binder_set_pod_event_budget(d->binder, d->opts.pod_event_qps, d->opts.pod_event_burst);
+    }
     kb_binder_set_done_func(d->binder, on_bind_done, d);
     kb_binder_set_evict_func(d->binder, on_evict_done, d);
     d->status = kb_status_writer_new(d->client, d->recorder);
@@ -739,6 +827,9 @@ void kb_daemon_start(KbDaemon *daemon)
               d->opts.leader_elect ? ", leader election on" : "");
     sources_start(d);
     d->period_source = g_timeout_add(d->opts.schedule_period_ms, on_period, d);
+    d->last_contact_us = g_get_monotonic_time();
+    d->probe_source = g_timeout_add(PROBE_MS, on_probe_timer, d);
+    on_probe_timer(d);
     if (d->opts.leader_elect) {
         KbLeaderOptions lo = {.namespace_ = d->lock_namespace,
                               .name = d->lock_name,
@@ -778,6 +869,11 @@ static gboolean writes_done(KbDaemon *d)
            kb_recorder_pending(d->recorder) == 0;
 }
 
+static gboolean requests_done(KbDaemon *d)
+{
+    return !kb_leader_busy(d->leader) && !d->probe_in_flight;
+}
+
 void kb_daemon_stop(KbDaemon *daemon, guint deadline_ms)
 {
     KbDaemon *d = daemon;
@@ -788,6 +884,7 @@ void kb_daemon_stop(KbDaemon *daemon, guint deadline_ms)
     g_clear_handle_id(&d->period_source, g_source_remove);
     g_clear_handle_id(&d->kick_source, g_source_remove);
     g_clear_handle_id(&d->restart_source, g_source_remove);
+    g_clear_handle_id(&d->probe_source, g_source_remove);
     guint dropped = kb_binder_drop_queued(d->binder);
     guint in_flight = kb_binder_in_flight(d->binder);
     g_message("stopping: %u bindings in flight, %u placements dropped", in_flight, dropped);
@@ -797,6 +894,8 @@ void kb_daemon_stop(KbDaemon *daemon, guint deadline_ms)
         g_warning("stopping: gave up on %u bindings after %u ms", kb_binder_in_flight(d->binder),
                   deadline_ms);
     iterate_until(d, writes_done, deadline);
+    /* A lease renewal or probe on the wire finishes before the client goes. */
+    iterate_until(d, requests_done, deadline);
     if (d->leader != NULL && d->leading) {
         d->leading = FALSE;
         kb_leader_release(d->leader);
@@ -819,6 +918,7 @@ void kb_daemon_free(KbDaemon *daemon)
     g_clear_handle_id(&d->period_source, g_source_remove);
     g_clear_handle_id(&d->kick_source, g_source_remove);
     g_clear_handle_id(&d->restart_source, g_source_remove);
+    g_clear_handle_id(&d->probe_source, g_source_remove);
     g_clear_pointer(&d->httpd, kb_httpd_free);
     g_clear_pointer(&d->leader, kb_leader_free);
     for (int i = 0; i < SRC_N; i++)
@@ -839,6 +939,7 @@ void kb_daemon_free(KbDaemon *daemon)
     g_free(d->lock_name);
     g_free(d->identity);
     g_free(d->listen_address);
+    g_free(d->probe_error);
     g_free(d);
 }
 

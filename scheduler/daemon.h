@@ -52,6 +52,12 @@ typedef struct {
     const char *listen_address; /* NULL: no HTTP endpoint */
     guint bind_max_in_flight;   /* default KB_BINDER_DEFAULT_MAX_IN_FLIGHT */
     guint assume_ttl_s;         /* default 120: a bind the watch never confirms */
+    /* Scheduled-event budgets (binder.h); unless set, the binder's defaults. */
+    gboolean event_budgets_set;
+    double gang_event_qps;
+    guint gang_event_burst;
+    double pod_event_qps;
+    guint pod_event_burst;
 } KbDaemonOptions;
 
 typedef struct KbDaemon KbDaemon;

@@ -21,6 +21,7 @@
 #include "kube/kb-httpd.h"
 #include "kube/kb-log.h"
 #include "scheduler/conf.h"
+#include "scheduler/binder.h"
 #include "scheduler/daemon.h"
 
 #ifndef KB_VERSION
@@ -47,9 +48,18 @@ typedef struct {
     guint retry_period_ms;
     char *listen_address;
     gboolean version;
+    guint request_timeout_ms; /* 0: the client's default */
+    double gang_event_qps;
+    gint gang_event_burst;
+    double pod_event_qps;
+    gint pod_event_burst;
 } Flags;
 
-static Flags flags = {.period_ms = 1000};
+static Flags flags = {.period_ms = 1000,
+                      .gang_event_qps = KB_BINDER_GANG_EVENT_QPS,
+                      .gang_event_burst = KB_BINDER_GANG_EVENT_BURST,
+                      .pod_event_qps = KB_BINDER_POD_EVENT_QPS,
+                      .pod_event_burst = KB_BINDER_POD_EVENT_BURST};
 
 /*
  * A Go-style duration ("500ms", "1s", "2m", "1m30s", "1.5s", "1h") into whole milliseconds,
@@ -118,6 +128,8 @@ static gboolean duration_arg(const char *option_name, const char *value, gpointe
         target = &flags.renew_deadline_ms;
     else if (strcmp(option_name, "--leader-elect-retry-period") == 0)
         target = &flags.retry_period_ms;
+    else if (strcmp(option_name, "--request-timeout") == 0)
+        target = &flags.request_timeout_ms;
     g_return_val_if_fail(target != NULL, FALSE);
     return parse_duration(option_name, value, target, error);
 }
@@ -147,6 +159,21 @@ static const GOptionEntry entries[] = {
          duration_arg, "Renew deadline (default 10s)", "DURATION"},
         {"leader-elect-retry-period", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_CALLBACK, duration_arg,
          "Retry period (default 2s)", "DURATION"},
+        {"request-timeout", 0, 0, G_OPTION_ARG_CALLBACK, duration_arg,
+         "Give up waiting for an API request's answer after this long (default 30s); a binding "
+         "whose answer never came is retried and keeps its room meanwhile",
+         "DURATION"},
+        {"gang-event-qps", 0, 0, G_OPTION_ARG_DOUBLE, &flags.gang_event_qps,
+         "Scheduled events on PodGroups (one per gang, naming its nodes) per second (default 5)",
+         "QPS"},
+        {"gang-event-burst", 0, 0, G_OPTION_ARG_INT, &flags.gang_event_burst,
+         "...and at most this many at once (default 50; 0 with qps 0: none)", "N"},
+        {"pod-event-qps", 0, 0, G_OPTION_ARG_DOUBLE, &flags.pod_event_qps,
+         "Per-pod Scheduled events of gang members per second (default 1); over budget they "
+         "are dropped and counted, bindings never wait for them",
+         "QPS"},
+        {"pod-event-burst", 0, 0, G_OPTION_ARG_INT, &flags.pod_event_burst,
+         "...and at most this many at once (default 10)", "N"},
         {"listen-address", 0, 0, G_OPTION_ARG_STRING, &flags.listen_address,
          "Address of /healthz, /readyz and /metrics (default :8080; empty: none)", "HOST:PORT"},
         {"log-level", 0, 0, G_OPTION_ARG_CALLBACK, kb_log_option_arg,
@@ -170,6 +197,15 @@ static void flags_clear(void)
 /* Checks the values GOption cannot. */
 static gboolean validate(GError **error)
 {
+    if (flags.gang_event_qps < 0 || flags.pod_event_qps < 0 || flags.gang_event_burst < 0 ||
+        flags.pod_event_burst < 0 || flags.gang_event_qps > 1e6 || flags.pod_event_qps > 1e6) {
+        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                    "--gang-event-qps/--pod-event-qps (0 to 1e6) and --gang-event-burst/"
+                    "--pod-event-burst (0 or more) must not be negative or huge: %g/%d, %g/%d",
+                    flags.gang_event_qps, flags.gang_event_burst, flags.pod_event_qps,
+                    flags.pod_event_burst);
+        return FALSE;
+    }
     for (guint i = 0; flags.scheduler_names != NULL && flags.scheduler_names[i] != NULL; i++) {
         if (flags.scheduler_names[i][0] == '\0') {
             g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
@@ -223,6 +259,8 @@ static int run(KbConf *conf)
         g_printerr("kube-batchd: %s\n", error->message);
         return 2;
     }
+    if (flags.request_timeout_ms != 0)
+        config->timeout_ms = flags.request_timeout_ms;
     KbDaemonOptions opts = {
             .config = config,
             .scheduler_names = (const char *const *)flags.scheduler_names,
@@ -235,6 +273,11 @@ static int run(KbConf *conf)
             .renew_deadline_ms = flags.renew_deadline_ms,
             .retry_period_ms = flags.retry_period_ms,
             .listen_address = flags.listen_address != NULL ? flags.listen_address : ":8080",
+            .event_budgets_set = TRUE,
+            .gang_event_qps = flags.gang_event_qps,
+            .gang_event_burst = (guint)flags.gang_event_burst,
+            .pod_event_qps = flags.pod_event_qps,
+            .pod_event_burst = (guint)flags.pod_event_burst,
     };
     g_autoptr(KbDaemon) daemon = kb_daemon_new(&opts, conf, &error);
     if (daemon == NULL) {

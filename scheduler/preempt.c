@@ -751,7 +751,7 @@ static void evict_for_job(Evict *e, KbJobInfo *job)
     g_autoptr(GPtrArray) tasks = g_ptr_array_new();
     for (guint i = 0; i < job->tasks->len; i++) {
         KbTaskInfo *t = job->tasks->pdata[i];
-        if (t->state == KB_TASK_PENDING)
+        if (t->state == KB_TASK_PENDING && !t->held)
             g_ptr_array_add(tasks, t);
     }
     g_ptr_array_sort_with_data(tasks, task_cmp, ssn);

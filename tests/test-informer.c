@@ -493,6 +493,21 @@ static void test_list_backoff_grows(Fixture *fx, gconstpointer data)
     g_assert_cmpuint(kb_test_server_request_count(fx->srv), <=, 7);
 }
 
+/* Many failures in a row: the delay stops at the cap (+20% jitter); a success resets it. */
+static void test_list_backoff_capped_and_reset(Fixture *fx, gconstpointer data)
+{
+    for (int i = 0; i < 8; i++)
+        push_list_status(fx, 503, "ServiceUnavailable");
+    push_initial_list(fx);
+    start(fx, NULL);
+    wait_log(fx, "synced;");
+    guint max = kb_informer_max_retry_delay_ms(fx->inf);
+    g_assert_cmpuint(max, >=, (guint)(0.8 * 200));
+    g_assert_cmpuint(max, <=, (guint)(1.2 * 200));
+    /* The default cap is a few seconds, not client-go's 30 s. */
+    g_assert_cmpuint(KB_INFORMER_DEFAULT_BACKOFF_MAX_MS, <=, 5000);
+}
+
 static void test_list_missing_404(Fixture *fx, gconstpointer data)
 {
     for (int i = 0; i < 3; i++)
@@ -1144,6 +1159,7 @@ int main(int argc, char **argv)
     ADD("list/namespace-and-selectors", test_list_namespace_and_selectors);
     ADD("list/server-error-backoff", test_list_server_error_backoff);
     ADD("list/backoff-grows", test_list_backoff_grows);
+    ADD("list/backoff-capped", test_list_backoff_capped_and_reset);
     ADD("list/missing-404", test_list_missing_404);
     ADD("list/continue-expired", test_list_continue_expired);
     ADD("list/not-a-list", test_list_not_a_list);

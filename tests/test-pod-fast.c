@@ -116,6 +116,29 @@ static void test_values(void)
     g_assert_true(check_same(text, strlen(text)));
 }
 
+/* Claims (persistentVolumeClaim and ephemeral volumes, others dropped) and scheduling gates,
+ * the same from both decoders. */
+static void test_claims_and_gates(void)
+{
+    const char *text =
+            "{\"metadata\":{\"name\":\"p\",\"namespace\":\"d\"},\"spec\":{\"containers\":[],"
+            "\"volumes\":[{\"name\":\"cfg\",\"configMap\":{\"name\":\"c\"}},{\"name\":\"data\","
+            "\"persistentVolumeClaim\":{\"claimName\":\"ckpt\",\"readOnly\":true}},{\"name\":"
+            "\"scratch\",\"ephemeral\":{\"volumeClaimTemplate\":{\"spec\":{}}}}],"
+            "\"schedulingGates\":[{\"name\":\"kueue.x-k8s.io/admission\"},{\"name\":\"b\"}]}}";
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbPod) pod = kb_pod_decode_bytes(text, strlen(text), &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(pod->n_claims, ==, 2);
+    g_assert_cmpstr(pod->claims[0].volume, ==, "data");
+    g_assert_cmpstr(pod->claims[0].claim, ==, "ckpt");
+    g_assert_cmpstr(pod->claims[1].volume, ==, "scratch");
+    g_assert_null(pod->claims[1].claim);
+    g_assert_cmpuint(pod->n_scheduling_gates, ==, 2);
+    g_assert_cmpstr(pod->scheduling_gate, ==, "kueue.x-k8s.io/admission");
+    g_assert_true(check_same(text, strlen(text)));
+}
+
 /* ---- same errors ---------------------------------------------------------------------------- */
 
 #define POD_META "\"metadata\":{\"name\":\"p\",\"namespace\":\"default\"}"
@@ -423,6 +446,7 @@ int main(int argc, char **argv)
     g_test_add_func("/kube/pod-fast/same/generated", test_generated);
     g_test_add_func("/kube/pod-fast/same/bench-pods", test_bench_pods);
     g_test_add_func("/kube/pod-fast/same/values", test_values);
+    g_test_add_func("/kube/pod-fast/same/claims-and-gates", test_claims_and_gates);
     for (gsize i = 0; i < G_N_ELEMENTS(bad_pods); i++) {
         g_autofree char *p = g_strdup_printf("/kube/pod-fast/malformed/%" G_GSIZE_FORMAT, i);
         g_test_add_data_func(p, bad_pods[i], test_bad);

@@ -36,6 +36,11 @@ struct KasServer {
     guint port;
     gint connections; /* connections that have sent a complete request header */
     gint stopping;
+    /* Successful writes (POST, PUT, PATCH, DELETE answered 2xx) by kind: "POST pods/binding",
+     * "POST events", "PATCH podgroups/status", ... (GET /admin/stats). */
+    GMutex writes_lock;
+    GHashTable *writes; /* char* kind -> guint64 count (GUINT_TO_POINTER) */
+    guint64 writes_total;
 };
 
 /* Per connection: has it been counted in srv->connections (its first header completed)? */
@@ -255,6 +260,8 @@ static void run_once(KasServer *srv, KasFaultOnce once)
         kas_store_expire_history(srv->store);
 }
 
+static void append_writes(KasServer *srv, GString *out);
+
 static void admin(KasServer *srv, const char *method, const char *path, ReqCtx *rc, KasReply *reply)
 {
     reply->status = 200;
@@ -285,9 +292,12 @@ static void admin(KasServer *srv, const char *method, const char *path, ReqCtx *
         kas_auth_counts(srv->auth, &unauthorized, &forbidden);
         g_string_printf(reply->body,
                         "{\"resourceVersion\":%" G_GUINT64_FORMAT ",\"watchers\":%u,\"connections\":%d,"
-                        "\"unauthorized\":%" G_GUINT64_FORMAT ",\"forbidden\":%" G_GUINT64_FORMAT "}",
+                        "\"unauthorized\":%" G_GUINT64_FORMAT ",\"forbidden\":%" G_GUINT64_FORMAT
+                        ",\"writes\":",
                         rv, kas_store_watcher_count(srv->store), g_atomic_int_get(&srv->connections),
                         unauthorized, forbidden);
+        append_writes(srv, reply->body);
+        g_string_append_c(reply->body, '}');
     } else {
         kas_reply_error(reply, KAS_ERR_NOT_FOUND, "no such admin endpoint", NULL, NULL);
     }
@@ -302,6 +312,59 @@ static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const cha
     if (key != NULL && !g_hash_table_contains(t, key))
         g_hash_table_insert(t, g_strdup(key), g_strdup(value != NULL ? value : ""));
     return MHD_YES;
+}
+
+/* "pods/binding" for /api/v1/namespaces/NS/pods/NAME/binding, "podgroups/status",
+ * "nodes" for /api/v1/nodes/NAME, ...: the resource and subresource of a REST path (newly
+ * allocated), or NULL. */
+static char *write_kind(const char *url)
+{
+    g_auto(GStrv) parts = g_strsplit(url, "/", -1);
+    guint n = g_strv_length(parts), i;
+    /* "", "api", "v1", ... or "", "apis", GROUP, VERSION, ... */
+    if (n >= 3 && strcmp(parts[1], "api") == 0)
+        i = 3;
+    else if (n >= 4 && strcmp(parts[1], "apis") == 0)
+        i = 4;
+    else
+        return NULL;
+    if (i + 2 < n && strcmp(parts[i], "namespaces") == 0)
+        i += 2;
+    if (i >= n || parts[i][0] == '\0')
+        return NULL;
+    if (i + 2 < n && parts[i + 2][0] != '\0')
+        return g_strdup_printf("%s/%s", parts[i], parts[i + 2]);
+    return g_strdup(parts[i]);
+}
+
+static void count_write(KasServer *srv, const char *method, const char *url, guint status)
+{
+    if (status < 200 || status >= 300 || strcmp(method, "GET") == 0 ||
+        strcmp(method, "HEAD") == 0 || strcmp(method, "OPTIONS") == 0)
+        return;
+    g_autofree char *what = write_kind(url);
+    if (what == NULL)
+        return;
+    char *kind = g_strdup_printf("%s %s", method, what);
+    g_mutex_lock(&srv->writes_lock);
+    gpointer n = g_hash_table_lookup(srv->writes, kind);
+    g_hash_table_replace(srv->writes, kind, GUINT_TO_POINTER(GPOINTER_TO_UINT(n) + 1));
+    srv->writes_total++;
+    g_mutex_unlock(&srv->writes_lock);
+}
+
+/* {"total":N,"pods/binding":N,...} */
+static void append_writes(KasServer *srv, GString *out)
+{
+    g_mutex_lock(&srv->writes_lock);
+    g_string_append_printf(out, "{\"total\":%" G_GUINT64_FORMAT, srv->writes_total);
+    GHashTableIter it;
+    gpointer k, v;
+    g_hash_table_iter_init(&it, srv->writes);
+    while (g_hash_table_iter_next(&it, &k, &v))
+        g_string_append_printf(out, ",\"%s\":%u", (const char *)k, GPOINTER_TO_UINT(v));
+    g_string_append_c(out, '}');
+    g_mutex_unlock(&srv->writes_lock);
 }
 
 static enum MHD_Result handle(KasServer *srv, struct MHD_Connection *conn, const char *url,
@@ -348,6 +411,7 @@ static enum MHD_Result handle(KasServer *srv, struct MHD_Connection *conn, const
         return r;
     }
     kas_rest_handle(&srv->rest, &req, &reply);
+    count_write(srv, method, url, reply.status);
     enum MHD_Result r;
     if (reply.watcher != NULL)
         r = queue_stream(srv, conn, &reply, url);
@@ -567,6 +631,8 @@ KasServer *kas_server_new(const KasServerOptions *opts, GError **error)
     srv->store = kas_store_new(&so);
     kas_ops_bootstrap(srv->store);
     srv->faults = kas_faults_new(opts->faults_seed);
+    g_mutex_init(&srv->writes_lock);
+    srv->writes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     KasFaultOnce once = KAS_FAULT_ONCE_NONE;
     if (opts->faults != NULL && !kas_faults_set(srv->faults, opts->faults, &once, error)) {
         g_prefix_error(error, "--faults: ");
@@ -628,6 +694,8 @@ void kas_server_free(KasServer *srv)
     kas_auth_free(srv->auth);
     g_free(srv->tls_cert);
     g_free(srv->tls_key);
+    g_clear_pointer(&srv->writes, g_hash_table_unref);
+    g_mutex_clear(&srv->writes_lock);
     g_free(srv->listen);
     g_free(srv->url);
     g_free(srv);

@@ -84,6 +84,8 @@ static const Builtin builtins[] = {
       NULL },
     { KAS_KIND_GENERIC, "", "v1", "secrets", "secret", "Secret", NULL, NULL, TRUE, FALSE,
       secret_fields },
+    { KAS_KIND_GENERIC, "", "v1", "persistentvolumeclaims", "persistentvolumeclaim",
+      "PersistentVolumeClaim", "pvc", NULL, TRUE, TRUE, NULL },
     { KAS_KIND_GENERIC, "", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", "sa",
       NULL, TRUE, FALSE, NULL },
     { KAS_KIND_GENERIC, "coordination.k8s.io", "v1", "leases", "lease", "Lease", NULL, NULL, TRUE,

@@ -1,0 +1,823 @@
+/*
+ * bin/kube-batchd against bin/kb-apiserver under injected faults (--faults, POST /admin/faults)
+ * and API server outages, as child processes: the invariants a cluster's users rely on.
+ *
+ * - Bindings failing 20-30% of the time in several ways (500, 503, 429, 404, 409, 403, answers
+ *   that never come): no node ever holds more GPU pods than GPUs, no GPU index is given twice on
+ *   a node, and once the faults stop every gang completes (none is left partly bound).
+ * - A job whose bindings are refused (403) backs off: a handful of attempts, not a spin.
+ * - An API server outage: /readyz says 503 while it is unreachable and 200 once it is back; new
+ *   work is bound within seconds of its return.
+ * - Pods that must not be bound: an unbound or missing PersistentVolumeClaim, schedulingGates;
+ *   the PodGroup condition says why.
+ * - PodGroup status: `running` counts running pods; phase Running once minMember pods run.
+ */
+#include <curl/curl.h>
+#include <gio/gio.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "kube/kb-client.h"
+#include "kube/kb-error.h"
+#include "kube/kb-informer.h"
+#include "tests/apiserver/kas-json.h"
+#include "tests/lib/kb-test-apiserver.h"
+
+#define WAIT_MS 20000
+
+static const char *bin_dir(void)
+{
+    const char *d = g_getenv("KB_BIN_DIR");
+    return d != NULL ? d : "build/default/bin";
+}
+
+static const char *src_dir(void)
+{
+    const char *d = g_getenv("KB_SRCDIR");
+    return d != NULL ? d : ".";
+}
+
+static guint free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof sa;
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_cmpint(bind(fd, (struct sockaddr *)&sa, sizeof sa), ==, 0);
+    g_assert_cmpint(getsockname(fd, (struct sockaddr *)&sa, &len), ==, 0);
+    close(fd);
+    return ntohs(sa.sin_port);
+}
+
+static gboolean have_binaries(void)
+{
+    g_autofree char *api = g_build_filename(bin_dir(), "kb-apiserver", NULL);
+    g_autofree char *sched = g_build_filename(bin_dir(), "kube-batchd", NULL);
+    if (g_file_test(api, G_FILE_TEST_IS_EXECUTABLE) &&
+        g_file_test(sched, G_FILE_TEST_IS_EXECUTABLE))
+        return TRUE;
+    g_test_skip("bin/kb-apiserver or bin/kube-batchd is not built");
+    return FALSE;
+}
+
+/* ---- processes ----------------------------------------------------------------------------- */
+
+typedef struct {
+    KbTestDaemon *api;
+    char *url;
+    guint port;
+    gboolean no_kubelet; /* pods stay Pending once bound; tests set their phase */
+    KbClient *client;
+} Cluster;
+
+/* Start bin/kb-apiserver on @port (0: a free one) with --simulate-kubelet and @faults (may be
+ * NULL). */
+static void api_start(Cluster *cl, const char *faults)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree char *listen = g_strdup_printf("127.0.0.1:%u", cl->port);
+    g_autoptr(GPtrArray) args = g_ptr_array_new();
+    g_ptr_array_add(args, "--listen");
+    g_ptr_array_add(args, listen);
+    if (!cl->no_kubelet)
+        g_ptr_array_add(args, "--simulate-kubelet");
+    if (faults != NULL) {
+        g_ptr_array_add(args, "--faults");
+        g_ptr_array_add(args, (gpointer)faults);
+    }
+    g_ptr_array_add(args, NULL);
+    KbTestDaemonOptions opts = {.stdout_pipe = TRUE, .log = TRUE};
+    cl->api = kb_test_daemon_start("kb-apiserver", (const char *const *)args->pdata, &opts, &error);
+    g_assert_no_error(error);
+    g_autofree char *line = kb_test_daemon_wait_line(cl->api, "listening on ", 20000, &error);
+    g_assert_no_error(error);
+    g_strstrip(line);
+    if (cl->url == NULL)
+        cl->url = g_strdup(line);
+    g_assert_cmpstr(cl->url, ==, line);
+}
+
+static Cluster *cluster_start_full(const char *faults, gboolean kubelet)
+{
+    g_autoptr(GError) error = NULL;
+    Cluster *cl = g_new0(Cluster, 1);
+    cl->no_kubelet = !kubelet;
+    cl->port = free_port();
+    api_start(cl, faults);
+    g_autoptr(KbConfig) config = kb_config_new(cl->url);
+    cl->client = kb_client_new(config, &error);
+    g_assert_no_error(error);
+    return cl;
+}
+
+static void cluster_free(Cluster *cl)
+{
+    if (cl == NULL)
+        return;
+    kb_client_free(cl->client);
+    g_clear_pointer(&cl->api, kb_test_daemon_free);
+    g_free(cl->url);
+    g_free(cl);
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Cluster, cluster_free)
+
+static Cluster *cluster_start(const char *faults)
+{
+    return cluster_start_full(faults, TRUE);
+}
+
+typedef struct {
+    KbTestDaemon *daemon;
+    guint http_port;
+} Child;
+
+static void child_free(Child *c)
+{
+    if (c == NULL)
+        return;
+    kb_test_daemon_free(c->daemon);
+    g_free(c);
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Child, child_free)
+
+/* bin/kube-batchd against @cl with --schedule-period 200ms and the extra arguments. */
+static Child *daemon_start(Cluster *cl, ...)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
+    Child *c = g_new0(Child, 1);
+    c->http_port = free_port();
+    g_ptr_array_add(argv, g_strdup("--master"));
+    g_ptr_array_add(argv, g_strdup(cl->url));
+    g_ptr_array_add(argv, g_strdup("--schedule-period"));
+    g_ptr_array_add(argv, g_strdup("200ms"));
+    g_ptr_array_add(argv, g_strdup("--listen-address"));
+    g_ptr_array_add(argv, g_strdup_printf("127.0.0.1:%u", c->http_port));
+    va_list ap;
+    va_start(ap, cl);
+    for (const char *a = va_arg(ap, const char *); a != NULL; a = va_arg(ap, const char *))
+        g_ptr_array_add(argv, g_strdup(a));
+    va_end(ap);
+    g_ptr_array_add(argv, NULL);
+    KbTestDaemonOptions opts = {.log = TRUE};
+    c->daemon =
+            kb_test_daemon_start("kube-batchd", (const char *const *)argv->pdata, &opts, &error);
+    g_assert_no_error(error);
+    return c;
+}
+
+static void daemon_stop(Child *c)
+{
+    int status = kb_test_daemon_stop(c->daemon, 10000);
+    if (status != 0) {
+        g_autofree char *log = kb_test_daemon_log(c->daemon);
+        g_printerr("%s", log);
+    }
+    g_assert_cmpint(status, ==, 0);
+}
+
+/* ---- HTTP ---------------------------------------------------------------------------------- */
+
+static size_t on_body(char *data, size_t size, size_t n, void *user)
+{
+    g_string_append_len(user, data, (gssize)(size * n));
+    return size * n;
+}
+
+/* @method @url with @body (may be NULL); the status (0 when unreachable), the body into @out. */
+static long http_call(const char *method, const char *url, const char *body, char **out)
+{
+    GString *buf = g_string_new(NULL);
+    long status = 0;
+    CURL *curl = curl_easy_init();
+    curl_easy_setopt(curl, CURLOPT_URL, url);
+    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
+    if (body != NULL)
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, buf);
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 5000L);
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    if (curl_easy_perform(curl) == CURLE_OK)
+        curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_cleanup(curl);
+    if (out != NULL)
+        *out = g_string_free(buf, FALSE);
+    else
+        g_string_free(buf, TRUE);
+    return status;
+}
+
+static long readyz(Child *d)
+{
+    g_autofree char *url = g_strdup_printf("http://127.0.0.1:%u/readyz", d->http_port);
+    return http_call("GET", url, NULL, NULL);
+}
+
+/* Poll /readyz until it answers @want; FALSE after @ms. */
+static gboolean wait_readyz(Child *d, long want, guint ms)
+{
+    gint64 deadline = g_get_monotonic_time() + (gint64)ms * 1000;
+    while (g_get_monotonic_time() < deadline) {
+        if (readyz(d) == want)
+            return TRUE;
+        g_usleep(50000);
+    }
+    return FALSE;
+}
+
+static double metric(Child *d, const char *series)
+{
+    g_autofree char *url = g_strdup_printf("http://127.0.0.1:%u/metrics", d->http_port);
+    g_autofree char *text = NULL;
+    g_assert_cmpint(http_call("GET", url, NULL, &text), ==, 200);
+    g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+    gsize n = strlen(series);
+    for (guint i = 0; lines[i] != NULL; i++) {
+        if (strncmp(lines[i], series, n) == 0 && lines[i][n] == ' ')
+            return g_ascii_strtod(lines[i] + n + 1, NULL);
+    }
+    return 0;
+}
+
+static void set_faults(Cluster *cl, const char *spec)
+{
+    g_autofree char *url = g_strdup_printf("%s/admin/faults", cl->url);
+    g_assert_cmpint(http_call("POST", url, spec, NULL), ==, 200);
+}
+
+/* ---- objects ------------------------------------------------------------------------------- */
+
+static json_object *json_printf(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
+static json_object *json_printf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    g_autofree char *text = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    json_object *o = json_tokener_parse(text);
+    if (o == NULL)
+        g_error("bad JSON in test: %s", text);
+    return o;
+}
+
+static void create(Cluster *cl, const KbResourceType *type, const char *ns, json_object *body)
+{
+    g_autoptr(GError) error = NULL;
+    json_object *r = kb_client_create(cl->client, type, ns, body, &error);
+    g_assert_no_error(error);
+    json_object_put(r);
+    json_object_put(body);
+}
+
+static void create_from_file(Cluster *cl, const char *rel)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree char *path = g_build_filename(src_dir(), rel, NULL);
+    g_autofree char *text = NULL;
+    gsize len = 0;
+    g_assert_true(g_file_get_contents(path, &text, &len, &error));
+    json_object *obj = kas_yaml_to_json(text, len, &error);
+    g_assert_no_error(error);
+    const char *kind = json_object_get_string(json_object_object_get(obj, "kind"));
+    const KbResourceType *type = g_strcmp0(kind, "CustomResourceDefinition") == 0
+                                         ? &kb_type_crds
+                                         : &kb_type_queues_volcano;
+    create(cl, type, NULL, obj);
+}
+
+/* The Volcano CRDs (the dialect these tests use) and the default queue. */
+static void install_crds(Cluster *cl)
+{
+    create_from_file(cl, "deploy/crds/podgroup-volcano.yaml");
+    create_from_file(cl, "deploy/crds/queue-volcano.yaml");
+    gint64 deadline = g_get_monotonic_time() + 5 * G_USEC_PER_SEC;
+    for (;;) {
+        g_autoptr(GError) error = NULL;
+        json_object *l = kb_client_list(cl->client, &kb_type_queues_volcano, NULL, NULL, &error);
+        json_object_put(l);
+        if (error == NULL)
+            break;
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        g_usleep(20000);
+    }
+    create_from_file(cl, "deploy/default-queue.yaml");
+}
+
+static void add_node(Cluster *cl, const char *name, int gpus)
+{
+    g_autofree char *status = g_strdup_printf(
+            "{\"capacity\":{\"cpu\":\"64\",\"memory\":\"256Gi\",\"pods\":\"110\","
+            "\"nvidia.com/gpu\":\"%d\"},\"allocatable\":{\"cpu\":\"64\",\"memory\":\"256Gi\","
+            "\"pods\":\"110\",\"nvidia.com/gpu\":\"%d\"},"
+            "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}",
+            gpus, gpus);
+    create(cl, &kb_type_nodes, NULL,
+           json_printf("{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\","
+                       "\"labels\":{\"kubernetes.io/hostname\":\"%s\"}},\"status\":%s}",
+                       name, name, status));
+    g_autoptr(GError) error = NULL;
+    g_autofree char *patch = g_strdup_printf("{\"status\":%s}", status);
+    json_object *r = kb_client_patch(cl->client, &kb_type_nodes, NULL, name, "status",
+                                     KB_PATCH_MERGE, patch, &error);
+    g_assert_no_error(error);
+    json_object_put(r);
+}
+
+static void add_group(Cluster *cl, const char *name, int min_member)
+{
+    create(cl, &kb_type_pod_groups_volcano, "default",
+           json_printf("{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\","
+                       "\"metadata\":{\"name\":\"%s\",\"namespace\":\"default\"},"
+                       "\"spec\":{\"minMember\":%d}}",
+                       name, min_member));
+}
+
+/* A pod of @group asking @gpus GPUs; @extra_spec appended inside spec (or NULL). */
+static void add_pod(Cluster *cl, const char *name, const char *group, int gpus,
+                    const char *extra_spec)
+{
+    create(cl, &kb_type_pods, "default",
+           json_printf("{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\","
+                       "\"namespace\":\"default\",\"annotations\":{"
+                       "\"scheduling.k8s.io/group-name\":\"%s\"}},\"spec\":{\"schedulerName\":"
+                       "\"kube-batchd\",\"containers\":[{\"name\":\"main\",\"image\":\"busybox\","
+                       "\"resources\":{\"requests\":{\"cpu\":\"1\",\"nvidia.com/gpu\":\"%d\"},"
+                       "\"limits\":{\"nvidia.com/gpu\":\"%d\"}}}]%s}}",
+                       name, group, gpus, gpus, extra_spec != NULL ? extra_spec : ""));
+}
+
+static json_object *list_pods(Cluster *cl)
+{
+    g_autoptr(GError) error = NULL;
+    json_object *list = kb_client_list(cl->client, &kb_type_pods, "default", NULL, &error);
+    g_assert_no_error(error);
+    return list;
+}
+
+/* Pods whose name starts with @prefix that are bound. */
+static guint count_bound(Cluster *cl, const char *prefix)
+{
+    json_object *list = list_pods(cl);
+    json_object *items = json_object_object_get(list, "items");
+    guint bound = 0;
+    for (size_t i = 0; i < json_object_array_length(items); i++) {
+        json_object *p = json_object_array_get_idx(items, i);
+        if (g_str_has_prefix(kas_json_get_string(p, "metadata.name"), prefix) &&
+            kas_json_get_string(p, "spec.nodeName") != NULL)
+            bound++;
+    }
+    json_object_put(list);
+    return bound;
+}
+
+static gboolean wait_bound(Cluster *cl, const char *prefix, guint n, guint ms)
+{
+    gint64 deadline = g_get_monotonic_time() + (gint64)ms * 1000;
+    for (;;) {
+        if (count_bound(cl, prefix) >= n)
+            return TRUE;
+        if (g_get_monotonic_time() > deadline)
+            return FALSE;
+        g_usleep(50000);
+    }
+}
+
+static json_object *get_group(Cluster *cl, const char *name)
+{
+    g_autoptr(GError) error = NULL;
+    json_object *g =
+            kb_client_get(cl->client, &kb_type_pod_groups_volcano, "default", name, &error);
+    g_assert_no_error(error);
+    return g;
+}
+
+/* The group's first condition's message (newly allocated, "" when none). */
+static char *group_message(Cluster *cl, const char *name)
+{
+    json_object *g = get_group(cl, name);
+    json_object *conds = kas_json_get(g, "status.conditions");
+    const char *msg = NULL;
+    if (conds != NULL && json_object_is_type(conds, json_type_array) &&
+        json_object_array_length(conds) > 0)
+        msg = kas_json_get_string(json_object_array_get_idx(conds, 0), "message");
+    char *out = g_strdup(msg != NULL ? msg : "");
+    json_object_put(g);
+    return out;
+}
+
+/* Poll until the group's condition message contains @needle; returns it (or the last one). */
+static char *wait_message(Cluster *cl, const char *group, const char *needle, guint ms)
+{
+    gint64 deadline = g_get_monotonic_time() + (gint64)ms * 1000;
+    for (;;) {
+        char *m = group_message(cl, group);
+        if (strstr(m, needle) != NULL || g_get_monotonic_time() > deadline)
+            return m;
+        g_free(m);
+        g_usleep(50000);
+    }
+}
+
+/* ---- the invariant under binding faults ---------------------------------------------------- */
+
+typedef struct {
+    guint checks;
+    guint max_gpus_seen; /* most GPUs held on one node */
+} Invariant;
+
+/*
+ * Every node: the GPU requests of its bound, non-terminated pods fit its @gpus_per_node, and no
+ * GPU index appears twice among their kube-batchd.io/gpu-ids; every bound GPU pod carries ids.
+ */
+static void check_invariant(Cluster *cl, int gpus_per_node, Invariant *inv)
+{
+    json_object *list = list_pods(cl);
+    json_object *items = json_object_object_get(list, "items");
+    g_autoptr(GHashTable) used = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    g_autoptr(GHashTable) ids = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    for (size_t i = 0; i < json_object_array_length(items); i++) {
+        json_object *p = json_object_array_get_idx(items, i);
+        const char *node = kas_json_get_string(p, "spec.nodeName");
+        const char *phase = kas_json_get_string(p, "status.phase");
+        if (node == NULL || g_strcmp0(phase, "Succeeded") == 0 || g_strcmp0(phase, "Failed") == 0)
+            continue;
+        const char *name = kas_json_get_string(p, "metadata.name");
+        json_object *c = json_object_array_get_idx(kas_json_get(p, "spec.containers"), 0);
+        json_object *r = kas_json_get(c, "resources.requests");
+        json_object *v = r != NULL ? json_object_object_get(r, "nvidia.com/gpu") : NULL;
+        int n = v != NULL ? atoi(json_object_get_string(v)) : 0;
+        int total = GPOINTER_TO_INT(g_hash_table_lookup(used, node)) + n;
+        g_hash_table_replace(used, g_strdup(node), GINT_TO_POINTER(total));
+        inv->max_gpus_seen = MAX(inv->max_gpus_seen, (guint)total);
+        if (total > gpus_per_node)
+            g_error("node %s overcommitted: %d GPUs held by bound pods, %d allocatable (pod %s)",
+                    node, total, gpus_per_node, name);
+        json_object *ann = kas_json_get(p, "metadata.annotations");
+        json_object *jv =
+                ann != NULL ? json_object_object_get(ann, "kube-batchd.io/gpu-ids") : NULL;
+        if (n > 0 && jv == NULL)
+            g_error("pod %s bound to %s without kube-batchd.io/gpu-ids", name, node);
+        if (jv == NULL)
+            continue;
+        g_auto(GStrv) parts = g_strsplit(json_object_get_string(jv), ",", -1);
+        g_assert_cmpuint(g_strv_length(parts), ==, (guint)n);
+        for (guint k = 0; parts[k] != NULL; k++) {
+            char *key = g_strdup_printf("%s/%s", node, parts[k]);
+            const char *holder = g_hash_table_lookup(ids, key);
+            if (holder != NULL)
+                g_error("GPU %s given twice: pods %s and %s", key, holder, name);
+            g_hash_table_insert(ids, key, (gpointer)name);
+        }
+    }
+    json_object_put(list);
+    inv->checks++;
+}
+
+/* Gangs with some but not all of their pods bound ("g3: 2/4 "), NULL when none. */
+static char *partial_gangs(Cluster *cl, guint n_gangs, guint size, guint *complete)
+{
+    GString *out = NULL;
+    *complete = 0;
+    for (guint g = 0; g < n_gangs; g++) {
+        g_autofree char *prefix = g_strdup_printf("g%u-", g);
+        guint b = count_bound(cl, prefix);
+        *complete += b == size;
+        if (b != 0 && b != size) {
+            if (out == NULL)
+                out = g_string_new(NULL);
+            g_string_append_printf(out, "g%u: %u/%u ", g, b, size);
+        }
+    }
+    return out != NULL ? g_string_free(out, FALSE) : NULL;
+}
+
+#define N_NODES 8
+#define GPUS    8
+#define N_GANGS 14
+#define GANG    4
+
+static void test_binding_faults_never_overcommit(void)
+{
+    if (!have_binaries())
+        return;
+    /* 20-30% of bindings fail, in every way a binding fails: outcome unknown (500, 503, 429, an
+     * answer slower than the client waits: the binding happens, the scheduler never hears) and
+     * certain (404, 409, 403). */
+    const char *faults = "error=500,method=POST,path=*binding,fraction=0.06;"
+                         "error=503,method=POST,path=*binding,fraction=0.04;"
+                         "error=429,retry=1,method=POST,path=*binding,fraction=0.04;"
+                         "error=404,method=POST,path=*binding,fraction=0.04;"
+                         "error=409,method=POST,path=*binding,fraction=0.04;"
+                         "error=403,method=POST,path=*binding,fraction=0.04;"
+                         "latency=1500,method=POST,path=*binding,fraction=0.05";
+    g_autoptr(Cluster) cl = cluster_start(faults);
+    install_crds(cl);
+    for (int i = 0; i < N_NODES; i++) {
+        g_autofree char *name = g_strdup_printf("n%d", i);
+        add_node(cl, name, GPUS);
+    }
+    /* 14 gangs of 4 pods of 1 or 2 GPUs: 72 GPUs asked of 64, so the last gangs wait for room
+     * that never frees: a reservation leaked by a failed binding would be handed to them. Any
+     * packing holds at least 12 gangs. */
+    for (guint g = 0; g < N_GANGS; g++) {
+        g_autofree char *group = g_strdup_printf("g%u", g);
+        add_group(cl, group, GANG);
+        for (guint k = 0; k < GANG; k++) {
+            g_autofree char *name = g_strdup_printf("g%u-%u", g, k);
+            add_pod(cl, name, group, g % 3 == 2 ? 2 : 1, NULL);
+        }
+    }
+    g_autoptr(Child) d = daemon_start(cl, "--request-timeout", "1s", NULL);
+    Invariant inv = {0};
+    gint64 until = g_get_monotonic_time() + 6 * G_USEC_PER_SEC;
+    while (g_get_monotonic_time() < until) {
+        check_invariant(cl, GPUS, &inv);
+        g_usleep(100000);
+    }
+    set_faults(cl, "");
+    /* Faults over: every gang the cluster can hold completes, and none stays partly bound. */
+    gint64 deadline = g_get_monotonic_time() + (gint64)WAIT_MS * 2 * 1000;
+    for (;;) {
+        check_invariant(cl, GPUS, &inv);
+        guint complete = 0;
+        g_autofree char *partial = partial_gangs(cl, N_GANGS, GANG, &complete);
+        g_test_message("complete gangs: %u (at least 12 fit); partly bound: %s", complete,
+                       partial != NULL ? partial : "none");
+        if ((complete >= 12 && partial == NULL) || g_get_monotonic_time() > deadline)
+            break;
+        g_usleep(250000);
+    }
+    /* Gangs not bound at all may wait (the cluster is full); none may be partly bound. */
+    for (guint g = 0; g < N_GANGS; g++) {
+        g_autofree char *prefix = g_strdup_printf("g%u-", g);
+        guint b = count_bound(cl, prefix);
+        if (b != 0 && b != GANG) {
+            g_autofree char *log = kb_test_daemon_log(d->daemon);
+            g_printerr("%s", log);
+            g_error("gang g%u left partly bound: %u/%u pods", g, b, GANG);
+        }
+    }
+    /* The GPU ids came with the bindings: kube-batchd never PATCHed a pod. */
+    g_autofree char *stats_url = g_strdup_printf("%s/admin/stats", cl->url);
+    g_autofree char *stats = NULL;
+    g_assert_cmpint(http_call("GET", stats_url, NULL, &stats), ==, 200);
+    g_test_message("kb-apiserver: %s", stats);
+    g_assert_null(strstr(stats, "\"PATCH pods\""));
+    g_assert_nonnull(strstr(stats, "\"POST pods/binding\""));
+    g_assert_cmpuint(inv.max_gpus_seen, <=, GPUS);
+    g_assert_cmpuint(inv.max_gpus_seen, >, 0);
+    g_assert_cmpuint(count_bound(cl, "g"), >=, 12 * GANG);
+    g_test_message("%u invariant checks; retries %g, refused %g, not found %g, conflicts %g",
+                   inv.checks, metric(d, "kube_batchd_bind_retries_total"),
+                   metric(d, "kube_batchd_binds_total{result=\"refused\"}"),
+                   metric(d, "kube_batchd_binds_total{result=\"not_found\"}"),
+                   metric(d, "kube_batchd_binds_total{result=\"conflict\"}"));
+    daemon_stop(d);
+}
+
+/* Bindings refused (403) for one job: it backs off (1 s, 2 s, 4 s, ...) instead of spinning, and
+ * its condition says why; another job binds meanwhile; the refusal lifted, it binds. */
+static void test_refused_job_backs_off(void)
+{
+    if (!have_binaries())
+        return;
+    g_autoptr(Cluster) cl = cluster_start(
+            "error=403,method=POST,path=/api/v1/namespaces/default/pods/bad-*/binding");
+    install_crds(cl);
+    add_node(cl, "n1", 8);
+    add_group(cl, "bad", 2);
+    add_pod(cl, "bad-0", "bad", 1, NULL);
+    add_pod(cl, "bad-1", "bad", 1, NULL);
+    add_group(cl, "good", 2);
+    add_pod(cl, "good-0", "good", 1, NULL);
+    add_pod(cl, "good-1", "good", 1, NULL);
+    g_autoptr(Child) d = daemon_start(cl, NULL);
+    g_assert_true(wait_bound(cl, "good-", 2, WAIT_MS));
+    g_autofree char *msg = wait_message(cl, "bad", "binding refused", WAIT_MS);
+    g_test_message("condition: %s", msg);
+    g_assert_nonnull(strstr(msg, "binding refused"));
+    g_assert_nonnull(strstr(msg, "403"));
+    /* Six seconds of refusals: backoff 1+2+4 s allows about four rounds of two pods; a spin at
+     * the cycle rate (every 200 ms or faster) would make dozens. */
+    g_usleep(6 * G_USEC_PER_SEC);
+    double refused = metric(d, "kube_batchd_binds_total{result=\"refused\"}");
+    g_test_message("refused bindings over ~6 s: %g", refused);
+    g_assert_cmpfloat(refused, >=, 2);
+    g_assert_cmpfloat(refused, <=, 12);
+    g_assert_cmpuint(count_bound(cl, "bad-"), ==, 0);
+    set_faults(cl, "");
+    g_assert_true(wait_bound(cl, "bad-", 2, 90000));
+    daemon_stop(d);
+}
+
+/* The API server goes away for a while (every watch closed, every request answered 503, as a
+ * load balancer in front of a restarting server does), then comes back: /readyz says 503
+ * meanwhile and 200 after; informers retried every few seconds at most, so new work created
+ * during the outage is bound soon after the return. */
+static void test_outage_readyz_and_backoff(void)
+{
+    if (!have_binaries())
+        return;
+    g_autoptr(Cluster) cl = cluster_start(NULL);
+    install_crds(cl);
+    add_node(cl, "n1", 8);
+    add_group(cl, "before", 2);
+    add_pod(cl, "before-0", "before", 1, NULL);
+    add_pod(cl, "before-1", "before", 1, NULL);
+    g_autoptr(Child) d = daemon_start(cl, NULL);
+    g_assert_true(wait_bound(cl, "before-", 2, WAIT_MS));
+    g_assert_true(wait_readyz(d, 200, WAIT_MS));
+
+    /* Faults match methods and paths, not clients: the test writes outside the outage. */
+    add_group(cl, "after", 2);
+    set_faults(cl, "restart;error=503,path=/api*;error=503,path=/apis*;error=503,path=/version");
+    g_assert_true(wait_readyz(d, 503, WAIT_MS));
+    /* Long enough for an uncapped backoff (0.8 s doubling) to pass 6 s between tries. */
+    g_usleep(14 * G_USEC_PER_SEC);
+    g_assert_cmpint(readyz(d), ==, 503);
+    set_faults(cl, "");
+    add_pod(cl, "after-0", "after", 1, NULL);
+    add_pod(cl, "after-1", "after", 1, NULL);
+    g_assert_true(wait_readyz(d, 200, WAIT_MS));
+    g_assert_true(wait_bound(cl, "after-", 2, WAIT_MS));
+    double delay = metric(d, "kube_batchd_informer_max_retry_delay_seconds{informer=\"pods\"}");
+    g_test_message("longest informer retry delay: %.2f s", delay);
+    g_assert_cmpfloat(delay, >, 0);
+    g_assert_cmpfloat(delay, <=, 1.2 * KB_INFORMER_DEFAULT_BACKOFF_MAX_MS / 1000.0);
+    daemon_stop(d);
+}
+
+static void add_pvc(Cluster *cl, const char *name, const char *phase)
+{
+    create(cl, &kb_type_pvcs, "default",
+           json_printf("{\"apiVersion\":\"v1\",\"kind\":\"PersistentVolumeClaim\","
+                       "\"metadata\":{\"name\":\"%s\",\"namespace\":\"default\"},\"spec\":{"
+                       "\"accessModes\":[\"ReadWriteOnce\"],\"resources\":{\"requests\":{"
+                       "\"storage\":\"1Gi\"}}}}",
+                       name));
+    g_autoptr(GError) error = NULL;
+    g_autofree char *patch = g_strdup_printf("{\"status\":{\"phase\":\"%s\"}}", phase);
+    json_object *r = kb_client_patch(cl->client, &kb_type_pvcs, "default", name, "status",
+                                     KB_PATCH_MERGE, patch, &error);
+    g_assert_no_error(error);
+    json_object_put(r);
+}
+
+static void set_pvc_phase(Cluster *cl, const char *name, const char *phase)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree char *patch = g_strdup_printf("{\"status\":{\"phase\":\"%s\"}}", phase);
+    json_object *r = kb_client_patch(cl->client, &kb_type_pvcs, "default", name, "status",
+                                     KB_PATCH_MERGE, patch, &error);
+    g_assert_no_error(error);
+    json_object_put(r);
+}
+
+/* A pod whose claim is missing, then Pending, is not bound and its gang waits (the condition
+ * names the claim); once the claim is Bound the gang binds. */
+static void test_volume_claims(void)
+{
+    if (!have_binaries())
+        return;
+    g_autoptr(Cluster) cl = cluster_start(NULL);
+    install_crds(cl);
+    add_node(cl, "n1", 8);
+    add_group(cl, "vol", 2);
+    add_pod(cl, "vol-0", "vol", 1,
+            ",\"volumes\":[{\"name\":\"data\",\"persistentVolumeClaim\":{\"claimName\":"
+            "\"ckpt\"}}]");
+    add_pod(cl, "vol-1", "vol", 1, NULL);
+    add_group(cl, "free", 1);
+    add_pod(cl, "free-0", "free", 1, NULL);
+    g_autoptr(Child) d = daemon_start(cl, NULL);
+    g_assert_true(wait_bound(cl, "free-", 1, WAIT_MS));
+    g_autofree char *m1 = wait_message(cl, "vol", "not found", WAIT_MS);
+    g_assert_cmpstr(m1, ==,
+                    "1/2 pods may be bound: pod default/vol-0: persistentvolumeclaim "
+                    "\"default/ckpt\" not found");
+    add_pvc(cl, "ckpt", "Pending");
+    g_autofree char *m2 = wait_message(cl, "vol", "not bound", WAIT_MS);
+    g_assert_cmpstr(m2, ==,
+                    "1/2 pods may be bound: pod default/vol-0: persistentvolumeclaim "
+                    "\"default/ckpt\" is not bound (phase Pending)");
+    g_assert_cmpuint(count_bound(cl, "vol-"), ==, 0);
+    set_pvc_phase(cl, "ckpt", "Bound");
+    g_assert_true(wait_bound(cl, "vol-", 2, WAIT_MS));
+    daemon_stop(d);
+}
+
+/* A pod with schedulingGates is never bound; its gang waits with the gate named; once the gate
+ * is removed the gang binds. */
+static void test_scheduling_gates(void)
+{
+    if (!have_binaries())
+        return;
+    g_autoptr(Cluster) cl = cluster_start(NULL);
+    install_crds(cl);
+    add_node(cl, "n1", 8);
+    add_group(cl, "gated", 2);
+    add_pod(cl, "gated-0", "gated", 1, ",\"schedulingGates\":[{\"name\":\"example.com/quota\"}]");
+    add_pod(cl, "gated-1", "gated", 1, NULL);
+    add_group(cl, "solo", 1);
+    add_pod(cl, "solo-0", "solo", 1, ",\"schedulingGates\":[{\"name\":\"a\"},{\"name\":\"b\"}]");
+    g_autoptr(Child) d = daemon_start(cl, NULL);
+    g_autofree char *m = wait_message(cl, "gated", "scheduling gate", WAIT_MS);
+    g_assert_cmpstr(m, ==,
+                    "1/2 pods may be bound: pod default/gated-0 has 1 scheduling gate (first: "
+                    "\"example.com/quota\"): it is not scheduled until they are removed");
+    g_autofree char *m2 = wait_message(cl, "solo", "scheduling gates", WAIT_MS);
+    g_assert_nonnull(strstr(m2, "has 2 scheduling gates (first: \"a\")"));
+    g_usleep(600000); /* a few more cycles */
+    g_assert_cmpuint(count_bound(cl, "gated-"), ==, 0);
+    g_assert_cmpuint(count_bound(cl, "solo-"), ==, 0);
+    /* The gate lifted (as Kueue does on admission). */
+    g_autoptr(GError) error = NULL;
+    json_object *r =
+            kb_client_patch(cl->client, &kb_type_pods, "default", "gated-0", NULL, KB_PATCH_MERGE,
+                            "{\"spec\":{\"schedulingGates\":null}}", &error);
+    g_assert_no_error(error);
+    json_object_put(r);
+    g_assert_true(wait_bound(cl, "gated-", 2, WAIT_MS));
+    g_assert_cmpuint(count_bound(cl, "solo-"), ==, 0);
+    daemon_stop(d);
+}
+
+static void set_pod_phase(Cluster *cl, const char *name, const char *phase)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree char *patch = g_strdup_printf("{\"status\":{\"phase\":\"%s\"}}", phase);
+    json_object *r = kb_client_patch(cl->client, &kb_type_pods, "default", name, "status",
+                                     KB_PATCH_MERGE, patch, &error);
+    g_assert_no_error(error);
+    json_object_put(r);
+}
+
+/* Poll until the group's status.phase is @phase and status.running is @running. */
+static gboolean wait_group(Cluster *cl, const char *name, const char *phase, int running, guint ms)
+{
+    gint64 deadline = g_get_monotonic_time() + (gint64)ms * 1000;
+    for (;;) {
+        json_object *g = get_group(cl, name);
+        const char *p = kas_json_get_string(g, "status.phase");
+        json_object *r = kas_json_get(g, "status.running");
+        gboolean ok = g_strcmp0(p, phase) == 0 && r != NULL && json_object_get_int(r) == running;
+        if (!ok && g_get_monotonic_time() > deadline)
+            g_test_message("group %s: phase %s, running %s", name, p != NULL ? p : "(none)",
+                           r != NULL ? json_object_get_string(r) : "(none)");
+        json_object_put(g);
+        if (ok)
+            return TRUE;
+        if (g_get_monotonic_time() > deadline)
+            return FALSE;
+        g_usleep(50000);
+    }
+}
+
+/* Bound is not running: the group is Inqueue with running 0 until its pods run; running counts
+ * the pods whose phase is Running; phase Running once minMember (3 of 4) run. */
+static void test_podgroup_running_counts(void)
+{
+    if (!have_binaries())
+        return;
+    g_autoptr(Cluster) cl = cluster_start_full(NULL, FALSE);
+    install_crds(cl);
+    add_node(cl, "n1", 8);
+    add_group(cl, "tf", 3);
+    for (int i = 0; i < 4; i++) {
+        g_autofree char *name = g_strdup_printf("tf-%d", i);
+        add_pod(cl, name, "tf", 1, NULL);
+    }
+    g_autoptr(Child) d = daemon_start(cl, NULL);
+    g_assert_true(wait_bound(cl, "tf-", 4, WAIT_MS));
+    g_assert_true(wait_group(cl, "tf", "Inqueue", 0, WAIT_MS));
+    set_pod_phase(cl, "tf-0", "Running");
+    set_pod_phase(cl, "tf-1", "Running");
+    g_assert_true(wait_group(cl, "tf", "Inqueue", 2, WAIT_MS));
+    set_pod_phase(cl, "tf-2", "Running");
+    g_assert_true(wait_group(cl, "tf", "Running", 3, WAIT_MS));
+    set_pod_phase(cl, "tf-3", "Running");
+    g_assert_true(wait_group(cl, "tf", "Running", 4, WAIT_MS));
+    daemon_stop(d);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    g_test_add_func("/batchd/faults/binding-failures-never-overcommit",
+                    test_binding_faults_never_overcommit);
+    g_test_add_func("/batchd/faults/refused-job-backs-off", test_refused_job_backs_off);
+    g_test_add_func("/batchd/faults/outage-readyz-and-capped-backoff",
+                    test_outage_readyz_and_backoff);
+    g_test_add_func("/batchd/predicates/volume-claims-bound-first", test_volume_claims);
+    g_test_add_func("/batchd/predicates/scheduling-gates-hold", test_scheduling_gates);
+    g_test_add_func("/batchd/status/podgroup-running-counts", test_podgroup_running_counts);
+    int rc = g_test_run();
+    curl_global_cleanup();
+    return rc;
+}
