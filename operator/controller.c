@@ -384,9 +384,10 @@ static void said_delete(Exec *x, const char *kind, const char *name)
               x->job->meta.name, kind, name);
     if (x->c->recorder != NULL)
         kb_recorder_event(x->c->recorder, &x->job->meta, tf_build_api_version(x->job), "TFJob",
-                          "Normal", g_str_equal(kind, "pod") ? "SuccessfulDeletePod"
-                                    : g_str_equal(kind, "service") ? "SuccessfulDeleteService"
-                                                                   : "SuccessfulDeletePodGroup",
+                          "Normal",
+                          g_str_equal(kind, "pod")       ? "SuccessfulDeletePod"
+                          : g_str_equal(kind, "service") ? "SuccessfulDeleteService"
+                                                         : "SuccessfulDeletePodGroup",
                           "Deleted %s: %s", kind, name);
 }
 
@@ -415,8 +416,8 @@ static gboolean execute(Exec *x, const TfAction *a, GError **error)
             json_object_put(r);
         return tolerate(error, KB_ERROR_ALREADY_EXISTS);
     case TF_ACTION_RECORD_RESTART:
-        g_message("tfjob %s/%s: replica %s restarts: %s", ns ? ns : "", x->job->meta.name,
-                  a->name, json_object_to_json_string(a->body));
+        g_message("tfjob %s/%s: replica %s restarts: %s", ns ? ns : "", x->job->meta.name, a->name,
+                  json_object_to_json_string(a->body));
         r = kb_client_patch(cl, &kb_type_services, ns, a->name, NULL, KB_PATCH_MERGE,
                             json_object_to_json_string(a->body), error);
         if (r != NULL)
@@ -581,10 +582,10 @@ static gboolean cleanup_orphans(TfController *c, const char *ns, const char *nam
         KbInformer *inf;
         const KbResourceType *type;
         const char *api_version, *kind;
-    } kinds[] = {{c->pods, &kb_type_pods, "v1", "Pod"},
-                 {c->services, &kb_type_services, "v1", "Service"},
-                 {c->groups, &kb_type_pod_groups_volcano, "scheduling.volcano.sh/v1beta1",
-                  "PodGroup"}};
+    } kinds[] = {
+            {c->pods, &kb_type_pods, "v1", "Pod"},
+            {c->services, &kb_type_services, "v1", "Service"},
+            {c->groups, &kb_type_pod_groups_volcano, "scheduling.volcano.sh/v1beta1", "PodGroup"}};
     /* owner uid -> verdict: GINT_TO_POINTER(1) gone, (2) alive */
     g_autoptr(GHashTable) verdicts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     for (guint k = 0; k < G_N_ELEMENTS(kinds); k++) {
@@ -655,8 +656,8 @@ static gboolean run_plan(TfController *c, const char *key, Exec *x, TfPlan *plan
                 kb_series_inc(
                         kb_metric_with(c->m_actions, tf_action_type_to_string(a->type), NULL));
             if (!execute(x, a, error)) {
-                g_prefix_error(error, "tfjob %s: %s %s: ", key,
-                               tf_action_type_to_string(a->type), a->name != NULL ? a->name : "");
+                g_prefix_error(error, "tfjob %s: %s %s: ", key, tf_action_type_to_string(a->type),
+                               a->name != NULL ? a->name : "");
                 return FALSE;
             }
         }
@@ -741,8 +742,8 @@ static gboolean reconcile(TfController *c, const char *key, GError **error)
         group = NULL;
     /* The worker count of a dynamic job is what its services say (status.autoscaling may be
      * pruned by the CRD's schema), so that scaling survives a restart of the operator. */
-    job->status.workers = tf_plan_observed_workers(
-            job, (KbObjectMeta *const *)services->pdata, services->len);
+    job->status.workers =
+            tf_plan_observed_workers(job, (KbObjectMeta *const *)services->pdata, services->len);
     TfScaleDecision scale;
     gboolean scaled = autoscale(c, key, job, &scale);
     json_object *fresh = NULL;

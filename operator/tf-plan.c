@@ -215,8 +215,7 @@ static void index_observation(Planner *p)
 
 /* Count the restart of @pod on the replica's service @svc (before the pod goes, so that the count
  * survives it): the restarts so far, this one, and the container restarts the pod had. */
-static void record_restart(Planner *p, KbTfReplicaType t, const KbObjectMeta *svc,
-                           const KbPod *pod)
+static void record_restart(Planner *p, KbTfReplicaType t, const KbObjectMeta *svc, const KbPod *pod)
 {
     KbTfRestartPolicy rp = p->job->specs[t].restart_policy;
     gint32 in_place = rp == KB_TF_RESTART_ALWAYS || rp == KB_TF_RESTART_ON_FAILURE
@@ -569,11 +568,11 @@ static int action_rank(TfActionType t)
 {
     /* The enum order, with events before the status update. */
     static const int rank[] = {
-            [TF_ACTION_SET_RUNTIME_ID] = 0,   [TF_ACTION_CREATE_POD_GROUP] = 1,
-            [TF_ACTION_CREATE_SERVICE] = 2,   [TF_ACTION_CREATE_POD] = 3,
-            [TF_ACTION_RECORD_RESTART] = 4,   [TF_ACTION_DELETE_POD] = 5,
-            [TF_ACTION_DELETE_SERVICE] = 6,   [TF_ACTION_DELETE_POD_GROUP] = 7,
-            [TF_ACTION_EVENT] = 8,            [TF_ACTION_UPDATE_STATUS] = 9,
+            [TF_ACTION_SET_RUNTIME_ID] = 0, [TF_ACTION_CREATE_POD_GROUP] = 1,
+            [TF_ACTION_CREATE_SERVICE] = 2, [TF_ACTION_CREATE_POD] = 3,
+            [TF_ACTION_RECORD_RESTART] = 4, [TF_ACTION_DELETE_POD] = 5,
+            [TF_ACTION_DELETE_SERVICE] = 6, [TF_ACTION_DELETE_POD_GROUP] = 7,
+            [TF_ACTION_EVENT] = 8,          [TF_ACTION_UPDATE_STATUS] = 9,
             [TF_ACTION_DELETE_JOB] = 10,
     };
     return rank[t];

@@ -246,8 +246,8 @@ static void record_restart(Cluster *c, const TfAction *a)
             ann = json_object_new_object();
             json_object_object_add(meta, "annotations", ann);
         }
-        patch_ann = json_object_object_get(json_object_object_get(a->body, "metadata"),
-                                           "annotations");
+        patch_ann =
+                json_object_object_get(json_object_object_get(a->body, "metadata"), "annotations");
         json_object_object_foreach(patch_ann, k, v)
         {
             json_object_object_add(ann, k, json_object_get(v));
@@ -921,8 +921,8 @@ static void test_scale_up_and_down(void)
     apply(c, p2);
     /* The count is the services': nothing of it lives in the status. */
     g_assert_cmpint(c->job->status.workers, ==, 2);
-    g_assert_null(json_object_object_get(json_object_object_get(c->job_json, "status"),
-                                         "autoscaling"));
+    g_assert_null(
+            json_object_object_get(json_object_object_get(c->job_json, "status"), "autoscaling"));
     g_assert_cmpuint(settle(c, 3), ==, 0);
     g_assert_cmpuint(c->pods->len, ==, 3);
 }
