@@ -249,7 +249,8 @@ static gboolean write_pod_status(KblKubelet *k, const PodTimer *t, Mutate mutate
 
 static gboolean start_pod(KblKubelet *k, json_object *pod, gpointer data)
 {
-    NodeInfo *node = g_hash_table_lookup(k->ours, kas_json_get_string(pod, "spec.nodeName"));
+    const char *name = kas_json_get_string(pod, "spec.nodeName");
+    NodeInfo *node = name != NULL ? g_hash_table_lookup(k->ours, name) : NULL;
     if (node == NULL)
         return FALSE;
     guint64 n = k->pod_seq++;
@@ -342,8 +343,8 @@ static gint32 restarts_of(const KbObjectMeta *m)
 
 static void consider(KblKubelet *k, const KbObjectMeta *m)
 {
-    if (m->raw == NULL || m->uid == NULL ||
-        !g_hash_table_contains(k->ours, kas_json_get_string(m->raw, "spec.nodeName")))
+    const char *node = m->raw != NULL ? kas_json_get_string(m->raw, "spec.nodeName") : NULL;
+    if (node == NULL || m->uid == NULL || !g_hash_table_contains(k->ours, node))
         return;
     PodTimer *t = g_hash_table_lookup(k->timers, m->uid);
     if (m->deletion_timestamp != 0) {
