@@ -334,8 +334,9 @@ static void test_operator_restarts_kill_nothing(void)
         g_autofree char *svcs =
                 kubectl(NULL, "get", "services", "-l", "training.kubeflow.org/job-name=steady",
                         "-o", "name", NULL);
-        g_assert_cmpstr(svcs, ==, "service/steady-ps-0\nservice/steady-worker-0\n"
-                                  "service/steady-worker-1\n");
+        g_assert_cmpstr(svcs, ==,
+                        "service/steady-ps-0\nservice/steady-worker-0\n"
+                        "service/steady-worker-1\n");
         g_autofree char *last = job_path("steady", "{.status.conditions[-1:].type}");
         g_assert_cmpstr(last, ==, "Running");
         g_autofree char *log = kb_test_daemon_log(cluster.operator_);
