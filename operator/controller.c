@@ -611,9 +611,13 @@ static gboolean cleanup_orphans(TfController *c, const char *ns, const char *nam
             if (v != 1)
                 continue;
             KbDeleteOptions o = {.precondition_uid = m->uid};
-            kb_client_delete(c->client, kinds[k].type, ns, m->name, &o, error);
-            if (!tolerate(error, KB_ERROR_NOT_FOUND) && !tolerate(error, KB_ERROR_CONFLICT))
-                return FALSE;
+            /* 404: gone already; 409: the uid precondition failed, a new object holds the
+             * name. Neither is ours to delete any more. */
+            if (!kb_client_delete(c->client, kinds[k].type, ns, m->name, &o, error)) {
+                if (!tolerate(error, KB_ERROR_NOT_FOUND) && !tolerate(error, KB_ERROR_CONFLICT))
+                    return FALSE;
+                continue;
+            }
             c->orphans_deleted++;
             if (c->m_orphans != NULL)
                 kb_metric_inc(c->m_orphans);
