@@ -29,7 +29,7 @@ struct TfController {
 
     KbInformer *jobs_v1;
     KbInformer *jobs_alpha;
-    gboolean v1_missing, alpha_missing, groups_missing;
+    gboolean v1_missing, alpha_missing, groups_missing, all_groups_missing;
     KbInformer *pods, *services, *groups;
     /* Autoscaling inputs (only with enable_autoscaling). */
     KbInformer *nodes, *all_pods, *all_groups, *priorities;
@@ -298,10 +298,16 @@ static KbInformer *owned_informer(TfController *c, const KbResourceType *type, K
     return kb_informer_new(c->client, &o, &h, c);
 }
 
+static void on_all_groups_missing(gpointer data)
+{
+    ((TfController *)data)->all_groups_missing = TRUE;
+}
+
 static KbInformer *plain_informer(TfController *c, const KbResourceType *type, KbDecodeFunc decode)
 {
     KbInformerOptions o = {.type = type, .decode = decode};
-    KbInformerHandlers h = {0};
+    KbInformerHandlers h = {
+            .on_missing = type == &kb_type_pod_groups_volcano ? on_all_groups_missing : NULL};
     return kb_informer_new(c->client, &o, &h, c);
 }
 
@@ -492,8 +498,12 @@ static gint32 priority_of(TfController *c, const char *class_name)
 static gboolean autoscale(TfController *c, const char *key, const KbTfJob *job,
                           TfScaleDecision *out)
 {
+    /* Decide only on complete inputs: a group or class not yet listed would be a wrong
+     * decision, and a shrink deletes workers. */
     if (!c->autoscaling || !job->dynamic_workers || c->nodes == NULL ||
-        !kb_informer_has_synced(c->nodes) || !kb_informer_has_synced(c->all_pods))
+        !kb_informer_has_synced(c->nodes) || !kb_informer_has_synced(c->all_pods) ||
+        !(kb_informer_has_synced(c->all_groups) || c->all_groups_missing) ||
+        !kb_informer_has_synced(c->priorities))
         return FALSE;
     gint64 now = g_get_monotonic_time();
     gint64 *last = g_hash_table_lookup(c->last_scale, key);
