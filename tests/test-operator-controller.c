@@ -388,6 +388,10 @@ static void rig_start(Rig *r, const char *gang)
 static void rig_free(Rig *r)
 {
     tf_controller_free(r->controller);
+    /* Let the events in flight land: a client freed under them drops their callbacks. */
+    gint64 end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+    while (kb_recorder_pending(r->recorder) > 0 && g_get_monotonic_time() < end)
+        g_main_context_iteration(NULL, TRUE);
     kb_recorder_free(r->recorder);
     kb_client_free(r->client);
     kb_test_server_free(r->server); /* frees the store */
