@@ -566,12 +566,13 @@ static void drop_moot_actions(Planner *p)
 
 static int action_rank(TfActionType t)
 {
-    /* The enum order, with events before the status update. */
+    /* The enum order, with services deleted before pods (a dynamic job's worker count is its
+     * services: a shrink stopped half-way must not grow back) and events before the status. */
     static const int rank[] = {
             [TF_ACTION_SET_RUNTIME_ID] = 0, [TF_ACTION_CREATE_POD_GROUP] = 1,
             [TF_ACTION_CREATE_SERVICE] = 2, [TF_ACTION_CREATE_POD] = 3,
-            [TF_ACTION_RECORD_RESTART] = 4, [TF_ACTION_DELETE_POD] = 5,
-            [TF_ACTION_DELETE_SERVICE] = 6, [TF_ACTION_DELETE_POD_GROUP] = 7,
+            [TF_ACTION_RECORD_RESTART] = 4, [TF_ACTION_DELETE_SERVICE] = 5,
+            [TF_ACTION_DELETE_POD] = 6,     [TF_ACTION_DELETE_POD_GROUP] = 7,
             [TF_ACTION_EVENT] = 8,          [TF_ACTION_UPDATE_STATUS] = 9,
             [TF_ACTION_DELETE_JOB] = 10,
     };

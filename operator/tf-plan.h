@@ -8,7 +8,8 @@
  *   - with gang scheduling on, no pod is planned before the PodGroup is observed;
  *   - an invalid job gets a Failed condition naming the field, and nothing else is created;
  *   - a v1alpha1 job first gets its runtime id (that plan holds nothing else).
- * Action order: the PodGroup, services, pods, restart records, deletes, then the status update
+ * Action order: the PodGroup, services, pods, restart records, deletes (services before pods),
+ * then the status update
  * and the TTL delete (events go last: the controller records them once the rest is written).
  *
  * No decision depends on a status field outside Kubeflow's TFJob schema (conditions,

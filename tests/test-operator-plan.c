@@ -927,6 +927,39 @@ static void test_scale_up_and_down(void)
     g_assert_cmpuint(c->pods->len, ==, 3);
 }
 
+/* A shrink that stops half-way (the first failed delete ends a pass) must not grow back: the
+ * services, which say how many workers the job has, go before the pods. */
+static void test_shrink_interrupted(void)
+{
+    g_autoptr(Cluster) c = cluster_new("v1-dynamic.json");
+    bring_up(c);
+    TfScaleDecision grow = {.kind = TF_SCALE_GROW, .workers = 5, .reason = "idle GPUs"};
+    g_autoptr(TfPlan) p = plan_scaled(c, &grow);
+    apply(c, p);
+    settle(c, 3);
+    g_assert_cmpuint(c->pods->len, ==, 6);
+    TfScaleDecision shrink = {.kind = TF_SCALE_SHRINK, .workers = 2, .reason = "pressure"};
+    g_autoptr(TfPlan) p2 = plan_scaled(c, &shrink);
+    guint n = 0;
+    while (n < p2->actions->len &&
+           ((TfAction *)g_ptr_array_index(p2->actions, n))->type != TF_ACTION_DELETE_POD &&
+           ((TfAction *)g_ptr_array_index(p2->actions, n))->type != TF_ACTION_DELETE_SERVICE)
+        n++;
+    g_assert_cmpuint(n, <, p2->actions->len);
+    TfActionType first = ((TfAction *)g_ptr_array_index(p2->actions, n))->type;
+    while (n < p2->actions->len && ((TfAction *)g_ptr_array_index(p2->actions, n))->type == first)
+        n++;
+    g_ptr_array_set_size(p2->actions, n); /* the pass failed on the other kind of delete */
+    apply(c, p2);
+    g_autoptr(TfPlan) p3 = plan(c);
+    g_assert_cmpuint(tf_plan_count(p3, TF_ACTION_CREATE_POD), ==, 0);
+    g_assert_cmpuint(tf_plan_count(p3, TF_ACTION_CREATE_SERVICE), ==, 0);
+    apply(c, p3);
+    settle(c, 3);
+    g_assert_cmpuint(c->pods->len, ==, 3); /* 1 PS + 2 workers */
+    g_assert_cmpint(c->job->status.workers, ==, 2);
+}
+
 /* ---- autoscaling decisions --------------------------------------------------------------------
  */
 
@@ -1055,6 +1088,7 @@ int main(int argc, char **argv)
     g_test_add_func("/operator/plan/cleanup/none", test_cleanup_none);
     g_test_add_func("/operator/plan/ttl", test_ttl);
     g_test_add_func("/operator/plan/scale/up-and-down", test_scale_up_and_down);
+    g_test_add_func("/operator/plan/scale/shrink-interrupted", test_shrink_interrupted);
     g_test_add_func("/operator/autoscale/grow", test_autoscale_grow);
     g_test_add_func("/operator/autoscale/queue-busy", test_autoscale_no_grow_when_queue_busy);
     g_test_add_func("/operator/autoscale/no-idle-gpu", test_autoscale_no_idle_gpu);
