@@ -49,6 +49,8 @@ KUBE_SRC      := $(wildcard kube/*.c)
 SCHED_SRC     := $(filter-out scheduler/main.c,$(wildcard scheduler/*.c)) $(wildcard policies/*.c)
 OPER_SRC      := $(filter-out operator/main.c,$(wildcard operator/*.c))
 APISERVER_SRC := $(filter-out tests/apiserver/main.c,$(wildcard tests/apiserver/*.c))
+# kb-kubelet's modules live in libapiserver too: kas-kubelet shares their simulation rules.
+APISERVER_SRC += $(filter-out tests/kubelet/main.c,$(wildcard tests/kubelet/*.c))
 TESTLIB_SRC   := $(wildcard tests/lib/*.c)
 BENCHLIB_SRC  := $(wildcard bench/lib/*.c)
 TEST_SRC      := $(wildcard tests/test-*.c)
@@ -69,6 +71,7 @@ ALL_LIBS := $(LIBTEST) $(LIBBENCH) $(LIBOPER) $(LIBSCHED) $(LIBAPISERVER) $(LIBK
 BINS := $(if $(wildcard scheduler/main.c),$(O)/bin/kube-batchd) \
         $(if $(wildcard operator/main.c),$(O)/bin/tf-operator) \
         $(if $(wildcard tests/apiserver/main.c),$(O)/bin/kb-apiserver) \
+        $(if $(wildcard tests/kubelet/main.c),$(O)/bin/kb-kubelet) \
         $(patsubst bench/%.c,$(O)/bin/%,$(BENCH_SRC))
 TESTS := $(patsubst tests/%.c,$(O)/tests/%,$(TEST_SRC)) \
          $(patsubst tests/fuzz/%.c,$(O)/tests/%,$(FUZZ_SRC))
@@ -110,6 +113,8 @@ $(O)/bin/kube-batchd: $(call obj,scheduler/main.c) $(LIBSCHED) $(LIBKUBE)
 $(O)/bin/tf-operator: $(call obj,operator/main.c) $(LIBOPER) $(LIBSCHED) $(LIBKUBE)
 	$(link)
 $(O)/bin/kb-apiserver: $(call obj,tests/apiserver/main.c) $(LIBAPISERVER) $(LIBKUBE)
+	$(link)
+$(O)/bin/kb-kubelet: $(call obj,tests/kubelet/main.c) $(LIBAPISERVER) $(LIBKUBE)
 	$(link)
 $(O)/bin/bench-%: $(call obj,bench/bench-%.c) $(ALL_LIBS)
 	$(link)

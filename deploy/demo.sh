@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make demo: the whole system on the embedded in-memory cluster.
 #
-# Starts bin/kb-apiserver with simulated kubelets and a 4 x 8-GPU cluster, applies the project's
+# Starts bin/kb-apiserver, and bin/kb-kubelet as its own process running a 4 x 8-GPU cluster on it
+# (simulated kubelets, as on any API server), applies the project's
 # CRDs and a default queue with kubectl, starts bin/kube-batchd and bin/tf-operator, submits the
 # seed's TFJob examples (kubeflow.org/v1alpha1) and two v1 jobs, one of which is a 32-GPU gang that
 # must wait for the others to free their GPUs, and shows job states and pod placements as they
@@ -34,9 +35,8 @@ cleanup() {
 trap cleanup EXIT
 
 # --- the cluster --------------------------------------------------------------------------------
-say "== starting kb-apiserver (simulated kubelets, 4 nodes x 8 GPUs)"
-"$bin/kb-apiserver" --listen 127.0.0.1:0 --simulate-kubelet --nodes "$demo/nodes.yaml" \
-    >"$work/apiserver.out" 2>"$work/apiserver.log" &
+say "== starting kb-apiserver"
+"$bin/kb-apiserver" --listen 127.0.0.1:0 >"$work/apiserver.out" 2>"$work/apiserver.log" &
 pids+=($!)
 url=""
 for _ in $(seq 1 100); do
@@ -47,6 +47,16 @@ done
 [ -n "$url" ] || { echo "kb-apiserver did not start:"; cat "$work/apiserver.log"; exit 1; }
 echo "API server at $url"
 k() { kubectl --server "$url" "$@"; }
+
+say "== starting kb-kubelet (simulated kubelets for 4 nodes x 8 GPUs)"
+"$bin/kb-kubelet" --master "$url" --nodes "$demo/nodes.yaml" \
+    >"$work/kubelet.out" 2>"$work/kubelet.log" &
+pids+=($!)
+for _ in $(seq 1 100); do
+    grep -q '^registered' "$work/kubelet.out" && break
+    sleep 0.1
+done
+grep -q '^registered' "$work/kubelet.out" || { echo "kb-kubelet did not start:"; cat "$work/kubelet.log"; exit 1; }
 
 say "== kubectl apply: CRDs (PodGroup, Queue, TFJob) and the default queue"
 k apply -f "$top/deploy/crds/" >/dev/null

@@ -29,7 +29,7 @@ struct TfController {
 
     KbInformer *jobs_v1;
     KbInformer *jobs_alpha;
-    gboolean v1_missing, alpha_missing, groups_missing;
+    gboolean v1_missing, alpha_missing, groups_missing, all_groups_missing;
     KbInformer *pods, *services, *groups;
     /* Autoscaling inputs (only with enable_autoscaling). */
     KbInformer *nodes, *all_pods, *all_groups, *priorities;
@@ -44,8 +44,9 @@ struct TfController {
     guint resync_id;
     guint autoscale_id;
 
-    guint64 reconciles, errors;
-    KbMetric *m_reconciles, *m_errors, *m_actions, *m_jobs;
+    gboolean synced_logged;
+    guint64 reconciles, errors, orphans_deleted;
+    KbMetric *m_reconciles, *m_errors, *m_actions, *m_jobs, *m_orphans;
 };
 
 typedef struct {
@@ -58,6 +59,15 @@ typedef struct {
 /* ---- work queue --------------------------------------------------------------------------- */
 
 static gboolean process_queue(gpointer data);
+static gboolean caches_synced(TfController *c);
+
+/* Start draining the queue when there is work, the controller is active and every cache has
+ * synced (process_queue checks the last again). */
+static void kick(TfController *c)
+{
+    if (c->idle_id == 0 && c->active && !g_queue_is_empty(&c->queue) && caches_synced(c))
+        c->idle_id = g_idle_add(process_queue, c);
+}
 
 static void enqueue(TfController *c, const char *key)
 {
@@ -66,8 +76,7 @@ static void enqueue(TfController *c, const char *key)
     char *k = g_strdup(key);
     g_hash_table_add(c->queued, k);
     g_queue_push_tail(&c->queue, k);
-    if (c->idle_id == 0 && c->active)
-        c->idle_id = g_idle_add(process_queue, c);
+    kick(c);
 }
 
 static void delayed_free(gpointer p)
@@ -226,6 +235,13 @@ static void enqueue_all(TfController *c)
 static void on_jobs_synced(gpointer data)
 {
     enqueue_all(data);
+    kick(data);
+}
+
+/* A cache of pods, services or PodGroups synced: work queued meanwhile may now run. */
+static void on_owned_synced(gpointer data)
+{
+    kick(data);
 }
 
 static KbInformer *job_informer(TfController *c, const KbResourceType *type);
@@ -245,11 +261,13 @@ static void on_v1_missing(gpointer data)
 static void on_alpha_missing(gpointer data)
 {
     ((TfController *)data)->alpha_missing = TRUE;
+    kick(data);
 }
 
 static void on_groups_missing(gpointer data)
 {
     ((TfController *)data)->groups_missing = TRUE;
+    kick(data);
 }
 
 static KbInformer *job_informer(TfController *c, const KbResourceType *type)
@@ -274,15 +292,22 @@ static KbInformer *owned_informer(TfController *c, const KbResourceType *type, K
     KbInformerHandlers h = {.on_add = on_owned_change,
                             .on_update = on_owned_update,
                             .on_delete = is_pods ? on_pod_delete : on_owned_change,
+                            .on_synced = on_owned_synced,
                             .on_missing =
                                     type == &kb_type_pod_groups_volcano ? on_groups_missing : NULL};
     return kb_informer_new(c->client, &o, &h, c);
 }
 
+static void on_all_groups_missing(gpointer data)
+{
+    ((TfController *)data)->all_groups_missing = TRUE;
+}
+
 static KbInformer *plain_informer(TfController *c, const KbResourceType *type, KbDecodeFunc decode)
 {
     KbInformerOptions o = {.type = type, .decode = decode};
-    KbInformerHandlers h = {0};
+    KbInformerHandlers h = {
+            .on_missing = type == &kb_type_pod_groups_volcano ? on_all_groups_missing : NULL};
     return kb_informer_new(c->client, &o, &h, c);
 }
 
@@ -291,7 +316,7 @@ static KbInformer *plain_informer(TfController *c, const KbResourceType *type, K
 typedef struct {
     TfController *c;
     const KbTfJob *job;
-    KbObjectMeta *job_meta; /* the informer's record (raw kept) */
+    json_object *raw; /* the job object the plan was made from (borrowed) */
     const KbResourceType *job_type;
     GPtrArray *pods; /* KbPod* observed */
 } Exec;
@@ -315,49 +340,28 @@ static const char *pod_uid(const Exec *x, const char *name)
     return NULL;
 }
 
-static gboolean put_status(Exec *x, json_object *obj, json_object *status, GError **error)
+/* PUT /status with the resourceVersion of the object the plan was made from. A 409 is returned
+ * as is: the caller reads the job again and plans again from what it reads, so that a condition
+ * someone (often our own previous pass, not yet in the cache) already wrote is not set, nor its
+ * event recorded, twice. */
+static gboolean write_status(Exec *x, json_object *status, GError **error)
 {
-    json_object_object_add(obj, "status", json_object_get(status));
+    json_object *body = NULL;
+    json_object_deep_copy(x->raw, &body, NULL);
+    json_object_object_add(body, "status", json_object_get(status));
     json_object *r = kb_client_update(x->c->client, x->job_type, x->job->meta.namespace_,
-                                      x->job->meta.name, "status", obj, error);
+                                      x->job->meta.name, "status", body, error);
+    json_object_put(body);
     if (r == NULL)
         return FALSE;
     json_object_put(r);
     return TRUE;
 }
 
-/* PUT /status with the job's resourceVersion; on 409 retry once on a fresh read whose status is
- * still the one we planned from (someone changed spec or metadata, not the status). */
-static gboolean write_status(Exec *x, json_object *status, GError **error)
-{
-    const char *ns = x->job->meta.namespace_, *name = x->job->meta.name;
-    json_object *body = NULL, *old = NULL, *now = NULL;
-    json_object_deep_copy(x->job_meta->raw, &body, NULL);
-    gboolean ok = put_status(x, body, status, error);
-    json_object_put(body);
-    if (ok || !g_error_matches(*error, KB_ERROR, KB_ERROR_CONFLICT))
-        return ok;
-    g_clear_error(error);
-    json_object *fresh = kb_client_get(x->c->client, x->job_type, ns, name, error);
-    if (fresh == NULL)
-        return FALSE;
-    json_object_object_get_ex(x->job_meta->raw, "status", &old);
-    json_object_object_get_ex(fresh, "status", &now);
-    if (old != now && (old == NULL || now == NULL || !json_object_equal(old, now))) {
-        g_set_error(error, KB_ERROR, KB_ERROR_CONFLICT,
-                    "tfjob %s/%s: status changed underneath; planning again", ns, name);
-        ok = FALSE;
-    } else {
-        ok = put_status(x, fresh, status, error);
-    }
-    json_object_put(fresh);
-    return ok;
-}
-
 static gboolean set_runtime_id(Exec *x, const char *id, GError **error)
 {
     json_object *body = NULL, *spec;
-    json_object_deep_copy(x->job_meta->raw, &body, NULL);
+    json_object_deep_copy(x->raw, &body, NULL);
     if (!json_object_object_get_ex(body, "spec", &spec) ||
         !json_object_is_type(spec, json_type_object)) {
         spec = json_object_new_object();
@@ -379,6 +383,29 @@ static const KbResourceType *created_type(TfActionType t)
                                            : &kb_type_pod_groups_volcano;
 }
 
+/* Every delete the operator makes is said in its log and as an event on the job. */
+static void said_delete(Exec *x, const char *kind, const char *name)
+{
+    g_message("tfjob %s/%s: deleting %s %s", x->job->meta.namespace_ ? x->job->meta.namespace_ : "",
+              x->job->meta.name, kind, name);
+    if (x->c->recorder != NULL)
+        kb_recorder_event(x->c->recorder, &x->job->meta, tf_build_api_version(x->job), "TFJob",
+                          "Normal",
+                          g_str_equal(kind, "pod")       ? "SuccessfulDeletePod"
+                          : g_str_equal(kind, "service") ? "SuccessfulDeleteService"
+                                                         : "SuccessfulDeletePodGroup",
+                          "Deleted %s: %s", kind, name);
+}
+
+static gboolean delete_child(Exec *x, const KbResourceType *type, const char *kind,
+                             const char *name, GError **error)
+{
+    kb_client_delete(x->c->client, type, x->job->meta.namespace_, name, NULL, error);
+    if (*error == NULL)
+        said_delete(x, kind, name);
+    return tolerate(error, KB_ERROR_NOT_FOUND);
+}
+
 static gboolean execute(Exec *x, const TfAction *a, GError **error)
 {
     KbClient *cl = x->c->client;
@@ -394,25 +421,33 @@ static gboolean execute(Exec *x, const TfAction *a, GError **error)
         if (r != NULL)
             json_object_put(r);
         return tolerate(error, KB_ERROR_ALREADY_EXISTS);
+    case TF_ACTION_RECORD_RESTART:
+        g_message("tfjob %s/%s: replica %s restarts: %s", ns ? ns : "", x->job->meta.name, a->name,
+                  json_object_to_json_string(a->body));
+        r = kb_client_patch(cl, &kb_type_services, ns, a->name, NULL, KB_PATCH_MERGE,
+                            json_object_to_json_string(a->body), error);
+        if (r != NULL)
+            json_object_put(r);
+        return r != NULL;
     case TF_ACTION_DELETE_POD: {
         const char *uid = pod_uid(x, a->name);
-        kb_client_delete(cl, &kb_type_pods, ns, a->name, NULL, error);
-        if (uid != NULL && *error == NULL)
+        if (!delete_child(x, &kb_type_pods, "pod", a->name, error))
+            return FALSE;
+        if (uid != NULL)
             g_hash_table_add(x->c->deleted, g_strdup(uid));
-        return tolerate(error, KB_ERROR_NOT_FOUND);
+        return TRUE;
     }
     case TF_ACTION_DELETE_SERVICE:
-        kb_client_delete(cl, &kb_type_services, ns, a->name, NULL, error);
-        return tolerate(error, KB_ERROR_NOT_FOUND);
+        return delete_child(x, &kb_type_services, "service", a->name, error);
     case TF_ACTION_DELETE_POD_GROUP:
-        kb_client_delete(cl, &kb_type_pod_groups_volcano, ns, a->name, NULL, error);
-        return tolerate(error, KB_ERROR_NOT_FOUND);
+        return delete_child(x, &kb_type_pod_groups_volcano, "podgroup", a->name, error);
     case TF_ACTION_UPDATE_STATUS:
         return write_status(x, a->body, error);
     case TF_ACTION_DELETE_JOB: {
         KbDeleteOptions o = {.propagation_policy = "Background",
-                             .grace_period_seconds = -1,
                              .precondition_uid = x->job->meta.uid};
+        g_message("tfjob %s/%s: ttlSecondsAfterFinished passed; deleting the job", ns ? ns : "",
+                  a->name);
         kb_client_delete(cl, x->job_type, ns, a->name, &o, error);
         return tolerate(error, KB_ERROR_NOT_FOUND);
     }
@@ -463,8 +498,12 @@ static gint32 priority_of(TfController *c, const char *class_name)
 static gboolean autoscale(TfController *c, const char *key, const KbTfJob *job,
                           TfScaleDecision *out)
 {
+    /* Decide only on complete inputs: a group or class not yet listed would be a wrong
+     * decision, and a shrink deletes workers. */
     if (!c->autoscaling || !job->dynamic_workers || c->nodes == NULL ||
-        !kb_informer_has_synced(c->nodes) || !kb_informer_has_synced(c->all_pods))
+        !kb_informer_has_synced(c->nodes) || !kb_informer_has_synced(c->all_pods) ||
+        !(kb_informer_has_synced(c->all_groups) || c->all_groups_missing) ||
+        !kb_informer_has_synced(c->priorities))
         return FALSE;
     gint64 now = g_get_monotonic_time();
     gint64 *last = g_hash_table_lookup(c->last_scale, key);
@@ -502,24 +541,102 @@ static gboolean autoscale(TfController *c, const char *key, const KbTfJob *job,
 
 /* ---- reconcile ---------------------------------------------------------------------------- */
 
-/* The job is gone: delete what it owned (garbage collection does it on a real cluster). */
+static const KbOwnerRef *controller_ref(const KbObjectMeta *m)
+{
+    for (guint i = 0; i < m->n_owners; i++)
+        if (m->owners[i].controller && g_strcmp0(m->owners[i].kind, "TFJob") == 0)
+            return &m->owners[i];
+    return NULL;
+}
+
+/* Is the TFJob @owner names gone? A live GET decides, never the cache: 1 when the server says
+ * 404 or has a job of that name with another uid, 0 when the owner exists, -1 on error. @why
+ * receives what the server said (static string). */
+static int owner_gone(TfController *c, const char *ns, const KbOwnerRef *owner, const char **why,
+                      GError **error)
+{
+    const KbResourceType *type = g_strcmp0(owner->api_version, "kubeflow.org/v1alpha1") == 0
+                                         ? &kb_type_tfjobs_v1alpha1
+                                         : &kb_type_tfjobs_v1;
+    g_autoptr(GError) e = NULL;
+    json_object *job = kb_client_get(c->client, type, ns, owner->name, &e);
+    if (job == NULL && g_error_matches(e, KB_ERROR, KB_ERROR_NOT_FOUND)) {
+        *why = "not found";
+        return 1;
+    }
+    if (job == NULL) {
+        g_propagate_prefixed_error(error, g_steal_pointer(&e),
+                                   "tfjob %s/%s: confirming the owner is gone: ", ns ? ns : "",
+                                   owner->name);
+        return -1;
+    }
+    json_object *meta, *uid = NULL;
+    if (json_object_object_get_ex(job, "metadata", &meta))
+        json_object_object_get_ex(meta, "uid", &uid);
+    gboolean other = g_strcmp0(json_object_get_string(uid), owner->uid) != 0;
+    json_object_put(job);
+    *why = "replaced by a job with another uid";
+    return other ? 1 : 0;
+}
+
+/*
+ * The job @name is not in the cache: delete what it controlled (garbage collection does it on a
+ * real cluster; the test API server has none). Only once a live GET confirms that the owner the
+ * child names is gone: a cache that lags (a relist after an outage, a restart whose job list is
+ * slow) must never cost a running job its pods. Each deletion is logged and recorded as an event
+ * on the child.
+ */
 static gboolean cleanup_orphans(TfController *c, const char *ns, const char *name, GError **error)
 {
     struct {
         KbInformer *inf;
         const KbResourceType *type;
-    } kinds[] = {{c->pods, &kb_type_pods},
-                 {c->services, &kb_type_services},
-                 {c->groups, &kb_type_pod_groups_volcano}};
+        const char *api_version, *kind;
+    } kinds[] = {
+            {c->pods, &kb_type_pods, "v1", "Pod"},
+            {c->services, &kb_type_services, "v1", "Service"},
+            {c->groups, &kb_type_pod_groups_volcano, "scheduling.volcano.sh/v1beta1", "PodGroup"}};
+    /* owner uid -> verdict: GINT_TO_POINTER(1) gone, (2) alive */
+    g_autoptr(GHashTable) verdicts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     for (guint k = 0; k < G_N_ELEMENTS(kinds); k++) {
         g_autoptr(GPtrArray) list = owned(kinds[k].inf, ns, name, NULL);
         for (guint i = 0; i < list->len; i++) {
             KbObjectMeta *m = g_ptr_array_index(list, i);
-            if (m->deletion_timestamp != 0 || m->n_owners == 0)
+            const KbOwnerRef *owner = controller_ref(m);
+            if (m->deletion_timestamp != 0 || owner == NULL || owner->uid == NULL)
                 continue;
-            kb_client_delete(c->client, kinds[k].type, ns, m->name, NULL, error);
-            if (!tolerate(error, KB_ERROR_NOT_FOUND))
-                return FALSE;
+            int v = GPOINTER_TO_INT(g_hash_table_lookup(verdicts, owner->uid));
+            const char *why = "not found";
+            if (v == 0) {
+                int gone = owner_gone(c, ns, owner, &why, error);
+                if (gone < 0)
+                    return FALSE;
+                v = gone ? 1 : 2;
+                g_hash_table_insert(verdicts, g_strdup(owner->uid), GINT_TO_POINTER(v));
+                if (!gone)
+                    g_message("tfjob %s/%s: not in the cache but still on the server; keeping "
+                              "its children",
+                              ns ? ns : "", name);
+            }
+            if (v != 1)
+                continue;
+            KbDeleteOptions o = {.precondition_uid = m->uid};
+            /* 404: gone already; 409: the uid precondition failed, a new object holds the
+             * name. Neither is ours to delete any more. */
+            if (!kb_client_delete(c->client, kinds[k].type, ns, m->name, &o, error)) {
+                if (!tolerate(error, KB_ERROR_NOT_FOUND) && !tolerate(error, KB_ERROR_CONFLICT))
+                    return FALSE;
+                continue;
+            }
+            c->orphans_deleted++;
+            if (c->m_orphans != NULL)
+                kb_metric_inc(c->m_orphans);
+            g_message("tfjob %s/%s (uid %s) is gone (%s on the server): deleted its %s %s",
+                      ns ? ns : "", name, owner->uid, why, kinds[k].kind, m->name);
+            if (c->recorder != NULL)
+                kb_recorder_event(c->recorder, m, kinds[k].api_version, kinds[k].kind, "Normal",
+                                  "OwnerDeleted", "TFJob %s (uid %s) is gone (%s): deleted %s",
+                                  name, owner->uid, why, m->name);
         }
     }
     return TRUE;
@@ -539,16 +656,24 @@ static GPtrArray *observed_pods(TfController *c, const KbTfJob *job)
     return pods;
 }
 
+/* Execute @plan. Events go last, once everything else (the status with the conditions they
+ * announce, in particular) is written: a pass that fails half-way records none, and the pass that
+ * succeeds records each once. */
 static gboolean run_plan(TfController *c, const char *key, Exec *x, TfPlan *plan, GError **error)
 {
-    for (guint i = 0; i < plan->actions->len; i++) {
-        const TfAction *a = g_ptr_array_index(plan->actions, i);
-        if (c->m_actions != NULL)
-            kb_series_inc(kb_metric_with(c->m_actions, tf_action_type_to_string(a->type), NULL));
-        if (!execute(x, a, error)) {
-            g_prefix_error(error, "tfjob %s: %s %s: ", key, tf_action_type_to_string(a->type),
-                           a->name != NULL ? a->name : "");
-            return FALSE;
+    for (int events = 0; events < 2; events++) {
+        for (guint i = 0; i < plan->actions->len; i++) {
+            const TfAction *a = g_ptr_array_index(plan->actions, i);
+            if ((a->type == TF_ACTION_EVENT) != events)
+                continue;
+            if (c->m_actions != NULL)
+                kb_series_inc(
+                        kb_metric_with(c->m_actions, tf_action_type_to_string(a->type), NULL));
+            if (!execute(x, a, error)) {
+                g_prefix_error(error, "tfjob %s: %s %s: ", key, tf_action_type_to_string(a->type),
+                               a->name != NULL ? a->name : "");
+                return FALSE;
+            }
         }
     }
     if (plan->requeue_after > 0)
@@ -605,6 +730,9 @@ static gboolean fail_undecodable(TfController *c, KbObjectMeta *jm, const KbReso
     return r != NULL;
 }
 
+/* Conflicts on the status write answered by reading the job again and planning again. */
+#define STATUS_ATTEMPTS 3
+
 static gboolean reconcile(TfController *c, const char *key, GError **error)
 {
     g_auto(GStrv) parts = g_strsplit(key, "/", 2);
@@ -626,27 +754,77 @@ static gboolean reconcile(TfController *c, const char *key, GError **error)
     KbObjectMeta *group = c->groups != NULL ? kb_informer_get(c->groups, ns, job->meta.name) : NULL;
     if (group != NULL && !controlled_by(group, job->meta.uid))
         group = NULL;
+    /* The worker count of a dynamic job is what its services say (status.autoscaling may be
+     * pruned by the CRD's schema), so that scaling survives a restart of the operator. */
+    job->status.workers =
+            tf_plan_observed_workers(job, (KbObjectMeta *const *)services->pdata, services->len);
     TfScaleDecision scale;
     gboolean scaled = autoscale(c, key, job, &scale);
-    TfObservation obs = {
-            .job = job,
-            .pods = (KbPod *const *)pods->pdata,
-            .n_pods = pods->len,
-            .services = (KbObjectMeta *const *)services->pdata,
-            .n_services = services->len,
-            .pod_group = group,
-            .now = g_get_real_time() / G_USEC_PER_SEC,
-            .gang_scheduler = c->gang,
-            .scale = scaled ? &scale : NULL,
-    };
-    g_autoptr(TfPlan) plan = tf_plan_compute(&obs);
-    Exec x = {.c = c, .job = job, .job_meta = jm, .job_type = job_type_of(c, from), .pods = pods};
-    return run_plan(c, key, &x, plan, error);
+    json_object *fresh = NULL;
+    gboolean ok = FALSE;
+    for (int attempt = 1; !ok; attempt++) {
+        TfObservation obs = {
+                .job = job,
+                .pods = (KbPod *const *)pods->pdata,
+                .n_pods = pods->len,
+                .services = (KbObjectMeta *const *)services->pdata,
+                .n_services = services->len,
+                .pod_group = group,
+                .now = g_get_real_time() / G_USEC_PER_SEC,
+                .gang_scheduler = c->gang,
+                .scale = scaled ? &scale : NULL,
+        };
+        g_autoptr(TfPlan) plan = tf_plan_compute(&obs);
+        Exec x = {.c = c,
+                  .job = job,
+                  .raw = fresh != NULL ? fresh : jm->raw,
+                  .job_type = job_type_of(c, from),
+                  .pods = pods};
+        ok = run_plan(c, key, &x, plan, error);
+        if (ok || attempt == STATUS_ATTEMPTS ||
+            !g_error_matches(*error, KB_ERROR, KB_ERROR_CONFLICT))
+            break;
+        /* Someone wrote the job since the cache saw it (often our own previous pass): read it
+         * and plan again from what the server has, so no condition nor event is repeated. */
+        g_clear_error(error);
+        g_clear_pointer(&fresh, json_object_put);
+        fresh = kb_client_get(c->client, job_type_of(c, from), ns, parts[1], error);
+        if (fresh == NULL) {
+            ok = tolerate(error, KB_ERROR_NOT_FOUND);
+            break;
+        }
+        g_autoptr(KbTfJob) again = kb_tfjob_decode(fresh, FALSE, error);
+        if (again == NULL || g_strcmp0(again->meta.uid, job->meta.uid) != 0) {
+            ok = again != NULL; /* replaced: the new job gets its own pass */
+            break;
+        }
+        again->status.workers = job->status.workers;
+        kb_tfjob_free(job);
+        job = g_steal_pointer(&again);
+    }
+    if (fresh != NULL)
+        json_object_put(fresh);
+    return ok;
+}
+
+static gboolean caches_synced(TfController *c)
+{
+    g_autofree char *reason = NULL;
+    return tf_controller_ready(c, &reason);
 }
 
 static gboolean process_queue(gpointer data)
 {
     TfController *c = data;
+    /* Nothing is decided (above all, nothing deleted) before every cache is complete. */
+    if (!caches_synced(c)) {
+        c->idle_id = 0;
+        return G_SOURCE_REMOVE;
+    }
+    if (!c->synced_logged) {
+        c->synced_logged = TRUE;
+        g_message("caches of tfjobs, pods, services and podgroups synced; reconciling");
+    }
     for (guint n = 0; n < KEYS_PER_DISPATCH && c->active; n++) {
         char *key = g_queue_pop_head(&c->queue);
         if (key == NULL)

@@ -35,6 +35,7 @@ static const char *const action_names[] = {
         [TF_ACTION_CREATE_POD_GROUP] = "CreatePodGroup",
         [TF_ACTION_CREATE_SERVICE] = "CreateService",
         [TF_ACTION_CREATE_POD] = "CreatePod",
+        [TF_ACTION_RECORD_RESTART] = "RecordRestart",
         [TF_ACTION_DELETE_POD] = "DeletePod",
         [TF_ACTION_DELETE_SERVICE] = "DeleteService",
         [TF_ACTION_DELETE_POD_GROUP] = "DeletePodGroup",
@@ -131,6 +132,40 @@ static gboolean gang_on(const Planner *p)
     return p->obs->gang_scheduler != NULL && *p->obs->gang_scheduler != '\0';
 }
 
+static const char *annotation(const KbObjectMeta *m, const char *key)
+{
+    return m != NULL && m->annotations != NULL ? g_hash_table_lookup(m->annotations, key) : NULL;
+}
+
+/* The restarts recorded on a replica's service (0 when none or malformed). */
+static gint32 recorded_restarts(const KbObjectMeta *svc)
+{
+    const char *v = annotation(svc, TF_ANNOTATION_RESTARTS);
+    gint64 n = v != NULL ? g_ascii_strtoll(v, NULL, 10) : 0;
+    return (gint32)CLAMP(n, 0, G_MAXINT32);
+}
+
+gint32 tf_plan_observed_workers(const KbTfJob *job, KbObjectMeta *const *services, guint n)
+{
+    gint32 workers = 0;
+    for (guint i = 0; i < n; i++) {
+        const KbObjectMeta *m = services[i];
+        if (m == NULL || m->deletion_timestamp != 0 || m->labels == NULL)
+            continue;
+        const char *type = g_hash_table_lookup(m->labels, g_intern_string(TF_LABEL_REPLICA_TYPE));
+        const char *idx = g_hash_table_lookup(m->labels, g_intern_string(TF_LABEL_REPLICA_INDEX));
+        if (g_strcmp0(type, kb_tf_replica_type_to_lower(KB_TF_WORKER)) != 0 || idx == NULL)
+            continue;
+        gint64 index = g_ascii_strtoll(idx, NULL, 10);
+        if (index < 0 || index >= KB_TF_MAX_REPLICAS)
+            continue;
+        g_autofree char *want = tf_build_replica_name(job, KB_TF_WORKER, (gint32)index);
+        if (g_strcmp0(want, m->name) == 0)
+            workers = MAX(workers, (gint32)index + 1);
+    }
+    return workers;
+}
+
 /* ---- observation indexes ----------------------------------------------------------------------
  */
 
@@ -148,10 +183,14 @@ static void index_observation(Planner *p)
         g_hash_table_insert(pod->meta.deletion_timestamp != 0 ? p->deleting : p->pods,
                             pod->meta.name, pod);
     }
+    /* Restarts are what the services recorded, whatever an old status.restartCount said. */
+    p->st.restart_count = 0;
     for (guint i = 0; i < obs->n_services; i++) {
         KbObjectMeta *svc = obs->services[i];
-        if (svc != NULL && svc->name != NULL && svc->deletion_timestamp == 0)
+        if (svc != NULL && svc->name != NULL && svc->deletion_timestamp == 0) {
             g_hash_table_insert(p->services, svc->name, svc);
+            p->st.restart_count += recorded_restarts(svc);
+        }
     }
     for (int t = 0; t < KB_TF_N_TYPES; t++)
         p->desired[t] = kb_tfjob_effective_replicas(p->job, t);
@@ -174,19 +213,52 @@ static void index_observation(Planner *p)
 /* ---- one replica ------------------------------------------------------------------------------
  */
 
-static void handle_failed_pod(Planner *p, KbTfReplicaType t, gint32 index, KbPod *pod)
+/* Count the restart of @pod on the replica's service @svc (before the pod goes, so that the count
+ * survives it): the restarts so far, this one, and the container restarts the pod had. */
+static void record_restart(Planner *p, KbTfReplicaType t, const KbObjectMeta *svc, const KbPod *pod)
+{
+    KbTfRestartPolicy rp = p->job->specs[t].restart_policy;
+    gint32 in_place = rp == KB_TF_RESTART_ALWAYS || rp == KB_TF_RESTART_ON_FAILURE
+                              ? tf_replica_kubelet_restarts(pod)
+                              : 0;
+    gint64 n = (gint64)recorded_restarts(svc) + 1 + in_place;
+    char count[24];
+    g_snprintf(count, sizeof(count), "%" G_GINT64_FORMAT, MIN(n, G_MAXINT32));
+    json_object *patch = json_object_new_object(), *meta = json_object_new_object();
+    json_object *ann = json_object_new_object();
+    json_object_object_add(ann, TF_ANNOTATION_RESTARTS, json_object_new_string(count));
+    json_object_object_add(ann, TF_ANNOTATION_RESTARTED_UID,
+                           json_object_new_string(pod->meta.uid != NULL ? pod->meta.uid : ""));
+    json_object_object_add(meta, "annotations", ann);
+    json_object_object_add(patch, "metadata", meta);
+    add_action(p, TF_ACTION_RECORD_RESTART, svc->name, patch);
+}
+
+/* @folded: this pod's restart is already recorded on @svc (a pass that failed before deleting). */
+static void handle_failed_pod(Planner *p, KbTfReplicaType t, gint32 index, KbPod *pod,
+                              const KbObjectMeta *svc, gboolean folded)
 {
     g_autofree char *why = NULL;
     TfReplicaDecision d = tf_replica_decide(p->job, p->job->specs[t].restart_policy, pod, &why);
     if (d == TF_REPLICA_RECREATE) {
         gint32 used = p->st.restart_count + p->kubelet_restarts;
-        if (p->job->backoff_limit >= 0 && used >= p->job->backoff_limit) {
+        if (!folded && p->job->backoff_limit >= 0 && used >= p->job->backoff_limit) {
             p->backoff_exceeded = TRUE;
             p->st.failed[t]++;
             return;
         }
+        if (svc == NULL) {
+            /* Nowhere to count it yet: the service is created in this pass, the pod goes in
+             * the next one. */
+            p->st.pending[t]++;
+            p->all_pods_exist = FALSE;
+            return;
+        }
+        if (!folded) {
+            record_restart(p, t, svc, pod);
+            p->st.restart_count++;
+        }
         add_action(p, TF_ACTION_DELETE_POD, pod->meta.name, NULL);
-        p->st.restart_count++;
         p->all_pods_exist = FALSE;
         if (!p->restarted)
             p->restart_why = g_strdup_printf("%s replica %d: %s", kb_tf_replica_type_to_string(t),
@@ -206,7 +278,8 @@ static void reconcile_replica(Planner *p, KbTfReplicaType t, gint32 index, gbool
 {
     char *name = tf_build_replica_name(p->job, t, index);
     g_hash_table_add(p->expected, name);
-    if (g_hash_table_lookup(p->services, name) == NULL)
+    const KbObjectMeta *svc = g_hash_table_lookup(p->services, name);
+    if (svc == NULL)
         add_action(p, TF_ACTION_CREATE_SERVICE, name, tf_build_service(p->job, t, index));
     KbPod *pod = g_hash_table_lookup(p->pods, name);
     if (pod == NULL) {
@@ -217,8 +290,10 @@ static void reconcile_replica(Planner *p, KbTfReplicaType t, gint32 index, gbool
                        tf_build_pod(p->job, t, index, p->obs->gang_scheduler));
         return;
     }
+    gboolean folded = pod->meta.uid != NULL &&
+                      g_strcmp0(annotation(svc, TF_ANNOTATION_RESTARTED_UID), pod->meta.uid) == 0;
     KbTfRestartPolicy rp = p->job->specs[t].restart_policy;
-    if (rp == KB_TF_RESTART_ALWAYS || rp == KB_TF_RESTART_ON_FAILURE)
+    if ((rp == KB_TF_RESTART_ALWAYS || rp == KB_TF_RESTART_ON_FAILURE) && !folded)
         p->kubelet_restarts += tf_replica_kubelet_restarts(pod);
     switch (pod->phase) {
     case KB_POD_RUNNING:
@@ -230,7 +305,7 @@ static void reconcile_replica(Planner *p, KbTfReplicaType t, gint32 index, gbool
             p->worker0_succeeded = TRUE;
         break;
     case KB_POD_FAILED:
-        handle_failed_pod(p, t, index, pod);
+        handle_failed_pod(p, t, index, pod, svc, folded);
         break;
     default:
         p->st.pending[t]++;
@@ -491,13 +566,15 @@ static void drop_moot_actions(Planner *p)
 
 static int action_rank(TfActionType t)
 {
-    /* The enum order, with events before the status update. */
+    /* The enum order, with services deleted before pods (a dynamic job's worker count is its
+     * services: a shrink stopped half-way must not grow back) and events before the status. */
     static const int rank[] = {
-            [TF_ACTION_SET_RUNTIME_ID] = 0,   [TF_ACTION_CREATE_POD_GROUP] = 1,
-            [TF_ACTION_CREATE_SERVICE] = 2,   [TF_ACTION_CREATE_POD] = 3,
-            [TF_ACTION_DELETE_POD] = 4,       [TF_ACTION_DELETE_SERVICE] = 5,
-            [TF_ACTION_DELETE_POD_GROUP] = 6, [TF_ACTION_EVENT] = 7,
-            [TF_ACTION_UPDATE_STATUS] = 8,    [TF_ACTION_DELETE_JOB] = 9,
+            [TF_ACTION_SET_RUNTIME_ID] = 0, [TF_ACTION_CREATE_POD_GROUP] = 1,
+            [TF_ACTION_CREATE_SERVICE] = 2, [TF_ACTION_CREATE_POD] = 3,
+            [TF_ACTION_RECORD_RESTART] = 4, [TF_ACTION_DELETE_SERVICE] = 5,
+            [TF_ACTION_DELETE_POD] = 6,     [TF_ACTION_DELETE_POD_GROUP] = 7,
+            [TF_ACTION_EVENT] = 8,          [TF_ACTION_UPDATE_STATUS] = 9,
+            [TF_ACTION_DELETE_JOB] = 10,
     };
     return rank[t];
 }

@@ -8,7 +8,20 @@
  *   - with gang scheduling on, no pod is planned before the PodGroup is observed;
  *   - an invalid job gets a Failed condition naming the field, and nothing else is created;
  *   - a v1alpha1 job first gets its runtime id (that plan holds nothing else).
- * Action order: the PodGroup, services, pods, deletes, then the status update and the TTL delete.
+ * Action order: the PodGroup, services, pods, restart records, deletes (services before pods),
+ * then the status update
+ * and the TTL delete (events go last: the controller records them once the rest is written).
+ *
+ * No decision depends on a status field outside Kubeflow's TFJob schema (conditions,
+ * replicaStatuses, startTime, completionTime, lastReconcileTime), which a structural CRD prunes
+ * to that, and the v1 status written holds only those fields:
+ *   - restarts counted against backoffLimit are kept on the replica's Service, which the operator
+ *     owns: annotation kube-batchd.io/restarts (the replica's pods recreated so far, with the
+ *     container restarts those pods had), and kube-batchd.io/restarted-pod-uid (the pod whose
+ *     restart is already counted, so that a pass repeated after a failure counts it once); the
+ *     container restarts of the live pods are added;
+ *   - the worker count of a dynamic job is the number of worker services
+ *     (tf_plan_observed_workers), the scaling decisions are events.
  */
 #pragma once
 
@@ -24,6 +37,7 @@ typedef enum {
     TF_ACTION_CREATE_POD_GROUP, /* body: the PodGroup */
     TF_ACTION_CREATE_SERVICE,   /* body: the Service */
     TF_ACTION_CREATE_POD,       /* body: the Pod */
+    TF_ACTION_RECORD_RESTART,   /* name: the replica's Service, body: the merge patch */
     TF_ACTION_DELETE_POD,       /* name */
     TF_ACTION_DELETE_SERVICE,   /* name */
     TF_ACTION_DELETE_POD_GROUP, /* name */
@@ -31,6 +45,9 @@ typedef enum {
     TF_ACTION_DELETE_JOB,       /* ttlSecondsAfterFinished passed */
     TF_ACTION_EVENT,            /* event_type, reason, message about the job */
 } TfActionType;
+
+#define TF_ANNOTATION_RESTARTS      "kube-batchd.io/restarts"
+#define TF_ANNOTATION_RESTARTED_UID "kube-batchd.io/restarted-pod-uid"
 
 typedef struct {
     TfActionType type;
@@ -69,3 +86,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(TfPlan, tf_plan_free)
 guint tf_plan_count(const TfPlan *plan, TfActionType type);
 const TfAction *tf_plan_find(const TfPlan *plan, TfActionType type, const char *name);
 const char *tf_action_type_to_string(TfActionType type);
+
+/* The workers a dynamic job runs now, as its worker services say (1 + the highest index among
+ * those of @job's names, not being deleted); 0 when it has none yet. */
+gint32 tf_plan_observed_workers(const KbTfJob *job, KbObjectMeta *const *services, guint n);

@@ -186,27 +186,6 @@ static json_object *observed(const KbTfJob *job, const char *key)
     return NULL;
 }
 
-static json_object *autoscaling_json(const TfStatus *st, const KbTfJob *job)
-{
-    json_object *old = observed(job, "autoscaling"), *o = json_object_new_object(), *v;
-    json_object_object_add(o, "workers", json_object_new_int(st->workers));
-    json_object_object_add(o, "minWorkers", json_object_new_int(job->min_workers));
-    json_object_object_add(o, "maxWorkers", json_object_new_int(job->max_workers));
-    if (st->decision != NULL) {
-        json_object_object_add(o, "lastDecision", json_object_new_string(st->decision));
-        json_object_object_add(o, "reason", json_object_new_string(st->decision_reason));
-        add_time(o, "lastDecisionTime", st->decision_time);
-    } else if (old != NULL && json_object_is_type(old, json_type_object)) {
-        static const char *const keep[] = {"lastDecision", "reason", "lastDecisionTime"};
-        for (guint i = 0; i < G_N_ELEMENTS(keep); i++)
-            if (json_object_object_get_ex(old, keep[i], &v))
-                json_object_object_add(o, keep[i], json_object_get(v));
-    }
-    if (old != NULL)
-        json_object_put(old);
-    return o;
-}
-
 json_object *tf_status_to_json(const TfStatus *st, const KbTfJob *job)
 {
     json_object *o = json_object_new_object();
@@ -224,10 +203,6 @@ json_object *tf_status_to_json(const TfStatus *st, const KbTfJob *job)
     }
     add_time(o, "startTime", st->start_time);
     add_time(o, "completionTime", st->completion_time);
-    if (st->restart_count > 0)
-        json_object_object_add(o, "restartCount", json_object_new_int(st->restart_count));
-    if (job->dynamic_workers)
-        json_object_object_add(o, "autoscaling", autoscaling_json(st, job));
     if (alpha) {
         gboolean failed = tf_status_is(st, KB_TF_COND_FAILED);
         const char *state = failed                                   ? "Failed"

@@ -9,9 +9,9 @@
  * (Running, Succeeded, Failed), reason, controlPaused, and replicaStatuses as a list of
  * {ReplicasStates: {Running: n, ...}, state, tf_replica_type}, and `conditions: null` as in the
  * sample (kb-tfjob rebuilds the conditions the planner needs from phase, state and reason).
- * Both: restartCount (pods the operator recreated, counted against backoffLimit) and, for
- * dynamic-worker jobs, autoscaling {workers, minWorkers, maxWorkers, lastDecision, reason,
- * lastDecisionTime}.
+ * Nothing else: Kubeflow's structural TFJob schema prunes any other status field, so restart
+ * counts and the worker count of dynamic jobs live elsewhere (see tf-plan.h). restart_count and
+ * the autoscaling fields below are this pass's working values, not written.
  */
 #pragma once
 

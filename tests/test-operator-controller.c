@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "kube/kb-client.h"
+#include "kube/kb-recorder.h"
 #include "operator/controller.h"
 #include "tests/lib/kb-test-server.h"
 
@@ -22,7 +23,9 @@ typedef struct {
     GPtrArray *watches;  /* Watch* */
     gint64 rv;
     GHashTable *served; /* "group/version" prefixes that exist, e.g. "kubeflow.org/v1" */
-    guint creates, conflicts;
+    guint creates, conflicts, deletes;
+    gboolean hold_job_watch; /* tfjob changes are not sent to watchers (a lagging cache) */
+    gboolean fail_job_lists; /* lists of tfjobs answer 500 (a slow or failing TFJob list) */
 } Store;
 
 typedef struct {
@@ -98,6 +101,8 @@ static const char *meta_str(json_object *obj, const char *key)
 /* Called with the lock held. */
 static void notify(Store *s, const char *type, const char *plural, json_object *obj)
 {
+    if (s->hold_job_watch && strcmp(plural, "tfjobs") == 0)
+        return;
     json_object *ev = json_object_new_object();
     json_object_object_add(ev, "type", json_object_new_string(type));
     json_object_object_add(ev, "object", json_object_get(obj));
@@ -172,7 +177,7 @@ static KbTestResponse *do_create(Store *s, const Path *p, const char *body)
     if (p->ns != NULL)
         json_object_object_add(meta, "namespace", json_object_new_string(p->ns));
     bump(s, obj);
-    s->creates++;
+    s->creates += strcmp(p->plural, "events") != 0;
     g_hash_table_insert(s->objects, g_steal_pointer(&key), obj);
     notify(s, "ADDED", p->plural, obj);
     return kb_test_response_new_body(201, json_object_to_json_string(obj));
@@ -218,11 +223,46 @@ static KbTestResponse *do_delete(Store *s, const Path *p)
         return status_resp(404, "NotFound", "not found");
     json_object_get(obj);
     g_hash_table_remove(s->objects, key);
+    s->deletes += strcmp(p->plural, "events") != 0;
     bump(s, obj);
     notify(s, "DELETED", p->plural, obj);
     KbTestResponse *r = kb_test_response_new_body(200, json_object_to_json_string(obj));
     json_object_put(obj);
     return r;
+}
+
+/* RFC 7386 merge of @patch into @target. */
+static void merge(json_object *target, json_object *patch)
+{
+    json_object_object_foreach(patch, k, v)
+    {
+        json_object *t = NULL;
+        if (v == NULL)
+            json_object_object_del(target, k);
+        else if (json_object_is_type(v, json_type_object) &&
+                 json_object_object_get_ex(target, k, &t) &&
+                 json_object_is_type(t, json_type_object))
+            merge(t, v);
+        else
+            json_object_object_add(target, k, json_object_get(v));
+    }
+}
+
+static KbTestResponse *do_patch(Store *s, const Path *p, const char *body)
+{
+    g_autofree char *key = store_key(p->plural, p->ns, p->name);
+    json_object *obj = g_hash_table_lookup(s->objects, key);
+    json_object *patch = json_tokener_parse(body);
+    if (obj == NULL || patch == NULL) {
+        if (patch != NULL)
+            json_object_put(patch);
+        return status_resp(404, "NotFound", "not found");
+    }
+    merge(obj, patch);
+    json_object_put(patch);
+    bump(s, obj);
+    notify(s, "MODIFIED", p->plural, obj);
+    return kb_test_response_new_body(200, json_object_to_json_string(obj));
 }
 
 static KbTestResponse *handle(const KbTestRequest *req, gpointer data)
@@ -235,6 +275,10 @@ static KbTestResponse *handle(const KbTestRequest *req, gpointer data)
     KbTestResponse *r;
     if (!g_hash_table_contains(s->served, p.gv))
         r = status_resp(404, "NotFound", "the server could not find the requested resource");
+    else if (strcmp(req->method, "GET") == 0 && p.name == NULL &&
+             strstr(req->query, "watch=true") == NULL && s->fail_job_lists &&
+             strcmp(p.plural, "tfjobs") == 0)
+        r = status_resp(500, "InternalError", "injected: tfjob lists fail");
     else if (strcmp(req->method, "GET") == 0 && p.name == NULL)
         r = strstr(req->query, "watch=true") != NULL ? do_watch(s, &p) : do_list(s, &p);
     else if (strcmp(req->method, "GET") == 0) {
@@ -249,7 +293,7 @@ static KbTestResponse *handle(const KbTestRequest *req, gpointer data)
     else if (strcmp(req->method, "DELETE") == 0)
         r = do_delete(s, &p);
     else
-        r = kb_test_response_new_body(200, "{}"); /* PATCH of events */
+        r = do_patch(s, &p, req->body);
     g_mutex_unlock(&s->lock);
     path_clear(&p);
     return r;
@@ -303,7 +347,9 @@ typedef struct {
     KbTestServer *server;
     Store *store;
     KbClient *client;
+    KbRecorder *recorder;
     TfController *controller;
+    const char *gang;
 } Rig;
 
 static Rig *rig_new(gboolean v1_served)
@@ -319,6 +365,7 @@ static Rig *rig_new(gboolean v1_served)
     g_assert_no_error(error);
     r->client = kb_client_new(cfg, &error);
     g_assert_no_error(error);
+    r->recorder = kb_recorder_new(r->client, "tf-operator");
     return r;
 }
 
@@ -328,7 +375,8 @@ static void rig_start_full(Rig *r, const char *gang, gboolean autoscaling)
                              .resync_seconds = 1,
                              .enable_autoscaling = autoscaling,
                              .autoscale_seconds = 1};
-    r->controller = tf_controller_new(r->client, NULL, NULL, &o);
+    r->gang = gang;
+    r->controller = tf_controller_new(r->client, r->recorder, NULL, &o);
     tf_controller_start(r->controller);
 }
 
@@ -340,6 +388,11 @@ static void rig_start(Rig *r, const char *gang)
 static void rig_free(Rig *r)
 {
     tf_controller_free(r->controller);
+    /* Let the events in flight land: a client freed under them drops their callbacks. */
+    gint64 end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+    while (kb_recorder_pending(r->recorder) > 0 && g_get_monotonic_time() < end)
+        g_main_context_iteration(NULL, TRUE);
+    kb_recorder_free(r->recorder);
     kb_client_free(r->client);
     kb_test_server_free(r->server); /* frees the store */
     g_free(r);
@@ -498,13 +551,106 @@ static gboolean condition_is(Rig *r, gconstpointer data)
     return g_strcmp0(t, c->type) == 0;
 }
 
+/* The restarts recorded on the replica's service (what backoffLimit counts). */
 static gboolean restarted_once(Rig *r, gconstpointer data)
 {
-    g_autofree char *n = job_field(r, JOB_KEY, "status", "restartCount");
+    g_autofree char *n = NULL;
+    json_object *meta, *ann, *v;
+    g_mutex_lock(&r->store->lock);
+    json_object *svc =
+            g_hash_table_lookup(r->store->objects, "services/research/mnist-dist-worker-2");
+    if (svc != NULL && json_object_object_get_ex(svc, "metadata", &meta) &&
+        json_object_object_get_ex(meta, "annotations", &ann) &&
+        json_object_object_get_ex(ann, "kube-batchd.io/restarts", &v))
+        n = g_strdup(json_object_get_string(v));
+    g_mutex_unlock(&r->store->lock);
     return g_strcmp0(n, "1") == 0;
 }
 
 /* ---- tests ---------------------------------------------------------------------------------- */
+
+/* ---- restarts of the operator, events ------------------------------------------------------ */
+
+static void store_set(Rig *r, gboolean *flag, gboolean value)
+{
+    g_mutex_lock(&r->store->lock);
+    *flag = value;
+    g_mutex_unlock(&r->store->lock);
+}
+
+static guint store_deletes(Rig *r)
+{
+    g_mutex_lock(&r->store->lock);
+    guint v = r->store->deletes;
+    g_mutex_unlock(&r->store->lock);
+    return v;
+}
+
+/* Run the main loop for @ms. */
+static void spin(guint ms)
+{
+    gint64 end = g_get_monotonic_time() + (gint64)ms * 1000;
+    while (g_get_monotonic_time() < end) {
+        g_main_context_iteration(NULL, FALSE);
+        g_usleep(1000);
+    }
+}
+
+static gboolean controller_ready(Rig *r, gconstpointer data)
+{
+    g_autofree char *reason = NULL;
+    return tf_controller_ready(r->controller, &reason);
+}
+
+/* Events recorded with @reason, repeats (the count of an aggregated event) included. */
+static guint event_count(Rig *r, const char *reason)
+{
+    guint n = 0;
+    GHashTableIter it;
+    gpointer k, v;
+    g_mutex_lock(&r->store->lock);
+    g_hash_table_iter_init(&it, r->store->objects);
+    while (g_hash_table_iter_next(&it, &k, &v)) {
+        json_object *why, *cnt;
+        if (!g_str_has_prefix(k, "events/") || !json_object_object_get_ex(v, "reason", &why) ||
+            g_strcmp0(json_object_get_string(why), reason) != 0)
+            continue;
+        n += json_object_object_get_ex(v, "count", &cnt) ? MAX(json_object_get_int(cnt), 1) : 1;
+    }
+    g_mutex_unlock(&r->store->lock);
+    return n;
+}
+
+static gboolean owner_deleted_events(Rig *r, gconstpointer data)
+{
+    return event_count(r, "OwnerDeleted") == GPOINTER_TO_UINT(data);
+}
+
+static void restart_operator(Rig *r)
+{
+    g_clear_pointer(&r->controller, tf_controller_free);
+    rig_start(r, r->gang);
+}
+
+/* An event "REASON:TEXT": reason REASON whose message contains TEXT. */
+static gboolean event_with(Rig *r, gconstpointer data)
+{
+    g_auto(GStrv) rt = g_strsplit(data, ":", 2);
+    gboolean found = FALSE;
+    GHashTableIter it;
+    gpointer k, v;
+    g_mutex_lock(&r->store->lock);
+    g_hash_table_iter_init(&it, r->store->objects);
+    while (!found && g_hash_table_iter_next(&it, &k, &v)) {
+        json_object *why, *msg;
+        found = g_str_has_prefix(k, "events/") && json_object_object_get_ex(v, "reason", &why) &&
+                g_strcmp0(json_object_get_string(why), rt[0]) == 0 &&
+                json_object_object_get_ex(v, "message", &msg) &&
+                strstr(json_object_get_string(msg), rt[1]) != NULL;
+    }
+    g_mutex_unlock(&r->store->lock);
+    return found;
+}
 
 static void test_v1_lifecycle(void)
 {
@@ -607,9 +753,10 @@ static void test_autoscaling(void)
     put_object(r, "tfjobs", load("v1-dynamic.json"));
     rig_start_full(r, "kube-batchd", TRUE);
     g_assert_true(wait_for(r, count_is, &(CountIs){"pods", 7}));
+    /* Decisions are events; the status keeps nothing Kubeflow's schema would prune. */
     g_autofree char *grown = job_field(r, "tfjobs/default/elastic", "status", "autoscaling");
-    g_assert_nonnull(strstr(grown, "\"workers\": 6"));
-    g_assert_nonnull(strstr(grown, "Grow"));
+    g_assert_null(grown);
+    g_assert_true(wait_for(r, event_with, "TFJobScaledUp:workers 3 -> 6"));
     /* A group of higher priority waits in the same queue: back to the minimum of 2 workers. */
     put_object(
             r, "podgroups",
@@ -619,9 +766,15 @@ static void test_autoscaling(void)
                                "\"priorityClassName\":\"urgent\"},\"status\":{\"phase\":"
                                "\"Pending\"}}"));
     g_assert_true(wait_for(r, count_is, &(CountIs){"pods", 3}));
-    g_autofree char *shrunk = job_field(r, "tfjobs/default/elastic", "status", "autoscaling");
-    g_assert_nonnull(strstr(shrunk, "Shrink"));
-    g_assert_nonnull(strstr(shrunk, "urgent-job (priority 1000 > 0)"));
+    g_assert_true(wait_for(r, event_with, "TFJobScaledDown:urgent-job (priority 1000 > 0)"));
+    /* Restarted, the operator finds the count in the services: no pod comes or goes. */
+    guint creates = store_creates(r), deletes = store_deletes(r);
+    restart_operator(r);
+    g_assert_true(wait_for(r, controller_ready, NULL));
+    spin(2500);
+    g_assert_cmpuint(store_creates(r), ==, creates);
+    g_assert_cmpuint(store_deletes(r), ==, deletes);
+    g_assert_cmpuint(count(r, "pods"), ==, 3);
 }
 
 static void test_undecodable_job(void)
@@ -636,6 +789,7 @@ static void test_undecodable_job(void)
     g_assert_true(wait_for(r, condition_is, &(CondIs){"tfjobs/ns/typo", "Failed"}));
     g_autofree char *st = job_field(r, "tfjobs/ns/typo", "status", "conditions");
     g_assert_nonnull(strstr(st, "spec.tfReplicaSpecs.Worker.replicas: expected an integer"));
+    g_assert_true(wait_for(r, event_with, "InvalidTFJobSpec:expected an integer"));
     /* Written once: later passes (resync every second) leave it alone. */
     gint64 rv = store_rv(r);
     gint64 end = g_get_monotonic_time() + 1500 * 1000;
@@ -647,6 +801,76 @@ static void test_undecodable_job(void)
     g_assert_cmpuint(count(r, "pods"), ==, 0);
 }
 
+/* Restarting the operator, with its TFJob list failing while the pods and services are listed,
+ * deletes nothing, restarts nothing; a job deleted while it was down is cleaned up after. */
+static void test_operator_restart_kills_nothing(void)
+{
+    g_autoptr(Rig) r = rig_new(TRUE);
+    put_object(r, "tfjobs", load("v1-2ps-4w.json"));
+    rig_start(r, "kube-batchd");
+    g_assert_true(wait_for(r, count_is, &(CountIs){"pods", 6}));
+    g_assert_true(wait_for(r, count_is, &(CountIs){"services", 6}));
+    set_pods(r, "mnist-dist-", "Running", -1);
+    g_assert_true(wait_for(r, condition_is, &(CondIs){JOB_KEY, "Running"}));
+    guint deletes = store_deletes(r), creates = store_creates(r);
+    for (int round = 0; round < 3; round++) {
+        store_set(r, &r->store->fail_job_lists, TRUE);
+        restart_operator(r);
+        spin(1500); /* pods, services and groups listed; tfjobs failing */
+        char *reason = NULL;
+        g_assert_false(tf_controller_ready(r->controller, &reason));
+        g_assert_cmpstr(reason, ==, "cache of tfjobs not synced");
+        g_free(reason);
+        g_assert_cmpuint(store_deletes(r), ==, deletes);
+        store_set(r, &r->store->fail_job_lists, FALSE);
+        g_assert_true(wait_for(r, controller_ready, NULL));
+        spin(1500); /* a resync pass or two */
+        g_assert_cmpuint(store_deletes(r), ==, deletes);
+        g_assert_cmpuint(store_creates(r), ==, creates);
+        g_assert_cmpuint(count(r, "pods"), ==, 6);
+        g_assert_cmpuint(count(r, "services"), ==, 6);
+        g_assert_cmpuint(count(r, "podgroups"), ==, 1);
+        g_autofree char *last = last_condition(r, JOB_KEY);
+        g_assert_cmpstr(last, ==, "Running");
+        g_assert_cmpuint(event_count(r, "ExitedWithCode"), ==, 0);
+        g_assert_cmpuint(event_count(r, "TFJobRestarting"), ==, 0);
+    }
+    /* The job goes while the operator is down: its children go once it is back. */
+    g_clear_pointer(&r->controller, tf_controller_free);
+    g_mutex_lock(&r->store->lock);
+    Path p = {.plural = (char *)"tfjobs", .ns = (char *)"research", .name = (char *)"mnist-dist"};
+    kb_test_response_unref(do_delete(r->store, &p));
+    g_mutex_unlock(&r->store->lock);
+    rig_start(r, "kube-batchd");
+    g_assert_true(wait_for(r, count_is, &(CountIs){"pods", 0}));
+    g_assert_true(wait_for(r, count_is, &(CountIs){"services", 0}));
+    g_assert_true(wait_for(r, count_is, &(CountIs){"podgroups", 0}));
+    /* Each deletion said as an event on the child: 6 pods, 6 services, 1 group. */
+    g_assert_true(wait_for(r, owner_deleted_events, GUINT_TO_POINTER(13)));
+}
+
+/* The operator's own status writes reach its cache late (a lagging watch): each pass then gets
+ * 409 on the status; it reads the job again and records every event once. */
+static void test_conflicts_repeat_no_event(void)
+{
+    g_autoptr(Rig) r = rig_new(TRUE);
+    put_object(r, "tfjobs", load("v1-2ps-4w.json"));
+    store_set(r, &r->store->hold_job_watch, TRUE);
+    rig_start(r, "kube-batchd");
+    g_assert_true(wait_for(r, count_is, &(CountIs){"pods", 6}));
+    g_assert_true(wait_for(r, condition_is, &(CondIs){JOB_KEY, "Created"}));
+    set_pods(r, "mnist-dist-", "Running", -1);
+    g_assert_true(wait_for(r, condition_is, &(CondIs){JOB_KEY, "Running"}));
+    spin(2500); /* resync passes, each from the stale cache */
+    g_assert_cmpuint(r->store->conflicts, >, 0);
+    g_assert_cmpuint(event_count(r, "TFJobCreated"), ==, 1);
+    g_assert_cmpuint(event_count(r, "TFJobRunning"), ==, 1);
+    set_pods(r, "mnist-dist-worker-0", "Failed", 1);
+    g_assert_true(wait_for(r, condition_is, &(CondIs){JOB_KEY, "Failed"}));
+    spin(2500);
+    g_assert_cmpuint(event_count(r, "TFJobFailed"), ==, 1);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -656,5 +880,9 @@ int main(int argc, char **argv)
     g_test_add_func("/operator/controller/v1alpha1-only", test_v1alpha1_only);
     g_test_add_func("/operator/controller/autoscaling", test_autoscaling);
     g_test_add_func("/operator/controller/undecodable-job", test_undecodable_job);
+    g_test_add_func("/operator/controller/restart-kills-nothing",
+                    test_operator_restart_kills_nothing);
+    g_test_add_func("/operator/controller/conflicts-repeat-no-event",
+                    test_conflicts_repeat_no_event);
     return g_test_run();
 }

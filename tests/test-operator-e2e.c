@@ -6,6 +6,7 @@
  */
 #include <gio/gio.h>
 #include <glib.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tests/lib/kb-test-apiserver.h"
@@ -59,8 +60,7 @@ static KbTestDaemon *spawn(const char *name, const char *const *extra)
         g_ptr_array_add(argv, (gpointer)extra[i]);
     g_ptr_array_add(argv, NULL);
     KbTestDaemonOptions opts = {.log = TRUE, .log_dir = cluster.logdir};
-    KbTestDaemon *d =
-            kb_test_daemon_start(name, (const char *const *)argv->pdata, &opts, &error);
+    KbTestDaemon *d = kb_test_daemon_start(name, (const char *const *)argv->pdata, &opts, &error);
     g_assert_no_error(error);
     return d;
 }
@@ -106,6 +106,24 @@ static char *wait_job(const char *name, const char *jsonpath, const char *want)
         g_usleep(200 * 1000);
     }
     g_test_message("job %s: %s is \"%s\", wanted \"%s\"", name, jsonpath, v, want);
+    return v;
+}
+
+/* Poll until the pods of job @name (kubectl -o name) are @want (60 s at most). */
+static char *wait_pods(const char *name, const char *want)
+{
+    g_autofree char *sel = g_strdup_printf("training.kubeflow.org/job-name=%s", name);
+    char *v = NULL;
+    for (int i = 0; i < 300; i++) {
+        g_free(v);
+        v = kubectl(NULL, "get", "pods", "-l", sel, "-o", "name", NULL);
+        if (g_strcmp0(v, want) == 0)
+            return v;
+        if (!alive(cluster.operator_, "tf-operator") || !alive(cluster.scheduler, "kube-batchd"))
+            return v;
+        g_usleep(200 * 1000);
+    }
+    g_test_message("job %s: pods are \"%s\", wanted \"%s\"", name, v, want);
     return v;
 }
 
@@ -177,8 +195,19 @@ static void test_exit_codes(void)
     create(jobs_exit);
     g_autofree char *a = wait_job("kill137", "{.status.conditions[-1:].type}", "Failed");
     g_assert_cmpstr(a, ==, "Failed");
-    g_autofree char *restarts = job_path("kill137", "{.status.restartCount}");
-    g_assert_cmpstr(restarts, ==, "2");
+    /* Two restarts, each said as an event (cleanPodPolicy All took the services that counted
+     * them). */
+    g_autofree char *restarts = kubectl(
+            NULL, "get", "events", "-o",
+            "jsonpath={range .items[?(@.involvedObject.name==\"kill137\")]}{.reason} {.count}"
+            "{\"\\n\"}{end}",
+            NULL);
+    g_auto(GStrv) lines = g_strsplit(restarts, "\n", -1);
+    int sum = 0;
+    for (guint i = 0; lines[i] != NULL; i++)
+        if (g_str_has_prefix(lines[i], "ExitedWithCode "))
+            sum += atoi(lines[i] + strlen("ExitedWithCode "));
+    g_assert_cmpint(sum, ==, 2);
     g_autofree char *why = job_path("kill137", "{.status.conditions[-1:].message}");
     g_assert_nonnull(strstr(why, "backoff limit"));
     g_autofree char *b = wait_job("exit1", "{.status.conditions[-1:].type}", "Failed");
@@ -243,19 +272,21 @@ static void test_autoscaling(void)
 {
     /* Idle GPUs and an empty queue: the job grows to its maximum. */
     create(job_elastic);
-    g_autofree char *up = wait_job("elastic", "{.status.autoscaling.workers}", "4");
-    g_assert_cmpstr(up, ==, "4");
-    g_autofree char *d1 = job_path("elastic", "{.status.autoscaling.lastDecision}");
-    g_assert_cmpstr(d1, ==, "Grow");
+    g_autofree char *up = wait_pods("elastic", "pod/elastic-worker-0\npod/elastic-worker-1\n"
+                                               "pod/elastic-worker-2\npod/elastic-worker-3\n");
+    g_assert_cmpstr(up, ==,
+                    "pod/elastic-worker-0\npod/elastic-worker-1\npod/elastic-worker-2\n"
+                    "pod/elastic-worker-3\n");
     /* A gang of higher priority waits in the same queue: back to the minimum. */
     create(job_urgent);
-    g_autofree char *down = wait_job("elastic", "{.status.autoscaling.workers}", "1");
-    g_assert_cmpstr(down, ==, "1");
-    g_autofree char *why = job_path("elastic", "{.status.autoscaling.reason}");
-    g_assert_nonnull(strstr(why, "default/urgent (priority 1000 > 0) waits in queue default"));
-    g_autofree char *pods = kubectl(NULL, "get", "pods", "-l",
-                                    "training.kubeflow.org/job-name=elastic", "-o", "name", NULL);
+    g_autofree char *pods = wait_pods("elastic", "pod/elastic-worker-0\n");
     g_assert_cmpstr(pods, ==, "pod/elastic-worker-0\n");
+    /* Each decision is an event. */
+    g_autofree char *why =
+            kubectl(NULL, "get", "events", "-o",
+                    "jsonpath={range .items[*]}{.reason}: {.message}{\"\\n\"}{end}", NULL);
+    g_assert_nonnull(strstr(why, "TFJobScaledUp: TFJob default/elastic workers 2 -> 4"));
+    g_assert_nonnull(strstr(why, "default/urgent (priority 1000 > 0) waits in queue default"));
     g_free(kubectl(NULL, "delete", "tfjob", "elastic", "urgent", NULL));
 }
 

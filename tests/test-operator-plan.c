@@ -5,6 +5,7 @@
  */
 #include <glib.h>
 #include <json-c/json.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kube/kb-tfjob.h"
@@ -44,6 +45,41 @@ static void redecode(Cluster *c)
     g_clear_pointer(&c->job, kb_tfjob_free);
     c->job = kb_tfjob_decode(c->job_json, FALSE, &error);
     g_assert_no_error(error);
+    /* As the controller does: a dynamic job's worker count is what its services say. */
+    if (c->services != NULL)
+        c->job->status.workers = tf_plan_observed_workers(
+                c->job, (KbObjectMeta *const *)c->services->pdata, c->services->len);
+}
+
+/* Restarts counted against backoffLimit: what the services recorded. */
+static gint32 restarts(Cluster *c)
+{
+    gint32 n = 0;
+    for (guint i = 0; i < c->services->len; i++) {
+        KbObjectMeta *m = g_ptr_array_index(c->services, i);
+        const char *v = g_hash_table_lookup(m->annotations, TF_ANNOTATION_RESTARTS);
+        n += v != NULL ? atoi(v) : 0;
+    }
+    return n;
+}
+
+/* Kubeflow's TFJob schema (training-operator v1.8) keeps only these status fields. */
+static void assert_schema_status(Cluster *c, json_object *status)
+{
+    static const char *const allowed[] = {"conditions", "replicaStatuses", "startTime",
+                                          "completionTime", "lastReconcileTime"};
+    if (c->job->api != KB_TF_API_V1)
+        return;
+    json_object_object_foreach(status, key, val)
+    {
+        (void)val;
+        gboolean ok = FALSE;
+        for (guint i = 0; i < G_N_ELEMENTS(allowed); i++)
+            ok |= strcmp(key, allowed[i]) == 0;
+        if (!ok)
+            g_test_message("status.%s is not in Kubeflow's TFJob schema", key);
+        g_assert_true(ok);
+    }
 }
 
 static Cluster *cluster_new_json(json_object *job_json)
@@ -183,7 +219,7 @@ static void apply_create(Cluster *c, const TfAction *a)
         g_assert_no_error(error);
         g_ptr_array_add(c->pods, p);
     } else if (a->type == TF_ACTION_CREATE_SERVICE) {
-        KbObjectMeta *m = kb_meta_object_decode(body, FALSE, &error);
+        KbObjectMeta *m = kb_meta_object_decode(body, TRUE, &error);
         g_assert_no_error(error);
         g_ptr_array_add(c->services, m);
     } else {
@@ -194,6 +230,37 @@ static void apply_create(Cluster *c, const TfAction *a)
         c->pod_group_json = json_object_get(body);
     }
     json_object_put(body);
+}
+
+/* A merge patch of the service's annotations. */
+static void record_restart(Cluster *c, const TfAction *a)
+{
+    for (guint i = 0; i < c->services->len; i++) {
+        KbObjectMeta *m = g_ptr_array_index(c->services, i);
+        if (g_strcmp0(m->name, a->name) != 0)
+            continue;
+        json_object *raw = NULL, *meta, *ann, *patch_ann;
+        json_object_deep_copy(m->raw, &raw, NULL);
+        meta = json_object_object_get(raw, "metadata");
+        if (!json_object_object_get_ex(meta, "annotations", &ann)) {
+            ann = json_object_new_object();
+            json_object_object_add(meta, "annotations", ann);
+        }
+        patch_ann =
+                json_object_object_get(json_object_object_get(a->body, "metadata"), "annotations");
+        json_object_object_foreach(patch_ann, k, v)
+        {
+            json_object_object_add(ann, k, json_object_get(v));
+        }
+        g_autoptr(GError) error = NULL;
+        KbObjectMeta *n = kb_meta_object_decode(raw, TRUE, &error);
+        g_assert_no_error(error);
+        json_object_put(raw);
+        g_ptr_array_index(c->services, i) = n;
+        kb_object_unref(m);
+        return;
+    }
+    g_assert_not_reached(); /* a patch of a missing service would 404 */
 }
 
 /* Apply every action of @p as the API server would. */
@@ -221,7 +288,11 @@ static void apply(Cluster *c, const TfPlan *p)
             g_clear_pointer(&c->pod_group_json, json_object_put);
             break;
         case TF_ACTION_UPDATE_STATUS:
+            assert_schema_status(c, a->body);
             json_object_object_add(c->job_json, "status", json_object_get(a->body));
+            break;
+        case TF_ACTION_RECORD_RESTART:
+            record_restart(c, a);
             break;
         case TF_ACTION_SET_RUNTIME_ID:
             json_object_object_add(json_object_object_get(c->job_json, "spec"), "RuntimeId",
@@ -585,7 +656,7 @@ static void test_exit_137_restarts(void)
     g_assert_cmpstr(last_condition(c), ==, "Restarting");
     g_assert_nonnull(strstr(condition_message(c, KB_TF_COND_RESTARTING),
                             "Worker replica 2: exit code 137 (container received a SIGKILL)"));
-    g_assert_cmpint(c->job->status.restart_count, ==, 1);
+    g_assert_cmpint(restarts(c), ==, 1);
     /* Recreated under the same name. */
     g_autoptr(TfPlan) p2 = plan(c);
     g_assert_nonnull(tf_plan_find(p2, TF_ACTION_CREATE_POD, "mnist-dist-worker-2"));
@@ -593,7 +664,40 @@ static void test_exit_137_restarts(void)
     set_pod(c, "mnist-dist-worker-2", "Running", -1, 0, FALSE);
     settle(c, 3);
     g_assert_cmpstr(last_condition(c), ==, "Running");
-    g_assert_cmpint(c->job->status.restart_count, ==, 1);
+    g_assert_cmpint(restarts(c), ==, 1);
+}
+
+/* A pass that recorded the restart on the service but failed before deleting the pod: the next
+ * pass deletes it without counting it again. */
+static void test_restart_counted_once(void)
+{
+    g_autoptr(Cluster) c = cluster_new("v1-2ps-4w.json");
+    bring_up(c);
+    set_all_pods(c, NULL, "Running", -1);
+    settle(c, 3);
+    set_pod(c, "mnist-dist-worker-1", "Failed", 143, 0, FALSE);
+    g_autoptr(TfPlan) p = plan(c);
+    const TfAction *rec = tf_plan_find(p, TF_ACTION_RECORD_RESTART, "mnist-dist-worker-1");
+    g_assert_nonnull(rec);
+    /* Recorded before the pod goes. */
+    guint ri = 0, di = 0;
+    for (guint i = 0; i < p->actions->len; i++) {
+        const TfAction *a = g_ptr_array_index(p->actions, i);
+        ri = a->type == TF_ACTION_RECORD_RESTART ? i : ri;
+        di = a->type == TF_ACTION_DELETE_POD ? i : di;
+    }
+    g_assert_cmpuint(ri, <, di);
+    record_restart(c, rec);
+    redecode(c);
+    g_assert_cmpint(restarts(c), ==, 1);
+    g_autoptr(TfPlan) p2 = plan(c);
+    g_assert_nonnull(tf_plan_find(p2, TF_ACTION_DELETE_POD, "mnist-dist-worker-1"));
+    g_assert_cmpuint(tf_plan_count(p2, TF_ACTION_RECORD_RESTART), ==, 0);
+    apply(c, p2);
+    settle(c, 3);
+    g_assert_cmpint(restarts(c), ==, 1);
+    /* The status says nothing of it (Kubeflow's schema would prune it): the count is derived. */
+    g_assert_null(status_str(c, "restartCount"));
 }
 
 static void test_exit_1_fails(void)
@@ -652,7 +756,7 @@ static void test_backoff_limit(void)
         settle(c, 3);
         g_assert_cmpstr(last_condition(c), !=, "Failed");
     }
-    g_assert_cmpint(c->job->status.restart_count, ==, 2);
+    g_assert_cmpint(restarts(c), ==, 2);
     set_pod(c, "chiefjob-worker-0", "Failed", 143, 0, FALSE);
     settle(c, 3);
     g_assert_cmpstr(last_condition(c), ==, "Failed");
@@ -803,7 +907,7 @@ static void test_scale_up_and_down(void)
     g_assert_true(has_event(p, "TFJobScaledUp", "workers 3 -> 5"));
     apply(c, p);
     g_assert_cmpint(c->job->status.workers, ==, 5);
-    g_assert_cmpuint(settle(c, 3), ==, 0); /* the count persists in status */
+    g_assert_cmpuint(settle(c, 3), ==, 0); /* the count persists in the services */
     g_assert_cmpuint(c->pods->len, ==, 6);
 
     TfScaleDecision shrink = {.kind = TF_SCALE_SHRINK, .workers = 1, .reason = "pressure"};
@@ -813,13 +917,47 @@ static void test_scale_up_and_down(void)
     g_assert_nonnull(tf_plan_find(p2, TF_ACTION_DELETE_POD, "elastic-worker-2"));
     g_assert_nonnull(tf_plan_find(p2, TF_ACTION_DELETE_SERVICE, "elastic-worker-4"));
     g_assert_null(tf_plan_find(p2, TF_ACTION_DELETE_POD, "elastic-worker-1"));
+    g_assert_true(has_event(p2, "TFJobScaledDown", "pressure"));
     apply(c, p2);
+    /* The count is the services': nothing of it lives in the status. */
     g_assert_cmpint(c->job->status.workers, ==, 2);
-    json_object *as =
-            json_object_object_get(json_object_object_get(c->job_json, "status"), "autoscaling");
-    g_assert_cmpstr(json_object_get_string(json_object_object_get(as, "lastDecision")), ==,
-                    "Shrink");
-    g_assert_cmpstr(json_object_get_string(json_object_object_get(as, "reason")), ==, "pressure");
+    g_assert_null(
+            json_object_object_get(json_object_object_get(c->job_json, "status"), "autoscaling"));
+    g_assert_cmpuint(settle(c, 3), ==, 0);
+    g_assert_cmpuint(c->pods->len, ==, 3);
+}
+
+/* A shrink that stops half-way (the first failed delete ends a pass) must not grow back: the
+ * services, which say how many workers the job has, go before the pods. */
+static void test_shrink_interrupted(void)
+{
+    g_autoptr(Cluster) c = cluster_new("v1-dynamic.json");
+    bring_up(c);
+    TfScaleDecision grow = {.kind = TF_SCALE_GROW, .workers = 5, .reason = "idle GPUs"};
+    g_autoptr(TfPlan) p = plan_scaled(c, &grow);
+    apply(c, p);
+    settle(c, 3);
+    g_assert_cmpuint(c->pods->len, ==, 6);
+    TfScaleDecision shrink = {.kind = TF_SCALE_SHRINK, .workers = 2, .reason = "pressure"};
+    g_autoptr(TfPlan) p2 = plan_scaled(c, &shrink);
+    guint n = 0;
+    while (n < p2->actions->len &&
+           ((TfAction *)g_ptr_array_index(p2->actions, n))->type != TF_ACTION_DELETE_POD &&
+           ((TfAction *)g_ptr_array_index(p2->actions, n))->type != TF_ACTION_DELETE_SERVICE)
+        n++;
+    g_assert_cmpuint(n, <, p2->actions->len);
+    TfActionType first = ((TfAction *)g_ptr_array_index(p2->actions, n))->type;
+    while (n < p2->actions->len && ((TfAction *)g_ptr_array_index(p2->actions, n))->type == first)
+        n++;
+    g_ptr_array_set_size(p2->actions, n); /* the pass failed on the other kind of delete */
+    apply(c, p2);
+    g_autoptr(TfPlan) p3 = plan(c);
+    g_assert_cmpuint(tf_plan_count(p3, TF_ACTION_CREATE_POD), ==, 0);
+    g_assert_cmpuint(tf_plan_count(p3, TF_ACTION_CREATE_SERVICE), ==, 0);
+    apply(c, p3);
+    settle(c, 3);
+    g_assert_cmpuint(c->pods->len, ==, 3); /* 1 PS + 2 workers */
+    g_assert_cmpint(c->job->status.workers, ==, 2);
 }
 
 /* ---- autoscaling decisions --------------------------------------------------------------------
@@ -933,6 +1071,7 @@ int main(int argc, char **argv)
     g_test_add_func("/operator/plan/gang/off", test_gang_off);
     g_test_add_func("/operator/plan/invalid/v1", test_invalid_job);
     g_test_add_func("/operator/plan/invalid/v1alpha1", test_invalid_v1alpha1_gets_no_runtime_id);
+    g_test_add_func("/operator/plan/restart/counted-once", test_restart_counted_once);
     g_test_add_func("/operator/plan/restart/exit-137", test_exit_137_restarts);
     g_test_add_func("/operator/plan/restart/exit-1-fails", test_exit_1_fails);
     g_test_add_func("/operator/plan/restart/undefined-code", test_undefined_code_says_so);
@@ -949,6 +1088,7 @@ int main(int argc, char **argv)
     g_test_add_func("/operator/plan/cleanup/none", test_cleanup_none);
     g_test_add_func("/operator/plan/ttl", test_ttl);
     g_test_add_func("/operator/plan/scale/up-and-down", test_scale_up_and_down);
+    g_test_add_func("/operator/plan/scale/shrink-interrupted", test_shrink_interrupted);
     g_test_add_func("/operator/autoscale/grow", test_autoscale_grow);
     g_test_add_func("/operator/autoscale/queue-busy", test_autoscale_no_grow_when_queue_busy);
     g_test_add_func("/operator/autoscale/no-idle-gpu", test_autoscale_no_idle_gpu);

@@ -7,6 +7,7 @@
 
 #include "tests/apiserver/kas-json.h"
 #include "tests/apiserver/kas-ops.h"
+#include "tests/kubelet/kbl-sim.h"
 
 typedef enum { JOB_POD_START, JOB_POD_FINISH, JOB_POD_GONE, JOB_NODE_READY, JOB_NODE_UNTAINT } JobKind;
 
@@ -112,88 +113,7 @@ static void hook(KasStore *store, KasRes *res, KasEvType type, KasObj *obj, KasO
         schedule(k, JOB_POD_START, obj, k->opts.start_delay_ms);
 }
 
-/* ---- pods -------------------------------------------------------------------------------------------- */
-
-static char *now_string(void)
-{
-    return kas_time_format(g_get_real_time() / G_USEC_PER_SEC);
-}
-
-static void set_condition(json_object *status, const char *type, const char *value,
-                          const char *reason)
-{
-    json_object *conds = kas_json_get(status, "conditions");
-    if (!json_object_is_type(conds, json_type_array)) {
-        conds = json_object_new_array();
-        json_object_object_add(status, "conditions", conds);
-    }
-    json_object *c = NULL;
-    for (gsize i = 0; i < json_object_array_length(conds) && c == NULL; i++)
-        if (g_strcmp0(kas_json_get_string(json_object_array_get_idx(conds, i), "type"), type) == 0)
-            c = json_object_array_get_idx(conds, i);
-    if (c == NULL) {
-        c = json_object_new_object();
-        kas_json_set_string(c, "type", type);
-        json_object_array_add(conds, c);
-    }
-    if (g_strcmp0(kas_json_get_string(c, "status"), value) != 0) {
-        g_autofree char *now = now_string();
-        kas_json_set_string(c, "lastTransitionTime", now);
-    }
-    kas_json_set_string(c, "status", value);
-    json_object_object_add(c, "lastProbeTime", NULL);
-    if (reason != NULL)
-        kas_json_set_string(c, "reason", reason);
-    else
-        json_object_object_del(c, "reason");
-}
-
-static void read_sim_annotations(json_object *pod, Job *j)
-{
-    const char *run = kas_json_get_string(pod, "metadata.annotations." KAS_SIM_RUN_SECONDS);
-    const char *code = NULL;
-    json_object *ann = kas_json_get(pod, "metadata.annotations");
-    json_object *cv = NULL;
-    /* The key contains dots: look it up directly rather than by dotted path. */
-    if (json_object_is_type(ann, json_type_object)) {
-        json_object *rv = NULL;
-        if (json_object_object_get_ex(ann, KAS_SIM_RUN_SECONDS, &rv))
-            run = json_object_get_string(rv);
-        if (json_object_object_get_ex(ann, KAS_SIM_EXIT_CODE, &cv))
-            code = json_object_get_string(cv);
-    }
-    j->run_ms = -1;
-    j->exit_code = code != NULL ? (int)g_ascii_strtoll(code, NULL, 10) : 0;
-    if (run != NULL)
-        j->run_ms = (gint64)(g_ascii_strtod(run, NULL) * 1000);
-    else if (code != NULL)
-        j->run_ms = 0;
-    if (j->run_ms < -1)
-        j->run_ms = 0;
-}
-
-static json_object *container_status(json_object *c, const char *uid, const char *now)
-{
-    json_object *cs = json_object_new_object();
-    const char *name = kas_json_get_string(c, "name");
-    const char *image = kas_json_get_string(c, "image");
-    kas_json_set_string(cs, "name", name != NULL ? name : "");
-    kas_json_set_string(cs, "image", image != NULL ? image : "");
-    g_autofree char *image_id = g_strdup_printf("sim://%s", image != NULL ? image : "");
-    kas_json_set_string(cs, "imageID", image_id);
-    g_autofree char *cid = g_strdup_printf("sim://%s-%s", uid, name != NULL ? name : "");
-    kas_json_set_string(cs, "containerID", cid);
-    json_object_object_add(cs, "ready", json_object_new_boolean(TRUE));
-    json_object_object_add(cs, "started", json_object_new_boolean(TRUE));
-    json_object_object_add(cs, "restartCount", json_object_new_int(0));
-    json_object *state = json_object_new_object();
-    json_object *running = json_object_new_object();
-    kas_json_set_string(running, "startedAt", now);
-    json_object_object_add(state, "running", running);
-    json_object_object_add(cs, "state", state);
-    json_object_object_add(cs, "lastState", json_object_new_object());
-    return cs;
-}
+/* ---- pods: the rules are tests/kubelet/kbl-sim.c, shared with bin/kb-kubelet ------------------ */
 
 static const char *node_internal_ip(KasStore *store, const char *node_name, json_object **keep)
 {
@@ -202,112 +122,43 @@ static const char *node_internal_ip(KasStore *store, const char *node_name, json
     if (node == NULL)
         return NULL;
     *keep = kas_obj_parse(node);
-    json_object *as = kas_json_get(*keep, "status.addresses");
-    for (gsize i = 0; json_object_is_type(as, json_type_array) && i < json_object_array_length(as); i++) {
-        json_object *a = json_object_array_get_idx(as, i);
-        if (g_strcmp0(kas_json_get_string(a, "type"), "InternalIP") == 0)
-            return kas_json_get_string(a, "address");
-    }
-    return "10.0.0.1";
+    const char *ip = kbl_sim_node_ip(*keep);
+    return ip != NULL ? ip : "10.0.0.1";
+}
+
+static void read_run(json_object *pod, Job *j)
+{
+    KblSimRun run;
+    kbl_sim_read_run(pod, &run);
+    j->run_ms = run.run_ms;
+    j->exit_code = run.exit_code;
 }
 
 /* Called under the store lock by kas_ops_mutate. */
 static gboolean pod_start(json_object *pod, gpointer data)
 {
     Job *j = data;
-    if (kas_json_get_string(pod, "metadata.deletionTimestamp") != NULL ||
-        g_strcmp0(kas_json_get_string(pod, "status.phase"), "Pending") != 0)
+    if (g_strcmp0(kas_json_get_string(pod, "status.phase"), "Pending") != 0)
         return FALSE;
     json_object *node_json = NULL;
     const char *host_ip = node_internal_ip(j->k->store, kas_json_get_string(pod, "spec.nodeName"),
                                            &node_json);
     if (host_ip == NULL)
         return FALSE; /* no such node: no kubelet will ever start it */
-    g_autofree char *now = now_string();
     guint64 n = kas_store_next_seq_locked(j->k->store);
     g_autofree char *pod_ip = g_strdup_printf("10.244.%u.%u", (guint)((n / 250) % 250), (guint)(n % 250 + 2));
-    json_object *status = kas_json_ensure_object(pod, "status");
-    kas_json_set_string(status, "phase", "Running");
-    kas_json_set_string(status, "hostIP", host_ip);
-    kas_json_set_string(status, "podIP", pod_ip);
-    json_object *ips = json_object_new_array();
-    json_object *ipo = json_object_new_object();
-    kas_json_set_string(ipo, "ip", pod_ip);
-    json_object_array_add(ips, ipo);
-    json_object_object_add(status, "podIPs", ips);
-    kas_json_set_string(status, "startTime", now);
+    gboolean ok = kbl_sim_pod_start(pod, host_ip, pod_ip, g_get_real_time() / G_USEC_PER_SEC);
     json_object_put(node_json);
-    static const char *const conds[] = { "PodReadyToStartContainers", "Initialized", "Ready",
-                                         "ContainersReady", "PodScheduled" };
-    for (guint i = 0; i < G_N_ELEMENTS(conds); i++)
-        set_condition(status, conds[i], "True", NULL);
-    json_object *statuses = json_object_new_array();
-    json_object *cs = kas_json_get(pod, "spec.containers");
-    const char *uid = kas_json_get_string(pod, "metadata.uid");
-    for (gsize i = 0; json_object_is_type(cs, json_type_array) && i < json_object_array_length(cs); i++)
-        json_object_array_add(statuses, container_status(json_object_array_get_idx(cs, i), uid, now));
-    json_object_object_add(status, "containerStatuses", statuses);
-    read_sim_annotations(pod, j);
-    return TRUE;
-}
-
-static json_object *terminated(json_object *cs, int code, const char *now)
-{
-    json_object *t = json_object_new_object();
-    json_object_object_add(t, "exitCode", json_object_new_int(code));
-    kas_json_set_string(t, "reason", code == 0 ? "Completed" : "Error");
-    const char *started = kas_json_get_string(cs, "state.running.startedAt");
-    kas_json_set_string(t, "startedAt", started != NULL ? started : now);
-    kas_json_set_string(t, "finishedAt", now);
-    const char *cid = kas_json_get_string(cs, "containerID");
-    if (cid != NULL)
-        kas_json_set_string(t, "containerID", cid);
-    return t;
+    if (ok)
+        read_run(pod, j);
+    return ok;
 }
 
 static gboolean pod_finish(json_object *pod, gpointer data)
 {
     Job *j = data;
-    if (kas_json_get_string(pod, "metadata.deletionTimestamp") != NULL ||
-        g_strcmp0(kas_json_get_string(pod, "status.phase"), "Running") != 0)
-        return FALSE;
-    read_sim_annotations(pod, j);
-    int code = j->exit_code;
-    const char *rp = kas_json_get_string(pod, "spec.restartPolicy");
-    gboolean restart = rp == NULL || strcmp(rp, "Always") == 0 ||
-                       (strcmp(rp, "OnFailure") == 0 && code != 0);
-    g_autofree char *now = now_string();
-    json_object *status = kas_json_ensure_object(pod, "status");
-    json_object *statuses = kas_json_get(status, "containerStatuses");
-    for (gsize i = 0; json_object_is_type(statuses, json_type_array) && i < json_object_array_length(statuses); i++) {
-        json_object *cs = json_object_array_get_idx(statuses, i);
-        json_object *t = terminated(cs, code, now);
-        json_object *state = json_object_new_object();
-        if (restart) {
-            json_object *last = json_object_new_object();
-            json_object_object_add(last, "terminated", t);
-            json_object_object_add(cs, "lastState", last);
-            json_object *running = json_object_new_object();
-            kas_json_set_string(running, "startedAt", now);
-            json_object_object_add(state, "running", running);
-            json_object_object_add(cs, "restartCount",
-                                   json_object_new_int(json_object_get_int(kas_json_get(cs, "restartCount")) + 1));
-        } else {
-            json_object_object_add(state, "terminated", t);
-            json_object_object_add(cs, "ready", json_object_new_boolean(FALSE));
-            json_object_object_add(cs, "started", json_object_new_boolean(FALSE));
-        }
-        json_object_object_add(cs, "state", state);
-    }
-    j->restarted = restart;
-    if (!restart) {
-        kas_json_set_string(status, "phase", code == 0 ? "Succeeded" : "Failed");
-        const char *why = code == 0 ? "PodCompleted" : "PodFailed";
-        set_condition(status, "Ready", "False", why);
-        set_condition(status, "ContainersReady", "False", why);
-        set_condition(status, "PodReadyToStartContainers", "False", NULL);
-    }
-    return TRUE;
+    read_run(pod, j);
+    return kbl_sim_pod_finish(pod, j->exit_code, g_get_real_time() / G_USEC_PER_SEC, &j->restarted);
 }
 
 /* ---- nodes ------------------------------------------------------------------------------------------ */
@@ -315,71 +166,15 @@ static gboolean pod_finish(json_object *pod, gpointer data)
 static gboolean node_ready(json_object *node, gpointer data)
 {
     Job *j = data;
-    json_object *status = kas_json_ensure_object(node, "status");
-    json_object *alloc = kas_json_get(status, "allocatable");
-    json_object *cap = kas_json_get(status, "capacity");
-    if (alloc == NULL && cap != NULL) {
-        json_object_object_add(status, "allocatable", json_object_get(cap));
-    } else if (alloc == NULL) {
-        alloc = json_object_new_object();
-        kas_json_set_string(alloc, "cpu", "8");
-        kas_json_set_string(alloc, "memory", "32Gi");
-        kas_json_set_string(alloc, "pods", "110");
-        json_object_object_add(status, "allocatable", alloc);
-    }
-    if (kas_json_get(status, "capacity") == NULL)
-        json_object_object_add(status, "capacity", json_object_get(kas_json_get(status, "allocatable")));
-    g_autofree char *now = now_string();
-    static const char *const conds[][4] = {
-        { "MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available" },
-        { "DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure" },
-        { "PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available" },
-        { "Ready", "True", "KubeletReady", "kubelet is posting ready status (simulated)" },
-    };
-    json_object *arr = json_object_new_array();
-    for (guint i = 0; i < G_N_ELEMENTS(conds); i++) {
-        json_object *c = json_object_new_object();
-        kas_json_set_string(c, "type", conds[i][0]);
-        kas_json_set_string(c, "status", conds[i][1]);
-        kas_json_set_string(c, "lastHeartbeatTime", now);
-        kas_json_set_string(c, "lastTransitionTime", now);
-        kas_json_set_string(c, "reason", conds[i][2]);
-        kas_json_set_string(c, "message", conds[i][3]);
-        json_object_array_add(arr, c);
-    }
-    json_object_object_add(status, "conditions", arr);
-    if (kas_json_get(status, "addresses") == NULL) {
-        guint64 n = kas_store_next_seq_locked(j->k->store);
-        g_autofree char *ip = g_strdup_printf("10.0.%u.%u", (guint)((n / 250) % 250), (guint)(n % 250 + 2));
-        json_object *as = json_object_new_array();
-        json_object *a = json_object_new_object();
-        kas_json_set_string(a, "type", "InternalIP");
-        kas_json_set_string(a, "address", ip);
-        json_object_array_add(as, a);
-        a = json_object_new_object();
-        kas_json_set_string(a, "type", "Hostname");
-        kas_json_set_string(a, "address", kas_json_get_string(node, "metadata.name"));
-        json_object_array_add(as, a);
-        json_object_object_add(status, "addresses", as);
-    }
-    json_object *info = kas_json_ensure_object(status, "nodeInfo");
-    kas_json_set_string(info, "kubeletVersion", "v1.32.0-sim");
-    kas_json_set_string(info, "kubeProxyVersion", "v1.32.0-sim");
-    kas_json_set_string(info, "containerRuntimeVersion", "sim://1.0");
-    kas_json_set_string(info, "osImage", "kb-apiserver simulated node");
-    kas_json_set_string(info, "kernelVersion", "0.0.0-sim");
-    kas_json_set_string(info, "operatingSystem", "linux");
-    kas_json_set_string(info, "architecture", "amd64");
+    guint64 n = kas_store_next_seq_locked(j->k->store);
+    g_autofree char *ip = g_strdup_printf("10.0.%u.%u", (guint)((n / 250) % 250), (guint)(n % 250 + 2));
+    kbl_sim_node_ready(node, ip, g_get_real_time() / G_USEC_PER_SEC);
     return TRUE;
 }
 
 static gboolean renew(json_object *lease, gpointer data)
 {
-    GDateTime *dt = g_date_time_new_now_utc();
-    g_autofree char *base = g_date_time_format(dt, "%Y-%m-%dT%H:%M:%S");
-    g_autofree char *when = g_strdup_printf("%s.%06dZ", base, g_date_time_get_microsecond(dt));
-    g_date_time_unref(dt);
-    kas_json_set_string(kas_json_ensure_object(lease, "spec"), "renewTime", when);
+    kbl_sim_lease_renew(lease, g_get_real_time());
     return TRUE;
 }
 
@@ -391,22 +186,7 @@ static void renew_lease(KasKubelet *k, const char *node, const char *node_uid)
     kas_store_unlock(k->store);
     if (kas_ops_mutate(k->store, leases, "kube-node-lease", node, NULL, renew, NULL))
         return;
-    json_object *l = json_object_new_object();
-    json_object *meta = kas_json_ensure_object(l, "metadata");
-    kas_json_set_string(meta, "name", node);
-    kas_json_set_string(meta, "namespace", "kube-node-lease");
-    json_object *refs = json_object_new_array();
-    json_object *ref = json_object_new_object();
-    kas_json_set_string(ref, "apiVersion", "v1");
-    kas_json_set_string(ref, "kind", "Node");
-    kas_json_set_string(ref, "name", node);
-    kas_json_set_string(ref, "uid", node_uid);
-    json_object_array_add(refs, ref);
-    json_object_object_add(meta, "ownerReferences", refs);
-    json_object *spec = kas_json_ensure_object(l, "spec");
-    kas_json_set_string(spec, "holderIdentity", node);
-    json_object_object_add(spec, "leaseDurationSeconds", json_object_new_int(40));
-    renew(l, NULL);
+    json_object *l = kbl_sim_lease_new(node, node_uid, g_get_real_time());
     KasObj *o = kas_ops_create(k->store, leases, "v1", "kube-node-lease", l, NULL);
     kas_obj_unref(o);
     json_object_put(l);
@@ -447,7 +227,7 @@ static gboolean run_job(gpointer data)
         break;
     case JOB_POD_FINISH:
         if (kas_ops_mutate(k->store, pods, j->ns, j->name, j->uid, pod_finish, j) && j->restarted)
-            reschedule(j, JOB_POD_FINISH, (guint)MAX(MIN(j->run_ms, G_MAXUINT32 / 2), 1000));
+            reschedule(j, JOB_POD_FINISH, (guint)MAX(MIN(j->run_ms, G_MAXUINT32 / 2), KBL_SIM_MIN_RERUN_MS));
         break;
     case JOB_POD_GONE:
         kas_ops_pod_terminated(k->store, j->ns, j->name, j->uid);

@@ -18,8 +18,11 @@
 
 #include "tests/apiserver/kas-store.h"
 
-#define KAS_SIM_RUN_SECONDS "sim.kube-batchd.io/run-seconds"
-#define KAS_SIM_EXIT_CODE "sim.kube-batchd.io/exit-code"
+#include "tests/kubelet/kbl-sim.h"
+
+/* The rules themselves are tests/kubelet/kbl-sim.c, shared with the separate bin/kb-kubelet. */
+#define KAS_SIM_RUN_SECONDS KBL_SIM_RUN_SECONDS
+#define KAS_SIM_EXIT_CODE KBL_SIM_EXIT_CODE
 
 typedef struct {
     gboolean simulate;

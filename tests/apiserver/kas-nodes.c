@@ -1,11 +1,11 @@
 /* Nodes from a file at startup (see kas-nodes.h). */
 #include "tests/apiserver/kas-nodes.h"
+#include "tests/apiserver/kas-status.h"
 
 #include <string.h>
 
 #include "kube/kb-error.h"
 #include "tests/apiserver/kas-json.h"
-#include "tests/apiserver/kas-status.h"
 #include "tests/apiserver/kas-ops.h"
 
 static char *expand(const char *tmpl, gint64 i, gint64 n, gint64 rack)
@@ -86,6 +86,73 @@ static json_object *template_node(json_object *t, gint64 i, gint64 n)
     return node;
 }
 
+/* Append the nodes of the templates in @list to @out. */
+static gboolean expand_templates(json_object *list, json_object *out, GError **error)
+{
+    gint64 n = 0;
+    for (gsize e = 0; e < json_object_array_length(list); e++) {
+        json_object *t = json_object_array_get_idx(list, e);
+        if (!json_object_is_type(t, json_type_object)) {
+            g_set_error(error, KB_ERROR, KB_ERROR_DECODE, "nodes[%zu]: not a mapping", e);
+            return FALSE;
+        }
+        json_object *c = kas_json_get(t, "count");
+        gint64 count = c != NULL ? json_object_get_int64(c) : 1;
+        if (count < 0 || n + count > KAS_NODES_MAX) {
+            g_set_error(error, KB_ERROR, KB_ERROR_LIMIT, "nodes[%zu].count: %" G_GINT64_FORMAT
+                        " nodes would exceed the limit of %d", e, count, KAS_NODES_MAX);
+            return FALSE;
+        }
+        for (gint64 i = 0; i < count; i++, n++)
+            json_object_array_add(out, template_node(t, i, n));
+    }
+    return TRUE;
+}
+
+json_object *kas_nodes_parse(const char *path, GError **error)
+{
+    g_autofree char *text = NULL;
+    gsize len = 0;
+    if (!g_file_get_contents(path, &text, &len, error))
+        return NULL;
+    if (len > KAS_NODES_MAX_FILE) {
+        g_set_error(error, KB_ERROR, KB_ERROR_LIMIT, "%s: larger than %d bytes", path, KAS_NODES_MAX_FILE);
+        return NULL;
+    }
+    json_object *doc = kas_yaml_to_json(text, len, error);
+    if (doc == NULL) {
+        g_prefix_error(error, "%s: ", path);
+        return NULL;
+    }
+    json_object *out = json_object_new_array();
+    gboolean ok = TRUE;
+    json_object *templates = kas_json_get(doc, "nodes");
+    json_object *items = json_object_is_type(doc, json_type_array) ? doc : kas_json_get(doc, "items");
+    if (json_object_is_type(templates, json_type_array)) {
+        ok = expand_templates(templates, out, error);
+    } else if (json_object_is_type(items, json_type_array)) {
+        if (json_object_array_length(items) > KAS_NODES_MAX) {
+            g_set_error(error, KB_ERROR, KB_ERROR_LIMIT, "more than %d nodes", KAS_NODES_MAX);
+            ok = FALSE;
+        }
+        for (gsize i = 0; ok && i < json_object_array_length(items); i++)
+            json_object_array_add(out, json_object_get(json_object_array_get_idx(items, i)));
+    } else if (g_strcmp0(kas_json_get_string(doc, "kind"), "Node") == 0) {
+        json_object_array_add(out, json_object_get(doc));
+    } else {
+        g_set_error(error, KB_ERROR, KB_ERROR_DECODE,
+                    "expected a \"nodes:\" list of templates, a Node, or a list of Nodes");
+        ok = FALSE;
+    }
+    json_object_put(doc);
+    if (!ok) {
+        json_object_put(out);
+        g_prefix_error(error, "%s: ", path);
+        return NULL;
+    }
+    return out;
+}
+
 static gboolean create_node(KasStore *store, KasRes *nodes, json_object *node, GError **error)
 {
     g_autoptr(GError) e = NULL;
@@ -102,70 +169,20 @@ static gboolean create_node(KasStore *store, KasRes *nodes, json_object *node, G
     return o != NULL;
 }
 
-static gint64 load_templates(KasStore *store, KasRes *nodes, json_object *list, GError **error)
-{
-    gint64 n = 0;
-    for (gsize e = 0; e < json_object_array_length(list); e++) {
-        json_object *t = json_object_array_get_idx(list, e);
-        if (!json_object_is_type(t, json_type_object)) {
-            g_set_error(error, KB_ERROR, KB_ERROR_DECODE, "nodes[%zu]: not a mapping", e);
-            return -1;
-        }
-        json_object *c = kas_json_get(t, "count");
-        gint64 count = c != NULL ? json_object_get_int64(c) : 1;
-        if (count < 0 || n + count > KAS_NODES_MAX) {
-            g_set_error(error, KB_ERROR, KB_ERROR_LIMIT, "nodes[%zu].count: %" G_GINT64_FORMAT
-                        " nodes would exceed the limit of %d", e, count, KAS_NODES_MAX);
-            return -1;
-        }
-        for (gint64 i = 0; i < count; i++, n++) {
-            json_object *node = template_node(t, i, n);
-            gboolean ok = create_node(store, nodes, node, error);
-            json_object_put(node);
-            if (!ok) {
-                g_prefix_error(error, "nodes[%zu]: ", e);
-                return -1;
-            }
-        }
-    }
-    return n;
-}
-
 gint64 kas_nodes_load(KasStore *store, const char *path, GError **error)
 {
-    g_autofree char *text = NULL;
-    gsize len = 0;
-    if (!g_file_get_contents(path, &text, &len, error))
+    json_object *nodes_json = kas_nodes_parse(path, error);
+    if (nodes_json == NULL)
         return -1;
-    if (len > KAS_NODES_MAX_FILE) {
-        g_set_error(error, KB_ERROR, KB_ERROR_LIMIT, "%s: larger than %d bytes", path, KAS_NODES_MAX_FILE);
-        return -1;
-    }
-    json_object *doc = kas_yaml_to_json(text, len, error);
-    if (doc == NULL) {
-        g_prefix_error(error, "%s: ", path);
-        return -1;
-    }
     kas_store_lock(store);
     KasRes *nodes = kas_store_find_locked(store, "", "v1", "nodes");
     kas_store_unlock(store);
     gint64 n = 0;
-    json_object *templates = kas_json_get(doc, "nodes");
-    json_object *items = json_object_is_type(doc, json_type_array) ? doc : kas_json_get(doc, "items");
-    if (json_object_is_type(templates, json_type_array)) {
-        n = load_templates(store, nodes, templates, error);
-    } else if (json_object_is_type(items, json_type_array)) {
-        for (gsize i = 0; i < json_object_array_length(items) && n >= 0; i++, n++)
-            if (!create_node(store, nodes, json_object_array_get_idx(items, i), error))
-                n = -1;
-    } else if (g_strcmp0(kas_json_get_string(doc, "kind"), "Node") == 0) {
-        n = create_node(store, nodes, doc, error) ? 1 : -1;
-    } else {
-        g_set_error(error, KB_ERROR, KB_ERROR_DECODE,
-                    "expected a \"nodes:\" list of templates, a Node, or a list of Nodes");
-        n = -1;
+    for (gsize i = 0; i < json_object_array_length(nodes_json) && n >= 0; i++, n++) {
+        if (!create_node(store, nodes, json_object_array_get_idx(nodes_json, i), error))
+            n = -1;
     }
-    json_object_put(doc);
+    json_object_put(nodes_json);
     if (n < 0)
         g_prefix_error(error, "%s: ", path);
     return n;

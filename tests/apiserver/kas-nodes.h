@@ -24,6 +24,10 @@
 #define KAS_NODES_MAX 100000
 #define KAS_NODES_MAX_FILE (16 * 1024 * 1024)
 
+/* The Node objects @path describes, as a JSON array (new reference), or NULL with an error naming
+ * the file, the entry and the field. bin/kb-kubelet reads the same files. */
+json_object *kas_nodes_parse(const char *path, GError **error);
+
 /* Create the nodes described in @path; returns how many, or -1 with an error naming the file,
  * the entry and the field. */
 gint64 kas_nodes_load(KasStore *store, const char *path, GError **error);
