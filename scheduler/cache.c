@@ -36,6 +36,7 @@ struct KbCache {
     GHashTable *priority_classes; /* interned name -> KbPriorityClass* (ref) */
     GArray *node_gpus;            /* NodeGpu, indexed like nodes */
     guint n_gpu_topology_errors;
+    gboolean extender; /* kb_cache_set_extender */
 };
 
 static gboolean state_occupies(KbTaskState s)
@@ -608,6 +609,33 @@ static gboolean serves(const KbCache *cache, const char *scheduler_name)
     return FALSE;
 }
 
+void kb_cache_set_extender(KbCache *cache, gboolean enabled)
+{
+    cache->extender = enabled;
+}
+
+gboolean kb_cache_extender_manages(const KbCache *cache, const KbPod *pod)
+{
+    return cache->extender && !serves(cache, pod->scheduler_name) &&
+           (pod->group_name != NULL || pod->requests.v[KB_RES_GPU] > 0);
+}
+
+gboolean kb_cache_task_is_extender(const KbCache *cache, const KbTaskInfo *task)
+{
+    return cache->extender && !serves(cache, task->pod->scheduler_name);
+}
+
+void kb_cache_foreach_pod(KbCache *cache, KbCachePodFunc func, gpointer user_data)
+{
+    GHashTableIter it;
+    gpointer v;
+    g_hash_table_iter_init(&it, cache->pods);
+    while (g_hash_table_iter_next(&it, NULL, &v)) {
+        PodEntry *pe = v;
+        func(pe->pod, pe->task, pe->counted_node, &pe->counted, user_data);
+    }
+}
+
 static KbTaskInfo *task_new(KbCache *cache, KbPod *pod)
 {
     gboolean is_group = pod->group_name != NULL;
@@ -691,7 +719,7 @@ void kb_cache_update_pod(KbCache *cache, KbPod *pod)
         pe = g_new0(PodEntry, 1);
         pe->pod = kb_object_ref(pod);
         pe->counted_node = -1;
-        if (serves(cache, pod->scheduler_name))
+        if (serves(cache, pod->scheduler_name) || kb_cache_extender_manages(cache, pod))
             pe->task = task_new(cache, pod);
         g_hash_table_insert(cache->pods, g_steal_pointer(&key), pe);
     } else {

@@ -52,6 +52,12 @@ typedef struct {
     const char *listen_address; /* NULL: no HTTP endpoint */
     guint bind_max_in_flight;   /* default KB_BINDER_DEFAULT_MAX_IN_FLIGHT */
     guint assume_ttl_s;         /* default 120: a bind the watch never confirms */
+    /* Extender mode (scheduler/extender-server.h): kube-scheduler's extender API on this
+     * HOST:PORT for pods of other schedulers; NULL or "": off. TLS when both files are given. */
+    const char *extender_address;
+    const char *extender_tls_cert;
+    const char *extender_tls_key;
+    guint extender_reservation_ttl_s; /* default KB_EXTENDER_DEFAULT_RESERVATION_TTL_S */
 } KbDaemonOptions;
 
 typedef struct KbDaemon KbDaemon;
@@ -79,6 +85,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbDaemon, kb_daemon_free)
 gboolean kb_daemon_is_ready(KbDaemon *daemon, char **reason);
 /* Run one cycle now if allowed (leading, synced, not stopping); TRUE when one ran. For tests. */
 gboolean kb_daemon_run_cycle(KbDaemon *daemon);
+/* The extender's port (0 without extender mode). */
+guint16 kb_daemon_extender_port(const KbDaemon *daemon);
 /* The HTTP endpoint's port (0 without one). */
 guint16 kb_daemon_http_port(const KbDaemon *daemon);
 KbMetrics *kb_daemon_metrics(KbDaemon *daemon);

@@ -5,6 +5,8 @@
  *               [--scheduler-conf FILE] [--schedule-period 1s] [--default-queue default]
  *               [--leader-elect] [--lock-object-namespace NS] [--listen-address :8080]
  *               [--log-level info] [--version]
+ *               [--extender-address HOST:PORT [--extender-tls-cert F --extender-tls-key F]
+ *                [--extender-reservation-timeout 60s]]
  *
  * Exit status: 0 after a clean stop (SIGTERM/SIGINT), 2 for bad flags or configuration, 1 when
  * the daemon cannot start (the listen address is taken, ...).
@@ -47,6 +49,10 @@ typedef struct {
     guint retry_period_ms;
     char *listen_address;
     gboolean version;
+    char *extender_address;
+    char *extender_tls_cert;
+    char *extender_tls_key;
+    guint extender_ttl_ms;
 } Flags;
 
 static Flags flags = {.period_ms = 1000};
@@ -116,6 +122,8 @@ static gboolean duration_arg(const char *option_name, const char *value, gpointe
         target = &flags.lease_duration_ms;
     else if (strcmp(option_name, "--leader-elect-renew-deadline") == 0)
         target = &flags.renew_deadline_ms;
+    else if (strcmp(option_name, "--extender-reservation-timeout") == 0)
+        target = &flags.extender_ttl_ms;
     else if (strcmp(option_name, "--leader-elect-retry-period") == 0)
         target = &flags.retry_period_ms;
     g_return_val_if_fail(target != NULL, FALSE);
@@ -152,6 +160,15 @@ static const GOptionEntry entries[] = {
         {"log-level", 0, 0, G_OPTION_ARG_CALLBACK, kb_log_option_arg,
          "error, warning, info or debug (default info)", "LEVEL"},
         {"version", 0, 0, G_OPTION_ARG_NONE, &flags.version, "Print the version and exit", NULL},
+        {"extender-address", 0, 0, G_OPTION_ARG_STRING, &flags.extender_address,
+         "Serve kube-scheduler's extender API (filter, prioritize, bind, preempt) here", "HOST:PORT"},
+        {"extender-tls-cert", 0, 0, G_OPTION_ARG_FILENAME, &flags.extender_tls_cert,
+         "Extender over HTTPS: certificate (PEM)", "FILE"},
+        {"extender-tls-key", 0, 0, G_OPTION_ARG_FILENAME, &flags.extender_tls_key,
+         "Extender over HTTPS: private key (PEM)", "FILE"},
+        {"extender-reservation-timeout", 0, 0, G_OPTION_ARG_CALLBACK, duration_arg,
+         "Release a gang's extender reservations not bound within this time (default 60s)",
+         "DURATION"},
         {NULL},
 };
 
@@ -165,6 +182,9 @@ static void flags_clear(void)
     g_free(flags.lock_namespace);
     g_free(flags.lock_name);
     g_free(flags.listen_address);
+    g_free(flags.extender_address);
+    g_free(flags.extender_tls_cert);
+    g_free(flags.extender_tls_key);
 }
 
 /* Checks the values GOption cannot. */
@@ -191,6 +211,21 @@ static gboolean validate(GError **error)
         guint16 port = 0;
         if (!kb_httpd_parse_address(flags.listen_address, &host, &port, error)) {
             g_prefix_error(error, "--listen-address: ");
+            return FALSE;
+        }
+    }
+    if ((flags.extender_tls_cert != NULL) != (flags.extender_tls_key != NULL) ||
+        (flags.extender_tls_cert != NULL && flags.extender_address == NULL)) {
+        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                    "--extender-tls-cert and --extender-tls-key go together, with "
+                    "--extender-address");
+        return FALSE;
+    }
+    if (flags.extender_address != NULL) {
+        g_autofree char *host = NULL;
+        guint16 port = 0;
+        if (!kb_httpd_parse_address(flags.extender_address, &host, &port, error)) {
+            g_prefix_error(error, "--extender-address: ");
             return FALSE;
         }
     }
@@ -235,6 +270,10 @@ static int run(KbConf *conf)
             .renew_deadline_ms = flags.renew_deadline_ms,
             .retry_period_ms = flags.retry_period_ms,
             .listen_address = flags.listen_address != NULL ? flags.listen_address : ":8080",
+            .extender_address = flags.extender_address,
+            .extender_tls_cert = flags.extender_tls_cert,
+            .extender_tls_key = flags.extender_tls_key,
+            .extender_reservation_ttl_s = (flags.extender_ttl_ms + 999) / 1000,
     };
     g_autoptr(KbDaemon) daemon = kb_daemon_new(&opts, conf, &error);
     if (daemon == NULL) {
