@@ -71,8 +71,10 @@ void kb_extender_take_placements(KbExtender *ext, KbCycleResult *result)
         KbTaskInfo *task =
                 kb_cache_lookup_task(ext->cache, p->pod->meta.namespace_, p->pod->meta.name);
         if (task == NULL || !kb_cache_task_is_extender(ext->cache, task)) {
-            if (kept != i)
+            if (kept != i) {
                 g_array_index(result->placements, KbPlacement, kept) = *p;
+                memset(p, 0, sizeof(*p));
+            }
             kept++;
             continue;
         }
@@ -86,7 +88,11 @@ void kb_extender_take_placements(KbExtender *ext, KbCycleResult *result)
         kb_object_unref(p->pod);
         g_free(p->job);
         g_free(p->gpu_ids);
+        memset(p, 0, sizeof(*p));
     }
+    /* The array's clear function runs on the tail: leave it nothing to free twice. */
+    for (guint i = kept; i < result->placements->len; i++)
+        memset(&g_array_index(result->placements, KbPlacement, i), 0, sizeof(KbPlacement));
     g_array_set_size(result->placements, kept);
 }
 
