@@ -152,83 +152,221 @@ static gboolean list_length(const char *what, json_object *arr, guint max, GErro
 
 /* ---- filter / prioritize ------------------------------------------------------------------- */
 
-static gboolean decode_node_names(KbExtenderArgs *a, json_object *names, GError **error)
+static gboolean key_is(const KbJsonStr *key, const char *name)
 {
-    if (!list_length("NodeNames", names, KB_EXTENDER_MAX_NODES, error))
+    gsize n = strlen(name);
+    return key->len == n && g_ascii_strncasecmp(key->p, name, n) == 0;
+}
+
+/* A candidate node's name into @a (within the limits). */
+static gboolean add_name(KbExtenderArgs *a, GPtrArray *names, const KbJsonStr *s,
+                         const char *field, guint i, GError **error)
+{
+    if (s->len == 0 || s->len > KB_EXTENDER_MAX_NAME_BYTES || memchr(s->p, '\0', s->len) != NULL) {
+        g_set_error(error, KB_ERROR, s->len == 0 ? KB_ERROR_DECODE : KB_ERROR_LIMIT,
+                    "%s[%u]: name of %" G_GSIZE_FORMAT " bytes (1..%d allowed)", field, i,
+                    s->len, KB_EXTENDER_MAX_NAME_BYTES);
         return FALSE;
-    a->node_cache_capable = TRUE;
-    a->n_nodes = (guint)json_object_array_length(names);
-    a->node_names = g_new0(const char *, a->n_nodes + 1);
-    for (guint i = 0; i < a->n_nodes; i++) {
-        json_object *v = json_object_array_get_idx(names, i);
-        g_autofree char *what = g_strdup_printf("NodeNames[%u]", i);
-        if (!check_name(what, v, error))
-            return FALSE;
-        a->node_names[i] = json_object_get_string(v);
     }
+    if (names->len >= KB_EXTENDER_MAX_NODES) {
+        g_set_error(error, KB_ERROR, KB_ERROR_LIMIT, "%s: more than %u entries", field,
+                    KB_EXTENDER_MAX_NODES);
+        return FALSE;
+    }
+    g_ptr_array_add(names, g_string_chunk_insert_len(a->names, s->p, (gssize)s->len));
     return TRUE;
 }
 
-static gboolean decode_node_list(KbExtenderArgs *a, json_object *list, GError **error)
+static gboolean read_node_names(KbJsonReader *r, KbExtenderArgs *a, GPtrArray *names,
+                                GError **error)
 {
-    if (!json_object_is_type(list, json_type_object)) {
+    int rc;
+    KbJsonStr s;
+    if (!kb_json_array_begin(r, error))
+        return FALSE;
+    while ((rc = kb_json_array_next(r, error)) == 1) {
+        if (kb_json_peek(r) != KB_JSON_STRING) {
+            g_set_error(error, KB_ERROR, KB_ERROR_DECODE, "NodeNames[%u]: expected a string",
+                        names->len);
+            return FALSE;
+        }
+        if (!kb_json_read_string(r, &s, error) || !add_name(a, names, &s, "NodeNames", names->len,
+                                                            error))
+            return FALSE;
+    }
+    return rc == 0;
+}
+
+/* metadata.name of one NodeList item (its text in @span). */
+static gboolean item_name(const KbJsonStr *span, KbExtenderArgs *a, GPtrArray *names,
+                          GError **error)
+{
+    KbJsonReader r;
+    KbJsonStr key, name = {NULL, 0};
+    int rc, rc2 = 0;
+    gboolean ok = TRUE;
+    kb_json_reader_init(&r, span->p, span->len);
+    r.max_depth = KB_EXTENDER_MAX_DEPTH;
+    if (!kb_json_object_begin(&r, error)) {
+        kb_json_reader_clear(&r);
+        return FALSE;
+    }
+    while (ok && (rc = kb_json_object_next(&r, &key, error)) == 1) {
+        if (!KB_JSON_STR_IS(key, "metadata") || kb_json_peek(&r) != KB_JSON_OBJECT) {
+            ok = kb_json_skip(&r, error);
+            continue;
+        }
+        ok = kb_json_object_begin(&r, error);
+        while (ok && (rc2 = kb_json_object_next(&r, &key, error)) == 1) {
+            if (KB_JSON_STR_IS(key, "name") && kb_json_peek(&r) == KB_JSON_STRING) {
+                ok = kb_json_read_string(&r, &name, error);
+                if (ok)
+                    ok = add_name(a, names, &name, "Nodes.items", names->len, error);
+            } else {
+                ok = kb_json_skip(&r, error);
+            }
+        }
+        ok = ok && rc2 == 0;
+    }
+    kb_json_reader_clear(&r);
+    if (ok && name.p == NULL) {
+        g_set_error(error, KB_ERROR, KB_ERROR_DECODE, "Nodes.items[%u].metadata.name: missing",
+                    names->len);
+        return FALSE;
+    }
+    return ok;
+}
+
+static gboolean read_node_list(KbJsonReader *r, KbExtenderArgs *a, GPtrArray *names,
+                               GArray *spans, GError **error)
+{
+    KbJsonStr key, span;
+    int rc, rc2 = 0;
+    if (kb_json_peek(r) != KB_JSON_OBJECT) {
         g_set_error(error, KB_ERROR, KB_ERROR_DECODE, "Nodes: expected a NodeList object");
         return FALSE;
     }
-    json_object *items = member(list, "items");
-    if (items == NULL) {
-        a->node_names = g_new0(const char *, 1);
-        a->node_objects = g_new0(json_object *, 1);
-        return TRUE;
-    }
-    if (!list_length("Nodes.items", items, KB_EXTENDER_MAX_NODES, error))
+    if (!kb_json_object_begin(r, error))
         return FALSE;
-    a->n_nodes = (guint)json_object_array_length(items);
-    a->node_names = g_new0(const char *, a->n_nodes + 1);
-    a->node_objects = g_new0(json_object *, a->n_nodes + 1);
-    for (guint i = 0; i < a->n_nodes; i++) {
-        json_object *item = json_object_array_get_idx(items, i);
-        json_object *meta = NULL, *name = NULL;
-        g_autofree char *what = g_strdup_printf("Nodes.items[%u].metadata.name", i);
-        if (!json_object_is_type(item, json_type_object) ||
-            !json_object_object_get_ex(item, "metadata", &meta) ||
-            !json_object_is_type(meta, json_type_object) ||
-            !json_object_object_get_ex(meta, "name", &name)) {
-            g_set_error(error, KB_ERROR, KB_ERROR_DECODE, "%s: missing", what);
-            return FALSE;
+    while ((rc = kb_json_object_next(r, &key, error)) == 1) {
+        if (!key_is(&key, "items") || kb_json_peek(r) == KB_JSON_NULL) {
+            if (!kb_json_skip(r, error))
+                return FALSE;
+            continue;
         }
-        if (!check_name(what, name, error))
+        if (!kb_json_array_begin(r, error))
             return FALSE;
-        a->node_names[i] = json_object_get_string(name);
-        a->node_objects[i] = item;
+        while ((rc2 = kb_json_array_next(r, error)) == 1) {
+            if (kb_json_peek(r) != KB_JSON_OBJECT) {
+                g_set_error(error, KB_ERROR, KB_ERROR_DECODE,
+                            "Nodes.items[%u]: expected a Node object", names->len);
+                return FALSE;
+            }
+            if (!kb_json_skip_span(r, &span, error) || !item_name(&span, a, names, error))
+                return FALSE;
+            g_array_append_val(spans, span);
+        }
+        if (rc2 == -1)
+            return FALSE;
+    }
+    return rc == 0;
+}
+
+static gboolean read_args(KbJsonReader *r, KbExtenderArgs *a, GPtrArray *names, GArray *spans,
+                          GError **error)
+{
+    KbJsonStr key, span;
+    int rc;
+    gboolean have_names = FALSE, have_list = FALSE;
+    if (kb_json_peek(r) != KB_JSON_OBJECT) {
+        g_set_error(error, KB_ERROR, KB_ERROR_DECODE, "body: expected a JSON object");
+        return FALSE;
+    }
+    if (!kb_json_object_begin(r, error))
+        return FALSE;
+    while ((rc = kb_json_object_next(r, &key, error)) == 1) {
+        KbJsonType t = kb_json_peek(r);
+        gboolean is_null = t == KB_JSON_NULL;
+        gboolean ok;
+        if (t == KB_JSON_INVALID) {
+            ok = kb_json_skip(r, error); /* the reader says what is wrong, and where */
+        } else if (key_is(&key, "Pod") && !is_null) {
+            if (kb_json_peek(r) != KB_JSON_OBJECT) {
+                g_set_error(error, KB_ERROR, KB_ERROR_DECODE, "Pod: expected an object");
+                return FALSE;
+            }
+            ok = kb_json_skip_span(r, &span, error);
+            if (ok) {
+                g_clear_pointer(&a->pod, kb_object_unref);
+                a->pod = kb_pod_decode_bytes(span.p, span.len, error);
+                if (a->pod == NULL)
+                    g_prefix_error(error, "Pod: ");
+                ok = a->pod != NULL;
+            }
+        } else if (key_is(&key, "NodeNames") && !is_null) {
+            g_ptr_array_set_size(names, 0);
+            have_names = ok = read_node_names(r, a, names, error);
+        } else if (key_is(&key, "Nodes") && !is_null && !have_names) {
+            have_list = ok = read_node_list(r, a, names, spans, error);
+        } else {
+            ok = kb_json_skip(r, error);
+        }
+        if (!ok)
+            return FALSE;
+    }
+    if (rc == -1 || !kb_json_finish(r, error))
+        return FALSE;
+    if (!have_names && !have_list) {
+        g_set_error(error, KB_ERROR, KB_ERROR_DECODE,
+                    "neither NodeNames nor Nodes given (nodeCacheCapable true sends NodeNames, "
+                    "false sends Nodes)");
+        return FALSE;
+    }
+    a->node_cache_capable = have_names;
+    return TRUE;
+}
+
+static gboolean check_pod(KbPod *pod, GError **error)
+{
+    if (pod == NULL) {
+        g_set_error(error, KB_ERROR, KB_ERROR_DECODE, "Pod: missing");
+        return FALSE;
+    }
+    if (pod->meta.name == NULL || pod->meta.namespace_ == NULL) {
+        g_set_error(error, KB_ERROR, KB_ERROR_DECODE, "Pod: metadata.%s missing",
+                    pod->meta.name == NULL ? "name" : "namespace");
+        return FALSE;
     }
     return TRUE;
 }
 
 KbExtenderArgs *kb_extender_args_decode(const char *body, gsize len, GError **error)
 {
-    g_autoptr(KbExtenderArgs) a = g_new0(KbExtenderArgs, 1);
-    a->root = parse_body(body, len, error);
-    if (a->root == NULL)
-        return NULL;
-    a->pod = decode_pod(a->root, error);
-    if (a->pod == NULL)
-        return NULL;
-    /* kube-scheduler sets exactly one of them; NodeNames wins if both come. */
-    json_object *names = member(a->root, "NodeNames");
-    json_object *nodes = member(a->root, "Nodes");
-    if (names != NULL) {
-        if (!decode_node_names(a, names, error))
-            return NULL;
-    } else if (nodes != NULL) {
-        if (!decode_node_list(a, nodes, error))
-            return NULL;
-    } else {
-        g_set_error(error, KB_ERROR, KB_ERROR_DECODE,
-                    "neither NodeNames nor Nodes given (nodeCacheCapable true sends NodeNames, "
-                    "false sends Nodes)");
+    if (len > KB_EXTENDER_MAX_BODY_BYTES) {
+        g_set_error(error, KB_ERROR, KB_ERROR_LIMIT,
+                    "body of %" G_GSIZE_FORMAT " bytes exceeds the limit of %" G_GSIZE_FORMAT,
+                    len, KB_EXTENDER_MAX_BODY_BYTES);
         return NULL;
     }
+    g_autoptr(KbExtenderArgs) a = g_new0(KbExtenderArgs, 1);
+    a->body = g_malloc(len + 1);
+    memcpy(a->body, body, len);
+    a->body[len] = '\0';
+    a->names = g_string_chunk_new(4096);
+    g_autoptr(GPtrArray) names = g_ptr_array_new();
+    g_autoptr(GArray) spans = g_array_new(FALSE, FALSE, sizeof(KbJsonStr));
+    KbJsonReader r;
+    kb_json_reader_init(&r, a->body, len);
+    r.max_depth = KB_EXTENDER_MAX_DEPTH;
+    gboolean ok = read_args(&r, a, names, spans, error);
+    kb_json_reader_clear(&r);
+    if (!ok || !check_pod(a->pod, error))
+        return NULL;
+    a->n_nodes = names->len;
+    g_ptr_array_add(names, NULL);
+    a->node_names = (const char **)g_ptr_array_free(g_steal_pointer(&names), FALSE);
+    if (!a->node_cache_capable)
+        a->node_spans = (KbJsonStr *)(void *)g_array_free(g_steal_pointer(&spans), FALSE);
     return g_steal_pointer(&a);
 }
 
@@ -238,8 +376,10 @@ void kb_extender_args_free(KbExtenderArgs *args)
         return;
     g_clear_pointer(&args->pod, kb_object_unref);
     g_free(args->node_names);
-    g_free(args->node_objects);
-    json_object_put(args->root);
+    g_free(args->node_spans);
+    if (args->names != NULL)
+        g_string_chunk_free(args->names);
+    g_free(args->body);
     g_free(args);
 }
 
@@ -408,7 +548,13 @@ void kb_extender_preemption_args_free(KbExtenderPreemptionArgs *args)
 void kb_extender_append_json_string(GString *out, const char *s)
 {
     g_string_append_c(out, '"');
+    const char *run = s;
     for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
+        if (*p >= 0x20 && *p != '"' && *p != '\\')
+            continue;
+        /* Runs of plain bytes go in one copy; only the bytes JSON escapes are written apart. */
+        g_string_append_len(out, run, (gssize)((const char *)p - run));
+        run = (const char *)p + 1;
         switch (*p) {
         case '"':
             g_string_append(out, "\\\"");
@@ -426,12 +572,10 @@ void kb_extender_append_json_string(GString *out, const char *s)
             g_string_append(out, "\\r");
             break;
         default:
-            if (*p < 0x20)
-                g_string_append_printf(out, "\\u%04x", *p);
-            else
-                g_string_append_c(out, (char)*p);
+            g_string_append_printf(out, "\\u%04x", *p);
         }
     }
+    g_string_append(out, run);
     g_string_append_c(out, '"');
 }
 
@@ -456,7 +600,12 @@ static void append_failed_map(GString *out, const char *key, const KbExtenderArg
 char *kb_extender_filter_result_encode(const KbExtenderArgs *args, const char *const *why,
                                        const gboolean *unresolvable, const char *error)
 {
-    GString *out = g_string_sized_new(64 + 32 * (gsize)args->n_nodes);
+    gsize size = 64 + 32 * (gsize)args->n_nodes;
+    for (guint i = 0; !args->node_cache_capable && i < args->n_nodes; i++)
+        size += why[i] == NULL ? args->node_spans[i].len + 1 : 0;
+    for (guint i = 0; i < args->n_nodes; i++)
+        size += why[i] != NULL ? 2 * (strlen(why[i]) + strlen(args->node_names[i]) + 6) : 0;
+    GString *out = g_string_sized_new(size);
     if (error != NULL && error[0] != '\0') {
         g_string_append(out, "{\"NodeNames\":null,\"Nodes\":null,\"FailedNodes\":null,\"Error\":");
         kb_extender_append_json_string(out, error);
@@ -482,9 +631,7 @@ char *kb_extender_filter_result_encode(const KbExtenderArgs *args, const char *c
             if (!first)
                 g_string_append_c(out, ',');
             first = FALSE;
-            g_string_append(out, json_object_to_json_string_ext(args->node_objects[i],
-                                                                JSON_C_TO_STRING_PLAIN |
-                                                                        JSON_C_TO_STRING_NOSLASHESCAPE));
+            g_string_append_len(out, args->node_spans[i].p, (gssize)args->node_spans[i].len);
         }
         g_string_append_c(out, ']');
     }

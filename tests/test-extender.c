@@ -77,7 +77,7 @@ static void test_codec_fixtures(void)
         g_assert_cmpint(a->node_cache_capable, ==, filters[i].cache_capable);
         g_assert_cmpuint(a->n_nodes, ==, filters[i].n_nodes);
         g_assert_true(g_str_has_prefix(a->node_names[0], "node-0000"));
-        g_assert_cmpint(a->node_objects != NULL, ==, !filters[i].cache_capable);
+        g_assert_cmpint(a->node_spans != NULL, ==, !filters[i].cache_capable);
     }
     g_autoptr(Json) call = load_call("node-cache-capable/002-bind.json");
     g_autofree char *body = request_text(call);
@@ -200,9 +200,9 @@ static void test_codec_errors(void)
 {
     g_autofree char *long_name = g_strnfill(KB_EXTENDER_MAX_NAME_BYTES + 1, 'n');
     BadCase cases[] = {
-            {"not JSON", g_strdup("{\"Pod\":"), KB_ERROR_DECODE, "invalid JSON"},
+            {"not JSON", g_strdup("{\"Pod\":"), KB_ERROR_DECODE, "JSON: "},
             {"trailing", g_strdup_printf("{\"Pod\":%s,\"NodeNames\":[]} x", min_pod),
-             KB_ERROR_DECODE, "body: invalid JSON at byte 119"},
+             KB_ERROR_DECODE, "JSON: "},
             {"array", g_strdup("[]"), KB_ERROR_DECODE, "expected a JSON object"},
             {"no pod", g_strdup("{\"NodeNames\":[\"a\"]}"), KB_ERROR_DECODE, "Pod: missing"},
             {"pod not object", g_strdup("{\"Pod\":3,\"NodeNames\":[]}"), KB_ERROR_DECODE, "Pod"},
@@ -217,10 +217,10 @@ static void test_codec_errors(void)
              KB_ERROR_LIMIT, "NodeNames[1]"},
             {"nodelist item", g_strdup_printf("{\"Pod\":%s,\"Nodes\":{\"items\":[{}]}}", min_pod),
              KB_ERROR_DECODE, "Nodes.items[0].metadata.name"},
-            {"depth", nested(KB_EXTENDER_MAX_DEPTH + 1), KB_ERROR_LIMIT, "nesting"},
+            {"depth", nested(KB_EXTENDER_MAX_DEPTH + 1), KB_ERROR_LIMIT, "nested deeper than 64"},
             {"too many nodes", many_nodes(KB_EXTENDER_MAX_NODES + 1), KB_ERROR_LIMIT,
-             "NodeNames: 50001 entries"},
-            {"NUL", g_strdup("{\"Pod\":{}}\0"), KB_ERROR_DECODE, "NUL"},
+             "NodeNames: more than 50000 entries"},
+            {"NUL", g_strdup_printf("{\"Pod\":%s,\"NodeNames\":[]}", min_pod), KB_ERROR_DECODE, "JSON: "},
     };
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
         g_autoptr(GError) error = NULL;
@@ -1002,7 +1002,7 @@ static void test_http_errors(void)
     g_autoptr(Srv) s2 = srv_new(0);
     g_autofree char *out = NULL;
     g_assert_cmpint(http(s2->port, "POST", "/filter", many, strlen(many), &out), ==, 413);
-    g_assert_true(strstr(out, "NodeNames: 50001 entries") != NULL);
+    g_assert_true(strstr(out, "NodeNames: more than 50000 entries") != NULL);
     g_assert_cmpint(http(s2->port, "POST", "/filter", good, strlen(good), NULL), ==, 200);
 }
 
