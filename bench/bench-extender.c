@@ -147,8 +147,8 @@ static char *args_body(const char *pod, GPtrArray *names, GPtrArray *nodes, gboo
     return g_string_free(s, FALSE);
 }
 
-static double run(KbExtenderServer *srv, GPtrArray *filters, GPtrArray *prioritizes,
-                  double seconds, guint64 *pairs)
+static double run(KbExtenderServer *srv, GPtrArray *filters, GPtrArray *prioritizes, double seconds,
+                  guint64 *pairs)
 {
     Run r = {.port = kb_extender_server_port(srv),
              .filters = filters,

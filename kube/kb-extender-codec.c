@@ -14,8 +14,8 @@
 static json_object *parse_body(const char *body, gsize len, GError **error)
 {
     if (len > KB_EXTENDER_MAX_BODY_BYTES) {
-        g_set_error(error, KB_ERROR, KB_ERROR_LIMIT, "body of %" G_GSIZE_FORMAT
-                    " bytes exceeds the limit of %" G_GSIZE_FORMAT, len,
+        g_set_error(error, KB_ERROR, KB_ERROR_LIMIT,
+                    "body of %" G_GSIZE_FORMAT " bytes exceeds the limit of %" G_GSIZE_FORMAT, len,
                     KB_EXTENDER_MAX_BODY_BYTES);
         return NULL;
     }
@@ -37,8 +37,8 @@ static json_object *parse_body(const char *body, gsize len, GError **error)
     }
     if (root == NULL || jerr != json_tokener_success) {
         json_object_put(root);
-        g_set_error(error, KB_ERROR, KB_ERROR_DECODE, "body: invalid JSON at byte %" G_GSIZE_FORMAT
-                    ": %s", off,
+        g_set_error(error, KB_ERROR, KB_ERROR_DECODE,
+                    "body: invalid JSON at byte %" G_GSIZE_FORMAT ": %s", off,
                     jerr == json_tokener_continue ? "unexpected end"
                                                   : json_tokener_error_desc(jerr));
         return NULL;
@@ -75,8 +75,8 @@ static json_object *member(json_object *obj, const char *key)
 }
 
 /* A string member (absent or null: @dflt). FALSE when present with another type or too long. */
-static gboolean string_member(json_object *obj, const char *key, const char *dflt,
-                              const char **out, GError **error)
+static gboolean string_member(json_object *obj, const char *key, const char *dflt, const char **out,
+                              GError **error)
 {
     json_object *v = member(obj, key);
     if (v == NULL) {
@@ -159,13 +159,13 @@ static gboolean key_is(const KbJsonStr *key, const char *name)
 }
 
 /* A candidate node's name into @a (within the limits). */
-static gboolean add_name(KbExtenderArgs *a, GPtrArray *names, const KbJsonStr *s,
-                         const char *field, guint i, GError **error)
+static gboolean add_name(KbExtenderArgs *a, GPtrArray *names, const KbJsonStr *s, const char *field,
+                         guint i, GError **error)
 {
     if (s->len == 0 || s->len > KB_EXTENDER_MAX_NAME_BYTES || memchr(s->p, '\0', s->len) != NULL) {
         g_set_error(error, KB_ERROR, s->len == 0 ? KB_ERROR_DECODE : KB_ERROR_LIMIT,
-                    "%s[%u]: name of %" G_GSIZE_FORMAT " bytes (1..%d allowed)", field, i,
-                    s->len, KB_EXTENDER_MAX_NAME_BYTES);
+                    "%s[%u]: name of %" G_GSIZE_FORMAT " bytes (1..%d allowed)", field, i, s->len,
+                    KB_EXTENDER_MAX_NAME_BYTES);
         return FALSE;
     }
     if (names->len >= KB_EXTENDER_MAX_NODES) {
@@ -190,8 +190,8 @@ static gboolean read_node_names(KbJsonReader *r, KbExtenderArgs *a, GPtrArray *n
                         names->len);
             return FALSE;
         }
-        if (!kb_json_read_string(r, &s, error) || !add_name(a, names, &s, "NodeNames", names->len,
-                                                            error))
+        if (!kb_json_read_string(r, &s, error) ||
+            !add_name(a, names, &s, "NodeNames", names->len, error))
             return FALSE;
     }
     return rc == 0;
@@ -237,8 +237,8 @@ static gboolean item_name(const KbJsonStr *span, KbExtenderArgs *a, GPtrArray *n
     return ok;
 }
 
-static gboolean read_node_list(KbJsonReader *r, KbExtenderArgs *a, GPtrArray *names,
-                               GArray *spans, GError **error)
+static gboolean read_node_list(KbJsonReader *r, KbExtenderArgs *a, GPtrArray *names, GArray *spans,
+                               GError **error)
 {
     KbJsonStr key, span;
     int rc, rc2 = 0;
@@ -344,8 +344,8 @@ KbExtenderArgs *kb_extender_args_decode(const char *body, gsize len, GError **er
 {
     if (len > KB_EXTENDER_MAX_BODY_BYTES) {
         g_set_error(error, KB_ERROR, KB_ERROR_LIMIT,
-                    "body of %" G_GSIZE_FORMAT " bytes exceeds the limit of %" G_GSIZE_FORMAT,
-                    len, KB_EXTENDER_MAX_BODY_BYTES);
+                    "body of %" G_GSIZE_FORMAT " bytes exceeds the limit of %" G_GSIZE_FORMAT, len,
+                    KB_EXTENDER_MAX_BODY_BYTES);
         return NULL;
     }
     g_autoptr(KbExtenderArgs) a = g_new0(KbExtenderArgs, 1);
@@ -385,8 +385,7 @@ void kb_extender_args_free(KbExtenderArgs *args)
 
 /* ---- bind ---------------------------------------------------------------------------------- */
 
-KbExtenderBindingArgs *kb_extender_binding_args_decode(const char *body, gsize len,
-                                                       GError **error)
+KbExtenderBindingArgs *kb_extender_binding_args_decode(const char *body, gsize len, GError **error)
 {
     g_autoptr(KbExtenderBindingArgs) a = g_new0(KbExtenderBindingArgs, 1);
     a->root = parse_body(body, len, error);
@@ -436,8 +435,9 @@ static gboolean decode_victim(json_object *v, gboolean meta, const char *what,
         return TRUE;
     }
     json_object *m = NULL, *uid = NULL, *name = NULL, *ns = NULL;
-    if (!json_object_object_get_ex(v, "metadata", &m) || !json_object_is_type(m, json_type_object) ||
-        !json_object_object_get_ex(m, "uid", &uid) || !json_object_object_get_ex(m, "name", &name)) {
+    if (!json_object_object_get_ex(v, "metadata", &m) ||
+        !json_object_is_type(m, json_type_object) || !json_object_object_get_ex(m, "uid", &uid) ||
+        !json_object_object_get_ex(m, "name", &name)) {
         g_set_error(error, KB_ERROR, KB_ERROR_DECODE, "%s: metadata.uid and metadata.name needed",
                     what);
         return FALSE;

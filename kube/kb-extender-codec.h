@@ -43,8 +43,8 @@
  * into one string chunk, NodeList items kept as spans of the body (echoed back unchanged).
  */
 typedef struct {
-    char *body;  /* a copy of the request body; node_spans point into it */
-    KbPod *pod;  /* owned */
+    char *body; /* a copy of the request body; node_spans point into it */
+    KbPod *pod; /* owned */
     /* TRUE when the candidates came as NodeNames (nodeCacheCapable), FALSE for a NodeList. */
     gboolean node_cache_capable;
     guint n_nodes;
@@ -92,8 +92,7 @@ KbExtenderArgs *kb_extender_args_decode(const char *body, gsize len, GError **er
 void kb_extender_args_free(KbExtenderArgs *args);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbExtenderArgs, kb_extender_args_free)
 
-KbExtenderBindingArgs *kb_extender_binding_args_decode(const char *body, gsize len,
-                                                       GError **error);
+KbExtenderBindingArgs *kb_extender_binding_args_decode(const char *body, gsize len, GError **error);
 void kb_extender_binding_args_free(KbExtenderBindingArgs *args);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbExtenderBindingArgs, kb_extender_binding_args_free)
 

@@ -48,7 +48,7 @@ struct KbHttpdRequest {
     gboolean dispatched;
     gboolean in_handler;
     gboolean suspended;
-    GList *link; /* in httpd->suspended while suspended */
+    GList *link;                   /* in httpd->suspended while suspended */
     struct MHD_Response *response; /* the answer, once given */
     guint status;
 };
@@ -216,17 +216,18 @@ static enum MHD_Result handle_app(KbHttpd *httpd, struct MHD_Connection *conn, c
 {
     KbHttpdRequest *req = *req_cls;
     if (req == NULL) {
-        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-                                                     MHD_HTTP_HEADER_CONTENT_LENGTH);
+        const char *cl =
+                MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         guint64 n = 0;
         if (cl != NULL && g_ascii_string_to_unsigned(cl, 10, 0, G_MAXUINT64, &n, NULL) &&
             n > httpd->max_body) {
             httpd->too_large++;
-            g_warning("httpd: %s %s: body of %" G_GUINT64_FORMAT " bytes refused (limit %" G_GSIZE_FORMAT
-                      ")", method, url, n, httpd->max_body);
+            g_warning("httpd: %s %s: body of %" G_GUINT64_FORMAT
+                      " bytes refused (limit %" G_GSIZE_FORMAT ")",
+                      method, url, n, httpd->max_body);
             httpd->requests++;
-            return respond(conn, MHD_HTTP_CONTENT_TOO_LARGE, TEXT_PLAIN,
-                           "request body too large\n", FALSE);
+            return respond(conn, MHD_HTTP_CONTENT_TOO_LARGE, TEXT_PLAIN, "request body too large\n",
+                           FALSE);
         }
         req = g_new0(KbHttpdRequest, 1);
         req->httpd = httpd;

@@ -758,8 +758,7 @@ KbDaemon *kb_daemon_new(const KbDaemonOptions *opts, KbConf *conf, GError **erro
         /* The bound port matters when the address asked for port 0 (tests, the demo). */
         g_message("serving /healthz, /readyz and /metrics on port %u", kb_httpd_port(d->httpd));
     }
-    if (d->extender_address != NULL && d->extender_address[0] != '\0' &&
-        !extender_init(d, error)) {
+    if (d->extender_address != NULL && d->extender_address[0] != '\0' && !extender_init(d, error)) {
         kb_daemon_free(d);
         return NULL;
     }

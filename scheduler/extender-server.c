@@ -12,8 +12,7 @@
 #define TEXT_TYPE "text/plain; charset=utf-8"
 
 typedef enum { VERB_FILTER, VERB_PRIORITIZE, VERB_BIND, VERB_PREEMPT, VERB_OTHER, N_VERBS } Verb;
-static const char *const verb_names[N_VERBS] = {"filter", "prioritize", "bind", "preempt",
-                                                "other"};
+static const char *const verb_names[N_VERBS] = {"filter", "prioritize", "bind", "preempt", "other"};
 
 typedef struct BindCall BindCall;
 
@@ -26,8 +25,8 @@ struct KbExtenderServer {
     KbMetric *reservations;
     gint64 (*now_s)(void);
     guint expire_source;
-    GHashTable *codes; /* GUINT code -> guint64 count */
-    GPtrArray *binds;  /* BindCall* in flight */
+    GHashTable *codes;      /* GUINT code -> guint64 count */
+    GPtrArray *binds;       /* BindCall* in flight */
     KbMetrics *own_metrics; /* when the caller gave no registry */
 };
 
@@ -72,8 +71,8 @@ static void answer(KbExtenderServer *srv, KbHttpdRequest *req, Verb verb, guint 
 static void refuse(KbExtenderServer *srv, KbHttpdRequest *req, Verb verb, guint code,
                    const char *why, gint64 start_us)
 {
-    g_warning("extender: %s %s: %u: %s", kb_httpd_request_method(req),
-              kb_httpd_request_path(req), code, why);
+    g_warning("extender: %s %s: %u: %s", kb_httpd_request_method(req), kb_httpd_request_path(req),
+              code, why);
     answer(srv, req, verb, code, TEXT_TYPE, g_strdup_printf("%s\n", why), start_us);
 }
 
@@ -252,8 +251,7 @@ static gboolean on_expire(gpointer data)
 {
     KbExtenderServer *srv = data;
     kb_extender_expire(srv->ext, srv->now_s());
-    kb_series_set(kb_metric_series(srv->reservations, NULL),
-                  kb_extender_reservations(srv->ext));
+    kb_series_set(kb_metric_series(srv->reservations, NULL), kb_extender_reservations(srv->ext));
     return G_SOURCE_CONTINUE;
 }
 
@@ -263,9 +261,9 @@ static void metrics_init(KbExtenderServer *srv, KbMetrics *metrics)
 {
     static const char *const verb_code[] = {"verb", "code", NULL};
     static const char *const verb[] = {"verb", NULL};
-    srv->requests = kb_metrics_counter(metrics, "kube_batchd_extender_requests_total",
-                                       "Extender calls answered, by verb and HTTP status",
-                                       verb_code);
+    srv->requests =
+            kb_metrics_counter(metrics, "kube_batchd_extender_requests_total",
+                               "Extender calls answered, by verb and HTTP status", verb_code);
     srv->duration = kb_metrics_histogram(metrics, "kube_batchd_extender_duration_seconds",
                                          "Extender call handling time (bind: API round trip "
                                          "included)",

@@ -30,8 +30,8 @@
 typedef struct KbExtenderServer KbExtenderServer;
 
 typedef struct {
-    const char *address;   /* HOST:PORT */
-    const char *tls_cert;  /* PEM files; both or neither */
+    const char *address;  /* HOST:PORT */
+    const char *tls_cert; /* PEM files; both or neither */
     const char *tls_key;
     gsize max_body;        /* 0: KB_EXTENDER_MAX_BODY_BYTES */
     gint64 (*now_s)(void); /* clock for reservations; NULL: wall clock */

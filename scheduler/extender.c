@@ -103,8 +103,8 @@ static gboolean plan_here(KbExtender *ext, gint64 now)
     kb_extender_take_placements(ext, r);
     for (guint i = 0; i < r->placements->len; i++) {
         KbPlacement *p = &g_array_index(r->placements, KbPlacement, i);
-        KbTaskInfo *t = kb_cache_lookup_task(ext->cache, p->pod->meta.namespace_,
-                                             p->pod->meta.name);
+        KbTaskInfo *t =
+                kb_cache_lookup_task(ext->cache, p->pod->meta.namespace_, p->pod->meta.name);
         if (t != NULL)
             kb_cache_forget_task(ext->cache, t);
     }
@@ -274,10 +274,10 @@ void kb_extender_prioritize(KbExtender *ext, const KbExtenderArgs *args, gint64 
     memset(scores, 0, sizeof(*scores) * args->n_nodes);
     if (!kb_cache_extender_manages(ext->cache, args->pod))
         return;
-    KbTaskInfo *task = kb_cache_lookup_task(ext->cache, args->pod->meta.namespace_,
-                                            args->pod->meta.name);
-    const char *target = task != NULL && on_node(task->state) ? node_name(ext, task->node_id)
-                                                              : NULL;
+    KbTaskInfo *task =
+            kb_cache_lookup_task(ext->cache, args->pod->meta.namespace_, args->pod->meta.name);
+    const char *target =
+            task != NULL && on_node(task->state) ? node_name(ext, task->node_id) : NULL;
     for (guint i = 0; i < args->n_nodes; i++) {
         if (target != NULL) {
             scores[i] = strcmp(args->node_names[i], target) == 0 ? KB_EXTENDER_MAX_SCORE : 0;
@@ -307,9 +307,8 @@ json_object *kb_extender_bind_begin(KbExtender *ext, const KbExtenderBindingArgs
     guint64 gpu_ids = 0;
     if (task != NULL) {
         KbNodeInfo *node = kb_cache_lookup_node(ext->cache, args->node);
-        const char *reserved = task->state == KB_TASK_ALLOCATED
-                                       ? node_name(ext, task->node_id)
-                                       : NULL;
+        const char *reserved =
+                task->state == KB_TASK_ALLOCATED ? node_name(ext, task->node_id) : NULL;
         if (reserved != NULL && g_strcmp0(reserved, args->node) == 0) {
             gpu_ids = task->gpu_ids;
         } else if (task->state == KB_TASK_ALLOCATED || task->state == KB_TASK_PENDING) {
@@ -324,9 +323,9 @@ json_object *kb_extender_bind_begin(KbExtender *ext, const KbExtenderBindingArgs
         }
     }
     (void)error_message;
-    json_object *binding = kb_binding_new(args->pod_namespace, args->pod_name,
-                                          args->pod_uid[0] != '\0' ? args->pod_uid : NULL,
-                                          args->node);
+    json_object *binding =
+            kb_binding_new(args->pod_namespace, args->pod_name,
+                           args->pod_uid[0] != '\0' ? args->pod_uid : NULL, args->node);
     if (gpu_ids != 0) {
         g_autofree char *ids = kb_cache_gpu_ids_format(gpu_ids);
         json_object *meta = NULL;
@@ -388,8 +387,8 @@ guint kb_extender_expire(KbExtender *ext, gint64 now)
                 n++;
             }
         }
-        g_message("extender: gang %s not completed within %u s; released %u reservations",
-                  job->key, ext->ttl_s, n);
+        g_message("extender: gang %s not completed within %u s; released %u reservations", job->key,
+                  ext->ttl_s, n);
         released += n;
         g_hash_table_remove(ext->reservations, job->key);
     }
@@ -542,13 +541,12 @@ void kb_extender_preempt(KbExtender *ext, const KbExtenderPreemptionArgs *args, 
         kb_resources_clear(&freed);
         if (node == NULL || !node_usable(node))
             why = "node unknown or not usable";
-        else if (widen_victims(ext, by_uid, nv, node->id, preemptor->priority, out, &freed,
-                               &why) &&
+        else if (widen_victims(ext, by_uid, nv, node->id, preemptor->priority, out, &freed, &why) &&
                  !gang_fits(ext, preemptor, node->id, &freed))
             why = "the preemptor's whole gang would still not fit";
         if (why != NULL) {
-            g_debug("extender: preempt for %s/%s: node %s refused: %s",
-                    args->pod->meta.namespace_, args->pod->meta.name, nv->node, why);
+            g_debug("extender: preempt for %s/%s: node %s refused: %s", args->pod->meta.namespace_,
+                    args->pod->meta.name, nv->node, why);
             continue;
         }
         keep[i] = TRUE;

@@ -28,7 +28,7 @@
 #include "tests/apiserver/kas-json.h"
 #include "tests/lib/kb-test-apiserver.h"
 
-#define WAIT_MS 20000
+#define WAIT_MS  20000
 #define TOPOLOGY "{\"nvlink\":[[0,1,2,3],[4,5,6,7]]}"
 
 static const char *src_dir(void)
@@ -49,7 +49,8 @@ static guint free_port(void)
     return ntohs(sa.sin_port);
 }
 
-/* ---- cluster ----------------------------------------------------------------------------------- */
+/* ---- cluster -----------------------------------------------------------------------------------
+ */
 
 typedef struct {
     KbTestApiserver *api;
@@ -233,9 +234,17 @@ static void batchd_start(Cluster *cl)
     cl->ext_port = free_port();
     g_autofree char *listen = g_strdup_printf("127.0.0.1:%u", cl->http_port);
     g_autofree char *ext = g_strdup_printf("127.0.0.1:%u", cl->ext_port);
-    const char *args[] = {"--master", kb_test_apiserver_url(cl->api), "--schedule-period",
-                          "200ms", "--listen-address", listen, "--extender-address", ext,
-                          "--extender-reservation-timeout", "60s", NULL};
+    const char *args[] = {"--master",
+                          kb_test_apiserver_url(cl->api),
+                          "--schedule-period",
+                          "200ms",
+                          "--listen-address",
+                          listen,
+                          "--extender-address",
+                          ext,
+                          "--extender-reservation-timeout",
+                          "60s",
+                          NULL};
     KbTestDaemonOptions opts = {.log = TRUE};
     cl->batchd = kb_test_daemon_start("kube-batchd", args, &opts, &error);
     g_assert_no_error(error);
@@ -268,7 +277,8 @@ static void cluster_free(Cluster *cl)
 }
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Cluster, cluster_free)
 
-/* ---- kube-scheduler's side ---------------------------------------------------------------------- */
+/* ---- kube-scheduler's side ----------------------------------------------------------------------
+ */
 
 static const char *const all_nodes[] = {"node-0", "node-1", "node-2", "node-3", NULL};
 
@@ -301,7 +311,7 @@ static char *extender_args(Cluster *cl, const char *name, const char *const *nod
 }
 
 typedef struct {
-    GPtrArray *passed; /* node names */
+    GPtrArray *passed;  /* node names */
     GHashTable *failed; /* node -> message */
     char *error;
 } FilterAnswer;
@@ -327,8 +337,7 @@ static void filter(Cluster *cl, const char *pod, gboolean node_names, FilterAnsw
     a->passed = g_ptr_array_new_with_free_func(g_free);
     a->failed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     json_object *names = json_object_object_get(o, "NodeNames");
-    json_object *items =
-            json_object_object_get(json_object_object_get(o, "Nodes"), "items");
+    json_object *items = json_object_object_get(json_object_object_get(o, "Nodes"), "items");
     g_assert_cmpint(names != NULL, ==, node_names);
     for (size_t i = 0; names != NULL && i < json_object_array_length(names); i++)
         g_ptr_array_add(a->passed,
@@ -428,7 +437,8 @@ static char *group_message(Cluster *cl, const char *name)
     return msg;
 }
 
-/* ---- the cases --------------------------------------------------------------------------------- */
+/* ---- the cases ---------------------------------------------------------------------------------
+ */
 
 /*
  * A gang of four 4-GPU pods goes through filter, prioritize and bind one pod after the other;
@@ -539,19 +549,20 @@ static void test_gang_through_extender(void)
     filter_answer_clear(&b);
     g_autofree char *metrics = NULL;
     g_assert_cmpint(http(cl->http_port, "/metrics", NULL, &metrics), ==, 200);
-    g_assert_nonnull(strstr(metrics,
-                            "kube_batchd_extender_requests_total{verb=\"filter\",code=\"400\"} 1"));
+    g_assert_nonnull(
+            strstr(metrics, "kube_batchd_extender_requests_total{verb=\"filter\",code=\"400\"} 1"));
 }
 
-/* ---- a real kube-scheduler (KB_K8S_BIN) -------------------------------------------------------- */
+/* ---- a real kube-scheduler (KB_K8S_BIN) --------------------------------------------------------
+ */
 
 /* "1.19" -> 19 from `kube-scheduler --version` ("Kubernetes v1.19.16"); 0 when unknown. */
 static int scheduler_minor(const char *bin)
 {
     g_autofree char *out = NULL;
     const char *argv[] = {bin, "--version", NULL};
-    if (!g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &out,
-                      NULL, NULL, NULL))
+    if (!g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &out, NULL,
+                      NULL, NULL))
         return 0;
     const char *v = out != NULL ? strstr(out, "v1.") : NULL;
     return v != NULL ? atoi(v + 3) : 0;
@@ -614,8 +625,8 @@ static void test_real_scheduler(void)
     int log_fd = g_open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     g_assert_cmpint(log_fd, >=, 0);
     GPid pid = 0;
-    g_assert_true(g_spawn_async_with_fds(NULL, (char **)args, NULL, G_SPAWN_DO_NOT_REAP_CHILD,
-                                         NULL, NULL, &pid, -1, log_fd, log_fd, &error));
+    g_assert_true(g_spawn_async_with_fds(NULL, (char **)args, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL,
+                                         NULL, &pid, -1, log_fd, log_fd, &error));
     close(log_fd);
 
     add_group(cl, "rfit", 4);

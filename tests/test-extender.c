@@ -126,15 +126,15 @@ static void test_codec_encode(void)
     g_autofree char *pr = kb_extender_priorities_encode(a, scores);
     g_autoptr(Json) p = json_tokener_parse(pr);
     g_assert_cmpuint(json_object_array_length(p), ==, 3);
-    g_assert_cmpstr(json_object_get_string(json_object_object_get(json_object_array_get_idx(p, 0),
-                                                                  "Host")),
-                    ==, "a");
-    g_assert_cmpint(json_object_get_int(json_object_object_get(json_object_array_get_idx(p, 0),
-                                                               "Score")),
-                    ==, 0);
-    g_assert_cmpint(json_object_get_int(json_object_object_get(json_object_array_get_idx(p, 2),
-                                                               "Score")),
-                    ==, KB_EXTENDER_MAX_SCORE);
+    g_assert_cmpstr(
+            json_object_get_string(json_object_object_get(json_object_array_get_idx(p, 0), "Host")),
+            ==, "a");
+    g_assert_cmpint(
+            json_object_get_int(json_object_object_get(json_object_array_get_idx(p, 0), "Score")),
+            ==, 0);
+    g_assert_cmpint(
+            json_object_get_int(json_object_object_get(json_object_array_get_idx(p, 2), "Score")),
+            ==, KB_EXTENDER_MAX_SCORE);
     g_autofree char *br = kb_extender_binding_result_encode("boom");
     g_assert_cmpstr(br, ==, "{\"Error\":\"boom\"}");
 
@@ -161,7 +161,8 @@ static void test_codec_case(void)
     g_assert_no_error(error);
     g_assert_cmpuint(a->n_nodes, ==, 1);
     const char *bind = "{\"podName\":\"p\",\"podnamespace\":\"d\",\"PODUID\":\"u\",\"node\":\"n\"}";
-    g_autoptr(KbExtenderBindingArgs) b = kb_extender_binding_args_decode(bind, strlen(bind), &error);
+    g_autoptr(KbExtenderBindingArgs) b =
+            kb_extender_binding_args_decode(bind, strlen(bind), &error);
     g_assert_no_error(error);
     g_assert_cmpstr(b->node, ==, "n");
 }
@@ -220,7 +221,8 @@ static void test_codec_errors(void)
             {"depth", nested(KB_EXTENDER_MAX_DEPTH + 1), KB_ERROR_LIMIT, "nested deeper than 64"},
             {"too many nodes", many_nodes(KB_EXTENDER_MAX_NODES + 1), KB_ERROR_LIMIT,
              "NodeNames: more than 50000 entries"},
-            {"NUL", g_strdup_printf("{\"Pod\":%s,\"NodeNames\":[]}", min_pod), KB_ERROR_DECODE, "JSON: "},
+            {"NUL", g_strdup_printf("{\"Pod\":%s,\"NodeNames\":[]}", min_pod), KB_ERROR_DECODE,
+             "JSON: "},
     };
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
         g_autoptr(GError) error = NULL;
@@ -255,8 +257,7 @@ static void test_codec_errors(void)
     g_clear_error(&error);
     /* Preemption args: too many victims on a node. */
     GString *s = g_string_new(NULL);
-    g_string_append_printf(s, "{\"Pod\":%s,\"NodeNameToMetaVictims\":{\"n1\":{\"Pods\":[",
-                           min_pod);
+    g_string_append_printf(s, "{\"Pod\":%s,\"NodeNameToMetaVictims\":{\"n1\":{\"Pods\":[", min_pod);
     for (guint i = 0; i <= KB_EXTENDER_MAX_VICTIMS; i++)
         g_string_append_printf(s, "%s{\"UID\":\"u%u\"}", i > 0 ? "," : "", i);
     g_string_append(s, "]}}}");
@@ -334,9 +335,9 @@ static void add_node(Fx *f, const char *name, int gpus)
     g_autofree char *json = g_strdup_printf(
             "{\"metadata\":{\"name\":\"%s\",\"uid\":\"n-%s\",\"annotations\":{\"%s\":\"%s\"}},"
             "\"status\":{\"allocatable\":{\"cpu\":\"64\",\"memory\":\"256Gi\",\"pods\":\"110\","
-            "\"nvidia.com/gpu\":\"%d\"},\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
-            name, name, KB_GPU_TOPOLOGY_ANNOTATION, "{\\\"nvlink\\\":[[0,1,2,3],[4,5,6,7]]}",
-            gpus);
+            "\"nvidia.com/"
+            "gpu\":\"%d\"},\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
+            name, name, KB_GPU_TOPOLOGY_ANNOTATION, "{\\\"nvlink\\\":[[0,1,2,3],[4,5,6,7]]}", gpus);
     kb_test_sched_add_node(f->fx, json);
 }
 
@@ -354,17 +355,15 @@ static void add_group(Fx *f, const char *name, int min, const char *priority_cla
 }
 
 /* A pod of kube-scheduler ("default-scheduler"): @group may be NULL, @node NULL (pending). */
-static char *pod_json(const char *name, const char *group, int gpus, const char *node,
-                      int priority)
+static char *pod_json(const char *name, const char *group, int gpus, const char *node, int priority)
 {
-    g_autofree char *ann = group != NULL
-                                   ? g_strdup_printf("\"scheduling.k8s.io/group-name\":\"%s\"",
-                                                     group)
-                                   : g_strdup("");
-    g_autofree char *gpu = gpus > 0 ? g_strdup_printf(",\"nvidia.com/gpu\":\"%d\"", gpus)
-                                    : g_strdup("");
-    g_autofree char *bound = node != NULL ? g_strdup_printf(",\"nodeName\":\"%s\"", node)
-                                          : g_strdup("");
+    g_autofree char *ann =
+            group != NULL ? g_strdup_printf("\"scheduling.k8s.io/group-name\":\"%s\"", group)
+                          : g_strdup("");
+    g_autofree char *gpu =
+            gpus > 0 ? g_strdup_printf(",\"nvidia.com/gpu\":\"%d\"", gpus) : g_strdup("");
+    g_autofree char *bound =
+            node != NULL ? g_strdup_printf(",\"nodeName\":\"%s\"", node) : g_strdup("");
     return g_strdup_printf(
             "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"default\",\"uid\":\"u-%s\","
             "\"creationTimestamp\":\"2026-01-01T00:00:00Z\",\"annotations\":{%s}},"
@@ -446,9 +445,9 @@ static guint64 bind_ok(Fx *f, const char *name, const char *node)
     guint64 ids = 0;
     json_object *meta = json_object_object_get(binding, "metadata");
     if (json_object_object_get_ex(meta, "annotations", &ann))
-        g_assert_true(kb_cache_gpu_ids_parse(json_object_get_string(json_object_object_get(
-                                                     ann, KB_GPU_IDS_ANNOTATION)),
-                                             &ids, NULL));
+        g_assert_true(kb_cache_gpu_ids_parse(
+                json_object_get_string(json_object_object_get(ann, KB_GPU_IDS_ANNOTATION)), &ids,
+                NULL));
     kb_extender_bind_end(f->ext, b, TRUE, f->fx->now);
     return ids;
 }
@@ -603,8 +602,7 @@ static void test_reservations(void)
     g_autofree char *why = NULL;
     g_autoptr(Json) binding = kb_extender_bind_begin(f->ext, b, &why);
     kb_extender_bind_end(f->ext, b, FALSE, f->fx->now);
-    g_assert_cmpint(kb_cache_lookup_task(f->fx->cache, "default", "a")->state, ==,
-                    KB_TASK_PENDING);
+    g_assert_cmpint(kb_cache_lookup_task(f->fx->cache, "default", "a")->state, ==, KB_TASK_PENDING);
     g_assert_cmpint(kb_cache_lookup_task(f->fx->cache, "default", "b")->state, ==,
                     KB_TASK_ALLOCATED);
     /* The TTL passes with the gang incomplete: the rest is released. */
@@ -704,8 +702,9 @@ static void test_preempt_spanning_gang(void)
     add_group(f, "hi", 1, NULL);
     add_pod(f, "h0", "hi", 8, NULL, 100);
     kb_test_sched_run(f->fx);
-    g_autofree char *r = preempt(f, "h0", "{\"n0\":{\"Pods\":[{\"UID\":\"u-wa\"}]},"
-                                          "\"n1\":{\"Pods\":[{\"UID\":\"u-wb\"}]}}");
+    g_autofree char *r = preempt(f, "h0",
+                                 "{\"n0\":{\"Pods\":[{\"UID\":\"u-wa\"}]},"
+                                 "\"n1\":{\"Pods\":[{\"UID\":\"u-wb\"}]}}");
     g_assert_cmpstr(r, ==, "{\"NodeNameToMetaVictims\":{}}");
 }
 
@@ -784,8 +783,8 @@ static Srv *srv_new(gsize max_body)
 {
     Srv *s = g_new0(Srv, 1);
     s->f = fx_new();
-    KbExtenderServerOptions o = {.address = "127.0.0.1:0", .max_body = max_body,
-                                 .now_s = fixed_now};
+    KbExtenderServerOptions o = {
+            .address = "127.0.0.1:0", .max_body = max_body, .now_s = fixed_now};
     g_autoptr(GError) error = NULL;
     s->srv = kb_extender_server_new(&o, s->f->ext, NULL, NULL, &error);
     g_assert_no_error(error);
@@ -809,9 +808,9 @@ static void replay_cluster(Fx *f, const char *mode, const char *group)
     json_object *items = json_object_object_get(
             json_object_object_get(json_object_object_get(call, "request"), "Nodes"), "items");
     for (guint i = 0; i < json_object_array_length(items); i++)
-        kb_test_sched_add_node(f->fx, json_object_to_json_string_ext(
-                                              json_object_array_get_idx(items, i),
-                                              JSON_C_TO_STRING_PLAIN));
+        kb_test_sched_add_node(f->fx,
+                               json_object_to_json_string_ext(json_object_array_get_idx(items, i),
+                                                              JSON_C_TO_STRING_PLAIN));
     /* node-00002 was full (the other run's pods) when the NodeList was recorded: its twin. */
     g_autoptr(Json) twin = NULL;
     json_object_deep_copy(json_object_array_get_idx(items, 0), &twin, NULL);
@@ -891,16 +890,16 @@ static void replay(const char *mode, const char *group)
             json_object *failed = json_object_object_get(ans, "FailedNodes");
             g_assert_cmpstr(json_object_get_string(json_object_object_get(ans, "Error")), ==, "");
             gboolean offered = strstr(body, node) != NULL;
-            guint n_pass = names != NULL ? json_object_array_length(names)
-                                         : json_object_array_length(
-                                                   json_object_object_get(nodes, "items"));
+            guint n_pass =
+                    names != NULL
+                            ? json_object_array_length(names)
+                            : json_object_array_length(json_object_object_get(nodes, "items"));
             g_assert_cmpuint(n_pass, ==, offered ? 1 : 0);
             g_assert_cmpint(names != NULL, ==, strstr(mode, "cache") != NULL);
             if (offered && names != NULL)
                 g_assert_cmpstr(json_object_get_string(json_object_array_get_idx(names, 0)), ==,
                                 node);
-            g_assert_cmpuint(json_object_object_length(failed) + n_pass, ==,
-                             candidates(req));
+            g_assert_cmpuint(json_object_object_length(failed) + n_pass, ==, candidates(req));
         } else {
             g_assert_cmpuint(json_object_array_length(ans), >, 0);
             for (guint k = 0; k < json_object_array_length(ans); k++) {
@@ -912,10 +911,10 @@ static void replay(const char *mode, const char *group)
         }
     }
     /* The two 4-GPU members share one node (packed). */
-    const char *a = g_hash_table_lookup(reserved, strstr(mode, "cache") ? "ext-true-0"
-                                                                        : "ext-false-0");
-    const char *b = g_hash_table_lookup(reserved, strstr(mode, "cache") ? "ext-true-1"
-                                                                        : "ext-false-1");
+    const char *a =
+            g_hash_table_lookup(reserved, strstr(mode, "cache") ? "ext-true-0" : "ext-false-0");
+    const char *b =
+            g_hash_table_lookup(reserved, strstr(mode, "cache") ? "ext-true-1" : "ext-false-1");
     g_assert_nonnull(a);
     g_assert_cmpstr(a, ==, b);
     g_assert_cmpuint(kb_extender_server_count(s->srv, 200), ==, files->len);
@@ -956,16 +955,11 @@ static void test_http_errors(void)
         int body; /* 0 good, 1 malformed, 2 big, 3 too many nodes */
         long status;
     } cases[] = {
-            {"POST", "/filter", 1, 400},
-            {"POST", "/prioritize", 1, 400},
-            {"POST", "/bind", 1, 400},
-            {"POST", "/preempt", 1, 400},
-            {"POST", "/filter", 2, 413},
-            {"POST", "/scheduler/filter", 3, 413},
-            {"POST", "/nope", 0, 404},
-            {"POST", "/", 0, 404},
-            {"GET", "/filter", 0, 405},
-            {"POST", "/scheduler/filter", 0, 200},
+            {"POST", "/filter", 1, 400}, {"POST", "/prioritize", 1, 400},
+            {"POST", "/bind", 1, 400},   {"POST", "/preempt", 1, 400},
+            {"POST", "/filter", 2, 413}, {"POST", "/scheduler/filter", 3, 413},
+            {"POST", "/nope", 0, 404},   {"POST", "/", 0, 404},
+            {"GET", "/filter", 0, 405},  {"POST", "/scheduler/filter", 0, 200},
             {"POST", "/filter", 0, 200},
     };
     n_refusal_logs = 0;
