@@ -719,6 +719,7 @@ typedef struct {
     long status;
     GString *out;
     gboolean done;
+    const char *cainfo; /* HTTPS verified against this CA when set */
 } Post;
 
 static size_t on_data(char *data, size_t size, size_t n, void *user)
@@ -731,7 +732,10 @@ static gpointer post_thread(gpointer data)
 {
     Post *p = data;
     CURL *c = curl_easy_init();
-    g_autofree char *url = g_strdup_printf("http://127.0.0.1:%u%s", p->port, p->path);
+    g_autofree char *url =
+            g_strdup_printf("%s://127.0.0.1:%u%s", p->cainfo ? "https" : "http", p->port, p->path);
+    if (p->cainfo != NULL)
+        curl_easy_setopt(c, CURLOPT_CAINFO, p->cainfo);
     struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, p->method);
@@ -753,10 +757,15 @@ static gpointer post_thread(gpointer data)
 }
 
 /* A request from another thread while this one runs the server's main loop. */
-static long http(guint port, const char *method, const char *path, const char *body, gsize len,
-                 char **out)
+static long http_full(guint port, const char *method, const char *path, const char *body, gsize len,
+                      const char *cainfo, char **out)
 {
-    Post p = {.port = port, .path = path, .method = method, .body = body, .len = len};
+    Post p = {.port = port,
+              .path = path,
+              .method = method,
+              .body = body,
+              .len = len,
+              .cainfo = cainfo};
     p.out = g_string_new(NULL);
     GThread *t = g_thread_new("post", post_thread, &p);
     while (!g_atomic_int_get(&p.done))
@@ -766,6 +775,12 @@ static long http(guint port, const char *method, const char *path, const char *b
         *out = g_strdup(p.out->str);
     g_string_free(p.out, TRUE);
     return p.status;
+}
+
+static long http(guint port, const char *method, const char *path, const char *body, gsize len,
+                 char **out)
+{
+    return http_full(port, method, path, body, len, NULL, out);
 }
 
 typedef struct {
@@ -1013,6 +1028,40 @@ static void test_http_too_large(void)
     g_assert_cmpint(http(s->port, "POST", "/filter", good, strlen(good), NULL), ==, 200);
 }
 
+/* --extender-tls-cert/--extender-tls-key: HTTPS verified against the test CA. */
+static void test_http_tls(void)
+{
+    g_autoptr(Fx) f = fx_new();
+    g_autofree char *cert = g_build_filename(src_dir(), "tests/data/tls/server.pem", NULL);
+    g_autofree char *key = g_build_filename(src_dir(), "tests/data/tls/server-key.pem", NULL);
+    g_autofree char *ca = g_build_filename(src_dir(), "tests/data/tls/ca.pem", NULL);
+    KbExtenderServerOptions o = {.address = "127.0.0.1:0", .tls_cert = cert, .tls_key = key};
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbExtenderServer) srv = kb_extender_server_new(&o, f->ext, NULL, NULL, &error);
+    if (srv == NULL && g_error_matches(error, KB_ERROR, KB_ERROR_CONFIG) &&
+        strstr(error->message, "without TLS") != NULL) {
+        g_test_skip(error->message);
+        return;
+    }
+    g_assert_no_error(error);
+    g_autofree char *good = g_strdup_printf("{\"Pod\":%s,\"NodeNames\":[\"n0\"]}", min_pod);
+    g_autofree char *out = NULL;
+    g_assert_cmpint(http_full(kb_extender_server_port(srv), "POST", "/filter", good, strlen(good),
+                              ca, &out),
+                    ==, 200);
+    g_assert_nonnull(strstr(out, "\"NodeNames\":[\"n0\"]"));
+    /* Plain HTTP to the TLS port gets no answer. */
+    g_assert_cmpint(http(kb_extender_server_port(srv), "POST", "/filter", good, strlen(good), NULL),
+                    !=, 200);
+    /* A missing key file is refused at startup, naming it. */
+    KbExtenderServerOptions bad = {
+            .address = "127.0.0.1:0", .tls_cert = cert, .tls_key = "/nonexistent/key.pem"};
+    g_clear_error(&error);
+    g_assert_null(kb_extender_server_new(&bad, f->ext, NULL, NULL, &error));
+    g_assert_error(error, KB_ERROR, KB_ERROR_CONFIG);
+    g_assert_nonnull(strstr(error->message, "/nonexistent/key.pem"));
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1035,6 +1084,7 @@ int main(int argc, char **argv)
     g_test_add_func("/extender/replay/full-nodes", test_replay_full_nodes);
     g_test_add_func("/extender/http/errors", test_http_errors);
     g_test_add_func("/extender/http/too-large", test_http_too_large);
+    g_test_add_func("/extender/http/tls", test_http_tls);
     int rc = g_test_run();
     curl_global_cleanup();
     return rc;
