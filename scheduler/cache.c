@@ -36,7 +36,8 @@ struct KbCache {
     GHashTable *priority_classes; /* interned name -> KbPriorityClass* (ref) */
     GArray *node_gpus;            /* NodeGpu, indexed like nodes */
     guint n_gpu_topology_errors;
-    gboolean extender; /* kb_cache_set_extender */
+    gboolean extender;           /* kb_cache_set_extender */
+    const char **extender_names; /* interned, NULL-terminated; NULL: every other name */
 };
 
 static gboolean state_occupies(KbTaskState s)
@@ -614,9 +615,31 @@ void kb_cache_set_extender(KbCache *cache, gboolean enabled)
     cache->extender = enabled;
 }
 
+void kb_cache_set_extender_names(KbCache *cache, const char *const *names)
+{
+    g_clear_pointer(&cache->extender_names, g_free);
+    guint n = names != NULL ? g_strv_length((char **)names) : 0;
+    if (n == 0)
+        return;
+    cache->extender_names = g_new0(const char *, n + 1);
+    for (guint i = 0; i < n; i++)
+        cache->extender_names[i] = g_intern_string(names[i]);
+}
+
+static gboolean extender_name(const KbCache *cache, const char *scheduler_name)
+{
+    if (cache->extender_names == NULL)
+        return !serves(cache, scheduler_name);
+    for (guint i = 0; cache->extender_names[i] != NULL; i++) {
+        if (g_strcmp0(cache->extender_names[i], scheduler_name) == 0)
+            return !serves(cache, scheduler_name);
+    }
+    return FALSE;
+}
+
 gboolean kb_cache_extender_manages(const KbCache *cache, const KbPod *pod)
 {
-    return cache->extender && !serves(cache, pod->scheduler_name) &&
+    return cache->extender && extender_name(cache, pod->scheduler_name) &&
            (pod->group_name != NULL || pod->requests.v[KB_RES_GPU] > 0);
 }
 
@@ -1169,6 +1192,7 @@ void kb_cache_free(KbCache *cache)
     g_ptr_array_unref(cache->queue_list);
     g_hash_table_unref(cache->priority_classes);
     g_free(cache->served);
+    g_free(cache->extender_names);
     g_free(cache);
 }
 

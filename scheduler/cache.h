@@ -281,6 +281,9 @@ gboolean kb_cache_evict_failed(KbCache *cache, const char *namespace_, const cha
  * Other pods of other schedulers only consume node resources, as before.
  */
 void kb_cache_set_extender(KbCache *cache, gboolean enabled);
+/* Restrict extender mode to pods of these schedulerNames (NULL-terminated, copied); NULL or empty:
+ * every name the cache does not serve. */
+void kb_cache_set_extender_names(KbCache *cache, const char *const *names);
 gboolean kb_cache_extender_manages(const KbCache *cache, const KbPod *pod);
 /* TRUE when @task is a pod of another scheduler planned for the extender. */
 gboolean kb_cache_task_is_extender(const KbCache *cache, const KbTaskInfo *task);

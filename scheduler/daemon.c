@@ -107,6 +107,7 @@ struct KbDaemon {
     char *extender_address;
     char *extender_tls_cert;
     char *extender_tls_key;
+    char **extender_scheduler_names;
     KbExtender *extender;
     KbExtenderServer *extender_server;
 };
@@ -689,6 +690,7 @@ static void copy_options(KbDaemon *d, const KbDaemonOptions *opts)
     d->extender_address = g_strdup(opts->extender_address);
     d->extender_tls_cert = g_strdup(opts->extender_tls_cert);
     d->extender_tls_key = g_strdup(opts->extender_tls_key);
+    d->extender_scheduler_names = g_strdupv((char **)opts->extender_scheduler_names);
     if (d->opts.schedule_period_ms == 0)
         d->opts.schedule_period_ms = 1000;
     if (d->opts.assume_ttl_s == 0)
@@ -706,6 +708,7 @@ static gboolean extender_init(KbDaemon *d, GError **error)
 {
     d->extender = kb_extender_new(d->cache, d->conf, d->opts.extender_reservation_ttl_s);
     kb_extender_set_plan_func(d->extender, extender_plan, d);
+    kb_cache_set_extender_names(d->cache, (const char *const *)d->extender_scheduler_names);
     KbExtenderServerOptions eo = {.address = d->extender_address,
                                   .tls_cert = d->extender_tls_cert,
                                   .tls_key = d->extender_tls_key};
@@ -885,6 +888,7 @@ void kb_daemon_free(KbDaemon *daemon)
     g_free(d->extender_address);
     g_free(d->extender_tls_cert);
     g_free(d->extender_tls_key);
+    g_strfreev(d->extender_scheduler_names);
     g_free(d);
 }
 

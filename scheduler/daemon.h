@@ -58,6 +58,9 @@ typedef struct {
     const char *extender_tls_cert;
     const char *extender_tls_key;
     guint extender_reservation_ttl_s; /* default KB_EXTENDER_DEFAULT_RESERVATION_TTL_S */
+    /* Pods of these schedulerNames (kube-scheduler profiles that call the extender) are planned
+     * for it; NULL or empty: every schedulerName kube-batchd does not serve. */
+    const char *const *extender_scheduler_names;
 } KbDaemonOptions;
 
 typedef struct KbDaemon KbDaemon;

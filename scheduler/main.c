@@ -6,7 +6,7 @@
  *               [--leader-elect] [--lock-object-namespace NS] [--listen-address :8080]
  *               [--log-level info] [--version]
  *               [--extender-address HOST:PORT [--extender-tls-cert F --extender-tls-key F]
- *                [--extender-reservation-timeout 60s]]
+ *                [--extender-scheduler-name NAME]... [--extender-reservation-timeout 60s]]
  *
  * Exit status: 0 after a clean stop (SIGTERM/SIGINT), 2 for bad flags or configuration, 1 when
  * the daemon cannot start (the listen address is taken, ...).
@@ -53,6 +53,7 @@ typedef struct {
     char *extender_tls_cert;
     char *extender_tls_key;
     guint extender_ttl_ms;
+    char **extender_scheduler_names;
 } Flags;
 
 static Flags flags = {.period_ms = 1000};
@@ -167,6 +168,10 @@ static const GOptionEntry entries[] = {
          "Extender over HTTPS: certificate (PEM)", "FILE"},
         {"extender-tls-key", 0, 0, G_OPTION_ARG_FILENAME, &flags.extender_tls_key,
          "Extender over HTTPS: private key (PEM)", "FILE"},
+        {"extender-scheduler-name", 0, 0, G_OPTION_ARG_STRING_ARRAY,
+         &flags.extender_scheduler_names,
+         "Extender mode only for pods of this schedulerName (repeat; default: all not served)",
+         "NAME"},
         {"extender-reservation-timeout", 0, 0, G_OPTION_ARG_CALLBACK, duration_arg,
          "Release a gang's extender reservations not bound within this time (default 60s)",
          "DURATION"},
@@ -186,6 +191,7 @@ static void flags_clear(void)
     g_free(flags.extender_address);
     g_free(flags.extender_tls_cert);
     g_free(flags.extender_tls_key);
+    g_strfreev(flags.extender_scheduler_names);
 }
 
 /* Checks the values GOption cannot. */
@@ -274,6 +280,7 @@ static int run(KbConf *conf)
             .extender_address = flags.extender_address,
             .extender_tls_cert = flags.extender_tls_cert,
             .extender_tls_key = flags.extender_tls_key,
+            .extender_scheduler_names = (const char *const *)flags.extender_scheduler_names,
             .extender_reservation_ttl_s = (flags.extender_ttl_ms + 999) / 1000,
     };
     g_autoptr(KbDaemon) daemon = kb_daemon_new(&opts, conf, &error);

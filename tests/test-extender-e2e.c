@@ -227,7 +227,8 @@ static Cluster *cluster_start(void)
     return cl;
 }
 
-static void batchd_start(Cluster *cl)
+/* kube-batchd in extender mode for the pods of kube-scheduler profile @profile. */
+static void batchd_start(Cluster *cl, const char *profile)
 {
     g_autoptr(GError) error = NULL;
     cl->http_port = free_port();
@@ -450,7 +451,7 @@ static char *group_message(Cluster *cl, const char *name)
 static void test_gang_through_extender(void)
 {
     g_autoptr(Cluster) cl = cluster_start();
-    batchd_start(cl);
+    batchd_start(cl, "default-scheduler");
     add_group(cl, "fit", 4);
     for (int i = 0; i < 4; i++) {
         g_autofree char *p = g_strdup_printf("fit-%d", i);
@@ -599,7 +600,7 @@ static void test_real_scheduler(void)
     int minor = scheduler_minor(bin);
     g_test_message("kube-scheduler %s, minor %d", bin, minor);
     g_autoptr(Cluster) cl = cluster_start();
-    batchd_start(cl);
+    batchd_start(cl, "kb-ext");
     g_autoptr(GError) error = NULL;
     g_autofree char *tmp = g_dir_make_tmp("kb-ext-XXXXXX", &error);
     g_assert_no_error(error);

@@ -558,6 +558,28 @@ static void test_pass_through(void)
     g_assert_cmpuint(bind_ok(f, "web", "n0"), ==, 0);
 }
 
+/* --extender-scheduler-name: only the named profiles' pods are planned for the extender. */
+static void test_scheduler_names(void)
+{
+    g_autoptr(Fx) f = fx_new();
+    const char *names[] = {"gpu-profile", NULL};
+    kb_cache_set_extender_names(f->fx->cache, names);
+    add_node(f, "n0", 8);
+    add_pod(f, "other", NULL, 2, NULL, 0); /* default-scheduler: not named */
+    g_assert_null(kb_cache_lookup_task(f->fx->cache, "default", "other"));
+    g_autoptr(KbExtenderArgs) a = args_for(f, "other", four_nodes);
+    KbExtenderFilter r;
+    kb_extender_filter(f->ext, a, f->fx->now, &r);
+    g_assert_false(r.managed);
+    kb_extender_filter_clear(&r);
+    g_autofree char *json = pod_json("mine", NULL, 2, NULL, 0);
+    json_object *o = kb_test_sched_parse(json);
+    json_object_object_add(json_object_object_get(o, "spec"), "schedulerName",
+                           json_object_new_string("gpu-profile"));
+    kb_test_sched_put_pod(f->fx, o);
+    g_assert_nonnull(kb_cache_lookup_task(f->fx->cache, "default", "mine"));
+}
+
 /* A pod the watch has not brought yet is taken from the request; a gang of one with GPUs. */
 static void test_pod_from_request(void)
 {
@@ -1077,6 +1099,7 @@ int main(int argc, char **argv)
     g_test_add_func("/extender/decide/gang-does-not-fit", test_gang_does_not_fit);
     g_test_add_func("/extender/decide/pass-through", test_pass_through);
     g_test_add_func("/extender/decide/pod-from-request", test_pod_from_request);
+    g_test_add_func("/extender/decide/scheduler-names", test_scheduler_names);
     g_test_add_func("/extender/decide/reservations", test_reservations);
     g_test_add_func("/extender/decide/preempt-whole-gangs", test_preempt);
     g_test_add_func("/extender/decide/preempt-spanning-gang", test_preempt_spanning_gang);
