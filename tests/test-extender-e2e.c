@@ -391,6 +391,23 @@ static gint64 prioritize(Cluster *cl, const char *pod, const char *node)
     return score;
 }
 
+/* kube-scheduler's bind call; returns the answer's Error ("" on success), newly allocated. */
+static char *bind_answer(Cluster *cl, const char *pod, const char *node)
+{
+    json_object *p = get_pod(cl, pod);
+    g_autofree char *args = g_strdup_printf("{\"PodName\":\"%s\",\"PodNamespace\":\"default\","
+                                            "\"PodUID\":\"%s\",\"Node\":\"%s\"}",
+                                            pod, kas_json_get_string(p, "metadata.uid"), node);
+    json_object_put(p);
+    g_autofree char *out = NULL;
+    g_assert_cmpint(http(cl->ext_port, "/scheduler/bind", args, &out), ==, 200);
+    json_object *o = json_tokener_parse(out);
+    g_assert_nonnull(o);
+    char *err = g_strdup(json_object_get_string(json_object_object_get(o, "Error")));
+    json_object_put(o);
+    return err;
+}
+
 static void bind_pod(Cluster *cl, const char *pod, const char *node)
 {
     json_object *p = get_pod(cl, pod);
@@ -554,6 +571,50 @@ static void test_gang_through_extender(void)
             strstr(metrics, "kube_batchd_extender_requests_total{verb=\"filter\",code=\"400\"} 1"));
 }
 
+/* kb-apiserver's fault injection (tests/apiserver/kas-faults.c); "" clears. */
+static void set_faults(Cluster *cl, const char *spec)
+{
+    const char *url = kb_test_apiserver_url(cl->api);
+    guint port = (guint)atoi(strrchr(url, ':') + 1);
+    g_assert_cmpint(http(port, "/admin/faults", spec, NULL), ==, 200);
+}
+
+/*
+ * A bind that fails (the API server answers 500 once): kube-scheduler gets the Error and forgets
+ * the pod; kube-batchd releases that pod's reservation only, so its gang mate keeps its node and
+ * GPUs, the retried pod is planned again elsewhere (never onto the mate's GPUs), and both bind.
+ */
+static void test_bind_failure(void)
+{
+    g_autoptr(Cluster) cl = cluster_start();
+    batchd_start(cl, "default-scheduler");
+    add_group(cl, "pair", 2);
+    add_pod(cl, "pair-0", "pair", 8, "default-scheduler");
+    add_pod(cl, "pair-1", "pair", 8, "default-scheduler");
+    g_autofree char *n0 = filter_until_one(cl, "pair-0", TRUE);
+    g_autofree char *n1 = filter_until_one(cl, "pair-1", TRUE);
+    g_assert_cmpstr(n0, !=, n1);
+    set_faults(cl, "error=500,method=POST,path=*binding,count=1");
+    g_autofree char *err = bind_answer(cl, "pair-0", n0);
+    g_assert_cmpstr(err, !=, "");
+    set_faults(cl, "");
+    json_object *p0 = get_pod(cl, "pair-0");
+    g_assert_null(kas_json_get_string(p0, "spec.nodeName"));
+    json_object_put(p0);
+    /* kube-scheduler retries pair-0: a node again, not pair-1's. */
+    g_autofree char *again = filter_until_one(cl, "pair-0", TRUE);
+    g_assert_cmpstr(again, !=, n1);
+    bind_pod(cl, "pair-0", again);
+    bind_pod(cl, "pair-1", n1);
+    for (int i = 0; i < 2; i++) {
+        g_autofree char *p = g_strdup_printf("pair-%d", i);
+        json_object *pod = get_pod(cl, p);
+        g_assert_cmpstr(kas_json_get_string(pod, "spec.nodeName"), ==, i == 0 ? again : n1);
+        g_assert_cmpuint(gpu_ids_of(pod), ==, 0xff);
+        json_object_put(pod);
+    }
+}
+
 /* ---- a real kube-scheduler (KB_K8S_BIN) --------------------------------------------------------
  */
 
@@ -691,6 +752,7 @@ int main(int argc, char **argv)
     g_log_set_always_fatal(G_LOG_FATAL_MASK | G_LOG_LEVEL_CRITICAL);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     g_test_add_func("/extender-e2e/gang-through-extender", test_gang_through_extender);
+    g_test_add_func("/extender-e2e/bind-failure-keeps-gang-mates", test_bind_failure);
     g_test_add_func("/extender-e2e/real-kube-scheduler", test_real_scheduler);
     int rc = g_test_run();
     curl_global_cleanup();
