@@ -27,6 +27,30 @@ struct KbHttpd {
     KbHttpdReadyFunc ready;
     gpointer ready_data;
     guint64 requests;
+    /* Application endpoints (kb_httpd_new_full). */
+    KbHttpdHandler handler;
+    gpointer handler_data;
+    gsize max_body;
+    guint64 too_large;
+    GQueue suspended; /* KbHttpdRequest* waiting for their answer */
+    GSource *resume_source;
+    char *tls_cert; /* PEM, kept for the daemon's life */
+    char *tls_key;
+};
+
+struct KbHttpdRequest {
+    KbHttpd *httpd;
+    struct MHD_Connection *conn;
+    char *method;
+    char *path;
+    GString *body;
+    gboolean too_large;
+    gboolean dispatched;
+    gboolean in_handler;
+    gboolean suspended;
+    GList *link;                   /* in httpd->suspended while suspended */
+    struct MHD_Response *response; /* the answer, once given */
+    guint status;
 };
 
 gboolean kb_httpd_parse_address(const char *address, char **host, guint16 *port, GError **error)
@@ -121,12 +145,177 @@ static enum MHD_Result serve_readyz(KbHttpd *httpd, struct MHD_Connection *conn)
                    reason != NULL ? g_steal_pointer(&reason) : g_strdup("not ready"), TRUE);
 }
 
+static void run_daemon(KbHttpd *httpd);
+
+static gboolean is_probe_path(const KbHttpd *httpd, const char *url)
+{
+    return strcmp(url, "/healthz") == 0 || strcmp(url, "/readyz") == 0 ||
+           (strcmp(url, "/metrics") == 0 && httpd->metrics != NULL);
+}
+
+static struct MHD_Response *make_response(const char *content_type, char *body)
+{
+    struct MHD_Response *r;
+    if (body == NULL)
+        r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    else
+        r = MHD_create_response_from_buffer_with_free_callback(strlen(body), body, g_free);
+    if (r == NULL) {
+        g_free(body);
+        return NULL;
+    }
+    if (content_type != NULL)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    return r;
+}
+
+static enum MHD_Result queue_answer(KbHttpdRequest *req)
+{
+    if (req->response == NULL)
+        return MHD_NO;
+    enum MHD_Result ret = MHD_queue_response(req->conn, req->status, req->response);
+    MHD_destroy_response(req->response);
+    req->response = NULL;
+    return ret;
+}
+
+static gboolean on_resume(gpointer data)
+{
+    KbHttpd *httpd = data;
+    g_clear_pointer(&httpd->resume_source, g_source_unref);
+    run_daemon(httpd);
+    return G_SOURCE_REMOVE;
+}
+
+void kb_httpd_request_respond(KbHttpdRequest *req, guint status, const char *content_type,
+                              char *body)
+{
+    KbHttpd *httpd = req->httpd;
+    g_return_if_fail(req->response == NULL);
+    req->response = make_response(content_type, body);
+    req->status = status;
+    httpd->requests++;
+    if (req->in_handler || !req->suspended)
+        return;
+    g_queue_delete_link(&httpd->suspended, req->link);
+    req->link = NULL;
+    req->suspended = FALSE;
+    MHD_resume_connection(req->conn);
+    /* MHD handles resumed connections on its next run: soon, not from inside our caller. */
+    if (httpd->resume_source == NULL) {
+        httpd->resume_source = g_timeout_source_new(0);
+        g_source_set_callback(httpd->resume_source, on_resume, httpd, NULL);
+        g_source_attach(httpd->resume_source, httpd->context);
+    }
+}
+
+/* Application requests: collect the body (within the limit), then hand it to the handler. */
+static enum MHD_Result handle_app(KbHttpd *httpd, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *upload_data,
+                                  size_t *upload_data_size, void **req_cls)
+{
+    KbHttpdRequest *req = *req_cls;
+    if (req == NULL) {
+        const char *cl =
+                MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        guint64 n = 0;
+        if (cl != NULL && g_ascii_string_to_unsigned(cl, 10, 0, G_MAXUINT64, &n, NULL) &&
+            n > httpd->max_body) {
+            httpd->too_large++;
+            g_warning("httpd: %s %s: body of %" G_GUINT64_FORMAT
+                      " bytes refused (limit %" G_GSIZE_FORMAT ")",
+                      method, url, n, httpd->max_body);
+            httpd->requests++;
+            return respond(conn, MHD_HTTP_CONTENT_TOO_LARGE, TEXT_PLAIN, "request body too large\n",
+                           FALSE);
+        }
+        req = g_new0(KbHttpdRequest, 1);
+        req->httpd = httpd;
+        req->conn = conn;
+        req->method = g_strdup(method);
+        req->path = g_strdup(url);
+        /* Sized from Content-Length (within the limit): no regrowing a 17 MiB body. */
+        req->body = g_string_sized_new(cl != NULL && n > 0 ? (gsize)n + 1 : 256);
+        *req_cls = req;
+        return MHD_YES;
+    }
+    if (*upload_data_size > 0) {
+        if (!req->too_large && req->body->len + *upload_data_size > httpd->max_body) {
+            req->too_large = TRUE;
+            g_string_truncate(req->body, 0);
+        }
+        if (!req->too_large)
+            g_string_append_len(req->body, upload_data, (gssize)*upload_data_size);
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (req->response != NULL)
+        return queue_answer(req);
+    if (req->dispatched)
+        return MHD_YES;
+    req->dispatched = TRUE;
+    if (req->too_large) {
+        httpd->too_large++;
+        g_warning("httpd: %s %s: body over %" G_GSIZE_FORMAT " bytes refused", method, url,
+                  httpd->max_body);
+        kb_httpd_request_respond(req, MHD_HTTP_CONTENT_TOO_LARGE, TEXT_PLAIN,
+                                 g_strdup("request body too large\n"));
+        return queue_answer(req);
+    }
+    req->in_handler = TRUE;
+    httpd->handler(req, httpd->handler_data);
+    req->in_handler = FALSE;
+    if (req->response != NULL)
+        return queue_answer(req);
+    req->suspended = TRUE;
+    g_queue_push_tail(&httpd->suspended, req);
+    req->link = httpd->suspended.tail;
+    MHD_suspend_connection(conn);
+    return MHD_YES;
+}
+
+static void request_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+                              enum MHD_RequestTerminationCode toe)
+{
+    KbHttpdRequest *req = *req_cls;
+    if (req == NULL)
+        return;
+    if (req->link != NULL)
+        g_queue_delete_link(&req->httpd->suspended, req->link);
+    if (req->response != NULL)
+        MHD_destroy_response(req->response);
+    g_string_free(req->body, TRUE);
+    g_free(req->method);
+    g_free(req->path);
+    g_free(req);
+    *req_cls = NULL;
+}
+
+const char *kb_httpd_request_method(const KbHttpdRequest *req)
+{
+    return req->method;
+}
+
+const char *kb_httpd_request_path(const KbHttpdRequest *req)
+{
+    return req->path;
+}
+
+const char *kb_httpd_request_body(const KbHttpdRequest *req, gsize *len)
+{
+    if (len != NULL)
+        *len = req->body->len;
+    return req->body->str;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
                               const char *method, const char *version, const char *upload_data,
                               size_t *upload_data_size, void **req_cls)
 {
     KbHttpd *httpd = cls;
 
+    if (httpd->handler != NULL && (*req_cls != NULL || !is_probe_path(httpd, url)))
+        return handle_app(httpd, conn, url, method, upload_data, upload_data_size, req_cls);
     httpd->requests++;
     if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
         return respond(conn, MHD_HTTP_METHOD_NOT_ALLOWED, TEXT_PLAIN, "method not allowed\n",
@@ -150,8 +339,6 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 }
 
 /* ---- main-loop integration ------------------------------------------------------------------- */
-
-static void run_daemon(KbHttpd *httpd);
 
 static gboolean on_timer(gpointer data)
 {
@@ -194,21 +381,42 @@ static gboolean on_epoll_ready(gint fd, GIOCondition condition, gpointer data)
 
 /* ---- life cycle ------------------------------------------------------------------------------ */
 
+/* Per-connection buffer: MHD's default (32 KiB) for probes; application servers taking large
+ * bodies (a 17 MiB NodeList) read them in 1 MiB slices rather than thousands of small ones. */
+static size_t memory_limit(const KbHttpd *httpd)
+{
+    return httpd->max_body > 0 ? (size_t)1 << 20 : (size_t)32 << 10;
+}
+
 static struct MHD_Daemon *start_daemon(KbHttpd *httpd, GSocketAddress *addr, gboolean ipv6,
                                        GError **error)
 {
     struct sockaddr_storage native;
-    unsigned int flags = MHD_USE_EPOLL;
+    unsigned int flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
     struct MHD_Daemon *d;
 
     if (!g_socket_address_to_native(addr, &native, sizeof(native), error))
         return NULL;
     if (ipv6)
         flags |= MHD_USE_DUAL_STACK;
-    d = MHD_start_daemon(flags, 0, NULL, NULL, handle, httpd, MHD_OPTION_SOCK_ADDR, &native,
-                         MHD_OPTION_CONNECTION_LIMIT, (unsigned int)CONNECTION_LIMIT,
-                         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)CONNECTION_TIMEOUT_S,
-                         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+    if (httpd->tls_cert != NULL) {
+        flags |= MHD_USE_TLS;
+        d = MHD_start_daemon(flags, 0, NULL, NULL, handle, httpd, MHD_OPTION_SOCK_ADDR, &native,
+                             MHD_OPTION_CONNECTION_LIMIT, (unsigned int)CONNECTION_LIMIT,
+                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)CONNECTION_TIMEOUT_S,
+                             MHD_OPTION_NOTIFY_COMPLETED, request_completed, httpd,
+                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory_limit(httpd),
+                             MHD_OPTION_HTTPS_MEM_CERT, httpd->tls_cert, MHD_OPTION_HTTPS_MEM_KEY,
+                             httpd->tls_key, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+                             MHD_OPTION_END);
+    } else {
+        d = MHD_start_daemon(flags, 0, NULL, NULL, handle, httpd, MHD_OPTION_SOCK_ADDR, &native,
+                             MHD_OPTION_CONNECTION_LIMIT, (unsigned int)CONNECTION_LIMIT,
+                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)CONNECTION_TIMEOUT_S,
+                             MHD_OPTION_NOTIFY_COMPLETED, request_completed, httpd,
+                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory_limit(httpd),
+                             MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+    }
     if (d == NULL) {
         g_autofree char *s = g_socket_connectable_to_string(G_SOCKET_CONNECTABLE(addr));
         g_set_error(error, KB_ERROR, KB_ERROR_TRANSPORT, "cannot listen on %s", s);
@@ -239,6 +447,34 @@ static struct MHD_Daemon *listen_on(KbHttpd *httpd, const char *host, guint16 po
 
 KbHttpd *kb_httpd_new(const char *listen_address, KbMetrics *metrics, GError **error)
 {
+    return kb_httpd_new_full(listen_address, metrics, NULL, 0, error);
+}
+
+static gboolean load_tls(KbHttpd *httpd, const KbHttpdTls *tls, GError **error)
+{
+    if (tls == NULL || (tls->cert_file == NULL && tls->key_file == NULL))
+        return TRUE;
+    if (tls->cert_file == NULL || tls->key_file == NULL) {
+        g_set_error(error, KB_ERROR, KB_ERROR_CONFIG, "TLS needs both a certificate and a key");
+        return FALSE;
+    }
+    if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+        g_set_error(error, KB_ERROR, KB_ERROR_CONFIG, "libmicrohttpd was built without TLS");
+        return FALSE;
+    }
+    if (!g_file_get_contents(tls->cert_file, &httpd->tls_cert, NULL, error) ||
+        !g_file_get_contents(tls->key_file, &httpd->tls_key, NULL, error)) {
+        g_prefix_error(error, "TLS: ");
+        if (error != NULL && *error != NULL)
+            (*error)->domain = KB_ERROR, (*error)->code = KB_ERROR_CONFIG;
+        return FALSE;
+    }
+    return TRUE;
+}
+
+KbHttpd *kb_httpd_new_full(const char *listen_address, KbMetrics *metrics, const KbHttpdTls *tls,
+                           gsize max_body, GError **error)
+{
     g_autofree char *host = NULL;
     guint16 port;
     const union MHD_DaemonInfo *info;
@@ -252,7 +488,13 @@ KbHttpd *kb_httpd_new(const char *listen_address, KbMetrics *metrics, GError **e
     }
     httpd = g_new0(KbHttpd, 1);
     httpd->metrics = metrics;
+    httpd->max_body = max_body;
+    g_queue_init(&httpd->suspended);
     httpd->context = g_main_context_ref_thread_default();
+    if (!load_tls(httpd, tls, error)) {
+        kb_httpd_free(httpd);
+        return NULL;
+    }
     httpd->daemon = listen_on(httpd, host, port, error);
     if (httpd->daemon == NULL) {
         g_prefix_error(error, "listen address \"%s\": ", listen_address);
@@ -275,6 +517,18 @@ void kb_httpd_set_ready_func(KbHttpd *httpd, KbHttpdReadyFunc func, gpointer use
     g_return_if_fail(httpd != NULL);
     httpd->ready = func;
     httpd->ready_data = user_data;
+}
+
+void kb_httpd_set_handler(KbHttpd *httpd, KbHttpdHandler handler, gpointer user_data)
+{
+    g_return_if_fail(httpd != NULL);
+    httpd->handler = handler;
+    httpd->handler_data = user_data;
+}
+
+guint64 kb_httpd_too_large(const KbHttpd *httpd)
+{
+    return httpd->too_large;
 }
 
 guint16 kb_httpd_port(const KbHttpd *httpd)
@@ -301,8 +555,20 @@ void kb_httpd_free(KbHttpd *httpd)
         g_source_destroy(httpd->timer);
         g_source_unref(httpd->timer);
     }
+    /* MHD must not be stopped with suspended connections: answer them first. */
+    while (!g_queue_is_empty(&httpd->suspended)) {
+        KbHttpdRequest *req = g_queue_peek_head(&httpd->suspended);
+        kb_httpd_request_respond(req, MHD_HTTP_SERVICE_UNAVAILABLE, TEXT_PLAIN,
+                                 g_strdup("shutting down\n"));
+    }
+    if (httpd->resume_source != NULL) {
+        g_source_destroy(httpd->resume_source);
+        g_clear_pointer(&httpd->resume_source, g_source_unref);
+    }
     if (httpd->daemon != NULL)
         MHD_stop_daemon(httpd->daemon);
+    g_free(httpd->tls_cert);
+    g_free(httpd->tls_key);
     g_main_context_unref(httpd->context);
     g_free(httpd);
 }

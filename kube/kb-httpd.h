@@ -41,6 +41,37 @@ gboolean kb_httpd_parse_address(const char *address, char **host, guint16 *port,
  */
 KbHttpd *kb_httpd_new(const char *listen_address, KbMetrics *metrics, GError **error);
 void kb_httpd_set_ready_func(KbHttpd *httpd, KbHttpdReadyFunc func, gpointer user_data);
+
+/*
+ * Application endpoints (the scheduler extender): a server made with kb_httpd_new_full() and a
+ * handler passes every request whose path is not one of the three above to the handler, any
+ * method, once its whole body has arrived. A body longer than @max_body is answered 413 without
+ * calling the handler (by its Content-Length before reading it, or once it passed the limit).
+ * The handler answers with kb_httpd_request_respond(), at once or later from the main loop (the
+ * connection is suspended meanwhile); a request still unanswered when the server is freed gets a
+ * 503. @tls (may be NULL: plain HTTP) names PEM files read once here.
+ */
+typedef struct KbHttpdRequest KbHttpdRequest;
+typedef void (*KbHttpdHandler)(KbHttpdRequest *req, gpointer user_data);
+
+typedef struct {
+    const char *cert_file;
+    const char *key_file;
+} KbHttpdTls;
+
+KbHttpd *kb_httpd_new_full(const char *listen_address, KbMetrics *metrics, const KbHttpdTls *tls,
+                           gsize max_body, GError **error);
+void kb_httpd_set_handler(KbHttpd *httpd, KbHttpdHandler handler, gpointer user_data);
+const char *kb_httpd_request_method(const KbHttpdRequest *req);
+const char *kb_httpd_request_path(const KbHttpdRequest *req);
+/* The body (NUL-terminated for convenience; may hold NULs itself) and its length. */
+const char *kb_httpd_request_body(const KbHttpdRequest *req, gsize *len);
+/* Answer @req with @status and @body (taken; may be NULL for an empty body). @req is invalid
+ * afterwards. */
+void kb_httpd_request_respond(KbHttpdRequest *req, guint status, const char *content_type,
+                              char *body);
+/* Requests answered 413 because of their size. */
+guint64 kb_httpd_too_large(const KbHttpd *httpd);
 /* The bound port (the ephemeral one when 0 was asked for). */
 guint16 kb_httpd_port(const KbHttpd *httpd);
 /* Requests answered so far (any path and status). */

@@ -37,6 +37,8 @@ struct KbCache {
     GHashTable *pvcs;             /* char* "ns/name" -> KbPvc* (ref) */
     GArray *node_gpus;            /* NodeGpu, indexed like nodes */
     guint n_gpu_topology_errors;
+    gboolean extender;           /* kb_cache_set_extender */
+    const char **extender_names; /* interned, NULL-terminated; NULL: every other name */
 };
 
 static gboolean state_occupies(KbTaskState s)
@@ -650,6 +652,55 @@ static gboolean serves(const KbCache *cache, const char *scheduler_name)
     return FALSE;
 }
 
+void kb_cache_set_extender(KbCache *cache, gboolean enabled)
+{
+    cache->extender = enabled;
+}
+
+void kb_cache_set_extender_names(KbCache *cache, const char *const *names)
+{
+    g_clear_pointer(&cache->extender_names, g_free);
+    guint n = names != NULL ? g_strv_length((char **)names) : 0;
+    if (n == 0)
+        return;
+    cache->extender_names = g_new0(const char *, n + 1);
+    for (guint i = 0; i < n; i++)
+        cache->extender_names[i] = g_intern_string(names[i]);
+}
+
+static gboolean extender_name(const KbCache *cache, const char *scheduler_name)
+{
+    if (cache->extender_names == NULL)
+        return !serves(cache, scheduler_name);
+    for (guint i = 0; cache->extender_names[i] != NULL; i++) {
+        if (g_strcmp0(cache->extender_names[i], scheduler_name) == 0)
+            return !serves(cache, scheduler_name);
+    }
+    return FALSE;
+}
+
+gboolean kb_cache_extender_manages(const KbCache *cache, const KbPod *pod)
+{
+    return cache->extender && extender_name(cache, pod->scheduler_name) &&
+           (pod->group_name != NULL || pod->requests.v[KB_RES_GPU] > 0);
+}
+
+gboolean kb_cache_task_is_extender(const KbCache *cache, const KbTaskInfo *task)
+{
+    return cache->extender && !serves(cache, task->pod->scheduler_name);
+}
+
+void kb_cache_foreach_pod(KbCache *cache, KbCachePodFunc func, gpointer user_data)
+{
+    GHashTableIter it;
+    gpointer v;
+    g_hash_table_iter_init(&it, cache->pods);
+    while (g_hash_table_iter_next(&it, NULL, &v)) {
+        PodEntry *pe = v;
+        func(pe->pod, pe->task, pe->counted_node, &pe->counted, user_data);
+    }
+}
+
 static KbTaskInfo *task_new(KbCache *cache, KbPod *pod)
 {
     gboolean is_group = pod->group_name != NULL;
@@ -733,7 +784,7 @@ void kb_cache_update_pod(KbCache *cache, KbPod *pod)
         pe = g_new0(PodEntry, 1);
         pe->pod = kb_object_ref(pod);
         pe->counted_node = -1;
-        if (serves(cache, pod->scheduler_name))
+        if (serves(cache, pod->scheduler_name) || kb_cache_extender_manages(cache, pod))
             pe->task = task_new(cache, pod);
         g_hash_table_insert(cache->pods, g_steal_pointer(&key), pe);
     } else {
@@ -1259,6 +1310,7 @@ void kb_cache_free(KbCache *cache)
     g_hash_table_unref(cache->priority_classes);
     g_hash_table_unref(cache->pvcs);
     g_free(cache->served);
+    g_free(cache->extender_names);
     g_free(cache);
 }
 

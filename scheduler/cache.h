@@ -318,6 +318,26 @@ gint64 kb_cache_job_start_time(const KbJobInfo *job);
 gboolean kb_cache_evict_failed(KbCache *cache, const char *namespace_, const char *name,
                                const char *uid);
 
+/*
+ * Extender mode (scheduler/extender.h). When enabled (before pods are added), pods of schedulers
+ * this cache does not serve become tasks too when the extender manages them (they ask for
+ * nvidia.com/gpu or name a group): the cycle plans them with the served ones, on the same nodes
+ * and queues, and the extender holds their placements as reservations that kube-scheduler binds.
+ * Other pods of other schedulers only consume node resources, as before.
+ */
+void kb_cache_set_extender(KbCache *cache, gboolean enabled);
+/* Restrict extender mode to pods of these schedulerNames (NULL-terminated, copied); NULL or empty:
+ * every name the cache does not serve. */
+void kb_cache_set_extender_names(KbCache *cache, const char *const *names);
+gboolean kb_cache_extender_manages(const KbCache *cache, const KbPod *pod);
+/* TRUE when @task is a pod of another scheduler planned for the extender. */
+gboolean kb_cache_task_is_extender(const KbCache *cache, const KbTaskInfo *task);
+/* Every pod the cache knows: its task (NULL for pods only counted on nodes), the node it is
+ * counted on (-1: none) and what is counted there. Nothing may change the cache meanwhile. */
+typedef void (*KbCachePodFunc)(const KbPod *pod, KbTaskInfo *task, gint counted_node,
+                               const KbResources *counted, gpointer user_data);
+void kb_cache_foreach_pod(KbCache *cache, KbCachePodFunc func, gpointer user_data);
+
 /* ---- queries (for the cycle, metrics, tests) ------------------------------------------------ */
 
 const char *kb_cache_default_queue(const KbCache *cache);

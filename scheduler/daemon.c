@@ -11,6 +11,7 @@
 #include "kube/kb-leader.h"
 #include "kube/kb-recorder.h"
 #include "scheduler/binder.h"
+#include "scheduler/extender-server.h"
 #include "scheduler/cache.h"
 #include "scheduler/cycle.h"
 #include "scheduler/status-writer.h"
@@ -117,6 +118,13 @@ struct KbDaemon {
     gboolean probe_in_flight;
     gint64 last_contact_us;
     char *probe_error;
+    /* Extender mode. */
+    char *extender_address;
+    char *extender_tls_cert;
+    char *extender_tls_key;
+    char **extender_scheduler_names;
+    KbExtender *extender;
+    KbExtenderServer *extender_server;
 };
 
 static gint64 now_s(void)
@@ -217,6 +225,9 @@ gboolean kb_daemon_run_cycle(KbDaemon *daemon)
     g_autoptr(KbCycleResult) r = kb_cycle_run(d->cache, d->conf, now);
     d->last_cycle_us = g_get_monotonic_time();
     d->n_cycles++;
+    /* Placements of kube-scheduler's pods are reservations, bound through the extender. */
+    if (d->extender != NULL)
+        kb_extender_take_placements(d->extender, r);
     /* Victims first: their pods must go before anything lands on the room they hold. */
     kb_binder_evict(d->binder, r->evictions);
     kb_binder_submit(d->binder, r->placements);
@@ -759,12 +770,41 @@ static void copy_options(KbDaemon *d, const KbDaemonOptions *opts)
     d->lock_name = g_strdup(opts->lock_name != NULL ? opts->lock_name : "kube-batchd");
     d->identity = opts->identity != NULL ? g_strdup(opts->identity) : kb_leader_default_identity();
     d->listen_address = g_strdup(opts->listen_address);
+    d->extender_address = g_strdup(opts->extender_address);
+    d->extender_tls_cert = g_strdup(opts->extender_tls_cert);
+    d->extender_tls_key = g_strdup(opts->extender_tls_key);
+    d->extender_scheduler_names = g_strdupv((char **)opts->extender_scheduler_names);
     if (d->opts.schedule_period_ms == 0)
         d->opts.schedule_period_ms = 1000;
     if (d->opts.assume_ttl_s == 0)
         d->opts.assume_ttl_s = 120;
     if (d->opts.bind_max_in_flight == 0)
         d->opts.bind_max_in_flight = KB_BINDER_DEFAULT_MAX_IN_FLIGHT;
+}
+
+static gboolean extender_plan(gpointer data)
+{
+    return kb_daemon_run_cycle(data);
+}
+
+static gboolean extender_init(KbDaemon *d, GError **error)
+{
+    d->extender = kb_extender_new(d->cache, d->conf, d->opts.extender_reservation_ttl_s);
+    kb_extender_set_plan_func(d->extender, extender_plan, d);
+    kb_cache_set_extender_names(d->cache, (const char *const *)d->extender_scheduler_names);
+    KbExtenderServerOptions eo = {.address = d->extender_address,
+                                  .tls_cert = d->extender_tls_cert,
+                                  .tls_key = d->extender_tls_key};
+    d->extender_server = kb_extender_server_new(&eo, d->extender, d->client, d->registry, error);
+    if (d->extender_server == NULL) {
+        g_prefix_error(error, "--extender-address %s: ", d->extender_address);
+        return FALSE;
+    }
+    g_message("serving the scheduler extender (filter, prioritize, bind, preempt) over %s on "
+              "port %u",
+              d->extender_tls_cert != NULL ? "https" : "http",
+              kb_extender_server_port(d->extender_server));
+    return TRUE;
 }
 
 KbDaemon *kb_daemon_new(const KbDaemonOptions *opts, KbConf *conf, GError **error)
@@ -808,6 +848,10 @@ KbDaemon *kb_daemon_new(const KbDaemonOptions *opts, KbConf *conf, GError **erro
         kb_httpd_set_ready_func(d->httpd, ready_func, d);
         /* The bound port matters when the address asked for port 0 (tests, the demo). */
         g_message("serving /healthz, /readyz and /metrics on port %u", kb_httpd_port(d->httpd));
+    }
+    if (d->extender_address != NULL && d->extender_address[0] != '\0' && !extender_init(d, error)) {
+        kb_daemon_free(d);
+        return NULL;
     }
     return d;
 }
@@ -920,6 +964,8 @@ void kb_daemon_free(KbDaemon *daemon)
     g_clear_handle_id(&d->restart_source, g_source_remove);
     g_clear_handle_id(&d->probe_source, g_source_remove);
     g_clear_pointer(&d->httpd, kb_httpd_free);
+    g_clear_pointer(&d->extender_server, kb_extender_server_free);
+    g_clear_pointer(&d->extender, kb_extender_free);
     g_clear_pointer(&d->leader, kb_leader_free);
     for (int i = 0; i < SRC_N; i++)
         g_clear_pointer(&d->sources[i].informer, kb_informer_free);
@@ -940,7 +986,16 @@ void kb_daemon_free(KbDaemon *daemon)
     g_free(d->identity);
     g_free(d->listen_address);
     g_free(d->probe_error);
+    g_free(d->extender_address);
+    g_free(d->extender_tls_cert);
+    g_free(d->extender_tls_key);
+    g_strfreev(d->extender_scheduler_names);
     g_free(d);
+}
+
+guint16 kb_daemon_extender_port(const KbDaemon *daemon)
+{
+    return daemon->extender_server != NULL ? kb_extender_server_port(daemon->extender_server) : 0;
 }
 
 guint16 kb_daemon_http_port(const KbDaemon *daemon)

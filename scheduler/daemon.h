@@ -58,6 +58,15 @@ typedef struct {
     guint gang_event_burst;
     double pod_event_qps;
     guint pod_event_burst;
+    /* Extender mode (scheduler/extender-server.h): kube-scheduler's extender API on this
+     * HOST:PORT for pods of other schedulers; NULL or "": off. TLS when both files are given. */
+    const char *extender_address;
+    const char *extender_tls_cert;
+    const char *extender_tls_key;
+    guint extender_reservation_ttl_s; /* default KB_EXTENDER_DEFAULT_RESERVATION_TTL_S */
+    /* Pods of these schedulerNames (kube-scheduler profiles that call the extender) are planned
+     * for it; NULL or empty: every schedulerName kube-batchd does not serve. */
+    const char *const *extender_scheduler_names;
 } KbDaemonOptions;
 
 typedef struct KbDaemon KbDaemon;
@@ -85,6 +94,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbDaemon, kb_daemon_free)
 gboolean kb_daemon_is_ready(KbDaemon *daemon, char **reason);
 /* Run one cycle now if allowed (leading, synced, not stopping); TRUE when one ran. For tests. */
 gboolean kb_daemon_run_cycle(KbDaemon *daemon);
+/* The extender's port (0 without extender mode). */
+guint16 kb_daemon_extender_port(const KbDaemon *daemon);
 /* The HTTP endpoint's port (0 without one). */
 guint16 kb_daemon_http_port(const KbDaemon *daemon);
 KbMetrics *kb_daemon_metrics(KbDaemon *daemon);

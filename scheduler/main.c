@@ -5,6 +5,8 @@
  *               [--scheduler-conf FILE] [--schedule-period 1s] [--default-queue default]
  *               [--leader-elect] [--lock-object-namespace NS] [--listen-address :8080]
  *               [--log-level info] [--version]
+ *               [--extender-address HOST:PORT [--extender-tls-cert F --extender-tls-key F]
+ *                [--extender-scheduler-name NAME]... [--extender-reservation-timeout 60s]]
  *
  * Exit status: 0 after a clean stop (SIGTERM/SIGINT), 2 for bad flags or configuration, 1 when
  * the daemon cannot start (the listen address is taken, ...).
@@ -53,6 +55,11 @@ typedef struct {
     gint gang_event_burst;
     double pod_event_qps;
     gint pod_event_burst;
+    char *extender_address;
+    char *extender_tls_cert;
+    char *extender_tls_key;
+    guint extender_ttl_ms;
+    char **extender_scheduler_names;
 } Flags;
 
 static Flags flags = {.period_ms = 1000,
@@ -126,6 +133,8 @@ static gboolean duration_arg(const char *option_name, const char *value, gpointe
         target = &flags.lease_duration_ms;
     else if (strcmp(option_name, "--leader-elect-renew-deadline") == 0)
         target = &flags.renew_deadline_ms;
+    else if (strcmp(option_name, "--extender-reservation-timeout") == 0)
+        target = &flags.extender_ttl_ms;
     else if (strcmp(option_name, "--leader-elect-retry-period") == 0)
         target = &flags.retry_period_ms;
     else if (strcmp(option_name, "--request-timeout") == 0)
@@ -179,6 +188,20 @@ static const GOptionEntry entries[] = {
         {"log-level", 0, 0, G_OPTION_ARG_CALLBACK, kb_log_option_arg,
          "error, warning, info or debug (default info)", "LEVEL"},
         {"version", 0, 0, G_OPTION_ARG_NONE, &flags.version, "Print the version and exit", NULL},
+        {"extender-address", 0, 0, G_OPTION_ARG_STRING, &flags.extender_address,
+         "Serve kube-scheduler's extender API (filter, prioritize, bind, preempt) here",
+         "HOST:PORT"},
+        {"extender-tls-cert", 0, 0, G_OPTION_ARG_FILENAME, &flags.extender_tls_cert,
+         "Extender over HTTPS: certificate (PEM)", "FILE"},
+        {"extender-tls-key", 0, 0, G_OPTION_ARG_FILENAME, &flags.extender_tls_key,
+         "Extender over HTTPS: private key (PEM)", "FILE"},
+        {"extender-scheduler-name", 0, 0, G_OPTION_ARG_STRING_ARRAY,
+         &flags.extender_scheduler_names,
+         "Extender mode only for pods of this schedulerName (repeat; default: all not served)",
+         "NAME"},
+        {"extender-reservation-timeout", 0, 0, G_OPTION_ARG_CALLBACK, duration_arg,
+         "Release a gang's extender reservations not bound within this time (default 60s)",
+         "DURATION"},
         {NULL},
 };
 
@@ -192,6 +215,10 @@ static void flags_clear(void)
     g_free(flags.lock_namespace);
     g_free(flags.lock_name);
     g_free(flags.listen_address);
+    g_free(flags.extender_address);
+    g_free(flags.extender_tls_cert);
+    g_free(flags.extender_tls_key);
+    g_strfreev(flags.extender_scheduler_names);
 }
 
 /* Checks the values GOption cannot. */
@@ -227,6 +254,21 @@ static gboolean validate(GError **error)
         guint16 port = 0;
         if (!kb_httpd_parse_address(flags.listen_address, &host, &port, error)) {
             g_prefix_error(error, "--listen-address: ");
+            return FALSE;
+        }
+    }
+    if ((flags.extender_tls_cert != NULL) != (flags.extender_tls_key != NULL) ||
+        (flags.extender_tls_cert != NULL && flags.extender_address == NULL)) {
+        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                    "--extender-tls-cert and --extender-tls-key go together, with "
+                    "--extender-address");
+        return FALSE;
+    }
+    if (flags.extender_address != NULL) {
+        g_autofree char *host = NULL;
+        guint16 port = 0;
+        if (!kb_httpd_parse_address(flags.extender_address, &host, &port, error)) {
+            g_prefix_error(error, "--extender-address: ");
             return FALSE;
         }
     }
@@ -278,6 +320,11 @@ static int run(KbConf *conf)
             .gang_event_burst = (guint)flags.gang_event_burst,
             .pod_event_qps = flags.pod_event_qps,
             .pod_event_burst = (guint)flags.pod_event_burst,
+            .extender_address = flags.extender_address,
+            .extender_tls_cert = flags.extender_tls_cert,
+            .extender_tls_key = flags.extender_tls_key,
+            .extender_scheduler_names = (const char *const *)flags.extender_scheduler_names,
+            .extender_reservation_ttl_s = (flags.extender_ttl_ms + 999) / 1000,
     };
     g_autoptr(KbDaemon) daemon = kb_daemon_new(&opts, conf, &error);
     if (daemon == NULL) {

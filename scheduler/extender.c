@@ -1,0 +1,556 @@
+/*
+ * Extender decisions (see the header): reservations from the cycle's plan, filter, prioritize,
+ * bind and preempt verdicts. Runs on the thread that owns the cache.
+ */
+#include "scheduler/extender.h"
+
+#include <string.h>
+
+#include "kube/kb-log.h"
+
+typedef struct {
+    gint64 since; /* the cycle's clock when the gang was first reserved */
+} Reservation;
+
+struct KbExtender {
+    KbCache *cache;
+    const KbConf *conf;
+    guint ttl_s;
+    KbExtenderPlanFunc plan;
+    gpointer plan_data;
+    GHashTable *reservations; /* job key -> Reservation* */
+    GHashTable *seen_us;      /* job key -> gint64* monotonic time a cycle last looked at it */
+    guint replan_ms;
+};
+
+KbExtender *kb_extender_new(KbCache *cache, const KbConf *conf, guint reservation_ttl_s)
+{
+    KbExtender *ext = g_new0(KbExtender, 1);
+    ext->cache = cache;
+    ext->conf = conf;
+    ext->ttl_s = reservation_ttl_s > 0 ? reservation_ttl_s : KB_EXTENDER_DEFAULT_RESERVATION_TTL_S;
+    ext->reservations = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    ext->seen_us = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    ext->replan_ms = KB_EXTENDER_REPLAN_MS;
+    kb_cache_set_extender(cache, TRUE);
+    return ext;
+}
+
+void kb_extender_free(KbExtender *ext)
+{
+    if (ext == NULL)
+        return;
+    g_hash_table_unref(ext->reservations);
+    g_hash_table_unref(ext->seen_us);
+    g_free(ext);
+}
+
+void kb_extender_set_plan_func(KbExtender *ext, KbExtenderPlanFunc func, gpointer user_data)
+{
+    ext->plan = func;
+    ext->plan_data = user_data;
+}
+
+guint kb_extender_reservations(const KbExtender *ext)
+{
+    return g_hash_table_size(ext->reservations);
+}
+
+/* ---- the plan -------------------------------------------------------------------------------- */
+
+void kb_extender_take_placements(KbExtender *ext, KbCycleResult *result)
+{
+    gint64 now_us = g_get_monotonic_time();
+    for (guint i = 0; i < result->job_statuses->len; i++) {
+        const KbJobStatus *st = &g_array_index(result->job_statuses, KbJobStatus, i);
+        g_hash_table_insert(ext->seen_us, g_strdup(st->job), g_memdup2(&now_us, sizeof(now_us)));
+    }
+    guint kept = 0;
+    for (guint i = 0; i < result->placements->len; i++) {
+        KbPlacement *p = &g_array_index(result->placements, KbPlacement, i);
+        KbTaskInfo *task =
+                kb_cache_lookup_task(ext->cache, p->pod->meta.namespace_, p->pod->meta.name);
+        if (task == NULL || !kb_cache_task_is_extender(ext->cache, task)) {
+            if (kept != i) {
+                g_array_index(result->placements, KbPlacement, kept) = *p;
+                memset(p, 0, sizeof(*p));
+            }
+            kept++;
+            continue;
+        }
+        if (!g_hash_table_contains(ext->reservations, p->job)) {
+            Reservation r = {.since = result->now};
+            g_hash_table_insert(ext->reservations, g_strdup(p->job), g_memdup2(&r, sizeof(r)));
+        }
+        g_debug("extender: reserved node %s for pod %s/%s (gang %s, gpu-ids %s)", p->node,
+                p->pod->meta.namespace_, p->pod->meta.name, p->job,
+                p->gpu_ids != NULL ? p->gpu_ids : "-");
+        kb_object_unref(p->pod);
+        g_free(p->job);
+        g_free(p->gpu_ids);
+        memset(p, 0, sizeof(*p));
+    }
+    /* The array's clear function runs on the tail: leave it nothing to free twice. */
+    for (guint i = kept; i < result->placements->len; i++)
+        memset(&g_array_index(result->placements, KbPlacement, i), 0, sizeof(KbPlacement));
+    g_array_set_size(result->placements, kept);
+}
+
+/* No daemon: run the cycle here; placements of served pods (none in tests) are released. */
+static gboolean plan_here(KbExtender *ext, gint64 now)
+{
+    g_autoptr(KbCycleResult) r = kb_cycle_run(ext->cache, ext->conf, now);
+    kb_extender_take_placements(ext, r);
+    for (guint i = 0; i < r->placements->len; i++) {
+        KbPlacement *p = &g_array_index(r->placements, KbPlacement, i);
+        KbTaskInfo *t =
+                kb_cache_lookup_task(ext->cache, p->pod->meta.namespace_, p->pod->meta.name);
+        if (t != NULL)
+            kb_cache_forget_task(ext->cache, t);
+    }
+    return TRUE;
+}
+
+static gboolean plan_now(KbExtender *ext, gint64 now)
+{
+    return ext->plan != NULL ? ext->plan(ext->plan_data) : plan_here(ext, now);
+}
+
+/* Did a cycle look at @job within the replan gap? */
+static gboolean seen_recently(KbExtender *ext, const KbJobInfo *job)
+{
+    const gint64 *t = g_hash_table_lookup(ext->seen_us, job->key);
+    return t != NULL && g_get_monotonic_time() - *t < (gint64)ext->replan_ms * 1000;
+}
+
+/* The cache's task for the pod of a request, adding the request's copy when the watch has not
+ * brought it yet (kube-scheduler asks as soon as the pod exists). NULL when not a managed pod. */
+static KbTaskInfo *request_task(KbExtender *ext, KbPod *pod)
+{
+    KbTaskInfo *t = kb_cache_lookup_task(ext->cache, pod->meta.namespace_, pod->meta.name);
+    if (t == NULL || (pod->meta.uid != NULL && g_strcmp0(t->pod->meta.uid, pod->meta.uid) != 0)) {
+        kb_cache_update_pod(ext->cache, pod);
+        t = kb_cache_lookup_task(ext->cache, pod->meta.namespace_, pod->meta.name);
+    }
+    return t != NULL && kb_cache_task_is_extender(ext->cache, t) ? t : NULL;
+}
+
+static gboolean on_node(KbTaskState s)
+{
+    return s == KB_TASK_ALLOCATED || s == KB_TASK_BINDING || s == KB_TASK_BOUND ||
+           s == KB_TASK_RUNNING;
+}
+
+static const char *node_name(KbExtender *ext, gint id)
+{
+    guint n = 0;
+    KbNodeInfo *nodes = kb_cache_nodes(ext->cache, &n);
+    return id >= 0 && (guint)id < n ? nodes[id].name : NULL;
+}
+
+/* ---- filter ---------------------------------------------------------------------------------- */
+
+static void filter_all(KbExtenderFilter *out, guint n, const char *why, gboolean unresolvable)
+{
+    for (guint i = 0; i < n; i++) {
+        out->why[i] = why;
+        out->unresolvable[i] = unresolvable;
+    }
+}
+
+static const char *keep_string(KbExtenderFilter *out, char *s)
+{
+    g_ptr_array_add(out->strings, s);
+    return s;
+}
+
+void kb_extender_filter(KbExtender *ext, const KbExtenderArgs *args, gint64 now,
+                        KbExtenderFilter *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->why = g_new0(const char *, args->n_nodes + 1);
+    out->unresolvable = g_new0(gboolean, args->n_nodes + 1);
+    out->strings = g_ptr_array_new_with_free_func(g_free);
+    if (!kb_cache_extender_manages(ext->cache, args->pod))
+        return; /* pass-through: every candidate passes */
+    out->managed = TRUE;
+    const KbPod *pod = args->pod;
+    KbTaskInfo *task = request_task(ext, args->pod);
+    if (task == NULL) {
+        out->error = g_strdup_printf("pod %s/%s: not managed by the extender", pod->meta.namespace_,
+                                     pod->meta.name);
+        return;
+    }
+    if (!on_node(task->state) && !seen_recently(ext, task->job)) {
+        if (!plan_now(ext, now)) {
+            out->error = g_strdup("kube-batchd cannot plan now (not leading, or its caches are "
+                                  "not synced yet)");
+            return;
+        }
+        task = kb_cache_lookup_task(ext->cache, pod->meta.namespace_, pod->meta.name);
+        if (task == NULL) {
+            out->error = g_strdup_printf("pod %s/%s: gone", pod->meta.namespace_, pod->meta.name);
+            return;
+        }
+    }
+    const KbJobInfo *job = task->job;
+    if (!on_node(task->state)) {
+        const char *why = job->last_message != NULL && job->last_message[0] != '\0'
+                                  ? job->last_message
+                                  : "gang not placed yet";
+        filter_all(out, args->n_nodes,
+                   keep_string(out, g_strdup_printf("gang %s: %s", job->key, why)), FALSE);
+        return;
+    }
+    const char *target = node_name(ext, task->node_id);
+    gboolean found = FALSE;
+    const char *elsewhere = keep_string(
+            out, g_strdup_printf("kube-batchd reserved node %s for pod %s/%s of gang %s", target,
+                                 pod->meta.namespace_, pod->meta.name, job->key));
+    for (guint i = 0; i < args->n_nodes; i++) {
+        if (g_strcmp0(args->node_names[i], target) == 0) {
+            found = TRUE;
+            continue;
+        }
+        out->why[i] = elsewhere;
+        out->unresolvable[i] = TRUE;
+    }
+    if (!found)
+        filter_all(out, args->n_nodes,
+                   keep_string(out, g_strdup_printf("kube-batchd reserved node %s for pod %s/%s "
+                                                    "of gang %s; it is not among the candidates",
+                                                    target, pod->meta.namespace_, pod->meta.name,
+                                                    job->key)),
+                   FALSE);
+}
+
+void kb_extender_filter_clear(KbExtenderFilter *out)
+{
+    g_clear_pointer(&out->why, g_free);
+    g_clear_pointer(&out->unresolvable, g_free);
+    g_clear_pointer(&out->error, g_free);
+    g_clear_pointer(&out->strings, g_ptr_array_unref);
+}
+
+/* ---- prioritize ------------------------------------------------------------------------------ */
+
+/* Topology (0 or 5: the GPUs fit in one NVLink island's free GPUs) + packing (0..5: the node's
+ * GPU fill after the pod, or cpu fill for pods without GPU). */
+static gint64 node_score(const KbNodeInfo *n, const KbResources *req)
+{
+    gint64 gpus = req->v[KB_RES_GPU];
+    if (!n->present || !kb_resources_fit(req, &n->idle))
+        return 0;
+    if (gpus <= 0) {
+        gint64 alloc = n->allocatable.v[KB_RES_CPU];
+        if (alloc <= 0)
+            return 0;
+        return 5 * MIN(alloc, n->used.v[KB_RES_CPU] + req->v[KB_RES_CPU]) / alloc;
+    }
+    gint64 total = __builtin_popcountll(n->gpu_all);
+    if (total <= 0)
+        return 0;
+    gint64 used = __builtin_popcountll(n->gpu_used & n->gpu_all);
+    gint64 score = 5 * MIN(total, used + gpus) / total;
+    const KbGpuTopology *t = n->gpu_topology;
+    if (t != NULL) {
+        guint first = t->first[KB_GPU_LEVEL_NVLINK], last = t->first[KB_GPU_LEVEL_NVLINK + 1];
+        gboolean any = first < last;
+        for (guint g = first; g < last; g++) {
+            if (__builtin_popcountll(t->groups[g] & ~n->gpu_used) >= gpus) {
+                score += 5;
+                break;
+            }
+        }
+        /* Without NVLink groups the node is one island. */
+        if (!any && __builtin_popcountll(n->gpu_all & ~n->gpu_used) >= gpus)
+            score += 5;
+    }
+    return score;
+}
+
+void kb_extender_prioritize(KbExtender *ext, const KbExtenderArgs *args, gint64 *scores)
+{
+    memset(scores, 0, sizeof(*scores) * args->n_nodes);
+    if (!kb_cache_extender_manages(ext->cache, args->pod))
+        return;
+    KbTaskInfo *task =
+            kb_cache_lookup_task(ext->cache, args->pod->meta.namespace_, args->pod->meta.name);
+    const char *target =
+            task != NULL && on_node(task->state) ? node_name(ext, task->node_id) : NULL;
+    for (guint i = 0; i < args->n_nodes; i++) {
+        if (target != NULL) {
+            scores[i] = strcmp(args->node_names[i], target) == 0 ? KB_EXTENDER_MAX_SCORE : 0;
+            continue;
+        }
+        const KbNodeInfo *n = kb_cache_lookup_node(ext->cache, args->node_names[i]);
+        scores[i] = n != NULL ? node_score(n, &args->pod->requests) : 0;
+    }
+}
+
+/* ---- bind ------------------------------------------------------------------------------------ */
+
+static KbTaskInfo *bind_task(KbExtender *ext, const KbExtenderBindingArgs *args)
+{
+    KbTaskInfo *t = kb_cache_lookup_task(ext->cache, args->pod_namespace, args->pod_name);
+    if (t == NULL || !kb_cache_task_is_extender(ext->cache, t))
+        return NULL;
+    if (args->pod_uid[0] != '\0' && g_strcmp0(t->pod->meta.uid, args->pod_uid) != 0)
+        return NULL;
+    return t;
+}
+
+json_object *kb_extender_bind_begin(KbExtender *ext, const KbExtenderBindingArgs *args,
+                                    char **error_message)
+{
+    KbTaskInfo *task = bind_task(ext, args);
+    guint64 gpu_ids = 0;
+    if (task != NULL) {
+        KbNodeInfo *node = kb_cache_lookup_node(ext->cache, args->node);
+        const char *reserved =
+                task->state == KB_TASK_ALLOCATED ? node_name(ext, task->node_id) : NULL;
+        if (reserved != NULL && g_strcmp0(reserved, args->node) == 0) {
+            gpu_ids = task->gpu_ids;
+        } else if (task->state == KB_TASK_ALLOCATED || task->state == KB_TASK_PENDING) {
+            /* kube-scheduler chose (its choice is what it assumes): hold the pod there. */
+            if (reserved != NULL)
+                g_message("extender: pod %s/%s reserved on %s, kube-scheduler binds it to %s",
+                          args->pod_namespace, args->pod_name, reserved, args->node);
+            kb_cache_forget_task(ext->cache, task);
+            task->gpu_ids = 0;
+            if (node != NULL)
+                kb_cache_assume_task(ext->cache, task, node->id);
+        }
+    }
+    (void)error_message;
+    json_object *binding =
+            kb_binding_new(args->pod_namespace, args->pod_name,
+                           args->pod_uid[0] != '\0' ? args->pod_uid : NULL, args->node);
+    if (gpu_ids != 0) {
+        g_autofree char *ids = kb_cache_gpu_ids_format(gpu_ids);
+        json_object *meta = NULL;
+        if (!json_object_object_get_ex(binding, "metadata", &meta)) {
+            meta = json_object_new_object();
+            json_object_object_add(binding, "metadata", meta);
+        }
+        json_object *ann = json_object_new_object();
+        json_object_object_add(ann, KB_GPU_IDS_ANNOTATION, json_object_new_string(ids));
+        json_object_object_add(meta, "annotations", ann);
+    }
+    return binding;
+}
+
+static gboolean job_has_allocated(const KbJobInfo *job)
+{
+    return job->n_state[KB_TASK_ALLOCATED] > 0;
+}
+
+void kb_extender_bind_end(KbExtender *ext, const KbExtenderBindingArgs *args, gboolean ok,
+                          gint64 now)
+{
+    KbTaskInfo *task = bind_task(ext, args);
+    if (task == NULL)
+        return;
+    const char *uid = args->pod_uid[0] != '\0' ? args->pod_uid : NULL;
+    if (ok) {
+        kb_cache_bind_succeeded(ext->cache, args->pod_namespace, args->pod_name, uid, now);
+        if (!job_has_allocated(task->job))
+            g_hash_table_remove(ext->reservations, task->job->key);
+        return;
+    }
+    /* kube-scheduler forgets the pod after a failed bind: so does the cache, for this pod only. */
+    kb_cache_forget_task(ext->cache, task);
+}
+
+/* ---- expiry ---------------------------------------------------------------------------------- */
+
+guint kb_extender_expire(KbExtender *ext, gint64 now)
+{
+    guint released = 0;
+    GPtrArray *jobs = kb_cache_jobs(ext->cache);
+    for (guint i = 0; i < jobs->len; i++) {
+        KbJobInfo *job = jobs->pdata[i];
+        Reservation *r = g_hash_table_lookup(ext->reservations, job->key);
+        if (r == NULL)
+            continue;
+        if (!job_has_allocated(job)) {
+            g_hash_table_remove(ext->reservations, job->key);
+            continue;
+        }
+        if (now - r->since < (gint64)ext->ttl_s)
+            continue;
+        guint n = 0;
+        for (guint j = 0; j < job->tasks->len; j++) {
+            KbTaskInfo *t = job->tasks->pdata[j];
+            if (t->state == KB_TASK_ALLOCATED && kb_cache_task_is_extender(ext->cache, t)) {
+                kb_cache_forget_task(ext->cache, t);
+                n++;
+            }
+        }
+        g_message("extender: gang %s not completed within %u s; released %u reservations", job->key,
+                  ext->ttl_s, n);
+        released += n;
+        g_hash_table_remove(ext->reservations, job->key);
+    }
+    /* Reservations of jobs that are gone. */
+    GHashTableIter it;
+    gpointer key;
+    g_hash_table_iter_init(&it, ext->reservations);
+    while (g_hash_table_iter_next(&it, &key, NULL)) {
+        gboolean alive = FALSE;
+        for (guint i = 0; i < jobs->len && !alive; i++)
+            alive = strcmp(((KbJobInfo *)jobs->pdata[i])->key, key) == 0;
+        if (!alive)
+            g_hash_table_iter_remove(&it);
+    }
+    return released;
+}
+
+/* ---- preempt --------------------------------------------------------------------------------- */
+
+typedef struct {
+    KbTaskInfo *task;
+    gint node;
+    KbResources counted;
+} PodRef;
+
+static void index_pod(const KbPod *pod, KbTaskInfo *task, gint counted_node,
+                      const KbResources *counted, gpointer data)
+{
+    if (pod->meta.uid == NULL)
+        return;
+    PodRef *r = g_new0(PodRef, 1);
+    r->task = task;
+    r->node = counted_node;
+    r->counted = *counted;
+    g_hash_table_insert(data, (gpointer)pod->meta.uid, r);
+}
+
+static gboolean node_usable(const KbNodeInfo *n)
+{
+    return n->present && n->node != NULL && n->node->ready && !n->node->unschedulable;
+}
+
+/* Can @preemptor's gang start with @freed given back on node @target? Counts resources only. */
+static gboolean gang_fits(KbExtender *ext, KbTaskInfo *preemptor, guint target,
+                          const KbResources *freed)
+{
+    guint n_nodes = 0;
+    KbNodeInfo *nodes = kb_cache_nodes(ext->cache, &n_nodes);
+    g_autofree KbResources *idle = g_new(KbResources, n_nodes);
+    for (guint i = 0; i < n_nodes; i++)
+        idle[i] = nodes[i].idle;
+    kb_resources_add(&idle[target], freed);
+    if (!kb_resources_fit(&preemptor->resreq, &idle[target]))
+        return FALSE;
+    kb_resources_sub(&idle[target], &preemptor->resreq);
+    const KbJobInfo *job = preemptor->job;
+    gint occupied = 0;
+    for (guint i = 0; i < job->tasks->len; i++)
+        occupied += on_node(((KbTaskInfo *)job->tasks->pdata[i])->state);
+    gint needed = job->min_member - occupied - 1;
+    for (guint i = 0; i < job->tasks->len && needed > 0; i++) {
+        KbTaskInfo *t = job->tasks->pdata[i];
+        if (t == preemptor || t->state != KB_TASK_PENDING)
+            continue;
+        for (guint k = 0; k < n_nodes; k++) {
+            guint n = (target + k) % n_nodes;
+            if (node_usable(&nodes[n]) && kb_resources_fit(&t->resreq, &idle[n])) {
+                kb_resources_sub(&idle[n], &t->resreq);
+                needed--;
+                break;
+            }
+        }
+    }
+    return needed <= 0;
+}
+
+/* Victims on one node widened to whole gangs into @out (UIDs) and what they free into @freed;
+ * FALSE (with @why) when a victim gang cannot go whole from this node. */
+static gboolean widen_victims(KbExtender *ext, GHashTable *by_uid, const KbExtenderNodeVictims *nv,
+                              guint node_id, gint32 priority, GPtrArray *out, KbResources *freed,
+                              const char **why)
+{
+    g_autoptr(GHashTable) taken = g_hash_table_new(g_str_hash, g_str_equal);
+    for (guint v = 0; v < nv->n_pods; v++) {
+        const PodRef *ref = g_hash_table_lookup(by_uid, nv->pods[v].uid);
+        if (ref == NULL || ref->node != (gint)node_id) {
+            *why = "a victim is unknown to kube-batchd or not on the node";
+            return FALSE;
+        }
+        if (ref->task == NULL) { /* not a gang: goes alone */
+            if (g_hash_table_add(taken, (gpointer)nv->pods[v].uid)) {
+                g_ptr_array_add(out, (gpointer)nv->pods[v].uid);
+                kb_resources_add(freed, &ref->counted);
+            }
+            continue;
+        }
+        const KbJobInfo *job = ref->task->job;
+        for (guint i = 0; i < job->tasks->len; i++) {
+            KbTaskInfo *t = job->tasks->pdata[i];
+            if (!on_node(t->state) && t->state != KB_TASK_RELEASING)
+                continue;
+            if (t->node_id != (gint)node_id) {
+                *why = "a victim gang has members on other nodes";
+                return FALSE;
+            }
+            if (t->priority >= priority) {
+                *why = "a victim gang has a member of no lower priority";
+                return FALSE;
+            }
+            if (g_hash_table_add(taken, (gpointer)t->pod->meta.uid)) {
+                g_ptr_array_add(out, (gpointer)t->pod->meta.uid);
+                kb_resources_add(freed, &t->resreq);
+            }
+        }
+    }
+    return TRUE;
+}
+
+static void pass_through_preempt(const KbExtenderPreemptionArgs *args, gboolean *keep,
+                                 GPtrArray **victims)
+{
+    for (guint i = 0; i < args->n_nodes; i++) {
+        keep[i] = TRUE;
+        victims[i] = g_ptr_array_new();
+        for (guint v = 0; v < args->nodes[i].n_pods; v++)
+            g_ptr_array_add(victims[i], (gpointer)args->nodes[i].pods[v].uid);
+    }
+}
+
+void kb_extender_preempt(KbExtender *ext, const KbExtenderPreemptionArgs *args, gint64 now,
+                         gboolean *keep, GPtrArray **victims)
+{
+    memset(keep, 0, sizeof(*keep) * args->n_nodes);
+    memset(victims, 0, sizeof(*victims) * args->n_nodes);
+    if (!kb_cache_extender_manages(ext->cache, args->pod)) {
+        pass_through_preempt(args, keep, victims);
+        return;
+    }
+    KbTaskInfo *preemptor = request_task(ext, args->pod);
+    if (preemptor == NULL)
+        return;
+    g_autoptr(GHashTable) by_uid = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, g_free);
+    kb_cache_foreach_pod(ext->cache, index_pod, by_uid);
+    for (guint i = 0; i < args->n_nodes; i++) {
+        const KbExtenderNodeVictims *nv = &args->nodes[i];
+        KbNodeInfo *node = kb_cache_lookup_node(ext->cache, nv->node);
+        const char *why = NULL;
+        g_autoptr(GPtrArray) out = g_ptr_array_new();
+        KbResources freed;
+        kb_resources_clear(&freed);
+        if (node == NULL || !node_usable(node))
+            why = "node unknown or not usable";
+        else if (widen_victims(ext, by_uid, nv, node->id, preemptor->priority, out, &freed, &why) &&
+                 !gang_fits(ext, preemptor, node->id, &freed))
+            why = "the preemptor's whole gang would still not fit";
+        if (why != NULL) {
+            g_debug("extender: preempt for %s/%s: node %s refused: %s", args->pod->meta.namespace_,
+                    args->pod->meta.name, nv->node, why);
+            continue;
+        }
+        keep[i] = TRUE;
+        victims[i] = g_steal_pointer(&out);
+    }
+    (void)now;
+}

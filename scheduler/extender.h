@@ -1,0 +1,102 @@
+/*
+ * Extender mode: kube-batchd's decisions for kube-scheduler's extender calls (filter, prioritize,
+ * bind, preempt), taken from the same gang plan as the secondary scheduler. No I/O here: the
+ * HTTP side is scheduler/extender-server.c, the wire format kube/kb-extender-codec.h.
+ *
+ * Which pods: those of schedulerNames kube-batchd does not serve that ask for nvidia.com/gpu or
+ * name a group ("managed"; kb_cache_extender_manages). Every other pod passes through: all nodes
+ * pass, every score is 0, bind posts a plain Binding.
+ *
+ * The plan: the cache holds managed pods as tasks (kb_cache_set_extender), so the ordinary cycle
+ * (kb_cycle_run with the configured actions and plugins: queues, priorities, predicates,
+ * gpu-topology, gang) places them together with the secondary scheduler's pods. After every cycle
+ * the caller hands the result to kb_extender_take_placements(), which keeps the placements of
+ * managed pods as reservations (the tasks stay ALLOCATED, holding their node resources and GPU
+ * indices) instead of binding them. A gang is only ever placed whole (the statement commits at
+ * minMember), so a reservation exists only for a gang that fits.
+ *
+ *   filter      a managed pod passes only onto its reserved node. Without a reservation the
+ *               extender runs a plan now (the plan function, unless a cycle looked at the job less
+ *               than KB_EXTENDER_REPLAN_MS ago); still none: every node fails with the gang's
+ *               reason, the message of its PodGroup condition.
+ *   prioritize  the reserved node scores 10, others 0..10 by GPU topology (the pod's GPUs fit in
+ *               one NVLink island) and packing (the node's fill after the pod).
+ *   bind        a Binding carrying kube-batchd.io/gpu-ids in metadata.annotations (one write).
+ *               kube-scheduler's choice wins: bound elsewhere than reserved, the reservation moves
+ *               to that node. A failed bind releases the pod (kube-scheduler forgets it too); the
+ *               gang's other reservations stay (kube-scheduler may hold them assumed).
+ *   preempt     per candidate node, the proposed victims widened to whole gangs; a node is kept
+ *               only when every victim gang lies wholly on it, is of lower priority, and the
+ *               preemptor's whole gang then fits (resources on Ready, schedulable nodes); else the
+ *               answer names no node.
+ *
+ * Reservations expire: a gang whose reservations are not all bound within the reservation TTL
+ * has the rest released (the next cycle plans it again).
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "kube/kb-extender-codec.h"
+#include "scheduler/cache.h"
+#include "scheduler/conf.h"
+#include "scheduler/cycle.h"
+
+#define KB_EXTENDER_DEFAULT_RESERVATION_TTL_S 60
+/* A job a cycle looked at less than this ago is not planned again by a filter call. */
+#define KB_EXTENDER_REPLAN_MS 500
+
+typedef struct KbExtender KbExtender;
+
+/* Run a scheduling cycle now and pass its result to kb_extender_take_placements(); FALSE when
+ * no cycle may run (not leading, caches not synced). */
+typedef gboolean (*KbExtenderPlanFunc)(gpointer user_data);
+
+/*
+ * An extender over @cache (borrowed; kb_cache_set_extender is called here) planning with @conf
+ * (borrowed). Without a plan function it runs kb_cycle_run itself at the time given to the call
+ * (tests and benchmarks: the cycle's placements of served pods are then dropped).
+ */
+KbExtender *kb_extender_new(KbCache *cache, const KbConf *conf, guint reservation_ttl_s);
+void kb_extender_free(KbExtender *ext);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbExtender, kb_extender_free)
+void kb_extender_set_plan_func(KbExtender *ext, KbExtenderPlanFunc func, gpointer user_data);
+
+/* After every cycle: move the placements of managed pods out of @result->placements (they become
+ * reservations held at @result->now) and remember the reasons of managed jobs left unplaced. */
+void kb_extender_take_placements(KbExtender *ext, KbCycleResult *result);
+
+/* Filter verdicts for the candidates of @args (all owned by the struct). */
+typedef struct {
+    const char **why;       /* per candidate: NULL passes, else the message */
+    gboolean *unresolvable; /* per candidate: preemption cannot help there */
+    char *error;            /* non-NULL: the whole call failed (e.g. not leading) */
+    GPtrArray *strings;     /* owns the messages */
+    gboolean managed;       /* the pod is kube-batchd's (else it passed through) */
+} KbExtenderFilter;
+
+void kb_extender_filter(KbExtender *ext, const KbExtenderArgs *args, gint64 now,
+                        KbExtenderFilter *out);
+void kb_extender_filter_clear(KbExtenderFilter *out);
+/* Scores 0..10 for the candidates of @args into @scores (n_nodes entries). */
+void kb_extender_prioritize(KbExtender *ext, const KbExtenderArgs *args, gint64 *scores);
+
+/*
+ * bind, first half: the Binding to post (new reference), or NULL with *@error_message (newly
+ * allocated) when the call must fail without a write. Moves the cache to kube-scheduler's
+ * choice. Second half, with the outcome of the write.
+ */
+json_object *kb_extender_bind_begin(KbExtender *ext, const KbExtenderBindingArgs *args,
+                                    char **error_message);
+void kb_extender_bind_end(KbExtender *ext, const KbExtenderBindingArgs *args, gboolean ok,
+                          gint64 now);
+
+/* preempt: per node of @args, *@keep[i] and the victims' UIDs (@victims[i] a new GPtrArray of
+ * const char* borrowed from @args or the cache, NULL when not kept). */
+void kb_extender_preempt(KbExtender *ext, const KbExtenderPreemptionArgs *args, gint64 now,
+                         gboolean *keep, GPtrArray **victims);
+
+/* Release reservations older than the TTL of gangs not fully bound; returns the pods released. */
+guint kb_extender_expire(KbExtender *ext, gint64 now);
+/* Gangs holding reservations now. */
+guint kb_extender_reservations(const KbExtender *ext);
