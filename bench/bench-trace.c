@@ -62,6 +62,18 @@ static const Builtin builtins[] = {
         {"preempt-reclaim",
          "the default configuration with the preempt and reclaim actions (evictions)", NULL, FALSE,
          "enqueue, allocate, preempt, reclaim"},
+        {"kube-batch",
+         "kube-batch as it shipped: allocate and backfill, no enqueue, nodeorder spreading",
+         "actions: \"allocate, backfill\"\n"
+         "tiers:\n"
+         "- plugins:\n  - name: priority\n  - name: gang\n"
+         "- plugins:\n  - name: drf\n  - name: predicates\n  - name: proportion\n"
+         "  - name: nodeorder\n    arguments:\n      nodeorder.leastrequested.weight: 1\n"
+         "      nodeorder.mostrequested.weight: 0\n      nodeorder.balancedresource.weight: 0\n",
+         FALSE},
+        {"kube-batchd+reserve",
+         "the default configuration with the reserve action (reservations and backfill)", NULL,
+         FALSE, "enqueue, reserve, allocate"},
 };
 
 typedef struct {
@@ -128,7 +140,7 @@ static Run *run_builtin(const char *name, GError **error)
     }
     g_set_error(error, KB_ERROR, KB_ERROR_INVALID,
                 "unknown configuration \"%s\" (built in: kube-batchd, fifo, no-gang, spread, "
-                "preempt-reclaim; or --conf-file)",
+                "preempt-reclaim, kube-batch, kube-batchd+reserve; or --conf-file)",
                 name);
     return NULL;
 }
@@ -150,7 +162,7 @@ static Run *run_file(const char *path, GError **error)
 typedef struct {
     char *trace;
     gint jobs, skip, nodes, gpus_per_node, period, max_cycles, show_unfinished, threads;
-    double hours, duration_scale, arrival_scale, high_priority;
+    double hours, duration_scale, arrival_scale, high_priority, estimate_factor;
     char *from, *pack, *baseline, *restart_cost;
     char **configs, **conf_files, **weights;
     gboolean skip_bad_rows, no_queues;
@@ -181,13 +193,15 @@ static gboolean parse_options(int argc, char **argv, Opts *o, GError **error)
             {"period", 0, 0, G_OPTION_ARG_INT, &o->period, "Scheduling period in seconds (1)", "S"},
             {"config", 'c', 0, G_OPTION_ARG_STRING_ARRAY, &o->configs,
              "Built-in configuration to run, repeatable: kube-batchd, fifo, no-gang, spread, "
-             "preempt-reclaim (default: kube-batchd, fifo, no-gang)",
+             "preempt-reclaim, kube-batch, kube-batchd+reserve (default: kube-batch, fifo, "
+             "kube-batchd, kube-batchd+reserve)",
              "NAME"},
             {"conf-file", 'f', 0, G_OPTION_ARG_FILENAME_ARRAY, &o->conf_files,
              "Also run a scheduler configuration file (kube-batch/Volcano format), repeatable",
              "FILE"},
             {"baseline", 'b', 0, G_OPTION_ARG_STRING, &o->baseline,
-             "Configuration the ratios divide by (fifo when run, else the last one)", "NAME"},
+             "Configuration the ratios divide by (kube-batch when run, else fifo when run, else the "
+             "last one)", "NAME"},
             {"weight", 'w', 0, G_OPTION_ARG_STRING_ARRAY, &o->weights,
              "Queue weight, repeatable (default 1)", "QUEUE=W"},
             {"high-priority", 0, 0, G_OPTION_ARG_DOUBLE, &o->high_priority,
@@ -202,6 +216,11 @@ static gboolean parse_options(int argc, char **argv, Opts *o, GError **error)
              "Replays run in parallel, one configuration per thread (default: CPUs); cycle wall "
              "times then include contention",
              "N"},
+            {"estimate-factor", 0, 0, G_OPTION_ARG_DOUBLE, &o->estimate_factor,
+             "Jobs announce duration x F as their expected runtime (annotation "
+             "kube-batchd.io/expected-runtime; 1: exact, default; 0: no estimates) unless the trace "
+             "has an expected_duration column",
+             "F"},
             {"max-cycles", 0, 0, G_OPTION_ARG_INT, &o->max_cycles,
              "Stop a replay after N cycles (0: no limit)", "N"},
             {"unfinished", 0, 0, G_OPTION_ARG_INT, &o->show_unfinished,
@@ -313,6 +332,21 @@ static void print_queues(const KbSimReport *r)
     }
 }
 
+static void print_buckets(const KbSimReport *r)
+{
+    char b[6][32];
+    printf("  %-6s %6s %8s %10s %10s %10s %10s %10s %10s\n", "GPUs", "jobs", "started",
+           "wait mean", "wait p95", "wait p99", "JCT mean", "JCT p95", "JCT p99");
+    for (guint k = 0; k < KB_SIM_N_BUCKETS; k++) {
+        const KbSimBucket *x = &r->buckets[k];
+        printf("  %-6s %6u %8u %10s %10s %10s %10s %10s %10s\n", kb_sim_bucket_label(k),
+               x->n_jobs, x->n_started, dur(b[0], sizeof b[0], x->wait_mean),
+               dur(b[1], sizeof b[1], x->wait_p95), dur(b[2], sizeof b[2], x->wait_p99),
+               dur(b[3], sizeof b[3], x->jct_mean), dur(b[4], sizeof b[4], x->jct_p95),
+               dur(b[5], sizeof b[5], x->jct_p99));
+    }
+}
+
 static void print_unfinished(const KbSimReport *r, int limit)
 {
     guint waiting = 0, running = 0, requeued = 0, shown = 0;
@@ -397,6 +431,7 @@ static void print_run(const Run *run, const Opts *o)
            r->n_cycles, r->cycle_us_mean, r->cycle_us_p99, r->cycle_us_max, r->n_placements);
     printf("  replay               wall time %.2f s, %u cache restarts\n", r->wall_s,
            r->n_cache_restarts);
+    print_buckets(r);
     if (!o->no_queues)
         print_queues(r);
     print_unfinished(r, o->show_unfinished);
@@ -468,6 +503,14 @@ static void print_ratios(GPtrArray *runs, const Run *base)
         }
         printf("\n");
     }
+    printf("  %-22s", "17+ GPUs p99 wait");
+    for (guint i = 0; i < runs->len; i++)
+        ratio(((Run *)runs->pdata[i])->report->buckets[4].wait_p99, base->report->buckets[4].wait_p99);
+    printf("\n  %-22s", "17+ GPUs mean wait");
+    for (guint i = 0; i < runs->len; i++)
+        ratio(((Run *)runs->pdata[i])->report->buckets[4].wait_mean,
+              base->report->buckets[4].wait_mean);
+    printf("\n");
     printf("  %-22s", "makespan");
     for (guint i = 0; i < runs->len; i++)
         ratio((double)((Run *)runs->pdata[i])->report->makespan, (double)base->report->makespan);
@@ -480,7 +523,8 @@ static void print_ratios(GPtrArray *runs, const Run *base)
 static GPtrArray *make_runs(const Opts *o, GError **error)
 {
     g_autoptr(GPtrArray) runs = g_ptr_array_new_with_free_func(run_free);
-    static const char *const defaults[] = {"kube-batchd", "fifo", "no-gang", NULL};
+    static const char *const defaults[] = {"kube-batch", "fifo", "kube-batchd",
+                                           "kube-batchd+reserve", NULL};
     static const char *const with_files[] = {"kube-batchd", NULL};
     const char *const *names = o->configs != NULL      ? (const char *const *)o->configs
                                : o->conf_files != NULL ? with_files
@@ -502,7 +546,12 @@ static GPtrArray *make_runs(const Opts *o, GError **error)
 
 static const Run *find_baseline(GPtrArray *runs, const char *name, GError **error)
 {
-    const char *want = name != NULL ? name : "fifo";
+    const char *want = name != NULL ? name : "kube-batch";
+    for (guint i = 0; name == NULL && i < runs->len; i++) {
+        if (strcmp(((const Run *)runs->pdata[i])->name, want) == 0)
+            return runs->pdata[i];
+    }
+    want = name != NULL ? name : "fifo";
     for (guint i = 0; i < runs->len; i++) {
         const Run *r = runs->pdata[i];
         if (strcmp(r->name, want) == 0)
@@ -616,6 +665,11 @@ static int bench(const Opts *o)
         return 2;
     }
     sim.high_fraction = o->high_priority;
+    if (!(o->estimate_factor >= 0 && o->estimate_factor <= 1000)) {
+        fprintf(stderr, "bench-trace: --estimate-factor %g: want 0..1000\n", o->estimate_factor);
+        return 2;
+    }
+    sim.estimate_factor = o->estimate_factor;
     if (o->pack != NULL && !kb_trace_pack_from_string(o->pack, &sim.pack)) {
         fprintf(stderr, "bench-trace: --pack %s: want node or one\n", o->pack);
         return 2;
@@ -667,7 +721,8 @@ int main(int argc, char **argv)
               .period = 1,
               .show_unfinished = 5,
               .duration_scale = 1,
-              .arrival_scale = 1};
+              .arrival_scale = 1,
+              .estimate_factor = 1};
     GError *error = NULL;
     int rc = parse_options(argc, argv, &o, &error) ? bench(&o) : fail(error);
     opts_clear(&o);

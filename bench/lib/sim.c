@@ -12,6 +12,7 @@
 
 #define SCHEDULER_NAME   "kube-batchd"
 #define GROUP_ANNOTATION "scheduling.k8s.io/group-name"
+#define RUNTIME_ANNOTATION "kube-batchd.io/expected-runtime" /* scheduler/reserve.h */
 
 typedef struct {
     const KbTraceJob *tj;
@@ -23,6 +24,7 @@ typedef struct {
     guint n_bound;
     gint64 start, last_start, finish;
     gint64 remaining; /* seconds the job runs once (re)started */
+    gint64 estimate;  /* expected runtime its pods announce; 0: none */
     gint64 ran;       /* seconds run in earlier attempts (and the last, once finished) */
     guint attempt;    /* bumped by each eviction: new pod uids, stale completions */
     guint n_evictions;
@@ -158,6 +160,10 @@ static json_object *pod_json(const SimJob *job, guint k)
     }
     json_object *ann = json_object_new_object();
     json_object_object_add(ann, GROUP_ANNOTATION, json_object_new_string(job->name));
+    if (job->estimate > 0) {
+        g_autofree char *est = g_strdup_printf("%" G_GINT64_FORMAT, job->estimate);
+        json_object_object_add(ann, RUNTIME_ANNOTATION, json_object_new_string(est));
+    }
     json_object_object_add(meta, "annotations", ann);
     json_object *o = object_new("v1", "Pod", meta);
     json_object *req = json_object_new_object();
@@ -624,7 +630,8 @@ void kb_sim_options_init(KbSimOptions *opts)
                            .gpus_per_node = 8,
                            .pack = KB_TRACE_PACK_NODE,
                            .period = 1,
-                           .delete_finished = TRUE};
+                           .delete_finished = TRUE,
+                           .estimate_factor = 1};
 }
 
 gboolean kb_sim_restart_cost_from_string(const char *s, KbSimRestartCost *out)
@@ -725,6 +732,10 @@ static void sim_init(Sim *sim, const KbTrace *trace, const KbConf *conf, const K
                                           &job->gpus_per_pod);
         job->start = job->last_start = job->finish = -1;
         job->remaining = MAX((gint64)ceil(job->tj->duration), 1);
+        if (job->tj->expected > 0)
+            job->estimate = MAX((gint64)ceil(job->tj->expected), 1);
+        else if (opts->estimate_factor > 0)
+            job->estimate = MAX((gint64)ceil(job->tj->duration * opts->estimate_factor), 1);
         job->high = opts->high != NULL
                             ? opts->high[i]
                             : kb_sim_is_high_priority(job->tj->line, opts->high_fraction);
@@ -846,6 +857,51 @@ static void report_jobs(KbSimReport *r, const Sim *sim)
     r->wait_p99 = kb_sim_percentile(wait, r->n_started, 99);
 }
 
+guint kb_sim_bucket(guint gpus)
+{
+    return gpus <= 1 ? 0 : gpus <= 4 ? 1 : gpus <= 8 ? 2 : gpus <= 16 ? 3 : 4;
+}
+
+const char *kb_sim_bucket_label(guint bucket)
+{
+    static const char *const labels[KB_SIM_N_BUCKETS] = {"1", "2-4", "5-8", "9-16", "17+"};
+    return bucket < KB_SIM_N_BUCKETS ? labels[bucket] : "?";
+}
+
+/* Per gang-size bucket: waits and JCTs. */
+static void report_buckets(KbSimReport *r)
+{
+    g_autofree double *jct = g_new0(double, MAX(r->n_jobs, 1));
+    g_autofree double *wait = g_new0(double, MAX(r->n_jobs, 1));
+    for (guint b = 0; b < KB_SIM_N_BUCKETS; b++) {
+        KbSimBucket *kb = &r->buckets[b];
+        guint n_jct = 0, n_wait = 0;
+        for (guint i = 0; i < r->n_jobs; i++) {
+            const KbSimJobResult *j = &r->jobs[i];
+            if (kb_sim_bucket(j->num_gpus) != b)
+                continue;
+            kb->n_jobs++;
+            if (j->start >= 0)
+                wait[n_wait++] = (double)(j->start - j->submit);
+            if (j->finish >= 0)
+                jct[n_jct++] = (double)(j->finish - j->submit);
+        }
+        kb->n_started = n_wait;
+        kb->n_finished = n_jct;
+        kb->wait_mean = mean(wait, n_wait);
+        kb->wait_p95 = kb_sim_percentile(wait, n_wait, 95);
+        kb->wait_p99 = kb_sim_percentile(wait, n_wait, 99);
+        kb->jct_mean = mean(jct, n_jct);
+        kb->jct_p95 = kb_sim_percentile(jct, n_jct, 95);
+        kb->jct_p99 = kb_sim_percentile(jct, n_jct, 99);
+    }
+    for (guint i = 0; i < r->n_jobs; i++) {
+        const KbSimJobResult *j = &r->jobs[i];
+        if (j->start < 0)
+            r->max_unstarted_wait = MAX(r->max_unstarted_wait, (double)(r->end - j->submit));
+    }
+}
+
 /* Waits and JCTs of the jobs whose priority is @high, into the four figures. */
 static void report_class(const KbSimReport *r, gboolean high, double *wait_mean, double *wait_p95,
                          double *jct_mean, double *jct_p95)
@@ -906,6 +962,7 @@ static KbSimReport *report_new(Sim *sim)
     }
     report_jobs(r, sim);
     report_evictions(r, sim);
+    report_buckets(r);
     double span = (double)(r->end - r->first_submit) * r->n_gpus;
     r->util_busy = span > 0 ? sim->busy_gpu_s / span : 0;
     r->util_alloc = span > 0 ? sim->held_gpu_s / span : 0;

@@ -34,6 +34,7 @@ typedef struct {
     guint32 num_gpus;  /* >= 1 */
     const char *queue; /* interned */
     guint32 line;      /* line of the source file (for messages) */
+    double expected;   /* expected duration the user announces, seconds; 0: none */
 } KbTraceJob;
 
 typedef struct {
