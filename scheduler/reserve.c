@@ -7,6 +7,7 @@
 #include "scheduler/actions.h"
 
 #define DEFAULT_MAX_SCAN 1000
+#define DEFAULT_MIN_WAIT 0
 
 /* Resources @res free on node @node at time @t (negative amounts: a reservation's hold). */
 typedef struct {
@@ -256,7 +257,7 @@ static gboolean within_share(KbSession *ssn, const KbJobInfo *job, const KbQueue
     return TRUE;
 }
 
-static GPtrArray *candidates(KbSession *ssn)
+static GPtrArray *candidates(KbSession *ssn, gint64 min_wait, guint min_gpus)
 {
     GPtrArray *out = g_ptr_array_new();
     g_autoptr(GString) why = g_string_new(NULL);
@@ -268,6 +269,14 @@ static GPtrArray *candidates(KbSession *ssn)
             continue;
         if (occupied(job) >= (guint)job->min_member)
             continue;
+        if (job->creation_timestamp > 0 && ssn->now - job->creation_timestamp < min_wait)
+            continue;
+        if (min_gpus > 1) {
+            KbResources need;
+            kb_session_job_min_request(job, &need);
+            if (need.v[KB_RES_GPU] < (gint64)min_gpus)
+                continue;
+        }
         g_ptr_array_add(out, job);
     }
     g_ptr_array_sort(out, cand_cmp);
@@ -632,7 +641,9 @@ static void reserve_execute(KbSession *ssn)
                                   1000000);
     kb_reserve_free(ssn->reserve);
     KbReserve *rs = ssn->reserve = reserve_new(ssn);
-    g_autoptr(GPtrArray) cands = candidates(ssn);
+    gint64 min_wait = kb_conf_arg_duration(cf, "minWait", DEFAULT_MIN_WAIT);
+    guint min_gpus = (guint)CLAMP(kb_conf_plugin_arg_double(cf, "minGPUs", 0), 0, 1000000);
+    g_autoptr(GPtrArray) cands = candidates(ssn, min_wait, min_gpus);
     if (cands->len == 0)
         return;
     timeline_init(rs);
@@ -644,17 +655,24 @@ static void reserve_execute(KbSession *ssn)
             continue;
         job_needs(rs, job, needs);
         if (gang_fit(rs, needs, rs->free_now, NULL)) {
-            /* Expected to start now; jobs after the first reservation are allocate's. */
-            if (rs->list->len == 0)
+            /*
+             * Expected to start now; jobs after the first reservation are allocate's. A job that
+             * fits is admitted here: the jobs enqueue admitted meanwhile (held off the reserved
+             * capacity) would otherwise keep a reserved job out of Inqueue once its capacity is
+             * free.
+             */
+            if (rs->list->len == 0) {
                 start_now(rs, job, needs);
+                if (job->phase == KB_JOB_PENDING) {
+                    job->phase = KB_JOB_INQUEUE;
+                    kb_session_job_enqueued(ssn, job);
+                }
+            }
             continue;
         }
-        if (!reserve_job(rs, job, needs))
-            continue;
-        if (job->phase == KB_JOB_PENDING) {
-            job->phase = KB_JOB_INQUEUE;
-            kb_session_job_enqueued(ssn, job);
-        }
+        /* A reserved job stays Pending until it fits: admitting it now would make enqueue count
+         * its whole request against the idle capacity and hold every other job out. */
+        reserve_job(rs, job, needs);
     }
     needs_clear(needs);
 }

@@ -23,8 +23,11 @@
  * with the job's minimum is skipped, and so is a Pending job the plugins would not admit
  * (enqueue): a reservation is part of the owner queue's share, never more, so it never holds
  * capacity that another queue is due for ever (see README "Reservations").
- * A Pending job that gets a reservation is admitted (Inqueue), as enqueue would do once capacity
- * frees; otherwise the jobs enqueue admits meanwhile could hold the capacity forever.
+ * A reserved job stays Pending until its gang fits the idle capacity (admitting it earlier
+ * would make enqueue count its whole request against the idle capacity and hold every job
+ * out); a candidate before the first reservation whose gang fits now is admitted (Inqueue) by
+ * this action, so that jobs enqueue admitted meanwhile (held off the reserved capacity) cannot
+ * keep a reserved job out once its capacity is free.
  *
  * Admission (allocate calls kb_reserve_admits for every candidate node): reservation i holds
  * amount R(i,n) on node n from its start T(i) until its expected end. A task of a job that owns
