@@ -13,12 +13,13 @@
 typedef struct {
     gint64 t;
     guint node;
+    guint queue; /* queue id of the task that ends; G_MAXUINT for other events */
     KbResources res;
 } Ev;
 
 /* A reservation's hold on one node, as allocate checks it. */
 typedef struct {
-    guint rank;         /* the reservation's index */
+    guint rank; /* the reservation's index */
     guint node;
     gint64 t;           /* its start */
     KbResources budget; /* what jobs running across t may still take on this node */
@@ -35,15 +36,15 @@ typedef struct {
 
 struct KbReserve {
     KbSession *ssn;
-    GArray *list;     /* KbReservation */
-    gint *head;       /* per node: first Hold, or -1 */
-    GArray *holds;    /* Hold */
-    gint64 *runtime;  /* per job id: expected runtime; G_MININT64 until computed */
-    guint *rank;      /* per job id: 1 + the rank of its reservation, 0 when none */
+    GArray *list;    /* KbReservation */
+    gint *head;      /* per node: first Hold, or -1 */
+    GArray *holds;   /* Hold */
+    gint64 *runtime; /* per job id: expected runtime; G_MININT64 until computed */
+    guint *rank;     /* per job id: 1 + the rank of its reservation, 0 when none */
     /* Scratch of the action. */
-    GArray *events;   /* Ev: ends of running (and about to start) tasks, sorted by time */
+    GArray *events;        /* Ev: ends of running (and about to start) tasks, sorted by time */
     KbResources *free_now; /* per node: idle minus the jobs expected to start now */
-    guint8 *usable;   /* per node */
+    guint8 *usable;        /* per node */
 };
 
 /* ---- estimates ------------------------------------------------------------------------------ */
@@ -193,8 +194,8 @@ static void mul_add(KbResources *dst, const KbResources *req, guint k, int sign)
 static gboolean gang_fit(KbReserve *rs, GArray *needs, KbResources *free_res, guint *take)
 {
     guint n = rs->ssn->n_nodes;
-    g_autofree KbResources *scratch = take == NULL ? g_memdup2(free_res, sizeof(KbResources) * n)
-                                                   : NULL;
+    g_autofree KbResources *scratch =
+            take == NULL ? g_memdup2(free_res, sizeof(KbResources) * n) : NULL;
     KbResources *fr = take == NULL ? scratch : free_res;
     for (guint c = 0; c < needs->len; c++) {
         const Need *nd = &g_array_index(needs, Need, c);
@@ -241,17 +242,35 @@ static gint cand_cmp(gconstpointer x, gconstpointer y)
     return strcmp(a->key, b->key);
 }
 
-/* Would the job's queue stay within its deserved share with the job's minimum? */
-static gboolean within_share(KbSession *ssn, const KbJobInfo *job, const KbQueueInfo *qi)
+/*
+ * Would @job's queue stay within its deserved share (proportion) when the job starts at @t, its
+ * tasks that are expected to end by then gone? A reservation beyond that would hold capacity
+ * that other queues are due.
+ */
+static gboolean within_share(KbReserve *rs, const KbJobInfo *job, gint64 t)
 {
-    KbResources need;
+    KbSession *ssn = rs->ssn;
+    KbQueueInfo *qi = kb_session_job_queue(ssn, job);
+    KbResources need, at_t = qi->allocated;
     kb_session_job_min_request(job, &need);
     kb_resources_sub(&need, &job->allocated);
+    for (guint i = 0; i < rs->events->len; i++) {
+        const Ev *ev = &g_array_index(rs->events, Ev, i);
+        if (ev->t > t)
+            break;
+        if (ev->queue == qi->id)
+            kb_resources_sub(&at_t, &ev->res);
+    }
     const KbResources *des = &ssn->deserved[qi->id];
-    for (int s = 0; s < KB_RES_MAX; s++) {
-        if (need.v[s] <= 0 || des->v[s] == KB_RESOURCE_UNLIMITED)
+    /* The resources proportion shares. */
+    static const int slots[] = {KB_RES_CPU, KB_RES_MEMORY, KB_RES_GPU};
+    for (guint k = 0; k < G_N_ELEMENTS(slots); k++) {
+        int s = slots[k];
+        if (need.v[s] <= 0)
             continue;
-        if (qi->allocated.v[s] + need.v[s] > des->v[s])
+        if (at_t.v[s] + need.v[s] > qi->capability.v[s])
+            return FALSE;
+        if (des->v[s] != KB_RESOURCE_UNLIMITED && at_t.v[s] + need.v[s] > des->v[s])
             return FALSE;
     }
     return TRUE;
@@ -283,16 +302,18 @@ static GPtrArray *candidates(KbSession *ssn, gint64 min_wait, guint min_gpus)
     return out;
 }
 
-/* May @job hold a reservation (queue open, not overused, within share, admissible)? */
+/* May @job hold a reservation (queue open, not overused)? */
 static gboolean may_reserve(KbSession *ssn, KbJobInfo *job, GString *why)
 {
     KbQueueInfo *qi = kb_session_job_queue(ssn, job);
     if (qi == NULL || !qi->open)
         return FALSE;
     g_string_truncate(why, 0);
-    if (kb_session_overused(ssn, qi, why) || !within_share(ssn, job, qi))
+    if (kb_session_overused(ssn, qi, why))
         return FALSE;
-    return job->phase != KB_JOB_PENDING || kb_session_job_enqueueable(ssn, job, why);
+    /* Not kb_session_job_enqueueable: it counts the jobs admitted this cycle, which a
+     * reservation precedes; within_share checks the share when the job is expected to start. */
+    return TRUE;
 }
 
 static void needs_clear(GArray *needs)
@@ -325,8 +346,7 @@ static void job_needs(KbReserve *rs, const KbJobInfo *job, GArray *needs)
             continue;
         Need nd = {t, t->resreq, 1, g_new0(guint8, MAX(ssn->n_nodes, 1))};
         for (guint n = 0; n < ssn->n_nodes; n++)
-            nd.eligible[n] = rs->usable[n] &&
-                             kb_session_predicate(ssn, t, &ssn->nodes[n], NULL);
+            nd.eligible[n] = rs->usable[n] && kb_session_predicate(ssn, t, &ssn->nodes[n], NULL);
         g_array_append_val(needs, nd);
     }
 }
@@ -349,8 +369,8 @@ static void timeline_init(KbReserve *rs)
     rs->events = g_array_new(FALSE, FALSE, sizeof(Ev));
     for (guint n = 0; n < ssn->n_nodes; n++) {
         const KbNodeInfo *ni = &ssn->nodes[n];
-        rs->usable[n] = ni->present && ni->node != NULL && ni->node->ready &&
-                        !ni->node->unschedulable;
+        rs->usable[n] =
+                ni->present && ni->node != NULL && ni->node->ready && !ni->node->unschedulable;
         rs->free_now[n] = ni->idle;
     }
     for (guint j = 0; j < ssn->jobs->len; j++) {
@@ -361,7 +381,8 @@ static void timeline_init(KbReserve *rs)
                 t->state == KB_TASK_FAILED)
                 continue;
             gint64 end = task_end(rs, t); /* unknown: sorts last, "never" */
-            Ev ev = {end, (guint)t->node_id, t->resreq};
+            KbQueueInfo *qi = kb_session_job_queue(ssn, job);
+            Ev ev = {end, (guint)t->node_id, qi != NULL ? qi->id : G_MAXUINT, t->resreq};
             g_array_append_val(rs->events, ev);
         }
     }
@@ -381,7 +402,7 @@ static void start_now(KbReserve *rs, const KbJobInfo *job, GArray *needs)
         for (guint i = 0; i < n; i++) {
             if (take[c * n + i] == 0)
                 continue;
-            Ev ev = {end, i, {{0}}};
+            Ev ev = {end, i, G_MAXUINT, {{0}}};
             mul_add(&ev.res, &nd->req, take[c * n + i], 1);
             g_array_append_val(rs->events, ev);
         }
@@ -396,11 +417,11 @@ static GArray *hold_events(KbReserve *rs)
     for (guint r = 0; r < rs->list->len; r++) {
         const KbReservation *rv = &g_array_index(rs->list, KbReservation, r);
         for (guint k = 0; k < rv->n_nodes; k++) {
-            Ev on = {rv->start, rv->nodes[k], {{0}}};
+            Ev on = {rv->start, rv->nodes[k], G_MAXUINT, {{0}}};
             mul_add(&on.res, &rv->amount[k], 1, -1);
             g_array_append_val(evs, on);
             if (rv->end != KB_RESERVE_UNKNOWN) {
-                Ev off = {rv->end, rv->nodes[k], rv->amount[k]};
+                Ev off = {rv->end, rv->nodes[k], G_MAXUINT, rv->amount[k]};
                 g_array_append_val(evs, off);
             }
         }
@@ -578,6 +599,8 @@ static gboolean reserve_job(KbReserve *rs, KbJobInfo *job, GArray *needs)
             next = MIN(next, g_array_index(holds, Ev, h).t);
         t = next;
     }
+    if (!within_share(rs, job, t))
+        return FALSE;
     g_autofree guint *take = g_new0(guint, MAX(needs->len * n, 1));
     memcpy(capped, fr, sizeof(KbResources) * n);
     cap_by_holds(rs, capped, t, add_time(t, run));
@@ -635,10 +658,10 @@ void kb_reserve_free(KbReserve *rs)
 static void reserve_execute(KbSession *ssn)
 {
     const KbConfPlugin *cf = kb_conf_find_configuration(ssn->conf, "reserve");
-    guint max_res = (guint)CLAMP(kb_conf_plugin_arg_double(cf, "maxReservations", 1), 1,
-                                 KB_RESERVE_MAX);
-    guint max_scan = (guint)CLAMP(kb_conf_plugin_arg_double(cf, "maxScan", DEFAULT_MAX_SCAN), 1,
-                                  1000000);
+    guint max_res =
+            (guint)CLAMP(kb_conf_plugin_arg_double(cf, "maxReservations", 1), 1, KB_RESERVE_MAX);
+    guint max_scan =
+            (guint)CLAMP(kb_conf_plugin_arg_double(cf, "maxScan", DEFAULT_MAX_SCAN), 1, 1000000);
     kb_reserve_free(ssn->reserve);
     KbReserve *rs = ssn->reserve = reserve_new(ssn);
     gint64 min_wait = kb_conf_arg_duration(cf, "minWait", DEFAULT_MIN_WAIT);
@@ -705,8 +728,8 @@ char *kb_reserve_describe(KbSession *ssn, const KbJobInfo *job)
     }
     gint64 mins = (MAX(rv->start - ssn->now, 0) + 59) / 60;
     if (mins >= 60)
-        g_string_append_printf(s, ", expected start in %" G_GINT64_FORMAT "h%02" G_GINT64_FORMAT
-                                  "m",
+        g_string_append_printf(s,
+                               ", expected start in %" G_GINT64_FORMAT "h%02" G_GINT64_FORMAT "m",
                                mins / 60, mins % 60);
     else
         g_string_append_printf(s, ", expected start in %" G_GINT64_FORMAT "m", mins);

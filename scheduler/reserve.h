@@ -58,10 +58,10 @@ typedef struct KbReserve KbReserve;
 /* One reservation, as the action decided it. */
 typedef struct {
     const KbJobInfo *job;
-    gint64 start;  /* estimated start (unix seconds); KB_RESERVE_UNKNOWN when not known */
-    gint64 end;    /* start + the job's expected runtime; KB_RESERVE_UNKNOWN when not known */
-    guint n_nodes; /* nodes holding some of it */
-    guint *nodes;  /* node ids */
+    gint64 start;        /* estimated start (unix seconds); KB_RESERVE_UNKNOWN when not known */
+    gint64 end;          /* start + the job's expected runtime; KB_RESERVE_UNKNOWN when not known */
+    guint n_nodes;       /* nodes holding some of it */
+    guint *nodes;        /* node ids */
     KbResources *amount; /* per node of @nodes: what is held there */
 } KbReservation;
 
