@@ -200,8 +200,10 @@ static gboolean parse_options(int argc, char **argv, Opts *o, GError **error)
              "Also run a scheduler configuration file (kube-batch/Volcano format), repeatable",
              "FILE"},
             {"baseline", 'b', 0, G_OPTION_ARG_STRING, &o->baseline,
-             "Configuration the ratios divide by (kube-batch when run, else fifo when run, else the "
-             "last one)", "NAME"},
+             "Configuration the ratios divide by (kube-batch when run, else fifo when run, else "
+             "the "
+             "last one)",
+             "NAME"},
             {"weight", 'w', 0, G_OPTION_ARG_STRING_ARRAY, &o->weights,
              "Queue weight, repeatable (default 1)", "QUEUE=W"},
             {"high-priority", 0, 0, G_OPTION_ARG_DOUBLE, &o->high_priority,
@@ -218,7 +220,8 @@ static gboolean parse_options(int argc, char **argv, Opts *o, GError **error)
              "N"},
             {"estimate-factor", 0, 0, G_OPTION_ARG_DOUBLE, &o->estimate_factor,
              "Jobs announce duration x F as their expected runtime (annotation "
-             "kube-batchd.io/expected-runtime; 1: exact, default; 0: no estimates) unless the trace "
+             "kube-batchd.io/expected-runtime; 1: exact, default; 0: no estimates) unless the "
+             "trace "
              "has an expected_duration column",
              "F"},
             {"max-cycles", 0, 0, G_OPTION_ARG_INT, &o->max_cycles,
@@ -335,12 +338,12 @@ static void print_queues(const KbSimReport *r)
 static void print_buckets(const KbSimReport *r)
 {
     char b[6][32];
-    printf("  %-6s %6s %8s %10s %10s %10s %10s %10s %10s\n", "GPUs", "jobs", "started",
-           "wait mean", "wait p95", "wait p99", "JCT mean", "JCT p95", "JCT p99");
+    printf("  %-6s %6s %8s %10s %10s %10s %10s %10s %10s\n", "GPUs", "jobs", "started", "wait mean",
+           "wait p95", "wait p99", "JCT mean", "JCT p95", "JCT p99");
     for (guint k = 0; k < KB_SIM_N_BUCKETS; k++) {
         const KbSimBucket *x = &r->buckets[k];
-        printf("  %-6s %6u %8u %10s %10s %10s %10s %10s %10s\n", kb_sim_bucket_label(k),
-               x->n_jobs, x->n_started, dur(b[0], sizeof b[0], x->wait_mean),
+        printf("  %-6s %6u %8u %10s %10s %10s %10s %10s %10s\n", kb_sim_bucket_label(k), x->n_jobs,
+               x->n_started, dur(b[0], sizeof b[0], x->wait_mean),
                dur(b[1], sizeof b[1], x->wait_p95), dur(b[2], sizeof b[2], x->wait_p99),
                dur(b[3], sizeof b[3], x->jct_mean), dur(b[4], sizeof b[4], x->jct_p95),
                dur(b[5], sizeof b[5], x->jct_p99));
@@ -505,7 +508,8 @@ static void print_ratios(GPtrArray *runs, const Run *base)
     }
     printf("  %-22s", "17+ GPUs p99 wait");
     for (guint i = 0; i < runs->len; i++)
-        ratio(((Run *)runs->pdata[i])->report->buckets[4].wait_p99, base->report->buckets[4].wait_p99);
+        ratio(((Run *)runs->pdata[i])->report->buckets[4].wait_p99,
+              base->report->buckets[4].wait_p99);
     printf("\n  %-22s", "17+ GPUs mean wait");
     for (guint i = 0; i < runs->len; i++)
         ratio(((Run *)runs->pdata[i])->report->buckets[4].wait_mean,

@@ -41,6 +41,7 @@ struct KbReserve {
     GArray *holds;   /* Hold */
     gint64 *runtime; /* per job id: expected runtime; G_MININT64 until computed */
     guint *rank;     /* per job id: 1 + the rank of its reservation, 0 when none */
+    guint8 *first;   /* per job id: expected to start now, before every reservation */
     /* Scratch of the action. */
     GArray *events;        /* Ev: ends of running (and about to start) tasks, sorted by time */
     KbResources *free_now; /* per node: idle minus the jobs expected to start now */
@@ -104,6 +105,10 @@ static gint64 task_end(KbReserve *rs, const KbTaskInfo *t)
 
 static guint job_rank(KbReserve *rs, const KbJobInfo *job)
 {
+    /* A job the reservations were computed to start now goes first: it may not be held off by
+     * them, or it would wait for a reservation that assumed it runs. */
+    if (rs->first[job->id])
+        return 0;
     return rs->rank[job->id] > 0 ? rs->rank[job->id] - 1 : G_MAXUINT;
 }
 
@@ -636,6 +641,7 @@ static KbReserve *reserve_new(KbSession *ssn)
     for (guint j = 0; j < ssn->jobs->len; j++)
         rs->runtime[j] = G_MININT64;
     rs->rank = g_new0(guint, MAX(ssn->jobs->len, 1));
+    rs->first = g_new0(guint8, MAX(ssn->jobs->len, 1));
     return rs;
 }
 
@@ -648,6 +654,7 @@ void kb_reserve_free(KbReserve *rs)
     g_free(rs->head);
     g_free(rs->runtime);
     g_free(rs->rank);
+    g_free(rs->first);
     g_free(rs->free_now);
     g_free(rs->usable);
     if (rs->events != NULL)
@@ -686,6 +693,7 @@ static void reserve_execute(KbSession *ssn)
              */
             if (rs->list->len == 0) {
                 start_now(rs, job, needs);
+                rs->first[job->id] = TRUE;
                 if (job->phase == KB_JOB_PENDING) {
                     job->phase = KB_JOB_INQUEUE;
                     kb_session_job_enqueued(ssn, job);

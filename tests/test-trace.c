@@ -6,6 +6,7 @@
  * OSDI 2021).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bench/lib/sim.h"
@@ -797,6 +798,111 @@ static void test_sim_high_priority_choice(void)
     g_assert_cmpstr(kb_sim_restart_cost_to_string(KB_SIM_RESTART_NONE), ==, "none");
 }
 
+/* ---- reservations (scheduler/reserve.h) ---------------------------------------------------- */
+
+/* kube-batch as it shipped (bench-trace's "kube-batch" configuration). */
+static const char kube_batch_yaml[] =
+        "actions: \"allocate, backfill\"\n"
+        "tiers:\n- plugins:\n  - name: priority\n  - name: gang\n"
+        "- plugins:\n  - name: drf\n  - name: predicates\n  - name: proportion\n"
+        "  - name: nodeorder\n    arguments:\n      nodeorder.leastrequested.weight: 1\n"
+        "      nodeorder.mostrequested.weight: 0\n";
+
+static char *reserve_yaml(void)
+{
+    const char *tiers = strstr(kb_conf_default_yaml(), "tiers:");
+    g_assert_nonnull(tiers);
+    return g_strdup_printf("actions: \"enqueue, reserve, allocate\"\n%s", tiers);
+}
+
+static gint str_offset_cmp(gconstpointer a, gconstpointer b)
+{
+    int x = atoi(*(char *const *)a), y = atoi(*(char *const *)b);
+    return x < y ? -1 : x > y;
+}
+
+/*
+ * Two nodes of 8 GPUs; 4-GPU jobs of 100 s arrive every 25 s from 0 to 2000 s, so the cluster is
+ * never empty; a 16-GPU gang arrives at 10 s. (@extra: more rows.)
+ */
+static KbTrace *starving_trace(const char *const *extra, guint n_extra)
+{
+    g_autoptr(GPtrArray) rows = g_ptr_array_new_with_free_func(g_free);
+    for (int off = 0; off <= 2000; off += 25)
+        g_ptr_array_add(rows, g_strdup_printf("%d 4 100 a", off));
+    g_ptr_array_add(rows, g_strdup("10 16 500 a"));
+    for (guint i = 0; i < n_extra; i++)
+        g_ptr_array_add(rows, g_strdup(extra[i]));
+    /* trace_of wants submit order. */
+    g_ptr_array_sort(rows, str_offset_cmp);
+    return trace_of((const char *const *)rows->pdata, rows->len);
+}
+
+static const KbSimJobResult *job_of(const KbSimReport *r, gint64 submit, guint gpus, gint64 dur)
+{
+    for (guint i = 0; i < r->n_jobs; i++) {
+        const KbSimJobResult *j = &r->jobs[i];
+        if (j->submit == T0 + submit && j->num_gpus == gpus &&
+            (dur < 0 || (j->finish >= 0 && j->finish - j->last_start == dur)))
+            return j;
+    }
+    g_error("no job submitted at %" G_GINT64_FORMAT " with %u GPUs", submit, gpus);
+    return NULL;
+}
+
+static KbSimReport *simulate_est(const KbTrace *t, const char *yaml, double factor)
+{
+    KbSimOptions opts;
+    kb_sim_options_init(&opts);
+    opts.n_nodes = 2;
+    opts.estimate_factor = factor;
+    return simulate_opts(t, yaml, &opts);
+}
+
+/* Under kube-batch the gang waits until the stream of small jobs ends; with a reservation it
+ * starts when the capacity it reserved frees (the first small job ends at 100 s). */
+static void test_sim_reserve_no_starvation(void)
+{
+    g_autoptr(KbTrace) t = starving_trace(NULL, 0);
+    g_autoptr(KbSimReport) kb = simulate_est(t, kube_batch_yaml, 1);
+    g_autofree char *yaml = reserve_yaml();
+    g_autoptr(KbSimReport) rs = simulate_est(t, yaml, 1);
+    const KbSimJobResult *big_kb = job_of(kb, 10, 16, -1);
+    const KbSimJobResult *big_rs = job_of(rs, 10, 16, -1);
+    g_assert_cmpint(big_kb->start, >, T0 + 2000);
+    g_assert_cmpint(big_rs->start, >=, T0 + 100);
+    g_assert_cmpint(big_rs->start, <=, T0 + 101);
+    /* Everything ends either way: no deadlock. */
+    g_assert_cmpuint(kb->n_finished, ==, kb->n_jobs);
+    g_assert_cmpuint(rs->n_finished, ==, rs->n_jobs);
+    g_assert_cmpuint(rs->buckets[3].n_started, ==, 1); /* 9-16 GPUs */
+    g_assert_cmpfloat(rs->buckets[3].wait_p99, <, kb->buckets[3].wait_p99 / 2);
+}
+
+/*
+ * A 4-GPU job of 50 s at 20 s ends before the reservation starts (100 s): it backfills at once.
+ * The small jobs of 100 s arriving meanwhile would run across the start: they wait for the gang.
+ * Without estimates nothing may use the reserved capacity.
+ */
+static void test_sim_reserve_backfill_in_time(void)
+{
+    static const char *const extra[] = {"20 4 50 a"};
+    g_autoptr(KbTrace) t = starving_trace(extra, G_N_ELEMENTS(extra));
+    g_autofree char *yaml = reserve_yaml();
+    g_autoptr(KbSimReport) r = simulate_est(t, yaml, 1);
+    const KbSimJobResult *big = job_of(r, 10, 16, -1);
+    const KbSimJobResult *shortj = job_of(r, 20, 4, 50);
+    const KbSimJobResult *longj = job_of(r, 25, 4, 100);
+    g_assert_cmpint(shortj->start, ==, T0 + 20);
+    g_assert_cmpint(big->start, <=, T0 + 101);
+    g_assert_cmpint(longj->start, >=, big->start);
+    g_autoptr(KbSimReport) none = simulate_est(t, yaml, 0);
+    const KbSimJobResult *short0 = job_of(none, 20, 4, 50);
+    const KbSimJobResult *big0 = job_of(none, 10, 16, -1);
+    g_assert_cmpint(short0->start, >=, big0->start);
+    g_assert_cmpuint(none->n_finished, ==, none->n_jobs);
+}
+
 static void test_sim_invalid(void)
 {
     g_autoptr(KbTrace) t = parse_ok(unsorted);
@@ -870,6 +976,8 @@ int main(int argc, char **argv)
     g_test_add_func("/bench/sim/evictions/reclaim-returns-share", test_sim_reclaim);
     g_test_add_func("/bench/sim/evictions/replay", test_sim_evictions_replay);
     g_test_add_func("/bench/sim/evictions/high-priority-choice", test_sim_high_priority_choice);
+    g_test_add_func("/bench/sim/reserve/no-starvation", test_sim_reserve_no_starvation);
+    g_test_add_func("/bench/sim/reserve/backfill-in-time", test_sim_reserve_backfill_in_time);
     g_test_add_func("/bench/sim/invalid", test_sim_invalid);
     g_test_add_func("/bench/sim/percentile", test_percentile);
     return g_test_run();

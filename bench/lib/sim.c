@@ -10,8 +10,8 @@
 #include "scheduler/cache.h"
 #include "scheduler/cycle.h"
 
-#define SCHEDULER_NAME   "kube-batchd"
-#define GROUP_ANNOTATION "scheduling.k8s.io/group-name"
+#define SCHEDULER_NAME     "kube-batchd"
+#define GROUP_ANNOTATION   "scheduling.k8s.io/group-name"
 #define RUNTIME_ANNOTATION "kube-batchd.io/expected-runtime" /* scheduler/reserve.h */
 
 typedef struct {
