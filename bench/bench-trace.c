@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
+#include "bench/lib/sim-out.h"
 #include "bench/lib/sim.h"
 #include "bench/lib/trace.h"
 #include "kube/kb-error.h"
@@ -163,7 +166,7 @@ typedef struct {
     char *trace;
     gint jobs, skip, nodes, gpus_per_node, period, max_cycles, show_unfinished, threads;
     double hours, duration_scale, arrival_scale, high_priority, estimate_factor;
-    char *from, *pack, *baseline, *restart_cost;
+    char *from, *pack, *baseline, *restart_cost, *plot_dir, *summary_json;
     char **configs, **conf_files, **weights;
     gboolean skip_bad_rows, no_queues;
 } Opts;
@@ -224,6 +227,11 @@ static gboolean parse_options(int argc, char **argv, Opts *o, GError **error)
              "trace "
              "has an expected_duration column",
              "F"},
+            {"plot", 0, 0, G_OPTION_ARG_FILENAME, &o->plot_dir,
+             "Write plots (PNG and SVG through gnuplot, with their data and script) into DIR",
+             "DIR"},
+            {"summary-json", 0, 0, G_OPTION_ARG_FILENAME, &o->summary_json,
+             "Write the figures of every configuration as JSON to FILE", "FILE"},
             {"max-cycles", 0, 0, G_OPTION_ARG_INT, &o->max_cycles,
              "Stop a replay after N cycles (0: no limit)", "N"},
             {"unfinished", 0, 0, G_OPTION_ARG_INT, &o->show_unfinished,
@@ -592,6 +600,44 @@ static KbTrace *load_slice(const Opts *o, const char *path, KbTrace **all_out, G
     return slice;
 }
 
+/* A progress bar on stderr while replays run, only when stderr is a terminal. */
+typedef struct {
+    GMutex lock;
+    GPtrArray *runs;
+    guint *arrived;
+    guint n_jobs;
+    gint64 last_us;
+} Progress;
+
+static Progress progress;
+
+static void progress_draw(void)
+{
+    guint64 sum = 0;
+    for (guint i = 0; i < progress.runs->len; i++)
+        sum += progress.arrived[i];
+    double frac =
+            progress.n_jobs > 0 ? (double)sum / ((double)progress.n_jobs * progress.runs->len) : 1;
+    int width = 40, fill = (int)(frac * width);
+    fprintf(stderr, "\rreplaying %u configuration%s [%.*s%*s] %3.0f%%", progress.runs->len,
+            progress.runs->len == 1 ? "" : "s", fill, "########################################",
+            width - fill, "", 100 * frac);
+    fflush(stderr);
+}
+
+static void on_progress(gpointer data, guint arrived, guint n_jobs)
+{
+    guint idx = GPOINTER_TO_UINT(data);
+    g_mutex_lock(&progress.lock);
+    progress.arrived[idx] = arrived;
+    gint64 now = g_get_monotonic_time();
+    if (now - progress.last_us > 200000 || arrived == n_jobs) {
+        progress.last_us = now;
+        progress_draw();
+    }
+    g_mutex_unlock(&progress.lock);
+}
+
 /* Each replay owns its cache, so replays of different configurations can run on their own
  * threads; the core keeps no mutable global state for the resources used here (fixed slots). */
 static void replay_one(gpointer data, gpointer user_data)
@@ -600,16 +646,37 @@ static void replay_one(gpointer data, gpointer user_data)
     run->report = kb_sim_run(run->slice, run->conf, &run->sim, &run->error);
 }
 
+static void replay_run(GPtrArray *runs, int n);
+
 static void replay_all(GPtrArray *runs, const KbTrace *slice, const KbSimOptions *sim, int threads)
 {
     int n = threads > 0 ? threads : (int)g_get_num_processors();
     n = CLAMP(n, 1, (int)runs->len);
+    gboolean bar = isatty(STDERR_FILENO);
+    if (bar) {
+        progress.runs = runs;
+        progress.arrived = g_new0(guint, runs->len);
+        progress.n_jobs = slice->n_jobs;
+    }
     for (guint i = 0; i < runs->len; i++) {
         Run *run = runs->pdata[i];
         run->slice = slice;
         run->sim = *sim;
         run->sim.single_queue = run->single_queue;
+        if (bar) {
+            run->sim.progress = on_progress;
+            run->sim.progress_data = GUINT_TO_POINTER(i);
+        }
     }
+    replay_run(runs, n);
+    if (bar) {
+        fprintf(stderr, "\r%*s\r", 70, "");
+        g_clear_pointer(&progress.arrived, g_free);
+    }
+}
+
+static void replay_run(GPtrArray *runs, int n)
+{
     if (n == 1) {
         for (guint i = 0; i < runs->len; i++)
             replay_one(runs->pdata[i], NULL);
@@ -628,6 +695,8 @@ static void opts_clear(Opts *o)
     g_free(o->pack);
     g_free(o->baseline);
     g_free(o->restart_cost);
+    g_free(o->plot_dir);
+    g_free(o->summary_json);
     g_strfreev(o->configs);
     g_strfreev(o->conf_files);
     g_strfreev(o->weights);
@@ -638,6 +707,41 @@ static int fail(GError *error)
     fprintf(stderr, "bench-trace: %s\n", error->message);
     g_error_free(error);
     return 2;
+}
+
+static int fail(GError *error);
+
+/* --summary-json and --plot. */
+static int write_outputs(const Opts *o, GPtrArray *runs, const char *path, const KbTrace *slice)
+{
+    if (o->summary_json == NULL && o->plot_dir == NULL)
+        return 0;
+    g_autofree KbSimNamed *named = g_new0(KbSimNamed, runs->len);
+    for (guint i = 0; i < runs->len; i++) {
+        named[i].name = ((Run *)runs->pdata[i])->name;
+        named[i].report = ((Run *)runs->pdata[i])->report;
+    }
+    g_autofree char *base = g_path_get_basename(path);
+    g_autofree char *about = g_strdup_printf("%s: %u jobs on %d nodes x %d GPUs", base,
+                                             slice->n_jobs, o->nodes, o->gpus_per_node);
+    GError *error = NULL;
+    if (o->summary_json != NULL &&
+        !kb_sim_write_summary_json(o->summary_json, about, named, runs->len, &error))
+        return fail(error);
+    if (o->plot_dir != NULL) {
+        gboolean ran = FALSE;
+        if (!kb_sim_plot(o->plot_dir, about, named, runs->len, &ran, &error))
+            return fail(error);
+        if (ran)
+            printf("\nplots       %s/{gpus-in-use,jobs-waiting,wait-cdf,jct-cdf,"
+                   "wait-cdf-by-size,jct-cdf-by-size}.{png,svg}\n",
+                   o->plot_dir);
+        else
+            printf("\nplots       gnuplot not found (apt-get install gnuplot-nox): data and "
+                   "script written to %s/ (run gnuplot plots.gp there)\n",
+                   o->plot_dir);
+    }
+    return 0;
 }
 
 /* Everything after option parsing; @o stays owned by the caller. Returns the exit status. */
@@ -713,7 +817,7 @@ static int bench(const Opts *o)
     }
     if (runs->len > 1)
         print_ratios(runs, base);
-    return 0;
+    return write_outputs(o, runs, path, slice);
 }
 
 int main(int argc, char **argv)

@@ -77,6 +77,8 @@ typedef struct {
     guint64 n_evicted_pods;
     guint n_preempted, n_reclaimed;
     double evicted_gpu_s, lost_gpu_s;
+    GArray *samples; /* KbSimSample */
+    guint n_steps;
 } Sim;
 
 /* ---- the objects, as JSON an API server would return ---------------------------------------- */
@@ -601,6 +603,25 @@ static gint64 next_time(Sim *sim)
     return next;
 }
 
+static void sample(Sim *sim)
+{
+    guint waiting = 0;
+    for (guint q = 0; q < sim->n_queues; q++)
+        waiting += sim->queues[q].n_waiting;
+    if (sim->samples->len > 0) {
+        KbSimSample *last = &g_array_index(sim->samples, KbSimSample, sim->samples->len - 1);
+        if (last->gpus_busy == sim->gpus_busy && last->waiting == waiting)
+            return;
+        if (last->t == sim->now) {
+            last->gpus_busy = sim->gpus_busy;
+            last->waiting = waiting;
+            return;
+        }
+    }
+    KbSimSample s = {sim->now, sim->gpus_busy, waiting};
+    g_array_append_val(sim->samples, s);
+}
+
 static void step(Sim *sim, gint64 t)
 {
     sim->now = t;
@@ -620,6 +641,9 @@ static void step(Sim *sim, gint64 t)
     if (sim->n_retained >= restart_after && sim->n_retained >= sim->n_live)
         cache_restart(sim);
     cycle(sim);
+    sample(sim);
+    if (sim->opts.progress != NULL && ++sim->n_steps % 4096 == 0)
+        sim->opts.progress(sim->opts.progress_data, sim->next_arrival, sim->trace->n_jobs);
 }
 
 /* ---- setup, run, report --------------------------------------------------------------------- */
@@ -744,6 +768,7 @@ static void sim_init(Sim *sim, const KbTrace *trace, const KbConf *conf, const K
     }
     sim->heap = g_array_new(FALSE, FALSE, sizeof(Completion));
     sim->cycle_us = g_array_new(FALSE, FALSE, sizeof(double));
+    sim->samples = g_array_new(FALSE, FALSE, sizeof(KbSimSample));
     cluster_setup(sim);
 }
 
@@ -764,6 +789,8 @@ static void sim_clear(Sim *sim)
     g_hash_table_unref(sim->by_key);
     g_array_unref(sim->heap);
     g_array_unref(sim->cycle_us);
+    if (sim->samples != NULL)
+        g_array_unref(sim->samples);
     kb_cache_free(sim->cache);
 }
 
@@ -1009,6 +1036,10 @@ KbSimReport *kb_sim_run(const KbTrace *trace, const KbConf *conf, const KbSimOpt
     }
     KbSimReport *r = report_new(&sim);
     r->stopped = stopped;
+    r->n_samples = sim.samples->len;
+    r->samples = (KbSimSample *)(void *)g_array_free(g_steal_pointer(&sim.samples), FALSE);
+    if (opts->progress != NULL)
+        opts->progress(opts->progress_data, trace->n_jobs, trace->n_jobs);
     sim_clear(&sim);
     r->wall_s = (double)(g_get_monotonic_time() - t0) / 1e6;
     return r;
@@ -1024,6 +1055,7 @@ void kb_sim_report_free(KbSimReport *report)
         g_free(report->jobs[i].message);
     }
     g_free(report->jobs);
+    g_free(report->samples);
     g_free(report->queues);
     g_free(report);
 }

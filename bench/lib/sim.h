@@ -92,7 +92,18 @@ typedef struct {
      * over-estimate by 2x). 0: no job carries an estimate.
      */
     double estimate_factor;
+    /* Called now and then from the replaying thread with the jobs arrived so far (0..n_jobs);
+     * NULL: none. */
+    void (*progress)(gpointer data, guint arrived, guint n_jobs);
+    gpointer progress_data;
 } KbSimOptions;
+
+/* The cluster over time: a sample whenever GPUs in use or jobs waiting changed. */
+typedef struct {
+    gint64 t;
+    guint gpus_busy; /* GPUs of running jobs */
+    guint waiting;   /* jobs arrived and not running */
+} KbSimSample;
 
 /* Gang-size buckets of the per-size figures: 1, 2-4, 5-8, 9-16, 17+ GPUs. */
 #define KB_SIM_N_BUCKETS 5
@@ -177,9 +188,11 @@ typedef struct {
     double high_wait_mean, high_wait_p95, high_jct_mean, high_jct_p95;
     double low_wait_mean, low_wait_p95, low_jct_mean, low_jct_p95;
     double cycle_us_mean, cycle_us_p99, cycle_us_max;
-    double wall_s;            /* whole simulation */
-    gboolean stopped;         /* max_cycles reached */
+    double wall_s;    /* whole simulation */
+    gboolean stopped; /* max_cycles reached */
     KbSimBucket buckets[KB_SIM_N_BUCKETS];
+    KbSimSample *samples; /* in time order */
+    guint n_samples;
     /* Largest time a job that never started had waited when the run ended (0 when none). */
     double max_unstarted_wait;
     KbSimQueueResult *queues; /* sorted by name */
