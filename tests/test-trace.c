@@ -108,6 +108,43 @@ static const BadRow bad_rows[] = {
         {"\"2017-10-01 00:00:00\",10,1,10,q", KB_ERROR_DECODE, "quoted fields are not supported"},
 };
 
+/* The generic format: aliases, seconds as submit times, optional pods/priority/expected. */
+static void test_parse_generic(void)
+{
+    const char *csv = "submit_time,duration,gpus,pods,queue,priority,expected_duration\n"
+                      "0,3600,16,4,research,0,7200\n"
+                      "60,10,1,,dev,5,\n";
+    g_autoptr(KbTrace) t = parse_ok(csv);
+    g_assert_cmpuint(t->n_jobs, ==, 2);
+    g_assert_cmpint(t->jobs[0].submit, ==, 0);
+    g_assert_cmpuint(t->jobs[0].num_gpus, ==, 16);
+    g_assert_cmpuint(t->jobs[0].pods, ==, 4);
+    g_assert_cmpstr(t->jobs[0].queue, ==, "research");
+    g_assert_cmpfloat(t->jobs[0].expected, ==, 7200);
+    g_assert_cmpint(t->jobs[0].priority, ==, 0);
+    g_assert_cmpint(t->jobs[1].submit, ==, 60);
+    g_assert_cmpuint(t->jobs[1].pods, ==, 0);
+    g_assert_cmpint(t->jobs[1].priority, ==, 5);
+    g_assert_cmpfloat(t->jobs[1].expected, ==, 0);
+    parse_fails("submit_time,duration,gpus,pods,queue\n0,1,16,3,a\n", NULL, KB_ERROR_DECODE,
+                "t.csv:2: column 4 (pods): invalid pod count");
+    parse_fails("submit_time,duration,gpus,queue,priority\n0,1,1,a,high\n", NULL, KB_ERROR_DECODE,
+                "column 5 (priority): invalid priority");
+    parse_fails("submit_time,duration,gpus,queue,expected_duration\n0,1,1,a,-3\n", NULL,
+                KB_ERROR_DECODE, "column 5 (expected_duration)");
+    /* The simulator takes the pod count and the priority as given. */
+    g_autoptr(KbConf) conf = kb_conf_new_default();
+    KbSimOptions opts;
+    kb_sim_options_init(&opts);
+    opts.n_nodes = 4;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbSimReport) r = kb_sim_run(t, conf, &opts, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(r->jobs[0].n_pods, ==, 4);
+    g_assert_true(r->jobs[1].high_priority);
+    g_assert_false(r->jobs[0].high_priority);
+}
+
 static void test_parse_malformed(void)
 {
     for (guint i = 0; i < G_N_ELEMENTS(bad_rows); i++) {
@@ -959,6 +996,7 @@ int main(int argc, char **argv)
     g_assert_true(kb_trace_parse_time("2017-10-01 00:00:00", &T0));
     g_test_add_func("/bench/trace/parse/valid", test_parse_valid);
     g_test_add_func("/bench/trace/parse/malformed", test_parse_malformed);
+    g_test_add_func("/bench/trace/parse/generic", test_parse_generic);
     g_test_add_func("/bench/trace/parse/header", test_parse_header);
     g_test_add_func("/bench/trace/parse/skip-bad-rows", test_parse_skip_bad_rows);
     g_test_add_func("/bench/trace/parse/limits", test_parse_limits);

@@ -752,8 +752,13 @@ static void sim_init(Sim *sim, const KbTrace *trace, const KbConf *conf, const K
         job->tj = &trace->jobs[i];
         job->queue = GPOINTER_TO_UINT(g_hash_table_lookup(index, job->tj->queue));
         job->name = g_strdup_printf("j%06u", i);
-        job->n_pods = kb_trace_gang_shape(job->tj->num_gpus, opts->gpus_per_node, opts->pack,
-                                          &job->gpus_per_pod);
+        if (job->tj->pods > 0) {
+            job->n_pods = job->tj->pods;
+            job->gpus_per_pod = job->tj->num_gpus / job->tj->pods;
+        } else {
+            job->n_pods = kb_trace_gang_shape(job->tj->num_gpus, opts->gpus_per_node, opts->pack,
+                                              &job->gpus_per_pod);
+        }
         job->start = job->last_start = job->finish = -1;
         job->remaining = MAX((gint64)ceil(job->tj->duration), 1);
         if (job->tj->expected > 0)
@@ -762,7 +767,8 @@ static void sim_init(Sim *sim, const KbTrace *trace, const KbConf *conf, const K
             job->estimate = MAX((gint64)ceil(job->tj->duration * opts->estimate_factor), 1);
         job->high = opts->high != NULL
                             ? opts->high[i]
-                            : kb_sim_is_high_priority(job->tj->line, opts->high_fraction);
+                            : job->tj->priority > 0 ||
+                                      kb_sim_is_high_priority(job->tj->line, opts->high_fraction);
         job->phase = KB_JOB_PENDING;
         g_hash_table_insert(sim->by_key, g_strdup_printf("%s/%s", job->tj->queue, job->name), job);
     }
