@@ -13,6 +13,7 @@
 
 #include "bench/lib/sim-out.h"
 #include "bench/lib/sim.h"
+#include "bench/lib/synth.h"
 #include "bench/lib/trace.h"
 #include "kube/kb-error.h"
 #include "scheduler/conf.h"
@@ -166,7 +167,7 @@ typedef struct {
     char *trace;
     gint jobs, skip, nodes, gpus_per_node, period, max_cycles, show_unfinished, threads;
     double hours, duration_scale, arrival_scale, high_priority, estimate_factor;
-    char *from, *pack, *baseline, *restart_cost, *plot_dir, *summary_json;
+    char *from, *pack, *baseline, *restart_cost, *plot_dir, *summary_json, *synthetic;
     char **configs, **conf_files, **weights;
     gboolean skip_bad_rows, no_queues;
 } Opts;
@@ -227,6 +228,11 @@ static gboolean parse_options(int argc, char **argv, Opts *o, GError **error)
              "trace "
              "has an expected_duration column",
              "F"},
+            {"synthetic", 0, 0, G_OPTION_ARG_STRING, &o->synthetic,
+             "Replay a generated trace instead of a file: jobs=N,rate=PER_HOUR,"
+             "sizes=GPUS:WEIGHT/...,duration=exp:MEAN|lognormal:MEDIAN:SIGMA,queues=Q,seed=S "
+             "(every key optional; see README)",
+             "SPEC"},
             {"plot", 0, 0, G_OPTION_ARG_FILENAME, &o->plot_dir,
              "Write plots (PNG and SVG through gnuplot, with their data and script) into DIR",
              "DIR"},
@@ -581,7 +587,8 @@ static const Run *find_baseline(GPtrArray *runs, const char *name, GError **erro
 static KbTrace *load_slice(const Opts *o, const char *path, KbTrace **all_out, GError **error)
 {
     KbTraceParseOptions popts = {.skip_bad_rows = o->skip_bad_rows};
-    g_autoptr(KbTrace) all = kb_trace_load(path, &popts, error);
+    g_autoptr(KbTrace) all = o->synthetic != NULL ? kb_trace_synthetic(o->synthetic, error)
+                                                  : kb_trace_load(path, &popts, error);
     if (all == NULL)
         return NULL;
     KbTraceSelection sel = {.skip = (guint)MAX(o->skip, 0),
@@ -697,6 +704,7 @@ static void opts_clear(Opts *o)
     g_free(o->restart_cost);
     g_free(o->plot_dir);
     g_free(o->summary_json);
+    g_free(o->synthetic);
     g_strfreev(o->configs);
     g_strfreev(o->conf_files);
     g_strfreev(o->weights);
@@ -786,7 +794,9 @@ static int bench(const Opts *o)
     if (!parse_weights(o->weights, weights, &error))
         return fail(error);
     sim.weights = weights;
-    const char *path = o->trace != NULL ? o->trace : g_getenv("KB_TRACE");
+    const char *path = o->synthetic != NULL ? "synthetic"
+                       : o->trace != NULL   ? o->trace
+                                            : g_getenv("KB_TRACE");
     if (path == NULL) {
         path = DEFAULT_TRACE;
         if (!g_file_test(path, G_FILE_TEST_EXISTS)) {
