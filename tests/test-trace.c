@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "bench/lib/sim.h"
+#include "bench/lib/synth.h"
 #include "bench/lib/trace.h"
 #include "kube/kb-error.h"
 #include "scheduler/conf.h"
@@ -143,6 +144,48 @@ static void test_parse_generic(void)
     g_assert_cmpuint(r->jobs[0].n_pods, ==, 4);
     g_assert_true(r->jobs[1].high_priority);
     g_assert_false(r->jobs[0].high_priority);
+}
+
+/* --synthetic: deterministic per seed, distributions as asked, bad specs named. */
+static void test_synthetic(void)
+{
+    const char *spec = "jobs=2000,rate=120,sizes=1:3/32:1,duration=exp:600,queues=2,seed=9";
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbTrace) a = kb_trace_synthetic(spec, &error);
+    g_assert_no_error(error);
+    g_autoptr(KbTrace) b = kb_trace_synthetic(spec, &error);
+    g_assert_cmpuint(a->n_jobs, ==, 2000);
+    guint big = 0;
+    double dur = 0;
+    for (guint i = 0; i < a->n_jobs; i++) {
+        g_assert_cmpint(a->jobs[i].submit, ==, b->jobs[i].submit);
+        g_assert_cmpuint(a->jobs[i].num_gpus, ==, b->jobs[i].num_gpus);
+        g_assert_true(a->jobs[i].num_gpus == 1 || a->jobs[i].num_gpus == 32);
+        g_assert_true(strcmp(a->jobs[i].queue, "q0") == 0 || strcmp(a->jobs[i].queue, "q1") == 0);
+        if (i > 0)
+            g_assert_cmpint(a->jobs[i].submit, >=, a->jobs[i - 1].submit);
+        big += a->jobs[i].num_gpus == 32;
+        dur += a->jobs[i].duration;
+    }
+    /* A quarter are 32-GPU jobs; mean duration 600 s; 120 jobs per hour over ~16.7 h. */
+    g_assert_cmpuint(big, >, 400);
+    g_assert_cmpuint(big, <, 600);
+    g_assert_cmpfloat(dur / a->n_jobs, >, 500);
+    g_assert_cmpfloat(dur / a->n_jobs, <, 700);
+    gint64 span = a->jobs[a->n_jobs - 1].submit - a->jobs[0].submit;
+    g_assert_cmpint(span, >, 14 * 3600);
+    g_assert_cmpint(span, <, 19 * 3600);
+    g_autoptr(KbTrace) other = kb_trace_synthetic("jobs=10,seed=10", &error);
+    g_assert_no_error(error);
+    static const char *const bad[] = {"jobs=0",     "rate=-1", "sizes=1:0", "duration=weibull:3",
+                                      "colour=red", "seed"};
+    for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autoptr(GError) e = NULL;
+        g_autoptr(KbTrace) t = kb_trace_synthetic(bad[i], &e);
+        g_assert_null(t);
+        g_assert_error(e, KB_ERROR, KB_ERROR_INVALID);
+        g_assert_nonnull(strstr(e->message, "--synthetic"));
+    }
 }
 
 static void test_parse_malformed(void)
@@ -997,6 +1040,7 @@ int main(int argc, char **argv)
     g_test_add_func("/bench/trace/parse/valid", test_parse_valid);
     g_test_add_func("/bench/trace/parse/malformed", test_parse_malformed);
     g_test_add_func("/bench/trace/parse/generic", test_parse_generic);
+    g_test_add_func("/bench/trace/synthetic", test_synthetic);
     g_test_add_func("/bench/trace/parse/header", test_parse_header);
     g_test_add_func("/bench/trace/parse/skip-bad-rows", test_parse_skip_bad_rows);
     g_test_add_func("/bench/trace/parse/limits", test_parse_limits);
