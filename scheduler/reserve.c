@@ -293,7 +293,7 @@ static GPtrArray *candidates(KbSession *ssn, gint64 min_wait, guint min_gpus)
             continue;
         if (occupied(job) >= (guint)job->min_member)
             continue;
-        if (job->creation_timestamp > 0 && ssn->now - job->creation_timestamp < min_wait)
+        if (min_wait > 0 && ssn->now - job->creation_timestamp < min_wait)
             continue;
         if (min_gpus > 1) {
             KbResources need;
