@@ -169,7 +169,7 @@ typedef struct {
     double hours, duration_scale, arrival_scale, high_priority, estimate_factor;
     char *from, *pack, *baseline, *restart_cost, *plot_dir, *summary_json, *synthetic;
     char **configs, **conf_files, **weights;
-    gboolean skip_bad_rows, no_queues;
+    gboolean skip_bad_rows, no_queues, scaling;
 } Opts;
 
 static gboolean parse_options(int argc, char **argv, Opts *o, GError **error)
@@ -245,6 +245,10 @@ static gboolean parse_options(int argc, char **argv, Opts *o, GError **error)
             {"skip-bad-rows", 0, 0, G_OPTION_ARG_NONE, &o->skip_bad_rows,
              "Skip malformed trace rows (counted) instead of failing", NULL},
             {"no-queues", 0, 0, G_OPTION_ARG_NONE, &o->no_queues, "Do not print per-queue tables",
+             NULL},
+            {"scaling", 0, 0, G_OPTION_ARG_NONE, &o->scaling,
+             "Also replay the first tenth of the slice with the first configuration and print "
+             "how the wall time grows with the jobs (one thread each)",
              NULL},
             {NULL}};
     g_autoptr(GOptionContext) ctx = g_option_context_new("- replay a GPU job trace");
@@ -719,6 +723,26 @@ static int fail(GError *error)
 
 static int fail(GError *error);
 
+/* --scaling: the first configuration on a tenth of the slice, then on all of it. */
+static void print_scaling(const Run *first, const KbTrace *slice, const KbSimOptions *sim)
+{
+    KbTraceSelection sel = {.max_jobs = MAX(slice->n_jobs / 10, 1)};
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbTrace) tenth = kb_trace_select(slice, &sel, &error);
+    if (tenth == NULL)
+        return;
+    KbSimOptions opts = *sim;
+    opts.single_queue = first->single_queue;
+    g_autoptr(KbSimReport) small = kb_sim_run(tenth, first->conf, &opts, &error);
+    if (small == NULL)
+        return;
+    double big = first->report->wall_s;
+    printf("\n== scaling (%s): %u jobs in %.2f s, %u jobs in %.2f s: %.1fx the time for %.1fx "
+           "the jobs\n",
+           first->name, tenth->n_jobs, small->wall_s, slice->n_jobs, big,
+           small->wall_s > 0 ? big / small->wall_s : 0, (double)slice->n_jobs / tenth->n_jobs);
+}
+
 /* --summary-json and --plot. */
 static int write_outputs(const Opts *o, GPtrArray *runs, const char *path, const KbTrace *slice)
 {
@@ -827,6 +851,8 @@ static int bench(const Opts *o)
     }
     if (runs->len > 1)
         print_ratios(runs, base);
+    if (o->scaling)
+        print_scaling(runs->pdata[0], slice, &sim);
     return write_outputs(o, runs, path, slice);
 }
 
