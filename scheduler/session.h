@@ -35,8 +35,8 @@ typedef enum {
     KB_FIT_UNSCHEDULABLE,
     KB_FIT_NODE_SELECTOR,
     KB_FIT_AFFINITY,
-    KB_FIT_TAINT, /* detail: the taint */
-    KB_FIT_GONE,  /* node object deleted */
+    KB_FIT_TAINT,    /* detail: the taint */
+    KB_FIT_GONE,     /* node object deleted */
     KB_FIT_RESERVED, /* the free capacity is held by a reservation (scheduler/reserve.h) */
     KB_FIT_N_REASONS
 } KbFitReason;
