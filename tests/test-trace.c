@@ -983,6 +983,30 @@ static void test_sim_reserve_backfill_in_time(void)
     g_assert_cmpuint(none->n_finished, ==, none->n_jobs);
 }
 
+/* With preempt and reclaim too, over two queues and two priorities: everything still ends. */
+static void test_sim_reserve_with_evictions(void)
+{
+    g_autoptr(GPtrArray) rows = g_ptr_array_new_with_free_func(g_free);
+    for (int off = 0; off <= 1500; off += 25)
+        g_ptr_array_add(rows, g_strdup_printf("%d %d %d %s", off, off % 50 == 0 ? 4 : 2,
+                                              off % 75 == 0 ? 400 : 100, off % 2 ? "a" : "b"));
+    g_ptr_array_add(rows, g_strdup("10 16 500 a"));
+    g_ptr_array_add(rows, g_strdup("30 16 300 b"));
+    g_ptr_array_sort(rows, str_offset_cmp);
+    g_autoptr(KbTrace) t = trace_of((const char *const *)rows->pdata, rows->len);
+    g_autofree gboolean *high = g_new0(gboolean, t->n_jobs);
+    for (guint i = 0; i < t->n_jobs; i++)
+        high[i] = i % 7 == 3;
+    g_autofree char *yaml = default_with_actions("enqueue, reserve, allocate, preempt, reclaim");
+    KbSimOptions opts;
+    kb_sim_options_init(&opts);
+    opts.n_nodes = 2;
+    opts.high = high;
+    g_autoptr(KbSimReport) r = simulate_opts(t, yaml, &opts);
+    g_assert_cmpuint(r->n_finished, ==, r->n_jobs);
+    g_assert_cmpuint(r->buckets[3].n_finished, ==, 2);
+}
+
 static void test_sim_invalid(void)
 {
     g_autoptr(KbTrace) t = parse_ok(unsorted);
@@ -1060,6 +1084,7 @@ int main(int argc, char **argv)
     g_test_add_func("/bench/sim/evictions/high-priority-choice", test_sim_high_priority_choice);
     g_test_add_func("/bench/sim/reserve/no-starvation", test_sim_reserve_no_starvation);
     g_test_add_func("/bench/sim/reserve/backfill-in-time", test_sim_reserve_backfill_in_time);
+    g_test_add_func("/bench/sim/reserve/with-evictions", test_sim_reserve_with_evictions);
     g_test_add_func("/bench/sim/invalid", test_sim_invalid);
     g_test_add_func("/bench/sim/percentile", test_percentile);
     return g_test_run();
