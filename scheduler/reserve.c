@@ -685,12 +685,6 @@ static void reserve_execute(KbSession *ssn)
             continue;
         job_needs(rs, job, needs);
         if (gang_fit(rs, needs, rs->free_now, NULL)) {
-            /* A job that would take its queue over its share would not start: admitted, it
-             * would only sit Inqueue and count against what enqueue admits. (Not
-             * kb_session_job_enqueueable: it counts the jobs admitted but held off a
-             * reservation, which would keep the reserved job itself out.) */
-            if (!within_share(rs, job, ssn->now))
-                continue;
             /*
              * Expected to start now; jobs after the first reservation are allocate's. A job that
              * fits is admitted here: the jobs enqueue admitted meanwhile (held off the reserved
