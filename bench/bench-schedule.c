@@ -74,11 +74,12 @@ static guint add_jobs(KbCache *cache, guint n_pods)
         for (guint t = 0; t < size; t++) {
             g_autofree char *json = g_strdup_printf(
                     "{\"metadata\":{\"name\":\"job-%u-%u\",\"namespace\":\"ml\",\"uid\":\"p%u-%u\","
-                    "\"annotations\":{\"scheduling.k8s.io/group-name\":\"job-%u\"}},\"spec\":{"
+                    "\"annotations\":{\"scheduling.k8s.io/group-name\":\"job-%u\","
+                    "\"kube-batchd.io/expected-runtime\":\"%uh\"}},\"spec\":{"
                     "\"schedulerName\":\"kube-batchd\",\"containers\":[{\"name\":\"tensorflow\","
                     "\"resources\":{\"requests\":{\"cpu\":\"4\",\"memory\":\"32Gi\","
                     "\"nvidia.com/gpu\":%u}}}]},\"status\":{\"phase\":\"Pending\"}}",
-                    job, t, job, t, job, gpus);
+                    job, t, job, t, job, 1 + job % 10, gpus);
             KbPod *pod = decode(json, (DecodeFn)kb_pod_decode);
             kb_cache_add_pod(cache, pod);
             kb_object_unref(pod);
@@ -114,6 +115,55 @@ static Figures run_one(guint n_nodes, guint n_pods)
     return f;
 }
 
+/*
+ * The reserve action's cost: a first default cycle fills the cluster (binds confirmed, so the
+ * placed gangs run with their expected runtimes), then a second cycle over the waiting gangs
+ * with `enqueue, allocate` and with `enqueue, reserve, allocate` at @max_res reservations.
+ */
+static void run_reserve(guint n_nodes, guint n_pods)
+{
+    static const guint maxes[] = {0, 1, 4, 16};
+    double base = 0;
+    for (guint k = 0; k < G_N_ELEMENTS(maxes); k++) {
+        /* A fresh cluster for each configuration: the first cycle's reports change state. */
+        g_autoptr(KbCache) cache = kb_cache_new(NULL, "default");
+        g_autoptr(KbConf) def = kb_conf_new_default();
+        add_nodes(cache, n_nodes);
+        add_jobs(cache, n_pods);
+        g_autoptr(KbCycleResult) first = kb_cycle_run(cache, def, 1000);
+        for (guint i = 0; i < first->placements->len; i++) {
+            const KbPlacement *pl = &g_array_index(first->placements, KbPlacement, i);
+            kb_cache_bind_succeeded(cache, pl->pod->meta.namespace_, pl->pod->meta.name,
+                                    pl->pod->meta.uid, 1000);
+        }
+        if (k == 0)
+            printf("  %5u nodes, %u pods running, then a cycle over the waiting gangs:\n", n_nodes,
+                   first->placements->len);
+        const char *tiers = strstr(kb_conf_default_yaml(), "tiers:");
+        g_autofree char *yaml =
+                maxes[k] == 0 ? g_strdup_printf("actions: \"enqueue, allocate\"\n%s", tiers)
+                              : g_strdup_printf("actions: \"enqueue, reserve, allocate\"\n"
+                                                "configurations:\n- name: reserve\n"
+                                                "  arguments: {maxReservations: %u}\n%s",
+                                                maxes[k], tiers);
+        g_autoptr(GError) error = NULL;
+        g_autoptr(KbConf) conf = kb_conf_parse(yaml, strlen(yaml), &error);
+        g_assert_no_error(error);
+        gint64 t0 = g_get_monotonic_time();
+        g_autoptr(KbCycleResult) res = kb_cycle_run(cache, conf, 1060);
+        double s = (double)(g_get_monotonic_time() - t0) / 1e6;
+        if (k == 0)
+            base = s;
+        g_autofree char *label = maxes[k] == 0
+                                         ? g_strdup("enqueue, allocate")
+                                         : g_strdup_printf("reserve, maxReservations %u", maxes[k]);
+        printf("    %-28s cycle %.3f s (%.2fx)", label, s, base > 0 ? s / base : 0);
+        for (guint i = 0; i < res->n_actions; i++)
+            printf(" (%s %.3f s)", conf->actions[i], (double)res->action_us[i] / 1e6);
+        printf("\n");
+    }
+}
+
 int main(int argc, char **argv)
 {
     guint nodes = 5000, pods = 50000;
@@ -130,5 +180,7 @@ int main(int argc, char **argv)
     printf("time ratio full/small: %.1fx for 10x the nodes and pods (target <= ~12x); "
            "placements ratio %.1fx\n",
            ratio, small.placed > 0 ? (double)full.placed / small.placed : 0.0);
+    printf("reservations (scheduler/reserve.h):\n");
+    run_reserve(nodes, pods);
     return 0;
 }

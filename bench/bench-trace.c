@@ -9,7 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
+#include "bench/lib/sim-out.h"
 #include "bench/lib/sim.h"
+#include "bench/lib/synth.h"
 #include "bench/lib/trace.h"
 #include "kube/kb-error.h"
 #include "scheduler/conf.h"
@@ -62,6 +66,18 @@ static const Builtin builtins[] = {
         {"preempt-reclaim",
          "the default configuration with the preempt and reclaim actions (evictions)", NULL, FALSE,
          "enqueue, allocate, preempt, reclaim"},
+        {"kube-batch",
+         "kube-batch as it shipped: allocate and backfill, no enqueue, nodeorder spreading",
+         "actions: \"allocate, backfill\"\n"
+         "tiers:\n"
+         "- plugins:\n  - name: priority\n  - name: gang\n"
+         "- plugins:\n  - name: drf\n  - name: predicates\n  - name: proportion\n"
+         "  - name: nodeorder\n    arguments:\n      nodeorder.leastrequested.weight: 1\n"
+         "      nodeorder.mostrequested.weight: 0\n      nodeorder.balancedresource.weight: 0\n",
+         FALSE},
+        {"kube-batchd+reserve",
+         "the default configuration with the reserve action (reservations and backfill)", NULL,
+         FALSE, "enqueue, reserve, allocate"},
 };
 
 typedef struct {
@@ -128,7 +144,7 @@ static Run *run_builtin(const char *name, GError **error)
     }
     g_set_error(error, KB_ERROR, KB_ERROR_INVALID,
                 "unknown configuration \"%s\" (built in: kube-batchd, fifo, no-gang, spread, "
-                "preempt-reclaim; or --conf-file)",
+                "preempt-reclaim, kube-batch, kube-batchd+reserve; or --conf-file)",
                 name);
     return NULL;
 }
@@ -150,10 +166,10 @@ static Run *run_file(const char *path, GError **error)
 typedef struct {
     char *trace;
     gint jobs, skip, nodes, gpus_per_node, period, max_cycles, show_unfinished, threads;
-    double hours, duration_scale, arrival_scale, high_priority;
-    char *from, *pack, *baseline, *restart_cost;
+    double hours, duration_scale, arrival_scale, high_priority, estimate_factor;
+    char *from, *pack, *baseline, *restart_cost, *plot_dir, *summary_json, *synthetic;
     char **configs, **conf_files, **weights;
-    gboolean skip_bad_rows, no_queues;
+    gboolean skip_bad_rows, no_queues, scaling;
 } Opts;
 
 static gboolean parse_options(int argc, char **argv, Opts *o, GError **error)
@@ -181,13 +197,17 @@ static gboolean parse_options(int argc, char **argv, Opts *o, GError **error)
             {"period", 0, 0, G_OPTION_ARG_INT, &o->period, "Scheduling period in seconds (1)", "S"},
             {"config", 'c', 0, G_OPTION_ARG_STRING_ARRAY, &o->configs,
              "Built-in configuration to run, repeatable: kube-batchd, fifo, no-gang, spread, "
-             "preempt-reclaim (default: kube-batchd, fifo, no-gang)",
+             "preempt-reclaim, kube-batch, kube-batchd+reserve (default: kube-batch, fifo, "
+             "kube-batchd, kube-batchd+reserve)",
              "NAME"},
             {"conf-file", 'f', 0, G_OPTION_ARG_FILENAME_ARRAY, &o->conf_files,
              "Also run a scheduler configuration file (kube-batch/Volcano format), repeatable",
              "FILE"},
             {"baseline", 'b', 0, G_OPTION_ARG_STRING, &o->baseline,
-             "Configuration the ratios divide by (fifo when run, else the last one)", "NAME"},
+             "Configuration the ratios divide by (kube-batch when run, else fifo when run, else "
+             "the "
+             "last one)",
+             "NAME"},
             {"weight", 'w', 0, G_OPTION_ARG_STRING_ARRAY, &o->weights,
              "Queue weight, repeatable (default 1)", "QUEUE=W"},
             {"high-priority", 0, 0, G_OPTION_ARG_DOUBLE, &o->high_priority,
@@ -202,6 +222,22 @@ static gboolean parse_options(int argc, char **argv, Opts *o, GError **error)
              "Replays run in parallel, one configuration per thread (default: CPUs); cycle wall "
              "times then include contention",
              "N"},
+            {"estimate-factor", 0, 0, G_OPTION_ARG_DOUBLE, &o->estimate_factor,
+             "Jobs announce duration x F as their expected runtime (annotation "
+             "kube-batchd.io/expected-runtime; 1: exact, default; 0: no estimates) unless the "
+             "trace "
+             "has an expected_duration column",
+             "F"},
+            {"synthetic", 0, 0, G_OPTION_ARG_STRING, &o->synthetic,
+             "Replay a generated trace instead of a file: jobs=N,rate=PER_HOUR,"
+             "sizes=GPUS:WEIGHT/...,duration=exp:MEAN|lognormal:MEDIAN:SIGMA,queues=Q,seed=S "
+             "(every key optional; see README)",
+             "SPEC"},
+            {"plot", 0, 0, G_OPTION_ARG_FILENAME, &o->plot_dir,
+             "Write plots (PNG and SVG through gnuplot, with their data and script) into DIR",
+             "DIR"},
+            {"summary-json", 0, 0, G_OPTION_ARG_FILENAME, &o->summary_json,
+             "Write the figures of every configuration as JSON to FILE", "FILE"},
             {"max-cycles", 0, 0, G_OPTION_ARG_INT, &o->max_cycles,
              "Stop a replay after N cycles (0: no limit)", "N"},
             {"unfinished", 0, 0, G_OPTION_ARG_INT, &o->show_unfinished,
@@ -209,6 +245,10 @@ static gboolean parse_options(int argc, char **argv, Opts *o, GError **error)
             {"skip-bad-rows", 0, 0, G_OPTION_ARG_NONE, &o->skip_bad_rows,
              "Skip malformed trace rows (counted) instead of failing", NULL},
             {"no-queues", 0, 0, G_OPTION_ARG_NONE, &o->no_queues, "Do not print per-queue tables",
+             NULL},
+            {"scaling", 0, 0, G_OPTION_ARG_NONE, &o->scaling,
+             "Also replay the first tenth of the slice with the first configuration and print "
+             "how the wall time grows with the jobs (one thread each)",
              NULL},
             {NULL}};
     g_autoptr(GOptionContext) ctx = g_option_context_new("- replay a GPU job trace");
@@ -313,6 +353,21 @@ static void print_queues(const KbSimReport *r)
     }
 }
 
+static void print_buckets(const KbSimReport *r)
+{
+    char b[6][32];
+    printf("  %-6s %6s %8s %10s %10s %10s %10s %10s %10s\n", "GPUs", "jobs", "started", "wait mean",
+           "wait p95", "wait p99", "JCT mean", "JCT p95", "JCT p99");
+    for (guint k = 0; k < KB_SIM_N_BUCKETS; k++) {
+        const KbSimBucket *x = &r->buckets[k];
+        printf("  %-6s %6u %8u %10s %10s %10s %10s %10s %10s\n", kb_sim_bucket_label(k), x->n_jobs,
+               x->n_started, dur(b[0], sizeof b[0], x->wait_mean),
+               dur(b[1], sizeof b[1], x->wait_p95), dur(b[2], sizeof b[2], x->wait_p99),
+               dur(b[3], sizeof b[3], x->jct_mean), dur(b[4], sizeof b[4], x->jct_p95),
+               dur(b[5], sizeof b[5], x->jct_p99));
+    }
+}
+
 static void print_unfinished(const KbSimReport *r, int limit)
 {
     guint waiting = 0, running = 0, requeued = 0, shown = 0;
@@ -397,6 +452,7 @@ static void print_run(const Run *run, const Opts *o)
            r->n_cycles, r->cycle_us_mean, r->cycle_us_p99, r->cycle_us_max, r->n_placements);
     printf("  replay               wall time %.2f s, %u cache restarts\n", r->wall_s,
            r->n_cache_restarts);
+    print_buckets(r);
     if (!o->no_queues)
         print_queues(r);
     print_unfinished(r, o->show_unfinished);
@@ -468,6 +524,15 @@ static void print_ratios(GPtrArray *runs, const Run *base)
         }
         printf("\n");
     }
+    printf("  %-22s", "17+ GPUs p99 wait");
+    for (guint i = 0; i < runs->len; i++)
+        ratio(((Run *)runs->pdata[i])->report->buckets[4].wait_p99,
+              base->report->buckets[4].wait_p99);
+    printf("\n  %-22s", "17+ GPUs mean wait");
+    for (guint i = 0; i < runs->len; i++)
+        ratio(((Run *)runs->pdata[i])->report->buckets[4].wait_mean,
+              base->report->buckets[4].wait_mean);
+    printf("\n");
     printf("  %-22s", "makespan");
     for (guint i = 0; i < runs->len; i++)
         ratio((double)((Run *)runs->pdata[i])->report->makespan, (double)base->report->makespan);
@@ -480,7 +545,8 @@ static void print_ratios(GPtrArray *runs, const Run *base)
 static GPtrArray *make_runs(const Opts *o, GError **error)
 {
     g_autoptr(GPtrArray) runs = g_ptr_array_new_with_free_func(run_free);
-    static const char *const defaults[] = {"kube-batchd", "fifo", "no-gang", NULL};
+    static const char *const defaults[] = {"kube-batch", "fifo", "kube-batchd",
+                                           "kube-batchd+reserve", NULL};
     static const char *const with_files[] = {"kube-batchd", NULL};
     const char *const *names = o->configs != NULL      ? (const char *const *)o->configs
                                : o->conf_files != NULL ? with_files
@@ -502,7 +568,12 @@ static GPtrArray *make_runs(const Opts *o, GError **error)
 
 static const Run *find_baseline(GPtrArray *runs, const char *name, GError **error)
 {
-    const char *want = name != NULL ? name : "fifo";
+    const char *want = name != NULL ? name : "kube-batch";
+    for (guint i = 0; name == NULL && i < runs->len; i++) {
+        if (strcmp(((const Run *)runs->pdata[i])->name, want) == 0)
+            return runs->pdata[i];
+    }
+    want = name != NULL ? name : "fifo";
     for (guint i = 0; i < runs->len; i++) {
         const Run *r = runs->pdata[i];
         if (strcmp(r->name, want) == 0)
@@ -520,7 +591,8 @@ static const Run *find_baseline(GPtrArray *runs, const char *name, GError **erro
 static KbTrace *load_slice(const Opts *o, const char *path, KbTrace **all_out, GError **error)
 {
     KbTraceParseOptions popts = {.skip_bad_rows = o->skip_bad_rows};
-    g_autoptr(KbTrace) all = kb_trace_load(path, &popts, error);
+    g_autoptr(KbTrace) all = o->synthetic != NULL ? kb_trace_synthetic(o->synthetic, error)
+                                                  : kb_trace_load(path, &popts, error);
     if (all == NULL)
         return NULL;
     KbTraceSelection sel = {.skip = (guint)MAX(o->skip, 0),
@@ -539,6 +611,44 @@ static KbTrace *load_slice(const Opts *o, const char *path, KbTrace **all_out, G
     return slice;
 }
 
+/* A progress bar on stderr while replays run, only when stderr is a terminal. */
+typedef struct {
+    GMutex lock;
+    GPtrArray *runs;
+    guint *arrived;
+    guint n_jobs;
+    gint64 last_us;
+} Progress;
+
+static Progress progress;
+
+static void progress_draw(void)
+{
+    guint64 sum = 0;
+    for (guint i = 0; i < progress.runs->len; i++)
+        sum += progress.arrived[i];
+    double frac =
+            progress.n_jobs > 0 ? (double)sum / ((double)progress.n_jobs * progress.runs->len) : 1;
+    int width = 40, fill = (int)(frac * width);
+    fprintf(stderr, "\rreplaying %u configuration%s [%.*s%*s] %3.0f%%", progress.runs->len,
+            progress.runs->len == 1 ? "" : "s", fill, "########################################",
+            width - fill, "", 100 * frac);
+    fflush(stderr);
+}
+
+static void on_progress(gpointer data, guint arrived, guint n_jobs)
+{
+    guint idx = GPOINTER_TO_UINT(data);
+    g_mutex_lock(&progress.lock);
+    progress.arrived[idx] = arrived;
+    gint64 now = g_get_monotonic_time();
+    if (now - progress.last_us > 200000 || arrived == n_jobs) {
+        progress.last_us = now;
+        progress_draw();
+    }
+    g_mutex_unlock(&progress.lock);
+}
+
 /* Each replay owns its cache, so replays of different configurations can run on their own
  * threads; the core keeps no mutable global state for the resources used here (fixed slots). */
 static void replay_one(gpointer data, gpointer user_data)
@@ -547,16 +657,37 @@ static void replay_one(gpointer data, gpointer user_data)
     run->report = kb_sim_run(run->slice, run->conf, &run->sim, &run->error);
 }
 
+static void replay_run(GPtrArray *runs, int n);
+
 static void replay_all(GPtrArray *runs, const KbTrace *slice, const KbSimOptions *sim, int threads)
 {
     int n = threads > 0 ? threads : (int)g_get_num_processors();
     n = CLAMP(n, 1, (int)runs->len);
+    gboolean bar = isatty(STDERR_FILENO);
+    if (bar) {
+        progress.runs = runs;
+        progress.arrived = g_new0(guint, runs->len);
+        progress.n_jobs = slice->n_jobs;
+    }
     for (guint i = 0; i < runs->len; i++) {
         Run *run = runs->pdata[i];
         run->slice = slice;
         run->sim = *sim;
         run->sim.single_queue = run->single_queue;
+        if (bar) {
+            run->sim.progress = on_progress;
+            run->sim.progress_data = GUINT_TO_POINTER(i);
+        }
     }
+    replay_run(runs, n);
+    if (bar) {
+        fprintf(stderr, "\r%*s\r", 70, "");
+        g_clear_pointer(&progress.arrived, g_free);
+    }
+}
+
+static void replay_run(GPtrArray *runs, int n)
+{
     if (n == 1) {
         for (guint i = 0; i < runs->len; i++)
             replay_one(runs->pdata[i], NULL);
@@ -575,6 +706,9 @@ static void opts_clear(Opts *o)
     g_free(o->pack);
     g_free(o->baseline);
     g_free(o->restart_cost);
+    g_free(o->plot_dir);
+    g_free(o->summary_json);
+    g_free(o->synthetic);
     g_strfreev(o->configs);
     g_strfreev(o->conf_files);
     g_strfreev(o->weights);
@@ -585,6 +719,61 @@ static int fail(GError *error)
     fprintf(stderr, "bench-trace: %s\n", error->message);
     g_error_free(error);
     return 2;
+}
+
+static int fail(GError *error);
+
+/* --scaling: the first configuration on a tenth of the slice, then on all of it. */
+static void print_scaling(const Run *first, const KbTrace *slice, const KbSimOptions *sim)
+{
+    KbTraceSelection sel = {.max_jobs = MAX(slice->n_jobs / 10, 1)};
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbTrace) tenth = kb_trace_select(slice, &sel, &error);
+    if (tenth == NULL)
+        return;
+    KbSimOptions opts = *sim;
+    opts.single_queue = first->single_queue;
+    g_autoptr(KbSimReport) small = kb_sim_run(tenth, first->conf, &opts, &error);
+    if (small == NULL)
+        return;
+    double big = first->report->wall_s;
+    printf("\n== scaling (%s): %u jobs in %.2f s, %u jobs in %.2f s: %.1fx the time for %.1fx "
+           "the jobs\n",
+           first->name, tenth->n_jobs, small->wall_s, slice->n_jobs, big,
+           small->wall_s > 0 ? big / small->wall_s : 0, (double)slice->n_jobs / tenth->n_jobs);
+}
+
+/* --summary-json and --plot. */
+static int write_outputs(const Opts *o, GPtrArray *runs, const char *path, const KbTrace *slice)
+{
+    if (o->summary_json == NULL && o->plot_dir == NULL)
+        return 0;
+    g_autofree KbSimNamed *named = g_new0(KbSimNamed, runs->len);
+    for (guint i = 0; i < runs->len; i++) {
+        named[i].name = ((Run *)runs->pdata[i])->name;
+        named[i].report = ((Run *)runs->pdata[i])->report;
+    }
+    g_autofree char *base = g_path_get_basename(path);
+    g_autofree char *about = g_strdup_printf("%s: %u jobs on %d nodes x %d GPUs", base,
+                                             slice->n_jobs, o->nodes, o->gpus_per_node);
+    GError *error = NULL;
+    if (o->summary_json != NULL &&
+        !kb_sim_write_summary_json(o->summary_json, about, named, runs->len, &error))
+        return fail(error);
+    if (o->plot_dir != NULL) {
+        gboolean ran = FALSE;
+        if (!kb_sim_plot(o->plot_dir, about, named, runs->len, &ran, &error))
+            return fail(error);
+        if (ran)
+            printf("\nplots       %s/{gpus-in-use,jobs-waiting,wait-cdf,jct-cdf,"
+                   "wait-cdf-by-size,jct-cdf-by-size}.{png,svg}\n",
+                   o->plot_dir);
+        else
+            printf("\nplots       gnuplot not found (apt-get install gnuplot-nox): data and "
+                   "script written to %s/ (run gnuplot plots.gp there)\n",
+                   o->plot_dir);
+    }
+    return 0;
 }
 
 /* Everything after option parsing; @o stays owned by the caller. Returns the exit status. */
@@ -616,6 +805,11 @@ static int bench(const Opts *o)
         return 2;
     }
     sim.high_fraction = o->high_priority;
+    if (!(o->estimate_factor >= 0 && o->estimate_factor <= 1000)) {
+        fprintf(stderr, "bench-trace: --estimate-factor %g: want 0..1000\n", o->estimate_factor);
+        return 2;
+    }
+    sim.estimate_factor = o->estimate_factor;
     if (o->pack != NULL && !kb_trace_pack_from_string(o->pack, &sim.pack)) {
         fprintf(stderr, "bench-trace: --pack %s: want node or one\n", o->pack);
         return 2;
@@ -624,7 +818,9 @@ static int bench(const Opts *o)
     if (!parse_weights(o->weights, weights, &error))
         return fail(error);
     sim.weights = weights;
-    const char *path = o->trace != NULL ? o->trace : g_getenv("KB_TRACE");
+    const char *path = o->synthetic != NULL ? "synthetic"
+                       : o->trace != NULL   ? o->trace
+                                            : g_getenv("KB_TRACE");
     if (path == NULL) {
         path = DEFAULT_TRACE;
         if (!g_file_test(path, G_FILE_TEST_EXISTS)) {
@@ -655,7 +851,9 @@ static int bench(const Opts *o)
     }
     if (runs->len > 1)
         print_ratios(runs, base);
-    return 0;
+    if (o->scaling)
+        print_scaling(runs->pdata[0], slice, &sim);
+    return write_outputs(o, runs, path, slice);
 }
 
 int main(int argc, char **argv)
@@ -667,7 +865,8 @@ int main(int argc, char **argv)
               .period = 1,
               .show_unfinished = 5,
               .duration_scale = 1,
-              .arrival_scale = 1};
+              .arrival_scale = 1,
+              .estimate_factor = 1};
     GError *error = NULL;
     int rc = parse_options(argc, argv, &o, &error) ? bench(&o) : fail(error);
     opts_clear(&o);

@@ -8,6 +8,8 @@ static const struct kb_action_ops *const registry[] = {
         &kb_action_allocate,
         &kb_action_preempt,
         &kb_action_reclaim,
+        &kb_action_reserve,
+        &kb_action_backfill,
 };
 
 const struct kb_action_ops *kb_action_lookup(const char *name)
@@ -21,5 +23,5 @@ const struct kb_action_ops *kb_action_lookup(const char *name)
 
 const char *kb_action_names(void)
 {
-    return "enqueue, allocate, preempt, reclaim";
+    return "enqueue, allocate, preempt, reclaim, reserve, backfill";
 }

@@ -25,6 +25,10 @@ extern const struct kb_action_ops kb_action_enqueue;
 extern const struct kb_action_ops kb_action_allocate;
 extern const struct kb_action_ops kb_action_preempt;
 extern const struct kb_action_ops kb_action_reclaim;
+extern const struct kb_action_ops kb_action_reserve; /* scheduler/reserve.h */
+/* kube-batch's backfill: pods that request nothing (BestEffort) go to the first node that passes
+ * the predicates; a gang still commits only at minMember. */
+extern const struct kb_action_ops kb_action_backfill;
 
 /* The action called @name, or NULL. */
 const struct kb_action_ops *kb_action_lookup(const char *name);

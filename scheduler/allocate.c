@@ -12,6 +12,7 @@
  * the same tree counts the nodes short of each resource for the condition message.
  */
 #include "scheduler/actions.h"
+#include "scheduler/reserve.h"
 
 #include <string.h>
 
@@ -194,7 +195,8 @@ static gint next_leaf(Alloc *a, ClassCtx *ctx, const KbResources *req)
 
 static gboolean node_fits(Alloc *a, const KbTaskInfo *task, guint node)
 {
-    return kb_resources_fit(&task->resreq, &a->ssn->nodes[node].idle);
+    return kb_resources_fit(&task->resreq, &a->ssn->nodes[node].idle) &&
+           kb_reserve_admits(a->ssn, task, node);
 }
 
 static double score(Alloc *a, const KbTaskInfo *task, guint node)
@@ -275,7 +277,7 @@ static gboolean have_special_nodes(Alloc *a)
 }
 
 /* One node, as kube-scheduler reports it: the first failing predicate, else the first resource
- * short. */
+ * short, else held by a reservation. */
 static void diagnose_node(Alloc *a, const KbTaskInfo *task, guint node, FitCounts *fc)
 {
     KbFitFailure f = {KB_FIT_OK, -1, NULL};
@@ -283,6 +285,8 @@ static void diagnose_node(Alloc *a, const KbTaskInfo *task, guint node, FitCount
         fit_count(fc, &f, 1);
     else if ((f.slot = kb_resources_first_short(&task->resreq, &a->ssn->nodes[node].idle)) >= 0)
         f.reason = KB_FIT_RESOURCES, fit_count(fc, &f, 1);
+    else if (!kb_reserve_admits(a->ssn, task, node))
+        f.reason = KB_FIT_RESERVED, fit_count(fc, &f, 1);
 }
 
 /*
@@ -328,6 +332,8 @@ static const char *phrase(KbFitReason r, gboolean one)
         return one ? "does not match node affinity" : "do not match node affinity";
     case KB_FIT_TAINT:
         return one ? "has taint" : "have taint";
+    case KB_FIT_RESERVED:
+        return one ? "is reserved for a waiting gang" : "are reserved for a waiting gang";
     default:
         return "cannot be used";
     }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "scheduler/actions.h"
+#include "scheduler/reserve.h"
 #include "scheduler/session.h"
 
 static void placement_clear(gpointer p)
@@ -293,7 +294,9 @@ static void job_condition(KbSession *ssn, KbJobInfo *job, KbJobStatus *st)
         st->condition_type = "Unschedulable";
         st->condition_status = "True";
         st->reason = js->reason;
-        st->message = g_strdup(js->message->str);
+        g_autofree char *reserved = kb_reserve_describe(ssn, job);
+        st->message = reserved != NULL ? g_strdup_printf("%s; %s", js->message->str, reserved)
+                                       : g_strdup(js->message->str);
         gint32 timeout = job->group != NULL ? job->group->schedule_timeout_seconds : 0;
         if (timeout > 0 && ssn->now - job->pending_since >= timeout) {
             st->reason = "ScheduleTimeout";

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "policies/plugin.h"
+#include "scheduler/reserve.h"
 
 /* Per-job and per-queue figures the plugins read: priorities, queue allocation and requests. */
 static void session_refresh_jobs(KbSession *ssn)
@@ -94,6 +95,7 @@ void kb_session_close(KbSession *ssn)
     g_free(ssn->deserved);
     g_free(ssn->request);
     g_free(ssn->pipelined);
+    kb_reserve_free(ssn->reserve);
     g_free(ssn->plugins);
     g_free(ssn);
 }
@@ -273,6 +275,7 @@ void kb_session_allocate(KbSession *ssn, KbTaskInfo *task, KbNodeInfo *node)
             ssn->plugins[i].ops->assign_devices(ssn->plugins[i].state, task, node);
     }
     kb_cache_assume_task(ssn->cache, task, node->id);
+    kb_reserve_on_allocate(ssn, task, node->id);
     KbQueueInfo *qi = kb_session_job_queue(ssn, task->job);
     if (qi != NULL)
         kb_resources_add(&qi->allocated, &task->resreq);
@@ -284,6 +287,8 @@ void kb_session_allocate(KbSession *ssn, KbTaskInfo *task, KbNodeInfo *node)
 
 void kb_session_deallocate(KbSession *ssn, KbTaskInfo *task)
 {
+    if (task->node_id >= 0)
+        kb_reserve_on_deallocate(ssn, task, (guint)task->node_id);
     kb_cache_forget_task(ssn->cache, task);
     KbQueueInfo *qi = kb_session_job_queue(ssn, task->job);
     if (qi != NULL)
@@ -386,6 +391,8 @@ char *kb_fit_failure_to_string(const KbFitFailure *why)
                                effect_name(why->taint->effect));
     case KB_FIT_GONE:
         return g_strdup("are gone");
+    case KB_FIT_RESERVED:
+        return g_strdup("are reserved for a waiting gang");
     case KB_FIT_OK:
     default:
         return g_strdup("fit");

@@ -35,8 +35,9 @@ typedef enum {
     KB_FIT_UNSCHEDULABLE,
     KB_FIT_NODE_SELECTOR,
     KB_FIT_AFFINITY,
-    KB_FIT_TAINT, /* detail: the taint */
-    KB_FIT_GONE,  /* node object deleted */
+    KB_FIT_TAINT,    /* detail: the taint */
+    KB_FIT_GONE,     /* node object deleted */
+    KB_FIT_RESERVED, /* the free capacity is held by a reservation (scheduler/reserve.h) */
     KB_FIT_N_REASONS
 } KbFitReason;
 
@@ -89,6 +90,8 @@ struct KbSession {
      * evicted pods to go); NULL until the first of those actions runs, freed with the session.
      */
     KbResources *pipelined;
+    /* Reservations of the reserve action (scheduler/reserve.h); NULL when it did not run. */
+    struct KbReserve *reserve;
 };
 
 /* Open a session (plugins' open in tier order) and close it (plugins' close, scratch freed). */

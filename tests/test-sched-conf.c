@@ -93,7 +93,8 @@ static const BadCase bad_cases[] = {
          "actions: \"allocate\"\ntiers:\n- plugins:\n  - name: gnag\n", KB_ERROR_CONFIG,
          "unknown plugin \"gnag\" (known: priority, gang"},
         {"/scheduler/conf/bad/unknown-action", "actions: \"enqueue, backfil\"\n", KB_ERROR_CONFIG,
-         "unknown action \"backfil\" (known: enqueue, allocate, preempt, reclaim)"},
+         "unknown action \"backfil\" (known: enqueue, allocate, preempt, reclaim, reserve, "
+         "backfill)"},
         {"/scheduler/conf/bad/not-yaml", "actions: [\n", KB_ERROR_CONFIG, "invalid YAML"},
         {"/scheduler/conf/bad/not-a-mapping", "- a\n- b\n", KB_ERROR_CONFIG, "expected a mapping"},
         {"/scheduler/conf/bad/no-actions", "tiers: []\n", KB_ERROR_CONFIG, "no \"actions\""},

@@ -6,9 +6,11 @@
  * OSDI 2021).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bench/lib/sim.h"
+#include "bench/lib/synth.h"
 #include "bench/lib/trace.h"
 #include "kube/kb-error.h"
 #include "scheduler/conf.h"
@@ -106,6 +108,85 @@ static const BadRow bad_rows[] = {
         {"2017-10-01 00:00:00,10,1,10,q,x", KB_ERROR_DECODE, "6 fields"},
         {"\"2017-10-01 00:00:00\",10,1,10,q", KB_ERROR_DECODE, "quoted fields are not supported"},
 };
+
+/* The generic format: aliases, seconds as submit times, optional pods/priority/expected. */
+static void test_parse_generic(void)
+{
+    const char *csv = "submit_time,duration,gpus,pods,queue,priority,expected_duration\n"
+                      "0,3600,16,4,research,0,7200\n"
+                      "60,10,1,,dev,5,\n";
+    g_autoptr(KbTrace) t = parse_ok(csv);
+    g_assert_cmpuint(t->n_jobs, ==, 2);
+    g_assert_cmpint(t->jobs[0].submit, ==, 0);
+    g_assert_cmpuint(t->jobs[0].num_gpus, ==, 16);
+    g_assert_cmpuint(t->jobs[0].pods, ==, 4);
+    g_assert_cmpstr(t->jobs[0].queue, ==, "research");
+    g_assert_cmpfloat(t->jobs[0].expected, ==, 7200);
+    g_assert_cmpint(t->jobs[0].priority, ==, 0);
+    g_assert_cmpint(t->jobs[1].submit, ==, 60);
+    g_assert_cmpuint(t->jobs[1].pods, ==, 0);
+    g_assert_cmpint(t->jobs[1].priority, ==, 5);
+    g_assert_cmpfloat(t->jobs[1].expected, ==, 0);
+    parse_fails("submit_time,duration,gpus,pods,queue\n0,1,16,3,a\n", NULL, KB_ERROR_DECODE,
+                "t.csv:2: column 4 (pods): invalid pod count");
+    parse_fails("submit_time,duration,gpus,queue,priority\n0,1,1,a,high\n", NULL, KB_ERROR_DECODE,
+                "column 5 (priority): invalid priority");
+    parse_fails("submit_time,duration,gpus,queue,expected_duration\n0,1,1,a,-3\n", NULL,
+                KB_ERROR_DECODE, "column 5 (expected_duration)");
+    /* The simulator takes the pod count and the priority as given. */
+    g_autoptr(KbConf) conf = kb_conf_new_default();
+    KbSimOptions opts;
+    kb_sim_options_init(&opts);
+    opts.n_nodes = 4;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbSimReport) r = kb_sim_run(t, conf, &opts, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(r->jobs[0].n_pods, ==, 4);
+    g_assert_true(r->jobs[1].high_priority);
+    g_assert_false(r->jobs[0].high_priority);
+}
+
+/* --synthetic: deterministic per seed, distributions as asked, bad specs named. */
+static void test_synthetic(void)
+{
+    const char *spec = "jobs=2000,rate=120,sizes=1:3/32:1,duration=exp:600,queues=2,seed=9";
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbTrace) a = kb_trace_synthetic(spec, &error);
+    g_assert_no_error(error);
+    g_autoptr(KbTrace) b = kb_trace_synthetic(spec, &error);
+    g_assert_cmpuint(a->n_jobs, ==, 2000);
+    guint big = 0;
+    double dur = 0;
+    for (guint i = 0; i < a->n_jobs; i++) {
+        g_assert_cmpint(a->jobs[i].submit, ==, b->jobs[i].submit);
+        g_assert_cmpuint(a->jobs[i].num_gpus, ==, b->jobs[i].num_gpus);
+        g_assert_true(a->jobs[i].num_gpus == 1 || a->jobs[i].num_gpus == 32);
+        g_assert_true(strcmp(a->jobs[i].queue, "q0") == 0 || strcmp(a->jobs[i].queue, "q1") == 0);
+        if (i > 0)
+            g_assert_cmpint(a->jobs[i].submit, >=, a->jobs[i - 1].submit);
+        big += a->jobs[i].num_gpus == 32;
+        dur += a->jobs[i].duration;
+    }
+    /* A quarter are 32-GPU jobs; mean duration 600 s; 120 jobs per hour over ~16.7 h. */
+    g_assert_cmpuint(big, >, 400);
+    g_assert_cmpuint(big, <, 600);
+    g_assert_cmpfloat(dur / a->n_jobs, >, 500);
+    g_assert_cmpfloat(dur / a->n_jobs, <, 700);
+    gint64 span = a->jobs[a->n_jobs - 1].submit - a->jobs[0].submit;
+    g_assert_cmpint(span, >, 14 * 3600);
+    g_assert_cmpint(span, <, 19 * 3600);
+    g_autoptr(KbTrace) other = kb_trace_synthetic("jobs=10,seed=10", &error);
+    g_assert_no_error(error);
+    static const char *const bad[] = {"jobs=0",     "rate=-1", "sizes=1:0", "duration=weibull:3",
+                                      "colour=red", "seed"};
+    for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autoptr(GError) e = NULL;
+        g_autoptr(KbTrace) t = kb_trace_synthetic(bad[i], &e);
+        g_assert_null(t);
+        g_assert_error(e, KB_ERROR, KB_ERROR_INVALID);
+        g_assert_nonnull(strstr(e->message, "--synthetic"));
+    }
+}
 
 static void test_parse_malformed(void)
 {
@@ -797,6 +878,135 @@ static void test_sim_high_priority_choice(void)
     g_assert_cmpstr(kb_sim_restart_cost_to_string(KB_SIM_RESTART_NONE), ==, "none");
 }
 
+/* ---- reservations (scheduler/reserve.h) ---------------------------------------------------- */
+
+/* kube-batch as it shipped (bench-trace's "kube-batch" configuration). */
+static const char kube_batch_yaml[] =
+        "actions: \"allocate, backfill\"\n"
+        "tiers:\n- plugins:\n  - name: priority\n  - name: gang\n"
+        "- plugins:\n  - name: drf\n  - name: predicates\n  - name: proportion\n"
+        "  - name: nodeorder\n    arguments:\n      nodeorder.leastrequested.weight: 1\n"
+        "      nodeorder.mostrequested.weight: 0\n";
+
+static char *reserve_yaml(void)
+{
+    const char *tiers = strstr(kb_conf_default_yaml(), "tiers:");
+    g_assert_nonnull(tiers);
+    return g_strdup_printf("actions: \"enqueue, reserve, allocate\"\n%s", tiers);
+}
+
+static gint str_offset_cmp(gconstpointer a, gconstpointer b)
+{
+    int x = atoi(*(char *const *)a), y = atoi(*(char *const *)b);
+    return x < y ? -1 : x > y;
+}
+
+/*
+ * Two nodes of 8 GPUs; 4-GPU jobs of 100 s arrive every 25 s from 0 to 2000 s, so the cluster is
+ * never empty; a 16-GPU gang arrives at 10 s. (@extra: more rows.)
+ */
+static KbTrace *starving_trace(const char *const *extra, guint n_extra)
+{
+    g_autoptr(GPtrArray) rows = g_ptr_array_new_with_free_func(g_free);
+    for (int off = 0; off <= 2000; off += 25)
+        g_ptr_array_add(rows, g_strdup_printf("%d 4 100 a", off));
+    g_ptr_array_add(rows, g_strdup("10 16 500 a"));
+    for (guint i = 0; i < n_extra; i++)
+        g_ptr_array_add(rows, g_strdup(extra[i]));
+    /* trace_of wants submit order. */
+    g_ptr_array_sort(rows, str_offset_cmp);
+    return trace_of((const char *const *)rows->pdata, rows->len);
+}
+
+static const KbSimJobResult *job_of(const KbSimReport *r, gint64 submit, guint gpus, gint64 dur)
+{
+    for (guint i = 0; i < r->n_jobs; i++) {
+        const KbSimJobResult *j = &r->jobs[i];
+        if (j->submit == T0 + submit && j->num_gpus == gpus &&
+            (dur < 0 || (j->finish >= 0 && j->finish - j->last_start == dur)))
+            return j;
+    }
+    g_error("no job submitted at %" G_GINT64_FORMAT " with %u GPUs", submit, gpus);
+    return NULL;
+}
+
+static KbSimReport *simulate_est(const KbTrace *t, const char *yaml, double factor)
+{
+    KbSimOptions opts;
+    kb_sim_options_init(&opts);
+    opts.n_nodes = 2;
+    opts.estimate_factor = factor;
+    return simulate_opts(t, yaml, &opts);
+}
+
+/* Under kube-batch the gang waits until the stream of small jobs ends; with a reservation it
+ * starts when the capacity it reserved frees (the first small job ends at 100 s). */
+static void test_sim_reserve_no_starvation(void)
+{
+    g_autoptr(KbTrace) t = starving_trace(NULL, 0);
+    g_autoptr(KbSimReport) kb = simulate_est(t, kube_batch_yaml, 1);
+    g_autofree char *yaml = reserve_yaml();
+    g_autoptr(KbSimReport) rs = simulate_est(t, yaml, 1);
+    const KbSimJobResult *big_kb = job_of(kb, 10, 16, -1);
+    const KbSimJobResult *big_rs = job_of(rs, 10, 16, -1);
+    g_assert_cmpint(big_kb->start, >, T0 + 2000);
+    g_assert_cmpint(big_rs->start, >=, T0 + 100);
+    g_assert_cmpint(big_rs->start, <=, T0 + 101);
+    /* Everything ends either way: no deadlock. */
+    g_assert_cmpuint(kb->n_finished, ==, kb->n_jobs);
+    g_assert_cmpuint(rs->n_finished, ==, rs->n_jobs);
+    g_assert_cmpuint(rs->buckets[3].n_started, ==, 1); /* 9-16 GPUs */
+    g_assert_cmpfloat(rs->buckets[3].wait_p99, <, kb->buckets[3].wait_p99 / 2);
+}
+
+/*
+ * A 4-GPU job of 50 s at 20 s ends before the reservation starts (100 s): it backfills at once.
+ * The small jobs of 100 s arriving meanwhile would run across the start: they wait for the gang.
+ * Without estimates nothing may use the reserved capacity.
+ */
+static void test_sim_reserve_backfill_in_time(void)
+{
+    static const char *const extra[] = {"20 4 50 a"};
+    g_autoptr(KbTrace) t = starving_trace(extra, G_N_ELEMENTS(extra));
+    g_autofree char *yaml = reserve_yaml();
+    g_autoptr(KbSimReport) r = simulate_est(t, yaml, 1);
+    const KbSimJobResult *big = job_of(r, 10, 16, -1);
+    const KbSimJobResult *shortj = job_of(r, 20, 4, 50);
+    const KbSimJobResult *longj = job_of(r, 25, 4, 100);
+    g_assert_cmpint(shortj->start, ==, T0 + 20);
+    g_assert_cmpint(big->start, <=, T0 + 101);
+    g_assert_cmpint(longj->start, >=, big->start);
+    g_autoptr(KbSimReport) none = simulate_est(t, yaml, 0);
+    const KbSimJobResult *short0 = job_of(none, 20, 4, 50);
+    const KbSimJobResult *big0 = job_of(none, 10, 16, -1);
+    g_assert_cmpint(short0->start, >=, big0->start);
+    g_assert_cmpuint(none->n_finished, ==, none->n_jobs);
+}
+
+/* With preempt and reclaim too, over two queues and two priorities: everything still ends. */
+static void test_sim_reserve_with_evictions(void)
+{
+    g_autoptr(GPtrArray) rows = g_ptr_array_new_with_free_func(g_free);
+    for (int off = 0; off <= 1500; off += 25)
+        g_ptr_array_add(rows, g_strdup_printf("%d %d %d %s", off, off % 50 == 0 ? 4 : 2,
+                                              off % 75 == 0 ? 400 : 100, off % 2 ? "a" : "b"));
+    g_ptr_array_add(rows, g_strdup("10 16 500 a"));
+    g_ptr_array_add(rows, g_strdup("30 16 300 b"));
+    g_ptr_array_sort(rows, str_offset_cmp);
+    g_autoptr(KbTrace) t = trace_of((const char *const *)rows->pdata, rows->len);
+    g_autofree gboolean *high = g_new0(gboolean, t->n_jobs);
+    for (guint i = 0; i < t->n_jobs; i++)
+        high[i] = i % 7 == 3;
+    g_autofree char *yaml = default_with_actions("enqueue, reserve, allocate, preempt, reclaim");
+    KbSimOptions opts;
+    kb_sim_options_init(&opts);
+    opts.n_nodes = 2;
+    opts.high = high;
+    g_autoptr(KbSimReport) r = simulate_opts(t, yaml, &opts);
+    g_assert_cmpuint(r->n_finished, ==, r->n_jobs);
+    g_assert_cmpuint(r->buckets[3].n_finished, ==, 2);
+}
+
 static void test_sim_invalid(void)
 {
     g_autoptr(KbTrace) t = parse_ok(unsorted);
@@ -853,6 +1063,8 @@ int main(int argc, char **argv)
     g_assert_true(kb_trace_parse_time("2017-10-01 00:00:00", &T0));
     g_test_add_func("/bench/trace/parse/valid", test_parse_valid);
     g_test_add_func("/bench/trace/parse/malformed", test_parse_malformed);
+    g_test_add_func("/bench/trace/parse/generic", test_parse_generic);
+    g_test_add_func("/bench/trace/synthetic", test_synthetic);
     g_test_add_func("/bench/trace/parse/header", test_parse_header);
     g_test_add_func("/bench/trace/parse/skip-bad-rows", test_parse_skip_bad_rows);
     g_test_add_func("/bench/trace/parse/limits", test_parse_limits);
@@ -870,6 +1082,9 @@ int main(int argc, char **argv)
     g_test_add_func("/bench/sim/evictions/reclaim-returns-share", test_sim_reclaim);
     g_test_add_func("/bench/sim/evictions/replay", test_sim_evictions_replay);
     g_test_add_func("/bench/sim/evictions/high-priority-choice", test_sim_high_priority_choice);
+    g_test_add_func("/bench/sim/reserve/no-starvation", test_sim_reserve_no_starvation);
+    g_test_add_func("/bench/sim/reserve/backfill-in-time", test_sim_reserve_backfill_in_time);
+    g_test_add_func("/bench/sim/reserve/with-evictions", test_sim_reserve_with_evictions);
     g_test_add_func("/bench/sim/invalid", test_sim_invalid);
     g_test_add_func("/bench/sim/percentile", test_percentile);
     return g_test_run();

@@ -10,8 +10,9 @@
 #include "scheduler/cache.h"
 #include "scheduler/cycle.h"
 
-#define SCHEDULER_NAME   "kube-batchd"
-#define GROUP_ANNOTATION "scheduling.k8s.io/group-name"
+#define SCHEDULER_NAME     "kube-batchd"
+#define GROUP_ANNOTATION   "scheduling.k8s.io/group-name"
+#define RUNTIME_ANNOTATION "kube-batchd.io/expected-runtime" /* scheduler/reserve.h */
 
 typedef struct {
     const KbTraceJob *tj;
@@ -23,6 +24,7 @@ typedef struct {
     guint n_bound;
     gint64 start, last_start, finish;
     gint64 remaining; /* seconds the job runs once (re)started */
+    gint64 estimate;  /* expected runtime its pods announce; 0: none */
     gint64 ran;       /* seconds run in earlier attempts (and the last, once finished) */
     guint attempt;    /* bumped by each eviction: new pod uids, stale completions */
     guint n_evictions;
@@ -75,6 +77,8 @@ typedef struct {
     guint64 n_evicted_pods;
     guint n_preempted, n_reclaimed;
     double evicted_gpu_s, lost_gpu_s;
+    GArray *samples; /* KbSimSample */
+    guint n_steps;
 } Sim;
 
 /* ---- the objects, as JSON an API server would return ---------------------------------------- */
@@ -158,6 +162,10 @@ static json_object *pod_json(const SimJob *job, guint k)
     }
     json_object *ann = json_object_new_object();
     json_object_object_add(ann, GROUP_ANNOTATION, json_object_new_string(job->name));
+    if (job->estimate > 0) {
+        g_autofree char *est = g_strdup_printf("%" G_GINT64_FORMAT, job->estimate);
+        json_object_object_add(ann, RUNTIME_ANNOTATION, json_object_new_string(est));
+    }
     json_object_object_add(meta, "annotations", ann);
     json_object *o = object_new("v1", "Pod", meta);
     json_object *req = json_object_new_object();
@@ -595,6 +603,25 @@ static gint64 next_time(Sim *sim)
     return next;
 }
 
+static void sample(Sim *sim)
+{
+    guint waiting = 0;
+    for (guint q = 0; q < sim->n_queues; q++)
+        waiting += sim->queues[q].n_waiting;
+    if (sim->samples->len > 0) {
+        KbSimSample *last = &g_array_index(sim->samples, KbSimSample, sim->samples->len - 1);
+        if (last->gpus_busy == sim->gpus_busy && last->waiting == waiting)
+            return;
+        if (last->t == sim->now) {
+            last->gpus_busy = sim->gpus_busy;
+            last->waiting = waiting;
+            return;
+        }
+    }
+    KbSimSample s = {sim->now, sim->gpus_busy, waiting};
+    g_array_append_val(sim->samples, s);
+}
+
 static void step(Sim *sim, gint64 t)
 {
     sim->now = t;
@@ -614,6 +641,9 @@ static void step(Sim *sim, gint64 t)
     if (sim->n_retained >= restart_after && sim->n_retained >= sim->n_live)
         cache_restart(sim);
     cycle(sim);
+    sample(sim);
+    if (sim->opts.progress != NULL && ++sim->n_steps % 4096 == 0)
+        sim->opts.progress(sim->opts.progress_data, sim->next_arrival, sim->trace->n_jobs);
 }
 
 /* ---- setup, run, report --------------------------------------------------------------------- */
@@ -624,7 +654,8 @@ void kb_sim_options_init(KbSimOptions *opts)
                            .gpus_per_node = 8,
                            .pack = KB_TRACE_PACK_NODE,
                            .period = 1,
-                           .delete_finished = TRUE};
+                           .delete_finished = TRUE,
+                           .estimate_factor = 1};
 }
 
 gboolean kb_sim_restart_cost_from_string(const char *s, KbSimRestartCost *out)
@@ -721,18 +752,29 @@ static void sim_init(Sim *sim, const KbTrace *trace, const KbConf *conf, const K
         job->tj = &trace->jobs[i];
         job->queue = GPOINTER_TO_UINT(g_hash_table_lookup(index, job->tj->queue));
         job->name = g_strdup_printf("j%06u", i);
-        job->n_pods = kb_trace_gang_shape(job->tj->num_gpus, opts->gpus_per_node, opts->pack,
-                                          &job->gpus_per_pod);
+        if (job->tj->pods > 0) {
+            job->n_pods = job->tj->pods;
+            job->gpus_per_pod = job->tj->num_gpus / job->tj->pods;
+        } else {
+            job->n_pods = kb_trace_gang_shape(job->tj->num_gpus, opts->gpus_per_node, opts->pack,
+                                              &job->gpus_per_pod);
+        }
         job->start = job->last_start = job->finish = -1;
         job->remaining = MAX((gint64)ceil(job->tj->duration), 1);
+        if (job->tj->expected > 0)
+            job->estimate = MAX((gint64)ceil(job->tj->expected), 1);
+        else if (opts->estimate_factor > 0)
+            job->estimate = MAX((gint64)ceil(job->tj->duration * opts->estimate_factor), 1);
         job->high = opts->high != NULL
                             ? opts->high[i]
-                            : kb_sim_is_high_priority(job->tj->line, opts->high_fraction);
+                            : job->tj->priority > 0 ||
+                                      kb_sim_is_high_priority(job->tj->line, opts->high_fraction);
         job->phase = KB_JOB_PENDING;
         g_hash_table_insert(sim->by_key, g_strdup_printf("%s/%s", job->tj->queue, job->name), job);
     }
     sim->heap = g_array_new(FALSE, FALSE, sizeof(Completion));
     sim->cycle_us = g_array_new(FALSE, FALSE, sizeof(double));
+    sim->samples = g_array_new(FALSE, FALSE, sizeof(KbSimSample));
     cluster_setup(sim);
 }
 
@@ -753,6 +795,8 @@ static void sim_clear(Sim *sim)
     g_hash_table_unref(sim->by_key);
     g_array_unref(sim->heap);
     g_array_unref(sim->cycle_us);
+    if (sim->samples != NULL)
+        g_array_unref(sim->samples);
     kb_cache_free(sim->cache);
 }
 
@@ -846,6 +890,51 @@ static void report_jobs(KbSimReport *r, const Sim *sim)
     r->wait_p99 = kb_sim_percentile(wait, r->n_started, 99);
 }
 
+guint kb_sim_bucket(guint gpus)
+{
+    return gpus <= 1 ? 0 : gpus <= 4 ? 1 : gpus <= 8 ? 2 : gpus <= 16 ? 3 : 4;
+}
+
+const char *kb_sim_bucket_label(guint bucket)
+{
+    static const char *const labels[KB_SIM_N_BUCKETS] = {"1", "2-4", "5-8", "9-16", "17+"};
+    return bucket < KB_SIM_N_BUCKETS ? labels[bucket] : "?";
+}
+
+/* Per gang-size bucket: waits and JCTs. */
+static void report_buckets(KbSimReport *r)
+{
+    g_autofree double *jct = g_new0(double, MAX(r->n_jobs, 1));
+    g_autofree double *wait = g_new0(double, MAX(r->n_jobs, 1));
+    for (guint b = 0; b < KB_SIM_N_BUCKETS; b++) {
+        KbSimBucket *kb = &r->buckets[b];
+        guint n_jct = 0, n_wait = 0;
+        for (guint i = 0; i < r->n_jobs; i++) {
+            const KbSimJobResult *j = &r->jobs[i];
+            if (kb_sim_bucket(j->num_gpus) != b)
+                continue;
+            kb->n_jobs++;
+            if (j->start >= 0)
+                wait[n_wait++] = (double)(j->start - j->submit);
+            if (j->finish >= 0)
+                jct[n_jct++] = (double)(j->finish - j->submit);
+        }
+        kb->n_started = n_wait;
+        kb->n_finished = n_jct;
+        kb->wait_mean = mean(wait, n_wait);
+        kb->wait_p95 = kb_sim_percentile(wait, n_wait, 95);
+        kb->wait_p99 = kb_sim_percentile(wait, n_wait, 99);
+        kb->jct_mean = mean(jct, n_jct);
+        kb->jct_p95 = kb_sim_percentile(jct, n_jct, 95);
+        kb->jct_p99 = kb_sim_percentile(jct, n_jct, 99);
+    }
+    for (guint i = 0; i < r->n_jobs; i++) {
+        const KbSimJobResult *j = &r->jobs[i];
+        if (j->start < 0)
+            r->max_unstarted_wait = MAX(r->max_unstarted_wait, (double)(r->end - j->submit));
+    }
+}
+
 /* Waits and JCTs of the jobs whose priority is @high, into the four figures. */
 static void report_class(const KbSimReport *r, gboolean high, double *wait_mean, double *wait_p95,
                          double *jct_mean, double *jct_p95)
@@ -906,6 +995,7 @@ static KbSimReport *report_new(Sim *sim)
     }
     report_jobs(r, sim);
     report_evictions(r, sim);
+    report_buckets(r);
     double span = (double)(r->end - r->first_submit) * r->n_gpus;
     r->util_busy = span > 0 ? sim->busy_gpu_s / span : 0;
     r->util_alloc = span > 0 ? sim->held_gpu_s / span : 0;
@@ -952,6 +1042,10 @@ KbSimReport *kb_sim_run(const KbTrace *trace, const KbConf *conf, const KbSimOpt
     }
     KbSimReport *r = report_new(&sim);
     r->stopped = stopped;
+    r->n_samples = sim.samples->len;
+    r->samples = (KbSimSample *)(void *)g_array_free(g_steal_pointer(&sim.samples), FALSE);
+    if (opts->progress != NULL)
+        opts->progress(opts->progress_data, trace->n_jobs, trace->n_jobs);
     sim_clear(&sim);
     r->wall_s = (double)(g_get_monotonic_time() - t0) / 1e6;
     return r;
@@ -967,6 +1061,7 @@ void kb_sim_report_free(KbSimReport *report)
         g_free(report->jobs[i].message);
     }
     g_free(report->jobs);
+    g_free(report->samples);
     g_free(report->queues);
     g_free(report);
 }

@@ -85,7 +85,37 @@ typedef struct {
     /* When not NULL: per job of the replayed trace (in trace order, trace->n_jobs entries), TRUE
      * for high priority; high_fraction is then ignored. Borrowed for the run. */
     const gboolean *high;
+    /*
+     * What the jobs tell the scheduler about their runtime (annotation
+     * kube-batchd.io/expected-runtime on their pods, read by the reserve action): the trace's
+     * expected duration when it has one, else duration x estimate_factor (1: exact; 2: users
+     * over-estimate by 2x). 0: no job carries an estimate.
+     */
+    double estimate_factor;
+    /* Called now and then from the replaying thread with the jobs arrived so far (0..n_jobs);
+     * NULL: none. */
+    void (*progress)(gpointer data, guint arrived, guint n_jobs);
+    gpointer progress_data;
 } KbSimOptions;
+
+/* The cluster over time: a sample whenever GPUs in use or jobs waiting changed. */
+typedef struct {
+    gint64 t;
+    guint gpus_busy; /* GPUs of running jobs */
+    guint waiting;   /* jobs arrived and not running */
+} KbSimSample;
+
+/* Gang-size buckets of the per-size figures: 1, 2-4, 5-8, 9-16, 17+ GPUs. */
+#define KB_SIM_N_BUCKETS 5
+/* The bucket of a job of @gpus GPUs, and its label ("1", "2-4", ..., "17+"; static). */
+guint kb_sim_bucket(guint gpus);
+const char *kb_sim_bucket_label(guint bucket);
+
+typedef struct {
+    guint n_jobs, n_started, n_finished;
+    double wait_mean, wait_p95, wait_p99; /* queueing delay of started jobs, seconds */
+    double jct_mean, jct_p95, jct_p99;    /* of finished jobs */
+} KbSimBucket;
 
 typedef struct {
     guint index;       /* position in the replayed trace */
@@ -158,8 +188,13 @@ typedef struct {
     double high_wait_mean, high_wait_p95, high_jct_mean, high_jct_p95;
     double low_wait_mean, low_wait_p95, low_jct_mean, low_jct_p95;
     double cycle_us_mean, cycle_us_p99, cycle_us_max;
-    double wall_s;            /* whole simulation */
-    gboolean stopped;         /* max_cycles reached */
+    double wall_s;    /* whole simulation */
+    gboolean stopped; /* max_cycles reached */
+    KbSimBucket buckets[KB_SIM_N_BUCKETS];
+    KbSimSample *samples; /* in time order */
+    guint n_samples;
+    /* Largest time a job that never started had waited when the run ended (0 when none). */
+    double max_unstarted_wait;
     KbSimQueueResult *queues; /* sorted by name */
     guint n_queues;
     KbSimJobResult *jobs; /* in trace order */

@@ -8,19 +8,32 @@
 
 #include "kube/kb-error.h"
 
-enum { COL_TIMESTAMP, COL_DURATION, COL_NUM_GPUS, COL_CLUSTER, N_REQUIRED };
+enum {
+    COL_TIMESTAMP,
+    COL_DURATION,
+    COL_NUM_GPUS,
+    COL_CLUSTER,
+    N_REQUIRED,
+    COL_PODS = N_REQUIRED, /* optional columns (the generic format) */
+    COL_PRIORITY,
+    COL_EXPECTED,
+    N_COLUMNS
+};
 
-static const char *const required_names[N_REQUIRED] = {"timestamp", "duration", "num_gpus",
-                                                       "cluster"};
+/* Names of each column; the second is the generic format's alias. */
+static const char *const required_names[N_COLUMNS] = {
+        "timestamp", "duration", "num_gpus", "cluster", "pods", "priority", "expected_duration"};
+static const char *const alias_names[N_COLUMNS] = {"submit_time", NULL, "gpus", "queue",
+                                                   NULL,          NULL, NULL};
 
 typedef struct {
     const char *source;
     const KbTraceParseOptions *opts;
     guint max_jobs;
     guint n_columns;
-    int col[N_REQUIRED]; /* field index of each required column */
-    GArray *jobs;        /* KbTraceJob */
-    GHashTable *queues;  /* interned names seen */
+    int col[N_COLUMNS]; /* field index of each column; -1 for an absent optional one */
+    GArray *jobs;       /* KbTraceJob */
+    GHashTable *queues; /* interned names seen */
     KbTrace *trace;
 } Parser;
 
@@ -117,15 +130,48 @@ static gboolean field_error(Parser *p, guint line, int which, KbErrorCode code, 
     return FALSE;
 }
 
+/* The generic format's optional columns: pods, priority, expected_duration. */
+static gboolean optional_decode(Parser *p, guint line, char **fields, KbTraceJob *job,
+                                GError **error)
+{
+    const char *f;
+    guint64 v = 0;
+    if (p->col[COL_PODS] >= 0 && *(f = fields[p->col[COL_PODS]]) != '\0') {
+        if (!parse_count(f, &v) || v == 0 || v > job->num_gpus || job->num_gpus % v != 0)
+            return field_error(p, line, COL_PODS, KB_ERROR_DECODE,
+                               "invalid pod count (integer >= 1 dividing num_gpus)", f, error);
+        job->pods = (guint32)v;
+    }
+    if (p->col[COL_PRIORITY] >= 0 && *(f = fields[p->col[COL_PRIORITY]]) != '\0') {
+        const char *digits = f[0] == '-' ? f + 1 : f;
+        if (!parse_count(digits, &v) || v > G_MAXINT32)
+            return field_error(p, line, COL_PRIORITY, KB_ERROR_DECODE, "invalid priority (integer)",
+                               f, error);
+        job->priority = f[0] == '-' ? -(gint32)v : (gint32)v;
+    }
+    if (p->col[COL_EXPECTED] >= 0 && *(f = fields[p->col[COL_EXPECTED]]) != '\0') {
+        if (!parse_duration(f, &job->expected) || job->expected > KB_TRACE_MAX_DURATION)
+            return field_error(p, line, COL_EXPECTED, KB_ERROR_DECODE,
+                               "invalid expected duration (seconds >= 0, at most a year)", f,
+                               error);
+    }
+    return TRUE;
+}
+
 static gboolean row_decode(Parser *p, guint line, char **fields, KbTraceJob *job, GError **error)
 {
     guint64 gpus = 0;
     const char *f;
     job->line = line;
     f = fields[p->col[COL_TIMESTAMP]];
-    if (!kb_trace_parse_time(f, &job->submit))
+    double secs = 0;
+    if (kb_trace_parse_time(f, &job->submit))
+        ;
+    else if (parse_duration(f, &secs) && secs < 1e11)
+        job->submit = (gint64)secs; /* seconds (since the epoch or the trace's start) */
+    else
         return field_error(p, line, COL_TIMESTAMP, KB_ERROR_DECODE,
-                           "invalid time (want YYYY-MM-DD HH:MM:SS)", f, error);
+                           "invalid time (want YYYY-MM-DD HH:MM:SS or seconds)", f, error);
     f = fields[p->col[COL_DURATION]];
     if (!parse_duration(f, &job->duration))
         return field_error(p, line, COL_DURATION, KB_ERROR_DECODE,
@@ -146,7 +192,7 @@ static gboolean row_decode(Parser *p, guint line, char **fields, KbTraceJob *job
         return field_error(p, line, COL_CLUSTER, KB_ERROR_DECODE,
                            "invalid queue name (lower-case DNS label, at most 63)", f, error);
     job->queue = g_intern_string(f);
-    return TRUE;
+    return optional_decode(p, line, fields, job, error);
 }
 
 /* Split @buf (modified) at commas into at most KB_TRACE_MAX_COLUMNS + 1 fields. */
@@ -174,13 +220,17 @@ static gboolean header_decode(Parser *p, char *buf, GError **error)
         return FALSE;
     }
     p->n_columns = n;
-    for (int r = 0; r < N_REQUIRED; r++) {
+    for (guint i = 0; i < n; i++)
+        g_strstrip(fields[i]);
+    for (int r = 0; r < N_COLUMNS; r++) {
         p->col[r] = -1;
         for (guint i = 0; i < n; i++) {
-            if (strcmp(g_strstrip(fields[i]), required_names[r]) == 0 && p->col[r] < 0)
+            if ((strcmp(fields[i], required_names[r]) == 0 ||
+                 (alias_names[r] != NULL && strcmp(fields[i], alias_names[r]) == 0)) &&
+                p->col[r] < 0)
                 p->col[r] = (int)i;
         }
-        if (p->col[r] < 0) {
+        if (p->col[r] < 0 && r < N_REQUIRED) {
             g_set_error(error, KB_ERROR, KB_ERROR_DECODE,
                         "%s:1: header has no column \"%s\" (need timestamp, duration, num_gpus, "
                         "cluster)",

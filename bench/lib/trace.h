@@ -11,6 +11,17 @@
  *   num_gpus   gang size in GPUs, an integer >= 1
  *   cluster    the tenant: a DNS label (lower-case alphanumerics and "-", at most 63), used as the
  *              queue and the namespace of the job's pods
+ * The generic format adds optional columns and accepts aliases (any order, extra columns ignored):
+ *   submit_time        alias of timestamp; either form, or seconds (since the epoch or the
+ *                      trace's start) as a decimal number
+ *   gpus, queue        aliases of num_gpus, cluster
+ *   pods               the gang's pod count, dividing the GPU count (GPUs split evenly); empty
+ *                      or absent: one pod per node's worth (kb_trace_gang_shape)
+ *   priority           an integer; > 0: the job is high priority in the simulator
+ *   expected_duration  seconds the user announces (the simulator's expected-runtime
+ *                      annotation); empty, absent or 0: none given
+ *   e.g.
+ * "submit_time,duration,gpus,pods,queue,priority,expected_duration\n0,3600,16,2,research,0,7200"
  * Errors name the source, the line, the column and the value:
  *   "philly.csv:17: column 3 (num_gpus): invalid integer \"x\"" (KB_ERROR_DECODE);
  * crossing a limit fails with KB_ERROR_LIMIT.
@@ -34,6 +45,9 @@ typedef struct {
     guint32 num_gpus;  /* >= 1 */
     const char *queue; /* interned */
     guint32 line;      /* line of the source file (for messages) */
+    double expected;   /* expected_duration: what the user announces, seconds; 0: none */
+    guint32 pods;      /* pods: the gang's pod count (dividing num_gpus); 0: kb_trace_gang_shape */
+    gint32 priority;   /* priority: > 0 puts the job in the simulator's high PriorityClass */
 } KbTraceJob;
 
 typedef struct {

@@ -1,0 +1,745 @@
+/* The reserve action: reservations for waiting gangs and backfill admission; see reserve.h. */
+#include "scheduler/reserve.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "scheduler/actions.h"
+
+#define DEFAULT_MAX_SCAN 1000
+#define DEFAULT_MIN_WAIT 0
+
+/* Resources @res free on node @node at time @t (negative amounts: a reservation's hold). */
+typedef struct {
+    gint64 t;
+    guint node;
+    guint queue; /* queue id of the task that ends; G_MAXUINT for other events */
+    KbResources res;
+} Ev;
+
+/* A reservation's hold on one node, as allocate checks it. */
+typedef struct {
+    guint rank; /* the reservation's index */
+    guint node;
+    gint64 t;           /* its start */
+    KbResources budget; /* what jobs running across t may still take on this node */
+    gint next;          /* next hold of the node, or -1 */
+} Hold;
+
+/* One class of the tasks a job still needs. */
+typedef struct {
+    const KbTaskInfo *rep;
+    KbResources req;
+    guint count;
+    guint8 *eligible; /* per node: the static predicates pass */
+} Need;
+
+struct KbReserve {
+    KbSession *ssn;
+    GArray *list;    /* KbReservation */
+    gint *head;      /* per node: first Hold, or -1 */
+    GArray *holds;   /* Hold */
+    gint64 *runtime; /* per job id: expected runtime; G_MININT64 until computed */
+    guint *rank;     /* per job id: 1 + the rank of its reservation, 0 when none */
+    guint8 *first;   /* per job id: expected to start now, before every reservation */
+    /* Scratch of the action. */
+    GArray *events;        /* Ev: ends of running (and about to start) tasks, sorted by time */
+    KbResources *free_now; /* per node: idle minus the jobs expected to start now */
+    guint8 *usable;        /* per node */
+};
+
+/* ---- estimates ------------------------------------------------------------------------------ */
+
+static gint64 runtime_from(GHashTable *annotations)
+{
+    const char *v = annotations != NULL
+                            ? g_hash_table_lookup(annotations, KB_RESERVE_RUNTIME_ANNOTATION)
+                            : NULL;
+    gint64 s = 0;
+    if (v == NULL || !kb_conf_parse_duration(v, &s, NULL))
+        return KB_RESERVE_UNKNOWN;
+    return MAX(s, 1);
+}
+
+gint64 kb_reserve_job_runtime(const KbJobInfo *job)
+{
+    gint64 r = KB_RESERVE_UNKNOWN;
+    if (job->group != NULL)
+        r = runtime_from(job->group->meta.annotations);
+    if (r == KB_RESERVE_UNKNOWN && job->tasks->len > 0)
+        r = runtime_from(((const KbTaskInfo *)job->tasks->pdata[0])->pod->meta.annotations);
+    return r;
+}
+
+static gint64 job_runtime(KbReserve *rs, const KbJobInfo *job)
+{
+    if (rs->runtime[job->id] == G_MININT64)
+        rs->runtime[job->id] = kb_reserve_job_runtime(job);
+    return rs->runtime[job->id];
+}
+
+static gint64 add_time(gint64 t, gint64 d)
+{
+    return d == KB_RESERVE_UNKNOWN || t == KB_RESERVE_UNKNOWN ? KB_RESERVE_UNKNOWN : t + d;
+}
+
+/* When a task on a node is expected to free its resources. */
+static gint64 task_end(KbReserve *rs, const KbTaskInfo *t)
+{
+    gint64 now = rs->ssn->now;
+    if (t->state == KB_TASK_RELEASING || t->evicting)
+        return now;
+    gint64 run = job_runtime(rs, t->job);
+    if (run == KB_RESERVE_UNKNOWN)
+        return KB_RESERVE_UNKNOWN;
+    gint64 start = t->bind_time != 0 ? t->bind_time : now;
+    if (t->state == KB_TASK_BOUND || t->state == KB_TASK_RUNNING) {
+        if (t->bind_time == 0 && t->pod->meta.creation_timestamp > 0)
+            start = t->pod->meta.creation_timestamp;
+    }
+    gint64 end = start + run;
+    return end > now ? end : now + KB_RESERVE_OVERRUN_S;
+}
+
+/* ---- admission (allocate) ------------------------------------------------------------------- */
+
+static guint job_rank(KbReserve *rs, const KbJobInfo *job)
+{
+    /* A job the reservations were computed to start now goes first: it may not be held off by
+     * them, or it would wait for a reservation that assumed it runs. */
+    if (rs->first[job->id])
+        return 0;
+    return rs->rank[job->id] > 0 ? rs->rank[job->id] - 1 : G_MAXUINT;
+}
+
+/* Does a task of @job, placed now, still run at time @t? */
+static gboolean runs_past(KbReserve *rs, const KbJobInfo *job, gint64 t)
+{
+    gint64 end = add_time(rs->ssn->now, job_runtime(rs, job));
+    return end == KB_RESERVE_UNKNOWN || t == KB_RESERVE_UNKNOWN || end > t;
+}
+
+static gboolean hold_applies(KbReserve *rs, const Hold *h, const KbTaskInfo *task)
+{
+    return job_rank(rs, task->job) > h->rank && runs_past(rs, task->job, h->t);
+}
+
+gboolean kb_reserve_admits(KbSession *ssn, const KbTaskInfo *task, guint node)
+{
+    KbReserve *rs = ssn->reserve;
+    if (rs == NULL || node >= ssn->n_nodes)
+        return TRUE;
+    for (gint h = rs->head[node]; h >= 0;) {
+        const Hold *hd = &g_array_index(rs->holds, Hold, h);
+        if (hold_applies(rs, hd, task) && !kb_resources_fit(&task->resreq, &hd->budget))
+            return FALSE;
+        h = hd->next;
+    }
+    return TRUE;
+}
+
+static void account(KbSession *ssn, const KbTaskInfo *task, guint node, gboolean take)
+{
+    KbReserve *rs = ssn->reserve;
+    if (rs == NULL || node >= ssn->n_nodes)
+        return;
+    for (gint h = rs->head[node]; h >= 0;) {
+        Hold *hd = &g_array_index(rs->holds, Hold, h);
+        if (hold_applies(rs, hd, task)) {
+            if (take)
+                kb_resources_sub(&hd->budget, &task->resreq);
+            else
+                kb_resources_add(&hd->budget, &task->resreq);
+        }
+        h = hd->next;
+    }
+}
+
+void kb_reserve_on_allocate(KbSession *ssn, const KbTaskInfo *task, guint node)
+{
+    account(ssn, task, node, TRUE);
+}
+
+void kb_reserve_on_deallocate(KbSession *ssn, const KbTaskInfo *task, guint node)
+{
+    account(ssn, task, node, FALSE);
+}
+
+/* ---- fitting a gang onto free vectors ------------------------------------------------------- */
+
+/* How many tasks asking @req fit in @free (capped at @cap). */
+static guint fit_count(const KbResources *req, const KbResources *free_res, guint cap)
+{
+    gint64 n = cap;
+    int nslots = kb_resource_count();
+    for (int s = 0; s < nslots; s++) {
+        if (req->v[s] <= 0)
+            continue;
+        if (free_res->v[s] == KB_RESOURCE_UNLIMITED)
+            continue;
+        gint64 k = free_res->v[s] / req->v[s];
+        n = MIN(n, MAX(k, 0));
+    }
+    return (guint)n;
+}
+
+static void mul_add(KbResources *dst, const KbResources *req, guint k, int sign)
+{
+    for (int s = 0; s < KB_RES_MAX; s++) {
+        if (req->v[s] != 0 && dst->v[s] != KB_RESOURCE_UNLIMITED)
+            dst->v[s] += sign * (gint64)k * req->v[s];
+    }
+}
+
+/*
+ * Place @needs greedily on @free (the nodes that fit the most tasks of a class first, so that a
+ * gang lands on few nodes). Without @take it only answers; with it, @take[c * n + node] receives
+ * the tasks of class c put on the node and @free is charged.
+ */
+static gboolean gang_fit(KbReserve *rs, GArray *needs, KbResources *free_res, guint *take)
+{
+    guint n = rs->ssn->n_nodes;
+    g_autofree KbResources *scratch =
+            take == NULL ? g_memdup2(free_res, sizeof(KbResources) * n) : NULL;
+    KbResources *fr = take == NULL ? scratch : free_res;
+    for (guint c = 0; c < needs->len; c++) {
+        const Need *nd = &g_array_index(needs, Need, c);
+        guint left = nd->count;
+        while (left > 0) {
+            guint best = 0;
+            gint best_node = -1;
+            for (guint i = 0; i < n; i++) {
+                if (!rs->usable[i] || !nd->eligible[i])
+                    continue;
+                guint k = fit_count(&nd->req, &fr[i], left);
+                if (k > best)
+                    best = k, best_node = (gint)i;
+                if (best == left)
+                    break;
+            }
+            if (best_node < 0)
+                return FALSE;
+            mul_add(&fr[best_node], &nd->req, best, -1);
+            if (take != NULL)
+                take[c * n + (guint)best_node] += best;
+            left -= best;
+        }
+    }
+    return TRUE;
+}
+
+/* ---- candidates ----------------------------------------------------------------------------- */
+
+static guint occupied(const KbJobInfo *job)
+{
+    return job->n_state[KB_TASK_ALLOCATED] + job->n_state[KB_TASK_BINDING] +
+           job->n_state[KB_TASK_BOUND] + job->n_state[KB_TASK_RUNNING] +
+           job->n_state[KB_TASK_SUCCEEDED];
+}
+
+static gint cand_cmp(gconstpointer x, gconstpointer y)
+{
+    const KbJobInfo *a = *(KbJobInfo *const *)x, *b = *(KbJobInfo *const *)y;
+    if (a->priority != b->priority)
+        return a->priority > b->priority ? -1 : 1;
+    if (a->creation_timestamp != b->creation_timestamp)
+        return a->creation_timestamp < b->creation_timestamp ? -1 : 1;
+    return strcmp(a->key, b->key);
+}
+
+/*
+ * Would @job's queue stay within its deserved share (proportion) when the job starts at @t, its
+ * tasks that are expected to end by then gone? A reservation beyond that would hold capacity
+ * that other queues are due.
+ */
+static gboolean within_share(KbReserve *rs, const KbJobInfo *job, gint64 t)
+{
+    KbSession *ssn = rs->ssn;
+    KbQueueInfo *qi = kb_session_job_queue(ssn, job);
+    KbResources need, at_t = qi->allocated;
+    kb_session_job_min_request(job, &need);
+    kb_resources_sub(&need, &job->allocated);
+    for (guint i = 0; i < rs->events->len; i++) {
+        const Ev *ev = &g_array_index(rs->events, Ev, i);
+        if (ev->t > t)
+            break;
+        if (ev->queue == qi->id)
+            kb_resources_sub(&at_t, &ev->res);
+    }
+    const KbResources *des = &ssn->deserved[qi->id];
+    /* The resources proportion shares. */
+    static const int slots[] = {KB_RES_CPU, KB_RES_MEMORY, KB_RES_GPU};
+    for (guint k = 0; k < G_N_ELEMENTS(slots); k++) {
+        int s = slots[k];
+        if (need.v[s] <= 0)
+            continue;
+        if (at_t.v[s] + need.v[s] > qi->capability.v[s])
+            return FALSE;
+        if (des->v[s] != KB_RESOURCE_UNLIMITED && at_t.v[s] + need.v[s] > des->v[s])
+            return FALSE;
+    }
+    return TRUE;
+}
+
+static GPtrArray *candidates(KbSession *ssn, gint64 min_wait, guint min_gpus)
+{
+    GPtrArray *out = g_ptr_array_new();
+    g_autoptr(GString) why = g_string_new(NULL);
+    for (guint j = 0; j < ssn->jobs->len; j++) {
+        KbJobInfo *job = ssn->jobs->pdata[j];
+        if (!ssn->job_scratch[j].ready_to_schedule || job->n_state[KB_TASK_PENDING] == 0)
+            continue;
+        if (job->phase != KB_JOB_PENDING && job->phase != KB_JOB_INQUEUE)
+            continue;
+        if (occupied(job) >= (guint)job->min_member)
+            continue;
+        if (min_wait > 0 && ssn->now - job->creation_timestamp < min_wait)
+            continue;
+        if (min_gpus > 1) {
+            KbResources need;
+            kb_session_job_min_request(job, &need);
+            if (need.v[KB_RES_GPU] < (gint64)min_gpus)
+                continue;
+        }
+        g_ptr_array_add(out, job);
+    }
+    g_ptr_array_sort(out, cand_cmp);
+    return out;
+}
+
+/* May @job hold a reservation (queue open, not overused)? */
+static gboolean may_reserve(KbSession *ssn, KbJobInfo *job, GString *why)
+{
+    KbQueueInfo *qi = kb_session_job_queue(ssn, job);
+    if (qi == NULL || !qi->open)
+        return FALSE;
+    g_string_truncate(why, 0);
+    if (kb_session_overused(ssn, qi, why))
+        return FALSE;
+    /* Not kb_session_job_enqueueable: it counts the jobs admitted this cycle, which a
+     * reservation precedes; within_share checks the share when the job is expected to start. */
+    return TRUE;
+}
+
+static void needs_clear(GArray *needs)
+{
+    for (guint c = 0; c < needs->len; c++)
+        g_free(g_array_index(needs, Need, c).eligible);
+    g_array_set_size(needs, 0);
+}
+
+/* The tasks @job still needs to reach minMember, by class, with their eligible nodes. */
+static void job_needs(KbReserve *rs, const KbJobInfo *job, GArray *needs)
+{
+    KbSession *ssn = rs->ssn;
+    needs_clear(needs);
+    guint want = (guint)job->min_member - occupied(job);
+    for (guint i = 0; i < job->tasks->len && want > 0; i++) {
+        const KbTaskInfo *t = job->tasks->pdata[i];
+        if (t->state != KB_TASK_PENDING)
+            continue;
+        want--;
+        guint c;
+        for (c = 0; c < needs->len; c++) {
+            Need *nd = &g_array_index(needs, Need, c);
+            if (nd->rep->klass == t->klass) {
+                nd->count++;
+                break;
+            }
+        }
+        if (c < needs->len)
+            continue;
+        Need nd = {t, t->resreq, 1, g_new0(guint8, MAX(ssn->n_nodes, 1))};
+        for (guint n = 0; n < ssn->n_nodes; n++)
+            nd.eligible[n] = rs->usable[n] && kb_session_predicate(ssn, t, &ssn->nodes[n], NULL);
+        g_array_append_val(needs, nd);
+    }
+}
+
+/* ---- the timeline --------------------------------------------------------------------------- */
+
+static gint ev_cmp(gconstpointer x, gconstpointer y)
+{
+    const Ev *a = x, *b = y;
+    if (a->t != b->t)
+        return a->t < b->t ? -1 : 1;
+    return a->node < b->node ? -1 : a->node > b->node;
+}
+
+static void timeline_init(KbReserve *rs)
+{
+    KbSession *ssn = rs->ssn;
+    rs->free_now = g_new0(KbResources, MAX(ssn->n_nodes, 1));
+    rs->usable = g_new0(guint8, MAX(ssn->n_nodes, 1));
+    rs->events = g_array_new(FALSE, FALSE, sizeof(Ev));
+    for (guint n = 0; n < ssn->n_nodes; n++) {
+        const KbNodeInfo *ni = &ssn->nodes[n];
+        rs->usable[n] =
+                ni->present && ni->node != NULL && ni->node->ready && !ni->node->unschedulable;
+        rs->free_now[n] = ni->idle;
+    }
+    for (guint j = 0; j < ssn->jobs->len; j++) {
+        const KbJobInfo *job = ssn->jobs->pdata[j];
+        for (guint i = 0; i < job->tasks->len; i++) {
+            const KbTaskInfo *t = job->tasks->pdata[i];
+            if (t->node_id < 0 || t->state == KB_TASK_PENDING || t->state == KB_TASK_SUCCEEDED ||
+                t->state == KB_TASK_FAILED)
+                continue;
+            gint64 end = task_end(rs, t); /* unknown: sorts last, "never" */
+            KbQueueInfo *qi = kb_session_job_queue(ssn, job);
+            Ev ev = {end, (guint)t->node_id, qi != NULL ? qi->id : G_MAXUINT, t->resreq};
+            g_array_append_val(rs->events, ev);
+        }
+    }
+    g_array_sort(rs->events, ev_cmp);
+}
+
+/* @job is expected to start now: take its capacity, give it back when it is expected to end. */
+static void start_now(KbReserve *rs, const KbJobInfo *job, GArray *needs)
+{
+    guint n = rs->ssn->n_nodes;
+    g_autofree guint *take = g_new0(guint, MAX(needs->len * n, 1));
+    if (!gang_fit(rs, needs, rs->free_now, take))
+        return;
+    gint64 end = add_time(rs->ssn->now, job_runtime(rs, job));
+    for (guint c = 0; c < needs->len; c++) {
+        const Need *nd = &g_array_index(needs, Need, c);
+        for (guint i = 0; i < n; i++) {
+            if (take[c * n + i] == 0)
+                continue;
+            Ev ev = {end, i, G_MAXUINT, {{0}}};
+            mul_add(&ev.res, &nd->req, take[c * n + i], 1);
+            g_array_append_val(rs->events, ev);
+        }
+    }
+    g_array_sort(rs->events, ev_cmp);
+}
+
+/* The holds of earlier reservations as timeline events (negative at start, back at end). */
+static GArray *hold_events(KbReserve *rs)
+{
+    GArray *evs = g_array_new(FALSE, FALSE, sizeof(Ev));
+    for (guint r = 0; r < rs->list->len; r++) {
+        const KbReservation *rv = &g_array_index(rs->list, KbReservation, r);
+        for (guint k = 0; k < rv->n_nodes; k++) {
+            Ev on = {rv->start, rv->nodes[k], G_MAXUINT, {{0}}};
+            mul_add(&on.res, &rv->amount[k], 1, -1);
+            g_array_append_val(evs, on);
+            if (rv->end != KB_RESERVE_UNKNOWN) {
+                Ev off = {rv->end, rv->nodes[k], G_MAXUINT, rv->amount[k]};
+                g_array_append_val(evs, off);
+            }
+        }
+    }
+    g_array_sort(evs, ev_cmp);
+    return evs;
+}
+
+/*
+ * Capacity on held nodes as a new job running [t, end) may use it: no more than the budget of
+ * any earlier reservation that starts within that window (conservative backfill).
+ */
+/* Does a job running [t, end) cross the start of hold @hd (which it must then respect)? */
+static gboolean hold_in_window(const Hold *hd, gint64 t, gint64 end)
+{
+    if (t == KB_RESERVE_UNKNOWN || hd->t == KB_RESERVE_UNKNOWN)
+        return hd->t > t || t == KB_RESERVE_UNKNOWN;
+    return hd->t > t && (end == KB_RESERVE_UNKNOWN || hd->t < end);
+}
+
+static void cap_by_holds(KbReserve *rs, KbResources *fr, gint64 t, gint64 end)
+{
+    for (guint h = 0; h < rs->holds->len; h++) {
+        const Hold *hd = &g_array_index(rs->holds, Hold, h);
+        if (!hold_in_window(hd, t, end))
+            continue;
+        for (int s = 0; s < KB_RES_MAX; s++)
+            fr[hd->node].v[s] = MIN(fr[hd->node].v[s], hd->budget.v[s]);
+    }
+}
+
+/* Add the holds of reservation @rv (rank @rank), computed on free capacity @at_start. */
+static void add_holds(KbReserve *rs, const KbReservation *rv, guint rank,
+                      const KbResources *at_start)
+{
+    for (guint k = 0; k < rv->n_nodes; k++) {
+        guint n = rv->nodes[k];
+        Hold h = {rank, n, rv->start, at_start[n], rs->head[n]};
+        kb_resources_sub(&h.budget, &rv->amount[k]);
+        g_array_append_val(rs->holds, h);
+        rs->head[n] = (gint)rs->holds->len - 1;
+    }
+    /* Earlier holds that this job runs across lose what it takes (it is placed before them). */
+    for (guint h = 0; h + rv->n_nodes < rs->holds->len; h++) {
+        Hold *hd = &g_array_index(rs->holds, Hold, h);
+        if (!hold_in_window(hd, rv->start, rv->end))
+            continue;
+        for (guint k = 0; k < rv->n_nodes; k++) {
+            if (rv->nodes[k] == hd->node)
+                kb_resources_sub(&hd->budget, &rv->amount[k]);
+        }
+    }
+}
+
+/* Fill @rv's nodes and amounts from @take (per class x node). */
+static void reservation_nodes(KbReserve *rs, KbReservation *rv, GArray *needs, const guint *take)
+{
+    guint n = rs->ssn->n_nodes;
+    rv->nodes = g_new0(guint, MAX(n, 1));
+    rv->amount = g_new0(KbResources, MAX(n, 1));
+    for (guint i = 0; i < n; i++) {
+        KbResources amt = {{0}};
+        gboolean any = FALSE;
+        for (guint c = 0; c < needs->len; c++) {
+            guint k = take[c * n + i];
+            if (k == 0)
+                continue;
+            mul_add(&amt, &g_array_index(needs, Need, c).req, k, 1);
+            any = TRUE;
+        }
+        if (!any)
+            continue;
+        rv->nodes[rv->n_nodes] = i;
+        rv->amount[rv->n_nodes++] = amt;
+    }
+}
+
+/* Fit counts of a single-class gang per node, kept up to date as the timeline moves. */
+typedef struct {
+    guint *cnt;
+    guint64 total;
+} Counts;
+
+static void counts_set(KbReserve *rs, const Need *nd, Counts *k, const KbResources *fr, guint n)
+{
+    k->total -= k->cnt[n];
+    k->cnt[n] = rs->usable[n] && nd->eligible[n] ? fit_count(&nd->req, &fr[n], nd->count) : 0;
+    k->total += k->cnt[n];
+}
+
+/* Does the gang fit at @t on @fr, as a job running [t, end) that respects earlier holds? */
+static gboolean fits_at(KbReserve *rs, GArray *needs, const KbResources *fr, KbResources *capped,
+                        Counts *k, gint64 t, gint64 end)
+{
+    guint n = rs->ssn->n_nodes;
+    gboolean capped_any = FALSE;
+    for (guint h = 0; h < rs->holds->len && !capped_any; h++)
+        capped_any = hold_in_window(&g_array_index(rs->holds, Hold, h), t, end);
+    if (needs->len != 1) {
+        memcpy(capped, fr, sizeof(KbResources) * n);
+        cap_by_holds(rs, capped, t, end);
+        return gang_fit(rs, needs, capped, NULL);
+    }
+    const Need *nd = &g_array_index(needs, Need, 0);
+    if (k->total < nd->count)
+        return FALSE;
+    if (!capped_any)
+        return TRUE;
+    /* Only held nodes differ from the counts: recount those. */
+    guint64 total = k->total;
+    for (guint h = 0; h < rs->holds->len; h++) {
+        const Hold *hd = &g_array_index(rs->holds, Hold, h);
+        if (!hold_in_window(hd, t, end))
+            continue;
+        KbResources c = fr[hd->node];
+        gboolean seen = FALSE;
+        for (guint x = 0; x < rs->holds->len && !seen; x++) {
+            const Hold *hx = &g_array_index(rs->holds, Hold, x);
+            if (hx->node != hd->node || !hold_in_window(hx, t, end))
+                continue;
+            if (x < h)
+                seen = TRUE; /* node already recounted */
+            for (int s = 0; s < KB_RES_MAX; s++)
+                c.v[s] = MIN(c.v[s], hx->budget.v[s]);
+        }
+        if (seen)
+            continue;
+        guint now_cnt = nd->eligible[hd->node] ? fit_count(&nd->req, &c, nd->count) : 0;
+        total = total - k->cnt[hd->node] + MIN(now_cnt, k->cnt[hd->node]);
+    }
+    return total >= nd->count;
+}
+
+/*
+ * Walk the timeline (ends of running tasks and earlier holds, in time order) until @job's gang
+ * fits; reserve where it fits then. FALSE when it never does (it waits without reservation).
+ */
+static gboolean reserve_job(KbReserve *rs, KbJobInfo *job, GArray *needs)
+{
+    KbSession *ssn = rs->ssn;
+    guint n = ssn->n_nodes;
+    g_autofree KbResources *fr = g_memdup2(rs->free_now, sizeof(KbResources) * MAX(n, 1));
+    g_autofree KbResources *capped = g_new(KbResources, MAX(n, 1));
+    g_autofree guint *cnt = g_new0(guint, MAX(n, 1));
+    Counts k = {cnt, 0};
+    g_autoptr(GArray) holds = hold_events(rs);
+    gint64 run = job_runtime(rs, job);
+    const Need *nd0 = needs->len == 1 ? &g_array_index(needs, Need, 0) : NULL;
+    for (guint x = 0; nd0 != NULL && x < n; x++)
+        counts_set(rs, nd0, &k, fr, x);
+    guint i = 0, h = 0;
+    gint64 t = ssn->now;
+    for (;;) {
+        /* Apply every event at or before t. */
+        while (i < rs->events->len && g_array_index(rs->events, Ev, i).t <= t) {
+            const Ev *ev = &g_array_index(rs->events, Ev, i++);
+            kb_resources_add(&fr[ev->node], &ev->res);
+            if (nd0 != NULL)
+                counts_set(rs, nd0, &k, fr, ev->node);
+        }
+        while (h < holds->len && g_array_index(holds, Ev, h).t <= t) {
+            const Ev *ev = &g_array_index(holds, Ev, h++);
+            kb_resources_add(&fr[ev->node], &ev->res);
+            if (nd0 != NULL)
+                counts_set(rs, nd0, &k, fr, ev->node);
+        }
+        if (fits_at(rs, needs, fr, capped, &k, t, add_time(t, run)))
+            break;
+        if (i >= rs->events->len && h >= holds->len)
+            return FALSE;
+        gint64 next = G_MAXINT64;
+        if (i < rs->events->len)
+            next = g_array_index(rs->events, Ev, i).t;
+        if (h < holds->len)
+            next = MIN(next, g_array_index(holds, Ev, h).t);
+        t = next;
+    }
+    if (!within_share(rs, job, t))
+        return FALSE;
+    g_autofree guint *take = g_new0(guint, MAX(needs->len * n, 1));
+    memcpy(capped, fr, sizeof(KbResources) * n);
+    cap_by_holds(rs, capped, t, add_time(t, run));
+    gang_fit(rs, needs, capped, take);
+    KbReservation rv = {job, t, add_time(t, run), 0, NULL, NULL};
+    reservation_nodes(rs, &rv, needs, take);
+    add_holds(rs, &rv, rs->list->len, fr);
+    g_array_append_val(rs->list, rv);
+    rs->rank[job->id] = rs->list->len;
+    return TRUE;
+}
+
+/* ---- the action ----------------------------------------------------------------------------- */
+
+static void reservation_clear(gpointer p)
+{
+    KbReservation *rv = p;
+    g_free(rv->nodes);
+    g_free(rv->amount);
+}
+
+static KbReserve *reserve_new(KbSession *ssn)
+{
+    KbReserve *rs = g_new0(KbReserve, 1);
+    rs->ssn = ssn;
+    rs->list = g_array_new(FALSE, FALSE, sizeof(KbReservation));
+    g_array_set_clear_func(rs->list, reservation_clear);
+    rs->holds = g_array_new(FALSE, FALSE, sizeof(Hold));
+    rs->head = g_new(gint, MAX(ssn->n_nodes, 1));
+    for (guint n = 0; n < ssn->n_nodes; n++)
+        rs->head[n] = -1;
+    rs->runtime = g_new(gint64, MAX(ssn->jobs->len, 1));
+    for (guint j = 0; j < ssn->jobs->len; j++)
+        rs->runtime[j] = G_MININT64;
+    rs->rank = g_new0(guint, MAX(ssn->jobs->len, 1));
+    rs->first = g_new0(guint8, MAX(ssn->jobs->len, 1));
+    return rs;
+}
+
+void kb_reserve_free(KbReserve *rs)
+{
+    if (rs == NULL)
+        return;
+    g_array_unref(rs->list);
+    g_array_unref(rs->holds);
+    g_free(rs->head);
+    g_free(rs->runtime);
+    g_free(rs->rank);
+    g_free(rs->first);
+    g_free(rs->free_now);
+    g_free(rs->usable);
+    if (rs->events != NULL)
+        g_array_unref(rs->events);
+    g_free(rs);
+}
+
+static void reserve_execute(KbSession *ssn)
+{
+    const KbConfPlugin *cf = kb_conf_find_configuration(ssn->conf, "reserve");
+    guint max_res =
+            (guint)CLAMP(kb_conf_plugin_arg_double(cf, "maxReservations", 1), 1, KB_RESERVE_MAX);
+    guint max_scan =
+            (guint)CLAMP(kb_conf_plugin_arg_double(cf, "maxScan", DEFAULT_MAX_SCAN), 1, 1000000);
+    kb_reserve_free(ssn->reserve);
+    KbReserve *rs = ssn->reserve = reserve_new(ssn);
+    gint64 min_wait = kb_conf_arg_duration(cf, "minWait", DEFAULT_MIN_WAIT);
+    guint min_gpus = (guint)CLAMP(kb_conf_plugin_arg_double(cf, "minGPUs", 0), 0, 1000000);
+    g_autoptr(GPtrArray) cands = candidates(ssn, min_wait, min_gpus);
+    if (cands->len == 0)
+        return;
+    timeline_init(rs);
+    g_autoptr(GArray) needs = g_array_new(FALSE, FALSE, sizeof(Need));
+    g_autoptr(GString) why = g_string_new(NULL);
+    for (guint c = 0; c < cands->len && c < max_scan && rs->list->len < max_res; c++) {
+        KbJobInfo *job = cands->pdata[c];
+        if (!may_reserve(ssn, job, why))
+            continue;
+        job_needs(rs, job, needs);
+        if (gang_fit(rs, needs, rs->free_now, NULL)) {
+            /*
+             * Expected to start now; jobs after the first reservation are allocate's. A job that
+             * fits is admitted here: the jobs enqueue admitted meanwhile (held off the reserved
+             * capacity) would otherwise keep a reserved job out of Inqueue once its capacity is
+             * free.
+             */
+            if (rs->list->len == 0) {
+                start_now(rs, job, needs);
+                rs->first[job->id] = TRUE;
+                if (job->phase == KB_JOB_PENDING) {
+                    job->phase = KB_JOB_INQUEUE;
+                    kb_session_job_enqueued(ssn, job);
+                }
+            }
+            continue;
+        }
+        /* A reserved job stays Pending until it fits: admitting it now would make enqueue count
+         * its whole request against the idle capacity and hold every other job out. */
+        reserve_job(rs, job, needs);
+    }
+    needs_clear(needs);
+}
+
+const struct kb_action_ops kb_action_reserve = {
+        .name = "reserve",
+        .execute = reserve_execute,
+};
+
+/* ---- reporting ------------------------------------------------------------------------------ */
+
+const KbReservation *kb_reserve_list(KbSession *ssn, guint *n)
+{
+    KbReserve *rs = ssn->reserve;
+    *n = rs != NULL ? rs->list->len : 0;
+    return rs != NULL ? (const KbReservation *)(void *)rs->list->data : NULL;
+}
+
+char *kb_reserve_describe(KbSession *ssn, const KbJobInfo *job)
+{
+    KbReserve *rs = ssn->reserve;
+    if (rs == NULL || rs->rank[job->id] == 0)
+        return NULL;
+    const KbReservation *rv = &g_array_index(rs->list, KbReservation, rs->rank[job->id] - 1);
+    GString *s = g_string_new(NULL);
+    g_string_append_printf(s, "reserved %u node%s", rv->n_nodes, rv->n_nodes == 1 ? "" : "s");
+    if (rv->start == KB_RESERVE_UNKNOWN) {
+        g_string_append(s, ", expected start unknown");
+        return g_string_free(s, FALSE);
+    }
+    gint64 mins = (MAX(rv->start - ssn->now, 0) + 59) / 60;
+    if (mins >= 60)
+        g_string_append_printf(s,
+                               ", expected start in %" G_GINT64_FORMAT "h%02" G_GINT64_FORMAT "m",
+                               mins / 60, mins % 60);
+    else
+        g_string_append_printf(s, ", expected start in %" G_GINT64_FORMAT "m", mins);
+    return g_string_free(s, FALSE);
+}

@@ -1,0 +1,84 @@
+/*
+ * reserve: big gangs never starve. An action (listed before allocate:
+ * `enqueue, reserve, allocate`) that gives the highest-priority waiting jobs that cannot start now
+ * a reservation: concrete nodes and amounts, and an estimated start time computed from when the
+ * running jobs are expected to end. allocate then keeps other jobs off the reserved capacity
+ * unless they are expected to finish before the reservation starts (backfill).
+ *
+ * Expected runtime of a job (kb_reserve_job_runtime), first found of:
+ *   - annotation KB_RESERVE_RUNTIME_ANNOTATION on the PodGroup, else on the job's first pod:
+ *     a duration "2h30m", "90m", "3600" (kb_conf_parse_duration);
+ *   - none: the job has no estimate. A running job without one is never expected to end (what it
+ *     holds never frees on the timeline); a waiting job without one never backfills onto reserved
+ *     capacity, and a reservation for it holds its nodes until it starts.
+ * A running job past its expected end is expected to end KB_RESERVE_OVERRUN_S from now.
+ *
+ * Which jobs: candidates are jobs with pending tasks that are not running as a gang (Pending or
+ * Inqueue), ready to schedule, of an open queue that is not overused, sorted by priority
+ * (highest first), then creation time (oldest first), then key. Walking them, a job whose gang
+ * fits the idle capacity left by the jobs before it is expected to start now (its capacity is
+ * taken on the timeline); the first that does not fit gets reservation 0, the next up to
+ * maxReservations - 1 get reservations computed on the timeline that already holds the earlier
+ * ones (conservative backfill). A job whose queue would exceed its deserved share (proportion)
+ * with the job's minimum is skipped, and so is a Pending job the plugins would not admit
+ * (enqueue): a reservation is part of the owner queue's share, never more, so it never holds
+ * capacity that another queue is due for ever (see README "Reservations").
+ * A reserved job stays Pending until its gang fits the idle capacity (admitting it earlier
+ * would make enqueue count its whole request against the idle capacity and hold every job
+ * out); a candidate before the first reservation whose gang fits now is admitted (Inqueue) by
+ * this action, so that jobs enqueue admitted meanwhile (held off the reserved capacity) cannot
+ * keep a reserved job out once its capacity is free.
+ *
+ * Admission (allocate calls kb_reserve_admits for every candidate node): reservation i holds
+ * amount R(i,n) on node n from its start T(i) until its expected end. A task of a job that owns
+ * no reservation, or owns one of lower rank, may use node n only if, at every T(i) of a
+ * reservation holding n that comes before the task's job is expected to end (unknown end: every
+ * one), the capacity n is expected to have free then, minus the holds active then, minus what
+ * earlier such placements took, still fits the task. A job with no estimate is never expected
+ * to end. Owners of reservation i ignore the holds of reservations i..max (lower priority).
+ *
+ * Configuration (Volcano's per-action `configurations`):
+ *   configurations:
+ *   - name: reserve
+ *     arguments:
+ *       maxReservations: 1   # 1..32 jobs reserved per cycle (conservative backfill above 1)
+ *       maxScan: 1000        # waiting jobs examined per cycle to find them
+ */
+#pragma once
+
+#include "scheduler/session.h"
+
+#define KB_RESERVE_RUNTIME_ANNOTATION "kube-batchd.io/expected-runtime"
+#define KB_RESERVE_MAX                32
+#define KB_RESERVE_OVERRUN_S          60
+#define KB_RESERVE_UNKNOWN            G_MAXINT64
+
+typedef struct KbReserve KbReserve;
+
+/* One reservation, as the action decided it. */
+typedef struct {
+    const KbJobInfo *job;
+    gint64 start;        /* estimated start (unix seconds); KB_RESERVE_UNKNOWN when not known */
+    gint64 end;          /* start + the job's expected runtime; KB_RESERVE_UNKNOWN when not known */
+    guint n_nodes;       /* nodes holding some of it */
+    guint *nodes;        /* node ids */
+    KbResources *amount; /* per node of @nodes: what is held there */
+} KbReservation;
+
+/* The job's expected runtime in seconds, or KB_RESERVE_UNKNOWN (see the top of the file). */
+gint64 kb_reserve_job_runtime(const KbJobInfo *job);
+
+/* TRUE when @task may be placed on node @node now (free resources are the caller's check). */
+gboolean kb_reserve_admits(KbSession *ssn, const KbTaskInfo *task, guint node);
+/* Placement bookkeeping, from kb_session_allocate / kb_session_deallocate. */
+void kb_reserve_on_allocate(KbSession *ssn, const KbTaskInfo *task, guint node);
+void kb_reserve_on_deallocate(KbSession *ssn, const KbTaskInfo *task, guint node);
+/*
+ * " (reserved 4 nodes, expected start in 2h10m)" for a job holding a reservation in this
+ * session, else NULL; newly allocated. Minutes are rounded up so that the message changes at
+ * most once a minute (each change is a status write).
+ */
+char *kb_reserve_describe(KbSession *ssn, const KbJobInfo *job);
+/* The reservations of this session (0 when the action did not run). Borrowed. */
+const KbReservation *kb_reserve_list(KbSession *ssn, guint *n);
+void kb_reserve_free(KbReserve *rs);

@@ -1,0 +1,383 @@
+/*
+ * The reserve action end to end without an API server: running jobs with expected runtimes, a
+ * waiting big gang and smaller jobs in (decoded from JSON with the real decoders), one cycle,
+ * placements and PodGroup conditions out.
+ */
+#include <string.h>
+
+#include "kube/kb-objects.h"
+#include "scheduler/conf.h"
+#include "scheduler/cycle.h"
+#include "scheduler/reserve.h"
+#include "tests/lib/kb-test-sched.h"
+
+typedef KbTestSched Fx;
+
+#define T_2026 1767225600 /* 2026-01-01T00:00:00Z */
+#define NOW    (T_2026 + 10 * 3600)
+
+#define RESERVE    "enqueue, reserve, allocate"
+#define NO_RESERVE "enqueue, allocate"
+#define MAX_JOBS   6
+#define MAX_CHECKS 4
+
+/*
+ * A job: PodGroup @name (minMember @n, queue @queue or the default, class @pc) with @n pods of
+ * @gpus GPUs. @nodes: NULL for pending pods, else a node per pod (Running there since
+ * @started, seconds after T_2026, which is also the creation time of the group and pods).
+ * @runtime: the expected-runtime annotation on the pods, or NULL.
+ */
+typedef struct {
+    const char *name;
+    const char *queue;
+    const char *pc;
+    guint n;
+    int gpus;
+    const char *nodes;
+    gint64 started;
+    const char *runtime;
+} JobSpec;
+
+/* After the cycle: @job got @binds placements and, with @message, its condition contains it
+ * (or, starting with "!", does not contain the rest). */
+typedef struct {
+    const char *job;
+    guint binds;
+    const char *message;
+} Check;
+
+typedef struct {
+    const char *path;
+    const char *actions;
+    const char *configurations; /* YAML of a `configurations:` list, or NULL */
+    guint n_nodes;              /* nodes n1..nN of 8 GPUs */
+    const char *queues;         /* "a,b": queues of weight 1, or NULL */
+    JobSpec jobs[MAX_JOBS];
+    Check checks[MAX_CHECKS];
+} Case;
+
+static void add_node(Fx *fx, const char *name)
+{
+    g_autofree char *json = g_strdup_printf(
+            "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\",\"uid\":"
+            "\"n-%s\"},\"status\":{\"allocatable\":{\"cpu\":\"64\",\"memory\":\"256Gi\","
+            "\"pods\":\"110\",\"nvidia.com/gpu\":\"8\"},\"conditions\":[{\"type\":\"Ready\","
+            "\"status\":\"True\"}]}}",
+            name, name);
+    kb_test_sched_add_node(fx, json);
+}
+
+static void add_queue(Fx *fx, const char *name)
+{
+    g_autofree char *json = g_strdup_printf(
+            "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"Queue\",\"metadata\":"
+            "{\"name\":\"%s\",\"uid\":\"q-%s\"},\"spec\":{\"weight\":1}}",
+            name, name);
+    kb_test_sched_add_queue(fx, json);
+}
+
+static void add_priority_class(Fx *fx, const char *name, int value)
+{
+    g_autofree char *json = g_strdup_printf(
+            "{\"apiVersion\":\"scheduling.k8s.io/v1\",\"kind\":\"PriorityClass\",\"metadata\":"
+            "{\"name\":\"%s\",\"uid\":\"pc-%s\"},\"value\":%d}",
+            name, name, value);
+    kb_test_sched_add_priority_class(fx, json);
+}
+
+static char *timestamp(gint64 t)
+{
+    g_autoptr(GDateTime) dt = g_date_time_new_from_unix_utc(t);
+    return g_date_time_format(dt, "%Y-%m-%dT%H:%M:%SZ");
+}
+
+static void add_job(Fx *fx, const JobSpec *j)
+{
+    g_autofree char *ts = timestamp(T_2026 + j->started);
+    g_autofree char *q =
+            j->queue != NULL ? g_strdup_printf(",\"queue\":\"%s\"", j->queue) : g_strdup("");
+    g_autofree char *pc =
+            j->pc != NULL ? g_strdup_printf(",\"priorityClassName\":\"%s\"", j->pc) : g_strdup("");
+    g_autofree char *gjson = g_strdup_printf(
+            "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\","
+            "\"metadata\":{\"name\":\"%s\",\"namespace\":\"team\",\"uid\":\"pg-%s\","
+            "\"creationTimestamp\":\"%s\"},\"spec\":{\"minMember\":%u%s%s}}",
+            j->name, j->name, ts, j->n, q, pc);
+    kb_test_sched_add_pod_group(fx, gjson);
+    g_auto(GStrv) nodes = j->nodes != NULL ? g_strsplit(j->nodes, ",", -1) : NULL;
+    g_autofree char *rt =
+            j->runtime != NULL
+                    ? g_strdup_printf(",\"" KB_RESERVE_RUNTIME_ANNOTATION "\":\"%s\"", j->runtime)
+                    : g_strdup("");
+    for (guint i = 0; i < j->n; i++) {
+        g_autofree char *node = nodes != NULL && nodes[i] != NULL
+                                        ? g_strdup_printf(",\"nodeName\":\"%s\"", nodes[i])
+                                        : g_strdup("");
+        g_autofree char *json = g_strdup_printf(
+                "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s-%u\","
+                "\"namespace\":\"team\",\"uid\":\"u-%s-%u\",\"creationTimestamp\":\"%s\","
+                "\"annotations\":{\"scheduling.k8s.io/group-name\":\"%s\"%s}},\"spec\":{"
+                "\"schedulerName\":\"kube-batchd\"%s%s,\"containers\":[{\"name\":\"c\","
+                "\"resources\":{\"requests\":{\"cpu\":\"1\",\"memory\":\"1Gi\","
+                "\"nvidia.com/gpu\":%d}}}]},\"status\":{\"phase\":\"%s\"}}",
+                j->name, i, j->name, i, ts, j->name, rt, node, pc, j->gpus,
+                nodes != NULL ? "Running" : "Pending");
+        kb_test_sched_put_pod(fx, kb_test_sched_parse(json));
+    }
+}
+
+static Fx *fx_for(const Case *c)
+{
+    const char *def = kb_conf_default_yaml();
+    const char *tiers = strstr(def, "tiers:");
+    g_assert_nonnull(tiers);
+    g_autofree char *yaml =
+            g_strdup_printf("actions: \"%s\"\n%s%s%s", c->actions,
+                            c->configurations != NULL ? "configurations:\n" : "",
+                            c->configurations != NULL ? c->configurations : "", tiers);
+    Fx *fx = kb_test_sched_new(yaml);
+    fx->now = NOW;
+    add_priority_class(fx, "low", 10);
+    add_priority_class(fx, "high", 1000);
+    for (guint i = 1; i <= c->n_nodes; i++) {
+        g_autofree char *name = g_strdup_printf("n%u", i);
+        add_node(fx, name);
+    }
+    g_auto(GStrv) queues = c->queues != NULL ? g_strsplit(c->queues, ",", -1) : NULL;
+    for (guint i = 0; queues != NULL && queues[i] != NULL; i++)
+        add_queue(fx, queues[i]);
+    for (guint i = 0; i < MAX_JOBS && c->jobs[i].name != NULL; i++)
+        add_job(fx, &c->jobs[i]);
+    return fx;
+}
+
+static void test_case(gconstpointer data)
+{
+    const Case *c = data;
+    Fx *fx = fx_for(c);
+    kb_test_sched_run(fx);
+    for (guint i = 0; i < fx->res->job_statuses->len; i++) {
+        const KbJobStatus *st = &g_array_index(fx->res->job_statuses, KbJobStatus, i);
+        g_test_message("%s: %s %s", st->job, st->reason != NULL ? st->reason : "-",
+                       st->message != NULL ? st->message : "-");
+    }
+    for (guint i = 0; i < MAX_CHECKS && c->checks[i].job != NULL; i++) {
+        const Check *k = &c->checks[i];
+        g_autofree char *key = g_strdup_printf("team/%s", k->job);
+        g_assert_cmpuint(kb_test_sched_binds(fx, key), ==, k->binds);
+        if (k->message == NULL)
+            continue;
+        const KbJobStatus *st = kb_cycle_result_job(fx->res, key);
+        g_assert_nonnull(st);
+        const char *msg = st->message != NULL ? st->message : "";
+        if (k->message[0] == '!') {
+            if (strstr(msg, k->message + 1) != NULL)
+                g_error("%s: message \"%s\" contains \"%s\"", k->job, msg, k->message + 1);
+        } else if (strstr(msg, k->message) == NULL) {
+            g_error("%s: message \"%s\" lacks \"%s\"", k->job, msg, k->message);
+        }
+    }
+    kb_test_sched_free(fx);
+}
+
+/* Two busy nodes: n1 frees in 1h, n2 (4 GPUs busy) in 2h. */
+#define BUSY_N1                                                                                    \
+    {                                                                                              \
+        "a1", NULL, NULL, 1, 8, "n1", 9 * 3600, "2h"                                               \
+    }
+#define BUSY_N2                                                                                    \
+    {                                                                                              \
+        "a2", NULL, NULL, 1, 4, "n2", 9 * 3600, "3h"                                               \
+    }
+/* The big gang waits longest. */
+#define BIG                                                                                        \
+    {                                                                                              \
+        "big", NULL, NULL, 2, 8, NULL, 9 * 3600 + 60, "10h"                                        \
+    }
+
+static const Case cases[] = {
+        /* Without reservations the small job takes n2's 4 free GPUs: the big gang waits on. */
+        {"/scheduler/reserve/without-small-job-takes-capacity",
+         NO_RESERVE,
+         NULL,
+         2,
+         NULL,
+         {BUSY_N1, BUSY_N2, BIG, {"small", NULL, NULL, 1, 4, NULL, 9 * 3600 + 120, "5h"}},
+         {{"small", 1, NULL}, {"big", 0, "!reserved"}}},
+        /* With them, the big gang holds n1 and n2 from 2h on; a 5h job would run across it. */
+        {"/scheduler/reserve/long-job-kept-off",
+         RESERVE,
+         NULL,
+         2,
+         NULL,
+         {BUSY_N1, BUSY_N2, BIG, {"small", NULL, NULL, 1, 4, NULL, 9 * 3600 + 120, "5h"}},
+         {{"small", 0, "reserved for a waiting gang"},
+          {"big", 0, "reserved 2 nodes, expected start in 2h00m"}}},
+        /* A job expected to end before the reservation starts backfills. */
+        {"/scheduler/reserve/short-job-backfills",
+         RESERVE,
+         NULL,
+         2,
+         NULL,
+         {BUSY_N1, BUSY_N2, BIG, {"small", NULL, NULL, 1, 4, NULL, 9 * 3600 + 120, "90m"}},
+         {{"small", 1, NULL}, {"big", 0, "reserved 2 nodes"}}},
+        /* Ending exactly when the reservation starts is in time. */
+        {"/scheduler/reserve/short-job-ends-at-start",
+         RESERVE,
+         NULL,
+         2,
+         NULL,
+         {BUSY_N1, BUSY_N2, BIG, {"small", NULL, NULL, 1, 4, NULL, 9 * 3600 + 120, "2h"}},
+         {{"small", 1, NULL}}},
+        /* No estimate: never on reserved capacity. */
+        {"/scheduler/reserve/no-estimate-no-backfill",
+         RESERVE,
+         NULL,
+         2,
+         NULL,
+         {BUSY_N1, BUSY_N2, BIG, {"small", NULL, NULL, 1, 4, NULL, 9 * 3600 + 120, NULL}},
+         {{"small", 0, NULL}, {"big", 0, "reserved 2 nodes"}}},
+        /* Capacity outside the reservation stays usable by anyone: the big gang reserves n3
+         * (free now) and n1 (free in 1h); n2's free GPUs are not held. */
+        {"/scheduler/reserve/unreserved-capacity-used",
+         RESERVE,
+         NULL,
+         3,
+         NULL,
+         {BUSY_N1,
+          {"a2", NULL, NULL, 1, 4, "n2", 9 * 3600, "10h"},
+          BIG,
+          {"small", NULL, NULL, 1, 4, NULL, 9 * 3600 + 120, NULL}},
+         {{"small", 1, NULL}, {"big", 0, "reserved 2 nodes, expected start in 1h00m"}}},
+        /* Running jobs without estimates: the start is unknown, and nothing backfills. */
+        {"/scheduler/reserve/unknown-start",
+         RESERVE,
+         NULL,
+         2,
+         NULL,
+         {{"a1", NULL, NULL, 1, 8, "n1", 9 * 3600, NULL},
+          {"a2", NULL, NULL, 1, 4, "n2", 9 * 3600, NULL},
+          BIG,
+          {"small", NULL, NULL, 1, 4, NULL, 9 * 3600 + 120, "1m"}},
+         {{"small", 0, NULL}, {"big", 0, "reserved 2 nodes, expected start unknown"}}},
+        /* Higher priority first, though younger. */
+        {"/scheduler/reserve/priority-first",
+         RESERVE,
+         NULL,
+         2,
+         NULL,
+         {BUSY_N1,
+          BUSY_N2,
+          {"old", NULL, "low", 2, 8, NULL, 9 * 3600 + 60, "1h"},
+          {"urgent", NULL, "high", 2, 8, NULL, 9 * 3600 + 600, "1h"}},
+         {{"urgent", 0, "reserved 2 nodes"}, {"old", 0, "!reserved"}}},
+        /* Conservative backfill: the second reservation may not delay the first. big2 would fit
+         * on n1 at 1h but runs 10h, across big's start at 2h; it waits for n3 at 3h. */
+        {"/scheduler/reserve/second-reservation-after-first",
+         RESERVE,
+         "- name: reserve\n  arguments:\n    maxReservations: 2\n",
+         3,
+         NULL,
+         {BUSY_N1,
+          {"a2", NULL, NULL, 1, 8, "n2", 9 * 3600, "3h"},
+          {"a3", NULL, NULL, 1, 8, "n3", 9 * 3600, "4h"},
+          BIG,
+          {"big2", NULL, NULL, 1, 8, NULL, 9 * 3600 + 120, "10h"}},
+         {{"big", 0, "reserved 2 nodes, expected start in 2h00m"},
+          {"big2", 0, "reserved 1 node, expected start in 3h00m"}}},
+        /* One reservation by default. */
+        {"/scheduler/reserve/one-by-default",
+         RESERVE,
+         NULL,
+         3,
+         NULL,
+         {BUSY_N1,
+          {"a2", NULL, NULL, 1, 8, "n2", 9 * 3600, "3h"},
+          {"a3", NULL, NULL, 1, 8, "n3", 9 * 3600, "4h"},
+          BIG,
+          {"big2", NULL, NULL, 1, 8, NULL, 9 * 3600 + 120, "10h"}},
+         {{"big", 0, "reserved 2 nodes"}, {"big2", 0, "!reserved"}}},
+        /* A job whose queue would go over its deserved share gets no reservation, so it never
+         * holds capacity the other queue is due: b's long job takes n2's free GPUs. */
+        {"/scheduler/reserve/over-share-no-reservation",
+         RESERVE,
+         NULL,
+         2,
+         "a,b",
+         {{"a1", "a", NULL, 1, 8, "n1", 9 * 3600, "2h"},
+          {"abig", "a", NULL, 2, 8, NULL, 9 * 3600 + 60, "10h"},
+          {"bsmall", "b", NULL, 1, 4, NULL, 9 * 3600 + 120, "10h"}},
+         {{"bsmall", 1, NULL}, {"abig", 0, "!reserved"}}},
+        /* When the reserved capacity is free, the gang starts (admitted though Pending). */
+        {"/scheduler/reserve/starts-when-free",
+         RESERVE,
+         NULL,
+         2,
+         NULL,
+         {BIG, {"small", NULL, NULL, 1, 4, NULL, 9 * 3600 + 120, "5h"}},
+         {{"big", 2, NULL}, {"small", 0, NULL}}},
+};
+
+/* Across cycles: the big gang starts once the running jobs end, before the small long job. */
+static void test_starts_in_order(void)
+{
+    static const Case c = {
+            "",
+            RESERVE,
+            NULL,
+            2,
+            NULL,
+            {BUSY_N1, BUSY_N2, BIG, {"small", NULL, NULL, 1, 4, NULL, 9 * 3600 + 120, "5h"}},
+            {{NULL}}};
+    Fx *fx = fx_for(&c);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
+    /* The running jobs end: their pods succeed. */
+    const char *done[] = {"team/a1-0", "team/a2-0"};
+    for (guint i = 0; i < G_N_ELEMENTS(done); i++) {
+        json_object *o = g_hash_table_lookup(fx->pods, done[i]);
+        g_assert_nonnull(o);
+        json_object *status = NULL;
+        json_object_object_get_ex(o, "status", &status);
+        json_object_object_add(status, "phase", json_object_new_string("Succeeded"));
+        kb_test_sched_put_pod(fx, json_object_get(o));
+    }
+    fx->now = NOW + 2 * 3600;
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "team/big"), ==, 2);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "team/small"), ==, 0);
+    kb_test_sched_free(fx);
+}
+
+static void test_runtime_annotation(void)
+{
+    static const struct {
+        const char *value;
+        gint64 want;
+    } rows[] = {{"2h30m", 9000},
+                {"90", 90},
+                {"0", 1},
+                {"soon", KB_RESERVE_UNKNOWN},
+                {"-5m", KB_RESERVE_UNKNOWN},
+                {NULL, KB_RESERVE_UNKNOWN}};
+    for (guint i = 0; i < G_N_ELEMENTS(rows); i++) {
+        Case c = {"",      RESERVE, NULL,
+                  1,       NULL,    {{"j", NULL, NULL, 1, 1, NULL, 0, rows[i].value}},
+                  {{NULL}}};
+        Fx *fx = fx_for(&c);
+        KbJobInfo *job = kb_cache_lookup_job(fx->cache, "team", "j");
+        g_assert_nonnull(job);
+        g_assert_cmpint(kb_reserve_job_runtime(job), ==, rows[i].want);
+        kb_test_sched_free(fx);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++)
+        g_test_add_data_func(cases[i].path, &cases[i], test_case);
+    g_test_add_func("/scheduler/reserve/starts-in-order", test_starts_in_order);
+    g_test_add_func("/scheduler/reserve/runtime-annotation", test_runtime_annotation);
+    return g_test_run();
+}
