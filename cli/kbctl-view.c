@@ -96,6 +96,11 @@ static int cmp_jobs(gconstpointer a, gconstpointer b)
     return r != 0 ? r : g_strcmp0(ja->tf->meta.name, jb->tf->meta.name);
 }
 
+static int cmp_strings(gconstpointer a, gconstpointer b)
+{
+    return g_strcmp0(*(char *const *)a, *(char *const *)b);
+}
+
 static int cmp_nodes(gconstpointer a, gconstpointer b)
 {
     return g_strcmp0((*(KbNode *const *)a)->meta.name, (*(KbNode *const *)b)->meta.name);
@@ -448,11 +453,12 @@ static void job_compute(KbctlWorld *w, KbctlJob *j)
     for (int t = 0; t < KB_TF_N_TYPES; t++)
         j->gpus_requested += (gint64)kb_tfjob_effective_replicas(j->tf, t) *
                              j->tf->specs[t].requests.v[KB_RES_GPU];
-    j->start_time = j->tf->status.start_time;
+    /* Started: when its first pod started on a node (tf-operator's status.startTime is set when
+     * it creates the pods, long before a waiting gang runs). */
     for (guint i = 0; i < j->pods->len; i++) {
         const KbPod *p = g_ptr_array_index(j->pods, i);
         gint64 st = pod_start_time(p);
-        if (st > 0 && (j->start_time == 0 || st < j->start_time) && j->tf->status.start_time == 0)
+        if (st > 0 && (j->start_time == 0 || st < j->start_time))
             j->start_time = st;
         if (!pod_holds(p))
             continue;
@@ -463,7 +469,9 @@ static void job_compute(KbctlWorld *w, KbctlJob *j)
         if (!seen)
             g_ptr_array_add(j->nodes, g_strdup(p->node_name));
     }
-    g_ptr_array_sort(j->nodes, (GCompareFunc)g_strcmp0);
+    g_ptr_array_sort(j->nodes, cmp_strings);
+    if (j->start_time == 0 && kb_tfjob_is_finished(j->tf))
+        j->start_time = j->tf->status.start_time;
     const char *q = kbctl_json_str(j->group, "spec.queue");
     j->queue = g_strdup(q != NULL ? q : j->tf->queue != NULL ? j->tf->queue : "default");
     group_wait(j);

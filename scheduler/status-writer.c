@@ -357,6 +357,14 @@ static void apply_queue(KbStatusWriter *w, const KbQueueStatus *qs)
     json_object_object_add(status, "running", json_object_new_int64(qs->n_running));
     json_object_object_add(status, "unknown", json_object_new_int64(qs->n_unknown));
     json_object_object_add(status, "completed", json_object_new_int64(qs->n_completed));
+    /* What `kbctl queue list` shows (Volcano's QueueStatus has `allocated` too); written only
+     * when it changes, like the counts. */
+    json_object_object_add(status, "allocated", kb_resources_encode(&qs->allocated));
+    json_object *deserved = kb_resources_encode(&qs->deserved);
+    if (json_object_object_length(deserved) > 0)
+        json_object_object_add(status, "deserved", deserved);
+    else
+        json_object_put(deserved);
     json_object *body = json_object_new_object();
     json_object_object_add(body, "status", status);
     const char *text = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
