@@ -186,15 +186,16 @@ static const KbctlCommand *find_command(const char *path)
     return NULL;
 }
 
-/* The commands starting with "@word " ("top node", "top job"), as "node|job"; NULL if none. */
-static char *subcommands(const char *word)
+/* The commands starting with "@word " ("top node", "top job"), as "node|job" (@sep "|"); NULL
+ * if none. */
+static char *subcommands(const char *word, const char *sep)
 {
     g_autoptr(GString) s = g_string_new(NULL);
     size_t n = strlen(word);
     for (guint i = 0; i < kbctl_n_commands; i++) {
         const char *p = kbctl_commands[i].path;
         if (strncmp(p, word, n) == 0 && p[n] == ' ')
-            g_string_append_printf(s, "%s%s", s->len > 0 ? "|" : "", p + n + 1);
+            g_string_append_printf(s, "%s%s", s->len > 0 ? sep : "", p + n + 1);
     }
     return s->len > 0 ? g_strdup(s->str) : NULL;
 }
@@ -241,7 +242,7 @@ static const KbctlCommand *resolve(int argc, char **argv, int *idx, guint *n_wor
         }
     }
     const KbctlCommand *c = find_command(argv[idx[0]]);
-    g_autofree char *subs = subcommands(argv[idx[0]]);
+    g_autofree char *subs = subcommands(argv[idx[0]], "|");
     if (c != NULL) {
         *n_words = 1;
         return c;
@@ -395,7 +396,7 @@ static void completion_script(GString *s)
     for (guint i = 0; i < kbctl_n_commands; i++) {
         const KbctlCommand *c = &kbctl_commands[i];
         g_auto(GStrv) words = g_strsplit(c->path, " ", 2);
-        g_autofree char *subs = subcommands(words[0]);
+        g_autofree char *subs = subcommands(words[0], " ");
         if (words[1] != NULL && first_of_group(i, words[0]))
             g_string_append_printf(s, "        %s) COMPREPLY=($(compgen -W \"%s\" -- \"$cur\"));;\n",
                                    words[0], subs != NULL ? subs : "");
