@@ -13,6 +13,8 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "cli/kbctl-out.h"
+#include "tests/apiserver/kas-json.h"
 #include "tests/lib/kb-test-apiserver.h"
 
 typedef struct {
@@ -506,6 +508,8 @@ static void test_queues(void)
     g_assert_cmpstr(job[4], ==, "8");
     const char *del[] = {"delete", "qjob", "--wait", NULL};
     g_free(kbctl_ok(del));
+    /* The status is a merge patch: the GPUs given back must be written as 0, not left out. */
+    g_assert_true(queue_allocated(0, "research"));
 }
 
 /* ---- kb-apiserver's pod log, read by kubectl -------------------------------------------------- */
@@ -651,6 +655,54 @@ static void test_completion(void)
     g_assert_nonnull(strstr(out, "wait"));
 }
 
+/* ---- units: YAML and durations (no cluster) ------------------------------------------------- */
+
+static void test_yaml(void)
+{
+    static const char *const quoted[] = {"true", "Yes", "y", "N", "off", "null", "~", "",
+                                         "0.5", "100", "-x", "a: b", "#c", " lead", "trail ",
+                                         "1e3", "[x]", "{y}", "*a", "&b", "!t", "%p", "@q",
+                                         "line\nbreak", ".5", "+1", "x,y"};
+    static const char *const plain[] = {"tensorflow", "kube-batchd.io/gpu-ids", "img-1",
+                                        "python", "a-b_c.d"};
+    for (guint i = 0; i < G_N_ELEMENTS(quoted); i++) {
+        g_autoptr(KbctlJson) v = json_object_new_string(quoted[i]);
+        g_autofree char *y = kbctl_yaml(v);
+        g_assert_cmpint(y[0], ==, '"');
+        /* Read back by the project's YAML reader, it is the same string. */
+        g_autoptr(GError) error = NULL;
+        g_autoptr(KbctlJson) back = kas_yaml_to_json(y, strlen(y), &error);
+        g_assert_no_error(error);
+        g_assert_true(json_object_is_type(back, json_type_string));
+        g_assert_cmpstr(json_object_get_string(back), ==, quoted[i]);
+    }
+    for (guint i = 0; i < G_N_ELEMENTS(plain); i++) {
+        g_autoptr(KbctlJson) v = json_object_new_string(plain[i]);
+        g_autofree char *y = kbctl_yaml(v);
+        g_autofree char *want = g_strdup_printf("%s\n", plain[i]);
+        g_assert_cmpstr(y, ==, want);
+    }
+    g_autoptr(KbctlJson) doc = json_tokener_parse(
+            "{\"a\":{\"b\":[{\"c\":1,\"d\":[\"x\"]},[]],\"e\":{}},\"f\":null,\"g\":false}");
+    g_autofree char *y = kbctl_yaml(doc);
+    g_assert_cmpstr(y, ==, "a:\n  b:\n  - c: 1\n    d:\n    - x\n  - []\n  e: {}\nf: null\ng: false\n");
+}
+
+static void test_duration(void)
+{
+    static const struct {
+        gint64 s;
+        const char *want;
+    } cases[] = {{-5, "<invalid>"}, {0, "0s"},        {119, "119s"},  {120, "2m"},
+                 {125, "2m5s"},     {600, "10m"},      {10799, "179m"}, {10800, "3h"},
+                 {11000, "3h3m"},   {8 * 3600, "8h"},  {47 * 3600, "47h"}, {49 * 3600, "2d1h"},
+                 {8 * 86400, "8d"}, {800 * 86400, "2y70d"}, {3000 * 86400, "8y"}};
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *d = kbctl_duration(cases[i].s);
+        g_assert_cmpstr(d, ==, cases[i].want);
+    }
+}
+
 static void skip(void)
 {
     g_test_skip("kubectl is not installed");
@@ -661,6 +713,8 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_log_set_always_fatal(G_LOG_FATAL_MASK | G_LOG_LEVEL_CRITICAL);
     g_test_set_nonfatal_assertions();
+    g_test_add_func("/kbctl/unit/yaml-quoting", test_yaml);
+    g_test_add_func("/kbctl/unit/duration", test_duration);
     if (!kb_test_kubectl_available()) {
         g_test_add_func("/kbctl/skipped", skip);
         return g_test_run();
