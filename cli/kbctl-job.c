@@ -29,6 +29,8 @@ void kbctl_job_short(const KbctlWorld *w, const KbctlJob *job, KbctlShort *s)
     g_autoptr(GArray) need = g_array_new(FALSE, FALSE, sizeof(gint64));
     for (guint i = 0; i < job->pods->len; i++) {
         const KbPod *p = g_ptr_array_index(job->pods, i);
+        if (!kb_pod_is_terminated(p))
+            s->job_gpus += kbctl_pod_gpus(p);
         if (p->node_name != NULL || kb_pod_is_terminated(p))
             continue;
         gint64 g = kbctl_pod_gpus(p);
@@ -43,6 +45,8 @@ void kbctl_job_short(const KbctlWorld *w, const KbctlJob *job, KbctlShort *s)
         if (!kbctl_node_ready(n) || kbctl_node_gpus(n) == 0)
             continue;
         gint64 f = MAX(kbctl_node_gpus(n) - kbctl_node_gpus_allocated(w, n), 0);
+        s->cluster_gpus += kbctl_node_gpus(n);
+        s->node_gpus_max = MAX(s->node_gpus_max, kbctl_node_gpus(n));
         s->free_total += f;
         s->free_largest = MAX(s->free_largest, f);
         g_array_append_val(free_gpus, f);
@@ -227,6 +231,8 @@ static json_object *short_json(const KbctlShort *s)
     kbctl_json_set_int(o, "gpusFreeLargestNode", s->free_largest);
     kbctl_json_set_int(o, "podsThatFitNow", s->fit_pods);
     kbctl_json_set_int(o, "gpusShort", MAX(s->need_gpus - s->free_total, 0));
+    kbctl_json_set_int(o, "clusterGpus", s->cluster_gpus);
+    kbctl_json_set_int(o, "largestNodeGpus", s->node_gpus_max);
     json_object *q = json_object_new_object();
     kbctl_json_set_int(q, "weight", s->queue_weight);
     kbctl_json_set_int(q, "capabilityGpus", s->queue_capability);
@@ -364,7 +370,25 @@ static void why_waiting(GString *s, const KbctlWorld *w, const KbctlJob *job)
                                ". ",
                                job->queue, sh.queue_deserved, sh.queue_allocated);
     g_autofree char *holders = kbctl_gpu_holders(w, job, 3);
-    if (sh.queue_capability >= 0 && sh.queue_allocated + sh.need_gpus > sh.queue_capability)
+    if (sh.pod_gpus_max > sh.node_gpus_max)
+        g_string_append_printf(s,
+                               "It can never start as it is: a pod asks %" G_GINT64_FORMAT
+                               " GPUs and no Ready node has more than %" G_GINT64_FORMAT
+                               "; submit it with fewer GPUs per worker.",
+                               sh.pod_gpus_max, sh.node_gpus_max);
+    else if (sh.job_gpus > sh.cluster_gpus)
+        g_string_append_printf(s,
+                               "It can never start as it is: it needs %" G_GINT64_FORMAT
+                               " GPUs at once and the cluster has %" G_GINT64_FORMAT
+                               " in all; submit it with fewer workers or GPUs per worker.",
+                               sh.job_gpus, sh.cluster_gpus);
+    else if (sh.queue_capability >= 0 && sh.job_gpus > sh.queue_capability)
+        g_string_append_printf(s,
+                               "It can never start as it is: it needs %" G_GINT64_FORMAT
+                               " GPUs and queue %s is capped at %" G_GINT64_FORMAT
+                               "; raise the queue's capability or use fewer GPUs.",
+                               sh.job_gpus, job->queue, sh.queue_capability);
+    else if (sh.queue_capability >= 0 && sh.queue_allocated + sh.need_gpus > sh.queue_capability)
         g_string_append_printf(s,
                                "It starts when its queue holds at most %" G_GINT64_FORMAT
                                " GPUs (other jobs of queue %s finish), or when the queue's "
@@ -373,8 +397,7 @@ static void why_waiting(GString *s, const KbctlWorld *w, const KbctlJob *job)
     else if (sh.fit_pods < sh.n_unbound && sh.need_gpus > sh.free_total)
         g_string_append_printf(s,
                                "It starts when %" G_GINT64_FORMAT
-                               " more GPUs are free on nodes that can take whole pods%s%s; "
-                               "fewer workers or GPUs per worker would let it fit sooner.",
+                               " more GPUs are free on nodes that can take whole pods%s%s.",
                                sh.need_gpus - sh.free_total, holders[0] != '\0' ? ": " : "",
                                holders);
     else if (sh.fit_pods < sh.n_unbound)

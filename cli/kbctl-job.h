@@ -16,6 +16,9 @@ typedef struct {
     gint64 pod_gpus_max;     /* the largest GPU request among them */
     gint64 free_total;       /* free GPUs on Ready, schedulable nodes */
     gint64 free_largest;     /* the most free GPUs on one node */
+    gint64 cluster_gpus;     /* allocatable GPUs of Ready, schedulable nodes */
+    gint64 node_gpus_max;    /* the most allocatable GPUs of one such node */
+    gint64 job_gpus;         /* GPUs of all its pods not finished, placed or not */
     guint fit_pods;          /* how many of them fit the free GPUs now (first fit, largest first) */
     gint64 queue_capability; /* GPUs; -1: no cap */
     gint64 queue_deserved;   /* GPUs; -1: unknown */

@@ -655,6 +655,34 @@ static void test_completion(void)
     g_assert_nonnull(strstr(out, "wait"));
 }
 
+/* ---- a job that can never fit says so --------------------------------------------------------- */
+
+static void test_never_fits(void)
+{
+    const char *huge[] = {"submit", "tf", "--name", "huge", "--workers", "5", "--gpus", "8",
+                          "--image", "tf:1", NULL};
+    const char *fat[] = {"submit", "tf", "--name", "fat", "--workers", "1", "--gpus", "16",
+                         "--image", "tf:1", NULL};
+    g_free(kbctl_ok(huge));
+    g_free(kbctl_ok(fat));
+    json_object *j = wait_job("huge", is_waiting, "Waiting with a reason");
+    g_assert_cmpint(jint(j, "waiting.short.clusterGpus"), ==, 32);
+    json_object_put(j);
+    j = wait_job("fat", is_waiting, "Waiting with a reason");
+    json_object_put(j);
+    const char *why_huge[] = {"why", "huge", NULL};
+    g_autofree char *h = kbctl_ok(why_huge);
+    g_assert_nonnull(strstr(h, "It can never start as it is: it needs 40 GPUs at once and the "
+                               "cluster has 32 in all"));
+    const char *why_fat[] = {"why", "fat", NULL};
+    g_autofree char *f = kbctl_ok(why_fat);
+    g_assert_nonnull(strstr(f, "It can never start as it is: a pod asks 16 GPUs and no Ready node "
+                               "has more than 8"));
+    const char *d1[] = {"delete", "huge", NULL}, *d2[] = {"delete", "fat", NULL};
+    g_free(kbctl_ok(d1));
+    g_free(kbctl_ok(d2));
+}
+
 /* ---- units: YAML and durations (no cluster) ------------------------------------------------- */
 
 static void test_yaml(void)
@@ -754,6 +782,7 @@ int main(int argc, char **argv)
     g_test_add_func("/kbctl/colour-on-a-terminal", test_colour);
     g_test_add_func("/kbctl/completion", test_completion);
     g_test_add_func("/kbctl/queues", test_queues);
+    g_test_add_func("/kbctl/never-fits", test_never_fits);
     int rc = g_test_run();
 
     kb_test_daemon_stop(cluster.operator_, 30000);
