@@ -6,7 +6,7 @@
 #include <stdarg.h>
 #include <string.h>
 
-G_DEFINE_QUARK(kbctl-error-quark, kbctl_error)
+G_DEFINE_QUARK(kbctl - error - quark, kbctl_error)
 
 const KbctlOpt kbctl_global_opts[] = {
         {"namespace", 'n', KBCTL_OPT_STRING, "NS",
@@ -177,8 +177,8 @@ const char *const *kbctl_args_list(const KbctlArgs *args, const char *name)
     return (const char *const *)vals->pdata;
 }
 
-gboolean kbctl_args_int(const KbctlArgs *args, const char *name, gint64 def, gint64 min,
-                        gint64 max, gint64 *out, GError **error)
+gboolean kbctl_args_int(const KbctlArgs *args, const char *name, gint64 def, gint64 min, gint64 max,
+                        gint64 *out, GError **error)
 {
     const char *v = kbctl_args_str(args, name);
     gint64 n;
@@ -186,8 +186,9 @@ gboolean kbctl_args_int(const KbctlArgs *args, const char *name, gint64 def, gin
     if (v == NULL)
         return TRUE;
     if (!g_ascii_string_to_signed(v, 10, min, max, &n, NULL)) {
-        kbctl_usage_error(error, "--%s: invalid value \"%s\": expected an integer from %" G_GINT64_FORMAT
-                                 " to %" G_GINT64_FORMAT,
+        kbctl_usage_error(error,
+                          "--%s: invalid value \"%s\": expected an integer from %" G_GINT64_FORMAT
+                          " to %" G_GINT64_FORMAT,
                           name, v, min, max);
         return FALSE;
     }

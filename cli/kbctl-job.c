@@ -264,8 +264,8 @@ json_object *kbctl_job_json(const KbctlWorld *w, const KbctlJob *job, gboolean d
     kbctl_json_set_str(o, "namespace", m->namespace_);
     kbctl_json_set_str(o, "status", job->status);
     kbctl_json_set_str(o, "trainer", "tfjob");
-    kbctl_json_set_str(o, "apiVersion", job->tf->api == KB_TF_API_V1 ? "kubeflow.org/v1"
-                                                                     : "kubeflow.org/v1alpha1");
+    kbctl_json_set_str(o, "apiVersion",
+                       job->tf->api == KB_TF_API_V1 ? "kubeflow.org/v1" : "kubeflow.org/v1alpha1");
     kbctl_json_set_str(o, "created", kbctl_json_str(job->raw, "metadata.creationTimestamp"));
     if (job->start_time > 0) {
         g_autofree char *t = kb_time_format(job->start_time);
@@ -307,7 +307,10 @@ static char *join_nodes(const KbctlJob *job)
 {
     g_autoptr(GString) s = g_string_new(NULL);
     for (guint i = 0; i < job->nodes->len; i++)
-        g_string_append_printf(s, "%s%s", i == 0 ? "" : i + 1 == job->nodes->len ? " and " : ", ",
+        g_string_append_printf(s, "%s%s",
+                               i == 0                     ? ""
+                               : i + 1 == job->nodes->len ? " and "
+                                                          : ", ",
                                (char *)g_ptr_array_index(job->nodes, i));
     return g_strdup(s->str);
 }
@@ -356,19 +359,18 @@ static void why_waiting(GString *s, const KbctlWorld *w, const KbctlJob *job)
     if (sh.min_member > 0)
         g_string_append_printf(s, "; a gang of at least %d", sh.min_member);
     g_string_append_printf(s,
-                           "); the cluster has %" G_GINT64_FORMAT " free GPUs (at most %" G_GINT64_FORMAT
+                           "); the cluster has %" G_GINT64_FORMAT
+                           " free GPUs (at most %" G_GINT64_FORMAT
                            " on one node), enough for %u of them. ",
                            sh.free_total, sh.free_largest, sh.fit_pods);
     if (sh.queue_capability >= 0)
-        g_string_append_printf(s,
-                               "Queue %s caps GPUs at %" G_GINT64_FORMAT " and holds %" G_GINT64_FORMAT
-                               ". ",
-                               job->queue, sh.queue_capability, sh.queue_allocated);
+        g_string_append_printf(
+                s, "Queue %s caps GPUs at %" G_GINT64_FORMAT " and holds %" G_GINT64_FORMAT ". ",
+                job->queue, sh.queue_capability, sh.queue_allocated);
     if (sh.queue_deserved >= 0)
-        g_string_append_printf(s,
-                               "Queue %s deserves %" G_GINT64_FORMAT " GPUs and holds %" G_GINT64_FORMAT
-                               ". ",
-                               job->queue, sh.queue_deserved, sh.queue_allocated);
+        g_string_append_printf(
+                s, "Queue %s deserves %" G_GINT64_FORMAT " GPUs and holds %" G_GINT64_FORMAT ". ",
+                job->queue, sh.queue_deserved, sh.queue_allocated);
     g_autofree char *holders = kbctl_gpu_holders(w, job, 3);
     if (sh.pod_gpus_max > sh.node_gpus_max)
         g_string_append_printf(s,

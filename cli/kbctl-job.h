@@ -23,8 +23,8 @@ typedef struct {
     gint64 queue_capability; /* GPUs; -1: no cap */
     gint64 queue_deserved;   /* GPUs; -1: unknown */
     gint64 queue_allocated;
-    gint64 queue_weight;     /* 0 when the queue has no object */
-    gint32 min_member;       /* the PodGroup's, 0 without one */
+    gint64 queue_weight; /* 0 when the queue has no object */
+    gint32 min_member;   /* the PodGroup's, 0 without one */
 } KbctlShort;
 
 /* Fill @s for @job (nodes, all pods and queues loaded). */

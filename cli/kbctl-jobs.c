@@ -13,8 +13,9 @@ static const char *job_name(Kbctl *k, GError **error)
     guint n = 0;
     const char *const *pos = kbctl_args_positional(k->args, &n);
     if (n != 1) {
-        kbctl_usage_error(error, n == 0 ? "which job? give its NAME (kbctl list shows them)"
-                                        : "one job NAME expected, got %u arguments",
+        kbctl_usage_error(error,
+                          n == 0 ? "which job? give its NAME (kbctl list shows them)"
+                                 : "one job NAME expected, got %u arguments",
                           n);
         return NULL;
     }
@@ -123,8 +124,8 @@ gboolean kbctl_cmd_list(Kbctl *k, GError **error)
     guint n = 0;
     if (all)
         headers[n++] = "NAMESPACE";
-    const char *base[] = {"NAME", "STATUS", "TRAINER", "AGE", "GPU(REQUESTED)",
-                          "GPU(ALLOCATED)", "QUEUE", "NODE"};
+    const char *base[] = {"NAME",           "STATUS",         "TRAINER", "AGE",
+                          "GPU(REQUESTED)", "GPU(ALLOCATED)", "QUEUE",   "NODE"};
     for (guint i = 0; i < G_N_ELEMENTS(base); i++)
         headers[n++] = base[i];
     if (wide) {
@@ -149,7 +150,7 @@ static void print_field(Kbctl *k, const char *label, const char *value)
 
 static void print_replicas(Kbctl *k, const KbctlJob *j)
 {
-    static const char *const headers[] = {"REPLICA", "POD",  "STATUS",   "NODE",
+    static const char *const headers[] = {"REPLICA", "POD",     "STATUS",   "NODE",
                                           "GPUS",    "GPU IDS", "RESTARTS", "AGE"};
     g_autoptr(KbctlTable) t = kbctl_table_new(G_N_ELEMENTS(headers), headers);
     for (guint i = 0; i < j->pods->len; i++) {
@@ -161,8 +162,10 @@ static void print_replicas(Kbctl *k, const KbctlJob *j)
                 kbctl_age(kbctl_json_str(p->meta.raw, "metadata.creationTimestamp"), k->now);
         const char *ids = kbctl_pod_gpu_ids(p);
         const char *status = kbctl_pod_status(p);
-        const char *cells[] = {replica, p->meta.name, status, p->node_name != NULL ? p->node_name : "-",
-                               gpus,    ids != NULL ? ids : "-", restarts, age};
+        const char *cells[] = {replica,  p->meta.name,
+                               status,   p->node_name != NULL ? p->node_name : "-",
+                               gpus,     ids != NULL ? ids : "-",
+                               restarts, age};
         kbctl_table_add(t, cells);
         kbctl_table_colour(t, 2, kbctl_status_colour(status));
     }
@@ -186,14 +189,15 @@ static void print_events(Kbctl *k, json_object *events)
         json_object *e = json_object_array_get_idx(events, i);
         g_autofree char *age = kbctl_age(kbctl_json_str(e, "lastSeen"), k->now);
         gint64 count = kbctl_json_int(e, "count", 1);
-        g_autofree char *seen =
-                count > 1 ? g_strdup_printf("%s (x%" G_GINT64_FORMAT ")", age, count) : g_strdup(age);
+        g_autofree char *seen = count > 1
+                                        ? g_strdup_printf("%s (x%" G_GINT64_FORMAT ")", age, count)
+                                        : g_strdup(age);
         const char *type = kbctl_json_str(e, "type");
         const char *cells[] = {seen, type, kbctl_json_str(e, "reason"), kbctl_json_str(e, "object"),
                                kbctl_json_str(e, "message")};
         kbctl_table_add(t, cells);
-        kbctl_table_colour(t, 1, g_strcmp0(type, "Warning") == 0 ? KBCTL_COLOUR_YELLOW
-                                                                  : KBCTL_COLOUR_NONE);
+        kbctl_table_colour(
+                t, 1, g_strcmp0(type, "Warning") == 0 ? KBCTL_COLOUR_YELLOW : KBCTL_COLOUR_NONE);
     }
     kbctl_table_print(t, k->out, k->colour, TRUE, 2);
 }
@@ -225,9 +229,9 @@ static void print_waiting(Kbctl *k, const KbctlWorld *w, const KbctlJob *j)
     g_autofree char *des = s.queue_deserved >= 0
                                    ? g_strdup_printf("%" G_GINT64_FORMAT, s.queue_deserved)
                                    : g_strdup("unknown");
-    g_autofree char *queue = g_strdup_printf(
-            "%s: GPUs allocated %" G_GINT64_FORMAT ", deserved %s, capability %s", j->queue,
-            s.queue_allocated, des, cap);
+    g_autofree char *queue =
+            g_strdup_printf("%s: GPUs allocated %" G_GINT64_FORMAT ", deserved %s, capability %s",
+                            j->queue, s.queue_allocated, des, cap);
     print_field(k, "Queue GPUs", queue);
 }
 
@@ -240,19 +244,18 @@ static void print_job(Kbctl *k, const KbctlWorld *w, const KbctlJob *j)
     g_autofree char *ran = j->start_time > 0 ? kbctl_duration(k->now - j->start_time) : NULL;
     g_autofree char *started = ran != NULL ? g_strdup_printf("%s ago", ran) : g_strdup("-");
     g_autofree char *created = g_strdup_printf("%s ago", age);
-    g_autofree char *gpus = g_strdup_printf("%" G_GINT64_FORMAT " requested, %" G_GINT64_FORMAT
-                                            " allocated",
-                                            j->gpus_requested, j->gpus_allocated);
+    g_autofree char *gpus =
+            g_strdup_printf("%" G_GINT64_FORMAT " requested, %" G_GINT64_FORMAT " allocated",
+                            j->gpus_requested, j->gpus_allocated);
     g_autofree char *nodes = nodes_cell(j);
     g_autofree char *group =
-            j->group == NULL
-                    ? g_strdup("(none yet)")
-                    : g_strdup_printf("%s: phase %s, minMember %" G_GINT64_FORMAT,
-                                      kbctl_json_str(j->group, "metadata.name"),
-                                      kbctl_json_str(j->group, "status.phase") != NULL
-                                              ? kbctl_json_str(j->group, "status.phase")
-                                              : "(no status yet)",
-                                      kbctl_json_int(j->group, "spec.minMember", 1));
+            j->group == NULL ? g_strdup("(none yet)")
+                             : g_strdup_printf("%s: phase %s, minMember %" G_GINT64_FORMAT,
+                                               kbctl_json_str(j->group, "metadata.name"),
+                                               kbctl_json_str(j->group, "status.phase") != NULL
+                                                       ? kbctl_json_str(j->group, "status.phase")
+                                                       : "(no status yet)",
+                                               kbctl_json_int(j->group, "spec.minMember", 1));
     print_field(k, "Name", j->tf->meta.name);
     print_field(k, "Namespace", j->tf->meta.namespace_);
     print_field(k, "Status", status);
@@ -383,8 +386,9 @@ gboolean kbctl_cmd_delete(Kbctl *k, GError **error)
     } else if (k->output == KBCTL_OUT_NAME) {
         fprintf(k->out, "tfjob.kubeflow.org/%s\n", name);
     } else {
-        fprintf(k->out, "tfjob.kubeflow.org/%s deleted (namespace %s; its pods, services and "
-                        "PodGroup go with it)\n",
+        fprintf(k->out,
+                "tfjob.kubeflow.org/%s deleted (namespace %s; its pods, services and "
+                "PodGroup go with it)\n",
                 name, ns);
     }
     return TRUE;
@@ -414,8 +418,7 @@ gboolean kbctl_cmd_top_job(Kbctl *k, GError **error)
         for (guint i = 0; i < busy->len; i++) {
             KbctlJob *j = g_ptr_array_index(busy, i);
             json_object *e = kbctl_job_json(w, j, FALSE);
-            kbctl_json_set_int(e, "runningSeconds",
-                               j->start_time > 0 ? k->now - j->start_time : 0);
+            kbctl_json_set_int(e, "runningSeconds", j->start_time > 0 ? k->now - j->start_time : 0);
             json_object_array_add(items, e);
         }
         json_object_object_add(o, "items", items);
@@ -431,7 +434,7 @@ gboolean kbctl_cmd_top_job(Kbctl *k, GError **error)
         fprintf(stderr, "No running jobs.\n");
         return TRUE;
     }
-    static const char *const headers[] = {"NAMESPACE", "NAME",  "STATUS", "GPUS",
+    static const char *const headers[] = {"NAMESPACE", "NAME",  "STATUS",     "GPUS",
                                           "PODS",      "NODES", "RUNNING FOR"};
     g_autoptr(KbctlTable) t = kbctl_table_new(G_N_ELEMENTS(headers), headers);
     gint64 total = 0;
@@ -440,10 +443,10 @@ gboolean kbctl_cmd_top_job(Kbctl *k, GError **error)
         g_autofree char *gpus = g_strdup_printf("%" G_GINT64_FORMAT, j->gpus_allocated);
         g_autofree char *pods = g_strdup_printf("%u", j->pods->len);
         g_autofree char *nodes = nodes_cell(j);
-        g_autofree char *ran = j->start_time > 0 ? kbctl_duration(k->now - j->start_time)
-                                                 : g_strdup("-");
-        const char *cells[] = {j->tf->meta.namespace_, j->tf->meta.name, j->status, gpus, pods,
-                               nodes, ran};
+        g_autofree char *ran =
+                j->start_time > 0 ? kbctl_duration(k->now - j->start_time) : g_strdup("-");
+        const char *cells[] = {
+                j->tf->meta.namespace_, j->tf->meta.name, j->status, gpus, pods, nodes, ran};
         kbctl_table_add(t, cells);
         kbctl_table_colour(t, 2, kbctl_status_colour(j->status));
         total += j->gpus_allocated;

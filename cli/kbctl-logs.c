@@ -57,8 +57,8 @@ static const KbPod *pick_pod(const KbctlJob *j, const char *replica, GError **er
         }
         const char *type = default_replica_rank(p);
         int rank = g_strcmp0(type, "chief") == 0 || g_strcmp0(type, "master") == 0 ? 0
-                   : strcmp(name, "worker-0") == 0                                   ? 1
-                                                                                     : 2;
+                   : strcmp(name, "worker-0") == 0                                 ? 1
+                                                                                   : 2;
         if (rank < best_rank) {
             best = p;
             best_rank = rank;

@@ -33,7 +33,8 @@ static const KbctlOpt opts_submit_tf[] = {
          "mount host directory DIR (a shared filesystem on every node) at DIR and run there"},
         {"scheduler-name", 0, KBCTL_OPT_STRING, "NAME",
          "scheduler of the pods (default " KBCTL_SCHEDULER_NAME ")"},
-        {"dry-run", 0, KBCTL_OPT_BOOL, NULL, "print the TFJob as YAML (or -o json) and create nothing"},
+        {"dry-run", 0, KBCTL_OPT_BOOL, NULL,
+         "print the TFJob as YAML (or -o json) and create nothing"},
         {NULL},
 };
 
@@ -64,7 +65,9 @@ static const KbctlOpt opts_delete[] = {
 /* ---- the table ------------------------------------------------------------------------------ */
 
 const KbctlCommand kbctl_commands[] = {
-        {"submit tf", "--name NAME --image IMAGE [--workers N] [--ps N] [--chief] [--gpus N] [flags] -- COMMAND...",
+        {"submit tf",
+         "--name NAME --image IMAGE [--workers N] [--ps N] [--chief] [--gpus N] [flags] -- "
+         "COMMAND...",
          "submit a distributed TensorFlow job (a kubeflow.org/v1 TFJob) for kube-batchd",
          "The job's pods are placed all at once or not at all (a gang) by kube-batchd, in the\n"
          "queue given. COMMAND runs in the tensorflow container of every replica, with TF_CONFIG\n"
@@ -84,7 +87,8 @@ const KbctlCommand kbctl_commands[] = {
          opts_logs, kbctl_cmd_logs, "jobs"},
         {"delete", "NAME", "delete a job with its pods, services and PodGroup", NULL, opts_delete,
          kbctl_cmd_delete, "jobs"},
-        {"top node", "", "GPUs per node: allocatable, allocated, and which GPU index serves which pod",
+        {"top node", "",
+         "GPUs per node: allocatable, allocated, and which GPU index serves which pod",
          "GPU indices come from the pods' kube-batchd.io/gpu-ids annotation, written by\n"
          "kube-batchd's gpu-topology plugin before it binds a pod.",
          opts_none, kbctl_cmd_top_node, NULL},
@@ -398,15 +402,18 @@ static void completion_script(GString *s)
         g_auto(GStrv) words = g_strsplit(c->path, " ", 2);
         g_autofree char *subs = subcommands(words[0], " ");
         if (words[1] != NULL && first_of_group(i, words[0]))
-            g_string_append_printf(s, "        %s) COMPREPLY=($(compgen -W \"%s\" -- \"$cur\"));;\n",
+            g_string_append_printf(s,
+                                   "        %s) COMPREPLY=($(compgen -W \"%s\" -- \"$cur\"));;\n",
                                    words[0], subs != NULL ? subs : "");
         g_autoptr(GString) flags = g_string_new(NULL);
         flag_words(flags, c->opts);
         flag_words(flags, kbctl_global_opts);
-        const char *what = c->complete == NULL                   ? "\"\""
-                           : strcmp(c->complete, "jobs") == 0   ? "\"$(kbctl \"${conn[@]}\" list -o name 2>/dev/null)\""
-                           : strcmp(c->complete, "queues") == 0 ? "\"$(kbctl \"${conn[@]}\" queue list -o name 2>/dev/null)\""
-                                                                : "bash";
+        const char *what = c->complete == NULL ? "\"\""
+                           : strcmp(c->complete, "jobs") == 0
+                                   ? "\"$(kbctl \"${conn[@]}\" list -o name 2>/dev/null)\""
+                           : strcmp(c->complete, "queues") == 0
+                                   ? "\"$(kbctl \"${conn[@]}\" queue list -o name 2>/dev/null)\""
+                                   : "bash";
         g_string_append_printf(s,
                                "        \"%s\") if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "
                                "\"%s\" -- \"$cur\")); else COMPREPLY=($(compgen -W %s -- "

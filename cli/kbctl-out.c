@@ -11,8 +11,8 @@
 
 struct KbctlTable {
     guint n_columns;
-    GPtrArray *rows;    /* GStrv, the header first */
-    GArray *colours;    /* KbctlColour per cell, row-major */
+    GPtrArray *rows; /* GStrv, the header first */
+    GArray *colours; /* KbctlColour per cell, row-major */
 };
 
 KbctlTable *kbctl_table_new(guint n_columns, const char *const *headers)
@@ -132,21 +132,21 @@ char *kbctl_duration(gint64 s)
         return g_strdup_printf("%" G_GINT64_FORMAT "s", s);
     gint64 m = s / 60, h = s / 3600, d = h / 24;
     if (m < 10)
-        return s % 60 == 0 ? g_strdup_printf("%" G_GINT64_FORMAT "m", m)
-                           : g_strdup_printf("%" G_GINT64_FORMAT "m%" G_GINT64_FORMAT "s", m,
-                                             s % 60);
+        return s % 60 == 0
+                       ? g_strdup_printf("%" G_GINT64_FORMAT "m", m)
+                       : g_strdup_printf("%" G_GINT64_FORMAT "m%" G_GINT64_FORMAT "s", m, s % 60);
     if (m < 180)
         return g_strdup_printf("%" G_GINT64_FORMAT "m", m);
     if (h < 8)
-        return m % 60 == 0 ? g_strdup_printf("%" G_GINT64_FORMAT "h", h)
-                           : g_strdup_printf("%" G_GINT64_FORMAT "h%" G_GINT64_FORMAT "m", h,
-                                             m % 60);
+        return m % 60 == 0
+                       ? g_strdup_printf("%" G_GINT64_FORMAT "h", h)
+                       : g_strdup_printf("%" G_GINT64_FORMAT "h%" G_GINT64_FORMAT "m", h, m % 60);
     if (h < 48)
         return g_strdup_printf("%" G_GINT64_FORMAT "h", h);
     if (h < 24 * 8)
-        return h % 24 == 0 ? g_strdup_printf("%" G_GINT64_FORMAT "d", d)
-                           : g_strdup_printf("%" G_GINT64_FORMAT "d%" G_GINT64_FORMAT "h", d,
-                                             h % 24);
+        return h % 24 == 0
+                       ? g_strdup_printf("%" G_GINT64_FORMAT "d", d)
+                       : g_strdup_printf("%" G_GINT64_FORMAT "d%" G_GINT64_FORMAT "h", d, h % 24);
     if (h < 24 * 365 * 2)
         return g_strdup_printf("%" G_GINT64_FORMAT "d", d);
     if (h < 24 * 365 * 8 && d % 365 != 0)
@@ -217,8 +217,8 @@ void kbctl_json_set_int(json_object *obj, const char *key, gint64 value)
 /* Would @s read back from YAML (1.1 or 1.2, as go-yaml and libyaml resolve) as a plain string? */
 static gboolean plain_safe(const char *s)
 {
-    static const char *const reserved[] = {"true", "false", "yes", "no", "on", "off", "y",
-                                           "n",    "null",  "~",   NULL};
+    static const char *const reserved[] = {"true", "false", "yes",  "no", "on", "off",
+                                           "y",    "n",     "null", "~",  NULL};
     if (*s == '\0' || g_ascii_isspace(*s) || g_ascii_isspace(s[strlen(s) - 1]))
         return FALSE;
     if (strchr("-?:,[]{}#&*!|>'\"%@`.+", *s) != NULL || g_ascii_isdigit(*s))
@@ -242,8 +242,9 @@ static void yaml_scalar(GString *out, json_object *v)
         if (plain_safe(s))
             g_string_append(out, s);
         else
-            g_string_append(out, json_object_to_json_string_ext(
-                                         v, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+            g_string_append(out,
+                            json_object_to_json_string_ext(
+                                    v, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
     } else {
         g_string_append(out, json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
     }
@@ -336,8 +337,8 @@ void kbctl_print_object(FILE *out, KbctlOutput format, json_object *value)
         fputs(y, out);
         return;
     }
-    const char *s = json_object_to_json_string_ext(
-            value, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-                           JSON_C_TO_STRING_NOSLASHESCAPE);
+    const char *s = json_object_to_json_string_ext(value, JSON_C_TO_STRING_PRETTY |
+                                                                  JSON_C_TO_STRING_SPACED |
+                                                                  JSON_C_TO_STRING_NOSLASHESCAPE);
     fprintf(out, "%s\n", s);
 }

@@ -67,8 +67,9 @@ static json_object *queue_json(const KbctlWorld *w, json_object *q, guint depth)
         json_object_object_add(o, "allocated", a);
     }
     kbctl_json_set_int(o, "allocatedGpus", kbctl_queue_allocated_gpus(w, q));
-    kbctl_json_set_int(o, "pendingJobs", kbctl_json_int(q, "status.pending", 0) +
-                                                 kbctl_json_int(q, "status.inqueue", 0));
+    kbctl_json_set_int(o, "pendingJobs",
+                       kbctl_json_int(q, "status.pending", 0) +
+                               kbctl_json_int(q, "status.inqueue", 0));
     kbctl_json_set_int(o, "runningJobs", kbctl_json_int(q, "status.running", 0));
     kbctl_json_set_int(o, "completedJobs", kbctl_json_int(q, "status.completed", 0));
     return o;
@@ -88,23 +89,25 @@ static void add_row(Kbctl *k, KbctlTable *t, const KbctlWorld *w, json_object *q
                     gboolean wide)
 {
     g_autofree char *name = g_strdup_printf("%*s%s", (int)depth * 2, "", queue_name(q));
-    g_autofree char *weight = g_strdup_printf("%" G_GINT64_FORMAT, kbctl_json_int(q, "spec.weight", 1));
+    g_autofree char *weight =
+            g_strdup_printf("%" G_GINT64_FORMAT, kbctl_json_int(q, "spec.weight", 1));
     const char *state = kbctl_json_str(q, "status.state");
     if (state == NULL)
         state = kbctl_json_str(q, "spec.state");
     g_autofree char *cap = gpus_cell(kbctl_queue_gpus(q, "spec.capability"), "-");
     g_autofree char *des = gpus_cell(kbctl_queue_gpus(q, "status.deserved"), "-");
     g_autofree char *alloc = gpus_cell(kbctl_queue_allocated_gpus(w, q), "0");
-    g_autofree char *pending = g_strdup_printf("%" G_GINT64_FORMAT,
-                                               kbctl_json_int(q, "status.pending", 0) +
-                                                       kbctl_json_int(q, "status.inqueue", 0));
-    g_autofree char *running = g_strdup_printf("%" G_GINT64_FORMAT,
-                                               kbctl_json_int(q, "status.running", 0));
+    g_autofree char *pending =
+            g_strdup_printf("%" G_GINT64_FORMAT, kbctl_json_int(q, "status.pending", 0) +
+                                                         kbctl_json_int(q, "status.inqueue", 0));
+    g_autofree char *running =
+            g_strdup_printf("%" G_GINT64_FORMAT, kbctl_json_int(q, "status.running", 0));
     g_autofree char *capl = kbctl_resource_list_string(kbctl_json_get(q, "spec.capability"));
     g_autofree char *desl = kbctl_resource_list_string(kbctl_json_get(q, "status.deserved"));
     g_autofree char *allocl = kbctl_resource_list_string(kbctl_json_get(q, "status.allocated"));
-    const char *cells[] = {name,    weight,  state != NULL ? state : "Open", cap, des, alloc,
-                           pending, running, capl, desl, allocl};
+    const char *cells[] = {
+            name, weight, state != NULL ? state : "Open", cap, des, alloc, pending, running, capl,
+            desl, allocl};
     kbctl_table_add(t, cells);
     kbctl_table_colour(t, 2, kbctl_status_colour(state != NULL ? state : "Open"));
 }
@@ -146,8 +149,8 @@ gboolean kbctl_cmd_queue_list(Kbctl *k, GError **error)
     }
     gboolean wide = k->output == KBCTL_OUT_WIDE;
     static const char *const headers[] = {
-            "NAME",          "WEIGHT",         "STATE",          "GPU(CAPABILITY)",
-            "GPU(DESERVED)", "GPU(ALLOCATED)", "PENDING JOBS",   "RUNNING JOBS",
+            "NAME",          "WEIGHT",         "STATE",        "GPU(CAPABILITY)",
+            "GPU(DESERVED)", "GPU(ALLOCATED)", "PENDING JOBS", "RUNNING JOBS",
             "CAPABILITY",    "DESERVED",       "ALLOCATED"};
     g_autoptr(KbctlTable) t = kbctl_table_new(wide ? 11 : 8, headers);
     for (guint i = 0; i < order->len; i++)
@@ -159,8 +162,11 @@ gboolean kbctl_cmd_queue_list(Kbctl *k, GError **error)
 static int cmp_groups(gconstpointer a, gconstpointer b)
 {
     json_object *x = *(json_object *const *)a, *y = *(json_object *const *)b;
-    int r = g_strcmp0(kbctl_json_str(x, "metadata.namespace"), kbctl_json_str(y, "metadata.namespace"));
-    return r != 0 ? r : g_strcmp0(kbctl_json_str(x, "metadata.name"), kbctl_json_str(y, "metadata.name"));
+    int r = g_strcmp0(kbctl_json_str(x, "metadata.namespace"),
+                      kbctl_json_str(y, "metadata.namespace"));
+    return r != 0 ? r
+                  : g_strcmp0(kbctl_json_str(x, "metadata.name"),
+                              kbctl_json_str(y, "metadata.name"));
 }
 
 /* The PodGroups of queue @name (jobs without a queue are in "default"). */
@@ -196,7 +202,8 @@ static void queue_jobs(Kbctl *k, const KbctlWorld *w, const char *name, json_obj
         kbctl_json_set_int(j, "minMember", kbctl_json_int(g, "spec.minMember", 1));
         kbctl_json_set_int(j, "gpusAllocated", gpus);
         json_object_array_add(out_items, j);
-        g_autofree char *min = g_strdup_printf("%" G_GINT64_FORMAT, kbctl_json_int(g, "spec.minMember", 1));
+        g_autofree char *min =
+                g_strdup_printf("%" G_GINT64_FORMAT, kbctl_json_int(g, "spec.minMember", 1));
         g_autofree char *cg = g_strdup_printf("%" G_GINT64_FORMAT, gpus);
         g_autofree char *age = kbctl_age(kbctl_json_str(g, "metadata.creationTimestamp"), k->now);
         const char *cells[] = {ns, gname, phase != NULL ? phase : "-", min, cg, age};
@@ -221,7 +228,7 @@ gboolean kbctl_cmd_queue_get(Kbctl *k, GError **error)
                     "queue %s: not found (kbctl queue list shows the queues)", pos[0]);
         return FALSE;
     }
-    static const char *const headers[] = {"NAMESPACE", "JOB", "PHASE", "MIN MEMBERS",
+    static const char *const headers[] = {"NAMESPACE",      "JOB", "PHASE", "MIN MEMBERS",
                                           "GPU(ALLOCATED)", "AGE"};
     g_autoptr(KbctlTable) t = kbctl_table_new(G_N_ELEMENTS(headers), headers);
     g_autoptr(KbctlJson) o = queue_json(w, q, 0);
@@ -240,17 +247,20 @@ gboolean kbctl_cmd_queue_get(Kbctl *k, GError **error)
     g_autofree char *guar = kbctl_resource_list_string(kbctl_json_get(q, "spec.guarantee"));
     g_autofree char *des = kbctl_resource_list_string(kbctl_json_get(q, "status.deserved"));
     g_autofree char *alloc = kbctl_resource_list_string(kbctl_json_get(q, "status.allocated"));
-    g_autofree char *allocg = g_strdup_printf("%" G_GINT64_FORMAT " GPUs", kbctl_queue_allocated_gpus(w, q));
+    g_autofree char *allocg =
+            g_strdup_printf("%" G_GINT64_FORMAT " GPUs", kbctl_queue_allocated_gpus(w, q));
     const char *parent = kbctl_json_str(q, "spec.parent");
     const char *state = kbctl_json_str(q, "status.state");
     fprintf(k->out, "%-14s%s\n%-14s%s\n%-14s%" G_GINT64_FORMAT "\n%-14s%s\n", "Name:", pos[0],
-            "Parent:", parent != NULL ? parent : "-", "Weight:", kbctl_json_int(q, "spec.weight", 1),
+            "Parent:", parent != NULL ? parent : "-",
+            "Weight:", kbctl_json_int(q, "spec.weight", 1),
             "State:", state != NULL ? state : "Open");
-    fprintf(k->out, "%-14s%s\n%-14s%s\n%-14s%s\n%-14s%s\n", "Capability:",
-            strcmp(cap, "-") == 0 ? "unlimited" : cap, "Guarantee:", guar, "Deserved:", des,
-            "Allocated:", strcmp(alloc, "-") == 0 ? allocg : alloc);
-    fprintf(k->out, "%-14s%" G_GINT64_FORMAT " pending, %" G_GINT64_FORMAT " inqueue, %" G_GINT64_FORMAT
-                    " running, %" G_GINT64_FORMAT " completed\n",
+    fprintf(k->out, "%-14s%s\n%-14s%s\n%-14s%s\n%-14s%s\n",
+            "Capability:", strcmp(cap, "-") == 0 ? "unlimited" : cap, "Guarantee:", guar,
+            "Deserved:", des, "Allocated:", strcmp(alloc, "-") == 0 ? allocg : alloc);
+    fprintf(k->out,
+            "%-14s%" G_GINT64_FORMAT " pending, %" G_GINT64_FORMAT " inqueue, %" G_GINT64_FORMAT
+            " running, %" G_GINT64_FORMAT " completed\n",
             "Jobs:", kbctl_json_int(q, "status.pending", 0), kbctl_json_int(q, "status.inqueue", 0),
             kbctl_json_int(q, "status.running", 0), kbctl_json_int(q, "status.completed", 0));
     fprintf(k->out, "\nPodGroups in this queue:\n");

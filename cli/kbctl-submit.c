@@ -251,8 +251,7 @@ json_object *kbctl_submit_tfjob(const KbctlSubmit *s, const char *namespace_)
     if (s->priority != NULL)
         kbctl_json_set_str(policy, "priorityClass", s->priority);
     if (elastic)
-        kbctl_json_set_int(policy, "minAvailable",
-                           s->min_workers + s->ps + (s->chief ? 1 : 0));
+        kbctl_json_set_int(policy, "minAvailable", s->min_workers + s->ps + (s->chief ? 1 : 0));
     if (json_object_object_length(policy) > 0) {
         json_object *run = json_object_new_object();
         json_object_object_add(run, "schedulingPolicy", policy);

@@ -13,8 +13,8 @@ typedef struct {
     gint64 workers, ps, gpus;
     gint64 min_workers, max_workers; /* -1 when the job is not elastic */
     gboolean chief;
-    json_object *env;         /* name -> value, in flag order (owned) */
-    json_object *annotations; /* pod annotations (owned) */
+    json_object *env;           /* name -> value, in flag order (owned) */
+    json_object *annotations;   /* pod annotations (owned) */
     const char *const *command; /* what followed "--" (borrowed from the args) */
 } KbctlSubmit;
 

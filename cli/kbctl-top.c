@@ -31,8 +31,7 @@ static void parse_ids(const char *ids, gboolean *out)
 static void node_indices(const KbNode *node, gboolean *present)
 {
     gint64 n = MIN(kbctl_node_gpus(node), MAX_GPU_INDEX);
-    const char *topo =
-            g_hash_table_lookup(node->meta.annotations, "kube-batchd.io/gpu-topology");
+    const char *topo = g_hash_table_lookup(node->meta.annotations, "kube-batchd.io/gpu-topology");
     g_autoptr(KbctlJson) j = topo != NULL ? json_tokener_parse(topo) : NULL;
     json_object *islands = NULL;
     /* The first level listed (nvlink, pcie or numa) names every index the node has. */
@@ -46,9 +45,8 @@ static void node_indices(const KbNode *node, gboolean *present)
     gint64 seen = 0;
     for (size_t g = 0; islands != NULL && g < json_object_array_length(islands); g++) {
         json_object *grp = json_object_array_get_idx(islands, g);
-        for (size_t i = 0; json_object_is_type(grp, json_type_array) &&
-                           i < json_object_array_length(grp);
-             i++) {
+        for (size_t i = 0;
+             json_object_is_type(grp, json_type_array) && i < json_object_array_length(grp); i++) {
             gint64 idx = json_object_get_int64(json_object_array_get_idx(grp, i));
             if (idx >= 0 && idx < MAX_GPU_INDEX && !present[idx] && seen < n) {
                 present[idx] = TRUE;
@@ -110,17 +108,17 @@ static void print_map(Kbctl *k, const KbNode *node, const GpuMap *m)
         g_autofree char *range =
                 end > g ? g_strdup_printf("GPU %u-%u", g, end) : g_strdup_printf("GPU %u", g);
         g_autofree char *who = m->owner[g] != NULL ? pod_label(m->owner[g]) : NULL;
-        g_autofree char *shown = kbctl_colourize(who != NULL ? who : "free",
-                                                 who != NULL ? KBCTL_COLOUR_NONE : KBCTL_COLOUR_DIM,
-                                                 k->colour);
+        g_autofree char *shown =
+                kbctl_colourize(who != NULL ? who : "free",
+                                who != NULL ? KBCTL_COLOUR_NONE : KBCTL_COLOUR_DIM, k->colour);
         fprintf(k->out, "    %-10s %s\n", range, shown);
         g = end + 1;
     }
     for (guint i = 0; i < m->unindexed->len; i++) {
         const KbPod *p = g_ptr_array_index(m->unindexed, i);
         g_autofree char *who = pod_label(p);
-        fprintf(k->out, "    %-10s %s: %" G_GINT64_FORMAT " GPUs, no kube-batchd.io/gpu-ids\n", "GPU ?",
-                who, kbctl_pod_gpus(p));
+        fprintf(k->out, "    %-10s %s: %" G_GINT64_FORMAT " GPUs, no kube-batchd.io/gpu-ids\n",
+                "GPU ?", who, kbctl_pod_gpus(p));
     }
 }
 
@@ -197,9 +195,9 @@ gboolean kbctl_cmd_top_node(Kbctl *k, GError **error)
             fprintf(k->out, "%s\n", ((KbNode *)g_ptr_array_index(w->nodes, i))->meta.name);
     } else {
         gboolean wide = k->output == KBCTL_OUT_WIDE;
-        static const char *const headers[] = {"NODE",           "STATUS",    "MODEL",
-                                              "GPU(ALLOCATABLE)", "GPU(ALLOCATED)", "GPU(FREE)",
-                                              "RACK"};
+        static const char *const headers[] = {
+                "NODE",           "STATUS",    "MODEL", "GPU(ALLOCATABLE)",
+                "GPU(ALLOCATED)", "GPU(FREE)", "RACK"};
         g_autoptr(KbctlTable) t = kbctl_table_new(wide ? 7 : 6, headers);
         gint64 tot = 0, used = 0;
         for (guint i = 0; i < w->nodes->len; i++) {
@@ -211,16 +209,17 @@ gboolean kbctl_cmd_top_node(Kbctl *k, GError **error)
             const char *model = g_hash_table_lookup(n->meta.labels, KBCTL_LABEL_GPU_PRODUCT);
             const char *rack = g_hash_table_lookup(n->meta.labels, "topology.kubernetes.io/rack");
             const char *status = kbctl_node_ready(n) ? "Ready" : "NotReady";
-            const char *cells[] = {n->meta.name, status, model != NULL ? model : "-", ca, cu, cf,
-                                   rack != NULL ? rack : "-"};
+            const char *cells[] = {n->meta.name, status, model != NULL ? model : "-", ca,
+                                   cu,           cf,     rack != NULL ? rack : "-"};
             kbctl_table_add(t, cells);
             kbctl_table_colour(t, 1, kbctl_status_colour(status));
             tot += a;
             used += u;
         }
         kbctl_table_print(t, k->out, k->colour, TRUE, 0);
-        fprintf(k->out, "\n%" G_GINT64_FORMAT "/%" G_GINT64_FORMAT " GPUs allocated in the cluster\n",
-                used, tot);
+        fprintf(k->out,
+                "\n%" G_GINT64_FORMAT "/%" G_GINT64_FORMAT " GPUs allocated in the cluster\n", used,
+                tot);
         fprintf(k->out, "\nGPU index -> pod:\n");
         for (guint i = 0; i < w->nodes->len; i++)
             if (kbctl_node_gpus(g_ptr_array_index(w->nodes, i)) > 0)

@@ -112,8 +112,7 @@ static int cmp_named_json(gconstpointer a, gconstpointer b)
                      kbctl_json_str(*(json_object *const *)b, "metadata.name"));
 }
 
-static gboolean load_pods(KbctlWorld *w, KbClient *c, const char *job, guint what,
-                          GError **error)
+static gboolean load_pods(KbctlWorld *w, KbClient *c, const char *job, guint what, GError **error)
 {
     g_autofree char *selector = job != NULL ? g_strdup_printf("%s=%s", KBCTL_LABEL_JOB_NAME, job)
                                             : g_strdup(KBCTL_LABEL_JOB_NAME);
@@ -235,8 +234,8 @@ static json_object *load_tfjobs(KbClient *c, const char *ns, const char *job, GE
 
 static void job_compute(KbctlWorld *w, KbctlJob *j);
 
-KbctlWorld *kbctl_world_load(KbClient *client, const char *namespace_, const char *job,
-                             guint what, gint64 now, GError **error)
+KbctlWorld *kbctl_world_load(KbClient *client, const char *namespace_, const char *job, guint what,
+                             gint64 now, GError **error)
 {
     g_autoptr(KbctlWorld) w = g_new0(KbctlWorld, 1);
     w->now = now;
@@ -245,11 +244,10 @@ KbctlWorld *kbctl_world_load(KbClient *client, const char *namespace_, const cha
     w->pods = g_ptr_array_new_with_free_func(kb_object_unref);
     w->nodes = g_ptr_array_new_with_free_func(kb_object_unref);
     w->queues = g_ptr_array_new_with_free_func(json_put);
-    w->groups =
-            g_hash_table_new_full(g_str_hash, g_str_equal, g_free, json_put);
+    w->groups = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, json_put);
     g_autoptr(KbctlJson) tfjobs = (what & KBCTL_LOAD_NO_JOBS)
-                                            ? json_object_new_array()
-                                            : load_tfjobs(client, namespace_, job, error);
+                                          ? json_object_new_array()
+                                          : load_tfjobs(client, namespace_, job, error);
     if (tfjobs == NULL)
         return NULL;
     if (!load_groups(w, client, error) || !load_pods(w, client, job, what, error))
@@ -416,9 +414,8 @@ static const char *job_status(const KbctlJob *j)
 static void group_wait(KbctlJob *j)
 {
     json_object *conds = kbctl_json_get(j->group, "status.conditions");
-    for (size_t i = 0; json_object_is_type(conds, json_type_array) &&
-                       i < json_object_array_length(conds);
-         i++) {
+    for (size_t i = 0;
+         json_object_is_type(conds, json_type_array) && i < json_object_array_length(conds); i++) {
         json_object *c = json_object_array_get_idx(conds, i);
         if (g_strcmp0(kbctl_json_str(c, "type"), "Unschedulable") == 0 &&
             g_strcmp0(kbctl_json_str(c, "status"), "True") == 0) {

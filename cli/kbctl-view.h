@@ -29,13 +29,13 @@ typedef enum {
 } KbctlLoad;
 
 typedef struct {
-    KbTfJob *tf;        /* owned */
-    json_object *raw;   /* owned reference: the TFJob as served */
-    json_object *group; /* borrowed from the world; NULL before the operator made it */
-    GPtrArray *pods;    /* KbPod*, borrowed, in replica order (chief, master, ps, worker, ...) */
-    const char *status; /* static: Pending, Waiting, Starting, Running, Restarting, Succeeded,
-                           Failed */
-    char *queue;        /* the group's queue, else the job's, else "default" */
+    KbTfJob *tf;           /* owned */
+    json_object *raw;      /* owned reference: the TFJob as served */
+    json_object *group;    /* borrowed from the world; NULL before the operator made it */
+    GPtrArray *pods;       /* KbPod*, borrowed, in replica order (chief, master, ps, worker, ...) */
+    const char *status;    /* static: Pending, Waiting, Starting, Running, Restarting, Succeeded,
+                              Failed */
+    char *queue;           /* the group's queue, else the job's, else "default" */
     gint64 gpus_requested; /* every replica the job runs, per its spec */
     gint64 gpus_allocated; /* GPUs of its pods bound to a node and not finished */
     GPtrArray *nodes;      /* char*, the distinct nodes of its bound pods, sorted */
@@ -60,8 +60,8 @@ typedef struct {
  * naming it when it does not exist), their PodGroups and pods, and what @what asks for. A missing
  * CRD (PodGroup, Queue) counts as none; a missing TFJob CRD is an error that says so.
  */
-KbctlWorld *kbctl_world_load(KbClient *client, const char *namespace_, const char *job,
-                             guint what, gint64 now, GError **error);
+KbctlWorld *kbctl_world_load(KbClient *client, const char *namespace_, const char *job, guint what,
+                             gint64 now, GError **error);
 void kbctl_world_free(KbctlWorld *w);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbctlWorld, kbctl_world_free)
 

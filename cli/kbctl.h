@@ -54,8 +54,8 @@ typedef enum {
 } KbctlOptKind;
 
 typedef struct {
-    const char *name;  /* long name without "--" */
-    char short_name;   /* 0: none */
+    const char *name; /* long name without "--" */
+    char short_name;  /* 0: none */
     KbctlOptKind kind;
     const char *value; /* placeholder in help ("N"), NULL for BOOL */
     const char *help;
@@ -81,8 +81,8 @@ const char *kbctl_args_str(const KbctlArgs *args, const char *name);
 const char *const *kbctl_args_list(const KbctlArgs *args, const char *name);
 /* An integer flag in [@min, @max], @def when not given; KBCTL_ERROR_USAGE names the flag and
  * the value otherwise. */
-gboolean kbctl_args_int(const KbctlArgs *args, const char *name, gint64 def, gint64 min,
-                        gint64 max, gint64 *out, GError **error);
+gboolean kbctl_args_int(const KbctlArgs *args, const char *name, gint64 def, gint64 min, gint64 max,
+                        gint64 *out, GError **error);
 /* Positional arguments (NULL-terminated) and their count. Borrowed. */
 const char *const *kbctl_args_positional(const KbctlArgs *args, guint *n);
 /* Arguments after "--" (NULL-terminated, possibly empty). Borrowed. */
@@ -91,7 +91,8 @@ const char *const *kbctl_args_rest(const KbctlArgs *args, guint *n);
 /* The flags every command takes (terminated by a NULL name). */
 extern const KbctlOpt kbctl_global_opts[];
 
-/* ---- the running command ----------------------------------------------------------------------- */
+/* ---- the running command -----------------------------------------------------------------------
+ */
 
 typedef struct {
     const char *path; /* "submit tf", "list", ... */

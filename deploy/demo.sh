@@ -24,7 +24,7 @@ cleanup() {
     if [ "${KEEP:-0}" = 1 ]; then
         say "KEEP=1: the cluster keeps running (logs in $work)."
         echo "  kubectl --server $url get tfjobs,podgroups,pods -o wide"
-        echo "  export PATH=$bin:\$PATH; kbctl --server $url list   (then: get, why, logs, top node)"
+        echo "  alias kbctl=\"$bin/kbctl --server $url\"; kbctl list   (then: get, why, logs, top node)"
         echo "  stop it with: kill ${pids[*]}"
         return
     fi

@@ -219,18 +219,18 @@ static void test_usage(void)
 
 static void test_help(void)
 {
-    static const char *const paths[][2] = {
-            {"submit", "tf"}, {"list", NULL},  {"get", NULL},       {"why", NULL},
-            {"logs", NULL},   {"delete", NULL}, {"top", "node"},    {"top", "job"},
-            {"queue", "list"}, {"queue", "get"}, {"completion", NULL}};
+    static const char *const paths[][2] = {{"submit", "tf"}, {"list", NULL},      {"get", NULL},
+                                           {"why", NULL},    {"logs", NULL},      {"delete", NULL},
+                                           {"top", "node"},  {"top", "job"},      {"queue", "list"},
+                                           {"queue", "get"}, {"completion", NULL}};
     for (guint i = 0; i < G_N_ELEMENTS(paths); i++) {
         g_auto(Run) r;
         const char *args[] = {paths[i][0], paths[i][1] != NULL ? paths[i][1] : "--help",
                               paths[i][1] != NULL ? "--help" : NULL, NULL};
         kbctl_argv(&r, NULL, TRUE, args);
-        g_autofree char *usage = g_strdup_printf("Usage: kbctl %s%s%s", paths[i][0],
-                                                 paths[i][1] != NULL ? " " : "",
-                                                 paths[i][1] != NULL ? paths[i][1] : "");
+        g_autofree char *usage =
+                g_strdup_printf("Usage: kbctl %s%s%s", paths[i][0], paths[i][1] != NULL ? " " : "",
+                                paths[i][1] != NULL ? paths[i][1] : "");
         g_assert_cmpint(r.status, ==, 0);
         g_assert_nonnull(strstr(r.out, usage));
         g_assert_nonnull(strstr(r.out, "--namespace"));
@@ -273,19 +273,73 @@ static void test_not_found(void)
 
 static void test_dry_run_kubectl(void)
 {
-    const char *args[] = {"submit", "tf", "--name", "dry", "--image", "tensorflow/tensorflow:1.15",
-                          "--workers", "3", "--ps", "1", "--chief", "--gpus", "2", "--queue",
-                          "default", "--env", "LR=0.01", "--env", "MODE=true", "--annotation",
-                          "sim.kube-batchd.io/run-seconds=5", "--min-workers", "2",
-                          "--max-workers", "4", "--dry-run", "--", "python", "train.py",
-                          "--steps", "100", NULL};
+    const char *args[] = {"submit",
+                          "tf",
+                          "--name",
+                          "dry",
+                          "--image",
+                          "tensorflow/tensorflow:1.15",
+                          "--workers",
+                          "3",
+                          "--ps",
+                          "1",
+                          "--chief",
+                          "--gpus",
+                          "2",
+                          "--queue",
+                          "default",
+                          "--env",
+                          "LR=0.01",
+                          "--env",
+                          "MODE=true",
+                          "--annotation",
+                          "sim.kube-batchd.io/run-seconds=5",
+                          "--min-workers",
+                          "2",
+                          "--max-workers",
+                          "4",
+                          "--dry-run",
+                          "--",
+                          "python",
+                          "train.py",
+                          "--steps",
+                          "100",
+                          NULL};
     g_autofree char *yaml = kbctl_ok(args);
-    const char *jargs[] = {"submit", "tf", "--name", "dry", "--image", "tensorflow/tensorflow:1.15",
-                           "--workers", "3", "--ps", "1", "--chief", "--gpus", "2", "--queue",
-                           "default", "--env", "LR=0.01", "--env", "MODE=true", "--annotation",
-                           "sim.kube-batchd.io/run-seconds=5", "--min-workers", "2",
-                           "--max-workers", "4", "--dry-run", "-o", "json", "--", "python",
-                           "train.py", "--steps", "100", NULL};
+    const char *jargs[] = {"submit",
+                           "tf",
+                           "--name",
+                           "dry",
+                           "--image",
+                           "tensorflow/tensorflow:1.15",
+                           "--workers",
+                           "3",
+                           "--ps",
+                           "1",
+                           "--chief",
+                           "--gpus",
+                           "2",
+                           "--queue",
+                           "default",
+                           "--env",
+                           "LR=0.01",
+                           "--env",
+                           "MODE=true",
+                           "--annotation",
+                           "sim.kube-batchd.io/run-seconds=5",
+                           "--min-workers",
+                           "2",
+                           "--max-workers",
+                           "4",
+                           "--dry-run",
+                           "-o",
+                           "json",
+                           "--",
+                           "python",
+                           "train.py",
+                           "--steps",
+                           "100",
+                           NULL};
     g_autofree char *json = kbctl_ok(jargs);
     g_autoptr(GError) error = NULL;
     g_autofree char *out = NULL, *err = NULL;
@@ -327,8 +381,8 @@ static void test_dry_run_kubectl(void)
 static void test_wait_then_run(void)
 {
     /* "fill" takes every GPU of the four nodes and runs until deleted. */
-    const char *fill[] = {"submit", "tf", "--name", "fill", "--workers", "4", "--gpus", "8",
-                          "--image", "tf:1", "--", "python", "fill.py", NULL};
+    const char *fill[] = {"submit", "tf",      "--name", "fill", "--workers", "4",       "--gpus",
+                          "8",      "--image", "tf:1",   "--",   "python",    "fill.py", NULL};
     g_autofree char *created = kbctl_ok(fill);
     g_assert_nonnull(strstr(created, "tfjob.kubeflow.org/fill created in namespace default"));
     json_object *j = wait_job("fill", is_running, "Running");
@@ -362,9 +416,10 @@ static void test_wait_then_run(void)
     g_assert_null(strstr(tt, "\033[")); /* not a terminal: no colour */
 
     /* "wait" needs 2 x 4 GPUs: none is free. */
-    const char *wait[] = {"submit", "tf", "--name", "wait", "--workers", "2", "--gpus", "4",
-                          "--image", "tf:1", "--annotation", "sim.kube-batchd.io/run-seconds=4",
-                          "--", "python", "train.py", NULL};
+    const char *wait[] = {"submit",    "tf",     "--name",       "wait",
+                          "--workers", "2",      "--gpus",       "4",
+                          "--image",   "tf:1",   "--annotation", "sim.kube-batchd.io/run-seconds=4",
+                          "--",        "python", "train.py",     NULL};
     g_free(kbctl_ok(wait));
     j = wait_job("wait", is_waiting, "Waiting with a reason");
     g_assert_cmpint(jint(j, "waiting.short.gpusNeeded"), ==, 8);
@@ -474,8 +529,8 @@ static void test_queues(void)
     const char *kargs[] = {"create", "-f", "-", NULL};
     g_assert_true(kb_test_kubectl(cluster.api, kargs, queues, &out, &err, &status, &error));
     g_assert_cmpint(status, ==, 0);
-    const char *q[] = {"submit", "tf", "--name", "qjob", "--workers", "2", "--gpus", "4",
-                       "--queue", "research", "--image", "tf:1", NULL};
+    const char *q[] = {"submit", "tf",      "--name",   "qjob",    "--workers", "2", "--gpus",
+                       "4",      "--queue", "research", "--image", "tf:1",      NULL};
     g_free(kbctl_ok(q));
     json_object *j = wait_job("qjob", is_running, "Running");
     json_object_put(j);
@@ -512,7 +567,8 @@ static void test_queues(void)
     g_assert_true(queue_allocated(0, "research"));
 }
 
-/* ---- kb-apiserver's pod log, read by kubectl -------------------------------------------------- */
+/* ---- kb-apiserver's pod log, read by kubectl --------------------------------------------------
+ */
 
 static void test_kubectl_logs(void)
 {
@@ -537,7 +593,8 @@ static void test_kubectl_logs(void)
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
         g_clear_pointer(&out, g_free);
         g_clear_pointer(&err, g_free);
-        g_assert_true(kb_test_kubectl(cluster.api, cases[i].args, NULL, &out, &err, &status, &error));
+        g_assert_true(
+                kb_test_kubectl(cluster.api, cases[i].args, NULL, &out, &err, &status, &error));
         if (cases[i].err == NULL)
             continue; /* kubectl treats a negative --tail as "all" */
         g_assert_cmpint(status, !=, 0);
@@ -553,7 +610,8 @@ static void test_kubectl_logs(void)
     g_assert_cmpuint(g_strv_length(lines), ==, 3);
     g_assert_nonnull(strstr(lines[0], "Z INFO:tensorflow:Loss for final step: "));
     g_assert_true(g_str_has_prefix(lines[1], "20"));
-    g_assert_nonnull(strstr(lines[1], ".000000000Z kb-sim: container tensorflow exited with code 0"));
+    g_assert_nonnull(
+            strstr(lines[1], ".000000000Z kb-sim: container tensorflow exited with code 0"));
 }
 
 /* ---- configuration, colours, completion ------------------------------------------------------ */
@@ -606,23 +664,23 @@ static void test_colour(void)
         return;
     }
     g_autofree char *bin = kbctl_path();
-    g_autofree char *cmd = g_strdup_printf("%s --server %s list", bin,
-                                           kb_test_apiserver_url(cluster.api));
+    g_autofree char *cmd =
+            g_strdup_printf("%s --server %s list", bin, kb_test_apiserver_url(cluster.api));
     const char *with_tty[] = {"script", "-qec", cmd, "/dev/null", NULL};
     g_autofree char *out = NULL;
     int wait_status = 0;
     g_autoptr(GError) error = NULL;
     g_auto(GStrv) envp = g_environ_unsetenv(g_get_environ(), "NO_COLOR");
     envp = g_environ_setenv(envp, "TERM", "xterm", TRUE);
-    g_assert_true(g_spawn_sync(NULL, (char **)with_tty, envp, G_SPAWN_SEARCH_PATH, NULL, NULL,
-                               &out, NULL, &wait_status, &error));
+    g_assert_true(g_spawn_sync(NULL, (char **)with_tty, envp, G_SPAWN_SEARCH_PATH, NULL, NULL, &out,
+                               NULL, &wait_status, &error));
     g_assert_no_error(error);
     g_assert_nonnull(strstr(out, "\033["));
     g_assert_nonnull(strstr(out, "\033[1mNAME\033[0m"));
     g_clear_pointer(&out, g_free);
     envp = g_environ_setenv(envp, "NO_COLOR", "1", TRUE);
-    g_assert_true(g_spawn_sync(NULL, (char **)with_tty, envp, G_SPAWN_SEARCH_PATH, NULL, NULL,
-                               &out, NULL, &wait_status, &error));
+    g_assert_true(g_spawn_sync(NULL, (char **)with_tty, envp, G_SPAWN_SEARCH_PATH, NULL, NULL, &out,
+                               NULL, &wait_status, &error));
     g_assert_nonnull(strstr(out, "NAME"));
     g_assert_null(strstr(out, "\033["));
 }
@@ -641,9 +699,8 @@ static void test_completion(void)
             "%s\nCOMP_WORDS=(kbctl top ''); COMP_CWORD=2; _kbctl; echo \"${COMPREPLY[*]}\"\n"
             "COMP_WORDS=(kbctl --server %s get ''); COMP_CWORD=4; PATH=%s:$PATH _kbctl; "
             "echo \"${COMPREPLY[*]}\"\n",
-            r.out, kb_test_apiserver_url(cluster.api), g_getenv("KB_BIN_DIR") != NULL
-                                                             ? g_getenv("KB_BIN_DIR")
-                                                             : "build/default/bin");
+            r.out, kb_test_apiserver_url(cluster.api),
+            g_getenv("KB_BIN_DIR") != NULL ? g_getenv("KB_BIN_DIR") : "build/default/bin");
     const char *bash[] = {"bash", "-c", script, NULL};
     g_autofree char *out = NULL, *err = NULL;
     int wait_status = 0;
@@ -655,14 +712,15 @@ static void test_completion(void)
     g_assert_nonnull(strstr(out, "wait"));
 }
 
-/* ---- a job that can never fit says so --------------------------------------------------------- */
+/* ---- a job that can never fit says so ---------------------------------------------------------
+ */
 
 static void test_never_fits(void)
 {
-    const char *huge[] = {"submit", "tf", "--name", "huge", "--workers", "5", "--gpus", "8",
-                          "--image", "tf:1", NULL};
-    const char *fat[] = {"submit", "tf", "--name", "fat", "--workers", "1", "--gpus", "16",
-                         "--image", "tf:1", NULL};
+    const char *huge[] = {"submit", "tf", "--name",  "huge", "--workers", "5",
+                          "--gpus", "8",  "--image", "tf:1", NULL};
+    const char *fat[] = {"submit", "tf", "--name",  "fat",  "--workers", "1",
+                         "--gpus", "16", "--image", "tf:1", NULL};
     g_free(kbctl_ok(huge));
     g_free(kbctl_ok(fat));
     json_object *j = wait_job("huge", is_waiting, "Waiting with a reason");
@@ -687,12 +745,12 @@ static void test_never_fits(void)
 
 static void test_yaml(void)
 {
-    static const char *const quoted[] = {"true", "Yes", "y", "N", "off", "null", "~", "",
-                                         "0.5", "100", "-x", "a: b", "#c", " lead", "trail ",
-                                         "1e3", "[x]", "{y}", "*a", "&b", "!t", "%p", "@q",
-                                         "line\nbreak", ".5", "+1", "x,y"};
-    static const char *const plain[] = {"tensorflow", "kube-batchd.io/gpu-ids", "img-1",
-                                        "python", "a-b_c.d"};
+    static const char *const quoted[] = {
+            "true", "Yes", "y",    "N",  "off",   "null",        "~",   "",    "0.5",
+            "100",  "-x",  "a: b", "#c", " lead", "trail ",      "1e3", "[x]", "{y}",
+            "*a",   "&b",  "!t",   "%p", "@q",    "line\nbreak", ".5",  "+1",  "x,y"};
+    static const char *const plain[] = {"tensorflow", "kube-batchd.io/gpu-ids", "img-1", "python",
+                                        "a-b_c.d"};
     for (guint i = 0; i < G_N_ELEMENTS(quoted); i++) {
         g_autoptr(KbctlJson) v = json_object_new_string(quoted[i]);
         g_autofree char *y = kbctl_yaml(v);
@@ -713,7 +771,8 @@ static void test_yaml(void)
     g_autoptr(KbctlJson) doc = json_tokener_parse(
             "{\"a\":{\"b\":[{\"c\":1,\"d\":[\"x\"]},[]],\"e\":{}},\"f\":null,\"g\":false}");
     g_autofree char *y = kbctl_yaml(doc);
-    g_assert_cmpstr(y, ==, "a:\n  b:\n  - c: 1\n    d:\n    - x\n  - []\n  e: {}\nf: null\ng: false\n");
+    g_assert_cmpstr(y, ==,
+                    "a:\n  b:\n  - c: 1\n    d:\n    - x\n  - []\n  e: {}\nf: null\ng: false\n");
 }
 
 static void test_duration(void)
@@ -721,10 +780,14 @@ static void test_duration(void)
     static const struct {
         gint64 s;
         const char *want;
-    } cases[] = {{-5, "<invalid>"}, {0, "0s"},        {119, "119s"},  {120, "2m"},
-                 {125, "2m5s"},     {600, "10m"},      {10799, "179m"}, {10800, "3h"},
-                 {11000, "3h3m"},   {8 * 3600, "8h"},  {47 * 3600, "47h"}, {49 * 3600, "2d1h"},
-                 {8 * 86400, "8d"}, {800 * 86400, "2y70d"}, {3000 * 86400, "8y"}};
+    } cases[] = {{-5, "<invalid>"},   {0, "0s"},
+                 {119, "119s"},       {120, "2m"},
+                 {125, "2m5s"},       {600, "10m"},
+                 {10799, "179m"},     {10800, "3h"},
+                 {11000, "3h3m"},     {8 * 3600, "8h"},
+                 {47 * 3600, "47h"},  {49 * 3600, "2d1h"},
+                 {8 * 86400, "8d"},   {800 * 86400, "2y70d"},
+                 {3000 * 86400, "8y"}};
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
         g_autofree char *d = kbctl_duration(cases[i].s);
         g_assert_cmpstr(d, ==, cases[i].want);
@@ -763,8 +826,13 @@ int main(int argc, char **argv)
     g_assert_true(kb_test_kubectl(cluster.api, a2, NULL, NULL, NULL, &status, &error));
     g_assert_cmpint(status, ==, 0);
     KbTestDaemonOptions opts = {.log = TRUE, .log_dir = cluster.logdir};
-    const char *sched[] = {"--master", kb_test_apiserver_url(cluster.api), "--listen-address",
-                           "127.0.0.1:0", "--schedule-period", "200ms", NULL};
+    const char *sched[] = {"--master",
+                           kb_test_apiserver_url(cluster.api),
+                           "--listen-address",
+                           "127.0.0.1:0",
+                           "--schedule-period",
+                           "200ms",
+                           NULL};
     const char *oper[] = {"--master", kb_test_apiserver_url(cluster.api), "--listen-address",
                           "127.0.0.1:0", NULL};
     cluster.scheduler = kb_test_daemon_start("kube-batchd", sched, &opts, &error);

@@ -16,12 +16,12 @@ typedef struct {
     char *container;
     char *image;
     char *node;
-    char *gpu_ids;   /* may be NULL */
-    char *task;      /* "worker 0; cluster ps=2 worker=4", or NULL without TF_CONFIG */
-    char *role;      /* replica type label, may be NULL */
-    char *started;   /* startedAt as written, identifies the run */
-    gint64 start;    /* unix seconds */
-    gint64 end;      /* finishedAt, 0 while running */
+    char *gpu_ids; /* may be NULL */
+    char *task;    /* "worker 0; cluster ps=2 worker=4", or NULL without TF_CONFIG */
+    char *role;    /* replica type label, may be NULL */
+    char *started; /* startedAt as written, identifies the run */
+    gint64 start;  /* unix seconds */
+    gint64 end;    /* finishedAt, 0 while running */
     int exit_code;
     gint64 total_steps; /* from sim.kube-batchd.io/run-seconds, 0 when unknown */
     guint32 seed;
@@ -78,8 +78,8 @@ static char *tf_task(const char *tf_config)
 
 static json_object *find_named(json_object *arr, const char *name)
 {
-    for (size_t i = 0; json_object_is_type(arr, json_type_array) && i < json_object_array_length(arr);
-         i++)
+    for (size_t i = 0;
+         json_object_is_type(arr, json_type_array) && i < json_object_array_length(arr); i++)
         if (g_strcmp0(kas_json_get_string(json_object_array_get_idx(arr, i), "name"), name) == 0)
             return json_object_array_get_idx(arr, i);
     return NULL;
@@ -162,8 +162,9 @@ static void run_line(const Run *r, guint64 i, gint64 now, gboolean timestamps, G
     }
     gboolean ps = g_strcmp0(r->role, "ps") == 0;
     if (i == 0) {
-        g_string_append_printf(out, "kb-sim: container %s (image %s) started on node %s", r->container,
-                               r->image != NULL ? r->image : "?", r->node != NULL ? r->node : "?");
+        g_string_append_printf(out, "kb-sim: container %s (image %s) started on node %s",
+                               r->container, r->image != NULL ? r->image : "?",
+                               r->node != NULL ? r->node : "?");
         if (r->gpu_ids != NULL)
             g_string_append_printf(out, ", GPUs %s (" GPU_IDS ")", r->gpu_ids);
     } else if (i == 1) {
@@ -174,14 +175,14 @@ static void run_line(const Run *r, guint64 i, gint64 now, gboolean timestamps, G
     } else if ((gint64)i - 1 <= steps) {
         gint64 k = (gint64)i - 1;
         if (ps)
-            g_string_append_printf(out, "INFO:tensorflow:parameter server: %" G_GINT64_FORMAT
-                                        " variable updates served",
+            g_string_append_printf(out,
+                                   "INFO:tensorflow:parameter server: %" G_GINT64_FORMAT
+                                   " variable updates served",
                                    k * STEPS_PER_SECOND);
         else
-            g_string_append_printf(out,
-                                   "INFO:tensorflow:loss = %.5f, step = %" G_GINT64_FORMAT
-                                   " (1.000 sec)",
-                                   loss_at(r, k), k * STEPS_PER_SECOND);
+            g_string_append_printf(
+                    out, "INFO:tensorflow:loss = %.5f, step = %" G_GINT64_FORMAT " (1.000 sec)",
+                    loss_at(r, k), k * STEPS_PER_SECOND);
         if (r->total_steps > 0)
             g_string_append_printf(out, " [%" G_GINT64_FORMAT "%% of %" G_GINT64_FORMAT " steps]",
                                    MIN(k * STEPS_PER_SECOND * 100 / r->total_steps, 100),
@@ -193,9 +194,9 @@ static void run_line(const Run *r, guint64 i, gint64 now, gboolean timestamps, G
         else if (r->exit_code == 0)
             g_string_append(out, "INFO:tensorflow:parameter server: shutting down");
         else
-            g_string_append_printf(out, "ERROR:tensorflow:training stopped after %" G_GINT64_FORMAT
-                                        " steps",
-                                   steps * STEPS_PER_SECOND);
+            g_string_append_printf(
+                    out, "ERROR:tensorflow:training stopped after %" G_GINT64_FORMAT " steps",
+                    steps * STEPS_PER_SECOND);
     } else {
         g_string_append_printf(out, "kb-sim: container %s exited with code %d", r->container,
                                r->exit_code);
@@ -323,8 +324,7 @@ static gboolean parse_int_param(const KasRequest *req, const char *key, const ch
 }
 
 /* The container to read (newly allocated), per LogLocation's rules. */
-static char *pick_container(json_object *pod, const char *name, const char *asked,
-                            GError **error)
+static char *pick_container(json_object *pod, const char *name, const char *asked, GError **error)
 {
     json_object *cs = kas_json_get(pod, "spec.containers");
     size_t n = json_object_is_type(cs, json_type_array) ? json_object_array_length(cs) : 0;
@@ -378,8 +378,8 @@ void kas_log_handle(KasStore *store, KasRes *res, const KasRequest *req, const c
     const char *node = kas_json_get_string(pod, "spec.nodeName");
     Run r = {0};
     if (container != NULL && (node == NULL || *node == '\0'))
-        g_set_error(&error, KAS_ERROR, KAS_ERR_BAD_REQUEST,
-                    "pod %s does not have a host assigned", name);
+        g_set_error(&error, KAS_ERROR, KAS_ERR_BAD_REQUEST, "pod %s does not have a host assigned",
+                    name);
     gboolean ok = error == NULL &&
                   run_from_pod(pod, name, container, q_true(req, "previous"), &r, &error);
     json_object_put(pod);

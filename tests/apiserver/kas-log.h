@@ -5,12 +5,10 @@
  * Query parameters: container, follow, tailLines, timestamps, previous, limitBytes. Errors are
  * kube-apiserver's (pod registry's LogLocation) and the kubelet's, with their messages:
  *   404 pods "p" not found
- *   422 PodLogOptions "p" is invalid: tailLines: Invalid value: -1: must be greater than or equal to 0
- *   400 a container name must be specified for pod p, choose one of: [a b]
- *   400 container c is not valid for pod p
- *   400 pod p does not have a host assigned
- *   400 container "c" in pod "p" is waiting to start: ContainerCreating
- *   400 previous terminated container "c" in pod "p" not found
+ *   422 PodLogOptions "p" is invalid: tailLines: Invalid value: -1: must be greater than or equal
+ * to 0 400 a container name must be specified for pod p, choose one of: [a b] 400 container c is
+ * not valid for pod p 400 pod p does not have a host assigned 400 container "c" in pod "p" is
+ * waiting to start: ContainerCreating 400 previous terminated container "c" in pod "p" not found
  *
  * The log is a pure function of the pod object and the time, so it needs no state in the
  * simulated kubelet (in-process or a separate kb-kubelet): for the container's current run (its
