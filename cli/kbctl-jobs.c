@@ -371,7 +371,7 @@ gboolean kbctl_cmd_delete(Kbctl *k, GError **error)
                         name);
         else
             g_set_error(error, KBCTL_ERROR, KBCTL_ERROR_FAILED, "tfjob %s/%s: %s", ns, name,
-                        local->message);
+                        kbctl_error_message(local));
         g_error_free(local);
         return FALSE;
     }

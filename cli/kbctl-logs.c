@@ -169,7 +169,7 @@ gboolean kbctl_cmd_logs(Kbctl *k, GError **error)
     g_autofree char *replica = kbctl_pod_replica(pod);
     if (r.error != NULL) {
         g_set_error(error, KBCTL_ERROR, KBCTL_ERROR_FAILED, "tfjob %s/%s: replica %s (pod %s): %s",
-                    ns, pos[0], replica, pod->meta.name, r.error->message);
+                    ns, pos[0], replica, pod->meta.name, kbctl_error_message(r.error));
         g_error_free(r.error);
         return FALSE;
     }

@@ -162,6 +162,13 @@ char *kbctl_age(const char *timestamp, gint64 now)
     return kbctl_duration(now - t);
 }
 
+const char *kbctl_error_message(const GError *error)
+{
+    const char *http = strstr(error->message, ": HTTP ");
+    const char *words = http != NULL ? strstr(http + 7, ": ") : NULL;
+    return words != NULL && words[2] != '\0' ? words + 2 : error->message;
+}
+
 /* ---- JSON ---------------------------------------------------------------------------------- */
 
 json_object *kbctl_json_get(json_object *obj, const char *dotted_path)

@@ -56,6 +56,11 @@ char *kbctl_yaml(json_object *value);
 /* Print @value as JSON (pretty, 4-space as kubectl) or YAML to @out, per @format. */
 void kbctl_print_object(FILE *out, KbctlOutput format, json_object *value);
 
+/* The server's own words in a REST error ("GET /api/...: HTTP 400 BadRequest: pod p does not
+ * have a host assigned" -> "pod p does not have a host assigned"); the whole message otherwise.
+ * Borrowed from @error. */
+const char *kbctl_error_message(const GError *error);
+
 /* JSON helpers over json-c that tolerate missing members and wrong types. */
 json_object *kbctl_json_get(json_object *obj, const char *dotted_path);
 const char *kbctl_json_str(json_object *obj, const char *dotted_path);

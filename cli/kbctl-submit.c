@@ -323,7 +323,7 @@ gboolean kbctl_cmd_submit_tf(Kbctl *k, GError **error)
                         ns, s.name, s.name);
         else
             g_set_error(error, KBCTL_ERROR, KBCTL_ERROR_FAILED, "tfjob %s/%s: %s", ns, s.name,
-                        local->message);
+                        kbctl_error_message(local));
         g_error_free(local);
         return FALSE;
     }
