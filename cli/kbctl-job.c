@@ -326,8 +326,10 @@ static void why_finished(GString *s, const KbctlWorld *w, const KbctlJob *job)
     gboolean ok = strcmp(job->status, "Succeeded") == 0;
     const char *msg = tf_message(job, ok ? KB_TF_COND_SUCCEEDED : KB_TF_COND_FAILED);
     g_string_append_printf(s, "It %s", ok ? "succeeded" : "failed");
-    if (msg != NULL)
-        g_string_append_printf(s, ": %s", msg);
+    if (msg != NULL) {
+        size_t n = strlen(msg);
+        g_string_append_printf(s, ": %.*s", (int)(n > 0 && msg[n - 1] == '.' ? n - 1 : n), msg);
+    }
     gint64 end = job->tf->status.completion_time;
     if (end > 0 && job->start_time > 0) {
         g_autofree char *d = kbctl_duration(end - job->start_time);

@@ -249,13 +249,15 @@ static void print_job(Kbctl *k, const KbctlWorld *w, const KbctlJob *j)
                             j->gpus_requested, j->gpus_allocated);
     g_autofree char *nodes = nodes_cell(j);
     g_autofree char *group =
-            j->group == NULL ? g_strdup("(none yet)")
-                             : g_strdup_printf("%s: phase %s, minMember %" G_GINT64_FORMAT,
-                                               kbctl_json_str(j->group, "metadata.name"),
-                                               kbctl_json_str(j->group, "status.phase") != NULL
-                                                       ? kbctl_json_str(j->group, "status.phase")
-                                                       : "(no status yet)",
-                                               kbctl_json_int(j->group, "spec.minMember", 1));
+            j->group == NULL
+                    ? g_strdup(kb_tfjob_is_finished(j->tf) ? "- (removed when the job ended)"
+                                                           : "(none yet)")
+                    : g_strdup_printf("%s: phase %s, minMember %" G_GINT64_FORMAT,
+                                      kbctl_json_str(j->group, "metadata.name"),
+                                      kbctl_json_str(j->group, "status.phase") != NULL
+                                              ? kbctl_json_str(j->group, "status.phase")
+                                              : "(no status yet)",
+                                      kbctl_json_int(j->group, "spec.minMember", 1));
     print_field(k, "Name", j->tf->meta.name);
     print_field(k, "Namespace", j->tf->meta.namespace_);
     print_field(k, "Status", status);

@@ -583,6 +583,13 @@ static void test_kubectl_logs(void)
     const char *create[] = {"create", "-f", "-", NULL};
     g_assert_true(kb_test_kubectl(cluster.api, create, unbound, &out, &err, &status, &error));
     g_assert_cmpint(status, ==, 0);
+    /* Bound to a node no kubelet runs: its container never starts. */
+    static const char ghost[] = "apiVersion: v1\nkind: Pod\nmetadata: {name: ghost}\n"
+                                "spec: {nodeName: ghost-node, containers: [{name: c, image: x}]}\n";
+    g_clear_pointer(&out, g_free);
+    g_clear_pointer(&err, g_free);
+    g_assert_true(kb_test_kubectl(cluster.api, create, ghost, &out, &err, &status, &error));
+    g_assert_cmpint(status, ==, 0);
     static const struct {
         const char *args[6];
         const char *err;
@@ -591,6 +598,13 @@ static void test_kubectl_logs(void)
             {{"logs", "unbound", "-c", "zz", NULL}, "container zz is not valid for pod unbound"},
             {{"logs", "wait-worker-0", "--tail", "-2", NULL}, NULL},
             {{"logs", "nothere", NULL}, "pods \"nothere\" not found"},
+            {{"logs", "ghost", NULL},
+             "container \"c\" in pod \"ghost\" is waiting to start: ContainerCreating"},
+            {{"get", "--raw", "/api/v1/namespaces/default/pods/unbound/log", NULL},
+             "a container name must be specified for pod unbound, choose one of: [a b]"},
+            {{"get", "--raw", "/api/v1/namespaces/default/pods/wait-worker-0/log?tailLines=-1",
+              NULL},
+             "tailLines: Invalid value: -1: must be greater than or equal to 0"},
     };
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
         g_clear_pointer(&out, g_free);

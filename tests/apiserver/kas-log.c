@@ -298,26 +298,54 @@ static gboolean q_true(const KasRequest *req, const char *key)
     return v != NULL && (strcmp(v, "true") == 0 || strcmp(v, "1") == 0);
 }
 
-/* tailLines and limitBytes; -1 when absent. FALSE with the server's error. */
+/* 422 as kube-apiserver words it for PodLogOptions: kind PodLogOptions, one cause naming the
+ * field, so that kubectl prints "The PodLogOptions \"p\" is invalid: tailLines: ...". */
+static void reply_invalid(KasReply *reply, const char *pod, const char *field, gint64 value,
+                          const char *detail)
+{
+    g_autofree char *what =
+            g_strdup_printf("Invalid value: %" G_GINT64_FORMAT ": %s", value, detail);
+    g_autofree char *msg =
+            g_strdup_printf("PodLogOptions \"%s\" is invalid: %s: %s", pod, field, what);
+    kas_reply_error(reply, KAS_ERR_INVALID, msg, NULL, pod);
+    json_object *st = kas_json_parse(reply->body->str, reply->body->len, NULL);
+    json_object *details = kas_json_get(st, "details");
+    if (details == NULL) {
+        details = json_object_new_object();
+        json_object_object_add(st, "details", details);
+    }
+    kas_json_set_string(details, "kind", "PodLogOptions");
+    json_object *causes = json_object_new_array();
+    json_object *cause = json_object_new_object();
+    kas_json_set_string(cause, "reason", "FieldValueInvalid");
+    kas_json_set_string(cause, "message", what);
+    kas_json_set_string(cause, "field", field);
+    json_object_array_add(causes, cause);
+    json_object_object_add(details, "causes", causes);
+    g_autofree char *text = kas_json_dump(st);
+    g_string_assign(reply->body, text);
+    json_object_put(st);
+}
+
+/* tailLines and limitBytes; -1 when absent. FALSE with the reply filled in. */
 static gboolean parse_int_param(const KasRequest *req, const char *key, const char *pod,
-                                gint64 *out, GError **error)
+                                gint64 *out, KasReply *reply)
 {
     const char *v = q(req, key);
     *out = -1;
     if (v == NULL)
         return TRUE;
     if (!g_ascii_string_to_signed(v, 10, G_MININT64, G_MAXINT64, out, NULL)) {
-        g_set_error(error, KAS_ERROR, KAS_ERR_BAD_REQUEST,
-                    "couldn't decode query parameter %s: strconv.ParseInt: parsing \"%s\": "
-                    "invalid syntax",
-                    key, v);
+        g_autofree char *msg = g_strdup_printf("couldn't decode query parameter %s: "
+                                               "strconv.ParseInt: parsing \"%s\": invalid syntax",
+                                               key, v);
+        kas_reply_error(reply, KAS_ERR_BAD_REQUEST, msg, NULL, NULL);
         return FALSE;
     }
     if (*out < 0 || (*out == 0 && strcmp(key, "limitBytes") == 0)) {
-        g_set_error(error, KAS_ERROR, KAS_ERR_INVALID,
-                    "PodLogOptions \"%s\" is invalid: %s: Invalid value: %" G_GINT64_FORMAT
-                    ": must be greater than %s0",
-                    pod, key, *out, strcmp(key, "limitBytes") == 0 ? "" : "or equal to ");
+        reply_invalid(reply, pod, key, *out,
+                      strcmp(key, "limitBytes") == 0 ? "must be greater than 0"
+                                                     : "must be greater than or equal to 0");
         return FALSE;
     }
     return TRUE;
@@ -359,11 +387,9 @@ void kas_log_handle(KasStore *store, KasRes *res, const KasRequest *req, const c
 {
     g_autoptr(GError) error = NULL;
     gint64 tail, limit;
-    if (!parse_int_param(req, "tailLines", name, &tail, &error) ||
-        !parse_int_param(req, "limitBytes", name, &limit, &error)) {
-        kas_reply_gerror(reply, error, res, name);
+    if (!parse_int_param(req, "tailLines", name, &tail, reply) ||
+        !parse_int_param(req, "limitBytes", name, &limit, reply))
         return;
-    }
     kas_store_lock(store);
     KasObj *obj = kas_store_get_locked(store, res, ns, name);
     json_object *pod = obj != NULL ? kas_obj_parse(obj) : NULL;
