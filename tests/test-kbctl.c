@@ -618,6 +618,38 @@ static void test_kubectl_logs(void)
             g_test_message("kubectl %s: %s", cases[i].args[1], err);
         g_assert_nonnull(strstr(err, cases[i].err));
     }
+    /* A container started 5 h ago: 18,000 steps, of which the last KAS_LOG_MAX_LINES are kept. */
+    g_autoptr(GDateTime) now = g_date_time_new_now_utc();
+    g_autoptr(GDateTime) then = g_date_time_add_hours(now, -5);
+    g_autofree char *started = g_date_time_format_iso8601(then);
+    g_autofree char *patch = g_strdup_printf(
+            "{\"status\":{\"phase\":\"Running\",\"containerStatuses\":[{\"name\":\"c\","
+            "\"image\":\"x\",\"imageID\":\"\",\"ready\":true,\"restartCount\":0,"
+            "\"state\":{\"running\":{\"startedAt\":\"%.19sZ\"}}}]}}",
+            started);
+    const char *patch_args[] = {"patch",  "pod",   "ghost", "--subresource", "status",
+                                "--type", "merge", "-p",    patch,           NULL};
+    g_clear_pointer(&out, g_free);
+    g_clear_pointer(&err, g_free);
+    g_assert_true(kb_test_kubectl(cluster.api, patch_args, NULL, &out, &err, &status, &error));
+    if (status != 0)
+        g_test_message("kubectl patch: %s", err);
+    g_assert_cmpint(status, ==, 0);
+    const char *all[] = {"logs", "ghost", NULL};
+    g_clear_pointer(&out, g_free);
+    g_assert_true(kb_test_kubectl(cluster.api, all, NULL, &out, &err, &status, &error));
+    g_assert_cmpint(status, ==, 0);
+    guint n_lines = 0;
+    for (const char *p = out; *p != '\0'; p++)
+        n_lines += *p == '\n';
+    g_assert_cmpuint(n_lines, ==, 10000);
+    g_assert_true(g_str_has_prefix(out, "INFO:tensorflow:loss = "));
+    g_clear_pointer(&out, g_free);
+    const char *limited[] = {"logs", "ghost", "--limit-bytes", "10", NULL};
+    g_assert_true(kb_test_kubectl(cluster.api, limited, NULL, &out, &err, &status, &error));
+    g_assert_cmpint(status, ==, 0);
+    g_assert_cmpuint(strlen(out), ==, 10);
+
     g_clear_pointer(&out, g_free);
     const char *tail[] = {"logs", "wait-worker-0", "--tail", "2", "--timestamps", NULL};
     g_assert_true(kb_test_kubectl(cluster.api, tail, NULL, &out, &err, &status, &error));
