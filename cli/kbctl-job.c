@@ -71,6 +71,37 @@ void kbctl_job_short(const KbctlWorld *w, const KbctlJob *job, KbctlShort *s)
     s->min_member = (gint32)kbctl_json_int(job->group, "spec.minMember", 0);
 }
 
+char *kbctl_free_per_node(const KbctlWorld *w, guint max, json_object *json)
+{
+    g_autoptr(GString) s = g_string_new(NULL);
+    guint named = 0, full = 0, more = 0;
+    for (guint i = 0; i < w->nodes->len; i++) {
+        const KbNode *n = g_ptr_array_index(w->nodes, i);
+        if (!kbctl_node_ready(n) || kbctl_node_gpus(n) == 0)
+            continue;
+        gint64 f = MAX(kbctl_node_gpus(n) - kbctl_node_gpus_allocated(w, n), 0);
+        if (f == 0) {
+            full++;
+            continue;
+        }
+        if (json != NULL)
+            kbctl_json_set_int(json, n->meta.name, f);
+        if (named < max)
+            g_string_append_printf(s, "%s%s %" G_GINT64_FORMAT, named > 0 ? ", " : "", n->meta.name,
+                                   f);
+        else
+            more++;
+        named++;
+    }
+    if (more > 0)
+        g_string_append_printf(s, " and %u more nodes", more);
+    if (named == 0)
+        g_string_append(s, "none");
+    if (full > 0)
+        g_string_append_printf(s, " (%u GPU node%s full)", full, full > 1 ? "s" : "");
+    return g_strdup(s->str);
+}
+
 typedef struct {
     char *key;
     gint64 gpus;
@@ -222,9 +253,12 @@ static json_object *replicas_json(const KbctlWorld *w, const KbctlJob *job)
     return arr;
 }
 
-static json_object *short_json(const KbctlShort *s)
+static json_object *short_json(const KbctlWorld *w, const KbctlShort *s)
 {
     json_object *o = json_object_new_object();
+    json_object *per_node = json_object_new_object();
+    g_free(kbctl_free_per_node(w, 0, per_node));
+    json_object_object_add(o, "gpusFreePerNode", per_node);
     kbctl_json_set_int(o, "unplacedPods", s->n_unbound);
     kbctl_json_set_int(o, "gpusNeeded", s->need_gpus);
     kbctl_json_set_int(o, "gpusFree", s->free_total);
@@ -292,7 +326,7 @@ json_object *kbctl_job_json(const KbctlWorld *w, const KbctlJob *job, gboolean d
         kbctl_job_short(w, job, &s);
         kbctl_json_set_str(wt, "reason", job->wait_reason);
         kbctl_json_set_str(wt, "message", job->wait_message);
-        json_object_object_add(wt, "short", short_json(&s));
+        json_object_object_add(wt, "short", short_json(w, &s));
         json_object_object_add(o, "waiting", wt);
     }
     g_autofree char *why = kbctl_job_why(w, job);

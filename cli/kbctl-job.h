@@ -41,6 +41,10 @@ char *kbctl_job_why(const KbctlWorld *w, const KbctlJob *job);
  * last @max of them; each {"lastSeen","type","reason","object","message","count"}. New array. */
 json_object *kbctl_job_events(const KbctlWorld *w, const KbctlJob *job, guint max);
 
+/* Free GPUs per Ready node with any free: "gpu-1 8, gpu-3 4 (2 nodes have none)", at most @max
+ * named; newly allocated. @json, when not NULL, receives {node: free} for every such node. */
+char *kbctl_free_per_node(const KbctlWorld *w, guint max, json_object *json);
+
 /* "24 GPUs held by default/mnist (16), team-b/bert (8)": the jobs holding GPUs, largest first,
  * @job excluded, at most @max named; newly allocated, "" when none. */
 char *kbctl_gpu_holders(const KbctlWorld *w, const KbctlJob *job, guint max);

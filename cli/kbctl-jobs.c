@@ -223,6 +223,8 @@ static void print_waiting(Kbctl *k, const KbctlWorld *w, const KbctlJob *j)
             s.need_gpus, s.n_unbound, s.free_total, s.free_largest, s.fit_pods, s.n_unbound,
             MAX(s.need_gpus - s.free_total, 0));
     print_field(k, "Needs", shortage);
+    g_autofree char *free_gpus = kbctl_free_per_node(w, 8, NULL);
+    print_field(k, "Free GPUs", free_gpus);
     g_autofree char *cap = s.queue_capability >= 0
                                    ? g_strdup_printf("%" G_GINT64_FORMAT, s.queue_capability)
                                    : g_strdup("unlimited");

@@ -438,6 +438,7 @@ static void test_wait_then_run(void)
         g_test_message("kbctl get wait:\n%s", shown);
     g_assert_nonnull(strstr(shown, line));
     g_assert_nonnull(strstr(shown, "8 GPUs for 2 unplaced pods; 0 free in the cluster"));
+    g_assert_nonnull(strstr(shown, "Free GPUs:    none (4 GPU nodes full)\n"));
     g_assert_nonnull(strstr(shown, "Events:"));
     g_assert_nonnull(strstr(shown, "podgroup/wait"));
     const char *why[] = {"why", "wait", NULL};
