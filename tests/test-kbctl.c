@@ -638,6 +638,7 @@ static void test_kubectl_logs(void)
     g_assert_cmpint(status, ==, 0);
     const char *all[] = {"logs", "ghost", NULL};
     g_clear_pointer(&out, g_free);
+    g_clear_pointer(&err, g_free);
     g_assert_true(kb_test_kubectl(cluster.api, all, NULL, &out, &err, &status, &error));
     g_assert_cmpint(status, ==, 0);
     guint n_lines = 0;
@@ -646,12 +647,14 @@ static void test_kubectl_logs(void)
     g_assert_cmpuint(n_lines, ==, 10000);
     g_assert_true(g_str_has_prefix(out, "INFO:tensorflow:loss = "));
     g_clear_pointer(&out, g_free);
+    g_clear_pointer(&err, g_free);
     const char *limited[] = {"logs", "ghost", "--limit-bytes", "10", NULL};
     g_assert_true(kb_test_kubectl(cluster.api, limited, NULL, &out, &err, &status, &error));
     g_assert_cmpint(status, ==, 0);
     g_assert_cmpuint(strlen(out), ==, 10);
 
     g_clear_pointer(&out, g_free);
+    g_clear_pointer(&err, g_free);
     const char *tail[] = {"logs", "wait-worker-0", "--tail", "2", "--timestamps", NULL};
     g_assert_true(kb_test_kubectl(cluster.api, tail, NULL, &out, &err, &status, &error));
     g_assert_cmpint(status, ==, 0);
@@ -708,7 +711,8 @@ static void test_kubeconfig(void)
 
 static void test_colour(void)
 {
-    if (g_find_program_in_path("script") == NULL) {
+    g_autofree char *script = g_find_program_in_path("script");
+    if (script == NULL) {
         g_test_skip("script(1) is not installed: no terminal to test colours on");
         return;
     }
@@ -919,6 +923,12 @@ int main(int argc, char **argv)
     kb_test_daemon_stop(cluster.scheduler, 30000);
     g_clear_pointer(&cluster.operator_, kb_test_daemon_free);
     g_clear_pointer(&cluster.scheduler, kb_test_daemon_free);
+    /* Under ASan a leak (say, in the pod log streams) makes kb-apiserver exit non-zero. */
+    int api_status = kb_test_apiserver_stop(cluster.api);
+    if (api_status != 0) {
+        g_printerr("# kb-apiserver exited with status %d\n", api_status);
+        rc = 1;
+    }
     kb_test_apiserver_free(cluster.api);
     if (rc == 0 && g_getenv("KB_KEEP_LOGS") == NULL) {
         g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", cluster.logdir);
