@@ -51,6 +51,7 @@ OPER_SRC      := $(filter-out operator/main.c,$(wildcard operator/*.c))
 APISERVER_SRC := $(filter-out tests/apiserver/main.c,$(wildcard tests/apiserver/*.c))
 # kb-kubelet's modules live in libapiserver too: kas-kubelet shares their simulation rules.
 APISERVER_SRC += $(filter-out tests/kubelet/main.c,$(wildcard tests/kubelet/*.c))
+CLI_SRC       := $(filter-out cli/main.c,$(wildcard cli/*.c))
 TESTLIB_SRC   := $(wildcard tests/lib/*.c)
 BENCHLIB_SRC  := $(wildcard bench/lib/*.c)
 TEST_SRC      := $(wildcard tests/test-*.c)
@@ -63,15 +64,17 @@ LIBKUBE      := $(O)/libkube.a
 LIBSCHED     := $(O)/libsched.a
 LIBOPER      := $(O)/liboperator.a
 LIBAPISERVER := $(O)/libapiserver.a
+LIBCLI       := $(O)/libcli.a
 LIBTEST      := $(O)/libtestlib.a
 LIBBENCH     := $(O)/libbench.a
 # Link order: users before what they use.
-ALL_LIBS := $(LIBTEST) $(LIBBENCH) $(LIBOPER) $(LIBSCHED) $(LIBAPISERVER) $(LIBKUBE)
+ALL_LIBS := $(LIBTEST) $(LIBBENCH) $(LIBOPER) $(LIBSCHED) $(LIBAPISERVER) $(LIBCLI) $(LIBKUBE)
 
 BINS := $(if $(wildcard scheduler/main.c),$(O)/bin/kube-batchd) \
         $(if $(wildcard operator/main.c),$(O)/bin/tf-operator) \
         $(if $(wildcard tests/apiserver/main.c),$(O)/bin/kb-apiserver) \
         $(if $(wildcard tests/kubelet/main.c),$(O)/bin/kb-kubelet) \
+        $(if $(wildcard cli/main.c),$(O)/bin/kbctl) \
         $(patsubst bench/%.c,$(O)/bin/%,$(BENCH_SRC))
 TESTS := $(patsubst tests/%.c,$(O)/tests/%,$(TEST_SRC)) \
          $(patsubst tests/fuzz/%.c,$(O)/tests/%,$(FUZZ_SRC))
@@ -99,6 +102,7 @@ $(eval $(call archive,$(LIBKUBE),$(KUBE_SRC)))
 $(eval $(call archive,$(LIBSCHED),$(SCHED_SRC)))
 $(eval $(call archive,$(LIBOPER),$(OPER_SRC)))
 $(eval $(call archive,$(LIBAPISERVER),$(APISERVER_SRC)))
+$(eval $(call archive,$(LIBCLI),$(CLI_SRC)))
 $(eval $(call archive,$(LIBTEST),$(TESTLIB_SRC)))
 $(eval $(call archive,$(LIBBENCH),$(BENCHLIB_SRC)))
 
@@ -115,6 +119,8 @@ $(O)/bin/tf-operator: $(call obj,operator/main.c) $(LIBOPER) $(LIBSCHED) $(LIBKU
 $(O)/bin/kb-apiserver: $(call obj,tests/apiserver/main.c) $(LIBAPISERVER) $(LIBKUBE)
 	$(link)
 $(O)/bin/kb-kubelet: $(call obj,tests/kubelet/main.c) $(LIBAPISERVER) $(LIBKUBE)
+	$(link)
+$(O)/bin/kbctl: $(call obj,cli/main.c) $(LIBCLI) $(LIBKUBE)
 	$(link)
 $(O)/bin/bench-%: $(call obj,bench/bench-%.c) $(ALL_LIBS)
 	$(link)

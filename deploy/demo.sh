@@ -25,6 +25,7 @@ cleanup() {
     if [ "${KEEP:-0}" = 1 ]; then
         say "KEEP=1: the cluster keeps running (logs in $work)."
         echo "  kubectl --server $url get tfjobs,podgroups,pods -o wide"
+        echo "  alias kbctl=\"$bin/kbctl --server $url\"; kbctl list   (then: get, why, logs, top node)"
         echo "  stop it with: kill ${pids[*]}"
         return
     fi
@@ -112,6 +113,12 @@ while :; do
         echo "$wait_msgs" | sed "s/^/[t=${now}s]   waiting: podgroup /"
     fi
     prev_wait=$wait_msgs
+    # The users' view, once, while a gang waits: why it waits and where the GPUs are (kbctl).
+    if [ -n "$wait_msgs" ] && [ -z "${kbctl_shown:-}" ] && [ -x "$bin/kbctl" ]; then
+        kbctl_shown=1
+        "$bin/kbctl" --server "$url" why "$(echo "$wait_msgs" | head -n 1 | cut -d' ' -f1)" | fold -s -w 100 | sed 's/^/    kbctl why: /' || true
+        "$bin/kbctl" --server "$url" top node | sed 's/^/    /' || true
+    fi
     if [ "$pods" != "$prev_pods" ]; then
         while read -r name node phase; do
             [ -n "${name:-}" ] || continue
@@ -134,6 +141,7 @@ done
 
 # --- summary ------------------------------------------------------------------------------------
 say "== summary"
+[ -x "$bin/kbctl" ] && "$bin/kbctl" --server "$url" list -A && "$bin/kbctl" --server "$url" queue list
 echo "$jobs" | while read -r name state; do printf '  %-16s %s\n' "$name" "$state"; done
 echo "  the seed's v1alpha1 job: $(k get tfjobs.v1alpha1.kubeflow.org example-job \
     -o jsonpath='phase {.status.phase}, state {.status.state}' 2>/dev/null)"

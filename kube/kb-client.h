@@ -48,6 +48,11 @@ KbConfig *kb_config_copy(const KbConfig *config);
  * context, the cluster or user, and the field. */
 KbConfig *kb_config_load_kubeconfig(const char *path, const char *context, GError **error);
 
+/* The namespace of @context (NULL: current-context) in kubeconfig @path: newly allocated, NULL
+ * when the context names none or does not exist (no error then); NULL with the error when the
+ * file cannot be read or parsed. kubectl's default namespace. */
+char *kb_config_kubeconfig_namespace(const char *path, const char *context, GError **error);
+
 /* In-cluster: KUBERNETES_SERVICE_HOST/PORT, the service-account token file and ca.crt under
  * @sa_dir (NULL means /var/run/secrets/kubernetes.io/serviceaccount). */
 KbConfig *kb_config_in_cluster(const char *sa_dir, GError **error);

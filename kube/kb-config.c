@@ -373,6 +373,24 @@ KbConfig *kb_config_load_kubeconfig(const char *path, const char *context, GErro
     return config;
 }
 
+char *kb_config_kubeconfig_namespace(const char *path, const char *context, GError **error)
+{
+    gsize len = 0;
+    g_autofree char *text = read_limited(path, &len, error);
+    if (text == NULL)
+        return NULL;
+    yaml_document_t doc;
+    if (!load_document(&doc, path, text, len, error))
+        return NULL;
+    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    if (context == NULL)
+        context = map_get_str(&doc, root, "current-context");
+    yaml_node_t *ctx = context != NULL ? find_named(&doc, "contexts", "context", context) : NULL;
+    char *ns = g_strdup(map_get_str(&doc, ctx, "namespace"));
+    yaml_document_delete(&doc);
+    return ns;
+}
+
 /* ---- in-cluster and flags ------------------------------------------------------------------ */
 
 KbConfig *kb_config_in_cluster(const char *sa_dir, GError **error)

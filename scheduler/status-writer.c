@@ -343,6 +343,21 @@ static void apply_job(KbStatusWriter *w, const KbJobStatus *st, gint64 now)
     }
 }
 
+/* Every resource kube-batchd knows, zeros included: the status is a merge patch, where a
+ * resource left out would keep its old value. */
+static json_object *resource_list(const KbResources *r)
+{
+    json_object *map = json_object_new_object();
+    for (int slot = 0; slot < kb_resource_count(); slot++) {
+        const char *name = kb_resource_name(slot);
+        if (name == NULL || r->v[slot] == KB_RESOURCE_UNLIMITED)
+            continue;
+        g_autofree char *value = kb_resource_format_value(slot, r->v[slot]);
+        json_object_object_add(map, name, json_object_new_string(value));
+    }
+    return map;
+}
+
 static void apply_queue(KbStatusWriter *w, const KbQueueStatus *qs)
 {
     const KbResourceType *type =
@@ -357,6 +372,11 @@ static void apply_queue(KbStatusWriter *w, const KbQueueStatus *qs)
     json_object_object_add(status, "running", json_object_new_int64(qs->n_running));
     json_object_object_add(status, "unknown", json_object_new_int64(qs->n_unknown));
     json_object_object_add(status, "completed", json_object_new_int64(qs->n_completed));
+    /* What `kbctl queue list` shows (Volcano's QueueStatus has `allocated` too); written only
+     * when it changes, like the counts. */
+    json_object_object_add(status, "allocated", resource_list(&qs->allocated));
+    if (!kb_resources_is_zero(&qs->deserved))
+        json_object_object_add(status, "deserved", resource_list(&qs->deserved));
     json_object *body = json_object_new_object();
     json_object_object_add(body, "status", status);
     const char *text = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);

@@ -9,8 +9,9 @@
  *   (status False, reason Unschedulable, the core's message), as kube-scheduler writes it.
  * - The cycle's events (FailedScheduling on pods, Unschedulable/Scheduled on PodGroups) through
  *   the recorder, which aggregates repeats.
- * - Queue status: pending/inqueue/running/unknown/completed job counts and state, a merge PATCH of
- *   the queue's /status, only when the counts differ from what was last written.
+ * - Queue status: pending/inqueue/running/unknown/completed job counts and state, `allocated`
+ *   (a ResourceList) and `deserved` (proportion's share, when the plugin runs), a merge PATCH of
+ *   the queue's /status, only when they differ from what was last written.
  *
  * Writes are asynchronous on the client's main context and at most one per object is in flight; a
  * newer status replaces a queued one. A 404 (object or CRD gone) drops the write; 409, 429, 5xx

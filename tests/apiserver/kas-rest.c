@@ -5,6 +5,7 @@
 
 #include "tests/apiserver/kas-discovery.h"
 #include "tests/apiserver/kas-json.h"
+#include "tests/apiserver/kas-log.h"
 #include "tests/apiserver/kas-ops.h"
 #include "tests/apiserver/kas-status.h"
 #include "tests/apiserver/kas-table.h"
@@ -758,17 +759,7 @@ static void do_pod_sub(const KasRestContext *ctx, const KasRequest *req, const R
     if (strcmp(r->sub, "log") == 0) {
         if (strcmp(req->method, "GET") != 0)
             goto method;
-        kas_store_lock(ctx->store);
-        gboolean found = kas_store_get_locked(ctx->store, res, r->ns, r->name) != NULL;
-        kas_store_unlock(ctx->store);
-        if (!found) {
-            g_autofree char *msg = g_strdup_printf("pods \"%s\" not found", r->name);
-            kas_reply_error(reply, KAS_ERR_NOT_FOUND, msg, res, r->name);
-            return;
-        }
-        reply_text(reply, 200, "text/plain",
-                   g_strdup_printf("kb-apiserver: pod %s/%s runs on a simulated kubelet and writes no logs\n",
-                                   r->ns, r->name));
+        kas_log_handle(ctx->store, res, req, r->ns, r->name, reply);
         return;
     }
     if (strcmp(r->sub, "binding") != 0 && strcmp(r->sub, "eviction") != 0) {

@@ -32,6 +32,9 @@ typedef struct {
     KasWatchRender render;    /* may be NULL */
     gpointer render_data;
     GDestroyNotify render_free;
+    /* A text stream instead of a watch (pods/NAME/log?follow=true): called with render_data for
+     * more of the body until it returns FALSE; it may wait until @wake_us (monotonic). */
+    gboolean (*text_stream)(gpointer data, GString *out, gint64 wake_us);
 } KasReply;
 
 typedef struct {

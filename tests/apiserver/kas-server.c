@@ -192,6 +192,12 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
         gint64 now = g_get_monotonic_time();
         if (now >= s->reply.watch_deadline)
             return MHD_CONTENT_READER_END_OF_STREAM;
+        if (s->reply.text_stream != NULL) {
+            s->done = !s->reply.text_stream(s->reply.render_data, s->buf, now + G_USEC_PER_SEC);
+            if (s->buf->len == 0 && !s->done && client_gone(s->fd))
+                return MHD_CONTENT_READER_END_WITH_ERROR;
+            continue;
+        }
         if (s->fault.stall_after >= 0 && !s->stalled && s->events_sent >= s->fault.stall_after)
             stall(s);
         gint64 wake = MIN(s->reply.watch_deadline, now + G_USEC_PER_SEC);
@@ -413,7 +419,7 @@ static enum MHD_Result handle(KasServer *srv, struct MHD_Connection *conn, const
     kas_rest_handle(&srv->rest, &req, &reply);
     count_write(srv, method, url, reply.status);
     enum MHD_Result r;
-    if (reply.watcher != NULL)
+    if (reply.watcher != NULL || reply.text_stream != NULL)
         r = queue_stream(srv, conn, &reply, url);
     else
         r = queue_reply(conn, &reply);

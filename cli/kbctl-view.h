@@ -1,0 +1,87 @@
+/*
+ * What kbctl knows about the cluster for one command: TFJobs with their PodGroups and pods, nodes,
+ * queues and events, loaded with a handful of list calls and joined here. Every figure a command
+ * prints (a job's status, GPUs requested and allocated, what a waiting job is short of, the GPU
+ * index each pod holds) is computed in this module, so that `list`, `get`, `why` and `top` agree.
+ */
+#pragma once
+
+#include <glib.h>
+#include <json-c/json.h>
+
+#include "cli/kbctl.h"
+#include "kube/kb-objects.h"
+#include "kube/kb-tfjob.h"
+
+#define KBCTL_LABEL_JOB_NAME      "training.kubeflow.org/job-name"
+#define KBCTL_LABEL_REPLICA_TYPE  "training.kubeflow.org/replica-type"
+#define KBCTL_LABEL_REPLICA_INDEX "training.kubeflow.org/replica-index"
+#define KBCTL_ANNOTATION_GPU_IDS  "kube-batchd.io/gpu-ids"
+#define KBCTL_LABEL_GPU_PRODUCT   "nvidia.com/gpu.product"
+#define KBCTL_MAX_EVENTS          10 /* recent events shown by get */
+
+typedef enum {
+    KBCTL_LOAD_ALL_PODS = 1 << 0, /* every pod of the cluster (node usage), not only the jobs' */
+    KBCTL_LOAD_NODES = 1 << 1,
+    KBCTL_LOAD_QUEUES = 1 << 2,
+    KBCTL_LOAD_EVENTS = 1 << 3,
+    KBCTL_LOAD_NO_JOBS = 1 << 4, /* no TFJobs (node and queue views work without the CRD) */
+} KbctlLoad;
+
+typedef struct {
+    KbTfJob *tf;           /* owned */
+    json_object *raw;      /* owned reference: the TFJob as served */
+    json_object *group;    /* borrowed from the world; NULL before the operator made it */
+    GPtrArray *pods;       /* KbPod*, borrowed, in replica order (chief, master, ps, worker, ...) */
+    const char *status;    /* static: Pending, Waiting, Starting, Running, Restarting, Succeeded,
+                              Failed */
+    char *queue;           /* the group's queue, else the job's, else "default" */
+    gint64 gpus_requested; /* every replica the job runs, per its spec */
+    gint64 gpus_allocated; /* GPUs of its pods bound to a node and not finished */
+    GPtrArray *nodes;      /* char*, the distinct nodes of its bound pods, sorted */
+    gint64 start_time;     /* unix seconds, 0 before it started */
+    const char *wait_reason;  /* the PodGroup's Unschedulable condition, borrowed; NULL if none */
+    const char *wait_message; /* idem */
+} KbctlJob;
+
+typedef struct {
+    gint64 now;
+    const char *namespace_; /* NULL: all namespaces */
+    GPtrArray *jobs;        /* KbctlJob*, sorted by namespace and name */
+    GPtrArray *pods;        /* KbPod* (meta.raw kept) */
+    GPtrArray *nodes;       /* KbNode* (meta.raw kept), sorted by name */
+    GPtrArray *queues;      /* json_object* (one per name; Volcano's wins), sorted by name */
+    GHashTable *groups;     /* "ns/name" -> json_object* (PodGroup, Volcano dialect) */
+    json_object *events;    /* array of core/v1 Events, may be NULL */
+} KbctlWorld;
+
+/*
+ * Load TFJobs of @namespace_ (NULL: all namespaces; @job: only that one, KBCTL_ERROR_NOT_FOUND
+ * naming it when it does not exist), their PodGroups and pods, and what @what asks for. A missing
+ * CRD (PodGroup, Queue) counts as none; a missing TFJob CRD is an error that says so.
+ */
+KbctlWorld *kbctl_world_load(KbClient *client, const char *namespace_, const char *job, guint what,
+                             gint64 now, GError **error);
+void kbctl_world_free(KbctlWorld *w);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbctlWorld, kbctl_world_free)
+
+/* "worker-0" for a pod of a TFJob (from its labels), else the pod name. Newly allocated. */
+char *kbctl_pod_replica(const KbPod *pod);
+/* The pod's GPU count (requests, limits standing in) and its kube-batchd.io/gpu-ids (NULL). */
+gint64 kbctl_pod_gpus(const KbPod *pod);
+const char *kbctl_pod_gpu_ids(const KbPod *pod);
+/* "Running", "Pending", ... or "Terminating"; plus "Waiting" for an unbound pod. Static. */
+const char *kbctl_pod_status(const KbPod *pod);
+/* The pod's restarts (sum over containers). */
+gint kbctl_pod_restarts(const KbPod *pod);
+/* A node's GPUs: allocatable, and allocated to its non-finished pods in @w. */
+gint64 kbctl_node_gpus(const KbNode *node);
+gint64 kbctl_node_gpus_allocated(const KbctlWorld *w, const KbNode *node);
+gboolean kbctl_node_ready(const KbNode *node);
+
+/* A queue's GPU figures: capability (-1 unlimited), deserved (-1 unknown), allocated (from its
+ * status when kube-batchd wrote it, else summed from the pods of its groups). */
+gint64 kbctl_queue_gpus(json_object *queue, const char *field);
+gint64 kbctl_queue_allocated_gpus(const KbctlWorld *w, json_object *queue);
+/* Resources of a ResourceList as "gpu 8, cpu 16, memory 64Gi" ("-" when absent). */
+char *kbctl_resource_list_string(json_object *list);
