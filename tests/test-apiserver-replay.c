@@ -3,7 +3,12 @@
  *
  * tests/data/kube-apiserver-1.19/cases.json (see its README) holds requests sent in order to a
  * real server and its full answers. Every case is replayed, in the same order, against one fresh
- * bin/kb-apiserver; one GTest case per fixture case (/apiserver/replay/NAME) compares the status,
+ * bin/kb-apiserver started as the recorded server was configured (tests/lib/kb-test-cluster.h:
+ * HTTPS with the test CA, static bearer tokens, --authorization-mode RBAC), each sent as its
+ * recorded user: `admin` with the token of a system:masters user, `kube-batchd` with the token
+ * of the ServiceAccount kube-batchd/kube-batchd (the subject of the recorded ClusterRoleBinding
+ * conf-binder), `bad-token` with a token the server does not know. One GTest case per fixture
+ * case (/apiserver/replay/NAME) compares the status,
  * `reason`, `message`, `details` and every field of the answer but those that change from run to
  * run (uid, resourceVersion, timestamps, managedFields, selfLink, continue-token contents). Watch
  * answers are compared by event type and object name.
@@ -19,7 +24,7 @@
 #include <string.h>
 
 #include "tests/apiserver/kas-json.h"
-#include "tests/lib/kb-test-apiserver.h"
+#include "tests/lib/kb-test-cluster.h"
 
 /* ---- the tables ----------------------------------------------------------------------------- */
 
@@ -47,23 +52,6 @@ static const KnownDiff known_diffs[] = {
          "a body that is not JSON is the client's error: 400 BadRequest, where 1.19 answered 500 "
          "\"Invalid JSON Patch\" (a flaw of the real server, not a contract: newer servers answer "
          "400 too)"},
-};
-
-/* Cases sent as another user than `admin`: they need authentication and authorization
- * (--token-auth-file and RBAC), which come from the kas-auth branch. To wire them: start the
- * server with a token file giving `admin` system:masters and `kube-batchd` the ServiceAccount
- * system:serviceaccount:kube-batchd:kube-batchd, send "Authorization: Bearer <token of
- * request.user>" in http() (an unknown one for `bad-token`), and drop the skip below. */
-static const char *const needs_auth[] = {
-        "rbac-allowed-get",
-        "rbac-forbidden-patch",
-        "rbac-forbidden-cluster-scoped",
-        "rbac-forbidden-subresource",
-        "rbac-forbidden-crd-group",
-        "rbac-allowed-binding",
-        "authn-bad-token",
-        "selfsubjectaccessreview",
-        NULL,
 };
 
 /* Answers whose recorded form is an artifact of the recording, not of the server. */
@@ -109,7 +97,6 @@ static const Side sides[] = {
 typedef struct {
     gboolean done;
     gboolean matched;
-    gboolean skipped;
     char *report; /* differences and both answers, NULL when matched */
 } Result;
 
@@ -117,9 +104,9 @@ static json_object *fixture; /* {"server":..., "cases": [...]} */
 static json_object *cases;   /* borrowed */
 static Result *results;
 static guint next_case;
-static KbTestApiserver *api;
+static KbTestCluster *cluster;
 static GHashTable *subst; /* recorded string (rv, uid, continue token) -> ours */
-static guint n_matched, n_known, n_skipped, n_admin;
+static guint n_matched, n_known, n_replayed;
 
 /* ---- HTTP ----------------------------------------------------------------------------------- */
 
@@ -144,22 +131,33 @@ static size_t collect(char *ptr, size_t size, size_t n, void *data)
     return size * n;
 }
 
-static Resp *http(const char *method, const char *path, const char *ctype, const char *body,
-                  gsize body_len, guint want_lines)
+/* @method @path as @who: one of KB_TEST_* (kb-test-cluster.h), or any other string, sent as the
+ * bearer token itself. */
+static Resp *http(const char *who, const char *method, const char *path, const char *ctype,
+                  const char *body, gsize body_len, guint want_lines)
 {
     Resp *r = g_new0(Resp, 1);
     r->body = g_string_new(NULL);
     r->want_lines = want_lines;
     CURL *c = curl_easy_init();
-    g_autofree char *url = g_strconcat(kb_test_apiserver_url(api), path, NULL);
+    g_autofree char *url = g_strconcat(kb_test_cluster_url(cluster), path, NULL);
+    const char *token = kb_test_cluster_token(cluster, who);
+    g_autofree char *auth =
+            g_strdup_printf("Authorization: Bearer %s", token != NULL ? token : who);
     g_autofree char *ct =
             g_strdup_printf("Content-Type: %s", ctype != NULL ? ctype : "application/json");
     struct curl_slist *hdrs = curl_slist_append(NULL, ct);
     hdrs = curl_slist_append(hdrs, "Expect:");
     hdrs = curl_slist_append(hdrs, "Accept: application/json");
+    hdrs = curl_slist_append(hdrs, auth);
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+    g_autofree char *ca =
+            g_build_filename(g_getenv("KB_SRCDIR") != NULL ? g_getenv("KB_SRCDIR") : ".",
+                             "tests/data/tls/ca.pem", NULL);
+    curl_easy_setopt(c, CURLOPT_CAINFO, ca);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
     /* Generous: the machine is loaded. A watch ends by its timeoutSeconds or its event count. */
@@ -233,7 +231,7 @@ static char *current_rv(const char *path)
 {
     g_autofree char *base = g_strndup(path, strcspn(path, "?"));
     g_autofree char *p = g_strconcat(base, "?limit=1", NULL);
-    g_autoptr(Resp) r = http("GET", p, NULL, NULL, 0, 0);
+    g_autoptr(Resp) r = http(KB_TEST_ADMIN, "GET", p, NULL, NULL, 0, 0);
     json_object *j = resp_json(r);
     char *rv = g_strdup(kas_json_get_string(j, "metadata.resourceVersion"));
     json_object_put(j);
@@ -505,9 +503,14 @@ static const KnownDiff *known_diff(const char *name)
     return NULL;
 }
 
-static gboolean is_auth_case(const char *name)
+/* The identity (kb-test-cluster.h) of a recorded user; any other user is an unknown token. */
+static const char *who_of(const char *user)
 {
-    return g_strv_contains(needs_auth, name);
+    if (g_strcmp0(user, "admin") == 0)
+        return KB_TEST_ADMIN;
+    if (g_strcmp0(user, "kube-batchd") == 0)
+        return KB_TEST_SCHEDULER;
+    return "not-a-token-of-this-server";
 }
 
 /* Send @c's request; the answer in *@resp. */
@@ -542,7 +545,8 @@ static Resp *send_case(json_object *c)
     /* a watch from 0 sends every object first: read them all (its recorded events are a few) */
     if (events != NULL && strstr(path, "resourceVersion=0") != NULL)
         want_lines = 0;
-    return http(method, path, kas_json_get_string(req, "content_type"), body, len, want_lines);
+    return http(who_of(kas_json_get_string(req, "user")), method, path,
+                kas_json_get_string(req, "content_type"), body, len, want_lines);
 }
 
 static char *pretty(const char *text)
@@ -563,12 +567,7 @@ static void replay_one(guint index)
     Result *res = &results[index];
     const char *name = kas_json_get_string(c, "name");
     res->done = TRUE;
-    if (is_auth_case(name) || g_strcmp0(kas_json_get_string(c, "request.user"), "admin") != 0) {
-        res->skipped = TRUE;
-        n_skipped++;
-        return;
-    }
-    n_admin++;
+    n_replayed++;
     g_autoptr(Resp) r = send_case(c);
     json_object *resp = kas_json_get(c, "response");
     long want_status = json_object_get_int(kas_json_get(resp, "status"));
@@ -648,10 +647,6 @@ static void test_case(gconstpointer data)
     while (next_case <= index)
         replay_one(next_case++);
     Result *res = &results[index];
-    if (res->skipped) {
-        g_test_skip("needs --token-auth-file (kas-auth branch)");
-        return;
-    }
     if (!res->matched) {
         g_test_message("%s", res->report);
         g_test_fail();
@@ -663,7 +658,7 @@ static void test_case(gconstpointer data)
 static void side_patch_minimal_label(void)
 {
     static const char patch[] = "{\"metadata\":{\"labels\":{\"w\":\"1\"}}}";
-    g_autoptr(Resp) r = http("PATCH", "/api/v1/namespaces/conformance/pods/minimal",
+    g_autoptr(Resp) r = http(KB_TEST_ADMIN, "PATCH", "/api/v1/namespaces/conformance/pods/minimal",
                              "application/merge-patch+json", patch, strlen(patch), 0);
     if (r->code != 200)
         g_test_message("side action: label patch answered %ld", r->code);
@@ -672,14 +667,14 @@ static void side_patch_minimal_label(void)
 static void side_lease_first_candidate(void)
 {
     const char *path = "/apis/coordination.k8s.io/v1/namespaces/conformance/leases/kube-batchd";
-    g_autoptr(Resp) g = http("GET", path, NULL, NULL, 0, 0);
+    g_autoptr(Resp) g = http(KB_TEST_ADMIN, "GET", path, NULL, NULL, 0, 0);
     json_object *lease = resp_json(g);
     if (lease == NULL)
         return;
     json_object *spec = kas_json_ensure_object(lease, "spec");
     kas_json_set_string(spec, "holderIdentity", "b");
     g_autofree char *body = kas_json_dump(lease);
-    g_autoptr(Resp) r = http("PUT", path, NULL, body, strlen(body), 0);
+    g_autoptr(Resp) r = http(KB_TEST_ADMIN, "PUT", path, NULL, body, strlen(body), 0);
     if (r->code != 200)
         g_test_message("side action: first candidate's update answered %ld", r->code);
     json_object_put(lease);
@@ -713,18 +708,16 @@ int main(int argc, char **argv)
     results = g_new0(Result, n);
     subst = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 
-    /* the tables name real cases, and every case sent as another user is listed */
+    /* the table names real cases, and every recorded user is one we know how to send as */
     for (guint i = 0; i < G_N_ELEMENTS(known_diffs); i++)
         g_assert_nonnull(case_named(known_diffs[i].name, NULL));
-    for (guint i = 0; needs_auth[i] != NULL; i++)
-        g_assert_nonnull(case_named(needs_auth[i], NULL));
     for (size_t i = 0; i < n; i++) {
-        json_object *c = json_object_array_get_idx(cases, i);
-        if (g_strcmp0(kas_json_get_string(c, "request.user"), "admin") != 0)
-            g_assert_true(is_auth_case(kas_json_get_string(c, "name")));
+        const char *user = kas_json_get_string(json_object_array_get_idx(cases, i), "request.user");
+        g_assert_true(g_strcmp0(user, "admin") == 0 || g_strcmp0(user, "kube-batchd") == 0 ||
+                      g_strcmp0(user, "bad-token") == 0);
     }
 
-    api = kb_test_apiserver_start(NULL, &error);
+    cluster = kb_test_cluster_start(KB_TEST_CLUSTER_KAS, NULL, &error);
     g_assert_no_error(error);
     for (size_t i = 0; i < n; i++) {
         g_autofree char *p =
@@ -733,11 +726,11 @@ int main(int argc, char **argv)
         g_test_add_data_func(p, GUINT_TO_POINTER(i), test_case);
     }
     int rc = g_test_run();
-    g_print("# replay: %u of %u admin cases matched the recorded answers, %u known "
-            "differences as listed, %u cases skipped (need authentication)\n",
-            n_matched, n_admin, n_known, n_skipped);
-    g_assert_cmpint(kb_test_apiserver_stop(api), ==, 0);
-    kb_test_apiserver_free(api);
+    g_print("# replay: %u of %u cases matched the recorded answers (%u of them as known "
+            "differences, as listed), as their recorded users\n",
+            n_matched + n_known, n_replayed, n_known);
+    g_assert_cmpint(kb_test_cluster_stop(cluster), ==, 0);
+    kb_test_cluster_free(cluster);
     for (size_t i = 0; i < n; i++)
         g_free(results[i].report);
     g_free(results);

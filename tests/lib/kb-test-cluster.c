@@ -323,6 +323,11 @@ void kb_test_cluster_free(KbTestCluster *c)
     g_free(c);
 }
 
+int kb_test_cluster_stop(KbTestCluster *c)
+{
+    return c->apiserver != NULL ? kb_test_daemon_stop(c->apiserver, 60000) : -1;
+}
+
 KbTestClusterServer kb_test_cluster_server(KbTestCluster *c)
 {
     return c->server;

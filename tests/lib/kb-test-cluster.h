@@ -47,6 +47,9 @@ gboolean kb_test_cluster_real_available(char **why);
 KbTestCluster *kb_test_cluster_start(KbTestClusterServer server, const char *const *extra_args,
                                      GError **error);
 void kb_test_cluster_free(KbTestCluster *c);
+/* Stop the API server (SIGTERM, at most 60 s): its exit status as kb_test_daemon_stop() (0 for a
+ * clean shutdown, -1 when already stopped). kb_test_cluster_free() is still needed. */
+int kb_test_cluster_stop(KbTestCluster *c);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbTestCluster, kb_test_cluster_free)
 
 KbTestClusterServer kb_test_cluster_server(KbTestCluster *c);
