@@ -181,6 +181,8 @@ typedef struct {
     gboolean open;
     KbResources allocated; /* requests of its jobs' tasks on nodes */
     guint id;
+    /* The queue-tree fault last reported (condition + event), owned; NULL when none. */
+    char *last_fault;
 } KbQueueInfo;
 
 typedef struct KbCache KbCache;
