@@ -61,6 +61,7 @@ static KbQueueTree *tree_alloc(guint nq)
         t->parent[i] = -1;
         t->first_child[i] = -1;
         t->next_sibling[i] = -1;
+        kb_resources_set_unlimited(&t->deserved[i]); /* until kb_qtree_compute */
     }
     return t;
 }

@@ -83,7 +83,7 @@ typedef struct {
     KbResources *guarantee;  /* effective: max(own, children's sum) where not given */
     KbResources *fixed;      /* fixed deserved, -1 where not given */
     KbResources *demand;     /* leaves: set by the caller; parents: computed */
-    KbResources *deserved;   /* output of kb_qtree_compute, rounded up */
+    KbResources *deserved;   /* kb_qtree_compute's, rounded up; unlimited before */
     KbResources *alloc;      /* per node: allocation of its subtree (kb_qtree_alloc_add) */
 } KbQueueTree;
 
