@@ -134,8 +134,9 @@ static void explain_ancestor(const Proportion *p, const KbQueueInfo *qi, guint x
         return;
     g_autofree char *u_s = kb_resource_format_value(s, used);
     g_autofree char *c_s = kb_resource_format_value(s, p->tree->capability[x].v[s]);
-    g_string_append_printf(why, "queue \"%s\" (an ancestor of \"%s\") is at its capability for %s (%s/%s)",
-                           p->tree->name[x], qi->name, kb_resource_name(s), u_s, c_s);
+    g_string_append_printf(
+            why, "queue \"%s\" (an ancestor of \"%s\") is at its capability for %s (%s/%s)",
+            p->tree->name[x], qi->name, kb_resource_name(s), u_s, c_s);
 }
 
 /* "queue \"q\" is at its capability for nvidia.com/gpu (16/16)" or "... deserved share ...". */

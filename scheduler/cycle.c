@@ -325,10 +325,10 @@ static void report_queues(KbSession *ssn)
         kb_resources_sub(&qs.pending, &qs.allocated);
         for (int s = 0; s < KB_RES_MAX; s++)
             qs.pending.v[s] = MAX(qs.pending.v[s], 0);
-        qs.parent = t->parent[q] >= 0 ? t->name[t->parent[q]]
-                                      : (qi->queue != NULL && qi->queue->parent != NULL
-                                                 ? qi->queue->parent
-                                                 : t->name[t->root]);
+        qs.parent = t->parent[q] >= 0
+                            ? t->name[t->parent[q]]
+                            : (qi->queue != NULL && qi->queue->parent != NULL ? qi->queue->parent
+                                                                              : t->name[t->root]);
         report_queue_fault(ssn, qi, &qs);
         g_array_append_val(ssn->result->queue_statuses, qs);
     }

@@ -89,10 +89,10 @@ typedef struct {
     GPtrArray *victims;        /* the same, in order */
     GArray *undo;              /* Undo */
     GArray *units, *chosen, *alt, *best; /* Unit scratch */
-    gint64 min_run;            /* minRunTime (seconds) */
-    gboolean backoff;          /* evictionBackoff */
-    gboolean *job_protected;   /* per job id: started less than its minimum run time ago */
-    guint n_protected;         /* in-scope tasks of protected jobs for the current preemptor */
+    gint64 min_run;                      /* minRunTime (seconds) */
+    gboolean backoff;                    /* evictionBackoff */
+    gboolean *job_protected; /* per job id: started less than its minimum run time ago */
+    guint n_protected;       /* in-scope tasks of protected jobs for the current preemptor */
 } Evict;
 
 static gboolean on_node(const KbTaskInfo *t)
@@ -270,7 +270,8 @@ static gboolean reclaim_pair(Evict *e, guint jq, guint vq)
     if (jq == vq || t->held[vq])
         return FALSE;
     gint lca = kb_qtree_lca(t, jq, vq);
-    if (lca < 0 || t->depth[lca] < e->min_lca_depth)
+    /* One queue above the other: a parent holds no jobs of its own to give. */
+    if (lca < 0 || (guint)lca == vq || (guint)lca == jq || t->depth[lca] < e->min_lca_depth)
         return FALSE;
     gint top = kb_qtree_child_toward(t, (guint)lca, vq);
     for (gint x = (gint)vq; x >= 0 && x != lca; x = t->parent[x]) {

@@ -81,7 +81,8 @@ static void link_parents(KbQueueTree *t, const KbQtreeQueue *qs, guint nq)
 {
     g_autoptr(GHashTable) by_name = g_hash_table_new(g_direct_hash, g_direct_equal);
     for (guint i = 0; i < nq; i++)
-        g_hash_table_insert(by_name, (gpointer)g_intern_string(qs[i].name), GUINT_TO_POINTER(i + 1));
+        g_hash_table_insert(by_name, (gpointer)g_intern_string(qs[i].name),
+                            GUINT_TO_POINTER(i + 1));
     for (guint i = 0; i < nq; i++) {
         if (qs[i].parent == NULL || strcmp(qs[i].parent, "root") == 0) {
             t->parent[i] = (gint)t->root;
@@ -126,8 +127,8 @@ static void find_cycles(KbQueueTree *t)
             y = x;
             do {
                 set_fault(t, (guint)y, KB_QTREE_FAULT_CYCLE,
-                          g_strdup_printf("queue \"%s\": spec.parent forms a cycle: %s",
-                                          t->name[y], s->str));
+                          g_strdup_printf("queue \"%s\": spec.parent forms a cycle: %s", t->name[y],
+                                          s->str));
                 y = t->parent[y];
             } while (y != x);
         }
@@ -187,8 +188,7 @@ static void check_guarantees(KbQueueTree *t, guint p)
             if (t->guarantee[c].v[s] == 0)
                 continue;
             g_autofree char *v = format_value(s, t->guarantee[c].v[s]);
-            g_string_append_printf(parts, "%s\"%s\" %s", parts->len > 0 ? ", " : "", t->name[c],
-                                   v);
+            g_string_append_printf(parts, "%s\"%s\" %s", parts->len > 0 ? ", " : "", t->name[c], v);
         }
         g_autofree char *sum_s = format_value(s, sum), *own_s = format_value(s, own);
         set_fault(t, p, KB_QTREE_FAULT_GUARANTEE,
@@ -311,8 +311,24 @@ void kb_qtree_waterfill(double avail, guint k, const double *w, const double *lo
         else
             b = m;
     }
-    for (guint i = 0; i < k; i++)
-        out[i] = CLAMP(w[i] * b, lo[i], MAX(hi[i], lo[i]));
+    /* Exact level from the shares that are not at a bound (bisection leaves ~1e-9 of error,
+     * which rounding up would turn into a whole GPU). */
+    double eps = 1e-9 * MAX(avail, 1), fixed = 0, free_w = 0;
+    for (guint i = 0; i < k; i++) {
+        double h = MAX(hi[i], lo[i]), v = w[i] * b;
+        if (v <= lo[i] + eps || v >= h - eps)
+            fixed += CLAMP(v, lo[i], h) <= lo[i] + eps ? lo[i] : h;
+        else
+            free_w += w[i];
+    }
+    double level = free_w > 0 ? (avail - fixed) / free_w : b;
+    for (guint i = 0; i < k; i++) {
+        double h = MAX(hi[i], lo[i]), v = w[i] * b;
+        if (free_w > 0 && v > lo[i] + eps && v < h - eps)
+            out[i] = CLAMP(w[i] * level, lo[i], h);
+        else
+            out[i] = CLAMP(v, lo[i], h) <= lo[i] + eps ? lo[i] : h;
+    }
 }
 
 static double as_double(gint64 v)
@@ -411,7 +427,7 @@ void kb_qtree_compute(KbQueueTree *t, const KbResources *total)
                 split_children(t, x, s, des[x], &sp, des);
         }
         for (guint i = 0; i < n; i++)
-            t->deserved[i].v[s] = t->held[i] ? 0 : (gint64)ceil(des[i] - 1e-9);
+            t->deserved[i].v[s] = t->held[i] ? 0 : (gint64)ceil(des[i] - 1e-6 - des[i] * 1e-12);
     }
     g_free(sp.node);
     g_free(sp.w);

@@ -50,9 +50,9 @@ extern const int kb_qtree_slots[KB_QTREE_N_SLOTS];
 
 /* One queue as the tree builder sees it. */
 typedef struct {
-    const char *name;   /* interned */
-    const char *parent; /* interned; NULL: under the root */
-    gint32 weight;      /* >= 1 */
+    const char *name;       /* interned */
+    const char *parent;     /* interned; NULL: under the root */
+    gint32 weight;          /* >= 1 */
     KbResources capability; /* KB_RESOURCE_UNLIMITED where not given */
     KbResources guarantee;  /* 0 where not given */
     KbResources deserved;   /* fixed deserved share, -1 where not given */
@@ -74,7 +74,7 @@ typedef struct {
     guint *n_children;  /* children naming this queue as parent (held or not) */
     guint *order;       /* nodes under the root, parents before children (root first) */
     guint n_order;
-    guint8 *held;       /* the node or an ancestor is faulty: its jobs wait */
+    guint8 *held; /* the node or an ancestor is faulty: its jobs wait */
     KbQtreeFault *fault;
     char **fault_message; /* what is wrong, naming queues and figures; NULL when fine */
     const char **name;    /* interned; "root" for the root */
