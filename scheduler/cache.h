@@ -183,6 +183,7 @@ typedef struct {
     guint id;
     /* The queue-tree fault last reported (condition + event), owned; NULL when none. */
     char *last_fault;
+    gint64 fault_since; /* when last_fault was first reported (seconds) */
 } KbQueueInfo;
 
 typedef struct KbCache KbCache;

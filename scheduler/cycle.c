@@ -287,10 +287,13 @@ static void report_queue_fault(KbSession *ssn, KbQueueInfo *qi, KbQueueStatus *q
         qs->fault_reason = kb_qtree_fault_reason(t->fault[qi->id]);
         qs->fault_message = g_strdup(msg);
     }
-    if (g_strcmp0(qi->last_fault, msg) == 0)
+    if (g_strcmp0(qi->last_fault, msg) == 0) {
+        qs->fault_since = qi->fault_since;
         return;
+    }
     g_free(qi->last_fault);
     qi->last_fault = g_strdup(msg);
+    qi->fault_since = qs->fault_since = ssn->now;
     if (msg != NULL && qi->queue != NULL)
         add_event(ssn->result, &qi->queue->meta, "scheduling.volcano.sh/v1beta1", "Queue",
                   "Warning", qs->fault_reason, msg);

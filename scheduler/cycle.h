@@ -92,6 +92,7 @@ typedef struct {
     const char *parent; /* interned; "root" for a queue without spec.parent */
     const char *fault_reason;
     char *fault_message;
+    gint64 fault_since; /* when the fault was first reported (the condition's transition time) */
     guint n_pending, n_inqueue, n_running, n_unknown, n_completed; /* jobs by phase */
 } KbQueueStatus;
 

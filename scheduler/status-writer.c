@@ -343,6 +343,42 @@ static void apply_job(KbStatusWriter *w, const KbJobStatus *st, gint64 now)
     }
 }
 
+/*
+ * Hierarchical queues: Volcano's `allocated` map, per resource {deserved, allocated, pending}
+ * under `resources` (cpu, memory, nvidia.com/gpu and any other resource in use), the parent, and
+ * a `Valid` condition while the queue tree is at fault (null clears it). No timestamps but the
+ * fault's own, so that an unchanged queue gives the same text and is not written again.
+ */
+static void queue_resources(json_object *status, const KbQueueStatus *qs)
+{
+    json_object *res = json_object_new_object();
+    for (int s = 0; s < kb_resource_count(); s++) {
+        gboolean shared = s == KB_RES_CPU || s == KB_RES_MEMORY || s == KB_RES_GPU;
+        if (!shared && qs->allocated.v[s] == 0 && qs->pending.v[s] == 0)
+            continue;
+        json_object *r = json_object_new_object();
+        g_autofree char *d = kb_resource_format_value(s, qs->deserved.v[s]);
+        g_autofree char *a = kb_resource_format_value(s, qs->allocated.v[s]);
+        g_autofree char *p = kb_resource_format_value(s, qs->pending.v[s]);
+        json_object_object_add(r, "deserved", json_object_new_string(d));
+        json_object_object_add(r, "allocated", json_object_new_string(a));
+        json_object_object_add(r, "pending", json_object_new_string(p));
+        json_object_object_add(res, kb_resource_name(s), r);
+    }
+    json_object_object_add(status, "resources", res);
+    json_object_object_add(status, "allocated", kb_resources_encode(&qs->allocated));
+    if (qs->parent != NULL)
+        json_object_object_add(status, "parent", json_object_new_string(qs->parent));
+    if (qs->fault_message == NULL) {
+        json_object_object_add(status, "conditions", NULL);
+        return;
+    }
+    json_object *conds = json_object_new_array();
+    json_object_array_add(conds, condition_new("Valid", "False", qs->fault_reason,
+                                               qs->fault_message, qs->fault_since));
+    json_object_object_add(status, "conditions", conds);
+}
+
 static void apply_queue(KbStatusWriter *w, const KbQueueStatus *qs)
 {
     const KbResourceType *type =
@@ -357,6 +393,7 @@ static void apply_queue(KbStatusWriter *w, const KbQueueStatus *qs)
     json_object_object_add(status, "running", json_object_new_int64(qs->n_running));
     json_object_object_add(status, "unknown", json_object_new_int64(qs->n_unknown));
     json_object_object_add(status, "completed", json_object_new_int64(qs->n_completed));
+    queue_resources(status, qs);
     json_object *body = json_object_new_object();
     json_object_object_add(body, "status", status);
     const char *text = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
