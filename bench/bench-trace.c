@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/lib/qshare.h"
 #include "bench/lib/sim.h"
 #include "bench/lib/trace.h"
 #include "kube/kb-error.h"
@@ -70,6 +71,7 @@ typedef struct {
     KbConf *conf;
     gboolean single_queue;
     KbSimReport *report;
+    KbQshare *shares; /* --queue-tree: queue shares over the run */
     GError *error;
     /* Input shared read-only by the worker threads. */
     const KbTrace *slice;
@@ -83,6 +85,7 @@ static void run_free(gpointer p)
     g_free(r->about);
     kb_conf_free(r->conf);
     kb_sim_report_free(r->report);
+    kb_qshare_free(r->shares);
     g_clear_error(&r->error);
     g_free(r);
 }
@@ -153,6 +156,7 @@ typedef struct {
     double hours, duration_scale, arrival_scale, high_priority;
     char *from, *pack, *baseline, *restart_cost;
     char **configs, **conf_files, **weights;
+    char *queue_tree;
     gboolean skip_bad_rows, no_queues;
 } Opts;
 
@@ -208,6 +212,10 @@ static gboolean parse_options(int argc, char **argv, Opts *o, GError **error)
              "Unfinished jobs to list per configuration (5)", "N"},
             {"skip-bad-rows", 0, 0, G_OPTION_ARG_NONE, &o->skip_bad_rows,
              "Skip malformed trace rows (counted) instead of failing", NULL},
+            {"queue-tree", 0, 0, G_OPTION_ARG_FILENAME, &o->queue_tree,
+             "Queue tree file (hierarchical queues; format in bench/lib/qshare.h and the README): "
+             "also reports queue shares against deserved shares per queue and per level",
+             "FILE"},
             {"no-queues", 0, 0, G_OPTION_ARG_NONE, &o->no_queues, "Do not print per-queue tables",
              NULL},
             {NULL}};
@@ -399,6 +407,8 @@ static void print_run(const Run *run, const Opts *o)
            r->n_cache_restarts);
     if (!o->no_queues)
         print_queues(r);
+    if (run->shares != NULL)
+        kb_qshare_print(run->shares, r->end);
     print_unfinished(r, o->show_unfinished);
 }
 
@@ -556,6 +566,11 @@ static void replay_all(GPtrArray *runs, const KbTrace *slice, const KbSimOptions
         run->slice = slice;
         run->sim = *sim;
         run->sim.single_queue = run->single_queue;
+        if (sim->queue_specs != NULL) {
+            run->shares = kb_qshare_new();
+            run->sim.on_cycle = kb_qshare_on_cycle;
+            run->sim.on_cycle_data = run->shares;
+        }
     }
     if (n == 1) {
         for (guint i = 0; i < runs->len; i++)
@@ -578,6 +593,7 @@ static void opts_clear(Opts *o)
     g_strfreev(o->configs);
     g_strfreev(o->conf_files);
     g_strfreev(o->weights);
+    g_free(o->queue_tree);
 }
 
 static int fail(GError *error)
@@ -624,6 +640,10 @@ static int bench(const Opts *o)
     if (!parse_weights(o->weights, weights, &error))
         return fail(error);
     sim.weights = weights;
+    g_autoptr(GHashTable) tree = NULL;
+    if (o->queue_tree != NULL && (tree = kb_qshare_load_tree(o->queue_tree, &error)) == NULL)
+        return fail(error);
+    sim.queue_specs = tree;
     const char *path = o->trace != NULL ? o->trace : g_getenv("KB_TRACE");
     if (path == NULL) {
         path = DEFAULT_TRACE;

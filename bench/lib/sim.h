@@ -41,6 +41,7 @@
 
 #include "bench/lib/trace.h"
 #include "scheduler/conf.h"
+#include "scheduler/cycle.h"
 
 #define KB_SIM_MAX_NODES         100000
 #define KB_SIM_MAX_GPUS_PER_NODE 1024
@@ -85,6 +86,16 @@ typedef struct {
     /* When not NULL: per job of the replayed trace (in trace order, trace->n_jobs entries), TRUE
      * for high priority; high_fraction is then ignored. Borrowed for the run. */
     const gboolean *high;
+    /*
+     * Hierarchical queues (bench-trace --queue-tree, bench/lib/qshare.h): queue name (char*) ->
+     * the JSON text of its Queue spec ({"parent": ..., "weight": ...}). A trace queue with an
+     * entry gets that spec (its weight when the spec has none); entries that are not trace
+     * queues are created too (the parents). Borrowed, read-only; NULL: flat queues.
+     */
+    GHashTable *queue_specs;
+    /* Called after every cycle with its result (borrowed), on the replay's thread. */
+    void (*on_cycle)(const KbCycleResult *res, gpointer data);
+    gpointer on_cycle_data;
 } KbSimOptions;
 
 typedef struct {
