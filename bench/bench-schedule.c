@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kube/kb-objects.h"
 #include "scheduler/cache.h"
@@ -165,12 +166,16 @@ static double run_queues(guint n_nodes, guint n_pods, gboolean deep)
     add_subtree(cache, NULL, deep ? deep_fanout : flat_fanout, deep ? 5 : 1, 0, leaves);
     add_nodes(cache, n_nodes);
     guint jobs = add_jobs_in(cache, n_pods, leaves);
-    gint64 t0 = g_get_monotonic_time();
+    /* CPU time of the cycle: the figure that compares, on a machine shared with other work. */
+    struct timespec c0, c1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
     g_autoptr(KbCycleResult) res = kb_cycle_run(cache, conf, 1000);
-    double secs = (double)(g_get_monotonic_time() - t0) / 1e6;
-    printf("  %-26s %4u queues (%u leaves), %5u nodes, %5u gangs: %6u placed, cycle %.3f s",
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+    double secs = (double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) / 1e9;
+    printf("  %-13s %4u queues (%u leaves), %5u nodes, %5u gangs: %6u placed, cycle CPU %.3f s, "
+           "wall %.3f s",
            deep ? "5-level tree" : "flat", kb_cache_queues(cache)->len, leaves->len, n_nodes, jobs,
-           res->placements->len, secs);
+           res->placements->len, secs, (double)res->duration_us / 1e6);
     for (guint i = 0; i < res->n_actions; i++)
         printf(" (%s %.3f s)", conf->actions[i], (double)res->action_us[i] / 1e6);
     printf("\n");
@@ -193,9 +198,14 @@ int main(int argc, char **argv)
     printf("time ratio full/small: %.1fx for 10x the nodes and pods (target <= ~12x); "
            "placements ratio %.1fx\n",
            ratio, small.placed > 0 ? (double)full.placed / small.placed : 0.0);
-    printf("queues: 1,000 leaf queues, flat vs 5 levels deep (same nodes, pods, jobs):\n");
-    double flat = run_queues(nodes, pods, FALSE);
-    double deep = run_queues(nodes, pods, TRUE);
-    printf("time ratio tree/flat: %.2fx\n", flat > 0 ? deep / flat : 0.0);
+    printf("queues: 1,000 leaf queues, flat vs 5 levels deep (same nodes, pods, jobs; best of 3, "
+           "alternating):\n");
+    double flat = G_MAXDOUBLE, deep = G_MAXDOUBLE;
+    for (guint rep = 0; rep < 3; rep++) {
+        flat = MIN(flat, run_queues(nodes, pods, FALSE));
+        deep = MIN(deep, run_queues(nodes, pods, TRUE));
+    }
+    printf("time ratio tree/flat: %.2fx (best cycle CPU time %.3f s against %.3f s)\n",
+           flat > 0 ? deep / flat : 0.0, deep, flat);
     return 0;
 }

@@ -93,10 +93,9 @@ static double node_share(const Proportion *p, guint x)
 static int queue_order(gpointer state, const KbQueueInfo *a, const KbQueueInfo *b)
 {
     const Proportion *p = state;
-    gint lca = kb_qtree_lca(p->tree, a->id, b->id);
-    if (lca >= 0 && (guint)lca != a->id && (guint)lca != b->id) {
-        gint ca = kb_qtree_child_toward(p->tree, (guint)lca, a->id);
-        gint cb = kb_qtree_child_toward(p->tree, (guint)lca, b->id);
+    gint ca, cb;
+    gint lca = kb_qtree_meet(p->tree, a->id, b->id, &ca, &cb);
+    if (lca >= 0 && ca >= 0 && cb >= 0 && ((guint)ca != a->id || (guint)cb != b->id)) {
         double sa = node_share(p, (guint)ca), sb = node_share(p, (guint)cb);
         if (sa != sb)
             return sa < sb ? -1 : 1;

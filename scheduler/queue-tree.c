@@ -470,6 +470,33 @@ gint kb_qtree_lca(const KbQueueTree *t, guint a, guint b)
     return x == y ? x : -1;
 }
 
+gint kb_qtree_meet(const KbQueueTree *t, guint a, guint b, gint *ca, gint *cb)
+{
+    gint x = (gint)a, y = (gint)b, px = -1, py = -1;
+    *ca = *cb = -1;
+    if (t->held[a] || t->held[b])
+        return -1;
+    while (t->depth[x] > t->depth[y]) {
+        px = x;
+        x = t->parent[x];
+    }
+    while (t->depth[y] > t->depth[x]) {
+        py = y;
+        y = t->parent[y];
+    }
+    while (x != y && x >= 0 && y >= 0) {
+        px = x;
+        py = y;
+        x = t->parent[x];
+        y = t->parent[y];
+    }
+    if (x != y || x < 0)
+        return -1;
+    *ca = px;
+    *cb = py;
+    return x;
+}
+
 gint kb_qtree_child_toward(const KbQueueTree *t, guint ancestor, guint node)
 {
     gint x = (gint)node;

@@ -110,6 +110,12 @@ gboolean kb_qtree_is_leaf(const KbQueueTree *tree, guint node);
 /* The lowest common ancestor of @a and @b (the root when they are in different top-level
  * subtrees, or -1 when either is not under the root). */
 gint kb_qtree_lca(const KbQueueTree *tree, guint a, guint b);
+/*
+ * Where the paths of @a and @b meet: the lowest common ancestor (returned, -1 as kb_qtree_lca),
+ * and the children of it on the way to @a and to @b (*@ca, *@cb; -1 when @a or @b is the
+ * meeting point itself). One walk up, for queue order.
+ */
+gint kb_qtree_meet(const KbQueueTree *tree, guint a, guint b, gint *ca, gint *cb);
 /* The child of @ancestor on the path to @node (@node itself when it is a child), or -1. */
 gint kb_qtree_child_toward(const KbQueueTree *tree, guint ancestor, guint node);
 /* TRUE when @ancestor is @node or one of its ancestors. */
