@@ -968,6 +968,14 @@ static void test_hierarchical_queues(void)
         g_usleep(50000);
     }
     g_assert_nonnull(strstr(events, "queue \"x\": spec.parent forms a cycle"));
+    /* Nothing changes any more: five more cycles write no queue status. */
+    g_autofree char *rv_b = queue_status_at(cl, "org-b", "metadata.resourceVersion");
+    g_autofree char *rv_x = queue_status_at(cl, "x", "metadata.resourceVersion");
+    g_usleep(1000000);
+    g_autofree char *rv_b2 = queue_status_at(cl, "org-b", "metadata.resourceVersion");
+    g_autofree char *rv_x2 = queue_status_at(cl, "x", "metadata.resourceVersion");
+    g_assert_cmpstr(rv_b, ==, rv_b2);
+    g_assert_cmpstr(rv_x, ==, rv_x2);
     daemon_stop(d);
 }
 
