@@ -262,8 +262,8 @@ static void add_tree_queues(Sim *sim)
     names = g_list_sort(names, (GCompareFunc)strcmp);
     for (GList *l = names; l != NULL; l = l->next) {
         if (kb_cache_lookup_queue(sim->cache, l->data) == NULL)
-            add_queue(sim, queue_json(l->data, 0,
-                                      g_hash_table_lookup(sim->opts.queue_specs, l->data)));
+            add_queue(sim,
+                      queue_json(l->data, 0, g_hash_table_lookup(sim->opts.queue_specs, l->data)));
     }
 }
 
