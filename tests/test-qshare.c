@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "bench/lib/qshare.h"
+#include "bench/lib/sim.h"
+#include "bench/lib/trace.h"
 #include "kube/kb-error.h"
 #include "scheduler/cycle.h"
 
@@ -123,6 +125,56 @@ static void test_open_at_end(void)
     g_assert_cmpfloat(q.short_gpu_s, ==, 480);
 }
 
+/*
+ * A replay with the issue's tree (t1, t2 under org-a weight 1; b under org-b weight 3) on one
+ * 8-GPU node, every queue submitting eight 1-GPU jobs at once: the first wave starts 1, 1 and 6
+ * jobs (8 x 1/4 split in two, 8 x 3/4), and the shares name the parents at level 1.
+ */
+static void test_replay_tree(void)
+{
+    g_autoptr(GString) csv = g_string_new("timestamp,duration,num_gpus,gpu_time,cluster\n");
+    static const char *const queues[] = {"t1", "t2", "b"};
+    for (guint q = 0; q < 3; q++) {
+        for (guint i = 0; i < 8; i++)
+            g_string_append_printf(csv, "2017-10-09 07:00:00,1000,1,1000,%s\n", queues[q]);
+    }
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbTrace) t = kb_trace_parse(csv->str, csv->len, "t.csv", NULL, &error);
+    g_assert_no_error(error);
+    kb_trace_sort(t);
+    g_autoptr(GHashTable) tree = kb_qshare_parse_tree(
+            "org-a - weight=1\nt1 org-a\nt2 org-a\norg-b - weight=3\nb org-b\n", "tree", &error);
+    g_assert_no_error(error);
+    g_autoptr(KbConf) conf = kb_conf_new_default();
+    g_autoptr(KbQshare) qs = kb_qshare_new();
+    KbSimOptions opts;
+    kb_sim_options_init(&opts);
+    opts.n_nodes = 1;
+    opts.queue_specs = tree;
+    opts.on_cycle = kb_qshare_on_cycle;
+    opts.on_cycle_data = qs;
+    g_autoptr(KbSimReport) r = kb_sim_run(t, conf, &opts, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(r->n_finished, ==, 24);
+    guint first[3] = {0};
+    for (guint j = 0; j < r->n_jobs; j++) {
+        for (guint q = 0; q < 3; q++) {
+            if (strcmp(r->jobs[j].queue, queues[q]) == 0 && r->jobs[j].start == r->first_submit)
+                first[q]++;
+        }
+    }
+    g_assert_cmpuint(first[0], ==, 1);
+    g_assert_cmpuint(first[1], ==, 1);
+    g_assert_cmpuint(first[2], ==, 6);
+    kb_qshare_finish(qs, r->end);
+    KbQshareQueue q;
+    g_assert_true(kb_qshare_queue(qs, "org-a", &q));
+    g_assert_cmpuint(q.depth, ==, 1);
+    g_assert_true(kb_qshare_queue(qs, "t1", &q));
+    g_assert_cmpuint(q.depth, ==, 2);
+    g_assert_cmpint(q.max_short, ==, 0); /* a gang of one GPU always fits its share */
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -131,5 +183,6 @@ int main(int argc, char **argv)
     g_test_add_func("/bench/qshare/tree/limit", test_parse_limit);
     g_test_add_func("/bench/qshare/shares/shortfall", test_shortfall);
     g_test_add_func("/bench/qshare/shares/open-at-end", test_open_at_end);
+    g_test_add_func("/bench/qshare/replay/tree", test_replay_tree);
     return g_test_run();
 }
