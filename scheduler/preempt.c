@@ -79,7 +79,7 @@ typedef struct {
     KbResources *future_idle;  /* per node: idle + releasing - pipelined */
     KbResources *queue_alloc;  /* per tree node: allocated - releasing - evicted + pipelined */
     KbQueueTree *tree;         /* the session's queue tree */
-    guint min_lca_depth;       /* reclaim: victims' queues meet the job's at this depth or deeper */
+    guint min_lca_depth;       /* reclaim: victims' and job's queues meet this deep */
     guint claimer_queue;       /* the queue of the job victims are chosen for */
     guint *job_evicted;        /* per job id: members evicted in the open statement */
     gint32 *queue_min_prio;    /* per queue: lowest priority of its jobs with running pods */
@@ -89,10 +89,10 @@ typedef struct {
     GPtrArray *victims;        /* the same, in order */
     GArray *undo;              /* Undo */
     GArray *units, *chosen, *alt, *best; /* Unit scratch */
-    gint64 min_run;                      /* minRunTime (seconds) */
-    gboolean backoff;                    /* evictionBackoff */
-    gboolean *job_protected; /* per job id: started less than its minimum run time ago */
-    guint n_protected;       /* in-scope tasks of protected jobs for the current preemptor */
+    gint64 min_run;            /* minRunTime (seconds) */
+    gboolean backoff;          /* evictionBackoff */
+    gboolean *job_protected;   /* per job id: started less than its minimum run time ago */
+    guint n_protected;         /* in-scope tasks of protected jobs for the current preemptor */
 } Evict;
 
 static gboolean on_node(const KbTaskInfo *t)
