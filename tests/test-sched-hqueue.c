@@ -687,6 +687,31 @@ static void test_reclaim_not_reclaimable(void)
     kb_test_sched_free(fx);
 }
 
+/* ... but the teams of such a queue still rebalance among themselves. */
+static void test_reclaim_within_not_reclaimable(void)
+{
+    Fx *fx = fx_new("enqueue, allocate, reclaim");
+    four_nodes(fx);
+    add_queue(fx, "orgA", NULL, 1, ",\"reclaimable\":false");
+    add_queue(fx, "teamA1", "orgA", 1, "");
+    add_queue(fx, "teamA2", "orgA", 1, "");
+    add_queue(fx, "orgB", NULL, 3, "");
+    add_jobs(fx, "a1", "teamA1", 16);
+    add_jobs(fx, "b", "orgB", 16);
+    settle(fx, 40, NULL);
+    g_assert_cmpint(gpus(fx, "teamA1"), ==, 8);
+    g_assert_cmpint(gpus(fx, "orgB"), ==, 24);
+    add_jobs(fx, "a2", "teamA2", 16);
+    g_autoptr(GPtrArray) victims = g_ptr_array_new_with_free_func(g_free);
+    settle(fx, 20, victims);
+    g_assert_cmpuint(count_prefix(victims, "ml/a1-"), ==, 4);
+    g_assert_cmpuint(victims->len, ==, 4);
+    g_assert_cmpint(gpus(fx, "teamA1"), ==, 4);
+    g_assert_cmpint(gpus(fx, "teamA2"), ==, 4);
+    g_assert_cmpint(gpus(fx, "orgB"), ==, 24);
+    kb_test_sched_free(fx);
+}
+
 static const KbJobStatus *job_status(Fx *fx, const char *key)
 {
     const KbJobStatus *st = kb_cycle_result_job(fx->res, key);
@@ -885,6 +910,8 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/hqueue/cycle/reclaim-nearest-first", test_reclaim_nearest_first);
     g_test_add_func("/scheduler/hqueue/cycle/reclaim-not-reclaimable",
                     test_reclaim_not_reclaimable);
+    g_test_add_func("/scheduler/hqueue/cycle/reclaim-within-not-reclaimable",
+                    test_reclaim_within_not_reclaimable);
     g_test_add_func("/scheduler/hqueue/cycle/job-in-parent-queue", test_job_in_parent_queue);
     g_test_add_func("/scheduler/hqueue/cycle/cycle-reported", test_cycle_reported);
     g_test_add_func("/scheduler/hqueue/cycle/guarantee-fault", test_guarantee_fault);
