@@ -103,7 +103,7 @@ static gboolean prepare_job_queue_tree(KbSession *ssn, KbJobInfo *job, const KbQ
         return FALSE;
     }
     if (!kb_qtree_is_leaf(t, qi->id)) {
-        g_autofree char *children = kb_qtree_children_names(t, qi->id);
+        g_autofree char *children = kb_qtree_children_names(t, kb_qtree_figures_node(t, qi->id));
         kb_session_job_note(ssn, job, "QueueNotLeaf",
                             "queue \"%s\" is a parent queue (children %s): jobs run in leaf "
                             "queues only",
@@ -310,25 +310,27 @@ static void report_queues(KbSession *ssn)
     }
     for (guint q = 0; q < ssn->queues->len; q++) {
         KbQueueInfo *qi = ssn->queues->pdata[q];
+        guint f = kb_qtree_figures_node(t, q);
         KbQueueStatus qs = {0};
         qs.name = qi->name;
         qs.queue = qi->queue != NULL ? kb_object_ref(qi->queue) : NULL;
         qs.weight = qi->weight;
-        qs.allocated = t->alloc[q];
+        qs.allocated = t->alloc[f];
         if (proportion)
-            qs.deserved = t->deserved[q];
+            qs.deserved = t->deserved[f];
         for (int s = 0; s < KB_RES_MAX; s++) {
             if (qs.deserved.v[s] == KB_RESOURCE_UNLIMITED)
                 qs.deserved.v[s] = 0;
         }
         qs.capability = qi->capability;
         qs.guarantee = qi->guarantee;
-        qs.request = request[q];
-        qs.pending = request[q];
+        qs.request = request[f];
+        qs.pending = request[f];
         kb_resources_sub(&qs.pending, &qs.allocated);
         for (int s = 0; s < KB_RES_MAX; s++)
             qs.pending.v[s] = MAX(qs.pending.v[s], 0);
-        qs.parent = t->parent[q] >= 0
+        qs.parent = f == t->root ? NULL
+                    : t->parent[q] >= 0
                             ? t->name[t->parent[q]]
                             : (qi->queue != NULL && qi->queue->parent != NULL ? qi->queue->parent
                                                                               : t->name[t->root]);

@@ -40,6 +40,7 @@ static KbQueueTree *tree_alloc(guint nq)
     KbQueueTree *t = g_new0(KbQueueTree, 1);
     t->n_queues = nq;
     t->root = nq;
+    t->root_alias = -1;
     t->parent = g_new(gint, n);
     t->depth = g_new0(guint, n);
     t->first_child = g_new(gint, n);
@@ -84,6 +85,11 @@ static void link_parents(KbQueueTree *t, const KbQtreeQueue *qs, guint nq)
         g_hash_table_insert(by_name, (gpointer)g_intern_string(qs[i].name),
                             GUINT_TO_POINTER(i + 1));
     for (guint i = 0; i < nq; i++) {
+        if (strcmp(qs[i].name, "root") == 0) {
+            /* Volcano's root Queue object stands for the implicit root (see the header). */
+            t->root_alias = (gint)i;
+            continue;
+        }
         if (qs[i].parent == NULL || strcmp(qs[i].parent, "root") == 0) {
             t->parent[i] = (gint)t->root;
             continue;
@@ -249,7 +255,7 @@ static void check_tree(KbQueueTree *t)
     for (guint k = 0; k < t->n_order; k++)
         reached[t->order[k]] = 1;
     for (guint i = 0; i < t->n_queues; i++) {
-        if (reached[i] || t->held[i])
+        if (reached[i] || t->held[i] || (gint)i == t->root_alias)
             continue;
         t->held[i] = 1;
         gint a = t->parent[i];
@@ -428,6 +434,8 @@ void kb_qtree_compute(KbQueueTree *t, const KbResources *total)
         }
         for (guint i = 0; i < n; i++)
             t->deserved[i].v[s] = t->held[i] ? 0 : (gint64)ceil(des[i] - 1e-6 - des[i] * 1e-12);
+        if (t->root_alias >= 0)
+            t->deserved[t->root_alias].v[s] = t->deserved[t->root].v[s];
     }
     g_free(sp.node);
     g_free(sp.w);
@@ -451,7 +459,12 @@ void kb_qtree_alloc_add(KbQueueTree *t, guint node, const KbResources *r, gboole
 
 gboolean kb_qtree_is_leaf(const KbQueueTree *t, guint node)
 {
-    return t->n_children[node] == 0;
+    return t->n_children[node] == 0 && (gint)node != t->root_alias;
+}
+
+guint kb_qtree_figures_node(const KbQueueTree *t, guint node)
+{
+    return (gint)node == t->root_alias ? t->root : node;
 }
 
 gint kb_qtree_lca(const KbQueueTree *t, guint a, guint b)

@@ -8,6 +8,11 @@
  * grows with the cluster). A queue without a parent hangs under the root: a flat setup is a tree
  * of depth one and shares are what they were. Jobs run in leaf queues only.
  *
+ * Volcano creates a Queue named `root`; when one exists it stands for the implicit root: queues
+ * naming it as parent are the root's children, its status shows the root's figures, and its
+ * capability and guarantee are ignored (fixed figures on the root refused valid children as the
+ * cluster grew, volcano #4349; the root owns whatever the cluster has).
+ *
  * Faults (a bad tree never stops the queues that are fine):
  *   ParentNotFound      spec.parent names a queue that does not exist;
  *   ParentCycle         following spec.parent comes back to the queue;
@@ -67,6 +72,7 @@ typedef struct {
 typedef struct {
     guint n_queues;
     guint root;         /* == n_queues */
+    gint root_alias;    /* the node of a Queue named "root" (stands for the root), or -1 */
     gint *parent;       /* -1 for the root and for queues whose parent is missing or in a cycle */
     guint *depth;       /* root 0, its children 1, ...; 0 for queues not under the root */
     gint *first_child;  /* -1 when none */
@@ -107,6 +113,8 @@ void kb_qtree_alloc_add(KbQueueTree *tree, guint node, const KbResources *r, gbo
 
 /* TRUE for a queue with no child naming it as parent. */
 gboolean kb_qtree_is_leaf(const KbQueueTree *tree, guint node);
+/* The node whose figures @node shows: the root for the root alias, else @node. */
+guint kb_qtree_figures_node(const KbQueueTree *tree, guint node);
 /* The lowest common ancestor of @a and @b (the root when they are in different top-level
  * subtrees, or -1 when either is not under the root). */
 gint kb_qtree_lca(const KbQueueTree *tree, guint a, guint b);

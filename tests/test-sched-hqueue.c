@@ -153,6 +153,12 @@ static const TreeCase tree_cases[] = {
           {"teamA1", "orgA", 1, 16, 0, NONE, 100, 0, "CapabilityExceeded"},
           {"teamA2", "orgA", 1, NONE, 0, NONE, 100, 4, NULL},
           {"orgB", NULL, 7, NONE, 0, NONE, 100, 28, NULL}}},
+        /* Volcano's root Queue object stands for the root: its fixed capability is ignored. */
+        {"/scheduler/hqueue/share/volcano-root-object",
+         32,
+         {{"root", NULL, 1, 8, 0, NONE, 0, 32, NULL},
+          {"a", "root", 1, NONE, 0, NONE, 100, 16, NULL},
+          {"b", NULL, 1, NONE, 0, NONE, 100, 16, NULL}}},
         /* A capability above the cluster is no fault: the root grows with the cluster. */
         {"/scheduler/hqueue/share/capability-above-cluster-is-valid",
          16,
@@ -735,6 +741,19 @@ static void test_job_in_parent_queue(void)
     g_assert_cmpstr(st->message, ==,
                     "queue \"orgA\" is a parent queue (children \"teamA1\", \"teamA2\"): jobs run "
                     "in leaf queues only");
+    /* Volcano's root Queue object is the root: no jobs there, and it shows the root's figures. */
+    add_queue(fx, "root", NULL, 1, ",\"capability\":{\"nvidia.com/gpu\":\"4\"}");
+    add_job(fx, "at-root", "root", 1, 1);
+    add_jobs(fx, "b", "orgB", 8);
+    kb_test_sched_confirm_all(fx, FALSE);
+    kb_test_sched_run(fx);
+    g_assert_cmpstr(job_status(fx, "ml/at-root")->reason, ==, "QueueNotLeaf");
+    g_assert_cmpuint(kb_test_sched_binds(fx, "ml/b-07"), ==, 2); /* the root's 4 GPUs: ignored */
+    kb_test_sched_confirm_all(fx, FALSE);
+    kb_test_sched_run(fx);
+    g_assert_cmpint(gpus(fx, "root"), ==, 18);
+    g_assert_cmpint(deserved(fx, "root"), ==, 32);
+    g_assert_null(queue_status(fx, "root")->parent);
     kb_test_sched_free(fx);
 }
 
