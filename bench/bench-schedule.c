@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kube/kb-objects.h"
 #include "scheduler/cache.h"
@@ -51,8 +52,9 @@ static void add_nodes(KbCache *cache, guint n)
     }
 }
 
-/* Gangs of 1..64 pods (deterministic pseudo-random sizes) until @n_pods pods exist. */
-static guint add_jobs(KbCache *cache, guint n_pods)
+/* Gangs of 1..64 pods (deterministic pseudo-random sizes) until @n_pods pods exist; with
+ * @queues, job i goes to queues[i % n_queues]. */
+static guint add_jobs_in(KbCache *cache, guint n_pods, GPtrArray *queues)
 {
     guint32 seed = 12345;
     guint made = 0, job = 0;
@@ -62,12 +64,16 @@ static guint add_jobs(KbCache *cache, guint n_pods)
         if (size > n_pods - made)
             size = n_pods - made;
         guint gpus = 1 + (seed >> 8) % 2; /* 1 or 2 GPUs per pod */
+        g_autofree char *queue = queues != NULL
+                                         ? g_strdup_printf(",\"queue\":\"%s\"",
+                                                           (char *)queues->pdata[job % queues->len])
+                                         : g_strdup("");
         g_autofree char *pg_json = g_strdup_printf(
                 "{\"apiVersion\":\"scheduling.volcano.sh/"
                 "v1beta1\",\"kind\":\"PodGroup\",\"metadata\":"
                 "{\"name\":\"job-%u\",\"namespace\":\"ml\",\"uid\":\"pg%u\",\"creationTimestamp\":"
-                "\"2026-01-01T00:00:00Z\"},\"spec\":{\"minMember\":%u}}",
-                job, job, size);
+                "\"2026-01-01T00:00:00Z\"},\"spec\":{\"minMember\":%u%s}}",
+                job, job, size, queue);
         KbPodGroup *pg = decode(pg_json, (DecodeFn)kb_pod_group_decode);
         kb_cache_add_pod_group(cache, pg);
         kb_object_unref(pg);
@@ -88,6 +94,11 @@ static guint add_jobs(KbCache *cache, guint n_pods)
         job++;
     }
     return job;
+}
+
+static guint add_jobs(KbCache *cache, guint n_pods)
+{
+    return add_jobs_in(cache, n_pods, NULL);
 }
 
 typedef struct {
@@ -164,6 +175,63 @@ static void run_reserve(guint n_nodes, guint n_pods)
     }
 }
 
+/* ---- hierarchical queues against flat ones -------------------------------------------------- */
+
+static void add_queue(KbCache *cache, const char *name, const char *parent, guint weight)
+{
+    g_autofree char *p =
+            parent != NULL ? g_strdup_printf(",\"parent\":\"%s\"", parent) : g_strdup("");
+    g_autofree char *json = g_strdup_printf(
+            "{\"metadata\":{\"name\":\"%s\",\"uid\":\"q-%s\"},\"spec\":{\"weight\":%u%s}}", name,
+            name, weight, p);
+    KbQueue *q = decode(json, (DecodeFn)kb_queue_decode);
+    kb_cache_add_queue(cache, q);
+    kb_object_unref(q);
+}
+
+/* Queues under @parent at @level of a tree with @fanout[level] children per queue; leaves'
+ * names into @leaves. */
+static void add_subtree(KbCache *cache, const char *parent, const guint *fanout, guint levels,
+                        guint level, GPtrArray *leaves)
+{
+    for (guint i = 0; i < fanout[level]; i++) {
+        g_autofree char *name = g_strdup_printf("%s%s%u", parent != NULL ? parent : "q",
+                                                parent != NULL ? "-" : "", i);
+        add_queue(cache, name, parent, 1 + i % 3);
+        if (level + 1 < levels)
+            add_subtree(cache, name, fanout, levels, level + 1, leaves);
+        else
+            g_ptr_array_add(leaves, g_strdup(name));
+    }
+}
+
+/* One cycle with jobs spread over 1,000 leaf queues: flat (@deep FALSE) or 5 levels deep. */
+static double run_queues(guint n_nodes, guint n_pods, gboolean deep)
+{
+    static const guint deep_fanout[] = {2, 5, 5, 4, 5}; /* 1,000 leaves at depth 5 */
+    static const guint flat_fanout[] = {1000};
+    g_autoptr(KbCache) cache = kb_cache_new(NULL, "default");
+    g_autoptr(KbConf) conf = kb_conf_new_default();
+    g_autoptr(GPtrArray) leaves = g_ptr_array_new_with_free_func(g_free);
+    add_subtree(cache, NULL, deep ? deep_fanout : flat_fanout, deep ? 5 : 1, 0, leaves);
+    add_nodes(cache, n_nodes);
+    guint jobs = add_jobs_in(cache, n_pods, leaves);
+    /* CPU time of the cycle: the figure that compares, on a machine shared with other work. */
+    struct timespec c0, c1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+    g_autoptr(KbCycleResult) res = kb_cycle_run(cache, conf, 1000);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+    double secs = (double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) / 1e9;
+    printf("  %-13s %4u queues (%u leaves), %5u nodes, %5u gangs: %6u placed, cycle CPU %.3f s, "
+           "wall %.3f s",
+           deep ? "5-level tree" : "flat", kb_cache_queues(cache)->len, leaves->len, n_nodes, jobs,
+           res->placements->len, secs, (double)res->duration_us / 1e6);
+    for (guint i = 0; i < res->n_actions; i++)
+        printf(" (%s %.3f s)", conf->actions[i], (double)res->action_us[i] / 1e6);
+    printf("\n");
+    return secs;
+}
+
 int main(int argc, char **argv)
 {
     guint nodes = 5000, pods = 50000;
@@ -182,5 +250,14 @@ int main(int argc, char **argv)
            ratio, small.placed > 0 ? (double)full.placed / small.placed : 0.0);
     printf("reservations (scheduler/reserve.h):\n");
     run_reserve(nodes, pods);
+    printf("queues: 1,000 leaf queues, flat vs 5 levels deep (same nodes, pods, jobs; best of 3, "
+           "alternating):\n");
+    double flat = G_MAXDOUBLE, deep = G_MAXDOUBLE;
+    for (guint rep = 0; rep < 3; rep++) {
+        flat = MIN(flat, run_queues(nodes, pods, FALSE));
+        deep = MIN(deep, run_queues(nodes, pods, TRUE));
+    }
+    printf("time ratio tree/flat: %.2fx (best cycle CPU time %.3f s against %.3f s)\n",
+           flat > 0 ? deep / flat : 0.0, deep, flat);
     return 0;
 }

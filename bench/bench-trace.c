@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "bench/lib/sim-out.h"
+#include "bench/lib/qshare.h"
 #include "bench/lib/sim.h"
 #include "bench/lib/synth.h"
 #include "bench/lib/trace.h"
@@ -86,6 +87,7 @@ typedef struct {
     KbConf *conf;
     gboolean single_queue;
     KbSimReport *report;
+    KbQshare *shares; /* --queue-tree: queue shares over the run */
     GError *error;
     /* Input shared read-only by the worker threads. */
     const KbTrace *slice;
@@ -99,6 +101,7 @@ static void run_free(gpointer p)
     g_free(r->about);
     kb_conf_free(r->conf);
     kb_sim_report_free(r->report);
+    kb_qshare_free(r->shares);
     g_clear_error(&r->error);
     g_free(r);
 }
@@ -169,6 +172,7 @@ typedef struct {
     double hours, duration_scale, arrival_scale, high_priority, estimate_factor;
     char *from, *pack, *baseline, *restart_cost, *plot_dir, *summary_json, *synthetic;
     char **configs, **conf_files, **weights;
+    char *queue_tree;
     gboolean skip_bad_rows, no_queues, scaling;
 } Opts;
 
@@ -244,6 +248,10 @@ static gboolean parse_options(int argc, char **argv, Opts *o, GError **error)
              "Unfinished jobs to list per configuration (5)", "N"},
             {"skip-bad-rows", 0, 0, G_OPTION_ARG_NONE, &o->skip_bad_rows,
              "Skip malformed trace rows (counted) instead of failing", NULL},
+            {"queue-tree", 0, 0, G_OPTION_ARG_FILENAME, &o->queue_tree,
+             "Queue tree file (hierarchical queues; format in bench/lib/qshare.h and the README): "
+             "also reports queue shares against deserved shares per queue and per level",
+             "FILE"},
             {"no-queues", 0, 0, G_OPTION_ARG_NONE, &o->no_queues, "Do not print per-queue tables",
              NULL},
             {"scaling", 0, 0, G_OPTION_ARG_NONE, &o->scaling,
@@ -455,6 +463,8 @@ static void print_run(const Run *run, const Opts *o)
     print_buckets(r);
     if (!o->no_queues)
         print_queues(r);
+    if (run->shares != NULL)
+        kb_qshare_print(run->shares, r->end);
     print_unfinished(r, o->show_unfinished);
 }
 
@@ -678,6 +688,11 @@ static void replay_all(GPtrArray *runs, const KbTrace *slice, const KbSimOptions
             run->sim.progress = on_progress;
             run->sim.progress_data = GUINT_TO_POINTER(i);
         }
+        if (sim->queue_specs != NULL) {
+            run->shares = kb_qshare_new();
+            run->sim.on_cycle = kb_qshare_on_cycle;
+            run->sim.on_cycle_data = run->shares;
+        }
     }
     replay_run(runs, n);
     if (bar) {
@@ -712,6 +727,7 @@ static void opts_clear(Opts *o)
     g_strfreev(o->configs);
     g_strfreev(o->conf_files);
     g_strfreev(o->weights);
+    g_free(o->queue_tree);
 }
 
 static int fail(GError *error)
@@ -821,6 +837,10 @@ static int bench(const Opts *o)
     const char *path = o->synthetic != NULL ? "synthetic"
                        : o->trace != NULL   ? o->trace
                                             : g_getenv("KB_TRACE");
+    g_autoptr(GHashTable) tree = NULL;
+    if (o->queue_tree != NULL && (tree = kb_qshare_load_tree(o->queue_tree, &error)) == NULL)
+        return fail(error);
+    sim.queue_specs = tree;
     if (path == NULL) {
         path = DEFAULT_TRACE;
         if (!g_file_test(path, G_FILE_TEST_EXISTS)) {

@@ -211,6 +211,9 @@ typedef struct {
     KbResources guarantee;  /* zero where not given */
     gboolean reclaimable;   /* default TRUE */
     const char *parent;     /* interned, NULL for top-level */
+    /* Volcano's capacity form (spec.deserved): a fixed deserved share per resource, -1 where
+     * not given (the weight split decides there). */
+    KbResources deserved;
     gboolean open;          /* state Open (default) vs Closed/Closing */
 } KbQueue;
 

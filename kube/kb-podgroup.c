@@ -107,15 +107,18 @@ static gboolean queue_guarantee(json_object *spec, KbQueue *q, GError **error)
 static gboolean queue_spec(json_object *spec, KbQueue *q, GError **error)
 {
     gint64 weight = 1;
-    json_object *cap;
+    json_object *cap, *des;
     if (!kb_decode_int(spec, "weight", 0, G_MAXINT32, &weight, NULL, error) ||
         !kb_decode_bool(spec, "reclaimable", &q->reclaimable, error) ||
         !kb_decode_interned(spec, "parent", KB_MAX_NAME_LEN, TRUE, &q->parent, error) ||
-        !kb_decode_member(spec, "capability", json_type_object, &cap, error))
+        !kb_decode_member(spec, "capability", json_type_object, &cap, error) ||
+        !kb_decode_member(spec, "deserved", json_type_object, &des, error))
         return FALSE;
     /* The CRD says minimum 1; an old object with 0 still gets a share rather than none. */
     q->weight = weight > 0 ? (gint32)weight : 1;
     if (cap != NULL && !kb_resources_decode_assign(cap, "capability", &q->capability, error))
+        return FALSE;
+    if (des != NULL && !kb_resources_decode_assign(des, "deserved", &q->deserved, error))
         return FALSE;
     return queue_guarantee(spec, q, error);
 }
@@ -146,6 +149,8 @@ static gboolean queue_body(json_object *obj, KbQueue *q, GError **error)
     q->reclaimable = TRUE;
     q->open = TRUE;
     kb_resources_set_unlimited(&q->capability);
+    for (int s = 0; s < KB_RES_MAX; s++)
+        q->deserved.v[s] = -1;
     if (!kb_decode_member(obj, "spec", json_type_object, &spec, error))
         return FALSE;
     if (spec != NULL && !queue_spec(spec, q, error)) {

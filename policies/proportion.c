@@ -1,98 +1,45 @@
 /*
- * proportion: queues share the cluster by weight (Volcano's water-filling over cpu, memory and
- * nvidia.com/gpu): each round gives every queue not yet satisfied its weight's part of what is
- * left, capped by its capability and by what it asks for (allocated + pending), floored at its
- * guarantee; rounds stop when nothing is left or nobody gains. The result is each queue's
- * deserved share (session->deserved):
- *   queue order  the queue with the smaller allocated/deserved goes first;
+ * proportion: queues share the cluster by weight through the queue tree (scheduler/queue-tree.h;
+ * queues without a parent hang under its root, so a flat setup is a tree of depth one). The tree
+ * water-fills each parent's deserved share over its children by weight (cpu, memory and
+ * nvidia.com/gpu), capped by capability and by what they ask for (allocated + pending), floored
+ * at their guarantee. The leaves' results are the queues' deserved shares (session->deserved):
+ *   queue order  where two queues' paths meet, the less served subtree goes first, then the
+ *                queue with the smaller allocated/deserved;
  *   overused     a queue whose allocation reached its deserved share in every resource it asks
  *                for gets nothing new;
- *   allocatable  a task fits its queue only if allocated + request stays within deserved;
+ *   allocatable  a task fits its queue only if allocated + request stays within deserved, and
+ *                within the capability of the queue and of every ancestor;
  *   enqueue      a job is admitted only if its minimum resources fit what is left of the share
- *                after the jobs already admitted (Inqueue) are counted.
+ *                after the jobs already admitted (Inqueue) are counted, and the capability of the
+ *                queue and of every ancestor.
  */
 #include "policies/plugin.h"
-
-#include <math.h>
 
 static const int slots[] = {KB_RES_CPU, KB_RES_MEMORY, KB_RES_GPU};
 #define N_SLOTS G_N_ELEMENTS(slots)
 
 typedef struct {
     KbSession *ssn;
-    KbResources *inqueue; /* per queue id: reserved by admitted jobs not yet running */
+    KbQueueTree *tree;
+    KbResources *inqueue; /* per tree node: reserved by admitted jobs not yet running */
 } Proportion;
 
-typedef struct {
-    double des[N_SLOTS];
-    gboolean meet;
-} Fill;
-
-static gboolean fill_round(KbSession *ssn, Fill *fill, double *remaining)
-{
-    double total_weight = 0, inc[N_SLOTS] = {0}, dec[N_SLOTS] = {0};
-    for (guint q = 0; q < ssn->queues->len; q++) {
-        if (!fill[q].meet)
-            total_weight += ((KbQueueInfo *)ssn->queues->pdata[q])->weight;
-    }
-    if (total_weight == 0)
-        return FALSE;
-    for (guint q = 0; q < ssn->queues->len; q++) {
-        const KbQueueInfo *qi = ssn->queues->pdata[q];
-        if (fill[q].meet)
-            continue;
-        gboolean satisfied = TRUE, unchanged = TRUE;
-        for (guint i = 0; i < N_SLOTS; i++) {
-            int s = slots[i];
-            double old = fill[q].des[i];
-            /* Fractional shares through every round: rounding each round down starves a queue whose
-             * share grows by less than one unit per round (1:3 over 8 GPUs gave 1 and 7). */
-            double d = old + remaining[i] * qi->weight / total_weight;
-            d = MIN(d, (double)qi->capability.v[s]);
-            d = MIN(d, (double)ssn->request[q].v[s]);
-            d = MAX(d, (double)qi->guarantee.v[s]);
-            fill[q].des[i] = d;
-            if ((double)ssn->request[q].v[s] > d)
-                satisfied = FALSE;
-            if (d != old)
-                unchanged = FALSE;
-            if (d > old)
-                inc[i] += d - old;
-            else
-                dec[i] += old - d;
-        }
-        fill[q].meet = satisfied || unchanged;
-    }
-    gboolean left = FALSE;
-    for (guint i = 0; i < N_SLOTS; i++) {
-        remaining[i] = MAX(remaining[i] - inc[i] + dec[i], 0);
-        left = left || remaining[i] > 1e-6;
-    }
-    return left;
-}
-
+/* Deserved shares from the queue tree (a flat setup is a tree of depth one). */
 static void compute_deserved(KbSession *ssn)
 {
-    guint nq = ssn->queues->len;
-    g_autofree Fill *fill = g_new0(Fill, MAX(nq, 1));
-    double remaining[N_SLOTS];
-    for (guint i = 0; i < N_SLOTS; i++)
-        remaining[i] = (double)ssn->total.v[slots[i]];
-    for (guint q = 0; q < nq; q++) {
-        const KbQueueInfo *qi = ssn->queues->pdata[q];
+    KbQueueTree *t = ssn->qtree;
+    kb_qtree_compute(t, &ssn->total);
+    for (guint q = 0; q < ssn->queues->len; q++)
+        ssn->deserved[q] = t->deserved[q];
+}
+
+/* Reserve @need (cpu, memory, GPUs) for an admitted job of queue @q and its ancestors. */
+static void inqueue_add(Proportion *p, guint q, const KbResources *need)
+{
+    for (gint x = (gint)q; x >= 0; x = p->tree->parent[x]) {
         for (guint i = 0; i < N_SLOTS; i++)
-            remaining[i] -= (double)qi->guarantee.v[slots[i]];
-    }
-    for (guint i = 0; i < N_SLOTS; i++)
-        remaining[i] = MAX(remaining[i], 0);
-    for (guint round = 0; round < 64 && fill_round(ssn, fill, remaining); round++)
-        ;
-    for (guint q = 0; q < nq; q++) {
-        kb_resources_set_unlimited(&ssn->deserved[q]);
-        /* Round up once at the end: 3 equal queues over 8 GPUs deserve 3 each rather than 2,
-         * which would leave 2 GPUs idle that no queue may take. */
-        for (guint i = 0; i < N_SLOTS; i++)
-            ssn->deserved[q].v[slots[i]] = (gint64)ceil(fill[q].des[i] - 1e-9);
+            p->inqueue[x].v[slots[i]] += need->v[slots[i]];
     }
 }
 
@@ -100,7 +47,8 @@ static gpointer proportion_open(KbSession *ssn, const KbConfPlugin *conf)
 {
     Proportion *p = g_new0(Proportion, 1);
     p->ssn = ssn;
-    p->inqueue = g_new0(KbResources, MAX(ssn->queues->len, 1));
+    p->tree = ssn->qtree;
+    p->inqueue = g_new0(KbResources, ssn->queues->len + 1);
     compute_deserved(ssn);
     for (guint j = 0; j < ssn->jobs->len; j++) {
         const KbJobInfo *job = ssn->jobs->pdata[j];
@@ -111,7 +59,8 @@ static gpointer proportion_open(KbSession *ssn, const KbConfPlugin *conf)
         kb_session_job_min_request(job, &need);
         kb_resources_sub(&need, &job->allocated);
         for (guint i = 0; i < N_SLOTS; i++)
-            p->inqueue[qi->id].v[slots[i]] += MAX(need.v[slots[i]], 0);
+            need.v[slots[i]] = MAX(need.v[slots[i]], 0);
+        inqueue_add(p, qi->id, &need);
     }
     return p;
 }
@@ -123,24 +72,70 @@ static void proportion_close(gpointer state)
     g_free(p);
 }
 
-static double queue_share(const Proportion *p, const KbQueueInfo *qi)
+/* allocated / deserved of tree node @x, the largest over the shared resources. */
+static double node_share(const Proportion *p, guint x)
 {
     double share = 0;
     for (guint i = 0; i < N_SLOTS; i++) {
-        gint64 d = p->ssn->deserved[qi->id].v[slots[i]];
-        gint64 a = qi->allocated.v[slots[i]];
+        gint64 d = p->tree->deserved[x].v[slots[i]];
+        gint64 a = p->tree->alloc[x].v[slots[i]];
         double s = d > 0 ? (double)a / (double)d : (a > 0 ? 1.0 : 0.0);
         share = MAX(share, s);
     }
     return share;
 }
 
+/*
+ * Hierarchical order: two queues are compared where their paths meet, by the shares of the two
+ * subtrees below that point (the team of the less served organisation goes first), then by
+ * their own shares.
+ */
 static int queue_order(gpointer state, const KbQueueInfo *a, const KbQueueInfo *b)
 {
-    double sa = queue_share(state, a), sb = queue_share(state, b);
+    const Proportion *p = state;
+    gint ca, cb;
+    gint lca = kb_qtree_meet(p->tree, a->id, b->id, &ca, &cb);
+    if (lca >= 0 && ca >= 0 && cb >= 0 && ((guint)ca != a->id || (guint)cb != b->id)) {
+        double sa = node_share(p, (guint)ca), sb = node_share(p, (guint)cb);
+        if (sa != sb)
+            return sa < sb ? -1 : 1;
+    }
+    double sa = node_share(p, a->id), sb = node_share(p, b->id);
     if (sa == sb)
         return 0;
     return sa < sb ? -1 : 1;
+}
+
+/* The first ancestor of queue @q (not the root) whose capability @req does not fit after
+ * @used (per node; NULL: the subtree's allocation), in slot *@slot; -1 when all fit. */
+static gint ancestor_over_capability(const Proportion *p, guint q, const KbResources *req,
+                                     const KbResources *extra, int *slot)
+{
+    const KbQueueTree *t = p->tree;
+    for (gint x = t->parent[q]; x >= 0 && (guint)x != t->root; x = t->parent[x]) {
+        for (int s = 0; s < KB_RES_MAX; s++) {
+            if (req->v[s] <= 0 || t->capability[x].v[s] == KB_RESOURCE_UNLIMITED)
+                continue;
+            gint64 used = t->alloc[x].v[s] + (extra != NULL ? extra[x].v[s] : 0);
+            if (used + req->v[s] > t->capability[x].v[s]) {
+                *slot = s;
+                return x;
+            }
+        }
+    }
+    return -1;
+}
+
+static void explain_ancestor(const Proportion *p, const KbQueueInfo *qi, guint x, int s,
+                             gint64 used, GString *why)
+{
+    if (why == NULL)
+        return;
+    g_autofree char *u_s = kb_resource_format_value(s, used);
+    g_autofree char *c_s = kb_resource_format_value(s, p->tree->capability[x].v[s]);
+    g_string_append_printf(
+            why, "queue \"%s\" (an ancestor of \"%s\") is at its capability for %s (%s/%s)",
+            p->tree->name[x], qi->name, kb_resource_name(s), u_s, c_s);
 }
 
 /* "queue \"q\" is at its capability for nvidia.com/gpu (16/16)" or "... deserved share ...". */
@@ -208,6 +203,12 @@ static gboolean allocatable(gpointer state, const KbQueueInfo *qi, const KbTaskI
             return FALSE;
         }
     }
+    int s;
+    gint x = ancestor_over_capability(p, qi->id, &task->resreq, NULL, &s);
+    if (x >= 0) {
+        explain_ancestor(p, qi, (guint)x, s, p->tree->alloc[x].v[s], why);
+        return FALSE;
+    }
     return TRUE;
 }
 
@@ -240,6 +241,21 @@ static gboolean job_enqueueable(gpointer state, const KbJobInfo *job, GString *w
             return FALSE;
         }
     }
+    int s;
+    gint x = ancestor_over_capability(p, qi->id, &need, p->inqueue, &s);
+    if (x >= 0) {
+        if (why != NULL) {
+            gint64 used = p->tree->alloc[x].v[s] + p->inqueue[x].v[s];
+            g_autofree char *n_s = kb_resource_format_value(s, need.v[s]);
+            g_autofree char *l_s =
+                    kb_resource_format_value(s, MAX(p->tree->capability[x].v[s] - used, 0));
+            g_string_append_printf(why,
+                                   "queue \"%s\" (an ancestor of \"%s\") has %s %s left of its "
+                                   "capability, the job needs %s to start",
+                                   p->tree->name[x], qi->name, l_s, kb_resource_name(s), n_s);
+        }
+        return FALSE;
+    }
     return TRUE;
 }
 
@@ -251,8 +267,7 @@ static void on_job_enqueued(gpointer state, const KbJobInfo *job)
         return;
     KbResources need;
     kb_session_job_min_request(job, &need);
-    for (guint i = 0; i < N_SLOTS; i++)
-        p->inqueue[qi->id].v[slots[i]] += need.v[slots[i]];
+    inqueue_add(p, qi->id, &need);
 }
 
 const struct kb_plugin_ops kb_plugin_proportion = {

@@ -316,6 +316,7 @@ static void queue_info_free(gpointer p)
 {
     KbQueueInfo *qi = p;
     g_clear_pointer(&qi->queue, kb_object_unref);
+    g_free(qi->last_fault);
     g_free(qi);
 }
 

@@ -193,6 +193,9 @@ typedef struct {
     gboolean open;
     KbResources allocated; /* requests of its jobs' tasks on nodes */
     guint id;
+    /* The queue-tree fault last reported (condition + event), owned; NULL when none. */
+    char *last_fault;
+    gint64 fault_since; /* when last_fault was first reported (seconds) */
 } KbQueueInfo;
 
 typedef struct KbCache KbCache;

@@ -28,6 +28,7 @@ static void queue_status_clear(gpointer p)
 {
     KbQueueStatus *qs = p;
     g_clear_pointer(&qs->queue, kb_object_unref);
+    g_free(qs->fault_message);
 }
 
 static void event_clear(gpointer p)
@@ -140,6 +141,26 @@ static guint hold_tasks(KbSession *ssn, KbJobInfo *job, const char **reason, cha
     return held;
 }
 
+/* Jobs run in leaf queues of a valid tree only; FALSE (with the reason noted) otherwise. */
+static gboolean prepare_job_queue_tree(KbSession *ssn, KbJobInfo *job, const KbQueueInfo *qi)
+{
+    const KbQueueTree *t = ssn->qtree;
+    if (t->held[qi->id]) {
+        kb_session_job_note(ssn, job, "QueueInvalid", "queue tree invalid: %s",
+                            t->fault_message[qi->id]);
+        return FALSE;
+    }
+    if (!kb_qtree_is_leaf(t, qi->id)) {
+        g_autofree char *children = kb_qtree_children_names(t, kb_qtree_figures_node(t, qi->id));
+        kb_session_job_note(ssn, job, "QueueNotLeaf",
+                            "queue \"%s\" is a parent queue (children %s): jobs run in leaf "
+                            "queues only",
+                            qi->name, children);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 static void prepare_job(KbSession *ssn, KbJobInfo *job)
 {
     KbJobScratch *js = &ssn->job_scratch[job->id];
@@ -161,6 +182,8 @@ static void prepare_job(KbSession *ssn, KbJobInfo *job)
         kb_session_job_note(ssn, job, "QueueClosed", "queue \"%s\" is closed", job->queue);
         return;
     }
+    if (!prepare_job_queue_tree(ssn, job, qi))
+        return;
     guint members = job->tasks->len - job->n_state[KB_TASK_FAILED];
     if (members < (guint)job->min_member) {
         kb_session_job_note(ssn, job, "NotEnoughPods",
@@ -359,25 +382,63 @@ static void report_job(KbSession *ssn, KbJobInfo *job)
     g_array_append_val(ssn->result->job_statuses, st);
 }
 
+/* A queue-tree fault on the queue's status; the event only when the fault changed. */
+static void report_queue_fault(KbSession *ssn, KbQueueInfo *qi, KbQueueStatus *qs)
+{
+    const KbQueueTree *t = ssn->qtree;
+    const char *msg = t->fault_message[qi->id];
+    if (msg != NULL) {
+        qs->fault_reason = kb_qtree_fault_reason(t->fault[qi->id]);
+        qs->fault_message = g_strdup(msg);
+    }
+    if (g_strcmp0(qi->last_fault, msg) == 0) {
+        qs->fault_since = qi->fault_since;
+        return;
+    }
+    g_free(qi->last_fault);
+    qi->last_fault = g_strdup(msg);
+    qi->fault_since = qs->fault_since = ssn->now;
+    if (msg != NULL && qi->queue != NULL)
+        add_event(ssn->result, &qi->queue->meta, "scheduling.volcano.sh/v1beta1", "Queue",
+                  "Warning", qs->fault_reason, msg);
+}
+
 static void report_queues(KbSession *ssn)
 {
     gboolean proportion = kb_session_plugin_state(ssn, "proportion") != NULL;
+    const KbQueueTree *t = ssn->qtree;
+    g_autofree KbResources *request = g_new0(KbResources, ssn->queues->len + 1);
+    for (guint q = 0; q < ssn->queues->len; q++) {
+        for (gint x = (gint)q; x >= 0; x = t->parent[x])
+            kb_resources_add(&request[x], &ssn->request[q]);
+    }
     for (guint q = 0; q < ssn->queues->len; q++) {
         KbQueueInfo *qi = ssn->queues->pdata[q];
+        guint f = kb_qtree_figures_node(t, q);
         KbQueueStatus qs = {0};
         qs.name = qi->name;
         qs.queue = qi->queue != NULL ? kb_object_ref(qi->queue) : NULL;
         qs.weight = qi->weight;
-        qs.allocated = qi->allocated;
+        qs.allocated = t->alloc[f];
         if (proportion)
-            qs.deserved = ssn->deserved[q];
+            qs.deserved = t->deserved[f];
         for (int s = 0; s < KB_RES_MAX; s++) {
             if (qs.deserved.v[s] == KB_RESOURCE_UNLIMITED)
                 qs.deserved.v[s] = 0;
         }
         qs.capability = qi->capability;
         qs.guarantee = qi->guarantee;
-        qs.request = ssn->request[q];
+        qs.request = request[f];
+        qs.pending = request[f];
+        kb_resources_sub(&qs.pending, &qs.allocated);
+        for (int s = 0; s < KB_RES_MAX; s++)
+            qs.pending.v[s] = MAX(qs.pending.v[s], 0);
+        qs.parent = f == t->root ? NULL
+                    : t->parent[q] >= 0
+                            ? t->name[t->parent[q]]
+                            : (qi->queue != NULL && qi->queue->parent != NULL ? qi->queue->parent
+                                                                              : t->name[t->root]);
+        report_queue_fault(ssn, qi, &qs);
         g_array_append_val(ssn->result->queue_statuses, qs);
     }
     for (guint j = 0; j < ssn->jobs->len; j++) {

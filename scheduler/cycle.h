@@ -82,6 +82,16 @@ typedef struct {
     KbResources capability;
     KbResources guarantee;
     KbResources request; /* allocated + what its jobs still ask for */
+    /*
+     * Hierarchical queues: a parent's allocated and request are its subtree's; pending is
+     * request - allocated. A queue-tree fault (scheduler/queue-tree.h) gives the condition
+     * (reason static, message owned), NULL when the queue is fine.
+     */
+    KbResources pending;
+    const char *parent; /* interned; "root" for a queue without spec.parent */
+    const char *fault_reason;
+    char *fault_message;
+    gint64 fault_since; /* when the fault was first reported (the condition's transition time) */
     guint n_pending, n_inqueue, n_running, n_unknown, n_completed; /* jobs by phase */
 } KbQueueStatus;
 

@@ -77,7 +77,10 @@ typedef struct {
     Mode mode;
     GPtrArray **node_tasks;    /* per node: BOUND/RUNNING tasks (borrowed) */
     KbResources *future_idle;  /* per node: idle + releasing - pipelined */
-    KbResources *queue_alloc;  /* per queue: allocated - releasing - evicted + pipelined */
+    KbResources *queue_alloc;  /* per tree node: allocated - releasing - evicted + pipelined */
+    KbQueueTree *tree;         /* the session's queue tree */
+    guint min_lca_depth;       /* reclaim: victims' and job's queues meet this deep */
+    guint claimer_queue;       /* the queue of the job victims are chosen for */
     guint *job_evicted;        /* per job id: members evicted in the open statement */
     gint32 *queue_min_prio;    /* per queue: lowest priority of its jobs with running pods */
     GHashTable *allowed;       /* tasks the plugins allow for the current preemptor job */
@@ -141,7 +144,8 @@ static void evict_init(Evict *e, KbSession *ssn, Mode mode)
         ssn->pipelined = g_new0(KbResources, MAX(ssn->n_nodes, 1));
     e->node_tasks = g_new0(GPtrArray *, MAX(ssn->n_nodes, 1));
     e->future_idle = g_new0(KbResources, MAX(ssn->n_nodes, 1));
-    e->queue_alloc = g_new0(KbResources, MAX(ssn->queues->len, 1));
+    e->tree = ssn->qtree;
+    e->queue_alloc = g_new0(KbResources, ssn->queues->len + 1);
     e->job_evicted = g_new0(guint, MAX(ssn->jobs->len, 1));
     e->queue_min_prio = g_new(gint32, MAX(ssn->queues->len, 1));
     evict_config(e, ssn->conf);
@@ -152,8 +156,8 @@ static void evict_init(Evict *e, KbSession *ssn, Mode mode)
         e->future_idle[n] = ssn->nodes[n].idle;
         kb_resources_sub(&e->future_idle[n], &ssn->pipelined[n]);
     }
-    for (guint q = 0; q < ssn->queues->len; q++)
-        e->queue_alloc[q] = ((KbQueueInfo *)ssn->queues->pdata[q])->allocated;
+    for (guint q = 0; q <= ssn->queues->len; q++)
+        e->queue_alloc[q] = e->tree->alloc[q]; /* subtrees: a leaf's is its own */
     for (guint j = 0; j < ssn->jobs->len; j++) {
         KbJobInfo *job = ssn->jobs->pdata[j];
         KbQueueInfo *qi = kb_session_job_queue(ssn, job);
@@ -167,8 +171,8 @@ static void evict_init(Evict *e, KbSession *ssn, Mode mode)
                 continue;
             if (t->state == KB_TASK_RELEASING) {
                 kb_resources_add(&e->future_idle[t->node_id], &t->resreq);
-                if (qi != NULL)
-                    kb_resources_sub(&e->queue_alloc[qi->id], &t->resreq);
+                for (gint x = qi != NULL ? (gint)qi->id : -1; x >= 0; x = e->tree->parent[x])
+                    kb_resources_sub(&e->queue_alloc[x], &t->resreq);
             } else if (on_node(t)) {
                 if (e->node_tasks[t->node_id] == NULL)
                     e->node_tasks[t->node_id] = g_ptr_array_new();
@@ -215,29 +219,36 @@ static gboolean queue_reclaimable(const KbQueueInfo *qi)
     return qi->queue == NULL || qi->queue->reclaimable;
 }
 
-/* TRUE when the queue uses more than its deserved share in some resource (reclaim victims). */
-static gboolean queue_over_share(Evict *e, const KbQueueInfo *qi)
+/* Tree node @x's queue is reclaimable (the root is). */
+static gboolean node_reclaimable(Evict *e, guint x)
+{
+    return x >= e->ssn->queues->len || queue_reclaimable(e->ssn->queues->pdata[x]);
+}
+
+/* TRUE when tree node @x uses more than its deserved share in some resource (reclaim victims). */
+static gboolean queue_over_share(Evict *e, guint x)
 {
     for (guint i = 0; i < G_N_ELEMENTS(share_slots); i++) {
         int s = share_slots[i];
-        if (e->queue_alloc[qi->id].v[s] > e->ssn->deserved[qi->id].v[s])
+        if (e->queue_alloc[x].v[s] > e->tree->deserved[x].v[s])
             return TRUE;
     }
     return FALSE;
 }
 
 /*
- * After giving up @res, does queue @qi keep its deserved share? Only the resources it uses beyond
- * its share are contested: @res must free some of one of them, and in each of them the queue must
- * stay at or above its share. (In an abundant resource the deserved share is simply what the
- * queue asks, so going below it there takes nothing from the queue that another one needs.)
+ * After giving up @res, does tree node @x keep its deserved share? Only the resources it uses
+ * beyond its share are contested: @res must free some of one of them, and in each of them the
+ * queue must stay at or above its share. (In an abundant resource the deserved share is simply
+ * what the queue asks, so going below it there takes nothing from the queue that another one
+ * needs.)
  */
-static gboolean queue_keeps_share(Evict *e, const KbQueueInfo *qi, const KbResources *res)
+static gboolean queue_keeps_share(Evict *e, guint x, const KbResources *res)
 {
     gboolean frees = FALSE;
     for (guint i = 0; i < G_N_ELEMENTS(share_slots); i++) {
         int s = share_slots[i];
-        gint64 alloc = e->queue_alloc[qi->id].v[s], deserved = e->ssn->deserved[qi->id].v[s];
+        gint64 alloc = e->queue_alloc[x].v[s], deserved = e->tree->deserved[x].v[s];
         if (res->v[s] <= 0 || alloc <= deserved)
             continue;
         if (alloc - res->v[s] < deserved)
@@ -247,17 +258,45 @@ static gboolean queue_keeps_share(Evict *e, const KbQueueInfo *qi, const KbResou
     return frees;
 }
 
-/* May the preemptor's queue take @t? Capability always; for reclaim, the queue must have been
- * below its deserved share before this job started (proportion's rule for one gang). */
+/*
+ * Reclaim: may the job of leaf @jq take from leaf @vq? Where their paths meet (the lowest common
+ * ancestor), the victim's side must be over its share, and so must the victim's queue; every
+ * queue on the victim's side must be reclaimable and the meeting point at least min_lca_depth
+ * deep (the nearest over-served queues are tried first).
+ */
+static gboolean reclaim_pair(Evict *e, guint jq, guint vq)
+{
+    const KbQueueTree *t = e->tree;
+    if (jq == vq || t->held[vq])
+        return FALSE;
+    gint lca = kb_qtree_lca(t, jq, vq);
+    /* One queue above the other: a parent holds no jobs of its own to give. */
+    if (lca < 0 || (guint)lca == vq || (guint)lca == jq || t->depth[lca] < e->min_lca_depth)
+        return FALSE;
+    gint top = kb_qtree_child_toward(t, (guint)lca, vq);
+    for (gint x = (gint)vq; x >= 0 && x != lca; x = t->parent[x]) {
+        if (!node_reclaimable(e, (guint)x))
+            return FALSE;
+    }
+    return queue_over_share(e, vq) && queue_over_share(e, (guint)top);
+}
+
+/* May the preemptor's queue take @t? Capability always, on the queue and every ancestor; for
+ * reclaim, the queue must have been below its deserved share before this job started
+ * (proportion's rule for one gang). */
 static gboolean queue_admits(Evict *e, const KbQueueInfo *qi, const KbTaskInfo *t)
 {
-    const KbResources *alloc = &e->queue_alloc[qi->id];
-    for (int s = 0; s < KB_RES_MAX; s++) {
-        if (t->resreq.v[s] > 0 && alloc->v[s] + t->resreq.v[s] > qi->capability.v[s])
-            return FALSE;
+    for (gint x = (gint)qi->id; x >= 0; x = e->tree->parent[x]) {
+        const KbResources *alloc = &e->queue_alloc[x], *cap = &e->tree->capability[x];
+        for (int s = 0; s < KB_RES_MAX; s++) {
+            if (t->resreq.v[s] > 0 && cap->v[s] != KB_RESOURCE_UNLIMITED &&
+                alloc->v[s] + t->resreq.v[s] > cap->v[s])
+                return FALSE;
+        }
     }
     if (e->mode != MODE_RECLAIM)
         return TRUE;
+    const KbResources *alloc = &e->queue_alloc[qi->id];
     for (guint i = 0; i < G_N_ELEMENTS(share_slots); i++) {
         int s = share_slots[i];
         gint64 before_job = alloc->v[s] - t->job->allocated.v[s] - e->job_pipelined.v[s];
@@ -267,16 +306,16 @@ static gboolean queue_admits(Evict *e, const KbQueueInfo *qi, const KbTaskInfo *
     return TRUE;
 }
 
+/* Add (or take) @delta to queue @qi's allocation and its ancestors', undoably. */
 static void queue_change(Evict *e, const KbQueueInfo *qi, const KbResources *delta, gboolean add)
 {
     Undo u = {TRUE, qi->id, *delta};
-    if (add) {
-        kb_resources_add(&e->queue_alloc[qi->id], delta);
-    } else {
-        kb_resources_sub(&e->queue_alloc[qi->id], delta);
+    if (!add) {
         for (int s = 0; s < KB_RES_MAX; s++)
             u.delta.v[s] = -u.delta.v[s];
     }
+    for (gint x = (gint)qi->id; x >= 0; x = e->tree->parent[x])
+        kb_resources_add(&e->queue_alloc[x], &u.delta);
     g_array_append_val(e->undo, u);
 }
 
@@ -293,7 +332,7 @@ static gboolean in_scope(Evict *e, const KbJobInfo *job, const KbQueueInfo *jq, 
         return FALSE;
     if (e->mode == MODE_PREEMPT)
         return vq == jq && vj->priority < job->priority;
-    return vq != jq && queue_reclaimable(vq) && queue_over_share(e, vq);
+    return reclaim_pair(e, jq->id, vq->id);
 }
 
 /* Any victim in scope for @job anywhere? A cheap test, per queue, before building anything. */
@@ -302,8 +341,7 @@ static gboolean any_in_scope(Evict *e, const KbJobInfo *job, const KbQueueInfo *
     if (e->mode == MODE_PREEMPT)
         return e->queue_min_prio[jq->id] < job->priority;
     for (guint q = 0; q < e->ssn->queues->len; q++) {
-        const KbQueueInfo *vq = e->ssn->queues->pdata[q];
-        if (vq != jq && queue_reclaimable(vq) && queue_over_share(e, vq))
+        if (reclaim_pair(e, jq->id, q))
             return TRUE;
     }
     return FALSE;
@@ -412,19 +450,30 @@ static void node_units(Evict *e, guint node)
     }
 }
 
-/* For reclaim: can the units of @chosen plus @u leave their queues at their share? */
+/*
+ * For reclaim: can the units of @chosen plus @u leave their queues at their share? Checked on
+ * the victim's queue and every ancestor up to (not including) where its path meets the
+ * preemptor's: within that meeting point the resources only move between its subtrees.
+ */
 static gboolean floor_ok(Evict *e, GArray *chosen, const Unit *u)
 {
     if (e->mode != MODE_RECLAIM)
         return TRUE;
+    const KbQueueTree *t = e->tree;
     KbQueueInfo *vq = kb_session_job_queue(e->ssn, u->job);
-    KbResources res = u->total;
-    for (guint k = 0; k < chosen->len; k++) {
-        const Unit *c = &g_array_index(chosen, Unit, k);
-        if (kb_session_job_queue(e->ssn, c->job) == vq)
-            kb_resources_add(&res, &c->total);
+    gint lca = kb_qtree_lca(t, e->claimer_queue, vq->id);
+    for (gint x = (gint)vq->id; x >= 0 && x != lca; x = t->parent[x]) {
+        KbResources res = u->total;
+        for (guint k = 0; k < chosen->len; k++) {
+            const Unit *c = &g_array_index(chosen, Unit, k);
+            KbQueueInfo *cq = kb_session_job_queue(e->ssn, c->job);
+            if (kb_qtree_is_under(t, cq->id, (guint)x))
+                kb_resources_add(&res, &c->total);
+        }
+        if (!queue_keeps_share(e, (guint)x, &res))
+            return FALSE;
     }
-    return queue_keeps_share(e, vq, &res);
+    return TRUE;
 }
 
 static gboolean fits_with(const KbTaskInfo *t, const KbResources *idle, GArray *units, guint skip)
@@ -614,8 +663,12 @@ static void discard(Evict *e)
 {
     for (guint i = e->undo->len; i-- > 0;) {
         const Undo *u = &g_array_index(e->undo, Undo, i);
-        KbResources *r = u->queue ? &e->queue_alloc[u->id] : &e->future_idle[u->id];
-        kb_resources_sub(r, &u->delta);
+        if (!u->queue) {
+            kb_resources_sub(&e->future_idle[u->id], &u->delta);
+            continue;
+        }
+        for (gint x = (gint)u->id; x >= 0; x = e->tree->parent[x])
+            kb_resources_sub(&e->queue_alloc[x], &u->delta);
     }
     stmt_reset(e);
 }
@@ -742,10 +795,33 @@ static void note_protected(Evict *e, const KbJobInfo *job)
         g_string_append_printf(msg, "; %s", why);
 }
 
+/* One statement for @job's first @need tasks; TRUE when it was committed. */
+static gboolean try_statement(Evict *e, KbJobInfo *job, KbQueueInfo *jq, GPtrArray *tasks,
+                              guint need, guint *n_protected)
+{
+    collect_allowed(e, job, jq, tasks->pdata[0]);
+    *n_protected += e->n_protected;
+    g_autoptr(GPtrArray) placed = g_ptr_array_new(); /* task, node, task, node, ... */
+    for (guint i = 0; i < need; i++) {
+        if (!place_task(e, tasks->pdata[i], jq, placed)) {
+            discard(e);
+            return FALSE;
+        }
+    }
+    commit(e, job, jq, placed);
+    return TRUE;
+}
+
+/*
+ * Preempt: one statement. Reclaim: the nearest over-served queues first, i.e. with victims only
+ * from queues meeting the job's as deep in the tree as possible (its siblings, then its
+ * parent's siblings' subtrees, ...) and widening one level at a time up to the root.
+ */
 static void evict_for_job(Evict *e, KbJobInfo *job)
 {
     KbSession *ssn = e->ssn;
     KbQueueInfo *jq = kb_session_job_queue(ssn, job);
+    e->min_lca_depth = 0;
     if (jq == NULL || !any_in_scope(e, job, jq))
         return;
     g_autoptr(GPtrArray) tasks = g_ptr_array_new();
@@ -758,17 +834,18 @@ static void evict_for_job(Evict *e, KbJobInfo *job)
     guint need = (guint)job->min_member - ready_tasks(job);
     if (need > tasks->len)
         return;
-    collect_allowed(e, job, jq, tasks->pdata[0]);
-    g_autoptr(GPtrArray) placed = g_ptr_array_new(); /* task, node, task, node, ... */
-    for (guint i = 0; i < need; i++) {
-        if (!place_task(e, tasks->pdata[i], jq, placed)) {
-            discard(e);
-            if (e->n_protected > 0)
-                note_protected(e, job);
+    e->claimer_queue = jq->id;
+    guint n_protected = 0;
+    guint depth = e->mode == MODE_RECLAIM ? e->tree->depth[jq->id] : 1;
+    for (guint level = depth; level-- > 0;) {
+        e->min_lca_depth = level;
+        if (level > 0 && !any_in_scope(e, job, jq))
+            continue;
+        if (try_statement(e, job, jq, tasks, need, &n_protected))
             return;
-        }
     }
-    commit(e, job, jq, placed);
+    if (n_protected > 0)
+        note_protected(e, job);
 }
 
 static gint job_cmp(gconstpointer x, gconstpointer y, gpointer data)

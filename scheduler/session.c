@@ -37,6 +37,33 @@ static void session_refresh_jobs(KbSession *ssn)
     }
 }
 
+/* The queue tree of this cycle: structure and faults, demand and allocation of every node. */
+static void session_build_tree(KbSession *ssn)
+{
+    guint nq = ssn->queues->len;
+    g_autofree KbQtreeQueue *in = g_new0(KbQtreeQueue, MAX(nq, 1));
+    for (guint q = 0; q < nq; q++) {
+        const KbQueueInfo *qi = ssn->queues->pdata[q];
+        in[q].name = qi->name;
+        in[q].parent = qi->queue != NULL ? qi->queue->parent : NULL;
+        in[q].weight = qi->weight;
+        in[q].capability = qi->capability;
+        in[q].guarantee = qi->guarantee;
+        if (qi->queue != NULL) {
+            in[q].deserved = qi->queue->deserved;
+        } else {
+            for (int s = 0; s < KB_RES_MAX; s++)
+                in[q].deserved.v[s] = -1;
+        }
+    }
+    ssn->qtree = kb_qtree_new(in, nq);
+    for (guint q = 0; q < nq; q++) {
+        const KbQueueInfo *qi = ssn->queues->pdata[q];
+        ssn->qtree->demand[q] = ssn->request[q];
+        kb_qtree_alloc_add(ssn->qtree, q, &qi->allocated, FALSE);
+    }
+}
+
 KbSession *kb_session_open(KbCache *cache, const KbConf *conf, gint64 now, KbCycleResult *result)
 {
     KbSession *ssn = g_new0(KbSession, 1);
@@ -58,6 +85,7 @@ KbSession *kb_session_open(KbCache *cache, const KbConf *conf, gint64 now, KbCyc
             kb_resources_max(&ssn->max_alloc, &ssn->nodes[i].allocatable);
     }
     session_refresh_jobs(ssn);
+    session_build_tree(ssn);
 
     guint n = 0;
     for (guint t = 0; t < conf->n_tiers; t++)
@@ -96,6 +124,7 @@ void kb_session_close(KbSession *ssn)
     g_free(ssn->request);
     g_free(ssn->pipelined);
     kb_reserve_free(ssn->reserve);
+    kb_qtree_free(ssn->qtree);
     g_free(ssn->plugins);
     g_free(ssn);
 }
@@ -277,8 +306,10 @@ void kb_session_allocate(KbSession *ssn, KbTaskInfo *task, KbNodeInfo *node)
     kb_cache_assume_task(ssn->cache, task, node->id);
     kb_reserve_on_allocate(ssn, task, node->id);
     KbQueueInfo *qi = kb_session_job_queue(ssn, task->job);
-    if (qi != NULL)
+    if (qi != NULL) {
         kb_resources_add(&qi->allocated, &task->resreq);
+        kb_qtree_alloc_add(ssn->qtree, qi->id, &task->resreq, FALSE);
+    }
     for (guint i = 0; i < ssn->n_plugins; i++) {
         if (ssn->plugins[i].ops->on_allocate != NULL)
             ssn->plugins[i].ops->on_allocate(ssn->plugins[i].state, task);
@@ -291,8 +322,10 @@ void kb_session_deallocate(KbSession *ssn, KbTaskInfo *task)
         kb_reserve_on_deallocate(ssn, task, (guint)task->node_id);
     kb_cache_forget_task(ssn->cache, task);
     KbQueueInfo *qi = kb_session_job_queue(ssn, task->job);
-    if (qi != NULL)
+    if (qi != NULL) {
         kb_resources_sub(&qi->allocated, &task->resreq);
+        kb_qtree_alloc_add(ssn->qtree, qi->id, &task->resreq, TRUE);
+    }
     for (guint i = 0; i < ssn->n_plugins; i++) {
         if (ssn->plugins[i].ops->on_deallocate != NULL)
             ssn->plugins[i].ops->on_deallocate(ssn->plugins[i].state, task);

@@ -23,6 +23,7 @@
 #include "scheduler/cache.h"
 #include "scheduler/conf.h"
 #include "scheduler/cycle.h"
+#include "scheduler/queue-tree.h"
 
 typedef struct KbSession KbSession;
 struct kb_plugin_ops;
@@ -77,6 +78,12 @@ struct KbSession {
     KbResources max_alloc; /* largest allocatable per slot over present nodes */
     KbResources *deserved; /* per queue id; set by proportion, else unlimited */
     KbResources *request;  /* per queue id: allocated + pending requests of its jobs */
+    /*
+     * The queue tree (scheduler/queue-tree.h), built when the session opens: node = queue id,
+     * plus the implicit root. Its `alloc` follows kb_session_allocate/deallocate; its `deserved`
+     * is filled by proportion (else zero).
+     */
+    KbQueueTree *qtree;
     KbPluginInstance *plugins;
     guint n_plugins;
     KbCycleResult *result;

@@ -358,6 +358,43 @@ static json_object *resource_list(const KbResources *r)
     return map;
 }
 
+/*
+ * Hierarchical queues: Volcano's `allocated` map, per resource {deserved, allocated, pending}
+ * under `resources` (every resource kube-batchd knows), the parent, and
+ * a `Valid` condition while the queue tree is at fault (null clears it). No timestamps but the
+ * fault's own, so that an unchanged queue gives the same text and is not written again.
+ */
+static void queue_resources(json_object *status, const KbQueueStatus *qs)
+{
+    json_object *res = json_object_new_object();
+    for (int s = 0; s < kb_resource_count(); s++) {
+        /* every resource, zeros included: a resource left out of the merge patch would keep
+         * its old figures */
+        if (kb_resource_name(s) == NULL)
+            continue;
+        json_object *r = json_object_new_object();
+        g_autofree char *d = kb_resource_format_value(s, qs->deserved.v[s]);
+        g_autofree char *a = kb_resource_format_value(s, qs->allocated.v[s]);
+        g_autofree char *p = kb_resource_format_value(s, qs->pending.v[s]);
+        json_object_object_add(r, "deserved", json_object_new_string(d));
+        json_object_object_add(r, "allocated", json_object_new_string(a));
+        json_object_object_add(r, "pending", json_object_new_string(p));
+        json_object_object_add(res, kb_resource_name(s), r);
+    }
+    json_object_object_add(status, "resources", res);
+    json_object_object_add(status, "allocated", resource_list(&qs->allocated));
+    if (qs->parent != NULL)
+        json_object_object_add(status, "parent", json_object_new_string(qs->parent));
+    if (qs->fault_message == NULL) {
+        json_object_object_add(status, "conditions", NULL);
+        return;
+    }
+    json_object *conds = json_object_new_array();
+    json_object_array_add(conds, condition_new("Valid", "False", qs->fault_reason,
+                                               qs->fault_message, qs->fault_since));
+    json_object_object_add(status, "conditions", conds);
+}
+
 static void apply_queue(KbStatusWriter *w, const KbQueueStatus *qs)
 {
     const KbResourceType *type =
@@ -372,9 +409,8 @@ static void apply_queue(KbStatusWriter *w, const KbQueueStatus *qs)
     json_object_object_add(status, "running", json_object_new_int64(qs->n_running));
     json_object_object_add(status, "unknown", json_object_new_int64(qs->n_unknown));
     json_object_object_add(status, "completed", json_object_new_int64(qs->n_completed));
-    /* What `kbctl queue list` shows (Volcano's QueueStatus has `allocated` too); written only
-     * when it changes, like the counts. */
-    json_object_object_add(status, "allocated", resource_list(&qs->allocated));
+    queue_resources(status, qs);
+    /* What `kbctl queue list` shows: deserved beside Volcano's allocated. */
     if (!kb_resources_is_zero(&qs->deserved))
         json_object_object_add(status, "deserved", resource_list(&qs->deserved));
     json_object *body = json_object_new_object();

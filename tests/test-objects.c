@@ -458,6 +458,7 @@ static void test_queue_defaults(void)
     g_assert_cmpint(q->capability.v[KB_RES_CPU], ==, 0);
     g_assert_cmpint(q->capability.v[KB_RES_GPU], ==, KB_RESOURCE_UNLIMITED);
     g_assert_true(kb_resources_is_zero(&q->guarantee));
+    g_assert_cmpint(q->deserved.v[KB_RES_GPU], ==, -1); /* not given: the weight split */
 
     json_object *bare = parse("{\"metadata\":{\"name\":\"q\"},\"status\":{\"state\":\"Open\"}}");
     g_autoptr(KbQueue) b = kb_queue_decode(bare, FALSE, &error);
@@ -713,6 +714,9 @@ static const BadCase bad_cases[] = {
      "{\"metadata\":{\"name\":\"q\"},\"spec\":{\"capability\":{\"memory\":\"1.5.5Gi\"}}}",
      "queue q: spec.capability[\"memory\"]: invalid quantity \"1.5.5Gi\": more than one decimal "
      "point"},
+    {"queue/deserved", D_QUEUE,
+     "{\"metadata\":{\"name\":\"q\"},\"spec\":{\"deserved\":{\"nvidia.com/gpu\":\"two\"}}}",
+     "queue q: spec.deserved[\"nvidia.com/gpu\"]: invalid quantity \"two\": no digits"},
     {"queue/guarantee", D_QUEUE,
      "{\"metadata\":{\"name\":\"q\"},\"spec\":{\"guarantee\":{\"resource\":{\"cpu\":\"-\"}}}}",
      "queue q: spec.guarantee.resource[\"cpu\"]: invalid quantity \"-\": no digits"},

@@ -127,11 +127,14 @@ static json_object *node_json(guint i, guint gpus)
     return o;
 }
 
-static json_object *queue_json(const char *name, gint32 weight)
+static json_object *queue_json(const char *name, gint32 weight, const char *spec_json)
 {
     json_object *o = object_new("scheduling.volcano.sh/v1beta1", "Queue", meta_new(name, NULL, 0));
-    json_object *spec = json_object_new_object();
-    json_object_object_add(spec, "weight", json_object_new_int(weight));
+    json_object *spec = spec_json != NULL ? json_tokener_parse(spec_json) : NULL;
+    if (spec == NULL)
+        spec = json_object_new_object();
+    if (!json_object_object_get_ex(spec, "weight", NULL) && weight > 0)
+        json_object_object_add(spec, "weight", json_object_new_int(weight));
     json_object_object_add(o, "spec", spec);
     return o;
 }
@@ -248,18 +251,40 @@ static void add_priority_class(Sim *sim)
     json_object_put(o);
 }
 
+static void add_queue(Sim *sim, json_object *o)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbQueue) queue = kb_queue_decode(o, FALSE, &error);
+    if (queue == NULL)
+        g_error("sim: queue does not decode: %s", error->message);
+    kb_cache_add_queue(sim->cache, queue);
+    json_object_put(o);
+}
+
+/* The queues of opts.queue_specs that are not trace queues (parents), in name order. */
+static void add_tree_queues(Sim *sim)
+{
+    if (sim->opts.queue_specs == NULL || sim->opts.single_queue)
+        return;
+    g_autoptr(GList) names = g_hash_table_get_keys(sim->opts.queue_specs);
+    names = g_list_sort(names, (GCompareFunc)strcmp);
+    for (GList *l = names; l != NULL; l = l->next) {
+        if (kb_cache_lookup_queue(sim->cache, l->data) == NULL)
+            add_queue(sim,
+                      queue_json(l->data, 0, g_hash_table_lookup(sim->opts.queue_specs, l->data)));
+    }
+}
+
 static void cluster_setup(Sim *sim)
 {
     add_priority_class(sim);
     for (guint q = 0; q < sim->n_queues && !sim->opts.single_queue; q++) {
-        json_object *o = queue_json(sim->queues[q].name, sim->queues[q].weight);
-        g_autoptr(GError) error = NULL;
-        g_autoptr(KbQueue) queue = kb_queue_decode(o, FALSE, &error);
-        if (queue == NULL)
-            g_error("sim: queue does not decode: %s", error->message);
-        kb_cache_add_queue(sim->cache, queue);
-        json_object_put(o);
+        const char *spec = sim->opts.queue_specs != NULL
+                                   ? g_hash_table_lookup(sim->opts.queue_specs, sim->queues[q].name)
+                                   : NULL;
+        add_queue(sim, queue_json(sim->queues[q].name, sim->queues[q].weight, spec));
     }
+    add_tree_queues(sim);
     for (guint i = 0; i < sim->opts.n_nodes; i++) {
         json_object *o = node_json(i, sim->opts.gpus_per_node);
         g_autoptr(GError) error = NULL;
@@ -564,6 +589,8 @@ static void cycle(Sim *sim)
     g_autoptr(KbCycleResult) res = kb_cycle_run(sim->cache, sim->conf, sim->now);
     double us = (double)res->duration_us;
     g_array_append_val(sim->cycle_us, us);
+    if (sim->opts.on_cycle != NULL)
+        sim->opts.on_cycle(res, sim->opts.on_cycle_data);
     apply_placements(sim, res);
     apply_evictions(sim, res);
     gboolean moved = note_statuses(sim, res);

@@ -41,6 +41,7 @@
 
 #include "bench/lib/trace.h"
 #include "scheduler/conf.h"
+#include "scheduler/cycle.h"
 
 #define KB_SIM_MAX_NODES         100000
 #define KB_SIM_MAX_GPUS_PER_NODE 1024
@@ -96,6 +97,16 @@ typedef struct {
      * NULL: none. */
     void (*progress)(gpointer data, guint arrived, guint n_jobs);
     gpointer progress_data;
+    /*
+     * Hierarchical queues (bench-trace --queue-tree, bench/lib/qshare.h): queue name (char*) ->
+     * the JSON text of its Queue spec ({"parent": ..., "weight": ...}). A trace queue with an
+     * entry gets that spec (its weight when the spec has none); entries that are not trace
+     * queues are created too (the parents). Borrowed, read-only; NULL: flat queues.
+     */
+    GHashTable *queue_specs;
+    /* Called after every cycle with its result (borrowed), on the replay's thread. */
+    void (*on_cycle)(const KbCycleResult *res, gpointer data);
+    gpointer on_cycle_data;
 } KbSimOptions;
 
 /* The cluster over time: a sample whenever GPUs in use or jobs waiting changed. */
