@@ -533,12 +533,12 @@ static void test_queues(void)
     g_assert_true(kb_test_kubectl(cluster.api, kargs, queues, &out, &err, &status, &error));
     g_assert_cmpint(status, ==, 0);
     const char *q[] = {"submit", "tf",      "--name",   "qjob",    "--workers", "2", "--gpus",
-                       "4",      "--queue", "research", "--image", "tf:1",      NULL};
+                       "4",      "--queue", "nlp",      "--image", "tf:1",      NULL};
     g_free(kbctl_ok(q));
     json_object *j = wait_job("qjob", is_running, "Running");
     json_object_put(j);
-    /* kube-batchd writes status.allocated on the queue. */
-    g_assert_true(queue_allocated(8, "research"));
+    /* kube-batchd writes status.allocated on the queue (jobs run in leaf queues: nlp). */
+    g_assert_true(queue_allocated(8, "nlp"));
     const char *list[] = {"queue", "list", NULL};
     g_autofree char *table = kbctl_ok(list);
     g_test_message("%s", table);
@@ -550,15 +550,17 @@ static void test_queues(void)
     g_assert_cmpstr(research[1], ==, "3");
     g_assert_cmpstr(research[2], ==, "Open");
     g_assert_cmpstr(research[3], ==, "16");
-    g_assert_cmpstr(research[5], ==, "8");
     /* The child is indented under its parent. */
     g_auto(GStrv) nlp = row(table, "  nlp ");
     g_assert_nonnull(nlp);
     g_assert_cmpstr(nlp[1], ==, "1");
+    g_assert_cmpstr(nlp[5], ==, "8");
     g_assert_nonnull(strstr(table, "\nresearch ") < strstr(table, "\n  nlp ") ? table : NULL);
-    const char *get[] = {"queue", "get", "research", NULL};
+    const char *get_parent[] = {"queue", "get", "research", NULL};
+    g_autofree char *parent = kbctl_ok(get_parent);
+    g_assert_nonnull(strstr(parent, "Capability:   gpu 16"));
+    const char *get[] = {"queue", "get", "nlp", NULL};
     g_autofree char *one = kbctl_ok(get);
-    g_assert_nonnull(strstr(one, "Capability:   gpu 16"));
     g_auto(GStrv) job = row(one, "  default ");
     g_assert_nonnull(job);
     g_assert_cmpstr(job[1], ==, "qjob");
@@ -567,7 +569,7 @@ static void test_queues(void)
     const char *del[] = {"delete", "qjob", "--wait", NULL};
     g_free(kbctl_ok(del));
     /* The status is a merge patch: the GPUs given back must be written as 0, not left out. */
-    g_assert_true(queue_allocated(0, "research"));
+    g_assert_true(queue_allocated(0, "nlp"));
 }
 
 /* ---- kb-apiserver's pod log, read by kubectl --------------------------------------------------
