@@ -18,6 +18,7 @@
 #include "tests/lib/kb-test-apiserver.h"
 #include "tests/lib/kb-test-cluster.h"
 #include "tests/lib/kb-test-daemon.h"
+#include "tests/lib/kb-test-util.h"
 
 typedef struct {
     KbTestClusterServer kind;
@@ -29,14 +30,9 @@ typedef struct {
     gboolean pods_run; /* something runs pods (simulated kubelet) */
 } Env;
 
-static const char *srcdir(void)
-{
-    return g_getenv("KB_SRCDIR") != NULL ? g_getenv("KB_SRCDIR") : ".";
-}
-
 static char *src(const char *rel)
 {
-    return g_build_filename(srcdir(), rel, NULL);
+    return g_build_filename(kb_test_src_dir(), rel, NULL);
 }
 
 /* `kubectl ARGS` as @who; returns stdout (newly allocated), *@status the exit status. */

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "tests/lib/kb-test-apiserver.h"
+#include "tests/lib/kb-test-util.h"
 
 typedef struct {
     KbTestApiserver *api;
@@ -32,33 +33,6 @@ typedef struct {
 } Cluster;
 
 static Cluster cluster;
-
-static const char *srcdir(void)
-{
-    return g_getenv("KB_SRCDIR") != NULL ? g_getenv("KB_SRCDIR") : ".";
-}
-
-/* `kubectl ARGS...` (NULL-terminated) with @stdin_text; returns stdout. */
-static char *kubectl(const char *stdin_text, const char *first, ...)
-{
-    g_autoptr(GPtrArray) args = g_ptr_array_new();
-    va_list ap;
-    va_start(ap, first);
-    for (const char *a = first; a != NULL; a = va_arg(ap, const char *))
-        g_ptr_array_add(args, (gpointer)a);
-    va_end(ap);
-    g_ptr_array_add(args, NULL);
-    g_autoptr(GError) error = NULL;
-    char *out = NULL;
-    g_autofree char *err = NULL;
-    int status = -1;
-    g_assert_true(kb_test_kubectl(cluster.api, (const char *const *)args->pdata, stdin_text, &out,
-                                  &err, &status, &error));
-    g_assert_no_error(error);
-    if (status != 0)
-        g_test_message("kubectl %s: exit %d: %s", first, status, err);
-    return out;
-}
 
 static KbTestDaemon *spawn(const char *name, const char *const *extra, gboolean listen)
 {
@@ -111,7 +85,7 @@ static void set_faults(const char *spec)
 static char *job_path(const char *name, const char *jsonpath)
 {
     g_autofree char *arg = g_strdup_printf("jsonpath=%s", jsonpath);
-    return kubectl(NULL, "get", "tfjobs", name, "-o", arg, NULL);
+    return kb_test_kubectl_run(cluster.api, NULL, "get", "tfjobs", name, "-o", arg, NULL);
 }
 
 static gboolean alive(void)
@@ -145,14 +119,15 @@ static char *wait_job(const char *name, const char *jsonpath, const char *want)
 
 static void create(const char *yaml)
 {
-    g_autofree char *out = kubectl(yaml, "create", "-f", "-", NULL);
+    g_autofree char *out = kb_test_kubectl_run(cluster.api, yaml, "create", "-f", "-", NULL);
     g_assert_nonnull(strstr(out, "created"));
 }
 
 /* Kubeflow's schema keeps only these status fields: the operator must write nothing else. */
 static void assert_schema_status(const char *name)
 {
-    g_autofree char *text = kubectl(NULL, "get", "tfjob", name, "-o", "json", NULL);
+    g_autofree char *text =
+            kb_test_kubectl_run(cluster.api, NULL, "get", "tfjob", name, "-o", "json", NULL);
     json_object *job = json_tokener_parse(text), *status = NULL;
     g_assert_nonnull(job);
     g_assert_true(json_object_object_get_ex(job, "status", &status));
@@ -174,7 +149,8 @@ static void assert_schema_status(const char *name)
 /* Events about @name with @reason, repeats (the aggregated count) included. */
 static guint event_count(const char *name, const char *reason)
 {
-    g_autofree char *text = kubectl(NULL, "get", "events", "-o", "json", NULL);
+    g_autofree char *text =
+            kb_test_kubectl_run(cluster.api, NULL, "get", "events", "-o", "json", NULL);
     json_object *list = json_tokener_parse(text), *items, *v;
     guint n = 0;
     g_assert_nonnull(list);
@@ -211,16 +187,18 @@ static void test_runs_to_completion(void)
     create(job_short);
     g_autofree char *last = wait_job("short", "{.status.conditions[-1:].type}", "Succeeded");
     g_assert_cmpstr(last, ==, "Succeeded");
-    g_autofree char *phase = kubectl(NULL, "get", "pod", "short-worker-0", "-o",
-                                     "jsonpath={.status.phase} {.spec.nodeName} "
-                                     "{.status.containerStatuses[0].state.terminated.exitCode}",
-                                     NULL);
+    g_autofree char *phase =
+            kb_test_kubectl_run(cluster.api, NULL, "get", "pod", "short-worker-0", "-o",
+                                "jsonpath={.status.phase} {.spec.nodeName} "
+                                "{.status.containerStatuses[0].state.terminated.exitCode}",
+                                NULL);
     g_assert_true(g_str_has_prefix(phase, "Succeeded gpu-"));
     g_assert_true(g_str_has_suffix(phase, " 0"));
     char *ps = NULL;
     for (int i = 0; i < 75; i++) {
         g_free(ps);
-        ps = kubectl(NULL, "get", "pods", "--ignore-not-found", "-o", "name", "short-ps-0", NULL);
+        ps = kb_test_kubectl_run(cluster.api, NULL, "get", "pods", "--ignore-not-found", "-o",
+                                 "name", "short-ps-0", NULL);
         if (*ps == '\0')
             break;
         g_usleep(200 * 1000);
@@ -247,11 +225,12 @@ static void test_backoff_limit(void)
     g_assert_cmpstr(t, ==, "Failed");
     g_autofree char *why = job_path("kill137", "{.status.conditions[-1:].message}");
     g_assert_nonnull(strstr(why, "reached the specified backoff limit (2 restarts)"));
-    g_autofree char *counts =
-            kubectl(NULL, "get", "services", "-l", "training.kubeflow.org/job-name=kill137", "-o",
-                    "jsonpath={range .items[*]}{.metadata.annotations.kube-batchd\\.io/restarts}"
-                    "{\" \"}{end}",
-                    NULL);
+    g_autofree char *counts = kb_test_kubectl_run(
+            cluster.api, NULL, "get", "services", "-l", "training.kubeflow.org/job-name=kill137",
+            "-o",
+            "jsonpath={range .items[*]}{.metadata.annotations.kube-batchd\\.io/restarts}"
+            "{\" \"}{end}",
+            NULL);
     g_auto(GStrv) parts = g_strsplit(g_strstrip(counts), " ", -1);
     int sum = 0;
     for (guint i = 0; parts[i] != NULL; i++)
@@ -270,10 +249,11 @@ static const char job_steady[] =
 
 static char *steady_pods(void)
 {
-    return kubectl(NULL, "get", "pods", "-l", "training.kubeflow.org/job-name=steady", "-o",
-                   "jsonpath={range .items[*]}{.metadata.name}={.metadata.uid}"
-                   ",{.status.phase},{.metadata.deletionTimestamp};{end}",
-                   NULL);
+    return kb_test_kubectl_run(cluster.api, NULL, "get", "pods", "-l",
+                               "training.kubeflow.org/job-name=steady", "-o",
+                               "jsonpath={range .items[*]}{.metadata.name}={.metadata.uid}"
+                               ",{.status.phase},{.metadata.deletionTimestamp};{end}",
+                               NULL);
 }
 
 /* Wait for tf-operator's log to say its caches synced (it then reconciles). */
@@ -332,8 +312,8 @@ static void test_operator_restarts_kill_nothing(void)
         g_autofree char *after = steady_pods();
         g_assert_cmpstr(after, ==, before);
         g_autofree char *svcs =
-                kubectl(NULL, "get", "services", "-l", "training.kubeflow.org/job-name=steady",
-                        "-o", "name", NULL);
+                kb_test_kubectl_run(cluster.api, NULL, "get", "services", "-l",
+                                    "training.kubeflow.org/job-name=steady", "-o", "name", NULL);
         g_assert_cmpstr(svcs, ==,
                         "service/steady-ps-0\nservice/steady-worker-0\n"
                         "service/steady-worker-1\n");
@@ -347,7 +327,7 @@ static void test_operator_restarts_kill_nothing(void)
     g_assert_cmpuint(event_count("steady", "TFJobRestarting"), ==, 0);
     g_assert_cmpuint(event_count("steady", "SuccessfulDeletePod"), ==, 0);
     /* A job really deleted still loses its pods. */
-    g_free(kubectl(NULL, "delete", "tfjob", "steady", NULL));
+    g_free(kb_test_kubectl_run(cluster.api, NULL, "delete", "tfjob", "steady", NULL));
     char *left = NULL;
     for (int i = 0; i < 150; i++) {
         g_free(left);
@@ -400,7 +380,8 @@ int main(int argc, char **argv)
     g_assert_no_error(error);
     cluster.api = kb_test_apiserver_start(NULL, &error);
     g_assert_no_error(error);
-    g_autofree char *nodes = g_build_filename(srcdir(), "tests/data/apiserver/nodes.yaml", NULL);
+    g_autofree char *nodes =
+            g_build_filename(kb_test_src_dir(), "tests/data/apiserver/nodes.yaml", NULL);
     const char *kubelet_args[] = {"--nodes", nodes, NULL};
     cluster.kubelet = spawn("kb-kubelet", kubelet_args, FALSE);
     for (int i = 0; i < 300; i++) {
@@ -409,13 +390,15 @@ int main(int argc, char **argv)
             break;
         g_usleep(100 * 1000);
     }
-    g_autofree char *crd =
-            g_build_filename(srcdir(), "tests/data/operator/crd-tfjob-kubeflow-v1.8.yaml", NULL);
-    g_autofree char *pg = g_build_filename(srcdir(), "deploy/crds/podgroup-volcano.yaml", NULL);
-    g_autofree char *q = g_build_filename(srcdir(), "deploy/crds/queue-volcano.yaml", NULL);
-    g_autofree char *queue = g_build_filename(srcdir(), "deploy/default-queue.yaml", NULL);
-    g_free(kubectl(NULL, "apply", "-f", crd, "-f", pg, "-f", q, NULL));
-    g_free(kubectl(NULL, "apply", "-f", queue, NULL));
+    g_autofree char *crd = g_build_filename(
+            kb_test_src_dir(), "tests/data/operator/crd-tfjob-kubeflow-v1.8.yaml", NULL);
+    g_autofree char *pg =
+            g_build_filename(kb_test_src_dir(), "deploy/crds/podgroup-volcano.yaml", NULL);
+    g_autofree char *q =
+            g_build_filename(kb_test_src_dir(), "deploy/crds/queue-volcano.yaml", NULL);
+    g_autofree char *queue = g_build_filename(kb_test_src_dir(), "deploy/default-queue.yaml", NULL);
+    g_free(kb_test_kubectl_run(cluster.api, NULL, "apply", "-f", crd, "-f", pg, "-f", q, NULL));
+    g_free(kb_test_kubectl_run(cluster.api, NULL, "apply", "-f", queue, NULL));
     const char *sched_args[] = {"--schedule-period", "200ms", NULL};
     cluster.scheduler = spawn("kube-batchd", sched_args, TRUE);
     const char *op_args[] = {"--resync-seconds", "1", NULL};

@@ -125,3 +125,24 @@ gboolean kb_test_kubectl(KbTestApiserver *api, const char *const *args, const ch
         *err = g_steal_pointer(&e);
     return TRUE;
 }
+
+char *kb_test_kubectl_run(KbTestApiserver *api, const char *stdin_text, const char *first, ...)
+{
+    g_autoptr(GPtrArray) args = g_ptr_array_new();
+    va_list ap;
+    va_start(ap, first);
+    for (const char *a = first; a != NULL; a = va_arg(ap, const char *))
+        g_ptr_array_add(args, (gpointer)a);
+    va_end(ap);
+    g_ptr_array_add(args, NULL);
+    g_autoptr(GError) error = NULL;
+    char *out = NULL;
+    g_autofree char *err = NULL;
+    int status = -1;
+    g_assert_true(kb_test_kubectl(api, (const char *const *)args->pdata, stdin_text, &out, &err,
+                                  &status, &error));
+    g_assert_no_error(error);
+    if (status != 0)
+        g_test_message("kubectl %s: exit %d: %s", first, status, err);
+    return out;
+}

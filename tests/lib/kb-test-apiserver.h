@@ -53,3 +53,10 @@ gboolean kb_test_kubectl_available(void);
  * could not be run at all (or ran longer than 60 s). */
 gboolean kb_test_kubectl(KbTestApiserver *api, const char *const *args, const char *stdin_text,
                          char **out, char **err, int *status, GError **error);
+
+/* `kubectl ARGS...` (@first and what follows, NULL-terminated) through kb_test_kubectl() with
+ * @stdin_text (may be NULL). Returns its standard output (newly allocated, the caller frees).
+ * Failing to run kubectl fails the test; a non-zero exit status is only logged with
+ * g_test_message() (the caller asserts on the output). */
+char *kb_test_kubectl_run(KbTestApiserver *api, const char *stdin_text, const char *first,
+                          ...) G_GNUC_NULL_TERMINATED;

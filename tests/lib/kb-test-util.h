@@ -1,0 +1,34 @@
+/*
+ * Small helpers shared by the integration tests (tests/test-*.c): where the source tree and the
+ * built programs are, a free TCP port, JSON built with printf, objects created through KbClient.
+ * Every helper fails the running test (g_assert/g_error) instead of returning an error.
+ */
+#pragma once
+
+#include <glib.h>
+#include <json-c/json.h>
+
+#include "kube/kb-client.h"
+
+/* $KB_SRCDIR, default "." (borrowed; tests run from the top of the source tree). */
+const char *kb_test_src_dir(void);
+
+/* $KB_BIN_DIR, default "build/default/bin" (borrowed). */
+const char *kb_test_bin_dir(void);
+
+/* A TCP port free on 127.0.0.1 at the time of the call (bound, read back, closed). */
+guint kb_test_free_port(void);
+
+/* The JSON text printf(@fmt, ...) parsed; a new reference owned by the caller. Bad JSON is a bug
+ * in the test: g_error(). */
+json_object *kb_test_json_printf(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
+
+/* Create @body (its reference is taken: put whatever happens) of @type in namespace @ns (NULL:
+ * cluster-scoped) through @client; an error fails the test. */
+void kb_test_create(KbClient *client, const KbResourceType *type, const char *ns,
+                    json_object *body);
+
+/* Create the object of the YAML file @rel of the source tree (relative to kb_test_src_dir())
+ * through @client. Only kinds CustomResourceDefinition and (volcano) Queue are accepted; any
+ * other kind fails the test. */
+void kb_test_create_from_file(KbClient *client, const char *rel);
