@@ -151,17 +151,12 @@ static void test_bad_nodes_file(void)
     g_rmdir(dir);
 }
 
-static void skip(void)
-{
-    g_test_skip("kubectl is not installed");
-}
-
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_set_nonfatal_assertions();
     if (!kb_test_kubectl_available()) {
-        g_test_add_func("/kubelet/skipped", skip);
+        g_test_add_func("/kubelet/skipped", kb_test_skip_no_kubectl);
         return g_test_run();
     }
     g_autoptr(GError) error = NULL;

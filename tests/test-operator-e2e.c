@@ -21,24 +21,6 @@ typedef struct {
 
 static Cluster cluster;
 
-/* Start bin/@name against the cluster's API server, its output in LOGDIR/@name.log. */
-static KbTestDaemon *spawn(const char *name, const char *const *extra)
-{
-    g_autoptr(GError) error = NULL;
-    g_autoptr(GPtrArray) argv = g_ptr_array_new();
-    g_ptr_array_add(argv, (gpointer) "--master");
-    g_ptr_array_add(argv, (gpointer)kb_test_apiserver_url(cluster.api));
-    g_ptr_array_add(argv, (gpointer) "--listen-address");
-    g_ptr_array_add(argv, (gpointer) "127.0.0.1:0");
-    for (guint i = 0; extra != NULL && extra[i] != NULL; i++)
-        g_ptr_array_add(argv, (gpointer)extra[i]);
-    g_ptr_array_add(argv, NULL);
-    KbTestDaemonOptions opts = {.log = TRUE, .log_dir = cluster.logdir};
-    KbTestDaemon *d = kb_test_daemon_start(name, (const char *const *)argv->pdata, &opts, &error);
-    g_assert_no_error(error);
-    return d;
-}
-
 static void stop(KbTestDaemon **d, const char *name)
 {
     if (*d == NULL)
@@ -267,11 +249,6 @@ static void test_autoscaling(void)
     g_free(kb_test_kubectl_run(cluster.api, NULL, "delete", "tfjob", "elastic", "urgent", NULL));
 }
 
-static void skip(void)
-{
-    g_test_skip("kubectl is not installed");
-}
-
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -279,7 +256,7 @@ int main(int argc, char **argv)
     /* A failed check must still stop the daemons and the API server below. */
     g_test_set_nonfatal_assertions();
     if (!kb_test_kubectl_available()) {
-        g_test_add_func("/operator/e2e/skipped", skip);
+        g_test_add_func("/operator/e2e/skipped", kb_test_skip_no_kubectl);
         return g_test_run();
     }
     g_autoptr(GError) error = NULL;
@@ -295,9 +272,11 @@ int main(int argc, char **argv)
     g_free(kb_test_kubectl_run(cluster.api, NULL, "apply", "-f", crds, NULL));
     g_free(kb_test_kubectl_run(cluster.api, NULL, "apply", "-f", queue, NULL));
     const char *sched_args[] = {"--schedule-period", "200ms", NULL};
-    cluster.scheduler = spawn("kube-batchd", sched_args);
+    cluster.scheduler =
+            kb_test_apiserver_spawn(cluster.api, "kube-batchd", TRUE, sched_args, cluster.logdir);
     const char *op_args[] = {"--enable-autoscaling", "--autoscale-interval", "1", NULL};
-    cluster.operator_ = spawn("tf-operator", op_args);
+    cluster.operator_ =
+            kb_test_apiserver_spawn(cluster.api, "tf-operator", TRUE, op_args, cluster.logdir);
 
     g_test_add_func("/operator/e2e/seed-v1alpha1", test_seed_v1alpha1);
     g_test_add_func("/operator/e2e/v1-2ps-4w", test_v1_succeeds);
@@ -310,10 +289,5 @@ int main(int argc, char **argv)
     stop(&cluster.operator_, "tf-operator");
     stop(&cluster.scheduler, "kube-batchd");
     kb_test_apiserver_free(cluster.api);
-    if (rc == 0 && g_getenv("KB_KEEP_LOGS") == NULL) {
-        g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", cluster.logdir);
-        g_spawn_command_line_sync(cmd, NULL, NULL, NULL, NULL);
-    }
-    g_free(cluster.logdir);
-    return rc;
+    return kb_test_log_dir_finish(cluster.logdir, rc);
 }

@@ -34,25 +34,6 @@ typedef struct {
 
 static Cluster cluster;
 
-static KbTestDaemon *spawn(const char *name, const char *const *extra, gboolean listen)
-{
-    g_autoptr(GError) error = NULL;
-    g_autoptr(GPtrArray) argv = g_ptr_array_new();
-    g_ptr_array_add(argv, (gpointer) "--master");
-    g_ptr_array_add(argv, (gpointer)kb_test_apiserver_url(cluster.api));
-    if (listen) {
-        g_ptr_array_add(argv, (gpointer) "--listen-address");
-        g_ptr_array_add(argv, (gpointer) "127.0.0.1:0");
-    }
-    for (guint i = 0; extra != NULL && extra[i] != NULL; i++)
-        g_ptr_array_add(argv, (gpointer)extra[i]);
-    g_ptr_array_add(argv, NULL);
-    KbTestDaemonOptions opts = {.log = TRUE, .log_dir = cluster.logdir};
-    KbTestDaemon *d = kb_test_daemon_start(name, (const char *const *)argv->pdata, &opts, &error);
-    g_assert_no_error(error);
-    return d;
-}
-
 static void stop(KbTestDaemon **d, const char *name)
 {
     if (*d == NULL)
@@ -297,7 +278,8 @@ static void test_operator_restarts_kill_nothing(void)
         stop(&cluster.operator_, "tf-operator");
         g_unlink(log_path); /* the next one's log starts empty */
         set_faults(faults[round]);
-        cluster.operator_ = spawn("tf-operator", op_args, TRUE);
+        cluster.operator_ =
+                kb_test_apiserver_spawn(cluster.api, "tf-operator", TRUE, op_args, cluster.logdir);
         if (round == 0) {
             /* Pods and services listed, TFJobs failing: nothing may happen. */
             g_usleep(3 * G_USEC_PER_SEC);
@@ -361,18 +343,13 @@ static void test_conflicts_no_duplicate_events(void)
     assert_schema_status("conflicted");
 }
 
-static void skip(void)
-{
-    g_test_skip("kubectl is not installed");
-}
-
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_log_set_always_fatal(G_LOG_FATAL_MASK | G_LOG_LEVEL_CRITICAL);
     g_test_set_nonfatal_assertions();
     if (!kb_test_kubectl_available()) {
-        g_test_add_func("/operator/kubeflow/skipped", skip);
+        g_test_add_func("/operator/kubeflow/skipped", kb_test_skip_no_kubectl);
         return g_test_run();
     }
     g_autoptr(GError) error = NULL;
@@ -383,7 +360,8 @@ int main(int argc, char **argv)
     g_autofree char *nodes =
             g_build_filename(kb_test_src_dir(), "tests/data/apiserver/nodes.yaml", NULL);
     const char *kubelet_args[] = {"--nodes", nodes, NULL};
-    cluster.kubelet = spawn("kb-kubelet", kubelet_args, FALSE);
+    cluster.kubelet =
+            kb_test_apiserver_spawn(cluster.api, "kb-kubelet", FALSE, kubelet_args, cluster.logdir);
     for (int i = 0; i < 300; i++) {
         g_autofree char *log = kb_test_daemon_log(cluster.kubelet);
         if (strstr(log, "registered 4 nodes") != NULL || !alive())
@@ -400,9 +378,11 @@ int main(int argc, char **argv)
     g_free(kb_test_kubectl_run(cluster.api, NULL, "apply", "-f", crd, "-f", pg, "-f", q, NULL));
     g_free(kb_test_kubectl_run(cluster.api, NULL, "apply", "-f", queue, NULL));
     const char *sched_args[] = {"--schedule-period", "200ms", NULL};
-    cluster.scheduler = spawn("kube-batchd", sched_args, TRUE);
+    cluster.scheduler =
+            kb_test_apiserver_spawn(cluster.api, "kube-batchd", TRUE, sched_args, cluster.logdir);
     const char *op_args[] = {"--resync-seconds", "1", NULL};
-    cluster.operator_ = spawn("tf-operator", op_args, TRUE);
+    cluster.operator_ =
+            kb_test_apiserver_spawn(cluster.api, "tf-operator", TRUE, op_args, cluster.logdir);
 
     g_test_add_func("/operator/kubeflow/kb-kubelet-runs-to-completion", test_runs_to_completion);
     g_test_add_func("/operator/kubeflow/backoff-limit", test_backoff_limit);
@@ -416,10 +396,5 @@ int main(int argc, char **argv)
     stop(&cluster.scheduler, "kube-batchd");
     stop(&cluster.kubelet, "kb-kubelet");
     kb_test_apiserver_free(cluster.api);
-    if (rc == 0 && g_getenv("KB_KEEP_LOGS") == NULL) {
-        g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", cluster.logdir);
-        g_spawn_command_line_sync(cmd, NULL, NULL, NULL, NULL);
-    }
-    g_free(cluster.logdir);
-    return rc;
+    return kb_test_log_dir_finish(cluster.logdir, rc);
 }
