@@ -124,26 +124,12 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(Child, child_free)
 /* bin/kube-batchd against @cl with --schedule-period 200ms and the extra arguments. */
 static Child *daemon_start(Cluster *cl, ...)
 {
-    g_autoptr(GError) error = NULL;
-    g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
     Child *c = g_new0(Child, 1);
     c->http_port = kb_test_free_port();
-    g_ptr_array_add(argv, g_strdup("--master"));
-    g_ptr_array_add(argv, g_strdup(cl->url));
-    g_ptr_array_add(argv, g_strdup("--schedule-period"));
-    g_ptr_array_add(argv, g_strdup("200ms"));
-    g_ptr_array_add(argv, g_strdup("--listen-address"));
-    g_ptr_array_add(argv, g_strdup_printf("127.0.0.1:%u", c->http_port));
     va_list ap;
     va_start(ap, cl);
-    for (const char *a = va_arg(ap, const char *); a != NULL; a = va_arg(ap, const char *))
-        g_ptr_array_add(argv, g_strdup(a));
+    c->daemon = kb_test_batchd_startv(cl->url, c->http_port, ap);
     va_end(ap);
-    g_ptr_array_add(argv, NULL);
-    KbTestDaemonOptions opts = {.log = TRUE};
-    c->daemon =
-            kb_test_daemon_start("kube-batchd", (const char *const *)argv->pdata, &opts, &error);
-    g_assert_no_error(error);
     return c;
 }
 

@@ -181,25 +181,11 @@ static Cluster *cluster_start(void)
 /* kube-batchd in extender mode for the pods of kube-scheduler profile @profile. */
 static void batchd_start(Cluster *cl, const char *profile)
 {
-    g_autoptr(GError) error = NULL;
     cl->http_port = kb_test_free_port();
     cl->ext_port = kb_test_free_port();
-    g_autofree char *listen = g_strdup_printf("127.0.0.1:%u", cl->http_port);
     g_autofree char *ext = g_strdup_printf("127.0.0.1:%u", cl->ext_port);
-    const char *args[] = {"--master",
-                          kb_test_apiserver_url(cl->api),
-                          "--schedule-period",
-                          "200ms",
-                          "--listen-address",
-                          listen,
-                          "--extender-address",
-                          ext,
-                          "--extender-reservation-timeout",
-                          "60s",
-                          NULL};
-    KbTestDaemonOptions opts = {.log = TRUE};
-    cl->batchd = kb_test_daemon_start("kube-batchd", args, &opts, &error);
-    g_assert_no_error(error);
+    const char *args[] = {"--extender-address", ext, "--extender-reservation-timeout", "60s", NULL};
+    cl->batchd = kb_test_batchd_start(kb_test_apiserver_url(cl->api), cl->http_port, args);
     gint64 deadline = g_get_monotonic_time() + (gint64)WAIT_MS * 1000;
     while (http(cl->http_port, "/readyz", NULL, NULL) != 200) {
         if (g_get_monotonic_time() > deadline) {

@@ -71,3 +71,33 @@ void kb_test_create_from_file(KbClient *client, const char *rel)
     g_assert_nonnull(type);
     kb_test_create(client, type, NULL, obj);
 }
+
+KbTestDaemon *kb_test_batchd_start(const char *master, guint http_port, const char *const *extra)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree char *listen = g_strdup_printf("127.0.0.1:%u", http_port);
+    g_autoptr(GPtrArray) argv = g_ptr_array_new();
+    g_ptr_array_add(argv, (gpointer) "--master");
+    g_ptr_array_add(argv, (gpointer)master);
+    g_ptr_array_add(argv, (gpointer) "--schedule-period");
+    g_ptr_array_add(argv, (gpointer) "200ms");
+    g_ptr_array_add(argv, (gpointer) "--listen-address");
+    g_ptr_array_add(argv, listen);
+    for (guint i = 0; extra != NULL && extra[i] != NULL; i++)
+        g_ptr_array_add(argv, (gpointer)extra[i]);
+    g_ptr_array_add(argv, NULL);
+    KbTestDaemonOptions opts = {.log = TRUE};
+    KbTestDaemon *d =
+            kb_test_daemon_start("kube-batchd", (const char *const *)argv->pdata, &opts, &error);
+    g_assert_no_error(error);
+    return d;
+}
+
+KbTestDaemon *kb_test_batchd_startv(const char *master, guint http_port, va_list ap)
+{
+    g_autoptr(GPtrArray) extra = g_ptr_array_new();
+    for (const char *a = va_arg(ap, const char *); a != NULL; a = va_arg(ap, const char *))
+        g_ptr_array_add(extra, (gpointer)a);
+    g_ptr_array_add(extra, NULL);
+    return kb_test_batchd_start(master, http_port, (const char *const *)extra->pdata);
+}

@@ -9,6 +9,7 @@
 #include <json-c/json.h>
 
 #include "kube/kb-client.h"
+#include "tests/lib/kb-test-daemon.h"
 
 /* $KB_SRCDIR, default "." (borrowed; tests run from the top of the source tree). */
 const char *kb_test_src_dir(void);
@@ -32,3 +33,12 @@ void kb_test_create(KbClient *client, const KbResourceType *type, const char *ns
  * through @client. Only kinds CustomResourceDefinition and (volcano) Queue are accepted; any
  * other kind fails the test. */
 void kb_test_create_from_file(KbClient *client, const char *rel);
+
+/* Start bin/kube-batchd with "--master @master --schedule-period 200ms --listen-address
+ * 127.0.0.1:@http_port" and then @extra (NULL-terminated, may be NULL), its output in a temporary
+ * log file (kb_test_daemon_log()). Failing to start fails the test. Returns the daemon, owned by
+ * the caller (kb_test_daemon_free()). */
+KbTestDaemon *kb_test_batchd_start(const char *master, guint http_port, const char *const *extra);
+
+/* The same with the extra arguments taken from @ap (NULL-terminated), for variadic wrappers. */
+KbTestDaemon *kb_test_batchd_startv(const char *master, guint http_port, va_list ap);
