@@ -166,23 +166,11 @@ static gboolean wait_ready(Child *d, guint ms)
 
 static void install_crds(Cluster *cl)
 {
-    kb_test_create_from_file(cl->client, "deploy/crds/podgroup-volcano.yaml");
-    kb_test_create_from_file(cl->client, "deploy/crds/podgroup-kube-batch.yaml");
-    kb_test_create_from_file(cl->client, "deploy/crds/podgroup-x-k8s.yaml");
-    kb_test_create_from_file(cl->client, "deploy/crds/queue-volcano.yaml");
-    kb_test_create_from_file(cl->client, "deploy/crds/queue-kube-batch.yaml");
-    /* The CRDs may take a moment to be served. */
-    gint64 deadline = g_get_monotonic_time() + 3 * G_USEC_PER_SEC;
-    for (;;) {
-        g_autoptr(GError) error = NULL;
-        json_object *l = kb_client_list(cl->client, &kb_type_queues_volcano, NULL, NULL, &error);
-        json_object_put(l);
-        if (error == NULL)
-            break;
-        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
-        g_usleep(20000);
-    }
-    kb_test_create_from_file(cl->client, "deploy/default-queue.yaml");
+    const char *const files[] = {
+            "deploy/crds/podgroup-volcano.yaml", "deploy/crds/podgroup-kube-batch.yaml",
+            "deploy/crds/podgroup-x-k8s.yaml",   "deploy/crds/queue-volcano.yaml",
+            "deploy/crds/queue-kube-batch.yaml", NULL};
+    kb_test_install_crds(cl->client, files, 3000);
 }
 
 /* A Ready node with @gpus GPUs, 64 cpus, 256Gi; @taint "k=v:Effect" or NULL. */

@@ -45,19 +45,9 @@ typedef struct {
 
 static void install_crds(Cluster *cl)
 {
-    kb_test_create_from_file(cl->client, "deploy/crds/podgroup-volcano.yaml");
-    kb_test_create_from_file(cl->client, "deploy/crds/queue-volcano.yaml");
-    gint64 deadline = g_get_monotonic_time() + 5 * G_USEC_PER_SEC;
-    for (;;) {
-        g_autoptr(GError) error = NULL;
-        json_object *l = kb_client_list(cl->client, &kb_type_queues_volcano, NULL, NULL, &error);
-        json_object_put(l);
-        if (error == NULL)
-            break;
-        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
-        g_usleep(20000);
-    }
-    kb_test_create_from_file(cl->client, "deploy/default-queue.yaml");
+    const char *const files[] = {"deploy/crds/podgroup-volcano.yaml",
+                                 "deploy/crds/queue-volcano.yaml", NULL};
+    kb_test_install_crds(cl->client, files, 5000);
 }
 
 static void add_node(Cluster *cl, const char *name, int gpus)

@@ -72,6 +72,24 @@ void kb_test_create_from_file(KbClient *client, const char *rel)
     kb_test_create(client, type, NULL, obj);
 }
 
+void kb_test_install_crds(KbClient *client, const char *const *files, guint wait_ms)
+{
+    for (guint i = 0; files[i] != NULL; i++)
+        kb_test_create_from_file(client, files[i]);
+    /* The CRDs may take a moment to be served. */
+    gint64 deadline = g_get_monotonic_time() + (gint64)wait_ms * 1000;
+    for (;;) {
+        g_autoptr(GError) error = NULL;
+        json_object *l = kb_client_list(client, &kb_type_queues_volcano, NULL, NULL, &error);
+        json_object_put(l);
+        if (error == NULL)
+            break;
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        g_usleep(20000);
+    }
+    kb_test_create_from_file(client, "deploy/default-queue.yaml");
+}
+
 KbTestDaemon *kb_test_batchd_start(const char *master, guint http_port, const char *const *extra)
 {
     g_autoptr(GError) error = NULL;
