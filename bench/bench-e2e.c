@@ -34,6 +34,7 @@
 #include "tests/apiserver/kas-json.h"
 #include "tests/lib/kb-test-apiserver.h"
 #include "tests/lib/kb-test-daemon.h"
+#include "tests/lib/kb-test-util.h"
 
 #define WINDOW 64
 
@@ -42,24 +43,6 @@ static gint n_nodes = 1000, n_pods = 5000, gang = 8, n_baseline = 5000, gpus_per
 static double now_s(void)
 {
     return (double)g_get_monotonic_time() / G_USEC_PER_SEC;
-}
-
-static const char *src_dir(void)
-{
-    const char *d = g_getenv("KB_SRCDIR");
-    return d != NULL ? d : ".";
-}
-
-static guint free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof sa;
-    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
-        getsockname(fd, (struct sockaddr *)&sa, &len) != 0)
-        g_error("no free port");
-    close(fd);
-    return ntohs(sa.sin_port);
 }
 
 /* ---- a window of asynchronous requests ------------------------------------------------------ */
@@ -233,7 +216,7 @@ static void create_blocking(KbClient *client, const KbResourceType *type, const 
 static void create_crd(KbClient *client, const char *rel)
 {
     g_autoptr(GError) error = NULL;
-    g_autofree char *path = g_build_filename(src_dir(), rel, NULL);
+    g_autofree char *path = g_build_filename(kb_test_src_dir(), rel, NULL);
     g_autofree char *text = NULL;
     gsize len = 0;
     if (!g_file_get_contents(path, &text, &len, &error))
@@ -429,7 +412,7 @@ int main(int argc, char **argv)
         g_main_context_iteration(NULL, TRUE);
 
     /* kube-batchd starts now. */
-    guint http_port = free_port();
+    guint http_port = kb_test_free_port();
     g_autofree char *listen = g_strdup_printf("127.0.0.1:%u", http_port);
     const char *dargv[] = {
             "--master", url,           "--schedule-period", "200ms", "--listen-address",

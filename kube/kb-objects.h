@@ -193,6 +193,9 @@ typedef enum {
     KB_PODGROUP_X_K8S,      /* scheduling.x-k8s.io/v1alpha1 */
 } KbPodGroupDialect;
 
+/* The apiVersion of PodGroups of @dialect (static string); Volcano's for an unknown value. */
+const char *kb_pod_group_api_version(KbPodGroupDialect dialect);
+
 typedef struct {
     KbObjectMeta meta;
     KbPodGroupDialect dialect;

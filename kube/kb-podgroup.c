@@ -36,6 +36,19 @@ static gboolean podgroup_dialect(json_object *obj, KbPodGroupDialect *dialect, G
     return FALSE;
 }
 
+const char *kb_pod_group_api_version(KbPodGroupDialect dialect)
+{
+    switch (dialect) {
+    case KB_PODGROUP_KUBE_BATCH:
+        return "scheduling.incubator.k8s.io/v1alpha1";
+    case KB_PODGROUP_X_K8S:
+        return "scheduling.x-k8s.io/v1alpha1";
+    case KB_PODGROUP_VOLCANO:
+    default:
+        return "scheduling.volcano.sh/v1beta1";
+    }
+}
+
 static gboolean podgroup_spec(json_object *spec, KbPodGroup *pg, GError **error)
 {
     gint64 min_member = 0, timeout = 0;

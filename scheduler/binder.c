@@ -267,19 +267,6 @@ static Verdict classify(const KbResponse *resp, const char *our_node, KbBindResu
     return V_FAILED;
 }
 
-static const char *group_api_version(const KbPodGroup *g)
-{
-    switch (g->dialect) {
-    case KB_PODGROUP_KUBE_BATCH:
-        return "scheduling.incubator.k8s.io/v1alpha1";
-    case KB_PODGROUP_X_K8S:
-        return "scheduling.x-k8s.io/v1alpha1";
-    case KB_PODGROUP_VOLCANO:
-    default:
-        return "scheduling.volcano.sh/v1beta1";
-    }
-}
-
 /* "bound 8 pods: n1 x4, n2 x4" (at most 16 nodes named). */
 static char *gang_summary(const Gang *g)
 {
@@ -313,8 +300,9 @@ static void gang_event(KbBinder *b, const char *job_key, const Gang *g, const Pe
     b->events_posted++;
     if (job != NULL && job->group != NULL) {
         g_autofree char *summary = gang_summary(g);
-        kb_recorder_event(b->recorder, &job->group->meta, group_api_version(job->group), "PodGroup",
-                          "Normal", "Scheduled", "%s", summary);
+        kb_recorder_event(b->recorder, &job->group->meta,
+                          kb_pod_group_api_version(job->group->dialect), "PodGroup", "Normal",
+                          "Scheduled", "%s", summary);
     } else {
         /* A pod without a group: the event kube-scheduler posts. */
         const KbObjectMeta *m = &p->pod->meta;

@@ -243,19 +243,6 @@ static KbJobPhase final_phase(const KbJobInfo *job)
     return job->phase;
 }
 
-static const char *group_api_version(const KbPodGroup *g)
-{
-    switch (g->dialect) {
-    case KB_PODGROUP_KUBE_BATCH:
-        return "scheduling.incubator.k8s.io/v1alpha1";
-    case KB_PODGROUP_X_K8S:
-        return "scheduling.x-k8s.io/v1alpha1";
-    case KB_PODGROUP_VOLCANO:
-    default:
-        return "scheduling.volcano.sh/v1beta1";
-    }
-}
-
 static void add_event(KbCycleResult *r, KbObjectMeta *obj, const char *api_version,
                       const char *kind, const char *type, const char *reason, const char *msg)
 {
@@ -270,8 +257,8 @@ static void job_events(KbSession *ssn, const KbJobInfo *job, const KbJobStatus *
     /* A placed gang's event comes from the binder once its bindings are done (naming the nodes,
      * within its budget): one write per gang rather than two. */
     if (job->group != NULL && st->reason != NULL && !scheduled)
-        add_event(r, &job->group->meta, group_api_version(job->group), "PodGroup", "Warning",
-                  "Unschedulable", st->message);
+        add_event(r, &job->group->meta, kb_pod_group_api_version(job->group->dialect), "PodGroup",
+                  "Warning", "Unschedulable", st->message);
     if (scheduled || st->reason == NULL)
         return;
     /* Aggregated per job: one FailedScheduling, on the job's first pending pod (the PodGroup

@@ -24,37 +24,14 @@
 #include "kube/kb-informer.h"
 #include "tests/apiserver/kas-json.h"
 #include "tests/lib/kb-test-apiserver.h"
+#include "tests/lib/kb-test-util.h"
 
 #define WAIT_MS 20000
 
-static const char *bin_dir(void)
-{
-    const char *d = g_getenv("KB_BIN_DIR");
-    return d != NULL ? d : "build/default/bin";
-}
-
-static const char *src_dir(void)
-{
-    const char *d = g_getenv("KB_SRCDIR");
-    return d != NULL ? d : ".";
-}
-
-static guint free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof sa;
-    g_assert_cmpint(fd, >=, 0);
-    g_assert_cmpint(bind(fd, (struct sockaddr *)&sa, sizeof sa), ==, 0);
-    g_assert_cmpint(getsockname(fd, (struct sockaddr *)&sa, &len), ==, 0);
-    close(fd);
-    return ntohs(sa.sin_port);
-}
-
 static gboolean have_binaries(void)
 {
-    g_autofree char *api = g_build_filename(bin_dir(), "kb-apiserver", NULL);
-    g_autofree char *sched = g_build_filename(bin_dir(), "kube-batchd", NULL);
+    g_autofree char *api = g_build_filename(kb_test_bin_dir(), "kb-apiserver", NULL);
+    g_autofree char *sched = g_build_filename(kb_test_bin_dir(), "kube-batchd", NULL);
     if (g_file_test(api, G_FILE_TEST_IS_EXECUTABLE) &&
         g_file_test(sched, G_FILE_TEST_IS_EXECUTABLE))
         return TRUE;
@@ -104,7 +81,7 @@ static Cluster *cluster_start_full(const char *faults, gboolean kubelet)
     g_autoptr(GError) error = NULL;
     Cluster *cl = g_new0(Cluster, 1);
     cl->no_kubelet = !kubelet;
-    cl->port = free_port();
+    cl->port = kb_test_free_port();
     api_start(cl, faults);
     g_autoptr(KbConfig) config = kb_config_new(cl->url);
     cl->client = kb_client_new(config, &error);
@@ -147,26 +124,12 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(Child, child_free)
 /* bin/kube-batchd against @cl with --schedule-period 200ms and the extra arguments. */
 static Child *daemon_start(Cluster *cl, ...)
 {
-    g_autoptr(GError) error = NULL;
-    g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
     Child *c = g_new0(Child, 1);
-    c->http_port = free_port();
-    g_ptr_array_add(argv, g_strdup("--master"));
-    g_ptr_array_add(argv, g_strdup(cl->url));
-    g_ptr_array_add(argv, g_strdup("--schedule-period"));
-    g_ptr_array_add(argv, g_strdup("200ms"));
-    g_ptr_array_add(argv, g_strdup("--listen-address"));
-    g_ptr_array_add(argv, g_strdup_printf("127.0.0.1:%u", c->http_port));
+    c->http_port = kb_test_free_port();
     va_list ap;
     va_start(ap, cl);
-    for (const char *a = va_arg(ap, const char *); a != NULL; a = va_arg(ap, const char *))
-        g_ptr_array_add(argv, g_strdup(a));
+    c->daemon = kb_test_batchd_startv(cl->url, c->http_port, ap);
     va_end(ap);
-    g_ptr_array_add(argv, NULL);
-    KbTestDaemonOptions opts = {.log = TRUE};
-    c->daemon =
-            kb_test_daemon_start("kube-batchd", (const char *const *)argv->pdata, &opts, &error);
-    g_assert_no_error(error);
     return c;
 }
 
@@ -252,60 +215,12 @@ static void set_faults(Cluster *cl, const char *spec)
 
 /* ---- objects ------------------------------------------------------------------------------- */
 
-static json_object *json_printf(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
-static json_object *json_printf(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    g_autofree char *text = g_strdup_vprintf(fmt, ap);
-    va_end(ap);
-    json_object *o = json_tokener_parse(text);
-    if (o == NULL)
-        g_error("bad JSON in test: %s", text);
-    return o;
-}
-
-static void create(Cluster *cl, const KbResourceType *type, const char *ns, json_object *body)
-{
-    g_autoptr(GError) error = NULL;
-    json_object *r = kb_client_create(cl->client, type, ns, body, &error);
-    g_assert_no_error(error);
-    json_object_put(r);
-    json_object_put(body);
-}
-
-static void create_from_file(Cluster *cl, const char *rel)
-{
-    g_autoptr(GError) error = NULL;
-    g_autofree char *path = g_build_filename(src_dir(), rel, NULL);
-    g_autofree char *text = NULL;
-    gsize len = 0;
-    g_assert_true(g_file_get_contents(path, &text, &len, &error));
-    json_object *obj = kas_yaml_to_json(text, len, &error);
-    g_assert_no_error(error);
-    const char *kind = json_object_get_string(json_object_object_get(obj, "kind"));
-    const KbResourceType *type = g_strcmp0(kind, "CustomResourceDefinition") == 0
-                                         ? &kb_type_crds
-                                         : &kb_type_queues_volcano;
-    create(cl, type, NULL, obj);
-}
-
 /* The Volcano CRDs (the dialect these tests use) and the default queue. */
 static void install_crds(Cluster *cl)
 {
-    create_from_file(cl, "deploy/crds/podgroup-volcano.yaml");
-    create_from_file(cl, "deploy/crds/queue-volcano.yaml");
-    gint64 deadline = g_get_monotonic_time() + 5 * G_USEC_PER_SEC;
-    for (;;) {
-        g_autoptr(GError) error = NULL;
-        json_object *l = kb_client_list(cl->client, &kb_type_queues_volcano, NULL, NULL, &error);
-        json_object_put(l);
-        if (error == NULL)
-            break;
-        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
-        g_usleep(20000);
-    }
-    create_from_file(cl, "deploy/default-queue.yaml");
+    const char *const files[] = {"deploy/crds/podgroup-volcano.yaml",
+                                 "deploy/crds/queue-volcano.yaml", NULL};
+    kb_test_install_crds(cl->client, files, 5000);
 }
 
 static void add_node(Cluster *cl, const char *name, int gpus)
@@ -316,10 +231,11 @@ static void add_node(Cluster *cl, const char *name, int gpus)
             "\"pods\":\"110\",\"nvidia.com/gpu\":\"%d\"},"
             "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}",
             gpus, gpus);
-    create(cl, &kb_type_nodes, NULL,
-           json_printf("{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\","
-                       "\"labels\":{\"kubernetes.io/hostname\":\"%s\"}},\"status\":%s}",
-                       name, name, status));
+    kb_test_create(cl->client, &kb_type_nodes, NULL,
+                   kb_test_json_printf(
+                           "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\","
+                           "\"labels\":{\"kubernetes.io/hostname\":\"%s\"}},\"status\":%s}",
+                           name, name, status));
     g_autoptr(GError) error = NULL;
     g_autofree char *patch = g_strdup_printf("{\"status\":%s}", status);
     json_object *r = kb_client_patch(cl->client, &kb_type_nodes, NULL, name, "status",
@@ -330,25 +246,29 @@ static void add_node(Cluster *cl, const char *name, int gpus)
 
 static void add_group(Cluster *cl, const char *name, int min_member)
 {
-    create(cl, &kb_type_pod_groups_volcano, "default",
-           json_printf("{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\","
-                       "\"metadata\":{\"name\":\"%s\",\"namespace\":\"default\"},"
-                       "\"spec\":{\"minMember\":%d}}",
-                       name, min_member));
+    kb_test_create(
+            cl->client, &kb_type_pod_groups_volcano, "default",
+            kb_test_json_printf(
+                    "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\","
+                    "\"metadata\":{\"name\":\"%s\",\"namespace\":\"default\"},"
+                    "\"spec\":{\"minMember\":%d}}",
+                    name, min_member));
 }
 
 /* A pod of @group asking @gpus GPUs; @extra_spec appended inside spec (or NULL). */
 static void add_pod(Cluster *cl, const char *name, const char *group, int gpus,
                     const char *extra_spec)
 {
-    create(cl, &kb_type_pods, "default",
-           json_printf("{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\","
-                       "\"namespace\":\"default\",\"annotations\":{"
-                       "\"scheduling.k8s.io/group-name\":\"%s\"}},\"spec\":{\"schedulerName\":"
-                       "\"kube-batchd\",\"containers\":[{\"name\":\"main\",\"image\":\"busybox\","
-                       "\"resources\":{\"requests\":{\"cpu\":\"1\",\"nvidia.com/gpu\":\"%d\"},"
-                       "\"limits\":{\"nvidia.com/gpu\":\"%d\"}}}]%s}}",
-                       name, group, gpus, gpus, extra_spec != NULL ? extra_spec : ""));
+    kb_test_create(
+            cl->client, &kb_type_pods, "default",
+            kb_test_json_printf(
+                    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\","
+                    "\"namespace\":\"default\",\"annotations\":{"
+                    "\"scheduling.k8s.io/group-name\":\"%s\"}},\"spec\":{\"schedulerName\":"
+                    "\"kube-batchd\",\"containers\":[{\"name\":\"main\",\"image\":\"busybox\","
+                    "\"resources\":{\"requests\":{\"cpu\":\"1\",\"nvidia.com/gpu\":\"%d\"},"
+                    "\"limits\":{\"nvidia.com/gpu\":\"%d\"}}}]%s}}",
+                    name, group, gpus, gpus, extra_spec != NULL ? extra_spec : ""));
 }
 
 static json_object *list_pods(Cluster *cl)
@@ -654,12 +574,13 @@ static void test_outage_readyz_and_backoff(void)
 
 static void add_pvc(Cluster *cl, const char *name, const char *phase)
 {
-    create(cl, &kb_type_pvcs, "default",
-           json_printf("{\"apiVersion\":\"v1\",\"kind\":\"PersistentVolumeClaim\","
-                       "\"metadata\":{\"name\":\"%s\",\"namespace\":\"default\"},\"spec\":{"
-                       "\"accessModes\":[\"ReadWriteOnce\"],\"resources\":{\"requests\":{"
-                       "\"storage\":\"1Gi\"}}}}",
-                       name));
+    kb_test_create(cl->client, &kb_type_pvcs, "default",
+                   kb_test_json_printf(
+                           "{\"apiVersion\":\"v1\",\"kind\":\"PersistentVolumeClaim\","
+                           "\"metadata\":{\"name\":\"%s\",\"namespace\":\"default\"},\"spec\":{"
+                           "\"accessModes\":[\"ReadWriteOnce\"],\"resources\":{\"requests\":{"
+                           "\"storage\":\"1Gi\"}}}}",
+                           name));
     g_autoptr(GError) error = NULL;
     g_autofree char *patch = g_strdup_printf("{\"status\":{\"phase\":\"%s\"}}", phase);
     json_object *r = kb_client_patch(cl->client, &kb_type_pvcs, "default", name, "status",

@@ -18,33 +18,9 @@
 #include "scheduler/conf.h"
 #include "tests/apiserver/kas-json.h"
 #include "tests/lib/kb-test-apiserver.h"
+#include "tests/lib/kb-test-util.h"
 
 #define WAIT_MS 8000
-
-static const char *bin_dir(void)
-{
-    const char *d = g_getenv("KB_BIN_DIR");
-    return d != NULL ? d : "build/default/bin";
-}
-
-static const char *src_dir(void)
-{
-    const char *d = g_getenv("KB_SRCDIR");
-    return d != NULL ? d : ".";
-}
-
-/* A port nothing listens on right now. */
-static guint free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof sa;
-    g_assert_cmpint(fd, >=, 0);
-    g_assert_cmpint(bind(fd, (struct sockaddr *)&sa, sizeof sa), ==, 0);
-    g_assert_cmpint(getsockname(fd, (struct sockaddr *)&sa, &len), ==, 0);
-    close(fd);
-    return ntohs(sa.sin_port);
-}
 
 /* ---- child processes ----------------------------------------------------------------------- */
 
@@ -100,26 +76,12 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(Cluster, cluster_free)
 /* Start bin/kube-batchd against @cl with the extra arguments (NULL-terminated). */
 static Child *daemon_start(Cluster *cl, ...)
 {
-    g_autoptr(GError) error = NULL;
-    g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
     Child *c = g_new0(Child, 1);
-    c->http_port = free_port();
-    g_ptr_array_add(argv, g_strdup("--master"));
-    g_ptr_array_add(argv, g_strdup(kb_test_apiserver_url(cl->api)));
-    g_ptr_array_add(argv, g_strdup("--schedule-period"));
-    g_ptr_array_add(argv, g_strdup("200ms"));
-    g_ptr_array_add(argv, g_strdup("--listen-address"));
-    g_ptr_array_add(argv, g_strdup_printf("127.0.0.1:%u", c->http_port));
+    c->http_port = kb_test_free_port();
     va_list ap;
     va_start(ap, cl);
-    for (const char *a = va_arg(ap, const char *); a != NULL; a = va_arg(ap, const char *))
-        g_ptr_array_add(argv, g_strdup(a));
+    c->daemon = kb_test_batchd_startv(kb_test_apiserver_url(cl->api), c->http_port, ap);
     va_end(ap);
-    g_ptr_array_add(argv, NULL);
-    KbTestDaemonOptions opts = {.log = TRUE};
-    c->daemon =
-            kb_test_daemon_start("kube-batchd", (const char *const *)argv->pdata, &opts, &error);
-    g_assert_no_error(error);
     return c;
 }
 
@@ -202,67 +164,13 @@ static gboolean wait_ready(Child *d, guint ms)
 
 /* ---- objects ------------------------------------------------------------------------------- */
 
-static json_object *json_printf(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
-static json_object *json_printf(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    g_autofree char *text = g_strdup_vprintf(fmt, ap);
-    va_end(ap);
-    json_object *o = json_tokener_parse(text);
-    if (o == NULL)
-        g_error("bad JSON in test: %s", text);
-    return o;
-}
-
-static void create(Cluster *cl, const KbResourceType *type, const char *ns, json_object *body)
-{
-    g_autoptr(GError) error = NULL;
-    json_object *r = kb_client_create(cl->client, type, ns, body, &error);
-    g_assert_no_error(error);
-    json_object_put(r);
-    json_object_put(body);
-}
-
-/* Apply a YAML file of the source tree (CRDs, queues) with the REST client. */
-static void create_from_file(Cluster *cl, const char *rel)
-{
-    g_autoptr(GError) error = NULL;
-    g_autofree char *path = g_build_filename(src_dir(), rel, NULL);
-    g_autofree char *text = NULL;
-    gsize len = 0;
-    g_assert_true(g_file_get_contents(path, &text, &len, &error));
-    json_object *obj = kas_yaml_to_json(text, len, &error);
-    g_assert_no_error(error);
-    const char *kind = json_object_get_string(json_object_object_get(obj, "kind"));
-    const KbResourceType *type = NULL;
-    if (g_strcmp0(kind, "CustomResourceDefinition") == 0)
-        type = &kb_type_crds;
-    else if (g_strcmp0(kind, "Queue") == 0)
-        type = &kb_type_queues_volcano;
-    g_assert_nonnull(type);
-    create(cl, type, NULL, obj);
-}
-
 static void install_crds(Cluster *cl)
 {
-    create_from_file(cl, "deploy/crds/podgroup-volcano.yaml");
-    create_from_file(cl, "deploy/crds/podgroup-kube-batch.yaml");
-    create_from_file(cl, "deploy/crds/podgroup-x-k8s.yaml");
-    create_from_file(cl, "deploy/crds/queue-volcano.yaml");
-    create_from_file(cl, "deploy/crds/queue-kube-batch.yaml");
-    /* The CRDs may take a moment to be served. */
-    gint64 deadline = g_get_monotonic_time() + 3 * G_USEC_PER_SEC;
-    for (;;) {
-        g_autoptr(GError) error = NULL;
-        json_object *l = kb_client_list(cl->client, &kb_type_queues_volcano, NULL, NULL, &error);
-        json_object_put(l);
-        if (error == NULL)
-            break;
-        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
-        g_usleep(20000);
-    }
-    create_from_file(cl, "deploy/default-queue.yaml");
+    const char *const files[] = {
+            "deploy/crds/podgroup-volcano.yaml", "deploy/crds/podgroup-kube-batch.yaml",
+            "deploy/crds/podgroup-x-k8s.yaml",   "deploy/crds/queue-volcano.yaml",
+            "deploy/crds/queue-kube-batch.yaml", NULL};
+    kb_test_install_crds(cl->client, files, 3000);
 }
 
 /* A Ready node with @gpus GPUs, 64 cpus, 256Gi; @taint "k=v:Effect" or NULL. */
@@ -281,14 +189,15 @@ static void add_node(Cluster *cl, const char *name, int gpus, const char *taint)
             "\"pods\":\"110\",\"nvidia.com/gpu\":\"%d\"},"
             "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}";
     g_autofree char *status = g_strdup_printf(status_fmt, gpus, gpus);
-    json_object *body = json_printf("{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{"
-                                    "\"name\":\"%s\",\"labels\":{\"kubernetes.io/hostname\":"
-                                    "\"%s\"}}%s}",
-                                    name, name, taints != NULL ? taints : "");
+    json_object *body =
+            kb_test_json_printf("{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{"
+                                "\"name\":\"%s\",\"labels\":{\"kubernetes.io/hostname\":"
+                                "\"%s\"}}%s}",
+                                name, name, taints != NULL ? taints : "");
     json_object *st = json_tokener_parse(status);
     json_object_object_add(body, "status", json_object_get(json_object_object_get(st, "status")));
     json_object_put(st);
-    create(cl, &kb_type_nodes, NULL, body);
+    kb_test_create(cl->client, &kb_type_nodes, NULL, body);
     /* Status is not taken on create by every server: write it through /status as well. */
     g_autoptr(GError) error = NULL;
     json_object *r = kb_client_patch(cl->client, &kb_type_nodes, NULL, name, "status",
@@ -299,10 +208,11 @@ static void add_node(Cluster *cl, const char *name, int gpus, const char *taint)
 
 static void add_queue(Cluster *cl, const char *name, int weight)
 {
-    create(cl, &kb_type_queues_volcano, NULL,
-           json_printf("{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"Queue\","
-                       "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"weight\":%d}}",
-                       name, weight));
+    kb_test_create(cl->client, &kb_type_queues_volcano, NULL,
+                   kb_test_json_printf(
+                           "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"Queue\","
+                           "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"weight\":%d}}",
+                           name, weight));
 }
 
 static void add_group(Cluster *cl, const char *name, int min_member, const char *queue,
@@ -312,11 +222,13 @@ static void add_group(Cluster *cl, const char *name, int min_member, const char 
             "%s%s%s%s%s%s", queue != NULL ? ",\"queue\":\"" : "", queue != NULL ? queue : "",
             queue != NULL ? "\"" : "", priority_class != NULL ? ",\"priorityClassName\":\"" : "",
             priority_class != NULL ? priority_class : "", priority_class != NULL ? "\"" : "");
-    create(cl, &kb_type_pod_groups_volcano, "default",
-           json_printf("{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\","
-                       "\"metadata\":{\"name\":\"%s\",\"namespace\":\"default\"},"
-                       "\"spec\":{\"minMember\":%d%s}}",
-                       name, min_member, extra));
+    kb_test_create(
+            cl->client, &kb_type_pod_groups_volcano, "default",
+            kb_test_json_printf(
+                    "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\","
+                    "\"metadata\":{\"name\":\"%s\",\"namespace\":\"default\"},"
+                    "\"spec\":{\"minMember\":%d%s}}",
+                    name, min_member, extra));
 }
 
 /* A pod requesting @gpus GPUs (and 1 cpu), of @group (may be NULL), served by @scheduler
@@ -330,14 +242,16 @@ static void add_pod_full(Cluster *cl, const char *name, const char *group, int g
                                       group)
                     : g_strdup("");
     g_autofree char *gpu = gpu_text != NULL ? g_strdup(gpu_text) : g_strdup_printf("%d", gpus);
-    create(cl, &kb_type_pods, "default",
-           json_printf("{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\","
-                       "\"namespace\":\"default\"%s},\"spec\":{\"schedulerName\":\"%s\","
-                       "\"containers\":[{\"name\":\"main\",\"image\":\"busybox\",\"resources\":{"
-                       "\"requests\":{\"cpu\":\"1\",\"nvidia.com/gpu\":\"%s\"},\"limits\":{"
-                       "\"nvidia.com/gpu\":\"%s\"}}}]%s}}",
-                       name, annotations, scheduler != NULL ? scheduler : "kube-batchd", gpu, gpu,
-                       extra_spec != NULL ? extra_spec : ""));
+    kb_test_create(
+            cl->client, &kb_type_pods, "default",
+            kb_test_json_printf(
+                    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\","
+                    "\"namespace\":\"default\"%s},\"spec\":{\"schedulerName\":\"%s\","
+                    "\"containers\":[{\"name\":\"main\",\"image\":\"busybox\",\"resources\":{"
+                    "\"requests\":{\"cpu\":\"1\",\"nvidia.com/gpu\":\"%s\"},\"limits\":{"
+                    "\"nvidia.com/gpu\":\"%s\"}}}]%s}}",
+                    name, annotations, scheduler != NULL ? scheduler : "kube-batchd", gpu, gpu,
+                    extra_spec != NULL ? extra_spec : ""));
 }
 
 static void add_pod(Cluster *cl, const char *name, const char *group, int gpus)
@@ -347,10 +261,11 @@ static void add_pod(Cluster *cl, const char *name, const char *group, int gpus)
 
 static void add_priority_class(Cluster *cl, const char *name, int value)
 {
-    create(cl, &kb_type_priority_classes, NULL,
-           json_printf("{\"apiVersion\":\"scheduling.k8s.io/v1\",\"kind\":\"PriorityClass\","
-                       "\"metadata\":{\"name\":\"%s\"},\"value\":%d}",
-                       name, value));
+    kb_test_create(cl->client, &kb_type_priority_classes, NULL,
+                   kb_test_json_printf(
+                           "{\"apiVersion\":\"scheduling.k8s.io/v1\",\"kind\":\"PriorityClass\","
+                           "\"metadata\":{\"name\":\"%s\"},\"value\":%d}",
+                           name, value));
 }
 
 /* Pods of namespace default whose name starts with @prefix: how many are bound, and how many
@@ -457,7 +372,7 @@ static char *events_about(Cluster *cl, const char *object, const char *reason)
 
 static gboolean have_apiserver(void)
 {
-    g_autofree char *prog = g_build_filename(bin_dir(), "kb-apiserver", NULL);
+    g_autofree char *prog = g_build_filename(kb_test_bin_dir(), "kb-apiserver", NULL);
     if (g_file_test(prog, G_FILE_TEST_IS_EXECUTABLE))
         return TRUE;
     g_test_skip("bin/kb-apiserver is not built");
@@ -485,7 +400,7 @@ static const FlagCase flag_cases[] = {
 
 static void test_flags(void)
 {
-    g_autofree char *prog = g_build_filename(bin_dir(), "kube-batchd", NULL);
+    g_autofree char *prog = g_build_filename(kb_test_bin_dir(), "kube-batchd", NULL);
     for (gsize i = 0; i < G_N_ELEMENTS(flag_cases); i++) {
         const FlagCase *fc = &flag_cases[i];
         g_autoptr(GPtrArray) argv = g_ptr_array_new();
@@ -846,10 +761,11 @@ static void test_preempt(void)
 
 static void add_queue_spec(Cluster *cl, const char *name, const char *spec)
 {
-    create(cl, &kb_type_queues_volcano, NULL,
-           json_printf("{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"Queue\","
-                       "\"metadata\":{\"name\":\"%s\"},\"spec\":{%s}}",
-                       name, spec));
+    kb_test_create(cl->client, &kb_type_queues_volcano, NULL,
+                   kb_test_json_printf(
+                           "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"Queue\","
+                           "\"metadata\":{\"name\":\"%s\"},\"spec\":{%s}}",
+                           name, spec));
 }
 
 /* The queue's status at a dotted path (kas_json_get), as text, newly allocated, or NULL. */

@@ -18,6 +18,7 @@
 #include "tests/lib/kb-test-apiserver.h"
 #include "tests/lib/kb-test-cluster.h"
 #include "tests/lib/kb-test-daemon.h"
+#include "tests/lib/kb-test-util.h"
 
 typedef struct {
     KbTestClusterServer kind;
@@ -29,61 +30,31 @@ typedef struct {
     gboolean pods_run; /* something runs pods (simulated kubelet) */
 } Env;
 
-static const char *srcdir(void)
-{
-    return g_getenv("KB_SRCDIR") != NULL ? g_getenv("KB_SRCDIR") : ".";
-}
-
 static char *src(const char *rel)
 {
-    return g_build_filename(srcdir(), rel, NULL);
+    return g_build_filename(kb_test_src_dir(), rel, NULL);
 }
 
 /* `kubectl ARGS` as @who; returns stdout (newly allocated), *@status the exit status. */
 static char *kubectl_as(Env *e, const char *who, const char *stdin_text, int *status,
                         const char *first, ...)
 {
-    g_autoptr(GPtrArray) args = g_ptr_array_new();
     va_list ap;
     va_start(ap, first);
-    for (const char *a = first; a != NULL; a = va_arg(ap, const char *))
-        g_ptr_array_add(args, (gpointer)a);
+    char *out = kb_test_cluster_kubectl_valist(e->cluster, who, stdin_text, status, first, ap);
     va_end(ap);
-    g_ptr_array_add(args, NULL);
-    g_autoptr(GError) error = NULL;
-    char *out = NULL;
-    g_autofree char *err = NULL;
-    int st = -1;
-    g_assert_true(kb_test_cluster_kubectl(e->cluster, who, (const char *const *)args->pdata,
-                                          stdin_text, &out, &err, &st, &error));
-    g_assert_no_error(error);
-    if (st != 0)
-        g_test_message("kubectl %s (as %s): exit %d: %s", first, who, st, err);
-    if (status != NULL)
-        *status = st;
     return out;
 }
 
 /* As the admin; a failure fails the test. */
 static char *admin(Env *e, const char *stdin_text, const char *first, ...)
 {
-    g_autoptr(GPtrArray) args = g_ptr_array_new();
+    int st = -1;
     va_list ap;
     va_start(ap, first);
-    for (const char *a = first; a != NULL; a = va_arg(ap, const char *))
-        g_ptr_array_add(args, (gpointer)a);
+    char *out =
+            kb_test_cluster_kubectl_valist(e->cluster, KB_TEST_ADMIN, stdin_text, &st, first, ap);
     va_end(ap);
-    g_ptr_array_add(args, NULL);
-    g_autoptr(GError) error = NULL;
-    char *out = NULL;
-    g_autofree char *err = NULL;
-    int st = -1;
-    g_assert_true(kb_test_cluster_kubectl(e->cluster, KB_TEST_ADMIN,
-                                          (const char *const *)args->pdata, stdin_text, &out, &err,
-                                          &st, &error));
-    g_assert_no_error(error);
-    if (st != 0)
-        g_test_message("kubectl %s: exit %d: %s", first, st, err);
     g_assert_cmpint(st, ==, 0);
     return out;
 }
@@ -485,11 +456,6 @@ static void skip_real(gconstpointer why)
     g_test_skip(why);
 }
 
-static void skip_kubectl(void)
-{
-    g_test_skip("kubectl is not installed");
-}
-
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -497,7 +463,7 @@ int main(int argc, char **argv)
     /* A failed check must still stop the daemons and the servers. */
     g_test_set_nonfatal_assertions();
     if (!kb_test_kubectl_available()) {
-        g_test_add_func("/cluster-rbac/skipped", skip_kubectl);
+        g_test_add_func("/cluster-rbac/skipped", kb_test_skip_no_kubectl);
         return g_test_run();
     }
     Env kas = {.kind = KB_TEST_CLUSTER_KAS}, real = {.kind = KB_TEST_CLUSTER_REAL};

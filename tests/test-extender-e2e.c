@@ -27,27 +27,10 @@
 #include "scheduler/cache.h"
 #include "tests/apiserver/kas-json.h"
 #include "tests/lib/kb-test-apiserver.h"
+#include "tests/lib/kb-test-util.h"
 
 #define WAIT_MS  20000
 #define TOPOLOGY "{\"nvlink\":[[0,1,2,3],[4,5,6,7]]}"
-
-static const char *src_dir(void)
-{
-    const char *d = g_getenv("KB_SRCDIR");
-    return d != NULL ? d : ".";
-}
-
-static guint free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof sa;
-    g_assert_cmpint(fd, >=, 0);
-    g_assert_cmpint(bind(fd, (struct sockaddr *)&sa, sizeof sa), ==, 0);
-    g_assert_cmpint(getsockname(fd, (struct sockaddr *)&sa, &len), ==, 0);
-    close(fd);
-    return ntohs(sa.sin_port);
-}
 
 /* ---- cluster -----------------------------------------------------------------------------------
  */
@@ -60,56 +43,11 @@ typedef struct {
     guint ext_port;
 } Cluster;
 
-static json_object *json_printf(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
-static json_object *json_printf(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    g_autofree char *text = g_strdup_vprintf(fmt, ap);
-    va_end(ap);
-    json_object *o = json_tokener_parse(text);
-    if (o == NULL)
-        g_error("bad JSON in test: %s", text);
-    return o;
-}
-
-static void create(Cluster *cl, const KbResourceType *type, const char *ns, json_object *body)
-{
-    g_autoptr(GError) error = NULL;
-    json_object *r = kb_client_create(cl->client, type, ns, body, &error);
-    g_assert_no_error(error);
-    json_object_put(r);
-    json_object_put(body);
-}
-
-static void create_from_file(Cluster *cl, const char *rel)
-{
-    g_autoptr(GError) error = NULL;
-    g_autofree char *path = g_build_filename(src_dir(), rel, NULL);
-    g_autofree char *text = NULL;
-    gsize len = 0;
-    g_assert_true(g_file_get_contents(path, &text, &len, &error));
-    json_object *obj = kas_yaml_to_json(text, len, &error);
-    g_assert_no_error(error);
-    const char *kind = json_object_get_string(json_object_object_get(obj, "kind"));
-    create(cl, g_strcmp0(kind, "Queue") == 0 ? &kb_type_queues_volcano : &kb_type_crds, NULL, obj);
-}
-
 static void install_crds(Cluster *cl)
 {
-    create_from_file(cl, "deploy/crds/podgroup-volcano.yaml");
-    create_from_file(cl, "deploy/crds/queue-volcano.yaml");
-    gint64 deadline = g_get_monotonic_time() + 5 * G_USEC_PER_SEC;
-    for (;;) {
-        g_autoptr(GError) error = NULL;
-        json_object *l = kb_client_list(cl->client, &kb_type_queues_volcano, NULL, NULL, &error);
-        json_object_put(l);
-        if (error == NULL)
-            break;
-        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
-        g_usleep(20000);
-    }
-    create_from_file(cl, "deploy/default-queue.yaml");
+    const char *const files[] = {"deploy/crds/podgroup-volcano.yaml",
+                                 "deploy/crds/queue-volcano.yaml", NULL};
+    kb_test_install_crds(cl->client, files, 5000);
 }
 
 static void add_node(Cluster *cl, const char *name, int gpus)
@@ -120,15 +58,15 @@ static void add_node(Cluster *cl, const char *name, int gpus)
             "\"pods\":\"110\",\"nvidia.com/gpu\":\"%d\"},"
             "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
             gpus, gpus);
-    json_object *body = json_printf("{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{"
-                                    "\"name\":\"%s\",\"labels\":{\"kubernetes.io/hostname\":"
-                                    "\"%s\"},\"annotations\":{\"%s\":\"%s\"}}}",
-                                    name, name, KB_GPU_TOPOLOGY_ANNOTATION,
-                                    "{\\\"nvlink\\\":[[0,1,2,3],[4,5,6,7]]}");
+    json_object *body = kb_test_json_printf(
+            "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{"
+            "\"name\":\"%s\",\"labels\":{\"kubernetes.io/hostname\":"
+            "\"%s\"},\"annotations\":{\"%s\":\"%s\"}}}",
+            name, name, KB_GPU_TOPOLOGY_ANNOTATION, "{\\\"nvlink\\\":[[0,1,2,3],[4,5,6,7]]}");
     json_object *st = json_tokener_parse(status);
     json_object_object_add(body, "status", json_object_get(json_object_object_get(st, "status")));
     json_object_put(st);
-    create(cl, &kb_type_nodes, NULL, body);
+    kb_test_create(cl->client, &kb_type_nodes, NULL, body);
     g_autoptr(GError) error = NULL;
     json_object *r = kb_client_patch(cl->client, &kb_type_nodes, NULL, name, "status",
                                      KB_PATCH_MERGE, status, &error);
@@ -138,11 +76,13 @@ static void add_node(Cluster *cl, const char *name, int gpus)
 
 static void add_group(Cluster *cl, const char *name, int min_member)
 {
-    create(cl, &kb_type_pod_groups_volcano, "default",
-           json_printf("{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\","
-                       "\"metadata\":{\"name\":\"%s\",\"namespace\":\"default\"},"
-                       "\"spec\":{\"minMember\":%d}}",
-                       name, min_member));
+    kb_test_create(
+            cl->client, &kb_type_pod_groups_volcano, "default",
+            kb_test_json_printf(
+                    "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\","
+                    "\"metadata\":{\"name\":\"%s\",\"namespace\":\"default\"},"
+                    "\"spec\":{\"minMember\":%d}}",
+                    name, min_member));
 }
 
 /* A pod of kube-scheduler (@scheduler), of @group (may be NULL), asking @gpus GPUs. */
@@ -159,12 +99,13 @@ static void add_pod(Cluster *cl, const char *name, const char *group, int gpus,
                                        "\"limits\":{\"nvidia.com/gpu\":\"%d\"}}",
                                        gpus, gpus)
                      : g_strdup("{\"requests\":{\"cpu\":\"1\"}}");
-    create(cl, &kb_type_pods, "default",
-           json_printf("{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\","
-                       "\"namespace\":\"default\"%s},\"spec\":{\"schedulerName\":\"%s\","
-                       "\"containers\":[{\"name\":\"tensorflow\",\"image\":\"x\",\"resources\":"
-                       "%s}]}}",
-                       name, ann, scheduler, res));
+    kb_test_create(cl->client, &kb_type_pods, "default",
+                   kb_test_json_printf(
+                           "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\","
+                           "\"namespace\":\"default\"%s},\"spec\":{\"schedulerName\":\"%s\","
+                           "\"containers\":[{\"name\":\"tensorflow\",\"image\":\"x\",\"resources\":"
+                           "%s}]}}",
+                           name, ann, scheduler, res));
 }
 
 static json_object *get_pod(Cluster *cl, const char *name)
@@ -230,25 +171,11 @@ static Cluster *cluster_start(void)
 /* kube-batchd in extender mode for the pods of kube-scheduler profile @profile. */
 static void batchd_start(Cluster *cl, const char *profile)
 {
-    g_autoptr(GError) error = NULL;
-    cl->http_port = free_port();
-    cl->ext_port = free_port();
-    g_autofree char *listen = g_strdup_printf("127.0.0.1:%u", cl->http_port);
+    cl->http_port = kb_test_free_port();
+    cl->ext_port = kb_test_free_port();
     g_autofree char *ext = g_strdup_printf("127.0.0.1:%u", cl->ext_port);
-    const char *args[] = {"--master",
-                          kb_test_apiserver_url(cl->api),
-                          "--schedule-period",
-                          "200ms",
-                          "--listen-address",
-                          listen,
-                          "--extender-address",
-                          ext,
-                          "--extender-reservation-timeout",
-                          "60s",
-                          NULL};
-    KbTestDaemonOptions opts = {.log = TRUE};
-    cl->batchd = kb_test_daemon_start("kube-batchd", args, &opts, &error);
-    g_assert_no_error(error);
+    const char *args[] = {"--extender-address", ext, "--extender-reservation-timeout", "60s", NULL};
+    cl->batchd = kb_test_batchd_start(kb_test_apiserver_url(cl->api), cl->http_port, args);
     gint64 deadline = g_get_monotonic_time() + (gint64)WAIT_MS * 1000;
     while (http(cl->http_port, "/readyz", NULL, NULL) != 200) {
         if (g_get_monotonic_time() > deadline) {

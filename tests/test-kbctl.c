@@ -16,6 +16,7 @@
 #include "cli/kbctl-out.h"
 #include "tests/apiserver/kas-json.h"
 #include "tests/lib/kb-test-apiserver.h"
+#include "tests/lib/kb-test-util.h"
 
 typedef struct {
     KbTestApiserver *api;
@@ -26,15 +27,9 @@ typedef struct {
 
 static Cluster cluster;
 
-static const char *srcdir(void)
-{
-    return g_getenv("KB_SRCDIR") != NULL ? g_getenv("KB_SRCDIR") : ".";
-}
-
 static char *kbctl_path(void)
 {
-    const char *dir = g_getenv("KB_BIN_DIR");
-    return g_build_filename(dir != NULL ? dir : "build/default/bin", "kbctl", NULL);
+    return g_build_filename(kb_test_bin_dir(), "kbctl", NULL);
 }
 
 typedef struct {
@@ -862,11 +857,6 @@ static void test_duration(void)
     }
 }
 
-static void skip(void)
-{
-    g_test_skip("kubectl is not installed");
-}
-
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -875,38 +865,30 @@ int main(int argc, char **argv)
     g_test_add_func("/kbctl/unit/yaml-quoting", test_yaml);
     g_test_add_func("/kbctl/unit/duration", test_duration);
     if (!kb_test_kubectl_available()) {
-        g_test_add_func("/kbctl/skipped", skip);
+        g_test_add_func("/kbctl/skipped", kb_test_skip_no_kubectl);
         return g_test_run();
     }
     g_autoptr(GError) error = NULL;
-    g_autofree char *nodes = g_build_filename(srcdir(), "tests/data/apiserver/nodes.yaml", NULL);
+    g_autofree char *nodes =
+            g_build_filename(kb_test_src_dir(), "tests/data/apiserver/nodes.yaml", NULL);
     const char *args[] = {"--simulate-kubelet", "--nodes", nodes, NULL};
     cluster.logdir = g_dir_make_tmp("kb-kbctl-XXXXXX", &error);
     g_assert_no_error(error);
     cluster.api = kb_test_apiserver_start(args, &error);
     g_assert_no_error(error);
-    g_autofree char *crds = g_build_filename(srcdir(), "deploy/crds", NULL);
-    g_autofree char *queue = g_build_filename(srcdir(), "deploy/default-queue.yaml", NULL);
+    g_autofree char *crds = g_build_filename(kb_test_src_dir(), "deploy/crds", NULL);
+    g_autofree char *queue = g_build_filename(kb_test_src_dir(), "deploy/default-queue.yaml", NULL);
     const char *a1[] = {"apply", "-f", crds, NULL};
     const char *a2[] = {"apply", "-f", queue, NULL};
     int status = -1;
     g_assert_true(kb_test_kubectl(cluster.api, a1, NULL, NULL, NULL, &status, &error));
     g_assert_true(kb_test_kubectl(cluster.api, a2, NULL, NULL, NULL, &status, &error));
     g_assert_cmpint(status, ==, 0);
-    KbTestDaemonOptions opts = {.log = TRUE, .log_dir = cluster.logdir};
-    const char *sched[] = {"--master",
-                           kb_test_apiserver_url(cluster.api),
-                           "--listen-address",
-                           "127.0.0.1:0",
-                           "--schedule-period",
-                           "200ms",
-                           NULL};
-    const char *oper[] = {"--master", kb_test_apiserver_url(cluster.api), "--listen-address",
-                          "127.0.0.1:0", NULL};
-    cluster.scheduler = kb_test_daemon_start("kube-batchd", sched, &opts, &error);
-    g_assert_no_error(error);
-    cluster.operator_ = kb_test_daemon_start("tf-operator", oper, &opts, &error);
-    g_assert_no_error(error);
+    const char *sched[] = {"--schedule-period", "200ms", NULL};
+    cluster.scheduler =
+            kb_test_apiserver_spawn(cluster.api, "kube-batchd", TRUE, sched, cluster.logdir);
+    cluster.operator_ =
+            kb_test_apiserver_spawn(cluster.api, "tf-operator", TRUE, NULL, cluster.logdir);
 
     g_test_add_func("/kbctl/usage-exits-2", test_usage);
     g_test_add_func("/kbctl/help", test_help);
@@ -932,10 +914,5 @@ int main(int argc, char **argv)
         rc = 1;
     }
     kb_test_apiserver_free(cluster.api);
-    if (rc == 0 && g_getenv("KB_KEEP_LOGS") == NULL) {
-        g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", cluster.logdir);
-        g_spawn_command_line_sync(cmd, NULL, NULL, NULL, NULL);
-    }
-    g_free(cluster.logdir);
-    return rc;
+    return kb_test_log_dir_finish(cluster.logdir, rc);
 }

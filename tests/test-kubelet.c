@@ -13,27 +13,6 @@
 
 static KbTestApiserver *api;
 
-static char *kubectl(const char *stdin_text, const char *first, ...)
-{
-    g_autoptr(GPtrArray) args = g_ptr_array_new();
-    va_list ap;
-    va_start(ap, first);
-    for (const char *a = first; a != NULL; a = va_arg(ap, const char *))
-        g_ptr_array_add(args, (gpointer)a);
-    va_end(ap);
-    g_ptr_array_add(args, NULL);
-    g_autoptr(GError) error = NULL;
-    char *out = NULL;
-    g_autofree char *err = NULL;
-    int status = -1;
-    g_assert_true(kb_test_kubectl(api, (const char *const *)args->pdata, stdin_text, &out, &err,
-                                  &status, &error));
-    g_assert_no_error(error);
-    if (status != 0)
-        g_test_message("kubectl %s: exit %d: %s", first, status, err);
-    return out;
-}
-
 /* Poll `kubectl get KIND NAME -o jsonpath=PATH` until it equals @want (30 s at most). */
 static char *wait_for(const char *kind, const char *name, const char *path, const char *want)
 {
@@ -41,7 +20,8 @@ static char *wait_for(const char *kind, const char *name, const char *path, cons
     char *v = NULL;
     for (int i = 0; i < 150; i++) {
         g_free(v);
-        v = kubectl(NULL, "get", kind, name, "--ignore-not-found", "-o", arg, NULL);
+        v = kb_test_kubectl_run(api, NULL, "get", kind, name, "--ignore-not-found", "-o", arg,
+                                NULL);
         if (g_strcmp0(v, want) == 0)
             return v;
         g_usleep(200 * 1000);
@@ -91,10 +71,12 @@ static void test_kubelet(void)
 {
     g_autoptr(GError) error = NULL;
     /* A node that exists already, with the taint a server puts on new nodes. */
-    g_free(kubectl("apiVersion: v1\nkind: Node\nmetadata: {name: sim-0}\nspec:\n  taints:\n"
-                   "  - {key: node.kubernetes.io/not-ready, effect: NoSchedule}\n"
-                   "  - {key: dedicated, value: ml, effect: NoSchedule}\n",
-                   "create", "-f", "-", NULL));
+    g_free(kb_test_kubectl_run(
+            api,
+            "apiVersion: v1\nkind: Node\nmetadata: {name: sim-0}\nspec:\n  taints:\n"
+            "  - {key: node.kubernetes.io/not-ready, effect: NoSchedule}\n"
+            "  - {key: dedicated, value: ml, effect: NoSchedule}\n",
+            "create", "-f", "-", NULL));
     g_autofree char *dir = g_dir_make_tmp("kb-kubelet-XXXXXX", &error);
     g_assert_no_error(error);
     g_autofree char *file = g_build_filename(dir, "nodes.yaml", NULL);
@@ -105,23 +87,23 @@ static void test_kubelet(void)
     g_assert_no_error(error);
     g_assert_cmpstr(line, ==, "2 nodes");
 
-    g_autofree char *ready =
-            kubectl(NULL, "get", "nodes", "-o",
-                    "jsonpath={range .items[*]}{.metadata.name} "
-                    "{.status.conditions[?(@.type==\"Ready\")].status} "
-                    "{.status.allocatable.nvidia\\.com/gpu} {.spec.taints[*].key};{end}",
-                    NULL);
+    g_autofree char *ready = kb_test_kubectl_run(
+            api, NULL, "get", "nodes", "-o",
+            "jsonpath={range .items[*]}{.metadata.name} "
+            "{.status.conditions[?(@.type==\"Ready\")].status} "
+            "{.status.allocatable.nvidia\\.com/gpu} {.spec.taints[*].key};{end}",
+            NULL);
     g_assert_cmpstr(ready, ==, "sim-0 True 4 dedicated;sim-1 True 4 ;");
     /* Leases renewed every heartbeat. */
-    g_autofree char *t1 = kubectl(NULL, "get", "lease", "-n", "kube-node-lease", "sim-1", "-o",
-                                  "jsonpath={.spec.renewTime}", NULL);
+    g_autofree char *t1 = kb_test_kubectl_run(api, NULL, "get", "lease", "-n", "kube-node-lease",
+                                              "sim-1", "-o", "jsonpath={.spec.renewTime}", NULL);
     g_assert_cmpstr(t1, !=, "");
     g_usleep(600 * 1000);
-    g_autofree char *t2 = kubectl(NULL, "get", "lease", "-n", "kube-node-lease", "sim-1", "-o",
-                                  "jsonpath={.spec.renewTime}", NULL);
+    g_autofree char *t2 = kb_test_kubectl_run(api, NULL, "get", "lease", "-n", "kube-node-lease",
+                                              "sim-1", "-o", "jsonpath={.spec.renewTime}", NULL);
     g_assert_cmpstr(t2, !=, t1);
 
-    g_free(kubectl(pods_yaml, "create", "-f", "-", NULL));
+    g_free(kb_test_kubectl_run(api, pods_yaml, "create", "-f", "-", NULL));
     g_autofree char *ok = wait_for("pod", "ok", "{.status.phase}", "Succeeded");
     g_assert_cmpstr(ok, ==, "Succeeded");
     g_autofree char *fails = wait_for(
@@ -135,15 +117,16 @@ static void test_kubelet(void)
     g_assert_cmpstr(retries, ==, "Running 3");
     g_autofree char *forever = wait_for("pod", "forever", "{.status.phase}", "Running");
     g_assert_cmpstr(forever, ==, "Running");
-    g_autofree char *ip =
-            kubectl(NULL, "get", "pod", "forever", "-o", "jsonpath={.status.hostIP}", NULL);
+    g_autofree char *ip = kb_test_kubectl_run(api, NULL, "get", "pod", "forever", "-o",
+                                              "jsonpath={.status.hostIP}", NULL);
     g_assert_true(g_str_has_prefix(ip, "10.0."));
     /* Another node's pod: no kubelet of ours runs it. */
-    g_autofree char *other =
-            kubectl(NULL, "get", "pod", "elsewhere", "-o", "jsonpath={.status.phase}", NULL);
+    g_autofree char *other = kb_test_kubectl_run(api, NULL, "get", "pod", "elsewhere", "-o",
+                                                 "jsonpath={.status.phase}", NULL);
     g_assert_cmpstr(other, ==, "Pending");
     /* A graceful deletion (2 minutes here) is confirmed by the kubelet at once. */
-    g_free(kubectl(NULL, "delete", "pod", "forever", "--grace-period=120", "--wait=false", NULL));
+    g_free(kb_test_kubectl_run(api, NULL, "delete", "pod", "forever", "--grace-period=120",
+                               "--wait=false", NULL));
     g_autofree char *gone = wait_for("pod", "forever", "{.metadata.name}", "");
     g_assert_cmpstr(gone, ==, "");
     g_assert_cmpint(kb_test_daemon_stop(k, 30000), ==, 0);
@@ -168,17 +151,12 @@ static void test_bad_nodes_file(void)
     g_rmdir(dir);
 }
 
-static void skip(void)
-{
-    g_test_skip("kubectl is not installed");
-}
-
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_set_nonfatal_assertions();
     if (!kb_test_kubectl_available()) {
-        g_test_add_func("/kubelet/skipped", skip);
+        g_test_add_func("/kubelet/skipped", kb_test_skip_no_kubectl);
         return g_test_run();
     }
     g_autoptr(GError) error = NULL;

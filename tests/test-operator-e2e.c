@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "tests/lib/kb-test-apiserver.h"
+#include "tests/lib/kb-test-util.h"
 
 typedef struct {
     KbTestApiserver *api;
@@ -19,51 +20,6 @@ typedef struct {
 } Cluster;
 
 static Cluster cluster;
-
-static const char *srcdir(void)
-{
-    return g_getenv("KB_SRCDIR") != NULL ? g_getenv("KB_SRCDIR") : ".";
-}
-
-/* `kubectl ARGS...` (NULL-terminated) with @stdin_text; returns stdout, fails the test on error. */
-static char *kubectl(const char *stdin_text, const char *first, ...)
-{
-    g_autoptr(GPtrArray) args = g_ptr_array_new();
-    va_list ap;
-    va_start(ap, first);
-    for (const char *a = first; a != NULL; a = va_arg(ap, const char *))
-        g_ptr_array_add(args, (gpointer)a);
-    va_end(ap);
-    g_ptr_array_add(args, NULL);
-    g_autoptr(GError) error = NULL;
-    char *out = NULL;
-    g_autofree char *err = NULL;
-    int status = -1;
-    g_assert_true(kb_test_kubectl(cluster.api, (const char *const *)args->pdata, stdin_text, &out,
-                                  &err, &status, &error));
-    g_assert_no_error(error);
-    if (status != 0)
-        g_test_message("kubectl %s: exit %d: %s", first, status, err);
-    return out;
-}
-
-/* Start bin/@name against the cluster's API server, its output in LOGDIR/@name.log. */
-static KbTestDaemon *spawn(const char *name, const char *const *extra)
-{
-    g_autoptr(GError) error = NULL;
-    g_autoptr(GPtrArray) argv = g_ptr_array_new();
-    g_ptr_array_add(argv, (gpointer) "--master");
-    g_ptr_array_add(argv, (gpointer)kb_test_apiserver_url(cluster.api));
-    g_ptr_array_add(argv, (gpointer) "--listen-address");
-    g_ptr_array_add(argv, (gpointer) "127.0.0.1:0");
-    for (guint i = 0; extra != NULL && extra[i] != NULL; i++)
-        g_ptr_array_add(argv, (gpointer)extra[i]);
-    g_ptr_array_add(argv, NULL);
-    KbTestDaemonOptions opts = {.log = TRUE, .log_dir = cluster.logdir};
-    KbTestDaemon *d = kb_test_daemon_start(name, (const char *const *)argv->pdata, &opts, &error);
-    g_assert_no_error(error);
-    return d;
-}
 
 static void stop(KbTestDaemon **d, const char *name)
 {
@@ -79,7 +35,7 @@ static void stop(KbTestDaemon **d, const char *name)
 static char *job_path(const char *name, const char *jsonpath)
 {
     g_autofree char *arg = g_strdup_printf("jsonpath=%s", jsonpath);
-    return kubectl(NULL, "get", "tfjobs", name, "-o", arg, NULL);
+    return kb_test_kubectl_run(cluster.api, NULL, "get", "tfjobs", name, "-o", arg, NULL);
 }
 
 /* FALSE (and the test marked failed) when @p has exited. */
@@ -116,7 +72,7 @@ static char *wait_pods(const char *name, const char *want)
     char *v = NULL;
     for (int i = 0; i < 300; i++) {
         g_free(v);
-        v = kubectl(NULL, "get", "pods", "-l", sel, "-o", "name", NULL);
+        v = kb_test_kubectl_run(cluster.api, NULL, "get", "pods", "-l", sel, "-o", "name", NULL);
         if (g_strcmp0(v, want) == 0)
             return v;
         if (!alive(cluster.operator_, "tf-operator") || !alive(cluster.scheduler, "kube-batchd"))
@@ -129,14 +85,14 @@ static char *wait_pods(const char *name, const char *want)
 
 static void create(const char *yaml)
 {
-    g_autofree char *out = kubectl(yaml, "create", "-f", "-", NULL);
+    g_autofree char *out = kb_test_kubectl_run(cluster.api, yaml, "create", "-f", "-", NULL);
     g_assert_nonnull(strstr(out, "created"));
 }
 
 static void create_file(const char *rel)
 {
-    g_autofree char *path = g_build_filename(srcdir(), rel, NULL);
-    g_autofree char *out = kubectl(NULL, "create", "-f", path, NULL);
+    g_autofree char *path = g_build_filename(kb_test_src_dir(), rel, NULL);
+    g_autofree char *out = kb_test_kubectl_run(cluster.api, NULL, "create", "-f", path, NULL);
     g_assert_nonnull(strstr(out, "created"));
 }
 
@@ -156,8 +112,8 @@ static void test_seed_v1alpha1(void)
     g_assert_cmpuint(strlen(rid), ==, 4);
     /* Cleanup All (v1alpha1): no pod of the job is left. */
     g_autofree char *pods =
-            kubectl(NULL, "get", "pods", "-l", "training.kubeflow.org/job-name=example-job", "-o",
-                    "name", NULL);
+            kb_test_kubectl_run(cluster.api, NULL, "get", "pods", "-l",
+                                "training.kubeflow.org/job-name=example-job", "-o", "name", NULL);
     g_assert_cmpstr(pods, ==, "");
 }
 
@@ -169,10 +125,11 @@ static void test_v1_succeeds(void)
     g_autofree char *workers = job_path("mnist-dist", "{.status.replicaStatuses.Worker.succeeded}");
     g_assert_cmpstr(workers, ==, "4");
     /* The TF_CONFIG worker 0 saw (cleanPodPolicy Running keeps the pods that finished). */
-    g_autofree char *env = kubectl(NULL, "get", "pod", "mnist-dist-worker-0", "-o",
-                                   "jsonpath={.spec.containers[0].env[?(@.name==\"TF_CONFIG\")]"
-                                   ".value}",
-                                   NULL);
+    g_autofree char *env =
+            kb_test_kubectl_run(cluster.api, NULL, "get", "pod", "mnist-dist-worker-0", "-o",
+                                "jsonpath={.spec.containers[0].env[?(@.name==\"TF_CONFIG\")]"
+                                ".value}",
+                                NULL);
     g_assert_nonnull(strstr(env, "\"task\":{\"type\":\"worker\",\"index\":0}"));
     g_assert_nonnull(strstr(env, "mnist-dist-ps-1.default.svc:2222"));
 }
@@ -197,8 +154,8 @@ static void test_exit_codes(void)
     g_assert_cmpstr(a, ==, "Failed");
     /* Two restarts, each said as an event (cleanPodPolicy All took the services that counted
      * them). */
-    g_autofree char *restarts = kubectl(
-            NULL, "get", "events", "-o",
+    g_autofree char *restarts = kb_test_kubectl_run(
+            cluster.api, NULL, "get", "events", "-o",
             "jsonpath={range .items[?(@.involvedObject.name==\"kill137\")]}{.reason} {.count}"
             "{\"\\n\"}{end}",
             NULL);
@@ -229,7 +186,8 @@ static void test_ttl(void)
     char *name = NULL;
     for (int i = 0; i < 150; i++) {
         g_free(name);
-        name = kubectl(NULL, "get", "tfjobs", "--ignore-not-found", "-o", "name", NULL);
+        name = kb_test_kubectl_run(cluster.api, NULL, "get", "tfjobs", "--ignore-not-found", "-o",
+                                   "name", NULL);
         if (strstr(name, "short-lived") == NULL)
             break;
         g_usleep(200 * 1000);
@@ -248,8 +206,9 @@ static void test_invalid(void)
     g_autofree char *m = job_path("no-tf", "{.status.conditions[-1:].message}");
     g_assert_nonnull(strstr(m, "spec.tfReplicaSpecs.Worker.template.spec.containers: no "
                                "container named \"tensorflow\""));
-    g_autofree char *pods = kubectl(NULL, "get", "pods", "-l",
-                                    "training.kubeflow.org/job-name=no-tf", "-o", "name", NULL);
+    g_autofree char *pods =
+            kb_test_kubectl_run(cluster.api, NULL, "get", "pods", "-l",
+                                "training.kubeflow.org/job-name=no-tf", "-o", "name", NULL);
     g_assert_cmpstr(pods, ==, "");
 }
 
@@ -282,17 +241,12 @@ static void test_autoscaling(void)
     g_autofree char *pods = wait_pods("elastic", "pod/elastic-worker-0\n");
     g_assert_cmpstr(pods, ==, "pod/elastic-worker-0\n");
     /* Each decision is an event. */
-    g_autofree char *why =
-            kubectl(NULL, "get", "events", "-o",
-                    "jsonpath={range .items[*]}{.reason}: {.message}{\"\\n\"}{end}", NULL);
+    g_autofree char *why = kb_test_kubectl_run(
+            cluster.api, NULL, "get", "events", "-o",
+            "jsonpath={range .items[*]}{.reason}: {.message}{\"\\n\"}{end}", NULL);
     g_assert_nonnull(strstr(why, "TFJobScaledUp: TFJob default/elastic workers 2 -> 4"));
     g_assert_nonnull(strstr(why, "default/urgent (priority 1000 > 0) waits in queue default"));
-    g_free(kubectl(NULL, "delete", "tfjob", "elastic", "urgent", NULL));
-}
-
-static void skip(void)
-{
-    g_test_skip("kubectl is not installed");
+    g_free(kb_test_kubectl_run(cluster.api, NULL, "delete", "tfjob", "elastic", "urgent", NULL));
 }
 
 int main(int argc, char **argv)
@@ -302,24 +256,27 @@ int main(int argc, char **argv)
     /* A failed check must still stop the daemons and the API server below. */
     g_test_set_nonfatal_assertions();
     if (!kb_test_kubectl_available()) {
-        g_test_add_func("/operator/e2e/skipped", skip);
+        g_test_add_func("/operator/e2e/skipped", kb_test_skip_no_kubectl);
         return g_test_run();
     }
     g_autoptr(GError) error = NULL;
-    g_autofree char *nodes = g_build_filename(srcdir(), "tests/data/apiserver/nodes.yaml", NULL);
+    g_autofree char *nodes =
+            g_build_filename(kb_test_src_dir(), "tests/data/apiserver/nodes.yaml", NULL);
     const char *args[] = {"--simulate-kubelet", "--nodes", nodes, NULL};
     cluster.logdir = g_dir_make_tmp("kb-operator-e2e-XXXXXX", &error);
     g_assert_no_error(error);
     cluster.api = kb_test_apiserver_start(args, &error);
     g_assert_no_error(error);
-    g_autofree char *crds = g_build_filename(srcdir(), "deploy/crds", NULL);
-    g_autofree char *queue = g_build_filename(srcdir(), "deploy/default-queue.yaml", NULL);
-    g_free(kubectl(NULL, "apply", "-f", crds, NULL));
-    g_free(kubectl(NULL, "apply", "-f", queue, NULL));
+    g_autofree char *crds = g_build_filename(kb_test_src_dir(), "deploy/crds", NULL);
+    g_autofree char *queue = g_build_filename(kb_test_src_dir(), "deploy/default-queue.yaml", NULL);
+    g_free(kb_test_kubectl_run(cluster.api, NULL, "apply", "-f", crds, NULL));
+    g_free(kb_test_kubectl_run(cluster.api, NULL, "apply", "-f", queue, NULL));
     const char *sched_args[] = {"--schedule-period", "200ms", NULL};
-    cluster.scheduler = spawn("kube-batchd", sched_args);
+    cluster.scheduler =
+            kb_test_apiserver_spawn(cluster.api, "kube-batchd", TRUE, sched_args, cluster.logdir);
     const char *op_args[] = {"--enable-autoscaling", "--autoscale-interval", "1", NULL};
-    cluster.operator_ = spawn("tf-operator", op_args);
+    cluster.operator_ =
+            kb_test_apiserver_spawn(cluster.api, "tf-operator", TRUE, op_args, cluster.logdir);
 
     g_test_add_func("/operator/e2e/seed-v1alpha1", test_seed_v1alpha1);
     g_test_add_func("/operator/e2e/v1-2ps-4w", test_v1_succeeds);
@@ -332,10 +289,5 @@ int main(int argc, char **argv)
     stop(&cluster.operator_, "tf-operator");
     stop(&cluster.scheduler, "kube-batchd");
     kb_test_apiserver_free(cluster.api);
-    if (rc == 0 && g_getenv("KB_KEEP_LOGS") == NULL) {
-        g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", cluster.logdir);
-        g_spawn_command_line_sync(cmd, NULL, NULL, NULL, NULL);
-    }
-    g_free(cluster.logdir);
-    return rc;
+    return kb_test_log_dir_finish(cluster.logdir, rc);
 }

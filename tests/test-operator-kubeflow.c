@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "tests/lib/kb-test-apiserver.h"
+#include "tests/lib/kb-test-util.h"
 
 typedef struct {
     KbTestApiserver *api;
@@ -32,52 +33,6 @@ typedef struct {
 } Cluster;
 
 static Cluster cluster;
-
-static const char *srcdir(void)
-{
-    return g_getenv("KB_SRCDIR") != NULL ? g_getenv("KB_SRCDIR") : ".";
-}
-
-/* `kubectl ARGS...` (NULL-terminated) with @stdin_text; returns stdout. */
-static char *kubectl(const char *stdin_text, const char *first, ...)
-{
-    g_autoptr(GPtrArray) args = g_ptr_array_new();
-    va_list ap;
-    va_start(ap, first);
-    for (const char *a = first; a != NULL; a = va_arg(ap, const char *))
-        g_ptr_array_add(args, (gpointer)a);
-    va_end(ap);
-    g_ptr_array_add(args, NULL);
-    g_autoptr(GError) error = NULL;
-    char *out = NULL;
-    g_autofree char *err = NULL;
-    int status = -1;
-    g_assert_true(kb_test_kubectl(cluster.api, (const char *const *)args->pdata, stdin_text, &out,
-                                  &err, &status, &error));
-    g_assert_no_error(error);
-    if (status != 0)
-        g_test_message("kubectl %s: exit %d: %s", first, status, err);
-    return out;
-}
-
-static KbTestDaemon *spawn(const char *name, const char *const *extra, gboolean listen)
-{
-    g_autoptr(GError) error = NULL;
-    g_autoptr(GPtrArray) argv = g_ptr_array_new();
-    g_ptr_array_add(argv, (gpointer) "--master");
-    g_ptr_array_add(argv, (gpointer)kb_test_apiserver_url(cluster.api));
-    if (listen) {
-        g_ptr_array_add(argv, (gpointer) "--listen-address");
-        g_ptr_array_add(argv, (gpointer) "127.0.0.1:0");
-    }
-    for (guint i = 0; extra != NULL && extra[i] != NULL; i++)
-        g_ptr_array_add(argv, (gpointer)extra[i]);
-    g_ptr_array_add(argv, NULL);
-    KbTestDaemonOptions opts = {.log = TRUE, .log_dir = cluster.logdir};
-    KbTestDaemon *d = kb_test_daemon_start(name, (const char *const *)argv->pdata, &opts, &error);
-    g_assert_no_error(error);
-    return d;
-}
 
 static void stop(KbTestDaemon **d, const char *name)
 {
@@ -111,7 +66,7 @@ static void set_faults(const char *spec)
 static char *job_path(const char *name, const char *jsonpath)
 {
     g_autofree char *arg = g_strdup_printf("jsonpath=%s", jsonpath);
-    return kubectl(NULL, "get", "tfjobs", name, "-o", arg, NULL);
+    return kb_test_kubectl_run(cluster.api, NULL, "get", "tfjobs", name, "-o", arg, NULL);
 }
 
 static gboolean alive(void)
@@ -145,14 +100,15 @@ static char *wait_job(const char *name, const char *jsonpath, const char *want)
 
 static void create(const char *yaml)
 {
-    g_autofree char *out = kubectl(yaml, "create", "-f", "-", NULL);
+    g_autofree char *out = kb_test_kubectl_run(cluster.api, yaml, "create", "-f", "-", NULL);
     g_assert_nonnull(strstr(out, "created"));
 }
 
 /* Kubeflow's schema keeps only these status fields: the operator must write nothing else. */
 static void assert_schema_status(const char *name)
 {
-    g_autofree char *text = kubectl(NULL, "get", "tfjob", name, "-o", "json", NULL);
+    g_autofree char *text =
+            kb_test_kubectl_run(cluster.api, NULL, "get", "tfjob", name, "-o", "json", NULL);
     json_object *job = json_tokener_parse(text), *status = NULL;
     g_assert_nonnull(job);
     g_assert_true(json_object_object_get_ex(job, "status", &status));
@@ -174,7 +130,8 @@ static void assert_schema_status(const char *name)
 /* Events about @name with @reason, repeats (the aggregated count) included. */
 static guint event_count(const char *name, const char *reason)
 {
-    g_autofree char *text = kubectl(NULL, "get", "events", "-o", "json", NULL);
+    g_autofree char *text =
+            kb_test_kubectl_run(cluster.api, NULL, "get", "events", "-o", "json", NULL);
     json_object *list = json_tokener_parse(text), *items, *v;
     guint n = 0;
     g_assert_nonnull(list);
@@ -211,16 +168,18 @@ static void test_runs_to_completion(void)
     create(job_short);
     g_autofree char *last = wait_job("short", "{.status.conditions[-1:].type}", "Succeeded");
     g_assert_cmpstr(last, ==, "Succeeded");
-    g_autofree char *phase = kubectl(NULL, "get", "pod", "short-worker-0", "-o",
-                                     "jsonpath={.status.phase} {.spec.nodeName} "
-                                     "{.status.containerStatuses[0].state.terminated.exitCode}",
-                                     NULL);
+    g_autofree char *phase =
+            kb_test_kubectl_run(cluster.api, NULL, "get", "pod", "short-worker-0", "-o",
+                                "jsonpath={.status.phase} {.spec.nodeName} "
+                                "{.status.containerStatuses[0].state.terminated.exitCode}",
+                                NULL);
     g_assert_true(g_str_has_prefix(phase, "Succeeded gpu-"));
     g_assert_true(g_str_has_suffix(phase, " 0"));
     char *ps = NULL;
     for (int i = 0; i < 75; i++) {
         g_free(ps);
-        ps = kubectl(NULL, "get", "pods", "--ignore-not-found", "-o", "name", "short-ps-0", NULL);
+        ps = kb_test_kubectl_run(cluster.api, NULL, "get", "pods", "--ignore-not-found", "-o",
+                                 "name", "short-ps-0", NULL);
         if (*ps == '\0')
             break;
         g_usleep(200 * 1000);
@@ -247,11 +206,12 @@ static void test_backoff_limit(void)
     g_assert_cmpstr(t, ==, "Failed");
     g_autofree char *why = job_path("kill137", "{.status.conditions[-1:].message}");
     g_assert_nonnull(strstr(why, "reached the specified backoff limit (2 restarts)"));
-    g_autofree char *counts =
-            kubectl(NULL, "get", "services", "-l", "training.kubeflow.org/job-name=kill137", "-o",
-                    "jsonpath={range .items[*]}{.metadata.annotations.kube-batchd\\.io/restarts}"
-                    "{\" \"}{end}",
-                    NULL);
+    g_autofree char *counts = kb_test_kubectl_run(
+            cluster.api, NULL, "get", "services", "-l", "training.kubeflow.org/job-name=kill137",
+            "-o",
+            "jsonpath={range .items[*]}{.metadata.annotations.kube-batchd\\.io/restarts}"
+            "{\" \"}{end}",
+            NULL);
     g_auto(GStrv) parts = g_strsplit(g_strstrip(counts), " ", -1);
     int sum = 0;
     for (guint i = 0; parts[i] != NULL; i++)
@@ -270,10 +230,11 @@ static const char job_steady[] =
 
 static char *steady_pods(void)
 {
-    return kubectl(NULL, "get", "pods", "-l", "training.kubeflow.org/job-name=steady", "-o",
-                   "jsonpath={range .items[*]}{.metadata.name}={.metadata.uid}"
-                   ",{.status.phase},{.metadata.deletionTimestamp};{end}",
-                   NULL);
+    return kb_test_kubectl_run(cluster.api, NULL, "get", "pods", "-l",
+                               "training.kubeflow.org/job-name=steady", "-o",
+                               "jsonpath={range .items[*]}{.metadata.name}={.metadata.uid}"
+                               ",{.status.phase},{.metadata.deletionTimestamp};{end}",
+                               NULL);
 }
 
 /* Wait for tf-operator's log to say its caches synced (it then reconciles). */
@@ -317,7 +278,8 @@ static void test_operator_restarts_kill_nothing(void)
         stop(&cluster.operator_, "tf-operator");
         g_unlink(log_path); /* the next one's log starts empty */
         set_faults(faults[round]);
-        cluster.operator_ = spawn("tf-operator", op_args, TRUE);
+        cluster.operator_ =
+                kb_test_apiserver_spawn(cluster.api, "tf-operator", TRUE, op_args, cluster.logdir);
         if (round == 0) {
             /* Pods and services listed, TFJobs failing: nothing may happen. */
             g_usleep(3 * G_USEC_PER_SEC);
@@ -332,8 +294,8 @@ static void test_operator_restarts_kill_nothing(void)
         g_autofree char *after = steady_pods();
         g_assert_cmpstr(after, ==, before);
         g_autofree char *svcs =
-                kubectl(NULL, "get", "services", "-l", "training.kubeflow.org/job-name=steady",
-                        "-o", "name", NULL);
+                kb_test_kubectl_run(cluster.api, NULL, "get", "services", "-l",
+                                    "training.kubeflow.org/job-name=steady", "-o", "name", NULL);
         g_assert_cmpstr(svcs, ==,
                         "service/steady-ps-0\nservice/steady-worker-0\n"
                         "service/steady-worker-1\n");
@@ -347,7 +309,7 @@ static void test_operator_restarts_kill_nothing(void)
     g_assert_cmpuint(event_count("steady", "TFJobRestarting"), ==, 0);
     g_assert_cmpuint(event_count("steady", "SuccessfulDeletePod"), ==, 0);
     /* A job really deleted still loses its pods. */
-    g_free(kubectl(NULL, "delete", "tfjob", "steady", NULL));
+    g_free(kb_test_kubectl_run(cluster.api, NULL, "delete", "tfjob", "steady", NULL));
     char *left = NULL;
     for (int i = 0; i < 150; i++) {
         g_free(left);
@@ -381,18 +343,13 @@ static void test_conflicts_no_duplicate_events(void)
     assert_schema_status("conflicted");
 }
 
-static void skip(void)
-{
-    g_test_skip("kubectl is not installed");
-}
-
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_log_set_always_fatal(G_LOG_FATAL_MASK | G_LOG_LEVEL_CRITICAL);
     g_test_set_nonfatal_assertions();
     if (!kb_test_kubectl_available()) {
-        g_test_add_func("/operator/kubeflow/skipped", skip);
+        g_test_add_func("/operator/kubeflow/skipped", kb_test_skip_no_kubectl);
         return g_test_run();
     }
     g_autoptr(GError) error = NULL;
@@ -400,26 +357,32 @@ int main(int argc, char **argv)
     g_assert_no_error(error);
     cluster.api = kb_test_apiserver_start(NULL, &error);
     g_assert_no_error(error);
-    g_autofree char *nodes = g_build_filename(srcdir(), "tests/data/apiserver/nodes.yaml", NULL);
+    g_autofree char *nodes =
+            g_build_filename(kb_test_src_dir(), "tests/data/apiserver/nodes.yaml", NULL);
     const char *kubelet_args[] = {"--nodes", nodes, NULL};
-    cluster.kubelet = spawn("kb-kubelet", kubelet_args, FALSE);
+    cluster.kubelet =
+            kb_test_apiserver_spawn(cluster.api, "kb-kubelet", FALSE, kubelet_args, cluster.logdir);
     for (int i = 0; i < 300; i++) {
         g_autofree char *log = kb_test_daemon_log(cluster.kubelet);
         if (strstr(log, "registered 4 nodes") != NULL || !alive())
             break;
         g_usleep(100 * 1000);
     }
-    g_autofree char *crd =
-            g_build_filename(srcdir(), "tests/data/operator/crd-tfjob-kubeflow-v1.8.yaml", NULL);
-    g_autofree char *pg = g_build_filename(srcdir(), "deploy/crds/podgroup-volcano.yaml", NULL);
-    g_autofree char *q = g_build_filename(srcdir(), "deploy/crds/queue-volcano.yaml", NULL);
-    g_autofree char *queue = g_build_filename(srcdir(), "deploy/default-queue.yaml", NULL);
-    g_free(kubectl(NULL, "apply", "-f", crd, "-f", pg, "-f", q, NULL));
-    g_free(kubectl(NULL, "apply", "-f", queue, NULL));
+    g_autofree char *crd = g_build_filename(
+            kb_test_src_dir(), "tests/data/operator/crd-tfjob-kubeflow-v1.8.yaml", NULL);
+    g_autofree char *pg =
+            g_build_filename(kb_test_src_dir(), "deploy/crds/podgroup-volcano.yaml", NULL);
+    g_autofree char *q =
+            g_build_filename(kb_test_src_dir(), "deploy/crds/queue-volcano.yaml", NULL);
+    g_autofree char *queue = g_build_filename(kb_test_src_dir(), "deploy/default-queue.yaml", NULL);
+    g_free(kb_test_kubectl_run(cluster.api, NULL, "apply", "-f", crd, "-f", pg, "-f", q, NULL));
+    g_free(kb_test_kubectl_run(cluster.api, NULL, "apply", "-f", queue, NULL));
     const char *sched_args[] = {"--schedule-period", "200ms", NULL};
-    cluster.scheduler = spawn("kube-batchd", sched_args, TRUE);
+    cluster.scheduler =
+            kb_test_apiserver_spawn(cluster.api, "kube-batchd", TRUE, sched_args, cluster.logdir);
     const char *op_args[] = {"--resync-seconds", "1", NULL};
-    cluster.operator_ = spawn("tf-operator", op_args, TRUE);
+    cluster.operator_ =
+            kb_test_apiserver_spawn(cluster.api, "tf-operator", TRUE, op_args, cluster.logdir);
 
     g_test_add_func("/operator/kubeflow/kb-kubelet-runs-to-completion", test_runs_to_completion);
     g_test_add_func("/operator/kubeflow/backoff-limit", test_backoff_limit);
@@ -433,10 +396,5 @@ int main(int argc, char **argv)
     stop(&cluster.scheduler, "kube-batchd");
     stop(&cluster.kubelet, "kb-kubelet");
     kb_test_apiserver_free(cluster.api);
-    if (rc == 0 && g_getenv("KB_KEEP_LOGS") == NULL) {
-        g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", cluster.logdir);
-        g_spawn_command_line_sync(cmd, NULL, NULL, NULL, NULL);
-    }
-    g_free(cluster.logdir);
-    return rc;
+    return kb_test_log_dir_finish(cluster.logdir, rc);
 }

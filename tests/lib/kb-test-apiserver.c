@@ -125,3 +125,59 @@ gboolean kb_test_kubectl(KbTestApiserver *api, const char *const *args, const ch
         *err = g_steal_pointer(&e);
     return TRUE;
 }
+
+char *kb_test_kubectl_run(KbTestApiserver *api, const char *stdin_text, const char *first, ...)
+{
+    g_autoptr(GPtrArray) args = g_ptr_array_new();
+    va_list ap;
+    va_start(ap, first);
+    for (const char *a = first; a != NULL; a = va_arg(ap, const char *))
+        g_ptr_array_add(args, (gpointer)a);
+    va_end(ap);
+    g_ptr_array_add(args, NULL);
+    g_autoptr(GError) error = NULL;
+    char *out = NULL;
+    g_autofree char *err = NULL;
+    int status = -1;
+    g_assert_true(kb_test_kubectl(api, (const char *const *)args->pdata, stdin_text, &out, &err,
+                                  &status, &error));
+    g_assert_no_error(error);
+    if (status != 0)
+        g_test_message("kubectl %s: exit %d: %s", first, status, err);
+    return out;
+}
+
+void kb_test_skip_no_kubectl(void)
+{
+    g_test_skip("kubectl is not installed");
+}
+
+KbTestDaemon *kb_test_apiserver_spawn(KbTestApiserver *api, const char *name, gboolean listen,
+                                      const char *const *extra, const char *log_dir)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) argv = g_ptr_array_new();
+    g_ptr_array_add(argv, (gpointer) "--master");
+    g_ptr_array_add(argv, (gpointer)kb_test_apiserver_url(api));
+    if (listen) {
+        g_ptr_array_add(argv, (gpointer) "--listen-address");
+        g_ptr_array_add(argv, (gpointer) "127.0.0.1:0");
+    }
+    for (guint i = 0; extra != NULL && extra[i] != NULL; i++)
+        g_ptr_array_add(argv, (gpointer)extra[i]);
+    g_ptr_array_add(argv, NULL);
+    KbTestDaemonOptions opts = {.log = TRUE, .log_dir = log_dir};
+    KbTestDaemon *d = kb_test_daemon_start(name, (const char *const *)argv->pdata, &opts, &error);
+    g_assert_no_error(error);
+    return d;
+}
+
+int kb_test_log_dir_finish(char *log_dir, int rc)
+{
+    if (rc == 0 && g_getenv("KB_KEEP_LOGS") == NULL) {
+        g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", log_dir);
+        g_spawn_command_line_sync(cmd, NULL, NULL, NULL, NULL);
+    }
+    g_free(log_dir);
+    return rc;
+}

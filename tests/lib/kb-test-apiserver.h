@@ -47,9 +47,32 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbTestApiserver, kb_test_apiserver_free)
 /* Is a kubectl binary on PATH? */
 gboolean kb_test_kubectl_available(void);
 
+/* A test case for when kubectl is missing: marks the running test skipped with "kubectl is not
+ * installed" (for g_test_add_func() when kb_test_kubectl_available() is FALSE). */
+void kb_test_skip_no_kubectl(void);
+
 /* Run `kubectl --server URL ARGS...` with no kubeconfig and a private cache directory, feeding
  * @stdin_text (may be NULL) on its standard input. *@out and *@err (both may be NULL) receive
  * the captured output (newly allocated), *@status the exit status. FALSE only when kubectl
  * could not be run at all (or ran longer than 60 s). */
 gboolean kb_test_kubectl(KbTestApiserver *api, const char *const *args, const char *stdin_text,
                          char **out, char **err, int *status, GError **error);
+
+/* `kubectl ARGS...` (@first and what follows, NULL-terminated) through kb_test_kubectl() with
+ * @stdin_text (may be NULL). Returns its standard output (newly allocated, the caller frees).
+ * Failing to run kubectl fails the test; a non-zero exit status is only logged with
+ * g_test_message() (the caller asserts on the output). */
+char *kb_test_kubectl_run(KbTestApiserver *api, const char *stdin_text, const char *first,
+                          ...) G_GNUC_NULL_TERMINATED;
+
+/* Start bin/@name (kb_test_daemon_start()) with "--master URL-of-@api", then "--listen-address
+ * 127.0.0.1:0" when @listen, then @extra (NULL-terminated, may be NULL), its output logged in
+ * @log_dir/@name.log (@log_dir NULL: a temporary file). Failing to start fails the test. Returns
+ * the daemon, owned by the caller (kb_test_daemon_free()). */
+KbTestDaemon *kb_test_apiserver_spawn(KbTestApiserver *api, const char *name, gboolean listen,
+                                      const char *const *extra, const char *log_dir);
+
+/* The end of a test program that kept its daemons' logs in @log_dir: when @rc is 0 and
+ * $KB_KEEP_LOGS is unset, removes @log_dir and all it holds; frees @log_dir in any case. Returns
+ * @rc. */
+int kb_test_log_dir_finish(char *log_dir, int rc);

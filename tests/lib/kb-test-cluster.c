@@ -405,6 +405,27 @@ gboolean kb_test_cluster_kubectl(KbTestCluster *c, const char *identity, const c
     return TRUE;
 }
 
+char *kb_test_cluster_kubectl_valist(KbTestCluster *c, const char *identity, const char *stdin_text,
+                                     int *status, const char *first, va_list ap)
+{
+    g_autoptr(GPtrArray) args = g_ptr_array_new();
+    for (const char *a = first; a != NULL; a = va_arg(ap, const char *))
+        g_ptr_array_add(args, (gpointer)a);
+    g_ptr_array_add(args, NULL);
+    g_autoptr(GError) error = NULL;
+    char *out = NULL;
+    g_autofree char *err = NULL;
+    int st = -1;
+    g_assert_true(kb_test_cluster_kubectl(c, identity, (const char *const *)args->pdata, stdin_text,
+                                          &out, &err, &st, &error));
+    g_assert_no_error(error);
+    if (st != 0)
+        g_test_message("kubectl %s (as %s): exit %d: %s", first, identity, st, err);
+    if (status != NULL)
+        *status = st;
+    return out;
+}
+
 static size_t collect(char *ptr, size_t size, size_t n, void *data)
 {
     g_string_append_len(data, ptr, (gssize)(size * n));

@@ -72,6 +72,13 @@ gboolean kb_test_cluster_kubectl(KbTestCluster *c, const char *identity, const c
                                  const char *stdin_text, char **out, char **err, int *status,
                                  GError **error);
 
+/* `kubectl ARGS` as @identity through kb_test_cluster_kubectl(), ARGS being @first and the rest
+ * of @ap (NULL-terminated). Returns standard output (newly allocated), the exit status in
+ * *@status (may be NULL). Failing to run kubectl fails the test; a non-zero exit is only logged
+ * with g_test_message(). For variadic wrappers in tests. */
+char *kb_test_cluster_kubectl_valist(KbTestCluster *c, const char *identity, const char *stdin_text,
+                                     int *status, const char *first, va_list ap);
+
 /* One HTTPS request as @identity (NULL: no Authorization header; a string that is no identity
  * is sent as the bearer token itself) with the CA verified; @body
  * may be NULL. Returns the response body (newly allocated) and its status in *@status, or NULL
