@@ -144,7 +144,7 @@ check-run: all $(TESTS)
 VALGRIND_SUPP := $(wildcard /usr/share/glib-2.0/valgrind/glib.supp)
 valgrind: all $(TESTS)
 	@KB_BIN_DIR=$(CURDIR)/$(O)/bin KB_SRCDIR=$(CURDIR) JOBS=$(JOBS) \
-	  KB_TEST_WRAPPER="valgrind -q --error-exitcode=99 --leak-check=full \
+	  KB_TEST_WRAPPER="valgrind -q --error-exitcode=99 --max-threads=4000 --leak-check=full \
 	    --errors-for-leak-kinds=definite --show-leak-kinds=definite \
 	    $(if $(VALGRIND_SUPP),--suppressions=$(VALGRIND_SUPP))" \
 	  G_SLICE=always-malloc G_DEBUG=gc-friendly tests/run-tests.sh $(TESTS)
