@@ -528,7 +528,15 @@ static void test_limits_connections(void)
         fds[i] = raw_connect(kas_server_port(srv));
         g_assert_cmpint(write(fds[i], watch_req, strlen(watch_req)), ==, (gssize)strlen(watch_req));
     }
-    g_usleep(100000);
+    /* Wait for each client's answer (a watch's 200 or, beyond the limit, a 429): once it came,
+     * the server has read that header and counted the connection. No fixed sleep: on a loaded
+     * machine the server's threads may take long to get there. */
+    for (int i = 0; i < 3; i++) {
+        struct pollfd p = {.fd = fds[i], .events = POLLIN};
+        g_assert_cmpint(poll(&p, 1, 30000), ==, 1);
+        char buf[64];
+        g_assert_cmpint(read(fds[i], buf, sizeof buf), >, 0);
+    }
     g_autoptr(Resp) r = get(srv, "/version");
     assert_status(r, 429, "TooManyRequests");
     g_assert_cmpstr(r->retry_after, ==, "1");
