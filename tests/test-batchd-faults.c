@@ -225,34 +225,17 @@ static void install_crds(Cluster *cl)
 
 static void add_node(Cluster *cl, const char *name, int gpus)
 {
-    g_autofree char *status = g_strdup_printf(
-            "{\"capacity\":{\"cpu\":\"64\",\"memory\":\"256Gi\",\"pods\":\"110\","
-            "\"nvidia.com/gpu\":\"%d\"},\"allocatable\":{\"cpu\":\"64\",\"memory\":\"256Gi\","
-            "\"pods\":\"110\",\"nvidia.com/gpu\":\"%d\"},"
-            "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}",
-            gpus, gpus);
-    kb_test_create(cl->client, &kb_type_nodes, NULL,
-                   kb_test_json_printf(
-                           "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\","
-                           "\"labels\":{\"kubernetes.io/hostname\":\"%s\"}},\"status\":%s}",
-                           name, name, status));
-    g_autoptr(GError) error = NULL;
-    g_autofree char *patch = g_strdup_printf("{\"status\":%s}", status);
-    json_object *r = kb_client_patch(cl->client, &kb_type_nodes, NULL, name, "status",
-                                     KB_PATCH_MERGE, patch, &error);
-    g_assert_no_error(error);
-    json_object_put(r);
+    kb_test_create_node(cl->client,
+                        kb_test_json_printf("{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{"
+                                            "\"name\":\"%s\",\"labels\":{"
+                                            "\"kubernetes.io/hostname\":\"%s\"}}}",
+                                            name, name),
+                        gpus);
 }
 
 static void add_group(Cluster *cl, const char *name, int min_member)
 {
-    kb_test_create(
-            cl->client, &kb_type_pod_groups_volcano, "default",
-            kb_test_json_printf(
-                    "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\","
-                    "\"metadata\":{\"name\":\"%s\",\"namespace\":\"default\"},"
-                    "\"spec\":{\"minMember\":%d}}",
-                    name, min_member));
+    kb_test_create_pod_group(cl->client, name, min_member);
 }
 
 /* A pod of @group asking @gpus GPUs; @extra_spec appended inside spec (or NULL). */

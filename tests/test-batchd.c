@@ -183,27 +183,12 @@ static void add_node(Cluster *cl, const char *name, int gpus, const char *taint)
                                  "\"effect\":\"%s\"}]}",
                                  kv[0], kv[1], kv[2]);
     }
-    const char *status_fmt =
-            "{\"status\":{\"capacity\":{\"cpu\":\"64\",\"memory\":\"256Gi\",\"pods\":\"110\","
-            "\"nvidia.com/gpu\":\"%d\"},\"allocatable\":{\"cpu\":\"64\",\"memory\":\"256Gi\","
-            "\"pods\":\"110\",\"nvidia.com/gpu\":\"%d\"},"
-            "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}";
-    g_autofree char *status = g_strdup_printf(status_fmt, gpus, gpus);
-    json_object *body =
-            kb_test_json_printf("{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{"
-                                "\"name\":\"%s\",\"labels\":{\"kubernetes.io/hostname\":"
-                                "\"%s\"}}%s}",
-                                name, name, taints != NULL ? taints : "");
-    json_object *st = json_tokener_parse(status);
-    json_object_object_add(body, "status", json_object_get(json_object_object_get(st, "status")));
-    json_object_put(st);
-    kb_test_create(cl->client, &kb_type_nodes, NULL, body);
-    /* Status is not taken on create by every server: write it through /status as well. */
-    g_autoptr(GError) error = NULL;
-    json_object *r = kb_client_patch(cl->client, &kb_type_nodes, NULL, name, "status",
-                                     KB_PATCH_MERGE, status, &error);
-    g_assert_no_error(error);
-    json_object_put(r);
+    kb_test_create_node(cl->client,
+                        kb_test_json_printf("{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{"
+                                            "\"name\":\"%s\",\"labels\":{\"kubernetes.io/hostname\":"
+                                            "\"%s\"}}%s}",
+                                            name, name, taints != NULL ? taints : ""),
+                        gpus);
 }
 
 static void add_queue(Cluster *cl, const char *name, int weight)

@@ -52,37 +52,18 @@ static void install_crds(Cluster *cl)
 
 static void add_node(Cluster *cl, const char *name, int gpus)
 {
-    g_autofree char *status = g_strdup_printf(
-            "{\"status\":{\"capacity\":{\"cpu\":\"64\",\"memory\":\"256Gi\",\"pods\":\"110\","
-            "\"nvidia.com/gpu\":\"%d\"},\"allocatable\":{\"cpu\":\"64\",\"memory\":\"256Gi\","
-            "\"pods\":\"110\",\"nvidia.com/gpu\":\"%d\"},"
-            "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
-            gpus, gpus);
-    json_object *body = kb_test_json_printf(
-            "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{"
-            "\"name\":\"%s\",\"labels\":{\"kubernetes.io/hostname\":"
-            "\"%s\"},\"annotations\":{\"%s\":\"%s\"}}}",
-            name, name, KB_GPU_TOPOLOGY_ANNOTATION, "{\\\"nvlink\\\":[[0,1,2,3],[4,5,6,7]]}");
-    json_object *st = json_tokener_parse(status);
-    json_object_object_add(body, "status", json_object_get(json_object_object_get(st, "status")));
-    json_object_put(st);
-    kb_test_create(cl->client, &kb_type_nodes, NULL, body);
-    g_autoptr(GError) error = NULL;
-    json_object *r = kb_client_patch(cl->client, &kb_type_nodes, NULL, name, "status",
-                                     KB_PATCH_MERGE, status, &error);
-    g_assert_no_error(error);
-    json_object_put(r);
+    kb_test_create_node(cl->client,
+                        kb_test_json_printf("{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{"
+                                            "\"name\":\"%s\",\"labels\":{\"kubernetes.io/hostname\":"
+                                            "\"%s\"},\"annotations\":{\"%s\":\"%s\"}}}",
+                                            name, name, KB_GPU_TOPOLOGY_ANNOTATION,
+                                            "{\\\"nvlink\\\":[[0,1,2,3],[4,5,6,7]]}"),
+                        gpus);
 }
 
 static void add_group(Cluster *cl, const char *name, int min_member)
 {
-    kb_test_create(
-            cl->client, &kb_type_pod_groups_volcano, "default",
-            kb_test_json_printf(
-                    "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\","
-                    "\"metadata\":{\"name\":\"%s\",\"namespace\":\"default\"},"
-                    "\"spec\":{\"minMember\":%d}}",
-                    name, min_member));
+    kb_test_create_pod_group(cl->client, name, min_member);
 }
 
 /* A pod of kube-scheduler (@scheduler), of @group (may be NULL), asking @gpus GPUs. */

@@ -53,6 +53,38 @@ void kb_test_create(KbClient *client, const KbResourceType *type, const char *ns
     json_object_put(body);
 }
 
+void kb_test_create_node(KbClient *client, json_object *node, int gpus)
+{
+    g_autofree char *status = g_strdup_printf(
+            "{\"capacity\":{\"cpu\":\"64\",\"memory\":\"256Gi\",\"pods\":\"110\","
+            "\"nvidia.com/gpu\":\"%d\"},\"allocatable\":{\"cpu\":\"64\",\"memory\":\"256Gi\","
+            "\"pods\":\"110\",\"nvidia.com/gpu\":\"%d\"},"
+            "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}",
+            gpus, gpus);
+    const char *name = json_object_get_string(
+            json_object_object_get(json_object_object_get(node, "metadata"), "name"));
+    g_autofree char *name_copy = g_strdup(name);
+    json_object_object_add(node, "status", kb_test_json_printf("%s", status));
+    kb_test_create(client, &kb_type_nodes, NULL, node);
+    g_autoptr(GError) error = NULL;
+    g_autofree char *patch = g_strdup_printf("{\"status\":%s}", status);
+    json_object *r = kb_client_patch(client, &kb_type_nodes, NULL, name_copy, "status",
+                                     KB_PATCH_MERGE, patch, &error);
+    g_assert_no_error(error);
+    json_object_put(r);
+}
+
+void kb_test_create_pod_group(KbClient *client, const char *name, int min_member)
+{
+    kb_test_create(
+            client, &kb_type_pod_groups_volcano, "default",
+            kb_test_json_printf(
+                    "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\","
+                    "\"metadata\":{\"name\":\"%s\",\"namespace\":\"default\"},"
+                    "\"spec\":{\"minMember\":%d}}",
+                    name, min_member));
+}
+
 void kb_test_create_from_file(KbClient *client, const char *rel)
 {
     g_autoptr(GError) error = NULL;

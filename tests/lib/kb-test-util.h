@@ -29,6 +29,14 @@ json_object *kb_test_json_printf(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
 void kb_test_create(KbClient *client, const KbResourceType *type, const char *ns,
                     json_object *body);
 
+/* Create the Node @node (its reference is taken; metadata and spec, no status) with a Ready
+ * status of 64 CPUs, 256Gi, 110 pods and @gpus nvidia.com/gpu, then write that status through
+ * nodes/status too (not every server takes status on create). An error fails the test. */
+void kb_test_create_node(KbClient *client, json_object *node, int gpus);
+
+/* Create the Volcano PodGroup @name in namespace "default" with minMember @min_member. */
+void kb_test_create_pod_group(KbClient *client, const char *name, int min_member);
+
 /* Create the object of the YAML file @rel of the source tree (relative to kb_test_src_dir())
  * through @client. Only kinds CustomResourceDefinition and (volcano) Queue are accepted; any
  * other kind fails the test. */
