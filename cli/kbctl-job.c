@@ -65,7 +65,7 @@ void kbctl_job_short(const KbctlWorld *w, const KbctlJob *job, KbctlShort *s)
     }
     json_object *q = find_queue(w, job->queue);
     s->queue_capability = q != NULL ? kbctl_queue_gpus(q, "spec.capability") : -1;
-    s->queue_deserved = q != NULL ? kbctl_queue_gpus(q, "status.deserved") : -1;
+    s->queue_deserved = q != NULL ? kbctl_queue_deserved_gpus(q) : -1;
     s->queue_allocated = q != NULL ? kbctl_queue_allocated_gpus(w, q) : 0;
     s->queue_weight = q != NULL ? kbctl_json_int(q, "spec.weight", 1) : 0;
     s->min_member = (gint32)kbctl_json_int(job->group, "spec.minMember", 0);

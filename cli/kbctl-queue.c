@@ -2,8 +2,9 @@
  * kbctl queue list|get: what a tenant asks first. Weight and capability come from the Queue's
  * spec; deserved, allocated and the job counts from the status kube-batchd writes on it
  * (scheduler/status-writer.c: state, pending, inqueue, running, unknown, completed, allocated,
- * deserved). A queue whose status has no `allocated` yet (an older kube-batchd) gets it summed
- * from the bound pods of its PodGroups. Queues with spec.parent are shown under their parent.
+ * and per resource its deserved share under `resources`). A queue whose status has no `allocated`
+ * yet (an older kube-batchd) gets it summed from the bound pods of its PodGroups. Queues with
+ * spec.parent are shown under their parent.
  */
 #include <string.h>
 
@@ -55,9 +56,8 @@ static json_object *queue_json(const KbctlWorld *w, json_object *q, guint depth)
     kbctl_json_set_int(o, "weight", kbctl_json_int(q, "spec.weight", 1));
     kbctl_json_set_str(o, "state", kbctl_json_str(q, "status.state"));
     json_object *cap = kbctl_json_get(q, "spec.capability");
-    json_object *des = kbctl_json_get(q, "status.deserved");
     json_object_object_add(o, "capability", cap != NULL ? json_object_get(cap) : NULL);
-    json_object_object_add(o, "deserved", des != NULL ? json_object_get(des) : NULL);
+    json_object_object_add(o, "deserved", kbctl_queue_deserved(q));
     json_object *alloc = kbctl_json_get(q, "status.allocated");
     if (alloc != NULL) {
         json_object_object_add(o, "allocated", json_object_get(alloc));
@@ -95,7 +95,7 @@ static void add_row(Kbctl *k, KbctlTable *t, const KbctlWorld *w, json_object *q
     if (state == NULL)
         state = kbctl_json_str(q, "spec.state");
     g_autofree char *cap = gpus_cell(kbctl_queue_gpus(q, "spec.capability"), "-");
-    g_autofree char *des = gpus_cell(kbctl_queue_gpus(q, "status.deserved"), "-");
+    g_autofree char *des = gpus_cell(kbctl_queue_deserved_gpus(q), "-");
     g_autofree char *alloc = gpus_cell(kbctl_queue_allocated_gpus(w, q), "0");
     g_autofree char *pending =
             g_strdup_printf("%" G_GINT64_FORMAT, kbctl_json_int(q, "status.pending", 0) +
@@ -103,7 +103,9 @@ static void add_row(Kbctl *k, KbctlTable *t, const KbctlWorld *w, json_object *q
     g_autofree char *running =
             g_strdup_printf("%" G_GINT64_FORMAT, kbctl_json_int(q, "status.running", 0));
     g_autofree char *capl = kbctl_resource_list_string(kbctl_json_get(q, "spec.capability"));
-    g_autofree char *desl = kbctl_resource_list_string(kbctl_json_get(q, "status.deserved"));
+    json_object *deserved = kbctl_queue_deserved(q);
+    g_autofree char *desl = kbctl_resource_list_string(deserved);
+    json_object_put(deserved);
     g_autofree char *allocl = kbctl_resource_list_string(kbctl_json_get(q, "status.allocated"));
     const char *cells[] = {
             name, weight, state != NULL ? state : "Open", cap, des, alloc, pending, running, capl,
@@ -245,7 +247,9 @@ gboolean kbctl_cmd_queue_get(Kbctl *k, GError **error)
     }
     g_autofree char *cap = kbctl_resource_list_string(kbctl_json_get(q, "spec.capability"));
     g_autofree char *guar = kbctl_resource_list_string(kbctl_json_get(q, "spec.guarantee"));
-    g_autofree char *des = kbctl_resource_list_string(kbctl_json_get(q, "status.deserved"));
+    json_object *deserved = kbctl_queue_deserved(q);
+    g_autofree char *des = kbctl_resource_list_string(deserved);
+    json_object_put(deserved);
     g_autofree char *alloc = kbctl_resource_list_string(kbctl_json_get(q, "status.allocated"));
     g_autofree char *allocg =
             g_strdup_printf("%" G_GINT64_FORMAT " GPUs", kbctl_queue_allocated_gpus(w, q));

@@ -497,6 +497,36 @@ gint64 kbctl_queue_gpus(json_object *queue, const char *field)
     return gpu_of(kbctl_json_get(queue, field));
 }
 
+json_object *kbctl_queue_deserved(json_object *queue)
+{
+    json_object *per_resource = kbctl_json_get(queue, "status.resources");
+    if (!json_object_is_type(per_resource, json_type_object)) {
+        json_object *old = kbctl_json_get(queue, "status.deserved");
+        return old != NULL ? json_object_get(old) : NULL;
+    }
+    json_object *list = json_object_new_object();
+    json_object_object_foreach(per_resource, name, figures)
+    {
+        json_object *d = NULL;
+        if (!json_object_object_get_ex(figures, "deserved", &d) ||
+            !json_object_is_type(d, json_type_string))
+            continue;
+        gint64 v = 0;
+        if (kb_quantity_parse_value(json_object_get_string(d), &v, NULL) && v == 0)
+            continue;
+        json_object_object_add(list, name, json_object_get(d));
+    }
+    return list;
+}
+
+gint64 kbctl_queue_deserved_gpus(json_object *queue)
+{
+    json_object *list = kbctl_queue_deserved(queue);
+    gint64 n = gpu_of(list);
+    json_object_put(list);
+    return n;
+}
+
 gint64 kbctl_queue_allocated_gpus(const KbctlWorld *w, json_object *queue)
 {
     json_object *alloc = kbctl_json_get(queue, "status.allocated");

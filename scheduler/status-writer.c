@@ -410,9 +410,9 @@ static void apply_queue(KbStatusWriter *w, const KbQueueStatus *qs)
     json_object_object_add(status, "unknown", json_object_new_int64(qs->n_unknown));
     json_object_object_add(status, "completed", json_object_new_int64(qs->n_completed));
     queue_resources(status, qs);
-    /* What `kbctl queue list` shows: deserved beside Volcano's allocated. */
-    if (!kb_resources_is_zero(&qs->deserved))
-        json_object_object_add(status, "deserved", resource_list(&qs->deserved));
+    /* The deserved share lives in `resources` alone; clear the top-level copy an older
+     * kube-batchd wrote (a merge patch keeps what it does not name). */
+    json_object_object_add(status, "deserved", NULL);
     json_object *body = json_object_new_object();
     json_object_object_add(body, "status", status);
     const char *text = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);

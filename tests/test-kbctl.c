@@ -527,8 +527,8 @@ static void test_queues(void)
     const char *kargs[] = {"create", "-f", "-", NULL};
     g_assert_true(kb_test_kubectl(cluster.api, kargs, queues, &out, &err, &status, &error));
     g_assert_cmpint(status, ==, 0);
-    const char *q[] = {"submit", "tf",      "--name",   "qjob",    "--workers", "2", "--gpus",
-                       "4",      "--queue", "nlp",      "--image", "tf:1",      NULL};
+    const char *q[] = {"submit", "tf",      "--name", "qjob",    "--workers", "2", "--gpus",
+                       "4",      "--queue", "nlp",    "--image", "tf:1",      NULL};
     g_free(kbctl_ok(q));
     json_object *j = wait_job("qjob", is_running, "Running");
     json_object_put(j);
@@ -550,6 +550,21 @@ static void test_queues(void)
     g_assert_nonnull(nlp);
     g_assert_cmpstr(nlp[1], ==, "1");
     g_assert_cmpstr(nlp[5], ==, "8");
+    /* Deserved comes from the per-resource status kube-batchd writes; no top-level copy. */
+    const char *get_nlp[] = {"get", "queues.scheduling.volcano.sh", "nlp", "-o", "json", NULL};
+    g_clear_pointer(&out, g_free);
+    g_clear_pointer(&err, g_free);
+    g_assert_true(kb_test_kubectl(cluster.api, get_nlp, NULL, &out, &err, &status, &error));
+    g_assert_cmpint(status, ==, 0);
+    json_object *nlp_obj = parse(out), *st = NULL, *res = NULL, *gpu = NULL, *des = NULL;
+    g_assert_true(json_object_object_get_ex(nlp_obj, "status", &st));
+    g_assert_false(json_object_object_get_ex(st, "deserved", NULL));
+    g_assert_true(json_object_object_get_ex(st, "resources", &res));
+    g_assert_true(json_object_object_get_ex(res, "nvidia.com/gpu", &gpu));
+    g_assert_true(json_object_object_get_ex(gpu, "deserved", &des));
+    g_assert_cmpstr(nlp[4], ==, json_object_get_string(des));
+    g_assert_cmpstr(nlp[4], !=, "0");
+    json_object_put(nlp_obj);
     g_assert_nonnull(strstr(table, "\nresearch ") < strstr(table, "\n  nlp ") ? table : NULL);
     const char *get_parent[] = {"queue", "get", "research", NULL};
     g_autofree char *parent = kbctl_ok(get_parent);
