@@ -308,33 +308,47 @@ static gboolean within_share(KbReserve *rs, const KbJobInfo *job, gint64 t)
     return TRUE;
 }
 
+typedef struct {
+    gint64 min_wait;
+    guint min_gpus, min_nodes;
+    guint8 *starving;    /* per job id */
+    KbResources largest; /* per slot, the most any usable node has allocatable */
+} Eligibility;
+
+static gboolean node_usable(const KbNodeInfo *ni)
+{
+    return ni->present && ni->node != NULL && ni->node->ready && !ni->node->unschedulable;
+}
+
+static void largest_node(KbSession *ssn, KbResources *out)
+{
+    kb_resources_clear(out);
+    for (guint i = 0; i < ssn->n_nodes; i++) {
+        if (!node_usable(&ssn->nodes[i]))
+            continue;
+        for (int s = 0; s < KB_RES_MAX; s++)
+            out->v[s] = MAX(out->v[s], ssn->nodes[i].allocatable.v[s]);
+    }
+}
+
 /*
  * How many nodes @job's minimum takes at least: 1 when some usable node's allocatable holds it
  * whole, else the larger of 2 and its GPUs over the most GPUs a node has (predicates ignored).
  */
-static guint nodes_spanned(KbSession *ssn, const KbJobInfo *job)
+static guint nodes_spanned(KbSession *ssn, const KbJobInfo *job, const Eligibility *el)
 {
     KbResources need;
     kb_session_job_min_request(job, &need);
-    gint64 most_gpus = 0;
-    for (guint i = 0; i < ssn->n_nodes; i++) {
-        const KbNodeInfo *ni = &ssn->nodes[i];
-        if (!ni->present || ni->node == NULL || !ni->node->ready || ni->node->unschedulable)
-            continue;
-        if (kb_resources_fit(&need, &ni->allocatable))
+    /* Past the largest node in some resource: no node holds it, no need to look at each. */
+    for (guint i = 0; kb_resources_fit(&need, &el->largest) && i < ssn->n_nodes; i++) {
+        if (node_usable(&ssn->nodes[i]) && kb_resources_fit(&need, &ssn->nodes[i].allocatable))
             return 1;
-        most_gpus = MAX(most_gpus, ni->allocatable.v[KB_RES_GPU]);
     }
+    gint64 most_gpus = el->largest.v[KB_RES_GPU];
     if (most_gpus <= 0 || need.v[KB_RES_GPU] <= 0)
         return 2;
     return (guint)MAX(2, (need.v[KB_RES_GPU] + most_gpus - 1) / most_gpus);
 }
-
-typedef struct {
-    gint64 min_wait;
-    guint min_gpus, min_nodes;
-    guint8 *starving; /* per job id */
-} Eligibility;
 
 /* May @job get a reservation: it waited minWait, asks minGPUs and spans minNodes. */
 static gboolean starving(KbSession *ssn, const KbJobInfo *job, const Eligibility *el)
@@ -347,7 +361,7 @@ static gboolean starving(KbSession *ssn, const KbJobInfo *job, const Eligibility
         if (need.v[KB_RES_GPU] < (gint64)el->min_gpus)
             return FALSE;
     }
-    return el->min_nodes <= 1 || nodes_spanned(ssn, job) >= el->min_nodes;
+    return el->min_nodes <= 1 || nodes_spanned(ssn, job, el) >= el->min_nodes;
 }
 
 static gint cand_cmp(gconstpointer x, gconstpointer y, gpointer data)
@@ -869,7 +883,9 @@ static void reserve_execute(KbSession *ssn)
             (guint)CLAMP(kb_conf_plugin_arg_double(cf, "minGPUs", 0), 0, 1000000),
             (guint)CLAMP(kb_conf_plugin_arg_double(cf, "minNodes", DEFAULT_MIN_NODES), 1, 1000000),
             starving_by_id,
+            {{0}},
     };
+    largest_node(ssn, &el.largest);
     g_autoptr(GPtrArray) cands = candidates(ssn, &el);
     /*
      * Even without a starving gang the walk below matters: it admits the jobs that fit the idle
