@@ -79,6 +79,9 @@ static const Builtin builtins[] = {
         {"kube-batchd+reserve",
          "the default configuration with the reserve action (reservations and backfill)", NULL,
          FALSE, "enqueue, reserve, allocate"},
+        {"kube-batchd-noreserve",
+         "the default configuration without the reserve action (the default before reserve won)",
+         NULL, FALSE, "enqueue, allocate"},
 };
 
 typedef struct {
@@ -147,7 +150,8 @@ static Run *run_builtin(const char *name, GError **error)
     }
     g_set_error(error, KB_ERROR, KB_ERROR_INVALID,
                 "unknown configuration \"%s\" (built in: kube-batchd, fifo, no-gang, spread, "
-                "preempt-reclaim, kube-batch, kube-batchd+reserve; or --conf-file)",
+                "preempt-reclaim, kube-batch, kube-batchd+reserve, kube-batchd-noreserve; or "
+                "--conf-file)",
                 name);
     return NULL;
 }
@@ -201,8 +205,8 @@ static gboolean parse_options(int argc, char **argv, Opts *o, GError **error)
             {"period", 0, 0, G_OPTION_ARG_INT, &o->period, "Scheduling period in seconds (1)", "S"},
             {"config", 'c', 0, G_OPTION_ARG_STRING_ARRAY, &o->configs,
              "Built-in configuration to run, repeatable: kube-batchd, fifo, no-gang, spread, "
-             "preempt-reclaim, kube-batch, kube-batchd+reserve (default: kube-batch, fifo, "
-             "kube-batchd, kube-batchd+reserve)",
+             "preempt-reclaim, kube-batch, kube-batchd+reserve, kube-batchd-noreserve (default: "
+             "kube-batch, fifo, kube-batchd-noreserve, kube-batchd)",
              "NAME"},
             {"conf-file", 'f', 0, G_OPTION_ARG_FILENAME_ARRAY, &o->conf_files,
              "Also run a scheduler configuration file (kube-batch/Volcano format), repeatable",
@@ -555,8 +559,8 @@ static void print_ratios(GPtrArray *runs, const Run *base)
 static GPtrArray *make_runs(const Opts *o, GError **error)
 {
     g_autoptr(GPtrArray) runs = g_ptr_array_new_with_free_func(run_free);
-    static const char *const defaults[] = {"kube-batch", "fifo", "kube-batchd",
-                                           "kube-batchd+reserve", NULL};
+    static const char *const defaults[] = {"kube-batch", "fifo", "kube-batchd-noreserve",
+                                           "kube-batchd", NULL};
     static const char *const with_files[] = {"kube-batchd", NULL};
     const char *const *names = o->configs != NULL      ? (const char *const *)o->configs
                                : o->conf_files != NULL ? with_files

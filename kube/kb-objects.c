@@ -441,6 +441,8 @@ gboolean kb_pod_equal(const KbPod *a, const KbPod *b, char **why)
         !str_eq("priorityClassName", a->priority_class_name, b->priority_class_name, why) ||
         !int_eq("priority", a->priority, b->priority, why) ||
         !int_eq("has_priority", a->has_priority, b->has_priority, why) ||
+        !int_eq("activeDeadlineSeconds", a->active_deadline_seconds, b->active_deadline_seconds,
+                why) ||
         !tables_eq("nodeSelector", a->node_selector, b->node_selector, why) ||
         !terms_eq(a, b, why) ||
         !int_eq("tolerations.length", a->n_tolerations, b->n_tolerations, why) ||

@@ -151,6 +151,9 @@ typedef struct {
     const char *priority_class_name; /* interned, may be NULL */
     gint32 priority;                 /* spec.priority, 0 when absent */
     gboolean has_priority;
+    /* spec.activeDeadlineSeconds: the kubelet ends the pod this long after it started (an upper
+     * bound of its runtime, reserve.h); 0 when absent or not positive. */
+    gint64 active_deadline_seconds;
     /*
      * Effective requests, as the scheduler accounts them: max(sum of containers, max of init
      * containers) + overhead, where a container's request defaults to its limit; pods = 1.

@@ -906,6 +906,7 @@ enum {
     S_TOLERATIONS = 512,
     S_VOLUMES = 1024,
     S_GATES = 2048,
+    S_DEADLINE = 4096,
 };
 
 /* One member of spec; *handled is FALSE for members the scheduler does not read. */
@@ -937,6 +938,13 @@ static gboolean spec_member(KbJsonReader *r, const KbJsonStr *k, KbPod *pod, gui
              read_int(r, "priority", G_MININT32, G_MAXINT32, &priority, &pod->has_priority, error);
         if (ok && pod->has_priority)
             pod->priority = (gint32)priority;
+        return ok;
+    }
+    if (KB_JSON_STR_IS(*k, "activeDeadlineSeconds")) {
+        gint64 deadline = 0;
+        ok = once(seen, S_DEADLINE, k, error) &&
+             read_int(r, "activeDeadlineSeconds", G_MININT64, G_MAXINT64, &deadline, NULL, error);
+        pod->active_deadline_seconds = MAX(deadline, 0);
         return ok;
     }
     if (KB_JSON_STR_IS(*k, "nodeSelector"))

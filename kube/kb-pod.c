@@ -439,16 +439,19 @@ static gboolean decode_gates(json_object *spec, KbPod *pod, GError **error)
 
 static gboolean decode_spec_scalars(json_object *spec, KbPod *pod, GError **error)
 {
-    gint64 priority = 0;
+    gint64 priority = 0, deadline = 0;
     if (!kb_decode_interned(spec, "schedulerName", KB_MAX_NAME_LEN, TRUE, &pod->scheduler_name,
                             error) ||
         !kb_decode_interned(spec, "nodeName", KB_MAX_NAME_LEN, TRUE, &pod->node_name, error) ||
         !kb_decode_interned(spec, "priorityClassName", KB_MAX_NAME_LEN, TRUE,
                             &pod->priority_class_name, error) ||
         !kb_decode_int(spec, "priority", G_MININT32, G_MAXINT32, &priority, &pod->has_priority,
+                       error) ||
+        !kb_decode_int(spec, "activeDeadlineSeconds", G_MININT64, G_MAXINT64, &deadline, NULL,
                        error))
         return FALSE;
     pod->priority = (gint32)priority;
+    pod->active_deadline_seconds = MAX(deadline, 0);
     return TRUE;
 }
 

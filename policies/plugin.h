@@ -40,6 +40,9 @@ struct kb_plugin_ops {
     void (*on_deallocate)(gpointer state, const KbTaskInfo *task);
     /* The enqueue action admitted @job (Pending -> Inqueue): reserve its minimum resources. */
     void (*on_job_enqueued)(gpointer state, const KbJobInfo *job);
+    /* An action sent admitted @job, nothing of it placed, back to Pending (reserve): release
+     * what on_job_enqueued (or the session's start) reserved for it. */
+    void (*on_job_dequeued)(gpointer state, const KbJobInfo *job);
     /*
      * @task is about to be placed on @node (called before it is assumed there, whatever the
      * enable* switches): choose its devices, e.g. task->gpu_ids. Added for gpu-topology.

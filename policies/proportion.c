@@ -270,6 +270,20 @@ static void on_job_enqueued(gpointer state, const KbJobInfo *job)
     inqueue_add(p, qi->id, &need);
 }
 
+static void on_job_dequeued(gpointer state, const KbJobInfo *job)
+{
+    Proportion *p = state;
+    KbQueueInfo *qi = kb_session_job_queue(p->ssn, job);
+    if (qi == NULL)
+        return;
+    KbResources need;
+    kb_session_job_min_request(job, &need);
+    kb_resources_sub(&need, &job->allocated);
+    for (guint i = 0; i < N_SLOTS; i++)
+        need.v[slots[i]] = -MAX(need.v[slots[i]], 0);
+    inqueue_add(p, qi->id, &need);
+}
+
 const struct kb_plugin_ops kb_plugin_proportion = {
         .name = "proportion",
         .open = proportion_open,
@@ -279,4 +293,5 @@ const struct kb_plugin_ops kb_plugin_proportion = {
         .allocatable = allocatable,
         .job_enqueueable = job_enqueueable,
         .on_job_enqueued = on_job_enqueued,
+        .on_job_dequeued = on_job_dequeued,
 };

@@ -39,6 +39,7 @@ struct KbCache {
     guint n_gpu_topology_errors;
     gboolean extender;           /* kb_cache_set_extender */
     const char **extender_names; /* interned, NULL-terminated; NULL: every other name */
+    KbHistory *history;          /* runtimes of finished jobs (the reserve action's estimates) */
 };
 
 static gboolean state_occupies(KbTaskState s)
@@ -765,6 +766,23 @@ static void pod_entry_remove(KbCache *cache, PodEntry *pe)
     pe->task = NULL;
 }
 
+/* A job whose last pod just succeeded is a runtime sample (history.h). */
+static void record_finished(KbCache *cache, const KbTaskInfo *task)
+{
+    const KbJobInfo *job = task->job;
+    if (task->bind_time <= 0 || job->n_state[KB_TASK_SUCCEEDED] != job->tasks->len)
+        return;
+    gint64 gpus = 0;
+    for (guint i = 0; i < job->tasks->len; i++)
+        gpus += ((const KbTaskInfo *)job->tasks->pdata[i])->resreq.v[KB_RES_GPU];
+    kb_history_finished(cache->history, job->queue, gpus, task->bind_time);
+}
+
+KbHistory *kb_cache_history(KbCache *cache)
+{
+    return cache->history;
+}
+
 void kb_cache_add_pod(KbCache *cache, KbPod *pod)
 {
     kb_cache_update_pod(cache, pod);
@@ -821,7 +839,10 @@ void kb_cache_update_pod(KbCache *cache, KbPod *pod)
             node = (gint)node_id_for(cache, pod->node_name);
         else if (st == KB_TASK_ALLOCATED || st == KB_TASK_BINDING)
             node = task->node_id;
+        KbTaskState was = task->state;
         task_set_state(task, st, node);
+        if (st == KB_TASK_SUCCEEDED && was != KB_TASK_SUCCEEDED)
+            record_finished(cache, task);
     }
     pod_recount(cache, pe);
 }
@@ -1271,6 +1292,7 @@ KbCache *kb_cache_new(const char *const *scheduler_names, const char *default_qu
     cache->pods = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, pod_entry_free);
     cache->jobs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     cache->job_list = g_ptr_array_new_with_free_func(job_free);
+    cache->history = kb_history_new();
     cache->queues = g_hash_table_new(g_direct_hash, g_direct_equal);
     cache->queue_list = g_ptr_array_new_with_free_func(queue_info_free);
     cache->pvcs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, kb_object_unref);
@@ -1312,6 +1334,7 @@ void kb_cache_free(KbCache *cache)
     g_hash_table_unref(cache->pvcs);
     g_free(cache->served);
     g_free(cache->extender_names);
+    kb_history_free(cache->history);
     g_free(cache);
 }
 

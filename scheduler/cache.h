@@ -31,6 +31,7 @@
 
 #include "kube/kb-objects.h"
 #include "kube/kb-resource.h"
+#include "scheduler/history.h"
 
 typedef enum {
     KB_TASK_PENDING,   /* waiting for a node */
@@ -357,6 +358,8 @@ KbNodeInfo *kb_cache_lookup_node(KbCache *cache, const char *name);
 GPtrArray *kb_cache_jobs(KbCache *cache);
 /* The job of a pod group ("ns/name") or of a pod without a group ("ns/podname"), or NULL. */
 KbJobInfo *kb_cache_lookup_job(KbCache *cache, const char *namespace_, const char *name);
+/* Runtimes of the jobs finished so far (history.h); borrowed, lives as long as the cache. */
+KbHistory *kb_cache_history(KbCache *cache);
 /* The task of a served pod, or NULL. Borrowed. */
 KbTaskInfo *kb_cache_lookup_task(KbCache *cache, const char *namespace_, const char *name);
 

@@ -9,7 +9,7 @@
 #include "policies/plugin.h"
 #include "scheduler/actions.h"
 
-static const char default_yaml[] = "actions: \"enqueue, allocate\"\n"
+static const char default_yaml[] = "actions: \"enqueue, reserve, allocate\"\n"
                                    "tiers:\n"
                                    "- plugins:\n"
                                    "  - name: priority\n"

@@ -6,8 +6,9 @@
 
 #include "scheduler/actions.h"
 
-#define DEFAULT_MAX_SCAN 1000
-#define DEFAULT_MIN_WAIT 0
+#define DEFAULT_MAX_SCAN  1000
+#define DEFAULT_MIN_WAIT  0
+#define DEFAULT_MIN_NODES 2
 
 /* Resources @res free on node @node at time @t (negative amounts: a reservation's hold). */
 typedef struct {
@@ -61,20 +62,42 @@ static gint64 runtime_from(GHashTable *annotations)
     return MAX(s, 1);
 }
 
-gint64 kb_reserve_job_runtime(const KbJobInfo *job)
+/* The smallest positive activeDeadlineSeconds of the job's pods, else KB_RESERVE_UNKNOWN. */
+static gint64 deadline_of(const KbJobInfo *job)
+{
+    gint64 d = KB_RESERVE_UNKNOWN;
+    for (guint i = 0; i < job->tasks->len; i++) {
+        gint64 v = ((const KbTaskInfo *)job->tasks->pdata[i])->pod->active_deadline_seconds;
+        if (v > 0)
+            d = MIN(d, v);
+    }
+    return d;
+}
+
+gint64 kb_reserve_job_runtime(const KbJobInfo *job, const KbHistory *history)
 {
     gint64 r = KB_RESERVE_UNKNOWN;
     if (job->group != NULL)
         r = runtime_from(job->group->meta.annotations);
     if (r == KB_RESERVE_UNKNOWN && job->tasks->len > 0)
         r = runtime_from(((const KbTaskInfo *)job->tasks->pdata[0])->pod->meta.annotations);
-    return r;
+    if (r == KB_RESERVE_UNKNOWN && history != NULL) {
+        gint64 gpus = 0;
+        for (guint i = 0; i < job->tasks->len; i++)
+            gpus += ((const KbTaskInfo *)job->tasks->pdata[i])->resreq.v[KB_RES_GPU];
+        gint64 h = kb_history_estimate(history, job->queue, gpus);
+        if (h > 0)
+            r = h;
+    }
+    /* The kubelet ends the pods at their deadline: no estimate may exceed it. */
+    return MIN(r, deadline_of(job));
 }
 
 static gint64 job_runtime(KbReserve *rs, const KbJobInfo *job)
 {
     if (rs->runtime[job->id] == G_MININT64)
-        rs->runtime[job->id] = kb_reserve_job_runtime(job);
+        rs->runtime[job->id] = kb_reserve_job_runtime(
+                job, rs->ssn->cache != NULL ? kb_cache_history(rs->ssn->cache) : NULL);
     return rs->runtime[job->id];
 }
 
@@ -103,12 +126,14 @@ static gint64 task_end(KbReserve *rs, const KbTaskInfo *t)
 
 /* ---- admission (allocate) ------------------------------------------------------------------- */
 
+/*
+ * The reservation rank of @job's own reservation, G_MAXUINT when it owns none. A job expected
+ * to start now (before every reservation) respects the holds too: the timeline put it on
+ * capacity the reservations leave free, and if allocate's node order put it on held capacity
+ * instead, the reserved gang's start would slip (measured: starts moving by days).
+ */
 static guint job_rank(KbReserve *rs, const KbJobInfo *job)
 {
-    /* A job the reservations were computed to start now goes first: it may not be held off by
-     * them, or it would wait for a reservation that assumed it runs. */
-    if (rs->first[job->id])
-        return 0;
     return rs->rank[job->id] > 0 ? rs->rank[job->id] - 1 : G_MAXUINT;
 }
 
@@ -191,12 +216,23 @@ static void mul_add(KbResources *dst, const KbResources *req, guint k, int sign)
     }
 }
 
+/* Is node @a busier now than node @b (fewer GPUs, then CPU, idle in @now)? */
+static gboolean busier(const KbResources *now, gint a, gint b)
+{
+    if (now[a].v[KB_RES_GPU] != now[b].v[KB_RES_GPU])
+        return now[a].v[KB_RES_GPU] < now[b].v[KB_RES_GPU];
+    return now[a].v[KB_RES_CPU] < now[b].v[KB_RES_CPU];
+}
+
 /*
  * Place @needs greedily on @free (the nodes that fit the most tasks of a class first, so that a
  * gang lands on few nodes). Without @take it only answers; with it, @take[c * n + node] receives
- * the tasks of class c put on the node and @free is charged.
+ * the tasks of class c put on the node and @free is charged. With @busy (what is idle now), ties
+ * go to the node busiest now: a reservation then holds capacity that frees by its start rather
+ * than capacity idle now, which stays usable by anyone meanwhile.
  */
-static gboolean gang_fit(KbReserve *rs, GArray *needs, KbResources *free_res, guint *take)
+static gboolean gang_fit(KbReserve *rs, GArray *needs, KbResources *free_res, guint *take,
+                         const KbResources *busy)
 {
     guint n = rs->ssn->n_nodes;
     g_autofree KbResources *scratch =
@@ -212,9 +248,10 @@ static gboolean gang_fit(KbReserve *rs, GArray *needs, KbResources *free_res, gu
                 if (!rs->usable[i] || !nd->eligible[i])
                     continue;
                 guint k = fit_count(&nd->req, &fr[i], left);
-                if (k > best)
+                if (k > best ||
+                    (k == best && k > 0 && busy != NULL && busier(busy, (gint)i, best_node)))
                     best = k, best_node = (gint)i;
-                if (best == left)
+                if (best == left && busy == NULL)
                     break;
             }
             if (best_node < 0)
@@ -235,16 +272,6 @@ static guint occupied(const KbJobInfo *job)
     return job->n_state[KB_TASK_ALLOCATED] + job->n_state[KB_TASK_BINDING] +
            job->n_state[KB_TASK_BOUND] + job->n_state[KB_TASK_RUNNING] +
            job->n_state[KB_TASK_SUCCEEDED];
-}
-
-static gint cand_cmp(gconstpointer x, gconstpointer y)
-{
-    const KbJobInfo *a = *(KbJobInfo *const *)x, *b = *(KbJobInfo *const *)y;
-    if (a->priority != b->priority)
-        return a->priority > b->priority ? -1 : 1;
-    if (a->creation_timestamp != b->creation_timestamp)
-        return a->creation_timestamp < b->creation_timestamp ? -1 : 1;
-    return strcmp(a->key, b->key);
 }
 
 /*
@@ -281,10 +308,85 @@ static gboolean within_share(KbReserve *rs, const KbJobInfo *job, gint64 t)
     return TRUE;
 }
 
-static GPtrArray *candidates(KbSession *ssn, gint64 min_wait, guint min_gpus)
+typedef struct {
+    gint64 min_wait;
+    guint min_gpus, min_nodes;
+    guint8 *starving;    /* per job id */
+    KbResources largest; /* per slot, the most any usable node has allocatable */
+} Eligibility;
+
+static gboolean node_usable(const KbNodeInfo *ni)
+{
+    return ni->present && ni->node != NULL && ni->node->ready && !ni->node->unschedulable;
+}
+
+static void largest_node(KbSession *ssn, KbResources *out)
+{
+    kb_resources_clear(out);
+    for (guint i = 0; i < ssn->n_nodes; i++) {
+        if (!node_usable(&ssn->nodes[i]))
+            continue;
+        for (int s = 0; s < KB_RES_MAX; s++)
+            out->v[s] = MAX(out->v[s], ssn->nodes[i].allocatable.v[s]);
+    }
+}
+
+/*
+ * How many nodes @job's minimum takes at least: 1 when some usable node's allocatable holds it
+ * whole, else the larger of 2 and its GPUs over the most GPUs a node has (predicates ignored).
+ */
+static guint nodes_spanned(KbSession *ssn, const KbJobInfo *job, const Eligibility *el)
+{
+    KbResources need;
+    kb_session_job_min_request(job, &need);
+    /* Past the largest node in some resource: no node holds it, no need to look at each. */
+    for (guint i = 0; kb_resources_fit(&need, &el->largest) && i < ssn->n_nodes; i++) {
+        if (node_usable(&ssn->nodes[i]) && kb_resources_fit(&need, &ssn->nodes[i].allocatable))
+            return 1;
+    }
+    gint64 most_gpus = el->largest.v[KB_RES_GPU];
+    if (most_gpus <= 0 || need.v[KB_RES_GPU] <= 0)
+        return 2;
+    return (guint)MAX(2, (need.v[KB_RES_GPU] + most_gpus - 1) / most_gpus);
+}
+
+/* May @job get a reservation: it waited minWait, asks minGPUs and spans minNodes. */
+static gboolean starving(KbSession *ssn, const KbJobInfo *job, const Eligibility *el)
+{
+    if (el->min_wait > 0 && ssn->now - job->creation_timestamp < el->min_wait)
+        return FALSE;
+    if (el->min_gpus > 1) {
+        KbResources need;
+        kb_session_job_min_request(job, &need);
+        if (need.v[KB_RES_GPU] < (gint64)el->min_gpus)
+            return FALSE;
+    }
+    return el->min_nodes <= 1 || nodes_spanned(ssn, job, el) >= el->min_nodes;
+}
+
+static gint cand_cmp(gconstpointer x, gconstpointer y, gpointer data)
+{
+    const KbJobInfo *a = *(KbJobInfo *const *)x, *b = *(KbJobInfo *const *)y;
+    const guint8 *st = data;
+    if (a->priority != b->priority)
+        return a->priority > b->priority ? -1 : 1;
+    if (st[a->id] != st[b->id])
+        return st[a->id] ? -1 : 1;
+    if (a->creation_timestamp != b->creation_timestamp)
+        return a->creation_timestamp < b->creation_timestamp ? -1 : 1;
+    return strcmp(a->key, b->key);
+}
+
+/*
+ * The waiting jobs, by priority, then the gangs that may get a reservation (starving, see
+ * Eligibility) before the others, then age. A starving gang goes before older jobs of the same
+ * priority that need no reservation: otherwise each time its reserved capacity frees, an older
+ * job that fits it (one node, say) is expected to start first and takes it, and the gang's start
+ * slips again (measured on the Philly trace: by days, for every 16-GPU gang).
+ */
+static GPtrArray *candidates(KbSession *ssn, Eligibility *el)
 {
     GPtrArray *out = g_ptr_array_new();
-    g_autoptr(GString) why = g_string_new(NULL);
     for (guint j = 0; j < ssn->jobs->len; j++) {
         KbJobInfo *job = ssn->jobs->pdata[j];
         if (!ssn->job_scratch[j].ready_to_schedule || job->n_state[KB_TASK_PENDING] == 0)
@@ -293,17 +395,10 @@ static GPtrArray *candidates(KbSession *ssn, gint64 min_wait, guint min_gpus)
             continue;
         if (occupied(job) >= (guint)job->min_member)
             continue;
-        if (min_wait > 0 && ssn->now - job->creation_timestamp < min_wait)
-            continue;
-        if (min_gpus > 1) {
-            KbResources need;
-            kb_session_job_min_request(job, &need);
-            if (need.v[KB_RES_GPU] < (gint64)min_gpus)
-                continue;
-        }
+        el->starving[job->id] = starving(ssn, job, el);
         g_ptr_array_add(out, job);
     }
-    g_ptr_array_sort(out, cand_cmp);
+    g_ptr_array_sort_with_data(out, cand_cmp, el->starving);
     return out;
 }
 
@@ -399,7 +494,7 @@ static void start_now(KbReserve *rs, const KbJobInfo *job, GArray *needs)
 {
     guint n = rs->ssn->n_nodes;
     g_autofree guint *take = g_new0(guint, MAX(needs->len * n, 1));
-    if (!gang_fit(rs, needs, rs->free_now, take))
+    if (!gang_fit(rs, needs, rs->free_now, take, NULL))
         return;
     gint64 end = add_time(rs->ssn->now, job_runtime(rs, job));
     for (guint c = 0; c < needs->len; c++) {
@@ -528,7 +623,7 @@ static gboolean fits_at(KbReserve *rs, GArray *needs, const KbResources *fr, KbR
     if (needs->len != 1) {
         memcpy(capped, fr, sizeof(KbResources) * n);
         cap_by_holds(rs, capped, t, end);
-        return gang_fit(rs, needs, capped, NULL);
+        return gang_fit(rs, needs, capped, NULL, NULL);
     }
     const Need *nd = &g_array_index(needs, Need, 0);
     if (k->total < nd->count)
@@ -609,13 +704,122 @@ static gboolean reserve_job(KbReserve *rs, KbJobInfo *job, GArray *needs)
     g_autofree guint *take = g_new0(guint, MAX(needs->len * n, 1));
     memcpy(capped, fr, sizeof(KbResources) * n);
     cap_by_holds(rs, capped, t, add_time(t, run));
-    gang_fit(rs, needs, capped, take);
+    gang_fit(rs, needs, capped, take, rs->free_now);
     KbReservation rv = {job, t, add_time(t, run), 0, NULL, NULL};
     reservation_nodes(rs, &rv, needs, take);
     add_holds(rs, &rv, rs->list->len, fr);
     g_array_append_val(rs->list, rv);
     rs->rank[job->id] = rs->list->len;
     return TRUE;
+}
+
+/* ---- admission around the holds ------------------------------------------------------------- */
+
+static gint job_order_cmp(gconstpointer a, gconstpointer b, gpointer data)
+{
+    return kb_session_job_order(data, *(KbJobInfo *const *)a, *(KbJobInfo *const *)b);
+}
+
+/* Idle capacity now: @all over usable nodes, @open what jobs that must respect the holds may use
+ * (each node's idle capped by the budgets of its holds). */
+static void idle_budgets(KbReserve *rs, KbResources *all, KbResources *open)
+{
+    KbSession *ssn = rs->ssn;
+    kb_resources_clear(all);
+    kb_resources_clear(open);
+    for (guint i = 0; i < ssn->n_nodes; i++) {
+        if (!rs->usable[i])
+            continue;
+        KbResources idle = ssn->nodes[i].idle, o;
+        for (int s = 0; s < KB_RES_MAX; s++)
+            idle.v[s] = MAX(idle.v[s], 0);
+        o = idle;
+        for (gint h = rs->head[i]; h >= 0; h = g_array_index(rs->holds, Hold, h).next) {
+            const KbResources *b = &g_array_index(rs->holds, Hold, h).budget;
+            for (int s = 0; s < KB_RES_MAX; s++)
+                o.v[s] = CLAMP(b->v[s], 0, o.v[s]);
+        }
+        kb_resources_add(all, &idle);
+        kb_resources_add(open, &o);
+    }
+}
+
+/* A job with nothing placed, neither reserved nor expected to start first: admission is ours. */
+static gboolean readmittable(KbReserve *rs, const KbJobInfo *job)
+{
+    if (rs->rank[job->id] != 0 || rs->first[job->id] || occupied(job) != 0 ||
+        job->n_state[KB_TASK_PENDING] == 0 || !rs->ssn->job_scratch[job->id].ready_to_schedule)
+        return FALSE;
+    return job->phase == KB_JOB_PENDING || job->phase == KB_JOB_INQUEUE;
+}
+
+/*
+ * enqueue admitted jobs against all idle capacity, the reserved capacity included. A job that
+ * would run past a reservation's start may not use that capacity, and while it sits admitted
+ * but unplaceable it takes the admission budget of the jobs that could backfill, which then
+ * never get admitted: the reserved capacity stays idle. So redo the admission of the jobs with
+ * nothing placed, in job order, against two budgets: all idle capacity, and the capacity the
+ * holds leave open (for jobs expected to run past the earliest reservation start, or without an
+ * estimate). A job that no longer fits goes back to Pending; a Pending one that now fits (a
+ * short job, typically) is admitted, if the plugins allow it (enqueueable).
+ */
+static void admit_around_holds(KbReserve *rs)
+{
+    KbSession *ssn = rs->ssn;
+    if (rs->holds->len == 0)
+        return;
+    KbResources all, open;
+    idle_budgets(rs, &all, &open);
+    gint64 first_t = KB_RESERVE_UNKNOWN;
+    for (guint h = 0; h < rs->holds->len; h++)
+        first_t = MIN(first_t, g_array_index(rs->holds, Hold, h).t);
+    g_autoptr(GPtrArray) mine = g_ptr_array_new();
+    for (guint j = 0; j < ssn->jobs->len; j++) {
+        KbJobInfo *job = ssn->jobs->pdata[j];
+        if (readmittable(rs, job)) {
+            g_ptr_array_add(mine, job);
+        } else if (job->phase == KB_JOB_INQUEUE) {
+            KbResources need;
+            kb_session_job_min_request(job, &need);
+            kb_resources_sub(&need, &job->allocated);
+            for (int s = 0; s < KB_RES_MAX; s++) {
+                all.v[s] -= MAX(need.v[s], 0);
+                open.v[s] -= MAX(need.v[s], 0);
+            }
+        }
+    }
+    g_ptr_array_sort_with_data(mine, job_order_cmp, ssn);
+    g_autoptr(GString) why = g_string_new(NULL);
+    for (guint j = 0; j < mine->len; j++) {
+        KbJobInfo *job = mine->pdata[j];
+        KbResources need;
+        kb_session_job_min_request(job, &need);
+        gboolean respects = runs_past(rs, job, first_t);
+        gboolean fits =
+                kb_resources_fit(&need, &all) && (!respects || kb_resources_fit(&need, &open));
+        if (job->phase == KB_JOB_PENDING) {
+            g_string_truncate(why, 0);
+            if (!fits || !kb_session_job_enqueueable(ssn, job, why))
+                continue;
+            job->phase = KB_JOB_INQUEUE;
+            kb_session_job_enqueued(ssn, job);
+        } else if (!fits) {
+            job->phase = KB_JOB_PENDING;
+            kb_session_job_dequeued(ssn, job);
+            kb_session_job_note(ssn, job, "NotEnoughResources",
+                                "not admitted: the free capacity is reserved for a waiting gang "
+                                "and the job is expected to run past the reservation's start");
+            continue;
+        }
+        for (int s = 0; s < KB_RES_MAX; s++) {
+            gint64 slack = MAX(all.v[s] - open.v[s], 0); /* held: backfill takes it first */
+            all.v[s] -= need.v[s];
+            if (respects)
+                open.v[s] -= need.v[s];
+            else if (need.v[s] > slack)
+                open.v[s] -= need.v[s] - slack;
+        }
+    }
 }
 
 /* ---- the action ----------------------------------------------------------------------------- */
@@ -671,9 +875,25 @@ static void reserve_execute(KbSession *ssn)
             (guint)CLAMP(kb_conf_plugin_arg_double(cf, "maxScan", DEFAULT_MAX_SCAN), 1, 1000000);
     kb_reserve_free(ssn->reserve);
     KbReserve *rs = ssn->reserve = reserve_new(ssn);
-    gint64 min_wait = kb_conf_arg_duration(cf, "minWait", DEFAULT_MIN_WAIT);
-    guint min_gpus = (guint)CLAMP(kb_conf_plugin_arg_double(cf, "minGPUs", 0), 0, 1000000);
-    g_autoptr(GPtrArray) cands = candidates(ssn, min_wait, min_gpus);
+    if (ssn->cache != NULL)
+        kb_history_stamp(kb_cache_history(ssn->cache), ssn->now);
+    g_autofree guint8 *starving_by_id = g_new0(guint8, MAX(ssn->jobs->len, 1));
+    Eligibility el = {
+            kb_conf_arg_duration(cf, "minWait", DEFAULT_MIN_WAIT),
+            (guint)CLAMP(kb_conf_plugin_arg_double(cf, "minGPUs", 0), 0, 1000000),
+            (guint)CLAMP(kb_conf_plugin_arg_double(cf, "minNodes", DEFAULT_MIN_NODES), 1, 1000000),
+            starving_by_id,
+            {{0}},
+    };
+    largest_node(ssn, &el.largest);
+    g_autoptr(GPtrArray) cands = candidates(ssn, &el);
+    /*
+     * Even without a starving gang the walk below matters: it admits the jobs that fit the idle
+     * capacity node by node, where enqueue admits against the cluster's idle total and a job
+     * that fits no node (fragmentation) then sits admitted, taking the budget of jobs that fit
+     * (measured on the Philly slice: 23.35 h mean JCT when this action returns early without a
+     * starving gang, 15.59 h with the walk).
+     */
     if (cands->len == 0)
         return;
     timeline_init(rs);
@@ -684,28 +904,38 @@ static void reserve_execute(KbSession *ssn)
         if (!may_reserve(ssn, job, why))
             continue;
         job_needs(rs, job, needs);
-        if (gang_fit(rs, needs, rs->free_now, NULL)) {
-            /*
-             * Expected to start now; jobs after the first reservation are allocate's. A job that
-             * fits is admitted here: the jobs enqueue admitted meanwhile (held off the reserved
-             * capacity) would otherwise keep a reserved job out of Inqueue once its capacity is
-             * free.
-             */
-            if (rs->list->len == 0) {
-                start_now(rs, job, needs);
-                rs->first[job->id] = TRUE;
-                if (job->phase == KB_JOB_PENDING) {
-                    job->phase = KB_JOB_INQUEUE;
-                    kb_session_job_enqueued(ssn, job);
-                }
+        gboolean fits = gang_fit(rs, needs, rs->free_now, NULL, NULL);
+        gboolean big = el.starving[job->id];
+        /*
+         * A gang that may hold a reservation gets one even when it fits now (starting now):
+         * else the capacity it waited for goes, in allocate's job order, to whichever admitted
+         * job comes first, and its start slips again (measured: by days).
+         */
+        if (big && reserve_job(rs, job, needs)) {
+            const KbReservation *rv = &g_array_index(rs->list, KbReservation, rs->list->len - 1);
+            if (rv->start <= ssn->now && job->phase == KB_JOB_PENDING) {
+                job->phase = KB_JOB_INQUEUE;
+                kb_session_job_enqueued(ssn, job);
             }
             continue;
         }
-        /* A reserved job stays Pending until it fits: admitting it now would make enqueue count
-         * its whole request against the idle capacity and hold every other job out. */
-        reserve_job(rs, job, needs);
+        /*
+         * Expected to start now; jobs after the first reservation are allocate's. A job that
+         * fits is admitted here: the jobs enqueue admitted meanwhile (held off the reserved
+         * capacity) would otherwise keep a reserved job out of Inqueue once its capacity is
+         * free.
+         */
+        if (fits && rs->list->len == 0) {
+            start_now(rs, job, needs);
+            rs->first[job->id] = TRUE;
+            if (job->phase == KB_JOB_PENDING) {
+                job->phase = KB_JOB_INQUEUE;
+                kb_session_job_enqueued(ssn, job);
+            }
+        }
     }
     needs_clear(needs);
+    admit_around_holds(rs);
 }
 
 const struct kb_action_ops kb_action_reserve = {

@@ -340,6 +340,14 @@ void kb_session_job_enqueued(KbSession *ssn, const KbJobInfo *job)
     }
 }
 
+void kb_session_job_dequeued(KbSession *ssn, const KbJobInfo *job)
+{
+    for (guint i = 0; i < ssn->n_plugins; i++) {
+        if (ssn->plugins[i].ops->on_job_dequeued != NULL)
+            ssn->plugins[i].ops->on_job_dequeued(ssn->plugins[i].state, job);
+    }
+}
+
 void kb_session_job_min_request(const KbJobInfo *job, KbResources *out)
 {
     kb_resources_clear(out);

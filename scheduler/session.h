@@ -136,6 +136,8 @@ void kb_session_deallocate(KbSession *ssn, KbTaskInfo *task);
 
 /* Tell the plugins that the enqueue action admitted @job. */
 void kb_session_job_enqueued(KbSession *ssn, const KbJobInfo *job);
+/* Tell the plugins that an admitted @job with nothing placed went back to Pending. */
+void kb_session_job_dequeued(KbSession *ssn, const KbJobInfo *job);
 /*
  * The least a job needs to start: its group's minResources when given, else the requests of
  * minMember of its tasks (occupied tasks first, then pending ones in index order). Into @out.

@@ -116,6 +116,35 @@ static void test_values(void)
     g_assert_true(check_same(text, strlen(text)));
 }
 
+/* activeDeadlineSeconds (an estimate for reserve): kept when positive, else 0; the same from
+ * both decoders; not an integer is the same error from both, naming it. */
+static void test_deadline(void)
+{
+    static const struct {
+        const char *value;
+        gint64 want;
+    } rows[] = {{"3600", 3600}, {"0", 0}, {"-5", 0}, {"9223372036854775807", G_MAXINT64}};
+    for (guint i = 0; i < G_N_ELEMENTS(rows); i++) {
+        g_autofree char *text = g_strdup_printf(
+                "{\"metadata\":{\"name\":\"p\",\"namespace\":\"d\"},\"spec\":{"
+                "\"containers\":[],\"activeDeadlineSeconds\":%s}}",
+                rows[i].value);
+        g_autoptr(GError) error = NULL;
+        g_autoptr(KbPod) pod = kb_pod_decode_bytes(text, strlen(text), &error);
+        g_assert_no_error(error);
+        g_assert_cmpint(pod->active_deadline_seconds, ==, rows[i].want);
+        g_assert_true(check_same(text, strlen(text)));
+    }
+    const char *bad = "{\"metadata\":{\"name\":\"p\",\"namespace\":\"d\"},\"spec\":{"
+                      "\"containers\":[],\"activeDeadlineSeconds\":\"1h\"}}";
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbPod) pod = kb_pod_decode_bytes(bad, strlen(bad), &error);
+    g_assert_null(pod);
+    g_assert_nonnull(error);
+    g_assert_nonnull(strstr(error->message, "activeDeadlineSeconds"));
+    g_assert_false(check_same(bad, strlen(bad)));
+}
+
 /* Claims (persistentVolumeClaim and ephemeral volumes, others dropped) and scheduling gates,
  * the same from both decoders. */
 static void test_claims_and_gates(void)
@@ -447,6 +476,7 @@ int main(int argc, char **argv)
     g_test_add_func("/kube/pod-fast/same/bench-pods", test_bench_pods);
     g_test_add_func("/kube/pod-fast/same/values", test_values);
     g_test_add_func("/kube/pod-fast/same/claims-and-gates", test_claims_and_gates);
+    g_test_add_func("/kube/pod-fast/same/active-deadline", test_deadline);
     for (gsize i = 0; i < G_N_ELEMENTS(bad_pods); i++) {
         g_autofree char *p = g_strdup_printf("/kube/pod-fast/malformed/%" G_GSIZE_FORMAT, i);
         g_test_add_data_func(p, bad_pods[i], test_bad);

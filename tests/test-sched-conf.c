@@ -7,10 +7,11 @@
 static void test_default(void)
 {
     g_autoptr(KbConf) conf = kb_conf_new_default();
-    g_assert_cmpuint(conf->n_actions, ==, 2);
+    g_assert_cmpuint(conf->n_actions, ==, 3);
     g_assert_cmpstr(conf->actions[0], ==, "enqueue");
-    g_assert_cmpstr(conf->actions[1], ==, "allocate");
-    g_assert_null(conf->actions[2]);
+    g_assert_cmpstr(conf->actions[1], ==, "reserve");
+    g_assert_cmpstr(conf->actions[2], ==, "allocate");
+    g_assert_null(conf->actions[3]);
     g_assert_cmpuint(conf->n_tiers, ==, 2);
     g_assert_cmpuint(conf->tiers[0].n_plugins, ==, 3);
     g_assert_cmpstr(conf->tiers[0].plugins[1].name, ==, "gang");
@@ -34,6 +35,7 @@ static void test_deploy_file_matches(void)
     g_assert_no_error(error);
     g_assert_cmpuint(conf->n_tiers, ==, 2);
     g_assert_nonnull(kb_conf_find_plugin(conf, "proportion"));
+    g_assert_true(kb_conf_has_action(conf, "reserve"));
 }
 
 static void test_switches(void)

@@ -25,7 +25,8 @@ typedef KbTestSched Fx;
  * A job: PodGroup @name (minMember @n, queue @queue or the default, class @pc) with @n pods of
  * @gpus GPUs. @nodes: NULL for pending pods, else a node per pod (Running there since
  * @started, seconds after T_2026, which is also the creation time of the group and pods).
- * @runtime: the expected-runtime annotation on the pods, or NULL.
+ * @runtime: the expected-runtime annotation on the pods, or NULL. @deadline: the pods'
+ * activeDeadlineSeconds, 0 for none.
  */
 typedef struct {
     const char *name;
@@ -36,6 +37,7 @@ typedef struct {
     const char *nodes;
     gint64 started;
     const char *runtime;
+    gint64 deadline;
 } JobSpec;
 
 /* After the cycle: @job got @binds placements and, with @message, its condition contains it
@@ -109,6 +111,10 @@ static void add_job(Fx *fx, const JobSpec *j)
             j->runtime != NULL
                     ? g_strdup_printf(",\"" KB_RESERVE_RUNTIME_ANNOTATION "\":\"%s\"", j->runtime)
                     : g_strdup("");
+    g_autofree char *dl =
+            j->deadline > 0
+                    ? g_strdup_printf(",\"activeDeadlineSeconds\":%" G_GINT64_FORMAT, j->deadline)
+                    : g_strdup("");
     for (guint i = 0; i < j->n; i++) {
         g_autofree char *node = nodes != NULL && nodes[i] != NULL
                                         ? g_strdup_printf(",\"nodeName\":\"%s\"", nodes[i])
@@ -117,10 +123,10 @@ static void add_job(Fx *fx, const JobSpec *j)
                 "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s-%u\","
                 "\"namespace\":\"team\",\"uid\":\"u-%s-%u\",\"creationTimestamp\":\"%s\","
                 "\"annotations\":{\"scheduling.k8s.io/group-name\":\"%s\"%s}},\"spec\":{"
-                "\"schedulerName\":\"kube-batchd\"%s%s,\"containers\":[{\"name\":\"c\","
+                "\"schedulerName\":\"kube-batchd\"%s%s%s,\"containers\":[{\"name\":\"c\","
                 "\"resources\":{\"requests\":{\"cpu\":\"1\",\"memory\":\"1Gi\","
                 "\"nvidia.com/gpu\":%d}}}]},\"status\":{\"phase\":\"%s\"}}",
-                j->name, i, j->name, i, ts, j->name, rt, node, pc, j->gpus,
+                j->name, i, j->name, i, ts, j->name, rt, node, pc, dl, j->gpus,
                 nodes != NULL ? "Running" : "Pending");
         kb_test_sched_put_pod(fx, kb_test_sched_parse(json));
     }
@@ -275,7 +281,7 @@ static const Case cases[] = {
          * on n1 at 1h but runs 10h, across big's start at 2h; it waits for n3 at 3h. */
         {"/scheduler/reserve/second-reservation-after-first",
          RESERVE,
-         "- name: reserve\n  arguments:\n    maxReservations: 2\n",
+         "- name: reserve\n  arguments:\n    maxReservations: 2\n    minNodes: 1\n",
          3,
          NULL,
          {BUSY_N1,
@@ -288,7 +294,7 @@ static const Case cases[] = {
         /* One reservation by default. */
         {"/scheduler/reserve/one-by-default",
          RESERVE,
-         NULL,
+         "- name: reserve\n  arguments:\n    minNodes: 1\n",
          3,
          NULL,
          {BUSY_N1,
@@ -308,6 +314,107 @@ static const Case cases[] = {
           {"abig", "a", NULL, 2, 8, NULL, 9 * 3600 + 60, "10h"},
           {"bsmall", "b", NULL, 1, 4, NULL, 9 * 3600 + 120, "10h"}},
          {{"bsmall", 1, NULL}, {"abig", 0, "!reserved"}}},
+        /* activeDeadlineSeconds is an estimate: a job killed within 90m backfills. */
+        {"/scheduler/reserve/deadline-backfills",
+         RESERVE,
+         NULL,
+         2,
+         NULL,
+         {BUSY_N1, BUSY_N2, BIG, {"small", NULL, NULL, 1, 4, NULL, 9 * 3600 + 120, NULL, 5400}},
+         {{"small", 1, NULL}, {"big", 0, "reserved 2 nodes, expected start in 2h00m"}}},
+        /* The deadline caps a longer annotation: the job cannot run past it. */
+        {"/scheduler/reserve/deadline-caps-annotation",
+         RESERVE,
+         NULL,
+         2,
+         NULL,
+         {BUSY_N1, BUSY_N2, BIG, {"small", NULL, NULL, 1, 4, NULL, 9 * 3600 + 120, "5h", 3600}},
+         {{"small", 1, NULL}}},
+        /* A deadline past the reservation's start: kept off like any long job. */
+        {"/scheduler/reserve/long-deadline-kept-off",
+         RESERVE,
+         NULL,
+         2,
+         NULL,
+         {BUSY_N1, BUSY_N2, BIG, {"small", NULL, NULL, 1, 4, NULL, 9 * 3600 + 120, NULL, 3 * 3600}},
+         {{"small", 0, "reserved for a waiting gang"}, {"big", 0, "reserved 2 nodes"}}},
+        /* minWait: a gang that waited less than 2h gets no reservation yet; the long job takes
+         * n2's free GPUs. */
+        {"/scheduler/reserve/min-wait-not-yet",
+         RESERVE,
+         "- name: reserve\n  arguments:\n    minWait: 2h\n",
+         2,
+         NULL,
+         {BUSY_N1, BUSY_N2, BIG, {"small", NULL, NULL, 1, 4, NULL, 9 * 3600 + 120, "5h"}},
+         {{"small", 1, NULL}, {"big", 0, "!reserved"}}},
+        /* ... and once it has waited that long, it gets one (created 9h after T, now 10h). */
+        {"/scheduler/reserve/min-wait-reached",
+         RESERVE,
+         "- name: reserve\n  arguments:\n    minWait: 50m\n",
+         2,
+         NULL,
+         {BUSY_N1, BUSY_N2, BIG, {"small", NULL, NULL, 1, 4, NULL, 9 * 3600 + 120, "5h"}},
+         {{"small", 0, "reserved for a waiting gang"}, {"big", 0, "reserved 2 nodes"}}},
+        /* By default (minNodes 2) a gang that fits one node gets no reservation: packing frees
+         * whole nodes for it. */
+        {"/scheduler/reserve/one-node-gang-not-reserved",
+         RESERVE,
+         NULL,
+         2,
+         NULL,
+         {BUSY_N1,
+          BUSY_N2,
+          {"one", NULL, NULL, 1, 8, NULL, 9 * 3600 + 60, "10h"},
+          {"small", NULL, NULL, 1, 4, NULL, 9 * 3600 + 120, "5h"}},
+         {{"small", 1, NULL}, {"one", 0, "!reserved"}}},
+        /* ... unless minNodes is 1: it reserves n1 (free in 1h); n2's free GPUs stay anyone's. */
+        {"/scheduler/reserve/one-node-gang-min-nodes-1",
+         RESERVE,
+         "- name: reserve\n  arguments:\n    minNodes: 1\n",
+         2,
+         NULL,
+         {BUSY_N1,
+          BUSY_N2,
+          {"one", NULL, NULL, 1, 8, NULL, 9 * 3600 + 60, "10h"},
+          {"small", NULL, NULL, 1, 4, NULL, 9 * 3600 + 120, "5h"}},
+         {{"small", 1, NULL}, {"one", 0, "reserved 1 node, expected start in 1h00m"}}},
+        /* A starving gang goes before an older job that needs no reservation: the older 10h
+         * job fits n1 now, but would hold it across the gang's start at 2h. */
+        {"/scheduler/reserve/starving-gang-before-older-job",
+         RESERVE,
+         NULL,
+         2,
+         NULL,
+         {{"a2", NULL, NULL, 1, 8, "n2", 9 * 3600, "3h"},
+          {"older", NULL, NULL, 1, 8, NULL, 9 * 3600 + 30, "10h"},
+          BIG},
+         {{"older", 0, "reserved for a waiting gang"},
+          {"big", 0, "reserved 2 nodes, expected start in 2h00m"}}},
+        /* A starving gang whose nodes are free now holds them while it starts: the older job
+         * that would also fit does not take them. */
+        {"/scheduler/reserve/starving-gang-starts-first",
+         RESERVE,
+         NULL,
+         2,
+         NULL,
+         {{"older", NULL, NULL, 1, 8, NULL, 9 * 3600 + 30, "10h"}, BIG},
+         {{"big", 2, NULL}, {"older", 0, NULL}}},
+        /* enqueue admits the long job first (job order) against all idle GPUs, the held ones
+         * included; it cannot use them, and the short job behind it would never be admitted:
+         * the long one goes back to Pending and the short one backfills. */
+        {"/scheduler/reserve/admission-around-holds",
+         RESERVE,
+         NULL,
+         2,
+         NULL,
+         {BUSY_N1,
+          BUSY_N2,
+          BIG,
+          {"long", NULL, NULL, 1, 4, NULL, 9 * 3600 + 120, "5h"},
+          {"short", NULL, NULL, 1, 4, NULL, 9 * 3600 + 180, "90m"}},
+         {{"short", 1, NULL},
+          {"long", 0, "expected to run past the reservation's start"},
+          {"big", 0, "reserved 2 nodes"}}},
         /* When the reserved capacity is free, the gang starts (admitted though Pending). */
         {"/scheduler/reserve/starts-when-free",
          RESERVE,
@@ -367,9 +474,115 @@ static void test_runtime_annotation(void)
         Fx *fx = fx_for(&c);
         KbJobInfo *job = kb_cache_lookup_job(fx->cache, "team", "j");
         g_assert_nonnull(job);
-        g_assert_cmpint(kb_reserve_job_runtime(job), ==, rows[i].want);
+        g_assert_cmpint(kb_reserve_job_runtime(job, NULL), ==, rows[i].want);
         kb_test_sched_free(fx);
     }
+}
+
+/*
+ * Which estimate wins: the annotation, else the queue's history; activeDeadlineSeconds caps
+ * either and stands alone when neither exists.
+ */
+static void test_runtime_sources(void)
+{
+    KbHistory *hist = kb_history_new();
+    /* Queue "default", 1-GPU jobs: 10 samples 100..1000 s; the 90th percentile is 900 s. */
+    for (int i = 1; i <= 10; i++)
+        kb_history_add(hist, "default", 1, i * 100);
+    static const struct {
+        const char *annotation;
+        gint64 deadline;
+        gboolean history;
+        gint64 want;
+    } rows[] = {
+            {"2h", 0, FALSE, 7200},                 /* annotation alone */
+            {"2h", 0, TRUE, 7200},                  /* annotation beats history */
+            {NULL, 0, TRUE, 900},                   /* history alone: its 90th percentile */
+            {NULL, 3000, FALSE, 3000},              /* deadline alone */
+            {"2h", 3000, TRUE, 3000},               /* deadline caps the annotation */
+            {"30m", 3000, FALSE, 1800},             /* a shorter annotation stands */
+            {NULL, 600, TRUE, 600},                 /* deadline caps history */
+            {NULL, 0, FALSE, KB_RESERVE_UNKNOWN},   /* nothing */
+            {"soon", 0, FALSE, KB_RESERVE_UNKNOWN}, /* a bad annotation is none */
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(rows); i++) {
+        Case c = {"",      RESERVE,
+                  NULL,    1,
+                  NULL,    {{"j", NULL, NULL, 1, 1, NULL, 0, rows[i].annotation, rows[i].deadline}},
+                  {{NULL}}};
+        Fx *fx = fx_for(&c);
+        KbJobInfo *job = kb_cache_lookup_job(fx->cache, "team", "j");
+        g_assert_nonnull(job);
+        g_test_message("row %u", i);
+        g_assert_cmpint(kb_reserve_job_runtime(job, rows[i].history ? hist : NULL), ==,
+                        rows[i].want);
+        kb_test_sched_free(fx);
+    }
+    kb_history_free(hist);
+}
+
+static void test_history(void)
+{
+    KbHistory *h = kb_history_new();
+    /* Too few samples: no estimate. */
+    for (int i = 0; i < KB_HISTORY_MIN_SAMPLES - 1; i++)
+        kb_history_add(h, "q", 8, 3600);
+    g_assert_cmpint(kb_history_estimate(h, "q", 8), ==, -1);
+    kb_history_add(h, "q", 8, 7200);
+    g_assert_cmpint(kb_history_estimate(h, "q", 8), ==, 7200);
+    /* Same bucket (5-8 GPUs), other queue or other bucket: none. */
+    g_assert_cmpint(kb_history_estimate(h, "q", 5), ==, 7200);
+    g_assert_cmpint(kb_history_estimate(h, "q", 16), ==, -1);
+    g_assert_cmpint(kb_history_estimate(h, "other", 8), ==, -1);
+    /* Only the last KB_HISTORY_KEEP count: short jobs push the old long ones out. */
+    for (int i = 0; i < KB_HISTORY_KEEP; i++)
+        kb_history_add(h, "q", 8, 60);
+    g_assert_cmpint(kb_history_estimate(h, "q", 8), ==, 60);
+    /* Finished jobs are stamped with the next cycle's clock. */
+    for (int i = 0; i < KB_HISTORY_MIN_SAMPLES; i++)
+        kb_history_finished(h, "r", 1, 1000 + i);
+    g_assert_cmpint(kb_history_estimate(h, "r", 1), ==, -1);
+    kb_history_stamp(h, 5000);
+    g_assert_cmpint(kb_history_estimate(h, "r", 1), ==, 4000);
+    kb_history_free(h);
+}
+
+/* The cache records a job the scheduler bound when its pods succeed; reserve stamps it. */
+static void test_history_from_cache(void)
+{
+    static const Case c = {"", RESERVE, NULL, 1, NULL, {{NULL}}, {{NULL}}};
+    Fx *fx = fx_for(&c);
+    KbHistory *h = kb_cache_history(fx->cache);
+    for (int round = 0; round <= KB_HISTORY_MIN_SAMPLES; round++) {
+        /* Stamps the job of the round before, which ended 1800 s after its bind confirmed. */
+        kb_test_sched_run(fx);
+        if (round == KB_HISTORY_MIN_SAMPLES)
+            break;
+        g_assert_cmpint(kb_history_estimate(h, "default", 4), ==, -1);
+        g_autofree char *name = g_strdup_printf("j%d", round);
+        JobSpec j = {name, NULL, NULL, 2, 2, NULL, 9 * 3600, NULL, 0};
+        add_job(fx, &j);
+        kb_test_sched_run(fx);
+        g_autofree char *key = g_strdup_printf("team/%s", name);
+        g_assert_cmpuint(kb_test_sched_binds(fx, key), ==, 2);
+        kb_test_sched_confirm_all(fx, FALSE);
+        fx->now += 1800;
+        for (int k = 0; k < 2; k++) {
+            g_autofree char *pod = g_strdup_printf("team/%s-%d", name, k);
+            json_object *o = g_hash_table_lookup(fx->pods, pod);
+            g_assert_nonnull(o);
+            json_object *copy = NULL;
+            json_object_deep_copy(o, &copy, NULL);
+            json_object *status = NULL;
+            json_object_object_get_ex(copy, "status", &status);
+            json_object_object_add(status, "phase", json_object_new_string("Succeeded"));
+            kb_test_sched_put_pod(fx, copy);
+        }
+    }
+    g_assert_cmpint(kb_history_estimate(h, "default", 4), ==, 1800);
+    /* A job that failed or never ran through the scheduler is no sample: other buckets empty. */
+    g_assert_cmpint(kb_history_estimate(h, "default", 1), ==, -1);
+    kb_test_sched_free(fx);
 }
 
 int main(int argc, char **argv)
@@ -379,5 +592,8 @@ int main(int argc, char **argv)
         g_test_add_data_func(cases[i].path, &cases[i], test_case);
     g_test_add_func("/scheduler/reserve/starts-in-order", test_starts_in_order);
     g_test_add_func("/scheduler/reserve/runtime-annotation", test_runtime_annotation);
+    g_test_add_func("/scheduler/reserve/runtime-sources", test_runtime_sources);
+    g_test_add_func("/scheduler/reserve/history", test_history);
+    g_test_add_func("/scheduler/reserve/history-from-cache", test_history_from_cache);
     return g_test_run();
 }
