@@ -173,7 +173,7 @@ typedef struct {
     char *from, *pack, *baseline, *restart_cost, *plot_dir, *summary_json, *synthetic;
     char **configs, **conf_files, **weights;
     char *queue_tree;
-    gboolean skip_bad_rows, no_queues, scaling;
+    gboolean skip_bad_rows, no_queues, scaling, no_skip, check_skips;
 } Opts;
 
 static gboolean parse_options(int argc, char **argv, Opts *o, GError **error)
@@ -253,6 +253,12 @@ static gboolean parse_options(int argc, char **argv, Opts *o, GError **error)
              "also reports queue shares against deserved shares per queue and per level",
              "FILE"},
             {"no-queues", 0, 0, G_OPTION_ARG_NONE, &o->no_queues, "Do not print per-queue tables",
+             NULL},
+            {"no-skip", 0, 0, G_OPTION_ARG_NONE, &o->no_skip,
+             "Run every due cycle, also while nothing waits (slower; same figures)", NULL},
+            {"check-skips", 0, 0, G_OPTION_ARG_NONE, &o->check_skips,
+             "Run the cycles skipped while nothing waits and abort unless each did what the "
+             "simulator assumes (slower; same figures)",
              NULL},
             {"scaling", 0, 0, G_OPTION_ARG_NONE, &o->scaling,
              "Also replay the first tenth of the slice with the first configuration and print "
@@ -455,11 +461,14 @@ static void print_run(const Run *run, const Opts *o)
                dur(b, sizeof b, r->low_wait_p95), dur(c, sizeof c, r->low_jct_mean),
                dur(d, sizeof d, r->low_jct_p95));
     }
-    printf("  scheduler            %u cycles, mean %.0f us, p99 %.0f us, max %.0f us; "
-           "%" G_GUINT64_FORMAT " pods placed\n",
-           r->n_cycles, r->cycle_us_mean, r->cycle_us_p99, r->cycle_us_max, r->n_placements);
-    printf("  replay               wall time %.2f s, %u cache restarts\n", r->wall_s,
-           r->n_cache_restarts);
+    printf("  scheduler            %u cycles (+%u %s: nothing waited), mean %.0f us, p99 %.0f "
+           "us, max %.0f us; %" G_GUINT64_FORMAT " pods placed\n",
+           r->n_cycles - (o->check_skips ? r->n_cycles_skipped : 0), r->n_cycles_skipped,
+           o->check_skips ? "run and checked" : "skipped", r->cycle_us_mean, r->cycle_us_p99,
+           r->cycle_us_max, r->n_placements);
+    printf("  replay               CPU time %.2f s (user + system of its thread), wall time %.2f "
+           "s, %u cache restarts\n",
+           r->cpu_s, r->wall_s, r->n_cache_restarts);
     print_buckets(r);
     if (!o->no_queues)
         print_queues(r);
@@ -802,6 +811,8 @@ static int bench(const Opts *o)
     sim.gpus_per_node = (guint)MAX(o->gpus_per_node, 0);
     sim.period = o->period;
     sim.max_cycles = (guint)MAX(o->max_cycles, 0);
+    sim.no_skip = o->no_skip;
+    sim.check_skips = o->check_skips;
     if (o->nodes < 1 || o->nodes > KB_SIM_MAX_NODES || o->gpus_per_node < 1 ||
         o->gpus_per_node > KB_SIM_MAX_GPUS_PER_NODE || o->period < 1) {
         fprintf(stderr,
