@@ -463,9 +463,8 @@ static void print_run(const Run *run, const Opts *o)
     }
     printf("  scheduler            %u cycles (+%u %s: nothing waited), mean %.0f us, p99 %.0f "
            "us, max %.0f us; %" G_GUINT64_FORMAT " pods placed\n",
-           r->n_cycles - (o->check_skips ? r->n_cycles_skipped : 0), r->n_cycles_skipped,
-           o->check_skips ? "run and checked" : "skipped", r->cycle_us_mean, r->cycle_us_p99,
-           r->cycle_us_max, r->n_placements);
+           r->n_cycles, r->n_cycles_skipped, o->check_skips ? "run and checked" : "skipped",
+           r->cycle_us_mean, r->cycle_us_p99, r->cycle_us_max, r->n_placements);
     printf("  replay               CPU time %.2f s (user + system of its thread), wall time %.2f "
            "s, %u cache restarts\n",
            r->cpu_s, r->wall_s, r->n_cache_restarts);

@@ -278,6 +278,36 @@ static void job_events(KbSession *ssn, const KbJobInfo *job, const KbJobStatus *
     }
 }
 
+/* @n at the end of [@buf, @end), in decimal with its sign; returns where it starts. */
+static char *format_int_back(char *end, gint64 n)
+{
+    guint64 u = n < 0 ? (guint64)0 - (guint64)n : (guint64)n;
+    char *p = end;
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u > 0);
+    if (n < 0)
+        *--p = '-';
+    return p;
+}
+
+/*
+ * g_strdup_printf("%u/%d tasks placed", placed, min_member), without printf: every running job
+ * gets this message in every cycle, and formatting it was 13% of a trace replay's time.
+ */
+static char *tasks_placed_message(guint placed, gint32 min_member)
+{
+    static const char tail[] = " tasks placed";
+    char buf[64];
+    char *end = buf + sizeof buf - sizeof tail;
+    memcpy(end, tail, sizeof tail);
+    char *p = format_int_back(end, min_member);
+    *--p = '/';
+    p = format_int_back(p, placed);
+    return g_strdup(p);
+}
+
 static void job_condition(KbSession *ssn, KbJobInfo *job, KbJobStatus *st)
 {
     KbJobScratch *js = &ssn->job_scratch[job->id];
@@ -318,9 +348,8 @@ static void job_condition(KbSession *ssn, KbJobInfo *job, KbJobStatus *st)
         st->condition_type = "Scheduled";
         st->condition_status = "True";
         st->reason = "Scheduled";
-        st->message =
-                g_strdup_printf("%u/%d tasks placed",
-                                occupied(job) + job->n_state[KB_TASK_SUCCEEDED], job->min_member);
+        st->message = tasks_placed_message(occupied(job) + job->n_state[KB_TASK_SUCCEEDED],
+                                           job->min_member);
     }
 }
 

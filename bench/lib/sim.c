@@ -213,7 +213,8 @@ static void pod_set(json_object *pod, const char *node, const char *phase)
 
 /* ---- feeding the cache ---------------------------------------------------------------------- */
 
-typedef enum { FEED_ADD, FEED_UPDATE, FEED_DELETE } Feed;
+/* FEED_UPDATE_DELETE: an update, then the deletion, of the same object (decoded once). */
+typedef enum { FEED_ADD, FEED_UPDATE, FEED_DELETE, FEED_UPDATE_DELETE } Feed;
 
 /* Our own objects always decode; a failure is a broken invariant of this file. */
 static void feed_pod(Sim *sim, json_object *o, Feed how)
@@ -224,9 +225,9 @@ static void feed_pod(Sim *sim, json_object *o, Feed how)
         g_error("sim: pod does not decode: %s", error->message);
     if (how == FEED_ADD)
         kb_cache_add_pod(sim->cache, pod);
-    else if (how == FEED_UPDATE)
+    else if (how == FEED_UPDATE || how == FEED_UPDATE_DELETE)
         kb_cache_update_pod(sim->cache, pod);
-    else
+    if (how == FEED_DELETE || how == FEED_UPDATE_DELETE)
         kb_cache_delete_pod(sim->cache, pod);
 }
 
@@ -403,9 +404,7 @@ static void job_complete(Sim *sim, SimJob *job)
     integrate(sim, sim->now);
     for (guint k = 0; k < job->n_pods; k++) {
         pod_set(job->pods[k], NULL, "Succeeded");
-        feed_pod(sim, job->pods[k], FEED_UPDATE);
-        if (sim->opts.delete_finished)
-            feed_pod(sim, job->pods[k], FEED_DELETE);
+        feed_pod(sim, job->pods[k], sim->opts.delete_finished ? FEED_UPDATE_DELETE : FEED_UPDATE);
         g_clear_pointer(&job->pods[k], json_object_put);
     }
     g_clear_pointer(&job->pods, g_free);
@@ -644,6 +643,7 @@ static void cycle(Sim *sim, gboolean skippable)
     if (skippable) {
         unsettled_prune(sim);
         check_skippable(sim, res, sim->unsettled->len);
+        sim->n_skipped++;
     }
     apply_placements(sim, res);
     apply_evictions(sim, res);
@@ -1136,7 +1136,8 @@ static KbSimReport *report_new(Sim *sim)
     r->partial_gpus_end = sim->gpus_partial;
     r->jain = sim->contended_s > 0 ? sim->jain_sum / sim->contended_s : -1;
     r->contended_s = sim->contended_s;
-    r->n_cycles = sim->cycle_us->len;
+    /* With check_skips the skipped cycles ran too (their times are in the cycle figures). */
+    r->n_cycles = sim->cycle_us->len - (sim->opts.check_skips ? sim->n_skipped : 0);
     r->n_cycles_skipped = sim->n_skipped;
     r->n_placements = sim->n_placements;
     r->n_cache_restarts = sim->n_restarts;

@@ -187,9 +187,10 @@ typedef struct {
      * -1 when that never happens. */
     double jain;
     double contended_s;
-    guint n_cycles;         /* cycles run */
+    guint n_cycles;         /* cycles run (but those below) */
     guint n_cycles_skipped; /* seconds a cycle was due while nothing waited: not run (with
-                             * check_skips: run and checked, counted in n_cycles too) */
+                             * check_skips: run and checked); n_cycles + n_cycles_skipped is
+                             * the same whether cycles are skipped or not */
     guint64 n_placements;
     guint n_cache_restarts; /* see delete_finished */
     /* Evictions: pods evicted; job evictions (a job losing its running state; a job evicted
