@@ -3,7 +3,8 @@
 
     bench/trace-same.py run BENCH_TRACE DIR [bench-trace options...]
         runs BENCH_TRACE with the options, -j 1, --summary-json DIR/summary.json and
-        --plot DIR/plot; its standard output goes to DIR/out.txt
+        --plot DIR/plot (not with NO_PLOT=1 in the environment; plots are then not compared);
+        its standard output goes to DIR/out.txt
     bench/trace-same.py compare BEFORE_DIR AFTER_DIR
         exits 0 when the two runs agree on every figure, 1 (listing the differences) otherwise
 
@@ -35,8 +36,8 @@ TIMING_KEYS = {"cycle_us", "wall_s", "cpu_s", "cycles", "cycles_skipped"}
 
 def run(binary, out_dir, args):
     os.makedirs(out_dir, exist_ok=True)
-    cmd = [binary, "-j", "1", "--summary-json", os.path.join(out_dir, "summary.json"),
-           "--plot", os.path.join(out_dir, "plot")] + args
+    plot = ["--plot", os.path.join(out_dir, "plot")] if os.environ.get("NO_PLOT") is None else []
+    cmd = [binary, "-j", "1", "--summary-json", os.path.join(out_dir, "summary.json")] + plot + args
     with open(os.path.join(out_dir, "out.txt"), "w") as out:
         return subprocess.call(cmd, stdout=out)
 
@@ -91,7 +92,10 @@ def compare(before, after):
         if len(sa["configurations"]) != len(sb["configurations"]):
             problems.append("summary.json: configurations differ")
     pa, pb = os.path.join(before, "plot"), os.path.join(after, "plot")
-    data = sorted(f for f in os.listdir(pa) if f.endswith(".dat"))
+    data = sorted(f for f in os.listdir(pa) if f.endswith(".dat")) if os.path.isdir(pa) else []
+    if os.path.isdir(pa) != os.path.isdir(pb):
+        problems.append("plot: only one run has plots")
+        data = []
     if data != sorted(f for f in os.listdir(pb) if f.endswith(".dat")):
         problems.append("plot: data files differ")
     for f in data:
