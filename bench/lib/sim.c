@@ -664,7 +664,8 @@ static void cycle(Sim *sim, gboolean skippable)
  * settle notes what it would have reported, and the cycles where something waits, the only
  * ones that decide anything, run at the same seconds on the same cache. check_skips runs the
  * cycle anyway and aborts if it does anything else (tests/test-trace.c). Not with on_cycle (its
- * callback wants every cycle's queue figures).
+ * callback wants every cycle's queue figures), nor without delete_finished (finished jobs stay
+ * in the cache, and the next cycle reports them Completed).
  */
 static gboolean can_skip(const Sim *sim);
 
@@ -696,7 +697,8 @@ static gboolean waiting(const Sim *sim)
 
 static gboolean can_skip(const Sim *sim)
 {
-    return !sim->opts.no_skip && sim->opts.on_cycle == NULL && !waiting(sim);
+    return !sim->opts.no_skip && sim->opts.on_cycle == NULL && sim->opts.delete_finished &&
+           !waiting(sim);
 }
 
 static gboolean stale(const Sim *sim, const Completion *c)
