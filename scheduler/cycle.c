@@ -47,13 +47,14 @@ static void eviction_clear(gpointer p)
     g_free(ev->preemptor);
 }
 
-static KbCycleResult *result_new(gint64 now)
+/* @n_jobs: the jobs of the cache, each of which gets a status (no reallocation as they do). */
+static KbCycleResult *result_new(gint64 now, guint n_jobs)
 {
     KbCycleResult *r = g_new0(KbCycleResult, 1);
     r->now = now;
     r->placements = g_array_new(FALSE, TRUE, sizeof(KbPlacement));
     g_array_set_clear_func(r->placements, placement_clear);
-    r->job_statuses = g_array_new(FALSE, TRUE, sizeof(KbJobStatus));
+    r->job_statuses = g_array_sized_new(FALSE, TRUE, sizeof(KbJobStatus), n_jobs);
     g_array_set_clear_func(r->job_statuses, job_status_clear);
     r->queue_statuses = g_array_new(FALSE, TRUE, sizeof(KbQueueStatus));
     g_array_set_clear_func(r->queue_statuses, queue_status_clear);
@@ -486,7 +487,7 @@ static void report_queues(KbSession *ssn)
 KbCycleResult *kb_cycle_run(KbCache *cache, const KbConf *conf, gint64 now)
 {
     gint64 t0 = g_get_monotonic_time();
-    KbCycleResult *result = result_new(now);
+    KbCycleResult *result = result_new(now, kb_cache_jobs(cache)->len);
     KbSession *ssn = kb_session_open(cache, conf, now, result);
     for (guint j = 0; j < ssn->jobs->len; j++)
         prepare_job(ssn, ssn->jobs->pdata[j]);
