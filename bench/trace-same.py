@@ -92,12 +92,13 @@ def compare(before, after):
         if len(sa["configurations"]) != len(sb["configurations"]):
             problems.append("summary.json: configurations differ")
     pa, pb = os.path.join(before, "plot"), os.path.join(after, "plot")
-    data = sorted(f for f in os.listdir(pa) if f.endswith(".dat")) if os.path.isdir(pa) else []
+    data = []
     if os.path.isdir(pa) != os.path.isdir(pb):
         problems.append("plot: only one run has plots")
-        data = []
-    if data != sorted(f for f in os.listdir(pb) if f.endswith(".dat")):
-        problems.append("plot: data files differ")
+    elif os.path.isdir(pa):
+        data = sorted(f for f in os.listdir(pa) if f.endswith(".dat"))
+        if data != sorted(f for f in os.listdir(pb) if f.endswith(".dat")):
+            problems.append("plot: data files differ")
     for f in data:
         if os.path.exists(os.path.join(pb, f)) and \
                 open(os.path.join(pa, f)).read() != open(os.path.join(pb, f)).read():
