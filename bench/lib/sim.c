@@ -667,8 +667,6 @@ static void cycle(Sim *sim, gboolean skippable)
  * callback wants every cycle's queue figures), nor without delete_finished (finished jobs stay
  * in the cache, and the next cycle reports them Completed).
  */
-static gboolean can_skip(const Sim *sim);
-
 static void settle(Sim *sim)
 {
     gboolean moved = FALSE;
