@@ -2,7 +2,7 @@
  * bench-trace: replay a slice of a real GPU cluster trace against scheduler configurations, with
  * the real scheduler core (cache, cycle, actions, plugins) driven by bench/lib/sim.c, and print
  * the figures of each configuration and their ratios against a baseline run in the same process.
- * Figures only: no pass/fail. Output is deterministic except the wall times.
+ * Figures only: no pass/fail. Output is deterministic except the wall, CPU and cycle times.
  */
 #include <locale.h>
 #include <stdio.h>

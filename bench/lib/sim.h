@@ -12,9 +12,9 @@
  *   arrival, a completion) and again one period later while the previous cycle placed pods or
  *   moved a job to another phase. Seconds in which nothing changed are skipped: a cycle over an
  *   unchanged cache places nothing (tests/test-trace.c checks it), so the outcome equals a
- *   cycle every period. A cycle due while nothing waits (every live job
- *   running) is not run either: it could only report running jobs Running, which the simulator
- *   notes itself (check_skips verifies it, sim.c explains why);
+ *   cycle every period. A cycle due while nothing waits (every live job running) is not run
+ *   either: it could only report running jobs Running, which the simulator notes itself
+ *   (check_skips verifies it, sim.c explains why);
  * - every placement binds at once (kb_cache_bind_succeeded) and the pod is updated with
  *   spec.nodeName and phase Running;
  * - a job runs once every pod of it is bound (a distributed job needs all its workers) and ends
@@ -35,7 +35,7 @@
  *   (a gang larger than the cluster, or GPUs held forever by partial gangs when gang is off) are
  *   reported with the scheduler's last condition.
  *
- * Everything but wall times is deterministic for equal inputs.
+ * Everything but wall and CPU times (and cycle times) is deterministic for equal inputs.
  */
 #pragma once
 
