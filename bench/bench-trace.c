@@ -2,7 +2,7 @@
  * bench-trace: replay a slice of a real GPU cluster trace against scheduler configurations, with
  * the real scheduler core (cache, cycle, actions, plugins) driven by bench/lib/sim.c, and print
  * the figures of each configuration and their ratios against a baseline run in the same process.
- * Figures only: no pass/fail. Output is deterministic except the wall times.
+ * Figures only: no pass/fail. Output is deterministic except the wall, CPU and cycle times.
  */
 #include <locale.h>
 #include <stdio.h>
@@ -20,6 +20,10 @@
 #include "scheduler/conf.h"
 
 #define DEFAULT_TRACE "../shared/traces/philly/philly.csv"
+/* --scaling without --synthetic: a steady load of the default synthetic shape. */
+#define SCALING_SPEC "jobs=10000"
+/* Replays of each size: the least CPU time counts (the machine may be shared). */
+#define SCALING_ROUNDS 2
 
 static const char credits[] =
         "Trace: Microsoft Philly GPU cluster trace (Jeon et al., \"Analysis of Large-Scale "
@@ -177,7 +181,7 @@ typedef struct {
     char *from, *pack, *baseline, *restart_cost, *plot_dir, *summary_json, *synthetic;
     char **configs, **conf_files, **weights;
     char *queue_tree;
-    gboolean skip_bad_rows, no_queues, scaling;
+    gboolean skip_bad_rows, no_queues, scaling, no_skip, check_skips;
 } Opts;
 
 static gboolean parse_options(int argc, char **argv, Opts *o, GError **error)
@@ -258,9 +262,16 @@ static gboolean parse_options(int argc, char **argv, Opts *o, GError **error)
              "FILE"},
             {"no-queues", 0, 0, G_OPTION_ARG_NONE, &o->no_queues, "Do not print per-queue tables",
              NULL},
+            {"no-skip", 0, 0, G_OPTION_ARG_NONE, &o->no_skip,
+             "Run every due cycle, also while nothing waits (slower; same figures)", NULL},
+            {"check-skips", 0, 0, G_OPTION_ARG_NONE, &o->check_skips,
+             "Run the cycles skipped while nothing waits and abort unless each did what the "
+             "simulator assumes (slower; same figures)",
+             NULL},
             {"scaling", 0, 0, G_OPTION_ARG_NONE, &o->scaling,
-             "Also replay the first tenth of the slice with the first configuration and print "
-             "how the wall time grows with the jobs (one thread each)",
+             "Also replay a steady synthetic load (the --synthetic SPEC, else " SCALING_SPEC
+             ") of N and then 10 N jobs with the first configuration and print both CPU times "
+             "and their ratio",
              NULL},
             {NULL}};
     g_autoptr(GOptionContext) ctx = g_option_context_new("- replay a GPU job trace");
@@ -459,11 +470,13 @@ static void print_run(const Run *run, const Opts *o)
                dur(b, sizeof b, r->low_wait_p95), dur(c, sizeof c, r->low_jct_mean),
                dur(d, sizeof d, r->low_jct_p95));
     }
-    printf("  scheduler            %u cycles, mean %.0f us, p99 %.0f us, max %.0f us; "
-           "%" G_GUINT64_FORMAT " pods placed\n",
-           r->n_cycles, r->cycle_us_mean, r->cycle_us_p99, r->cycle_us_max, r->n_placements);
-    printf("  replay               wall time %.2f s, %u cache restarts\n", r->wall_s,
-           r->n_cache_restarts);
+    printf("  scheduler            %u cycles (+%u %s: nothing waited), mean %.0f us, p99 %.0f "
+           "us, max %.0f us; %" G_GUINT64_FORMAT " pods placed\n",
+           r->n_cycles, r->n_cycles_skipped, o->check_skips ? "run and checked" : "skipped",
+           r->cycle_us_mean, r->cycle_us_p99, r->cycle_us_max, r->n_placements);
+    printf("  replay               CPU time %.2f s (user + system of its thread), wall time %.2f "
+           "s, %u cache restarts\n",
+           r->cpu_s, r->wall_s, r->n_cache_restarts);
     print_buckets(r);
     if (!o->no_queues)
         print_queues(r);
@@ -743,24 +756,79 @@ static int fail(GError *error)
 
 static int fail(GError *error);
 
-/* --scaling: the first configuration on a tenth of the slice, then on all of it. */
-static void print_scaling(const Run *first, const KbTrace *slice, const KbSimOptions *sim)
+/* The first configuration on a synthetic trace, the same trace line as @spec, of @n jobs. */
+static KbSimReport *scaling_run(const Run *first, const char *spec, guint n,
+                                const KbSimOptions *sim, double *days, GError **error)
 {
-    KbTraceSelection sel = {.max_jobs = MAX(slice->n_jobs / 10, 1)};
-    g_autoptr(GError) error = NULL;
-    g_autoptr(KbTrace) tenth = kb_trace_select(slice, &sel, &error);
-    if (tenth == NULL)
-        return;
+    g_autofree char *with_n = g_strdup_printf("%s,jobs=%u", spec, n);
+    g_autoptr(KbTrace) t = kb_trace_synthetic(with_n, error);
+    if (t == NULL)
+        return NULL;
+    *days = (double)(t->jobs[t->n_jobs - 1].submit - t->jobs[0].submit) / 86400;
     KbSimOptions opts = *sim;
     opts.single_queue = first->single_queue;
-    g_autoptr(KbSimReport) small = kb_sim_run(tenth, first->conf, &opts, &error);
-    if (small == NULL)
-        return;
-    double big = first->report->wall_s;
-    printf("\n== scaling (%s): %u jobs in %.2f s, %u jobs in %.2f s: %.1fx the time for %.1fx "
-           "the jobs\n",
-           first->name, tenth->n_jobs, small->wall_s, slice->n_jobs, big,
-           small->wall_s > 0 ? big / small->wall_s : 0, (double)slice->n_jobs / tenth->n_jobs);
+    opts.progress = NULL;
+    opts.on_cycle = NULL;
+    opts.queue_specs = NULL;
+    return kb_sim_run(t, first->conf, &opts, error);
+}
+
+/*
+ * --scaling: the first configuration on a steady synthetic load (the --synthetic SPEC, else
+ * SCALING_SPEC) of N jobs, then of 10 N jobs at the same arrival rate, sizes and durations (so
+ * 10x the simulated time at the same load), one after the other on this thread, SCALING_ROUNDS
+ * times; prints both CPU times (the least of the rounds) and their ratio. A load above what the
+ * cluster serves is no steady load: its queue, and the cost of every cycle, grow with time.
+ */
+static int print_scaling(const Run *first, const Opts *o, const KbSimOptions *sim)
+{
+    const char *spec = o->synthetic != NULL ? o->synthetic : SCALING_SPEC;
+    GError *error = NULL;
+    g_autoptr(KbTrace) base = kb_trace_synthetic(spec, &error);
+    if (base == NULL)
+        return fail(error);
+    guint n = base->n_jobs;
+    if ((guint64)n * 10 > KB_TRACE_DEFAULT_MAX_JOBS) {
+        fprintf(stderr, "bench-trace: --scaling: %u jobs: 10x that is over %d\n", n,
+                KB_TRACE_DEFAULT_MAX_JOBS);
+        return 2;
+    }
+    printf("\n== scaling (%s, synthetic \"%s\" on %u x %u GPUs, N and 10 N jobs at the same "
+           "load; least CPU time of %d rounds)\n",
+           first->name, spec, sim->n_nodes, sim->gpus_per_node, SCALING_ROUNDS);
+    double days[2] = {0, 0};
+    KbSimReport *best[2] = {NULL, NULL};
+    for (guint round = 0; round < SCALING_ROUNDS; round++) {
+        for (guint k = 0; k < 2; k++) {
+            guint jobs = k == 0 ? n : n * 10;
+            KbSimReport *r = scaling_run(first, spec, jobs, sim, &days[k], &error);
+            if (r == NULL) {
+                kb_sim_report_free(best[0]);
+                kb_sim_report_free(best[1]);
+                return fail(error);
+            }
+            printf("  round %u: %7u jobs  CPU %.2f s\n", round + 1, jobs, r->cpu_s);
+            if (best[k] == NULL || r->cpu_s < best[k]->cpu_s) {
+                kb_sim_report_free(best[k]);
+                best[k] = r;
+            } else {
+                kb_sim_report_free(r);
+            }
+        }
+    }
+    for (guint k = 0; k < 2; k++) {
+        const KbSimReport *r = best[k];
+        printf("  %7u jobs (%.1f days submitted)  CPU %.2f s  %u cycles (+%u skipped)  GPU util. "
+               "%.1f%%  mean wait %.0f s\n",
+               r->n_jobs, days[k], r->cpu_s, r->n_cycles, r->n_cycles_skipped,
+               100 * r->util_busy_arrivals, r->wait_mean);
+    }
+    double ratio = best[0]->cpu_s > 0 ? best[1]->cpu_s / best[0]->cpu_s : 0;
+    printf("  %.2fx the CPU time for 10x the jobs (%.1f and %.1f us per job)\n", ratio,
+           1e6 * best[0]->cpu_s / n, 1e6 * best[1]->cpu_s / (10.0 * n));
+    kb_sim_report_free(best[0]);
+    kb_sim_report_free(best[1]);
+    return 0;
 }
 
 /* --summary-json and --plot. */
@@ -806,6 +874,8 @@ static int bench(const Opts *o)
     sim.gpus_per_node = (guint)MAX(o->gpus_per_node, 0);
     sim.period = o->period;
     sim.max_cycles = (guint)MAX(o->max_cycles, 0);
+    sim.no_skip = o->no_skip;
+    sim.check_skips = o->check_skips;
     if (o->nodes < 1 || o->nodes > KB_SIM_MAX_NODES || o->gpus_per_node < 1 ||
         o->gpus_per_node > KB_SIM_MAX_GPUS_PER_NODE || o->period < 1) {
         fprintf(stderr,
@@ -875,9 +945,10 @@ static int bench(const Opts *o)
     }
     if (runs->len > 1)
         print_ratios(runs, base);
-    if (o->scaling)
-        print_scaling(runs->pdata[0], slice, &sim);
-    return write_outputs(o, runs, path, slice);
+    int rc = write_outputs(o, runs, path, slice);
+    if (rc == 0 && o->scaling)
+        rc = print_scaling(runs->pdata[0], o, &sim);
+    return rc;
 }
 
 int main(int argc, char **argv)

@@ -47,13 +47,14 @@ static void eviction_clear(gpointer p)
     g_free(ev->preemptor);
 }
 
-static KbCycleResult *result_new(gint64 now)
+/* @n_jobs: the jobs of the cache, each of which gets a status (no reallocation as they do). */
+static KbCycleResult *result_new(gint64 now, guint n_jobs)
 {
     KbCycleResult *r = g_new0(KbCycleResult, 1);
     r->now = now;
     r->placements = g_array_new(FALSE, TRUE, sizeof(KbPlacement));
     g_array_set_clear_func(r->placements, placement_clear);
-    r->job_statuses = g_array_new(FALSE, TRUE, sizeof(KbJobStatus));
+    r->job_statuses = g_array_sized_new(FALSE, TRUE, sizeof(KbJobStatus), n_jobs);
     g_array_set_clear_func(r->job_statuses, job_status_clear);
     r->queue_statuses = g_array_new(FALSE, TRUE, sizeof(KbQueueStatus));
     g_array_set_clear_func(r->queue_statuses, queue_status_clear);
@@ -278,6 +279,36 @@ static void job_events(KbSession *ssn, const KbJobInfo *job, const KbJobStatus *
     }
 }
 
+/* @n at the end of [@buf, @end), in decimal with its sign; returns where it starts. */
+static char *format_int_back(char *end, gint64 n)
+{
+    guint64 u = n < 0 ? (guint64)0 - (guint64)n : (guint64)n;
+    char *p = end;
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u > 0);
+    if (n < 0)
+        *--p = '-';
+    return p;
+}
+
+/*
+ * g_strdup_printf("%u/%d tasks placed", placed, min_member), without printf: every running job
+ * gets this message in every cycle, and formatting it was 13% of a trace replay's time.
+ */
+static char *tasks_placed_message(guint placed, gint32 min_member)
+{
+    static const char tail[] = " tasks placed";
+    char buf[64];
+    char *end = buf + sizeof buf - sizeof tail;
+    memcpy(end, tail, sizeof tail);
+    char *p = format_int_back(end, min_member);
+    *--p = '/';
+    p = format_int_back(p, placed);
+    return g_strdup(p);
+}
+
 static void job_condition(KbSession *ssn, KbJobInfo *job, KbJobStatus *st)
 {
     KbJobScratch *js = &ssn->job_scratch[job->id];
@@ -318,9 +349,8 @@ static void job_condition(KbSession *ssn, KbJobInfo *job, KbJobStatus *st)
         st->condition_type = "Scheduled";
         st->condition_status = "True";
         st->reason = "Scheduled";
-        st->message =
-                g_strdup_printf("%u/%d tasks placed",
-                                occupied(job) + job->n_state[KB_TASK_SUCCEEDED], job->min_member);
+        st->message = tasks_placed_message(occupied(job) + job->n_state[KB_TASK_SUCCEEDED],
+                                           job->min_member);
     }
 }
 
@@ -457,7 +487,7 @@ static void report_queues(KbSession *ssn)
 KbCycleResult *kb_cycle_run(KbCache *cache, const KbConf *conf, gint64 now)
 {
     gint64 t0 = g_get_monotonic_time();
-    KbCycleResult *result = result_new(now);
+    KbCycleResult *result = result_new(now, kb_cache_jobs(cache)->len);
     KbSession *ssn = kb_session_open(cache, conf, now, result);
     for (guint j = 0; j < ssn->jobs->len; j++)
         prepare_job(ssn, ssn->jobs->pdata[j]);

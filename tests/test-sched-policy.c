@@ -165,6 +165,7 @@ static void test_gang_partial_then_node_added(void)
     g_assert_cmpint(status(fx, "default/tf")->phase, ==, KB_JOB_INQUEUE);
     g_assert_cmpuint(status(fx, "default/tf")->n_running, ==, 0);
     g_assert_cmpstr(status(fx, "default/tf")->reason, ==, "Scheduled");
+    g_assert_cmpstr(status(fx, "default/tf")->message, ==, "10/10 tasks placed");
     g_assert_cmpuint(node_gpus_used(fx, "n1") + node_gpus_used(fx, "n2"), ==, 10);
     kb_test_sched_free(fx);
 }
@@ -202,6 +203,7 @@ static void test_gang_min_below_size(void)
     kb_test_sched_run(fx);
     g_assert_cmpint(status(fx, "default/elastic")->phase, ==, KB_JOB_RUNNING);
     g_assert_cmpuint(status(fx, "default/elastic")->n_running, ==, 5);
+    g_assert_cmpstr(status(fx, "default/elastic")->message, ==, "5/4 tasks placed");
     kb_test_sched_free(fx);
 }
 

@@ -1007,6 +1007,130 @@ static void test_sim_reserve_with_evictions(void)
     g_assert_cmpuint(r->buckets[3].n_finished, ==, 2);
 }
 
+/* ---- skipping the cycles due while nothing waits (bench/lib/sim.c, settle) ------------------ */
+
+/* Every figure and every job's outcome, as bench-trace prints or writes them. */
+static void assert_same_report(const KbSimReport *a, const KbSimReport *b)
+{
+    g_assert_cmpuint(a->n_jobs, ==, b->n_jobs);
+    g_assert_cmpuint(a->n_started, ==, b->n_started);
+    g_assert_cmpuint(a->n_finished, ==, b->n_finished);
+    g_assert_cmpint(a->end, ==, b->end);
+    g_assert_cmpint(a->makespan, ==, b->makespan);
+    g_assert_cmpuint(a->n_placements, ==, b->n_placements);
+    g_assert_cmpuint(a->n_evicted_pods, ==, b->n_evicted_pods);
+    g_assert_cmpuint(a->n_preempted, ==, b->n_preempted);
+    g_assert_cmpuint(a->n_reclaimed, ==, b->n_reclaimed);
+    g_assert_cmpuint(a->partial_gpus_peak, ==, b->partial_gpus_peak);
+    const double figures[][2] = {
+            {a->jct_mean, b->jct_mean},           {a->jct_p99, b->jct_p99},
+            {a->wait_mean, b->wait_mean},         {a->wait_p99, b->wait_p99},
+            {a->util_busy, b->util_busy},         {a->util_alloc, b->util_alloc},
+            {a->partial_gpu_s, b->partial_gpu_s}, {a->jain, b->jain},
+            {a->contended_s, b->contended_s},     {a->lost_gpu_s, b->lost_gpu_s},
+            {a->idle_mean, b->idle_mean},         {a->max_unstarted_wait, b->max_unstarted_wait},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(figures); i++)
+        g_assert_cmpfloat(figures[i][0], ==, figures[i][1]);
+    for (guint k = 0; k < KB_SIM_N_BUCKETS; k++)
+        g_assert_cmpmem(&a->buckets[k], sizeof a->buckets[k], &b->buckets[k], sizeof b->buckets[k]);
+    g_assert_cmpuint(a->n_samples, ==, b->n_samples);
+    g_assert_cmpmem(a->samples, a->n_samples * sizeof *a->samples, b->samples,
+                    b->n_samples * sizeof *b->samples);
+    g_assert_cmpuint(a->n_queues, ==, b->n_queues);
+    for (guint q = 0; q < a->n_queues; q++) {
+        g_assert_cmpfloat(a->queues[q].received_gpu_s, ==, b->queues[q].received_gpu_s);
+        g_assert_cmpfloat(a->queues[q].jct_mean, ==, b->queues[q].jct_mean);
+    }
+    for (guint i = 0; i < a->n_jobs; i++) {
+        const KbSimJobResult *x = &a->jobs[i], *y = &b->jobs[i];
+        g_assert_cmpint(x->start, ==, y->start);
+        g_assert_cmpint(x->last_start, ==, y->last_start);
+        g_assert_cmpint(x->finish, ==, y->finish);
+        g_assert_cmpint(x->ran, ==, y->ran);
+        g_assert_cmpuint(x->n_evictions, ==, y->n_evictions);
+        g_assert_cmpstr(x->phase, ==, y->phase);
+        g_assert_cmpstr(x->reason, ==, y->reason);
+        g_assert_cmpstr(x->message, ==, y->message);
+    }
+}
+
+/*
+ * The simulator does not run the cycles due while nothing waits. On the head of the Philly trace
+ * (a load that comes and goes on 3 nodes) and on a synthetic load, for every kind of
+ * configuration (gang or not, one queue, kube-batch's backfill, reservations, evictions with
+ * high-priority jobs): skipping changes no figure against running every cycle, skips cycles at
+ * all, skips exactly the cycles that then do not run, and check_skips (which runs the skipped
+ * cycles and aborts unless each did only what the simulator assumes) passes.
+ */
+static void test_sim_skip_idle_cycles(void)
+{
+    g_autofree char *path = srcdir_path("tests/data/traces/philly-head.csv");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbTrace) philly = kb_trace_load(path, NULL, &error);
+    g_assert_no_error(error);
+    kb_trace_sort(philly);
+    g_autoptr(KbTrace) synth = kb_trace_synthetic("jobs=300,rate=40,seed=3", &error);
+    g_assert_no_error(error);
+    g_autofree char *reserve = reserve_yaml();
+    g_autofree char *evict = default_with_actions("enqueue, allocate, preempt, reclaim");
+    g_autofree char *evict_reserve =
+            default_with_actions("enqueue, reserve, allocate, preempt, reclaim");
+    /* keep: finished jobs stay in the cache, which restarts from the live objects (and the
+     * PodGroup phases the simulator wrote) every 16 finished jobs; nothing is skipped then. */
+    const struct {
+        const char *yaml;
+        gboolean single_queue;
+        double high;
+        gboolean keep;
+    } confs[] = {{NULL, FALSE, 0, FALSE},
+                 {fifo_yaml, TRUE, 0, FALSE},
+                 {no_gang_yaml, FALSE, 0, FALSE},
+                 {kube_batch_yaml, FALSE, 0, FALSE},
+                 {reserve, FALSE, 0, FALSE},
+                 {evict, FALSE, 0.3, FALSE},
+                 {evict_reserve, FALSE, 0.3, FALSE},
+                 {NULL, FALSE, 0, TRUE},
+                 {evict, FALSE, 0.3, TRUE}};
+    const KbTrace *traces[] = {philly, synth};
+    for (guint t = 0; t < G_N_ELEMENTS(traces); t++) {
+        for (guint c = 0; c < G_N_ELEMENTS(confs); c++) {
+            KbSimOptions opts;
+            kb_sim_options_init(&opts);
+            opts.n_nodes = t == 0 ? 6 : 4;
+            opts.single_queue = confs[c].single_queue;
+            opts.high_fraction = confs[c].high;
+            opts.delete_finished = !confs[c].keep;
+            opts.restart_after = confs[c].keep ? 16 : 0;
+            g_autoptr(KbSimReport) skip = simulate_opts(traces[t], confs[c].yaml, &opts);
+            opts.no_skip = TRUE;
+            g_autoptr(KbSimReport) all = simulate_opts(traces[t], confs[c].yaml, &opts);
+            opts.no_skip = FALSE;
+            opts.check_skips = TRUE;
+            g_autoptr(KbSimReport) checked = simulate_opts(traces[t], confs[c].yaml, &opts);
+            g_test_message(
+                    "trace %u conf %u: %u cycles + %u skipped, %u finished, %u evicted, wait %.0f",
+                    t, c, skip->n_cycles, skip->n_cycles_skipped, skip->n_finished,
+                    skip->n_preempted + skip->n_reclaimed, skip->wait_mean);
+            /* Finished jobs kept in the cache are reported Completed by the next cycle: the
+             * simulator does not skip then. */
+            if (confs[c].keep)
+                g_assert_cmpuint(skip->n_cycles_skipped, ==, 0);
+            else
+                g_assert_cmpuint(skip->n_cycles_skipped, >, 0);
+            g_assert_cmpuint(all->n_cycles_skipped, ==, 0);
+            g_assert_cmpuint(skip->n_cycles + skip->n_cycles_skipped, ==, all->n_cycles);
+            g_assert_cmpuint(checked->n_cycles, ==, skip->n_cycles);
+            g_assert_cmpuint(checked->n_cycles_skipped, ==, skip->n_cycles_skipped);
+            g_assert_cmpuint(skip->n_finished, >, skip->n_jobs / 2);
+            if (confs[c].keep)
+                g_assert_cmpuint(skip->n_cache_restarts, >=, 2);
+            assert_same_report(skip, all);
+            assert_same_report(checked, all);
+        }
+    }
+}
+
 static void test_sim_invalid(void)
 {
     g_autoptr(KbTrace) t = parse_ok(unsorted);
@@ -1085,6 +1209,7 @@ int main(int argc, char **argv)
     g_test_add_func("/bench/sim/reserve/no-starvation", test_sim_reserve_no_starvation);
     g_test_add_func("/bench/sim/reserve/backfill-in-time", test_sim_reserve_backfill_in_time);
     g_test_add_func("/bench/sim/reserve/with-evictions", test_sim_reserve_with_evictions);
+    g_test_add_func("/bench/sim/skip-idle-cycles-changes-nothing", test_sim_skip_idle_cycles);
     g_test_add_func("/bench/sim/invalid", test_sim_invalid);
     g_test_add_func("/bench/sim/percentile", test_percentile);
     return g_test_run();

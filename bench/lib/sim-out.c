@@ -47,7 +47,9 @@ static json_object *run_json(const KbSimNamed *run)
     json_object_object_add(cyc, "max", json_object_new_double(r->cycle_us_max));
     json_object_object_add(o, "cycle_us", cyc);
     json_object_object_add(o, "cycles", json_object_new_int64(r->n_cycles));
+    json_object_object_add(o, "cycles_skipped", json_object_new_int64(r->n_cycles_skipped));
     json_object_object_add(o, "wall_s", json_object_new_double(r->wall_s));
+    json_object_object_add(o, "cpu_s", json_object_new_double(r->cpu_s));
     json_object *buckets = json_object_new_array();
     for (guint b = 0; b < KB_SIM_N_BUCKETS; b++) {
         const KbSimBucket *k = &r->buckets[b];

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "kube/kb-error.h"
 #include "kube/kb-objects.h"
@@ -79,6 +80,9 @@ typedef struct {
     double evicted_gpu_s, lost_gpu_s;
     GArray *samples; /* KbSimSample */
     guint n_steps;
+    /* Jobs whose gang started and whose noted phase is not Running yet (see settle). */
+    GPtrArray *unsettled;
+    guint n_skipped; /* cycles not run: nothing waited (see can_skip) */
 } Sim;
 
 /* ---- the objects, as JSON an API server would return ---------------------------------------- */
@@ -209,7 +213,8 @@ static void pod_set(json_object *pod, const char *node, const char *phase)
 
 /* ---- feeding the cache ---------------------------------------------------------------------- */
 
-typedef enum { FEED_ADD, FEED_UPDATE, FEED_DELETE } Feed;
+/* FEED_UPDATE_DELETE: an update, then the deletion, of the same object (decoded once). */
+typedef enum { FEED_ADD, FEED_UPDATE, FEED_DELETE, FEED_UPDATE_DELETE } Feed;
 
 /* Our own objects always decode; a failure is a broken invariant of this file. */
 static void feed_pod(Sim *sim, json_object *o, Feed how)
@@ -220,9 +225,9 @@ static void feed_pod(Sim *sim, json_object *o, Feed how)
         g_error("sim: pod does not decode: %s", error->message);
     if (how == FEED_ADD)
         kb_cache_add_pod(sim->cache, pod);
-    else if (how == FEED_UPDATE)
+    else if (how == FEED_UPDATE || how == FEED_UPDATE_DELETE)
         kb_cache_update_pod(sim->cache, pod);
-    else
+    if (how == FEED_DELETE || how == FEED_UPDATE_DELETE)
         kb_cache_delete_pod(sim->cache, pod);
 }
 
@@ -399,9 +404,7 @@ static void job_complete(Sim *sim, SimJob *job)
     integrate(sim, sim->now);
     for (guint k = 0; k < job->n_pods; k++) {
         pod_set(job->pods[k], NULL, "Succeeded");
-        feed_pod(sim, job->pods[k], FEED_UPDATE);
-        if (sim->opts.delete_finished)
-            feed_pod(sim, job->pods[k], FEED_DELETE);
+        feed_pod(sim, job->pods[k], sim->opts.delete_finished ? FEED_UPDATE_DELETE : FEED_UPDATE);
         g_clear_pointer(&job->pods[k], json_object_put);
     }
     g_clear_pointer(&job->pods, g_free);
@@ -467,6 +470,7 @@ static void pod_bind(Sim *sim, SimJob *job, guint k, const KbPod *pod, const cha
         job->start = sim->now;
     job->last_start = sim->now;
     job->running = TRUE;
+    g_ptr_array_add(sim->unsettled, job);
     heap_push(sim->heap,
               (Completion){sim->now + job->remaining, (guint)(job - sim->jobs), job->attempt});
 }
@@ -584,18 +588,100 @@ static gboolean note_statuses(Sim *sim, const KbCycleResult *res)
     return moved;
 }
 
-static void cycle(Sim *sim)
+/* Forget the jobs of sim->unsettled whose phase is noted Running, or that stopped running. */
+static void unsettled_prune(Sim *sim)
+{
+    guint n = 0;
+    for (guint i = 0; i < sim->unsettled->len; i++) {
+        SimJob *job = sim->unsettled->pdata[i];
+        if (job->running && job->phase != KB_JOB_RUNNING)
+            sim->unsettled->pdata[n++] = job;
+    }
+    g_ptr_array_set_size(sim->unsettled, n);
+}
+
+/*
+ * check_skips: @res is the result of a cycle the simulator would have skipped (nothing waited),
+ * before the simulator applied it; @n_unsettled the jobs settle would have moved to Running.
+ * Abort unless the cycle did what settle assumes: no placement, no eviction, and every status it
+ * reports changed is a running job's, in phase Running, with the reason and message already
+ * noted; the phase moved for exactly the unsettled jobs.
+ */
+static void check_skippable(Sim *sim, const KbCycleResult *res, guint n_unsettled)
+{
+    if (res->placements->len > 0 || res->evictions->len > 0)
+        g_error("sim: check-skips: at %" G_GINT64_FORMAT " nothing waited, yet the cycle made "
+                "%u placements and %u evictions",
+                sim->now, res->placements->len, res->evictions->len);
+    guint moved = 0;
+    for (guint i = 0; i < res->job_statuses->len; i++) {
+        const KbJobStatus *st = &g_array_index(res->job_statuses, KbJobStatus, i);
+        const SimJob *job = st->changed ? g_hash_table_lookup(sim->by_key, st->job) : NULL;
+        if (job == NULL)
+            continue;
+        if (!job->running || st->phase != KB_JOB_RUNNING ||
+            g_strcmp0(st->reason, job->reason) != 0 || g_strcmp0(st->message, job->message) != 0)
+            g_error("sim: check-skips: at %" G_GINT64_FORMAT " nothing waited, yet job %s "
+                    "(running %d) was reported %s \"%s\" \"%s\" (noted %s \"%s\" \"%s\")",
+                    sim->now, st->job, job->running, kb_job_phase_to_string(st->phase), st->reason,
+                    st->message, kb_job_phase_to_string(job->phase), job->reason, job->message);
+        moved += job->phase != st->phase;
+    }
+    if (moved != n_unsettled)
+        g_error("sim: check-skips: at %" G_GINT64_FORMAT " the cycle moved %u jobs to Running, "
+                "the simulator would have moved %u",
+                sim->now, moved, n_unsettled);
+}
+
+static void cycle(Sim *sim, gboolean skippable)
 {
     g_autoptr(KbCycleResult) res = kb_cycle_run(sim->cache, sim->conf, sim->now);
     double us = (double)res->duration_us;
     g_array_append_val(sim->cycle_us, us);
     if (sim->opts.on_cycle != NULL)
         sim->opts.on_cycle(res, sim->opts.on_cycle_data);
+    if (skippable) {
+        unsettled_prune(sim);
+        check_skippable(sim, res, sim->unsettled->len);
+        sim->n_skipped++;
+    }
     apply_placements(sim, res);
     apply_evictions(sim, res);
     gboolean moved = note_statuses(sim, res);
     sim->rerun = res->placements->len > 0 || res->evictions->len > 0 || moved;
     sim->last_cycle = sim->now;
+    unsettled_prune(sim);
+}
+
+/*
+ * Nothing waits: every live job has all its pods bound and running. A cycle then places and
+ * evicts nothing (every action works for pending pods: allocate, backfill, reserve, and preempt
+ * and reclaim for pending preemptors), and reports every job Running with the reason and message
+ * of the cycle that placed it ("Scheduled", "N/N tasks placed"); of its report the simulator
+ * uses only the phases that moved (a phase change asks for another cycle and is written to the
+ * PodGroup). The cache state such a cycle updates (job phase, pending_since, the last report) is
+ * recomputed by the next cycle before anything reads it. So the simulator does not run it:
+ * settle notes what it would have reported, and the cycles where something waits, the only
+ * ones that decide anything, run at the same seconds on the same cache. check_skips runs the
+ * cycle anyway and aborts if it does anything else (tests/test-trace.c). Not with on_cycle (its
+ * callback wants every cycle's queue figures), nor without delete_finished (finished jobs stay
+ * in the cache, and the next cycle reports them Completed).
+ */
+static void settle(Sim *sim)
+{
+    gboolean moved = FALSE;
+    for (guint i = 0; i < sim->unsettled->len; i++) {
+        SimJob *job = sim->unsettled->pdata[i];
+        if (!job->running || job->phase == KB_JOB_RUNNING)
+            continue;
+        job->phase = KB_JOB_RUNNING;
+        group_set_phase(sim, job, KB_JOB_RUNNING);
+        moved = TRUE;
+    }
+    g_ptr_array_set_size(sim->unsettled, 0);
+    sim->rerun = moved;
+    sim->last_cycle = sim->now;
+    sim->n_skipped++;
 }
 
 static gboolean waiting(const Sim *sim)
@@ -605,6 +691,12 @@ static gboolean waiting(const Sim *sim)
             return TRUE;
     }
     return FALSE;
+}
+
+static gboolean can_skip(const Sim *sim)
+{
+    return !sim->opts.no_skip && sim->opts.on_cycle == NULL && sim->opts.delete_finished &&
+           !waiting(sim);
 }
 
 static gboolean stale(const Sim *sim, const Completion *c)
@@ -667,7 +759,12 @@ static void step(Sim *sim, gint64 t)
     guint restart_after = sim->opts.restart_after > 0 ? sim->opts.restart_after : 256;
     if (sim->n_retained >= restart_after && sim->n_retained >= sim->n_live)
         cache_restart(sim);
-    cycle(sim);
+    if (!can_skip(sim))
+        cycle(sim, FALSE);
+    else if (sim->opts.check_skips)
+        cycle(sim, TRUE);
+    else
+        settle(sim);
     sample(sim);
     if (sim->opts.progress != NULL && ++sim->n_steps % 4096 == 0)
         sim->opts.progress(sim->opts.progress_data, sim->next_arrival, sim->trace->n_jobs);
@@ -802,6 +899,7 @@ static void sim_init(Sim *sim, const KbTrace *trace, const KbConf *conf, const K
     sim->heap = g_array_new(FALSE, FALSE, sizeof(Completion));
     sim->cycle_us = g_array_new(FALSE, FALSE, sizeof(double));
     sim->samples = g_array_new(FALSE, FALSE, sizeof(KbSimSample));
+    sim->unsettled = g_ptr_array_new();
     cluster_setup(sim);
 }
 
@@ -822,6 +920,7 @@ static void sim_clear(Sim *sim)
     g_hash_table_unref(sim->by_key);
     g_array_unref(sim->heap);
     g_array_unref(sim->cycle_us);
+    g_ptr_array_unref(sim->unsettled);
     if (sim->samples != NULL)
         g_array_unref(sim->samples);
     kb_cache_free(sim->cache);
@@ -1037,7 +1136,9 @@ static KbSimReport *report_new(Sim *sim)
     r->partial_gpus_end = sim->gpus_partial;
     r->jain = sim->contended_s > 0 ? sim->jain_sum / sim->contended_s : -1;
     r->contended_s = sim->contended_s;
-    r->n_cycles = sim->cycle_us->len;
+    /* With check_skips the skipped cycles ran too (their times are in the cycle figures). */
+    r->n_cycles = sim->cycle_us->len - (sim->opts.check_skips ? sim->n_skipped : 0);
+    r->n_cycles_skipped = sim->n_skipped;
     r->n_placements = sim->n_placements;
     r->n_cache_restarts = sim->n_restarts;
     double *us = (double *)(void *)sim->cycle_us->data;
@@ -1047,12 +1148,23 @@ static KbSimReport *report_new(Sim *sim)
     return r;
 }
 
+/* User + system CPU seconds of the calling thread (replays may run on several threads). */
+static double thread_cpu_s(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru) != 0)
+        return 0;
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
 KbSimReport *kb_sim_run(const KbTrace *trace, const KbConf *conf, const KbSimOptions *opts,
                         GError **error)
 {
     if (!options_check(trace, opts, error))
         return NULL;
     gint64 t0 = g_get_monotonic_time();
+    double cpu0 = thread_cpu_s();
     Sim sim = {0};
     sim_init(&sim, trace, conf, opts);
     gboolean stopped = FALSE;
@@ -1061,7 +1173,8 @@ KbSimReport *kb_sim_run(const KbTrace *trace, const KbConf *conf, const KbSimOpt
         gint64 t = next_time(&sim);
         if (t == G_MAXINT64)
             break;
-        if (opts->max_cycles > 0 && sim.cycle_us->len >= opts->max_cycles) {
+        guint done = sim.cycle_us->len + (opts->check_skips ? 0 : sim.n_skipped);
+        if (opts->max_cycles > 0 && done >= opts->max_cycles) {
             stopped = TRUE;
             break;
         }
@@ -1075,6 +1188,7 @@ KbSimReport *kb_sim_run(const KbTrace *trace, const KbConf *conf, const KbSimOpt
         opts->progress(opts->progress_data, trace->n_jobs, trace->n_jobs);
     sim_clear(&sim);
     r->wall_s = (double)(g_get_monotonic_time() - t0) / 1e6;
+    r->cpu_s = thread_cpu_s() - cpu0;
     return r;
 }
 

@@ -12,7 +12,9 @@
  *   arrival, a completion) and again one period later while the previous cycle placed pods or
  *   moved a job to another phase. Seconds in which nothing changed are skipped: a cycle over an
  *   unchanged cache places nothing (tests/test-trace.c checks it), so the outcome equals a
- *   cycle every period;
+ *   cycle every period. A cycle due while nothing waits (every live job running) is not run
+ *   either: it could only report running jobs Running, which the simulator notes itself
+ *   (check_skips verifies it, sim.c explains why);
  * - every placement binds at once (kb_cache_bind_succeeded) and the pod is updated with
  *   spec.nodeName and phase Running;
  * - a job runs once every pod of it is bound (a distributed job needs all its workers) and ends
@@ -33,7 +35,7 @@
  *   (a gang larger than the cluster, or GPUs held forever by partial gangs when gang is off) are
  *   reported with the scheduler's last condition.
  *
- * Everything but wall times is deterministic for equal inputs.
+ * Everything but wall and CPU times (and cycle times) is deterministic for equal inputs.
  */
 #pragma once
 
@@ -79,6 +81,12 @@ typedef struct {
     /* Also run a cycle every period while a job waits, even when nothing changed (slow; to check
      * that skipping idle seconds changes nothing). */
     gboolean every_period;
+    /* Run every cycle, also those skipped because nothing waits (slow; see sim.c, settle). */
+    gboolean no_skip;
+    /* Run the cycles that would be skipped and abort (g_error) unless each of them placed and
+     * evicted nothing and reported only what the simulator assumes when it skips one (slow;
+     * the outcome is that of no_skip). */
+    gboolean check_skips;
     KbSimRestartCost restart_cost; /* default FULL */
     /* Fraction (0..1) of the jobs given the high PriorityClass, chosen by a hash of their trace
      * line (kb_sim_is_high_priority): the same jobs whatever the slice or the configuration. */
@@ -179,7 +187,10 @@ typedef struct {
      * -1 when that never happens. */
     double jain;
     double contended_s;
-    guint n_cycles;
+    guint n_cycles;         /* cycles run (but those below) */
+    guint n_cycles_skipped; /* seconds a cycle was due while nothing waited: not run (with
+                             * check_skips: run and checked); n_cycles + n_cycles_skipped is
+                             * the same whether cycles are skipped or not */
     guint64 n_placements;
     guint n_cache_restarts; /* see delete_finished */
     /* Evictions: pods evicted; job evictions (a job losing its running state; a job evicted
@@ -200,6 +211,7 @@ typedef struct {
     double low_wait_mean, low_wait_p95, low_jct_mean, low_jct_p95;
     double cycle_us_mean, cycle_us_p99, cycle_us_max;
     double wall_s;    /* whole simulation */
+    double cpu_s;     /* CPU time of the replaying thread (user + system), whole simulation */
     gboolean stopped; /* max_cycles reached */
     KbSimBucket buckets[KB_SIM_N_BUCKETS];
     KbSimSample *samples; /* in time order */
