@@ -10,6 +10,7 @@
 #include "kube/kb-objects.h"
 #include "scheduler/cache.h"
 #include "scheduler/cycle.h"
+#include "scheduler/history.h"
 
 #define SCHEDULER_NAME     "kube-batchd"
 #define GROUP_ANNOTATION   "scheduling.k8s.io/group-name"
@@ -660,8 +661,10 @@ static void cycle(Sim *sim, gboolean skippable)
  * of the cycle that placed it ("Scheduled", "N/N tasks placed"); of its report the simulator
  * uses only the phases that moved (a phase change asks for another cycle and is written to the
  * PodGroup). The cache state such a cycle updates (job phase, pending_since, the last report) is
- * recomputed by the next cycle before anything reads it. So the simulator does not run it:
- * settle notes what it would have reported, and the cycles where something waits, the only
+ * recomputed by the next cycle before anything reads it, but for the end of the jobs that
+ * finished since the last cycle, which the runtime history takes from the cycle's clock. So the
+ * simulator does not run it: settle notes what it would have reported and stamps the history,
+ * and the cycles where something waits, the only
  * ones that decide anything, run at the same seconds on the same cache. check_skips runs the
  * cycle anyway and aborts if it does anything else (tests/test-trace.c). Not with on_cycle (its
  * callback wants every cycle's queue figures), nor without delete_finished (finished jobs stay
@@ -679,6 +682,10 @@ static void settle(Sim *sim)
         moved = TRUE;
     }
     g_ptr_array_set_size(sim->unsettled, 0);
+    /* The reserve action stamps the jobs finished since the last cycle with the cycle's clock
+     * (history.h): do it now, as the skipped cycle would, or their runtimes would stretch to the
+     * next cycle that runs. */
+    kb_history_stamp(kb_cache_history(sim->cache), sim->now);
     sim->rerun = moved;
     sim->last_cycle = sim->now;
     sim->n_skipped++;
