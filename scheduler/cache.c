@@ -581,6 +581,7 @@ static KbJobInfo *job_get(KbCache *cache, gboolean is_group, const char *ns, con
     if (job != NULL || !create)
         return job;
     job = g_new0(KbJobInfo, 1);
+    job->version = 1;
     job->key = g_strdup_printf("%s/%s", ns != NULL ? ns : "", name);
     job->namespace_ = g_intern_string(ns != NULL ? ns : "");
     job->name = g_strdup(name);
@@ -616,6 +617,7 @@ static void job_apply_group(KbCache *cache, KbJobInfo *job, KbPodGroup *group)
     kb_object_ref(group);
     g_clear_pointer(&job->group, kb_object_unref);
     job->group = group;
+    job->version++;
     job->group_missing = FALSE;
     job->min_member = group->min_member >= 1 ? group->min_member : 1;
     job->queue = group->queue != NULL ? g_intern_string(group->queue) : cache->default_queue;
@@ -717,6 +719,7 @@ static KbTaskInfo *task_new(KbCache *cache, KbPod *pod)
     task->priority = kb_cache_pod_priority(cache, pod);
     task->index = job->tasks->len;
     g_ptr_array_add(job->tasks, task);
+    job->version++;
     job->n_state[KB_TASK_PENDING]++;
     if (!is_group && job->creation_timestamp == 0)
         job->creation_timestamp = pod->meta.creation_timestamp;
@@ -732,6 +735,7 @@ static void task_remove(KbCache *cache, KbTaskInfo *task)
     task_leave_class(task);
     guint idx = task->index;
     g_ptr_array_remove_index_fast(job->tasks, idx);
+    job->version++;
     if (idx < job->tasks->len)
         ((KbTaskInfo *)job->tasks->pdata[idx])->index = idx;
     kb_object_unref(task->pod);
@@ -820,6 +824,7 @@ void kb_cache_update_pod(KbCache *cache, KbPod *pod)
             kb_object_ref(pod);
             kb_object_unref(task->pod);
             task->pod = pod;
+            task->job->version++;
             KbResources old = task->resreq;
             gboolean occ = state_occupies(task->state);
             if (occ)
@@ -879,6 +884,7 @@ void kb_cache_delete_pod_group(KbCache *cache, KbPodGroup *group)
     if (job == NULL)
         return;
     g_clear_pointer(&job->group, kb_object_unref);
+    job->version++;
     job->group_missing = TRUE;
     job->queue = cache->default_queue;
     job_maybe_remove(cache, job);

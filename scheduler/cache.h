@@ -182,6 +182,15 @@ struct KbJobInfo {
     guint bind_failures;
     gint64 backoff_until;
     char *bind_error;
+    /* Bumped whenever the group or a pod of the job changes (starts at 1): what a cycle derives
+     * from the objects alone may be kept while it is unchanged. */
+    guint version;
+    /* The reserve action's memo of what the objects announce (reserve.c), valid while
+     * announced_version == version. */
+    guint announced_version;
+    gint64 announced_runtime;  /* the expected-runtime annotation, or KB_RESERVE_UNKNOWN */
+    gint64 announced_deadline; /* the pods' smallest activeDeadlineSeconds, or ..._UNKNOWN */
+    gint64 announced_gpus;     /* GPUs of all its pods */
 };
 
 /* A queue (the default queue exists even without an object). */

@@ -87,7 +87,7 @@ typedef struct {
 
 /* The job's expected runtime in seconds, or KB_RESERVE_UNKNOWN (see the top of the file);
  * @history may be NULL (no history estimates). */
-gint64 kb_reserve_job_runtime(const KbJobInfo *job, const KbHistory *history);
+gint64 kb_reserve_job_runtime(KbJobInfo *job, const KbHistory *history);
 
 /* TRUE when @task may be placed on node @node now (free resources are the caller's check). */
 gboolean kb_reserve_admits(KbSession *ssn, const KbTaskInfo *task, guint node);

@@ -479,6 +479,39 @@ static void test_runtime_annotation(void)
     }
 }
 
+/* The estimate is kept on the job between cycles: an update of a pod or the group is seen. */
+static void test_runtime_follows_updates(void)
+{
+    Case c = {"", RESERVE, NULL, 1, NULL, {{"j", NULL, NULL, 1, 1, NULL, 0, "2h"}}, {{NULL}}};
+    Fx *fx = fx_for(&c);
+    KbJobInfo *job = kb_cache_lookup_job(fx->cache, "team", "j");
+    g_assert_nonnull(job);
+    g_assert_cmpint(kb_reserve_job_runtime(job, NULL), ==, 7200);
+    g_assert_cmpint(kb_reserve_job_runtime(job, NULL), ==, 7200);
+    json_object *pod = json_object_get(g_hash_table_lookup(fx->pods, "team/j-0"));
+    g_assert_nonnull(pod);
+    json_object *meta = NULL, *annotations = NULL, *spec = NULL;
+    g_assert_true(json_object_object_get_ex(pod, "metadata", &meta));
+    g_assert_true(json_object_object_get_ex(meta, "annotations", &annotations));
+    json_object_object_add(annotations, KB_RESERVE_RUNTIME_ANNOTATION,
+                           json_object_new_string("30m"));
+    kb_test_sched_put_pod(fx, pod);
+    g_assert_cmpint(kb_reserve_job_runtime(job, NULL), ==, 1800);
+    /* The group's annotation comes first. */
+    kb_test_sched_add_pod_group(
+            fx, "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\","
+                "\"metadata\":{\"name\":\"j\",\"namespace\":\"team\",\"uid\":\"pg-j\","
+                "\"annotations\":{\"" KB_RESERVE_RUNTIME_ANNOTATION "\":\"10m\"}},"
+                "\"spec\":{\"minMember\":1}}");
+    g_assert_cmpint(kb_reserve_job_runtime(job, NULL), ==, 600);
+    pod = json_object_get(g_hash_table_lookup(fx->pods, "team/j-0"));
+    g_assert_true(json_object_object_get_ex(pod, "spec", &spec));
+    json_object_object_add(spec, "activeDeadlineSeconds", json_object_new_int64(300));
+    kb_test_sched_put_pod(fx, pod);
+    g_assert_cmpint(kb_reserve_job_runtime(job, NULL), ==, 300);
+    kb_test_sched_free(fx);
+}
+
 /*
  * Which estimate wins: the annotation, else the queue's history; activeDeadlineSeconds caps
  * either and stands alone when neither exists.
@@ -593,6 +626,7 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/reserve/starts-in-order", test_starts_in_order);
     g_test_add_func("/scheduler/reserve/runtime-annotation", test_runtime_annotation);
     g_test_add_func("/scheduler/reserve/runtime-sources", test_runtime_sources);
+    g_test_add_func("/scheduler/reserve/runtime-follows-updates", test_runtime_follows_updates);
     g_test_add_func("/scheduler/reserve/history", test_history);
     g_test_add_func("/scheduler/reserve/history-from-cache", test_history_from_cache);
     return g_test_run();
