@@ -38,11 +38,25 @@
 
 #define WINDOW 64
 
+static gint base_window = WINDOW, bind_window = 0;
 static gint n_nodes = 1000, n_pods = 5000, gang = 8, n_baseline = 5000, gpus_per_node = 8;
 
 static double now_s(void)
 {
     return (double)g_get_monotonic_time() / G_USEC_PER_SEC;
+}
+
+/* KB_E2E_MARKS=1: phase boundaries on stderr, in CLOCK_MONOTONIC seconds (as `perf record -k
+ * CLOCK_MONOTONIC` stamps its samples), to cut a system-wide profile into phases. */
+static void mark_at(double t, const char *what)
+{
+    if (g_getenv("KB_E2E_MARKS") != NULL)
+        fprintf(stderr, "mark %.6f %s\n", t, what);
+}
+
+static void mark(const char *what)
+{
+    mark_at(now_s(), what);
 }
 
 /* ---- a window of asynchronous requests ------------------------------------------------------ */
@@ -51,9 +65,10 @@ static double now_s(void)
  * all answered. Returns the number of failures. */
 typedef struct {
     KbClient *client;
-    guint n, next, done, failed;
+    guint n, next, done, failed, window;
     void (*issue)(KbClient *client, guint i, KbResponseFunc cb, gpointer data);
-    double *acked; /* per i, the time its response came (may be NULL) */
+    double *acked;      /* per i, the time its response came (may be NULL) */
+    double latency_sum; /* seconds, request issued to response, over all requests */
     GMainLoop *loop;
     char *first_error;
 } Window;
@@ -77,33 +92,37 @@ static void window_cb(const KbResponse *resp, gpointer data)
 typedef struct {
     Window *w;
     guint i;
+    double sent;
 } Slot;
 
 static void slot_cb(const KbResponse *resp, gpointer data)
 {
     Slot *s = data;
     Window *w = s->w;
+    double t = now_s();
+    w->latency_sum += t - s->sent;
     if (w->acked != NULL)
-        w->acked[s->i] = now_s();
+        w->acked[s->i] = t;
     g_free(s);
     window_cb(resp, w);
 }
 
 static void window_pump(Window *w)
 {
-    while (w->next < w->n && w->next - w->done < WINDOW) {
+    while (w->next < w->n && w->next - w->done < w->window) {
         Slot *s = g_new0(Slot, 1);
         s->w = w;
         s->i = w->next++;
+        s->sent = now_s();
         w->issue(w->client, s->i, slot_cb, s);
     }
 }
 
-static double window_run(KbClient *client, guint n,
-                         void (*issue)(KbClient *, guint, KbResponseFunc, gpointer), double *acked,
-                         const char *what)
+static double window_run_full(KbClient *client, guint n, guint window,
+                              void (*issue)(KbClient *, guint, KbResponseFunc, gpointer),
+                              double *latency_ms, const char *what)
 {
-    Window w = {.client = client, .n = n, .issue = issue, .acked = acked};
+    Window w = {.client = client, .n = n, .issue = issue, .window = window};
     if (n == 0)
         return 0;
     w.loop = g_main_loop_new(NULL, FALSE);
@@ -116,7 +135,16 @@ static double window_run(KbClient *client, guint n,
         fprintf(stderr, "bench-e2e: %s: %u of %u failed (first: %s)\n", what, w.failed, n,
                 w.first_error);
     g_free(w.first_error);
+    if (latency_ms != NULL)
+        *latency_ms = 1000 * w.latency_sum / n;
     return dt;
+}
+
+static double window_run(KbClient *client, guint n,
+                         void (*issue)(KbClient *, guint, KbResponseFunc, gpointer), double *unused,
+                         const char *what)
+{
+    return window_run_full(client, n, WINDOW, issue, NULL, what);
 }
 
 static void post(KbClient *client, const KbResourceType *type, const char *ns, json_object *body,
@@ -161,8 +189,23 @@ static void issue_node_status(KbClient *client, guint i, KbResponseFunc cb, gpoi
     json_object_put(body);
 }
 
+static gboolean base_same_pods = FALSE;
+
 static void issue_baseline_pod(KbClient *client, guint i, KbResponseFunc cb, gpointer data)
 {
+    if (base_same_pods) {
+        /* The workload's pod, another scheduler's name. */
+        g_autofree char *text = g_strdup_printf(
+                "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"base-%05u\","
+                "\"namespace\":\"baseline\",\"annotations\":{\"scheduling.k8s.io/group-name\":"
+                "\"job-%05u\"}},\"spec\":{\"schedulerName\":\"nobody\",\"containers\":[{"
+                "\"name\":\"tensorflow\",\"image\":\"tensorflow/tensorflow:2.15.0-gpu\","
+                "\"resources\":{\"requests\":{\"cpu\":\"4\",\"memory\":\"16Gi\","
+                "\"nvidia.com/gpu\":\"1\"},\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]}}",
+                i, i / (guint)gang);
+        post(client, &kb_type_pods, "baseline", json_tokener_parse(text), cb, data);
+        return;
+    }
     g_autofree char *text = g_strdup_printf(
             "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"base-%05u\","
             "\"namespace\":\"baseline\"},\"spec\":{\"schedulerName\":\"nobody\","
@@ -176,6 +219,17 @@ static void issue_baseline_bind(KbClient *client, guint i, KbResponseFunc cb, gp
 {
     g_autofree char *pod = g_strdup_printf("base-%05u", i);
     g_autofree char *node = g_strdup_printf("node-%04u", i % (guint)n_nodes);
+    if (base_same_pods) {
+        /* What kube-batchd sends: the pod's GPU index on the Binding. To nodes that do not
+         * exist (the API server does not check), so that these pods hold no room the workload
+         * needs. */
+        g_free(node);
+        node = g_strdup_printf("gone-%04u", i % (guint)n_nodes);
+        g_autofree char *ids = g_strdup_printf("%u", i % (guint)gpus_per_node);
+        const char *annotations[] = {"kube-batchd.io/gpu-ids", ids, NULL};
+        kb_client_bind_async_full(client, "baseline", pod, NULL, node, annotations, cb, data);
+        return;
+    }
     kb_client_bind_async(client, "baseline", pod, NULL, node, cb, data);
 }
 
@@ -315,6 +369,9 @@ typedef struct {
     guint n_bound;
     double last;
     GMainLoop *loop;
+    /* CPU seconds of the server, kube-batchd and this process when the first binding showed */
+    const char *server_pid, *daemon_pid;
+    double cpu_first[3];
 } Watch;
 
 static void seen(Watch *w, const KbPod *pod)
@@ -325,7 +382,11 @@ static void seen(Watch *w, const KbPod *pod)
         return;
     w->bound[i] = now_s();
     w->last = w->bound[i];
-    w->n_bound++;
+    if (w->n_bound++ == 0) {
+        w->cpu_first[0] = cpu_seconds(w->server_pid);
+        w->cpu_first[1] = cpu_seconds(w->daemon_pid);
+        w->cpu_first[2] = cpu_seconds("self");
+    }
 }
 
 static void on_add(gpointer obj, gpointer data)
@@ -351,6 +412,10 @@ int main(int argc, char **argv)
             {"pods", 0, 0, G_OPTION_ARG_INT, &n_pods, "pods scheduled by kube-batchd", "N"},
             {"gang", 0, 0, G_OPTION_ARG_INT, &gang, "pods per PodGroup", "N"},
             {"baseline", 0, 0, G_OPTION_ARG_INT, &n_baseline, "pods bound by the plain loop", "N"},
+            {"baseline-same-pods", 0, 0, G_OPTION_ARG_NONE, &base_same_pods, "x", NULL},
+            {"baseline-in-flight", 0, 0, G_OPTION_ARG_INT, &base_window, "the loop's window", "N"},
+            {"bind-in-flight", 0, 0, G_OPTION_ARG_INT, &bind_window,
+             "kube-batchd --bind-max-in-flight (default: its own)", "N"},
             {NULL},
     };
     g_autoptr(GError) error = NULL;
@@ -370,7 +435,7 @@ int main(int argc, char **argv)
     const char *url = kb_test_apiserver_url(apiserver);
     g_autoptr(KbConfig) config = kb_config_new(url);
     KbClient *client = kb_client_new(config, &error);
-    kb_client_set_max_in_flight(client, WINDOW + 8);
+    kb_client_set_max_in_flight(client, (guint)MAX(base_window, WINDOW) + 8);
 
     create_crd(client, "deploy/crds/podgroup-volcano.yaml");
     create_crd(client, "deploy/crds/queue-volcano.yaml");
@@ -388,12 +453,19 @@ int main(int argc, char **argv)
 
     /* Baseline: the API server's own binding rate with a plain parallel loop. */
     double t_bcreate = window_run(client, n_baseline, issue_baseline_pod, NULL, "baseline pods");
-    double t_bind = window_run(client, n_baseline, issue_baseline_bind, NULL, "baseline binds");
+    mark("baseline-bind-start");
+    double base_latency_ms = 0;
+    double cpu_b0 = cpu_seconds(kb_test_apiserver_pid(apiserver)), cpu_self0 = cpu_seconds("self");
+    double t_bind = window_run_full(client, n_baseline, (guint)base_window, issue_baseline_bind,
+                                    &base_latency_ms, "baseline binds");
+    double cpu_base_api = cpu_seconds(kb_test_apiserver_pid(apiserver)) - cpu_b0;
+    double cpu_base_self = cpu_seconds("self") - cpu_self0;
+    mark("baseline-bind-end");
     double base_rate = n_baseline > 0 ? n_baseline / t_bind : 0;
     double create_rate_base = n_baseline > 0 ? n_baseline / t_bcreate : 0;
     printf("baseline: %d pods created at %.0f/s; bound by a plain loop (%d in flight) at %.0f "
            "bindings/s\n",
-           n_baseline, create_rate_base, WINDOW, base_rate);
+           n_baseline, create_rate_base, base_window, base_rate);
 
     /* The workload first: PodGroups and pods, all pending. */
     guint n_groups = (guint)(n_pods + gang - 1) / (guint)gang;
@@ -414,17 +486,33 @@ int main(int argc, char **argv)
     /* kube-batchd starts now. */
     guint http_port = kb_test_free_port();
     g_autofree char *listen = g_strdup_printf("127.0.0.1:%u", http_port);
-    const char *dargv[] = {
-            "--master", url,           "--schedule-period", "200ms", "--listen-address",
-            listen,     "--log-level", "warning",           NULL};
+    /* KB_E2E_LOG_LEVEL=debug shows each cycle's placements with timestamps. */
+    const char *level =
+            g_getenv("KB_E2E_LOG_LEVEL") != NULL ? g_getenv("KB_E2E_LOG_LEVEL") : "warning";
+    g_autofree char *bw = g_strdup_printf("%d", bind_window);
+    const char *dargv[] = {"--master",
+                           url,
+                           "--schedule-period",
+                           "200ms",
+                           "--listen-address",
+                           listen,
+                           "--log-level",
+                           level,
+                           bind_window > 0 ? "--bind-max-in-flight" : NULL,
+                           bw,
+                           NULL};
     /* KB_E2E_WRAPPER="perf record -g -o /tmp/kbd.data --" profiles the daemon. */
     KbTestDaemonOptions dopts = {.wrapper = g_getenv("KB_E2E_WRAPPER")};
     json_object *stats0 = fetch_stats(url);
     double cpu_a0 = cpu_seconds(kb_test_apiserver_pid(apiserver));
+    double cpu_self1 = cpu_seconds("self");
     double t_start = now_s();
+    mark("scheduler-start");
     g_autoptr(KbTestDaemon) daemon = kb_test_daemon_start("kube-batchd", dargv, &dopts, &error);
     if (daemon == NULL)
         g_error("%s", error->message);
+    w.server_pid = kb_test_apiserver_pid(apiserver);
+    w.daemon_pid = kb_test_daemon_pid(daemon);
     /* Sample the server's open connections while waiting. */
     gint max_conns = 0;
     guint tick = g_timeout_add(250, on_tick, NULL);
@@ -439,12 +527,16 @@ int main(int argc, char **argv)
                 max_conns = MAX(max_conns, json_object_get_int(c));
             json_object_put(st);
         }
-        if (now_s() - t_start > 180)
+        if (now_s() - t_start > 180 || !kb_test_daemon_running(daemon))
             break;
     }
     g_source_remove(tick);
+    mark("scheduler-bound-all");
     double t_end = w.last;
     double cpu_d = cpu_seconds(kb_test_daemon_pid(daemon));
+    double cpu_self = cpu_seconds("self") - cpu_self1;
+    double cpu_bind[3] = {cpu_seconds(kb_test_apiserver_pid(apiserver)) - w.cpu_first[0],
+                          cpu_d - w.cpu_first[1], cpu_seconds("self") - w.cpu_first[2]};
     double cpu_a = cpu_seconds(kb_test_apiserver_pid(apiserver)) - cpu_a0;
     /* Let the status writes and events the bindings cause settle (a few periods). */
     g_usleep(3 * G_USEC_PER_SEC);
@@ -455,6 +547,8 @@ int main(int argc, char **argv)
         if (w.bound[i] != 0 && (first_bound == 0 || w.bound[i] < first_bound))
             first_bound = w.bound[i];
     }
+    mark_at(first_bound, "first-binding-seen");
+    mark_at(t_end, "last-binding-seen");
     double start_rate = w.n_bound > 0 ? w.n_bound / (t_end - t_start) : 0;
     double bind_rate = w.n_bound > 1 ? w.n_bound / (t_end - first_bound) : 0;
 
@@ -482,9 +576,18 @@ int main(int argc, char **argv)
     }
     printf("client connections seen by the server: at most %d (baseline loop and watch included)\n",
            max_conns);
-    printf("cpu from scheduler start: kube-batchd %.2f s, kb-apiserver %.2f s (wall %.2f s, %d "
-           "cores)\n",
-           cpu_d, cpu_a, t_end - t_start, (int)sysconf(_SC_NPROCESSORS_ONLN));
+    printf("cpu from scheduler start: kube-batchd %.2f s, kb-apiserver %.2f s, this watcher %.2f s "
+           "(wall %.2f s, %d cores)\n",
+           cpu_d, cpu_a, cpu_self, t_end - t_start, (int)sysconf(_SC_NPROCESSORS_ONLN));
+    printf("cpu per binding (ms): raw loop: server %.3f, client %.3f; kube-batchd run: server "
+           "%.3f, kube-batchd %.3f, this watcher %.3f\n",
+           1000 * cpu_base_api / MAX(n_baseline, 1), 1000 * cpu_base_self / MAX(n_baseline, 1),
+           1000 * cpu_a / MAX(w.n_bound, 1), 1000 * cpu_d / MAX(w.n_bound, 1),
+           1000 * cpu_self / MAX(w.n_bound, 1));
+    printf("cpu per binding (ms) from the first binding on: server %.3f, kube-batchd %.3f, this "
+           "watcher %.3f\n",
+           1000 * cpu_bind[0] / MAX(w.n_bound, 1), 1000 * cpu_bind[1] / MAX(w.n_bound, 1),
+           1000 * cpu_bind[2] / MAX(w.n_bound, 1));
     g_autofree char *metrics = fetch_metrics(http_port);
     printf("kube-batchd: %.0f cycles (mean %.2f ms); %.0f binds succeeded, %.0f failed; %.0f "
            "events created, %.0f patched, %.0f dropped, %.0f over budget; %.0f status writes\n",
@@ -499,6 +602,10 @@ int main(int argc, char **argv)
            metric_sum(metrics, "kube_batchd_events_total", "\"dropped\""),
            metric_sum(metrics, "kube_batchd_events_total", "\"over_budget\""),
            metric_sum(metrics, "kube_batchd_status_writes_total", "\"written\""));
+    printf("kube-batchd: binding round trip %.1f ms on average (the raw loop: %.1f ms)\n",
+           1000 * metric_sum(metrics, "kube_batchd_bind_duration_seconds_sum", NULL) /
+                   MAX(metric_sum(metrics, "kube_batchd_bind_duration_seconds_count", NULL), 1),
+           base_latency_ms);
     json_object_put(stats0);
     json_object_put(stats1);
     /* Events by reason (what the event writes were). */

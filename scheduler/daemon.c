@@ -311,6 +311,27 @@ static void on_add(gpointer obj, gpointer data)
     kick(d);
 }
 
+/*
+ * Does @pod (a watch update) only confirm what this scheduler already holds: a task it placed
+ * (assumed or bound, not yet seen) now shown on the very node it chose? Then the cache's room
+ * does not change and no cycle is needed for it: without this, every confirmation of a large
+ * batch kicked a cycle (about one per 20 ms while thousands of bindings came back), each
+ * snapshotting the whole cluster on the thread that also reads the binding responses.
+ */
+static gboolean confirms_own_binding(KbDaemon *d, const KbPod *old_pod, const KbPod *pod)
+{
+    if (pod->node_name == NULL || old_pod->node_name != NULL || kb_pod_is_terminated(pod) ||
+        pod->meta.deletion_timestamp != 0)
+        return FALSE;
+    KbTaskInfo *t = kb_cache_lookup_task(d->cache, pod->meta.namespace_, pod->meta.name);
+    if (t == NULL || t->node_id < 0 || g_strcmp0(t->pod->meta.uid, pod->meta.uid) != 0 ||
+        (t->state != KB_TASK_ALLOCATED && t->state != KB_TASK_BINDING))
+        return FALSE;
+    guint n_nodes = 0;
+    KbNodeInfo *nodes = kb_cache_nodes(d->cache, &n_nodes);
+    return (guint)t->node_id < n_nodes && strcmp(nodes[t->node_id].name, pod->node_name) == 0;
+}
+
 static void on_update(gpointer old_obj, gpointer new_obj, gpointer data)
 {
     Source *s = data;
@@ -321,7 +342,10 @@ static void on_update(gpointer old_obj, gpointer new_obj, gpointer data)
         break;
     case SRC_PODS: {
         const KbPod *old_pod = old_obj, *pod = new_obj;
+        gboolean confirmed = confirms_own_binding(d, old_pod, pod);
         kb_cache_update_pod(d->cache, new_obj);
+        if (confirmed)
+            return;
         /* A bound pod's status changes free nothing until it terminates or is deleted. */
         if (pod->node_name != NULL && old_pod->node_name == pod->node_name &&
             !kb_pod_is_terminated(pod) && pod->meta.deletion_timestamp == 0)
