@@ -920,7 +920,17 @@ static void run_server(Server *srv, GArray *windows)
     create_crd(client, "deploy/crds/queue-volcano.yaml");
     create_namespace(client, "baseline");
     create_namespace(client, "bench");
-    g_usleep(srv->real ? 2 * G_USEC_PER_SEC : 200000); /* let the CRDs be served */
+    /* Until the PodGroups are served (at most 60 s; a real server takes a few seconds). */
+    for (guint tries = 0; tries < 600; tries++) {
+        g_autoptr(GError) crd_error = NULL;
+        KbListOptions lo = {.limit = 1};
+        json_object *l =
+                kb_client_list(client, &kb_type_pod_groups_volcano, "bench", &lo, &crd_error);
+        json_object_put(l);
+        if (l != NULL)
+            break;
+        g_usleep(100000);
+    }
 
     double t_nodes = window_run(client, (guint)n_nodes, issue_node, "nodes");
     window_run(client, (guint)n_nodes, issue_node_status, "node status");
