@@ -27,6 +27,7 @@ struct KbClient {
     GHashTable *active;  /* KbTransfer set, added to @multi */
     GPtrArray *reap;     /* KbTransfer cancelled from inside libcurl, removed once it returns */
     GHashTable *sockets; /* fd -> GSource */
+    GPtrArray *idle_easy; /* CURL handles of finished transfers, reset, for the next ones */
     GSource *timer;
     int in_curl; /* > 0 while inside curl_multi_socket_action() */
     gboolean closing;

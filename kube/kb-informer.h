@@ -43,6 +43,12 @@ gboolean kb_watch_decoder_feed(KbWatchDecoder *decoder, const char *data, gsize 
  * no complete line is buffered. A malformed line is consumed and reported through @error
  * (returns FALSE with @error set); the caller logs it and calls again. */
 gboolean kb_watch_decoder_next(KbWatchDecoder *decoder, KbWatchEvent *event, GError **error);
+/* The same in two steps, for a caller that reads some lines itself: the next complete line (white
+ * space trimmed, blank lines skipped; consumed), borrowed until the next feed; FALSE when none is
+ * buffered. Then, unless the caller handled it, its event as kb_watch_decoder_next() decodes it. */
+gboolean kb_watch_decoder_next_line(KbWatchDecoder *decoder, const char **line, gsize *len);
+gboolean kb_watch_decoder_decode_line(KbWatchDecoder *decoder, const char *line, gsize len,
+                                      KbWatchEvent *event, GError **error);
 void kb_watch_event_clear(KbWatchEvent *event);
 /* For an ERROR event: the metav1.Status code (410 for Expired/Gone), or 0. */
 int kb_watch_event_status_code(const KbWatchEvent *event);
@@ -151,6 +157,9 @@ guint64 kb_informer_relists(const KbInformer *informer);
  * with no item go to json-c directly and count in neither). */
 guint64 kb_informer_fast_pages(const KbInformer *informer);
 guint64 kb_informer_fallback_pages(const KbInformer *informer);
+/* ADDED/MODIFIED watch events of pods decoded straight from their bytes (kb_pod_decode_bytes,
+ * for an informer decoding with kb_pod_decode without keep_raw); the others go through json-c. */
+guint64 kb_informer_fast_events(const KbInformer *informer);
 /* Watch events applied to the store (repeats and bookmarks excluded). */
 guint64 kb_informer_events(const KbInformer *informer);
 /* The resourceVersion the next watch resumes from (borrowed), NULL before the first list. */

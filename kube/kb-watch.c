@@ -223,10 +223,8 @@ static gboolean decode_line(KbWatchDecoder *decoder, const char *line, gsize len
     return event->object != NULL;
 }
 
-gboolean kb_watch_decoder_next(KbWatchDecoder *decoder, KbWatchEvent *event, GError **error)
+gboolean kb_watch_decoder_next_line(KbWatchDecoder *decoder, const char **line_out, gsize *len_out)
 {
-    event->type = KB_WATCH_ADDED;
-    event->object = NULL;
     while (decoder->complete > 0) {
         const char *line = (const char *)decoder->buf->data + decoder->start;
         gsize avail = decoder->buf->len - decoder->start;
@@ -242,12 +240,33 @@ gboolean kb_watch_decoder_next(KbWatchDecoder *decoder, KbWatchEvent *event, GEr
             skip++;
         if (skip == len)
             continue; /* blank lines carry nothing */
-        gboolean ok = decode_line(decoder, line + skip, len - skip, event, error);
-        if (decoder->complete == 0 && decoder->start == decoder->buf->len)
-            compact(decoder);
-        return ok;
+        *line_out = line + skip;
+        *len_out = len - skip;
+        return TRUE;
     }
     return FALSE;
+}
+
+gboolean kb_watch_decoder_decode_line(KbWatchDecoder *decoder, const char *line, gsize len,
+                                      KbWatchEvent *event, GError **error)
+{
+    event->type = KB_WATCH_ADDED;
+    event->object = NULL;
+    return decode_line(decoder, line, len, event, error);
+}
+
+gboolean kb_watch_decoder_next(KbWatchDecoder *decoder, KbWatchEvent *event, GError **error)
+{
+    const char *line;
+    gsize len;
+    event->type = KB_WATCH_ADDED;
+    event->object = NULL;
+    if (!kb_watch_decoder_next_line(decoder, &line, &len))
+        return FALSE;
+    gboolean ok = decode_line(decoder, line, len, event, error);
+    if (decoder->complete == 0 && decoder->start == decoder->buf->len)
+        compact(decoder);
+    return ok;
 }
 
 void kb_watch_event_clear(KbWatchEvent *event)

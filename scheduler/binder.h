@@ -40,6 +40,8 @@
 #include "scheduler/cycle.h"
 
 #define KB_BINDER_DEFAULT_MAX_IN_FLIGHT 64
+/* The most --bind-max-in-flight accepts: each binding in flight may hold a connection. */
+#define KB_BINDER_MAX_IN_FLIGHT_LIMIT 1024
 #define KB_BINDER_MAX_ATTEMPTS          8
 #define KB_BINDER_RETRY_BASE_MS         100
 #define KB_BINDER_RETRY_MAX_MS          5000

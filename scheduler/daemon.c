@@ -21,6 +21,8 @@
 /* ...but cycles never run closer together than this (a fraction of the period, capped). */
 #define MIN_GAP_MS_MAX 50
 #define CRD_RETRY_MS   10000
+/* Status writes wait behind queued bindings at most this long at a time. */
+#define STATUS_HOLD_MAX_MS 2000
 /* The API server is probed (GET /version) this often; with no answer for PROBE_STALE_MS (or
  * the last answer an error) /readyz says 503: an instance that cannot reach the server can
  * neither see nor bind anything. */
@@ -111,7 +113,8 @@ struct KbDaemon {
     guint period_source;
     guint kick_source;
     guint restart_source;
-    gint64 last_cycle_us; /* monotonic */
+    gint64 last_cycle_us;        /* monotonic */
+    gint64 status_held_since_us; /* monotonic; 0 while status writes flow */
     guint64 n_cycles;
     /* API server reachability (PROBE_MS): the last good answer (monotonic), the last error. */
     guint probe_source;
@@ -211,9 +214,29 @@ static gboolean ready_func(gpointer user_data, char **reason)
 
 static void publish_cycle(KbDaemon *d, const KbCycleResult *r);
 
+/*
+ * Bindings first: PodGroup and Queue status writes wait while placements wait for the binder, as
+ * events do (the issue of one write per pod). A large batch's 625 status PATCHes otherwise went
+ * into the client's queue right behind the first window of bindings and ahead of all the others.
+ * At most STATUS_HOLD_MAX_MS at a time, so that a long backlog still shows its status; released
+ * when the binder's queue drains (every binding sent) and at every cycle that finds it drained.
+ */
+static void update_status_hold(KbDaemon *d)
+{
+    gboolean busy = !d->stopping && kb_binder_queued(d->binder) > 0;
+    gint64 now = g_get_monotonic_time();
+    if (!busy)
+        d->status_held_since_us = 0;
+    else if (d->status_held_since_us == 0)
+        d->status_held_since_us = now;
+    kb_status_writer_set_held(d->status,
+                              busy && now - d->status_held_since_us < STATUS_HOLD_MAX_MS * 1000);
+}
+
 gboolean kb_daemon_run_cycle(KbDaemon *daemon)
 {
     KbDaemon *d = daemon;
+    update_status_hold(d);
     if (d->stopping || !d->leading || !caches_synced(d, NULL))
         return FALSE;
     gint64 now = now_s();
@@ -231,6 +254,7 @@ gboolean kb_daemon_run_cycle(KbDaemon *daemon)
     /* Victims first: their pods must go before anything lands on the room they hold. */
     kb_binder_evict(d->binder, r->evictions);
     kb_binder_submit(d->binder, r->placements);
+    update_status_hold(d);
     kb_status_writer_apply(d->status, r);
     publish_cycle(d, r);
     if (r->evictions->len > 0)
@@ -311,6 +335,27 @@ static void on_add(gpointer obj, gpointer data)
     kick(d);
 }
 
+/*
+ * Does @pod (a watch update) only confirm what this scheduler already holds: a task it placed
+ * (assumed or bound, not yet seen) now shown on the very node it chose? Then the cache's room
+ * does not change and no cycle is needed for it: without this, every confirmation of a large
+ * batch kicked a cycle (about one per 20 ms while thousands of bindings came back), each
+ * snapshotting the whole cluster on the thread that also reads the binding responses.
+ */
+static gboolean confirms_own_binding(KbDaemon *d, const KbPod *old_pod, const KbPod *pod)
+{
+    if (pod->node_name == NULL || old_pod->node_name != NULL || kb_pod_is_terminated(pod) ||
+        pod->meta.deletion_timestamp != 0)
+        return FALSE;
+    KbTaskInfo *t = kb_cache_lookup_task(d->cache, pod->meta.namespace_, pod->meta.name);
+    if (t == NULL || t->node_id < 0 || g_strcmp0(t->pod->meta.uid, pod->meta.uid) != 0 ||
+        (t->state != KB_TASK_ALLOCATED && t->state != KB_TASK_BINDING))
+        return FALSE;
+    guint n_nodes = 0;
+    KbNodeInfo *nodes = kb_cache_nodes(d->cache, &n_nodes);
+    return (guint)t->node_id < n_nodes && strcmp(nodes[t->node_id].name, pod->node_name) == 0;
+}
+
 static void on_update(gpointer old_obj, gpointer new_obj, gpointer data)
 {
     Source *s = data;
@@ -321,7 +366,10 @@ static void on_update(gpointer old_obj, gpointer new_obj, gpointer data)
         break;
     case SRC_PODS: {
         const KbPod *old_pod = old_obj, *pod = new_obj;
+        gboolean confirmed = confirms_own_binding(d, old_pod, pod);
         kb_cache_update_pod(d->cache, new_obj);
+        if (confirmed)
+            return;
         /* A bound pod's status changes free nothing until it terminates or is deleted. */
         if (pod->node_name != NULL && old_pod->node_name == pod->node_name &&
             !kb_pod_is_terminated(pod) && pod->meta.deletion_timestamp == 0)
@@ -672,6 +720,7 @@ static void on_bind_done(const KbBindOutcome *out, gpointer data)
 {
     KbDaemon *d = data;
     Metrics *m = &d->m;
+    update_status_hold(d);
     kb_series_inc(kb_metric_with(m->binds, kb_bind_result_to_string(out->result), NULL));
     kb_metric_observe(m->bind_duration, (double)out->latency_us / 1e6);
     if (out->result == KB_BIND_SUCCEEDED) {
@@ -716,6 +765,7 @@ static void stop_leading(gpointer data)
     g_clear_handle_id(&d->kick_source, g_source_remove);
     kb_binder_set_paused(d->binder, TRUE);
     guint dropped = kb_binder_drop_queued(d->binder);
+    update_status_hold(d);
     if (dropped > 0)
         g_message("dropped %u placements not yet bound", dropped);
     if (d->restart_source == 0 && !d->stopping)
@@ -931,6 +981,7 @@ void kb_daemon_stop(KbDaemon *daemon, guint deadline_ms)
     g_clear_handle_id(&d->probe_source, g_source_remove);
     guint dropped = kb_binder_drop_queued(d->binder);
     guint in_flight = kb_binder_in_flight(d->binder);
+    update_status_hold(d); /* what is queued is written before the exit */
     g_message("stopping: %u bindings in flight, %u placements dropped", in_flight, dropped);
     gint64 deadline = g_get_monotonic_time() + (gint64)deadline_ms * 1000;
     iterate_until(d, binds_done, deadline);

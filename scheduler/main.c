@@ -60,13 +60,15 @@ typedef struct {
     char *extender_tls_key;
     guint extender_ttl_ms;
     char **extender_scheduler_names;
+    gint bind_max_in_flight;
 } Flags;
 
 static Flags flags = {.period_ms = 1000,
                       .gang_event_qps = KB_BINDER_GANG_EVENT_QPS,
                       .gang_event_burst = KB_BINDER_GANG_EVENT_BURST,
                       .pod_event_qps = KB_BINDER_POD_EVENT_QPS,
-                      .pod_event_burst = KB_BINDER_POD_EVENT_BURST};
+                      .pod_event_burst = KB_BINDER_POD_EVENT_BURST,
+                      .bind_max_in_flight = KB_BINDER_DEFAULT_MAX_IN_FLIGHT};
 
 /*
  * A Go-style duration ("500ms", "1s", "2m", "1m30s", "1.5s", "1h") into whole milliseconds,
@@ -183,6 +185,9 @@ static const GOptionEntry entries[] = {
          "QPS"},
         {"pod-event-burst", 0, 0, G_OPTION_ARG_INT, &flags.pod_event_burst,
          "...and at most this many at once (default 10)", "N"},
+        {"bind-max-in-flight", 0, 0, G_OPTION_ARG_INT, &flags.bind_max_in_flight,
+         "Bindings on the wire at once (default 64, 1 to 1024; see README for how it was chosen)",
+         "N"},
         {"listen-address", 0, 0, G_OPTION_ARG_STRING, &flags.listen_address,
          "Address of /healthz, /readyz and /metrics (default :8080; empty: none)", "HOST:PORT"},
         {"log-level", 0, 0, G_OPTION_ARG_CALLBACK, kb_log_option_arg,
@@ -231,6 +236,12 @@ static gboolean validate(GError **error)
                     "--pod-event-burst (0 or more) must not be negative or huge: %g/%d, %g/%d",
                     flags.gang_event_qps, flags.gang_event_burst, flags.pod_event_qps,
                     flags.pod_event_burst);
+        return FALSE;
+    }
+    if (flags.bind_max_in_flight < 1 || flags.bind_max_in_flight > KB_BINDER_MAX_IN_FLIGHT_LIMIT) {
+        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                    "--bind-max-in-flight: %d is out of range (1 to %d)", flags.bind_max_in_flight,
+                    KB_BINDER_MAX_IN_FLIGHT_LIMIT);
         return FALSE;
     }
     for (guint i = 0; flags.scheduler_names != NULL && flags.scheduler_names[i] != NULL; i++) {
@@ -315,6 +326,7 @@ static int run(KbConf *conf)
             .renew_deadline_ms = flags.renew_deadline_ms,
             .retry_period_ms = flags.retry_period_ms,
             .listen_address = flags.listen_address != NULL ? flags.listen_address : ":8080",
+            .bind_max_in_flight = (guint)flags.bind_max_in_flight,
             .event_budgets_set = TRUE,
             .gang_event_qps = flags.gang_event_qps,
             .gang_event_burst = (guint)flags.gang_event_burst,

@@ -37,6 +37,7 @@ struct KbStatusWriter {
     GHashTable *queue_last; /* queue name -> last status body queued (owned strings) */
     guint64 counts[KB_STATUS_N_RESULTS];
     guint64 dropped; /* writes refused because KB_STATUS_MAX_ENTRIES were pending */
+    gboolean held;   /* kb_status_writer_set_held: queued writes wait */
 };
 
 static void entry_free(gpointer p)
@@ -261,7 +262,30 @@ static void enqueue(KbStatusWriter *w, const KbResourceType *type, const char *n
         g_source_remove(e->retry_source);
         e->retry_source = 0;
     }
+    if (w->held)
+        return; /* sent by kb_status_writer_set_held(FALSE) */
     send_entry(w, e);
+}
+
+void kb_status_writer_set_held(KbStatusWriter *writer, gboolean held)
+{
+    if (writer->held == held)
+        return;
+    writer->held = held;
+    if (held)
+        return;
+    /* Every entry neither in flight nor waiting for a retry was queued while held. */
+    GHashTableIter it;
+    gpointer v;
+    g_autoptr(GPtrArray) ready = g_ptr_array_new();
+    g_hash_table_iter_init(&it, writer->entries);
+    while (g_hash_table_iter_next(&it, NULL, &v)) {
+        Entry *e = v;
+        if (!e->in_flight && e->retry_source == 0)
+            g_ptr_array_add(ready, e);
+    }
+    for (guint i = 0; i < ready->len; i++)
+        send_entry(writer, g_ptr_array_index(ready, i));
 }
 
 /* ---- bodies -------------------------------------------------------------------------------- */

@@ -53,6 +53,13 @@ void kb_status_writer_set_backoff(KbStatusWriter *writer, guint initial_ms, guin
 /* Queue the writes and events of @result (borrowed; everything needed is copied). */
 void kb_status_writer_apply(KbStatusWriter *writer, const KbCycleResult *result);
 
+/*
+ * While held, new writes are queued but not sent (a newer status for the same object still
+ * replaces the queued one); releasing sends them all. kube-batchd holds them while bindings wait
+ * to be sent: bindings go first, as events do (see kb_daemon).
+ */
+void kb_status_writer_set_held(KbStatusWriter *writer, gboolean held);
+
 /* Writes queued, in flight or waiting for a retry. */
 guint kb_status_writer_pending(const KbStatusWriter *writer);
 guint64 kb_status_writer_count(const KbStatusWriter *writer, KbStatusResult result);

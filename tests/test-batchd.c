@@ -379,6 +379,10 @@ static const FlagCase flag_cases[] = {
         {{"--log-level", "loud"}, 2, "invalid log level \"loud\""},
         {{"--scheduler-conf", "/nonexistent/kube-batchd.conf"}, 2, "--scheduler-conf"},
         {{"--scheduler-name", ""}, 2, "--scheduler-name: empty name"},
+        {{"--bind-max-in-flight", "0"}, 2, "--bind-max-in-flight: 0 is out of range (1 to 1024)"},
+        {{"--bind-max-in-flight", "1025"}, 2, "--bind-max-in-flight: 1025 is out of range"},
+        {{"--bind-max-in-flight", "many"}, 2, "bind-max-in-flight"},
+        {{"--bind-max-in-flight", "1024", "--version"}, 0, "kube-batchd "},
         {{"stray"}, 2, "unexpected argument \"stray\""},
         {{"--no-such-flag"}, 2, "no-such-flag"},
 };

@@ -1048,6 +1048,49 @@ static void test_fast_strict_refusal_falls_back(Fixture *fx, gconstpointer data)
     assert_same_as_json_c(fx, "a", rich_pod("a", "1"));
 }
 
+/* Watch events of pods skip json-c as list pages do: the same records, the resourceVersion
+ * advanced; bookmarks and deletions still go through json-c. */
+static void test_fast_watch_events(Fixture *fx, gconstpointer data)
+{
+    push_list(fx, 200, list_body("10", NULL, ITEMS(rich_pod("a", "1"), rich_pod("b", "2"))));
+    push_watch(fx, watch_stream(TRUE, ITEMS(event("ADDED", rich_pod("c", "11")),
+                                            event("MODIFIED", rich_pod("a", "12")), bookmark("13"),
+                                            event("DELETED", rich_pod("b", "14")),
+                                            event("ADDED", rich_pod("d", "15")))));
+    KbInformerOptions opts = {.type = &kb_type_pods, .decode = (KbDecodeFunc)kb_pod_decode};
+    start(fx, &opts);
+    wait_log(fx, "add default/d@15;");
+    g_assert_cmpstr(fx->log->str, ==,
+                    "add default/a@1;add default/b@2;synced;add default/c@11;"
+                    "upd default/a@1->12;del default/b;add default/d@15;");
+    g_assert_cmpuint(kb_informer_fast_events(fx->inf), ==, 3);
+    g_assert_cmpuint(kb_informer_events(fx->inf), ==, 4);
+    g_assert_cmpuint(kb_informer_decode_errors(fx->inf), ==, 0);
+    g_assert_cmpstr(kb_informer_resource_version(fx->inf), ==, "15");
+    assert_same_as_json_c(fx, "a", rich_pod("a", "12"));
+    assert_same_as_json_c(fx, "c", rich_pod("c", "11"));
+}
+
+/* A pod event the fast decoder refuses goes through json-c, which skips and counts it with its
+ * message; the events after it go fast again, and an ERROR event still ends the watch. */
+static void test_fast_watch_malformed_falls_back(Fixture *fx, gconstpointer data)
+{
+    push_list(fx, 200, list_body("10", NULL, ITEMS(rich_pod("a", "1"))));
+    push_watch(fx, watch_stream(FALSE, ITEMS(event("MODIFIED", invalid_pod("x", "11")),
+                                             event("ADDED", rich_pod("c", "12")),
+                                             g_strdup("{\"type\":\"ADDED\",\"object\":[]}\n"))));
+    KbInformerOptions opts = {.type = &kb_type_pods, .decode = (KbDecodeFunc)kb_pod_decode};
+    start(fx, &opts);
+    wait_log(fx, "add default/c@12;");
+    g_assert_cmpuint(kb_informer_fast_events(fx->inf), ==, 1);
+    /* the invalid pod, and the event whose object is no object */
+    while (kb_informer_decode_errors(fx->inf) < 2)
+        g_main_context_iteration(NULL, TRUE);
+    g_assert_null(kb_informer_get(fx->inf, "default", "x"));
+    g_assert_cmpstr(fx->log->str, ==, "add default/a@1;synced;add default/c@12;");
+    assert_same_as_json_c(fx, "c", rich_pod("c", "12"));
+}
+
 /* A page decoder more lenient than kb_pod_list_decode_bytes: it loses the name of pods called
  * "lost", as if it accepted pods without metadata.name. */
 static gboolean lenient_page_decode(const char *json, gsize len, GPtrArray *out, char **rv,
@@ -1192,6 +1235,8 @@ int main(int argc, char **argv)
     ADD("fast/empty-list", test_fast_empty_list);
     ADD("fast/relist-gone", test_fast_relist_gone);
     ADD("fast/not-used", test_fast_not_used);
+    ADD("fast/watch-events", test_fast_watch_events);
+    ADD("fast/watch-malformed-falls-back", test_fast_watch_malformed_falls_back);
 #undef ADD
     /* list tests again with the page decoder on the pages (json-c + test_decode as fallback) */
 #define ADD_FAST(path, fn)                                                                         \
