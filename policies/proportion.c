@@ -259,29 +259,31 @@ static gboolean job_enqueueable(gpointer state, const KbJobInfo *job, GString *w
     return TRUE;
 }
 
-static void on_job_enqueued(gpointer state, const KbJobInfo *job)
+/* @job entered Inqueue (@entered) or went back to Pending: its queue's inqueue figure takes its
+ * minimum request, or gives back what of it is not yet allocated. */
+static void inqueue_change(Proportion *p, const KbJobInfo *job, gboolean entered)
 {
-    Proportion *p = state;
     KbQueueInfo *qi = kb_session_job_queue(p->ssn, job);
     if (qi == NULL)
         return;
     KbResources need;
     kb_session_job_min_request(job, &need);
+    if (!entered) {
+        kb_resources_sub(&need, &job->allocated);
+        for (guint i = 0; i < N_SLOTS; i++)
+            need.v[slots[i]] = -MAX(need.v[slots[i]], 0);
+    }
     inqueue_add(p, qi->id, &need);
+}
+
+static void on_job_enqueued(gpointer state, const KbJobInfo *job)
+{
+    inqueue_change(state, job, TRUE);
 }
 
 static void on_job_dequeued(gpointer state, const KbJobInfo *job)
 {
-    Proportion *p = state;
-    KbQueueInfo *qi = kb_session_job_queue(p->ssn, job);
-    if (qi == NULL)
-        return;
-    KbResources need;
-    kb_session_job_min_request(job, &need);
-    kb_resources_sub(&need, &job->allocated);
-    for (guint i = 0; i < N_SLOTS; i++)
-        need.v[slots[i]] = -MAX(need.v[slots[i]], 0);
-    inqueue_add(p, qi->id, &need);
+    inqueue_change(state, job, FALSE);
 }
 
 const struct kb_plugin_ops kb_plugin_proportion = {
