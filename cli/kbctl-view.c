@@ -512,7 +512,9 @@ json_object *kbctl_queue_deserved(json_object *queue)
             !json_object_is_type(d, json_type_string))
             continue;
         gint64 v = 0;
-        if (kb_quantity_parse_value(json_object_get_string(d), &v, NULL) && v == 0)
+        /* Zeros only make the list long, but a GPU share of 0 is a figure, not unknown. */
+        if (kb_quantity_parse_value(json_object_get_string(d), &v, NULL) && v == 0 &&
+            strcmp(name, KB_RESOURCE_GPU_NAME) != 0)
             continue;
         json_object_object_add(list, name, json_object_get(d));
     }

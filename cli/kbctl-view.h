@@ -84,9 +84,10 @@ gboolean kbctl_node_ready(const KbNode *node);
 gint64 kbctl_queue_gpus(json_object *queue, const char *field);
 gint64 kbctl_queue_deserved_gpus(json_object *queue);
 gint64 kbctl_queue_allocated_gpus(const KbctlWorld *w, json_object *queue);
-/* A queue's deserved share as a ResourceList (name -> quantity, zeros left out) from the
- * per-resource status kube-batchd writes (`status.resources[NAME].deserved`); an older
- * kube-batchd's `status.deserved` is read as is. NULL when the status has neither. New reference. */
+/* A queue's deserved share as a ResourceList (name -> quantity, zeros but the GPUs' left out) from
+ * the per-resource status kube-batchd writes (`status.resources[NAME].deserved`); an older
+ * kube-batchd's `status.deserved` is read as is. NULL when the status has neither. New reference.
+ */
 json_object *kbctl_queue_deserved(json_object *queue);
 /* Resources of a ResourceList as "gpu 8, cpu 16, memory 64Gi" ("-" when absent). */
 char *kbctl_resource_list_string(json_object *list);

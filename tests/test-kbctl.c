@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 
 #include "cli/kbctl-out.h"
+#include "cli/kbctl-view.h"
 #include "tests/apiserver/kas-json.h"
 #include "tests/lib/kb-test-apiserver.h"
 #include "tests/lib/kb-test-util.h"
@@ -853,6 +854,37 @@ static void test_yaml(void)
                     "a:\n  b:\n  - c: 1\n    d:\n    - x\n  - []\n  e: {}\nf: null\ng: false\n");
 }
 
+/* The deserved share kbctl shows: from status.resources (a GPU share of 0 is 0, other zeros are
+ * left out), else an older kube-batchd's status.deserved, else unknown. */
+static void test_queue_deserved(void)
+{
+    static const struct {
+        const char *queue;
+        gint64 gpus;
+        const char *list;
+    } rows[] = {
+            {"{\"status\":{\"resources\":{\"nvidia.com/gpu\":{\"deserved\":\"0\"},"
+             "\"cpu\":{\"deserved\":\"0\"},\"memory\":{\"deserved\":\"4Gi\"}}}}",
+             0, "gpu 0, memory 4Gi"},
+            {"{\"status\":{\"resources\":{\"nvidia.com/gpu\":{\"deserved\":\"24\"}},"
+             "\"deserved\":{\"nvidia.com/gpu\":\"8\"}}}",
+             24, "gpu 24"},
+            {"{\"status\":{\"deserved\":{\"nvidia.com/gpu\":\"8\"}}}", 8, "gpu 8"},
+            {"{\"status\":{\"resources\":{\"cpu\":{\"deserved\":\"2\"}}}}", -1, "cpu 2"},
+            {"{\"spec\":{\"weight\":2}}", -1, "-"},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(rows); i++) {
+        json_object *q = json_tokener_parse(rows[i].queue);
+        g_assert_nonnull(q);
+        json_object *list = kbctl_queue_deserved(q);
+        g_autofree char *text = kbctl_resource_list_string(list);
+        g_assert_cmpstr(text, ==, rows[i].list);
+        g_assert_cmpint(kbctl_queue_deserved_gpus(q), ==, rows[i].gpus);
+        json_object_put(list);
+        json_object_put(q);
+    }
+}
+
 static void test_duration(void)
 {
     static const struct {
@@ -879,6 +911,7 @@ int main(int argc, char **argv)
     g_test_set_nonfatal_assertions();
     g_test_add_func("/kbctl/unit/yaml-quoting", test_yaml);
     g_test_add_func("/kbctl/unit/duration", test_duration);
+    g_test_add_func("/kbctl/unit/queue-deserved", test_queue_deserved);
     if (!kb_test_kubectl_available()) {
         g_test_add_func("/kbctl/skipped", kb_test_skip_no_kubectl);
         return g_test_run();
