@@ -289,12 +289,9 @@ gboolean kbctl_cmd_get(Kbctl *k, GError **error)
     g_autoptr(KbctlWorld) w = load(k, kbctl_namespace(k), name, DETAIL_LOAD, error);
     if (w == NULL)
         return FALSE;
-    if (w->jobs->len == 0) {
-        g_set_error(error, KBCTL_ERROR, KBCTL_ERROR_FAILED, "tfjob %s/%s: could not be decoded",
-                    kbctl_namespace(k), name);
+    const KbctlJob *j = kbctl_world_job(w, kbctl_namespace(k), name, error);
+    if (j == NULL)
         return FALSE;
-    }
-    const KbctlJob *j = g_ptr_array_index(w->jobs, 0);
     if (k->output == KBCTL_OUT_JSON || k->output == KBCTL_OUT_YAML) {
         g_autoptr(KbctlJson) o = kbctl_job_json(w, j, TRUE);
         kbctl_print_object(k->out, k->output, o);
@@ -314,12 +311,9 @@ gboolean kbctl_cmd_why(Kbctl *k, GError **error)
     g_autoptr(KbctlWorld) w = load(k, kbctl_namespace(k), name, DETAIL_LOAD, error);
     if (w == NULL)
         return FALSE;
-    if (w->jobs->len == 0) {
-        g_set_error(error, KBCTL_ERROR, KBCTL_ERROR_FAILED, "tfjob %s/%s: could not be decoded",
-                    kbctl_namespace(k), name);
+    const KbctlJob *j = kbctl_world_job(w, kbctl_namespace(k), name, error);
+    if (j == NULL)
         return FALSE;
-    }
-    const KbctlJob *j = g_ptr_array_index(w->jobs, 0);
     g_autofree char *why = kbctl_job_why(w, j);
     if (k->output == KBCTL_OUT_JSON || k->output == KBCTL_OUT_YAML) {
         g_autoptr(KbctlJson) o = json_object_new_object();

@@ -139,12 +139,9 @@ gboolean kbctl_cmd_logs(Kbctl *k, GError **error)
     g_autoptr(KbctlWorld) w = kbctl_world_load(c, ns, pos[0], 0, k->now, error);
     if (w == NULL)
         return FALSE;
-    if (w->jobs->len == 0) {
-        g_set_error(error, KBCTL_ERROR, KBCTL_ERROR_FAILED, "tfjob %s/%s: could not be decoded", ns,
-                    pos[0]);
+    const KbctlJob *j = kbctl_world_job(w, ns, pos[0], error);
+    if (j == NULL)
         return FALSE;
-    }
-    const KbctlJob *j = g_ptr_array_index(w->jobs, 0);
     const KbPod *pod = pick_pod(j, kbctl_args_str(k->args, "replica"), error);
     if (pod == NULL)
         return FALSE;

@@ -58,6 +58,17 @@ void kbctl_world_free(KbctlWorld *w)
     g_free(w);
 }
 
+const KbctlJob *kbctl_world_job(const KbctlWorld *w, const char *namespace_, const char *name,
+                                GError **error)
+{
+    if (w->jobs->len == 0) {
+        g_set_error(error, KBCTL_ERROR, KBCTL_ERROR_FAILED, "tfjob %s/%s: could not be decoded",
+                    namespace_, name);
+        return NULL;
+    }
+    return g_ptr_array_index(w->jobs, 0);
+}
+
 static char *key_of(const char *ns, const char *name)
 {
     return g_strdup_printf("%s/%s", ns != NULL ? ns : "", name);

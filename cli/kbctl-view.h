@@ -63,6 +63,10 @@ typedef struct {
 KbctlWorld *kbctl_world_load(KbClient *client, const char *namespace_, const char *job, guint what,
                              gint64 now, GError **error);
 void kbctl_world_free(KbctlWorld *w);
+/* The one job of a world loaded for job @namespace_/@name, or NULL with an error naming it when
+ * its TFJob could not be decoded. */
+const KbctlJob *kbctl_world_job(const KbctlWorld *w, const char *namespace_, const char *name,
+                                GError **error);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbctlWorld, kbctl_world_free)
 
 /* "worker-0" for a pod of a TFJob (from its labels), else the pod name. Newly allocated. */
