@@ -336,6 +336,42 @@ static void test_discovery_crd_group(void)
     g_assert_nonnull(strstr(core->body, "fieldValidation"));
 }
 
+/* Every list kube-scheduler's informers wait for before they schedule anything (1.19-1.22): a
+ * server that answers one of them 404 leaves a real kube-scheduler (the extender's host) idle
+ * for ever. */
+static void test_discovery_scheduler_informers(void)
+{
+    static const struct {
+        const char *path, *kind;
+    } lists[] = {
+            {"/api/v1/pods", "PodList"},
+            {"/api/v1/nodes", "NodeList"},
+            {"/api/v1/services", "ServiceList"},
+            {"/api/v1/persistentvolumes", "PersistentVolumeList"},
+            {"/api/v1/persistentvolumeclaims", "PersistentVolumeClaimList"},
+            {"/api/v1/replicationcontrollers", "ReplicationControllerList"},
+            {"/apis/apps/v1/replicasets", "ReplicaSetList"},
+            {"/apis/apps/v1/statefulsets", "StatefulSetList"},
+            {"/apis/storage.k8s.io/v1/storageclasses", "StorageClassList"},
+            {"/apis/storage.k8s.io/v1/csinodes", "CSINodeList"},
+            {"/apis/policy/v1beta1/poddisruptionbudgets", "PodDisruptionBudgetList"},
+    };
+    g_autoptr(KasServer) srv = start();
+    for (guint i = 0; i < G_N_ELEMENTS(lists); i++) {
+        g_autoptr(Resp) r = get(srv, lists[i].path);
+        if (r->code != 200)
+            g_error("GET %s: HTTP %ld: %s", lists[i].path, r->code, r->body);
+        g_assert_cmpstr(js(r, "kind"), ==, lists[i].kind);
+    }
+    /* ... and the workloads are writable where a real server puts them. */
+    g_autoptr(Resp) rs = post(srv, "/apis/apps/v1/namespaces/default/replicasets",
+                              "{\"apiVersion\":\"apps/v1\",\"kind\":\"ReplicaSet\","
+                              "\"metadata\":{\"name\":\"rs1\"}}");
+    assert_status(rs, 201, NULL);
+    g_autoptr(Resp) apps = get(srv, "/apis/apps/v1");
+    g_assert_nonnull(strstr(apps->body, "\"name\":\"replicasets/status\""));
+}
+
 /* ---- create, get, update ------------------------------------------------------------------------- */
 
 static void test_crud_create_get(void)
@@ -1640,6 +1676,7 @@ int main(int argc, char **argv)
     curl_global_init(CURL_GLOBAL_ALL);
     g_test_add_func("/apiserver/discovery/core", test_discovery_core);
     g_test_add_func("/apiserver/discovery/crd-group", test_discovery_crd_group);
+    g_test_add_func("/apiserver/discovery/scheduler-informers", test_discovery_scheduler_informers);
     g_test_add_func("/apiserver/crud/create-get", test_crud_create_get);
     g_test_add_func("/apiserver/crud/already-exists-409", test_crud_already_exists);
     g_test_add_func("/apiserver/crud/not-found-404", test_crud_not_found);
