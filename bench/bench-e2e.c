@@ -198,6 +198,22 @@ static void issue_node_status(KbClient *client, guint i, KbResponseFunc cb, gpoi
     json_object_put(body);
 }
 
+/* What the node lifecycle controller does once a node is Ready: the API server put the
+ * node.kubernetes.io/not-ready:NoSchedule taint on each new node (TaintNodesByCondition), and a
+ * real server without a controller manager keeps it for ever. These nodes have no other taint. */
+static void issue_node_untaint(KbClient *client, guint i, KbResponseFunc cb, gpointer data)
+{
+    g_autofree char *name = g_strdup_printf("node-%04u", i);
+    json_object *body = json_tokener_parse("{\"spec\":{\"taints\":null}}");
+    KbRequest req = {.method = "PATCH",
+                     .type = &kb_type_nodes,
+                     .name = name,
+                     .body = body,
+                     .content_type = "application/merge-patch+json"};
+    kb_client_call_async(client, &req, cb, data);
+    json_object_put(body);
+}
+
 static void issue_baseline_pod(KbClient *client, guint i, KbResponseFunc cb, gpointer data)
 {
     g_autofree char *text = g_strdup_printf(
@@ -934,6 +950,7 @@ static void run_server(Server *srv, GArray *windows)
 
     double t_nodes = window_run(client, (guint)n_nodes, issue_node, "nodes");
     window_run(client, (guint)n_nodes, issue_node_status, "node status");
+    window_run(client, (guint)n_nodes, issue_node_untaint, "node taints");
     printf("== %s\ncluster: %d nodes x %d GPUs created in %.2f s\n", srv->name, n_nodes,
            gpus_per_node, t_nodes);
 

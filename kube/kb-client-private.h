@@ -65,7 +65,9 @@ typedef struct {
     gboolean cancelled;
     gboolean in_data;      /* inside on_data */
     gint64 last_data_us;   /* streams: monotonic time of the last byte received */
-    gboolean idle_timeout; /* streams: aborted for receiving nothing for stream_idle_s */
+    guint idle_s;          /* streams: silence after which the stream is dead (stream_idle_s,
+                            * plus the watch's timeoutSeconds when it has one) */
+    gboolean idle_timeout; /* streams: aborted for receiving nothing for idle_s */
 } KbTransfer;
 
 /* A transfer for @req with everything it needs copied; NULL body/callbacks. */

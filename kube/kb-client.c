@@ -107,6 +107,19 @@ static char *build_query(const KbRequest *req)
     return g_string_free(query, FALSE);
 }
 
+/* How long a stream may stay silent. A watch with timeoutSeconds T may be silent for all of T:
+ * kube-apiserver sends nothing on a quiet resource, not even bookmarks (its cacher sends them
+ * about once a minute, and only for a resource that has seen an event since it started), so
+ * only a watch still silent stream_idle_s after the server should have ended it is dead. A dead
+ * peer is noticed sooner by TCP keepalive (kb_client_transfer_setup). */
+static guint stream_idle_limit(const KbClient *client, const KbRequest *req)
+{
+    guint extra = 0;
+    if (req->list != NULL && req->list->watch)
+        extra = req->list->timeout_seconds;
+    return client->stream_idle_s + extra;
+}
+
 KbTransfer *kb_client_transfer_new_raw(KbClient *client, const KbRequest *req, const char *body,
                                        const char *content_type)
 {
@@ -127,6 +140,7 @@ KbTransfer *kb_client_transfer_new_raw(KbClient *client, const KbRequest *req, c
     }
     t->content_type = g_strdup(content_type != NULL ? content_type : "application/json");
     t->stream = req->stream;
+    t->idle_s = stream_idle_limit(client, req);
     t->response = g_byte_array_new();
     return t;
 }
@@ -246,7 +260,7 @@ static int on_progress(void *user_data, curl_off_t dltotal, curl_off_t dlnow, cu
                        curl_off_t ulnow)
 {
     KbTransfer *t = user_data;
-    gint64 idle_us = (gint64)t->client->stream_idle_s * G_USEC_PER_SEC;
+    gint64 idle_us = (gint64)t->idle_s * G_USEC_PER_SEC;
     if (t->stream && g_get_monotonic_time() - t->last_data_us >= idle_us) {
         t->idle_timeout = TRUE;
         return 1;
@@ -338,9 +352,13 @@ void kb_client_transfer_setup(KbTransfer *t)
     curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)cfg->timeout_ms);
     if (t->stream) {
-        /* A watch has no end; one that receives nothing for the idle time is dead. */
+        /* One that receives nothing for its idle time is dead (stream_idle_limit). Keepalive
+         * probes after 30 s of silence, every 15 s: a peer gone without a word (a dead node, a
+         * dropped NAT entry) is noticed in under 3 minutes rather than at the watch's end. */
         curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
-        curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)client->stream_idle_s);
+        curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)t->idle_s);
+        curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
+        curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 15L);
         curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
         curl_easy_setopt(e, CURLOPT_XFERINFODATA, t);
         curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
@@ -456,7 +474,7 @@ void kb_client_transfer_finish(KbTransfer *t, CURLcode rc, KbResponse *resp)
     }
     if (t->idle_timeout) {
         g_set_error(&resp->error, KB_ERROR, KB_ERROR_TIMEOUT, "%s: nothing received for %u s",
-                    t->what, t->client->stream_idle_s);
+                    t->what, t->idle_s);
         return;
     }
     if (rc != CURLE_OK) {

@@ -166,8 +166,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbClient, kb_client_free)
 /* At most @n asynchronous requests and streams on the wire at once (default 64); the rest queue
  * in submission order. */
 void kb_client_set_max_in_flight(KbClient *client, guint n);
-/* Low-speed limit for streams: a watch that receives nothing (not even a bookmark or chunk) for
- * @seconds fails with KB_ERROR_TIMEOUT (default 90). */
+/* Low-speed limit for streams: a stream that receives nothing (not even a bookmark or chunk) for
+ * @seconds fails with KB_ERROR_TIMEOUT (default 90). A watch with timeoutSeconds T may be silent
+ * for T + @seconds: a real API server sends nothing at all on a quiet resource until T. */
 void kb_client_set_stream_idle_timeout(KbClient *client, guint seconds);
 /* Largest response body accepted for non-stream requests (default KB_CLIENT_MAX_BODY_BYTES);
  * a larger one fails with KB_ERROR_LIMIT. */

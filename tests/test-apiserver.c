@@ -906,12 +906,30 @@ static void opt_fast_bookmarks(KasServerOptions *o)
     o->bookmark_ms = 100;
 }
 
+/* Bookmarks as kube-apiserver's watch cache sends them: one carries the resourceVersion of the
+ * resource's last event, and only when that is newer than where the watch started (here a pod
+ * the label selector filters out), so a quiet resource gets none at all; one more comes 2 s
+ * before the deadline; none without allowWatchBookmarks. */
 static void test_watch_bookmark(void)
 {
     g_autoptr(KasServer) srv = start_with(opt_fast_bookmarks);
     g_autoptr(Resp) l = get(srv, "/api/v1/pods");
-    g_autofree char *path = g_strdup_printf("/api/v1/pods?watch=true&allowWatchBookmarks=true&resourceVersion=%s",
-                                            js(l, "metadata.resourceVersion"));
+    const char *rv0 = js(l, "metadata.resourceVersion");
+    /* Nothing happened to pods: silence, however long. */
+    g_autofree char *quiet = g_strdup_printf(
+            "/api/v1/pods?watch=true&allowWatchBookmarks=true&timeoutSeconds=1&resourceVersion=%s",
+            rv0);
+    g_autoptr(GPtrArray) none_yet = watch(srv, quiet, 1, 5000);
+    g_assert_cmpuint(none_yet->len, ==, 0);
+
+    g_autofree char *path = g_strdup_printf(
+            "/api/v1/pods?watch=true&allowWatchBookmarks=true&labelSelector=app%%3Dother"
+            "&resourceVersion=%s",
+            rv0);
+    g_autoptr(Resp) p = post(srv, "/api/v1/namespaces/default/pods",
+                             "{\"metadata\":{\"name\":\"bm\"},\"spec\":{\"containers\":[{"
+                             "\"name\":\"c\",\"image\":\"busybox\"}]}}");
+    assert_status(p, 201, NULL);
     g_autoptr(GPtrArray) lines = watch(srv, path, 1, 5000);
     g_assert_cmpuint(lines->len, ==, 1);
     g_autofree char *type = line_field(g_ptr_array_index(lines, 0), "type");
@@ -919,12 +937,36 @@ static void test_watch_bookmark(void)
     g_autofree char *kind = line_field(g_ptr_array_index(lines, 0), "object.kind");
     g_assert_cmpstr(type, ==, "BOOKMARK");
     g_assert_cmpstr(kind, ==, "Pod");
-    g_assert_cmpint(g_ascii_strtoll(rv, NULL, 10), >=, g_ascii_strtoll(js(l, "metadata.resourceVersion"), NULL, 10));
+    g_assert_cmpstr(rv, ==, js(p, "metadata.resourceVersion"));
     /* Without allowWatchBookmarks none arrives. */
-    g_autofree char *p2 = g_strdup_printf("/api/v1/pods?watch=true&timeoutSeconds=1&resourceVersion=%s",
-                                          js(l, "metadata.resourceVersion"));
+    g_autofree char *p2 = g_strdup_printf(
+            "/api/v1/pods?watch=true&timeoutSeconds=1&labelSelector=app%%3Dother&resourceVersion=%s",
+            rv0);
     g_autoptr(GPtrArray) none = watch(srv, p2, 1, 5000);
     g_assert_cmpuint(none->len, ==, 0);
+}
+
+/* With the real server's period (a minute), a 3 s watch still gets its bookmark 2 s before its
+ * deadline. */
+static void test_watch_bookmark_before_deadline(void)
+{
+    g_autoptr(KasServer) srv = start();
+    g_autoptr(Resp) l = get(srv, "/api/v1/pods");
+    g_autoptr(Resp) p = post(srv, "/api/v1/namespaces/default/pods",
+                             "{\"metadata\":{\"name\":\"bm\"},\"spec\":{\"containers\":[{"
+                             "\"name\":\"c\",\"image\":\"busybox\"}]}}");
+    assert_status(p, 201, NULL);
+    g_autofree char *path = g_strdup_printf(
+            "/api/v1/pods?watch=true&allowWatchBookmarks=true&timeoutSeconds=3"
+            "&labelSelector=app%%3Dother&resourceVersion=%s",
+            js(l, "metadata.resourceVersion"));
+    gint64 t0 = g_get_monotonic_time();
+    g_autoptr(GPtrArray) lines = watch(srv, path, 1, 5000);
+    gint64 waited = g_get_monotonic_time() - t0;
+    g_assert_cmpuint(lines->len, ==, 1);
+    g_autofree char *type = line_field(g_ptr_array_index(lines, 0), "type");
+    g_assert_cmpstr(type, ==, "BOOKMARK");
+    g_assert_cmpint(waited, >=, 900 * G_TIME_SPAN_MILLISECOND);
 }
 
 static void test_watch_timeout(void)
@@ -1704,6 +1746,7 @@ int main(int argc, char **argv)
     g_test_add_func("/apiserver/watch/replay-from-rv", test_watch_replay);
     g_test_add_func("/apiserver/watch/expired-410", test_watch_expired);
     g_test_add_func("/apiserver/watch/bookmark", test_watch_bookmark);
+    g_test_add_func("/apiserver/watch/bookmark-before-deadline", test_watch_bookmark_before_deadline);
     g_test_add_func("/apiserver/watch/timeout-seconds", test_watch_timeout);
     g_test_add_func("/apiserver/watch/initial-state", test_watch_initial_state);
     g_test_add_func("/apiserver/watch/selector-transition", test_watch_selector_transition);

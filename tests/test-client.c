@@ -1192,6 +1192,30 @@ static void test_stream_stall_timeout(void)
     stream_state_clear(&st);
 }
 
+/* A real kube-apiserver sends nothing at all on a quiet resource, bookmarks included, until the
+ * watch's timeoutSeconds: a watch asking for 2 s is not cut at the 1 s idle limit, only once it
+ * has been silent for 2 + 1 s. */
+static void test_stream_watch_quiet_until_timeout(void)
+{
+    g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
+    g_autoptr(KbClient) client = client_for(srv);
+    KbTestResponse *resp = kb_test_response_new(200);
+    kb_test_response_add_chunk(resp, 0, EV1);
+    kb_test_response_stall(resp);
+    kb_test_server_push(srv, "GET", "/api/v1/pods", resp);
+    kb_client_set_stream_idle_timeout(client, 1);
+    KbListOptions lo = {.watch = TRUE, .resource_version = "10", .timeout_seconds = 2};
+    KbRequest req = {.method = "GET", .type = &kb_type_pods, .list = &lo, .stream = TRUE};
+    StreamState st = {.data = g_string_new(NULL)};
+    gint64 start = g_get_monotonic_time();
+    st.stream = kb_client_stream(client, &req, on_stream_data, on_stream_done, &st);
+    g_assert_true(run_until(&st.done, 10000));
+    g_assert_error(st.error, KB_ERROR, KB_ERROR_TIMEOUT);
+    g_assert_nonnull(strstr(st.error->message, "nothing received for 3 s"));
+    g_assert_cmpint(g_get_monotonic_time() - start, >=, 2900 * G_TIME_SPAN_MILLISECOND);
+    stream_state_clear(&st);
+}
+
 static void test_stream_http_error(void)
 {
     g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
@@ -1367,6 +1391,8 @@ int main(int argc, char **argv)
     g_test_add_func("/kube/client/stream/split-anywhere", test_stream_split);
     g_test_add_func("/kube/client/stream/cut-mid-event", test_stream_cut);
     g_test_add_func("/kube/client/stream/stall-idle-timeout", test_stream_stall_timeout);
+    g_test_add_func("/kube/client/stream/watch-quiet-until-timeout",
+                    test_stream_watch_quiet_until_timeout);
     g_test_add_func("/kube/client/stream/http-error", test_stream_http_error);
     g_test_add_func("/kube/client/stream/cancel-in-data", test_stream_cancel_in_data);
     g_test_add_func("/kube/client/stream/cancel-other-and-queued",

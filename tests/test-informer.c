@@ -677,7 +677,8 @@ static void test_watch_bookmark_advances_rv(Fixture *fx, gconstpointer data)
     g_assert_cmpuint(kb_informer_events(fx->inf), ==, 1);
 }
 
-/* A stream that stops sending is detected by the client's idle timeout and restarted. */
+/* A stream that stops sending past its timeoutSeconds is detected by the client's idle timeout
+ * (1 s here, on top of the watch's 1 s) and restarted. */
 static void test_watch_stall_restarts(Fixture *fx, gconstpointer data)
 {
     kb_client_set_stream_idle_timeout(fx->client, 1);
@@ -685,6 +686,7 @@ static void test_watch_stall_restarts(Fixture *fx, gconstpointer data)
     push_watch(fx, watch_stream(TRUE, ITEMS(event("ADDED", pod("c", "11")))));
     push_watch(fx, watch_stream(TRUE, ITEMS(event("ADDED", pod("d", "14")))));
     start(fx, NULL);
+    kb_informer_set_watch_timeout(fx->inf, 1, 1); /* before the list's answer starts the watch */
     wait_log(fx, "add default/d@14;");
     assert_param(nth_request(fx, TRUE, 1), "resourceVersion", "11");
     g_assert_cmpstr(fx->log->str, ==, INITIAL_LOG "add default/c@11;add default/d@14;");

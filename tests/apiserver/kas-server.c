@@ -75,7 +75,7 @@ void kas_server_options_init(KasServerOptions *o)
     o->faults_seed = 1;
     o->watch_history = 10000;
     o->watch_queue = 10000;
-    o->bookmark_ms = 1000;
+    o->bookmark_ms = 60000;
     o->max_body = 3 * 1024 * 1024;
     o->max_connections = 1000;
     o->min_watch_timeout = 1800;
@@ -172,6 +172,19 @@ static void stall(Stream *s)
     s->stalled = TRUE;
 }
 
+/* When a watch's next periodic bookmark is due, as kube-apiserver's watch cache schedules
+ * them: every bookmark_ms (the real server: a minute), and once more 2 s before the watch's
+ * deadline so that a client resumes from as recent a resourceVersion as possible; none after
+ * that (G_MAXINT64). Whether one is actually sent is kas_watcher_bookmark's decision. */
+static gint64 next_bookmark(const KasServer *srv, const KasReply *reply, gint64 now)
+{
+    gint64 beat = now + (gint64)srv->opts.bookmark_ms * 1000;
+    gint64 last = reply->watch_deadline - 2 * G_USEC_PER_SEC;
+    if (last < beat)
+        beat = last;
+    return beat > now ? beat : G_MAXINT64;
+}
+
 static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
 {
     Stream *s = cls;
@@ -217,7 +230,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
             if (s->reply.watch_bookmarks && now >= s->next_bookmark) {
                 if (kas_watcher_bookmark(s->reply.watcher, s->buf, FALSE))
                     apply_watch_faults(s, 0);
-                s->next_bookmark = now + (gint64)srv->opts.bookmark_ms * 1000;
+                s->next_bookmark = next_bookmark(srv, &s->reply, now);
             }
             if (s->buf->len == 0 && client_gone(s->fd))
                 return MHD_CONTENT_READER_END_WITH_ERROR;
@@ -242,7 +255,7 @@ static enum MHD_Result queue_stream(KasServer *srv, struct MHD_Connection *conn,
     s->reply = *reply;
     memset(reply, 0, sizeof *reply);
     s->buf = g_string_sized_new(STREAM_BLOCK);
-    s->next_bookmark = g_get_monotonic_time() + (gint64)srv->opts.bookmark_ms * 1000;
+    s->next_bookmark = next_bookmark(srv, &s->reply, g_get_monotonic_time());
     kas_faults_watch(srv->faults, path, &s->fault);
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     s->fd = ci != NULL ? ci->connect_fd : -1;

@@ -27,7 +27,7 @@ typedef struct {
     guint64 faults_seed;       /* for fraction=; default 1 */
     guint watch_history;       /* events kept for resumption (default 10000) */
     guint watch_queue;         /* events a watcher may lag before it is closed (default 10000) */
-    guint bookmark_ms;         /* BOOKMARK period for allowWatchBookmarks (default 1000) */
+    guint bookmark_ms;         /* BOOKMARK period for allowWatchBookmarks (default 60000) */
     gsize max_body;            /* request body limit in bytes (default 3 MiB) */
     guint max_connections;     /* beyond this, requests get 429 (default 1000) */
     guint min_watch_timeout;   /* seconds; watches without timeoutSeconds (default 1800) */

@@ -154,6 +154,7 @@ struct KasWatcher {
     GPtrArray *initial; /* KasObj*, sent first as ADDED */
     guint initial_pos;
     gboolean initial_end_bookmark;
+    guint64 start_rv; /* where the watch started: bookmarks must be newer */
     GQueue queue; /* WItem* */
     guint cap;
     gboolean closed;
@@ -889,6 +890,7 @@ static void emit(KasStore *store, KasRes *res, KasEvType type, KasObj *obj, KasO
     e->old = old != NULL && type == KAS_EV_MODIFIED ? kas_obj_ref(old) : NULL;
     e->type = type;
     store->ring_len++;
+    res->last_event_rv = obj->rv;
     for (guint i = 0; i < res->watchers->len; i++) {
         KasWatcher *w = g_ptr_array_index(res->watchers, i);
         int t = effective_type(w, type, obj, old);
@@ -1001,6 +1003,7 @@ KasWatcher *kas_store_watch(KasStore *store, KasRes *res, KasWatchOptions *opts,
     g_cond_init(&w->cond);
     kas_store_lock(store);
     w->cap = opts->queue_cap > 0 ? opts->queue_cap : store->watch_queue_cap;
+    w->start_rv = opts->send_initial || from_now ? store->rv : after;
     if (opts->send_initial || from_now) {
         watch_initial(store, w);
         w->initial_end_bookmark = opts->send_initial;
@@ -1100,10 +1103,12 @@ gboolean kas_watcher_bookmark(KasWatcher *w, GString *out, gboolean initial_even
 {
     kas_store_lock(w->store);
     gboolean idle = w->queue.length == 0 && w->initial == NULL && w->error_line == NULL;
-    if (idle)
-        append_bookmark(w, out, w->store->rv, initial_events_end);
+    guint64 rv = initial_events_end ? w->store->rv : w->res->last_event_rv;
+    gboolean send = idle && (initial_events_end || rv > w->start_rv);
+    if (send)
+        append_bookmark(w, out, rv, initial_events_end);
     kas_store_unlock(w->store);
-    return idle;
+    return send;
 }
 
 void kas_watcher_close(KasWatcher *w)

@@ -73,6 +73,7 @@ typedef struct KasRes {
     json_object *crd;   /* CRD object for custom resources (printer columns), or NULL */
     GTree *objects;     /* "ns/name" -> KasObj* */
     GPtrArray *watchers;
+    guint64 last_event_rv; /* of the last event on this resource since the start, 0: none */
     gboolean active;    /* FALSE once its CRD is deleted */
 } KasRes;
 
@@ -217,8 +218,12 @@ typedef enum {
 typedef char *(*KasWatchRender)(KasRes *res, KasObj *obj, gpointer data);
 KasWatchResult kas_watcher_next(KasWatcher *w, gint64 deadline, GString *out, guint max_events,
                                 KasWatchRender render, gpointer render_data);
-/* Append a BOOKMARK event at the watcher's current resourceVersion to @out; FALSE when the
- * watcher has events pending (a bookmark would overtake them). */
+/* Append a BOOKMARK event to @out and return TRUE, or FALSE when there is none to send. As
+ * kube-apiserver's watch cache: a periodic bookmark carries the resourceVersion of the last event
+ * on the watcher's resource and goes only when that event is newer than where the watcher
+ * started (so a resource without events since the server started gets none), and never while
+ * events are pending (it would overtake them). @initial_events_end (sendInitialEvents) is sent
+ * whatever, at the store's resourceVersion. */
 gboolean kas_watcher_bookmark(KasWatcher *w, GString *out, gboolean initial_events_end);
 void kas_watcher_close(KasWatcher *w);
 void kas_watcher_free(KasWatcher *w);

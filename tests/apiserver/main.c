@@ -74,7 +74,7 @@ int main(int argc, char **argv)
         { "faults-seed", 0, 0, G_OPTION_ARG_INT64, &seed, "Seed for fraction= in fault rules (default 1)", "N" },
         { "watch-history", 0, 0, G_OPTION_ARG_INT, &history, "Events kept for watch resumption (default 10000)", "N" },
         { "watch-queue", 0, 0, G_OPTION_ARG_INT, &queue, "Events a watcher may lag before it is closed (default 10000)", "N" },
-        { "bookmark-interval", 0, 0, G_OPTION_ARG_INT, &bookmark, "Milliseconds between BOOKMARK events (default 1000)", "MS" },
+        { "bookmark-interval", 0, 0, G_OPTION_ARG_INT, &bookmark, "Milliseconds between BOOKMARK events (default 60000, as kube-apiserver)", "MS" },
         { "max-body", 0, 0, G_OPTION_ARG_INT64, &max_body, "Request body limit in bytes (default 3 MiB)", "BYTES" },
         { "max-connections", 0, 0, G_OPTION_ARG_INT, &max_conn, "Open connections before requests get 429 (default 1000)", "N" },
         { "read-header-timeout", 0, 0, G_OPTION_ARG_INT, &header_timeout, "Seconds a connection has to send a complete request header (default 10)", "S" },
