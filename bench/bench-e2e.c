@@ -7,7 +7,10 @@
  *      so they hold no room), at several windows of requests in flight over keep-alive
  *      connections (--baseline-in-flight, default 16,64,256; B split between them): the rate
  *      the API server itself accepts bindings at is the best of them ("as many connections as
- *      helps", measured each run rather than assumed);
+ *      helps", measured each run rather than assumed); then the best window once more on B/3
+ *      pods with a watch of all pods and one of the namespace open, as during the scheduler's
+ *      run (its informer, this bench's watcher): what binding costs the server once every
+ *      binding is also watched;
  *   3. P pods in gangs of G (one GPU each) and their PodGroups are created first; then kube-batchd
  *      starts (--schedule-period 200ms) and a watch here (read raw, not decoded) sees each pod's
  *      spec.nodeName: pods bound per second from the scheduler's start and from its first
@@ -486,9 +489,18 @@ static void server_stop(Server *srv)
 }
 
 /* The server's process id for CPU figures (kb-apiserver only), or NULL. */
-static const char *server_pid(Server *srv)
+static double cpu_seconds(const char *pid);
+
+/* CPU seconds used so far by the server: kb-apiserver, or kube-apiserver and its etcd; -1 when
+ * unknown. */
+static double server_cpu(Server *srv)
 {
-    return srv->kas != NULL ? kb_test_apiserver_pid(srv->kas) : NULL;
+    if (srv->kas != NULL)
+        return cpu_seconds(kb_test_apiserver_pid(srv->kas));
+    const char *kas = NULL, *etcd = NULL;
+    kb_test_cluster_pids(srv->cluster, &kas, &etcd);
+    double a = cpu_seconds(kas), e = cpu_seconds(etcd);
+    return a < 0 || e < 0 ? -1 : a + e;
 }
 
 /* ---- figures ----------------------------------------------------------------------------- */
@@ -544,7 +556,8 @@ typedef struct {
     KbStream *stream;
     gboolean ended;
     /* CPU seconds of the server, the scheduler and this process when the first binding showed */
-    const char *server_pid, *daemon_pid;
+    Server *srv;
+    const char *daemon_pid;
     double cpu_first[3];
 } Watch;
 
@@ -561,7 +574,7 @@ static void seen_line(Watch *w, const char *line)
     w->last = w->bound[i];
     if (w->n_bound++ == 0) {
         w->first = w->bound[i];
-        w->cpu_first[0] = cpu_seconds(w->server_pid);
+        w->cpu_first[0] = server_cpu(w->srv);
         w->cpu_first[1] = cpu_seconds(w->daemon_pid);
         w->cpu_first[2] = cpu_seconds("self");
     }
@@ -600,10 +613,69 @@ static gboolean on_tick(gpointer data)
 typedef struct {
     double rate;       /* bindings/s of the best window */
     guint window;      /* ... and that window */
+    double watched_rate; /* the best window again, with a scheduler's watches open */
+    double watched_cpu_server;
     double cpu_server; /* CPU ms per binding at the best window (kb-apiserver), else -1 */
     double cpu_client;
     double latency_ms; /* mean round trip at the best window */
 } Baseline;
+
+/* A watch whose events are read and dropped: the load a scheduler's informer puts on the server. */
+static gboolean on_sink_data(const char *data, gsize len, gpointer user_data)
+{
+    return TRUE;
+}
+
+static void on_sink_done(const KbResponse *resp, gpointer user_data)
+{
+    *(KbStream **)user_data = NULL;
+}
+
+static KbStream *sink_watch(KbClient *client, const char *ns, KbStream **slot)
+{
+    g_autoptr(GError) error = NULL;
+    KbListOptions lo = {.limit = 1};
+    json_object *list = kb_client_list(client, &kb_type_pods, ns, &lo, &error);
+    if (list == NULL)
+        g_error("list pods: %s", error->message);
+    g_autofree char *rv = g_strdup(kas_json_get_string(list, "metadata.resourceVersion"));
+    json_object_put(list);
+    KbListOptions wo = {.resource_version = rv,
+                        .watch = TRUE,
+                        .allow_watch_bookmarks = TRUE,
+                        .timeout_seconds = 3600};
+    KbRequest req = {.method = "GET", .type = &kb_type_pods, .namespace_ = ns, .list = &wo};
+    *slot = kb_client_stream(client, &req, on_sink_data, on_sink_done, slot);
+    return *slot;
+}
+
+/* The raw loop at @base's best window once more, on @n new pods, with what a scheduler's run
+ * adds on the server open: a watch of every pod (the scheduler's informer) and one of the
+ * namespace (this bench's watcher). Each binding then also becomes two watch events, as in the
+ * scheduler's run: the ceiling any scheduler that watches its pods can reach here. */
+static void run_baseline_watched(Server *srv, KbClient *client, Baseline *base, guint first,
+                                 guint n)
+{
+    if (n == 0 || base->rate <= 0)
+        return;
+    window_run_full(client, first, n, WINDOW, issue_baseline_pod, NULL, "baseline pods (watched)");
+    KbStream *all = NULL, *ns = NULL;
+    sink_watch(client, NULL, &all);
+    sink_watch(client, "baseline", &ns);
+    double a0 = server_cpu(srv);
+    double dt = window_run_full(client, first, n, base->window, issue_baseline_bind, NULL,
+                                "baseline binds (watched)");
+    double a = server_cpu(srv) - a0;
+    if (all != NULL)
+        kb_stream_cancel(all);
+    if (ns != NULL)
+        kb_stream_cancel(ns);
+    base->watched_rate = n / dt;
+    base->watched_cpu_server = a0 >= 0 ? 1000 * a / n : -1;
+    printf("  raw loop, %4u in flight, with a watch of all pods and one of the namespace open: "
+           "%5.0f bindings/s (%u bindings; cpu per binding: server %.3f ms)\n",
+           base->window, base->watched_rate, n, base->watched_cpu_server);
+}
 
 /* The raw binding loop at each window of @windows, on consecutive slices of the baseline pods. */
 static Baseline run_baseline(Server *srv, KbClient *client, GArray *windows)
@@ -615,13 +687,14 @@ static Baseline run_baseline(Server *srv, KbClient *client, GArray *windows)
     for (guint k = 0; k < windows->len && per > 0; k++) {
         guint win = g_array_index(windows, guint, k);
         double lat = 0;
-        double a0 = cpu_seconds(server_pid(srv)), c0 = cpu_seconds("self");
+        double a0 = server_cpu(srv), c0 = cpu_seconds("self");
         double dt = window_run_full(client, k * per, per, win, issue_baseline_bind, &lat,
                                     "baseline binds");
-        double a = cpu_seconds(server_pid(srv)) - a0, c = cpu_seconds("self") - c0;
+        double a = server_cpu(srv) - a0, c = cpu_seconds("self") - c0;
         double rate = per / dt;
-        printf("  raw loop, %4u in flight: %5.0f bindings/s (%u bindings, round trip %.1f ms)\n",
-               win, rate, per, lat);
+        printf("  raw loop, %4u in flight: %5.0f bindings/s (%u bindings, round trip %.1f ms; "
+               "cpu per binding: server %.3f ms, client %.3f ms)\n",
+               win, rate, per, lat, a0 >= 0 ? 1000 * a / per : -1, 1000 * c / per);
         if (rate > best.rate) {
             best.rate = rate;
             best.window = win;
@@ -789,7 +862,7 @@ static double run_kube_batchd(Server *srv, KbClient *client, const Baseline *bas
     printf("workload: %u PodGroups (gangs of %d) in %.2f s, %d pods in %.2f s (%.0f/s)\n", n_groups,
            gang, t_groups, n_pods, t_create, n_pods / t_create);
 
-    Watch w = {.prefix = 'p', .bound = g_new0(double, n_pods)};
+    Watch w = {.prefix = 'p', .srv = srv, .bound = g_new0(double, n_pods)};
     watch_start(client, "bench", &w);
 
     guint http_port = kb_test_free_port();
@@ -820,7 +893,7 @@ static double run_kube_batchd(Server *srv, KbClient *client, const Baseline *bas
     KbTestDaemonOptions dopts = {.wrapper = g_getenv("KB_E2E_WRAPPER")};
     g_autoptr(GError) error = NULL;
     srv->writes0 = server_writes(srv);
-    double cpu_a0 = cpu_seconds(server_pid(srv)), cpu_self0 = cpu_seconds("self");
+    double cpu_a0 = server_cpu(srv), cpu_self0 = cpu_seconds("self");
     double t_start = now_s();
     mark("scheduler-start");
     g_autoptr(KbTestDaemon) daemon =
@@ -828,16 +901,15 @@ static double run_kube_batchd(Server *srv, KbClient *client, const Baseline *bas
     g_ptr_array_unref(args);
     if (daemon == NULL)
         g_error("%s", error->message);
-    w.server_pid = server_pid(srv);
     w.daemon_pid = kb_test_daemon_pid(daemon);
     gint max_conns = wait_bound(srv, &w, daemon);
     mark("scheduler-bound-all");
     mark_at(w.first, "first-binding-seen");
     mark_at(w.last, "last-binding-seen");
     double cpu_d = cpu_seconds(kb_test_daemon_pid(daemon));
-    double cpu_a = cpu_seconds(server_pid(srv)) - cpu_a0,
+    double cpu_a = server_cpu(srv) - cpu_a0,
            cpu_self = cpu_seconds("self") - cpu_self0;
-    double cpu_bind[3] = {cpu_seconds(server_pid(srv)) - w.cpu_first[0], cpu_d - w.cpu_first[1],
+    double cpu_bind[3] = {server_cpu(srv) - w.cpu_first[0], cpu_d - w.cpu_first[1],
                           cpu_seconds("self") - w.cpu_first[2]};
     /* Let the status writes and events the bindings cause settle (a few periods). */
     g_usleep(3 * G_USEC_PER_SEC);
@@ -848,6 +920,10 @@ static double run_kube_batchd(Server *srv, KbClient *client, const Baseline *bas
     printf("ratio to the raw binding loop (before): from start %.2f, from first binding %.2f\n",
            base->rate > 0 ? start_rate / base->rate : 0,
            base->rate > 0 ? bind_rate / base->rate : 0);
+    if (base->watched_rate > 0)
+        printf("ratio to the raw loop with the same watches open: from start %.2f, from first "
+               "binding %.2f\n",
+               start_rate / base->watched_rate, bind_rate / base->watched_rate);
     print_writes(srv, w.n_bound);
     if (!srv->real)
         printf("client connections seen by the server: at most %d (baseline loop and watch "
@@ -857,11 +933,10 @@ static double run_kube_batchd(Server *srv, KbClient *client, const Baseline *bas
     printf("cpu from scheduler start: kube-batchd %.2f s, %s %.2f s, this watcher %.2f s (wall "
            "%.2f s, %d cores)\n",
            cpu_d, srv->name, cpu_a, cpu_self, w.last - t_start, (int)sysconf(_SC_NPROCESSORS_ONLN));
-    if (!srv->real)
-        printf("cpu per binding (ms), from the first binding on: server %.3f, kube-batchd %.3f, "
-               "this watcher %.3f; the raw loop: server %.3f, client %.3f\n",
-               1000 * cpu_bind[0] / nb, 1000 * cpu_bind[1] / nb, 1000 * cpu_bind[2] / nb,
-               base->cpu_server, base->cpu_client);
+    printf("cpu per binding (ms), from the first binding on: server (%s) %.3f, kube-batchd %.3f, "
+           "this watcher %.3f; the raw loop: server %.3f, client %.3f\n",
+           srv->real ? "kube-apiserver + etcd" : "kb-apiserver", 1000 * cpu_bind[0] / nb,
+           1000 * cpu_bind[1] / nb, 1000 * cpu_bind[2] / nb, base->cpu_server, base->cpu_client);
     print_daemon_details(client, http_port, base->latency_ms);
 
     watch_stop(&w);
@@ -884,7 +959,7 @@ static double run_kube_scheduler(Server *srv, KbClient *client, const Baseline *
     window_run(client, (guint)n_pods, issue_pod_delete, "delete kube-batchd's pods");
     create_namespace(client, "ksched");
     window_run(client, (guint)n_pods, issue_ksched_pod, "kube-scheduler's pods");
-    Watch w = {.prefix = 'k', .bound = g_new0(double, n_pods)};
+    Watch w = {.prefix = 'k', .srv = srv, .bound = g_new0(double, n_pods)};
     watch_start(client, "ksched", &w);
     /* Unthrottled: client-go's default 50 QPS would measure the throttle, not the scheduler. */
     const char *args[] = {"--kubeconfig",
@@ -955,6 +1030,7 @@ static void run_server(Server *srv, GArray *windows)
            gpus_per_node, t_nodes);
 
     Baseline base = run_baseline(srv, client, windows);
+    run_baseline_watched(srv, client, &base, 2 * (guint)n_baseline, (guint)n_baseline / 3);
     double start_rate = 0;
     double bind_rate = run_kube_batchd(srv, client, &base, &start_rate);
     double after = run_baseline_after(srv, client, &base);

@@ -478,3 +478,9 @@ char *kb_test_cluster_request(KbTestCluster *c, const char *identity, const char
         *status = (guint)code;
     return g_string_free(out, FALSE);
 }
+
+void kb_test_cluster_pids(KbTestCluster *c, const char **apiserver, const char **etcd)
+{
+    *apiserver = c->apiserver != NULL ? kb_test_daemon_pid(c->apiserver) : NULL;
+    *etcd = c->etcd != NULL ? kb_test_daemon_pid(c->etcd) : NULL;
+}

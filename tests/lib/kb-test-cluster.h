@@ -65,6 +65,9 @@ const char *kb_test_cluster_kubeconfig(KbTestCluster *c, const char *identity);
 const char *kb_test_cluster_token(KbTestCluster *c, const char *identity);
 /* The API server's log so far (newly allocated). */
 char *kb_test_cluster_log(KbTestCluster *c);
+/* The server's processes, for CPU accounting: kube-apiserver and etcd (a real cluster), or
+ * kb-apiserver alone (*@etcd NULL). Borrowed. */
+void kb_test_cluster_pids(KbTestCluster *c, const char **apiserver, const char **etcd);
 
 /* `kubectl --kubeconfig <identity's> ARGS...` with a private cache directory; as
  * kb_test_kubectl() (kb-test-apiserver.h). */
