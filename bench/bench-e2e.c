@@ -217,22 +217,20 @@ static void issue_node_untaint(KbClient *client, guint i, KbResponseFunc cb, gpo
     json_object_put(body);
 }
 
-static void issue_baseline_pod(KbClient *client, guint i, KbResponseFunc cb, gpointer data)
-{
-    g_autofree char *text = g_strdup_printf(
-            "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"base-%05u\","
-            "\"namespace\":\"baseline\"},\"spec\":{\"schedulerName\":\"nobody\","
-            "\"containers\":[{\"name\":\"c\",\"image\":\"busybox\",\"resources\":{\"requests\":"
-            "{\"cpu\":\"10m\"}}}]}}",
-            i);
-    post(client, &kb_type_pods, "baseline", json_tokener_parse(text), cb, data);
-}
+/* The baseline's pods are the workload's (issue_workload_pod: same spec, annotations and size)
+ * and its Bindings carry a kube-batchd.io/gpu-ids annotation as kube-batchd's do, so that the
+ * raw loop's rate is the server's ceiling for this very workload. */
+static void issue_baseline_pod(KbClient *client, guint i, KbResponseFunc cb, gpointer data);
 
 static void issue_baseline_bind(KbClient *client, guint i, KbResponseFunc cb, gpointer data)
 {
-    g_autofree char *pod = g_strdup_printf("base-%05u", i);
-    g_autofree char *node = g_strdup_printf("node-%04u", i % (guint)n_nodes);
-    kb_client_bind_async(client, "baseline", pod, NULL, node, cb, data);
+    g_autofree char *pod = g_strdup_printf("b-%05u", i);
+    /* Nodes that do not exist (neither server checks): the pods take no room from the
+     * scheduler's run, whose pods are the same size. */
+    g_autofree char *node = g_strdup_printf("elsewhere-%04u", i % (guint)n_nodes);
+    g_autofree char *gpu = g_strdup_printf("%u", i % (guint)gpus_per_node);
+    const char *annotations[] = {"kube-batchd.io/gpu-ids", gpu, NULL};
+    kb_client_bind_async_full(client, "baseline", pod, NULL, node, annotations, cb, data);
 }
 
 static void issue_group(KbClient *client, guint i, KbResponseFunc cb, gpointer data)
@@ -245,13 +243,14 @@ static void issue_group(KbClient *client, guint i, KbResponseFunc cb, gpointer d
     post(client, &kb_type_pod_groups_volcano, "bench", json_tokener_parse(text), cb, data);
 }
 
-/* The workload's pod: kube-batchd's (prefix "p", namespace bench, in a group) or
- * kube-scheduler's (prefix "k", namespace ksched, no group). */
+/* The workload's pod: kube-batchd's (prefix "p", namespace bench, in a group), the raw loop's
+ * (prefix "b", namespace baseline, the same annotation; no scheduler) or kube-scheduler's (prefix
+ * "k", namespace ksched, no group). */
 static void issue_workload_pod(KbClient *client, const char *ns, char prefix, const char *scheduler,
                                guint i, KbResponseFunc cb, gpointer data)
 {
     g_autofree char *group =
-            prefix == 'p' ? g_strdup_printf(",\"annotations\":{\"scheduling.k8s.io/group-name\":"
+            prefix != 'k' ? g_strdup_printf(",\"annotations\":{\"scheduling.k8s.io/group-name\":"
                                             "\"job-%05u\"}",
                                             i / (guint)gang)
                           : g_strdup("");
@@ -263,6 +262,11 @@ static void issue_workload_pod(KbClient *client, const char *ns, char prefix, co
             "\"nvidia.com/gpu\":\"1\"},\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]}}",
             prefix, i, ns, group, scheduler);
     post(client, &kb_type_pods, ns, json_tokener_parse(text), cb, data);
+}
+
+static void issue_baseline_pod(KbClient *client, guint i, KbResponseFunc cb, gpointer data)
+{
+    issue_workload_pod(client, "baseline", 'b', "nobody", i, cb, data);
 }
 
 static void issue_pod(KbClient *client, guint i, KbResponseFunc cb, gpointer data)
