@@ -172,6 +172,13 @@ static gboolean is_waiting(json_object *j)
     return g_strcmp0(jstr(j, "status"), "Waiting") == 0 && jstr(j, "waiting.reason") != NULL;
 }
 
+/* Waiting for GPUs: the group's condition is written again once its pods exist ("waiting for
+ * pods: 0/2 exist" first), so a test that compares the message later waits for this one. */
+static gboolean is_waiting_for_gpus(json_object *j)
+{
+    return is_waiting(j) && g_strcmp0(jstr(j, "waiting.reason"), "NotEnoughResources") == 0;
+}
+
 static gboolean is_succeeded(json_object *j)
 {
     return g_strcmp0(jstr(j, "status"), "Succeeded") == 0;
@@ -417,7 +424,7 @@ static void test_wait_then_run(void)
                           "--image",   "tf:1",   "--annotation", "sim.kube-batchd.io/run-seconds=4",
                           "--",        "python", "train.py",     NULL};
     g_free(kbctl_ok(wait));
-    j = wait_job("wait", is_waiting, "Waiting with a reason");
+    j = wait_job("wait", is_waiting_for_gpus, "Waiting for GPUs");
     g_assert_cmpint(jint(j, "waiting.short.gpusNeeded"), ==, 8);
     g_assert_cmpint(jint(j, "waiting.short.gpusFree"), ==, 0);
     g_assert_cmpint(jint(j, "waiting.short.podsThatFitNow"), ==, 0);
