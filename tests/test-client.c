@@ -1114,13 +1114,23 @@ static void on_stream_done(const KbResponse *resp, gpointer user_data)
     st->stream = NULL;
 }
 
-static KbStream *watch_pods(KbClient *client, StreamState *st)
+/* A watch of pods from resourceVersion 10, asking the server to end it after @timeout_s (0: no
+ * timeoutSeconds). */
+static KbStream *watch_pods_for(KbClient *client, StreamState *st, guint timeout_s)
 {
-    KbListOptions lo = {.watch = TRUE, .resource_version = "10", .allow_watch_bookmarks = TRUE};
+    KbListOptions lo = {.watch = TRUE,
+                        .resource_version = "10",
+                        .allow_watch_bookmarks = TRUE,
+                        .timeout_seconds = timeout_s};
     KbRequest req = {.method = "GET", .type = &kb_type_pods, .list = &lo, .stream = TRUE};
     st->data = g_string_new(NULL);
     st->stream = kb_client_stream(client, &req, on_stream_data, on_stream_done, st);
     return st->stream;
+}
+
+static KbStream *watch_pods(KbClient *client, StreamState *st)
+{
+    return watch_pods_for(client, st, 0);
 }
 
 #define EV1 "{\"type\":\"ADDED\",\"object\":{\"kind\":\"Pod\",\"metadata\":{\"name\":\"a\"}}}\n"
@@ -1173,7 +1183,9 @@ static void test_stream_cut(void)
     stream_state_clear(&st);
 }
 
-static void test_stream_stall_timeout(void)
+/* The server sends one event, then nothing while keeping the connection: with a 1 s idle limit
+ * and a watch of @timeout_s, the stream fails after @silent_s of silence, not sooner. */
+static void check_stall(guint timeout_s, guint silent_s)
 {
     g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
     g_autoptr(KbClient) client = client_for(srv);
@@ -1184,12 +1196,20 @@ static void test_stream_stall_timeout(void)
     kb_client_set_stream_idle_timeout(client, 1);
     StreamState st = {0};
     gint64 start = g_get_monotonic_time();
-    watch_pods(client, &st);
-    g_assert_true(run_until(&st.done, 8000));
+    watch_pods_for(client, &st, timeout_s);
+    g_assert_true(run_until(&st.done, (silent_s + 7) * 1000));
     g_assert_error(st.error, KB_ERROR, KB_ERROR_TIMEOUT);
+    g_autofree char *said = g_strdup_printf("nothing received for %u s", silent_s);
+    g_assert_nonnull(strstr(st.error->message, said));
     g_assert_cmpstr(st.data->str, ==, EV1);
-    g_assert_cmpint(g_get_monotonic_time() - start, >=, 900 * G_TIME_SPAN_MILLISECOND);
+    g_assert_cmpint(g_get_monotonic_time() - start, >=,
+                    (silent_s * 1000 - 100) * G_TIME_SPAN_MILLISECOND);
     stream_state_clear(&st);
+}
+
+static void test_stream_stall_timeout(void)
+{
+    check_stall(0, 1);
 }
 
 /* A real kube-apiserver sends nothing at all on a quiet resource, bookmarks included, until the
@@ -1197,23 +1217,7 @@ static void test_stream_stall_timeout(void)
  * has been silent for 2 + 1 s. */
 static void test_stream_watch_quiet_until_timeout(void)
 {
-    g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
-    g_autoptr(KbClient) client = client_for(srv);
-    KbTestResponse *resp = kb_test_response_new(200);
-    kb_test_response_add_chunk(resp, 0, EV1);
-    kb_test_response_stall(resp);
-    kb_test_server_push(srv, "GET", "/api/v1/pods", resp);
-    kb_client_set_stream_idle_timeout(client, 1);
-    KbListOptions lo = {.watch = TRUE, .resource_version = "10", .timeout_seconds = 2};
-    KbRequest req = {.method = "GET", .type = &kb_type_pods, .list = &lo, .stream = TRUE};
-    StreamState st = {.data = g_string_new(NULL)};
-    gint64 start = g_get_monotonic_time();
-    st.stream = kb_client_stream(client, &req, on_stream_data, on_stream_done, &st);
-    g_assert_true(run_until(&st.done, 10000));
-    g_assert_error(st.error, KB_ERROR, KB_ERROR_TIMEOUT);
-    g_assert_nonnull(strstr(st.error->message, "nothing received for 3 s"));
-    g_assert_cmpint(g_get_monotonic_time() - start, >=, 2900 * G_TIME_SPAN_MILLISECOND);
-    stream_state_clear(&st);
+    check_stall(2, 3);
 }
 
 static void test_stream_http_error(void)
