@@ -18,7 +18,8 @@
  *      server from the scheduler's start until its writes settle (bindings, PodGroup status,
  *      events): kb-apiserver's GET /admin/stats, a real server's apiserver_request_total;
  *   4. the ratios to the raw binding loop (and to kube-scheduler where it ran), the most client
- *      connections the server saw, CPU seconds per binding of each process (kb-apiserver).
+ *      connections the server saw, CPU seconds per binding of each process (a real server's:
+ *      kube-apiserver's and etcd's).
  *
  * Servers: bin/kb-apiserver always (plain HTTP); and when $KB_K8S_BIN names a directory with
  * kube-apiserver (etcd on PATH or in it), a real kube-apiserver on a private etcd, run as a
@@ -217,22 +218,6 @@ static void issue_node_untaint(KbClient *client, guint i, KbResponseFunc cb, gpo
     json_object_put(body);
 }
 
-/* The baseline's pods are the workload's (issue_workload_pod: same spec, annotations and size)
- * and its Bindings carry a kube-batchd.io/gpu-ids annotation as kube-batchd's do, so that the
- * raw loop's rate is the server's ceiling for this very workload. */
-static void issue_baseline_pod(KbClient *client, guint i, KbResponseFunc cb, gpointer data);
-
-static void issue_baseline_bind(KbClient *client, guint i, KbResponseFunc cb, gpointer data)
-{
-    g_autofree char *pod = g_strdup_printf("b-%05u", i);
-    /* Nodes that do not exist (neither server checks): the pods take no room from the
-     * scheduler's run, whose pods are the same size. */
-    g_autofree char *node = g_strdup_printf("elsewhere-%04u", i % (guint)n_nodes);
-    g_autofree char *gpu = g_strdup_printf("%u", i % (guint)gpus_per_node);
-    const char *annotations[] = {"kube-batchd.io/gpu-ids", gpu, NULL};
-    kb_client_bind_async_full(client, "baseline", pod, NULL, node, annotations, cb, data);
-}
-
 static void issue_group(KbClient *client, guint i, KbResponseFunc cb, gpointer data)
 {
     g_autofree char *text = g_strdup_printf(
@@ -264,9 +249,23 @@ static void issue_workload_pod(KbClient *client, const char *ns, char prefix, co
     post(client, &kb_type_pods, ns, json_tokener_parse(text), cb, data);
 }
 
+/* The baseline's pods are the workload's (same spec, annotations and size) and its Bindings
+ * carry a kube-batchd.io/gpu-ids annotation as kube-batchd's do, so that the raw loop's rate is
+ * the server's ceiling for this very workload. */
 static void issue_baseline_pod(KbClient *client, guint i, KbResponseFunc cb, gpointer data)
 {
     issue_workload_pod(client, "baseline", 'b', "nobody", i, cb, data);
+}
+
+static void issue_baseline_bind(KbClient *client, guint i, KbResponseFunc cb, gpointer data)
+{
+    g_autofree char *pod = g_strdup_printf("b-%05u", i);
+    /* Nodes that do not exist (neither server checks): the pods take no room from the
+     * scheduler's run, whose pods are the same size. */
+    g_autofree char *node = g_strdup_printf("elsewhere-%04u", i % (guint)n_nodes);
+    g_autofree char *gpu = g_strdup_printf("%u", i % (guint)gpus_per_node);
+    const char *annotations[] = {"kube-batchd.io/gpu-ids", gpu, NULL};
+    kb_client_bind_async_full(client, "baseline", pod, NULL, node, annotations, cb, data);
 }
 
 static void issue_pod(KbClient *client, guint i, KbResponseFunc cb, gpointer data)
@@ -492,8 +491,20 @@ static void server_stop(Server *srv)
     g_clear_pointer(&srv->writes1, g_hash_table_unref);
 }
 
-/* The server's process id for CPU figures (kb-apiserver only), or NULL. */
-static double cpu_seconds(const char *pid);
+/* CPU seconds (user + system) used so far by process @pid ("self" for this one), or -1. */
+static double cpu_seconds(const char *pid)
+{
+    g_autofree char *path = g_strdup_printf("/proc/%s/stat", pid);
+    g_autofree char *text = NULL;
+    if (pid == NULL || !g_file_get_contents(path, &text, NULL, NULL))
+        return -1;
+    const char *p = strrchr(text, ')');
+    unsigned long utime = 0, stime = 0;
+    if (p == NULL ||
+        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) != 2)
+        return -1;
+    return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
+}
 
 /* CPU seconds used so far by the server: kb-apiserver, or kube-apiserver and its etcd; -1 when
  * unknown. */
@@ -526,21 +537,6 @@ static double metric_sum(const char *text, const char *name, const char *label_f
             sum += g_ascii_strtod(sp + 1, NULL);
     }
     return sum;
-}
-
-/* CPU seconds (user + system) used so far by process @pid ("self" for this one), or -1. */
-static double cpu_seconds(const char *pid)
-{
-    g_autofree char *path = g_strdup_printf("/proc/%s/stat", pid);
-    g_autofree char *text = NULL;
-    if (pid == NULL || !g_file_get_contents(path, &text, NULL, NULL))
-        return -1;
-    const char *p = strrchr(text, ')');
-    unsigned long utime = 0, stime = 0;
-    if (p == NULL ||
-        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) != 2)
-        return -1;
-    return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
 }
 
 /* ---- watching bindings ------------------------------------------------------------------- */
@@ -612,14 +608,30 @@ static gboolean on_tick(gpointer data)
     return G_SOURCE_CONTINUE;
 }
 
+/* Watch the pods of @ns (NULL: all namespaces) from now on: a list for its resourceVersion (one
+ * item), then the watch. */
+static KbStream *pods_watch_from_now(KbClient *client, const char *ns, KbStreamDataFunc on_data,
+                                     KbStreamDoneFunc on_done, gpointer user_data)
+{
+    g_autoptr(GError) error = NULL;
+    KbListOptions lo = {.limit = 1};
+    json_object *list = kb_client_list(client, &kb_type_pods, ns, &lo, &error);
+    if (list == NULL)
+        g_error("list pods in %s: %s", ns != NULL ? ns : "all namespaces", error->message);
+    g_autofree char *rv = g_strdup(kas_json_get_string(list, "metadata.resourceVersion"));
+    json_object_put(list);
+    KbListOptions wo = {.resource_version = rv, .watch = TRUE, .timeout_seconds = 3600};
+    KbRequest req = {.method = "GET", .type = &kb_type_pods, .namespace_ = ns, .list = &wo};
+    return kb_client_stream(client, &req, on_data, on_done, user_data);
+}
+
 /* ---- phases ------------------------------------------------------------------------------ */
 
 typedef struct {
-    double rate;       /* bindings/s of the best window */
-    guint window;      /* ... and that window */
+    double rate;         /* bindings/s of the best window */
+    guint window;        /* ... and that window */
     double watched_rate; /* the best window again, with a scheduler's watches open */
-    double watched_cpu_server;
-    double cpu_server; /* CPU ms per binding at the best window (kb-apiserver), else -1 */
+    double cpu_server;   /* CPU ms per binding of the server at the best window, else -1 */
     double cpu_client;
     double latency_ms; /* mean round trip at the best window */
 } Baseline;
@@ -635,24 +647,6 @@ static void on_sink_done(const KbResponse *resp, gpointer user_data)
     *(KbStream **)user_data = NULL;
 }
 
-static KbStream *sink_watch(KbClient *client, const char *ns, KbStream **slot)
-{
-    g_autoptr(GError) error = NULL;
-    KbListOptions lo = {.limit = 1};
-    json_object *list = kb_client_list(client, &kb_type_pods, ns, &lo, &error);
-    if (list == NULL)
-        g_error("list pods: %s", error->message);
-    g_autofree char *rv = g_strdup(kas_json_get_string(list, "metadata.resourceVersion"));
-    json_object_put(list);
-    KbListOptions wo = {.resource_version = rv,
-                        .watch = TRUE,
-                        .allow_watch_bookmarks = TRUE,
-                        .timeout_seconds = 3600};
-    KbRequest req = {.method = "GET", .type = &kb_type_pods, .namespace_ = ns, .list = &wo};
-    *slot = kb_client_stream(client, &req, on_sink_data, on_sink_done, slot);
-    return *slot;
-}
-
 /* The raw loop at @base's best window once more, on @n new pods, with what a scheduler's run
  * adds on the server open: a watch of every pod (the scheduler's informer) and one of the
  * namespace (this bench's watcher). Each binding then also becomes two watch events, as in the
@@ -664,8 +658,8 @@ static void run_baseline_watched(Server *srv, KbClient *client, Baseline *base, 
         return;
     window_run_full(client, first, n, WINDOW, issue_baseline_pod, NULL, "baseline pods (watched)");
     KbStream *all = NULL, *ns = NULL;
-    sink_watch(client, NULL, &all);
-    sink_watch(client, "baseline", &ns);
+    all = pods_watch_from_now(client, NULL, on_sink_data, on_sink_done, &all);
+    ns = pods_watch_from_now(client, "baseline", on_sink_data, on_sink_done, &ns);
     double a0 = server_cpu(srv);
     double dt = window_run_full(client, first, n, base->window, issue_baseline_bind, NULL,
                                 "baseline binds (watched)");
@@ -675,10 +669,9 @@ static void run_baseline_watched(Server *srv, KbClient *client, Baseline *base, 
     if (ns != NULL)
         kb_stream_cancel(ns);
     base->watched_rate = n / dt;
-    base->watched_cpu_server = a0 >= 0 ? 1000 * a / n : -1;
     printf("  raw loop, %4u in flight, with a watch of all pods and one of the namespace open: "
            "%5.0f bindings/s (%u bindings; cpu per binding: server %.3f ms)\n",
-           base->window, base->watched_rate, n, base->watched_cpu_server);
+           base->window, base->watched_rate, n, a0 >= 0 ? 1000 * a / n : -1);
 }
 
 /* The raw binding loop at each window of @windows, on consecutive slices of the baseline pods. */
@@ -751,20 +744,11 @@ static gint wait_bound(Server *srv, Watch *w, KbTestDaemon *d)
     return max_conns;
 }
 
-/* Watch namespace @ns from now on: a list for its resourceVersion (one item), then the watch. */
+/* Watch namespace @ns from now on for @w. */
 static void watch_start(KbClient *client, const char *ns, Watch *w)
 {
-    g_autoptr(GError) error = NULL;
-    KbListOptions lo = {.limit = 1};
-    json_object *list = kb_client_list(client, &kb_type_pods, ns, &lo, &error);
-    if (list == NULL)
-        g_error("list pods in %s: %s", ns, error->message);
-    g_autofree char *rv = g_strdup(kas_json_get_string(list, "metadata.resourceVersion"));
-    json_object_put(list);
-    KbListOptions wo = {.resource_version = rv, .watch = TRUE, .timeout_seconds = 3600};
-    KbRequest req = {.method = "GET", .type = &kb_type_pods, .namespace_ = ns, .list = &wo};
     w->line = g_string_new(NULL);
-    w->stream = kb_client_stream(client, &req, on_watch_data, on_watch_done, w);
+    w->stream = pods_watch_from_now(client, ns, on_watch_data, on_watch_done, w);
 }
 
 static void watch_stop(Watch *w)
@@ -911,8 +895,7 @@ static double run_kube_batchd(Server *srv, KbClient *client, const Baseline *bas
     mark_at(w.first, "first-binding-seen");
     mark_at(w.last, "last-binding-seen");
     double cpu_d = cpu_seconds(kb_test_daemon_pid(daemon));
-    double cpu_a = server_cpu(srv) - cpu_a0,
-           cpu_self = cpu_seconds("self") - cpu_self0;
+    double cpu_a = server_cpu(srv) - cpu_a0, cpu_self = cpu_seconds("self") - cpu_self0;
     double cpu_bind[3] = {server_cpu(srv) - w.cpu_first[0], cpu_d - w.cpu_first[1],
                           cpu_seconds("self") - w.cpu_first[2]};
     /* Let the status writes and events the bindings cause settle (a few periods). */
