@@ -1,6 +1,7 @@
 #!/bin/sh
 # Runs each test binary given as an argument (GTest with --tap, or a fuzz replay), JOBS at a time,
-# and ends with the summary line "N passed, N failed". A binary that crashes or exits non-zero
+# and ends with the failing binaries, each with its first failure, and the summary line
+# "N passed, N failed". A binary that crashes or exits non-zero
 # without reporting a failing case counts as one failure, so nothing fails silently.
 # KB_TEST_WRAPPER (e.g. valgrind) is put in front of every binary.
 set -u
@@ -30,6 +31,7 @@ wait
 
 pass=0
 fail=0
+failed=""
 for t in "$@"; do
     n=$(basename "$t")
     ok=$(grep -c '^ok ' "$logdir/$n.log")
@@ -43,11 +45,18 @@ for t in "$@"; do
     if [ "$bad" -ne 0 ]; then
         echo "---- $n: FAILED (exit $rc)"
         tail -n 60 "$logdir/$n.log"
+        failed="$failed $n"
     else
         echo "---- $n: $ok passed"
         # What a test wants seen even when it passes (e.g. which API servers it ran against).
         grep '^# report: ' "$logdir/$n.log" | sed 's/^# report: /     /'
     fi
+done
+# The failures again at the very end, so that a log cut to its last lines still names them.
+for n in $failed; do
+    echo "FAILED $n (exit $(cat "$logdir/$n.rc")):"
+    grep -E '^not ok |ERROR|Bail out|timeout' "$logdir/$n.log" | head -n 5 | sed 's/^/    /'
+    [ -n "$(grep -E '^not ok ' "$logdir/$n.log")" ] || tail -n 3 "$logdir/$n.log" | sed 's/^/    /'
 done
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
