@@ -352,11 +352,14 @@ void kb_client_transfer_setup(KbTransfer *t)
     curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)cfg->timeout_ms);
     if (t->stream) {
-        /* One that receives nothing for its idle time is dead (stream_idle_limit). Keepalive
-         * probes after 30 s of silence, every 15 s: a peer gone without a word (a dead node, a
-         * dropped NAT entry) is noticed in under 3 minutes rather than at the watch's end. */
+        /* One that receives nothing for its idle time is dead (stream_idle_limit): on_progress
+         * says so. libcurl's own low-speed check is what makes it call on_progress every second
+         * while nothing arrives; it is given 2 s more than the idle time so that it never ends
+         * the stream first, with its own message, on a loaded machine. Keepalive probes after
+         * 30 s of silence, every 15 s: a peer gone without a word (a dead node, a dropped NAT
+         * entry) is noticed in under 3 minutes rather than at the watch's end. */
         curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
-        curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)t->idle_s);
+        curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)t->idle_s + 2);
         curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
         curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 15L);
         curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
