@@ -21,11 +21,11 @@
 /* ...but cycles never run closer together than this (a fraction of the period, capped). */
 #define MIN_GAP_MS_MAX 50
 #define CRD_RETRY_MS   10000
-/* Status writes wait behind queued bindings at most this long at a time. On a real
- * kube-apiserver 1.20 (bench-e2e, 5,000 pods in gangs of 8, 3 runs each) 2 s let the 625 PodGroup
- * status PATCHes (merge, schema, managedFields, an etcd write and a watch event each) run beside
- * the last 40% of the bindings: 1,015-1,306 pods/s against 1,376-1,528 with 10 s, the server's
- * CPU per binding 1.33-1.72 ms against 1.13-1.26. A group's status is at most 10 s late then. */
+/* Status writes wait behind bindings at most this long at a time. On a real kube-apiserver 1.20
+ * (bench-e2e, 5,000 pods in gangs of 8, 3 runs each) 2 s let the 625 PodGroup status PATCHes
+ * (merge, schema, managedFields, an etcd write and a watch event each) run beside the last 40%
+ * of the bindings: 1,015-1,306 pods/s against 1,376-1,528 with 10 s, the server's CPU per
+ * binding 1.33-1.72 ms against 1.13-1.26. A group's status is at most 10 s late then. */
 #define STATUS_HOLD_MAX_MS 10000
 /* The API server is probed (GET /version) this often; with no answer for PROBE_STALE_MS (or
  * the last answer an error) /readyz says 503: an instance that cannot reach the server can
@@ -219,15 +219,18 @@ static gboolean ready_func(gpointer user_data, char **reason)
 static void publish_cycle(KbDaemon *d, const KbCycleResult *r);
 
 /*
- * Bindings first: PodGroup and Queue status writes wait while placements wait for the binder, as
- * events do (the issue of one write per pod). A large batch's 625 status PATCHes otherwise went
- * into the client's queue right behind the first window of bindings and ahead of all the others.
- * At most STATUS_HOLD_MAX_MS at a time, so that a long backlog still shows its status; released
- * when the binder's queue drains (every binding sent) and at every cycle that finds it drained.
+ * Bindings first: PodGroup and Queue status writes wait while bindings are queued or in flight
+ * (the issue of one write per pod). A large batch's 625 status PATCHes otherwise went into the
+ * client's queue right behind the first window of bindings and ahead of all the others; released
+ * when only the queue had drained, a tenth of them still ran beside the last window (53 of 625
+ * before the last binding on kube-apiserver 1.20). At most STATUS_HOLD_MAX_MS at a time, so that
+ * a long backlog still shows its status; released when the last binding is answered and at
+ * every cycle that finds the binder idle. Bindings waiting out a back-off hold nothing.
  */
 static void update_status_hold(KbDaemon *d)
 {
-    gboolean busy = !d->stopping && kb_binder_queued(d->binder) > 0;
+    gboolean busy = !d->stopping &&
+                    kb_binder_queued(d->binder) + kb_binder_in_flight(d->binder) > 0;
     gint64 now = g_get_monotonic_time();
     if (!busy)
         d->status_held_since_us = 0;
