@@ -837,9 +837,9 @@ static void print_writes(Server *srv, guint n_bound)
             continue;
         printf("  %-28s %7" G_GINT64_FORMAT "  %.3f per bound pod", (const char *)k, n,
                n_bound > 0 ? (double)n / n_bound : 0);
-        /* What competed with the bindings for the server. */
+        /* What competed with the bindings for the server (counted up to POLL_MS late). */
         if (srv->writes_bound != NULL)
-            printf(", %" G_GINT64_FORMAT " of them before the last binding",
+            printf(", %" G_GINT64_FORMAT " of them by the time the last binding was seen",
                    writes_of(srv->writes_bound, k) - writes_of(srv->writes0, k));
         printf("\n");
     }

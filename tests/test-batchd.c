@@ -49,10 +49,10 @@ typedef struct {
     KbClient *client;
 } Cluster;
 
-static Cluster *cluster_start(void)
+/* bin/kb-apiserver with @args (NULL-terminated). */
+static Cluster *cluster_start_with(const char *const *args)
 {
     g_autoptr(GError) error = NULL;
-    const char *args[] = {"--simulate-kubelet", NULL};
     Cluster *cl = g_new0(Cluster, 1);
     cl->api = kb_test_apiserver_start_full(args, TRUE, &error);
     g_assert_no_error(error);
@@ -60,6 +60,12 @@ static Cluster *cluster_start(void)
     cl->client = kb_client_new(config, &error);
     g_assert_no_error(error);
     return cl;
+}
+
+static Cluster *cluster_start(void)
+{
+    const char *args[] = {"--simulate-kubelet", NULL};
+    return cluster_start_with(args);
 }
 
 static void cluster_free(Cluster *cl)
@@ -104,10 +110,9 @@ static size_t on_body(char *data, size_t size, size_t n, void *user)
     return size * n;
 }
 
-/* GET http://127.0.0.1:@port@path; returns the status (0 when unreachable), body into @body. */
-static long http_get(guint port, const char *path, char **body)
+/* GET @url; returns the status (0 when unreachable), body into @body. */
+static long http_get_url(const char *url, char **body)
 {
-    g_autofree char *url = g_strdup_printf("http://127.0.0.1:%u%s", port, path);
     GString *buf = g_string_new(NULL);
     long status = 0;
     CURL *curl = curl_easy_init();
@@ -124,6 +129,13 @@ static long http_get(guint port, const char *path, char **body)
     else
         g_string_free(buf, TRUE);
     return status;
+}
+
+/* GET http://127.0.0.1:@port@path (the daemon's HTTP server). */
+static long http_get(guint port, const char *path, char **body)
+{
+    g_autofree char *url = g_strdup_printf("http://127.0.0.1:%u%s", port, path);
+    return http_get_url(url, body);
 }
 
 /* The value of the sample line starting with @series ("name{labels}") in @text, or -1. */
@@ -183,12 +195,13 @@ static void add_node(Cluster *cl, const char *name, int gpus, const char *taint)
                                  "\"effect\":\"%s\"}]}",
                                  kv[0], kv[1], kv[2]);
     }
-    kb_test_create_node(cl->client,
-                        kb_test_json_printf("{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{"
-                                            "\"name\":\"%s\",\"labels\":{\"kubernetes.io/hostname\":"
-                                            "\"%s\"}}%s}",
-                                            name, name, taints != NULL ? taints : ""),
-                        gpus);
+    kb_test_create_node(
+            cl->client,
+            kb_test_json_printf("{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{"
+                                "\"name\":\"%s\",\"labels\":{\"kubernetes.io/hostname\":"
+                                "\"%s\"}}%s}",
+                                name, name, taints != NULL ? taints : ""),
+            gpus);
 }
 
 static void add_queue(Cluster *cl, const char *name, int weight)
@@ -463,6 +476,81 @@ static void test_gang_waits_for_capacity(void)
     g_assert_cmpfloat(metric_value(metrics, "kube_batchd_cycles_total"), >, 0);
     g_assert_cmpint(http_get(d->http_port, "/healthz", NULL), ==, 200);
     g_assert_cmpint(http_get(d->http_port, "/readyz", NULL), ==, 200);
+    daemon_stop(d);
+}
+
+/* The resourceVersion of the list of @type in namespace default: where the server stands. */
+static char *list_rv(Cluster *cl, const KbResourceType *type)
+{
+    g_autoptr(GError) error = NULL;
+    json_object *list = kb_client_list(cl->client, type, "default", NULL, &error);
+    g_assert_no_error(error);
+    char *rv = g_strdup(kas_json_get_string(list, "metadata.resourceVersion"));
+    json_object_put(list);
+    return rv;
+}
+
+/* The resourceVersions of the MODIFIED events of @type in namespace default since @rv, from the
+ * server's watch history (a watch of 1 s), in order. */
+static GArray *modified_since(Cluster *cl, const KbResourceType *type, const char *rv)
+{
+    g_autofree char *path = kb_resource_path(type, "default", NULL, NULL);
+    g_autofree char *url = g_strdup_printf("%s%s?watch=true&resourceVersion=%s&timeoutSeconds=1",
+                                           kb_test_apiserver_url(cl->api), path, rv);
+    g_autofree char *body = NULL;
+    g_assert_cmpint(http_get_url(url, &body), ==, 200);
+    GArray *rvs = g_array_new(FALSE, FALSE, sizeof(guint64));
+    g_auto(GStrv) lines = g_strsplit(body, "\n", -1);
+    for (guint i = 0; lines[i] != NULL; i++) {
+        json_object *ev = json_tokener_parse(lines[i]);
+        if (ev != NULL && g_strcmp0(kas_json_get_string(ev, "type"), "MODIFIED") == 0) {
+            guint64 v = g_ascii_strtoull(kas_json_get_string(ev, "object.metadata.resourceVersion"),
+                                         NULL, 10);
+            g_array_append_val(rvs, v);
+        }
+        json_object_put(ev);
+    }
+    return rvs;
+}
+
+/* Bindings first: with every binding slowed down (150 ms, one in flight at a time), no PodGroup
+ * status is written before the last binding is. The status writes wait while bindings are
+ * queued and while they are in flight: released when only the queue had drained, they ran beside
+ * the last binding. */
+static void test_status_waits_for_bindings(void)
+{
+    if (!have_apiserver())
+        return;
+    /* No kubelet: the pods' only changes are their bindings. */
+    const char *args[] = {"--faults", "latency=150,method=POST,path=*binding", NULL};
+    g_autoptr(Cluster) cl = cluster_start_with(args);
+    install_crds(cl);
+    add_node(cl, "n1", 4, NULL);
+    add_node(cl, "n2", 4, NULL);
+    for (int g = 0; g < 3; g++) {
+        g_autofree char *group = g_strdup_printf("g%d", g);
+        add_group(cl, group, 2, NULL, NULL);
+        for (int i = 0; i < 2; i++) {
+            g_autofree char *name = g_strdup_printf("g%d-%d", g, i);
+            add_pod(cl, name, group, 1);
+        }
+    }
+    g_autofree char *rv_pods = list_rv(cl, &kb_type_pods);
+    g_autofree char *rv_groups = list_rv(cl, &kb_type_pod_groups_volcano);
+    g_autoptr(Child) d = daemon_start(cl, "--bind-max-in-flight", "1", NULL);
+    g_assert_true(wait_bound(cl, "g", 6, WAIT_MS));
+    for (int g = 0; g < 3; g++) {
+        g_autofree char *group = g_strdup_printf("g%d", g);
+        g_autofree char *cond = wait_condition(cl, group, "Scheduled", WAIT_MS);
+        g_assert_nonnull(strstr(cond, "Scheduled"));
+    }
+    g_autoptr(GArray) bindings = modified_since(cl, &kb_type_pods, rv_pods);
+    g_autoptr(GArray) statuses = modified_since(cl, &kb_type_pod_groups_volcano, rv_groups);
+    g_assert_cmpuint(bindings->len, ==, 6);
+    g_assert_cmpuint(statuses->len, >=, 3);
+    guint64 last_binding = g_array_index(bindings, guint64, bindings->len - 1);
+    guint64 first_status = g_array_index(statuses, guint64, 0);
+    g_assert_cmpuint(first_status, >, last_binding);
     daemon_stop(d);
 }
 
@@ -901,6 +989,7 @@ int main(int argc, char **argv)
     g_test_add_func("/batchd/leader/handover-without-double-binding", test_leader_handover);
     g_test_add_func("/batchd/preempt/high-priority-gang-binds-after-victims-go", test_preempt);
     g_test_add_func("/batchd/queues/hierarchy-shares-and-cycle", test_hierarchical_queues);
+    g_test_add_func("/batchd/status/waits-for-bindings", test_status_waits_for_bindings);
     int rc = g_test_run();
     curl_global_cleanup();
     return rc;
