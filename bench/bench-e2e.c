@@ -8,13 +8,13 @@
  *      connections (--baseline-in-flight, default 16,64,256; B split between them): the rate
  *      the API server itself accepts bindings at is the best of them ("as many connections as
  *      helps", measured each run rather than assumed); then the best window once more on B/3
- *      pods with a watch of all pods and one of the namespace open, as during the scheduler's
- *      run (its informer, this bench's watcher): what binding costs the server once every
- *      binding is also watched;
+ *      pods with a watch of all pods open, as kube-batchd's informer has one: what binding
+ *      costs the server once every binding is also watched;
  *   3. P pods in gangs of G (one GPU each) and their PodGroups are created first; then kube-batchd
- *      starts (--schedule-period 200ms) and a watch here (read raw, not decoded) sees each pod's
- *      spec.nodeName: pods bound per second from the scheduler's start and from its first
- *      binding to the last confirmed one, and the writes per bound pod by kind, counted by the
+ *      starts (--schedule-period 200ms), its bindings counted by its own /metrics as the loop
+ *      counts its own (see "watching bindings" below): pods bound per second from the
+ *      scheduler's start and from its first binding to the last, and the writes per bound pod
+ *      by kind, counted by the
  *      server from the scheduler's start until its writes settle (bindings, PodGroup status,
  *      events): kb-apiserver's GET /admin/stats, a real server's apiserver_request_total;
  *   4. the ratios to the raw binding loop (and to kube-scheduler where it ran), the most client
@@ -331,8 +331,8 @@ typedef struct {
     KbTestCluster *cluster; /* the real one */
     const char *url;
     KbConfig *config; /* admin */
-    /* writes by "METHOD resource[/subresource]" before the scheduler ran, when the watch saw
-     * the last binding, and after (once what the bindings cause has settled) */
+    /* writes by "METHOD resource[/subresource]" before the scheduler ran, when its last binding
+     * was seen, and after (once what the bindings cause has settled) */
     GHashTable *writes0, *writes_bound, *writes1;
 } Server;
 
@@ -966,7 +966,7 @@ static double run_kube_batchd(Server *srv, KbClient *client, const Baseline *bas
                start_rate / base->watched_rate, bind_rate / base->watched_rate);
     print_writes(srv, w.n_bound);
     if (!srv->real)
-        printf("client connections seen by the server: at most %d (baseline loop and watch "
+        printf("client connections seen by the server: at most %d (the baseline loop's "
                "included)\n",
                max_conns);
     guint nb = MAX(w.n_bound, 1u);

@@ -54,9 +54,17 @@ for t in "$@"; do
 done
 # The failures again at the very end, so that a log cut to its last lines still names them.
 for n in $failed; do
-    echo "FAILED $n (exit $(cat "$logdir/$n.rc")):"
-    grep -E '^not ok |ERROR|Bail out|timeout' "$logdir/$n.log" | head -n 5 | sed 's/^/    /'
-    [ -n "$(grep -E '^not ok ' "$logdir/$n.log")" ] || tail -n 3 "$logdir/$n.log" | sed 's/^/    /'
+    rc=$(cat "$logdir/$n.rc")
+    if [ "$rc" -eq 124 ]; then
+        echo "FAILED $n (killed after ${TIMEOUT} s), its last lines:"
+        tail -n 3 "$logdir/$n.log"
+    elif grep -q '^not ok ' "$logdir/$n.log"; then
+        echo "FAILED $n (exit $rc):"
+        grep -E '^not ok |ERROR' "$logdir/$n.log" | head -n 5
+    else
+        echo "FAILED $n (exit $rc, no failing case reported), its last lines:"
+        tail -n 3 "$logdir/$n.log"
+    fi | sed '2,$s/^/    /'
 done
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
