@@ -63,6 +63,12 @@ struct KbInformer {
     GPtrArray *list_items; /* records of the pages so far, in list order */
     GHashTable *list_keys; /* key -> index + 1 in list_items */
     char *list_continue;
+    /* Which resourceVersion lists ask for (list_resource_version()); see kb_informer_new in the
+     * header. */
+    gboolean list_at_rv;       /* the current list asked for a resourceVersion */
+    gboolean list_unpaged;     /* ... and without a limit */
+    gboolean rv_unavailable;   /* a list at a resourceVersion was refused: the next is consistent */
+    gboolean consistent_lists; /* for good: the server pages "0" lists, or one was too large */
 
     KbStream *stream;
     KbWatchDecoder *decoder;
@@ -362,6 +368,21 @@ static void clear_list_state(KbInformer *inf)
 static gboolean on_list_data(const char *data, gsize len, gpointer user_data);
 static void on_list_done(const KbResponse *resp, gpointer user_data);
 
+/*
+ * The resourceVersion a list asks for, as client-go's reflector chooses it: "0" for the first
+ * list and the last one seen for a relist, both answered from the API server's watch cache (no
+ * read of etcd; a relist after 410 Gone gets a state at least that new); NULL, a consistent read
+ * from etcd, after a list at a resourceVersion the server no longer has or does not have yet,
+ * or for good once the server has paged a "0" list (its watch cache is off) or an unpaged
+ * answer crossed the page byte limit.
+ */
+static const char *list_resource_version(const KbInformer *inf)
+{
+    if (inf->rv_unavailable || inf->consistent_lists)
+        return NULL;
+    return inf->resource_version != NULL ? inf->resource_version : "0";
+}
+
 static void request_page(KbInformer *inf)
 {
     KbListOptions lo = {
@@ -370,6 +391,16 @@ static void request_page(KbInformer *inf)
             .limit = inf->page_size,
             .continue_token = inf->list_continue,
     };
+    /* A later page carries only its continue token (the server refuses both). The watch cache
+     * ignores the limit of a "0" list; a list at any other resourceVersion is sent without one
+     * so that the cache can answer it (with a limit, kube-apiserver reads it from etcd). */
+    if (inf->list_continue == NULL) {
+        lo.resource_version = list_resource_version(inf);
+        inf->list_at_rv = lo.resource_version != NULL;
+        inf->list_unpaged = inf->list_at_rv && strcmp(lo.resource_version, "0") != 0;
+        if (inf->list_unpaged)
+            lo.limit = 0;
+    }
     KbRequest req = {
             .method = "GET",
             .type = inf->type,
@@ -396,12 +427,41 @@ static void start_list(KbInformer *inf)
     request_page(inf);
 }
 
+/* Whether @resp refuses a list for its resourceVersion (client-go's isExpiredError and
+ * isTooLargeResourceVersionError): 410 Expired/Gone (etcd compacted it), or the 504 of a watch
+ * cache that has not reached it within 3 s, with the cause ResourceVersionTooLarge (before
+ * 1.18.6 only its message tells). */
+static gboolean rv_refused(const KbResponse *resp)
+{
+    if (g_error_matches(resp->error, KB_ERROR, KB_ERROR_GONE))
+        return TRUE;
+    if (resp->http_status != 504)
+        return FALSE;
+    json_object *details = NULL, *causes = NULL;
+    if (resp->body != NULL && json_object_object_get_ex(resp->body, "details", &details))
+        json_object_object_get_ex(details, "causes", &causes);
+    for (gsize i = 0; causes != NULL && json_object_is_type(causes, json_type_array) &&
+                      i < json_object_array_length(causes);
+         i++) {
+        if (g_strcmp0(json_str(json_object_array_get_idx(causes, i), "reason"),
+                      "ResourceVersionTooLarge") == 0)
+            return TRUE;
+    }
+    return strstr(resp->error->message, "Too large resource version") != NULL;
+}
+
 /* The list failed with @error (HTTP @http_status): tell on_missing for a 404, back off, relist.
  * The caller has already detached inf->list_stream when it is being cancelled. */
 static void list_failed(KbInformer *inf, const GError *error, int http_status,
                         guint retry_after_seconds)
 {
     clear_list_state(inf);
+    if (inf->list_at_rv && g_error_matches(error, KB_ERROR, KB_ERROR_LIMIT)) {
+        /* the watch cache answers in one piece: only etcd pages */
+        inf->consistent_lists = TRUE;
+        g_warning("informer %s: %s; listing from etcd in pages of %" G_GINT64_FORMAT " from now on",
+                  inf->what, error->message, inf->page_size);
+    }
     if (g_error_matches(error, KB_ERROR, KB_ERROR_NOT_FOUND)) {
         /* the resource is not served (a CRD not installed yet): say so once, retry slowly */
         if (!inf->missing) {
@@ -503,6 +563,7 @@ static gboolean take_page_fast(KbInformer *inf)
 
 static void finish_list(KbInformer *inf)
 {
+    inf->rv_unavailable = FALSE;
     g_autoptr(GPtrArray) items = g_steal_pointer(&inf->list_items);
     g_autoptr(GHashTable) keys = g_steal_pointer(&inf->list_keys);
     if (inf->list_rv != NULL) {
@@ -629,6 +690,16 @@ static void on_list_done(const KbResponse *resp, gpointer user_data)
 {
     KbInformer *inf = user_data;
     inf->list_stream = NULL;
+    if (resp->error != NULL && inf->list_at_rv && rv_refused(resp)) {
+        /* as client-go's reflector: list again at once, consistently */
+        inf->rv_unavailable = TRUE;
+        clear_list_state(inf);
+        g_message("informer %s: list at resourceVersion %s refused (%s); listing from etcd",
+                  inf->what, inf->resource_version != NULL ? inf->resource_version : "0",
+                  resp->error->message);
+        schedule(inf, NEXT_LIST, 0);
+        return;
+    }
     if (resp->error != NULL) {
         list_failed(inf, resp->error, resp->http_status, resp->retry_after_seconds);
         return;
@@ -636,6 +707,14 @@ static void on_list_done(const KbResponse *resp, gpointer user_data)
     if (inf->list_buf == NULL || !take_page_fast(inf)) {
         if (!take_page_json(inf, resp->http_status))
             return;
+    }
+    if (inf->list_continue != NULL && inf->list_at_rv && !inf->list_unpaged &&
+        !inf->consistent_lists) {
+        /* a "0" list came in pages: no watch cache answers them (client-go's paginatedResult) */
+        inf->consistent_lists = TRUE;
+        g_message("informer %s: the server pages lists at resourceVersion 0 (no watch cache); "
+                  "listing from etcd from now on",
+                  inf->what);
     }
     if (inf->list_continue != NULL)
         request_page(inf);

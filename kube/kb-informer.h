@@ -109,8 +109,9 @@ typedef struct {
 
 typedef struct KbInformer KbInformer;
 
-/* Largest list page accepted (KB_ERROR_LIMIT beyond: logged, backed off, relisted); at the
- * default page size of 500 objects a page is typically a few MiB. */
+/* Largest list page accepted (KB_ERROR_LIMIT beyond: logged, backed off, relisted, in pages from
+ * etcd when it was a watch cache's answer in one piece); at the default page size of 500
+ * objects a page is typically a few MiB. */
 #define KB_INFORMER_MAX_PAGE_BYTES ((gsize)256 * 1024 * 1024)
 
 /*
@@ -126,6 +127,15 @@ typedef struct KbInformer KbInformer;
  * logged, counted (kb_informer_decode_errors) and skipped. on_missing is called once each time
  * the resource goes from served to not served; the list is retried meanwhile. Handlers must not
  * free the informer.
+ *
+ * Which resourceVersion a list asks for follows client-go's reflector: "0" for the first list
+ * and the last resourceVersion seen for a relist (then without a limit), so that the API
+ * server's watch cache answers it in one piece instead of etcd page by page (a restarted
+ * scheduler on a large cluster lists its pods without loading etcd). When the server refuses
+ * that resourceVersion (410 Expired, or 504 ResourceVersionTooLarge), the list is sent again at
+ * once as a consistent read (no resourceVersion, paged), and the next relist goes back to the
+ * cache. Lists are consistent reads for good once the server pages a "0" list (it has no watch
+ * cache for the resource) or an unpaged answer crossed the page byte limit.
  *
  * List pages and the page decoder: with a page decoder (opts->decode_page, or the one picked for
  * kb_pod_decode) and without keep_raw, each page's bytes are buffered (no parse while they

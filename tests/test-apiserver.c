@@ -845,6 +845,44 @@ static void test_list_limit_continue(void)
     assert_status(bad, 400, "BadRequest");
 }
 
+/* kube-apiserver answers a list at resourceVersion "0", or at another one without a limit, from
+ * its watch cache, in one piece: the limit is ignored (cacher.go). With a limit and no
+ * resourceVersion, or with any other resourceVersion, etcd pages it. */
+static void test_list_rv_from_cache(void)
+{
+    g_autoptr(KasServer) srv = start();
+    for (guint i = 0; i < 3; i++) {
+        g_autofree char *b = g_strdup_printf("{\"metadata\":{\"name\":\"c%u\"}}", i);
+        g_autoptr(Resp) r = post(srv, "/api/v1/namespaces/default/configmaps", b);
+        assert_status(r, 201, NULL);
+    }
+    g_autoptr(Resp) now = get(srv, "/api/v1/namespaces/default/configmaps");
+    const char *rv = js(now, "metadata.resourceVersion");
+    struct {
+        const char *query;
+        guint items;
+    } cases[] = {
+            {"resourceVersion=0&limit=1", 3},
+            {"resourceVersion=0", 3},
+            {"resourceVersion=%s", 3},
+            {"limit=1", 1},
+            {"resourceVersion=&limit=1", 1},
+            {"resourceVersion=%s&limit=1", 1},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *query = g_strdup_printf(cases[i].query, rv);
+        g_autofree char *path = g_strdup_printf("/api/v1/namespaces/default/configmaps?%s", query);
+        g_autoptr(Resp) r = get(srv, path);
+        g_test_message("%s", path);
+        g_assert_cmpint(r->code, ==, 200);
+        g_assert_cmpuint(json_object_array_length(kas_json_get(r->json, "items")), ==,
+                         cases[i].items);
+        gboolean paged = cases[i].items < 3;
+        g_assert_true((js(r, "metadata.continue") != NULL) == paged);
+        g_assert_true((kas_json_get(r->json, "metadata.remainingItemCount") != NULL) == paged);
+    }
+}
+
 /* ---- watches --------------------------------------------------------------------------------------------- */
 
 static void test_watch_replay(void)
@@ -1743,6 +1781,7 @@ int main(int argc, char **argv)
     g_test_add_func("/apiserver/list/label-selectors", test_list_label_selectors);
     g_test_add_func("/apiserver/list/field-selectors", test_list_field_selectors);
     g_test_add_func("/apiserver/list/limit-continue", test_list_limit_continue);
+    g_test_add_func("/apiserver/list/rv-from-cache-ignores-limit", test_list_rv_from_cache);
     g_test_add_func("/apiserver/watch/replay-from-rv", test_watch_replay);
     g_test_add_func("/apiserver/watch/expired-410", test_watch_expired);
     g_test_add_func("/apiserver/watch/bookmark", test_watch_bookmark);

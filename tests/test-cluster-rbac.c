@@ -308,6 +308,42 @@ static void test_gpu_gang(gconstpointer data)
                  NULL));
 }
 
+/* Lists as kube-batchd's informers send them (client-go's reflector): at resourceVersion "0" the
+ * watch cache answers in one piece whatever the limit; without a resourceVersion etcd pages. */
+static void test_list_from_watch_cache(gconstpointer data)
+{
+    Env *e = (Env *)data;
+    if (skip_unless_ready(e))
+        return;
+    /* (kubectl create namespace/configmap would send protobuf, which kb-apiserver does not
+     * read) */
+    GString *yaml = g_string_new("apiVersion: v1\nkind: Namespace\nmetadata: {name: lists}\n");
+    for (int i = 0; i < 3; i++)
+        g_string_append_printf(yaml, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: "
+                                     "cm-%d, namespace: lists}\n", i);
+    g_free(admin(e, yaml->str, "create", "-f", "-", NULL));
+    g_string_free(yaml, TRUE);
+    static const struct {
+        const char *query;
+        int items;
+    } cases[] = {{"resourceVersion=0&limit=1", 3}, {"limit=1", 1}};
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *path =
+                g_strdup_printf("/api/v1/namespaces/lists/configmaps?%s", cases[i].query);
+        g_autofree char *out = admin(e, NULL, "get", "--raw", path, NULL);
+        json_object *list = json_tokener_parse(out);
+        g_assert_nonnull(list);
+        json_object *items = NULL, *meta = NULL, *cont = NULL;
+        g_assert_true(json_object_object_get_ex(list, "items", &items));
+        g_assert_cmpint((int)json_object_array_length(items), ==, cases[i].items);
+        g_assert_true(json_object_object_get_ex(list, "metadata", &meta));
+        gboolean paged = json_object_object_get_ex(meta, "continue", &cont);
+        g_assert_true(paged == (cases[i].items < 3));
+        json_object_put(list);
+    }
+    g_free(admin(e, NULL, "delete", "namespace", "lists", "--wait=false", NULL));
+}
+
 static gboolean succeeded(const char *out)
 {
     return strcmp(out, "Succeeded") == 0;
@@ -441,9 +477,13 @@ static void add_suite(Env *e, const char *server)
     static const struct {
         const char *name;
         GTestDataFunc fn;
-    } steps[] = {{"setup", test_setup},     {"gpu-gang", test_gpu_gang},
-                 {"tfjobs", test_tfjobs},   {"no-forbidden", test_no_forbidden},
-                 {"refused", test_refused}, {"teardown", test_teardown}};
+    } steps[] = {{"setup", test_setup},
+                 {"gpu-gang", test_gpu_gang},
+                 {"list-from-watch-cache", test_list_from_watch_cache},
+                 {"tfjobs", test_tfjobs},
+                 {"no-forbidden", test_no_forbidden},
+                 {"refused", test_refused},
+                 {"teardown", test_teardown}};
     for (guint i = 0; i < G_N_ELEMENTS(steps); i++) {
         g_autofree char *path = g_strdup_printf("/cluster-rbac/%s/%s", server, steps[i].name);
         g_test_add_data_func(path, e, steps[i].fn);

@@ -328,6 +328,11 @@ static gboolean has_list_request(Fixture *fx, gconstpointer n)
     return nth_request(fx, FALSE, GPOINTER_TO_UINT(n)) != NULL;
 }
 
+static gboolean synced_times(Fixture *fx, gconstpointer n)
+{
+    return fx->n_synced >= GPOINTER_TO_UINT(n);
+}
+
 static void wait_log(Fixture *fx, const char *s)
 {
     if (!run_until(fx, log_has, s))
@@ -396,7 +401,9 @@ static void test_list_three_pages(Fixture *fx, gconstpointer data)
     g_assert_cmpstr(l0->path, ==, PODS_PATH);
     assert_param(l0, "limit", "2");
     assert_param(l0, "continue", NULL);
+    assert_param(l0, "resourceVersion", "0");
     assert_param(nth_request(fx, FALSE, 1), "continue", "c1");
+    assert_param(nth_request(fx, FALSE, 1), "resourceVersion", NULL);
     assert_param(nth_request(fx, FALSE, 2), "continue", "c2");
     assert_param(nth_request(fx, FALSE, 2), "limit", "2");
     /* then a watch from the list's resourceVersion, with bookmarks and a 5-10 min timeout */
@@ -737,6 +744,12 @@ static void assert_relisted(Fixture *fx)
     g_assert_cmpuint(kb_informer_size(fx->inf), ==, 2);
     wait_watch(fx, 1);
     assert_param(nth_request(fx, TRUE, 1), "resourceVersion", "30");
+    /* as client-go's reflector: the first list at "0", the relist at the last resourceVersion
+     * seen and without a limit, both for the API server's watch cache to answer */
+    assert_param(nth_request(fx, FALSE, 0), "resourceVersion", "0");
+    assert_param(nth_request(fx, FALSE, 0), "limit", "500");
+    assert_param(nth_request(fx, FALSE, 1), "resourceVersion", "10");
+    assert_param(nth_request(fx, FALSE, 1), "limit", NULL);
 }
 
 static void test_relist_gone_http(Fixture *fx, gconstpointer data)
@@ -768,6 +781,84 @@ static void test_relist_unchanged_quiet(Fixture *fx, gconstpointer data)
     start(fx, NULL);
     wait_log(fx, "add default/end@13;");
     g_assert_cmpstr(fx->log->str, ==, INITIAL_LOG "synced;add default/end@13;");
+}
+
+/* A relist at a resourceVersion the server refuses (410: compacted; 504 ResourceVersionTooLarge:
+ * its watch cache is behind) is sent again at once as a consistent read, paged; the one after a
+ * successful list goes back to the watch cache. */
+static void assert_refused_then_consistent(Fixture *fx, KbTestResponse *refusal)
+{
+    push_initial_list(fx);
+    g_mutex_lock(&fx->lock);
+    g_queue_push_tail(&fx->lists, refusal);
+    g_mutex_unlock(&fx->lock);
+    push_relist(fx);
+    push_watch(fx, kb_test_response_new_status(410, "Expired", "too old resource version: 10"));
+    push_watch(fx, kb_test_response_new_status(410, "Expired", "too old resource version: 30"));
+    push_list(fx, 200, list_body("40", NULL, ITEMS(pod("a", "20"), pod("c", "21"))));
+    start(fx, NULL);
+    wait_list(fx, 3);
+    assert_param(nth_request(fx, FALSE, 1), "resourceVersion", "10");
+    assert_param(nth_request(fx, FALSE, 1), "limit", NULL);
+    assert_param(nth_request(fx, FALSE, 2), "resourceVersion", NULL);
+    assert_param(nth_request(fx, FALSE, 2), "limit", "500");
+    assert_param(nth_request(fx, FALSE, 3), "resourceVersion", "30");
+    assert_param(nth_request(fx, FALSE, 3), "limit", NULL);
+    if (!run_until(fx, synced_times, GUINT_TO_POINTER(3)))
+        g_error("timed out waiting for the third list; log: %s", fx->log->str);
+    g_assert_cmpstr(fx->log->str, ==,
+                    INITIAL_LOG "del default/b;upd default/a@5->20;add default/c@21;synced;synced;");
+    /* the refusal was no failure: no backoff was chosen for it */
+    g_assert_cmpuint(kb_informer_max_retry_delay_ms(fx->inf), ==, 0);
+}
+
+static void test_relist_rv_expired(Fixture *fx, gconstpointer data)
+{
+    assert_refused_then_consistent(
+            fx, kb_test_response_new_status(410, "Expired", "too old resource version: 10 (25)"));
+}
+
+static void test_relist_rv_too_large(Fixture *fx, gconstpointer data)
+{
+    /* kube-apiserver 1.19's answer, causes and all */
+    KbTestResponse *resp = kb_test_response_new_body(
+            504, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":"
+                 "\"Failure\",\"message\":\"Timeout: Too large resource version: 10, current: "
+                 "9\",\"reason\":\"Timeout\",\"details\":{\"causes\":[{\"reason\":"
+                 "\"ResourceVersionTooLarge\",\"message\":\"Too large resource version\"}],"
+                 "\"retryAfterSeconds\":1},\"code\":504}");
+    assert_refused_then_consistent(fx, resp);
+}
+
+/* Any other 504 is a failure like a 500: backed off, then the same list again. */
+static void test_relist_other_timeout(Fixture *fx, gconstpointer data)
+{
+    push_initial_list(fx);
+    push_list_status(fx, 504, "Timeout");
+    push_relist(fx);
+    push_watch(fx, kb_test_response_new_status(410, "Expired", "too old resource version: 10"));
+    start(fx, NULL);
+    assert_relisted(fx);
+    assert_param(nth_request(fx, FALSE, 2), "resourceVersion", "10");
+    g_assert_cmpuint(kb_informer_max_retry_delay_ms(fx->inf), >, 0);
+}
+
+/* A server that pages a "0" list has no watch cache for it (client-go's paginatedResult): the
+ * later pages carry only their continue token, and every later list reads etcd in pages. */
+static void test_relist_server_pages_rv0(Fixture *fx, gconstpointer data)
+{
+    push_list(fx, 200, list_body("10", "c1", ITEMS(pod("a", "5"))));
+    push_list(fx, 200, list_body("10", NULL, ITEMS(pod("b", "6"))));
+    push_relist(fx);
+    push_watch(fx, kb_test_response_new_status(410, "Expired", "too old resource version: 10"));
+    start(fx, NULL);
+    wait_log(fx, "add default/c@21;synced;");
+    assert_param(nth_request(fx, FALSE, 0), "resourceVersion", "0");
+    assert_param(nth_request(fx, FALSE, 1), "resourceVersion", NULL);
+    assert_param(nth_request(fx, FALSE, 1), "continue", "c1");
+    assert_param(nth_request(fx, FALSE, 2), "resourceVersion", NULL);
+    assert_param(nth_request(fx, FALSE, 2), "continue", NULL);
+    assert_param(nth_request(fx, FALSE, 2), "limit", "500");
 }
 
 /* ---- malformed input --------------------------------------------------------------------- */
@@ -831,8 +922,12 @@ static void test_list_page_over_limit(Fixture *fx, gconstpointer data)
     kb_informer_start(fx->inf);
     wait_log(fx, "synced;");
     g_assert_cmpstr(fx->log->str, ==, INITIAL_LOG);
-    g_assert_nonnull(nth_request(fx, FALSE, 1));
     g_assert_cmpuint(kb_informer_fast_pages(fx->inf), ==, fx->fast ? 1 : 0);
+    /* The first list, at "0", is what a watch cache answers in one piece: the next one reads
+     * etcd, in pages (and so does every later list). */
+    assert_param(nth_request(fx, FALSE, 0), "resourceVersion", "0");
+    assert_param(nth_request(fx, FALSE, 1), "resourceVersion", NULL);
+    assert_param(nth_request(fx, FALSE, 1), "limit", "500");
 }
 
 /* Malformed, truncated and cut pages are errors: back off and list again from the start. */
@@ -1227,6 +1322,10 @@ int main(int argc, char **argv)
     ADD("relist/gone-http", test_relist_gone_http);
     ADD("relist/gone-in-stream", test_relist_gone_in_stream);
     ADD("relist/unchanged-quiet", test_relist_unchanged_quiet);
+    ADD("relist/rv-expired-consistent", test_relist_rv_expired);
+    ADD("relist/rv-too-large-consistent", test_relist_rv_too_large);
+    ADD("relist/other-timeout-backs-off", test_relist_other_timeout);
+    ADD("relist/server-pages-rv0", test_relist_server_pages_rv0);
     ADD("decode/malformed-skipped", test_malformed_objects_skipped);
     ADD("lifecycle/free-while-listing", test_free_while_listing);
     ADD("lifecycle/free-while-watching", test_free_while_watching);

@@ -463,6 +463,24 @@ static void append_list(GString *out, KasRes *res, const char *version, GPtrArra
     g_string_append(out, "]}");
 }
 
+/*
+ * Whether kube-apiserver would answer this list from its watch cache, and so ignore its limit
+ * (cacher.go, List and GetToList): a resourceVersion is given, no continue token, and either
+ * the resourceVersion is "0" or there is no limit (resourceVersionMatch=Exact goes to etcd too,
+ * which makes no difference here without a limit). Other lists go to etcd, where the limit
+ * pages them. This server's one store is both: it only has to answer with the same shape (the
+ * whole list, no continue token, no remainingItemCount).
+ * Left out: a resourceVersion newer than the cache's makes kube-apiserver wait up to 3 s and
+ * then answer 504 (ResourceVersionTooLarge); here the store is always current.
+ */
+static gboolean served_from_cache(const KasRequest *req, gboolean has_continue, guint64 limit)
+{
+    const char *rv = q(req, "resourceVersion");
+    if (rv == NULL || rv[0] == '\0' || has_continue)
+        return FALSE;
+    return strcmp(rv, "0") == 0 || limit == 0;
+}
+
 static void do_list(const KasRestContext *ctx, const KasRequest *req, const Route *r, KasRes *res,
                     KasReply *reply)
 {
@@ -493,6 +511,8 @@ static void do_list(const KasRestContext *ctx, const KasRequest *req, const Rout
         }
         lo.start_after = start;
     }
+    if (served_from_cache(req, start != NULL, lo.limit))
+        lo.limit = 0;
     gboolean more = FALSE;
     guint64 remaining = 0;
     kas_store_lock(ctx->store);
