@@ -67,6 +67,7 @@ typedef struct {
     KbMetric *cycles;
     KbMetric *placements;
     KbMetric *binds;
+    KbMetric *last_bind;
     KbMetric *bind_duration;
     KbMetric *rollbacks;
     KbMetric *bind_retries;
@@ -563,6 +564,11 @@ static void metrics_init(KbDaemon *d)
                                   "Bindings finished, by result (succeeded, conflict, "
                                   "not_found, error).",
                                   l_result);
+    m->last_bind = kb_metrics_gauge(r, "kube_batchd_last_successful_bind_timestamp_seconds",
+                                    "Unix time of the last binding the API server accepted: "
+                                    "while pods wait, a value that stops moving means nothing "
+                                    "binds.",
+                                    NULL);
     m->bind_duration = kb_metrics_histogram(r, "kube_batchd_bind_duration_seconds",
                                             "Round trip of one binding request.", NULL,
                                             latency_buckets, G_N_ELEMENTS(latency_buckets));
@@ -731,6 +737,7 @@ static void on_bind_done(const KbBindOutcome *out, gpointer data)
     kb_series_inc(kb_metric_with(m->binds, kb_bind_result_to_string(out->result), NULL));
     kb_metric_observe(m->bind_duration, (double)out->latency_us / 1e6);
     if (out->result == KB_BIND_SUCCEEDED) {
+        kb_metric_set(m->last_bind, (double)g_get_real_time() / 1e6);
         gint64 created = out->pod->meta.creation_timestamp;
         if (created > 0) {
             double latency = (double)g_get_real_time() / 1e6 - (double)created;

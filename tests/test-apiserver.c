@@ -1213,6 +1213,18 @@ static void test_patch_types(void)
     assert_status(miss, 404, "NotFound");
 }
 
+/* A protobuf body (kubectl create namespace/configmap sends one) gets 415 naming what it got,
+ * not a JSON parse error about its first byte. */
+static void test_protobuf_body_415(void)
+{
+    g_autoptr(KasServer) srv = start();
+    g_autoptr(Resp) r = http(srv, "POST", "/api/v1/namespaces", "application/vnd.kubernetes.protobuf",
+                             "k8s\x01\x0a\x0f");
+    assert_status(r, 415, "UnsupportedMediaType");
+    g_assert_nonnull(strstr(js(r, "message"), "application/vnd.kubernetes.protobuf"));
+    g_assert_nonnull(strstr(js(r, "message"), "application/json"));
+}
+
 /* ---- deletion and garbage collection ---------------------------------------------------------------------- */
 
 static void test_delete_graceful_pod(void)
@@ -1782,6 +1794,7 @@ int main(int argc, char **argv)
     g_test_add_func("/apiserver/list/field-selectors", test_list_field_selectors);
     g_test_add_func("/apiserver/list/limit-continue", test_list_limit_continue);
     g_test_add_func("/apiserver/list/rv-from-cache-ignores-limit", test_list_rv_from_cache);
+    g_test_add_func("/apiserver/requests/protobuf-body-415", test_protobuf_body_415);
     g_test_add_func("/apiserver/watch/replay-from-rv", test_watch_replay);
     g_test_add_func("/apiserver/watch/expired-410", test_watch_expired);
     g_test_add_func("/apiserver/watch/bookmark", test_watch_bookmark);

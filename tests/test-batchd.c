@@ -8,6 +8,7 @@
 #include <curl/curl.h>
 #include <gio/gio.h>
 #include <glib/gstdio.h>
+#include <math.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
@@ -466,11 +467,16 @@ static void test_gang_waits_for_capacity(void)
     g_autofree char *running = wait_condition(cl, "gang", "Scheduled", WAIT_MS);
     g_assert_nonnull(strstr(running, "Scheduled"));
 
-    /* /metrics shows the binds and the latency. */
+    /* /metrics shows the binds, when the last one was, and the latency. */
     g_autofree char *metrics = NULL;
     g_assert_cmpint(http_get(d->http_port, "/metrics", &metrics), ==, 200);
     g_assert_cmpfloat(metric_value(metrics, "kube_batchd_binds_total{result=\"succeeded\"}"), ==,
                       10);
+    double last = metric_value(metrics, "kube_batchd_last_successful_bind_timestamp_seconds");
+    double now = (double)g_get_real_time() / 1e6;
+    g_assert_cmpfloat(last, <=, now);
+    g_assert_cmpfloat(last, >, now - 10);
+    g_assert_cmpfloat(last, !=, floor(last)); /* to the microsecond, not the second */
     g_assert_cmpfloat(metric_value(metrics, "kube_batchd_e2e_scheduling_latency_seconds_count"), ==,
                       10);
     g_assert_cmpfloat(metric_value(metrics, "kube_batchd_cycles_total"), >, 0);

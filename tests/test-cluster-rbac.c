@@ -315,8 +315,7 @@ static void test_list_from_watch_cache(gconstpointer data)
     Env *e = (Env *)data;
     if (skip_unless_ready(e))
         return;
-    /* (kubectl create namespace/configmap would send protobuf, which kb-apiserver does not
-     * read) */
+    /* (kubectl create namespace/configmap would send protobuf, which kb-apiserver answers 415) */
     GString *yaml = g_string_new("apiVersion: v1\nkind: Namespace\nmetadata: {name: lists}\n");
     for (int i = 0; i < 3; i++)
         g_string_append_printf(yaml, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: "

@@ -598,6 +598,17 @@ static json_object *parse_body(const KasRequest *req, KasReply *reply)
                         NULL, NULL);
         return NULL;
     }
+    if (req->content_type != NULL && strstr(req->content_type, "protobuf") != NULL) {
+        /* kube-apiserver reads protobuf bodies of built-in types (kubectl's imperative create
+         * commands send them); this server does not, and says so rather than fail to parse */
+        g_autofree char *msg = g_strdup_printf(
+                "the body of the request was in an unknown format - accepted media types include: "
+                "application/json (got \"%s\": this server reads no protobuf; send JSON, as "
+                "kubectl create -f does)",
+                req->content_type);
+        kas_reply_error(reply, KAS_ERR_UNSUPPORTED_TYPE, msg, NULL, NULL);
+        return NULL;
+    }
     g_autoptr(GError) error = NULL;
     json_object *j = kas_json_parse(req->body != NULL ? req->body : "", req->body_len, &error);
     if (j == NULL) {
