@@ -82,6 +82,7 @@ static KbConfig *load_config(Kbctl *k, GError **error)
         config->insecure_skip_tls_verify = TRUE;
     g_free(config->user_agent);
     config->user_agent = g_strdup("kbctl/" KB_VERSION);
+    config->compression = TRUE; /* as kubectl: it may run far from the cluster */
     return g_steal_pointer(&config);
 }
 

@@ -345,7 +345,8 @@ void kb_client_transfer_setup(KbTransfer *t)
     curl_easy_setopt(e, CURLOPT_USERAGENT, cfg->user_agent);
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+    /* a reused handle keeps its options: set it either way */
+    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, cfg->compression ? "gzip" : NULL);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);

@@ -29,6 +29,11 @@ typedef struct {
     gboolean insecure_skip_tls_verify; /* only when the kubeconfig says so explicitly */
     char *user_agent;                  /* default "kube-batchd/<version>" */
     guint timeout_ms;                  /* per-request timeout for non-watch calls; default 30000 */
+    /* Ask for gzip-compressed responses (Accept-Encoding: gzip; kube-apiserver compresses those
+     * over 128 KiB). Off by default, as in Kubernetes' own control-plane clients since 1.16: next
+     * to its API server, a daemon's large lists cost the server more CPU to compress than the
+     * network saves. kbctl, which may be far from the cluster, turns it on. */
+    gboolean compression;
     guint qps_burst;                   /* unused for now: 0 */
 } KbConfig;
 

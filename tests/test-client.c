@@ -1,5 +1,6 @@
 /* The REST client against the scripted test server: blocking calls, error mapping, limits,
  * credentials, TLS, the asynchronous pool and streams. */
+#include <gio/gio.h>
 #include <glib/gstdio.h>
 #include <string.h>
 
@@ -116,6 +117,47 @@ static void test_get(void)
     g_assert_cmpstr(kb_test_request_header(req, "Accept"), ==, "application/json");
     g_assert_true(g_str_has_prefix(kb_test_request_header(req, "User-Agent"), "kube-batchd/"));
     g_assert_null(kb_test_request_header(req, "Authorization"));
+}
+
+/* No compression unless asked for (the daemons' default); asked for, gzip is requested and a
+ * compressed answer decoded, on a reused connection too. */
+static void test_compression(void)
+{
+    g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
+    const char *body = "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p1\"}}";
+    g_autoptr(GConverter) gz = G_CONVERTER(g_zlib_compressor_new(G_ZLIB_COMPRESSOR_FORMAT_GZIP, -1));
+    char packed[256];
+    gsize read = 0, written = 0;
+    g_assert_cmpint(g_converter_convert(gz, body, strlen(body), packed, sizeof packed,
+                                        G_CONVERTER_INPUT_AT_END, &read, &written, NULL),
+                    ==, G_CONVERTER_FINISHED);
+    for (int compression = 0; compression <= 1; compression++) {
+        g_autoptr(KbConfig) config = kb_config_new(kb_test_server_url(srv));
+        config->compression = compression;
+        g_autoptr(KbClient) client = kb_client_new(config, NULL);
+        for (int call = 0; call < 2; call++) {
+            KbTestResponse *resp = kb_test_response_new(200);
+            if (compression) {
+                kb_test_response_set_body(resp, packed, (gssize)written);
+                kb_test_response_add_header(resp, "Content-Encoding", "gzip");
+            } else {
+                kb_test_response_set_body(resp, body, -1);
+            }
+            kb_test_server_push(srv, "GET", POD_P1, resp);
+            g_autoptr(GError) error = NULL;
+            json_object *pod = kb_client_get(client, &kb_type_pods, "default", "p1", &error);
+            g_assert_no_error(error);
+            g_assert_cmpstr(jstr(pod, "metadata.name"), ==, "p1");
+            json_object_put(pod);
+            guint n = kb_test_server_request_count(srv);
+            const char *ae = kb_test_request_header(kb_test_server_request(srv, n - 1),
+                                                    "Accept-Encoding");
+            if (compression)
+                g_assert_cmpstr(ae, ==, "gzip");
+            else
+                g_assert_null(ae);
+        }
+    }
 }
 
 static void test_list_selectors(void)
@@ -1355,6 +1397,7 @@ int main(int argc, char **argv)
     g_log_set_always_fatal(G_LOG_FATAL_MASK | G_LOG_LEVEL_CRITICAL);
     g_test_add_func("/kube/client/path/table", test_path);
     g_test_add_func("/kube/client/get/basic", test_get);
+    g_test_add_func("/kube/client/get/compression-only-when-asked", test_compression);
     g_test_add_func("/kube/client/list/selectors", test_list_selectors);
     g_test_add_func("/kube/client/list/paging", test_list_paging);
     g_test_add_func("/kube/client/create/basic", test_create);
