@@ -374,11 +374,14 @@ static void on_list_done(const KbResponse *resp, gpointer user_data);
  * read of etcd; a relist after 410 Gone gets a state at least that new); NULL, a consistent read
  * from etcd, after a list at a resourceVersion the server no longer has or does not have yet,
  * or for good once the server has paged a "0" list (its watch cache is off) or an unpaged
- * answer crossed the page byte limit.
+ * answer crossed the page byte limit. The cache answers in one piece, so only informers with a
+ * page decoder ask it: their page costs its bytes, where json-c's tree of a whole list of 5,000
+ * real nodes (images and all) would cost several times its tens of MiB. The others read etcd
+ * page by page.
  */
 static const char *list_resource_version(const KbInformer *inf)
 {
-    if (inf->rv_unavailable || inf->consistent_lists)
+    if (inf->decode_page == NULL || inf->rv_unavailable || inf->consistent_lists)
         return NULL;
     return inf->resource_version != NULL ? inf->resource_version : "0";
 }

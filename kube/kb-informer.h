@@ -128,14 +128,16 @@ typedef struct KbInformer KbInformer;
  * the resource goes from served to not served; the list is retried meanwhile. Handlers must not
  * free the informer.
  *
- * Which resourceVersion a list asks for follows client-go's reflector: "0" for the first list
- * and the last resourceVersion seen for a relist (then without a limit), so that the API
- * server's watch cache answers it in one piece instead of etcd page by page (a restarted
- * scheduler on a large cluster lists its pods without loading etcd). When the server refuses
- * that resourceVersion (410 Expired, or 504 ResourceVersionTooLarge), the list is sent again at
- * once as a consistent read (no resourceVersion, paged), and the next relist goes back to the
- * cache. Lists are consistent reads for good once the server pages a "0" list (it has no watch
- * cache for the resource) or an unpaged answer crossed the page byte limit.
+ * With a page decoder, which resourceVersion a list asks for follows client-go's reflector: "0"
+ * for the first list and the last resourceVersion seen for a relist (then without a limit), so
+ * that the API server's watch cache answers it in one piece instead of etcd page by page (a
+ * restarted scheduler on a large cluster lists its pods without loading etcd). Informers without
+ * one read etcd page by page: json-c's tree of a whole list costs several times its size. When
+ * the server refuses that resourceVersion (410 Expired, or 504 ResourceVersionTooLarge), the
+ * list is sent again at once as a consistent read (no resourceVersion, paged), and the next
+ * relist goes back to the cache. Lists are consistent reads for good once the server pages a "0"
+ * list (it has no watch cache for the resource) or an unpaged answer crossed the page byte
+ * limit.
  *
  * List pages and the page decoder: with a page decoder (opts->decode_page, or the one picked for
  * kb_pod_decode) and without keep_raw, each page's bytes are buffered (no parse while they
