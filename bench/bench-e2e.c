@@ -14,9 +14,9 @@
  *      starts (--schedule-period 200ms), its bindings counted by its own /metrics as the loop
  *      counts its own (see "watching bindings" below): pods bound per second from the
  *      scheduler's start and from its first binding to the last, and the writes per bound pod
- *      by kind, counted by the
- *      server from the scheduler's start until its writes settle (bindings, PodGroup status,
- *      events): kb-apiserver's GET /admin/stats, a real server's apiserver_request_total;
+ *      by kind, counted by the server from the scheduler's start until its writes settle
+ *      (bindings, PodGroup status, events): kb-apiserver's GET /admin/stats, a real server's
+ *      apiserver_request_total;
  *   4. the ratios to the raw binding loop (and to kube-scheduler where it ran), the most client
  *      connections the server saw, CPU seconds per binding of each process (a real server's:
  *      kube-apiserver's and etcd's).
@@ -549,15 +549,16 @@ static double metric_sum(const char *text, const char *name, const char *label_f
  * (its /metrics: every POLL_MS until the first binding shows, which is then at most that late,
  * every POLL_SLOW_MS in the middle of the run, and every POLL_MS again once the rest would take
  * less than two slow polls at the rate so far, so that the writes that follow the last binding
- * are counted soon after it; the last binding's time is the scheduler's own). So the server carries nothing of the bench's in that run either, and
- * the scheduler little: a scrape costs it ~0.4 ms, and 100 a second through the whole run were
- * 4% of a core, a fifth of its CPU in the run.
- * kube-scheduler
- * exposes no such count here, so its run is seen by a watch of its namespace, read raw: each
- * event line is only searched for the pod's name and "nodeName", not decoded (a decoding
- * informer took ~0.05 ms of CPU per binding on the 2 cores the scheduler and the server share).
- * The watch costs kube-scheduler's run one more watch event per binding; at its rate that is
- * lost in the noise.
+ * are counted soon after it; the last binding's time is the scheduler's own). So the server
+ * carries nothing of the bench's in that run either, and the scheduler little: a scrape costs
+ * it ~0.4 ms, and 100 a second through the whole run were 4% of a core, a fifth of its CPU in
+ * the run.
+ *
+ * kube-scheduler exposes no such count here, so its run is seen by a watch of its namespace,
+ * read raw: each event line is only searched for the pod's name and "nodeName", not decoded (a
+ * decoding informer took ~0.05 ms of CPU per binding on the 2 cores the scheduler and the server
+ * share). The watch costs kube-scheduler's run one more watch event per binding; at its rate
+ * that is lost in the noise.
  */
 #define POLL_MS      10
 #define POLL_SLOW_MS 100

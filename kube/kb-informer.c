@@ -29,6 +29,13 @@ typedef enum {
     NEXT_WATCH,
 } NextStep;
 
+/* What the current list asked for (list_resource_version()). */
+typedef enum {
+    LIST_CONSISTENT, /* no resourceVersion: etcd, paged */
+    LIST_AT_ZERO,    /* "0": the watch cache, which ignores the limit */
+    LIST_AT_LAST,    /* the last resourceVersion seen, without a limit: the watch cache */
+} ListAt;
+
 struct KbInformer {
     KbClient *client;
     GMainContext *context;
@@ -65,8 +72,7 @@ struct KbInformer {
     char *list_continue;
     /* Which resourceVersion lists ask for (list_resource_version()); see kb_informer_new in the
      * header. */
-    gboolean list_at_rv;       /* the current list asked for a resourceVersion */
-    gboolean list_unpaged;     /* ... and without a limit */
+    ListAt list_at;
     gboolean rv_unavailable;   /* a list at a resourceVersion was refused: the next is consistent */
     gboolean consistent_lists; /* for good: the server pages "0" lists, or one was too large */
 
@@ -399,9 +405,10 @@ static void request_page(KbInformer *inf)
      * so that the cache can answer it (with a limit, kube-apiserver reads it from etcd). */
     if (inf->list_continue == NULL) {
         lo.resource_version = list_resource_version(inf);
-        inf->list_at_rv = lo.resource_version != NULL;
-        inf->list_unpaged = inf->list_at_rv && strcmp(lo.resource_version, "0") != 0;
-        if (inf->list_unpaged)
+        inf->list_at = lo.resource_version == NULL             ? LIST_CONSISTENT
+                       : strcmp(lo.resource_version, "0") == 0 ? LIST_AT_ZERO
+                                                               : LIST_AT_LAST;
+        if (inf->list_at == LIST_AT_LAST)
             lo.limit = 0;
     }
     KbRequest req = {
@@ -459,7 +466,7 @@ static void list_failed(KbInformer *inf, const GError *error, int http_status,
                         guint retry_after_seconds)
 {
     clear_list_state(inf);
-    if (inf->list_at_rv && g_error_matches(error, KB_ERROR, KB_ERROR_LIMIT)) {
+    if (inf->list_at != LIST_CONSISTENT && g_error_matches(error, KB_ERROR, KB_ERROR_LIMIT)) {
         /* the watch cache answers in one piece: only etcd pages */
         inf->consistent_lists = TRUE;
         g_warning("informer %s: %s; listing from etcd in pages of %" G_GINT64_FORMAT " from now on",
@@ -693,7 +700,7 @@ static void on_list_done(const KbResponse *resp, gpointer user_data)
 {
     KbInformer *inf = user_data;
     inf->list_stream = NULL;
-    if (resp->error != NULL && inf->list_at_rv && rv_refused(resp)) {
+    if (resp->error != NULL && inf->list_at != LIST_CONSISTENT && rv_refused(resp)) {
         /* as client-go's reflector: list again at once, consistently */
         inf->rv_unavailable = TRUE;
         clear_list_state(inf);
@@ -711,8 +718,7 @@ static void on_list_done(const KbResponse *resp, gpointer user_data)
         if (!take_page_json(inf, resp->http_status))
             return;
     }
-    if (inf->list_continue != NULL && inf->list_at_rv && !inf->list_unpaged &&
-        !inf->consistent_lists) {
+    if (inf->list_continue != NULL && inf->list_at == LIST_AT_ZERO && !inf->consistent_lists) {
         /* a "0" list came in pages: no watch cache answers them (client-go's paginatedResult) */
         inf->consistent_lists = TRUE;
         g_message("informer %s: the server pages lists at resourceVersion 0 (no watch cache); "

@@ -737,10 +737,11 @@ static void on_bind_done(const KbBindOutcome *out, gpointer data)
     kb_series_inc(kb_metric_with(m->binds, kb_bind_result_to_string(out->result), NULL));
     kb_metric_observe(m->bind_duration, (double)out->latency_us / 1e6);
     if (out->result == KB_BIND_SUCCEEDED) {
-        kb_metric_set(m->last_bind, (double)g_get_real_time() / 1e6);
+        double now = (double)g_get_real_time() / 1e6;
+        kb_metric_set(m->last_bind, now);
         gint64 created = out->pod->meta.creation_timestamp;
         if (created > 0) {
-            double latency = (double)g_get_real_time() / 1e6 - (double)created;
+            double latency = now - (double)created;
             kb_metric_observe(m->e2e_latency, MAX(latency, 0.0));
         }
     } else if (out->n_rolled_back > 0) {
