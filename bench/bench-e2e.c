@@ -926,7 +926,12 @@ static double run_kube_batchd(Server *srv, KbClient *client, const Baseline *bas
     Watch w = {.prefix = 'p', .srv = srv, .metrics_url = metrics_url};
     const char *level =
             g_getenv("KB_E2E_LOG_LEVEL") != NULL ? g_getenv("KB_E2E_LOG_LEVEL") : "warning";
-    g_autofree char *bw = g_strdup_printf("%d", bind_window);
+    /* As many bindings in flight as the raw loop found this server serves best, unless
+     * --bind-in-flight says: the same measured setting for both, as an operator would set
+     * --bind-max-in-flight after measuring (a thread-per-connection HTTP/1.1 server such as
+     * kb-apiserver does best with few, kube-apiserver's HTTP/2 with many). */
+    guint in_flight = bind_window > 0 ? (guint)bind_window : base->window;
+    g_autofree char *bw = g_strdup_printf("%u", in_flight);
     GPtrArray *args = g_ptr_array_new();
     if (srv->real) {
         /* As the cluster's admin: RBAC is on, and deploy/rbac.yaml is tested elsewhere. */
@@ -940,10 +945,8 @@ static double run_kube_batchd(Server *srv, KbClient *client, const Baseline *bas
                           "--log-level",       level};
     for (guint i = 0; i < G_N_ELEMENTS(rest); i++)
         g_ptr_array_add(args, (gpointer)rest[i]);
-    if (bind_window > 0) {
-        g_ptr_array_add(args, (gpointer) "--bind-max-in-flight");
-        g_ptr_array_add(args, bw);
-    }
+    g_ptr_array_add(args, (gpointer) "--bind-max-in-flight");
+    g_ptr_array_add(args, bw);
     g_ptr_array_add(args, NULL);
 
     /* kube-batchd starts now. KB_E2E_WRAPPER="perf record -g -o /tmp/kbd.data --" profiles it. */
@@ -958,6 +961,8 @@ static double run_kube_batchd(Server *srv, KbClient *client, const Baseline *bas
     g_ptr_array_unref(args);
     if (daemon == NULL)
         g_error("%s", error->message);
+    printf("kube-batchd: --bind-max-in-flight %u%s\n", in_flight,
+           bind_window > 0 ? "" : " (the raw loop's best window)");
     w.daemon_pid = kb_test_daemon_pid(daemon);
     gint max_conns = wait_bound(srv, &w, daemon);
     mark("scheduler-bound-all");
@@ -1141,7 +1146,7 @@ int main(int argc, char **argv)
             {"baseline-in-flight", 0, 0, G_OPTION_ARG_STRING, &base_windows_arg,
              "the loop's windows, best one counts (default 16,64,256)", "N,N,..."},
             {"bind-in-flight", 0, 0, G_OPTION_ARG_INT, &bind_window,
-             "kube-batchd --bind-max-in-flight (default: its own)", "N"},
+             "kube-batchd --bind-max-in-flight (default: the raw loop's best window)", "N"},
             {NULL},
     };
     g_autoptr(GError) error = NULL;

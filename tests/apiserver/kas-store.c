@@ -10,6 +10,11 @@
 
 G_DEFINE_QUARK(kas-error-quark, kas_error)
 
+/* A watch's reader takes its events once this many wait, or once the oldest has waited
+ * KasStoreOptions.watch_linger_us (see lingers()). */
+#define KAS_WATCH_LINGER_EVENTS 64
+#define KAS_WATCH_LINGER_US 1000
+
 static const struct {
     const char *reason;
     guint http;
@@ -156,6 +161,7 @@ struct KasWatcher {
     gboolean initial_end_bookmark;
     guint64 start_rv; /* where the watch started: bookmarks must be newer */
     GQueue queue; /* WItem* */
+    gint64 first_queued; /* monotonic µs the oldest event in queue arrived, when queue is not empty */
     guint cap;
     gboolean closed;
     char *error_line; /* pending ERROR event */
@@ -171,6 +177,7 @@ struct KasStore {
     guint ring_cap, ring_head, ring_len;
     guint64 expired_rv; /* resuming after an rv below this needs events no longer kept */
     guint watch_queue_cap;
+    gint64 watch_linger_us;
     guint n_watchers;
     GHashTable *owner_counts; /* uid -> count of objects naming it as owner */
     guint64 seq;
@@ -407,6 +414,8 @@ KasStore *kas_store_new(const KasStoreOptions *opts)
     store->ring_cap = opts != NULL && opts->history > 0 ? opts->history : 10000;
     store->ring = g_new0(HistEntry, store->ring_cap);
     store->watch_queue_cap = opts != NULL && opts->watch_queue > 0 ? opts->watch_queue : 10000;
+    store->watch_linger_us =
+            opts != NULL && opts->watch_linger_us > 0 ? opts->watch_linger_us : KAS_WATCH_LINGER_US;
     store->owner_counts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     store->rv = 1;
     add_builtins(store);
@@ -853,7 +862,12 @@ static void watcher_push(KasWatcher *w, KasObj *obj, KasEvType type, gboolean ca
     it->obj = kas_obj_ref(obj);
     it->type = type;
     g_queue_push_tail(&w->queue, it);
-    g_cond_signal(&w->cond);
+    /* The reader wakes for the first event and when a full batch is waiting; in between it
+     * lingers (see kas_watcher_next), so these pushes cost no wakeup. */
+    if (w->queue.length == 1)
+        w->first_queued = g_get_monotonic_time();
+    if (w->queue.length == 1 || w->queue.length == KAS_WATCH_LINGER_EVENTS)
+        g_cond_signal(&w->cond);
 }
 
 /* The event @w sees for a change, or -1: a change in or out of its selection becomes ADDED or
@@ -1047,6 +1061,25 @@ static void append_bookmark(KasWatcher *w, GString *out, guint64 rv, gboolean in
                                        : "");
 }
 
+/* Whether the reader of @w should wait a little longer before taking its queue: while fewer
+ * events than a batch wait and the oldest arrived less than the store's linger ago. Under a
+ * stream of changes one write then carries many events instead of one each, which is what a
+ * thread per watch costs least with (a wakeup, a poll and a send per event were most of what
+ * a watched binding cost this server); a lone event waits at most the linger. Waits on the
+ * condition (the caller holds the lock) and returns TRUE when it waited. */
+static gboolean lingers(KasWatcher *w, guint max_events, gint64 deadline)
+{
+    if (max_events < KAS_WATCH_LINGER_EVENTS || w->queue.length == 0 ||
+        w->queue.length >= KAS_WATCH_LINGER_EVENTS || w->closed || w->error_line != NULL ||
+        w->store->shutting_down)
+        return FALSE;
+    gint64 until = MIN(w->first_queued + w->store->watch_linger_us, deadline);
+    if (g_get_monotonic_time() >= until)
+        return FALSE;
+    g_cond_wait_until(&w->cond, &w->store->lock, until);
+    return TRUE;
+}
+
 KasWatchResult kas_watcher_next(KasWatcher *w, gint64 deadline, GString *out, guint max_events,
                                 KasWatchRender render, gpointer render_data)
 {
@@ -1070,6 +1103,8 @@ KasWatchResult kas_watcher_next(KasWatcher *w, gint64 deadline, GString *out, gu
         }
         if (w->initial != NULL && w->initial_pos >= w->initial->len)
             g_clear_pointer(&w->initial, g_ptr_array_unref);
+        if (w->initial == NULL && batch->len == 0 && lingers(w, max_events, deadline))
+            continue;
         while (w->initial == NULL && batch->len < max_events && w->queue.length > 0)
             g_ptr_array_add(batch, g_queue_pop_head(&w->queue));
         if (batch->len > 0)

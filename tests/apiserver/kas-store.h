@@ -134,6 +134,7 @@ typedef void (*KasStoreHook)(KasStore *store, KasRes *res, KasEvType type, KasOb
 typedef struct {
     guint history;      /* events kept for watch resumption (default 10000) */
     guint watch_queue;  /* events a watcher may fall behind before it is closed (default 10000) */
+    guint watch_linger_us; /* how long a watch's reader waits for a batch (default 1000 µs) */
 } KasStoreOptions;
 
 KasStore *kas_store_new(const KasStoreOptions *opts);
