@@ -215,7 +215,9 @@ typedef enum {
 
 /* Wait until @deadline (monotonic µs) for the next event and append it to @out as one line
  * ({"type":...,"object":...}); @render (may be NULL) turns an object into the JSON to send
- * (new string) instead of the stored JSON. Appends at most @max_events events. */
+ * (new string) instead of the stored JSON. Appends at most @max_events events; when that is 64
+ * or more, a few queued events are held until 64 wait or the oldest has waited the store's
+ * watch_linger_us, so that a stream of changes goes out in batches. */
 typedef char *(*KasWatchRender)(KasRes *res, KasObj *obj, gpointer data);
 KasWatchResult kas_watcher_next(KasWatcher *w, gint64 deadline, GString *out, guint max_events,
                                 KasWatchRender render, gpointer render_data);
