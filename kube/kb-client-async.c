@@ -94,7 +94,8 @@ static void destroy_source(gpointer source)
  * this many (the window's worth) they are destroyed. */
 #define IDLE_EASY_MAX 256
 
-static void remove_and_free(KbClient *client, KbTransfer *t)
+/* Take @t off the wire, keeping its handle for the next transfer. */
+static void release_easy(KbClient *client, KbTransfer *t)
 {
     curl_multi_remove_handle(client->multi, t->easy);
     g_hash_table_remove(client->active, t);
@@ -106,6 +107,11 @@ static void remove_and_free(KbClient *client, KbTransfer *t)
         curl_easy_cleanup(t->easy);
     }
     t->easy = NULL;
+}
+
+static void remove_and_free(KbClient *client, KbTransfer *t)
+{
+    release_easy(client, t);
     kb_client_transfer_free(t);
 }
 
@@ -141,6 +147,13 @@ static void complete(KbClient *client, KbTransfer *t, CURLcode rc)
     if (!t->cancelled) {
         KbResponse resp;
         kb_client_transfer_finish(t, rc, &resp);
+        if (!t->stream && kb_client_transfer_fall_back(t, &resp)) {
+            /* Sent again, as JSON, ahead of everything queued (pump() starts it). */
+            kb_client_response_clear(&resp);
+            release_easy(client, t);
+            g_queue_push_head(&client->waiting, t);
+            return;
+        }
         /* A kb_stream_cancel() from inside on_done is then a no-op, not a double free. */
         t->cancelled = TRUE;
         if (t->stream && t->on_done != NULL)
@@ -216,15 +229,20 @@ void kb_client_async_fini(KbClient *client)
     g_main_context_unref(client->context);
 }
 
-void kb_client_call_async(KbClient *client, const KbRequest *req, KbResponseFunc callback,
-                          gpointer user_data)
+void kb_client_queue_async(KbClient *client, KbTransfer *t, KbResponseFunc callback,
+                           gpointer user_data)
 {
-    KbTransfer *t = kb_client_transfer_new(client, req);
     t->stream = FALSE;
     t->callback = callback;
     t->user_data = user_data;
     g_queue_push_tail(&client->waiting, t);
     pump(client);
+}
+
+void kb_client_call_async(KbClient *client, const KbRequest *req, KbResponseFunc callback,
+                          gpointer user_data)
+{
+    kb_client_queue_async(client, kb_client_transfer_new(client, req), callback, user_data);
 }
 
 guint kb_client_pending(const KbClient *client)

@@ -32,6 +32,10 @@ struct KbClient {
     int in_curl; /* > 0 while inside curl_multi_socket_action() */
     gboolean closing;
 
+    /* protobuf bodies (Bindings): refused once by a 415, or taken once (no JSON kept then) */
+    gboolean protobuf_refused;
+    gboolean protobuf_taken;
+
     /* bearer token, re-read from config->token_file when it changes */
     GMutex token_lock;
     char *token;
@@ -52,6 +56,7 @@ typedef struct {
     char *body;
     gsize body_len;
     char *content_type;
+    char *json_fallback; /* a protobuf body's JSON form, sent instead if the server answers 415 */
     gboolean stream;
     GByteArray *response;
     gboolean over_limit;
@@ -75,7 +80,17 @@ KbTransfer *kb_client_transfer_new(KbClient *client, const KbRequest *req);
 /* Same, with a raw body (@body may be NULL) and content type instead of req->body. */
 KbTransfer *kb_client_transfer_new_raw(KbClient *client, const KbRequest *req, const char *body,
                                        const char *content_type);
+/* Same, with a binary body of @len bytes (copied). */
+KbTransfer *kb_client_transfer_new_bytes(KbClient *client, const KbRequest *req, const void *body,
+                                         gsize len, const char *content_type);
 void kb_client_transfer_free(KbTransfer *t);
+/* After @t's response @resp: TRUE when @t was a protobuf body the server refused (415) and now
+ * carries its JSON form instead, to be sent again (the response is then the caller's to clear
+ * and drop); FALSE otherwise. Remembers the server's answer either way. */
+gboolean kb_client_transfer_fall_back(KbTransfer *t, const KbResponse *resp);
+/* Queue @t (its body set, callback none yet) as an asynchronous call. */
+void kb_client_queue_async(KbClient *client, KbTransfer *t, KbResponseFunc callback,
+                           gpointer user_data);
 /* Set every option of t->easy (freshly created or reset). */
 void kb_client_transfer_setup(KbTransfer *t);
 /* Fill @resp from the finished transfer (@rc from libcurl). resp->body and resp->error are

@@ -1,6 +1,7 @@
 /* The REST client: resource paths, requests, response mapping, blocking calls; see kb-client.h.
  * The asynchronous side (libcurl multi on the main loop) is in kb-client-async.c. */
 #include "kube/kb-client-private.h"
+#include "kube/kb-proto.h"
 
 #include <errno.h>
 #include <string.h>
@@ -123,6 +124,13 @@ static guint stream_idle_limit(const KbClient *client, const KbRequest *req)
 KbTransfer *kb_client_transfer_new_raw(KbClient *client, const KbRequest *req, const char *body,
                                        const char *content_type)
 {
+    return kb_client_transfer_new_bytes(client, req, body, body != NULL ? strlen(body) : 0,
+                                        content_type);
+}
+
+KbTransfer *kb_client_transfer_new_bytes(KbClient *client, const KbRequest *req, const void *body,
+                                         gsize len, const char *content_type)
+{
     KbTransfer *t = g_new0(KbTransfer, 1);
     g_autofree char *path = req->path != NULL ? g_strdup(req->path)
                                               : kb_resource_path(req->type, req->namespace_,
@@ -135,8 +143,10 @@ KbTransfer *kb_client_transfer_new_raw(KbClient *client, const KbRequest *req, c
     t->url = g_strconcat(client->base_url, target, NULL);
     t->what = g_strdup_printf("%s %s", t->method, target);
     if (body != NULL) {
-        t->body = g_strdup(body);
-        t->body_len = strlen(body);
+        t->body = g_malloc(len + 1); /* NUL-terminated for JSON bodies' sake */
+        memcpy(t->body, body, len);
+        t->body[len] = '\0';
+        t->body_len = len;
     }
     t->content_type = g_strdup(content_type != NULL ? content_type : "application/json");
     t->stream = req->stream;
@@ -164,6 +174,7 @@ void kb_client_transfer_free(KbTransfer *t)
     g_free(t->method);
     g_free(t->body);
     g_free(t->content_type);
+    g_free(t->json_fallback);
     g_byte_array_unref(t->response);
     curl_slist_free_all(t->headers);
     g_free(t);
@@ -582,6 +593,32 @@ const char *kb_client_server(const KbClient *client)
     return client->base_url;
 }
 
+gboolean kb_client_transfer_fall_back(KbTransfer *t, const KbResponse *resp)
+{
+    KbClient *client = t->client;
+    if (t->json_fallback == NULL)
+        return FALSE;
+    if (resp->http_status >= 200 && resp->http_status < 300)
+        client->protobuf_taken = TRUE;
+    if (resp->http_status != 415)
+        return FALSE;
+    if (!client->protobuf_refused)
+        g_warning("kb-client: %s: the server does not read protobuf (415); sending JSON from now "
+                  "on",
+                  t->what);
+    client->protobuf_refused = TRUE;
+    g_free(t->body);
+    t->body = g_steal_pointer(&t->json_fallback);
+    t->body_len = strlen(t->body);
+    g_free(t->content_type);
+    t->content_type = g_strdup("application/json");
+    g_byte_array_set_size(t->response, 0);
+    t->over_limit = FALSE;
+    t->retry_after = 0;
+    t->errbuf[0] = '\0';
+    return TRUE;
+}
+
 /* ---- blocking calls ------------------------------------------------------------------------ */
 
 /* Perform @t on the blocking handle; @resp receives the outcome (caller clears it). */
@@ -761,24 +798,77 @@ static json_object *binding_body(const char *namespace_, const char *pod, const 
     return body;
 }
 
-/* POST pods/@pod/binding with a Binding body (a new reference, for the caller to release). */
-static KbRequest binding_request(const char *namespace_, const char *pod, const char *pod_uid,
+/* The same Binding as protobuf (k8s.io/api core/v1 Binding {1: ObjectMeta, 2: ObjectReference
+ * target}; ObjectMeta {1: name, 3: namespace, 5: uid, 12: annotations}; ObjectReference
+ * {1: kind, 3: name, 5: apiVersion}), in its "k8s\0" envelope (new array). */
+static GByteArray *binding_proto(const char *namespace_, const char *pod, const char *pod_uid,
                                  const char *node, const char *const *annotations)
+{
+    g_autoptr(GByteArray) meta = g_byte_array_new();
+    kb_proto_put_string(meta, 1, pod);
+    kb_proto_put_string(meta, 3, namespace_);
+    if (pod_uid != NULL && *pod_uid != '\0')
+        kb_proto_put_string(meta, 5, pod_uid);
+    for (guint i = 0; annotations != NULL && annotations[i] != NULL && annotations[i + 1] != NULL;
+         i += 2)
+        kb_proto_put_map_entry(meta, 12, annotations[i], annotations[i + 1]);
+    g_autoptr(GByteArray) target = g_byte_array_new();
+    kb_proto_put_string(target, 1, "Node");
+    kb_proto_put_string(target, 3, node);
+    kb_proto_put_string(target, 5, "v1");
+    g_autoptr(GByteArray) binding = g_byte_array_new();
+    kb_proto_put_message(binding, 1, meta->data, meta->len);
+    kb_proto_put_message(binding, 2, target->data, target->len);
+    return kb_proto_envelope("v1", "Binding", binding);
+}
+
+/* POST pods/@pod/binding: a transfer with the Binding as protobuf, unless the config says JSON
+ * or the server refused protobuf; until the server has taken one, the JSON form goes along
+ * (kb_client_transfer_fall_back). */
+static KbTransfer *binding_transfer(KbClient *client, const char *namespace_, const char *pod,
+                                    const char *pod_uid, const char *node,
+                                    const char *const *annotations)
 {
     KbRequest req = {.method = "POST",
                      .type = &kb_type_pods,
                      .namespace_ = namespace_,
                      .name = pod,
-                     .subresource = "binding",
-                     .body = binding_body(namespace_, pod, pod_uid, node, annotations)};
-    return req;
+                     .subresource = "binding"};
+    gboolean proto = !client->config->json_only && !client->protobuf_refused;
+    g_autofree char *json = NULL;
+    if (!proto || !client->protobuf_taken) {
+        json_object *body = binding_body(namespace_, pod, pod_uid, node, annotations);
+        json = g_strdup(json_object_to_json_string_ext(
+                body, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+        json_object_put(body);
+    }
+    if (!proto)
+        return kb_client_transfer_new_raw(client, &req, json, "application/json");
+    g_autoptr(GByteArray) body = binding_proto(namespace_, pod, pod_uid, node, annotations);
+    KbTransfer *t =
+            kb_client_transfer_new_bytes(client, &req, body->data, body->len, KB_PROTO_CONTENT_TYPE);
+    t->json_fallback = g_steal_pointer(&json);
+    return t;
 }
 
 gboolean kb_client_bind(KbClient *client, const char *namespace_, const char *pod,
                         const char *pod_uid, const char *node, GError **error)
 {
-    KbRequest req = binding_request(namespace_, pod, pod_uid, node, NULL);
-    return call_consuming_body(client, &req, error);
+    KbResponse resp;
+    g_autoptr(KbTransfer) t = binding_transfer(client, namespace_, pod, pod_uid, node, NULL);
+    t->stream = FALSE;
+    perform(client, t, &resp);
+    if (kb_client_transfer_fall_back(t, &resp)) {
+        kb_client_response_clear(&resp);
+        perform(client, t, &resp);
+    }
+    GError *local = NULL;
+    json_object_put(take_result(&resp, NULL, &local));
+    if (local != NULL) {
+        g_propagate_error(error, local);
+        return FALSE;
+    }
+    return TRUE;
 }
 
 void kb_client_bind_async(KbClient *client, const char *namespace_, const char *pod,
@@ -793,9 +883,9 @@ void kb_client_bind_async_full(KbClient *client, const char *namespace_, const c
                                const char *const *annotations, KbResponseFunc callback,
                                gpointer user_data)
 {
-    KbRequest req = binding_request(namespace_, pod, pod_uid, node, annotations);
-    kb_client_call_async(client, &req, callback, user_data);
-    json_object_put(req.body);
+    kb_client_queue_async(client,
+                          binding_transfer(client, namespace_, pod, pod_uid, node, annotations),
+                          callback, user_data);
 }
 
 /* TRUE when @resp says the server does not serve Eviction in the version we sent: 400 "no kind

@@ -34,6 +34,10 @@ typedef struct {
      * to its API server, a daemon's large lists cost the server more CPU to compress than the
      * network saves. kbctl, which may be far from the cluster, turns it on. */
     gboolean compression;
+    /* Send Bindings as JSON rather than protobuf. By default they go as protobuf, as client-go
+     * sends built-in objects (kube-scheduler's --kube-api-content-type), which kube-apiserver
+     * decodes for less CPU; a server that answers 415 gets JSON from then on. */
+    gboolean json_only;
     guint qps_burst;                   /* unused for now: 0 */
 } KbConfig;
 

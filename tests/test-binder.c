@@ -168,7 +168,7 @@ static GPtrArray *bindings_seen(Fixture *f)
         const KbTestRequest *r = kb_test_server_request(f->srv, i);
         if (!g_str_has_suffix(r->path, "/binding"))
             continue;
-        json_object *b = parse(r->body);
+        json_object *b = kb_test_request_json(r);
         json_object *meta, *target, *name, *uid, *node;
         g_assert_true(json_object_object_get_ex(b, "metadata", &meta));
         g_assert_true(json_object_object_get_ex(meta, "name", &name));
@@ -194,7 +194,7 @@ static gboolean event_posted(Fixture *f, const char *reason, const char *message
         const KbTestRequest *r = kb_test_server_request(f->srv, i);
         if (strcmp(r->method, "POST") != 0 || !g_str_has_suffix(r->path, "/events"))
             continue;
-        json_object *e = parse(r->body);
+        json_object *e = kb_test_request_json(r);
         json_object *jr, *jm;
         gboolean hit = json_object_object_get_ex(e, "reason", &jr) &&
                        json_object_object_get_ex(e, "message", &jm) &&
@@ -291,7 +291,7 @@ static void test_gpu_ids_in_binding(Fixture *f, gconstpointer data)
         if (!g_str_has_suffix(r->path, "/binding"))
             continue;
         n_bindings++;
-        json_object *b = parse(r->body);
+        json_object *b = kb_test_request_json(r);
         json_object *meta, *ann, *ids;
         g_assert_true(json_object_object_get_ex(b, "metadata", &meta));
         g_assert_true(json_object_object_get_ex(meta, "annotations", &ann));
@@ -570,7 +570,7 @@ static GPtrArray *evictions_seen(Fixture *f)
         const KbTestRequest *r = kb_test_server_request(f->srv, i);
         if (!g_str_has_suffix(r->path, "/eviction"))
             continue;
-        json_object *b = parse(r->body);
+        json_object *b = kb_test_request_json(r);
         json_object *v, *meta, *name, *opts, *pre, *uid;
         g_assert_true(json_object_object_get_ex(b, "apiVersion", &v));
         g_assert_true(json_object_object_get_ex(b, "metadata", &meta));

@@ -410,7 +410,11 @@ static void test_bind(void)
                            "{\"kind\":\"Status\",\"status\":\"Success\",\"code\":201}");
     g_assert_true(kb_client_bind(client, "default", "p1", "uid-1", "node-7", &error));
     g_assert_no_error(error);
-    json_object *body = parse(kb_test_server_request(srv, 0)->body);
+    const KbTestRequest *sent = kb_test_server_request(srv, 0);
+    /* protobuf, as client-go sends built-in objects */
+    g_assert_cmpstr(kb_test_request_header(sent, "Content-Type"), ==,
+                    "application/vnd.kubernetes.protobuf");
+    json_object *body = kb_test_request_json(sent);
     g_assert_cmpstr(jstr(body, "kind"), ==, "Binding");
     g_assert_cmpstr(jstr(body, "metadata.name"), ==, "p1");
     g_assert_cmpstr(jstr(body, "metadata.uid"), ==, "uid-1");
@@ -1082,10 +1086,112 @@ static void test_async_bind_and_blocking_mix(void)
     g_assert_cmpuint(kb_test_server_request_count(srv), ==, 4);
     const KbTestRequest *r = kb_test_server_last_request(srv, "POST", PODS "/p2/binding");
     g_assert_nonnull(r);
-    json_object *body = parse(r->body);
+    json_object *body = kb_test_request_json(r);
     g_assert_cmpstr(jstr(body, "target.name"), ==, "n1");
     json_object_put(body);
     async_state_clear(&st);
+}
+
+/* The protobuf Binding byte for byte: "k8s\0", runtime.Unknown {1: TypeMeta {1: "v1",
+ * 2: "Binding"}, 2: Binding {1: ObjectMeta {1: name, 3: namespace, 5: uid}, 2: ObjectReference
+ * {1: kind, 3: name, 5: apiVersion}}} (k8s.io/api core/v1 and apimachinery's generated.proto;
+ * a real kube-apiserver 1.20 took these bodies in test-cluster-rbac's binding step). */
+static void test_bind_protobuf_bytes(void)
+{
+    static const guchar expected[] = {
+            'k', '8', 's', 0,
+            0x0a, 13, 0x0a, 2, 'v', '1', 0x12, 7, 'B', 'i', 'n', 'd', 'i', 'n', 'g',
+            0x12, 42,
+            0x0a, 20, 0x0a, 2, 'p', '1', 0x1a, 7, 'd', 'e', 'f', 'a', 'u', 'l', 't',
+                      0x2a, 5, 'u', 'i', 'd', '-', '1',
+            0x12, 18, 0x0a, 4, 'N', 'o', 'd', 'e', 0x1a, 6, 'n', 'o', 'd', 'e', '-', '7',
+                      0x2a, 2, 'v', '1'};
+    g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
+    g_autoptr(KbClient) client = client_for(srv);
+    g_autoptr(GError) error = NULL;
+    kb_test_server_respond(srv, "POST", POD_P1 "/binding", 201, "{\"kind\":\"Status\"}");
+    g_assert_true(kb_client_bind(client, "default", "p1", "uid-1", "node-7", &error));
+    g_assert_no_error(error);
+    const KbTestRequest *r = kb_test_server_request(srv, 0);
+    g_assert_cmpmem(r->body, r->body_len, expected, sizeof expected);
+
+    /* Annotations are map entries (ObjectMeta field 12 {1: key, 2: value}), read back whole. */
+    const char *annotations[] = {"kube-batchd.io/gpu-ids", "0,1", "a", "", NULL};
+    AsyncState st = {.expected = 1};
+    kb_client_bind_async_full(client, "default", "p1", NULL, "node-7", annotations, on_response,
+                              &st);
+    g_assert_true(run_until(&st.all_done, 5000));
+    g_assert_no_error(st.last_error);
+    json_object *body = kb_test_request_json(kb_test_server_request(srv, 1));
+    g_assert_cmpstr(jstr(body, "metadata.name"), ==, "p1");
+    g_assert_null(jstr(body, "metadata.uid"));
+    json_object *meta = NULL, *ann = NULL;
+    g_assert_true(json_object_object_get_ex(body, "metadata", &meta));
+    g_assert_true(json_object_object_get_ex(meta, "annotations", &ann));
+    g_assert_cmpint(json_object_object_length(ann), ==, 2);
+    json_object *ids = NULL;
+    g_assert_true(json_object_object_get_ex(ann, "kube-batchd.io/gpu-ids", &ids));
+    g_assert_cmpstr(json_object_get_string(ids), ==, "0,1");
+    g_assert_cmpstr(jstr(ann, "a"), ==, "");
+    json_object_put(body);
+    async_state_clear(&st);
+}
+
+/* A server that does not read protobuf answers 415: the same Binding goes again as JSON at once
+ * (no error for the caller, no backoff), and every later one goes as JSON from the start; with
+ * KbConfig.json_only none goes as protobuf at all. */
+static void test_bind_protobuf_refused(void)
+{
+    g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
+    g_autoptr(KbClient) client = client_for(srv);
+    g_autoptr(GError) error = NULL;
+    kb_test_server_push(srv, "POST", PODS "*",
+                        kb_test_response_new_status(415, "UnsupportedMediaType",
+                                                    "the body of the request was in an unknown "
+                                                    "format"));
+    kb_test_server_respond(srv, "POST", PODS "*", 201, "{\"kind\":\"Status\"}");
+    AsyncState st = {.expected = 1};
+    kb_client_bind_async(client, "default", "p1", NULL, "n1", on_response, &st);
+    g_assert_true(run_until(&st.all_done, 5000));
+    g_assert_no_error(st.last_error);
+    g_assert_cmpint(st.last_status, ==, 201);
+    g_assert_true(kb_client_bind(client, "default", "p2", NULL, "n2", &error));
+    g_assert_no_error(error);
+    g_assert_cmpuint(kb_test_server_request_count(srv), ==, 3);
+    static const char *const types[] = {"application/vnd.kubernetes.protobuf", "application/json",
+                                        "application/json"};
+    static const char *const pods[] = {"p1", "p1", "p2"};
+    for (guint i = 0; i < 3; i++) {
+        const KbTestRequest *r = kb_test_server_request(srv, i);
+        g_assert_cmpstr(kb_test_request_header(r, "Content-Type"), ==, types[i]);
+        json_object *body = kb_test_request_json(r);
+        g_assert_cmpstr(jstr(body, "metadata.name"), ==, pods[i]);
+        json_object_put(body);
+    }
+    async_state_clear(&st);
+
+    /* The same from a blocking call first. */
+    g_autoptr(KbTestServer) srv2 = kb_test_server_new(NULL, NULL, NULL);
+    g_autoptr(KbClient) client2 = client_for(srv2);
+    kb_test_server_push(srv2, "POST", PODS "*",
+                        kb_test_response_new_status(415, "UnsupportedMediaType", "no"));
+    kb_test_server_respond(srv2, "POST", PODS "*", 201, "{\"kind\":\"Status\"}");
+    g_assert_true(kb_client_bind(client2, "default", "p1", NULL, "n1", &error));
+    g_assert_no_error(error);
+    g_assert_cmpuint(kb_test_server_request_count(srv2), ==, 2);
+    g_assert_cmpstr(kb_test_request_header(kb_test_server_request(srv2, 1), "Content-Type"), ==,
+                    "application/json");
+
+    /* json_only: JSON from the first. */
+    g_autoptr(KbTestServer) srv3 = kb_test_server_new(NULL, NULL, NULL);
+    g_autoptr(KbConfig) config = kb_config_new(kb_test_server_url(srv3));
+    config->json_only = TRUE;
+    g_autoptr(KbClient) client3 = kb_client_new(config, NULL);
+    kb_test_server_respond(srv3, "POST", PODS "*", 201, "{\"kind\":\"Status\"}");
+    g_assert_true(kb_client_bind(client3, "default", "p1", NULL, "n1", &error));
+    g_assert_cmpuint(kb_test_server_request_count(srv3), ==, 1);
+    g_assert_cmpstr(kb_test_request_header(kb_test_server_request(srv3, 0), "Content-Type"), ==,
+                    "application/json");
 }
 
 static void test_async_free_with_pending(void)
@@ -1407,6 +1513,8 @@ int main(int argc, char **argv)
     g_test_add_func("/kube/client/delete/options-body", test_delete_options);
     g_test_add_func("/kube/client/delete/precondition-failed", test_delete_precondition_failed);
     g_test_add_func("/kube/client/bind/body-and-conflict", test_bind);
+    g_test_add_func("/kube/client/bind/protobuf-bytes", test_bind_protobuf_bytes);
+    g_test_add_func("/kube/client/bind/protobuf-refused-415", test_bind_protobuf_refused);
     g_test_add_func("/kube/client/evict/v1", test_evict_v1);
     g_test_add_func("/kube/client/evict/v1beta1-fallback", test_evict_fallback);
     g_test_add_func("/kube/client/evict/errors-no-fallback", test_evict_errors);

@@ -5,6 +5,7 @@
 
 #include "kube/kb-error.h"
 #include "tests/apiserver/kas-json.h"
+#include "tests/apiserver/kas-proto.h"
 
 #define TOKEN_FILE_MAX   (16 * 1024 * 1024)
 #define TOKEN_FIELDS_MAX 64
@@ -476,84 +477,31 @@ static json_object *attrs_echo(json_object *in, const char *const *keys)
 
 /* ---- the protobuf form of a review (k8s.io/api/authorization/v1/generated.proto) ------------- */
 
-#define PROTOBUF_TYPE "application/vnd.kubernetes.protobuf"
-
-typedef struct {
-    const guchar *p, *end;
-} Pb;
-
-static gboolean pb_varint(Pb *b, guint64 *v)
-{
-    *v = 0;
-    for (guint shift = 0; b->p < b->end && shift < 64; shift += 7) {
-        guchar c = *b->p++;
-        *v |= (guint64)(c & 0x7f) << shift;
-        if ((c & 0x80) == 0)
-            return TRUE;
-    }
-    return FALSE;
-}
-
-/* The next field: its number and, for length-delimited ones, its bytes in *@sub (others are
- * skipped: *@sub is empty). FALSE at the end or on malformed input (*@bad set). */
-static gboolean pb_next(Pb *b, guint *num, Pb *sub, gboolean *bad)
-{
-    guint64 key, len;
-    if (b->p >= b->end)
-        return FALSE;
-    if (!pb_varint(b, &key))
-        return !(*bad = TRUE);
-    *num = (guint)(key >> 3);
-    sub->p = sub->end = b->p;
-    switch (key & 7) {
-    case 0:
-        return pb_varint(b, &len) || !(*bad = TRUE);
-    case 1:
-    case 5:
-        len = (key & 7) == 1 ? 8 : 4;
-        break;
-    case 2:
-        if (!pb_varint(b, &len))
-            return !(*bad = TRUE);
-        break;
-    default:
-        return !(*bad = TRUE);
-    }
-    if (len > (guint64)(b->end - b->p))
-        return !(*bad = TRUE);
-    if ((key & 7) == 2) {
-        sub->p = b->p;
-        sub->end = b->p + len;
-    }
-    b->p += len;
-    return TRUE;
-}
-
-static void pb_string(json_object *obj, const char *key, Pb s)
+static void pb_string(json_object *obj, const char *key, KasPb s)
 {
     json_object_object_add(obj, key,
                            json_object_new_string_len((const char *)s.p, (int)(s.end - s.p)));
 }
 
 /* Attributes message @b with string fields named by @keys (field i+1 is keys[i]). */
-static json_object *pb_attrs(Pb b, const char *const *keys, gboolean *bad)
+static json_object *pb_attrs(KasPb b, const char *const *keys, gboolean *bad)
 {
     json_object *o = json_object_new_object();
     guint num;
-    Pb sub;
-    while (pb_next(&b, &num, &sub, bad))
+    KasPb sub;
+    while (kas_pb_next(&b, &num, &sub, bad))
         if (num >= 1 && num <= g_strv_length((char **)keys))
             pb_string(o, keys[num - 1], sub);
     return o;
 }
 
-static json_object *pb_spec(Pb b, gboolean *bad)
+static json_object *pb_spec(KasPb b, gboolean *bad)
 {
     json_object *spec = json_object_new_object();
     json_object *groups = json_object_new_array();
     guint num;
-    Pb sub;
-    while (pb_next(&b, &num, &sub, bad)) {
+    KasPb sub;
+    while (kas_pb_next(&b, &num, &sub, bad)) {
         if (num == 1)
             json_object_object_add(spec, "resourceAttributes", pb_attrs(sub, res_attr_keys, bad));
         else if (num == 2)
@@ -576,14 +524,11 @@ static json_object *review_from_protobuf(const guchar *data, gsize len, GError *
 {
     gboolean bad = FALSE;
     json_object *out = NULL;
-    if (len >= 4 && memcmp(data, "k8s", 4) == 0) {
-        Pb unknown = {data + 4, data + len}, sub, raw = {NULL, NULL};
+    KasPb raw, kind, sub;
+    if (kas_pb_unwrap(data, len, &raw, &kind)) {
         guint num;
-        while (pb_next(&unknown, &num, &sub, &bad))
-            if (num == 2)
-                raw = sub;
         out = json_object_new_object();
-        while (!bad && raw.p != NULL && pb_next(&raw, &num, &sub, &bad))
+        while (kas_pb_next(&raw, &num, &sub, &bad))
             if (num == 2)
                 json_object_object_add(out, "spec", pb_spec(sub, &bad));
     } else {
@@ -646,13 +591,13 @@ static void serve_review(KasAuth *auth, const KasRequest *req, const KasUser *se
     const char *kind = is_self ? "SelfSubjectAccessReview" : "SubjectAccessReview";
     g_autoptr(GError) error = NULL;
     json_object *body = NULL;
-    if (req->content_type != NULL && g_str_has_prefix(req->content_type, PROTOBUF_TYPE)) {
+    if (req->content_type != NULL && g_str_has_prefix(req->content_type, KAS_PROTOBUF_TYPE)) {
         /* kubectl auth can-i sends protobuf (and accepts JSON back). */
         body = review_from_protobuf((const guchar *)req->body, req->body_len, &error);
     } else if (req->content_type != NULL && strstr(req->content_type, "json") == NULL) {
         g_autofree char *msg = g_strdup_printf(
                 "the body of the request was in an unknown format - accepted media types "
-                "include: application/json, application/yaml, " PROTOBUF_TYPE " (got \"%s\")",
+                "include: application/json, application/yaml, " KAS_PROTOBUF_TYPE " (got \"%s\")",
                 req->content_type);
         status_reply(reply, 415, "UnsupportedMediaType", msg, NULL);
         return;

@@ -7,6 +7,7 @@
 #include "tests/apiserver/kas-json.h"
 #include "tests/apiserver/kas-log.h"
 #include "tests/apiserver/kas-ops.h"
+#include "tests/apiserver/kas-proto.h"
 #include "tests/apiserver/kas-status.h"
 #include "tests/apiserver/kas-table.h"
 
@@ -587,6 +588,21 @@ static void do_watch(const KasRestContext *ctx, const KasRequest *req, const Rou
 
 /* ---- writes ------------------------------------------------------------------------------------------------ */
 
+static json_object *parse_body(const KasRequest *req, KasReply *reply);
+
+/* A Binding's body: JSON as any other, or protobuf, as client-go and kube-batchd send it. */
+static json_object *parse_binding_body(const KasRequest *req, KasReply *reply)
+{
+    if (req->content_type == NULL || !g_str_has_prefix(req->content_type, KAS_PROTOBUF_TYPE))
+        return parse_body(req, reply);
+    g_autoptr(GError) error = NULL;
+    json_object *binding = kas_proto_binding((const guchar *)(req->body != NULL ? req->body : ""),
+                                             req->body_len, &error);
+    if (binding == NULL)
+        kas_reply_gerror(reply, error, NULL, NULL);
+    return binding;
+}
+
 static json_object *parse_body(const KasRequest *req, KasReply *reply)
 {
     if (req->content_type != NULL && strstr(req->content_type, "yaml") != NULL &&
@@ -600,7 +616,8 @@ static json_object *parse_body(const KasRequest *req, KasReply *reply)
     }
     if (req->content_type != NULL && strstr(req->content_type, "protobuf") != NULL) {
         /* kube-apiserver reads protobuf bodies of built-in types (kubectl's imperative create
-         * commands send them); this server does not, and says so rather than fail to parse */
+         * commands send them); this server reads only Bindings (parse_binding_body), and says
+         * so rather than fail to parse */
         g_autofree char *msg = g_strdup_printf(
                 "the body of the request was in an unknown format - accepted media types include: "
                 "application/json (got \"%s\": this server reads no protobuf; send JSON, as "
@@ -800,7 +817,7 @@ static void do_pod_sub(const KasRestContext *ctx, const KasRequest *req, const R
     }
     if (strcmp(req->method, "POST") != 0)
         goto method;
-    json_object *body = parse_body(req, reply);
+    json_object *body = r->sub[0] == 'b' ? parse_binding_body(req, reply) : parse_body(req, reply);
     if (body == NULL)
         return;
     gboolean ok = r->sub[0] == 'b' ? kas_ops_bind(ctx->store, r->ns, r->name, body, &error)
@@ -921,7 +938,7 @@ void kas_rest_handle(const KasRestContext *ctx, const KasRequest *req, KasReply 
     if (res == NULL && r.group[0] == '\0' && strcmp(r.plural, "bindings") == 0 && r.ns != NULL &&
         r.name == NULL && strcmp(req->method, "POST") == 0) {
         /* The legacy POST namespaces/NS/bindings, name taken from the Binding. */
-        json_object *body = parse_body(req, reply);
+        json_object *body = parse_binding_body(req, reply);
         g_autoptr(GError) error = NULL;
         if (body != NULL && !kas_ops_bind(ctx->store, r.ns, NULL, body, &error))
             kas_reply_gerror(reply, error, NULL, kas_json_get_string(body, "metadata.name"));

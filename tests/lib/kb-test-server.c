@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "tests/apiserver/kas-proto.h"
+
 /*
  * One lock for every server and response of the process: tests run a handful of servers with a
  * handful of connections, so contention does not matter and a single lock cannot deadlock. The
@@ -99,6 +101,21 @@ const char *kb_test_request_header(const KbTestRequest *req, const char *name)
 {
     g_autofree char *lower = g_ascii_strdown(name, -1);
     return g_hash_table_lookup(req->headers, lower);
+}
+
+json_object *kb_test_request_json(const KbTestRequest *req)
+{
+    const char *ctype = kb_test_request_header(req, "Content-Type");
+    json_object *obj;
+    if (ctype != NULL && g_str_has_prefix(ctype, KAS_PROTOBUF_TYPE)) {
+        g_autoptr(GError) error = NULL;
+        obj = kas_proto_binding((const guchar *)req->body, req->body_len, &error);
+        g_assert_no_error(error);
+    } else {
+        obj = json_tokener_parse(req->body);
+    }
+    g_assert_nonnull(obj);
+    return obj;
 }
 
 char *kb_test_request_query_param(const KbTestRequest *req, const char *name)

@@ -42,6 +42,7 @@
 #pragma once
 
 #include <glib.h>
+#include <json-c/json.h>
 
 typedef struct KbTestServer KbTestServer;
 typedef struct KbTestResponse KbTestResponse;
@@ -64,6 +65,9 @@ typedef struct {
 const char *kb_test_request_header(const KbTestRequest *req, const char *name);
 /* The percent-decoded value of query parameter @name, newly allocated, or NULL when absent. */
 char *kb_test_request_query_param(const KbTestRequest *req, const char *name);
+/* The body of @req as JSON (new reference), whatever it was sent as: JSON, or a protobuf Binding
+ * (read as kb-apiserver reads it). Fails the test when it is neither. */
+json_object *kb_test_request_json(const KbTestRequest *req);
 
 /* ---- responses ----------------------------------------------------------------------------- */
 
