@@ -33,7 +33,7 @@
  * Prints figures and the ratios to the baselines; asserts nothing.
  *
  *   bench-e2e [--nodes 1000] [--gpus 8] [--pods 5000] [--gang 8] [--baseline 5000]
- *             [--baseline-in-flight 16,64,256] [--bind-in-flight N]
+ *             [--baseline-in-flight 16,64,256] [--bind-in-flight N] [--json-bindings]
  *   KB_E2E_WRAPPER="perf record -g -o FILE --"   runs the daemon under a profiler
  *   KB_E2E_LOG_LEVEL=debug                        the daemon's log level (default warning)
  *   KB_E2E_MARKS=1                                phase boundaries on stderr (CLOCK_MONOTONIC)
@@ -61,6 +61,7 @@
 #define MAX_WINDOW 1024
 
 static gint bind_window = 0;
+static gboolean json_bindings = FALSE; /* --json-bindings: Bindings as JSON, loop and kube-batchd */
 static char *base_windows_arg = NULL;
 static gint n_nodes = 1000, n_pods = 5000, gang = 8, n_baseline = 5000, gpus_per_node = 8;
 
@@ -980,6 +981,9 @@ static double run_kube_batchd(Server *srv, KbClient *client, const Baseline *bas
         g_ptr_array_add(args, (gpointer)rest[i]);
     g_ptr_array_add(args, (gpointer) "--bind-max-in-flight");
     g_ptr_array_add(args, bw);
+    g_ptr_array_add(args, (gpointer) "--kube-api-content-type");
+    g_ptr_array_add(args, json_bindings ? (gpointer) "application/json"
+                                        : (gpointer) "application/vnd.kubernetes.protobuf");
     g_ptr_array_add(args, NULL);
 
     /* kube-batchd starts now. KB_E2E_WRAPPER="perf record -g -o /tmp/kbd.data --" profiles it. */
@@ -994,8 +998,9 @@ static double run_kube_batchd(Server *srv, KbClient *client, const Baseline *bas
     g_ptr_array_unref(args);
     if (daemon == NULL)
         g_error("%s", error->message);
-    printf("kube-batchd: --bind-max-in-flight %u%s\n", in_flight,
-           bind_window > 0 ? "" : " (the raw loop's best window)");
+    printf("kube-batchd: --bind-max-in-flight %u%s; Bindings as %s, as the loop's\n", in_flight,
+           bind_window > 0 ? "" : " (the raw loop's best window)",
+           json_bindings ? "JSON" : "protobuf");
     w.daemon_pid = kb_test_daemon_pid(daemon);
     gint max_conns = wait_bound(srv, &w, daemon);
     mark("scheduler-bound-all");
@@ -1102,6 +1107,7 @@ static double run_kube_scheduler(Server *srv, KbClient *client, const Baseline *
 static void run_server(Server *srv, GArray *windows)
 {
     g_autoptr(GError) error = NULL;
+    srv->config->json_only = json_bindings;
     KbClient *client = kb_client_new(srv->config, &error);
     guint max_window = 0;
     for (guint k = 0; k < windows->len; k++)
@@ -1188,6 +1194,8 @@ int main(int argc, char **argv)
             {"gang", 0, 0, G_OPTION_ARG_INT, &gang, "pods per PodGroup", "N"},
             {"baseline", 0, 0, G_OPTION_ARG_INT, &n_baseline,
              "pods the plain loop's trial binds (split between its windows)", "N"},
+            {"json-bindings", 0, 0, G_OPTION_ARG_NONE, &json_bindings,
+             "Bindings as JSON, the loop's and kube-batchd's (default protobuf)", NULL},
             {"baseline-in-flight", 0, 0, G_OPTION_ARG_STRING, &base_windows_arg,
              "the loop's windows, best one counts (default 16,64,256)", "N,N,..."},
             {"bind-in-flight", 0, 0, G_OPTION_ARG_INT, &bind_window,

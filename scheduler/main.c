@@ -22,6 +22,7 @@
 #include "kube/kb-error.h"
 #include "kube/kb-httpd.h"
 #include "kube/kb-log.h"
+#include "kube/kb-proto.h"
 #include "scheduler/conf.h"
 #include "scheduler/binder.h"
 #include "scheduler/daemon.h"
@@ -51,6 +52,7 @@ typedef struct {
     char *listen_address;
     gboolean version;
     guint request_timeout_ms; /* 0: the client's default */
+    char *content_type;       /* --kube-api-content-type, NULL: protobuf */
     double gang_event_qps;
     gint gang_event_burst;
     double pod_event_qps;
@@ -185,6 +187,10 @@ static const GOptionEntry entries[] = {
          "QPS"},
         {"pod-event-burst", 0, 0, G_OPTION_ARG_INT, &flags.pod_event_burst,
          "...and at most this many at once (default 10)", "N"},
+        {"kube-api-content-type", 0, 0, G_OPTION_ARG_STRING, &flags.content_type,
+         "What Bindings are sent as: application/vnd.kubernetes.protobuf (default, as "
+         "kube-scheduler; JSON after a 415) or application/json",
+         "TYPE"},
         {"bind-max-in-flight", 0, 0, G_OPTION_ARG_INT, &flags.bind_max_in_flight,
          "Bindings on the wire at once (default 64, 1 to 1024; see README for how it was chosen)",
          "N"},
@@ -220,6 +226,7 @@ static void flags_clear(void)
     g_free(flags.lock_namespace);
     g_free(flags.lock_name);
     g_free(flags.listen_address);
+    g_free(flags.content_type);
     g_free(flags.extender_address);
     g_free(flags.extender_tls_cert);
     g_free(flags.extender_tls_key);
@@ -236,6 +243,13 @@ static gboolean validate(GError **error)
                     "--pod-event-burst (0 or more) must not be negative or huge: %g/%d, %g/%d",
                     flags.gang_event_qps, flags.gang_event_burst, flags.pod_event_qps,
                     flags.pod_event_burst);
+        return FALSE;
+    }
+    if (flags.content_type != NULL && strcmp(flags.content_type, "application/json") != 0 &&
+        strcmp(flags.content_type, KB_PROTO_CONTENT_TYPE) != 0) {
+        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                    "--kube-api-content-type: \"%s\" is neither %s nor application/json",
+                    flags.content_type, KB_PROTO_CONTENT_TYPE);
         return FALSE;
     }
     if (flags.bind_max_in_flight < 1 || flags.bind_max_in_flight > KB_BINDER_MAX_IN_FLIGHT_LIMIT) {
@@ -314,6 +328,7 @@ static int run(KbConf *conf)
     }
     if (flags.request_timeout_ms != 0)
         config->timeout_ms = flags.request_timeout_ms;
+    config->json_only = g_strcmp0(flags.content_type, "application/json") == 0;
     KbDaemonOptions opts = {
             .config = config,
             .scheduler_names = (const char *const *)flags.scheduler_names,

@@ -397,6 +397,11 @@ static const FlagCase flag_cases[] = {
         {{"--bind-max-in-flight", "1025"}, 2, "--bind-max-in-flight: 1025 is out of range"},
         {{"--bind-max-in-flight", "many"}, 2, "bind-max-in-flight"},
         {{"--bind-max-in-flight", "1024", "--version"}, 0, "kube-batchd "},
+        {{"--kube-api-content-type", "application/yaml"},
+         2,
+         "--kube-api-content-type: \"application/yaml\" is neither "
+         "application/vnd.kubernetes.protobuf nor application/json"},
+        {{"--kube-api-content-type", "application/json", "--version"}, 0, "kube-batchd "},
         {{"stray"}, 2, "unexpected argument \"stray\""},
         {{"--no-such-flag"}, 2, "no-such-flag"},
 };
