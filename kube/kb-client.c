@@ -1,11 +1,12 @@
 /* The REST client: resource paths, requests, response mapping, blocking calls; see kb-client.h.
  * The asynchronous side (libcurl multi on the main loop) is in kb-client-async.c. */
 #include "kube/kb-client-private.h"
-#include "kube/kb-proto.h"
 
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
+
+#include "kube/kb-proto.h"
 
 #define DEFAULT_MAX_IN_FLIGHT 64
 #define DEFAULT_STREAM_IDLE_S 90
@@ -845,8 +846,8 @@ static KbTransfer *binding_transfer(KbClient *client, const char *namespace_, co
     if (!proto)
         return kb_client_transfer_new_raw(client, &req, json, "application/json");
     g_autoptr(GByteArray) body = binding_proto(namespace_, pod, pod_uid, node, annotations);
-    KbTransfer *t =
-            kb_client_transfer_new_bytes(client, &req, body->data, body->len, KB_PROTO_CONTENT_TYPE);
+    KbTransfer *t = kb_client_transfer_new_bytes(client, &req, body->data, body->len,
+                                                 KB_PROTO_CONTENT_TYPE);
     t->json_fallback = g_steal_pointer(&json);
     return t;
 }

@@ -1098,6 +1098,7 @@ static void test_async_bind_and_blocking_mix(void)
  * a real kube-apiserver 1.20 took these bodies in test-cluster-rbac's binding step). */
 static void test_bind_protobuf_bytes(void)
 {
+    /* clang-format off: one line per message */
     static const guchar expected[] = {
             'k', '8', 's', 0,
             0x0a, 13, 0x0a, 2, 'v', '1', 0x12, 7, 'B', 'i', 'n', 'd', 'i', 'n', 'g',
@@ -1106,6 +1107,7 @@ static void test_bind_protobuf_bytes(void)
                       0x2a, 5, 'u', 'i', 'd', '-', '1',
             0x12, 18, 0x0a, 4, 'N', 'o', 'd', 'e', 0x1a, 6, 'n', 'o', 'd', 'e', '-', '7',
                       0x2a, 2, 'v', '1'};
+    /* clang-format on */
     g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
     g_autoptr(KbClient) client = client_for(srv);
     g_autoptr(GError) error = NULL;

@@ -93,8 +93,8 @@ static json_object *string_fields(KasPb b, const char *const *keys, guint n_keys
 /* ObjectMeta {1: name, 3: namespace, 5: uid, 6: resourceVersion, 12: annotations}. */
 static json_object *object_meta(KasPb b, gboolean *bad)
 {
-    static const char *const keys[] = {[1] = "name", [3] = "namespace", [5] = "uid",
-                                       [6] = "resourceVersion"};
+    static const char *const keys[] = {
+            [1] = "name", [3] = "namespace", [5] = "uid", [6] = "resourceVersion"};
     json_object *meta = string_fields(b, keys, G_N_ELEMENTS(keys), bad);
     json_object *annotations = NULL;
     guint num;
@@ -113,9 +113,10 @@ static json_object *object_meta(KasPb b, gboolean *bad)
         if (annotations == NULL)
             annotations = json_object_new_object();
         g_autofree char *k = g_strndup((const char *)key.p, (gsize)(key.end - key.p));
-        json_object_object_add(annotations, k,
-                               json_object_new_string_len(value.p != NULL ? (const char *)value.p : "",
-                                                          (int)(value.end - value.p)));
+        json_object_object_add(
+                annotations, k,
+                json_object_new_string_len(value.p != NULL ? (const char *)value.p : "",
+                                           (int)(value.end - value.p)));
     }
     if (annotations != NULL)
         json_object_object_add(meta, "annotations", annotations);
@@ -126,10 +127,9 @@ json_object *kas_proto_binding(const guchar *data, gsize len, GError **error)
 {
     /* ObjectReference {1: kind, 2: namespace, 3: name, 4: uid, 5: apiVersion,
      * 6: resourceVersion, 7: fieldPath} */
-    static const char *const target_keys[] = {[1] = "kind",      [2] = "namespace",
-                                              [3] = "name",      [4] = "uid",
-                                              [5] = "apiVersion", [6] = "resourceVersion",
-                                              [7] = "fieldPath"};
+    static const char *const target_keys[] = {
+            [1] = "kind",       [2] = "namespace",       [3] = "name",     [4] = "uid",
+            [5] = "apiVersion", [6] = "resourceVersion", [7] = "fieldPath"};
     KasPb object, kind;
     if (!kas_pb_unwrap(data, len, &object, &kind)) {
         g_set_error(error, KAS_ERROR, KAS_ERR_BAD_REQUEST,
@@ -139,9 +139,9 @@ json_object *kas_proto_binding(const guchar *data, gsize len, GError **error)
     }
     if (kind.p == NULL || (gsize)(kind.end - kind.p) != strlen("Binding") ||
         memcmp(kind.p, "Binding", strlen("Binding")) != 0) {
-        g_autofree char *k = kind.p != NULL ? g_strndup((const char *)kind.p,
-                                                        (gsize)(kind.end - kind.p))
-                                            : g_strdup("");
+        g_autofree char *k = kind.p != NULL
+                                     ? g_strndup((const char *)kind.p, (gsize)(kind.end - kind.p))
+                                     : g_strdup("");
         g_set_error(error, KAS_ERROR, KAS_ERR_BAD_REQUEST,
                     "couldn't decode the request body: kind \"%s\" where a Binding was expected",
                     k);
@@ -157,8 +157,9 @@ json_object *kas_proto_binding(const guchar *data, gsize len, GError **error)
         if (num == 1)
             json_object_object_add(binding, "metadata", object_meta(sub, &bad));
         else if (num == 2)
-            json_object_object_add(binding, "target",
-                                   string_fields(sub, target_keys, G_N_ELEMENTS(target_keys), &bad));
+            json_object_object_add(
+                    binding, "target",
+                    string_fields(sub, target_keys, G_N_ELEMENTS(target_keys), &bad));
     }
     if (bad) {
         json_object_put(binding);
