@@ -672,11 +672,35 @@ static void test_binding_protobuf(void)
                                  (const char *)wrong_kind->data, wrong_kind->len);
     assert_status(w, 400, "BadRequest");
     g_assert_nonnull(strstr(js(w, "message"), "kind \"Pod\" where a Binding was expected"));
+    /* The reader's limits: a length past the end, a varint of more than 64 bits, a wire type
+     * (3, a group) that no Kubernetes message uses, and no "k8s\0" at all. */
     static const char truncated[] = {'k', '8', 's', 0, 0x12, 0x7f, 0x0a};
-    g_autoptr(Resp) t = http_len(srv, "POST", path, KB_PROTO_CONTENT_TYPE, truncated,
-                                 sizeof truncated);
-    assert_status(t, 400, "BadRequest");
-    g_assert_nonnull(strstr(js(t, "message"), "not a protobuf object"));
+    static const char long_varint[] = {'k',  '8',  's',  0,    0x12, 0x80, 0x80, 0x80,
+                                       0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01};
+    static const char group[] = {'k', '8', 's', 0, 0x0b, 0x0c};
+    static const char no_magic[] = {0x0a, 0x00};
+    static const struct {
+        const char *data;
+        gsize len;
+    } bad[] = {{truncated, sizeof truncated},
+               {long_varint, sizeof long_varint},
+               {group, sizeof group},
+               {no_magic, sizeof no_magic}};
+    for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autoptr(Resp) t =
+                http_len(srv, "POST", path, KB_PROTO_CONTENT_TYPE, bad[i].data, bad[i].len);
+        assert_status(t, 400, "BadRequest");
+        g_assert_nonnull(strstr(js(t, "message"), "not a protobuf object"));
+    }
+    /* A sound envelope around a Binding cut short (ObjectMeta says 5 bytes, 1 follows). */
+    static const guint8 cut[] = {0x0a, 0x05, 'p'};
+    g_autoptr(GByteArray) cut_msg = g_byte_array_new();
+    g_byte_array_append(cut_msg, cut, sizeof cut);
+    g_autoptr(GByteArray) cut_body = kb_proto_envelope("v1", "Binding", cut_msg);
+    g_autoptr(Resp) c = http_len(srv, "POST", path, KB_PROTO_CONTENT_TYPE,
+                                 (const char *)cut_body->data, cut_body->len);
+    assert_status(c, 400, "BadRequest");
+    g_assert_nonnull(strstr(js(c, "message"), "malformed protobuf Binding"));
 
     g_autoptr(GByteArray) body = proto_binding("Binding");
     g_autoptr(Resp) a = http_len(srv, "POST", path, KB_PROTO_CONTENT_TYPE,
