@@ -588,21 +588,6 @@ static void do_watch(const KasRestContext *ctx, const KasRequest *req, const Rou
 
 /* ---- writes ------------------------------------------------------------------------------------------------ */
 
-static json_object *parse_body(const KasRequest *req, KasReply *reply);
-
-/* A Binding's body: JSON as any other, or protobuf, as client-go and kube-batchd send it. */
-static json_object *parse_binding_body(const KasRequest *req, KasReply *reply)
-{
-    if (req->content_type == NULL || !g_str_has_prefix(req->content_type, KAS_PROTOBUF_TYPE))
-        return parse_body(req, reply);
-    g_autoptr(GError) error = NULL;
-    json_object *binding = kas_proto_binding((const guchar *)(req->body != NULL ? req->body : ""),
-                                             req->body_len, &error);
-    if (binding == NULL)
-        kas_reply_gerror(reply, error, NULL, NULL);
-    return binding;
-}
-
 static json_object *parse_body(const KasRequest *req, KasReply *reply)
 {
     if (req->content_type != NULL && strstr(req->content_type, "yaml") != NULL &&
@@ -620,8 +605,8 @@ static json_object *parse_body(const KasRequest *req, KasReply *reply)
          * so rather than fail to parse */
         g_autofree char *msg = g_strdup_printf(
                 "the body of the request was in an unknown format - accepted media types include: "
-                "application/json (got \"%s\": this server reads no protobuf; send JSON, as "
-                "kubectl create -f does)",
+                "application/json (got \"%s\": this server reads protobuf only for Bindings; "
+                "send JSON, as kubectl create -f does)",
                 req->content_type);
         kas_reply_error(reply, KAS_ERR_UNSUPPORTED_TYPE, msg, NULL, NULL);
         return NULL;
@@ -633,6 +618,19 @@ static json_object *parse_body(const KasRequest *req, KasReply *reply)
         kas_reply_error(reply, KAS_ERR_BAD_REQUEST, msg, NULL, NULL);
     }
     return j;
+}
+
+/* A Binding's body: JSON as any other, or protobuf, as client-go and kube-batchd send it. */
+static json_object *parse_binding_body(const KasRequest *req, KasReply *reply)
+{
+    if (req->content_type == NULL || !g_str_has_prefix(req->content_type, KAS_PROTOBUF_TYPE))
+        return parse_body(req, reply);
+    g_autoptr(GError) error = NULL;
+    json_object *binding = kas_proto_binding((const guchar *)(req->body != NULL ? req->body : ""),
+                                             req->body_len, &error);
+    if (binding == NULL)
+        kas_reply_gerror(reply, error, NULL, NULL);
+    return binding;
 }
 
 static void parse_delete_options(const KasRequest *req, json_object *body, KasDeleteOptions *o)
