@@ -677,13 +677,16 @@ static KbStream *pods_watch_from_now(KbClient *client, const char *ns, KbStreamD
 
 /* ---- phases ------------------------------------------------------------------------------ */
 
+/* One timed run of the raw loop: bindings/s, CPU ms per binding of the server (-1 when not
+ * known) and of this client, mean round trip. */
 typedef struct {
-    guint window;        /* the trial's best window of requests in flight */
-    double rate;         /* bindings/s at that window over as many bindings as the scheduler's */
-    double watched_rate; /* the same, with a watch of all pods open */
-    double cpu_server;   /* CPU ms per binding of the server in the measured run, else -1 */
-    double cpu_client;
-    double latency_ms; /* mean round trip in the measured run */
+    double rate, cpu_server, cpu_client, latency_ms;
+} LoopRun;
+
+typedef struct {
+    guint window;    /* the trial's best window of requests in flight (0: none ran) */
+    LoopRun before;  /* at that window, over as many bindings as the scheduler's */
+    LoopRun watched; /* the same, with a watch of all pods open */
 } Baseline;
 
 /* A watch whose events are read and dropped: the load a scheduler's informer puts on the server. */
@@ -704,9 +707,19 @@ static guint loop_first(guint run)
     return (guint)n_baseline + run * (guint)n_pods;
 }
 
-typedef struct {
-    double rate, cpu_server, cpu_client, latency_ms;
-} LoopRun;
+/* Bind the @n baseline pods from @first at @window in flight, timed. */
+static LoopRun time_binds(Server *srv, KbClient *client, guint first, guint n, guint window,
+                          const char *what)
+{
+    LoopRun r = {0};
+    double a0 = server_cpu(srv), c0 = cpu_seconds("self");
+    double dt = window_run_full(client, first, n, window, issue_baseline_bind, &r.latency_ms, what);
+    double a = server_cpu(srv) - a0, c = cpu_seconds("self") - c0;
+    r.rate = n / dt;
+    r.cpu_server = a0 >= 0 ? 1000 * a / n : -1;
+    r.cpu_client = 1000 * c / n;
+    return r;
+}
 
 /* The raw loop at @window on --pods new pods, the scheduler's own count: a real server's Go
  * heap is collected every few thousand bindings, so a shorter run may or may not hold a
@@ -726,18 +739,11 @@ static LoopRun loop_run(Server *srv, KbClient *client, guint window, guint run, 
     KbStream *all = NULL;
     if (watched)
         all = pods_watch_from_now(client, NULL, on_sink_data, on_sink_done, &all);
-    LoopRun r = {0};
-    double a0 = server_cpu(srv), c0 = cpu_seconds("self");
     mark(m0);
-    double dt = window_run_full(client, first, (guint)n_pods, window, issue_baseline_bind,
-                                &r.latency_ms, binds);
+    LoopRun r = time_binds(srv, client, first, (guint)n_pods, window, binds);
     mark(m1);
-    double a = server_cpu(srv) - a0, c = cpu_seconds("self") - c0;
     if (all != NULL)
         kb_stream_cancel(all);
-    r.rate = n_pods / dt;
-    r.cpu_server = a0 >= 0 ? 1000 * a / n_pods : -1;
-    r.cpu_client = 1000 * c / n_pods;
     return r;
 }
 
@@ -747,45 +753,36 @@ static LoopRun loop_run(Server *srv, KbClient *client, guint window, guint run, 
  * all pods open. */
 static Baseline run_baseline(Server *srv, KbClient *client, GArray *windows)
 {
-    Baseline best = {.cpu_server = -1, .cpu_client = -1};
+    Baseline base = {.before = {.cpu_server = -1, .cpu_client = -1}};
     double best_trial = 0;
     guint per = (guint)n_baseline / MAX(windows->len, 1u);
     window_run(client, (guint)n_baseline, issue_baseline_pod, "baseline pods");
     mark("baseline-bind-start");
     for (guint k = 0; k < windows->len && per > 0; k++) {
         guint win = g_array_index(windows, guint, k);
-        double lat = 0;
-        double a0 = server_cpu(srv), c0 = cpu_seconds("self");
-        double dt = window_run_full(client, k * per, per, win, issue_baseline_bind, &lat,
-                                    "baseline binds");
-        double a = server_cpu(srv) - a0, c = cpu_seconds("self") - c0;
-        double rate = per / dt;
+        LoopRun t = time_binds(srv, client, k * per, per, win, "baseline binds");
         printf("  trial, %4u in flight: %5.0f bindings/s (%u bindings, round trip %.1f ms; "
                "cpu per binding: server %.3f ms, client %.3f ms)\n",
-               win, rate, per, lat, a0 >= 0 ? 1000 * a / per : -1, 1000 * c / per);
-        if (rate > best_trial) {
-            best_trial = rate;
-            best.window = win;
+               win, t.rate, per, t.latency_ms, t.cpu_server, t.cpu_client);
+        if (t.rate > best_trial) {
+            best_trial = t.rate;
+            base.window = win;
         }
     }
     mark("baseline-bind-end");
-    if (best.window == 0)
-        return best;
-    LoopRun r = loop_run(srv, client, best.window, 0, FALSE, "before");
-    best.rate = r.rate;
-    best.cpu_server = r.cpu_server;
-    best.cpu_client = r.cpu_client;
-    best.latency_ms = r.latency_ms;
+    if (base.window == 0)
+        return base;
+    base.before = loop_run(srv, client, base.window, 0, FALSE, "before");
     printf("%s: baseline: a plain binding loop at %.0f bindings/s (%d bindings at the trial's "
            "best window, %u in flight; round trip %.1f ms; cpu per binding: server %.3f ms, "
            "client %.3f ms)\n",
-           srv->name, best.rate, n_pods, best.window, r.latency_ms, r.cpu_server, r.cpu_client);
-    r = loop_run(srv, client, best.window, 1, TRUE, "watched");
-    best.watched_rate = r.rate;
+           srv->name, base.before.rate, n_pods, base.window, base.before.latency_ms,
+           base.before.cpu_server, base.before.cpu_client);
+    base.watched = loop_run(srv, client, base.window, 1, TRUE, "watched");
     printf("  raw loop, %4u in flight, with a watch of all pods open: %5.0f bindings/s (%d "
            "bindings; cpu per binding: server %.3f ms)\n",
-           best.window, best.watched_rate, n_pods, r.cpu_server);
-    return best;
+           base.window, base.watched.rate, n_pods, base.watched.cpu_server);
+    return base;
 }
 
 /* The raw loop once more at the best window, after kube-batchd stopped: the machine's load
@@ -793,7 +790,7 @@ static Baseline run_baseline(Server *srv, KbClient *client, GArray *windows)
  * against the mean of the loop before and after the scheduler's run. */
 static double run_baseline_after(Server *srv, KbClient *client, const Baseline *base)
 {
-    if (base->rate <= 0)
+    if (base->window == 0)
         return 0;
     LoopRun r = loop_run(srv, client, base->window, 2, FALSE, "after");
     printf("  raw loop again after kube-batchd, %4u in flight: %5.0f bindings/s (%d bindings)\n",
@@ -979,8 +976,10 @@ static double run_kube_batchd(Server *srv, KbClient *client, const Baseline *bas
                           "--log-level",       level};
     for (guint i = 0; i < G_N_ELEMENTS(rest); i++)
         g_ptr_array_add(args, (gpointer)rest[i]);
-    g_ptr_array_add(args, (gpointer) "--bind-max-in-flight");
-    g_ptr_array_add(args, bw);
+    if (in_flight > 0) { /* 0: no trial ran (--baseline 0); kube-batchd's default then */
+        g_ptr_array_add(args, (gpointer) "--bind-max-in-flight");
+        g_ptr_array_add(args, bw);
+    }
     g_ptr_array_add(args, (gpointer) "--kube-api-content-type");
     g_ptr_array_add(args, json_bindings ? (gpointer) "application/json"
                                         : (gpointer) "application/vnd.kubernetes.protobuf");
@@ -999,7 +998,9 @@ static double run_kube_batchd(Server *srv, KbClient *client, const Baseline *bas
     if (daemon == NULL)
         g_error("%s", error->message);
     printf("kube-batchd: --bind-max-in-flight %u%s; Bindings as %s, as the loop's\n", in_flight,
-           bind_window > 0 ? "" : " (the raw loop's best window)",
+           bind_window > 0 ? ""
+           : in_flight > 0 ? " (the raw loop's best window)"
+                           : " (not given: kube-batchd's default)",
            json_bindings ? "JSON" : "protobuf");
     w.daemon_pid = kb_test_daemon_pid(daemon);
     gint max_conns = wait_bound(srv, &w, daemon);
@@ -1023,12 +1024,12 @@ static double run_kube_batchd(Server *srv, KbClient *client, const Baseline *bas
                "node)\n",
                w.n_bound, on_server);
     printf("ratio to the raw binding loop (before): from start %.2f, from first binding %.2f\n",
-           base->rate > 0 ? start_rate / base->rate : 0,
-           base->rate > 0 ? bind_rate / base->rate : 0);
-    if (base->watched_rate > 0)
+           base->before.rate > 0 ? start_rate / base->before.rate : 0,
+           base->before.rate > 0 ? bind_rate / base->before.rate : 0);
+    if (base->watched.rate > 0)
         printf("ratio to the raw loop with a watch of all pods open: from start %.2f, from first "
                "binding %.2f\n",
-               start_rate / base->watched_rate, bind_rate / base->watched_rate);
+               start_rate / base->watched.rate, bind_rate / base->watched.rate);
     print_writes(srv, w.n_bound);
     if (!srv->real)
         printf("client connections seen by the server: at most %d (the baseline loop's "
@@ -1041,8 +1042,9 @@ static double run_kube_batchd(Server *srv, KbClient *client, const Baseline *bas
     printf("cpu per binding (ms), from the first binding on: server (%s) %.3f, kube-batchd %.3f, "
            "this watcher %.3f; the raw loop: server %.3f, client %.3f\n",
            srv->real ? "kube-apiserver + etcd" : "kb-apiserver", 1000 * cpu_bind[0] / nb,
-           1000 * cpu_bind[1] / nb, 1000 * cpu_bind[2] / nb, base->cpu_server, base->cpu_client);
-    print_daemon_details(client, http_port, base->latency_ms);
+           1000 * cpu_bind[1] / nb, 1000 * cpu_bind[2] / nb, base->before.cpu_server,
+           base->before.cpu_client);
+    print_daemon_details(client, http_port, base->before.latency_ms);
 
     watch_stop(&w);
     kb_test_daemon_stop(daemon, 30000);
@@ -1092,7 +1094,7 @@ static double run_kube_scheduler(Server *srv, KbClient *client, const Baseline *
         srv->writes1 = server_writes(srv);
         print_rates("kube-scheduler", &w, t_start, &start_rate, &bind_rate);
         printf("kube-scheduler: ratio to the raw binding loop: from first binding %.2f\n",
-               base->rate > 0 ? bind_rate / base->rate : 0);
+               base->before.rate > 0 ? bind_rate / base->before.rate : 0);
         print_writes(srv, w.n_bound);
         if (w.n_bound == 0) {
             g_autofree char *log = kb_test_daemon_log(d);
@@ -1141,7 +1143,7 @@ static void run_server(Server *srv, GArray *windows)
     double bind_rate = run_kube_batchd(srv, client, &base, &start_rate);
     double after = run_baseline_after(srv, client, &base);
     if (after > 0) {
-        double mean = (base.rate + after) / 2;
+        double mean = (base.before.rate + after) / 2;
         printf("ratio to the raw binding loop's mean before and after (%.0f bindings/s): from "
                "start %.2f, from first binding %.2f\n",
                mean, start_rate / mean, bind_rate / mean);
@@ -1156,7 +1158,7 @@ static void run_server(Server *srv, GArray *windows)
          * scheduler against the server as it ran next to it. */
         if (ks_rate > 0 && after > 0) {
             LoopRun r = loop_run(srv, client, base.window, 3, FALSE, "after-kube-scheduler");
-            double kbd = bind_rate / ((base.rate + after) / 2), ks = ks_rate / r.rate;
+            double kbd = bind_rate / ((base.before.rate + after) / 2), ks = ks_rate / r.rate;
             printf("  raw loop again after kube-scheduler, %4u in flight: %5.0f bindings/s (%d "
                    "bindings)\n",
                    base.window, r.rate, n_pods);
@@ -1197,7 +1199,8 @@ int main(int argc, char **argv)
             {"json-bindings", 0, 0, G_OPTION_ARG_NONE, &json_bindings,
              "Bindings as JSON, the loop's and kube-batchd's (default protobuf)", NULL},
             {"baseline-in-flight", 0, 0, G_OPTION_ARG_STRING, &base_windows_arg,
-             "the loop's windows, best one counts (default 16,64,256)", "N,N,..."},
+             "the trial's windows; the loop is measured at the fastest (default 16,64,256)",
+             "N,N,..."},
             {"bind-in-flight", 0, 0, G_OPTION_ARG_INT, &bind_window,
              "kube-batchd --bind-max-in-flight (default: the raw loop's best window)", "N"},
             {NULL},

@@ -591,13 +591,13 @@ static void serve_review(KasAuth *auth, const KasRequest *req, const KasUser *se
     const char *kind = is_self ? "SelfSubjectAccessReview" : "SubjectAccessReview";
     g_autoptr(GError) error = NULL;
     json_object *body = NULL;
-    if (req->content_type != NULL && g_str_has_prefix(req->content_type, KAS_PROTOBUF_TYPE)) {
+    if (req->content_type != NULL && g_str_has_prefix(req->content_type, KB_PROTO_CONTENT_TYPE)) {
         /* kubectl auth can-i sends protobuf (and accepts JSON back). */
         body = review_from_protobuf((const guchar *)req->body, req->body_len, &error);
     } else if (req->content_type != NULL && strstr(req->content_type, "json") == NULL) {
         g_autofree char *msg = g_strdup_printf(
                 "the body of the request was in an unknown format - accepted media types "
-                "include: application/json, application/yaml, " KAS_PROTOBUF_TYPE " (got \"%s\")",
+                "include: application/json, application/yaml, " KB_PROTO_CONTENT_TYPE " (got \"%s\")",
                 req->content_type);
         status_reply(reply, 415, "UnsupportedMediaType", msg, NULL);
         return;

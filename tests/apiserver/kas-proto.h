@@ -9,7 +9,7 @@
 #include <glib.h>
 #include <json-c/json.h>
 
-#define KAS_PROTOBUF_TYPE "application/vnd.kubernetes.protobuf"
+#include "kube/kb-proto.h" /* KB_PROTO_CONTENT_TYPE */
 
 /* A span of protobuf bytes. */
 typedef struct {

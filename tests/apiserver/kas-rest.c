@@ -623,7 +623,7 @@ static json_object *parse_body(const KasRequest *req, KasReply *reply)
 /* A Binding's body: JSON as any other, or protobuf, as client-go and kube-batchd send it. */
 static json_object *parse_binding_body(const KasRequest *req, KasReply *reply)
 {
-    if (req->content_type == NULL || !g_str_has_prefix(req->content_type, KAS_PROTOBUF_TYPE))
+    if (req->content_type == NULL || !g_str_has_prefix(req->content_type, KB_PROTO_CONTENT_TYPE))
         return parse_body(req, reply);
     g_autoptr(GError) error = NULL;
     json_object *binding = kas_proto_binding((const guchar *)(req->body != NULL ? req->body : ""),

@@ -107,7 +107,7 @@ json_object *kb_test_request_json(const KbTestRequest *req)
 {
     const char *ctype = kb_test_request_header(req, "Content-Type");
     json_object *obj;
-    if (ctype != NULL && g_str_has_prefix(ctype, KAS_PROTOBUF_TYPE)) {
+    if (ctype != NULL && g_str_has_prefix(ctype, KB_PROTO_CONTENT_TYPE)) {
         g_autoptr(GError) error = NULL;
         obj = kas_proto_binding((const guchar *)req->body, req->body_len, &error);
         g_assert_no_error(error);
