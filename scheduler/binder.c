@@ -475,16 +475,19 @@ static void schedule_retry(KbBinder *b, Pending *p)
 /*
  * A certain failure of a member whose gang already has others on nodes: keep its room and send
  * the same binding again after the job's backoff, so no other job takes the room and splits the
- * gang for good. (A pod that is gone, 404, is released: the watch deletes it anyway.) Returns
- * FALSE when the failure must release the pod instead.
+ * gang for good. A 404 too: a pod that is really gone leaves the cache when the watch shows its
+ * deletion, which frees the room, and the retry then finds it settled (on_retry); released at
+ * once, a member refused by a 404 for any other reason lost its room to other jobs on a full
+ * cluster and left its gang partly bound for good (test-batchd-faults saw it). Returns FALSE
+ * when the failure must release the pod instead.
  */
 static gboolean defer_failure(KbBinder *b, Pending *p, KbBindResult result, const GError *error)
 {
     const KbObjectMeta *m = &p->pod->meta;
     const char *why = error != NULL ? error->message : "error";
     guint delay_s = 0;
-    if (result == KB_BIND_NOT_FOUND || !kb_cache_bind_deferred(b->cache, m->namespace_, m->name,
-                                                               m->uid, b->now_s(), why, &delay_s))
+    if (!kb_cache_bind_deferred(b->cache, m->namespace_, m->name, m->uid, b->now_s(), why,
+                                &delay_s))
         return FALSE;
     g_warning("pod %s/%s: binding to node %s refused (%s); its gang %s is partly bound, so the "
               "pod keeps its room and is bound again in %u s",

@@ -317,8 +317,9 @@ static const FailCase fail_cases[] = {
 
 /* p0 binds, p1 fails for certain, p2 (queued behind) binds. The gang is partly bound, so p1
  * keeps its GPU and its binding is sent again after the job's backoff (no other job may take
- * the room and split the gang), unless the pod is gone (404): then it is released. */
-static void test_certain_failure_releases_one(Fixture *f, gconstpointer data)
+ * the room and split the gang), whatever the failure, 404 included: a pod that is really gone
+ * frees its room when the watch deletes it, and its retry then finds it settled. */
+static void test_certain_failure_keeps_room(Fixture *f, gconstpointer data)
 {
     const FailCase *fc = data;
     kb_test_server_respond(f->srv, "POST", "/api/v1/namespaces/" NS "/pods/p0/binding", 201, "{}");
@@ -335,18 +336,31 @@ static void test_certain_failure_releases_one(Fixture *f, gconstpointer data)
     g_assert_cmpint(state_of(f, "p0"), ==, KB_TASK_BINDING);
     g_assert_cmpint(state_of(f, "p2"), ==, KB_TASK_BINDING);
     g_assert_cmpuint(kb_binder_count(f->binder, fc->result), ==, 1);
-    gboolean gone = fc->result == KB_BIND_NOT_FOUND;
-    g_assert_cmpint(state_of(f, "p1"), ==, gone ? KB_TASK_PENDING : KB_TASK_ALLOCATED);
-    g_assert_cmpuint(kb_binder_retrying(f->binder), ==, gone ? 0 : 1);
-    g_autofree char *want =
-            g_strdup_printf("p1:%s:%u", kb_bind_result_to_string(fc->result), gone ? 1 : 0);
+    g_assert_cmpint(state_of(f, "p1"), ==, KB_TASK_ALLOCATED);
+    g_assert_cmpuint(kb_binder_retrying(f->binder), ==, 1);
+    g_autofree char *want = g_strdup_printf("p1:%s:0", kb_bind_result_to_string(fc->result));
     g_assert_true(g_ptr_array_find_with_equal_func(f->outcomes, want, g_str_equal, NULL));
     g_assert_true(event_posted(f, "FailedScheduling", "pod p1: refused"));
     KbNodeInfo *ni = kb_cache_lookup_node(f->cache, "n1");
-    g_assert_cmpint(ni->used.v[KB_RES_GPU], ==, gone ? 2 : 3);
+    g_assert_cmpint(ni->used.v[KB_RES_GPU], ==, 3);
     KbJobInfo *job = kb_cache_lookup_job(f->cache, NS, "g");
     g_assert_cmpint(job->backoff_until, >, 0);
     g_assert_nonnull(strstr(job->bind_error, "pod p1: refused"));
+    if (fc->result != KB_BIND_NOT_FOUND)
+        return;
+    /* Really gone: the watch's delete frees the GPU, and the retry sends nothing more. */
+    KbTaskInfo *t = kb_cache_lookup_task(f->cache, NS, "p1");
+    g_assert_nonnull(t);
+    kb_cache_delete_pod(f->cache, t->pod);
+    g_assert_cmpint(kb_cache_lookup_node(f->cache, "n1")->used.v[KB_RES_GPU], ==, 2);
+    gint64 deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+    while (kb_binder_retrying(f->binder) > 0) {
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        g_main_context_iteration(NULL, TRUE);
+    }
+    drain(f);
+    g_autoptr(GPtrArray) after = bindings_seen(f);
+    g_assert_cmpuint(after->len, ==, 3);
 }
 
 /* Outcome unknown (500, 503, 429): the pod keeps its GPU and the same binding is sent again; a
@@ -655,9 +669,9 @@ int main(int argc, char **argv)
     ADD("/scheduler/binder/gpu-ids/in-binding-annotations", test_gpu_ids_in_binding, NULL);
     ADD("/scheduler/binder/events/budgets", test_event_budgets, NULL);
     for (gsize i = 0; i < G_N_ELEMENTS(fail_cases); i++) {
-        g_autofree char *path = g_strdup_printf("/scheduler/binder/failure/%u-releases-that-pod",
+        g_autofree char *path = g_strdup_printf("/scheduler/binder/failure/%u-member-keeps-room",
                                                 fail_cases[i].status);
-        ADD(path, test_certain_failure_releases_one, &fail_cases[i]);
+        ADD(path, test_certain_failure_keeps_room, &fail_cases[i]);
     }
     ADD("/scheduler/binder/failure/lone-pod-released", test_certain_failure_lone_pod, NULL);
     ADD("/scheduler/binder/failure/unknown-outcome-retried-keeps-room",
