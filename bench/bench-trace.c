@@ -177,7 +177,7 @@ static Run *run_file(const char *path, GError **error)
 typedef struct {
     char *trace;
     gint jobs, skip, nodes, gpus_per_node, period, max_cycles, show_unfinished, threads;
-    double hours, duration_scale, arrival_scale, high_priority, estimate_factor;
+    double hours, duration_scale, arrival_scale, high_priority, estimate_factor, min_fraction;
     char *from, *pack, *baseline, *restart_cost, *plot_dir, *summary_json, *synthetic;
     char **configs, **conf_files, **weights;
     char *queue_tree;
@@ -239,6 +239,10 @@ static gboolean parse_options(int argc, char **argv, Opts *o, GError **error)
              "kube-batchd.io/expected-runtime; 1: exact, default; 0: no estimates) unless the "
              "trace "
              "has an expected_duration column",
+             "F"},
+            {"min-fraction", 0, 0, G_OPTION_ARG_DOUBLE, &o->min_fraction,
+             "Elastic jobs: minMember = pods x F rounded up (0..1; 0: all pods, default); such a "
+             "job starts at its minimum and pods joining later run with it",
              "F"},
             {"synthetic", 0, 0, G_OPTION_ARG_STRING, &o->synthetic,
              "Replay a generated trace instead of a file: jobs=N,rate=PER_HOUR,"
@@ -346,6 +350,11 @@ static void print_header(const char *path, const KbTrace *all, const KbTrace *sl
     printf("cluster     %u nodes x %u GPUs = %u GPUs; pods: %s packing; cycle every %d s when the "
            "cluster changed\n",
            sim->n_nodes, sim->gpus_per_node, gpus, kb_trace_pack_to_string(sim->pack), o->period);
+    if (sim->min_fraction > 0)
+        printf("elastic     minMember = pods x %g rounded up: a job starts at its minimum, its "
+               "other "
+               "pods join when placed\n",
+               sim->min_fraction);
     guint n_high = 0;
     for (guint i = 0; i < slice->n_jobs; i++)
         n_high += kb_sim_is_high_priority(slice->jobs[i].line, sim->high_fraction);
@@ -900,6 +909,12 @@ static int bench(const Opts *o)
         return 2;
     }
     sim.estimate_factor = o->estimate_factor;
+    if (!(o->min_fraction >= 0 && o->min_fraction <= 1)) {
+        fprintf(stderr, "bench-trace: --min-fraction %g: want a fraction in 0..1\n",
+                o->min_fraction);
+        return 2;
+    }
+    sim.min_fraction = o->min_fraction;
     if (o->pack != NULL && !kb_trace_pack_from_string(o->pack, &sim.pack)) {
         fprintf(stderr, "bench-trace: --pack %s: want node or one\n", o->pack);
         return 2;

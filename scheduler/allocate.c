@@ -1,6 +1,8 @@
 /*
- * allocate: queue order, then job order, then task order; a statement per job that commits only
- * when the gang is ready (minMember) and otherwise discards every placement.
+ * allocate: queue order, then job order, then task order, in two rounds. The first places every
+ * job up to its minimum (minMember) in a statement that commits only when the gang is ready and
+ * otherwise discards every placement; the second grows ready jobs beyond their minimum, one task
+ * a turn, so that no gang's extra pods take the room another gang needs to start.
  *
  * Performance shape. Nodes sit under a max-tree of their idle vectors (per resource, the largest
  * idle value in each subtree), so a search for a node that fits skips whole ranges of full nodes
@@ -408,14 +410,16 @@ static guint ready_tasks(const KbJobInfo *job)
 static void commit(Alloc *a, KbJobInfo *job)
 {
     KbSession *ssn = a->ssn;
+    KbJobScratch *js = &ssn->job_scratch[job->id];
     for (guint i = 0; i < a->placed->len; i++) {
         KbTaskInfo *t = a->placed->pdata[i];
         KbPlacement p = {kb_object_ref(t->pod), ssn->nodes[t->node_id].name, g_strdup(job->key),
                          kb_cache_gpu_ids_format(t->gpu_ids)};
         g_array_append_val(ssn->result->placements, p);
     }
-    ssn->job_scratch[job->id].n_placed += a->placed->len;
-    ssn->result->n_jobs_placed++;
+    if (js->n_placed == 0)
+        ssn->result->n_jobs_placed++;
+    js->n_placed += a->placed->len;
 }
 
 static void discard(Alloc *a)
@@ -429,47 +433,87 @@ static void discard(Alloc *a)
     a->ssn->result->n_jobs_discarded++;
 }
 
-/* Place pending tasks in order until one cannot be placed; FALSE with @a->why set then. */
-static gboolean place_tasks(Alloc *a, KbJobInfo *job, KbQueueInfo *qi)
+/* Place @t on the best node; FALSE with @a->why set when it cannot be placed. */
+static gboolean place_task(Alloc *a, KbTaskInfo *t, KbQueueInfo *qi)
 {
     KbSession *ssn = a->ssn;
-    for (guint i = 0; i < a->tasks->len; i++) {
-        KbTaskInfo *t = a->tasks->pdata[i];
-        if (qi != NULL && !kb_session_allocatable(ssn, qi, t, a->why))
+    if (qi != NULL && !kb_session_allocatable(ssn, qi, t, a->why))
+        return FALSE;
+    gint node = pick(a, class_ctx(a, t), t);
+    if (node < 0) {
+        explain_no_node(a, t, a->why);
+        return FALSE;
+    }
+    kb_session_allocate(ssn, t, &ssn->nodes[node]);
+    node_changed(a, (guint)node);
+    g_ptr_array_add(a->placed, t);
+    return TRUE;
+}
+
+/* Whether @job holds its minimum: minMember tasks, and ready for every job_ready plugin. */
+static gboolean at_minimum(Alloc *a, const KbJobInfo *job)
+{
+    return ready_tasks(job) >= (guint)MAX(job->min_member, 0) && kb_session_job_ready(a->ssn, job);
+}
+
+/* Place pending tasks in order until the job holds its minimum or one cannot be placed (FALSE). */
+static gboolean place_minimum(Alloc *a, KbJobInfo *job, KbQueueInfo *qi)
+{
+    for (guint i = 0; i < a->tasks->len && !at_minimum(a, job); i++) {
+        if (!place_task(a, a->tasks->pdata[i], qi))
             return FALSE;
-        ClassCtx *ctx = class_ctx(a, t);
-        gint node = pick(a, ctx, t);
-        if (node < 0) {
-            explain_no_node(a, t, a->why);
-            return FALSE;
-        }
-        kb_session_allocate(ssn, t, &ssn->nodes[node]);
-        node_changed(a, (guint)node);
-        g_ptr_array_add(a->placed, t);
     }
     return TRUE;
 }
 
-static void allocate_job(Alloc *a, KbJobInfo *job, KbQueueInfo *qi)
+/* A new statement for the job about to be placed: class contexts, scratch and reason cleared. */
+static void begin_job(Alloc *a)
 {
-    KbSession *ssn = a->ssn;
-    g_ptr_array_set_size(a->tasks, 0);
     g_ptr_array_set_size(a->placed, 0);
+    for (guint c = 0; c < a->ctxs->len; c++)
+        g_array_index(a->ctxs, ClassCtx, c).used = FALSE;
+    g_string_truncate(a->why, 0);
+}
+
+/* a->tasks := @job's pending tasks that no reservation holds back, in task order. */
+static void pending_tasks(Alloc *a, KbJobInfo *job)
+{
+    g_ptr_array_set_size(a->tasks, 0);
     for (guint i = 0; i < job->tasks->len; i++) {
         KbTaskInfo *t = job->tasks->pdata[i];
         if (t->state == KB_TASK_PENDING && !t->held)
             g_ptr_array_add(a->tasks, t);
     }
-    g_ptr_array_sort_with_data(a->tasks, task_cmp, ssn);
-    for (guint c = 0; c < a->ctxs->len; c++)
-        g_array_index(a->ctxs, ClassCtx, c).used = FALSE;
-    g_string_truncate(a->why, 0);
+    g_ptr_array_sort_with_data(a->tasks, task_cmp, a->ssn);
+}
+
+/* A ready job with tasks left to place after the first round. */
+typedef struct {
+    KbJobInfo *job;
+    GPtrArray *tasks; /* its pending tasks in task order, not owned */
+    guint next;       /* the next to place */
+} Growing;
+
+/*
+ * The first round: place @job up to its minimum (nothing when it is ready already), in one
+ * statement that commits only when the gang is ready. A job that is ready afterwards with tasks
+ * left gets @grow filled in (its tasks stolen from a->tasks) and TRUE is returned.
+ */
+static gboolean allocate_minimum(Alloc *a, KbJobInfo *job, KbQueueInfo *qi, Growing *grow)
+{
+    KbSession *ssn = a->ssn;
+    pending_tasks(a, job);
+    begin_job(a);
     guint before = ready_tasks(job);
-    gboolean all = place_tasks(a, job, qi);
+    gboolean all = place_minimum(a, job, qi);
     if (kb_session_job_ready(ssn, job)) {
         if (a->placed->len > 0)
             commit(a, job);
-        return;
+        if (!all || a->placed->len == a->tasks->len)
+            return FALSE;
+        *grow = (Growing){job, g_steal_pointer(&a->tasks), a->placed->len};
+        a->tasks = g_ptr_array_new();
+        return TRUE;
     }
     guint placeable = before + a->placed->len;
     discard(a);
@@ -481,6 +525,20 @@ static void allocate_job(Alloc *a, KbJobInfo *job, KbQueueInfo *qi)
     else
         kb_session_job_note(ssn, job, "NotEnoughResources", "%u/%d tasks placeable: %s", placeable,
                             job->min_member, a->why->str);
+    return FALSE;
+}
+
+/*
+ * The second round: the next task of a ready job, committed on its own (the gang is whole
+ * already). FALSE when the job can grow no further this cycle.
+ */
+static gboolean grow_one(Alloc *a, Growing *g, KbQueueInfo *qi)
+{
+    begin_job(a);
+    if (!place_task(a, g->tasks->pdata[g->next], qi))
+        return FALSE;
+    commit(a, g->job);
+    return ++g->next < g->tasks->len;
 }
 
 /* ---- queues and jobs ------------------------------------------------------------------------ */
@@ -489,6 +547,8 @@ typedef struct {
     KbQueueInfo *queue;
     GPtrArray *jobs; /* sorted by job order */
     guint next;
+    GArray *growing; /* Growing, in job order: the second round's jobs */
+    guint grow_next;
 } QueueJobs;
 
 static gint job_cmp(gconstpointer x, gconstpointer y, gpointer data)
@@ -523,17 +583,36 @@ static GArray *collect(KbSession *ssn)
     return qs;
 }
 
-static QueueJobs *next_queue(KbSession *ssn, GArray *qs)
+static gboolean has_work(const QueueJobs *qj, gboolean growing)
+{
+    if (growing)
+        return qj->growing != NULL && qj->growing->len > 0;
+    return qj->jobs != NULL && qj->next < qj->jobs->len;
+}
+
+/* The first queue in queue order with work left in the round (@growing: the second). */
+static QueueJobs *next_queue(KbSession *ssn, GArray *qs, gboolean growing)
 {
     QueueJobs *best = NULL;
     for (guint q = 0; q < qs->len; q++) {
         QueueJobs *qj = &g_array_index(qs, QueueJobs, q);
-        if (qj->jobs == NULL || qj->next >= qj->jobs->len)
+        if (!has_work(qj, growing))
             continue;
         if (best == NULL || kb_session_queue_order(ssn, qj->queue, best->queue) < 0)
             best = qj;
     }
     return best;
+}
+
+static void growing_clear(gpointer data)
+{
+    g_ptr_array_unref(((Growing *)data)->tasks);
+}
+
+static void queue_jobs_clear(QueueJobs *qj)
+{
+    g_clear_pointer(&qj->jobs, g_ptr_array_unref);
+    g_clear_pointer(&qj->growing, g_array_unref);
 }
 
 static void alloc_init(Alloc *a, KbSession *ssn)
@@ -564,14 +643,17 @@ static void alloc_clear(Alloc *a)
     g_free(a->tree.present);
 }
 
-static void allocate_execute(KbSession *ssn)
+/*
+ * The first round, as Volcano and kube-batch do it: every job in queue order, then job order, is
+ * placed up to its minimum (minMember) and no further, so that one gang's extra pods never take
+ * the room another gang needs to start. Jobs ready with tasks left join their queue's growing list.
+ */
+static void allocate_minimums(Alloc *a, GArray *qs)
 {
-    Alloc a = {0};
-    alloc_init(&a, ssn);
-    GArray *qs = collect(ssn);
+    KbSession *ssn = a->ssn;
     g_autoptr(GString) why = g_string_new(NULL);
     QueueJobs *qj;
-    while ((qj = next_queue(ssn, qs)) != NULL) {
+    while ((qj = next_queue(ssn, qs, FALSE)) != NULL) {
         g_string_truncate(why, 0);
         if (kb_session_overused(ssn, qj->queue, why)) {
             /* Nothing new for this queue this cycle; its jobs wait with the reason. */
@@ -582,10 +664,51 @@ static void allocate_execute(KbSession *ssn)
             }
             continue;
         }
-        allocate_job(&a, qj->jobs->pdata[qj->next++], qj->queue);
+        Growing g;
+        if (allocate_minimum(a, qj->jobs->pdata[qj->next++], qj->queue, &g)) {
+            if (qj->growing == NULL) {
+                qj->growing = g_array_new(FALSE, FALSE, sizeof(Growing));
+                g_array_set_clear_func(qj->growing, growing_clear);
+            }
+            g_array_append_val(qj->growing, g);
+        }
     }
+}
+
+/*
+ * The second round: ready jobs grow beyond their minimum one task at a time, taking turns in job
+ * order within their queue, the queues in queue order (re-evaluated at each step, as shares
+ * change). A job leaves the round at its first task that cannot be placed; a queue, once overused.
+ */
+static void allocate_growth(Alloc *a, GArray *qs)
+{
+    KbSession *ssn = a->ssn;
+    g_autoptr(GString) why = g_string_new(NULL);
+    QueueJobs *qj;
+    while ((qj = next_queue(ssn, qs, TRUE)) != NULL) {
+        if (kb_session_overused(ssn, qj->queue, why)) {
+            g_array_set_size(qj->growing, 0);
+            continue;
+        }
+        if (qj->grow_next >= qj->growing->len)
+            qj->grow_next = 0;
+        Growing *g = &g_array_index(qj->growing, Growing, qj->grow_next);
+        if (grow_one(a, g, qj->queue))
+            qj->grow_next++;
+        else
+            g_array_remove_index(qj->growing, qj->grow_next);
+    }
+}
+
+static void allocate_execute(KbSession *ssn)
+{
+    Alloc a = {0};
+    alloc_init(&a, ssn);
+    GArray *qs = collect(ssn);
+    allocate_minimums(&a, qs);
+    allocate_growth(&a, qs);
     for (guint q = 0; q < qs->len; q++)
-        g_clear_pointer(&g_array_index(qs, QueueJobs, q).jobs, g_ptr_array_unref);
+        queue_jobs_clear(&g_array_index(qs, QueueJobs, q));
     g_array_unref(qs);
     alloc_clear(&a);
 }

@@ -207,6 +207,55 @@ static void test_gang_min_below_size(void)
     kb_test_sched_free(fx);
 }
 
+/*
+ * Three gangs of minMember 2 with 5 pods each in one queue on 8 free GPUs: each starts at its
+ * minimum (6 GPUs), and the 2 left go one each to the first jobs in order, not all to the first
+ * job (which took all 8 when a job was placed whole before the next).
+ */
+static void test_gang_minimums_before_growth(void)
+{
+    Fx *fx = kb_test_sched_new(NULL);
+    add_node(fx, "n1", 8);
+    const char *jobs[] = {"a", "b", "c"};
+    for (guint i = 0; i < G_N_ELEMENTS(jobs); i++) {
+        add_group(fx, "default", jobs[i], 2, NULL);
+        add_gang_pods(fx, "default", jobs[i], 5, GPU1);
+    }
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/a"), ==, 3);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/b"), ==, 3);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/c"), ==, 2);
+    g_assert_cmpuint(fx->res->n_jobs_placed, ==, 3);
+    g_assert_cmpuint(node_gpus_used(fx, "n1"), ==, 8);
+    kb_test_sched_free(fx);
+}
+
+/*
+ * Growth stops at a job's first task that does not fit, and the others keep growing: a's extra
+ * pods ask for 4 GPUs, b's for 1.
+ */
+static void test_gang_growth_skips_a_job_that_no_longer_fits(void)
+{
+    Fx *fx = kb_test_sched_new(NULL);
+    add_node(fx, "n1", 8);
+    add_group(fx, "default", "a", 1, NULL);
+    add_gang_pods(fx, "default", "a", 1, GPU1);
+    for (guint i = 1; i < 3; i++) {
+        g_autofree char *name = g_strdup_printf("a-%u", i);
+        PodOpts po = {.group = "a", .requests = "\"cpu\":\"1\",\"nvidia.com/gpu\":4"};
+        add_pod(fx, name, &po);
+    }
+    add_group(fx, "default", "b", 1, NULL);
+    add_gang_pods(fx, "default", "b", 6, GPU1);
+    kb_test_sched_run(fx);
+    /* Minimums: a-0 (1), b-0 (1); growth: a-1 (4), b-1, then a-2 (4) no longer fits, b grows. */
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/a"), ==, 2);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/b"), ==, 3);
+    g_assert_null(kb_test_sched_bound_node(fx, "default", "a-2"));
+    g_assert_cmpuint(node_gpus_used(fx, "n1"), ==, 8);
+    kb_test_sched_free(fx);
+}
+
 static void test_gang_of_one(void)
 {
     Fx *fx = kb_test_sched_new(NULL);
@@ -680,9 +729,45 @@ static const char drf_conf[] = "actions: \"allocate\"\ntiers:\n- plugins:\n  - n
 static const char fifo_conf[] = "actions: \"allocate\"\ntiers:\n- plugins:\n"
                                 "  - name: predicates\n";
 
+/*
+ * a runs 2 pods and b 1, each at its minimum (1) with one more pending; one GPU is free. Both
+ * grow in the second round, in job order: drf gives it to b (the smaller dominant share), the
+ * plain order to a (the older job).
+ */
 static void drf_case(const char *conf, const char *winner)
 {
     Fx *fx = kb_test_sched_new(conf);
+    add_node(fx, "n1", 4);
+    add_group(fx, "default", "a", 1, NULL);
+    PodOpts run_a = {.group = "a", .requests = GPU1, .node = "n1", .phase = "Running"};
+    add_pod(fx, "a-0", &run_a);
+    add_pod(fx, "a-1", &run_a);
+    PodOpts pend_a = {.group = "a", .requests = GPU1};
+    add_pod(fx, "a-2", &pend_a);
+    add_group(fx, "default", "b", 1, NULL);
+    PodOpts run_b = {.group = "b", .requests = GPU1, .node = "n1", .phase = "Running"};
+    add_pod(fx, "b-0", &run_b);
+    PodOpts pend_b = {.group = "b", .requests = GPU1};
+    add_pod(fx, "b-1", &pend_b);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 1);
+    g_assert_cmpuint(kb_test_sched_binds(fx, winner), ==, 1);
+    kb_test_sched_free(fx);
+}
+
+static void test_drf_order(void)
+{
+    drf_case(drf_conf, "default/b");  /* b holds less: smallest dominant share */
+    drf_case(fifo_conf, "default/a"); /* without drf: the older job */
+}
+
+/*
+ * Without the gang plugin a job's minimum still goes first: a runs 1 pod (its minimum) and has
+ * one more pending, b none of its minimum 1; the one free GPU goes to b, though a is older.
+ */
+static void test_minimum_first_without_gang(void)
+{
+    Fx *fx = kb_test_sched_new(fifo_conf);
     add_node(fx, "n1", 2);
     add_group(fx, "default", "a", 1, NULL);
     PodOpts run_a = {.group = "a", .requests = GPU1, .node = "n1", .phase = "Running"};
@@ -693,14 +778,8 @@ static void drf_case(const char *conf, const char *winner)
     add_gang_pods(fx, "default", "b", 1, GPU1);
     kb_test_sched_run(fx);
     g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 1);
-    g_assert_cmpuint(kb_test_sched_binds(fx, winner), ==, 1);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/b"), ==, 1);
     kb_test_sched_free(fx);
-}
-
-static void test_drf_order(void)
-{
-    drf_case(drf_conf, "default/b");  /* b holds nothing: smallest dominant share */
-    drf_case(fifo_conf, "default/a"); /* without drf: the older job */
 }
 
 /* ---- other schedulers, terminated pods ------------------------------------------------------ */
@@ -1180,6 +1259,10 @@ int main(int argc, char **argv)
                     test_gang_partial_then_node_added);
     g_test_add_func("/scheduler/gang/statement-discards", test_gang_partial_allocate_only);
     g_test_add_func("/scheduler/gang/min-below-size", test_gang_min_below_size);
+    g_test_add_func("/scheduler/gang/minimums-before-growth", test_gang_minimums_before_growth);
+    g_test_add_func("/scheduler/gang/minimum-first-without-gang", test_minimum_first_without_gang);
+    g_test_add_func("/scheduler/gang/growth-skips-a-job-that-no-longer-fits",
+                    test_gang_growth_skips_a_job_that_no_longer_fits);
     g_test_add_func("/scheduler/gang/pod-without-group", test_gang_of_one);
     g_test_add_func("/scheduler/gang/waiting-for-pods", test_gang_waiting_for_pods);
     g_test_add_func("/scheduler/gang/group-missing-waits", test_gang_group_missing_waits);

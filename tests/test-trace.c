@@ -644,6 +644,47 @@ static KbSimReport *simulate_opts(const KbTrace *t, const char *yaml, const KbSi
     return r;
 }
 
+/*
+ * Elastic jobs (min_fraction 0.5, a pod per GPU): three 8-GPU jobs of minimum 4 on one 8-GPU
+ * node. The first two start at once at their minimum; the third waits for the first to end, and
+ * the second grows into the GPUs the first left only after the third took its minimum.
+ */
+static void test_sim_elastic_minimums(void)
+{
+    static const char *const rows[] = {"0 8 100 a", "0 8 300 a", "0 8 100 a"};
+    g_autoptr(KbTrace) t = trace_of(rows, G_N_ELEMENTS(rows));
+    KbSimOptions opts;
+    kb_sim_options_init(&opts);
+    opts.n_nodes = 1;
+    opts.pack = KB_TRACE_PACK_ONE;
+    opts.min_fraction = 0.5;
+    g_autoptr(KbSimReport) r = simulate_opts(t, fifo_yaml, &opts);
+    g_assert_cmpuint(r->n_finished, ==, 3);
+    g_assert_cmpint(r->jobs[0].start, ==, T0);
+    g_assert_cmpint(r->jobs[1].start, ==, T0);
+    g_assert_cmpint(r->jobs[2].start, ==, T0 + 100);
+    g_assert_cmpint(r->jobs[1].finish, ==, T0 + 300);
+    g_assert_cmpint(r->jobs[2].finish, ==, T0 + 200);
+    /* Held and working: 8 GPUs from 0 to 200 (4 + 4, then 4 + 4 again), then job 1 alone: its 4
+     * and the 4 it grew into at 200 (job 2's), until 300. */
+    g_assert_cmpfloat(r->partial_gpu_s, ==, 0);
+    g_assert_cmpuint(r->partial_gpus_end, ==, 0);
+    g_assert_cmpfloat_with_epsilon(r->util_busy, 1.0, 1e-9);
+
+    /* Rigid gangs (the default): one job at a time. */
+    opts.min_fraction = 0;
+    g_autoptr(KbSimReport) rigid = simulate_opts(t, fifo_yaml, &opts);
+    g_assert_cmpint(rigid->jobs[1].start, ==, T0 + 100);
+    g_assert_cmpint(rigid->jobs[2].start, ==, T0 + 400);
+
+    opts.min_fraction = 1.5;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbConf) conf = conf_parse(fifo_yaml);
+    g_assert_null(kb_sim_run(t, conf, &opts, &error));
+    g_assert_error(error, KB_ERROR, KB_ERROR_INVALID);
+    g_assert_nonnull(strstr(error->message, "1.5"));
+}
+
 /* Skipping the seconds in which nothing changed gives what a cycle every second gives. */
 static void test_sim_idle_seconds(void)
 {
@@ -1212,6 +1253,7 @@ int main(int argc, char **argv)
     g_test_add_func("/bench/sim/completion-frees-gpus", test_sim_completion_frees);
     g_test_add_func("/bench/sim/two-queues", test_sim_two_queues);
     g_test_add_func("/bench/sim/partial-gangs", test_sim_partial_gangs);
+    g_test_add_func("/bench/sim/elastic-minimums", test_sim_elastic_minimums);
     g_test_add_func("/bench/sim/idle-seconds-change-nothing", test_sim_idle_seconds);
     g_test_add_func("/bench/sim/cache-restart", test_sim_restart);
     g_test_add_func("/bench/sim/evictions/preempt-restarts-victim", test_sim_preempt);

@@ -21,6 +21,7 @@ typedef struct {
     guint queue; /* index into Sim.queues */
     char *name;  /* "j000123" */
     guint n_pods, gpus_per_pod;
+    guint n_min;        /* minMember: n_pods, or fewer for an elastic job (min_fraction) */
     json_object **pods; /* the pods as the API server would hold them, while the job lives */
     json_object *group;
     guint n_bound;
@@ -66,6 +67,7 @@ typedef struct {
     gint64 last_cycle;
     /* Cluster state between events, and its integrals. */
     guint gpus_held, gpus_busy, gpus_partial;
+    guint n_growing; /* running elastic jobs with pods still unbound */
     double held_gpu_s, busy_gpu_s, partial_gpu_s, jain_sum, contended_s;
     double held_arrivals_gpu_s, busy_arrivals_gpu_s; /* within [first, last submit] */
     guint partial_peak;
@@ -149,7 +151,7 @@ static json_object *group_json(const SimJob *job, gboolean single_queue)
     json_object *o = object_new("scheduling.volcano.sh/v1beta1", "PodGroup",
                                 meta_new(job->name, job->tj->queue, job->tj->submit));
     json_object *spec = json_object_new_object();
-    json_object_object_add(spec, "minMember", json_object_new_int((int)job->n_pods));
+    json_object_object_add(spec, "minMember", json_object_new_int((int)job->n_min));
     if (!single_queue)
         json_object_object_add(spec, "queue", json_object_new_string(job->tj->queue));
     if (job->high)
@@ -412,7 +414,9 @@ static void job_complete(Sim *sim, SimJob *job)
     if (sim->opts.delete_finished)
         feed_group(sim, job->group, FEED_DELETE);
     g_clear_pointer(&job->group, json_object_put);
-    guint gpus = job->n_pods * job->gpus_per_pod;
+    if (job->n_bound < job->n_pods)
+        sim->n_growing--;
+    guint gpus = job->n_bound * job->gpus_per_pod;
     sim->gpus_held -= gpus;
     sim->gpus_busy -= gpus;
     sim->queues[job->queue].gpus_held -= gpus;
@@ -459,13 +463,22 @@ static void pod_bind(Sim *sim, SimJob *job, guint k, const KbPod *pod, const cha
     job->n_bound++;
     sim->gpus_held += job->gpus_per_pod;
     sim->queues[job->queue].gpus_held += job->gpus_per_pod;
-    if (job->n_bound < job->n_pods) {
+    if (job->running) {
+        /* An elastic job grows: the pod works from now on. */
+        sim->gpus_busy += job->gpus_per_pod;
+        if (job->n_bound == job->n_pods)
+            sim->n_growing--;
+        return;
+    }
+    if (job->n_bound < job->n_min) {
         sim->gpus_partial += job->gpus_per_pod;
         return;
     }
-    /* The gang is complete: it starts now. */
-    sim->gpus_partial -= (job->n_pods - 1) * job->gpus_per_pod;
-    sim->gpus_busy += job->n_pods * job->gpus_per_pod;
+    /* The gang has its minimum: it starts now. */
+    sim->gpus_partial -= (job->n_bound - 1) * job->gpus_per_pod;
+    sim->gpus_busy += job->n_bound * job->gpus_per_pod;
+    if (job->n_bound < job->n_pods)
+        sim->n_growing++;
     sim->queues[job->queue].n_waiting--;
     if (job->start < 0)
         job->start = sim->now;
@@ -506,6 +519,8 @@ static void job_evict(Sim *sim, SimJob *job)
     sim->gpus_held -= held;
     sim->queues[job->queue].gpus_held -= held;
     if (job->running) {
+        if (job->n_bound < job->n_pods)
+            sim->n_growing--;
         double ran = (double)(sim->now - job->last_start);
         job->ran += sim->now - job->last_start;
         sim->gpus_busy -= held;
@@ -691,8 +706,11 @@ static void settle(Sim *sim)
     sim->n_skipped++;
 }
 
+/* A job waits to start, or a running elastic job for more of its pods. */
 static gboolean waiting(const Sim *sim)
 {
+    if (sim->n_growing > 0)
+        return TRUE;
     for (guint q = 0; q < sim->n_queues; q++) {
         if (sim->queues[q].n_waiting > 0)
             return TRUE;
@@ -826,6 +844,11 @@ static gboolean options_check(const KbTrace *trace, const KbSimOptions *opts, GE
                     opts->high_fraction);
         return FALSE;
     }
+    if (!(opts->min_fraction >= 0 && opts->min_fraction <= 1)) {
+        g_set_error(error, KB_ERROR, KB_ERROR_INVALID, "minimum fraction: %g is not in 0..1",
+                    opts->min_fraction);
+        return FALSE;
+    }
     if (opts->restart_cost != KB_SIM_RESTART_FULL && opts->restart_cost != KB_SIM_RESTART_NONE) {
         g_set_error(error, KB_ERROR, KB_ERROR_INVALID, "restart cost: %d is not full or none",
                     (int)opts->restart_cost);
@@ -890,6 +913,9 @@ static void sim_init(Sim *sim, const KbTrace *trace, const KbConf *conf, const K
             job->n_pods = kb_trace_gang_shape(job->tj->num_gpus, opts->gpus_per_node, opts->pack,
                                               &job->gpus_per_pod);
         }
+        job->n_min = job->n_pods;
+        if (opts->min_fraction > 0)
+            job->n_min = CLAMP((guint)ceil(job->n_pods * opts->min_fraction), 1, job->n_pods);
         job->start = job->last_start = job->finish = -1;
         job->remaining = MAX((gint64)ceil(job->tj->duration), 1);
         if (job->tj->expected > 0)

@@ -5,7 +5,8 @@
  * What it does, as the daemon and the kubelets would:
  * - the cluster is N identical Ready nodes of G GPUs (cpu 64, memory 512Gi, pods 110 each);
  * - every trace cluster is a Queue (weight 1 unless told) and the namespace of its jobs;
- * - a job arrives at its submit time as a Volcano PodGroup (minMember = its pod count, its queue)
+ * - a job arrives at its submit time as a Volcano PodGroup (minMember = its pod count, or a
+ *   fraction of it with min_fraction, its queue)
  *   and its pods (schedulerName kube-batchd, requests nvidia.com/gpu only; shape from
  *   kb_trace_gang_shape), fed to the cache as decoded records;
  * - a scheduling cycle (kb_cycle_run) runs at every second in which something happened (an
@@ -17,9 +18,9 @@
  *   (check_skips verifies it, sim.c explains why);
  * - every placement binds at once (kb_cache_bind_succeeded) and the pod is updated with
  *   spec.nodeName and phase Running;
- * - a job runs once every pod of it is bound (a distributed job needs all its workers) and ends
- *   `duration` seconds later (rounded up, at least 1): its pods are updated to Succeeded, then
- *   deleted with the group (delete_finished);
+ * - a job runs once every pod of it is bound (a distributed job needs all its workers; an elastic
+ *   one, its minimum) and ends `duration` seconds later (rounded up, at least 1): its pods are
+ *   updated to Succeeded, then deleted with the group (delete_finished);
  * - an eviction the cycle decides (preempt, reclaim) is carried out at once, as the API server's
  *   eviction with a zero grace period would be: the victim pods are deleted (their GPUs are free
  *   for the next cycle) and, since a distributed training job cannot run without all its workers,
@@ -101,6 +102,13 @@ typedef struct {
      * over-estimate by 2x). 0: no job carries an estimate.
      */
     double estimate_factor;
+    /*
+     * Elastic jobs: > 0 gives every job minMember = ceil(pods x min_fraction) (at least 1)
+     * instead of all its pods. Such a job starts once its minimum is bound, runs its duration
+     * from then (pods that join later hold GPUs for the rest of it; no speed-up is modelled) and
+     * ends with all its pods. 0 (the default): every job is a rigid gang of all its pods.
+     */
+    double min_fraction;
     /* Called now and then from the replaying thread with the jobs arrived so far (0..n_jobs);
      * NULL: none. */
     void (*progress)(gpointer data, guint arrived, guint n_jobs);
