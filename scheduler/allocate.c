@@ -382,14 +382,28 @@ static gint task_cmp(gconstpointer x, gconstpointer y, gpointer data)
     return kb_session_task_order(data, *(KbTaskInfo *const *)x, *(KbTaskInfo *const *)y);
 }
 
-static ClassCtx *class_ctx(Alloc *a, const KbTaskInfo *task)
+static void class_ctx_clear(gpointer data)
+{
+    g_array_unref(((ClassCtx *)data)->cands);
+}
+
+/* An empty array of class contexts (ClassCtx, which own their candidate lists). */
+static GArray *class_ctxs_new(void)
+{
+    GArray *ctxs = g_array_new(FALSE, FALSE, sizeof(ClassCtx));
+    g_array_set_clear_func(ctxs, class_ctx_clear);
+    return ctxs;
+}
+
+/* The context of @task's class in @ctxs (the contexts of @task's job), started if unused. */
+static ClassCtx *class_ctx(Alloc *a, GArray *ctxs, const KbTaskInfo *task)
 {
     guint idx = task->klass->index;
-    while (a->ctxs->len <= idx) {
+    while (ctxs->len <= idx) {
         ClassCtx c = {g_array_new(FALSE, FALSE, sizeof(Cand)), 0, 0, 0, FALSE};
-        g_array_append_val(a->ctxs, c);
+        g_array_append_val(ctxs, c);
     }
-    ClassCtx *ctx = &g_array_index(a->ctxs, ClassCtx, idx);
+    ClassCtx *ctx = &g_array_index(ctxs, ClassCtx, idx);
     if (!ctx->used) {
         g_array_set_size(ctx->cands, 0);
         ctx->phase = 0;
@@ -433,13 +447,13 @@ static void discard(Alloc *a)
     a->ssn->result->n_jobs_discarded++;
 }
 
-/* Place @t on the best node; FALSE with @a->why set when it cannot be placed. */
-static gboolean place_task(Alloc *a, KbTaskInfo *t, KbQueueInfo *qi)
+/* Place @t on the best node, searched with @ctxs; FALSE with @a->why set when it cannot be. */
+static gboolean place_task(Alloc *a, GArray *ctxs, KbTaskInfo *t, KbQueueInfo *qi)
 {
     KbSession *ssn = a->ssn;
     if (qi != NULL && !kb_session_allocatable(ssn, qi, t, a->why))
         return FALSE;
-    gint node = pick(a, class_ctx(a, t), t);
+    gint node = pick(a, class_ctx(a, ctxs, t), t);
     if (node < 0) {
         explain_no_node(a, t, a->why);
         return FALSE;
@@ -460,18 +474,16 @@ static gboolean at_minimum(Alloc *a, const KbJobInfo *job)
 static gboolean place_minimum(Alloc *a, KbJobInfo *job, KbQueueInfo *qi)
 {
     for (guint i = 0; i < a->tasks->len && !at_minimum(a, job); i++) {
-        if (!place_task(a, a->tasks->pdata[i], qi))
+        if (!place_task(a, a->ctxs, a->tasks->pdata[i], qi))
             return FALSE;
     }
     return TRUE;
 }
 
-/* A new statement for the job about to be placed: class contexts, scratch and reason cleared. */
-static void begin_job(Alloc *a)
+/* A new statement: scratch and reason cleared. */
+static void begin_statement(Alloc *a)
 {
     g_ptr_array_set_size(a->placed, 0);
-    for (guint c = 0; c < a->ctxs->len; c++)
-        g_array_index(a->ctxs, ClassCtx, c).used = FALSE;
     g_string_truncate(a->why, 0);
 }
 
@@ -490,8 +502,12 @@ static void pending_tasks(Alloc *a, KbJobInfo *job)
 /* A ready job with tasks left to place after the first round. */
 typedef struct {
     KbJobInfo *job;
-    GPtrArray *tasks; /* its pending tasks in task order, not owned */
+    GPtrArray *tasks; /* its pending tasks in task order (the tasks are not owned) */
     guint next;       /* the next to place */
+    /* Its own class contexts, kept from turn to turn: in this round nodes only fill up, so a
+     * candidate list stays valid (changed nodes are re-checked as within a job), and a job of
+     * thousands of extra pods searches the cluster once, not once a pod. */
+    GArray *ctxs;
 } Growing;
 
 /*
@@ -503,7 +519,9 @@ static gboolean allocate_minimum(Alloc *a, KbJobInfo *job, KbQueueInfo *qi, Grow
 {
     KbSession *ssn = a->ssn;
     pending_tasks(a, job);
-    begin_job(a);
+    for (guint c = 0; c < a->ctxs->len; c++)
+        g_array_index(a->ctxs, ClassCtx, c).used = FALSE;
+    begin_statement(a);
     guint before = ready_tasks(job);
     gboolean all = place_minimum(a, job, qi);
     if (kb_session_job_ready(ssn, job)) {
@@ -511,7 +529,7 @@ static gboolean allocate_minimum(Alloc *a, KbJobInfo *job, KbQueueInfo *qi, Grow
             commit(a, job);
         if (!all || a->placed->len == a->tasks->len)
             return FALSE;
-        *grow = (Growing){job, g_steal_pointer(&a->tasks), a->placed->len};
+        *grow = (Growing){job, g_steal_pointer(&a->tasks), a->placed->len, class_ctxs_new()};
         a->tasks = g_ptr_array_new();
         return TRUE;
     }
@@ -534,8 +552,8 @@ static gboolean allocate_minimum(Alloc *a, KbJobInfo *job, KbQueueInfo *qi, Grow
  */
 static gboolean grow_one(Alloc *a, Growing *g, KbQueueInfo *qi)
 {
-    begin_job(a);
-    if (!place_task(a, g->tasks->pdata[g->next], qi))
+    begin_statement(a);
+    if (!place_task(a, g->ctxs, g->tasks->pdata[g->next], qi))
         return FALSE;
     commit(a, g->job);
     return ++g->next < g->tasks->len;
@@ -606,7 +624,9 @@ static QueueJobs *next_queue(KbSession *ssn, GArray *qs, gboolean growing)
 
 static void growing_clear(gpointer data)
 {
-    g_ptr_array_unref(((Growing *)data)->tasks);
+    Growing *g = data;
+    g_ptr_array_unref(g->tasks);
+    g_array_unref(g->ctxs);
 }
 
 static void queue_jobs_clear(QueueJobs *qj)
@@ -622,7 +642,7 @@ static void alloc_init(Alloc *a, KbSession *ssn)
     a->stamp = g_new0(guint, MAX(ssn->n_nodes, 1));
     a->scoring = kb_session_has_node_order(ssn);
     a->n_candidates = a->scoring ? N_CANDIDATES : 1;
-    a->ctxs = g_array_new(FALSE, FALSE, sizeof(ClassCtx));
+    a->ctxs = class_ctxs_new();
     a->tasks = g_ptr_array_new();
     a->placed = g_ptr_array_new();
     a->why = g_string_new(NULL);
@@ -632,8 +652,6 @@ static void alloc_init(Alloc *a, KbSession *ssn)
 
 static void alloc_clear(Alloc *a)
 {
-    for (guint c = 0; c < a->ctxs->len; c++)
-        g_array_unref(g_array_index(a->ctxs, ClassCtx, c).cands);
     g_array_unref(a->ctxs);
     g_ptr_array_unref(a->tasks);
     g_ptr_array_unref(a->placed);

@@ -231,6 +231,32 @@ static void test_gang_minimums_before_growth(void)
 }
 
 /*
+ * Two jobs of minimum 1 and 20 pods on 4 x 8 GPUs take turns: 16 each, and no node holds more
+ * than its 8 (each job keeps its own node candidates from turn to turn while the other fills
+ * the same nodes).
+ */
+static void test_gang_growth_takes_turns(void)
+{
+    Fx *fx = kb_test_sched_new(NULL);
+    for (guint i = 0; i < 4; i++) {
+        g_autofree char *name = g_strdup_printf("n%u", i);
+        add_node(fx, name, 8);
+    }
+    add_group(fx, "default", "a", 1, NULL);
+    add_gang_pods(fx, "default", "a", 20, GPU1);
+    add_group(fx, "default", "b", 1, NULL);
+    add_gang_pods(fx, "default", "b", 20, GPU1);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/a"), ==, 16);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/b"), ==, 16);
+    for (guint i = 0; i < 4; i++) {
+        g_autofree char *name = g_strdup_printf("n%u", i);
+        g_assert_cmpuint(node_gpus_used(fx, name), ==, 8);
+    }
+    kb_test_sched_free(fx);
+}
+
+/*
  * Growth stops at a job's first task that does not fit, and the others keep growing: a's extra
  * pods ask for 4 GPUs, b's for 1.
  */
@@ -1261,6 +1287,7 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/gang/min-below-size", test_gang_min_below_size);
     g_test_add_func("/scheduler/gang/minimums-before-growth", test_gang_minimums_before_growth);
     g_test_add_func("/scheduler/gang/minimum-first-without-gang", test_minimum_first_without_gang);
+    g_test_add_func("/scheduler/gang/growth-takes-turns", test_gang_growth_takes_turns);
     g_test_add_func("/scheduler/gang/growth-skips-a-job-that-no-longer-fits",
                     test_gang_growth_skips_a_job_that_no_longer_fits);
     g_test_add_func("/scheduler/gang/pod-without-group", test_gang_of_one);

@@ -150,7 +150,7 @@ typedef struct {
     guint num_gpus;
     guint n_pods;
     gint64 submit;
-    gint64 start;      /* first time every pod was bound; -1 when never */
+    gint64 start;      /* first time its minimum was bound; -1 when never */
     gint64 last_start; /* the last such time (after evictions); -1 when never */
     gint64 finish;     /* -1 when not finished */
     gint64 ran;        /* seconds run over all attempts */
