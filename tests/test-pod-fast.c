@@ -177,68 +177,64 @@ static void test_claims_and_gates(void)
 
 /* The pod inputs of tests/test-objects.c's malformed table, and a few more. */
 static const char *const bad_pods[] = {
-        "[1,2]",
-        "{\"spec\":{}}",
-        "{\"metadata\":{\"namespace\":\"default\"},\"spec\":{}}",
-        "{\"metadata\":{\"name\":5},\"spec\":{}}",
-        "{\"metadata\":{\"name\":\"p\",\"namespace\":\"default\",\"labels\":{\"app\":1}},\"spec\":{"
-        "}}",
-        "{\"metadata\":{\"name\":\"p\",\"namespace\":\"d\",\"creationTimestamp\":\"yesterday\"},"
-        "\"spec\":{}}",
-        "{\"metadata\":{\"name\":\"p\",\"generation\":-1},\"spec\":{}}",
-        "{\"metadata\":{\"name\":\"p\",\"namespace\":\"default\",\"ownerReferences\":[1]},\"spec\":"
-        "{}}",
-        "{" POD_META "}",
-        "{" POD_META ",\"spec\":{\"containers\":{}}}",
-        "{" POD_META ",\"spec\":{\"containers\":[\"x\"]}}",
-        "{" POD_META ",\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"nvidia.com/gpu\":"
-        "\"12Qi\"}}}]}}",
-        "{" POD_META ",\"spec\":{\"containers\":[{},{\"resources\":{\"limits\":{\"cpu\":true}}}]}}",
-        "{" POD_META
-        ",\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"cpu\":\"-1\"}}}]}}",
-        "{" POD_META
-        ",\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"memory\":\"1 Gi\"}}}]}}",
-        "{" POD_META ",\"spec\":{\"containers\":[{\"resources\":[]}]}}",
-        "{" POD_META ",\"spec\":{\"initContainers\":[{\"resources\":{\"requests\":{\"memory\":"
-        "\"1.2.3\"}}}]}}",
-        "{" POD_META ",\"spec\":{\"initContainers\":[{\"restartPolicy\":1}]}}",
-        "{" POD_META ",\"spec\":{\"overhead\":{\"cpu\":\"lots\"}}}",
-        "{" POD_META ",\"spec\":{\"priority\":\"high\"}}",
-        "{" POD_META ",\"spec\":{\"priority\":3000000000}}",
-        "{" POD_META ",\"spec\":{\"priority\":1.5}}",
-        "{" POD_META ",\"spec\":{\"priority\":99999999999999999999}}",
-        "{" POD_META ",\"spec\":{\"schedulerName\":[]}}",
-        "{" POD_META ",\"spec\":{\"nodeSelector\":{\"disk\":1}}}",
-        "{" POD_META ",\"spec\":{\"tolerations\":[{\"key\":\"k\",\"operator\":\"Maybe\"}]}}",
-        "{" POD_META ",\"spec\":{\"tolerations\":[{},{\"key\":\"k\",\"effect\":\"NoWay\"}]}}",
-        "{" POD_META ",\"spec\":{\"affinity\":{\"nodeAffinity\":7}}}",
-        "{" POD_META ",\"spec\":{" AFF "[{\"matchExpressions\":[{\"key\":\"k\",\"operator\":"
-        "\"Like\"}]}]}}}}}",
-        "{" POD_META ",\"spec\":{" AFF "[{},{\"matchExpressions\":[{\"key\":\"k\",\"operator\":"
-        "\"In\",\"values\":[\"a\",3]}]}]}}}}}",
-        "{" POD_META ",\"spec\":{" AFF "[{\"matchFields\":[{\"operator\":\"In\",\"values\":"
-        "[\"n\"]}]}]}}}}}",
-        "{" POD_META ",\"spec\":{" AFF "[null]}}}}}",
-        "{" POD_META ",\"spec\":{" AFF "[{\"matchFields\":[{\"key\":\"metadata.labels\","
-        "\"operator\":\"In\",\"values\":[\"n\"]}]}]}}}}}",
-        "{" POD_META ",\"spec\":{" AFF "[{},{\"matchExpressions\":[],\"matchFields\":[{\"key\":"
-        "\"metadata.name\",\"operator\":\"In\",\"values\":[\"a\"]},{\"key\":\"metadata.name\","
-        "\"operator\":\"Exists\"}]}]}}}}}",
-        "{" POD_META ",\"spec\":{" AFF "[{\"matchFields\":[{\"values\":[\"a\",\"b\"],\"key\":"
-        "\"metadata.name\",\"operator\":\"NotIn\"}]}]}}}}}",
-        "{" POD_META ",\"spec\":{" AFF "[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":"
-        "\"In\"}]}]}}}}}",
-        "{" POD_META ",\"spec\":{" AFF "[{\"matchExpressions\":[{\"values\":{},\"key\":\"k\","
-        "\"operator\":\"In\"}]}]}}}}}",
-        "{" POD_META ",\"spec\":{},\"status\":{\"containerStatuses\":[{\"name\":\"c\",\"state\":{"
-        "\"terminated\":{\"exitCode\":\"137\"}}}]}}",
-        "{" POD_META ",\"spec\":{},\"status\":{\"containerStatuses\":[{\"name\":\"c\",\"state\":{"
-        "\"waiting\":{\"reason\":5}}}]}}",
-        "{" POD_META ",\"spec\":{},\"status\":{\"phase\":2}}",
-        "{" POD_META ",\"spec\":{},\"status\":[]}",
-        /* spec before metadata: the message still names the pod */
-        "{\"spec\":{\"priority\":\"x\"}," POD_META "}",
-        "{\"spec\":{},\"metadata\":{\"labels\":{\"a\":[]},\"name\":\"p\",\"namespace\":\"n\"}}",
+    "[1,2]",
+    "{\"spec\":{}}",
+    "{\"metadata\":{\"namespace\":\"default\"},\"spec\":{}}",
+    "{\"metadata\":{\"name\":5},\"spec\":{}}",
+    "{\"metadata\":{\"name\":\"p\",\"namespace\":\"default\",\"labels\":{\"app\":1}},\"spec\":{}}",
+    "{\"metadata\":{\"name\":\"p\",\"namespace\":\"d\",\"creationTimestamp\":\"yesterday\"},"
+    "\"spec\":{}}",
+    "{\"metadata\":{\"name\":\"p\",\"generation\":-1},\"spec\":{}}",
+    "{\"metadata\":{\"name\":\"p\",\"namespace\":\"default\",\"ownerReferences\":[1]},\"spec\":{}}",
+    "{" POD_META "}",
+    "{" POD_META ",\"spec\":{\"containers\":{}}}",
+    "{" POD_META ",\"spec\":{\"containers\":[\"x\"]}}",
+    "{" POD_META ",\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"nvidia.com/gpu\":"
+    "\"12Qi\"}}}]}}",
+    "{" POD_META ",\"spec\":{\"containers\":[{},{\"resources\":{\"limits\":{\"cpu\":true}}}]}}",
+    "{" POD_META ",\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"cpu\":\"-1\"}}}]}}",
+    "{" POD_META ",\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"memory\":\"1 Gi\"}}}]}}",
+    "{" POD_META ",\"spec\":{\"containers\":[{\"resources\":[]}]}}",
+    "{" POD_META ",\"spec\":{\"initContainers\":[{\"resources\":{\"requests\":{\"memory\":"
+    "\"1.2.3\"}}}]}}",
+    "{" POD_META ",\"spec\":{\"initContainers\":[{\"restartPolicy\":1}]}}",
+    "{" POD_META ",\"spec\":{\"overhead\":{\"cpu\":\"lots\"}}}",
+    "{" POD_META ",\"spec\":{\"priority\":\"high\"}}",
+    "{" POD_META ",\"spec\":{\"priority\":3000000000}}",
+    "{" POD_META ",\"spec\":{\"priority\":1.5}}",
+    "{" POD_META ",\"spec\":{\"priority\":99999999999999999999}}",
+    "{" POD_META ",\"spec\":{\"schedulerName\":[]}}",
+    "{" POD_META ",\"spec\":{\"nodeSelector\":{\"disk\":1}}}",
+    "{" POD_META ",\"spec\":{\"tolerations\":[{\"key\":\"k\",\"operator\":\"Maybe\"}]}}",
+    "{" POD_META ",\"spec\":{\"tolerations\":[{},{\"key\":\"k\",\"effect\":\"NoWay\"}]}}",
+    "{" POD_META ",\"spec\":{\"affinity\":{\"nodeAffinity\":7}}}",
+    "{" POD_META ",\"spec\":{" AFF "[{\"matchExpressions\":[{\"key\":\"k\",\"operator\":"
+    "\"Like\"}]}]}}}}}",
+    "{" POD_META ",\"spec\":{" AFF "[{},{\"matchExpressions\":[{\"key\":\"k\",\"operator\":"
+    "\"In\",\"values\":[\"a\",3]}]}]}}}}}",
+    "{" POD_META ",\"spec\":{" AFF "[{\"matchFields\":[{\"operator\":\"In\",\"values\":"
+    "[\"n\"]}]}]}}}}}",
+    "{" POD_META ",\"spec\":{" AFF "[null]}}}}}",
+    "{" POD_META ",\"spec\":{" AFF "[{\"matchFields\":[{\"key\":\"metadata.labels\","
+    "\"operator\":\"In\",\"values\":[\"n\"]}]}]}}}}}",
+    "{" POD_META ",\"spec\":{" AFF "[{},{\"matchExpressions\":[],\"matchFields\":[{\"key\":"
+    "\"metadata.name\",\"operator\":\"In\",\"values\":[\"a\"]},{\"key\":\"metadata.name\","
+    "\"operator\":\"Exists\"}]}]}}}}}",
+    "{" POD_META ",\"spec\":{" AFF "[{\"matchFields\":[{\"values\":[\"a\",\"b\"],\"key\":"
+    "\"metadata.name\",\"operator\":\"NotIn\"}]}]}}}}}",
+    "{" POD_META ",\"spec\":{" AFF "[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":"
+    "\"In\"}]}]}}}}}",
+    "{" POD_META ",\"spec\":{" AFF "[{\"matchExpressions\":[{\"values\":{},\"key\":\"k\","
+    "\"operator\":\"In\"}]}]}}}}}",
+    "{" POD_META ",\"spec\":{},\"status\":{\"containerStatuses\":[{\"name\":\"c\",\"state\":{"
+    "\"terminated\":{\"exitCode\":\"137\"}}}]}}",
+    "{" POD_META ",\"spec\":{},\"status\":{\"containerStatuses\":[{\"name\":\"c\",\"state\":{"
+    "\"waiting\":{\"reason\":5}}}]}}",
+    "{" POD_META ",\"spec\":{},\"status\":{\"phase\":2}}",
+    "{" POD_META ",\"spec\":{},\"status\":[]}",
+    /* spec before metadata: the message still names the pod */
+    "{\"spec\":{\"priority\":\"x\"}," POD_META "}",
+    "{\"spec\":{},\"metadata\":{\"labels\":{\"a\":[]},\"name\":\"p\",\"namespace\":\"n\"}}",
 };
 
 static void test_bad(gconstpointer data)
