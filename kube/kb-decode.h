@@ -138,6 +138,10 @@ gboolean kb_decode_requirement_head(const char *key, const char *op, KbSelectorR
 /* One string of a requirement's values (checked, interned, appended). */
 gboolean kb_decode_requirement_value(gsize i, const char *v, gsize len, KbSelectorRequirement *r,
                                      GError **error);
+/* A decoded requirement as a whole: a matchFields entry (r->match_field) must be what
+ * kube-apiserver admits, key metadata.name, operator In or NotIn, exactly one value; anything
+ * else is refused here rather than matched some other way. */
+gboolean kb_decode_requirement_check(const KbSelectorRequirement *r, GError **error);
 
 /* A toleration's operator and effect texts (either may be NULL) into @t. */
 gboolean kb_decode_toleration_tail(const char *op, const char *effect, KbToleration *t,

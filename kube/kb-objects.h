@@ -95,10 +95,14 @@ typedef struct {
     KbSelectorOp op;
     const char **values; /* interned, n_values of them */
     guint n_values;
-    /* Added: TRUE for a matchFields entry (key "metadata.name", matched against the node's
-     * name, not its labels); FALSE for matchExpressions. */
+    /* TRUE for a matchFields entry (key KB_NODE_FIELD_NAME, operator In or NotIn, one value:
+     * the decoders refuse anything else), matched against the node's name, not its labels;
+     * FALSE for matchExpressions. */
     gboolean match_field;
 } KbSelectorRequirement;
+
+/* The one node field a matchFields requirement may name (as in kube-scheduler). */
+#define KB_NODE_FIELD_NAME "metadata.name"
 
 /* One nodeSelectorTerm: its matchExpressions are ANDed (matchFields on metadata.name too). */
 typedef struct {

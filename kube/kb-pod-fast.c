@@ -618,7 +618,7 @@ static gboolean decode_requirement(KbJsonReader *r, KbSelectorRequirement *req, 
     }
     return rc == 0 &&
            kb_decode_requirement_head(has_key ? key : NULL, has_op ? op : NULL, req, error) &&
-           decode_values(&values, req, error);
+           decode_values(&values, req, error) && kb_decode_requirement_check(req, error);
 }
 
 /* The requirements in @span (matchExpressions or matchFields), appended to term->exprs. */

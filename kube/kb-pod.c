@@ -154,26 +154,33 @@ static gboolean decode_requests(json_object *spec, KbPod *pod, GError **error)
 
 /* ---- node affinity -------------------------------------------------------------------------- */
 
+static const struct {
+    const char *name;
+    KbSelectorOp op;
+} selector_ops[] = {
+        {"In", KB_SELECTOR_IN},         {"NotIn", KB_SELECTOR_NOT_IN},
+        {"Exists", KB_SELECTOR_EXISTS}, {"DoesNotExist", KB_SELECTOR_DOES_NOT_EXIST},
+        {"Gt", KB_SELECTOR_GT},         {"Lt", KB_SELECTOR_LT},
+};
+
 static gboolean parse_selector_op(const char *s, KbSelectorOp *op)
 {
-    static const struct {
-        const char *name;
-        KbSelectorOp op;
-    } ops[] = {
-        {"In", KB_SELECTOR_IN},
-        {"NotIn", KB_SELECTOR_NOT_IN},
-        {"Exists", KB_SELECTOR_EXISTS},
-        {"DoesNotExist", KB_SELECTOR_DOES_NOT_EXIST},
-        {"Gt", KB_SELECTOR_GT},
-        {"Lt", KB_SELECTOR_LT},
-    };
-    for (gsize i = 0; i < G_N_ELEMENTS(ops); i++) {
-        if (strcmp(s, ops[i].name) == 0) {
-            *op = ops[i].op;
+    for (gsize i = 0; i < G_N_ELEMENTS(selector_ops); i++) {
+        if (strcmp(s, selector_ops[i].name) == 0) {
+            *op = selector_ops[i].op;
             return TRUE;
         }
     }
     return FALSE;
+}
+
+static const char *selector_op_name(KbSelectorOp op)
+{
+    for (gsize i = 0; i < G_N_ELEMENTS(selector_ops); i++) {
+        if (selector_ops[i].op == op)
+            return selector_ops[i].name;
+    }
+    return "?";
 }
 
 gboolean kb_decode_requirement_head(const char *key, const char *op, KbSelectorRequirement *r,
@@ -208,6 +215,29 @@ gboolean kb_decode_requirement_value(gsize i, const char *v, gsize len, KbSelect
     return TRUE;
 }
 
+gboolean kb_decode_requirement_check(const KbSelectorRequirement *r, GError **error)
+{
+    if (!r->match_field)
+        return TRUE;
+    if (strcmp(r->key, KB_NODE_FIELD_NAME) != 0) {
+        g_set_error(error, KB_ERROR, KB_ERROR_DECODE,
+                    "key: \"%s\" is not a node field (only " KB_NODE_FIELD_NAME ")", r->key);
+        return FALSE;
+    }
+    if (r->op != KB_SELECTOR_IN && r->op != KB_SELECTOR_NOT_IN) {
+        g_set_error(error, KB_ERROR, KB_ERROR_DECODE,
+                    "operator: \"%s\" is not In or NotIn, as a node field selector needs",
+                    selector_op_name(r->op));
+        return FALSE;
+    }
+    if (r->n_values != 1) {
+        g_set_error(error, KB_ERROR, KB_ERROR_DECODE,
+                    "values: %u values, a node field selector takes exactly one", r->n_values);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 static gboolean decode_requirement(json_object *o, KbSelectorRequirement *r, GError **error)
 {
     const char *key, *op;
@@ -229,7 +259,7 @@ static gboolean decode_requirement(json_object *o, KbSelectorRequirement *r, GEr
                                          (gsize)json_object_get_string_len(v), r, error))
             return FALSE;
     }
-    return TRUE;
+    return kb_decode_requirement_check(r, error);
 }
 
 /* matchExpressions then matchFields of one term, appended to term->exprs. */

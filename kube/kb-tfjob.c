@@ -697,7 +697,10 @@ static gboolean decode_spec(KbTfJob *job, json_object *spec, GError **error)
             g_strcmp0(json_object_get_string(av), "kubeflow.org/v1alpha1") == 0)
             job->api = KB_TF_API_V1ALPHA1;
     }
-    job->clean_pod_policy = job->api == KB_TF_API_V1ALPHA1 ? KB_TF_CLEAN_ALL : KB_TF_CLEAN_RUNNING;
+    /* Without cleanPodPolicy: v1alpha1 deletes every pod (the seed's CleanUp phase); v1 keeps
+     * them all, as Kubeflow's training-operator defaults to None since v1.7, so that PS pods
+     * still running when the chief or worker 0 succeeds are not killed. */
+    job->clean_pod_policy = job->api == KB_TF_API_V1ALPHA1 ? KB_TF_CLEAN_ALL : KB_TF_CLEAN_NONE;
 
     if (!member_string(spec, "RuntimeId", "spec.RuntimeId", &runtime_id, error) ||
         !member_string(spec, "tfImage", "spec.tfImage", &image, error) ||

@@ -74,9 +74,9 @@ typedef enum {
 } KbTfRestartPolicy;
 
 typedef enum {
-    KB_TF_CLEAN_RUNNING, /* v1 default: delete pods still Pending or Running */
-    KB_TF_CLEAN_ALL,     /* v1alpha1 behaviour: delete every pod */
-    KB_TF_CLEAN_NONE,
+    KB_TF_CLEAN_RUNNING, /* delete pods still Pending or Running */
+    KB_TF_CLEAN_ALL,     /* delete every pod: the v1alpha1 default */
+    KB_TF_CLEAN_NONE,    /* delete no pod: the v1 default (as training-operator since v1.7) */
 } KbTfCleanPodPolicy;
 
 typedef enum {

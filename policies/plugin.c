@@ -47,8 +47,28 @@ static gboolean parse_int(const char *s, gint64 *out)
     return *end == '\0';
 }
 
+/* A matchFields requirement: the node's name In or NotIn its one value. The decoders admit no
+ * other key, operator or count; should one get here all the same, it matches no node, as
+ * kube-scheduler's term with a parse error does. */
+static gboolean field_matches(const KbSelectorRequirement *r, const KbNode *node)
+{
+    if (strcmp(r->key, KB_NODE_FIELD_NAME) != 0 || r->n_values != 1)
+        return FALSE;
+    gboolean same = g_strcmp0(node->meta.name, r->values[0]) == 0;
+    switch (r->op) {
+    case KB_SELECTOR_IN:
+        return same;
+    case KB_SELECTOR_NOT_IN:
+        return !same;
+    default:
+        return FALSE;
+    }
+}
+
 static gboolean requirement_matches(const KbSelectorRequirement *r, const KbNode *node)
 {
+    if (r->match_field)
+        return field_matches(r, node);
     gpointer v = NULL;
     gboolean has = g_hash_table_lookup_extended(node->meta.labels, r->key, NULL, &v);
     switch (r->op) {
@@ -78,7 +98,8 @@ gboolean kb_plugin_node_affinity_matches(const KbPod *pod, const KbNode *node)
 {
     if (pod->n_affinity_terms == 0)
         return TRUE;
-    /* Terms are ORed; the expressions of a term are ANDed; an empty term matches nothing. */
+    /* Terms are ORed; the requirements of a term (matchExpressions and matchFields) are ANDed;
+     * an empty term matches nothing. */
     for (guint t = 0; t < pod->n_affinity_terms; t++) {
         const KbNodeSelectorTerm *term = &pod->affinity_terms[t];
         gboolean all = term->n_exprs > 0;

@@ -480,7 +480,8 @@ static gboolean terms_equal(const KbPod *a, const KbPod *b)
             return FALSE;
         for (guint e = 0; e < x->n_exprs; e++) {
             const KbSelectorRequirement *r = &x->exprs[e], *s = &y->exprs[e];
-            if (r->key != s->key || r->op != s->op || r->n_values != s->n_values)
+            if (r->key != s->key || r->op != s->op || r->match_field != s->match_field ||
+                r->n_values != s->n_values)
                 return FALSE;
             for (guint i = 0; i < r->n_values; i++) {
                 if (g_strcmp0(r->values[i], s->values[i]) != 0)

@@ -927,12 +927,13 @@ void kb_daemon_start(KbDaemon *daemon)
     if (d->started)
         return;
     d->started = TRUE;
+    /* Every name served, not the first only: a pod of a name left out would wait unexplained. */
+    g_autofree char *names = d->scheduler_names != NULL && d->scheduler_names[0] != NULL
+                                     ? g_strjoinv(", ", d->scheduler_names)
+                                     : g_strdup("kube-batchd");
     g_message("kube-batchd: API server %s, scheduler names %s, schedule period %u ms, "
               "default queue \"%s\"%s",
-              kb_client_server(d->client),
-              d->scheduler_names != NULL && d->scheduler_names[0] != NULL ? d->scheduler_names[0]
-                                                                          : "kube-batchd",
-              d->opts.schedule_period_ms, d->default_queue,
+              kb_client_server(d->client), names, d->opts.schedule_period_ms, d->default_queue,
               d->opts.leader_elect ? ", leader election on" : "");
     sources_start(d);
     d->period_source = g_timeout_add(d->opts.schedule_period_ms, on_period, d);

@@ -728,6 +728,66 @@ static void test_binding_twice(void)
     g_assert_nonnull(strstr(pod->body, "\"type\":\"PodScheduled\""));
 }
 
+/* A pod with node affinity term @term (JSON) in its required terms, or in its one preferred
+ * term's preference when @preferred. */
+static char *affinity_pod(const char *term, gboolean preferred)
+{
+    g_autofree char *na =
+            preferred ? g_strdup_printf("\"preferredDuringSchedulingIgnoredDuringExecution\":[{"
+                                        "\"weight\":1,\"preference\":%s}]",
+                                        term)
+                      : g_strdup_printf("\"requiredDuringSchedulingIgnoredDuringExecution\":{"
+                                        "\"nodeSelectorTerms\":[%s]}",
+                                        term);
+    return g_strdup_printf(
+            "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":\"c\","
+            "\"image\":\"i:1\"}],\"affinity\":{\"nodeAffinity\":{%s}}}}",
+            na);
+}
+
+/* matchFields as kube-apiserver validates them: metadata.name only, In or NotIn, one value;
+ * in required terms and in preferred terms alike. A valid one is created (the last case). */
+static void test_crud_pod_match_fields(void)
+{
+    static const struct {
+        const char *term;
+        gboolean preferred;
+        const char *message; /* NULL: created */
+    } cases[] = {
+            {"{\"matchFields\":[{\"key\":\"metadata.labels\",\"operator\":\"In\",\"values\":"
+             "[\"n1\"]}]}",
+             FALSE,
+             "Pod \"p\" is invalid: spec.affinity.nodeAffinity."
+             "requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchFields[0]."
+             "key: Invalid value: \"metadata.labels\": not a valid field selector key"},
+            {"{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"NotIn\",\"values\":"
+             "[\"n1\",\"n2\"]}]}",
+             FALSE,
+             "Pod \"p\" is invalid: spec.affinity.nodeAffinity."
+             "requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchFields[0]."
+             "values: Required value: must be only one value when `operator` is 'In' or 'NotIn' "
+             "for node field selector"},
+            {"{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"Exists\"}]}", TRUE,
+             "Pod \"p\" is invalid: spec.affinity.nodeAffinity."
+             "preferredDuringSchedulingIgnoredDuringExecution[0].preference.matchFields[0]."
+             "operator: Invalid value: \"Exists\": not a valid selector operator"},
+            {"{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":"
+             "[\"n1\"]}]}",
+             FALSE, NULL},
+    };
+    g_autoptr(KasServer) srv = start();
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *body = affinity_pod(cases[i].term, cases[i].preferred);
+        g_autoptr(Resp) r = post(srv, "/api/v1/namespaces/default/pods", body);
+        if (cases[i].message == NULL) {
+            assert_status(r, 201, NULL);
+            continue;
+        }
+        assert_status(r, 422, "Invalid");
+        g_assert_cmpstr(js(r, "message"), ==, cases[i].message);
+    }
+}
+
 /* Resource rules the recorded cases do not show: a request above its limit, quantities in
  * canonical form, an extended resource as a quantity with a suffix. */
 static void test_crud_pod_resources(void)
@@ -1945,6 +2005,7 @@ int main(int argc, char **argv)
     g_test_add_func("/apiserver/binding/scheduling-gates", test_binding_scheduling_gates);
     g_test_add_func("/apiserver/binding/protobuf", test_binding_protobuf);
     g_test_add_func("/apiserver/crud/pod-resources", test_crud_pod_resources);
+    g_test_add_func("/apiserver/crud/pod-match-fields", test_crud_pod_match_fields);
     g_test_add_func("/apiserver/crud/annotations-size", test_crud_annotations_size);
     g_test_add_func("/apiserver/eviction/budget", test_eviction_budget);
     g_test_add_func("/apiserver/kubelet/not-ready-taint", test_node_not_ready_taint);

@@ -663,6 +663,44 @@ static void test_other_schedulers(void)
     daemon_stop(d);
 }
 
+/* A gang whose pods name their nodes by matchFields metadata.name (as DaemonSets and many
+ * controllers write) binds each pod to its named node; one pod of the gang is of a second
+ * --scheduler-name, and the start-up log names both. */
+static void test_node_name_affinity(void)
+{
+    if (!have_apiserver())
+        return;
+    g_autoptr(Cluster) cl = cluster_start();
+    install_crds(cl);
+    for (int i = 0; i < 4; i++) {
+        g_autofree char *n = g_strdup_printf("n%d", i);
+        add_node(cl, n, 4, NULL);
+    }
+    add_group(cl, "pinned", 3, NULL, NULL);
+    static const char *const want[] = {"n3", "n1", "n2"};
+    for (guint i = 0; i < G_N_ELEMENTS(want); i++) {
+        g_autofree char *name = g_strdup_printf("pinned-%u", i);
+        g_autofree char *aff = g_strdup_printf(
+                ",\"affinity\":{\"nodeAffinity\":{"
+                "\"requiredDuringSchedulingIgnoredDuringExecution\":"
+                "{\"nodeSelectorTerms\":[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":"
+                "\"In\",\"values\":[\"%s\"]}]}]}}}",
+                want[i]);
+        add_pod_full(cl, name, "pinned", 1, i == 2 ? "gpu-batch" : NULL, aff, NULL);
+    }
+    g_autoptr(Child) d = daemon_start(cl, "--scheduler-name", "kube-batchd", "--scheduler-name",
+                                      "gpu-batch", NULL);
+    g_assert_true(wait_bound(cl, "pinned-", 3, WAIT_MS));
+    for (guint i = 0; i < G_N_ELEMENTS(want); i++) {
+        g_autofree char *name = g_strdup_printf("pinned-%u", i);
+        g_autofree char *node = NULL;
+        g_assert_cmpstr(node_of(cl, name, &node), ==, want[i]);
+    }
+    g_autofree char *log = child_log(d);
+    g_assert_nonnull(strstr(log, "scheduler names kube-batchd, gpu-batch, schedule period"));
+    daemon_stop(d);
+}
+
 /* Taints keep pods off a node unless they tolerate them; the condition names the taint. */
 static void test_taints(void)
 {
@@ -995,6 +1033,7 @@ int main(int argc, char **argv)
     g_test_add_func("/batchd/priority/higher-class-first", test_priority_order);
     g_test_add_func("/batchd/resources/other-schedulers-pods-count", test_other_schedulers);
     g_test_add_func("/batchd/predicates/taints", test_taints);
+    g_test_add_func("/batchd/predicates/node-name-affinity", test_node_name_affinity);
     g_test_add_func("/batchd/robustness/bad-objects", test_bad_objects);
     g_test_add_func("/batchd/robustness/missing-crds", test_missing_crds);
     g_test_add_func("/batchd/leader/handover-without-double-binding", test_leader_handover);

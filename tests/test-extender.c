@@ -536,6 +536,64 @@ static void test_gang_does_not_fit(void)
     g_assert_cmpuint(kb_extender_reservations(f->ext), ==, 0);
 }
 
+/* @json (a pod) with required node affinity on its node's name (matchFields metadata.name). */
+static json_object *pin_to(const char *json, const char *node)
+{
+    json_object *o = kb_test_sched_parse(json);
+    g_autofree char *aff = g_strdup_printf(
+            "{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":{"
+            "\"nodeSelectorTerms\":[{\"matchFields\":[{\"key\":\"metadata.name\","
+            "\"operator\":\"In\",\"values\":[\"%s\"]}]}]}}}",
+            node);
+    json_object_object_add(json_object_object_get(o, "spec"), "affinity", kb_test_sched_parse(aff));
+    return o;
+}
+
+/* A gang whose members name their nodes by matchFields metadata.name: each passes the filter on
+ * its named node only, though every node would fit it; so does a pod known only from the
+ * request. */
+static void test_node_name_affinity(void)
+{
+    g_autoptr(Fx) f = fx_new();
+    for (int i = 0; i < 4; i++) {
+        g_autofree char *n = g_strdup_printf("n%d", i);
+        add_node(f, n, 8);
+    }
+    add_group(f, "g", 2, NULL);
+    static const char *const want[] = {"n3", "n1"};
+    for (guint i = 0; i < G_N_ELEMENTS(want); i++) {
+        g_autofree char *p = g_strdup_printf("w%u", i);
+        g_autofree char *json = pod_json(p, "g", 1, NULL, 0);
+        kb_test_sched_put_pod(f->fx, pin_to(json, want[i]));
+    }
+    for (guint i = 0; i < G_N_ELEMENTS(want); i++) {
+        g_autofree char *p = g_strdup_printf("w%u", i);
+        guint failed = 0;
+        g_assert_cmpstr(filter_one(f, p, &failed, NULL), ==, want[i]);
+        g_assert_cmpuint(failed, ==, 3);
+        bind_ok(f, p, want[i]);
+    }
+
+    g_autofree char *solo = pod_json("solo", NULL, 1, NULL, 0);
+    json_object *o = pin_to(solo, "n2");
+    g_autofree char *req = g_strdup_printf("{\"Pod\":%s,\"NodeNames\":[\"n0\",\"n1\",\"n2\","
+                                           "\"n3\"]}",
+                                           json_object_to_json_string(o));
+    json_object_put(o);
+    g_autoptr(KbExtenderArgs) a = kb_extender_args_decode(req, strlen(req), NULL);
+    g_assert_nonnull(a);
+    KbExtenderFilter r;
+    kb_extender_filter(f->ext, a, f->fx->now, &r);
+    g_assert_true(r.managed);
+    for (guint i = 0; i < 4; i++) {
+        if (i == 2)
+            g_assert_null(r.why[i]);
+        else
+            g_assert_nonnull(r.why[i]);
+    }
+    kb_extender_filter_clear(&r);
+}
+
 /* Pods kube-batchd does not manage pass through: every node, zero scores, no task. */
 static void test_pass_through(void)
 {
@@ -1098,6 +1156,7 @@ int main(int argc, char **argv)
     g_test_add_func("/extender/decide/gang-fits", test_gang_fits);
     g_test_add_func("/extender/decide/gang-does-not-fit", test_gang_does_not_fit);
     g_test_add_func("/extender/decide/pass-through", test_pass_through);
+    g_test_add_func("/extender/decide/node-name-affinity", test_node_name_affinity);
     g_test_add_func("/extender/decide/pod-from-request", test_pod_from_request);
     g_test_add_func("/extender/decide/scheduler-names", test_scheduler_names);
     g_test_add_func("/extender/decide/reservations", test_reservations);

@@ -463,8 +463,8 @@ static void test_wait_then_run(void)
     j = wait_job("wait", all_running, "Running");
     json_object_put(j);
     /* -f streams until the container ends (run-seconds 4), then kbctl exits 0. */
-    /* Worker 0 decides the job's success; worker 1 may be cleaned up (cleanPodPolicy Running)
-     * before its own end when it finishes a moment later. */
+    /* Worker 0 decides the job's success; worker 1, finishing a moment later, is left to end on
+     * its own (v1 cleanPodPolicy None). */
     const char *follow[] = {"logs", "wait", "--replica", "worker-0", "-f", NULL};
     g_autofree char *log = kbctl_ok(follow);
     g_assert_nonnull(strstr(log, "INFO:tensorflow:TF_CONFIG: task worker 0; cluster worker=2"));

@@ -663,6 +663,28 @@ static const BadCase bad_cases[] = {
      "{" POD_META ",\"spec\":{" AFF "[{\"matchFields\":[{\"operator\":\"In\",\"values\":"
      "[\"n\"]}]}]}}}}}",
      "pod default/p: " AFF_PATH "[0].matchFields[0].key: missing"},
+    /* What kube-apiserver's validation refuses in matchFields, refused here too. */
+    {"pod/affinity-field-not-name", D_POD,
+     "{" POD_META ",\"spec\":{" AFF "[{\"matchFields\":[{\"key\":\"metadata.labels\","
+     "\"operator\":\"In\",\"values\":[\"n\"]}]}]}}}}}",
+     "pod default/p: " AFF_PATH "[0].matchFields[0].key: \"metadata.labels\" is not a node field "
+     "(only metadata.name)"},
+    {"pod/affinity-field-operator", D_POD,
+     "{" POD_META ",\"spec\":{" AFF "[{},{\"matchExpressions\":[],\"matchFields\":[{\"key\":"
+     "\"metadata.name\",\"operator\":\"In\",\"values\":[\"a\"]},{\"key\":\"metadata.name\","
+     "\"operator\":\"Exists\"}]}]}}}}}",
+     "pod default/p: " AFF_PATH "[1].matchFields[1].operator: \"Exists\" is not In or NotIn, as a "
+     "node field selector needs"},
+    {"pod/affinity-field-values", D_POD,
+     "{" POD_META ",\"spec\":{" AFF "[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":"
+     "\"NotIn\",\"values\":[\"a\",\"b\"]}]}]}}}}}",
+     "pod default/p: " AFF_PATH "[0].matchFields[0].values: 2 values, a node field selector takes "
+     "exactly one"},
+    {"pod/affinity-field-no-values", D_POD,
+     "{" POD_META ",\"spec\":{" AFF "[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":"
+     "\"In\",\"values\":[]}]}]}}}}}",
+     "pod default/p: " AFF_PATH "[0].matchFields[0].values: 0 values, a node field selector takes "
+     "exactly one"},
     {"pod/affinity-term-type", D_POD, "{" POD_META ",\"spec\":{" AFF "[null]}}}}}",
      "pod default/p: " AFF_PATH "[0]: expected an object, got null"},
     {"pod/exit-code-string", D_POD,

@@ -134,6 +134,50 @@ static void test_v1_succeeds(void)
     g_assert_nonnull(strstr(env, "mnist-dist-ps-1.default.svc:2222"));
 }
 
+/* dist-mnist without cleanPodPolicy: parameter servers that serve until deleted, as real ones
+ * do, and workers that finish. */
+static const char job_ps_outlive[] =
+        "apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata: {name: dist-mnist}\nspec:\n"
+        "  tfReplicaSpecs:\n    PS:\n      replicas: 2\n      restartPolicy: Never\n"
+        "      template:\n        spec: {containers: [{name: tensorflow, image: x}]}\n"
+        "    Worker:\n      replicas: 2\n      restartPolicy: ExitCode\n      template:\n"
+        "        metadata:\n          annotations: {sim.kube-batchd.io/run-seconds: \"1\", "
+        "sim.kube-batchd.io/exit-code: \"0\"}\n"
+        "        spec: {containers: [{name: tensorflow, image: x}]}\n";
+
+/* A v1 job without cleanPodPolicy (None, as training-operator since v1.7): its PS pods, still
+ * running when worker 0 succeeds, are not deleted. The PodGroup's deletion marks the end of the
+ * cleanup: the operator deletes the pods it would delete in the same pass. */
+static void test_v1_ps_outlive_success(void)
+{
+    create(job_ps_outlive);
+    g_autofree char *last = wait_job("dist-mnist", "{.status.conditions[-1:].type}", "Succeeded");
+    g_assert_cmpstr(last, ==, "Succeeded");
+    char *groups = NULL;
+    for (int i = 0; i < 300; i++) {
+        g_free(groups);
+        groups = kb_test_kubectl_run(cluster.api, NULL, "get", "podgroups", "--ignore-not-found",
+                                     "-o", "name", NULL);
+        if (strstr(groups, "dist-mnist") == NULL)
+            break;
+        g_usleep(200 * 1000);
+    }
+    g_assert_null(strstr(groups, "dist-mnist"));
+    g_free(groups);
+    g_autofree char *pods =
+            kb_test_kubectl_run(cluster.api, NULL, "get", "pods", "-l",
+                                "training.kubeflow.org/job-name=dist-mnist", "-o",
+                                "jsonpath={range .items[*]}{.metadata.name} {.status.phase} "
+                                "{.metadata.deletionTimestamp}{\"\\n\"}{end}",
+                                NULL);
+    g_assert_cmpstr(pods, ==,
+                    "dist-mnist-ps-0 Running \ndist-mnist-ps-1 Running \n"
+                    "dist-mnist-worker-0 Succeeded \ndist-mnist-worker-1 Succeeded \n");
+    g_free(kb_test_kubectl_run(cluster.api, NULL, "delete", "tfjob", "dist-mnist", NULL));
+    g_free(kb_test_kubectl_run(cluster.api, NULL, "delete", "pods", "-l",
+                               "training.kubeflow.org/job-name=dist-mnist", NULL));
+}
+
 static const char jobs_exit[] =
         "apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata: {name: kill137}\nspec:\n"
         "  runPolicy: {backoffLimit: 2, cleanPodPolicy: All}\n  tfReplicaSpecs:\n    Worker:\n"
@@ -280,6 +324,7 @@ int main(int argc, char **argv)
 
     g_test_add_func("/operator/e2e/seed-v1alpha1", test_seed_v1alpha1);
     g_test_add_func("/operator/e2e/v1-2ps-4w", test_v1_succeeds);
+    g_test_add_func("/operator/e2e/v1-ps-outlive-success", test_v1_ps_outlive_success);
     g_test_add_func("/operator/e2e/exit-codes", test_exit_codes);
     g_test_add_func("/operator/e2e/ttl", test_ttl);
     g_test_add_func("/operator/e2e/invalid", test_invalid);

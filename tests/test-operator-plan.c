@@ -835,11 +835,15 @@ static void test_all_workers_policy(void)
 
 /* ---- cleanup and TTL ------------------------------------------------------------------------- */
 
+/* The 2 PS, 4 worker job succeeded with cleanPodPolicy @policy (NULL: none given). */
 static Cluster *finished_with_policy(const char *policy)
 {
     json_object *j = load("v1-2ps-4w.json");
-    json_object_object_add(json_object_object_get(json_object_object_get(j, "spec"), "runPolicy"),
-                           "cleanPodPolicy", json_object_new_string(policy));
+    json_object *rp = json_object_object_get(json_object_object_get(j, "spec"), "runPolicy");
+    if (policy != NULL)
+        json_object_object_add(rp, "cleanPodPolicy", json_object_new_string(policy));
+    else
+        json_object_object_del(rp, "cleanPodPolicy");
     Cluster *c = cluster_new_json(j);
     bring_up(c);
     set_all_pods(c, NULL, "Running", -1);
@@ -871,6 +875,25 @@ static void test_cleanup_none(void)
     g_autoptr(Cluster) c = finished_with_policy("None");
     g_assert_cmpuint(c->pods->len, ==, 6);
     g_assert_cmpuint(c->services->len, ==, 6);
+    g_assert_null(c->pod_group); /* the gang is over either way */
+}
+
+/* A v1 job without cleanPodPolicy deletes no pod when it succeeds (None, as training-operator
+ * since v1.7): its PS pods, still running, outlive the success; later plans delete none. */
+static void test_cleanup_v1_default(void)
+{
+    g_autoptr(Cluster) c = finished_with_policy(NULL);
+    g_assert_cmpint(c->job->clean_pod_policy, ==, KB_TF_CLEAN_NONE);
+    g_assert_cmpuint(c->pods->len, ==, 6);
+    g_assert_cmpuint(c->services->len, ==, 6);
+    for (int i = 0; i < 2; i++) {
+        g_autofree char *name = g_strdup_printf("mnist-dist-ps-%d", i);
+        gint at = find_pod(c, name);
+        g_assert_cmpint(at, >=, 0);
+        g_assert_cmpint(((KbPod *)g_ptr_array_index(c->pods, at))->phase, ==, KB_POD_RUNNING);
+    }
+    g_autoptr(TfPlan) p = plan(c);
+    g_assert_cmpuint(tf_plan_count(p, TF_ACTION_DELETE_POD), ==, 0);
     g_assert_null(c->pod_group); /* the gang is over either way */
 }
 
@@ -1086,6 +1109,7 @@ int main(int argc, char **argv)
     g_test_add_func("/operator/plan/cleanup/all", test_cleanup_all);
     g_test_add_func("/operator/plan/cleanup/running", test_cleanup_running);
     g_test_add_func("/operator/plan/cleanup/none", test_cleanup_none);
+    g_test_add_func("/operator/plan/cleanup/v1-default-none", test_cleanup_v1_default);
     g_test_add_func("/operator/plan/ttl", test_ttl);
     g_test_add_func("/operator/plan/scale/up-and-down", test_scale_up_and_down);
     g_test_add_func("/operator/plan/scale/shrink-interrupted", test_shrink_interrupted);

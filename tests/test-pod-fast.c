@@ -215,6 +215,15 @@ static const char *const bad_pods[] = {
     "{" POD_META ",\"spec\":{" AFF "[{\"matchFields\":[{\"operator\":\"In\",\"values\":"
     "[\"n\"]}]}]}}}}}",
     "{" POD_META ",\"spec\":{" AFF "[null]}}}}}",
+    "{" POD_META ",\"spec\":{" AFF "[{\"matchFields\":[{\"key\":\"metadata.labels\","
+    "\"operator\":\"In\",\"values\":[\"n\"]}]}]}}}}}",
+    "{" POD_META ",\"spec\":{" AFF "[{},{\"matchExpressions\":[],\"matchFields\":[{\"key\":"
+    "\"metadata.name\",\"operator\":\"In\",\"values\":[\"a\"]},{\"key\":\"metadata.name\","
+    "\"operator\":\"Exists\"}]}]}}}}}",
+    "{" POD_META ",\"spec\":{" AFF "[{\"matchFields\":[{\"values\":[\"a\",\"b\"],\"key\":"
+    "\"metadata.name\",\"operator\":\"NotIn\"}]}]}}}}}",
+    "{" POD_META ",\"spec\":{" AFF "[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":"
+    "\"In\"}]}]}}}}}",
     "{" POD_META ",\"spec\":{" AFF "[{\"matchExpressions\":[{\"values\":{},\"key\":\"k\","
     "\"operator\":\"In\"}]}]}}}}}",
     "{" POD_META ",\"spec\":{},\"status\":{\"containerStatuses\":[{\"name\":\"c\",\"state\":{"

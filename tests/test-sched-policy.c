@@ -1027,6 +1027,14 @@ typedef struct {
     ",\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":{"        \
     "\"nodeSelectorTerms\":[{\"matchExpressions\":[" expr "]}]}}}"
 #define ZONE "\"zone\":\"a\",\"rank\":\"5\""
+/* One term given whole (matchExpressions and/or matchFields). */
+#define AFF_TERM(term)                                                                             \
+    ",\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":{"        \
+    "\"nodeSelectorTerms\":[" term "]}}}"
+#define NAME_IS(op, v)                                                                             \
+    "\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"" op "\",\"values\":[\"" v "\"]}]"
+#define ZONE_IS(v)                                                                                 \
+    "\"matchExpressions\":[{\"key\":\"zone\",\"operator\":\"In\",\"values\":[\"" v "\"]}]"
 
 static const PredCase pred_cases[] = {
         {"/scheduler/predicates/taint/untolerated", "", TAINT("dedicated", "infra", "NoSchedule"),
@@ -1077,6 +1085,27 @@ static const PredCase pred_cases[] = {
          AFF("{\"key\":\"rank\",\"operator\":\"Lt\",\"values\":[\"10\"]}"), TRUE, NULL},
         {"/scheduler/predicates/affinity/lt-not-a-number", "\"rank\":\"high\"", "", TRUE,
          AFF("{\"key\":\"rank\",\"operator\":\"Lt\",\"values\":[\"10\"]}"), FALSE, "affinity"},
+        /* matchFields: metadata.name is the node's name (n1), never a label of that name. */
+        {"/scheduler/predicates/affinity/field-in", "", "", TRUE,
+         AFF_TERM("{" NAME_IS("In", "n1") "}"), TRUE, NULL},
+        {"/scheduler/predicates/affinity/field-in-miss", "", "", TRUE,
+         AFF_TERM("{" NAME_IS("In", "n2") "}"), FALSE, "1 node does not match node affinity"},
+        {"/scheduler/predicates/affinity/field-not-in", "", "", TRUE,
+         AFF_TERM("{" NAME_IS("NotIn", "n1") "}"), FALSE, "does not match node affinity"},
+        {"/scheduler/predicates/affinity/field-not-in-other", "", "", TRUE,
+         AFF_TERM("{" NAME_IS("NotIn", "n2") "}"), TRUE, NULL},
+        {"/scheduler/predicates/affinity/field-not-a-label", "\"metadata.name\":\"n2\"", "", TRUE,
+         AFF_TERM("{" NAME_IS("In", "n1") "}"), TRUE, NULL},
+        {"/scheduler/predicates/affinity/label-not-a-field", "", "", TRUE,
+         AFF("{\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":[\"n1\"]}"), FALSE,
+         "does not match node affinity"},
+        {"/scheduler/predicates/affinity/field-and-expression", ZONE, "", TRUE,
+         AFF_TERM("{" ZONE_IS("a") "," NAME_IS("In", "n1") "}"), TRUE, NULL},
+        {"/scheduler/predicates/affinity/field-and-expression-miss", ZONE, "", TRUE,
+         AFF_TERM("{" ZONE_IS("b") "," NAME_IS("In", "n1") "}"), FALSE,
+         "does not match node affinity"},
+        {"/scheduler/predicates/affinity/field-or-expression", ZONE, "", TRUE,
+         AFF_TERM("{" ZONE_IS("b") "},{" NAME_IS("In", "n1") "}"), TRUE, NULL},
         {"/scheduler/predicates/unschedulable", "", "\"unschedulable\":true", TRUE, "", FALSE,
          "1 node unschedulable"},
         {"/scheduler/predicates/unschedulable-tolerated", "", "\"unschedulable\":true", TRUE,
@@ -1134,6 +1163,56 @@ static void test_predicate_case(gconstpointer data)
         g_assert_null(kb_test_sched_bound_node(fx, "default", "p"));
         assert_message(fx, "default/p", c->message);
     }
+    kb_test_sched_free(fx);
+}
+
+/* A gang whose pods each name their node (matchFields metadata.name, as DaemonSets and many
+ * controllers write) binds each pod to its own node, among more nodes that would fit. */
+static void test_gang_node_name_affinity(void)
+{
+    Fx *fx = kb_test_sched_new("actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n"
+                               "  - name: gang\n  - name: predicates\n  - name: nodeorder\n");
+    for (guint i = 0; i < 8; i++) {
+        g_autofree char *name = g_strdup_printf("n%u", i);
+        add_node(fx, name, 8);
+    }
+    add_group(fx, "default", "tf", 3, NULL);
+    static const char *const want[] = {"n6", "n2", "n5"};
+    for (guint i = 0; i < G_N_ELEMENTS(want); i++) {
+        g_autofree char *name = g_strdup_printf("tf-%u", i);
+        g_autofree char *spec = g_strdup_printf(AFF_TERM("{" NAME_IS("In", "%s") "}"), want[i]);
+        PodOpts po = {.group = "tf", .requests = GPU1, .spec = spec};
+        add_pod(fx, name, &po);
+    }
+    kb_test_sched_run(fx);
+    for (guint i = 0; i < G_N_ELEMENTS(want); i++) {
+        g_autofree char *name = g_strdup_printf("tf-%u", i);
+        g_assert_cmpstr(kb_test_sched_bound_node(fx, "default", name), ==, want[i]);
+    }
+    kb_test_sched_free(fx);
+}
+
+/* A pod naming a node by matchFields and one naming the same value by a label of key
+ * metadata.name are not alike: each goes where its own requirement points (n1 by name, n2 by
+ * label), though their specs differ only in where the requirement is written. */
+static void test_field_and_label_pods_differ(void)
+{
+    Fx *fx = kb_test_sched_new("actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n"
+                               "  - name: gang\n  - name: predicates\n  - name: nodeorder\n");
+    add_node_full(fx, "n1", 32, 128, 1, "", "", TRUE);
+    add_node_full(fx, "n2", 32, 128, 1, "\"metadata.name\":\"n1\"", "", TRUE);
+    add_group(fx, "default", "tf", 2, NULL);
+    PodOpts by_field = {
+            .group = "tf", .requests = GPU1, .spec = AFF_TERM("{" NAME_IS("In", "n1") "}")};
+    add_pod(fx, "tf-0", &by_field);
+    PodOpts by_label = {.group = "tf",
+                        .requests = GPU1,
+                        .spec = AFF("{\"key\":\"metadata.name\",\"operator\":\"In\","
+                                    "\"values\":[\"n1\"]}")};
+    add_pod(fx, "tf-1", &by_label);
+    kb_test_sched_run(fx);
+    g_assert_cmpstr(kb_test_sched_bound_node(fx, "default", "tf-0"), ==, "n1");
+    g_assert_cmpstr(kb_test_sched_bound_node(fx, "default", "tf-1"), ==, "n2");
     kb_test_sched_free(fx);
 }
 
@@ -1338,6 +1417,9 @@ int main(int argc, char **argv)
     for (guint i = 0; i < G_N_ELEMENTS(pred_cases); i++)
         g_test_add_data_func(pred_cases[i].path, &pred_cases[i], test_predicate_case);
     g_test_add_func("/scheduler/predicates/message-counts", test_predicates_message_counts);
+    g_test_add_func("/scheduler/predicates/affinity/gang-node-names", test_gang_node_name_affinity);
+    g_test_add_func("/scheduler/predicates/affinity/field-and-label-pods-differ",
+                    test_field_and_label_pods_differ);
     g_test_add_func("/scheduler/conformance/critical", test_conformance_critical);
     g_test_add_func("/scheduler/conf/switch/job-ready-off", test_switch_job_ready_off);
     g_test_add_func("/scheduler/conf/switch/job-order-off", test_switch_job_order_off);

@@ -164,6 +164,29 @@ static void test_decode_run_policy(void)
     g_assert_true(job->specs[KB_TF_EVALUATOR].present);
 }
 
+/* Without cleanPodPolicy, v1 keeps every pod (None, as Kubeflow's training-operator since
+ * v1.7); v1alpha1 deletes them all (the seed's CleanUp). */
+static void test_decode_clean_pod_policy_defaults(void)
+{
+    g_autoptr(KbTfJob) v1 = decode_text(
+            "{\"apiVersion\":\"kubeflow.org/v1\",\"metadata\":{\"name\":\"j\",\"namespace\":\"d\"},"
+            "\"spec\":{\"runPolicy\":{\"backoffLimit\":1},\"tfReplicaSpecs\":{\"PS\":{\"template\":"
+            "{\"spec\":{\"containers\":[{\"name\":\"tensorflow\"}]}}},\"Worker\":{\"template\":"
+            "{\"spec\":{\"containers\":[{\"name\":\"tensorflow\"}]}}}}}}");
+    g_assert_null(v1->invalid);
+    g_assert_cmpint(v1->clean_pod_policy, ==, KB_TF_CLEAN_NONE);
+    g_autoptr(KbTfJob) empty = decode_text(
+            "{\"apiVersion\":\"kubeflow.org/v1\",\"metadata\":{\"name\":\"j\",\"namespace\":\"d\"},"
+            "\"spec\":{\"runPolicy\":{\"cleanPodPolicy\":\"\"},\"tfReplicaSpecs\":{\"Worker\":{"
+            "\"template\":{\"spec\":{\"containers\":[{\"name\":\"tensorflow\"}]}}}}}}");
+    g_assert_cmpint(empty->clean_pod_policy, ==, KB_TF_CLEAN_NONE);
+    g_autoptr(KbTfJob) alpha = decode_text(
+            "{\"apiVersion\":\"kubeflow.org/v1alpha1\",\"metadata\":{\"name\":\"j\",\"namespace\":"
+            "\"d\"},\"spec\":{\"replicaSpecs\":[{\"template\":{\"spec\":{\"containers\":[{\"name\":"
+            "\"tensorflow\"}]}}}]}}");
+    g_assert_cmpint(alpha->clean_pod_policy, ==, KB_TF_CLEAN_ALL);
+}
+
 static void test_decode_legacy_fields(void)
 {
     /* Early v1 objects: run policy fields directly in spec, lower-case type keys. */
@@ -770,6 +793,8 @@ int main(int argc, char **argv)
     g_test_add_func("/kube/tfjob/decode/v1-2ps-4w", test_decode_v1);
     g_test_add_func("/kube/tfjob/decode/run-policy", test_decode_run_policy);
     g_test_add_func("/kube/tfjob/decode/legacy-fields", test_decode_legacy_fields);
+    g_test_add_func("/kube/tfjob/decode/clean-pod-policy-defaults",
+                    test_decode_clean_pod_policy_defaults);
     g_test_add_func("/kube/tfjob/decode/shape-by-content", test_decode_shape_by_content);
     g_test_add_func("/kube/tfjob/decode/dynamic-workers", test_decode_dynamic);
     g_test_add_func("/kube/tfjob/decode/status", test_decode_status);

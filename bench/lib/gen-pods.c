@@ -248,7 +248,7 @@ static void add_affinity(GPtrArray *spec, GRand *rand)
         g_string_append_c(s, ']');
         if (fields && !fields_first)
             g_string_append(s, ",\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":"
-                               "\"NotIn\",\"values\":[\"n2\",\"n3\"]}]");
+                               "\"NotIn\",\"values\":[\"n2\"]}]");
         g_string_append_c(s, '}');
     }
     g_string_append(s, "]}}}");

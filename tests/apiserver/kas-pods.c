@@ -361,12 +361,72 @@ static void validate_gates(json_object *spec, KasFieldErrors *errs)
     }
 }
 
+/* The matchFields of one node selector term at @path, as kube-apiserver's
+ * validateNodeFieldSelectorRequirement checks them: operator In or NotIn with exactly one value,
+ * and metadata.name, the only node field selector key. */
+static void validate_match_fields(json_object *term, const char *path, KasFieldErrors *errs)
+{
+    json_object *fields = kas_json_get(term, "matchFields");
+    gsize n = json_object_is_type(fields, json_type_array) ? json_object_array_length(fields) : 0;
+    for (gsize i = 0; i < n; i++) {
+        json_object *req = json_object_array_get_idx(fields, i);
+        const char *op = kas_json_get_string(req, "operator");
+        json_object *values = kas_json_get(req, "values");
+        gsize n_values =
+                json_object_is_type(values, json_type_array) ? json_object_array_length(values) : 0;
+        g_autofree char *at = g_strdup_printf("%s.matchFields[%zu]", path, i);
+        g_autofree char *f_op = g_strdup_printf("%s.operator", at);
+        g_autofree char *f_values = g_strdup_printf("%s.values", at);
+        g_autofree char *f_key = g_strdup_printf("%s.key", at);
+        if (g_strcmp0(op, "In") == 0 || g_strcmp0(op, "NotIn") == 0) {
+            if (n_values != 1)
+                kas_field_errors_add(errs, f_values,
+                                     "Required value: must be only one value when `operator` is "
+                                     "'In' or 'NotIn' for node field selector");
+        } else {
+            kas_field_errors_addf(errs, f_op,
+                                  "Invalid value: \"%s\": not a valid selector operator",
+                                  op != NULL ? op : "");
+        }
+        const char *key = kas_json_get_string(req, "key");
+        if (g_strcmp0(key, "metadata.name") != 0)
+            kas_field_errors_addf(errs, f_key,
+                                  "Invalid value: \"%s\": not a valid field selector key",
+                                  key != NULL ? key : "");
+    }
+}
+
+/* matchFields in the node affinity's required terms and preferred terms' preferences. */
+static void validate_node_affinity(json_object *spec, KasFieldErrors *errs)
+{
+    const char *base = "spec.affinity.nodeAffinity";
+    json_object *na = kas_json_get(spec, "affinity.nodeAffinity");
+    json_object *terms =
+            kas_json_get(na, "requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms");
+    gsize n = json_object_is_type(terms, json_type_array) ? json_object_array_length(terms) : 0;
+    for (gsize i = 0; i < n; i++) {
+        g_autofree char *path = g_strdup_printf(
+                "%s.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[%zu]", base,
+                i);
+        validate_match_fields(json_object_array_get_idx(terms, i), path, errs);
+    }
+    json_object *preferred = kas_json_get(na, "preferredDuringSchedulingIgnoredDuringExecution");
+    n = json_object_is_type(preferred, json_type_array) ? json_object_array_length(preferred) : 0;
+    for (gsize i = 0; i < n; i++) {
+        g_autofree char *path = g_strdup_printf(
+                "%s.preferredDuringSchedulingIgnoredDuringExecution[%zu].preference", base, i);
+        validate_match_fields(kas_json_get(json_object_array_get_idx(preferred, i), "preference"),
+                              path, errs);
+    }
+}
+
 void kas_pods_validate(json_object *pod, KasFieldErrors *errs)
 {
     kas_annotations_validate(kas_json_get(pod, "metadata"), 1, errs);
     json_object *spec = kas_json_get(pod, "spec");
     validate_containers(spec, "initContainers", FALSE, errs);
     validate_containers(spec, "containers", TRUE, errs);
+    validate_node_affinity(spec, errs);
     validate_gates(spec, errs);
 }
 
