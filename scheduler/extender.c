@@ -349,8 +349,19 @@ void kb_extender_prioritize(KbExtender *ext, const KbExtenderArgs *args, gint64 
 /* ---- bind ----------------------------------------------------------------------------------- */
 
 const char *const kb_extender_bind_refusals[] = {
-        "no-uid",    "not-managed",  "uid-mismatch", "unconfirmed", "already-bound",
-        "in-flight", "unknown-node", "predicates",   "capacity",    NULL};
+        "no-uid",    "not-managed", "uid-mismatch", "unconfirmed", "already-bound",
+        "in-flight", "no-plan",     "unknown-node", "predicates",  "capacity",
+        NULL};
+
+/* Would binding @t (not reserved) leave its gang whole: a gang of one, or every other member
+ * needed for minMember already placed? Else binding it alone starts a partial gang. */
+static gboolean gang_allows_alone(const KbTaskInfo *t)
+{
+    const KbJobInfo *job = t->job;
+    gint placed = (gint)(job->n_state[KB_TASK_ALLOCATED] + job->n_state[KB_TASK_BINDING] +
+                         job->n_state[KB_TASK_BOUND] + job->n_state[KB_TASK_RUNNING]);
+    return job->min_member <= 1 || placed + 1 >= job->min_member;
+}
 
 /* The managed task @args names by namespace, name and UID, or NULL. */
 static KbTaskInfo *bind_task(KbExtender *ext, const KbExtenderBindingArgs *args)
@@ -379,11 +390,10 @@ static const char *node_admits(KbExtender *ext, KbTaskInfo *task, const KbNodeIn
     KbFitFailure fit = {0};
     if (!kb_plugin_predicates.predicate(NULL, task, node, &fit)) {
         g_autofree char *what = kb_fit_failure_to_string(&fit);
-        return refuse_bind(
-                why, "predicates",
-                g_strdup_printf("pod %s/%s cannot go to node %s: its labels/taints/state "
-                                "%s",
-                                pod->meta.namespace_, pod->meta.name, node->name, what));
+        return refuse_bind(why, "predicates",
+                           g_strdup_printf("pod %s/%s cannot go to node %s: it fails the pod's "
+                                           "predicates (%s)",
+                                           pod->meta.namespace_, pod->meta.name, node->name, what));
     }
     if (reserved_here)
         return NULL;
@@ -434,6 +444,11 @@ static const char *authorize_bind(KbExtender *ext, const KbExtenderBindingArgs *
         return refuse_bind(why, "already-bound",
                            g_strdup_printf("pod %s/%s is already bound or being bound (%s)", ns,
                                            name, kb_task_state_to_string(t->state)));
+    if (t->state == KB_TASK_PENDING && !gang_allows_alone(t))
+        return refuse_bind(why, "no-plan",
+                           g_strdup_printf("pod %s/%s: gang %s has no plan for it (members not "
+                                           "all placed); filter places the gang first",
+                                           ns, name, t->job->key));
     KbNodeInfo *node = kb_cache_lookup_node(ext->cache, args->node);
     if (node == NULL || !node->present)
         return refuse_bind(

@@ -609,6 +609,9 @@ static void test_pod_from_request(void)
     g_assert_cmpint(t->state, ==, KB_TASK_ALLOCATED);
 }
 
+static const char *try_bind(Fx *f, const char *ns, const char *name, const char *uid,
+                            const char *node, gboolean complete);
+
 /* Reservations of a gang that does not complete expire; a failed bind releases only its pod;
  * kube-scheduler binding elsewhere moves the pod there. */
 static void test_reservations(void)
@@ -643,11 +646,23 @@ static void test_reservations(void)
     g_assert_cmpuint(kb_extender_expire(f->ext, f->fx->now + 31), ==, 1);
     g_assert_cmpuint(job->n_state[KB_TASK_ALLOCATED], ==, 0);
     g_assert_cmpuint(kb_extender_reservations(f->ext), ==, 0);
-    /* kube-scheduler binds b to n1 whatever was planned: the cache follows it. */
-    bind_ok(f, "b", "n1");
-    KbTaskInfo *tb = kb_cache_lookup_task(f->fx->cache, "default", "b");
-    g_assert_cmpint(tb->state, ==, KB_TASK_BINDING);
-    g_assert_cmpstr(node_at(f->fx->cache, tb->node_id), ==, "n1");
+    /* Without a plan, binding one member alone would start a partial gang: refused. */
+    g_assert_cmpstr(try_bind(f, "default", "b", "u-b", "n1", TRUE), ==, "no-plan");
+    /* With a plan, kube-scheduler binds a member to another node than reserved (one that
+     * admits it): its choice wins and the cache follows it. */
+    g_autoptr(Fx) f2 = fx_new();
+    add_node(f2, "n0", 8);
+    add_node(f2, "n1", 8);
+    add_group(f2, "g", 2, NULL);
+    add_pod(f2, "c", "g", 1, NULL, 0);
+    add_pod(f2, "d", "g", 1, NULL, 0);
+    g_assert_nonnull(filter_one(f2, "c", &failed, NULL));
+    KbTaskInfo *td = kb_cache_lookup_task(f2->fx->cache, "default", "d");
+    g_assert_cmpint(td->state, ==, KB_TASK_ALLOCATED);
+    const char *other = strcmp(node_at(f2->fx->cache, td->node_id), "n0") == 0 ? "n1" : "n0";
+    bind_ok(f2, "d", other);
+    g_assert_cmpint(td->state, ==, KB_TASK_BINDING);
+    g_assert_cmpstr(node_at(f2->fx->cache, td->node_id), ==, other);
 }
 
 /* preempt: whole gangs only, and only when the preemptor's whole gang then fits. */
