@@ -48,6 +48,10 @@ typedef struct {
     guint http_port;
     guint ext_port;
     KbTestPki *pki;
+    /* Set when kube-batchd runs with deploy/extender-certs.sh's certificates: their directory
+     * and the Service name the server certificate is for (resolved to 127.0.0.1). */
+    char *cert_dir;
+    const char *ext_host;
 } Cluster;
 
 static void install_crds(Cluster *cl)
@@ -113,21 +117,26 @@ static size_t on_body(char *data, size_t size, size_t n, void *user)
 
 /* POST (or GET when @body is NULL) to @url; over HTTPS with the run's CA and, when @cert is set,
  * that client certificate (@cert.pem, @cert-key.pem of @pki). Status (0: no answer), body. */
-static long request(const char *url, const char *body, KbTestPki *pki, const char *cert, char **out)
+static long request(const char *url, const char *body, const char *dir, const char *cert,
+                    const char *resolve, char **out)
 {
     GString *buf = g_string_new(NULL);
     long status = 0;
     CURL *curl = curl_easy_init();
     struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+    struct curl_slist *res = resolve != NULL ? curl_slist_append(NULL, resolve) : NULL;
     curl_easy_setopt(curl, CURLOPT_URL, url);
-    g_autofree char *cert_file = cert != NULL ? g_strdup_printf("%s.pem", cert) : NULL;
-    g_autofree char *key_file = cert != NULL ? g_strdup_printf("%s-key.pem", cert) : NULL;
-    if (pki != NULL)
-        curl_easy_setopt(curl, CURLOPT_CAINFO, kb_test_pki_path(pki, "ca.pem"));
+    g_autofree char *ca_file = dir != NULL ? g_build_filename(dir, "ca.pem", NULL) : NULL;
+    g_autofree char *cert_file = cert != NULL ? g_strdup_printf("%s/%s.pem", dir, cert) : NULL;
+    g_autofree char *key_file = cert != NULL ? g_strdup_printf("%s/%s-key.pem", dir, cert) : NULL;
+    if (dir != NULL)
+        curl_easy_setopt(curl, CURLOPT_CAINFO, ca_file);
     if (cert != NULL) {
-        curl_easy_setopt(curl, CURLOPT_SSLCERT, kb_test_pki_path(pki, cert_file));
-        curl_easy_setopt(curl, CURLOPT_SSLKEY, kb_test_pki_path(pki, key_file));
+        curl_easy_setopt(curl, CURLOPT_SSLCERT, cert_file);
+        curl_easy_setopt(curl, CURLOPT_SSLKEY, key_file);
     }
+    if (res != NULL)
+        curl_easy_setopt(curl, CURLOPT_RESOLVE, res);
     if (body != NULL) {
         curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
         curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
@@ -139,6 +148,7 @@ static long request(const char *url, const char *body, KbTestPki *pki, const cha
     if (curl_easy_perform(curl) == CURLE_OK)
         curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
     curl_slist_free_all(h);
+    curl_slist_free_all(res);
     curl_easy_cleanup(curl);
     if (out != NULL)
         *out = g_string_free(buf, FALSE);
@@ -151,14 +161,18 @@ static long request(const char *url, const char *body, KbTestPki *pki, const cha
 static long http(guint port, const char *path, const char *body, char **out)
 {
     g_autofree char *url = g_strdup_printf("http://127.0.0.1:%u%s", port, path);
-    return request(url, body, NULL, NULL, out);
+    return request(url, body, NULL, NULL, NULL, out);
 }
 
 /* The extender over HTTPS as @cert ("client": kube-scheduler's; NULL: no certificate). */
 static long ext_as(Cluster *cl, const char *cert, const char *path, const char *body, char **out)
 {
-    g_autofree char *url = g_strdup_printf("https://127.0.0.1:%u%s", cl->ext_port, path);
-    return request(url, body, cl->pki, cert, out);
+    const char *host = cl->ext_host != NULL ? cl->ext_host : "127.0.0.1";
+    g_autofree char *url = g_strdup_printf("https://%s:%u%s", host, cl->ext_port, path);
+    g_autofree char *resolve =
+            cl->ext_host != NULL ? g_strdup_printf("%s:%u:127.0.0.1", host, cl->ext_port) : NULL;
+    const char *dir = cl->cert_dir != NULL ? cl->cert_dir : kb_test_pki_dir(cl->pki);
+    return request(url, body, dir, cert, resolve, out);
 }
 
 static long ext(Cluster *cl, const char *path, const char *body, char **out)
@@ -185,6 +199,8 @@ static Cluster *cluster_start(void)
     return cl;
 }
 
+static void batchd_wait_ready(Cluster *cl);
+
 /* kube-batchd in extender mode as deploy/kube-batchd.yaml runs it: every interface, HTTPS,
  * client certificates verified. */
 static void batchd_start(Cluster *cl, const char *profile)
@@ -204,6 +220,11 @@ static void batchd_start(Cluster *cl, const char *profile)
                           "60s",
                           NULL};
     cl->batchd = kb_test_batchd_start(kb_test_apiserver_url(cl->api), cl->http_port, args);
+    batchd_wait_ready(cl);
+}
+
+static void batchd_wait_ready(Cluster *cl)
+{
     gint64 deadline = g_get_monotonic_time() + (gint64)WAIT_MS * 1000;
     while (http(cl->http_port, "/readyz", NULL, NULL) != 200) {
         if (g_get_monotonic_time() > deadline) {
@@ -230,6 +251,18 @@ static void cluster_free(Cluster *cl)
     kb_client_free(cl->client);
     kb_test_apiserver_free(cl->api);
     kb_test_pki_free(cl->pki);
+    if (cl->cert_dir != NULL) {
+        const char *const files[] = {
+                "ca.pem",     "ca-key.pem",     "ca.srl",  "server.pem", "server-key.pem",
+                "client.pem", "client-key.pem", "tls.crt", "tls.key",    "ca.crt",
+                NULL};
+        for (guint i = 0; files[i] != NULL; i++) {
+            g_autofree char *f = g_build_filename(cl->cert_dir, files[i], NULL);
+            g_unlink(f);
+        }
+        g_rmdir(cl->cert_dir);
+        g_free(cl->cert_dir);
+    }
     g_free(cl);
 }
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Cluster, cluster_free)
@@ -668,7 +701,7 @@ static void test_attack(void)
                                             "\"default\",\"PodUID\":\"%s\",\"Node\":\"evil\"}",
                                             uid);
     g_autofree char *plain = g_strdup_printf("http://127.0.0.1:%u/scheduler/bind", cl->ext_port);
-    g_assert_cmpint(request(plain, body, NULL, NULL, NULL), !=, 200);
+    g_assert_cmpint(request(plain, body, NULL, NULL, NULL, NULL), !=, 200);
     g_autofree char *err = NULL;
     g_assert_cmpint(bind_as(cl, NULL, "default", "victim", uid, "evil", &err), ==, 401);
     g_assert_cmpint(bind_as(cl, "stranger", "default", "victim", uid, "evil", &err), ==, 401);
@@ -731,6 +764,93 @@ static void test_attack(void)
             strstr(metrics, "kube_batchd_extender_bind_refused_total{reason=\"capacity\"} 1\n"));
     g_autofree char *log = kb_test_daemon_log(cl->batchd);
     g_assert_nonnull(strstr(log, "by CN=kube-scheduler at 127.0.0.1:"));
+}
+
+/* The extender flags of deploy/kube-batchd.yaml (its "- --extender-..." lines), the Secret's
+ * mount directory replaced by @mount and the port by @port. */
+static GPtrArray *deploy_extender_args(const char *mount, guint port)
+{
+    g_autofree char *path = g_build_filename(kb_test_src_dir(), "deploy/kube-batchd.yaml", NULL);
+    g_autofree char *text = NULL;
+    g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+    GPtrArray *args = g_ptr_array_new_with_free_func(g_free);
+    g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+    g_autofree char *port_arg = g_strdup_printf("=:%u", port);
+    for (guint i = 0; lines[i] != NULL; i++) {
+        const char *l = g_strstrip(lines[i]);
+        if (!g_str_has_prefix(l, "- --extender-"))
+            continue;
+        g_autoptr(GString) a = g_string_new(l + 2);
+        g_string_replace(a, "/etc/kube-batchd/extender", mount, 0);
+        g_string_replace(a, "=:8888", port_arg, 0);
+        g_ptr_array_add(args, g_string_free(g_steal_pointer(&a), FALSE));
+    }
+    return args;
+}
+
+static void copy_file(const char *dir, const char *from, const char *to)
+{
+    g_autofree char *src = g_build_filename(dir, from, NULL);
+    g_autofree char *dst = g_build_filename(dir, to, NULL);
+    g_autofree char *text = NULL;
+    gsize len = 0;
+    g_assert_true(g_file_get_contents(src, &text, &len, NULL));
+    g_assert_true(g_file_set_contents(dst, text, (gssize)len, NULL));
+}
+
+/*
+ * deploy/ as shipped: deploy/extender-certs.sh makes the certificates (openssl), kube-batchd runs
+ * with deploy/kube-batchd.yaml's extender flags on them (the Secret's files tls.crt, tls.key,
+ * ca.crt), and kube-scheduler's side is what deploy/kube-scheduler-extender.yaml configures:
+ * https to the Service name, its client certificate, the CA verifying the server. A gang binds
+ * through it; a call without the certificate gets 401.
+ */
+static void test_deploy_certificates(void)
+{
+    g_autofree char *openssl = g_find_program_in_path("openssl");
+    if (openssl == NULL) {
+        g_printerr("SKIP /extender-e2e/deploy-certificates: no openssl on PATH\n");
+        g_test_skip("openssl not installed");
+        return;
+    }
+    g_autoptr(Cluster) cl = cluster_start();
+    g_autoptr(GError) error = NULL;
+    cl->cert_dir = g_dir_make_tmp("kb-deploy-certs-XXXXXX", &error);
+    g_assert_no_error(error);
+    g_autofree char *script = g_build_filename(kb_test_src_dir(), "deploy/extender-certs.sh", NULL);
+    const char *argv[] = {"bash", script, cl->cert_dir, NULL};
+    g_autofree char *err = NULL;
+    int status = -1;
+    g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, NULL,
+                               &err, &status, &error));
+    g_assert_no_error(error);
+    if (!g_spawn_check_wait_status(status, NULL))
+        g_error("extender-certs.sh failed:\n%s", err);
+    copy_file(cl->cert_dir, "server.pem", "tls.crt");
+    copy_file(cl->cert_dir, "server-key.pem", "tls.key");
+    copy_file(cl->cert_dir, "ca.pem", "ca.crt");
+    cl->ext_host = "kube-batchd.kube-batchd.svc";
+    cl->http_port = kb_test_free_port();
+    cl->ext_port = kb_test_free_port();
+    g_autoptr(GPtrArray) args = deploy_extender_args(cl->cert_dir, cl->ext_port);
+    g_assert_cmpuint(args->len, ==, 4);
+    g_ptr_array_add(args, NULL);
+    cl->batchd = kb_test_batchd_start(kb_test_apiserver_url(cl->api), cl->http_port,
+                                      (const char *const *)args->pdata);
+    batchd_wait_ready(cl);
+    add_group(cl, "dep", 2);
+    add_pod(cl, "dep-0", "dep", 4, "default-scheduler");
+    add_pod(cl, "dep-1", "dep", 4, "default-scheduler");
+    for (int i = 0; i < 2; i++) {
+        g_autofree char *p = g_strdup_printf("dep-%d", i);
+        g_autofree char *node = filter_until_one(cl, p, TRUE);
+        bind_pod(cl, p, node);
+        g_autofree char *on = pod_node(cl, p);
+        g_assert_cmpstr(on, ==, node);
+    }
+    g_autofree char *uid = pod_uid(cl, "dep-0");
+    g_autofree char *answer = NULL;
+    g_assert_cmpint(bind_as(cl, NULL, "default", "dep-0", uid, "node-0", &answer), ==, 401);
 }
 
 /* ---- the property: hostile bodies change nothing the plan would not ------------------------- */
@@ -1070,6 +1190,7 @@ int main(int argc, char **argv)
     g_test_add_func("/extender-e2e/bind-failure-keeps-gang-mates", test_bind_failure);
     g_test_add_func("/extender-e2e/attack-refused", test_attack);
     g_test_add_func("/extender-e2e/hostile-bodies", test_hostile_bodies);
+    g_test_add_func("/extender-e2e/deploy-certificates", test_deploy_certificates);
     g_test_add_func("/extender-e2e/real-kube-scheduler", test_real_scheduler);
     int rc = g_test_run();
     curl_global_cleanup();
