@@ -1390,6 +1390,10 @@ static void test_http_client_certificates(void)
     g_clear_pointer(&out, g_free);
     g_assert_cmpint(https_as(pki, port, "client", "/scheduler/bind", bind, &out), ==, 200);
     g_assert_cmpstr(out, !=, "{\"Error\":\"\"}");
+    /* A certificate that passed is remembered; the others are still refused after it. */
+    g_assert_cmpint(https_as(pki, port, "expired", "/scheduler/filter", good, NULL), ==, 401);
+    g_assert_cmpint(https_as(pki, port, "stranger", "/scheduler/filter", good, NULL), ==, 401);
+    g_assert_cmpint(https_as(pki, port, "client", "/scheduler/filter", good, NULL), ==, 200);
 }
 
 /* Without a client CA: loopback only unless explicitly insecure; a client CA needs TLS, and a
