@@ -178,6 +178,8 @@ static KbTaskInfo *request_task(KbExtender *ext, KbPod *pod, gint64 now)
                       task_from_request(ext, t))) {
         if (t == NULL && kb_cache_has_pod(ext->cache, pod->meta.namespace_, pod->meta.name))
             return NULL; /* the watch's pod, not planned for the extender */
+        if (pod->node_name != NULL)
+            return NULL; /* kube-scheduler asks about pending pods only */
         kb_cache_update_pod(ext->cache, pod);
         t = kb_cache_lookup_task(ext->cache, pod->meta.namespace_, pod->meta.name);
         if (t != NULL && t->pod == pod) {

@@ -307,17 +307,17 @@ static gboolean validate(GError **error)
                     "--extender-address");
         return FALSE;
     }
+    if (flags.extender_client_ca != NULL && flags.extender_insecure) {
+        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                    "--extender-client-ca-file and --extender-insecure-allow-unauthenticated "
+                    "contradict each other");
+        return FALSE;
+    }
     if (flags.extender_client_ca != NULL && flags.extender_tls_cert == NULL) {
         g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
                     "--extender-client-ca-file %s needs --extender-tls-cert and "
                     "--extender-tls-key (client certificates are a TLS feature)",
                     flags.extender_client_ca);
-        return FALSE;
-    }
-    if (flags.extender_client_ca != NULL && flags.extender_insecure) {
-        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
-                    "--extender-client-ca-file and --extender-insecure-allow-unauthenticated "
-                    "contradict each other");
         return FALSE;
     }
     if (flags.extender_address != NULL) {
