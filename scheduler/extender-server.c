@@ -27,7 +27,6 @@ struct KbExtenderServer {
     KbMetric *unauthenticated;
     KbMetric *bind_refused;
     char *address; /* where it listens, after the loopback rule */
-    gboolean verifies_clients;
     gint64 (*now_s)(void);
     guint expire_source;
     GHashTable *codes;      /* GUINT code -> guint64 count */
@@ -163,7 +162,7 @@ static void on_bound(const KbResponse *resp, gpointer data)
 }
 
 /* Who called, for the logs: the client certificate's name, else the address. */
-static char *caller(KbExtenderServer *srv, KbHttpdRequest *req)
+static char *caller(KbHttpdRequest *req)
 {
     g_autofree char *address = kb_httpd_request_address(req);
     const char *peer = kb_httpd_request_peer(req);
@@ -188,7 +187,7 @@ static void serve_bind(KbExtenderServer *srv, KbHttpdRequest *req, const char *b
         return;
     }
     g_autofree char *why = NULL;
-    g_autofree char *who = caller(srv, req);
+    g_autofree char *who = caller(req);
     const char *reason = NULL;
     json_object *binding = kb_extender_bind_begin(srv->ext, args, &reason, &why);
     if (binding == NULL) {
@@ -355,7 +354,6 @@ KbExtenderServer *kb_extender_server_new(const KbExtenderServerOptions *opts, Kb
     KbExtenderServer *srv = g_new0(KbExtenderServer, 1);
     srv->httpd = httpd;
     srv->address = g_steal_pointer(&address);
-    srv->verifies_clients = opts->client_ca != NULL;
     srv->ext = ext;
     srv->client = client;
     srv->now_s = opts->now_s != NULL ? opts->now_s : wall_now;
