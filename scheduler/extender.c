@@ -667,6 +667,10 @@ static gboolean widen_victims(KbExtender *ext, GHashTable *by_uid, const KbExten
             return FALSE;
         }
         if (ref->task == NULL) { /* not a gang: goes alone */
+            if (kb_cache_pod_priority(ext->cache, ref->pod) >= priority) {
+                *why = "a victim is of no lower priority";
+                return FALSE;
+            }
             if (g_hash_table_add(taken, (gpointer)nv->pods[v].uid)) {
                 g_ptr_array_add(out, (gpointer)nv->pods[v].uid);
                 kb_resources_add(freed, &ref->counted);

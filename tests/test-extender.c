@@ -950,6 +950,157 @@ static void test_bind_request_pods(void)
     g_assert_nonnull(kb_cache_lookup_task(f->fx->cache, "default", "solo"));
 }
 
+/* Where each pod of the property fixture is (NULL: pending) and may go; priority. */
+typedef struct {
+    const char *name, *node, *gang;
+    int gpus, priority;
+    gboolean secure; /* nodeSelector secure=yes */
+} PropPod;
+
+static const PropPod prop_pods[] = {
+        {"victim", NULL, NULL, 1, 0, TRUE}, {"big", NULL, NULL, 4, 0, TRUE},
+        {"g0", NULL, "g", 4, 0, FALSE},     {"g1", NULL, "g", 4, 0, FALSE},
+        {"web", NULL, NULL, 0, 0, FALSE},   {"hi", NULL, NULL, 8, 100, FALSE},
+        {"run0", "n0", NULL, 2, 0, FALSE},  {"low0", "n0", "low", 4, 0, FALSE},
+        {"low1", "n1", "low", 4, 0, FALSE}, {"peer", "n1", NULL, 0, 100, FALSE},
+};
+static const char *const prop_nodes[] = {"evil", "secure", "tainted", "small",
+                                         "n0",   "n1",     "n2",      "nowhere"};
+
+static const PropPod *prop_pod(const char *name)
+{
+    for (guint i = 0; i < G_N_ELEMENTS(prop_pods); i++) {
+        if (strcmp(prop_pods[i].name, name) == 0)
+            return &prop_pods[i];
+    }
+    return NULL;
+}
+
+/* The oracle, from the fixture's definition: may @p go to @node at all (selector, taints, GPUs
+ * the node has)? Capacity left is checked against the cache's free GPUs by the caller. */
+static gboolean prop_node_fits(const PropPod *p, const char *node)
+{
+    if (p->secure && strcmp(node, "secure") != 0 && strcmp(node, "small") != 0)
+        return FALSE;
+    if (strcmp(node, "secure") == 0 || strcmp(node, "n0") == 0 || strcmp(node, "n1") == 0 ||
+        strcmp(node, "n2") == 0)
+        return TRUE;
+    return strcmp(node, "small") == 0 && p->gpus <= 1;
+}
+
+/*
+ * The decisions' property, seeded (GTest's --seed), many more calls than the end-to-end storm:
+ * 3,000 random binds (any of the pods, namespaces, UIDs, nodes; successes and failures of the
+ * write at random) and 1,000 random preempts. A bind allowed is always of a managed pending pod
+ * in its namespace under its UID, onto a node its selector, taints and GPUs allow, with the GPUs
+ * free, never twice; a preempt answer names only nodes and victims kube-scheduler proposed or
+ * their gang mates on that node, all of lower priority than the preemptor.
+ */
+static void test_property(void)
+{
+    g_autoptr(Fx) f = fx_new();
+    add_node_full(f, "evil", 0, "", "");
+    add_node_full(f, "secure", 8, "\"secure\":\"yes\"", "");
+    add_node_full(f, "tainted", 8, "\"secure\":\"yes\"",
+                  "{\"key\":\"dedicated\",\"value\":\"infra\",\"effect\":\"NoSchedule\"}");
+    add_node_full(f, "small", 1, "\"secure\":\"yes\"", "");
+    add_node_full(f, "n0", 8, "", "");
+    add_node_full(f, "n1", 8, "", "");
+    add_node_full(f, "n2", 8, "", "");
+    add_group(f, "g", 2, NULL);
+    add_group(f, "low", 2, NULL);
+    for (guint i = 0; i < G_N_ELEMENTS(prop_pods); i++) {
+        const PropPod *p = &prop_pods[i];
+        if (p->secure) {
+            add_secure_pod(f, "default", p->name, p->gpus);
+            continue;
+        }
+        add_pod(f, p->name, p->gang, p->gpus, p->node, p->priority);
+    }
+    g_autoptr(GHashTable) bound = g_hash_table_new(g_str_hash, g_str_equal);
+    guint32 seed = g_test_rand_int();
+    g_test_message("seed %u", seed);
+    g_autoptr(GRand) r = g_rand_new_with_seed(seed);
+    guint allowed = 0;
+    for (guint i = 0; i < 3000; i++) {
+        const PropPod *p = &prop_pods[g_rand_int_range(r, 0, G_N_ELEMENTS(prop_pods))];
+        const PropPod *q = &prop_pods[g_rand_int_range(r, 0, G_N_ELEMENTS(prop_pods))];
+        const char *ns = g_rand_boolean(r) ? "default" : "team-b";
+        g_autofree char *uid =
+                g_strdup_printf("u-%s", g_rand_int_range(r, 0, 3) > 0 ? p->name : q->name);
+        const char *node = prop_nodes[g_rand_int_range(r, 0, G_N_ELEMENTS(prop_nodes))];
+        if (g_rand_int_range(r, 0, 4) == 0) { /* let the plan reserve the gang sometimes */
+            guint failed = 0;
+            filter_one(f, "g0", &failed, NULL);
+        }
+        KbTaskInfo *t = kb_cache_lookup_task(f->fx->cache, "default", p->name);
+        gint64 free_gpus = 0;
+        KbNodeInfo *ni = kb_cache_lookup_node(f->fx->cache, node);
+        if (ni != NULL)
+            free_gpus = ni->idle.v[KB_RES_GPU];
+        gboolean reserved_here = t != NULL && t->state == KB_TASK_ALLOCATED && ni != NULL &&
+                                 t->node_id == (gint)ni->id;
+        gboolean ok_write = g_rand_int_range(r, 0, 8) == 0;
+        g_autofree char *req = g_strdup_printf("{\"PodName\":\"%s\",\"PodNamespace\":\"%s\","
+                                               "\"PodUID\":\"%s\",\"Node\":\"%s\"}",
+                                               p->name, ns, uid, node);
+        g_autoptr(KbExtenderBindingArgs) b =
+                kb_extender_binding_args_decode(req, strlen(req), NULL);
+        g_autofree char *why = NULL;
+        const char *reason = NULL;
+        g_autoptr(Json) binding = kb_extender_bind_begin(f->ext, b, &reason, &why);
+        if (binding == NULL)
+            continue;
+        allowed++;
+        gboolean right = strcmp(ns, "default") == 0 && g_str_has_suffix(uid, p->name) &&
+                         strlen(uid) == strlen(p->name) + 2 && p->node == NULL &&
+                         (p->gpus > 0 || p->gang != NULL) &&
+                         !g_hash_table_contains(bound, p->name) && prop_node_fits(p, node) &&
+                         (reserved_here || free_gpus >= p->gpus);
+        if (!right)
+            g_error("call %u: bind %s/%s (%s) to %s allowed (free GPUs %" G_GINT64_FORMAT
+                    ", reserved there %d)",
+                    i, ns, p->name, uid, node, free_gpus, reserved_here);
+        kb_extender_bind_end(f->ext, b, ok_write, f->fx->now);
+        if (ok_write)
+            g_hash_table_add(bound, (gpointer)p->name);
+    }
+    g_test_message("%u binds allowed, %u pods bound", allowed, g_hash_table_size(bound));
+    g_assert_cmpuint(allowed, >, 0);
+    /* preempt */
+    static const char *const preemptors[] = {"hi", "web", "victim", "g1"};
+    static const char *const victims[] = {"run0", "low0", "low1", "peer", "g0", "nope"};
+    for (guint i = 0; i < 1000; i++) {
+        const char *who = preemptors[g_rand_int_range(r, 0, G_N_ELEMENTS(preemptors))];
+        const char *node = prop_nodes[g_rand_int_range(r, 0, G_N_ELEMENTS(prop_nodes))];
+        const char *v = victims[g_rand_int_range(r, 0, G_N_ELEMENTS(victims))];
+        g_autofree char *vj = g_strdup_printf("{\"%s\":{\"Pods\":[{\"UID\":\"u-%s\"}]}}", node, v);
+        g_autofree char *out = preempt(f, who, vj);
+        g_autoptr(Json) o = json_tokener_parse(out);
+        json_object_object_foreach(json_object_object_get(o, "NodeNameToMetaVictims"), k, nv)
+        {
+            g_assert_cmpstr(k, ==, node);
+            json_object *pods = json_object_object_get(nv, "Pods");
+            for (size_t j = 0; j < json_object_array_length(pods); j++) {
+                const char *u = json_object_get_string(
+                        json_object_object_get(json_object_array_get_idx(pods, j), "UID"));
+                const PropPod *vp = prop_pod(u + 2);
+                const PropPod *proposed = prop_pod(v);
+                const PropPod *pp = prop_pod(who);
+                g_assert_nonnull(vp);
+                g_assert_nonnull(proposed);
+                if (strcmp(vp->name, v) != 0 &&
+                    (vp->gang == NULL || g_strcmp0(vp->gang, proposed->gang) != 0))
+                    g_error("preempt by %s on %s: victim %s was not proposed (%s)", who, node,
+                            vp->name, v);
+                if (g_strcmp0(vp->node, node) != 0 || vp->priority >= pp->priority)
+                    g_error("preempt by %s on %s: victim %s is on %s, priority %d", who, node,
+                            vp->name, vp->node != NULL ? vp->node : "-", vp->priority);
+            }
+        }
+    }
+}
+
 /* ---- HTTP: replay and bad requests ----------------------------------------------------------- */
 
 typedef struct {
@@ -1457,6 +1608,7 @@ int main(int argc, char **argv)
     g_test_add_func("/extender/decide/preempt-spanning-gang", test_preempt_spanning_gang);
     g_test_add_func("/extender/decide/bind-authorization", test_bind_authorization);
     g_test_add_func("/extender/decide/bind-request-pods", test_bind_request_pods);
+    g_test_add_func("/extender/decide/property", test_property);
     g_test_add_func("/extender/replay/node-cache-capable", test_replay_node_cache_capable);
     g_test_add_func("/extender/replay/full-nodes", test_replay_full_nodes);
     g_test_add_func("/extender/http/errors", test_http_errors);
