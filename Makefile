@@ -21,8 +21,9 @@ JOBS     ?= 2
 FUZZ_SECONDS ?= 30
 
 DEB_PKGS := pkg-config libglib2.0-dev libjson-c-dev libcurl4-openssl-dev libmicrohttpd-dev \
-            libyaml-dev
-PKGS     := glib-2.0 gio-2.0 gio-unix-2.0 json-c libcurl libmicrohttpd yaml-0.1
+            libyaml-dev libgnutls28-dev
+# gnutls: the extender verifies client certificates itself (libmicrohttpd only asks for them).
+PKGS     := glib-2.0 gio-2.0 gio-unix-2.0 json-c libcurl libmicrohttpd yaml-0.1 gnutls
 
 comma := ,
 VARIANT := $(if $(SANITIZE),san-$(subst $(comma),-,$(SANITIZE)),default)

@@ -10,6 +10,10 @@
  * which passes through (decode and encode, no decision), so the ratio is what the gang decisions
  * cost over kube-scheduler's protocol itself.
  *
+ * At 1,000 nodes the same is measured once more as deploy/ serves it: HTTPS with kube-scheduler's
+ * client certificate, verified on every call (certificates made for the run), to show what
+ * authentication costs.
+ *
  *   bench-extender [SECONDS per row, default 1.5]
  *
  * Prints figures only: no pass/fail on timing.
@@ -22,12 +26,14 @@
 #include <string.h>
 
 #include "scheduler/extender-server.h"
+#include "tests/lib/kb-test-pki.h"
 #include "tests/lib/kb-test-sched.h"
 
 #define GANG 8
 
 typedef struct {
     guint port;
+    KbTestPki *pki;         /* HTTPS with its client certificate when set */
     GPtrArray *filters;     /* request bodies, used round-robin */
     GPtrArray *prioritizes; /* the same pods, one candidate each (what filter left) */
     double seconds;
@@ -43,9 +49,10 @@ static size_t discard(char *data, size_t size, size_t n, void *user)
     return size * n;
 }
 
-static gboolean post(CURL *c, guint port, const char *path, const char *body, GString *out)
+static gboolean post(CURL *c, const Run *r, const char *path, const char *body, GString *out)
 {
-    g_autofree char *url = g_strdup_printf("http://127.0.0.1:%u%s", port, path);
+    g_autofree char *url = g_strdup_printf("%s://127.0.0.1:%u%s", r->pki != NULL ? "https" : "http",
+                                           r->port, path);
     long status = 0;
     g_string_truncate(out, 0);
     curl_easy_setopt(c, CURLOPT_URL, url);
@@ -66,13 +73,18 @@ static gpointer client(gpointer data)
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, 120L);
+    if (r->pki != NULL) {
+        curl_easy_setopt(c, CURLOPT_CAINFO, kb_test_pki_path(r->pki, "ca.pem"));
+        curl_easy_setopt(c, CURLOPT_SSLCERT, kb_test_pki_path(r->pki, "client.pem"));
+        curl_easy_setopt(c, CURLOPT_SSLKEY, kb_test_pki_path(r->pki, "client-key.pem"));
+    }
     gint64 start = g_get_monotonic_time();
     gint64 end = start + (gint64)(r->seconds * G_USEC_PER_SEC);
     guint i = 0;
     do {
         guint k = i++ % r->filters->len;
-        if (!post(c, r->port, "/filter", r->filters->pdata[k], out) ||
-            !post(c, r->port, "/prioritize", r->prioritizes->pdata[k], out)) {
+        if (!post(c, r, "/filter", r->filters->pdata[k], out) ||
+            !post(c, r, "/prioritize", r->prioritizes->pdata[k], out)) {
             r->failed = TRUE;
             break;
         }
@@ -147,10 +159,11 @@ static char *args_body(const char *pod, GPtrArray *names, GPtrArray *nodes, gboo
     return g_string_free(s, FALSE);
 }
 
-static double run(KbExtenderServer *srv, GPtrArray *filters, GPtrArray *prioritizes, double seconds,
-                  guint64 *pairs)
+static double run(KbExtenderServer *srv, KbTestPki *pki, GPtrArray *filters, GPtrArray *prioritizes,
+                  double seconds, guint64 *pairs)
 {
     Run r = {.port = kb_extender_server_port(srv),
+             .pki = pki,
              .filters = filters,
              .prioritizes = prioritizes,
              .seconds = seconds};
@@ -172,11 +185,17 @@ static gint64 bench_now(void)
     return 1000;
 }
 
-static void bench_size(guint n_nodes, double seconds)
+/* @pki: serve HTTPS verifying client certificates of its CA (NodeNames only), else plain HTTP. */
+static void bench_size(guint n_nodes, double seconds, KbTestPki *pki)
 {
     KbTestSched *fx = kb_test_sched_new(NULL);
     KbExtender *ext = kb_extender_new(fx->cache, fx->conf, 3600);
     KbExtenderServerOptions o = {.address = "127.0.0.1:0", .now_s = bench_now};
+    if (pki != NULL) {
+        o.tls_cert = kb_test_pki_path(pki, "server.pem");
+        o.tls_key = kb_test_pki_path(pki, "server-key.pem");
+        o.client_ca = kb_test_pki_path(pki, "ca.pem");
+    }
     g_autoptr(GError) error = NULL;
     KbExtenderServer *srv = kb_extender_server_new(&o, ext, NULL, NULL, &error);
     g_assert_no_error(error);
@@ -224,7 +243,7 @@ static void bench_size(guint n_nodes, double seconds)
         guint idx = (guint)atoi(all[t->node_id].name + strlen("node-"));
         g_ptr_array_add(one_node[k], g_strdup(nodes->pdata[idx]));
     }
-    for (int mode = 1; mode >= 0; mode--) {
+    for (int mode = 1; mode >= (pki != NULL ? 1 : 0); mode--) {
         gboolean cache_capable = mode == 1;
         double rate[2];
         guint64 pairs[2];
@@ -240,13 +259,14 @@ static void bench_size(guint n_nodes, double seconds)
                 g_ptr_array_add(p, managed ? args_body(pod, one_name[k], one_node[k], cache_capable)
                                            : args_body(pod, names, nodes, cache_capable));
             }
-            rate[managed] = run(srv, f, p, seconds, &pairs[managed]);
+            rate[managed] = run(srv, pki, f, p, seconds, &pairs[managed]);
         }
         printf("%5u nodes, %-17s filter+prioritize pairs/s: gang member %9.1f, pass-through "
                "%9.1f (baseline), ratio %.2f  [%" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT
-               " pairs]\n",
+               " pairs]%s\n",
                n_nodes, cache_capable ? "NodeNames" : "NodeList (full)", rate[1], rate[0],
-               rate[1] / rate[0], pairs[1], pairs[0]);
+               rate[1] / rate[0], pairs[1], pairs[0],
+               pki != NULL ? "  HTTPS, client certificate checked per call" : "");
         fflush(stdout);
     }
     for (guint k = 0; k < GANG; k++) {
@@ -267,8 +287,10 @@ int main(int argc, char **argv)
     printf("bench-extender: kube-batchd's extender over HTTP, one keep-alive connection, "
            "%.1f s per row\n",
            seconds);
-    bench_size(1000, seconds);
-    bench_size(5000, seconds);
+    bench_size(1000, seconds, NULL);
+    g_autoptr(KbTestPki) pki = kb_test_pki_new();
+    bench_size(1000, seconds, pki);
+    bench_size(5000, seconds, NULL);
     curl_global_cleanup();
     return 0;
 }

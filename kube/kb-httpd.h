@@ -57,6 +57,11 @@ typedef void (*KbHttpdHandler)(KbHttpdRequest *req, gpointer user_data);
 typedef struct {
     const char *cert_file;
     const char *key_file;
+    /* Client certificates (needs cert_file): the CA bundle (PEM) they must chain to. The TLS
+     * handshake asks for a certificate without requiring one; every application request is then
+     * verified here (chain, validity dates, client-auth key purpose) and one that fails is
+     * answered 401 before its body is read. Probe paths stay open to anyone (read-only). */
+    const char *client_ca_file;
 } KbHttpdTls;
 
 KbHttpd *kb_httpd_new_full(const char *listen_address, KbMetrics *metrics, const KbHttpdTls *tls,
@@ -66,6 +71,19 @@ const char *kb_httpd_request_method(const KbHttpdRequest *req);
 const char *kb_httpd_request_path(const KbHttpdRequest *req);
 /* The body (NUL-terminated for convenience; may hold NULs itself) and its length. */
 const char *kb_httpd_request_body(const KbHttpdRequest *req, gsize *len);
+/* The verified client certificate's identity ("CN=kube-scheduler", else its first DNS SAN), or
+ * NULL when the server verifies no client certificates (borrowed, lives as long as @req). */
+const char *kb_httpd_request_peer(const KbHttpdRequest *req);
+/* The peer's address ("10.0.0.7:51122"; newly allocated), for logs. */
+char *kb_httpd_request_address(const KbHttpdRequest *req);
+
+/* Called for each application request refused 401 (no or no valid client certificate), with the
+ * method, path, the peer's address and why; for the caller's logs and metrics. */
+typedef void (*KbHttpdRefusedFunc)(const char *method, const char *path, const char *address,
+                                   const char *why, gpointer user_data);
+void kb_httpd_set_refused_func(KbHttpd *httpd, KbHttpdRefusedFunc func, gpointer user_data);
+/* Requests answered 401 so far. */
+guint64 kb_httpd_unauthenticated(const KbHttpd *httpd);
 /* Answer @req with @status and @body (taken; may be NULL for an empty body). @req is invalid
  * afterwards. */
 void kb_httpd_request_respond(KbHttpdRequest *req, guint status, const char *content_type,

@@ -1384,6 +1384,11 @@ KbTaskInfo *kb_cache_lookup_task(KbCache *cache, const char *namespace_, const c
     return pe != NULL ? pe->task : NULL;
 }
 
+gboolean kb_cache_has_pod(KbCache *cache, const char *namespace_, const char *name)
+{
+    return pod_entry(cache, namespace_, name, NULL) != NULL;
+}
+
 GPtrArray *kb_cache_queues(KbCache *cache)
 {
     return cache->queue_list;

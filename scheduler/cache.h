@@ -343,6 +343,8 @@ void kb_cache_set_extender(KbCache *cache, gboolean enabled);
  * every name the cache does not serve. */
 void kb_cache_set_extender_names(KbCache *cache, const char *const *names);
 gboolean kb_cache_extender_manages(const KbCache *cache, const KbPod *pod);
+/* Does the cache hold pod @namespace_/@name at all (a task or not)? */
+gboolean kb_cache_has_pod(KbCache *cache, const char *namespace_, const char *name);
 /* TRUE when @task is a pod of another scheduler planned for the extender. */
 gboolean kb_cache_task_is_extender(const KbCache *cache, const KbTaskInfo *task);
 /* Every pod the cache knows: its task (NULL for pods only counted on nodes), the node it is

@@ -130,6 +130,7 @@ struct KbDaemon {
     char *extender_address;
     char *extender_tls_cert;
     char *extender_tls_key;
+    char *extender_client_ca;
     char **extender_scheduler_names;
     KbExtender *extender;
     KbExtenderServer *extender_server;
@@ -230,8 +231,8 @@ static void publish_cycle(KbDaemon *d, const KbCycleResult *r);
  */
 static void update_status_hold(KbDaemon *d)
 {
-    gboolean busy = !d->stopping &&
-                    kb_binder_queued(d->binder) + kb_binder_in_flight(d->binder) > 0;
+    gboolean busy =
+            !d->stopping && kb_binder_queued(d->binder) + kb_binder_in_flight(d->binder) > 0;
     gint64 now = g_get_monotonic_time();
     if (!busy)
         d->status_held_since_us = 0;
@@ -838,6 +839,7 @@ static void copy_options(KbDaemon *d, const KbDaemonOptions *opts)
     d->extender_address = g_strdup(opts->extender_address);
     d->extender_tls_cert = g_strdup(opts->extender_tls_cert);
     d->extender_tls_key = g_strdup(opts->extender_tls_key);
+    d->extender_client_ca = g_strdup(opts->extender_client_ca);
     d->extender_scheduler_names = g_strdupv((char **)opts->extender_scheduler_names);
     if (d->opts.schedule_period_ms == 0)
         d->opts.schedule_period_ms = 1000;
@@ -859,16 +861,21 @@ static gboolean extender_init(KbDaemon *d, GError **error)
     kb_cache_set_extender_names(d->cache, (const char *const *)d->extender_scheduler_names);
     KbExtenderServerOptions eo = {.address = d->extender_address,
                                   .tls_cert = d->extender_tls_cert,
-                                  .tls_key = d->extender_tls_key};
+                                  .tls_key = d->extender_tls_key,
+                                  .client_ca = d->extender_client_ca,
+                                  .allow_unauthenticated = d->opts.extender_insecure};
     d->extender_server = kb_extender_server_new(&eo, d->extender, d->client, d->registry, error);
     if (d->extender_server == NULL) {
         g_prefix_error(error, "--extender-address %s: ", d->extender_address);
         return FALSE;
     }
     g_message("serving the scheduler extender (filter, prioritize, bind, preempt) over %s on "
-              "port %u",
+              "%s (port %u), %s",
               d->extender_tls_cert != NULL ? "https" : "http",
-              kb_extender_server_port(d->extender_server));
+              kb_extender_server_address(d->extender_server),
+              kb_extender_server_port(d->extender_server),
+              d->extender_client_ca != NULL ? "client certificates verified"
+                                            : "no client certificates");
     return TRUE;
 }
 
@@ -1056,6 +1063,7 @@ void kb_daemon_free(KbDaemon *daemon)
     g_free(d->extender_address);
     g_free(d->extender_tls_cert);
     g_free(d->extender_tls_key);
+    g_free(d->extender_client_ca);
     g_strfreev(d->extender_scheduler_names);
     g_free(d);
 }

@@ -63,6 +63,10 @@ typedef struct {
     const char *extender_address;
     const char *extender_tls_cert;
     const char *extender_tls_key;
+    /* Client certificates must chain to this CA (PEM); without it the extender listens on
+     * loopback only unless extender_insecure (extender-server.h). */
+    const char *extender_client_ca;
+    gboolean extender_insecure;
     guint extender_reservation_ttl_s; /* default KB_EXTENDER_DEFAULT_RESERVATION_TTL_S */
     /* Pods of these schedulerNames (kube-scheduler profiles that call the extender) are planned
      * for it; NULL or empty: every schedulerName kube-batchd does not serve. */

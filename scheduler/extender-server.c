@@ -3,6 +3,7 @@
  */
 #include "scheduler/extender-server.h"
 
+#include <gio/gio.h>
 #include <string.h>
 
 #include "kube/kb-error.h"
@@ -23,6 +24,9 @@ struct KbExtenderServer {
     KbMetric *requests;
     KbMetric *duration;
     KbMetric *reservations;
+    KbMetric *unauthenticated;
+    KbMetric *bind_refused;
+    char *address; /* where it listens, after the loopback rule */
     gint64 (*now_s)(void);
     guint expire_source;
     GHashTable *codes;      /* GUINT code -> guint64 count */
@@ -41,6 +45,7 @@ struct BindCall {
     KbHttpdRequest *req;
     KbExtenderBindingArgs *args;
     gint64 start_us;
+    char *caller;
 };
 
 static gint64 wall_now(void)
@@ -132,6 +137,7 @@ static void serve_prioritize(KbExtenderServer *srv, KbHttpdRequest *req, const c
 static void bind_call_free(BindCall *c)
 {
     kb_extender_binding_args_free(c->args);
+    g_free(c->caller);
     g_free(c);
 }
 
@@ -155,6 +161,16 @@ static void on_bound(const KbResponse *resp, gpointer data)
     bind_call_free(c);
 }
 
+/* Who called, for the logs: the client certificate's name, else the address. */
+static char *caller(KbHttpdRequest *req)
+{
+    g_autofree char *address = kb_httpd_request_address(req);
+    const char *peer = kb_httpd_request_peer(req);
+    if (peer != NULL)
+        return g_strdup_printf("%s at %s", peer, address);
+    return g_strdup_printf("unauthenticated caller at %s", address);
+}
+
 static void serve_bind(KbExtenderServer *srv, KbHttpdRequest *req, const char *body, gsize len,
                        gint64 start_us)
 {
@@ -171,17 +187,25 @@ static void serve_bind(KbExtenderServer *srv, KbHttpdRequest *req, const char *b
         return;
     }
     g_autofree char *why = NULL;
-    json_object *binding = kb_extender_bind_begin(srv->ext, args, &why);
+    g_autofree char *who = caller(req);
+    const char *reason = NULL;
+    json_object *binding = kb_extender_bind_begin(srv->ext, args, &reason, &why);
     if (binding == NULL) {
+        g_warning("extender: bind of pod %.253s/%.253s to node %.253s by %s refused (%s): %s",
+                  args->pod_namespace, args->pod_name, args->node, who, reason, why);
+        kb_series_inc(kb_metric_with(srv->bind_refused, reason, NULL));
         answer(srv, req, VERB_BIND, 200, JSON_TYPE, kb_extender_binding_result_encode(why),
                start_us);
         return;
     }
+    g_message("extender: binding pod %s/%s to node %s for %s", args->pod_namespace, args->pod_name,
+              args->node, who);
     BindCall *c = g_new0(BindCall, 1);
     c->srv = srv;
     c->req = req;
     c->args = g_steal_pointer(&args);
     c->start_us = start_us;
+    c->caller = g_steal_pointer(&who);
     g_ptr_array_add(srv->binds, c);
     KbRequest r = {.method = "POST",
                    .type = &kb_type_pods,
@@ -270,18 +294,66 @@ static void metrics_init(KbExtenderServer *srv, KbMetrics *metrics)
                                          verb, NULL, 0);
     srv->reservations = kb_metrics_gauge(metrics, "kube_batchd_extender_reservations",
                                          "Gangs holding extender reservations", NULL);
+    static const char *const reason[] = {"reason", NULL};
+    srv->unauthenticated =
+            kb_metrics_counter(metrics, "kube_batchd_extender_unauthenticated_total",
+                               "Extender calls refused 401: no valid client certificate", NULL);
+    srv->bind_refused =
+            kb_metrics_counter(metrics, "kube_batchd_extender_bind_refused_total",
+                               "Extender binds refused without a write, by reason", reason);
+    for (guint i = 0; kb_extender_bind_refusals[i] != NULL; i++)
+        kb_metric_with(srv->bind_refused, kb_extender_bind_refusals[i], NULL);
+}
+
+static void on_unauthenticated(const char *method, const char *path, const char *address,
+                               const char *why, gpointer data)
+{
+    KbExtenderServer *srv = data;
+    kb_series_inc(kb_metric_series(srv->unauthenticated, NULL));
+    count(srv, parse_verb(path), 401, g_get_monotonic_time());
+}
+
+/*
+ * Without client certificates anyone who reaches the port may bind pods: unless the caller
+ * says so explicitly (allow_unauthenticated), listen on loopback only, keeping the port.
+ */
+static char *effective_address(const KbExtenderServerOptions *opts, GError **error)
+{
+    g_autofree char *host = NULL;
+    guint16 port = 0;
+    if (!kb_httpd_parse_address(opts->address, &host, &port, error))
+        return NULL;
+    if (opts->client_ca != NULL || opts->allow_unauthenticated)
+        return g_strdup(opts->address);
+    g_autoptr(GInetAddress) ia = host != NULL ? g_inet_address_new_from_string(host) : NULL;
+    if (ia != NULL && g_inet_address_get_is_loopback(ia))
+        return g_strdup(opts->address);
+    g_warning("extender: no client CA (--extender-client-ca-file): listening on 127.0.0.1:%u "
+              "instead of %s, as anyone reaching the port could bind pods",
+              port, opts->address);
+    return g_strdup_printf("127.0.0.1:%u", port);
 }
 
 KbExtenderServer *kb_extender_server_new(const KbExtenderServerOptions *opts, KbExtender *ext,
                                          KbClient *client, KbMetrics *metrics, GError **error)
 {
-    KbHttpdTls tls = {.cert_file = opts->tls_cert, .key_file = opts->tls_key};
+    KbHttpdTls tls = {.cert_file = opts->tls_cert,
+                      .key_file = opts->tls_key,
+                      .client_ca_file = opts->client_ca};
     gsize max_body = opts->max_body > 0 ? opts->max_body : KB_EXTENDER_MAX_BODY_BYTES;
-    KbHttpd *httpd = kb_httpd_new_full(opts->address, NULL, &tls, max_body, error);
+    g_autofree char *address = effective_address(opts, error);
+    if (address == NULL)
+        return NULL;
+    if (opts->client_ca == NULL && opts->allow_unauthenticated)
+        g_warning("extender: serving %s without client certificates: anyone who reaches it can "
+                  "bind pods kube-batchd plans",
+                  address);
+    KbHttpd *httpd = kb_httpd_new_full(address, NULL, &tls, max_body, error);
     if (httpd == NULL)
         return NULL;
     KbExtenderServer *srv = g_new0(KbExtenderServer, 1);
     srv->httpd = httpd;
+    srv->address = g_steal_pointer(&address);
     srv->ext = ext;
     srv->client = client;
     srv->now_s = opts->now_s != NULL ? opts->now_s : wall_now;
@@ -291,6 +363,7 @@ KbExtenderServer *kb_extender_server_new(const KbExtenderServerOptions *opts, Kb
         metrics = srv->own_metrics = kb_metrics_new();
     metrics_init(srv, metrics);
     kb_httpd_set_handler(httpd, handle, srv);
+    kb_httpd_set_refused_func(httpd, on_unauthenticated, srv);
     srv->expire_source = g_timeout_add_seconds(1, on_expire, srv);
     return srv;
 }
@@ -298,6 +371,11 @@ KbExtenderServer *kb_extender_server_new(const KbExtenderServerOptions *opts, Kb
 guint16 kb_extender_server_port(const KbExtenderServer *srv)
 {
     return kb_httpd_port(srv->httpd);
+}
+
+const char *kb_extender_server_address(const KbExtenderServer *srv)
+{
+    return srv->address;
 }
 
 guint64 kb_extender_server_count(const KbExtenderServer *srv, guint code)
@@ -328,6 +406,7 @@ void kb_extender_server_free(KbExtenderServer *srv)
     g_ptr_array_unref(srv->binds);
     kb_httpd_free(srv->httpd);
     g_hash_table_unref(srv->codes);
+    g_free(srv->address);
     g_clear_pointer(&srv->own_metrics, kb_metrics_free);
     g_free(srv);
 }

@@ -15,8 +15,15 @@
  * Each refusal is logged with the reason and counted
  * (kube_batchd_extender_requests_total{verb,code}); the server carries on.
  *
+ * Who may call: with a client CA, only holders of a certificate it signed (kube-scheduler's
+ * extender tlsConfig certFile/keyFile); any other call gets 401 before its body is read. Without
+ * one, loopback only, unless allow_unauthenticated. A bind is further checked against the plan
+ * (kb_extender_bind_begin); refusals are answered in the result's Error, logged with the caller's
+ * identity (certificate CN and address) and counted by reason.
+ *
  * Metrics: kube_batchd_extender_requests_total{verb,code}, kube_batchd_extender_duration_seconds
- * {verb} (decision time, bind round trip included), kube_batchd_extender_reservations (gangs).
+ * {verb} (decision time, bind round trip included), kube_batchd_extender_reservations (gangs),
+ * kube_batchd_extender_unauthenticated_total, kube_batchd_extender_bind_refused_total{reason}.
  */
 #pragma once
 
@@ -33,6 +40,11 @@ typedef struct {
     const char *address;  /* HOST:PORT */
     const char *tls_cert; /* PEM files; both or neither */
     const char *tls_key;
+    /* CA (PEM) that callers' client certificates must chain to (needs tls_cert): a call without
+     * a valid one is answered 401 and changes nothing. Without it the server listens on
+     * 127.0.0.1 (same port) unless allow_unauthenticated. */
+    const char *client_ca;
+    gboolean allow_unauthenticated;
     gsize max_body;        /* 0: KB_EXTENDER_MAX_BODY_BYTES */
     gint64 (*now_s)(void); /* clock for reservations; NULL: wall clock */
 } KbExtenderServerOptions;
@@ -45,6 +57,8 @@ typedef struct {
 KbExtenderServer *kb_extender_server_new(const KbExtenderServerOptions *opts, KbExtender *ext,
                                          KbClient *client, KbMetrics *metrics, GError **error);
 guint16 kb_extender_server_port(const KbExtenderServer *srv);
+/* The address it listens on ("127.0.0.1:8888" when the loopback rule applied; borrowed). */
+const char *kb_extender_server_address(const KbExtenderServer *srv);
 /* Requests answered with @code so far (any verb). */
 guint64 kb_extender_server_count(const KbExtenderServer *srv, guint code);
 /* Bindings still waiting for the API server. */

@@ -7,10 +7,24 @@
 #include <string.h>
 
 #include "kube/kb-log.h"
+#include "policies/plugin.h"
+#include "scheduler/session.h"
 
 typedef struct {
     gint64 since; /* the cycle's clock when the gang was first reserved */
 } Reservation;
+
+typedef struct {
+    KbPod *pod;   /* a reference */
+    gint64 since; /* the caller's clock (seconds) when the request brought it */
+} RequestPod;
+
+static void request_pod_free(gpointer data)
+{
+    RequestPod *rp = data;
+    kb_object_unref(rp->pod);
+    g_free(rp);
+}
 
 struct KbExtender {
     KbCache *cache;
@@ -21,6 +35,11 @@ struct KbExtender {
     GHashTable *reservations; /* job key -> Reservation* */
     GHashTable *seen_us;      /* job key -> gint64* monotonic time a cycle last looked at it */
     guint replan_ms;
+    /* "ns/name" -> RequestPod: a pod a request put into the cache before the watch brought it:
+     * planned, never bound, until the watch replaces that object; dropped from the cache when
+     * the watch has not brought it within the reservation TTL (no such pod, or a forged one). */
+    GHashTable *from_request;
+    GHashTable *binding; /* "ns/name" of bindings on the wire */
 };
 
 KbExtender *kb_extender_new(KbCache *cache, const KbConf *conf, guint reservation_ttl_s)
@@ -32,6 +51,8 @@ KbExtender *kb_extender_new(KbCache *cache, const KbConf *conf, guint reservatio
     ext->reservations = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     ext->seen_us = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     ext->replan_ms = KB_EXTENDER_REPLAN_MS;
+    ext->from_request = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, request_pod_free);
+    ext->binding = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     kb_cache_set_extender(cache, TRUE);
     return ext;
 }
@@ -42,6 +63,8 @@ void kb_extender_free(KbExtender *ext)
         return;
     g_hash_table_unref(ext->reservations);
     g_hash_table_unref(ext->seen_us);
+    g_hash_table_unref(ext->from_request);
+    g_hash_table_unref(ext->binding);
     g_free(ext);
 }
 
@@ -123,15 +146,52 @@ static gboolean seen_recently(KbExtender *ext, const KbJobInfo *job)
     return t != NULL && g_get_monotonic_time() - *t < (gint64)ext->replan_ms * 1000;
 }
 
-/* The cache's task for the pod of a request, adding the request's copy when the watch has not
- * brought it yet (kube-scheduler asks as soon as the pod exists). NULL when not a managed pod. */
-static KbTaskInfo *request_task(KbExtender *ext, KbPod *pod)
+static char *pod_key(const char *namespace_, const char *name)
+{
+    return g_strdup_printf("%s/%s", namespace_, name);
+}
+
+/* Did the pod of @t come from a request rather than the watch? */
+static gboolean task_from_request(KbExtender *ext, const KbTaskInfo *t)
+{
+    g_autofree char *key = pod_key(t->pod->meta.namespace_, t->pod->meta.name);
+    RequestPod *rp = g_hash_table_lookup(ext->from_request, key);
+    if (rp == NULL)
+        return FALSE;
+    if (rp->pod == t->pod)
+        return TRUE;
+    g_hash_table_remove(ext->from_request, key); /* the watch has brought it since */
+    return FALSE;
+}
+
+/*
+ * The cache's task for the pod of a request, adding the request's copy when the watch has not
+ * brought it yet (kube-scheduler asks as soon as the pod exists). A request never replaces what
+ * the watch brought (its copy could carry another UID, no nodeSelector, ...), and a pod taken
+ * from a request is planned but not bound until the watch confirms it (task_from_request).
+ * NULL when not a managed pod.
+ */
+static KbTaskInfo *request_task(KbExtender *ext, KbPod *pod, gint64 now)
 {
     KbTaskInfo *t = kb_cache_lookup_task(ext->cache, pod->meta.namespace_, pod->meta.name);
-    if (t == NULL || (pod->meta.uid != NULL && g_strcmp0(t->pod->meta.uid, pod->meta.uid) != 0)) {
+    if (t == NULL || (pod->meta.uid != NULL && g_strcmp0(t->pod->meta.uid, pod->meta.uid) != 0 &&
+                      task_from_request(ext, t))) {
+        if (t == NULL && kb_cache_has_pod(ext->cache, pod->meta.namespace_, pod->meta.name))
+            return NULL; /* the watch's pod, not planned for the extender */
+        if (pod->node_name != NULL)
+            return NULL; /* kube-scheduler asks about pending pods only */
         kb_cache_update_pod(ext->cache, pod);
         t = kb_cache_lookup_task(ext->cache, pod->meta.namespace_, pod->meta.name);
+        if (t != NULL && t->pod == pod) {
+            RequestPod *rp = g_new0(RequestPod, 1);
+            rp->pod = kb_object_ref(pod);
+            rp->since = now;
+            g_hash_table_replace(ext->from_request, pod_key(pod->meta.namespace_, pod->meta.name),
+                                 rp);
+        }
     }
+    if (t != NULL && pod->meta.uid != NULL && g_strcmp0(t->pod->meta.uid, pod->meta.uid) != 0)
+        return NULL;
     return t != NULL && kb_cache_task_is_extender(ext->cache, t) ? t : NULL;
 }
 
@@ -175,7 +235,7 @@ void kb_extender_filter(KbExtender *ext, const KbExtenderArgs *args, gint64 now,
         return; /* pass-through: every candidate passes */
     out->managed = TRUE;
     const KbPod *pod = args->pod;
-    KbTaskInfo *task = request_task(ext, args->pod);
+    KbTaskInfo *task = request_task(ext, args->pod, now);
     if (task == NULL) {
         out->error = g_strdup_printf("pod %s/%s: not managed by the extender", pod->meta.namespace_,
                                      pod->meta.name);
@@ -288,44 +348,146 @@ void kb_extender_prioritize(KbExtender *ext, const KbExtenderArgs *args, gint64 
     }
 }
 
-/* ---- bind ------------------------------------------------------------------------------------ */
+/* ---- bind ----------------------------------------------------------------------------------- */
 
+const char *const kb_extender_bind_refusals[] = {
+        "no-uid",    "not-managed", "uid-mismatch", "unconfirmed", "already-bound",
+        "in-flight", "no-plan",     "unknown-node", "predicates",  "capacity",
+        NULL};
+
+/* Would binding @t (not reserved) leave its gang whole: a gang of one, or every other member
+ * needed for minMember already placed? Else binding it alone starts a partial gang. */
+static gboolean gang_allows_alone(const KbTaskInfo *t)
+{
+    const KbJobInfo *job = t->job;
+    gint placed = (gint)(job->n_state[KB_TASK_ALLOCATED] + job->n_state[KB_TASK_BINDING] +
+                         job->n_state[KB_TASK_BOUND] + job->n_state[KB_TASK_RUNNING]);
+    return job->min_member <= 1 || placed + 1 >= job->min_member;
+}
+
+/* The managed task @args names by namespace, name and UID, or NULL. */
 static KbTaskInfo *bind_task(KbExtender *ext, const KbExtenderBindingArgs *args)
 {
     KbTaskInfo *t = kb_cache_lookup_task(ext->cache, args->pod_namespace, args->pod_name);
     if (t == NULL || !kb_cache_task_is_extender(ext->cache, t))
         return NULL;
-    if (args->pod_uid[0] != '\0' && g_strcmp0(t->pod->meta.uid, args->pod_uid) != 0)
+    if (g_strcmp0(t->pod->meta.uid, args->pod_uid) != 0)
         return NULL;
     return t;
 }
 
-json_object *kb_extender_bind_begin(KbExtender *ext, const KbExtenderBindingArgs *args,
-                                    char **error_message)
+static const char *refuse_bind(char **why, const char *reason, char *message)
 {
-    KbTaskInfo *task = bind_task(ext, args);
-    guint64 gpu_ids = 0;
-    if (task != NULL) {
-        KbNodeInfo *node = kb_cache_lookup_node(ext->cache, args->node);
-        const char *reserved =
-                task->state == KB_TASK_ALLOCATED ? node_name(ext, task->node_id) : NULL;
-        if (reserved != NULL && g_strcmp0(reserved, args->node) == 0) {
-            gpu_ids = task->gpu_ids;
-        } else if (task->state == KB_TASK_ALLOCATED || task->state == KB_TASK_PENDING) {
-            /* kube-scheduler chose (its choice is what it assumes): hold the pod there. */
-            if (reserved != NULL)
-                g_message("extender: pod %s/%s reserved on %s, kube-scheduler binds it to %s",
-                          args->pod_namespace, args->pod_name, reserved, args->node);
-            kb_cache_forget_task(ext->cache, task);
-            task->gpu_ids = 0;
-            if (node != NULL)
-                kb_cache_assume_task(ext->cache, task, node->id);
-        }
+    *why = message;
+    return reason;
+}
+
+/* Can @task go to @node now: the predicates filter's plan applies (node Ready and schedulable,
+ * taints tolerated, nodeSelector and required affinity matched) and, unless the plan already
+ * holds its room there, free capacity? The refusal's reason label, or NULL. */
+static const char *node_admits(KbExtender *ext, KbTaskInfo *task, const KbNodeInfo *node,
+                               gboolean reserved_here, char **why)
+{
+    const KbPod *pod = task->pod;
+    KbFitFailure fit = {0};
+    if (!kb_plugin_predicates.predicate(NULL, task, node, &fit)) {
+        g_autofree char *what = kb_fit_failure_to_string(&fit);
+        return refuse_bind(why, "predicates",
+                           g_strdup_printf("pod %s/%s cannot go to node %s: it fails the pod's "
+                                           "predicates (%s)",
+                                           pod->meta.namespace_, pod->meta.name, node->name, what));
     }
-    (void)error_message;
+    if (reserved_here)
+        return NULL;
+    int slot = kb_resources_first_short(&task->resreq, &node->idle);
+    if (slot >= 0)
+        return refuse_bind(why, "capacity",
+                           g_strdup_printf("pod %s/%s cannot go to node %s: short of %s",
+                                           pod->meta.namespace_, pod->meta.name, node->name,
+                                           kb_resource_name(slot) != NULL ? kb_resource_name(slot)
+                                                                          : "resources"));
+    return NULL;
+}
+
+/*
+ * Is this bind one kube-scheduler could rightly ask of us? Only a pending pod of a served profile
+ * that is GPU or gang work, known from the watch under this UID, with no binding on the wire,
+ * onto the node its gang's plan reserved for it or onto one that admits it now (node_admits).
+ * NULL, or the reason label with *@why.
+ */
+static const char *authorize_bind(KbExtender *ext, const KbExtenderBindingArgs *args,
+                                  KbTaskInfo **task_out, char **why)
+{
+    const char *ns = args->pod_namespace, *name = args->pod_name;
+    if (args->pod_uid[0] == '\0')
+        return refuse_bind(why, "no-uid",
+                           g_strdup_printf("pod %s/%s: the request has no PodUID", ns, name));
+    KbTaskInfo *t = kb_cache_lookup_task(ext->cache, ns, name);
+    if (t == NULL || !kb_cache_task_is_extender(ext->cache, t) ||
+        !kb_cache_extender_manages(ext->cache, t->pod))
+        return refuse_bind(why, "not-managed",
+                           g_strdup_printf("pod %s/%s is not one kube-batchd binds for "
+                                           "kube-scheduler (unknown, or not GPU or gang work of "
+                                           "a served profile)",
+                                           ns, name));
+    if (g_strcmp0(t->pod->meta.uid, args->pod_uid) != 0)
+        return refuse_bind(
+                why, "uid-mismatch",
+                g_strdup_printf("pod %s/%s: UID %.64s is not the pod's", ns, name, args->pod_uid));
+    if (task_from_request(ext, t))
+        return refuse_bind(
+                why, "unconfirmed",
+                g_strdup_printf("pod %s/%s: not seen from the API server yet", ns, name));
+    g_autofree char *key = pod_key(ns, name);
+    if (g_hash_table_contains(ext->binding, key))
+        return refuse_bind(why, "in-flight",
+                           g_strdup_printf("pod %s/%s: a binding is already on its way", ns, name));
+    if (t->pod->node_name != NULL || (t->state != KB_TASK_PENDING && t->state != KB_TASK_ALLOCATED))
+        return refuse_bind(why, "already-bound",
+                           g_strdup_printf("pod %s/%s is already bound or being bound (%s)", ns,
+                                           name, kb_task_state_to_string(t->state)));
+    if (t->state == KB_TASK_PENDING && !gang_allows_alone(t))
+        return refuse_bind(why, "no-plan",
+                           g_strdup_printf("pod %s/%s: gang %s has no plan for it (members not "
+                                           "all placed); filter places the gang first",
+                                           ns, name, t->job->key));
+    KbNodeInfo *node = kb_cache_lookup_node(ext->cache, args->node);
+    if (node == NULL || !node->present)
+        return refuse_bind(
+                why, "unknown-node",
+                g_strdup_printf("pod %s/%s: node %.253s is unknown", ns, name, args->node));
+    gboolean reserved_here = t->state == KB_TASK_ALLOCATED && t->node_id == (gint)node->id;
+    const char *reason = node_admits(ext, t, node, reserved_here, why);
+    if (reason != NULL)
+        return reason;
+    *task_out = t;
+    return NULL;
+}
+
+json_object *kb_extender_bind_begin(KbExtender *ext, const KbExtenderBindingArgs *args,
+                                    const char **reason, char **error_message)
+{
+    KbTaskInfo *task = NULL;
+    *reason = authorize_bind(ext, args, &task, error_message);
+    if (*reason != NULL)
+        return NULL;
+    guint64 gpu_ids = 0;
+    KbNodeInfo *node = kb_cache_lookup_node(ext->cache, args->node);
+    const char *reserved = task->state == KB_TASK_ALLOCATED ? node_name(ext, task->node_id) : NULL;
+    if (reserved != NULL && g_strcmp0(reserved, args->node) == 0) {
+        gpu_ids = task->gpu_ids;
+    } else {
+        /* kube-scheduler chose (its choice is what it assumes): hold the pod there. */
+        if (reserved != NULL)
+            g_message("extender: pod %s/%s reserved on %s, kube-scheduler binds it to %s",
+                      args->pod_namespace, args->pod_name, reserved, args->node);
+        kb_cache_forget_task(ext->cache, task);
+        task->gpu_ids = 0;
+        kb_cache_assume_task(ext->cache, task, node->id);
+    }
+    g_hash_table_add(ext->binding, pod_key(args->pod_namespace, args->pod_name));
     json_object *binding =
-            kb_binding_new(args->pod_namespace, args->pod_name,
-                           args->pod_uid[0] != '\0' ? args->pod_uid : NULL, args->node);
+            kb_binding_new(args->pod_namespace, args->pod_name, args->pod_uid, args->node);
     if (gpu_ids != 0) {
         g_autofree char *ids = kb_cache_gpu_ids_format(gpu_ids);
         json_object *meta = NULL;
@@ -348,12 +510,14 @@ static gboolean job_has_allocated(const KbJobInfo *job)
 void kb_extender_bind_end(KbExtender *ext, const KbExtenderBindingArgs *args, gboolean ok,
                           gint64 now)
 {
+    g_autofree char *key = pod_key(args->pod_namespace, args->pod_name);
+    g_hash_table_remove(ext->binding, key);
     KbTaskInfo *task = bind_task(ext, args);
     if (task == NULL)
         return;
-    const char *uid = args->pod_uid[0] != '\0' ? args->pod_uid : NULL;
     if (ok) {
-        kb_cache_bind_succeeded(ext->cache, args->pod_namespace, args->pod_name, uid, now);
+        kb_cache_bind_succeeded(ext->cache, args->pod_namespace, args->pod_name, args->pod_uid,
+                                now);
         if (!job_has_allocated(task->job))
             g_hash_table_remove(ext->reservations, task->job->key);
         return;
@@ -364,9 +528,31 @@ void kb_extender_bind_end(KbExtender *ext, const KbExtenderBindingArgs *args, gb
 
 /* ---- expiry ---------------------------------------------------------------------------------- */
 
+/* Pods taken from requests that the watch never confirmed: out of the cache after the TTL. */
+static void expire_request_pods(KbExtender *ext, gint64 now)
+{
+    GHashTableIter it;
+    gpointer key, value;
+    g_hash_table_iter_init(&it, ext->from_request);
+    while (g_hash_table_iter_next(&it, &key, &value)) {
+        RequestPod *rp = value;
+        KbTaskInfo *t =
+                kb_cache_lookup_task(ext->cache, rp->pod->meta.namespace_, rp->pod->meta.name);
+        if (t != NULL && t->pod == rp->pod) {
+            if (now - rp->since < (gint64)ext->ttl_s)
+                continue;
+            g_message("extender: pod %s never came from the API server within %u s; forgotten",
+                      (const char *)key, ext->ttl_s);
+            kb_cache_delete_pod(ext->cache, rp->pod);
+        }
+        g_hash_table_iter_remove(&it);
+    }
+}
+
 guint kb_extender_expire(KbExtender *ext, gint64 now)
 {
     guint released = 0;
+    expire_request_pods(ext, now);
     GPtrArray *jobs = kb_cache_jobs(ext->cache);
     for (guint i = 0; i < jobs->len; i++) {
         KbJobInfo *job = jobs->pdata[i];
@@ -409,6 +595,7 @@ guint kb_extender_expire(KbExtender *ext, gint64 now)
 /* ---- preempt --------------------------------------------------------------------------------- */
 
 typedef struct {
+    const KbPod *pod;
     KbTaskInfo *task;
     gint node;
     KbResources counted;
@@ -420,6 +607,7 @@ static void index_pod(const KbPod *pod, KbTaskInfo *task, gint counted_node,
     if (pod->meta.uid == NULL)
         return;
     PodRef *r = g_new0(PodRef, 1);
+    r->pod = pod;
     r->task = task;
     r->node = counted_node;
     r->counted = *counted;
@@ -479,6 +667,10 @@ static gboolean widen_victims(KbExtender *ext, GHashTable *by_uid, const KbExten
             return FALSE;
         }
         if (ref->task == NULL) { /* not a gang: goes alone */
+            if (kb_cache_pod_priority(ext->cache, ref->pod) >= priority) {
+                *why = "a victim is of no lower priority";
+                return FALSE;
+            }
             if (g_hash_table_add(taken, (gpointer)nv->pods[v].uid)) {
                 g_ptr_array_add(out, (gpointer)nv->pods[v].uid);
                 kb_resources_add(freed, &ref->counted);
@@ -507,14 +699,37 @@ static gboolean widen_victims(KbExtender *ext, GHashTable *by_uid, const KbExten
     return TRUE;
 }
 
-static void pass_through_preempt(const KbExtenderPreemptionArgs *args, gboolean *keep,
-                                 GPtrArray **victims)
+/*
+ * A pod kube-batchd does not plan: kube-scheduler's victims stand as proposed, but only where
+ * each is a pod the cache knows on that node, of lower priority than the preemptor, and no gang
+ * member or pod of kube-batchd's own (evicting one would split a gang the plan placed whole).
+ * Other nodes are dropped, so an answer never names more than kube-scheduler itself could evict.
+ */
+static void pass_through_preempt(KbExtender *ext, const KbExtenderPreemptionArgs *args,
+                                 gboolean *keep, GPtrArray **victims)
 {
+    g_autoptr(GHashTable) by_uid = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, g_free);
+    kb_cache_foreach_pod(ext->cache, index_pod, by_uid);
+    gint32 priority = kb_cache_pod_priority(ext->cache, args->pod);
     for (guint i = 0; i < args->n_nodes; i++) {
+        const KbExtenderNodeVictims *nv = &args->nodes[i];
+        const KbNodeInfo *node = kb_cache_lookup_node(ext->cache, nv->node);
+        gboolean ok = node != NULL;
+        for (guint v = 0; ok && v < nv->n_pods; v++) {
+            const PodRef *ref = g_hash_table_lookup(by_uid, nv->pods[v].uid);
+            ok = ref != NULL && ref->task == NULL && ref->node == (gint)node->id &&
+                 kb_cache_pod_priority(ext->cache, ref->pod) < priority;
+        }
+        if (!ok) {
+            g_debug("extender: preempt for %s/%s: node %s dropped (a victim unknown, elsewhere, "
+                    "of no lower priority, or planned by kube-batchd)",
+                    args->pod->meta.namespace_, args->pod->meta.name, nv->node);
+            continue;
+        }
         keep[i] = TRUE;
         victims[i] = g_ptr_array_new();
-        for (guint v = 0; v < args->nodes[i].n_pods; v++)
-            g_ptr_array_add(victims[i], (gpointer)args->nodes[i].pods[v].uid);
+        for (guint v = 0; v < nv->n_pods; v++)
+            g_ptr_array_add(victims[i], (gpointer)nv->pods[v].uid);
     }
 }
 
@@ -524,11 +739,13 @@ void kb_extender_preempt(KbExtender *ext, const KbExtenderPreemptionArgs *args, 
     memset(keep, 0, sizeof(*keep) * args->n_nodes);
     memset(victims, 0, sizeof(*victims) * args->n_nodes);
     if (!kb_cache_extender_manages(ext->cache, args->pod)) {
-        pass_through_preempt(args, keep, victims);
+        pass_through_preempt(ext, args, keep, victims);
         return;
     }
-    KbTaskInfo *preemptor = request_task(ext, args->pod);
-    if (preemptor == NULL)
+    /* Only for a pod the API server has: a request's copy could claim any priority. */
+    KbTaskInfo *preemptor = request_task(ext, args->pod, now);
+    if (preemptor == NULL || task_from_request(ext, preemptor) ||
+        preemptor->state != KB_TASK_PENDING)
         return;
     g_autoptr(GHashTable) by_uid = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, g_free);
     kb_cache_foreach_pod(ext->cache, index_pod, by_uid);
@@ -552,5 +769,4 @@ void kb_extender_preempt(KbExtender *ext, const KbExtenderPreemptionArgs *args, 
         keep[i] = TRUE;
         victims[i] = g_steal_pointer(&out);
     }
-    (void)now;
 }

@@ -5,7 +5,8 @@
  *
  * Which pods: those of schedulerNames kube-batchd does not serve that ask for nvidia.com/gpu or
  * name a group ("managed"; kb_cache_extender_manages). Every other pod passes through: all nodes
- * pass, every score is 0, bind posts a plain Binding.
+ * pass, every score is 0, and bind is refused (kube-scheduler's managedResources keeps them from
+ * calling it).
  *
  * The plan: the cache holds managed pods as tasks (kb_cache_set_extender), so the ordinary cycle
  * (kb_cycle_run with the configured actions and plugins: queues, priorities, predicates,
@@ -21,14 +22,15 @@
  *               reason, the message of its PodGroup condition.
  *   prioritize  the reserved node scores 10, others 0..10 by GPU topology (the pod's GPUs fit in
  *               one NVLink island) and packing (the node's fill after the pod).
- *   bind        a Binding carrying kube-batchd.io/gpu-ids in metadata.annotations (one write).
- *               kube-scheduler's choice wins: bound elsewhere than reserved, the reservation moves
- *               to that node. A failed bind releases the pod (kube-scheduler forgets it too); the
- *               gang's other reservations stay (kube-scheduler may hold them assumed).
- *   preempt     per candidate node, the proposed victims widened to whole gangs; a node is kept
- *               only when every victim gang lies wholly on it, is of lower priority, and the
- *               preemptor's whole gang then fits (resources on Ready, schedulable nodes); else the
- *               answer names no node.
+ *   bind        a Binding carrying kube-batchd.io/gpu-ids in metadata.annotations (one write),
+ *               only for a managed pending pod onto its reserved node or one that admits it now
+ *               (kb_extender_bind_begin): the port may be reached by more than kube-scheduler.
+ *               kube-scheduler's choice wins: bound elsewhere than reserved (a node that admits
+ *               the pod), the reservation moves to that node. A failed bind releases the pod
+ * (kube-scheduler forgets it too); the gang's other reservations stay (kube-scheduler may hold them
+ * assumed). preempt     per candidate node, the proposed victims widened to whole gangs; a node is
+ * kept only when every victim gang lies wholly on it, is of lower priority, and the preemptor's
+ * whole gang then fits (resources on Ready, schedulable nodes); else the answer names no node.
  *
  * Reservations expire: a gang whose reservations are not all bound within the reservation TTL
  * has the rest released (the next cycle plans it again).
@@ -82,12 +84,18 @@ void kb_extender_filter_clear(KbExtenderFilter *out);
 void kb_extender_prioritize(KbExtender *ext, const KbExtenderArgs *args, gint64 *scores);
 
 /*
- * bind, first half: the Binding to post (new reference), or NULL with *@error_message (newly
- * allocated) when the call must fail without a write. Moves the cache to kube-scheduler's
- * choice. Second half, with the outcome of the write.
+ * bind, first half: the Binding to post (new reference), or NULL when the bind is refused, with
+ * *@reason (static, one of kb_extender_bind_refusals) and *@error_message (newly allocated,
+ * naming the pod, node and what is wrong). Refused unless the pod is a pending, managed pod the
+ * watch brought under args->PodUID, with no binding on the wire, and the node is the one the
+ * gang's plan reserved for it or one that passes the predicates (Ready, schedulable, taints,
+ * nodeSelector, required affinity) with the free capacity for it now. On success the cache moves
+ * to kube-scheduler's choice. Second half, with the outcome of the write.
  */
 json_object *kb_extender_bind_begin(KbExtender *ext, const KbExtenderBindingArgs *args,
-                                    char **error_message);
+                                    const char **reason, char **error_message);
+/* The reason labels of refused binds (NULL-terminated). */
+extern const char *const kb_extender_bind_refusals[];
 void kb_extender_bind_end(KbExtender *ext, const KbExtenderBindingArgs *args, gboolean ok,
                           gint64 now);
 

@@ -6,6 +6,7 @@
  *               [--leader-elect] [--lock-object-namespace NS] [--listen-address :8080]
  *               [--log-level info] [--version]
  *               [--extender-address HOST:PORT [--extender-tls-cert F --extender-tls-key F]
+ *                [--extender-client-ca-file F | --extender-insecure-allow-unauthenticated]
  *                [--extender-scheduler-name NAME]... [--extender-reservation-timeout 60s]]
  *
  * Exit status: 0 after a clean stop (SIGTERM/SIGINT), 2 for bad flags or configuration, 1 when
@@ -60,6 +61,8 @@ typedef struct {
     char *extender_address;
     char *extender_tls_cert;
     char *extender_tls_key;
+    char *extender_client_ca;
+    gboolean extender_insecure;
     guint extender_ttl_ms;
     char **extender_scheduler_names;
     gint bind_max_in_flight;
@@ -206,6 +209,20 @@ static const GOptionEntry entries[] = {
          "Extender over HTTPS: certificate (PEM)", "FILE"},
         {"extender-tls-key", 0, 0, G_OPTION_ARG_FILENAME, &flags.extender_tls_key,
          "Extender over HTTPS: private key (PEM)", "FILE"},
+        /* The -file spellings of kube-apiserver/kube-scheduler's own TLS flags, as aliases. */
+        {"extender-tls-cert-file", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_FILENAME,
+         &flags.extender_tls_cert, "Same as --extender-tls-cert", "FILE"},
+        {"extender-tls-key-file", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_FILENAME,
+         &flags.extender_tls_key, "Same as --extender-tls-key", "FILE"},
+        {"extender-client-ca-file", 0, 0, G_OPTION_ARG_FILENAME, &flags.extender_client_ca,
+         "Extender callers must present a client certificate signed by this CA (PEM; needs "
+         "--extender-tls-cert); others get 401",
+         "FILE"},
+        {"extender-insecure-allow-unauthenticated", 0, 0, G_OPTION_ARG_NONE,
+         &flags.extender_insecure,
+         "Without --extender-client-ca-file, serve --extender-address as given instead of on "
+         "127.0.0.1: anyone reaching it can bind pods",
+         NULL},
         {"extender-scheduler-name", 0, 0, G_OPTION_ARG_STRING_ARRAY,
          &flags.extender_scheduler_names,
          "Extender mode only for pods of this schedulerName (repeat; default: all not served)",
@@ -230,6 +247,7 @@ static void flags_clear(void)
     g_free(flags.extender_address);
     g_free(flags.extender_tls_cert);
     g_free(flags.extender_tls_key);
+    g_free(flags.extender_client_ca);
     g_strfreev(flags.extender_scheduler_names);
 }
 
@@ -287,6 +305,19 @@ static gboolean validate(GError **error)
         g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
                     "--extender-tls-cert and --extender-tls-key go together, with "
                     "--extender-address");
+        return FALSE;
+    }
+    if (flags.extender_client_ca != NULL && flags.extender_insecure) {
+        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                    "--extender-client-ca-file and --extender-insecure-allow-unauthenticated "
+                    "contradict each other");
+        return FALSE;
+    }
+    if (flags.extender_client_ca != NULL && flags.extender_tls_cert == NULL) {
+        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                    "--extender-client-ca-file %s needs --extender-tls-cert and "
+                    "--extender-tls-key (client certificates are a TLS feature)",
+                    flags.extender_client_ca);
         return FALSE;
     }
     if (flags.extender_address != NULL) {
@@ -350,6 +381,8 @@ static int run(KbConf *conf)
             .extender_address = flags.extender_address,
             .extender_tls_cert = flags.extender_tls_cert,
             .extender_tls_key = flags.extender_tls_key,
+            .extender_client_ca = flags.extender_client_ca,
+            .extender_insecure = flags.extender_insecure,
             .extender_scheduler_names = (const char *const *)flags.extender_scheduler_names,
             .extender_reservation_ttl_s = (flags.extender_ttl_ms + 999) / 1000,
     };

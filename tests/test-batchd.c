@@ -402,6 +402,15 @@ static const FlagCase flag_cases[] = {
          "--kube-api-content-type: \"application/yaml\" is neither "
          "application/vnd.kubernetes.protobuf nor application/json"},
         {{"--kube-api-content-type", "application/json", "--version"}, 0, "kube-batchd "},
+        {{"--extender-client-ca-file", "/x/ca.pem"},
+         2,
+         "--extender-client-ca-file /x/ca.pem needs --extender-tls-cert and --extender-tls-key"},
+        {{"--extender-client-ca-file", "/x/ca.pem", "--extender-insecure-allow-unauthenticated"},
+         2,
+         "contradict each other"},
+        {{"--extender-address", ":0", "--extender-tls-cert-file", "/x/c.pem"},
+         2,
+         "--extender-tls-cert and --extender-tls-key go together"},
         {{"stray"}, 2, "unexpected argument \"stray\""},
         {{"--no-such-flag"}, 2, "no-such-flag"},
 };

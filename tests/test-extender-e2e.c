@@ -1,10 +1,15 @@
 /*
- * Extender mode end to end: bin/kb-apiserver, the real bin/kube-batchd with --extender-address,
- * and this test acting as kube-scheduler (filter, prioritize, bind for each pod of a gang, in
- * kube-scheduler's order, over HTTP with its request types). Checked through the API server:
- * bindings land on the planned nodes with kube-batchd.io/gpu-ids inside one NVLink island, a gang
- * that does not fit binds nothing and every node fails with the PodGroup condition's message,
- * pods kube-batchd does not manage pass through.
+ * Extender mode end to end: bin/kb-apiserver, the real bin/kube-batchd with --extender-address
+ * as deploy/kube-batchd.yaml runs it (HTTPS, client certificates verified against
+ * --extender-client-ca-file; certificates made for the run, tests/lib/kb-test-pki.h), and this
+ * test acting as kube-scheduler (filter, prioritize, bind for each pod of a gang, in
+ * kube-scheduler's order, over HTTPS with its client certificate and request types). Checked
+ * through the API server: bindings land on the planned nodes with kube-batchd.io/gpu-ids inside one
+ * NVLink island, a gang that does not fit binds nothing and every node fails with the PodGroup
+ * condition's message, pods kube-batchd does not manage pass through. The issue's attack and its
+ * variants are refused (no certificate: 401; with one, a bind onto a node that fails the pod's
+ * selector, taints or capacity), and a seeded storm of random and hostile bodies at every verb
+ * binds and evicts nothing the plan would not (checked on the API server's pods).
  *
  * With KB_K8S_BIN naming a directory holding a real kube-scheduler binary, the same cluster is
  * also scheduled by that kube-scheduler configured with the extender (see test_real_scheduler);
@@ -27,6 +32,7 @@
 #include "scheduler/cache.h"
 #include "tests/apiserver/kas-json.h"
 #include "tests/lib/kb-test-apiserver.h"
+#include "tests/lib/kb-test-pki.h"
 #include "tests/lib/kb-test-util.h"
 
 #define WAIT_MS  20000
@@ -41,6 +47,11 @@ typedef struct {
     KbTestDaemon *batchd;
     guint http_port;
     guint ext_port;
+    KbTestPki *pki;
+    /* Set when kube-batchd runs with deploy/extender-certs.sh's certificates: their directory
+     * and the Service name the server certificate is for (resolved to 127.0.0.1). */
+    char *cert_dir;
+    const char *ext_host;
 } Cluster;
 
 static void install_crds(Cluster *cl)
@@ -52,13 +63,14 @@ static void install_crds(Cluster *cl)
 
 static void add_node(Cluster *cl, const char *name, int gpus)
 {
-    kb_test_create_node(cl->client,
-                        kb_test_json_printf("{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{"
-                                            "\"name\":\"%s\",\"labels\":{\"kubernetes.io/hostname\":"
-                                            "\"%s\"},\"annotations\":{\"%s\":\"%s\"}}}",
-                                            name, name, KB_GPU_TOPOLOGY_ANNOTATION,
-                                            "{\\\"nvlink\\\":[[0,1,2,3],[4,5,6,7]]}"),
-                        gpus);
+    kb_test_create_node(
+            cl->client,
+            kb_test_json_printf("{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{"
+                                "\"name\":\"%s\",\"labels\":{\"kubernetes.io/hostname\":"
+                                "\"%s\"},\"annotations\":{\"%s\":\"%s\"}}}",
+                                name, name, KB_GPU_TOPOLOGY_ANNOTATION,
+                                "{\\\"nvlink\\\":[[0,1,2,3],[4,5,6,7]]}"),
+            gpus);
 }
 
 static void add_group(Cluster *cl, const char *name, int min_member)
@@ -103,15 +115,28 @@ static size_t on_body(char *data, size_t size, size_t n, void *user)
     return size * n;
 }
 
-/* POST (or GET when @body is NULL) to 127.0.0.1:@port@path; status (0: unreachable), body. */
-static long http(guint port, const char *path, const char *body, char **out)
+/* POST (or GET when @body is NULL) to @url; over HTTPS with the run's CA and, when @cert is set,
+ * that client certificate (@cert.pem, @cert-key.pem of @pki). Status (0: no answer), body. */
+static long request(const char *url, const char *body, const char *dir, const char *cert,
+                    const char *resolve, char **out)
 {
-    g_autofree char *url = g_strdup_printf("http://127.0.0.1:%u%s", port, path);
     GString *buf = g_string_new(NULL);
     long status = 0;
     CURL *curl = curl_easy_init();
     struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+    struct curl_slist *res = resolve != NULL ? curl_slist_append(NULL, resolve) : NULL;
     curl_easy_setopt(curl, CURLOPT_URL, url);
+    g_autofree char *ca_file = dir != NULL ? g_build_filename(dir, "ca.pem", NULL) : NULL;
+    g_autofree char *cert_file = cert != NULL ? g_strdup_printf("%s/%s.pem", dir, cert) : NULL;
+    g_autofree char *key_file = cert != NULL ? g_strdup_printf("%s/%s-key.pem", dir, cert) : NULL;
+    if (dir != NULL)
+        curl_easy_setopt(curl, CURLOPT_CAINFO, ca_file);
+    if (cert != NULL) {
+        curl_easy_setopt(curl, CURLOPT_SSLCERT, cert_file);
+        curl_easy_setopt(curl, CURLOPT_SSLKEY, key_file);
+    }
+    if (res != NULL)
+        curl_easy_setopt(curl, CURLOPT_RESOLVE, res);
     if (body != NULL) {
         curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
         curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
@@ -123,6 +148,7 @@ static long http(guint port, const char *path, const char *body, char **out)
     if (curl_easy_perform(curl) == CURLE_OK)
         curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
     curl_slist_free_all(h);
+    curl_slist_free_all(res);
     curl_easy_cleanup(curl);
     if (out != NULL)
         *out = g_string_free(buf, FALSE);
@@ -131,11 +157,35 @@ static long http(guint port, const char *path, const char *body, char **out)
     return status;
 }
 
+/* Plain HTTP to 127.0.0.1:@port (kube-batchd's probes and metrics, kb-apiserver's admin). */
+static long http(guint port, const char *path, const char *body, char **out)
+{
+    g_autofree char *url = g_strdup_printf("http://127.0.0.1:%u%s", port, path);
+    return request(url, body, NULL, NULL, NULL, out);
+}
+
+/* The extender over HTTPS as @cert ("client": kube-scheduler's; NULL: no certificate). */
+static long ext_as(Cluster *cl, const char *cert, const char *path, const char *body, char **out)
+{
+    const char *host = cl->ext_host != NULL ? cl->ext_host : "127.0.0.1";
+    g_autofree char *url = g_strdup_printf("https://%s:%u%s", host, cl->ext_port, path);
+    g_autofree char *resolve =
+            cl->ext_host != NULL ? g_strdup_printf("%s:%u:127.0.0.1", host, cl->ext_port) : NULL;
+    const char *dir = cl->cert_dir != NULL ? cl->cert_dir : kb_test_pki_dir(cl->pki);
+    return request(url, body, dir, cert, resolve, out);
+}
+
+static long ext(Cluster *cl, const char *path, const char *body, char **out)
+{
+    return ext_as(cl, "client", path, body, out);
+}
+
 static Cluster *cluster_start(void)
 {
     g_autoptr(GError) error = NULL;
     const char *args[] = {"--simulate-kubelet", NULL};
     Cluster *cl = g_new0(Cluster, 1);
+    cl->pki = kb_test_pki_new();
     cl->api = kb_test_apiserver_start_full(args, TRUE, &error);
     g_assert_no_error(error);
     g_autoptr(KbConfig) config = kb_config_new(kb_test_apiserver_url(cl->api));
@@ -149,14 +199,32 @@ static Cluster *cluster_start(void)
     return cl;
 }
 
-/* kube-batchd in extender mode for the pods of kube-scheduler profile @profile. */
+static void batchd_wait_ready(Cluster *cl);
+
+/* kube-batchd in extender mode as deploy/kube-batchd.yaml runs it: every interface, HTTPS,
+ * client certificates verified. */
 static void batchd_start(Cluster *cl, const char *profile)
 {
     cl->http_port = kb_test_free_port();
     cl->ext_port = kb_test_free_port();
-    g_autofree char *ext = g_strdup_printf("127.0.0.1:%u", cl->ext_port);
-    const char *args[] = {"--extender-address", ext, "--extender-reservation-timeout", "60s", NULL};
+    g_autofree char *address = g_strdup_printf(":%u", cl->ext_port);
+    const char *args[] = {"--extender-address",
+                          address,
+                          "--extender-tls-cert-file",
+                          kb_test_pki_path(cl->pki, "server.pem"),
+                          "--extender-tls-key-file",
+                          kb_test_pki_path(cl->pki, "server-key.pem"),
+                          "--extender-client-ca-file",
+                          kb_test_pki_path(cl->pki, "ca.pem"),
+                          "--extender-reservation-timeout",
+                          "60s",
+                          NULL};
     cl->batchd = kb_test_batchd_start(kb_test_apiserver_url(cl->api), cl->http_port, args);
+    batchd_wait_ready(cl);
+}
+
+static void batchd_wait_ready(Cluster *cl)
+{
     gint64 deadline = g_get_monotonic_time() + (gint64)WAIT_MS * 1000;
     while (http(cl->http_port, "/readyz", NULL, NULL) != 200) {
         if (g_get_monotonic_time() > deadline) {
@@ -182,6 +250,19 @@ static void cluster_free(Cluster *cl)
     }
     kb_client_free(cl->client);
     kb_test_apiserver_free(cl->api);
+    kb_test_pki_free(cl->pki);
+    if (cl->cert_dir != NULL) {
+        const char *const files[] = {
+                "ca.pem",     "ca-key.pem",     "ca.srl",  "server.pem", "server-key.pem",
+                "client.pem", "client-key.pem", "tls.crt", "tls.key",    "ca.crt",
+                NULL};
+        for (guint i = 0; files[i] != NULL; i++) {
+            g_autofree char *f = g_build_filename(cl->cert_dir, files[i], NULL);
+            g_unlink(f);
+        }
+        g_rmdir(cl->cert_dir);
+        g_free(cl->cert_dir);
+    }
     g_free(cl);
 }
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Cluster, cluster_free)
@@ -236,7 +317,7 @@ static void filter(Cluster *cl, const char *pod, gboolean node_names, FilterAnsw
 {
     g_autofree char *args = extender_args(cl, pod, all_nodes, node_names);
     g_autofree char *out = NULL;
-    long st = http(cl->ext_port, "/scheduler/filter", args, &out);
+    long st = ext(cl, "/scheduler/filter", args, &out);
     if (st != 200) {
         g_autofree char *log = kb_test_daemon_log(cl->batchd);
         g_error("filter %s: HTTP %ld (%s); kube-batchd log:\n%s", pod, st, out, log);
@@ -289,7 +370,7 @@ static gint64 prioritize(Cluster *cl, const char *pod, const char *node)
     const char *nodes[] = {node, NULL};
     g_autofree char *args = extender_args(cl, pod, nodes, TRUE);
     g_autofree char *out = NULL;
-    g_assert_cmpint(http(cl->ext_port, "/scheduler/prioritize", args, &out), ==, 200);
+    g_assert_cmpint(ext(cl, "/scheduler/prioritize", args, &out), ==, 200);
     json_object *o = json_tokener_parse(out);
     g_assert_cmpuint(json_object_array_length(o), ==, 1);
     json_object *hp = json_object_array_get_idx(o, 0);
@@ -308,7 +389,7 @@ static char *bind_answer(Cluster *cl, const char *pod, const char *node)
                                             pod, kas_json_get_string(p, "metadata.uid"), node);
     json_object_put(p);
     g_autofree char *out = NULL;
-    g_assert_cmpint(http(cl->ext_port, "/scheduler/bind", args, &out), ==, 200);
+    g_assert_cmpint(ext(cl, "/scheduler/bind", args, &out), ==, 200);
     json_object *o = json_tokener_parse(out);
     g_assert_nonnull(o);
     char *err = g_strdup(json_object_get_string(json_object_object_get(o, "Error")));
@@ -324,7 +405,7 @@ static void bind_pod(Cluster *cl, const char *pod, const char *node)
                                             pod, kas_json_get_string(p, "metadata.uid"), node);
     json_object_put(p);
     g_autofree char *out = NULL;
-    g_assert_cmpint(http(cl->ext_port, "/scheduler/bind", args, &out), ==, 200);
+    g_assert_cmpint(ext(cl, "/scheduler/bind", args, &out), ==, 200);
     g_assert_cmpstr(out, ==, "{\"Error\":\"\"}");
 }
 
@@ -455,20 +536,22 @@ static void test_gang_through_extender(void)
         json_object_put(pod);
     }
 
-    /* Not managed: passes every node; bound by the extender where kube-scheduler says. */
+    /* Not managed: passes every node, but the extender does not bind it (kube-scheduler's
+     * managedResources sends it no such call; anyone else's is refused). */
     add_pod(cl, "web", NULL, 0, "default-scheduler");
     FilterAnswer a = {0};
     filter(cl, "web", TRUE, &a);
     g_assert_cmpuint(a.passed->len, ==, 4);
     filter_answer_clear(&a);
-    bind_pod(cl, "web", "node-3");
+    g_autofree char *web_err = bind_answer(cl, "web", "node-3");
+    g_assert_nonnull(strstr(web_err, "is not one kube-batchd binds"));
     json_object *web = get_pod(cl, "web");
-    g_assert_cmpstr(kas_json_get_string(web, "spec.nodeName"), ==, "node-3");
+    g_assert_null(kas_json_get_string(web, "spec.nodeName"));
     json_object_put(web);
 
     /* A bad request on the live daemon: 400, and it keeps serving. */
-    g_assert_cmpint(http(cl->ext_port, "/scheduler/filter", "{", NULL), ==, 400);
-    g_assert_cmpint(http(cl->ext_port, "/scheduler/nope", "{}", NULL), ==, 404);
+    g_assert_cmpint(ext(cl, "/scheduler/filter", "{", NULL), ==, 400);
+    g_assert_cmpint(ext(cl, "/scheduler/nope", "{}", NULL), ==, 404);
     FilterAnswer b = {0};
     filter(cl, "huge-0", TRUE, &b);
     g_assert_cmpuint(g_hash_table_size(b.failed), ==, 4);
@@ -520,6 +603,447 @@ static void test_bind_failure(void)
         g_assert_cmpstr(kas_json_get_string(pod, "spec.nodeName"), ==, i == 0 ? again : n1);
         g_assert_cmpuint(gpu_ids_of(pod), ==, 0xff);
         json_object_put(pod);
+    }
+}
+
+/* ---- the attack, and hostile bodies ---------------------------------------------------------- */
+
+/* A node with labels and taints (JSON fragments, may be ""). */
+static void add_node_with(Cluster *cl, const char *name, int gpus, const char *labels,
+                          const char *taints)
+{
+    kb_test_create_node(
+            cl->client,
+            kb_test_json_printf("{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{"
+                                "\"name\":\"%s\",\"labels\":{%s}},\"spec\":{"
+                                "\"taints\":[%s]}}",
+                                name, labels, taints),
+            gpus);
+}
+
+/* The issue's victim: a pending pod of default-scheduler, one GPU, nodeSelector secure=yes. */
+static void add_victim(Cluster *cl, const char *name, int gpus)
+{
+    kb_test_create(cl->client, &kb_type_pods, "default",
+                   kb_test_json_printf(
+                           "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\","
+                           "\"namespace\":\"default\"},\"spec\":{\"schedulerName\":"
+                           "\"default-scheduler\",\"nodeSelector\":{\"secure\":\"yes\"},"
+                           "\"containers\":[{\"name\":\"c\",\"image\":\"x\",\"resources\":{"
+                           "\"requests\":{\"cpu\":\"1\",\"nvidia.com/gpu\":\"%d\"},\"limits\":{"
+                           "\"nvidia.com/gpu\":\"%d\"}}}]}}",
+                           name, gpus, gpus));
+}
+
+static char *pod_uid(Cluster *cl, const char *name)
+{
+    json_object *p = get_pod(cl, name);
+    char *uid = g_strdup(kas_json_get_string(p, "metadata.uid"));
+    json_object_put(p);
+    return uid;
+}
+
+/* spec.nodeName of pod @name, newly allocated, NULL while pending. */
+static char *pod_node(Cluster *cl, const char *name)
+{
+    json_object *p = get_pod(cl, name);
+    char *n = g_strdup(kas_json_get_string(p, "spec.nodeName"));
+    json_object_put(p);
+    return n;
+}
+
+/* A bind as @cert: HTTP status, and the answer's Error in *@err (newly allocated). */
+static long bind_as(Cluster *cl, const char *cert, const char *ns, const char *pod, const char *uid,
+                    const char *node, char **err)
+{
+    g_autofree char *args = g_strdup_printf("{\"PodName\":\"%s\",\"PodNamespace\":\"%s\","
+                                            "\"PodUID\":\"%s\",\"Node\":\"%s\"}",
+                                            pod, ns, uid, node);
+    g_autofree char *out = NULL;
+    long st = ext_as(cl, cert, "/scheduler/bind", args, &out);
+    *err = NULL;
+    if (st == 200) {
+        json_object *o = json_tokener_parse(out);
+        g_assert_nonnull(o);
+        *err = g_strdup(json_object_get_string(json_object_object_get(o, "Error")));
+        json_object_put(o);
+    }
+    return st;
+}
+
+/* The secure nodes for the attack: "secure" (label, 8 GPUs), "tainted" (label, a NoSchedule
+ * taint), "small" (label, no GPU); "evil" has neither label nor GPUs. */
+static void add_attack_nodes(Cluster *cl)
+{
+    add_node_with(cl, "evil", 0, "", "");
+    add_node_with(cl, "secure", 8, "\"secure\":\"yes\"", "");
+    add_node_with(cl, "tainted", 8, "\"secure\":\"yes\"",
+                  "{\"key\":\"dedicated\",\"value\":\"infra\",\"effect\":\"NoSchedule\"}");
+    add_node_with(cl, "small", 0, "\"secure\":\"yes\"", "");
+}
+
+/*
+ * The issue's attack against kube-batchd as deploy/ runs it: the plain-HTTP request gets no
+ * answer, HTTPS without a client certificate (or with one of another CA) 401; with kube-scheduler's
+ * certificate, binds onto a node failing the selector, the taints or the capacity, in another
+ * namespace or under another UID, are refused and the pod stays pending. kube-scheduler's own
+ * path (filter, then bind where it passed) still binds it, and a replay of that bind is refused.
+ */
+static void test_attack(void)
+{
+    g_autoptr(Cluster) cl = cluster_start();
+    batchd_start(cl, "default-scheduler");
+    kb_test_pki_issue(cl->pki, "stranger", "kube-scheduler", KB_TEST_CERT_OTHER_CA);
+    add_attack_nodes(cl);
+    add_victim(cl, "victim", 1);
+    g_autofree char *uid = pod_uid(cl, "victim");
+    g_autofree char *body = g_strdup_printf("{\"PodName\":\"victim\",\"PodNamespace\":"
+                                            "\"default\",\"PodUID\":\"%s\",\"Node\":\"evil\"}",
+                                            uid);
+    g_autofree char *plain = g_strdup_printf("http://127.0.0.1:%u/scheduler/bind", cl->ext_port);
+    g_assert_cmpint(request(plain, body, NULL, NULL, NULL, NULL), !=, 200);
+    g_autofree char *err = NULL;
+    g_assert_cmpint(bind_as(cl, NULL, "default", "victim", uid, "evil", &err), ==, 401);
+    g_assert_cmpint(bind_as(cl, "stranger", "default", "victim", uid, "evil", &err), ==, 401);
+    static const struct {
+        const char *ns, *node;
+        gboolean right_uid;
+        const char *says;
+    } variants[] = {
+            {"default", "evil", TRUE, "nodeSelector"},
+            {"default", "tainted", TRUE, "dedicated=infra:NoSchedule"},
+            {"default", "small", TRUE, "short of nvidia.com/gpu"},
+            {"default", "node-0", TRUE, "nodeSelector"},
+            {"default", "nowhere", TRUE, "unknown"},
+            {"default", "secure", FALSE, "is not the pod's"},
+            {"kube-system", "secure", TRUE, "is not one kube-batchd binds"},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(variants); i++) {
+        g_clear_pointer(&err, g_free);
+        g_assert_cmpint(bind_as(cl, "client", variants[i].ns, "victim",
+                                variants[i].right_uid ? uid : "0000-forged", variants[i].node,
+                                &err),
+                        ==, 200);
+        g_test_message("bind victim -> %s: %s", variants[i].node, err);
+        if (err == NULL || strstr(err, variants[i].says) == NULL)
+            g_error("variant %u (%s): answer \"%s\", expected it to say \"%s\"", i,
+                    variants[i].node, err != NULL ? err : "", variants[i].says);
+        g_autofree char *node = pod_node(cl, "victim");
+        g_assert_null(node);
+    }
+    /* kube-scheduler's path: the filter passes only "secure", the bind lands there. */
+    FilterAnswer a = {0};
+    const char *const nodes[] = {"evil", "secure", "tainted", "small", NULL};
+    g_autofree char *args = extender_args(cl, "victim", nodes, TRUE);
+    g_autofree char *out = NULL;
+    gint64 deadline = g_get_monotonic_time() + (gint64)WAIT_MS * 1000;
+    for (;;) {
+        g_clear_pointer(&out, g_free);
+        g_assert_cmpint(ext(cl, "/scheduler/filter", args, &out), ==, 200);
+        if (strstr(out, "\"NodeNames\":[\"secure\"]") != NULL)
+            break;
+        if (g_get_monotonic_time() > deadline)
+            g_error("the filter never passed node secure: %s", out);
+        g_usleep(100000);
+    }
+    (void)a;
+    g_clear_pointer(&err, g_free);
+    g_assert_cmpint(bind_as(cl, "client", "default", "victim", uid, "secure", &err), ==, 200);
+    g_assert_cmpstr(err, ==, "");
+    g_autofree char *node = pod_node(cl, "victim");
+    g_assert_cmpstr(node, ==, "secure");
+    g_clear_pointer(&err, g_free);
+    g_assert_cmpint(bind_as(cl, "client", "default", "victim", uid, "evil", &err), ==, 200);
+    g_assert_nonnull(strstr(err, "already bound"));
+    g_autofree char *metrics = NULL;
+    g_assert_cmpint(http(cl->http_port, "/metrics", NULL, &metrics), ==, 200);
+    g_assert_nonnull(strstr(metrics, "kube_batchd_extender_unauthenticated_total 2\n"));
+    g_assert_nonnull(
+            strstr(metrics, "kube_batchd_extender_bind_refused_total{reason=\"predicates\"} 3\n"));
+    g_assert_nonnull(
+            strstr(metrics, "kube_batchd_extender_bind_refused_total{reason=\"capacity\"} 1\n"));
+    g_autofree char *log = kb_test_daemon_log(cl->batchd);
+    g_assert_nonnull(strstr(log, "by CN=kube-scheduler at 127.0.0.1:"));
+}
+
+/* The extender flags of deploy/kube-batchd.yaml (its "- --extender-..." lines), the Secret's
+ * mount directory replaced by @mount and the port by @port. */
+static GPtrArray *deploy_extender_args(const char *mount, guint port)
+{
+    g_autofree char *path = g_build_filename(kb_test_src_dir(), "deploy/kube-batchd.yaml", NULL);
+    g_autofree char *text = NULL;
+    g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+    GPtrArray *args = g_ptr_array_new_with_free_func(g_free);
+    g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+    g_autofree char *port_arg = g_strdup_printf("=:%u", port);
+    for (guint i = 0; lines[i] != NULL; i++) {
+        const char *l = g_strstrip(lines[i]);
+        if (!g_str_has_prefix(l, "- --extender-"))
+            continue;
+        g_autoptr(GString) a = g_string_new(l + 2);
+        g_string_replace(a, "/etc/kube-batchd/extender", mount, 0);
+        g_string_replace(a, "=:8888", port_arg, 0);
+        g_ptr_array_add(args, g_string_free(g_steal_pointer(&a), FALSE));
+    }
+    return args;
+}
+
+static void copy_file(const char *dir, const char *from, const char *to)
+{
+    g_autofree char *src = g_build_filename(dir, from, NULL);
+    g_autofree char *dst = g_build_filename(dir, to, NULL);
+    g_autofree char *text = NULL;
+    gsize len = 0;
+    g_assert_true(g_file_get_contents(src, &text, &len, NULL));
+    g_assert_true(g_file_set_contents(dst, text, (gssize)len, NULL));
+}
+
+/*
+ * deploy/ as shipped: deploy/extender-certs.sh makes the certificates (openssl), kube-batchd runs
+ * with deploy/kube-batchd.yaml's extender flags on them (the Secret's files tls.crt, tls.key,
+ * ca.crt), and kube-scheduler's side is what deploy/kube-scheduler-extender.yaml configures:
+ * https to the Service name, its client certificate, the CA verifying the server. A gang binds
+ * through it; a call without the certificate gets 401.
+ */
+static void test_deploy_certificates(void)
+{
+    g_autofree char *openssl = g_find_program_in_path("openssl");
+    if (openssl == NULL) {
+        g_printerr("SKIP /extender-e2e/deploy-certificates: no openssl on PATH\n");
+        g_test_skip("openssl not installed");
+        return;
+    }
+    g_autoptr(Cluster) cl = cluster_start();
+    g_autoptr(GError) error = NULL;
+    cl->cert_dir = g_dir_make_tmp("kb-deploy-certs-XXXXXX", &error);
+    g_assert_no_error(error);
+    g_autofree char *script = g_build_filename(kb_test_src_dir(), "deploy/extender-certs.sh", NULL);
+    const char *argv[] = {"bash", script, cl->cert_dir, NULL};
+    g_autofree char *err = NULL;
+    int status = -1;
+    g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, NULL,
+                               &err, &status, &error));
+    g_assert_no_error(error);
+    if (!g_spawn_check_wait_status(status, NULL))
+        g_error("extender-certs.sh failed:\n%s", err);
+    copy_file(cl->cert_dir, "server.pem", "tls.crt");
+    copy_file(cl->cert_dir, "server-key.pem", "tls.key");
+    copy_file(cl->cert_dir, "ca.pem", "ca.crt");
+    cl->ext_host = "kube-batchd.kube-batchd.svc";
+    cl->http_port = kb_test_free_port();
+    cl->ext_port = kb_test_free_port();
+    g_autoptr(GPtrArray) args = deploy_extender_args(cl->cert_dir, cl->ext_port);
+    g_assert_cmpuint(args->len, ==, 4);
+    g_ptr_array_add(args, NULL);
+    cl->batchd = kb_test_batchd_start(kb_test_apiserver_url(cl->api), cl->http_port,
+                                      (const char *const *)args->pdata);
+    batchd_wait_ready(cl);
+    add_group(cl, "dep", 2);
+    add_pod(cl, "dep-0", "dep", 4, "default-scheduler");
+    add_pod(cl, "dep-1", "dep", 4, "default-scheduler");
+    for (int i = 0; i < 2; i++) {
+        g_autofree char *p = g_strdup_printf("dep-%d", i);
+        g_autofree char *node = filter_until_one(cl, p, TRUE);
+        bind_pod(cl, p, node);
+        g_autofree char *on = pod_node(cl, p);
+        g_assert_cmpstr(on, ==, node);
+    }
+    g_autofree char *uid = pod_uid(cl, "dep-0");
+    g_autofree char *answer = NULL;
+    g_assert_cmpint(bind_as(cl, NULL, "default", "dep-0", uid, "node-0", &answer), ==, 401);
+}
+
+/* ---- the property: hostile bodies change nothing the plan would not ------------------------- */
+
+#define STORM_CALLS 240
+
+typedef struct {
+    const char *name;
+    char *uid;
+    json_object *pod; /* as the API server had it before the storm */
+} Target;
+
+static const char *const storm_nodes[] = {"evil",   "secure", "tainted", "small",   "node-0",
+                                          "node-1", "node-2", "node-3",  "nowhere", ""};
+static const char *const storm_namespaces[] = {"default", "kube-system", "team-b", ""};
+
+static const char *pick(GRand *r, const char *const *v, guint n)
+{
+    return v[g_rand_int_range(r, 0, (gint32)n)];
+}
+
+/* A pod body: one of the targets, perhaps bent (selector dropped, UID, namespace or resources
+ * changed, bound elsewhere), or a pod nobody created. */
+static char *storm_pod(GRand *r, Target *t, guint n_targets)
+{
+    Target *x = &t[g_rand_int_range(r, 0, (gint32)n_targets)];
+    json_object *p = NULL;
+    json_object_deep_copy(x->pod, &p, NULL);
+    json_object *meta = json_object_object_get(p, "metadata");
+    json_object *spec = json_object_object_get(p, "spec");
+    switch (g_rand_int_range(r, 0, 7)) {
+    case 0:
+        json_object_object_del(spec, "nodeSelector");
+        break;
+    case 1:
+        json_object_object_add(meta, "uid", json_object_new_string("forged-uid"));
+        json_object_object_del(spec, "nodeSelector");
+        break;
+    case 2:
+        json_object_object_add(meta, "namespace",
+                               json_object_new_string(pick(r, storm_namespaces, 4)));
+        break;
+    case 3:
+        json_object_object_add(spec, "nodeName", json_object_new_string(pick(r, storm_nodes, 8)));
+        break;
+    case 4:
+        json_object_object_add(meta, "name", json_object_new_string("ghost"));
+        json_object_object_add(meta, "uid", json_object_new_string("ghost-uid"));
+        break;
+    case 5:
+        json_object_object_add(spec, "priority", json_object_new_int(2000000000));
+        break;
+    default:
+        break;
+    }
+    char *s = g_strdup(json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN));
+    json_object_put(p);
+    return s;
+}
+
+/* One random body for @verb. */
+static char *storm_body(GRand *r, const char *verb, Target *t, guint n_targets)
+{
+    guint kind = (guint)g_rand_int_range(r, 0, 10);
+    if (kind == 0) { /* bytes */
+        guint n = (guint)g_rand_int_range(r, 0, 300);
+        char *b = g_malloc(n + 1);
+        for (guint i = 0; i < n; i++)
+            b[i] = (char)g_rand_int_range(r, 1, 256);
+        b[n] = '\0';
+        return b;
+    }
+    GString *s = g_string_new(NULL);
+    Target *x = &t[g_rand_int_range(r, 0, (gint32)n_targets)];
+    Target *y = &t[g_rand_int_range(r, 0, (gint32)n_targets)];
+    if (strcmp(verb, "bind") == 0) {
+        /* Biased towards the real pod (its namespace and UID), where only the plan refuses. */
+        const char *uids[] = {x->uid, x->uid, x->uid,
+                              y->uid, "",     "00000000-0000-0000-0000-000000000000"};
+        const char *ns = g_rand_int_range(r, 0, 4) > 0 ? "default" : pick(r, storm_namespaces, 4);
+        g_string_printf(s,
+                        "{\"PodName\":\"%s\",\"PodNamespace\":\"%s\",\"PodUID\":\"%s\","
+                        "\"Node\":\"%s\"}",
+                        g_rand_int_range(r, 0, 8) == 0 ? "ghost" : x->name, ns, pick(r, uids, 6),
+                        pick(r, storm_nodes, G_N_ELEMENTS(storm_nodes)));
+    } else if (strcmp(verb, "preempt") == 0) {
+        g_autofree char *pod = storm_pod(r, t, n_targets);
+        g_string_printf(s,
+                        "{\"Pod\":%s,\"NodeNameToMetaVictims\":{\"%s\":{\"Pods\":["
+                        "{\"UID\":\"%s\"},{\"UID\":\"%s\"}],\"NumPDBViolations\":0}}}",
+                        pod, pick(r, storm_nodes, 8), x->uid, y->uid);
+    } else {
+        g_autofree char *pod = storm_pod(r, t, n_targets);
+        g_string_printf(s, "{\"Pod\":%s,\"NodeNames\":[", pod);
+        guint n = (guint)g_rand_int_range(r, 0, 9);
+        for (guint i = 0; i < n; i++)
+            g_string_append_printf(s, "%s\"%s\"", i > 0 ? "," : "",
+                                   pick(r, storm_nodes, G_N_ELEMENTS(storm_nodes)));
+        g_string_append(s, "]}");
+    }
+    if (kind == 1) /* cut short */
+        g_string_truncate(s, (gsize)g_rand_int_range(r, 0, (gint32)s->len));
+    return g_string_free(s, FALSE);
+}
+
+/* May pod @name be on @node? What the plan allows: its selector, no taint it does not
+ * tolerate, a node with GPUs; "web" is not kube-batchd's to bind at all. */
+static gboolean admissible(const char *name, const char *node)
+{
+    if (strcmp(name, "web") == 0)
+        return FALSE;
+    gboolean gpu_node = strcmp(node, "secure") == 0 || g_str_has_prefix(node, "node-");
+    if (strcmp(name, "victim") == 0)
+        return strcmp(node, "secure") == 0;
+    return gpu_node;
+}
+
+/*
+ * The property test: STORM_CALLS random and hostile bodies (seeded by GTest's --seed) at every
+ * verb, nine in ten with kube-scheduler's certificate (a compromised or confused caller: the
+ * plan is then all that stands), one in ten without. Then on the API server: every pod bound is
+ * on a node the plan allows it, the pod bound before the storm has not moved, none is deleted or
+ * evicted, no node holds more GPUs than it has; kube-batchd still serves, and kube-scheduler's
+ * own path still binds the gang.
+ */
+static void test_hostile_bodies(void)
+{
+    g_autoptr(Cluster) cl = cluster_start();
+    batchd_start(cl, "default-scheduler");
+    add_attack_nodes(cl);
+    add_victim(cl, "victim", 1);
+    add_group(cl, "pair", 2);
+    add_pod(cl, "pair-0", "pair", 4, "default-scheduler");
+    add_pod(cl, "pair-1", "pair", 4, "default-scheduler");
+    add_pod(cl, "web", NULL, 0, "default-scheduler");
+    add_pod(cl, "settled", NULL, 2, "default-scheduler");
+    g_autofree char *settled_node = filter_until_one(cl, "settled", TRUE);
+    bind_pod(cl, "settled", settled_node);
+    Target t[] = {{"victim"}, {"pair-0"}, {"pair-1"}, {"web"}, {"settled"}};
+    for (guint i = 0; i < G_N_ELEMENTS(t); i++) {
+        t[i].pod = get_pod(cl, t[i].name);
+        t[i].uid = g_strdup(kas_json_get_string(t[i].pod, "metadata.uid"));
+    }
+    guint32 seed = g_test_rand_int();
+    g_test_message("storm seed %u", seed);
+    g_autoptr(GRand) r = g_rand_new_with_seed(seed);
+    static const char *const verbs[] = {"filter", "prioritize", "bind", "preempt"};
+    guint codes[600] = {0};
+    for (guint i = 0; i < STORM_CALLS; i++) {
+        const char *verb = pick(r, verbs, 4);
+        g_autofree char *body = storm_body(r, verb, t, G_N_ELEMENTS(t));
+        g_autofree char *path = g_strdup_printf("/scheduler/%s", verb);
+        const char *cert = g_rand_int_range(r, 0, 10) == 0 ? NULL : "client";
+        long st = ext_as(cl, cert, path, body, NULL);
+        if (st != 200 && st != 400 && st != 401 && st != 413)
+            g_error("call %u (%s): HTTP %ld for body %s", i, verb, st, body);
+        g_assert_true(cert != NULL || st == 401);
+        codes[st]++;
+    }
+    g_test_message("storm: %u answered 200, %u 400, %u 401, %u 413", codes[200], codes[400],
+                   codes[401], codes[413]);
+    g_assert_cmpint(http(cl->http_port, "/healthz", NULL, NULL), ==, 200);
+    /* What the API server holds now. */
+    g_autoptr(GError) error = NULL;
+    json_object *list = kb_client_list(cl->client, &kb_type_pods, "default", NULL, &error);
+    g_assert_no_error(error);
+    json_object *items = json_object_object_get(list, "items");
+    g_assert_cmpuint(json_object_array_length(items), ==, G_N_ELEMENTS(t));
+    g_autoptr(GHashTable) gpus = g_hash_table_new(g_str_hash, g_str_equal);
+    for (guint i = 0; i < json_object_array_length(items); i++) {
+        json_object *p = json_object_array_get_idx(items, i);
+        const char *name = kas_json_get_string(p, "metadata.name");
+        const char *node = kas_json_get_string(p, "spec.nodeName");
+        g_assert_null(kas_json_get(p, "metadata.deletionTimestamp"));
+        if (strcmp(name, "settled") == 0) {
+            g_assert_cmpstr(node, ==, settled_node);
+        } else if (node != NULL && !admissible(name, node)) {
+            g_error("pod %s was bound to %s, which the plan does not allow", name, node);
+        }
+        if (node != NULL) {
+            const char *q = kas_json_get_string(
+                    json_object_array_get_idx(kas_json_get(p, "spec.containers"), 0),
+                    "resources.requests.nvidia\\.com/gpu");
+            gint n = GPOINTER_TO_INT(g_hash_table_lookup(gpus, node)) + (q != NULL ? atoi(q) : 0);
+            g_assert_cmpint(n, <=, 8);
+            g_hash_table_insert(gpus, (gpointer)node, GINT_TO_POINTER(n));
+        }
+        g_test_message("after the storm: %s on %s", name, node != NULL ? node : "(pending)");
+    }
+    json_object_put(list);
+    for (guint i = 0; i < G_N_ELEMENTS(t); i++) {
+        json_object_put(t[i].pod);
+        g_free(t[i].uid);
     }
 }
 
@@ -584,11 +1108,14 @@ static void test_real_scheduler(void)
     g_autofree char *cfg = g_strdup_printf(
             "apiVersion: %s\nkind: KubeSchedulerConfiguration\nleaderElection: {leaderElect: "
             "false}\nclientConnection: {kubeconfig: %s}\nprofiles:\n- schedulerName: kb-ext\n"
-            "extenders:\n- urlPrefix: \"http://127.0.0.1:%u/scheduler\"\n  filterVerb: filter\n"
+            "extenders:\n- urlPrefix: \"https://127.0.0.1:%u/scheduler\"\n  filterVerb: filter\n"
             "  prioritizeVerb: prioritize\n  preemptVerb: preempt\n  bindVerb: bind\n"
-            "  weight: 1\n  enableHTTPS: false\n  nodeCacheCapable: true\n  managedResources:\n"
-            "  - {name: nvidia.com/gpu, ignoredByScheduler: false}\n  ignorable: false\n",
-            config_api(minor), kubeconfig, cl->ext_port);
+            "  weight: 1\n  enableHTTPS: true\n  tlsConfig:\n    certFile: %s\n"
+            "    keyFile: %s\n    caFile: %s\n  nodeCacheCapable: true\n"
+            "  managedResources:\n  - {name: nvidia.com/gpu, ignoredByScheduler: false}\n"
+            "  ignorable: false\n",
+            config_api(minor), kubeconfig, cl->ext_port, kb_test_pki_path(cl->pki, "client.pem"),
+            kb_test_pki_path(cl->pki, "client-key.pem"), kb_test_pki_path(cl->pki, "ca.pem"));
     g_assert_true(g_file_set_contents(config, cfg, -1, &error));
     const char *args[] = {bin, "--config", config, "--v=2", NULL};
     g_autofree char *log_path = g_build_filename(tmp, "kube-scheduler.log", NULL);
@@ -661,6 +1188,9 @@ int main(int argc, char **argv)
     curl_global_init(CURL_GLOBAL_DEFAULT);
     g_test_add_func("/extender-e2e/gang-through-extender", test_gang_through_extender);
     g_test_add_func("/extender-e2e/bind-failure-keeps-gang-mates", test_bind_failure);
+    g_test_add_func("/extender-e2e/attack-refused", test_attack);
+    g_test_add_func("/extender-e2e/hostile-bodies", test_hostile_bodies);
+    g_test_add_func("/extender-e2e/deploy-certificates", test_deploy_certificates);
     g_test_add_func("/extender-e2e/real-kube-scheduler", test_real_scheduler);
     int rc = g_test_run();
     curl_global_cleanup();

@@ -11,6 +11,7 @@
 #include "kube/kb-extender-codec.h"
 #include "scheduler/extender-server.h"
 #include "scheduler/extender.h"
+#include "tests/lib/kb-test-pki.h"
 #include "tests/lib/kb-test-sched.h"
 
 typedef json_object Json;
@@ -437,8 +438,10 @@ static guint64 bind_ok(Fx *f, const char *name, const char *node)
     g_autoptr(KbExtenderBindingArgs) b = kb_extender_binding_args_decode(req, strlen(req), NULL);
     g_assert_nonnull(b);
     g_autofree char *why = NULL;
-    g_autoptr(Json) binding = kb_extender_bind_begin(f->ext, b, &why);
-    g_assert_nonnull(binding);
+    const char *reason = NULL;
+    g_autoptr(Json) binding = kb_extender_bind_begin(f->ext, b, &reason, &why);
+    if (binding == NULL)
+        g_error("bind %s to %s refused (%s): %s", name, node, reason, why);
     json_object *target = json_object_object_get(binding, "target");
     g_assert_cmpstr(json_object_get_string(json_object_object_get(target, "name")), ==, node);
     json_object *ann = NULL;
@@ -612,8 +615,15 @@ static void test_pass_through(void)
     for (guint i = 0; i < 4; i++)
         g_assert_cmpint(scores[i], ==, 0);
     g_assert_null(kb_cache_lookup_task(f->fx->cache, "default", "web"));
-    /* Its bind is a plain Binding. */
-    g_assert_cmpuint(bind_ok(f, "web", "n0"), ==, 0);
+    /* Its bind is refused: kube-batchd binds only what it plans (managedResources keeps
+     * kube-scheduler from asking). */
+    const char *req = "{\"PodName\":\"web\",\"PodNamespace\":\"default\",\"PodUID\":\"u-web\","
+                      "\"Node\":\"n0\"}";
+    g_autoptr(KbExtenderBindingArgs) b = kb_extender_binding_args_decode(req, strlen(req), NULL);
+    g_autofree char *why = NULL;
+    const char *reason = NULL;
+    g_assert_null(kb_extender_bind_begin(f->ext, b, &reason, &why));
+    g_assert_cmpstr(reason, ==, "not-managed");
 }
 
 /* --extender-scheduler-name: only the named profiles' pods are planned for the extender. */
@@ -657,6 +667,9 @@ static void test_pod_from_request(void)
     g_assert_cmpint(t->state, ==, KB_TASK_ALLOCATED);
 }
 
+static const char *try_bind(Fx *f, const char *ns, const char *name, const char *uid,
+                            const char *node, gboolean complete);
+
 /* Reservations of a gang that does not complete expire; a failed bind releases only its pod;
  * kube-scheduler binding elsewhere moves the pod there. */
 static void test_reservations(void)
@@ -680,7 +693,9 @@ static void test_reservations(void)
                       "\"Node\":\"n0\"}";
     g_autoptr(KbExtenderBindingArgs) b = kb_extender_binding_args_decode(req, strlen(req), NULL);
     g_autofree char *why = NULL;
-    g_autoptr(Json) binding = kb_extender_bind_begin(f->ext, b, &why);
+    const char *reason = NULL;
+    g_autoptr(Json) binding = kb_extender_bind_begin(f->ext, b, &reason, &why);
+    g_assert_nonnull(binding);
     kb_extender_bind_end(f->ext, b, FALSE, f->fx->now);
     g_assert_cmpint(kb_cache_lookup_task(f->fx->cache, "default", "a")->state, ==, KB_TASK_PENDING);
     g_assert_cmpint(kb_cache_lookup_task(f->fx->cache, "default", "b")->state, ==,
@@ -689,11 +704,23 @@ static void test_reservations(void)
     g_assert_cmpuint(kb_extender_expire(f->ext, f->fx->now + 31), ==, 1);
     g_assert_cmpuint(job->n_state[KB_TASK_ALLOCATED], ==, 0);
     g_assert_cmpuint(kb_extender_reservations(f->ext), ==, 0);
-    /* kube-scheduler binds b to n1 whatever was planned: the cache follows it. */
-    bind_ok(f, "b", "n1");
-    KbTaskInfo *tb = kb_cache_lookup_task(f->fx->cache, "default", "b");
-    g_assert_cmpint(tb->state, ==, KB_TASK_BINDING);
-    g_assert_cmpstr(node_at(f->fx->cache, tb->node_id), ==, "n1");
+    /* Without a plan, binding one member alone would start a partial gang: refused. */
+    g_assert_cmpstr(try_bind(f, "default", "b", "u-b", "n1", TRUE), ==, "no-plan");
+    /* With a plan, kube-scheduler binds a member to another node than reserved (one that
+     * admits it): its choice wins and the cache follows it. */
+    g_autoptr(Fx) f2 = fx_new();
+    add_node(f2, "n0", 8);
+    add_node(f2, "n1", 8);
+    add_group(f2, "g", 2, NULL);
+    add_pod(f2, "c", "g", 1, NULL, 0);
+    add_pod(f2, "d", "g", 1, NULL, 0);
+    g_assert_nonnull(filter_one(f2, "c", &failed, NULL));
+    KbTaskInfo *td = kb_cache_lookup_task(f2->fx->cache, "default", "d");
+    g_assert_cmpint(td->state, ==, KB_TASK_ALLOCATED);
+    const char *other = strcmp(node_at(f2->fx->cache, td->node_id), "n0") == 0 ? "n1" : "n0";
+    bind_ok(f2, "d", other);
+    g_assert_cmpint(td->state, ==, KB_TASK_BINDING);
+    g_assert_cmpstr(node_at(f2->fx->cache, td->node_id), ==, other);
 }
 
 /* preempt: whole gangs only, and only when the preemptor's whole gang then fits. */
@@ -760,14 +787,25 @@ static void test_preempt(void)
     add_pod(f, "h2b", "hi2", 8, NULL, 100);
     g_autofree char *r3 = preempt(f, "h2a", "{\"n0\":{\"Pods\":[{\"UID\":\"u-l1a\"}]}}");
     g_assert_cmpstr(r3, ==, "{\"NodeNameToMetaVictims\":{}}");
-    /* Unknown victims are refused, unmanaged preemptors pass through. */
+    /* Unknown victims are refused. */
     g_autofree char *r4 = preempt(f, "h0", "{\"n0\":{\"Pods\":[{\"UID\":\"nope\"}]}}");
     g_assert_cmpstr(r4, ==, "{\"NodeNameToMetaVictims\":{}}");
+    /* Unmanaged preemptors: kube-scheduler's victims stand where they are plain lower-priority
+     * pods on that node; a gang member would be split, so that node is dropped. */
     add_pod(f, "web", NULL, 0, NULL, 100);
+    add_pod(f, "plain", NULL, 0, "n1", 0);
     g_autofree char *r5 = preempt(f, "web", "{\"n1\":{\"Pods\":[{\"UID\":\"u-sa\"}]}}");
-    g_assert_cmpstr(r5, ==,
-                    "{\"NodeNameToMetaVictims\":{\"n1\":{\"Pods\":[{\"UID\":\"u-sa\"}],"
+    g_assert_cmpstr(r5, ==, "{\"NodeNameToMetaVictims\":{}}");
+    g_autofree char *r6 = preempt(f, "web", "{\"n1\":{\"Pods\":[{\"UID\":\"u-plain\"}]}}");
+    g_assert_cmpstr(r6, ==,
+                    "{\"NodeNameToMetaVictims\":{\"n1\":{\"Pods\":[{\"UID\":\"u-plain\"}],"
                     "\"NumPDBViolations\":0}}}");
+    /* ...and not a victim on another node than named, nor one of no lower priority. */
+    g_autofree char *r7 = preempt(f, "web", "{\"n0\":{\"Pods\":[{\"UID\":\"u-plain\"}]}}");
+    g_assert_cmpstr(r7, ==, "{\"NodeNameToMetaVictims\":{}}");
+    add_pod(f, "peer", NULL, 0, "n1", 100);
+    g_autofree char *r8 = preempt(f, "web", "{\"n1\":{\"Pods\":[{\"UID\":\"u-peer\"}]}}");
+    g_assert_cmpstr(r8, ==, "{\"NodeNameToMetaVictims\":{}}");
 }
 
 /* A victim gang with members on two nodes cannot be evicted whole from one: refused. */
@@ -788,6 +826,339 @@ static void test_preempt_spanning_gang(void)
     g_assert_cmpstr(r, ==, "{\"NodeNameToMetaVictims\":{}}");
 }
 
+/* ---- bind authorization ---------------------------------------------------------------------- */
+
+/* A node with @labels and @taints (JSON fragments, may be ""), @gpus GPUs. */
+static void add_node_full(Fx *f, const char *name, int gpus, const char *labels, const char *taints)
+{
+    g_autofree char *json = g_strdup_printf(
+            "{\"metadata\":{\"name\":\"%s\",\"uid\":\"n-%s\",\"labels\":{%s}},"
+            "\"spec\":{\"taints\":[%s]},"
+            "\"status\":{\"allocatable\":{\"cpu\":\"64\",\"memory\":\"256Gi\",\"pods\":\"110\","
+            "\"nvidia.com/"
+            "gpu\":\"%d\"},\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
+            name, name, labels, taints, gpus);
+    kb_test_sched_add_node(f->fx, json);
+}
+
+/* A pending GPU pod of default-scheduler in @ns with nodeSelector secure=yes. */
+static void add_secure_pod(Fx *f, const char *ns, const char *name, int gpus)
+{
+    g_autofree char *json = pod_json(name, NULL, gpus, NULL, 0);
+    json_object *o = kb_test_sched_parse(json);
+    json_object *meta = json_object_object_get(o, "metadata");
+    json_object_object_add(meta, "namespace", json_object_new_string(ns));
+    json_object *sel = json_object_new_object();
+    json_object_object_add(sel, "secure", json_object_new_string("yes"));
+    json_object_object_add(json_object_object_get(o, "spec"), "nodeSelector", sel);
+    kb_test_sched_put_pod(f->fx, o);
+}
+
+/* bind_begin's verdict: NULL (allowed; the write then fails, as if the API server refused, so
+ * the case leaves nothing bound) or the refusal's reason. */
+static const char *try_bind(Fx *f, const char *ns, const char *name, const char *uid,
+                            const char *node, gboolean complete)
+{
+    g_autofree char *req = g_strdup_printf("{\"PodName\":\"%s\",\"PodNamespace\":\"%s\","
+                                           "\"PodUID\":\"%s\",\"Node\":\"%s\"}",
+                                           name, ns, uid, node);
+    g_autoptr(KbExtenderBindingArgs) b = kb_extender_binding_args_decode(req, strlen(req), NULL);
+    g_assert_nonnull(b);
+    g_autofree char *why = NULL;
+    const char *reason = NULL;
+    g_autoptr(Json) binding = kb_extender_bind_begin(f->ext, b, &reason, &why);
+    if (binding == NULL) {
+        g_assert_nonnull(reason);
+        g_assert_nonnull(why);
+        g_test_message("%s/%s -> %s: %s: %s", ns, name, node, reason, why);
+        return reason;
+    }
+    g_assert_null(reason);
+    if (complete)
+        kb_extender_bind_end(f->ext, b, FALSE, f->fx->now);
+    return NULL;
+}
+
+/*
+ * The issue's attack and its variants, table-driven: a pending one-GPU pod "victim" with
+ * nodeSelector secure=yes, a node "evil" without the label or GPUs. Every bind the plan could not
+ * make is refused with its reason and leaves the pod as it was (pending, on no node); the one
+ * onto a node that admits it goes through.
+ */
+static void test_bind_authorization(void)
+{
+    g_autoptr(Fx) f = fx_new();
+    add_node_full(f, "evil", 0, "", "");
+    add_node_full(f, "evil-gpu", 8, "", "");
+    add_node_full(f, "secure", 8, "\"secure\":\"yes\"", "");
+    add_node_full(f, "tainted", 8, "\"secure\":\"yes\"",
+                  "{\"key\":\"dedicated\",\"value\":\"infra\",\"effect\":\"NoSchedule\"}");
+    add_node_full(f, "small", 1, "\"secure\":\"yes\"", "");
+    add_secure_pod(f, "default", "victim", 1);
+    add_secure_pod(f, "default", "big", 4);
+    add_secure_pod(f, "team-b", "other", 1);
+    add_pod(f, "web", NULL, 0, NULL, 0);
+    add_pod(f, "running", NULL, 1, "evil-gpu", 0);
+    static const struct {
+        const char *ns, *name, *uid, *node, *reason;
+    } cases[] = {
+            {"default", "victim", "u-victim", "evil", "predicates"},
+            {"default", "victim", "u-victim", "evil-gpu", "predicates"},
+            {"default", "victim", "u-victim", "tainted", "predicates"},
+            {"default", "victim", "u-victim", "nowhere", "unknown-node"},
+            {"default", "victim", "", "secure", "no-uid"},
+            {"default", "victim", "u-other", "secure", "uid-mismatch"},
+            {"team-b", "victim", "u-victim", "secure", "not-managed"},
+            {"default", "other", "u-other", "secure", "not-managed"},
+            {"default", "ghost", "u-ghost", "secure", "not-managed"},
+            {"default", "web", "u-web", "secure", "not-managed"},
+            {"default", "running", "u-running", "evil-gpu", "already-bound"},
+            {"default", "big", "u-big", "small", "capacity"},
+            {"default", "victim", "u-victim", "secure", NULL},
+            {"team-b", "other", "u-other", "secure", NULL},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        const char *got =
+                try_bind(f, cases[i].ns, cases[i].name, cases[i].uid, cases[i].node, TRUE);
+        if (g_strcmp0(got, cases[i].reason) != 0)
+            g_error("case %u: bind %s/%s (%s) to %s: %s, expected %s", i, cases[i].ns,
+                    cases[i].name, cases[i].uid, cases[i].node, got != NULL ? got : "allowed",
+                    cases[i].reason != NULL ? cases[i].reason : "allowed");
+        KbTaskInfo *t = kb_cache_lookup_task(f->fx->cache, "default", "victim");
+        g_assert_cmpint(t->state, ==, KB_TASK_PENDING);
+        g_assert_cmpint(t->node_id, ==, -1);
+    }
+    /* A bind on the wire: the same bind again is refused; once done, a replay too. */
+    g_assert_null(try_bind(f, "default", "victim", "u-victim", "secure", FALSE));
+    g_assert_cmpstr(try_bind(f, "default", "victim", "u-victim", "secure", FALSE), ==, "in-flight");
+    const char *req = "{\"PodName\":\"victim\",\"PodNamespace\":\"default\","
+                      "\"PodUID\":\"u-victim\",\"Node\":\"secure\"}";
+    g_autoptr(KbExtenderBindingArgs) b = kb_extender_binding_args_decode(req, strlen(req), NULL);
+    kb_extender_bind_end(f->ext, b, TRUE, f->fx->now);
+    g_assert_cmpstr(try_bind(f, "default", "victim", "u-victim", "secure", TRUE), ==,
+                    "already-bound");
+    g_assert_cmpstr(try_bind(f, "default", "victim", "u-victim", "evil", TRUE), ==,
+                    "already-bound");
+}
+
+/*
+ * A pod known only from a filter request is planned but never bound until the watch brings it,
+ * and a request never replaces the watch's copy: a forged body (no nodeSelector, another UID)
+ * changes neither the pod nor what a bind may do.
+ */
+static void test_bind_request_pods(void)
+{
+    g_autoptr(Fx) f = fx_new();
+    add_node_full(f, "evil", 8, "", "");
+    add_node_full(f, "secure", 8, "\"secure\":\"yes\"", "");
+    add_secure_pod(f, "default", "victim", 1);
+    const char *const nodes[] = {"evil", "secure", NULL};
+    /* The forged copy: same name, no nodeSelector, another UID. */
+    g_autofree char *forged = pod_json("victim", NULL, 1, NULL, 0);
+    g_autofree char *fake_uid = NULL;
+    {
+        json_object *o = kb_test_sched_parse(forged);
+        json_object_object_add(json_object_object_get(o, "metadata"), "uid",
+                               json_object_new_string("u-forged"));
+        fake_uid = g_strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+        json_object_put(o);
+    }
+    for (int variant = 0; variant < 2; variant++) {
+        const char *pod = variant == 0 ? forged : fake_uid;
+        GString *req = g_string_new(NULL);
+        g_string_printf(req, "{\"Pod\":%s,\"NodeNames\":[\"%s\",\"%s\"]}", pod, nodes[0], nodes[1]);
+        g_autoptr(KbExtenderArgs) a = kb_extender_args_decode(req->str, req->len, NULL);
+        g_string_free(req, TRUE);
+        g_assert_nonnull(a);
+        KbExtenderFilter r;
+        kb_extender_filter(f->ext, a, f->fx->now, &r);
+        /* evil never passes. */
+        g_assert_true(r.error != NULL || r.why[0] != NULL);
+        kb_extender_filter_clear(&r);
+        KbTaskInfo *t = kb_cache_lookup_task(f->fx->cache, "default", "victim");
+        g_assert_cmpstr(t->pod->meta.uid, ==, "u-victim");
+        g_assert_cmpstr(try_bind(f, "default", "victim", "u-victim", "evil", TRUE), ==,
+                        "predicates");
+        g_assert_cmpstr(try_bind(f, "default", "victim", "u-forged", "evil", TRUE), ==,
+                        "uid-mismatch");
+    }
+    /* A pod the watch has not brought: planned from the request, bound only once confirmed. */
+    g_autofree char *json = pod_json("solo", NULL, 2, NULL, 0);
+    g_autofree char *req = g_strdup_printf("{\"Pod\":%s,\"NodeNames\":[\"secure\"]}", json);
+    g_autoptr(KbExtenderArgs) a = kb_extender_args_decode(req, strlen(req), NULL);
+    KbExtenderFilter r;
+    kb_extender_filter(f->ext, a, f->fx->now, &r);
+    g_assert_null(r.why[0]);
+    kb_extender_filter_clear(&r);
+    g_assert_cmpstr(try_bind(f, "default", "solo", "u-solo", "secure", TRUE), ==, "unconfirmed");
+    add_pod(f, "solo", NULL, 2, NULL, 0); /* the watch brings it */
+    g_assert_null(try_bind(f, "default", "solo", "u-solo", "secure", TRUE));
+    /* One the watch never brings is forgotten after the TTL. */
+    g_autofree char *ghost = pod_json("ghost", NULL, 2, NULL, 0);
+    g_autofree char *greq = g_strdup_printf("{\"Pod\":%s,\"NodeNames\":[\"secure\"]}", ghost);
+    g_autoptr(KbExtenderArgs) ga = kb_extender_args_decode(greq, strlen(greq), NULL);
+    kb_extender_filter(f->ext, ga, f->fx->now, &r);
+    kb_extender_filter_clear(&r);
+    g_assert_nonnull(kb_cache_lookup_task(f->fx->cache, "default", "ghost"));
+    kb_extender_expire(f->ext, f->fx->now + 29);
+    g_assert_nonnull(kb_cache_lookup_task(f->fx->cache, "default", "ghost"));
+    kb_extender_expire(f->ext, f->fx->now + 31);
+    g_assert_null(kb_cache_lookup_task(f->fx->cache, "default", "ghost"));
+    /* The confirmed one stays. */
+    g_assert_nonnull(kb_cache_lookup_task(f->fx->cache, "default", "solo"));
+}
+
+/* Where each pod of the property fixture is (NULL: pending) and may go; priority. */
+typedef struct {
+    const char *name, *node, *gang;
+    int gpus, priority;
+    gboolean secure; /* nodeSelector secure=yes */
+} PropPod;
+
+static const PropPod prop_pods[] = {
+        {"victim", NULL, NULL, 1, 0, TRUE}, {"big", NULL, NULL, 4, 0, TRUE},
+        {"g0", NULL, "g", 4, 0, FALSE},     {"g1", NULL, "g", 4, 0, FALSE},
+        {"web", NULL, NULL, 0, 0, FALSE},   {"hi", NULL, NULL, 8, 100, FALSE},
+        {"run0", "n0", NULL, 2, 0, FALSE},  {"low0", "n0", "low", 4, 0, FALSE},
+        {"low1", "n1", "low", 4, 0, FALSE}, {"peer", "n1", NULL, 0, 100, FALSE},
+};
+static const char *const prop_nodes[] = {"evil", "secure", "tainted", "small",
+                                         "n0",   "n1",     "n2",      "nowhere"};
+
+static const PropPod *prop_pod(const char *name)
+{
+    for (guint i = 0; i < G_N_ELEMENTS(prop_pods); i++) {
+        if (strcmp(prop_pods[i].name, name) == 0)
+            return &prop_pods[i];
+    }
+    return NULL;
+}
+
+/* The oracle, from the fixture's definition: may @p go to @node at all (selector, taints, GPUs
+ * the node has)? Capacity left is checked against the cache's free GPUs by the caller. */
+static gboolean prop_node_fits(const PropPod *p, const char *node)
+{
+    if (p->secure && strcmp(node, "secure") != 0 && strcmp(node, "small") != 0)
+        return FALSE;
+    if (strcmp(node, "secure") == 0 || strcmp(node, "n0") == 0 || strcmp(node, "n1") == 0 ||
+        strcmp(node, "n2") == 0)
+        return TRUE;
+    return strcmp(node, "small") == 0 && p->gpus <= 1;
+}
+
+/*
+ * The decisions' property, seeded (GTest's --seed), many more calls than the end-to-end storm:
+ * 3,000 random binds (any of the pods, namespaces, UIDs, nodes; successes and failures of the
+ * write at random) and 1,000 random preempts. A bind allowed is always of a managed pending pod
+ * in its namespace under its UID, onto a node its selector, taints and GPUs allow, with the GPUs
+ * free, never twice; a preempt answer names only nodes and victims kube-scheduler proposed or
+ * their gang mates on that node, all of lower priority than the preemptor.
+ */
+static void test_property(void)
+{
+    g_autoptr(Fx) f = fx_new();
+    add_node_full(f, "evil", 0, "", "");
+    add_node_full(f, "secure", 8, "\"secure\":\"yes\"", "");
+    add_node_full(f, "tainted", 8, "\"secure\":\"yes\"",
+                  "{\"key\":\"dedicated\",\"value\":\"infra\",\"effect\":\"NoSchedule\"}");
+    add_node_full(f, "small", 1, "\"secure\":\"yes\"", "");
+    add_node_full(f, "n0", 8, "", "");
+    add_node_full(f, "n1", 8, "", "");
+    add_node_full(f, "n2", 8, "", "");
+    add_group(f, "g", 2, NULL);
+    add_group(f, "low", 2, NULL);
+    for (guint i = 0; i < G_N_ELEMENTS(prop_pods); i++) {
+        const PropPod *p = &prop_pods[i];
+        if (p->secure) {
+            add_secure_pod(f, "default", p->name, p->gpus);
+            continue;
+        }
+        add_pod(f, p->name, p->gang, p->gpus, p->node, p->priority);
+    }
+    g_autoptr(GHashTable) bound = g_hash_table_new(g_str_hash, g_str_equal);
+    guint32 seed = g_test_rand_int();
+    g_test_message("seed %u", seed);
+    g_autoptr(GRand) r = g_rand_new_with_seed(seed);
+    guint allowed = 0;
+    for (guint i = 0; i < 3000; i++) {
+        const PropPod *p = &prop_pods[g_rand_int_range(r, 0, G_N_ELEMENTS(prop_pods))];
+        const PropPod *q = &prop_pods[g_rand_int_range(r, 0, G_N_ELEMENTS(prop_pods))];
+        const char *ns = g_rand_boolean(r) ? "default" : "team-b";
+        g_autofree char *uid =
+                g_strdup_printf("u-%s", g_rand_int_range(r, 0, 3) > 0 ? p->name : q->name);
+        const char *node = prop_nodes[g_rand_int_range(r, 0, G_N_ELEMENTS(prop_nodes))];
+        if (g_rand_int_range(r, 0, 4) == 0) { /* let the plan reserve the gang sometimes */
+            guint failed = 0;
+            filter_one(f, "g0", &failed, NULL);
+        }
+        KbTaskInfo *t = kb_cache_lookup_task(f->fx->cache, "default", p->name);
+        gint64 free_gpus = 0;
+        KbNodeInfo *ni = kb_cache_lookup_node(f->fx->cache, node);
+        if (ni != NULL)
+            free_gpus = ni->idle.v[KB_RES_GPU];
+        gboolean reserved_here = t != NULL && t->state == KB_TASK_ALLOCATED && ni != NULL &&
+                                 t->node_id == (gint)ni->id;
+        gboolean ok_write = g_rand_int_range(r, 0, 8) == 0;
+        g_autofree char *req = g_strdup_printf("{\"PodName\":\"%s\",\"PodNamespace\":\"%s\","
+                                               "\"PodUID\":\"%s\",\"Node\":\"%s\"}",
+                                               p->name, ns, uid, node);
+        g_autoptr(KbExtenderBindingArgs) b =
+                kb_extender_binding_args_decode(req, strlen(req), NULL);
+        g_autofree char *why = NULL;
+        const char *reason = NULL;
+        g_autoptr(Json) binding = kb_extender_bind_begin(f->ext, b, &reason, &why);
+        if (binding == NULL)
+            continue;
+        allowed++;
+        gboolean right = strcmp(ns, "default") == 0 && g_str_has_suffix(uid, p->name) &&
+                         strlen(uid) == strlen(p->name) + 2 && p->node == NULL &&
+                         (p->gpus > 0 || p->gang != NULL) &&
+                         !g_hash_table_contains(bound, p->name) && prop_node_fits(p, node) &&
+                         (reserved_here || free_gpus >= p->gpus);
+        if (!right)
+            g_error("call %u: bind %s/%s (%s) to %s allowed (free GPUs %" G_GINT64_FORMAT
+                    ", reserved there %d)",
+                    i, ns, p->name, uid, node, free_gpus, reserved_here);
+        kb_extender_bind_end(f->ext, b, ok_write, f->fx->now);
+        if (ok_write)
+            g_hash_table_add(bound, (gpointer)p->name);
+    }
+    g_test_message("%u binds allowed, %u pods bound", allowed, g_hash_table_size(bound));
+    g_assert_cmpuint(allowed, >, 0);
+    /* preempt */
+    static const char *const preemptors[] = {"hi", "web", "victim", "g1"};
+    static const char *const victims[] = {"run0", "low0", "low1", "peer", "g0", "nope"};
+    for (guint i = 0; i < 1000; i++) {
+        const char *who = preemptors[g_rand_int_range(r, 0, G_N_ELEMENTS(preemptors))];
+        const char *node = prop_nodes[g_rand_int_range(r, 0, G_N_ELEMENTS(prop_nodes))];
+        const char *v = victims[g_rand_int_range(r, 0, G_N_ELEMENTS(victims))];
+        g_autofree char *vj = g_strdup_printf("{\"%s\":{\"Pods\":[{\"UID\":\"u-%s\"}]}}", node, v);
+        g_autofree char *out = preempt(f, who, vj);
+        g_autoptr(Json) o = json_tokener_parse(out);
+        json_object_object_foreach(json_object_object_get(o, "NodeNameToMetaVictims"), k, nv)
+        {
+            g_assert_cmpstr(k, ==, node);
+            json_object *pods = json_object_object_get(nv, "Pods");
+            for (size_t j = 0; j < json_object_array_length(pods); j++) {
+                const char *u = json_object_get_string(
+                        json_object_object_get(json_object_array_get_idx(pods, j), "UID"));
+                const PropPod *vp = prop_pod(u + 2);
+                const PropPod *proposed = prop_pod(v);
+                const PropPod *pp = prop_pod(who);
+                g_assert_nonnull(vp);
+                g_assert_nonnull(proposed);
+                if (strcmp(vp->name, v) != 0 &&
+                    (vp->gang == NULL || g_strcmp0(vp->gang, proposed->gang) != 0))
+                    g_error("preempt by %s on %s: victim %s was not proposed (%s)", who, node,
+                            vp->name, v);
+                if (g_strcmp0(vp->node, node) != 0 || vp->priority >= pp->priority)
+                    g_error("preempt by %s on %s: victim %s is on %s, priority %d", who, node,
+                            vp->name, vp->node != NULL ? vp->node : "-", vp->priority);
+            }
+        }
+    }
+}
+
 /* ---- HTTP: replay and bad requests ----------------------------------------------------------- */
 
 typedef struct {
@@ -800,6 +1171,8 @@ typedef struct {
     GString *out;
     gboolean done;
     const char *cainfo; /* HTTPS verified against this CA when set */
+    const char *cert;   /* client certificate and key (PEM files), may be NULL */
+    const char *key;
 } Post;
 
 static size_t on_data(char *data, size_t size, size_t n, void *user)
@@ -816,6 +1189,10 @@ static gpointer post_thread(gpointer data)
             g_strdup_printf("%s://127.0.0.1:%u%s", p->cainfo ? "https" : "http", p->port, p->path);
     if (p->cainfo != NULL)
         curl_easy_setopt(c, CURLOPT_CAINFO, p->cainfo);
+    if (p->cert != NULL) {
+        curl_easy_setopt(c, CURLOPT_SSLCERT, p->cert);
+        curl_easy_setopt(c, CURLOPT_SSLKEY, p->key);
+    }
     struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, p->method);
@@ -846,6 +1223,31 @@ static long http_full(guint port, const char *method, const char *path, const ch
               .body = body,
               .len = len,
               .cainfo = cainfo};
+    p.out = g_string_new(NULL);
+    GThread *t = g_thread_new("post", post_thread, &p);
+    while (!g_atomic_int_get(&p.done))
+        g_main_context_iteration(NULL, TRUE);
+    g_thread_join(t);
+    if (out != NULL)
+        *out = g_strdup(p.out->str);
+    g_string_free(p.out, TRUE);
+    return p.status;
+}
+
+/* HTTPS with the client certificate @name (@name.pem, @name-key.pem of @pki; NULL: none). */
+static long https_as(KbTestPki *pki, guint port, const char *name, const char *path,
+                     const char *body, char **out)
+{
+    g_autofree char *cert = name != NULL ? g_strdup_printf("%s.pem", name) : NULL;
+    g_autofree char *key = name != NULL ? g_strdup_printf("%s-key.pem", name) : NULL;
+    Post p = {.port = port,
+              .path = path,
+              .method = body != NULL ? "POST" : "GET",
+              .body = body,
+              .len = body != NULL ? strlen(body) : 0,
+              .cainfo = kb_test_pki_path(pki, "ca.pem"),
+              .cert = name != NULL ? kb_test_pki_path(pki, cert) : NULL,
+              .key = name != NULL ? kb_test_pki_path(pki, key) : NULL};
     p.out = g_string_new(NULL);
     GThread *t = g_thread_new("post", post_thread, &p);
     while (!g_atomic_int_get(&p.done))
@@ -1142,6 +1544,107 @@ static void test_http_tls(void)
     g_assert_nonnull(strstr(error->message, "/nonexistent/key.pem"));
 }
 
+/*
+ * --extender-client-ca-file: only a certificate the CA signed, within its dates and allowed for
+ * client authentication, gets through; anything else is 401 before the body is read (a bind
+ * changes nothing), logged and counted. Probe paths need no certificate.
+ */
+static void test_http_client_certificates(void)
+{
+    g_autoptr(KbTestPki) pki = kb_test_pki_new();
+    kb_test_pki_issue(pki, "expired", "kube-scheduler", KB_TEST_CERT_EXPIRED);
+    kb_test_pki_issue(pki, "stranger", "kube-scheduler", KB_TEST_CERT_OTHER_CA);
+    kb_test_pki_issue(pki, "self", "kube-scheduler", KB_TEST_CERT_SELF_SIGNED);
+    kb_test_pki_issue(pki, "server-only", "kube-scheduler", KB_TEST_CERT_SERVER_ONLY);
+    g_autoptr(Fx) f = fx_new();
+    add_node_full(f, "evil", 8, "", "");
+    add_pod(f, "victim", NULL, 1, NULL, 0);
+    g_autoptr(KbMetrics) metrics = kb_metrics_new();
+    KbExtenderServerOptions o = {.address = ":0",
+                                 .tls_cert = kb_test_pki_path(pki, "server.pem"),
+                                 .tls_key = kb_test_pki_path(pki, "server-key.pem"),
+                                 .client_ca = kb_test_pki_path(pki, "ca.pem")};
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbExtenderServer) srv = kb_extender_server_new(&o, f->ext, NULL, metrics, &error);
+    g_assert_no_error(error);
+    /* With a client CA it listens where it was told. */
+    g_assert_cmpstr(kb_extender_server_address(srv), ==, ":0");
+    guint port = kb_extender_server_port(srv);
+    const char *bind = "{\"PodName\":\"victim\",\"PodNamespace\":\"default\","
+                       "\"PodUID\":\"u-victim\",\"Node\":\"evil\"}";
+    static const char *const refused[] = {NULL, "expired", "stranger", "self", "server-only"};
+    for (guint i = 0; i < G_N_ELEMENTS(refused); i++) {
+        g_autofree char *out = NULL;
+        long st = https_as(pki, port, refused[i], "/scheduler/bind", bind, &out);
+        if (st != 401)
+            g_error("certificate %s: HTTP %ld (%s), expected 401",
+                    refused[i] != NULL ? refused[i] : "(none)", st, out);
+        g_assert_true(g_str_has_prefix(out, "unauthenticated: "));
+        g_test_message("%s: %s", refused[i] != NULL ? refused[i] : "(none)", out);
+        KbTaskInfo *t = kb_cache_lookup_task(f->fx->cache, "default", "victim");
+        g_assert_cmpint(t->state, ==, KB_TASK_PENDING);
+    }
+    g_assert_cmpuint(kb_extender_server_count(srv, 401), ==, G_N_ELEMENTS(refused));
+    g_autofree char *text = kb_metrics_render(metrics);
+    g_assert_nonnull(strstr(text, "kube_batchd_extender_unauthenticated_total 5\n"));
+    g_assert_nonnull(
+            strstr(text, "kube_batchd_extender_requests_total{verb=\"bind\",code=\"401\"} 5"));
+    /* Probes need no certificate. */
+    g_assert_cmpint(https_as(pki, port, NULL, "/healthz", NULL, NULL), ==, 200);
+    /* The right certificate gets an answer (here: no API server, so the bind says so). */
+    g_autofree char *good = g_strdup_printf("{\"Pod\":%s,\"NodeNames\":[\"evil\"]}", min_pod);
+    g_autofree char *out = NULL;
+    g_assert_cmpint(https_as(pki, port, "client", "/scheduler/filter", good, &out), ==, 200);
+    g_assert_nonnull(strstr(out, "\"NodeNames\":[\"evil\"]"));
+    g_clear_pointer(&out, g_free);
+    g_assert_cmpint(https_as(pki, port, "client", "/scheduler/bind", bind, &out), ==, 200);
+    g_assert_cmpstr(out, !=, "{\"Error\":\"\"}");
+    /* A certificate that passed is remembered; the others are still refused after it. */
+    g_assert_cmpint(https_as(pki, port, "expired", "/scheduler/filter", good, NULL), ==, 401);
+    g_assert_cmpint(https_as(pki, port, "stranger", "/scheduler/filter", good, NULL), ==, 401);
+    g_assert_cmpint(https_as(pki, port, "client", "/scheduler/filter", good, NULL), ==, 200);
+}
+
+/* Without a client CA: loopback only unless explicitly insecure; a client CA needs TLS, and a
+ * file holding no certificate is refused at startup naming it. */
+static void test_http_listen_rules(void)
+{
+    g_autoptr(Fx) f = fx_new();
+    g_autoptr(GError) error = NULL;
+    KbExtenderServerOptions o = {.address = ":0"};
+    g_autoptr(KbExtenderServer) s1 = kb_extender_server_new(&o, f->ext, NULL, NULL, &error);
+    g_assert_no_error(error);
+    g_autofree char *loop = g_strdup_printf("127.0.0.1:%u", 0);
+    g_assert_cmpstr(kb_extender_server_address(s1), ==, loop);
+    o.address = "0.0.0.0:0";
+    g_autoptr(KbExtenderServer) s2 = kb_extender_server_new(&o, f->ext, NULL, NULL, &error);
+    g_assert_no_error(error);
+    g_assert_cmpstr(kb_extender_server_address(s2), ==, loop);
+    o.address = "127.0.0.1:0";
+    g_autoptr(KbExtenderServer) s3 = kb_extender_server_new(&o, f->ext, NULL, NULL, &error);
+    g_assert_no_error(error);
+    g_assert_cmpstr(kb_extender_server_address(s3), ==, "127.0.0.1:0");
+    o.address = ":0";
+    o.allow_unauthenticated = TRUE;
+    g_autoptr(KbExtenderServer) s4 = kb_extender_server_new(&o, f->ext, NULL, NULL, &error);
+    g_assert_no_error(error);
+    g_assert_cmpstr(kb_extender_server_address(s4), ==, ":0");
+
+    g_autoptr(KbTestPki) pki = kb_test_pki_new();
+    KbExtenderServerOptions no_tls = {.address = "127.0.0.1:0",
+                                      .client_ca = kb_test_pki_path(pki, "ca.pem")};
+    g_assert_null(kb_extender_server_new(&no_tls, f->ext, NULL, NULL, &error));
+    g_assert_error(error, KB_ERROR, KB_ERROR_CONFIG);
+    g_clear_error(&error);
+    KbExtenderServerOptions bad_ca = {.address = "127.0.0.1:0",
+                                      .tls_cert = kb_test_pki_path(pki, "server.pem"),
+                                      .tls_key = kb_test_pki_path(pki, "server-key.pem"),
+                                      .client_ca = kb_test_pki_path(pki, "server-key.pem")};
+    g_assert_null(kb_extender_server_new(&bad_ca, f->ext, NULL, NULL, &error));
+    g_assert_error(error, KB_ERROR, KB_ERROR_CONFIG);
+    g_assert_nonnull(strstr(error->message, "server-key.pem"));
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1162,11 +1665,16 @@ int main(int argc, char **argv)
     g_test_add_func("/extender/decide/reservations", test_reservations);
     g_test_add_func("/extender/decide/preempt-whole-gangs", test_preempt);
     g_test_add_func("/extender/decide/preempt-spanning-gang", test_preempt_spanning_gang);
+    g_test_add_func("/extender/decide/bind-authorization", test_bind_authorization);
+    g_test_add_func("/extender/decide/bind-request-pods", test_bind_request_pods);
+    g_test_add_func("/extender/decide/property", test_property);
     g_test_add_func("/extender/replay/node-cache-capable", test_replay_node_cache_capable);
     g_test_add_func("/extender/replay/full-nodes", test_replay_full_nodes);
     g_test_add_func("/extender/http/errors", test_http_errors);
     g_test_add_func("/extender/http/too-large", test_http_too_large);
     g_test_add_func("/extender/http/tls", test_http_tls);
+    g_test_add_func("/extender/http/client-certificates", test_http_client_certificates);
+    g_test_add_func("/extender/http/listen-rules", test_http_listen_rules);
     int rc = g_test_run();
     curl_global_cleanup();
     return rc;
