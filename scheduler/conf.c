@@ -146,6 +146,7 @@ typedef struct {
     yaml_document_t *doc;
     KbConf *conf; /* for its warnings */
     KbConfFlags flags;
+    guint warnings_left_out; /* past KB_CONF_MAX_WARNINGS */
 } Doc;
 
 /* Add a warning to the configuration, unless the same one is there already. */
@@ -158,6 +159,10 @@ static void G_GNUC_PRINTF(2, 3) warn(Doc *d, const char *fmt, ...)
     for (guint i = 0; i < d->conf->warnings->len; i++) {
         if (strcmp(d->conf->warnings->pdata[i], w) == 0)
             return;
+    }
+    if (d->conf->warnings->len >= KB_CONF_MAX_WARNINGS) {
+        d->warnings_left_out++;
+        return;
     }
     g_ptr_array_add(d->conf->warnings, g_steal_pointer(&w));
 }
@@ -641,6 +646,9 @@ static void check_combinations(Doc *d)
     if (kb_conf_find_plugin(d->conf, "sla") != NULL && !kb_conf_has_action(d->conf, "reserve"))
         warn(d, "plugin \"sla\": without the reserve action, jobs past their waiting time go "
                 "first but hold no reservation");
+    if (d->warnings_left_out > 0)
+        g_ptr_array_add(d->conf->warnings,
+                        g_strdup_printf("%u more warnings left out", d->warnings_left_out));
 }
 
 KbConf *kb_conf_parse(const char *text, gsize len, GError **error)
@@ -668,7 +676,7 @@ KbConf *kb_conf_parse_flags(const char *text, gsize len, KbConfFlags flags, GErr
     }
     g_autoptr(KbConf) conf = g_new0(KbConf, 1);
     conf->warnings = g_ptr_array_new_with_free_func(g_free);
-    Doc d = {&doc, conf, flags};
+    Doc d = {&doc, conf, flags, 0};
     gboolean ok = parse_root(&d, conf, error);
     if (ok)
         check_combinations(&d);

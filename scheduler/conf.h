@@ -46,17 +46,19 @@
  * key and value. At most
  * KB_CONF_MAX_ACTIONS entries.
  * Limits: KB_CONF_MAX_BYTES of input, KB_CONF_MAX_ACTIONS actions, KB_CONF_MAX_TIERS tiers,
- * KB_CONF_MAX_PLUGINS plugins per tier, KB_CONF_MAX_ARGS arguments per plugin.
+ * KB_CONF_MAX_PLUGINS plugins per tier, KB_CONF_MAX_ARGS arguments per plugin,
+ * KB_CONF_MAX_WARNINGS warnings kept (the rest counted in one more).
  */
 #pragma once
 
 #include <glib.h>
 
-#define KB_CONF_MAX_BYTES   (1024 * 1024)
-#define KB_CONF_MAX_ACTIONS 16
-#define KB_CONF_MAX_TIERS   16
-#define KB_CONF_MAX_PLUGINS 32
-#define KB_CONF_MAX_ARGS    64
+#define KB_CONF_MAX_BYTES    (1024 * 1024)
+#define KB_CONF_MAX_ACTIONS  16
+#define KB_CONF_MAX_TIERS    16
+#define KB_CONF_MAX_PLUGINS  32
+#define KB_CONF_MAX_ARGS     64
+#define KB_CONF_MAX_WARNINGS 64 /* more are counted in one last warning */
 
 /* The enable* switches of one plugin entry. */
 typedef enum {
