@@ -435,8 +435,15 @@ static gboolean parse_plugin(Doc *d, yaml_node_t *n, KbConfPlugin *p, gboolean *
     p->arguments = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
         const char *k = scalar(node_at(d, pr->key));
-        if (k != NULL && strcmp(k, "name") == 0 && scalar(node_at(d, pr->value)) != NULL)
-            p->name = g_strdup(scalar(node_at(d, pr->value)));
+        if (k == NULL || strcmp(k, "name") != 0 || scalar(node_at(d, pr->value)) == NULL)
+            continue;
+        if (p->name != NULL) {
+            g_set_error(error, KB_ERROR, KB_ERROR_CONFIG,
+                        "line %lu: plugin \"%s\": name given twice", line_of(node_at(d, pr->key)),
+                        p->name);
+            return FALSE;
+        }
+        p->name = g_strdup(scalar(node_at(d, pr->value)));
     }
     if (p->name == NULL) {
         g_set_error(error, KB_ERROR, KB_ERROR_CONFIG, "line %lu: plugin entry without a name",
@@ -559,6 +566,12 @@ static gboolean parse_configuration(Doc *d, yaml_node_t *n, KbConfPlugin *c, GEr
         for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top;
              pr++) {
             const char *k = scalar(node_at(d, pr->key));
+            if (g_strcmp0(k, "name") == 0 && c->name != NULL) {
+                g_set_error(error, KB_ERROR, KB_ERROR_CONFIG,
+                            "line %lu: configurations: \"%s\": name given twice",
+                            line_of(node_at(d, pr->key)), c->name);
+                return FALSE;
+            }
             if (g_strcmp0(k, "name") == 0 && scalar(node_at(d, pr->value)) != NULL)
                 c->name = g_strdup(scalar(node_at(d, pr->value)));
             else if (g_strcmp0(k, "arguments") == 0)
@@ -607,7 +620,7 @@ static gboolean parse_root(Doc *d, KbConf *conf, GError **error)
                     "expected a mapping with \"actions\" and \"tiers\"");
         return FALSE;
     }
-    gboolean have_actions = FALSE;
+    gboolean have_actions = FALSE, have_tiers = FALSE;
     for (yaml_node_pair_t *pr = root->data.mapping.pairs.start; pr < root->data.mapping.pairs.top;
          pr++) {
         const char *k = scalar(node_at(d, pr->key));
@@ -617,6 +630,12 @@ static gboolean parse_root(Doc *d, KbConf *conf, GError **error)
                 return FALSE;
             have_actions = TRUE;
         } else if (g_strcmp0(k, "tiers") == 0) {
+            if (have_tiers) {
+                g_set_error(error, KB_ERROR, KB_ERROR_CONFIG, "line %lu: tiers given twice",
+                            line_of(v));
+                return FALSE;
+            }
+            have_tiers = TRUE;
             if (!parse_tiers(d, v, conf, error))
                 return FALSE;
         } else if (g_strcmp0(k, "configurations") == 0) {
