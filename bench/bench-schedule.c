@@ -7,8 +7,8 @@
  * Prints placements per second for the full size (5,000 nodes, 50,000 pods) and for 1/10 of it,
  * and the time ratio (near-linear means 10x the work costs ~10x the time). Figures only.
  *
- * Last, one cycle with Volcano's e2e configuration file (sla, binpack, ignored plugins) and with the
- * default plus sla and binpack, against the default, every job past its sla limit.
+ * Last, one cycle with Volcano's e2e configuration file (sla, binpack, ignored plugins) and with
+ * the default plus sla and binpack, against the default, every job past its sla limit.
  *
  * Usage: bench-schedule [nodes pods]   (defaults 5000 50000)
  *
