@@ -7,6 +7,9 @@
  * Prints placements per second for the full size (5,000 nodes, 50,000 pods) and for 1/10 of it,
  * and the time ratio (near-linear means 10x the work costs ~10x the time). Figures only.
  *
+ * Last, one cycle with Volcano's e2e configuration file (sla, binpack, ignored plugins) and with
+ * the default plus sla and binpack, against the default, every job past its sla limit.
+ *
  * Usage: bench-schedule [nodes pods]   (defaults 5000 50000)
  *
  * Kept as bench/schedule.c (outside the bench/bench-*.c wildcard) until the Makefile links bench
@@ -232,6 +235,74 @@ static double run_queues(guint n_nodes, guint n_pods, gboolean deep)
     return secs;
 }
 
+/* ---- Volcano's configuration against the default ---------------------------------------- */
+
+#define T_2026 1767225600 /* the jobs' creation time, 2026-01-01T00:00:00Z */
+
+static const char volcano_ci_conf[] = "actions: \"enqueue, allocate, backfill, reclaim, preempt\"\n"
+                                      "tiers:\n"
+                                      "- plugins:\n"
+                                      "  - name: priority\n"
+                                      "  - name: gang\n"
+                                      "    enablePreemptable: false\n"
+                                      "  - name: conformance\n"
+                                      "  - name: sla\n"
+                                      "    arguments: {sla-waiting-time: 1h}\n"
+                                      "- plugins:\n"
+                                      "  - name: overcommit\n"
+                                      "  - name: drf\n"
+                                      "    enablePreemptable: false\n"
+                                      "  - name: predicates\n"
+                                      "  - name: proportion\n"
+                                      "  - name: nodeorder\n"
+                                      "  - name: binpack\n"
+                                      "  - name: network-topology-aware\n";
+
+/*
+ * One cycle 2 hours after every job was created, with @yaml (NULL: the default): Volcano's e2e
+ * file with a 1 h sla limit (every job overdue: the sla order compares deadlines) and binpack
+ * beside nodeorder, against the default. CPU time of the cycle.
+ */
+static double run_conf(const char *label, const char *yaml, guint n_nodes, guint n_pods)
+{
+    g_autoptr(KbCache) cache = kb_cache_new(NULL, "default");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbConf) conf =
+            yaml != NULL ? kb_conf_parse(yaml, strlen(yaml), &error) : kb_conf_new_default();
+    g_assert_no_error(error);
+    add_nodes(cache, n_nodes);
+    add_jobs(cache, n_pods);
+    struct timespec c0, c1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+    g_autoptr(KbCycleResult) res = kb_cycle_run(cache, conf, T_2026 + 7200);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+    double secs = (double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) / 1e9;
+    printf("  %-34s %6u placed, cycle CPU %.3f s", label, res->placements->len, secs);
+    for (guint i = 0; i < res->n_actions; i++)
+        printf(" (%s %.3f s)", conf->actions[i], (double)res->action_us[i] / 1e6);
+    printf("\n");
+    return secs;
+}
+
+static void run_volcano(guint n_nodes, guint n_pods)
+{
+    const char *tiers = strstr(kb_conf_default_yaml(), "tiers:");
+    g_autofree char *with_sla =
+            g_strdup_printf("actions: \"enqueue, reserve, allocate\"\n%.*s  - name: sla\n"
+                            "    arguments: {sla-waiting-time: 1h}\n%s  - name: binpack\n",
+                            (int)(strstr(tiers, "- plugins:\n  - name: drf") - tiers), tiers,
+                            strstr(tiers, "- plugins:\n  - name: drf"));
+    double def = G_MAXDOUBLE, vc = G_MAXDOUBLE, own = G_MAXDOUBLE;
+    for (guint rep = 0; rep < 3; rep++) {
+        def = MIN(def, run_conf("default", NULL, n_nodes, n_pods));
+        vc = MIN(vc, run_conf("Volcano e2e file, sla 1h", volcano_ci_conf, n_nodes, n_pods));
+        own = MIN(own, run_conf("default + sla 1h + binpack", with_sla, n_nodes, n_pods));
+    }
+    printf("best cycle CPU: default %.3f s, Volcano's file %.3f s (%.2fx), default + sla + "
+           "binpack %.3f s (%.2fx)\n",
+           def, vc, def > 0 ? vc / def : 0.0, own, def > 0 ? own / def : 0.0);
+}
+
 int main(int argc, char **argv)
 {
     guint nodes = 5000, pods = 50000;
@@ -259,5 +330,7 @@ int main(int argc, char **argv)
     }
     printf("time ratio tree/flat: %.2fx (best cycle CPU time %.3f s against %.3f s)\n",
            flat > 0 ? deep / flat : 0.0, deep, flat);
+    printf("Volcano's configuration (sla, binpack; all jobs past their limit), best of 3:\n");
+    run_volcano(nodes, pods);
     return 0;
 }

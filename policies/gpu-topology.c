@@ -316,8 +316,15 @@ static void on_deallocate(gpointer state, const KbTaskInfo *task)
     }
 }
 
+static const struct kb_plugin_arg gpu_topology_arguments[] = {
+        {"gpu-topology.weight", KB_ARG_NUMBER},
+        {"weight", KB_ARG_NUMBER},
+        {NULL, 0},
+};
+
 const struct kb_plugin_ops kb_plugin_gpu_topology = {
         .name = "gpu-topology",
+        .arguments = gpu_topology_arguments,
         .open = gpu_topology_open,
         .close = gpu_topology_close,
         .node_score = node_score,

@@ -58,8 +58,19 @@ static double node_score(gpointer state, const KbTaskInfo *task, const KbNodeInf
     return no->least * least + no->most * most + no->balanced * balanced;
 }
 
+static const struct kb_plugin_arg nodeorder_arguments[] = {
+        {"leastrequested.weight", KB_ARG_NUMBER},
+        {"mostrequested.weight", KB_ARG_NUMBER},
+        {"balancedresource.weight", KB_ARG_NUMBER},
+        {"nodeorder.leastrequested.weight", KB_ARG_NUMBER},
+        {"nodeorder.mostrequested.weight", KB_ARG_NUMBER},
+        {"nodeorder.balancedresource.weight", KB_ARG_NUMBER},
+        {NULL, 0},
+};
+
 const struct kb_plugin_ops kb_plugin_nodeorder = {
         .name = "nodeorder",
+        .arguments = nodeorder_arguments,
         .open = nodeorder_open,
         .close = g_free,
         .node_score = node_score,

@@ -7,7 +7,8 @@
 static const struct kb_plugin_ops *const registry[] = {
         &kb_plugin_priority,    &kb_plugin_gang,         &kb_plugin_drf,
         &kb_plugin_proportion,  &kb_plugin_predicates,   &kb_plugin_nodeorder,
-        &kb_plugin_conformance, &kb_plugin_gpu_topology,
+        &kb_plugin_conformance, &kb_plugin_gpu_topology, &kb_plugin_sla,
+        &kb_plugin_binpack,
 };
 
 const struct kb_plugin_ops *kb_plugin_lookup(const char *name)
@@ -21,7 +22,8 @@ const struct kb_plugin_ops *kb_plugin_lookup(const char *name)
 
 const char *kb_plugin_names(void)
 {
-    return "priority, gang, drf, proportion, predicates, nodeorder, conformance, gpu-topology";
+    return "priority, gang, drf, proportion, predicates, nodeorder, conformance, gpu-topology, "
+           "sla, binpack";
 }
 
 gboolean kb_plugin_node_selector_matches(const KbPod *pod, const KbNode *node)

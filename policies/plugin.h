@@ -15,8 +15,24 @@
 
 #include "scheduler/session.h"
 
+/* What an argument's value must be; the parser refuses a malformed one, naming line and value. */
+typedef enum {
+    KB_ARG_NUMBER,      /* integer or decimal */
+    KB_ARG_GO_DURATION, /* positive, kb_conf_parse_go_duration ("1h30m", "500ms") */
+    KB_ARG_STRING,      /* anything */
+} KbPluginArgKind;
+
+/* One argument a plugin reads: @name exact, or a prefix when it ends in '*'. */
+struct kb_plugin_arg {
+    const char *name;
+    KbPluginArgKind kind;
+};
+
 struct kb_plugin_ops {
     const char *name;
+    /* The arguments the plugin reads, ended by {NULL}; NULL when none. The configuration parser
+     * checks their values and warns (once) about any other argument given to the plugin. */
+    const struct kb_plugin_arg *arguments;
     gpointer (*open)(KbSession *ssn, const KbConfPlugin *conf);
     void (*close)(gpointer state);
     int (*job_order)(gpointer state, const KbJobInfo *a, const KbJobInfo *b);
@@ -58,6 +74,8 @@ extern const struct kb_plugin_ops kb_plugin_predicates;
 extern const struct kb_plugin_ops kb_plugin_nodeorder;
 extern const struct kb_plugin_ops kb_plugin_conformance;
 extern const struct kb_plugin_ops kb_plugin_gpu_topology;
+extern const struct kb_plugin_ops kb_plugin_sla;     /* policies/sla.c */
+extern const struct kb_plugin_ops kb_plugin_binpack; /* policies/binpack.c */
 
 /* The plugin called @name, or NULL. */
 const struct kb_plugin_ops *kb_plugin_lookup(const char *name);
@@ -74,3 +92,21 @@ const KbTaint *kb_plugin_untolerated_taint(const KbPod *pod, const KbNode *node)
 /* TRUE for a pod that must never be evicted (Volcano's conformance): priority class
  * system-cluster-critical or system-node-critical, or any pod in kube-system. */
 gboolean kb_plugin_pod_is_critical(const KbPod *pod);
+
+/* ---- sla (policies/sla.c) ------------------------------------------------------------------- */
+
+/* Job annotations (on the PodGroup, else on the job's first pod) with a job's own waiting-time
+ * limit, a Go duration; the first overrides the second, either overrides the plugin argument. */
+#define KB_SLA_ANNOTATION       "volcano.sh/sla-waiting-time"
+#define KB_SLA_ANNOTATION_SHORT "sla-waiting-time"
+#define KB_SLA_ARGUMENT         "sla-waiting-time"
+
+/*
+ * When @job's waiting-time limit ran or runs out (unix seconds: its creation plus its limit), or
+ * G_MAXINT64 when it has none. @state is the sla plugin's state in the session
+ * (kb_session_plugin_state(ssn, "sla")); NULL (sla not configured) gives G_MAXINT64.
+ */
+gint64 kb_plugin_sla_deadline(gconstpointer state, const KbJobInfo *job);
+/* TRUE when @job still waits (fewer than minMember of its tasks placed) at @now, past its
+ * deadline. */
+gboolean kb_plugin_sla_overdue(gconstpointer state, const KbJobInfo *job, gint64 now);

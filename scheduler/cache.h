@@ -191,6 +191,10 @@ struct KbJobInfo {
     gint64 announced_runtime;  /* the expected-runtime annotation, or KB_RESERVE_UNKNOWN */
     gint64 announced_deadline; /* the pods' smallest activeDeadlineSeconds, or ..._UNKNOWN */
     gint64 announced_gpus;     /* GPUs of all its pods */
+    /* The sla plugin's memo of the job's sla-waiting-time annotation (policies/sla.c), valid
+     * while sla_version == version: seconds, 0 when absent or malformed. */
+    guint sla_version;
+    gint64 sla_waiting;
 };
 
 /* A queue (the default queue exists even without an object). */

@@ -18,10 +18,19 @@
  *         nodeorder.mostrequested.weight: 0
  *         nodeorder.balancedresource.weight: 1
  *
- * Unknown actions and plugins are errors (KB_ERROR_CONFIG naming the value and where it was
- * found), as are a malformed document, a non-boolean enable* switch and an unknown field; an
- * enable* switch of newer Volcano releases that we do not implement is logged and ignored.
- * Other top-level keys Volcano knows (metrics) are accepted and ignored.
+ * Plugins and actions of Volcano and kube-batch that kube-batchd does not implement are decided
+ * one by one (the table in conf.c, documented in README "Volcano and kube-batch configuration
+ * files"): those that do not apply here are dropped from the configuration with one warning
+ * each (KbConf.warnings, naming the plugin and why); those whose absence would silently change
+ * what the file means (a hard placement constraint, an eviction protection, queue limits) are
+ * refused. With KB_CONF_STRICT (kube-batchd --strict-config) everything not implemented is
+ * refused: those plugins and actions, switches and arguments.
+ *
+ * Names no one knows are errors (KB_ERROR_CONFIG naming the value and the line), as are a
+ * malformed document, a non-boolean enable* switch, an unknown field and a malformed value of
+ * an argument a plugin reads (the plugin's `arguments` table, policies/plugin.h). An enable*
+ * switch of newer Volcano releases, or a plugin argument, that we do not implement is a
+ * warning. Other top-level keys Volcano knows (metrics) are accepted and ignored.
  *
  * Volcano's per-action `configurations` are kept (name and scalar arguments, as for plugins):
  *
@@ -37,17 +46,19 @@
  * key and value. At most
  * KB_CONF_MAX_ACTIONS entries.
  * Limits: KB_CONF_MAX_BYTES of input, KB_CONF_MAX_ACTIONS actions, KB_CONF_MAX_TIERS tiers,
- * KB_CONF_MAX_PLUGINS plugins per tier, KB_CONF_MAX_ARGS arguments per plugin.
+ * KB_CONF_MAX_PLUGINS plugins per tier, KB_CONF_MAX_ARGS arguments per plugin,
+ * KB_CONF_MAX_WARNINGS warnings kept (the rest counted in one more).
  */
 #pragma once
 
 #include <glib.h>
 
-#define KB_CONF_MAX_BYTES   (1024 * 1024)
-#define KB_CONF_MAX_ACTIONS 16
-#define KB_CONF_MAX_TIERS   16
-#define KB_CONF_MAX_PLUGINS 32
-#define KB_CONF_MAX_ARGS    64
+#define KB_CONF_MAX_BYTES    (1024 * 1024)
+#define KB_CONF_MAX_ACTIONS  16
+#define KB_CONF_MAX_TIERS    16
+#define KB_CONF_MAX_PLUGINS  32
+#define KB_CONF_MAX_ARGS     64
+#define KB_CONF_MAX_WARNINGS 64 /* more are counted in one last warning */
 
 /* The enable* switches of one plugin entry. */
 typedef enum {
@@ -84,15 +95,25 @@ typedef struct {
     /* Top-level `configurations` entries (name: the action; switches unused); may be 0. */
     KbConfPlugin *configurations;
     guint n_configurations;
+    /* What the file asks for that kube-batchd ignores, one line each, once each (char*, owned;
+     * never NULL): kube-batchd logs them at start. */
+    GPtrArray *warnings;
 } KbConf;
+
+typedef enum {
+    KB_CONF_STRICT = 1 << 0, /* refuse whatever is not implemented (--strict-config) */
+} KbConfFlags;
 
 /* The built-in default configuration text (deploy/scheduler.conf has the same content). */
 const char *kb_conf_default_yaml(void);
 
 /* Parse @len bytes of YAML. Returns a new KbConf or NULL with KB_ERROR_CONFIG / KB_ERROR_LIMIT. */
 KbConf *kb_conf_parse(const char *text, gsize len, GError **error);
+/* The same with @flags (KbConfFlags). */
+KbConf *kb_conf_parse_flags(const char *text, gsize len, KbConfFlags flags, GError **error);
 /* Read and parse @path; errors are prefixed with the file name. */
 KbConf *kb_conf_load(const char *path, GError **error);
+KbConf *kb_conf_load_flags(const char *path, KbConfFlags flags, GError **error);
 /* The built-in default configuration, parsed. Never NULL. */
 KbConf *kb_conf_new_default(void);
 void kb_conf_free(KbConf *conf);
@@ -116,6 +137,12 @@ const KbConfPlugin *kb_conf_find_configuration(const KbConf *conf, const char *a
  * value otherwise.
  */
 gboolean kb_conf_parse_duration(const char *text, gint64 *seconds, GError **error);
+/*
+ * A duration as Go's time.ParseDuration reads it (what Volcano's files and annotations hold):
+ * "1h2m3s4ms5us6ns", "1.5h", "300ms", "-2m", "0"; units ns, us (or µs), ms, s, m, h. Into @ns
+ * (nanoseconds). FALSE with KB_ERROR_CONFIG naming the value when malformed or past 290 years.
+ */
+gboolean kb_conf_parse_go_duration(const char *text, gint64 *ns, GError **error);
 /* Argument @key of @entry as a duration in seconds, or @def when @entry or the key is absent or
  * the value malformed (the parser already refused malformed durations it knows of). */
 gint64 kb_conf_arg_duration(const KbConfPlugin *entry, const char *key, gint64 def);

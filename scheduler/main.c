@@ -2,7 +2,8 @@
  * bin/kube-batchd: flags, logging, the main loop and signals around scheduler/daemon.c.
  *
  *   kube-batchd [--kubeconfig FILE | --master URL] [--scheduler-name NAME]...
- *               [--scheduler-conf FILE] [--schedule-period 1s] [--default-queue default]
+ *               [--scheduler-conf FILE [--strict-config]] [--schedule-period 1s]
+ *               [--default-queue default]
  *               [--leader-elect] [--lock-object-namespace NS] [--listen-address :8080]
  *               [--log-level info] [--version]
  *               [--extender-address HOST:PORT [--extender-tls-cert F --extender-tls-key F]
@@ -42,6 +43,7 @@ typedef struct {
     char *master;
     char **scheduler_names;
     char *scheduler_conf;
+    gboolean strict_config;
     guint period_ms;
     char *default_queue;
     gboolean leader_elect;
@@ -159,6 +161,11 @@ static const GOptionEntry entries[] = {
          "Serve pods with this spec.schedulerName; repeatable (default kube-batchd)", "NAME"},
         {"scheduler-conf", 0, 0, G_OPTION_ARG_FILENAME, &flags.scheduler_conf,
          "Scheduler configuration (actions and plugin tiers; default: built in)", "FILE"},
+        {"strict-config", 0, 0, G_OPTION_ARG_NONE, &flags.strict_config,
+         "Refuse a --scheduler-conf that names plugins, actions, switches or arguments "
+         "kube-batchd does not implement (default: ignore those that do not apply, with a "
+         "warning)",
+         NULL},
         {"schedule-period", 0, 0, G_OPTION_ARG_CALLBACK, duration_arg,
          "Time between scheduling cycles, e.g. 500ms, 1s, 2m (default 1s)", "DURATION"},
         {"default-queue", 0, 0, G_OPTION_ARG_STRING, &flags.default_queue,
@@ -432,12 +439,16 @@ int main(int argc, char **argv)
     }
     KbConf *conf;
     if (flags.scheduler_conf != NULL) {
-        conf = kb_conf_load(flags.scheduler_conf, &error);
+        conf = kb_conf_load_flags(flags.scheduler_conf, flags.strict_config ? KB_CONF_STRICT : 0,
+                                  &error);
         if (conf == NULL) {
             g_printerr("kube-batchd: --scheduler-conf: %s\n", error->message);
             flags_clear();
             return 2;
         }
+        for (guint i = 0; i < conf->warnings->len; i++)
+            g_warning("--scheduler-conf %s: %s", flags.scheduler_conf,
+                      (const char *)conf->warnings->pdata[i]);
     } else {
         conf = kb_conf_new_default();
     }

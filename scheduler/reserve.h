@@ -23,8 +23,11 @@
  * (may get a reservation) when it has waited minWait (default 0), asks minGPUs (default any)
  * and its minimum spans minNodes nodes (default 2: it fits no single node; packing keeps whole
  * nodes coming free, so one-node jobs need no reservation, and reserving for them measured a
- * 37% mean-JCT cost on the Philly trace). They are sorted by priority (highest first), then
- * starving before not, then creation time (oldest first), then key. Walking them, a starving
+ * 37% mean-JCT cost on the Philly trace). With the sla plugin, a job waiting past its waiting
+ * time (policies/sla.c) is starving whatever those three say, and goes before the other
+ * candidates of its priority. They are sorted by priority (highest first), then past their sla
+ * waiting time (earliest limit first), then starving before not, then creation time (oldest
+ * first), then key. Walking them, a starving
  * gang gets the next reservation, computed on the timeline that holds the earlier ones
  * (conservative backfill), up to maxReservations; it gets one even when it fits now (then it
  * starts now, admitted Inqueue, and its hold keeps others off the capacity while allocate

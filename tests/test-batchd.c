@@ -439,6 +439,78 @@ static void test_flags(void)
     }
 }
 
+/* Volcano's scheduler configuration as its e2e tests run it (installer/helm/chart/volcano/
+ * config/volcano-scheduler-ci.conf), written out again. */
+static const char volcano_ci_conf[] = "actions: \"enqueue, allocate, backfill, reclaim, preempt\"\n"
+                                      "tiers:\n"
+                                      "- plugins:\n"
+                                      "  - name: priority\n"
+                                      "  - name: gang\n"
+                                      "    enablePreemptable: false\n"
+                                      "  - name: conformance\n"
+                                      "  - name: sla\n"
+                                      "- plugins:\n"
+                                      "  - name: overcommit\n"
+                                      "  - name: drf\n"
+                                      "    enablePreemptable: false\n"
+                                      "  - name: predicates\n"
+                                      "    arguments:\n"
+                                      "      predicate.DynamicResourceAllocationEnable: true\n"
+                                      "  - name: proportion\n"
+                                      "  - name: nodeorder\n"
+                                      "  - name: binpack\n"
+                                      "  - name: network-topology-aware\n";
+
+static guint count_in(const char *text, const char *needle)
+{
+    guint n = 0;
+    for (const char *p = strstr(text, needle); p != NULL; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/* Volcano's own file starts kube-batchd, which says once at start what it ignores and places a
+ * gang; with --strict-config it refuses to start, naming the plugin and line. */
+static void test_volcano_conf(void)
+{
+    if (!have_apiserver())
+        return;
+    g_autofree char *dir = g_dir_make_tmp("kb-batchd-XXXXXX", NULL);
+    g_assert_nonnull(dir);
+    g_autofree char *conf = g_build_filename(dir, "volcano-scheduler.conf", NULL);
+    g_assert_true(g_file_set_contents(conf, volcano_ci_conf, -1, NULL));
+
+    g_autofree char *prog = g_build_filename(kb_test_bin_dir(), "kube-batchd", NULL);
+    const char *argv[] = {prog, "--scheduler-conf", conf, "--strict-config", NULL};
+    g_autofree char *out = NULL, *err = NULL;
+    int wait_status = 0;
+    g_autoptr(GError) error = NULL;
+    g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, &err,
+                               &wait_status, &error));
+    g_assert_no_error(error);
+    g_assert_true(WIFEXITED(wait_status));
+    g_assert_cmpint(WEXITSTATUS(wait_status), ==, 2);
+    g_assert_nonnull(
+            strstr(err, "line 10: plugin \"overcommit\" is not implemented (--strict-config)"));
+
+    g_autoptr(Cluster) cl = cluster_start();
+    install_crds(cl);
+    add_node(cl, "n1", 4, NULL);
+    g_autoptr(Child) d = daemon_start(cl, "--scheduler-conf", conf, NULL);
+    add_group(cl, "vc", 4, NULL, NULL);
+    for (int i = 0; i < 4; i++) {
+        g_autofree char *name = g_strdup_printf("vc-%d", i);
+        add_pod(cl, name, "vc", 1);
+    }
+    g_assert_true(wait_bound(cl, "vc-", 4, WAIT_MS));
+    daemon_stop(d);
+    g_autofree char *log = child_log(d);
+    g_assert_cmpuint(count_in(log, "plugin \"overcommit\" ignored"), ==, 1);
+    g_assert_cmpuint(count_in(log, "plugin \"network-topology-aware\" ignored"), ==, 1);
+    g_assert_cmpuint(count_in(log, "predicate.DynamicResourceAllocationEnable"), ==, 1);
+    g_assert_cmpuint(count_in(log, "plugin \"sla\": without the reserve action"), ==, 1);
+}
+
 /* 10 one-GPU pods in a gang with 8 free GPUs: nothing binds and the condition says what is
  * short; one more node and all 10 bind. */
 static void test_gang_waits_for_capacity(void)
@@ -1037,6 +1109,7 @@ int main(int argc, char **argv)
     curl_global_init(CURL_GLOBAL_DEFAULT);
 
     g_test_add_func("/batchd/flags/errors-and-version", test_flags);
+    g_test_add_func("/batchd/conf/volcano-file-starts-strict-refuses", test_volcano_conf);
     g_test_add_func("/batchd/gang/waits-for-capacity-then-binds-all", test_gang_waits_for_capacity);
     g_test_add_func("/batchd/queues/weights-share-gpus", test_queue_weights);
     g_test_add_func("/batchd/priority/higher-class-first", test_priority_order);

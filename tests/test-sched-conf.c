@@ -4,6 +4,35 @@
 #include "kube/kb-error.h"
 #include "scheduler/conf.h"
 
+/* "a,b;c,d": the plugin names of each tier. */
+static char *plugin_set(const KbConf *conf)
+{
+    GString *s = g_string_new(NULL);
+    for (guint t = 0; t < conf->n_tiers; t++) {
+        if (t > 0)
+            g_string_append_c(s, ';');
+        for (guint i = 0; i < conf->tiers[t].n_plugins; i++)
+            g_string_append_printf(s, "%s%s", i > 0 ? "," : "", conf->tiers[t].plugins[i].name);
+    }
+    return g_string_free(s, FALSE);
+}
+
+/* Every warning of @conf contains one of @want (NULL-terminated), and each of @want is in one. */
+static void assert_warnings(const KbConf *conf, const char *const *want)
+{
+    for (guint i = 0; i < conf->warnings->len; i++)
+        g_test_message("warning: %s", (const char *)conf->warnings->pdata[i]);
+    guint n = 0;
+    for (; want[n] != NULL; n++) {
+        gboolean found = FALSE;
+        for (guint i = 0; i < conf->warnings->len && !found; i++)
+            found = strstr(conf->warnings->pdata[i], want[n]) != NULL;
+        if (!found)
+            g_error("no warning contains \"%s\"", want[n]);
+    }
+    g_assert_cmpuint(conf->warnings->len, ==, n);
+}
+
 static void test_default(void)
 {
     g_autoptr(KbConf) conf = kb_conf_new_default();
@@ -71,6 +100,292 @@ static void test_switches(void)
     g_assert_cmpfloat(kb_conf_plugin_arg_double(no, "leastrequested.weight", 0), ==, 2.5);
     g_assert_cmpfloat(kb_conf_plugin_arg_double(no, "bogus", 7), ==, 7);
     g_assert_cmpstr(kb_conf_switch_name(KB_SWITCH_NODE_ORDER), ==, "enableNodeOrder");
+    static const char *const want[] = {
+            "plugin \"drf\": switch \"enableBestNode\" is not supported, ignored",
+            "plugin \"nodeorder\": argument \"bogus\" is not supported, ignored", NULL};
+    assert_warnings(conf, want);
+}
+
+/* ---- Volcano's and kube-batch's own files ---------------------------------------------------- */
+
+/*
+ * The configuration files the projects ship, as of their repositories (kube-batch
+ * config/kube-batch-conf.yaml and example/; Volcano installer/helm/chart/volcano/config/
+ * volcano-scheduler.conf and volcano-scheduler-ci.conf, the one its e2e tests run with), written
+ * out again here.
+ */
+static const char kube_batch_conf[] = "actions: \"reclaim, allocate, backfill, preempt\"\n"
+                                      "tiers:\n"
+                                      "- plugins:\n"
+                                      "  - name: priority\n"
+                                      "  - name: gang\n"
+                                      "  - name: conformance\n"
+                                      "- plugins:\n"
+                                      "  - name: drf\n"
+                                      "  - name: predicates\n"
+                                      "  - name: proportion\n"
+                                      "  - name: nodeorder\n";
+
+static const char volcano_conf[] = "actions: \"enqueue, allocate, backfill\"\n"
+                                   "tiers:\n"
+                                   "- plugins:\n"
+                                   "  - name: priority\n"
+                                   "  - name: gang\n"
+                                   "    enablePreemptable: false\n"
+                                   "  - name: conformance\n"
+                                   "- plugins:\n"
+                                   "  - name: overcommit\n" /* line 9 */
+                                   "  - name: drf\n"
+                                   "    enablePreemptable: false\n"
+                                   "  - name: predicates\n"
+                                   "  - name: proportion\n"
+                                   "  - name: nodeorder\n"
+                                   "  - name: binpack\n";
+
+static const char volcano_ci_conf[] = "actions: \"enqueue, allocate, backfill, reclaim, preempt\"\n"
+                                      "tiers:\n"
+                                      "- plugins:\n"
+                                      "  - name: priority\n"
+                                      "  - name: gang\n"
+                                      "    enablePreemptable: false\n"
+                                      "  - name: conformance\n"
+                                      "  - name: sla\n"
+                                      "- plugins:\n"
+                                      "  - name: overcommit\n" /* line 10 */
+                                      "  - name: drf\n"
+                                      "    enablePreemptable: false\n"
+                                      "  - name: predicates\n"
+                                      "    arguments:\n"
+                                      "      predicate.DynamicResourceAllocationEnable: true\n"
+                                      "  - name: proportion\n"
+                                      "  - name: nodeorder\n"
+                                      "  - name: binpack\n"
+                                      "  - name: network-topology-aware\n";
+
+typedef struct {
+    const char *path;
+    const char *yaml;
+    const char *actions; /* as kept, joined with "," */
+    const char *plugins; /* plugin_set() */
+    const char *warnings[6];
+    const char *strict_error; /* with KB_CONF_STRICT, or NULL: parses the same */
+} ShippedCase;
+
+static const ShippedCase shipped_cases[] = {
+        {"/scheduler/conf/shipped/kube-batch",
+         kube_batch_conf,
+         "reclaim,allocate,backfill,preempt",
+         "priority,gang,conformance;drf,predicates,proportion,nodeorder",
+         {NULL},
+         NULL},
+        {"/scheduler/conf/shipped/volcano",
+         volcano_conf,
+         "enqueue,allocate,backfill",
+         "priority,gang,conformance;drf,predicates,proportion,nodeorder,binpack",
+         {"plugin \"overcommit\" ignored: enqueue admits jobs against the idle capacity", NULL},
+         "line 9: plugin \"overcommit\" is not implemented (--strict-config): enqueue admits"},
+        {"/scheduler/conf/shipped/volcano-ci",
+         volcano_ci_conf,
+         "enqueue,allocate,backfill,reclaim,preempt",
+         "priority,gang,conformance,sla;drf,predicates,proportion,nodeorder,binpack",
+         {"plugin \"overcommit\" ignored",
+          "plugin \"network-topology-aware\" ignored: HyperNodes are not read",
+          "plugin \"predicates\": argument \"predicate.DynamicResourceAllocationEnable\" is not "
+          "supported, ignored",
+          "plugin \"sla\": without the reserve action", NULL},
+         "line 10: plugin \"overcommit\" is not implemented (--strict-config)"},
+};
+
+static void test_shipped(gconstpointer data)
+{
+    const ShippedCase *c = data;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbConf) conf = kb_conf_parse(c->yaml, strlen(c->yaml), &error);
+    g_assert_no_error(error);
+    g_autofree char *actions = g_strjoinv(",", conf->actions);
+    g_assert_cmpstr(actions, ==, c->actions);
+    g_autofree char *plugins = plugin_set(conf);
+    g_assert_cmpstr(plugins, ==, c->plugins);
+    assert_warnings(conf, c->warnings);
+    /* What the file switches off is kept (Volcano's gang and drf do not choose victims). */
+    if (kb_conf_find_plugin(conf, "drf") != NULL && strstr(c->yaml, "enablePreemptable") != NULL)
+        g_assert_false(kb_conf_find_plugin(conf, "drf")->enabled[KB_SWITCH_PREEMPTABLE]);
+
+    g_autoptr(KbConf) strict =
+            kb_conf_parse_flags(c->yaml, strlen(c->yaml), KB_CONF_STRICT, &error);
+    if (c->strict_error == NULL) {
+        g_assert_no_error(error);
+        g_assert_cmpuint(strict->warnings->len, ==, 0);
+        return;
+    }
+    g_assert_null(strict);
+    g_assert_error(error, KB_ERROR, KB_ERROR_CONFIG);
+    if (strstr(error->message, c->strict_error) == NULL)
+        g_error("message \"%s\" lacks \"%s\"", error->message, c->strict_error);
+}
+
+/* A plugin ignored in two tiers, an argument ignored twice: one warning each. */
+static void test_warnings_once(void)
+{
+    static const char yaml[] = "actions: \"enqueue, shuffle, allocate, shuffle\"\n"
+                               "tiers:\n"
+                               "- plugins:\n"
+                               "  - name: overcommit\n"
+                               "  - name: gang\n"
+                               "    enableBestNode: true\n"
+                               "- plugins:\n"
+                               "  - name: overcommit\n"
+                               "    arguments: {overcommit-factor: 1.2}\n"
+                               "  - name: nodeorder\n"
+                               "    arguments: {nodeaffinity.weight: 2, leastrequested.weight: 1}\n"
+                               "  - name: pdb\n"
+                               "  - name: nodeorder\n"
+                               "    arguments: {nodeaffinity.weight: 3}\n";
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbConf) conf = kb_conf_parse(yaml, strlen(yaml), &error);
+    g_assert_no_error(error);
+    g_autofree char *actions = g_strjoinv(",", conf->actions);
+    g_assert_cmpstr(actions, ==, "enqueue,allocate");
+    g_autofree char *plugins = plugin_set(conf);
+    g_assert_cmpstr(plugins, ==, "gang;nodeorder,nodeorder");
+    static const char *const want[] = {
+            "action \"shuffle\" ignored: it evicts what the rescheduling plugin picks",
+            "plugin \"overcommit\" ignored",
+            "plugin \"gang\": switch \"enableBestNode\" is not supported, ignored",
+            "plugin \"nodeorder\": argument \"nodeaffinity.weight\" is not supported, ignored",
+            "plugin \"pdb\" ignored: evictions go through the Eviction API",
+            NULL};
+    assert_warnings(conf, want);
+}
+
+/* Past KB_CONF_MAX_WARNINGS the rest are counted in one more. */
+static void test_warnings_limit(void)
+{
+    g_autoptr(GString) s = g_string_new("actions: allocate\ntiers:\n");
+    for (int t = 0; t < 2; t++) {
+        g_string_append(s, "- plugins:\n  - name: nodeorder\n    arguments:\n");
+        for (int i = 0; i < KB_CONF_MAX_ARGS; i++)
+            g_string_append_printf(s, "      t%d-k%d: 1\n", t, i);
+    }
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbConf) conf = kb_conf_parse(s->str, s->len, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(conf->warnings->len, ==, KB_CONF_MAX_WARNINGS + 1);
+    g_assert_cmpstr(conf->warnings->pdata[KB_CONF_MAX_WARNINGS], ==, "64 more warnings left out");
+}
+
+typedef struct {
+    const char *path;
+    const char *yaml;
+    KbConfFlags flags;
+    const char *message;
+} RefusedCase;
+
+#define TIER_OF(p) "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: gang\n" p
+
+static const RefusedCase refused_cases[] = {
+        {"/scheduler/conf/refused/numa-aware", TIER_OF("  - name: numa-aware\n"), 0,
+         "line 5: plugin \"numa-aware\" is not implemented and cannot be ignored: NUMA placement "
+         "is a hard constraint"},
+        {"/scheduler/conf/refused/capacity", TIER_OF("  - name: capacity\n"), 0,
+         "line 5: plugin \"capacity\" is not implemented and cannot be ignored: queue capacities "
+         "would not be enforced (the proportion plugin"},
+        {"/scheduler/conf/refused/cdp", TIER_OF("  - name: cdp\n"), 0,
+         "plugin \"cdp\" is not implemented and cannot be ignored: pods would be evicted within "
+         "their cooldown time"},
+        {"/scheduler/conf/refused/deviceshare", TIER_OF("  - name: deviceshare\n"), 0,
+         "plugin \"deviceshare\" is not implemented and cannot be ignored"},
+        {"/scheduler/conf/refused/unknown-still-unknown", TIER_OF("  - name: binpak\n"), 0,
+         "line 5: unknown plugin \"binpak\" (known: priority, gang, drf, proportion, predicates, "
+         "nodeorder, conformance, gpu-topology, sla, binpack)"},
+        {"/scheduler/conf/refused/strict-action", "actions: \"enqueue, gangpreempt\"\n",
+         KB_CONF_STRICT,
+         "line 1: actions: action \"gangpreempt\" is not implemented (--strict-config): the "
+         "preempt action evicts whole gangs"},
+        {"/scheduler/conf/refused/strict-switch", TIER_OF("    enableHierarchy: true\n"),
+         KB_CONF_STRICT,
+         "line 5: plugin \"gang\": switch \"enableHierarchy\" is not implemented "
+         "(--strict-config)"},
+        {"/scheduler/conf/refused/strict-argument",
+         TIER_OF("  - name: binpack\n    arguments:\n      binpack.weight: 2\n"
+                 "      binpack.gpu: 3\n"),
+         KB_CONF_STRICT,
+         "line 8: plugin \"binpack\": argument \"binpack.gpu\" is not implemented "
+         "(--strict-config)"},
+        {"/scheduler/conf/refused/argument-not-a-number",
+         TIER_OF("  - name: binpack\n    arguments:\n      binpack.weight: heavy\n"), 0,
+         "line 7: plugin \"binpack\": argument binpack.weight: \"heavy\" is not a number"},
+        {"/scheduler/conf/refused/resource-weight-not-a-number",
+         TIER_OF("  - name: binpack\n    arguments:\n      binpack.resources: nvidia.com/gpu\n"
+                 "      binpack.resources.nvidia.com/gpu: lots\n"),
+         0,
+         "line 8: plugin \"binpack\": argument binpack.resources.nvidia.com/gpu: \"lots\" is not "
+         "a number"},
+        {"/scheduler/conf/refused/sla-not-a-duration",
+         TIER_OF("  - name: sla\n    arguments:\n      sla-waiting-time: soon\n"), 0,
+         "line 7: plugin \"sla\": argument sla-waiting-time: \"soon\" is not a duration like "
+         "\"1h30m\""},
+        {"/scheduler/conf/refused/sla-not-positive",
+         TIER_OF("  - name: sla\n    arguments:\n      sla-waiting-time: 0s\n"), 0,
+         "line 7: plugin \"sla\": argument sla-waiting-time: \"0s\" is not a positive duration"},
+        {"/scheduler/conf/refused/sla-list",
+         TIER_OF("  - name: sla\n    arguments:\n      sla-waiting-time: [1h]\n"), 0,
+         "line 7: plugin \"sla\": argument sla-waiting-time: expected a single value"},
+};
+
+static void test_refused(gconstpointer data)
+{
+    const RefusedCase *c = data;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbConf) conf = kb_conf_parse_flags(c->yaml, strlen(c->yaml), c->flags, &error);
+    g_assert_null(conf);
+    g_assert_error(error, KB_ERROR, KB_ERROR_CONFIG);
+    if (strstr(error->message, c->message) == NULL)
+        g_error("message \"%s\" lacks \"%s\"", error->message, c->message);
+}
+
+typedef struct {
+    const char *text;
+    gint64 ns; /* G_MININT64: refused */
+} GoDuration;
+
+static void test_go_duration(void)
+{
+    static const GoDuration cases[] = {
+            {"1h2m3s4ms5us6ns", 3723004005006},
+            {"1h2m3s4ms5\xc2\xb5s6ns", 3723004005006},
+            {"1.5h", 5400 * G_GINT64_CONSTANT(1000000000)},
+            {"300ms", 300000000},
+            {".5s", 500000000},
+            {"3s", 3000000000},
+            {"-2m", -120 * G_GINT64_CONSTANT(1000000000)},
+            {"0", 0},
+            {"2000000h", 2000000 * G_GINT64_CONSTANT(3600000000000)},
+            {"", G_MININT64},
+            {"1", G_MININT64},
+            {"1x", G_MININT64},
+            {"h", G_MININT64},
+            {".s", G_MININT64},
+            {"1h-2m", G_MININT64},
+            {"1h ", G_MININT64},
+            {"3000000h", G_MININT64},
+            {"99999999999999999999999h", G_MININT64},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        gint64 ns = 42;
+        g_autoptr(GError) error = NULL;
+        gboolean ok = kb_conf_parse_go_duration(cases[i].text, &ns, &error);
+        g_test_message("\"%s\"", cases[i].text);
+        if (cases[i].ns == G_MININT64) {
+            g_assert_false(ok);
+            g_assert_error(error, KB_ERROR, KB_ERROR_CONFIG);
+            g_assert_nonnull(strstr(error->message, cases[i].text));
+        } else {
+            g_assert_no_error(error);
+            g_assert_true(ok);
+            g_assert_cmpint(ns, ==, cases[i].ns);
+        }
+    }
 }
 
 static void test_actions_list(void)
@@ -112,6 +427,15 @@ static const BadCase bad_cases[] = {
          "actions: allocate\ntiers:\n- plugins:\n  - {}\n", KB_ERROR_CONFIG, "without a name"},
         {"/scheduler/conf/bad/tier-not-mapping", "actions: allocate\ntiers:\n- gang\n",
          KB_ERROR_CONFIG, "tier 1: "},
+        {"/scheduler/conf/bad/tiers-twice",
+         "actions: allocate\ntiers:\n- plugins: [{name: gang}]\ntiers:\n- plugins: [{name: drf}]\n",
+         KB_ERROR_CONFIG, "line 5: tiers given twice"},
+        {"/scheduler/conf/bad/plugin-name-twice",
+         "actions: allocate\ntiers:\n- plugins:\n  - name: gang\n    name: drf\n", KB_ERROR_CONFIG,
+         "line 5: plugin \"gang\": name given twice"},
+        {"/scheduler/conf/bad/configuration-name-twice",
+         "actions: allocate\nconfigurations:\n- name: preempt\n  name: reclaim\n", KB_ERROR_CONFIG,
+         "line 4: configurations: \"preempt\": name given twice"},
         {"/scheduler/conf/bad/arguments-not-mapping",
          "actions: allocate\ntiers:\n- plugins:\n  - name: nodeorder\n    arguments: [1]\n",
          KB_ERROR_CONFIG, "arguments: expected a mapping"},
@@ -186,6 +510,13 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/conf/actions-list", test_actions_list);
     for (guint i = 0; i < G_N_ELEMENTS(bad_cases); i++)
         g_test_add_data_func(bad_cases[i].path, &bad_cases[i], test_bad);
+    for (guint i = 0; i < G_N_ELEMENTS(shipped_cases); i++)
+        g_test_add_data_func(shipped_cases[i].path, &shipped_cases[i], test_shipped);
+    g_test_add_func("/scheduler/conf/warnings-once", test_warnings_once);
+    g_test_add_func("/scheduler/conf/warnings-limit", test_warnings_limit);
+    for (guint i = 0; i < G_N_ELEMENTS(refused_cases); i++)
+        g_test_add_data_func(refused_cases[i].path, &refused_cases[i], test_refused);
+    g_test_add_func("/scheduler/conf/go-duration", test_go_duration);
     g_test_add_func("/scheduler/conf/limits", test_limits);
     g_test_add_func("/scheduler/conf/load-missing-file", test_load_missing_file);
     return g_test_run();

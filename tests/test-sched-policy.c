@@ -966,6 +966,153 @@ static void test_nodeorder_most_requested(void)
                "busy");
 }
 
+/* ---- binpack --------------------------------------------------------------------------------- */
+
+#define BINPACK_CONF(args)                                                                         \
+    "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: gang\n"                         \
+    "  - name: predicates\n  - name: binpack\n" args
+
+/* Where least-requested spreads (the idle node), binpack packs (the busy one). */
+static void test_binpack_packs(void)
+{
+    score_case("actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: gang\n"
+               "  - name: predicates\n  - name: nodeorder\n    arguments:\n"
+               "      leastrequested.weight: 1\n      mostrequested.weight: 0\n"
+               "      balancedresource.weight: 0\n",
+               "idle");
+    score_case(BINPACK_CONF(""), "busy");
+    /* Volcano's weight 0 turns the score off: the nodes tie, and least-requested decides. */
+    score_case("actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: gang\n"
+               "  - name: predicates\n  - name: nodeorder\n    arguments:\n"
+               "      leastrequested.weight: 1\n      mostrequested.weight: 0\n"
+               "      balancedresource.weight: 0\n"
+               "  - name: binpack\n    arguments:\n      binpack.weight: 0\n",
+               "idle");
+}
+
+typedef struct {
+    const char *path;
+    const char *args; /* binpack's arguments (YAML lines) */
+    const char *want; /* the node a cpu + GPU pod goes to */
+} BinpackCase;
+
+/*
+ * Node "cpuhot" has 24 of its 32 cores requested, node "gpuhot" 6 of its 8 GPUs; the pod asks
+ * one core, 1Gi and one GPU. Volcano's weights: cpu and memory only by default; a resource
+ * counts once listed in binpack.resources, with its own weight.
+ */
+static const BinpackCase binpack_cases[] = {
+        {"/scheduler/binpack/weights/default-cpu-memory", "", "cpuhot"},
+        {"/scheduler/binpack/weights/gpu-only",
+         "    arguments:\n      binpack.cpu: 0\n      binpack.memory: 0\n"
+         "      binpack.resources: nvidia.com/gpu\n",
+         "gpuhot"},
+        {"/scheduler/binpack/weights/gpu-weighted",
+         "    arguments:\n      binpack.resources: nvidia.com/gpu, example.com/none\n"
+         "      binpack.resources.nvidia.com/gpu: 10\n",
+         "gpuhot"},
+        {"/scheduler/binpack/weights/gpu-listed-weight-1",
+         "    arguments:\n      binpack.cpu: 5\n      binpack.resources: nvidia.com/gpu\n",
+         "cpuhot"},
+};
+
+static void test_binpack_weights(gconstpointer data)
+{
+    const BinpackCase *c = data;
+    g_autofree char *conf = g_strdup_printf(BINPACK_CONF("%s"), c->args);
+    Fx *fx = kb_test_sched_new(conf);
+    add_node(fx, "cpuhot", 8);
+    add_node(fx, "gpuhot", 8);
+    PodOpts cpu = {.requests = "\"cpu\":\"24\",\"memory\":\"8Gi\"",
+                   .node = "cpuhot",
+                   .phase = "Running",
+                   .scheduler = "default-scheduler"};
+    add_pod(fx, "cpu-user", &cpu);
+    PodOpts gpu = {.requests = "\"cpu\":\"1\",\"memory\":\"8Gi\",\"nvidia.com/gpu\":6",
+                   .node = "gpuhot",
+                   .phase = "Running",
+                   .scheduler = "default-scheduler"};
+    add_pod(fx, "gpu-user", &gpu);
+    PodOpts po = {.requests = GPU1};
+    add_pod(fx, "p", &po);
+    kb_test_sched_run(fx);
+    g_assert_cmpstr(kb_test_sched_bound_node(fx, "default", "p"), ==, c->want);
+    kb_test_sched_free(fx);
+}
+
+/* ---- sla ------------------------------------------------------------------------------------- */
+
+#define T_2026 1767225600 /* 2026-01-01T00:00:00Z */
+
+typedef struct {
+    const char *path;
+    gboolean plugin;          /* sla configured */
+    const char *argument;     /* its sla-waiting-time, or NULL */
+    const char *early, *late; /* annotations (JSON members) of the groups created at 0 s, 10 s */
+    gint64 now;               /* seconds after T_2026 */
+    const char *first;        /* the job that gets the node */
+} SlaCase;
+
+static const SlaCase sla_cases[] = {
+        {"/scheduler/sla/within-limit-no-opinion", TRUE, NULL, "", "\"sla-waiting-time\":\"1m\"",
+         30, "early"},
+        {"/scheduler/sla/overdue-goes-first", TRUE, NULL, "", "\"sla-waiting-time\":\"1m\"", 75,
+         "late"},
+        {"/scheduler/sla/argument-for-all", TRUE, "1m", "\"sla-waiting-time\":\"1h\"", "", 75,
+         "late"},
+        {"/scheduler/sla/annotation-over-argument", TRUE, "1m", "\"sla-waiting-time\":\"1h\"",
+         "\"sla-waiting-time\":\"20s\"", 40, "late"},
+        {"/scheduler/sla/volcano-key-first", TRUE, NULL, "",
+         "\"volcano.sh/sla-waiting-time\":\"20s\",\"sla-waiting-time\":\"1h\"", 40, "late"},
+        {"/scheduler/sla/malformed-annotation-argument-applies", TRUE, "20s",
+         "\"sla-waiting-time\":\"1h\"", "\"sla-waiting-time\":\"soon\"", 40, "late"},
+        {"/scheduler/sla/earliest-limit-first", TRUE, NULL, "\"sla-waiting-time\":\"1m\"",
+         "\"sla-waiting-time\":\"5s\"", 75, "late"},
+        {"/scheduler/sla/go-units", TRUE, NULL, "", "\"sla-waiting-time\":\"0.25m15000ms\"", 40,
+         "late"},
+        {"/scheduler/sla/without-plugin-ignored", FALSE, NULL, "", "\"sla-waiting-time\":\"5s\"",
+         75, "early"},
+};
+
+static void add_sla_group(Fx *fx, const char *name, gint64 created, const char *annotations)
+{
+    g_autoptr(GDateTime) dt = g_date_time_new_from_unix_utc(T_2026 + created);
+    g_autofree char *ts = g_date_time_format(dt, "%Y-%m-%dT%H:%M:%SZ");
+    g_autofree char *json = g_strdup_printf(
+            "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\","
+            "\"metadata\":{\"name\":\"%s\",\"namespace\":\"default\",\"uid\":\"pg-%s\","
+            "\"creationTimestamp\":\"%s\",\"annotations\":{%s}},\"spec\":{\"minMember\":8}}",
+            name, name, ts, annotations);
+    kb_test_sched_add_pod_group(fx, json);
+    add_gang_pods(fx, "default", name, 8, GPU1);
+}
+
+/* Two gangs of 8 GPUs, one node of 8: the job order decides which one runs. */
+static void test_sla_order(gconstpointer data)
+{
+    const SlaCase *c = data;
+    g_autofree char *arg =
+            c->argument != NULL
+                    ? g_strdup_printf("    arguments:\n      sla-waiting-time: %s\n", c->argument)
+                    : g_strdup("");
+    g_autofree char *sla = c->plugin ? g_strdup_printf("  - name: sla\n%s", arg) : g_strdup("");
+    g_autofree char *conf = g_strdup_printf(
+            "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: priority\n"
+            "  - name: gang\n  - name: conformance\n%s- plugins:\n  - name: drf\n"
+            "  - name: predicates\n  - name: proportion\n  - name: nodeorder\n",
+            sla);
+    Fx *fx = kb_test_sched_new(conf);
+    add_node(fx, "n1", 8);
+    add_sla_group(fx, "early", 0, c->early);
+    add_sla_group(fx, "late", 10, c->late);
+    fx->now = T_2026 + c->now;
+    kb_test_sched_run(fx);
+    g_autofree char *key = g_strdup_printf("default/%s", c->first);
+    g_assert_cmpuint(kb_test_sched_binds(fx, key), ==, 8);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 8);
+    kb_test_sched_free(fx);
+}
+
 static void test_nodeorder_spread_gang(void)
 {
     Fx *fx =
@@ -1414,6 +1561,11 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/nodeorder/most-requested", test_nodeorder_most_requested);
     g_test_add_func("/scheduler/nodeorder/spread-gang", test_nodeorder_spread_gang);
     g_test_add_func("/scheduler/nodeorder/binpack-gang", test_nodeorder_binpack_gang);
+    g_test_add_func("/scheduler/binpack/packs", test_binpack_packs);
+    for (guint i = 0; i < G_N_ELEMENTS(binpack_cases); i++)
+        g_test_add_data_func(binpack_cases[i].path, &binpack_cases[i], test_binpack_weights);
+    for (guint i = 0; i < G_N_ELEMENTS(sla_cases); i++)
+        g_test_add_data_func(sla_cases[i].path, &sla_cases[i], test_sla_order);
     for (guint i = 0; i < G_N_ELEMENTS(pred_cases); i++)
         g_test_add_data_func(pred_cases[i].path, &pred_cases[i], test_predicate_case);
     g_test_add_func("/scheduler/predicates/message-counts", test_predicates_message_counts);

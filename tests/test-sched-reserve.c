@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kube/kb-objects.h"
+#include "policies/plugin.h"
 #include "scheduler/conf.h"
 #include "scheduler/cycle.h"
 #include "scheduler/reserve.h"
@@ -38,6 +39,7 @@ typedef struct {
     gint64 started;
     const char *runtime;
     gint64 deadline;
+    const char *annotations; /* JSON members on the PodGroup, or NULL */
 } JobSpec;
 
 /* After the cycle: @job got @binds placements and, with @message, its condition contains it
@@ -56,6 +58,7 @@ typedef struct {
     const char *queues;         /* "a,b": queues of weight 1, or NULL */
     JobSpec jobs[MAX_JOBS];
     Check checks[MAX_CHECKS];
+    const char *sla; /* the sla plugin's sla-waiting-time (first tier, last), or NULL: no sla */
 } Case;
 
 static void add_node(Fx *fx, const char *name)
@@ -103,8 +106,8 @@ static void add_job(Fx *fx, const JobSpec *j)
     g_autofree char *gjson = g_strdup_printf(
             "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\","
             "\"metadata\":{\"name\":\"%s\",\"namespace\":\"team\",\"uid\":\"pg-%s\","
-            "\"creationTimestamp\":\"%s\"},\"spec\":{\"minMember\":%u%s%s}}",
-            j->name, j->name, ts, j->n, q, pc);
+            "\"creationTimestamp\":\"%s\",\"annotations\":{%s}},\"spec\":{\"minMember\":%u%s%s}}",
+            j->name, j->name, ts, j->annotations != NULL ? j->annotations : "", j->n, q, pc);
     kb_test_sched_add_pod_group(fx, gjson);
     g_auto(GStrv) nodes = j->nodes != NULL ? g_strsplit(j->nodes, ",", -1) : NULL;
     g_autofree char *rt =
@@ -137,10 +140,17 @@ static Fx *fx_for(const Case *c)
     const char *def = kb_conf_default_yaml();
     const char *tiers = strstr(def, "tiers:");
     g_assert_nonnull(tiers);
-    g_autofree char *yaml =
-            g_strdup_printf("actions: \"%s\"\n%s%s%s", c->actions,
-                            c->configurations != NULL ? "configurations:\n" : "",
-                            c->configurations != NULL ? c->configurations : "", tiers);
+    const char *second = strstr(tiers + 1, "- plugins:\n  - name: drf");
+    g_assert_nonnull(second);
+    g_autofree char *sla =
+            c->sla != NULL
+                    ? g_strdup_printf("  - name: sla\n    arguments: {sla-waiting-time: %s}\n",
+                                      c->sla)
+                    : g_strdup("");
+    g_autofree char *yaml = g_strdup_printf("actions: \"%s\"\n%s%s%.*s%s%s", c->actions,
+                                            c->configurations != NULL ? "configurations:\n" : "",
+                                            c->configurations != NULL ? c->configurations : "",
+                                            (int)(second - tiers), tiers, sla, second);
     Fx *fx = kb_test_sched_new(yaml);
     fx->now = NOW;
     add_priority_class(fx, "low", 10);
@@ -423,6 +433,38 @@ static const Case cases[] = {
          NULL,
          {BIG, {"small", NULL, NULL, 1, 4, NULL, 9 * 3600 + 120, "5h"}},
          {{"big", 2, NULL}, {"small", 0, NULL}}},
+        /* A one-node job needs no reservation (minNodes 2) and takes none... */
+        {"/scheduler/reserve/sla/within-limit-no-reservation",
+         RESERVE,
+         NULL,
+         2,
+         NULL,
+         {BUSY_N1, BUSY_N2, {"one", NULL, NULL, 1, 8, NULL, 9 * 3600 + 60, "10h"}},
+         {{"one", 0, "!reserved"}},
+         "2h"},
+        /* ... until it has waited past its sla waiting time: then it reserves n1, free in 1h. */
+        {"/scheduler/reserve/sla/overdue-reserves",
+         RESERVE,
+         NULL,
+         2,
+         NULL,
+         {BUSY_N1, BUSY_N2, {"one", NULL, NULL, 1, 8, NULL, 9 * 3600 + 60, "10h"}},
+         {{"one", 0, "reserved 1 node, expected start in 1h00m"}},
+         "30m"},
+        /* An overdue job (its own limit) goes before an older starving gang of its priority,
+         * within the plugin's limit: the one reservation is its own. */
+        {"/scheduler/reserve/sla/overdue-before-starving",
+         RESERVE,
+         NULL,
+         2,
+         NULL,
+         {BUSY_N1,
+          BUSY_N2,
+          BIG,
+          {"one", NULL, NULL, 1, 8, NULL, 9 * 3600 + 120, "10h", 0,
+           "\"" KB_SLA_ANNOTATION_SHORT "\":\"30m\""}},
+         {{"one", 0, "reserved 1 node, expected start in 1h00m"}, {"big", 0, "!reserved"}},
+         "2h"},
 };
 
 /* Across cycles: the big gang starts once the running jobs end, before the small long job. */
