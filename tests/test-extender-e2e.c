@@ -52,13 +52,14 @@ static void install_crds(Cluster *cl)
 
 static void add_node(Cluster *cl, const char *name, int gpus)
 {
-    kb_test_create_node(cl->client,
-                        kb_test_json_printf("{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{"
-                                            "\"name\":\"%s\",\"labels\":{\"kubernetes.io/hostname\":"
-                                            "\"%s\"},\"annotations\":{\"%s\":\"%s\"}}}",
-                                            name, name, KB_GPU_TOPOLOGY_ANNOTATION,
-                                            "{\\\"nvlink\\\":[[0,1,2,3],[4,5,6,7]]}"),
-                        gpus);
+    kb_test_create_node(
+            cl->client,
+            kb_test_json_printf("{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{"
+                                "\"name\":\"%s\",\"labels\":{\"kubernetes.io/hostname\":"
+                                "\"%s\"},\"annotations\":{\"%s\":\"%s\"}}}",
+                                name, name, KB_GPU_TOPOLOGY_ANNOTATION,
+                                "{\\\"nvlink\\\":[[0,1,2,3],[4,5,6,7]]}"),
+            gpus);
 }
 
 static void add_group(Cluster *cl, const char *name, int min_member)
@@ -373,6 +374,84 @@ static char *group_message(Cluster *cl, const char *name)
  * that cannot fit gets every node failed with its PodGroup's message and binds nothing; a pod
  * without GPU or group passes through and is bound by the extender as asked.
  */
+/* The requeue annotation on pod @name, or NULL (newly allocated). */
+static char *requeue_mark(Cluster *cl, const char *name)
+{
+    json_object *pod = get_pod(cl, name);
+    json_object *ann = NULL;
+    char *v = NULL;
+    if (json_object_object_get_ex(json_object_object_get(pod, "metadata"), "annotations", &ann)) {
+        json_object *m = json_object_object_get(ann, "kube-batchd.io/gang-planned");
+        v = m != NULL ? g_strdup(json_object_get_string(m)) : NULL;
+    }
+    json_object_put(pod);
+    return v;
+}
+
+/*
+ * A gang created pod by pod, the test acting as kube-scheduler: it asks for each member as it
+ * is created and, every node failing, would park it. Once the last member is created and the
+ * gang planned, kube-batchd writes the requeue annotation on each parked member (one PATCH
+ * each, the only change to them) and on none other; the gang then binds whole.
+ */
+static void test_requeue_parked(void)
+{
+    g_autoptr(Cluster) cl = cluster_start();
+    batchd_start(cl, "default-scheduler");
+    add_group(cl, "seq", 4);
+    for (int i = 0; i < 3; i++) {
+        g_autofree char *p = g_strdup_printf("seq-%d", i);
+        add_pod(cl, p, "seq", 4, "default-scheduler");
+        FilterAnswer a = {0};
+        filter(cl, p, TRUE, &a);
+        g_assert_null(a.error);
+        g_assert_cmpuint(a.passed->len, ==, 0);
+        g_assert_cmpuint(g_hash_table_size(a.failed), ==, 4);
+        filter_answer_clear(&a);
+    }
+    json_object *before = get_pod(cl, "seq-0");
+    g_autofree char *rv_before = g_strdup(kas_json_get_string(before, "metadata.resourceVersion"));
+    json_object_put(before);
+    /* Past the replan gap, so that the last member's first filter plans the gang. */
+    g_usleep(600 * 1000);
+    add_pod(cl, "seq-3", "seq", 4, "default-scheduler");
+    FilterAnswer last = {0};
+    filter(cl, "seq-3", TRUE, &last);
+    gboolean first_try = last.error == NULL && last.passed->len == 1;
+    filter_answer_clear(&last);
+    gint64 deadline = g_get_monotonic_time() + (gint64)WAIT_MS * 1000;
+    for (int i = 0; i < 3; i++) {
+        g_autofree char *p = g_strdup_printf("seq-%d", i);
+        for (;;) {
+            g_autofree char *mark = requeue_mark(cl, p);
+            if (mark != NULL)
+                break;
+            if (g_get_monotonic_time() > deadline) {
+                g_autofree char *log = kb_test_daemon_log(cl->batchd);
+                g_error("pod %s: never got the requeue annotation; kube-batchd log:\n%s", p, log);
+            }
+            g_usleep(50000);
+        }
+    }
+    /* Nothing else of the pod changed: still pending, one write. */
+    json_object *after = get_pod(cl, "seq-0");
+    g_assert_null(kas_json_get_string(after, "spec.nodeName"));
+    g_assert_cmpstr(kas_json_get_string(after, "metadata.resourceVersion"), !=, rv_before);
+    json_object_put(after);
+    if (first_try) {
+        g_autofree char *mark = requeue_mark(cl, "seq-3");
+        g_assert_null(mark);
+    }
+    for (int i = 0; i < 4; i++) {
+        g_autofree char *p = g_strdup_printf("seq-%d", i);
+        g_autofree char *node = filter_until_one(cl, p, TRUE);
+        bind_pod(cl, p, node);
+        json_object *pod = get_pod(cl, p);
+        g_assert_cmpstr(kas_json_get_string(pod, "spec.nodeName"), ==, node);
+        json_object_put(pod);
+    }
+}
+
 static void test_gang_through_extender(void)
 {
     g_autoptr(Cluster) cl = cluster_start();
@@ -661,6 +740,7 @@ int main(int argc, char **argv)
     curl_global_init(CURL_GLOBAL_DEFAULT);
     g_test_add_func("/extender-e2e/gang-through-extender", test_gang_through_extender);
     g_test_add_func("/extender-e2e/bind-failure-keeps-gang-mates", test_bind_failure);
+    g_test_add_func("/extender-e2e/requeue-parked-members", test_requeue_parked);
     g_test_add_func("/extender-e2e/real-kube-scheduler", test_real_scheduler);
     int rc = g_test_run();
     curl_global_cleanup();
