@@ -35,7 +35,7 @@
  * are (a binding cannot be undone); the next plan counts them and reserves the rest again.
  *
  * Requeue: kube-scheduler parks a pod that filter failed on every node as unschedulable and does
- * not ask again on its own until its periodic flush (60 s in 1.20, 5 min since 1.27): a gang
+ * not ask again on its own until its periodic flush (60 s in 1.20, 5 min in later ones): a gang
  * created pod by pod would wait that long after its last member. What moves a parked pod back
  * (kubernetes pkg/scheduler/internal/queue/scheduling_queue.go, PriorityQueue.Update):
  *   1.20-1.27, and later with the SchedulerQueueingHints gate off: an update of the pod that

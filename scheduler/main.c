@@ -6,7 +6,8 @@
  *               [--leader-elect] [--lock-object-namespace NS] [--listen-address :8080]
  *               [--log-level info] [--version]
  *               [--extender-address HOST:PORT [--extender-tls-cert F --extender-tls-key F]
- *                [--extender-scheduler-name NAME]... [--extender-reservation-timeout 60s]]
+ *                [--extender-scheduler-name NAME]... [--extender-reservation-timeout 60s]
+ *                [--extender-no-requeue]]
  *
  * Exit status: 0 after a clean stop (SIGTERM/SIGINT), 2 for bad flags or configuration, 1 when
  * the daemon cannot start (the listen address is taken, ...).
