@@ -411,8 +411,8 @@ static gboolean pod_security(KasStore *store, json_object *pod, GError **error)
 {
     KasRes *nsres = kas_store_find_locked(store, "", "v1", "namespaces");
     const char *ns = kas_json_get_string(pod, "metadata.namespace");
-    KasObj *nsobj = nsres != NULL && ns != NULL ? kas_store_get_locked(store, nsres, NULL, ns)
-                                                : NULL;
+    KasObj *nsobj =
+            nsres != NULL && ns != NULL ? kas_store_get_locked(store, nsres, NULL, ns) : NULL;
     return nsobj == NULL || kas_psa_admit_pod(nsobj->labels, pod, error);
 }
 
