@@ -85,6 +85,7 @@ typedef struct {
     KbMetric *leader;
     KbMetric *ready;
     KbMetric *informer_retry_delay;
+    KbMetric *requeues;
     guint64 status_seen[KB_STATUS_N_RESULTS];
     guint64 events_seen[4];
     guint64 retries_seen;
@@ -220,6 +221,59 @@ static gboolean ready_func(gpointer user_data, char **reason)
 
 static void publish_cycle(KbDaemon *d, const KbCycleResult *r);
 
+static void on_requeued(const KbResponse *resp, gpointer data)
+{
+    KbDaemon *d = data;
+    const char *result = "written";
+    if (resp->error != NULL) {
+        /* 404 or a UID conflict: the pod is gone or another; else kube-scheduler's own timer. */
+        result = g_error_matches(resp->error, KB_ERROR, KB_ERROR_NOT_FOUND) ||
+                                 g_error_matches(resp->error, KB_ERROR, KB_ERROR_CONFLICT)
+                         ? "gone"
+                         : "failed";
+        g_message("extender: requeue of a parked pod not written (%s): %s", result,
+                  resp->error->message);
+    }
+    kb_series_inc(kb_metric_with(d->m.requeues, result, NULL));
+}
+
+/*
+ * The members kube-scheduler parked whose gang now has a plan get one metadata write each (see
+ * scheduler/extender.h: an update of a parked pod sends it back to kube-scheduler's active
+ * queue). A merge patch with the UID as precondition: a pod recreated under the same name is
+ * left alone (409).
+ */
+static void requeue_parked(KbDaemon *d)
+{
+    g_autoptr(GPtrArray) due = kb_extender_take_requeues(d->extender);
+    if (due->len == 0)
+        return;
+    g_autoptr(GDateTime) now = g_date_time_new_now_utc();
+    g_autofree char *stamp = g_date_time_format(now, "%Y-%m-%dT%H:%M:%S.%fZ");
+    for (guint i = 0; i < due->len; i++) {
+        const KbExtenderRequeue *q = due->pdata[i];
+        json_object *ann = json_object_new_object();
+        json_object_object_add(ann, KB_EXTENDER_REQUEUE_ANNOTATION, json_object_new_string(stamp));
+        json_object *meta = json_object_new_object();
+        if (q->uid != NULL)
+            json_object_object_add(meta, "uid", json_object_new_string(q->uid));
+        json_object_object_add(meta, "annotations", ann);
+        json_object *body = json_object_new_object();
+        json_object_object_add(body, "metadata", meta);
+        KbRequest req = {.method = "PATCH",
+                         .type = &kb_type_pods,
+                         .namespace_ = q->namespace_,
+                         .name = q->name,
+                         .body = body,
+                         .content_type = "application/merge-patch+json"};
+        kb_client_call_async(d->client, &req, on_requeued, d);
+        json_object_put(body);
+    }
+    g_debug("extender: %u parked pods of newly planned gangs requeued (first %s/%s)", due->len,
+            ((KbExtenderRequeue *)due->pdata[0])->namespace_,
+            ((KbExtenderRequeue *)due->pdata[0])->name);
+}
+
 /*
  * Bindings first: PodGroup and Queue status writes wait while bindings are queued or in flight
  * (the issue of one write per pod). A large batch's 625 status PATCHes otherwise went into the
@@ -258,8 +312,10 @@ gboolean kb_daemon_run_cycle(KbDaemon *daemon)
     d->last_cycle_us = g_get_monotonic_time();
     d->n_cycles++;
     /* Placements of kube-scheduler's pods are reservations, bound through the extender. */
-    if (d->extender != NULL)
+    if (d->extender != NULL) {
         kb_extender_take_placements(d->extender, r);
+        requeue_parked(d);
+    }
     /* Victims first: their pods must go before anything lands on the room they hold. */
     kb_binder_evict(d->binder, r->evictions);
     kb_binder_submit(d->binder, r->placements);
@@ -623,6 +679,11 @@ static void metrics_init(KbDaemon *d)
     m->informer_retry_delay = kb_metrics_gauge(
             r, "kube_batchd_informer_max_retry_delay_seconds",
             "Longest delay an informer waited before retrying a failed list or watch.", l_informer);
+    m->requeues = kb_metrics_counter(r, "kube_batchd_extender_requeues_total",
+                                     "Parked pods of newly planned gangs annotated so that "
+                                     "kube-scheduler tries them again, by result (written, gone, "
+                                     "failed).",
+                                     l_result);
 }
 
 /* Counters mirrored from modules that count on their own: add what is new since last time. */
@@ -858,6 +919,7 @@ static gboolean extender_init(KbDaemon *d, GError **error)
 {
     d->extender = kb_extender_new(d->cache, d->conf, d->opts.extender_reservation_ttl_s);
     kb_extender_set_plan_func(d->extender, extender_plan, d);
+    kb_extender_set_requeue(d->extender, !d->opts.extender_no_requeue);
     kb_cache_set_extender_names(d->cache, (const char *const *)d->extender_scheduler_names);
     KbExtenderServerOptions eo = {.address = d->extender_address,
                                   .tls_cert = d->extender_tls_cert,

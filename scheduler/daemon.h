@@ -71,6 +71,8 @@ typedef struct {
     /* Pods of these schedulerNames (kube-scheduler profiles that call the extender) are planned
      * for it; NULL or empty: every schedulerName kube-batchd does not serve. */
     const char *const *extender_scheduler_names;
+    /* Do not write KB_EXTENDER_REQUEUE_ANNOTATION on parked pods (--extender-no-requeue). */
+    gboolean extender_no_requeue;
 } KbDaemonOptions;
 
 typedef struct KbDaemon KbDaemon;

@@ -12,6 +12,7 @@
 
 typedef struct {
     gint64 since; /* the cycle's clock when the gang was first reserved */
+    guint64 seq;  /* which plan: a pod told of an earlier one is told again */
 } Reservation;
 
 typedef struct {
@@ -25,6 +26,14 @@ static void request_pod_free(gpointer data)
     kb_object_unref(rp->pod);
     g_free(rp);
 }
+
+/* A managed pod kube-scheduler asked about (filter) and that is not bound yet. */
+typedef struct {
+    char *namespace_;
+    char *name;
+    char *uid;
+    guint64 seen; /* the plan (Reservation.seq) it saw or was told of; 0: none */
+} Asked;
 
 struct KbExtender {
     KbCache *cache;
@@ -40,7 +49,29 @@ struct KbExtender {
      * the watch has not brought it within the reservation TTL (no such pod, or a forged one). */
     GHashTable *from_request;
     GHashTable *binding; /* "ns/name" of bindings on the wire */
+    guint64 next_seq;
+    gboolean requeue;
+    GHashTable *asked;  /* "ns/name" -> Asked* */
+    GPtrArray *pending; /* KbExtenderRequeue* not taken yet */
 };
+
+static void asked_free(gpointer p)
+{
+    Asked *a = p;
+    g_free(a->namespace_);
+    g_free(a->name);
+    g_free(a->uid);
+    g_free(a);
+}
+
+static void requeue_free(gpointer p)
+{
+    KbExtenderRequeue *r = p;
+    g_free(r->namespace_);
+    g_free(r->name);
+    g_free(r->uid);
+    g_free(r);
+}
 
 KbExtender *kb_extender_new(KbCache *cache, const KbConf *conf, guint reservation_ttl_s)
 {
@@ -53,6 +84,9 @@ KbExtender *kb_extender_new(KbCache *cache, const KbConf *conf, guint reservatio
     ext->replan_ms = KB_EXTENDER_REPLAN_MS;
     ext->from_request = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, request_pod_free);
     ext->binding = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    ext->requeue = TRUE;
+    ext->asked = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, asked_free);
+    ext->pending = g_ptr_array_new_with_free_func(requeue_free);
     kb_cache_set_extender(cache, TRUE);
     return ext;
 }
@@ -65,6 +99,8 @@ void kb_extender_free(KbExtender *ext)
     g_hash_table_unref(ext->seen_us);
     g_hash_table_unref(ext->from_request);
     g_hash_table_unref(ext->binding);
+    g_hash_table_unref(ext->asked);
+    g_ptr_array_unref(ext->pending);
     g_free(ext);
 }
 
@@ -77,6 +113,78 @@ void kb_extender_set_plan_func(KbExtender *ext, KbExtenderPlanFunc func, gpointe
 guint kb_extender_reservations(const KbExtender *ext)
 {
     return g_hash_table_size(ext->reservations);
+}
+
+void kb_extender_set_requeue(KbExtender *ext, gboolean on)
+{
+    ext->requeue = on;
+}
+
+/* ---- requeue --------------------------------------------------------------------------------- */
+
+static guint64 plan_of(KbExtender *ext, const KbJobInfo *job)
+{
+    const Reservation *r = g_hash_table_lookup(ext->reservations, job->key);
+    return r != NULL ? r->seq : 0;
+}
+
+/* kube-scheduler asked about @pod and saw plan @seen (0: failed with no plan). */
+static void note_asked(KbExtender *ext, const char *namespace_, const char *name, const char *uid,
+                       guint64 seen)
+{
+    g_autofree char *key = g_strdup_printf("%s/%s", namespace_, name);
+    Asked *a = g_hash_table_lookup(ext->asked, key);
+    if (a == NULL) {
+        a = g_new0(Asked, 1);
+        a->namespace_ = g_strdup(namespace_);
+        a->name = g_strdup(name);
+        g_hash_table_insert(ext->asked, g_steal_pointer(&key), a);
+    }
+    if (g_strcmp0(a->uid, uid) != 0) {
+        g_free(a->uid);
+        a->uid = g_strdup(uid);
+    }
+    a->seen = seen;
+}
+
+static void forget_asked(KbExtender *ext, const char *namespace_, const char *name)
+{
+    g_autofree char *key = g_strdup_printf("%s/%s", namespace_, name);
+    g_hash_table_remove(ext->asked, key);
+}
+
+/* After a plan: every asked pod whose gang holds a plan it has not seen is due; pods bound or
+ * gone are forgotten. */
+static void collect_requeues(KbExtender *ext)
+{
+    GHashTableIter it;
+    gpointer v;
+    g_hash_table_iter_init(&it, ext->asked);
+    while (g_hash_table_iter_next(&it, NULL, &v)) {
+        Asked *a = v;
+        KbTaskInfo *t = kb_cache_lookup_task(ext->cache, a->namespace_, a->name);
+        if (t == NULL || (a->uid != NULL && g_strcmp0(t->pod->meta.uid, a->uid) != 0) ||
+            (t->state != KB_TASK_PENDING && t->state != KB_TASK_ALLOCATED)) {
+            g_hash_table_iter_remove(&it);
+            continue;
+        }
+        guint64 seq = plan_of(ext, t->job);
+        if (!ext->requeue || t->state != KB_TASK_ALLOCATED || seq == 0 || seq == a->seen)
+            continue;
+        a->seen = seq;
+        KbExtenderRequeue *r = g_new0(KbExtenderRequeue, 1);
+        r->namespace_ = g_strdup(a->namespace_);
+        r->name = g_strdup(a->name);
+        r->uid = g_strdup(a->uid);
+        g_ptr_array_add(ext->pending, r);
+    }
+}
+
+GPtrArray *kb_extender_take_requeues(KbExtender *ext)
+{
+    GPtrArray *out = ext->pending;
+    ext->pending = g_ptr_array_new_with_free_func(requeue_free);
+    return out;
 }
 
 /* ---- the plan -------------------------------------------------------------------------------- */
@@ -102,7 +210,7 @@ void kb_extender_take_placements(KbExtender *ext, KbCycleResult *result)
             continue;
         }
         if (!g_hash_table_contains(ext->reservations, p->job)) {
-            Reservation r = {.since = result->now};
+            Reservation r = {.since = result->now, .seq = ++ext->next_seq};
             g_hash_table_insert(ext->reservations, g_strdup(p->job), g_memdup2(&r, sizeof(r)));
         }
         g_debug("extender: reserved node %s for pod %s/%s (gang %s, gpu-ids %s)", p->node,
@@ -117,6 +225,7 @@ void kb_extender_take_placements(KbExtender *ext, KbCycleResult *result)
     for (guint i = kept; i < result->placements->len; i++)
         memset(&g_array_index(result->placements, KbPlacement, i), 0, sizeof(KbPlacement));
     g_array_set_size(result->placements, kept);
+    collect_requeues(ext);
 }
 
 /* No daemon: run the cycle here; placements of served pods (none in tests) are released. */
@@ -254,6 +363,10 @@ void kb_extender_filter(KbExtender *ext, const KbExtenderArgs *args, gint64 now,
         }
     }
     const KbJobInfo *job = task->job;
+    /* What kube-scheduler learns now: a node (the plan) or none (it parks the pod). */
+    if (task->state == KB_TASK_PENDING || task->state == KB_TASK_ALLOCATED)
+        note_asked(ext, pod->meta.namespace_, pod->meta.name, task->pod->meta.uid,
+                   task->state == KB_TASK_ALLOCATED ? plan_of(ext, job) : 0);
     if (!on_node(task->state)) {
         const char *why = job->last_message != NULL && job->last_message[0] != '\0'
                                   ? job->last_message
@@ -516,14 +629,17 @@ void kb_extender_bind_end(KbExtender *ext, const KbExtenderBindingArgs *args, gb
     if (task == NULL)
         return;
     if (ok) {
+        forget_asked(ext, args->pod_namespace, args->pod_name);
         kb_cache_bind_succeeded(ext->cache, args->pod_namespace, args->pod_name, args->pod_uid,
                                 now);
         if (!job_has_allocated(task->job))
             g_hash_table_remove(ext->reservations, task->job->key);
         return;
     }
-    /* kube-scheduler forgets the pod after a failed bind: so does the cache, for this pod only. */
+    /* kube-scheduler forgets the pod after a failed bind: so does the cache, for this pod only.
+     * kube-scheduler parks it: the plan that places it again tells it. */
     kb_cache_forget_task(ext->cache, task);
+    note_asked(ext, args->pod_namespace, args->pod_name, task->pod->meta.uid, 0);
 }
 
 /* ---- expiry ---------------------------------------------------------------------------------- */

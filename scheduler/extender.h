@@ -33,7 +33,30 @@
  * whole gang then fits (resources on Ready, schedulable nodes); else the answer names no node.
  *
  * Reservations expire: a gang whose reservations are not all bound within the reservation TTL
- * has the rest released (the next cycle plans it again).
+ * has the rest released (the next cycle plans it again). Members already bound stay where they
+ * are (a binding cannot be undone); the next plan counts them and reserves the rest again.
+ *
+ * Requeue: kube-scheduler parks a pod that filter failed on every node as unschedulable and does
+ * not ask again on its own until its periodic flush (60 s in 1.20, 5 min in later ones): a gang
+ * created pod by pod would wait that long after its last member. What moves a parked pod back
+ * (kubernetes pkg/scheduler/internal/queue/scheduling_queue.go, PriorityQueue.Update):
+ *   1.20-1.27, and later with the SchedulerQueueingHints gate off: an update of the pod that
+ *     isPodUpdated() sees (anything but status, resourceVersion, generation) moves it from the
+ *     unschedulable queue (or the backoff queue) straight to the active queue; an update while
+ *     it is being scheduled puts it in the active queue too.
+ *   1.28+ with queueing hints (on by default since 1.32): the update is the event
+ *     UnscheduledPodUpdate (PodSchedulingPropertiesChange finds no label, toleration, gate or
+ *     scale-down change in an annotation, so the general Pod/Update); isPodWorthRequeuing
+ *     requeues (after the pod's backoff, 1 s for a first failure) when no in-tree plugin took
+ *     part in the rejection, which is the case when only the extender failed the nodes; an
+ *     update that arrives while the pod is in flight is kept and replayed when it is rejected.
+ *     (If an in-tree plugin also rejected some nodes, only that plugin's hints decide, and most
+ *     ignore a general pod update: such a pod waits for the node or pod events of that plugin.)
+ * So the least that works is one metadata write per parked member once its gang has a plan:
+ * kb_extender_take_requeues() lists them, the caller PATCHes KB_EXTENDER_REQUEUE_ANNOTATION.
+ * A member is listed at most once per plan of its gang, and only when kube-scheduler asked about
+ * it and got no node it could take (filter failed, or a plan it saw expired, or its bind failed);
+ * a member whose first filter call already finds the plan costs no write.
  */
 #pragma once
 
@@ -45,6 +68,8 @@
 #include "scheduler/cycle.h"
 
 #define KB_EXTENDER_DEFAULT_RESERVATION_TTL_S 60
+/* Written on a parked pod when its gang's plan is made: the time of the plan (RFC 3339). */
+#define KB_EXTENDER_REQUEUE_ANNOTATION "kube-batchd.io/gang-planned"
 /* A job a cycle looked at less than this ago is not planned again by a filter call. */
 #define KB_EXTENDER_REPLAN_MS 500
 
@@ -106,5 +131,19 @@ void kb_extender_preempt(KbExtender *ext, const KbExtenderPreemptionArgs *args, 
 
 /* Release reservations older than the TTL of gangs not fully bound; returns the pods released. */
 guint kb_extender_expire(KbExtender *ext, gint64 now);
+/* A pod to requeue (all owned). */
+typedef struct {
+    char *namespace_;
+    char *name;
+    char *uid;
+} KbExtenderRequeue;
+
+/* The pods kube-scheduler parked whose gang has a plan now (see the header comment), each once
+ * per plan; a new array (free function set), empty when none. Called after
+ * kb_extender_take_placements(). */
+GPtrArray *kb_extender_take_requeues(KbExtender *ext);
+/* Do not collect requeues (kb_extender_take_requeues() stays empty): --extender-no-requeue. */
+void kb_extender_set_requeue(KbExtender *ext, gboolean on);
+
 /* Gangs holding reservations now. */
 guint kb_extender_reservations(const KbExtender *ext);

@@ -8,7 +8,8 @@
  *               [--log-level info] [--version]
  *               [--extender-address HOST:PORT [--extender-tls-cert F --extender-tls-key F]
  *                [--extender-client-ca-file F | --extender-insecure-allow-unauthenticated]
- *                [--extender-scheduler-name NAME]... [--extender-reservation-timeout 60s]]
+ *                [--extender-scheduler-name NAME]... [--extender-reservation-timeout 60s]
+ *                [--extender-no-requeue]]
  *
  * Exit status: 0 after a clean stop (SIGTERM/SIGINT), 2 for bad flags or configuration, 1 when
  * the daemon cannot start (the listen address is taken, ...).
@@ -67,6 +68,7 @@ typedef struct {
     gboolean extender_insecure;
     guint extender_ttl_ms;
     char **extender_scheduler_names;
+    gboolean extender_no_requeue;
     gint bind_max_in_flight;
 } Flags;
 
@@ -234,6 +236,10 @@ static const GOptionEntry entries[] = {
          &flags.extender_scheduler_names,
          "Extender mode only for pods of this schedulerName (repeat; default: all not served)",
          "NAME"},
+        {"extender-no-requeue", 0, 0, G_OPTION_ARG_NONE, &flags.extender_no_requeue,
+         "Do not annotate the pods kube-scheduler parked when their gang's plan is made (they "
+         "then wait for kube-scheduler's own retry, 60 s or more)",
+         NULL},
         {"extender-reservation-timeout", 0, 0, G_OPTION_ARG_CALLBACK, duration_arg,
          "Release a gang's extender reservations not bound within this time (default 60s)",
          "DURATION"},
@@ -392,6 +398,7 @@ static int run(KbConf *conf)
             .extender_insecure = flags.extender_insecure,
             .extender_scheduler_names = (const char *const *)flags.extender_scheduler_names,
             .extender_reservation_ttl_s = (flags.extender_ttl_ms + 999) / 1000,
+            .extender_no_requeue = flags.extender_no_requeue,
     };
     g_autoptr(KbDaemon) daemon = kb_daemon_new(&opts, conf, &error);
     if (daemon == NULL) {

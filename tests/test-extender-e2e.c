@@ -454,6 +454,84 @@ static char *group_message(Cluster *cl, const char *name)
  * that cannot fit gets every node failed with its PodGroup's message and binds nothing; a pod
  * without GPU or group passes through and is bound by the extender as asked.
  */
+/* The requeue annotation on pod @name, or NULL (newly allocated). */
+static char *requeue_mark(Cluster *cl, const char *name)
+{
+    json_object *pod = get_pod(cl, name);
+    json_object *ann = NULL;
+    char *v = NULL;
+    if (json_object_object_get_ex(json_object_object_get(pod, "metadata"), "annotations", &ann)) {
+        json_object *m = json_object_object_get(ann, "kube-batchd.io/gang-planned");
+        v = m != NULL ? g_strdup(json_object_get_string(m)) : NULL;
+    }
+    json_object_put(pod);
+    return v;
+}
+
+/*
+ * A gang created pod by pod, the test acting as kube-scheduler: it asks for each member as it
+ * is created and, every node failing, would park it. Once the last member is created and the
+ * gang planned, kube-batchd writes the requeue annotation on each parked member (one PATCH
+ * each, the only change to them) and on none other; the gang then binds whole.
+ */
+static void test_requeue_parked(void)
+{
+    g_autoptr(Cluster) cl = cluster_start();
+    batchd_start(cl, "default-scheduler");
+    add_group(cl, "seq", 4);
+    for (int i = 0; i < 3; i++) {
+        g_autofree char *p = g_strdup_printf("seq-%d", i);
+        add_pod(cl, p, "seq", 4, "default-scheduler");
+        FilterAnswer a = {0};
+        filter(cl, p, TRUE, &a);
+        g_assert_null(a.error);
+        g_assert_cmpuint(a.passed->len, ==, 0);
+        g_assert_cmpuint(g_hash_table_size(a.failed), ==, 4);
+        filter_answer_clear(&a);
+    }
+    json_object *before = get_pod(cl, "seq-0");
+    g_autofree char *rv_before = g_strdup(kas_json_get_string(before, "metadata.resourceVersion"));
+    json_object_put(before);
+    /* Past the replan gap, so that the last member's first filter plans the gang. */
+    g_usleep(600 * 1000);
+    add_pod(cl, "seq-3", "seq", 4, "default-scheduler");
+    FilterAnswer last = {0};
+    filter(cl, "seq-3", TRUE, &last);
+    gboolean first_try = last.error == NULL && last.passed->len == 1;
+    filter_answer_clear(&last);
+    gint64 deadline = g_get_monotonic_time() + (gint64)WAIT_MS * 1000;
+    for (int i = 0; i < 3; i++) {
+        g_autofree char *p = g_strdup_printf("seq-%d", i);
+        for (;;) {
+            g_autofree char *mark = requeue_mark(cl, p);
+            if (mark != NULL)
+                break;
+            if (g_get_monotonic_time() > deadline) {
+                g_autofree char *log = kb_test_daemon_log(cl->batchd);
+                g_error("pod %s: never got the requeue annotation; kube-batchd log:\n%s", p, log);
+            }
+            g_usleep(50000);
+        }
+    }
+    /* Nothing else of the pod changed: still pending, one write. */
+    json_object *after = get_pod(cl, "seq-0");
+    g_assert_null(kas_json_get_string(after, "spec.nodeName"));
+    g_assert_cmpstr(kas_json_get_string(after, "metadata.resourceVersion"), !=, rv_before);
+    json_object_put(after);
+    if (first_try) {
+        g_autofree char *mark = requeue_mark(cl, "seq-3");
+        g_assert_null(mark);
+    }
+    for (int i = 0; i < 4; i++) {
+        g_autofree char *p = g_strdup_printf("seq-%d", i);
+        g_autofree char *node = filter_until_one(cl, p, TRUE);
+        bind_pod(cl, p, node);
+        json_object *pod = get_pod(cl, p);
+        g_assert_cmpstr(kas_json_get_string(pod, "spec.nodeName"), ==, node);
+        json_object_put(pod);
+    }
+}
+
 static void test_gang_through_extender(void)
 {
     g_autoptr(Cluster) cl = cluster_start();
@@ -1050,6 +1128,28 @@ static void test_hostile_bodies(void)
 /* ---- a real kube-scheduler (KB_K8S_BIN) --------------------------------------------------------
  */
 
+/* Has kube-scheduler tried pod @name and found no node (PodScheduled=False)? Waits up to
+ * @wait_ms. */
+static gboolean wait_parked(Cluster *cl, const char *name, guint wait_ms)
+{
+    gint64 deadline = g_get_monotonic_time() + (gint64)wait_ms * 1000;
+    while (g_get_monotonic_time() < deadline) {
+        json_object *pod = get_pod(cl, name);
+        json_object *conds = kas_json_get(pod, "status.conditions");
+        gboolean parked = FALSE;
+        for (size_t i = 0; conds != NULL && i < json_object_array_length(conds); i++) {
+            json_object *c = json_object_array_get_idx(conds, i);
+            parked |= g_strcmp0(kas_json_get_string(c, "type"), "PodScheduled") == 0 &&
+                      g_strcmp0(kas_json_get_string(c, "status"), "False") == 0;
+        }
+        json_object_put(pod);
+        if (parked)
+            return TRUE;
+        g_usleep(50000);
+    }
+    return FALSE;
+}
+
 /* "1.19" -> 19 from `kube-scheduler --version` ("Kubernetes v1.19.16"); 0 when unknown. */
 static int scheduler_minor(const char *bin)
 {
@@ -1076,8 +1176,9 @@ static const char *config_api(int minor)
 
 /*
  * kube-scheduler itself, configured with the extender (the README's configuration), against the
- * same kb-apiserver: a gang that fits binds whole, packed, with GPU ids inside one island; a gang
- * that cannot fit binds no member.
+ * same kb-apiserver: a gang created pod by pod, its first members parked by kube-scheduler, binds
+ * whole once the last is created (the parked ones carry the requeue annotation), packed, with GPU
+ * ids inside one island; a gang that cannot fit binds no member.
  */
 static void test_real_scheduler(void)
 {
@@ -1126,17 +1227,26 @@ static void test_real_scheduler(void)
                                          NULL, &pid, -1, log_fd, log_fd, &error));
     close(log_fd);
 
+    /* Pod by pod, as controllers create them: kube-scheduler tries each member as it arrives
+     * and parks it (the gang is not complete), which the test sees as PodScheduled=False. */
     add_group(cl, "rfit", 4);
     for (int i = 0; i < 4; i++) {
         g_autofree char *p = g_strdup_printf("rfit-%d", i);
         add_pod(cl, p, "rfit", 4, "kb-ext");
+        if (i < 3 && !wait_parked(cl, p, 20000)) {
+            g_autofree char *log = NULL;
+            g_file_get_contents(log_path, &log, NULL, NULL);
+            g_error("kube-scheduler never tried %s:\n%s", p, log != NULL ? log : "");
+        }
     }
     add_group(cl, "rhuge", 3);
     for (int i = 0; i < 3; i++) {
         g_autofree char *p = g_strdup_printf("rhuge-%d", i);
         add_pod(cl, p, "rhuge", 8, "kb-ext");
     }
-    gint64 deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+    /* Well inside kube-scheduler's own retry of parked pods (60 s in 1.20): without the
+     * requeue write the parked members would still wait when this gives up. */
+    gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
     guint bound = 0;
     g_autoptr(GHashTable) nodes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     while (bound < 4 && g_get_monotonic_time() < deadline) {
@@ -1173,6 +1283,11 @@ static void test_real_scheduler(void)
         g_printerr("kube-scheduler log:\n%s\n", log != NULL ? log : "");
     }
     g_assert_cmpuint(bound, ==, 4);
+    for (int i = 0; i < 3; i++) {
+        g_autofree char *p = g_strdup_printf("rfit-%d", i);
+        g_autofree char *mark = requeue_mark(cl, p);
+        g_assert_nonnull(mark);
+    }
     g_assert_cmpuint(g_hash_table_size(nodes), ==, 2);
     g_assert_cmpuint(huge_bound, ==, 0);
     g_unlink(log_path);
@@ -1191,6 +1306,7 @@ int main(int argc, char **argv)
     g_test_add_func("/extender-e2e/attack-refused", test_attack);
     g_test_add_func("/extender-e2e/hostile-bodies", test_hostile_bodies);
     g_test_add_func("/extender-e2e/deploy-certificates", test_deploy_certificates);
+    g_test_add_func("/extender-e2e/requeue-parked-members", test_requeue_parked);
     g_test_add_func("/extender-e2e/real-kube-scheduler", test_real_scheduler);
     int rc = g_test_run();
     curl_global_cleanup();

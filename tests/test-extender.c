@@ -723,6 +723,146 @@ static void test_reservations(void)
     g_assert_cmpstr(node_at(f2->fx->cache, td->node_id), ==, other);
 }
 
+/* ---- requeue of parked members ----------------------------------------------------------------
+ */
+
+/* A cycle as the daemon runs it after a watch event: the plan, taken by the extender. */
+static void cycle_at(Fx *f, gint64 now)
+{
+    g_autoptr(KbCycleResult) r = kb_cycle_run(f->fx->cache, f->fx->conf, now);
+    kb_extender_take_placements(f->ext, r);
+}
+
+/* The names of the pods due for a requeue write, sorted, comma-separated ("" when none). */
+static char *take_requeues(Fx *f)
+{
+    g_autoptr(GPtrArray) due = kb_extender_take_requeues(f->ext);
+    g_autoptr(GPtrArray) names = g_ptr_array_new();
+    for (guint i = 0; i < due->len; i++) {
+        const KbExtenderRequeue *q = due->pdata[i];
+        g_autofree char *uid = g_strdup_printf("u-%s", q->name);
+        g_assert_cmpstr(q->namespace_, ==, "default");
+        g_assert_cmpstr(q->uid, ==, uid);
+        g_ptr_array_add(names, q->name);
+    }
+    g_ptr_array_sort(names, cmp_str);
+    g_ptr_array_add(names, NULL);
+    return g_strjoinv(",", (char **)names->pdata);
+}
+
+/* A 4-pod gang created pod by pod on four free 8-GPU nodes: kube-scheduler asks for each member
+ * as it is created and parks the first three (every node failed); the cycle after the last
+ * member's creation plans the gang. Returns with the plan made. */
+static void gang_pod_by_pod(Fx *f, gboolean requeue)
+{
+    for (int i = 0; i < 4; i++) {
+        g_autofree char *n = g_strdup_printf("n%d", i);
+        add_node(f, n, 8);
+    }
+    kb_extender_set_requeue(f->ext, requeue);
+    add_group(f, "g", 4, NULL);
+    guint failed = 0;
+    for (int i = 0; i < 3; i++) {
+        g_autofree char *p = g_strdup_printf("g-%d", i);
+        add_pod(f, p, "g", 4, NULL, 0);
+        g_assert_null(filter_one(f, p, &failed, NULL));
+        g_assert_cmpuint(failed, ==, 4);
+        g_autofree char *none = take_requeues(f);
+        g_assert_cmpstr(none, ==, "");
+    }
+    /* A pass-through pod parked for its own reasons is never kube-batchd's to requeue. */
+    add_pod(f, "plain", NULL, 0, NULL, 0);
+    add_pod(f, "g-3", "g", 4, NULL, 0);
+    cycle_at(f, f->fx->now);
+    KbJobInfo *job = kb_cache_lookup_job(f->fx->cache, "default", "g");
+    g_assert_cmpuint(job->n_state[KB_TASK_ALLOCATED], ==, 4);
+}
+
+/* The plan of a gang tells each member kube-scheduler parked, once; the member it had not asked
+ * about yet (its filter finds the plan) costs no write. */
+static void test_requeue_parked(void)
+{
+    g_autoptr(Fx) f = fx_new();
+    gang_pod_by_pod(f, TRUE);
+    g_autofree char *due = take_requeues(f);
+    g_assert_cmpstr(due, ==, "g-0,g-1,g-2");
+    /* Once per plan: later cycles and the retried filters add nothing. */
+    cycle_at(f, f->fx->now + 1);
+    guint failed = 0;
+    for (int i = 0; i < 4; i++) {
+        g_autofree char *p = g_strdup_printf("g-%d", i);
+        const char *node = filter_one(f, p, &failed, NULL);
+        g_assert_nonnull(node);
+        bind_ok(f, p, node);
+    }
+    cycle_at(f, f->fx->now + 2);
+    g_autofree char *after = take_requeues(f);
+    g_assert_cmpstr(after, ==, "");
+    g_assert_cmpuint(kb_extender_reservations(f->ext), ==, 0);
+
+    /* --extender-no-requeue: the same story writes nothing. */
+    g_autoptr(Fx) off = fx_new();
+    gang_pod_by_pod(off, FALSE);
+    g_autofree char *none = take_requeues(off);
+    g_assert_cmpstr(none, ==, "");
+}
+
+/*
+ * A member bound ahead of the others: kube-scheduler binds g-0 after the requeue but fails the
+ * others elsewhere (say its own plugins), so the gang is 1/4 bound when the reservation timeout
+ * passes. The unbound members' reservations are released (g-0 stays: a binding is not undone),
+ * the next cycle plans the rest again around g-0, and that new plan requeues every unbound
+ * member kube-scheduler holds, so the gang completes at once instead of after kube-scheduler's
+ * own flush; a failed bind counts as parked too.
+ */
+static void test_partial_gang_past_timeout(void)
+{
+    g_autoptr(Fx) f = fx_new();
+    gang_pod_by_pod(f, TRUE);
+    gint64 t0 = f->fx->now;
+    g_autofree char *first = take_requeues(f);
+    g_assert_cmpstr(first, ==, "g-0,g-1,g-2");
+    guint failed = 0;
+    const char *node0 = filter_one(f, "g-0", &failed, NULL);
+    g_assert_nonnull(node0);
+    bind_ok(f, "g-0", node0);
+    g_assert_nonnull(filter_one(f, "g-1", &failed, NULL));
+    g_assert_nonnull(filter_one(f, "g-3", &failed, NULL));
+    /* g-2's bind fails: kube-scheduler forgets it and parks it; the cache releases its room. */
+    const char *req = "{\"PodName\":\"g-2\",\"PodNamespace\":\"default\",\"PodUID\":\"u-g-2\","
+                      "\"Node\":\"n3\"}";
+    g_autoptr(KbExtenderBindingArgs) b = kb_extender_binding_args_decode(req, strlen(req), NULL);
+    g_autofree char *why = NULL;
+    const char *reason = NULL;
+    g_autoptr(Json) binding = kb_extender_bind_begin(f->ext, b, &reason, &why);
+    g_assert_nonnull(binding);
+    kb_extender_bind_end(f->ext, b, FALSE, t0);
+    /* The cycle places g-2 again in the gang's standing plan: it is told, the others not. */
+    cycle_at(f, t0 + 1);
+    g_autofree char *rebind = take_requeues(f);
+    g_assert_cmpstr(rebind, ==, "g-2");
+    /* Nothing more binds; the timeout passes: the three unbound reservations go. */
+    KbJobInfo *job = kb_cache_lookup_job(f->fx->cache, "default", "g");
+    g_assert_cmpuint(kb_extender_expire(f->ext, t0 + 29), ==, 0);
+    g_assert_cmpuint(kb_extender_expire(f->ext, t0 + 31), ==, 3);
+    g_assert_cmpuint(job->n_state[KB_TASK_ALLOCATED], ==, 0);
+    KbTaskInfo *t = kb_cache_lookup_task(f->fx->cache, "default", "g-0");
+    g_assert_cmpint(t->state, ==, KB_TASK_BINDING);
+    g_assert_cmpstr(node_at(f->fx->cache, t->node_id), ==, node0);
+    /* The next cycle plans the rest around the bound member and requeues all three. */
+    cycle_at(f, t0 + 32);
+    g_assert_cmpuint(job->n_state[KB_TASK_ALLOCATED], ==, 3);
+    g_autofree char *again = take_requeues(f);
+    g_assert_cmpstr(again, ==, "g-1,g-2,g-3");
+    for (int i = 1; i < 4; i++) {
+        g_autofree char *p = g_strdup_printf("g-%d", i);
+        const char *node = filter_one(f, p, &failed, NULL);
+        g_assert_nonnull(node);
+        bind_ok(f, p, node);
+    }
+    g_assert_cmpuint(job->n_state[KB_TASK_BINDING], ==, 4);
+}
+
 /* preempt: whole gangs only, and only when the preemptor's whole gang then fits. */
 static KbExtenderPreemptionArgs *preempt_args(Fx *f, const char *pod, const char *victims_json)
 {
@@ -1663,6 +1803,8 @@ int main(int argc, char **argv)
     g_test_add_func("/extender/decide/pod-from-request", test_pod_from_request);
     g_test_add_func("/extender/decide/scheduler-names", test_scheduler_names);
     g_test_add_func("/extender/decide/reservations", test_reservations);
+    g_test_add_func("/extender/decide/requeue-parked", test_requeue_parked);
+    g_test_add_func("/extender/decide/partial-gang-past-timeout", test_partial_gang_past_timeout);
     g_test_add_func("/extender/decide/preempt-whole-gangs", test_preempt);
     g_test_add_func("/extender/decide/preempt-spanning-gang", test_preempt_spanning_gang);
     g_test_add_func("/extender/decide/bind-authorization", test_bind_authorization);

@@ -7,6 +7,7 @@
 #include "tests/apiserver/kas-evict.h"
 #include "tests/apiserver/kas-json.h"
 #include "tests/apiserver/kas-pods.h"
+#include "tests/apiserver/kas-podsecurity.h"
 #include "tests/apiserver/kas-schema.h"
 #include "tests/apiserver/kas-status.h"
 
@@ -405,6 +406,16 @@ static gboolean custom_schema(const KasRes *res, json_object *obj, GError **erro
     return kas_field_errors_check(errs, res, kas_json_get_string(obj, "metadata.name"), error);
 }
 
+/* Pod Security admission (enforce) from the labels of the pod's namespace. */
+static gboolean pod_security(KasStore *store, json_object *pod, GError **error)
+{
+    KasRes *nsres = kas_store_find_locked(store, "", "v1", "namespaces");
+    const char *ns = kas_json_get_string(pod, "metadata.namespace");
+    KasObj *nsobj =
+            nsres != NULL && ns != NULL ? kas_store_get_locked(store, nsres, NULL, ns) : NULL;
+    return nsobj == NULL || kas_psa_admit_pod(nsobj->labels, pod, error);
+}
+
 /* Kind-specific defaults and status rules on create. */
 static gboolean prepare_create(KasStore *store, KasRes *res, json_object *obj, GError **error)
 {
@@ -418,6 +429,8 @@ static gboolean prepare_create(KasStore *store, KasRes *res, json_object *obj, G
         kas_pods_validate(obj, errs);
         if (!kas_field_errors_check(errs, res, kas_json_get_string(obj, "metadata.name"), error))
             return FALSE;
+        if (!pod_security(store, obj, error))
+            return FALSE;
         kas_pods_canonical(obj);
         json_object *status = json_object_new_object();
         kas_json_set_string(status, "phase", "Pending");
@@ -426,6 +439,9 @@ static gboolean prepare_create(KasStore *store, KasRes *res, json_object *obj, G
         break;
     }
     case KAS_KIND_NAMESPACE: {
+        if (!kas_psa_validate_namespace(kas_json_get(obj, "metadata.labels"),
+                                        kas_json_get_string(obj, "metadata.name"), error))
+            return FALSE;
         json_object *spec = kas_json_ensure_object(obj, "spec");
         json_object *fin = json_object_new_array();
         json_object_array_add(fin, json_object_new_string("kubernetes"));
