@@ -25,6 +25,7 @@
 #include "scheduler/cache.h"
 #include "scheduler/conf.h"
 #include "scheduler/cycle.h"
+#include "tests/lib/kb-test-confs.h"
 
 typedef gpointer (*DecodeFn)(json_object *obj, gboolean keep_raw, GError **error);
 
@@ -239,25 +240,6 @@ static double run_queues(guint n_nodes, guint n_pods, gboolean deep)
 
 #define T_2026 1767225600 /* the jobs' creation time, 2026-01-01T00:00:00Z */
 
-static const char volcano_ci_conf[] = "actions: \"enqueue, allocate, backfill, reclaim, preempt\"\n"
-                                      "tiers:\n"
-                                      "- plugins:\n"
-                                      "  - name: priority\n"
-                                      "  - name: gang\n"
-                                      "    enablePreemptable: false\n"
-                                      "  - name: conformance\n"
-                                      "  - name: sla\n"
-                                      "    arguments: {sla-waiting-time: 1h}\n"
-                                      "- plugins:\n"
-                                      "  - name: overcommit\n"
-                                      "  - name: drf\n"
-                                      "    enablePreemptable: false\n"
-                                      "  - name: predicates\n"
-                                      "  - name: proportion\n"
-                                      "  - name: nodeorder\n"
-                                      "  - name: binpack\n"
-                                      "  - name: network-topology-aware\n";
-
 /*
  * One cycle 2 hours after every job was created, with @yaml (NULL: the default): Volcano's e2e
  * file with a 1 h sla limit (every job overdue: the sla order compares deadlines) and binpack
@@ -292,6 +274,11 @@ static void run_volcano(guint n_nodes, guint n_pods)
                             "    arguments: {sla-waiting-time: 1h}\n%s  - name: binpack\n",
                             (int)(strstr(tiers, "- plugins:\n  - name: drf") - tiers), tiers,
                             strstr(tiers, "- plugins:\n  - name: drf"));
+    /* Volcano's e2e file with a 1 h limit given to its sla plugin. */
+    g_auto(GStrv) at_sla = g_strsplit(kb_test_volcano_ci_conf, "  - name: sla\n", 2);
+    g_assert_nonnull(at_sla[1]);
+    g_autofree char *volcano_ci_conf = g_strdup_printf(
+            "%s  - name: sla\n    arguments: {sla-waiting-time: 1h}\n%s", at_sla[0], at_sla[1]);
     double def = G_MAXDOUBLE, vc = G_MAXDOUBLE, own = G_MAXDOUBLE;
     for (guint rep = 0; rep < 3; rep++) {
         def = MIN(def, run_conf("default", NULL, n_nodes, n_pods));

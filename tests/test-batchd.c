@@ -19,6 +19,7 @@
 #include "scheduler/conf.h"
 #include "tests/apiserver/kas-json.h"
 #include "tests/lib/kb-test-apiserver.h"
+#include "tests/lib/kb-test-confs.h"
 #include "tests/lib/kb-test-util.h"
 
 #define WAIT_MS 8000
@@ -439,28 +440,6 @@ static void test_flags(void)
     }
 }
 
-/* Volcano's scheduler configuration as its e2e tests run it (installer/helm/chart/volcano/
- * config/volcano-scheduler-ci.conf), written out again. */
-static const char volcano_ci_conf[] = "actions: \"enqueue, allocate, backfill, reclaim, preempt\"\n"
-                                      "tiers:\n"
-                                      "- plugins:\n"
-                                      "  - name: priority\n"
-                                      "  - name: gang\n"
-                                      "    enablePreemptable: false\n"
-                                      "  - name: conformance\n"
-                                      "  - name: sla\n"
-                                      "- plugins:\n"
-                                      "  - name: overcommit\n"
-                                      "  - name: drf\n"
-                                      "    enablePreemptable: false\n"
-                                      "  - name: predicates\n"
-                                      "    arguments:\n"
-                                      "      predicate.DynamicResourceAllocationEnable: true\n"
-                                      "  - name: proportion\n"
-                                      "  - name: nodeorder\n"
-                                      "  - name: binpack\n"
-                                      "  - name: network-topology-aware\n";
-
 static guint count_in(const char *text, const char *needle)
 {
     guint n = 0;
@@ -478,7 +457,7 @@ static void test_volcano_conf(void)
     g_autofree char *dir = g_dir_make_tmp("kb-batchd-XXXXXX", NULL);
     g_assert_nonnull(dir);
     g_autofree char *conf = g_build_filename(dir, "volcano-scheduler.conf", NULL);
-    g_assert_true(g_file_set_contents(conf, volcano_ci_conf, -1, NULL));
+    g_assert_true(g_file_set_contents(conf, kb_test_volcano_ci_conf, -1, NULL));
 
     g_autofree char *prog = g_build_filename(kb_test_bin_dir(), "kube-batchd", NULL);
     const char *argv[] = {prog, "--scheduler-conf", conf, "--strict-config", NULL};

@@ -3,6 +3,7 @@
 
 #include "kube/kb-error.h"
 #include "scheduler/conf.h"
+#include "tests/lib/kb-test-confs.h"
 
 /* "a,b;c,d": the plugin names of each tier. */
 static char *plugin_set(const KbConf *conf)
@@ -108,60 +109,6 @@ static void test_switches(void)
 
 /* ---- Volcano's and kube-batch's own files ---------------------------------------------------- */
 
-/*
- * The configuration files the projects ship, as of their repositories (kube-batch
- * config/kube-batch-conf.yaml and example/; Volcano installer/helm/chart/volcano/config/
- * volcano-scheduler.conf and volcano-scheduler-ci.conf, the one its e2e tests run with), written
- * out again here.
- */
-static const char kube_batch_conf[] = "actions: \"reclaim, allocate, backfill, preempt\"\n"
-                                      "tiers:\n"
-                                      "- plugins:\n"
-                                      "  - name: priority\n"
-                                      "  - name: gang\n"
-                                      "  - name: conformance\n"
-                                      "- plugins:\n"
-                                      "  - name: drf\n"
-                                      "  - name: predicates\n"
-                                      "  - name: proportion\n"
-                                      "  - name: nodeorder\n";
-
-static const char volcano_conf[] = "actions: \"enqueue, allocate, backfill\"\n"
-                                   "tiers:\n"
-                                   "- plugins:\n"
-                                   "  - name: priority\n"
-                                   "  - name: gang\n"
-                                   "    enablePreemptable: false\n"
-                                   "  - name: conformance\n"
-                                   "- plugins:\n"
-                                   "  - name: overcommit\n" /* line 9 */
-                                   "  - name: drf\n"
-                                   "    enablePreemptable: false\n"
-                                   "  - name: predicates\n"
-                                   "  - name: proportion\n"
-                                   "  - name: nodeorder\n"
-                                   "  - name: binpack\n";
-
-static const char volcano_ci_conf[] = "actions: \"enqueue, allocate, backfill, reclaim, preempt\"\n"
-                                      "tiers:\n"
-                                      "- plugins:\n"
-                                      "  - name: priority\n"
-                                      "  - name: gang\n"
-                                      "    enablePreemptable: false\n"
-                                      "  - name: conformance\n"
-                                      "  - name: sla\n"
-                                      "- plugins:\n"
-                                      "  - name: overcommit\n" /* line 10 */
-                                      "  - name: drf\n"
-                                      "    enablePreemptable: false\n"
-                                      "  - name: predicates\n"
-                                      "    arguments:\n"
-                                      "      predicate.DynamicResourceAllocationEnable: true\n"
-                                      "  - name: proportion\n"
-                                      "  - name: nodeorder\n"
-                                      "  - name: binpack\n"
-                                      "  - name: network-topology-aware\n";
-
 typedef struct {
     const char *path;
     const char *yaml;
@@ -173,19 +120,19 @@ typedef struct {
 
 static const ShippedCase shipped_cases[] = {
         {"/scheduler/conf/shipped/kube-batch",
-         kube_batch_conf,
+         kb_test_kube_batch_conf,
          "reclaim,allocate,backfill,preempt",
          "priority,gang,conformance;drf,predicates,proportion,nodeorder",
          {NULL},
          NULL},
         {"/scheduler/conf/shipped/volcano",
-         volcano_conf,
+         kb_test_volcano_conf,
          "enqueue,allocate,backfill",
          "priority,gang,conformance;drf,predicates,proportion,nodeorder,binpack",
          {"plugin \"overcommit\" ignored: enqueue admits jobs against the idle capacity", NULL},
          "line 9: plugin \"overcommit\" is not implemented (--strict-config): enqueue admits"},
         {"/scheduler/conf/shipped/volcano-ci",
-         volcano_ci_conf,
+         kb_test_volcano_ci_conf,
          "enqueue,allocate,backfill,reclaim,preempt",
          "priority,gang,conformance,sla;drf,predicates,proportion,nodeorder,binpack",
          {"plugin \"overcommit\" ignored",
