@@ -1135,13 +1135,7 @@ static gboolean wait_parked(Cluster *cl, const char *name, guint wait_ms)
     gint64 deadline = g_get_monotonic_time() + (gint64)wait_ms * 1000;
     while (g_get_monotonic_time() < deadline) {
         json_object *pod = get_pod(cl, name);
-        json_object *conds = kas_json_get(pod, "status.conditions");
-        gboolean parked = FALSE;
-        for (size_t i = 0; conds != NULL && i < json_object_array_length(conds); i++) {
-            json_object *c = json_object_array_get_idx(conds, i);
-            parked |= g_strcmp0(kas_json_get_string(c, "type"), "PodScheduled") == 0 &&
-                      g_strcmp0(kas_json_get_string(c, "status"), "False") == 0;
-        }
+        gboolean parked = kb_test_pod_parked(pod);
         json_object_put(pod);
         if (parked)
             return TRUE;

@@ -151,3 +151,15 @@ KbTestDaemon *kb_test_batchd_startv(const char *master, guint http_port, va_list
     g_ptr_array_add(extra, NULL);
     return kb_test_batchd_start(master, http_port, (const char *const *)extra->pdata);
 }
+
+gboolean kb_test_pod_parked(json_object *pod)
+{
+    json_object *conds = pod != NULL ? kas_json_get(pod, "status.conditions") : NULL;
+    for (size_t i = 0; conds != NULL && i < json_object_array_length(conds); i++) {
+        json_object *c = json_object_array_get_idx(conds, i);
+        if (g_strcmp0(kas_json_get_string(c, "type"), "PodScheduled") == 0 &&
+            g_strcmp0(kas_json_get_string(c, "status"), "False") == 0)
+            return TRUE;
+    }
+    return FALSE;
+}

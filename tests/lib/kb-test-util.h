@@ -17,6 +17,10 @@ const char *kb_test_src_dir(void);
 /* $KB_BIN_DIR, default "build/default/bin" (borrowed). */
 const char *kb_test_bin_dir(void);
 
+/* Whether kube-scheduler tried @pod (may be NULL) and found no node: its PodScheduled
+ * condition is False. */
+gboolean kb_test_pod_parked(json_object *pod);
+
 /* A TCP port free on 127.0.0.1 at the time of the call (bound, read back, closed). */
 guint kb_test_free_port(void);
 
