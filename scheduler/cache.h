@@ -172,6 +172,10 @@ struct KbJobInfo {
     char *last_message;
     guint last_counts[4]; /* pending, running, succeeded, failed last reported */
     gboolean reported;
+    /* minMember pods were bound at least once (a native PodGroup's PodGroupInitiallyScheduled
+     * turns True then and is never reverted), and whether that was reported. */
+    gboolean initially_scheduled;
+    gboolean reported_initially;
     guint id; /* position in the cache's job table; scratch for the cycle */
     /* Evictions (preempt/reclaim) of this job so far, and when the last was decided (seconds);
      * kept while the job's group (or, for a gang of one, its pod) exists. */

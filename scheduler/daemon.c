@@ -39,6 +39,7 @@ typedef enum {
     SRC_PG_KUBE_BATCH,
     SRC_PG_VOLCANO,
     SRC_PG_X_K8S,
+    SRC_PG_NATIVE,
     SRC_QUEUES_VOLCANO,
     SRC_QUEUES_KUBE_BATCH,
     SRC_PRIORITY_CLASSES,
@@ -323,6 +324,7 @@ static void on_add(gpointer obj, gpointer data)
     case SRC_PG_KUBE_BATCH:
     case SRC_PG_VOLCANO:
     case SRC_PG_X_K8S:
+    case SRC_PG_NATIVE:
         kb_cache_add_pod_group(d->cache, obj);
         break;
     case SRC_QUEUES_VOLCANO:
@@ -387,6 +389,7 @@ static void on_update(gpointer old_obj, gpointer new_obj, gpointer data)
     case SRC_PG_KUBE_BATCH:
     case SRC_PG_VOLCANO:
     case SRC_PG_X_K8S:
+    case SRC_PG_NATIVE:
         kb_cache_update_pod_group(d->cache, new_obj);
         /* Our own status writes come back as updates: only spec changes matter. */
         if (((KbObjectMeta *)old_obj)->generation == ((KbObjectMeta *)new_obj)->generation &&
@@ -428,6 +431,7 @@ static void on_delete(gpointer obj, gpointer data)
     case SRC_PG_KUBE_BATCH:
     case SRC_PG_VOLCANO:
     case SRC_PG_X_K8S:
+    case SRC_PG_NATIVE:
         kb_cache_delete_pod_group(d->cache, obj);
         break;
     case SRC_QUEUES_VOLCANO:
@@ -493,6 +497,10 @@ static void sources_init(KbDaemon *d)
             {SRC_PG_VOLCANO, "podgroups.scheduling.volcano.sh", "PodGroup",
              &kb_type_pod_groups_volcano, (KbDecodeFunc)kb_pod_group_decode, TRUE},
             {SRC_PG_X_K8S, "podgroups.scheduling.x-k8s.io", "PodGroup", &kb_type_pod_groups_x_k8s,
+             (KbDecodeFunc)kb_pod_group_decode, TRUE},
+            /* Kubernetes' own (1.37 beta): served only where the cluster enables
+             * scheduling.k8s.io/v1beta1; a 404 is retried like a missing CRD. */
+            {SRC_PG_NATIVE, "podgroups.scheduling.k8s.io", "PodGroup", &kb_type_pod_groups_native,
              (KbDecodeFunc)kb_pod_group_decode, TRUE},
             {SRC_QUEUES_VOLCANO, "queues.scheduling.volcano.sh", "Queue", &kb_type_queues_volcano,
              (KbDecodeFunc)kb_queue_decode, TRUE},

@@ -761,7 +761,10 @@ static gboolean starving(Evict *e, KbJobInfo *job)
     if (!js->ready_to_schedule || js->n_pipelined > 0 || job->n_state[KB_TASK_PENDING] == 0 ||
         ready_tasks(job) >= (guint)job->min_member || job->phase == KB_JOB_COMPLETED)
         return FALSE;
-    /* preemptionPolicy: Never forbids evicting anything for the job (either action). */
+    /* preemptionPolicy: Never forbids evicting anything for the job (either action); a native
+     * PodGroup says so itself. */
+    if (job->group != NULL && job->group->preempt_never)
+        return FALSE;
     return !kb_cache_priority_class_preempt_never(ssn->cache, job_priority_class(job));
 }
 

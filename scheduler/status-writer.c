@@ -297,6 +297,8 @@ static const KbResourceType *group_type(KbPodGroupDialect dialect)
         return &kb_type_pod_groups_kube_batch;
     case KB_PODGROUP_X_K8S:
         return &kb_type_pod_groups_x_k8s;
+    case KB_PODGROUP_NATIVE:
+        return &kb_type_pod_groups_native;
     case KB_PODGROUP_VOLCANO:
     default:
         return &kb_type_pod_groups_volcano;
@@ -340,6 +342,42 @@ json_object *kb_status_pod_group_body(const KbJobStatus *st, KbPodGroupDialect d
     return body;
 }
 
+json_object *kb_status_native_group_body(const KbJobStatus *st, gint64 now)
+{
+    const KbPodGroup *g = st->group;
+    const char *status, *reason;
+    g_autofree char *message = NULL;
+    if (g_strcmp0(g->scheduled_status, "True") == 0)
+        return NULL; /* never reverted */
+    if (st->initially_scheduled) {
+        status = "True";
+        reason = "Scheduled";
+        message = g_strdup_printf("%u/%d pods bound", st->n_bound, st->min_member);
+    } else if (g_strcmp0(st->condition_type, "Unschedulable") == 0 && st->message != NULL) {
+        status = "False";
+        reason = "Unschedulable";
+        message = g_strdup(st->message);
+    } else {
+        return NULL;
+    }
+    gboolean same_status = g_strcmp0(g->scheduled_status, status) == 0;
+    if (same_status && g_strcmp0(g->scheduled_message, message) == 0)
+        return NULL;
+    json_object *c = condition_new(KB_POD_GROUP_INITIALLY_SCHEDULED, status, reason, message, now);
+    /* metav1.Condition: the transition time moves only when the status does. */
+    if (same_status && g->scheduled_since != NULL)
+        json_object_object_add(c, "lastTransitionTime", json_object_new_string(g->scheduled_since));
+    if (g->meta.generation > 0)
+        json_object_object_add(c, "observedGeneration", json_object_new_int64(g->meta.generation));
+    json_object *conds = json_object_new_array();
+    json_object_array_add(conds, c);
+    json_object *status_obj = json_object_new_object();
+    json_object_object_add(status_obj, "conditions", conds);
+    json_object *body = json_object_new_object();
+    json_object_object_add(body, "status", status_obj);
+    return body;
+}
+
 /* PodScheduled=False on a gang of one that cannot be placed (strategic merge keys on type). */
 static json_object *pod_condition_body(const KbJobStatus *st, gint64 now)
 {
@@ -355,7 +393,12 @@ static json_object *pod_condition_body(const KbJobStatus *st, gint64 now)
 
 static void apply_job(KbStatusWriter *w, const KbJobStatus *st, gint64 now)
 {
-    if (st->group != NULL) {
+    if (st->group != NULL && st->group->dialect == KB_PODGROUP_NATIVE) {
+        const KbObjectMeta *m = &st->group->meta;
+        json_object *body = kb_status_native_group_body(st, now);
+        if (body != NULL)
+            enqueue(w, &kb_type_pod_groups_native, m->namespace_, m->name, KB_PATCH_MERGE, body);
+    } else if (st->group != NULL) {
         const KbObjectMeta *m = &st->group->meta;
         enqueue(w, group_type(st->group->dialect), m->namespace_, m->name, KB_PATCH_MERGE,
                 kb_status_pod_group_body(st, st->group->dialect, now));
