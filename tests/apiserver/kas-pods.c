@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "kube/kb-quantity.h"
+#include "tests/apiserver/kas-gang.h"
 #include "tests/apiserver/kas-json.h"
 
 /* ---- defaults ------------------------------------------------------------------------------- */
@@ -368,6 +369,7 @@ void kas_pods_validate(json_object *pod, KasFieldErrors *errs)
     validate_containers(spec, "initContainers", FALSE, errs);
     validate_containers(spec, "containers", TRUE, errs);
     validate_gates(spec, errs);
+    kas_gang_validate_pod(spec, errs);
 }
 
 /* ---- updates -------------------------------------------------------------------------------- */
@@ -408,6 +410,9 @@ static const struct {
         {"overhead", "Overhead", "m"},
         {"enableServiceLinks", "EnableServiceLinks", "p"},
         {"topologySpreadConstraints", "TopologySpreadConstraints", "l"},
+        /* 1.32+ and 1.36+ (declared after the 1.19 fields) */
+        {"resources", "Resources", "o:core.ResourceRequirements"},
+        {"schedulingGroup", "SchedulingGroup", "o:core.PodSchedulingGroup"},
 };
 
 static void go_string(GString *out, const char *s)
