@@ -299,6 +299,9 @@ char *kb_object_key(const KbObjectMeta *meta);
 KbPod *kb_pod_decode(json_object *obj, gboolean keep_raw, GError **error);
 KbNode *kb_node_decode(json_object *obj, gboolean keep_raw, GError **error);
 KbPodGroup *kb_pod_group_decode(json_object *obj, gboolean keep_raw, GError **error);
+/* A PodGroup listed or watched from scheduling.k8s.io/v1beta1: the items of a built-in type's
+ * list carry no apiVersion, so none is needed (another one is an error). */
+KbPodGroup *kb_pod_group_decode_native(json_object *obj, gboolean keep_raw, GError **error);
 KbQueue *kb_queue_decode(json_object *obj, gboolean keep_raw, GError **error);
 KbPriorityClass *kb_priority_class_decode(json_object *obj, gboolean keep_raw, GError **error);
 KbLease *kb_lease_decode(json_object *obj, gboolean keep_raw, GError **error);

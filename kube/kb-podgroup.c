@@ -303,6 +303,32 @@ static gboolean podgroup_body(json_object *obj, KbPodGroup *pg, GError **error)
     return TRUE;
 }
 
+/* A list of a built-in type does not repeat apiVersion in its items: absent means native. */
+static gboolean native_body(json_object *obj, KbPodGroup *pg, GError **error)
+{
+    const char *api;
+    if (!kb_decode_string(obj, "apiVersion", KB_MAX_NAME_LEN, &api, error))
+        return FALSE;
+    if (api != NULL && strcmp(api, kb_pod_group_api_version(KB_PODGROUP_NATIVE)) != 0) {
+        g_set_error(error, KB_ERROR, KB_ERROR_DECODE,
+                    "apiVersion: \"%s\" where scheduling.k8s.io/v1beta1 was listed", api);
+        return FALSE;
+    }
+    pg->dialect = KB_PODGROUP_NATIVE;
+    return podgroup_native_body(obj, pg, error);
+}
+
+KbPodGroup *kb_pod_group_decode_native(json_object *obj, gboolean keep_raw, GError **error)
+{
+    g_autoptr(KbPodGroup) pg = g_new0(KbPodGroup, 1);
+    if (!kb_meta_decode(obj, KB_KIND_POD_GROUP, keep_raw, &pg->meta, error) ||
+        !native_body(obj, pg, error)) {
+        kb_decode_prefix_object(error, "podgroup", &pg->meta);
+        return NULL;
+    }
+    return g_steal_pointer(&pg);
+}
+
 KbPodGroup *kb_pod_group_decode(json_object *obj, gboolean keep_raw, GError **error)
 {
     g_autoptr(KbPodGroup) pg = g_new0(KbPodGroup, 1);

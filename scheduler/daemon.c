@@ -501,7 +501,7 @@ static void sources_init(KbDaemon *d)
             /* Kubernetes' own (1.37 beta): served only where the cluster enables
              * scheduling.k8s.io/v1beta1; a 404 is retried like a missing CRD. */
             {SRC_PG_NATIVE, "podgroups.scheduling.k8s.io", "PodGroup", &kb_type_pod_groups_native,
-             (KbDecodeFunc)kb_pod_group_decode, TRUE},
+             (KbDecodeFunc)kb_pod_group_decode_native, TRUE},
             {SRC_QUEUES_VOLCANO, "queues.scheduling.volcano.sh", "Queue", &kb_type_queues_volcano,
              (KbDecodeFunc)kb_queue_decode, TRUE},
             {SRC_QUEUES_KUBE_BATCH, "queues.scheduling.incubator.k8s.io", "Queue",

@@ -436,6 +436,27 @@ static void test_podgroup_native(void)
     g_assert_cmpstr(pg->scheduled_since, ==, "2026-08-20T10:00:05Z");
 }
 
+/* As a list of the built-in type gives it: no apiVersion. Another API is refused. */
+static void test_podgroup_native_listed(void)
+{
+    json_object *obj = parse("{\"metadata\":{\"name\":\"pg\",\"namespace\":\"ns\"},\"spec\":{"
+                             "\"schedulingPolicy\":{\"gang\":{\"minCount\":3}}}}");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbPodGroup) pg = kb_pod_group_decode_native(obj, FALSE, &error);
+    json_object_put(obj);
+    g_assert_no_error(error);
+    g_assert_cmpint(pg->dialect, ==, KB_PODGROUP_NATIVE);
+    g_assert_cmpint(pg->min_member, ==, 3);
+    obj = parse("{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"metadata\":{\"name\":"
+                "\"pg\",\"namespace\":\"ns\"},\"spec\":{}}");
+    g_autoptr(KbPodGroup) other = kb_pod_group_decode_native(obj, FALSE, &error);
+    json_object_put(obj);
+    g_assert_null(other);
+    g_assert_cmpstr(error->message, ==,
+                    "podgroup ns/pg: apiVersion: \"scheduling.volcano.sh/v1beta1\" where "
+                    "scheduling.k8s.io/v1beta1 was listed");
+}
+
 /* basic: each pod alone; the queue from the annotation when no label names one; defaults. */
 static void test_podgroup_native_basic(void)
 {
@@ -1376,6 +1397,7 @@ int main(int argc, char **argv)
     g_test_add_func("/kube/objects/podgroup/x-k8s", test_podgroup_x_k8s);
     g_test_add_func("/kube/objects/podgroup/native", test_podgroup_native);
     g_test_add_func("/kube/objects/podgroup/native-basic", test_podgroup_native_basic);
+    g_test_add_func("/kube/objects/podgroup/native-listed", test_podgroup_native_listed);
     g_test_add_func("/kube/objects/podgroup/min-member-default", test_podgroup_min_member_default);
     g_test_add_func("/kube/objects/queue/volcano", test_queue_volcano);
     g_test_add_func("/kube/objects/queue/defaults", test_queue_defaults);
