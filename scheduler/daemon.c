@@ -156,9 +156,14 @@ static void on_decode_error(json_object *obj, const GError *error, gpointer user
         return;
     if (meta->name != NULL) {
         json_object *jv = NULL;
+        /* A built-in type's list items carry no apiVersion: the source's. */
+        g_autofree char *listed =
+                src->type->group[0] != '\0'
+                        ? g_strdup_printf("%s/%s", src->type->group, src->type->version)
+                        : g_strdup(src->type->version);
         const char *api = json_object_object_get_ex(obj, "apiVersion", &jv)
                                   ? json_object_get_string(jv)
-                                  : "v1";
+                                  : listed;
         const char *kind = json_object_object_get_ex(obj, "kind", &jv) ? json_object_get_string(jv)
                                                                        : src->kind;
         kb_recorder_event(recorder, meta, api, kind, "Warning", "InvalidObject",

@@ -802,6 +802,16 @@ static void test_native_gang(void)
                  NULL);
     add_pod_full(cl, "wide", NULL, 0, NULL, ",\"resources\":{\"requests\":{\"cpu\":\"100\"}}",
                  NULL);
+    /* a status the scheduler cannot read (the server does not validate status) */
+    add_native_group(cl, "broken", 1);
+    g_autoptr(GError) error = NULL;
+    json_object *patched = kb_client_patch(
+            cl->client, &kb_type_pod_groups_native, "default", "broken", "status", KB_PATCH_MERGE,
+            "{\"status\":{\"conditions\":[{\"type\":\"PodGroupInitiallyScheduled\",\"status\":"
+            "true}]}}",
+            &error);
+    g_assert_no_error(error);
+    json_object_put(patched);
     g_autoptr(Child) d = daemon_start(cl, NULL);
     g_autofree char *cond = wait_native_condition(cl, "native", "nvidia.com/gpu", WAIT_MS);
     g_test_message("condition: %s", cond);
@@ -819,6 +829,18 @@ static void test_native_gang(void)
     g_assert_nonnull(strstr(ghost, "pod group \"default/ghost\" does not exist"));
     g_autofree char *wide = events_about(cl, "wide", "FailedScheduling");
     g_assert_nonnull(strstr(wide, "cpu"));
+    g_autofree char *broken = events_about(cl, "broken", "InvalidObject");
+    g_assert_nonnull(strstr(broken, "status.conditions[0].status: expected a string, got true"));
+    json_object *evs = kb_client_list(cl->client, &kb_type_events, "default", NULL, &error);
+    g_assert_no_error(error);
+    json_object *items = json_object_object_get(evs, "items");
+    for (size_t i = 0; i < json_object_array_length(items); i++) {
+        json_object *e = json_object_array_get_idx(items, i);
+        if (g_strcmp0(kas_json_get_string(e, "reason"), "InvalidObject") == 0)
+            g_assert_cmpstr(kas_json_get_string(e, "involvedObject.apiVersion"), ==,
+                            "scheduling.k8s.io/v1beta1");
+    }
+    json_object_put(evs);
 
     add_node(cl, "n2", 1, NULL);
     g_assert_true(wait_bound(cl, "native-", 4, WAIT_MS));
@@ -829,7 +851,6 @@ static void test_native_gang(void)
     g_assert_cmpuint(count_bound(cl, "wide", NULL), ==, 0);
 
     /* never reverted: one member gone, the gang short of minCount again */
-    g_autoptr(GError) error = NULL;
     kb_client_delete(cl->client, &kb_type_pods, "default", "native-0", NULL, &error);
     g_assert_no_error(error);
     g_usleep(1000000);
