@@ -248,6 +248,11 @@ void kb_cache_delete_pvc(KbCache *cache, KbPvc *pvc);
 void kb_cache_add_priority_class(KbCache *cache, KbPriorityClass *pc);
 void kb_cache_update_priority_class(KbCache *cache, KbPriorityClass *pc);
 void kb_cache_delete_priority_class(KbCache *cache, KbPriorityClass *pc);
+/* Workloads (scheduling.k8s.io/v1beta1; any decoded metadata will do): a native PodGroup without
+ * a queue label of its own takes the queue its workloadRef's Workload names in its label (else
+ * annotation) kube-batchd.io/queue, else the default queue. */
+void kb_cache_set_workload(KbCache *cache, const KbObjectMeta *workload);
+void kb_cache_delete_workload(KbCache *cache, const KbObjectMeta *workload);
 
 /*
  * Bind outcome, reported by the binder for a task the cycle placed (KbPlacement in cycle.h).

@@ -40,6 +40,7 @@ typedef enum {
     SRC_PG_VOLCANO,
     SRC_PG_X_K8S,
     SRC_PG_NATIVE,
+    SRC_WORKLOADS,
     SRC_QUEUES_VOLCANO,
     SRC_QUEUES_KUBE_BATCH,
     SRC_PRIORITY_CLASSES,
@@ -341,6 +342,9 @@ static void on_add(gpointer obj, gpointer data)
     case SRC_PRIORITY_CLASSES:
         kb_cache_add_priority_class(d->cache, obj);
         break;
+    case SRC_WORKLOADS:
+        kb_cache_set_workload(d->cache, obj);
+        break;
     case SRC_PVCS:
         kb_cache_add_pvc(d->cache, obj);
         break;
@@ -413,6 +417,9 @@ static void on_update(gpointer old_obj, gpointer new_obj, gpointer data)
     case SRC_PRIORITY_CLASSES:
         kb_cache_update_priority_class(d->cache, new_obj);
         break;
+    case SRC_WORKLOADS:
+        kb_cache_set_workload(d->cache, new_obj);
+        break;
     case SRC_PVCS:
         kb_cache_update_pvc(d->cache, new_obj);
         break;
@@ -447,6 +454,9 @@ static void on_delete(gpointer obj, gpointer data)
         break;
     case SRC_PRIORITY_CLASSES:
         kb_cache_delete_priority_class(d->cache, obj);
+        break;
+    case SRC_WORKLOADS:
+        kb_cache_delete_workload(d->cache, obj);
         break;
     case SRC_PVCS:
         kb_cache_delete_pvc(d->cache, obj);
@@ -507,6 +517,9 @@ static void sources_init(KbDaemon *d)
              * scheduling.k8s.io/v1beta1; a 404 is retried like a missing CRD. */
             {SRC_PG_NATIVE, "podgroups.scheduling.k8s.io", "PodGroup", &kb_type_pod_groups_native,
              (KbDecodeFunc)kb_pod_group_decode_native, TRUE},
+            /* Their Workloads, for the queue a group without a queue label of its own takes. */
+            {SRC_WORKLOADS, "workloads.scheduling.k8s.io", "Workload", &kb_type_workloads_native,
+             (KbDecodeFunc)kb_meta_object_decode, TRUE},
             {SRC_QUEUES_VOLCANO, "queues.scheduling.volcano.sh", "Queue", &kb_type_queues_volcano,
              (KbDecodeFunc)kb_queue_decode, TRUE},
             {SRC_QUEUES_KUBE_BATCH, "queues.scheduling.incubator.k8s.io", "Queue",

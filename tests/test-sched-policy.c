@@ -199,6 +199,50 @@ static void test_native_topology_one_rack(void)
     }
 }
 
+/* The queue of a native group: its own label kube-batchd.io/queue, else its Workload's (which
+ * may come before or after the group, and go), else the default queue. */
+static void test_native_queue_from_workload(void)
+{
+    Fx *fx = kb_test_sched_new(NULL);
+    add_node(fx, "n1", 8);
+    add_queue(fx, "research", 1, NULL);
+    add_queue(fx, "infra", 1, NULL);
+    static const char *const groups[] = {"tf", "own"};
+    for (guint g = 0; g < G_N_ELEMENTS(groups); g++) {
+        g_autofree char *json = g_strdup_printf(
+                "{\"apiVersion\":\"scheduling.k8s.io/v1beta1\",\"kind\":\"PodGroup\","
+                "\"metadata\":{\"name\":\"%s\",\"namespace\":\"default\",\"uid\":\"pg-%s\"%s},"
+                "\"spec\":{\"workloadRef\":{\"workloadName\":\"train\",\"templateName\":\"w\"},"
+                "\"schedulingPolicy\":{\"gang\":{\"minCount\":1}}}}",
+                groups[g], groups[g], g == 1 ? ",\"labels\":{\"kube-batchd.io/queue\":\"infra\"}" : "");
+        kb_test_sched_add_pod_group(fx, json);
+        g_autofree char *pod = g_strdup_printf("%s-0", groups[g]);
+        g_autofree char *spec =
+                g_strdup_printf(",\"schedulingGroup\":{\"podGroupName\":\"%s\"}", groups[g]);
+        PodOpts po = {.requests = GPU1, .spec = spec};
+        add_pod(fx, pod, &po);
+    }
+    kb_test_sched_run(fx);
+    g_assert_cmpstr(status(fx, "default/tf")->queue, ==, "default");
+    json_object *o = kb_test_sched_parse(
+            "{\"apiVersion\":\"scheduling.k8s.io/v1beta1\",\"kind\":\"Workload\",\"metadata\":{"
+            "\"name\":\"train\",\"namespace\":\"default\",\"labels\":{\"kube-batchd.io/queue\":"
+            "\"research\"}},\"spec\":{}}");
+    g_autoptr(GError) error = NULL;
+    KbObjectMeta *w = kb_meta_object_decode(o, FALSE, &error);
+    g_assert_no_error(error);
+    json_object_put(o);
+    kb_cache_set_workload(fx->cache, w);
+    kb_test_sched_run(fx);
+    g_assert_cmpstr(status(fx, "default/tf")->queue, ==, "research");
+    g_assert_cmpstr(status(fx, "default/own")->queue, ==, "infra");
+    kb_cache_delete_workload(fx->cache, w);
+    kb_test_sched_run(fx);
+    g_assert_cmpstr(status(fx, "default/tf")->queue, ==, "default");
+    kb_object_unref(w);
+    kb_test_sched_free(fx);
+}
+
 /* No rack holds the gang: nothing binds although the cluster has room, and the message says so. */
 static void test_native_topology_no_domain(void)
 {
@@ -1357,6 +1401,7 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/gang/min-below-size", test_gang_min_below_size);
     g_test_add_func("/scheduler/native/topology-one-rack", test_native_topology_one_rack);
     g_test_add_func("/scheduler/native/topology-no-domain", test_native_topology_no_domain);
+    g_test_add_func("/scheduler/native/queue-from-workload", test_native_queue_from_workload);
     g_test_add_func("/scheduler/gang/minimums-before-growth", test_gang_minimums_before_growth);
     g_test_add_func("/scheduler/gang/minimum-first-without-gang", test_minimum_first_without_gang);
     g_test_add_func("/scheduler/gang/growth-takes-turns", test_gang_growth_takes_turns);
