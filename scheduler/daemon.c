@@ -149,6 +149,10 @@ static void on_decode_error(json_object *obj, const GError *error, gpointer user
 {
     const Source *src = user_data;
     KbRecorder *recorder = src->daemon->recorder;
+    /* A native PodGroup also says so in its own condition (SchedulerError). */
+    if (src->id == SRC_PG_NATIVE && src->daemon->status != NULL)
+        kb_status_writer_native_error(src->daemon->status, obj, error->message,
+                                      g_get_real_time() / G_USEC_PER_SEC);
     if (recorder == NULL)
         return;
     g_autoptr(GError) meta_error = NULL;

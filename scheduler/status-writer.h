@@ -81,6 +81,15 @@ json_object *kb_status_pod_group_body(const KbJobStatus *st, KbPodGroupDialect d
  */
 json_object *kb_status_native_group_body(const KbJobStatus *st, gint64 now);
 
+/*
+ * A native PodGroup kube-batchd cannot read (@group: the object as served; @message: the decode
+ * error naming field and value): PodGroupInitiallyScheduled False with reason SchedulerError.
+ * Nothing when the condition is True already (never reverted) or says @message already (the
+ * write comes back as an update that fails to decode again). TRUE when a write was queued.
+ */
+gboolean kb_status_writer_native_error(KbStatusWriter *writer, json_object *group,
+                                       const char *message, gint64 now);
+
 /* Frees the writer; writes in flight complete but their results are ignored. */
 void kb_status_writer_free(KbStatusWriter *writer);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbStatusWriter, kb_status_writer_free)

@@ -812,6 +812,15 @@ static void test_native_gang(void)
             &error);
     g_assert_no_error(error);
     json_object_put(patched);
+    /* an annotation the server takes (256 KiB in all) over kube-batchd's 64 KiB a value */
+    g_autofree char *big = g_strnfill(65536 + 1, 'x');
+    kb_test_create(cl->client, &kb_type_pod_groups_native, "default",
+                   kb_test_json_printf(
+                           "{\"apiVersion\":\"scheduling.k8s.io/v1beta1\",\"kind\":\"PodGroup\","
+                           "\"metadata\":{\"name\":\"huge\",\"namespace\":\"default\","
+                           "\"annotations\":{\"note\":\"%s\"}},\"spec\":{\"schedulingPolicy\":{"
+                           "\"basic\":{}}}}",
+                           big));
     g_autoptr(Child) d = daemon_start(cl, NULL);
     g_autofree char *cond = wait_native_condition(cl, "native", "nvidia.com/gpu", WAIT_MS);
     g_test_message("condition: %s", cond);
@@ -831,6 +840,11 @@ static void test_native_gang(void)
     g_assert_nonnull(strstr(wide, "cpu"));
     g_autofree char *broken = events_about(cl, "broken", "InvalidObject");
     g_assert_nonnull(strstr(broken, "status.conditions[0].status: expected a string, got true"));
+    /* a group kube-batchd cannot read says so in its condition, naming the field */
+    g_autofree char *herr = wait_native_condition(cl, "huge", "SchedulerError", WAIT_MS);
+    g_assert_nonnull(herr);
+    g_assert_nonnull(strstr(herr, "\"status\":\"False\""));
+    g_assert_nonnull(strstr(herr, "metadata.annotations"));
     json_object *evs = kb_client_list(cl->client, &kb_type_events, "default", NULL, &error);
     g_assert_no_error(error);
     json_object *items = json_object_object_get(evs, "items");

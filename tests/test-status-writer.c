@@ -224,10 +224,47 @@ static void test_native_condition(void)
     g_free(st.message);
 }
 
+/* A native PodGroup that cannot be read: SchedulerError once, never over True. */
+static void test_native_error(void)
+{
+    g_autoptr(KbClient) client = NULL;
+    g_autoptr(KbConfig) config = kb_config_new("http://127.0.0.1:1");
+    client = kb_client_new(config, NULL);
+    g_assert_nonnull(client);
+    KbStatusWriter *w = kb_status_writer_new(client, NULL);
+    kb_status_writer_set_held(w, TRUE);
+    static const struct {
+        const char *conditions;
+        gboolean written;
+    } cases[] = {
+        {"", TRUE},
+        {"{\"type\":\"PodGroupInitiallyScheduled\",\"status\":\"False\",\"message\":\"old\"}",
+         TRUE},
+        {"{\"type\":\"PodGroupInitiallyScheduled\",\"status\":\"False\",\"message\":\"bad\"}",
+         FALSE},
+        {"{\"type\":\"PodGroupInitiallyScheduled\",\"status\":\"True\",\"message\":\"4/4\"}",
+         FALSE},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *text = g_strdup_printf(
+                "{\"metadata\":{\"name\":\"g%u\",\"namespace\":\"team-a\"},\"status\":{"
+                "\"conditions\":[%s]}}",
+                i, cases[i].conditions);
+        json_object *o = json_tokener_parse(text);
+        g_assert_nonnull(o);
+        g_assert_cmpint(kb_status_writer_native_error(w, o, "bad", 1787220000), ==,
+                        cases[i].written);
+        json_object_put(o);
+    }
+    g_assert_cmpuint(kb_status_writer_pending(w), ==, 2);
+    kb_status_writer_free(w);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/scheduler/status-writer/held-writes-wait", test_held_writes_wait);
     g_test_add_func("/scheduler/status-writer/native-condition", test_native_condition);
+    g_test_add_func("/scheduler/status-writer/native-scheduler-error", test_native_error);
     return g_test_run();
 }
