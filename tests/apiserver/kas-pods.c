@@ -410,9 +410,6 @@ static const struct {
         {"overhead", "Overhead", "m"},
         {"enableServiceLinks", "EnableServiceLinks", "p"},
         {"topologySpreadConstraints", "TopologySpreadConstraints", "l"},
-        /* 1.32+ and 1.36+ (declared after the 1.19 fields) */
-        {"resources", "Resources", "o:core.ResourceRequirements"},
-        {"schedulingGroup", "SchedulingGroup", "o:core.PodSchedulingGroup"},
 };
 
 static void go_string(GString *out, const char *s)
