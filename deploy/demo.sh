@@ -37,7 +37,7 @@ trap cleanup EXIT
 
 # --- the cluster --------------------------------------------------------------------------------
 say "== starting kb-apiserver"
-"$bin/kb-apiserver" --listen 127.0.0.1:0 >"$work/apiserver.out" 2>"$work/apiserver.log" &
+"$bin/kb-apiserver" --listen 127.0.0.1:0 --runtime-config scheduling.k8s.io/v1beta1=true >"$work/apiserver.out" 2>"$work/apiserver.log" &
 pids+=($!)
 url=""
 for _ in $(seq 1 100); do
@@ -75,6 +75,8 @@ say "== submitting jobs"
 for f in tfjob-seed-v1alpha1.yaml tfjob-smoke-gpu.yaml tfjob-v1-mnist.yaml tfjob-v1-big-gang.yaml; do
     k create -f "$demo/$f"
 done
+# Kubernetes' own gang API (kubectl's schema predates spec.schedulingGroup: no client validation)
+k create --validate=false -f "$demo/native-gang.yaml"
 
 # --- watch it happen ----------------------------------------------------------------------------
 job_states() {
@@ -145,6 +147,9 @@ say "== summary"
 echo "$jobs" | while read -r name state; do printf '  %-16s %s\n' "$name" "$state"; done
 echo "  the seed's v1alpha1 job: $(k get tfjobs.v1alpha1.kubeflow.org example-job \
     -o jsonpath='phase {.status.phase}, state {.status.state}' 2>/dev/null)"
+echo "  native PodGroup native-gang: $(k get podgroups.scheduling.k8s.io native-gang \
+    -o jsonpath='{.status.conditions[0].type}={.status.conditions[0].status} ({.status.conditions[0].message})' 2>/dev/null)"
+echo "  its pods on: $(for i in 0 1 2 3; do k get pod "native-gang-$i" -o jsonpath='{.spec.nodeName} ' 2>/dev/null; done)"
 echo "  pods placed: ${#placed[@]}"
 for node in $(printf '%s\n' "${placed[@]}" | sort -u); do
     n=0

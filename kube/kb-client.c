@@ -32,6 +32,9 @@ const KbResourceType kb_type_pod_groups_volcano = {"scheduling.volcano.sh", "v1b
                                                    TRUE};
 const KbResourceType kb_type_pod_groups_x_k8s = {"scheduling.x-k8s.io", "v1alpha1", "podgroups",
                                                  TRUE};
+const KbResourceType kb_type_pod_groups_native = {"scheduling.k8s.io", "v1beta1", "podgroups",
+                                                  TRUE};
+const KbResourceType kb_type_workloads_native = {"scheduling.k8s.io", "v1beta1", "workloads", TRUE};
 const KbResourceType kb_type_queues_kube_batch = {"scheduling.incubator.k8s.io", "v1alpha1",
                                                   "queues", FALSE};
 const KbResourceType kb_type_queues_volcano = {"scheduling.volcano.sh", "v1beta1", "queues", FALSE};

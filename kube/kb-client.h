@@ -102,6 +102,8 @@ extern const KbResourceType
         kb_type_pod_groups_kube_batch;                  /* scheduling.incubator.k8s.io/v1alpha1 */
 extern const KbResourceType kb_type_pod_groups_volcano; /* scheduling.volcano.sh/v1beta1 */
 extern const KbResourceType kb_type_pod_groups_x_k8s;   /* scheduling.x-k8s.io/v1alpha1 */
+extern const KbResourceType kb_type_pod_groups_native;  /* scheduling.k8s.io/v1beta1 */
+extern const KbResourceType kb_type_workloads_native;   /* scheduling.k8s.io/v1beta1 */
 extern const KbResourceType kb_type_queues_kube_batch;  /* scheduling.incubator.k8s.io/v1alpha1 */
 extern const KbResourceType kb_type_queues_volcano;     /* scheduling.volcano.sh/v1beta1 */
 extern const KbResourceType kb_type_tfjobs_v1;          /* kubeflow.org/v1 */

@@ -121,13 +121,29 @@ typedef struct {
     KbResources sum;       /* app containers and sidecars */
     KbResources init_peak; /* the largest init container, with the sidecars started before it */
     KbResources sidecars;  /* sidecars started so far */
+    /* Pod-level spec.resources (cpu, memory, hugepages-*): which slots it requests or limits. */
+    KbResources pod_requests, pod_limits;
+    guint32 pod_requested, pod_limited; /* bit 1 << slot */
 } KbPodRequestsFold;
 void kb_pod_requests_fold_init(KbPodRequestsFold *f);
 void kb_pod_requests_fold_container(KbPodRequestsFold *f, const KbResources *r);
 /* @restart_policy: the init container's restartPolicy, may be NULL ("Always" is a sidecar). */
 void kb_pod_requests_fold_init_container(KbPodRequestsFold *f, const KbResources *r,
                                          const char *restart_policy);
-/* max(sum, init_peak) + @overhead, pods = 1. */
+/*
+ * Pod-level spec.resources: @requests and @limits as decoded, @requested/@limited say whether
+ * each map names the resource of a slot. Only the resources kube-scheduler takes at pod level
+ * count (cpu, memory, hugepages-*; component-helpers' IsSupportedPodLevelResource).
+ */
+void kb_pod_requests_fold_pod_level(KbPodRequestsFold *f, const KbResources *requests,
+                                    KbRequestedFunc requested, gpointer req_data,
+                                    const KbResources *limits, KbRequestedFunc limited,
+                                    gpointer lim_data);
+/*
+ * max(sum, init_peak), where pod-level requests replace it resource by resource (as
+ * resource.PodRequests); a resource only limited at pod level is requested at that limit when
+ * no container requests it (the API server's defaultPodRequests). Then + @overhead, pods = 1.
+ */
 void kb_pod_requests_fold_finish(KbPodRequestsFold *f, const KbResources *overhead,
                                  KbResources *out);
 

@@ -58,6 +58,7 @@ static void pod_clear(KbPod *pod)
     g_clear_pointer(&pod->container_statuses, g_free);
     pod->n_container_statuses = 0;
     g_clear_pointer(&pod->group_name, g_free);
+    g_clear_pointer(&pod->scheduling_group, g_free);
     g_clear_pointer(&pod->claims, g_free);
     pod->n_claims = 0;
 }
@@ -76,6 +77,12 @@ void kb_object_unref(gpointer obj)
         break;
     case KB_KIND_LEASE:
         g_free(((KbLease *)obj)->holder_identity);
+        break;
+    case KB_KIND_POD_GROUP:
+        g_free(((KbPodGroup *)obj)->workload_name);
+        g_free(((KbPodGroup *)obj)->workload_template);
+        g_free(((KbPodGroup *)obj)->scheduled_message);
+        g_free(((KbPodGroup *)obj)->scheduled_since);
         break;
     case KB_KIND_TFJOB:
         /* Allocated and freed by kb-tfjob (kb_tfjob_free): a caller bug, not input. */
@@ -448,6 +455,7 @@ gboolean kb_pod_equal(const KbPod *a, const KbPod *b, char **why)
         !int_eq("tolerations.length", a->n_tolerations, b->n_tolerations, why) ||
         !int_eq("phase", a->phase, b->phase, why) || !statuses_eq(a, b, why) ||
         !str_eq("group", a->group_name, b->group_name, why) ||
+        !str_eq("schedulingGroup.podGroupName", a->scheduling_group, b->scheduling_group, why) ||
         !int_eq("schedulingGates.length", a->n_scheduling_gates, b->n_scheduling_gates, why) ||
         !str_eq("schedulingGates[0].name", a->scheduling_gate, b->scheduling_gate, why) ||
         !int_eq("volumes(claims).length", a->n_claims, b->n_claims, why))

@@ -173,7 +173,11 @@ typedef struct {
     KbPodPhase phase;
     KbContainerStatus *container_statuses;
     guint n_container_statuses;
-    /* Gang: from annotation scheduling.k8s.io/group-name or label scheduling.x-k8s.io/pod-group. */
+    /* spec.schedulingGroup.podGroupName (Kubernetes 1.35+): a native PodGroup; owned, NULL when
+     * absent or empty. */
+    char *scheduling_group;
+    /* Gang: spec.schedulingGroup.podGroupName, else annotation scheduling.k8s.io/group-name, else
+     * label scheduling.x-k8s.io/pod-group. */
     char *group_name; /* owned, NULL when the pod has no group */
     /* Volumes backed by claims (see KbPodClaim), in spec order. */
     KbPodClaim *claims;
@@ -198,7 +202,13 @@ typedef enum {
     KB_PODGROUP_KUBE_BATCH, /* scheduling.incubator.k8s.io/v1alpha1 */
     KB_PODGROUP_VOLCANO,    /* scheduling.volcano.sh/v1beta1 */
     KB_PODGROUP_X_K8S,      /* scheduling.x-k8s.io/v1alpha1 */
+    KB_PODGROUP_NATIVE,     /* scheduling.k8s.io/v1beta1 (Kubernetes' own, 1.37 beta) */
 } KbPodGroupDialect;
+
+/* The label (else annotation) that names a native PodGroup's queue: the native API has none. */
+#define KB_QUEUE_LABEL "kube-batchd.io/queue"
+/* A native PodGroup's condition (scheduling.k8s.io/v1beta1). */
+#define KB_POD_GROUP_INITIALLY_SCHEDULED "PodGroupInitiallyScheduled"
 
 /* The apiVersion of PodGroups of @dialect (static string); Volcano's for an unknown value. */
 const char *kb_pod_group_api_version(KbPodGroupDialect dialect);
@@ -212,6 +222,21 @@ typedef struct {
     KbResources min_resources;       /* zero when absent */
     gint32 schedule_timeout_seconds; /* 0 when absent */
     const char *phase;               /* interned status.phase, may be NULL */
+    /* Native PodGroups (KB_PODGROUP_NATIVE) only; zero/NULL for the CRD dialects. min_member is
+     * schedulingPolicy.gang.minCount (1 for basic: each pod alone), queue the label or
+     * annotation KB_QUEUE_LABEL. */
+    gint32 priority; /* spec.priority when has_priority */
+    gboolean has_priority;
+    gboolean preempt_never;   /* spec.preemptionPolicy: Never */
+    gboolean disruption_all;  /* spec.disruptionMode.all */
+    const char *topology_key; /* interned schedulingConstraints.topology[0].key, may be NULL */
+    char *workload_name;      /* owned spec.workloadRef.workloadName, may be NULL */
+    char *workload_template;  /* owned spec.workloadRef.templateName, may be NULL */
+    /* status.conditions[type=PodGroupInitiallyScheduled]: its status (interned "True"/"False",
+     * NULL when absent), message and lastTransitionTime (owned, may be NULL). */
+    const char *scheduled_status;
+    char *scheduled_message;
+    char *scheduled_since;
 } KbPodGroup;
 
 typedef struct {
@@ -278,6 +303,9 @@ char *kb_object_key(const KbObjectMeta *meta);
 KbPod *kb_pod_decode(json_object *obj, gboolean keep_raw, GError **error);
 KbNode *kb_node_decode(json_object *obj, gboolean keep_raw, GError **error);
 KbPodGroup *kb_pod_group_decode(json_object *obj, gboolean keep_raw, GError **error);
+/* A PodGroup listed or watched from scheduling.k8s.io/v1beta1: the items of a built-in type's
+ * list carry no apiVersion, so none is needed (another one is an error). */
+KbPodGroup *kb_pod_group_decode_native(json_object *obj, gboolean keep_raw, GError **error);
 KbQueue *kb_queue_decode(json_object *obj, gboolean keep_raw, GError **error);
 KbPriorityClass *kb_priority_class_decode(json_object *obj, gboolean keep_raw, GError **error);
 KbLease *kb_lease_decode(json_object *obj, gboolean keep_raw, GError **error);

@@ -907,7 +907,74 @@ enum {
     S_VOLUMES = 1024,
     S_GATES = 2048,
     S_DEADLINE = 4096,
+    S_RESOURCES = 8192,
+    S_GROUP = 16384,
 };
+
+/* spec.resources (pod level): requests and limits into @fold. Errors relative to "spec.". */
+static gboolean decode_pod_resources(KbJsonReader *r, KbPodRequestsFold *fold, GError **error)
+{
+    g_auto(NameSet) requested;
+    g_auto(NameSet) limited;
+    KbResources requests, limits;
+    KbJsonStr key;
+    guint32 seen = 0;
+    int rc = member_of(r, KB_JSON_OBJECT, "resources", "an object", error);
+    if (rc != 1)
+        return rc == 0;
+    name_set_init(&requested);
+    name_set_init(&limited);
+    kb_resources_clear(&requests);
+    kb_resources_clear(&limits);
+    if (!kb_json_object_begin(r, error))
+        return FALSE;
+    while ((rc = kb_json_object_next(r, &key, error)) == 1) {
+        gboolean ok;
+        if (KB_JSON_STR_IS(key, "requests"))
+            ok = once(&seen, RES_REQUESTS, &key, error) &&
+                 read_resources(r, "requests", &requests, &requested, error);
+        else if (KB_JSON_STR_IS(key, "limits"))
+            ok = once(&seen, RES_LIMITS, &key, error) &&
+                 read_resources(r, "limits", &limits, &limited, error);
+        else
+            ok = kb_json_skip(r, error);
+        if (!ok) {
+            g_prefix_error(error, "resources.");
+            return FALSE;
+        }
+    }
+    if (rc < 0)
+        return FALSE;
+    kb_pod_requests_fold_pod_level(fold, &requests, requested_in, &requested, &limits, requested_in,
+                                   &limited);
+    return TRUE;
+}
+
+/* spec.schedulingGroup: its podGroupName (empty: no group). Errors relative to "spec.". */
+static gboolean decode_scheduling_group(KbJsonReader *r, KbPod *pod, GError **error)
+{
+    KbJsonStr k;
+    guint32 seen = 0;
+    int rc = member_of(r, KB_JSON_OBJECT, "schedulingGroup", "an object", error);
+    if (rc != 1)
+        return rc == 0;
+    if (!kb_json_object_begin(r, error))
+        return FALSE;
+    while ((rc = kb_json_object_next(r, &k, error)) == 1) {
+        gboolean ok = KB_JSON_STR_IS(k, "podGroupName")
+                              ? once(&seen, 1, &k, error) &&
+                                        read_owned(r, "podGroupName", KB_MAX_NAME_LEN,
+                                                   &pod->scheduling_group, error)
+                              : kb_json_skip(r, error);
+        if (!ok) {
+            g_prefix_error(error, "schedulingGroup.");
+            return FALSE;
+        }
+    }
+    if (pod->scheduling_group != NULL && *pod->scheduling_group == '\0')
+        g_clear_pointer(&pod->scheduling_group, g_free);
+    return rc == 0;
+}
 
 /* One member of spec; *handled is FALSE for members the scheduler does not read. */
 static gboolean spec_member(KbJsonReader *r, const KbJsonStr *k, KbPod *pod, guint32 *seen,
@@ -965,6 +1032,10 @@ static gboolean spec_member(KbJsonReader *r, const KbJsonStr *k, KbPod *pod, gui
         return once(seen, S_VOLUMES, k, error) && decode_volumes(r, pod, error);
     if (KB_JSON_STR_IS(*k, "schedulingGates"))
         return once(seen, S_GATES, k, error) && decode_gates(r, pod, error);
+    if (KB_JSON_STR_IS(*k, "resources"))
+        return once(seen, S_RESOURCES, k, error) && decode_pod_resources(r, fold, error);
+    if (KB_JSON_STR_IS(*k, "schedulingGroup"))
+        return once(seen, S_GROUP, k, error) && decode_scheduling_group(r, pod, error);
     return kb_json_skip(r, error);
 }
 

@@ -34,6 +34,36 @@ void kb_pod_requests_fold_init(KbPodRequestsFold *f)
     kb_resources_clear(&f->sum);
     kb_resources_clear(&f->init_peak);
     kb_resources_clear(&f->sidecars);
+    kb_resources_clear(&f->pod_requests);
+    kb_resources_clear(&f->pod_limits);
+    f->pod_requested = 0;
+    f->pod_limited = 0;
+}
+
+static gboolean pod_level_slot(int slot)
+{
+    const char *name = kb_resource_name(slot);
+    return slot == KB_RES_CPU || slot == KB_RES_MEMORY ||
+           (name != NULL && g_str_has_prefix(name, "hugepages-"));
+}
+
+void kb_pod_requests_fold_pod_level(KbPodRequestsFold *f, const KbResources *requests,
+                                    KbRequestedFunc requested, gpointer req_data,
+                                    const KbResources *limits, KbRequestedFunc limited,
+                                    gpointer lim_data)
+{
+    for (int i = 0; i < KB_RES_MAX && i < 32; i++) {
+        if (!pod_level_slot(i))
+            continue;
+        if (requested(i, req_data)) {
+            f->pod_requested |= 1u << i;
+            f->pod_requests.v[i] = requests->v[i];
+        }
+        if (limited(i, lim_data)) {
+            f->pod_limited |= 1u << i;
+            f->pod_limits.v[i] = limits->v[i];
+        }
+    }
 }
 
 void kb_pod_requests_fold_container(KbPodRequestsFold *f, const KbResources *r)
@@ -62,6 +92,12 @@ void kb_pod_requests_fold_finish(KbPodRequestsFold *f, const KbResources *overhe
 {
     *out = f->sum;
     kb_resources_max(out, &f->init_peak);
+    for (int i = 0; i < KB_RES_MAX && i < 32; i++) {
+        if (f->pod_requested & (1u << i))
+            out->v[i] = f->pod_requests.v[i];
+        else if ((f->pod_limited & (1u << i)) && out->v[i] == 0)
+            out->v[i] = f->pod_limits.v[i];
+    }
     kb_resources_add(out, overhead);
     out->v[KB_RES_PODS] = 1;
 }
@@ -133,6 +169,28 @@ static gboolean sum_containers(json_object *spec, const char *key, gboolean init
     return TRUE;
 }
 
+/* spec.resources: the pod-level requests and limits (1.32+, PodLevelResources). */
+static gboolean pod_level_resources(json_object *spec, KbPodRequestsFold *fold, GError **error)
+{
+    json_object *res, *req, *lim;
+    KbResources requests, limits;
+    if (!kb_decode_member(spec, "resources", json_type_object, &res, error))
+        return FALSE;
+    if (res == NULL)
+        return TRUE;
+    kb_resources_clear(&requests);
+    kb_resources_clear(&limits);
+    if (!kb_decode_member(res, "requests", json_type_object, &req, error) ||
+        !kb_decode_member(res, "limits", json_type_object, &lim, error) ||
+        (req != NULL && !kb_resources_decode(req, "requests", &requests, error)) ||
+        (lim != NULL && !kb_resources_decode(lim, "limits", &limits, error))) {
+        g_prefix_error(error, "resources.");
+        return FALSE;
+    }
+    kb_pod_requests_fold_pod_level(fold, &requests, requested_in, req, &limits, requested_in, lim);
+    return TRUE;
+}
+
 static gboolean decode_requests(json_object *spec, KbPod *pod, GError **error)
 {
     KbPodRequestsFold fold;
@@ -142,7 +200,8 @@ static gboolean decode_requests(json_object *spec, KbPod *pod, GError **error)
     kb_pod_requests_fold_init(&fold);
     kb_resources_clear(&overhead);
     if (!sum_containers(spec, "containers", FALSE, &fold, error) ||
-        !sum_containers(spec, "initContainers", TRUE, &fold, error))
+        !sum_containers(spec, "initContainers", TRUE, &fold, error) ||
+        !pod_level_resources(spec, &fold, error))
         return FALSE;
     if (!kb_decode_member(spec, "overhead", json_type_object, &o, error))
         return FALSE;
@@ -465,6 +524,24 @@ static gboolean decode_gates(json_object *spec, KbPod *pod, GError **error)
     return TRUE;
 }
 
+/* spec.schedulingGroup: {podGroupName} names a native PodGroup (an empty name is no group). */
+static gboolean decode_scheduling_group(json_object *spec, KbPod *pod, GError **error)
+{
+    json_object *sg;
+    const char *name = NULL;
+    if (!kb_decode_member(spec, "schedulingGroup", json_type_object, &sg, error))
+        return FALSE;
+    if (sg == NULL)
+        return TRUE;
+    if (!kb_decode_string(sg, "podGroupName", KB_MAX_NAME_LEN, &name, error)) {
+        g_prefix_error(error, "schedulingGroup.");
+        return FALSE;
+    }
+    if (name != NULL && *name != '\0')
+        pod->scheduling_group = g_strdup(name);
+    return TRUE;
+}
+
 /* ---- spec and status ------------------------------------------------------------------------ */
 
 static gboolean decode_spec_scalars(json_object *spec, KbPod *pod, GError **error)
@@ -499,7 +576,7 @@ static gboolean decode_spec(json_object *obj, KbPod *pod, GError **error)
                               pod->node_selector, error) ||
         !decode_requests(spec, pod, error) || !decode_affinity(spec, pod, error) ||
         !decode_tolerations(spec, pod, error) || !decode_volumes(spec, pod, error) ||
-        !decode_gates(spec, pod, error)) {
+        !decode_gates(spec, pod, error) || !decode_scheduling_group(spec, pod, error)) {
         g_prefix_error(error, "spec.");
         return FALSE;
     }
@@ -614,7 +691,10 @@ void kb_pod_finish(KbPod *pod)
 {
     if (pod->scheduler_name == NULL)
         pod->scheduler_name = g_intern_static_string(DEFAULT_SCHEDULER);
-    const char *g = g_hash_table_lookup(pod->meta.annotations, GROUP_ANNOTATION);
+    /* The pod's own field (immutable) first: it is what kube-scheduler reads. */
+    const char *g = pod->scheduling_group;
+    if (g == NULL)
+        g = g_hash_table_lookup(pod->meta.annotations, GROUP_ANNOTATION);
     if (g == NULL || *g == '\0')
         g = g_hash_table_lookup(pod->meta.labels, GROUP_LABEL);
     /* Owned: group names come and go with jobs, and interned strings are never freed. */

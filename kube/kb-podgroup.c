@@ -5,6 +5,10 @@
  * schema, so every field is read whatever the dialect: minMember, queue and priorityClassName
  * (kube-batch, Volcano), minResources (Volcano, scheduler-plugins, later kube-batch) and
  * scheduleTimeoutSeconds (scheduler-plugins).
+ *
+ * Kubernetes' own PodGroup (scheduling.k8s.io/v1beta1, 1.37) is a fourth dialect with a schema
+ * of its own (podgroup_native_spec): it is read strictly, since the API server validates it
+ * and anything else is a broken object to report, not to guess at.
  */
 #include <string.h>
 
@@ -18,9 +22,10 @@ static gboolean podgroup_dialect(json_object *obj, KbPodGroupDialect *dialect, G
         const char *api_version;
         KbPodGroupDialect dialect;
     } dialects[] = {
-        {"scheduling.incubator.k8s.io/v1alpha1", KB_PODGROUP_KUBE_BATCH},
-        {"scheduling.volcano.sh/v1beta1", KB_PODGROUP_VOLCANO},
-        {"scheduling.x-k8s.io/v1alpha1", KB_PODGROUP_X_K8S},
+            {"scheduling.incubator.k8s.io/v1alpha1", KB_PODGROUP_KUBE_BATCH},
+            {"scheduling.volcano.sh/v1beta1", KB_PODGROUP_VOLCANO},
+            {"scheduling.x-k8s.io/v1alpha1", KB_PODGROUP_X_K8S},
+            {"scheduling.k8s.io/v1beta1", KB_PODGROUP_NATIVE},
     };
     const char *api;
     if (!kb_decode_string(obj, "apiVersion", KB_MAX_NAME_LEN, &api, error))
@@ -43,6 +48,8 @@ const char *kb_pod_group_api_version(KbPodGroupDialect dialect)
         return "scheduling.incubator.k8s.io/v1alpha1";
     case KB_PODGROUP_X_K8S:
         return "scheduling.x-k8s.io/v1alpha1";
+    case KB_PODGROUP_NATIVE:
+        return "scheduling.k8s.io/v1beta1";
     case KB_PODGROUP_VOLCANO:
     default:
         return "scheduling.volcano.sh/v1beta1";
@@ -68,11 +75,219 @@ static gboolean podgroup_spec(json_object *spec, KbPodGroup *pg, GError **error)
     return TRUE;
 }
 
+/* ---- scheduling.k8s.io/v1beta1 -------------------------------------------------------------- */
+
+/* A union of empty structs ({"a": {}} or {"b": {}}): which member is set, -1 when neither. Errors
+ * relative to @key's parent. */
+static gboolean native_union(json_object *obj, const char *key, const char *a, const char *b,
+                             int *which, GError **error)
+{
+    json_object *u, *va, *vb;
+    *which = -1;
+    if (!kb_decode_member(obj, key, json_type_object, &u, error))
+        return FALSE;
+    if (u == NULL)
+        return TRUE;
+    if (!kb_decode_member(u, a, json_type_object, &va, error) ||
+        !kb_decode_member(u, b, json_type_object, &vb, error)) {
+        g_prefix_error(error, "%s.", key);
+        return FALSE;
+    }
+    if (va != NULL && vb != NULL) {
+        g_set_error(error, KB_ERROR, KB_ERROR_DECODE,
+                    "%s: exactly one of `%s`, `%s` is required, but multiple fields are set", key,
+                    a, b);
+        return FALSE;
+    }
+    *which = va != NULL ? 0 : vb != NULL ? 1 : -1;
+    return TRUE;
+}
+
+/* schedulingPolicy: gang.minCount is the gang's minimum; basic places each pod alone. */
+static gboolean native_policy(json_object *spec, KbPodGroup *pg, GError **error)
+{
+    int which;
+    json_object *policy, *gang;
+    gint64 min_count = 0;
+    gboolean present = FALSE;
+    if (!native_union(spec, "schedulingPolicy", "basic", "gang", &which, error))
+        return FALSE;
+    if (which == -1) {
+        g_set_error_literal(error, KB_ERROR, KB_ERROR_DECODE,
+                            "schedulingPolicy: must specify one of: `basic`, `gang`");
+        return FALSE;
+    }
+    pg->min_member = 1;
+    if (which == 0)
+        return TRUE;
+    policy = json_object_object_get(spec, "schedulingPolicy");
+    gang = json_object_object_get(policy, "gang");
+    if (!kb_decode_int(gang, "minCount", G_MININT32, G_MAXINT32, &min_count, &present, error)) {
+        g_prefix_error(error, "schedulingPolicy.gang.");
+        return FALSE;
+    }
+    if (min_count < 1) {
+        g_set_error(error, KB_ERROR, KB_ERROR_DECODE,
+                    "schedulingPolicy.gang.minCount: must be at least 1, got %" G_GINT64_FORMAT,
+                    min_count);
+        return FALSE;
+    }
+    pg->min_member = (gint32)min_count;
+    return TRUE;
+}
+
+/* schedulingConstraints.topology: the first key (the gang lands inside one of its domains). */
+static gboolean native_topology(json_object *spec, KbPodGroup *pg, GError **error)
+{
+    json_object *sc, *arr, *o;
+    gsize n;
+    if (!kb_decode_member(spec, "schedulingConstraints", json_type_object, &sc, error))
+        return FALSE;
+    if (sc == NULL)
+        return TRUE;
+    if (!kb_decode_array(sc, "topology", KB_MAX_LIST_ITEMS, &arr, &n, error)) {
+        g_prefix_error(error, "schedulingConstraints.");
+        return FALSE;
+    }
+    for (gsize i = 0; i < n; i++) {
+        const char *key = NULL;
+        if (!kb_decode_element(arr, i, &o, error) ||
+            !kb_decode_interned(o, "key", KB_MAX_LABEL_KEY_LEN, TRUE, &key, error)) {
+            g_prefix_error(error, "schedulingConstraints.topology[%" G_GSIZE_FORMAT "].", i);
+            return FALSE;
+        }
+        if (key == NULL) {
+            g_set_error(error, KB_ERROR, KB_ERROR_DECODE,
+                        "schedulingConstraints.topology[%" G_GSIZE_FORMAT "].key: Required value",
+                        i);
+            return FALSE;
+        }
+        if (i == 0)
+            pg->topology_key = key;
+    }
+    return TRUE;
+}
+
+static gboolean native_workload_ref(json_object *spec, KbPodGroup *pg, GError **error)
+{
+    json_object *ref;
+    const char *workload = NULL, *tmpl = NULL;
+    if (!kb_decode_member(spec, "workloadRef", json_type_object, &ref, error))
+        return FALSE;
+    if (ref == NULL)
+        return TRUE;
+    if (!kb_decode_string(ref, "workloadName", KB_MAX_NAME_LEN, &workload, error) ||
+        !kb_decode_string(ref, "templateName", KB_MAX_NAME_LEN, &tmpl, error)) {
+        g_prefix_error(error, "workloadRef.");
+        return FALSE;
+    }
+    pg->workload_name = workload != NULL && *workload != '\0' ? g_strdup(workload) : NULL;
+    pg->workload_template = tmpl != NULL && *tmpl != '\0' ? g_strdup(tmpl) : NULL;
+    return TRUE;
+}
+
+static gboolean native_priority(json_object *spec, KbPodGroup *pg, GError **error)
+{
+    gint64 priority = 0;
+    const char *policy = NULL;
+    if (!kb_decode_interned(spec, "priorityClassName", KB_MAX_NAME_LEN, TRUE,
+                            &pg->priority_class_name, error) ||
+        !kb_decode_int(spec, "priority", G_MININT32, G_MAXINT32, &priority, &pg->has_priority,
+                       error) ||
+        !kb_decode_string(spec, "preemptionPolicy", KB_MAX_NAME_LEN, &policy, error))
+        return FALSE;
+    pg->priority = (gint32)priority;
+    if (policy != NULL && strcmp(policy, "Never") != 0 &&
+        strcmp(policy, "PreemptLowerPriority") != 0) {
+        g_set_error(error, KB_ERROR, KB_ERROR_DECODE,
+                    "preemptionPolicy: unsupported value \"%s\": supported values: "
+                    "\"Never\", \"PreemptLowerPriority\"",
+                    policy);
+        return FALSE;
+    }
+    pg->preempt_never = policy != NULL && strcmp(policy, "Never") == 0;
+    return TRUE;
+}
+
+/* Errors relative to "spec.". */
+static gboolean podgroup_native_spec(json_object *spec, KbPodGroup *pg, GError **error)
+{
+    int mode;
+    if (!native_policy(spec, pg, error) || !native_topology(spec, pg, error) ||
+        !native_workload_ref(spec, pg, error) || !native_priority(spec, pg, error) ||
+        !native_union(spec, "disruptionMode", "single", "all", &mode, error))
+        return FALSE;
+    pg->disruption_all = mode == 1;
+    return TRUE;
+}
+
+/* status.conditions: the PodGroupInitiallyScheduled one, if any. */
+static gboolean podgroup_native_status(json_object *status, KbPodGroup *pg, GError **error)
+{
+    json_object *arr, *c;
+    gsize n;
+    if (!kb_decode_array(status, "conditions", KB_MAX_LIST_ITEMS, &arr, &n, error))
+        return FALSE;
+    for (gsize i = 0; i < n; i++) {
+        const char *type = NULL, *st = NULL, *msg = NULL, *since = NULL;
+        if (!kb_decode_element(arr, i, &c, error) ||
+            !kb_decode_string(c, "type", KB_MAX_NAME_LEN, &type, error) ||
+            !kb_decode_interned(c, "status", KB_MAX_NAME_LEN, TRUE, &st, error) ||
+            !kb_decode_string(c, "message", KB_MAX_LABEL_VALUE_LEN, &msg, error) ||
+            !kb_decode_string(c, "lastTransitionTime", KB_MAX_NAME_LEN, &since, error)) {
+            g_prefix_error(error, "conditions[%" G_GSIZE_FORMAT "].", i);
+            return FALSE;
+        }
+        if (g_strcmp0(type, KB_POD_GROUP_INITIALLY_SCHEDULED) != 0)
+            continue;
+        pg->scheduled_status = st;
+        g_free(pg->scheduled_message);
+        pg->scheduled_message = g_strdup(msg);
+        g_free(pg->scheduled_since);
+        pg->scheduled_since = g_strdup(since);
+    }
+    return TRUE;
+}
+
+/* The queue of a native PodGroup: label, else annotation KB_QUEUE_LABEL. */
+static void podgroup_native_queue(KbPodGroup *pg)
+{
+    const char *q = g_hash_table_lookup(pg->meta.labels, KB_QUEUE_LABEL);
+    if (q == NULL || *q == '\0')
+        q = g_hash_table_lookup(pg->meta.annotations, KB_QUEUE_LABEL);
+    pg->queue = q != NULL && *q != '\0' ? g_intern_string(q) : NULL;
+}
+
+static gboolean podgroup_native_body(json_object *obj, KbPodGroup *pg, GError **error)
+{
+    json_object *spec, *status;
+    if (!kb_decode_member(obj, "spec", json_type_object, &spec, error) ||
+        !kb_decode_member(obj, "status", json_type_object, &status, error))
+        return FALSE;
+    if (spec == NULL) {
+        g_set_error_literal(error, KB_ERROR, KB_ERROR_DECODE, "spec: Required value");
+        return FALSE;
+    }
+    if (!podgroup_native_spec(spec, pg, error)) {
+        g_prefix_error(error, "spec.");
+        return FALSE;
+    }
+    if (status != NULL && !podgroup_native_status(status, pg, error)) {
+        g_prefix_error(error, "status.");
+        return FALSE;
+    }
+    podgroup_native_queue(pg);
+    return TRUE;
+}
+
 static gboolean podgroup_body(json_object *obj, KbPodGroup *pg, GError **error)
 {
     json_object *spec, *status;
-    if (!podgroup_dialect(obj, &pg->dialect, error) ||
-        !kb_decode_member(obj, "spec", json_type_object, &spec, error) ||
+    if (!podgroup_dialect(obj, &pg->dialect, error))
+        return FALSE;
+    if (pg->dialect == KB_PODGROUP_NATIVE)
+        return podgroup_native_body(obj, pg, error);
+    if (!kb_decode_member(obj, "spec", json_type_object, &spec, error) ||
         !kb_decode_member(obj, "status", json_type_object, &status, error))
         return FALSE;
     pg->min_member = 1;
@@ -86,6 +301,32 @@ static gboolean podgroup_body(json_object *obj, KbPodGroup *pg, GError **error)
         return FALSE;
     }
     return TRUE;
+}
+
+/* A list of a built-in type does not repeat apiVersion in its items: absent means native. */
+static gboolean native_body(json_object *obj, KbPodGroup *pg, GError **error)
+{
+    const char *api;
+    if (!kb_decode_string(obj, "apiVersion", KB_MAX_NAME_LEN, &api, error))
+        return FALSE;
+    if (api != NULL && strcmp(api, kb_pod_group_api_version(KB_PODGROUP_NATIVE)) != 0) {
+        g_set_error(error, KB_ERROR, KB_ERROR_DECODE,
+                    "apiVersion: \"%s\" where scheduling.k8s.io/v1beta1 was listed", api);
+        return FALSE;
+    }
+    pg->dialect = KB_PODGROUP_NATIVE;
+    return podgroup_native_body(obj, pg, error);
+}
+
+KbPodGroup *kb_pod_group_decode_native(json_object *obj, gboolean keep_raw, GError **error)
+{
+    g_autoptr(KbPodGroup) pg = g_new0(KbPodGroup, 1);
+    if (!kb_meta_decode(obj, KB_KIND_POD_GROUP, keep_raw, &pg->meta, error) ||
+        !native_body(obj, pg, error)) {
+        kb_decode_prefix_object(error, "podgroup", &pg->meta);
+        return NULL;
+    }
+    return g_steal_pointer(&pg);
 }
 
 KbPodGroup *kb_pod_group_decode(json_object *obj, gboolean keep_raw, GError **error)

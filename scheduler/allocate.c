@@ -171,6 +171,10 @@ typedef struct {
     /* Some present node has taints, is not Ready or is cordoned: a node in a subtree short of
      * resources may fail a predicate first (computed on the first diagnosis). */
     gint special_nodes; /* -1 unknown, 0, 1 */
+    /* While placing a gang with a topology constraint (a native PodGroup's
+     * schedulingConstraints.topology[0].key): only nodes whose label domain_key is domain. */
+    const char *domain_key;
+    const char *domain;
 } Alloc;
 
 static void node_changed(Alloc *a, guint node)
@@ -195,6 +199,18 @@ static gint next_leaf(Alloc *a, ClassCtx *ctx, const KbResources *req)
     return -1;
 }
 
+/* @node's value of label @key (borrowed), NULL without it. */
+static const char *node_domain(const Alloc *a, guint node, const char *key)
+{
+    const KbNodeInfo *ni = &a->ssn->nodes[node];
+    return ni->present && ni->node != NULL ? g_hash_table_lookup(ni->node->meta.labels, key) : NULL;
+}
+
+static gboolean in_domain(const Alloc *a, guint node)
+{
+    return a->domain_key == NULL || g_strcmp0(node_domain(a, node, a->domain_key), a->domain) == 0;
+}
+
 static gboolean node_fits(Alloc *a, const KbTaskInfo *task, guint node)
 {
     return kb_resources_fit(&task->resreq, &a->ssn->nodes[node].idle) &&
@@ -214,7 +230,7 @@ static gboolean fill(Alloc *a, ClassCtx *ctx, const KbTaskInfo *task)
         if (leaf < 0)
             break;
         guint node = (guint)leaf;
-        if (!node_fits(a, task, node) ||
+        if (!in_domain(a, node) || !node_fits(a, task, node) ||
             !kb_session_predicate(a->ssn, task, &a->ssn->nodes[node], NULL))
             continue;
         Cand c = {score(a, task, node), node, a->stamp[node], a->ssn->score_epoch};
@@ -508,7 +524,111 @@ typedef struct {
      * candidate list stays valid (changed nodes are re-checked as within a job), and a job of
      * thousands of extra pods searches the cluster once, not once a pod. */
     GArray *ctxs;
+    /* A gang with a topology constraint grows inside its domain (Alloc.domain_key/domain). */
+    const char *domain_key;
+    const char *domain;
 } Growing;
+
+typedef enum { MIN_FAILED, MIN_READY, MIN_GROWING } MinResult;
+
+/*
+ * One attempt at @job's minimum (inside a->domain when set), in one statement that commits only
+ * when the gang is ready. A job that is ready afterwards with tasks left gets @grow filled in (its
+ * tasks stolen from a->tasks): MIN_GROWING. On failure *@placeable and *@all say how far it got
+ * (a->why says why).
+ */
+static MinResult try_minimum(Alloc *a, KbJobInfo *job, KbQueueInfo *qi, Growing *grow,
+                             guint *placeable, gboolean *all)
+{
+    KbSession *ssn = a->ssn;
+    pending_tasks(a, job);
+    for (guint c = 0; c < a->ctxs->len; c++)
+        g_array_index(a->ctxs, ClassCtx, c).used = FALSE;
+    begin_statement(a);
+    guint before = ready_tasks(job);
+    *all = place_minimum(a, job, qi);
+    if (kb_session_job_ready(ssn, job)) {
+        if (a->placed->len > 0)
+            commit(a, job);
+        if (!*all || a->placed->len == a->tasks->len)
+            return MIN_READY;
+        *grow = (Growing){job,
+                          g_steal_pointer(&a->tasks),
+                          a->placed->len,
+                          class_ctxs_new(),
+                          a->domain_key,
+                          a->domain};
+        a->tasks = g_ptr_array_new();
+        return MIN_GROWING;
+    }
+    *placeable = before + a->placed->len;
+    discard(a);
+    return MIN_FAILED;
+}
+
+/* The domains @job may use for @key: the one its placed members are in, else every value of the
+ * label over the present nodes, first seen first (borrowed strings). */
+static GPtrArray *job_domains(const Alloc *a, const KbJobInfo *job, const char *key)
+{
+    GPtrArray *out = g_ptr_array_new();
+    for (guint i = 0; i < job->tasks->len; i++) {
+        const KbTaskInfo *t = job->tasks->pdata[i];
+        if (t->node_id < 0 || t->state == KB_TASK_PENDING || t->state == KB_TASK_SUCCEEDED ||
+            t->state == KB_TASK_FAILED)
+            continue;
+        const char *d = node_domain(a, (guint)t->node_id, key);
+        if (d != NULL)
+            g_ptr_array_add(out, (gpointer)d);
+        return out;
+    }
+    g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
+    for (guint n = 0; n < a->ssn->n_nodes; n++) {
+        const char *d = node_domain(a, n, key);
+        if (d != NULL && g_hash_table_add(seen, (gpointer)d))
+            g_ptr_array_add(out, (gpointer)d);
+    }
+    return out;
+}
+
+/*
+ * A gang with a topology constraint: its minimum inside one domain of the label, each domain
+ * tried in turn (the first that holds the whole gang wins). The note names the domain that got
+ * furthest.
+ */
+static MinResult try_domains(Alloc *a, KbJobInfo *job, KbQueueInfo *qi, Growing *grow)
+{
+    const char *key = job->group->topology_key;
+    g_autoptr(GPtrArray) domains = job_domains(a, job, key);
+    const char *best = NULL;
+    guint best_placeable = 0;
+    g_autofree char *best_why = NULL;
+    MinResult r = MIN_FAILED;
+    a->domain_key = key;
+    for (guint d = 0; d < domains->len && r == MIN_FAILED; d++) {
+        guint placeable = 0;
+        gboolean all = FALSE;
+        a->domain = domains->pdata[d];
+        r = try_minimum(a, job, qi, grow, &placeable, &all);
+        if (r == MIN_FAILED && (best == NULL || placeable > best_placeable)) {
+            best = a->domain;
+            best_placeable = placeable;
+            g_free(best_why);
+            best_why = g_strdup(all ? "the job is not ready" : a->why->str);
+        }
+    }
+    a->domain_key = a->domain = NULL;
+    if (r != MIN_FAILED)
+        return r;
+    if (best == NULL)
+        kb_session_job_note(a->ssn, job, "NotEnoughResources",
+                            "%u/%d tasks placeable: no node has the topology label %s",
+                            ready_tasks(job), job->min_member, key);
+    else
+        kb_session_job_note(a->ssn, job, "NotEnoughResources",
+                            "%u/%d tasks placeable inside one %s (best %s): %s", best_placeable,
+                            job->min_member, key, best, best_why);
+    return MIN_FAILED;
+}
 
 /*
  * The first round: place @job up to its minimum (nothing when it is ready already), in one
@@ -517,32 +637,21 @@ typedef struct {
  */
 static gboolean allocate_minimum(Alloc *a, KbJobInfo *job, KbQueueInfo *qi, Growing *grow)
 {
-    KbSession *ssn = a->ssn;
-    pending_tasks(a, job);
-    for (guint c = 0; c < a->ctxs->len; c++)
-        g_array_index(a->ctxs, ClassCtx, c).used = FALSE;
-    begin_statement(a);
-    guint before = ready_tasks(job);
-    gboolean all = place_minimum(a, job, qi);
-    if (kb_session_job_ready(ssn, job)) {
-        if (a->placed->len > 0)
-            commit(a, job);
-        if (!all || a->placed->len == a->tasks->len)
-            return FALSE;
-        *grow = (Growing){job, g_steal_pointer(&a->tasks), a->placed->len, class_ctxs_new()};
-        a->tasks = g_ptr_array_new();
-        return TRUE;
-    }
-    guint placeable = before + a->placed->len;
-    discard(a);
+    if (job->group != NULL && job->group->topology_key != NULL)
+        return try_domains(a, job, qi, grow) == MIN_GROWING;
+    guint placeable = 0;
+    gboolean all = FALSE;
+    MinResult r = try_minimum(a, job, qi, grow, &placeable, &all);
+    if (r != MIN_FAILED)
+        return r == MIN_GROWING;
     if (all)
-        kb_session_job_note(ssn, job, "NotEnoughPods",
+        kb_session_job_note(a->ssn, job, "NotEnoughPods",
                             "%u/%d tasks placeable: the job is not "
                             "ready (minMember %d)",
                             placeable, job->min_member, job->min_member);
     else
-        kb_session_job_note(ssn, job, "NotEnoughResources", "%u/%d tasks placeable: %s", placeable,
-                            job->min_member, a->why->str);
+        kb_session_job_note(a->ssn, job, "NotEnoughResources", "%u/%d tasks placeable: %s",
+                            placeable, job->min_member, a->why->str);
     return FALSE;
 }
 
@@ -553,7 +662,11 @@ static gboolean allocate_minimum(Alloc *a, KbJobInfo *job, KbQueueInfo *qi, Grow
 static gboolean grow_one(Alloc *a, Growing *g, KbQueueInfo *qi)
 {
     begin_statement(a);
-    if (!place_task(a, g->ctxs, g->tasks->pdata[g->next], qi))
+    a->domain_key = g->domain_key;
+    a->domain = g->domain;
+    gboolean placed = place_task(a, g->ctxs, g->tasks->pdata[g->next], qi);
+    a->domain_key = a->domain = NULL;
+    if (!placed)
         return FALSE;
     commit(a, g->job);
     return ++g->next < g->tasks->len;

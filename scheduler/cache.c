@@ -35,6 +35,9 @@ struct KbCache {
     GPtrArray *queue_list;
     GHashTable *priority_classes; /* interned name -> KbPriorityClass* (ref) */
     GHashTable *pvcs;             /* char* "ns/name" -> KbPvc* (ref) */
+    /* Workloads (scheduling.k8s.io/v1beta1): "ns/name" -> the queue their label or annotation
+     * kube-batchd.io/queue names (interned; "" when none). */
+    GHashTable *workload_queues;
     GArray *node_gpus;            /* NodeGpu, indexed like nodes */
     guint n_gpu_topology_errors;
     gboolean extender;           /* kb_cache_set_extender */
@@ -613,6 +616,22 @@ static void job_maybe_remove(KbCache *cache, KbJobInfo *job)
     job_free(job);
 }
 
+/* A native group without a queue of its own takes its Workload's, else the default. */
+static const char *group_queue(const KbCache *cache, const KbPodGroup *group)
+{
+    if (group->queue != NULL)
+        return g_intern_string(group->queue);
+    if (group->dialect == KB_PODGROUP_NATIVE && group->workload_name != NULL) {
+        g_autofree char *key = g_strdup_printf(
+                "%s/%s", group->meta.namespace_ != NULL ? group->meta.namespace_ : "",
+                group->workload_name);
+        const char *q = g_hash_table_lookup(cache->workload_queues, key);
+        if (q != NULL && *q != '\0')
+            return q;
+    }
+    return cache->default_queue;
+}
+
 static void job_apply_group(KbCache *cache, KbJobInfo *job, KbPodGroup *group)
 {
     kb_object_ref(group);
@@ -621,7 +640,7 @@ static void job_apply_group(KbCache *cache, KbJobInfo *job, KbPodGroup *group)
     job->version++;
     job->group_missing = FALSE;
     job->min_member = group->min_member >= 1 ? group->min_member : 1;
-    job->queue = group->queue != NULL ? g_intern_string(group->queue) : cache->default_queue;
+    job->queue = group_queue(cache, group);
     job->creation_timestamp = group->meta.creation_timestamp;
     if (!job->reported && group->phase != NULL) {
         /* Resume from the phase written by a previous run (or another replica). */
@@ -889,6 +908,43 @@ void kb_cache_delete_pod_group(KbCache *cache, KbPodGroup *group)
     job->group_missing = TRUE;
     job->queue = cache->default_queue;
     job_maybe_remove(cache, job);
+}
+
+/* ---- workloads ------------------------------------------------------------------------------ */
+
+/* The native groups of namespace @ns that name workload @name take its queue again. */
+static void workload_changed(KbCache *cache, const char *ns, const char *name)
+{
+    for (guint i = 0; i < cache->job_list->len; i++) {
+        KbJobInfo *job = cache->job_list->pdata[i];
+        const KbPodGroup *g = job->group;
+        if (g == NULL || g->dialect != KB_PODGROUP_NATIVE || g->queue != NULL ||
+            g_strcmp0(g->workload_name, name) != 0 || g_strcmp0(g->meta.namespace_, ns) != 0)
+            continue;
+        const char *q = group_queue(cache, g);
+        if (q != job->queue) {
+            job->queue = q;
+            job->version++;
+        }
+    }
+}
+
+void kb_cache_set_workload(KbCache *cache, const KbObjectMeta *workload)
+{
+    const char *q = g_hash_table_lookup(workload->labels, KB_QUEUE_LABEL);
+    if (q == NULL || *q == '\0')
+        q = g_hash_table_lookup(workload->annotations, KB_QUEUE_LABEL);
+    g_autofree char *key = pod_key(workload->namespace_, workload->name);
+    g_hash_table_replace(cache->workload_queues, g_steal_pointer(&key),
+                         (gpointer)g_intern_string(q != NULL ? q : ""));
+    workload_changed(cache, workload->namespace_, workload->name);
+}
+
+void kb_cache_delete_workload(KbCache *cache, const KbObjectMeta *workload)
+{
+    g_autofree char *key = pod_key(workload->namespace_, workload->name);
+    g_hash_table_remove(cache->workload_queues, key);
+    workload_changed(cache, workload->namespace_, workload->name);
 }
 
 /* ---- assume, bind outcome, rollback --------------------------------------------------------- */
@@ -1303,6 +1359,7 @@ KbCache *kb_cache_new(const char *const *scheduler_names, const char *default_qu
     cache->queues = g_hash_table_new(g_direct_hash, g_direct_equal);
     cache->queue_list = g_ptr_array_new_with_free_func(queue_info_free);
     cache->pvcs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, kb_object_unref);
+    cache->workload_queues = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     cache->priority_classes =
             g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, kb_object_unref);
     cache->node_gpus = g_array_new(FALSE, TRUE, sizeof(NodeGpu));
@@ -1339,6 +1396,7 @@ void kb_cache_free(KbCache *cache)
     g_ptr_array_unref(cache->queue_list);
     g_hash_table_unref(cache->priority_classes);
     g_hash_table_unref(cache->pvcs);
+    g_hash_table_unref(cache->workload_queues);
     g_free(cache->served);
     g_free(cache->extender_names);
     kb_history_free(cache->history);

@@ -172,6 +172,10 @@ struct KbJobInfo {
     char *last_message;
     guint last_counts[4]; /* pending, running, succeeded, failed last reported */
     gboolean reported;
+    /* minMember pods were bound at least once (a native PodGroup's PodGroupInitiallyScheduled
+     * turns True then and is never reverted), and whether that was reported. */
+    gboolean initially_scheduled;
+    gboolean reported_initially;
     guint id; /* position in the cache's job table; scratch for the cycle */
     /* Evictions (preempt/reclaim) of this job so far, and when the last was decided (seconds);
      * kept while the job's group (or, for a gang of one, its pod) exists. */
@@ -248,6 +252,11 @@ void kb_cache_delete_pvc(KbCache *cache, KbPvc *pvc);
 void kb_cache_add_priority_class(KbCache *cache, KbPriorityClass *pc);
 void kb_cache_update_priority_class(KbCache *cache, KbPriorityClass *pc);
 void kb_cache_delete_priority_class(KbCache *cache, KbPriorityClass *pc);
+/* Workloads (scheduling.k8s.io/v1beta1; any decoded metadata will do): a native PodGroup without
+ * a queue label of its own takes the queue its workloadRef's Workload names in its label (else
+ * annotation) kube-batchd.io/queue, else the default queue. */
+void kb_cache_set_workload(KbCache *cache, const KbObjectMeta *workload);
+void kb_cache_delete_workload(KbCache *cache, const KbObjectMeta *workload);
 
 /*
  * Bind outcome, reported by the binder for a task the cycle placed (KbPlacement in cycle.h).

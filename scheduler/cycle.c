@@ -373,6 +373,12 @@ static void report_job(KbSession *ssn, KbJobInfo *job)
     st.n_succeeded = job->n_state[KB_TASK_SUCCEEDED];
     st.n_failed = job->n_state[KB_TASK_FAILED];
     st.n_placed = ssn->job_scratch[job->id].n_placed;
+    st.n_bound = job->n_state[KB_TASK_BINDING] + job->n_state[KB_TASK_BOUND] +
+                 job->n_state[KB_TASK_RUNNING] + st.n_succeeded;
+    if ((st.n_bound >= (guint)job->min_member && job->tasks->len > 0) ||
+        (job->group != NULL && g_strcmp0(job->group->scheduled_status, "True") == 0))
+        job->initially_scheduled = TRUE;
+    st.initially_scheduled = job->initially_scheduled;
     /* Volcano's PodGroup phases: placed but not yet running is Inqueue; Running once minMember
      * pods run (or ran to completion). The cycle's own phase (placed counts) stays internal. */
     if (st.phase == KB_JOB_RUNNING && st.n_running + st.n_succeeded < (guint)job->min_member)
@@ -383,9 +389,11 @@ static void report_job(KbSession *ssn, KbJobInfo *job)
                          g_strcmp0(job->last_reason, st.reason) != 0 ||
                          g_strcmp0(job->last_message, st.message) != 0;
     /* Counts alone change the status written, not the events posted. */
-    st.changed = described || memcmp(counts, job->last_counts, sizeof counts) != 0;
+    st.changed = described || memcmp(counts, job->last_counts, sizeof counts) != 0 ||
+                 job->reported_initially != job->initially_scheduled;
     if (st.changed) {
         job->reported = TRUE;
+        job->reported_initially = job->initially_scheduled;
         job->last_phase = st.phase;
         g_free(job->last_reason);
         job->last_reason = g_strdup(st.reason);

@@ -70,6 +70,10 @@ typedef struct {
     guint n_pending, n_allocated, n_running, n_succeeded,
             n_failed; /* task counts after the cycle */
     guint n_placed;   /* placed by this cycle */
+    /* Bound by the API (binding done, bound, running, succeeded), and whether minMember pods
+     * were ever bound (kept across cycles: never reverted). */
+    guint n_bound;
+    gboolean initially_scheduled;
 } KbJobStatus;
 
 /* Per-queue figures (Queue status and metrics). */

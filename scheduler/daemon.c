@@ -39,6 +39,8 @@ typedef enum {
     SRC_PG_KUBE_BATCH,
     SRC_PG_VOLCANO,
     SRC_PG_X_K8S,
+    SRC_PG_NATIVE,
+    SRC_WORKLOADS,
     SRC_QUEUES_VOLCANO,
     SRC_QUEUES_KUBE_BATCH,
     SRC_PRIORITY_CLASSES,
@@ -149,6 +151,10 @@ static void on_decode_error(json_object *obj, const GError *error, gpointer user
 {
     const Source *src = user_data;
     KbRecorder *recorder = src->daemon->recorder;
+    /* A native PodGroup also says so in its own condition (SchedulerError). */
+    if (src->id == SRC_PG_NATIVE && src->daemon->status != NULL)
+        kb_status_writer_native_error(src->daemon->status, obj, error->message,
+                                      g_get_real_time() / G_USEC_PER_SEC);
     if (recorder == NULL)
         return;
     g_autoptr(GError) meta_error = NULL;
@@ -157,9 +163,14 @@ static void on_decode_error(json_object *obj, const GError *error, gpointer user
         return;
     if (meta->name != NULL) {
         json_object *jv = NULL;
+        /* A built-in type's list items carry no apiVersion: the source's. */
+        g_autofree char *listed =
+                src->type->group[0] != '\0'
+                        ? g_strdup_printf("%s/%s", src->type->group, src->type->version)
+                        : g_strdup(src->type->version);
         const char *api = json_object_object_get_ex(obj, "apiVersion", &jv)
                                   ? json_object_get_string(jv)
-                                  : "v1";
+                                  : listed;
         const char *kind = json_object_object_get_ex(obj, "kind", &jv) ? json_object_get_string(jv)
                                                                        : src->kind;
         kb_recorder_event(recorder, meta, api, kind, "Warning", "InvalidObject",
@@ -380,6 +391,7 @@ static void on_add(gpointer obj, gpointer data)
     case SRC_PG_KUBE_BATCH:
     case SRC_PG_VOLCANO:
     case SRC_PG_X_K8S:
+    case SRC_PG_NATIVE:
         kb_cache_add_pod_group(d->cache, obj);
         break;
     case SRC_QUEUES_VOLCANO:
@@ -390,6 +402,9 @@ static void on_add(gpointer obj, gpointer data)
         break;
     case SRC_PRIORITY_CLASSES:
         kb_cache_add_priority_class(d->cache, obj);
+        break;
+    case SRC_WORKLOADS:
+        kb_cache_set_workload(d->cache, obj);
         break;
     case SRC_PVCS:
         kb_cache_add_pvc(d->cache, obj);
@@ -444,6 +459,7 @@ static void on_update(gpointer old_obj, gpointer new_obj, gpointer data)
     case SRC_PG_KUBE_BATCH:
     case SRC_PG_VOLCANO:
     case SRC_PG_X_K8S:
+    case SRC_PG_NATIVE:
         kb_cache_update_pod_group(d->cache, new_obj);
         /* Our own status writes come back as updates: only spec changes matter. */
         if (((KbObjectMeta *)old_obj)->generation == ((KbObjectMeta *)new_obj)->generation &&
@@ -461,6 +477,9 @@ static void on_update(gpointer old_obj, gpointer new_obj, gpointer data)
         break;
     case SRC_PRIORITY_CLASSES:
         kb_cache_update_priority_class(d->cache, new_obj);
+        break;
+    case SRC_WORKLOADS:
+        kb_cache_set_workload(d->cache, new_obj);
         break;
     case SRC_PVCS:
         kb_cache_update_pvc(d->cache, new_obj);
@@ -485,6 +504,7 @@ static void on_delete(gpointer obj, gpointer data)
     case SRC_PG_KUBE_BATCH:
     case SRC_PG_VOLCANO:
     case SRC_PG_X_K8S:
+    case SRC_PG_NATIVE:
         kb_cache_delete_pod_group(d->cache, obj);
         break;
     case SRC_QUEUES_VOLCANO:
@@ -495,6 +515,9 @@ static void on_delete(gpointer obj, gpointer data)
         break;
     case SRC_PRIORITY_CLASSES:
         kb_cache_delete_priority_class(d->cache, obj);
+        break;
+    case SRC_WORKLOADS:
+        kb_cache_delete_workload(d->cache, obj);
         break;
     case SRC_PVCS:
         kb_cache_delete_pvc(d->cache, obj);
@@ -551,6 +574,13 @@ static void sources_init(KbDaemon *d)
              &kb_type_pod_groups_volcano, (KbDecodeFunc)kb_pod_group_decode, TRUE},
             {SRC_PG_X_K8S, "podgroups.scheduling.x-k8s.io", "PodGroup", &kb_type_pod_groups_x_k8s,
              (KbDecodeFunc)kb_pod_group_decode, TRUE},
+            /* Kubernetes' own (1.37 beta): served only where the cluster enables
+             * scheduling.k8s.io/v1beta1; a 404 is retried like a missing CRD. */
+            {SRC_PG_NATIVE, "podgroups.scheduling.k8s.io", "PodGroup", &kb_type_pod_groups_native,
+             (KbDecodeFunc)kb_pod_group_decode_native, TRUE},
+            /* Their Workloads, for the queue a group without a queue label of its own takes. */
+            {SRC_WORKLOADS, "workloads.scheduling.k8s.io", "Workload", &kb_type_workloads_native,
+             (KbDecodeFunc)kb_meta_object_decode, TRUE},
             {SRC_QUEUES_VOLCANO, "queues.scheduling.volcano.sh", "Queue", &kb_type_queues_volcano,
              (KbDecodeFunc)kb_queue_decode, TRUE},
             {SRC_QUEUES_KUBE_BATCH, "queues.scheduling.incubator.k8s.io", "Queue",

@@ -13,7 +13,8 @@
  * tasks RELEASING in the cache); otherwise nothing is evicted at all.
  *
  * Victims come in units: one task, or, when evicting it would leave its running gang below
- * minMember, every running member of that gang (on any node). A unit is only taken when the
+ * minMember (or its native PodGroup says disruptionMode: all), every running member of that gang
+ * (on any node). A unit is only taken when the
  * plugins allow every one of its pods (conformance: never critical pods; priority, drf: Volcano's
  * preemptableFn). On a node, two greedy passes take units until the task fits (lowest priority
  * and youngest first; most freed per pod first), each giving back what it did not need after all,
@@ -391,7 +392,9 @@ static gboolean unit_for(Evict *e, KbTaskInfo *v, guint node, Unit *u)
     memset(u, 0, sizeof(*u));
     u->job = vj;
     u->priority = vj->priority;
-    if (ready_tasks(vj) >= e->job_evicted[vj->id] + 1 + (guint)vj->min_member) {
+    /* A native PodGroup with disruptionMode all is disrupted whole, whatever its minimum. */
+    gboolean whole = vj->group != NULL && vj->group->disruption_all;
+    if (!whole && ready_tasks(vj) >= e->job_evicted[vj->id] + 1 + (guint)vj->min_member) {
         u->task = v;
         u->pods = 1;
         u->gpus = v->resreq.v[KB_RES_GPU];
@@ -761,7 +764,10 @@ static gboolean starving(Evict *e, KbJobInfo *job)
     if (!js->ready_to_schedule || js->n_pipelined > 0 || job->n_state[KB_TASK_PENDING] == 0 ||
         ready_tasks(job) >= (guint)job->min_member || job->phase == KB_JOB_COMPLETED)
         return FALSE;
-    /* preemptionPolicy: Never forbids evicting anything for the job (either action). */
+    /* preemptionPolicy: Never forbids evicting anything for the job (either action); a native
+     * PodGroup says so itself. */
+    if (job->group != NULL && job->group->preempt_never)
+        return FALSE;
     return !kb_cache_priority_class_preempt_never(ssn->cache, job_priority_class(job));
 }
 

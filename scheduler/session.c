@@ -24,6 +24,9 @@ static void session_refresh_jobs(KbSession *ssn)
         const char *pcn = job->group != NULL ? job->group->priority_class_name : NULL;
         gint32 gp = kb_cache_priority_class_value(ssn->cache, pcn, &found);
         job->priority = found || job->tasks->len == 0 ? gp : maxp;
+        /* A native PodGroup's priority (admission filled it from its class) is the group's. */
+        if (job->group != NULL && job->group->has_priority)
+            job->priority = job->group->priority;
         KbQueueInfo *qi = kb_session_job_queue(ssn, job);
         if (qi == NULL)
             continue;

@@ -229,8 +229,9 @@ static void send_entry(KbStatusWriter *w, Entry *e)
 static void enqueue(KbStatusWriter *w, const KbResourceType *type, const char *namespace_,
                     const char *name, KbPatchType patch_type, json_object *body)
 {
-    g_autofree char *key =
-            g_strdup_printf("%s|%s/%s", type->plural, namespace_ != NULL ? namespace_ : "", name);
+    /* The group too: every PodGroup dialect's plural is "podgroups". */
+    g_autofree char *key = g_strdup_printf("%s.%s|%s/%s", type->plural, type->group,
+                                           namespace_ != NULL ? namespace_ : "", name);
     Entry *e = g_hash_table_lookup(w->entries, key);
     const char *text = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
 
@@ -297,6 +298,8 @@ static const KbResourceType *group_type(KbPodGroupDialect dialect)
         return &kb_type_pod_groups_kube_batch;
     case KB_PODGROUP_X_K8S:
         return &kb_type_pod_groups_x_k8s;
+    case KB_PODGROUP_NATIVE:
+        return &kb_type_pod_groups_native;
     case KB_PODGROUP_VOLCANO:
     default:
         return &kb_type_pod_groups_volcano;
@@ -340,6 +343,76 @@ json_object *kb_status_pod_group_body(const KbJobStatus *st, KbPodGroupDialect d
     return body;
 }
 
+json_object *kb_status_native_group_body(const KbJobStatus *st, gint64 now)
+{
+    const KbPodGroup *g = st->group;
+    const char *status, *reason;
+    g_autofree char *message = NULL;
+    if (g_strcmp0(g->scheduled_status, "True") == 0)
+        return NULL; /* never reverted */
+    if (st->initially_scheduled) {
+        status = "True";
+        reason = "Scheduled";
+        message = g_strdup_printf("%u/%d pods bound", st->n_bound, st->min_member);
+    } else if (g_strcmp0(st->condition_type, "Unschedulable") == 0 && st->message != NULL) {
+        status = "False";
+        reason = "Unschedulable";
+        message = g_strdup(st->message);
+    } else {
+        return NULL;
+    }
+    gboolean same_status = g_strcmp0(g->scheduled_status, status) == 0;
+    if (same_status && g_strcmp0(g->scheduled_message, message) == 0)
+        return NULL;
+    json_object *c = condition_new(KB_POD_GROUP_INITIALLY_SCHEDULED, status, reason, message, now);
+    /* metav1.Condition: the transition time moves only when the status does. */
+    if (same_status && g->scheduled_since != NULL)
+        json_object_object_add(c, "lastTransitionTime", json_object_new_string(g->scheduled_since));
+    if (g->meta.generation > 0)
+        json_object_object_add(c, "observedGeneration", json_object_new_int64(g->meta.generation));
+    json_object *conds = json_object_new_array();
+    json_object_array_add(conds, c);
+    json_object *status_obj = json_object_new_object();
+    json_object_object_add(status_obj, "conditions", conds);
+    json_object *body = json_object_new_object();
+    json_object_object_add(body, "status", status_obj);
+    return body;
+}
+
+gboolean kb_status_writer_native_error(KbStatusWriter *writer, json_object *group,
+                                       const char *message, gint64 now)
+{
+    json_object *meta = json_object_object_get(group, "metadata");
+    const char *ns = json_object_get_string(json_object_object_get(meta, "namespace"));
+    const char *name = json_object_get_string(json_object_object_get(meta, "name"));
+    json_object *conds =
+            json_object_object_get(json_object_object_get(group, "status"), "conditions");
+    if (name == NULL)
+        return FALSE;
+    for (size_t i = 0;
+         json_object_is_type(conds, json_type_array) && i < json_object_array_length(conds); i++) {
+        json_object *c = json_object_array_get_idx(conds, i);
+        const char *type = json_object_get_string(json_object_object_get(c, "type"));
+        if (g_strcmp0(type, KB_POD_GROUP_INITIALLY_SCHEDULED) != 0)
+            continue;
+        const char *st = json_object_get_string(json_object_object_get(c, "status"));
+        const char *msg = json_object_get_string(json_object_object_get(c, "message"));
+        /* never reverted; and said once (our own write comes back as an update) */
+        if (g_strcmp0(st, "True") == 0 || g_strcmp0(msg, message) == 0)
+            return FALSE;
+    }
+    json_object *c = condition_new(KB_POD_GROUP_INITIALLY_SCHEDULED, "False", "SchedulerError",
+                                   message, now);
+    json_object *arr = json_object_new_array();
+    json_object_array_add(arr, c);
+    json_object *status = json_object_new_object();
+    json_object_object_add(status, "conditions", arr);
+    json_object *body = json_object_new_object();
+    json_object_object_add(body, "status", status);
+    enqueue(writer, &kb_type_pod_groups_native, ns, name, KB_PATCH_MERGE, body);
+    return TRUE;
+}
+
 /* PodScheduled=False on a gang of one that cannot be placed (strategic merge keys on type). */
 static json_object *pod_condition_body(const KbJobStatus *st, gint64 now)
 {
@@ -355,7 +428,12 @@ static json_object *pod_condition_body(const KbJobStatus *st, gint64 now)
 
 static void apply_job(KbStatusWriter *w, const KbJobStatus *st, gint64 now)
 {
-    if (st->group != NULL) {
+    if (st->group != NULL && st->group->dialect == KB_PODGROUP_NATIVE) {
+        const KbObjectMeta *m = &st->group->meta;
+        json_object *body = kb_status_native_group_body(st, now);
+        if (body != NULL)
+            enqueue(w, &kb_type_pod_groups_native, m->namespace_, m->name, KB_PATCH_MERGE, body);
+    } else if (st->group != NULL) {
         const KbObjectMeta *m = &st->group->meta;
         enqueue(w, group_type(st->group->dialect), m->namespace_, m->name, KB_PATCH_MERGE,
                 kb_status_pod_group_body(st, st->group->dialect, now));

@@ -4,7 +4,8 @@
  * - PodGroup status: for every job status the cycle marked `changed`, a merge PATCH of the
  *   group's /status subresource in its own dialect (phase; the condition with the core's reason
  *   and message, lastTransitionTime; running/succeeded/failed/pending counts; `scheduled` for the
- *   scheduling.x-k8s.io dialect).
+ *   scheduling.x-k8s.io dialect). Kubernetes' own PodGroup (scheduling.k8s.io/v1beta1) gets the
+ *   API's condition PodGroupInitiallyScheduled instead (kb_status_native_group_body).
  * - A pod without a group (a gang of one) that cannot be placed: its PodScheduled condition
  *   (status False, reason Unschedulable, the core's message), as kube-scheduler writes it.
  * - The cycle's events (FailedScheduling on pods, Unschedulable/Scheduled on PodGroups) through
@@ -71,6 +72,23 @@ const char *kb_status_result_to_string(KbStatusResult result);
  * for @dialect. Exposed for tests.
  */
 json_object *kb_status_pod_group_body(const KbJobStatus *st, KbPodGroupDialect dialect, gint64 now);
+
+/*
+ * A native PodGroup's (scheduling.k8s.io/v1beta1) status for @st at @now: the condition
+ * PodGroupInitiallyScheduled, False with reason Unschedulable and the core's message while
+ * minMember pods were never bound, True once they were; never reverted. NULL when nothing is to
+ * be written (no condition, or the group already says so). Exposed for tests.
+ */
+json_object *kb_status_native_group_body(const KbJobStatus *st, gint64 now);
+
+/*
+ * A native PodGroup kube-batchd cannot read (@group: the object as served; @message: the decode
+ * error naming field and value): PodGroupInitiallyScheduled False with reason SchedulerError.
+ * Nothing when the condition is True already (never reverted) or says @message already (the
+ * write comes back as an update that fails to decode again). TRUE when a write was queued.
+ */
+gboolean kb_status_writer_native_error(KbStatusWriter *writer, json_object *group,
+                                       const char *message, gint64 now);
 
 /* Frees the writer; writes in flight complete but their results are ignored. */
 void kb_status_writer_free(KbStatusWriter *writer);

@@ -468,6 +468,170 @@ static void test_crud_invalid(void)
     g_assert_nonnull(strstr(js(inv, "message"), "Pod \"Bad_Name\" is invalid: metadata.name"));
 }
 
+/* ---- scheduling.k8s.io/v1beta1 (Workload, PodGroup) ---------------------------------------- */
+
+#define PG_PATH "/apis/scheduling.k8s.io/v1beta1/namespaces/default/podgroups"
+#define WL_PATH "/apis/scheduling.k8s.io/v1beta1/namespaces/default/workloads"
+#define PG_JSON(name, spec)                                                                        \
+    "{\"apiVersion\":\"scheduling.k8s.io/v1beta1\",\"kind\":\"PodGroup\",\"metadata\":{"       \
+    "\"name\":\"" name "\"},\"spec\":" spec "}"
+#define WL_JSON(name, templates)                                                                   \
+    "{\"apiVersion\":\"scheduling.k8s.io/v1beta1\",\"kind\":\"Workload\",\"metadata\":{"       \
+    "\"name\":\"" name "\"},\"spec\":{\"podGroupTemplates\":" templates "}}"
+#define TPL(name) "{\"name\":\"" name "\",\"schedulingPolicy\":{\"gang\":{\"minCount\":2}}}"
+
+static void opt_gang(KasServerOptions *o)
+{
+    g_assert_true(kas_server_runtime_config(o, "scheduling.k8s.io/v1beta1=true", NULL));
+}
+
+/* Off unless enabled, as on a 1.37 server; in discovery once enabled, beside v1. */
+static void test_gang_api_runtime_config(void)
+{
+    {
+        g_autoptr(KasServer) srv = start();
+        g_autoptr(Resp) r = get(srv, PG_PATH);
+        g_assert_cmpint(r->code, ==, 404);
+        g_autoptr(Resp) d = get(srv, "/apis/scheduling.k8s.io/v1beta1");
+        g_assert_cmpint(d->code, ==, 404);
+    }
+    g_autoptr(KasServer) srv = start_with(opt_gang);
+    g_autoptr(Resp) d = get(srv, "/apis/scheduling.k8s.io/v1beta1");
+    g_assert_cmpint(d->code, ==, 200);
+    g_assert_nonnull(strstr(d->body, "\"podgroups/status\""));
+    g_assert_nonnull(strstr(d->body, "\"workloads\""));
+    g_autoptr(Resp) g = get(srv, "/apis/scheduling.k8s.io");
+    g_assert_nonnull(strstr(g->body, "\"v1beta1\""));
+    g_assert_cmpstr(js(g, "preferredVersion.version"), ==, "v1");
+    g_autoptr(GError) error = NULL;
+    KasServerOptions o;
+    kas_server_options_init(&o);
+    g_assert_false(kas_server_runtime_config(&o, "apps/v1=true", &error));
+    g_assert_nonnull(strstr(error->message, "\"apps/v1\""));
+    g_clear_error(&error);
+    g_assert_false(kas_server_runtime_config(&o, "scheduling.k8s.io/v1beta1=maybe", &error));
+    g_assert_true(kas_server_runtime_config(&o, "scheduling.k8s.io/v1beta1=false", NULL));
+    g_assert_false(o.scheduling_v1beta1);
+}
+
+/* Defaults, Priority admission, status subresource, what may and may not change. */
+static void test_gang_api_podgroup(void)
+{
+    g_autoptr(KasServer) srv = start_with(opt_gang);
+    g_autoptr(Resp) pc = post(srv, "/apis/scheduling.k8s.io/v1/priorityclasses",
+                              "{\"metadata\":{\"name\":\"high\"},\"value\":1000}");
+    assert_status(pc, 201, NULL);
+    g_autoptr(Resp) c = post(srv, PG_PATH,
+                             PG_JSON("pg", "{\"schedulingPolicy\":{\"gang\":{\"minCount\":4}},"
+                                           "\"priorityClassName\":\"high\"}"));
+    assert_status(c, 201, NULL);
+    g_assert_nonnull(kas_json_get(c->json, "spec.disruptionMode.single"));
+    g_assert_cmpint(ji(c, "spec.priority"), ==, 1000);
+    g_assert_cmpint(ji(c, "metadata.generation"), ==, 1);
+    /* minCount may change; the class may not */
+    g_autoptr(Resp) u = http(srv, "PUT", PG_PATH "/pg", NULL,
+                             PG_JSON("pg", "{\"schedulingPolicy\":{\"gang\":{\"minCount\":3}},"
+                                           "\"priorityClassName\":\"high\"}"));
+    assert_status(u, 200, NULL);
+    g_assert_cmpint(ji(u, "spec.schedulingPolicy.gang.minCount"), ==, 3);
+    g_assert_cmpint(ji(u, "spec.priority"), ==, 1000);
+    g_assert_cmpint(ji(u, "metadata.generation"), ==, 2);
+    g_autoptr(Resp) im = http(srv, "PUT", PG_PATH "/pg", NULL,
+                              PG_JSON("pg", "{\"schedulingPolicy\":{\"gang\":{\"minCount\":3}},"
+                                            "\"priorityClassName\":\"high\",\"disruptionMode\":"
+                                            "{\"all\":{}}}"));
+    assert_status(im, 422, "Invalid");
+    g_assert_cmpstr(js(im, "message"), ==,
+                    "PodGroup.scheduling.k8s.io \"pg\" is invalid: spec.disruptionMode: Invalid "
+                    "value: \"object\": field is immutable");
+    /* status through its subresource */
+    g_autoptr(Resp) st = http(
+            srv, "PATCH", PG_PATH "/pg/status", "application/merge-patch+json",
+            "{\"status\":{\"conditions\":[{\"type\":\"PodGroupInitiallyScheduled\",\"status\":"
+            "\"False\",\"reason\":\"Unschedulable\",\"message\":\"3/4\",\"lastTransitionTime\":"
+            "\"2026-08-20T10:00:00Z\"}]}}");
+    assert_status(st, 200, NULL);
+    json_object *conds = kas_json_get(st->json, "status.conditions");
+    g_assert_cmpstr(kas_json_get_string(json_object_array_get_idx(conds, 0), "reason"), ==,
+                    "Unschedulable");
+    /* a class that does not exist */
+    g_autoptr(Resp) nc = post(srv, PG_PATH,
+                              PG_JSON("pg2", "{\"schedulingPolicy\":{\"basic\":{}},"
+                                             "\"priorityClassName\":\"nope\"}"));
+    assert_status(nc, 403, "Forbidden");
+    g_assert_nonnull(strstr(js(nc, "message"), "no PriorityClass with name nope was found"));
+}
+
+static void test_gang_api_invalid(void)
+{
+    g_autoptr(KasServer) srv = start_with(opt_gang);
+    static const struct {
+        const char *path, *body, *message;
+    } cases[] = {
+        {PG_PATH, PG_JSON("a", "{}"),
+         "PodGroup.scheduling.k8s.io \"a\" is invalid: spec.schedulingPolicy: Invalid value: \"\": "
+         "must specify one of: `basic`, `gang`"},
+        {PG_PATH, PG_JSON("a", "{\"schedulingPolicy\":{\"gang\":{}}}"),
+         "PodGroup.scheduling.k8s.io \"a\" is invalid: spec.schedulingPolicy.gang.minCount: "
+         "Required value"},
+        {PG_PATH, PG_JSON("a", "{\"schedulingPolicy\":{\"gang\":{\"minCount\":-2}}}"),
+         "PodGroup.scheduling.k8s.io \"a\" is invalid: spec.schedulingPolicy.gang.minCount: "
+         "Invalid value: -2: must be greater than zero"},
+        {PG_PATH,
+         PG_JSON("a", "{\"schedulingPolicy\":{\"basic\":{}},\"disruptionMode\":{\"single\":{},"
+                      "\"all\":{}}}"),
+         "PodGroup.scheduling.k8s.io \"a\" is invalid: spec.disruptionMode: Invalid value: "
+         "\"{`single`, `all`}\": exactly one of `single`, `all` is required, but multiple fields "
+         "are set"},
+        {PG_PATH,
+         PG_JSON("a", "{\"schedulingPolicy\":{\"basic\":{}},\"workloadRef\":{\"workloadName\":"
+                      "\"w\",\"templateName\":\"Bad\"}}"),
+         "PodGroup.scheduling.k8s.io \"a\" is invalid: spec.workloadRef.templateName: Invalid "
+         "value: \"Bad\": a lowercase RFC 1123 label must consist of lower case alphanumeric "
+         "characters or '-', and must start and end with an alphanumeric character (e.g. "
+         "'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"},
+        {WL_PATH, WL_JSON("w", "[]"),
+         "Workload.scheduling.k8s.io \"w\" is invalid: spec.podGroupTemplates: Required value: "
+         "must have at least one item"},
+        {WL_PATH,
+         WL_JSON("w", "[" TPL("a") "," TPL("b") "," TPL("c") "," TPL("d") "," TPL("e") "," TPL(
+                              "f") "," TPL("g") "," TPL("h") "," TPL("i") "]"),
+         "Workload.scheduling.k8s.io \"w\" is invalid: spec.podGroupTemplates: Too many: 9: must "
+         "have at most 8 items"},
+        {WL_PATH, WL_JSON("w", "[" TPL("a") "," TPL("a") "]"),
+         "Workload.scheduling.k8s.io \"w\" is invalid: spec.podGroupTemplates[1]: Duplicate value: "
+         "\"a\""},
+        {"/api/v1/namespaces/default/pods",
+         POD_JSON("p", "", ",\"schedulingGroup\":{\"podGroupName\":\"Bad_Group\"}"),
+         "Pod \"p\" is invalid: spec.schedulingGroup.podGroupName: Invalid value: \"Bad_Group\": a "
+         "lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
+         "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex "
+         "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(Resp) r = post(srv, cases[i].path, cases[i].body);
+        assert_status(r, 422, "Invalid");
+        g_assert_cmpstr(js(r, "message"), ==, cases[i].message);
+    }
+    /* eight templates are fine; the list may not change */
+    g_autoptr(Resp) w = post(srv, WL_PATH,
+                             WL_JSON("w8", "[" TPL("a") "," TPL("b") "," TPL("c") "," TPL(
+                                                   "d") "," TPL("e") "," TPL("f") "," TPL("g") "," TPL("h") "]"));
+    assert_status(w, 201, NULL);
+    g_autoptr(Resp) wu = http(srv, "PUT", WL_PATH "/w8", NULL, WL_JSON("w8", "[" TPL("a") "]"));
+    assert_status(wu, 422, "Invalid");
+    g_assert_cmpstr(js(wu, "message"), ==,
+                    "Workload.scheduling.k8s.io \"w8\" is invalid: spec.podGroupTemplates: Invalid "
+                    "value: \"array\": field is immutable");
+    /* a pod's schedulingGroup may not change */
+    create_pod(srv, POD_JSON("p2", "", ",\"schedulingGroup\":{\"podGroupName\":\"g1\"}"));
+    g_autoptr(Resp) pu = http(srv, "PATCH", "/api/v1/namespaces/default/pods/p2",
+                              "application/merge-patch+json",
+                              "{\"spec\":{\"schedulingGroup\":{\"podGroupName\":\"g2\"}}}");
+    assert_status(pu, 422, "Invalid");
+    g_assert_nonnull(strstr(js(pu, "message"), "pod updates may not change fields"));
+}
+
 static void test_crud_stale_update(void)
 {
     g_autoptr(KasServer) srv = start();
@@ -1995,6 +2159,9 @@ int main(int argc, char **argv)
     g_test_add_func("/apiserver/crud/not-found-404", test_crud_not_found);
     g_test_add_func("/apiserver/crud/generate-name", test_crud_generate_name);
     g_test_add_func("/apiserver/crud/invalid", test_crud_invalid);
+    g_test_add_func("/apiserver/gang-api/runtime-config", test_gang_api_runtime_config);
+    g_test_add_func("/apiserver/gang-api/podgroup", test_gang_api_podgroup);
+    g_test_add_func("/apiserver/gang-api/invalid", test_gang_api_invalid);
     g_test_add_func("/apiserver/crud/stale-update-409", test_crud_stale_update);
     g_test_add_func("/apiserver/crud/noop-update", test_crud_noop_update);
     g_test_add_func("/apiserver/crud/pod-spec-immutable", test_crud_pod_spec_immutable);

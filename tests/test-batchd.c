@@ -834,6 +834,143 @@ static void test_missing_crds(void)
     daemon_stop(d);
 }
 
+/* ---- Kubernetes' own gang API (scheduling.k8s.io/v1beta1) ---------------------------------- */
+
+static void add_native_group(Cluster *cl, const char *name, int min_count)
+{
+    kb_test_create(cl->client, &kb_type_pod_groups_native, "default",
+                   kb_test_json_printf(
+                           "{\"apiVersion\":\"scheduling.k8s.io/v1beta1\",\"kind\":\"PodGroup\","
+                           "\"metadata\":{\"name\":\"%s\",\"namespace\":\"default\"},"
+                           "\"spec\":{\"schedulingPolicy\":{\"gang\":{\"minCount\":%d}}}}",
+                           name, min_count));
+}
+
+/* The native group's PodGroupInitiallyScheduled condition as JSON text, newly allocated, or
+ * NULL. */
+static char *native_condition(Cluster *cl, const char *name)
+{
+    g_autoptr(GError) error = NULL;
+    json_object *g =
+            kb_client_get(cl->client, &kb_type_pod_groups_native, "default", name, &error);
+    g_assert_no_error(error);
+    json_object *conds = kas_json_get(g, "status.conditions");
+    char *out = NULL;
+    for (size_t i = 0; conds != NULL && i < json_object_array_length(conds); i++) {
+        json_object *c = json_object_array_get_idx(conds, i);
+        if (g_strcmp0(kas_json_get_string(c, "type"), "PodGroupInitiallyScheduled") == 0)
+            out = g_strdup(json_object_to_json_string_ext(c, JSON_C_TO_STRING_NOSLASHESCAPE));
+    }
+    json_object_put(g);
+    return out;
+}
+
+static char *wait_native_condition(Cluster *cl, const char *name, const char *needle, guint ms)
+{
+    gint64 deadline = g_get_monotonic_time() + (gint64)ms * 1000;
+    for (;;) {
+        char *c = native_condition(cl, name);
+        if ((c != NULL && strstr(c, needle) != NULL) || g_get_monotonic_time() > deadline)
+            return c;
+        g_free(c);
+        g_usleep(30000);
+    }
+}
+
+/* A native gang of 4 (pods naming it in spec.schedulingGroup) with 3 free GPUs binds nothing and
+ * says Unschedulable with the shortfall; once room frees it binds whole and the condition turns
+ * True, and stays True when a pod goes. A pod naming a group that does not exist waits with an
+ * event saying so; a pod-level spec.resources request counts (100 cpus fit nowhere, although
+ * its container asks for 1). No CRD is installed: the native API needs none. */
+static void test_native_gang(void)
+{
+    if (!have_apiserver())
+        return;
+    const char *args[] = {"--simulate-kubelet", "--runtime-config",
+                          "scheduling.k8s.io/v1beta1=true", NULL};
+    g_autoptr(Cluster) cl = cluster_start_with(args);
+    add_node(cl, "n1", 3, NULL);
+    add_native_group(cl, "native", 4);
+    static const char member[] = ",\"schedulingGroup\":{\"podGroupName\":\"native\"}";
+    for (int i = 0; i < 4; i++) {
+        g_autofree char *name = g_strdup_printf("native-%d", i);
+        add_pod_full(cl, name, NULL, 1, NULL, member, NULL);
+    }
+    add_pod_full(cl, "ghost-0", NULL, 1, NULL, ",\"schedulingGroup\":{\"podGroupName\":\"ghost\"}",
+                 NULL);
+    add_pod_full(cl, "wide", NULL, 0, NULL, ",\"resources\":{\"requests\":{\"cpu\":\"100\"}}",
+                 NULL);
+    /* a status the scheduler cannot read (the server does not validate status) */
+    add_native_group(cl, "broken", 1);
+    g_autoptr(GError) error = NULL;
+    json_object *patched = kb_client_patch(
+            cl->client, &kb_type_pod_groups_native, "default", "broken", "status", KB_PATCH_MERGE,
+            "{\"status\":{\"conditions\":[{\"type\":\"PodGroupInitiallyScheduled\",\"status\":"
+            "true}]}}",
+            &error);
+    g_assert_no_error(error);
+    json_object_put(patched);
+    /* an annotation the server takes (256 KiB in all) over kube-batchd's 64 KiB a value */
+    g_autofree char *big = g_strnfill(65536 + 1, 'x');
+    kb_test_create(cl->client, &kb_type_pod_groups_native, "default",
+                   kb_test_json_printf(
+                           "{\"apiVersion\":\"scheduling.k8s.io/v1beta1\",\"kind\":\"PodGroup\","
+                           "\"metadata\":{\"name\":\"huge\",\"namespace\":\"default\","
+                           "\"annotations\":{\"note\":\"%s\"}},\"spec\":{\"schedulingPolicy\":{"
+                           "\"basic\":{}}}}",
+                           big));
+    g_autoptr(Child) d = daemon_start(cl, NULL);
+    g_autofree char *cond = wait_native_condition(cl, "native", "nvidia.com/gpu", WAIT_MS);
+    g_test_message("condition: %s", cond);
+    if (cond == NULL) {
+        g_autofree char *log = child_log(d);
+        g_test_message("kube-batchd:\n%s", log);
+    }
+    g_assert_nonnull(cond);
+    g_assert_nonnull(strstr(cond, "\"status\":\"False\""));
+    g_assert_nonnull(strstr(cond, "\"reason\":\"Unschedulable\""));
+    g_assert_nonnull(strstr(cond, "3 nvidia.com/gpu free"));
+    g_usleep(500000); /* a few more cycles */
+    g_assert_cmpuint(count_bound(cl, "native-", NULL), ==, 0);
+    g_autofree char *ghost = events_about(cl, "ghost-0", "FailedScheduling");
+    g_assert_nonnull(strstr(ghost, "pod group \"default/ghost\" does not exist"));
+    g_autofree char *wide = events_about(cl, "wide", "FailedScheduling");
+    g_assert_nonnull(strstr(wide, "cpu"));
+    g_autofree char *broken = events_about(cl, "broken", "InvalidObject");
+    g_assert_nonnull(strstr(broken, "status.conditions[0].status: expected a string, got true"));
+    /* a group kube-batchd cannot read says so in its condition, naming the field */
+    g_autofree char *herr = wait_native_condition(cl, "huge", "SchedulerError", WAIT_MS);
+    g_assert_nonnull(herr);
+    g_assert_nonnull(strstr(herr, "\"status\":\"False\""));
+    g_assert_nonnull(strstr(herr, "metadata.annotations"));
+    json_object *evs = kb_client_list(cl->client, &kb_type_events, "default", NULL, &error);
+    g_assert_no_error(error);
+    json_object *items = json_object_object_get(evs, "items");
+    for (size_t i = 0; i < json_object_array_length(items); i++) {
+        json_object *e = json_object_array_get_idx(items, i);
+        if (g_strcmp0(kas_json_get_string(e, "reason"), "InvalidObject") == 0)
+            g_assert_cmpstr(kas_json_get_string(e, "involvedObject.apiVersion"), ==,
+                            "scheduling.k8s.io/v1beta1");
+    }
+    json_object_put(evs);
+
+    add_node(cl, "n2", 1, NULL);
+    g_assert_true(wait_bound(cl, "native-", 4, WAIT_MS));
+    g_autofree char *done = wait_native_condition(cl, "native", "\"status\":\"True\"", WAIT_MS);
+    g_assert_nonnull(strstr(done, "\"status\":\"True\""));
+    g_assert_nonnull(strstr(done, "4/4 pods bound"));
+    g_assert_cmpuint(count_bound(cl, "ghost-", NULL), ==, 0);
+    g_assert_cmpuint(count_bound(cl, "wide", NULL), ==, 0);
+
+    /* never reverted: one member gone, the gang short of minCount again */
+    kb_client_delete(cl->client, &kb_type_pods, "default", "native-0", NULL, &error);
+    g_assert_no_error(error);
+    g_usleep(1000000);
+    g_autofree char *after = native_condition(cl, "native");
+    g_assert_nonnull(strstr(after, "\"status\":\"True\""));
+    daemon_stop(d);
+}
+
 /* Two daemons with --leader-elect: one binds; it stops; the other takes over within a few retry
  * periods; no binding is ever refused as a conflict and every pod is bound once. */
 static void test_leader_handover(void)
@@ -1097,6 +1234,7 @@ int main(int argc, char **argv)
     g_test_add_func("/batchd/predicates/node-name-affinity", test_node_name_affinity);
     g_test_add_func("/batchd/robustness/bad-objects", test_bad_objects);
     g_test_add_func("/batchd/robustness/missing-crds", test_missing_crds);
+    g_test_add_func("/batchd/native/gang-waits-then-binds-whole", test_native_gang);
     g_test_add_func("/batchd/leader/handover-without-double-binding", test_leader_handover);
     g_test_add_func("/batchd/preempt/high-priority-gang-binds-after-victims-go", test_preempt);
     g_test_add_func("/batchd/queues/hierarchy-shares-and-cycle", test_hierarchical_queues);

@@ -237,13 +237,20 @@ static void test_pod_phases(void)
     g_assert_cmpstr(kb_pod_phase_to_string(KB_POD_UNKNOWN), ==, "Unknown");
 }
 
-/* The annotation wins over the label; empty values name no group. */
+/* spec.schedulingGroup wins over the annotation, which wins over the label; empty values name
+ * no group. */
 static void test_pod_group_name(void)
 {
     static const struct {
         const char *meta;
         const char *want;
     } cases[] = {
+        {"\"annotations\":{\"scheduling.k8s.io/group-name\":\"a\"}},\"spec\":{"
+         "\"schedulingGroup\":{\"podGroupName\":\"native\"}",
+         "native"},
+        {"\"annotations\":{\"scheduling.k8s.io/group-name\":\"a\"}},\"spec\":{"
+         "\"schedulingGroup\":{}",
+         "a"},
         {"\"annotations\":{\"scheduling.k8s.io/group-name\":\"a\"},"
          "\"labels\":{\"scheduling.x-k8s.io/pod-group\":\"b\"}",
          "a"},
@@ -255,7 +262,10 @@ static void test_pod_group_name(void)
     };
     for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
         g_autofree char *text =
-            g_strdup_printf("{\"metadata\":{\"name\":\"p\",%s},\"spec\":{}}", cases[i].meta);
+            strstr(cases[i].meta, "\"spec\"") != NULL
+                    ? g_strdup_printf("{\"metadata\":{\"name\":\"p\",%s}}", cases[i].meta)
+                    : g_strdup_printf("{\"metadata\":{\"name\":\"p\",%s},\"spec\":{}}",
+                                      cases[i].meta);
         json_object *obj = parse(text);
         g_autoptr(KbPod) pod = kb_pod_decode(obj, FALSE, NULL);
         json_object_put(obj);
@@ -399,6 +409,73 @@ static void test_podgroup_x_k8s(void)
     g_assert_cmpint(pg->min_resources.v[KB_RES_GPU], ==, 4);
     g_assert_cmpint(pg->schedule_timeout_seconds, ==, 60);
     g_assert_null(pg->phase);
+}
+
+/* Kubernetes' own PodGroup, every field kube-batchd reads. */
+static void test_podgroup_native(void)
+{
+    g_autoptr(GError) error = NULL;
+    json_object *obj = load_fixture("podgroup-native.json");
+    g_autoptr(KbPodGroup) pg = kb_pod_group_decode(obj, FALSE, &error);
+    json_object_put(obj);
+    g_assert_no_error(error);
+    g_assert_cmpint(pg->dialect, ==, KB_PODGROUP_NATIVE);
+    g_assert_cmpstr(kb_pod_group_api_version(pg->dialect), ==, "scheduling.k8s.io/v1beta1");
+    g_assert_cmpint(pg->min_member, ==, 4);
+    g_assert_cmpstr(pg->queue, ==, "research");
+    g_assert_cmpstr(pg->priority_class_name, ==, "high");
+    g_assert_true(pg->has_priority);
+    g_assert_cmpint(pg->priority, ==, 1000);
+    g_assert_true(pg->preempt_never);
+    g_assert_true(pg->disruption_all);
+    g_assert_cmpstr(pg->topology_key, ==, "topology.kubernetes.io/rack");
+    g_assert_cmpstr(pg->workload_name, ==, "train");
+    g_assert_cmpstr(pg->workload_template, ==, "workers");
+    g_assert_cmpstr(pg->scheduled_status, ==, "False");
+    g_assert_cmpstr(pg->scheduled_message, ==, "3/4 pods placeable");
+    g_assert_cmpstr(pg->scheduled_since, ==, "2026-08-20T10:00:05Z");
+}
+
+/* As a list of the built-in type gives it: no apiVersion. Another API is refused. */
+static void test_podgroup_native_listed(void)
+{
+    json_object *obj = parse("{\"metadata\":{\"name\":\"pg\",\"namespace\":\"ns\"},\"spec\":{"
+                             "\"schedulingPolicy\":{\"gang\":{\"minCount\":3}}}}");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbPodGroup) pg = kb_pod_group_decode_native(obj, FALSE, &error);
+    json_object_put(obj);
+    g_assert_no_error(error);
+    g_assert_cmpint(pg->dialect, ==, KB_PODGROUP_NATIVE);
+    g_assert_cmpint(pg->min_member, ==, 3);
+    obj = parse("{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"metadata\":{\"name\":"
+                "\"pg\",\"namespace\":\"ns\"},\"spec\":{}}");
+    g_autoptr(KbPodGroup) other = kb_pod_group_decode_native(obj, FALSE, &error);
+    json_object_put(obj);
+    g_assert_null(other);
+    g_assert_cmpstr(error->message, ==,
+                    "podgroup ns/pg: apiVersion: \"scheduling.volcano.sh/v1beta1\" where "
+                    "scheduling.k8s.io/v1beta1 was listed");
+}
+
+/* basic: each pod alone; the queue from the annotation when no label names one; defaults. */
+static void test_podgroup_native_basic(void)
+{
+    json_object *obj = parse("{\"apiVersion\":\"scheduling.k8s.io/v1beta1\",\"metadata\":{"
+                             "\"name\":\"pg\",\"namespace\":\"ns\",\"annotations\":{"
+                             "\"kube-batchd.io/queue\":\"q2\"}},\"spec\":{\"schedulingPolicy\":{"
+                             "\"basic\":{}},\"disruptionMode\":{\"single\":{}}}}");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbPodGroup) pg = kb_pod_group_decode(obj, FALSE, &error);
+    json_object_put(obj);
+    g_assert_no_error(error);
+    g_assert_cmpint(pg->min_member, ==, 1);
+    g_assert_cmpstr(pg->queue, ==, "q2");
+    g_assert_false(pg->disruption_all);
+    g_assert_false(pg->has_priority);
+    g_assert_false(pg->preempt_never);
+    g_assert_null(pg->topology_key);
+    g_assert_null(pg->workload_name);
+    g_assert_null(pg->scheduled_status);
 }
 
 /* minMember absent or 0 is a gang of one. */
@@ -580,6 +657,9 @@ typedef struct {
 #define AFF_PATH                                                                                    \
     "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
 #define PG_API "\"apiVersion\":\"scheduling.volcano.sh/v1beta1\""
+#define NPG                                                                                        \
+    "\"apiVersion\":\"scheduling.k8s.io/v1beta1\",\"metadata\":{\"name\":\"pg\",\"namespace\":"   \
+    "\"d\"}"
 
 static const BadCase bad_cases[] = {
     {"pod/not-an-object", D_POD, "[1,2]", "pod: object: expected an object, got [1,2]"},
@@ -730,6 +810,51 @@ static const BadCase bad_cases[] = {
     {"podgroup/queue-type", D_PODGROUP,
      "{" PG_API ",\"metadata\":{\"name\":\"pg\",\"namespace\":\"d\"},\"spec\":{\"queue\":{}}}",
      "podgroup d/pg: spec.queue: expected a string, got {}"},
+    {"podgroup/native-no-spec", D_PODGROUP, "{" NPG "}", "podgroup d/pg: spec: Required value"},
+    {"podgroup/native-no-policy", D_PODGROUP, "{" NPG ",\"spec\":{}}",
+     "podgroup d/pg: spec.schedulingPolicy: must specify one of: `basic`, `gang`"},
+    {"podgroup/native-both-policies", D_PODGROUP,
+     "{" NPG ",\"spec\":{\"schedulingPolicy\":{\"basic\":{},\"gang\":{\"minCount\":2}}}}",
+     "podgroup d/pg: spec.schedulingPolicy: exactly one of `basic`, `gang` is required, but "
+     "multiple fields are set"},
+    {"podgroup/native-min-count-zero", D_PODGROUP,
+     "{" NPG ",\"spec\":{\"schedulingPolicy\":{\"gang\":{\"minCount\":0}}}}",
+     "podgroup d/pg: spec.schedulingPolicy.gang.minCount: must be at least 1, got 0"},
+    {"podgroup/native-min-count-type", D_PODGROUP,
+     "{" NPG ",\"spec\":{\"schedulingPolicy\":{\"gang\":{\"minCount\":\"4\"}}}}",
+     "podgroup d/pg: spec.schedulingPolicy.gang.minCount: expected an integer, got \"4\""},
+    {"podgroup/native-gang-type", D_PODGROUP,
+     "{" NPG ",\"spec\":{\"schedulingPolicy\":{\"gang\":4}}}",
+     "podgroup d/pg: spec.schedulingPolicy.gang: expected an object, got 4"},
+    {"podgroup/native-disruption-both", D_PODGROUP,
+     "{" NPG ",\"spec\":{\"schedulingPolicy\":{\"basic\":{}},\"disruptionMode\":{\"single\":{},"
+     "\"all\":{}}}}",
+     "podgroup d/pg: spec.disruptionMode: exactly one of `single`, `all` is required, but "
+     "multiple fields are set"},
+    {"podgroup/native-preemption-policy", D_PODGROUP,
+     "{" NPG ",\"spec\":{\"schedulingPolicy\":{\"basic\":{}},\"preemptionPolicy\":\"Sometimes\"}}",
+     "podgroup d/pg: spec.preemptionPolicy: unsupported value \"Sometimes\": supported values: "
+     "\"Never\", \"PreemptLowerPriority\""},
+    {"podgroup/native-topology-key", D_PODGROUP,
+     "{" NPG ",\"spec\":{\"schedulingPolicy\":{\"basic\":{}},\"schedulingConstraints\":{"
+     "\"topology\":[{}]}}}",
+     "podgroup d/pg: spec.schedulingConstraints.topology[0].key: Required value"},
+    {"podgroup/native-workload-ref", D_PODGROUP,
+     "{" NPG ",\"spec\":{\"schedulingPolicy\":{\"basic\":{}},\"workloadRef\":{\"workloadName\":"
+     "1}}}",
+     "podgroup d/pg: spec.workloadRef.workloadName: expected a string, got 1"},
+    {"podgroup/native-conditions", D_PODGROUP,
+     "{" NPG ",\"spec\":{\"schedulingPolicy\":{\"basic\":{}}},\"status\":{\"conditions\":[{"
+     "\"type\":\"PodGroupInitiallyScheduled\",\"status\":true}]}}",
+     "podgroup d/pg: status.conditions[0].status: expected a string, got true"},
+    {"pod/scheduling-group-type", D_POD,
+     "{\"metadata\":{\"name\":\"p\",\"namespace\":\"d\"},\"spec\":{\"schedulingGroup\":"
+     "{\"podGroupName\":[]}}}",
+     "pod d/p: spec.schedulingGroup.podGroupName: expected a string, got []"},
+    {"pod/pod-level-requests", D_POD,
+     "{\"metadata\":{\"name\":\"p\",\"namespace\":\"d\"},\"spec\":{\"resources\":"
+     "{\"requests\":{\"memory\":\"1 Gi\"}}}}",
+     "pod d/p: spec.resources.requests[\"memory\"]: invalid quantity \"1 Gi\": contains white space"},
     {"queue/weight-negative", D_QUEUE, "{\"metadata\":{\"name\":\"q\"},\"spec\":{\"weight\":-2}}",
      "queue q: spec.weight: -2 out of range [0, 2147483647]"},
     {"queue/capability", D_QUEUE,
@@ -1292,6 +1417,9 @@ int main(int argc, char **argv)
     g_test_add_func("/kube/objects/podgroup/kube-batch", test_podgroup_kube_batch);
     g_test_add_func("/kube/objects/podgroup/volcano", test_podgroup_volcano);
     g_test_add_func("/kube/objects/podgroup/x-k8s", test_podgroup_x_k8s);
+    g_test_add_func("/kube/objects/podgroup/native", test_podgroup_native);
+    g_test_add_func("/kube/objects/podgroup/native-basic", test_podgroup_native_basic);
+    g_test_add_func("/kube/objects/podgroup/native-listed", test_podgroup_native_listed);
     g_test_add_func("/kube/objects/podgroup/min-member-default", test_podgroup_min_member_default);
     g_test_add_func("/kube/objects/queue/volcano", test_queue_volcano);
     g_test_add_func("/kube/objects/queue/defaults", test_queue_defaults);

@@ -168,6 +168,55 @@ static void test_claims_and_gates(void)
     g_assert_true(check_same(text, strlen(text)));
 }
 
+/* spec.schedulingGroup names the gang (before the annotation); pod-level spec.resources
+ * requests replace the containers' sum for cpu and memory, limits count where nothing asks. */
+static void test_native_group_and_pod_resources(void)
+{
+    const char *text =
+            "{\"metadata\":{\"name\":\"p\",\"namespace\":\"d\",\"annotations\":{"
+            "\"scheduling.k8s.io/group-name\":\"old\"}},\"spec\":{\"schedulingGroup\":{"
+            "\"podGroupName\":\"train\"},\"resources\":{\"requests\":{\"cpu\":\"4\"},"
+            "\"limits\":{\"memory\":\"8Gi\",\"nvidia.com/gpu\":\"2\"}},\"containers\":[{"
+            "\"resources\":{\"requests\":{\"cpu\":\"1\",\"nvidia.com/gpu\":\"1\"}}},{"
+            "\"resources\":{\"requests\":{\"cpu\":\"500m\"}}}],\"overhead\":{\"cpu\":\"100m\"}}}";
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbPod) pod = kb_pod_decode_bytes(text, strlen(text), &error);
+    g_assert_no_error(error);
+    g_assert_cmpstr(pod->scheduling_group, ==, "train");
+    g_assert_cmpstr(pod->group_name, ==, "train");
+    g_assert_cmpint(pod->requests.v[KB_RES_CPU], ==, 4100);
+    g_assert_cmpint(pod->requests.v[KB_RES_MEMORY], ==, 8LL << 30);
+    /* a pod-level gpu limit is not a pod-level resource: the containers' 1 stands */
+    g_assert_cmpint(pod->requests.v[KB_RES_GPU], ==, 1);
+    g_assert_true(check_same(text, strlen(text)));
+    /* an empty name is no group: the annotation decides */
+    const char *empty = "{\"metadata\":{\"name\":\"p\",\"annotations\":{"
+                        "\"scheduling.k8s.io/group-name\":\"old\"}},\"spec\":{"
+                        "\"schedulingGroup\":{\"podGroupName\":\"\"},\"resources\":{"
+                        "\"limits\":{\"cpu\":\"2\"}},\"containers\":[{\"resources\":{"
+                        "\"requests\":{\"cpu\":\"1\"}}}]}}";
+    g_autoptr(KbPod) p2 = kb_pod_decode_bytes(empty, strlen(empty), &error);
+    g_assert_no_error(error);
+    g_assert_null(p2->scheduling_group);
+    g_assert_cmpstr(p2->group_name, ==, "old");
+    /* a container asks for cpu: the pod-level limit does not replace it */
+    g_assert_cmpint(p2->requests.v[KB_RES_CPU], ==, 1000);
+    g_assert_true(check_same(empty, strlen(empty)));
+    /* the name's limit: 253 bytes decode, 254 fail alike */
+    for (int n = KB_MAX_NAME_LEN; n <= KB_MAX_NAME_LEN + 1; n++) {
+        g_autofree char *name = g_strnfill(n, 'a');
+        g_autofree char *t = g_strdup_printf("{\"metadata\":{\"name\":\"p\"},\"spec\":{"
+                                             "\"schedulingGroup\":{\"podGroupName\":\"%s\"}}}",
+                                             name);
+        g_assert_true(check_same(t, strlen(t)) == (n == KB_MAX_NAME_LEN));
+        g_autoptr(KbPod) p3 = kb_pod_decode_bytes(t, strlen(t), &error);
+        if (n > KB_MAX_NAME_LEN) {
+            g_assert_error(error, KB_ERROR, KB_ERROR_LIMIT);
+            g_clear_error(&error);
+        }
+    }
+}
+
 /* ---- same errors ---------------------------------------------------------------------------- */
 
 #define POD_META "\"metadata\":{\"name\":\"p\",\"namespace\":\"default\"}"
@@ -232,6 +281,11 @@ static const char *const bad_pods[] = {
     "\"waiting\":{\"reason\":5}}}]}}",
     "{" POD_META ",\"spec\":{},\"status\":{\"phase\":2}}",
     "{" POD_META ",\"spec\":{},\"status\":[]}",
+    "{" POD_META ",\"spec\":{\"schedulingGroup\":\"pg\"}}",
+    "{" POD_META ",\"spec\":{\"schedulingGroup\":{\"podGroupName\":7}}}",
+    "{" POD_META ",\"spec\":{\"resources\":[]}}",
+    "{" POD_META ",\"spec\":{\"resources\":{\"requests\":{\"cpu\":\"much\"}}}}",
+    "{" POD_META ",\"spec\":{\"resources\":{\"limits\":{\"memory\":true}}}}",
     /* spec before metadata: the message still names the pod */
     "{\"spec\":{\"priority\":\"x\"}," POD_META "}",
     "{\"spec\":{},\"metadata\":{\"labels\":{\"a\":[]},\"name\":\"p\",\"namespace\":\"n\"}}",
@@ -486,6 +540,8 @@ int main(int argc, char **argv)
     g_test_add_func("/kube/pod-fast/same/values", test_values);
     g_test_add_func("/kube/pod-fast/same/claims-and-gates", test_claims_and_gates);
     g_test_add_func("/kube/pod-fast/same/active-deadline", test_deadline);
+    g_test_add_func("/kube/pod-fast/same/native-group-and-pod-resources",
+                    test_native_group_and_pod_resources);
     for (gsize i = 0; i < G_N_ELEMENTS(bad_pods); i++) {
         g_autofree char *p = g_strdup_printf("/kube/pod-fast/malformed/%" G_GSIZE_FORMAT, i);
         g_test_add_data_func(p, bad_pods[i], test_bad);

@@ -147,6 +147,120 @@ static guint node_gpus_used(Fx *fx, const char *node)
 
 /* ---- gang ----------------------------------------------------------------------------------- */
 
+/* ---- native PodGroups (scheduling.k8s.io/v1beta1) ------------------------------------------- */
+
+#define RACK "topology.kubernetes.io/rack"
+
+static void add_native_group(Fx *fx, const char *name, int min, const char *topology)
+{
+    g_autofree char *c = topology != NULL ? g_strdup_printf(",\"schedulingConstraints\":{"
+                                                            "\"topology\":[{\"key\":\"%s\"}]}",
+                                                            topology)
+                                          : g_strdup("");
+    g_autofree char *json = g_strdup_printf(
+            "{\"apiVersion\":\"scheduling.k8s.io/v1beta1\",\"kind\":\"PodGroup\",\"metadata\":{"
+            "\"name\":\"%s\",\"namespace\":\"default\",\"uid\":\"pg-%s\"},\"spec\":{"
+            "\"schedulingPolicy\":{\"gang\":{\"minCount\":%d}}%s}}",
+            name, name, min, c);
+    kb_test_sched_add_pod_group(fx, json);
+}
+
+/* A native gang (pods naming it in spec.schedulingGroup) with a topology key lands inside one
+ * domain of the label: rack-a cannot hold it, rack-b can; the same gang without the key spreads
+ * from the first node on. */
+static void test_native_topology_one_rack(void)
+{
+    for (int constrained = 0; constrained < 2; constrained++) {
+        Fx *fx = kb_test_sched_new(NULL);
+        add_node_full(fx, "a1", 32, 128, 2, "\"" RACK "\":\"rack-a\"", "", TRUE);
+        add_node_full(fx, "b1", 32, 128, 2, "\"" RACK "\":\"rack-b\"", "", TRUE);
+        add_node_full(fx, "b2", 32, 128, 2, "\"" RACK "\":\"rack-b\"", "", TRUE);
+        add_node_full(fx, "x1", 32, 128, 4, "", "", TRUE); /* no rack label */
+        add_native_group(fx, "tf", 4, constrained ? RACK : NULL);
+        for (int i = 0; i < 4; i++) {
+            g_autofree char *name = g_strdup_printf("tf-%d", i);
+            PodOpts po = {.requests = GPU1,
+                          .spec = ",\"schedulingGroup\":{\"podGroupName\":\"tf\"}"};
+            add_pod(fx, name, &po);
+        }
+        kb_test_sched_run(fx);
+        g_assert_cmpuint(kb_test_sched_binds(fx, "default/tf"), ==, 4);
+        guint in_b = 0;
+        for (int i = 0; i < 4; i++) {
+            g_autofree char *name = g_strdup_printf("tf-%d", i);
+            const char *node = kb_test_sched_bound_node(fx, "default", name);
+            in_b += g_str_has_prefix(node, "b");
+        }
+        if (constrained)
+            g_assert_cmpuint(in_b, ==, 4);
+        else
+            g_assert_cmpuint(in_b, <, 4);
+        kb_test_sched_free(fx);
+    }
+}
+
+/* The queue of a native group: its own label kube-batchd.io/queue, else its Workload's (which
+ * may come before or after the group, and go), else the default queue. */
+static void test_native_queue_from_workload(void)
+{
+    Fx *fx = kb_test_sched_new(NULL);
+    add_node(fx, "n1", 8);
+    add_queue(fx, "research", 1, NULL);
+    add_queue(fx, "infra", 1, NULL);
+    static const char *const groups[] = {"tf", "own"};
+    for (guint g = 0; g < G_N_ELEMENTS(groups); g++) {
+        g_autofree char *json = g_strdup_printf(
+                "{\"apiVersion\":\"scheduling.k8s.io/v1beta1\",\"kind\":\"PodGroup\","
+                "\"metadata\":{\"name\":\"%s\",\"namespace\":\"default\",\"uid\":\"pg-%s\"%s},"
+                "\"spec\":{\"workloadRef\":{\"workloadName\":\"train\",\"templateName\":\"w\"},"
+                "\"schedulingPolicy\":{\"gang\":{\"minCount\":1}}}}",
+                groups[g], groups[g], g == 1 ? ",\"labels\":{\"kube-batchd.io/queue\":\"infra\"}" : "");
+        kb_test_sched_add_pod_group(fx, json);
+        g_autofree char *pod = g_strdup_printf("%s-0", groups[g]);
+        g_autofree char *spec =
+                g_strdup_printf(",\"schedulingGroup\":{\"podGroupName\":\"%s\"}", groups[g]);
+        PodOpts po = {.requests = GPU1, .spec = spec};
+        add_pod(fx, pod, &po);
+    }
+    kb_test_sched_run(fx);
+    g_assert_cmpstr(status(fx, "default/tf")->queue, ==, "default");
+    json_object *o = kb_test_sched_parse(
+            "{\"apiVersion\":\"scheduling.k8s.io/v1beta1\",\"kind\":\"Workload\",\"metadata\":{"
+            "\"name\":\"train\",\"namespace\":\"default\",\"labels\":{\"kube-batchd.io/queue\":"
+            "\"research\"}},\"spec\":{}}");
+    g_autoptr(GError) error = NULL;
+    KbObjectMeta *w = kb_meta_object_decode(o, FALSE, &error);
+    g_assert_no_error(error);
+    json_object_put(o);
+    kb_cache_set_workload(fx->cache, w);
+    kb_test_sched_run(fx);
+    g_assert_cmpstr(status(fx, "default/tf")->queue, ==, "research");
+    g_assert_cmpstr(status(fx, "default/own")->queue, ==, "infra");
+    kb_cache_delete_workload(fx->cache, w);
+    kb_test_sched_run(fx);
+    g_assert_cmpstr(status(fx, "default/tf")->queue, ==, "default");
+    kb_object_unref(w);
+    kb_test_sched_free(fx);
+}
+
+/* No rack holds the gang: nothing binds although the cluster has room, and the message says so. */
+static void test_native_topology_no_domain(void)
+{
+    Fx *fx = kb_test_sched_new(NULL);
+    add_node_full(fx, "a1", 32, 128, 2, "\"" RACK "\":\"rack-a\"", "", TRUE);
+    add_node_full(fx, "b1", 32, 128, 3, "\"" RACK "\":\"rack-b\"", "", TRUE);
+    add_native_group(fx, "tf", 4, RACK);
+    for (int i = 0; i < 4; i++) {
+        g_autofree char *name = g_strdup_printf("tf-%d", i);
+        PodOpts po = {.requests = GPU1, .spec = ",\"schedulingGroup\":{\"podGroupName\":\"tf\"}"};
+        add_pod(fx, name, &po);
+    }
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/tf"), ==, 0);
+    assert_message(fx, "default/tf", "3/4 tasks placeable inside one " RACK " (best rack-b)");
+    kb_test_sched_free(fx);
+}
+
 static void test_gang_partial_then_node_added(void)
 {
     Fx *fx = kb_test_sched_new(NULL);
@@ -1511,6 +1625,9 @@ int main(int argc, char **argv)
                     test_gang_partial_then_node_added);
     g_test_add_func("/scheduler/gang/statement-discards", test_gang_partial_allocate_only);
     g_test_add_func("/scheduler/gang/min-below-size", test_gang_min_below_size);
+    g_test_add_func("/scheduler/native/topology-one-rack", test_native_topology_one_rack);
+    g_test_add_func("/scheduler/native/topology-no-domain", test_native_topology_no_domain);
+    g_test_add_func("/scheduler/native/queue-from-workload", test_native_queue_from_workload);
     g_test_add_func("/scheduler/gang/minimums-before-growth", test_gang_minimums_before_growth);
     g_test_add_func("/scheduler/gang/minimum-first-without-gang", test_minimum_first_without_gang);
     g_test_add_func("/scheduler/gang/growth-takes-turns", test_gang_growth_takes_turns);

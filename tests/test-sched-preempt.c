@@ -409,6 +409,47 @@ static void test_evict_case(gconstpointer data)
     kb_test_sched_free(fx);
 }
 
+/* ---- native PodGroups: disruptionMode ----------------------------------------------------- */
+
+/* A native group of 4 running pods (minCount 1, class low) and a waiting high job that needs
+ * one pod's room: disruptionMode single gives one victim, all gives the whole group. */
+static void test_native_disruption_mode(void)
+{
+    for (int all = 0; all < 2; all++) {
+        Fx *fx = fx_new("allocate, preempt");
+        add_node(fx, "n1", 8);
+        g_autofree char *g = g_strdup_printf(
+                "{\"apiVersion\":\"scheduling.k8s.io/v1beta1\",\"kind\":\"PodGroup\","
+                "\"metadata\":{\"name\":\"elastic\",\"namespace\":\"team\",\"uid\":\"pg-e\","
+                "\"creationTimestamp\":\"2026-01-01T00:00:00Z\"},\"spec\":{\"schedulingPolicy\":{"
+                "\"gang\":{\"minCount\":1}},\"priorityClassName\":\"low\",\"disruptionMode\":"
+                "{\"%s\":{}}}}",
+                all ? "all" : "single");
+        kb_test_sched_add_pod_group(fx, g);
+        for (int i = 0; i < 4; i++) {
+            g_autofree char *p = g_strdup_printf(
+                    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":"
+                    "\"elastic-%d\",\"namespace\":\"team\",\"uid\":\"u-e-%d\","
+                    "\"creationTimestamp\":\"2026-01-01T00:00:0%dZ\"},\"spec\":{\"schedulerName\":"
+                    "\"kube-batchd\",\"nodeName\":\"n1\",\"priorityClassName\":\"low\","
+                    "\"schedulingGroup\":{\"podGroupName\":\"elastic\"},\"containers\":[{"
+                    "\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"1\",\"nvidia.com/gpu\":"
+                    "2}}}]},\"status\":{\"phase\":\"Running\"}}",
+                    i, i, i);
+            kb_test_sched_put_pod(fx, kb_test_sched_parse(p));
+        }
+        JobSpec high = {"high", NULL, "high", 1, 2, 1, NULL, NULL};
+        add_job(fx, &high);
+        kb_test_sched_run(fx);
+        g_autofree char *got = evicted(fx);
+        if (all)
+            g_assert_cmpstr(got, ==, "elastic-0,elastic-1,elastic-2,elastic-3");
+        else
+            g_assert_cmpuint(fx->res->evictions->len, ==, 1);
+        kb_test_sched_free(fx);
+    }
+}
+
 /* ---- across cycles -------------------------------------------------------------------------- */
 
 static const JobSpec storm_low = {"low", NULL, "low", 4, 2, 1, "n1,n1,n1,n1"};
@@ -809,6 +850,7 @@ int main(int argc, char **argv)
     for (guint i = 0; i < G_N_ELEMENTS(evict_cases); i++)
         g_test_add_data_func(evict_cases[i].path, &evict_cases[i], test_evict_case);
     g_test_add_func("/scheduler/preempt/no-storm-across-cycles", test_no_storm);
+    g_test_add_func("/scheduler/preempt/native-disruption-mode-all", test_native_disruption_mode);
     g_test_add_func("/scheduler/reclaim/no-storm-across-cycles", test_no_reclaim_storm);
     g_test_add_func("/scheduler/preempt/eviction-failed-retries", test_evict_failed);
     g_test_add_func("/scheduler/preempt/discard-leaves-victims-running",

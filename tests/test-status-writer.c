@@ -1,4 +1,5 @@
-/* Tests of scheduler/status-writer.c against a scripted HTTP server: held writes. */
+/* Tests of scheduler/status-writer.c against a scripted HTTP server: held writes; the native
+ * PodGroup's condition. */
 #include <string.h>
 
 #include "kube/kb-client.h"
@@ -132,9 +133,138 @@ static void test_held_writes_wait(void)
     kb_client_free(client);
 }
 
+/* ---- scheduling.k8s.io/v1beta1: PodGroupInitiallyScheduled --------------------------------- */
+
+static KbPodGroup *native_new(const char *condition)
+{
+    g_autofree char *text = g_strdup_printf(
+            "{\"apiVersion\":\"scheduling.k8s.io/v1beta1\",\"kind\":\"PodGroup\",\"metadata\":{"
+            "\"name\":\"g\",\"namespace\":\"team-a\",\"generation\":2},\"spec\":{"
+            "\"schedulingPolicy\":{\"gang\":{\"minCount\":4}}},\"status\":{\"conditions\":[%s]}}",
+            condition);
+    json_object *o = json_tokener_parse(text);
+    g_assert_nonnull(o);
+    g_autoptr(GError) error = NULL;
+    KbPodGroup *pg = kb_pod_group_decode(o, FALSE, &error);
+    g_assert_no_error(error);
+    json_object_put(o);
+    return pg;
+}
+
+static const char *cond_field(json_object *body, const char *field)
+{
+    json_object *conds =
+            json_object_object_get(json_object_object_get(body, "status"), "conditions");
+    g_assert_cmpuint(json_object_array_length(conds), ==, 1);
+    return json_object_get_string(
+            json_object_object_get(json_object_array_get_idx(conds, 0), field));
+}
+
+static void test_native_condition(void)
+{
+    static const char *const unsched =
+            "{\"type\":\"PodGroupInitiallyScheduled\",\"status\":\"False\",\"reason\":"
+            "\"Unschedulable\",\"message\":\"3/4 short\",\"lastTransitionTime\":"
+            "\"2026-08-20T10:00:05Z\"}";
+    static const char *const done =
+            "{\"type\":\"PodGroupInitiallyScheduled\",\"status\":\"True\",\"reason\":"
+            "\"Scheduled\",\"message\":\"4/4 pods bound\",\"lastTransitionTime\":"
+            "\"2026-08-20T10:01:00Z\"}";
+    KbJobStatus st = {0};
+    st.min_member = 4;
+    st.condition_type = "Unschedulable";
+    st.message = g_strdup("3/4 pods placeable: 1 more needs 1 nvidia.com/gpu");
+
+    /* no condition yet: False/Unschedulable with the shortfall */
+    st.group = native_new("");
+    json_object *b = kb_status_native_group_body(&st, 1787220000);
+    g_assert_nonnull(b);
+    g_assert_cmpstr(cond_field(b, "type"), ==, "PodGroupInitiallyScheduled");
+    g_assert_cmpstr(cond_field(b, "status"), ==, "False");
+    g_assert_cmpstr(cond_field(b, "reason"), ==, "Unschedulable");
+    g_assert_cmpstr(cond_field(b, "message"), ==, st.message);
+    g_assert_cmpstr(cond_field(b, "observedGeneration"), ==, "2");
+    json_object_put(b);
+    kb_object_unref(st.group);
+
+    /* still False with a new message: the transition time stays */
+    st.group = native_new(unsched);
+    b = kb_status_native_group_body(&st, 1787220000);
+    g_assert_cmpstr(cond_field(b, "lastTransitionTime"), ==, "2026-08-20T10:00:05Z");
+    json_object_put(b);
+    /* the same message again: nothing to write */
+    g_free(st.message);
+    st.message = g_strdup("3/4 short");
+    g_assert_null(kb_status_native_group_body(&st, 1787220000));
+
+    /* minCount pods bound: True, a new transition time */
+    st.initially_scheduled = TRUE;
+    st.n_bound = 4;
+    st.condition_type = "Scheduled";
+    b = kb_status_native_group_body(&st, 1787220000);
+    g_assert_cmpstr(cond_field(b, "status"), ==, "True");
+    g_assert_cmpstr(cond_field(b, "message"), ==, "4/4 pods bound");
+    g_assert_cmpstr(cond_field(b, "lastTransitionTime"), !=, "2026-08-20T10:00:05Z");
+    json_object_put(b);
+    kb_object_unref(st.group);
+
+    /* True is never reverted, whatever the cycle says later */
+    st.group = native_new(done);
+    st.initially_scheduled = FALSE;
+    st.n_bound = 1;
+    st.condition_type = "Unschedulable";
+    g_assert_null(kb_status_native_group_body(&st, 1787220000));
+    kb_object_unref(st.group);
+
+    /* nothing to say (pending, no reason yet): nothing written */
+    st.group = native_new("");
+    st.condition_type = NULL;
+    g_assert_null(kb_status_native_group_body(&st, 1787220000));
+    kb_object_unref(st.group);
+    g_free(st.message);
+}
+
+/* A native PodGroup that cannot be read: SchedulerError once, never over True. */
+static void test_native_error(void)
+{
+    g_autoptr(KbClient) client = NULL;
+    g_autoptr(KbConfig) config = kb_config_new("http://127.0.0.1:1");
+    client = kb_client_new(config, NULL);
+    g_assert_nonnull(client);
+    KbStatusWriter *w = kb_status_writer_new(client, NULL);
+    kb_status_writer_set_held(w, TRUE);
+    static const struct {
+        const char *conditions;
+        gboolean written;
+    } cases[] = {
+        {"", TRUE},
+        {"{\"type\":\"PodGroupInitiallyScheduled\",\"status\":\"False\",\"message\":\"old\"}",
+         TRUE},
+        {"{\"type\":\"PodGroupInitiallyScheduled\",\"status\":\"False\",\"message\":\"bad\"}",
+         FALSE},
+        {"{\"type\":\"PodGroupInitiallyScheduled\",\"status\":\"True\",\"message\":\"4/4\"}",
+         FALSE},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *text = g_strdup_printf(
+                "{\"metadata\":{\"name\":\"g%u\",\"namespace\":\"team-a\"},\"status\":{"
+                "\"conditions\":[%s]}}",
+                i, cases[i].conditions);
+        json_object *o = json_tokener_parse(text);
+        g_assert_nonnull(o);
+        g_assert_cmpint(kb_status_writer_native_error(w, o, "bad", 1787220000), ==,
+                        cases[i].written);
+        json_object_put(o);
+    }
+    g_assert_cmpuint(kb_status_writer_pending(w), ==, 2);
+    kb_status_writer_free(w);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/scheduler/status-writer/held-writes-wait", test_held_writes_wait);
+    g_test_add_func("/scheduler/status-writer/native-condition", test_native_condition);
+    g_test_add_func("/scheduler/status-writer/native-scheduler-error", test_native_error);
     return g_test_run();
 }

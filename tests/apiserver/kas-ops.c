@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "tests/apiserver/kas-admit.h"
+#include "tests/apiserver/kas-gang.h"
 #include "tests/apiserver/kas-evict.h"
 #include "tests/apiserver/kas-json.h"
 #include "tests/apiserver/kas-pods.h"
@@ -470,6 +471,8 @@ static gboolean prepare_create(KasStore *store, KasRes *res, json_object *obj, G
         kas_admit_node_create(obj);
         break;
     default:
+        if (kas_gang_is(res))
+            return kas_gang_admit_create(store, res, obj, error);
         return kas_admit_create(res, obj, error);
     }
     return TRUE;
@@ -922,6 +925,11 @@ static json_object *updated_object(KasStore *store, KasRes *res, json_object *cu
         }
     } else if (res->kind == KAS_KIND_NODE) {
         kas_admit_node_status_defaults(newj);
+    } else if (kas_gang_is(res)) {
+        if (!kas_gang_admit_update(res, curj, newj, error)) {
+            json_object_put(newj);
+            return NULL;
+        }
     } else if (res->kind == KAS_KIND_CUSTOM) {
         if (!custom_schema(res, newj, error)) {
             json_object_put(newj);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "kube/kb-quantity.h"
+#include "tests/apiserver/kas-gang.h"
 #include "tests/apiserver/kas-json.h"
 
 /* ---- defaults ------------------------------------------------------------------------------- */
@@ -428,6 +429,7 @@ void kas_pods_validate(json_object *pod, KasFieldErrors *errs)
     validate_containers(spec, "containers", TRUE, errs);
     validate_node_affinity(spec, errs);
     validate_gates(spec, errs);
+    kas_gang_validate_pod(spec, errs);
 }
 
 /* ---- updates -------------------------------------------------------------------------------- */

@@ -636,6 +636,33 @@ static gboolean server_auth_init(KasServer *srv, const KasServerOptions *opts, G
     return TRUE;
 }
 
+gboolean kas_server_runtime_config(KasServerOptions *opts, const char *spec, GError **error)
+{
+    g_auto(GStrv) items = g_strsplit(spec, ",", -1);
+    for (guint i = 0; items[i] != NULL; i++) {
+        if (items[i][0] == '\0')
+            continue;
+        g_auto(GStrv) kv = g_strsplit(items[i], "=", 2);
+        const char *v = kv[1] != NULL ? kv[1] : "true";
+        gboolean on = strcmp(v, "true") == 0 || v[0] == '\0';
+        if (!on && strcmp(v, "false") != 0) {
+            g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                        "--runtime-config: invalid value \"%s\" for %s (true or false)", v,
+                        kv[0]);
+            return FALSE;
+        }
+        if (strcmp(kv[0], "scheduling.k8s.io/v1beta1") != 0) {
+            g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                        "--runtime-config: \"%s\" cannot be switched here (only "
+                        "scheduling.k8s.io/v1beta1)",
+                        kv[0]);
+            return FALSE;
+        }
+        opts->scheduling_v1beta1 = on;
+    }
+    return TRUE;
+}
+
 KasServer *kas_server_new(const KasServerOptions *opts, GError **error)
 {
     KasServer *srv = g_new0(KasServer, 1);
@@ -646,7 +673,9 @@ KasServer *kas_server_new(const KasServerOptions *opts, GError **error)
     srv->opts.faults = NULL;
     srv->opts.tls_cert_file = srv->opts.tls_key_file = NULL;
     srv->opts.token_auth_file = srv->opts.authorization_mode = NULL;
-    KasStoreOptions so = { .history = opts->watch_history, .watch_queue = opts->watch_queue };
+    KasStoreOptions so = { .history = opts->watch_history,
+                           .watch_queue = opts->watch_queue,
+                           .scheduling_v1beta1 = opts->scheduling_v1beta1 };
     srv->store = kas_store_new(&so);
     kas_ops_bootstrap(srv->store);
     srv->faults = kas_faults_new(opts->faults_seed);

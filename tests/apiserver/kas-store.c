@@ -74,6 +74,7 @@ typedef struct {
     const char *group, *version, *plural, *singular, *kind_name, *short_names, *categories;
     gboolean namespaced, has_status;
     const char *const *fields;
+    gboolean beta; /* served only with KasStoreOptions.scheduling_v1beta1 */
 } Builtin;
 
 static const Builtin builtins[] = {
@@ -117,6 +118,11 @@ static const Builtin builtins[] = {
       FALSE, NULL },
     { KAS_KIND_GENERIC, "scheduling.k8s.io", "v1", "priorityclasses", "priorityclass",
       "PriorityClass", "pc", NULL, FALSE, FALSE, NULL },
+    /* Kubernetes' own gang API (1.37 beta, off unless enabled): kas-gang.c */
+    { KAS_KIND_GENERIC, "scheduling.k8s.io", "v1beta1", "workloads", "workload", "Workload", NULL,
+      NULL, TRUE, FALSE, NULL, TRUE },
+    { KAS_KIND_GENERIC, "scheduling.k8s.io", "v1beta1", "podgroups", "podgroup", "PodGroup", NULL,
+      NULL, TRUE, TRUE, NULL, TRUE },
     { KAS_KIND_GENERIC, "policy", "v1,v1beta1", "poddisruptionbudgets", "poddisruptionbudget",
       "PodDisruptionBudget", "pdb", NULL, TRUE, TRUE, NULL },
     { KAS_KIND_GENERIC, "events.k8s.io", "v1,v1beta1", "events", "event", "Event", "ev", NULL,
@@ -377,10 +383,12 @@ static void add_res(KasStore *store, KasRes *res)
     g_ptr_array_add(store->res_order, res);
 }
 
-static void add_builtins(KasStore *store)
+static void add_builtins(KasStore *store, gboolean beta)
 {
     for (guint i = 0; i < G_N_ELEMENTS(builtins); i++) {
         const Builtin *b = &builtins[i];
+        if (b->beta && !beta)
+            continue;
         KasRes *res = res_new();
         res->kind = b->kind;
         res->group = g_strdup(b->group);
@@ -398,7 +406,7 @@ static void add_builtins(KasStore *store)
         res->has_status = b->has_status;
         /* the registries that set metadata.generation */
         res->uses_generation = b->kind == KAS_KIND_CRD ||
-                               strcmp(b->plural, "priorityclasses") == 0 ||
+                               strcmp(b->plural, "priorityclasses") == 0 || b->beta ||
                                strcmp(b->plural, "poddisruptionbudgets") == 0;
         res->field_paths = b->fields;
         add_res(store, res);
@@ -418,7 +426,7 @@ KasStore *kas_store_new(const KasStoreOptions *opts)
             opts != NULL && opts->watch_linger_us > 0 ? opts->watch_linger_us : KAS_WATCH_LINGER_US;
     store->owner_counts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     store->rv = 1;
-    add_builtins(store);
+    add_builtins(store, opts != NULL && opts->scheduling_v1beta1);
     return store;
 }
 

@@ -135,6 +135,9 @@ typedef struct {
     guint history;      /* events kept for watch resumption (default 10000) */
     guint watch_queue;  /* events a watcher may fall behind before it is closed (default 10000) */
     guint watch_linger_us; /* how long a watch's reader waits for a batch (default 1000 µs) */
+    /* Serve scheduling.k8s.io/v1beta1 (workloads, podgroups): off by default, as on a 1.37
+     * server without --runtime-config scheduling.k8s.io/v1beta1=true. */
+    gboolean scheduling_v1beta1;
 } KasStoreOptions;
 
 KasStore *kas_store_new(const KasStoreOptions *opts);

@@ -59,6 +59,7 @@ int main(int argc, char **argv)
     kas_server_options_init(&opts);
     g_autofree char *listen = NULL, *nodes = NULL, *faults = NULL;
     g_autofree char *tls_cert = NULL, *tls_key = NULL, *tokens = NULL, *authz = NULL;
+    g_autofree char *runtime_config = NULL;
     gboolean simulate = FALSE;
     gint history = (gint)opts.watch_history, queue = (gint)opts.watch_queue;
     gint bookmark = (gint)opts.bookmark_ms, max_conn = (gint)opts.max_connections;
@@ -85,6 +86,7 @@ int main(int argc, char **argv)
         { "tls-cert-file", 0, 0, G_OPTION_ARG_FILENAME, &tls_cert, "Serve HTTPS with this PEM certificate (chain)", "FILE" },
         { "tls-private-key-file", 0, 0, G_OPTION_ARG_FILENAME, &tls_key, "The PEM private key of --tls-cert-file", "FILE" },
         { "token-auth-file", 0, 0, G_OPTION_ARG_FILENAME, &tokens, "Authenticate bearer tokens from this CSV file (token,user,uid,\"group1,group2\")", "FILE" },
+        { "runtime-config", 0, 0, G_OPTION_ARG_STRING, &runtime_config, "Switch API group/versions on or off, as kube-apiserver: scheduling.k8s.io/v1beta1=true serves Workloads and PodGroups (off by default)", "GV=BOOL,..." },
         { "authorization-mode", 0, 0, G_OPTION_ARG_STRING, &authz, "Authorizers in order: AlwaysAllow (default), AlwaysDeny, RBAC, Node", "MODES" },
         { NULL },
     };
@@ -99,6 +101,10 @@ int main(int argc, char **argv)
     if (history <= 0 || queue <= 0 || bookmark <= 0 || max_conn <= 0 || max_body <= 0 ||
         start_ms < 0 || stop_ms < 0 || heartbeat <= 0 || watch_timeout <= 0) {
         fprintf(stderr, "kb-apiserver: numeric options must be positive\n");
+        return 2;
+    }
+    if (runtime_config != NULL && !kas_server_runtime_config(&opts, runtime_config, &error)) {
+        fprintf(stderr, "kb-apiserver: %s\n", error->message);
         return 2;
     }
     if (listen != NULL)

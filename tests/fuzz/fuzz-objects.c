@@ -42,6 +42,7 @@ typedef gpointer (*Decode)(json_object *obj, gboolean keep_raw, GError **error);
 WRAP(kb_pod_decode)
 WRAP(kb_node_decode)
 WRAP(kb_pod_group_decode)
+WRAP(kb_pod_group_decode_native)
 WRAP(kb_queue_decode)
 WRAP(kb_priority_class_decode)
 WRAP(kb_lease_decode)
@@ -69,7 +70,7 @@ static void decode_all(json_object *obj, gboolean keep_raw)
     static const Decode decoders[] = {
         wrap_kb_pod_decode,   wrap_kb_node_decode,           wrap_kb_pod_group_decode,
         wrap_kb_queue_decode, wrap_kb_priority_class_decode, wrap_kb_lease_decode,
-        wrap_kb_meta_object_decode,
+        wrap_kb_meta_object_decode, wrap_kb_pod_group_decode_native,
     };
     for (gsize i = 0; i < G_N_ELEMENTS(decoders); i++) {
         GError *error = NULL;
