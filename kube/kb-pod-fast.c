@@ -116,8 +116,7 @@ static const char *intern(const KbJsonStr *s)
 }
 
 /* An owned string member (as kb_decode_string + g_strdup); *out stays NULL when null. */
-static gboolean read_owned(KbJsonReader *r, const char *key, gsize max, char **out,
-                           GError **error)
+static gboolean read_owned(KbJsonReader *r, const char *key, gsize max, char **out, GError **error)
 {
     KbJsonStr s;
     int rc = read_str(r, key, max, &s, error);
@@ -333,7 +332,7 @@ static gboolean read_map(KbJsonReader *r, const char *key, gsize max_value, KbSt
 /* Names of a resource map's entries, for duplicates and for kb_pod_default_requests(). */
 typedef struct {
     guint n;
-    GPtrArray *copies; /* names that were not views of the input (escaped ones) */
+    GPtrArray *copies;              /* names that were not views of the input (escaped ones) */
     KbJsonStr names[KB_MAX_LABELS]; /* left uninitialized past n: 4 KB not to clear per map */
 } NameSet;
 
@@ -420,8 +419,8 @@ static gboolean resource_value(KbJsonReader *r, const char *what, const char *na
 }
 
 /* A resource map member @what added to @out; entry names into @names. */
-static gboolean read_resources(KbJsonReader *r, const char *what, KbResources *out,
-                               NameSet *names, GError **error)
+static gboolean read_resources(KbJsonReader *r, const char *what, KbResources *out, NameSet *names,
+                               GError **error)
 {
     KbJsonStr k;
     int rc = member_of(r, KB_JSON_OBJECT, what, "an object", error);
@@ -763,8 +762,8 @@ static gboolean decode_toleration(KbJsonReader *r, gpointer elem, GError **error
         if (!ok)
             return FALSE;
     }
-    return rc == 0 && kb_decode_toleration_tail(has_op ? op : NULL, has_effect ? effect : NULL, t,
-                                                error);
+    return rc == 0 &&
+           kb_decode_toleration_tail(has_op ? op : NULL, has_effect ? effect : NULL, t, error);
 }
 
 static gboolean decode_tolerations(KbJsonReader *r, KbPod *pod, GError **error)
@@ -780,24 +779,33 @@ static gboolean decode_tolerations(KbJsonReader *r, KbPod *pod, GError **error)
 
 /* ---- volumes and scheduling gates ----------------------------------------------------------- */
 
-/* volumes[].persistentVolumeClaim: its claimName. */
-static gboolean decode_claim_source(KbJsonReader *r, const char **claim, GError **error)
+/*
+ * Member @object, an object whose one string member @member the scheduler reads (others are
+ * skipped): interned into *@interned (empty: NULL) or copied into *@owned, whichever is given.
+ * Errors name "@object.@member", relative to the enclosing object.
+ */
+static gboolean decode_lone_string(KbJsonReader *r, const char *object, const char *member,
+                                   const char **interned, char **owned, GError **error)
 {
     KbJsonStr k;
     guint32 seen = 0;
-    int rc = member_of(r, KB_JSON_OBJECT, "persistentVolumeClaim", "an object", error);
+    int rc = member_of(r, KB_JSON_OBJECT, object, "an object", error);
     if (rc != 1)
         return rc == 0;
     if (!kb_json_object_begin(r, error))
         return FALSE;
     while ((rc = kb_json_object_next(r, &k, error)) == 1) {
-        gboolean ok =
-                KB_JSON_STR_IS(k, "claimName")
-                        ? once(&seen, 1, &k, error) &&
-                                  read_interned(r, "claimName", KB_MAX_NAME_LEN, TRUE, claim, error)
-                        : kb_json_skip(r, error);
+        gboolean ok = TRUE;
+        if (k.len != strlen(member) || memcmp(k.p, member, k.len) != 0)
+            ok = kb_json_skip(r, error);
+        else if (!once(&seen, 1, &k, error))
+            ok = FALSE;
+        else if (interned != NULL)
+            ok = read_interned(r, member, KB_MAX_NAME_LEN, TRUE, interned, error);
+        else
+            ok = read_owned(r, member, KB_MAX_NAME_LEN, owned, error);
         if (!ok) {
-            g_prefix_error(error, "persistentVolumeClaim.");
+            g_prefix_error(error, "%s.", object);
             return FALSE;
         }
     }
@@ -824,7 +832,9 @@ static gboolean decode_volume(KbJsonReader *r, gpointer elem, GError **error)
             ok = once(&seen, VO_NAME, &k, error) &&
                  read_small(r, "name", KB_MAX_NAME_LEN, name, sizeof(name), &has_name, error);
         } else if (KB_JSON_STR_IS(k, "persistentVolumeClaim")) {
-            ok = once(&seen, VO_PVC, &k, error) && decode_claim_source(r, &c->claim, error);
+            ok = once(&seen, VO_PVC, &k, error) &&
+                 decode_lone_string(r, "persistentVolumeClaim", "claimName", &c->claim, NULL,
+                                    error);
         } else if (KB_JSON_STR_IS(k, "ephemeral")) {
             ephemeral = kb_json_peek(r) == KB_JSON_OBJECT;
             ok = once(&seen, VO_EPHEMERAL, &k, error) && kb_json_skip(r, error);
@@ -953,27 +963,12 @@ static gboolean decode_pod_resources(KbJsonReader *r, KbPodRequestsFold *fold, G
 /* spec.schedulingGroup: its podGroupName (empty: no group). Errors relative to "spec.". */
 static gboolean decode_scheduling_group(KbJsonReader *r, KbPod *pod, GError **error)
 {
-    KbJsonStr k;
-    guint32 seen = 0;
-    int rc = member_of(r, KB_JSON_OBJECT, "schedulingGroup", "an object", error);
-    if (rc != 1)
-        return rc == 0;
-    if (!kb_json_object_begin(r, error))
+    if (!decode_lone_string(r, "schedulingGroup", "podGroupName", NULL, &pod->scheduling_group,
+                            error))
         return FALSE;
-    while ((rc = kb_json_object_next(r, &k, error)) == 1) {
-        gboolean ok = KB_JSON_STR_IS(k, "podGroupName")
-                              ? once(&seen, 1, &k, error) &&
-                                        read_owned(r, "podGroupName", KB_MAX_NAME_LEN,
-                                                   &pod->scheduling_group, error)
-                              : kb_json_skip(r, error);
-        if (!ok) {
-            g_prefix_error(error, "schedulingGroup.");
-            return FALSE;
-        }
-    }
     if (pod->scheduling_group != NULL && *pod->scheduling_group == '\0')
         g_clear_pointer(&pod->scheduling_group, g_free);
-    return rc == 0;
+    return TRUE;
 }
 
 /* One member of spec; *handled is FALSE for members the scheduler does not read. */
@@ -997,9 +992,8 @@ static gboolean spec_member(KbJsonReader *r, const KbJsonStr *k, KbPod *pod, gui
         return once(seen, S_NODE, k, error) &&
                read_interned(r, "nodeName", KB_MAX_NAME_LEN, TRUE, &pod->node_name, error);
     if (KB_JSON_STR_IS(*k, "priorityClassName"))
-        return once(seen, S_PC, k, error) &&
-               read_interned(r, "priorityClassName", KB_MAX_NAME_LEN, TRUE,
-                             &pod->priority_class_name, error);
+        return once(seen, S_PC, k, error) && read_interned(r, "priorityClassName", KB_MAX_NAME_LEN,
+                                                           TRUE, &pod->priority_class_name, error);
     if (KB_JSON_STR_IS(*k, "priority")) {
         ok = once(seen, S_PRIORITY, k, error) &&
              read_int(r, "priority", G_MININT32, G_MAXINT32, &priority, &pod->has_priority, error);
@@ -1104,8 +1098,8 @@ static gboolean decode_state(KbJsonReader *r, KbContainerStatus *cs, GError **er
         return FALSE;
     while ((rc = kb_json_object_next(r, &k, error)) == 1) {
         guint i = 0;
-        while (i < G_N_ELEMENTS(names) && !(k.len == strlen(names[i]) &&
-                                            memcmp(k.p, names[i], k.len) == 0))
+        while (i < G_N_ELEMENTS(names) &&
+               !(k.len == strlen(names[i]) && memcmp(k.p, names[i], k.len) == 0))
             i++;
         gboolean ok = TRUE;
         if (i < G_N_ELEMENTS(names)) {
@@ -1284,8 +1278,8 @@ enum {
     M_OWNERS = 512,
 };
 
-static gboolean meta_member(KbJsonReader *r, const KbJsonStr *k, KbObjectMeta *meta,
-                            guint32 *seen, GError **error)
+static gboolean meta_member(KbJsonReader *r, const KbJsonStr *k, KbObjectMeta *meta, guint32 *seen,
+                            GError **error)
 {
     KbJsonStr s;
     int rc;
@@ -1511,7 +1505,8 @@ static gboolean decode_list_meta(KbJsonReader *r, char **rv, char **cont, GError
             ok = once(&seen, 1, &k, error) &&
                  read_owned(r, "resourceVersion", LIST_TOKEN_MAX, rv, error);
         else if (KB_JSON_STR_IS(k, "continue"))
-            ok = once(&seen, 2, &k, error) && read_owned(r, "continue", LIST_TOKEN_MAX, cont, error);
+            ok = once(&seen, 2, &k, error) &&
+                 read_owned(r, "continue", LIST_TOKEN_MAX, cont, error);
         else
             ok = kb_json_skip(r, error);
         if (!ok) {
