@@ -219,7 +219,7 @@ void kb_httpd_request_respond(KbHttpdRequest *req, guint status, const char *con
     }
 }
 
-/* CN of @crt, else its first DNS or IP SAN, else its whole DN; newly allocated. */
+/* CN of @crt, else its first SAN when that is a DNS name, else its whole DN; newly allocated. */
 static char *crt_identity(gnutls_x509_crt_t crt)
 {
     char buf[512];
@@ -239,11 +239,6 @@ static char *crt_identity(gnutls_x509_crt_t crt)
     return g_strdup("(no name)");
 }
 
-/*
- * MHD asks for a client certificate (MHD_OPTION_HTTPS_MEM_TRUST) but leaves judging it to us:
- * the chain must reach the client CA, the certificate be within its validity dates and allowed
- * for TLS client authentication. TRUE with *@identity, or FALSE with *@why (newly allocated).
- */
 /* A client certificate that passed: its identity and when it expires. */
 typedef struct {
     char *identity;
@@ -288,6 +283,11 @@ static void verified_add(KbHttpd *httpd, GBytes *der, const char *identity, time
     g_hash_table_replace(httpd->verified, g_bytes_ref(der), v);
 }
 
+/*
+ * MHD asks for a client certificate (MHD_OPTION_HTTPS_MEM_TRUST) but leaves judging it to us:
+ * the chain must reach the client CA, the certificate be within its validity dates and allowed
+ * for TLS client authentication. TRUE with *@identity, or FALSE with *@why (newly allocated).
+ */
 static gboolean verify_peer(KbHttpd *httpd, struct MHD_Connection *conn, char **identity,
                             char **why)
 {
