@@ -36,6 +36,7 @@ struct TfController {
     gboolean api_resolved; /* nothing is reconciled before (with gang scheduling on) */
     guint discovery_failures;
     guint discovery_id;
+    struct Discovery *discovery; /* the request in flight, or NULL */
     /* Autoscaling inputs (only with enable_autoscaling). */
     KbInformer *nodes, *all_pods, *all_groups, *priorities;
 
@@ -339,6 +340,12 @@ static void start_groups(TfController *c)
     }
 }
 
+/* A discovery request in flight: the controller may be freed before it is answered (the client
+ * then still calls back), so the callback holds this rather than the controller. */
+struct Discovery {
+    TfController *c; /* NULL once the controller is gone */
+};
+
 static void discover(TfController *c);
 
 static gboolean discover_again(gpointer data)
@@ -370,7 +377,12 @@ static gboolean lists_resource(json_object *doc, const char *plural)
  * asked again with a doubling delay, and nothing is reconciled meanwhile. */
 static void on_discovered(const KbResponse *resp, gpointer data)
 {
-    TfController *c = data;
+    struct Discovery *d = data;
+    TfController *c = d->c;
+    g_free(d);
+    if (c == NULL)
+        return;
+    c->discovery = NULL;
     if (resp->http_status == 200 || resp->http_status == 404) {
         c->api = resp->http_status == 200 && lists_resource(resp->body, "podgroups")
                          ? TF_GANG_API_NATIVE
@@ -391,7 +403,9 @@ static void on_discovered(const KbResponse *resp, gpointer data)
 static void discover(TfController *c)
 {
     KbRequest req = {.method = "GET", .path = "/apis/" TF_NATIVE_GV};
-    kb_client_call_async(c->client, &req, on_discovered, c);
+    c->discovery = g_new0(struct Discovery, 1);
+    c->discovery->c = c;
+    kb_client_call_async(c->client, &req, on_discovered, c->discovery);
 }
 
 static void on_all_groups_missing(gpointer data)
@@ -1111,6 +1125,8 @@ void tf_controller_free(TfController *c)
         g_source_remove(c->autoscale_id);
     if (c->discovery_id != 0)
         g_source_remove(c->discovery_id);
+    if (c->discovery != NULL)
+        c->discovery->c = NULL; /* freed by its callback */
     KbInformer *all[] = {c->jobs_v1, c->jobs_alpha, c->pods,       c->services,   c->groups,
                          c->nodes,   c->all_pods,   c->all_groups, c->priorities, c->workloads};
     for (guint i = 0; i < G_N_ELEMENTS(all); i++)
