@@ -15,6 +15,7 @@
 #define RETRY_BASE_MS     200
 #define RETRY_MAX_MS      60000
 #define KEYS_PER_DISPATCH 16
+#define TF_NATIVE_GV      "scheduling.k8s.io/v1beta1"
 
 struct TfController {
     KbClient *client;
@@ -29,8 +30,13 @@ struct TfController {
 
     KbInformer *jobs_v1;
     KbInformer *jobs_alpha;
-    gboolean v1_missing, alpha_missing, groups_missing, all_groups_missing;
-    KbInformer *pods, *services, *groups;
+    gboolean v1_missing, alpha_missing, groups_missing, all_groups_missing, workloads_missing;
+    KbInformer *pods, *services, *groups, *workloads;
+    TfGangApi api;         /* the flag's, then what discovery found for TF_GANG_API_AUTO */
+    gboolean api_resolved; /* nothing is reconciled before (with gang scheduling on) */
+    guint discovery_failures;
+    guint discovery_id;
+    struct Discovery *discovery; /* the request in flight, or NULL */
     /* Autoscaling inputs (only with enable_autoscaling). */
     KbInformer *nodes, *all_pods, *all_groups, *priorities;
 
@@ -270,6 +276,12 @@ static void on_groups_missing(gpointer data)
     kick(data);
 }
 
+static void on_workloads_missing(gpointer data)
+{
+    ((TfController *)data)->workloads_missing = TRUE;
+    kick(data);
+}
+
 static KbInformer *job_informer(TfController *c, const KbResourceType *type)
 {
     KbInformerOptions o = {.type = type, .namespace_ = c->namespace_, .keep_raw = TRUE};
@@ -293,9 +305,107 @@ static KbInformer *owned_informer(TfController *c, const KbResourceType *type, K
                             .on_update = on_owned_update,
                             .on_delete = is_pods ? on_pod_delete : on_owned_change,
                             .on_synced = on_owned_synced,
-                            .on_missing =
-                                    type == &kb_type_pod_groups_volcano ? on_groups_missing : NULL};
+                            .on_missing = type == &kb_type_workloads_native ? on_workloads_missing
+                                          : type != &kb_type_pods && type != &kb_type_services
+                                                  ? on_groups_missing
+                                                  : NULL};
     return kb_informer_new(c->client, &o, &h, c);
+}
+
+/* ---- which gang API ------------------------------------------------------------------------ */
+
+static const KbResourceType *group_type(TfGangApi api)
+{
+    switch (api) {
+    case TF_GANG_API_KUBE_BATCH:
+        return &kb_type_pod_groups_kube_batch;
+    case TF_GANG_API_X_K8S:
+        return &kb_type_pod_groups_x_k8s;
+    case TF_GANG_API_NATIVE:
+        return &kb_type_pod_groups_native;
+    default:
+        return &kb_type_pod_groups_volcano;
+    }
+}
+
+/* The API is known: watch the job's PodGroups (and Workloads) in it. */
+static void start_groups(TfController *c)
+{
+    c->api_resolved = TRUE;
+    c->groups = owned_informer(c, group_type(c->api), NULL, FALSE);
+    kb_informer_start(c->groups);
+    if (c->api == TF_GANG_API_NATIVE) {
+        c->workloads = owned_informer(c, &kb_type_workloads_native, NULL, FALSE);
+        kb_informer_start(c->workloads);
+    }
+}
+
+/* A discovery request in flight: the controller may be freed before it is answered (the client
+ * then still calls back), so the callback holds this rather than the controller. */
+struct Discovery {
+    TfController *c; /* NULL once the controller is gone */
+};
+
+static void discover(TfController *c);
+
+static gboolean discover_again(gpointer data)
+{
+    TfController *c = data;
+    c->discovery_id = 0;
+    discover(c);
+    return G_SOURCE_REMOVE;
+}
+
+/* Does a discovery document (APIResourceList) list @plural? */
+static gboolean lists_resource(json_object *doc, const char *plural)
+{
+    json_object *list;
+    if (doc == NULL || !json_object_object_get_ex(doc, "resources", &list) ||
+        !json_object_is_type(list, json_type_array))
+        return FALSE;
+    for (size_t i = 0; i < json_object_array_length(list); i++) {
+        json_object *name;
+        if (json_object_object_get_ex(json_object_array_get_idx(list, i), "name", &name) &&
+            g_strcmp0(json_object_get_string(name), plural) == 0)
+            return TRUE;
+    }
+    return FALSE;
+}
+
+/* --gang-api auto: the server's answer decides, never a guess. 200 listing podgroups: native;
+ * 404 (or a version without podgroups): Volcano; anything else (refused, unreachable, 5xx) is
+ * asked again with a doubling delay, and nothing is reconciled meanwhile. */
+static void on_discovered(const KbResponse *resp, gpointer data)
+{
+    struct Discovery *d = data;
+    TfController *c = d->c;
+    g_free(d);
+    if (c == NULL)
+        return;
+    c->discovery = NULL;
+    if (resp->http_status == 200 || resp->http_status == 404) {
+        c->api = resp->http_status == 200 && lists_resource(resp->body, "podgroups")
+                         ? TF_GANG_API_NATIVE
+                         : TF_GANG_API_VOLCANO;
+        g_message("--gang-api auto: /apis/%s %s; PodGroups in %s", TF_NATIVE_GV,
+                  resp->http_status == 200 ? "served" : "not served", tf_gang_api_version(c->api));
+        start_groups(c);
+        return;
+    }
+    guint ms = RETRY_BASE_MS << MIN(c->discovery_failures, 9);
+    c->discovery_failures++;
+    g_warning("--gang-api auto: discovery of /apis/%s failed (%s); asking again in %u ms",
+              TF_NATIVE_GV, resp->error != NULL ? resp->error->message : "no answer",
+              MIN(ms, RETRY_MAX_MS));
+    c->discovery_id = g_timeout_add(MIN(ms, RETRY_MAX_MS), discover_again, c);
+}
+
+static void discover(TfController *c)
+{
+    KbRequest req = {.method = "GET", .path = "/apis/" TF_NATIVE_GV};
+    c->discovery = g_new0(struct Discovery, 1);
+    c->discovery->c = c;
+    kb_client_call_async(c->client, &req, on_discovered, c->discovery);
 }
 
 static void on_all_groups_missing(gpointer data)
@@ -376,11 +486,12 @@ static gboolean set_runtime_id(Exec *x, const char *id, GError **error)
     return r != NULL;
 }
 
-static const KbResourceType *created_type(TfActionType t)
+static const KbResourceType *created_type(const TfController *c, TfActionType t)
 {
-    return t == TF_ACTION_CREATE_POD       ? &kb_type_pods
-           : t == TF_ACTION_CREATE_SERVICE ? &kb_type_services
-                                           : &kb_type_pod_groups_volcano;
+    return t == TF_ACTION_CREATE_POD        ? &kb_type_pods
+           : t == TF_ACTION_CREATE_SERVICE  ? &kb_type_services
+           : t == TF_ACTION_CREATE_WORKLOAD ? &kb_type_workloads_native
+                                            : group_type(c->api);
 }
 
 /* Every delete the operator makes is said in its log and as an event on the job. */
@@ -391,9 +502,10 @@ static void said_delete(Exec *x, const char *kind, const char *name)
     if (x->c->recorder != NULL)
         kb_recorder_event(x->c->recorder, &x->job->meta, tf_build_api_version(x->job), "TFJob",
                           "Normal",
-                          g_str_equal(kind, "pod")       ? "SuccessfulDeletePod"
-                          : g_str_equal(kind, "service") ? "SuccessfulDeleteService"
-                                                         : "SuccessfulDeletePodGroup",
+                          g_str_equal(kind, "pod")        ? "SuccessfulDeletePod"
+                          : g_str_equal(kind, "service")  ? "SuccessfulDeleteService"
+                          : g_str_equal(kind, "workload") ? "SuccessfulDeleteWorkload"
+                                                          : "SuccessfulDeletePodGroup",
                           "Deleted %s: %s", kind, name);
 }
 
@@ -406,6 +518,17 @@ static gboolean delete_child(Exec *x, const KbResourceType *type, const char *ki
     return tolerate(error, KB_ERROR_NOT_FOUND);
 }
 
+/* The Workload of a finished job goes with its PodGroup (native API), when the job controls it. */
+static gboolean delete_workload(Exec *x, const char *name, GError **error)
+{
+    KbObjectMeta *w = x->c->workloads != NULL
+                              ? kb_informer_get(x->c->workloads, x->job->meta.namespace_, name)
+                              : NULL;
+    if (w == NULL || w->deletion_timestamp != 0 || !controlled_by(w, x->job->meta.uid))
+        return TRUE;
+    return delete_child(x, &kb_type_workloads_native, "workload", name, error);
+}
+
 static gboolean execute(Exec *x, const TfAction *a, GError **error)
 {
     KbClient *cl = x->c->client;
@@ -414,10 +537,11 @@ static gboolean execute(Exec *x, const TfAction *a, GError **error)
     switch (a->type) {
     case TF_ACTION_SET_RUNTIME_ID:
         return set_runtime_id(x, a->name, error);
+    case TF_ACTION_CREATE_WORKLOAD:
     case TF_ACTION_CREATE_POD_GROUP:
     case TF_ACTION_CREATE_SERVICE:
     case TF_ACTION_CREATE_POD:
-        r = kb_client_create(cl, created_type(a->type), ns, a->body, error);
+        r = kb_client_create(cl, created_type(x->c, a->type), ns, a->body, error);
         if (r != NULL)
             json_object_put(r);
         return tolerate(error, KB_ERROR_ALREADY_EXISTS);
@@ -440,7 +564,8 @@ static gboolean execute(Exec *x, const TfAction *a, GError **error)
     case TF_ACTION_DELETE_SERVICE:
         return delete_child(x, &kb_type_services, "service", a->name, error);
     case TF_ACTION_DELETE_POD_GROUP:
-        return delete_child(x, &kb_type_pod_groups_volcano, "podgroup", a->name, error);
+        return delete_child(x, group_type(x->c->api), "podgroup", a->name, error) &&
+               delete_workload(x, a->name, error);
     case TF_ACTION_UPDATE_STATUS:
         return write_status(x, a->body, error);
     case TF_ACTION_DELETE_JOB: {
@@ -592,10 +717,10 @@ static gboolean cleanup_orphans(TfController *c, const char *ns, const char *nam
         KbInformer *inf;
         const KbResourceType *type;
         const char *api_version, *kind;
-    } kinds[] = {
-            {c->pods, &kb_type_pods, "v1", "Pod"},
-            {c->services, &kb_type_services, "v1", "Service"},
-            {c->groups, &kb_type_pod_groups_volcano, "scheduling.volcano.sh/v1beta1", "PodGroup"}};
+    } kinds[] = {{c->pods, &kb_type_pods, "v1", "Pod"},
+                 {c->services, &kb_type_services, "v1", "Service"},
+                 {c->groups, group_type(c->api), tf_gang_api_version(c->api), "PodGroup"},
+                 {c->workloads, &kb_type_workloads_native, TF_NATIVE_GV, "Workload"}};
     /* owner uid -> verdict: GINT_TO_POINTER(1) gone, (2) alive */
     g_autoptr(GHashTable) verdicts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     for (guint k = 0; k < G_N_ELEMENTS(kinds); k++) {
@@ -772,6 +897,7 @@ static gboolean reconcile(TfController *c, const char *key, GError **error)
                 .pod_group = group,
                 .now = g_get_real_time() / G_USEC_PER_SEC,
                 .gang_scheduler = c->gang,
+                .gang_api = c->api,
                 .scale = scaled ? &scale : NULL,
         };
         g_autoptr(TfPlan) plan = tf_plan_compute(&obs);
@@ -900,6 +1026,7 @@ TfController *tf_controller_new(KbClient *client, KbRecorder *recorder, KbMetric
     c->autoscaling = opts->enable_autoscaling;
     c->resync_seconds = opts->resync_seconds > 0 ? opts->resync_seconds : 30;
     c->autoscale_seconds = opts->autoscale_seconds > 0 ? opts->autoscale_seconds : 30;
+    c->api = opts->gang_api;
     c->active = TRUE;
     g_queue_init(&c->queue);
     c->queued = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
@@ -916,8 +1043,10 @@ void tf_controller_start(TfController *c)
     c->jobs_v1 = job_informer(c, &kb_type_tfjobs_v1);
     c->pods = owned_informer(c, &kb_type_pods, (KbDecodeFunc)kb_pod_decode, TRUE);
     c->services = owned_informer(c, &kb_type_services, NULL, FALSE);
-    if (*c->gang != '\0')
-        c->groups = owned_informer(c, &kb_type_pod_groups_volcano, NULL, FALSE);
+    if (*c->gang != '\0' && c->api == TF_GANG_API_AUTO)
+        discover(c);
+    else if (*c->gang != '\0')
+        start_groups(c);
     if (c->autoscaling) {
         c->nodes = plain_informer(c, &kb_type_nodes, (KbDecodeFunc)kb_node_decode);
         c->all_pods = plain_informer(c, &kb_type_pods, (KbDecodeFunc)kb_pod_decode);
@@ -926,8 +1055,8 @@ void tf_controller_start(TfController *c)
         c->priorities = plain_informer(c, &kb_type_priority_classes,
                                        (KbDecodeFunc)kb_priority_class_decode);
     }
-    KbInformer *all[] = {c->pods,     c->services,   c->groups,     c->nodes,
-                         c->all_pods, c->all_groups, c->priorities, c->jobs_v1};
+    KbInformer *all[] = {c->pods,       c->services,   c->nodes,  c->all_pods,
+                         c->all_groups, c->priorities, c->jobs_v1};
     for (guint i = 0; i < G_N_ELEMENTS(all); i++)
         if (all[i] != NULL)
             kb_informer_start(all[i]);
@@ -956,13 +1085,22 @@ gboolean tf_controller_ready(TfController *c, char **reason)
             !jobs                                                 ? "tfjobs"
             : c->pods == NULL || !kb_informer_has_synced(c->pods) ? "pods"
             : !kb_informer_has_synced(c->services)                ? "services"
+            : *c->gang != '\0' && !c->api_resolved ? "the gang API (discovery of " TF_NATIVE_GV ")"
             : c->groups != NULL && !c->groups_missing && !kb_informer_has_synced(c->groups)
                     ? "podgroups"
+            : c->workloads != NULL && !c->workloads_missing && !kb_informer_has_synced(c->workloads)
+                    ? "workloads"
                     : NULL;
     if (what == NULL)
         return TRUE;
-    *reason = g_strdup_printf("cache of %s not synced", what);
+    *reason = c->api_resolved || *c->gang == '\0' ? g_strdup_printf("cache of %s not synced", what)
+                                                  : g_strdup_printf("%s not done", what);
     return FALSE;
+}
+
+TfGangApi tf_controller_gang_api(const TfController *c)
+{
+    return c->api_resolved ? c->api : TF_GANG_API_AUTO;
 }
 
 guint64 tf_controller_reconciles(const TfController *c)
@@ -985,8 +1123,12 @@ void tf_controller_free(TfController *c)
         g_source_remove(c->resync_id);
     if (c->autoscale_id != 0)
         g_source_remove(c->autoscale_id);
-    KbInformer *all[] = {c->jobs_v1, c->jobs_alpha, c->pods,       c->services,  c->groups,
-                         c->nodes,   c->all_pods,   c->all_groups, c->priorities};
+    if (c->discovery_id != 0)
+        g_source_remove(c->discovery_id);
+    if (c->discovery != NULL)
+        c->discovery->c = NULL; /* freed by its callback */
+    KbInformer *all[] = {c->jobs_v1, c->jobs_alpha, c->pods,       c->services,   c->groups,
+                         c->nodes,   c->all_pods,   c->all_groups, c->priorities, c->workloads};
     for (guint i = 0; i < G_N_ELEMENTS(all); i++)
         if (all[i] != NULL)
             kb_informer_free(all[i]);

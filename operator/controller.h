@@ -1,7 +1,8 @@
 /*
  * The TFJob controller: informers on TFJobs (kubeflow.org/v1, else v1alpha1 when only that CRD
  * version is served), on the pods, services and PodGroups the operator created (selected by the
- * label training.kubeflow.org/operator-name=tfjob-controller), a work queue of job keys with
+ * label training.kubeflow.org/operator-name=tfjob-controller; Workloads too with the native gang
+ * API), a work queue of job keys with
  * rate-limited retries, and the execution of the planner's actions (operator/tf-plan.h) with the
  * REST client. Everything runs on the thread-default GMainContext of the caller.
  *
@@ -18,10 +19,13 @@
 #include "kube/kb-client.h"
 #include "kube/kb-metrics.h"
 #include "kube/kb-recorder.h"
+#include "operator/tf-build.h"
 
 typedef struct {
     const char *namespace_;     /* NULL: every namespace */
     const char *gang_scheduler; /* NULL or "": no PodGroup, pods keep their own scheduler */
+    TfGangApi gang_api;         /* default (0) Volcano; AUTO: native when discovery finds
+                                 * scheduling.k8s.io/v1beta1 podgroups, else Volcano */
     gboolean enable_autoscaling;
     guint resync_seconds;    /* every job is looked at again at least this often; default 30 */
     guint autoscale_seconds; /* minimum time between two scaling decisions of a job; default 30 */
@@ -38,6 +42,8 @@ void tf_controller_start(TfController *controller);
 void tf_controller_set_active(TfController *controller, gboolean active);
 /* Readiness: every informer has synced (a resource that is not served counts as synced). */
 gboolean tf_controller_ready(TfController *controller, char **reason);
+/* The gang API in use: the option's, or what discovery decided for AUTO (AUTO until it has). */
+TfGangApi tf_controller_gang_api(const TfController *controller);
 /* Reconcile passes done so far, and those that failed and were retried. */
 guint64 tf_controller_reconciles(const TfController *controller);
 guint64 tf_controller_errors(const TfController *controller);

@@ -24,6 +24,8 @@ typedef struct {
     char *master;
     char *namespace_;
     char *gang;
+    char *gang_api;
+    TfGangApi api;
     char *listen;
     char *lease_namespace;
     gboolean leader_elect;
@@ -52,6 +54,10 @@ static gboolean parse_flags(int *argc, char ***argv, Flags *f, GError **error)
              "scheduler of gang-scheduled pods; \"\" turns gang scheduling off (default "
              "kube-batchd)",
              "NAME"},
+            {"gang-api", 0, 0, G_OPTION_ARG_STRING, &f->gang_api,
+             "API of the job's gang: auto (native when the server serves scheduling.k8s.io/"
+             "v1beta1, else volcano), native, volcano, kube-batch or x-k8s (default auto)",
+             "API"},
             {"leader-elect", 0, 0, G_OPTION_ARG_NONE, &f->leader_elect,
              "run only while holding the Lease tf-operator", NULL},
             {"leader-elect-namespace", 0, 0, G_OPTION_ARG_STRING, &f->lease_namespace,
@@ -72,7 +78,9 @@ static gboolean parse_flags(int *argc, char ***argv, Flags *f, GError **error)
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new("- TFJob operator for kube-batchd");
     g_option_context_add_main_entries(ctx, entries, NULL);
-    return g_option_context_parse(ctx, argc, argv, error);
+    if (!g_option_context_parse(ctx, argc, argv, error))
+        return FALSE;
+    return tf_gang_api_parse(f->gang_api != NULL ? f->gang_api : "auto", &f->api, error);
 }
 
 static gboolean on_signal(gpointer data)
@@ -138,6 +146,7 @@ static int run(const Flags *f)
     TfControllerOptions co = {
             .namespace_ = f->namespace_,
             .gang_scheduler = f->gang != NULL ? f->gang : "kube-batchd",
+            .gang_api = f->api,
             .enable_autoscaling = f->autoscaling,
             .resync_seconds = f->resync > 0 ? (guint)f->resync : 30,
             .autoscale_seconds = f->autoscale_interval > 0 ? (guint)f->autoscale_interval : 30};
@@ -156,9 +165,9 @@ static int run(const Flags *f)
         kb_httpd_set_ready_func(httpd, ready, d.controller);
         g_message("serving /healthz, /readyz and /metrics on port %u", kb_httpd_port(httpd));
     }
-    g_message("tf-operator %s: server %s, gang scheduler \"%s\", namespace %s%s", KB_VERSION,
-              kb_client_server(client), co.gang_scheduler,
-              f->namespace_ != NULL ? f->namespace_ : "(all)",
+    g_message("tf-operator %s: server %s, gang scheduler \"%s\" (gang API %s), namespace %s%s",
+              KB_VERSION, kb_client_server(client), co.gang_scheduler,
+              tf_gang_api_to_string(co.gang_api), f->namespace_ != NULL ? f->namespace_ : "(all)",
               f->autoscaling ? ", autoscaling on" : "");
     tf_controller_set_active(d.controller, !f->leader_elect);
     tf_controller_start(d.controller);
@@ -198,6 +207,7 @@ int main(int argc, char **argv)
     g_free(f.master);
     g_free(f.namespace_);
     g_free(f.gang);
+    g_free(f.gang_api);
     g_free(f.listen);
     g_free(f.lease_namespace);
     return rc;

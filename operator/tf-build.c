@@ -246,6 +246,12 @@ static void merge_string_map(json_object *dst, json_object *src)
 json_object *tf_build_pod(const KbTfJob *job, KbTfReplicaType type, gint32 index,
                           const char *gang_scheduler)
 {
+    return tf_build_pod_in(job, type, index, gang_scheduler, TF_GANG_API_VOLCANO);
+}
+
+json_object *tf_build_pod_in(const KbTfJob *job, KbTfReplicaType type, gint32 index,
+                             const char *gang_scheduler, TfGangApi api)
+{
     const KbTfReplicaSpec *rs = &job->specs[type];
     g_autofree char *name = tf_build_replica_name(job, type, index);
     g_autofree char *tf_config = tf_build_tf_config(job, type, index);
@@ -292,7 +298,12 @@ json_object *tf_build_pod(const KbTfJob *job, KbTfReplicaType type, gint32 index
         if (sched != NULL)
             json_object_object_add(spec, "schedulerName", json_object_new_string(sched));
     }
-    if (gang) {
+    if (gang && api == TF_GANG_API_NATIVE) {
+        /* Immutable once created: a pod never moves to another group. */
+        json_object *sg = json_object_new_object();
+        json_object_object_add(sg, "podGroupName", json_object_new_string(job->meta.name));
+        json_object_object_add(spec, "schedulingGroup", sg);
+    } else if (gang) {
         json_object_object_add(annotations, TF_ANNOTATION_GROUP,
                                json_object_new_string(job->meta.name));
         json_object_object_add(labels, TF_LABEL_POD_GROUP, json_object_new_string(job->meta.name));
@@ -352,8 +363,111 @@ gint32 tf_build_min_member(const KbTfJob *job)
     return (gint32)MAX(sum, 1);
 }
 
+static const struct {
+    const char *name, *api_version;
+} gang_apis[] = {
+        [TF_GANG_API_VOLCANO] = {"volcano", "scheduling.volcano.sh/v1beta1"},
+        [TF_GANG_API_KUBE_BATCH] = {"kube-batch", "scheduling.incubator.k8s.io/v1alpha1"},
+        [TF_GANG_API_X_K8S] = {"x-k8s", "scheduling.x-k8s.io/v1alpha1"},
+        [TF_GANG_API_NATIVE] = {"native", "scheduling.k8s.io/v1beta1"},
+        [TF_GANG_API_AUTO] = {"auto", NULL},
+};
+
+gboolean tf_gang_api_parse(const char *s, TfGangApi *api, GError **error)
+{
+    for (guint i = 0; i < G_N_ELEMENTS(gang_apis); i++) {
+        if (g_strcmp0(s, gang_apis[i].name) == 0) {
+            *api = i;
+            return TRUE;
+        }
+    }
+    g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                "--gang-api: unknown value \"%s\" (auto, native, volcano, kube-batch or x-k8s)",
+                s != NULL ? s : "");
+    return FALSE;
+}
+
+const char *tf_gang_api_to_string(TfGangApi api)
+{
+    return (guint)api < G_N_ELEMENTS(gang_apis) ? gang_apis[api].name : "?";
+}
+
+const char *tf_gang_api_version(TfGangApi api)
+{
+    return (guint)api < G_N_ELEMENTS(gang_apis) ? gang_apis[api].api_version : NULL;
+}
+
+/* The labels of the job's PodGroup and Workload; the queue label is what kube-batchd reads on a
+ * native group (the native API has no queue field). */
+static json_object *group_labels(const KbTfJob *job, TfGangApi api)
+{
+    json_object *labels = json_object_new_object();
+    json_object_object_add(labels, TF_LABEL_JOB_NAME, json_object_new_string(job->meta.name));
+    json_object_object_add(labels, TF_LABEL_OPERATOR, json_object_new_string(TF_OPERATOR_NAME));
+    if (api == TF_GANG_API_NATIVE && job->queue != NULL)
+        json_object_object_add(labels, KB_QUEUE_LABEL, json_object_new_string(job->queue));
+    return labels;
+}
+
+static json_object *gang_policy(const KbTfJob *job)
+{
+    json_object *policy = json_object_new_object(), *gang = json_object_new_object();
+    json_object_object_add(gang, "minCount", json_object_new_int(tf_build_min_member(job)));
+    json_object_object_add(policy, "gang", gang);
+    return policy;
+}
+
+json_object *tf_build_workload(const KbTfJob *job)
+{
+    json_object *wl = json_object_new_object(), *spec = json_object_new_object();
+    json_object *ref = json_object_new_object(), *tpl = json_object_new_object();
+    json_object *tpls = json_object_new_array();
+    json_object_object_add(ref, "apiGroup", json_object_new_string("kubeflow.org"));
+    json_object_object_add(ref, "kind", json_object_new_string("TFJob"));
+    json_object_object_add(ref, "name", json_object_new_string(job->meta.name));
+    json_object_object_add(tpl, "name", json_object_new_string(TF_WORKLOAD_TEMPLATE));
+    json_object_object_add(tpl, "schedulingPolicy", gang_policy(job));
+    json_object_array_add(tpls, tpl);
+    json_object_object_add(spec, "controllerRef", ref);
+    json_object_object_add(spec, "podGroupTemplates", tpls);
+    json_object_object_add(wl, "apiVersion",
+                           json_object_new_string(tf_gang_api_version(TF_GANG_API_NATIVE)));
+    json_object_object_add(wl, "kind", json_object_new_string("Workload"));
+    json_object_object_add(wl, "metadata",
+                           object_meta(job, job->meta.name, group_labels(job, TF_GANG_API_NATIVE)));
+    json_object_object_add(wl, "spec", spec);
+    return wl;
+}
+
+static json_object *native_pod_group(const KbTfJob *job)
+{
+    json_object *pg = json_object_new_object(), *spec = json_object_new_object();
+    json_object *ref = json_object_new_object();
+    json_object_object_add(ref, "workloadName", json_object_new_string(job->meta.name));
+    json_object_object_add(ref, "templateName", json_object_new_string(TF_WORKLOAD_TEMPLATE));
+    json_object_object_add(spec, "workloadRef", ref);
+    json_object_object_add(spec, "schedulingPolicy", gang_policy(job));
+    if (job->priority_class != NULL)
+        json_object_object_add(spec, "priorityClassName",
+                               json_object_new_string(job->priority_class));
+    json_object_object_add(pg, "apiVersion",
+                           json_object_new_string(tf_gang_api_version(TF_GANG_API_NATIVE)));
+    json_object_object_add(pg, "kind", json_object_new_string("PodGroup"));
+    json_object_object_add(pg, "metadata",
+                           object_meta(job, job->meta.name, group_labels(job, TF_GANG_API_NATIVE)));
+    json_object_object_add(pg, "spec", spec);
+    return pg;
+}
+
 json_object *tf_build_pod_group(const KbTfJob *job)
 {
+    return tf_build_pod_group_in(job, TF_GANG_API_VOLCANO);
+}
+
+json_object *tf_build_pod_group_in(const KbTfJob *job, TfGangApi api)
+{
+    if (api == TF_GANG_API_NATIVE)
+        return native_pod_group(job);
     static const KbTfReplicaType order[] = {KB_TF_CHIEF, KB_TF_MASTER, KB_TF_PS, KB_TF_WORKER,
                                             KB_TF_EVALUATOR};
     gint32 min_member = tf_build_min_member(job), left = min_member;
@@ -366,19 +480,18 @@ json_object *tf_build_pod_group(const KbTfJob *job)
         left -= n;
     }
     json_object *pg = json_object_new_object();
-    json_object *labels = json_object_new_object();
+    json_object *labels = group_labels(job, api);
     json_object *spec = json_object_new_object();
-    json_object_object_add(labels, TF_LABEL_JOB_NAME, json_object_new_string(job->meta.name));
-    json_object_object_add(labels, TF_LABEL_OPERATOR, json_object_new_string(TF_OPERATOR_NAME));
     json_object_object_add(spec, "minMember", json_object_new_int(min_member));
-    if (job->queue != NULL)
+    /* scheduler-plugins' schema has neither queue nor priority class */
+    if (job->queue != NULL && api != TF_GANG_API_X_K8S)
         json_object_object_add(spec, "queue", json_object_new_string(job->queue));
-    if (job->priority_class != NULL)
+    if (job->priority_class != NULL && api != TF_GANG_API_X_K8S)
         json_object_object_add(spec, "priorityClassName",
                                json_object_new_string(job->priority_class));
     if (!kb_resources_is_zero(&min_res))
         json_object_object_add(spec, "minResources", kb_resources_encode(&min_res));
-    json_object_object_add(pg, "apiVersion", json_object_new_string(TF_POD_GROUP_API));
+    json_object_object_add(pg, "apiVersion", json_object_new_string(tf_gang_api_version(api)));
     json_object_object_add(pg, "kind", json_object_new_string("PodGroup"));
     json_object_object_add(pg, "metadata", object_meta(job, job->meta.name, labels));
     json_object_object_add(pg, "spec", spec);

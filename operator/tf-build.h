@@ -15,7 +15,9 @@
  * without one); v1alpha1 pods also carry the original's kubeflow.org, tf_job_name, job_type,
  * runtime_id and task_index labels.
  * Gang scheduling (a non-empty gang scheduler name): the annotation scheduling.k8s.io/group-name
- * and the label scheduling.x-k8s.io/pod-group name the PodGroup (named after the job).
+ * and the label scheduling.x-k8s.io/pod-group name the PodGroup (named after the job); with the
+ * native API (scheduling.k8s.io/v1beta1) the pod's spec.schedulingGroup.podGroupName does
+ * instead, and a Workload of the job's name holds the group's one template.
  */
 #pragma once
 
@@ -34,6 +36,24 @@
 #define TF_LABEL_POD_GROUP     "scheduling.x-k8s.io/pod-group"
 #define TF_PORT_NAME           "tfjob-port"
 #define TF_POD_GROUP_API       "scheduling.volcano.sh/v1beta1"
+#define TF_WORKLOAD_TEMPLATE   "tfjob"
+
+/* Which API the gang is written in: the PodGroup dialects kube-batchd reads. AUTO is resolved
+ * by the controller (native when the server serves scheduling.k8s.io/v1beta1, else Volcano)
+ * and never reaches the builders. */
+typedef enum {
+    TF_GANG_API_VOLCANO,    /* scheduling.volcano.sh/v1beta1 (the zero value) */
+    TF_GANG_API_KUBE_BATCH, /* scheduling.incubator.k8s.io/v1alpha1 */
+    TF_GANG_API_X_K8S,      /* scheduling.x-k8s.io/v1alpha1 (no queue, no priority class) */
+    TF_GANG_API_NATIVE,     /* Workload + PodGroup scheduling.k8s.io/v1beta1 */
+    TF_GANG_API_AUTO,
+} TfGangApi;
+
+/* "auto", "native", "volcano", "kube-batch" or "x-k8s"; an error naming --gang-api otherwise. */
+gboolean tf_gang_api_parse(const char *s, TfGangApi *api, GError **error);
+const char *tf_gang_api_to_string(TfGangApi api);
+/* The PodGroup apiVersion of @api (static); NULL for AUTO. */
+const char *tf_gang_api_version(TfGangApi api);
 
 /* The pod/service name of replica @type/@index (see above); newly allocated. */
 char *tf_build_replica_name(const KbTfJob *job, KbTfReplicaType type, gint32 index);
@@ -67,6 +87,10 @@ json_object *tf_build_owner_ref(const KbTfJob *job);
  */
 json_object *tf_build_pod(const KbTfJob *job, KbTfReplicaType type, gint32 index,
                           const char *gang_scheduler);
+/* The same for the gang API @api: with TF_GANG_API_NATIVE, spec.schedulingGroup.podGroupName
+ * names the group instead of the annotation and label. tf_build_pod is this with Volcano. */
+json_object *tf_build_pod_in(const KbTfJob *job, KbTfReplicaType type, gint32 index,
+                             const char *gang_scheduler, TfGangApi api);
 /* The headless service of replica @type/@index (new object). */
 json_object *tf_build_service(const KbTfJob *job, KbTfReplicaType type, gint32 index);
 
@@ -77,3 +101,12 @@ gint32 tf_build_min_member(const KbTfJob *job);
  * priorityClassName, minResources = the requests of the first minMember pods (chief/master,
  * PS, workers, evaluator in that order). New object. */
 json_object *tf_build_pod_group(const KbTfJob *job);
+/* The job's PodGroup in @api's dialect (new object, owned by the job, named after it). Native:
+ * workloadRef to the job's Workload (template TF_WORKLOAD_TEMPLATE), gang.minCount = minMember,
+ * priorityClassName, and the queue as the label kube-batchd.io/queue; x-k8s: minMember and
+ * minResources only (scheduler-plugins' schema); kube-batch as Volcano. */
+json_object *tf_build_pod_group_in(const KbTfJob *job, TfGangApi api);
+/* The job's Workload (scheduling.k8s.io/v1beta1, new object, owned by the job, named after it):
+ * controllerRef to the TFJob, one pod group template with gang.minCount = minMember, the queue
+ * label as on the PodGroup. */
+json_object *tf_build_workload(const KbTfJob *job);

@@ -32,6 +32,7 @@ typedef struct {
 
 static const char *const action_names[] = {
         [TF_ACTION_SET_RUNTIME_ID] = "SetRuntimeId",
+        [TF_ACTION_CREATE_WORKLOAD] = "CreateWorkload",
         [TF_ACTION_CREATE_POD_GROUP] = "CreatePodGroup",
         [TF_ACTION_CREATE_SERVICE] = "CreateService",
         [TF_ACTION_CREATE_POD] = "CreatePod",
@@ -287,7 +288,7 @@ static void reconcile_replica(Planner *p, KbTfReplicaType t, gint32 index, gbool
         /* A pod still being deleted holds the name: create once it is gone. */
         if (pods_allowed && g_hash_table_lookup(p->deleting, name) == NULL)
             add_action(p, TF_ACTION_CREATE_POD, name,
-                       tf_build_pod(p->job, t, index, p->obs->gang_scheduler));
+                       tf_build_pod_in(p->job, t, index, p->obs->gang_scheduler, p->obs->gang_api));
         return;
     }
     gboolean folded = pod->meta.uid != NULL &&
@@ -458,7 +459,12 @@ static void reconcile_running(Planner *p)
     if (p->st.start_time == 0)
         p->st.start_time = p->obs->now;
     if (gang_on(p) && p->obs->pod_group == NULL) {
-        add_action(p, TF_ACTION_CREATE_POD_GROUP, job->meta.name, tf_build_pod_group(job));
+        /* The Workload first: the PodGroup's workloadRef names it. An existing one is a 409,
+         * which counts as done. */
+        if (p->obs->gang_api == TF_GANG_API_NATIVE)
+            add_action(p, TF_ACTION_CREATE_WORKLOAD, job->meta.name, tf_build_workload(job));
+        add_action(p, TF_ACTION_CREATE_POD_GROUP, job->meta.name,
+                   tf_build_pod_group_in(job, p->obs->gang_api));
         pods_allowed = FALSE; /* all-or-nothing starts with the group */
     }
     p->all_pods_exist = TRUE;
@@ -551,7 +557,7 @@ static void drop_moot_actions(Planner *p)
         const TfAction *x = g_ptr_array_index(a, i);
         gboolean drop = FALSE;
         if (x->type == TF_ACTION_CREATE_POD || x->type == TF_ACTION_CREATE_SERVICE ||
-            x->type == TF_ACTION_CREATE_POD_GROUP) {
+            x->type == TF_ACTION_CREATE_POD_GROUP || x->type == TF_ACTION_CREATE_WORKLOAD) {
             drop = TRUE;
         } else if (x->type == TF_ACTION_DELETE_POD || x->type == TF_ACTION_DELETE_SERVICE) {
             char *k = g_strdup_printf("%d/%s", x->type, x->name);
@@ -569,12 +575,12 @@ static int action_rank(TfActionType t)
     /* The enum order, with services deleted before pods (a dynamic job's worker count is its
      * services: a shrink stopped half-way must not grow back) and events before the status. */
     static const int rank[] = {
-            [TF_ACTION_SET_RUNTIME_ID] = 0, [TF_ACTION_CREATE_POD_GROUP] = 1,
-            [TF_ACTION_CREATE_SERVICE] = 2, [TF_ACTION_CREATE_POD] = 3,
-            [TF_ACTION_RECORD_RESTART] = 4, [TF_ACTION_DELETE_SERVICE] = 5,
-            [TF_ACTION_DELETE_POD] = 6,     [TF_ACTION_DELETE_POD_GROUP] = 7,
-            [TF_ACTION_EVENT] = 8,          [TF_ACTION_UPDATE_STATUS] = 9,
-            [TF_ACTION_DELETE_JOB] = 10,
+            [TF_ACTION_SET_RUNTIME_ID] = 0,   [TF_ACTION_CREATE_WORKLOAD] = 1,
+            [TF_ACTION_CREATE_POD_GROUP] = 2, [TF_ACTION_CREATE_SERVICE] = 3,
+            [TF_ACTION_CREATE_POD] = 4,       [TF_ACTION_RECORD_RESTART] = 5,
+            [TF_ACTION_DELETE_SERVICE] = 6,   [TF_ACTION_DELETE_POD] = 7,
+            [TF_ACTION_DELETE_POD_GROUP] = 8, [TF_ACTION_EVENT] = 9,
+            [TF_ACTION_UPDATE_STATUS] = 10,   [TF_ACTION_DELETE_JOB] = 11,
     };
     return rank[t];
 }

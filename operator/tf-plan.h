@@ -8,9 +8,9 @@
  *   - with gang scheduling on, no pod is planned before the PodGroup is observed;
  *   - an invalid job gets a Failed condition naming the field, and nothing else is created;
  *   - a v1alpha1 job first gets its runtime id (that plan holds nothing else).
- * Action order: the PodGroup, services, pods, restart records, deletes (services before pods),
- * then the status update
- * and the TTL delete (events go last: the controller records them once the rest is written).
+ * Action order: the Workload (native gang API), the PodGroup, services, pods, restart records,
+ * deletes (services before pods), then the status update and the TTL delete (events go last: the
+ * controller records them once the rest is written).
  *
  * No decision depends on a status field outside Kubeflow's TFJob schema (conditions,
  * replicaStatuses, startTime, completionTime, lastReconcileTime), which a structural CRD prunes
@@ -31,9 +31,11 @@
 #include "kube/kb-objects.h"
 #include "kube/kb-tfjob.h"
 #include "operator/tf-autoscale.h"
+#include "operator/tf-build.h"
 
 typedef enum {
     TF_ACTION_SET_RUNTIME_ID,   /* write spec.RuntimeId = name (v1alpha1) */
+    TF_ACTION_CREATE_WORKLOAD,  /* body: the Workload (native gang API) */
     TF_ACTION_CREATE_POD_GROUP, /* body: the PodGroup */
     TF_ACTION_CREATE_SERVICE,   /* body: the Service */
     TF_ACTION_CREATE_POD,       /* body: the Pod */
@@ -67,6 +69,7 @@ typedef struct {
     const KbObjectMeta *pod_group; /* the job's PodGroup's metadata, NULL when not observed */
     gint64 now;                    /* unix seconds */
     const char *gang_scheduler;    /* NULL or "" turns gang scheduling off */
+    TfGangApi gang_api;            /* the group's API, resolved (never TF_GANG_API_AUTO) */
     const TfScaleDecision *scale;  /* an autoscaling decision to apply, or NULL */
 } TfObservation;
 

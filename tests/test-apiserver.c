@@ -629,7 +629,88 @@ static void test_gang_api_invalid(void)
                               "application/merge-patch+json",
                               "{\"spec\":{\"schedulingGroup\":{\"podGroupName\":\"g2\"}}}");
     assert_status(pu, 422, "Invalid");
-    g_assert_nonnull(strstr(js(pu, "message"), "pod updates may not change fields"));
+    g_assert_cmpstr(js(pu, "message"), ==,
+                    "Pod \"p2\" is invalid: spec.schedulingGroup: Invalid value: \"object\": field "
+                    "is immutable");
+    /* nor be added to a pod that had none; other changes still list the diff */
+    create_pod(srv, POD_JSON("p3", "", ""));
+    g_autoptr(Resp) pa =
+            http(srv, "PATCH", "/api/v1/namespaces/default/pods/p3", "application/merge-patch+json",
+                 "{\"spec\":{\"schedulingGroup\":{\"podGroupName\":\"g2\"}}}");
+    assert_status(pa, 422, "Invalid");
+    g_assert_cmpstr(js(pa, "message"), ==,
+                    "Pod \"p3\" is invalid: spec.schedulingGroup: Invalid value: \"object\": field "
+                    "is immutable");
+    g_autoptr(Resp) po = http(srv, "PATCH", "/api/v1/namespaces/default/pods/p2",
+                              "application/merge-patch+json", "{\"spec\":{\"hostname\":\"h\"}}");
+    assert_status(po, 422, "Invalid");
+    g_assert_nonnull(strstr(js(po, "message"), "pod updates may not change fields"));
+    g_assert_null(strstr(js(po, "message"), "schedulingGroup"));
+}
+
+#define RES_POD(name, spec_res, cres)                                                              \
+    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"" name "\"},\"spec\":{"      \
+    "\"resources\":" spec_res ",\"containers\":[{\"name\":\"c\",\"image\":\"busybox:1\","          \
+    "\"resources\":" cres "},{\"name\":\"d\",\"image\":\"busybox:1\",\"resources\":" cres "}]}}"
+
+/* Pod-level spec.resources as the API server validates it (validatePodResources and
+ * validatePodResourceConsistency): names, requests within limits, the containers covered. */
+static void test_pod_level_resources(void)
+{
+    g_autoptr(KasServer) srv = start();
+    static const struct {
+        const char *body, *message;
+    } bad[] = {
+            {RES_POD("a", "{\"requests\":{\"nvidia.com/gpu\":\"1\"}}", "{}"),
+             "Pod \"a\" is invalid: spec.resources.requests[nvidia.com/gpu]: Unsupported value: "
+             "\"nvidia.com/gpu\": supported values: \"cpu\", \"hugepages-\", \"memory\""},
+            {RES_POD("a", "{\"limits\":{\"cpus\":\"1\"}}", "{}"),
+             "Pod \"a\" is invalid: spec.resources.limits[cpus]: Invalid value: \"cpus\": must be "
+             "a "
+             "standard resource type or fully qualified"},
+            {RES_POD("a", "{\"requests\":{\"cpu\":\"2\"},\"limits\":{\"cpu\":\"1\"}}", "{}"),
+             "Pod \"a\" is invalid: spec.resources.requests: Invalid value: \"2\": must be less "
+             "than "
+             "or equal to cpu limit of 1"},
+            {RES_POD("a", "{\"requests\":{\"memory\":\"-1Gi\"}}", "{}"),
+             "Pod \"a\" is invalid: spec.resources.requests[memory]: Invalid value: \"-1Gi\": must "
+             "be greater than or equal to 0"},
+            {RES_POD("a", "{\"requests\":{\"cpu\":\"1\"}}", "{\"requests\":{\"cpu\":\"750m\"}}"),
+             "Pod \"a\" is invalid: spec.resources.requests[cpu]: Invalid value: \"1\": must be "
+             "greater than or equal to aggregate container requests of 1500m"},
+            {RES_POD("a", "{\"requests\":{\"memory\":\"4Gi\"}}",
+                     "{\"requests\":{\"memory\":\"3Gi\"}}"),
+             "Pod \"a\" is invalid: spec.resources.requests[memory]: Invalid value: \"4Gi\": must "
+             "be "
+             "greater than or equal to aggregate container requests of 6Gi"},
+            {RES_POD("a", "{\"limits\":{\"cpu\":\"1\"}}", "{\"limits\":{\"cpu\":\"2\"}}"),
+             "Pod \"a\" is invalid: [spec.resources.containers[0][cpu].limits: Invalid value: "
+             "\"2\": "
+             "must be less than or equal to pod limits of 1, "
+             "spec.resources.containers[1][cpu].limits: "
+             "Invalid value: \"2\": must be less than or equal to pod limits of 1]"},
+            {RES_POD("a", "{\"limits\":{\"hugepages-2Mi\":\"2Mi\"}}", "{}"),
+             "Pod \"a\" is invalid: spec.resources: Forbidden: HugePages require cpu or memory"},
+            {RES_POD("a",
+                     "{\"requests\":{\"hugepages-2Mi\":\"2Mi\",\"memory\":\"1Gi\"},\"limits\":"
+                     "{\"hugepages-2Mi\":\"4Mi\"}}",
+                     "{}"),
+             "Pod \"a\" is invalid: spec.resources.requests: Invalid value: \"2Mi\": must be equal "
+             "to hugepages-2Mi limit of 4Mi"},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autoptr(Resp) r = post(srv, "/api/v1/namespaces/default/pods", bad[i].body);
+        assert_status(r, 422, "Invalid");
+        g_assert_cmpstr(js(r, "message"), ==, bad[i].message);
+    }
+    /* the pod's request covers its containers', its limit bounds each of theirs */
+    g_autoptr(Resp) ok = post(srv, "/api/v1/namespaces/default/pods",
+                              RES_POD("b",
+                                      "{\"requests\":{\"cpu\":\"2\",\"memory\":\"6Gi\"},"
+                                      "\"limits\":{\"cpu\":\"4\"}}",
+                                      "{\"requests\":{\"cpu\":\"1\",\"memory\":\"3Gi\"},"
+                                      "\"limits\":{\"cpu\":\"4\"}}"));
+    assert_status(ok, 201, NULL);
 }
 
 static void test_crud_stale_update(void)
@@ -2162,6 +2243,7 @@ int main(int argc, char **argv)
     g_test_add_func("/apiserver/gang-api/runtime-config", test_gang_api_runtime_config);
     g_test_add_func("/apiserver/gang-api/podgroup", test_gang_api_podgroup);
     g_test_add_func("/apiserver/gang-api/invalid", test_gang_api_invalid);
+    g_test_add_func("/apiserver/pods/pod-level-resources", test_pod_level_resources);
     g_test_add_func("/apiserver/crud/stale-update-409", test_crud_stale_update);
     g_test_add_func("/apiserver/crud/noop-update", test_crud_noop_update);
     g_test_add_func("/apiserver/crud/pod-spec-immutable", test_crud_pod_spec_immutable);

@@ -449,6 +449,15 @@ static void test_tfjobs(gconstpointer data)
                          "-o",  "jsonpath={.status.state}",     NULL};
     g_autofree char *b = wait_get(e, succeeded, v1a);
     g_assert_cmpstr(b, ==, "Succeeded");
+    /* --gang-api auto: where the server serves scheduling.k8s.io/v1beta1 the operator created
+     * the job's Workload and native PodGroup as its ServiceAccount, and the pods name the group;
+     * elsewhere a Volcano PodGroup. */
+    int served = -1;
+    g_free(kubectl_as(e, KB_TEST_ADMIN, NULL, &served, "get", "podgroups.scheduling.k8s.io", "-n",
+                      "default", NULL));
+    g_autofree char *group = admin(e, NULL, "get", "pod", "rbac-v1-worker-0", "-n", "default", "-o",
+                                   "jsonpath={.spec.schedulingGroup.podGroupName}", NULL);
+    g_assert_cmpstr(group, ==, served == 0 ? "rbac-v1" : "");
 }
 
 /* Lines of @log mentioning a refusal. */

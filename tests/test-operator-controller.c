@@ -26,6 +26,8 @@ typedef struct {
     guint creates, conflicts, deletes;
     gboolean hold_job_watch; /* tfjob changes are not sent to watchers (a lagging cache) */
     gboolean fail_job_lists; /* lists of tfjobs answer 500 (a slow or failing TFJob list) */
+    guint discoveries;       /* GET /apis/GROUP/VERSION answered so far */
+    gboolean fail_discovery; /* discovery answers 503 */
 } Store;
 
 typedef struct {
@@ -265,10 +267,36 @@ static KbTestResponse *do_patch(Store *s, const Path *p, const char *body)
     return kb_test_response_new_body(200, json_object_to_json_string(obj));
 }
 
+/* GET /apis/GROUP/VERSION: an APIResourceList of what the store holds for a served version (the
+ * native gang API's podgroups and workloads), 404 for one not served. */
+static KbTestResponse *discovery(Store *s, const char *path)
+{
+    const char *gv = path + strlen("/apis/");
+    g_mutex_lock(&s->lock);
+    s->discoveries++;
+    gboolean fail = s->fail_discovery, served = g_hash_table_contains(s->served, gv);
+    g_mutex_unlock(&s->lock);
+    if (fail)
+        return status_resp(503, "ServiceUnavailable", "injected: discovery fails");
+    if (!served)
+        return status_resp(404, "NotFound", "the server could not find the requested resource");
+    g_autofree char *body = g_strdup_printf(
+            "{\"kind\":\"APIResourceList\",\"groupVersion\":\"%s\",\"resources\":[%s]}", gv,
+            strcmp(gv, "scheduling.k8s.io/v1beta1") == 0
+                    ? "{\"name\":\"podgroups\",\"namespaced\":true,\"kind\":\"PodGroup\"},"
+                      "{\"name\":\"workloads\",\"namespaced\":true,\"kind\":\"Workload\"}"
+                    : "");
+    return kb_test_response_new_body(200, body);
+}
+
 static KbTestResponse *handle(const KbTestRequest *req, gpointer data)
 {
     Store *s = data;
     Path p;
+    if (g_str_has_prefix(req->path, "/apis/") && strcmp(req->method, "GET") == 0 &&
+        strchr(req->path + strlen("/apis/"), '/') != NULL &&
+        strchr(strchr(req->path + strlen("/apis/"), '/') + 1, '/') == NULL)
+        return discovery(s, req->path);
     if (!parse_path(req->path, &p))
         return status_resp(404, "NotFound", "no such path");
     g_mutex_lock(&s->lock);
@@ -369,15 +397,21 @@ static Rig *rig_new(gboolean v1_served)
     return r;
 }
 
-static void rig_start_full(Rig *r, const char *gang, gboolean autoscaling)
+static void rig_start_api(Rig *r, const char *gang, gboolean autoscaling, TfGangApi api)
 {
     TfControllerOptions o = {.gang_scheduler = gang,
+                             .gang_api = api,
                              .resync_seconds = 1,
                              .enable_autoscaling = autoscaling,
                              .autoscale_seconds = 1};
     r->gang = gang;
     r->controller = tf_controller_new(r->client, r->recorder, NULL, &o);
     tf_controller_start(r->controller);
+}
+
+static void rig_start_full(Rig *r, const char *gang, gboolean autoscaling)
+{
+    rig_start_api(r, gang, autoscaling, TF_GANG_API_VOLCANO);
 }
 
 static void rig_start(Rig *r, const char *gang)
@@ -871,6 +905,105 @@ static void test_conflicts_repeat_no_event(void)
     g_assert_cmpuint(event_count(r, "TFJobFailed"), ==, 1);
 }
 
+/* The stored object at @key, as JSON text (newly allocated), or NULL. */
+static char *stored(Rig *r, const char *key)
+{
+    g_mutex_lock(&r->store->lock);
+    json_object *o = g_hash_table_lookup(r->store->objects, key);
+    char *out = o != NULL ? g_strdup(json_object_to_json_string_ext(
+                                    o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE))
+                          : NULL;
+    g_mutex_unlock(&r->store->lock);
+    return out;
+}
+
+static gboolean discovered_twice(Rig *r, gconstpointer data)
+{
+    g_mutex_lock(&r->store->lock);
+    gboolean twice = r->store->discoveries >= 2;
+    g_mutex_unlock(&r->store->lock);
+    return twice;
+}
+
+/* --gang-api auto on a server that serves scheduling.k8s.io/v1beta1: nothing is created while
+ * discovery fails (it is asked again, never guessed); once it answers, the job gets a Workload
+ * and a native PodGroup, its pods name the group in spec.schedulingGroup, and the finished job's
+ * group and Workload go. */
+static void test_gang_api_auto_native(void)
+{
+    g_autoptr(Rig) r = rig_new(TRUE);
+    g_hash_table_add(r->store->served, (gpointer) "scheduling.k8s.io/v1beta1");
+    r->store->fail_discovery = TRUE;
+    put_object(r, "tfjobs", load("v1-2ps-4w.json"));
+    rig_start_api(r, "kube-batchd", FALSE, TF_GANG_API_AUTO);
+    g_assert_true(wait_for(r, discovered_twice, NULL));
+    g_autofree char *reason = NULL;
+    g_assert_false(tf_controller_ready(r->controller, &reason));
+    g_assert_nonnull(strstr(reason, "discovery of scheduling.k8s.io/v1beta1"));
+    g_assert_cmpint(tf_controller_gang_api(r->controller), ==, TF_GANG_API_AUTO);
+    g_assert_cmpuint(store_creates(r), ==, 0);
+    g_mutex_lock(&r->store->lock);
+    r->store->fail_discovery = FALSE;
+    g_mutex_unlock(&r->store->lock);
+
+    g_assert_true(wait_for(r, count_is, &(CountIs){"pods", 6}));
+    g_assert_cmpint(tf_controller_gang_api(r->controller), ==, TF_GANG_API_NATIVE);
+    g_assert_cmpuint(count(r, "workloads"), ==, 1);
+    g_autofree char *pg = stored(r, "podgroups/research/mnist-dist");
+    g_assert_nonnull(strstr(pg, "\"apiVersion\":\"scheduling.k8s.io/v1beta1\""));
+    g_assert_nonnull(strstr(pg, "\"workloadName\":\"mnist-dist\""));
+    g_assert_nonnull(strstr(pg, "\"minCount\":6"));
+    g_autofree char *pod = stored(r, "pods/research/mnist-dist-worker-3");
+    g_assert_nonnull(strstr(pod, "\"schedulingGroup\":{\"podGroupName\":\"mnist-dist\"}"));
+    g_assert_null(strstr(pod, "scheduling.k8s.io/group-name"));
+
+    set_pods(r, "mnist-dist-", "Running", -1);
+    set_pods(r, "mnist-dist-worker-0", "Succeeded", 0);
+    g_assert_true(wait_for(r, condition_is, &(CondIs){JOB_KEY, "Succeeded"}));
+    g_assert_true(wait_for(r, count_is, &(CountIs){"podgroups", 0}));
+    g_assert_true(wait_for(r, count_is, &(CountIs){"workloads", 0}));
+    g_assert_cmpuint(tf_controller_errors(r->controller), ==, 0);
+}
+
+/* --gang-api auto where the server has no scheduling.k8s.io/v1beta1 (404): today's Volcano
+ * PodGroup, and pods that join it by annotation. */
+static void test_gang_api_auto_volcano(void)
+{
+    g_autoptr(Rig) r = rig_new(TRUE);
+    put_object(r, "tfjobs", load("v1-2ps-4w.json"));
+    rig_start_api(r, "kube-batchd", FALSE, TF_GANG_API_AUTO);
+    g_assert_true(wait_for(r, count_is, &(CountIs){"pods", 6}));
+    g_assert_cmpint(tf_controller_gang_api(r->controller), ==, TF_GANG_API_VOLCANO);
+    g_assert_cmpuint(count(r, "workloads"), ==, 0);
+    g_autofree char *pg = stored(r, "podgroups/research/mnist-dist");
+    g_assert_nonnull(strstr(pg, "\"apiVersion\":\"scheduling.volcano.sh/v1beta1\""));
+    g_autofree char *pod = stored(r, "pods/research/mnist-dist-worker-3");
+    g_assert_null(strstr(pod, "schedulingGroup"));
+    g_assert_nonnull(strstr(pod, "\"scheduling.k8s.io/group-name\":\"mnist-dist\""));
+}
+
+/* A TFJob deleted while the operator was away: its native PodGroup and Workload are deleted with
+ * its pods (the test server has no garbage collector). */
+static void test_gang_native_orphans(void)
+{
+    g_autoptr(Rig) r = rig_new(TRUE);
+    g_hash_table_add(r->store->served, (gpointer) "scheduling.k8s.io/v1beta1");
+    put_object(r, "tfjobs", load("v1-2ps-4w.json"));
+    rig_start_api(r, "kube-batchd", FALSE, TF_GANG_API_NATIVE);
+    g_assert_true(wait_for(r, count_is, &(CountIs){"pods", 6}));
+    g_assert_cmpuint(count(r, "workloads"), ==, 1);
+    g_mutex_lock(&r->store->lock);
+    json_object *job = g_hash_table_lookup(r->store->objects, JOB_KEY);
+    json_object_get(job);
+    g_hash_table_remove(r->store->objects, JOB_KEY);
+    notify(r->store, "DELETED", "tfjobs", job);
+    json_object_put(job);
+    g_mutex_unlock(&r->store->lock);
+    g_assert_true(wait_for(r, count_is, &(CountIs){"workloads", 0}));
+    g_assert_true(wait_for(r, count_is, &(CountIs){"podgroups", 0}));
+    g_assert_true(wait_for(r, count_is, &(CountIs){"pods", 0}));
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -884,5 +1017,8 @@ int main(int argc, char **argv)
                     test_operator_restart_kills_nothing);
     g_test_add_func("/operator/controller/conflicts-repeat-no-event",
                     test_conflicts_repeat_no_event);
+    g_test_add_func("/operator/controller/gang-api/auto-native", test_gang_api_auto_native);
+    g_test_add_func("/operator/controller/gang-api/auto-volcano", test_gang_api_auto_volcano);
+    g_test_add_func("/operator/controller/gang-api/native-orphans", test_gang_native_orphans);
     return g_test_run();
 }

@@ -132,6 +132,14 @@ static void test_v1_succeeds(void)
                                 NULL);
     g_assert_nonnull(strstr(env, "\"task\":{\"type\":\"worker\",\"index\":0}"));
     g_assert_nonnull(strstr(env, "mnist-dist-ps-1.default.svc:2222"));
+    /* --gang-api auto on a server without scheduling.k8s.io/v1beta1: a Volcano PodGroup, which
+     * the pods join by annotation. */
+    g_autofree char *group =
+            kb_test_kubectl_run(cluster.api, NULL, "get", "pod", "mnist-dist-worker-0", "-o",
+                                "jsonpath={.metadata.annotations.scheduling\\.k8s\\.io/group-name}"
+                                "/{.spec.schedulingGroup.podGroupName}",
+                                NULL);
+    g_assert_cmpstr(group, ==, "mnist-dist/");
 }
 
 /* dist-mnist without cleanPodPolicy: parameter servers that serve until deleted, as real ones
@@ -293,6 +301,104 @@ static void test_autoscaling(void)
     g_free(kb_test_kubectl_run(cluster.api, NULL, "delete", "tfjob", "elastic", "urgent", NULL));
 }
 
+/* ---- Kubernetes' own gang API ----------------------------------------------------------- */
+
+static const char job_native[] =
+        "apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata: {name: %s}\nspec:\n"
+        "  runPolicy: {schedulingPolicy: {minAvailable: 3}}\n  tfReplicaSpecs:\n"
+        "    PS:\n      template:\n        spec: {containers: [{name: tensorflow, image: x}]}\n"
+        "    Worker:\n      replicas: 3\n      template:\n        spec:\n          containers:\n"
+        "          - {name: tensorflow, image: x, resources: {limits: {nvidia.com/gpu: 1}}}\n";
+
+/* Poll `kubectl get @args` on @api until it prints @want (60 s at most); the last output. */
+static char *wait_out(KbTestApiserver *api, const char *want, const char *const *args)
+{
+    char *v = NULL;
+    for (int i = 0; i < 300; i++) {
+        g_free(v);
+        v = kb_test_kubectl_run(api, NULL, "get", args[0], args[1], args[2], args[3], args[4],
+                                NULL);
+        if (g_strcmp0(v, want) == 0)
+            return v;
+        g_usleep(200 * 1000);
+    }
+    g_test_message("kubectl get %s %s: \"%s\", wanted \"%s\"", args[0], args[1], v, want);
+    return v;
+}
+
+/* A TFJob on kb-apiserver serving scheduling.k8s.io/v1beta1: its Workload and PodGroup, pods
+ * naming the group, bound whole by kube-batchd, PodGroupInitiallyScheduled True; deleting the
+ * job takes them all. */
+static void run_native_job(KbTestApiserver *api, const char *name)
+{
+    g_autofree char *yaml = g_strdup_printf(job_native, name);
+    g_autofree char *out = kb_test_kubectl_run(api, yaml, "create", "-f", "-", NULL);
+    g_assert_nonnull(strstr(out, "created"));
+    const char *cond[] = {"podgroups.v1beta1.scheduling.k8s.io", name, "-o",
+                          "jsonpath={.status.conditions[?(@.type==\"PodGroupInitiallyScheduled\")]"
+                          ".status}",
+                          NULL};
+    g_autofree char *c = wait_out(api, "True", cond);
+    g_assert_cmpstr(c, ==, "True");
+    g_autofree char *spec = kb_test_kubectl_run(
+            api, NULL, "get", "podgroups.v1beta1.scheduling.k8s.io", name, "-o",
+            "jsonpath={.spec.schedulingPolicy.gang.minCount} {.spec.workloadRef.workloadName} "
+            "{.metadata.ownerReferences[0].kind}",
+            NULL);
+    g_autofree char *want_spec = g_strdup_printf("3 %s TFJob", name);
+    g_assert_cmpstr(spec, ==, want_spec);
+    g_autofree char *wl = kb_test_kubectl_run(
+            api, NULL, "get", "workloads.v1beta1.scheduling.k8s.io", name, "-o",
+            "jsonpath={.spec.podGroupTemplates[0].schedulingPolicy.gang.minCount}", NULL);
+    g_assert_cmpstr(wl, ==, "3");
+    g_autofree char *sel = g_strdup_printf("training.kubeflow.org/job-name=%s", name);
+    g_autofree char *want_pods = g_strdup_printf("%s Running\n%s Running\n%s Running\n%s Running\n",
+                                                 name, name, name, name);
+    const char *pods[] = {"pods", "-l", sel, "-o",
+                          "jsonpath={range .items[*]}{.spec.schedulingGroup.podGroupName} "
+                          "{.status.phase}{\"\\n\"}{end}"};
+    g_autofree char *bound = wait_out(api, want_pods, pods);
+    g_assert_cmpstr(bound, ==, want_pods);
+    g_free(kb_test_kubectl_run(api, NULL, "delete", "tfjob", name, NULL));
+    const char *gone[] = {"workloads.v1beta1.scheduling.k8s.io", "--ignore-not-found", "-o", "name",
+                          NULL};
+    g_autofree char *left = wait_out(api, "", gone);
+    g_assert_cmpstr(left, ==, "");
+}
+
+/* tf-operator --gang-api native, then auto (which picks native on this server). */
+static void test_native_gang_api(void)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree char *nodes =
+            g_build_filename(kb_test_src_dir(), "tests/data/apiserver/nodes.yaml", NULL);
+    const char *args[] = {"--simulate-kubelet",
+                          "--runtime-config",
+                          "scheduling.k8s.io/v1beta1=true",
+                          "--nodes",
+                          nodes,
+                          NULL};
+    KbTestApiserver *api = kb_test_apiserver_start(args, &error);
+    g_assert_no_error(error);
+    g_autofree char *crds = g_build_filename(kb_test_src_dir(), "deploy/crds", NULL);
+    g_autofree char *queue = g_build_filename(kb_test_src_dir(), "deploy/default-queue.yaml", NULL);
+    g_free(kb_test_kubectl_run(api, NULL, "apply", "-f", crds, NULL));
+    g_free(kb_test_kubectl_run(api, NULL, "apply", "-f", queue, NULL));
+    g_autofree char *logdir = g_build_filename(cluster.logdir, "native", NULL);
+    g_mkdir_with_parents(logdir, 0700);
+    const char *sched_args[] = {"--schedule-period", "200ms", NULL};
+    KbTestDaemon *sched = kb_test_apiserver_spawn(api, "kube-batchd", TRUE, sched_args, logdir);
+    const char *native[] = {"--gang-api", "native", NULL};
+    KbTestDaemon *op = kb_test_apiserver_spawn(api, "tf-operator", TRUE, native, logdir);
+    run_native_job(api, "native-job");
+    stop(&op, "tf-operator");
+    op = kb_test_apiserver_spawn(api, "tf-operator", TRUE, NULL, logdir);
+    run_native_job(api, "auto-job");
+    stop(&op, "tf-operator");
+    stop(&sched, "kube-batchd");
+    kb_test_apiserver_free(api);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -329,6 +435,7 @@ int main(int argc, char **argv)
     g_test_add_func("/operator/e2e/ttl", test_ttl);
     g_test_add_func("/operator/e2e/invalid", test_invalid);
     g_test_add_func("/operator/e2e/autoscaling", test_autoscaling);
+    g_test_add_func("/operator/e2e/native-gang-api", test_native_gang_api);
     int rc = g_test_run();
 
     stop(&cluster.operator_, "tf-operator");

@@ -27,6 +27,8 @@ typedef struct {
     gboolean job_deleted;
     gint64 now;
     const char *gang; /* gang scheduler name */
+    TfGangApi api;
+    json_object *workload_json; /* the Workload created (native gang API) */
     guint uid_seq;
 } Cluster;
 
@@ -109,6 +111,8 @@ static void cluster_free(Cluster *c)
         kb_object_unref(c->pod_group);
     if (c->pod_group_json != NULL)
         json_object_put(c->pod_group_json);
+    if (c->workload_json != NULL)
+        json_object_put(c->workload_json);
     g_free(c);
 }
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Cluster, cluster_free)
@@ -124,6 +128,7 @@ static TfPlan *plan_scaled(Cluster *c, const TfScaleDecision *scale)
             .pod_group = c->pod_group,
             .now = c->now,
             .gang_scheduler = c->gang,
+            .gang_api = c->api,
             .scale = scale,
     };
     return tf_plan_compute(&obs);
@@ -273,6 +278,11 @@ static void apply(Cluster *c, const TfPlan *p)
         case TF_ACTION_CREATE_SERVICE:
         case TF_ACTION_CREATE_POD_GROUP:
             apply_create(c, a);
+            break;
+        case TF_ACTION_CREATE_WORKLOAD:
+            /* a second create would be a 409: never planned once the group exists */
+            g_assert_null(c->workload_json);
+            c->workload_json = json_object_get(a->body);
             break;
         case TF_ACTION_DELETE_POD: {
             gint k = find_pod(c, a->name);
@@ -603,6 +613,126 @@ static void test_gang_off(void)
     json_object *ann = json_object_object_get(meta, "annotations");
     g_assert_true(ann == NULL ||
                   json_object_object_get(ann, "scheduling.k8s.io/group-name") == NULL);
+}
+
+/* The value at @path ("a.b.0.c") in @o as a string, or NULL. */
+static const char *at(json_object *o, const char *path)
+{
+    g_auto(GStrv) parts = g_strsplit(path, ".", -1);
+    for (guint i = 0; o != NULL && parts[i] != NULL; i++) {
+        if (json_object_is_type(o, json_type_array))
+            o = json_object_array_get_idx(o, atoi(parts[i]));
+        else if (!json_object_object_get_ex(o, parts[i], &o))
+            return NULL;
+    }
+    return o != NULL ? json_object_get_string(o) : NULL;
+}
+
+/* --gang-api native: the Workload, then its PodGroup, both owned by the job; the pods name the
+ * group in spec.schedulingGroup, not in the annotation. */
+static void test_gang_native(void)
+{
+    g_autoptr(Cluster) c = cluster_new("v1-chief.json");
+    c->api = TF_GANG_API_NATIVE;
+    g_autoptr(TfPlan) p = plan(c);
+    g_assert_cmpuint(tf_plan_count(p, TF_ACTION_CREATE_WORKLOAD), ==, 1);
+    g_assert_cmpuint(tf_plan_count(p, TF_ACTION_CREATE_POD_GROUP), ==, 1);
+    g_assert_cmpuint(tf_plan_count(p, TF_ACTION_CREATE_POD), ==, 0);
+    g_assert_cmpint(((TfAction *)g_ptr_array_index(p->actions, 0))->type, ==,
+                    TF_ACTION_CREATE_WORKLOAD);
+    g_assert_cmpint(((TfAction *)g_ptr_array_index(p->actions, 1))->type, ==,
+                    TF_ACTION_CREATE_POD_GROUP);
+    json_object *wl = tf_plan_find(p, TF_ACTION_CREATE_WORKLOAD, "chiefjob")->body;
+    g_assert_cmpstr(at(wl, "apiVersion"), ==, "scheduling.k8s.io/v1beta1");
+    g_assert_cmpstr(at(wl, "kind"), ==, "Workload");
+    g_assert_cmpstr(at(wl, "spec.controllerRef.kind"), ==, "TFJob");
+    g_assert_cmpstr(at(wl, "spec.controllerRef.name"), ==, "chiefjob");
+    g_assert_cmpint(json_object_array_length(json_object_object_get(
+                            json_object_object_get(wl, "spec"), "podGroupTemplates")),
+                    ==, 1);
+    /* minAvailable 3 of the job's 4 replicas */
+    g_assert_cmpstr(at(wl, "spec.podGroupTemplates.0.schedulingPolicy.gang.minCount"), ==, "3");
+    g_assert_cmpstr(at(wl, "metadata.ownerReferences.0.uid"), ==, c->job->meta.uid);
+    json_object *pg = tf_plan_find(p, TF_ACTION_CREATE_POD_GROUP, "chiefjob")->body;
+    g_assert_cmpstr(at(pg, "apiVersion"), ==, "scheduling.k8s.io/v1beta1");
+    g_assert_cmpstr(at(pg, "spec.workloadRef.workloadName"), ==, "chiefjob");
+    g_assert_cmpstr(at(pg, "spec.workloadRef.templateName"), ==,
+                    at(wl, "spec.podGroupTemplates.0.name"));
+    g_assert_cmpstr(at(pg, "spec.schedulingPolicy.gang.minCount"), ==, "3");
+    g_assert_cmpstr(at(pg, "spec.priorityClassName"), ==, "high");
+    g_assert_null(at(pg, "spec.minMember"));
+    g_assert_null(at(pg, "spec.queue"));
+    g_assert_cmpstr(at(pg, "metadata.ownerReferences.0.kind"), ==, "TFJob");
+    g_assert_cmpstr(at(pg, "metadata.ownerReferences.0.controller"), ==, "true");
+    /* the queue is the label kube-batchd reads on a native group (and its Workload) */
+    json_object *labels = json_object_object_get(json_object_object_get(pg, "metadata"), "labels");
+    g_assert_cmpstr(json_object_get_string(json_object_object_get(labels, "kube-batchd.io/queue")),
+                    ==, "research");
+    labels = json_object_object_get(json_object_object_get(wl, "metadata"), "labels");
+    g_assert_cmpstr(json_object_get_string(json_object_object_get(labels, "kube-batchd.io/queue")),
+                    ==, "research");
+    apply(c, p);
+    g_autoptr(TfPlan) p2 = plan(c);
+    g_assert_cmpuint(tf_plan_count(p2, TF_ACTION_CREATE_WORKLOAD), ==, 0);
+    g_assert_cmpuint(tf_plan_count(p2, TF_ACTION_CREATE_POD), ==, 4);
+    json_object *pod = tf_plan_find(p2, TF_ACTION_CREATE_POD, "chiefjob-worker-1")->body;
+    g_assert_cmpstr(at(pod, "spec.schedulingGroup.podGroupName"), ==, "chiefjob");
+    json_object *ann =
+            json_object_object_get(json_object_object_get(pod, "metadata"), "annotations");
+    g_assert_true(ann == NULL ||
+                  json_object_object_get(ann, "scheduling.k8s.io/group-name") == NULL);
+    apply(c, p2);
+    g_assert_cmpuint(settle(c, 3), ==, 0);
+}
+
+/* The other dialects: apiVersion and what their schemas hold; pods join by annotation. */
+static void test_gang_dialects(void)
+{
+    static const struct {
+        TfGangApi api;
+        const char *api_version;
+        gboolean queue;
+    } cases[] = {
+            {TF_GANG_API_VOLCANO, "scheduling.volcano.sh/v1beta1", TRUE},
+            {TF_GANG_API_KUBE_BATCH, "scheduling.incubator.k8s.io/v1alpha1", TRUE},
+            {TF_GANG_API_X_K8S, "scheduling.x-k8s.io/v1alpha1", FALSE},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(Cluster) c = cluster_new("v1-chief.json");
+        c->api = cases[i].api;
+        g_autoptr(TfPlan) p = plan(c);
+        g_assert_cmpuint(tf_plan_count(p, TF_ACTION_CREATE_WORKLOAD), ==, 0);
+        json_object *pg = tf_plan_find(p, TF_ACTION_CREATE_POD_GROUP, "chiefjob")->body;
+        g_assert_cmpstr(at(pg, "apiVersion"), ==, cases[i].api_version);
+        g_assert_cmpstr(at(pg, "spec.minMember"), ==, "3");
+        g_assert_cmpstr(at(pg, "spec.queue"), ==, cases[i].queue ? "research" : NULL);
+        apply(c, p);
+        g_autoptr(TfPlan) p2 = plan(c);
+        json_object *pod = tf_plan_find(p2, TF_ACTION_CREATE_POD, "chiefjob-worker-1")->body;
+        g_assert_null(at(pod, "spec.schedulingGroup"));
+        json_object *ann =
+                json_object_object_get(json_object_object_get(pod, "metadata"), "annotations");
+        g_assert_cmpstr(
+                json_object_get_string(json_object_object_get(ann, "scheduling.k8s.io/group-name")),
+                ==, "chiefjob");
+    }
+}
+
+static void test_gang_api_parse(void)
+{
+    TfGangApi api = TF_GANG_API_VOLCANO;
+    g_assert_true(tf_gang_api_parse("auto", &api, NULL));
+    g_assert_cmpint(api, ==, TF_GANG_API_AUTO);
+    g_assert_true(tf_gang_api_parse("x-k8s", &api, NULL));
+    g_assert_cmpint(api, ==, TF_GANG_API_X_K8S);
+    g_assert_true(tf_gang_api_parse("native", &api, NULL));
+    g_assert_cmpint(api, ==, TF_GANG_API_NATIVE);
+    g_autoptr(GError) error = NULL;
+    g_assert_false(tf_gang_api_parse("Native", &api, &error));
+    g_assert_cmpstr(error->message, ==,
+                    "--gang-api: unknown value \"Native\" (auto, native, volcano, kube-batch or "
+                    "x-k8s)");
+    g_assert_cmpint(api, ==, TF_GANG_API_NATIVE);
 }
 
 static void test_invalid_job(void)
@@ -1092,6 +1222,9 @@ int main(int argc, char **argv)
                     test_restart_after_operator_restart);
     g_test_add_func("/operator/plan/gang/no-pod-before-pod-group", test_no_pod_before_pod_group);
     g_test_add_func("/operator/plan/gang/off", test_gang_off);
+    g_test_add_func("/operator/plan/gang/native", test_gang_native);
+    g_test_add_func("/operator/plan/gang/dialects", test_gang_dialects);
+    g_test_add_func("/operator/plan/gang/api-flag", test_gang_api_parse);
     g_test_add_func("/operator/plan/invalid/v1", test_invalid_job);
     g_test_add_func("/operator/plan/invalid/v1alpha1", test_invalid_v1alpha1_gets_no_runtime_id);
     g_test_add_func("/operator/plan/restart/counted-once", test_restart_counted_once);

@@ -296,6 +296,210 @@ static void validate_resources(const char *path, json_object *res, KasFieldError
     }
 }
 
+/* ---- pod-level resources (spec.resources, PodLevelResources, 1.32+) ------------------------ */
+
+/* What pod-level resources may name (component-helpers' IsSupportedPodLevelResource). */
+static gboolean pod_level_supported(const char *name)
+{
+    return strcmp(name, "cpu") == 0 || strcmp(name, "memory") == 0 ||
+           g_str_has_prefix(name, "hugepages-");
+}
+
+/* validateResourceName's standard names (the pod-level subset of them). */
+static gboolean standard_resource(const char *name)
+{
+    static const char *const std[] = {
+            "cpu",           "memory",          "ephemeral-storage", "pods",
+            "storage",       "requests.cpu",    "requests.memory",   "limits.cpu",
+            "limits.memory", "requests.storage"};
+    for (guint i = 0; i < G_N_ELEMENTS(std); i++)
+        if (strcmp(name, std[i]) == 0)
+            return TRUE;
+    return g_str_has_prefix(name, "hugepages-") || g_str_has_prefix(name, "requests.hugepages-");
+}
+
+/* validatePodResourceName: FALSE (and the error) for a name pod-level resources cannot take. */
+static gboolean pod_level_name(const char *field, const char *name, KasFieldErrors *errs)
+{
+    if (strchr(name, '/') == NULL && !standard_resource(name)) {
+        kas_field_errors_addf(errs, field,
+                              "Invalid value: \"%s\": must be a standard resource type or fully "
+                              "qualified",
+                              name);
+        return FALSE;
+    }
+    if (pod_level_supported(name))
+        return TRUE;
+    kas_field_errors_addf(errs, field,
+                          "Unsupported value: \"%s\": supported values: \"cpu\", \"hugepages-\", "
+                          "\"memory\"",
+                          name);
+    return FALSE;
+}
+
+/* @milli (milli-units) as apimachinery prints a sum that started with @like's format. */
+static char *milli_string(gint64 milli, const char *like)
+{
+    KbQuantity q = {0}, l = {0};
+    g_autofree char *s = g_strdup_printf("%" G_GINT64_FORMAT "m", milli);
+    if (!kb_quantity_parse(s, &q, NULL))
+        return g_strdup(s);
+    if (like != NULL && kb_quantity_parse(like, &l, NULL))
+        q.format = l.format;
+    return kb_quantity_format(&q);
+}
+
+/* validateResourceRequirements for the pod level: names, signs, requests within limits,
+ * hugepages limited and paired with cpu or memory. */
+static void pod_level_requirements(json_object *res, KasFieldErrors *errs)
+{
+    json_object *limits = kas_json_get(res, "limits"), *requests = kas_json_get(res, "requests");
+    gboolean cpu_mem = FALSE, huge = FALSE;
+    g_autoptr(GPtrArray) lkeys = sorted_keys(limits);
+    for (guint i = 0; i < lkeys->len; i++) {
+        const char *k = g_ptr_array_index(lkeys, i);
+        g_autofree char *f = g_strdup_printf("spec.resources.limits[%s]", k);
+        if (pod_level_name(f, k, errs))
+            quantity_value(f, k, json_object_object_get(limits, k), errs);
+        huge |= g_str_has_prefix(k, "hugepages-");
+        cpu_mem |= strcmp(k, "cpu") == 0 || strcmp(k, "memory") == 0;
+    }
+    g_autoptr(GPtrArray) rkeys = sorted_keys(requests);
+    for (guint i = 0; i < rkeys->len; i++) {
+        const char *k = g_ptr_array_index(rkeys, i);
+        g_autofree char *f = g_strdup_printf("spec.resources.requests[%s]", k);
+        huge |= g_str_has_prefix(k, "hugepages-");
+        cpu_mem |= strcmp(k, "cpu") == 0 || strcmp(k, "memory") == 0;
+        if (!pod_level_name(f, k, errs))
+            continue;
+        json_object *rv = json_object_object_get(requests, k), *lv = NULL;
+        quantity_value(f, k, rv, errs);
+        if (json_object_is_type(limits, json_type_object))
+            json_object_object_get_ex(limits, k, &lv);
+        gboolean rok, lok = FALSE;
+        gint64 r = milli(json_object_get_string(rv), &rok), l = 0;
+        if (lv != NULL)
+            l = milli(json_object_get_string(lv), &lok);
+        g_autofree char *rs = quantity_string(json_object_get_string(rv));
+        g_autofree char *ls = lv != NULL ? quantity_string(json_object_get_string(lv)) : NULL;
+        if (lv != NULL && rok && lok && r != l && !overcommit_allowed(k))
+            kas_field_errors_addf(errs, "spec.resources.requests",
+                                  "Invalid value: \"%s\": must be equal to %s limit of %s", rs, k,
+                                  ls);
+        else if (lv != NULL && rok && lok && r > l)
+            kas_field_errors_addf(errs, "spec.resources.requests",
+                                  "Invalid value: \"%s\": must be less than or equal to %s limit "
+                                  "of %s",
+                                  rs, k, ls);
+        else if (lv == NULL && !overcommit_allowed(k))
+            kas_field_errors_add(
+                    errs, "spec.resources.limits",
+                    "Required value: Limit must be set for non overcommitable resources");
+    }
+    if (huge && !cpu_mem)
+        kas_field_errors_add(errs, "spec.resources", "Forbidden: HugePages require cpu or memory");
+}
+
+/* The containers' @side ("requests" or "limits") of @name summed, as PodRequests/PodLimits
+ * aggregate them without pod-level values: the sum over containers, or the largest init
+ * container when that is more. FALSE when no container names @name. @like receives the first
+ * value seen (borrowed), for the sum's format. */
+static gboolean container_aggregate(json_object *spec, const char *side, const char *name,
+                                    gint64 *out, const char **like)
+{
+    gint64 sum = 0, init_max = 0;
+    gboolean any = FALSE;
+    static const char *const lists[] = {"containers", "initContainers"};
+    for (guint l = 0; l < G_N_ELEMENTS(lists); l++) {
+        json_object *cs = kas_json_get(spec, lists[l]);
+        gsize n = json_object_is_type(cs, json_type_array) ? json_object_array_length(cs) : 0;
+        for (gsize i = 0; i < n; i++) {
+            json_object *m = kas_json_get(json_object_array_get_idx(cs, i), "resources");
+            json_object *v = json_object_is_type(m, json_type_object)
+                                     ? json_object_object_get(kas_json_get(m, side), name)
+                                     : NULL;
+            gboolean ok;
+            gint64 q = milli(json_object_get_string(v), &ok);
+            if (v == NULL || !ok)
+                continue;
+            if (!any)
+                *like = json_object_get_string(v);
+            any = TRUE;
+            if (l == 0)
+                sum += q;
+            else
+                init_max = MAX(init_max, q);
+        }
+    }
+    *out = MAX(sum, init_max);
+    return any;
+}
+
+/* validatePodResourceConsistency: pod-level requests cover the containers' aggregate requests,
+ * a pod-level hugepages limit their aggregate limits, and no container's limit passes the pod's. */
+static void pod_level_consistency(json_object *spec, json_object *res, KasFieldErrors *errs)
+{
+    static const char *const sides[] = {"requests", "limits"};
+    for (guint s = 0; s < G_N_ELEMENTS(sides); s++) {
+        json_object *pod = kas_json_get(res, sides[s]);
+        g_autoptr(GPtrArray) keys = sorted_keys(pod);
+        for (guint i = 0; i < keys->len; i++) {
+            const char *k = g_ptr_array_index(keys, i), *like = NULL;
+            const char *v = json_object_get_string(json_object_object_get(pod, k));
+            gboolean ok;
+            gint64 agg, mine = milli(v, &ok);
+            if ((s == 1 && !g_str_has_prefix(k, "hugepages-")) || !ok ||
+                !container_aggregate(spec, sides[s], k, &agg, &like) || agg <= mine)
+                continue;
+            g_autofree char *f = g_strdup_printf("spec.resources.%s[%s]", sides[s], k);
+            g_autofree char *ps = quantity_string(v);
+            g_autofree char *as = milli_string(agg, like);
+            kas_field_errors_addf(errs, f,
+                                  "Invalid value: \"%s\": must be greater than or equal to "
+                                  "aggregate container %s of %s",
+                                  ps, sides[s], as);
+        }
+    }
+    json_object *pod_limits = kas_json_get(res, "limits");
+    json_object *cs = kas_json_get(spec, "containers");
+    gsize n = json_object_is_type(cs, json_type_array) ? json_object_array_length(cs) : 0;
+    for (gsize i = 0; i < n && json_object_is_type(pod_limits, json_type_object); i++) {
+        json_object *lim = kas_json_get(json_object_array_get_idx(cs, i), "resources.limits");
+        g_autoptr(GPtrArray) keys = sorted_keys(lim);
+        for (guint j = 0; j < keys->len; j++) {
+            const char *k = g_ptr_array_index(keys, j);
+            const char *cv = json_object_get_string(json_object_object_get(lim, k));
+            const char *pv = json_object_get_string(json_object_object_get(pod_limits, k));
+            gboolean cok, pok;
+            gint64 c = milli(cv, &cok), p = milli(pv, &pok);
+            if (pv == NULL || !cok || !pok || c <= p)
+                continue;
+            /* the path as the API server builds it, from the pod-level resources' path */
+            g_autofree char *f = g_strdup_printf("spec.resources.containers[%zu][%s].limits", i, k);
+            g_autofree char *cs_ = quantity_string(cv);
+            g_autofree char *ps = quantity_string(pv);
+            kas_field_errors_addf(errs, f,
+                                  "Invalid value: \"%s\": must be less than or equal to pod "
+                                  "limits of %s",
+                                  cs_, ps);
+        }
+    }
+}
+
+/* validatePodResources: spec.resources of the whole pod. */
+static void validate_pod_resources(json_object *spec, KasFieldErrors *errs)
+{
+    json_object *res = kas_json_get(spec, "resources");
+    if (!json_object_is_type(res, json_type_object))
+        return;
+    if (g_strcmp0(kas_json_get_string(kas_json_get(spec, "os"), "name"), "windows") == 0) {
+        kas_field_errors_add(errs, "spec.resources", "Forbidden: may not be set for a windows pod");
+        return;
+    }
+    pod_level_requirements(res, errs);
+    pod_level_consistency(spec, res, errs);
+}
+
 /* ---- validation ----------------------------------------------------------------------------- */
 
 void kas_annotations_validate(json_object *meta, guint copies, KasFieldErrors *errs)
@@ -427,6 +631,7 @@ void kas_pods_validate(json_object *pod, KasFieldErrors *errs)
     json_object *spec = kas_json_get(pod, "spec");
     validate_containers(spec, "initContainers", FALSE, errs);
     validate_containers(spec, "containers", TRUE, errs);
+    validate_pod_resources(spec, errs);
     validate_node_affinity(spec, errs);
     validate_gates(spec, errs);
     kas_gang_validate_pod(spec, errs);
@@ -624,7 +829,14 @@ void kas_pods_validate_update(json_object *old_pod, json_object *new_pod, KasFie
         munged = json_object_new_object();
     munge_images(munged, old_spec, "containers");
     munge_images(munged, old_spec, "initContainers");
-    static const char *const free_keys[] = {"activeDeadlineSeconds", "schedulingGates"};
+    /* ValidateImmutableField on spec.schedulingGroup: its own error, not a line of the diff
+     * below (a pod never moves to another group, nor joins or leaves one). */
+    json_object *old_sg = kas_json_get(old_spec, "schedulingGroup");
+    if (!json_object_equal(kas_json_get(new_spec, "schedulingGroup"), old_sg))
+        kas_field_errors_add(errs, "spec.schedulingGroup",
+                             "Invalid value: \"object\": field is immutable");
+    static const char *const free_keys[] = {"activeDeadlineSeconds", "schedulingGates",
+                                            "schedulingGroup"};
     for (guint i = 0; i < G_N_ELEMENTS(free_keys); i++) {
         json_object *v = kas_json_get(old_spec, free_keys[i]);
         if (v != NULL)
