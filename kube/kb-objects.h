@@ -209,6 +209,9 @@ typedef enum {
 #define KB_QUEUE_LABEL "kube-batchd.io/queue"
 /* A native PodGroup's condition (scheduling.k8s.io/v1beta1). */
 #define KB_POD_GROUP_INITIALLY_SCHEDULED "PodGroupInitiallyScheduled"
+/* The condition (pods' and native PodGroups') set before the scheduler evicts them, its reason. */
+#define KB_DISRUPTION_TARGET       "DisruptionTarget"
+#define KB_PREEMPTION_BY_SCHEDULER "PreemptionByScheduler"
 
 /* The apiVersion of PodGroups of @dialect (static string); Volcano's for an unknown value. */
 const char *kb_pod_group_api_version(KbPodGroupDialect dialect);

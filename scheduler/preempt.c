@@ -90,10 +90,10 @@ typedef struct {
     GPtrArray *victims;        /* the same, in order */
     GArray *undo;              /* Undo */
     GArray *units, *chosen, *alt, *best; /* Unit scratch */
-    gint64 min_run;            /* minRunTime (seconds) */
-    gboolean backoff;          /* evictionBackoff */
-    gboolean *job_protected;   /* per job id: started less than its minimum run time ago */
-    guint n_protected;         /* in-scope tasks of protected jobs for the current preemptor */
+    gint64 min_run;                      /* minRunTime (seconds) */
+    gboolean backoff;                    /* evictionBackoff */
+    gboolean *job_protected; /* per job id: started less than its minimum run time ago */
+    guint n_protected;       /* in-scope tasks of protected jobs for the current preemptor */
 } Evict;
 
 static gboolean on_node(const KbTaskInfo *t)
@@ -676,6 +676,26 @@ static void discard(Evict *e)
     stmt_reset(e);
 }
 
+/*
+ * The victim jobs of the statement whose native PodGroup is taken whole (disruptionMode all, or
+ * every member on a node): those groups are "about to be terminated" (the API's DisruptionTarget).
+ * A set of KbJobInfo*, borrowed; call before the victims are marked evicted.
+ */
+static GHashTable *disrupted_groups(const Evict *e)
+{
+    GHashTable *set = g_hash_table_new(NULL, NULL);
+    for (guint i = 0; i < e->victims->len; i++) {
+        const KbTaskInfo *v = e->victims->pdata[i];
+        const KbJobInfo *vj = v->job;
+        if (vj->group == NULL || vj->group->dialect != KB_PODGROUP_NATIVE)
+            continue;
+        guint on_nodes = vj->n_state[KB_TASK_BOUND] + vj->n_state[KB_TASK_RUNNING];
+        if (vj->group->disruption_all || e->job_evicted[vj->id] >= on_nodes)
+            g_hash_table_add(set, (gpointer)vj);
+    }
+    return set;
+}
+
 static void commit(Evict *e, KbJobInfo *job, const KbQueueInfo *jq, GPtrArray *placed)
 {
     KbSession *ssn = e->ssn;
@@ -686,6 +706,7 @@ static void commit(Evict *e, KbJobInfo *job, const KbQueueInfo *jq, GPtrArray *p
                                   job->priority, jq->name)
                 : g_strdup_printf("reclaimed by queue \"%s\" (below its deserved share) for job %s",
                                   jq->name, job->key);
+    g_autoptr(GHashTable) disrupted = disrupted_groups(e);
     for (guint i = 0; i < e->victims->len; i++) {
         KbTaskInfo *v = e->victims->pdata[i];
         if (e->job_evicted[v->job->id] > 0) {
@@ -693,7 +714,9 @@ static void commit(Evict *e, KbJobInfo *job, const KbQueueInfo *jq, GPtrArray *p
             e->job_evicted[v->job->id] = 0;
         }
         KbEviction ev = {kb_object_ref(v->pod), reason, g_strdup(msg), g_strdup(v->job->key),
-                         g_strdup(job->key)};
+                         g_strdup(job->key),    NULL};
+        if (g_hash_table_contains(disrupted, v->job))
+            ev.disrupted_group = kb_object_ref(v->job->group);
         g_array_append_val(ssn->result->evictions, ev);
         KbSchedEvent sev = {
                 kb_object_ref(&v->pod->meta), "v1", "Pod", "Normal", reason, g_strdup(msg)};
