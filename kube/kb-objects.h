@@ -25,11 +25,11 @@
 #include "kube/kb-resource.h"
 
 /* Decoder limits (each has a test that crosses it). */
-#define KB_MAX_NAME_LEN 253
-#define KB_MAX_LABELS 256          /* labels or annotations per object */
+#define KB_MAX_NAME_LEN        253
+#define KB_MAX_LABELS          256   /* labels or annotations per object */
 #define KB_MAX_LABEL_VALUE_LEN 65536 /* annotation values can be large; labels are 63 */
-#define KB_MAX_CONTAINERS 64
-#define KB_MAX_LIST_ITEMS 64       /* tolerations, taints, owner refs, terms, expressions */
+#define KB_MAX_CONTAINERS      64
+#define KB_MAX_LIST_ITEMS      64 /* tolerations, taints, owner refs, terms, expressions */
 /* Added: a label key is an optional DNS prefix (253) and "/" and a name (63). Also the longest
  * annotation key and resource name accepted. */
 #define KB_MAX_LABEL_KEY_LEN 317
@@ -66,8 +66,8 @@ typedef struct {
     gint64 generation;
     gint64 creation_timestamp; /* unix seconds, 0 when absent */
     gint64 deletion_timestamp; /* unix seconds, 0 when not being deleted */
-    GHashTable *labels;        /* const char* (interned) -> char* (owned by the table); never NULL */
-    GHashTable *annotations;   /* char* -> char*, owned; never NULL */
+    GHashTable *labels;      /* const char* (interned) -> char* (owned by the table); never NULL */
+    GHashTable *annotations; /* char* -> char*, owned; never NULL */
     KbOwnerRef *owners;
     guint n_owners;
     json_object *raw; /* the whole object when the decoder was asked to keep it, else NULL */
@@ -91,7 +91,7 @@ typedef enum {
 } KbSelectorOp;
 
 typedef struct {
-    const char *key;     /* interned */
+    const char *key; /* interned */
     KbSelectorOp op;
     const char **values; /* interned, n_values of them */
     guint n_values;
@@ -124,10 +124,10 @@ typedef struct {
 } KbTaint;
 
 typedef struct {
-    const char *key;       /* interned; NULL (empty) with Exists tolerates every taint */
-    gboolean op_exists;    /* operator Exists, else Equal */
-    const char *value;     /* interned, may be NULL */
-    KbTaintEffect effect;  /* KB_EFFECT_ALL when empty */
+    const char *key;      /* interned; NULL (empty) with Exists tolerates every taint */
+    gboolean op_exists;   /* operator Exists, else Equal */
+    const char *value;    /* interned, may be NULL */
+    KbTaintEffect effect; /* KB_EFFECT_ALL when empty */
 } KbToleration;
 
 typedef struct {
@@ -135,8 +135,8 @@ typedef struct {
     gboolean running;
     gboolean waiting;
     gboolean terminated;
-    gint exit_code;   /* valid when terminated */
-    char *reason;     /* terminated or waiting reason, may be NULL */
+    gint exit_code; /* valid when terminated */
+    char *reason;   /* terminated or waiting reason, may be NULL */
     gint restart_count;
 } KbContainerStatus;
 
@@ -165,7 +165,7 @@ typedef struct {
      * counts them: added to the sum, and to every later init container's peak.
      */
     KbResources requests;
-    GHashTable *node_selector;    /* interned -> interned; never NULL */
+    GHashTable *node_selector;          /* interned -> interned; never NULL */
     KbNodeSelectorTerm *affinity_terms; /* required node affinity terms, ORed; may be 0 */
     guint n_affinity_terms;
     KbToleration *tolerations;
@@ -216,6 +216,24 @@ typedef enum {
 /* The apiVersion of PodGroups of @dialect (static string); Volcano's for an unknown value. */
 const char *kb_pod_group_api_version(KbPodGroupDialect dialect);
 
+/*
+ * Sub-gangs (Volcano's spec.subGroupPolicy): the pods a policy selects fall into sub-groups, one
+ * per value tuple of its matchLabelKeys; a sub-group counts only when subGroupSize of its pods
+ * (all of them when unset) are placed together, inside one domain of the node label
+ * topology_key when set; the job starts only with min_groups of them (and minMember in all).
+ */
+#define KB_MAX_SUB_GROUP_POLICIES 16
+#define KB_MAX_MATCH_LABEL_KEYS   8
+typedef struct {
+    char *name;               /* owned */
+    GHashTable *match_labels; /* labelSelector.matchLabels (interned -> owned); NULL: all pods */
+    const char *keys[KB_MAX_MATCH_LABEL_KEYS]; /* interned matchLabelKeys */
+    guint n_keys;
+    gint32 size;              /* subGroupSize; 0: all the sub-group's pods */
+    gint32 min_groups;        /* minSubGroups */
+    const char *topology_key; /* interned networkTopology.highestTierName (mode hard), or NULL */
+} KbSubGroupPolicy;
+
 typedef struct {
     KbObjectMeta meta;
     KbPodGroupDialect dialect;
@@ -240,11 +258,16 @@ typedef struct {
     const char *scheduled_status;
     char *scheduled_message;
     char *scheduled_since;
+    KbSubGroupPolicy *sub_groups; /* owned array, NULL when none (Volcano only) */
+    guint n_sub_groups;
 } KbPodGroup;
 
+/* Frees @n policies of @policies (may be NULL). */
+void kb_sub_groups_free(KbSubGroupPolicy *policies, guint n);
+
 typedef struct {
-    KbObjectMeta meta; /* cluster-scoped */
-    gint32 weight;     /* >= 1; 1 when absent */
+    KbObjectMeta meta;      /* cluster-scoped */
+    gint32 weight;          /* >= 1; 1 when absent */
     KbResources capability; /* KB_RESOURCE_UNLIMITED where not given */
     KbResources guarantee;  /* zero where not given */
     gboolean reclaimable;   /* default TRUE */
@@ -252,7 +275,7 @@ typedef struct {
     /* Volcano's capacity form (spec.deserved): a fixed deserved share per resource, -1 where
      * not given (the weight split decides there). */
     KbResources deserved;
-    gboolean open;          /* state Open (default) vs Closed/Closing */
+    gboolean open; /* state Open (default) vs Closed/Closing */
 } KbQueue;
 
 typedef struct {
