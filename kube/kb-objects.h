@@ -138,6 +138,10 @@ typedef struct {
     gint exit_code; /* valid when terminated */
     char *reason;   /* terminated or waiting reason, may be NULL */
     gint restart_count;
+    /* What the node holds for the container (a resize in place): per resource the larger of
+     * allocatedResources and resources.requests; held_mask: the slots either map names. */
+    KbResources held;
+    guint32 held_mask;
 } KbContainerStatus;
 
 /* A volume of a pod backed by a PersistentVolumeClaim: spec.volumes[].persistentVolumeClaim
@@ -173,6 +177,9 @@ typedef struct {
     KbPodPhase phase;
     KbContainerStatus *container_statuses;
     guint n_container_statuses;
+    /* The resize in place cannot be granted (status.resize Infeasible, or the condition
+     * PodResizePending with reason Infeasible): the node holds what the statuses say. */
+    gboolean resize_infeasible;
     /* spec.schedulingGroup.podGroupName (Kubernetes 1.35+): a native PodGroup; owned, NULL when
      * absent or empty. */
     char *scheduling_group;

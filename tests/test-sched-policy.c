@@ -310,6 +310,36 @@ static void test_sub_groups_growth_whole(void)
     kb_test_sched_free(fx);
 }
 
+/* ---- pods resized in place ------------------------------------------------------------------ */
+
+/* A running pod whose spec asks 2 GPUs but whose node still holds 4 for it (resized down, not yet
+ * applied: status.containerStatuses[].allocatedResources) leaves 4 of 8 free: a pending pod of 5
+ * waits; once the status says 2, it binds. */
+static void test_resized_pod_holds_allocated(void)
+{
+    Fx *fx = kb_test_sched_new(NULL);
+    add_node(fx, "n1", 8);
+    static const char *const fmt =
+            "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"big\","
+            "\"namespace\":\"default\",\"uid\":\"u-big\"},\"spec\":{\"schedulerName\":"
+            "\"kube-batchd\",\"nodeName\":\"n1\",\"containers\":[{\"name\":\"main\","
+            "\"resources\":{\"requests\":{\"cpu\":\"1\",\"nvidia.com/gpu\":2}}}]},\"status\":{"
+            "\"phase\":\"Running\",\"containerStatuses\":[{\"name\":\"main\","
+            "\"allocatedResources\":{\"cpu\":\"1\",\"nvidia.com/gpu\":\"%d\"}}]}}";
+    g_autofree char *held4 = g_strdup_printf(fmt, 4);
+    kb_test_sched_put_pod(fx, kb_test_sched_parse(held4));
+    PodOpts po = {.requests = "\"cpu\":\"1\",\"nvidia.com/gpu\":5"};
+    add_pod(fx, "five", &po);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(node_gpus_used(fx, "n1"), ==, 4);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
+    g_autofree char *held2 = g_strdup_printf(fmt, 2);
+    kb_test_sched_put_pod(fx, kb_test_sched_parse(held2));
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/five"), ==, 1);
+    kb_test_sched_free(fx);
+}
+
 /* The queue of a native group: its own label kube-batchd.io/queue, else its Workload's (which
  * may come before or after the group, and go), else the default queue. */
 static void test_native_queue_from_workload(void)
@@ -1743,6 +1773,8 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/sub-groups/three-of-four-each-in-one-rack",
                     test_sub_groups_three_of_four);
     g_test_add_func("/scheduler/sub-groups/too-few-binds-nothing", test_sub_groups_too_few);
+    g_test_add_func("/scheduler/resize/running-pod-holds-allocated",
+                    test_resized_pod_holds_allocated);
     g_test_add_func("/scheduler/sub-groups/growth-adds-a-whole-group",
                     test_sub_groups_growth_whole);
     g_test_add_func("/scheduler/gang/minimums-before-growth", test_gang_minimums_before_growth);
