@@ -29,8 +29,8 @@ gboolean kb_decode_string(json_object *obj, const char *key, gsize max_len, cons
                           GError **error);
 
 /* The same, interned with g_intern_string(); "" reads as absent (NULL) when @empty_is_null. */
-gboolean kb_decode_interned(json_object *obj, const char *key, gsize max_len,
-                            gboolean empty_is_null, const char **out, GError **error);
+gboolean kb_decode_interned(json_object *obj, const char *key, gsize max_len, gboolean empty_is_null,
+                            const char **out, GError **error);
 
 /* An integer member in [@min, @max]; *out untouched when absent. @present may be NULL. */
 gboolean kb_decode_int(json_object *obj, const char *key, gint64 min, gint64 max, gint64 *out,

@@ -25,11 +25,11 @@
 #include "kube/kb-resource.h"
 
 /* Decoder limits (each has a test that crosses it). */
-#define KB_MAX_NAME_LEN        253
-#define KB_MAX_LABELS          256   /* labels or annotations per object */
+#define KB_MAX_NAME_LEN 253
+#define KB_MAX_LABELS 256          /* labels or annotations per object */
 #define KB_MAX_LABEL_VALUE_LEN 65536 /* annotation values can be large; labels are 63 */
-#define KB_MAX_CONTAINERS      64
-#define KB_MAX_LIST_ITEMS      64 /* tolerations, taints, owner refs, terms, expressions */
+#define KB_MAX_CONTAINERS 64
+#define KB_MAX_LIST_ITEMS 64       /* tolerations, taints, owner refs, terms, expressions */
 /* Added: a label key is an optional DNS prefix (253) and "/" and a name (63). Also the longest
  * annotation key and resource name accepted. */
 #define KB_MAX_LABEL_KEY_LEN 317
@@ -66,8 +66,8 @@ typedef struct {
     gint64 generation;
     gint64 creation_timestamp; /* unix seconds, 0 when absent */
     gint64 deletion_timestamp; /* unix seconds, 0 when not being deleted */
-    GHashTable *labels;      /* const char* (interned) -> char* (owned by the table); never NULL */
-    GHashTable *annotations; /* char* -> char*, owned; never NULL */
+    GHashTable *labels;        /* const char* (interned) -> char* (owned by the table); never NULL */
+    GHashTable *annotations;   /* char* -> char*, owned; never NULL */
     KbOwnerRef *owners;
     guint n_owners;
     json_object *raw; /* the whole object when the decoder was asked to keep it, else NULL */
@@ -91,7 +91,7 @@ typedef enum {
 } KbSelectorOp;
 
 typedef struct {
-    const char *key; /* interned */
+    const char *key;     /* interned */
     KbSelectorOp op;
     const char **values; /* interned, n_values of them */
     guint n_values;
@@ -124,10 +124,10 @@ typedef struct {
 } KbTaint;
 
 typedef struct {
-    const char *key;      /* interned; NULL (empty) with Exists tolerates every taint */
-    gboolean op_exists;   /* operator Exists, else Equal */
-    const char *value;    /* interned, may be NULL */
-    KbTaintEffect effect; /* KB_EFFECT_ALL when empty */
+    const char *key;       /* interned; NULL (empty) with Exists tolerates every taint */
+    gboolean op_exists;    /* operator Exists, else Equal */
+    const char *value;     /* interned, may be NULL */
+    KbTaintEffect effect;  /* KB_EFFECT_ALL when empty */
 } KbToleration;
 
 typedef struct {
@@ -135,8 +135,8 @@ typedef struct {
     gboolean running;
     gboolean waiting;
     gboolean terminated;
-    gint exit_code; /* valid when terminated */
-    char *reason;   /* terminated or waiting reason, may be NULL */
+    gint exit_code;   /* valid when terminated */
+    char *reason;     /* terminated or waiting reason, may be NULL */
     gint restart_count;
     /* What the node holds for the container (a resize in place): per resource the larger of
      * allocatedResources and resources.requests; held_mask: the slots either map names. */
@@ -169,7 +169,7 @@ typedef struct {
      * counts them: added to the sum, and to every later init container's peak.
      */
     KbResources requests;
-    GHashTable *node_selector;          /* interned -> interned; never NULL */
+    GHashTable *node_selector;    /* interned -> interned; never NULL */
     KbNodeSelectorTerm *affinity_terms; /* required node affinity terms, ORed; may be 0 */
     guint n_affinity_terms;
     KbToleration *tolerations;
@@ -273,8 +273,8 @@ typedef struct {
 void kb_sub_groups_free(KbSubGroupPolicy *policies, guint n);
 
 typedef struct {
-    KbObjectMeta meta;      /* cluster-scoped */
-    gint32 weight;          /* >= 1; 1 when absent */
+    KbObjectMeta meta; /* cluster-scoped */
+    gint32 weight;     /* >= 1; 1 when absent */
     KbResources capability; /* KB_RESOURCE_UNLIMITED where not given */
     KbResources guarantee;  /* zero where not given */
     gboolean reclaimable;   /* default TRUE */
@@ -282,7 +282,7 @@ typedef struct {
     /* Volcano's capacity form (spec.deserved): a fixed deserved share per resource, -1 where
      * not given (the weight split decides there). */
     KbResources deserved;
-    gboolean open; /* state Open (default) vs Closed/Closing */
+    gboolean open;          /* state Open (default) vs Closed/Closing */
 } KbQueue;
 
 typedef struct {

@@ -859,7 +859,8 @@ static char *native_condition(Cluster *cl, const char *name)
 static char *native_condition_of(Cluster *cl, const char *name, const char *type)
 {
     g_autoptr(GError) error = NULL;
-    json_object *g = kb_client_get(cl->client, &kb_type_pod_groups_native, "default", name, &error);
+    json_object *g =
+            kb_client_get(cl->client, &kb_type_pod_groups_native, "default", name, &error);
     g_assert_no_error(error);
     json_object *conds = kas_json_get(g, "status.conditions");
     char *out = NULL;

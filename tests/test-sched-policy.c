@@ -355,8 +355,7 @@ static void test_native_queue_from_workload(void)
                 "\"metadata\":{\"name\":\"%s\",\"namespace\":\"default\",\"uid\":\"pg-%s\"%s},"
                 "\"spec\":{\"workloadRef\":{\"workloadName\":\"train\",\"templateName\":\"w\"},"
                 "\"schedulingPolicy\":{\"gang\":{\"minCount\":1}}}}",
-                groups[g], groups[g],
-                g == 1 ? ",\"labels\":{\"kube-batchd.io/queue\":\"infra\"}" : "");
+                groups[g], groups[g], g == 1 ? ",\"labels\":{\"kube-batchd.io/queue\":\"infra\"}" : "");
         kb_test_sched_add_pod_group(fx, json);
         g_autofree char *pod = g_strdup_printf("%s-0", groups[g]);
         g_autofree char *spec =

@@ -39,9 +39,10 @@ static Fx *fx_new_conf(const char *actions, const char *configurations)
     const char *def = kb_conf_default_yaml();
     const char *tiers = strstr(def, "tiers:");
     g_assert_nonnull(tiers);
-    g_autofree char *yaml = g_strdup_printf("actions: \"%s\"\n%s%s%s", actions,
-                                            configurations != NULL ? "configurations:\n" : "",
-                                            configurations != NULL ? configurations : "", tiers);
+    g_autofree char *yaml =
+            g_strdup_printf("actions: \"%s\"\n%s%s%s", actions,
+                            configurations != NULL ? "configurations:\n" : "",
+                            configurations != NULL ? configurations : "", tiers);
     Fx *fx = kb_test_sched_new(yaml);
     fx->now = T_2026 + 3600;
     add_priority_class(fx, "low", 10, FALSE);
@@ -673,7 +674,7 @@ typedef struct {
     "- name: preempt\n  arguments:\n    minRunTime: \"0\"\n"                                       \
     "- name: reclaim\n  arguments:\n    minRunTime: \"0\"\n"
 #define CONF_90S_FLAT                                                                              \
-    "- name: preempt\n  arguments:\n    minRunTime: 1m30s\n    evictionBackoff: false\n"           \
+    "- name: preempt\n  arguments:\n    minRunTime: 1m30s\n    evictionBackoff: false\n"            \
     "- name: reclaim\n  arguments:\n    minRunTime: 90\n    evictionBackoff: false\n"
 
 static const ProtectCase protect_cases[] = {
@@ -691,7 +692,8 @@ static const ProtectCase protect_cases[] = {
         {"/scheduler/reclaim/min-run/default-expires", RECLAIM, NULL, 600, TRUE, NULL},
         {"/scheduler/reclaim/min-run/plain-seconds", RECLAIM, CONF_90S_FLAT, 89, FALSE,
          "victims protected: running less than 1m30s"},
-        {"/scheduler/reclaim/min-run/plain-seconds-expire", RECLAIM, CONF_90S_FLAT, 90, TRUE, NULL},
+        {"/scheduler/reclaim/min-run/plain-seconds-expire", RECLAIM, CONF_90S_FLAT, 90, TRUE,
+         NULL},
 };
 
 /* preempt: "low" (4 x 2 GPUs, minMember 4) fills n1, "high" wants 2 GPUs. reclaim: "borrow" of
@@ -788,9 +790,10 @@ static void restart_victims(Fx *fx, const char *preemptor)
         json_object_deep_copy(g_hash_table_lookup(fx->pods, key), &o, NULL);
         kb_cache_delete_pod(fx->cache, ev->pod);
         json_object *meta = json_object_object_get(o, "metadata");
-        g_autofree char *uid = g_strdup_printf(
-                "%s-again-%" G_GINT64_FORMAT,
-                json_object_get_string(json_object_object_get(meta, "uid")), fx->now);
+        g_autofree char *uid = g_strdup_printf("%s-again-%" G_GINT64_FORMAT,
+                                               json_object_get_string(json_object_object_get(
+                                                       meta, "uid")),
+                                               fx->now);
         json_object_object_add(meta, "uid", json_object_new_string(uid));
         json_object_object_del(json_object_object_get(o, "spec"), "nodeName");
         json_object_object_add(json_object_object_get(o, "status"), "phase",
@@ -858,13 +861,12 @@ typedef struct {
 } ConfCase;
 
 static const ConfCase conf_cases[] = {
-        {"/scheduler/preempt/conf/min-run-ok",
-         "- name: preempt\n  arguments:\n    minRunTime: 1h5m10s\n", NULL},
+        {"/scheduler/preempt/conf/min-run-ok", "- name: preempt\n  arguments:\n    minRunTime: 1h5m10s\n",
+         NULL},
         {"/scheduler/preempt/conf/other-actions-kept",
          "- name: enqueue\n  arguments:\n    overcommit-factor: 1.2\n", NULL},
         {"/scheduler/preempt/conf/min-run-words",
-         "- name: preempt\n  arguments:\n    minRunTime: 10 minutes\n",
-         "\"10 minutes\" is not a duration"},
+         "- name: preempt\n  arguments:\n    minRunTime: 10 minutes\n", "\"10 minutes\" is not a duration"},
         {"/scheduler/preempt/conf/min-run-negative",
          "- name: reclaim\n  arguments:\n    minRunTime: -5m\n", "reclaim\": minRunTime"},
         {"/scheduler/preempt/conf/min-run-unit-then-number",
@@ -881,8 +883,8 @@ static const ConfCase conf_cases[] = {
 static void test_conf_case(gconstpointer data)
 {
     const ConfCase *c = data;
-    g_autofree char *yaml =
-            g_strdup_printf("actions: \"preempt\"\nconfigurations:\n%s", c->configurations);
+    g_autofree char *yaml = g_strdup_printf("actions: \"preempt\"\nconfigurations:\n%s",
+                                            c->configurations);
     g_autoptr(GError) error = NULL;
     g_autoptr(KbConf) conf = kb_conf_parse(yaml, strlen(yaml), &error);
     if (c->error == NULL) {

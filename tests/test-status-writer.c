@@ -274,13 +274,13 @@ static void test_native_error(void)
         const char *conditions;
         gboolean written;
     } cases[] = {
-            {"", TRUE},
-            {"{\"type\":\"PodGroupInitiallyScheduled\",\"status\":\"False\",\"message\":\"old\"}",
-             TRUE},
-            {"{\"type\":\"PodGroupInitiallyScheduled\",\"status\":\"False\",\"message\":\"bad\"}",
-             FALSE},
-            {"{\"type\":\"PodGroupInitiallyScheduled\",\"status\":\"True\",\"message\":\"4/4\"}",
-             FALSE},
+        {"", TRUE},
+        {"{\"type\":\"PodGroupInitiallyScheduled\",\"status\":\"False\",\"message\":\"old\"}",
+         TRUE},
+        {"{\"type\":\"PodGroupInitiallyScheduled\",\"status\":\"False\",\"message\":\"bad\"}",
+         FALSE},
+        {"{\"type\":\"PodGroupInitiallyScheduled\",\"status\":\"True\",\"message\":\"4/4\"}",
+         FALSE},
     };
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
         g_autofree char *text = g_strdup_printf(
