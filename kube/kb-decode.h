@@ -124,9 +124,16 @@ typedef struct {
     /* Pod-level spec.resources (cpu, memory, hugepages-*): which slots it requests or limits. */
     KbResources pod_requests, pod_limits;
     guint32 pod_requested, pod_limited; /* bit 1 << slot */
+    /* App containers by name (a resize in place changes what the node holds for them), and the
+     * pod's overhead: both are applied by kb_pod_requests_fold_finish, once the status is read. */
+    const char *app_names[KB_MAX_CONTAINERS]; /* interned, NULL for a container without name */
+    KbResources apps[KB_MAX_CONTAINERS];
+    guint n_apps;
+    KbResources overhead;
 } KbPodRequestsFold;
 void kb_pod_requests_fold_init(KbPodRequestsFold *f);
-void kb_pod_requests_fold_container(KbPodRequestsFold *f, const KbResources *r);
+/* An app container @name (interned, may be NULL) requesting @r. */
+void kb_pod_requests_fold_container(KbPodRequestsFold *f, const char *name, const KbResources *r);
 /* @restart_policy: the init container's restartPolicy, may be NULL ("Always" is a sidecar). */
 void kb_pod_requests_fold_init_container(KbPodRequestsFold *f, const KbResources *r,
                                          const char *restart_policy);
@@ -140,12 +147,16 @@ void kb_pod_requests_fold_pod_level(KbPodRequestsFold *f, const KbResources *req
                                     const KbResources *limits, KbRequestedFunc limited,
                                     gpointer lim_data);
 /*
- * max(sum, init_peak), where pod-level requests replace it resource by resource (as
- * resource.PodRequests); a resource only limited at pod level is requested at that limit when
- * no container requests it (the API server's defaultPodRequests). Then + @overhead, pods = 1.
+ * @pod->requests := max(sum, init_peak), where pod-level requests replace it resource by
+ * resource (as resource.PodRequests); a resource only limited at pod level is requested at that
+ * limit when no container requests it (the API server's defaultPodRequests). Then + overhead,
+ * pods = 1. An app container with a status that holds resources (resized in place, see
+ * KbContainerStatus.held) counts max(its request, what is held), as kube-scheduler does; only
+ * what is held when the resize is infeasible. Call once @pod's status is decoded.
  */
-void kb_pod_requests_fold_finish(KbPodRequestsFold *f, const KbResources *overhead,
-                                 KbResources *out);
+void kb_pod_requests_fold_finish(KbPodRequestsFold *f, KbPod *pod);
+/* The slots of the resources @map (a JSON object, may be NULL) names: a held_mask. */
+guint32 kb_pod_resource_mask(json_object *map);
 
 /* A node selector requirement from its key and operator texts (either may be NULL): checks
  * them, sets r->key (interned) and r->op. */

@@ -138,6 +138,10 @@ typedef struct {
     gint exit_code;   /* valid when terminated */
     char *reason;     /* terminated or waiting reason, may be NULL */
     gint restart_count;
+    /* What the node holds for the container (a resize in place): per resource the larger of
+     * allocatedResources and resources.requests; held_mask: the slots either map names. */
+    KbResources held;
+    guint32 held_mask;
 } KbContainerStatus;
 
 /* A volume of a pod backed by a PersistentVolumeClaim: spec.volumes[].persistentVolumeClaim
@@ -173,6 +177,9 @@ typedef struct {
     KbPodPhase phase;
     KbContainerStatus *container_statuses;
     guint n_container_statuses;
+    /* The resize in place cannot be granted (status.resize Infeasible, or the condition
+     * PodResizePending with reason Infeasible): the node holds what the statuses say. */
+    gboolean resize_infeasible;
     /* spec.schedulingGroup.podGroupName (Kubernetes 1.35+): a native PodGroup; owned, NULL when
      * absent or empty. */
     char *scheduling_group;
@@ -209,9 +216,30 @@ typedef enum {
 #define KB_QUEUE_LABEL "kube-batchd.io/queue"
 /* A native PodGroup's condition (scheduling.k8s.io/v1beta1). */
 #define KB_POD_GROUP_INITIALLY_SCHEDULED "PodGroupInitiallyScheduled"
+/* The condition (pods' and native PodGroups') set before the scheduler evicts them, its reason. */
+#define KB_DISRUPTION_TARGET       "DisruptionTarget"
+#define KB_PREEMPTION_BY_SCHEDULER "PreemptionByScheduler"
 
 /* The apiVersion of PodGroups of @dialect (static string); Volcano's for an unknown value. */
 const char *kb_pod_group_api_version(KbPodGroupDialect dialect);
+
+/*
+ * Sub-gangs (Volcano's spec.subGroupPolicy): the pods a policy selects fall into sub-groups, one
+ * per value tuple of its matchLabelKeys; a sub-group counts only when subGroupSize of its pods
+ * (all of them when unset) are placed together, inside one domain of the node label
+ * topology_key when set; the job starts only with min_groups of them (and minMember in all).
+ */
+#define KB_MAX_SUB_GROUP_POLICIES 16
+#define KB_MAX_MATCH_LABEL_KEYS   8
+typedef struct {
+    char *name;               /* owned */
+    GHashTable *match_labels; /* labelSelector.matchLabels (interned -> owned); NULL: all pods */
+    const char *keys[KB_MAX_MATCH_LABEL_KEYS]; /* interned matchLabelKeys */
+    guint n_keys;
+    gint32 size;              /* subGroupSize; 0: all the sub-group's pods */
+    gint32 min_groups;        /* minSubGroups */
+    const char *topology_key; /* interned networkTopology.highestTierName (mode hard), or NULL */
+} KbSubGroupPolicy;
 
 typedef struct {
     KbObjectMeta meta;
@@ -237,7 +265,12 @@ typedef struct {
     const char *scheduled_status;
     char *scheduled_message;
     char *scheduled_since;
+    KbSubGroupPolicy *sub_groups; /* owned array, NULL when none (Volcano only) */
+    guint n_sub_groups;
 } KbPodGroup;
+
+/* Frees @n policies of @policies (may be NULL). */
+void kb_sub_groups_free(KbSubGroupPolicy *policies, guint n);
 
 typedef struct {
     KbObjectMeta meta; /* cluster-scoped */

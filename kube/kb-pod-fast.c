@@ -487,11 +487,12 @@ static gboolean decode_resources(KbJsonReader *r, KbResources *out, GError **err
     return TRUE;
 }
 
-enum { C_RESOURCES = 1, C_RESTART_POLICY = 2 };
+enum { C_RESOURCES = 1, C_RESTART_POLICY = 2, C_NAME = 4 };
 
-/* One container object: its effective requests and (init containers) restartPolicy. */
+/* One container object: its effective requests, (init containers) restartPolicy, (app
+ * containers) name. */
 static gboolean decode_container(KbJsonReader *r, gboolean init, KbResources *out, char *policy,
-                                 gboolean *has_policy, GError **error)
+                                 gboolean *has_policy, const char **name, GError **error)
 {
     KbJsonStr key;
     guint32 seen = 0;
@@ -499,6 +500,7 @@ static gboolean decode_container(KbJsonReader *r, gboolean init, KbResources *ou
 
     kb_resources_clear(out);
     *has_policy = FALSE;
+    *name = NULL;
     if (!kb_json_object_begin(r, error))
         return FALSE;
     while ((rc = kb_json_object_next(r, &key, error)) == 1) {
@@ -509,6 +511,9 @@ static gboolean decode_container(KbJsonReader *r, gboolean init, KbResources *ou
             ok = rc == 0 || (rc == 1 && decode_resources(r, out, error));
             if (!ok && rc == 1)
                 g_prefix_error(error, "resources.");
+        } else if (!init && KB_JSON_STR_IS(key, "name")) {
+            ok = once(&seen, C_NAME, &key, error) &&
+                 read_interned(r, "name", KB_MAX_NAME_LEN, TRUE, name, error);
         } else if (init && KB_JSON_STR_IS(key, "restartPolicy")) {
             ok = once(&seen, C_RESTART_POLICY, &key, error) &&
                  read_small(r, "restartPolicy", KB_MAX_NAME_LEN, policy, KB_MAX_NAME_LEN + 1,
@@ -532,14 +537,15 @@ static gboolean decode_containers(KbJsonReader *r, const char *key, gboolean ini
         KbResources req;
         char policy[KB_MAX_NAME_LEN + 1];
         gboolean has_policy;
-        if (!decode_container(r, init, &req, policy, &has_policy, error)) {
+        const char *name;
+        if (!decode_container(r, init, &req, policy, &has_policy, &name, error)) {
             g_prefix_error(error, "%s[%" G_GSIZE_FORMAT "].", key, i);
             return FALSE;
         }
         if (init)
             kb_pod_requests_fold_init_container(fold, &req, has_policy ? policy : NULL);
         else
-            kb_pod_requests_fold_container(fold, &req);
+            kb_pod_requests_fold_container(fold, name, &req);
     }
     return rc == 0;
 }
@@ -929,11 +935,12 @@ static gboolean decode_pod_resources(KbJsonReader *r, KbPodRequestsFold *fold, G
     KbResources requests, limits;
     KbJsonStr key;
     guint32 seen = 0;
+    /* before any return: the cleanup runs on every path */
+    name_set_init(&requested);
+    name_set_init(&limited);
     int rc = member_of(r, KB_JSON_OBJECT, "resources", "an object", error);
     if (rc != 1)
         return rc == 0;
-    name_set_init(&requested);
-    name_set_init(&limited);
     kb_resources_clear(&requests);
     kb_resources_clear(&limits);
     if (!kb_json_object_begin(r, error))
@@ -1034,26 +1041,20 @@ static gboolean spec_member(KbJsonReader *r, const KbJsonStr *k, KbPod *pod, gui
 }
 
 /* Errors relative to "spec.". */
-static gboolean decode_spec(KbJsonReader *r, KbPod *pod, GError **error)
+/* Requests into @fold, finished once the status is read (decode_pod). */
+static gboolean decode_spec(KbJsonReader *r, KbPod *pod, KbPodRequestsFold *fold, GError **error)
 {
-    KbPodRequestsFold fold;
-    KbResources overhead;
     KbJsonStr k;
     guint32 seen = 0;
     int rc;
 
-    kb_pod_requests_fold_init(&fold);
-    kb_resources_clear(&overhead);
     if (!kb_json_object_begin(r, error))
         return FALSE;
     while ((rc = kb_json_object_next(r, &k, error)) == 1) {
-        if (!spec_member(r, &k, pod, &seen, &fold, &overhead, error))
+        if (!spec_member(r, &k, pod, &seen, fold, &fold->overhead, error))
             return FALSE;
     }
-    if (rc < 0)
-        return FALSE;
-    kb_pod_requests_fold_finish(&fold, &overhead, &pod->requests);
-    return TRUE;
+    return rc == 0;
 }
 
 /* ---- status --------------------------------------------------------------------------------- */
@@ -1137,7 +1138,42 @@ static gboolean decode_state(KbJsonReader *r, KbContainerStatus *cs, GError **er
     return ok;
 }
 
-enum { CS_NAME = 1, CS_RESTARTS = 2, CS_STATE = 4 };
+enum { CS_NAME = 1, CS_RESTARTS = 2, CS_STATE = 4, CS_ALLOCATED = 8, CS_RESOURCES = 16 };
+
+static guint32 name_mask(NameSet *names)
+{
+    guint32 mask = 0;
+    for (int i = 0; i < KB_RES_MAX && i < 32; i++) {
+        if (requested_in(i, names))
+            mask |= 1u << i;
+    }
+    return mask;
+}
+
+/* A container status's "resources": its requests into @out (names into @names); errors relative
+ * to "resources.". */
+static gboolean decode_status_resources(KbJsonReader *r, KbResources *out, NameSet *names,
+                                        GError **error)
+{
+    KbJsonStr key;
+    guint32 seen = 0;
+    int rc = member_of(r, KB_JSON_OBJECT, "resources", "an object", error);
+    if (rc != 1)
+        return rc == 0;
+    if (!kb_json_object_begin(r, error))
+        return FALSE;
+    while ((rc = kb_json_object_next(r, &key, error)) == 1) {
+        gboolean ok = KB_JSON_STR_IS(key, "requests")
+                              ? once(&seen, RES_REQUESTS, &key, error) &&
+                                        read_resources(r, "requests", out, names, error)
+                              : kb_json_skip(r, error);
+        if (!ok) {
+            g_prefix_error(error, "resources.");
+            return FALSE;
+        }
+    }
+    return rc == 0;
+}
 
 static gboolean decode_container_status(KbJsonReader *r, gpointer elem, GError **error)
 {
@@ -1146,6 +1182,13 @@ static gboolean decode_container_status(KbJsonReader *r, gpointer elem, GError *
     guint32 seen = 0;
     gint64 restarts = 0;
     int rc;
+    g_auto(NameSet) allocated;
+    g_auto(NameSet) requested;
+    KbResources alloc, req;
+    name_set_init(&allocated);
+    name_set_init(&requested);
+    kb_resources_clear(&alloc);
+    kb_resources_clear(&req);
     if (!kb_json_object_begin(r, error))
         return FALSE;
     while ((rc = kb_json_object_next(r, &k, error)) == 1) {
@@ -1162,6 +1205,12 @@ static gboolean decode_container_status(KbJsonReader *r, gpointer elem, GError *
             ok = rc == 0 || (rc == 1 && decode_state(r, cs, error));
             if (!ok && rc == 1)
                 g_prefix_error(error, "state.");
+        } else if (KB_JSON_STR_IS(k, "allocatedResources")) {
+            ok = once(&seen, CS_ALLOCATED, &k, error) &&
+                 read_resources(r, "allocatedResources", &alloc, &allocated, error);
+        } else if (KB_JSON_STR_IS(k, "resources")) {
+            ok = once(&seen, CS_RESOURCES, &k, error) &&
+                 decode_status_resources(r, &req, &requested, error);
         } else {
             ok = kb_json_skip(r, error);
         }
@@ -1169,6 +1218,9 @@ static gboolean decode_container_status(KbJsonReader *r, gpointer elem, GError *
             return FALSE;
     }
     cs->restart_count = (gint)restarts;
+    kb_resources_max(&alloc, &req);
+    cs->held = alloc;
+    cs->held_mask = name_mask(&allocated) | name_mask(&requested);
     return rc == 0;
 }
 
@@ -1182,13 +1234,58 @@ static gboolean decode_container_statuses(KbJsonReader *r, KbPod *pod, GError **
     return ok;
 }
 
-enum { P_PHASE = 1, P_STATUSES = 2 };
+enum { P_PHASE = 1, P_STATUSES = 2, P_RESIZE = 4, P_CONDITIONS = 8 };
+enum { PC_TYPE = 1, PC_REASON = 2 };
+
+/* One status condition: whether it is PodResizePending with reason Infeasible. */
+static gboolean decode_condition(KbJsonReader *r, gboolean *infeasible, GError **error)
+{
+    char type[KB_MAX_NAME_LEN + 1], reason[KB_MAX_NAME_LEN + 1];
+    gboolean has_type = FALSE, has_reason = FALSE;
+    KbJsonStr k;
+    guint32 seen = 0;
+    int rc;
+    if (!kb_json_object_begin(r, error))
+        return FALSE;
+    while ((rc = kb_json_object_next(r, &k, error)) == 1) {
+        gboolean ok;
+        if (KB_JSON_STR_IS(k, "type"))
+            ok = once(&seen, PC_TYPE, &k, error) &&
+                 read_small(r, "type", KB_MAX_NAME_LEN, type, sizeof(type), &has_type, error);
+        else if (KB_JSON_STR_IS(k, "reason"))
+            ok = once(&seen, PC_REASON, &k, error) &&
+                 read_small(r, "reason", KB_MAX_NAME_LEN, reason, sizeof(reason), &has_reason,
+                            error);
+        else
+            ok = kb_json_skip(r, error);
+        if (!ok)
+            return FALSE;
+    }
+    if (has_type && has_reason && strcmp(type, "PodResizePending") == 0 &&
+        strcmp(reason, "Infeasible") == 0)
+        *infeasible = TRUE;
+    return rc == 0;
+}
+
+static gboolean decode_conditions(KbJsonReader *r, gboolean *infeasible, GError **error)
+{
+    int rc = array_member(r, "conditions", error);
+    if (rc != 1)
+        return rc == 0;
+    for (gsize i = 0; (rc = next_object(r, "conditions", i, KB_MAX_LIST_ITEMS, error)) == 1; i++) {
+        if (!decode_condition(r, infeasible, error)) {
+            g_prefix_error(error, "conditions[%" G_GSIZE_FORMAT "].", i);
+            return FALSE;
+        }
+    }
+    return rc == 0;
+}
 
 /* Errors relative to "status.". */
 static gboolean decode_status(KbJsonReader *r, KbPod *pod, GError **error)
 {
-    char phase[KB_MAX_NAME_LEN + 1];
-    gboolean has_phase = FALSE;
+    char phase[KB_MAX_NAME_LEN + 1], resize[KB_MAX_NAME_LEN + 1];
+    gboolean has_phase = FALSE, has_resize = FALSE, infeasible = FALSE;
     KbJsonStr k;
     guint32 seen = 0;
     int rc;
@@ -1201,12 +1298,19 @@ static gboolean decode_status(KbJsonReader *r, KbPod *pod, GError **error)
                  read_small(r, "phase", KB_MAX_NAME_LEN, phase, sizeof(phase), &has_phase, error);
         else if (KB_JSON_STR_IS(k, "containerStatuses"))
             ok = once(&seen, P_STATUSES, &k, error) && decode_container_statuses(r, pod, error);
+        else if (KB_JSON_STR_IS(k, "resize"))
+            ok = once(&seen, P_RESIZE, &k, error) &&
+                 read_small(r, "resize", KB_MAX_NAME_LEN, resize, sizeof(resize), &has_resize,
+                            error);
+        else if (KB_JSON_STR_IS(k, "conditions"))
+            ok = once(&seen, P_CONDITIONS, &k, error) && decode_conditions(r, &infeasible, error);
         else
             ok = kb_json_skip(r, error);
         if (!ok)
             return FALSE;
     }
     pod->phase = kb_pod_phase_parse(has_phase ? phase : NULL);
+    pod->resize_infeasible = infeasible || (has_resize && strcmp(resize, "Infeasible") == 0);
     return rc == 0;
 }
 
@@ -1394,7 +1498,7 @@ static void prefix_pod(const KbJsonStr *item, GError **error)
 enum { POD_METADATA = 1, POD_SPEC = 2, POD_STATUS = 4 };
 
 static gboolean pod_member(KbJsonReader *r, const KbJsonStr *k, KbPod *pod, guint32 *seen,
-                           GError **error)
+                           KbPodRequestsFold *fold, GError **error)
 {
     static const char *const keys[] = {"metadata", "spec", "status"};
     guint i;
@@ -1414,7 +1518,7 @@ static gboolean pod_member(KbJsonReader *r, const KbJsonStr *k, KbPod *pod, guin
         return rc == 0;
     }
     gboolean ok = i == 0   ? decode_metadata(r, &pod->meta, error)
-                  : i == 1 ? decode_spec(r, pod, error)
+                  : i == 1 ? decode_spec(r, pod, fold, error)
                            : decode_status(r, pod, error);
     if (!ok)
         g_prefix_error(error, "%s.", keys[i]);
@@ -1428,6 +1532,9 @@ static KbPod *decode_pod(KbJsonReader *r, GError **error)
     KbJsonStr item = {r->buf + r->pos, 0}, k;
     guint32 seen = 0;
     int rc = -1;
+    KbPodRequestsFold fold;
+
+    kb_pod_requests_fold_init(&fold);
 
     if (kb_json_peek(r) != KB_JSON_OBJECT) {
         type_error(r, "object", "an object", error);
@@ -1437,7 +1544,7 @@ static KbPod *decode_pod(KbJsonReader *r, GError **error)
     item.p = r->buf + r->pos;
     if (kb_json_object_begin(r, error)) {
         while ((rc = kb_json_object_next(r, &k, error)) == 1) {
-            if (!pod_member(r, &k, pod, &seen, error)) {
+            if (!pod_member(r, &k, pod, &seen, &fold, error)) {
                 rc = -1;
                 break;
             }
@@ -1455,6 +1562,7 @@ static KbPod *decode_pod(KbJsonReader *r, GError **error)
         prefix_pod(&item, error);
         return NULL;
     }
+    kb_pod_requests_fold_finish(&fold, pod);
     kb_pod_finish(pod);
     return g_steal_pointer(&pod);
 }

@@ -38,6 +38,8 @@ void kb_pod_requests_fold_init(KbPodRequestsFold *f)
     kb_resources_clear(&f->pod_limits);
     f->pod_requested = 0;
     f->pod_limited = 0;
+    f->n_apps = 0;
+    kb_resources_clear(&f->overhead);
 }
 
 static gboolean pod_level_slot(int slot)
@@ -66,9 +68,53 @@ void kb_pod_requests_fold_pod_level(KbPodRequestsFold *f, const KbResources *req
     }
 }
 
-void kb_pod_requests_fold_container(KbPodRequestsFold *f, const KbResources *r)
+void kb_pod_requests_fold_container(KbPodRequestsFold *f, const char *name, const KbResources *r)
 {
-    kb_resources_add(&f->sum, r);
+    if (f->n_apps < KB_MAX_CONTAINERS) {
+        f->app_names[f->n_apps] = name;
+        f->apps[f->n_apps++] = *r;
+    } else {
+        kb_resources_add(&f->sum, r);
+    }
+}
+
+/* What the node holds for app container @name (NULL when no status says). */
+static const KbContainerStatus *held_by(const KbPod *pod, const char *name)
+{
+    for (guint i = 0; name != NULL && i < pod->n_container_statuses; i++) {
+        const KbContainerStatus *cs = &pod->container_statuses[i];
+        if (cs->held_mask != 0 && g_strcmp0(cs->name, name) == 0)
+            return cs;
+    }
+    return NULL;
+}
+
+/* kube-scheduler's rule for a container resized in place: max(spec, status), or the status
+ * alone when the resize is infeasible (resources the status does not name keep the spec's). */
+static void apply_held(const KbPod *pod, const char *name, KbResources *r)
+{
+    const KbContainerStatus *cs = held_by(pod, name);
+    if (cs == NULL)
+        return;
+    for (int i = 0; i < KB_RES_MAX && i < 32; i++) {
+        if ((cs->held_mask & (1u << i)) == 0)
+            continue;
+        if (pod->resize_infeasible)
+            r->v[i] = cs->held.v[i];
+        else
+            r->v[i] = MAX(r->v[i], cs->held.v[i]);
+    }
+}
+
+guint32 kb_pod_resource_mask(json_object *map)
+{
+    guint32 mask = 0;
+    for (int i = 0; map != NULL && i < KB_RES_MAX && i < 32; i++) {
+        const char *name = kb_resource_name(i);
+        if (name != NULL && json_object_object_get_ex(map, name, NULL))
+            mask |= 1u << i;
+    }
+    return mask;
 }
 
 void kb_pod_requests_fold_init_container(KbPodRequestsFold *f, const KbResources *r,
@@ -87,9 +133,15 @@ void kb_pod_requests_fold_init_container(KbPodRequestsFold *f, const KbResources
     }
 }
 
-void kb_pod_requests_fold_finish(KbPodRequestsFold *f, const KbResources *overhead,
-                                 KbResources *out)
+void kb_pod_requests_fold_finish(KbPodRequestsFold *f, KbPod *pod)
 {
+    KbResources *out = &pod->requests;
+    for (guint i = 0; i < f->n_apps; i++) {
+        KbResources r = f->apps[i];
+        apply_held(pod, f->app_names[i], &r);
+        kb_resources_add(&f->sum, &r);
+    }
+    f->n_apps = 0;
     *out = f->sum;
     kb_resources_max(out, &f->init_peak);
     for (int i = 0; i < KB_RES_MAX && i < 32; i++) {
@@ -98,7 +150,7 @@ void kb_pod_requests_fold_finish(KbPodRequestsFold *f, const KbResources *overhe
         else if ((f->pod_limited & (1u << i)) && out->v[i] == 0)
             out->v[i] = f->pod_limits.v[i];
     }
-    kb_resources_add(out, overhead);
+    kb_resources_add(out, &f->overhead);
     out->v[KB_RES_PODS] = 1;
 }
 
@@ -155,16 +207,17 @@ static gboolean sum_containers(json_object *spec, const char *key, gboolean init
             g_prefix_error(error, "%s", key);
             return FALSE;
         }
-        const char *policy = NULL;
+        const char *policy = NULL, *name = NULL;
         if (!container_requests(c, &r, error) ||
-            (init && !kb_decode_string(c, "restartPolicy", KB_MAX_NAME_LEN, &policy, error))) {
+            (init && !kb_decode_string(c, "restartPolicy", KB_MAX_NAME_LEN, &policy, error)) ||
+            (!init && !kb_decode_interned(c, "name", KB_MAX_NAME_LEN, TRUE, &name, error))) {
             g_prefix_error(error, "%s[%" G_GSIZE_FORMAT "].", key, i);
             return FALSE;
         }
         if (init)
             kb_pod_requests_fold_init_container(fold, &r, policy);
         else
-            kb_pod_requests_fold_container(fold, &r);
+            kb_pod_requests_fold_container(fold, name, &r);
     }
     return TRUE;
 }
@@ -191,23 +244,19 @@ static gboolean pod_level_resources(json_object *spec, KbPodRequestsFold *fold, 
     return TRUE;
 }
 
-static gboolean decode_requests(json_object *spec, KbPod *pod, GError **error)
+/* Into @fold (finished once the status is read: kb_pod_requests_fold_finish). */
+static gboolean decode_requests(json_object *spec, KbPodRequestsFold *fold, GError **error)
 {
-    KbPodRequestsFold fold;
-    KbResources overhead;
     json_object *o;
 
-    kb_pod_requests_fold_init(&fold);
-    kb_resources_clear(&overhead);
-    if (!sum_containers(spec, "containers", FALSE, &fold, error) ||
-        !sum_containers(spec, "initContainers", TRUE, &fold, error) ||
-        !pod_level_resources(spec, &fold, error))
+    if (!sum_containers(spec, "containers", FALSE, fold, error) ||
+        !sum_containers(spec, "initContainers", TRUE, fold, error) ||
+        !pod_level_resources(spec, fold, error))
         return FALSE;
     if (!kb_decode_member(spec, "overhead", json_type_object, &o, error))
         return FALSE;
-    if (o != NULL && !kb_resources_decode(o, "overhead", &overhead, error))
+    if (o != NULL && !kb_resources_decode(o, "overhead", &fold->overhead, error))
         return FALSE;
-    kb_pod_requests_fold_finish(&fold, &overhead, &pod->requests);
     return TRUE;
 }
 
@@ -562,7 +611,7 @@ static gboolean decode_spec_scalars(json_object *spec, KbPod *pod, GError **erro
     return TRUE;
 }
 
-static gboolean decode_spec(json_object *obj, KbPod *pod, GError **error)
+static gboolean decode_spec(json_object *obj, KbPod *pod, KbPodRequestsFold *fold, GError **error)
 {
     json_object *spec;
     if (!kb_decode_member(obj, "spec", json_type_object, &spec, error))
@@ -574,7 +623,7 @@ static gboolean decode_spec(json_object *obj, KbPod *pod, GError **error)
     if (!decode_spec_scalars(spec, pod, error) ||
         !kb_decode_string_map(spec, "nodeSelector", KB_MAX_NAME_LEN, KB_STRING_MAP_INTERNED,
                               pod->node_selector, error) ||
-        !decode_requests(spec, pod, error) || !decode_affinity(spec, pod, error) ||
+        !decode_requests(spec, fold, error) || !decode_affinity(spec, pod, error) ||
         !decode_tolerations(spec, pod, error) || !decode_volumes(spec, pod, error) ||
         !decode_gates(spec, pod, error) || !decode_scheduling_group(spec, pod, error)) {
         g_prefix_error(error, "spec.");
@@ -631,6 +680,28 @@ static gboolean decode_state(json_object *state, KbContainerStatus *cs, GError *
     return TRUE;
 }
 
+/* allocatedResources and resources.requests: what the node holds (KbContainerStatus.held). */
+static gboolean decode_held(json_object *o, KbContainerStatus *cs, GError **error)
+{
+    json_object *alloc, *res, *req = NULL;
+    KbResources a, b;
+    kb_resources_clear(&a);
+    kb_resources_clear(&b);
+    if (!kb_decode_member(o, "allocatedResources", json_type_object, &alloc, error) ||
+        (alloc != NULL && !kb_resources_decode(alloc, "allocatedResources", &a, error)) ||
+        !kb_decode_member(o, "resources", json_type_object, &res, error))
+        return FALSE;
+    if (res != NULL && (!kb_decode_member(res, "requests", json_type_object, &req, error) ||
+                        (req != NULL && !kb_resources_decode(req, "requests", &b, error)))) {
+        g_prefix_error(error, "resources.");
+        return FALSE;
+    }
+    kb_resources_max(&a, &b);
+    cs->held = a;
+    cs->held_mask = kb_pod_resource_mask(alloc) | kb_pod_resource_mask(req);
+    return TRUE;
+}
+
 static gboolean decode_container_status(json_object *o, KbContainerStatus *cs, GError **error)
 {
     const char *name;
@@ -646,6 +717,33 @@ static gboolean decode_container_status(json_object *o, KbContainerStatus *cs, G
         g_prefix_error(error, "state.");
         return FALSE;
     }
+    return decode_held(o, cs, error);
+}
+
+/* status.resize (before 1.33) or the condition PodResizePending (1.33+) says Infeasible. */
+static gboolean decode_resize(json_object *status, KbPod *pod, GError **error)
+{
+    const char *resize = NULL;
+    json_object *arr, *c;
+    gsize n;
+    if (!kb_decode_string(status, "resize", KB_MAX_NAME_LEN, &resize, error) ||
+        !kb_decode_array(status, "conditions", KB_MAX_LIST_ITEMS, &arr, &n, error))
+        return FALSE;
+    pod->resize_infeasible = g_strcmp0(resize, "Infeasible") == 0;
+    for (gsize i = 0; i < n; i++) {
+        const char *type = NULL, *reason = NULL;
+        if (!kb_decode_element(arr, i, &c, error)) {
+            g_prefix_error(error, "conditions");
+            return FALSE;
+        }
+        if (!kb_decode_string(c, "type", KB_MAX_NAME_LEN, &type, error) ||
+            !kb_decode_string(c, "reason", KB_MAX_NAME_LEN, &reason, error)) {
+            g_prefix_error(error, "conditions[%" G_GSIZE_FORMAT "].", i);
+            return FALSE;
+        }
+        if (g_strcmp0(type, "PodResizePending") == 0 && g_strcmp0(reason, "Infeasible") == 0)
+            pod->resize_infeasible = TRUE;
+    }
     return TRUE;
 }
 
@@ -659,6 +757,8 @@ static gboolean decode_status_fields(json_object *status, KbPod *pod, GError **e
         !kb_decode_array(status, "containerStatuses", KB_MAX_CONTAINERS, &arr, &n, error))
         return FALSE;
     pod->phase = kb_pod_phase_parse(phase);
+    if (!decode_resize(status, pod, error))
+        return FALSE;
     pod->container_statuses = n > 0 ? g_new0(KbContainerStatus, n) : NULL;
     for (gsize i = 0; i < n; i++) {
         json_object *o;
@@ -712,12 +812,15 @@ KbPod *kb_pod_new(void)
 KbPod *kb_pod_decode(json_object *obj, gboolean keep_raw, GError **error)
 {
     g_autoptr(KbPod) pod = kb_pod_new();
+    KbPodRequestsFold fold;
 
+    kb_pod_requests_fold_init(&fold);
     if (!kb_meta_decode(obj, KB_KIND_POD, keep_raw, &pod->meta, error) ||
-        !decode_spec(obj, pod, error) || !decode_status(obj, pod, error)) {
+        !decode_spec(obj, pod, &fold, error) || !decode_status(obj, pod, error)) {
         kb_decode_prefix_object(error, "pod", &pod->meta);
         return NULL;
     }
+    kb_pod_requests_fold_finish(&fold, pod);
     kb_pod_finish(pod);
     return g_steal_pointer(&pod);
 }

@@ -56,6 +56,121 @@ const char *kb_pod_group_api_version(KbPodGroupDialect dialect)
     }
 }
 
+void kb_sub_groups_free(KbSubGroupPolicy *policies, guint n)
+{
+    for (guint i = 0; policies != NULL && i < n; i++) {
+        g_free(policies[i].name);
+        g_clear_pointer(&policies[i].match_labels, g_hash_table_unref);
+    }
+    g_free(policies);
+}
+
+/* labelSelector: matchLabels only (an expression would select pods kube-batchd cannot tell). */
+static gboolean sub_group_selector(json_object *o, KbSubGroupPolicy *p, GError **error)
+{
+    json_object *sel, *exprs;
+    if (!kb_decode_member(o, "labelSelector", json_type_object, &sel, error))
+        return FALSE;
+    if (sel == NULL)
+        return TRUE;
+    if (json_object_object_get_ex(sel, "matchExpressions", &exprs) &&
+        !json_object_is_type(exprs, json_type_null)) {
+        g_set_error(error, KB_ERROR, KB_ERROR_DECODE,
+                    "labelSelector.matchExpressions: not supported (use matchLabels)");
+        return FALSE;
+    }
+    p->match_labels = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, g_free);
+    if (!kb_decode_string_map(sel, "matchLabels", KB_MAX_LABEL_VALUE_LEN, KB_STRING_MAP_INTERN_KEYS,
+                              p->match_labels, error)) {
+        g_prefix_error(error, "labelSelector.");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean sub_group_keys(json_object *o, KbSubGroupPolicy *p, GError **error)
+{
+    json_object *arr;
+    gsize n;
+    if (!kb_decode_array(o, "matchLabelKeys", KB_MAX_MATCH_LABEL_KEYS, &arr, &n, error))
+        return FALSE;
+    for (gsize i = 0; i < n; i++) {
+        json_object *k = json_object_array_get_idx(arr, i);
+        g_autofree char *where = g_strdup_printf("matchLabelKeys[%" G_GSIZE_FORMAT "]", i);
+        if (!json_object_is_type(k, json_type_string) || json_object_get_string_len(k) == 0)
+            return kb_decode_type_error(error, where, "a label key", k);
+        if (!kb_decode_check_length(where, (gsize)json_object_get_string_len(k),
+                                    KB_MAX_LABEL_KEY_LEN, error))
+            return FALSE;
+        p->keys[p->n_keys++] = g_intern_string(json_object_get_string(k));
+    }
+    return TRUE;
+}
+
+/* networkTopology: highestTierName names the node label whose one domain holds a sub-group
+ * (mode hard, the default; soft asks for nothing). */
+static gboolean sub_group_topology(json_object *o, KbSubGroupPolicy *p, GError **error)
+{
+    json_object *nt;
+    const char *mode = NULL;
+    if (!kb_decode_member(o, "networkTopology", json_type_object, &nt, error))
+        return FALSE;
+    if (nt == NULL)
+        return TRUE;
+    if (!kb_decode_string(nt, "mode", KB_MAX_NAME_LEN, &mode, error) ||
+        !kb_decode_interned(nt, "highestTierName", KB_MAX_LABEL_KEY_LEN, TRUE, &p->topology_key,
+                            error)) {
+        g_prefix_error(error, "networkTopology.");
+        return FALSE;
+    }
+    if (mode != NULL && strcmp(mode, "hard") != 0 && strcmp(mode, "soft") != 0) {
+        g_set_error(error, KB_ERROR, KB_ERROR_DECODE,
+                    "networkTopology.mode: Unsupported value: \"%s\": supported values: "
+                    "\"hard\", \"soft\"",
+                    mode);
+        return FALSE;
+    }
+    if (mode != NULL && strcmp(mode, "soft") == 0)
+        p->topology_key = NULL;
+    return TRUE;
+}
+
+static gboolean sub_group_policy(json_object *o, KbSubGroupPolicy *p, GError **error)
+{
+    const char *name = NULL;
+    gint64 size = 0, min_groups = 0;
+    if (!kb_decode_string(o, "name", KB_MAX_NAME_LEN, &name, error) ||
+        !kb_decode_int(o, "subGroupSize", 1, G_MAXINT32, &size, NULL, error) ||
+        !kb_decode_int(o, "minSubGroups", 0, G_MAXINT32, &min_groups, NULL, error) ||
+        !sub_group_selector(o, p, error) || !sub_group_keys(o, p, error) ||
+        !sub_group_topology(o, p, error))
+        return FALSE;
+    p->name = g_strdup(name != NULL ? name : "");
+    p->size = (gint32)size;
+    p->min_groups = (gint32)min_groups;
+    return TRUE;
+}
+
+static gboolean podgroup_sub_groups(json_object *spec, KbPodGroup *pg, GError **error)
+{
+    json_object *arr, *o;
+    gsize n;
+    if (!kb_decode_array(spec, "subGroupPolicy", KB_MAX_SUB_GROUP_POLICIES, &arr, &n, error))
+        return FALSE;
+    if (n == 0)
+        return TRUE;
+    pg->sub_groups = g_new0(KbSubGroupPolicy, n);
+    pg->n_sub_groups = (guint)n;
+    for (gsize i = 0; i < n; i++) {
+        if (!kb_decode_element(arr, i, &o, error) ||
+            !sub_group_policy(o, &pg->sub_groups[i], error)) {
+            g_prefix_error(error, "subGroupPolicy[%" G_GSIZE_FORMAT "].", i);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
 static gboolean podgroup_spec(json_object *spec, KbPodGroup *pg, GError **error)
 {
     gint64 min_member = 0, timeout = 0;
@@ -68,6 +183,8 @@ static gboolean podgroup_spec(json_object *spec, KbPodGroup *pg, GError **error)
         !kb_decode_member(spec, "minResources", json_type_object, &min_res, error))
         return FALSE;
     if (min_res != NULL && !kb_resources_decode(min_res, "minResources", &pg->min_resources, error))
+        return FALSE;
+    if (pg->dialect == KB_PODGROUP_VOLCANO && !podgroup_sub_groups(spec, pg, error))
         return FALSE;
     /* A group of zero is a group of one: every pod still needs a place. */
     pg->min_member = min_member > 0 ? (gint32)min_member : 1;

@@ -3,6 +3,7 @@
  * job up to its minimum (minMember) in a statement that commits only when the gang is ready and
  * otherwise discards every placement; the second grows ready jobs beyond their minimum, one task
  * a turn, so that no gang's extra pods take the room another gang needs to start.
+ * A job with sub-groups (subgroup.h) places each sub-group whole or not at all, in both rounds.
  *
  * Performance shape. Nodes sit under a max-tree of their idle vectors (per resource, the largest
  * idle value in each subtree), so a search for a node that fits skips whole ranges of full nodes
@@ -15,6 +16,7 @@
  */
 #include "scheduler/actions.h"
 #include "scheduler/reserve.h"
+#include "scheduler/subgroup.h"
 
 #include <string.h>
 
@@ -175,6 +177,8 @@ typedef struct {
      * schedulingConstraints.topology[0].key): only nodes whose label domain_key is domain. */
     const char *domain_key;
     const char *domain;
+    /* The current job's sub-groups (subgroup.h), NULL when it has none. */
+    KbSubGroups *sg;
 } Alloc;
 
 static void node_changed(Alloc *a, guint node)
@@ -483,12 +487,130 @@ static gboolean place_task(Alloc *a, GArray *ctxs, KbTaskInfo *t, KbQueueInfo *q
 /* Whether @job holds its minimum: minMember tasks, and ready for every job_ready plugin. */
 static gboolean at_minimum(Alloc *a, const KbJobInfo *job)
 {
-    return ready_tasks(job) >= (guint)MAX(job->min_member, 0) && kb_session_job_ready(a->ssn, job);
+    return ready_tasks(job) >= (guint)MAX(job->min_member, 0) &&
+           kb_session_job_ready(a->ssn, job) && (a->sg == NULL || kb_sub_groups_satisfied(a->sg));
+}
+
+/* Undo the statement's placements from @mark on. */
+static void rollback(Alloc *a, guint mark)
+{
+    for (guint i = a->placed->len; i-- > mark;) {
+        KbTaskInfo *t = a->placed->pdata[i];
+        guint node = (guint)t->node_id;
+        kb_session_deallocate(a->ssn, t);
+        node_changed(a, node);
+    }
+    g_ptr_array_set_size(a->placed, mark);
+}
+
+static GPtrArray *job_domains(const Alloc *a, const KbJobInfo *job, const char *key);
+
+/* Candidate lists were filtered by the previous domain: searches start afresh. */
+static void reset_ctxs(GArray *ctxs)
+{
+    for (guint c = 0; c < ctxs->len; c++)
+        g_array_index(ctxs, ClassCtx, c).used = FALSE;
+}
+
+/* Place pending tasks of @g in @ctxs until it counts; FALSE (nothing left placed) otherwise. */
+static gboolean place_sub_group_here(Alloc *a, GArray *ctxs, KbSubGroup *g, KbQueueInfo *qi)
+{
+    guint mark = a->placed->len;
+    guint ready = kb_sub_group_ready(g);
+    for (guint i = 0; i < g->tasks->len && ready < g->need; i++) {
+        KbTaskInfo *t = g->tasks->pdata[i];
+        if (t->state != KB_TASK_PENDING || t->held)
+            continue;
+        if (!place_task(a, ctxs, t, qi))
+            break;
+        ready++;
+    }
+    if (ready >= g->need)
+        return TRUE;
+    if (a->why->len == 0)
+        g_string_append_printf(a->why, "%u of its %u pods exist", g->tasks->len, g->need);
+    rollback(a, mark);
+    return FALSE;
+}
+
+/*
+ * Sub-group @g whole, inside one domain of its policy's label when it has one (the domain its
+ * placed members are in, else each value in turn); FALSE with nothing of it placed otherwise.
+ */
+static gboolean place_sub_group(Alloc *a, GArray *ctxs, KbSubGroup *g, KbQueueInfo *qi)
+{
+    const KbSubGroupPolicy *pol = kb_sub_groups_policy(a->sg, g->policy);
+    if (pol->topology_key == NULL)
+        return place_sub_group_here(a, ctxs, g, qi);
+    KbJobInfo part = {.tasks = g->tasks};
+    g_autoptr(GPtrArray) domains = job_domains(a, &part, pol->topology_key);
+    const char *key = a->domain_key, *domain = a->domain;
+    gboolean ok = FALSE;
+    a->domain_key = pol->topology_key;
+    for (guint d = 0; d < domains->len && !ok; d++) {
+        a->domain = domains->pdata[d];
+        reset_ctxs(ctxs);
+        g_string_truncate(a->why, 0);
+        ok = place_sub_group_here(a, ctxs, g, qi);
+    }
+    if (!ok && domains->len == 0)
+        g_string_printf(a->why, "no node has the topology label %s", pol->topology_key);
+    a->domain_key = key;
+    a->domain = domain;
+    reset_ctxs(ctxs);
+    return ok;
+}
+
+/*
+ * Sub-groups first: for each policy, whole sub-groups until it has its minimum (FALSE with the
+ * reason otherwise); then the job's other tasks up to its minimum; then, while the job still
+ * falls short of minMember, more whole sub-groups.
+ */
+static gboolean place_minimum_sub_groups(Alloc *a, KbJobInfo *job, KbQueueInfo *qi)
+{
+    KbSubGroups *sg = a->sg;
+    for (guint p = 0; p < kb_sub_groups_n_policies(sg); p++) {
+        const KbSubGroupPolicy *pol = kb_sub_groups_policy(sg, p);
+        guint whole = kb_sub_groups_whole(sg, p), want = (guint)MAX(pol->min_groups, 0);
+        g_autofree char *last = NULL;
+        for (guint i = 0; i < kb_sub_groups_count(sg) && whole < want; i++) {
+            KbSubGroup *g = kb_sub_groups_get(sg, i);
+            if (g->policy != p || kb_sub_group_ready(g) >= g->need)
+                continue;
+            g_string_truncate(a->why, 0);
+            if (place_sub_group(a, a->ctxs, g, qi))
+                whole++;
+            else if (last == NULL)
+                last = g_strdup_printf("%s: %s", g->key, a->why->str);
+        }
+        if (whole < want) {
+            g_string_printf(a->why, "sub-group policy \"%s\": %u/%u sub-groups placeable whole%s%s",
+                            pol->name, whole, want, pol->topology_key != NULL ? " inside one " : "",
+                            pol->topology_key != NULL ? pol->topology_key : "");
+            if (last != NULL)
+                g_string_append_printf(a->why, " (first short %s)", last);
+            return FALSE;
+        }
+    }
+    for (guint i = 0; i < a->tasks->len && !at_minimum(a, job); i++) {
+        KbTaskInfo *t = a->tasks->pdata[i];
+        if (t->state == KB_TASK_PENDING && kb_sub_groups_of(sg, t) < 0 &&
+            !place_task(a, a->ctxs, t, qi))
+            return FALSE;
+    }
+    for (guint i = 0; i < kb_sub_groups_count(sg) && !at_minimum(a, job); i++) {
+        KbSubGroup *g = kb_sub_groups_get(sg, i);
+        if (kb_sub_group_ready(g) < g->need && !place_sub_group(a, a->ctxs, g, qi))
+            return FALSE;
+    }
+    return TRUE;
 }
 
 /* Place pending tasks in order until the job holds its minimum or one cannot be placed (FALSE). */
 static gboolean place_minimum(Alloc *a, KbJobInfo *job, KbQueueInfo *qi)
 {
+    if (a->sg != NULL)
+        return place_minimum_sub_groups(a, job, qi);
     for (guint i = 0; i < a->tasks->len && !at_minimum(a, job); i++) {
         if (!place_task(a, a->ctxs, a->tasks->pdata[i], qi))
             return FALSE;
@@ -527,6 +649,7 @@ typedef struct {
     /* A gang with a topology constraint grows inside its domain (Alloc.domain_key/domain). */
     const char *domain_key;
     const char *domain;
+    KbSubGroups *sg; /* ref, NULL when the job has none: those grow a whole sub-group a turn */
 } Growing;
 
 typedef enum { MIN_FAILED, MIN_READY, MIN_GROWING } MinResult;
@@ -547,17 +670,19 @@ static MinResult try_minimum(Alloc *a, KbJobInfo *job, KbQueueInfo *qi, Growing 
     begin_statement(a);
     guint before = ready_tasks(job);
     *all = place_minimum(a, job, qi);
-    if (kb_session_job_ready(ssn, job)) {
+    if (kb_session_job_ready(ssn, job) && (a->sg == NULL || kb_sub_groups_satisfied(a->sg))) {
         if (a->placed->len > 0)
             commit(a, job);
         if (!*all || a->placed->len == a->tasks->len)
             return MIN_READY;
+        /* with sub-groups the placed tasks are not the first ones: growth skips placed tasks */
         *grow = (Growing){job,
                           g_steal_pointer(&a->tasks),
-                          a->placed->len,
+                          a->sg != NULL ? 0 : a->placed->len,
                           class_ctxs_new(),
                           a->domain_key,
-                          a->domain};
+                          a->domain,
+                          a->sg != NULL ? kb_sub_groups_ref(a->sg) : NULL};
         a->tasks = g_ptr_array_new();
         return MIN_GROWING;
     }
@@ -635,7 +760,17 @@ static MinResult try_domains(Alloc *a, KbJobInfo *job, KbQueueInfo *qi, Growing 
  * statement that commits only when the gang is ready. A job that is ready afterwards with tasks
  * left gets @grow filled in (its tasks stolen from a->tasks) and TRUE is returned.
  */
+static gboolean allocate_minimum_in(Alloc *a, KbJobInfo *job, KbQueueInfo *qi, Growing *grow);
+
 static gboolean allocate_minimum(Alloc *a, KbJobInfo *job, KbQueueInfo *qi, Growing *grow)
+{
+    a->sg = kb_sub_groups_build(job);
+    gboolean r = allocate_minimum_in(a, job, qi, grow);
+    g_clear_pointer(&a->sg, kb_sub_groups_unref);
+    return r;
+}
+
+static gboolean allocate_minimum_in(Alloc *a, KbJobInfo *job, KbQueueInfo *qi, Growing *grow)
 {
     if (job->group != NULL && job->group->topology_key != NULL)
         return try_domains(a, job, qi, grow) == MIN_GROWING;
@@ -661,10 +796,43 @@ static gboolean allocate_minimum(Alloc *a, KbJobInfo *job, KbQueueInfo *qi, Grow
  */
 static gboolean grow_one(Alloc *a, Growing *g, KbQueueInfo *qi)
 {
+    /* tasks a whole sub-group took meanwhile are placed already */
+    while (g->next < g->tasks->len &&
+           ((KbTaskInfo *)g->tasks->pdata[g->next])->state != KB_TASK_PENDING)
+        g->next++;
+    if (g->next >= g->tasks->len)
+        return FALSE;
     begin_statement(a);
     a->domain_key = g->domain_key;
     a->domain = g->domain;
-    gboolean placed = place_task(a, g->ctxs, g->tasks->pdata[g->next], qi);
+    KbTaskInfo *t = g->tasks->pdata[g->next];
+    gint at = g->sg != NULL ? kb_sub_groups_of(g->sg, t) : -1;
+    gboolean placed;
+    if (at >= 0) {
+        KbSubGroup *sub = kb_sub_groups_get(g->sg, (guint)at);
+        const KbSubGroupPolicy *pol = kb_sub_groups_policy(g->sg, sub->policy);
+        a->sg = g->sg;
+        if (kb_sub_group_ready(sub) < sub->need) {
+            /* a sub-group not yet whole is placed whole */
+            placed = place_sub_group(a, g->ctxs, sub, qi);
+        } else {
+            /* one that is grows inside its domain */
+            KbJobInfo part = {.tasks = sub->tasks};
+            g_autoptr(GPtrArray) d =
+                    pol->topology_key != NULL ? job_domains(a, &part, pol->topology_key) : NULL;
+            if (d != NULL && d->len > 0) {
+                a->domain_key = pol->topology_key;
+                a->domain = d->pdata[0];
+                reset_ctxs(g->ctxs);
+            }
+            placed = place_task(a, g->ctxs, t, qi);
+            if (d != NULL)
+                reset_ctxs(g->ctxs);
+        }
+        a->sg = NULL;
+    } else {
+        placed = place_task(a, g->ctxs, t, qi);
+    }
     a->domain_key = a->domain = NULL;
     if (!placed)
         return FALSE;
@@ -740,6 +908,7 @@ static void growing_clear(gpointer data)
     Growing *g = data;
     g_ptr_array_unref(g->tasks);
     g_array_unref(g->ctxs);
+    g_clear_pointer(&g->sg, kb_sub_groups_unref);
 }
 
 static void queue_jobs_clear(QueueJobs *qj)

@@ -666,8 +666,16 @@ typedef struct {
     KbBinder *binder; /* a reference */
     KbPod *pod;       /* ref */
     const char *reason;
+    char *message; /* owned: the DisruptionTarget condition's */
     guint version; /* index into eviction_versions */
 } EvictCall;
+
+/* A native PodGroup's DisruptionTarget write, and the evictions of its pods that wait for it. */
+typedef struct {
+    KbBinder *binder; /* a reference */
+    GPtrArray *calls; /* EvictCall*, owned until started */
+    char *name;       /* "ns/name" */
+} GroupCall;
 
 void kb_binder_set_evict_func(KbBinder *binder, KbBinderEvictFunc func, gpointer user_data)
 {
@@ -717,6 +725,16 @@ static gboolean eviction_version_unknown(const KbResponse *resp)
 
 static void send_eviction(EvictCall *c);
 
+static void evict_call_done(EvictCall *c)
+{
+    KbBinder *b = c->binder;
+    b->evictions_in_flight--;
+    kb_object_unref(c->pod);
+    g_free(c->message);
+    binder_unref(b);
+    g_free(c);
+}
+
 static void evict_report(KbBinder *b, EvictCall *c, const KbResponse *resp)
 {
     const KbObjectMeta *m = &c->pod->meta;
@@ -750,12 +768,85 @@ static void on_evicted(const KbResponse *resp, gpointer data)
         send_eviction(c);
         return;
     }
-    b->evictions_in_flight--;
     if (!b->freed)
         evict_report(b, c, resp);
-    kb_object_unref(c->pod);
-    binder_unref(b);
-    g_free(c);
+    evict_call_done(c);
+}
+
+/*
+ * The condition kube-scheduler sets on a victim (pod or native PodGroup) before it deletes it:
+ * {"status": {"conditions": [DisruptionTarget True PreemptionByScheduler]}}, a strategic merge
+ * patch (both types merge conditions on their type). New object.
+ */
+static json_object *disruption_body(const char *message)
+{
+    g_autofree char *when = kb_time_format(g_get_real_time() / G_USEC_PER_SEC);
+    json_object *c = json_object_new_object();
+    json_object_object_add(c, "type", json_object_new_string(KB_DISRUPTION_TARGET));
+    json_object_object_add(c, "status", json_object_new_string("True"));
+    json_object_object_add(c, "reason", json_object_new_string(KB_PREEMPTION_BY_SCHEDULER));
+    json_object_object_add(c, "message", json_object_new_string(message));
+    json_object_object_add(c, "lastTransitionTime", json_object_new_string(when));
+    json_object *conds = json_object_new_array();
+    json_object_array_add(conds, c);
+    json_object *status = json_object_new_object();
+    json_object_object_add(status, "conditions", conds);
+    json_object *body = json_object_new_object();
+    json_object_object_add(body, "status", status);
+    return body;
+}
+
+/* Whatever became of the condition, the eviction says what becomes of the pod. */
+static void on_pod_disrupted(const KbResponse *resp, gpointer data)
+{
+    EvictCall *c = data;
+    const KbObjectMeta *m = &c->pod->meta;
+    if (resp->error != NULL && !g_error_matches(resp->error, KB_ERROR, KB_ERROR_NOT_FOUND))
+        g_warning("pod %s/%s: condition DisruptionTarget not set: %s; evicting all the same",
+                  m->namespace_, m->name, resp->error->message);
+    if (c->binder->freed)
+        evict_call_done(c);
+    else
+        send_eviction(c);
+}
+
+static void patch_status_async(KbBinder *b, const KbResourceType *type, const KbObjectMeta *m,
+                               const char *message, KbResponseFunc func, gpointer data)
+{
+    json_object *body = disruption_body(message);
+    KbRequest req = {.method = "PATCH",
+                     .type = type,
+                     .namespace_ = m->namespace_,
+                     .name = m->name,
+                     .subresource = "status",
+                     .body = body,
+                     .content_type = "application/strategic-merge-patch+json"};
+    kb_client_call_async(b->client, &req, func, data);
+    json_object_put(body);
+}
+
+static void start_eviction(EvictCall *c)
+{
+    patch_status_async(c->binder, &kb_type_pods, &c->pod->meta, c->message, on_pod_disrupted, c);
+}
+
+static void on_group_disrupted(const KbResponse *resp, gpointer data)
+{
+    GroupCall *g = data;
+    if (resp->error != NULL && !g_error_matches(resp->error, KB_ERROR, KB_ERROR_NOT_FOUND))
+        g_warning("podgroup %s: condition DisruptionTarget not set: %s; evicting its pods all "
+                  "the same",
+                  g->name, resp->error->message);
+    for (guint i = 0; i < g->calls->len; i++) {
+        if (g->binder->freed)
+            evict_call_done(g->calls->pdata[i]);
+        else
+            start_eviction(g->calls->pdata[i]);
+    }
+    g_ptr_array_unref(g->calls);
+    g_free(g->name);
+    binder_unref(g->binder);
+    g_free(g);
 }
 
 static void send_eviction(EvictCall *c)
@@ -789,6 +880,9 @@ static void send_eviction(EvictCall *c)
 
 void kb_binder_evict(KbBinder *binder, const GArray *evictions)
 {
+    /* KbPodGroup* (borrowed from @evictions) -> GroupCall*: one write per group, first. */
+    g_autoptr(GHashTable) groups = g_hash_table_new(NULL, NULL);
+    g_autoptr(GPtrArray) order = g_ptr_array_new();
     for (guint i = 0; evictions != NULL && i < evictions->len; i++) {
         const KbEviction *ev = &g_array_index(evictions, KbEviction, i);
         EvictCall *c = g_new0(EvictCall, 1);
@@ -796,7 +890,30 @@ void kb_binder_evict(KbBinder *binder, const GArray *evictions)
         binder->ref_count++;
         c->pod = kb_object_ref(ev->pod);
         c->reason = ev->reason;
+        c->message = g_strdup(ev->message != NULL ? ev->message : ev->reason);
         binder->evictions_in_flight++;
-        send_eviction(c);
+        if (ev->disrupted_group == NULL) {
+            start_eviction(c);
+            continue;
+        }
+        GroupCall *g = g_hash_table_lookup(groups, ev->disrupted_group);
+        if (g == NULL) {
+            g = g_new0(GroupCall, 1);
+            g->binder = binder;
+            binder->ref_count++;
+            g->calls = g_ptr_array_new();
+            g->name = g_strdup_printf("%s/%s", ev->disrupted_group->meta.namespace_,
+                                      ev->disrupted_group->meta.name);
+            g_hash_table_insert(groups, ev->disrupted_group, g);
+            g_ptr_array_add(order, ev->disrupted_group);
+        }
+        g_ptr_array_add(g->calls, c);
+    }
+    for (guint i = 0; i < order->len; i++) {
+        const KbPodGroup *pg = order->pdata[i];
+        GroupCall *g = g_hash_table_lookup(groups, pg);
+        const EvictCall *first = g->calls->pdata[0];
+        patch_status_async(binder, &kb_type_pod_groups_native, &pg->meta, first->message,
+                           on_group_disrupted, g);
     }
 }

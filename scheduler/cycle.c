@@ -45,6 +45,7 @@ static void eviction_clear(gpointer p)
     g_free(ev->message);
     g_free(ev->job);
     g_free(ev->preemptor);
+    g_clear_pointer(&ev->disrupted_group, kb_object_unref);
 }
 
 /* @n_jobs: the jobs of the cache, each of which gets a status (no reallocation as they do). */

@@ -37,8 +37,10 @@ typedef struct {
 /*
  * One pod to evict (preempt or reclaim). The daemon POSTs pods/NAME/eviction (policy/v1, v1beta1
  * fallback) with the uid as a precondition and reports a refusal with kb_cache_evict_failed; the
- * cache already holds the pod as RELEASING. The result also carries a `Preempted`/`Reclaimed`
- * event on the pod with the same message.
+ * cache already holds the pod as RELEASING. Before that, as kube-scheduler does, the pod's
+ * DisruptionTarget condition (reason PreemptionByScheduler) and, for @disrupted_group, the
+ * group's. The result also carries a `Preempted`/`Reclaimed` event on the pod with the same
+ * message.
  */
 typedef struct {
     KbPod *pod;         /* ref: namespace, name and uid to evict */
@@ -46,6 +48,9 @@ typedef struct {
     char *message;      /* owned: names the preemptor job, e.g. "preempted by job ns/big ..." */
     char *job;          /* owned: "ns/name" of the victim's job */
     char *preemptor;    /* owned: "ns/name" of the job the pod makes room for */
+    /* ref: the victim's native PodGroup (scheduling.k8s.io/v1beta1) when this decision takes it
+     * whole (disruptionMode all, or every running member): it gets DisruptionTarget first. */
+    KbPodGroup *disrupted_group;
 } KbEviction;
 
 /* The status of one job after the cycle. */

@@ -14,7 +14,8 @@
  *
  * Victims come in units: one task, or, when evicting it would leave its running gang below
  * minMember (or its native PodGroup says disruptionMode: all), every running member of that gang
- * (on any node). A unit is only taken when the
+ * (on any node; inside the domain for a preemptor with a topology key: such a preemptor's tasks
+ * and victims stay in one domain of the label, each tried in turn). A unit is only taken when the
  * plugins allow every one of its pods (conformance: never critical pods; priority, drf: Volcano's
  * preemptableFn). On a node, two greedy passes take units until the task fits (lowest priority
  * and youngest first; most freed per pod first), each giving back what it did not need after all,
@@ -90,11 +91,22 @@ typedef struct {
     GPtrArray *victims;        /* the same, in order */
     GArray *undo;              /* Undo */
     GArray *units, *chosen, *alt, *best; /* Unit scratch */
-    gint64 min_run;            /* minRunTime (seconds) */
-    gboolean backoff;          /* evictionBackoff */
-    gboolean *job_protected;   /* per job id: started less than its minimum run time ago */
-    guint n_protected;         /* in-scope tasks of protected jobs for the current preemptor */
+    gint64 min_run;                      /* minRunTime (seconds) */
+    gboolean backoff;                    /* evictionBackoff */
+    gboolean *job_protected; /* per job id: started less than its minimum run time ago */
+    guint n_protected;       /* in-scope tasks of protected jobs for the current preemptor */
+    /* A preemptor with a topology key (a native PodGroup's schedulingConstraints): its tasks
+     * go, and its victims are taken, only on nodes whose label domain_key is domain. */
+    const char *domain_key;
+    const char *domain;
 } Evict;
+
+/* @node's value of label @key (borrowed), NULL without it. */
+static const char *node_domain(const Evict *e, guint node, const char *key)
+{
+    const KbNodeInfo *ni = &e->ssn->nodes[node];
+    return ni->present && ni->node != NULL ? g_hash_table_lookup(ni->node->meta.labels, key) : NULL;
+}
 
 static gboolean on_node(const KbTaskInfo *t)
 {
@@ -411,6 +423,10 @@ static gboolean unit_for(Evict *e, KbTaskInfo *v, guint node, Unit *u)
             continue;
         if (!g_hash_table_contains(e->allowed, m))
             return FALSE;
+        /* a preemptor held to one domain evicts nothing outside it */
+        if (e->domain_key != NULL &&
+            g_strcmp0(node_domain(e, (guint)m->node_id, e->domain_key), e->domain) != 0)
+            return FALSE;
         u->pods++;
         u->gpus += m->resreq.v[KB_RES_GPU];
         kb_resources_add(&u->total, &m->resreq);
@@ -582,7 +598,33 @@ static gboolean node_usable(Evict *e, const KbTaskInfo *t, guint node)
 {
     const KbNodeInfo *ni = &e->ssn->nodes[node];
     return ni->present && kb_resources_fit(&t->resreq, &ni->allocatable) &&
+           (e->domain_key == NULL ||
+            g_strcmp0(node_domain(e, node, e->domain_key), e->domain) == 0) &&
            kb_session_predicate(e->ssn, t, ni, NULL);
+}
+
+/* The domains of @key @job may use: the one its members on nodes are in, else every value of
+ * the label over the present nodes, first seen first (borrowed strings). */
+static GPtrArray *job_domains(const Evict *e, const KbJobInfo *job, const char *key)
+{
+    GPtrArray *out = g_ptr_array_new();
+    for (guint i = 0; i < job->tasks->len; i++) {
+        const KbTaskInfo *t = job->tasks->pdata[i];
+        if (t->node_id < 0 || t->state == KB_TASK_PENDING || t->state == KB_TASK_SUCCEEDED ||
+            t->state == KB_TASK_FAILED)
+            continue;
+        const char *d = node_domain(e, (guint)t->node_id, key);
+        if (d != NULL)
+            g_ptr_array_add(out, (gpointer)d);
+        return out;
+    }
+    g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
+    for (guint n = 0; n < e->ssn->n_nodes; n++) {
+        const char *d = node_domain(e, n, key);
+        if (d != NULL && g_hash_table_add(seen, (gpointer)d))
+            g_ptr_array_add(out, (gpointer)d);
+    }
+    return out;
 }
 
 /* The node whose victims for @t cost least (into e->best), or -1. */
@@ -676,6 +718,26 @@ static void discard(Evict *e)
     stmt_reset(e);
 }
 
+/*
+ * The victim jobs of the statement whose native PodGroup is taken whole (disruptionMode all, or
+ * every member on a node): those groups are "about to be terminated" (the API's DisruptionTarget).
+ * A set of KbJobInfo*, borrowed; call before the victims are marked evicted.
+ */
+static GHashTable *disrupted_groups(const Evict *e)
+{
+    GHashTable *set = g_hash_table_new(NULL, NULL);
+    for (guint i = 0; i < e->victims->len; i++) {
+        const KbTaskInfo *v = e->victims->pdata[i];
+        const KbJobInfo *vj = v->job;
+        if (vj->group == NULL || vj->group->dialect != KB_PODGROUP_NATIVE)
+            continue;
+        guint on_nodes = vj->n_state[KB_TASK_BOUND] + vj->n_state[KB_TASK_RUNNING];
+        if (vj->group->disruption_all || e->job_evicted[vj->id] >= on_nodes)
+            g_hash_table_add(set, (gpointer)vj);
+    }
+    return set;
+}
+
 static void commit(Evict *e, KbJobInfo *job, const KbQueueInfo *jq, GPtrArray *placed)
 {
     KbSession *ssn = e->ssn;
@@ -686,6 +748,7 @@ static void commit(Evict *e, KbJobInfo *job, const KbQueueInfo *jq, GPtrArray *p
                                   job->priority, jq->name)
                 : g_strdup_printf("reclaimed by queue \"%s\" (below its deserved share) for job %s",
                                   jq->name, job->key);
+    g_autoptr(GHashTable) disrupted = disrupted_groups(e);
     for (guint i = 0; i < e->victims->len; i++) {
         KbTaskInfo *v = e->victims->pdata[i];
         if (e->job_evicted[v->job->id] > 0) {
@@ -693,7 +756,9 @@ static void commit(Evict *e, KbJobInfo *job, const KbQueueInfo *jq, GPtrArray *p
             e->job_evicted[v->job->id] = 0;
         }
         KbEviction ev = {kb_object_ref(v->pod), reason, g_strdup(msg), g_strdup(v->job->key),
-                         g_strdup(job->key)};
+                         g_strdup(job->key),    NULL};
+        if (g_hash_table_contains(disrupted, v->job))
+            ev.disrupted_group = kb_object_ref(v->job->group);
         g_array_append_val(ssn->result->evictions, ev);
         KbSchedEvent sev = {
                 kb_object_ref(&v->pod->meta), "v1", "Pod", "Normal", reason, g_strdup(msg)};
@@ -819,9 +884,32 @@ static gboolean try_statement(Evict *e, KbJobInfo *job, KbQueueInfo *jq, GPtrArr
 }
 
 /*
- * Preempt: one statement. Reclaim: the nearest over-served queues first, i.e. with victims only
- * from queues meeting the job's as deep in the tree as possible (its siblings, then its
- * parent's siblings' subtrees, ...) and widening one level at a time up to the root.
+ * A statement per domain of the preemptor's topology key, in turn (the first where the whole
+ * minimum finds room wins): no gang is placed, and nothing evicted, across two domains. Without
+ * a key, one statement.
+ */
+static gboolean try_domains(Evict *e, KbJobInfo *job, KbQueueInfo *jq, GPtrArray *tasks, guint need,
+                            guint *n_protected)
+{
+    const char *key = job->group != NULL ? job->group->topology_key : NULL;
+    if (key == NULL)
+        return try_statement(e, job, jq, tasks, need, n_protected);
+    g_autoptr(GPtrArray) domains = job_domains(e, job, key);
+    gboolean ok = FALSE;
+    e->domain_key = key;
+    for (guint d = 0; d < domains->len && !ok; d++) {
+        e->domain = domains->pdata[d];
+        ok = try_statement(e, job, jq, tasks, need, n_protected);
+    }
+    e->domain_key = e->domain = NULL;
+    return ok;
+}
+
+/*
+ * Preempt: one statement (one per topology domain, see try_domains). Reclaim: the nearest
+ * over-served queues first, i.e. with victims only from queues meeting the job's as deep in the
+ * tree as possible (its siblings, then its parent's siblings' subtrees, ...) and widening one
+ * level at a time up to the root.
  */
 static void evict_for_job(Evict *e, KbJobInfo *job)
 {
@@ -847,7 +935,7 @@ static void evict_for_job(Evict *e, KbJobInfo *job)
         e->min_lca_depth = level;
         if (level > 0 && !any_in_scope(e, job, jq))
             continue;
-        if (try_statement(e, job, jq, tasks, need, &n_protected))
+        if (try_domains(e, job, jq, tasks, need, &n_protected))
             return;
     }
     if (n_protected > 0)

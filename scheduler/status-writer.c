@@ -409,7 +409,7 @@ gboolean kb_status_writer_native_error(KbStatusWriter *writer, json_object *grou
     }
     json_object *c = condition_new(KB_POD_GROUP_INITIALLY_SCHEDULED, "False", "SchedulerError",
                                    message, now);
-    enqueue(writer, &kb_type_pod_groups_native, ns, name, KB_PATCH_MERGE, conditions_patch(c));
+    enqueue(writer, &kb_type_pod_groups_native, ns, name, KB_PATCH_STRATEGIC, conditions_patch(c));
     return TRUE;
 }
 
@@ -432,7 +432,8 @@ static void apply_job(KbStatusWriter *w, const KbJobStatus *st, gint64 now)
         const KbObjectMeta *m = &st->group->meta;
         json_object *body = kb_status_native_group_body(st, now);
         if (body != NULL)
-            enqueue(w, &kb_type_pod_groups_native, m->namespace_, m->name, KB_PATCH_MERGE, body);
+            enqueue(w, &kb_type_pod_groups_native, m->namespace_, m->name, KB_PATCH_STRATEGIC,
+                    body);
     } else if (st->group != NULL) {
         const KbObjectMeta *m = &st->group->meta;
         enqueue(w, group_type(st->group->dialect), m->namespace_, m->name, KB_PATCH_MERGE,

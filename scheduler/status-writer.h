@@ -5,7 +5,8 @@
  *   group's /status subresource in its own dialect (phase; the condition with the core's reason
  *   and message, lastTransitionTime; running/succeeded/failed/pending counts; `scheduled` for the
  *   scheduling.x-k8s.io dialect). Kubernetes' own PodGroup (scheduling.k8s.io/v1beta1) gets the
- *   API's condition PodGroupInitiallyScheduled instead (kb_status_native_group_body).
+ *   API's condition PodGroupInitiallyScheduled instead (kb_status_native_group_body), as a
+ *   strategic merge patch (conditions merge on type: DisruptionTarget, set by the binder, stays).
  * - A pod without a group (a gang of one) that cannot be placed: its PodScheduled condition
  *   (status False, reason Unschedulable, the core's message), as kube-scheduler writes it.
  * - The cycle's events (FailedScheduling on pods, Unschedulable/Scheduled on PodGroups) through

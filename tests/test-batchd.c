@@ -846,9 +846,17 @@ static void add_native_group(Cluster *cl, const char *name, int min_count)
                            name, min_count));
 }
 
+/* The native group's condition of @type as JSON text, newly allocated, or NULL. */
+static char *native_condition_of(Cluster *cl, const char *name, const char *type);
+
 /* The native group's PodGroupInitiallyScheduled condition as JSON text, newly allocated, or
  * NULL. */
 static char *native_condition(Cluster *cl, const char *name)
+{
+    return native_condition_of(cl, name, "PodGroupInitiallyScheduled");
+}
+
+static char *native_condition_of(Cluster *cl, const char *name, const char *type)
 {
     g_autoptr(GError) error = NULL;
     json_object *g =
@@ -858,7 +866,7 @@ static char *native_condition(Cluster *cl, const char *name)
     char *out = NULL;
     for (size_t i = 0; conds != NULL && i < json_object_array_length(conds); i++) {
         json_object *c = json_object_array_get_idx(conds, i);
-        if (g_strcmp0(kas_json_get_string(c, "type"), "PodGroupInitiallyScheduled") == 0)
+        if (g_strcmp0(kas_json_get_string(c, "type"), type) == 0)
             out = g_strdup(json_object_to_json_string_ext(c, JSON_C_TO_STRING_NOSLASHESCAPE));
     }
     json_object_put(g);
@@ -1080,6 +1088,83 @@ static void test_preempt(void)
     g_rmdir(dir);
 }
 
+/*
+ * Native PodGroups on kb-apiserver: a waiting high group preempts a running low one with
+ * disruptionMode all; the low group says DisruptionTarget/PreemptionByScheduler (set before its
+ * pods were evicted: it outlives them) and the high one binds whole once they are gone.
+ */
+static void test_native_preempt_disruption_target(void)
+{
+    if (!have_apiserver())
+        return;
+    const char *args[] = {"--simulate-kubelet", "--runtime-config",
+                          "scheduling.k8s.io/v1beta1=true", NULL};
+    g_autoptr(Cluster) cl = cluster_start_with(args);
+    add_priority_class(cl, "low", 10);
+    add_priority_class(cl, "high", 1000);
+    add_node(cl, "n1", 4, NULL);
+    const char *def = kb_conf_default_yaml();
+    g_autofree char *conf_text =
+            g_strdup_printf("actions: \"enqueue, allocate, preempt\"\n%s"
+                            "configurations:\n- name: preempt\n  arguments: {minRunTime: \"0\"}\n",
+                            strstr(def, "tiers:"));
+    g_autofree char *dir = g_dir_make_tmp("kb-batchd-XXXXXX", NULL);
+    g_assert_nonnull(dir);
+    g_autofree char *conf = g_build_filename(dir, "scheduler.conf", NULL);
+    g_assert_true(g_file_set_contents(conf, conf_text, -1, NULL));
+    g_autoptr(Child) d = daemon_start(cl, "--scheduler-conf", conf, NULL);
+
+    static const char *const groups[][3] = {{"lo", "low", "all"}, {"hi", "high", "single"}};
+    for (guint k = 0; k < G_N_ELEMENTS(groups); k++) {
+        kb_test_create(
+                cl->client, &kb_type_pod_groups_native, "default",
+                kb_test_json_printf("{\"apiVersion\":\"scheduling.k8s.io/v1beta1\",\"kind\":"
+                                    "\"PodGroup\",\"metadata\":{\"name\":\"%s\",\"namespace\":"
+                                    "\"default\"},\"spec\":{\"schedulingPolicy\":{\"gang\":{"
+                                    "\"minCount\":2}},\"priorityClassName\":\"%s\","
+                                    "\"disruptionMode\":{\"%s\":{}}}}",
+                                    groups[k][0], groups[k][1], groups[k][2]));
+        if (k == 1)
+            break;
+        for (int i = 0; i < 4; i++) {
+            g_autofree char *name = g_strdup_printf("lo-%d", i);
+            add_pod_full(cl, name, NULL, 1, NULL, ",\"schedulingGroup\":{\"podGroupName\":\"lo\"}",
+                         NULL);
+        }
+        g_assert_true(wait_bound(cl, "lo-", 4, WAIT_MS));
+        g_autofree char *up = wait_native_condition(cl, "lo", "\"status\":\"True\"", WAIT_MS);
+        g_assert_nonnull(strstr(up, "\"status\":\"True\""));
+    }
+    for (int i = 0; i < 2; i++) {
+        g_autofree char *name = g_strdup_printf("hi-%d", i);
+        add_pod_full(cl, name, NULL, 2, NULL, ",\"schedulingGroup\":{\"podGroupName\":\"hi\"}",
+                     NULL);
+    }
+    if (!wait_bound(cl, "hi-", 2, WAIT_MS)) {
+        g_autofree char *log = child_log(d);
+        g_printerr("%s", log);
+        g_assert_not_reached();
+    }
+    guint lo_total = 0;
+    count_bound(cl, "lo-", &lo_total);
+    g_assert_cmpuint(lo_total, ==, 0);
+    g_autofree char *cond = native_condition_of(cl, "lo", "DisruptionTarget");
+    g_assert_nonnull(cond);
+    g_assert_nonnull(strstr(cond, "\"status\":\"True\""));
+    g_assert_nonnull(strstr(cond, "\"reason\":\"PreemptionByScheduler\""));
+    g_assert_nonnull(strstr(cond, "preempted by job default/hi"));
+    /* the preemptor's group is not disrupted; the victim's other condition stays (both are
+     * strategic merge patches, merged on type) */
+    g_autofree char *none = native_condition_of(cl, "hi", "DisruptionTarget");
+    g_assert_null(none);
+    g_autofree char *sched = native_condition(cl, "lo");
+    g_assert_nonnull(sched);
+    g_assert_nonnull(strstr(sched, "\"status\":\"True\""));
+    daemon_stop(d);
+    g_unlink(conf);
+    g_rmdir(dir);
+}
+
 /* ---- hierarchical queues ------------------------------------------------------------------ */
 
 static void add_queue_spec(Cluster *cl, const char *name, const char *spec)
@@ -1237,6 +1322,8 @@ int main(int argc, char **argv)
     g_test_add_func("/batchd/native/gang-waits-then-binds-whole", test_native_gang);
     g_test_add_func("/batchd/leader/handover-without-double-binding", test_leader_handover);
     g_test_add_func("/batchd/preempt/high-priority-gang-binds-after-victims-go", test_preempt);
+    g_test_add_func("/batchd/preempt/native-group-disruption-target",
+                    test_native_preempt_disruption_target);
     g_test_add_func("/batchd/queues/hierarchy-shares-and-cycle", test_hierarchical_queues);
     g_test_add_func("/batchd/status/waits-for-bindings", test_status_waits_for_bindings);
     int rc = g_test_run();

@@ -556,6 +556,7 @@ static void eviction_clear(gpointer p)
     g_free(ev->message);
     g_free(ev->job);
     g_free(ev->preemptor);
+    g_clear_pointer(&ev->disrupted_group, kb_object_unref);
 }
 
 static void on_evict(const KbEvictOutcome *out, gpointer data)
@@ -659,6 +660,106 @@ static void test_evict_refused(Fixture *f, gconstpointer data)
     g_assert_cmpstr(f->outcomes->pdata[0], ==, "v0:refused");
 }
 
+/* "METHOD path" of every request to a pod's or a podgroup's status or a pod's eviction, in order;
+ * each status patch a strategic merge setting DisruptionTarget/PreemptionByScheduler. */
+static GPtrArray *disruption_calls(Fixture *f)
+{
+    GPtrArray *out = g_ptr_array_new_with_free_func(g_free);
+    for (guint i = 0; i < kb_test_server_request_count(f->srv); i++) {
+        const KbTestRequest *r = kb_test_server_request(f->srv, i);
+        if (g_str_has_suffix(r->path, "/status")) {
+            g_assert_cmpstr(r->method, ==, "PATCH");
+            g_assert_cmpstr(kb_test_request_header(r, "Content-Type"), ==,
+                            "application/strategic-merge-patch+json");
+            json_object *b = kb_test_request_json(r);
+            json_object *c = json_object_array_get_idx(
+                    json_object_object_get(json_object_object_get(b, "status"), "conditions"), 0);
+            g_assert_cmpstr(json_object_get_string(json_object_object_get(c, "type")), ==,
+                            "DisruptionTarget");
+            g_assert_cmpstr(json_object_get_string(json_object_object_get(c, "status")), ==,
+                            "True");
+            g_assert_cmpstr(json_object_get_string(json_object_object_get(c, "reason")), ==,
+                            "PreemptionByScheduler");
+            g_assert_cmpstr(json_object_get_string(json_object_object_get(c, "message")), ==,
+                            "preempted by job x");
+            json_object_put(b);
+        } else if (!g_str_has_suffix(r->path, "/eviction")) {
+            continue;
+        }
+        g_ptr_array_add(out, g_strdup_printf("%s %s", r->method, r->path));
+    }
+    return out;
+}
+
+/* As kube-scheduler does, a victim's DisruptionTarget condition is set before it goes, and a
+ * native PodGroup taken whole gets its own first, once, before any of its pods. */
+static void test_evict_disruption_target(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GArray) evs = g_array_new(FALSE, TRUE, sizeof(KbEviction));
+    g_array_set_clear_func(evs, eviction_clear);
+    kb_test_server_respond(f->srv, "PATCH",
+                           "/apis/scheduling.k8s.io/v1beta1/namespaces/" NS "/podgroups/g/status",
+                           200, "{}");
+    kb_test_server_respond(f->srv, "PATCH", "/api/v1/namespaces/" NS "/pods/*", 200, "{}");
+    kb_test_server_respond(f->srv, "POST", "/api/v1/namespaces/" NS "/pods/*", 201, "{}");
+    json_object *o = parse("{\"apiVersion\":\"scheduling.k8s.io/v1beta1\",\"kind\":\"PodGroup\","
+                           "\"metadata\":{\"name\":\"g\",\"namespace\":\"" NS "\"},\"spec\":{"
+                           "\"schedulingPolicy\":{\"gang\":{\"minCount\":2}},\"disruptionMode\":"
+                           "{\"all\":{}}}}");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbPodGroup) group = kb_pod_group_decode_native(o, FALSE, &error);
+    g_assert_no_error(error);
+    json_object_put(o);
+    running_victim(f, "v0", evs);
+    running_victim(f, "v1", evs);
+    running_victim(f, "lone", evs);
+    for (guint i = 0; i < 2; i++)
+        g_array_index(evs, KbEviction, i).disrupted_group = kb_object_ref(group);
+    evict_and_wait(f, evs);
+    g_autoptr(GPtrArray) calls = disruption_calls(f);
+    g_assert_cmpuint(calls->len, ==, 7);
+    /* the lone pod does not wait for the group */
+    guint group_at = G_MAXUINT, lone_status = G_MAXUINT, lone_evict = G_MAXUINT;
+    for (guint i = 0; i < calls->len; i++) {
+        const char *c = calls->pdata[i];
+        if (strstr(c, "/podgroups/g/status") != NULL) {
+            g_assert_cmpuint(group_at, ==, G_MAXUINT); /* once */
+            group_at = i;
+        } else if (strstr(c, "/pods/lone/status") != NULL) {
+            lone_status = i;
+        } else if (strstr(c, "/pods/lone/eviction") != NULL) {
+            lone_evict = i;
+        }
+    }
+    g_assert_cmpuint(lone_status, <, lone_evict);
+    for (guint k = 0; k < 2; k++) {
+        g_autofree char *st = g_strdup_printf("PATCH /api/v1/namespaces/" NS "/pods/v%u/status", k);
+        g_autofree char *ev =
+                g_strdup_printf("POST /api/v1/namespaces/" NS "/pods/v%u/eviction", k);
+        guint st_at, ev_at;
+        g_assert_true(g_ptr_array_find_with_equal_func(calls, st, g_str_equal, &st_at));
+        g_assert_true(g_ptr_array_find_with_equal_func(calls, ev, g_str_equal, &ev_at));
+        g_assert_cmpuint(group_at, <, st_at);
+        g_assert_cmpuint(st_at, <, ev_at);
+    }
+    g_assert_cmpuint(kb_binder_evict_count(f->binder, KB_EVICT_ACCEPTED), ==, 3);
+}
+
+/* A condition that cannot be written (403) does not keep the victim: it is evicted all the same. */
+static void test_evict_disruption_target_refused(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GArray) evs = g_array_new(FALSE, TRUE, sizeof(KbEviction));
+    g_array_set_clear_func(evs, eviction_clear);
+    kb_test_server_push(f->srv, "PATCH", "/api/v1/namespaces/" NS "/pods/v0/status",
+                        kb_test_response_new_status(403, "Forbidden", "pods \"v0\" is forbidden"));
+    kb_test_server_respond(f->srv, "POST", "/api/v1/namespaces/" NS "/pods/v0/eviction", 201, "{}");
+    running_victim(f, "v0", evs);
+    evict_and_wait(f, evs);
+    g_autoptr(GPtrArray) seen = evictions_seen(f);
+    g_assert_cmpuint(seen->len, ==, 1);
+    g_assert_cmpuint(kb_binder_evict_count(f->binder, KB_EVICT_ACCEPTED), ==, 1);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -684,6 +785,9 @@ int main(int argc, char **argv)
     ADD("/scheduler/binder/evict/accepted-or-gone", test_evict_accepted, NULL);
     ADD("/scheduler/binder/evict/v1beta1-fallback", test_evict_v1beta1_fallback, NULL);
     ADD("/scheduler/binder/evict/refused-keeps-running", test_evict_refused, NULL);
+    ADD("/scheduler/binder/evict/disruption-target-first", test_evict_disruption_target, NULL);
+    ADD("/scheduler/binder/evict/disruption-target-refused-still-evicts",
+        test_evict_disruption_target_refused, NULL);
 #undef ADD
     return g_test_run();
 }

@@ -396,6 +396,80 @@ static void test_podgroup_volcano(void)
     g_assert_cmpuint(pg->meta.n_owners, ==, 1);
 }
 
+/* Volcano's subGroupPolicy: read as written; each limit and malformed member refused, naming
+ * the field. */
+static KbPodGroup *volcano_with(const char *spec, GError **error)
+{
+    g_autofree char *text = g_strdup_printf(
+            "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\","
+            "\"metadata\":{\"name\":\"tf\",\"namespace\":\"ns\"},\"spec\":{\"minMember\":25%s}}",
+            spec);
+    json_object *o = json_tokener_parse(text);
+    g_assert_nonnull(o);
+    KbPodGroup *pg = kb_pod_group_decode(o, FALSE, error);
+    json_object_put(o);
+    return pg;
+}
+
+static void test_podgroup_sub_groups(void)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbPodGroup) pg = volcano_with(
+            ",\"subGroupPolicy\":[{\"name\":\"workers\",\"subGroupSize\":8,\"minSubGroups\":3,"
+            "\"labelSelector\":{\"matchLabels\":{\"role\":\"worker\"}},\"matchLabelKeys\":"
+            "[\"group\"],\"networkTopology\":{\"mode\":\"hard\",\"highestTierName\":\"rack\"}},"
+            "{\"name\":\"ps\",\"networkTopology\":{\"mode\":\"soft\",\"highestTierName\":"
+            "\"rack\"}}]",
+            &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(pg->n_sub_groups, ==, 2);
+    const KbSubGroupPolicy *w = &pg->sub_groups[0];
+    g_assert_cmpstr(w->name, ==, "workers");
+    g_assert_cmpint(w->size, ==, 8);
+    g_assert_cmpint(w->min_groups, ==, 3);
+    g_assert_cmpstr(g_hash_table_lookup(w->match_labels, "role"), ==, "worker");
+    g_assert_cmpuint(w->n_keys, ==, 1);
+    g_assert_cmpstr(w->keys[0], ==, "group");
+    g_assert_cmpstr(w->topology_key, ==, "rack");
+    g_assert_null(pg->sub_groups[1].match_labels);
+    g_assert_cmpint(pg->sub_groups[1].size, ==, 0);
+    g_assert_null(pg->sub_groups[1].topology_key); /* soft asks for nothing */
+
+    g_autoptr(GString) many = g_string_new(",\"subGroupPolicy\":[");
+    for (int i = 0; i <= KB_MAX_SUB_GROUP_POLICIES; i++)
+        g_string_append_printf(many, "%s{\"name\":\"p%d\"}", i > 0 ? "," : "", i);
+    g_string_append(many, "]");
+    g_autoptr(GString) keys = g_string_new(",\"subGroupPolicy\":[{\"matchLabelKeys\":[");
+    for (int i = 0; i <= KB_MAX_MATCH_LABEL_KEYS; i++)
+        g_string_append_printf(keys, "%s\"k%d\"", i > 0 ? "," : "", i);
+    g_string_append(keys, "]}]");
+    const struct {
+        const char *spec;
+        const char *message;
+    } bad[] = {
+            {many->str, "spec.subGroupPolicy"},
+            {keys->str, "spec.subGroupPolicy[0].matchLabelKeys"},
+            {",\"subGroupPolicy\":[{\"subGroupSize\":0}]", "spec.subGroupPolicy[0].subGroupSize"},
+            {",\"subGroupPolicy\":[{\"minSubGroups\":-1}]", "spec.subGroupPolicy[0].minSubGroups"},
+            {",\"subGroupPolicy\":[{\"matchLabelKeys\":[\"\"]}]",
+             "spec.subGroupPolicy[0].matchLabelKeys[0]"},
+            {",\"subGroupPolicy\":[{\"labelSelector\":{\"matchExpressions\":[]}}]",
+             "spec.subGroupPolicy[0].labelSelector.matchExpressions: not supported"},
+            {",\"subGroupPolicy\":[{\"networkTopology\":{\"mode\":\"strict\"}}]",
+             "spec.subGroupPolicy[0].networkTopology.mode: Unsupported value: \"strict\""},
+            {",\"subGroupPolicy\":{}", "spec.subGroupPolicy"},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autoptr(GError) e = NULL;
+        g_autoptr(KbPodGroup) none = volcano_with(bad[i].spec, &e);
+        g_assert_null(none);
+        g_assert_nonnull(e);
+        if (strstr(e->message, bad[i].message) == NULL)
+            g_error("case %u: \"%s\" lacks \"%s\"", i, e->message, bad[i].message);
+        g_assert_nonnull(strstr(e->message, "ns/tf"));
+    }
+}
+
 static void test_podgroup_x_k8s(void)
 {
     g_autoptr(GError) error = NULL;
@@ -1416,6 +1490,7 @@ int main(int argc, char **argv)
     g_test_add_func("/kube/objects/node/no-status", test_node_no_status);
     g_test_add_func("/kube/objects/podgroup/kube-batch", test_podgroup_kube_batch);
     g_test_add_func("/kube/objects/podgroup/volcano", test_podgroup_volcano);
+    g_test_add_func("/kube/objects/podgroup/volcano-sub-groups", test_podgroup_sub_groups);
     g_test_add_func("/kube/objects/podgroup/x-k8s", test_podgroup_x_k8s);
     g_test_add_func("/kube/objects/podgroup/native", test_podgroup_native);
     g_test_add_func("/kube/objects/podgroup/native-basic", test_podgroup_native_basic);

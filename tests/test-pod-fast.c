@@ -217,78 +217,157 @@ static void test_native_group_and_pod_resources(void)
     }
 }
 
+/* A pod resized in place counts what the node holds: max(spec, allocatedResources,
+ * resources.requests) per app container (by name), or only the status when the resize is
+ * infeasible; both decoders alike, whatever the order of spec and status. */
+static void test_resized_in_place(void)
+{
+    static const char *const spec =
+            "\"spec\":{\"containers\":[{\"name\":\"main\",\"resources\":{\"requests\":{"
+            "\"cpu\":\"2\",\"memory\":\"4Gi\",\"nvidia.com/gpu\":1}}},{\"name\":\"side\","
+            "\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]}";
+    static const struct {
+        const char *status;
+        gint64 cpu, memory, gpu;
+    } cases[] = {
+            /* no status: the spec */
+            {"{}", 3000, 4LL << 30, 1},
+            /* resized down, the node still holds the old 6 cpus: the larger counts */
+            {"{\"containerStatuses\":[{\"name\":\"main\",\"allocatedResources\":{\"cpu\":\"6\"},"
+             "\"resources\":{\"requests\":{\"cpu\":\"6\",\"memory\":\"2Gi\"}}}]}",
+             7000, 4LL << 30, 1},
+            /* resized up, not yet granted: the spec asks more than the status */
+            {"{\"containerStatuses\":[{\"name\":\"main\",\"allocatedResources\":{\"cpu\":\"1\"}}]}",
+             3000, 4LL << 30, 1},
+            /* infeasible (1.33+ condition): the node holds what the status says; the gpu the
+             * status does not name stays */
+            {"{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"},{\"type\":"
+             "\"PodResizePending\",\"status\":\"True\",\"reason\":\"Infeasible\"}],"
+             "\"containerStatuses\":[{\"name\":\"main\",\"allocatedResources\":{\"cpu\":\"1\","
+             "\"memory\":\"1Gi\"}}]}",
+             2000, 1LL << 30, 1},
+            /* infeasible (before 1.33: status.resize) */
+            {"{\"resize\":\"Infeasible\",\"containerStatuses\":[{\"name\":\"main\","
+             "\"resources\":{\"requests\":{\"cpu\":\"500m\"}}}]}",
+             1500, 4LL << 30, 1},
+            /* a status of another container changes nothing of main */
+            {"{\"containerStatuses\":[{\"name\":\"side\",\"allocatedResources\":{\"cpu\":\"3\"}}]}",
+             5000, 4LL << 30, 1},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        for (int status_first = 0; status_first < 2; status_first++) {
+            g_autofree char *text =
+                    status_first ? g_strdup_printf("{\"status\":%s,\"metadata\":{\"name\":"
+                                                   "\"p\",\"namespace\":\"d\"},%s}",
+                                                   cases[i].status, spec)
+                                 : g_strdup_printf("{\"metadata\":{\"name\":\"p\",\"namespace\":"
+                                                   "\"d\"},%s,\"status\":%s}",
+                                                   spec, cases[i].status);
+            g_autoptr(GError) error = NULL;
+            g_autoptr(KbPod) pod = kb_pod_decode_bytes(text, strlen(text), &error);
+            g_assert_no_error(error);
+            if (pod->requests.v[KB_RES_CPU] != cases[i].cpu ||
+                pod->requests.v[KB_RES_MEMORY] != cases[i].memory ||
+                pod->requests.v[KB_RES_GPU] != cases[i].gpu)
+                g_error("case %u: cpu %" G_GINT64_FORMAT " memory %" G_GINT64_FORMAT
+                        " gpu %" G_GINT64_FORMAT,
+                        i, pod->requests.v[KB_RES_CPU], pod->requests.v[KB_RES_MEMORY],
+                        pod->requests.v[KB_RES_GPU]);
+            g_assert_true(check_same(text, strlen(text)));
+        }
+    }
+}
+
 /* ---- same errors ---------------------------------------------------------------------------- */
 
 #define POD_META "\"metadata\":{\"name\":\"p\",\"namespace\":\"default\"}"
-#define AFF                                                                                         \
+#define AFF                                                                                        \
     "\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":{"         \
     "\"nodeSelectorTerms\":"
 
 /* The pod inputs of tests/test-objects.c's malformed table, and a few more. */
 static const char *const bad_pods[] = {
-    "[1,2]",
-    "{\"spec\":{}}",
-    "{\"metadata\":{\"namespace\":\"default\"},\"spec\":{}}",
-    "{\"metadata\":{\"name\":5},\"spec\":{}}",
-    "{\"metadata\":{\"name\":\"p\",\"namespace\":\"default\",\"labels\":{\"app\":1}},\"spec\":{}}",
-    "{\"metadata\":{\"name\":\"p\",\"namespace\":\"d\",\"creationTimestamp\":\"yesterday\"},"
-    "\"spec\":{}}",
-    "{\"metadata\":{\"name\":\"p\",\"generation\":-1},\"spec\":{}}",
-    "{\"metadata\":{\"name\":\"p\",\"namespace\":\"default\",\"ownerReferences\":[1]},\"spec\":{}}",
-    "{" POD_META "}",
-    "{" POD_META ",\"spec\":{\"containers\":{}}}",
-    "{" POD_META ",\"spec\":{\"containers\":[\"x\"]}}",
-    "{" POD_META ",\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"nvidia.com/gpu\":"
-    "\"12Qi\"}}}]}}",
-    "{" POD_META ",\"spec\":{\"containers\":[{},{\"resources\":{\"limits\":{\"cpu\":true}}}]}}",
-    "{" POD_META ",\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"cpu\":\"-1\"}}}]}}",
-    "{" POD_META ",\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"memory\":\"1 Gi\"}}}]}}",
-    "{" POD_META ",\"spec\":{\"containers\":[{\"resources\":[]}]}}",
-    "{" POD_META ",\"spec\":{\"initContainers\":[{\"resources\":{\"requests\":{\"memory\":"
-    "\"1.2.3\"}}}]}}",
-    "{" POD_META ",\"spec\":{\"initContainers\":[{\"restartPolicy\":1}]}}",
-    "{" POD_META ",\"spec\":{\"overhead\":{\"cpu\":\"lots\"}}}",
-    "{" POD_META ",\"spec\":{\"priority\":\"high\"}}",
-    "{" POD_META ",\"spec\":{\"priority\":3000000000}}",
-    "{" POD_META ",\"spec\":{\"priority\":1.5}}",
-    "{" POD_META ",\"spec\":{\"priority\":99999999999999999999}}",
-    "{" POD_META ",\"spec\":{\"schedulerName\":[]}}",
-    "{" POD_META ",\"spec\":{\"nodeSelector\":{\"disk\":1}}}",
-    "{" POD_META ",\"spec\":{\"tolerations\":[{\"key\":\"k\",\"operator\":\"Maybe\"}]}}",
-    "{" POD_META ",\"spec\":{\"tolerations\":[{},{\"key\":\"k\",\"effect\":\"NoWay\"}]}}",
-    "{" POD_META ",\"spec\":{\"affinity\":{\"nodeAffinity\":7}}}",
-    "{" POD_META ",\"spec\":{" AFF "[{\"matchExpressions\":[{\"key\":\"k\",\"operator\":"
-    "\"Like\"}]}]}}}}}",
-    "{" POD_META ",\"spec\":{" AFF "[{},{\"matchExpressions\":[{\"key\":\"k\",\"operator\":"
-    "\"In\",\"values\":[\"a\",3]}]}]}}}}}",
-    "{" POD_META ",\"spec\":{" AFF "[{\"matchFields\":[{\"operator\":\"In\",\"values\":"
-    "[\"n\"]}]}]}}}}}",
-    "{" POD_META ",\"spec\":{" AFF "[null]}}}}}",
-    "{" POD_META ",\"spec\":{" AFF "[{\"matchFields\":[{\"key\":\"metadata.labels\","
-    "\"operator\":\"In\",\"values\":[\"n\"]}]}]}}}}}",
-    "{" POD_META ",\"spec\":{" AFF "[{},{\"matchExpressions\":[],\"matchFields\":[{\"key\":"
-    "\"metadata.name\",\"operator\":\"In\",\"values\":[\"a\"]},{\"key\":\"metadata.name\","
-    "\"operator\":\"Exists\"}]}]}}}}}",
-    "{" POD_META ",\"spec\":{" AFF "[{\"matchFields\":[{\"values\":[\"a\",\"b\"],\"key\":"
-    "\"metadata.name\",\"operator\":\"NotIn\"}]}]}}}}}",
-    "{" POD_META ",\"spec\":{" AFF "[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":"
-    "\"In\"}]}]}}}}}",
-    "{" POD_META ",\"spec\":{" AFF "[{\"matchExpressions\":[{\"values\":{},\"key\":\"k\","
-    "\"operator\":\"In\"}]}]}}}}}",
-    "{" POD_META ",\"spec\":{},\"status\":{\"containerStatuses\":[{\"name\":\"c\",\"state\":{"
-    "\"terminated\":{\"exitCode\":\"137\"}}}]}}",
-    "{" POD_META ",\"spec\":{},\"status\":{\"containerStatuses\":[{\"name\":\"c\",\"state\":{"
-    "\"waiting\":{\"reason\":5}}}]}}",
-    "{" POD_META ",\"spec\":{},\"status\":{\"phase\":2}}",
-    "{" POD_META ",\"spec\":{},\"status\":[]}",
-    "{" POD_META ",\"spec\":{\"schedulingGroup\":\"pg\"}}",
-    "{" POD_META ",\"spec\":{\"schedulingGroup\":{\"podGroupName\":7}}}",
-    "{" POD_META ",\"spec\":{\"resources\":[]}}",
-    "{" POD_META ",\"spec\":{\"resources\":{\"requests\":{\"cpu\":\"much\"}}}}",
-    "{" POD_META ",\"spec\":{\"resources\":{\"limits\":{\"memory\":true}}}}",
-    /* spec before metadata: the message still names the pod */
-    "{\"spec\":{\"priority\":\"x\"}," POD_META "}",
-    "{\"spec\":{},\"metadata\":{\"labels\":{\"a\":[]},\"name\":\"p\",\"namespace\":\"n\"}}",
+        "[1,2]",
+        "{\"spec\":{}}",
+        "{\"metadata\":{\"namespace\":\"default\"},\"spec\":{}}",
+        "{\"metadata\":{\"name\":5},\"spec\":{}}",
+        "{\"metadata\":{\"name\":\"p\",\"namespace\":\"default\",\"labels\":{\"app\":1}},\"spec\":{"
+        "}}",
+        "{\"metadata\":{\"name\":\"p\",\"namespace\":\"d\",\"creationTimestamp\":\"yesterday\"},"
+        "\"spec\":{}}",
+        "{\"metadata\":{\"name\":\"p\",\"generation\":-1},\"spec\":{}}",
+        "{\"metadata\":{\"name\":\"p\",\"namespace\":\"default\",\"ownerReferences\":[1]},\"spec\":"
+        "{}}",
+        "{" POD_META "}",
+        "{" POD_META ",\"spec\":{\"containers\":{}}}",
+        "{" POD_META ",\"spec\":{\"containers\":[\"x\"]}}",
+        "{" POD_META ",\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"nvidia.com/gpu\":"
+        "\"12Qi\"}}}]}}",
+        "{" POD_META ",\"spec\":{\"containers\":[{},{\"resources\":{\"limits\":{\"cpu\":true}}}]}}",
+        "{" POD_META
+        ",\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"cpu\":\"-1\"}}}]}}",
+        "{" POD_META
+        ",\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"memory\":\"1 Gi\"}}}]}}",
+        "{" POD_META ",\"spec\":{\"containers\":[{\"resources\":[]}]}}",
+        "{" POD_META ",\"spec\":{\"initContainers\":[{\"resources\":{\"requests\":{\"memory\":"
+        "\"1.2.3\"}}}]}}",
+        "{" POD_META ",\"spec\":{\"initContainers\":[{\"restartPolicy\":1}]}}",
+        "{" POD_META ",\"spec\":{\"overhead\":{\"cpu\":\"lots\"}}}",
+        "{" POD_META ",\"spec\":{\"priority\":\"high\"}}",
+        "{" POD_META ",\"spec\":{\"priority\":3000000000}}",
+        "{" POD_META ",\"spec\":{\"priority\":1.5}}",
+        "{" POD_META ",\"spec\":{\"priority\":99999999999999999999}}",
+        "{" POD_META ",\"spec\":{\"schedulerName\":[]}}",
+        "{" POD_META ",\"spec\":{\"nodeSelector\":{\"disk\":1}}}",
+        "{" POD_META ",\"spec\":{\"tolerations\":[{\"key\":\"k\",\"operator\":\"Maybe\"}]}}",
+        "{" POD_META ",\"spec\":{\"tolerations\":[{},{\"key\":\"k\",\"effect\":\"NoWay\"}]}}",
+        "{" POD_META ",\"spec\":{\"affinity\":{\"nodeAffinity\":7}}}",
+        "{" POD_META ",\"spec\":{" AFF "[{\"matchExpressions\":[{\"key\":\"k\",\"operator\":"
+        "\"Like\"}]}]}}}}}",
+        "{" POD_META ",\"spec\":{" AFF "[{},{\"matchExpressions\":[{\"key\":\"k\",\"operator\":"
+        "\"In\",\"values\":[\"a\",3]}]}]}}}}}",
+        "{" POD_META ",\"spec\":{" AFF "[{\"matchFields\":[{\"operator\":\"In\",\"values\":"
+        "[\"n\"]}]}]}}}}}",
+        "{" POD_META ",\"spec\":{" AFF "[null]}}}}}",
+        "{" POD_META ",\"spec\":{" AFF "[{\"matchFields\":[{\"key\":\"metadata.labels\","
+        "\"operator\":\"In\",\"values\":[\"n\"]}]}]}}}}}",
+        "{" POD_META ",\"spec\":{" AFF "[{},{\"matchExpressions\":[],\"matchFields\":[{\"key\":"
+        "\"metadata.name\",\"operator\":\"In\",\"values\":[\"a\"]},{\"key\":\"metadata.name\","
+        "\"operator\":\"Exists\"}]}]}}}}}",
+        "{" POD_META ",\"spec\":{" AFF "[{\"matchFields\":[{\"values\":[\"a\",\"b\"],\"key\":"
+        "\"metadata.name\",\"operator\":\"NotIn\"}]}]}}}}}",
+        "{" POD_META ",\"spec\":{" AFF "[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":"
+        "\"In\"}]}]}}}}}",
+        "{" POD_META ",\"spec\":{" AFF "[{\"matchExpressions\":[{\"values\":{},\"key\":\"k\","
+        "\"operator\":\"In\"}]}]}}}}}",
+        "{" POD_META ",\"spec\":{},\"status\":{\"containerStatuses\":[{\"name\":\"c\",\"state\":{"
+        "\"terminated\":{\"exitCode\":\"137\"}}}]}}",
+        "{" POD_META ",\"spec\":{},\"status\":{\"containerStatuses\":[{\"name\":\"c\",\"state\":{"
+        "\"waiting\":{\"reason\":5}}}]}}",
+        "{" POD_META ",\"spec\":{},\"status\":{\"phase\":2}}",
+        "{" POD_META ",\"spec\":{},\"status\":[]}",
+        "{" POD_META ",\"spec\":{},\"status\":{\"containerStatuses\":[{\"name\":\"c\","
+        "\"allocatedResources\":{\"cpu\":\"lots\"}}]}}",
+        "{" POD_META ",\"spec\":{},\"status\":{\"containerStatuses\":[{\"name\":\"c\","
+        "\"allocatedResources\":[]}]}}",
+        "{" POD_META ",\"spec\":{},\"status\":{\"containerStatuses\":[{\"name\":\"c\","
+        "\"resources\":{\"requests\":{\"memory\":true}}}]}}",
+        "{" POD_META ",\"spec\":{},\"status\":{\"containerStatuses\":[{\"name\":\"c\","
+        "\"resources\":5}]}}",
+        "{" POD_META ",\"spec\":{},\"status\":{\"resize\":7}}",
+        "{" POD_META ",\"spec\":{},\"status\":{\"conditions\":{}}}",
+        "{" POD_META ",\"spec\":{},\"status\":{\"conditions\":[{\"type\":\"Ready\"},3]}}",
+        "{" POD_META ",\"spec\":{},\"status\":{\"conditions\":[{\"type\":\"Ready\",\"reason\":"
+        "[]}]}}",
+        "{" POD_META ",\"spec\":{\"containers\":[{\"name\":5}]}}",
+        "{" POD_META ",\"spec\":{\"schedulingGroup\":\"pg\"}}",
+        "{" POD_META ",\"spec\":{\"schedulingGroup\":{\"podGroupName\":7}}}",
+        "{" POD_META ",\"spec\":{\"resources\":[]}}",
+        "{" POD_META ",\"spec\":{\"resources\":{\"requests\":{\"cpu\":\"much\"}}}}",
+        "{" POD_META ",\"spec\":{\"resources\":{\"limits\":{\"memory\":true}}}}",
+        /* spec before metadata: the message still names the pod */
+        "{\"spec\":{\"priority\":\"x\"}," POD_META "}",
+        "{\"spec\":{},\"metadata\":{\"labels\":{\"a\":[]},\"name\":\"p\",\"namespace\":\"n\"}}",
 };
 
 static void test_bad(gconstpointer data)
@@ -319,23 +398,27 @@ typedef struct {
 #define P "{\"metadata\":{\"name\":\"p\",\"namespace\":\"default\""
 
 static const LimitCase limit_cases[] = {
-    {"owner-references", P ",\"ownerReferences\":[", "{\"kind\":\"Job\",\"name\":\"j\"}",
-     "]},\"spec\":{}}", 64, KB_ERROR_LIMIT},
-    {"containers", P "},\"spec\":{\"containers\":[", "{\"resources\":{\"requests\":{\"cpu\":\"1m\"}}}",
-     "]}}", 64, KB_ERROR_LIMIT},
-    {"init-containers", P "},\"spec\":{\"initContainers\":[", "{\"name\":\"i\"}", "]}}", 64,
-     KB_ERROR_LIMIT},
-    {"tolerations", P "},\"spec\":{\"tolerations\":[", "{\"operator\":\"Exists\"}", "]}}", 64,
-     KB_ERROR_LIMIT},
-    {"affinity-terms", P "},\"spec\":{" AFF "[",
-     "{\"matchExpressions\":[{\"key\":\"k\",\"operator\":\"Exists\"}]}", "]}}}}}", 64,
-     KB_ERROR_LIMIT},
-    {"affinity-expressions", P "},\"spec\":{" AFF "[{\"matchExpressions\":[",
-     "{\"key\":\"k\",\"operator\":\"Exists\"}", "]}]}}}}}", 64, KB_ERROR_LIMIT},
-    {"affinity-values", P "},\"spec\":{" AFF "[{\"matchExpressions\":[{\"key\":\"k\","
-     "\"operator\":\"In\",\"values\":[", "\"v\"", "]}]}]}}}}}", 64, KB_ERROR_LIMIT},
-    {"container-statuses", P "},\"spec\":{},\"status\":{\"containerStatuses\":[",
-     "{\"name\":\"c\"}", "]}}", 64, KB_ERROR_LIMIT},
+        {"owner-references", P ",\"ownerReferences\":[", "{\"kind\":\"Job\",\"name\":\"j\"}",
+         "]},\"spec\":{}}", 64, KB_ERROR_LIMIT},
+        {"containers", P "},\"spec\":{\"containers\":[",
+         "{\"resources\":{\"requests\":{\"cpu\":\"1m\"}}}", "]}}", 64, KB_ERROR_LIMIT},
+        {"init-containers", P "},\"spec\":{\"initContainers\":[", "{\"name\":\"i\"}", "]}}", 64,
+         KB_ERROR_LIMIT},
+        {"tolerations", P "},\"spec\":{\"tolerations\":[", "{\"operator\":\"Exists\"}", "]}}", 64,
+         KB_ERROR_LIMIT},
+        {"affinity-terms", P "},\"spec\":{" AFF "[",
+         "{\"matchExpressions\":[{\"key\":\"k\",\"operator\":\"Exists\"}]}", "]}}}}}", 64,
+         KB_ERROR_LIMIT},
+        {"affinity-expressions", P "},\"spec\":{" AFF "[{\"matchExpressions\":[",
+         "{\"key\":\"k\",\"operator\":\"Exists\"}", "]}]}}}}}", 64, KB_ERROR_LIMIT},
+        {"affinity-values",
+         P "},\"spec\":{" AFF "[{\"matchExpressions\":[{\"key\":\"k\","
+           "\"operator\":\"In\",\"values\":[",
+         "\"v\"", "]}]}]}}}}}", 64, KB_ERROR_LIMIT},
+        {"container-statuses", P "},\"spec\":{},\"status\":{\"containerStatuses\":[",
+         "{\"name\":\"c\"}", "]}}", 64, KB_ERROR_LIMIT},
+        {"conditions", P "},\"spec\":{},\"status\":{\"conditions\":[",
+         "{\"type\":\"Ready\",\"status\":\"True\"}", "]}}", 64, KB_ERROR_LIMIT},
 };
 
 static char *build(const LimitCase *c, int n, gboolean numbered)
@@ -540,6 +623,7 @@ int main(int argc, char **argv)
     g_test_add_func("/kube/pod-fast/same/values", test_values);
     g_test_add_func("/kube/pod-fast/same/claims-and-gates", test_claims_and_gates);
     g_test_add_func("/kube/pod-fast/same/active-deadline", test_deadline);
+    g_test_add_func("/kube/pod-fast/same/resized-in-place", test_resized_in_place);
     g_test_add_func("/kube/pod-fast/same/native-group-and-pod-resources",
                     test_native_group_and_pod_resources);
     for (gsize i = 0; i < G_N_ELEMENTS(bad_pods); i++) {

@@ -199,6 +199,147 @@ static void test_native_topology_one_rack(void)
     }
 }
 
+/* ---- sub-gangs: Volcano's subGroupPolicy ---------------------------------------------------- */
+
+/*
+ * Racks r0..r3 of two 4-GPU nodes each (r3's nodes have @r3_gpus each), one unlabelled node
+ * for the chief. Job "tf": a chief and 4 groups of 8 workers (labels role, group), minMember
+ * 25, workers split by their group label, 8 a sub-group, 3 needed, each inside one rack.
+ */
+static Fx *sub_group_fixture(int r3_gpus, int racks_with_room)
+{
+    Fx *fx = kb_test_sched_new(NULL);
+    for (int r = 0; r < 4; r++) {
+        for (int n = 0; n < 2; n++) {
+            g_autofree char *name = g_strdup_printf("r%d-n%d", r, n);
+            g_autofree char *labels = g_strdup_printf("\"" RACK "\":\"r%d\"", r);
+            int gpus = r == 3 ? r3_gpus : r < racks_with_room ? 4 : 2;
+            add_node_full(fx, name, 32, 128, gpus, labels, "", TRUE);
+        }
+    }
+    add_node_full(fx, "chief-node", 32, 128, 1, "", "", TRUE);
+    add_group_full(fx, "default", "tf", 25, NULL,
+                   ",\"subGroupPolicy\":[{\"name\":\"workers\",\"subGroupSize\":8,"
+                   "\"minSubGroups\":3,\"labelSelector\":{\"matchLabels\":{\"role\":\"worker\"}},"
+                   "\"matchLabelKeys\":[\"group\"],\"networkTopology\":{\"mode\":\"hard\","
+                   "\"highestTierName\":\"" RACK "\"}}]",
+                   NULL);
+    for (int i = -1; i < 32; i++) {
+        g_autofree char *name =
+                i < 0 ? g_strdup("tf-chief") : g_strdup_printf("tf-w%d-%d", i / 8, i % 8);
+        g_autofree char *labels =
+                i < 0 ? g_strdup("\"role\":\"chief\"")
+                      : g_strdup_printf("\"role\":\"worker\",\"group\":\"g%d\"", i / 8);
+        g_autofree char *json = g_strdup_printf(
+                "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\","
+                "\"namespace\":\"default\",\"uid\":\"u-%s\",\"creationTimestamp\":"
+                "\"2026-01-01T00:00:%02dZ\",\"labels\":{%s},\"annotations\":{"
+                "\"scheduling.k8s.io/group-name\":\"tf\"}},\"spec\":{\"schedulerName\":"
+                "\"kube-batchd\",\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{" GPU1
+                "}}}]},\"status\":{\"phase\":\"Pending\"}}",
+                name, name, i + 1, labels);
+        kb_test_sched_put_pod(fx, kb_test_sched_parse(json));
+    }
+    return fx;
+}
+
+/* Workers of group @g placed by the last cycle, and in how many racks. */
+static guint sub_group_placed(Fx *fx, int g, guint *n_racks)
+{
+    g_autoptr(GHashTable) racks = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    guint n = 0;
+    for (int i = 0; i < 8; i++) {
+        g_autofree char *name = g_strdup_printf("tf-w%d-%d", g, i);
+        const char *node = kb_test_sched_bound_node(fx, "default", name);
+        if (node == NULL)
+            continue;
+        n++;
+        g_hash_table_add(racks, g_strndup(node, 2));
+    }
+    *n_racks = g_hash_table_size(racks);
+    return n;
+}
+
+/* Three racks with room: the chief and 3 whole groups start, each group inside one rack; the
+ * fourth group gets nothing (no rack holds 8), not the 4 GPUs that are free. */
+static void test_sub_groups_three_of_four(void)
+{
+    Fx *fx = sub_group_fixture(2, 3);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/tf"), ==, 25);
+    g_assert_nonnull(kb_test_sched_bound_node(fx, "default", "tf-chief"));
+    guint whole = 0, none = 0;
+    for (int g = 0; g < 4; g++) {
+        guint racks = 0, n = sub_group_placed(fx, g, &racks);
+        g_assert_true(n == 0 || n == 8);
+        if (n == 8) {
+            g_assert_cmpuint(racks, ==, 1);
+            whole++;
+        } else {
+            none++;
+        }
+    }
+    g_assert_cmpuint(whole, ==, 3);
+    g_assert_cmpuint(none, ==, 1);
+    kb_test_sched_free(fx);
+}
+
+/* Two racks with room: 2 of the 3 groups the job needs; nothing at all binds although 20 GPUs
+ * are free (chief and two groups would fit), and the message says which policy fell short. */
+static void test_sub_groups_too_few(void)
+{
+    Fx *fx = sub_group_fixture(2, 2);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
+    assert_message(fx, "default/tf",
+                   "sub-group policy \"workers\": 2/3 sub-groups placeable whole inside one " RACK);
+    kb_test_sched_free(fx);
+}
+
+/* Four racks with room: the minimum takes 3 groups, the second round adds the fourth whole. */
+static void test_sub_groups_growth_whole(void)
+{
+    Fx *fx = sub_group_fixture(4, 3);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/tf"), ==, 33);
+    for (int g = 0; g < 4; g++) {
+        guint racks = 0;
+        g_assert_cmpuint(sub_group_placed(fx, g, &racks), ==, 8);
+        g_assert_cmpuint(racks, ==, 1);
+    }
+    kb_test_sched_free(fx);
+}
+
+/* ---- pods resized in place ------------------------------------------------------------------ */
+
+/* A running pod whose spec asks 2 GPUs but whose node still holds 4 for it (resized down, not yet
+ * applied: status.containerStatuses[].allocatedResources) leaves 4 of 8 free: a pending pod of 5
+ * waits; once the status says 2, it binds. */
+static void test_resized_pod_holds_allocated(void)
+{
+    Fx *fx = kb_test_sched_new(NULL);
+    add_node(fx, "n1", 8);
+    static const char *const fmt =
+            "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"big\","
+            "\"namespace\":\"default\",\"uid\":\"u-big\"},\"spec\":{\"schedulerName\":"
+            "\"kube-batchd\",\"nodeName\":\"n1\",\"containers\":[{\"name\":\"main\","
+            "\"resources\":{\"requests\":{\"cpu\":\"1\",\"nvidia.com/gpu\":2}}}]},\"status\":{"
+            "\"phase\":\"Running\",\"containerStatuses\":[{\"name\":\"main\","
+            "\"allocatedResources\":{\"cpu\":\"1\",\"nvidia.com/gpu\":\"%d\"}}]}}";
+    g_autofree char *held4 = g_strdup_printf(fmt, 4);
+    kb_test_sched_put_pod(fx, kb_test_sched_parse(held4));
+    PodOpts po = {.requests = "\"cpu\":\"1\",\"nvidia.com/gpu\":5"};
+    add_pod(fx, "five", &po);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(node_gpus_used(fx, "n1"), ==, 4);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
+    g_autofree char *held2 = g_strdup_printf(fmt, 2);
+    kb_test_sched_put_pod(fx, kb_test_sched_parse(held2));
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/five"), ==, 1);
+    kb_test_sched_free(fx);
+}
+
 /* The queue of a native group: its own label kube-batchd.io/queue, else its Workload's (which
  * may come before or after the group, and go), else the default queue. */
 static void test_native_queue_from_workload(void)
@@ -1628,6 +1769,13 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/native/topology-one-rack", test_native_topology_one_rack);
     g_test_add_func("/scheduler/native/topology-no-domain", test_native_topology_no_domain);
     g_test_add_func("/scheduler/native/queue-from-workload", test_native_queue_from_workload);
+    g_test_add_func("/scheduler/sub-groups/three-of-four-each-in-one-rack",
+                    test_sub_groups_three_of_four);
+    g_test_add_func("/scheduler/sub-groups/too-few-binds-nothing", test_sub_groups_too_few);
+    g_test_add_func("/scheduler/resize/running-pod-holds-allocated",
+                    test_resized_pod_holds_allocated);
+    g_test_add_func("/scheduler/sub-groups/growth-adds-a-whole-group",
+                    test_sub_groups_growth_whole);
     g_test_add_func("/scheduler/gang/minimums-before-growth", test_gang_minimums_before_growth);
     g_test_add_func("/scheduler/gang/minimum-first-without-gang", test_minimum_first_without_gang);
     g_test_add_func("/scheduler/gang/growth-takes-turns", test_gang_growth_takes_turns);

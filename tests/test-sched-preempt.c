@@ -446,8 +446,88 @@ static void test_native_disruption_mode(void)
             g_assert_cmpstr(got, ==, "elastic-0,elastic-1,elastic-2,elastic-3");
         else
             g_assert_cmpuint(fx->res->evictions->len, ==, 1);
+        /* The group taken whole is about to be terminated (DisruptionTarget), one pod is not. */
+        for (guint i = 0; i < fx->res->evictions->len; i++) {
+            const KbEviction *ev = &g_array_index(fx->res->evictions, KbEviction, i);
+            if (all) {
+                g_assert_nonnull(ev->disrupted_group);
+                g_assert_cmpstr(ev->disrupted_group->meta.name, ==, "elastic");
+            } else {
+                g_assert_null(ev->disrupted_group);
+            }
+        }
         kb_test_sched_free(fx);
     }
+}
+
+/* ---- a preemptor held to one topology domain --------------------------------------------- */
+
+#define RACK "topology.kubernetes.io/rack"
+
+static void add_rack_node(Fx *fx, const char *name, const char *rack, int gpus)
+{
+    g_autofree char *json = g_strdup_printf(
+            "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\",\"uid\":"
+            "\"n-%s\",\"labels\":{\"" RACK "\":\"%s\"}},\"status\":{\"allocatable\":{\"cpu\":"
+            "\"64\",\"memory\":\"256Gi\",\"pods\":\"110\",\"nvidia.com/gpu\":\"%d\"},"
+            "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
+            name, name, rack, gpus);
+    kb_test_sched_add_node(fx, json);
+}
+
+/* A native gang "hi" (class high) of 2 pods of 2 GPUs that must land inside one rack. */
+static void add_rack_gang(Fx *fx)
+{
+    kb_test_sched_add_pod_group(
+            fx, "{\"apiVersion\":\"scheduling.k8s.io/v1beta1\",\"kind\":\"PodGroup\","
+                "\"metadata\":{\"name\":\"hi\",\"namespace\":\"team\",\"uid\":\"pg-hi\","
+                "\"creationTimestamp\":\"2026-01-01T00:30:00Z\"},\"spec\":{\"schedulingPolicy\":{"
+                "\"gang\":{\"minCount\":2}},\"priorityClassName\":\"high\","
+                "\"schedulingConstraints\":{\"topology\":[{\"key\":\"" RACK "\"}]}}}");
+    for (int i = 0; i < 2; i++) {
+        g_autofree char *p = g_strdup_printf(
+                "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"hi-%d\","
+                "\"namespace\":\"team\",\"uid\":\"u-hi-%d\",\"creationTimestamp\":"
+                "\"2026-01-01T00:30:0%dZ\"},\"spec\":{\"schedulerName\":\"kube-batchd\","
+                "\"priorityClassName\":\"high\",\"schedulingGroup\":{\"podGroupName\":\"hi\"},"
+                "\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"1\","
+                "\"nvidia.com/gpu\":2}}}]},\"status\":{\"phase\":\"Pending\"}}",
+                i, i, i);
+        kb_test_sched_put_pod(fx, kb_test_sched_parse(p));
+    }
+}
+
+/* Each rack has 2 GPUs free and 2 held by a low job: the gang fits in no rack as it is, and
+ * across racks without evicting anything. Held to one rack it evicts one low pod, in rack-a. */
+static void test_topology_preemptor_one_domain(void)
+{
+    Fx *fx = fx_new("allocate, preempt");
+    add_rack_node(fx, "a1", "rack-a", 4);
+    add_rack_node(fx, "b1", "rack-b", 4);
+    JobSpec la = {"la", NULL, "low", 1, 2, 1, "a1", NULL};
+    JobSpec lb = {"lb", NULL, "low", 1, 2, 1, "b1", NULL};
+    add_job(fx, &la);
+    add_job(fx, &lb);
+    add_rack_gang(fx);
+    kb_test_sched_run(fx);
+    g_autofree char *got = evicted(fx);
+    g_assert_cmpstr(got, ==, "la-0");
+    kb_test_sched_free(fx);
+}
+
+/* The only victim in reach is a low gang with a member in each rack: taking it would evict in
+ * rack-b too, so a preemptor held to one rack takes nothing. */
+static void test_topology_preemptor_no_victim_outside(void)
+{
+    Fx *fx = fx_new("allocate, preempt");
+    add_rack_node(fx, "a1", "rack-a", 4);
+    add_rack_node(fx, "b1", "rack-b", 4);
+    JobSpec lg = {"lg", NULL, "low", 2, 2, 2, "a1,b1", NULL};
+    add_job(fx, &lg);
+    add_rack_gang(fx);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(fx->res->evictions->len, ==, 0);
+    kb_test_sched_free(fx);
 }
 
 /* ---- across cycles -------------------------------------------------------------------------- */
@@ -851,6 +931,10 @@ int main(int argc, char **argv)
         g_test_add_data_func(evict_cases[i].path, &evict_cases[i], test_evict_case);
     g_test_add_func("/scheduler/preempt/no-storm-across-cycles", test_no_storm);
     g_test_add_func("/scheduler/preempt/native-disruption-mode-all", test_native_disruption_mode);
+    g_test_add_func("/scheduler/preempt/topology-evicts-inside-one-domain",
+                    test_topology_preemptor_one_domain);
+    g_test_add_func("/scheduler/preempt/topology-no-victim-outside-the-domain",
+                    test_topology_preemptor_no_victim_outside);
     g_test_add_func("/scheduler/reclaim/no-storm-across-cycles", test_no_reclaim_storm);
     g_test_add_func("/scheduler/preempt/eviction-failed-retries", test_evict_failed);
     g_test_add_func("/scheduler/preempt/discard-leaves-victims-running",

@@ -224,6 +224,43 @@ static void test_native_condition(void)
     g_free(st.message);
 }
 
+/* A native PodGroup's condition is a strategic merge patch (conditions merge on type, as the
+ * built-in type declares): a merge patch would replace the list and drop the DisruptionTarget
+ * condition set when the group's pods are evicted. */
+static void test_native_write_is_strategic(void)
+{
+    g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
+    kb_test_server_respond(srv, "PATCH",
+                           "/apis/scheduling.k8s.io/v1beta1/namespaces/team-a/podgroups/g/status",
+                           200, "{}");
+    g_autoptr(KbConfig) config = kb_config_new(kb_test_server_url(srv));
+    g_autoptr(GError) error = NULL;
+    KbClient *client = kb_client_new(config, &error);
+    g_assert_no_error(error);
+    KbStatusWriter *w = kb_status_writer_new(client, NULL);
+    const char *none[] = {NULL};
+    g_autoptr(KbCycleResult) r = result_new(none, KB_JOB_PENDING, 0);
+    KbJobStatus st = {.group = native_new(""),
+                      .job = g_strdup("team-a/g"),
+                      .phase = KB_JOB_PENDING,
+                      .condition_type = "Unschedulable",
+                      .condition_status = "True",
+                      .message = g_strdup("3/4 short"),
+                      .changed = TRUE,
+                      .min_member = 4};
+    g_array_append_val(r->job_statuses, st);
+    kb_status_writer_apply(w, r);
+    wait_patches(srv, 1);
+    while (kb_status_writer_pending(w) > 0)
+        g_main_context_iteration(NULL, TRUE);
+    const KbTestRequest *req = kb_test_server_request(srv, 0);
+    g_assert_cmpstr(kb_test_request_header(req, "Content-Type"), ==,
+                    "application/strategic-merge-patch+json");
+    g_assert_nonnull(strstr(req->body, "PodGroupInitiallyScheduled"));
+    kb_status_writer_free(w);
+    kb_client_free(client);
+}
+
 /* A native PodGroup that cannot be read: SchedulerError once, never over True. */
 static void test_native_error(void)
 {
@@ -266,5 +303,7 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/status-writer/held-writes-wait", test_held_writes_wait);
     g_test_add_func("/scheduler/status-writer/native-condition", test_native_condition);
     g_test_add_func("/scheduler/status-writer/native-scheduler-error", test_native_error);
+    g_test_add_func("/scheduler/status-writer/native-write-is-strategic",
+                    test_native_write_is_strategic);
     return g_test_run();
 }
