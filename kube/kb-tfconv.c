@@ -492,7 +492,8 @@ static void stash_put(json_object *stash, KbTfApi from, KbTfApi to, const char *
         return;
     const char *v = short_version(from);
     json_object *entry = get(stash, v);
-    if (entry == NULL) {
+    if (entry == NULL || !json_object_is_type(entry, json_type_object)) {
+        /* absent, or not ours (the annotation is user-editable): a fresh entry */
         entry = json_object_new_object();
         json_object_object_add(stash, v, entry);
     }

@@ -178,6 +178,24 @@ static void test_beta_semantics_through_v1(void)
     json_object_put(v1);
 }
 
+/* The annotation is user-editable: entries of the wrong shape are replaced, never trusted. */
+static void test_odd_annotation(void)
+{
+    json_object *in = parse(
+            "{\"apiVersion\":\"kubeflow.org/v1\",\"metadata\":{\"name\":\"j\",\"annotations\":{"
+            "\"" KB_TFCONV_ANNOTATION "\":\"{\\\"v1\\\":\\\"x\\\",\\\"v1alpha1\\\":{\\\"to\\\":"
+            "7,\\\"spec\\\":[]}}\"}},\"spec\":{\"runPolicy\":{\"schedulingPolicy\":{}},"
+            "\"tfReplicaSpecs\":{\"Worker\":{}}}}");
+    json_object *alpha = convert(in, KB_TF_API_V1ALPHA1);
+    assert_json(at(alpha, "spec"), "{\"replicaSpecs\":[{\"tfReplicaType\":\"WORKER\"}]}");
+    json_object *back = convert(alpha, KB_TF_API_V1);
+    assert_json(at(back, "spec"), "{\"runPolicy\":{\"schedulingPolicy\":{}},\"tfReplicaSpecs\":{"
+                                  "\"Worker\":{}}}");
+    json_object_put(in);
+    json_object_put(alpha);
+    json_object_put(back);
+}
+
 static void test_errors(void)
 {
     static const struct {
@@ -622,6 +640,7 @@ int main(int argc, char **argv)
     g_test_add_func("/kube/tfconv/seed-v1alpha1-through-v1", test_seed_through_v1);
     g_test_add_func("/kube/tfconv/beta-semantics-through-v1", test_beta_semantics_through_v1);
     g_test_add_func("/kube/tfconv/errors", test_errors);
+    g_test_add_func("/kube/tfconv/odd-annotation", test_odd_annotation);
     g_test_add_func("/kube/tfconv/round-trips", test_round_trips);
     g_test_add_func("/kube/tfconv/changed-in-other-version", test_changed_in_other_version);
     g_test_add_func("/kube/tfconv/review/answer", test_review);
