@@ -508,7 +508,7 @@ static void stash_write(json_object *out, json_object *stash)
 {
     json_object *meta = get(out, "metadata"), *ann = get(meta, "annotations");
     if (json_object_object_length(stash) == 0) {
-        if (ann != NULL) {
+        if (ann != NULL && json_object_is_type(ann, json_type_object)) {
             json_object_object_del(ann, KB_TFCONV_ANNOTATION);
             if (json_object_object_length(ann) == 0)
                 json_object_object_del(meta, "annotations");

@@ -194,6 +194,14 @@ static void test_odd_annotation(void)
     json_object_put(in);
     json_object_put(alpha);
     json_object_put(back);
+    /* annotations that are not a map are left as they are when there is nothing to keep */
+    in = parse("{\"apiVersion\":\"kubeflow.org/v1\",\"metadata\":{\"name\":\"j\",\"annotations\":"
+               "\"\"},\"spec\":{\"runPolicy\":{\"cleanPodPolicy\":\"All\"},\"tfReplicaSpecs\":{"
+               "\"Worker\":{\"restartPolicy\":\"ExitCode\"}}}}");
+    alpha = convert(in, KB_TF_API_V1ALPHA1);
+    g_assert_cmpstr(json_object_get_string(at(at(alpha, "metadata"), "annotations")), ==, "");
+    json_object_put(in);
+    json_object_put(alpha);
 }
 
 static void test_errors(void)
