@@ -298,8 +298,7 @@ json_object *kbctl_job_json(const KbctlWorld *w, const KbctlJob *job, gboolean d
     kbctl_json_set_str(o, "namespace", m->namespace_);
     kbctl_json_set_str(o, "status", job->status);
     kbctl_json_set_str(o, "trainer", "tfjob");
-    kbctl_json_set_str(o, "apiVersion",
-                       job->tf->api == KB_TF_API_V1 ? "kubeflow.org/v1" : "kubeflow.org/v1alpha1");
+    kbctl_json_set_str(o, "apiVersion", kb_tf_api_version(job->tf->api));
     kbctl_json_set_str(o, "created", kbctl_json_str(job->raw, "metadata.creationTimestamp"));
     if (job->start_time > 0) {
         g_autofree char *t = kb_time_format(job->start_time);

@@ -240,8 +240,7 @@ static void print_waiting(Kbctl *k, const KbctlWorld *w, const KbctlJob *j)
 static void print_job(Kbctl *k, const KbctlWorld *w, const KbctlJob *j)
 {
     g_autofree char *status = kbctl_colourize(j->status, kbctl_status_colour(j->status), k->colour);
-    g_autofree char *trainer = g_strdup_printf(
-            "tfjob (%s)", j->tf->api == KB_TF_API_V1 ? "kubeflow.org/v1" : "kubeflow.org/v1alpha1");
+    g_autofree char *trainer = g_strdup_printf("tfjob (%s)", kb_tf_api_version(j->tf->api));
     g_autofree char *age = kbctl_age(kbctl_json_str(j->raw, "metadata.creationTimestamp"), k->now);
     g_autofree char *ran = j->start_time > 0 ? kbctl_duration(k->now - j->start_time) : NULL;
     g_autofree char *started = ran != NULL ? g_strdup_printf("%s ago", ran) : g_strdup("-");

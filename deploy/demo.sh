@@ -4,9 +4,9 @@
 # Starts bin/kb-apiserver, and bin/kb-kubelet as its own process running a 4 x 8-GPU cluster on it
 # (simulated kubelets, as on any API server), applies the project's
 # CRDs and a default queue with kubectl, starts bin/kube-batchd and bin/tf-operator, submits the
-# seed's TFJob examples (kubeflow.org/v1alpha1) and two v1 jobs, one of which is a 32-GPU gang that
-# must wait for the others to free their GPUs, and shows job states and pod placements as they
-# change. Ends with a summary and exits 0 when every job succeeded.
+# seed's TFJob examples (kubeflow.org/v1alpha1, and the tutorial's v1beta1 with its `MASTER` key)
+# and two v1 jobs, one of which is a 32-GPU gang that must wait for the others to free their GPUs,
+# and shows job states and pod placements as they change. Ends with a summary and exits 0 when every job succeeded.
 #
 #   KEEP=1 make demo     leave the cluster running and print how to point kubectl at it
 #   DEMO_TIMEOUT=120     seconds to wait for the jobs (default 120)
@@ -72,7 +72,7 @@ pids+=($!)
 pids+=($!)
 
 say "== submitting jobs"
-for f in tfjob-seed-v1alpha1.yaml tfjob-smoke-gpu.yaml tfjob-v1-mnist.yaml tfjob-v1-big-gang.yaml; do
+for f in tfjob-seed-v1alpha1.yaml tfjob-seed-v1beta1.yaml tfjob-smoke-gpu.yaml tfjob-v1-mnist.yaml tfjob-v1-big-gang.yaml; do
     k create -f "$demo/$f"
 done
 # Kubernetes' own gang API (kubectl's schema predates spec.schedulingGroup: no client validation)

@@ -63,6 +63,29 @@ gboolean kb_tf_replica_type_parse(const char *s, KbTfReplicaType *type)
     return FALSE;
 }
 
+static const char *const api_versions[] = {
+        [KB_TF_API_V1] = "kubeflow.org/v1",
+        [KB_TF_API_V1ALPHA1] = "kubeflow.org/v1alpha1",
+        [KB_TF_API_V1BETA1] = "kubeflow.org/v1beta1",
+        [KB_TF_API_V1BETA2] = "kubeflow.org/v1beta2",
+};
+
+const char *kb_tf_api_version(KbTfApi api)
+{
+    return api < G_N_ELEMENTS(api_versions) ? api_versions[api] : "kubeflow.org/v1";
+}
+
+gboolean kb_tf_api_parse(const char *api_version, KbTfApi *api)
+{
+    for (guint i = 0; api_version != NULL && i < G_N_ELEMENTS(api_versions); i++) {
+        if (strcmp(api_version, api_versions[i]) == 0) {
+            *api = (KbTfApi)i;
+            return TRUE;
+        }
+    }
+    return FALSE;
+}
+
 const char *kb_tf_restart_policy_to_string(KbTfRestartPolicy policy)
 {
     return policy <= KB_TF_RESTART_EXIT_CODE ? restart_names[policy] : "Unknown";
@@ -633,7 +656,7 @@ static void validate_job(KbTfJob *job)
     for (int t = 0; t < KB_TF_N_TYPES; t++)
         any |= job->specs[t].present;
     const char *specs_field =
-            job->api == KB_TF_API_V1 ? "spec.tfReplicaSpecs" : "spec.replicaSpecs";
+            job->api != KB_TF_API_V1ALPHA1 ? "spec.tfReplicaSpecs" : "spec.replicaSpecs";
     if (!any)
         invalid(job, "%s: no replica specs", specs_field);
     if (job->specs[KB_TF_CHIEF].present && job->specs[KB_TF_MASTER].present)
@@ -647,7 +670,7 @@ static void validate_job(KbTfJob *job)
         invalid(job, "spec.replicaSpecs: no MASTER; a job must have one and only one master");
 
     /* Generated names are DNS labels: the longest is "{job}-evaluator-{index}". */
-    if (job->api == KB_TF_API_V1) {
+    if (job->api != KB_TF_API_V1ALPHA1) {
         for (int t = 0; t < KB_TF_N_TYPES; t++) {
             if (!job->specs[t].present)
                 continue;
@@ -688,19 +711,26 @@ static gboolean decode_spec(KbTfJob *job, json_object *spec, GError **error)
     if (!member(spec, "tfReplicaSpecs", json_type_object, "spec.tfReplicaSpecs", &v1specs, error) ||
         !member(spec, "replicaSpecs", json_type_array, "spec.replicaSpecs", &alpha_specs, error))
         return FALSE;
-    /* The shape decides; apiVersion only breaks a tie (an empty spec). */
+    /* A list is v1alpha1 whatever apiVersion says; otherwise apiVersion tells v1 from the
+     * betas (and breaks the tie for an empty spec). */
+    json_object *av;
+    KbTfApi named = KB_TF_API_V1;
+    if (job->meta.raw != NULL && json_object_object_get_ex(job->meta.raw, "apiVersion", &av))
+        kb_tf_api_parse(json_object_get_string(av), &named);
     if (alpha_specs != NULL && v1specs == NULL)
         job->api = KB_TF_API_V1ALPHA1;
-    else if (v1specs == NULL && job->meta.raw != NULL) {
-        json_object *av;
-        if (json_object_object_get_ex(job->meta.raw, "apiVersion", &av) &&
-            g_strcmp0(json_object_get_string(av), "kubeflow.org/v1alpha1") == 0)
-            job->api = KB_TF_API_V1ALPHA1;
-    }
-    /* Without cleanPodPolicy: v1alpha1 deletes every pod (the seed's CleanUp phase); v1 keeps
-     * them all, as Kubeflow's training-operator defaults to None since v1.7, so that PS pods
-     * still running when the chief or worker 0 succeeds are not killed. */
-    job->clean_pod_policy = job->api == KB_TF_API_V1ALPHA1 ? KB_TF_CLEAN_ALL : KB_TF_CLEAN_NONE;
+    else if (v1specs != NULL && named == KB_TF_API_V1ALPHA1)
+        job->api = KB_TF_API_V1;
+    else
+        job->api = named;
+    gboolean beta = job->api == KB_TF_API_V1BETA1 || job->api == KB_TF_API_V1BETA2;
+    /* Without cleanPodPolicy: v1alpha1 deletes every pod (the seed's CleanUp phase); v1beta1 and
+     * v1beta2 delete those still running (tf-operator 0.4/0.5's default); v1 keeps them all, as
+     * Kubeflow's training-operator defaults to None since v1.7, so that PS pods still running
+     * when the chief or worker 0 succeeds are not killed. */
+    job->clean_pod_policy = job->api == KB_TF_API_V1ALPHA1 ? KB_TF_CLEAN_ALL
+                            : beta                         ? KB_TF_CLEAN_RUNNING
+                                                           : KB_TF_CLEAN_NONE;
 
     if (!member_string(spec, "RuntimeId", "spec.RuntimeId", &runtime_id, error) ||
         !member_string(spec, "tfImage", "spec.tfImage", &image, error) ||
@@ -720,6 +750,8 @@ static gboolean decode_spec(KbTfJob *job, json_object *spec, GError **error)
     job->tf_image = g_strdup(image != NULL && *image != '\0' ? image : KB_TF_DEFAULT_IMAGE);
     if (sched != NULL && *sched != '\0')
         job->scheduler_name = g_intern_string(sched);
+    if (beta)
+        success = NULL; /* successPolicy came with v1: an unknown field in the betas */
     if (success != NULL && strcmp(success, "AllWorkers") == 0)
         job->success_all_workers = TRUE;
     else if (success != NULL && *success != '\0')
@@ -729,7 +761,7 @@ static gboolean decode_spec(KbTfJob *job, json_object *spec, GError **error)
     /* Older v1 objects carry the run policy fields directly in spec. */
     if (!decode_run_policy(job, spec, "spec", error))
         return FALSE;
-    if (rp != NULL && !decode_run_policy(job, rp, "spec.runPolicy", error))
+    if (rp != NULL && !beta && !decode_run_policy(job, rp, "spec.runPolicy", error))
         return FALSE;
 
     if (job->api == KB_TF_API_V1ALPHA1)

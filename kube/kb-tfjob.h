@@ -1,8 +1,13 @@
 /*
- * TFJob (kubeflow.org/v1 and the seed's kubeflow.org/v1alpha1) decoded into one normalized model.
+ * TFJob (kubeflow.org/v1, v1beta2, v1beta1 and the seed's v1alpha1) decoded into one normalized
+ * model.
  *
- * The shape is recognized by content, not by apiVersion, because the CRD serves both versions
- * with conversion None: a `tfReplicaSpecs` map is v1, a `replicaSpecs` list is v1alpha1.
+ * A `replicaSpecs` list is v1alpha1 whatever apiVersion says (a CRD without conversion hands a
+ * stored v1alpha1 object out under every version). A `tfReplicaSpecs` map is v1, or v1beta1 /
+ * v1beta2 when apiVersion says so: those are tf-operator 0.4 / 0.5's shape, with the run policy
+ * (cleanPodPolicy, ttlSecondsAfterFinished, activeDeadlineSeconds, backoffLimit) directly in spec,
+ * no runPolicy or successPolicy, and cleanPodPolicy defaulting to Running. Replica type keys match
+ * case-insensitively in every version (`MASTER`, `Master`, `master`), as the seed writes them.
  *
  * Two kinds of problems are told apart:
  *   - a structural problem (not an object, no metadata, a field of the wrong JSON type, a decoder
@@ -54,6 +59,8 @@
 typedef enum {
     KB_TF_API_V1,
     KB_TF_API_V1ALPHA1,
+    KB_TF_API_V1BETA1,
+    KB_TF_API_V1BETA2,
 } KbTfApi;
 
 /* In TF_CONFIG order; also the order of status.replicaStatuses in v1alpha1. */
@@ -74,7 +81,7 @@ typedef enum {
 } KbTfRestartPolicy;
 
 typedef enum {
-    KB_TF_CLEAN_RUNNING, /* delete pods still Pending or Running */
+    KB_TF_CLEAN_RUNNING, /* delete pods still Pending or Running: the v1beta1/v1beta2 default */
     KB_TF_CLEAN_ALL,     /* delete every pod: the v1alpha1 default */
     KB_TF_CLEAN_NONE,    /* delete no pod: the v1 default (as training-operator since v1.7) */
 } KbTfCleanPodPolicy;
@@ -169,6 +176,11 @@ const char *kb_tf_condition_type_to_string(KbTfConditionType type);
 /* The replicas the operator runs for @type right now: status.autoscaling.workers for dynamic
  * workers once set (clamped to [min, max]), else the spec's. 0 for absent types. */
 gint32 kb_tfjob_effective_replicas(const KbTfJob *job, KbTfReplicaType type);
+/* "kubeflow.org/v1", "kubeflow.org/v1alpha1", ...: the group/version of @api; static. */
+const char *kb_tf_api_version(KbTfApi api);
+/* The KbTfApi of an apiVersion string ("kubeflow.org/v1beta2"); FALSE for anything else. */
+gboolean kb_tf_api_parse(const char *api_version, KbTfApi *api);
+
 /* TRUE when the job has a Chief or a Master replica spec. */
 gboolean kb_tfjob_has_chief(const KbTfJob *job);
 /* TRUE when @code was declared retryable in kube-batchd.io/retryable-exit-codes. */

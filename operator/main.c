@@ -14,6 +14,7 @@
 #include "kube/kb-metrics.h"
 #include "kube/kb-recorder.h"
 #include "operator/controller.h"
+#include "operator/tf-webhook.h"
 
 #ifndef KB_VERSION
 #define KB_VERSION "unknown"
@@ -28,6 +29,7 @@ typedef struct {
     TfGangApi api;
     char *listen;
     char *lease_namespace;
+    char *webhook, *webhook_cert, *webhook_key; /* the conversion webhook (tf-webhook.h) */
     gboolean leader_elect;
     gboolean autoscaling;
     gboolean version;
@@ -65,6 +67,13 @@ static gboolean parse_flags(int *argc, char ***argv, Flags *f, GError **error)
             {"listen-address", 0, 0, G_OPTION_ARG_STRING, &f->listen,
              "address of /healthz, /readyz and /metrics (default :8081; \"\" turns it off)",
              "ADDR"},
+            {"webhook-address", 0, 0, G_OPTION_ARG_STRING, &f->webhook,
+             "serve the TFJob conversion webhook (HTTPS, POST /convert) here (default: none)",
+             "HOST:PORT"},
+            {"webhook-cert-file", 0, 0, G_OPTION_ARG_FILENAME, &f->webhook_cert,
+             "the webhook's TLS certificate (PEM)", "FILE"},
+            {"webhook-key-file", 0, 0, G_OPTION_ARG_FILENAME, &f->webhook_key,
+             "the webhook's TLS private key (PEM)", "FILE"},
             {"enable-autoscaling", 0, 0, G_OPTION_ARG_NONE, &f->autoscaling,
              "grow and shrink dynamic-worker TFJobs", NULL},
             {"autoscale-interval", 0, 0, G_OPTION_ARG_INT, &f->autoscale_interval,
@@ -165,6 +174,18 @@ static int run(const Flags *f)
         kb_httpd_set_ready_func(httpd, ready, d.controller);
         g_message("serving /healthz, /readyz and /metrics on port %u", kb_httpd_port(httpd));
     }
+    g_autoptr(TfWebhook) webhook = NULL;
+    if (f->webhook != NULL && *f->webhook != '\0') {
+        webhook = tf_webhook_new(f->webhook, f->webhook_cert, f->webhook_key, metrics, &error);
+        if (webhook == NULL) {
+            g_printerr("tf-operator: --webhook-address %s: %s\n", f->webhook, error->message);
+            tf_controller_free(d.controller);
+            g_main_loop_unref(d.loop);
+            return 1;
+        }
+        g_message("serving the TFJob conversion webhook (HTTPS, /convert) on port %u",
+                  tf_webhook_port(webhook));
+    }
     g_message("tf-operator %s: server %s, gang scheduler \"%s\" (gang API %s), namespace %s%s",
               KB_VERSION, kb_client_server(client), co.gang_scheduler,
               tf_gang_api_to_string(co.gang_api), f->namespace_ != NULL ? f->namespace_ : "(all)",
@@ -210,5 +231,8 @@ int main(int argc, char **argv)
     g_free(f.gang_api);
     g_free(f.listen);
     g_free(f.lease_namespace);
+    g_free(f.webhook);
+    g_free(f.webhook_cert);
+    g_free(f.webhook_key);
     return rc;
 }

@@ -16,7 +16,7 @@ static const char ps_server_script[] =
 
 const char *tf_build_api_version(const KbTfJob *job)
 {
-    return job->api == KB_TF_API_V1ALPHA1 ? "kubeflow.org/v1alpha1" : "kubeflow.org/v1";
+    return kb_tf_api_version(job->api);
 }
 
 char *tf_build_replica_name(const KbTfJob *job, KbTfReplicaType type, gint32 index)

@@ -398,7 +398,7 @@ static void finish(Planner *p, KbTfConditionType type)
 {
     if (p->st.completion_time == 0)
         p->st.completion_time = p->obs->now;
-    if (type == KB_TF_COND_SUCCEEDED && p->job->api == KB_TF_API_V1) {
+    if (type == KB_TF_COND_SUCCEEDED && p->job->api != KB_TF_API_V1ALPHA1) {
         /* As kubeflow common: replicas still active when the job succeeded count as done.
          * v1alpha1 keeps them Running, as the seed's sample output shows. */
         for (int t = 0; t < KB_TF_N_TYPES; t++) {

@@ -117,6 +117,37 @@ static void test_seed_v1alpha1(void)
     g_assert_cmpstr(pods, ==, "");
 }
 
+/* The seed tutorial's v1beta1 job (`MASTER` in capitals) and a v1beta2 one, created through
+ * their own versions with kubectl as a user would, succeed; STATE shows through both versions. */
+static void test_seed_v1beta1(void)
+{
+    create_file("deploy/demo/tfjob-seed-v1beta1.yaml");
+    create("apiVersion: kubeflow.org/v1beta2\nkind: TFJob\nmetadata: {name: beta2-dist}\nspec:\n"
+           "  cleanPodPolicy: None\n  tfReplicaSpecs:\n"
+           "    ps: {replicas: 1, template: {metadata: {annotations: "
+           "{sim.kube-batchd.io/run-seconds:"
+           " \"600\"}}, spec: {containers: [{name: tensorflow, image: tf}]}}}\n"
+           "    worker: {replicas: 2, template: {metadata: {annotations: "
+           "{sim.kube-batchd.io/run-seconds: \"2\", sim.kube-batchd.io/exit-code: \"0\"}},"
+           " spec: {containers: [{name: tensorflow, image: tf}]}}}\n");
+    g_autofree char *last =
+            wait_job("module6-ex1-gpu", "{.status.conditions[-1:].type}", "Succeeded");
+    g_assert_cmpstr(last, ==, "Succeeded");
+    g_autofree char *pods = wait_pods("module6-ex1-gpu", "pod/module6-ex1-gpu-master-0\n");
+    g_assert_cmpstr(pods, ==, "pod/module6-ex1-gpu-master-0\n");
+    g_autofree char *b2 = wait_job("beta2-dist", "{.status.conditions[-1:].type}", "Succeeded");
+    g_assert_cmpstr(b2, ==, "Succeeded");
+    g_autofree char *workers = job_path("beta2-dist", "{.status.replicaStatuses.Worker.succeeded}");
+    g_assert_cmpstr(workers, ==, "2");
+    g_autofree char *table =
+            kb_test_kubectl_run(cluster.api, NULL, "get", "tfjobs.v1beta1.kubeflow.org", NULL);
+    g_assert_nonnull(strstr(table, "STATE"));
+    g_assert_true(g_regex_match_simple("module6-ex1-gpu +Succeeded", table, 0, 0));
+    g_autofree char *table2 = kb_test_kubectl_run(
+            cluster.api, NULL, "get", "tfjobs.v1beta2.kubeflow.org", "beta2-dist", NULL);
+    g_assert_true(g_regex_match_simple("beta2-dist +Succeeded", table2, 0, 0));
+}
+
 static void test_v1_succeeds(void)
 {
     create_file("deploy/demo/tfjob-v1-mnist.yaml");
@@ -429,6 +460,7 @@ int main(int argc, char **argv)
             kb_test_apiserver_spawn(cluster.api, "tf-operator", TRUE, op_args, cluster.logdir);
 
     g_test_add_func("/operator/e2e/seed-v1alpha1", test_seed_v1alpha1);
+    g_test_add_func("/operator/e2e/seed-v1beta1", test_seed_v1beta1);
     g_test_add_func("/operator/e2e/v1-2ps-4w", test_v1_succeeds);
     g_test_add_func("/operator/e2e/v1-ps-outlive-success", test_v1_ps_outlive_success);
     g_test_add_func("/operator/e2e/exit-codes", test_exit_codes);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kube/kb-tfconv.h"
 #include "kube/kb-tfjob.h"
 #include "operator/tf-autoscale.h"
 #include "operator/tf-build.h"
@@ -1027,6 +1028,37 @@ static void test_cleanup_v1_default(void)
     g_assert_null(c->pod_group); /* the gang is over either way */
 }
 
+/* The same job written as kubeflow.org/v1beta1 (run policy in spec, no cleanPodPolicy): the
+ * betas' default, Running, deletes the PS pods still running when the job succeeds. Read in its
+ * own version, and read through v1 after conversion (the default made explicit), alike. */
+static void test_cleanup_beta_default(gconstpointer data)
+{
+    gboolean through_v1 = GPOINTER_TO_INT(data);
+    json_object *j = load("v1-2ps-4w.json");
+    json_object *spec = json_object_object_get(j, "spec");
+    json_object_object_del(spec, "runPolicy");
+    json_object_object_add(j, "apiVersion", json_object_new_string("kubeflow.org/v1beta1"));
+    if (through_v1) {
+        g_autoptr(GError) error = NULL;
+        json_object *v1 = kb_tfconv_convert(j, KB_TF_API_V1, &error);
+        g_assert_no_error(error);
+        json_object_put(j);
+        j = v1;
+    }
+    g_autoptr(Cluster) c = cluster_new_json(j);
+    g_assert_cmpint(c->job->api, ==, through_v1 ? KB_TF_API_V1 : KB_TF_API_V1BETA1);
+    g_assert_cmpint(c->job->clean_pod_policy, ==, KB_TF_CLEAN_RUNNING);
+    bring_up(c);
+    set_all_pods(c, NULL, "Running", -1);
+    set_pod(c, "mnist-dist-worker-3", "Succeeded", 0, 0, FALSE);
+    set_pod(c, "mnist-dist-worker-0", "Succeeded", 0, 0, FALSE);
+    settle(c, 4);
+    g_assert_cmpstr(last_condition(c), ==, "Succeeded");
+    g_assert_cmpuint(c->pods->len, ==, 2);
+    g_assert_cmpint(find_pod(c, "mnist-dist-ps-0"), <, 0);
+    g_assert_cmpint(find_pod(c, "mnist-dist-worker-0"), >=, 0);
+}
+
 static void test_ttl(void)
 {
     g_autoptr(Cluster) c = cluster_new("v1-chief.json"); /* ttlSecondsAfterFinished 100 */
@@ -1243,6 +1275,10 @@ int main(int argc, char **argv)
     g_test_add_func("/operator/plan/cleanup/running", test_cleanup_running);
     g_test_add_func("/operator/plan/cleanup/none", test_cleanup_none);
     g_test_add_func("/operator/plan/cleanup/v1-default-none", test_cleanup_v1_default);
+    g_test_add_data_func("/operator/plan/cleanup/v1beta1-default-running", GINT_TO_POINTER(FALSE),
+                         test_cleanup_beta_default);
+    g_test_add_data_func("/operator/plan/cleanup/v1beta1-through-v1-running", GINT_TO_POINTER(TRUE),
+                         test_cleanup_beta_default);
     g_test_add_func("/operator/plan/ttl", test_ttl);
     g_test_add_func("/operator/plan/scale/up-and-down", test_scale_up_and_down);
     g_test_add_func("/operator/plan/scale/shrink-interrupted", test_shrink_interrupted);

@@ -214,6 +214,70 @@ static void test_decode_shape_by_content(void)
     g_assert_null(job->invalid);
 }
 
+/* The seed tutorial's v1beta1 job, as written there: `MASTER` in capitals. */
+static void test_decode_v1beta1_seed(void)
+{
+    g_autoptr(KbTfJob) job = decode_text(
+            "{\"apiVersion\":\"kubeflow.org/v1beta1\",\"kind\":\"TFJob\",\"metadata\":{\"name\":"
+            "\"module6-ex1-gpu\",\"namespace\":\"default\"},\"spec\":{\"tfReplicaSpecs\":{"
+            "\"MASTER\":"
+            "{\"replicas\":1,\"template\":{\"spec\":{\"containers\":[{\"image\":\"tf-mnist:gpu\","
+            "\"name\":\"tensorflow\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":1}}}],"
+            "\"restartPolicy\":\"OnFailure\"}}}}}}");
+    g_assert_null(job->invalid);
+    g_assert_cmpint(job->api, ==, KB_TF_API_V1BETA1);
+    g_assert_cmpstr(kb_tf_api_version(job->api), ==, "kubeflow.org/v1beta1");
+    g_assert_true(job->specs[KB_TF_MASTER].present);
+    g_assert_cmpint(job->specs[KB_TF_MASTER].replicas, ==, 1);
+    g_assert_cmpint(job->specs[KB_TF_MASTER].restart_policy, ==, KB_TF_RESTART_NEVER);
+    g_assert_cmpint(job->specs[KB_TF_MASTER].port, ==, KB_TF_DEFAULT_PORT);
+    g_assert_cmpint(job->clean_pod_policy, ==, KB_TF_CLEAN_RUNNING);
+    g_assert_cmpint(job->specs[KB_TF_MASTER].requests.v[KB_RES_GPU], ==, 1);
+}
+
+/* v1beta1/v1beta2: run policy in spec, cleanPodPolicy defaults to Running; runPolicy and
+ * successPolicy are v1's and not read; type keys in any case. */
+static void test_decode_betas(void)
+{
+    static const char *const versions[] = {"v1beta1", "v1beta2"};
+    for (guint i = 0; i < G_N_ELEMENTS(versions); i++) {
+        g_autofree char *text = g_strdup_printf(
+                "{\"apiVersion\":\"kubeflow.org/%s\",\"metadata\":{\"name\":\"j\",\"namespace\":"
+                "\"d\"},\"spec\":{\"backoffLimit\":3,\"activeDeadlineSeconds\":60,"
+                "\"ttlSecondsAfterFinished\":10,\"successPolicy\":\"AllWorkers\",\"runPolicy\":"
+                "{\"cleanPodPolicy\":\"None\",\"backoffLimit\":9},\"tfReplicaSpecs\":{\"ps\":"
+                "{\"template\":{\"spec\":{\"containers\":[{\"name\":\"tensorflow\"}]}}},\"wOrKeR\":"
+                "{\"replicas\":3,\"restartPolicy\":\"ExitCode\",\"template\":{\"spec\":"
+                "{\"containers\":[{\"name\":\"tensorflow\"}]}}}}}}",
+                versions[i]);
+        g_autoptr(KbTfJob) job = decode_text(text);
+        g_assert_null(job->invalid);
+        g_assert_cmpint(job->api, ==, i == 0 ? KB_TF_API_V1BETA1 : KB_TF_API_V1BETA2);
+        g_assert_cmpint(job->clean_pod_policy, ==, KB_TF_CLEAN_RUNNING);
+        g_assert_cmpint(job->backoff_limit, ==, 3);
+        g_assert_cmpint(job->active_deadline_seconds, ==, 60);
+        g_assert_cmpint(job->ttl_seconds_after_finished, ==, 10);
+        g_assert_false(job->success_all_workers);
+        g_assert_cmpint(job->specs[KB_TF_WORKER].replicas, ==, 3);
+        g_assert_cmpint(job->specs[KB_TF_WORKER].restart_policy, ==, KB_TF_RESTART_EXIT_CODE);
+        g_assert_true(job->specs[KB_TF_PS].present);
+    }
+    /* A v1 map read through v1alpha1 (no conversion) is still a map job. */
+    g_autoptr(KbTfJob) v1 = decode_text(
+            "{\"apiVersion\":\"kubeflow.org/v1alpha1\",\"metadata\":{\"name\":\"j\"},\"spec\":"
+            "{\"tfReplicaSpecs\":{\"Worker\":{\"template\":{\"spec\":{\"containers\":[{\"name\":"
+            "\"tensorflow\"}]}}}}}}");
+    g_assert_cmpint(v1->api, ==, KB_TF_API_V1);
+    g_assert_null(v1->invalid);
+    /* A beta names the field and value it cannot take, as v1 does. */
+    g_autoptr(KbTfJob) bad = decode_text(
+            "{\"apiVersion\":\"kubeflow.org/v1beta2\",\"metadata\":{\"name\":\"j\",\"namespace\":"
+            "\"d\"},\"spec\":{\"cleanPodPolicy\":\"Some\",\"tfReplicaSpecs\":{\"Worker\":{"
+            "\"template\":{\"spec\":{\"containers\":[{\"name\":\"tensorflow\"}]}}}}}}");
+    g_assert_cmpstr(bad->invalid, ==,
+                    "tfjob d/j: spec.cleanPodPolicy: unknown policy \"Some\" (All, Running, None)");
+}
+
 static void test_decode_dynamic(void)
 {
     g_autoptr(KbTfJob) job = decode_file("v1-dynamic.json");
@@ -796,6 +860,8 @@ int main(int argc, char **argv)
     g_test_add_func("/kube/tfjob/decode/clean-pod-policy-defaults",
                     test_decode_clean_pod_policy_defaults);
     g_test_add_func("/kube/tfjob/decode/shape-by-content", test_decode_shape_by_content);
+    g_test_add_func("/kube/tfjob/decode/v1beta1-seed", test_decode_v1beta1_seed);
+    g_test_add_func("/kube/tfjob/decode/betas", test_decode_betas);
     g_test_add_func("/kube/tfjob/decode/dynamic-workers", test_decode_dynamic);
     g_test_add_func("/kube/tfjob/decode/status", test_decode_status);
     for (guint i = 0; i < G_N_ELEMENTS(invalid_cases); i++) {
