@@ -203,16 +203,10 @@ static gint next_leaf(Alloc *a, ClassCtx *ctx, const KbResources *req)
     return -1;
 }
 
-/* @node's value of label @key (borrowed), NULL without it. */
-static const char *node_domain(const Alloc *a, guint node, const char *key)
-{
-    const KbNodeInfo *ni = &a->ssn->nodes[node];
-    return ni->present && ni->node != NULL ? g_hash_table_lookup(ni->node->meta.labels, key) : NULL;
-}
-
 static gboolean in_domain(const Alloc *a, guint node)
 {
-    return a->domain_key == NULL || g_strcmp0(node_domain(a, node, a->domain_key), a->domain) == 0;
+    return a->domain_key == NULL ||
+           g_strcmp0(kb_session_node_domain(a->ssn, node, a->domain_key), a->domain) == 0;
 }
 
 static gboolean node_fits(Alloc *a, const KbTaskInfo *task, guint node)
@@ -503,8 +497,6 @@ static void rollback(Alloc *a, guint mark)
     g_ptr_array_set_size(a->placed, mark);
 }
 
-static GPtrArray *job_domains(const Alloc *a, const KbJobInfo *job, const char *key);
-
 /* Candidate lists were filtered by the previous domain: searches start afresh. */
 static void reset_ctxs(GArray *ctxs)
 {
@@ -543,7 +535,7 @@ static gboolean place_sub_group(Alloc *a, GArray *ctxs, KbSubGroup *g, KbQueueIn
     if (pol->topology_key == NULL)
         return place_sub_group_here(a, ctxs, g, qi);
     KbJobInfo part = {.tasks = g->tasks};
-    g_autoptr(GPtrArray) domains = job_domains(a, &part, pol->topology_key);
+    g_autoptr(GPtrArray) domains = kb_session_job_domains(a->ssn, &part, pol->topology_key);
     const char *key = a->domain_key, *domain = a->domain;
     gboolean ok = FALSE;
     a->domain_key = pol->topology_key;
@@ -691,30 +683,6 @@ static MinResult try_minimum(Alloc *a, KbJobInfo *job, KbQueueInfo *qi, Growing 
     return MIN_FAILED;
 }
 
-/* The domains @job may use for @key: the one its placed members are in, else every value of the
- * label over the present nodes, first seen first (borrowed strings). */
-static GPtrArray *job_domains(const Alloc *a, const KbJobInfo *job, const char *key)
-{
-    GPtrArray *out = g_ptr_array_new();
-    for (guint i = 0; i < job->tasks->len; i++) {
-        const KbTaskInfo *t = job->tasks->pdata[i];
-        if (t->node_id < 0 || t->state == KB_TASK_PENDING || t->state == KB_TASK_SUCCEEDED ||
-            t->state == KB_TASK_FAILED)
-            continue;
-        const char *d = node_domain(a, (guint)t->node_id, key);
-        if (d != NULL)
-            g_ptr_array_add(out, (gpointer)d);
-        return out;
-    }
-    g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
-    for (guint n = 0; n < a->ssn->n_nodes; n++) {
-        const char *d = node_domain(a, n, key);
-        if (d != NULL && g_hash_table_add(seen, (gpointer)d))
-            g_ptr_array_add(out, (gpointer)d);
-    }
-    return out;
-}
-
 /*
  * A gang with a topology constraint: its minimum inside one domain of the label, each domain
  * tried in turn (the first that holds the whole gang wins). The note names the domain that got
@@ -723,7 +691,7 @@ static GPtrArray *job_domains(const Alloc *a, const KbJobInfo *job, const char *
 static MinResult try_domains(Alloc *a, KbJobInfo *job, KbQueueInfo *qi, Growing *grow)
 {
     const char *key = job->group->topology_key;
-    g_autoptr(GPtrArray) domains = job_domains(a, job, key);
+    g_autoptr(GPtrArray) domains = kb_session_job_domains(a->ssn, job, key);
     const char *best = NULL;
     guint best_placeable = 0;
     g_autofree char *best_why = NULL;
@@ -819,7 +787,9 @@ static gboolean grow_one(Alloc *a, Growing *g, KbQueueInfo *qi)
             /* one that is grows inside its domain */
             KbJobInfo part = {.tasks = sub->tasks};
             g_autoptr(GPtrArray) d =
-                    pol->topology_key != NULL ? job_domains(a, &part, pol->topology_key) : NULL;
+                    pol->topology_key != NULL
+                            ? kb_session_job_domains(a->ssn, &part, pol->topology_key)
+                            : NULL;
             if (d != NULL && d->len > 0) {
                 a->domain_key = pol->topology_key;
                 a->domain = d->pdata[0];

@@ -101,13 +101,6 @@ typedef struct {
     const char *domain;
 } Evict;
 
-/* @node's value of label @key (borrowed), NULL without it. */
-static const char *node_domain(const Evict *e, guint node, const char *key)
-{
-    const KbNodeInfo *ni = &e->ssn->nodes[node];
-    return ni->present && ni->node != NULL ? g_hash_table_lookup(ni->node->meta.labels, key) : NULL;
-}
-
 static gboolean on_node(const KbTaskInfo *t)
 {
     return (t->state == KB_TASK_BOUND || t->state == KB_TASK_RUNNING) && !t->evicting &&
@@ -425,7 +418,8 @@ static gboolean unit_for(Evict *e, KbTaskInfo *v, guint node, Unit *u)
             return FALSE;
         /* a preemptor held to one domain evicts nothing outside it */
         if (e->domain_key != NULL &&
-            g_strcmp0(node_domain(e, (guint)m->node_id, e->domain_key), e->domain) != 0)
+            g_strcmp0(kb_session_node_domain(e->ssn, (guint)m->node_id, e->domain_key),
+                      e->domain) != 0)
             return FALSE;
         u->pods++;
         u->gpus += m->resreq.v[KB_RES_GPU];
@@ -599,32 +593,8 @@ static gboolean node_usable(Evict *e, const KbTaskInfo *t, guint node)
     const KbNodeInfo *ni = &e->ssn->nodes[node];
     return ni->present && kb_resources_fit(&t->resreq, &ni->allocatable) &&
            (e->domain_key == NULL ||
-            g_strcmp0(node_domain(e, node, e->domain_key), e->domain) == 0) &&
+            g_strcmp0(kb_session_node_domain(e->ssn, node, e->domain_key), e->domain) == 0) &&
            kb_session_predicate(e->ssn, t, ni, NULL);
-}
-
-/* The domains of @key @job may use: the one its members on nodes are in, else every value of
- * the label over the present nodes, first seen first (borrowed strings). */
-static GPtrArray *job_domains(const Evict *e, const KbJobInfo *job, const char *key)
-{
-    GPtrArray *out = g_ptr_array_new();
-    for (guint i = 0; i < job->tasks->len; i++) {
-        const KbTaskInfo *t = job->tasks->pdata[i];
-        if (t->node_id < 0 || t->state == KB_TASK_PENDING || t->state == KB_TASK_SUCCEEDED ||
-            t->state == KB_TASK_FAILED)
-            continue;
-        const char *d = node_domain(e, (guint)t->node_id, key);
-        if (d != NULL)
-            g_ptr_array_add(out, (gpointer)d);
-        return out;
-    }
-    g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
-    for (guint n = 0; n < e->ssn->n_nodes; n++) {
-        const char *d = node_domain(e, n, key);
-        if (d != NULL && g_hash_table_add(seen, (gpointer)d))
-            g_ptr_array_add(out, (gpointer)d);
-    }
-    return out;
 }
 
 /* The node whose victims for @t cost least (into e->best), or -1. */
@@ -894,7 +864,7 @@ static gboolean try_domains(Evict *e, KbJobInfo *job, KbQueueInfo *jq, GPtrArray
     const char *key = job->group != NULL ? job->group->topology_key : NULL;
     if (key == NULL)
         return try_statement(e, job, jq, tasks, need, n_protected);
-    g_autoptr(GPtrArray) domains = job_domains(e, job, key);
+    g_autoptr(GPtrArray) domains = kb_session_job_domains(e->ssn, job, key);
     gboolean ok = FALSE;
     e->domain_key = key;
     for (guint d = 0; d < domains->len && !ok; d++) {

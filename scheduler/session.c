@@ -442,3 +442,31 @@ char *kb_fit_failure_to_string(const KbFitFailure *why)
         return g_strdup("fit");
     }
 }
+
+const char *kb_session_node_domain(const KbSession *ssn, guint node, const char *key)
+{
+    const KbNodeInfo *ni = &ssn->nodes[node];
+    return ni->present && ni->node != NULL ? g_hash_table_lookup(ni->node->meta.labels, key) : NULL;
+}
+
+GPtrArray *kb_session_job_domains(const KbSession *ssn, const KbJobInfo *job, const char *key)
+{
+    GPtrArray *out = g_ptr_array_new();
+    for (guint i = 0; i < job->tasks->len; i++) {
+        const KbTaskInfo *t = job->tasks->pdata[i];
+        if (t->node_id < 0 || t->state == KB_TASK_PENDING || t->state == KB_TASK_SUCCEEDED ||
+            t->state == KB_TASK_FAILED)
+            continue;
+        const char *d = kb_session_node_domain(ssn, (guint)t->node_id, key);
+        if (d != NULL)
+            g_ptr_array_add(out, (gpointer)d);
+        return out;
+    }
+    g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
+    for (guint n = 0; n < ssn->n_nodes; n++) {
+        const char *d = kb_session_node_domain(ssn, n, key);
+        if (d != NULL && g_hash_table_add(seen, (gpointer)d))
+            g_ptr_array_add(out, (gpointer)d);
+    }
+    return out;
+}

@@ -115,6 +115,15 @@ gboolean kb_session_job_enqueueable(KbSession *ssn, const KbJobInfo *job, GStrin
 gboolean kb_session_allocatable(KbSession *ssn, const KbQueueInfo *queue, const KbTaskInfo *task,
                                 GString *why);
 gboolean kb_session_overused(KbSession *ssn, const KbQueueInfo *queue, GString *why);
+/* @node's value of the node label @key (borrowed): the topology domain it is in; NULL when the
+ * node has no such label or is not present. */
+const char *kb_session_node_domain(const KbSession *ssn, guint node, const char *key);
+
+/* The domains of label @key that @job may use (borrowed strings, in a new array): the one its
+ * members on nodes are in, else every value of the label over the present nodes, first seen
+ * first. */
+GPtrArray *kb_session_job_domains(const KbSession *ssn, const KbJobInfo *job, const char *key);
+
 /* Static predicates only (labels, taints, affinity, node flags); resource fit is the action's. */
 gboolean kb_session_predicate(KbSession *ssn, const KbTaskInfo *task, const KbNodeInfo *node,
                               KbFitFailure *why);
