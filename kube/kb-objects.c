@@ -137,6 +137,17 @@ static json_object *new_meta(const char *namespace_, const char *name)
     return meta;
 }
 
+json_object *kb_conditions_patch_new(json_object *condition)
+{
+    json_object *conds = json_object_new_array();
+    json_object_array_add(conds, condition);
+    json_object *status = json_object_new_object();
+    json_object_object_add(status, "conditions", conds);
+    json_object *body = json_object_new_object();
+    json_object_object_add(body, "status", status);
+    return body;
+}
+
 json_object *kb_binding_new(const char *namespace_, const char *pod, const char *pod_uid,
                             const char *node)
 {

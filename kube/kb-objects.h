@@ -387,6 +387,10 @@ gboolean kb_resources_decode_assign(json_object *map, const char *what, KbResour
 /* The inverse: a new JSON map of the non-zero, non-unlimited slots in canonical form. */
 json_object *kb_resources_encode(const KbResources *r);
 
+/* The status patch {"status": {"conditions": [@condition]}}: a new object that takes the
+ * condition's reference. As a strategic merge patch it sets that one condition, by type. */
+json_object *kb_conditions_patch_new(json_object *condition);
+
 /* Encoders for the subresource bodies the scheduler posts. New references. */
 json_object *kb_binding_new(const char *namespace_, const char *pod, const char *pod_uid,
                             const char *node);

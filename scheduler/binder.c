@@ -787,13 +787,7 @@ static json_object *disruption_body(const char *message)
     json_object_object_add(c, "reason", json_object_new_string(KB_PREEMPTION_BY_SCHEDULER));
     json_object_object_add(c, "message", json_object_new_string(message));
     json_object_object_add(c, "lastTransitionTime", json_object_new_string(when));
-    json_object *conds = json_object_new_array();
-    json_object_array_add(conds, c);
-    json_object *status = json_object_new_object();
-    json_object_object_add(status, "conditions", conds);
-    json_object *body = json_object_new_object();
-    json_object_object_add(body, "status", status);
-    return body;
+    return kb_conditions_patch_new(c);
 }
 
 /* Whatever became of the condition, the eviction says what becomes of the pod. */

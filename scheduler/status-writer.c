@@ -306,18 +306,6 @@ static const KbResourceType *group_type(KbPodGroupDialect dialect)
     }
 }
 
-/* The body {"status": {"conditions": [@c]}} (the condition's reference is taken). */
-static json_object *conditions_patch(json_object *c)
-{
-    json_object *conds = json_object_new_array();
-    json_object_array_add(conds, c);
-    json_object *status = json_object_new_object();
-    json_object_object_add(status, "conditions", conds);
-    json_object *body = json_object_new_object();
-    json_object_object_add(body, "status", status);
-    return body;
-}
-
 static json_object *condition_new(const char *type, const char *status, const char *reason,
                                   const char *message, gint64 now)
 {
@@ -382,7 +370,7 @@ json_object *kb_status_native_group_body(const KbJobStatus *st, gint64 now)
         json_object_object_add(c, "lastTransitionTime", json_object_new_string(g->scheduled_since));
     if (g->meta.generation > 0)
         json_object_object_add(c, "observedGeneration", json_object_new_int64(g->meta.generation));
-    return conditions_patch(c);
+    return kb_conditions_patch_new(c);
 }
 
 gboolean kb_status_writer_native_error(KbStatusWriter *writer, json_object *group,
@@ -409,7 +397,8 @@ gboolean kb_status_writer_native_error(KbStatusWriter *writer, json_object *grou
     }
     json_object *c = condition_new(KB_POD_GROUP_INITIALLY_SCHEDULED, "False", "SchedulerError",
                                    message, now);
-    enqueue(writer, &kb_type_pod_groups_native, ns, name, KB_PATCH_STRATEGIC, conditions_patch(c));
+    enqueue(writer, &kb_type_pod_groups_native, ns, name, KB_PATCH_STRATEGIC,
+            kb_conditions_patch_new(c));
     return TRUE;
 }
 
