@@ -267,6 +267,16 @@ typedef struct {
     char *scheduled_since;
     KbSubGroupPolicy *sub_groups; /* owned array, NULL when none (Volcano only) */
     guint n_sub_groups;
+    /* scheduling.k8s.io/v1alpha3 (1.37 alpha), where PodGroups nest under a CompositePodGroup:
+     * read from that version (dialect KB_PODGROUP_NATIVE all the same). */
+    gboolean v1alpha3;
+    /* A CompositePodGroup (kb_composite_pod_group_decode), not a PodGroup: its children are the
+     * PodGroups (and composites) naming it as their parent. min_member is 1; min_groups is
+     * schedulingPolicy.gang.minGroupCount, 0 for basic (each child on its own). */
+    gboolean composite;
+    gint32 min_groups;
+    /* spec.parentCompositePodGroupName (v1alpha3 only); owned, NULL when absent or empty. */
+    char *parent;
 } KbPodGroup;
 
 /* Frees @n policies of @policies (may be NULL). */
@@ -339,6 +349,11 @@ KbPodGroup *kb_pod_group_decode(json_object *obj, gboolean keep_raw, GError **er
 /* A PodGroup listed or watched from scheduling.k8s.io/v1beta1: the items of a built-in type's
  * list carry no apiVersion, so none is needed (another one is an error). */
 KbPodGroup *kb_pod_group_decode_native(json_object *obj, gboolean keep_raw, GError **error);
+/* The same from scheduling.k8s.io/v1alpha3 (v1alpha3 set; parentCompositePodGroupName read). */
+KbPodGroup *kb_pod_group_decode_v1alpha3(json_object *obj, gboolean keep_raw, GError **error);
+/* A CompositePodGroup scheduling.k8s.io/v1alpha3 (apiVersion absent or that one) as a record
+ * with composite set: errors name "compositepodgroup ns/name". */
+KbPodGroup *kb_composite_pod_group_decode(json_object *obj, gboolean keep_raw, GError **error);
 KbQueue *kb_queue_decode(json_object *obj, gboolean keep_raw, GError **error);
 KbPriorityClass *kb_priority_class_decode(json_object *obj, gboolean keep_raw, GError **error);
 KbLease *kb_lease_decode(json_object *obj, gboolean keep_raw, GError **error);

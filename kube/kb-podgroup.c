@@ -8,7 +8,9 @@
  *
  * Kubernetes' own PodGroup (scheduling.k8s.io/v1beta1, 1.37) is a fourth dialect with a schema
  * of its own (podgroup_native_spec): it is read strictly, since the API server validates it
- * and anything else is a broken object to report, not to guess at.
+ * and anything else is a broken object to report, not to guess at. Its v1alpha3 (1.37 alpha)
+ * adds spec.parentCompositePodGroupName, and CompositePodGroup, decoded into the same record
+ * (composite_spec: the same fields but schedulingPolicy.gang.minGroupCount).
  */
 #include <string.h>
 
@@ -16,7 +18,9 @@
 #include "kube/kb-error.h"
 #include "kube/kb-objects.h"
 
-static gboolean podgroup_dialect(json_object *obj, KbPodGroupDialect *dialect, GError **error)
+#define NATIVE_V1ALPHA3 "scheduling.k8s.io/v1alpha3"
+
+static gboolean podgroup_dialect(json_object *obj, KbPodGroup *pg, GError **error)
 {
     static const struct {
         const char *api_version;
@@ -26,13 +30,15 @@ static gboolean podgroup_dialect(json_object *obj, KbPodGroupDialect *dialect, G
             {"scheduling.volcano.sh/v1beta1", KB_PODGROUP_VOLCANO},
             {"scheduling.x-k8s.io/v1alpha1", KB_PODGROUP_X_K8S},
             {"scheduling.k8s.io/v1beta1", KB_PODGROUP_NATIVE},
+            {NATIVE_V1ALPHA3, KB_PODGROUP_NATIVE},
     };
     const char *api;
     if (!kb_decode_string(obj, "apiVersion", KB_MAX_NAME_LEN, &api, error))
         return FALSE;
     for (gsize i = 0; api != NULL && i < G_N_ELEMENTS(dialects); i++) {
         if (strcmp(api, dialects[i].api_version) == 0) {
-            *dialect = dialects[i].dialect;
+            pg->dialect = dialects[i].dialect;
+            pg->v1alpha3 = strcmp(api, NATIVE_V1ALPHA3) == 0;
             return TRUE;
         }
     }
@@ -326,12 +332,25 @@ static gboolean native_priority(json_object *spec, KbPodGroup *pg, GError **erro
     return TRUE;
 }
 
+/* spec.parentCompositePodGroupName: v1alpha3 only (v1beta1 has no such field). */
+static gboolean native_parent(json_object *spec, KbPodGroup *pg, GError **error)
+{
+    const char *parent = NULL;
+    if (!pg->v1alpha3)
+        return TRUE;
+    if (!kb_decode_string(spec, "parentCompositePodGroupName", KB_MAX_NAME_LEN, &parent, error))
+        return FALSE;
+    pg->parent = parent != NULL && *parent != '\0' ? g_strdup(parent) : NULL;
+    return TRUE;
+}
+
 /* Errors relative to "spec.". */
 static gboolean podgroup_native_spec(json_object *spec, KbPodGroup *pg, GError **error)
 {
     int mode;
-    if (!native_policy(spec, pg, error) || !native_topology(spec, pg, error) ||
-        !native_workload_ref(spec, pg, error) || !native_priority(spec, pg, error) ||
+    if (!native_parent(spec, pg, error) || !native_policy(spec, pg, error) ||
+        !native_topology(spec, pg, error) || !native_workload_ref(spec, pg, error) ||
+        !native_priority(spec, pg, error) ||
         !native_union(spec, "disruptionMode", "single", "all", &mode, error))
         return FALSE;
     pg->disruption_all = mode == 1;
@@ -375,9 +394,59 @@ static void podgroup_native_queue(KbPodGroup *pg)
     pg->queue = q != NULL && *q != '\0' ? g_intern_string(q) : NULL;
 }
 
+/* CompositePodGroup's schedulingPolicy: gang.minGroupCount children must fit; basic: each child
+ * on its own. */
+static gboolean composite_policy(json_object *spec, KbPodGroup *pg, GError **error)
+{
+    int which;
+    json_object *gang;
+    gint64 min_groups = 0;
+    gboolean present = FALSE;
+    if (!native_union(spec, "schedulingPolicy", "basic", "gang", &which, error))
+        return FALSE;
+    if (which == -1) {
+        g_set_error_literal(error, KB_ERROR, KB_ERROR_DECODE,
+                            "schedulingPolicy: must specify one of: `basic`, `gang`");
+        return FALSE;
+    }
+    pg->min_member = 1;
+    pg->min_groups = 0;
+    if (which == 0)
+        return TRUE;
+    gang = json_object_object_get(json_object_object_get(spec, "schedulingPolicy"), "gang");
+    if (!kb_decode_int(gang, "minGroupCount", G_MININT32, G_MAXINT32, &min_groups, &present,
+                       error)) {
+        g_prefix_error(error, "schedulingPolicy.gang.");
+        return FALSE;
+    }
+    if (min_groups < 1) {
+        g_set_error(
+                error, KB_ERROR, KB_ERROR_DECODE,
+                "schedulingPolicy.gang.minGroupCount: must be at least 1, got %" G_GINT64_FORMAT,
+                min_groups);
+        return FALSE;
+    }
+    pg->min_groups = (gint32)min_groups;
+    return TRUE;
+}
+
+/* A CompositePodGroup's spec: the PodGroup's fields but its policy. Errors relative to "spec.". */
+static gboolean composite_spec(json_object *spec, KbPodGroup *pg, GError **error)
+{
+    int mode;
+    if (!native_parent(spec, pg, error) || !composite_policy(spec, pg, error) ||
+        !native_topology(spec, pg, error) || !native_workload_ref(spec, pg, error) ||
+        !native_priority(spec, pg, error) ||
+        !native_union(spec, "disruptionMode", "single", "all", &mode, error))
+        return FALSE;
+    pg->disruption_all = mode == 1;
+    return TRUE;
+}
+
 static gboolean podgroup_native_body(json_object *obj, KbPodGroup *pg, GError **error)
 {
     json_object *spec, *status;
+    gboolean ok;
     if (!kb_decode_member(obj, "spec", json_type_object, &spec, error) ||
         !kb_decode_member(obj, "status", json_type_object, &status, error))
         return FALSE;
@@ -385,7 +454,8 @@ static gboolean podgroup_native_body(json_object *obj, KbPodGroup *pg, GError **
         g_set_error_literal(error, KB_ERROR, KB_ERROR_DECODE, "spec: Required value");
         return FALSE;
     }
-    if (!podgroup_native_spec(spec, pg, error)) {
+    ok = pg->composite ? composite_spec(spec, pg, error) : podgroup_native_spec(spec, pg, error);
+    if (!ok) {
         g_prefix_error(error, "spec.");
         return FALSE;
     }
@@ -400,7 +470,7 @@ static gboolean podgroup_native_body(json_object *obj, KbPodGroup *pg, GError **
 static gboolean podgroup_body(json_object *obj, KbPodGroup *pg, GError **error)
 {
     json_object *spec, *status;
-    if (!podgroup_dialect(obj, &pg->dialect, error))
+    if (!podgroup_dialect(obj, pg, error))
         return FALSE;
     if (pg->dialect == KB_PODGROUP_NATIVE)
         return podgroup_native_body(obj, pg, error);
@@ -420,30 +490,48 @@ static gboolean podgroup_body(json_object *obj, KbPodGroup *pg, GError **error)
     return TRUE;
 }
 
-/* A list of a built-in type does not repeat apiVersion in its items: absent means native. */
-static gboolean native_body(json_object *obj, KbPodGroup *pg, GError **error)
+/* A list of a built-in type does not repeat apiVersion in its items: absent means @expected. */
+static gboolean native_body(json_object *obj, const char *expected, KbPodGroup *pg, GError **error)
 {
     const char *api;
     if (!kb_decode_string(obj, "apiVersion", KB_MAX_NAME_LEN, &api, error))
         return FALSE;
-    if (api != NULL && strcmp(api, kb_pod_group_api_version(KB_PODGROUP_NATIVE)) != 0) {
-        g_set_error(error, KB_ERROR, KB_ERROR_DECODE,
-                    "apiVersion: \"%s\" where scheduling.k8s.io/v1beta1 was listed", api);
+    if (api != NULL && strcmp(api, expected) != 0) {
+        g_set_error(error, KB_ERROR, KB_ERROR_DECODE, "apiVersion: \"%s\" where %s was listed", api,
+                    expected);
         return FALSE;
     }
     pg->dialect = KB_PODGROUP_NATIVE;
+    pg->v1alpha3 = strcmp(expected, NATIVE_V1ALPHA3) == 0;
     return podgroup_native_body(obj, pg, error);
+}
+
+static KbPodGroup *native_decode(json_object *obj, const char *api, gboolean composite,
+                                 gboolean keep_raw, GError **error)
+{
+    g_autoptr(KbPodGroup) pg = g_new0(KbPodGroup, 1);
+    pg->composite = composite;
+    if (!kb_meta_decode(obj, KB_KIND_POD_GROUP, keep_raw, &pg->meta, error) ||
+        !native_body(obj, api, pg, error)) {
+        kb_decode_prefix_object(error, composite ? "compositepodgroup" : "podgroup", &pg->meta);
+        return NULL;
+    }
+    return g_steal_pointer(&pg);
 }
 
 KbPodGroup *kb_pod_group_decode_native(json_object *obj, gboolean keep_raw, GError **error)
 {
-    g_autoptr(KbPodGroup) pg = g_new0(KbPodGroup, 1);
-    if (!kb_meta_decode(obj, KB_KIND_POD_GROUP, keep_raw, &pg->meta, error) ||
-        !native_body(obj, pg, error)) {
-        kb_decode_prefix_object(error, "podgroup", &pg->meta);
-        return NULL;
-    }
-    return g_steal_pointer(&pg);
+    return native_decode(obj, kb_pod_group_api_version(KB_PODGROUP_NATIVE), FALSE, keep_raw, error);
+}
+
+KbPodGroup *kb_pod_group_decode_v1alpha3(json_object *obj, gboolean keep_raw, GError **error)
+{
+    return native_decode(obj, NATIVE_V1ALPHA3, FALSE, keep_raw, error);
+}
+
+KbPodGroup *kb_composite_pod_group_decode(json_object *obj, gboolean keep_raw, GError **error)
+{
+    return native_decode(obj, NATIVE_V1ALPHA3, TRUE, keep_raw, error);
 }
 
 KbPodGroup *kb_pod_group_decode(json_object *obj, gboolean keep_raw, GError **error)

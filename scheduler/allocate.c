@@ -526,19 +526,18 @@ static gboolean place_sub_group_here(Alloc *a, GArray *ctxs, KbSubGroup *g, KbQu
 }
 
 /*
- * Sub-group @g whole, inside one domain of its policy's label when it has one (the domain its
+ * Sub-group @g whole, inside one domain of its label when it has one (the domain its
  * placed members are in, else each value in turn); FALSE with nothing of it placed otherwise.
  */
 static gboolean place_sub_group(Alloc *a, GArray *ctxs, KbSubGroup *g, KbQueueInfo *qi)
 {
-    const KbSubGroupPolicy *pol = kb_sub_groups_policy(a->sg, g->policy);
-    if (pol->topology_key == NULL)
+    if (g->topology_key == NULL)
         return place_sub_group_here(a, ctxs, g, qi);
     KbJobInfo part = {.tasks = g->tasks};
-    g_autoptr(GPtrArray) domains = kb_session_job_domains(a->ssn, &part, pol->topology_key);
+    g_autoptr(GPtrArray) domains = kb_session_job_domains(a->ssn, &part, g->topology_key);
     const char *key = a->domain_key, *domain = a->domain;
     gboolean ok = FALSE;
-    a->domain_key = pol->topology_key;
+    a->domain_key = g->topology_key;
     for (guint d = 0; d < domains->len && !ok; d++) {
         a->domain = domains->pdata[d];
         reset_ctxs(ctxs);
@@ -546,7 +545,7 @@ static gboolean place_sub_group(Alloc *a, GArray *ctxs, KbSubGroup *g, KbQueueIn
         ok = place_sub_group_here(a, ctxs, g, qi);
     }
     if (!ok && domains->len == 0)
-        g_string_printf(a->why, "no node has the topology label %s", pol->topology_key);
+        g_string_printf(a->why, "no node has the topology label %s", g->topology_key);
     a->domain_key = key;
     a->domain = domain;
     reset_ctxs(ctxs);
@@ -778,7 +777,6 @@ static gboolean grow_one(Alloc *a, Growing *g, KbQueueInfo *qi)
     gboolean placed;
     if (at >= 0) {
         KbSubGroup *sub = kb_sub_groups_get(g->sg, (guint)at);
-        const KbSubGroupPolicy *pol = kb_sub_groups_policy(g->sg, sub->policy);
         a->sg = g->sg;
         if (kb_sub_group_ready(sub) < sub->need) {
             /* a sub-group not yet whole is placed whole */
@@ -787,11 +785,11 @@ static gboolean grow_one(Alloc *a, Growing *g, KbQueueInfo *qi)
             /* one that is grows inside its domain */
             KbJobInfo part = {.tasks = sub->tasks};
             g_autoptr(GPtrArray) d =
-                    pol->topology_key != NULL
-                            ? kb_session_job_domains(a->ssn, &part, pol->topology_key)
+                    sub->topology_key != NULL
+                            ? kb_session_job_domains(a->ssn, &part, sub->topology_key)
                             : NULL;
             if (d != NULL && d->len > 0) {
-                a->domain_key = pol->topology_key;
+                a->domain_key = sub->topology_key;
                 a->domain = d->pdata[0];
                 reset_ctxs(g->ctxs);
             }

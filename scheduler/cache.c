@@ -38,6 +38,8 @@ struct KbCache {
     /* Workloads (scheduling.k8s.io/v1beta1): "ns/name" -> the queue their label or annotation
      * kube-batchd.io/queue names (interned; "" when none). */
     GHashTable *workload_queues;
+    /* v1alpha3 PodGroups that name a parent CompositePodGroup: "ns/name" -> KbPodGroup (ref). */
+    GHashTable *children;
     GArray *node_gpus;            /* NodeGpu, indexed like nodes */
     guint n_gpu_topology_errors;
     gboolean extender;           /* kb_cache_set_extender */
@@ -564,6 +566,7 @@ static void job_free(gpointer p)
     g_free(job->key);
     g_free(job->name);
     g_clear_pointer(&job->group, kb_object_unref);
+    g_ptr_array_unref(job->children);
     g_ptr_array_unref(job->tasks);
     g_ptr_array_unref(job->classes);
     g_free(job->last_reason);
@@ -572,15 +575,22 @@ static void job_free(gpointer p)
     g_free(job);
 }
 
-static char *job_hash_key(gboolean is_group, const char *ns, const char *name)
+/* Kinds of job: 'g' a group, 'c' a composite (its name may be a PodGroup's too), 'p' a pod. */
+static char *job_hash_key(char kind, const char *ns, const char *name)
 {
-    return g_strdup_printf("%c:%s/%s", is_group ? 'g' : 'p', ns != NULL ? ns : "", name);
+    return g_strdup_printf("%c:%s/%s", kind, ns != NULL ? ns : "", name);
 }
 
-static KbJobInfo *job_get(KbCache *cache, gboolean is_group, const char *ns, const char *name,
-                          gboolean create)
+static char job_kind(const KbJobInfo *job)
 {
-    g_autofree char *hk = job_hash_key(is_group, ns, name);
+    return job->is_composite ? 'c' : job->is_group ? 'g' : 'p';
+}
+
+static KbJobInfo *job_get_kind(KbCache *cache, char kind, const char *ns, const char *name,
+                               gboolean create)
+{
+    gboolean is_group = kind != 'p';
+    g_autofree char *hk = job_hash_key(kind, ns, name);
     KbJobInfo *job = g_hash_table_lookup(cache->jobs, hk);
     if (job != NULL || !create)
         return job;
@@ -590,6 +600,8 @@ static KbJobInfo *job_get(KbCache *cache, gboolean is_group, const char *ns, con
     job->namespace_ = g_intern_string(ns != NULL ? ns : "");
     job->name = g_strdup(name);
     job->is_group = is_group;
+    job->is_composite = kind == 'c';
+    job->children = g_ptr_array_new_with_free_func(kb_object_unref);
     job->group_missing = is_group;
     job->queue = cache->default_queue;
     job->min_member = 1;
@@ -602,12 +614,18 @@ static KbJobInfo *job_get(KbCache *cache, gboolean is_group, const char *ns, con
     return job;
 }
 
+static KbJobInfo *job_get(KbCache *cache, gboolean is_group, const char *ns, const char *name,
+                          gboolean create)
+{
+    return job_get_kind(cache, is_group ? 'g' : 'p', ns, name, create);
+}
+
 /* Drop @job when nothing refers to it any more. */
 static void job_maybe_remove(KbCache *cache, KbJobInfo *job)
 {
-    if (job->tasks->len > 0 || job->group != NULL)
+    if (job->tasks->len > 0 || job->group != NULL || job->children->len > 0)
         return;
-    g_autofree char *hk = job_hash_key(job->is_group, job->namespace_, job->name);
+    g_autofree char *hk = job_hash_key(job_kind(job), job->namespace_, job->name);
     g_hash_table_remove(cache->jobs, hk);
     guint id = job->id;
     g_ptr_array_steal_index_fast(cache->job_list, id);
@@ -725,11 +743,45 @@ void kb_cache_foreach_pod(KbCache *cache, KbCachePodFunc func, gpointer user_dat
     }
 }
 
+/* The parent CompositePodGroup @pod's PodGroup names (borrowed), or NULL. */
+static const char *pod_parent(const KbCache *cache, const KbPod *pod)
+{
+    if (pod->group_name == NULL || g_hash_table_size(cache->children) == 0)
+        return NULL;
+    g_autofree char *key = g_strdup_printf(
+            "%s/%s", pod->meta.namespace_ != NULL ? pod->meta.namespace_ : "", pod->group_name);
+    const KbPodGroup *child = g_hash_table_lookup(cache->children, key);
+    return child != NULL ? child->parent : NULL;
+}
+
+/* The job @pod belongs in: its group's parent composite, its group, or its own. */
+static KbJobInfo *pod_job(KbCache *cache, const KbPod *pod, gboolean create)
+{
+    const char *parent = pod_parent(cache, pod);
+    if (parent != NULL)
+        return job_get_kind(cache, 'c', pod->meta.namespace_, parent, create);
+    gboolean is_group = pod->group_name != NULL;
+    return job_get(cache, is_group, pod->meta.namespace_,
+                   is_group ? pod->group_name : pod->meta.name, create);
+}
+
+/* A task that may change job: Pending, on no node, not being evicted (nothing placed is lost). */
+static gboolean task_movable(const KbTaskInfo *task)
+{
+    return task->state == KB_TASK_PENDING && task->node_id < 0 && !task->evicting &&
+           task->pod->node_name == NULL;
+}
+
+/* @task's job is not the one its pod's group now resolves to. */
+static gboolean task_misplaced(KbCache *cache, const KbTaskInfo *task, const KbPod *pod)
+{
+    return pod_job(cache, pod, FALSE) != task->job;
+}
+
 static KbTaskInfo *task_new(KbCache *cache, KbPod *pod)
 {
     gboolean is_group = pod->group_name != NULL;
-    KbJobInfo *job = job_get(cache, is_group, pod->meta.namespace_,
-                             is_group ? pod->group_name : pod->meta.name, TRUE);
+    KbJobInfo *job = pod_job(cache, pod, TRUE);
     KbTaskInfo *task = g_new0(KbTaskInfo, 1);
     task->pod = kb_object_ref(pod);
     task->job = job;
@@ -818,8 +870,10 @@ void kb_cache_update_pod(KbCache *cache, KbPod *pod)
     PodEntry *pe = g_hash_table_lookup(cache->pods, key);
     if (pe != NULL &&
         (g_strcmp0(pe->pod->meta.uid, pod->meta.uid) != 0 ||
-         (pe->task != NULL && g_strcmp0(pe->task->pod->group_name, pod->group_name) != 0))) {
-        /* Recreated under the same name, or moved to another group: start over. */
+         (pe->task != NULL && g_strcmp0(pe->task->pod->group_name, pod->group_name) != 0) ||
+         (pe->task != NULL && task_movable(pe->task) && task_misplaced(cache, pe->task, pod)))) {
+        /* Recreated under the same name, moved to another group, or its group to another
+         * composite while nothing of it is placed: start over. */
         kb_cache_delete_pod(cache, pe->pod);
         pe = NULL;
     }
@@ -887,10 +941,82 @@ void kb_cache_delete_pod(KbCache *cache, KbPod *pod)
 
 /* ---- pod groups ----------------------------------------------------------------------------- */
 
+/* The group of job (@kind, ns, name) is gone: its pods wait. */
+static void job_lose_group(KbCache *cache, char kind, const char *ns, const char *name)
+{
+    KbJobInfo *job = job_get_kind(cache, kind, ns, name, FALSE);
+    if (job == NULL || job->group == NULL)
+        return;
+    g_clear_pointer(&job->group, kb_object_unref);
+    job->version++;
+    job->group_missing = TRUE;
+    job->queue = cache->default_queue;
+    job_maybe_remove(cache, job);
+}
+
+/* Pods of group ns/@name whose job no longer matches re-enter the cache (movable ones only). */
+static void group_rekey(KbCache *cache, const char *ns, const char *name)
+{
+    g_autoptr(GPtrArray) pods = g_ptr_array_new_with_free_func(kb_object_unref);
+    GHashTableIter it;
+    gpointer v;
+    g_hash_table_iter_init(&it, cache->pods);
+    while (g_hash_table_iter_next(&it, NULL, &v)) {
+        PodEntry *pe = v;
+        if (pe->task != NULL && g_strcmp0(pe->pod->group_name, name) == 0 &&
+            g_strcmp0(pe->pod->meta.namespace_, ns) == 0)
+            g_ptr_array_add(pods, kb_object_ref(pe->pod));
+    }
+    for (guint i = 0; i < pods->len; i++)
+        kb_cache_update_pod(cache, pods->pdata[i]);
+}
+
+/* Child ns/name of a composite: @child (its parent set) from now on, or none when NULL. */
+static void child_set(KbCache *cache, const char *ns, const char *name, KbPodGroup *child)
+{
+    g_autofree char *key = pod_key(ns, name);
+    KbPodGroup *old = g_hash_table_lookup(cache->children, key);
+    if (old == NULL && child == NULL)
+        return;
+    g_autofree char *old_parent = old != NULL ? g_strdup(old->parent) : NULL;
+    if (old != NULL) {
+        KbJobInfo *was = job_get_kind(cache, 'c', ns, old_parent, FALSE);
+        if (was != NULL) {
+            g_ptr_array_remove(was->children, old);
+            was->version++;
+        }
+    }
+    if (child != NULL) {
+        KbJobInfo *job = job_get_kind(cache, 'c', ns, child->parent, TRUE);
+        g_ptr_array_add(job->children, kb_object_ref(child));
+        job->version++;
+        g_hash_table_replace(cache->children, g_steal_pointer(&key), kb_object_ref(child));
+    } else {
+        g_hash_table_remove(cache->children, key);
+    }
+    if (child == NULL || g_strcmp0(old_parent, child->parent) != 0)
+        group_rekey(cache, ns, name);
+    /* Looked up again: moving the pods may have dropped it already. */
+    KbJobInfo *was = old_parent != NULL ? job_get_kind(cache, 'c', ns, old_parent, FALSE) : NULL;
+    if (was != NULL)
+        job_maybe_remove(cache, was);
+}
+
 void kb_cache_add_pod_group(KbCache *cache, KbPodGroup *group)
 {
-    KbJobInfo *job = job_get(cache, TRUE, group->meta.namespace_, group->meta.name, TRUE);
-    job_apply_group(cache, job, group);
+    const char *ns = group->meta.namespace_, *name = group->meta.name;
+    if (group->composite) {
+        job_apply_group(cache, job_get_kind(cache, 'c', ns, name, TRUE), group);
+        return;
+    }
+    if (group->parent != NULL) {
+        /* A child is no job of its own. */
+        job_lose_group(cache, 'g', ns, name);
+        child_set(cache, ns, name, group);
+        return;
+    }
+    job_apply_group(cache, job_get(cache, TRUE, ns, name, TRUE), group);
+    child_set(cache, ns, name, NULL);
 }
 
 void kb_cache_update_pod_group(KbCache *cache, KbPodGroup *group)
@@ -900,14 +1026,13 @@ void kb_cache_update_pod_group(KbCache *cache, KbPodGroup *group)
 
 void kb_cache_delete_pod_group(KbCache *cache, KbPodGroup *group)
 {
-    KbJobInfo *job = job_get(cache, TRUE, group->meta.namespace_, group->meta.name, FALSE);
-    if (job == NULL)
+    const char *ns = group->meta.namespace_, *name = group->meta.name;
+    if (group->composite) {
+        job_lose_group(cache, 'c', ns, name);
         return;
-    g_clear_pointer(&job->group, kb_object_unref);
-    job->version++;
-    job->group_missing = TRUE;
-    job->queue = cache->default_queue;
-    job_maybe_remove(cache, job);
+    }
+    job_lose_group(cache, 'g', ns, name);
+    child_set(cache, ns, name, NULL);
 }
 
 /* ---- workloads ------------------------------------------------------------------------------ */
@@ -1360,6 +1485,7 @@ KbCache *kb_cache_new(const char *const *scheduler_names, const char *default_qu
     cache->queue_list = g_ptr_array_new_with_free_func(queue_info_free);
     cache->pvcs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, kb_object_unref);
     cache->workload_queues = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    cache->children = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, kb_object_unref);
     cache->priority_classes =
             g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, kb_object_unref);
     cache->node_gpus = g_array_new(FALSE, TRUE, sizeof(NodeGpu));
@@ -1397,6 +1523,7 @@ void kb_cache_free(KbCache *cache)
     g_hash_table_unref(cache->priority_classes);
     g_hash_table_unref(cache->pvcs);
     g_hash_table_unref(cache->workload_queues);
+    g_hash_table_unref(cache->children);
     g_free(cache->served);
     g_free(cache->extender_names);
     kb_history_free(cache->history);
@@ -1433,6 +1560,8 @@ GPtrArray *kb_cache_jobs(KbCache *cache)
 KbJobInfo *kb_cache_lookup_job(KbCache *cache, const char *namespace_, const char *name)
 {
     KbJobInfo *job = job_get(cache, TRUE, namespace_, name, FALSE);
+    if (job == NULL)
+        job = job_get_kind(cache, 'c', namespace_, name, FALSE);
     return job != NULL ? job : job_get(cache, FALSE, namespace_, name, FALSE);
 }
 

@@ -15,6 +15,12 @@
  * - A job is a pod group (any of the three dialects, keyed "namespace/name") or, for a pod with no
  *   group, a gang of one keyed by the pod. Pods naming a group that does not exist yet are kept
  *   and wait (the job is "group missing" and is not scheduled).
+ * - A CompositePodGroup (scheduling.k8s.io/v1alpha3) is one job with the pods of every PodGroup
+ *   naming it as parent (scheduler/subgroup.h). A pod's job is resolved when it enters the cache:
+ *   its PodGroup's parent when the group names one (whether or not the composite exists yet: the
+ *   job waits as "group missing", so no child starts alone), else its group. When a child's
+ *   parent link appears, changes or goes, only its pods still Pending with no node move to the
+ *   new job; placed, binding and running ones stay where they are and are never dropped.
  * - A task is a pod served by this scheduler (spec.schedulerName one of the served names). Pods of
  *   other schedulers only consume node resources.
  * - Tasks placed by a cycle are "allocated" (assumed) until the watch shows spec.nodeName; the
@@ -156,6 +162,10 @@ struct KbJobInfo {
     gboolean is_group;      /* a pod group job (else a gang of one) */
     KbPodGroup *group;      /* ref; NULL for a gang of one or while the group is missing */
     gboolean group_missing; /* pods name a group that does not exist (yet) */
+    /* A CompositePodGroup's job (group->composite once it exists): its pods are those of the
+     * v1alpha3 PodGroups naming it as their parent, its children (KbPodGroup refs, never NULL). */
+    gboolean is_composite;
+    GPtrArray *children;
     const char *queue;      /* interned; the default queue when the group names none */
     gint32 min_member;      /* 1 for a gang of one */
     gint32 priority;        /* effective job priority (computed each cycle) */
@@ -380,7 +390,8 @@ KbNodeInfo *kb_cache_lookup_node(KbCache *cache, const char *name);
 
 /* Jobs, in no particular order (borrowed array of KbJobInfo*; valid until the next ingest). */
 GPtrArray *kb_cache_jobs(KbCache *cache);
-/* The job of a pod group ("ns/name") or of a pod without a group ("ns/podname"), or NULL. */
+/* The job of a pod group ("ns/name"), else of a composite of that name, else of a pod without a
+ * group ("ns/podname"), or NULL. */
 KbJobInfo *kb_cache_lookup_job(KbCache *cache, const char *namespace_, const char *name);
 /* Runtimes of the jobs finished so far (history.h); borrowed, lives as long as the cache. */
 KbHistory *kb_cache_history(KbCache *cache);

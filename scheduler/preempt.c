@@ -699,7 +699,8 @@ static GHashTable *disrupted_groups(const Evict *e)
     for (guint i = 0; i < e->victims->len; i++) {
         const KbTaskInfo *v = e->victims->pdata[i];
         const KbJobInfo *vj = v->job;
-        if (vj->group == NULL || vj->group->dialect != KB_PODGROUP_NATIVE)
+        /* A CompositePodGroup's condition is not written yet (status-writer.c). */
+        if (vj->group == NULL || vj->group->dialect != KB_PODGROUP_NATIVE || vj->group->composite)
             continue;
         guint on_nodes = vj->n_state[KB_TASK_BOUND] + vj->n_state[KB_TASK_RUNNING];
         if (vj->group->disruption_all || e->job_evicted[vj->id] >= on_nodes)

@@ -417,6 +417,9 @@ static json_object *pod_condition_body(const KbJobStatus *st, gint64 now)
 
 static void apply_job(KbStatusWriter *w, const KbJobStatus *st, gint64 now)
 {
+    /* A CompositePodGroup's status is not written yet: never as a PodGroup of its name. */
+    if (st->group != NULL && st->group->composite)
+        return;
     if (st->group != NULL && st->group->dialect == KB_PODGROUP_NATIVE) {
         const KbObjectMeta *m = &st->group->meta;
         json_object *body = kb_status_native_group_body(st, now);

@@ -5,9 +5,11 @@
 
 struct KbSubGroups {
     gint ref_count;
-    const KbPodGroup *group; /* borrowed from the job */
-    GArray *groups;          /* KbSubGroup */
-    GHashTable *of_task;     /* KbTaskInfo* -> index + 1 */
+    const KbSubGroupPolicy *policies; /* the group's, or &composite */
+    guint n_policies;
+    KbSubGroupPolicy composite; /* a composite's one policy (name borrowed) */
+    GArray *groups;             /* KbSubGroup */
+    GHashTable *of_task;        /* KbTaskInfo* -> index + 1 */
 };
 
 static gboolean selects(const KbSubGroupPolicy *p, const KbPod *pod)
@@ -48,17 +50,74 @@ static void sub_group_clear(gpointer data)
     g_ptr_array_unref(g->tasks);
 }
 
-KbSubGroups *kb_sub_groups_build(const KbJobInfo *job)
+static KbSubGroups *sub_groups_new(void)
 {
-    const KbPodGroup *pg = job->group;
-    if (pg == NULL || pg->n_sub_groups == 0)
-        return NULL;
     KbSubGroups *sg = g_new0(KbSubGroups, 1);
     sg->ref_count = 1;
-    sg->group = pg;
     sg->groups = g_array_new(FALSE, TRUE, sizeof(KbSubGroup));
     g_array_set_clear_func(sg->groups, sub_group_clear);
     sg->of_task = g_hash_table_new(NULL, NULL);
+    return sg;
+}
+
+/* The topology key every child names, else NULL (for messages: the placing uses each child's). */
+static const char *children_topology_key(const GPtrArray *children)
+{
+    const char *key = NULL;
+    for (guint i = 0; i < children->len; i++) {
+        const KbPodGroup *c = children->pdata[i];
+        if (c->topology_key == NULL || (key != NULL && key != c->topology_key))
+            return NULL;
+        key = c->topology_key;
+    }
+    return key;
+}
+
+/* A composite's children that have pods, one sub-group each, in the order of their first task. */
+static KbSubGroups *composite_build(const KbJobInfo *job)
+{
+    const KbPodGroup *pg = job->group;
+    KbSubGroups *sg = sub_groups_new();
+    sg->composite.name = pg->meta.name;
+    sg->composite.min_groups = pg->min_groups;
+    sg->composite.topology_key = children_topology_key(job->children);
+    sg->policies = &sg->composite;
+    sg->n_policies = 1;
+    g_autoptr(GHashTable) by_name = g_hash_table_new(g_str_hash, g_str_equal); /* -> i + 1 */
+    for (guint i = 0; i < job->tasks->len; i++) {
+        KbTaskInfo *t = job->tasks->pdata[i];
+        const KbPodGroup *child = NULL;
+        for (guint c = 0; c < job->children->len && child == NULL; c++) {
+            const KbPodGroup *pc = job->children->pdata[c];
+            if (g_strcmp0(pc->meta.name, t->pod->group_name) == 0)
+                child = pc;
+        }
+        if (child == NULL)
+            continue;
+        guint at = GPOINTER_TO_UINT(g_hash_table_lookup(by_name, child->meta.name));
+        if (at == 0) {
+            KbSubGroup g = {0, g_intern_string(child->meta.name), g_ptr_array_new(),
+                            (guint)MAX(child->min_member, 1), child->topology_key};
+            g_array_append_val(sg->groups, g);
+            at = sg->groups->len;
+            g_hash_table_insert(by_name, child->meta.name, GUINT_TO_POINTER(at));
+        }
+        g_ptr_array_add(g_array_index(sg->groups, KbSubGroup, at - 1).tasks, t);
+        g_hash_table_insert(sg->of_task, t, GUINT_TO_POINTER(at));
+    }
+    return sg;
+}
+
+KbSubGroups *kb_sub_groups_build(const KbJobInfo *job)
+{
+    const KbPodGroup *pg = job->group;
+    if (pg != NULL && pg->composite)
+        return composite_build(job);
+    if (pg == NULL || pg->n_sub_groups == 0)
+        return NULL;
+    KbSubGroups *sg = sub_groups_new();
+    sg->policies = pg->sub_groups;
+    sg->n_policies = pg->n_sub_groups;
     g_autoptr(GHashTable) by_key = g_hash_table_new(NULL, NULL); /* key -> index + 1 */
     for (guint i = 0; i < job->tasks->len; i++) {
         KbTaskInfo *t = job->tasks->pdata[i];
@@ -69,7 +128,8 @@ KbSubGroups *kb_sub_groups_build(const KbJobInfo *job)
             const char *key = group_key(pol, p, t->pod);
             guint at = GPOINTER_TO_UINT(g_hash_table_lookup(by_key, key));
             if (at == 0) {
-                KbSubGroup g = {p, strchr(key, '/') + 1, g_ptr_array_new(), (guint)pol->size};
+                KbSubGroup g = {p, strchr(key, '/') + 1, g_ptr_array_new(), (guint)pol->size,
+                                pol->topology_key};
                 g_array_append_val(sg->groups, g);
                 at = sg->groups->len;
                 g_hash_table_insert(by_key, (gpointer)key, GUINT_TO_POINTER(at));
@@ -114,12 +174,12 @@ KbSubGroup *kb_sub_groups_get(const KbSubGroups *sg, guint i)
 
 const KbSubGroupPolicy *kb_sub_groups_policy(const KbSubGroups *sg, guint i)
 {
-    return &sg->group->sub_groups[i];
+    return &sg->policies[i];
 }
 
 guint kb_sub_groups_n_policies(const KbSubGroups *sg)
 {
-    return sg->group->n_sub_groups;
+    return sg->n_policies;
 }
 
 gint kb_sub_groups_of(const KbSubGroups *sg, const KbTaskInfo *task)
@@ -158,8 +218,8 @@ guint kb_sub_groups_whole(const KbSubGroups *sg, guint policy)
 
 gboolean kb_sub_groups_satisfied(const KbSubGroups *sg)
 {
-    for (guint p = 0; p < sg->group->n_sub_groups; p++) {
-        if (kb_sub_groups_whole(sg, p) < (guint)MAX(sg->group->sub_groups[p].min_groups, 0))
+    for (guint p = 0; p < sg->n_policies; p++) {
+        if (kb_sub_groups_whole(sg, p) < (guint)MAX(sg->policies[p].min_groups, 0))
             return FALSE;
     }
     return TRUE;

@@ -9,6 +9,10 @@
  * The allocate action places each sub-group whole or not at all, inside one domain of the
  * policy's node label when it has one (scheduler/allocate.c).
  *
+ * A CompositePodGroup (scheduling.k8s.io/v1alpha3) is the same model: one policy named after the
+ * composite with min_groups = minGroupCount, each child PodGroup with pods one sub-group with
+ * need = its minCount, inside one domain of the child's own topology key.
+ *
  * Built from the cache's records at the start of a job's turn; borrows the job's tasks, so it
  * lives no longer than the session.
  */
@@ -21,6 +25,7 @@ typedef struct {
     const char *key;  /* interned "value,value" of the policy's keys (for messages) */
     GPtrArray *tasks; /* KbTaskInfo*, borrowed, in the job's task order */
     guint need;       /* tasks that must hold a node for it to count */
+    const char *topology_key; /* interned node label it stays inside one domain of, or NULL */
 } KbSubGroup;
 
 typedef struct KbSubGroups KbSubGroups;

@@ -531,6 +531,76 @@ static void test_podgroup_native_listed(void)
                     "scheduling.k8s.io/v1beta1 was listed");
 }
 
+/* v1alpha3: the same PodGroup with a parent CompositePodGroup; v1beta1 has no such field. */
+static void test_podgroup_v1alpha3(void)
+{
+    g_autoptr(GError) error = NULL;
+    json_object *obj = load_fixture("podgroup-v1alpha3-child.json");
+    g_autoptr(KbPodGroup) pg = kb_pod_group_decode(obj, FALSE, &error);
+    g_assert_no_error(error);
+    g_autoptr(KbPodGroup) listed = kb_pod_group_decode_v1alpha3(obj, FALSE, &error);
+    g_assert_no_error(error);
+    g_autoptr(KbPodGroup) beta = kb_pod_group_decode_native(obj, FALSE, &error);
+    json_object_put(obj);
+    g_assert_null(beta);
+    g_assert_cmpstr(error->message, ==,
+                    "podgroup ml/train-g0: apiVersion: \"scheduling.k8s.io/v1alpha3\" where "
+                    "scheduling.k8s.io/v1beta1 was listed");
+    g_clear_error(&error);
+    for (KbPodGroup **p = (KbPodGroup *[]){pg, listed, NULL}; *p != NULL; p++) {
+        g_assert_cmpint((*p)->dialect, ==, KB_PODGROUP_NATIVE);
+        g_assert_true((*p)->v1alpha3);
+        g_assert_false((*p)->composite);
+        g_assert_cmpstr((*p)->parent, ==, "train");
+        g_assert_cmpint((*p)->min_member, ==, 2);
+        g_assert_cmpstr((*p)->topology_key, ==, "topology.kubernetes.io/rack");
+    }
+    obj = parse("{\"apiVersion\":\"scheduling.k8s.io/v1beta1\",\"metadata\":{\"name\":\"pg\","
+                "\"namespace\":\"ns\"},\"spec\":{\"parentCompositePodGroupName\":\"train\","
+                "\"schedulingPolicy\":{\"basic\":{}}}}");
+    g_autoptr(KbPodGroup) v1beta1 = kb_pod_group_decode(obj, FALSE, &error);
+    json_object_put(obj);
+    g_assert_no_error(error);
+    g_assert_false(v1beta1->v1alpha3);
+    g_assert_null(v1beta1->parent);
+}
+
+/* CompositePodGroup: every field read, listed without apiVersion, basic. */
+static void test_composite_pod_group(void)
+{
+    g_autoptr(GError) error = NULL;
+    json_object *obj = load_fixture("compositepodgroup.json");
+    g_autoptr(KbPodGroup) cpg = kb_composite_pod_group_decode(obj, FALSE, &error);
+    json_object_put(obj);
+    g_assert_no_error(error);
+    g_assert_true(cpg->composite);
+    g_assert_true(cpg->v1alpha3);
+    g_assert_cmpint(cpg->dialect, ==, KB_PODGROUP_NATIVE);
+    g_assert_cmpint(cpg->min_groups, ==, 3);
+    g_assert_cmpint(cpg->min_member, ==, 1);
+    g_assert_null(cpg->parent);
+    g_assert_cmpstr(cpg->queue, ==, "research");
+    g_assert_cmpstr(cpg->topology_key, ==, "topology.kubernetes.io/zone");
+    g_assert_cmpstr(cpg->workload_name, ==, "train");
+    g_assert_cmpstr(cpg->workload_template, ==, "all");
+    g_assert_true(cpg->disruption_all);
+    g_assert_true(cpg->has_priority);
+    g_assert_cmpint(cpg->priority, ==, 100);
+    g_assert_false(cpg->preempt_never);
+    g_assert_cmpstr(cpg->scheduled_status, ==, "False");
+    g_assert_cmpstr(cpg->scheduled_message, ==, "2/3 groups");
+
+    obj = parse("{\"metadata\":{\"name\":\"inner\",\"namespace\":\"ns\"},\"spec\":{"
+                "\"parentCompositePodGroupName\":\"outer\",\"schedulingPolicy\":{\"basic\":{}}}}");
+    g_autoptr(KbPodGroup) basic = kb_composite_pod_group_decode(obj, FALSE, &error);
+    json_object_put(obj);
+    g_assert_no_error(error);
+    g_assert_true(basic->composite);
+    g_assert_cmpint(basic->min_groups, ==, 0);
+    g_assert_cmpstr(basic->parent, ==, "outer");
+    g_assert_false(basic->disruption_all);
+}
+
 /* basic: each pod alone; the queue from the annotation when no label names one; defaults. */
 static void test_podgroup_native_basic(void)
 {
@@ -694,7 +764,7 @@ static void test_meta_object(void)
 
 /* ---- malformed objects ---------------------------------------------------------------------- */
 
-typedef enum { D_POD, D_NODE, D_PODGROUP, D_QUEUE, D_PC, D_LEASE, D_META } Decoder;
+typedef enum { D_POD, D_NODE, D_PODGROUP, D_QUEUE, D_PC, D_LEASE, D_META, D_CPG } Decoder;
 
 static gpointer decode_with(Decoder d, json_object *obj, GError **error)
 {
@@ -711,6 +781,8 @@ static gpointer decode_with(Decoder d, json_object *obj, GError **error)
         return kb_priority_class_decode(obj, FALSE, error);
     case D_LEASE:
         return kb_lease_decode(obj, FALSE, error);
+    case D_CPG:
+        return kb_composite_pod_group_decode(obj, FALSE, error);
     case D_META:
         break;
     }
@@ -731,6 +803,7 @@ typedef struct {
 #define AFF_PATH                                                                                    \
     "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
 #define PG_API "\"apiVersion\":\"scheduling.volcano.sh/v1beta1\""
+#define CPG "\"metadata\":{\"name\":\"c\",\"namespace\":\"d\"}"
 #define NPG                                                                                        \
     "\"apiVersion\":\"scheduling.k8s.io/v1beta1\",\"metadata\":{\"name\":\"pg\",\"namespace\":"   \
     "\"d\"}"
@@ -884,6 +957,35 @@ static const BadCase bad_cases[] = {
     {"podgroup/queue-type", D_PODGROUP,
      "{" PG_API ",\"metadata\":{\"name\":\"pg\",\"namespace\":\"d\"},\"spec\":{\"queue\":{}}}",
      "podgroup d/pg: spec.queue: expected a string, got {}"},
+    {"composite/no-spec", D_CPG, "{" CPG "}", "compositepodgroup d/c: spec: Required value"},
+    {"composite/other-api", D_CPG,
+     "{\"apiVersion\":\"scheduling.k8s.io/v1beta1\"," CPG ",\"spec\":{}}",
+     "compositepodgroup d/c: apiVersion: \"scheduling.k8s.io/v1beta1\" where "
+     "scheduling.k8s.io/v1alpha3 was listed"},
+    {"composite/no-policy", D_CPG, "{" CPG ",\"spec\":{}}",
+     "compositepodgroup d/c: spec.schedulingPolicy: must specify one of: `basic`, `gang`"},
+    {"composite/min-group-count-zero", D_CPG,
+     "{" CPG ",\"spec\":{\"schedulingPolicy\":{\"gang\":{\"minGroupCount\":0}}}}",
+     "compositepodgroup d/c: spec.schedulingPolicy.gang.minGroupCount: must be at least 1, got 0"},
+    {"composite/min-count-not-min-group-count", D_CPG,
+     "{" CPG ",\"spec\":{\"schedulingPolicy\":{\"gang\":{\"minCount\":2}}}}",
+     "compositepodgroup d/c: spec.schedulingPolicy.gang.minGroupCount: must be at least 1, got 0"},
+    {"composite/min-group-count-type", D_CPG,
+     "{" CPG ",\"spec\":{\"schedulingPolicy\":{\"gang\":{\"minGroupCount\":\"3\"}}}}",
+     "compositepodgroup d/c: spec.schedulingPolicy.gang.minGroupCount: expected an integer, got "
+     "\"3\""},
+    {"composite/parent-type", D_CPG,
+     "{" CPG ",\"spec\":{\"parentCompositePodGroupName\":7,\"schedulingPolicy\":{\"basic\":{}}}}",
+     "compositepodgroup d/c: spec.parentCompositePodGroupName: expected a string, got 7"},
+    {"composite/disruption-both", D_CPG,
+     "{" CPG ",\"spec\":{\"schedulingPolicy\":{\"basic\":{}},\"disruptionMode\":{\"single\":{},"
+     "\"all\":{}}}}",
+     "compositepodgroup d/c: spec.disruptionMode: exactly one of `single`, `all` is required, but "
+     "multiple fields are set"},
+    {"podgroup/v1alpha3-parent-type", D_PODGROUP,
+     "{\"apiVersion\":\"scheduling.k8s.io/v1alpha3\",\"metadata\":{\"name\":\"pg\",\"namespace\":"
+     "\"d\"},\"spec\":{\"parentCompositePodGroupName\":[],\"schedulingPolicy\":{\"basic\":{}}}}",
+     "podgroup d/pg: spec.parentCompositePodGroupName: expected a string, got []"},
     {"podgroup/native-no-spec", D_PODGROUP, "{" NPG "}", "podgroup d/pg: spec: Required value"},
     {"podgroup/native-no-policy", D_PODGROUP, "{" NPG ",\"spec\":{}}",
      "podgroup d/pg: spec.schedulingPolicy: must specify one of: `basic`, `gang`"},
@@ -1495,6 +1597,8 @@ int main(int argc, char **argv)
     g_test_add_func("/kube/objects/podgroup/native", test_podgroup_native);
     g_test_add_func("/kube/objects/podgroup/native-basic", test_podgroup_native_basic);
     g_test_add_func("/kube/objects/podgroup/native-listed", test_podgroup_native_listed);
+    g_test_add_func("/kube/objects/podgroup/v1alpha3", test_podgroup_v1alpha3);
+    g_test_add_func("/kube/objects/composite-pod-group", test_composite_pod_group);
     g_test_add_func("/kube/objects/podgroup/min-member-default", test_podgroup_min_member_default);
     g_test_add_func("/kube/objects/queue/volcano", test_queue_volcano);
     g_test_add_func("/kube/objects/queue/defaults", test_queue_defaults);

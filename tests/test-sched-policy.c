@@ -310,6 +310,159 @@ static void test_sub_groups_growth_whole(void)
     kb_test_sched_free(fx);
 }
 
+/* ---- sub-gangs: CompositePodGroup scheduling.k8s.io/v1alpha3 ----------------------------- */
+
+#define V1ALPHA3 "\"apiVersion\":\"scheduling.k8s.io/v1alpha3\""
+
+static void add_composite(Fx *fx, const char *name, int min_groups)
+{
+    g_autofree char *json = g_strdup_printf(
+            "{" V1ALPHA3 ",\"kind\":\"CompositePodGroup\",\"metadata\":{\"name\":\"%s\","
+            "\"namespace\":\"default\",\"uid\":\"cpg-%s\"},\"spec\":{\"workloadRef\":{"
+            "\"workloadName\":\"%s\",\"templateName\":\"all\"},\"schedulingPolicy\":{\"gang\":{"
+            "\"minGroupCount\":%d}}}}",
+            name, name, name, min_groups);
+    json_object *o = kb_test_sched_parse(json);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbPodGroup) cpg = kb_composite_pod_group_decode(o, FALSE, &error);
+    json_object_put(o);
+    g_assert_no_error(error);
+    kb_cache_add_pod_group(fx->cache, cpg);
+}
+
+/* A v1alpha3 PodGroup of @min_count inside one rack, child of @parent (none when NULL). */
+static void add_child(Fx *fx, const char *name, const char *parent, int min_count)
+{
+    g_autofree char *p =
+            parent != NULL ? g_strdup_printf("\"parentCompositePodGroupName\":\"%s\",", parent)
+                           : g_strdup("");
+    g_autofree char *json = g_strdup_printf(
+            "{" V1ALPHA3 ",\"kind\":\"PodGroup\",\"metadata\":{\"name\":\"%s\",\"namespace\":"
+            "\"default\",\"uid\":\"pg-%s\"},\"spec\":{%s\"schedulingPolicy\":{\"gang\":{"
+            "\"minCount\":%d}},\"schedulingConstraints\":{\"topology\":[{\"key\":\"" RACK "\"}]}}}",
+            name, name, p, min_count);
+    kb_test_sched_add_pod_group(fx, json);
+}
+
+static void add_member(Fx *fx, const char *name, const char *group)
+{
+    g_autofree char *json = g_strdup_printf(
+            "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\",\"namespace\":"
+            "\"default\",\"uid\":\"u-%s\",\"creationTimestamp\":\"2026-01-01T00:00:01Z\"},"
+            "\"spec\":{\"schedulerName\":\"kube-batchd\",\"schedulingGroup\":{\"podGroupName\":"
+            "\"%s\"},\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{" GPU1 "}}}]},"
+            "\"status\":{\"phase\":\"Pending\"}}",
+            name, name, group);
+    kb_test_sched_put_pod(fx, kb_test_sched_parse(json));
+}
+
+/*
+ * Racks r0..r3 of one node each: 2 GPUs in the first @racks_with_room, 1 in the others.
+ * Composite "train" (minGroupCount 3) over children train-g0..g3 of 2 one-GPU pods each (gang
+ * minCount 2, inside one rack). The pods come first, then the children, then the composite: the
+ * pods move from their groups' jobs into the composite's as the parent links appear.
+ */
+static Fx *composite_fixture(int racks_with_room)
+{
+    Fx *fx = kb_test_sched_new(NULL);
+    for (int r = 0; r < 4; r++) {
+        g_autofree char *name = g_strdup_printf("r%d-n0", r);
+        g_autofree char *labels = g_strdup_printf("\"" RACK "\":\"r%d\"", r);
+        add_node_full(fx, name, 32, 128, r < racks_with_room ? 2 : 1, labels, "", TRUE);
+    }
+    for (int g = 0; g < 4; g++) {
+        for (int i = 0; i < 2; i++) {
+            g_autofree char *pod = g_strdup_printf("train-g%d-%d", g, i);
+            g_autofree char *group = g_strdup_printf("train-g%d", g);
+            add_member(fx, pod, group);
+        }
+    }
+    for (int g = 0; g < 4; g++) {
+        g_autofree char *group = g_strdup_printf("train-g%d", g);
+        add_child(fx, group, "train", 2);
+    }
+    add_composite(fx, "train", 3);
+    return fx;
+}
+
+/* Room for 3 children: 3 bind whole, each inside one rack; the fourth gets nothing, not the
+ * one GPU each of its rack's node and another rack's have free. */
+static void test_composite_three_of_four(void)
+{
+    Fx *fx = composite_fixture(3);
+    KbJobInfo *job = kb_cache_lookup_job(fx->cache, "default", "train");
+    g_assert_nonnull(job);
+    g_assert_true(job->is_composite);
+    g_assert_cmpuint(job->tasks->len, ==, 8);
+    g_assert_null(kb_cache_lookup_job(fx->cache, "default", "train-g0"));
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/train"), ==, 6);
+    guint whole = 0;
+    for (int g = 0; g < 4; g++) {
+        g_autofree char *a = g_strdup_printf("train-g%d-0", g);
+        g_autofree char *b = g_strdup_printf("train-g%d-1", g);
+        const char *na = kb_test_sched_bound_node(fx, "default", a);
+        const char *nb = kb_test_sched_bound_node(fx, "default", b);
+        g_assert_true((na == NULL) == (nb == NULL));
+        if (na != NULL) {
+            g_assert_cmpstr(na, ==, nb);
+            whole++;
+        }
+    }
+    g_assert_cmpuint(whole, ==, 3);
+    kb_test_sched_free(fx);
+}
+
+/* Room for 2 children of the 3 needed: nothing binds, and the message says so. */
+static void test_composite_too_few(void)
+{
+    Fx *fx = composite_fixture(2);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
+    assert_message(fx, "default/train",
+                   "sub-group policy \"train\": 2/3 sub-groups placeable whole inside one " RACK);
+    kb_test_sched_free(fx);
+}
+
+/* Without the composite the children wait (no child starts alone); without their parent link
+ * they are gangs of their own again: the two that fit start. */
+static void test_composite_missing_waits(void)
+{
+    Fx *fx = composite_fixture(2);
+    KbPodGroup fake = {.meta = {.namespace_ = "default", .name = "train"}, .composite = TRUE};
+    kb_cache_delete_pod_group(fx->cache, &fake);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
+    for (int g = 0; g < 4; g++) {
+        g_autofree char *group = g_strdup_printf("train-g%d", g);
+        add_child(fx, group, NULL, 2);
+    }
+    g_assert_null(kb_cache_lookup_job(fx->cache, "default", "train"));
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 4);
+    kb_test_sched_free(fx);
+}
+
+/* A child's pod placed but not bound stays in the composite's job when the child leaves it;
+ * the pending one moves to the child's own job. */
+static void test_composite_placed_pod_stays(void)
+{
+    Fx *fx = composite_fixture(3);
+    KbJobInfo *job = kb_cache_lookup_job(fx->cache, "default", "train");
+    KbTaskInfo *placed = kb_cache_lookup_task(fx->cache, "default", "train-g0-0");
+    g_assert_true(placed->job == job);
+    kb_cache_assume_task(fx->cache, placed, kb_cache_lookup_node(fx->cache, "r0-n0")->id);
+    add_child(fx, "train-g0", NULL, 2);
+    g_assert_true(kb_cache_lookup_task(fx->cache, "default", "train-g0-0") == placed);
+    g_assert_true(placed->job == job);
+    g_assert_cmpint(placed->state, ==, KB_TASK_ALLOCATED);
+    KbTaskInfo *moved = kb_cache_lookup_task(fx->cache, "default", "train-g0-1");
+    g_assert_true(moved->job == kb_cache_lookup_job(fx->cache, "default", "train-g0"));
+    g_assert_false(moved->job->is_composite);
+    g_assert_cmpuint(job->tasks->len, ==, 7);
+    kb_test_sched_free(fx);
+}
+
 /* ---- pods resized in place ------------------------------------------------------------------ */
 
 /* A running pod whose spec asks 2 GPUs but whose node still holds 4 for it (resized down, not yet
@@ -1772,6 +1925,11 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/sub-groups/three-of-four-each-in-one-rack",
                     test_sub_groups_three_of_four);
     g_test_add_func("/scheduler/sub-groups/too-few-binds-nothing", test_sub_groups_too_few);
+    g_test_add_func("/scheduler/composite/three-of-four-children-whole",
+                    test_composite_three_of_four);
+    g_test_add_func("/scheduler/composite/too-few-binds-nothing", test_composite_too_few);
+    g_test_add_func("/scheduler/composite/missing-parent-waits", test_composite_missing_waits);
+    g_test_add_func("/scheduler/composite/placed-pod-stays", test_composite_placed_pod_stays);
     g_test_add_func("/scheduler/resize/running-pod-holds-allocated",
                     test_resized_pod_holds_allocated);
     g_test_add_func("/scheduler/sub-groups/growth-adds-a-whole-group",

@@ -460,6 +460,50 @@ static void test_native_disruption_mode(void)
     }
 }
 
+/* A CompositePodGroup with disruptionMode all over one child of 4 running pods: taken whole, as
+ * one job; no DisruptionTarget on a group (the composite's status is not written, and its
+ * name is no PodGroup's). */
+static void test_composite_disruption_all(void)
+{
+    Fx *fx = fx_new("allocate, preempt");
+    add_node(fx, "n1", 8);
+    json_object *o = kb_test_sched_parse(
+            "{\"apiVersion\":\"scheduling.k8s.io/v1alpha3\",\"kind\":\"CompositePodGroup\","
+            "\"metadata\":{\"name\":\"elastic\",\"namespace\":\"team\",\"uid\":\"cpg-e\"},"
+            "\"spec\":{\"schedulingPolicy\":{\"gang\":{\"minGroupCount\":1}},"
+            "\"priorityClassName\":\"low\",\"disruptionMode\":{\"all\":{}}}}");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbPodGroup) cpg = kb_composite_pod_group_decode(o, FALSE, &error);
+    json_object_put(o);
+    g_assert_no_error(error);
+    kb_cache_add_pod_group(fx->cache, cpg);
+    kb_test_sched_add_pod_group(
+            fx, "{\"apiVersion\":\"scheduling.k8s.io/v1alpha3\",\"kind\":\"PodGroup\","
+                "\"metadata\":{\"name\":\"elastic-c\",\"namespace\":\"team\",\"uid\":\"pg-c\"},"
+                "\"spec\":{\"parentCompositePodGroupName\":\"elastic\",\"schedulingPolicy\":{"
+                "\"gang\":{\"minCount\":1}}}}");
+    for (int i = 0; i < 4; i++) {
+        g_autofree char *p = g_strdup_printf(
+                "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":"
+                "\"elastic-%d\",\"namespace\":\"team\",\"uid\":\"u-e-%d\","
+                "\"creationTimestamp\":\"2026-01-01T00:00:0%dZ\"},\"spec\":{\"schedulerName\":"
+                "\"kube-batchd\",\"nodeName\":\"n1\",\"priorityClassName\":\"low\","
+                "\"schedulingGroup\":{\"podGroupName\":\"elastic-c\"},\"containers\":[{"
+                "\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"1\",\"nvidia.com/gpu\":"
+                "2}}}]},\"status\":{\"phase\":\"Running\"}}",
+                i, i, i);
+        kb_test_sched_put_pod(fx, kb_test_sched_parse(p));
+    }
+    JobSpec high = {"high", NULL, "high", 1, 2, 1, NULL, NULL};
+    add_job(fx, &high);
+    kb_test_sched_run(fx);
+    g_autofree char *got = evicted(fx);
+    g_assert_cmpstr(got, ==, "elastic-0,elastic-1,elastic-2,elastic-3");
+    for (guint i = 0; i < fx->res->evictions->len; i++)
+        g_assert_null(g_array_index(fx->res->evictions, KbEviction, i).disrupted_group);
+    kb_test_sched_free(fx);
+}
+
 /* ---- a preemptor held to one topology domain --------------------------------------------- */
 
 #define RACK "topology.kubernetes.io/rack"
@@ -931,6 +975,8 @@ int main(int argc, char **argv)
         g_test_add_data_func(evict_cases[i].path, &evict_cases[i], test_evict_case);
     g_test_add_func("/scheduler/preempt/no-storm-across-cycles", test_no_storm);
     g_test_add_func("/scheduler/preempt/native-disruption-mode-all", test_native_disruption_mode);
+    g_test_add_func("/scheduler/preempt/composite-disruption-mode-all",
+                    test_composite_disruption_all);
     g_test_add_func("/scheduler/preempt/topology-evicts-inside-one-domain",
                     test_topology_preemptor_one_domain);
     g_test_add_func("/scheduler/preempt/topology-no-victim-outside-the-domain",

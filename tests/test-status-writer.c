@@ -261,6 +261,39 @@ static void test_native_write_is_strategic(void)
     kb_client_free(client);
 }
 
+/* A CompositePodGroup's job writes nothing (above all not the PodGroup of the same name). */
+static void test_composite_not_written(void)
+{
+    g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
+    g_autoptr(KbConfig) config = kb_config_new(kb_test_server_url(srv));
+    g_autoptr(GError) error = NULL;
+    KbClient *client = kb_client_new(config, &error);
+    g_assert_no_error(error);
+    KbStatusWriter *w = kb_status_writer_new(client, NULL);
+    json_object *o =
+            json_tokener_parse("{\"metadata\":{\"name\":\"g\",\"namespace\":\"team-a\"},\"spec\":{"
+                               "\"schedulingPolicy\":{\"gang\":{\"minGroupCount\":3}}}}");
+    KbPodGroup *cpg = kb_composite_pod_group_decode(o, FALSE, &error);
+    json_object_put(o);
+    g_assert_no_error(error);
+    const char *none[] = {NULL};
+    g_autoptr(KbCycleResult) r = result_new(none, KB_JOB_PENDING, 0);
+    KbJobStatus st = {.group = cpg,
+                      .job = g_strdup("team-a/g"),
+                      .phase = KB_JOB_PENDING,
+                      .condition_type = "Unschedulable",
+                      .condition_status = "True",
+                      .message = g_strdup("2/3 short"),
+                      .changed = TRUE,
+                      .min_member = 1};
+    g_array_append_val(r->job_statuses, st);
+    kb_status_writer_apply(w, r);
+    g_assert_cmpuint(kb_status_writer_pending(w), ==, 0);
+    g_assert_cmpuint(kb_test_server_request_count(srv), ==, 0);
+    kb_status_writer_free(w);
+    kb_client_free(client);
+}
+
 /* A native PodGroup that cannot be read: SchedulerError once, never over True. */
 static void test_native_error(void)
 {
@@ -303,6 +336,7 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/status-writer/held-writes-wait", test_held_writes_wait);
     g_test_add_func("/scheduler/status-writer/native-condition", test_native_condition);
     g_test_add_func("/scheduler/status-writer/native-scheduler-error", test_native_error);
+    g_test_add_func("/scheduler/status-writer/composite-not-written", test_composite_not_written);
     g_test_add_func("/scheduler/status-writer/native-write-is-strategic",
                     test_native_write_is_strategic);
     return g_test_run();

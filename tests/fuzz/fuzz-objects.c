@@ -43,6 +43,8 @@ WRAP(kb_pod_decode)
 WRAP(kb_node_decode)
 WRAP(kb_pod_group_decode)
 WRAP(kb_pod_group_decode_native)
+WRAP(kb_pod_group_decode_v1alpha3)
+WRAP(kb_composite_pod_group_decode)
 WRAP(kb_queue_decode)
 WRAP(kb_priority_class_decode)
 WRAP(kb_lease_decode)
@@ -71,6 +73,7 @@ static void decode_all(json_object *obj, gboolean keep_raw)
         wrap_kb_pod_decode,   wrap_kb_node_decode,           wrap_kb_pod_group_decode,
         wrap_kb_queue_decode, wrap_kb_priority_class_decode, wrap_kb_lease_decode,
         wrap_kb_meta_object_decode, wrap_kb_pod_group_decode_native,
+        wrap_kb_pod_group_decode_v1alpha3, wrap_kb_composite_pod_group_decode,
     };
     for (gsize i = 0; i < G_N_ELEMENTS(decoders); i++) {
         GError *error = NULL;
