@@ -7,10 +7,10 @@
  * scheduleTimeoutSeconds (scheduler-plugins).
  *
  * Kubernetes' own PodGroup (scheduling.k8s.io/v1beta1, 1.37) is a fourth dialect with a schema
- * of its own (podgroup_native_spec): it is read strictly, since the API server validates it
+ * of its own (native_spec): it is read strictly, since the API server validates it
  * and anything else is a broken object to report, not to guess at. Its v1alpha3 (1.37 alpha)
  * adds spec.parentCompositePodGroupName, and CompositePodGroup, decoded into the same record
- * (composite_spec: the same fields but schedulingPolicy.gang.minGroupCount).
+ * (native_spec: the same fields but schedulingPolicy.gang.minGroupCount).
  */
 #include <string.h>
 
@@ -344,18 +344,6 @@ static gboolean native_parent(json_object *spec, KbPodGroup *pg, GError **error)
     return TRUE;
 }
 
-/* Errors relative to "spec.". */
-static gboolean podgroup_native_spec(json_object *spec, KbPodGroup *pg, GError **error)
-{
-    int mode;
-    if (!native_parent(spec, pg, error) || !native_policy(spec, pg, error) ||
-        !native_topology(spec, pg, error) || !native_workload_ref(spec, pg, error) ||
-        !native_priority(spec, pg, error) ||
-        !native_union(spec, "disruptionMode", "single", "all", &mode, error))
-        return FALSE;
-    pg->disruption_all = mode == 1;
-    return TRUE;
-}
 
 /* status.conditions: the PodGroupInitiallyScheduled one, if any. */
 static gboolean podgroup_native_status(json_object *status, KbPodGroup *pg, GError **error)
@@ -430,13 +418,17 @@ static gboolean composite_policy(json_object *spec, KbPodGroup *pg, GError **err
     return TRUE;
 }
 
-/* A CompositePodGroup's spec: the PodGroup's fields but its policy. Errors relative to "spec.". */
-static gboolean composite_spec(json_object *spec, KbPodGroup *pg, GError **error)
+/*
+ * A native PodGroup's or CompositePodGroup's spec: the same fields but the scheduling policy
+ * (gang.minCount or gang.minGroupCount). Errors relative to "spec.".
+ */
+static gboolean native_spec(json_object *spec, KbPodGroup *pg, GError **error)
 {
     int mode;
-    if (!native_parent(spec, pg, error) || !composite_policy(spec, pg, error) ||
-        !native_topology(spec, pg, error) || !native_workload_ref(spec, pg, error) ||
-        !native_priority(spec, pg, error) ||
+    if (!native_parent(spec, pg, error) ||
+        !(pg->composite ? composite_policy(spec, pg, error) : native_policy(spec, pg, error)) ||
+        !native_topology(spec, pg, error) ||
+        !native_workload_ref(spec, pg, error) || !native_priority(spec, pg, error) ||
         !native_union(spec, "disruptionMode", "single", "all", &mode, error))
         return FALSE;
     pg->disruption_all = mode == 1;
@@ -454,7 +446,7 @@ static gboolean podgroup_native_body(json_object *obj, KbPodGroup *pg, GError **
         g_set_error_literal(error, KB_ERROR, KB_ERROR_DECODE, "spec: Required value");
         return FALSE;
     }
-    ok = pg->composite ? composite_spec(spec, pg, error) : podgroup_native_spec(spec, pg, error);
+    ok = native_spec(spec, pg, error);
     if (!ok) {
         g_prefix_error(error, "spec.");
         return FALSE;

@@ -411,6 +411,21 @@ static void test_evict_case(gconstpointer data)
 
 /* ---- native PodGroups: disruptionMode ----------------------------------------------------- */
 
+/* Running pod "elastic-@i" on n1 (2 GPUs, PriorityClass low) naming the native group @group. */
+static void put_running_native_pod(Fx *fx, int i, const char *group)
+{
+    g_autofree char *p = g_strdup_printf(
+            "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":"
+            "\"elastic-%d\",\"namespace\":\"team\",\"uid\":\"u-e-%d\","
+            "\"creationTimestamp\":\"2026-01-01T00:00:0%dZ\"},\"spec\":{\"schedulerName\":"
+            "\"kube-batchd\",\"nodeName\":\"n1\",\"priorityClassName\":\"low\","
+            "\"schedulingGroup\":{\"podGroupName\":\"%s\"},\"containers\":[{"
+            "\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"1\",\"nvidia.com/gpu\":"
+            "2}}}]},\"status\":{\"phase\":\"Running\"}}",
+            i, i, i, group);
+    kb_test_sched_put_pod(fx, kb_test_sched_parse(p));
+}
+
 /* A native group of 4 running pods (minCount 1, class low) and a waiting high job that needs
  * one pod's room: disruptionMode single gives one victim, all gives the whole group. */
 static void test_native_disruption_mode(void)
@@ -427,16 +442,7 @@ static void test_native_disruption_mode(void)
                 all ? "all" : "single");
         kb_test_sched_add_pod_group(fx, g);
         for (int i = 0; i < 4; i++) {
-            g_autofree char *p = g_strdup_printf(
-                    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":"
-                    "\"elastic-%d\",\"namespace\":\"team\",\"uid\":\"u-e-%d\","
-                    "\"creationTimestamp\":\"2026-01-01T00:00:0%dZ\"},\"spec\":{\"schedulerName\":"
-                    "\"kube-batchd\",\"nodeName\":\"n1\",\"priorityClassName\":\"low\","
-                    "\"schedulingGroup\":{\"podGroupName\":\"elastic\"},\"containers\":[{"
-                    "\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"1\",\"nvidia.com/gpu\":"
-                    "2}}}]},\"status\":{\"phase\":\"Running\"}}",
-                    i, i, i);
-            kb_test_sched_put_pod(fx, kb_test_sched_parse(p));
+            put_running_native_pod(fx, i, "elastic");
         }
         JobSpec high = {"high", NULL, "high", 1, 2, 1, NULL, NULL};
         add_job(fx, &high);
@@ -483,16 +489,7 @@ static void test_composite_disruption_all(void)
                 "\"spec\":{\"parentCompositePodGroupName\":\"elastic\",\"schedulingPolicy\":{"
                 "\"gang\":{\"minCount\":1}}}}");
     for (int i = 0; i < 4; i++) {
-        g_autofree char *p = g_strdup_printf(
-                "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":"
-                "\"elastic-%d\",\"namespace\":\"team\",\"uid\":\"u-e-%d\","
-                "\"creationTimestamp\":\"2026-01-01T00:00:0%dZ\"},\"spec\":{\"schedulerName\":"
-                "\"kube-batchd\",\"nodeName\":\"n1\",\"priorityClassName\":\"low\","
-                "\"schedulingGroup\":{\"podGroupName\":\"elastic-c\"},\"containers\":[{"
-                "\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"1\",\"nvidia.com/gpu\":"
-                "2}}}]},\"status\":{\"phase\":\"Running\"}}",
-                i, i, i);
-        kb_test_sched_put_pod(fx, kb_test_sched_parse(p));
+        put_running_native_pod(fx, i, "elastic-c");
     }
     JobSpec high = {"high", NULL, "high", 1, 2, 1, NULL, NULL};
     add_job(fx, &high);
