@@ -1215,6 +1215,7 @@ static void test_property(void)
         }
         add_pod(f, p->name, p->gang, p->gpus, p->node, p->priority);
     }
+    /* pod name -> the node a bind put it on */
     g_autoptr(GHashTable) bound = g_hash_table_new(g_str_hash, g_str_equal);
     guint32 seed = g_test_rand_int();
     g_test_message("seed %u", seed);
@@ -1261,7 +1262,7 @@ static void test_property(void)
                     i, ns, p->name, uid, node, free_gpus, reserved_here);
         kb_extender_bind_end(f->ext, b, ok_write, f->fx->now);
         if (ok_write)
-            g_hash_table_add(bound, (gpointer)p->name);
+            g_hash_table_insert(bound, (gpointer)p->name, (gpointer)node);
     }
     g_test_message("%u binds allowed, %u pods bound", allowed, g_hash_table_size(bound));
     g_assert_cmpuint(allowed, >, 0);
@@ -1291,9 +1292,13 @@ static void test_property(void)
                     (vp->gang == NULL || g_strcmp0(vp->gang, proposed->gang) != 0))
                     g_error("preempt by %s on %s: victim %s was not proposed (%s)", who, node,
                             vp->name, v);
-                if (g_strcmp0(vp->node, node) != 0 || vp->priority >= pp->priority)
+                /* where it runs: the fixture's node, or the one a bind above put it on */
+                const char *on = g_hash_table_lookup(bound, vp->name);
+                if (on == NULL)
+                    on = vp->node;
+                if (g_strcmp0(on, node) != 0 || vp->priority >= pp->priority)
                     g_error("preempt by %s on %s: victim %s is on %s, priority %d", who, node,
-                            vp->name, vp->node != NULL ? vp->node : "-", vp->priority);
+                            vp->name, on != NULL ? on : "-", vp->priority);
             }
         }
     }
