@@ -146,6 +146,36 @@ void kbctl_print_help(FILE *out, const KbctlCommand *cmd)
     print_opts(out, kbctl_global_opts);
 }
 
+/*
+ * Help for a word that only prefixes commands ("submit", "top", "queue"): each command under it
+ * with its usage, summary and flags, as `kubectl create --help` lists what it can create.
+ */
+static void print_group_help(FILE *out, const char *word)
+{
+    size_t n = strlen(word);
+    fprintf(out, "kbctl %s: one of the commands below.\n", word);
+    for (guint i = 0; i < kbctl_n_commands; i++) {
+        const KbctlCommand *c = &kbctl_commands[i];
+        if (strncmp(c->path, word, n) != 0 || c->path[n] != ' ')
+            continue;
+        fprintf(out, "\nkbctl %s: %s\n  Usage: kbctl %s %s\n", c->path, c->summary, c->path,
+                c->usage);
+        if (c->opts[0].name != NULL)
+            print_opts(out, c->opts);
+    }
+    fprintf(out, "\nGlobal flags:\n");
+    print_opts(out, kbctl_global_opts);
+    fprintf(out, "\nRun 'kbctl %s SUBCOMMAND --help' for one of them in full.\n", word);
+}
+
+static gboolean wants_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+            return TRUE;
+    return FALSE;
+}
+
 /* ---- dispatch ------------------------------------------------------------------------------ */
 
 static const KbctlOpt *global_opt(const char *arg)
@@ -300,9 +330,14 @@ int kbctl_main(int argc, char **argv)
     if (cmd == NULL) {
         gboolean no_word = strcmp(why, "no command given") == 0;
         gboolean help = !no_word && strcmp(argv[idx[0]], "help") == 0;
-        for (int i = 1; i < argc && no_word; i++)
-            help |= strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0;
-        if (help) {
+        if (!no_word && !help && wants_help(argc, argv)) {
+            g_autofree char *subs = subcommands(argv[idx[0]], "|");
+            if (subs != NULL) {
+                print_group_help(stdout, argv[idx[0]]);
+                return KBCTL_EXIT_OK;
+            }
+        }
+        if (help || (no_word && wants_help(argc, argv))) {
             kbctl_print_help(stdout, NULL);
             return KBCTL_EXIT_OK;
         }

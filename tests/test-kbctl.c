@@ -246,6 +246,29 @@ static void test_help(void)
     g_assert_nonnull(strstr(top.out, "Exit status: 0 ok, 1"));
 }
 
+/* A word that only prefixes commands answers --help with every command under it, exit 0, as
+ * `kubectl create --help` does; without --help it is still a usage error (test_usage). */
+static void test_group_help(void)
+{
+    static const struct {
+        const char *args[5];
+        const char *want[3];
+    } cases[] = {
+            {{"submit", "--help", NULL}, {"Usage: kbctl submit tf", "--workers", "--gpus"}},
+            {{"top", "-h", NULL}, {"Usage: kbctl top node", "Usage: kbctl top job", "--namespace"}},
+            {{"--namespace", "x", "queue", "--help"},
+             {"Usage: kbctl queue list", "Usage: kbctl queue get", "--kubeconfig"}},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_auto(Run) r;
+        kbctl_argv(&r, NULL, TRUE, cases[i].args);
+        g_assert_cmpint(r.status, ==, 0);
+        g_assert_cmpstr(r.err, ==, "");
+        for (guint w = 0; w < G_N_ELEMENTS(cases[i].want); w++)
+            g_assert_nonnull(strstr(r.out, cases[i].want[w]));
+    }
+}
+
 static void test_not_found(void)
 {
     static const struct {
@@ -947,6 +970,7 @@ int main(int argc, char **argv)
 
     g_test_add_func("/kbctl/usage-exits-2", test_usage);
     g_test_add_func("/kbctl/help", test_help);
+    g_test_add_func("/kbctl/help/command-group", test_group_help);
     g_test_add_func("/kbctl/not-found-exits-1", test_not_found);
     g_test_add_func("/kbctl/dry-run-read-by-kubectl", test_dry_run_kubectl);
     g_test_add_func("/kbctl/wait-then-run", test_wait_then_run);
