@@ -22,6 +22,7 @@ const KbctlOpt kbctl_global_opts[] = {
         {"insecure-skip-tls-verify", 0, KBCTL_OPT_BOOL, NULL,
          "do not verify the server's certificate (insecure)"},
         {"help", 'h', KBCTL_OPT_BOOL, NULL, "show this help"},
+        {"version", 0, KBCTL_OPT_BOOL, NULL, "print the version (the commit kbctl was built from)"},
         {NULL},
 };
 

@@ -10,6 +10,10 @@
 
 #include "cli/kbctl-out.h"
 
+#ifndef KB_VERSION
+#define KB_VERSION "unknown"
+#endif
+
 /* ---- flags of each command ------------------------------------------------------------------ */
 
 static const KbctlOpt opts_submit_tf[] = {
@@ -323,6 +327,12 @@ static int run(const KbctlCommand *cmd, int argc, char **argv, const int *idx, g
 
 int kbctl_main(int argc, char **argv)
 {
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (strcmp(argv[i], "--version") == 0) {
+            printf("kbctl %s\n", KB_VERSION);
+            return KBCTL_EXIT_OK;
+        }
+    }
     int idx[2] = {0, 0};
     guint n_words = 0;
     g_autofree char *why = NULL;

@@ -246,6 +246,22 @@ static void test_help(void)
     g_assert_nonnull(strstr(top.out, "Exit status: 0 ok, 1"));
 }
 
+/* --version anywhere before "--" prints the commit kbctl was built from (the Makefile's
+ * KB_VERSION, `git describe`), exit 0, even with a command. */
+static void test_version(void)
+{
+    static const char *const runs[][3] = {{"--version", NULL}, {"list", "--version", NULL}};
+    for (guint i = 0; i < G_N_ELEMENTS(runs); i++) {
+        g_auto(Run) r;
+        kbctl_argv(&r, NULL, TRUE, runs[i]);
+        g_assert_cmpint(r.status, ==, 0);
+        g_assert_true(g_str_has_prefix(r.out, "kbctl "));
+        g_assert_cmpstr(r.out + strlen(r.out) - 1, ==, "\n");
+        g_assert_cmpuint(strlen(r.out), >, strlen("kbctl \n"));
+        g_assert_null(strstr(r.out, "unknown"));
+    }
+}
+
 /* A word that only prefixes commands answers --help with every command under it, exit 0, as
  * `kubectl create --help` does; without --help it is still a usage error (test_usage). */
 static void test_group_help(void)
@@ -971,6 +987,7 @@ int main(int argc, char **argv)
     g_test_add_func("/kbctl/usage-exits-2", test_usage);
     g_test_add_func("/kbctl/help", test_help);
     g_test_add_func("/kbctl/help/command-group", test_group_help);
+    g_test_add_func("/kbctl/version", test_version);
     g_test_add_func("/kbctl/not-found-exits-1", test_not_found);
     g_test_add_func("/kbctl/dry-run-read-by-kubectl", test_dry_run_kubectl);
     g_test_add_func("/kbctl/wait-then-run", test_wait_then_run);
