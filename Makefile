@@ -7,6 +7,8 @@
 #   make valgrind        the unit tests under valgrind
 #   make fuzz            clang + libFuzzer targets, each run for FUZZ_SECONDS
 #   make demo            the whole system on the embedded in-memory cluster
+#   make image           the OCI image (kube-batchd, tf-operator, kbctl) from Debian's packages
+#   make image-check     build it and run it against kb-apiserver with podman
 #   make bench           the benchmarks in bench/, printing figures
 #   make format          clang-format every source file
 #   make clean
@@ -44,6 +46,13 @@ endif
 
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 CFLAGS  += -DKB_VERSION='"$(VERSION)"'
+# The sources that print KB_VERSION are rebuilt when it changes (a new commit), so that --version
+# names the commit a binary (and the image made of it) was built from, not the one of its last
+# full rebuild.
+VERSION_STAMP := $(O)/version.stamp
+$(shell mkdir -p $(O); [ "$$(cat $(VERSION_STAMP) 2>/dev/null)" = "$(VERSION)" ] || \
+  echo "$(VERSION)" >$(VERSION_STAMP))
+VERSION_USERS := $(shell grep -l KB_VERSION scheduler/*.c operator/*.c cli/*.c kube/*.c tests/kubelet/*.c 2>/dev/null)
 
 # ---- sources -------------------------------------------------------------------------------
 KUBE_SRC      := $(wildcard kube/*.c)
@@ -80,7 +89,7 @@ BINS := $(if $(wildcard scheduler/main.c),$(O)/bin/kube-batchd) \
 TESTS := $(patsubst tests/%.c,$(O)/tests/%,$(TEST_SRC)) \
          $(patsubst tests/fuzz/%.c,$(O)/tests/%,$(FUZZ_SRC))
 
-.PHONY: all deps check check-run demo-run valgrind fuzz demo bench format clean
+.PHONY: all deps check check-run demo-run valgrind fuzz demo bench format clean image image-deps image-check
 # Keep the objects of test and bench programs (intermediate to make) so rebuilds stay incremental.
 .SECONDARY:
 .DEFAULT_GOAL := all
@@ -92,6 +101,8 @@ all: $(BINS) $(LIBKUBE)
 $(O)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(patsubst %.c,$(O)/obj/%.o,$(VERSION_USERS)): $(VERSION_STAMP)
 
 define archive
 $(1): $(call obj,$(2))
@@ -180,17 +191,37 @@ format:
 clean:
 	rm -rf build bin
 
-deps:
-	@missing=$$(for p in $(DEB_PKGS); do \
+# install_debs WHAT,PACKAGES: apt-get install what is missing of PACKAGES (as root), or print the
+# exact command and stop.
+define install_debs
+	@missing=$$(for p in $(2); do \
 	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; \
 	  done); \
-	command -v kubectl >/dev/null 2>&1 || missing="$$missing kubernetes-client"; \
-	if [ -z "$$missing" ]; then echo "deps: all installed"; exit 0; fi; \
+	$(3) \
+	if [ -z "$$missing" ]; then echo "$(1): all installed"; exit 0; fi; \
 	if [ "$$(id -u)" = 0 ]; then \
-	  echo "deps: installing $$missing"; \
+	  echo "$(1): installing $$missing"; \
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
 	else \
-	  echo "deps: missing packages; run: sudo apt-get install -y $$missing"; exit 1; \
+	  echo "$(1): missing packages; run: sudo apt-get install -y $$missing"; exit 1; \
 	fi
+endef
+
+deps:
+	$(call install_debs,deps,$(DEB_PKGS),command -v kubectl >/dev/null 2>&1 || missing="$$missing kubernetes-client";)
+
+# The image: a Debian root from Debian's archive (mmdebstrap), our binaries of the plain build,
+# imported by podman; image-check runs it (runc: see tests/image/test-image.sh). openssl makes
+# the test's certificates.
+IMAGE_DEB_PKGS := mmdebstrap podman runc openssl
+image-deps:
+	$(call install_debs,image-deps,$(IMAGE_DEB_PKGS))
+
+image: deps image-deps
+	@$(MAKE) --no-print-directory SANITIZE= all
+	deploy/image/build-image.sh build/default/bin build/image $(VERSION)
+
+image-check: image
+	@KB_BIN_DIR=$(CURDIR)/build/default/bin tests/image/test-image.sh
 
 -include $(shell find build/$(VARIANT)/obj -name '*.d' 2>/dev/null)
