@@ -9,6 +9,8 @@
 #   make demo            the whole system on the embedded in-memory cluster
 #   make image           the OCI image (kube-batchd, tf-operator, kbctl) from Debian's packages
 #   make image-check     build it and run it against kb-apiserver with podman
+#   make real-k8s        build a real kube-apiserver/scheduler/controller-manager outside the
+#                        repository (K8S_DIR); then KB_K8S_BIN=K8S_DIR/bin runs the real-server suites
 #   make bench           the benchmarks in bench/, printing figures
 #   make format          clang-format every source file
 #   make clean
@@ -89,7 +91,7 @@ BINS := $(if $(wildcard scheduler/main.c),$(O)/bin/kube-batchd) \
 TESTS := $(patsubst tests/%.c,$(O)/tests/%,$(TEST_SRC)) \
          $(patsubst tests/fuzz/%.c,$(O)/tests/%,$(FUZZ_SRC))
 
-.PHONY: all deps check check-run demo-run valgrind fuzz demo bench format clean image image-deps image-check
+.PHONY: all deps check check-run demo-run valgrind fuzz demo bench format clean image image-deps image-check real-k8s
 # Keep the objects of test and bench programs (intermediate to make) so rebuilds stay incremental.
 .SECONDARY:
 .DEFAULT_GOAL := all
@@ -223,5 +225,9 @@ image: deps image-deps
 
 image-check: image
 	@KB_BIN_DIR=$(CURDIR)/build/default/bin tests/image/test-image.sh
+
+K8S_DIR ?= $(HOME)/.cache/kube-batchd/k8s-1.20.2
+real-k8s:
+	@tools/real-k8s.sh $(K8S_DIR)
 
 -include $(shell find build/$(VARIANT)/obj -name '*.d' 2>/dev/null)
