@@ -11,7 +11,7 @@
 #   make image-check     build it and run it against kb-apiserver with podman
 #   make real-k8s        build a real kube-apiserver/scheduler/controller-manager outside the
 #                        repository (K8S_DIR); then KB_K8S_BIN=K8S_DIR/bin runs the real-server suites
-#   make bench           the benchmarks in bench/, printing figures
+#   make bench           the benchmarks in bench/, printing figures (installs gnuplot for their plots)
 #   make format          clang-format every source file
 #   make clean
 #
@@ -91,7 +91,7 @@ BINS := $(if $(wildcard scheduler/main.c),$(O)/bin/kube-batchd) \
 TESTS := $(patsubst tests/%.c,$(O)/tests/%,$(TEST_SRC)) \
          $(patsubst tests/fuzz/%.c,$(O)/tests/%,$(FUZZ_SRC))
 
-.PHONY: all deps check check-run demo-run valgrind fuzz demo bench format clean image image-deps image-check real-k8s
+.PHONY: all deps check check-run demo-run valgrind fuzz demo bench format clean image image-deps image-check real-k8s bench-deps bench-run
 # Keep the objects of test and bench programs (intermediate to make) so rebuilds stay incremental.
 .SECONDARY:
 .DEFAULT_GOAL := all
@@ -184,7 +184,15 @@ demo: deps
 demo-run: all
 	@KB_BIN_DIR=$(CURDIR)/$(O)/bin deploy/demo.sh
 
-bench: all
+# What the benchmarks use beyond the build: gnuplot draws bench-trace --plot's pictures.
+BENCH_DEB_PKGS := gnuplot-nox
+bench-deps:
+	$(call install_debs,bench-deps,$(BENCH_DEB_PKGS))
+
+bench: deps bench-deps
+	@$(MAKE) --no-print-directory bench-run
+
+bench-run: all
 	@for b in $(patsubst bench/%.c,$(O)/bin/%,$(BENCH_SRC)); do echo "== $$b"; $$b || exit 1; done
 
 format:
