@@ -1,5 +1,6 @@
 /* kbctl list, get, why, delete and top job: jobs as data scientists ask about them. */
 #include <string.h>
+#include <time.h>
 
 #include "cli/kbctl-job.h"
 #include "cli/kbctl-out.h"
@@ -389,6 +390,112 @@ gboolean kbctl_cmd_delete(Kbctl *k, GError **error)
                 name, ns);
     }
     return TRUE;
+}
+
+/* ---- wait ---------------------------------------------------------------------------------- */
+
+#define WAIT_POLL_MS 500
+
+static const char *const job_states[] = {"Pending",    "Waiting",   "Starting", "Running",
+                                         "Restarting", "Succeeded", "Failed"};
+
+/* Is @status what `wait --for @want` waits for? Running is also met by a job that has run to
+ * Succeeded (it ran; a short job may finish between two polls). */
+static gboolean wait_met(const char *status, const char *want)
+{
+    return strcmp(status, want) == 0 ||
+           (strcmp(want, "Running") == 0 && strcmp(status, "Succeeded") == 0);
+}
+
+/* Seconds from "90", "90s", "5m" or "1h"; -1 when malformed. */
+static gint64 parse_timeout(const char *s)
+{
+    char *end = NULL;
+    gint64 v = g_ascii_strtoll(s, &end, 10);
+    if (end == s || v < 0 || v > 24 * 3600)
+        return -1;
+    if (*end == '\0' || strcmp(end, "s") == 0)
+        return v;
+    if (strcmp(end, "m") == 0)
+        return v <= 24 * 60 ? v * 60 : -1;
+    if (strcmp(end, "h") == 0)
+        return v <= 24 ? v * 3600 : -1;
+    return -1;
+}
+
+/* One look at the job: its status (static) and, for a waiting job, why (newly allocated). */
+static const char *poll_job(Kbctl *k, const char *ns, const char *name, char **why, GError **error)
+{
+    k->now = time(NULL);
+    g_autoptr(KbctlWorld) w = load(k, ns, name, 0, error);
+    if (w == NULL)
+        return NULL;
+    const KbctlJob *j = kbctl_world_job(w, ns, name, error);
+    if (j == NULL)
+        return NULL;
+    g_free(*why);
+    *why = j->wait_reason != NULL ? g_strdup_printf("%s: %s", j->wait_reason,
+                                                    j->wait_message != NULL ? j->wait_message : "")
+                                  : NULL;
+    return j->status;
+}
+
+gboolean kbctl_cmd_wait(Kbctl *k, GError **error)
+{
+    const char *name = job_name(k, error);
+    if (name == NULL)
+        return FALSE;
+    const char *want = kbctl_args_str(k->args, "for");
+    if (want == NULL)
+        want = "Running";
+    gboolean known = FALSE;
+    for (guint i = 0; i < G_N_ELEMENTS(job_states); i++)
+        known |= strcmp(want, job_states[i]) == 0;
+    if (!known) {
+        kbctl_usage_error(error,
+                          "--for %s: not a job status; use Pending, Waiting, Starting, "
+                          "Running, Restarting, Succeeded or Failed",
+                          want);
+        return FALSE;
+    }
+    const char *t = kbctl_args_str(k->args, "timeout");
+    gint64 timeout_s = t != NULL ? parse_timeout(t) : 300;
+    if (timeout_s < 0) {
+        kbctl_usage_error(error,
+                          "--timeout: invalid value \"%s\" (seconds, or 30s, 5m, 1h; at "
+                          "most 24h)",
+                          t);
+        return FALSE;
+    }
+    const char *ns = kbctl_namespace(k);
+    gint64 deadline = g_get_monotonic_time() + timeout_s * G_USEC_PER_SEC;
+    g_autofree char *why = NULL;
+    for (;;) {
+        const char *status = poll_job(k, ns, name, &why, error);
+        if (status == NULL)
+            return FALSE;
+        if (wait_met(status, want)) {
+            if (k->output == KBCTL_OUT_NAME)
+                fprintf(k->out, "tfjob.kubeflow.org/%s\n", name);
+            else
+                fprintf(k->out, "tfjob.kubeflow.org/%s %s\n", name, status);
+            return TRUE;
+        }
+        /* A finished job never becomes anything else. */
+        if (strcmp(status, "Succeeded") == 0 || strcmp(status, "Failed") == 0) {
+            g_set_error(error, KBCTL_ERROR, KBCTL_ERROR_FAILED,
+                        "tfjob %s/%s is %s: it will not become %s", ns, name, status, want);
+            return FALSE;
+        }
+        if (g_get_monotonic_time() >= deadline) {
+            g_set_error(error, KBCTL_ERROR, KBCTL_ERROR_FAILED,
+                        "tfjob %s/%s: still %s after %s, not %s%s%s", ns, name, status,
+                        t != NULL ? t : "300s", want, why != NULL ? "; " : "",
+                        why != NULL ? why : "");
+            return FALSE;
+        }
+        g_usleep(WAIT_POLL_MS * 1000);
+    }
 }
 
 /* ---- top job ------------------------------------------------------------------------------- */

@@ -66,6 +66,15 @@ static const KbctlOpt opts_delete[] = {
         {NULL},
 };
 
+static const KbctlOpt opts_wait[] = {
+        {"for", 0, KBCTL_OPT_STRING, "STATUS",
+         "the status to wait for (default Running; Succeeded also meets Running)"},
+        {"timeout", 0, KBCTL_OPT_STRING, "DURATION",
+         "give up after this long: 90, 90s, 5m, 1h "
+         "(default 300s)"},
+        {NULL},
+};
+
 /* ---- the table ------------------------------------------------------------------------------ */
 
 const KbctlCommand kbctl_commands[] = {
@@ -91,6 +100,12 @@ const KbctlCommand kbctl_commands[] = {
          opts_logs, kbctl_cmd_logs, "jobs"},
         {"delete", "NAME", "delete a job with its pods, services and PodGroup", NULL, opts_delete,
          kbctl_cmd_delete, "jobs"},
+        {"wait", "NAME [--for STATUS] [--timeout DURATION]",
+         "wait until a job reaches a status (as kubectl wait, for scripts)",
+         "Exit 0 once the job's STATUS (as kbctl list shows it) is the one asked for; exit 1\n"
+         "when it finished otherwise (Succeeded or Failed), or on timeout, with its status and\n"
+         "why it waits.",
+         opts_wait, kbctl_cmd_wait, "jobs"},
         {"top node", "",
          "GPUs per node: allocatable, allocated, and which GPU index serves which pod",
          "GPU indices come from the pods' kube-batchd.io/gpu-ids annotation, written by\n"

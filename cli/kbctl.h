@@ -144,6 +144,7 @@ gboolean kbctl_cmd_list(Kbctl *k, GError **error);
 gboolean kbctl_cmd_get(Kbctl *k, GError **error);
 gboolean kbctl_cmd_why(Kbctl *k, GError **error);
 gboolean kbctl_cmd_delete(Kbctl *k, GError **error);
+gboolean kbctl_cmd_wait(Kbctl *k, GError **error);
 gboolean kbctl_cmd_logs(Kbctl *k, GError **error);
 gboolean kbctl_cmd_top_node(Kbctl *k, GError **error);
 gboolean kbctl_cmd_top_job(Kbctl *k, GError **error);

@@ -208,6 +208,10 @@ static void test_usage(void)
             {{"logs", "x", "--tail", "-5", NULL}, "--tail: invalid value \"-5\""},
             {{"completion", "zsh", NULL}, "only bash is supported"},
             {{"queue", "get", NULL}, "one QUEUE name expected"},
+            {{"wait", "x", "--for", "Bogus", NULL}, "--for Bogus: not a job status"},
+            {{"wait", "x", "--timeout", "soon", NULL}, "--timeout: invalid value \"soon\""},
+            {{"wait", "x", "--timeout", "2d", NULL}, "--timeout: invalid value \"2d\""},
+            {{"wait", NULL}, "which job?"},
     };
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
         g_auto(Run) r;
@@ -222,10 +226,10 @@ static void test_usage(void)
 
 static void test_help(void)
 {
-    static const char *const paths[][2] = {{"submit", "tf"}, {"list", NULL},      {"get", NULL},
-                                           {"why", NULL},    {"logs", NULL},      {"delete", NULL},
-                                           {"top", "node"},  {"top", "job"},      {"queue", "list"},
-                                           {"queue", "get"}, {"completion", NULL}};
+    static const char *const paths[][2] = {
+            {"submit", "tf"},  {"list", NULL},   {"get", NULL},        {"why", NULL},
+            {"logs", NULL},    {"delete", NULL}, {"top", "node"},      {"top", "job"},
+            {"queue", "list"}, {"queue", "get"}, {"completion", NULL}, {"wait", NULL}};
     for (guint i = 0; i < G_N_ELEMENTS(paths); i++) {
         g_auto(Run) r;
         const char *args[] = {paths[i][0], paths[i][1] != NULL ? paths[i][1] : "--help",
@@ -495,6 +499,15 @@ static void test_wait_then_run(void)
     g_assert_nonnull(strstr(listed, "\nfill   Running   tfjob"));
     g_assert_nonnull(strstr(listed, "\nwait   Waiting   tfjob"));
 
+    /* kbctl wait gives up at its timeout and says what the job is and why. */
+    g_auto(Run) waited;
+    KBCTL(&waited, "wait", "wait", "--for", "Running", "--timeout", "1s");
+    g_assert_cmpint(waited.status, ==, 1);
+    g_autofree char *gave_up = g_strdup_printf(
+            "kbctl wait: tfjob default/wait: still Waiting after 1s, not Running; %s: %s", reason,
+            message);
+    g_assert_nonnull(strstr(waited.err, gave_up));
+
     /* Deleting fill frees its GPUs; wait runs and succeeds. */
     const char *del[] = {"delete", "fill", NULL};
     g_autofree char *deleted = kbctl_ok(del);
@@ -509,8 +522,20 @@ static void test_wait_then_run(void)
     g_assert_nonnull(strstr(log, "INFO:tensorflow:TF_CONFIG: task worker 0; cluster worker=2"));
     g_assert_nonnull(strstr(log, "INFO:tensorflow:loss = "));
     g_assert_nonnull(strstr(log, "kb-sim: container tensorflow exited with code 0\n"));
+    const char *until_done[] = {"wait", "wait", "--for", "Succeeded", "--timeout", "60", NULL};
+    g_autofree char *done = kbctl_ok(until_done);
+    g_assert_cmpstr(done, ==, "tfjob.kubeflow.org/wait Succeeded\n");
     j = wait_job("wait", is_succeeded, "Succeeded");
     json_object_put(j);
+    /* A finished job is not waited for: Running is met by Succeeded, Failed never comes. */
+    const char *ran[] = {"wait", "wait", NULL};
+    g_autofree char *ran_out = kbctl_ok(ran);
+    g_assert_cmpstr(ran_out, ==, "tfjob.kubeflow.org/wait Succeeded\n");
+    g_auto(Run) never;
+    KBCTL(&never, "wait", "wait", "--for", "Failed");
+    g_assert_cmpint(never.status, ==, 1);
+    g_assert_nonnull(
+            strstr(never.err, "tfjob default/wait is Succeeded: it will not become Failed"));
     const char *tail[] = {"logs", "wait", "--tail", "1", NULL};
     g_autofree char *last = kbctl_ok(tail);
     g_assert_cmpstr(last, ==, "kb-sim: container tensorflow exited with code 0\n");
