@@ -300,6 +300,32 @@ static void test_replacement_in_domain(void)
     }
 }
 
+/*
+ * The member listed first sits on a node that was deleted: the gang's domain is still the rack of
+ * its other members, and a fifth pod goes to the free node there (before, the deleted node had no
+ * label and the gang found no domain at all).
+ */
+static void test_domain_after_node_deleted(void)
+{
+    Fx *fx = fx_running("", TRUE);
+    for (int i = 0; i < 4; i++) {
+        g_autofree char *n = g_strdup_printf("b%d", i);
+        add_node(fx, n, "rack-b", TRUE);
+    }
+    add_node(fx, "n4", "rack-a", TRUE);
+    delete_node(fx, "n0");
+    put_pod(fx, "tf-4", "u-tf-4", NULL, TRUE);
+    kb_test_sched_run(fx);
+    g_assert_cmpstr(kb_test_sched_bound_node(fx, "team", "tf-4"), ==, "n4");
+    g_assert_cmpstr(status(fx)->condition_type, !=, KB_GANG_INCOMPLETE);
+    kb_test_sched_confirm_all(fx, FALSE);
+    for (int i = 0; i < 2 * GRACE; i++) {
+        kb_test_sched_run(fx);
+        g_assert_cmpuint(evictions(fx), ==, 0);
+    }
+    kb_test_sched_free(fx);
+}
+
 /* kube-batchd.io/tolerate-partial: "true": reported, never evicted. */
 static void test_tolerate_partial(void)
 {
@@ -408,6 +434,8 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/stale/member-deleted-unplaceable", test_member_deleted_unplaceable);
     g_test_add_func("/scheduler/stale/member-replaced", test_member_replaced);
     g_test_add_func("/scheduler/stale/replacement-in-own-domain", test_replacement_in_domain);
+    g_test_add_func("/scheduler/stale/replacement-domain-after-node-deleted",
+                    test_domain_after_node_deleted);
     g_test_add_func("/scheduler/stale/tolerate-partial", test_tolerate_partial);
     g_test_add_func("/scheduler/stale/grace-annotation", test_grace_annotation);
     g_test_add_func("/scheduler/stale/eviction-refused-backs-off", test_eviction_refused);
