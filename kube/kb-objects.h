@@ -193,6 +193,9 @@ typedef struct {
      * gate must not be bound. */
     guint n_scheduling_gates;
     const char *scheduling_gate;
+    /* status.conditions has KB_GANG_EVICTED_CONDITION True: kube-batchd evicted the pod with the
+     * rest of its gang, which had lost a member. */
+    gboolean gang_evicted;
 } KbPod;
 
 typedef struct {
