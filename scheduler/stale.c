@@ -200,9 +200,11 @@ static void stale_job(KbSession *ssn, KbJobInfo *job, gboolean any_lost)
     g_clear_pointer(&job->stale_message, g_free);
     if (job->group == NULL || job->min_member <= 1)
         return;
-    guint on_nodes = job->n_state[KB_TASK_BINDING] + job->n_state[KB_TASK_BOUND] +
-                     job->n_state[KB_TASK_RUNNING] + job->n_state[KB_TASK_RELEASING];
-    guint placed = on_nodes - job->n_state[KB_TASK_RELEASING] + job->n_state[KB_TASK_ALLOCATED];
+    /* Placed by this cycle counts: a gang may lose a node before the next cycle sees it bound. */
+    guint on_nodes = job->n_state[KB_TASK_ALLOCATED] + job->n_state[KB_TASK_BINDING] +
+                     job->n_state[KB_TASK_BOUND] + job->n_state[KB_TASK_RUNNING] +
+                     job->n_state[KB_TASK_RELEASING];
+    guint placed = on_nodes - job->n_state[KB_TASK_RELEASING];
     /* A member that succeeded: the job is finishing, its members leave one by one. */
     if (on_nodes == 0 || job->n_state[KB_TASK_SUCCEEDED] > 0) {
         job_reset(job, FALSE);

@@ -235,6 +235,33 @@ static void test_node_deleted(void)
     kb_test_sched_free(fx);
 }
 
+/* The gang placed by one cycle loses a node before the next cycle sees it bound: still whole
+ * once, so reported. */
+static void test_lost_before_bound(void)
+{
+    Fx *fx = fx_new();
+    for (int i = 0; i < 4; i++) {
+        g_autofree char *n = g_strdup_printf("n%d", i);
+        add_node(fx, n, NULL, TRUE);
+    }
+    add_group(fx, "", FALSE);
+    for (int i = 0; i < 4; i++) {
+        g_autofree char *p = g_strdup_printf("tf-%d", i);
+        g_autofree char *u = g_strdup_printf("u-tf-%d", i);
+        put_pod(fx, p, u, NULL, FALSE);
+    }
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "team/tf"), ==, 4);
+    const char *lost = kb_test_sched_bound_node(fx, "team", "tf-0");
+    g_autofree char *lost_node = g_strdup(lost);
+    kb_test_sched_confirm_all(fx, FALSE);
+    delete_node(fx, lost_node);
+    kb_test_sched_run(fx);
+    g_autofree char *needle = g_strdup_printf("node %s deleted", lost_node);
+    assert_incomplete(fx, "MemberLost", needle);
+    kb_test_sched_free(fx);
+}
+
 /* A member deleted; its replacement finds no room (another scheduler's pod took its GPU). */
 static void test_member_deleted_unplaceable(void)
 {
@@ -431,6 +458,7 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/stale/node-not-ready", test_node_not_ready);
     g_test_add_func("/scheduler/stale/node-back-within-time", test_node_back);
     g_test_add_func("/scheduler/stale/node-deleted", test_node_deleted);
+    g_test_add_func("/scheduler/stale/node-lost-before-next-cycle", test_lost_before_bound);
     g_test_add_func("/scheduler/stale/member-deleted-unplaceable", test_member_deleted_unplaceable);
     g_test_add_func("/scheduler/stale/member-replaced", test_member_replaced);
     g_test_add_func("/scheduler/stale/replacement-in-own-domain", test_replacement_in_domain);
