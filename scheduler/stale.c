@@ -41,11 +41,12 @@ static gboolean node_lost(const KbSession *ssn, gint node_id, GString *why)
             g_string_append_printf(why, "node %s deleted", ni->name);
         return TRUE;
     }
-    gint64 down = ssn->now - ni->lost_since;
-    if (down < ssn->conf->node_lost_after)
+    if (ssn->now - ni->lost_since < ssn->conf->node_lost_after)
         return FALSE;
+    /* No running count in the text: the status would be written again every cycle. */
     if (why != NULL)
-        g_string_append_printf(why, "node %s NotReady for %" G_GINT64_FORMAT "s", ni->name, down);
+        g_string_append_printf(why, "node %s NotReady for %" G_GINT64_FORMAT "s or more", ni->name,
+                               ssn->conf->node_lost_after);
     return TRUE;
 }
 
