@@ -217,6 +217,9 @@ static void stale_job(KbSession *ssn, KbJobInfo *job, gboolean any_lost)
     }
     Members m = {0, g_ptr_array_new(), g_string_new(NULL), FALSE};
     count_members(ssn, job, &m);
+    /* After a restart of kube-batchd, the phase its predecessor wrote says the gang ran whole. */
+    if (!job->stale_whole && !job->reported && g_strcmp0(job->group->phase, "Running") == 0)
+        job->stale_whole = TRUE;
     if (m.healthy >= (guint)job->min_member) {
         job_reset(job, TRUE);
     } else if (job->stale_whole) {

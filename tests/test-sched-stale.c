@@ -269,6 +269,49 @@ static void test_lost_before_bound(void)
     kb_test_sched_free(fx);
 }
 
+/*
+ * kube-batchd restarts while a gang is short (its replacement member waits for a GPU another
+ * pod took): the PodGroup's phase Running, written before, says it ran whole, so it is reported
+ * and evicted after the grace. A group that never ran (no such phase) is not.
+ */
+static void test_short_after_restart(void)
+{
+    for (int ran = 0; ran < 2; ran++) {
+        Fx *fx = fx_new();
+        for (int i = 0; i < 4; i++) {
+            g_autofree char *n = g_strdup_printf("n%d", i);
+            add_node(fx, n, NULL, TRUE);
+        }
+        kb_test_sched_add_pod_group(
+                fx, ran ? "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\","
+                          "\"metadata\":{\"name\":\"tf\",\"namespace\":\"team\",\"uid\":\"pg-tf\"},"
+                          "\"spec\":{\"minMember\":4},\"status\":{\"phase\":\"Running\"}}"
+                        : "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\","
+                          "\"metadata\":{\"name\":\"tf\",\"namespace\":\"team\",\"uid\":\"pg-tf\"},"
+                          "\"spec\":{\"minMember\":4}}");
+        for (int i = 0; i < 3; i++) {
+            g_autofree char *p = g_strdup_printf("tf-%d", i);
+            g_autofree char *u = g_strdup_printf("u-tf-%d", i);
+            g_autofree char *n = g_strdup_printf("n%d", i);
+            put_pod(fx, p, u, n, FALSE);
+        }
+        put_pod(fx, "other", "u-other", "n3", FALSE);
+        put_pod(fx, "tf-3", "u-tf-3b", NULL, FALSE);
+        kb_test_sched_run(fx);
+        if (!ran) {
+            for (int i = 0; i < 2 * GRACE; i++) {
+                g_assert_cmpstr(status(fx)->condition_type, !=, KB_GANG_INCOMPLETE);
+                g_assert_cmpuint(evictions(fx), ==, 0);
+                kb_test_sched_run(fx);
+            }
+        } else {
+            assert_incomplete(fx, "MemberLost", "pod team/tf-3 was not placed again");
+            run_grace_then_evict(fx, 3, "tf-3", GRACE);
+        }
+        kb_test_sched_free(fx);
+    }
+}
+
 /* A member deleted; its replacement finds no room (another scheduler's pod took its GPU). */
 static void test_member_deleted_unplaceable(void)
 {
@@ -468,6 +511,7 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/stale/node-lost-before-next-cycle", test_lost_before_bound);
     g_test_add_func("/scheduler/stale/member-deleted-unplaceable", test_member_deleted_unplaceable);
     g_test_add_func("/scheduler/stale/member-replaced", test_member_replaced);
+    g_test_add_func("/scheduler/stale/short-after-restart", test_short_after_restart);
     g_test_add_func("/scheduler/stale/replacement-in-own-domain", test_replacement_in_domain);
     g_test_add_func("/scheduler/stale/replacement-domain-after-node-deleted",
                     test_domain_after_node_deleted);
