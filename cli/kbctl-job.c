@@ -460,6 +460,13 @@ char *kbctl_job_why(const KbctlWorld *w, const KbctlJob *job)
     } else if (job->group == NULL && job->pods->len == 0) {
         g_string_append(s, "It has no PodGroup and no pods yet: tf-operator creates them. Is "
                            "tf-operator running and watching this namespace?");
+    } else if (job->incomplete_reason != NULL) {
+        /* A bound gang short of members: kube-batchd evicts the rest after a grace. */
+        g_string_append_printf(s,
+                               "Its gang is incomplete (%s): %s. kube-batchd evicts a gang left "
+                               "short past its grace so that tf-operator restarts it whole.",
+                               job->incomplete_reason,
+                               job->incomplete_message != NULL ? job->incomplete_message : "");
     } else if (strcmp(job->status, "Waiting") == 0 || strcmp(job->status, "Pending") == 0) {
         why_waiting(s, w, job);
         if (job->wait_reason == NULL && job->pods->len > 0) {

@@ -421,13 +421,20 @@ static const char *job_status(const KbctlJob *j)
     return "Starting";
 }
 
-/* The group's Unschedulable condition (status True), if any. */
+/* The group's Unschedulable and GangIncomplete conditions (status True), if any. */
 static void group_wait(KbctlJob *j)
 {
     json_object *conds = kbctl_json_get(j->group, "status.conditions");
     for (size_t i = 0;
          json_object_is_type(conds, json_type_array) && i < json_object_array_length(conds); i++) {
         json_object *c = json_object_array_get_idx(conds, i);
+        if (g_strcmp0(kbctl_json_str(c, "type"), KB_GANG_INCOMPLETE) == 0 &&
+            g_strcmp0(kbctl_json_str(c, "status"), "True") == 0) {
+            j->incomplete_reason = kbctl_json_str(c, "reason");
+            j->incomplete_message = kbctl_json_str(c, "message");
+            if (j->incomplete_reason == NULL)
+                j->incomplete_reason = KB_GANG_INCOMPLETE;
+        }
         if (g_strcmp0(kbctl_json_str(c, "type"), "Unschedulable") == 0 &&
             g_strcmp0(kbctl_json_str(c, "status"), "True") == 0) {
             j->wait_reason = kbctl_json_str(c, "reason");

@@ -42,6 +42,10 @@ typedef struct {
     gint64 start_time;     /* unix seconds, 0 before it started */
     const char *wait_reason;  /* the PodGroup's Unschedulable condition, borrowed; NULL if none */
     const char *wait_message; /* idem */
+    /* The PodGroup's GangIncomplete condition (status True: a bound gang lost a member),
+     * borrowed; NULL if none. */
+    const char *incomplete_reason;
+    const char *incomplete_message;
 } KbctlJob;
 
 typedef struct {

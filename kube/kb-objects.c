@@ -470,6 +470,7 @@ gboolean kb_pod_equal(const KbPod *a, const KbPod *b, char **why)
         !str_eq("group", a->group_name, b->group_name, why) ||
         !str_eq("schedulingGroup.podGroupName", a->scheduling_group, b->scheduling_group, why) ||
         !int_eq("schedulingGates.length", a->n_scheduling_gates, b->n_scheduling_gates, why) ||
+        !int_eq("gangEvicted", a->gang_evicted, b->gang_evicted, why) ||
         !str_eq("schedulingGates[0].name", a->scheduling_gate, b->scheduling_gate, why) ||
         !int_eq("volumes(claims).length", a->n_claims, b->n_claims, why))
         return FALSE;

@@ -193,6 +193,9 @@ typedef struct {
      * gate must not be bound. */
     guint n_scheduling_gates;
     const char *scheduling_gate;
+    /* status.conditions has KB_GANG_EVICTED_CONDITION True: kube-batchd evicted the pod with the
+     * rest of its gang, which had lost a member. */
+    gboolean gang_evicted;
 } KbPod;
 
 typedef struct {
@@ -219,6 +222,12 @@ typedef enum {
 /* The condition (pods' and native PodGroups') set before the scheduler evicts them, its reason. */
 #define KB_DISRUPTION_TARGET       "DisruptionTarget"
 #define KB_PREEMPTION_BY_SCHEDULER "PreemptionByScheduler"
+/* A gang below its minimum (scheduler/stale.h): the PodGroup condition type, the eviction reason
+ * and, on each pod evicted for it, a condition of its own (the API server rewrites
+ * DisruptionTarget's reason to EvictionByEvictionAPI): tf-operator counts such a pod as a
+ * retryable failure of the job. */
+#define KB_GANG_INCOMPLETE        "GangIncomplete"
+#define KB_GANG_EVICTED_CONDITION "kube-batchd.io/GangEvicted"
 
 /* The apiVersion of PodGroups of @dialect (static string); Volcano's for an unknown value. */
 const char *kb_pod_group_api_version(KbPodGroupDialect dialect);

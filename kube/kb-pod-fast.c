@@ -1235,13 +1235,15 @@ static gboolean decode_container_statuses(KbJsonReader *r, KbPod *pod, GError **
 }
 
 enum { P_PHASE = 1, P_STATUSES = 2, P_RESIZE = 4, P_CONDITIONS = 8 };
-enum { PC_TYPE = 1, PC_REASON = 2 };
+enum { PC_TYPE = 1, PC_REASON = 2, PC_STATUS = 4 };
 
-/* One status condition: whether it is PodResizePending with reason Infeasible. */
-static gboolean decode_condition(KbJsonReader *r, gboolean *infeasible, GError **error)
+/* One status condition: whether it is PodResizePending with reason Infeasible, or
+ * KB_GANG_EVICTED_CONDITION True. */
+static gboolean decode_condition(KbJsonReader *r, gboolean *infeasible, gboolean *gang_evicted,
+                                 GError **error)
 {
-    char type[KB_MAX_NAME_LEN + 1], reason[KB_MAX_NAME_LEN + 1];
-    gboolean has_type = FALSE, has_reason = FALSE;
+    char type[KB_MAX_NAME_LEN + 1], reason[KB_MAX_NAME_LEN + 1], status[KB_MAX_NAME_LEN + 1];
+    gboolean has_type = FALSE, has_reason = FALSE, has_status = FALSE;
     KbJsonStr k;
     guint32 seen = 0;
     int rc;
@@ -1256,6 +1258,10 @@ static gboolean decode_condition(KbJsonReader *r, gboolean *infeasible, GError *
             ok = once(&seen, PC_REASON, &k, error) &&
                  read_small(r, "reason", KB_MAX_NAME_LEN, reason, sizeof(reason), &has_reason,
                             error);
+        else if (KB_JSON_STR_IS(k, "status"))
+            ok = once(&seen, PC_STATUS, &k, error) &&
+                 read_small(r, "status", KB_MAX_NAME_LEN, status, sizeof(status), &has_status,
+                            error);
         else
             ok = kb_json_skip(r, error);
         if (!ok)
@@ -1264,16 +1270,20 @@ static gboolean decode_condition(KbJsonReader *r, gboolean *infeasible, GError *
     if (has_type && has_reason && strcmp(type, "PodResizePending") == 0 &&
         strcmp(reason, "Infeasible") == 0)
         *infeasible = TRUE;
+    if (has_type && has_status && strcmp(type, KB_GANG_EVICTED_CONDITION) == 0 &&
+        strcmp(status, "True") == 0)
+        *gang_evicted = TRUE;
     return rc == 0;
 }
 
-static gboolean decode_conditions(KbJsonReader *r, gboolean *infeasible, GError **error)
+static gboolean decode_conditions(KbJsonReader *r, gboolean *infeasible, gboolean *gang_evicted,
+                                  GError **error)
 {
     int rc = array_member(r, "conditions", error);
     if (rc != 1)
         return rc == 0;
     for (gsize i = 0; (rc = next_object(r, "conditions", i, KB_MAX_LIST_ITEMS, error)) == 1; i++) {
-        if (!decode_condition(r, infeasible, error)) {
+        if (!decode_condition(r, infeasible, gang_evicted, error)) {
             g_prefix_error(error, "conditions[%" G_GSIZE_FORMAT "].", i);
             return FALSE;
         }
@@ -1303,7 +1313,8 @@ static gboolean decode_status(KbJsonReader *r, KbPod *pod, GError **error)
                  read_small(r, "resize", KB_MAX_NAME_LEN, resize, sizeof(resize), &has_resize,
                             error);
         else if (KB_JSON_STR_IS(k, "conditions"))
-            ok = once(&seen, P_CONDITIONS, &k, error) && decode_conditions(r, &infeasible, error);
+            ok = once(&seen, P_CONDITIONS, &k, error) &&
+                 decode_conditions(r, &infeasible, &pod->gang_evicted, error);
         else
             ok = kb_json_skip(r, error);
         if (!ok)

@@ -731,18 +731,21 @@ static gboolean decode_resize(json_object *status, KbPod *pod, GError **error)
         return FALSE;
     pod->resize_infeasible = g_strcmp0(resize, "Infeasible") == 0;
     for (gsize i = 0; i < n; i++) {
-        const char *type = NULL, *reason = NULL;
+        const char *type = NULL, *reason = NULL, *cstatus = NULL;
         if (!kb_decode_element(arr, i, &c, error)) {
             g_prefix_error(error, "conditions");
             return FALSE;
         }
         if (!kb_decode_string(c, "type", KB_MAX_NAME_LEN, &type, error) ||
-            !kb_decode_string(c, "reason", KB_MAX_NAME_LEN, &reason, error)) {
+            !kb_decode_string(c, "reason", KB_MAX_NAME_LEN, &reason, error) ||
+            !kb_decode_string(c, "status", KB_MAX_NAME_LEN, &cstatus, error)) {
             g_prefix_error(error, "conditions[%" G_GSIZE_FORMAT "].", i);
             return FALSE;
         }
         if (g_strcmp0(type, "PodResizePending") == 0 && g_strcmp0(reason, "Infeasible") == 0)
             pod->resize_infeasible = TRUE;
+        if (g_strcmp0(type, KB_GANG_EVICTED_CONDITION) == 0 && g_strcmp0(cstatus, "True") == 0)
+            pod->gang_evicted = TRUE;
     }
     return TRUE;
 }

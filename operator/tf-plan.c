@@ -26,6 +26,9 @@ typedef struct {
     gboolean worker0_succeeded;
     gboolean all_pods_exist;
     gboolean restarted;
+    /* The scheduler evicted the gang whole (pods with KB_GANG_EVICTED_CONDITION): the round is
+     * counted once, already (a pod of it recorded on its service) or in this pass. */
+    gboolean gang_round_counted;
     char *restart_why; /* first restart this pass */
     char *fail_why;    /* first permanent failure this pass */
 } Planner;
@@ -193,6 +196,15 @@ static void index_observation(Planner *p)
             p->st.restart_count += recorded_restarts(svc);
         }
     }
+    for (guint i = 0; i < obs->n_pods; i++) {
+        const KbPod *pod = obs->pods[i];
+        const KbObjectMeta *svc = pod != NULL && pod->meta.name != NULL
+                                          ? g_hash_table_lookup(p->services, pod->meta.name)
+                                          : NULL;
+        if (svc != NULL && pod->gang_evicted && pod->meta.uid != NULL &&
+            g_strcmp0(annotation(svc, TF_ANNOTATION_RESTARTED_UID), pod->meta.uid) == 0)
+            p->gang_round_counted = TRUE;
+    }
     for (int t = 0; t < KB_TF_N_TYPES; t++)
         p->desired[t] = kb_tfjob_effective_replicas(p->job, t);
     if (obs->scale != NULL && obs->scale->kind != TF_SCALE_NONE && p->job->dynamic_workers &&
@@ -215,14 +227,16 @@ static void index_observation(Planner *p)
  */
 
 /* Count the restart of @pod on the replica's service @svc (before the pod goes, so that the count
- * survives it): the restarts so far, this one, and the container restarts the pod had. */
-static void record_restart(Planner *p, KbTfReplicaType t, const KbObjectMeta *svc, const KbPod *pod)
+ * survives it): the restarts so far, @add (this one, or 0 for a pod whose restart another pod's
+ * record counts), and the container restarts the pod had. */
+static void record_restart_add(Planner *p, KbTfReplicaType t, const KbObjectMeta *svc,
+                               const KbPod *pod, gint32 add)
 {
     KbTfRestartPolicy rp = p->job->specs[t].restart_policy;
     gint32 in_place = rp == KB_TF_RESTART_ALWAYS || rp == KB_TF_RESTART_ON_FAILURE
                               ? tf_replica_kubelet_restarts(pod)
                               : 0;
-    gint64 n = (gint64)recorded_restarts(svc) + 1 + in_place;
+    gint64 n = (gint64)recorded_restarts(svc) + add + in_place;
     char count[24];
     g_snprintf(count, sizeof(count), "%" G_GINT64_FORMAT, MIN(n, G_MAXINT32));
     json_object *patch = json_object_new_object(), *meta = json_object_new_object();
@@ -235,11 +249,60 @@ static void record_restart(Planner *p, KbTfReplicaType t, const KbObjectMeta *sv
     add_action(p, TF_ACTION_RECORD_RESTART, svc->name, patch);
 }
 
+static void record_restart(Planner *p, KbTfReplicaType t, const KbObjectMeta *svc, const KbPod *pod)
+{
+    record_restart_add(p, t, svc, pod, 1);
+}
+
+/*
+ * @pod (Failed, or being deleted) was evicted by the scheduler with the rest of its gang, which
+ * had lost a member: one retryable failure of the job, counted once per round against
+ * backoffLimit (on the first such pod's service; the others record their uid only), whatever
+ * the exit-code table says of the containers the eviction stopped. Returns FALSE when the
+ * backoff limit is reached instead.
+ */
+static gboolean gang_evicted(Planner *p, KbTfReplicaType t, gint32 index, const KbPod *pod,
+                             const KbObjectMeta *svc)
+{
+    if (svc == NULL || g_strcmp0(annotation(svc, TF_ANNOTATION_RESTARTED_UID), pod->meta.uid) == 0)
+        return TRUE; /* counted already */
+    if (p->gang_round_counted) {
+        record_restart_add(p, t, svc, pod, 0);
+        return TRUE;
+    }
+    gint32 used = p->st.restart_count + p->kubelet_restarts;
+    if (p->job->backoff_limit >= 0 && used >= p->job->backoff_limit) {
+        p->backoff_exceeded = TRUE;
+        return FALSE;
+    }
+    p->gang_round_counted = TRUE;
+    record_restart_add(p, t, svc, pod, 1);
+    p->st.restart_count++;
+    if (!p->restarted)
+        p->restart_why = g_strdup_printf("%s replica %d: its gang was evicted whole by the "
+                                         "scheduler after losing a member: retryable",
+                                         kb_tf_replica_type_to_string(t), index);
+    p->restarted = TRUE;
+    add_event(p, "Warning", "GangEvicted",
+              "Pod %s/%s was evicted with its whole gang (a member was lost): the job restarts",
+              p->job->meta.namespace_ ? p->job->meta.namespace_ : "", pod->meta.name);
+    return TRUE;
+}
+
 /* @folded: this pod's restart is already recorded on @svc (a pass that failed before deleting). */
 static void handle_failed_pod(Planner *p, KbTfReplicaType t, gint32 index, KbPod *pod,
                               const KbObjectMeta *svc, gboolean folded)
 {
     g_autofree char *why = NULL;
+    if (pod->gang_evicted) {
+        if (!gang_evicted(p, t, index, pod, svc)) {
+            p->st.failed[t]++;
+            return;
+        }
+        add_action(p, TF_ACTION_DELETE_POD, pod->meta.name, NULL);
+        p->all_pods_exist = FALSE;
+        return;
+    }
     TfReplicaDecision d = tf_replica_decide(p->job, p->job->specs[t].restart_policy, pod, &why);
     if (d == TF_REPLICA_RECREATE) {
         gint32 used = p->st.restart_count + p->kubelet_restarts;
@@ -284,6 +347,9 @@ static void reconcile_replica(Planner *p, KbTfReplicaType t, gint32 index, gbool
         add_action(p, TF_ACTION_CREATE_SERVICE, name, tf_build_service(p->job, t, index));
     KbPod *pod = g_hash_table_lookup(p->pods, name);
     if (pod == NULL) {
+        const KbPod *gone = g_hash_table_lookup(p->deleting, name);
+        if (gone != NULL && gone->gang_evicted)
+            gang_evicted(p, t, index, gone, svc);
         p->all_pods_exist = FALSE;
         /* A pod still being deleted holds the name: create once it is gone. */
         if (pods_allowed && g_hash_table_lookup(p->deleting, name) == NULL)

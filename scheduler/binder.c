@@ -778,16 +778,31 @@ static void on_evicted(const KbResponse *resp, gpointer data)
  * {"status": {"conditions": [DisruptionTarget True PreemptionByScheduler]}}, a strategic merge
  * patch (both types merge conditions on their type). New object.
  */
-static json_object *disruption_body(const char *message)
+static json_object *condition_true(const char *type, const char *reason, const char *message)
 {
     g_autofree char *when = kb_time_format(g_get_real_time() / G_USEC_PER_SEC);
     json_object *c = json_object_new_object();
-    json_object_object_add(c, "type", json_object_new_string(KB_DISRUPTION_TARGET));
+    json_object_object_add(c, "type", json_object_new_string(type));
     json_object_object_add(c, "status", json_object_new_string("True"));
-    json_object_object_add(c, "reason", json_object_new_string(KB_PREEMPTION_BY_SCHEDULER));
+    json_object_object_add(c, "reason", json_object_new_string(reason));
     json_object_object_add(c, "message", json_object_new_string(message));
     json_object_object_add(c, "lastTransitionTime", json_object_new_string(when));
-    return kb_conditions_patch_new(c);
+    return c;
+}
+
+/* A gang evicted whole because it lost a member (@reason KB_GANG_INCOMPLETE) also gets
+ * KB_GANG_EVICTED_CONDITION, which the API server leaves alone: its controller reads it. */
+static json_object *disruption_body(const char *message, const char *reason)
+{
+    gboolean gang = g_strcmp0(reason, KB_GANG_INCOMPLETE) == 0;
+    json_object *body = kb_conditions_patch_new(condition_true(
+            KB_DISRUPTION_TARGET, gang ? KB_GANG_INCOMPLETE : KB_PREEMPTION_BY_SCHEDULER, message));
+    if (gang) {
+        json_object *status = json_object_object_get(body, "status");
+        json_object_array_add(json_object_object_get(status, "conditions"),
+                              condition_true(KB_GANG_EVICTED_CONDITION, reason, message));
+    }
+    return body;
 }
 
 /* Whatever became of the condition, the eviction says what becomes of the pod. */
@@ -805,9 +820,10 @@ static void on_pod_disrupted(const KbResponse *resp, gpointer data)
 }
 
 static void patch_status_async(KbBinder *b, const KbResourceType *type, const KbObjectMeta *m,
-                               const char *message, KbResponseFunc func, gpointer data)
+                               const char *message, const char *reason, KbResponseFunc func,
+                               gpointer data)
 {
-    json_object *body = disruption_body(message);
+    json_object *body = disruption_body(message, reason);
     KbRequest req = {.method = "PATCH",
                      .type = type,
                      .namespace_ = m->namespace_,
@@ -821,7 +837,8 @@ static void patch_status_async(KbBinder *b, const KbResourceType *type, const Kb
 
 static void start_eviction(EvictCall *c)
 {
-    patch_status_async(c->binder, &kb_type_pods, &c->pod->meta, c->message, on_pod_disrupted, c);
+    patch_status_async(c->binder, &kb_type_pods, &c->pod->meta, c->message, c->reason,
+                       on_pod_disrupted, c);
 }
 
 static void on_group_disrupted(const KbResponse *resp, gpointer data)
@@ -908,6 +925,6 @@ void kb_binder_evict(KbBinder *binder, const GArray *evictions)
         GroupCall *g = g_hash_table_lookup(groups, pg);
         const EvictCall *first = g->calls->pdata[0];
         patch_status_async(binder, &kb_type_pod_groups_native, &pg->meta, first->message,
-                           on_group_disrupted, g);
+                           first->reason, on_group_disrupted, g);
     }
 }

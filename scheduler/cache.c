@@ -40,7 +40,7 @@ struct KbCache {
     GHashTable *workload_queues;
     /* v1alpha3 PodGroups that name a parent CompositePodGroup: "ns/name" -> KbPodGroup (ref). */
     GHashTable *children;
-    GArray *node_gpus;            /* NodeGpu, indexed like nodes */
+    GArray *node_gpus; /* NodeGpu, indexed like nodes */
     guint n_gpu_topology_errors;
     gboolean extender;           /* kb_cache_set_extender */
     const char **extender_names; /* interned, NULL-terminated; NULL: every other name */
@@ -572,6 +572,8 @@ static void job_free(gpointer p)
     g_free(job->last_reason);
     g_free(job->last_message);
     g_free(job->bind_error);
+    g_free(job->stale_message);
+    g_free(job->stale_lost);
     g_free(job);
 }
 

@@ -121,6 +121,9 @@ typedef struct {
     guint64 gpu_all;                            /* gpu_topology->all; 0 without GPU */
     guint n_gpu_islands;                        /* NVLink islands in gpu_topology */
     guint64 gpu_islands[KB_GPU_INLINE_ISLANDS]; /* the first of them */
+    /* When a cycle first saw the node NotReady or gone (seconds; scheduler/stale.c), 0 while it
+     * is Ready. */
+    gint64 lost_since;
 } KbNodeInfo;
 
 /* A pod served by this scheduler. */
@@ -209,6 +212,20 @@ struct KbJobInfo {
      * while sla_version == version: seconds, 0 when absent or malformed. */
     guint sla_version;
     gint64 sla_waiting;
+    /*
+     * Gang recovery (scheduler/stale.h). stale_whole: minMember members were placed and healthy
+     * at once in the current incarnation (cleared when none is on a node); stale_since: when it
+     * was first seen short of minMember since then (0: it is not); stale_retry_at: no eviction
+     * before (the backoff after a refused one); stale_rounds: eviction rounds so far. This
+     * cycle's verdict: stale_reason (static; NULL while whole) and stale_message (owned).
+     */
+    gboolean stale_whole;
+    gint64 stale_since;
+    gint64 stale_retry_at;
+    guint stale_rounds;
+    const char *stale_reason;
+    char *stale_message;
+    char *stale_lost; /* the first member found lost in this episode, described (owned) */
 };
 
 /* A queue (the default queue exists even without an object). */

@@ -646,6 +646,14 @@ static gboolean parse_root(Doc *d, KbConf *conf, GError **error)
             }
             if (!parse_configurations(d, v, conf, error))
                 return FALSE;
+        } else if (g_strcmp0(k, "staleGangGrace") == 0 || g_strcmp0(k, "nodeLostAfter") == 0) {
+            gint64 *out = k[0] == 's' ? &conf->stale_gang_grace : &conf->node_lost_after;
+            if (scalar(v) == NULL || !kb_conf_parse_duration(scalar(v), out, error)) {
+                if (scalar(v) == NULL)
+                    g_set_error(error, KB_ERROR, KB_ERROR_CONFIG, "expected a duration");
+                g_prefix_error(error, "line %lu: %s: ", line_of(v), k);
+                return FALSE;
+            }
         } else if (g_strcmp0(k, "metrics") != 0) {
             g_set_error(error, KB_ERROR, KB_ERROR_CONFIG, "line %lu: unknown field \"%s\"",
                         line_of(v), k != NULL ? k : "?");
@@ -695,6 +703,8 @@ KbConf *kb_conf_parse_flags(const char *text, gsize len, KbConfFlags flags, GErr
     }
     g_autoptr(KbConf) conf = g_new0(KbConf, 1);
     conf->warnings = g_ptr_array_new_with_free_func(g_free);
+    conf->stale_gang_grace = KB_CONF_DEFAULT_STALE_GANG_GRACE;
+    conf->node_lost_after = KB_CONF_DEFAULT_NODE_LOST_AFTER;
     Doc d = {&doc, conf, flags, 0};
     gboolean ok = parse_root(&d, conf, error);
     if (ok)

@@ -98,7 +98,15 @@ typedef struct {
     /* What the file asks for that kube-batchd ignores, one line each, once each (char*, owned;
      * never NULL): kube-batchd logs them at start. */
     GPtrArray *warnings;
+    /* Gangs that lose a member (scheduler/stale.h), seconds: top-level `staleGangGrace` (how long
+     * a bound gang may stay below minMember before the rest of it is evicted) and
+     * `nodeLostAfter` (how long a node may be NotReady before its pods count as lost). */
+    gint64 stale_gang_grace;
+    gint64 node_lost_after;
 } KbConf;
+
+#define KB_CONF_DEFAULT_STALE_GANG_GRACE 60
+#define KB_CONF_DEFAULT_NODE_LOST_AFTER  40
 
 typedef enum {
     KB_CONF_STRICT = 1 << 0, /* refuse whatever is not implemented (--strict-config) */

@@ -6,6 +6,7 @@
 #include "scheduler/actions.h"
 #include "scheduler/reserve.h"
 #include "scheduler/session.h"
+#include "scheduler/stale.h"
 
 static void placement_clear(gpointer p)
 {
@@ -258,10 +259,11 @@ static void job_events(KbSession *ssn, const KbJobInfo *job, const KbJobStatus *
     gboolean scheduled = g_strcmp0(st->reason, "Scheduled") == 0;
     /* A placed gang's event comes from the binder once its bindings are done (naming the nodes,
      * within its budget): one write per gang rather than two. */
+    gboolean incomplete = job->stale_reason != NULL;
     if (job->group != NULL && st->reason != NULL && !scheduled)
         add_event(r, &job->group->meta, kb_pod_group_api_version(job->group->dialect), "PodGroup",
-                  "Warning", "Unschedulable", st->message);
-    if (scheduled || st->reason == NULL)
+                  "Warning", incomplete ? KB_GANG_INCOMPLETE : "Unschedulable", st->message);
+    if (scheduled || st->reason == NULL || incomplete)
         return;
     /* Aggregated per job: one FailedScheduling, on the job's first pending pod (the PodGroup
      * has its own event), not one per member. */
@@ -321,7 +323,13 @@ static void job_condition(KbSession *ssn, KbJobInfo *job, KbJobStatus *st)
     guint refused = 0;
     for (guint i = 0; job->bind_error != NULL && i < job->tasks->len; i++)
         refused += ((const KbTaskInfo *)job->tasks->pdata[i])->bind_refused;
-    if (refused > 0) {
+    if (job->stale_reason != NULL) {
+        /* A bound gang below its minimum (stale.h): what users must know first. */
+        st->condition_type = KB_GANG_INCOMPLETE;
+        st->condition_status = "True";
+        st->reason = job->stale_reason;
+        st->message = g_strdup(job->stale_message);
+    } else if (refused > 0) {
         /* Placed, but bindings refused: say so rather than "Scheduled". */
         st->condition_type = "Unschedulable";
         st->condition_status = "True";
@@ -509,6 +517,7 @@ KbCycleResult *kb_cycle_run(KbCache *cache, const KbConf *conf, gint64 now)
         if (i < G_N_ELEMENTS(result->action_us))
             result->action_us[result->n_actions++] = g_get_monotonic_time() - ta;
     }
+    kb_stale_run(ssn);
     for (guint j = 0; j < ssn->jobs->len; j++)
         report_job(ssn, ssn->jobs->pdata[j]);
     report_queues(ssn);

@@ -80,6 +80,7 @@ typedef struct {
     KbMetric *queue_allocated;
     KbMetric *queue_deserved;
     KbMetric *pending_tasks;
+    KbMetric *incomplete_gangs;
     KbMetric *decode_errors;
     KbMetric *informer_objects;
     KbMetric *status_writes;
@@ -691,6 +692,11 @@ static void metrics_init(KbDaemon *d)
     m->pending_tasks =
             kb_metrics_gauge(r, "kube_batchd_pending_tasks",
                              "Served pods waiting for a node after the last cycle.", NULL);
+    m->incomplete_gangs =
+            kb_metrics_gauge(r, "kube_batchd_incomplete_gangs",
+                             "Bound gangs below minMember after the last cycle (condition "
+                             "GangIncomplete), by reason: MemberLost, GangEvicted.",
+                             l_reason);
     m->decode_errors = kb_metrics_counter(r, "kube_batchd_informer_decode_errors_total",
                                           "Malformed objects skipped by an informer.", l_resource);
     m->informer_objects = kb_metrics_gauge(r, "kube_batchd_informer_objects",
@@ -802,6 +808,14 @@ static void publish_cycle(KbDaemon *d, const KbCycleResult *r)
                           (double)r->action_us[i] / 1e6);
     kb_metric_add(m->placements, r->placements->len);
     kb_metric_set(m->pending_tasks, r->n_tasks_pending);
+    guint incomplete[2] = {0, 0};
+    for (guint i = 0; i < r->job_statuses->len; i++) {
+        const KbJobStatus *js = &g_array_index(r->job_statuses, KbJobStatus, i);
+        if (g_strcmp0(js->condition_type, KB_GANG_INCOMPLETE) == 0)
+            incomplete[g_strcmp0(js->reason, "GangEvicted") == 0]++;
+    }
+    kb_series_set(kb_metric_with(m->incomplete_gangs, "MemberLost", NULL), incomplete[0]);
+    kb_series_set(kb_metric_with(m->incomplete_gangs, "GangEvicted", NULL), incomplete[1]);
     /* Queues come and go: recompute their label sets every cycle. */
     kb_metric_reset(m->pending_groups);
     kb_metric_reset(m->queue_jobs);

@@ -457,6 +457,10 @@ GPtrArray *kb_session_job_domains(const KbSession *ssn, const KbJobInfo *job, co
         if (t->node_id < 0 || t->state == KB_TASK_PENDING || t->state == KB_TASK_SUCCEEDED ||
             t->state == KB_TASK_FAILED)
             continue;
+        /* A member left on a deleted node says nothing: the others' domain holds (stale.h). */
+        const KbNodeInfo *ni = &ssn->nodes[t->node_id];
+        if (!ni->present || ni->node == NULL)
+            continue;
         const char *d = kb_session_node_domain(ssn, (guint)t->node_id, key);
         if (d != NULL)
             g_ptr_array_add(out, (gpointer)d);

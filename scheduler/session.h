@@ -120,8 +120,8 @@ gboolean kb_session_overused(KbSession *ssn, const KbQueueInfo *queue, GString *
 const char *kb_session_node_domain(const KbSession *ssn, guint node, const char *key);
 
 /* The domains of label @key that @job may use (borrowed strings, in a new array): the one its
- * members on nodes are in, else every value of the label over the present nodes, first seen
- * first. */
+ * members on present nodes are in (a member left on a deleted node does not count), else every
+ * value of the label over the present nodes, first seen first. */
 GPtrArray *kb_session_job_domains(const KbSession *ssn, const KbJobInfo *job, const char *key);
 
 /* Static predicates only (labels, taints, affinity, node flags); resource fit is the action's. */

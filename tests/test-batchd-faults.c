@@ -11,6 +11,10 @@
  * - Pods that must not be bound: an unbound or missing PersistentVolumeClaim, schedulingGates;
  *   the PodGroup condition says why.
  * - PodGroup status: `running` counts running pods; phase Running once minMember pods run.
+ * - Gangs that lose a member, with kb-kubelet running the pods: a gang on a node that is deleted
+ *   or goes NotReady is evicted whole after its grace and a waiting gang starts on the GPUs; with
+ *   kube-batchd.io/tolerate-partial nothing is evicted; a PodDisruptionBudget's refusal is
+ *   retried, never bypassed, until the budget allows it.
  */
 #include <curl/curl.h>
 #include <gio/gio.h>
@@ -22,6 +26,7 @@
 #include "kube/kb-client.h"
 #include "kube/kb-error.h"
 #include "kube/kb-informer.h"
+#include "scheduler/conf.h"
 #include "tests/apiserver/kas-json.h"
 #include "tests/lib/kb-test-apiserver.h"
 #include "tests/lib/kb-test-util.h"
@@ -711,6 +716,322 @@ static void test_podgroup_running_counts(void)
     daemon_stop(d);
 }
 
+/* ---- gangs that lose a member ---------------------------------------------------------------- */
+
+#define STALE_GRACE 4 /* seconds: the PodGroup annotation's grace */
+
+/* bin/kb-kubelet for the nodes "NAME-{i}" (@count of them, 2 GPUs each), in directory @dir. */
+static KbTestDaemon *kubelet_start(Cluster *cl, const char *dir, const char *name, int count)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree char *file = g_strdup_printf("%s/%s.yaml", dir, name);
+    g_autofree char *yaml = g_strdup_printf("nodes:\n- count: %d\n  name: \"%s-{i}\"\n"
+                                            "  allocatable: {cpu: 8, memory: 32Gi, pods: 110, "
+                                            "nvidia.com/gpu: 2}\n",
+                                            count, name);
+    g_assert_true(g_file_set_contents(file, yaml, -1, &error));
+    const char *args[] = {"--master",
+                          cl->url,
+                          "--nodes",
+                          file,
+                          "--start-delay",
+                          "50",
+                          "--stop-delay",
+                          "50",
+                          "--heartbeat-interval",
+                          "200",
+                          NULL};
+    KbTestDaemonOptions o = {.stdout_pipe = TRUE, .log = TRUE};
+    KbTestDaemon *k = kb_test_daemon_start("kb-kubelet", args, &o, &error);
+    g_assert_no_error(error);
+    g_autofree char *line = kb_test_daemon_wait_line(k, "registered ", WAIT_MS, &error);
+    g_assert_no_error(error);
+    return k;
+}
+
+/* A gang "NAME" of @n pods of 2 GPUs (label app=NAME) and its PodGroup (minMember @n) with
+ * annotation members @annotations. */
+static void add_labelled_gang(Cluster *cl, const char *name, int n, const char *annotations)
+{
+    kb_test_create(cl->client, &kb_type_pod_groups_volcano, "default",
+                   kb_test_json_printf("{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\","
+                                       "\"kind\":\"PodGroup\",\"metadata\":{\"name\":\"%s\","
+                                       "\"namespace\":\"default\",\"annotations\":{%s}},"
+                                       "\"spec\":{\"minMember\":%d}}",
+                                       name, annotations, n));
+    for (int i = 0; i < n; i++)
+        kb_test_create(
+                cl->client, &kb_type_pods, "default",
+                kb_test_json_printf(
+                        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s-%d\","
+                        "\"namespace\":\"default\",\"labels\":{\"app\":\"%s\"},\"annotations\":{"
+                        "\"scheduling.k8s.io/group-name\":\"%s\"}},\"spec\":{\"schedulerName\":"
+                        "\"kube-batchd\",\"containers\":[{\"name\":\"main\",\"image\":\"busybox\","
+                        "\"resources\":{\"requests\":{\"cpu\":\"1\",\"nvidia.com/gpu\":\"2\"},"
+                        "\"limits\":{\"nvidia.com/gpu\":\"2\"}}}]}}",
+                        name, i, name, name));
+}
+
+/* Pods of @prefix that are Running and not being deleted; the node of one of them into @node
+ * when it is on a node whose name starts with @node_prefix (may be NULL). */
+static guint count_running(Cluster *cl, const char *prefix, const char *node_prefix, char **node)
+{
+    json_object *list = list_pods(cl);
+    json_object *items = json_object_object_get(list, "items");
+    guint n = 0;
+    for (size_t i = 0; i < json_object_array_length(items); i++) {
+        json_object *p = json_object_array_get_idx(items, i);
+        const char *where = kas_json_get_string(p, "spec.nodeName");
+        if (!g_str_has_prefix(kas_json_get_string(p, "metadata.name"), prefix) ||
+            kas_json_get(p, "metadata.deletionTimestamp") != NULL ||
+            g_strcmp0(kas_json_get_string(p, "status.phase"), "Running") != 0)
+            continue;
+        n++;
+        if (node != NULL && node_prefix != NULL && g_str_has_prefix(where, node_prefix)) {
+            g_free(*node);
+            *node = g_strdup(where);
+        }
+    }
+    json_object_put(list);
+    return n;
+}
+
+static gboolean wait_running(Cluster *cl, const char *prefix, guint n, guint ms)
+{
+    gint64 deadline = g_get_monotonic_time() + (gint64)ms * 1000;
+    while (count_running(cl, prefix, NULL, NULL) != n) {
+        if (g_get_monotonic_time() > deadline)
+            return FALSE;
+        g_usleep(50000);
+    }
+    return TRUE;
+}
+
+/* The group's GangIncomplete condition: reason and message (newly allocated), FALSE when none. */
+static gboolean incomplete_condition(Cluster *cl, const char *group, char **reason, char **message)
+{
+    json_object *g = get_group(cl, group);
+    json_object *conds = kas_json_get(g, "status.conditions");
+    gboolean found = FALSE;
+    for (size_t i = 0; conds != NULL && json_object_is_type(conds, json_type_array) &&
+                       i < json_object_array_length(conds);
+         i++) {
+        json_object *c = json_object_array_get_idx(conds, i);
+        if (g_strcmp0(kas_json_get_string(c, "type"), KB_GANG_INCOMPLETE) != 0)
+            continue;
+        found = TRUE;
+        *reason = g_strdup(kas_json_get_string(c, "reason"));
+        *message = g_strdup(kas_json_get_string(c, "message"));
+    }
+    json_object_put(g);
+    return found;
+}
+
+/* Poll until the group's GangIncomplete condition has @want_reason; its message (newly
+ * allocated), NULL after @ms. */
+static char *wait_incomplete(Cluster *cl, const char *group, const char *want_reason, guint ms)
+{
+    gint64 deadline = g_get_monotonic_time() + (gint64)ms * 1000;
+    for (;;) {
+        g_autofree char *reason = NULL;
+        char *message = NULL;
+        if (incomplete_condition(cl, group, &reason, &message) &&
+            g_strcmp0(reason, want_reason) == 0)
+            return message;
+        g_free(message);
+        if (g_get_monotonic_time() > deadline)
+            return NULL;
+        g_usleep(50000);
+    }
+}
+
+typedef enum { LOSE_DELETE, LOSE_NOT_READY } Loss;
+
+/* The machine of node @name is gone: its kubelet stops; the Node is deleted, or marked as the
+ * node lifecycle controller marks a node whose heartbeats stopped. */
+static void lose_node(Cluster *cl, KbTestDaemon *kubelet, const char *name, Loss how)
+{
+    g_assert_cmpint(kb_test_daemon_stop(kubelet, 10000), ==, 0);
+    g_autoptr(GError) error = NULL;
+    if (how == LOSE_DELETE) {
+        g_assert_true(kb_client_delete(cl->client, &kb_type_nodes, NULL, name, NULL, &error));
+        g_assert_no_error(error);
+        return;
+    }
+    json_object *r =
+            kb_client_patch(cl->client, &kb_type_nodes, NULL, name, "status", KB_PATCH_MERGE,
+                            "{\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":"
+                            "\"Unknown\",\"reason\":\"NodeStatusUnknown\",\"message\":"
+                            "\"Kubelet stopped posting node status.\"}]}}",
+                            &error);
+    g_assert_no_error(error);
+    json_object_put(r);
+}
+
+/* The scheduler configuration of these tests: the default with nodeLostAfter 1s. */
+static char *stale_conf(const char *dir)
+{
+    g_autoptr(GError) error = NULL;
+    char *path = g_strdup_printf("%s/scheduler.conf", dir);
+    g_autofree char *text = g_strdup_printf("nodeLostAfter: 1s\n%s", kb_conf_default_yaml());
+    g_assert_true(g_file_set_contents(path, text, -1, &error));
+    return path;
+}
+
+typedef struct {
+    const char *path;
+    Loss loss;
+    gboolean tolerate;
+} StaleCase;
+
+/*
+ * A full cluster: gang "tf" (4 x 2 GPUs) on 4 nodes of 2 GPUs, the fourth run by a kubelet of its
+ * own; gang "next" (3 x 2 GPUs) waits. The fourth machine goes. The loss is reported at once, the
+ * other 3 pods run through the grace, then are evicted and "next" starts on their GPUs; with
+ * kube-batchd.io/tolerate-partial they keep running and "next" waits.
+ */
+static void test_stale_gang(gconstpointer data)
+{
+    const StaleCase *tc = data;
+    if (!have_binaries())
+        return;
+    g_autoptr(GError) error = NULL;
+    g_autofree char *dir = g_dir_make_tmp("kb-stale-XXXXXX", &error);
+    g_assert_no_error(error);
+    g_autoptr(Cluster) cl = cluster_start_full(NULL, FALSE);
+    install_crds(cl);
+    g_autoptr(KbTestDaemon) keep = kubelet_start(cl, dir, "keep", 3);
+    g_autoptr(KbTestDaemon) lost = kubelet_start(cl, dir, "lost", 1);
+    g_autofree char *ann =
+            g_strdup_printf("\"kube-batchd.io/stale-gang-grace\":\"%ds\"%s", STALE_GRACE,
+                            tc->tolerate ? ",\"kube-batchd.io/tolerate-partial\":\"true\"" : "");
+    add_labelled_gang(cl, "tf", 4, ann);
+    g_autofree char *conf = stale_conf(dir);
+    g_autoptr(Child) d = daemon_start(cl, "--scheduler-conf", conf, NULL);
+    g_assert_true(wait_running(cl, "tf-", 4, WAIT_MS));
+    add_labelled_gang(cl, "next", 3, "");
+    g_autofree char *on_lost = NULL;
+    count_running(cl, "tf-", "lost-", &on_lost);
+    g_assert_cmpstr(on_lost, ==, "lost-0");
+
+    lose_node(cl, lost, "lost-0", tc->loss);
+    g_autofree char *lost_msg = wait_incomplete(cl, "tf", "MemberLost", WAIT_MS);
+    if (lost_msg == NULL) {
+        json_object *g = get_group(cl, "tf");
+        g_autofree char *log = kb_test_daemon_log(d->daemon);
+        g_autoptr(GError) e2 = NULL;
+        json_object *nodes = kb_client_list(cl->client, &kb_type_nodes, NULL, NULL, &e2);
+        json_object *pods = list_pods(cl);
+        g_printerr("group: %s\nnodes: %s\npods: %s\nlog:\n%s\n", json_object_to_json_string(g),
+                   json_object_to_json_string(nodes), json_object_to_json_string(pods), log);
+        json_object_put(g);
+    }
+    g_assert_nonnull(lost_msg);
+    /* Reported at once; the other members run through the grace. */
+    g_assert_cmpuint(count_running(cl, "tf-", NULL, NULL), >=, 3);
+    g_assert_nonnull(strstr(lost_msg, "on a lost node (node lost-0 "));
+    g_assert_nonnull(strstr(lost_msg, "3/4 members healthy"));
+    if (tc->tolerate) {
+        g_assert_nonnull(strstr(lost_msg, "left partly running"));
+        g_assert_cmpfloat(metric(d, "kube_batchd_incomplete_gangs{reason=\"MemberLost\"}"), ==, 1);
+        /* Well past the grace: nothing evicted, "next" still waits. */
+        g_usleep((STALE_GRACE + 3) * G_USEC_PER_SEC);
+        g_assert_cmpuint(count_running(cl, "tf-", "keep-", NULL), >=, 3);
+        g_assert_cmpuint(count_bound(cl, "next-"), ==, 0);
+        g_assert_cmpfloat(metric(d, "kube_batchd_evictions_total{reason=\"GangIncomplete\"}"), ==,
+                          0);
+        daemon_stop(d);
+        return;
+    }
+    /* Within the grace plus a few seconds: evicted, said why, and "next" runs on the GPUs. */
+    g_autofree char *evicted_msg =
+            wait_incomplete(cl, "tf", "GangEvicted", (STALE_GRACE + 10) * 1000);
+    g_assert_nonnull(evicted_msg);
+    g_assert_nonnull(strstr(evicted_msg, "lost-0"));
+    g_assert_nonnull(strstr(evicted_msg, "evicting the rest of the gang"));
+    g_assert_true(wait_running(cl, "next-", 3, WAIT_MS));
+    g_assert_cmpuint(count_running(cl, "tf-", NULL, NULL), ==, 0);
+    g_assert_cmpfloat(metric(d, "kube_batchd_evictions_total{reason=\"GangIncomplete\"}"), >=, 3);
+    daemon_stop(d);
+    g_assert_cmpint(kb_test_daemon_stop(keep, 10000), ==, 0);
+}
+
+/* PodDisruptionBudget @name over app=@app allowing @allowed disruptions (status as a disruption
+ * controller writes it). */
+static void put_pdb(Cluster *cl, const char *app, int allowed, gboolean create)
+{
+    g_autoptr(GError) error = NULL;
+    if (create) {
+        json_object *body = kb_test_json_printf(
+                "{\"apiVersion\":\"policy/v1\",\"kind\":\"PodDisruptionBudget\",\"metadata\":{"
+                "\"name\":\"%s\",\"namespace\":\"default\"},\"spec\":{\"minAvailable\":4,"
+                "\"selector\":{\"matchLabels\":{\"app\":\"%s\"}}}}",
+                app, app);
+        KbRequest req = {.method = "POST",
+                         .path = "/apis/policy/v1/namespaces/default/poddisruptionbudgets",
+                         .body = body};
+        json_object *r = kb_client_call(cl->client, &req, NULL, &error);
+        g_assert_no_error(error);
+        json_object_put(r);
+        json_object_put(body);
+    }
+    json_object *st = kb_test_json_printf(
+            "{\"status\":{\"observedGeneration\":1,\"disruptionsAllowed\":%d,\"currentHealthy\":4,"
+            "\"desiredHealthy\":4,\"expectedPods\":4}}",
+            allowed);
+    g_autofree char *path = g_strdup_printf(
+            "/apis/policy/v1/namespaces/default/poddisruptionbudgets/%s/status", app);
+    KbRequest req = {.method = "PATCH",
+                     .path = path,
+                     .body = st,
+                     .content_type = "application/merge-patch+json"};
+    json_object *r = kb_client_call(cl->client, &req, NULL, &error);
+    g_assert_no_error(error);
+    json_object_put(r);
+    json_object_put(st);
+}
+
+/* A PodDisruptionBudget refuses the evictions (429): retried with backoff, never bypassed; the
+ * members run until the budget allows them to go. */
+static void test_stale_gang_pdb(void)
+{
+    if (!have_binaries())
+        return;
+    g_autoptr(GError) error = NULL;
+    g_autofree char *dir = g_dir_make_tmp("kb-stale-XXXXXX", &error);
+    g_assert_no_error(error);
+    g_autoptr(Cluster) cl = cluster_start_full(NULL, FALSE);
+    install_crds(cl);
+    g_autoptr(KbTestDaemon) keep = kubelet_start(cl, dir, "keep", 3);
+    g_autoptr(KbTestDaemon) lost = kubelet_start(cl, dir, "lost", 1);
+    add_labelled_gang(cl, "tf", 4, "\"kube-batchd.io/stale-gang-grace\":\"1s\"");
+    put_pdb(cl, "tf", 0, TRUE);
+    g_autofree char *conf = stale_conf(dir);
+    g_autoptr(Child) d = daemon_start(cl, "--scheduler-conf", conf, NULL);
+    g_assert_true(wait_running(cl, "tf-", 4, WAIT_MS));
+    lose_node(cl, lost, "lost-0", LOSE_DELETE);
+    /* Refused, and tried again. */
+    const char *failures = "kube_batchd_eviction_failures_total{reason=\"GangIncomplete\"}";
+    gint64 deadline = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
+    while (metric(d, failures) < 6 && g_get_monotonic_time() < deadline)
+        g_usleep(100000);
+    g_assert_cmpfloat(metric(d, failures), >=, 6);
+    g_assert_cmpuint(count_running(cl, "tf-", "keep-", NULL), >=, 3);
+    g_autofree char *msg = wait_incomplete(cl, "tf", "GangEvicted", WAIT_MS);
+    g_assert_nonnull(msg);
+    /* The budget allows it: the next round evicts them. */
+    put_pdb(cl, "tf", 4, FALSE);
+    g_assert_true(wait_running(cl, "tf-", 0, 40000));
+    daemon_stop(d);
+    g_assert_cmpint(kb_test_daemon_stop(keep, 10000), ==, 0);
+}
+
+static const StaleCase stale_cases[] = {
+        {"/batchd/stale-gang/node-deleted-evicted-next-starts", LOSE_DELETE, FALSE},
+        {"/batchd/stale-gang/node-not-ready-evicted-next-starts", LOSE_NOT_READY, FALSE},
+        {"/batchd/stale-gang/node-deleted-tolerated", LOSE_DELETE, TRUE},
+};
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -723,6 +1044,9 @@ int main(int argc, char **argv)
     g_test_add_func("/batchd/predicates/volume-claims-bound-first", test_volume_claims);
     g_test_add_func("/batchd/predicates/scheduling-gates-hold", test_scheduling_gates);
     g_test_add_func("/batchd/status/podgroup-running-counts", test_podgroup_running_counts);
+    for (guint i = 0; i < G_N_ELEMENTS(stale_cases); i++)
+        g_test_add_data_func(stale_cases[i].path, &stale_cases[i], test_stale_gang);
+    g_test_add_func("/batchd/stale-gang/pdb-refusal-retried-not-bypassed", test_stale_gang_pdb);
     int rc = g_test_run();
     curl_global_cleanup();
     return rc;

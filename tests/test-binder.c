@@ -760,6 +760,43 @@ static void test_evict_disruption_target_refused(Fixture *f, gconstpointer data)
     g_assert_cmpuint(kb_binder_evict_count(f->binder, KB_EVICT_ACCEPTED), ==, 1);
 }
 
+/* A gang evicted because it lost a member: DisruptionTarget says GangIncomplete, and the pod gets
+ * kube-batchd.io/GangEvicted, which the API server leaves alone, for its controller to read. */
+static void test_evict_gang_incomplete(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GArray) evs = g_array_new(FALSE, TRUE, sizeof(KbEviction));
+    g_array_set_clear_func(evs, eviction_clear);
+    kb_test_server_respond(f->srv, "PATCH", "/api/v1/namespaces/" NS "/pods/v0/status", 200, "{}");
+    kb_test_server_respond(f->srv, "POST", "/api/v1/namespaces/" NS "/pods/v0/eviction", 201, "{}");
+    running_victim(f, "v0", evs);
+    g_array_index(evs, KbEviction, 0).reason = KB_GANG_INCOMPLETE;
+    evict_and_wait(f, evs);
+    g_assert_cmpuint(kb_binder_evict_count(f->binder, KB_EVICT_ACCEPTED), ==, 1);
+    gboolean patched = FALSE;
+    for (guint i = 0; i < kb_test_server_request_count(f->srv); i++) {
+        const KbTestRequest *r = kb_test_server_request(f->srv, i);
+        if (!g_str_has_suffix(r->path, "/status"))
+            continue;
+        json_object *b = kb_test_request_json(r);
+        json_object *conds =
+                json_object_object_get(json_object_object_get(b, "status"), "conditions");
+        g_assert_cmpuint(json_object_array_length(conds), ==, 2);
+        static const char *const types[] = {KB_DISRUPTION_TARGET, KB_GANG_EVICTED_CONDITION};
+        for (guint c = 0; c < 2; c++) {
+            json_object *cond = json_object_array_get_idx(conds, c);
+            g_assert_cmpstr(json_object_get_string(json_object_object_get(cond, "type")), ==,
+                            types[c]);
+            g_assert_cmpstr(json_object_get_string(json_object_object_get(cond, "reason")), ==,
+                            KB_GANG_INCOMPLETE);
+            g_assert_cmpstr(json_object_get_string(json_object_object_get(cond, "message")), ==,
+                            "preempted by job x");
+        }
+        json_object_put(b);
+        patched = TRUE;
+    }
+    g_assert_true(patched);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -788,6 +825,7 @@ int main(int argc, char **argv)
     ADD("/scheduler/binder/evict/disruption-target-first", test_evict_disruption_target, NULL);
     ADD("/scheduler/binder/evict/disruption-target-refused-still-evicts",
         test_evict_disruption_target_refused, NULL);
+    ADD("/scheduler/binder/evict/gang-incomplete-condition", test_evict_gang_incomplete, NULL);
 #undef ADD
     return g_test_run();
 }

@@ -891,6 +891,38 @@ static void test_never_fits(void)
     g_free(kbctl_ok(d2));
 }
 
+/* A gang kube-batchd found short of a member (condition GangIncomplete on its PodGroup, set here
+ * as kube-batchd writes it): `kbctl why` and `kbctl get` say so with the condition's message. */
+static void test_why_gang_incomplete(void)
+{
+    const char *sub[] = {"submit", "tf", "--name",  "inc",  "--workers", "2",
+                         "--gpus", "1",  "--image", "tf:1", NULL};
+    g_free(kbctl_ok(sub));
+    json_object *j = wait_job("inc", all_running, "Running");
+    json_object_put(j);
+    static const char patch[] =
+            "{\"status\":{\"conditions\":[{\"type\":\"GangIncomplete\",\"status\":\"True\","
+            "\"reason\":\"MemberLost\",\"message\":\"1/2 members healthy: pod default/inc-worker-1 "
+            "on a lost node (node n9 deleted)\"}]}}";
+    const char *args[] = {"patch",        "podgroups.scheduling.volcano.sh",
+                          "inc",          "--subresource=status",
+                          "--type=merge", "-p",
+                          patch,          NULL};
+    g_autoptr(GError) error = NULL;
+    int status = -1;
+    g_assert_true(kb_test_kubectl(cluster.api, args, NULL, NULL, NULL, &status, &error));
+    g_assert_cmpint(status, ==, 0);
+    const char *why[] = {"why", "inc", NULL};
+    g_autofree char *said = kbctl_ok(why);
+    g_assert_nonnull(strstr(said, "Its gang is incomplete (MemberLost): 1/2 members healthy: pod "
+                                  "default/inc-worker-1 on a lost node (node n9 deleted)."));
+    const char *get[] = {"get", "inc", NULL};
+    g_autofree char *shown = kbctl_ok(get);
+    g_assert_nonnull(strstr(shown, "Its gang is incomplete (MemberLost)"));
+    const char *del[] = {"delete", "inc", NULL};
+    g_free(kbctl_ok(del));
+}
+
 /* ---- units: YAML and durations (no cluster) ------------------------------------------------- */
 
 static void test_yaml(void)
@@ -1022,6 +1054,7 @@ int main(int argc, char **argv)
     g_test_add_func("/kbctl/completion", test_completion);
     g_test_add_func("/kbctl/queues", test_queues);
     g_test_add_func("/kbctl/never-fits", test_never_fits);
+    g_test_add_func("/kbctl/why-gang-incomplete", test_why_gang_incomplete);
     int rc = g_test_run();
 
     kb_test_daemon_stop(cluster.operator_, 30000);

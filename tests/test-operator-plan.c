@@ -921,6 +921,121 @@ static void test_active_deadline(void)
                             "active longer than specified deadline"));
 }
 
+/* kube-batchd evicted pod @name with its gang (condition kube-batchd.io/GangEvicted True): being
+ * deleted, or Failed with @exit_code when @deleting is FALSE. */
+static void gang_evict_pod(Cluster *c, const char *name, gboolean deleting, int exit_code)
+{
+    if (!deleting)
+        set_pod(c, name, "Failed", exit_code, 0, FALSE);
+    gint i = find_pod(c, name);
+    g_assert_cmpint(i, >=, 0);
+    KbPod *old = g_ptr_array_index(c->pods, i);
+    json_object *pod = NULL;
+    json_object_deep_copy(old->meta.raw, &pod, NULL);
+    json_object *status = json_object_object_get(pod, "status");
+    if (status == NULL) {
+        status = json_object_new_object();
+        json_object_object_add(pod, "status", status);
+    }
+    json_object *conds = json_object_new_array(), *cond = json_object_new_object();
+    json_object_object_add(cond, "type", json_object_new_string(KB_GANG_EVICTED_CONDITION));
+    json_object_object_add(cond, "status", json_object_new_string("True"));
+    json_object_object_add(cond, "reason", json_object_new_string(KB_GANG_INCOMPLETE));
+    json_object_array_add(conds, cond);
+    json_object_object_add(status, "conditions", conds);
+    if (deleting)
+        json_object_object_add(json_object_object_get(pod, "metadata"), "deletionTimestamp",
+                               json_object_new_string("2026-11-22T05:00:00Z"));
+    g_autoptr(GError) error = NULL;
+    KbPod *p = kb_pod_decode(pod, TRUE, &error);
+    g_assert_no_error(error);
+    g_assert_true(p->gang_evicted);
+    json_object_put(pod);
+    g_ptr_array_index(c->pods, i) = p;
+    kb_object_unref(old);
+}
+
+/* Every pod of the job evicted at once; the API server removes them after one pass. */
+static void gang_evict_all(Cluster *c)
+{
+    for (guint i = 0; i < c->pods->len; i++) {
+        g_autofree char *name = g_strdup(((KbPod *)c->pods->pdata[i])->meta.name);
+        gang_evict_pod(c, name, TRUE, -1);
+    }
+    g_autoptr(TfPlan) p = plan(c);
+    g_assert_cmpuint(tf_plan_count(p, TF_ACTION_CREATE_POD), ==, 0);
+    apply(c, p);
+    /* A second look while they are still going counts nothing more. */
+    g_autoptr(TfPlan) p2 = plan(c);
+    g_assert_cmpuint(tf_plan_count(p2, TF_ACTION_RECORD_RESTART), ==, 0);
+    apply(c, p2);
+    g_ptr_array_set_size(c->pods, 0);
+    settle(c, 5);
+}
+
+/* A gang evicted whole by the scheduler is one retryable failure of the job per round, under
+ * backoffLimit (2 here): two rounds restart it, the third fails it. */
+static void test_gang_evicted_backoff(void)
+{
+    g_autoptr(Cluster) c = cluster_new("v1-chief.json");
+    bring_up(c);
+    set_all_pods(c, NULL, "Running", -1);
+    settle(c, 3);
+    guint n_pods = c->pods->len;
+    g_assert_cmpuint(n_pods, ==, 4);
+    for (gint32 round = 1; round <= 2; round++) {
+        for (guint i = 0; i < c->pods->len; i++) {
+            g_autofree char *name = g_strdup(((KbPod *)c->pods->pdata[i])->meta.name);
+            gang_evict_pod(c, name, TRUE, -1);
+        }
+        g_autoptr(TfPlan) p = plan(c);
+        /* every evicted pod's service records it; one counts */
+        g_assert_cmpuint(tf_plan_count(p, TF_ACTION_RECORD_RESTART), ==, n_pods);
+        g_assert_true(has_event(p, "GangEvicted", "evicted with its whole gang"));
+        apply(c, p);
+        g_assert_cmpint(restarts(c), ==, round);
+        g_assert_cmpstr(last_condition(c), ==, "Restarting");
+        g_assert_nonnull(strstr(condition_message(c, KB_TF_COND_RESTARTING),
+                                "its gang was evicted whole by the scheduler"));
+        g_autoptr(TfPlan) p2 = plan(c);
+        g_assert_cmpuint(tf_plan_count(p2, TF_ACTION_RECORD_RESTART), ==, 0);
+        g_assert_cmpuint(tf_plan_count(p2, TF_ACTION_CREATE_POD), ==, 0);
+        apply(c, p2);
+        /* gone: created again, whole */
+        g_ptr_array_set_size(c->pods, 0);
+        settle(c, 5);
+        g_assert_cmpuint(c->pods->len, ==, n_pods);
+        set_all_pods(c, NULL, "Running", -1);
+        settle(c, 3);
+        g_assert_cmpstr(last_condition(c), ==, "Running");
+        g_assert_cmpint(restarts(c), ==, round);
+    }
+    gang_evict_all(c);
+    g_assert_cmpstr(last_condition(c), ==, "Failed");
+    g_assert_nonnull(
+            strstr(condition_message(c, KB_TF_COND_FAILED), "reached the specified backoff limit"));
+}
+
+/* A member the eviction stopped is no failure of its own: even an exit code the table calls
+ * permanent (1) restarts the job when the pod carries the gang's eviction; without it, it fails
+ * the job (test_exit_1_fails). */
+static void test_gang_evicted_failed_pod(void)
+{
+    g_autoptr(Cluster) c = cluster_new("v1-2ps-4w.json");
+    bring_up(c);
+    set_all_pods(c, NULL, "Running", -1);
+    settle(c, 3);
+    gang_evict_pod(c, "mnist-dist-worker-1", FALSE, 1);
+    g_autoptr(TfPlan) p = plan(c);
+    g_assert_nonnull(tf_plan_find(p, TF_ACTION_DELETE_POD, "mnist-dist-worker-1"));
+    apply(c, p);
+    g_assert_cmpstr(last_condition(c), ==, "Restarting");
+    g_assert_cmpint(restarts(c), ==, 1);
+    settle(c, 3);
+    g_assert_cmpint(find_pod(c, "mnist-dist-worker-1"), >=, 0);
+    g_assert_cmpstr(last_condition(c), !=, "Failed");
+}
+
 static void test_deleting_pod_not_recreated(void)
 {
     g_autoptr(Cluster) c = cluster_new("v1-2ps-4w.json");
@@ -1260,6 +1375,9 @@ int main(int argc, char **argv)
     g_test_add_func("/operator/plan/invalid/v1", test_invalid_job);
     g_test_add_func("/operator/plan/invalid/v1alpha1", test_invalid_v1alpha1_gets_no_runtime_id);
     g_test_add_func("/operator/plan/restart/counted-once", test_restart_counted_once);
+    g_test_add_func("/operator/plan/restart/gang-evicted-under-backoff-limit",
+                    test_gang_evicted_backoff);
+    g_test_add_func("/operator/plan/restart/gang-evicted-failed-pod", test_gang_evicted_failed_pod);
     g_test_add_func("/operator/plan/restart/exit-137", test_exit_137_restarts);
     g_test_add_func("/operator/plan/restart/exit-1-fails", test_exit_1_fails);
     g_test_add_func("/operator/plan/restart/undefined-code", test_undefined_code_says_so);

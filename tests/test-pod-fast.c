@@ -278,6 +278,34 @@ static void test_resized_in_place(void)
     }
 }
 
+/* The condition kube-batchd sets on the pods of a gang it evicts whole (True only), read alike. */
+static void test_gang_evicted(void)
+{
+    static const struct {
+        const char *conditions;
+        gboolean evicted;
+    } cases[] = {
+            {"[{\"type\":\"" KB_GANG_EVICTED_CONDITION "\",\"status\":\"True\",\"reason\":"
+             "\"GangIncomplete\"},{\"type\":\"Ready\",\"status\":\"False\"}]",
+             TRUE},
+            {"[{\"type\":\"" KB_GANG_EVICTED_CONDITION "\",\"status\":\"False\"}]", FALSE},
+            {"[{\"type\":\"DisruptionTarget\",\"status\":\"True\",\"reason\":"
+             "\"GangIncomplete\"}]",
+             FALSE},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *text = g_strdup_printf(
+                "{\"metadata\":{\"name\":\"p\",\"namespace\":\"d\"},\"spec\":{},\"status\":{"
+                "\"phase\":\"Running\",\"conditions\":%s}}",
+                cases[i].conditions);
+        g_autoptr(GError) error = NULL;
+        g_autoptr(KbPod) pod = kb_pod_decode_bytes(text, strlen(text), &error);
+        g_assert_no_error(error);
+        g_assert_cmpint(pod->gang_evicted, ==, cases[i].evicted);
+        g_assert_true(check_same(text, strlen(text)));
+    }
+}
+
 /* ---- same errors ---------------------------------------------------------------------------- */
 
 #define POD_META "\"metadata\":{\"name\":\"p\",\"namespace\":\"default\"}"
@@ -624,6 +652,7 @@ int main(int argc, char **argv)
     g_test_add_func("/kube/pod-fast/same/claims-and-gates", test_claims_and_gates);
     g_test_add_func("/kube/pod-fast/same/active-deadline", test_deadline);
     g_test_add_func("/kube/pod-fast/same/resized-in-place", test_resized_in_place);
+    g_test_add_func("/kube/pod-fast/same/gang-evicted-condition", test_gang_evicted);
     g_test_add_func("/kube/pod-fast/same/native-group-and-pod-resources",
                     test_native_group_and_pod_resources);
     for (gsize i = 0; i < G_N_ELEMENTS(bad_pods); i++) {
