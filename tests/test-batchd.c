@@ -1027,6 +1027,31 @@ static void add_rack_node(Cluster *cl, const char *name, const char *rack, int g
                         gpus);
 }
 
+/* Condition @cond of @type @name as JSON text once it contains @needle (or the deadline passes:
+ * whatever it is then), newly allocated, or NULL. */
+static char *wait_condition_at(Cluster *cl, const KbResourceType *type, const char *name,
+                               const char *cond, const char *needle)
+{
+    gint64 deadline = g_get_monotonic_time() + (gint64)WAIT_MS * 1000;
+    for (;;) {
+        g_autoptr(GError) error = NULL;
+        json_object *g = kb_client_get(cl->client, type, "default", name, &error);
+        g_assert_no_error(error);
+        json_object *conds = kas_json_get(g, "status.conditions");
+        char *out = NULL;
+        for (size_t i = 0; conds != NULL && i < json_object_array_length(conds); i++) {
+            json_object *c = json_object_array_get_idx(conds, i);
+            if (g_strcmp0(kas_json_get_string(c, "type"), cond) == 0)
+                out = g_strdup(json_object_to_json_string_ext(c, JSON_C_TO_STRING_NOSLASHESCAPE));
+        }
+        json_object_put(g);
+        if ((out != NULL && strstr(out, needle) != NULL) || g_get_monotonic_time() > deadline)
+            return out;
+        g_free(out);
+        g_usleep(30000);
+    }
+}
+
 static char *wait_event(Cluster *cl, const char *object, const char *reason, const char *needle)
 {
     gint64 deadline = g_get_monotonic_time() + (gint64)WAIT_MS * 1000;
@@ -1070,6 +1095,18 @@ static void test_native_composite(void)
         g_test_message("kube-batchd:\n%s", log);
     }
     g_assert_nonnull(strstr(ev, "2/3"));
+    /* the composite's condition and its children's say which children fall short */
+    g_autofree char *cc = wait_condition_at(cl, &kb_type_composite_pod_groups, "train",
+                                            "CompositePodGroupInitiallyScheduled", "short: ");
+    g_test_message("composite: %s", cc);
+    g_assert_nonnull(cc);
+    g_assert_nonnull(strstr(cc, "\"status\":\"False\""));
+    g_assert_nonnull(strstr(cc, "\"reason\":\"Unschedulable\""));
+    g_assert_nonnull(strstr(cc, "2/3 child PodGroups placeable whole"));
+    g_autofree char *c1 = wait_condition_at(cl, &kb_type_pod_groups_native, "train-g1",
+                                            "PodGroupInitiallyScheduled", "2/3 child");
+    g_assert_nonnull(c1);
+    g_assert_nonnull(strstr(c1, "\"status\":\"False\""));
     g_usleep(500000); /* a few more cycles */
     g_assert_cmpuint(count_bound(cl, "train-", NULL), ==, 0);
 
@@ -1085,6 +1122,21 @@ static void test_native_composite(void)
         whole += n == 2;
     }
     g_assert_cmpuint(whole, ==, 3);
+    g_autofree char *cd = wait_condition_at(cl, &kb_type_composite_pod_groups, "train",
+                                            "CompositePodGroupInitiallyScheduled", "True");
+    g_test_message("composite: %s", cd);
+    g_assert_nonnull(strstr(cd, "\"status\":\"True\""));
+    g_assert_nonnull(strstr(cd, "3/3 child PodGroups scheduled (6 pods bound)"));
+    for (int g = 0; g < 4; g++) {
+        g_autofree char *prefix = g_strdup_printf("train-g%d-", g);
+        g_autofree char *child = g_strdup_printf("train-g%d", g);
+        gboolean started = count_bound(cl, prefix, NULL) == 2;
+        g_autofree char *c = wait_condition_at(cl, &kb_type_pod_groups_v1alpha3, child,
+                                               "PodGroupInitiallyScheduled",
+                                               started ? "2/2 pods bound" : "started without it");
+        g_test_message("%s: %s", child, c);
+        g_assert_nonnull(strstr(c, started ? "\"status\":\"True\"" : "\"status\":\"False\""));
+    }
     daemon_stop(d);
 }
 
