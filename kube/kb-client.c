@@ -35,6 +35,10 @@ const KbResourceType kb_type_pod_groups_x_k8s = {"scheduling.x-k8s.io", "v1alpha
 const KbResourceType kb_type_pod_groups_native = {"scheduling.k8s.io", "v1beta1", "podgroups",
                                                   TRUE};
 const KbResourceType kb_type_workloads_native = {"scheduling.k8s.io", "v1beta1", "workloads", TRUE};
+const KbResourceType kb_type_pod_groups_v1alpha3 = {"scheduling.k8s.io", "v1alpha3", "podgroups",
+                                                    TRUE};
+const KbResourceType kb_type_composite_pod_groups = {"scheduling.k8s.io", "v1alpha3",
+                                                     "compositepodgroups", TRUE};
 const KbResourceType kb_type_queues_kube_batch = {"scheduling.incubator.k8s.io", "v1alpha1",
                                                   "queues", FALSE};
 const KbResourceType kb_type_queues_volcano = {"scheduling.volcano.sh", "v1beta1", "queues", FALSE};

@@ -108,6 +108,9 @@ extern const KbResourceType kb_type_queues_kube_batch;  /* scheduling.incubator.
 extern const KbResourceType kb_type_queues_volcano;     /* scheduling.volcano.sh/v1beta1 */
 extern const KbResourceType kb_type_tfjobs_v1;          /* kubeflow.org/v1 */
 extern const KbResourceType kb_type_tfjobs_v1alpha1;    /* kubeflow.org/v1alpha1 */
+/* scheduling.k8s.io/v1alpha3 (1.37 alpha, CompositePodGroup): PodGroups there, composites */
+extern const KbResourceType kb_type_pod_groups_v1alpha3;
+extern const KbResourceType kb_type_composite_pod_groups;
 
 /* "/api/v1/namespaces/NS/pods/NAME/SUB" (any of ns, name, sub may be NULL); newly allocated. */
 char *kb_resource_path(const KbResourceType *type, const char *namespace_, const char *name,

@@ -219,6 +219,8 @@ typedef enum {
 #define KB_QUEUE_LABEL "kube-batchd.io/queue"
 /* A native PodGroup's condition (scheduling.k8s.io/v1beta1). */
 #define KB_POD_GROUP_INITIALLY_SCHEDULED "PodGroupInitiallyScheduled"
+/* A CompositePodGroup's own condition of that meaning (scheduling.k8s.io/v1alpha3). */
+#define KB_COMPOSITE_INITIALLY_SCHEDULED "CompositePodGroupInitiallyScheduled"
 /* The condition (pods' and native PodGroups') set before the scheduler evicts them, its reason. */
 #define KB_DISRUPTION_TARGET       "DisruptionTarget"
 #define KB_PREEMPTION_BY_SCHEDULER "PreemptionByScheduler"
@@ -363,6 +365,10 @@ KbPodGroup *kb_pod_group_decode_v1alpha3(json_object *obj, gboolean keep_raw, GE
 /* A CompositePodGroup scheduling.k8s.io/v1alpha3 (apiVersion absent or that one) as a record
  * with composite set: errors name "compositepodgroup ns/name". */
 KbPodGroup *kb_composite_pod_group_decode(json_object *obj, gboolean keep_raw, GError **error);
+/* The apiVersion and kind of @pg's own object, for events: a CompositePodGroup's, a v1alpha3
+ * PodGroup's, else those of its dialect. Static strings. */
+const char *kb_pod_group_object_api_version(const KbPodGroup *pg);
+const char *kb_pod_group_kind(const KbPodGroup *pg);
 KbQueue *kb_queue_decode(json_object *obj, gboolean keep_raw, GError **error);
 KbPriorityClass *kb_priority_class_decode(json_object *obj, gboolean keep_raw, GError **error);
 KbLease *kb_lease_decode(json_object *obj, gboolean keep_raw, GError **error);

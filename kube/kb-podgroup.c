@@ -47,6 +47,16 @@ static gboolean podgroup_dialect(json_object *obj, KbPodGroup *pg, GError **erro
     return FALSE;
 }
 
+const char *kb_pod_group_object_api_version(const KbPodGroup *pg)
+{
+    return pg->composite || pg->v1alpha3 ? NATIVE_V1ALPHA3 : kb_pod_group_api_version(pg->dialect);
+}
+
+const char *kb_pod_group_kind(const KbPodGroup *pg)
+{
+    return pg->composite ? "CompositePodGroup" : "PodGroup";
+}
+
 const char *kb_pod_group_api_version(KbPodGroupDialect dialect)
 {
     switch (dialect) {
@@ -332,7 +342,8 @@ static gboolean native_priority(json_object *spec, KbPodGroup *pg, GError **erro
     return TRUE;
 }
 
-/* spec.parentCompositePodGroupName: v1alpha3 only (v1beta1 has no such field). */
+/* spec.parentCompositePodGroupName: read at v1alpha3 only (where kube-batchd reads composites;
+ * at v1beta1 the same field would name a composite it does not see). */
 static gboolean native_parent(json_object *spec, KbPodGroup *pg, GError **error)
 {
     const char *parent = NULL;
@@ -344,8 +355,8 @@ static gboolean native_parent(json_object *spec, KbPodGroup *pg, GError **error)
     return TRUE;
 }
 
-
-/* status.conditions: the PodGroupInitiallyScheduled one, if any. */
+/* status.conditions: the PodGroupInitiallyScheduled one (a composite's
+ * CompositePodGroupInitiallyScheduled), if any. */
 static gboolean podgroup_native_status(json_object *status, KbPodGroup *pg, GError **error)
 {
     json_object *arr, *c;
@@ -362,7 +373,8 @@ static gboolean podgroup_native_status(json_object *status, KbPodGroup *pg, GErr
             g_prefix_error(error, "conditions[%" G_GSIZE_FORMAT "].", i);
             return FALSE;
         }
-        if (g_strcmp0(type, KB_POD_GROUP_INITIALLY_SCHEDULED) != 0)
+        if (g_strcmp0(type, pg->composite ? KB_COMPOSITE_INITIALLY_SCHEDULED
+                                          : KB_POD_GROUP_INITIALLY_SCHEDULED) != 0)
             continue;
         pg->scheduled_status = st;
         g_free(pg->scheduled_message);

@@ -564,15 +564,31 @@ static gboolean place_minimum_sub_groups(Alloc *a, KbJobInfo *job, KbQueueInfo *
         const KbSubGroupPolicy *pol = kb_sub_groups_policy(sg, p);
         guint whole = kb_sub_groups_whole(sg, p), want = (guint)MAX(pol->min_groups, 0);
         g_autofree char *last = NULL;
+        g_autoptr(GString) shorts = g_string_new(NULL);
         for (guint i = 0; i < kb_sub_groups_count(sg) && whole < want; i++) {
             KbSubGroup *g = kb_sub_groups_get(sg, i);
             if (g->policy != p || kb_sub_group_ready(g) >= g->need)
                 continue;
             g_string_truncate(a->why, 0);
-            if (place_sub_group(a, a->ctxs, g, qi))
+            if (place_sub_group(a, a->ctxs, g, qi)) {
                 whole++;
-            else if (last == NULL)
+                continue;
+            }
+            g_string_append_printf(shorts, "%s%s", shorts->len > 0 ? ", " : "", g->key);
+            if (last == NULL)
                 last = g_strdup_printf("%s: %s", g->key, a->why->str);
+        }
+        if (whole < want && kb_sub_groups_is_composite(sg)) {
+            /* a composite's children by name: every one that falls short, why the first does */
+            g_string_printf(a->why,
+                            "CompositePodGroup \"%s\": %u/%u child PodGroups placeable "
+                            "whole%s%s (short: %s%s%s)",
+                            pol->name, whole, want,
+                            pol->topology_key != NULL ? ", each inside one " : "",
+                            pol->topology_key != NULL ? pol->topology_key : "",
+                            shorts->len > 0 ? shorts->str : "none with pods",
+                            last != NULL ? "; " : "", last != NULL ? last : "");
+            return FALSE;
         }
         if (whole < want) {
             g_string_printf(a->why, "sub-group policy \"%s\": %u/%u sub-groups placeable whole%s%s",
@@ -751,6 +767,8 @@ static gboolean allocate_minimum_in(Alloc *a, KbJobInfo *job, KbQueueInfo *qi, G
                             "%u/%d tasks placeable: the job is not "
                             "ready (minMember %d)",
                             placeable, job->min_member, job->min_member);
+    else if (job->is_composite) /* counted in children: its minMember of 1 says nothing */
+        kb_session_job_note(a->ssn, job, "NotEnoughResources", "%s", a->why->str);
     else
         kb_session_job_note(a->ssn, job, "NotEnoughResources", "%u/%d tasks placeable: %s",
                             placeable, job->min_member, a->why->str);

@@ -301,8 +301,8 @@ static void gang_event(KbBinder *b, const char *job_key, const Gang *g, const Pe
     if (job != NULL && job->group != NULL) {
         g_autofree char *summary = gang_summary(g);
         kb_recorder_event(b->recorder, &job->group->meta,
-                          kb_pod_group_api_version(job->group->dialect), "PodGroup", "Normal",
-                          "Scheduled", "%s", summary);
+                          kb_pod_group_object_api_version(job->group),
+                          kb_pod_group_kind(job->group), "Normal", "Scheduled", "%s", summary);
     } else {
         /* A pod without a group: the event kube-scheduler posts. */
         const KbObjectMeta *m = &p->pod->meta;

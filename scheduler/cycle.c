@@ -23,6 +23,43 @@ static void job_status_clear(gpointer p)
     g_clear_pointer(&js->pod, kb_object_unref);
     g_free(js->job);
     g_free(js->message);
+    g_clear_pointer(&js->children, g_array_unref);
+}
+
+static void child_status_clear(gpointer p)
+{
+    g_clear_pointer(&((KbChildStatus *)p)->group, kb_object_unref);
+}
+
+/*
+ * A composite's children: each one's pods and bound pods, and whether it was initially scheduled
+ * (its minCount bound, now or before: its own condition says True). The composite is once
+ * minGroupCount children are (at least one under `basic`), and then for good.
+ */
+static void report_children(KbJobInfo *job, KbJobStatus *st)
+{
+    st->children = g_array_new(FALSE, TRUE, sizeof(KbChildStatus));
+    g_array_set_clear_func(st->children, child_status_clear);
+    for (guint c = 0; c < job->children->len; c++) {
+        KbPodGroup *child = job->children->pdata[c];
+        KbChildStatus cs = {kb_object_ref(child), 0, 0, FALSE};
+        for (guint i = 0; i < job->tasks->len; i++) {
+            const KbTaskInfo *t = job->tasks->pdata[i];
+            if (g_strcmp0(t->pod->group_name, child->meta.name) != 0)
+                continue;
+            cs.n_pods++;
+            cs.n_bound += t->state == KB_TASK_BINDING || t->state == KB_TASK_BOUND ||
+                          t->state == KB_TASK_RUNNING || t->state == KB_TASK_SUCCEEDED;
+        }
+        cs.initially_scheduled =
+                (cs.n_pods > 0 && cs.n_bound >= (guint)MAX(child->min_member, 1)) ||
+                g_strcmp0(child->scheduled_status, "True") == 0;
+        st->n_children_scheduled += cs.initially_scheduled;
+        g_array_append_val(st->children, cs);
+    }
+    if (st->n_children_scheduled >= (guint)MAX(job->group->min_groups, 1) ||
+        g_strcmp0(job->group->scheduled_status, "True") == 0)
+        job->initially_scheduled = TRUE;
 }
 
 static void queue_status_clear(gpointer p)
@@ -261,8 +298,9 @@ static void job_events(KbSession *ssn, const KbJobInfo *job, const KbJobStatus *
      * within its budget): one write per gang rather than two. */
     gboolean incomplete = job->stale_reason != NULL;
     if (job->group != NULL && st->reason != NULL && !scheduled)
-        add_event(r, &job->group->meta, kb_pod_group_api_version(job->group->dialect), "PodGroup",
-                  "Warning", incomplete ? KB_GANG_INCOMPLETE : "Unschedulable", st->message);
+        add_event(r, &job->group->meta, kb_pod_group_object_api_version(job->group),
+                  kb_pod_group_kind(job->group), "Warning",
+                  incomplete ? KB_GANG_INCOMPLETE : "Unschedulable", st->message);
     if (scheduled || st->reason == NULL || incomplete)
         return;
     /* Aggregated per job: one FailedScheduling, on the job's first pending pod (the PodGroup
@@ -384,8 +422,10 @@ static void report_job(KbSession *ssn, KbJobInfo *job)
     st.n_placed = ssn->job_scratch[job->id].n_placed;
     st.n_bound = job->n_state[KB_TASK_BINDING] + job->n_state[KB_TASK_BOUND] +
                  job->n_state[KB_TASK_RUNNING] + st.n_succeeded;
-    if ((st.n_bound >= (guint)job->min_member && job->tasks->len > 0) ||
-        (job->group != NULL && g_strcmp0(job->group->scheduled_status, "True") == 0))
+    if (job->is_composite && job->group != NULL)
+        report_children(job, &st);
+    else if ((st.n_bound >= (guint)job->min_member && job->tasks->len > 0) ||
+             (job->group != NULL && g_strcmp0(job->group->scheduled_status, "True") == 0))
         job->initially_scheduled = TRUE;
     st.initially_scheduled = job->initially_scheduled;
     /* Volcano's PodGroup phases: placed but not yet running is Inqueue; Running once minMember

@@ -53,6 +53,15 @@ typedef struct {
     KbPodGroup *disrupted_group;
 } KbEviction;
 
+/* A CompositePodGroup's child PodGroup after the cycle (KbJobStatus.children). */
+typedef struct {
+    KbPodGroup *group; /* ref */
+    guint n_pods;      /* its pods in the composite's job */
+    guint n_bound;     /* of those, bound by the API (binding done, bound, running, succeeded) */
+    /* minCount of its pods were bound, now or before (its condition says True already) */
+    gboolean initially_scheduled;
+} KbChildStatus;
+
 /* The status of one job after the cycle. */
 typedef struct {
     KbPodGroup *group; /* ref; NULL for a pod without a group */
@@ -79,6 +88,10 @@ typedef struct {
      * were ever bound (kept across cycles: never reverted). */
     guint n_bound;
     gboolean initially_scheduled;
+    /* A CompositePodGroup's job: its children (KbChildStatus, one per child PodGroup) and how
+     * many are initially scheduled; initially_scheduled once minGroupCount are. NULL otherwise. */
+    GArray *children;
+    guint n_children_scheduled;
 } KbJobStatus;
 
 /* Per-queue figures (Queue status and metrics). */

@@ -21,6 +21,10 @@
 /* ...but cycles never run closer together than this (a fraction of the period, capped). */
 #define MIN_GAP_MS_MAX 50
 #define CRD_RETRY_MS   10000
+/* Discovery of scheduling.k8s.io/v1alpha3 that failed (not a 404) is asked again after this,
+ * doubling up to the maximum; the native PodGroup informers wait for its answer. */
+#define NATIVE_DISCOVERY_RETRY_MS     500
+#define NATIVE_DISCOVERY_RETRY_MAX_MS 30000
 /* Status writes wait behind bindings at most this long at a time. On a real kube-apiserver 1.20
  * (bench-e2e, 5,000 pods in gangs of 8, 3 runs each) 2 s let the 625 PodGroup status PATCHes
  * (merge, schema, managedFields, an etcd write and a watch event each) run beside the last 40%
@@ -40,6 +44,7 @@ typedef enum {
     SRC_PG_VOLCANO,
     SRC_PG_X_K8S,
     SRC_PG_NATIVE,
+    SRC_COMPOSITES,
     SRC_WORKLOADS,
     SRC_QUEUES_VOLCANO,
     SRC_QUEUES_KUBE_BATCH,
@@ -130,6 +135,11 @@ struct KbDaemon {
     gboolean probe_in_flight;
     gint64 last_contact_us;
     char *probe_error;
+    /* Which version native PodGroups are read at: v1alpha3 (with CompositePodGroups) when the
+     * server serves it, else v1beta1; decided by discovery before either informer starts. */
+    gboolean native_in_flight;
+    guint native_retry_source;
+    guint native_failures;
     /* Extender mode. */
     char *extender_address;
     char *extender_tls_cert;
@@ -393,6 +403,7 @@ static void on_add(gpointer obj, gpointer data)
     case SRC_PG_VOLCANO:
     case SRC_PG_X_K8S:
     case SRC_PG_NATIVE:
+    case SRC_COMPOSITES:
         kb_cache_add_pod_group(d->cache, obj);
         break;
     case SRC_QUEUES_VOLCANO:
@@ -461,6 +472,7 @@ static void on_update(gpointer old_obj, gpointer new_obj, gpointer data)
     case SRC_PG_VOLCANO:
     case SRC_PG_X_K8S:
     case SRC_PG_NATIVE:
+    case SRC_COMPOSITES:
         kb_cache_update_pod_group(d->cache, new_obj);
         /* Our own status writes come back as updates: only spec changes matter. */
         if (((KbObjectMeta *)old_obj)->generation == ((KbObjectMeta *)new_obj)->generation &&
@@ -506,6 +518,7 @@ static void on_delete(gpointer obj, gpointer data)
     case SRC_PG_VOLCANO:
     case SRC_PG_X_K8S:
     case SRC_PG_NATIVE:
+    case SRC_COMPOSITES:
         kb_cache_delete_pod_group(d->cache, obj);
         break;
     case SRC_QUEUES_VOLCANO:
@@ -579,6 +592,10 @@ static void sources_init(KbDaemon *d)
              * scheduling.k8s.io/v1beta1; a 404 is retried like a missing CRD. */
             {SRC_PG_NATIVE, "podgroups.scheduling.k8s.io", "PodGroup", &kb_type_pod_groups_native,
              (KbDecodeFunc)kb_pod_group_decode_native, TRUE},
+            /* CompositePodGroups (1.37 alpha): only where v1alpha3 is served, see native_discover.
+             */
+            {SRC_COMPOSITES, "compositepodgroups.scheduling.k8s.io", "CompositePodGroup",
+             &kb_type_composite_pod_groups, (KbDecodeFunc)kb_composite_pod_group_decode, TRUE},
             /* Their Workloads, for the queue a group without a queue label of its own takes. */
             {SRC_WORKLOADS, "workloads.scheduling.k8s.io", "Workload", &kb_type_workloads_native,
              (KbDecodeFunc)kb_meta_object_decode, TRUE},
@@ -604,17 +621,92 @@ static void sources_init(KbDaemon *d)
     }
 }
 
+static void source_start(KbDaemon *d, Source *s)
+{
+    /* Pods list through the fast page decoder: the informer picks it for kb_pod_decode. */
+    KbInformerOptions io = {.type = s->type, .decode = s->decode};
+    s->informer = kb_informer_new(d->client, &io, &handlers, s);
+    if (s->optional)
+        kb_informer_set_missing_retry(s->informer, CRD_RETRY_MS);
+    kb_informer_start(s->informer);
+}
+
+static void native_discover(KbDaemon *d);
+
+static gboolean native_discover_again(gpointer data)
+{
+    KbDaemon *d = data;
+    d->native_retry_source = 0;
+    native_discover(d);
+    return G_SOURCE_REMOVE;
+}
+
+/* Does an APIResourceList list @plural? */
+static gboolean lists_resource(json_object *doc, const char *plural)
+{
+    json_object *list = json_object_object_get(doc, "resources");
+    for (size_t i = 0;
+         json_object_is_type(list, json_type_array) && i < json_object_array_length(list); i++) {
+        json_object *e = json_object_array_get_idx(list, i);
+        if (g_strcmp0(json_object_get_string(json_object_object_get(e, "name")), plural) == 0)
+            return TRUE;
+    }
+    return FALSE;
+}
+
+/*
+ * /apis/scheduling.k8s.io/v1alpha3 listing compositepodgroups and podgroups: PodGroups are read
+ * there (they carry the parent link) with the composites, and not at v1beta1 too (the same
+ * objects twice). 404, or a version without them: v1beta1 alone, no composites. Anything else
+ * is asked again; the two sources stay unsynced (not ready) meanwhile.
+ */
+static void on_native_discovered(const KbResponse *resp, gpointer data)
+{
+    KbDaemon *d = data;
+    d->native_in_flight = FALSE;
+    if (d->stopping)
+        return;
+    if (resp->http_status != 200 && resp->http_status != 404) {
+        guint ms = NATIVE_DISCOVERY_RETRY_MS << MIN(d->native_failures, 8u);
+        ms = MIN(ms, NATIVE_DISCOVERY_RETRY_MAX_MS);
+        d->native_failures++;
+        g_warning("discovery of /apis/scheduling.k8s.io/v1alpha3 failed (%s); asking again in "
+                  "%u ms",
+                  resp->error != NULL ? resp->error->message : "no answer", ms);
+        d->native_retry_source = g_timeout_add(ms, native_discover_again, d);
+        return;
+    }
+    Source *pg = &d->sources[SRC_PG_NATIVE], *cpg = &d->sources[SRC_COMPOSITES];
+    gboolean alpha = resp->http_status == 200 && lists_resource(resp->body, "podgroups") &&
+                     lists_resource(resp->body, "compositepodgroups");
+    if (alpha) {
+        pg->type = &kb_type_pod_groups_v1alpha3;
+        pg->decode = (KbDecodeFunc)kb_pod_group_decode_v1alpha3;
+        source_start(d, cpg);
+    } else {
+        cpg->missing = TRUE; /* not served: nothing to wait for */
+    }
+    g_message("native PodGroups read at scheduling.k8s.io/%s%s", pg->type->version,
+              alpha ? " with CompositePodGroups" : " (v1alpha3 not served: no CompositePodGroups)");
+    source_start(d, pg);
+}
+
+static void native_discover(KbDaemon *d)
+{
+    KbRequest req = {.method = "GET", .path = "/apis/scheduling.k8s.io/v1alpha3"};
+    d->native_in_flight = TRUE;
+    kb_client_call_async(d->client, &req, on_native_discovered, d);
+}
+
 static void sources_start(KbDaemon *d)
 {
     for (int i = 0; i < SRC_N; i++) {
         Source *s = &d->sources[i];
-        /* Pods list through the fast page decoder: the informer picks it for kb_pod_decode. */
-        KbInformerOptions io = {.type = s->type, .decode = s->decode};
-        s->informer = kb_informer_new(d->client, &io, &handlers, s);
-        if (s->optional)
-            kb_informer_set_missing_retry(s->informer, CRD_RETRY_MS);
-        kb_informer_start(s->informer);
+        if (s->id == SRC_PG_NATIVE || s->id == SRC_COMPOSITES)
+            continue; /* native_discover decides which version */
+        source_start(d, s);
     }
+    native_discover(d);
 }
 
 /* ---- metrics ----------------------------------------------------------------------------- */
@@ -1094,7 +1186,7 @@ static gboolean writes_done(KbDaemon *d)
 
 static gboolean requests_done(KbDaemon *d)
 {
-    return !kb_leader_busy(d->leader) && !d->probe_in_flight;
+    return !kb_leader_busy(d->leader) && !d->probe_in_flight && !d->native_in_flight;
 }
 
 void kb_daemon_stop(KbDaemon *daemon, guint deadline_ms)
@@ -1108,6 +1200,7 @@ void kb_daemon_stop(KbDaemon *daemon, guint deadline_ms)
     g_clear_handle_id(&d->kick_source, g_source_remove);
     g_clear_handle_id(&d->restart_source, g_source_remove);
     g_clear_handle_id(&d->probe_source, g_source_remove);
+    g_clear_handle_id(&d->native_retry_source, g_source_remove);
     guint dropped = kb_binder_drop_queued(d->binder);
     guint in_flight = kb_binder_in_flight(d->binder);
     update_status_hold(d); /* what is queued is written before the exit */
@@ -1143,6 +1236,7 @@ void kb_daemon_free(KbDaemon *daemon)
     g_clear_handle_id(&d->kick_source, g_source_remove);
     g_clear_handle_id(&d->restart_source, g_source_remove);
     g_clear_handle_id(&d->probe_source, g_source_remove);
+    g_clear_handle_id(&d->native_retry_source, g_source_remove);
     g_clear_pointer(&d->httpd, kb_httpd_free);
     g_clear_pointer(&d->extender_server, kb_extender_server_free);
     g_clear_pointer(&d->extender, kb_extender_free);

@@ -35,6 +35,9 @@ struct KbStatusWriter {
     guint max_backoff_ms;
     GHashTable *entries;    /* key -> Entry* (owned) */
     GHashTable *queue_last; /* queue name -> last status body queued (owned strings) */
+    /* A composite's child: "plural.group|ns/name" -> "status\nmessage" of the condition last
+     * queued (written from every cycle, not only changed ones: a child's state is not the job's) */
+    GHashTable *child_last;
     guint64 counts[KB_STATUS_N_RESULTS];
     guint64 dropped; /* writes refused because KB_STATUS_MAX_ENTRIES were pending */
     gboolean held;   /* kb_status_writer_set_held: queued writes wait */
@@ -58,6 +61,7 @@ static void writer_unref(KbStatusWriter *w)
         return;
     g_hash_table_unref(w->entries);
     g_hash_table_unref(w->queue_last);
+    g_hash_table_unref(w->child_last);
     g_free(w);
 }
 
@@ -71,6 +75,7 @@ KbStatusWriter *kb_status_writer_new(KbClient *client, KbRecorder *recorder)
     w->max_backoff_ms = DEFAULT_MAX_BACKOFF_MS;
     w->entries = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, entry_free);
     w->queue_last = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    w->child_last = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     return w;
 }
 
@@ -343,13 +348,39 @@ json_object *kb_status_pod_group_body(const KbJobStatus *st, KbPodGroupDialect d
     return body;
 }
 
+/* The native PodGroups' API: where @g (a native group or composite) is read and written. */
+static const KbResourceType *native_type(const KbPodGroup *g)
+{
+    return g->composite  ? &kb_type_composite_pod_groups
+           : g->v1alpha3 ? &kb_type_pod_groups_v1alpha3
+                         : &kb_type_pod_groups_native;
+}
+
+/*
+ * @g's "initially scheduled" condition (@type) saying @status: NULL when @status is NULL, when
+ * the condition is True already (never reverted) or says the same already.
+ */
+static json_object *initially_body(const KbPodGroup *g, const char *type, const char *status,
+                                   const char *reason, const char *message, gint64 now)
+{
+    if (status == NULL || g_strcmp0(g->scheduled_status, "True") == 0)
+        return NULL;
+    gboolean same_status = g_strcmp0(g->scheduled_status, status) == 0;
+    if (same_status && g_strcmp0(g->scheduled_message, message) == 0)
+        return NULL;
+    json_object *c = condition_new(type, status, reason, message, now);
+    /* metav1.Condition: the transition time moves only when the status does. */
+    if (same_status && g->scheduled_since != NULL)
+        json_object_object_add(c, "lastTransitionTime", json_object_new_string(g->scheduled_since));
+    if (g->meta.generation > 0)
+        json_object_object_add(c, "observedGeneration", json_object_new_int64(g->meta.generation));
+    return kb_conditions_patch_new(c);
+}
+
 json_object *kb_status_native_group_body(const KbJobStatus *st, gint64 now)
 {
-    const KbPodGroup *g = st->group;
-    const char *status, *reason;
+    const char *status = NULL, *reason = NULL;
     g_autofree char *message = NULL;
-    if (g_strcmp0(g->scheduled_status, "True") == 0)
-        return NULL; /* never reverted */
     if (st->initially_scheduled) {
         status = "True";
         reason = "Scheduled";
@@ -358,19 +389,53 @@ json_object *kb_status_native_group_body(const KbJobStatus *st, gint64 now)
         status = "False";
         reason = "Unschedulable";
         message = g_strdup(st->message);
-    } else {
-        return NULL;
     }
-    gboolean same_status = g_strcmp0(g->scheduled_status, status) == 0;
-    if (same_status && g_strcmp0(g->scheduled_message, message) == 0)
-        return NULL;
-    json_object *c = condition_new(KB_POD_GROUP_INITIALLY_SCHEDULED, status, reason, message, now);
-    /* metav1.Condition: the transition time moves only when the status does. */
-    if (same_status && g->scheduled_since != NULL)
-        json_object_object_add(c, "lastTransitionTime", json_object_new_string(g->scheduled_since));
-    if (g->meta.generation > 0)
-        json_object_object_add(c, "observedGeneration", json_object_new_int64(g->meta.generation));
-    return kb_conditions_patch_new(c);
+    return initially_body(st->group, KB_POD_GROUP_INITIALLY_SCHEDULED, status, reason, message,
+                          now);
+}
+
+json_object *kb_status_composite_body(const KbJobStatus *st, gint64 now)
+{
+    const KbPodGroup *g = st->group;
+    const char *status = NULL, *reason = NULL;
+    g_autofree char *message = NULL;
+    if (st->initially_scheduled) {
+        status = "True";
+        reason = "Scheduled";
+        message = g_strdup_printf("%u/%d child PodGroups scheduled (%u pods bound)",
+                                  st->n_children_scheduled, MAX(g->min_groups, 1), st->n_bound);
+    } else if (g_strcmp0(st->condition_type, "Unschedulable") == 0 && st->message != NULL) {
+        status = "False";
+        reason = "Unschedulable";
+        message = g_strdup(st->message);
+    }
+    return initially_body(g, KB_COMPOSITE_INITIALLY_SCHEDULED, status, reason, message, now);
+}
+
+json_object *kb_status_child_body(const KbJobStatus *st, const KbChildStatus *cs, gint64 now)
+{
+    const KbPodGroup *g = cs->group;
+    const char *status = NULL, *reason = NULL;
+    g_autofree char *message = NULL;
+    if (cs->initially_scheduled) {
+        status = "True";
+        reason = "Scheduled";
+        message = g_strdup_printf("%u/%d pods bound", cs->n_bound, MAX(g->min_member, 1));
+    } else if (g_strcmp0(st->condition_type, "Unschedulable") == 0 && st->message != NULL) {
+        /* the composite's shortfall names the children that fall short */
+        status = "False";
+        reason = "Unschedulable";
+        message = g_strdup(st->message);
+    } else if (st->initially_scheduled && cs->n_pods > 0) {
+        status = "False";
+        reason = "Unschedulable";
+        message = g_strdup_printf(
+                "CompositePodGroup \"%s\" started without it (%u/%d child PodGroups "
+                "scheduled); its %d pods are placed together once they fit",
+                st->group->meta.name, st->n_children_scheduled, MAX(st->group->min_groups, 1),
+                MAX(g->min_member, 1));
+    }
+    return initially_body(g, KB_POD_GROUP_INITIALLY_SCHEDULED, status, reason, message, now);
 }
 
 gboolean kb_status_writer_native_error(KbStatusWriter *writer, json_object *group,
@@ -415,17 +480,50 @@ static json_object *pod_condition_body(const KbJobStatus *st, gint64 now)
     return body;
 }
 
+/* A composite's children: each one's condition when it differs from what was last queued. */
+static void apply_children(KbStatusWriter *w, const KbJobStatus *st, gint64 now)
+{
+    for (guint i = 0; i < st->children->len; i++) {
+        const KbChildStatus *cs = &g_array_index(st->children, KbChildStatus, i);
+        const KbObjectMeta *m = &cs->group->meta;
+        json_object *body = kb_status_child_body(st, cs, now);
+        if (body == NULL)
+            continue;
+        json_object *c = json_object_array_get_idx(
+                json_object_object_get(json_object_object_get(body, "status"), "conditions"), 0);
+        g_autofree char *said = g_strdup_printf(
+                "%s\n%s", json_object_get_string(json_object_object_get(c, "status")),
+                json_object_get_string(json_object_object_get(c, "message")));
+        const KbResourceType *type = native_type(cs->group);
+        g_autofree char *key = g_strdup_printf("%s.%s|%s/%s", type->plural, type->group,
+                                               m->namespace_ != NULL ? m->namespace_ : "", m->name);
+        if (g_strcmp0(g_hash_table_lookup(w->child_last, key), said) == 0) {
+            json_object_put(body);
+            continue;
+        }
+        g_hash_table_replace(w->child_last, g_steal_pointer(&key), g_steal_pointer(&said));
+        enqueue(w, type, m->namespace_, m->name, KB_PATCH_STRATEGIC, body);
+    }
+}
+
 static void apply_job(KbStatusWriter *w, const KbJobStatus *st, gint64 now)
 {
-    /* A CompositePodGroup's status is not written yet: never as a PodGroup of its name. */
-    if (st->group != NULL && st->group->composite)
+    if (st->group != NULL && st->group->composite) {
+        const KbObjectMeta *m = &st->group->meta;
+        json_object *body = st->changed ? kb_status_composite_body(st, now) : NULL;
+        if (body != NULL)
+            enqueue(w, native_type(st->group), m->namespace_, m->name, KB_PATCH_STRATEGIC, body);
+        if (st->children != NULL)
+            apply_children(w, st, now);
+        return;
+    }
+    if (!st->changed)
         return;
     if (st->group != NULL && st->group->dialect == KB_PODGROUP_NATIVE) {
         const KbObjectMeta *m = &st->group->meta;
         json_object *body = kb_status_native_group_body(st, now);
         if (body != NULL)
-            enqueue(w, &kb_type_pod_groups_native, m->namespace_, m->name, KB_PATCH_STRATEGIC,
-                    body);
+            enqueue(w, native_type(st->group), m->namespace_, m->name, KB_PATCH_STRATEGIC, body);
     } else if (st->group != NULL) {
         const KbObjectMeta *m = &st->group->meta;
         enqueue(w, group_type(st->group->dialect), m->namespace_, m->name, KB_PATCH_MERGE,
@@ -525,8 +623,7 @@ void kb_status_writer_apply(KbStatusWriter *writer, const KbCycleResult *result)
 {
     for (guint i = 0; i < result->job_statuses->len; i++) {
         const KbJobStatus *st = &g_array_index(result->job_statuses, KbJobStatus, i);
-        if (st->changed)
-            apply_job(writer, st, result->now);
+        apply_job(writer, st, result->now);
     }
     for (guint i = 0; i < result->queue_statuses->len; i++)
         apply_queue(writer, &g_array_index(result->queue_statuses, KbQueueStatus, i));

@@ -7,6 +7,10 @@
  *   scheduling.x-k8s.io dialect). Kubernetes' own PodGroup (scheduling.k8s.io/v1beta1) gets the
  *   API's condition PodGroupInitiallyScheduled instead (kb_status_native_group_body), as a
  *   strategic merge patch (conditions merge on type: DisruptionTarget, set by the binder, stays).
+ *   A CompositePodGroup (scheduling.k8s.io/v1alpha3) gets CompositePodGroupInitiallyScheduled
+ *   (kb_status_composite_body) and each of its children its own PodGroupInitiallyScheduled
+ *   (kb_status_child_body), written from every cycle when it differs from what was last queued;
+ *   native groups are written at the version they were read at.
  * - A pod without a group (a gang of one) that cannot be placed: its PodScheduled condition
  *   (status False, reason Unschedulable, the core's message), as kube-scheduler writes it.
  * - The cycle's events (FailedScheduling on pods, Unschedulable/Scheduled on PodGroups) through
@@ -81,6 +85,23 @@ json_object *kb_status_pod_group_body(const KbJobStatus *st, KbPodGroupDialect d
  * be written (no condition, or the group already says so). Exposed for tests.
  */
 json_object *kb_status_native_group_body(const KbJobStatus *st, gint64 now);
+
+/*
+ * A CompositePodGroup's status for @st (its job's, st->group->composite) at @now: the condition
+ * CompositePodGroupInitiallyScheduled, False with reason Unschedulable and the core's message
+ * (naming the children that fall short) while fewer than minGroupCount children were ever
+ * scheduled, True once they were; never reverted. NULL when nothing is to be written. Exposed
+ * for tests.
+ */
+json_object *kb_status_composite_body(const KbJobStatus *st, gint64 now);
+
+/*
+ * The PodGroupInitiallyScheduled condition of @cs, a child of the composite of @st: True once its
+ * minCount pods were bound; False/Unschedulable with the composite's message while the composite
+ * cannot start, or saying that it started without this child. NULL when nothing is to be written
+ * (as kb_status_native_group_body). Exposed for tests.
+ */
+json_object *kb_status_child_body(const KbJobStatus *st, const KbChildStatus *cs, gint64 now);
 
 /*
  * A native PodGroup kube-batchd cannot read (@group: the object as served; @message: the decode

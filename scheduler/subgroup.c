@@ -177,6 +177,11 @@ const KbSubGroupPolicy *kb_sub_groups_policy(const KbSubGroups *sg, guint i)
     return &sg->policies[i];
 }
 
+gboolean kb_sub_groups_is_composite(const KbSubGroups *sg)
+{
+    return sg->policies == &sg->composite;
+}
+
 guint kb_sub_groups_n_policies(const KbSubGroups *sg)
 {
     return sg->n_policies;

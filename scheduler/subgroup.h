@@ -48,5 +48,7 @@ gint kb_sub_groups_of(const KbSubGroups *sg, const KbTaskInfo *task);
 guint kb_sub_group_ready(const KbSubGroup *g);
 /* Sub-groups of @policy that count. */
 guint kb_sub_groups_whole(const KbSubGroups *sg, guint policy);
+/* Built from a CompositePodGroup (its one policy is the composite, its sub-groups children). */
+gboolean kb_sub_groups_is_composite(const KbSubGroups *sg);
 /* Every policy has its minimum of sub-groups that count. */
 gboolean kb_sub_groups_satisfied(const KbSubGroups *sg);

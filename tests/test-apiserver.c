@@ -648,6 +648,188 @@ static void test_gang_api_invalid(void)
     g_assert_null(strstr(js(po, "message"), "schedulingGroup"));
 }
 
+/* ---- scheduling.k8s.io/v1alpha3: CompositePodGroup ------------------------------------------ */
+
+#define A3 "/apis/scheduling.k8s.io/v1alpha3/namespaces/default"
+#define CPG_JSON(name, spec)                                                                       \
+    "{\"apiVersion\":\"scheduling.k8s.io/v1alpha3\",\"kind\":\"CompositePodGroup\","            \
+    "\"metadata\":{\"name\":\"" name "\"},\"spec\":" spec "}"
+#define WREF "\"workloadRef\":{\"workloadName\":\"w\",\"templateName\":\"t\"}"
+#define CHILD_JSON(av, name, parent)                                                               \
+    "{\"apiVersion\":\"scheduling.k8s.io/" av "\",\"kind\":\"PodGroup\",\"metadata\":{\"name\":" \
+    "\"" name "\"},\"spec\":{\"parentCompositePodGroupName\":\"" parent "\"," WREF ","          \
+    "\"schedulingPolicy\":{\"gang\":{\"minCount\":2}}}}"
+
+static void opt_alpha(KasServerOptions *o)
+{
+    g_assert_true(kas_server_runtime_config(
+            o, "scheduling.k8s.io/v1beta1=true,scheduling.k8s.io/v1alpha3=true", NULL));
+}
+
+static void opt_alpha_only(KasServerOptions *o)
+{
+    g_assert_true(kas_server_runtime_config(o, "scheduling.k8s.io/v1alpha3=true", NULL));
+}
+
+/* v1alpha3 is its own switch: off beside v1beta1; on, it serves compositepodgroups (status
+ * subresource) and the same workloads and podgroups; alone, PodGroups at v1alpha3 only. */
+static void test_gang_api_v1alpha3_runtime_config(void)
+{
+    {
+        g_autoptr(KasServer) srv = start_with(opt_gang);
+        g_autoptr(Resp) d = get(srv, "/apis/scheduling.k8s.io/v1alpha3");
+        g_assert_cmpint(d->code, ==, 404);
+        g_autoptr(Resp) c = get(srv, A3 "/compositepodgroups");
+        g_assert_cmpint(c->code, ==, 404);
+    }
+    {
+        g_autoptr(KasServer) srv = start_with(opt_alpha);
+        g_autoptr(Resp) d = get(srv, "/apis/scheduling.k8s.io/v1alpha3");
+        g_assert_cmpint(d->code, ==, 200);
+        g_assert_nonnull(strstr(d->body, "\"compositepodgroups/status\""));
+        g_assert_nonnull(strstr(d->body, "\"podgroups\""));
+        g_assert_nonnull(strstr(d->body, "\"workloads\""));
+        g_autoptr(Resp) g = get(srv, "/apis/scheduling.k8s.io");
+        g_assert_nonnull(strstr(g->body, "\"v1alpha3\""));
+        g_assert_nonnull(strstr(g->body, "\"v1beta1\""));
+        g_autoptr(Resp) b = get(srv, "/apis/scheduling.k8s.io/v1beta1");
+        g_assert_null(strstr(b->body, "compositepodgroups"));
+    }
+    g_autoptr(KasServer) srv = start_with(opt_alpha_only);
+    g_autoptr(Resp) b = get(srv, PG_PATH);
+    g_assert_cmpint(b->code, ==, 404);
+    g_autoptr(Resp) a = get(srv, A3 "/podgroups");
+    g_assert_cmpint(a->code, ==, 200);
+    KasServerOptions o;
+    kas_server_options_init(&o);
+    g_assert_true(kas_server_runtime_config(&o, "scheduling.k8s.io/v1alpha3", NULL));
+    g_assert_true(o.scheduling_v1alpha3);
+    g_assert_false(o.scheduling_v1beta1);
+}
+
+/* Defaults, Priority admission, the status only through its subresource, nothing of the spec
+ * may change; the real server's messages for what is invalid. */
+static void test_gang_api_composite(void)
+{
+    g_autoptr(KasServer) srv = start_with(opt_alpha);
+    g_autoptr(Resp) pc = post(srv, "/apis/scheduling.k8s.io/v1/priorityclasses",
+                              "{\"metadata\":{\"name\":\"high\"},\"value\":1000}");
+    assert_status(pc, 201, NULL);
+    g_autoptr(Resp) c = post(
+            srv, A3 "/compositepodgroups",
+            CPG_JSON("c1", "{" WREF ",\"schedulingPolicy\":{\"gang\":{\"minGroupCount\":3}},"
+                           "\"priorityClassName\":\"high\"},\"status\":{\"conditions\":[]}"));
+    assert_status(c, 201, NULL);
+    g_assert_nonnull(kas_json_get(c->json, "spec.disruptionMode.single"));
+    g_assert_cmpint(ji(c, "spec.priority"), ==, 1000);
+    g_assert_null(kas_json_get(c->json, "status"));
+    g_autoptr(Resp) st = http(
+            srv, "PATCH", A3 "/compositepodgroups/c1/status", "application/merge-patch+json",
+            "{\"status\":{\"conditions\":[{\"type\":\"CompositePodGroupInitiallyScheduled\","
+            "\"status\":\"False\",\"reason\":\"Unschedulable\",\"message\":\"2/3\","
+            "\"lastTransitionTime\":\"2026-08-20T10:00:00Z\"}]},\"spec\":{\"priority\":5}}");
+    assert_status(st, 200, NULL);
+    g_assert_cmpint(ji(st, "spec.priority"), ==, 1000);
+    g_assert_cmpint(json_object_array_length(kas_json_get(st->json, "status.conditions")), ==, 1);
+    g_autoptr(Resp) im = http(
+            srv, "PUT", A3 "/compositepodgroups/c1", NULL,
+            CPG_JSON("c1", "{" WREF ",\"schedulingPolicy\":{\"gang\":{\"minGroupCount\":2}},"
+                           "\"priorityClassName\":\"high\"}"));
+    assert_status(im, 422, "Invalid");
+    g_assert_cmpstr(js(im, "message"), ==,
+                    "CompositePodGroup.scheduling.k8s.io \"c1\" is invalid: "
+                    "spec.schedulingPolicy: Invalid value: \"null\": field is immutable");
+    /* labels may change; the priority admission gave stays when left out */
+    g_autoptr(Resp) lu = http(
+            srv, "PUT", A3 "/compositepodgroups/c1", NULL,
+            "{\"apiVersion\":\"scheduling.k8s.io/v1alpha3\",\"kind\":\"CompositePodGroup\","
+            "\"metadata\":{\"name\":\"c1\",\"labels\":{\"a\":\"b\"}},\"spec\":{" WREF ","
+            "\"schedulingPolicy\":{\"gang\":{\"minGroupCount\":3}},\"priorityClassName\":"
+            "\"high\"}}");
+    assert_status(lu, 200, NULL);
+    static const struct {
+        const char *body, *message;
+    } bad[] = {
+        {CPG_JSON("a", "{" WREF ",\"schedulingPolicy\":{\"gang\":{}}}"),
+         "spec.schedulingPolicy.gang.minGroupCount: Required value"},
+        {CPG_JSON("a", "{" WREF ",\"schedulingPolicy\":{\"gang\":{\"minGroupCount\":-1}}}"),
+         "spec.schedulingPolicy.gang.minGroupCount: Invalid value: -1: must be greater than or "
+         "equal to 1"},
+        {CPG_JSON("a", "{\"schedulingPolicy\":{\"basic\":{}}}"), "spec.workloadRef: Required value"},
+        {CPG_JSON("a", "{" WREF ",\"schedulingPolicy\":{\"basic\":{},\"gang\":"
+                       "{\"minGroupCount\":1}}}"),
+         "spec.schedulingPolicy: Invalid value: \"{`basic`, `gang`}\": exactly one of `basic`, "
+         "`gang` is required, but multiple fields are set"},
+        {CPG_JSON("a", "{\"parentCompositePodGroupName\":\"Top_1\"," WREF
+                       ",\"schedulingPolicy\":{\"basic\":{}}}"),
+         "spec.parentCompositePodGroupName: Invalid value: \"Top_1\": a lowercase RFC 1123 "
+         "subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
+         "start and end with an alphanumeric character (e.g. 'example.com', regex used for "
+         "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autoptr(Resp) r = post(srv, A3 "/compositepodgroups", bad[i].body);
+        assert_status(r, 422, "Invalid");
+        g_autofree char *want = g_strdup_printf(
+                "CompositePodGroup.scheduling.k8s.io \"a\" is invalid: %s", bad[i].message);
+        g_assert_cmpstr(js(r, "message"), ==, want);
+    }
+    /* a PodGroup's parent name is checked the same way */
+    g_autoptr(Resp) pb = post(srv, A3 "/podgroups", CHILD_JSON("v1alpha3", "g", "Bad_Parent"));
+    assert_status(pb, 422, "Invalid");
+    g_assert_nonnull(strstr(js(pb, "message"), "spec.parentCompositePodGroupName: Invalid value: "
+                                               "\"Bad_Parent\": a lowercase RFC 1123 subdomain"));
+}
+
+/* One PodGroup, read and watched at both versions with its parent link (the two versions carry
+ * the same fields); with v1alpha3 off the link is dropped as a disabled feature's field. */
+static void test_gang_api_podgroup_versions(void)
+{
+    {
+        g_autoptr(KasServer) srv = start_with(opt_alpha);
+        g_autoptr(Resp) c = post(srv, PG_PATH, CHILD_JSON("v1beta1", "g0", "c1"));
+        assert_status(c, 201, NULL);
+        g_autoptr(Resp) a = get(srv, A3 "/podgroups/g0");
+        g_assert_cmpint(a->code, ==, 200);
+        g_assert_cmpstr(js(a, "apiVersion"), ==, "scheduling.k8s.io/v1alpha3");
+        g_assert_cmpstr(js(a, "spec.parentCompositePodGroupName"), ==, "c1");
+        g_autoptr(Resp) c2 = post(srv, A3 "/podgroups", CHILD_JSON("v1alpha3", "g1", "c1"));
+        assert_status(c2, 201, NULL);
+        g_autoptr(Resp) l = get(srv, PG_PATH);
+        g_assert_cmpstr(js(l, "apiVersion"), ==, "scheduling.k8s.io/v1beta1");
+        g_assert_cmpint(json_object_array_length(kas_json_get(l->json, "items")), ==, 2);
+        g_assert_cmpstr(kas_json_get_string(json_object_array_get_idx(
+                                                    kas_json_get(l->json, "items"), 1),
+                                            "spec.parentCompositePodGroupName"),
+                        ==, "c1");
+        /* the link may not change */
+        g_autoptr(Resp) u = http(srv, "PUT", A3 "/podgroups/g1", NULL,
+                                 CHILD_JSON("v1alpha3", "g1", "c2"));
+        assert_status(u, 422, "Invalid");
+        g_assert_nonnull(strstr(js(u, "message"), "spec.parentCompositePodGroupName"));
+        /* a Workload of composite templates */
+        g_autoptr(Resp) w = post(
+                srv, WL_PATH,
+                "{\"metadata\":{\"name\":\"w\"},\"spec\":{\"compositePodGroupTemplates\":[{"
+                "\"name\":\"train\",\"schedulingPolicy\":{\"gang\":{\"minGroupCount\":3}},"
+                "\"podGroupTemplates\":[" TPL("workers") "]}]}}");
+        assert_status(w, 201, NULL);
+        g_autoptr(Resp) we = post(
+                srv, WL_PATH,
+                "{\"metadata\":{\"name\":\"w2\"},\"spec\":{\"compositePodGroupTemplates\":[{"
+                "\"name\":\"train\",\"schedulingPolicy\":{\"gang\":{\"minGroupCount\":3}}}]}}");
+        assert_status(we, 422, "Invalid");
+        g_assert_cmpstr(js(we, "message"), ==,
+                        "Workload.scheduling.k8s.io \"w2\" is invalid: "
+                        "spec.compositePodGroupTemplates[0]: Invalid value: \"train\": must have "
+                        "at least one child PodGroupTemplate or CompositePodGroupTemplate");
+    }
+    g_autoptr(KasServer) srv = start_with(opt_gang);
+    g_autoptr(Resp) c = post(srv, PG_PATH, CHILD_JSON("v1beta1", "g0", "c1"));
+    assert_status(c, 201, NULL);
+    g_assert_null(kas_json_get(c->json, "spec.parentCompositePodGroupName"));
+}
+
 #define RES_POD(name, spec_res, cres)                                                              \
     "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"" name "\"},\"spec\":{"      \
     "\"resources\":" spec_res ",\"containers\":[{\"name\":\"c\",\"image\":\"busybox:1\","          \
@@ -2243,6 +2425,11 @@ int main(int argc, char **argv)
     g_test_add_func("/apiserver/gang-api/runtime-config", test_gang_api_runtime_config);
     g_test_add_func("/apiserver/gang-api/podgroup", test_gang_api_podgroup);
     g_test_add_func("/apiserver/gang-api/invalid", test_gang_api_invalid);
+    g_test_add_func("/apiserver/gang-api/v1alpha3/runtime-config",
+                    test_gang_api_v1alpha3_runtime_config);
+    g_test_add_func("/apiserver/gang-api/v1alpha3/composite", test_gang_api_composite);
+    g_test_add_func("/apiserver/gang-api/v1alpha3/podgroup-versions",
+                    test_gang_api_podgroup_versions);
     g_test_add_func("/apiserver/pods/pod-level-resources", test_pod_level_resources);
     g_test_add_func("/apiserver/crud/stale-update-409", test_crud_stale_update);
     g_test_add_func("/apiserver/crud/noop-update", test_crud_noop_update);

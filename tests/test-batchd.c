@@ -979,6 +979,167 @@ static void test_native_gang(void)
     daemon_stop(d);
 }
 
+/* ---- CompositePodGroup (scheduling.k8s.io/v1alpha3) ---------------------------------------- */
+
+static void add_composite(Cluster *cl, const char *name, int min_groups)
+{
+    kb_test_create(cl->client, &kb_type_composite_pod_groups, "default",
+                   kb_test_json_printf(
+                           "{\"apiVersion\":\"scheduling.k8s.io/v1alpha3\",\"kind\":"
+                           "\"CompositePodGroup\",\"metadata\":{\"name\":\"%s\",\"namespace\":"
+                           "\"default\"},\"spec\":{\"workloadRef\":{\"workloadName\":\"%s\","
+                           "\"templateName\":\"top\"},\"schedulingPolicy\":{\"gang\":{"
+                           "\"minGroupCount\":%d}}}}",
+                           name, name, min_groups));
+}
+
+/* Child @name of @parent (minCount 2, inside one rack), created at @type's version, with its
+ * two 1-GPU pods naming it. */
+static void add_child_group(Cluster *cl, const KbResourceType *type, const char *name,
+                            const char *parent)
+{
+    kb_test_create(cl->client, type, "default",
+                   kb_test_json_printf(
+                           "{\"apiVersion\":\"scheduling.k8s.io/%s\",\"kind\":\"PodGroup\","
+                           "\"metadata\":{\"name\":\"%s\",\"namespace\":\"default\"},\"spec\":{"
+                           "\"parentCompositePodGroupName\":\"%s\",\"workloadRef\":{"
+                           "\"workloadName\":\"%s\",\"templateName\":\"workers\"},"
+                           "\"schedulingPolicy\":{\"gang\":{\"minCount\":2}},"
+                           "\"schedulingConstraints\":{\"topology\":[{\"key\":"
+                           "\"topology.kubernetes.io/rack\"}]}}}",
+                           type->version, name, parent, parent));
+    for (int i = 0; i < 2; i++) {
+        g_autofree char *pod = g_strdup_printf("%s-%d", name, i);
+        g_autofree char *member =
+                g_strdup_printf(",\"schedulingGroup\":{\"podGroupName\":\"%s\"}", name);
+        add_pod_full(cl, pod, NULL, 1, NULL, member, NULL);
+    }
+}
+
+/* A node of @gpus GPUs in rack @rack. */
+static void add_rack_node(Cluster *cl, const char *name, const char *rack, int gpus)
+{
+    kb_test_create_node(cl->client,
+                        kb_test_json_printf("{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{"
+                                            "\"name\":\"%s\",\"labels\":{\"kubernetes.io/hostname\":"
+                                            "\"%s\",\"topology.kubernetes.io/rack\":\"%s\"}}}",
+                                            name, name, rack),
+                        gpus);
+}
+
+/* Condition @cond of @type @name as JSON text once it contains @needle (or the deadline passes:
+ * whatever it is then), newly allocated, or NULL. */
+static char *wait_condition_at(Cluster *cl, const KbResourceType *type, const char *name,
+                               const char *cond, const char *needle)
+{
+    gint64 deadline = g_get_monotonic_time() + (gint64)WAIT_MS * 1000;
+    for (;;) {
+        g_autoptr(GError) error = NULL;
+        json_object *g = kb_client_get(cl->client, type, "default", name, &error);
+        g_assert_no_error(error);
+        json_object *conds = kas_json_get(g, "status.conditions");
+        char *out = NULL;
+        for (size_t i = 0; conds != NULL && i < json_object_array_length(conds); i++) {
+            json_object *c = json_object_array_get_idx(conds, i);
+            if (g_strcmp0(kas_json_get_string(c, "type"), cond) == 0)
+                out = g_strdup(json_object_to_json_string_ext(c, JSON_C_TO_STRING_NOSLASHESCAPE));
+        }
+        json_object_put(g);
+        if ((out != NULL && strstr(out, needle) != NULL) || g_get_monotonic_time() > deadline)
+            return out;
+        g_free(out);
+        g_usleep(30000);
+    }
+}
+
+static char *wait_event(Cluster *cl, const char *object, const char *reason, const char *needle)
+{
+    gint64 deadline = g_get_monotonic_time() + (gint64)WAIT_MS * 1000;
+    for (;;) {
+        char *e = events_about(cl, object, reason);
+        if (strstr(e, needle) != NULL || g_get_monotonic_time() > deadline)
+            return e;
+        g_free(e);
+        g_usleep(30000);
+    }
+}
+
+/*
+ * Where the server serves scheduling.k8s.io/v1alpha3, kube-batchd reads PodGroups there (with
+ * their parent link) and the CompositePodGroups, and not the v1beta1 copies too: a composite of
+ * minGroupCount 3 over 4 children of 2 pods with room for 2 children binds nothing (were the
+ * v1beta1 copies read, the children would be gangs of their own and two would start); with room
+ * for 3, exactly 3 children bind whole, each in one rack. Children are created at both versions.
+ */
+static void test_native_composite(void)
+{
+    if (!have_apiserver())
+        return;
+    const char *args[] = {"--simulate-kubelet", "--runtime-config",
+                          "scheduling.k8s.io/v1beta1=true,scheduling.k8s.io/v1alpha3=true", NULL};
+    g_autoptr(Cluster) cl = cluster_start_with(args);
+    add_rack_node(cl, "ra-0", "rack-a", 1);
+    add_rack_node(cl, "ra-1", "rack-a", 1);
+    add_rack_node(cl, "rb-0", "rack-b", 2);
+    add_composite(cl, "train", 3);
+    for (int g = 0; g < 4; g++) {
+        g_autofree char *child = g_strdup_printf("train-g%d", g);
+        add_child_group(cl, g % 2 == 0 ? &kb_type_pod_groups_v1alpha3 : &kb_type_pod_groups_native,
+                        child, "train");
+    }
+    g_autoptr(Child) d = daemon_start(cl, NULL);
+    g_autofree char *ev = wait_event(cl, "train", "Unschedulable", "2/3");
+    g_test_message("events: %s", ev);
+    if (strstr(ev, "2/3") == NULL) {
+        g_autofree char *log = child_log(d);
+        g_test_message("kube-batchd:\n%s", log);
+    }
+    g_assert_nonnull(strstr(ev, "2/3"));
+    /* the composite's condition and its children's say which children fall short */
+    g_autofree char *cc = wait_condition_at(cl, &kb_type_composite_pod_groups, "train",
+                                            "CompositePodGroupInitiallyScheduled", "short: ");
+    g_test_message("composite: %s", cc);
+    g_assert_nonnull(cc);
+    g_assert_nonnull(strstr(cc, "\"status\":\"False\""));
+    g_assert_nonnull(strstr(cc, "\"reason\":\"Unschedulable\""));
+    g_assert_nonnull(strstr(cc, "2/3 child PodGroups placeable whole"));
+    g_autofree char *c1 = wait_condition_at(cl, &kb_type_pod_groups_native, "train-g1",
+                                            "PodGroupInitiallyScheduled", "2/3 child");
+    g_assert_nonnull(c1);
+    g_assert_nonnull(strstr(c1, "\"status\":\"False\""));
+    g_usleep(500000); /* a few more cycles */
+    g_assert_cmpuint(count_bound(cl, "train-", NULL), ==, 0);
+
+    add_rack_node(cl, "rc-0", "rack-c", 2);
+    g_assert_true(wait_bound(cl, "train-", 6, WAIT_MS));
+    g_usleep(500000);
+    g_assert_cmpuint(count_bound(cl, "train-", NULL), ==, 6);
+    guint whole = 0;
+    for (int g = 0; g < 4; g++) {
+        g_autofree char *prefix = g_strdup_printf("train-g%d-", g);
+        guint n = count_bound(cl, prefix, NULL);
+        g_assert_true(n == 0 || n == 2);
+        whole += n == 2;
+    }
+    g_assert_cmpuint(whole, ==, 3);
+    g_autofree char *cd = wait_condition_at(cl, &kb_type_composite_pod_groups, "train",
+                                            "CompositePodGroupInitiallyScheduled", "True");
+    g_test_message("composite: %s", cd);
+    g_assert_nonnull(strstr(cd, "\"status\":\"True\""));
+    g_assert_nonnull(strstr(cd, "3/3 child PodGroups scheduled (6 pods bound)"));
+    for (int g = 0; g < 4; g++) {
+        g_autofree char *prefix = g_strdup_printf("train-g%d-", g);
+        g_autofree char *child = g_strdup_printf("train-g%d", g);
+        gboolean started = count_bound(cl, prefix, NULL) == 2;
+        g_autofree char *c = wait_condition_at(cl, &kb_type_pod_groups_v1alpha3, child,
+                                               "PodGroupInitiallyScheduled",
+                                               started ? "2/2 pods bound" : "started without it");
+        g_test_message("%s: %s", child, c);
+        g_assert_nonnull(strstr(c, started ? "\"status\":\"True\"" : "\"status\":\"False\""));
+    }
+    daemon_stop(d);
+}
+
 /* Two daemons with --leader-elect: one binds; it stops; the other takes over within a few retry
  * periods; no binding is ever refused as a conflict and every pod is bound once. */
 static void test_leader_handover(void)
@@ -1320,6 +1481,7 @@ int main(int argc, char **argv)
     g_test_add_func("/batchd/robustness/bad-objects", test_bad_objects);
     g_test_add_func("/batchd/robustness/missing-crds", test_missing_crds);
     g_test_add_func("/batchd/native/gang-waits-then-binds-whole", test_native_gang);
+    g_test_add_func("/batchd/native/composite-v1alpha3", test_native_composite);
     g_test_add_func("/batchd/leader/handover-without-double-binding", test_leader_handover);
     g_test_add_func("/batchd/preempt/high-priority-gang-binds-after-victims-go", test_preempt);
     g_test_add_func("/batchd/preempt/native-group-disruption-target",

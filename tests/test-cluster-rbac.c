@@ -142,8 +142,12 @@ static void test_setup(gconstpointer data)
     Env *e = (Env *)data;
     g_autoptr(GError) error = NULL;
     g_autofree char *nodes = src("tests/data/apiserver/nodes.yaml");
-    const char *kas_args[] = {"--simulate-kubelet", "--nodes", nodes, "--runtime-config",
-                              "scheduling.k8s.io/v1beta1=true", NULL};
+    const char *kas_args[] = {"--simulate-kubelet",
+                              "--nodes",
+                              nodes,
+                              "--runtime-config",
+                              "scheduling.k8s.io/v1beta1=true,scheduling.k8s.io/v1alpha3=true",
+                              NULL};
     e->cluster = kb_test_cluster_start(e->kind, kas_args, &error);
     g_assert_no_error(error);
     g_printerr("# report: cluster-rbac: ran against %s at %s\n", kb_test_cluster_name(e->cluster),
@@ -374,6 +378,186 @@ static void test_native_gang(gconstpointer data)
                  NULL));
 }
 
+/*
+ * CompositePodGroup (scheduling.k8s.io/v1alpha3, where served): a composite of minGroupCount 3
+ * over 4 children of 2 pods (8 GPUs each, so a child fills a zone of two nodes, each child inside
+ * one zone of its topology key). With two zones nothing binds and the composite says
+ * Unschedulable naming the children that fall short; a third zone: exactly 3 children bind whole,
+ * each inside one zone, the fourth waits, the composite's condition turns True. kube-batchd reads
+ * composites and v1alpha3 PodGroups and writes their status through deploy/rbac.yaml.
+ */
+static const char zone_key[] = "e2e.kube-batchd.io/zone";
+
+static void add_zone(Env *e, const char *zone)
+{
+    for (int i = 0; i < 2; i++) {
+        g_autofree char *name = g_strdup_printf("%s-%d", zone, i);
+        g_autofree char *yaml = g_strdup_printf(
+                "apiVersion: v1\nkind: Node\nmetadata: {name: %s, labels: {%s: %s}}\n", name,
+                zone_key, zone);
+        g_free(admin(e, yaml, "create", "-f", "-", NULL));
+        g_free(admin(e, NULL, "patch", "node", name, "--subresource=status", "--type=merge", "-p",
+                     real_node_status, NULL));
+        int st = -1;
+        g_free(kubectl_as(e, KB_TEST_ADMIN, NULL, &st, "taint", "node", name,
+                          "node.kubernetes.io/not-ready:NoSchedule-", NULL));
+    }
+}
+
+/* "child node" lines of the composite's bound pods. */
+static char *composite_placements(Env *e)
+{
+    const char *get[] = {"get",
+                         "pods",
+                         "-n",
+                         "default",
+                         "-l",
+                         "app=train-c",
+                         "-o",
+                         "jsonpath={range .items[*]}{.spec.schedulingGroup.podGroupName} "
+                         "{.spec.nodeName}{\"\\n\"}{end}",
+                         NULL};
+    g_autoptr(GError) error = NULL;
+    int st = -1;
+    char *out = NULL;
+    g_assert_true(
+            kb_test_cluster_kubectl(e->cluster, KB_TEST_ADMIN, get, NULL, &out, NULL, &st, &error));
+    return out;
+}
+
+static guint bound_lines(const char *out)
+{
+    guint n = 0;
+    g_auto(GStrv) lines = g_strsplit(out != NULL ? out : "", "\n", -1);
+    for (guint i = 0; lines[i] != NULL; i++) {
+        const char *sp = strchr(lines[i], ' ');
+        n += sp != NULL && sp[1] != '\0';
+    }
+    return n;
+}
+
+static gboolean six_bound(const char *out)
+{
+    return bound_lines(out) == 6;
+}
+
+static gboolean composite_short(const char *out)
+{
+    return strstr(out, "False Unschedulable") != NULL && strstr(out, "short: ") != NULL;
+}
+
+static gboolean composite_started(const char *out)
+{
+    return g_str_has_prefix(out, "True ");
+}
+
+static void test_composite(gconstpointer data)
+{
+    Env *e = (Env *)data;
+    if (skip_unless_ready(e))
+        return;
+    int st = -1;
+    g_autofree char *served =
+            kubectl_as(e, KB_TEST_ADMIN, NULL, &st, "get", "compositepodgroups.scheduling.k8s.io",
+                       "-n", "default", NULL);
+    if (st != 0) {
+        g_test_skip("scheduling.k8s.io/v1alpha3 is not served");
+        return;
+    }
+    add_zone(e, "zone-a");
+    add_zone(e, "zone-b");
+    GString *yaml =
+            g_string_new("apiVersion: scheduling.k8s.io/v1alpha3\nkind: CompositePodGroup\n"
+                         "metadata: {name: train-c, namespace: default}\n"
+                         "spec:\n  workloadRef: {workloadName: train-c, templateName: top}\n"
+                         "  schedulingPolicy: {gang: {minGroupCount: 3}}\n");
+    for (int g = 0; g < 4; g++) {
+        g_string_append_printf(yaml,
+                               "---\napiVersion: scheduling.k8s.io/v1alpha3\nkind: PodGroup\n"
+                               "metadata: {name: train-c-g%d, namespace: default}\nspec:\n"
+                               "  parentCompositePodGroupName: train-c\n"
+                               "  workloadRef: {workloadName: train-c, templateName: workers}\n"
+                               "  schedulingPolicy: {gang: {minCount: 2}}\n"
+                               "  schedulingConstraints: {topology: [{key: %s}]}\n",
+                               g, zone_key);
+        for (int i = 0; i < 2; i++)
+            g_string_append_printf(
+                    yaml,
+                    "---\napiVersion: v1\nkind: Pod\nmetadata: {name: train-c-g%d-%d, namespace: "
+                    "default, labels: {app: train-c}}\nspec:\n  schedulerName: kube-batchd\n"
+                    "  schedulingGroup: {podGroupName: train-c-g%d}\n  containers:\n"
+                    "  - name: tensorflow\n    image: tf\n"
+                    "    resources: {limits: {nvidia.com/gpu: 8}}\n",
+                    g, i, g);
+    }
+    g_free(admin(e, yaml->str, "create", "--validate=false", "-f", "-", NULL));
+    g_string_free(yaml, TRUE);
+    const char *cond[] = {"get",
+                          "compositepodgroups.scheduling.k8s.io",
+                          "train-c",
+                          "-n",
+                          "default",
+                          "-o",
+                          "jsonpath={.status.conditions[?(@.type==\"CompositePodGroupInitially"
+                          "Scheduled\")].status} {.status.conditions[?(@.type==\"CompositePod"
+                          "GroupInitiallyScheduled\")].reason} {.status.conditions[?(@.type=="
+                          "\"CompositePodGroupInitiallyScheduled\")].message}",
+                          NULL};
+    g_autofree char *c = wait_get(e, composite_short, cond);
+    g_test_message("composite: %s", c);
+    g_assert_true(composite_short(c));
+    g_assert_nonnull(strstr(c, "2/3 child PodGroups placeable whole"));
+    g_usleep(1000 * 1000); /* a few more cycles */
+    g_autofree char *none = composite_placements(e);
+    g_assert_cmpuint(bound_lines(none), ==, 0);
+
+    add_zone(e, "zone-c");
+    const char *get[] = {"get",
+                         "pods",
+                         "-n",
+                         "default",
+                         "-l",
+                         "app=train-c",
+                         "-o",
+                         "jsonpath={range .items[*]}{.spec.schedulingGroup.podGroupName} "
+                         "{.spec.nodeName}{\"\\n\"}{end}",
+                         NULL};
+    g_autofree char *six = wait_get(e, six_bound, get);
+    g_assert_true(six_bound(six));
+    g_usleep(1000 * 1000);
+    g_autofree char *placed = composite_placements(e);
+    g_test_message("placements:\n%s", placed);
+    g_assert_cmpuint(bound_lines(placed), ==, 6);
+    /* each child whole and inside one zone: both its pods on nodes "zone-X-i" of one zone */
+    g_autoptr(GHashTable) zone_of = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    g_autoptr(GHashTable) pods_of = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    g_auto(GStrv) lines = g_strsplit(placed, "\n", -1);
+    for (guint i = 0; lines[i] != NULL; i++) {
+        g_auto(GStrv) f = g_strsplit(lines[i], " ", 2);
+        if (f[0] == NULL || f[1] == NULL || f[1][0] == '\0')
+            continue;
+        g_assert_true(g_str_has_prefix(f[1], "zone-"));
+        char *zone = g_strndup(f[1], strlen("zone-a"));
+        const char *was = g_hash_table_lookup(zone_of, f[0]);
+        if (was != NULL)
+            g_assert_cmpstr(was, ==, zone);
+        g_hash_table_replace(zone_of, g_strdup(f[0]), zone);
+        guint n = GPOINTER_TO_UINT(g_hash_table_lookup(pods_of, f[0]));
+        g_hash_table_replace(pods_of, g_strdup(f[0]), GUINT_TO_POINTER(n + 1));
+    }
+    g_assert_cmpuint(g_hash_table_size(pods_of), ==, 3);
+    GHashTableIter it;
+    gpointer k, v;
+    g_hash_table_iter_init(&it, pods_of);
+    while (g_hash_table_iter_next(&it, &k, &v))
+        g_assert_cmpuint(GPOINTER_TO_UINT(v), ==, 2);
+    g_autofree char *done = wait_get(e, composite_started, cond);
+    g_test_message("composite: %s", done);
+    g_assert_true(g_str_has_prefix(done, "True Scheduled 3/3 child PodGroups scheduled"));
+    g_free(admin(e, NULL, "delete", "pods", "-l", "app=train-c", "-n", "default", "--wait=false",
+                 NULL));
+}
+
 /* Lists as kube-batchd's informers send them (client-go's reflector): at resourceVersion "0" the
  * watch cache answers in one piece whatever the limit; without a resourceVersion etcd pages. */
 static void test_list_from_watch_cache(gconstpointer data)
@@ -564,6 +748,7 @@ static void add_suite(Env *e, const char *server)
     } steps[] = {{"setup", test_setup},
                  {"gpu-gang", test_gpu_gang},
                  {"native-gang", test_native_gang},
+                 {"composite", test_composite},
                  {"list-from-watch-cache", test_list_from_watch_cache},
                  {"tfjobs", test_tfjobs},
                  {"no-forbidden", test_no_forbidden},

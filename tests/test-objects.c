@@ -587,6 +587,7 @@ static void test_composite_pod_group(void)
     g_assert_true(cpg->has_priority);
     g_assert_cmpint(cpg->priority, ==, 100);
     g_assert_false(cpg->preempt_never);
+    /* its own condition type, CompositePodGroupInitiallyScheduled, not a PodGroup's */
     g_assert_cmpstr(cpg->scheduled_status, ==, "False");
     g_assert_cmpstr(cpg->scheduled_message, ==, "2/3 groups");
 

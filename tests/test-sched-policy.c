@@ -410,6 +410,19 @@ static void test_composite_three_of_four(void)
         }
     }
     g_assert_cmpuint(whole, ==, 3);
+    /* the composite's status once bound: its children, 3 scheduled, the composite too */
+    kb_test_sched_confirm_all(fx, FALSE);
+    kb_test_sched_run(fx);
+    const KbJobStatus *st = status(fx, "default/train");
+    g_assert_nonnull(st->children);
+    g_assert_cmpuint(st->children->len, ==, 4);
+    g_assert_cmpuint(st->n_children_scheduled, ==, 3);
+    g_assert_true(st->initially_scheduled);
+    for (guint i = 0; i < st->children->len; i++) {
+        const KbChildStatus *cs = &g_array_index(st->children, KbChildStatus, i);
+        g_assert_cmpuint(cs->n_pods, ==, 2);
+        g_assert_true(cs->initially_scheduled == (cs->n_bound == 2));
+    }
     kb_test_sched_free(fx);
 }
 
@@ -419,8 +432,17 @@ static void test_composite_too_few(void)
     Fx *fx = composite_fixture(2);
     kb_test_sched_run(fx);
     g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
+    /* the children that fall short by name, not a task count against the composite's 1 */
     assert_message(fx, "default/train",
-                   "sub-group policy \"train\": 2/3 sub-groups placeable whole inside one " RACK);
+                   "CompositePodGroup \"train\": 2/3 child PodGroups placeable whole, each inside "
+                   "one " RACK " (short: train-g");
+    const char *msg = status(fx, "default/train")->message;
+    g_assert_true(g_str_has_prefix(msg, "CompositePodGroup"));
+    const char *shorts = strstr(msg, "(short: ");
+    g_assert_nonnull(strchr(shorts, ','));
+    g_assert_nonnull(strstr(shorts, "; train-g"));
+    g_assert_cmpuint(status(fx, "default/train")->n_children_scheduled, ==, 0);
+    g_assert_false(status(fx, "default/train")->initially_scheduled);
     kb_test_sched_free(fx);
 }
 

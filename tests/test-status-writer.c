@@ -30,6 +30,7 @@ static void status_clear(gpointer p)
 {
     KbJobStatus *st = p;
     g_clear_pointer(&st->group, kb_object_unref);
+    g_clear_pointer(&st->children, g_array_unref);
     g_free(st->job);
     g_free(st->message);
 }
@@ -261,35 +262,162 @@ static void test_native_write_is_strategic(void)
     kb_client_free(client);
 }
 
-/* A CompositePodGroup's job writes nothing (above all not the PodGroup of the same name). */
-static void test_composite_not_written(void)
+static KbPodGroup *decode_text(KbPodGroup *(*decode)(json_object *, gboolean, GError **),
+                               const char *text)
+{
+    json_object *o = json_tokener_parse(text);
+    g_assert_nonnull(o);
+    g_autoptr(GError) error = NULL;
+    KbPodGroup *pg = decode(o, FALSE, &error);
+    g_assert_no_error(error);
+    json_object_put(o);
+    return pg;
+}
+
+static KbPodGroup *composite_new(const char *conditions)
+{
+    g_autofree char *text = g_strdup_printf(
+            "{\"metadata\":{\"name\":\"train\",\"namespace\":\"team-a\",\"generation\":1},"
+            "\"spec\":{\"schedulingPolicy\":{\"gang\":{\"minGroupCount\":3}}},"
+            "\"status\":{\"conditions\":[%s]}}",
+            conditions);
+    return decode_text(kb_composite_pod_group_decode, text);
+}
+
+static KbChildStatus child_new(int i, guint n_bound)
+{
+    g_autofree char *text = g_strdup_printf(
+            "{\"metadata\":{\"name\":\"train-g%d\",\"namespace\":\"team-a\"},\"spec\":{"
+            "\"parentCompositePodGroupName\":\"train\",\"schedulingPolicy\":{\"gang\":{"
+            "\"minCount\":2}}}}",
+            i);
+    KbChildStatus cs = {decode_text(kb_pod_group_decode_v1alpha3, text), 2, n_bound, n_bound >= 2};
+    return cs;
+}
+
+static void child_clear(gpointer p)
+{
+    g_clear_pointer(&((KbChildStatus *)p)->group, kb_object_unref);
+}
+
+/* The writes of @w since request @from: "path message" lines, in order. */
+static char *writes_since(KbStatusWriter *w, KbTestServer *srv, guint from)
+{
+    while (kb_status_writer_pending(w) > 0)
+        g_main_context_iteration(NULL, TRUE);
+    GString *out = g_string_new(NULL);
+    for (guint i = from; i < kb_test_server_request_count(srv); i++) {
+        const KbTestRequest *req = kb_test_server_request(srv, i);
+        json_object *b = json_tokener_parse(req->body);
+        g_string_append_printf(out, "%s %s %s: %s\n", req->path, cond_field(b, "type"),
+                               cond_field(b, "status"), cond_field(b, "message"));
+        json_object_put(b);
+    }
+    return g_string_free(out, FALSE);
+}
+
+/* A composite's own condition (CompositePodGroupInitiallyScheduled, at compositepodgroups/status)
+ * and its children's (PodGroupInitiallyScheduled at the version they were read at): False with
+ * the shortfall, then True for the composite and the children that started, False for the one it
+ * started without; a child's unchanged condition is not written again. */
+static void test_composite_status(void)
 {
     g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
+    kb_test_server_respond(srv, "PATCH", "/apis/scheduling.k8s.io/v1alpha3/*", 200, "{}");
     g_autoptr(KbConfig) config = kb_config_new(kb_test_server_url(srv));
     g_autoptr(GError) error = NULL;
     KbClient *client = kb_client_new(config, &error);
     g_assert_no_error(error);
     KbStatusWriter *w = kb_status_writer_new(client, NULL);
-    json_object *o =
-            json_tokener_parse("{\"metadata\":{\"name\":\"g\",\"namespace\":\"team-a\"},\"spec\":{"
-                               "\"schedulingPolicy\":{\"gang\":{\"minGroupCount\":3}}}}");
-    KbPodGroup *cpg = kb_composite_pod_group_decode(o, FALSE, &error);
-    json_object_put(o);
-    g_assert_no_error(error);
     const char *none[] = {NULL};
     g_autoptr(KbCycleResult) r = result_new(none, KB_JOB_PENDING, 0);
-    KbJobStatus st = {.group = cpg,
-                      .job = g_strdup("team-a/g"),
+    KbJobStatus st = {.group = composite_new(""),
+                      .job = g_strdup("team-a/train"),
                       .phase = KB_JOB_PENDING,
                       .condition_type = "Unschedulable",
                       .condition_status = "True",
-                      .message = g_strdup("2/3 short"),
+                      .message = g_strdup("CompositePodGroup \"train\": 2/3 child PodGroups "
+                                          "placeable whole (short: train-g2, train-g3; ...)"),
                       .changed = TRUE,
                       .min_member = 1};
+    st.children = g_array_new(FALSE, TRUE, sizeof(KbChildStatus));
+    g_array_set_clear_func(st.children, child_clear);
+    for (int i = 0; i < 4; i++) {
+        KbChildStatus cs = child_new(i, 0);
+        g_array_append_val(st.children, cs);
+    }
     g_array_append_val(r->job_statuses, st);
     kb_status_writer_apply(w, r);
-    g_assert_cmpuint(kb_status_writer_pending(w), ==, 0);
-    g_assert_cmpuint(kb_test_server_request_count(srv), ==, 0);
+    g_autofree char *first = writes_since(w, srv, 0);
+    g_test_message("%s", first);
+    static const char a3[] = "/apis/scheduling.k8s.io/v1alpha3/namespaces/team-a/";
+    g_autofree char *want_c = g_strdup_printf(
+            "%scompositepodgroups/train/status CompositePodGroupInitiallyScheduled False: "
+            "CompositePodGroup \"train\": 2/3",
+            a3);
+    g_assert_nonnull(strstr(first, want_c));
+    for (int i = 0; i < 4; i++) {
+        g_autofree char *want =
+                g_strdup_printf("%spodgroups/train-g%d/status PodGroupInitiallyScheduled False: "
+                                "CompositePodGroup \"train\": 2/3",
+                                a3, i);
+        g_assert_nonnull(strstr(first, want));
+    }
+    g_assert_cmpuint(kb_test_server_request_count(srv), ==, 5);
+
+    /* the next cycle says the same: nothing is written again */
+    KbJobStatus *cur = &g_array_index(r->job_statuses, KbJobStatus, 0);
+    cur->changed = FALSE;
+    kb_status_writer_apply(w, r);
+    g_autofree char *none_again = writes_since(w, srv, 5);
+    g_assert_cmpstr(none_again, ==, "");
+
+    /* 3 of 4 children bound whole: True for them and the composite; the fourth waits */
+    cur->changed = TRUE;
+    cur->initially_scheduled = TRUE;
+    cur->condition_type = "Scheduled";
+    cur->n_bound = 6;
+    cur->n_children_scheduled = 3;
+    for (int i = 0; i < 3; i++) {
+        KbChildStatus *cs = &g_array_index(cur->children, KbChildStatus, i);
+        cs->n_bound = 2;
+        cs->initially_scheduled = TRUE;
+    }
+    kb_status_writer_apply(w, r);
+    g_autofree char *second = writes_since(w, srv, 5);
+    g_test_message("%s", second);
+    g_autofree char *done_c = g_strdup_printf(
+            "%scompositepodgroups/train/status CompositePodGroupInitiallyScheduled True: 3/3 "
+            "child PodGroups scheduled (6 pods bound)",
+            a3);
+    g_assert_nonnull(strstr(second, done_c));
+    g_autofree char *done_0 = g_strdup_printf(
+            "%spodgroups/train-g0/status PodGroupInitiallyScheduled True: 2/2 pods bound", a3);
+    g_assert_nonnull(strstr(second, done_0));
+    g_autofree char *wait_3 = g_strdup_printf(
+            "%spodgroups/train-g3/status PodGroupInitiallyScheduled False: CompositePodGroup "
+            "\"train\" started without it (3/3 child PodGroups scheduled)",
+            a3);
+    g_assert_nonnull(strstr(second, wait_3));
+    g_assert_cmpuint(kb_test_server_request_count(srv), ==, 10);
+
+    /* never reverted: a composite that says True already gets nothing */
+    kb_object_unref(cur->group);
+    cur->group = composite_new("{\"type\":\"CompositePodGroupInitiallyScheduled\",\"status\":"
+                               "\"True\",\"message\":\"3/3\"}");
+    cur->initially_scheduled = FALSE;
+    cur->condition_type = "Unschedulable";
+    g_assert_null(kb_status_composite_body(cur, 1700000100));
+    /* nor a child whose own condition says True (a PodGroupInitiallyScheduled one) */
+    KbChildStatus was = child_new(9, 0);
+    kb_object_unref(was.group);
+    was.group = decode_text(kb_pod_group_decode_v1alpha3,
+                            "{\"metadata\":{\"name\":\"x\",\"namespace\":\"team-a\"},\"spec\":{"
+                            "\"schedulingPolicy\":{\"gang\":{\"minCount\":2}}},\"status\":{"
+                            "\"conditions\":[{\"type\":\"PodGroupInitiallyScheduled\",\"status\":"
+                            "\"True\"}]}}");
+    g_assert_null(kb_status_child_body(cur, &was, 1700000100));
+    kb_object_unref(was.group);
     kb_status_writer_free(w);
     kb_client_free(client);
 }
@@ -336,7 +464,7 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/status-writer/held-writes-wait", test_held_writes_wait);
     g_test_add_func("/scheduler/status-writer/native-condition", test_native_condition);
     g_test_add_func("/scheduler/status-writer/native-scheduler-error", test_native_error);
-    g_test_add_func("/scheduler/status-writer/composite-not-written", test_composite_not_written);
+    g_test_add_func("/scheduler/status-writer/composite-and-children", test_composite_status);
     g_test_add_func("/scheduler/status-writer/native-write-is-strategic",
                     test_native_write_is_strategic);
     return g_test_run();

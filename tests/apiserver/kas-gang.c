@@ -17,7 +17,19 @@
 gboolean kas_gang_is(const KasRes *res)
 {
     return strcmp(res->group, KAS_GANG_GROUP) == 0 &&
-           (strcmp(res->plural, "workloads") == 0 || strcmp(res->plural, "podgroups") == 0);
+           (strcmp(res->plural, "workloads") == 0 || strcmp(res->plural, "podgroups") == 0 ||
+            strcmp(res->plural, "compositepodgroups") == 0);
+}
+
+static gboolean is_composite(const KasRes *res)
+{
+    return strcmp(res->plural, "compositepodgroups") == 0;
+}
+
+/* The CompositePodGroup feature: served at v1alpha3 (the same object at every version). */
+static gboolean composite_on(const KasRes *res)
+{
+    return res->versions != NULL && g_strv_contains((const char *const *)res->versions, "v1alpha3");
 }
 
 static gboolean label_ok(const char *s, gsize n)
@@ -95,14 +107,28 @@ static void check_policy(KasFieldErrors *errs, const char *field, json_object *p
                               "Invalid value: %" G_GINT64_FORMAT ": must be greater than zero", n);
 }
 
-/* The fields a PodGroup and a pod group template share. */
-static void check_group_fields(KasFieldErrors *errs, const char *field, json_object *spec)
+/* A composite's schedulingPolicy: gang.minGroupCount is +k8s:required, +k8s:minimum=1. */
+static void check_composite_policy(KasFieldErrors *errs, const char *field, json_object *policy)
 {
-    g_autofree char *policy = g_strdup_printf("%s.schedulingPolicy", field);
+    if (check_union(errs, field, policy, "basic", "gang", TRUE) != 1)
+        return;
+    g_autofree char *path = g_strdup_printf("%s.gang.minGroupCount", field);
+    json_object *mc = kas_json_get(policy, "gang.minGroupCount");
+    gint64 n = json_object_is_type(mc, json_type_int) ? json_object_get_int64(mc) : 0;
+    if (n == 0)
+        kas_field_errors_add(errs, path, "Required value");
+    else if (n < 1)
+        kas_field_errors_addf(
+                errs, path,
+                "Invalid value: %" G_GINT64_FORMAT ": must be greater than or equal to 1", n);
+}
+
+/* The fields every group and template has but the scheduling policy. */
+static void check_common_fields(KasFieldErrors *errs, const char *field, json_object *spec)
+{
     g_autofree char *dm = g_strdup_printf("%s.disruptionMode", field);
     g_autofree char *pp = g_strdup_printf("%s.preemptionPolicy", field);
     g_autofree char *prio = g_strdup_printf("%s.priority", field);
-    check_policy(errs, policy, kas_json_get(spec, "schedulingPolicy"));
     check_union(errs, dm, kas_json_get(spec, "disruptionMode"), "single", "all", FALSE);
     const char *p = kas_json_get_string(spec, "preemptionPolicy");
     if (p != NULL && strcmp(p, "Never") != 0 && strcmp(p, "PreemptLowerPriority") != 0)
@@ -128,6 +154,105 @@ static void check_group_fields(KasFieldErrors *errs, const char *field, json_obj
     }
 }
 
+/* The fields a PodGroup and a pod group template share. */
+static void check_group_fields(KasFieldErrors *errs, const char *field, json_object *spec)
+{
+    g_autofree char *policy = g_strdup_printf("%s.schedulingPolicy", field);
+    check_policy(errs, policy, kas_json_get(spec, "schedulingPolicy"));
+    check_common_fields(errs, field, spec);
+}
+
+/* spec.parentCompositePodGroupName: a DNS subdomain (+k8s:format=k8s-long-name). */
+static void check_parent(KasFieldErrors *errs, json_object *spec)
+{
+    json_object *p = kas_json_get(spec, "parentCompositePodGroupName");
+    if (p == NULL)
+        return;
+    const char *s = json_object_is_type(p, json_type_string) ? json_object_get_string(p) : "";
+    if (!subdomain_ok(s))
+        kas_field_errors_addf(errs, "spec.parentCompositePodGroupName", "Invalid value: \"%s\": %s",
+                              s, DNS_SUBDOMAIN_WHY);
+}
+
+static void check_workload_ref(KasFieldErrors *errs, json_object *spec, gboolean required)
+{
+    json_object *ref = kas_json_get(spec, "workloadRef");
+    if (ref == NULL) {
+        if (required)
+            kas_field_errors_add(errs, "spec.workloadRef", "Required value");
+        return;
+    }
+    check_name(errs, "spec.workloadRef", ref, "workloadName", FALSE);
+    check_name(errs, "spec.workloadRef", ref, "templateName", TRUE);
+}
+
+/* A CompositePodGroup's spec, in the order of its fields (declarative validation's). */
+static void check_composite(KasFieldErrors *errs, json_object *spec)
+{
+    check_parent(errs, spec);
+    check_workload_ref(errs, spec, TRUE);
+    check_composite_policy(errs, "spec.schedulingPolicy", kas_json_get(spec, "schedulingPolicy"));
+    check_common_fields(errs, "spec", spec);
+}
+
+/*
+ * A Workload's compositePodGroupTemplates (CompositePodGroup on): at most 8 at each level, names
+ * DNS labels unique over the whole tree, at most 4 levels, each with a child template.
+ */
+static void check_composite_templates(KasFieldErrors *errs, const char *field, json_object *list,
+                                      GHashTable *seen, guint depth)
+{
+    gsize n = json_object_is_type(list, json_type_array) ? json_object_array_length(list) : 0;
+    if (n > KAS_GANG_MAX_TEMPLATES) {
+        kas_field_errors_addf(errs, field, "Too many: %zu: must have at most %d items", n,
+                              KAS_GANG_MAX_TEMPLATES);
+        return;
+    }
+    for (gsize i = 0; i < n; i++) {
+        json_object *t = json_object_array_get_idx(list, i);
+        g_autofree char *f = g_strdup_printf("%s[%zu]", field, i);
+        check_name(errs, f, t, "name", TRUE);
+        const char *name = kas_json_get_string(t, "name");
+        if (name != NULL && !g_hash_table_add(seen, (gpointer)name)) {
+            g_autofree char *nf = g_strdup_printf("%s.name", f);
+            kas_field_errors_addf(errs, nf, "Duplicate value: \"%s\"", name);
+        }
+        g_autofree char *policy = g_strdup_printf("%s.schedulingPolicy", f);
+        check_composite_policy(errs, policy, kas_json_get(t, "schedulingPolicy"));
+        check_common_fields(errs, f, t);
+        json_object *pgs = kas_json_get(t, "podGroupTemplates");
+        json_object *cpgs = kas_json_get(t, "compositePodGroupTemplates");
+        gsize npg = json_object_is_type(pgs, json_type_array) ? json_object_array_length(pgs) : 0;
+        gsize ncpg =
+                json_object_is_type(cpgs, json_type_array) ? json_object_array_length(cpgs) : 0;
+        if (npg == 0 && ncpg == 0)
+            kas_field_errors_addf(errs, f,
+                                  "Invalid value: \"%s\": must have at least one child "
+                                  "PodGroupTemplate or CompositePodGroupTemplate",
+                                  name != NULL ? name : "");
+        if (ncpg > 0 && depth + 1 > KAS_GANG_MAX_DEPTH) {
+            kas_field_errors_addf(errs, f,
+                                  "Invalid value: \"array\": maximum template hierarchy "
+                                  "depth is %d",
+                                  KAS_GANG_MAX_DEPTH);
+            continue;
+        }
+        for (gsize j = 0; j < npg; j++) {
+            json_object *pt = json_object_array_get_idx(pgs, j);
+            g_autofree char *pf = g_strdup_printf("%s.podGroupTemplates[%zu]", f, j);
+            check_name(errs, pf, pt, "name", TRUE);
+            const char *pn = kas_json_get_string(pt, "name");
+            if (pn != NULL && !g_hash_table_add(seen, (gpointer)pn)) {
+                g_autofree char *nf = g_strdup_printf("%s.name", pf);
+                kas_field_errors_addf(errs, nf, "Duplicate value: \"%s\"", pn);
+            }
+            check_group_fields(errs, pf, pt);
+        }
+        g_autofree char *cf = g_strdup_printf("%s.compositePodGroupTemplates", f);
+        check_composite_templates(errs, cf, cpgs, seen, depth + 1);
+    }
+}
+
 /* disruptionMode: {single: {}} where not given. */
 static void default_disruption(json_object *spec)
 {
@@ -140,7 +265,7 @@ static void defaults(const KasRes *res, json_object *obj)
     json_object *spec = kas_json_get(obj, "spec");
     if (!json_object_is_type(spec, json_type_object))
         return;
-    if (strcmp(res->plural, "podgroups") == 0) {
+    if (strcmp(res->plural, "workloads") != 0) {
         default_disruption(spec);
         return;
     }
@@ -153,7 +278,22 @@ static void defaults(const KasRes *res, json_object *obj)
 static void check_templates(KasFieldErrors *errs, json_object *spec)
 {
     json_object *t = kas_json_get(spec, "podGroupTemplates");
+    json_object *ct = kas_json_get(spec, "compositePodGroupTemplates");
     gsize n = json_object_is_type(t, json_type_array) ? json_object_array_length(t) : 0;
+    if (n == 0 && json_object_is_type(ct, json_type_array) && json_object_array_length(ct) > 0) {
+        /* exactly one of the two lists: the composite tree (CompositePodGroup on) */
+        g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
+        check_composite_templates(errs, "spec.compositePodGroupTemplates", ct, seen, 1);
+        return;
+    }
+    if (n > 0 && json_object_is_type(ct, json_type_array) && json_object_array_length(ct) > 0) {
+        kas_field_errors_add(errs, "spec",
+                             "Invalid value: \"{`compositePodGroupTemplates`, "
+                             "`podGroupTemplates`}\": exactly one of "
+                             "`compositePodGroupTemplates`, `podGroupTemplates` is required, but "
+                             "multiple fields are set");
+        return;
+    }
     if (n == 0) {
         kas_field_errors_add(errs, "spec.podGroupTemplates",
                              "Required value: must have at least one item");
@@ -179,12 +319,25 @@ static void check_templates(KasFieldErrors *errs, json_object *spec)
 
 static void check_podgroup(KasFieldErrors *errs, json_object *spec)
 {
+    check_parent(errs, spec);
     check_group_fields(errs, "spec", spec);
-    json_object *ref = kas_json_get(spec, "workloadRef");
-    if (ref != NULL) {
-        check_name(errs, "spec.workloadRef", ref, "workloadName", FALSE);
-        check_name(errs, "spec.workloadRef", ref, "templateName", TRUE);
-    }
+    check_workload_ref(errs, spec, FALSE);
+}
+
+/*
+ * Fields of the CompositePodGroup feature on a PodGroup or Workload (any version): with the
+ * feature off they are dropped, as kube-apiserver drops a disabled feature's fields, unless the
+ * stored object (@old_spec, NULL on create) has them already.
+ */
+static void drop_disabled(const KasRes *res, json_object *spec, json_object *old_spec)
+{
+    static const char *const gated[] = {"parentCompositePodGroupName",
+                                        "compositePodGroupTemplates"};
+    if (composite_on(res) || !json_object_is_type(spec, json_type_object))
+        return;
+    for (guint i = 0; i < G_N_ELEMENTS(gated); i++)
+        if (kas_json_get(old_spec, gated[i]) == NULL)
+            json_object_object_del(spec, gated[i]);
 }
 
 /* Priority admission: a PodGroup's priority from its priorityClassName. */
@@ -231,15 +384,19 @@ gboolean kas_gang_admit_create(KasStore *store, const KasRes *res, json_object *
         return kas_field_errors_check(errs, res, name, error);
     }
     defaults(res, obj);
+    drop_disabled(res, spec, NULL);
     if (strcmp(res->plural, "podgroups") == 0) {
         json_object_object_del(obj, "status");
         check_podgroup(errs, spec);
+    } else if (is_composite(res)) {
+        json_object_object_del(obj, "status");
+        check_composite(errs, spec);
     } else {
         check_templates(errs, spec);
     }
     if (!kas_field_errors_check(errs, res, name, error))
         return FALSE;
-    return strcmp(res->plural, "podgroups") != 0 || group_priority(store, res, obj, error);
+    return strcmp(res->plural, "workloads") == 0 || group_priority(store, res, obj, error);
 }
 
 static void immutable(KasFieldErrors *errs, json_object *old_spec, json_object *new_spec,
@@ -279,8 +436,29 @@ gboolean kas_gang_admit_update(const KasRes *res, json_object *old, json_object 
     }
     defaults(res, new_obj);
     json_object *old_spec = kas_json_get(old, "spec");
+    drop_disabled(res, spec, old_spec);
     gboolean pg = strcmp(res->plural, "podgroups") == 0;
-    if (pg) {
+    if (is_composite(res)) {
+        if (kas_json_get(spec, "priority") == NULL && kas_json_get(old_spec, "priority") != NULL)
+            json_object_object_add(spec, "priority",
+                                   json_object_get(kas_json_get(old_spec, "priority")));
+        /* its whole spec is +k8s:immutable: validate.Immutable says so without the value */
+        static const char *const composite_fixed[] = {"parentCompositePodGroupName",
+                                                      "workloadRef",
+                                                      "schedulingPolicy",
+                                                      "schedulingConstraints",
+                                                      "disruptionMode",
+                                                      "priorityClassName",
+                                                      "priority",
+                                                      "preemptionPolicy"};
+        for (guint i = 0; i < G_N_ELEMENTS(composite_fixed); i++) {
+            if (json_object_equal(kas_json_get(old_spec, composite_fixed[i]),
+                                  kas_json_get(spec, composite_fixed[i])))
+                continue;
+            g_autofree char *path = g_strdup_printf("spec.%s", composite_fixed[i]);
+            kas_field_errors_add(errs, path, "Invalid value: \"null\": field is immutable");
+        }
+    } else if (pg) {
         /* Priority admission's value is kept when a client leaves it out. */
         if (kas_json_get(spec, "priority") == NULL && kas_json_get(old_spec, "priority") != NULL)
             json_object_object_add(spec, "priority",

@@ -651,14 +651,17 @@ gboolean kas_server_runtime_config(KasServerOptions *opts, const char *spec, GEr
                         kv[0]);
             return FALSE;
         }
-        if (strcmp(kv[0], "scheduling.k8s.io/v1beta1") != 0) {
+        if (strcmp(kv[0], "scheduling.k8s.io/v1beta1") == 0) {
+            opts->scheduling_v1beta1 = on;
+        } else if (strcmp(kv[0], "scheduling.k8s.io/v1alpha3") == 0) {
+            opts->scheduling_v1alpha3 = on;
+        } else {
             g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
                         "--runtime-config: \"%s\" cannot be switched here (only "
-                        "scheduling.k8s.io/v1beta1)",
+                        "scheduling.k8s.io/v1beta1 and scheduling.k8s.io/v1alpha3)",
                         kv[0]);
             return FALSE;
         }
-        opts->scheduling_v1beta1 = on;
     }
     return TRUE;
 }
@@ -675,7 +678,8 @@ KasServer *kas_server_new(const KasServerOptions *opts, GError **error)
     srv->opts.token_auth_file = srv->opts.authorization_mode = NULL;
     KasStoreOptions so = { .history = opts->watch_history,
                            .watch_queue = opts->watch_queue,
-                           .scheduling_v1beta1 = opts->scheduling_v1beta1 };
+                           .scheduling_v1beta1 = opts->scheduling_v1beta1,
+                           .scheduling_v1alpha3 = opts->scheduling_v1alpha3 };
     srv->store = kas_store_new(&so);
     kas_ops_bootstrap(srv->store);
     srv->faults = kas_faults_new(opts->faults_seed);

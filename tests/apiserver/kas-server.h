@@ -43,6 +43,7 @@ typedef struct {
     const char *token_auth_file;
     const char *authorization_mode; /* "AlwaysAllow" (default), "RBAC", "Node,RBAC", ... */
     gboolean scheduling_v1beta1;    /* serve scheduling.k8s.io/v1beta1 (see kas-gang.h) */
+    gboolean scheduling_v1alpha3;   /* serve scheduling.k8s.io/v1alpha3 (see kas-gang.h) */
 } KasServerOptions;
 
 typedef struct KasServer KasServer;
@@ -51,8 +52,8 @@ typedef struct KasServer KasServer;
 void kas_server_options_init(KasServerOptions *opts);
 
 /* kube-apiserver's --runtime-config: "group/version=true|false,..." (an empty value is true).
- * Only scheduling.k8s.io/v1beta1 can be switched (on @opts); anything else is an error naming
- * it. */
+ * Only scheduling.k8s.io/v1beta1 and scheduling.k8s.io/v1alpha3 can be switched (on @opts);
+ * anything else is an error naming it. */
 gboolean kas_server_runtime_config(KasServerOptions *opts, const char *spec, GError **error);
 
 /* Bind, load the nodes file, start serving. Returns NULL with an error naming the address, the

@@ -74,8 +74,13 @@ typedef struct {
     const char *group, *version, *plural, *singular, *kind_name, *short_names, *categories;
     gboolean namespaced, has_status;
     const char *const *fields;
-    gboolean beta; /* served only with KasStoreOptions.scheduling_v1beta1 */
+    /* Served only where one of these group/versions is enabled (KasStoreOptions.scheduling_*),
+     * and at the enabled ones of its versions. 0: always. */
+    guint gates;
 } Builtin;
+
+#define GATE_V1BETA1  1u
+#define GATE_V1ALPHA3 2u
 
 static const Builtin builtins[] = {
     { KAS_KIND_NAMESPACE, "", "v1", "namespaces", "namespace", "Namespace", "ns", NULL, FALSE,
@@ -118,11 +123,15 @@ static const Builtin builtins[] = {
       FALSE, NULL },
     { KAS_KIND_GENERIC, "scheduling.k8s.io", "v1", "priorityclasses", "priorityclass",
       "PriorityClass", "pc", NULL, FALSE, FALSE, NULL },
-    /* Kubernetes' own gang API (1.37 beta, off unless enabled): kas-gang.c */
-    { KAS_KIND_GENERIC, "scheduling.k8s.io", "v1beta1", "workloads", "workload", "Workload", NULL,
-      NULL, TRUE, FALSE, NULL, TRUE },
-    { KAS_KIND_GENERIC, "scheduling.k8s.io", "v1beta1", "podgroups", "podgroup", "PodGroup", NULL,
-      NULL, TRUE, TRUE, NULL, TRUE },
+    /* Kubernetes' own gang API (1.37: v1beta1, and v1alpha3 with CompositePodGroup; each off
+     * unless enabled): kas-gang.c. A Workload or PodGroup is one object served at either version
+     * (the two versions of these types carry the same fields). */
+    { KAS_KIND_GENERIC, "scheduling.k8s.io", "v1beta1,v1alpha3", "workloads", "workload",
+      "Workload", NULL, NULL, TRUE, FALSE, NULL, GATE_V1BETA1 | GATE_V1ALPHA3 },
+    { KAS_KIND_GENERIC, "scheduling.k8s.io", "v1beta1,v1alpha3", "podgroups", "podgroup",
+      "PodGroup", NULL, NULL, TRUE, TRUE, NULL, GATE_V1BETA1 | GATE_V1ALPHA3 },
+    { KAS_KIND_GENERIC, "scheduling.k8s.io", "v1alpha3", "compositepodgroups",
+      "compositepodgroup", "CompositePodGroup", NULL, NULL, TRUE, TRUE, NULL, GATE_V1ALPHA3 },
     { KAS_KIND_GENERIC, "policy", "v1,v1beta1", "poddisruptionbudgets", "poddisruptionbudget",
       "PodDisruptionBudget", "pdb", NULL, TRUE, TRUE, NULL },
     { KAS_KIND_GENERIC, "events.k8s.io", "v1,v1beta1", "events", "event", "Event", "ev", NULL,
@@ -383,11 +392,27 @@ static void add_res(KasStore *store, KasRes *res)
     g_ptr_array_add(store->res_order, res);
 }
 
-static void add_builtins(KasStore *store, gboolean beta)
+/* The versions of @b that @enabled (GATE_*) serves, preferred first. */
+static char **gated_versions(const Builtin *b, guint enabled)
+{
+    g_auto(GStrv) all = g_strsplit(b->version, ",", -1);
+    GPtrArray *on = g_ptr_array_new();
+    for (guint i = 0; all[i] != NULL; i++) {
+        guint gate = strcmp(all[i], "v1beta1") == 0    ? GATE_V1BETA1
+                     : strcmp(all[i], "v1alpha3") == 0 ? GATE_V1ALPHA3
+                                                       : 0;
+        if (b->gates == 0 || (gate & enabled) != 0)
+            g_ptr_array_add(on, g_strdup(all[i]));
+    }
+    g_ptr_array_add(on, NULL);
+    return (char **)g_ptr_array_free(on, FALSE);
+}
+
+static void add_builtins(KasStore *store, guint enabled)
 {
     for (guint i = 0; i < G_N_ELEMENTS(builtins); i++) {
         const Builtin *b = &builtins[i];
-        if (b->beta && !beta)
+        if (b->gates != 0 && (b->gates & enabled) == 0)
             continue;
         KasRes *res = res_new();
         res->kind = b->kind;
@@ -396,7 +421,7 @@ static void add_builtins(KasStore *store, gboolean beta)
         res->singular = g_strdup(b->singular);
         res->kind_name = g_strdup(b->kind_name);
         res->list_kind = g_strdup_printf("%sList", b->kind_name);
-        res->versions = g_strsplit(b->version, ",", -1);
+        res->versions = gated_versions(b, enabled);
         res->storage_version = g_strdup(res->versions[0]);
         res->short_names = b->short_names != NULL ? g_strsplit(b->short_names, ",", -1)
                                                   : g_new0(char *, 1);
@@ -406,7 +431,7 @@ static void add_builtins(KasStore *store, gboolean beta)
         res->has_status = b->has_status;
         /* the registries that set metadata.generation */
         res->uses_generation = b->kind == KAS_KIND_CRD ||
-                               strcmp(b->plural, "priorityclasses") == 0 || b->beta ||
+                               strcmp(b->plural, "priorityclasses") == 0 || b->gates != 0 ||
                                strcmp(b->plural, "poddisruptionbudgets") == 0;
         res->field_paths = b->fields;
         add_res(store, res);
@@ -426,7 +451,12 @@ KasStore *kas_store_new(const KasStoreOptions *opts)
             opts != NULL && opts->watch_linger_us > 0 ? opts->watch_linger_us : KAS_WATCH_LINGER_US;
     store->owner_counts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     store->rv = 1;
-    add_builtins(store, opts != NULL && opts->scheduling_v1beta1);
+    guint gates = 0;
+    if (opts != NULL && opts->scheduling_v1beta1)
+        gates |= GATE_V1BETA1;
+    if (opts != NULL && opts->scheduling_v1alpha3)
+        gates |= GATE_V1ALPHA3;
+    add_builtins(store, gates);
     return store;
 }
 

@@ -138,6 +138,10 @@ typedef struct {
     /* Serve scheduling.k8s.io/v1beta1 (workloads, podgroups): off by default, as on a 1.37
      * server without --runtime-config scheduling.k8s.io/v1beta1=true. */
     gboolean scheduling_v1beta1;
+    /* Serve scheduling.k8s.io/v1alpha3 (compositepodgroups; workloads and podgroups at that
+     * version too): off by default, as without --runtime-config scheduling.k8s.io/v1alpha3=true
+     * (which a 1.37 server needs with the CompositePodGroup feature gate). */
+    gboolean scheduling_v1alpha3;
 } KasStoreOptions;
 
 KasStore *kas_store_new(const KasStoreOptions *opts);
