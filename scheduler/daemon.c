@@ -88,6 +88,10 @@ typedef struct {
     KbMetric *ready;
     KbMetric *informer_retry_delay;
     KbMetric *requeues;
+    KbMetric *informer_synced;
+    KbMetric *contact_age;
+    KbMetric *partial_gangs;
+    KbMetric *partial_gangs_timed_out;
     guint64 status_seen[KB_STATUS_N_RESULTS];
     guint64 events_seen[4];
     guint64 retries_seen;
@@ -714,6 +718,22 @@ static void metrics_init(KbDaemon *d)
                                      "kube-scheduler tries them again, by result (written, gone, "
                                      "failed).",
                                      l_result);
+    /* What an operator is woken for (deploy/overlays/monitoring's alerts). */
+    m->informer_synced = kb_metrics_gauge(r, "kube_batchd_informer_synced",
+                                          "1 once an informer has listed its objects (or its "
+                                          "optional API is not served), else 0.",
+                                          l_informer);
+    m->contact_age = kb_metrics_gauge(r, "kube_batchd_api_server_contact_age_seconds",
+                                      "Seconds since the API server last answered: while it "
+                                      "grows, the informers' caches are stale.",
+                                      NULL);
+    m->partial_gangs = kb_metrics_gauge(r, "kube_batchd_partial_gangs",
+                                        "Gangs with some but fewer than minMember pods bound, "
+                                        "after the last cycle.",
+                                        NULL);
+    m->partial_gangs_timed_out = kb_metrics_gauge(
+            r, "kube_batchd_partial_gangs_timed_out",
+            "Partly bound gangs still short past their scheduleTimeoutSeconds.", NULL);
 }
 
 /* Counters mirrored from modules that count on their own: add what is new since last time. */
@@ -740,7 +760,10 @@ static void collect(KbMetrics *registry, gpointer data)
                       kb_informer_size(s->informer));
         kb_series_set(kb_metric_with(m->informer_retry_delay, s->name, NULL),
                       kb_informer_max_retry_delay_ms(s->informer) / 1000.0);
+        kb_series_set(kb_metric_with(m->informer_synced, s->name, NULL),
+                      s->synced || (s->optional && s->missing) ? 1 : 0);
     }
+    kb_metric_set(m->contact_age, (double)(g_get_monotonic_time() - d->last_contact_us) / 1e6);
     for (int i = 0; i < KB_STATUS_N_RESULTS; i++)
         mirror(m->status_writes, kb_status_result_to_string(i),
                kb_status_writer_count(d->status, i), &m->status_seen[i]);
@@ -802,6 +825,16 @@ static void publish_cycle(KbDaemon *d, const KbCycleResult *r)
                           (double)r->action_us[i] / 1e6);
     kb_metric_add(m->placements, r->placements->len);
     kb_metric_set(m->pending_tasks, r->n_tasks_pending);
+    guint partial = 0, timed_out = 0;
+    for (guint i = 0; i < r->job_statuses->len; i++) {
+        const KbJobStatus *st = &g_array_index(r->job_statuses, KbJobStatus, i);
+        if (st->n_bound == 0 || st->n_bound >= (guint)st->min_member)
+            continue;
+        partial++;
+        timed_out += g_strcmp0(st->reason, "ScheduleTimeout") == 0;
+    }
+    kb_metric_set(m->partial_gangs, partial);
+    kb_metric_set(m->partial_gangs_timed_out, timed_out);
     /* Queues come and go: recompute their label sets every cycle. */
     kb_metric_reset(m->pending_groups);
     kb_metric_reset(m->queue_jobs);
