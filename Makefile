@@ -217,8 +217,10 @@ define install_debs
 	fi
 endef
 
+# kubectl (kubernetes-client) and promtool (prometheus: tests/test-deploy-kustomize.c checks the
+# monitoring overlay's rules with it) are what the tests run.
 deps:
-	$(call install_debs,deps,$(DEB_PKGS),command -v kubectl >/dev/null 2>&1 || missing="$$missing kubernetes-client";)
+	$(call install_debs,deps,$(DEB_PKGS),command -v kubectl >/dev/null 2>&1 || missing="$$missing kubernetes-client"; command -v promtool >/dev/null 2>&1 || missing="$$missing prometheus";)
 
 # The image: a Debian root from Debian's archive (mmdebstrap), our binaries of the plain build,
 # imported by podman; image-check runs it (runc: see tests/image/test-image.sh). openssl makes

@@ -52,7 +52,7 @@ struct TfController {
 
     gboolean synced_logged;
     guint64 reconciles, errors, orphans_deleted;
-    KbMetric *m_reconciles, *m_errors, *m_actions, *m_jobs, *m_orphans;
+    KbMetric *m_reconciles, *m_errors, *m_actions, *m_jobs, *m_orphans, *m_leader;
 };
 
 typedef struct {
@@ -996,6 +996,7 @@ static void collect(KbMetrics *metrics, gpointer data)
     guint n = (c->jobs_v1 ? kb_informer_size(c->jobs_v1) : 0) +
               (c->jobs_alpha ? kb_informer_size(c->jobs_alpha) : 0);
     kb_metric_set(c->m_jobs, n);
+    kb_metric_set(c->m_leader, c->active ? 1 : 0);
 }
 
 static void register_metrics(TfController *c)
@@ -1010,6 +1011,10 @@ static void register_metrics(TfController *c)
     c->m_actions = kb_metrics_counter(c->metrics, "tf_operator_actions_total",
                                       "Actions executed, by kind.", action_label);
     c->m_jobs = kb_metrics_gauge(c->metrics, "tf_operator_tfjobs", "TFJobs in the cache.", NULL);
+    c->m_leader = kb_metrics_gauge(c->metrics, "tf_operator_leader",
+                                   "1 while this instance reconciles (it leads, or runs without "
+                                   "--leader-elect), 0 while it stands by.",
+                                   NULL);
     kb_metrics_add_collector(c->metrics, collect, c);
 }
 

@@ -94,6 +94,10 @@ typedef struct {
     KbMetric *ready;
     KbMetric *informer_retry_delay;
     KbMetric *requeues;
+    KbMetric *informer_synced;
+    KbMetric *contact_age;
+    KbMetric *partial_gangs;
+    KbMetric *partial_gangs_timed_out;
     guint64 status_seen[KB_STATUS_N_RESULTS];
     guint64 events_seen[4];
     guint64 retries_seen;
@@ -812,6 +816,22 @@ static void metrics_init(KbDaemon *d)
                                      "kube-scheduler tries them again, by result (written, gone, "
                                      "failed).",
                                      l_result);
+    /* What an operator is woken for (deploy/overlays/monitoring's alerts). */
+    m->informer_synced = kb_metrics_gauge(r, "kube_batchd_informer_synced",
+                                          "1 once an informer has listed its objects (or its "
+                                          "optional API is not served), else 0.",
+                                          l_informer);
+    m->contact_age = kb_metrics_gauge(r, "kube_batchd_api_server_contact_age_seconds",
+                                      "Seconds since the API server last answered: while it "
+                                      "grows, the informers' caches are stale.",
+                                      NULL);
+    m->partial_gangs = kb_metrics_gauge(r, "kube_batchd_partial_gangs",
+                                        "Gangs with some but fewer than minMember pods bound, "
+                                        "after the last cycle.",
+                                        NULL);
+    m->partial_gangs_timed_out = kb_metrics_gauge(
+            r, "kube_batchd_partial_gangs_timed_out",
+            "Partly bound gangs still short past their scheduleTimeoutSeconds.", NULL);
 }
 
 /* Counters mirrored from modules that count on their own: add what is new since last time. */
@@ -838,7 +858,10 @@ static void collect(KbMetrics *registry, gpointer data)
                       kb_informer_size(s->informer));
         kb_series_set(kb_metric_with(m->informer_retry_delay, s->name, NULL),
                       kb_informer_max_retry_delay_ms(s->informer) / 1000.0);
+        kb_series_set(kb_metric_with(m->informer_synced, s->name, NULL),
+                      s->synced || (s->optional && s->missing) ? 1 : 0);
     }
+    kb_metric_set(m->contact_age, (double)(g_get_monotonic_time() - d->last_contact_us) / 1e6);
     for (int i = 0; i < KB_STATUS_N_RESULTS; i++)
         mirror(m->status_writes, kb_status_result_to_string(i),
                kb_status_writer_count(d->status, i), &m->status_seen[i]);
@@ -900,14 +923,20 @@ static void publish_cycle(KbDaemon *d, const KbCycleResult *r)
                           (double)r->action_us[i] / 1e6);
     kb_metric_add(m->placements, r->placements->len);
     kb_metric_set(m->pending_tasks, r->n_tasks_pending);
-    guint incomplete[2] = {0, 0};
+    guint incomplete[2] = {0, 0}, partial = 0, timed_out = 0;
     for (guint i = 0; i < r->job_statuses->len; i++) {
         const KbJobStatus *js = &g_array_index(r->job_statuses, KbJobStatus, i);
         if (g_strcmp0(js->condition_type, KB_GANG_INCOMPLETE) == 0)
             incomplete[g_strcmp0(js->reason, "GangEvicted") == 0]++;
+        if (js->n_bound == 0 || js->n_bound >= (guint)js->min_member)
+            continue;
+        partial++;
+        timed_out += g_strcmp0(js->reason, "ScheduleTimeout") == 0;
     }
     kb_series_set(kb_metric_with(m->incomplete_gangs, "MemberLost", NULL), incomplete[0]);
     kb_series_set(kb_metric_with(m->incomplete_gangs, "GangEvicted", NULL), incomplete[1]);
+    kb_metric_set(m->partial_gangs, partial);
+    kb_metric_set(m->partial_gangs_timed_out, timed_out);
     /* Queues come and go: recompute their label sets every cycle. */
     kb_metric_reset(m->pending_groups);
     kb_metric_reset(m->queue_jobs);

@@ -1,6 +1,6 @@
 /*
  * Extender mode end to end: bin/kb-apiserver, the real bin/kube-batchd with --extender-address
- * as deploy/kube-batchd.yaml runs it (HTTPS, client certificates verified against
+ * as deploy/overlays/extender runs it (HTTPS, client certificates verified against
  * --extender-client-ca-file; certificates made for the run, tests/lib/kb-test-pki.h), and this
  * test acting as kube-scheduler (filter, prioritize, bind for each pod of a gang, in
  * kube-scheduler's order, over HTTPS with its client certificate and request types). Checked
@@ -201,7 +201,7 @@ static Cluster *cluster_start(void)
 
 static void batchd_wait_ready(Cluster *cl);
 
-/* kube-batchd in extender mode as deploy/kube-batchd.yaml runs it: every interface, HTTPS,
+/* kube-batchd in extender mode as deploy/overlays/extender runs it: every interface, HTTPS,
  * client certificates verified. */
 static void batchd_start(Cluster *cl, const char *profile)
 {
@@ -844,11 +844,13 @@ static void test_attack(void)
     g_assert_nonnull(strstr(log, "by CN=kube-scheduler at 127.0.0.1:"));
 }
 
-/* The extender flags of deploy/kube-batchd.yaml (its "- --extender-..." lines), the Secret's
- * mount directory replaced by @mount and the port by @port. */
+/* The extender flags of deploy/overlays/extender (its patch's "value: --extender-..." lines),
+ * the Secret's mount directory replaced by @mount and the port by @port. */
 static GPtrArray *deploy_extender_args(const char *mount, guint port)
 {
-    g_autofree char *path = g_build_filename(kb_test_src_dir(), "deploy/kube-batchd.yaml", NULL);
+    g_autofree char *path = g_build_filename(kb_test_src_dir(),
+                                             "deploy/overlays/extender/kube-batchd-extender.yaml",
+                                             NULL);
     g_autofree char *text = NULL;
     g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
     GPtrArray *args = g_ptr_array_new_with_free_func(g_free);
@@ -856,9 +858,9 @@ static GPtrArray *deploy_extender_args(const char *mount, guint port)
     g_autofree char *port_arg = g_strdup_printf("=:%u", port);
     for (guint i = 0; lines[i] != NULL; i++) {
         const char *l = g_strstrip(lines[i]);
-        if (!g_str_has_prefix(l, "- --extender-"))
+        if (!g_str_has_prefix(l, "value: --extender-"))
             continue;
-        g_autoptr(GString) a = g_string_new(l + 2);
+        g_autoptr(GString) a = g_string_new(l + strlen("value: "));
         g_string_replace(a, "/etc/kube-batchd/extender", mount, 0);
         g_string_replace(a, "=:8888", port_arg, 0);
         g_ptr_array_add(args, g_string_free(g_steal_pointer(&a), FALSE));
@@ -878,7 +880,7 @@ static void copy_file(const char *dir, const char *from, const char *to)
 
 /*
  * deploy/ as shipped: deploy/extender-certs.sh makes the certificates (openssl), kube-batchd runs
- * with deploy/kube-batchd.yaml's extender flags on them (the Secret's files tls.crt, tls.key,
+ * with deploy/overlays/extender's extender flags on them (the Secret's files tls.crt, tls.key,
  * ca.crt), and kube-scheduler's side is what deploy/kube-scheduler-extender.yaml configures:
  * https to the Service name, its client certificate, the CA verifying the server. A gang binds
  * through it; a call without the certificate gets 401.

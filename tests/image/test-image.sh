@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # make image-check: run the image `make image` built, as a cluster would, and prove it works.
 #
-# kb-apiserver (from the host build) serves HTTPS with RBAC and tokens; the project's CRDs,
-# deploy/rbac.yaml and the default queue are applied with kubectl; kb-kubelet runs 4 nodes of
-# 8 GPUs. Then, from the image, with podman:
-#   - kube-batchd and tf-operator run as the image's user (65532) through its entrypoint (or
-#     tf-operator's path), with the Deployments' flags, configured in-cluster exactly as a pod
-#     is: KUBERNETES_SERVICE_HOST/PORT and a ServiceAccount token, CA and namespace mounted at
-#     /var/run/secrets/kubernetes.io/serviceaccount (so TLS, the CA bundle and RBAC are real);
+# kb-apiserver (from the host build) serves HTTPS with RBAC and tokens; the default install is
+# applied with kubectl apply -k deploy/; kb-kubelet runs 4 nodes of 8 GPUs. Then, from the
+# image, with podman:
+#   - kube-batchd and tf-operator run as the image's user (65532) with the command and args of
+#     the installed Deployments (kube-batchd-conf mounted where they mount it), configured
+#     in-cluster exactly as a pod is: KUBERNETES_SERVICE_HOST/PORT and a ServiceAccount token,
+#     CA and namespace mounted at /var/run/secrets/kubernetes.io/serviceaccount (so TLS, the CA
+#     bundle and RBAC are real);
 #   - a 4-pod gang of 4 GPUs each binds whole, and a second one that cannot fit binds nothing;
 #   - kbctl from the image submits a TFJob that tf-operator runs and kube-batchd places, to
 #     Succeeded;
@@ -106,9 +107,35 @@ EOF
     >"$work/kubelet.out" 2>"$work/kubelet.log" &
 pids+=($!)
 wait_for 20 "kb-kubelet" grep -q '^registered' "$work/kubelet.out"
-k apply -f "$top/deploy/crds/" >/dev/null
-k apply -f "$top/deploy/rbac.yaml" >/dev/null
-k apply -f "$top/deploy/default-queue.yaml" >/dev/null
+# The default install, as an operator applies it (the CRDs' objects need a second pass on any
+# server: the first one creates the CRDs).
+wait_for 30 "kubectl apply -k deploy/" k apply -k "$top/deploy/"
+
+# The daemons' command and arguments are those of the installed Deployments, so the image and the
+# manifests cannot drift: the program must be in the image at the Deployment's path, and its
+# flags must be ones it accepts. Only the listening address moves to loopback (the containers
+# share the host's network), and kube-batchd's ConfigMap volume is mounted from the installed
+# ConfigMap at the Deployment's mountPath.
+deployment() { # NAME JSONPATH
+    k get deployment "$1" -n kube-batchd -o jsonpath="$2"
+}
+container_args() { # NAME: one argument a line, --listen-address moved to 127.0.0.1:0
+    deployment "$1" '{range .spec.template.spec.containers[0].args[*]}{@}{"\n"}{end}' |
+        sed 's/^--listen-address=.*/--listen-address=127.0.0.1:0/'
+}
+sched_cmd=$(deployment kube-batchd '{.spec.template.spec.containers[0].command[0]}')
+oper_cmd=$(deployment tf-operator '{.spec.template.spec.containers[0].command[0]}')
+mapfile -t sched_args < <(container_args kube-batchd)
+mapfile -t oper_args < <(container_args tf-operator)
+conf_mount=$(deployment kube-batchd \
+    '{.spec.template.spec.containers[0].volumeMounts[?(@.name=="conf")].mountPath}')
+mkdir -p "$work/conf"
+k get configmap kube-batchd-conf -n kube-batchd -o jsonpath='{.data.scheduler\.conf}' \
+    >"$work/conf/scheduler.conf"
+chmod -R a+rX "$work/conf"
+[ -n "$sched_cmd" ] && [ -n "$oper_cmd" ] && [ -n "$conf_mount" ] && [ ${#sched_args[@]} -gt 0 ] ||
+    { echo "test-image: the installed Deployments lack a command, args or the conf mount" >&2; exit 1; }
+say "from the Deployments: $sched_cmd ${sched_args[*]}; $oper_cmd ${oper_args[*]}"
 
 # --- the daemons, from the image ----------------------------------------------------------------
 run_image() { # NAME SA-DIR [podman flags...] -- [args...]
@@ -125,12 +152,10 @@ run_image() { # NAME SA-DIR [podman flags...] -- [args...]
 }
 sched=kb-image-sched-$$
 oper=kb-image-oper-$$
-run_image "$sched" "$work/sa-kube-batchd" -v "$top/deploy/scheduler.conf:/etc/kube-batchd/scheduler.conf:ro" -- \
-    --scheduler-name=kube-batchd --scheduler-conf=/etc/kube-batchd/scheduler.conf --leader-elect \
-    --lock-object-namespace=kube-batchd --listen-address=127.0.0.1:0 --schedule-period=200ms
-run_image "$oper" "$work/sa-tf-operator" --entrypoint /usr/bin/tf-operator -- \
-    --gang-scheduler-name=kube-batchd --leader-elect --leader-elect-namespace=kube-batchd \
-    --listen-address=127.0.0.1:0
+# (--schedule-period shortens the test only.)
+run_image "$sched" "$work/sa-kube-batchd" -v "$work/conf:$conf_mount:ro" --entrypoint "$sched_cmd" -- \
+    "${sched_args[@]}" --schedule-period=200ms
+run_image "$oper" "$work/sa-tf-operator" --entrypoint "$oper_cmd" -- "${oper_args[@]}"
 
 user=$(podman top "$sched" user | tail -n 1 | tr -d ' ')
 [ "$user" = 65532 ] || [ "$user" = nonroot ] || { echo "test-image: kube-batchd runs as '$user', not 65532" >&2; exit 1; }
