@@ -831,7 +831,9 @@ static void metrics_init(KbDaemon *d)
                                         NULL);
     m->partial_gangs_timed_out = kb_metrics_gauge(
             r, "kube_batchd_partial_gangs_timed_out",
-            "Partly bound gangs still short past their scheduleTimeoutSeconds.", NULL);
+            "Partly bound gangs still short past their deadline: scheduleTimeoutSeconds, or "
+            "staleGangGrace for a gang that lost a member (its eviction not yet done).",
+            NULL);
 }
 
 /* Counters mirrored from modules that count on their own: add what is new since last time. */
@@ -931,7 +933,10 @@ static void publish_cycle(KbDaemon *d, const KbCycleResult *r)
         if (js->n_bound == 0 || js->n_bound >= (guint)js->min_member)
             continue;
         partial++;
-        timed_out += g_strcmp0(js->reason, "ScheduleTimeout") == 0;
+        /* Past its deadline: never whole by scheduleTimeoutSeconds, or short of a lost member
+         * past staleGangGrace with the rest not yet evicted (a budget refusing, say). */
+        timed_out += g_strcmp0(js->reason, "ScheduleTimeout") == 0 ||
+                     g_strcmp0(js->reason, "GangEvicted") == 0;
     }
     kb_series_set(kb_metric_with(m->incomplete_gangs, "MemberLost", NULL), incomplete[0]);
     kb_series_set(kb_metric_with(m->incomplete_gangs, "GangEvicted", NULL), incomplete[1]);

@@ -632,8 +632,8 @@ static gboolean wait_sample(Env *e, guint port, const char *series, double want)
 
 /*
  * The alerts' own figures, from the running daemons: both lead; a gang that loses a member to a
- * replacement that fits nowhere is partly bound, and past its scheduleTimeoutSeconds it counts
- * as timed out.
+ * replacement that fits nowhere is partly bound, and once past its stale-gang grace, with a
+ * PodDisruptionBudget refusing the eviction of the rest, it counts as past its deadline.
  */
 static void test_alert_metrics(gconstpointer data)
 {
@@ -646,8 +646,13 @@ static void test_alert_metrics(gconstpointer data)
                       1);
     g_assert_cmpfloat(sample(e->sched_port, "kube_batchd_partial_gangs"), ==, 0);
     const char group[] = "apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\n"
+                         "metadata: {name: part, namespace: default, annotations: "
+                         "{kube-batchd.io/stale-gang-grace: 1s}}\n"
+                         "spec: {minMember: 2, scheduleTimeoutSeconds: 1}\n"
+                         "---\napiVersion: policy/v1\nkind: PodDisruptionBudget\n"
                          "metadata: {name: part, namespace: default}\n"
-                         "spec: {minMember: 2, scheduleTimeoutSeconds: 1}\n";
+                         "spec: {minAvailable: 2, selector: {matchLabels: "
+                         "{scheduling.x-k8s.io/pod-group: part}}}\n";
     GString *yaml = g_string_new(group);
     for (int i = 0; i < 2; i++)
         g_string_append_printf(yaml,
@@ -659,6 +664,12 @@ static void test_alert_metrics(gconstpointer data)
                                i, 1);
     g_free(admin(e, yaml->str, "create", "-f", "-", NULL));
     g_string_free(yaml, TRUE);
+    /* As a disruption controller would find it: no disruption allowed. */
+    g_free(admin(e, NULL, "patch", "poddisruptionbudget", "part", "-n", "default",
+                 "--subresource=status", "--type=merge", "-p",
+                 "{\"status\":{\"observedGeneration\":1,\"disruptionsAllowed\":0,"
+                 "\"currentHealthy\":2,\"desiredHealthy\":2,\"expectedPods\":2}}",
+                 NULL));
     const char *get[] = {
             "get", "pods",    "part-0", "part-1",
             "-n",  "default", "-o",     "jsonpath={range .items[*]}{.status.phase}{\"\\n\"}{end}",
@@ -681,6 +692,7 @@ static void test_alert_metrics(gconstpointer data)
                  NULL));
     g_free(admin(e, NULL, "delete", "podgroups.scheduling.x-k8s.io", "part", "-n", "default",
                  NULL));
+    g_free(admin(e, NULL, "delete", "poddisruptionbudget", "part", "-n", "default", NULL));
     g_assert_true(wait_sample(e, e->sched_port, "kube_batchd_partial_gangs", 0));
     g_assert_cmpfloat(sample(e->sched_port, "kube_batchd_partial_gangs_timed_out"), ==, 0);
 }
