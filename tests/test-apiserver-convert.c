@@ -704,6 +704,45 @@ static void test_untrusted(Fixture *f, gconstpointer data)
     assert_conversion_failed(c, want);
 }
 
+/* A CRD updated with the right caBundle: the next call trusts the webhook; the columns stay. */
+static void test_ca_rotation(Fixture *f, gconstpointer data)
+{
+    start(f, 0, FALSE);
+    kb_test_pki_issue(f->pki, "other", "other", KB_TEST_CERT_OTHER_CA);
+    g_autofree char *crd = crd_with(url_config(f, "other.pem"));
+    g_autoptr(Resp) r =
+            http(f, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", NULL, crd);
+    assert_code(r, 201);
+    g_autofree char *body = seed_job("r");
+    g_autoptr(Resp) c1 = http(f, "POST", JOBS_ALPHA, NULL, body);
+    assert_code(c1, 500);
+    g_autofree char *ca = ca_bundle(f, "ca.pem");
+    g_autofree char *patch = g_strdup_printf(
+            "{\"spec\":{\"conversion\":{\"webhook\":{\"clientConfig\":{\"caBundle\":\"%s\"}}}}}",
+            ca);
+    g_autoptr(Resp) p =
+            http(f, "PATCH",
+                 "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/tfjobs.kubeflow.org",
+                 "application/merge-patch+json", patch);
+    assert_code(p, 200);
+    g_autoptr(Resp) c2 = http(f, "POST", JOBS_ALPHA, NULL, body);
+    assert_code(c2, 201);
+    CURL *c = curl_easy_init();
+    g_autofree char *url = g_strconcat(kas_server_url(f->srv), JOBS_V1, NULL);
+    GString *out = g_string_new(NULL);
+    struct curl_slist *h =
+            curl_slist_append(NULL, "Accept: application/json;as=Table;v=v1;g=meta.k8s.io");
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
+    g_assert_cmpint(curl_easy_perform(c), ==, CURLE_OK);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    g_assert_nonnull(strstr(out->str, "{\"name\":\"State\""));
+    g_string_free(out, TRUE);
+}
+
 /* spec.conversion validated as apiextensions validates it. */
 typedef struct {
     const char *conversion; /* JSON */
@@ -818,6 +857,7 @@ int main(int argc, char **argv)
     g_test_add("/apiserver/convert/service-address", Fixture, NULL, NULL, test_service_address,
                teardown);
     g_test_add("/apiserver/convert/untrusted", Fixture, NULL, NULL, test_untrusted, teardown);
+    g_test_add("/apiserver/convert/ca-rotation", Fixture, NULL, NULL, test_ca_rotation, teardown);
     g_test_add_func("/apiserver/convert/crd-validation", test_crd_validation);
     g_test_add_func("/apiserver/convert/service-address-flag", test_service_address_flag);
     return g_test_run();

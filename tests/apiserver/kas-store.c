@@ -690,7 +690,8 @@ gboolean kas_store_register_crd_locked(KasStore *store, json_object *crd, GError
     res->namespaced = strcmp(kas_json_get_string(crd, "spec.scope"), "Namespaced") == 0;
     res->has_status = status;
     res->uses_generation = TRUE;
-    json_object_put(res->crd);
+    /* json_object_deep_copy() copies only into NULL: an updated CRD would keep a freed one */
+    g_clear_pointer(&res->crd, json_object_put);
     json_object_deep_copy(crd, &res->crd, NULL);
     res->active = TRUE;
     return TRUE;
