@@ -255,7 +255,7 @@ static gboolean hook_of(KasStore *store, KasRes *res, Hook *h)
 
 gboolean kas_convert_webhook(KasStore *store, KasRes *res)
 {
-    g_auto(Hook) h;
+    g_auto(Hook) h = {0};
     return hook_of(store, res, &h);
 }
 
@@ -752,7 +752,7 @@ static GPtrArray *review(KasConvert *cv, const Hook *h, const char *version, GPt
 gboolean kas_convert_objs(KasConvert *cv, KasRes *res, const char *version, GPtrArray *objs,
                           gboolean list, GError **error)
 {
-    g_auto(Hook) h;
+    g_auto(Hook) h = {0};
     KasStore *store = cv != NULL ? cv->store : NULL;
     if (store == NULL || !hook_of(store, res, &h))
         return TRUE;
@@ -785,7 +785,7 @@ gboolean kas_convert_objs(KasConvert *cv, KasRes *res, const char *version, GPtr
 gboolean kas_convert_json(KasConvert *cv, KasRes *res, const char *version, json_object **obj,
                           GError **error)
 {
-    g_auto(Hook) h;
+    g_auto(Hook) h = {0};
     if (cv == NULL || !hook_of(cv->store, res, &h))
         return TRUE;
     g_autofree char *want = g_strdup_printf("%s/%s", h.group, version);
