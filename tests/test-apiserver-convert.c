@@ -743,6 +743,33 @@ static void test_ca_rotation(Fixture *f, gconstpointer data)
     g_string_free(out, TRUE);
 }
 
+/* An answer larger than the limit is refused, not read (KasConvertOptions.max_response). */
+static void test_response_limit(Fixture *f, gconstpointer data)
+{
+    KasStore *st = kas_server_store(f->srv);
+    kas_store_lock(st);
+    KasRes *res = kas_store_find_locked(st, "kubeflow.org", "v1", "tfjobs");
+    kas_store_unlock(st);
+    g_assert_nonnull(res);
+    g_autofree char *text = seed_job("big");
+    for (gsize max = 200; max <= 20000; max += 19800) {
+        KasConvertOptions co = {.max_response = max};
+        g_autoptr(GError) error = NULL;
+        g_autoptr(KasConvert) cv = kas_convert_new(st, &co, &error);
+        g_assert_no_error(error);
+        json_object *job = json_tokener_parse(text);
+        gboolean ok = kas_convert_json(cv, res, "v1", &job, &error);
+        if (max == 200) {
+            g_assert_false(ok);
+            g_assert_nonnull(strstr(error->message, "the response is larger than 200 bytes"));
+        } else {
+            g_assert_no_error(error);
+            g_assert_cmpstr(kas_json_get_string(job, "apiVersion"), ==, "kubeflow.org/v1");
+        }
+        json_object_put(job);
+    }
+}
+
 /* spec.conversion validated as apiextensions validates it. */
 typedef struct {
     const char *conversion; /* JSON */
@@ -851,6 +878,7 @@ int main(int argc, char **argv)
     ADD("misbehaving", test_misbehaving, NULL);
     ADD("metadata", test_metadata, NULL);
     ADD("slow", test_slow, GUINT_TO_POINTER(1500));
+    ADD("response-limit", test_response_limit, NULL);
 #undef ADD
     g_test_add("/apiserver/convert/service-endpoints", Fixture, NULL, NULL, test_service_endpoints,
                teardown);

@@ -528,11 +528,11 @@ static const char *review_version(json_object *conv)
 
 /* response.convertedObjects of the answer (borrowed from *@out), checked as
  * getConvertedObjectsFromResponse checks it. */
-static json_object *converted_of(const GString *body, const char *rv, const char *uid,
+static json_object *converted_of(const char *body, gsize len, const char *rv, const char *uid,
                                  json_object **out, GError **error)
 {
     g_autoptr(GError) e = NULL;
-    json_object *j = kas_json_parse(body->str, body->len, &e);
+    json_object *j = kas_json_parse(body, len, &e);
     if (j == NULL) {
         g_set_error(error, KAS_CONVERT_ERROR, 0, "couldn't get version/kind; json parse error: %s",
                     e->message);
@@ -719,10 +719,24 @@ static GPtrArray *review(KasConvert *cv, const Hook *h, const char *version, GPt
     json_object_put(req);
     g_autoptr(GError) e = NULL;
     GString *body = post(cv, h->conv, text, &e);
+    if (body == NULL) {
+        g_set_error(error, KAS_CONVERT_ERROR, 0, "conversion webhook for %s failed: %s", gvk,
+                    e->message);
+        return NULL;
+    }
+    GPtrArray *out =
+            kas_convert_answer(body->str, body->len, rv, uid, in, want_av, list, gvk, error);
+    g_string_free(body, TRUE);
+    return out;
+}
+
+GPtrArray *kas_convert_answer(const char *body, gsize len, const char *review_version,
+                              const char *uid, GPtrArray *in, const char *want_av, gboolean list,
+                              const char *gvk, GError **error)
+{
+    g_autoptr(GError) e = NULL;
     json_object *answer = NULL;
-    json_object *conv = body != NULL ? converted_of(body, rv, uid, &answer, &e) : NULL;
-    if (body != NULL)
-        g_string_free(body, TRUE);
+    json_object *conv = converted_of(body, len, review_version, uid, &answer, &e);
     if (conv == NULL) {
         g_set_error(error, KAS_CONVERT_ERROR, 0, "conversion webhook for %s failed: %s", gvk,
                     e->message);

@@ -79,6 +79,17 @@ gboolean kas_convert_objs(KasConvert *cv, KasRes *res, const char *version, GPtr
 gboolean kas_convert_json(KasConvert *cv, KasRes *res, const char *version, json_object **obj,
                           GError **error);
 
+/*
+ * The answer of a webhook (@len bytes of @body) to a ConversionReview @review_version ("v1" or
+ * "v1beta1") with @uid about the objects @in (json_object*, borrowed), checked as kube-apiserver
+ * checks it (see above) for the desired apiVersion @want_av. Returns the converted objects in order
+ * (new array of new references) with their metadata restored, or NULL with the complete message
+ * ("conversion webhook for @gvk failed: ..."). For review() and the fuzz target.
+ */
+GPtrArray *kas_convert_answer(const char *body, gsize len, const char *review_version,
+                              const char *uid, GPtrArray *in, const char *want_av, gboolean list,
+                              const char *gvk, GError **error);
+
 /* A patch of @res sent in @version, applied as kube-apiserver applies it: the stored object
  * converted to @version, patched, converted back and written (retried on conflict). */
 KasObj *kas_convert_patch(KasConvert *cv, KasStore *store, KasRes *res, const char *version,
