@@ -170,6 +170,14 @@ static void test_seed_v1alpha1(void)
 static void test_seed_v1beta1(void)
 {
     create_file("deploy/demo/tfjob-seed-v1beta1.yaml");
+    /* the tutorial's other v1beta1 job, as written there (the image named, and told how long to
+     * run by the simulated kubelet's annotation) */
+    create("apiVersion: kubeflow.org/v1beta1\nkind: TFJob\nmetadata:\n  name: example-tfjob\n"
+           "spec:\n  tfReplicaSpecs:\n    MASTER:\n      replicas: 1\n      template:\n"
+           "        metadata: {annotations: {sim.kube-batchd.io/run-seconds: \"2\"}}\n"
+           "        spec:\n          containers:\n            - image: someone/tf-mnist:gpu\n"
+           "              name: tensorflow\n              resources:\n                limits:\n"
+           "                  nvidia.com/gpu: 1\n          restartPolicy: OnFailure\n");
     create("apiVersion: kubeflow.org/v1beta2\nkind: TFJob\nmetadata: {name: beta2-dist}\nspec:\n"
            "  cleanPodPolicy: None\n  tfReplicaSpecs:\n"
            "    ps: {replicas: 1, template: {metadata: {annotations: "
@@ -183,6 +191,9 @@ static void test_seed_v1beta1(void)
     g_assert_cmpstr(last, ==, "Succeeded");
     g_autofree char *pods = wait_pods("module6-ex1-gpu", "pod/module6-ex1-gpu-master-0\n");
     g_assert_cmpstr(pods, ==, "pod/module6-ex1-gpu-master-0\n");
+    g_autofree char *ex = wait_job_as("tfjobs.v1beta1.kubeflow.org", "example-tfjob",
+                                      "{.status.conditions[-1:].type}", "Succeeded");
+    g_assert_cmpstr(ex, ==, "Succeeded");
     g_autofree char *b2 = wait_job("beta2-dist", "{.status.conditions[-1:].type}", "Succeeded");
     g_assert_cmpstr(b2, ==, "Succeeded");
     g_autofree char *workers = job_path("beta2-dist", "{.status.replicaStatuses.Worker.succeeded}");
