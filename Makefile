@@ -172,7 +172,7 @@ fuzz:
 	@mkdir -p $(FUZZ_O)
 	@for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
 	  echo "== $$n"; \
-	  extra=; case $$n in fuzz-sched-*) extra="$(SCHED_SRC)";; esac; \
+	  extra=; case $$n in fuzz-sched-*) extra="$(SCHED_SRC)";; fuzz-kas-*) extra="$(APISERVER_SRC)";; esac; \
 	  clang $(FUZZ_CFLAGS) -o $(FUZZ_O)/$$n $$f $(KUBE_SRC) $$extra $(PKG_LIBS) -lm || exit 1; \
 	  mkdir -p $(FUZZ_O)/corpus-$$n; cp -n tests/fuzz/corpus/$${n#fuzz-}/* $(FUZZ_O)/corpus-$$n/ 2>/dev/null; \
 	  $(FUZZ_O)/$$n -max_total_time=$(FUZZ_SECONDS) -max_len=65536 $(FUZZ_O)/corpus-$$n || exit 1; \

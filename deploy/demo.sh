@@ -3,7 +3,9 @@
 #
 # Starts bin/kb-apiserver, and bin/kb-kubelet as its own process running a 4 x 8-GPU cluster on it
 # (simulated kubelets, as on any API server), applies the project's
-# CRDs and a default queue with kubectl, starts bin/kube-batchd and bin/tf-operator, submits the
+# CRDs and a default queue with kubectl, starts bin/kube-batchd and bin/tf-operator (with the TFJob
+# CRD's conversion webhook: its certificate from deploy/tfjob-webhook-certs.sh, which needs openssl,
+# and the Service's Endpoints pointing at it), submits the
 # seed's TFJob examples (kubeflow.org/v1alpha1, and the tutorial's v1beta1 with its `MASTER` key)
 # and two v1 jobs, one of which is a 32-GPU gang that must wait for the others to free their GPUs,
 # and shows job states and pod placements as they change. Ends with a summary and exits 0 when every job succeeded.
@@ -68,8 +70,37 @@ say "== starting kube-batchd and tf-operator"
 "$bin/kube-batchd" --master "$url" --schedule-period 500ms --listen-address 127.0.0.1:0 \
     >"$work/kube-batchd.log" 2>&1 &
 pids+=($!)
-"$bin/tf-operator" --master "$url" --listen-address 127.0.0.1:0 >"$work/tf-operator.log" 2>&1 &
+command -v openssl >/dev/null || { echo "demo: openssl is needed for the webhook's certificate (apt-get install openssl)"; exit 1; }
+KUBECTL="kubectl --server $url" "$top/deploy/tfjob-webhook-certs.sh" "$work/webhook" --apply
+"$bin/tf-operator" --master "$url" --listen-address 127.0.0.1:0 --webhook-address 127.0.0.1:0 \
+    --webhook-cert-file "$work/webhook/server.pem" --webhook-key-file "$work/webhook/server-key.pem" \
+    >"$work/tf-operator.log" 2>&1 &
 pids+=($!)
+# The Service the CRD names, and (no cluster network here) its Endpoints: tf-operator's port.
+whport=""
+for _ in $(seq 1 100); do
+    whport=$(sed -n 's/.*conversion webhook (HTTPS, \/convert) on port \([0-9]*\).*/\1/p' "$work/tf-operator.log" | head -n 1)
+    [ -n "$whport" ] && break
+    sleep 0.1
+done
+[ -n "$whport" ] || { echo "tf-operator did not start its webhook:"; cat "$work/tf-operator.log"; exit 1; }
+k apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Service
+metadata: {name: tf-operator-webhook, namespace: kube-batchd}
+spec:
+  selector: {app: tf-operator}
+  ports:
+  - {name: webhook, port: 443, targetPort: webhook}
+---
+apiVersion: v1
+kind: Endpoints
+metadata: {name: tf-operator-webhook, namespace: kube-batchd}
+subsets:
+- addresses: [{ip: 127.0.0.1}]
+  ports: [{name: webhook, port: $whport}]
+EOF
+echo "TFJob conversion webhook on port $whport (Service kube-batchd/tf-operator-webhook)"
 
 say "== submitting jobs"
 for f in tfjob-seed-v1alpha1.yaml tfjob-seed-v1beta1.yaml tfjob-smoke-gpu.yaml tfjob-v1-mnist.yaml tfjob-v1-big-gang.yaml; do

@@ -102,6 +102,15 @@ void kb_metrics_add_collector(KbMetrics *metrics, KbMetricsCollectFunc func, gpo
     g_array_append_val(metrics->collectors, c);
 }
 
+void kb_metrics_remove_collector(KbMetrics *metrics, KbMetricsCollectFunc func, gpointer user_data)
+{
+    for (guint i = metrics->collectors->len; i > 0; i--) {
+        Collector *c = &g_array_index(metrics->collectors, Collector, i - 1);
+        if (c->func == func && c->user_data == user_data)
+            g_array_remove_index(metrics->collectors, i - 1);
+    }
+}
+
 /* ---- registration ------------------------------------------------------------------------- */
 
 static gboolean valid_name(const char *name, gboolean colon_ok)

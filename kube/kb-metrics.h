@@ -37,6 +37,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbMetrics, kb_metrics_free)
 /* Applies to metrics registered afterwards and to label sets created afterwards. */
 void kb_metrics_set_max_series(KbMetrics *metrics, guint max_series);
 void kb_metrics_add_collector(KbMetrics *metrics, KbMetricsCollectFunc func, gpointer user_data);
+/* Remove what kb_metrics_add_collector(@func, @user_data) added (before @user_data is freed). */
+void kb_metrics_remove_collector(KbMetrics *metrics, KbMetricsCollectFunc func, gpointer user_data);
 
 /*
  * Register a family. @name must match [a-zA-Z_:][a-zA-Z0-9_:]*, @label_names is a

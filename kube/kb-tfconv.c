@@ -605,6 +605,13 @@ static gboolean convert_part(json_object *obj, json_object *out, json_object *st
     return TRUE;
 }
 
+/* Conversions between v1alpha1 and v1 record the version the job was written in. */
+static gboolean marks_origin(KbTfApi from, KbTfApi to)
+{
+    return (from == KB_TF_API_V1ALPHA1 && to == KB_TF_API_V1) ||
+           (from == KB_TF_API_V1 && to == KB_TF_API_V1ALPHA1);
+}
+
 json_object *kb_tfconv_convert(json_object *obj, KbTfApi to, GError **error)
 {
     if (obj == NULL || !json_object_is_type(obj, json_type_object) ||
@@ -631,14 +638,40 @@ json_object *kb_tfconv_convert(json_object *obj, KbTfApi to, GError **error)
         g_prefix_error(error, "tfjob %s/%s: ", ns != NULL ? ns : "", name != NULL ? name : "");
         return NULL;
     }
+    /* an entry for @to: the job was written in @to and comes back to it */
+    gboolean born_to = json_object_is_type(get(stash, short_version(to)), json_type_object);
     json_object_object_del(stash, short_version(to));
     const char *parts[] = {"spec", "status"};
     for (guint i = 0; i < G_N_ELEMENTS(parts); i++) {
         if (get(obj, parts[i]) != NULL)
             stash_put(stash, from, to, parts[i], get(obj, parts[i]), get(out, parts[i]));
     }
+    if (marks_origin(from, to) && !born_to &&
+        !json_object_is_type(get(stash, short_version(from)), json_type_object)) {
+        /* which of v1alpha1 and v1 the job was written in, even when nothing else needs keeping
+         * (an entry without a spec): tf-operator runs a job written as v1alpha1 as one (its pod
+         * names, its PS container) whatever version the CRD stores it in */
+        json_object *mark = json_object_new_object();
+        json_object_object_add(mark, "to", json_object_new_string(kb_tf_api_version(to)));
+        json_object_object_add(stash, short_version(from), mark);
+    }
     stash_write(out, stash);
     return g_steal_pointer(&out);
+}
+
+gboolean kb_tfconv_written_as_alpha(json_object *obj)
+{
+    if (g_strcmp0(get_string(obj, "apiVersion"), kb_tf_api_version(KB_TF_API_V1)) != 0 ||
+        get(get(obj, "spec"), "replicaSpecs") != NULL)
+        return FALSE;
+    const char *s = get_string(get(get(obj, "metadata"), "annotations"), KB_TFCONV_ANNOTATION);
+    if (s == NULL)
+        return FALSE;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(json_object) stash = stash_read(obj, &error);
+    json_object *e = get(stash, "v1alpha1");
+    return json_object_is_type(e, json_type_object) &&
+           g_strcmp0(get_string(e, "to"), kb_tf_api_version(KB_TF_API_V1)) == 0;
 }
 
 /* ---- ConversionReview ------------------------------------------------------------------------ */

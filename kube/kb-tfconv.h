@@ -23,7 +23,10 @@
  * "statusSum", "status"}): the source's spec (and status) as it was, and the checksum of what it
  * was converted to. Converting back restores them verbatim while the converted spec (status) is
  * unchanged; once it was changed in the other version, the field-by-field conversion applies.
- * An entry is written only when the field-by-field conversion back would not reproduce the source.
+ * An entry is written only when the field-by-field conversion back would not reproduce the source,
+ * except between v1alpha1 and v1: there the version the job was written in always leaves at
+ * least an entry without a spec ({"v1alpha1": {"to": "kubeflow.org/v1"}}, see
+ * kb_tfconv_written_as_alpha()), which converting back removes.
  */
 #pragma once
 
@@ -48,6 +51,14 @@
  * Evaluator replicas".
  */
 json_object *kb_tfconv_convert(json_object *obj, KbTfApi to, GError **error);
+
+/*
+ * Was @obj (a TFJob in kubeflow.org/v1) written as v1alpha1? TRUE when the annotation has the
+ * entry for v1alpha1 that converting from it to v1 always leaves (with the v1alpha1 spec when v1
+ * cannot express it, else only {"to": "kubeflow.org/v1"}). tf-operator runs such a job as the
+ * v1alpha1 job it is (names, defaults), whatever version the CRD stores.
+ */
+gboolean kb_tfconv_written_as_alpha(json_object *obj);
 
 /*
  * Answers one ConversionReview request body (@len bytes). Returns the response ConversionReview

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kube/kb-informer.h"
+#include "kube/kb-tfconv.h"
 #include "kube/kb-tfjob.h"
 #include "operator/tf-autoscale.h"
 #include "operator/tf-build.h"
@@ -855,6 +856,33 @@ static gboolean fail_undecodable(TfController *c, KbObjectMeta *jm, const KbReso
     return r != NULL;
 }
 
+static void json_unref(json_object *o)
+{
+    json_object_put(o);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(json_object, json_unref)
+
+/*
+ * A job read through v1 that was written as v1alpha1 (a CRD that converts and stores v1; see
+ * kb_tfconv_written_as_alpha) is run as the v1alpha1 job it is: its pod and service names, its
+ * defaults, its status; it is converted here and written back through v1alpha1 (*@type), which
+ * the API server converts to what it stores. Returns that view (new), or NULL for any other job.
+ */
+static json_object *alpha_view(json_object *raw, const KbResourceType **type)
+{
+    if (*type != &kb_type_tfjobs_v1 || !kb_tfconv_written_as_alpha(raw))
+        return NULL;
+    g_autoptr(GError) error = NULL;
+    json_object *alpha = kb_tfconv_convert(raw, KB_TF_API_V1ALPHA1, &error);
+    if (alpha == NULL) {
+        /* changed through v1 into what v1alpha1 cannot say: it runs as the v1 job it now is */
+        g_message("%s; running it as kubeflow.org/v1", error->message);
+        return NULL;
+    }
+    *type = &kb_type_tfjobs_v1alpha1;
+    return alpha;
+}
+
 /* Conflicts on the status write answered by reading the job again and planning again. */
 #define STATUS_ATTEMPTS 3
 
@@ -870,10 +898,13 @@ static gboolean reconcile(TfController *c, const char *key, GError **error)
         return cleanup_orphans(c, ns, parts[1], error);
     if (jm->raw == NULL)
         return TRUE;
+    const KbResourceType *jtype = job_type_of(c, from);
+    g_autoptr(json_object) alpha = alpha_view(jm->raw, &jtype);
+    json_object *raw = alpha != NULL ? alpha : jm->raw;
     g_autoptr(GError) decode_error = NULL;
-    g_autoptr(KbTfJob) job = kb_tfjob_decode(jm->raw, FALSE, &decode_error);
+    g_autoptr(KbTfJob) job = kb_tfjob_decode(raw, FALSE, &decode_error);
     if (job == NULL)
-        return fail_undecodable(c, jm, job_type_of(c, from), decode_error->message, error);
+        return fail_undecodable(c, jm, jtype, decode_error->message, error);
     g_autoptr(GPtrArray) pods = observed_pods(c, job);
     g_autoptr(GPtrArray) services = owned(c->services, ns, job->meta.name, job->meta.uid);
     KbObjectMeta *group = c->groups != NULL ? kb_informer_get(c->groups, ns, job->meta.name) : NULL;
@@ -903,8 +934,8 @@ static gboolean reconcile(TfController *c, const char *key, GError **error)
         g_autoptr(TfPlan) plan = tf_plan_compute(&obs);
         Exec x = {.c = c,
                   .job = job,
-                  .raw = fresh != NULL ? fresh : jm->raw,
-                  .job_type = job_type_of(c, from),
+                  .raw = fresh != NULL ? fresh : raw,
+                  .job_type = jtype,
                   .pods = pods};
         ok = run_plan(c, key, &x, plan, error);
         if (ok || attempt == STATUS_ATTEMPTS ||
@@ -914,7 +945,7 @@ static gboolean reconcile(TfController *c, const char *key, GError **error)
          * and plan again from what the server has, so no condition nor event is repeated. */
         g_clear_error(error);
         g_clear_pointer(&fresh, json_object_put);
-        fresh = kb_client_get(c->client, job_type_of(c, from), ns, parts[1], error);
+        fresh = kb_client_get(c->client, jtype, ns, parts[1], error);
         if (fresh == NULL) {
             ok = tolerate(error, KB_ERROR_NOT_FOUND);
             break;

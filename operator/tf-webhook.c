@@ -10,15 +10,54 @@
 #include "kube/kb-httpd.h"
 #include "kube/kb-tfconv.h"
 
+/* The webhook runs on a thread and main context of its own: tf-operator's own writes of a job
+ * through another version than the stored one (a v1alpha1 job, see controller.c) are converted
+ * by this webhook, and they are synchronous calls on the daemon's main loop. Answers are counted
+ * in atomics and published into the (single-threaded) metrics when they are rendered. */
+enum { R_SUCCESS, R_FAILURE, R_BAD_REQUEST, N_RESULTS };
+static const char *const result_names[N_RESULTS] = {"success", "failure", "bad_request"};
+
 struct TfWebhook {
     KbHttpd *httpd;
+    GMainContext *context;
+    GMainLoop *loop;
+    GThread *thread;
+    KbMetrics *metrics;
     KbMetric *m_conversions;
+    gint counts[N_RESULTS];   /* atomics, written by the webhook's thread */
+    gint reported[N_RESULTS]; /* what the metric already has (main thread) */
 };
 
-static void count(TfWebhook *w, const char *result)
+static void count(TfWebhook *w, int result)
 {
-    if (w->m_conversions != NULL)
-        kb_series_inc(kb_metric_with(w->m_conversions, result, NULL));
+    g_atomic_int_inc(&w->counts[result]);
+}
+
+static void collect(KbMetrics *metrics, gpointer data)
+{
+    TfWebhook *w = data;
+    for (int i = 0; i < N_RESULTS; i++) {
+        gint now = g_atomic_int_get(&w->counts[i]);
+        if (now != w->reported[i])
+            kb_series_add(kb_metric_with(w->m_conversions, result_names[i], NULL),
+                          (double)(now - w->reported[i]));
+        w->reported[i] = now;
+    }
+}
+
+static gboolean quit_loop(gpointer loop)
+{
+    g_main_loop_quit(loop);
+    return G_SOURCE_REMOVE;
+}
+
+static gpointer serve(gpointer data)
+{
+    TfWebhook *w = data;
+    g_main_context_push_thread_default(w->context);
+    g_main_loop_run(w->loop);
+    g_main_context_pop_thread_default(w->context);
+    return NULL;
 }
 
 static void handle(KbHttpdRequest *req, gpointer user_data)
@@ -39,7 +78,7 @@ static void handle(KbHttpdRequest *req, gpointer user_data)
     if (resp == NULL) {
         g_autofree char *from = kb_httpd_request_address(req);
         g_message("conversion webhook: bad request from %s: %s", from, error->message);
-        count(w, "bad_request");
+        count(w, R_BAD_REQUEST);
         kb_httpd_request_respond(req, 400, "text/plain", g_strdup_printf("%s\n", error->message));
         return;
     }
@@ -50,7 +89,7 @@ static void handle(KbHttpdRequest *req, gpointer user_data)
     gboolean ok = g_strcmp0(json_object_get_string(status), "Success") == 0;
     if (!ok && json_object_object_get_ex(result, "message", &msg))
         g_message("conversion webhook: %s", json_object_get_string(msg));
-    count(w, ok ? "success" : "failure");
+    count(w, ok ? R_SUCCESS : R_FAILURE);
     kb_httpd_request_respond(
             req, 200, "application/json",
             g_strdup(json_object_to_json_string_ext(resp, JSON_C_TO_STRING_PLAIN)));
@@ -67,12 +106,19 @@ TfWebhook *tf_webhook_new(const char *address, const char *cert_file, const char
         return NULL;
     }
     KbHttpdTls tls = {.cert_file = cert_file, .key_file = key_file};
+    GMainContext *context = g_main_context_new();
+    g_main_context_push_thread_default(context);
     KbHttpd *httpd = kb_httpd_new_full(address, NULL, &tls, KB_TFCONV_MAX_BODY, error);
-    if (httpd == NULL)
+    g_main_context_pop_thread_default(context);
+    if (httpd == NULL) {
+        g_main_context_unref(context);
         return NULL;
+    }
     TfWebhook *w = g_new0(TfWebhook, 1);
     static const char *const labels[] = {"result", NULL};
     w->httpd = httpd;
+    w->context = context;
+    w->loop = g_main_loop_new(context, FALSE);
     w->m_conversions =
             metrics != NULL ? kb_metrics_lookup(metrics, "tf_operator_conversions_total") : NULL;
     if (w->m_conversions == NULL && metrics != NULL)
@@ -80,7 +126,12 @@ TfWebhook *tf_webhook_new(const char *address, const char *cert_file, const char
                                               "ConversionReviews answered by the conversion "
                                               "webhook, by result.",
                                               labels);
+    if (w->m_conversions != NULL) {
+        w->metrics = metrics;
+        kb_metrics_add_collector(metrics, collect, w);
+    }
     kb_httpd_set_handler(httpd, handle, w);
+    w->thread = g_thread_new("tf-webhook", serve, w);
     return w;
 }
 
@@ -93,6 +144,15 @@ void tf_webhook_free(TfWebhook *webhook)
 {
     if (webhook == NULL)
         return;
+    /* through the loop's own context, so that a loop not yet running still ends */
+    g_main_context_invoke(webhook->context, quit_loop, webhook->loop);
+    g_thread_join(webhook->thread);
+    if (webhook->metrics != NULL)
+        kb_metrics_remove_collector(webhook->metrics, collect, webhook);
+    g_main_context_push_thread_default(webhook->context);
     kb_httpd_free(webhook->httpd);
+    g_main_context_pop_thread_default(webhook->context);
+    g_main_loop_unref(webhook->loop);
+    g_main_context_unref(webhook->context);
     g_free(webhook);
 }

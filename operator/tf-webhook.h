@@ -7,8 +7,11 @@
  *   400  a body that is not a ConversionReview request (the message says why)
  *   404  any other path; 405  any other method; 413  a body over KB_TFCONV_MAX_BODY
  *
- * It runs on the daemon's main loop beside the controller and answers whether or not this replica
- * leads: conversion is pure and every replica gives the same answer.
+ * It runs on a thread (and main context) of its own, so that it answers while the controller waits
+ * on a synchronous call that needs a conversion (tf-operator writes a v1alpha1 job through
+ * v1alpha1 when the CRD stores v1), and whether or not this replica leads: conversion is pure and
+ * every replica gives the same answer. The metric is brought up to date when metrics are rendered;
+ * free the webhook before @metrics.
  * Metrics: tf_operator_conversions_total{result="success|failure|bad_request"}.
  */
 #pragma once

@@ -8,6 +8,7 @@
 
 #include "tests/apiserver/kas-json.h"
 #include "tests/lib/kb-test-apiserver.h"
+#include "tests/lib/kb-test-tfwebhook.h"
 
 static char *src_path(const char *rel)
 {
@@ -171,6 +172,11 @@ static void test_kubectl_project_crds(void)
     g_autofree char *out = KUBECTL_OK(api, "apply", "-f", dir);
     g_assert_nonnull(strstr(out, "created"));
     g_assert_null(strstr(out, "error"));
+    /* the TFJob CRD converts through tf-operator's webhook, which must answer for v1alpha1 */
+    g_autoptr(KbTestTfWebhook) wh = kb_test_tfwebhook_new();
+    g_autoptr(KbTestDaemon) op =
+            kb_test_apiserver_spawn(api, "tf-operator", TRUE, kb_test_tfwebhook_args(wh, NULL), NULL);
+    kb_test_tfwebhook_connect(wh, op, kb_test_tfwebhook_kubectl_api, api);
     g_autofree char *crds = KUBECTL_OK(api, "get", "crd");
     g_assert_nonnull(strstr(crds, "tfjobs.kubeflow.org"));
     g_assert_nonnull(strstr(crds, "podgroups.scheduling.volcano.sh"));
@@ -178,10 +184,74 @@ static void test_kubectl_project_crds(void)
     g_autofree char *c = KUBECTL_OK(api, "create", "-f", job);
     g_autofree char *list = KUBECTL_OK(api, "get", "tfjobs");
     g_assert_nonnull(strstr(list, "example-job"));
-    /* Applying the same files again changes nothing. */
+    /* Applying the same files again changes nothing but the caBundle the test set. */
     g_autofree char *again = KUBECTL_OK(api, "apply", "-f", dir);
     g_assert_nonnull(strstr(again, "unchanged"));
+    g_assert_cmpint(kb_test_daemon_stop(op, 30000), ==, 0);
     /* The server shuts down cleanly (sanitizer builds fail the exit status on leaks). */
+    g_assert_cmpint(kb_test_apiserver_stop(api), ==, 0);
+}
+
+/* A job of every version, read through every served version with `kubectl get`: each shows a
+ * STATE and an AGE (the shipped CRD, its conversion webhook served by tf-operator, which marks
+ * every job Created; nothing schedules its pods). The seed's v1alpha1 job read through v1 has
+ * tfReplicaSpecs and v1 conditions, a v1 job read through v1alpha1 has replicaSpecs. */
+static void test_kubectl_tfjob_versions(void)
+{
+    if (!need_kubectl())
+        return;
+    g_autoptr(KbTestApiserver) api = start(FALSE);
+    g_autofree char *crd = src_path("deploy/crds/tfjob.yaml");
+    g_free(KUBECTL_OK(api, "apply", "-f", crd));
+    g_autoptr(KbTestTfWebhook) wh = kb_test_tfwebhook_new();
+    const char *gang_off[] = {"--gang-scheduler-name", "", NULL};
+    g_autoptr(KbTestDaemon) op = kb_test_apiserver_spawn(
+            api, "tf-operator", TRUE, kb_test_tfwebhook_args(wh, gang_off), NULL);
+    kb_test_tfwebhook_connect(wh, op, kb_test_tfwebhook_kubectl_api, api);
+    static const char *const files[] = {"deploy/demo/tfjob-seed-v1alpha1.yaml",
+                                        "deploy/demo/tfjob-seed-v1beta1.yaml",
+                                        "deploy/demo/tfjob-v1-mnist.yaml"};
+    for (guint i = 0; i < G_N_ELEMENTS(files); i++) {
+        g_autofree char *f = src_path(files[i]);
+        g_free(KUBECTL_OK(api, "create", "-f", f));
+    }
+    g_free(kubectl(api, 0,
+                   "apiVersion: kubeflow.org/v1beta2\nkind: TFJob\nmetadata: {name: beta2}\nspec:\n"
+                   "  tfReplicaSpecs:\n    Worker: {template: {spec: {containers: [{name: "
+                   "tensorflow, image: tf}]}}}\n",
+                   NULL, "create", "-f", "-", NULL));
+    static const char *const jobs[] = {"example-job", "module6-ex1-gpu", "mnist-dist", "beta2"};
+    /* every job gets its Created condition from the operator */
+    for (guint j = 0; j < G_N_ELEMENTS(jobs); j++) {
+        g_autofree char *st = NULL;
+        for (int i = 0; i < 200 && g_strcmp0(st, "Created") != 0; i++) {
+            g_free(st);
+            st = KUBECTL_OK(api, "get", "tfjobs.v1.kubeflow.org", jobs[j], "-o",
+                            "jsonpath={.status.conditions[0].type}");
+            if (g_strcmp0(st, "Created") != 0)
+                g_usleep(100 * 1000);
+        }
+        g_assert_cmpstr(st, ==, "Created");
+    }
+    static const char *const versions[] = {"v1", "v1beta2", "v1beta1", "v1alpha1"};
+    for (guint v = 0; v < G_N_ELEMENTS(versions); v++) {
+        g_autofree char *res = g_strdup_printf("tfjobs.%s.kubeflow.org", versions[v]);
+        g_autofree char *table = KUBECTL_OK(api, "get", res);
+        g_test_message("kubectl get %s:\n%s", res, table);
+        g_assert_true(g_regex_match_simple("^NAME +(PHASE +)?STATE +AGE\n", table, 0, 0));
+        for (guint j = 0; j < G_N_ELEMENTS(jobs); j++) {
+            g_autofree char *row = g_strdup_printf("(?m)^%s +(\\S+ +)?\\S+ +[0-9]+[smh]$", jobs[j]);
+            g_assert_true(g_regex_match_simple(row, table, 0, 0));
+        }
+    }
+    g_autofree char *map = KUBECTL_OK(api, "get", "tfjobs.v1.kubeflow.org", "example-job", "-o",
+                                      "jsonpath={.spec.tfReplicaSpecs.PS.replicas} "
+                                      "{.status.conditions[0].type}");
+    g_assert_cmpstr(map, ==, "2 Created");
+    g_autofree char *list = KUBECTL_OK(api, "get", "tfjobs.v1alpha1.kubeflow.org", "mnist-dist",
+                                       "-o", "jsonpath={.spec.replicaSpecs[*].tfReplicaType}");
+    g_assert_nonnull(strstr(list, "WORKER"));
+    g_assert_cmpint(kb_test_daemon_stop(op, 30000), ==, 0);
     g_assert_cmpint(kb_test_apiserver_stop(api), ==, 0);
 }
 
@@ -365,6 +435,7 @@ int main(int argc, char **argv)
     g_test_add_func("/apiserver/binary/help-and-bad-flags", test_binary_help_and_bad_flags);
     g_test_add_func("/apiserver/kubectl/crd-and-seed-tfjob", test_kubectl_crd_and_seed_tfjob);
     g_test_add_func("/apiserver/kubectl/project-crds", test_kubectl_project_crds);
+    g_test_add_func("/apiserver/kubectl/tfjob-versions", test_kubectl_tfjob_versions);
     g_test_add_func("/apiserver/kubectl/watch-sees-binding", test_kubectl_watch_sees_binding);
     g_test_add_func("/apiserver/kubectl/get-formats", test_kubectl_get_formats);
     g_test_add_func("/apiserver/kubectl/patch-label-annotate", test_kubectl_patch_label_annotate);

@@ -18,6 +18,7 @@
 #include "tests/lib/kb-test-apiserver.h"
 #include "tests/lib/kb-test-cluster.h"
 #include "tests/lib/kb-test-daemon.h"
+#include "tests/lib/kb-test-tfwebhook.h"
 #include "tests/lib/kb-test-util.h"
 
 typedef struct {
@@ -26,6 +27,7 @@ typedef struct {
     KbTestDaemon *scheduler;
     KbTestDaemon *operator_;
     KbTestDaemon *kubelet; /* bin/kb-kubelet on a real server, when it exists */
+    KbTestTfWebhook *webhook; /* the TFJob CRD's conversion webhook, served by tf-operator */
     gboolean ready;
     gboolean pods_run; /* something runs pods (simulated kubelet) */
 } Env;
@@ -120,6 +122,20 @@ static void real_server_nodes(Env *e)
     }
 }
 
+/* kubectl for kb_test_tfwebhook_connect(): as the admin. */
+static void admin_kubectl(gpointer data, const char *stdin_text, const char *const *args)
+{
+    Env *e = data;
+    g_autoptr(GError) error = NULL;
+    g_autofree char *out = NULL, *err = NULL;
+    int st = -1;
+    g_assert_true(kb_test_cluster_kubectl(e->cluster, KB_TEST_ADMIN, args, stdin_text, &out, &err,
+                                          &st, &error));
+    if (st != 0)
+        g_test_message("kubectl %s: %s%s", args[0], out, err);
+    g_assert_cmpint(st, ==, 0);
+}
+
 static KbTestDaemon *spawn(Env *e, const char *name, const char *identity, const char *const *extra)
 {
     g_autoptr(GPtrArray) argv = g_ptr_array_new();
@@ -175,7 +191,11 @@ static void test_setup(gconstpointer data)
     const char *oper[] = {"--gang-scheduler-name",    "kube-batchd", "--leader-elect",
                           "--leader-elect-namespace", "kube-batchd", "--enable-autoscaling",
                           "--autoscale-interval",     "1",           NULL};
-    e->operator_ = spawn(e, "tf-operator", KB_TEST_OPERATOR, oper);
+    /* ... and its conversion webhook, which the shipped TFJob CRD names */
+    e->webhook = kb_test_tfwebhook_new();
+    e->operator_ = spawn(e, "tf-operator", KB_TEST_OPERATOR,
+                         kb_test_tfwebhook_args(e->webhook, oper));
+    kb_test_tfwebhook_connect(e->webhook, e->operator_, admin_kubectl, e);
     e->ready = TRUE;
 }
 
@@ -735,6 +755,7 @@ static void test_teardown(gconstpointer data)
     if (e->kubelet != NULL)
         kb_test_daemon_stop(e->kubelet, 30000);
     g_clear_pointer(&e->operator_, kb_test_daemon_free);
+    g_clear_pointer(&e->webhook, kb_test_tfwebhook_free);
     g_clear_pointer(&e->scheduler, kb_test_daemon_free);
     g_clear_pointer(&e->kubelet, kb_test_daemon_free);
     g_clear_pointer(&e->cluster, kb_test_cluster_free);

@@ -2,6 +2,7 @@
  * tf-operator end to end: bin/kb-apiserver --simulate-kubelet with four 8-GPU nodes, the
  * project's CRDs and default queue applied with kubectl, bin/kube-batchd and bin/tf-operator
  * running as separate processes, jobs submitted and inspected with kubectl as a user would.
+ * The TFJob CRD converts through tf-operator's webhook (kb-test-tfwebhook), as shipped.
  * Skipped when kubectl is not installed.
  */
 #include <gio/gio.h>
@@ -10,12 +11,15 @@
 #include <string.h>
 
 #include "tests/lib/kb-test-apiserver.h"
+#include "tests/lib/kb-test-daemon.h"
+#include "tests/lib/kb-test-tfwebhook.h"
 #include "tests/lib/kb-test-util.h"
 
 typedef struct {
     KbTestApiserver *api;
     KbTestDaemon *scheduler;
     KbTestDaemon *operator_;
+    KbTestTfWebhook *webhook;
     char *logdir;
 } Cluster;
 
@@ -31,11 +35,17 @@ static void stop(KbTestDaemon **d, const char *name)
     g_clear_pointer(d, kb_test_daemon_free);
 }
 
-/* The value of a jsonpath on job @name, newly allocated ("" when absent). */
-static char *job_path(const char *name, const char *jsonpath)
+/* The value of a jsonpath on job @name read as @resource ("tfjobs",
+ * "tfjobs.v1alpha1.kubeflow.org"), newly allocated ("" when absent). */
+static char *job_path_as(const char *resource, const char *name, const char *jsonpath)
 {
     g_autofree char *arg = g_strdup_printf("jsonpath=%s", jsonpath);
-    return kb_test_kubectl_run(cluster.api, NULL, "get", "tfjobs", name, "-o", arg, NULL);
+    return kb_test_kubectl_run(cluster.api, NULL, "get", resource, name, "-o", arg, NULL);
+}
+
+static char *job_path(const char *name, const char *jsonpath)
+{
+    return job_path_as("tfjobs", name, jsonpath);
 }
 
 /* FALSE (and the test marked failed) when @p has exited. */
@@ -48,13 +58,15 @@ static gboolean alive(KbTestDaemon *d, const char *name)
     return FALSE;
 }
 
-/* Poll until job @name's @jsonpath equals @want (60 s at most); returns the last value seen. */
-static char *wait_job(const char *name, const char *jsonpath, const char *want)
+/* Poll until job @name's @jsonpath (read as @resource) equals @want (60 s at most); returns the
+ * last value seen. */
+static char *wait_job_as(const char *resource, const char *name, const char *jsonpath,
+                         const char *want)
 {
     char *v = NULL;
     for (int i = 0; i < 300; i++) {
         g_free(v);
-        v = job_path(name, jsonpath);
+        v = job_path_as(resource, name, jsonpath);
         if (g_strcmp0(v, want) == 0)
             return v;
         if (!alive(cluster.operator_, "tf-operator") || !alive(cluster.scheduler, "kube-batchd"))
@@ -63,6 +75,11 @@ static char *wait_job(const char *name, const char *jsonpath, const char *want)
     }
     g_test_message("job %s: %s is \"%s\", wanted \"%s\"", name, jsonpath, v, want);
     return v;
+}
+
+static char *wait_job(const char *name, const char *jsonpath, const char *want)
+{
+    return wait_job_as("tfjobs", name, jsonpath, want);
 }
 
 /* Poll until the pods of job @name (kubectl -o name) are @want (60 s at most). */
@@ -98,18 +115,49 @@ static void create_file(const char *rel)
 
 /* ---- cases --------------------------------------------------------------------------------- */
 
+#define ALPHA "tfjobs.v1alpha1.kubeflow.org"
+
+/* The seed's v1alpha1 job, stored as v1 by the CRD's webhook, runs as the v1alpha1 job it is:
+ * its runtime id in the pod names, its phase and state; read through v1 it is a v1 job. */
 static void test_seed_v1alpha1(void)
 {
     create_file("deploy/demo/tfjob-seed-v1alpha1.yaml");
-    g_autofree char *state = wait_job("example-job", "{.status.state}", "Succeeded");
-    g_assert_cmpstr(state, ==, "Succeeded");
-    g_autofree char *phase = wait_job("example-job", "{.status.phase}", "Done");
-    g_assert_cmpstr(phase, ==, "Done");
-    g_autofree char *master = job_path(
-            "example-job", "{.status.replicaStatuses[?(@.tf_replica_type==\"MASTER\")].state}");
-    g_assert_cmpstr(master, ==, "Succeeded");
-    g_autofree char *rid = job_path("example-job", "{.spec.RuntimeId}");
+    g_autofree char *rid = NULL;
+    for (int i = 0; i < 300 && (rid == NULL || strlen(rid) != 4); i++) {
+        g_free(rid);
+        rid = job_path_as(ALPHA, "example-job", "{.spec.RuntimeId}");
+        g_usleep(100 * 1000);
+    }
     g_assert_cmpuint(strlen(rid), ==, 4);
+    g_autofree char *master = g_strdup_printf("pod/example-job-master-%s-0\n", rid);
+    g_autofree char *seen = NULL;
+    for (int i = 0; i < 300 && (seen == NULL || strstr(seen, master) == NULL); i++) {
+        g_free(seen);
+        seen = kb_test_kubectl_run(cluster.api, NULL, "get", "pods", "-l",
+                                   "training.kubeflow.org/job-name=example-job", "-o", "name",
+                                   NULL);
+        g_usleep(100 * 1000);
+    }
+    if (strstr(seen, master) == NULL)
+        g_test_message("pods: %s", seen);
+    g_assert_nonnull(strstr(seen, master));
+    g_autofree char *state = wait_job_as(ALPHA, "example-job", "{.status.state}", "Succeeded");
+    g_assert_cmpstr(state, ==, "Succeeded");
+    g_autofree char *phase = wait_job_as(ALPHA, "example-job", "{.status.phase}", "Done");
+    g_assert_cmpstr(phase, ==, "Done");
+    g_autofree char *mstate =
+            job_path_as(ALPHA, "example-job",
+                        "{.status.replicaStatuses[?(@.tf_replica_type==\"MASTER\")].state}");
+    g_assert_cmpstr(mstate, ==, "Succeeded");
+    g_autofree char *rid2 = job_path_as(ALPHA, "example-job", "{.spec.RuntimeId}");
+    g_assert_cmpstr(rid2, ==, rid);
+    /* through kubeflow.org/v1: the tfReplicaSpecs map and v1 conditions */
+    g_autofree char *ps = job_path("example-job", "{.spec.tfReplicaSpecs.PS.replicas}");
+    g_assert_cmpstr(ps, ==, "2");
+    g_autofree char *cond = job_path("example-job", "{.status.conditions[-1:].type}");
+    g_assert_cmpstr(cond, ==, "Succeeded");
+    g_autofree char *table = kb_test_kubectl_run(cluster.api, NULL, "get", "tfjobs", NULL);
+    g_assert_true(g_regex_match_simple("example-job +Succeeded +[0-9]+[sm]", table, 0, 0));
     /* Cleanup All (v1alpha1): no pod of the job is left. */
     g_autofree char *pods =
             kb_test_kubectl_run(cluster.api, NULL, "get", "pods", "-l",
@@ -122,6 +170,14 @@ static void test_seed_v1alpha1(void)
 static void test_seed_v1beta1(void)
 {
     create_file("deploy/demo/tfjob-seed-v1beta1.yaml");
+    /* the tutorial's other v1beta1 job, as written there (the image named, and told how long to
+     * run by the simulated kubelet's annotation) */
+    create("apiVersion: kubeflow.org/v1beta1\nkind: TFJob\nmetadata:\n  name: example-tfjob\n"
+           "spec:\n  tfReplicaSpecs:\n    MASTER:\n      replicas: 1\n      template:\n"
+           "        metadata: {annotations: {sim.kube-batchd.io/run-seconds: \"2\"}}\n"
+           "        spec:\n          containers:\n            - image: someone/tf-mnist:gpu\n"
+           "              name: tensorflow\n              resources:\n                limits:\n"
+           "                  nvidia.com/gpu: 1\n          restartPolicy: OnFailure\n");
     create("apiVersion: kubeflow.org/v1beta2\nkind: TFJob\nmetadata: {name: beta2-dist}\nspec:\n"
            "  cleanPodPolicy: None\n  tfReplicaSpecs:\n"
            "    ps: {replicas: 1, template: {metadata: {annotations: "
@@ -135,6 +191,9 @@ static void test_seed_v1beta1(void)
     g_assert_cmpstr(last, ==, "Succeeded");
     g_autofree char *pods = wait_pods("module6-ex1-gpu", "pod/module6-ex1-gpu-master-0\n");
     g_assert_cmpstr(pods, ==, "pod/module6-ex1-gpu-master-0\n");
+    g_autofree char *ex = wait_job_as("tfjobs.v1beta1.kubeflow.org", "example-tfjob",
+                                      "{.status.conditions[-1:].type}", "Succeeded");
+    g_assert_cmpstr(ex, ==, "Succeeded");
     g_autofree char *b2 = wait_job("beta2-dist", "{.status.conditions[-1:].type}", "Succeeded");
     g_assert_cmpstr(b2, ==, "Succeeded");
     g_autofree char *workers = job_path("beta2-dist", "{.status.replicaStatuses.Worker.succeeded}");
@@ -155,6 +214,13 @@ static void test_v1_succeeds(void)
     g_assert_cmpstr(last, ==, "Succeeded");
     g_autofree char *workers = job_path("mnist-dist", "{.status.replicaStatuses.Worker.succeeded}");
     g_assert_cmpstr(workers, ==, "4");
+    /* read through v1alpha1: the replicaSpecs list, and the seed's phase */
+    g_autofree char *types =
+            job_path_as(ALPHA, "mnist-dist", "{.spec.replicaSpecs[*].tfReplicaType}");
+    g_assert_nonnull(strstr(types, "WORKER"));
+    g_assert_nonnull(strstr(types, "PS"));
+    g_autofree char *phase = job_path_as(ALPHA, "mnist-dist", "{.status.phase}");
+    g_assert_cmpstr(phase, ==, "Done");
     /* The TF_CONFIG worker 0 saw (cleanPodPolicy Running keeps the pods that finished). */
     g_autofree char *env =
             kb_test_kubectl_run(cluster.api, NULL, "get", "pod", "mnist-dist-worker-0", "-o",
@@ -397,6 +463,83 @@ static void run_native_job(KbTestApiserver *api, const char *name)
     g_assert_cmpstr(left, ==, "");
 }
 
+/* `kubectl get pods -o custom-columns` of the job's pods on @api: "name uid" lines. */
+static char *pods_of(KbTestApiserver *api, const char *job)
+{
+    g_autofree char *sel = g_strdup_printf("training.kubeflow.org/job-name=%s", job);
+    return kb_test_kubectl_run(api, NULL, "get", "pods", "-l", sel, "--no-headers", "-o",
+                               "custom-columns=N:.metadata.name,U:.metadata.uid", NULL);
+}
+
+/* A v1alpha1 job created while the CRD did not convert (stored in v1alpha1's shape), then the CRD
+ * switched to the webhook and the job rewritten through v1alpha1 (now stored as v1): tf-operator
+ * keeps its pods, names and uids, and runs it as before. Nothing schedules the pods (gang off). */
+static void test_storage_switch(void)
+{
+    g_autoptr(GError) error = NULL;
+    KbTestApiserver *api = kb_test_apiserver_start(NULL, &error);
+    g_assert_no_error(error);
+    g_autofree char *crd = g_build_filename(kb_test_src_dir(), "deploy/crds/tfjob.yaml", NULL);
+    g_free(kb_test_kubectl_run(api, NULL, "apply", "-f", crd, NULL));
+    g_autofree char *logdir = g_build_filename(cluster.logdir, "switch", NULL);
+    g_mkdir_with_parents(logdir, 0700);
+    g_autoptr(KbTestTfWebhook) wh = kb_test_tfwebhook_new();
+    const char *gang_off[] = {"--gang-scheduler-name", "", NULL};
+    KbTestDaemon *op = kb_test_apiserver_spawn(api, "tf-operator", TRUE,
+                                               kb_test_tfwebhook_args(wh, gang_off), logdir);
+    kb_test_tfwebhook_connect(wh, op, kb_test_tfwebhook_kubectl_api, api);
+    g_autofree char *conv = kb_test_kubectl_run(api, NULL, "get", "crd", "tfjobs.kubeflow.org",
+                                                "-o", "jsonpath={.spec.conversion}", NULL);
+    g_free(kb_test_kubectl_run(
+            api, NULL, "patch", "crd", "tfjobs.kubeflow.org", "--type", "merge", "-p",
+            "{\"spec\":{\"conversion\":{\"strategy\":\"None\",\"webhook\":null}}}", NULL));
+    g_autofree char *seed =
+            g_build_filename(kb_test_src_dir(), "deploy/demo/tfjob-seed-v1alpha1.yaml", NULL);
+    g_free(kb_test_kubectl_run(api, NULL, "create", "-f", seed, NULL));
+    g_autofree char *before = NULL;
+    for (int i = 0; i < 300; i++) {
+        g_free(before);
+        before = pods_of(api, "example-job");
+        if (strstr(before, "worker") != NULL && strstr(before, "-ps-") != NULL &&
+            strstr(before, "master") != NULL)
+            break;
+        g_usleep(100 * 1000);
+    }
+    g_autofree char *raw =
+            kb_test_kubectl_run(api, NULL, "get", "tfjobs", "example-job", "-o",
+                                "jsonpath={.spec.replicaSpecs[0].tfReplicaType}", NULL);
+    g_assert_cmpstr(raw, ==, "MASTER"); /* stored in v1alpha1's shape */
+    g_autofree char *phase_before = NULL;
+    for (int i = 0; i < 100 && (phase_before == NULL || *phase_before == '\0'); i++) {
+        g_free(phase_before);
+        phase_before = kb_test_kubectl_run(api, NULL, "get", "tfjobs.v1alpha1.kubeflow.org",
+                                           "example-job", "-o", "jsonpath={.status.phase}", NULL);
+        g_usleep(100 * 1000);
+    }
+    /* the webhook again, and the job written through v1alpha1: now stored as v1 */
+    g_autofree char *back = g_strdup_printf("{\"spec\":{\"conversion\":%s}}", conv);
+    g_free(kb_test_kubectl_run(api, NULL, "patch", "crd", "tfjobs.kubeflow.org", "--type", "merge",
+                               "-p", back, NULL));
+    g_free(kb_test_kubectl_run(api, NULL, "label", "tfjobs.v1alpha1.kubeflow.org", "example-job",
+                               "rewritten=yes", NULL));
+    g_autofree char *master =
+            kb_test_kubectl_run(api, NULL, "get", "tfjobs.v1.kubeflow.org", "example-job", "-o",
+                                "jsonpath={.spec.tfReplicaSpecs.Master.replicas}", NULL);
+    g_assert_cmpstr(master, ==, "1");
+    /* while the operator reconciles the rewritten job (2 s of it): the same pods */
+    for (int i = 0; i < 20; i++) {
+        g_autofree char *after = pods_of(api, "example-job");
+        g_assert_cmpstr(after, ==, before);
+        g_usleep(100 * 1000);
+    }
+    g_autofree char *phase =
+            kb_test_kubectl_run(api, NULL, "get", "tfjobs.v1alpha1.kubeflow.org", "example-job",
+                                "-o", "jsonpath={.status.phase}", NULL);
+    g_assert_cmpstr(phase, ==, phase_before);
+    stop(&op, "tf-operator");
+    kb_test_apiserver_free(api);
+}
+
 /* tf-operator --gang-api native, then auto (which picks native on this server). */
 static void test_native_gang_api(void)
 {
@@ -456,8 +599,12 @@ int main(int argc, char **argv)
     cluster.scheduler =
             kb_test_apiserver_spawn(cluster.api, "kube-batchd", TRUE, sched_args, cluster.logdir);
     const char *op_args[] = {"--enable-autoscaling", "--autoscale-interval", "1", NULL};
-    cluster.operator_ =
-            kb_test_apiserver_spawn(cluster.api, "tf-operator", TRUE, op_args, cluster.logdir);
+    cluster.webhook = kb_test_tfwebhook_new();
+    cluster.operator_ = kb_test_apiserver_spawn(cluster.api, "tf-operator", TRUE,
+                                                kb_test_tfwebhook_args(cluster.webhook, op_args),
+                                                cluster.logdir);
+    kb_test_tfwebhook_connect(cluster.webhook, cluster.operator_, kb_test_tfwebhook_kubectl_api,
+                              cluster.api);
 
     g_test_add_func("/operator/e2e/seed-v1alpha1", test_seed_v1alpha1);
     g_test_add_func("/operator/e2e/seed-v1beta1", test_seed_v1beta1);
@@ -468,10 +615,12 @@ int main(int argc, char **argv)
     g_test_add_func("/operator/e2e/invalid", test_invalid);
     g_test_add_func("/operator/e2e/autoscaling", test_autoscaling);
     g_test_add_func("/operator/e2e/native-gang-api", test_native_gang_api);
+    g_test_add_func("/operator/e2e/storage-version-switch", test_storage_switch);
     int rc = g_test_run();
 
     stop(&cluster.operator_, "tf-operator");
     stop(&cluster.scheduler, "kube-batchd");
     kb_test_apiserver_free(cluster.api);
+    kb_test_tfwebhook_free(cluster.webhook);
     return kb_test_log_dir_finish(cluster.logdir, rc);
 }

@@ -161,6 +161,35 @@ static void test_seed_through_v1(void)
     json_object_put(back);
 }
 
+/* The version a job was written in, of v1alpha1 and v1, survives every trip between them. */
+static void test_written_as(void)
+{
+    json_object *seed = load("seed-v1alpha1.json");
+    json_object *v1 = convert(seed, KB_TF_API_V1);
+    g_assert_true(kb_tfconv_written_as_alpha(v1));
+    /* read through v1alpha1 and written back through it: still a v1alpha1 job */
+    json_object *alpha = convert(v1, KB_TF_API_V1ALPHA1);
+    g_assert_true(json_object_equal(alpha, seed));
+    json_object *again = convert(alpha, KB_TF_API_V1);
+    g_assert_true(kb_tfconv_written_as_alpha(again));
+    /* a v1 job read and written back through v1alpha1 stays a v1 job */
+    json_object *born = parse("{\"apiVersion\":\"kubeflow.org/v1\",\"metadata\":{\"name\":\"j\"},"
+                              "\"spec\":{\"runPolicy\":{\"cleanPodPolicy\":\"All\"},"
+                              "\"tfReplicaSpecs\":{\"Worker\":{\"restartPolicy\":\"ExitCode\"}}}}");
+    g_assert_false(kb_tfconv_written_as_alpha(born));
+    json_object *as_alpha = convert(born, KB_TF_API_V1ALPHA1);
+    json_object *back = convert(as_alpha, KB_TF_API_V1);
+    g_assert_false(kb_tfconv_written_as_alpha(back));
+    g_assert_true(json_object_equal(back, born));
+    /* through a beta the origin is kept too */
+    json_object *beta = convert(v1, KB_TF_API_V1BETA2);
+    json_object *v1b = convert(beta, KB_TF_API_V1);
+    g_assert_true(kb_tfconv_written_as_alpha(v1b));
+    json_object *objs[] = {seed, v1, alpha, again, born, as_alpha, back, beta, v1b};
+    for (guint i = 0; i < G_N_ELEMENTS(objs); i++)
+        json_object_put(objs[i]);
+}
+
 /* A beta job read through v1 decodes with the beta's cleanPodPolicy default made explicit. */
 static void test_beta_semantics_through_v1(void)
 {
@@ -194,11 +223,12 @@ static void test_odd_annotation(void)
     json_object_put(in);
     json_object_put(alpha);
     json_object_put(back);
-    /* annotations that are not a map are left as they are when there is nothing to keep */
+    /* annotations that are not a map are left as they are when there is nothing to keep (between
+     * v1 and a beta: v1alpha1 and v1 always keep the version the job was written in) */
     in = parse("{\"apiVersion\":\"kubeflow.org/v1\",\"metadata\":{\"name\":\"j\",\"annotations\":"
                "\"\"},\"spec\":{\"runPolicy\":{\"cleanPodPolicy\":\"All\"},\"tfReplicaSpecs\":{"
                "\"Worker\":{\"restartPolicy\":\"ExitCode\"}}}}");
-    alpha = convert(in, KB_TF_API_V1ALPHA1);
+    alpha = convert(in, KB_TF_API_V1BETA1);
     g_assert_cmpstr(json_object_get_string(at(at(alpha, "metadata"), "annotations")), ==, "");
     json_object_put(in);
     json_object_put(alpha);
@@ -647,6 +677,7 @@ int main(int argc, char **argv)
     }
     g_test_add_func("/kube/tfconv/seed-v1alpha1-through-v1", test_seed_through_v1);
     g_test_add_func("/kube/tfconv/beta-semantics-through-v1", test_beta_semantics_through_v1);
+    g_test_add_func("/kube/tfconv/written-as", test_written_as);
     g_test_add_func("/kube/tfconv/errors", test_errors);
     g_test_add_func("/kube/tfconv/odd-annotation", test_odd_annotation);
     g_test_add_func("/kube/tfconv/round-trips", test_round_trips);

@@ -184,6 +184,7 @@ typedef struct {
     char *version;
     gboolean table;
     KasTableInclude include;
+    KasConvert *convert; /* NULL: the resource has no conversion webhook */
 } Render;
 
 static void render_free(gpointer p)
@@ -211,9 +212,58 @@ static char *obj_text(const KasRes *res, const char *version, KasObj *obj)
     return s;
 }
 
-static char *render_watch_obj(KasRes *res, KasObj *obj, gpointer data)
+/* A failed CRD conversion as kube-apiserver answers it: 500, a Status without a reason. */
+static void reply_conversion_failed(KasReply *reply, const char *message)
+{
+    reply->status = 500;
+    reply->content_type = "application/json";
+    g_autofree char *s = kas_convert_status_json(message);
+    g_string_assign(reply->body, s);
+}
+
+static void reply_any_error(KasReply *reply, const GError *error, const KasRes *res,
+                            const char *name)
+{
+    if (error != NULL && error->domain == KAS_CONVERT_ERROR)
+        reply_conversion_failed(reply, error->message);
+    else
+        kas_reply_gerror(reply, error, res, name);
+}
+
+/* @objs (KasObj*) in @version through the resource's conversion webhook, if it has one; FALSE
+ * with the failure answered. */
+static gboolean convert_objs(KasConvert *cv, KasRes *res, const char *version, GPtrArray *objs,
+                             gboolean list, KasReply *reply)
+{
+    g_autoptr(GError) error = NULL;
+    if (res->kind != KAS_KIND_CUSTOM || kas_convert_objs(cv, res, version, objs, list, &error))
+        return TRUE;
+    reply_conversion_failed(reply, error->message);
+    return FALSE;
+}
+
+/* @obj (reference taken) in @version; NULL with the failure answered. */
+static KasObj *convert_obj(const KasRestContext *ctx, KasRes *res, const char *version,
+                           KasObj *obj, KasReply *reply)
+{
+    g_autoptr(GPtrArray) one = g_ptr_array_new_with_free_func((GDestroyNotify)kas_obj_unref);
+    g_ptr_array_add(one, obj);
+    if (!convert_objs(ctx->convert, res, version, one, FALSE, reply))
+        return NULL;
+    return kas_obj_ref(g_ptr_array_index(one, 0));
+}
+
+static char *render_watch_obj(KasRes *res, KasObj *obj_in, gpointer data)
 {
     Render *r = data;
+    g_autoptr(GPtrArray) one = g_ptr_array_new_with_free_func((GDestroyNotify)kas_obj_unref);
+    g_ptr_array_add(one, kas_obj_ref(obj_in));
+    g_autoptr(GError) error = NULL;
+    if (!kas_convert_objs(r->convert, res, r->version, one, FALSE, &error)) {
+        g_autofree char *st = kas_convert_status_json(error->message);
+        return g_strdup_printf("!%s", st);
+    }
+    KasObj *obj = g_ptr_array_index(one, 0);
     if (!r->table)
         return obj_text(res, r->version, obj);
     json_object *j = kas_obj_parse(obj);
@@ -523,6 +573,8 @@ static void do_list(const KasRestContext *ctx, const KasRequest *req, const Rout
     g_autofree char *cont = NULL;
     if (more && objs->len > 0)
         cont = continue_encode(rv, ((KasObj *)g_ptr_array_index(objs, objs->len - 1))->key);
+    if (!convert_objs(ctx->convert, res, r->version, objs, TRUE, reply))
+        return;
     reply->status = 200;
     if (wants_table(req)) {
         g_autofree char *t = kas_table_render(res, r->version, objs, rv, cont, table_include(req));
@@ -573,8 +625,10 @@ static void do_watch(const KasRestContext *ctx, const KasRequest *req, const Rou
     reply->watch_deadline = g_get_monotonic_time() + timeout * G_USEC_PER_SEC;
     reply->watch_bookmarks = q_true(req, "allowWatchBookmarks");
     gboolean table = wants_table(req);
-    if (table || needs_rewrite(res, r->version)) {
+    gboolean convert = ctx->convert != NULL && kas_convert_webhook(ctx->store, res);
+    if (table || convert || needs_rewrite(res, r->version)) {
         Render *rd = g_new0(Render, 1);
+        rd->convert = convert ? ctx->convert : NULL;
         rd->res = res;
         rd->version = g_strdup(r->version);
         rd->table = table;
@@ -671,6 +725,13 @@ static void do_delete(const KasRestContext *ctx, const KasRequest *req, const Ro
     g_autoptr(GError) error = NULL;
     gboolean removed = FALSE;
     g_autoptr(KasObj) obj = kas_ops_delete(ctx->store, res, r->ns, r->name, &o, &removed, &error);
+    if (obj != NULL && res->kind == KAS_KIND_CUSTOM) {
+        obj = convert_obj(ctx, res, r->version, obj, reply);
+        if (obj == NULL) {
+            json_object_put(body);
+            return;
+        }
+    }
     if (obj == NULL) {
         kas_reply_gerror(reply, error, res, r->name);
     } else if (removed && res->kind == KAS_KIND_POD && !obj->deleting && !wants_table(req)) {
@@ -719,6 +780,8 @@ static void do_delete_collection(const KasRestContext *ctx, const KasRequest *re
         if (d != NULL)
             g_ptr_array_add(done, d);
     }
+    if (!convert_objs(ctx->convert, res, r->version, done, TRUE, reply))
+        return;
     reply->status = 200;
     append_list(reply->body, res, r->version, done, rv, NULL, -1);
 }
@@ -766,13 +829,43 @@ static void do_patch(const KasRestContext *ctx, const KasRequest *req, const Rou
     if (patch == NULL)
         return;
     g_autoptr(GError) error = NULL;
-    g_autoptr(KasObj) obj = kas_ops_patch(ctx->store, res, r->version, r->ns, r->name, type, patch,
-                                          status, &error);
+    gboolean convert = ctx->convert != NULL && strcmp(r->version, res->storage_version) != 0 &&
+                       kas_convert_webhook(ctx->store, res);
+    g_autoptr(KasObj) obj =
+            convert ? kas_convert_patch(ctx->convert, ctx->store, res, r->version, r->ns, r->name,
+                                        type, patch, status, &error)
+                    : kas_ops_patch(ctx->store, res, r->version, r->ns, r->name, type, patch,
+                                    status, &error);
     json_object_put(patch);
-    if (obj == NULL)
-        kas_reply_gerror(reply, error, res, r->name);
-    else
+    if (obj != NULL && res->kind == KAS_KIND_CUSTOM)
+        obj = convert_obj(ctx, res, r->version, obj, reply);
+    else if (obj == NULL)
+        reply_any_error(reply, error, res, r->name);
+    if (obj != NULL)
         reply_object(reply, 200, req, res, r->version, obj);
+}
+
+/* A body written in @version of a resource with a conversion webhook is converted to the storage
+ * version first (*@body replaced, *@version_out the storage version), as kube-apiserver encodes it
+ * for storage. A body naming another apiVersion or kind is left as it is, for the usual error. */
+static gboolean to_storage_version(const KasRestContext *ctx, KasRes *res, const char *version,
+                                   json_object **body, const char **version_out, GError **error)
+{
+    *version_out = version;
+    if (ctx->convert == NULL || strcmp(version, res->storage_version) == 0 ||
+        !json_object_is_type(*body, json_type_object) || !kas_convert_webhook(ctx->store, res))
+        return TRUE;
+    g_autofree char *want = kas_res_api_version(res, version);
+    const char *av = kas_json_get_string(*body, "apiVersion");
+    const char *kind = kas_json_get_string(*body, "kind");
+    if ((av != NULL && strcmp(av, want) != 0) || (kind != NULL && strcmp(kind, res->kind_name) != 0))
+        return TRUE;
+    kas_json_set_string(*body, "apiVersion", want);
+    kas_json_set_string(*body, "kind", res->kind_name);
+    if (!kas_convert_json(ctx->convert, res, res->storage_version, body, error))
+        return FALSE;
+    *version_out = res->storage_version;
+    return TRUE;
 }
 
 static void do_write(const KasRestContext *ctx, const KasRequest *req, const Route *r, KasRes *res,
@@ -783,13 +876,22 @@ static void do_write(const KasRestContext *ctx, const KasRequest *req, const Rou
         return;
     g_autoptr(GError) error = NULL;
     gboolean create = strcmp(req->method, "POST") == 0;
-    KasObj *obj = create ? kas_ops_create(ctx->store, res, r->version, r->ns, body, &error)
-                         : kas_ops_update(ctx->store, res, r->version, r->ns, r->name, body, status,
+    const char *version = r->version;
+    if (!to_storage_version(ctx, res, r->version, &body, &version, &error)) {
+        reply_any_error(reply, error, res, r->name);
+        json_object_put(body);
+        return;
+    }
+    KasObj *obj = create ? kas_ops_create(ctx->store, res, version, r->ns, body, &error)
+                         : kas_ops_update(ctx->store, res, version, r->ns, r->name, body, status,
                                           &error);
-    if (obj == NULL) {
+    if (obj != NULL && res->kind == KAS_KIND_CUSTOM)
+        obj = convert_obj(ctx, res, r->version, obj, reply);
+    else if (obj == NULL) {
         const char *name = r->name != NULL ? r->name : kas_json_get_string(body, "metadata.name");
         kas_reply_gerror(reply, error, res, name);
-    } else {
+    }
+    if (obj != NULL) {
         reply_object(reply, create ? 201 : 200, req, res, r->version, obj);
         kas_obj_unref(obj);
     }
@@ -869,6 +971,9 @@ static void do_item(const KasRestContext *ctx, const KasRequest *req, const Rout
             kas_reply_error(reply, KAS_ERR_NOT_FOUND, msg, res, r->name);
             return;
         }
+        obj = convert_obj(ctx, res, r->version, obj, reply);
+        if (obj == NULL)
+            return;
         reply_object(reply, 200, req, res, r->version, obj);
         kas_obj_unref(obj);
     } else if (strcmp(m, "PUT") == 0) {

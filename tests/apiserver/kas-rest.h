@@ -8,6 +8,7 @@
 
 #include <glib.h>
 
+#include "tests/apiserver/kas-convert.h"
 #include "tests/apiserver/kas-store.h"
 
 typedef struct {
@@ -41,6 +42,7 @@ typedef struct {
     KasStore *store;
     guint port;                   /* for /api serverAddressByClientCIDRs */
     guint min_watch_timeout;      /* seconds; default watch timeout is in [min, 2*min) */
+    KasConvert *convert;          /* CRD conversion webhooks; may be NULL (none called) */
 } KasRestContext;
 
 void kas_reply_init(KasReply *reply);

@@ -30,6 +30,7 @@ struct KasServer {
     KasKubelet *kubelet;
     KasRestContext rest;
     KasAuth *auth;
+    KasConvert *convert;
     char *tls_cert; /* PEM, alive as long as the daemon */
     char *tls_key;
     struct MHD_Daemon *daemon;
@@ -676,6 +677,7 @@ KasServer *kas_server_new(const KasServerOptions *opts, GError **error)
     srv->opts.faults = NULL;
     srv->opts.tls_cert_file = srv->opts.tls_key_file = NULL;
     srv->opts.token_auth_file = srv->opts.authorization_mode = NULL;
+    srv->opts.service_addresses = NULL;
     KasStoreOptions so = { .history = opts->watch_history,
                            .watch_queue = opts->watch_queue,
                            .scheduling_v1beta1 = opts->scheduling_v1beta1,
@@ -702,7 +704,10 @@ KasServer *kas_server_new(const KasServerOptions *opts, GError **error)
         return NULL;
     }
     run_once(srv, once);
-    if (!server_auth_init(srv, opts, error)) {
+    KasConvertOptions co = { .service_addresses = opts->service_addresses,
+                             .timeout_ms = opts->conversion_timeout_ms };
+    srv->convert = kas_convert_new(srv->store, &co, error);
+    if (srv->convert == NULL || !server_auth_init(srv, opts, error)) {
         kas_server_free(srv);
         return NULL;
     }
@@ -713,6 +718,7 @@ KasServer *kas_server_new(const KasServerOptions *opts, GError **error)
     srv->rest.store = srv->store;
     srv->rest.port = srv->port;
     srv->rest.min_watch_timeout = opts->min_watch_timeout;
+    srv->rest.convert = srv->convert;
     return srv;
 }
 
@@ -744,6 +750,7 @@ void kas_server_free(KasServer *srv)
     kas_store_free(srv->store);
     kas_faults_free(srv->faults);
     kas_auth_free(srv->auth);
+    kas_convert_free(srv->convert);
     g_free(srv->tls_cert);
     g_free(srv->tls_key);
     g_clear_pointer(&srv->writes, g_hash_table_unref);

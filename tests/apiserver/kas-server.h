@@ -44,6 +44,10 @@ typedef struct {
     const char *authorization_mode; /* "AlwaysAllow" (default), "RBAC", "Node,RBAC", ... */
     gboolean scheduling_v1beta1;    /* serve scheduling.k8s.io/v1beta1 (see kas-gang.h) */
     gboolean scheduling_v1alpha3;   /* serve scheduling.k8s.io/v1alpha3 (see kas-gang.h) */
+    /* CRD conversion webhooks (kas-convert.h): where a Service's port connects to
+     * ("NS/NAME:PORT=HOST:PORT", NULL-terminated, may be NULL) and the timeout (0: 30 s). */
+    const char *const *service_addresses;
+    guint conversion_timeout_ms;
 } KasServerOptions;
 
 typedef struct KasServer KasServer;

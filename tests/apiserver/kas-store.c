@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/apiserver/kas-convert.h"
 #include "tests/apiserver/kas-json.h"
 #include "tests/apiserver/kas-schema.h"
 #include "tests/apiserver/kas-status.h"
@@ -88,6 +89,9 @@ static const Builtin builtins[] = {
     { KAS_KIND_NODE, "", "v1", "nodes", "node", "Node", "no", NULL, FALSE, TRUE, node_fields },
     { KAS_KIND_POD, "", "v1", "pods", "pod", "Pod", "po", "all", TRUE, TRUE, pod_fields },
     { KAS_KIND_SERVICE, "", "v1", "services", "service", "Service", "svc", "all", TRUE, TRUE,
+      NULL },
+    /* where a Service's ports lead: CRD conversion webhooks given as a Service (kas-convert) */
+    { KAS_KIND_GENERIC, "", "v1", "endpoints", "endpoints", "Endpoints", "ep", NULL, TRUE, FALSE,
       NULL },
     { KAS_KIND_EVENT, "", "v1", "events", "event", "Event", "ev", NULL, TRUE, FALSE,
       event_fields },
@@ -676,6 +680,7 @@ gboolean kas_store_register_crd_locked(KasStore *store, json_object *crd, GError
         return FALSE;
     g_autoptr(KasFieldErrors) errs = kas_field_errors_new();
     kas_schema_check_crd(crd, errs);
+    kas_convert_check_crd(crd, errs);
     if (!kas_field_errors_check_kind(errs, "CustomResourceDefinition", "apiextensions.k8s.io",
                                      kas_json_get_string(crd, "metadata.name"), error))
         return FALSE;
@@ -715,7 +720,8 @@ gboolean kas_store_register_crd_locked(KasStore *store, json_object *crd, GError
     res->namespaced = strcmp(kas_json_get_string(crd, "spec.scope"), "Namespaced") == 0;
     res->has_status = status;
     res->uses_generation = TRUE;
-    json_object_put(res->crd);
+    /* json_object_deep_copy() copies only into NULL: an updated CRD would keep a freed one */
+    g_clear_pointer(&res->crd, json_object_put);
     json_object_deep_copy(crd, &res->crd, NULL);
     res->active = TRUE;
     return TRUE;
@@ -953,6 +959,11 @@ static void emit(KasStore *store, KasRes *res, KasEvType type, KasObj *obj, KasO
         store->hook(store, res, type, obj, old, store->hook_data);
 }
 
+KasObj *kas_obj_new(const KasRes *res, json_object *jo)
+{
+    return obj_new(res, jo);
+}
+
 KasObj *kas_store_put_locked(KasStore *store, KasRes *res, json_object *jo)
 {
     char rvbuf[32];
@@ -1072,20 +1083,26 @@ KasWatcher *kas_store_watch(KasStore *store, KasRes *res, KasWatchOptions *opts,
     return w;
 }
 
-static void append_event(GString *out, KasEvType type, KasRes *res, KasObj *obj,
-                         KasWatchRender render, gpointer data)
+/* FALSE when the event became an ERROR event that ends the watch. */
+static gboolean append_event(GString *out, KasEvType type, KasRes *res, KasObj *obj,
+                             KasWatchRender render, gpointer data)
 {
     static const char *const names[] = { "ADDED", "MODIFIED", "DELETED" };
+    g_autofree char *s = render != NULL ? render(res, obj, data) : NULL;
+    if (s != NULL && s[0] == '!') {
+        /* the object could not be rendered (a failed conversion): the watch ends with it */
+        g_string_append_printf(out, "{\"type\":\"ERROR\",\"object\":%s}\n", s + 1);
+        return FALSE;
+    }
     g_string_append(out, "{\"type\":\"");
     g_string_append(out, names[type]);
     g_string_append(out, "\",\"object\":");
-    if (render != NULL) {
-        g_autofree char *s = render(res, obj, data);
+    if (s != NULL)
         g_string_append(out, s);
-    } else {
+    else
         g_string_append_len(out, obj->json, (gssize)obj->len);
-    }
     g_string_append(out, "}\n");
+    return TRUE;
 }
 
 static void append_bookmark(KasWatcher *w, GString *out, guint64 rv, gboolean initial_end)
@@ -1167,7 +1184,13 @@ KasWatchResult kas_watcher_next(KasWatcher *w, gint64 deadline, GString *out, gu
     /* Rendering happens outside the lock: stored objects are immutable. */
     for (guint i = 0; i < batch->len; i++) {
         WItem *it = g_ptr_array_index(batch, i);
-        append_event(out, it->type, w->res, it->obj, render, render_data);
+        if (!append_event(out, it->type, w->res, it->obj, render, render_data)) {
+            kas_store_lock(store);
+            w->closed = TRUE;
+            g_queue_clear_full(&w->queue, witem_free);
+            kas_store_unlock(store);
+            break;
+        }
     }
     return KAS_WATCH_EVENT;
 }

@@ -101,6 +101,9 @@ KasObj *kas_obj_ref(KasObj *obj);
 void kas_obj_unref(KasObj *obj);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(KasObj, kas_obj_unref)
 
+/* An object that is not stored (a conversion's result) for @jo (borrowed) of @res; new reference. */
+KasObj *kas_obj_new(const KasRes *res, json_object *jo);
+
 /* Parse the stored JSON again (new reference). Never fails for a stored object. */
 json_object *kas_obj_parse(const KasObj *obj);
 
@@ -222,7 +225,8 @@ typedef enum {
 
 /* Wait until @deadline (monotonic µs) for the next event and append it to @out as one line
  * ({"type":...,"object":...}); @render (may be NULL) turns an object into the JSON to send
- * (new string) instead of the stored JSON. Appends at most @max_events events; when that is 64
+ * (new string) instead of the stored JSON; a render that cannot render @obj returns '!' followed
+ * by a Status object, which is sent as an ERROR event ending the watch. Appends at most @max_events events; when that is 64
  * or more, a few queued events are held until 64 wait or the oldest has waited the store's
  * watch_linger_us, so that a stream of changes goes out in batches. */
 typedef char *(*KasWatchRender)(KasRes *res, KasObj *obj, gpointer data);

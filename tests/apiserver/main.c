@@ -43,6 +43,10 @@ static const char description[] =
     "cluster-admin exist from the start. POST authorization.k8s.io/v1 selfsubjectaccessreviews\n"
     "and subjectaccessreviews answer what a user may do.\n"
     "\n"
+    "CRD conversion webhooks (spec.conversion.strategy Webhook) are called as kube-apiserver calls\n"
+    "them, over HTTPS verified against the CRD's caBundle; a webhook given as a Service connects to\n"
+    "the address --service-address names for it.\n"
+    "\n"
     "Not supported: server-side apply, dry-run, protobuf, client certificates, ServiceAccount\n"
     "token issuing, impersonation, RBAC escalation checks, admission webhooks,\n"
     "CRD schema validation and defaulting, PodDisruptionBudgets (evictions always succeed).\n";
@@ -60,6 +64,8 @@ int main(int argc, char **argv)
     g_autofree char *listen = NULL, *nodes = NULL, *faults = NULL;
     g_autofree char *tls_cert = NULL, *tls_key = NULL, *tokens = NULL, *authz = NULL;
     g_autofree char *runtime_config = NULL;
+    g_auto(GStrv) service_addresses = NULL;
+    gint conversion_timeout = 0;
     gboolean simulate = FALSE;
     gint history = (gint)opts.watch_history, queue = (gint)opts.watch_queue;
     gint bookmark = (gint)opts.bookmark_ms, max_conn = (gint)opts.max_connections;
@@ -87,6 +93,8 @@ int main(int argc, char **argv)
         { "tls-private-key-file", 0, 0, G_OPTION_ARG_FILENAME, &tls_key, "The PEM private key of --tls-cert-file", "FILE" },
         { "token-auth-file", 0, 0, G_OPTION_ARG_FILENAME, &tokens, "Authenticate bearer tokens from this CSV file (token,user,uid,\"group1,group2\")", "FILE" },
         { "runtime-config", 0, 0, G_OPTION_ARG_STRING, &runtime_config, "Switch API group/versions on or off, as kube-apiserver: scheduling.k8s.io/v1beta1=true serves Workloads and PodGroups, scheduling.k8s.io/v1alpha3=true CompositePodGroups and both at v1alpha3 (off by default)", "GV=BOOL,..." },
+        { "service-address", 0, 0, G_OPTION_ARG_STRING_ARRAY, &service_addresses, "Where port PORT of Service NAME in NAMESPACE connects to, for CRD conversion webhooks named by service (repeatable)", "NAMESPACE/NAME:PORT=HOST:PORT" },
+        { "conversion-webhook-timeout", 0, 0, G_OPTION_ARG_INT, &conversion_timeout, "Milliseconds a CRD conversion webhook may take (default 30000, as kube-apiserver)", "MS" },
         { "authorization-mode", 0, 0, G_OPTION_ARG_STRING, &authz, "Authorizers in order: AlwaysAllow (default), AlwaysDeny, RBAC, Node", "MODES" },
         { NULL },
     };
@@ -99,7 +107,8 @@ int main(int argc, char **argv)
         return 2;
     }
     if (history <= 0 || queue <= 0 || bookmark <= 0 || max_conn <= 0 || max_body <= 0 ||
-        start_ms < 0 || stop_ms < 0 || heartbeat <= 0 || watch_timeout <= 0) {
+        start_ms < 0 || stop_ms < 0 || heartbeat <= 0 || watch_timeout <= 0 ||
+        conversion_timeout < 0) {
         fprintf(stderr, "kb-apiserver: numeric options must be positive\n");
         return 2;
     }
@@ -127,6 +136,8 @@ int main(int argc, char **argv)
     opts.tls_key_file = tls_key;
     opts.token_auth_file = tokens;
     opts.authorization_mode = authz;
+    opts.service_addresses = (const char *const *)service_addresses;
+    opts.conversion_timeout_ms = (guint)conversion_timeout;
     signal(SIGPIPE, SIG_IGN);
     g_autoptr(KasServer) srv = kas_server_new(&opts, &error);
     if (srv == NULL) {

@@ -90,6 +90,10 @@ static Pair make(const char *cn, Role role, const char *purpose, gboolean expire
         const unsigned char ip[4] = {127, 0, 0, 1};
         CHECK(gnutls_x509_crt_set_subject_alt_name(p.crt, GNUTLS_SAN_DNSNAME, "localhost", 9,
                                                    GNUTLS_FSAN_APPEND));
+        /* the name kube-apiserver verifies for tf-operator's conversion webhook Service */
+        static const char svc[] = "tf-operator-webhook.kube-batchd.svc";
+        CHECK(gnutls_x509_crt_set_subject_alt_name(p.crt, GNUTLS_SAN_DNSNAME, svc, strlen(svc),
+                                                   GNUTLS_FSAN_APPEND));
         CHECK(gnutls_x509_crt_set_subject_alt_name(p.crt, GNUTLS_SAN_IPADDRESS, ip, 4,
                                                    GNUTLS_FSAN_APPEND));
     }

@@ -4,7 +4,8 @@
  * PEM (EC P-256 keys, PKCS#8) in a temporary directory removed by kb_test_pki_free():
  *
  *   ca.pem                        the run's CA (kube-batchd's --extender-client-ca-file)
- *   server.pem / server-key.pem   for 127.0.0.1 and localhost, signed by ca.pem
+ *   server.pem / server-key.pem   for 127.0.0.1, localhost and
+ *                                 tf-operator-webhook.kube-batchd.svc, signed by ca.pem
  *   client.pem / client-key.pem   CN=kube-scheduler, client authentication, signed by ca.pem
  *
  * and the hostile variants a test asks for with kb_test_pki_issue().
