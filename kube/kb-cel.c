@@ -164,6 +164,16 @@ typedef enum {
     F_PATCH,
 } Func;
 
+/* Patterns that are a plain string X, answered without the regex engine. */
+typedef enum {
+    LIT_NONE,
+    LIT_CONTAINS, /* "X" and ".*X.*" */
+    LIT_PREFIX,   /* "^X" */
+    LIT_SUFFIX,   /* "X$" */
+    LIT_EQUAL,    /* "^X$" */
+    LIT_ONE_LINE, /* "^.*X.*$": contains X and no newline ("." does not match one) */
+} LitMatch;
+
 typedef struct Node Node;
 struct Node {
     NodeKind kind;
@@ -180,10 +190,13 @@ struct Node {
     char *str;  /* identifier, field, function, string literal bytes, domain, error message */
     gsize len;
     char *name; /* N_ATTR, N_CAP, N_HAS_*: the attribute name (str is the domain) */
+    gsize name_len;
     Node **kids;
     guint n_kids;
-    Value *items;  /* N_LIST with is_const */
-    GRegex *regex; /* F_MATCHES with a literal pattern */
+    Value *items;           /* N_LIST with is_const */
+    GRegex *regex;          /* F_MATCHES with a literal pattern */
+    LitMatch lit_match;     /* F_MATCHES: the pattern is a plain string in one of these forms */
+    guint lit_off, lit_len; /* ... that string, in kids[1]'s literal */
 };
 
 static void node_free(Node *n)
@@ -1636,8 +1649,13 @@ static const Node *const_domain(const Node *n, DeviceField field)
 /* Folds device.attributes["d"].name (kind N_ATTR) and the like into one lookup. */
 static void fold_lookup(Node *n, NodeKind kind, const Node *domain, const Node *name)
 {
-    char *d = g_strndup(domain->lit.s.p, domain->lit.s.n);
-    char *nm = g_strndup(name->lit.s.p, name->lit.s.n);
+    if (memchr(domain->lit.s.p, '\0', domain->lit.s.n) != NULL ||
+        memchr(name->lit.s.p, '\0', name->lit.s.n) != NULL)
+        return; /* no device string holds a NUL: the generic path answers */
+    /* Copied first: both may be operands of @n, which go now. */
+    gsize dlen = domain->lit.s.n, nlen = name->lit.s.n;
+    char *d = g_strndup(domain->lit.s.p, dlen);
+    char *nm = g_strndup(name->lit.s.p, nlen);
     if (n->kind == N_HAS) {
         g_free(n->str);
         n->str = NULL;
@@ -1645,7 +1663,9 @@ static void fold_lookup(Node *n, NodeKind kind, const Node *domain, const Node *
     drop_kids(n);
     n->kind = kind;
     n->str = d;
+    n->len = dlen;
     n->name = nm;
+    n->name_len = nlen;
     n->height = 1;
 }
 
@@ -1695,10 +1715,9 @@ static gboolean check_has(Checker *c, Node *n)
     const Node *domain =
             const_domain(n->kids[0], t == TY_ATTR_DOMAIN ? FIELD_ATTRIBUTES : FIELD_CAPACITY);
     if (domain != NULL) {
-        g_autofree char *field = g_steal_pointer(&n->str);
-        Node name = {.lit = {.t = TY_STRING, .s = {field, strlen(field)}}};
+        /* fold_lookup copies the name before it frees n->str */
+        Node name = {.lit = {.t = TY_STRING, .s = {n->str, strlen(n->str)}}};
         fold_lookup(n, t == TY_ATTR_DOMAIN ? N_HAS_ATTR : N_HAS_CAP, domain, &name);
-        n->type = TY_BOOL;
     }
     return TRUE;
 }
@@ -1903,6 +1922,67 @@ static void fold_conversion(Node *n)
     n->str = g_steal_pointer(&text); /* a semver's pre-release points into it */
 }
 
+static gboolean has_prefix(const char *s, gsize n, const char *prefix)
+{
+    gsize len = strlen(prefix);
+    return n >= len && memcmp(s, prefix, len) == 0;
+}
+
+static gboolean has_suffix(const char *s, gsize n, const char *suffix)
+{
+    gsize len = strlen(suffix);
+    return n >= len && memcmp(s + n - len, suffix, len) == 0;
+}
+
+/* Recognizes the plain-string forms of LitMatch in pattern @re; sets n->lit_off and lit_len. */
+static void literal_pattern(Node *n, const char *re, gsize len)
+{
+    gsize off = 0;
+    LitMatch kind = LIT_NONE;
+    if (has_prefix(re, len, "^.*") && has_suffix(re, len, ".*$") && len >= 6) {
+        kind = LIT_ONE_LINE;
+        off = 3;
+        len -= 6;
+    } else if (has_prefix(re, len, ".*") && has_suffix(re, len, ".*") && len >= 4) {
+        kind = LIT_CONTAINS;
+        off = 2;
+        len -= 4;
+    } else {
+        gboolean start = has_prefix(re, len, "^"),
+                 end = has_suffix(re, len, "$") && len > (gsize)start;
+        kind = start && end ? LIT_EQUAL : start ? LIT_PREFIX : end ? LIT_SUFFIX : LIT_CONTAINS;
+        off = start ? 1 : 0;
+        len -= (start ? 1 : 0) + (end ? 1 : 0);
+    }
+    for (gsize i = off; i < off + len; i++)
+        if (strchr("\\.^$|?*+()[]{}", re[i]) != NULL || re[i] == '\0')
+            return;
+    n->lit_match = kind;
+    n->lit_off = (guint)off;
+    n->lit_len = (guint)len;
+}
+
+/* matches() through the plain-string forms of LitMatch. */
+static gboolean literal_match(const Node *n, const char *s, gsize len)
+{
+    const char *lit = n->kids[1]->lit.s.p + n->lit_off;
+    gsize ln = n->lit_len;
+    switch (n->lit_match) {
+    case LIT_PREFIX:
+        return ln <= len && memcmp(s, lit, ln) == 0;
+    case LIT_SUFFIX:
+        return ln <= len && memcmp(s + len - ln, lit, ln) == 0;
+    case LIT_EQUAL:
+        return ln == len && memcmp(s, lit, ln) == 0;
+    case LIT_ONE_LINE:
+        if (memchr(s, '\n', len) != NULL)
+            return FALSE;
+        /* fall through */
+    default:
+        return ln == 0 || memmem(s, len, lit, ln) != NULL;
+    }
+}
+
 static gboolean check_matches(Checker *c, Node *n)
 {
     const Node *pattern = n->kids[1];
@@ -1919,6 +1999,8 @@ static gboolean check_matches(Checker *c, Node *n)
     if (n->regex == NULL)
         n->name = g_strdup_printf("invalid regular expression \"%.*s\": %s", (int)pattern->lit.s.n,
                                   pattern->lit.s.p, why);
+    else
+        literal_pattern(n, pattern->lit.s.p, pattern->lit.s.n);
     return TRUE;
 }
 
@@ -2115,6 +2197,9 @@ typedef struct {
     Value vars[KB_CEL_MAX_DEPTH];
     GPtrArray *owned; /* strings and lists built while evaluating; NULL until one is */
     GError *error;
+    gsize scratch_used;
+    /* Strings and lists built while evaluating go here first, on the stack, then to the heap. */
+    char scratch[512] __attribute__((aligned(16)));
 } Ctx;
 
 static gboolean eval(const Node *n, Ctx *x, Value *out);
@@ -2156,11 +2241,27 @@ static gpointer own(Ctx *x, gpointer p)
     return p;
 }
 
+/* @size bytes (aligned for a Value) that live until the evaluation ends. */
+static gpointer scratch(Ctx *x, gsize size)
+{
+    gsize at = (x->scratch_used + 15) & ~(gsize)15;
+    if (size <= sizeof(x->scratch) && at <= sizeof(x->scratch) - size) {
+        x->scratch_used = at + size;
+        return x->scratch + at;
+    }
+    return own(x, g_malloc(size));
+}
+
+/* Whether C string @cstr is the @n bytes at @p (which may hold a NUL: then it is not). Stops at
+ * the first difference: attribute names mostly differ early. */
 static gboolean str_is(const char *cstr, const char *p, gsize n)
 {
     if (cstr == NULL)
         return n == 0;
-    return strlen(cstr) == n && memcmp(cstr, p, n) == 0;
+    for (gsize i = 0; i < n; i++)
+        if (cstr[i] != p[i] || cstr[i] == '\0')
+            return FALSE;
+    return cstr[n] == '\0';
 }
 
 static const KbCelAttribute *find_attr(const KbCelDevice *d, const char *dom, gsize dn,
@@ -2455,7 +2556,7 @@ static gboolean eval_arith(const Node *n, Ctx *x, const Value *a, const Value *b
             return rt_no_overload(x, op_names[n->kind], a, b);
         if (!charge(x, a->s.n + b->s.n))
             return FALSE;
-        char *s = own(x, g_malloc(a->s.n + b->s.n + 1));
+        char *s = scratch(x, a->s.n + b->s.n + 1);
         memcpy(s, a->s.p, a->s.n);
         memcpy(s + a->s.n, b->s.p, b->s.n);
         s[a->s.n + b->s.n] = '\0';
@@ -2643,6 +2744,13 @@ static gboolean eval_string_fn(const Node *n, Ctx *x, const Value *a, const Valu
             return rt_fail(x, KB_CEL_ERROR_RUNTIME, "%s", n->name);
         if (!g_utf8_validate_len(a->s.p, a->s.n, NULL))
             return rt_fail(x, KB_CEL_ERROR_RUNTIME, "matches(): the string is not valid UTF-8");
+        /* As CEL's estimate: the string's length times the pattern's. */
+        if (!charge(x, a->s.n * n->kids[1]->lit.s.n))
+            return FALSE;
+        if (n->lit_match != LIT_NONE) {
+            out->b = literal_match(n, a->s.p, a->s.n);
+            return TRUE;
+        }
         g_autoptr(GError) error = NULL;
         out->b = g_regex_match_full(n->regex, a->s.p, (gssize)a->s.n, 0, 0, NULL, &error);
         if (error != NULL)
@@ -2650,8 +2758,10 @@ static gboolean eval_string_fn(const Node *n, Ctx *x, const Value *a, const Valu
         return TRUE;
     }
     default: {
-        char *s = own(x, n->fn == F_LOWER_ASCII ? g_ascii_strdown(a->s.p, (gssize)a->s.n)
-                                                : g_ascii_strup(a->s.p, (gssize)a->s.n));
+        char *s = scratch(x, a->s.n + 1);
+        for (gsize i = 0; i < a->s.n; i++)
+            s[i] = n->fn == F_LOWER_ASCII ? g_ascii_tolower(a->s.p[i]) : g_ascii_toupper(a->s.p[i]);
+        s[a->s.n] = '\0';
         *out = (Value){.t = TY_STRING, .s = {s, a->s.n}};
         return TRUE;
     }
@@ -2664,7 +2774,9 @@ static gboolean eval_conversion(const Node *n, Ctx *x, const Value *a, const Val
 {
     if (a->t != TY_STRING || (b != NULL && b->t != TY_BOOL))
         return rt_no_overload(x, n->str, a, b);
-    char *text = own(x, g_strndup(a->s.p, a->s.n));
+    char *text = scratch(x, a->s.n + 1);
+    memcpy(text, a->s.p, a->s.n);
+    text[a->s.n] = '\0';
     gboolean has_nul = strlen(text) != a->s.n;
     gboolean ok;
     if (n->fn == F_QUANTITY || n->fn == F_IS_QUANTITY) {
@@ -2772,7 +2884,7 @@ static gboolean eval_list(const Node *n, Ctx *x, Value *out)
         out->l.items = n->items;
         return TRUE;
     }
-    Value *items = own(x, g_new(Value, n->n_kids));
+    Value *items = scratch(x, sizeof(Value) * n->n_kids);
     for (guint i = 0; i < n->n_kids; i++)
         if (!eval(n->kids[i], x, &items[i]))
             return FALSE;
@@ -2782,7 +2894,7 @@ static gboolean eval_list(const Node *n, Ctx *x, Value *out)
 
 static gboolean eval_lookup(const Node *n, Ctx *x, Value *out)
 {
-    gsize dn = strlen(n->str), nn = strlen(n->name);
+    gsize dn = n->len, nn = n->name_len;
     switch (n->kind) {
     case N_ATTR: {
         const KbCelAttribute *a = find_attr(x->dev, n->str, dn, n->name, nn);
@@ -2985,7 +3097,14 @@ const char *kb_cel_program_expression(const KbCelProgram *program)
 gboolean kb_cel_program_eval(const KbCelProgram *program, const KbCelDevice *device,
                              gboolean *matches, GError **error)
 {
-    Ctx x = {.dev = device};
+    /* Not zeroed whole: vars and scratch are written before they are read, and clearing
+     * two kilobytes would cost as much as evaluating a class selector. */
+    Ctx x;
+    x.dev = device;
+    x.cost = 0;
+    x.owned = NULL;
+    x.error = NULL;
+    x.scratch_used = 0;
     Value v;
     gboolean ok = eval(program->root, &x, &v);
     if (ok && v.t != TY_BOOL)

@@ -690,6 +690,36 @@ static void test_limit_cost(void)
     g_assert_error(error, KB_CEL_ERROR, KB_CEL_ERROR_LIMIT);
 }
 
+/* Patterns that are a plain string skip the regex engine: they must answer as it does. The
+ * second pattern of each pair adds an alternative that never matches ("$^a"), which makes it
+ * go through GRegex. */
+static void test_literal_patterns(void)
+{
+    const char *patterns[] = {"a100", "^NVIDIA", "GB$", "^a100$", "^.*a100.*$", ".*a100.*",
+                              "",     "^",       "$",   "^$",     "^.*.*$",     "nvidia a"};
+    const char *subjects[] = {"a100",
+                              "NVIDIA A100",
+                              "nvidia a100-sxm4-40gb",
+                              "x\\na100",
+                              "a100\\n",
+                              "",
+                              "NVIDIA H100 80GB",
+                              "\\n",
+                              "a10"};
+    for (guint p = 0; p < G_N_ELEMENTS(patterns); p++) {
+        for (guint s = 0; s < G_N_ELEMENTS(subjects); s++) {
+            g_autofree char *expr =
+                    g_strdup_printf("'%s'.matches('%s') == '%s'.matches('(?:%s)|$^a')", subjects[s],
+                                    patterns[p], subjects[s], patterns[p]);
+            if (!eval_gpu(expr))
+                g_error("differs from the regex engine: %s", expr);
+        }
+    }
+    /* And the test above is not vacuous: the pairs do differ in what they match. */
+    g_assert_true(eval_gpu("'x\\na100'.matches('a100') && !'x\\na100'.matches('^.*a100.*$')"));
+    g_assert_true(eval_gpu("'NVIDIA A100'.matches('^NVIDIA') && !'A NVIDIA'.matches('^NVIDIA')"));
+}
+
 static char *case_path(const char *name)
 {
     return g_strdup_printf("/kube/cel/%s", name);
@@ -706,6 +736,7 @@ int main(int argc, char **argv)
         g_test_add_data_func(p, &cases[i], test_case);
     }
     g_test_add_func("/kube/cel/program/many-devices", test_one_program_many_devices);
+    g_test_add_func("/kube/cel/re/literal-patterns", test_literal_patterns);
     g_test_add_func("/kube/cel/limit/length", test_limit_length);
     g_test_add_func("/kube/cel/limit/depth", test_limit_depth);
     g_test_add_func("/kube/cel/limit/cost", test_limit_cost);
