@@ -1460,7 +1460,7 @@ static gboolean rx_translate(Rx *rx)
 }
 
 /* Compiles an RE2 pattern from the subset above. NULL with a KB_CEL_ERROR_UNSUPPORTED error
- * when outside it, KB_CEL_ERROR_RUNTIME (raised when evaluated, as CEL does) when invalid. */
+ * when outside it, KB_CEL_ERROR_SYNTAX when invalid. */
 static GRegex *regex_compile(const char *re, gsize n, int *code, char **why)
 {
     g_autoptr(GString) out = g_string_new(NULL);
@@ -1478,7 +1478,7 @@ static GRegex *regex_compile(const char *re, gsize n, int *code, char **why)
     g_autoptr(GError) error = NULL;
     GRegex *regex = g_regex_new(out->str, G_REGEX_DOLLAR_ENDONLY | G_REGEX_NEWLINE_LF, 0, &error);
     if (regex == NULL) {
-        *code = KB_CEL_ERROR_RUNTIME;
+        *code = KB_CEL_ERROR_SYNTAX;
         *why = g_strdup(error->message);
     }
     return regex;
@@ -1541,13 +1541,12 @@ static gboolean no_overload(Checker *c, const Node *n, const char *fn)
                       "found no matching overload for '%s' applied to '%s'", fn, args);
 }
 
-/* Whether values of @a and @b may be compared with ==: CEL's checker wants one type (numbers
- * compare across types, dyn matches anything). */
+/* Whether values of @a and @b may be compared with == (and be elements of one list): CEL's
+ * checker wants one type, dyn matching anything. Numbers of different types compare equal
+ * only at run time (an int attribute == 2u), the checker refuses 1 == 1u. */
 static gboolean equatable(Type a, Type ae, Type b, Type be)
 {
     if (a == TY_DYN || b == TY_DYN)
-        return TRUE;
-    if (is_numeric(a) && is_numeric(b))
         return TRUE;
     if (a == TY_LIST && b == TY_LIST)
         return equatable(ae, TY_DYN, be, TY_DYN);
@@ -1725,14 +1724,22 @@ static gboolean check_has(Checker *c, Node *n)
 static gboolean check_list(Checker *c, Node *n)
 {
     gboolean all_lit = TRUE;
+    const Node *first = NULL; /* the first element of a known type */
     n->type = TY_LIST;
     n->elem = TY_DYN;
     for (guint i = 0; i < n->n_kids; i++) {
+        const Node *k = n->kids[i];
         if (!check(c, n->kids[i]))
             return FALSE;
-        Type t = n->kids[i]->type;
-        n->elem = i == 0 ? t : n->elem == t ? t : TY_DYN;
-        all_lit = all_lit && n->kids[i]->kind == N_LIT;
+        /* Kubernetes enables HomogeneousAggregateLiterals: one element type per list. */
+        if (first != NULL && !equatable(first->type, first->elem, k->type, k->elem))
+            return check_fail(c, KB_CEL_ERROR_TYPE, k,
+                              "type mismatch in a list literal: expected '%s' but found '%s'",
+                              type_names[first->type], type_names[k->type]);
+        if (first == NULL && k->type != TY_DYN)
+            first = k;
+        n->elem = i == 0 ? k->type : n->elem == k->type ? k->type : TY_DYN;
+        all_lit = all_lit && k->kind == N_LIT;
     }
     if (all_lit && n->n_kids > 0) {
         n->is_const = TRUE;
@@ -1996,11 +2003,11 @@ static gboolean check_matches(Checker *c, Node *n)
         return check_fail(c, KB_CEL_ERROR_UNSUPPORTED, n,
                           "unsupported regular expression \"%.*s\" in matches(): %s",
                           (int)pattern->lit.s.n, pattern->lit.s.p, why);
+    /* Kubernetes validates regular expression literals when compiling (ValidateRegexLiterals). */
     if (n->regex == NULL)
-        n->name = g_strdup_printf("invalid regular expression \"%.*s\": %s", (int)pattern->lit.s.n,
-                                  pattern->lit.s.p, why);
-    else
-        literal_pattern(n, pattern->lit.s.p, pattern->lit.s.n);
+        return check_fail(c, KB_CEL_ERROR_SYNTAX, n, "invalid regular expression \"%.*s\": %s",
+                          (int)pattern->lit.s.n, pattern->lit.s.p, why);
+    literal_pattern(n, pattern->lit.s.p, pattern->lit.s.n);
     return TRUE;
 }
 
@@ -2052,7 +2059,9 @@ static Type call_type(const Node *n)
     case F_AS_INTEGER:
     case F_IS_INTEGER:
     case F_SIGN:
-        if (!n->member || argc != 1 || !IS(t[0], TY_QUANTITY))
+        /* Kubernetes declares sign(q) as a global function only, although its documentation
+         * writes q.sign(); the checker refuses that form, so do we. */
+        if (n->member != (n->fn != F_SIGN) || argc != 1 || !IS(t[0], TY_QUANTITY))
             return TY_NULL;
         return n->fn == F_IS_INTEGER ? TY_BOOL : TY_INT;
     case F_MAJOR:
@@ -2740,8 +2749,6 @@ static gboolean eval_string_fn(const Node *n, Ctx *x, const Value *a, const Valu
         out->b = b->s.n == 0 || memmem(a->s.p, a->s.n, b->s.p, b->s.n) != NULL;
         return TRUE;
     case F_MATCHES: {
-        if (n->regex == NULL)
-            return rt_fail(x, KB_CEL_ERROR_RUNTIME, "%s", n->name);
         if (!g_utf8_validate_len(a->s.p, a->s.n, NULL))
             return rt_fail(x, KB_CEL_ERROR_RUNTIME, "matches(): the string is not valid UTF-8");
         /* As CEL's estimate: the string's length times the pattern's. */
