@@ -3098,12 +3098,14 @@ void kb_cel_program_free(KbCelProgram *program)
 
 const char *kb_cel_program_expression(const KbCelProgram *program)
 {
+    g_return_val_if_fail(program != NULL, NULL);
     return program->expression;
 }
 
 gboolean kb_cel_program_eval(const KbCelProgram *program, const KbCelDevice *device,
                              gboolean *matches, GError **error)
 {
+    g_return_val_if_fail(program != NULL && device != NULL && matches != NULL, FALSE);
     /* Not zeroed whole: vars and scratch are written before they are read, and clearing
      * two kilobytes would cost as much as evaluating a class selector. */
     Ctx x;

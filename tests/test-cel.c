@@ -734,6 +734,43 @@ static void test_literal_patterns(void)
     g_assert_true(eval_gpu("'NVIDIA A100'.matches('^NVIDIA') && !'A NVIDIA'.matches('^NVIDIA')"));
 }
 
+typedef struct {
+    const KbCelProgram *progs[2];
+    guint wrong;
+} ThreadRun;
+
+static gpointer eval_many(gpointer data)
+{
+    ThreadRun *run = data;
+    for (guint i = 0; i < 20000; i++) {
+        const KbCelDevice *dev = &devices[i % 2 == 0 ? DEV_GPU : DEV_MIG];
+        for (guint p = 0; p < 2; p++) {
+            gboolean matched = FALSE;
+            if (!kb_cel_program_eval(run->progs[p], dev, &matched, NULL) ||
+                !matched != (dev != &devices[DEV_GPU]))
+                run->wrong++;
+        }
+    }
+    return NULL;
+}
+
+/* One program, evaluated from several threads at once (the allocator may): same answers. */
+static void test_threads(void)
+{
+    g_autoptr(KbCelProgram) re = kb_cel_compile(
+            "device.attributes['gpu.nvidia.com'].type.upperAscii().matches('^G(P)?U$')", NULL);
+    g_autoptr(KbCelProgram) cap = kb_cel_compile(
+            "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) >= 0", NULL);
+    ThreadRun runs[4] = {{{re, cap}, 0}, {{re, cap}, 0}, {{re, cap}, 0}, {{re, cap}, 0}};
+    GThread *threads[G_N_ELEMENTS(runs)];
+    for (guint t = 0; t < G_N_ELEMENTS(runs); t++)
+        threads[t] = g_thread_new("cel", eval_many, &runs[t]);
+    for (guint t = 0; t < G_N_ELEMENTS(runs); t++) {
+        g_thread_join(threads[t]);
+        g_assert_cmpuint(runs[t].wrong, ==, 0);
+    }
+}
+
 static char *case_path(const char *name)
 {
     return g_strdup_printf("/kube/cel/%s", name);
@@ -751,6 +788,7 @@ int main(int argc, char **argv)
     }
     g_test_add_func("/kube/cel/program/many-devices", test_one_program_many_devices);
     g_test_add_func("/kube/cel/re/literal-patterns", test_literal_patterns);
+    g_test_add_func("/kube/cel/program/threads", test_threads);
     g_test_add_func("/kube/cel/limit/length", test_limit_length);
     g_test_add_func("/kube/cel/limit/depth", test_limit_depth);
     g_test_add_func("/kube/cel/limit/cost", test_limit_cost);
