@@ -25,6 +25,7 @@ static const char *const selectors[] = {
         "device.attributes['gpu.nvidia.com'].index == 2 || "
         "device.attributes['gpu.nvidia.com'].index == 4 || "
         "device.attributes['gpu.nvidia.com'].index == 6)",
+        "device.attributes['gpu.nvidia.com'].productName.matches('^NVIDIA (A|H)100[- ]')",
         "device.attributes['gpu.nvidia.com'].driverVersion.compareTo(semver('550.0.0')) >= 0",
         "device.attributes['gpu.nvidia.com'].productName in ['NVIDIA A100-SXM4-40GB', "
         "'NVIDIA H100 80GB HBM3'] && device.attributes['gpu.nvidia.com'].index in [0, 1, 2, 3]",

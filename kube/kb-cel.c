@@ -535,6 +535,9 @@ static gboolean lex_punct(Parser *p)
         }
     }
     char c = p->src[p->pos];
+    if (c == '`')
+        return fail(p, KB_CEL_ERROR_UNSUPPORTED, p->tok.start,
+                    "unsupported quoted identifier (`...`)");
     if (g_ascii_isprint(c))
         return fail(p, KB_CEL_ERROR_SYNTAX, p->tok.start, "unexpected character '%c'", c);
     return fail(p, KB_CEL_ERROR_SYNTAX, p->tok.start, "unexpected byte 0x%02x", (guchar)c);
@@ -1774,7 +1777,8 @@ static gboolean check_cond(Checker *c, Node *n)
         !equatable(yes->type, yes->elem, no->type, no->elem) ||
         (is_numeric(yes->type) && is_numeric(no->type) && yes->type != no->type))
         return no_overload(c, n, "_?_:_");
-    n->type = yes->type == TY_DYN ? no->type : yes->type;
+    /* As CEL's checker joins the branches: dyn if either is. */
+    n->type = yes->type == TY_DYN ? TY_DYN : no->type;
     n->elem = yes->elem == no->elem ? yes->elem : TY_DYN;
     return TRUE;
 }

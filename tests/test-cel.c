@@ -390,6 +390,11 @@ static const Case cases[] = {
               "(device.attributes['gpu.nvidia.com'].type == 'mig' ? "
               "device.attributes['gpu.nvidia.com'].profile : 'full') == '1g.5gb'",
               DEV_MIG),
+        MATCH("logic/ternary-dyn-branch",
+              "(device.attributes['gpu.nvidia.com'].migCapable ? "
+              "device.attributes['gpu.nvidia.com'].brand : 0) == 'Nvidia'",
+              DEV_GPU),
+        FAIL("logic/ternary-mixed-branches", "(true ? 1 : 'a') == 1", DEV_GPU, TYPE, "_?_:_"),
         FAIL("logic/non-bool-operand", "device.attributes['gpu.nvidia.com'].index && true", DEV_GPU,
              RUNTIME, "no such overload"),
         FAIL("logic/static-non-bool", "1 && true", DEV_GPU, TYPE, "_&&_"),
@@ -525,6 +530,8 @@ static const Case cases[] = {
         FAIL("syntax/single-equals", "device.driver = 'x'", DEV_GPU, SYNTAX, "'='"),
         FAIL("syntax/reserved", "device.driver == while", DEV_GPU, SYNTAX, "reserved"),
         FAIL("syntax/unbalanced", "(device.driver == 'x'", DEV_GPU, SYNTAX, "expected \")\""),
+        FAIL("refuse/quoted-identifier", "device.attributes['gpu.nvidia.com'].`type` == 'gpu'",
+             DEV_GPU, UNSUPPORTED, "quoted identifier"),
         FAIL("syntax/has-needs-select", "has(device)", DEV_GPU, SYNTAX, "has()"),
 };
 
