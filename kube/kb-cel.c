@@ -3049,6 +3049,146 @@ static gboolean eval(const Node *n, Ctx *x, Value *out)
     }
 }
 
+/* ---- cost bound ------------------------------------------------------------------------- */
+
+/* Longest strings a device can hold, as resource.k8s.io/v1 validates them. */
+#define MAX_ATTRIBUTE_VALUE_LENGTH 64 /* DeviceAttributeMaxValueLength */
+#define MAX_DRIVER_NAME_LENGTH     63 /* DriverNameMaxLength */
+
+/* What evaluating a node can cost at most, and how large its value (or any string or list
+ * inside it) can be. Saturating: an expression may bound at "more than anything". */
+typedef struct {
+    guint64 cost;
+    guint64 str;  /* bytes of the longest string */
+    guint64 list; /* elements of the longest list */
+} Est;
+
+static guint64 sat_add(guint64 a, guint64 b)
+{
+    return a > G_MAXUINT64 - b ? G_MAXUINT64 : a + b;
+}
+
+static guint64 sat_mul(guint64 a, guint64 b)
+{
+    return b != 0 && a > G_MAXUINT64 / b ? G_MAXUINT64 : a * b;
+}
+
+static Est estimate(const Node *n, Est *vars);
+
+/* Operands' costs added up (plus the node's own step); sizes the largest of them. */
+static Est estimate_kids(const Node *n, Est *vars, Est *kids)
+{
+    Est e = {1, 0, 0};
+    for (guint i = 0; i < n->n_kids; i++) {
+        Est k = estimate(n->kids[i], vars);
+        if (kids != NULL && i < 3)
+            kids[i] = k;
+        e.cost = sat_add(e.cost, k.cost);
+        e.str = MAX(e.str, k.str);
+        e.list = MAX(e.list, k.list);
+    }
+    return e;
+}
+
+static Est estimate_call(const Node *n, Est *vars)
+{
+    Est k[3] = {{0}};
+    Est e = estimate_kids(n, vars, k);
+    guint64 a = k[0].str, b = n->n_kids > 1 ? k[1].str : 0;
+    switch (n->fn) {
+    case F_SIZE:
+        e.cost = sat_add(e.cost, a / 10);
+        break;
+    case F_MATCHES:
+        e.cost = sat_add(e.cost, sat_mul(a, n->kids[1]->lit.s.n) / 10);
+        /* fall through */
+    case F_STARTS_WITH:
+    case F_ENDS_WITH:
+    case F_CONTAINS:
+    case F_LOWER_ASCII:
+    case F_UPPER_ASCII:
+        e.cost = sat_add(e.cost, sat_add(a, b) / 10);
+        break;
+    default:
+        break;
+    }
+    e.str = a; /* lowerAscii, upperAscii; quantity() and the others keep no string */
+    return e;
+}
+
+static Est estimate_scoped(const Node *n, Est *vars)
+{
+    Est range = estimate(n->kids[0], vars);
+    vars[n->slot] = range;
+    Est body = estimate(n->kids[1], vars);
+    Est e = {sat_add(1, range.cost), body.str, body.list};
+    if (n->kind == N_BIND)
+        e.cost = sat_add(e.cost, body.cost);
+    else
+        e.cost = sat_add(e.cost, sat_mul(range.list, body.cost));
+    return e;
+}
+
+static Est estimate(const Node *n, Est *vars)
+{
+    Est k[3] = {{0}};
+    Est e;
+    switch (n->kind) {
+    case N_LIT:
+        return (Est){1, n->lit.t == TY_STRING ? n->lit.s.n : 0, 0};
+    case N_DEVICE_FIELD:
+        return (Est){1, n->slot == FIELD_DRIVER ? MAX_DRIVER_NAME_LENGTH : 0, 0};
+    case N_ATTR:
+    case N_SELECT:
+        e = estimate_kids(n, vars, NULL);
+        e.str = MAX_ATTRIBUTE_VALUE_LENGTH;
+        return e;
+    case N_VAR: {
+        Est v = vars[n->slot];
+        return (Est){1, v.str, v.list};
+    }
+    case N_INDEX:
+        e = estimate_kids(n, vars, k);
+        e.str = n->kids[0]->type == TY_LIST ? k[0].str : MAX_ATTRIBUTE_VALUE_LENGTH;
+        return e;
+    case N_LIST:
+        e = estimate_kids(n, vars, NULL);
+        e.list = MAX(e.list, n->n_kids);
+        if (n->is_const)
+            e.cost = 1; /* built when compiling */
+        return e;
+    case N_CALL:
+        return estimate_call(n, vars);
+    case N_COND:
+        e = estimate_kids(n, vars, k);
+        e.cost = sat_add(sat_add(1, k[0].cost), MAX(k[1].cost, k[2].cost));
+        return e;
+    case N_IN:
+        e = estimate_kids(n, vars, k);
+        e.cost = sat_add(e.cost, k[1].list);
+        return e;
+    case N_ADD:
+        e = estimate_kids(n, vars, k);
+        e.str = sat_add(k[0].str, k[1].str);
+        e.cost = sat_add(e.cost, e.str / 10);
+        e.list = 0;
+        return e;
+    case N_EXISTS:
+    case N_ALL:
+    case N_BIND:
+        return estimate_scoped(n, vars);
+    default:
+        return estimate_kids(n, vars, NULL);
+    }
+}
+
+guint64 kb_cel_program_max_cost(const KbCelProgram *program)
+{
+    g_return_val_if_fail(program != NULL, G_MAXUINT64);
+    Est vars[KB_CEL_MAX_DEPTH] = {{0}};
+    return estimate(program->root, vars).cost;
+}
+
 /* ---- API -------------------------------------------------------------------------------- */
 
 KbCelProgram *kb_cel_compile(const char *expression, GError **error)

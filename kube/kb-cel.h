@@ -95,6 +95,15 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbCelProgram, kb_cel_program_free)
 const char *kb_cel_program_expression(const KbCelProgram *program);
 
 /*
+ * An upper bound of the evaluation cost of @program (in the steps KB_CEL_MAX_COST counts) on
+ * any device whose strings respect the API's limits (attribute values of 64 bytes at most,
+ * driver names of 63). kb_cel_program_eval() cannot fail with KB_CEL_ERROR_LIMIT when this is
+ * at most KB_CEL_MAX_COST: validation may refuse what passes it, as the API server refuses an
+ * expression whose estimated cost passes CELSelectorExpressionMaxCost.
+ */
+guint64 kb_cel_program_max_cost(const KbCelProgram *program);
+
+/*
  * Evaluate @program for @device. Returns TRUE and sets *@matches, or FALSE with @error
  * (KB_CEL_ERROR_RUNTIME, or KB_CEL_ERROR_LIMIT when the evaluation cost limit is crossed).
  * Thread-safe: a program is immutable once compiled.

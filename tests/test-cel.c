@@ -544,6 +544,9 @@ static void test_case(gconstpointer data)
     gboolean matched = FALSE;
     if (prog != NULL) {
         g_assert_cmpstr(kb_cel_program_expression(prog), ==, tc->expr);
+        /* Every case here is small: the bound stays far under the budget. */
+        g_assert_cmpuint(kb_cel_program_max_cost(prog), >=, 1);
+        g_assert_cmpuint(kb_cel_program_max_cost(prog), <, 1000);
         kb_cel_program_eval(prog, &devices[tc->dev], &matched, &error);
     }
     if (tc->want == FAILS) {
@@ -681,6 +684,9 @@ static void test_limit_cost(void)
     g_autofree char *l60 = zeros(60);
     g_autofree char *ok = g_strdup_printf("%s.all(a, %s.all(b, %s.all(c, a == c)))", l60, l60, l60);
     g_assert_true(eval_gpu(ok));
+    g_autoptr(KbCelProgram) okprog = kb_cel_compile(ok, NULL);
+    g_assert_cmpuint(kb_cel_program_max_cost(okprog), <=, KB_CEL_MAX_COST);
+    g_assert_cmpuint(kb_cel_program_max_cost(okprog), >=, 60 * 60 * 60 * 3);
     /* 100^3 = 1,000,000 innermost evaluations: over it, at evaluation (the length and depth
      * are fine), and the error is not absorbed by ||. */
     g_autofree char *l100 = zeros(100);
@@ -689,6 +695,7 @@ static void test_limit_cost(void)
     g_autoptr(GError) error = NULL;
     g_autoptr(KbCelProgram) prog = kb_cel_compile(over, &error);
     g_assert_no_error(error);
+    g_assert_cmpuint(kb_cel_program_max_cost(prog), >, KB_CEL_MAX_COST);
     gboolean matched = TRUE;
     g_assert_false(kb_cel_program_eval(prog, &devices[DEV_GPU], &matched, &error));
     g_assert_error(error, KB_CEL_ERROR, KB_CEL_ERROR_LIMIT);
@@ -707,6 +714,7 @@ static void test_limit_cost(void)
     g_clear_error(&error);
     g_autoptr(KbCelProgram) sprog = kb_cel_compile(strings, &error);
     g_assert_no_error(error);
+    g_assert_cmpuint(kb_cel_program_max_cost(sprog), >, KB_CEL_MAX_COST);
     g_assert_false(kb_cel_program_eval(sprog, &devices[DEV_GPU], &matched, &error));
     g_assert_error(error, KB_CEL_ERROR, KB_CEL_ERROR_LIMIT);
 }
@@ -778,6 +786,32 @@ static void test_threads(void)
     }
 }
 
+/* Around the budget, the bound is on the right side of it: when evaluating crosses the
+ * budget, the bound says it may; when the bound is within it, evaluating succeeds. */
+static void test_cost_bound(void)
+{
+    gboolean crossed = FALSE, within = FALSE;
+    for (guint n = 60; n <= 75; n++) {
+        g_autofree char *l = zeros(n);
+        g_autofree char *expr = g_strdup_printf("%s.all(a, %s.all(b, %s.all(c, a == c)))", l, l, l);
+        g_autoptr(KbCelProgram) prog = kb_cel_compile(expr, NULL);
+        g_autoptr(GError) error = NULL;
+        gboolean matched = FALSE;
+        gboolean ok = kb_cel_program_eval(prog, &devices[DEV_GPU], &matched, &error);
+        guint64 bound = kb_cel_program_max_cost(prog);
+        if (!ok) {
+            g_assert_error(error, KB_CEL_ERROR, KB_CEL_ERROR_LIMIT);
+            g_assert_cmpuint(bound, >, KB_CEL_MAX_COST);
+            crossed = TRUE;
+        } else if (bound <= KB_CEL_MAX_COST) {
+            within = TRUE;
+        }
+        /* Not far off either: within 10% of the steps taken (3 n^3 and lower terms). */
+        g_assert_cmpuint(bound, <=, 3 * n * n * n * 11 / 10);
+    }
+    g_assert_true(crossed && within);
+}
+
 static char *case_path(const char *name)
 {
     return g_strdup_printf("/kube/cel/%s", name);
@@ -799,5 +833,6 @@ int main(int argc, char **argv)
     g_test_add_func("/kube/cel/limit/length", test_limit_length);
     g_test_add_func("/kube/cel/limit/depth", test_limit_depth);
     g_test_add_func("/kube/cel/limit/cost", test_limit_cost);
+    g_test_add_func("/kube/cel/limit/cost-bound", test_cost_bound);
     return g_test_run();
 }
