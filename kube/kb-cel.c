@@ -1363,6 +1363,28 @@ static gboolean rx_braces(Rx *rx)
 
 typedef enum { RX_NONE, RX_ATOM, RX_GROUP, RX_ANCHOR, RX_QUANT } RxLast;
 
+/* A quantifier at rx->i, after an item of kind @last (@group_complex: a group holding a
+ * quantifier or an alternation). */
+static gboolean rx_quantifier(Rx *rx, RxLast last, gboolean group_complex)
+{
+    if (last != RX_ATOM && last != RX_GROUP)
+        return rx_refuse(rx, last == RX_QUANT ? "repeated or possessive quantifier"
+                                              : "quantifier with nothing to repeat");
+    if (last == RX_GROUP && group_complex)
+        return rx_refuse(rx, "quantifier on a group that holds a quantifier or \"|\"");
+    if (rx->re[rx->i] == '{') {
+        if (!rx_braces(rx))
+            return FALSE;
+    } else {
+        g_string_append_c(rx->out, rx->re[rx->i++]);
+    }
+    if (rx->i < rx->n && rx->re[rx->i] == '?') {
+        g_string_append_c(rx->out, '?');
+        rx->i++;
+    }
+    return TRUE;
+}
+
 static gboolean rx_translate(Rx *rx)
 {
     /* Per open group: whether it holds a quantifier or an alternation. */
@@ -1373,22 +1395,8 @@ static gboolean rx_translate(Rx *rx)
     while (rx->i < rx->n) {
         char c = rx->re[rx->i];
         if (c == '*' || c == '+' || c == '?' || c == '{') {
-            if (last != RX_ATOM && last != RX_GROUP)
-                return rx_refuse(rx, last == RX_QUANT ? "repeated or possessive quantifier"
-                                                      : "quantifier with nothing to repeat");
-            if (last == RX_GROUP && last_group_complex)
-                return rx_refuse(rx, "quantifier on a group that holds a quantifier or \"|\"");
-            if (c == '{') {
-                if (!rx_braces(rx))
-                    return FALSE;
-            } else {
-                g_string_append_c(rx->out, c);
-                rx->i++;
-            }
-            if (rx->i < rx->n && rx->re[rx->i] == '?') {
-                g_string_append_c(rx->out, '?');
-                rx->i++;
-            }
+            if (!rx_quantifier(rx, last, last_group_complex))
+                return FALSE;
             complex[depth] = TRUE;
             last = RX_QUANT;
             continue;
