@@ -167,7 +167,16 @@ static const Case cases[] = {
         FAIL("nvidia/profile-on-full-gpu",
              "device.attributes['gpu.nvidia.com'].profile == '3g.20gb'", DEV_GPU, RUNTIME,
              "no such key: profile"),
-        MATCH("nvidia/mig-1g-12gb-class",
+        NOMATCH("nvidia/class-mig-1g-12gb",
+                "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == "
+                "'mig' && device.attributes['gpu.nvidia.com'].profile == '1g.12gb'",
+                DEV_MIG),
+        /* On a full GPU "profile" is missing: the false "type == 'mig'" decides. */
+        NOMATCH("nvidia/class-mig-1g-12gb-on-gpu",
+                "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == "
+                "'mig' && device.attributes['gpu.nvidia.com'].profile == '1g.12gb'",
+                DEV_GPU),
+        MATCH("nvidia/mig-profile-class",
               "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == "
               "'mig' && device.attributes['gpu.nvidia.com'].profile == '1g.5gb'",
               DEV_MIG),
