@@ -6,11 +6,12 @@
  * its static type as CEL's checker does, refuses what we do not implement, resolves names and
  * folds what does not depend on the device (literal lists, quantity("40Gi"), regular
  * expressions, device.attributes["d"].name into one lookup); the evaluator walks the tree per
- * device with values on the C stack. It allocates only for strings it builds (+, lowerAscii),
- * list literals whose elements depend on the device, matches() and errors.
+ * device with values on the C stack. Strings it builds (+, lowerAscii) and list literals whose
+ * elements depend on the device go to a 512-byte buffer on the stack, then to the heap; it
+ * also allocates for errors and when GRegex runs a pattern (plain-string patterns skip it).
  *
- * Semantics follow cel-go as Kubernetes configures it for DRA: heterogeneous == is false, not
- * an error; int, uint and double compare across types; && and || absorb an error when the
+ * Semantics follow cel-go as Kubernetes configures it for DRA: heterogeneous == is false at run
+ * time, not an error; int, uint and double order across types; && and || absorb an error when the
  * other side decides (false && error is false); a domain missing from device.attributes or
  * device.capacity is an empty map, a missing name in it is "no such key".
  */
