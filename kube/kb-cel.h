@@ -68,6 +68,18 @@ typedef struct {
     gboolean allow_multiple_allocations;
 } KbCelDevice;
 
+/*
+ * Limits. The length is resource.k8s.io/v1's CELSelectorExpressionMaxLength (bytes). The depth
+ * bounds both the parser's nesting (parentheses, calls, lists, indexes) and the height of the
+ * compiled tree; chains of && and || count once however long they are. The cost is a count of
+ * evaluation steps (one per node visited, plus one per 10 bytes a string function reads); its
+ * budget has the value of CELSelectorExpressionMaxCost (1,000,000 CEL cost units), which our
+ * steps approximate: CEL charges about one unit per operation too.
+ */
+#define KB_CEL_MAX_EXPRESSION_LENGTH (10 * 1024)
+#define KB_CEL_MAX_DEPTH             32
+#define KB_CEL_MAX_COST              1000000
+
 typedef struct KbCelProgram KbCelProgram;
 
 /*
@@ -81,6 +93,15 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbCelProgram, kb_cel_program_free)
 
 /* The expression the program was compiled from (owned by the program). */
 const char *kb_cel_program_expression(const KbCelProgram *program);
+
+/*
+ * An upper bound of the evaluation cost of @program (in the steps KB_CEL_MAX_COST counts) on
+ * any device whose strings respect the API's limits (attribute values of 64 bytes at most,
+ * driver names of 63). kb_cel_program_eval() cannot fail with KB_CEL_ERROR_LIMIT when this is
+ * at most KB_CEL_MAX_COST: validation may refuse what passes it, as the API server refuses an
+ * expression whose estimated cost passes CELSelectorExpressionMaxCost.
+ */
+guint64 kb_cel_program_max_cost(const KbCelProgram *program);
 
 /*
  * Evaluate @program for @device. Returns TRUE and sets *@matches, or FALSE with @error
