@@ -1092,6 +1092,181 @@ static void test_dra_pod_claims(void)
     assert_status(s2, 200, NULL);
 }
 
+static void opt_claims(KasServerOptions *o)
+{
+    o->resource_claim_controller = TRUE;
+}
+
+/* Poll GET @path (at most 5 s) until @ok says yes; returns that response. */
+static Resp *wait_until(KasServer *srv, const char *path, gboolean (*ok)(json_object *j))
+{
+    for (int i = 0; i < 500; i++) {
+        Resp *r = get(srv, path);
+        if (r->code == 200 && ok(r->json))
+            return r;
+        resp_free(r);
+        g_usleep(10000);
+    }
+    g_error("timed out waiting for %s", path);
+    return NULL;
+}
+
+static json_object *first(json_object *j, const char *list)
+{
+    json_object *a = kas_json_get(j, list);
+    return json_object_is_type(a, json_type_array) && json_object_array_length(a) > 0
+                   ? json_object_array_get_idx(a, 0)
+                   : NULL;
+}
+
+static gboolean has_claim_status(json_object *pod)
+{
+    return first(pod, "status.resourceClaimStatuses") != NULL;
+}
+
+static gboolean unreserved(json_object *claim)
+{
+    return kas_json_get(claim, "status.reservedFor") == NULL;
+}
+
+static gboolean reserved_once(json_object *claim)
+{
+    json_object *rf = kas_json_get(claim, "status.reservedFor");
+    return json_object_is_type(rf, json_type_array) && json_object_array_length(rf) == 1;
+}
+
+#define RCT_GPU                                                                                    \
+    "{\"metadata\":{\"name\":\"gpu-tmpl\"},\"spec\":{\"metadata\":{\"labels\":{\"team\":\"ml\"}}," \
+    "\"spec\":{\"devices\":{\"requests\":[" GPU_REQ("gpu") "]}}}}"
+#define POD_TMPL(name)                                                                             \
+    "{\"metadata\":{\"name\":\"" name "\"},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":"   \
+    "\"i\",\"resources\":{\"claims\":[{\"name\":\"gpu\"}]}}],\"resourceClaims\":[{\"name\":"       \
+    "\"gpu\",\"resourceClaimTemplateName\":\"gpu-tmpl\"}]}}"
+#define POD_PATH "/api/v1/namespaces/default/pods"
+
+/* The status write a scheduler makes: allocated, reserved for @pod (@uid). */
+static void reserve(KasServer *srv, const char *claim, const char *pods_json)
+{
+    g_autofree char *path = g_strdup_printf(RC_PATH "/%s/status", claim);
+    g_autofree char *body = g_strdup_printf(
+            "{\"status\":{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"gpu\","
+            "\"driver\":\"gpu.nvidia.com\",\"pool\":\"n1\",\"device\":\"gpu-0\"}]}},"
+            "\"reservedFor\":%s}}",
+            pods_json);
+    g_autoptr(Resp) r = http(srv, "PATCH", path, "application/merge-patch+json", body);
+    assert_status(r, 200, NULL);
+}
+
+/* A claim per pod from its template, named and owned as kube-controller-manager does it; gone
+ * with its pod. Without the controller nothing is generated. */
+static void test_dra_controller_template(void)
+{
+    {
+        g_autoptr(KasServer) off = start();
+        g_autoptr(Resp) t = post(off, RCT_PATH, RCT_GPU);
+        assert_status(t, 201, NULL);
+        create_pod(off, POD_TMPL("p"));
+        g_usleep(100000);
+        g_autoptr(Resp) l = get(off, RC_PATH);
+        g_assert_cmpuint(json_object_array_length(kas_json_get(l->json, "items")), ==, 0);
+    }
+    g_autoptr(KasServer) srv = start_with(opt_claims);
+    /* the template comes after the pod: the pod waits for it */
+    create_pod(srv, POD_TMPL("train-0"));
+    g_autoptr(Resp) t = post(srv, RCT_PATH, RCT_GPU);
+    assert_status(t, 201, NULL);
+    g_autoptr(Resp) pod = wait_until(srv, POD_PATH "/train-0", has_claim_status);
+    json_object *st = first(pod->json, "status.resourceClaimStatuses");
+    g_assert_cmpstr(kas_json_get_string(st, "name"), ==, "gpu");
+    const char *claim = kas_json_get_string(st, "resourceClaimName");
+    g_assert_true(g_str_has_prefix(claim, "train-0-gpu-"));
+    g_assert_cmpuint(strlen(claim), ==, strlen("train-0-gpu-") + 5);
+    g_autofree char *cpath = g_strdup_printf(RC_PATH "/%s", claim);
+    g_autoptr(Resp) c = get(srv, cpath);
+    assert_status(c, 200, NULL);
+    json_object *ann = kas_json_get(c->json, "metadata.annotations");
+    g_assert_cmpstr(json_object_get_string(
+                            json_object_object_get(ann, "resource.kubernetes.io/pod-claim-name")),
+                    ==, "gpu");
+    g_assert_cmpstr(js(c, "metadata.labels.team"), ==, "ml");
+    json_object *owner = first(c->json, "metadata.ownerReferences");
+    g_assert_cmpstr(kas_json_get_string(owner, "kind"), ==, "Pod");
+    g_assert_cmpstr(kas_json_get_string(owner, "uid"), ==, js(pod, "metadata.uid"));
+    g_assert_true(json_object_get_boolean(kas_json_get(owner, "controller")));
+    json_object *req = first(c->json, "spec.devices.requests");
+    g_assert_cmpint(json_object_get_int64(kas_json_get(req, "exactly.count")), ==, 1);
+    /* one claim, however often the pod changes */
+    g_autoptr(Resp) lbl = http(srv, "PATCH", POD_PATH "/train-0", "application/merge-patch+json",
+                               "{\"metadata\":{\"labels\":{\"x\":\"y\"}}}");
+    assert_status(lbl, 200, NULL);
+    g_usleep(50000);
+    g_autoptr(Resp) l = get(srv, RC_PATH);
+    g_assert_cmpuint(json_object_array_length(kas_json_get(l->json, "items")), ==, 1);
+    /* reserved, then the pod goes: released, deallocated, deleted */
+    g_autofree char *rf = g_strdup_printf("[{\"resource\":\"pods\",\"name\":\"train-0\",\"uid\":"
+                                          "\"%s\"}]",
+                                          js(pod, "metadata.uid"));
+    reserve(srv, claim, rf);
+    g_autoptr(Resp) d =
+            http(srv, "DELETE", POD_PATH "/train-0", NULL, "{\"gracePeriodSeconds\":0}");
+    g_assert_cmpint(d->code, ==, 200);
+    wait_gone(srv, cpath);
+    /* long names are shortened in proportion, both parts kept: 60 + 3 + 2 > 57, so 60 * 57 / 65
+     * of the pod's name and 3 * 57 / 65 of the claim's */
+    g_autofree char *long_pod = g_strnfill(60, 'a');
+    g_autofree char *lp = g_strdup_printf(
+            "{\"metadata\":{\"name\":\"%s\"},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":"
+            "\"i\"}],\"resourceClaims\":[{\"name\":\"gpu\",\"resourceClaimTemplateName\":"
+            "\"gpu-tmpl\"}]}}",
+            long_pod);
+    create_pod(srv, lp);
+    g_autofree char *lpath = g_strdup_printf(POD_PATH "/%s", long_pod);
+    g_autoptr(Resp) lpod = wait_until(srv, lpath, has_claim_status);
+    const char *lc = kas_json_get_string(first(lpod->json, "status.resourceClaimStatuses"),
+                                         "resourceClaimName");
+    g_autofree char *want = g_strdup_printf("%.52s-gp", long_pod);
+    g_assert_true(g_str_has_prefix(lc, want));
+    g_assert_cmpuint(strlen(lc), ==, 52 + 3 + 5);
+}
+
+/* A claim shared by two pods: each finished pod leaves reservedFor; the last one deallocates it;
+ * a claim not generated for a pod is never deleted. */
+static void test_dra_controller_shared(void)
+{
+    g_autoptr(KasServer) srv = start_with(opt_claims);
+    g_autoptr(Resp) c =
+            post(srv, RC_PATH, RC_JSON("shared", "{\"requests\":[" GPU_REQ("gpu") "]}"));
+    assert_status(c, 201, NULL);
+    const char *pod_fmt = "{\"metadata\":{\"name\":\"%s\"},\"spec\":{\"nodeName\":\"n1\","
+                          "\"containers\":[{\"name\":\"c\",\"image\":\"i\"}],\"resourceClaims\":"
+                          "[{\"name\":\"gpu\",\"resourceClaimName\":\"shared\"}]}}";
+    g_autofree char *a = g_strdup_printf(pod_fmt, "a");
+    g_autofree char *b = g_strdup_printf(pod_fmt, "b");
+    g_autoptr(Resp) pa = post(srv, POD_PATH, a);
+    assert_status(pa, 201, NULL);
+    g_autoptr(Resp) pb = post(srv, POD_PATH, b);
+    assert_status(pb, 201, NULL);
+    g_autofree char *rf = g_strdup_printf(
+            "[{\"resource\":\"pods\",\"name\":\"a\",\"uid\":\"%s\"},{\"resource\":\"pods\","
+            "\"name\":\"b\",\"uid\":\"%s\"}]",
+            js(pa, "metadata.uid"), js(pb, "metadata.uid"));
+    reserve(srv, "shared", rf);
+    g_autoptr(Resp) done = http(srv, "PATCH", POD_PATH "/a/status", "application/merge-patch+json",
+                                "{\"status\":{\"phase\":\"Succeeded\"}}");
+    assert_status(done, 200, NULL);
+    g_autoptr(Resp) one = wait_until(srv, RC_PATH "/shared", reserved_once);
+    g_assert_cmpstr(kas_json_get_string(first(one->json, "status.reservedFor"), "name"), ==, "b");
+    g_assert_nonnull(kas_json_get(one->json, "status.allocation"));
+    /* a pod on a node that is being deleted still holds it until it is gone */
+    g_autoptr(Resp) d = http(srv, "DELETE", POD_PATH "/b", NULL, "{\"gracePeriodSeconds\":0}");
+    g_assert_cmpint(d->code, ==, 200);
+    g_autoptr(Resp) none = wait_until(srv, RC_PATH "/shared", unreserved);
+    g_assert_null(kas_json_get(none->json, "status.allocation"));
+    g_usleep(50000);
+    g_autoptr(Resp) still = get(srv, RC_PATH "/shared");
+    assert_status(still, 200, NULL);
+}
+
 /* Pod-level spec.resources as the API server validates it (validatePodResources and
  * validatePodResourceConsistency): names, requests within limits, the containers covered. */
 static void test_pod_level_resources(void)
@@ -2688,6 +2863,8 @@ int main(int argc, char **argv)
     g_test_add_func("/apiserver/dra/limits", test_dra_limits);
     g_test_add_func("/apiserver/dra/slice-field-selectors", test_dra_slice_fields);
     g_test_add_func("/apiserver/dra/pod-claims", test_dra_pod_claims);
+    g_test_add_func("/apiserver/dra/controller/template-claims", test_dra_controller_template);
+    g_test_add_func("/apiserver/dra/controller/shared-claim", test_dra_controller_shared);
     g_test_add_func("/apiserver/pods/pod-level-resources", test_pod_level_resources);
     g_test_add_func("/apiserver/crud/stale-update-409", test_crud_stale_update);
     g_test_add_func("/apiserver/crud/noop-update", test_crud_noop_update);
