@@ -891,6 +891,46 @@ static void test_dra_invalid(void)
     }
 }
 
+/* CEL selectors are compiled: syntax and type errors refused with the expression; valid CEL that
+ * kb-cel does not implement accepted, as kube-apiserver accepts it. */
+static void test_dra_cel(void)
+{
+    g_autoptr(KasServer) srv = start();
+    static const struct {
+        const char *path, *body, *prefix;
+    } bad[] = {
+            {DC_PATH,
+             "{\"metadata\":{\"name\":\"syntax\"},\"spec\":{\"selectors\":[{\"cel\":{"
+             "\"expression\":\"device.driver == \"}}]}}",
+             "DeviceClass.resource.k8s.io \"syntax\" is invalid: spec.selectors[0].cel.expression: "
+             "Invalid value: \"device.driver == \": compilation failed: "},
+            {RC_PATH,
+             RC_JSON("type",
+                     "{\"requests\":[{\"name\":\"gpu\",\"exactly\":{\"deviceClassName\":"
+                     "\"g\",\"selectors\":[{\"cel\":{\"expression\":\"device.driver\"}}]}}]}"),
+             "ResourceClaim.resource.k8s.io \"type\" is invalid: "
+             "spec.devices.requests[0].exactly.selectors[0].cel.expression: Invalid value: "
+             "\"device.driver\": compilation failed: "},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autoptr(Resp) r = post(srv, bad[i].path, bad[i].body);
+        assert_status(r, 422, "Invalid");
+        g_assert_true(g_str_has_prefix(js(r, "message"), bad[i].prefix));
+    }
+    g_autoptr(Resp) ok = post(srv, DC_PATH,
+                              "{\"metadata\":{\"name\":\"gpu.nvidia.com\"},\"spec\":{"
+                              "\"selectors\":[{\"cel\":{\"expression\":\"device.driver == "
+                              "'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == "
+                              "'gpu' && device.capacity['gpu.nvidia.com'].memory.compareTo("
+                              "quantity('40Gi')) >= 0\"}}]}}");
+    assert_status(ok, 201, NULL);
+    g_autoptr(Resp) unsupported = post(srv, DC_PATH,
+                                       "{\"metadata\":{\"name\":\"bytes\"},\"spec\":{"
+                                       "\"selectors\":[{\"cel\":{\"expression\":\"b'abc' == "
+                                       "b'abc'\"}}]}}");
+    assert_status(unsupported, 201, NULL);
+}
+
 /* A list of @n copies of @item (a format with one %u, the index) as "[a,b,...]". */
 static char *repeat_list(guint n, const char *item)
 {
@@ -2861,6 +2901,7 @@ int main(int argc, char **argv)
     g_test_add_func("/apiserver/dra/claim-status", test_dra_claim_status);
     g_test_add_func("/apiserver/dra/invalid", test_dra_invalid);
     g_test_add_func("/apiserver/dra/limits", test_dra_limits);
+    g_test_add_func("/apiserver/dra/cel", test_dra_cel);
     g_test_add_func("/apiserver/dra/slice-field-selectors", test_dra_slice_fields);
     g_test_add_func("/apiserver/dra/pod-claims", test_dra_pod_claims);
     g_test_add_func("/apiserver/dra/controller/template-claims", test_dra_controller_template);

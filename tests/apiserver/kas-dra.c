@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "kube/kb-cel.h"
 #include "kube/kb-quantity.h"
 #include "tests/apiserver/kas-json.h"
 
@@ -199,8 +200,11 @@ static void check_unique(KasFieldErrors *errs, const char *path, json_object *a,
 
 /* ---- selectors and configuration ------------------------------------------------------------ */
 
-/* A CEL selector expression: required, at most 10 KiB. (Compilation: see kas-dra.h.) */
-static void check_cel(KasFieldErrors *errs, const char *path, json_object *cel)
+/* A CEL selector expression: required, at most 10 KiB, and compiled as the real server does
+ * (unless @stored: an unchanged stored expression is not compiled again). A syntax or type error
+ * is refused; what is valid CEL but beyond kb-cel (unsupported, or past its depth) is accepted,
+ * as kube-apiserver accepts it: kube-batchd reports it on the pods that need it. */
+static void check_cel(KasFieldErrors *errs, const char *path, json_object *cel, gboolean stored)
 {
     g_autofree char *f = g_strdup_printf("%s.expression", path);
     const char *expr = kas_json_get_string(cel, "expression");
@@ -208,12 +212,23 @@ static void check_cel(KasFieldErrors *errs, const char *path, json_object *cel)
         kas_field_errors_add(errs, f, "Required value");
         return;
     }
-    if (strlen(expr) > KAS_DRA_MAX_CEL_LEN)
+    if (strlen(expr) > KAS_DRA_MAX_CEL_LEN) {
         kas_field_errors_addf(errs, f, "Too long: may not be more than %d bytes",
                               KAS_DRA_MAX_CEL_LEN);
+        return;
+    }
+    if (stored)
+        return;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbCelProgram) prog = kb_cel_compile(expr, &error);
+    if (prog == NULL && (g_error_matches(error, KB_CEL_ERROR, KB_CEL_ERROR_SYNTAX) ||
+                         g_error_matches(error, KB_CEL_ERROR, KB_CEL_ERROR_TYPE)))
+        kas_field_errors_addf(errs, f, "Invalid value: \"%s\": compilation failed: %s", expr,
+                              error->message);
 }
 
-static void check_selectors(KasFieldErrors *errs, const char *base, json_object *sels)
+static void check_selectors(KasFieldErrors *errs, const char *base, json_object *sels,
+                            gboolean stored)
 {
     g_autofree char *path = g_strdup_printf("%s.selectors", base);
     if (!check_count(errs, path, sels, KAS_DRA_MAX_SELECTORS))
@@ -224,7 +239,7 @@ static void check_selectors(KasFieldErrors *errs, const char *base, json_object 
         if (!json_object_is_type(cel, json_type_object))
             kas_field_errors_add(errs, f, "Required value");
         else
-            check_cel(errs, f, cel);
+            check_cel(errs, f, cel, stored);
     }
 }
 
@@ -371,7 +386,7 @@ static void check_device_request_body(KasFieldErrors *errs, const char *base, js
         kas_field_errors_add(errs, cp, "Required value");
     else
         check_subdomain(errs, cp, cls);
-    check_selectors(errs, base, kas_json_get(r, "selectors"));
+    check_selectors(errs, base, kas_json_get(r, "selectors"), FALSE);
     check_allocation_mode(errs, base, r);
     check_tolerations(errs, base, kas_json_get(r, "tolerations"));
 }
@@ -678,9 +693,14 @@ static void check_slice(KasFieldErrors *errs, json_object *spec)
 
 /* ---- classes -------------------------------------------------------------------------------- */
 
-static void check_class(KasFieldErrors *errs, json_object *spec)
+/* @old_spec: the stored spec on update (NULL on create); unchanged selectors are not compiled
+ * again. */
+static void check_class(KasFieldErrors *errs, json_object *spec, json_object *old_spec)
 {
-    check_selectors(errs, "spec", kas_json_get(spec, "selectors"));
+    json_object *sels = kas_json_get(spec, "selectors");
+    gboolean stored =
+            old_spec != NULL && json_object_equal(sels, kas_json_get(old_spec, "selectors"));
+    check_selectors(errs, "spec", sels, stored);
     json_object *cfg = kas_json_get(spec, "config");
     if (check_count(errs, "spec.config", cfg, KAS_DRA_MAX_CONFIGS))
         for (gsize i = 0; i < arr_len(cfg); i++) {
@@ -702,11 +722,12 @@ static gboolean is(const KasRes *res, const char *plural)
 }
 
 /* Defaults and validation of a whole object's spec (create and update alike). */
-static void check_object(const KasRes *res, json_object *obj, KasFieldErrors *errs)
+static void check_object(const KasRes *res, json_object *obj, json_object *old,
+                         KasFieldErrors *errs)
 {
     json_object *spec = kas_json_get(obj, "spec");
     if (is(res, "deviceclasses")) {
-        check_class(errs, spec);
+        check_class(errs, spec, old != NULL ? kas_json_get(old, "spec") : NULL);
     } else if (is(res, "resourceslices")) {
         check_slice(errs, spec);
     } else if (is(res, "resourceclaims")) {
@@ -730,7 +751,7 @@ gboolean kas_dra_admit_create(const KasRes *res, json_object *obj, GError **erro
         kas_field_errors_add(errs, "spec", "Required value");
         return kas_field_errors_check(errs, res, name, error);
     }
-    check_object(res, obj, errs);
+    check_object(res, obj, NULL, errs);
     return kas_field_errors_check(errs, res, name, error);
 }
 
@@ -761,7 +782,7 @@ gboolean kas_dra_admit_update(const KasRes *res, json_object *old, json_object *
         immutable(errs, "spec", old_spec, spec);
         return kas_field_errors_check(errs, res, name, error);
     }
-    check_object(res, new_obj, errs);
+    check_object(res, new_obj, old, errs);
     if (is(res, "resourceslices")) {
         immutable(errs, "spec.pool.name", kas_json_get(old_spec, "pool.name"),
                   kas_json_get(spec, "pool.name"));

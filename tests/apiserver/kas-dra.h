@@ -9,8 +9,9 @@
  * firstAvailable, 128 devices per slice, 32 attributes and capacities per device, 256
  * reservedFor, 32 allocation results, 10 KiB CEL expressions), what may not change (a claim's or
  * template's spec, a slice's driver, pool name and node, a claim's allocation once set unless
- * cleared) and the claim status' references to the spec's requests. CEL expressions are checked
- * for their length only: the real server compiles them too.
+ * cleared) and the claim status' references to the spec's requests. CEL selector expressions
+ * are compiled with kube/kb-cel.h: a syntax or type error is refused ("compilation failed: ..."),
+ * valid CEL that kb-cel does not implement is accepted, as the real server accepts it.
  *
  * Not handled: device taints and tolerations beyond their operator, admin access (needs the
  * namespace label), counters, consumable capacity, binding conditions, status.devices' data.
