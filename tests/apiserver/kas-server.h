@@ -48,6 +48,7 @@ typedef struct {
      * ("NS/NAME:PORT=HOST:PORT", NULL-terminated, may be NULL) and the timeout (0: 30 s). */
     const char *const *service_addresses;
     guint conversion_timeout_ms;
+    gboolean resource_claim_controller; /* kube-controller-manager's, see kas-claims.h */
 } KasServerOptions;
 
 typedef struct KasServer KasServer;

@@ -69,6 +69,7 @@ static const char *const event_fields[] = {
     "involvedObject.fieldPath", "reason", "reportingComponent", "source", "type", NULL
 };
 static const char *const secret_fields[] = { "type", NULL };
+static const char *const slice_fields[] = { "spec.nodeName", "spec.driver", "spec.pool.name", NULL };
 
 typedef struct {
     KasKind kind;
@@ -136,6 +137,15 @@ static const Builtin builtins[] = {
       "PodGroup", NULL, NULL, TRUE, TRUE, NULL, GATE_V1BETA1 | GATE_V1ALPHA3 },
     { KAS_KIND_GENERIC, "scheduling.k8s.io", "v1alpha3", "compositepodgroups",
       "compositepodgroup", "CompositePodGroup", NULL, NULL, TRUE, TRUE, NULL, GATE_V1ALPHA3 },
+    /* Dynamic Resource Allocation (GA in 1.34, served by default): kas-dra.c */
+    { KAS_KIND_GENERIC, "resource.k8s.io", "v1", "deviceclasses", "deviceclass", "DeviceClass",
+      NULL, NULL, FALSE, FALSE, NULL },
+    { KAS_KIND_GENERIC, "resource.k8s.io", "v1", "resourceclaims", "resourceclaim",
+      "ResourceClaim", NULL, NULL, TRUE, TRUE, NULL },
+    { KAS_KIND_GENERIC, "resource.k8s.io", "v1", "resourceclaimtemplates",
+      "resourceclaimtemplate", "ResourceClaimTemplate", NULL, NULL, TRUE, FALSE, NULL },
+    { KAS_KIND_GENERIC, "resource.k8s.io", "v1", "resourceslices", "resourceslice",
+      "ResourceSlice", NULL, NULL, FALSE, FALSE, slice_fields },
     { KAS_KIND_GENERIC, "policy", "v1,v1beta1", "poddisruptionbudgets", "poddisruptionbudget",
       "PodDisruptionBudget", "pdb", NULL, TRUE, TRUE, NULL },
     { KAS_KIND_GENERIC, "events.k8s.io", "v1,v1beta1", "events", "event", "Event", "ev", NULL,
@@ -436,6 +446,8 @@ static void add_builtins(KasStore *store, guint enabled)
         /* the registries that set metadata.generation */
         res->uses_generation = b->kind == KAS_KIND_CRD ||
                                strcmp(b->plural, "priorityclasses") == 0 || b->gates != 0 ||
+                               strcmp(b->plural, "deviceclasses") == 0 ||
+                               strcmp(b->plural, "resourceslices") == 0 ||
                                strcmp(b->plural, "poddisruptionbudgets") == 0;
         res->field_paths = b->fields;
         add_res(store, res);

@@ -66,7 +66,7 @@ int main(int argc, char **argv)
     g_autofree char *runtime_config = NULL;
     g_auto(GStrv) service_addresses = NULL;
     gint conversion_timeout = 0;
-    gboolean simulate = FALSE;
+    gboolean simulate = FALSE, claim_controller = FALSE;
     gint history = (gint)opts.watch_history, queue = (gint)opts.watch_queue;
     gint bookmark = (gint)opts.bookmark_ms, max_conn = (gint)opts.max_connections;
     gint header_timeout = (gint)opts.header_timeout;
@@ -95,6 +95,7 @@ int main(int argc, char **argv)
         { "runtime-config", 0, 0, G_OPTION_ARG_STRING, &runtime_config, "Switch API group/versions on or off, as kube-apiserver: scheduling.k8s.io/v1beta1=true serves Workloads and PodGroups, scheduling.k8s.io/v1alpha3=true CompositePodGroups and both at v1alpha3 (off by default)", "GV=BOOL,..." },
         { "service-address", 0, 0, G_OPTION_ARG_STRING_ARRAY, &service_addresses, "Where port PORT of Service NAME in NAMESPACE connects to, for CRD conversion webhooks named by service (repeatable)", "NAMESPACE/NAME:PORT=HOST:PORT" },
         { "conversion-webhook-timeout", 0, 0, G_OPTION_ARG_INT, &conversion_timeout, "Milliseconds a CRD conversion webhook may take (default 30000, as kube-apiserver)", "MS" },
+        { "resource-claim-controller", 0, 0, G_OPTION_ARG_NONE, &claim_controller, "Run kube-controller-manager's resource-claim controller: a claim per pod from its ResourceClaimTemplate, reservations of finished pods released, their generated claims deleted", NULL },
         { "authorization-mode", 0, 0, G_OPTION_ARG_STRING, &authz, "Authorizers in order: AlwaysAllow (default), AlwaysDeny, RBAC, Node", "MODES" },
         { NULL },
     };
@@ -119,6 +120,7 @@ int main(int argc, char **argv)
     if (listen != NULL)
         opts.listen = listen;
     opts.simulate_kubelet = simulate;
+    opts.resource_claim_controller = claim_controller;
     opts.nodes_file = nodes;
     opts.faults = faults;
     opts.faults_seed = (guint64)seed;
