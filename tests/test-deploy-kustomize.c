@@ -402,10 +402,25 @@ static void test_monitoring(gconstpointer data)
 
 /* ---- the daemons as the default install runs them ----------------------------------------- */
 
+/* The files of a volume: each key of @data (base64 for a Secret's) into @dir. */
+static void write_volume(const char *dir, json_object *data, gboolean base64)
+{
+    json_object_object_foreach(data, key, val)
+    {
+        g_autofree char *f = g_build_filename(dir, key, NULL);
+        const char *text = json_object_get_string(val);
+        gsize n = strlen(text);
+        g_autofree guchar *raw = base64 ? g_base64_decode(text, &n) : NULL;
+        g_assert_true(
+                g_file_set_contents(f, raw != NULL ? (const char *)raw : text, (gssize)n, NULL));
+    }
+}
+
 /*
  * The container of Deployment @name in @objs as a command line for this machine: the program is
- * bin/<basename of command[0]>, the ConfigMap volumes are written under e->conf_dir and their
- * mount paths in the arguments point there, --listen-address moves to 127.0.0.1:@port, and
+ * bin/<basename of command[0]>, the ConfigMap volumes (from @objs) and Secret volumes (from the
+ * cluster) are written under e->conf_dir and their mount paths in the arguments point there,
+ * --listen-address moves to 127.0.0.1:@port, --webhook-address to a free port, and
  * --kubeconfig of @identity goes first (the ServiceAccount's token, as in a pod).
  */
 static GPtrArray *daemon_argv(Env *e, GPtrArray *objs, const char *name, const char *identity,
@@ -431,16 +446,23 @@ static GPtrArray *daemon_argv(Env *e, GPtrArray *objs, const char *name, const c
         for (gsize j = 0; vols != NULL && j < json_object_array_length(vols); j++) {
             json_object *v = json_object_array_get_idx(vols, j);
             const char *cm = kas_json_get_string(v, "configMap.name");
-            if (g_strcmp0(kas_json_get_string(v, "name"), vname) != 0 || cm == NULL)
+            const char *secret = kas_json_get_string(v, "secret.secretName");
+            if (g_strcmp0(kas_json_get_string(v, "name"), vname) != 0 ||
+                (cm == NULL && secret == NULL))
                 continue;
-            json_object *map = find(objs, "ConfigMap", cm);
-            g_assert_nonnull(map);
             g_autofree char *dir = g_build_filename(e->conf_dir, name, vname, NULL);
             g_assert_cmpint(g_mkdir_with_parents(dir, 0700), ==, 0);
-            json_object_object_foreach(json_object_object_get(map, "data"), key, val)
-            {
-                g_autofree char *f = g_build_filename(dir, key, NULL);
-                g_assert_true(g_file_set_contents(f, json_object_get_string(val), -1, NULL));
+            if (cm != NULL) {
+                json_object *map = find(objs, "ConfigMap", cm);
+                g_assert_nonnull(map);
+                write_volume(dir, json_object_object_get(map, "data"), FALSE);
+            } else {
+                /* As the kubelet mounts it: the Secret as the cluster has it. */
+                const char *ns = kas_json_get_string(dep, "metadata.namespace");
+                json_object *sec =
+                        admin_json(e, "get", "secret", secret, "-n", ns, "-o", "json", NULL);
+                write_volume(dir, json_object_object_get(sec, "data"), TRUE);
+                json_object_put(sec);
             }
             g_hash_table_insert(mounts, g_strdup(kas_json_get_string(vm, "mountPath")),
                                 g_steal_pointer(&dir));
@@ -455,6 +477,8 @@ static GPtrArray *daemon_argv(Env *e, GPtrArray *objs, const char *name, const c
                 g_string_new(json_object_get_string(json_object_array_get_idx(args, i)));
         if (g_str_has_prefix(a->str, "--listen-address=")) {
             g_string_printf(a, "--listen-address=127.0.0.1:%u", port);
+        } else if (g_str_has_prefix(a->str, "--webhook-address=")) {
+            g_string_printf(a, "--webhook-address=127.0.0.1:%u", kb_test_free_port());
         } else {
             GHashTableIter it;
             gpointer k, v;
@@ -489,6 +513,22 @@ static void test_daemons_start(gconstpointer data)
     e->conf_dir = g_dir_make_tmp("kb-deploy-conf-XXXXXX", &error);
     g_assert_no_error(error);
     g_autoptr(GPtrArray) objs = built(e, "deploy");
+    /* What the README's install does after apply -k: the conversion webhook's Secret and the
+     * CRD's caBundle. */
+    g_autofree char *pki = g_build_filename(e->conf_dir, "webhook-pki", NULL);
+    g_autofree char *script =
+            g_build_filename(kb_test_src_dir(), "deploy", "tfjob-webhook-certs.sh", NULL);
+    g_autofree char *kubectl = g_strdup_printf(
+            "kubectl --kubeconfig %s", kb_test_cluster_kubeconfig(e->cluster, KB_TEST_ADMIN));
+    g_auto(GStrv) envp = g_environ_setenv(g_get_environ(), "KUBECTL", kubectl, TRUE);
+    const char *certs[] = {"bash", script, pki, "--apply", NULL};
+    g_autofree char *cout = NULL, *cerr = NULL;
+    int cstatus = -1;
+    g_assert_true(g_spawn_sync(NULL, (char **)certs, envp, G_SPAWN_SEARCH_PATH, NULL, NULL, &cout,
+                               &cerr, &cstatus, &error));
+    if (!g_spawn_check_wait_status(cstatus, NULL))
+        g_test_message("tfjob-webhook-certs.sh: %s%s", cout, cerr);
+    g_assert_true(g_spawn_check_wait_status(cstatus, NULL));
     e->sched_port = kb_test_free_port();
     e->oper_port = kb_test_free_port();
     KbTestDaemonOptions o = {.log = TRUE, .log_dir = kb_test_cluster_dir(e->cluster)};
