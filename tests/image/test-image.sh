@@ -110,6 +110,9 @@ wait_for 20 "kb-kubelet" grep -q '^registered' "$work/kubelet.out"
 # The default install, as an operator applies it (the CRDs' objects need a second pass on any
 # server: the first one creates the CRDs).
 wait_for 30 "kubectl apply -k deploy/" k apply -k "$top/deploy/"
+# ...then, as the README's install goes on, the conversion webhook's Secret and caBundle.
+KUBECTL="kubectl --kubeconfig $work/kubeconfig" bash "$top/deploy/tfjob-webhook-certs.sh" \
+    "$work/webhook-pki" --apply >/dev/null
 
 # The daemons' command and arguments are those of the installed Deployments, so the image and the
 # manifests cannot drift: the program must be in the image at the Deployment's path, and its
@@ -121,7 +124,8 @@ deployment() { # NAME JSONPATH
 }
 container_args() { # NAME: one argument a line, --listen-address moved to 127.0.0.1:0
     deployment "$1" '{range .spec.template.spec.containers[0].args[*]}{@}{"\n"}{end}' |
-        sed 's/^--listen-address=.*/--listen-address=127.0.0.1:0/'
+        sed -e 's/^--listen-address=.*/--listen-address=127.0.0.1:0/' \
+            -e 's/^--webhook-address=.*/--webhook-address=127.0.0.1:0/'
 }
 sched_cmd=$(deployment kube-batchd '{.spec.template.spec.containers[0].command[0]}')
 oper_cmd=$(deployment tf-operator '{.spec.template.spec.containers[0].command[0]}')
@@ -133,6 +137,17 @@ mkdir -p "$work/conf"
 k get configmap kube-batchd-conf -n kube-batchd -o jsonpath='{.data.scheduler\.conf}' \
     >"$work/conf/scheduler.conf"
 chmod -R a+rX "$work/conf"
+# tf-operator's Secret volume, as the kubelet mounts it (the Secret as installed).
+tls_mount=$(deployment tf-operator \
+    '{.spec.template.spec.containers[0].volumeMounts[?(@.name=="webhook-tls")].mountPath}')
+mkdir -p "$work/webhook-tls"
+for key in tls.crt tls.key; do
+    k get secret tf-operator-webhook-tls -n kube-batchd -o jsonpath="{.data.${key//./\\.}}" |
+        base64 -d >"$work/webhook-tls/$key"
+done
+chmod -R a+rX "$work/webhook-tls"
+[ -n "$tls_mount" ] && [ -s "$work/webhook-tls/tls.key" ] ||
+    { echo "test-image: tf-operator's Deployment mounts no webhook-tls Secret, or it is empty" >&2; exit 1; }
 [ -n "$sched_cmd" ] && [ -n "$oper_cmd" ] && [ -n "$conf_mount" ] && [ ${#sched_args[@]} -gt 0 ] ||
     { echo "test-image: the installed Deployments lack a command, args or the conf mount" >&2; exit 1; }
 say "from the Deployments: $sched_cmd ${sched_args[*]}; $oper_cmd ${oper_args[*]}"
@@ -155,7 +170,8 @@ oper=kb-image-oper-$$
 # (--schedule-period shortens the test only.)
 run_image "$sched" "$work/sa-kube-batchd" -v "$work/conf:$conf_mount:ro" --entrypoint "$sched_cmd" -- \
     "${sched_args[@]}" --schedule-period=200ms
-run_image "$oper" "$work/sa-tf-operator" --entrypoint "$oper_cmd" -- "${oper_args[@]}"
+run_image "$oper" "$work/sa-tf-operator" -v "$work/webhook-tls:$tls_mount:ro" --entrypoint "$oper_cmd" -- \
+    "${oper_args[@]}"
 
 user=$(podman top "$sched" user | tail -n 1 | tr -d ' ')
 [ "$user" = 65532 ] || [ "$user" = nonroot ] || { echo "test-image: kube-batchd runs as '$user', not 65532" >&2; exit 1; }
