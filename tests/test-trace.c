@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/lib/jobtrace.h"
 #include "bench/lib/sim.h"
 #include "bench/lib/synth.h"
 #include "bench/lib/trace.h"
@@ -1233,6 +1234,47 @@ static void test_percentile(void)
     g_assert_cmpfloat(kb_sim_percentile(v, 0, 50), ==, 0);
 }
 
+/* --wait-reasons: numbers and quoted names folded; the time between cycles goes to the message a
+ * waiting job held, with whether GPUs were idle. */
+static void test_jobtrace_fold(void)
+{
+    g_autofree char *f = kb_jobtrace_fold("queue \"q1\" has 3.5 nvidia.com/gpu left (12/16)");
+    g_assert_cmpstr(f, ==, "queue \"Q\" has N nvidia.com/gpu left (N/N)");
+    g_autofree char *g = kb_jobtrace_fold("unterminated \"quote");
+    g_assert_cmpstr(g, ==, "unterminated ");
+}
+
+static void test_jobtrace_reasons(void)
+{
+    /* One 8-GPU node: the second 8-GPU job waits the 100 s the first runs, the cluster full. */
+    static const char *const rows[] = {"0 8 100 a", "0 8 50 a"};
+    g_autoptr(KbTrace) t = trace_of(rows, G_N_ELEMENTS(rows));
+    g_autoptr(KbConf) conf = conf_parse(NULL);
+    g_autofree char *out = NULL;
+    gsize len = 0;
+    FILE *f = open_memstream(&out, &len);
+    const char *const jobs[] = {"a/j000001", NULL};
+    g_autoptr(KbJobTrace) jt = kb_jobtrace_new(jobs, TRUE, 8, f);
+    KbSimOptions opts;
+    kb_sim_options_init(&opts);
+    opts.n_nodes = 1;
+    opts.gpus_per_node = 8;
+    opts.on_cycle = kb_jobtrace_on_cycle;
+    opts.on_cycle_data = jt;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbSimReport) r = kb_sim_run(t, conf, &opts, &error);
+    g_assert_no_error(error);
+    g_assert_cmpint(r->jobs[1].start - r->jobs[0].start, ==, 100);
+    kb_jobtrace_print(jt, 5);
+    fclose(f);
+    g_assert_nonnull(strstr(out, "trace a/j000001 t="));
+    g_assert_nonnull(strstr(out, "Running 1/1 placed"));
+    g_assert_nonnull(strstr(out, "[cluster full]"));
+    g_assert_cmpfloat(kb_jobtrace_seconds(jt, "[cluster full]"), ==, 100);
+    g_assert_cmpfloat(kb_jobtrace_seconds(jt, NULL), ==, 100);
+    g_assert_nonnull(strstr(out, "why jobs waited"));
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1250,6 +1292,8 @@ int main(int argc, char **argv)
     g_test_add_func("/bench/trace/select", test_select);
     g_test_add_func("/bench/trace/gang-shape", test_gang_shape);
     g_test_add_func("/bench/sim/gang-larger-than-cluster", test_sim_gang_too_big);
+    g_test_add_func("/bench/jobtrace/fold", test_jobtrace_fold);
+    g_test_add_func("/bench/jobtrace/reasons", test_jobtrace_reasons);
     g_test_add_func("/bench/sim/completion-frees-gpus", test_sim_completion_frees);
     g_test_add_func("/bench/sim/two-queues", test_sim_two_queues);
     g_test_add_func("/bench/sim/partial-gangs", test_sim_partial_gangs);
