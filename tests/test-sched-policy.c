@@ -508,7 +508,8 @@ static void test_native_queue_from_workload(void)
                 "\"metadata\":{\"name\":\"%s\",\"namespace\":\"default\",\"uid\":\"pg-%s\"%s},"
                 "\"spec\":{\"workloadRef\":{\"workloadName\":\"train\",\"templateName\":\"w\"},"
                 "\"schedulingPolicy\":{\"gang\":{\"minCount\":1}}}}",
-                groups[g], groups[g], g == 1 ? ",\"labels\":{\"kube-batchd.io/queue\":\"infra\"}" : "");
+                groups[g], groups[g],
+                g == 1 ? ",\"labels\":{\"kube-batchd.io/queue\":\"infra\"}" : "");
         kb_test_sched_add_pod_group(fx, json);
         g_autofree char *pod = g_strdup_printf("%s-0", groups[g]);
         g_autofree char *spec =
@@ -1909,6 +1910,88 @@ static void test_x_k8s_label_membership(void)
     kb_test_sched_free(fx);
 }
 
+/* ---- enqueue and queue order (issue 26, part 0) --------------------------------------------- */
+
+static const char share_conf[] = "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n"
+                                 "  - name: priority\n  - name: gang\n- plugins:\n"
+                                 "  - name: drf\n  - name: predicates\n  - name: proportion\n";
+
+/* A running pod of @gpus GPUs on @node, alone in its group (a job of one at its minimum). */
+static void add_running(Fx *fx, const char *ns, const char *name, const char *queue,
+                        const char *node, int gpus)
+{
+    add_group(fx, ns, name, 1, queue);
+    g_autofree char *req =
+            g_strdup_printf("\"cpu\":\"1\",\"memory\":\"1Gi\",\"nvidia.com/gpu\":%d", gpus);
+    g_autofree char *pod = g_strdup_printf("%s-0", name);
+    PodOpts po = {.ns = ns, .group = name, .requests = req, .node = node, .phase = "Running"};
+    add_pod(fx, pod, &po);
+}
+
+/* A waiting job of one pod of @gpus GPUs. */
+static void add_waiting(Fx *fx, const char *ns, const char *name, const char *queue, int gpus)
+{
+    add_group(fx, ns, name, 1, queue);
+    g_autofree char *req =
+            g_strdup_printf("\"cpu\":\"1\",\"memory\":\"1Gi\",\"nvidia.com/gpu\":%d", gpus);
+    g_autofree char *pod = g_strdup_printf("%s-0", name);
+    PodOpts po = {.ns = ns, .group = name, .requests = req};
+    add_pod(fx, pod, &po);
+}
+
+/*
+ * 4 GPUs are free; queue qa holds 4, qb nothing. qa's 4-GPU job is older than qb's: admitted in
+ * job order alone it took the whole budget and qb's waited. Admission follows queue order: qb's
+ * first, and qa's no longer fits.
+ */
+static void test_enqueue_queue_order(void)
+{
+    Fx *fx = kb_test_sched_new(share_conf);
+    add_queue(fx, "qa", 1, NULL);
+    add_queue(fx, "qb", 1, NULL);
+    add_queue(fx, "qc", 1, NULL);
+    add_node(fx, "n1", 8);
+    add_node(fx, "n2", 8);
+    add_running(fx, "default", "ra", "qa", "n1", 4);
+    add_running(fx, "default", "rc", "qc", "n2", 8);
+    add_waiting(fx, "default", "wa", "qa", 4);
+    add_waiting(fx, "default", "wb", "qb", 4);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/wb"), ==, 1);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/wa"), ==, 0);
+    assert_message(fx, "default/wa", "not admitted");
+    kb_test_sched_free(fx);
+}
+
+/*
+ * qa's 4-GPU pod was admitted against 4 idle GPUs that are 2 on each of two nodes, so it cannot
+ * be placed (qa also runs a 1-GPU pod on a third node). Then qb asks for 2 GPUs: admission is decided again for jobs with nothing placed, qb's job
+ * (its queue less served) is admitted and placed, and qa's goes back to Pending. Admitted for
+ * good, qa's job held the idle GPUs' budget and qb's waited with them idle.
+ */
+static void test_enqueue_readmits_unplaced(void)
+{
+    Fx *fx = kb_test_sched_new(share_conf);
+    add_queue(fx, "qa", 1, NULL);
+    add_queue(fx, "qb", 1, NULL);
+    add_queue(fx, "qc", 1, NULL);
+    add_node(fx, "n1", 8);
+    add_node(fx, "n2", 8);
+    add_running(fx, "default", "rc1", "qc", "n1", 6);
+    add_running(fx, "default", "rc2", "qc", "n2", 6);
+    add_node(fx, "n3", 1);
+    add_running(fx, "default", "ra", "qa", "n3", 1);
+    add_waiting(fx, "default", "wa", "qa", 4);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
+    g_assert_cmpint(status(fx, "default/wa")->phase, ==, KB_JOB_INQUEUE);
+    add_waiting(fx, "default", "wb", "qb", 2);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/wb"), ==, 1);
+    g_assert_cmpint(status(fx, "default/wa")->phase, ==, KB_JOB_PENDING);
+    kb_test_sched_free(fx);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1999,5 +2082,7 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/conf/switch/job-ready-off", test_switch_job_ready_off);
     g_test_add_func("/scheduler/conf/switch/job-order-off", test_switch_job_order_off);
     g_test_add_func("/scheduler/conf/switch/predicate-off", test_switch_predicate_off);
+    g_test_add_func("/scheduler/enqueue/queue-order", test_enqueue_queue_order);
+    g_test_add_func("/scheduler/enqueue/readmits-unplaced", test_enqueue_readmits_unplaced);
     return g_test_run();
 }
