@@ -13,6 +13,16 @@
  *   enqueue      a job is admitted only if its minimum resources fit what is left of the share
  *                after the jobs already admitted (Inqueue) are counted, and the capability of the
  *                queue and of every ancestor.
+ *
+ * Usage (arguments usageHalfLife, a Go duration, and usageWeight, a number >= 0, default 0): with
+ * a half-life every cycle adds what each queue held since the last cycle to its decayed usage
+ * (scheduler/usage.h, kept by the cache). With a weight k > 0 each queue's weight in the
+ * water-filling becomes w / (1 + k r), r being its part of its parent's decayed usage (rolled up
+ * the tree; the largest over cpu, memory and GPUs) over its part of the siblings' weights: a
+ * queue that used its share (r = 1) keeps its place among siblings that did too, one that used
+ * twice its share counts as less weight, one that used nothing keeps its weight. The deserved
+ * shares move with it, and so does everything that reads them: queue order, overused,
+ * allocatable, enqueue, the reserve action's share check and reclaim. k = 0: as before.
  */
 #include "policies/plugin.h"
 
@@ -24,6 +34,51 @@ typedef struct {
     KbQueueTree *tree;
     KbResources *inqueue; /* per tree node: reserved by admitted jobs not yet running */
 } Proportion;
+
+/* Decayed usage of every tree node: the leaves' own (and a parent's own jobs') rolled up. */
+static void node_usage(KbSession *ssn, const KbUsage *usage, double *u)
+{
+    KbQueueTree *t = ssn->qtree;
+    for (guint q = 0; q < ssn->queues->len; q++) {
+        const KbQueueInfo *qi = ssn->queues->pdata[q];
+        for (guint i = 0; i < N_SLOTS; i++)
+            u[(gsize)q * N_SLOTS + i] = kb_usage_get(usage, qi->name, slots[i]);
+    }
+    for (guint k = t->n_order; k-- > 1;) {
+        guint x = t->order[k];
+        gint par = t->parent[x];
+        if (par < 0)
+            continue;
+        for (guint i = 0; i < N_SLOTS; i++)
+            u[(gsize)par * N_SLOTS + i] += u[(gsize)x * N_SLOTS + i];
+    }
+}
+
+/* Weights lowered by decayed usage (see the top of the file). */
+static void weigh_usage(KbSession *ssn, const KbUsage *usage, double strength)
+{
+    KbQueueTree *t = ssn->qtree;
+    g_autofree double *u = g_new0(double, (gsize)(t->n_queues + 1) * N_SLOTS);
+    node_usage(ssn, usage, u);
+    g_autofree double *w = g_memdup2(t->weight, sizeof(double) * (t->n_queues + 1));
+    for (guint k = 1; k < t->n_order; k++) {
+        guint x = t->order[k];
+        gint par = t->parent[x];
+        if (par < 0)
+            continue;
+        double sum = 0;
+        for (gint c = t->first_child[par]; c >= 0; c = t->next_sibling[c])
+            if (!t->held[c])
+                sum += w[c];
+        double r = 0;
+        for (guint i = 0; i < N_SLOTS && sum > 0; i++) {
+            double up = u[(gsize)par * N_SLOTS + i];
+            if (up > 0)
+                r = MAX(r, u[(gsize)x * N_SLOTS + i] / up / (w[x] / sum));
+        }
+        t->weight[x] = w[x] / (1 + strength * r);
+    }
+}
 
 /* Deserved shares from the queue tree (a flat setup is a tree of depth one). */
 static void compute_deserved(KbSession *ssn)
@@ -43,12 +98,30 @@ static void inqueue_add(Proportion *p, guint q, const KbResources *need)
     }
 }
 
+/* Add what each queue held since the last cycle to its decayed usage; then, with a weight, lower
+ * the tree's weights by it. */
+static void account_usage(KbSession *ssn, const KbConfPlugin *conf)
+{
+    gint64 half_life = kb_conf_arg_duration(conf, "usageHalfLife", 0);
+    if (ssn->cache == NULL || half_life <= 0)
+        return;
+    KbUsage *usage = kb_cache_usage(ssn->cache);
+    for (guint q = 0; q < ssn->queues->len; q++) {
+        const KbQueueInfo *qi = ssn->queues->pdata[q];
+        kb_usage_advance(usage, qi->name, &qi->allocated, ssn->now, half_life);
+    }
+    double strength = conf != NULL ? kb_conf_plugin_arg_double(conf, "usageWeight", 0) : 0;
+    if (strength > 0)
+        weigh_usage(ssn, usage, strength);
+}
+
 static gpointer proportion_open(KbSession *ssn, const KbConfPlugin *conf)
 {
     Proportion *p = g_new0(Proportion, 1);
     p->ssn = ssn;
     p->tree = ssn->qtree;
     p->inqueue = g_new0(KbResources, ssn->queues->len + 1);
+    account_usage(ssn, conf);
     compute_deserved(ssn);
     for (guint j = 0; j < ssn->jobs->len; j++) {
         const KbJobInfo *job = ssn->jobs->pdata[j];
@@ -286,8 +359,15 @@ static void on_job_dequeued(gpointer state, const KbJobInfo *job)
     inqueue_change(state, job, FALSE);
 }
 
+static const struct kb_plugin_arg proportion_arguments[] = {
+        {"usageHalfLife", KB_ARG_GO_DURATION},
+        {"usageWeight", KB_ARG_NUMBER},
+        {NULL, 0},
+};
+
 const struct kb_plugin_ops kb_plugin_proportion = {
         .name = "proportion",
+        .arguments = proportion_arguments,
         .open = proportion_open,
         .close = proportion_close,
         .queue_order = queue_order,

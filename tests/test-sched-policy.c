@@ -10,6 +10,7 @@
 #include "scheduler/conf.h"
 #include "scheduler/cycle.h"
 #include "scheduler/session.h"
+#include "scheduler/usage.h"
 #include "tests/lib/kb-test-sched.h"
 
 /* ---- fixture -------------------------------------------------------------------------------- */
@@ -1965,9 +1966,10 @@ static void test_enqueue_queue_order(void)
 
 /*
  * qa's 4-GPU pod was admitted against 4 idle GPUs that are 2 on each of two nodes, so it cannot
- * be placed (qa also runs a 1-GPU pod on a third node). Then qb asks for 2 GPUs: admission is decided again for jobs with nothing placed, qb's job
- * (its queue less served) is admitted and placed, and qa's goes back to Pending. Admitted for
- * good, qa's job held the idle GPUs' budget and qb's waited with them idle.
+ * be placed (qa also runs a 1-GPU pod on a third node). Then qb asks for 2 GPUs: admission is
+ * decided again for jobs with nothing placed, qb's job (its queue less served) is admitted and
+ * placed, and qa's goes back to Pending. Admitted for good, qa's job held the idle GPUs' budget and
+ * qb's waited with them idle.
  */
 static void test_enqueue_readmits_unplaced(void)
 {
@@ -1990,6 +1992,80 @@ static void test_enqueue_readmits_unplaced(void)
     g_assert_cmpuint(kb_test_sched_binds(fx, "default/wb"), ==, 1);
     g_assert_cmpint(status(fx, "default/wa")->phase, ==, KB_JOB_PENDING);
     kb_test_sched_free(fx);
+}
+
+/* ---- decayed usage (issue 26, part 1) ------------------------------------------------------- */
+
+static void test_usage_decay(void)
+{
+    g_autoptr(KbUsage) u = kb_usage_new();
+    KbResources held = {0}, none = {0};
+    held.v[KB_RES_GPU] = 8;
+    kb_usage_advance(u, "qa", &held, 1000, 3600); /* the first call only stamps the time */
+    g_assert_cmpfloat(kb_usage_get(u, "qa", KB_RES_GPU), ==, 0);
+    kb_usage_advance(u, "qa", &held, 1000 + 3600, 3600);
+    /* 8 GPUs for one half-life: 8 h / ln 2 x (1 - 1/2) GPU-seconds. */
+    double one = 8 * 3600 / G_LN2 * 0.5;
+    g_assert_cmpfloat_with_epsilon(kb_usage_get(u, "qa", KB_RES_GPU), one, 1e-6);
+    kb_usage_advance(u, "qa", &none, 1000 + 2 * 3600, 3600);
+    g_assert_cmpfloat_with_epsilon(kb_usage_get(u, "qa", KB_RES_GPU), one / 2, 1e-6);
+    kb_usage_advance(u, "qa", &held, 1000, 3600); /* back in time: nothing */
+    g_assert_cmpfloat_with_epsilon(kb_usage_get(u, "qa", KB_RES_GPU), one / 2, 1e-6);
+    g_assert_cmpfloat(kb_usage_get(u, "qb", KB_RES_GPU), ==, 0);
+}
+
+/*
+ * Two queues of equal weight on 8 GPUs; qa has held all 8 for the last hour (half-life 1 h). When
+ * both ask for 8 one-GPU jobs, with usageWeight 1 the rested qb gets the larger part; with 0 (the
+ * default) they split evenly, as before.
+ */
+static void usage_case(const char *weight, guint *a_out, guint *b_out)
+{
+    g_autofree char *conf = g_strdup_printf(
+            "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: priority\n"
+            "  - name: gang\n- plugins:\n  - name: drf\n  - name: predicates\n"
+            "  - name: proportion\n    arguments:\n      usageHalfLife: 1h\n"
+            "      usageWeight: %s\n",
+            weight);
+    Fx *fx = kb_test_sched_new(conf);
+    add_queue(fx, "qa", 1, NULL);
+    add_queue(fx, "qb", 1, NULL);
+    add_node(fx, "n1", 8);
+    add_running(fx, "default", "ra", "qa", "n1", 8);
+    kb_test_sched_run(fx);
+    fx->now += 3600;
+    kb_test_sched_run(fx); /* the hour qa held 8 GPUs */
+    PodOpts done = {.group = "ra",
+                    .requests = "\"cpu\":\"1\",\"memory\":\"1Gi\",\"nvidia.com/gpu\":8",
+                    .node = "n1",
+                    .phase = "Succeeded"};
+    add_pod(fx, "ra-0", &done);
+    for (guint i = 0; i < 8; i++) {
+        g_autofree char *a = g_strdup_printf("wa%u", i);
+        g_autofree char *b = g_strdup_printf("wb%u", i);
+        add_waiting(fx, "default", a, "qa", 1);
+        add_waiting(fx, "default", b, "qb", 1);
+    }
+    kb_test_sched_run(fx);
+    *a_out = *b_out = 0;
+    for (guint i = 0; i < 8; i++) {
+        g_autofree char *a = g_strdup_printf("default/wa%u", i);
+        g_autofree char *b = g_strdup_printf("default/wb%u", i);
+        *a_out += kb_test_sched_binds(fx, a);
+        *b_out += kb_test_sched_binds(fx, b);
+    }
+    kb_test_sched_free(fx);
+}
+
+static void test_usage_rested_queue_first(void)
+{
+    guint a, b;
+    usage_case("1", &a, &b);
+    g_assert_cmpuint(a + b, ==, 8);
+    g_assert_cmpuint(b, >=, 6);
+    usage_case("0", &a, &b);
+    g_assert_cmpuint(a, ==, 4);
+    g_assert_cmpuint(b, ==, 4);
 }
 
 int main(int argc, char **argv)
@@ -2084,5 +2160,7 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/conf/switch/predicate-off", test_switch_predicate_off);
     g_test_add_func("/scheduler/enqueue/queue-order", test_enqueue_queue_order);
     g_test_add_func("/scheduler/enqueue/readmits-unplaced", test_enqueue_readmits_unplaced);
+    g_test_add_func("/scheduler/usage/decay", test_usage_decay);
+    g_test_add_func("/scheduler/usage/rested-queue-first", test_usage_rested_queue_first);
     return g_test_run();
 }
