@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "bench/lib/sim-out.h"
+#include "bench/lib/fairness.h"
 #include "bench/lib/jobtrace.h"
 #include "bench/lib/qshare.h"
 #include "bench/lib/sim.h"
@@ -97,6 +98,7 @@ typedef struct {
     KbSimReport *report;
     KbQshare *shares; /* --queue-tree: queue shares over the run */
     KbJobTrace *why;  /* --trace-job, --wait-reasons */
+    KbFairness *fair; /* --fairness */
     GError *error;
     /* Input shared read-only by the worker threads. */
     const KbTrace *slice;
@@ -112,6 +114,7 @@ static void run_free(gpointer p)
     kb_sim_report_free(r->report);
     kb_qshare_free(r->shares);
     kb_jobtrace_free(r->why);
+    kb_fairness_free(r->fair);
     g_clear_error(&r->error);
     g_free(r);
 }
@@ -185,6 +188,7 @@ typedef struct {
     char **configs, **conf_files, **weights, **trace_jobs;
     char *queue_tree;
     gboolean skip_bad_rows, no_queues, scaling, no_skip, check_skips, wait_reasons;
+    double fairness; /* window in hours; 0: no fairness report */
 } Opts;
 
 static gboolean parse_options(int argc, char **argv, Opts *o, GError **error)
@@ -273,6 +277,10 @@ static gboolean parse_options(int argc, char **argv, Opts *o, GError **error)
              "NAME"},
             {"wait-reasons", 0, 0, G_OPTION_ARG_NONE, &o->wait_reasons,
              "Print the job-hours waited per condition message (digits and names folded)", NULL},
+            {"fairness", 0, 0, G_OPTION_ARG_DOUBLE, &o->fairness,
+             "Report per window of H hours each queue's GPU-hours received against what its "
+             "weight and demand entitled it to, and Jain's index per window (0: off)",
+             "H"},
             {"no-queues", 0, 0, G_OPTION_ARG_NONE, &o->no_queues, "Do not print per-queue tables",
              NULL},
             {"no-skip", 0, 0, G_OPTION_ARG_NONE, &o->no_skip,
@@ -502,6 +510,8 @@ static void print_run(const Run *run, const Opts *o)
         kb_qshare_print(run->shares, r->end);
     if (run->why != NULL && o->wait_reasons)
         kb_jobtrace_print(run->why, 12);
+    if (run->fair != NULL)
+        kb_fairness_print(run->fair, r->end, stdout);
     print_unfinished(r, o->show_unfinished);
 }
 
@@ -713,10 +723,12 @@ static void on_cycle(const KbCycleResult *res, gpointer data)
         kb_qshare_on_cycle(res, run->shares);
     if (run->why != NULL)
         kb_jobtrace_on_cycle(res, run->why);
+    if (run->fair != NULL)
+        kb_fairness_on_cycle(res, run->fair);
 }
 
 static void replay_all(GPtrArray *runs, const KbTrace *slice, const KbSimOptions *sim, int threads,
-                       const char *const *trace_jobs, gboolean wait_reasons)
+                       const char *const *trace_jobs, gboolean wait_reasons, double fairness)
 {
     int n = threads > 0 ? threads : (int)g_get_num_processors();
     n = CLAMP(n, 1, (int)runs->len);
@@ -740,7 +752,10 @@ static void replay_all(GPtrArray *runs, const KbTrace *slice, const KbSimOptions
         if (trace_jobs != NULL || wait_reasons)
             run->why = kb_jobtrace_new(trace_jobs, wait_reasons,
                                        (gint64)sim->n_nodes * sim->gpus_per_node, stdout);
-        if (run->shares != NULL || run->why != NULL) {
+        if (fairness > 0)
+            run->fair = kb_fairness_new((gint64)sim->n_nodes * sim->gpus_per_node,
+                                        (gint64)(fairness * 3600));
+        if (run->shares != NULL || run->why != NULL || run->fair != NULL) {
             run->sim.on_cycle = on_cycle;
             run->sim.on_cycle_data = run;
         }
@@ -954,6 +969,11 @@ static int bench(const Opts *o)
         return 2;
     }
     sim.estimate_factor = o->estimate_factor;
+    if (!(o->fairness >= 0 && o->fairness <= 24 * 365)) {
+        fprintf(stderr, "bench-trace: --fairness %g: want a window in hours, 0..8760\n",
+                o->fairness);
+        return 2;
+    }
     if (!(o->min_fraction >= 0 && o->min_fraction <= 1)) {
         fprintf(stderr, "bench-trace: --min-fraction %g: want a fraction in 0..1\n",
                 o->min_fraction);
@@ -996,7 +1016,8 @@ static int bench(const Opts *o)
     print_header(path, all, slice, o, &sim);
     g_autoptr(GPtrArray) traced = trace_job_keys(o->trace_jobs, slice);
     replay_all(runs, slice, &sim, o->threads,
-               traced != NULL ? (const char *const *)traced->pdata : NULL, o->wait_reasons);
+               traced != NULL ? (const char *const *)traced->pdata : NULL, o->wait_reasons,
+               o->fairness);
     for (guint i = 0; i < runs->len; i++) {
         Run *run = runs->pdata[i];
         if (run->report == NULL) {
