@@ -9,6 +9,7 @@
 #include "scheduler/cache.h"
 #include "scheduler/conf.h"
 #include "scheduler/cycle.h"
+#include "scheduler/reserve.h"
 #include "scheduler/session.h"
 #include "scheduler/usage.h"
 #include "tests/lib/kb-test-sched.h"
@@ -2068,6 +2069,64 @@ static void test_usage_rested_queue_first(void)
     g_assert_cmpuint(b, ==, 4);
 }
 
+/* A waiting job of one pod of @gpus GPUs announcing @runtime (the group's annotation). */
+static void add_waiting_runtime(Fx *fx, const char *name, const char *queue, int gpus,
+                                const char *runtime)
+{
+    g_autofree char *json = g_strdup_printf(
+            "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\",\"metadata\":"
+            "{\"name\":\"%s\",\"namespace\":\"default\",\"uid\":\"pg-%s\",\"creationTimestamp\":"
+            "\"2026-01-01T00:00:%02uZ\",\"annotations\":{\"" KB_RESERVE_RUNTIME_ANNOTATION
+            "\":\"%s\"}},\"spec\":{\"minMember\":1,\"queue\":\"%s\"}}",
+            name, name, fx->seq++ % 60, runtime, queue);
+    kb_test_sched_add_pod_group(fx, json);
+    g_autofree char *req =
+            g_strdup_printf("\"cpu\":\"1\",\"memory\":\"1Gi\",\"nvidia.com/gpu\":%d", gpus);
+    g_autofree char *pod = g_strdup_printf("%s-0", name);
+    PodOpts po = {.group = name, .requests = req};
+    add_pod(fx, pod, &po);
+}
+
+/*
+ * Four equal queues on 24 GPUs: a share by weight of 6 each, 18 with the default limit of 3. qa
+ * holds 16; its 4-GPU job expected to run 24 h may not take it to 20 (the idle GPUs stay for the
+ * others' jobs), its 4-GPU job of 1 h may. With longBorrowLimit 0 (as before) or a longRuntime
+ * of 48 h, both run.
+ */
+static void long_case(const char *args, guint long_binds)
+{
+    g_autofree char *conf = g_strdup_printf(
+            "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: priority\n"
+            "  - name: gang\n- plugins:\n  - name: drf\n  - name: predicates\n"
+            "  - name: proportion\n%s",
+            args);
+    Fx *fx = kb_test_sched_new(conf);
+    add_queue(fx, "qa", 1, NULL);
+    add_queue(fx, "qb", 1, NULL);
+    add_queue(fx, "qc", 1, NULL);
+    add_queue(fx, "qd", 1, NULL);
+    add_node(fx, "n1", 8);
+    add_node(fx, "n2", 8);
+    add_node(fx, "n3", 8);
+    add_running(fx, "default", "ra1", "qa", "n1", 8);
+    add_running(fx, "default", "ra2", "qa", "n2", 8);
+    add_waiting_runtime(fx, "long", "qa", 4, "24h");
+    add_waiting_runtime(fx, "short", "qa", 4, "1h");
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/short"), ==, 1);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/long"), ==, long_binds);
+    if (long_binds == 0)
+        assert_message(fx, "default/long", "expected to run longer than");
+    kb_test_sched_free(fx);
+}
+
+static void test_long_borrow_limit(void)
+{
+    long_case("", 0);
+    long_case("    arguments:\n      longBorrowLimit: 0\n", 1);
+    long_case("    arguments:\n      longRuntime: 48h\n", 1);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -2160,6 +2219,7 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/conf/switch/predicate-off", test_switch_predicate_off);
     g_test_add_func("/scheduler/enqueue/queue-order", test_enqueue_queue_order);
     g_test_add_func("/scheduler/enqueue/readmits-unplaced", test_enqueue_readmits_unplaced);
+    g_test_add_func("/scheduler/proportion/long-borrow-limit", test_long_borrow_limit);
     g_test_add_func("/scheduler/usage/decay", test_usage_decay);
     g_test_add_func("/scheduler/usage/rested-queue-first", test_usage_rested_queue_first);
     return g_test_run();
