@@ -79,6 +79,7 @@ static const Builtin builtins[] = {
          "tiers:\n"
          "- plugins:\n  - name: priority\n  - name: gang\n"
          "- plugins:\n  - name: drf\n  - name: predicates\n  - name: proportion\n"
+         "    arguments:\n      longBorrowLimit: 0\n"
          "  - name: nodeorder\n    arguments:\n      nodeorder.leastrequested.weight: 1\n"
          "      nodeorder.mostrequested.weight: 0\n      nodeorder.balancedresource.weight: 0\n",
          FALSE},
