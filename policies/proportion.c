@@ -47,6 +47,7 @@ typedef struct {
     KbSession *ssn;
     KbQueueTree *tree;
     KbResources *inqueue; /* per tree node: reserved by admitted jobs not yet running */
+    double *weight;       /* per tree node: the configured weight (usage may lower the tree's) */
     gint64 long_runtime;  /* seconds; jobs expected to run longer are long */
     double long_limit;    /* times the share by weight a queue may hold with a long job; 0: off */
 } Proportion;
@@ -137,6 +138,7 @@ static gpointer proportion_open(KbSession *ssn, const KbConfPlugin *conf)
     p->ssn = ssn;
     p->tree = ssn->qtree;
     p->inqueue = g_new0(KbResources, ssn->queues->len + 1);
+    p->weight = g_memdup2(p->tree->weight, sizeof(double) * (p->tree->n_queues + 1));
     account_usage(ssn, conf);
     compute_deserved(ssn);
     p->long_runtime = kb_conf_arg_duration(conf, "longRuntime", 6 * 3600);
@@ -164,6 +166,7 @@ static void proportion_close(gpointer state)
 {
     Proportion *p = state;
     g_free(p->inqueue);
+    g_free(p->weight);
     g_free(p);
 }
 
@@ -278,10 +281,13 @@ static guint job_placed(const KbJobInfo *job)
            job->n_state[KB_TASK_BOUND] + job->n_state[KB_TASK_RUNNING];
 }
 
-/* Queue @q's part by weight of the cluster's GPUs: its weight's part of each level down the tree,
- * as if every queue asked (idle queues count: counting only the queues asking now let the busy
- * ones fill the cluster with long jobs while the others were quiet; measured on the Philly slice,
- * p95 wait 3.75 h against 0 s). */
+/*
+ * Queue @q's part by weight of the cluster's GPUs: its weight's part of each level down the tree,
+ * as if every queue asked, by the configured weights (usage does not lower them here, or the limit
+ * would squeeze the queues that used much twice). Idle queues count: counting only the queues
+ * asking now let the busy ones fill the cluster with long jobs while the others were quiet
+ * (measured on the Philly slice: p95 wait 3.75 h against 0 s).
+ */
 static double weight_share(const Proportion *p, guint q)
 {
     const KbQueueTree *t = p->tree;
@@ -293,9 +299,9 @@ static double weight_share(const Proportion *p, guint q)
         double sum = 0;
         for (gint c = t->first_child[par]; c >= 0; c = t->next_sibling[c]) {
             if (!t->held[c])
-                sum += t->weight[c];
+                sum += p->weight[c];
         }
-        frac *= sum > 0 ? t->weight[x] / sum : 0;
+        frac *= sum > 0 ? p->weight[x] / sum : 0;
     }
     return frac * (double)p->ssn->total.v[KB_RES_GPU];
 }

@@ -2088,10 +2088,10 @@ static void add_waiting_runtime(Fx *fx, const char *name, const char *queue, int
 }
 
 /*
- * Four equal queues on 24 GPUs: a share by weight of 6 each, 18 with the default limit of 3. qa
- * holds 16; its 4-GPU job expected to run 24 h may not take it to 20 (the idle GPUs stay for the
- * others' jobs), its 4-GPU job of 1 h may. With longBorrowLimit 0 (as before) or a longRuntime
- * of 48 h, both run.
+ * Four equal queues and the default one on 24 GPUs: a share by weight of 4.8 each, 14.4 with the
+ * default limit of 3. qa holds 16; its 4-GPU job expected to run 24 h may not take it to 20 (the
+ * idle GPUs stay for the others' jobs), its 4-GPU job of 1 h may. With longBorrowLimit 0 (as
+ * before) or a longRuntime of 48 h, both run.
  */
 static void long_case(const char *args, guint long_binds)
 {
@@ -2125,6 +2125,35 @@ static void test_long_borrow_limit(void)
     long_case("", 0);
     long_case("    arguments:\n      longBorrowLimit: 0\n", 1);
     long_case("    arguments:\n      longRuntime: 48h\n", 1);
+}
+
+/*
+ * The long-job limit reads the configured weights, not the ones usage lowered: qa held 8 of 24
+ * GPUs for the last hour (usageWeight 1; five equal queues with the default one, the others idle:
+ * a share by weight of 4.8, 14.4 with the limit) and holds them still; its 4-GPU job of 24 h takes
+ * it to 12 and starts (with its weight lowered by usage the limit would be 2.9).
+ */
+static void test_long_limit_configured_weights(void)
+{
+    Fx *fx = kb_test_sched_new("actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n"
+                               "  - name: priority\n  - name: gang\n- plugins:\n  - name: drf\n"
+                               "  - name: predicates\n  - name: proportion\n    arguments:\n"
+                               "      usageHalfLife: 1h\n      usageWeight: 1\n");
+    add_queue(fx, "qa", 1, NULL);
+    add_queue(fx, "qb", 1, NULL);
+    add_queue(fx, "qc", 1, NULL);
+    add_queue(fx, "qd", 1, NULL);
+    add_node(fx, "n1", 8);
+    add_node(fx, "n2", 8);
+    add_node(fx, "n3", 8);
+    add_running(fx, "default", "ra1", "qa", "n1", 8);
+    kb_test_sched_run(fx);
+    fx->now += 3600;
+    kb_test_sched_run(fx);
+    add_waiting_runtime(fx, "long", "qa", 4, "24h");
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/long"), ==, 1);
+    kb_test_sched_free(fx);
 }
 
 int main(int argc, char **argv)
@@ -2220,6 +2249,8 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/enqueue/queue-order", test_enqueue_queue_order);
     g_test_add_func("/scheduler/enqueue/readmits-unplaced", test_enqueue_readmits_unplaced);
     g_test_add_func("/scheduler/proportion/long-borrow-limit", test_long_borrow_limit);
+    g_test_add_func("/scheduler/proportion/long-limit-configured-weights",
+                    test_long_limit_configured_weights);
     g_test_add_func("/scheduler/usage/decay", test_usage_decay);
     g_test_add_func("/scheduler/usage/rested-queue-first", test_usage_rested_queue_first);
     return g_test_run();
