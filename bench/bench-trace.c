@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "bench/lib/sim-out.h"
+#include "bench/lib/fairness.h"
+#include "bench/lib/jobtrace.h"
 #include "bench/lib/qshare.h"
 #include "bench/lib/sim.h"
 #include "bench/lib/synth.h"
@@ -77,6 +79,7 @@ static const Builtin builtins[] = {
          "tiers:\n"
          "- plugins:\n  - name: priority\n  - name: gang\n"
          "- plugins:\n  - name: drf\n  - name: predicates\n  - name: proportion\n"
+         "    arguments:\n      longBorrowLimit: 0\n"
          "  - name: nodeorder\n    arguments:\n      nodeorder.leastrequested.weight: 1\n"
          "      nodeorder.mostrequested.weight: 0\n      nodeorder.balancedresource.weight: 0\n",
          FALSE},
@@ -95,6 +98,8 @@ typedef struct {
     gboolean single_queue;
     KbSimReport *report;
     KbQshare *shares; /* --queue-tree: queue shares over the run */
+    KbJobTrace *why;  /* --trace-job, --wait-reasons */
+    KbFairness *fair; /* --fairness */
     GError *error;
     /* Input shared read-only by the worker threads. */
     const KbTrace *slice;
@@ -109,6 +114,8 @@ static void run_free(gpointer p)
     kb_conf_free(r->conf);
     kb_sim_report_free(r->report);
     kb_qshare_free(r->shares);
+    kb_jobtrace_free(r->why);
+    kb_fairness_free(r->fair);
     g_clear_error(&r->error);
     g_free(r);
 }
@@ -179,9 +186,10 @@ typedef struct {
     gint jobs, skip, nodes, gpus_per_node, period, max_cycles, show_unfinished, threads;
     double hours, duration_scale, arrival_scale, high_priority, estimate_factor, min_fraction;
     char *from, *pack, *baseline, *restart_cost, *plot_dir, *summary_json, *synthetic;
-    char **configs, **conf_files, **weights;
+    char **configs, **conf_files, **weights, **trace_jobs;
     char *queue_tree;
-    gboolean skip_bad_rows, no_queues, scaling, no_skip, check_skips;
+    gboolean skip_bad_rows, no_queues, scaling, no_skip, check_skips, wait_reasons;
+    double fairness; /* window in hours; 0: no fairness report */
 } Opts;
 
 static gboolean parse_options(int argc, char **argv, Opts *o, GError **error)
@@ -264,6 +272,16 @@ static gboolean parse_options(int argc, char **argv, Opts *o, GError **error)
              "Queue tree file (hierarchical queues; format in bench/lib/qshare.h and the README): "
              "also reports queue shares against deserved shares per queue and per level",
              "FILE"},
+            {"trace-job", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o->trace_jobs,
+             "Print every change of this job's phase and condition, repeatable (jNNNNNN: the "
+             "job's index in the slice, or QUEUE/jNNNNNN)",
+             "NAME"},
+            {"wait-reasons", 0, 0, G_OPTION_ARG_NONE, &o->wait_reasons,
+             "Print the job-hours waited per condition message (digits and names folded)", NULL},
+            {"fairness", 0, 0, G_OPTION_ARG_DOUBLE, &o->fairness,
+             "Report per window of H hours each queue's GPU-hours received against what its "
+             "weight and demand entitled it to, and Jain's index per window (0: off)",
+             "H"},
             {"no-queues", 0, 0, G_OPTION_ARG_NONE, &o->no_queues, "Do not print per-queue tables",
              NULL},
             {"no-skip", 0, 0, G_OPTION_ARG_NONE, &o->no_skip,
@@ -491,6 +509,10 @@ static void print_run(const Run *run, const Opts *o)
         print_queues(r);
     if (run->shares != NULL)
         kb_qshare_print(run->shares, r->end);
+    if (run->why != NULL && o->wait_reasons)
+        kb_jobtrace_print(run->why, 12);
+    if (run->fair != NULL)
+        kb_fairness_print(run->fair, r->end, stdout);
     print_unfinished(r, o->show_unfinished);
 }
 
@@ -695,7 +717,19 @@ static void replay_one(gpointer data, gpointer user_data)
 
 static void replay_run(GPtrArray *runs, int n);
 
-static void replay_all(GPtrArray *runs, const KbTrace *slice, const KbSimOptions *sim, int threads)
+static void on_cycle(const KbCycleResult *res, gpointer data)
+{
+    Run *run = data;
+    if (run->shares != NULL)
+        kb_qshare_on_cycle(res, run->shares);
+    if (run->why != NULL)
+        kb_jobtrace_on_cycle(res, run->why);
+    if (run->fair != NULL)
+        kb_fairness_on_cycle(res, run->fair);
+}
+
+static void replay_all(GPtrArray *runs, const KbTrace *slice, const KbSimOptions *sim, int threads,
+                       const char *const *trace_jobs, gboolean wait_reasons, double fairness)
 {
     int n = threads > 0 ? threads : (int)g_get_num_processors();
     n = CLAMP(n, 1, (int)runs->len);
@@ -714,10 +748,17 @@ static void replay_all(GPtrArray *runs, const KbTrace *slice, const KbSimOptions
             run->sim.progress = on_progress;
             run->sim.progress_data = GUINT_TO_POINTER(i);
         }
-        if (sim->queue_specs != NULL) {
+        if (sim->queue_specs != NULL)
             run->shares = kb_qshare_new();
-            run->sim.on_cycle = kb_qshare_on_cycle;
-            run->sim.on_cycle_data = run->shares;
+        if (trace_jobs != NULL || wait_reasons)
+            run->why = kb_jobtrace_new(trace_jobs, wait_reasons,
+                                       (gint64)sim->n_nodes * sim->gpus_per_node, stdout);
+        if (fairness > 0)
+            run->fair = kb_fairness_new((gint64)sim->n_nodes * sim->gpus_per_node,
+                                        (gint64)(fairness * 3600));
+        if (run->shares != NULL || run->why != NULL || run->fair != NULL) {
+            run->sim.on_cycle = on_cycle;
+            run->sim.on_cycle_data = run;
         }
     }
     replay_run(runs, n);
@@ -754,6 +795,26 @@ static void opts_clear(Opts *o)
     g_strfreev(o->conf_files);
     g_strfreev(o->weights);
     g_free(o->queue_tree);
+    g_strfreev(o->trace_jobs);
+}
+
+/* --trace-job names as cache keys ("queue/jNNNNNN"; a bare jNNNNNN gets its job's queue);
+ * NULL-terminated, or NULL when none. */
+static GPtrArray *trace_job_keys(char **names, const KbTrace *slice)
+{
+    if (names == NULL)
+        return NULL;
+    GPtrArray *keys = g_ptr_array_new_with_free_func(g_free);
+    for (guint i = 0; names[i] != NULL; i++) {
+        guint idx;
+        if (strchr(names[i], '/') == NULL && names[i][0] == 'j' &&
+            sscanf(names[i] + 1, "%u", &idx) == 1 && idx < slice->n_jobs)
+            g_ptr_array_add(keys, g_strdup_printf("%s/%s", slice->jobs[idx].queue, names[i]));
+        else
+            g_ptr_array_add(keys, g_strdup(names[i]));
+    }
+    g_ptr_array_add(keys, NULL);
+    return keys;
 }
 
 static int fail(GError *error)
@@ -909,6 +970,11 @@ static int bench(const Opts *o)
         return 2;
     }
     sim.estimate_factor = o->estimate_factor;
+    if (!(o->fairness >= 0 && o->fairness <= 24 * 365)) {
+        fprintf(stderr, "bench-trace: --fairness %g: want a window in hours, 0..8760\n",
+                o->fairness);
+        return 2;
+    }
     if (!(o->min_fraction >= 0 && o->min_fraction <= 1)) {
         fprintf(stderr, "bench-trace: --min-fraction %g: want a fraction in 0..1\n",
                 o->min_fraction);
@@ -949,7 +1015,10 @@ static int bench(const Opts *o)
     if (base == NULL)
         return fail(error);
     print_header(path, all, slice, o, &sim);
-    replay_all(runs, slice, &sim, o->threads);
+    g_autoptr(GPtrArray) traced = trace_job_keys(o->trace_jobs, slice);
+    replay_all(runs, slice, &sim, o->threads,
+               traced != NULL ? (const char *const *)traced->pdata : NULL, o->wait_reasons,
+               o->fairness);
     for (guint i = 0; i < runs->len; i++) {
         Run *run = runs->pdata[i];
         if (run->report == NULL) {

@@ -13,8 +13,32 @@
  *   enqueue      a job is admitted only if its minimum resources fit what is left of the share
  *                after the jobs already admitted (Inqueue) are counted, and the capability of the
  *                queue and of every ancestor.
+ *
+ * Long jobs (arguments longRuntime, a Go duration, default 6h, and longBorrowLimit, a number,
+ * default 3; 0: off): a job expected to run longer than longRuntime, or with no estimate (the
+ * reserve action's: annotation, queue history, activeDeadlineSeconds), is admitted and started
+ * only while its queue, with it, holds at most longBorrowLimit times its GPU share by weight (each
+ * level's part by weight down the tree, every queue counted, asking or not), or its guarantee if
+ * that is more; a gang larger than that limit may start when its queue holds no GPU. With the
+ * reclaim action configured there is no limit (what a queue borrows comes back).
+ * Without preemption, GPUs a queue borrows stay taken until its jobs end: queues that asked while
+ * the others were quiet filled the cluster with jobs of days, and every job of every other queue
+ * then waited for them (measured on the Philly slices, README "The default against kube-batch").
+ *
+ * Usage (arguments usageHalfLife, a Go duration, and usageWeight, a number >= 0, default 0): with
+ * a half-life every cycle adds what each queue held since the last cycle to its decayed usage
+ * (scheduler/usage.h, kept by the cache). With a weight k > 0 each queue's weight in the
+ * water-filling becomes w / (1 + k r), r being its part of its parent's decayed usage (rolled up
+ * the tree; the largest over cpu, memory and GPUs) over its part of the siblings' weights: a
+ * queue that used its share (r = 1) keeps its place among siblings that did too, one that used
+ * twice its share counts as less weight, one that used nothing keeps its weight. The deserved
+ * shares move with it, and so does everything that reads them: queue order, overused,
+ * allocatable, enqueue, the reserve action's share check and reclaim. k = 0: as before.
  */
 #include "policies/plugin.h"
+
+#include <string.h>
+#include "scheduler/reserve.h"
 
 static const int slots[] = {KB_RES_CPU, KB_RES_MEMORY, KB_RES_GPU};
 #define N_SLOTS G_N_ELEMENTS(slots)
@@ -23,7 +47,55 @@ typedef struct {
     KbSession *ssn;
     KbQueueTree *tree;
     KbResources *inqueue; /* per tree node: reserved by admitted jobs not yet running */
+    double *weight;       /* per tree node: the configured weight (usage may lower the tree's) */
+    gint64 long_runtime;  /* seconds; jobs expected to run longer are long */
+    double long_limit;    /* times the share by weight a queue may hold with a long job; 0: off */
 } Proportion;
+
+/* Decayed usage of every tree node: the leaves' own (and a parent's own jobs') rolled up. */
+static void node_usage(KbSession *ssn, const KbUsage *usage, double *u)
+{
+    KbQueueTree *t = ssn->qtree;
+    for (guint q = 0; q < ssn->queues->len; q++) {
+        const KbQueueInfo *qi = ssn->queues->pdata[q];
+        for (guint i = 0; i < N_SLOTS; i++)
+            u[(gsize)q * N_SLOTS + i] = kb_usage_get(usage, qi->name, slots[i]);
+    }
+    for (guint k = t->n_order; k-- > 1;) {
+        guint x = t->order[k];
+        gint par = t->parent[x];
+        if (par < 0)
+            continue;
+        for (guint i = 0; i < N_SLOTS; i++)
+            u[(gsize)par * N_SLOTS + i] += u[(gsize)x * N_SLOTS + i];
+    }
+}
+
+/* Weights lowered by decayed usage (see the top of the file). */
+static void weigh_usage(KbSession *ssn, const KbUsage *usage, double strength)
+{
+    KbQueueTree *t = ssn->qtree;
+    g_autofree double *u = g_new0(double, (gsize)(t->n_queues + 1) * N_SLOTS);
+    node_usage(ssn, usage, u);
+    g_autofree double *w = g_memdup2(t->weight, sizeof(double) * (t->n_queues + 1));
+    for (guint k = 1; k < t->n_order; k++) {
+        guint x = t->order[k];
+        gint par = t->parent[x];
+        if (par < 0)
+            continue;
+        double sum = 0;
+        for (gint c = t->first_child[par]; c >= 0; c = t->next_sibling[c])
+            if (!t->held[c])
+                sum += w[c];
+        double r = 0;
+        for (guint i = 0; i < N_SLOTS && sum > 0; i++) {
+            double up = u[(gsize)par * N_SLOTS + i];
+            if (up > 0)
+                r = MAX(r, u[(gsize)x * N_SLOTS + i] / up / (w[x] / sum));
+        }
+        t->weight[x] = w[x] / (1 + strength * r);
+    }
+}
 
 /* Deserved shares from the queue tree (a flat setup is a tree of depth one). */
 static void compute_deserved(KbSession *ssn)
@@ -43,13 +115,38 @@ static void inqueue_add(Proportion *p, guint q, const KbResources *need)
     }
 }
 
+/* Add what each queue held since the last cycle to its decayed usage; then, with a weight, lower
+ * the tree's weights by it. */
+static void account_usage(KbSession *ssn, const KbConfPlugin *conf)
+{
+    gint64 half_life = kb_conf_arg_duration(conf, "usageHalfLife", 0);
+    if (ssn->cache == NULL || half_life <= 0)
+        return;
+    KbUsage *usage = kb_cache_usage(ssn->cache);
+    for (guint q = 0; q < ssn->queues->len; q++) {
+        const KbQueueInfo *qi = ssn->queues->pdata[q];
+        kb_usage_advance(usage, qi->name, &qi->allocated, ssn->now, half_life);
+    }
+    double strength = conf != NULL ? kb_conf_plugin_arg_double(conf, "usageWeight", 0) : 0;
+    if (strength > 0)
+        weigh_usage(ssn, usage, strength);
+}
+
 static gpointer proportion_open(KbSession *ssn, const KbConfPlugin *conf)
 {
     Proportion *p = g_new0(Proportion, 1);
     p->ssn = ssn;
     p->tree = ssn->qtree;
     p->inqueue = g_new0(KbResources, ssn->queues->len + 1);
+    p->weight = g_memdup2(p->tree->weight, sizeof(double) * (p->tree->n_queues + 1));
+    account_usage(ssn, conf);
     compute_deserved(ssn);
+    p->long_runtime = kb_conf_arg_duration(conf, "longRuntime", 6 * 3600);
+    p->long_limit = conf != NULL ? kb_conf_plugin_arg_double(conf, "longBorrowLimit", 3) : 3;
+    for (guint i = 0; ssn->conf != NULL && i < ssn->conf->n_actions; i++) {
+        if (strcmp(ssn->conf->actions[i], "reclaim") == 0)
+            p->long_limit = 0; /* what a queue borrows comes back: no limit */
+    }
     for (guint j = 0; j < ssn->jobs->len; j++) {
         const KbJobInfo *job = ssn->jobs->pdata[j];
         KbQueueInfo *qi = kb_session_job_queue(ssn, job);
@@ -69,6 +166,7 @@ static void proportion_close(gpointer state)
 {
     Proportion *p = state;
     g_free(p->inqueue);
+    g_free(p->weight);
     g_free(p);
 }
 
@@ -183,6 +281,60 @@ static guint job_placed(const KbJobInfo *job)
            job->n_state[KB_TASK_BOUND] + job->n_state[KB_TASK_RUNNING];
 }
 
+/*
+ * Queue @q's part by weight of the cluster's GPUs: its weight's part of each level down the tree,
+ * as if every queue asked, by the configured weights (usage does not lower them here, or the limit
+ * would squeeze the queues that used much twice). Idle queues count: counting only the queues
+ * asking now let the busy ones fill the cluster with long jobs while the others were quiet
+ * (measured on the Philly slice: p95 wait 3.75 h against 0 s).
+ */
+static double weight_share(const Proportion *p, guint q)
+{
+    const KbQueueTree *t = p->tree;
+    double frac = 1;
+    for (gint x = (gint)q; x >= 0 && (guint)x != t->root; x = t->parent[x]) {
+        gint par = t->parent[x];
+        if (par < 0)
+            return 0;
+        double sum = 0;
+        for (gint c = t->first_child[par]; c >= 0; c = t->next_sibling[c]) {
+            if (!t->held[c])
+                sum += p->weight[c];
+        }
+        frac *= sum > 0 ? p->weight[x] / sum : 0;
+    }
+    return frac * (double)p->ssn->total.v[KB_RES_GPU];
+}
+
+/* TRUE when long job @job may not start now: its queue @q, holding @used GPUs, would hold more
+ * than the long-job limit with its @gpus (see the top of the file). */
+static gboolean long_over_limit(const Proportion *p, const KbJobInfo *job, guint q, gint64 used,
+                                gint64 gpus)
+{
+    if (p->long_limit <= 0 || gpus <= 0)
+        return FALSE;
+    double cap =
+            MAX(p->long_limit * weight_share(p, q), (double)p->tree->guarantee[q].v[KB_RES_GPU]);
+    if ((double)(used + gpus) <= cap || (used <= 0 && (double)gpus > cap))
+        return FALSE; /* within the limit, or a gang larger than it alone in its queue */
+    gint64 r = kb_reserve_job_runtime(
+            (KbJobInfo *)job, p->ssn->cache != NULL ? kb_cache_history(p->ssn->cache) : NULL);
+    return r == KB_RESERVE_UNKNOWN || r > p->long_runtime;
+}
+
+static void explain_long(const Proportion *p, const KbQueueInfo *qi, gint64 used, GString *why)
+{
+    if (why == NULL)
+        return;
+    g_autofree char *rt = g_strdup_printf("%" G_GINT64_FORMAT "s", p->long_runtime);
+    g_string_append_printf(why,
+                           "queue \"%s\" holds %" G_GINT64_FORMAT " nvidia.com/gpu, %.3g times "
+                           "its share by weight is %.0f, and the job is expected to run longer "
+                           "than %s",
+                           qi->name, used, p->long_limit, p->long_limit * weight_share(p, qi->id),
+                           rt);
+}
+
 static gboolean allocatable(gpointer state, const KbQueueInfo *qi, const KbTaskInfo *task,
                             GString *why)
 {
@@ -200,6 +352,14 @@ static gboolean allocatable(gpointer state, const KbQueueInfo *qi, const KbTaskI
         gboolean over_share = in_gang ? before_job >= deserved : after > deserved;
         if (after > qi->capability.v[s] || over_share) {
             explain(p, qi, s, why);
+            return FALSE;
+        }
+    }
+    if (in_gang && job_placed(job) == 0 && task->resreq.v[KB_RES_GPU] > 0) {
+        KbResources need;
+        kb_session_job_min_request(job, &need);
+        if (long_over_limit(p, job, qi->id, qi->allocated.v[KB_RES_GPU], need.v[KB_RES_GPU])) {
+            explain_long(p, qi, qi->allocated.v[KB_RES_GPU], why);
             return FALSE;
         }
     }
@@ -240,6 +400,11 @@ static gboolean job_enqueueable(gpointer state, const KbJobInfo *job, GString *w
             }
             return FALSE;
         }
+    }
+    gint64 held = qi->allocated.v[KB_RES_GPU] + p->inqueue[qi->id].v[KB_RES_GPU];
+    if (long_over_limit(p, job, qi->id, held, need.v[KB_RES_GPU])) {
+        explain_long(p, qi, held, why);
+        return FALSE;
     }
     int s;
     gint x = ancestor_over_capability(p, qi->id, &need, p->inqueue, &s);
@@ -286,8 +451,17 @@ static void on_job_dequeued(gpointer state, const KbJobInfo *job)
     inqueue_change(state, job, FALSE);
 }
 
+static const struct kb_plugin_arg proportion_arguments[] = {
+        {"usageHalfLife", KB_ARG_GO_DURATION},
+        {"usageWeight", KB_ARG_NUMBER},
+        {"longRuntime", KB_ARG_GO_DURATION},
+        {"longBorrowLimit", KB_ARG_NUMBER},
+        {NULL, 0},
+};
+
 const struct kb_plugin_ops kb_plugin_proportion = {
         .name = "proportion",
+        .arguments = proportion_arguments,
         .open = proportion_open,
         .close = proportion_close,
         .queue_order = queue_order,

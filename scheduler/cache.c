@@ -45,6 +45,7 @@ struct KbCache {
     gboolean extender;           /* kb_cache_set_extender */
     const char **extender_names; /* interned, NULL-terminated; NULL: every other name */
     KbHistory *history;          /* runtimes of finished jobs (the reserve action's estimates) */
+    KbUsage *usage;              /* decayed usage per queue (proportion, usage.h) */
 };
 
 static gboolean state_occupies(KbTaskState s)
@@ -861,6 +862,11 @@ KbHistory *kb_cache_history(KbCache *cache)
     return cache->history;
 }
 
+KbUsage *kb_cache_usage(KbCache *cache)
+{
+    return cache->usage;
+}
+
 void kb_cache_add_pod(KbCache *cache, KbPod *pod)
 {
     kb_cache_update_pod(cache, pod);
@@ -1483,6 +1489,7 @@ KbCache *kb_cache_new(const char *const *scheduler_names, const char *default_qu
     cache->jobs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     cache->job_list = g_ptr_array_new_with_free_func(job_free);
     cache->history = kb_history_new();
+    cache->usage = kb_usage_new();
     cache->queues = g_hash_table_new(g_direct_hash, g_direct_equal);
     cache->queue_list = g_ptr_array_new_with_free_func(queue_info_free);
     cache->pvcs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, kb_object_unref);
@@ -1529,6 +1536,7 @@ void kb_cache_free(KbCache *cache)
     g_free(cache->served);
     g_free(cache->extender_names);
     kb_history_free(cache->history);
+    kb_usage_free(cache->usage);
     g_free(cache);
 }
 

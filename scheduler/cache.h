@@ -38,6 +38,7 @@
 #include "kube/kb-objects.h"
 #include "kube/kb-resource.h"
 #include "scheduler/history.h"
+#include "scheduler/usage.h"
 
 typedef enum {
     KB_TASK_PENDING,   /* waiting for a node */
@@ -412,6 +413,8 @@ GPtrArray *kb_cache_jobs(KbCache *cache);
 KbJobInfo *kb_cache_lookup_job(KbCache *cache, const char *namespace_, const char *name);
 /* Runtimes of the jobs finished so far (history.h); borrowed, lives as long as the cache. */
 KbHistory *kb_cache_history(KbCache *cache);
+/* Decayed usage per queue (usage.h); borrowed, lives as long as the cache. */
+KbUsage *kb_cache_usage(KbCache *cache);
 /* The task of a served pod, or NULL. Borrowed. */
 KbTaskInfo *kb_cache_lookup_task(KbCache *cache, const char *namespace_, const char *name);
 

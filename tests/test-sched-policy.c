@@ -9,7 +9,9 @@
 #include "scheduler/cache.h"
 #include "scheduler/conf.h"
 #include "scheduler/cycle.h"
+#include "scheduler/reserve.h"
 #include "scheduler/session.h"
+#include "scheduler/usage.h"
 #include "tests/lib/kb-test-sched.h"
 
 /* ---- fixture -------------------------------------------------------------------------------- */
@@ -530,7 +532,8 @@ static void test_native_queue_from_workload(void)
                 "\"metadata\":{\"name\":\"%s\",\"namespace\":\"default\",\"uid\":\"pg-%s\"%s},"
                 "\"spec\":{\"workloadRef\":{\"workloadName\":\"train\",\"templateName\":\"w\"},"
                 "\"schedulingPolicy\":{\"gang\":{\"minCount\":1}}}}",
-                groups[g], groups[g], g == 1 ? ",\"labels\":{\"kube-batchd.io/queue\":\"infra\"}" : "");
+                groups[g], groups[g],
+                g == 1 ? ",\"labels\":{\"kube-batchd.io/queue\":\"infra\"}" : "");
         kb_test_sched_add_pod_group(fx, json);
         g_autofree char *pod = g_strdup_printf("%s-0", groups[g]);
         g_autofree char *spec =
@@ -1931,6 +1934,250 @@ static void test_x_k8s_label_membership(void)
     kb_test_sched_free(fx);
 }
 
+/* ---- enqueue and queue order (issue 26, part 0) --------------------------------------------- */
+
+static const char share_conf[] = "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n"
+                                 "  - name: priority\n  - name: gang\n- plugins:\n"
+                                 "  - name: drf\n  - name: predicates\n  - name: proportion\n";
+
+/* A running pod of @gpus GPUs on @node, alone in its group (a job of one at its minimum). */
+static void add_running(Fx *fx, const char *ns, const char *name, const char *queue,
+                        const char *node, int gpus)
+{
+    add_group(fx, ns, name, 1, queue);
+    g_autofree char *req =
+            g_strdup_printf("\"cpu\":\"1\",\"memory\":\"1Gi\",\"nvidia.com/gpu\":%d", gpus);
+    g_autofree char *pod = g_strdup_printf("%s-0", name);
+    PodOpts po = {.ns = ns, .group = name, .requests = req, .node = node, .phase = "Running"};
+    add_pod(fx, pod, &po);
+}
+
+/* A waiting job of one pod of @gpus GPUs. */
+static void add_waiting(Fx *fx, const char *ns, const char *name, const char *queue, int gpus)
+{
+    add_group(fx, ns, name, 1, queue);
+    g_autofree char *req =
+            g_strdup_printf("\"cpu\":\"1\",\"memory\":\"1Gi\",\"nvidia.com/gpu\":%d", gpus);
+    g_autofree char *pod = g_strdup_printf("%s-0", name);
+    PodOpts po = {.ns = ns, .group = name, .requests = req};
+    add_pod(fx, pod, &po);
+}
+
+/*
+ * 4 GPUs are free; queue qa holds 4, qb nothing. qa's 4-GPU job is older than qb's: admitted in
+ * job order alone it took the whole budget and qb's waited. Admission follows queue order: qb's
+ * first, and qa's no longer fits.
+ */
+static void test_enqueue_queue_order(void)
+{
+    Fx *fx = kb_test_sched_new(share_conf);
+    add_queue(fx, "qa", 1, NULL);
+    add_queue(fx, "qb", 1, NULL);
+    add_queue(fx, "qc", 1, NULL);
+    add_node(fx, "n1", 8);
+    add_node(fx, "n2", 8);
+    add_running(fx, "default", "ra", "qa", "n1", 4);
+    add_running(fx, "default", "rc", "qc", "n2", 8);
+    add_waiting(fx, "default", "wa", "qa", 4);
+    add_waiting(fx, "default", "wb", "qb", 4);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/wb"), ==, 1);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/wa"), ==, 0);
+    assert_message(fx, "default/wa", "not admitted");
+    kb_test_sched_free(fx);
+}
+
+/*
+ * qa's 4-GPU pod was admitted against 4 idle GPUs that are 2 on each of two nodes, so it cannot
+ * be placed (qa also runs a 1-GPU pod on a third node). Then qb asks for 2 GPUs: admission is
+ * decided again for jobs with nothing placed, qb's job (its queue less served) is admitted and
+ * placed, and qa's goes back to Pending. Admitted for good, qa's job held the idle GPUs' budget and
+ * qb's waited with them idle.
+ */
+static void test_enqueue_readmits_unplaced(void)
+{
+    Fx *fx = kb_test_sched_new(share_conf);
+    add_queue(fx, "qa", 1, NULL);
+    add_queue(fx, "qb", 1, NULL);
+    add_queue(fx, "qc", 1, NULL);
+    add_node(fx, "n1", 8);
+    add_node(fx, "n2", 8);
+    add_running(fx, "default", "rc1", "qc", "n1", 6);
+    add_running(fx, "default", "rc2", "qc", "n2", 6);
+    add_node(fx, "n3", 1);
+    add_running(fx, "default", "ra", "qa", "n3", 1);
+    add_waiting(fx, "default", "wa", "qa", 4);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
+    g_assert_cmpint(status(fx, "default/wa")->phase, ==, KB_JOB_INQUEUE);
+    add_waiting(fx, "default", "wb", "qb", 2);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/wb"), ==, 1);
+    g_assert_cmpint(status(fx, "default/wa")->phase, ==, KB_JOB_PENDING);
+    kb_test_sched_free(fx);
+}
+
+/* ---- decayed usage (issue 26, part 1) ------------------------------------------------------- */
+
+static void test_usage_decay(void)
+{
+    g_autoptr(KbUsage) u = kb_usage_new();
+    KbResources held = {0}, none = {0};
+    held.v[KB_RES_GPU] = 8;
+    kb_usage_advance(u, "qa", &held, 1000, 3600); /* the first call only stamps the time */
+    g_assert_cmpfloat(kb_usage_get(u, "qa", KB_RES_GPU), ==, 0);
+    kb_usage_advance(u, "qa", &held, 1000 + 3600, 3600);
+    /* 8 GPUs for one half-life: 8 h / ln 2 x (1 - 1/2) GPU-seconds. */
+    double one = 8 * 3600 / G_LN2 * 0.5;
+    g_assert_cmpfloat_with_epsilon(kb_usage_get(u, "qa", KB_RES_GPU), one, 1e-6);
+    kb_usage_advance(u, "qa", &none, 1000 + 2 * 3600, 3600);
+    g_assert_cmpfloat_with_epsilon(kb_usage_get(u, "qa", KB_RES_GPU), one / 2, 1e-6);
+    kb_usage_advance(u, "qa", &held, 1000, 3600); /* back in time: nothing */
+    g_assert_cmpfloat_with_epsilon(kb_usage_get(u, "qa", KB_RES_GPU), one / 2, 1e-6);
+    g_assert_cmpfloat(kb_usage_get(u, "qb", KB_RES_GPU), ==, 0);
+}
+
+/*
+ * Two queues of equal weight on 8 GPUs; qa has held all 8 for the last hour (half-life 1 h). When
+ * both ask for 8 one-GPU jobs, with usageWeight 1 the rested qb gets the larger part; with 0 (the
+ * default) they split evenly, as before.
+ */
+static void usage_case(const char *weight, guint *a_out, guint *b_out)
+{
+    g_autofree char *conf = g_strdup_printf(
+            "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: priority\n"
+            "  - name: gang\n- plugins:\n  - name: drf\n  - name: predicates\n"
+            "  - name: proportion\n    arguments:\n      usageHalfLife: 1h\n"
+            "      usageWeight: %s\n",
+            weight);
+    Fx *fx = kb_test_sched_new(conf);
+    add_queue(fx, "qa", 1, NULL);
+    add_queue(fx, "qb", 1, NULL);
+    add_node(fx, "n1", 8);
+    add_running(fx, "default", "ra", "qa", "n1", 8);
+    kb_test_sched_run(fx);
+    fx->now += 3600;
+    kb_test_sched_run(fx); /* the hour qa held 8 GPUs */
+    PodOpts done = {.group = "ra",
+                    .requests = "\"cpu\":\"1\",\"memory\":\"1Gi\",\"nvidia.com/gpu\":8",
+                    .node = "n1",
+                    .phase = "Succeeded"};
+    add_pod(fx, "ra-0", &done);
+    for (guint i = 0; i < 8; i++) {
+        g_autofree char *a = g_strdup_printf("wa%u", i);
+        g_autofree char *b = g_strdup_printf("wb%u", i);
+        add_waiting(fx, "default", a, "qa", 1);
+        add_waiting(fx, "default", b, "qb", 1);
+    }
+    kb_test_sched_run(fx);
+    *a_out = *b_out = 0;
+    for (guint i = 0; i < 8; i++) {
+        g_autofree char *a = g_strdup_printf("default/wa%u", i);
+        g_autofree char *b = g_strdup_printf("default/wb%u", i);
+        *a_out += kb_test_sched_binds(fx, a);
+        *b_out += kb_test_sched_binds(fx, b);
+    }
+    kb_test_sched_free(fx);
+}
+
+static void test_usage_rested_queue_first(void)
+{
+    guint a, b;
+    usage_case("1", &a, &b);
+    g_assert_cmpuint(a + b, ==, 8);
+    g_assert_cmpuint(b, >=, 6);
+    usage_case("0", &a, &b);
+    g_assert_cmpuint(a, ==, 4);
+    g_assert_cmpuint(b, ==, 4);
+}
+
+/* A waiting job of one pod of @gpus GPUs announcing @runtime (the group's annotation). */
+static void add_waiting_runtime(Fx *fx, const char *name, const char *queue, int gpus,
+                                const char *runtime)
+{
+    g_autofree char *json = g_strdup_printf(
+            "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\",\"metadata\":"
+            "{\"name\":\"%s\",\"namespace\":\"default\",\"uid\":\"pg-%s\",\"creationTimestamp\":"
+            "\"2026-01-01T00:00:%02uZ\",\"annotations\":{\"" KB_RESERVE_RUNTIME_ANNOTATION
+            "\":\"%s\"}},\"spec\":{\"minMember\":1,\"queue\":\"%s\"}}",
+            name, name, fx->seq++ % 60, runtime, queue);
+    kb_test_sched_add_pod_group(fx, json);
+    g_autofree char *req =
+            g_strdup_printf("\"cpu\":\"1\",\"memory\":\"1Gi\",\"nvidia.com/gpu\":%d", gpus);
+    g_autofree char *pod = g_strdup_printf("%s-0", name);
+    PodOpts po = {.group = name, .requests = req};
+    add_pod(fx, pod, &po);
+}
+
+/*
+ * Four equal queues and the default one on 24 GPUs: a share by weight of 4.8 each, 14.4 with the
+ * default limit of 3. qa holds 16; its 4-GPU job expected to run 24 h may not take it to 20 (the
+ * idle GPUs stay for the others' jobs), its 4-GPU job of 1 h may. With longBorrowLimit 0 (as
+ * before) or a longRuntime of 48 h, both run.
+ */
+static void long_case(const char *args, guint long_binds)
+{
+    g_autofree char *conf = g_strdup_printf(
+            "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: priority\n"
+            "  - name: gang\n- plugins:\n  - name: drf\n  - name: predicates\n"
+            "  - name: proportion\n%s",
+            args);
+    Fx *fx = kb_test_sched_new(conf);
+    add_queue(fx, "qa", 1, NULL);
+    add_queue(fx, "qb", 1, NULL);
+    add_queue(fx, "qc", 1, NULL);
+    add_queue(fx, "qd", 1, NULL);
+    add_node(fx, "n1", 8);
+    add_node(fx, "n2", 8);
+    add_node(fx, "n3", 8);
+    add_running(fx, "default", "ra1", "qa", "n1", 8);
+    add_running(fx, "default", "ra2", "qa", "n2", 8);
+    add_waiting_runtime(fx, "long", "qa", 4, "24h");
+    add_waiting_runtime(fx, "short", "qa", 4, "1h");
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/short"), ==, 1);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/long"), ==, long_binds);
+    if (long_binds == 0)
+        assert_message(fx, "default/long", "expected to run longer than");
+    kb_test_sched_free(fx);
+}
+
+static void test_long_borrow_limit(void)
+{
+    long_case("", 0);
+    long_case("    arguments:\n      longBorrowLimit: 0\n", 1);
+    long_case("    arguments:\n      longRuntime: 48h\n", 1);
+}
+
+/*
+ * The long-job limit reads the configured weights, not the ones usage lowered: qa held 8 of 24
+ * GPUs for the last hour (usageWeight 1; five equal queues with the default one, the others idle:
+ * a share by weight of 4.8, 14.4 with the limit) and holds them still; its 4-GPU job of 24 h takes
+ * it to 12 and starts (with its weight lowered by usage the limit would be 2.9).
+ */
+static void test_long_limit_configured_weights(void)
+{
+    Fx *fx = kb_test_sched_new("actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n"
+                               "  - name: priority\n  - name: gang\n- plugins:\n  - name: drf\n"
+                               "  - name: predicates\n  - name: proportion\n    arguments:\n"
+                               "      usageHalfLife: 1h\n      usageWeight: 1\n");
+    add_queue(fx, "qa", 1, NULL);
+    add_queue(fx, "qb", 1, NULL);
+    add_queue(fx, "qc", 1, NULL);
+    add_queue(fx, "qd", 1, NULL);
+    add_node(fx, "n1", 8);
+    add_node(fx, "n2", 8);
+    add_node(fx, "n3", 8);
+    add_running(fx, "default", "ra1", "qa", "n1", 8);
+    kb_test_sched_run(fx);
+    fx->now += 3600;
+    kb_test_sched_run(fx);
+    add_waiting_runtime(fx, "long", "qa", 4, "24h");
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/long"), ==, 1);
+    kb_test_sched_free(fx);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -2021,5 +2268,12 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/conf/switch/job-ready-off", test_switch_job_ready_off);
     g_test_add_func("/scheduler/conf/switch/job-order-off", test_switch_job_order_off);
     g_test_add_func("/scheduler/conf/switch/predicate-off", test_switch_predicate_off);
+    g_test_add_func("/scheduler/enqueue/queue-order", test_enqueue_queue_order);
+    g_test_add_func("/scheduler/enqueue/readmits-unplaced", test_enqueue_readmits_unplaced);
+    g_test_add_func("/scheduler/proportion/long-borrow-limit", test_long_borrow_limit);
+    g_test_add_func("/scheduler/proportion/long-limit-configured-weights",
+                    test_long_limit_configured_weights);
+    g_test_add_func("/scheduler/usage/decay", test_usage_decay);
+    g_test_add_func("/scheduler/usage/rested-queue-first", test_usage_rested_queue_first);
     return g_test_run();
 }

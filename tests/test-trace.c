@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/lib/fairness.h"
+#include "bench/lib/jobtrace.h"
 #include "bench/lib/sim.h"
 #include "bench/lib/synth.h"
 #include "bench/lib/trace.h"
@@ -1233,6 +1235,94 @@ static void test_percentile(void)
     g_assert_cmpfloat(kb_sim_percentile(v, 0, 50), ==, 0);
 }
 
+/* --wait-reasons: numbers and quoted names folded; the time between cycles goes to the message a
+ * waiting job held, with whether GPUs were idle. */
+static void test_jobtrace_fold(void)
+{
+    g_autofree char *f = kb_jobtrace_fold("queue \"q1\" has 3.5 nvidia.com/gpu left (12/16)");
+    g_assert_cmpstr(f, ==, "queue \"Q\" has N nvidia.com/gpu left (N/N)");
+    g_autofree char *g = kb_jobtrace_fold("unterminated \"quote");
+    g_assert_cmpstr(g, ==, "unterminated ");
+}
+
+static void test_jobtrace_reasons(void)
+{
+    /* One 8-GPU node: the second 8-GPU job waits the 100 s the first runs, the cluster full. */
+    static const char *const rows[] = {"0 8 100 a", "0 8 50 a"};
+    g_autoptr(KbTrace) t = trace_of(rows, G_N_ELEMENTS(rows));
+    g_autoptr(KbConf) conf = conf_parse(NULL);
+    g_autofree char *out = NULL;
+    gsize len = 0;
+    FILE *f = open_memstream(&out, &len);
+    const char *const jobs[] = {"a/j000001", NULL};
+    g_autoptr(KbJobTrace) jt = kb_jobtrace_new(jobs, TRUE, 8, f);
+    KbSimOptions opts;
+    kb_sim_options_init(&opts);
+    opts.n_nodes = 1;
+    opts.gpus_per_node = 8;
+    opts.on_cycle = kb_jobtrace_on_cycle;
+    opts.on_cycle_data = jt;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbSimReport) r = kb_sim_run(t, conf, &opts, &error);
+    g_assert_no_error(error);
+    g_assert_cmpint(r->jobs[1].start - r->jobs[0].start, ==, 100);
+    kb_jobtrace_print(jt, 5);
+    fclose(f);
+    g_assert_nonnull(strstr(out, "trace a/j000001 t="));
+    g_assert_nonnull(strstr(out, "Running 1/1 placed"));
+    g_assert_nonnull(strstr(out, "[cluster full]"));
+    g_assert_cmpfloat(kb_jobtrace_seconds(jt, "[cluster full]"), ==, 100);
+    g_assert_cmpfloat(kb_jobtrace_seconds(jt, NULL), ==, 100);
+    g_assert_nonnull(strstr(out, "why jobs waited"));
+}
+
+/* One cycle's queue figures for the fairness report: @n queues (name, GPUs held, GPUs asked). */
+static void fairness_sample(KbFairness *f, gint64 now, const char *const *names, const int *held,
+                            const int *asked, guint n)
+{
+    KbCycleResult r = {.now = now};
+    r.queue_statuses = g_array_new(FALSE, TRUE, sizeof(KbQueueStatus));
+    for (guint i = 0; i < n; i++) {
+        KbQueueStatus qs = {.name = g_intern_string(names[i]),
+                            .parent = g_intern_static_string("root"),
+                            .weight = 1};
+        qs.allocated.v[KB_RES_GPU] = held[i];
+        qs.request.v[KB_RES_GPU] = asked[i];
+        g_array_append_val(r.queue_statuses, qs);
+    }
+    kb_fairness_on_cycle(&r, f);
+    g_array_unref(r.queue_statuses);
+}
+
+/* Two equal queues asking for the whole 8 GPUs for a day: one holding all 8 gets 2x what it is
+ * entitled to, the other nothing (Jain 0.5); 4 each is fair. Queues asking less than their half
+ * are entitled to what they ask. */
+static void test_fairness_windows(void)
+{
+    static const char *const names[] = {"a", "b"};
+    static const int all_a[] = {8, 0}, asked[] = {8, 8}, half[] = {4, 4};
+    g_autoptr(KbFairness) f = kb_fairness_new(8, 86400);
+    fairness_sample(f, 0, names, all_a, asked, 2);
+    fairness_sample(f, 86400, names, half, asked, 2);
+    KbFairnessSummary s;
+    kb_fairness_summary(f, 2 * 86400, &s);
+    g_assert_cmpuint(s.n_windows, ==, 2);
+    g_assert_cmpfloat_with_epsilon(s.worst_min, 0, 1e-9);
+    g_assert_cmpstr(s.worst_queue, ==, "b");
+    g_assert_cmpuint(s.worst_min_window, ==, 0);
+    g_assert_cmpfloat_with_epsilon(s.worst_mean, 0.5, 1e-9); /* 0 the first day, 1 the second */
+    g_assert_cmpfloat_with_epsilon(s.jain_min, 0.5, 1e-9);
+    g_assert_cmpfloat_with_epsilon(s.jain_mean, 0.75, 1e-9);
+
+    static const int small_b[] = {6, 2}, asked_small[] = {8, 2};
+    g_autoptr(KbFairness) g = kb_fairness_new(8, 86400);
+    fairness_sample(g, 0, names, small_b, asked_small, 2);
+    kb_fairness_summary(g, 86400, &s);
+    g_assert_cmpuint(s.n_windows, ==, 1);
+    g_assert_cmpfloat_with_epsilon(s.worst_min, 1, 1e-9); /* b: 2 of 2, a: 6 of 6 */
+    g_assert_cmpfloat_with_epsilon(s.jain_min, 1, 1e-9);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1250,6 +1340,9 @@ int main(int argc, char **argv)
     g_test_add_func("/bench/trace/select", test_select);
     g_test_add_func("/bench/trace/gang-shape", test_gang_shape);
     g_test_add_func("/bench/sim/gang-larger-than-cluster", test_sim_gang_too_big);
+    g_test_add_func("/bench/jobtrace/fold", test_jobtrace_fold);
+    g_test_add_func("/bench/jobtrace/reasons", test_jobtrace_reasons);
+    g_test_add_func("/bench/fairness/windows", test_fairness_windows);
     g_test_add_func("/bench/sim/completion-frees-gpus", test_sim_completion_frees);
     g_test_add_func("/bench/sim/two-queues", test_sim_two_queues);
     g_test_add_func("/bench/sim/partial-gangs", test_sim_partial_gangs);
