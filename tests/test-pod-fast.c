@@ -94,12 +94,13 @@ static void test_bench_pods(void)
 static void test_values(void)
 {
     const char *text =
-        "{\"spec\":{\"overhead\":{\"cpu\":\"250m\"},\"initContainers\":[{\"restartPolicy\":"
-        "\"Always\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}},{\"resources\":{\"limits\":{"
-        "\"cpu\":\"3\",\"memory\":\"1Gi\"},\"requests\":{\"memory\":\"0\"}}}],\"containers\":[{"
-        "\"resources\":{\"limits\":{\"nvidia.com/gpu\":2}}}],\"schedulerName\":\"\",\"priority\":"
-        "-7},\"metadata\":{\"labels\":{\"scheduling.x-k8s.io/pod-group\":\"g\\u00e9\"},"
-        "\"namespace\":\"d\",\"name\":\"p\"}}";
+            "{\"spec\":{\"overhead\":{\"cpu\":\"250m\"},\"initContainers\":[{\"restartPolicy\":"
+            "\"Always\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}},{\"resources\":{\"limits\":{"
+            "\"cpu\":\"3\",\"memory\":\"1Gi\"},\"requests\":{\"memory\":\"0\"}}}],\"containers\":[{"
+            "\"resources\":{\"limits\":{\"nvidia.com/"
+            "gpu\":2}}}],\"schedulerName\":\"\",\"priority\":"
+            "-7},\"metadata\":{\"labels\":{\"scheduling.x-k8s.io/pod-group\":\"g\\u00e9\"},"
+            "\"namespace\":\"d\",\"name\":\"p\"}}";
     g_autoptr(GError) error = NULL;
     g_autoptr(KbPod) pod = kb_pod_decode_bytes(text, strlen(text), &error);
     g_assert_no_error(error);
@@ -125,10 +126,10 @@ static void test_deadline(void)
         gint64 want;
     } rows[] = {{"3600", 3600}, {"0", 0}, {"-5", 0}, {"9223372036854775807", G_MAXINT64}};
     for (guint i = 0; i < G_N_ELEMENTS(rows); i++) {
-        g_autofree char *text = g_strdup_printf(
-                "{\"metadata\":{\"name\":\"p\",\"namespace\":\"d\"},\"spec\":{"
-                "\"containers\":[],\"activeDeadlineSeconds\":%s}}",
-                rows[i].value);
+        g_autofree char *text =
+                g_strdup_printf("{\"metadata\":{\"name\":\"p\",\"namespace\":\"d\"},\"spec\":{"
+                                "\"containers\":[],\"activeDeadlineSeconds\":%s}}",
+                                rows[i].value);
         g_autoptr(GError) error = NULL;
         g_autoptr(KbPod) pod = kb_pod_decode_bytes(text, strlen(text), &error);
         g_assert_no_error(error);
@@ -165,6 +166,29 @@ static void test_claims_and_gates(void)
     g_assert_null(pod->claims[1].claim);
     g_assert_cmpuint(pod->n_scheduling_gates, ==, 2);
     g_assert_cmpstr(pod->scheduling_gate, ==, "kueue.x-k8s.io/admission");
+    g_assert_true(check_same(text, strlen(text)));
+}
+
+/* DRA: spec.resourceClaims and status.resourceClaimStatuses; a template's entry resolves to the
+ * claim the status names, a claim that is not created yet to NULL. */
+static void test_resource_claims(void)
+{
+    const char *text =
+            "{\"metadata\":{\"name\":\"p\",\"namespace\":\"d\"},\"spec\":{\"containers\":[],"
+            "\"resourceClaims\":[{\"name\":\"gpus\",\"resourceClaimTemplateName\":\"two-gpus\"},"
+            "{\"name\":\"shared\",\"resourceClaimName\":\"team-gpu\"},{\"name\":\"later\","
+            "\"resourceClaimTemplateName\":\"t\"}]},\"status\":{\"resourceClaimStatuses\":["
+            "{\"name\":\"gpus\",\"resourceClaimName\":\"p-gpus-x7k2p\"}]}}";
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbPod) pod = kb_pod_decode_bytes(text, strlen(text), &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(pod->n_resource_claims, ==, 3);
+    g_assert_cmpstr(pod->resource_claims[0].name, ==, "gpus");
+    g_assert_cmpstr(pod->resource_claims[0].template_name, ==, "two-gpus");
+    g_assert_null(pod->resource_claims[0].claim_name);
+    g_assert_cmpstr(kb_pod_resource_claim_name(pod, 0), ==, "p-gpus-x7k2p");
+    g_assert_cmpstr(kb_pod_resource_claim_name(pod, 1), ==, "team-gpu");
+    g_assert_null(kb_pod_resource_claim_name(pod, 2));
     g_assert_true(check_same(text, strlen(text)));
 }
 
@@ -365,6 +389,16 @@ static const char *const bad_pods[] = {
         "{" POD_META ",\"spec\":{\"resources\":[]}}",
         "{" POD_META ",\"spec\":{\"resources\":{\"requests\":{\"cpu\":\"much\"}}}}",
         "{" POD_META ",\"spec\":{\"resources\":{\"limits\":{\"memory\":true}}}}",
+        "{" POD_META ",\"spec\":{\"resourceClaims\":{}}}",
+        "{" POD_META ",\"spec\":{\"resourceClaims\":[{\"resourceClaimName\":\"c\"}]}}",
+        "{" POD_META ",\"spec\":{\"resourceClaims\":[{\"name\":\"g\"}]}}",
+        "{" POD_META ",\"spec\":{\"resourceClaims\":[{\"name\":\"g\",\"resourceClaimName\":\"c\","
+        "\"resourceClaimTemplateName\":\"t\"}]}}",
+        "{" POD_META ",\"spec\":{\"resourceClaims\":[{\"name\":\"g\",\"resourceClaimName\":7}]}}",
+        "{" POD_META ",\"spec\":{},\"status\":{\"resourceClaimStatuses\":[{\"name\":\"g\","
+        "\"resourceClaimName\":[]}]}}",
+        "{" POD_META ",\"spec\":{},\"status\":{\"resourceClaimStatuses\":[{\"resourceClaimName\":"
+        "\"c\"}]}}",
         /* spec before metadata: the message still names the pod */
         "{\"spec\":{\"priority\":\"x\"}," POD_META "}",
         "{\"spec\":{},\"metadata\":{\"labels\":{\"a\":[]},\"name\":\"p\",\"namespace\":\"n\"}}",
@@ -417,6 +451,10 @@ static const LimitCase limit_cases[] = {
          "\"v\"", "]}]}]}}}}}", 64, KB_ERROR_LIMIT},
         {"container-statuses", P "},\"spec\":{},\"status\":{\"containerStatuses\":[",
          "{\"name\":\"c\"}", "]}}", 64, KB_ERROR_LIMIT},
+        {"resource-claims", P "},\"spec\":{\"resourceClaims\":[",
+         "{\"name\":\"g\",\"resourceClaimTemplateName\":\"t\"}", "]}}", 32, KB_ERROR_LIMIT},
+        {"resource-claim-statuses", P "},\"spec\":{},\"status\":{\"resourceClaimStatuses\":[",
+         "{\"name\":\"g\",\"resourceClaimName\":\"c\"}", "]}}", 32, KB_ERROR_LIMIT},
         {"conditions", P "},\"spec\":{},\"status\":{\"conditions\":[",
          "{\"type\":\"Ready\",\"status\":\"True\"}", "]}}", 64, KB_ERROR_LIMIT},
 };
@@ -453,10 +491,10 @@ static void test_limit(gconstpointer data)
 static void test_limit_maps(void)
 {
     static const char *const maps[][2] = {
-        {P ",\"labels\":{", "}},\"spec\":{}}"},
-        {P ",\"annotations\":{", "}},\"spec\":{}}"},
-        {P "},\"spec\":{\"nodeSelector\":{", "}}}"},
-        {P "},\"spec\":{\"containers\":[{\"resources\":{\"requests\":{", "}}}]}}"},
+            {P ",\"labels\":{", "}},\"spec\":{}}"},
+            {P ",\"annotations\":{", "}},\"spec\":{}}"},
+            {P "},\"spec\":{\"nodeSelector\":{", "}}}"},
+            {P "},\"spec\":{\"containers\":[{\"resources\":{\"requests\":{", "}}}]}}"},
     };
     for (gsize m = 0; m < G_N_ELEMENTS(maps); m++) {
         for (int n = 256; n <= 257; n++) {
@@ -471,15 +509,15 @@ static void test_limit_maps(void)
         const char *fmt; /* %s: a run of n 'a's */
         int limit;
     } lengths[] = {
-        {P "},\"spec\":{},\"x\":0,\"metadata\":{\"name\":\"%s\"}}", 253},
-        {"{\"metadata\":{\"name\":\"p\",\"namespace\":\"%s\"},\"spec\":{}}", 253},
-        {P ",\"labels\":{\"%s\":\"v\"}},\"spec\":{}}", 317},
-        {P ",\"annotations\":{\"k\":\"%s\"}},\"spec\":{}}", 65536},
-        {P "},\"spec\":{\"nodeName\":\"%s\"}}", 253},
-        {P "},\"spec\":{\"containers\":[{\"resources\":{\"limits\":{\"%s\":\"0\"}}}]}}", 317},
-        {P "},\"spec\":{\"tolerations\":[{\"key\":\"%s\"}]}}", 317},
-        {P "},\"spec\":{},\"status\":{\"phase\":\"%s\"}}", 253},
-        {P ",\"creationTimestamp\":\"%s\"},\"spec\":{}}", 64},
+            {P "},\"spec\":{},\"x\":0,\"metadata\":{\"name\":\"%s\"}}", 253},
+            {"{\"metadata\":{\"name\":\"p\",\"namespace\":\"%s\"},\"spec\":{}}", 253},
+            {P ",\"labels\":{\"%s\":\"v\"}},\"spec\":{}}", 317},
+            {P ",\"annotations\":{\"k\":\"%s\"}},\"spec\":{}}", 65536},
+            {P "},\"spec\":{\"nodeName\":\"%s\"}}", 253},
+            {P "},\"spec\":{\"containers\":[{\"resources\":{\"limits\":{\"%s\":\"0\"}}}]}}", 317},
+            {P "},\"spec\":{\"tolerations\":[{\"key\":\"%s\"}]}}", 317},
+            {P "},\"spec\":{},\"status\":{\"phase\":\"%s\"}}", 253},
+            {P ",\"creationTimestamp\":\"%s\"},\"spec\":{}}", 64},
     };
     for (gsize i = 0; i < G_N_ELEMENTS(lengths); i++) {
         /* The duplicate metadata of the first case is refused by the byte decoder only. */
@@ -531,16 +569,18 @@ static void test_list_bad(void)
         int code; /* KbErrorCode */
         const char *message;
     } cases[] = {
-        {"{\"items\":[{" POD_META ",\"spec\":{}},{" POD_META ",\"spec\":{\"priority\":\"x\"}}]}",
-         KB_ERROR_DECODE, "items[1]: pod default/p: spec.priority: expected an integer, got \"x\""},
-        {"{\"items\":{}}", KB_ERROR_DECODE, "items: expected an array, got {}"},
-        {"[]", KB_ERROR_DECODE, "list: expected an object, got []"},
-        {"{\"items\":[],\"metadata\":{\"continue\":7}}", KB_ERROR_DECODE,
-         "metadata.continue: expected a string, got 7"},
-        {"{\"items\":[]} x", KB_ERROR_DECODE,
-         "JSON: expected the end of the input at byte 13, got 'x'"},
-        {"{\"items\":[{" POD_META ",\"spec\":{}},", KB_ERROR_DECODE,
-         "items[1]: pod: JSON: expected a value at byte 68, got the end of the input"},
+            {"{\"items\":[{" POD_META ",\"spec\":{}},{" POD_META
+             ",\"spec\":{\"priority\":\"x\"}}]}",
+             KB_ERROR_DECODE,
+             "items[1]: pod default/p: spec.priority: expected an integer, got \"x\""},
+            {"{\"items\":{}}", KB_ERROR_DECODE, "items: expected an array, got {}"},
+            {"[]", KB_ERROR_DECODE, "list: expected an object, got []"},
+            {"{\"items\":[],\"metadata\":{\"continue\":7}}", KB_ERROR_DECODE,
+             "metadata.continue: expected a string, got 7"},
+            {"{\"items\":[]} x", KB_ERROR_DECODE,
+             "JSON: expected the end of the input at byte 13, got 'x'"},
+            {"{\"items\":[{" POD_META ",\"spec\":{}},", KB_ERROR_DECODE,
+             "items[1]: pod: JSON: expected a value at byte 68, got the end of the input"},
     };
     for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
         g_autoptr(GPtrArray) pods = g_ptr_array_new_with_free_func(kb_object_unref);
@@ -564,21 +604,21 @@ static void test_stricter(void)
         const char *text;
         const char *message_part;
     } cases[] = {
-        {"{" POD_META ",\"spec\":{\"nodeName\":\"a\",\"nodeName\":\"b\"}}",
-         "pod default/p: spec.nodeName: duplicate member"},
-        {"{" POD_META ",\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"cpu\":\"1\","
-         "\"cpu\":\"2\"}}}]}}",
-         "requests[\"cpu\"]: duplicate member"},
-        {"{\"metadata\":{\"name\":\"p\",\"labels\":{\"a\":\"1\",\"a\":\"2\"}},\"spec\":{}}",
-         "metadata.labels[\"a\"]: duplicate member"},
-        {"{" POD_META ",\"spec\":{\"nodeName\":\"\xff\"}}", "invalid UTF-8"},
-        {"{" POD_META ",\"spec\":{\"nodeName\":\"a\\u0000b\"}}", "invalid escape"},
-        {"{" POD_META ",\"spec\":{\"nodeName\":\"\\ud800\"}}", "invalid escape"},
-        {"{" POD_META ",\"spec\":{},}", "expected a member name after ','"},
-        {"{" POD_META ",\"spec\":{}} {}", "expected the end of the input"},
-        {"{" POD_META ",\"spec\":{\"x\":[01]}}", "expected ',' or ']'"},
-        {"{" POD_META ",\"spec\":{\"x\":NaN}}", "expected a value"},
-        {"{" POD_META ",\"spec\":{\"x\":'a'}}", "expected a value"},
+            {"{" POD_META ",\"spec\":{\"nodeName\":\"a\",\"nodeName\":\"b\"}}",
+             "pod default/p: spec.nodeName: duplicate member"},
+            {"{" POD_META ",\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"cpu\":\"1\","
+             "\"cpu\":\"2\"}}}]}}",
+             "requests[\"cpu\"]: duplicate member"},
+            {"{\"metadata\":{\"name\":\"p\",\"labels\":{\"a\":\"1\",\"a\":\"2\"}},\"spec\":{}}",
+             "metadata.labels[\"a\"]: duplicate member"},
+            {"{" POD_META ",\"spec\":{\"nodeName\":\"\xff\"}}", "invalid UTF-8"},
+            {"{" POD_META ",\"spec\":{\"nodeName\":\"a\\u0000b\"}}", "invalid escape"},
+            {"{" POD_META ",\"spec\":{\"nodeName\":\"\\ud800\"}}", "invalid escape"},
+            {"{" POD_META ",\"spec\":{},}", "expected a member name after ','"},
+            {"{" POD_META ",\"spec\":{}} {}", "expected the end of the input"},
+            {"{" POD_META ",\"spec\":{\"x\":[01]}}", "expected ',' or ']'"},
+            {"{" POD_META ",\"spec\":{\"x\":NaN}}", "expected a value"},
+            {"{" POD_META ",\"spec\":{\"x\":'a'}}", "expected a value"},
     };
     for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
         json_object *obj = json_tokener_parse(cases[i].text);
@@ -622,6 +662,7 @@ int main(int argc, char **argv)
     g_test_add_func("/kube/pod-fast/same/bench-pods", test_bench_pods);
     g_test_add_func("/kube/pod-fast/same/values", test_values);
     g_test_add_func("/kube/pod-fast/same/claims-and-gates", test_claims_and_gates);
+    g_test_add_func("/kube/pod-fast/same/resource-claims", test_resource_claims);
     g_test_add_func("/kube/pod-fast/same/active-deadline", test_deadline);
     g_test_add_func("/kube/pod-fast/same/resized-in-place", test_resized_in_place);
     g_test_add_func("/kube/pod-fast/same/native-group-and-pod-resources",
