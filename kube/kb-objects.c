@@ -4,6 +4,7 @@
  * kb-podgroup.c and kb-cluster.c.
  */
 #include "kube/kb-decode.h"
+#include "kube/kb-dra.h"
 #include "kube/kb-objects.h"
 
 #include <stdarg.h>
@@ -113,6 +114,12 @@ void kb_object_unref(gpointer obj)
         g_free(((KbPodGroup *)obj)->scheduled_since);
         g_free(((KbPodGroup *)obj)->parent);
         kb_sub_groups_free(((KbPodGroup *)obj)->sub_groups, ((KbPodGroup *)obj)->n_sub_groups);
+        break;
+    case KB_KIND_DEVICE_CLASS:
+    case KB_KIND_RESOURCE_CLAIM:
+    case KB_KIND_RESOURCE_CLAIM_TEMPLATE:
+    case KB_KIND_RESOURCE_SLICE:
+        kb_dra_record_clear(meta);
         break;
     case KB_KIND_TFJOB:
         /* Allocated and freed by kb-tfjob (kb_tfjob_free): a caller bug, not input. */

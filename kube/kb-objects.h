@@ -45,6 +45,10 @@ typedef enum {
     KB_KIND_QUEUE,
     KB_KIND_TFJOB,
     KB_KIND_PVC,
+    KB_KIND_DEVICE_CLASS, /* resource.k8s.io/v1, kube/kb-dra.h */
+    KB_KIND_RESOURCE_CLAIM,
+    KB_KIND_RESOURCE_CLAIM_TEMPLATE,
+    KB_KIND_RESOURCE_SLICE,
     KB_KIND_OTHER,
 } KbKind;
 
