@@ -15,6 +15,7 @@
  * the same tree counts the nodes short of each resource for the condition message.
  */
 #include "scheduler/actions.h"
+#include "scheduler/dra.h"
 #include "scheduler/reserve.h"
 #include "scheduler/subgroup.h"
 
@@ -179,6 +180,10 @@ typedef struct {
     const char *domain;
     /* The current job's sub-groups (subgroup.h), NULL when it has none. */
     KbSubGroups *sg;
+    /* While diagnosing a pod with DRA claims: the shortfall on the node with the most free
+     * devices (kb_dra_fits), quoted in the condition. */
+    GString *dra_why;
+    gint dra_free;
 } Alloc;
 
 static void node_changed(Alloc *a, guint node)
@@ -212,7 +217,9 @@ static gboolean in_domain(const Alloc *a, guint node)
 static gboolean node_fits(Alloc *a, const KbTaskInfo *task, guint node)
 {
     return kb_resources_fit(&task->resreq, &a->ssn->nodes[node].idle) &&
-           kb_reserve_admits(a->ssn, task, node);
+           kb_reserve_admits(a->ssn, task, node) &&
+           (task->pod->n_resource_claims == 0 || kb_dra_fits(kb_cache_dra(a->ssn->cache), task->pod,
+                                                             a->ssn->nodes[node].name, NULL, NULL));
 }
 
 static double score(Alloc *a, const KbTaskInfo *task, guint node)
@@ -246,7 +253,9 @@ static gint pick(Alloc *a, ClassCtx *ctx, const KbTaskInfo *task)
         gint best = -1;
         for (guint i = 0; i < ctx->cands->len;) {
             Cand *c = &g_array_index(ctx->cands, Cand, i);
-            if (c->stamp != a->stamp[c->node]) {
+            /* A pod's claims are its own (a template's claim per pod, a claim pinned to a node):
+             * a candidate of its class is checked again for each pod that has claims. */
+            if (c->stamp != a->stamp[c->node] || task->pod->n_resource_claims > 0) {
                 if (!node_fits(a, task, c->node)) {
                     g_array_remove_index_fast(ctx->cands, i);
                     continue;
@@ -292,18 +301,33 @@ static gboolean have_special_nodes(Alloc *a)
     return a->special_nodes == 1;
 }
 
+/* Keep the most telling DRA shortfall: the node with the most free devices. */
+static void diagnose_devices(Alloc *a, const KbTaskInfo *task, guint node)
+{
+    g_autoptr(GString) why = g_string_new(NULL);
+    gint free = 0;
+    if (kb_dra_fits(kb_cache_dra(a->ssn->cache), task->pod, a->ssn->nodes[node].name, why, &free) ||
+        (a->dra_why->len > 0 && free <= a->dra_free))
+        return;
+    g_string_assign(a->dra_why, why->str);
+    a->dra_free = free;
+}
+
 /* One node, as kube-scheduler reports it: the first failing predicate, else the first resource
  * short, else held by a reservation. */
 static void diagnose_node(Alloc *a, const KbTaskInfo *task, guint node, FitCounts *fc)
 {
     KbFitFailure f = {KB_FIT_OK, -1, NULL};
-    if (!kb_session_predicate(a->ssn, task, &a->ssn->nodes[node], &f))
+    if (!kb_session_predicate(a->ssn, task, &a->ssn->nodes[node], &f)) {
         fit_count(fc, &f, 1);
-    else if ((f.slot = kb_resources_first_short(&task->resreq, &a->ssn->nodes[node].idle)) >= 0)
+        if (f.reason == KB_FIT_DEVICES)
+            diagnose_devices(a, task, node);
+    } else if ((f.slot = kb_resources_first_short(&task->resreq, &a->ssn->nodes[node].idle)) >= 0)
         f.reason = KB_FIT_RESOURCES, fit_count(fc, &f, 1);
     else if (!kb_reserve_admits(a->ssn, task, node))
         f.reason = KB_FIT_RESERVED, fit_count(fc, &f, 1);
 }
+
 
 /*
  * Count why each present node under tree node @node fails @task. A subtree short of a resource
@@ -350,6 +374,8 @@ static const char *phrase(KbFitReason r, gboolean one)
         return one ? "has taint" : "have taint";
     case KB_FIT_RESERVED:
         return one ? "is reserved for a waiting gang" : "are reserved for a waiting gang";
+    case KB_FIT_DEVICES:
+        return one ? "is short of devices" : "are short of devices";
     default:
         return "cannot be used";
     }
@@ -370,7 +396,9 @@ static void explain_no_node(Alloc *a, const KbTaskInfo *task, GString *out)
     FitCounts fc = {0};
     const KbPod *pod = task->pod;
     gboolean exact = pod->n_affinity_terms > 0 || g_hash_table_size(pod->node_selector) > 0 ||
-                     have_special_nodes(a);
+                     pod->n_resource_claims > 0 || have_special_nodes(a);
+    g_string_truncate(a->dra_why, 0);
+    a->dra_free = -1;
     diagnose_rec(a, task, exact, 1, 0, a->tree.size, &fc);
     g_string_append(out, "no node fits");
     for (guint i = 0; i < fc.n; i++) {
@@ -387,6 +415,8 @@ static void explain_no_node(Alloc *a, const KbTaskInfo *task, GString *out)
     }
     if (fc.n == 0)
         g_string_append(out, ": the cluster has no nodes");
+    if (a->dra_why->len > 0)
+        g_string_append_printf(out, " (%s)", a->dra_why->str);
 }
 
 /* ---- one job -------------------------------------------------------------------------------- */
@@ -439,12 +469,14 @@ static void commit(Alloc *a, KbJobInfo *job)
 {
     KbSession *ssn = a->ssn;
     KbJobScratch *js = &ssn->job_scratch[job->id];
+    guint first = ssn->result->placements->len;
     for (guint i = 0; i < a->placed->len; i++) {
         KbTaskInfo *t = a->placed->pdata[i];
         KbPlacement p = {kb_object_ref(t->pod), ssn->nodes[t->node_id].name, g_strdup(job->key),
                          kb_cache_gpu_ids_format(t->gpu_ids)};
         g_array_append_val(ssn->result->placements, p);
     }
+    kb_cycle_attach_claim_writes(ssn->result, ssn->cache, first);
     if (js->n_placed == 0)
         ssn->result->n_jobs_placed++;
     js->n_placed += a->placed->len;
@@ -896,6 +928,7 @@ static void alloc_init(Alloc *a, KbSession *ssn)
     a->tasks = g_ptr_array_new();
     a->placed = g_ptr_array_new();
     a->why = g_string_new(NULL);
+    a->dra_why = g_string_new(NULL);
     a->max_alloc = ssn->max_alloc;
     a->special_nodes = -1;
 }
@@ -906,6 +939,7 @@ static void alloc_clear(Alloc *a)
     g_ptr_array_unref(a->tasks);
     g_ptr_array_unref(a->placed);
     g_string_free(a->why, TRUE);
+    g_string_free(a->dra_why, TRUE);
     g_free(a->stamp);
     g_free(a->tree.max);
     g_free(a->tree.present);
