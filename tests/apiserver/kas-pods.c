@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "kube/kb-quantity.h"
+#include "tests/apiserver/kas-dra.h"
 #include "tests/apiserver/kas-gang.h"
 #include "tests/apiserver/kas-json.h"
 
@@ -635,6 +636,7 @@ void kas_pods_validate(json_object *pod, KasFieldErrors *errs)
     validate_node_affinity(spec, errs);
     validate_gates(spec, errs);
     kas_gang_validate_pod(spec, errs);
+    kas_dra_validate_pod(spec, errs);
 }
 
 /* ---- updates -------------------------------------------------------------------------------- */
@@ -675,6 +677,9 @@ static const struct {
         {"overhead", "Overhead", "m"},
         {"enableServiceLinks", "EnableServiceLinks", "p"},
         {"topologySpreadConstraints", "TopologySpreadConstraints", "l"},
+        {"os", "OS", "o:core.PodOS"},
+        {"schedulingGates", "SchedulingGates", "l"},
+        {"resourceClaims", "ResourceClaims", "l"},
 };
 
 static void go_string(GString *out, const char *s)
