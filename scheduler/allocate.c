@@ -629,16 +629,94 @@ static gboolean place_minimum_sub_groups(Alloc *a, KbJobInfo *job, KbQueueInfo *
     return TRUE;
 }
 
+/* ---- backtracking for gangs with DRA claims -------------------------------------------------- */
+
+/*
+ * A member's devices depend on where the others went (a shared claim is pinned to the node of its
+ * first user, a constraint narrows an island): when the greedy pass fails, the members are placed
+ * again depth first, each trying its feasible nodes best score first (DFS_WIDTH at most), so that
+ * an earlier member's choice is taken back when a later one cannot follow; DFS_BUDGET placements
+ * at most per gang.
+ */
+#define DFS_WIDTH  8
+#define DFS_BUDGET 256
+
+typedef struct {
+    double score;
+    guint node;
+} DfsCand;
+
+static gint dfs_cand_cmp(gconstpointer x, gconstpointer y)
+{
+    const DfsCand *a = x, *b = y;
+    if (a->score != b->score)
+        return a->score > b->score ? -1 : 1;
+    return a->node < b->node ? -1 : a->node > b->node;
+}
+
+static gboolean dfs_place(Alloc *a, KbJobInfo *job, KbQueueInfo *qi, guint i, guint *budget)
+{
+    if (at_minimum(a, job))
+        return TRUE;
+    if (i >= a->tasks->len || *budget == 0)
+        return FALSE;
+    KbSession *ssn = a->ssn;
+    KbTaskInfo *t = a->tasks->pdata[i];
+    if (qi != NULL && !kb_session_allocatable(ssn, qi, t, NULL))
+        return FALSE;
+    g_autoptr(GArray) cands = g_array_new(FALSE, FALSE, sizeof(DfsCand));
+    for (guint n = 0; n < ssn->n_nodes; n++) {
+        if (!ssn->nodes[n].present || !in_domain(a, n) || !node_fits(a, t, n) ||
+            !kb_session_predicate(ssn, t, &ssn->nodes[n], NULL))
+            continue;
+        DfsCand c = {score(a, t, n), n};
+        g_array_append_val(cands, c);
+    }
+    g_array_sort(cands, dfs_cand_cmp);
+    for (guint c = 0; c < MIN(cands->len, DFS_WIDTH) && *budget > 0; c++) {
+        guint node = g_array_index(cands, DfsCand, c).node;
+        (*budget)--;
+        guint mark = a->placed->len;
+        kb_session_allocate(ssn, t, &ssn->nodes[node]);
+        node_changed(a, node);
+        g_ptr_array_add(a->placed, t);
+        if (dfs_place(a, job, qi, i + 1, budget))
+            return TRUE;
+        rollback(a, mark);
+    }
+    return FALSE;
+}
+
+static gboolean has_claims(const GPtrArray *tasks)
+{
+    for (guint i = 0; i < tasks->len; i++) {
+        if (((const KbTaskInfo *)tasks->pdata[i])->pod->n_resource_claims > 0)
+            return TRUE;
+    }
+    return FALSE;
+}
+
 /* Place pending tasks in order until the job holds its minimum or one cannot be placed (FALSE). */
 static gboolean place_minimum(Alloc *a, KbJobInfo *job, KbQueueInfo *qi)
 {
     if (a->sg != NULL)
         return place_minimum_sub_groups(a, job, qi);
-    for (guint i = 0; i < a->tasks->len && !at_minimum(a, job); i++) {
-        if (!place_task(a, a->ctxs, a->tasks->pdata[i], qi))
-            return FALSE;
-    }
-    return TRUE;
+    gboolean ok = TRUE;
+    for (guint i = 0; ok && i < a->tasks->len && !at_minimum(a, job); i++)
+        ok = place_task(a, a->ctxs, a->tasks->pdata[i], qi);
+    if (ok || !has_claims(a->tasks))
+        return ok;
+    rollback(a, 0);
+    guint budget = DFS_BUDGET;
+    if (dfs_place(a, job, qi, 0, &budget))
+        return TRUE;
+    /* Nothing either: the greedy pass again, for its count and reason. */
+    g_string_truncate(a->why, 0);
+    reset_ctxs(a->ctxs);
+    ok = TRUE;
+    for (guint i = 0; ok && i < a->tasks->len && !at_minimum(a, job); i++)
+        ok = place_task(a, a->ctxs, a->tasks->pdata[i], qi);
+    return ok;
 }
 
 /* A new statement: scratch and reason cleared. */

@@ -235,6 +235,7 @@ static void test_gang_one_short(void)
     g_assert_cmpuint(kb_dra_devices_held(dra(fx)), ==, 0);
     const KbJobStatus *js = kb_cycle_result_job(fx->res, "ml/job");
     g_assert_nonnull(js);
+    g_test_message("msg: %s", js->message);
     g_assert_nonnull(strstr(js->message, "claim ml/job-w3-gpus request gpus: 2 devices of class "
                                          "gpu.nvidia.com wanted, 1 free on node n2"));
     kb_test_sched_free(fx);
@@ -445,6 +446,36 @@ static void test_written_until_seen(void)
     kb_test_sched_free(fx);
 }
 
+/* Backtracking across members: w0's claim is shared with w1, which also needs two GPUs of its
+ * own. Greedy puts w0 (and the shared claim) on n1, where w1 cannot follow; the plan takes that
+ * back and puts both on n2. */
+static void test_backtrack_shared(void)
+{
+    Fx *fx = fixture();
+    add_gpu_node(fx, "n1", 1, 1, "NVIDIA A100");
+    add_gpu_node(fx, "n2", 3, 4, "NVIDIA A100");
+    add_group(fx, "job", 2);
+    g_autofree char *one = gpus_request(1, "gpu.nvidia.com");
+    g_autofree char *two = gpus_request(2, "gpu.nvidia.com");
+    put_claim(fx, "shared", one, NULL);
+    put_claim(fx, "own", two, NULL);
+    put_pod(fx, "job-w0", "job", "shared");
+    kb_test_sched_put_pod(
+            fx, kb_test_sched_parse(
+                        "{\"metadata\":{\"name\":\"job-w1\",\"namespace\":\"ml\",\"uid\":"
+                        "\"u-job-w1\",\"annotations\":{\"scheduling.k8s.io/group-name\":\"job\"}},"
+                        "\"spec\":{\"schedulerName\":\"kube-batchd\",\"containers\":[{\"name\":"
+                        "\"c\"}],\"resourceClaims\":[{\"name\":\"a\",\"resourceClaimName\":"
+                        "\"shared\"},{\"name\":\"b\",\"resourceClaimName\":\"own\"}]},"
+                        "\"status\":{\"phase\":\"Pending\"}}"));
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 2);
+    g_assert_cmpstr(kb_test_sched_bound_node(fx, "ml", "job-w0"), ==, "n2");
+    g_assert_cmpstr(kb_test_sched_bound_node(fx, "ml", "job-w1"), ==, "n2");
+    g_assert_cmpuint(kb_dra_devices_held(dra(fx)), ==, 3);
+    kb_test_sched_free(fx);
+}
+
 /* Selectors through kb-cel: the class's and a request's productName selector pick the node. */
 static void test_product_selector(void)
 {
@@ -502,6 +533,7 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/dra/first-available-and-all", test_first_available_and_all);
     g_test_add_func("/scheduler/dra/bind-failure-releases", test_bind_failure_releases);
     g_test_add_func("/scheduler/dra/written-until-seen", test_written_until_seen);
+    g_test_add_func("/scheduler/dra/backtrack/shared-claim", test_backtrack_shared);
     g_test_add_func("/scheduler/dra/selector/product-name", test_product_selector);
     g_test_add_func("/scheduler/dra/selector/unsupported-quoted", test_unsupported_selector);
     return g_test_run();
