@@ -253,9 +253,7 @@ static gint pick(Alloc *a, ClassCtx *ctx, const KbTaskInfo *task)
         gint best = -1;
         for (guint i = 0; i < ctx->cands->len;) {
             Cand *c = &g_array_index(ctx->cands, Cand, i);
-            /* A pod's claims are its own (a template's claim per pod, a claim pinned to a node):
-             * a candidate of its class is checked again for each pod that has claims. */
-            if (c->stamp != a->stamp[c->node] || task->pod->n_resource_claims > 0) {
+            if (c->stamp != a->stamp[c->node]) {
                 if (!node_fits(a, task, c->node)) {
                     g_array_remove_index_fast(ctx->cands, i);
                     continue;
@@ -275,6 +273,13 @@ static gint pick(Alloc *a, ClassCtx *ctx, const KbTaskInfo *task)
                     best = (gint)i;
             }
             i++;
+        }
+        /* A pod's claims are its own (a template's claim per pod, a claim pinned to a node): the
+         * class's best candidate is checked again for each pod that has claims. */
+        if (best >= 0 && task->pod->n_resource_claims > 0 &&
+            !node_fits(a, task, g_array_index(ctx->cands, Cand, best).node)) {
+            g_array_remove_index_fast(ctx->cands, (guint)best);
+            continue;
         }
         if (best >= 0)
             return (gint)g_array_index(ctx->cands, Cand, best).node;

@@ -457,6 +457,7 @@ typedef struct {
     const char *match_value; /* its value (attribute_text form) */
     GString *why;            /* the first shortfall */
     gint why_free;
+    gboolean choose; /* the devices are kept (assume): prefer islands; else only feasibility */
 } Search;
 
 static gboolean constrained(const KbClaimSpec *spec, const char *request, const char *attr)
@@ -561,7 +562,7 @@ static gboolean try_sub(Search *s, const char *req_name, const KbDeviceSubReques
         }
         return FALSE;
     }
-    if (!sub->all)
+    if (!sub->all && s->choose)
         order_by_island(s, idx, want);
     for (guint i = 0; i < want; i++) {
         const Cand *c = &g_array_index(s->cands, Cand, g_array_index(idx, guint, i));
@@ -688,8 +689,8 @@ static GArray *results_new(void)
 }
 
 /* @pod's claims on @node into @plan (PlanClaim); FALSE with @why/@free at the first that fails. */
-static gboolean plan_pod(KbDra *dra, const KbPod *pod, const char *node, GArray *plan, GString *why,
-                         gint *free)
+static gboolean plan_pod(KbDra *dra, const KbPod *pod, const char *node, GArray *plan,
+                         gboolean choose, GString *why, gint *free)
 {
     g_autoptr(GHashTable) taken = g_hash_table_new(g_str_hash, g_str_equal);
     g_autoptr(GArray) cands = NULL;
@@ -725,7 +726,7 @@ static gboolean plan_pod(KbDra *dra, const KbPod *pod, const char *node, GArray 
         if (cands == NULL)
             cands = node_cands(dra, node);
         g_autoptr(GString) w = why != NULL ? g_string_new(NULL) : NULL;
-        Search s = {dra, ci, key, node, cands, taken, results_new(), NULL, NULL, w, 0};
+        Search s = {dra, ci, key, node, cands, taken, results_new(), NULL, NULL, w, 0, choose};
         if (!search_claim(&s)) {
             g_array_unref(s.results);
             if (why != NULL)
@@ -752,7 +753,7 @@ gboolean kb_dra_fits(KbDra *dra, const KbPod *pod, const char *node, GString *wh
     if (pod->n_resource_claims == 0)
         return TRUE;
     g_autoptr(GArray) plan = plan_new();
-    return plan_pod(dra, pod, node, plan, why, free);
+    return plan_pod(dra, pod, node, plan, FALSE, why, free);
 }
 
 gboolean kb_dra_assume(KbDra *dra, const KbPod *pod, const char *node)
@@ -761,7 +762,7 @@ gboolean kb_dra_assume(KbDra *dra, const KbPod *pod, const char *node)
         return pod->n_resource_claims == 0;
     kb_dra_release(dra, pod->meta.uid);
     g_autoptr(GArray) plan = plan_new();
-    if (!plan_pod(dra, pod, node, plan, NULL, NULL))
+    if (!plan_pod(dra, pod, node, plan, TRUE, NULL, NULL))
         return FALSE;
     PodHold *h = g_new0(PodHold, 1);
     h->node = g_intern_string(node);
