@@ -277,8 +277,8 @@ static gboolean parse_rfc3339(const char *s, gint64 *unix_us)
     const char *p = s;
     int y, mo, d, h, mi, sec, us = 0;
 
-    if (s == NULL || !read_digits(&p, 4, &y) || !expect_char(&p, '-') || !read_digits(&p, 2, &mo) ||
-        !expect_char(&p, '-') || !read_digits(&p, 2, &d))
+    if (s == NULL || !read_digits(&p, 4, &y) || !expect_char(&p, '-') ||
+        !read_digits(&p, 2, &mo) || !expect_char(&p, '-') || !read_digits(&p, 2, &d))
         return FALSE;
     if (*p != 'T' && *p != 't')
         return FALSE;
@@ -471,7 +471,8 @@ static gboolean terms_eq(const KbPod *a, const KbPod *b, char **why)
 
 static gboolean statuses_eq(const KbPod *a, const KbPod *b, char **why)
 {
-    if (!int_eq("containerStatuses.length", a->n_container_statuses, b->n_container_statuses, why))
+    if (!int_eq("containerStatuses.length", a->n_container_statuses, b->n_container_statuses,
+                why))
         return FALSE;
     for (guint i = 0; i < a->n_container_statuses; i++) {
         const KbContainerStatus *x = &a->container_statuses[i], *y = &b->container_statuses[i];

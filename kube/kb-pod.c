@@ -9,8 +9,8 @@
 #include "kube/kb-error.h"
 #include "kube/kb-objects.h"
 
-#define GROUP_ANNOTATION  "scheduling.k8s.io/group-name"
-#define GROUP_LABEL       "scheduling.x-k8s.io/pod-group"
+#define GROUP_ANNOTATION "scheduling.k8s.io/group-name"
+#define GROUP_LABEL "scheduling.x-k8s.io/pod-group"
 #define DEFAULT_SCHEDULER "default-scheduler"
 
 /* ---- resources ------------------------------------------------------------------------------ */
@@ -447,8 +447,7 @@ static gboolean decode_affinity(json_object *spec, KbPod *pod, GError **error)
         }
     }
     if (o != NULL && !decode_terms(o, pod, error)) {
-        g_prefix_error(error,
-                       "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.");
+        g_prefix_error(error, "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.");
         return FALSE;
     }
     return TRUE;
@@ -693,9 +692,9 @@ static gboolean decode_spec(json_object *obj, KbPod *pod, KbPodRequestsFold *fol
 KbPodPhase kb_pod_phase_parse(const char *s)
 {
     static const char *const names[] = {
-            [KB_POD_PENDING] = "Pending",     [KB_POD_RUNNING] = "Running",
-            [KB_POD_SUCCEEDED] = "Succeeded", [KB_POD_FAILED] = "Failed",
-            [KB_POD_UNKNOWN] = "Unknown",
+        [KB_POD_PENDING] = "Pending", [KB_POD_RUNNING] = "Running",
+        [KB_POD_SUCCEEDED] = "Succeeded", [KB_POD_FAILED] = "Failed",
+        [KB_POD_UNKNOWN] = "Unknown",
     };
     /* A pod without a phase yet has just been created: Pending. */
     if (s == NULL || *s == '\0')

@@ -94,13 +94,12 @@ static void test_bench_pods(void)
 static void test_values(void)
 {
     const char *text =
-            "{\"spec\":{\"overhead\":{\"cpu\":\"250m\"},\"initContainers\":[{\"restartPolicy\":"
-            "\"Always\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}},{\"resources\":{\"limits\":{"
-            "\"cpu\":\"3\",\"memory\":\"1Gi\"},\"requests\":{\"memory\":\"0\"}}}],\"containers\":[{"
-            "\"resources\":{\"limits\":{\"nvidia.com/"
-            "gpu\":2}}}],\"schedulerName\":\"\",\"priority\":"
-            "-7},\"metadata\":{\"labels\":{\"scheduling.x-k8s.io/pod-group\":\"g\\u00e9\"},"
-            "\"namespace\":\"d\",\"name\":\"p\"}}";
+        "{\"spec\":{\"overhead\":{\"cpu\":\"250m\"},\"initContainers\":[{\"restartPolicy\":"
+        "\"Always\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}},{\"resources\":{\"limits\":{"
+        "\"cpu\":\"3\",\"memory\":\"1Gi\"},\"requests\":{\"memory\":\"0\"}}}],\"containers\":[{"
+        "\"resources\":{\"limits\":{\"nvidia.com/gpu\":2}}}],\"schedulerName\":\"\",\"priority\":"
+        "-7},\"metadata\":{\"labels\":{\"scheduling.x-k8s.io/pod-group\":\"g\\u00e9\"},"
+        "\"namespace\":\"d\",\"name\":\"p\"}}";
     g_autoptr(GError) error = NULL;
     g_autoptr(KbPod) pod = kb_pod_decode_bytes(text, strlen(text), &error);
     g_assert_no_error(error);
@@ -126,10 +125,10 @@ static void test_deadline(void)
         gint64 want;
     } rows[] = {{"3600", 3600}, {"0", 0}, {"-5", 0}, {"9223372036854775807", G_MAXINT64}};
     for (guint i = 0; i < G_N_ELEMENTS(rows); i++) {
-        g_autofree char *text =
-                g_strdup_printf("{\"metadata\":{\"name\":\"p\",\"namespace\":\"d\"},\"spec\":{"
-                                "\"containers\":[],\"activeDeadlineSeconds\":%s}}",
-                                rows[i].value);
+        g_autofree char *text = g_strdup_printf(
+                "{\"metadata\":{\"name\":\"p\",\"namespace\":\"d\"},\"spec\":{"
+                "\"containers\":[],\"activeDeadlineSeconds\":%s}}",
+                rows[i].value);
         g_autoptr(GError) error = NULL;
         g_autoptr(KbPod) pod = kb_pod_decode_bytes(text, strlen(text), &error);
         g_assert_no_error(error);
@@ -491,10 +490,10 @@ static void test_limit(gconstpointer data)
 static void test_limit_maps(void)
 {
     static const char *const maps[][2] = {
-            {P ",\"labels\":{", "}},\"spec\":{}}"},
-            {P ",\"annotations\":{", "}},\"spec\":{}}"},
-            {P "},\"spec\":{\"nodeSelector\":{", "}}}"},
-            {P "},\"spec\":{\"containers\":[{\"resources\":{\"requests\":{", "}}}]}}"},
+        {P ",\"labels\":{", "}},\"spec\":{}}"},
+        {P ",\"annotations\":{", "}},\"spec\":{}}"},
+        {P "},\"spec\":{\"nodeSelector\":{", "}}}"},
+        {P "},\"spec\":{\"containers\":[{\"resources\":{\"requests\":{", "}}}]}}"},
     };
     for (gsize m = 0; m < G_N_ELEMENTS(maps); m++) {
         for (int n = 256; n <= 257; n++) {
@@ -509,15 +508,15 @@ static void test_limit_maps(void)
         const char *fmt; /* %s: a run of n 'a's */
         int limit;
     } lengths[] = {
-            {P "},\"spec\":{},\"x\":0,\"metadata\":{\"name\":\"%s\"}}", 253},
-            {"{\"metadata\":{\"name\":\"p\",\"namespace\":\"%s\"},\"spec\":{}}", 253},
-            {P ",\"labels\":{\"%s\":\"v\"}},\"spec\":{}}", 317},
-            {P ",\"annotations\":{\"k\":\"%s\"}},\"spec\":{}}", 65536},
-            {P "},\"spec\":{\"nodeName\":\"%s\"}}", 253},
-            {P "},\"spec\":{\"containers\":[{\"resources\":{\"limits\":{\"%s\":\"0\"}}}]}}", 317},
-            {P "},\"spec\":{\"tolerations\":[{\"key\":\"%s\"}]}}", 317},
-            {P "},\"spec\":{},\"status\":{\"phase\":\"%s\"}}", 253},
-            {P ",\"creationTimestamp\":\"%s\"},\"spec\":{}}", 64},
+        {P "},\"spec\":{},\"x\":0,\"metadata\":{\"name\":\"%s\"}}", 253},
+        {"{\"metadata\":{\"name\":\"p\",\"namespace\":\"%s\"},\"spec\":{}}", 253},
+        {P ",\"labels\":{\"%s\":\"v\"}},\"spec\":{}}", 317},
+        {P ",\"annotations\":{\"k\":\"%s\"}},\"spec\":{}}", 65536},
+        {P "},\"spec\":{\"nodeName\":\"%s\"}}", 253},
+        {P "},\"spec\":{\"containers\":[{\"resources\":{\"limits\":{\"%s\":\"0\"}}}]}}", 317},
+        {P "},\"spec\":{\"tolerations\":[{\"key\":\"%s\"}]}}", 317},
+        {P "},\"spec\":{},\"status\":{\"phase\":\"%s\"}}", 253},
+        {P ",\"creationTimestamp\":\"%s\"},\"spec\":{}}", 64},
     };
     for (gsize i = 0; i < G_N_ELEMENTS(lengths); i++) {
         /* The duplicate metadata of the first case is refused by the byte decoder only. */
@@ -569,18 +568,16 @@ static void test_list_bad(void)
         int code; /* KbErrorCode */
         const char *message;
     } cases[] = {
-            {"{\"items\":[{" POD_META ",\"spec\":{}},{" POD_META
-             ",\"spec\":{\"priority\":\"x\"}}]}",
-             KB_ERROR_DECODE,
-             "items[1]: pod default/p: spec.priority: expected an integer, got \"x\""},
-            {"{\"items\":{}}", KB_ERROR_DECODE, "items: expected an array, got {}"},
-            {"[]", KB_ERROR_DECODE, "list: expected an object, got []"},
-            {"{\"items\":[],\"metadata\":{\"continue\":7}}", KB_ERROR_DECODE,
-             "metadata.continue: expected a string, got 7"},
-            {"{\"items\":[]} x", KB_ERROR_DECODE,
-             "JSON: expected the end of the input at byte 13, got 'x'"},
-            {"{\"items\":[{" POD_META ",\"spec\":{}},", KB_ERROR_DECODE,
-             "items[1]: pod: JSON: expected a value at byte 68, got the end of the input"},
+        {"{\"items\":[{" POD_META ",\"spec\":{}},{" POD_META ",\"spec\":{\"priority\":\"x\"}}]}",
+         KB_ERROR_DECODE, "items[1]: pod default/p: spec.priority: expected an integer, got \"x\""},
+        {"{\"items\":{}}", KB_ERROR_DECODE, "items: expected an array, got {}"},
+        {"[]", KB_ERROR_DECODE, "list: expected an object, got []"},
+        {"{\"items\":[],\"metadata\":{\"continue\":7}}", KB_ERROR_DECODE,
+         "metadata.continue: expected a string, got 7"},
+        {"{\"items\":[]} x", KB_ERROR_DECODE,
+         "JSON: expected the end of the input at byte 13, got 'x'"},
+        {"{\"items\":[{" POD_META ",\"spec\":{}},", KB_ERROR_DECODE,
+         "items[1]: pod: JSON: expected a value at byte 68, got the end of the input"},
     };
     for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
         g_autoptr(GPtrArray) pods = g_ptr_array_new_with_free_func(kb_object_unref);
@@ -604,21 +601,21 @@ static void test_stricter(void)
         const char *text;
         const char *message_part;
     } cases[] = {
-            {"{" POD_META ",\"spec\":{\"nodeName\":\"a\",\"nodeName\":\"b\"}}",
-             "pod default/p: spec.nodeName: duplicate member"},
-            {"{" POD_META ",\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"cpu\":\"1\","
-             "\"cpu\":\"2\"}}}]}}",
-             "requests[\"cpu\"]: duplicate member"},
-            {"{\"metadata\":{\"name\":\"p\",\"labels\":{\"a\":\"1\",\"a\":\"2\"}},\"spec\":{}}",
-             "metadata.labels[\"a\"]: duplicate member"},
-            {"{" POD_META ",\"spec\":{\"nodeName\":\"\xff\"}}", "invalid UTF-8"},
-            {"{" POD_META ",\"spec\":{\"nodeName\":\"a\\u0000b\"}}", "invalid escape"},
-            {"{" POD_META ",\"spec\":{\"nodeName\":\"\\ud800\"}}", "invalid escape"},
-            {"{" POD_META ",\"spec\":{},}", "expected a member name after ','"},
-            {"{" POD_META ",\"spec\":{}} {}", "expected the end of the input"},
-            {"{" POD_META ",\"spec\":{\"x\":[01]}}", "expected ',' or ']'"},
-            {"{" POD_META ",\"spec\":{\"x\":NaN}}", "expected a value"},
-            {"{" POD_META ",\"spec\":{\"x\":'a'}}", "expected a value"},
+        {"{" POD_META ",\"spec\":{\"nodeName\":\"a\",\"nodeName\":\"b\"}}",
+         "pod default/p: spec.nodeName: duplicate member"},
+        {"{" POD_META ",\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"cpu\":\"1\","
+         "\"cpu\":\"2\"}}}]}}",
+         "requests[\"cpu\"]: duplicate member"},
+        {"{\"metadata\":{\"name\":\"p\",\"labels\":{\"a\":\"1\",\"a\":\"2\"}},\"spec\":{}}",
+         "metadata.labels[\"a\"]: duplicate member"},
+        {"{" POD_META ",\"spec\":{\"nodeName\":\"\xff\"}}", "invalid UTF-8"},
+        {"{" POD_META ",\"spec\":{\"nodeName\":\"a\\u0000b\"}}", "invalid escape"},
+        {"{" POD_META ",\"spec\":{\"nodeName\":\"\\ud800\"}}", "invalid escape"},
+        {"{" POD_META ",\"spec\":{},}", "expected a member name after ','"},
+        {"{" POD_META ",\"spec\":{}} {}", "expected the end of the input"},
+        {"{" POD_META ",\"spec\":{\"x\":[01]}}", "expected ',' or ']'"},
+        {"{" POD_META ",\"spec\":{\"x\":NaN}}", "expected a value"},
+        {"{" POD_META ",\"spec\":{\"x\":'a'}}", "expected a value"},
     };
     for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
         json_object *obj = json_tokener_parse(cases[i].text);

@@ -75,20 +75,12 @@ static void check_record(gpointer rec, GError *error)
 static void decode_all(json_object *obj, gboolean keep_raw)
 {
     static const Decode decoders[] = {
-            wrap_kb_pod_decode,
-            wrap_kb_node_decode,
-            wrap_kb_pod_group_decode,
-            wrap_kb_queue_decode,
-            wrap_kb_priority_class_decode,
-            wrap_kb_lease_decode,
-            wrap_kb_meta_object_decode,
-            wrap_kb_pod_group_decode_native,
-            wrap_kb_pod_group_decode_v1alpha3,
-            wrap_kb_composite_pod_group_decode,
-            wrap_kb_device_class_decode,
-            wrap_kb_resource_claim_decode,
-            wrap_kb_resource_claim_template_decode,
-            wrap_kb_resource_slice_decode,
+        wrap_kb_pod_decode,   wrap_kb_node_decode,           wrap_kb_pod_group_decode,
+        wrap_kb_queue_decode, wrap_kb_priority_class_decode, wrap_kb_lease_decode,
+        wrap_kb_meta_object_decode, wrap_kb_pod_group_decode_native,
+        wrap_kb_pod_group_decode_v1alpha3, wrap_kb_composite_pod_group_decode,
+        wrap_kb_device_class_decode, wrap_kb_resource_claim_decode,
+        wrap_kb_resource_claim_template_decode, wrap_kb_resource_slice_decode,
     };
     for (gsize i = 0; i < G_N_ELEMENTS(decoders); i++) {
         GError *error = NULL;
@@ -127,8 +119,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     json_object *sub;
     if (json_object_object_get_ex(doc, "object", &sub))
         decode_all(sub, FALSE);
-    if (json_object_object_get_ex(doc, "items", &sub) &&
-        json_object_is_type(sub, json_type_array)) {
+    if (json_object_object_get_ex(doc, "items", &sub) && json_object_is_type(sub, json_type_array)) {
         for (size_t i = 0; i < json_object_array_length(sub) && i < 64; i++)
             decode_all(json_object_array_get_idx(sub, i), TRUE);
     }
