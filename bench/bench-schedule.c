@@ -10,7 +10,13 @@
  * Last, one cycle with Volcano's e2e configuration file (sla, binpack, ignored plugins) and with
  * the default plus sla and binpack, against the default, every job past its sla limit.
  *
+ * DRA: 1,000 nodes x 8 GPUs published as ResourceSlices (NVIDIA's DeviceClass selector) and 5,000
+ * pods in gangs of 8, each with its own claim of one GPU, against the same run asking
+ * nvidia.com/gpu: 1; placements/s of each and their ratio (the cycle only; the claim writes are
+ * the binder's, measured by bench-e2e).
+ *
  * Usage: bench-schedule [nodes pods]   (defaults 5000 50000)
+ *        bench-schedule dra            (the DRA rows only)
  *
  * Kept as bench/schedule.c (outside the bench/bench-*.c wildcard) until the Makefile links bench
  * programs: its `$(O)/bin/bench-%` pattern rule has no recipe, so make falls back to the generic
@@ -21,10 +27,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "kube/kb-dra.h"
 #include "kube/kb-objects.h"
 #include "scheduler/cache.h"
 #include "scheduler/conf.h"
 #include "scheduler/cycle.h"
+#include "scheduler/dra.h"
 #include "tests/lib/kb-test-confs.h"
 
 typedef gpointer (*DecodeFn)(json_object *obj, gboolean keep_raw, GError **error);
@@ -290,9 +298,109 @@ static void run_volcano(guint n_nodes, guint n_pods)
            def, vc, def > 0 ? vc / def : 0.0, own, def > 0 ? own / def : 0.0);
 }
 
+/* 8-pod gangs, one GPU each: through DRA claims (@dra) or nvidia.com/gpu. Returns seconds. */
+static double run_dra(guint n_nodes, guint n_pods, gboolean dra)
+{
+    g_autoptr(KbCache) cache = kb_cache_new(NULL, "default");
+    g_autoptr(KbConf) conf = kb_conf_new_default();
+    KbDra *d = kb_cache_dra(cache);
+    KbDeviceClass *dc = decode("{\"metadata\":{\"name\":\"gpu.nvidia.com\"},\"spec\":{"
+                               "\"selectors\":[{\"cel\":{\"expression\":\"device.driver == "
+                               "'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == "
+                               "'gpu'\"}}]}}",
+                               (DecodeFn)kb_device_class_decode);
+    kb_dra_set_class(d, dc);
+    kb_object_unref(dc);
+    for (guint i = 0; i < n_nodes; i++) {
+        g_autofree char *json = g_strdup_printf(
+                "{\"metadata\":{\"name\":\"node-%05u\",\"uid\":\"n%u\"},\"spec\":{},"
+                "\"status\":{\"allocatable\":{\"cpu\":\"96\",\"memory\":\"768Gi\",\"pods\":"
+                "\"110\"%s},\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
+                i, i, dra ? "" : ",\"nvidia.com/gpu\":\"8\"");
+        KbNode *node = decode(json, (DecodeFn)kb_node_decode);
+        kb_cache_add_node(cache, node);
+        kb_object_unref(node);
+        if (!dra)
+            continue;
+        g_autoptr(GString) s = g_string_new(NULL);
+        g_string_printf(s,
+                        "{\"metadata\":{\"name\":\"node-%05u-gpu\"},\"spec\":{\"driver\":"
+                        "\"gpu.nvidia.com\",\"nodeName\":\"node-%05u\",\"pool\":{\"name\":"
+                        "\"node-%05u\"},\"devices\":[",
+                        i, i, i);
+        for (guint g = 0; g < 8; g++)
+            g_string_append_printf(s,
+                                   "%s{\"name\":\"gpu-%u\",\"attributes\":{\"type\":{\"string\":"
+                                   "\"gpu\"},\"index\":{\"int\":%u},\"kube-batchd.io/"
+                                   "nvlinkIsland\":{\"int\":%u}}}",
+                                   g == 0 ? "" : ",", g, g, g / 4);
+        g_string_append(s, "]}}");
+        KbResourceSlice *slice = decode(s->str, (DecodeFn)kb_resource_slice_decode);
+        kb_dra_set_slice(d, slice);
+        kb_object_unref(slice);
+    }
+    for (guint job = 0; job * 8 < n_pods; job++) {
+        g_autofree char *pg_json = g_strdup_printf(
+                "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\","
+                "\"metadata\":{\"name\":\"job-%u\",\"namespace\":\"ml\",\"uid\":\"pg%u\"},"
+                "\"spec\":{\"minMember\":8}}",
+                job, job);
+        KbPodGroup *pg = decode(pg_json, (DecodeFn)kb_pod_group_decode);
+        kb_cache_add_pod_group(cache, pg);
+        kb_object_unref(pg);
+        for (guint t = 0; t < 8; t++) {
+            if (dra) {
+                g_autofree char *cj = g_strdup_printf(
+                        "{\"metadata\":{\"name\":\"job-%u-%u-gpu\",\"namespace\":\"ml\","
+                        "\"resourceVersion\":\"1\"},\"spec\":{\"devices\":{\"requests\":[{"
+                        "\"name\":\"gpu\",\"exactly\":{\"deviceClassName\":\"gpu.nvidia.com\"}}]}}"
+                        "}",
+                        job, t);
+                KbResourceClaim *claim = decode(cj, (DecodeFn)kb_resource_claim_decode);
+                kb_dra_set_claim(d, claim);
+                kb_object_unref(claim);
+            }
+            g_autofree char *claims =
+                    dra ? g_strdup_printf(",\"resourceClaims\":[{\"name\":\"gpu\","
+                                          "\"resourceClaimName\":\"job-%u-%u-gpu\"}]",
+                                          job, t)
+                        : g_strdup("");
+            g_autofree char *json = g_strdup_printf(
+                    "{\"metadata\":{\"name\":\"job-%u-%u\",\"namespace\":\"ml\",\"uid\":"
+                    "\"p%u-%u\",\"annotations\":{\"scheduling.k8s.io/group-name\":\"job-%u\"}},"
+                    "\"spec\":{\"schedulerName\":\"kube-batchd\",\"containers\":[{\"name\":"
+                    "\"tensorflow\",\"resources\":{\"requests\":{\"cpu\":\"4\"%s}}}]%s},"
+                    "\"status\":{\"phase\":\"Pending\"}}",
+                    job, t, job, t, job, dra ? "" : ",\"nvidia.com/gpu\":1", claims);
+            KbPod *pod = decode(json, (DecodeFn)kb_pod_decode);
+            kb_cache_add_pod(cache, pod);
+            kb_object_unref(pod);
+        }
+    }
+    gint64 t0 = g_get_monotonic_time();
+    g_autoptr(KbCycleResult) res = kb_cycle_run(cache, conf, 1000);
+    double secs = (double)(g_get_monotonic_time() - t0) / 1e6;
+    guint writes = 0;
+    for (guint i = 0; i < res->placements->len; i++) {
+        const KbPlacement *p = &g_array_index(res->placements, KbPlacement, i);
+        writes += p->claim_writes != NULL ? p->claim_writes->len : 0;
+    }
+    printf("  %-15s %5u nodes x 8 GPUs, %5u pods in gangs of 8: %5u placed, %5u claim writes, "
+           "cycle %.3f s -> %.0f pods/s\n",
+           dra ? "DRA claims" : "nvidia.com/gpu", n_nodes, n_pods, res->placements->len, writes,
+           secs, secs > 0 ? res->placements->len / secs : 0.0);
+    return secs > 0 ? res->placements->len / secs : 0.0;
+}
+
+static void run_dra_rows(void);
+
 int main(int argc, char **argv)
 {
     guint nodes = 5000, pods = 50000;
+    if (argc == 2 && strcmp(argv[1], "dra") == 0) {
+        run_dra_rows();
+        return 0;
+    }
     if (argc == 3) {
         nodes = (guint)strtoul(argv[1], NULL, 10);
         pods = (guint)strtoul(argv[2], NULL, 10);
@@ -319,5 +427,18 @@ int main(int argc, char **argv)
            flat > 0 ? deep / flat : 0.0, deep, flat);
     printf("Volcano's configuration (sla, binpack; all jobs past their limit), best of 3:\n");
     run_volcano(nodes, pods);
+    run_dra_rows();
     return 0;
+}
+
+static void run_dra_rows(void)
+{
+    printf("DRA (1,000 nodes x 8 GPUs, 5,000 pods in gangs of 8, one GPU each), best of 3:\n");
+    double plugin = 0, claims = 0;
+    for (guint rep = 0; rep < 3; rep++) {
+        plugin = MAX(plugin, run_dra(1000, 5000, FALSE));
+        claims = MAX(claims, run_dra(1000, 5000, TRUE));
+    }
+    printf("DRA / nvidia.com/gpu placements per second: %.2fx (goal >= 0.5x)\n",
+           plugin > 0 ? claims / plugin : 0.0);
 }

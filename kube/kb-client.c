@@ -42,6 +42,11 @@ const KbResourceType kb_type_composite_pod_groups = {"scheduling.k8s.io", "v1alp
 const KbResourceType kb_type_queues_kube_batch = {"scheduling.incubator.k8s.io", "v1alpha1",
                                                   "queues", FALSE};
 const KbResourceType kb_type_queues_volcano = {"scheduling.volcano.sh", "v1beta1", "queues", FALSE};
+const KbResourceType kb_type_device_classes = {"resource.k8s.io", "v1", "deviceclasses", FALSE};
+const KbResourceType kb_type_resource_claims = {"resource.k8s.io", "v1", "resourceclaims", TRUE};
+const KbResourceType kb_type_resource_claim_templates = {"resource.k8s.io", "v1",
+                                                         "resourceclaimtemplates", TRUE};
+const KbResourceType kb_type_resource_slices = {"resource.k8s.io", "v1", "resourceslices", FALSE};
 const KbResourceType kb_type_tfjobs_v1 = {"kubeflow.org", "v1", "tfjobs", TRUE};
 const KbResourceType kb_type_tfjobs_v1alpha1 = {"kubeflow.org", "v1alpha1", "tfjobs", TRUE};
 

@@ -107,6 +107,11 @@ extern const KbResourceType kb_type_workloads_native;   /* scheduling.k8s.io/v1b
 extern const KbResourceType kb_type_queues_kube_batch;  /* scheduling.incubator.k8s.io/v1alpha1 */
 extern const KbResourceType kb_type_queues_volcano;     /* scheduling.volcano.sh/v1beta1 */
 extern const KbResourceType kb_type_tfjobs_v1;          /* kubeflow.org/v1 */
+/* resource.k8s.io/v1 (DRA) */
+extern const KbResourceType kb_type_device_classes;
+extern const KbResourceType kb_type_resource_claims;
+extern const KbResourceType kb_type_resource_claim_templates;
+extern const KbResourceType kb_type_resource_slices;
 extern const KbResourceType kb_type_tfjobs_v1alpha1;    /* kubeflow.org/v1alpha1 */
 /* scheduling.k8s.io/v1alpha3 (1.37 alpha, CompositePodGroup): PodGroups there, composites */
 extern const KbResourceType kb_type_pod_groups_v1alpha3;

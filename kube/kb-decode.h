@@ -174,6 +174,15 @@ gboolean kb_decode_requirement_check(const KbSelectorRequirement *r, GError **er
 gboolean kb_decode_toleration_tail(const char *op, const char *effect, KbToleration *t,
                                    GError **error);
 
+/* Frees @n entries of @claims and the array (may be NULL). */
+void kb_pod_resource_claims_free(KbPodResourceClaim *claims, guint n);
+/*
+ * A decoded spec.resourceClaims[] entry (@spec TRUE) or status.resourceClaimStatuses[] entry: a
+ * name is required, and a spec entry names exactly one of resourceClaimName and
+ * resourceClaimTemplateName. Errors relative to the entry. Both pod decoders call it.
+ */
+gboolean kb_pod_resource_claim_check(const KbPodResourceClaim *c, gboolean spec, GError **error);
+
 /* status.phase text (may be NULL) as a phase. */
 KbPodPhase kb_pod_phase_parse(const char *s);
 

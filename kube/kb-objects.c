@@ -3,6 +3,8 @@
  * API timestamps; see kb-objects.h. The decoders live in kb-meta.c, kb-pod.c, kb-node.c,
  * kb-podgroup.c and kb-cluster.c.
  */
+#include "kube/kb-decode.h"
+#include "kube/kb-dra.h"
 #include "kube/kb-objects.h"
 
 #include <stdarg.h>
@@ -61,6 +63,33 @@ static void pod_clear(KbPod *pod)
     g_clear_pointer(&pod->scheduling_group, g_free);
     g_clear_pointer(&pod->claims, g_free);
     pod->n_claims = 0;
+    kb_pod_resource_claims_free(pod->resource_claims, pod->n_resource_claims);
+    pod->resource_claims = NULL;
+    pod->n_resource_claims = 0;
+    kb_pod_resource_claims_free(pod->claim_statuses, pod->n_claim_statuses);
+    pod->claim_statuses = NULL;
+    pod->n_claim_statuses = 0;
+}
+
+void kb_pod_resource_claims_free(KbPodResourceClaim *claims, guint n)
+{
+    for (guint i = 0; i < n; i++) {
+        g_free(claims[i].claim_name);
+        g_free(claims[i].template_name);
+    }
+    g_free(claims);
+}
+
+const char *kb_pod_resource_claim_name(const KbPod *pod, guint i)
+{
+    const KbPodResourceClaim *c = &pod->resource_claims[i];
+    if (c->claim_name != NULL)
+        return c->claim_name;
+    for (guint j = 0; j < pod->n_claim_statuses; j++) {
+        if (g_strcmp0(pod->claim_statuses[j].name, c->name) == 0)
+            return pod->claim_statuses[j].claim_name;
+    }
+    return NULL;
 }
 
 void kb_object_unref(gpointer obj)
@@ -85,6 +114,12 @@ void kb_object_unref(gpointer obj)
         g_free(((KbPodGroup *)obj)->scheduled_since);
         g_free(((KbPodGroup *)obj)->parent);
         kb_sub_groups_free(((KbPodGroup *)obj)->sub_groups, ((KbPodGroup *)obj)->n_sub_groups);
+        break;
+    case KB_KIND_DEVICE_CLASS:
+    case KB_KIND_RESOURCE_CLAIM:
+    case KB_KIND_RESOURCE_CLAIM_TEMPLATE:
+    case KB_KIND_RESOURCE_SLICE:
+        kb_dra_record_clear(meta);
         break;
     case KB_KIND_TFJOB:
         /* Allocated and freed by kb-tfjob (kb_tfjob_free): a caller bug, not input. */
@@ -453,6 +488,20 @@ static gboolean statuses_eq(const KbPod *a, const KbPod *b, char **why)
     return TRUE;
 }
 
+static gboolean resource_claims_eq(const char *what, const KbPodResourceClaim *a, guint na,
+                                   const KbPodResourceClaim *b, guint nb, char **why)
+{
+    if (na != nb)
+        return differ(why, "%s.length: %u != %u", what, na, nb);
+    for (guint i = 0; i < na; i++) {
+        if (!str_eq(what, a[i].name, b[i].name, why) ||
+            !str_eq(what, a[i].claim_name, b[i].claim_name, why) ||
+            !str_eq(what, a[i].template_name, b[i].template_name, why))
+            return FALSE;
+    }
+    return TRUE;
+}
+
 gboolean kb_pod_equal(const KbPod *a, const KbPod *b, char **why)
 {
     if (!meta_eq(&a->meta, &b->meta, why) ||
@@ -480,6 +529,11 @@ gboolean kb_pod_equal(const KbPod *a, const KbPod *b, char **why)
                     b->claims[i].claim, why))
             return FALSE;
     }
+    if (!resource_claims_eq("resourceClaims", a->resource_claims, a->n_resource_claims,
+                            b->resource_claims, b->n_resource_claims, why) ||
+        !resource_claims_eq("status.resourceClaimStatuses", a->claim_statuses, a->n_claim_statuses,
+                            b->claim_statuses, b->n_claim_statuses, why))
+        return FALSE;
     if (!kb_resources_equal(&a->requests, &b->requests)) {
         g_autofree char *x = kb_resources_to_string(&a->requests);
         g_autofree char *y = kb_resources_to_string(&b->requests);

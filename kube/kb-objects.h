@@ -45,6 +45,10 @@ typedef enum {
     KB_KIND_QUEUE,
     KB_KIND_TFJOB,
     KB_KIND_PVC,
+    KB_KIND_DEVICE_CLASS, /* resource.k8s.io/v1, kube/kb-dra.h */
+    KB_KIND_RESOURCE_CLAIM,
+    KB_KIND_RESOURCE_CLAIM_TEMPLATE,
+    KB_KIND_RESOURCE_SLICE,
     KB_KIND_OTHER,
 } KbKind;
 
@@ -152,6 +156,19 @@ typedef struct {
     const char *claim;  /* interned; NULL for an ephemeral volume */
 } KbPodClaim;
 
+/*
+ * DRA: one spec.resourceClaims[] entry (name, and exactly one of resourceClaimName and
+ * resourceClaimTemplateName), or one status.resourceClaimStatuses[] entry (name, and the claim
+ * the resource-claim controller made from the template; template_name NULL). Limit:
+ * KB_MAX_POD_RESOURCE_CLAIMS entries each.
+ */
+#define KB_MAX_POD_RESOURCE_CLAIMS 32
+typedef struct {
+    const char *name;    /* interned: the entry's name, what containers name */
+    char *claim_name;    /* owned, NULL when absent */
+    char *template_name; /* owned, NULL when absent */
+} KbPodResourceClaim;
+
 typedef struct {
     KbObjectMeta meta;
     const char *scheduler_name;      /* interned; "default-scheduler" when empty */
@@ -189,6 +206,11 @@ typedef struct {
     /* Volumes backed by claims (see KbPodClaim), in spec order. */
     KbPodClaim *claims;
     guint n_claims;
+    /* DRA: spec.resourceClaims and status.resourceClaimStatuses, in document order. */
+    KbPodResourceClaim *resource_claims;
+    guint n_resource_claims;
+    KbPodResourceClaim *claim_statuses;
+    guint n_claim_statuses;
     /* spec.schedulingGates (1.27+): how many, and the first one's name (interned). A pod with a
      * gate must not be bound. */
     guint n_scheduling_gates;
@@ -346,6 +368,13 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbPvc, kb_object_unref)
  * field that differs ("spec.tolerations[1].value: \"a\" != \"b\""; newly allocated).
  */
 gboolean kb_pod_equal(const KbPod *a, const KbPod *b, char **why);
+
+/*
+ * The name of the ResourceClaim behind @pod's resourceClaims[@i]: its resourceClaimName, else
+ * the claim status.resourceClaimStatuses names for the entry (a template's claim), else NULL
+ * (the claim is not created yet). Borrowed from @pod.
+ */
+const char *kb_pod_resource_claim_name(const KbPod *pod, guint i);
 
 /* "ns/name" or "name" for cluster-scoped objects; newly allocated. */
 char *kb_object_key(const KbObjectMeta *meta);

@@ -907,6 +907,54 @@ static gboolean decode_gates(KbJsonReader *r, KbPod *pod, GError **error)
     return ok;
 }
 
+enum { RC_NAME = 1, RC_CLAIM = 2, RC_TEMPLATE = 4 };
+
+/* One spec.resourceClaims[] (@spec) or status.resourceClaimStatuses[] entry (kb-pod.c). */
+static gboolean decode_resource_claim(KbJsonReader *r, KbPodResourceClaim *c, gboolean spec,
+                                      GError **error)
+{
+    KbJsonStr k;
+    guint32 seen = 0;
+    int rc;
+    if (!kb_json_object_begin(r, error))
+        return FALSE;
+    while ((rc = kb_json_object_next(r, &k, error)) == 1) {
+        gboolean ok;
+        if (KB_JSON_STR_IS(k, "name"))
+            ok = once(&seen, RC_NAME, &k, error) &&
+                 read_interned(r, "name", KB_MAX_NAME_LEN, TRUE, &c->name, error);
+        else if (KB_JSON_STR_IS(k, "resourceClaimName"))
+            ok = once(&seen, RC_CLAIM, &k, error) &&
+                 read_owned(r, "resourceClaimName", KB_MAX_NAME_LEN, &c->claim_name, error);
+        else if (spec && KB_JSON_STR_IS(k, "resourceClaimTemplateName"))
+            ok = once(&seen, RC_TEMPLATE, &k, error) &&
+                 read_owned(r, "resourceClaimTemplateName", KB_MAX_NAME_LEN, &c->template_name,
+                            error);
+        else
+            ok = kb_json_skip(r, error);
+        if (!ok)
+            return FALSE;
+    }
+    if (rc < 0)
+        return FALSE;
+    /* An empty name is no name, as kb-pod.c reads it. */
+    if (c->claim_name != NULL && *c->claim_name == '\0')
+        g_clear_pointer(&c->claim_name, g_free);
+    if (c->template_name != NULL && *c->template_name == '\0')
+        g_clear_pointer(&c->template_name, g_free);
+    return kb_pod_resource_claim_check(c, spec, error);
+}
+
+static gboolean decode_spec_resource_claim(KbJsonReader *r, gpointer elem, GError **error)
+{
+    return decode_resource_claim(r, elem, TRUE, error);
+}
+
+static gboolean decode_status_resource_claim(KbJsonReader *r, gpointer elem, GError **error)
+{
+    return decode_resource_claim(r, elem, FALSE, error);
+}
+
 /* ---- spec ----------------------------------------------------------------------------------- */
 
 enum {
@@ -925,6 +973,7 @@ enum {
     S_DEADLINE = 4096,
     S_RESOURCES = 8192,
     S_GROUP = 16384,
+    S_RESOURCE_CLAIMS = 32768,
 };
 
 /* spec.resources (pod level): requests and limits into @fold. Errors relative to "spec.". */
@@ -1037,6 +1086,15 @@ static gboolean spec_member(KbJsonReader *r, const KbJsonStr *k, KbPod *pod, gui
         return once(seen, S_RESOURCES, k, error) && decode_pod_resources(r, fold, error);
     if (KB_JSON_STR_IS(*k, "schedulingGroup"))
         return once(seen, S_GROUP, k, error) && decode_scheduling_group(r, pod, error);
+    if (KB_JSON_STR_IS(*k, "resourceClaims")) {
+        gpointer items = NULL;
+        ok = once(seen, S_RESOURCE_CLAIMS, k, error) &&
+             decode_array(r, "resourceClaims", KB_MAX_POD_RESOURCE_CLAIMS,
+                          sizeof(KbPodResourceClaim), TRUE, decode_spec_resource_claim, &items,
+                          &pod->n_resource_claims, error);
+        pod->resource_claims = items;
+        return ok;
+    }
     return kb_json_skip(r, error);
 }
 
@@ -1234,7 +1292,7 @@ static gboolean decode_container_statuses(KbJsonReader *r, KbPod *pod, GError **
     return ok;
 }
 
-enum { P_PHASE = 1, P_STATUSES = 2, P_RESIZE = 4, P_CONDITIONS = 8 };
+enum { P_PHASE = 1, P_STATUSES = 2, P_RESIZE = 4, P_CONDITIONS = 8, P_CLAIMS = 16 };
 enum { PC_TYPE = 1, PC_REASON = 2, PC_STATUS = 4 };
 
 /* One status condition: whether it is PodResizePending with reason Infeasible, or
@@ -1292,6 +1350,16 @@ static gboolean decode_conditions(KbJsonReader *r, gboolean *infeasible, gboolea
 }
 
 /* Errors relative to "status.". */
+static gboolean decode_claim_statuses(KbJsonReader *r, KbPod *pod, GError **error)
+{
+    gpointer items = NULL;
+    gboolean ok = decode_array(r, "resourceClaimStatuses", KB_MAX_POD_RESOURCE_CLAIMS,
+                               sizeof(KbPodResourceClaim), TRUE, decode_status_resource_claim,
+                               &items, &pod->n_claim_statuses, error);
+    pod->claim_statuses = items;
+    return ok;
+}
+
 static gboolean decode_status(KbJsonReader *r, KbPod *pod, GError **error)
 {
     char phase[KB_MAX_NAME_LEN + 1], resize[KB_MAX_NAME_LEN + 1];
@@ -1315,6 +1383,8 @@ static gboolean decode_status(KbJsonReader *r, KbPod *pod, GError **error)
         else if (KB_JSON_STR_IS(k, "conditions"))
             ok = once(&seen, P_CONDITIONS, &k, error) &&
                  decode_conditions(r, &infeasible, &pod->gang_evicted, error);
+        else if (KB_JSON_STR_IS(k, "resourceClaimStatuses"))
+            ok = once(&seen, P_CLAIMS, &k, error) && decode_claim_statuses(r, pod, error);
         else
             ok = kb_json_skip(r, error);
         if (!ok)

@@ -553,6 +553,61 @@ static gboolean decode_volumes(json_object *spec, KbPod *pod, GError **error)
     return TRUE;
 }
 
+gboolean kb_pod_resource_claim_check(const KbPodResourceClaim *c, gboolean spec, GError **error)
+{
+    if (c->name == NULL) {
+        g_set_error_literal(error, KB_ERROR, KB_ERROR_DECODE, "name: missing");
+        return FALSE;
+    }
+    if (spec && (c->claim_name == NULL) == (c->template_name == NULL)) {
+        g_set_error_literal(error, KB_ERROR, KB_ERROR_DECODE,
+                            "exactly one of resourceClaimName and resourceClaimTemplateName is "
+                            "required");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* One spec.resourceClaims[] (@spec) or status.resourceClaimStatuses[] entry into @c. */
+static gboolean decode_resource_claim(json_object *o, gboolean spec, KbPodResourceClaim *c,
+                                      GError **error)
+{
+    const char *claim = NULL, *template_ = NULL;
+    if (!kb_decode_interned(o, "name", KB_MAX_NAME_LEN, TRUE, &c->name, error) ||
+        !kb_decode_string(o, "resourceClaimName", KB_MAX_NAME_LEN, &claim, error) ||
+        (spec &&
+         !kb_decode_string(o, "resourceClaimTemplateName", KB_MAX_NAME_LEN, &template_, error)))
+        return FALSE;
+    c->claim_name = claim != NULL && *claim != '\0' ? g_strdup(claim) : NULL;
+    c->template_name = template_ != NULL && *template_ != '\0' ? g_strdup(template_) : NULL;
+    return kb_pod_resource_claim_check(c, spec, error);
+}
+
+/* spec.resourceClaims (@spec) or status.resourceClaimStatuses of @obj into @out / @n. */
+static gboolean decode_resource_claims(json_object *obj, gboolean spec, KbPodResourceClaim **out,
+                                       guint *n_out, GError **error)
+{
+    const char *key = spec ? "resourceClaims" : "resourceClaimStatuses";
+    json_object *arr;
+    gsize n;
+    if (!kb_decode_array(obj, key, KB_MAX_POD_RESOURCE_CLAIMS, &arr, &n, error))
+        return FALSE;
+    *out = n > 0 ? g_new0(KbPodResourceClaim, n) : NULL;
+    for (gsize i = 0; i < n; i++) {
+        json_object *o;
+        if (!kb_decode_element(arr, i, &o, error)) {
+            g_prefix_error(error, "%s", key);
+            return FALSE;
+        }
+        (*n_out)++;
+        if (!decode_resource_claim(o, spec, &(*out)[i], error)) {
+            g_prefix_error(error, "%s[%" G_GSIZE_FORMAT "].", key, i);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
 static gboolean decode_gates(json_object *spec, KbPod *pod, GError **error)
 {
     json_object *arr;
@@ -625,7 +680,9 @@ static gboolean decode_spec(json_object *obj, KbPod *pod, KbPodRequestsFold *fol
                               pod->node_selector, error) ||
         !decode_requests(spec, fold, error) || !decode_affinity(spec, pod, error) ||
         !decode_tolerations(spec, pod, error) || !decode_volumes(spec, pod, error) ||
-        !decode_gates(spec, pod, error) || !decode_scheduling_group(spec, pod, error)) {
+        !decode_gates(spec, pod, error) || !decode_scheduling_group(spec, pod, error) ||
+        !decode_resource_claims(spec, TRUE, &pod->resource_claims, &pod->n_resource_claims,
+                                error)) {
         g_prefix_error(error, "spec.");
         return FALSE;
     }
@@ -760,7 +817,8 @@ static gboolean decode_status_fields(json_object *status, KbPod *pod, GError **e
         !kb_decode_array(status, "containerStatuses", KB_MAX_CONTAINERS, &arr, &n, error))
         return FALSE;
     pod->phase = kb_pod_phase_parse(phase);
-    if (!decode_resize(status, pod, error))
+    if (!decode_resize(status, pod, error) ||
+        !decode_resource_claims(status, FALSE, &pod->claim_statuses, &pod->n_claim_statuses, error))
         return FALSE;
     pod->container_statuses = n > 0 ? g_new0(KbContainerStatus, n) : NULL;
     for (gsize i = 0; i < n; i++) {

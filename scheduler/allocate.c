@@ -15,6 +15,7 @@
  * the same tree counts the nodes short of each resource for the condition message.
  */
 #include "scheduler/actions.h"
+#include "scheduler/dra.h"
 #include "scheduler/reserve.h"
 #include "scheduler/subgroup.h"
 
@@ -179,6 +180,10 @@ typedef struct {
     const char *domain;
     /* The current job's sub-groups (subgroup.h), NULL when it has none. */
     KbSubGroups *sg;
+    /* While diagnosing a pod with DRA claims: the shortfall on the node with the most free
+     * devices (kb_dra_fits), quoted in the condition. */
+    GString *dra_why;
+    gint dra_free;
 } Alloc;
 
 static void node_changed(Alloc *a, guint node)
@@ -212,7 +217,9 @@ static gboolean in_domain(const Alloc *a, guint node)
 static gboolean node_fits(Alloc *a, const KbTaskInfo *task, guint node)
 {
     return kb_resources_fit(&task->resreq, &a->ssn->nodes[node].idle) &&
-           kb_reserve_admits(a->ssn, task, node);
+           kb_reserve_admits(a->ssn, task, node) &&
+           (task->pod->n_resource_claims == 0 || kb_dra_fits(kb_cache_dra(a->ssn->cache), task->pod,
+                                                             a->ssn->nodes[node].name, NULL, NULL));
 }
 
 static double score(Alloc *a, const KbTaskInfo *task, guint node)
@@ -267,6 +274,13 @@ static gint pick(Alloc *a, ClassCtx *ctx, const KbTaskInfo *task)
             }
             i++;
         }
+        /* A pod's claims are its own (a template's claim per pod, a claim pinned to a node): the
+         * class's best candidate is checked again for each pod that has claims. */
+        if (best >= 0 && task->pod->n_resource_claims > 0 &&
+            !node_fits(a, task, g_array_index(ctx->cands, Cand, best).node)) {
+            g_array_remove_index_fast(ctx->cands, (guint)best);
+            continue;
+        }
         if (best >= 0)
             return (gint)g_array_index(ctx->cands, Cand, best).node;
         if (!fill(a, ctx, task))
@@ -292,18 +306,33 @@ static gboolean have_special_nodes(Alloc *a)
     return a->special_nodes == 1;
 }
 
+/* Keep the most telling DRA shortfall: the node with the most free devices. */
+static void diagnose_devices(Alloc *a, const KbTaskInfo *task, guint node)
+{
+    g_autoptr(GString) why = g_string_new(NULL);
+    gint free = 0;
+    if (kb_dra_fits(kb_cache_dra(a->ssn->cache), task->pod, a->ssn->nodes[node].name, why, &free) ||
+        (a->dra_why->len > 0 && free <= a->dra_free))
+        return;
+    g_string_assign(a->dra_why, why->str);
+    a->dra_free = free;
+}
+
 /* One node, as kube-scheduler reports it: the first failing predicate, else the first resource
  * short, else held by a reservation. */
 static void diagnose_node(Alloc *a, const KbTaskInfo *task, guint node, FitCounts *fc)
 {
     KbFitFailure f = {KB_FIT_OK, -1, NULL};
-    if (!kb_session_predicate(a->ssn, task, &a->ssn->nodes[node], &f))
+    if (!kb_session_predicate(a->ssn, task, &a->ssn->nodes[node], &f)) {
         fit_count(fc, &f, 1);
-    else if ((f.slot = kb_resources_first_short(&task->resreq, &a->ssn->nodes[node].idle)) >= 0)
+        if (f.reason == KB_FIT_DEVICES)
+            diagnose_devices(a, task, node);
+    } else if ((f.slot = kb_resources_first_short(&task->resreq, &a->ssn->nodes[node].idle)) >= 0)
         f.reason = KB_FIT_RESOURCES, fit_count(fc, &f, 1);
     else if (!kb_reserve_admits(a->ssn, task, node))
         f.reason = KB_FIT_RESERVED, fit_count(fc, &f, 1);
 }
+
 
 /*
  * Count why each present node under tree node @node fails @task. A subtree short of a resource
@@ -350,6 +379,8 @@ static const char *phrase(KbFitReason r, gboolean one)
         return one ? "has taint" : "have taint";
     case KB_FIT_RESERVED:
         return one ? "is reserved for a waiting gang" : "are reserved for a waiting gang";
+    case KB_FIT_DEVICES:
+        return one ? "is short of devices" : "are short of devices";
     default:
         return "cannot be used";
     }
@@ -370,7 +401,9 @@ static void explain_no_node(Alloc *a, const KbTaskInfo *task, GString *out)
     FitCounts fc = {0};
     const KbPod *pod = task->pod;
     gboolean exact = pod->n_affinity_terms > 0 || g_hash_table_size(pod->node_selector) > 0 ||
-                     have_special_nodes(a);
+                     pod->n_resource_claims > 0 || have_special_nodes(a);
+    g_string_truncate(a->dra_why, 0);
+    a->dra_free = -1;
     diagnose_rec(a, task, exact, 1, 0, a->tree.size, &fc);
     g_string_append(out, "no node fits");
     for (guint i = 0; i < fc.n; i++) {
@@ -387,6 +420,8 @@ static void explain_no_node(Alloc *a, const KbTaskInfo *task, GString *out)
     }
     if (fc.n == 0)
         g_string_append(out, ": the cluster has no nodes");
+    if (a->dra_why->len > 0)
+        g_string_append_printf(out, " (%s)", a->dra_why->str);
 }
 
 /* ---- one job -------------------------------------------------------------------------------- */
@@ -439,12 +474,14 @@ static void commit(Alloc *a, KbJobInfo *job)
 {
     KbSession *ssn = a->ssn;
     KbJobScratch *js = &ssn->job_scratch[job->id];
+    guint first = ssn->result->placements->len;
     for (guint i = 0; i < a->placed->len; i++) {
         KbTaskInfo *t = a->placed->pdata[i];
         KbPlacement p = {kb_object_ref(t->pod), ssn->nodes[t->node_id].name, g_strdup(job->key),
                          kb_cache_gpu_ids_format(t->gpu_ids)};
         g_array_append_val(ssn->result->placements, p);
     }
+    kb_cycle_attach_claim_writes(ssn->result, ssn->cache, first);
     if (js->n_placed == 0)
         ssn->result->n_jobs_placed++;
     js->n_placed += a->placed->len;
@@ -613,16 +650,94 @@ static gboolean place_minimum_sub_groups(Alloc *a, KbJobInfo *job, KbQueueInfo *
     return TRUE;
 }
 
+/* ---- backtracking for gangs with DRA claims -------------------------------------------------- */
+
+/*
+ * A member's devices depend on where the others went (a shared claim is pinned to the node of its
+ * first user, a constraint narrows an island): when the greedy pass fails, the members are placed
+ * again depth first, each trying its feasible nodes best score first (DFS_WIDTH at most), so that
+ * an earlier member's choice is taken back when a later one cannot follow; DFS_BUDGET placements
+ * at most per gang.
+ */
+#define DFS_WIDTH  8
+#define DFS_BUDGET 256
+
+typedef struct {
+    double score;
+    guint node;
+} DfsCand;
+
+static gint dfs_cand_cmp(gconstpointer x, gconstpointer y)
+{
+    const DfsCand *a = x, *b = y;
+    if (a->score != b->score)
+        return a->score > b->score ? -1 : 1;
+    return a->node < b->node ? -1 : a->node > b->node;
+}
+
+static gboolean dfs_place(Alloc *a, KbJobInfo *job, KbQueueInfo *qi, guint i, guint *budget)
+{
+    if (at_minimum(a, job))
+        return TRUE;
+    if (i >= a->tasks->len || *budget == 0)
+        return FALSE;
+    KbSession *ssn = a->ssn;
+    KbTaskInfo *t = a->tasks->pdata[i];
+    if (qi != NULL && !kb_session_allocatable(ssn, qi, t, NULL))
+        return FALSE;
+    g_autoptr(GArray) cands = g_array_new(FALSE, FALSE, sizeof(DfsCand));
+    for (guint n = 0; n < ssn->n_nodes; n++) {
+        if (!ssn->nodes[n].present || !in_domain(a, n) || !node_fits(a, t, n) ||
+            !kb_session_predicate(ssn, t, &ssn->nodes[n], NULL))
+            continue;
+        DfsCand c = {score(a, t, n), n};
+        g_array_append_val(cands, c);
+    }
+    g_array_sort(cands, dfs_cand_cmp);
+    for (guint c = 0; c < MIN(cands->len, DFS_WIDTH) && *budget > 0; c++) {
+        guint node = g_array_index(cands, DfsCand, c).node;
+        (*budget)--;
+        guint mark = a->placed->len;
+        kb_session_allocate(ssn, t, &ssn->nodes[node]);
+        node_changed(a, node);
+        g_ptr_array_add(a->placed, t);
+        if (dfs_place(a, job, qi, i + 1, budget))
+            return TRUE;
+        rollback(a, mark);
+    }
+    return FALSE;
+}
+
+static gboolean has_claims(const GPtrArray *tasks)
+{
+    for (guint i = 0; i < tasks->len; i++) {
+        if (((const KbTaskInfo *)tasks->pdata[i])->pod->n_resource_claims > 0)
+            return TRUE;
+    }
+    return FALSE;
+}
+
 /* Place pending tasks in order until the job holds its minimum or one cannot be placed (FALSE). */
 static gboolean place_minimum(Alloc *a, KbJobInfo *job, KbQueueInfo *qi)
 {
     if (a->sg != NULL)
         return place_minimum_sub_groups(a, job, qi);
-    for (guint i = 0; i < a->tasks->len && !at_minimum(a, job); i++) {
-        if (!place_task(a, a->ctxs, a->tasks->pdata[i], qi))
-            return FALSE;
-    }
-    return TRUE;
+    gboolean ok = TRUE;
+    for (guint i = 0; ok && i < a->tasks->len && !at_minimum(a, job); i++)
+        ok = place_task(a, a->ctxs, a->tasks->pdata[i], qi);
+    if (ok || !has_claims(a->tasks))
+        return ok;
+    rollback(a, 0);
+    guint budget = DFS_BUDGET;
+    if (dfs_place(a, job, qi, 0, &budget))
+        return TRUE;
+    /* Nothing either: the greedy pass again, for its count and reason. */
+    g_string_truncate(a->why, 0);
+    reset_ctxs(a->ctxs);
+    ok = TRUE;
+    for (guint i = 0; ok && i < a->tasks->len && !at_minimum(a, job); i++)
+        ok = place_task(a, a->ctxs, a->tasks->pdata[i], qi);
+    return ok;
 }
 
 /* A new statement: scratch and reason cleared. */
@@ -914,6 +1029,7 @@ static void alloc_init(Alloc *a, KbSession *ssn)
     a->tasks = g_ptr_array_new();
     a->placed = g_ptr_array_new();
     a->why = g_string_new(NULL);
+    a->dra_why = g_string_new(NULL);
     a->max_alloc = ssn->max_alloc;
     a->special_nodes = -1;
 }
@@ -924,6 +1040,7 @@ static void alloc_clear(Alloc *a)
     g_ptr_array_unref(a->tasks);
     g_ptr_array_unref(a->placed);
     g_string_free(a->why, TRUE);
+    g_string_free(a->dra_why, TRUE);
     g_free(a->stamp);
     g_free(a->tree.max);
     g_free(a->tree.present);

@@ -47,12 +47,14 @@ static void backfill_job(KbSession *ssn, KbJobInfo *job, GPtrArray *placed)
             kb_session_deallocate(ssn, placed->pdata[i]);
         return;
     }
+    guint first = ssn->result->placements->len;
     for (guint i = 0; i < placed->len; i++) {
         KbTaskInfo *t = placed->pdata[i];
         KbPlacement p = {kb_object_ref(t->pod), ssn->nodes[t->node_id].name, g_strdup(job->key),
                          kb_cache_gpu_ids_format(t->gpu_ids)};
         g_array_append_val(ssn->result->placements, p);
     }
+    kb_cycle_attach_claim_writes(ssn->result, ssn->cache, first);
     ssn->job_scratch[job->id].n_placed += placed->len;
     ssn->result->n_jobs_placed++;
 }

@@ -7,12 +7,19 @@
 
 #include <string.h>
 
+#include "scheduler/dra.h"
+
 typedef struct {
     KbPod *pod; /* ref */
     char *node;
     char *job;
     char *gpu_ids;  /* "0,1" chosen by gpu-topology, or NULL */
     guint attempts; /* bindings sent so far (retries after unknown outcomes) */
+    /* DRA: the claim writes before the binding (KbClaimWrite, a reference), how many are done,
+     * and the resourceVersion each done write returned (for its undo). */
+    GPtrArray *claim_writes;
+    guint n_written;
+    char **written_rv;
 } Pending;
 
 /* A token bucket for events (see kb_binder_set_gang_event_budget). */
@@ -67,6 +74,9 @@ struct KbBinder {
     gpointer evict_data;
     guint evictions_in_flight;
     guint64 evict_counts[KB_EVICT_N_RESULTS];
+    guint64 claims_written; /* DRA claim status writes that succeeded */
+    guint64 claims_undone;  /* ... undone after a failure */
+    guint64 claim_failures; /* claim writes that failed */
 };
 
 typedef struct {
@@ -86,6 +96,12 @@ static void pending_free(Pending *p)
     g_free(p->node);
     g_free(p->job);
     g_free(p->gpu_ids);
+    if (p->claim_writes != NULL) {
+        for (guint i = 0; i < p->n_written; i++)
+            g_free(p->written_rv[i]);
+        g_free(p->written_rv);
+        g_ptr_array_unref(p->claim_writes);
+    }
     g_free(p);
 }
 
@@ -503,6 +519,8 @@ static gboolean defer_failure(KbBinder *b, Pending *p, KbBindResult result, cons
     return TRUE;
 }
 
+static void undo_claims(KbBinder *b, Pending *p);
+
 static void on_bound(const KbResponse *resp, gpointer data)
 {
     Call *c = data;
@@ -519,6 +537,8 @@ static void on_bound(const KbResponse *resp, gpointer data)
         } else if (v == V_FAILED && defer_failure(b, p, result, resp->error)) {
             c->p = NULL; /* now held by the retry */
         } else {
+            if (v == V_FAILED || v == V_ELSEWHERE)
+                undo_claims(b, p);
             report(b, p, v, result, elsewhere, resp->error, g_get_monotonic_time() - c->sent_us);
         }
         /* The done callback may have freed the binder. */
@@ -543,6 +563,105 @@ static void send_binding(Call *c)
                               c->p->gpu_ids != NULL ? annotations : NULL, on_bound, c);
 }
 
+/* ---- DRA claim writes ----------------------------------------------------------------------- */
+
+static void on_claim_undone(const KbResponse *resp, gpointer data)
+{
+    char *what = data;
+    if (resp->error != NULL)
+        g_warning("%s: undoing its status write failed (%s): left as it is", what,
+                  resp->error->message);
+    g_free(what);
+}
+
+/* Undo the claim writes made for @p, last first, each against the version it produced. */
+static void undo_claims(KbBinder *b, Pending *p)
+{
+    for (guint i = p->n_written; i-- > 0;) {
+        const KbClaimWrite *w = p->claim_writes->pdata[i];
+        json_object *body = NULL;
+        json_object_deep_copy(w->undo, &body, NULL);
+        json_object *meta = json_object_new_object();
+        if (p->written_rv[i] != NULL)
+            json_object_object_add(meta, "resourceVersion",
+                                   json_object_new_string(p->written_rv[i]));
+        json_object_object_add(body, "metadata", meta);
+        KbRequest req = {.method = "PATCH",
+                         .type = &kb_type_resource_claims,
+                         .namespace_ = w->namespace_,
+                         .name = w->name,
+                         .subresource = "status",
+                         .body = body,
+                         .content_type = "application/merge-patch+json"};
+        kb_client_call_async(b->client, &req, on_claim_undone,
+                             g_strdup_printf("claim %s/%s", w->namespace_, w->name));
+        json_object_put(body);
+        if (w->allocates)
+            kb_dra_claim_written(kb_cache_dra(b->cache), w->namespace_, w->name, FALSE);
+        g_clear_pointer(&p->written_rv[i], g_free);
+    }
+    b->claims_undone += p->n_written;
+    p->n_written = 0;
+}
+
+static void send_next(Call *c);
+
+static void on_claim_written(const KbResponse *resp, gpointer data)
+{
+    Call *c = data;
+    KbBinder *b = c->binder;
+    Pending *p = c->p;
+    if (!b->freed) {
+        const KbClaimWrite *w = p->claim_writes->pdata[p->n_written];
+        if (resp->error == NULL) {
+            json_object *meta = json_object_object_get(resp->body, "metadata");
+            p->written_rv[p->n_written++] =
+                    g_strdup(json_object_get_string(json_object_object_get(meta, "resourceVersion")));
+            b->claims_written++;
+            if (w->allocates)
+                kb_dra_claim_written(kb_cache_dra(b->cache), w->namespace_, w->name, TRUE);
+            send_next(c);
+            return;
+        }
+        /* Refused, changed meanwhile (409) or unknown: nothing of the pod is bound; what was
+         * written for it is undone and it is placed again. */
+        g_autoptr(GError) error = g_error_new(resp->error->domain, resp->error->code,
+                                              "claim %s/%s: %s", w->namespace_, w->name,
+                                              resp->error->message);
+        b->claim_failures++;
+        b->in_flight--;
+        undo_claims(b, p);
+        report(b, p, V_FAILED, KB_BIND_REFUSED, NULL, error,
+               g_get_monotonic_time() - c->sent_us);
+        if (!b->freed)
+            pump(b);
+    } else {
+        b->in_flight--;
+    }
+    pending_free(c->p);
+    binder_unref(b);
+    g_free(c);
+}
+
+/* The pod's claim writes first, one at a time, then its Binding. */
+static void send_next(Call *c)
+{
+    Pending *p = c->p;
+    if (p->claim_writes == NULL || p->n_written >= p->claim_writes->len) {
+        send_binding(c);
+        return;
+    }
+    const KbClaimWrite *w = p->claim_writes->pdata[p->n_written];
+    KbRequest req = {.method = "PATCH",
+                     .type = &kb_type_resource_claims,
+                     .namespace_ = w->namespace_,
+                     .name = w->name,
+                     .subresource = "status",
+                     .body = w->body,
+                     .content_type = "application/merge-patch+json"};
+    kb_client_call_async(c->binder->client, &req, on_claim_written, c);
+}
+
 /* Send queued placements while the window has room; skip those released meanwhile. */
 static void pump(KbBinder *b)
 {
@@ -561,7 +680,7 @@ static void pump(KbBinder *b)
         c->p = p;
         c->sent_us = g_get_monotonic_time();
         b->in_flight++;
-        send_binding(c);
+        send_next(c);
     }
 }
 
@@ -574,6 +693,10 @@ void kb_binder_submit(KbBinder *binder, const GArray *placements)
         p->node = g_strdup(pl->node);
         p->job = g_strdup(pl->job);
         p->gpu_ids = g_strdup(pl->gpu_ids);
+        if (pl->claim_writes != NULL && pl->claim_writes->len > 0) {
+            p->claim_writes = g_ptr_array_ref(pl->claim_writes);
+            p->written_rv = g_new0(char *, pl->claim_writes->len);
+        }
         gang_expect(binder, p->job);
         g_queue_push_tail(&binder->queue, p);
     }
@@ -641,6 +764,21 @@ guint kb_binder_in_flight(const KbBinder *binder)
 guint64 kb_binder_count(const KbBinder *binder, KbBindResult result)
 {
     return result < KB_BIND_N_RESULTS ? binder->counts[result] : 0;
+}
+
+guint64 kb_binder_claims_written(const KbBinder *binder)
+{
+    return binder->claims_written;
+}
+
+guint64 kb_binder_claims_undone(const KbBinder *binder)
+{
+    return binder->claims_undone;
+}
+
+guint64 kb_binder_claim_failures(const KbBinder *binder)
+{
+    return binder->claim_failures;
 }
 
 guint64 kb_binder_skipped(const KbBinder *binder)

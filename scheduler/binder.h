@@ -19,6 +19,13 @@
  *     After the last, kb_cache_bind_unknown: held until the watch (or the assume timeout).
  *   - Certain failure (404, 400, 403, 422, other 409): kb_cache_bind_refused releases that pod
  *     alone and backs its job off; a Warning "FailedScheduling" event with the reason.
+ * - DRA: a placement's claim writes (KbPlacement.claim_writes) go first, one at a time, each a
+ *   merge patch of the claim's status with the resourceVersion the cache saw as a precondition;
+ *   the Binding only after the last succeeded. When a claim write fails, or the binding fails
+ *   for certain (or the pod is found on another node), exactly the writes made for the pod are
+ *   undone, each with the resourceVersion its own write returned (a claim changed since by
+ *   anyone else is left alone), and the pod is placed again as for a refused binding. A retried
+ *   binding does not write its claims again.
  *
  * - Events never hold a binding back and have their own budgets: when every binding of a job's
  *   batch has an outcome, one Normal "Scheduled" event on its PodGroup names the nodes ("bound 8
@@ -118,6 +125,10 @@ guint kb_binder_in_flight(const KbBinder *binder);
 guint64 kb_binder_count(const KbBinder *binder, KbBindResult result);
 /* Queued placements skipped because they were released before they were sent. */
 guint64 kb_binder_skipped(const KbBinder *binder);
+/* DRA claim status writes that succeeded, were undone after a failure, and failed. */
+guint64 kb_binder_claims_written(const KbBinder *binder);
+guint64 kb_binder_claims_undone(const KbBinder *binder);
+guint64 kb_binder_claim_failures(const KbBinder *binder);
 /* Bindings sent again after an unknown outcome, and placements waiting for such a retry. */
 guint64 kb_binder_retries(const KbBinder *binder);
 guint kb_binder_retrying(const KbBinder *binder);

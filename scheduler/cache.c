@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kube/kb-error.h"
+#include "scheduler/dra.h"
 
 /* Per node GPU bookkeeping, beside the public KbNodeInfo. */
 typedef struct {
@@ -46,6 +47,7 @@ struct KbCache {
     const char **extender_names; /* interned, NULL-terminated; NULL: every other name */
     KbHistory *history;          /* runtimes of finished jobs (the reserve action's estimates) */
     KbUsage *usage;              /* decayed usage per queue (proportion, usage.h) */
+    KbDra *dra;                  /* DRA classes, claims, slices and held devices (dra.h) */
 };
 
 static gboolean state_occupies(KbTaskState s)
@@ -260,6 +262,10 @@ static guint64 pod_guess_gpus(KbCache *cache, PodEntry *pe, guint node)
 static void pod_recount(KbCache *cache, PodEntry *pe)
 {
     gint want = pod_desired_node(cache, pe);
+    /* The devices a cycle chose for the pod are held while it is placed and not yet seen bound;
+     * once bound (or back to pending, or finished) the claims' own status counts them. */
+    if (pe->pod->n_resource_claims > 0 && (want < 0 || pe->pod->node_name != NULL))
+        kb_dra_release(cache->dra, pe->pod->meta.uid);
     guint64 gpus = want >= 0 ? pod_known_gpus(pe, want) : 0;
     if (want == pe->counted_node &&
         (want == -1 ||
@@ -387,6 +393,11 @@ void kb_cache_delete_pvc(KbCache *cache, KbPvc *pvc)
 {
     g_autofree char *key = kb_object_key(&pvc->meta);
     g_hash_table_remove(cache->pvcs, key);
+}
+
+KbDra *kb_cache_dra(KbCache *cache)
+{
+    return cache->dra;
 }
 
 gboolean kb_cache_pod_claims_ready(KbCache *cache, const KbPod *pod, char **why)
@@ -941,6 +952,8 @@ void kb_cache_delete_pod(KbCache *cache, KbPod *pod)
     if (pe == NULL)
         return;
     KbTaskInfo *task = pe->task;
+    if (pe->pod->n_resource_claims > 0)
+        kb_dra_release(cache->dra, pe->pod->meta.uid);
     pod_entry_remove(cache, pe);
     if (task != NULL)
         task_remove(cache, task);
@@ -1490,6 +1503,7 @@ KbCache *kb_cache_new(const char *const *scheduler_names, const char *default_qu
     cache->job_list = g_ptr_array_new_with_free_func(job_free);
     cache->history = kb_history_new();
     cache->usage = kb_usage_new();
+    cache->dra = kb_dra_new();
     cache->queues = g_hash_table_new(g_direct_hash, g_direct_equal);
     cache->queue_list = g_ptr_array_new_with_free_func(queue_info_free);
     cache->pvcs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, kb_object_unref);
@@ -1537,6 +1551,7 @@ void kb_cache_free(KbCache *cache)
     g_free(cache->extender_names);
     kb_history_free(cache->history);
     kb_usage_free(cache->usage);
+    kb_dra_free(cache->dra);
     g_free(cache);
 }
 

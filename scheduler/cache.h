@@ -273,6 +273,11 @@ void kb_cache_delete_pod_group(KbCache *cache, KbPodGroup *group);
 void kb_cache_add_queue(KbCache *cache, KbQueue *queue);
 void kb_cache_update_queue(KbCache *cache, KbQueue *queue);
 void kb_cache_delete_queue(KbCache *cache, KbQueue *queue);
+/* DRA (scheduler/dra.h): the daemon feeds classes, claims, templates and slices to it with
+ * kb_dra_set_* / kb_dra_delete_*; the cycle allocates from it. Owned by the cache; a pod's
+ * devices are released when its task leaves its node, is seen bound, or the pod is deleted. */
+struct KbDra;
+struct KbDra *kb_cache_dra(KbCache *cache);
 /* PersistentVolumeClaims, for the volume check (kb_cache_pod_claims_ready). */
 void kb_cache_add_pvc(KbCache *cache, KbPvc *pvc);
 void kb_cache_update_pvc(KbCache *cache, KbPvc *pvc);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "scheduler/actions.h"
+#include "scheduler/dra.h"
 #include "scheduler/reserve.h"
 #include "scheduler/session.h"
 #include "scheduler/stale.h"
@@ -14,6 +15,23 @@ static void placement_clear(gpointer p)
     g_clear_pointer(&pl->pod, kb_object_unref);
     g_free(pl->job);
     g_free(pl->gpu_ids);
+    g_clear_pointer(&pl->claim_writes, g_ptr_array_unref);
+}
+
+void kb_cycle_attach_claim_writes(KbCycleResult *result, KbCache *cache, guint first)
+{
+    guint n = result->placements->len > first ? result->placements->len - first : 0;
+    gboolean any = FALSE;
+    g_autofree KbPod **pods = g_new0(KbPod *, MAX(n, 1));
+    for (guint i = 0; i < n; i++) {
+        pods[i] = g_array_index(result->placements, KbPlacement, first + i).pod;
+        any |= pods[i]->n_resource_claims > 0;
+    }
+    if (!any)
+        return;
+    g_autofree GPtrArray **writes = kb_dra_gang_writes(kb_cache_dra(cache), pods, n);
+    for (guint i = 0; i < n; i++)
+        g_array_index(result->placements, KbPlacement, first + i).claim_writes = writes[i];
 }
 
 static void job_status_clear(gpointer p)
@@ -143,8 +161,9 @@ static guint backoff_step(const KbJobInfo *job)
 
 /*
  * Mark the pending tasks that must not be bound yet: a pod with schedulingGates (kube-scheduler
- * leaves it alone until they are removed) or with a claim that does not exist or is not Bound
- * (kube-scheduler keeps it pending). Returns how many; the first reason into @why (static
+ * leaves it alone until they are removed), with a claim that does not exist or is not Bound
+ * (kube-scheduler keeps it pending), or with a DRA claim that is not created yet or whose class
+ * or selector cannot be used (kb_dra_pod_ready). Returns how many; the first reason into @why (static
  * reason, message newly allocated).
  */
 static guint hold_tasks(KbSession *ssn, KbJobInfo *job, const char **reason, char **why)
@@ -174,6 +193,16 @@ static guint hold_tasks(KbSession *ssn, KbJobInfo *job, const char **reason, cha
                 *reason = "VolumeNotBound";
                 *why = g_strdup_printf("pod %s/%s: %s", pod->meta.namespace_, pod->meta.name,
                                        claim);
+            }
+        } else if (pod->n_resource_claims > 0) {
+            const char *r = NULL;
+            g_autofree char *w = NULL;
+            if (!kb_dra_pod_ready(kb_cache_dra(ssn->cache), pod, &r, &w)) {
+                t->held = TRUE;
+                if (*why == NULL) {
+                    *reason = r;
+                    *why = g_steal_pointer(&w);
+                }
             }
         }
         held += t->held;

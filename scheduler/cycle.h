@@ -32,6 +32,9 @@ typedef struct {
     const char *node; /* interned node name */
     char *job;        /* "ns/name" of the job (group, or the pod for a gang of one); owned */
     char *gpu_ids;    /* owned; NULL when none (see above) */
+    /* DRA: the claim status writes (KbClaimWrite, scheduler/dra.h) to make before the Binding,
+     * one per claim, on the first member of the gang that uses the claim; NULL when none. */
+    GPtrArray *claim_writes;
 } KbPlacement;
 
 /*
@@ -152,6 +155,10 @@ typedef struct {
 KbCycleResult *kb_cycle_run(KbCache *cache, const KbConf *conf, gint64 now);
 void kb_cycle_result_free(KbCycleResult *result);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbCycleResult, kb_cycle_result_free)
+
+/* The placements from index @first on (one job's, just committed): their claim_writes from the
+ * DRA holds the cycle made (kb_dra_gang_writes). */
+void kb_cycle_attach_claim_writes(KbCycleResult *result, KbCache *cache, guint first);
 
 /* The status of job @key ("ns/name") in @result, or NULL. Borrowed. */
 const KbJobStatus *kb_cycle_result_job(const KbCycleResult *result, const char *key);

@@ -14,6 +14,7 @@
 #include "scheduler/extender-server.h"
 #include "scheduler/cache.h"
 #include "scheduler/cycle.h"
+#include "scheduler/dra.h"
 #include "scheduler/status-writer.h"
 
 /* A burst of events schedules one cycle this soon after the first of them... */
@@ -50,6 +51,10 @@ typedef enum {
     SRC_QUEUES_KUBE_BATCH,
     SRC_PRIORITY_CLASSES,
     SRC_PVCS,
+    SRC_DEVICE_CLASSES,
+    SRC_RESOURCE_CLAIMS,
+    SRC_CLAIM_TEMPLATES,
+    SRC_RESOURCE_SLICES,
     SRC_N
 } SourceId;
 
@@ -392,6 +397,26 @@ static void kick(KbDaemon *d)
 
 /* ---- informer handlers ------------------------------------------------------------------- */
 
+/* A DRA object added or changed (the cache compiles its selectors once, here). */
+static void dra_set(KbDaemon *d, SourceId id, gpointer obj)
+{
+    KbDra *dra = kb_cache_dra(d->cache);
+    switch (id) {
+    case SRC_DEVICE_CLASSES:
+        kb_dra_set_class(dra, obj);
+        break;
+    case SRC_RESOURCE_CLAIMS:
+        kb_dra_set_claim(dra, obj);
+        break;
+    case SRC_CLAIM_TEMPLATES:
+        kb_dra_set_template(dra, obj);
+        break;
+    default:
+        kb_dra_set_slice(dra, obj);
+        break;
+    }
+}
+
 static void on_add(gpointer obj, gpointer data)
 {
     Source *s = data;
@@ -424,6 +449,12 @@ static void on_add(gpointer obj, gpointer data)
         break;
     case SRC_PVCS:
         kb_cache_add_pvc(d->cache, obj);
+        break;
+    case SRC_DEVICE_CLASSES:
+    case SRC_RESOURCE_CLAIMS:
+    case SRC_CLAIM_TEMPLATES:
+    case SRC_RESOURCE_SLICES:
+        dra_set(d, s->id, obj);
         break;
     case SRC_N:
         break;
@@ -501,6 +532,12 @@ static void on_update(gpointer old_obj, gpointer new_obj, gpointer data)
     case SRC_PVCS:
         kb_cache_update_pvc(d->cache, new_obj);
         break;
+    case SRC_DEVICE_CLASSES:
+    case SRC_RESOURCE_CLAIMS:
+    case SRC_CLAIM_TEMPLATES:
+    case SRC_RESOURCE_SLICES:
+        dra_set(d, s->id, new_obj);
+        break;
     case SRC_N:
         break;
     }
@@ -539,6 +576,18 @@ static void on_delete(gpointer obj, gpointer data)
         break;
     case SRC_PVCS:
         kb_cache_delete_pvc(d->cache, obj);
+        break;
+    case SRC_DEVICE_CLASSES:
+        kb_dra_delete_class(kb_cache_dra(d->cache), obj);
+        break;
+    case SRC_RESOURCE_CLAIMS:
+        kb_dra_delete_claim(kb_cache_dra(d->cache), obj);
+        break;
+    case SRC_CLAIM_TEMPLATES:
+        kb_dra_delete_template(kb_cache_dra(d->cache), obj);
+        break;
+    case SRC_RESOURCE_SLICES:
+        kb_dra_delete_slice(kb_cache_dra(d->cache), obj);
         break;
     case SRC_N:
         break;
@@ -612,6 +661,16 @@ static void sources_init(KbDaemon *d)
             /* For the volume check; every apiserver serves them, an old test server may not. */
             {SRC_PVCS, "persistentvolumeclaims", "PersistentVolumeClaim", &kb_type_pvcs,
              (KbDecodeFunc)kb_pvc_decode, TRUE},
+            /* DRA (resource.k8s.io/v1, GA in 1.34): a server without it answers 404, retried. */
+            {SRC_DEVICE_CLASSES, "deviceclasses", "DeviceClass", &kb_type_device_classes,
+             (KbDecodeFunc)kb_device_class_decode, TRUE},
+            {SRC_RESOURCE_CLAIMS, "resourceclaims", "ResourceClaim", &kb_type_resource_claims,
+             (KbDecodeFunc)kb_resource_claim_decode, TRUE},
+            {SRC_CLAIM_TEMPLATES, "resourceclaimtemplates", "ResourceClaimTemplate",
+             &kb_type_resource_claim_templates, (KbDecodeFunc)kb_resource_claim_template_decode,
+             TRUE},
+            {SRC_RESOURCE_SLICES, "resourceslices", "ResourceSlice", &kb_type_resource_slices,
+             (KbDecodeFunc)kb_resource_slice_decode, TRUE},
     };
     for (int i = 0; i < SRC_N; i++) {
         Source *s = &d->sources[table[i].id];

@@ -1,5 +1,6 @@
 /* A scheduling session and the plugin extension points; see session.h. */
 #include "scheduler/session.h"
+#include "scheduler/dra.h"
 
 #include <string.h>
 
@@ -242,6 +243,12 @@ gboolean kb_session_predicate(KbSession *ssn, const KbTaskInfo *task, const KbNo
             !pi->ops->predicate(pi->state, task, node, why))
             return FALSE;
     }
+    if (task->pod->n_resource_claims > 0 &&
+        !kb_dra_fits(kb_cache_dra(ssn->cache), task->pod, node->name, NULL, NULL)) {
+        if (why != NULL)
+            *why = (KbFitFailure){KB_FIT_DEVICES, -1, NULL};
+        return FALSE;
+    }
     return TRUE;
 }
 
@@ -306,6 +313,10 @@ void kb_session_allocate(KbSession *ssn, KbTaskInfo *task, KbNodeInfo *node)
         if (ssn->plugins[i].ops->assign_devices != NULL)
             ssn->plugins[i].ops->assign_devices(ssn->plugins[i].state, task, node);
     }
+    if (task->pod->n_resource_claims > 0 &&
+        !kb_dra_assume(kb_cache_dra(ssn->cache), task->pod, node->name))
+        g_warning("pod %s/%s placed on node %s whose devices no longer fit its claims",
+                  task->pod->meta.namespace_, task->pod->meta.name, node->name);
     kb_cache_assume_task(ssn->cache, task, node->id);
     kb_reserve_on_allocate(ssn, task, node->id);
     KbQueueInfo *qi = kb_session_job_queue(ssn, task->job);
@@ -437,6 +448,8 @@ char *kb_fit_failure_to_string(const KbFitFailure *why)
         return g_strdup("are gone");
     case KB_FIT_RESERVED:
         return g_strdup("are reserved for a waiting gang");
+    case KB_FIT_DEVICES:
+        return g_strdup("are short of devices for the pod's claims");
     case KB_FIT_OK:
     default:
         return g_strdup("fit");

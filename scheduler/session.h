@@ -39,6 +39,7 @@ typedef enum {
     KB_FIT_TAINT,    /* detail: the taint */
     KB_FIT_GONE,     /* node object deleted */
     KB_FIT_RESERVED, /* the free capacity is held by a reservation (scheduler/reserve.h) */
+    KB_FIT_DEVICES,  /* the pod's DRA claims cannot be allocated there (scheduler/dra.h) */
     KB_FIT_N_REASONS
 } KbFitReason;
 
@@ -124,7 +125,8 @@ const char *kb_session_node_domain(const KbSession *ssn, guint node, const char 
  * value of the label over the present nodes, first seen first. */
 GPtrArray *kb_session_job_domains(const KbSession *ssn, const KbJobInfo *job, const char *key);
 
-/* Static predicates only (labels, taints, affinity, node flags); resource fit is the action's. */
+/* Static predicates (labels, taints, affinity, node flags) and the pod's DRA claims (devices
+ * free on the node, KB_FIT_DEVICES); resource fit is the action's. */
 gboolean kb_session_predicate(KbSession *ssn, const KbTaskInfo *task, const KbNodeInfo *node,
                               KbFitFailure *why);
 gboolean kb_session_has_node_order(KbSession *ssn);
@@ -138,7 +140,8 @@ void kb_session_preemptable(KbSession *ssn, const KbTaskInfo *preemptor, GPtrArr
 void kb_session_reclaimable(KbSession *ssn, const KbTaskInfo *reclaimer, GPtrArray *victims);
 
 /* Place @task on @node (PENDING -> ALLOCATED) and tell the plugins (drf, proportion shares);
- * plugins with assign_devices choose the task's devices first (gpu-topology: task->gpu_ids). */
+ * plugins with assign_devices choose the task's devices first (gpu-topology: task->gpu_ids), and
+ * the pod's DRA claims get their devices (kb_dra_assume; the caller checked they fit). */
 void kb_session_allocate(KbSession *ssn, KbTaskInfo *task, KbNodeInfo *node);
 /* Undo kb_session_allocate (statement discard). */
 void kb_session_deallocate(KbSession *ssn, KbTaskInfo *task);

@@ -10,6 +10,7 @@
 #include "kube/kb-recorder.h"
 #include "scheduler/binder.h"
 #include "scheduler/cache.h"
+#include "scheduler/dra.h"
 #include "tests/lib/kb-test-server.h"
 
 #define NS "team-a"
@@ -100,6 +101,7 @@ static void placement_clear(gpointer p)
     kb_object_unref(pl->pod);
     g_free(pl->job);
     g_free(pl->gpu_ids);
+    g_clear_pointer(&pl->claim_writes, g_ptr_array_unref);
 }
 
 static void on_done(const KbBindOutcome *out, gpointer data)
@@ -797,6 +799,186 @@ static void test_evict_gang_incomplete(Fixture *f, gconstpointer data)
     g_assert_true(patched);
 }
 
+/* ---- DRA: claim writes before the binding, undone exactly on failure ------------------------- */
+
+#define CLAIMS "/apis/resource.k8s.io/v1/namespaces/" NS "/resourceclaims/"
+
+/* A class, node n1's slice of 4 GPUs, claims @claims (1 GPU each, resourceVersion "3") and pod
+ * @name using them; assumed on n1 with its claim writes in a placement. */
+static void dra_pod(Fixture *f, const char *name, const char *const *claims)
+{
+    KbDra *dra = kb_cache_dra(f->cache);
+    json_object *o = parse("{\"metadata\":{\"name\":\"gpu.nvidia.com\"},\"spec\":{}}");
+    g_autoptr(KbDeviceClass) dc = kb_device_class_decode(o, FALSE, NULL);
+    json_object_put(o);
+    kb_dra_set_class(dra, dc);
+    o = parse("{\"metadata\":{\"name\":\"n1-gpu\"},\"spec\":{\"driver\":\"gpu.nvidia.com\","
+              "\"nodeName\":\"n1\",\"pool\":{\"name\":\"n1\"},\"devices\":[{\"name\":\"gpu-0\"},"
+              "{\"name\":\"gpu-1\"},{\"name\":\"gpu-2\"},{\"name\":\"gpu-3\"}]}}");
+    g_autoptr(KbResourceSlice) slice = kb_resource_slice_decode(o, FALSE, NULL);
+    json_object_put(o);
+    kb_dra_set_slice(dra, slice);
+    g_autoptr(GString) rc = g_string_new(NULL);
+    for (guint i = 0; claims[i] != NULL; i++) {
+        g_autofree char *text = g_strdup_printf(
+                "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"" NS
+                "\",\"resourceVersion\":\"3\"},"
+                "\"spec\":{\"devices\":{\"requests\":[{\"name\":\"gpu\",\"exactly\":{"
+                "\"deviceClassName\":\"gpu.nvidia.com\"}}]}}}",
+                claims[i]);
+        o = parse(text);
+        g_autoptr(KbResourceClaim) c = kb_resource_claim_decode(o, FALSE, NULL);
+        json_object_put(o);
+        kb_dra_set_claim(dra, c);
+        g_string_append_printf(rc, "%s{\"name\":\"r%u\",\"resourceClaimName\":\"%s\"}",
+                               i == 0 ? "" : ",", i, claims[i]);
+    }
+    add_group(f->cache, "g", 1);
+    g_autofree char *text = g_strdup_printf(
+            "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"" NS "\",\"uid\":\"uid-%s\","
+            "\"annotations\":{\"scheduling.k8s.io/group-name\":\"g\"}},\"spec\":{\"schedulerName\":"
+            "\"kube-batchd\",\"containers\":[{\"name\":\"c\"}],\"resourceClaims\":[%s]},"
+            "\"status\":{\"phase\":\"Pending\"}}",
+            name, name, rc->str);
+    o = parse(text);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbPod) pod = kb_pod_decode(o, FALSE, &error);
+    g_assert_no_error(error);
+    json_object_put(o);
+    kb_cache_add_pod(f->cache, pod);
+    KbTaskInfo *task = kb_cache_lookup_task(f->cache, NS, name);
+    g_assert_true(kb_dra_assume(dra, task->pod, "n1"));
+    place(f, name, "n1", NS "/g");
+    KbPod *pods[] = {task->pod};
+    g_autofree GPtrArray **writes = kb_dra_gang_writes(dra, pods, 1);
+    g_array_index(f->placements, KbPlacement, f->placements->len - 1).claim_writes = writes[0];
+}
+
+/* "METHOD path" of every request but events, in arrival order. */
+static char *requests_seen(Fixture *f)
+{
+    GString *out = g_string_new(NULL);
+    for (guint i = 0; i < kb_test_server_request_count(f->srv); i++) {
+        const KbTestRequest *r = kb_test_server_request(f->srv, i);
+        if (g_str_has_suffix(r->path, "/events"))
+            continue;
+        g_string_append_printf(out, "%s%s %s", out->len > 0 ? "; " : "", r->method,
+                               r->path + (g_str_has_prefix(r->path, CLAIMS) ? strlen(CLAIMS) : 0));
+    }
+    return g_string_free(out, FALSE);
+}
+
+/* The body of the @n-th request to @suffix. */
+static json_object *body_of(Fixture *f, const char *suffix, guint n)
+{
+    for (guint i = 0; i < kb_test_server_request_count(f->srv); i++) {
+        const KbTestRequest *r = kb_test_server_request(f->srv, i);
+        if (g_str_has_suffix(r->path, suffix) && n-- == 0)
+            return kb_test_request_json(r);
+    }
+    g_assert_not_reached();
+}
+
+static void test_dra_claims_first(Fixture *f, gconstpointer data)
+{
+    kb_test_server_respond(f->srv, "PATCH", CLAIMS "*", 200,
+                           "{\"metadata\":{\"name\":\"c\",\"resourceVersion\":\"7\"}}");
+    kb_test_server_respond(f->srv, "POST", "/api/v1/namespaces/" NS "/pods/*", 201, "{}");
+    const char *claims[] = {"c0", "c1", NULL};
+    dra_pod(f, "p0", claims);
+    kb_binder_submit(f->binder, f->placements);
+    drain(f);
+    g_autofree char *seen = requests_seen(f);
+    g_assert_cmpstr(seen, ==,
+                    "PATCH c0/status; PATCH c1/status; POST /api/v1/namespaces/" NS
+                    "/pods/p0/binding");
+    const KbTestRequest *r = kb_test_server_request(f->srv, 0);
+    g_assert_cmpstr(kb_test_request_header(r, "content-type"), ==, "application/merge-patch+json");
+    json_object *b = body_of(f, "c1/status", 0);
+    g_assert_cmpstr(json_object_to_json_string_ext(b, JSON_C_TO_STRING_PLAIN), ==,
+                    "{\"metadata\":{\"resourceVersion\":\"3\"},\"status\":{\"allocation\":{"
+                    "\"devices\":{\"results\":[{\"request\":\"gpu\",\"driver\":\"gpu.nvidia.com\","
+                    "\"pool\":\"n1\",\"device\":\"gpu-1\"}]},\"nodeSelector\":{"
+                    "\"nodeSelectorTerms\":[{\"matchFields\":[{\"key\":\"metadata.name\","
+                    "\"operator\":\"In\",\"values\":[\"n1\"]}]}]}},\"reservedFor\":[{\"resource\":"
+                    "\"pods\",\"name\":\"p0\",\"uid\":\"uid-p0\"}]}}");
+    json_object_put(b);
+    g_assert_cmpuint(kb_binder_claims_written(f->binder), ==, 2);
+    g_assert_cmpint(state_of(f, "p0"), ==, KB_TASK_BINDING);
+    /* written: held even once the pod is seen bound, until the claims are seen allocated */
+    g_assert_cmpuint(kb_dra_devices_held(kb_cache_dra(f->cache)), ==, 2);
+}
+
+/* The second claim's write is refused: the first is undone against the version its write
+ * returned, the binding is never sent, the pod and its devices are free again. */
+static void test_dra_claim_refused(Fixture *f, gconstpointer data)
+{
+    kb_test_server_respond(f->srv, "PATCH", CLAIMS "c0/status", 200,
+                           "{\"metadata\":{\"name\":\"c0\",\"resourceVersion\":\"7\"}}");
+    kb_test_server_push(
+            f->srv, "PATCH", CLAIMS "c1/status",
+            kb_test_response_new_status(409, "Conflict", "the object has been modified"));
+    const char *claims[] = {"c0", "c1", NULL};
+    dra_pod(f, "p0", claims);
+    kb_binder_submit(f->binder, f->placements);
+    drain(f);
+    g_autofree char *seen = requests_seen(f);
+    g_assert_cmpstr(seen, ==, "PATCH c0/status; PATCH c1/status; PATCH c0/status");
+    json_object *undo = body_of(f, "c0/status", 1);
+    g_assert_cmpstr(json_object_to_json_string_ext(undo, JSON_C_TO_STRING_PLAIN), ==,
+                    "{\"status\":{\"allocation\":null,\"reservedFor\":null},\"metadata\":{"
+                    "\"resourceVersion\":\"7\"}}");
+    json_object_put(undo);
+    g_assert_cmpint(state_of(f, "p0"), ==, KB_TASK_PENDING);
+    g_assert_cmpuint(kb_dra_devices_held(kb_cache_dra(f->cache)), ==, 0);
+    g_assert_cmpuint(kb_binder_claim_failures(f->binder), ==, 1);
+    g_assert_cmpuint(kb_binder_claims_undone(f->binder), ==, 1);
+    g_assert_true(g_ptr_array_find_with_equal_func(f->outcomes, "p0:refused:1", g_str_equal, NULL));
+}
+
+/* The binding is refused for certain after the claims were written: both are undone. */
+static void test_dra_binding_refused(Fixture *f, gconstpointer data)
+{
+    kb_test_server_respond(f->srv, "PATCH", CLAIMS "*", 200,
+                           "{\"metadata\":{\"name\":\"c\",\"resourceVersion\":\"9\"}}");
+    kb_test_server_push(f->srv, "POST", "/api/v1/namespaces/" NS "/pods/p0/binding",
+                        kb_test_response_new_status(403, "Forbidden", "pods/binding forbidden"));
+    const char *claims[] = {"c0", "c1", NULL};
+    dra_pod(f, "p0", claims);
+    kb_binder_submit(f->binder, f->placements);
+    drain(f);
+    g_autofree char *seen = requests_seen(f);
+    g_assert_cmpstr(seen, ==,
+                    "PATCH c0/status; PATCH c1/status; POST /api/v1/namespaces/" NS
+                    "/pods/p0/binding; PATCH c1/status; PATCH c0/status");
+    g_assert_cmpint(state_of(f, "p0"), ==, KB_TASK_PENDING);
+    g_assert_cmpuint(kb_dra_devices_held(kb_cache_dra(f->cache)), ==, 0);
+    g_assert_cmpuint(kb_binder_claims_undone(f->binder), ==, 2);
+}
+
+/* Unknown outcome of the binding: retried without writing the claims again. */
+static void test_dra_binding_retried(Fixture *f, gconstpointer data)
+{
+    const char *path = "/api/v1/namespaces/" NS "/pods/p0/binding";
+    kb_test_server_respond(f->srv, "PATCH", CLAIMS "*", 200,
+                           "{\"metadata\":{\"name\":\"c\",\"resourceVersion\":\"9\"}}");
+    kb_test_server_push(f->srv, "POST", path,
+                        kb_test_response_new_status(503, "ServiceUnavailable", "try later"));
+    kb_test_server_respond(f->srv, "POST", path, 201, "{}");
+    kb_binder_set_retry(f->binder, 8, 5);
+    const char *claims[] = {"c0", NULL};
+    dra_pod(f, "p0", claims);
+    kb_binder_submit(f->binder, f->placements);
+    while (kb_binder_retrying(f->binder) > 0 || kb_binder_in_flight(f->binder) > 0)
+        g_main_context_iteration(NULL, TRUE);
+    drain(f);
+    g_autofree char *seen = requests_seen(f);
+    g_assert_cmpstr(seen, ==,
+                    "PATCH c0/status; POST /api/v1/namespaces/" NS
+                    "/pods/p0/binding; POST /api/v1/namespaces/" NS "/pods/p0/binding");
+    g_assert_cmpint(state_of(f, "p0"), ==, KB_TASK_BINDING);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -826,6 +1008,10 @@ int main(int argc, char **argv)
     ADD("/scheduler/binder/evict/disruption-target-refused-still-evicts",
         test_evict_disruption_target_refused, NULL);
     ADD("/scheduler/binder/evict/gang-incomplete-condition", test_evict_gang_incomplete, NULL);
+    ADD("/scheduler/binder/dra/claims-written-before-binding", test_dra_claims_first, NULL);
+    ADD("/scheduler/binder/dra/claim-refused-undoes-the-others", test_dra_claim_refused, NULL);
+    ADD("/scheduler/binder/dra/binding-refused-undoes-claims", test_dra_binding_refused, NULL);
+    ADD("/scheduler/binder/dra/binding-retried-claims-once", test_dra_binding_retried, NULL);
 #undef ADD
     return g_test_run();
 }

@@ -721,6 +721,52 @@ static void test_no_forbidden(gconstpointer data)
     g_assert_nonnull(strstr(leases, "lease"));
 }
 
+/* DRA: a pod's claim allocated and reserved by kube-batchd (it lists and watches the four kinds
+ * and patches resourceclaims/status) before the pod is bound. */
+static const char dra_objects[] =
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: gpu-0-rbac}\n"
+        "spec: {driver: gpu.nvidia.com, nodeName: gpu-0, pool: {name: gpu-0, generation: 1, "
+        "resourceSliceCount: 1}, devices: [{name: gpu-0, attributes: {type: {string: gpu}}}, "
+        "{name: gpu-1, attributes: {type: {string: gpu}}}]}\n---\n"
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\n"
+        "metadata: {name: rbac-gpus, namespace: default}\n"
+        "spec: {devices: {requests: [{name: gpus, exactly: {deviceClassName: gpu.nvidia.com, "
+        "count: 2}}]}}\n---\n"
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: dra-a, namespace: default}\n"
+        "spec: {schedulerName: kube-batchd, resourceClaims: [{name: gpus, resourceClaimName: "
+        "rbac-gpus}], containers: [{name: c, image: x, resources: {claims: [{name: gpus}]}}]}\n";
+
+static gboolean dra_done(const char *out)
+{
+    return g_str_has_prefix(out, "gpu-0 gpu-0 dra-a");
+}
+
+static void test_dra_claim(gconstpointer data)
+{
+    Env *e = (Env *)data;
+    if (skip_unless_ready(e))
+        return;
+    apply_file(e, "deploy/dra/deviceclasses.yaml");
+    g_free(admin(e, dra_objects, "create", "-f", "-", NULL));
+    const char *claim[] = {"get",
+                           "resourceclaim",
+                           "rbac-gpus",
+                           "-n",
+                           "default",
+                           "-o",
+                           "jsonpath={.status.allocation.nodeSelector.nodeSelectorTerms[0]."
+                           "matchFields[0].values[0]} {.status.allocation.devices.results[0]."
+                           "pool} {.status.reservedFor[0].name}",
+                           NULL};
+    g_autofree char *c = wait_get(e, dra_done, claim);
+    g_assert_true(dra_done(c));
+    const char *pod[] = {"get", "pod", "dra-a", "-n", "default", "-o", "jsonpath={.spec.nodeName}",
+                         NULL};
+    g_autofree char *node = wait_get(e, nonempty, pod);
+    g_assert_cmpstr(node, ==, "gpu-0");
+    g_free(admin(e, NULL, "delete", "pod", "dra-a", "-n", "default", "--wait=false", NULL));
+}
+
 /* The same identities are refused what the shipped roles do not grant, and it shows. */
 static void test_refused(gconstpointer data)
 {
@@ -741,6 +787,14 @@ static void test_refused(gconstpointer data)
     g_autofree char *d = kubectl_as(e, KB_TEST_SCHEDULER, NULL, &st, "auth", "can-i", "create",
                                     "pods", "--subresource=binding", "-n", "default", NULL);
     g_assert_cmpstr(g_strstrip(d), ==, "yes");
+    /* DRA: the claims' status only, never the claims themselves */
+    g_autofree char *f = kubectl_as(e, KB_TEST_SCHEDULER, NULL, &st, "auth", "can-i", "update",
+                                    "resourceclaims.resource.k8s.io", "-n", "default", NULL);
+    g_assert_cmpstr(g_strstrip(f), ==, "no");
+    g_autofree char *g = kubectl_as(e, KB_TEST_SCHEDULER, NULL, &st, "auth", "can-i", "patch",
+                                    "resourceclaims.resource.k8s.io", "--subresource=status", "-n",
+                                    "default", NULL);
+    g_assert_cmpstr(g_strstrip(g), ==, "yes");
     if (e->kind == KB_TEST_CLUSTER_KAS)
         g_assert_cmpuint(server_forbidden(e), ==, before + 1);
 }
@@ -772,6 +826,7 @@ static void add_suite(Env *e, const char *server)
                  {"composite", test_composite},
                  {"list-from-watch-cache", test_list_from_watch_cache},
                  {"tfjobs", test_tfjobs},
+                 {"dra-claim", test_dra_claim},
                  {"no-forbidden", test_no_forbidden},
                  {"refused", test_refused},
                  {"teardown", test_teardown}};

@@ -168,6 +168,29 @@ static void test_claims_and_gates(void)
     g_assert_true(check_same(text, strlen(text)));
 }
 
+/* DRA: spec.resourceClaims and status.resourceClaimStatuses; a template's entry resolves to the
+ * claim the status names, a claim that is not created yet to NULL. */
+static void test_resource_claims(void)
+{
+    const char *text =
+            "{\"metadata\":{\"name\":\"p\",\"namespace\":\"d\"},\"spec\":{\"containers\":[],"
+            "\"resourceClaims\":[{\"name\":\"gpus\",\"resourceClaimTemplateName\":\"two-gpus\"},"
+            "{\"name\":\"shared\",\"resourceClaimName\":\"team-gpu\"},{\"name\":\"later\","
+            "\"resourceClaimTemplateName\":\"t\"}]},\"status\":{\"resourceClaimStatuses\":["
+            "{\"name\":\"gpus\",\"resourceClaimName\":\"p-gpus-x7k2p\"}]}}";
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbPod) pod = kb_pod_decode_bytes(text, strlen(text), &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(pod->n_resource_claims, ==, 3);
+    g_assert_cmpstr(pod->resource_claims[0].name, ==, "gpus");
+    g_assert_cmpstr(pod->resource_claims[0].template_name, ==, "two-gpus");
+    g_assert_null(pod->resource_claims[0].claim_name);
+    g_assert_cmpstr(kb_pod_resource_claim_name(pod, 0), ==, "p-gpus-x7k2p");
+    g_assert_cmpstr(kb_pod_resource_claim_name(pod, 1), ==, "team-gpu");
+    g_assert_null(kb_pod_resource_claim_name(pod, 2));
+    g_assert_true(check_same(text, strlen(text)));
+}
+
 /* spec.schedulingGroup names the gang (before the annotation); pod-level spec.resources
  * requests replace the containers' sum for cpu and memory, limits count where nothing asks. */
 static void test_native_group_and_pod_resources(void)
@@ -393,6 +416,16 @@ static const char *const bad_pods[] = {
         "{" POD_META ",\"spec\":{\"resources\":[]}}",
         "{" POD_META ",\"spec\":{\"resources\":{\"requests\":{\"cpu\":\"much\"}}}}",
         "{" POD_META ",\"spec\":{\"resources\":{\"limits\":{\"memory\":true}}}}",
+        "{" POD_META ",\"spec\":{\"resourceClaims\":{}}}",
+        "{" POD_META ",\"spec\":{\"resourceClaims\":[{\"resourceClaimName\":\"c\"}]}}",
+        "{" POD_META ",\"spec\":{\"resourceClaims\":[{\"name\":\"g\"}]}}",
+        "{" POD_META ",\"spec\":{\"resourceClaims\":[{\"name\":\"g\",\"resourceClaimName\":\"c\","
+        "\"resourceClaimTemplateName\":\"t\"}]}}",
+        "{" POD_META ",\"spec\":{\"resourceClaims\":[{\"name\":\"g\",\"resourceClaimName\":7}]}}",
+        "{" POD_META ",\"spec\":{},\"status\":{\"resourceClaimStatuses\":[{\"name\":\"g\","
+        "\"resourceClaimName\":[]}]}}",
+        "{" POD_META ",\"spec\":{},\"status\":{\"resourceClaimStatuses\":[{\"resourceClaimName\":"
+        "\"c\"}]}}",
         /* spec before metadata: the message still names the pod */
         "{\"spec\":{\"priority\":\"x\"}," POD_META "}",
         "{\"spec\":{},\"metadata\":{\"labels\":{\"a\":[]},\"name\":\"p\",\"namespace\":\"n\"}}",
@@ -445,6 +478,10 @@ static const LimitCase limit_cases[] = {
          "\"v\"", "]}]}]}}}}}", 64, KB_ERROR_LIMIT},
         {"container-statuses", P "},\"spec\":{},\"status\":{\"containerStatuses\":[",
          "{\"name\":\"c\"}", "]}}", 64, KB_ERROR_LIMIT},
+        {"resource-claims", P "},\"spec\":{\"resourceClaims\":[",
+         "{\"name\":\"g\",\"resourceClaimTemplateName\":\"t\"}", "]}}", 32, KB_ERROR_LIMIT},
+        {"resource-claim-statuses", P "},\"spec\":{},\"status\":{\"resourceClaimStatuses\":[",
+         "{\"name\":\"g\",\"resourceClaimName\":\"c\"}", "]}}", 32, KB_ERROR_LIMIT},
         {"conditions", P "},\"spec\":{},\"status\":{\"conditions\":[",
          "{\"type\":\"Ready\",\"status\":\"True\"}", "]}}", 64, KB_ERROR_LIMIT},
 };
@@ -650,6 +687,7 @@ int main(int argc, char **argv)
     g_test_add_func("/kube/pod-fast/same/bench-pods", test_bench_pods);
     g_test_add_func("/kube/pod-fast/same/values", test_values);
     g_test_add_func("/kube/pod-fast/same/claims-and-gates", test_claims_and_gates);
+    g_test_add_func("/kube/pod-fast/same/resource-claims", test_resource_claims);
     g_test_add_func("/kube/pod-fast/same/active-deadline", test_deadline);
     g_test_add_func("/kube/pod-fast/same/resized-in-place", test_resized_in_place);
     g_test_add_func("/kube/pod-fast/same/gang-evicted-condition", test_gang_evicted);

@@ -7,6 +7,7 @@
  */
 #include <stdint.h>
 
+#include "kube/kb-dra.h"
 #include "kube/kb-objects.h"
 
 #define FUZZ_MAX_DEPTH 64
@@ -49,6 +50,10 @@ WRAP(kb_queue_decode)
 WRAP(kb_priority_class_decode)
 WRAP(kb_lease_decode)
 WRAP(kb_meta_object_decode)
+WRAP(kb_device_class_decode)
+WRAP(kb_resource_claim_decode)
+WRAP(kb_resource_claim_template_decode)
+WRAP(kb_resource_slice_decode)
 
 static void check_record(gpointer rec, GError *error)
 {
@@ -74,6 +79,8 @@ static void decode_all(json_object *obj, gboolean keep_raw)
         wrap_kb_queue_decode, wrap_kb_priority_class_decode, wrap_kb_lease_decode,
         wrap_kb_meta_object_decode, wrap_kb_pod_group_decode_native,
         wrap_kb_pod_group_decode_v1alpha3, wrap_kb_composite_pod_group_decode,
+        wrap_kb_device_class_decode, wrap_kb_resource_claim_decode,
+        wrap_kb_resource_claim_template_decode, wrap_kb_resource_slice_decode,
     };
     for (gsize i = 0; i < G_N_ELEMENTS(decoders); i++) {
         GError *error = NULL;

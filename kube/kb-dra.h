@@ -1,0 +1,160 @@
+/*
+ * Dynamic Resource Allocation (resource.k8s.io/v1): compact records for DeviceClass,
+ * ResourceClaim, ResourceClaimTemplate and ResourceSlice, their json-c decoders, and the claim
+ * status body the scheduler writes.
+ *
+ * The records are reference counted like those of kb-objects.h (kb_object_ref/unref). What the
+ * scheduler's allocator needs is kept: classes' and requests' CEL selectors as text (the cache
+ * compiles them once per watch event, kb-cel.h), requests (exactly / firstAvailable, count,
+ * allocationMode), constraints' matchAttribute, a claim's allocation (results and the node its
+ * nodeSelector names) and reservedFor, slices' devices with their attributes and capacity, fully
+ * qualified (an attribute name without a domain belongs to the slice's driver).
+ *
+ * Limits are the API server's validation limits (resource/v1 types.go); crossing one fails with
+ * KB_ERROR_LIMIT, a wrong type or value with KB_ERROR_DECODE, naming the object, field and value
+ * ("resourceclaim default/c: spec.devices.requests[0].exactly.count: 0 is out of range").
+ */
+#pragma once
+
+#include <glib.h>
+#include <json-c/json.h>
+
+#include "kube/kb-cel.h"
+#include "kube/kb-objects.h"
+
+#define KB_DRA_MAX_REQUESTS       32    /* requests per claim, constraints, results */
+#define KB_DRA_MAX_SELECTORS      32    /* selectors per class or request */
+#define KB_DRA_MAX_SUBREQUESTS    8     /* firstAvailable alternatives */
+#define KB_DRA_MAX_SLICE_DEVICES  128   /* devices per ResourceSlice */
+#define KB_DRA_MAX_DEVICE_FIELDS  32    /* attributes + capacity of one device */
+#define KB_DRA_MAX_RESERVED_FOR   256   /* consumers of one claim */
+#define KB_DRA_MAX_EXPRESSION_LEN 10240 /* one CEL selector */
+#define KB_DRA_MAX_COUNT          128   /* count of an ExactCount request */
+#define KB_DRA_MAX_ATTRIBUTE_LEN  64    /* string and version attribute values */
+
+/* The API group and the node field an allocation's nodeSelector names. */
+#define KB_DRA_GROUP "resource.k8s.io"
+
+/* One request of a claim, or one of its firstAvailable alternatives. */
+typedef struct {
+    char *name;               /* owned */
+    const char *device_class; /* interned deviceClassName */
+    char **selectors;         /* owned CEL expressions */
+    guint n_selectors;
+    gboolean all; /* allocationMode All (else ExactCount) */
+    gint64 count; /* ExactCount: 1..KB_DRA_MAX_COUNT (default 1) */
+    gboolean admin_access;
+} KbDeviceSubRequest;
+
+typedef struct {
+    KbDeviceSubRequest exactly; /* name is the request's name; unused with firstAvailable */
+    KbDeviceSubRequest *first_available; /* owned, NULL for exactly */
+    guint n_first_available;
+} KbDeviceRequest;
+
+/* constraints[]: every device of the named requests (all when none named) share the value of
+ * match_attribute (fully qualified, "gpu.nvidia.com/nvlinkIsland"). */
+typedef struct {
+    char **requests;
+    guint n_requests;
+    char *match_attribute; /* owned; NULL: a constraint this allocator does not know, refused */
+} KbDeviceConstraint;
+
+typedef struct {
+    KbDeviceRequest *requests;
+    guint n_requests;
+    KbDeviceConstraint *constraints;
+    guint n_constraints;
+} KbClaimSpec;
+
+/* One status.allocation.devices.results[] entry. */
+typedef struct {
+    char *request;      /* owned: "gpus" or "gpus/a100" (firstAvailable) */
+    const char *driver; /* interned */
+    const char *pool;   /* interned */
+    char *device;       /* owned */
+} KbDeviceResult;
+
+/* One status.reservedFor[] entry. */
+typedef struct {
+    const char *resource; /* interned: "pods" */
+    char *name;
+    char *uid;
+} KbClaimConsumer;
+
+typedef struct {
+    KbObjectMeta meta;
+    KbClaimSpec spec;
+    gboolean allocated; /* status.allocation present */
+    KbDeviceResult *results;
+    guint n_results;
+    /* The node the allocation's nodeSelector names (matchFields metadata.name In [node], as
+     * schedulers write it), interned; NULL when it names none (any node, or a form this
+     * decoder does not read). */
+    const char *node;
+    KbClaimConsumer *reserved_for;
+    guint n_reserved_for;
+} KbResourceClaim;
+
+typedef struct {
+    KbObjectMeta meta;
+    KbClaimSpec spec; /* spec.spec */
+} KbResourceClaimTemplate;
+
+typedef struct {
+    KbObjectMeta meta; /* cluster-scoped */
+    char **selectors;  /* owned CEL expressions */
+    guint n_selectors;
+} KbDeviceClass;
+
+/* One device of a slice: its attributes and capacity fully qualified (strings owned by the
+ * device: domain and name interned, string values owned). */
+typedef struct {
+    char *name;
+    KbCelAttribute *attributes;
+    guint n_attributes;
+    KbCelCapacity *capacity;
+    guint n_capacity;
+} KbDevice;
+
+typedef struct {
+    KbObjectMeta meta;  /* cluster-scoped */
+    const char *driver; /* interned */
+    const char *pool;   /* interned pool.name */
+    gint64 pool_generation;
+    const char *node; /* interned nodeName; NULL with allNodes or a nodeSelector */
+    gboolean all_nodes;
+    KbDevice *devices;
+    guint n_devices;
+} KbResourceSlice;
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbResourceClaim, kb_object_unref)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbResourceClaimTemplate, kb_object_unref)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbDeviceClass, kb_object_unref)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbResourceSlice, kb_object_unref)
+
+/* Decoders (see kb-objects.h for the conventions). */
+KbDeviceClass *kb_device_class_decode(json_object *obj, gboolean keep_raw, GError **error);
+KbResourceClaim *kb_resource_claim_decode(json_object *obj, gboolean keep_raw, GError **error);
+KbResourceClaimTemplate *kb_resource_claim_template_decode(json_object *obj, gboolean keep_raw,
+                                                           GError **error);
+KbResourceSlice *kb_resource_slice_decode(json_object *obj, gboolean keep_raw, GError **error);
+
+/* Frees what a DRA record owns beyond its meta (kb_object_unref calls it). */
+void kb_dra_record_clear(KbObjectMeta *meta);
+
+/* TRUE when @claim is reserved for the pod of @uid. */
+gboolean kb_resource_claim_reserved_for(const KbResourceClaim *claim, const char *uid);
+
+/*
+ * The status a scheduler writes to allocate @claim for a pod on @node: allocation (devices
+ * results as given, nodeSelector matchFields metadata.name In [@node]) and reservedFor: the
+ * claim's present consumers and the pod (@pod_name, @pod_uid). With @results NULL (an already
+ * allocated claim) the allocation is not repeated. A new object {"metadata": {"resourceVersion"},
+ * "status": {...}}: a merge patch for the claim's status subresource, that fails with a conflict
+ * when the claim changed since the cache saw it (the resourceVersion is a precondition).
+ */
+json_object *kb_resource_claim_status_new(const KbResourceClaim *claim,
+                                          const KbDeviceResult *results, guint n_results,
+                                          const char *node, const char *pod_name,
+                                          const char *pod_uid);

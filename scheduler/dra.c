@@ -1,0 +1,944 @@
+/* The scheduler's DRA state and device allocator; see dra.h. */
+#include <string.h>
+
+#include "scheduler/dra.h"
+
+/* A class and its compiled selectors (error: the first selector kb-cel refused). */
+typedef struct {
+    KbDeviceClass *dc;
+    GPtrArray *programs; /* KbCelProgram* */
+    char *error;
+} ClassInfo;
+
+/* A claim and its requests' compiled selectors, flat in (request, alternative, selector) order. */
+typedef struct {
+    KbResourceClaim *claim;
+    GPtrArray *programs;
+    char *error;
+} ClaimInfo;
+
+/* Devices this scheduler chose for a claim not (yet) seen allocated. */
+typedef struct {
+    char *key; /* "ns/name" */
+    const char *node;
+    GArray *results; /* KbDeviceResult (owned strings) */
+    guint refs;      /* pod holds naming it */
+    gboolean written;
+} ClaimAlloc;
+
+/* What a pod holds: the claims it uses (keys), and whether each was allocated for it. */
+typedef struct {
+    const char *node;
+    GPtrArray *claims; /* char* keys */
+} PodHold;
+
+struct KbDra {
+    GHashTable *classes;      /* name -> ClassInfo* */
+    GHashTable *claims;       /* "ns/name" -> ClaimInfo* */
+    GHashTable *templates;    /* "ns/name" -> KbResourceClaimTemplate* (ref) */
+    GHashTable *slices;       /* name -> KbResourceSlice* (ref) */
+    GHashTable *by_node;      /* interned node -> GPtrArray of KbResourceSlice* (borrowed) */
+    GPtrArray *all_nodes;     /* slices with allNodes (borrowed) */
+    GHashTable *allocated;    /* device key -> claim key (owned) */
+    GHashTable *assumed;      /* device key -> claim key (owned) */
+    GHashTable *claim_allocs; /* claim key -> ClaimAlloc* */
+    GHashTable *holds;        /* pod uid -> PodHold* */
+};
+
+/* ---- records -------------------------------------------------------------------------------- */
+
+static void programs_free(GPtrArray *p)
+{
+    if (p != NULL)
+        g_ptr_array_unref(p);
+}
+
+static GPtrArray *programs_new(void)
+{
+    return g_ptr_array_new_with_free_func((GDestroyNotify)kb_cel_program_free);
+}
+
+/* Compile @expr into @programs; on failure the first error (quoting it) into *@error. */
+static void compile_into(GPtrArray *programs, const char *expr, const char *what, char **error)
+{
+    g_autoptr(GError) e = NULL;
+    KbCelProgram *p = kb_cel_compile(expr, &e);
+    g_ptr_array_add(programs, p);
+    if (p == NULL && *error == NULL)
+        *error = g_strdup_printf("%s: selector \"%s\" refused: %s", what, expr, e->message);
+}
+
+static void class_info_free(gpointer p)
+{
+    ClassInfo *ci = p;
+    kb_object_unref(ci->dc);
+    programs_free(ci->programs);
+    g_free(ci->error);
+    g_free(ci);
+}
+
+static void claim_info_free(gpointer p)
+{
+    ClaimInfo *ci = p;
+    kb_object_unref(ci->claim);
+    programs_free(ci->programs);
+    g_free(ci->error);
+    g_free(ci);
+}
+
+static void result_clear(gpointer p)
+{
+    KbDeviceResult *r = p;
+    g_free(r->request);
+    g_free(r->device);
+}
+
+static void claim_alloc_free(gpointer p)
+{
+    ClaimAlloc *ca = p;
+    g_free(ca->key);
+    g_array_unref(ca->results);
+    g_free(ca);
+}
+
+static void pod_hold_free(gpointer p)
+{
+    PodHold *h = p;
+    g_ptr_array_unref(h->claims);
+    g_free(h);
+}
+
+KbDra *kb_dra_new(void)
+{
+    KbDra *dra = g_new0(KbDra, 1);
+    dra->classes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, class_info_free);
+    dra->claims = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, claim_info_free);
+    dra->templates = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, kb_object_unref);
+    dra->slices = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, kb_object_unref);
+    dra->by_node =
+            g_hash_table_new_full(g_str_hash, g_str_equal, NULL, (GDestroyNotify)g_ptr_array_unref);
+    dra->all_nodes = g_ptr_array_new();
+    dra->allocated = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    dra->assumed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    dra->claim_allocs = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, claim_alloc_free);
+    dra->holds = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, pod_hold_free);
+    return dra;
+}
+
+void kb_dra_free(KbDra *dra)
+{
+    if (dra == NULL)
+        return;
+    g_hash_table_unref(dra->holds);
+    g_hash_table_unref(dra->claim_allocs);
+    g_hash_table_unref(dra->assumed);
+    g_hash_table_unref(dra->allocated);
+    g_ptr_array_unref(dra->all_nodes);
+    g_hash_table_unref(dra->by_node);
+    g_hash_table_unref(dra->slices);
+    g_hash_table_unref(dra->templates);
+    g_hash_table_unref(dra->claims);
+    g_hash_table_unref(dra->classes);
+    g_free(dra);
+}
+
+static char *device_key(const char *driver, const char *pool, const char *device)
+{
+    return g_strdup_printf("%s/%s/%s", driver != NULL ? driver : "", pool != NULL ? pool : "",
+                           device);
+}
+
+/* ---- ingest --------------------------------------------------------------------------------- */
+
+void kb_dra_set_class(KbDra *dra, KbDeviceClass *dc)
+{
+    ClassInfo *ci = g_new0(ClassInfo, 1);
+    ci->dc = kb_object_ref(dc);
+    ci->programs = programs_new();
+    g_autofree char *what = g_strdup_printf("device class %s", dc->meta.name);
+    for (guint i = 0; i < dc->n_selectors; i++)
+        compile_into(ci->programs, dc->selectors[i], what, &ci->error);
+    g_hash_table_replace(dra->classes, g_strdup(dc->meta.name), ci);
+}
+
+void kb_dra_delete_class(KbDra *dra, const KbDeviceClass *dc)
+{
+    g_hash_table_remove(dra->classes, dc->meta.name);
+}
+
+static void claim_alloc_drop(KbDra *dra, const char *key)
+{
+    ClaimAlloc *ca = g_hash_table_lookup(dra->claim_allocs, key);
+    if (ca == NULL)
+        return;
+    for (guint i = 0; i < ca->results->len; i++) {
+        const KbDeviceResult *r = &g_array_index(ca->results, KbDeviceResult, i);
+        g_autofree char *dk = device_key(r->driver, r->pool, r->device);
+        const char *holder = g_hash_table_lookup(dra->assumed, dk);
+        if (g_strcmp0(holder, key) == 0)
+            g_hash_table_remove(dra->assumed, dk);
+    }
+    g_hash_table_remove(dra->claim_allocs, key);
+}
+
+/* Add (or with @add FALSE remove) the devices @claim's allocation holds. */
+static void claim_devices(KbDra *dra, const KbResourceClaim *claim, const char *key, gboolean add)
+{
+    for (guint i = 0; i < claim->n_results; i++) {
+        const KbDeviceResult *r = &claim->results[i];
+        char *dk = device_key(r->driver, r->pool, r->device);
+        if (add) {
+            g_hash_table_replace(dra->allocated, dk, g_strdup(key));
+            continue;
+        }
+        if (g_strcmp0(g_hash_table_lookup(dra->allocated, dk), key) == 0)
+            g_hash_table_remove(dra->allocated, dk);
+        g_free(dk);
+    }
+}
+
+void kb_dra_set_claim(KbDra *dra, KbResourceClaim *claim)
+{
+    char *key = kb_object_key(&claim->meta);
+    ClaimInfo *old = g_hash_table_lookup(dra->claims, key);
+    if (old != NULL)
+        claim_devices(dra, old->claim, key, FALSE);
+    ClaimInfo *ci = g_new0(ClaimInfo, 1);
+    ci->claim = kb_object_ref(claim);
+    ci->programs = programs_new();
+    g_autofree char *what = g_strdup_printf("claim %s", key);
+    for (guint r = 0; r < claim->spec.n_requests; r++) {
+        const KbDeviceRequest *req = &claim->spec.requests[r];
+        guint n_alt = req->n_first_available > 0 ? req->n_first_available : 1;
+        for (guint a = 0; a < n_alt; a++) {
+            const KbDeviceSubRequest *s =
+                    req->n_first_available > 0 ? &req->first_available[a] : &req->exactly;
+            for (guint i = 0; i < s->n_selectors; i++)
+                compile_into(ci->programs, s->selectors[i], what, &ci->error);
+        }
+    }
+    claim_devices(dra, claim, key, TRUE);
+    /* Seen allocated: what this scheduler assumed for it is now counted from the claim. */
+    if (claim->allocated)
+        claim_alloc_drop(dra, key);
+    g_hash_table_replace(dra->claims, key, ci);
+}
+
+void kb_dra_delete_claim(KbDra *dra, const KbResourceClaim *claim)
+{
+    g_autofree char *key = kb_object_key(&claim->meta);
+    ClaimInfo *old = g_hash_table_lookup(dra->claims, key);
+    if (old != NULL)
+        claim_devices(dra, old->claim, key, FALSE);
+    claim_alloc_drop(dra, key);
+    g_hash_table_remove(dra->claims, key);
+}
+
+void kb_dra_set_template(KbDra *dra, KbResourceClaimTemplate *t)
+{
+    g_hash_table_replace(dra->templates, kb_object_key(&t->meta), kb_object_ref(t));
+}
+
+void kb_dra_delete_template(KbDra *dra, const KbResourceClaimTemplate *t)
+{
+    g_autofree char *key = kb_object_key(&t->meta);
+    g_hash_table_remove(dra->templates, key);
+}
+
+static void slice_unindex(KbDra *dra, const KbResourceSlice *s)
+{
+    g_ptr_array_remove(dra->all_nodes, (gpointer)s);
+    GPtrArray *list = s->node != NULL ? g_hash_table_lookup(dra->by_node, s->node) : NULL;
+    if (list != NULL)
+        g_ptr_array_remove(list, (gpointer)s);
+}
+
+void kb_dra_set_slice(KbDra *dra, KbResourceSlice *slice)
+{
+    KbResourceSlice *old = g_hash_table_lookup(dra->slices, slice->meta.name);
+    if (old != NULL)
+        slice_unindex(dra, old);
+    g_hash_table_replace(dra->slices, g_strdup(slice->meta.name), kb_object_ref(slice));
+    if (slice->all_nodes) {
+        g_ptr_array_add(dra->all_nodes, slice);
+    } else if (slice->node != NULL) {
+        GPtrArray *list = g_hash_table_lookup(dra->by_node, slice->node);
+        if (list == NULL) {
+            list = g_ptr_array_new();
+            g_hash_table_insert(dra->by_node, (gpointer)slice->node, list);
+        }
+        g_ptr_array_add(list, slice);
+    }
+}
+
+void kb_dra_delete_slice(KbDra *dra, const KbResourceSlice *slice)
+{
+    KbResourceSlice *old = g_hash_table_lookup(dra->slices, slice->meta.name);
+    if (old == NULL)
+        return;
+    slice_unindex(dra, old);
+    g_hash_table_remove(dra->slices, slice->meta.name);
+}
+
+guint kb_dra_devices_held(const KbDra *dra)
+{
+    guint n = g_hash_table_size(dra->allocated);
+    GHashTableIter it;
+    gpointer k;
+    g_hash_table_iter_init(&it, dra->assumed);
+    while (g_hash_table_iter_next(&it, &k, NULL))
+        n += !g_hash_table_contains(dra->allocated, k);
+    return n;
+}
+
+/* ---- readiness ------------------------------------------------------------------------------ */
+
+static ClaimInfo *pod_claim(KbDra *dra, const KbPod *pod, guint i, char **key)
+{
+    const char *name = kb_pod_resource_claim_name(pod, i);
+    if (name == NULL) {
+        *key = NULL;
+        return NULL;
+    }
+    *key = g_strdup_printf("%s/%s", pod->meta.namespace_, name);
+    return g_hash_table_lookup(dra->claims, *key);
+}
+
+/* The class of every request alternative of @ci exists and compiled; FALSE with why. */
+static gboolean claim_classes_ready(KbDra *dra, const ClaimInfo *ci, const char *key,
+                                    const char **reason, char **why)
+{
+    const KbClaimSpec *spec = &ci->claim->spec;
+    for (guint r = 0; r < spec->n_requests; r++) {
+        const KbDeviceRequest *req = &spec->requests[r];
+        guint n_alt = req->n_first_available > 0 ? req->n_first_available : 1;
+        for (guint a = 0; a < n_alt; a++) {
+            const KbDeviceSubRequest *s =
+                    req->n_first_available > 0 ? &req->first_available[a] : &req->exactly;
+            const ClassInfo *cl = g_hash_table_lookup(dra->classes, s->device_class);
+            if (cl == NULL) {
+                *reason = "DeviceClassNotFound";
+                *why = g_strdup_printf("claim %s request %s: device class %s not found", key,
+                                       s->name, s->device_class);
+                return FALSE;
+            }
+            if (cl->error != NULL) {
+                *reason = "DeviceSelectorUnsupported";
+                *why = g_strdup_printf("claim %s request %s: %s", key, s->name, cl->error);
+                return FALSE;
+            }
+        }
+    }
+    for (guint c = 0; c < spec->n_constraints; c++) {
+        if (spec->constraints[c].match_attribute == NULL) {
+            *reason = "DeviceConstraintUnsupported";
+            *why = g_strdup_printf("claim %s constraints[%u]: only matchAttribute is supported",
+                                   key, c);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+gboolean kb_dra_pod_ready(KbDra *dra, const KbPod *pod, const char **reason, char **why)
+{
+    for (guint i = 0; i < pod->n_resource_claims; i++) {
+        const KbPodResourceClaim *rc = &pod->resource_claims[i];
+        g_autofree char *key = NULL;
+        ClaimInfo *ci = pod_claim(dra, pod, i, &key);
+        if (ci == NULL) {
+            *reason = "ResourceClaimNotFound";
+            if (key == NULL)
+                *why = g_strdup_printf("pod %s/%s: the claim of resourceClaims %s (template %s) "
+                                       "is not created yet",
+                                       pod->meta.namespace_, pod->meta.name, rc->name,
+                                       rc->template_name);
+            else
+                *why = g_strdup_printf("pod %s/%s: resourceclaim %s not found",
+                                       pod->meta.namespace_, pod->meta.name, key);
+            return FALSE;
+        }
+        if (ci->error != NULL) {
+            *reason = "DeviceSelectorUnsupported";
+            *why = g_strdup_printf("pod %s/%s: %s", pod->meta.namespace_, pod->meta.name,
+                                   ci->error);
+            return FALSE;
+        }
+        if (!ci->claim->allocated && !claim_classes_ready(dra, ci, key, reason, why))
+            return FALSE;
+    }
+    return TRUE;
+}
+
+/* ---- the device search ---------------------------------------------------------------------- */
+
+typedef struct {
+    const KbResourceSlice *slice;
+    const KbDevice *dev;
+    char *key;
+} Cand;
+
+static void cand_clear(gpointer p)
+{
+    g_free(((Cand *)p)->key);
+}
+
+static GArray *node_cands(KbDra *dra, const char *node)
+{
+    GArray *out = g_array_new(FALSE, TRUE, sizeof(Cand));
+    g_array_set_clear_func(out, cand_clear);
+    GPtrArray *lists[2] = {g_hash_table_lookup(dra->by_node, g_intern_string(node)),
+                           dra->all_nodes};
+    for (guint l = 0; l < 2; l++) {
+        for (guint i = 0; lists[l] != NULL && i < lists[l]->len; i++) {
+            const KbResourceSlice *s = lists[l]->pdata[i];
+            for (guint d = 0; d < s->n_devices; d++) {
+                Cand c = {s, &s->devices[d], device_key(s->driver, s->pool, s->devices[d].name)};
+                g_array_append_val(out, c);
+            }
+        }
+    }
+    return out;
+}
+
+static gboolean cand_free(KbDra *dra, const Cand *c, GHashTable *taken)
+{
+    return !g_hash_table_contains(dra->allocated, c->key) &&
+           !g_hash_table_contains(dra->assumed, c->key) && !g_hash_table_contains(taken, c->key);
+}
+
+static gboolean programs_match(const GPtrArray *programs, guint from, guint n, const Cand *c)
+{
+    KbCelDevice dev = {c->slice->driver, c->dev->attributes, c->dev->n_attributes,
+                       c->dev->capacity, c->dev->n_capacity, FALSE};
+    for (guint i = from; i < from + n; i++) {
+        gboolean ok = FALSE;
+        /* A runtime error (a missing attribute) is no match, as for a device of another driver. */
+        if (!kb_cel_program_eval(programs->pdata[i], &dev, &ok, NULL) || !ok)
+            return FALSE;
+    }
+    return TRUE;
+}
+
+/* The value of attribute @qualified ("domain/name", or "name" in any domain) as text, or NULL. */
+static char *attribute_text(const KbDevice *d, const char *qualified)
+{
+    const char *slash = strchr(qualified, '/');
+    for (guint i = 0; i < d->n_attributes; i++) {
+        const KbCelAttribute *a = &d->attributes[i];
+        gboolean same = slash != NULL ? strncmp(a->domain, qualified, slash - qualified) == 0 &&
+                                                a->domain[slash - qualified] == '\0' &&
+                                                strcmp(a->name, slash + 1) == 0
+                                      : strcmp(a->name, qualified) == 0;
+        if (!same)
+            continue;
+        switch (a->type) {
+        case KB_CEL_ATTR_INT:
+            return g_strdup_printf("i%" G_GINT64_FORMAT, a->int_value);
+        case KB_CEL_ATTR_BOOL:
+            return g_strdup(a->bool_value ? "btrue" : "bfalse");
+        default:
+            return g_strconcat("s", a->string_value, NULL);
+        }
+    }
+    return NULL;
+}
+
+/* One claim's search on one node. */
+typedef struct {
+    KbDra *dra;
+    const ClaimInfo *ci;
+    const char *key;
+    const char *node;
+    GArray *cands;
+    GHashTable *taken;       /* device keys chosen so far for the pod (borrowed from cands) */
+    GArray *results;         /* KbDeviceResult for this claim */
+    const char *match_attr;  /* the constraint being applied, or NULL */
+    const char *match_value; /* its value (attribute_text form) */
+    GString *why;            /* the first shortfall */
+    gint why_free;
+    gboolean choose; /* the devices are kept (assume): prefer islands; else only feasibility */
+} Search;
+
+static gboolean constrained(const KbClaimSpec *spec, const char *request, const char *attr)
+{
+    for (guint c = 0; c < spec->n_constraints; c++) {
+        const KbDeviceConstraint *k = &spec->constraints[c];
+        if (g_strcmp0(k->match_attribute, attr) != 0)
+            continue;
+        if (k->n_requests == 0)
+            return TRUE;
+        for (guint i = 0; i < k->n_requests; i++) {
+            if (strcmp(k->requests[i], request) == 0)
+                return TRUE;
+        }
+    }
+    return FALSE;
+}
+
+/*
+ * Order @idx (indices into cands) so that taking the first @want keeps to one NVLink island when
+ * one holds them: the island with the fewest devices that still holds @want first, then the rest
+ * by island size, largest first.
+ */
+static void order_by_island(Search *s, GArray *idx, guint want)
+{
+    g_autoptr(GHashTable) sizes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    g_autoptr(GPtrArray) texts = g_ptr_array_new_with_free_func(g_free);
+    for (guint i = 0; i < idx->len; i++) {
+        const Cand *c = &g_array_index(s->cands, Cand, g_array_index(idx, guint, i));
+        char *t = attribute_text(c->dev, KB_DRA_ISLAND_ATTRIBUTE);
+        if (t == NULL)
+            t = g_strdup("");
+        g_ptr_array_add(texts, t);
+        guint n = GPOINTER_TO_UINT(g_hash_table_lookup(sizes, t));
+        g_hash_table_replace(sizes, g_strdup(t), GUINT_TO_POINTER(n + 1));
+    }
+    /* best island: the smallest that holds @want */
+    const char *best = NULL;
+    guint best_n = G_MAXUINT;
+    GHashTableIter it;
+    gpointer k, v;
+    g_hash_table_iter_init(&it, sizes);
+    while (g_hash_table_iter_next(&it, &k, &v)) {
+        guint n = GPOINTER_TO_UINT(v);
+        if (n >= want && (n < best_n || (n == best_n && strcmp(k, best) < 0))) {
+            best = k;
+            best_n = n;
+        }
+    }
+    /* stable selection: the best island's devices first, then the others (document order) */
+    g_autoptr(GArray) out = g_array_sized_new(FALSE, FALSE, sizeof(guint), idx->len);
+    for (int pass = 0; pass < 2; pass++) {
+        for (guint i = 0; i < idx->len; i++) {
+            gboolean in_best = best != NULL && strcmp(texts->pdata[i], best) == 0;
+            if ((pass == 0) == in_best)
+                g_array_append_val(out, g_array_index(idx, guint, i));
+        }
+    }
+    g_array_set_size(idx, 0);
+    g_array_append_vals(idx, out->data, out->len);
+}
+
+/* Try alternative @sub (programs from @prog) of request @req; TRUE with its devices taken. */
+static gboolean try_sub(Search *s, const char *req_name, const KbDeviceSubRequest *sub,
+                        const char *result_name, guint prog, gboolean constrain)
+{
+    const ClassInfo *cl = g_hash_table_lookup(s->dra->classes, sub->device_class);
+    if (cl == NULL)
+        return FALSE;
+    g_autoptr(GArray) idx = g_array_new(FALSE, FALSE, sizeof(guint));
+    guint busy = 0;
+    for (guint i = 0; i < s->cands->len; i++) {
+        const Cand *c = &g_array_index(s->cands, Cand, i);
+        if (!programs_match(cl->programs, 0, cl->programs->len, c) ||
+            !programs_match(s->ci->programs, prog, sub->n_selectors, c))
+            continue;
+        if (constrain && s->match_value != NULL) {
+            g_autofree char *t = attribute_text(c->dev, s->match_attr);
+            if (g_strcmp0(t, s->match_value) != 0)
+                continue;
+        }
+        if (!cand_free(s->dra, c, s->taken)) {
+            busy++;
+            continue;
+        }
+        g_array_append_val(idx, i);
+    }
+    guint want = sub->all ? idx->len + busy : (guint)sub->count;
+    if ((sub->all && (busy > 0 || idx->len == 0)) || idx->len < want) {
+        if (s->why != NULL && s->why->len == 0) {
+            g_string_printf(s->why, "claim %s request %s: ", s->key, req_name);
+            if (sub->all)
+                g_string_append_printf(s->why, "all %u devices of class %s wanted, ",
+                                       idx->len + busy, sub->device_class);
+            else
+                g_string_append_printf(s->why, "%u device%s of class %s wanted, ", want,
+                                       want == 1 ? "" : "s", sub->device_class);
+            g_string_append_printf(s->why, "%u free on node %s", idx->len, s->node);
+            if (constrain && s->match_value != NULL)
+                g_string_append_printf(s->why, " with the same %s", s->match_attr);
+            s->why_free = (gint)idx->len;
+        }
+        return FALSE;
+    }
+    if (!sub->all && s->choose)
+        order_by_island(s, idx, want);
+    for (guint i = 0; i < want; i++) {
+        const Cand *c = &g_array_index(s->cands, Cand, g_array_index(idx, guint, i));
+        g_hash_table_add(s->taken, c->key);
+        KbDeviceResult r = {g_strdup(result_name), c->slice->driver, c->slice->pool,
+                            g_strdup(c->dev->name)};
+        g_array_append_val(s->results, r);
+    }
+    return TRUE;
+}
+
+/* Untake the devices of results[@from..]. */
+static void untake(Search *s, guint from)
+{
+    for (guint i = from; i < s->results->len; i++) {
+        const KbDeviceResult *r = &g_array_index(s->results, KbDeviceResult, i);
+        g_autofree char *dk = device_key(r->driver, r->pool, r->device);
+        g_hash_table_remove(s->taken, dk);
+    }
+    g_array_set_size(s->results, from);
+}
+
+/* Every request in order (with the current constraint value); TRUE when all got devices. */
+static gboolean try_requests(Search *s)
+{
+    const KbClaimSpec *spec = &s->ci->claim->spec;
+    guint prog = 0;
+    for (guint r = 0; r < spec->n_requests; r++) {
+        const KbDeviceRequest *req = &spec->requests[r];
+        const char *name = req->exactly.name;
+        gboolean constrain = s->match_attr != NULL && constrained(spec, name, s->match_attr);
+        gboolean done = FALSE;
+        if (req->n_first_available == 0) {
+            done = try_sub(s, name, &req->exactly, name, prog, constrain);
+            prog += req->exactly.n_selectors;
+        } else {
+            for (guint a = 0; a < req->n_first_available; a++) {
+                const KbDeviceSubRequest *sub = &req->first_available[a];
+                g_autofree char *rn = g_strdup_printf("%s/%s", name, sub->name);
+                if (!done)
+                    done = try_sub(s, name, sub, rn, prog, constrain);
+                prog += sub->n_selectors;
+            }
+        }
+        if (!done)
+            return FALSE;
+    }
+    return TRUE;
+}
+
+/* The claim's devices on the node: with a matchAttribute constraint each value present on the
+ * node is tried, the value with fewest devices first. */
+static gboolean search_claim(Search *s)
+{
+    const KbClaimSpec *spec = &s->ci->claim->spec;
+    const char *attr = NULL;
+    for (guint c = 0; c < spec->n_constraints && attr == NULL; c++)
+        attr = spec->constraints[c].match_attribute;
+    if (attr == NULL)
+        return try_requests(s);
+    g_autoptr(GHashTable) counts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    for (guint i = 0; i < s->cands->len; i++) {
+        const Cand *c = &g_array_index(s->cands, Cand, i);
+        char *t = attribute_text(c->dev, attr);
+        if (t == NULL)
+            continue;
+        guint n = GPOINTER_TO_UINT(g_hash_table_lookup(counts, t));
+        g_hash_table_replace(counts, t, GUINT_TO_POINTER(n + 1));
+    }
+    g_autoptr(GPtrArray) values = g_ptr_array_new();
+    GHashTableIter it;
+    gpointer k;
+    g_hash_table_iter_init(&it, counts);
+    while (g_hash_table_iter_next(&it, &k, NULL))
+        g_ptr_array_add(values, k);
+    /* fewest devices first (tightest island), then by value for a stable order */
+    for (guint i = 1; i < values->len; i++) {
+        for (guint j = i; j > 0; j--) {
+            guint a = GPOINTER_TO_UINT(g_hash_table_lookup(counts, values->pdata[j - 1]));
+            guint b = GPOINTER_TO_UINT(g_hash_table_lookup(counts, values->pdata[j]));
+            if (a < b || (a == b && strcmp(values->pdata[j - 1], values->pdata[j]) <= 0))
+                break;
+            gpointer t = values->pdata[j];
+            values->pdata[j] = values->pdata[j - 1];
+            values->pdata[j - 1] = t;
+        }
+    }
+    s->match_attr = attr;
+    for (guint v = 0; v < values->len; v++) {
+        s->match_value = values->pdata[v];
+        if (try_requests(s))
+            return TRUE;
+        untake(s, 0);
+    }
+    if (s->why != NULL && s->why->len == 0) {
+        g_string_printf(s->why, "claim %s: no devices on node %s share %s for every request",
+                        s->key, s->node, attr);
+        s->why_free = 0;
+    }
+    s->match_value = NULL;
+    return FALSE;
+}
+
+/* ---- a pod's plan --------------------------------------------------------------------------- */
+
+typedef struct {
+    char *key;
+    GArray *results; /* NULL: the claim is only reserved (allocated already, or by another pod) */
+} PlanClaim;
+
+static void plan_claim_clear(gpointer p)
+{
+    PlanClaim *pc = p;
+    g_free(pc->key);
+    if (pc->results != NULL)
+        g_array_unref(pc->results);
+}
+
+static GArray *results_new(void)
+{
+    GArray *a = g_array_new(FALSE, TRUE, sizeof(KbDeviceResult));
+    g_array_set_clear_func(a, result_clear);
+    return a;
+}
+
+/* @pod's claims on @node into @plan (PlanClaim); FALSE with @why/@free at the first that fails. */
+static gboolean plan_pod(KbDra *dra, const KbPod *pod, const char *node, GArray *plan,
+                         gboolean choose, GString *why, gint *free)
+{
+    g_autoptr(GHashTable) taken = g_hash_table_new(g_str_hash, g_str_equal);
+    g_autoptr(GArray) cands = NULL;
+    for (guint i = 0; i < pod->n_resource_claims; i++) {
+        g_autofree char *key = NULL;
+        ClaimInfo *ci = pod_claim(dra, pod, i, &key);
+        if (ci == NULL || ci->error != NULL) {
+            if (why != NULL)
+                g_string_append_printf(why, "claim of resourceClaims %s not usable",
+                                       pod->resource_claims[i].name);
+            return FALSE;
+        }
+        gboolean dup = FALSE;
+        for (guint p = 0; p < plan->len && !dup; p++)
+            dup = strcmp(g_array_index(plan, PlanClaim, p).key, key) == 0;
+        if (dup)
+            continue;
+        const KbResourceClaim *claim = ci->claim;
+        const ClaimAlloc *ca = g_hash_table_lookup(dra->claim_allocs, key);
+        const char *pinned = claim->allocated ? claim->node : ca != NULL ? ca->node : NULL;
+        if (claim->allocated || ca != NULL) {
+            if (pinned != NULL && strcmp(pinned, node) != 0) {
+                if (why != NULL)
+                    g_string_append_printf(why, "claim %s is allocated on node %s", key, pinned);
+                if (free != NULL)
+                    *free = -1;
+                return FALSE;
+            }
+            PlanClaim pc = {g_steal_pointer(&key), NULL};
+            g_array_append_val(plan, pc);
+            continue;
+        }
+        if (cands == NULL)
+            cands = node_cands(dra, node);
+        g_autoptr(GString) w = why != NULL ? g_string_new(NULL) : NULL;
+        Search s = {dra, ci, key, node, cands, taken, results_new(), NULL, NULL, w, 0, choose};
+        if (!search_claim(&s)) {
+            g_array_unref(s.results);
+            if (why != NULL)
+                g_string_append(why, w->str);
+            if (free != NULL)
+                *free = s.why_free;
+            return FALSE;
+        }
+        PlanClaim pc = {g_steal_pointer(&key), s.results};
+        g_array_append_val(plan, pc);
+    }
+    return TRUE;
+}
+
+static GArray *plan_new(void)
+{
+    GArray *plan = g_array_new(FALSE, TRUE, sizeof(PlanClaim));
+    g_array_set_clear_func(plan, plan_claim_clear);
+    return plan;
+}
+
+gboolean kb_dra_fits(KbDra *dra, const KbPod *pod, const char *node, GString *why, gint *free)
+{
+    if (pod->n_resource_claims == 0)
+        return TRUE;
+    g_autoptr(GArray) plan = plan_new();
+    return plan_pod(dra, pod, node, plan, FALSE, why, free);
+}
+
+gboolean kb_dra_assume(KbDra *dra, const KbPod *pod, const char *node)
+{
+    if (pod->n_resource_claims == 0 || pod->meta.uid == NULL)
+        return pod->n_resource_claims == 0;
+    kb_dra_release(dra, pod->meta.uid);
+    g_autoptr(GArray) plan = plan_new();
+    if (!plan_pod(dra, pod, node, plan, TRUE, NULL, NULL))
+        return FALSE;
+    PodHold *h = g_new0(PodHold, 1);
+    h->node = g_intern_string(node);
+    h->claims = g_ptr_array_new_with_free_func(g_free);
+    for (guint i = 0; i < plan->len; i++) {
+        PlanClaim *pc = &g_array_index(plan, PlanClaim, i);
+        ClaimAlloc *ca = g_hash_table_lookup(dra->claim_allocs, pc->key);
+        if (pc->results != NULL) {
+            ca = g_new0(ClaimAlloc, 1);
+            ca->key = g_strdup(pc->key);
+            ca->node = h->node;
+            ca->results = g_steal_pointer(&pc->results);
+            for (guint r = 0; r < ca->results->len; r++) {
+                const KbDeviceResult *res = &g_array_index(ca->results, KbDeviceResult, r);
+                g_hash_table_replace(dra->assumed, device_key(res->driver, res->pool, res->device),
+                                     g_strdup(ca->key));
+            }
+            g_hash_table_replace(dra->claim_allocs, ca->key, ca);
+        }
+        if (ca != NULL)
+            ca->refs++;
+        g_ptr_array_add(h->claims, g_strdup(pc->key));
+    }
+    g_hash_table_replace(dra->holds, g_strdup(pod->meta.uid), h);
+    return TRUE;
+}
+
+/* End the hold of @uid; with @failed the claims it allocated are given back unless written. */
+static void hold_end(KbDra *dra, const char *uid)
+{
+    PodHold *h = uid != NULL ? g_hash_table_lookup(dra->holds, uid) : NULL;
+    if (h == NULL)
+        return;
+    for (guint i = 0; i < h->claims->len; i++) {
+        ClaimAlloc *ca = g_hash_table_lookup(dra->claim_allocs, h->claims->pdata[i]);
+        if (ca == NULL)
+            continue;
+        if (ca->refs > 0)
+            ca->refs--;
+        if (ca->refs == 0 && !ca->written)
+            claim_alloc_drop(dra, h->claims->pdata[i]);
+    }
+    g_hash_table_remove(dra->holds, uid);
+}
+
+void kb_dra_release(KbDra *dra, const char *uid)
+{
+    hold_end(dra, uid);
+}
+
+void kb_dra_pod_bound(KbDra *dra, const char *uid)
+{
+    hold_end(dra, uid);
+}
+
+void kb_dra_claim_written(KbDra *dra, const char *namespace_, const char *name, gboolean written)
+{
+    g_autofree char *key = g_strdup_printf("%s/%s", namespace_, name);
+    ClaimAlloc *ca = g_hash_table_lookup(dra->claim_allocs, key);
+    if (ca == NULL)
+        return;
+    ca->written = written;
+    if (!written && ca->refs == 0)
+        claim_alloc_drop(dra, key);
+}
+
+/* ---- claim writes --------------------------------------------------------------------------- */
+
+void kb_claim_write_free(gpointer write)
+{
+    KbClaimWrite *w = write;
+    if (w == NULL)
+        return;
+    g_free(w->namespace_);
+    g_free(w->name);
+    json_object_put(w->body);
+    json_object_put(w->undo);
+    g_free(w);
+}
+
+/* The patch that puts back @claim's status as the cache saw it (allocation removed when
+ * @allocates). */
+static json_object *undo_new(const KbResourceClaim *claim, gboolean allocates)
+{
+    json_object *status = json_object_new_object();
+    if (allocates)
+        json_object_object_add(status, "allocation", NULL);
+    json_object *reserved = NULL;
+    if (claim->n_reserved_for > 0) {
+        reserved = json_object_new_array();
+        for (guint i = 0; i < claim->n_reserved_for; i++) {
+            json_object *c = json_object_new_object();
+            json_object_object_add(c, "resource", json_object_new_string("pods"));
+            json_object_object_add(c, "name", json_object_new_string(claim->reserved_for[i].name));
+            json_object_object_add(c, "uid", json_object_new_string(claim->reserved_for[i].uid));
+            json_object_array_add(reserved, c);
+        }
+    }
+    json_object_object_add(status, "reservedFor", reserved);
+    json_object *body = json_object_new_object();
+    json_object_object_add(body, "status", status);
+    return body;
+}
+
+/* One write for claim @key, reserving it for @users (KbPod*, at least one). */
+static KbClaimWrite *claim_write_new(KbDra *dra, const char *key, GPtrArray *users)
+{
+    const ClaimInfo *ci = g_hash_table_lookup(dra->claims, key);
+    if (ci == NULL)
+        return NULL;
+    const KbResourceClaim *claim = ci->claim;
+    const ClaimAlloc *ca = claim->allocated ? NULL : g_hash_table_lookup(dra->claim_allocs, key);
+    guint missing = 0;
+    for (guint i = 0; i < users->len; i++)
+        missing += !kb_resource_claim_reserved_for(claim, ((KbPod *)users->pdata[i])->meta.uid);
+    if (ca == NULL && missing == 0)
+        return NULL;
+    const KbPod *first = users->pdata[0];
+    json_object *body = kb_resource_claim_status_new(
+            claim, ca != NULL ? (const KbDeviceResult *)ca->results->data : NULL,
+            ca != NULL ? ca->results->len : 0, ca != NULL ? ca->node : NULL, first->meta.name,
+            first->meta.uid);
+    json_object *status = json_object_object_get(body, "status");
+    json_object *reserved = json_object_object_get(status, "reservedFor");
+    for (guint i = 1; i < users->len; i++) {
+        const KbPod *p = users->pdata[i];
+        if (kb_resource_claim_reserved_for(claim, p->meta.uid))
+            continue;
+        json_object *c = json_object_new_object();
+        json_object_object_add(c, "resource", json_object_new_string("pods"));
+        json_object_object_add(c, "name", json_object_new_string(p->meta.name));
+        json_object_object_add(c, "uid", json_object_new_string(p->meta.uid));
+        json_object_array_add(reserved, c);
+    }
+    KbClaimWrite *w = g_new0(KbClaimWrite, 1);
+    w->namespace_ = g_strdup(claim->meta.namespace_);
+    w->name = g_strdup(claim->meta.name);
+    w->body = body;
+    w->allocates = ca != NULL;
+    w->undo = undo_new(claim, w->allocates);
+    return w;
+}
+
+GPtrArray **kb_dra_gang_writes(KbDra *dra, KbPod *const *pods, guint n_pods)
+{
+    GPtrArray **out = g_new0(GPtrArray *, MAX(n_pods, 1));
+    /* claim key -> (first pod index, users) in first-use order */
+    g_autoptr(GPtrArray) keys = g_ptr_array_new();
+    g_autoptr(GHashTable) users =
+            g_hash_table_new_full(g_str_hash, g_str_equal, NULL, (GDestroyNotify)g_ptr_array_unref);
+    g_autoptr(GHashTable) first = g_hash_table_new(g_str_hash, g_str_equal);
+    for (guint p = 0; p < n_pods; p++) {
+        const PodHold *h = pods[p]->meta.uid != NULL
+                                   ? g_hash_table_lookup(dra->holds, pods[p]->meta.uid)
+                                   : NULL;
+        for (guint i = 0; h != NULL && i < h->claims->len; i++) {
+            char *key = h->claims->pdata[i];
+            GPtrArray *u = g_hash_table_lookup(users, key);
+            if (u == NULL) {
+                u = g_ptr_array_new();
+                g_hash_table_insert(users, key, u);
+                g_hash_table_insert(first, key, GUINT_TO_POINTER(p));
+                g_ptr_array_add(keys, key);
+            }
+            g_ptr_array_add(u, pods[p]);
+        }
+    }
+    for (guint k = 0; k < keys->len; k++) {
+        KbClaimWrite *w =
+                claim_write_new(dra, keys->pdata[k], g_hash_table_lookup(users, keys->pdata[k]));
+        if (w == NULL)
+            continue;
+        guint p = GPOINTER_TO_UINT(g_hash_table_lookup(first, keys->pdata[k]));
+        if (out[p] == NULL)
+            out[p] = g_ptr_array_new_with_free_func(kb_claim_write_free);
+        g_ptr_array_add(out[p], w);
+    }
+    return out;
+}

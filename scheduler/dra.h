@@ -1,0 +1,102 @@
+/*
+ * Dynamic Resource Allocation in the scheduler: the cache's DRA state and the device allocator
+ * the gang plan calls.
+ *
+ * State (owned by the cache, fed on watch events; kube/kb-dra.h records, selectors compiled once
+ * per event with kb-cel):
+ * - DeviceClasses, ResourceClaims, ResourceClaimTemplates, ResourceSlices (indexed by node);
+ * - the devices allocated claims hold (status.allocation.devices.results), and the devices this
+ *   scheduler chose for claims whose status is not written or not seen yet ("assumed").
+ *   A device is free when neither holds it: it is never given twice.
+ *
+ * Allocation: for a pod and a node, every claim the pod names is resolved (resourceClaimName, or
+ * the claim status.resourceClaimStatuses names for a template), then
+ * - a claim already allocated is usable on the node its allocation names (any node when none);
+ * - a claim another pod of this scheduler is allocating (a shared claim) on that pod's node;
+ * - otherwise its requests are chosen among the node's free devices, in order: `exactly` (count
+ *   or All) or the first `firstAvailable` alternative that fits, devices matching the class's
+ *   and the request's selectors; with a `matchAttribute` constraint every value of the attribute
+ *   is tried (fewest devices first); without one, devices of one NVLink island
+ *   (KB_DRA_ISLAND_ATTRIBUTE) are preferred, the island that fits most tightly first.
+ * kb_dra_assume() holds the choice for the pod (kb_session_allocate calls it, inside the gang's
+ * statement); kb_dra_release() gives it back (statement discarded, binding failed, pod deleted).
+ */
+#pragma once
+
+#include <glib.h>
+#include <json-c/json.h>
+
+#include "kube/kb-dra.h"
+
+/* The device attribute naming a GPU's NVLink island (kb-kubelet --dra publishes it from the
+ * node's kube-batchd.io/gpu-topology annotation); any domain. */
+#define KB_DRA_ISLAND_ATTRIBUTE "nvlinkIsland"
+
+typedef struct KbDra KbDra;
+
+KbDra *kb_dra_new(void);
+void kb_dra_free(KbDra *dra);
+
+/* Ingest: each takes its own reference; set replaces by key, delete of an unknown key is a
+ * no-op. */
+void kb_dra_set_class(KbDra *dra, KbDeviceClass *dc);
+void kb_dra_delete_class(KbDra *dra, const KbDeviceClass *dc);
+void kb_dra_set_claim(KbDra *dra, KbResourceClaim *claim);
+void kb_dra_delete_claim(KbDra *dra, const KbResourceClaim *claim);
+void kb_dra_set_template(KbDra *dra, KbResourceClaimTemplate *t);
+void kb_dra_delete_template(KbDra *dra, const KbResourceClaimTemplate *t);
+void kb_dra_set_slice(KbDra *dra, KbResourceSlice *slice);
+void kb_dra_delete_slice(KbDra *dra, const KbResourceSlice *slice);
+
+/*
+ * May @pod be placed as far as its claims go: each exists (a template's has been created by the
+ * resource-claim controller), names classes that exist, and every selector of them compiled.
+ * FALSE with *@reason (static: "ResourceClaimNotFound", "DeviceClassNotFound",
+ * "DeviceSelectorUnsupported") and *@why (newly allocated; quotes an expression kb-cel refused).
+ */
+gboolean kb_dra_pod_ready(KbDra *dra, const KbPod *pod, const char **reason, char **why);
+
+/*
+ * Could @pod's claims be satisfied on node @node now? FALSE with @why (may be NULL) appended:
+ * "claim ns/x request gpus: 2 devices of class gpu.nvidia.com wanted, 1 free on node n3"; *@free
+ * (may be NULL) receives the free count named there, to pick the most telling node.
+ */
+gboolean kb_dra_fits(KbDra *dra, const KbPod *pod, const char *node, GString *why, gint *free);
+
+/* Choose @pod's devices on @node and hold them; FALSE (nothing held) when they do not fit. A pod
+ * already holding is released first. */
+gboolean kb_dra_assume(KbDra *dra, const KbPod *pod, const char *node);
+/* Give back what kb_dra_assume held for the pod of @uid (no-op when nothing). */
+void kb_dra_release(KbDra *dra, const char *uid);
+/* The pod of @uid was seen bound: its hold ends, claims written stay assumed until the watch
+ * shows them allocated. */
+void kb_dra_pod_bound(KbDra *dra, const char *uid);
+/* Number of devices held (allocated or assumed), for tests and metrics. */
+guint kb_dra_devices_held(const KbDra *dra);
+
+/*
+ * One claim status write, made before the pod's Binding: a merge patch of the claim's status
+ * subresource (@body, kb_resource_claim_status_new) and the one that undoes it (@undo: the
+ * allocation removed when this write made it, reservedFor as it was).
+ */
+typedef struct {
+    char *namespace_;
+    char *name;
+    json_object *body;
+    json_object *undo;
+    gboolean allocates; /* the write allocates the claim (else it only reserves it) */
+} KbClaimWrite;
+
+void kb_claim_write_free(gpointer write);
+
+/*
+ * The claim writes of @pods (KbPod*, a gang's placed members in commit order, all held): one per
+ * claim, the allocation and every member using it in reservedFor; a claim already reserved for
+ * all its members needs none. Returns a new array per pod (same order; NULL where the pod needs
+ * none); each array owns its KbClaimWrite.
+ */
+GPtrArray **kb_dra_gang_writes(KbDra *dra, KbPod *const *pods, guint n_pods);
+
+/* The binder wrote (@written TRUE) or undid the allocation of claim @ns/@name: a written claim
+ * stays assumed until the watch shows it, even after its pods' holds end. */
+void kb_dra_claim_written(KbDra *dra, const char *namespace_, const char *name, gboolean written);

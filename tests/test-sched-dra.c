@@ -1,0 +1,540 @@
+/*
+ * DRA in the gang plan (scheduler/dra.c through the real cycle): every member's claims are
+ * allocated with its node, all or nothing; a device is never given twice; shared and allocated
+ * claims pin their pods; firstAvailable, All, matchAttribute and the NVLink island preference;
+ * the reason a gang waits names the short request; pods wait for a template's claim; the claim
+ * writes the binder gets.
+ */
+#include <string.h>
+
+#include "kube/kb-dra.h"
+#include "scheduler/dra.h"
+#include "tests/lib/kb-test-sched.h"
+
+typedef KbTestSched Fx;
+
+static KbDra *dra(Fx *fx)
+{
+    return kb_cache_dra(fx->cache);
+}
+
+static void add_class(Fx *fx, const char *name, const char *selector)
+{
+    g_autofree char *text =
+            selector == NULL
+                    ? g_strdup_printf("{\"metadata\":{\"name\":\"%s\"},\"spec\":{}}", name)
+                    : g_strdup_printf("{\"metadata\":{\"name\":\"%s\"},\"spec\":{\"selectors\":[{"
+                                      "\"cel\":{\"expression\":\"%s\"}}]}}",
+                                      name, selector);
+    json_object *o = kb_test_sched_parse(text);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbDeviceClass) dc = kb_device_class_decode(o, FALSE, &error);
+    json_object_put(o);
+    g_assert_no_error(error);
+    kb_dra_set_class(dra(fx), dc);
+}
+
+/* A node with @n GPUs (islands of @island GPUs) and its ResourceSlice, product @product. */
+static void add_gpu_node(Fx *fx, const char *node, guint n, guint island, const char *product)
+{
+    g_autofree char *nj = g_strdup_printf(
+            "{\"metadata\":{\"name\":\"%s\"},\"status\":{\"allocatable\":{\"cpu\":\"64\","
+            "\"memory\":\"256Gi\",\"pods\":\"110\"},\"conditions\":[{\"type\":\"Ready\","
+            "\"status\":\"True\"}]}}",
+            node);
+    kb_test_sched_add_node(fx, nj);
+    g_autoptr(GString) s = g_string_new(NULL);
+    g_string_printf(s,
+                    "{\"metadata\":{\"name\":\"%s-gpu\"},\"spec\":{\"driver\":\"gpu.nvidia.com\","
+                    "\"nodeName\":\"%s\",\"pool\":{\"name\":\"%s\",\"generation\":1,"
+                    "\"resourceSliceCount\":1},\"devices\":[",
+                    node, node, node);
+    for (guint i = 0; i < n; i++)
+        g_string_append_printf(s,
+                               "%s{\"name\":\"gpu-%u\",\"attributes\":{\"index\":{\"int\":%u},"
+                               "\"productName\":{\"string\":\"%s\"},\"kube-batchd.io/"
+                               "nvlinkIsland\":{\"int\":%u}},\"capacity\":{\"memory\":{\"value\":"
+                               "\"40Gi\"}}}",
+                               i == 0 ? "" : ",", i, i, product, i / island);
+    g_string_append(s, "]}}");
+    json_object *o = kb_test_sched_parse(s->str);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbResourceSlice) slice = kb_resource_slice_decode(o, FALSE, &error);
+    json_object_put(o);
+    g_assert_no_error(error);
+    kb_dra_set_slice(dra(fx), slice);
+}
+
+/* Claim ml/@name with spec.devices @devices (JSON) and status @status (JSON or NULL). */
+static void put_claim(Fx *fx, const char *name, const char *devices, const char *status)
+{
+    g_autofree char *text =
+            g_strdup_printf("{\"metadata\":{\"name\":\"%s\",\"namespace\":\"ml\",\"uid\":\"c-%s\","
+                            "\"resourceVersion\":\"%u\"},\"spec\":{\"devices\":%s}%s%s}",
+                            name, name, ++fx->seq, devices, status != NULL ? ",\"status\":" : "",
+                            status != NULL ? status : "");
+    json_object *o = kb_test_sched_parse(text);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbResourceClaim) c = kb_resource_claim_decode(o, FALSE, &error);
+    json_object_put(o);
+    g_assert_no_error(error);
+    kb_dra_set_claim(dra(fx), c);
+}
+
+static char *gpus_request(guint count, const char *klass)
+{
+    return g_strdup_printf("{\"requests\":[{\"name\":\"gpus\",\"exactly\":{\"deviceClassName\":"
+                           "\"%s\",\"count\":%u}}]}",
+                           klass, count);
+}
+
+/* Pod ml/@name of gang @group (size @min) using claim @claim through template "two-gpus" (the
+ * claim named in its status; NULL: not created yet). */
+static void put_pod(Fx *fx, const char *name, const char *group, const char *claim)
+{
+    g_autofree char *status =
+            claim != NULL ? g_strdup_printf(",\"resourceClaimStatuses\":[{\"name\":\"gpus\","
+                                            "\"resourceClaimName\":\"%s\"}]",
+                                            claim)
+                          : g_strdup("");
+    g_autofree char *text = g_strdup_printf(
+            "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"ml\",\"uid\":\"u-%s\","
+            "\"annotations\":{\"scheduling.k8s.io/group-name\":\"%s\"}},\"spec\":{"
+            "\"schedulerName\":\"kube-batchd\",\"containers\":[{\"name\":\"c\",\"resources\":{"
+            "\"requests\":{\"cpu\":\"1\"}}}],\"resourceClaims\":[{\"name\":\"gpus\","
+            "\"resourceClaimTemplateName\":\"two-gpus\"}]},\"status\":{\"phase\":\"Pending\"%s}}",
+            name, name, group, status);
+    kb_test_sched_put_pod(fx, kb_test_sched_parse(text));
+}
+
+static void add_group(Fx *fx, const char *name, guint min)
+{
+    g_autofree char *text = g_strdup_printf(
+            "{\"apiVersion\":\"scheduling.incubator.k8s.io/v1alpha1\",\"kind\":\"PodGroup\","
+            "\"metadata\":{\"name\":\"%s\",\"namespace\":\"ml\"},\"spec\":{\"minMember\":%u}}",
+            name, min);
+    kb_test_sched_add_pod_group(fx, text);
+}
+
+/* A gang of @n pods w0..w(n-1), each with its own claim w<i>-gpus of @per GPUs. */
+static void add_gang(Fx *fx, const char *group, guint n, guint per)
+{
+    add_group(fx, group, n);
+    g_autofree char *req = gpus_request(per, "gpu.nvidia.com");
+    for (guint i = 0; i < n; i++) {
+        g_autofree char *pod = g_strdup_printf("%s-w%u", group, i);
+        g_autofree char *claim = g_strdup_printf("%s-w%u-gpus", group, i);
+        put_claim(fx, claim, req, NULL);
+        put_pod(fx, pod, group, claim);
+    }
+}
+
+static const KbPlacement *placement(Fx *fx, const char *pod)
+{
+    for (guint i = 0; i < fx->res->placements->len; i++) {
+        const KbPlacement *p = &g_array_index(fx->res->placements, KbPlacement, i);
+        if (strcmp(p->pod->meta.name, pod) == 0)
+            return p;
+    }
+    return NULL;
+}
+
+/* The one write of @p (asserted), its body's status. */
+static json_object *write_status(const KbPlacement *p, guint i)
+{
+    g_assert_nonnull(p->claim_writes);
+    g_assert_cmpuint(p->claim_writes->len, >, i);
+    const KbClaimWrite *w = p->claim_writes->pdata[i];
+    return json_object_object_get(w->body, "status");
+}
+
+static const char *status_node(json_object *status)
+{
+    json_object *sel =
+            json_object_object_get(json_object_object_get(status, "allocation"), "nodeSelector");
+    json_object *term =
+            json_object_array_get_idx(json_object_object_get(sel, "nodeSelectorTerms"), 0);
+    json_object *f = json_object_array_get_idx(json_object_object_get(term, "matchFields"), 0);
+    return json_object_get_string(
+            json_object_array_get_idx(json_object_object_get(f, "values"), 0));
+}
+
+static json_object *status_results(json_object *status)
+{
+    return json_object_object_get(
+            json_object_object_get(json_object_object_get(status, "allocation"), "devices"),
+            "results");
+}
+
+static Fx *fixture(void)
+{
+    Fx *fx = kb_test_sched_new(NULL);
+    add_class(fx, "gpu.nvidia.com", NULL);
+    return fx;
+}
+
+/* A 4-pod gang, 2 GPUs each, on nodes of 4 GPUs: every claim allocated on its pod's node, each
+ * device once, every pod reserved. */
+static void test_gang_allocated(void)
+{
+    Fx *fx = fixture();
+    for (guint n = 1; n <= 3; n++) {
+        g_autofree char *node = g_strdup_printf("n%u", n);
+        add_gpu_node(fx, node, 4, 4, "NVIDIA A100");
+    }
+    add_gang(fx, "job", 4, 2);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "ml/job"), ==, 4);
+    g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    g_autoptr(GHashTable) nodes = g_hash_table_new(g_str_hash, g_str_equal);
+    for (guint i = 0; i < 4; i++) {
+        g_autofree char *pod = g_strdup_printf("job-w%u", i);
+        const KbPlacement *p = placement(fx, pod);
+        g_assert_nonnull(p);
+        g_assert_cmpuint(p->claim_writes->len, ==, 1);
+        const KbClaimWrite *w = p->claim_writes->pdata[0];
+        g_autofree char *claim = g_strdup_printf("job-w%u-gpus", i);
+        g_assert_cmpstr(w->name, ==, claim);
+        g_assert_true(w->allocates);
+        json_object *st = write_status(p, 0);
+        g_assert_cmpstr(status_node(st), ==, p->node);
+        json_object *results = status_results(st);
+        g_assert_cmpuint(json_object_array_length(results), ==, 2);
+        for (guint r = 0; r < 2; r++) {
+            json_object *res = json_object_array_get_idx(results, r);
+            g_assert_cmpstr(json_object_get_string(json_object_object_get(res, "pool")), ==,
+                            p->node);
+            g_autofree char *dk =
+                    g_strdup_printf("%s/%s", p->node,
+                                    json_object_get_string(json_object_object_get(res, "device")));
+            g_assert_false(g_hash_table_contains(seen, dk));
+            g_hash_table_add(seen, g_steal_pointer(&dk));
+        }
+        json_object *reserved = json_object_object_get(st, "reservedFor");
+        g_assert_cmpuint(json_object_array_length(reserved), ==, 1);
+        g_assert_cmpstr(json_object_get_string(json_object_object_get(
+                                json_object_array_get_idx(reserved, 0), "uid")),
+                        ==, p->pod->meta.uid);
+        g_hash_table_add(nodes, (gpointer)p->node);
+    }
+    /* gangs on few nodes: two full nodes, not three half-used ones */
+    g_assert_cmpuint(g_hash_table_size(nodes), ==, 2);
+    g_assert_cmpuint(kb_dra_devices_held(dra(fx)), ==, 8);
+    kb_test_sched_free(fx);
+}
+
+/* One GPU short: nothing placed, nothing held, and the reason names the short request. */
+static void test_gang_one_short(void)
+{
+    Fx *fx = fixture();
+    add_gpu_node(fx, "n1", 4, 4, "NVIDIA A100");
+    add_gpu_node(fx, "n2", 3, 4, "NVIDIA A100");
+    add_gang(fx, "job", 4, 2);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
+    g_assert_cmpuint(kb_dra_devices_held(dra(fx)), ==, 0);
+    const KbJobStatus *js = kb_cycle_result_job(fx->res, "ml/job");
+    g_assert_nonnull(js);
+    g_test_message("msg: %s", js->message);
+    g_assert_nonnull(strstr(js->message, "claim ml/job-w3-gpus request gpus: 2 devices of class "
+                                         "gpu.nvidia.com wanted, 1 free on node n2"));
+    kb_test_sched_free(fx);
+}
+
+/* A pod whose template claim is not created yet waits, and says so. */
+static void test_waits_for_claim(void)
+{
+    Fx *fx = fixture();
+    add_gpu_node(fx, "n1", 4, 4, "NVIDIA A100");
+    add_group(fx, "job", 1);
+    put_pod(fx, "job-w0", "job", NULL);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
+    const KbJobStatus *js = kb_cycle_result_job(fx->res, "ml/job");
+    g_assert_nonnull(strstr(js->message, "the claim of resourceClaims gpus (template two-gpus) is "
+                                         "not created yet"));
+    /* the controller creates it: the pod is placed */
+    g_autofree char *req = gpus_request(1, "gpu.nvidia.com");
+    put_claim(fx, "job-w0-gpus-abcde", req, NULL);
+    put_pod(fx, "job-w0", "job", "job-w0-gpus-abcde");
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 1);
+    kb_test_sched_free(fx);
+}
+
+/* A class that does not exist: the pod waits, naming it. */
+static void test_class_missing(void)
+{
+    Fx *fx = fixture();
+    add_gpu_node(fx, "n1", 4, 4, "NVIDIA A100");
+    add_group(fx, "job", 1);
+    g_autofree char *req = gpus_request(1, "mig.nvidia.com");
+    put_claim(fx, "c0", req, NULL);
+    put_pod(fx, "job-w0", "job", "c0");
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
+    const KbJobStatus *js = kb_cycle_result_job(fx->res, "ml/job");
+    g_assert_nonnull(strstr(js->message, "claim ml/c0 request gpus: device class mig.nvidia.com "
+                                         "not found"));
+    kb_test_sched_free(fx);
+}
+
+/* Devices an allocated claim holds are not given again, and the allocated claim pins its pod. */
+static void test_allocated_claims(void)
+{
+    Fx *fx = fixture();
+    add_gpu_node(fx, "n1", 2, 2, "NVIDIA A100");
+    add_gpu_node(fx, "n2", 2, 2, "NVIDIA A100");
+    g_autofree char *req = gpus_request(2, "gpu.nvidia.com");
+    /* someone else's claim holds both GPUs of n1 */
+    put_claim(fx, "other", req,
+              "{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"gpus\",\"driver\":"
+              "\"gpu.nvidia.com\",\"pool\":\"n1\",\"device\":\"gpu-0\"},{\"request\":\"gpus\","
+              "\"driver\":\"gpu.nvidia.com\",\"pool\":\"n1\",\"device\":\"gpu-1\"}]},"
+              "\"nodeSelector\":{\"nodeSelectorTerms\":[{\"matchFields\":[{\"key\":"
+              "\"metadata.name\",\"operator\":\"In\",\"values\":[\"n1\"]}]}]}},\"reservedFor\":"
+              "[{\"resource\":\"pods\",\"name\":\"x\",\"uid\":\"ux\"}]}");
+    add_gang(fx, "job", 1, 2);
+    kb_test_sched_run(fx);
+    g_assert_cmpstr(kb_test_sched_bound_node(fx, "ml", "job-w0"), ==, "n2");
+    /* a pod using the allocated claim goes where it is, with a reservation only */
+    add_group(fx, "share", 1);
+    put_pod(fx, "share-w0", "share", "other");
+    kb_test_sched_run(fx);
+    const KbPlacement *p = placement(fx, "share-w0");
+    g_assert_nonnull(p);
+    g_assert_cmpstr(p->node, ==, "n1");
+    const KbClaimWrite *w = p->claim_writes->pdata[0];
+    g_assert_false(w->allocates);
+    json_object *st = write_status(p, 0);
+    g_assert_null(json_object_object_get(st, "allocation"));
+    g_assert_cmpuint(json_object_array_length(json_object_object_get(st, "reservedFor")), ==, 2);
+    kb_test_sched_free(fx);
+}
+
+/* A claim shared by two members: both on one node, one write reserving it for both. */
+static void test_shared_claim(void)
+{
+    Fx *fx = fixture();
+    add_gpu_node(fx, "n1", 1, 1, "NVIDIA A100");
+    add_gpu_node(fx, "n2", 1, 1, "NVIDIA A100");
+    add_group(fx, "job", 2);
+    g_autofree char *req = gpus_request(1, "gpu.nvidia.com");
+    put_claim(fx, "shared", req, NULL);
+    put_pod(fx, "job-w0", "job", "shared");
+    put_pod(fx, "job-w1", "job", "shared");
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 2);
+    const KbPlacement *a = placement(fx, "job-w0"), *b = placement(fx, "job-w1");
+    g_assert_cmpstr(a->node, ==, b->node);
+    const KbPlacement *first = a->claim_writes != NULL ? a : b;
+    const KbPlacement *second = first == a ? b : a;
+    g_assert_null(second->claim_writes);
+    json_object *st = write_status(first, 0);
+    g_assert_cmpuint(json_object_array_length(json_object_object_get(st, "reservedFor")), ==, 2);
+    g_assert_cmpuint(kb_dra_devices_held(dra(fx)), ==, 1);
+    kb_test_sched_free(fx);
+}
+
+/* matchAttribute: both GPUs of a claim on one NVLink island, even when the node has two free. */
+static void test_match_attribute(void)
+{
+    Fx *fx = fixture();
+    add_gpu_node(fx, "n1", 4, 2, "NVIDIA A100"); /* islands {0,1} {2,3} */
+    add_gpu_node(fx, "n2", 4, 2, "NVIDIA A100");
+    g_autofree char *one = gpus_request(1, "gpu.nvidia.com");
+    /* gpu-0 and gpu-2 of n1 taken: one free GPU on each island */
+    put_claim(fx, "a", one,
+              "{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"gpus\",\"driver\":"
+              "\"gpu.nvidia.com\",\"pool\":\"n1\",\"device\":\"gpu-0\"},{\"request\":\"gpus\","
+              "\"driver\":\"gpu.nvidia.com\",\"pool\":\"n1\",\"device\":\"gpu-2\"}]}}}");
+    add_group(fx, "job", 1);
+    put_claim(fx, "c0",
+              "{\"requests\":[{\"name\":\"gpus\",\"exactly\":{\"deviceClassName\":"
+              "\"gpu.nvidia.com\",\"count\":2}}],\"constraints\":[{\"matchAttribute\":"
+              "\"kube-batchd.io/nvlinkIsland\"}]}",
+              NULL);
+    put_pod(fx, "job-w0", "job", "c0");
+    kb_test_sched_run(fx);
+    g_assert_cmpstr(kb_test_sched_bound_node(fx, "ml", "job-w0"), ==, "n2");
+    kb_test_sched_free(fx);
+}
+
+/* Without a constraint the tightest island that holds the request is preferred. */
+static void test_island_preferred(void)
+{
+    Fx *fx = fixture();
+    add_gpu_node(fx, "n1", 4, 2, "NVIDIA A100");
+    g_autofree char *one = gpus_request(1, "gpu.nvidia.com");
+    put_claim(fx, "a", one,
+              "{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"gpus\",\"driver\":"
+              "\"gpu.nvidia.com\",\"pool\":\"n1\",\"device\":\"gpu-1\"}]}}}");
+    add_gang(fx, "job", 1, 2);
+    kb_test_sched_run(fx);
+    json_object *results = status_results(write_status(placement(fx, "job-w0"), 0));
+    g_assert_cmpstr(json_object_get_string(json_object_object_get(
+                            json_object_array_get_idx(results, 0), "device")),
+                    ==, "gpu-2");
+    g_assert_cmpstr(json_object_get_string(json_object_object_get(
+                            json_object_array_get_idx(results, 1), "device")),
+                    ==, "gpu-3");
+    kb_test_sched_free(fx);
+}
+
+/* firstAvailable in order; allocationMode All takes every device of the node. */
+static void test_first_available_and_all(void)
+{
+    Fx *fx = fixture();
+    add_class(fx, "nothing.example.com", NULL);
+    add_gpu_node(fx, "n1", 2, 2, "NVIDIA A100");
+    add_group(fx, "job", 1);
+    put_claim(fx, "c0",
+              "{\"requests\":[{\"name\":\"gpus\",\"firstAvailable\":[{\"name\":\"four\","
+              "\"deviceClassName\":\"gpu.nvidia.com\",\"count\":4},{\"name\":\"all\","
+              "\"deviceClassName\":\"gpu.nvidia.com\",\"allocationMode\":\"All\"}]}]}",
+              NULL);
+    put_pod(fx, "job-w0", "job", "c0");
+    kb_test_sched_run(fx);
+    json_object *results = status_results(write_status(placement(fx, "job-w0"), 0));
+    g_assert_cmpuint(json_object_array_length(results), ==, 2);
+    g_assert_cmpstr(json_object_get_string(json_object_object_get(
+                            json_object_array_get_idx(results, 0), "request")),
+                    ==, "gpus/all");
+    kb_test_sched_free(fx);
+}
+
+/* The binding failed for certain: the pod's devices are free again. */
+static void test_bind_failure_releases(void)
+{
+    Fx *fx = fixture();
+    add_gpu_node(fx, "n1", 2, 2, "NVIDIA A100");
+    add_gang(fx, "job", 1, 2);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_dra_devices_held(dra(fx)), ==, 2);
+    g_assert_true(kb_cache_bind_failed(fx->cache, "ml", "job-w0", "u-job-w0", NULL));
+    g_assert_cmpuint(kb_dra_devices_held(dra(fx)), ==, 0);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 1);
+    kb_test_sched_free(fx);
+}
+
+/* Written and bound: the devices stay held until the claim is seen allocated, then counted from
+ * the claim alone. */
+static void test_written_until_seen(void)
+{
+    Fx *fx = fixture();
+    add_gpu_node(fx, "n1", 2, 2, "NVIDIA A100");
+    add_gang(fx, "job", 1, 2);
+    kb_test_sched_run(fx);
+    kb_dra_claim_written(dra(fx), "ml", "job-w0-gpus", TRUE);
+    kb_test_sched_confirm_all(fx, FALSE);
+    g_assert_cmpuint(kb_dra_devices_held(dra(fx)), ==, 2);
+    /* another pod finds nothing free meanwhile */
+    add_gang(fx, "late", 1, 1);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
+    g_autofree char *req = gpus_request(2, "gpu.nvidia.com");
+    put_claim(
+            fx, "job-w0-gpus", req,
+            "{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"gpus\",\"driver\":"
+            "\"gpu.nvidia.com\",\"pool\":\"n1\",\"device\":\"gpu-0\"},{\"request\":\"gpus\","
+            "\"driver\":\"gpu.nvidia.com\",\"pool\":\"n1\",\"device\":\"gpu-1\"}]}},"
+            "\"reservedFor\":[{\"resource\":\"pods\",\"name\":\"job-w0\",\"uid\":\"u-job-w0\"}]}");
+    g_assert_cmpuint(kb_dra_devices_held(dra(fx)), ==, 2);
+    put_claim(fx, "job-w0-gpus", req, NULL); /* deallocated */
+    g_assert_cmpuint(kb_dra_devices_held(dra(fx)), ==, 0);
+    kb_test_sched_free(fx);
+}
+
+/* Backtracking across members: w0's claim is shared with w1, which also needs two GPUs of its
+ * own. Greedy puts w0 (and the shared claim) on n1, where w1 cannot follow; the plan takes that
+ * back and puts both on n2. */
+static void test_backtrack_shared(void)
+{
+    Fx *fx = fixture();
+    add_gpu_node(fx, "n1", 1, 1, "NVIDIA A100");
+    add_gpu_node(fx, "n2", 3, 4, "NVIDIA A100");
+    add_group(fx, "job", 2);
+    g_autofree char *one = gpus_request(1, "gpu.nvidia.com");
+    g_autofree char *two = gpus_request(2, "gpu.nvidia.com");
+    put_claim(fx, "shared", one, NULL);
+    put_claim(fx, "own", two, NULL);
+    put_pod(fx, "job-w0", "job", "shared");
+    kb_test_sched_put_pod(
+            fx, kb_test_sched_parse(
+                        "{\"metadata\":{\"name\":\"job-w1\",\"namespace\":\"ml\",\"uid\":"
+                        "\"u-job-w1\",\"annotations\":{\"scheduling.k8s.io/group-name\":\"job\"}},"
+                        "\"spec\":{\"schedulerName\":\"kube-batchd\",\"containers\":[{\"name\":"
+                        "\"c\"}],\"resourceClaims\":[{\"name\":\"a\",\"resourceClaimName\":"
+                        "\"shared\"},{\"name\":\"b\",\"resourceClaimName\":\"own\"}]},"
+                        "\"status\":{\"phase\":\"Pending\"}}"));
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 2);
+    g_assert_cmpstr(kb_test_sched_bound_node(fx, "ml", "job-w0"), ==, "n2");
+    g_assert_cmpstr(kb_test_sched_bound_node(fx, "ml", "job-w1"), ==, "n2");
+    g_assert_cmpuint(kb_dra_devices_held(dra(fx)), ==, 3);
+    kb_test_sched_free(fx);
+}
+
+/* Selectors through kb-cel: the class's and a request's productName selector pick the node. */
+static void test_product_selector(void)
+{
+    Fx *fx = kb_test_sched_new(NULL);
+    add_class(fx, "gpu.nvidia.com", "device.driver == 'gpu.nvidia.com'");
+    add_gpu_node(fx, "n1", 4, 4, "NVIDIA A100-SXM4-80GB");
+    add_gpu_node(fx, "n2", 4, 4, "NVIDIA H100 80GB HBM3");
+    add_group(fx, "job", 2);
+    for (guint i = 0; i < 2; i++) {
+        g_autofree char *claim = g_strdup_printf("c%u", i);
+        g_autofree char *pod = g_strdup_printf("job-w%u", i);
+        put_claim(fx, claim,
+                  "{\"requests\":[{\"name\":\"gpus\",\"exactly\":{\"deviceClassName\":"
+                  "\"gpu.nvidia.com\",\"count\":2,\"selectors\":[{\"cel\":{\"expression\":"
+                  "\"device.attributes['gpu.nvidia.com'].productName.startsWith('NVIDIA H100') "
+                  "&& device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) >= "
+                  "0\"}}]}}]}",
+                  NULL);
+        put_pod(fx, pod, "job", claim);
+    }
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 2);
+    g_assert_cmpstr(kb_test_sched_bound_node(fx, "ml", "job-w0"), ==, "n2");
+    g_assert_cmpstr(kb_test_sched_bound_node(fx, "ml", "job-w1"), ==, "n2");
+    kb_test_sched_free(fx);
+}
+
+/* An expression kb-cel does not support: the pod waits, the message quotes it. */
+static void test_unsupported_selector(void)
+{
+    Fx *fx = kb_test_sched_new(NULL);
+    add_class(fx, "gpu.nvidia.com", "device.driver.lastIndexOf('.') > 0");
+    add_gpu_node(fx, "n1", 4, 4, "NVIDIA A100");
+    add_gang(fx, "job", 1, 1);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
+    const KbJobStatus *js = kb_cycle_result_job(fx->res, "ml/job");
+    g_assert_nonnull(strstr(js->message, "device class gpu.nvidia.com: selector "
+                                         "\"device.driver.lastIndexOf('.') > 0\" refused"));
+    g_assert_nonnull(strstr(js->message, "lastIndexOf"));
+    kb_test_sched_free(fx);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/scheduler/dra/gang-allocated", test_gang_allocated);
+    g_test_add_func("/scheduler/dra/gang-one-gpu-short", test_gang_one_short);
+    g_test_add_func("/scheduler/dra/waits-for-template-claim", test_waits_for_claim);
+    g_test_add_func("/scheduler/dra/class-missing", test_class_missing);
+    g_test_add_func("/scheduler/dra/allocated-claims", test_allocated_claims);
+    g_test_add_func("/scheduler/dra/shared-claim", test_shared_claim);
+    g_test_add_func("/scheduler/dra/match-attribute", test_match_attribute);
+    g_test_add_func("/scheduler/dra/island-preferred", test_island_preferred);
+    g_test_add_func("/scheduler/dra/first-available-and-all", test_first_available_and_all);
+    g_test_add_func("/scheduler/dra/bind-failure-releases", test_bind_failure_releases);
+    g_test_add_func("/scheduler/dra/written-until-seen", test_written_until_seen);
+    g_test_add_func("/scheduler/dra/backtrack/shared-claim", test_backtrack_shared);
+    g_test_add_func("/scheduler/dra/selector/product-name", test_product_selector);
+    g_test_add_func("/scheduler/dra/selector/unsupported-quoted", test_unsupported_selector);
+    return g_test_run();
+}
