@@ -965,7 +965,7 @@ static double run_kube_batchd(Server *srv, KbClient *client, const Baseline *bas
     g_autofree char *bw = g_strdup_printf("%u", in_flight);
     GPtrArray *args = g_ptr_array_new();
     if (srv->real) {
-        /* As the cluster's admin: RBAC is on, and deploy/rbac.yaml is tested elsewhere. */
+        /* As the cluster's admin: RBAC is on, and deploy/base/rbac.yaml is tested elsewhere. */
         g_ptr_array_add(args, (gpointer) "--kubeconfig");
         g_ptr_array_add(args, (gpointer)kb_test_cluster_kubeconfig(srv->cluster, KB_TEST_ADMIN));
     } else {
@@ -1116,8 +1116,8 @@ static void run_server(Server *srv, GArray *windows)
         max_window = MAX(max_window, g_array_index(windows, guint, k));
     kb_client_set_max_in_flight(client, MAX(max_window, WINDOW) + 8);
 
-    create_crd(client, "deploy/crds/podgroup-volcano.yaml");
-    create_crd(client, "deploy/crds/queue-volcano.yaml");
+    create_crd(client, "deploy/base/crds/podgroup-volcano.yaml");
+    create_crd(client, "deploy/base/crds/queue-volcano.yaml");
     create_namespace(client, "baseline");
     create_namespace(client, "bench");
     /* Until the PodGroups are served (at most 60 s; a real server takes a few seconds). */

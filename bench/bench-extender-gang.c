@@ -3,7 +3,7 @@
  * member to the whole gang bound, for gangs created pod by pod as controllers create them.
  *
  * Two servers: bin/kb-apiserver (simulated kubelets) and, when $KB_K8S_BIN also holds
- * kube-apiserver (and etcd is found), a real kube-apiserver with deploy/rbac.yaml applied,
+ * kube-apiserver (and etcd is found), a real kube-apiserver with deploy/base/rbac.yaml applied,
  * kube-batchd as its ServiceAccount and bin/kb-kubelet running the nodes. Four free 8-GPU nodes,
  * bin/kube-batchd with --extender-address, and $KB_K8S_BIN/kube-scheduler configured as README
  * says (a profile whose
@@ -226,14 +226,14 @@ static void real_start(Cluster *cl, GError **error)
     g_autoptr(KbConfig) config = kb_config_load_kubeconfig(
             kb_test_cluster_kubeconfig(cl->cluster, KB_TEST_ADMIN), NULL, error);
     cl->client = kb_client_new(config, error);
-    g_autofree char *rbac = g_build_filename(kb_test_src_dir(), "deploy/rbac.yaml", NULL);
+    g_autofree char *rbac = g_build_filename(kb_test_src_dir(), "deploy/base/rbac.yaml", NULL);
     int status = -1;
     g_autofree char *out = NULL, *err = NULL;
     kb_test_cluster_kubectl(cl->cluster, KB_TEST_ADMIN,
                             (const char *const[]){"apply", "-f", rbac, NULL}, NULL, &out, &err,
                             &status, error);
     if (status != 0)
-        g_error("kubectl apply -f deploy/rbac.yaml: %s", err != NULL ? err : "");
+        g_error("kubectl apply -f deploy/base/rbac.yaml: %s", err != NULL ? err : "");
     g_autofree char *nodes = g_build_filename(kb_test_cluster_dir(cl->cluster), "nodes.yaml", NULL);
     g_file_set_contents(nodes, nodes_yaml, -1, NULL);
     const char *args[] = {"--kubeconfig", kb_test_cluster_kubeconfig(cl->cluster, KB_TEST_ADMIN),
@@ -259,8 +259,8 @@ static Cluster *cluster_start(gboolean requeue, gboolean real)
         g_autoptr(KbConfig) config = kb_config_new(cl->url);
         cl->client = kb_client_new(config, &error);
     }
-    const char *const crds[] = {"deploy/crds/podgroup-volcano.yaml",
-                                "deploy/crds/queue-volcano.yaml", NULL};
+    const char *const crds[] = {"deploy/base/crds/podgroup-volcano.yaml",
+                                "deploy/base/crds/queue-volcano.yaml", NULL};
     kb_test_install_crds(cl->client, crds, 5000);
     for (int i = 0; i < 4 && !real; i++)
         kb_test_create_node(

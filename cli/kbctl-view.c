@@ -238,7 +238,7 @@ static json_object *load_tfjobs(KbClient *c, const char *ns, const char *job, GE
     if (items == NULL)
         g_set_error(error, KBCTL_ERROR, KBCTL_ERROR_FAILED,
                     "%s does not serve tfjobs.kubeflow.org/v1: install the CRD "
-                    "(kubectl apply -f deploy/crds/tfjob.yaml)",
+                    "(kubectl apply -f deploy/base/crds/tfjob.yaml)",
                     kb_client_server(c));
     return items;
 }

@@ -62,8 +62,8 @@ done
 grep -q '^registered' "$work/kubelet.out" || { echo "kb-kubelet did not start:"; cat "$work/kubelet.log"; exit 1; }
 
 say "== kubectl apply: CRDs (PodGroup, Queue, TFJob) and the default queue"
-k apply -f "$top/deploy/crds/" >/dev/null
-k apply -f "$top/deploy/default-queue.yaml"
+k apply -f "$top/deploy/base/crds/" >/dev/null
+k apply -f "$top/deploy/base/default-queue.yaml"
 k get nodes -L nvidia.com/gpu.product,topology.kubernetes.io/rack
 
 say "== starting kube-batchd and tf-operator"

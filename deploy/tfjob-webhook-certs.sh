@@ -18,9 +18,9 @@
 # With --apply (the current kubectl context; $KUBECTL, default "kubectl", is the command, e.g.
 # "kubectl --server http://127.0.0.1:8080"):
 #   the Namespace kube-batchd (if missing), the Secret kube-batchd/tf-operator-webhook-tls
-#   (tls.crt, tls.key: deploy/tf-operator.yaml mounts it read-only), and
+#   (tls.crt, tls.key: deploy/base/tf-operator.yaml mounts it read-only), and
 #   spec.conversion.webhook.clientConfig.caBundle of tfjobs.kubeflow.org (apply
-#   deploy/crds/tfjob.yaml first).
+#   deploy/base/crds/tfjob.yaml first).
 #
 # Rotation: the serving certificate: run this again with the same DIR and --apply, then
 # kubectl -n kube-batchd rollout restart deployment/tf-operator (it reads the files at start; the

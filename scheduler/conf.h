@@ -112,7 +112,7 @@ typedef enum {
     KB_CONF_STRICT = 1 << 0, /* refuse whatever is not implemented (--strict-config) */
 } KbConfFlags;
 
-/* The built-in default configuration text (deploy/scheduler.conf has the same content). */
+/* The built-in default configuration text (deploy/base/scheduler.conf has the same content). */
 const char *kb_conf_default_yaml(void);
 
 /* Parse @len bytes of YAML. Returns a new KbConf or NULL with KB_ERROR_CONFIG / KB_ERROR_LIMIT. */

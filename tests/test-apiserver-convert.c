@@ -231,7 +231,7 @@ static char *ca_bundle(Fixture *f, const char *file)
 /* The shipped TFJob CRD with a webhook at @client_config (stolen). */
 static char *crd_with(json_object *client_config)
 {
-    json_object *crd = yaml_file("deploy/crds/tfjob.yaml");
+    json_object *crd = yaml_file("deploy/base/crds/tfjob.yaml");
     json_object *conv = json_object_new_object();
     kas_json_set_string(conv, "strategy", "Webhook");
     json_object *wh = json_object_new_object();
@@ -827,7 +827,7 @@ static void test_crd_validation(void)
     g_assert_no_error(error);
     Fixture f = {.srv = srv};
     for (guint i = 0; i < G_N_ELEMENTS(bad_conversions); i++) {
-        json_object *crd = yaml_file("deploy/crds/tfjob.yaml");
+        json_object *crd = yaml_file("deploy/base/crds/tfjob.yaml");
         json_object_object_add(kas_json_get(crd, "spec"), "conversion",
                                json_tokener_parse(bad_conversions[i].conversion));
         g_autofree char *body = kas_json_dump(crd);

@@ -163,9 +163,9 @@ static void test_kubectl_project_crds(void)
 {
     if (!need_kubectl())
         return;
-    g_autofree char *dir = src_path("deploy/crds");
+    g_autofree char *dir = src_path("deploy/base/crds");
     if (!g_file_test(dir, G_FILE_TEST_IS_DIR)) {
-        g_test_skip("deploy/crds/ is not there yet");
+        g_test_skip("deploy/base/crds/ is not there yet");
         return;
     }
     g_autoptr(KbTestApiserver) api = start(FALSE);
@@ -201,7 +201,7 @@ static void test_kubectl_tfjob_versions(void)
     if (!need_kubectl())
         return;
     g_autoptr(KbTestApiserver) api = start(FALSE);
-    g_autofree char *crd = src_path("deploy/crds/tfjob.yaml");
+    g_autofree char *crd = src_path("deploy/base/crds/tfjob.yaml");
     g_free(KUBECTL_OK(api, "apply", "-f", crd));
     g_autoptr(KbTestTfWebhook) wh = kb_test_tfwebhook_new();
     const char *gang_off[] = {"--gang-scheduler-name", "", NULL};

@@ -197,10 +197,10 @@ static char *kubectl(KbTestApiserver *api, int want_status, const char *stdin_te
     return out;
 }
 
-/* The pod templates of the Deployments in deploy/@file, as pods named after them. */
+/* The pod templates of the Deployments in deploy/base/@file, as pods named after them. */
 static GPtrArray *deployment_pods(const char *file)
 {
-    g_autofree char *path = g_build_filename(kb_test_src_dir(), "deploy", file, NULL);
+    g_autofree char *path = g_build_filename(kb_test_src_dir(), "deploy", "base", file, NULL);
     g_autofree char *text = NULL;
     g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
     GPtrArray *pods = g_ptr_array_new_with_free_func(g_free);

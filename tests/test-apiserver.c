@@ -2671,10 +2671,10 @@ static void test_crd_lifecycle(void)
 
 static void test_crd_project_files(void)
 {
-    g_autofree char *dir = src_path("deploy/crds");
+    g_autofree char *dir = src_path("deploy/base/crds");
     GDir *d = g_dir_open(dir, 0, NULL);
     if (d == NULL) {
-        g_test_skip("deploy/crds/ is not there yet");
+        g_test_skip("deploy/base/crds/ is not there yet");
         return;
     }
     g_autoptr(KasServer) srv = start();
@@ -2683,7 +2683,7 @@ static void test_crd_project_files(void)
     while ((name = g_dir_read_name(d)) != NULL) {
         if (!g_str_has_suffix(name, ".yaml"))
             continue;
-        g_autofree char *rel = g_build_filename("deploy/crds", name, NULL);
+        g_autofree char *rel = g_build_filename("deploy/base/crds", name, NULL);
         g_autoptr(Resp) r = post_yaml(srv, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", rel);
         if (r->code != 201)
             g_error("%s: %s", rel, r->body);

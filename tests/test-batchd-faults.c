@@ -223,8 +223,8 @@ static void set_faults(Cluster *cl, const char *spec)
 /* The Volcano CRDs (the dialect these tests use) and the default queue. */
 static void install_crds(Cluster *cl)
 {
-    const char *const files[] = {"deploy/crds/podgroup-volcano.yaml",
-                                 "deploy/crds/queue-volcano.yaml", NULL};
+    const char *const files[] = {"deploy/base/crds/podgroup-volcano.yaml",
+                                 "deploy/base/crds/queue-volcano.yaml", NULL};
     kb_test_install_crds(cl->client, files, 5000);
 }
 

@@ -1,6 +1,6 @@
 /*
  * Integration tests of bin/kube-batchd against bin/kb-apiserver, both as child processes, driven
- * through the REST client as a user's tools would: CRDs from deploy/crds/, queues, nodes, pods and
+ * through the REST client as a user's tools would: CRDs from deploy/base/crds/, queues, nodes, pods and
  * PodGroups in; bindings, PodGroup conditions, events, /metrics and leader hand-over out.
  *
  * Each test starts its own API server (fresh state) and daemons with --schedule-period 200ms.
@@ -181,9 +181,9 @@ static gboolean wait_ready(Child *d, guint ms)
 static void install_crds(Cluster *cl)
 {
     const char *const files[] = {
-            "deploy/crds/podgroup-volcano.yaml", "deploy/crds/podgroup-kube-batch.yaml",
-            "deploy/crds/podgroup-x-k8s.yaml",   "deploy/crds/queue-volcano.yaml",
-            "deploy/crds/queue-kube-batch.yaml", NULL};
+            "deploy/base/crds/podgroup-volcano.yaml", "deploy/base/crds/podgroup-kube-batch.yaml",
+            "deploy/base/crds/podgroup-x-k8s.yaml",   "deploy/base/crds/queue-volcano.yaml",
+            "deploy/base/crds/queue-kube-batch.yaml", NULL};
     kb_test_install_crds(cl->client, files, 3000);
 }
 

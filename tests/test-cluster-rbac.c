@@ -1,7 +1,7 @@
 /*
  * kube-batchd and tf-operator run the way a cluster runs them: over HTTPS with the CA verified,
  * each with its own ServiceAccount token (kubeconfig), with leader election in the kube-batchd
- * namespace, authorized only by deploy/rbac.yaml as shipped (applied by an admin with kubectl,
+ * namespace, authorized only by deploy/base/rbac.yaml as shipped (applied by an admin with kubectl,
  * with the CRDs and the default queue). A GPU gang binds completely with its gpu-ids, a pod that
  * fits nowhere gets its PodScheduled=False condition, TFJobs of both API versions run to
  * success, and no request of either daemon is refused (the server's 403 count and log, the
@@ -168,15 +168,15 @@ static void test_setup(gconstpointer data)
     g_assert_no_error(error);
     g_printerr("# report: cluster-rbac: ran against %s at %s\n", kb_test_cluster_name(e->cluster),
                kb_test_cluster_url(e->cluster));
-    apply_file(e, "deploy/crds");
-    apply_file(e, "deploy/rbac.yaml");
-    apply_file(e, "deploy/default-queue.yaml");
+    apply_file(e, "deploy/base/crds");
+    apply_file(e, "deploy/base/rbac.yaml");
+    apply_file(e, "deploy/base/default-queue.yaml");
     if (e->kind == KB_TEST_CLUSTER_REAL)
         real_server_nodes(e);
     else
         e->pods_run = TRUE;
-    g_autofree char *conf = src("deploy/scheduler.conf");
-    /* The Deployments' flags (deploy/kube-batchd.yaml, tf-operator.yaml), with a short period. */
+    g_autofree char *conf = src("deploy/base/scheduler.conf");
+    /* The Deployments' flags (deploy/base/kube-batchd.yaml, tf-operator.yaml), with a short period. */
     const char *sched[] = {"--scheduler-name",
                            "kube-batchd",
                            "--scheduler-conf",
@@ -335,7 +335,7 @@ static void test_gpu_gang(gconstpointer data)
 
 /* Kubernetes' own gang API: a PodGroup scheduling.k8s.io/v1beta1 and pods naming it in
  * spec.schedulingGroup bind whole, and kube-batchd sets PodGroupInitiallyScheduled True (its
- * informer and the status write go through deploy/rbac.yaml). Only where the server serves the
+ * informer and the status write go through deploy/base/rbac.yaml). Only where the server serves the
  * API (kb-apiserver with --runtime-config; a real server of 1.37 or later). */
 static const char native_gang[] =
         "apiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\n"
@@ -404,7 +404,7 @@ static void test_native_gang(gconstpointer data)
  * one zone of its topology key). With two zones nothing binds and the composite says
  * Unschedulable naming the children that fall short; a third zone: exactly 3 children bind whole,
  * each inside one zone, the fourth waits, the composite's condition turns True. kube-batchd reads
- * composites and v1alpha3 PodGroups and writes their status through deploy/rbac.yaml.
+ * composites and v1alpha3 PodGroups and writes their status through deploy/base/rbac.yaml.
  */
 static const char zone_key[] = "e2e.kube-batchd.io/zone";
 

@@ -128,17 +128,17 @@ static char *file_text(const char *rel)
     return text;
 }
 
-/* The CRD names of deploy/crds/ (every file, whether the kustomization lists it or not). */
+/* The CRD names of deploy/base/crds/ (every file, whether the kustomization lists it or not). */
 static GPtrArray *crd_names(void)
 {
-    g_autofree char *dir = src("deploy/crds");
+    g_autofree char *dir = src("deploy/base/crds");
     g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
     g_assert_nonnull(d);
     GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
     for (const char *f = g_dir_read_name(d); f != NULL; f = g_dir_read_name(d)) {
         if (!g_str_has_suffix(f, ".yaml"))
             continue;
-        g_autofree char *rel = g_build_filename("deploy/crds", f, NULL);
+        g_autofree char *rel = g_build_filename("deploy/base/crds", f, NULL);
         g_autofree char *text = file_text(rel);
         g_auto(GStrv) docs = g_strsplit(text, "\n---\n", -1);
         for (guint i = 0; docs[i] != NULL; i++) {
@@ -185,7 +185,7 @@ static void test_volcano_crds(gconstpointer data)
     Env *e = (Env *)data;
     if (skip_unless(e->ready, "the cluster did not start"))
         return;
-    const char *files[] = {"deploy/crds/podgroup-volcano.yaml", "deploy/crds/queue-volcano.yaml"};
+    const char *files[] = {"deploy/base/crds/podgroup-volcano.yaml", "deploy/base/crds/queue-volcano.yaml"};
     for (guint i = 0; i < G_N_ELEMENTS(files); i++) {
         g_autofree char *text = file_text(files[i]);
         g_autoptr(GString) s = g_string_new(text);
@@ -237,8 +237,8 @@ static char *deploy_field(Env *e, const char *name, const char *jsonpath)
     return admin(e, NULL, "get", "deployment", name, "-n", "kube-batchd", "-o", jp, NULL);
 }
 
-/* The default install: every CRD of deploy/crds, RBAC, the queue, the ConfigMap from
- * deploy/scheduler.conf, one replica of each daemon, no extender. */
+/* The default install: every CRD of deploy/base/crds, RBAC, the queue, the ConfigMap from
+ * deploy/base/scheduler.conf, one replica of each daemon, no extender. */
 static void test_default(gconstpointer data)
 {
     Env *e = (Env *)data;
@@ -263,7 +263,7 @@ static void test_default(gconstpointer data)
     g_free(admin(e, NULL, "get", "queues.scheduling.volcano.sh", "default", NULL));
     g_autofree char *conf = admin(e, NULL, "get", "configmap", "kube-batchd-conf", "-n",
                                   "kube-batchd", "-o", "jsonpath={.data.scheduler\\.conf}", NULL);
-    g_autofree char *want = file_text("deploy/scheduler.conf");
+    g_autofree char *want = file_text("deploy/base/scheduler.conf");
     g_assert_cmpstr(g_strchomp(conf), ==, g_strchomp(want));
     const char *daemons[] = {"kube-batchd", "tf-operator"};
     for (guint i = 0; i < G_N_ELEMENTS(daemons); i++) {
@@ -316,7 +316,7 @@ static void test_ha(gconstpointer data)
 }
 
 /* extender: the flags, the Secret volume, the port and Service; kube-scheduler's configuration
- * as a ConfigMap, the same text as deploy/kube-scheduler-extender.yaml. */
+ * as a ConfigMap, the text of the overlay's kube-scheduler-extender.yaml. */
 static void test_extender(gconstpointer data)
 {
     Env *e = (Env *)data;
@@ -347,7 +347,7 @@ static void test_extender(gconstpointer data)
     g_autofree char *cm =
             admin(e, NULL, "get", "configmap", "kube-batchd-extender-scheduler-config", "-n",
                   "kube-system", "-o", "jsonpath={.data.config\\.yaml}", NULL);
-    g_autofree char *want = file_text("deploy/kube-scheduler-extender.yaml");
+    g_autofree char *want = file_text("deploy/overlays/extender/kube-scheduler-extender.yaml");
     g_assert_cmpstr(g_strchomp(cm), ==, g_strchomp(want));
     /* tf-operator is the base's. */
     g_autofree char *oargs =

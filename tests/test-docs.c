@@ -153,10 +153,10 @@ static void setup(void)
     g_autofree char *nodes = src("deploy/demo/nodes.yaml");
     const char *kubelet[] = {"--nodes", nodes, NULL};
     env.kubelet = daemon_as("kb-kubelet", KB_TEST_ADMIN, kubelet);
-    apply("deploy/crds");
-    apply("deploy/rbac.yaml");
-    apply("deploy/default-queue.yaml");
-    g_autofree char *conf = src("deploy/scheduler.conf");
+    apply("deploy/base/crds");
+    apply("deploy/base/rbac.yaml");
+    apply("deploy/base/default-queue.yaml");
+    g_autofree char *conf = src("deploy/base/scheduler.conf");
     const char *sched[] = {"--scheduler-conf",
                            conf,
                            "--leader-elect",

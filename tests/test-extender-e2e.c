@@ -56,8 +56,8 @@ typedef struct {
 
 static void install_crds(Cluster *cl)
 {
-    const char *const files[] = {"deploy/crds/podgroup-volcano.yaml",
-                                 "deploy/crds/queue-volcano.yaml", NULL};
+    const char *const files[] = {"deploy/base/crds/podgroup-volcano.yaml",
+                                 "deploy/base/crds/queue-volcano.yaml", NULL};
     kb_test_install_crds(cl->client, files, 5000);
 }
 
@@ -881,8 +881,8 @@ static void copy_file(const char *dir, const char *from, const char *to)
 /*
  * deploy/ as shipped: deploy/extender-certs.sh makes the certificates (openssl), kube-batchd runs
  * with deploy/overlays/extender's extender flags on them (the Secret's files tls.crt, tls.key,
- * ca.crt), and kube-scheduler's side is what deploy/kube-scheduler-extender.yaml configures:
- * https to the Service name, its client certificate, the CA verifying the server. A gang binds
+ * ca.crt), and kube-scheduler's side is what the overlay's kube-scheduler-extender.yaml
+ * configures: https to the Service name, its client certificate, the CA verifying the server. A gang binds
  * through it; a call without the certificate gets 401.
  */
 static void test_deploy_certificates(void)

@@ -1027,8 +1027,8 @@ int main(int argc, char **argv)
     g_assert_no_error(error);
     cluster.api = kb_test_apiserver_start(args, &error);
     g_assert_no_error(error);
-    g_autofree char *crds = g_build_filename(kb_test_src_dir(), "deploy/crds", NULL);
-    g_autofree char *queue = g_build_filename(kb_test_src_dir(), "deploy/default-queue.yaml", NULL);
+    g_autofree char *crds = g_build_filename(kb_test_src_dir(), "deploy/base/crds", NULL);
+    g_autofree char *queue = g_build_filename(kb_test_src_dir(), "deploy/base/default-queue.yaml", NULL);
     const char *a1[] = {"apply", "-f", crds, NULL};
     const char *a2[] = {"apply", "-f", queue, NULL};
     int status = -1;

@@ -479,7 +479,7 @@ static void test_storage_switch(void)
     g_autoptr(GError) error = NULL;
     KbTestApiserver *api = kb_test_apiserver_start(NULL, &error);
     g_assert_no_error(error);
-    g_autofree char *crd = g_build_filename(kb_test_src_dir(), "deploy/crds/tfjob.yaml", NULL);
+    g_autofree char *crd = g_build_filename(kb_test_src_dir(), "deploy/base/crds/tfjob.yaml", NULL);
     g_free(kb_test_kubectl_run(api, NULL, "apply", "-f", crd, NULL));
     g_autofree char *logdir = g_build_filename(cluster.logdir, "switch", NULL);
     g_mkdir_with_parents(logdir, 0700);
@@ -554,8 +554,8 @@ static void test_native_gang_api(void)
                           NULL};
     KbTestApiserver *api = kb_test_apiserver_start(args, &error);
     g_assert_no_error(error);
-    g_autofree char *crds = g_build_filename(kb_test_src_dir(), "deploy/crds", NULL);
-    g_autofree char *queue = g_build_filename(kb_test_src_dir(), "deploy/default-queue.yaml", NULL);
+    g_autofree char *crds = g_build_filename(kb_test_src_dir(), "deploy/base/crds", NULL);
+    g_autofree char *queue = g_build_filename(kb_test_src_dir(), "deploy/base/default-queue.yaml", NULL);
     g_free(kb_test_kubectl_run(api, NULL, "apply", "-f", crds, NULL));
     g_free(kb_test_kubectl_run(api, NULL, "apply", "-f", queue, NULL));
     g_autofree char *logdir = g_build_filename(cluster.logdir, "native", NULL);
@@ -591,8 +591,8 @@ int main(int argc, char **argv)
     g_assert_no_error(error);
     cluster.api = kb_test_apiserver_start(args, &error);
     g_assert_no_error(error);
-    g_autofree char *crds = g_build_filename(kb_test_src_dir(), "deploy/crds", NULL);
-    g_autofree char *queue = g_build_filename(kb_test_src_dir(), "deploy/default-queue.yaml", NULL);
+    g_autofree char *crds = g_build_filename(kb_test_src_dir(), "deploy/base/crds", NULL);
+    g_autofree char *queue = g_build_filename(kb_test_src_dir(), "deploy/base/default-queue.yaml", NULL);
     g_free(kb_test_kubectl_run(cluster.api, NULL, "apply", "-f", crds, NULL));
     g_free(kb_test_kubectl_run(cluster.api, NULL, "apply", "-f", queue, NULL));
     const char *sched_args[] = {"--schedule-period", "200ms", NULL};

@@ -371,10 +371,10 @@ int main(int argc, char **argv)
     g_autofree char *crd = g_build_filename(
             kb_test_src_dir(), "tests/data/operator/crd-tfjob-kubeflow-v1.8.yaml", NULL);
     g_autofree char *pg =
-            g_build_filename(kb_test_src_dir(), "deploy/crds/podgroup-volcano.yaml", NULL);
+            g_build_filename(kb_test_src_dir(), "deploy/base/crds/podgroup-volcano.yaml", NULL);
     g_autofree char *q =
-            g_build_filename(kb_test_src_dir(), "deploy/crds/queue-volcano.yaml", NULL);
-    g_autofree char *queue = g_build_filename(kb_test_src_dir(), "deploy/default-queue.yaml", NULL);
+            g_build_filename(kb_test_src_dir(), "deploy/base/crds/queue-volcano.yaml", NULL);
+    g_autofree char *queue = g_build_filename(kb_test_src_dir(), "deploy/base/default-queue.yaml", NULL);
     g_free(kb_test_kubectl_run(cluster.api, NULL, "apply", "-f", crd, "-f", pg, "-f", q, NULL));
     g_free(kb_test_kubectl_run(cluster.api, NULL, "apply", "-f", queue, NULL));
     const char *sched_args[] = {"--schedule-period", "200ms", NULL};

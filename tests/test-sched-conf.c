@@ -59,7 +59,7 @@ static void test_default(void)
 static void test_deploy_file_matches(void)
 {
     const char *srcdir = g_getenv("KB_SRCDIR") != NULL ? g_getenv("KB_SRCDIR") : ".";
-    g_autofree char *path = g_build_filename(srcdir, "deploy", "scheduler.conf", NULL);
+    g_autofree char *path = g_build_filename(srcdir, "deploy", "base", "scheduler.conf", NULL);
     g_autoptr(GError) error = NULL;
     g_autoptr(KbConf) conf = kb_conf_load(path, &error);
     g_assert_no_error(error);

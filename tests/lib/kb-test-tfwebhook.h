@@ -1,13 +1,13 @@
 /*
- * The shipped TFJob CRD (deploy/crds/tfjob.yaml: conversion strategy Webhook, Service
+ * The shipped TFJob CRD (deploy/base/crds/tfjob.yaml: conversion strategy Webhook, Service
  * kube-batchd/tf-operator-webhook port 443, storage version v1) made to work on a test's API
- * server, as deploy/tfjob-webhook-certs.sh and deploy/tf-operator.yaml make it work on a cluster:
+ * server, as deploy/tfjob-webhook-certs.sh and deploy/base/tf-operator.yaml make it work on a cluster:
  * tf-operator serves the webhook with the certificate of a CA of this run (kb-test-pki: its
  * names include tf-operator-webhook.kube-batchd.svc), the Service's Endpoints lead to it, and
  * the CRD's caBundle is that CA.
  *
  *   g_autoptr(KbTestTfWebhook) wh = kb_test_tfwebhook_new();
- *   ... apply deploy/crds ...
+ *   ... apply deploy/base/crds ...
  *   op = kb_test_apiserver_spawn(api, "tf-operator", TRUE, kb_test_tfwebhook_args(wh), dir);
  *   kb_test_tfwebhook_connect(wh, op, kb_test_tfwebhook_kubectl_api, api);
  */

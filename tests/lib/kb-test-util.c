@@ -119,7 +119,7 @@ void kb_test_install_crds(KbClient *client, const char *const *files, guint wait
         g_assert_cmpint(g_get_monotonic_time(), <, deadline);
         g_usleep(20000);
     }
-    kb_test_create_from_file(client, "deploy/default-queue.yaml");
+    kb_test_create_from_file(client, "deploy/base/default-queue.yaml");
 }
 
 KbTestDaemon *kb_test_batchd_start(const char *master, guint http_port, const char *const *extra)

@@ -48,7 +48,7 @@ void kb_test_create_from_file(KbClient *client, const char *rel);
 
 /* Create the CRD files @files (NULL-terminated, relative to kb_test_src_dir()) with
  * kb_test_create_from_file(), wait until the server lists Volcano queues (the test fails when it
- * does not within @wait_ms), then create deploy/default-queue.yaml. */
+ * does not within @wait_ms), then create deploy/base/default-queue.yaml. */
 void kb_test_install_crds(KbClient *client, const char *const *files, guint wait_ms);
 
 /* Start bin/kube-batchd with "--master @master --schedule-period 200ms --listen-address
