@@ -35,7 +35,10 @@
 #include "tests/lib/kb-test-pki.h"
 #include "tests/lib/kb-test-util.h"
 
-#define WAIT_MS  20000
+/* How long a state the test waits for may take: generous, since a loaded machine running the
+ * sanitizer build of every suite at once was seen to need more than 20 s (a deadline for
+ * liveness, not a measure of speed). */
+#define WAIT_MS  60000
 #define TOPOLOGY "{\"nvlink\":[[0,1,2,3],[4,5,6,7]]}"
 
 /* ---- cluster -----------------------------------------------------------------------------------
