@@ -54,15 +54,15 @@ CFLAGS  += -DKB_VERSION='"$(VERSION)"'
 VERSION_STAMP := $(O)/version.stamp
 $(shell mkdir -p $(O); [ "$$(cat $(VERSION_STAMP) 2>/dev/null)" = "$(VERSION)" ] || \
   echo "$(VERSION)" >$(VERSION_STAMP))
-VERSION_USERS := $(shell grep -l KB_VERSION scheduler/*.c operator/*.c cli/*.c kube/*.c tests/kubelet/*.c 2>/dev/null)
+VERSION_USERS := $(shell grep -l KB_VERSION scheduler/*.c operator/*.c cli/*.c kube/*.c testbed/kubelet/*.c 2>/dev/null)
 
 # ---- sources -------------------------------------------------------------------------------
 KUBE_SRC      := $(wildcard kube/*.c)
 SCHED_SRC     := $(filter-out scheduler/main.c,$(wildcard scheduler/*.c)) $(wildcard policies/*.c)
 OPER_SRC      := $(filter-out operator/main.c,$(wildcard operator/*.c))
-APISERVER_SRC := $(filter-out tests/apiserver/main.c,$(wildcard tests/apiserver/*.c))
+APISERVER_SRC := $(filter-out testbed/apiserver/main.c,$(wildcard testbed/apiserver/*.c))
 # kb-kubelet's modules live in libapiserver too: kas-kubelet shares their simulation rules.
-APISERVER_SRC += $(filter-out tests/kubelet/main.c,$(wildcard tests/kubelet/*.c))
+APISERVER_SRC += $(filter-out testbed/kubelet/main.c,$(wildcard testbed/kubelet/*.c))
 CLI_SRC       := $(filter-out cli/main.c,$(wildcard cli/*.c))
 TESTLIB_SRC   := $(wildcard tests/lib/*.c)
 BENCHLIB_SRC  := $(wildcard bench/lib/*.c)
@@ -84,8 +84,8 @@ ALL_LIBS := $(LIBTEST) $(LIBBENCH) $(LIBOPER) $(LIBSCHED) $(LIBAPISERVER) $(LIBC
 
 BINS := $(if $(wildcard scheduler/main.c),$(O)/bin/kube-batchd) \
         $(if $(wildcard operator/main.c),$(O)/bin/tf-operator) \
-        $(if $(wildcard tests/apiserver/main.c),$(O)/bin/kb-apiserver) \
-        $(if $(wildcard tests/kubelet/main.c),$(O)/bin/kb-kubelet) \
+        $(if $(wildcard testbed/apiserver/main.c),$(O)/bin/kb-apiserver) \
+        $(if $(wildcard testbed/kubelet/main.c),$(O)/bin/kb-kubelet) \
         $(if $(wildcard cli/main.c),$(O)/bin/kbctl) \
         $(patsubst bench/%.c,$(O)/bin/%,$(BENCH_SRC))
 TESTS := $(patsubst tests/%.c,$(O)/tests/%,$(TEST_SRC)) \
@@ -130,9 +130,9 @@ $(O)/bin/kube-batchd: $(call obj,scheduler/main.c) $(LIBSCHED) $(LIBKUBE)
 	$(link)
 $(O)/bin/tf-operator: $(call obj,operator/main.c) $(LIBOPER) $(LIBSCHED) $(LIBKUBE)
 	$(link)
-$(O)/bin/kb-apiserver: $(call obj,tests/apiserver/main.c) $(LIBAPISERVER) $(LIBKUBE)
+$(O)/bin/kb-apiserver: $(call obj,testbed/apiserver/main.c) $(LIBAPISERVER) $(LIBKUBE)
 	$(link)
-$(O)/bin/kb-kubelet: $(call obj,tests/kubelet/main.c) $(LIBAPISERVER) $(LIBKUBE)
+$(O)/bin/kb-kubelet: $(call obj,testbed/kubelet/main.c) $(LIBAPISERVER) $(LIBKUBE)
 	$(link)
 $(O)/bin/kbctl: $(call obj,cli/main.c) $(LIBCLI) $(LIBKUBE)
 	$(link)

@@ -1,5 +1,5 @@
 /*
- * Load figures for the in-memory API server (tests/apiserver/), against the targets of issue 3:
+ * Load figures for the in-memory API server (testbed/apiserver/), against the targets of issue 3:
  *   - bindings/s: concurrent keep-alive clients POSTing pods/NAME/binding on pre-created pods
  *     (baseline in the same run: GET /healthz round trips with the same clients);
  *   - watch events/s: events written while 10 watchers each receive every one of them;
@@ -13,9 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tests/apiserver/kas-json.h"
-#include "tests/apiserver/kas-ops.h"
-#include "tests/apiserver/kas-server.h"
+#include "testbed/apiserver/kas-json.h"
+#include "testbed/apiserver/kas-ops.h"
+#include "testbed/apiserver/kas-server.h"
 
 static gint n_pods = 20000, n_clients = 16, n_events = 20000, n_watchers = 10, n_memory = 150000;
 

@@ -50,7 +50,7 @@
 #include "kube/kb-log.h"
 #include "kube/kb-objects.h"
 #include "bench/lib/sim.h"
-#include "tests/apiserver/kas-json.h"
+#include "testbed/apiserver/kas-json.h"
 #include "tests/lib/kb-test-apiserver.h"
 #include "tests/lib/kb-test-cluster.h"
 #include "tests/lib/kb-test-daemon.h"

@@ -34,7 +34,7 @@
 
 #include "kube/kb-client.h"
 #include "scheduler/cache.h"
-#include "tests/apiserver/kas-json.h"
+#include "testbed/apiserver/kas-json.h"
 #include "tests/lib/kb-test-apiserver.h"
 #include "tests/lib/kb-test-cluster.h"
 #include "tests/lib/kb-test-util.h"

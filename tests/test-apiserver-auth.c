@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tests/apiserver/kas-auth.h"
+#include "testbed/apiserver/kas-auth.h"
 #include "tests/lib/kb-test-apiserver.h"
 #include "tests/lib/kb-test-cluster.h"
 

@@ -1,5 +1,5 @@
 /*
- * kb-apiserver calling a CRD's conversion webhook as kube-apiserver does (tests/apiserver/
+ * kb-apiserver calling a CRD's conversion webhook as kube-apiserver does (testbed/apiserver/
  * kas-convert): the TFJob CRD with strategy Webhook and storage version v1, a webhook over HTTPS
  * verified against a CA of this run that answers with kube/kb-tfconv (tf-operator's code), or
  * misbehaves on purpose: down, slow, garbage, a wrong uid, a renamed object, changed metadata.
@@ -10,9 +10,9 @@
 #include <string.h>
 
 #include "kube/kb-tfconv.h"
-#include "tests/apiserver/kas-convert.h"
-#include "tests/apiserver/kas-json.h"
-#include "tests/apiserver/kas-server.h"
+#include "testbed/apiserver/kas-convert.h"
+#include "testbed/apiserver/kas-json.h"
+#include "testbed/apiserver/kas-server.h"
 #include "tests/lib/kb-test-pki.h"
 #include "tests/lib/kb-test-server.h"
 

@@ -6,7 +6,7 @@
 #include <gio/gio.h>
 #include <string.h>
 
-#include "tests/apiserver/kas-json.h"
+#include "testbed/apiserver/kas-json.h"
 #include "tests/lib/kb-test-apiserver.h"
 #include "tests/lib/kb-test-tfwebhook.h"
 

@@ -1,14 +1,14 @@
 /*
- * Pod Security admission in kb-apiserver (tests/apiserver/kas-podsecurity.c): the checks and
+ * Pod Security admission in kb-apiserver (testbed/apiserver/kas-podsecurity.c): the checks and
  * messages of each level as kube-apiserver words them (table), the namespace labels, and, with
  * the real binary and kubectl as the client, deploy/'s Deployments' pod templates admitted into
  * a namespace labelled restricted while a privileged pod is refused.
  */
 #include <string.h>
 
-#include "tests/apiserver/kas-json.h"
-#include "tests/apiserver/kas-podsecurity.h"
-#include "tests/apiserver/kas-store.h"
+#include "testbed/apiserver/kas-json.h"
+#include "testbed/apiserver/kas-podsecurity.h"
+#include "testbed/apiserver/kas-store.h"
 #include "tests/lib/kb-test-apiserver.h"
 #include "tests/lib/kb-test-util.h"
 

@@ -23,7 +23,7 @@
 #include <curl/curl.h>
 #include <string.h>
 
-#include "tests/apiserver/kas-json.h"
+#include "testbed/apiserver/kas-json.h"
 #include "tests/lib/kb-test-cluster.h"
 
 /* ---- the tables ----------------------------------------------------------------------------- */

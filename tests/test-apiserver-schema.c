@@ -4,8 +4,8 @@
  */
 #include <string.h>
 
-#include "tests/apiserver/kas-json.h"
-#include "tests/apiserver/kas-schema.h"
+#include "testbed/apiserver/kas-json.h"
+#include "testbed/apiserver/kas-schema.h"
 
 /* json-c directly: the depth tests go past kas_json_parse()'s own nesting limit, to show that
  * the schema code holds its limit whatever parsed the objects. */

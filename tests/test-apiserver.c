@@ -1,5 +1,5 @@
 /*
- * Tests for the in-memory API server (tests/apiserver/), driven over HTTP with libcurl against a
+ * Tests for the in-memory API server (testbed/apiserver/), driven over HTTP with libcurl against a
  * server embedded in the test process: the responses curl users and the project's clients see.
  * kubectl and the bin/kb-apiserver binary are covered by test-apiserver-kubectl.c.
  */
@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "kube/kb-proto.h"
-#include "tests/apiserver/kas-json.h"
-#include "tests/apiserver/kas-server.h"
+#include "testbed/apiserver/kas-json.h"
+#include "testbed/apiserver/kas-server.h"
 
 /* ---- HTTP helpers ------------------------------------------------------------------------------ */
 

@@ -27,7 +27,7 @@
 #include "kube/kb-error.h"
 #include "kube/kb-informer.h"
 #include "scheduler/conf.h"
-#include "tests/apiserver/kas-json.h"
+#include "testbed/apiserver/kas-json.h"
 #include "tests/lib/kb-test-apiserver.h"
 #include "tests/lib/kb-test-util.h"
 

@@ -17,7 +17,7 @@
 #include "kube/kb-client.h"
 #include "kube/kb-error.h"
 #include "scheduler/conf.h"
-#include "tests/apiserver/kas-json.h"
+#include "testbed/apiserver/kas-json.h"
 #include "tests/lib/kb-test-apiserver.h"
 #include "tests/lib/kb-test-confs.h"
 #include "tests/lib/kb-test-util.h"

@@ -30,7 +30,7 @@
 #include "kube/kb-client.h"
 #include "kube/kb-error.h"
 #include "scheduler/cache.h"
-#include "tests/apiserver/kas-json.h"
+#include "testbed/apiserver/kas-json.h"
 #include "tests/lib/kb-test-apiserver.h"
 #include "tests/lib/kb-test-pki.h"
 #include "tests/lib/kb-test-util.h"
@@ -643,7 +643,7 @@ static void test_gang_through_extender(void)
             strstr(metrics, "kube_batchd_extender_requests_total{verb=\"filter\",code=\"400\"} 1"));
 }
 
-/* kb-apiserver's fault injection (tests/apiserver/kas-faults.c); "" clears. */
+/* kb-apiserver's fault injection (testbed/apiserver/kas-faults.c); "" clears. */
 static void set_faults(Cluster *cl, const char *spec)
 {
     const char *url = kb_test_apiserver_url(cl->api);

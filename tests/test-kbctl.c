@@ -15,7 +15,7 @@
 
 #include "cli/kbctl-out.h"
 #include "cli/kbctl-view.h"
-#include "tests/apiserver/kas-json.h"
+#include "testbed/apiserver/kas-json.h"
 #include "tests/lib/kb-test-apiserver.h"
 #include "tests/lib/kb-test-util.h"
 

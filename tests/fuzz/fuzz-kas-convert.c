@@ -1,5 +1,5 @@
 /*
- * Fuzz target for kb-apiserver's check of a conversion webhook's answer (tests/apiserver/
+ * Fuzz target for kb-apiserver's check of a conversion webhook's answer (testbed/apiserver/
  * kas-convert: kas_convert_answer): any bytes are what a webhook answered to a v1 review of two
  * TFJobs. It must never crash or leak, must set an error exactly when it returns NULL, and what it
  * returns must be one object per object sent, each in the desired apiVersion with the name,
@@ -8,8 +8,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "tests/apiserver/kas-convert.h"
-#include "tests/apiserver/kas-json.h"
+#include "testbed/apiserver/kas-convert.h"
+#include "testbed/apiserver/kas-json.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

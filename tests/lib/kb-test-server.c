@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "tests/apiserver/kas-proto.h"
+#include "testbed/apiserver/kas-proto.h"
 
 /*
  * One lock for every server and response of the process: tests run a handful of servers with a

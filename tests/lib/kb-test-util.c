@@ -6,7 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "tests/apiserver/kas-json.h"
+#include "testbed/apiserver/kas-json.h"
 
 const char *kb_test_src_dir(void)
 {

@@ -1,0 +1,1284 @@
+/* Registry semantics of the in-memory API server (see kas-ops.h). */
+#include "testbed/apiserver/kas-ops.h"
+
+#include <string.h>
+
+#include "testbed/apiserver/kas-admit.h"
+#include "testbed/apiserver/kas-dra.h"
+#include "testbed/apiserver/kas-gang.h"
+#include "testbed/apiserver/kas-evict.h"
+#include "testbed/apiserver/kas-json.h"
+#include "testbed/apiserver/kas-pods.h"
+#include "testbed/apiserver/kas-podsecurity.h"
+#include "testbed/apiserver/kas-schema.h"
+#include "testbed/apiserver/kas-status.h"
+
+#define FOREGROUND_FINALIZER "foregroundDeletion"
+
+static gint64 now_seconds(void)
+{
+    return g_get_real_time() / G_USEC_PER_SEC;
+}
+
+static char *now_string(void)
+{
+    return kas_time_format(now_seconds());
+}
+
+static json_object *copy_json(json_object *o)
+{
+    json_object *c = NULL;
+    json_object_deep_copy(o, &c, NULL);
+    return c;
+}
+
+static gboolean err_not_found(GError **error, const KasRes *res, const char *name)
+{
+    g_autofree char *q = kas_res_qualified(res);
+    g_set_error(error, KAS_ERROR, KAS_ERR_NOT_FOUND, "%s \"%s\" not found", q, name);
+    return FALSE;
+}
+
+static gboolean err_conflict(GError **error, const KasRes *res, const char *sub, const char *name,
+                             const char *why)
+{
+    g_autofree char *q = kas_res_qualified(res);
+    if (sub != NULL) {
+        /* details name the subresource: {"name": ..., "kind": "pods/binding"} */
+        json_object *d = json_object_new_object();
+        kas_json_set_string(d, "name", name);
+        if (res->group[0] != '\0')
+            kas_json_set_string(d, "group", res->group);
+        g_autofree char *kind = g_strdup_printf("%s/%s", res->plural, sub);
+        kas_json_set_string(d, "kind", kind);
+        kas_status_set(error, KAS_ERR_CONFLICT, d, "Operation cannot be fulfilled on %s/%s \"%s\": %s",
+                       q, sub, name, why);
+        return FALSE;
+    }
+    g_set_error(error, KAS_ERROR, KAS_ERR_CONFLICT, "Operation cannot be fulfilled on %s%s%s \"%s\": %s",
+                q, sub != NULL ? "/" : "", sub != NULL ? sub : "", name, why);
+    return FALSE;
+}
+
+static gboolean err_invalid(GError **error, const KasRes *res, const char *name, const char *field,
+                            const char *what)
+{
+    return kas_status_invalid(error, res, name != NULL ? name : "", field, what);
+}
+
+/* ---- validation ------------------------------------------------------------------------------------ */
+
+static gboolean dns_label_ok(const char *s, gsize start, gsize end)
+{
+    if (end <= start || end - start > 63)
+        return FALSE;
+    if (!g_ascii_isalnum(s[start]) || !g_ascii_isalnum(s[end - 1]))
+        return FALSE;
+    for (gsize i = start; i < end; i++)
+        if (!(g_ascii_islower(s[i]) || g_ascii_isdigit(s[i]) || s[i] == '-'))
+            return FALSE;
+    return TRUE;
+}
+
+static gboolean name_ok(const KasRes *res, const char *name, const char **why)
+{
+    gsize n = strlen(name);
+    if (strcmp(res->group, "rbac.authorization.k8s.io") == 0) {
+        /* RBAC names are path segments (ValidateRBACName): "system:discovery" is one. */
+        *why = strcmp(name, ".") == 0 ? "may not be '.'"
+               : strcmp(name, "..") == 0 ? "may not be '..'"
+               : strchr(name, '/') != NULL ? "may not contain '/'"
+                                           : "may not contain '%'";
+        return n > 0 && strcmp(name, ".") != 0 && strcmp(name, "..") != 0 &&
+               strpbrk(name, "/%") == NULL;
+    }
+    gboolean label_only = res->kind == KAS_KIND_NAMESPACE || res->kind == KAS_KIND_SERVICE;
+    if (label_only) {
+        *why = "a DNS-1123 label must consist of lower case alphanumeric characters or "
+               "'-', and must start and end with an alphanumeric character (e.g. 'my-name',  or "
+               "'123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+        return dns_label_ok(name, 0, n);
+    }
+    *why = "a DNS-1123 subdomain must consist of lower case alphanumeric characters, "
+           "'-' or '.', and must start and end with an alphanumeric character (e.g. "
+           "'example.com', regex used for validation is "
+           "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+    if (n == 0 || n > 253)
+        return FALSE;
+    gsize start = 0;
+    for (gsize i = 0; i <= n; i++) {
+        if (i == n || name[i] == '.') {
+            if (i == start || !g_ascii_isalnum(name[start]) || !g_ascii_isalnum(name[i - 1]))
+                return FALSE;
+            start = i + 1;
+        } else if (!(g_ascii_islower(name[i]) || g_ascii_isdigit(name[i]) || name[i] == '-')) {
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+static gboolean check_string_map(const KasRes *res, const char *name, json_object *meta,
+                                 const char *field, gboolean is_labels, GError **error)
+{
+    json_object *m = kas_json_get(meta, field);
+    if (m == NULL)
+        return TRUE;
+    if (!json_object_is_type(m, json_type_object)) {
+        g_set_error(error, KAS_ERROR, KAS_ERR_BAD_REQUEST,
+                    "%s in version \"v1\" cannot be handled as a %s: metadata.%s must be a map of strings",
+                    res->kind_name, res->kind_name, field);
+        return FALSE;
+    }
+    json_object_object_foreach(m, k, v)
+    {
+        if (!json_object_is_type(v, json_type_string)) {
+            g_set_error(error, KAS_ERROR, KAS_ERR_BAD_REQUEST,
+                        "%s in version \"v1\" cannot be handled as a %s: metadata.%s[\"%s\"]: "
+                        "expected a string",
+                        res->kind_name, res->kind_name, field, k);
+            return FALSE;
+        }
+        if (is_labels && json_object_get_string_len(v) > 63) {
+            const char *f = "metadata.labels";
+            g_autofree char *what = g_strdup_printf(
+                "Invalid value: \"%s\": must be no more than 63 characters", json_object_get_string(v));
+            return err_invalid(error, res, name, f, what);
+        }
+        if (strlen(k) == 0 || strlen(k) > 316) {
+            g_autofree char *what = g_strdup_printf("Invalid value: \"%s\": name part must be "
+                                                    "non-empty and no more than 63 characters", k);
+            return err_invalid(error, res, name, is_labels ? "metadata.labels" : "metadata.annotations",
+                               what);
+        }
+    }
+    return TRUE;
+}
+
+/* apiVersion and kind must match the URL; both are filled in when missing. */
+static gboolean check_type(const KasRes *res, const char *version, json_object *obj,
+                           GError **error)
+{
+    if (!json_object_is_type(obj, json_type_object)) {
+        g_set_error(error, KAS_ERROR, KAS_ERR_BAD_REQUEST,
+                    "the body of the request must be a JSON object");
+        return FALSE;
+    }
+    g_autofree char *want = kas_res_api_version(res, version);
+    const char *av = kas_json_get_string(obj, "apiVersion");
+    const char *kind = kas_json_get_string(obj, "kind");
+    if (av != NULL && strcmp(av, want) != 0) {
+        g_set_error(error, KAS_ERROR, KAS_ERR_BAD_REQUEST,
+                    "the API version in the data (%s) does not match the expected API version (%s)",
+                    av, want);
+        return FALSE;
+    }
+    if (kind != NULL && strcmp(kind, res->kind_name) != 0) {
+        g_set_error(error, KAS_ERROR, KAS_ERR_BAD_REQUEST,
+                    "%s in version \"%s\" cannot be handled as a %s: the kind in the body does not "
+                    "match the resource",
+                    kind, version, res->kind_name);
+        return FALSE;
+    }
+    g_autofree char *storage = kas_res_api_version(res, res->storage_version);
+    kas_json_set_string(obj, "apiVersion", storage);
+    kas_json_set_string(obj, "kind", res->kind_name);
+    json_object *meta = kas_json_get(obj, "metadata");
+    if (meta != NULL && !json_object_is_type(meta, json_type_object)) {
+        g_set_error(error, KAS_ERROR, KAS_ERR_BAD_REQUEST, "metadata must be an object");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* ---- pods ------------------------------------------------------------------------------------------ */
+
+static void set_default_string(json_object *obj, const char *key, const char *value)
+{
+    if (kas_json_get(obj, key) == NULL)
+        kas_json_set_string(obj, key, value);
+}
+
+/* Guaranteed when every container limits cpu and memory with requests equal to limits. */
+static const char *pod_qos(json_object *pod)
+{
+    json_object *cs = kas_json_get(pod, "spec.containers");
+    gboolean any = FALSE, guaranteed = TRUE;
+    for (gsize i = 0; json_object_is_type(cs, json_type_array) && i < json_object_array_length(cs);
+         i++) {
+        json_object *c = json_object_array_get_idx(cs, i);
+        json_object *req = kas_json_get(c, "resources.requests");
+        json_object *lim = kas_json_get(c, "resources.limits");
+        static const char *const names[] = { "cpu", "memory" };
+        for (guint k = 0; k < 2; k++) {
+            json_object *r = kas_json_get(req, names[k]), *m = kas_json_get(lim, names[k]);
+            if (r != NULL || m != NULL)
+                any = TRUE;
+            if (m == NULL || r == NULL || !json_object_equal(r, m))
+                guaranteed = FALSE;
+        }
+    }
+    if (!any)
+        return "BestEffort";
+    return guaranteed ? "Guaranteed" : "Burstable";
+}
+
+/* The Priority admission plugin: spec.priority (and preemptionPolicy) from the PriorityClass
+ * named by spec.priorityClassName, or from the globalDefault class. */
+static gboolean pod_priority(KasStore *store, json_object *pod, GError **error)
+{
+    json_object *spec = kas_json_ensure_object(pod, "spec");
+    const char *pcn = kas_json_get_string(spec, "priorityClassName");
+    const char *name = kas_json_get_string(pod, "metadata.name");
+    KasRes *pcs = kas_store_find_locked(store, "scheduling.k8s.io", "v1", "priorityclasses");
+    gint64 value = 0;
+    g_autofree char *policy = NULL;
+    if (pcn != NULL && pcn[0] != '\0') {
+        KasObj *pc = kas_store_get_locked(store, pcs, NULL, pcn);
+        if (pc == NULL && strcmp(pcn, "system-cluster-critical") != 0 &&
+            strcmp(pcn, "system-node-critical") != 0) {
+            g_set_error(error, KAS_ERROR, KAS_ERR_FORBIDDEN,
+                        "pods \"%s\" is forbidden: no PriorityClass with name %s was found",
+                        name != NULL ? name : "", pcn);
+            return FALSE;
+        }
+        if (pc == NULL) {
+            value = strcmp(pcn, "system-node-critical") == 0 ? 2000001000 : 2000000000;
+        } else {
+            json_object *j = kas_obj_parse(pc);
+            value = json_object_get_int64(kas_json_get(j, "value"));
+            policy = g_strdup(kas_json_get_string(j, "preemptionPolicy"));
+            json_object_put(j);
+        }
+    } else {
+        /* The globalDefault class, if any, as the Priority admission plugin does. */
+        KasListOptions lo = { 0 };
+        gboolean more;
+        guint64 rem;
+        g_autoptr(GPtrArray) all = kas_store_list_locked(store, pcs, &lo, &more, &rem);
+        for (guint i = 0; i < all->len; i++) {
+            KasObj *pc = g_ptr_array_index(all, i);
+            json_object *j = kas_obj_parse(pc);
+            if (json_object_get_boolean(kas_json_get(j, "globalDefault"))) {
+                value = json_object_get_int64(kas_json_get(j, "value"));
+                kas_json_set_string(spec, "priorityClassName", pc->name);
+                g_free(policy);
+                policy = g_strdup(kas_json_get_string(j, "preemptionPolicy"));
+            }
+            json_object_put(j);
+        }
+    }
+    json_object *given = kas_json_get(spec, "priority");
+    if (given != NULL && json_object_get_int64(given) != value) {
+        g_set_error(error, KAS_ERROR, KAS_ERR_FORBIDDEN,
+                    "pods \"%s\" is forbidden: the integer value of priority (%" G_GINT64_FORMAT
+                    ") must not be provided in pod spec; priority admission controller computed "
+                    "%" G_GINT64_FORMAT " from the given PriorityClass name",
+                    name != NULL ? name : "", json_object_get_int64(given), value);
+        return FALSE;
+    }
+    json_object_object_add(spec, "priority", json_object_new_int64(value));
+    if (kas_json_get(spec, "preemptionPolicy") == NULL)
+        kas_json_set_string(spec, "preemptionPolicy",
+                            policy != NULL ? policy : "PreemptLowerPriority");
+    return TRUE;
+}
+
+/* ---- create ------------------------------------------------------------------------------------------ */
+
+static char *random_suffix(void)
+{
+    static const char alphabet[] = "bcdfghjklmnpqrstvwxz2456789";
+    char s[6];
+    for (int i = 0; i < 5; i++)
+        s[i] = alphabet[g_random_int_range(0, (gint32)sizeof alphabet - 1)];
+    s[5] = '\0';
+    return g_strdup(s);
+}
+
+static gboolean fill_name(KasStore *store, KasRes *res, const char *ns, json_object *meta,
+                          GError **error)
+{
+    const char *name = kas_json_get_string(meta, "name");
+    const char *gen = kas_json_get_string(meta, "generateName");
+    if ((name == NULL || name[0] == '\0') && gen != NULL && gen[0] != '\0') {
+        for (int tries = 0; tries < 8; tries++) {
+            g_autofree char *suffix = random_suffix();
+            g_autofree char *cand = g_strdup_printf("%.*s%s", 58, gen, suffix);
+            if (kas_store_get_locked(store, res, ns, cand) == NULL) {
+                kas_json_set_string(meta, "name", cand);
+                break;
+            }
+        }
+        name = kas_json_get_string(meta, "name");
+    }
+    if (name == NULL || name[0] == '\0')
+        return err_invalid(error, res, "", "metadata.name",
+                           "Required value: name or generateName is required");
+    const char *why = NULL;
+    if (!name_ok(res, name, &why)) {
+        g_autofree char *what = g_strdup_printf("Invalid value: \"%s\": %s", name, why);
+        return err_invalid(error, res, name, "metadata.name", what);
+    }
+    return TRUE;
+}
+
+static gboolean check_namespace(KasStore *store, KasRes *res, const char *url_ns,
+                                json_object *meta, const char **ns_out, GError **error)
+{
+    if (!res->namespaced) {
+        json_object_object_del(meta, "namespace");
+        *ns_out = NULL;
+        return TRUE;
+    }
+    const char *body_ns = kas_json_get_string(meta, "namespace");
+    if (body_ns != NULL && body_ns[0] != '\0' && url_ns != NULL && strcmp(body_ns, url_ns) != 0) {
+        g_set_error(error, KAS_ERROR, KAS_ERR_BAD_REQUEST,
+                    "the namespace of the provided object does not match the namespace sent on "
+                    "the request");
+        return FALSE;
+    }
+    const char *ns = url_ns != NULL ? url_ns : body_ns;
+    if (ns == NULL || ns[0] == '\0')
+        ns = "default";
+    kas_json_set_string(meta, "namespace", ns);
+    *ns_out = kas_json_get_string(meta, "namespace");
+    KasRes *nsres = kas_store_find_locked(store, "", "v1", "namespaces");
+    if (kas_store_get_locked(store, nsres, NULL, *ns_out) == NULL) {
+        g_set_error(error, KAS_ERROR, KAS_ERR_NOT_FOUND, "namespaces \"%s\" not found", *ns_out);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static void crd_status(json_object *crd)
+{
+    json_object *status = json_object_new_object();
+    json_object *conds = json_object_new_array();
+    g_autofree char *now = now_string();
+    static const char *const types[][3] = {
+        { "NamesAccepted", "NoConflicts", "no conflicts found" },
+        { "Established", "InitialNamesAccepted", "the initial names have been accepted" },
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(types); i++) {
+        json_object *c = json_object_new_object();
+        kas_json_set_string(c, "type", types[i][0]);
+        kas_json_set_string(c, "status", "True");
+        kas_json_set_string(c, "lastTransitionTime", now);
+        kas_json_set_string(c, "reason", types[i][1]);
+        kas_json_set_string(c, "message", types[i][2]);
+        json_object_array_add(conds, c);
+    }
+    json_object_object_add(status, "conditions", conds);
+    json_object_object_add(status, "acceptedNames", copy_json(kas_json_get(crd, "spec.names")));
+    json_object *stored = json_object_new_array();
+    json_object *vs = kas_json_get(crd, "spec.versions");
+    for (gsize i = 0; json_object_is_type(vs, json_type_array) && i < json_object_array_length(vs); i++) {
+        json_object *v = json_object_array_get_idx(vs, i);
+        if (json_object_get_boolean(kas_json_get(v, "storage")))
+            json_object_array_add(stored, json_object_new_string(kas_json_get_string(v, "name")));
+    }
+    json_object_object_add(status, "storedVersions", stored);
+    json_object_object_add(crd, "status", status);
+}
+
+static void service_defaults(KasStore *store, json_object *svc)
+{
+    json_object *spec = kas_json_ensure_object(svc, "spec");
+    set_default_string(spec, "type", "ClusterIP");
+    set_default_string(spec, "sessionAffinity", "None");
+    if (kas_json_get(spec, "clusterIP") == NULL) {
+        guint64 n = kas_store_next_seq_locked(store);
+        g_autofree char *ip = g_strdup_printf("10.96.%u.%u", (guint)((n / 250) % 250),
+                                              (guint)(n % 250 + 2));
+        kas_json_set_string(spec, "clusterIP", ip);
+        json_object *ips = json_object_new_array();
+        json_object_array_add(ips, json_object_new_string(ip));
+        json_object_object_add(spec, "clusterIPs", ips);
+    }
+}
+
+/* A custom resource as its CRD's schema has it: pruned, then validated. */
+static gboolean custom_schema(const KasRes *res, json_object *obj, GError **error)
+{
+    json_object *schema = kas_schema_of_version(res->crd, res->storage_version);
+    kas_schema_prune(schema, obj);
+    g_autoptr(KasFieldErrors) errs = kas_field_errors_new();
+    kas_schema_validate(schema, obj, errs);
+    return kas_field_errors_check(errs, res, kas_json_get_string(obj, "metadata.name"), error);
+}
+
+/* Pod Security admission (enforce) from the labels of the pod's namespace. */
+static gboolean pod_security(KasStore *store, json_object *pod, GError **error)
+{
+    KasRes *nsres = kas_store_find_locked(store, "", "v1", "namespaces");
+    const char *ns = kas_json_get_string(pod, "metadata.namespace");
+    KasObj *nsobj =
+            nsres != NULL && ns != NULL ? kas_store_get_locked(store, nsres, NULL, ns) : NULL;
+    return nsobj == NULL || kas_psa_admit_pod(nsobj->labels, pod, error);
+}
+
+/* Kind-specific defaults and status rules on create. */
+static gboolean prepare_create(KasStore *store, KasRes *res, json_object *obj, GError **error)
+{
+    switch (res->kind) {
+    case KAS_KIND_POD: {
+        kas_pods_defaults(obj);
+        kas_pods_admit_create(obj);
+        if (!pod_priority(store, obj, error))
+            return FALSE;
+        g_autoptr(KasFieldErrors) errs = kas_field_errors_new();
+        kas_pods_validate(obj, errs);
+        if (!kas_field_errors_check(errs, res, kas_json_get_string(obj, "metadata.name"), error))
+            return FALSE;
+        if (!pod_security(store, obj, error))
+            return FALSE;
+        kas_pods_canonical(obj);
+        json_object *status = json_object_new_object();
+        kas_json_set_string(status, "phase", "Pending");
+        kas_json_set_string(status, "qosClass", pod_qos(obj));
+        json_object_object_add(obj, "status", status);
+        break;
+    }
+    case KAS_KIND_NAMESPACE: {
+        if (!kas_psa_validate_namespace(kas_json_get(obj, "metadata.labels"),
+                                        kas_json_get_string(obj, "metadata.name"), error))
+            return FALSE;
+        json_object *spec = kas_json_ensure_object(obj, "spec");
+        json_object *fin = json_object_new_array();
+        json_object_array_add(fin, json_object_new_string("kubernetes"));
+        json_object_object_add(spec, "finalizers", fin);
+        json_object *status = json_object_new_object();
+        kas_json_set_string(status, "phase", "Active");
+        json_object_object_add(obj, "status", status);
+        break;
+    }
+    case KAS_KIND_SERVICE:
+        service_defaults(store, obj);
+        json_object_object_add(obj, "status", json_object_new_object());
+        kas_json_ensure_object(kas_json_get(obj, "status"), "loadBalancer");
+        break;
+    case KAS_KIND_CRD:
+        kas_schema_crd_defaults(obj);
+        if (!kas_store_register_crd_locked(store, obj, error))
+            return FALSE;
+        crd_status(obj);
+        break;
+    case KAS_KIND_CUSTOM:
+        if (res->has_status)
+            json_object_object_del(obj, "status");
+        return custom_schema(res, obj, error);
+    case KAS_KIND_NODE:
+        kas_admit_node_create(obj);
+        break;
+    default:
+        if (kas_gang_is(res))
+            return kas_gang_admit_create(store, res, obj, error);
+        if (kas_dra_is(res))
+            return kas_dra_admit_create(res, obj, error);
+        return kas_admit_create(res, obj, error);
+    }
+    return TRUE;
+}
+
+static KasObj *create_locked(KasStore *store, KasRes *res, const char *url_ns, json_object *obj,
+                             GError **error)
+{
+    json_object *meta = kas_json_ensure_object(obj, "metadata");
+    const char *ns = NULL;
+    if (!check_namespace(store, res, url_ns, meta, &ns, error))
+        return NULL;
+    if (!fill_name(store, res, ns, meta, error))
+        return NULL;
+    const char *name = kas_json_get_string(meta, "name");
+    const char *rv = kas_json_get_string(meta, "resourceVersion");
+    if (rv != NULL && rv[0] != '\0') {
+        g_set_error(error, KAS_ERROR, KAS_ERR_INTERNAL,
+                    "resourceVersion should not be set on objects to be created");
+        return NULL;
+    }
+    if (!check_string_map(res, name, meta, "labels", TRUE, error) ||
+        !check_string_map(res, name, meta, "annotations", FALSE, error))
+        return NULL;
+    if (res->kind != KAS_KIND_POD) {
+        /* ValidateObjectMeta's 256 KiB of annotations, for every kind (pods: kas-pods) */
+        g_autoptr(KasFieldErrors) errs = kas_field_errors_new();
+        kas_annotations_validate(meta, 1, errs);
+        if (!kas_field_errors_check(errs, res, name, error))
+            return NULL;
+    }
+    if (kas_store_get_locked(store, res, ns, name) != NULL) {
+        g_autofree char *q = kas_res_qualified(res);
+        g_set_error(error, KAS_ERROR, KAS_ERR_ALREADY_EXISTS, "%s \"%s\" already exists", q, name);
+        return NULL;
+    }
+    g_autofree char *uid = g_uuid_string_random();
+    g_autofree char *now = now_string();
+    kas_json_set_string(meta, "uid", uid);
+    kas_json_set_string(meta, "creationTimestamp", now);
+    static const char *const drop[] = { "deletionTimestamp", "deletionGracePeriodSeconds",
+                                        "selfLink", "managedFields", "generation" };
+    for (guint i = 0; i < G_N_ELEMENTS(drop); i++)
+        json_object_object_del(meta, drop[i]);
+    if (res->uses_generation)
+        json_object_object_add(meta, "generation", json_object_new_int(1));
+    if (!prepare_create(store, res, obj, error))
+        return NULL;
+    return kas_obj_ref(kas_store_put_locked(store, res, obj));
+}
+
+KasObj *kas_ops_create(KasStore *store, KasRes *res, const char *version, const char *ns,
+                       json_object *body, GError **error)
+{
+    json_object *obj = copy_json(body);
+    if (!check_type(res, version, obj, error)) {
+        json_object_put(obj);
+        return NULL;
+    }
+    kas_store_lock(store);
+    KasObj *out = res->active ? create_locked(store, res, ns, obj, error) : NULL;
+    if (out == NULL && !res->active)
+        err_not_found(error, res, kas_json_get_string(obj, "metadata.name"));
+    kas_store_unlock(store);
+    json_object_put(obj);
+    return out;
+}
+
+/* ---- removal and garbage collection --------------------------------------------------------------- */
+
+static KasObj *delete_locked(KasStore *store, KasRes *res, KasObj *cur, const KasDeleteOptions *opts,
+                             gboolean *removed, GError **error);
+
+static gboolean has_owner(const KasObj *obj, const char *uid)
+{
+    for (char **o = obj->owners; o != NULL && *o != NULL; o++)
+        if (strcmp(*o, uid) == 0)
+            return TRUE;
+    return FALSE;
+}
+
+typedef struct {
+    KasRes *res;
+    KasObj *obj;
+} Dep;
+
+typedef struct {
+    GArray *deps;
+    const char *uid;
+    KasRes *res;
+} DepSearch;
+
+static gboolean collect_deps_cb(gpointer key, gpointer value, gpointer data)
+{
+    DepSearch *s = data;
+    KasObj *obj = value;
+    if (has_owner(obj, s->uid)) {
+        Dep d = { s->res, kas_obj_ref(obj) };
+        g_array_append_val(s->deps, d);
+    }
+    return FALSE;
+}
+
+static GArray *dependents(KasStore *store, const char *uid)
+{
+    GArray *deps = g_array_new(FALSE, FALSE, sizeof(Dep));
+    GPtrArray *all = kas_store_resources_locked(store);
+    for (guint i = 0; i < all->len; i++) {
+        DepSearch s = { deps, uid, g_ptr_array_index(all, i) };
+        g_tree_foreach(s.res->objects, collect_deps_cb, &s);
+    }
+    return deps;
+}
+
+static void deps_free(GArray *deps)
+{
+    for (guint i = 0; i < deps->len; i++)
+        kas_obj_unref(g_array_index(deps, Dep, i).obj);
+    g_array_unref(deps);
+}
+
+/* Drop the ownerReferences naming @uid from @obj. */
+static void orphan_one(KasStore *store, KasRes *res, KasObj *obj, const char *uid)
+{
+    json_object *j = kas_obj_parse(obj);
+    json_object *refs = kas_json_get(j, "metadata.ownerReferences");
+    json_object *kept = json_object_new_array();
+    for (gsize i = 0; json_object_is_type(refs, json_type_array) && i < json_object_array_length(refs); i++) {
+        json_object *r = json_object_array_get_idx(refs, i);
+        const char *ru = kas_json_get_string(r, "uid");
+        if (ru == NULL || strcmp(ru, uid) != 0)
+            json_object_array_add(kept, json_object_get(r));
+    }
+    json_object *meta = kas_json_get(j, "metadata");
+    if (json_object_array_length(kept) == 0) {
+        json_object_put(kept);
+        json_object_object_del(meta, "ownerReferences");
+    } else {
+        json_object_object_add(meta, "ownerReferences", kept);
+    }
+    kas_store_put_locked(store, res, j);
+    json_object_put(j);
+}
+
+/* The garbage collector: dependents whose owners are all gone are deleted in the background;
+ * those with another live owner only lose the reference. */
+static void collect_garbage(KasStore *store, const char *uid, gboolean orphan)
+{
+    GArray *deps = dependents(store, uid);
+    for (guint i = 0; i < deps->len; i++) {
+        Dep *d = &g_array_index(deps, Dep, i);
+        KasObj *live = kas_store_get_locked(store, d->res, d->obj->ns, d->obj->name);
+        if (live == NULL || strcmp(live->uid, d->obj->uid) != 0)
+            continue;
+        gboolean other_owner = FALSE;
+        for (char **o = live->owners; o != NULL && *o != NULL && !other_owner; o++)
+            other_owner = strcmp(*o, uid) != 0 && kas_store_find_uid_locked(store, *o, NULL) != NULL;
+        if (orphan || other_owner) {
+            orphan_one(store, d->res, live, uid);
+        } else if (!live->deleting) {
+            KasDeleteOptions o = { .grace_seconds = -1, .propagation = "Background" };
+            gboolean removed;
+            kas_obj_unref(delete_locked(store, d->res, live, &o, &removed, NULL));
+        }
+    }
+    deps_free(deps);
+}
+
+static KasObj *remove_and_collect(KasStore *store, KasRes *res, KasObj *cur);
+
+/* An owner deleted in the foreground goes once its last dependent is gone. */
+static void foreground_check(KasStore *store, const char *owner_uid)
+{
+    KasRes *ores = NULL;
+    KasObj *owner = kas_store_find_uid_locked(store, owner_uid, &ores);
+    if (owner == NULL || !owner->deleting || !owner->has_finalizers)
+        return;
+    if (strstr(owner->json, "\"" FOREGROUND_FINALIZER "\"") == NULL)
+        return;
+    GArray *deps = dependents(store, owner_uid);
+    guint n = deps->len;
+    deps_free(deps);
+    if (n > 0)
+        return;
+    json_object *j = kas_obj_parse(owner);
+    json_object *fin = kas_json_get(j, "metadata.finalizers");
+    json_object *kept = json_object_new_array();
+    for (gsize i = 0; json_object_is_type(fin, json_type_array) && i < json_object_array_length(fin); i++) {
+        json_object *f = json_object_array_get_idx(fin, i);
+        if (strcmp(json_object_get_string(f), FOREGROUND_FINALIZER) != 0)
+            json_object_array_add(kept, json_object_get(f));
+    }
+    gboolean empty = json_object_array_length(kept) == 0;
+    json_object_object_add(kas_json_get(j, "metadata"), "finalizers", kept);
+    if (empty)
+        json_object_object_del(kas_json_get(j, "metadata"), "finalizers");
+    KasObj *now = kas_store_put_locked(store, ores, j);
+    json_object_put(j);
+    if (empty)
+        kas_obj_unref(remove_and_collect(store, ores, now));
+}
+
+static void delete_namespace_contents(KasStore *store, const char *ns)
+{
+    GPtrArray *all = kas_store_resources_locked(store);
+    for (guint i = 0; i < all->len; i++) {
+        KasRes *res = g_ptr_array_index(all, i);
+        if (!res->namespaced)
+            continue;
+        KasListOptions lo = { .ns = ns };
+        gboolean more;
+        guint64 rem;
+        g_autoptr(GPtrArray) objs = kas_store_list_locked(store, res, &lo, &more, &rem);
+        for (guint j = 0; j < objs->len; j++) {
+            KasObj *o = g_ptr_array_index(objs, j);
+            if (kas_store_get_locked(store, res, o->ns, o->name) == o)
+                kas_obj_unref(remove_and_collect(store, res, o));
+        }
+    }
+}
+
+static KasObj *remove_and_collect(KasStore *store, KasRes *res, KasObj *cur)
+{
+    g_autoptr(KasObj) keep = kas_obj_ref(cur);
+    if (res->kind == KAS_KIND_CRD) {
+        json_object *j = kas_obj_parse(cur);
+        kas_store_unregister_crd_locked(store, j);
+        json_object_put(j);
+    } else if (res->kind == KAS_KIND_NAMESPACE) {
+        delete_namespace_contents(store, cur->name);
+    }
+    KasObj *final = kas_store_remove_locked(store, res, cur);
+    if (kas_store_is_owner_locked(store, cur->uid))
+        collect_garbage(store, cur->uid, FALSE);
+    for (char **o = cur->owners; o != NULL && *o != NULL; o++)
+        foreground_check(store, *o);
+    return final;
+}
+
+/* ---- delete ------------------------------------------------------------------------------------------ */
+
+static gboolean pod_is_terminal(json_object *pod)
+{
+    const char *phase = kas_json_get_string(pod, "status.phase");
+    return phase != NULL && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0);
+}
+
+static void add_finalizer(json_object *meta, const char *f)
+{
+    json_object *fin = kas_json_get(meta, "finalizers");
+    if (!json_object_is_type(fin, json_type_array)) {
+        fin = json_object_new_array();
+        json_object_object_add(meta, "finalizers", fin);
+    }
+    for (gsize i = 0; i < json_object_array_length(fin); i++)
+        if (g_strcmp0(json_object_get_string(json_object_array_get_idx(fin, i)), f) == 0)
+            return;
+    json_object_array_add(fin, json_object_new_string(f));
+}
+
+/* Set deletionTimestamp @grace seconds from now; returns the stored object (borrowed). */
+static KasObj *mark_deleting(KasStore *store, KasRes *res, KasObj *cur, gint64 grace,
+                             gboolean foreground)
+{
+    json_object *j = kas_obj_parse(cur);
+    json_object *meta = kas_json_get(j, "metadata");
+    g_autofree char *when = kas_time_format(now_seconds() + grace);
+    if (kas_json_get(meta, "deletionTimestamp") == NULL)
+        kas_json_set_string(meta, "deletionTimestamp", when);
+    json_object_object_add(meta, "deletionGracePeriodSeconds", json_object_new_int64(grace));
+    if (foreground)
+        add_finalizer(meta, FOREGROUND_FINALIZER);
+    KasObj *out = kas_store_put_locked(store, res, j);
+    json_object_put(j);
+    return out;
+}
+
+static gint64 pod_grace(KasObj *cur, const KasDeleteOptions *opts)
+{
+    json_object *j = kas_obj_parse(cur);
+    gint64 grace = opts->grace_seconds;
+    if (grace < 0) {
+        json_object *g = kas_json_get(j, "spec.terminationGracePeriodSeconds");
+        grace = g != NULL ? json_object_get_int64(g) : 30;
+    }
+    const char *node = kas_json_get_string(j, "spec.nodeName");
+    /* Unscheduled and finished pods have nothing to stop: they go at once. */
+    if (node == NULL || node[0] == '\0' || pod_is_terminal(j))
+        grace = 0;
+    json_object_put(j);
+    return grace < 0 ? 0 : grace;
+}
+
+static KasObj *delete_locked(KasStore *store, KasRes *res, KasObj *cur, const KasDeleteOptions *opts,
+                             gboolean *removed, GError **error)
+{
+    *removed = FALSE;
+    if (opts->precondition_uid != NULL && strcmp(opts->precondition_uid, cur->uid) != 0) {
+        /* the registry's own message, with the kind (not the resource) in details */
+        json_object *d = json_object_new_object();
+        kas_json_set_string(d, "name", cur->name);
+        if (res->group[0] != '\0')
+            kas_json_set_string(d, "group", res->group);
+        kas_json_set_string(d, "kind", res->kind_name);
+        kas_status_set(error, KAS_ERR_CONFLICT, d,
+                       "Operation cannot be fulfilled on %s \"%s\": the UID in the precondition "
+                       "(%s) does not match the UID in record (%s). The object might have been "
+                       "deleted and then recreated",
+                       res->kind_name, cur->name, opts->precondition_uid, cur->uid);
+        return NULL;
+    }
+    char rvbuf[32];
+    g_snprintf(rvbuf, sizeof rvbuf, "%" G_GUINT64_FORMAT, cur->rv);
+    if (opts->precondition_rv != NULL && strcmp(opts->precondition_rv, rvbuf) != 0) {
+        g_set_error(error, KAS_ERROR, KAS_ERR_CONFLICT,
+                    "Operation cannot be fulfilled on %s \"%s\": Precondition failed: "
+                    "ResourceVersion in precondition: %s, ResourceVersion in object meta: %s",
+                    res->plural, cur->name, opts->precondition_rv, rvbuf);
+        return NULL;
+    }
+    const char *policy = opts->propagation != NULL ? opts->propagation : "Background";
+    gint64 grace = res->kind == KAS_KIND_POD ? pod_grace(cur, opts) : 0;
+    if (cur->deleting) {
+        /* A second delete may only shorten the grace period. */
+        if (res->kind == KAS_KIND_POD && opts->grace_seconds == 0) {
+            if (!cur->has_finalizers) {
+                *removed = TRUE;
+                return remove_and_collect(store, res, cur);
+            }
+            return kas_obj_ref(mark_deleting(store, res, cur, 0, FALSE));
+        }
+        return kas_obj_ref(cur);
+    }
+    if (strcmp(policy, "Orphan") == 0 && kas_store_is_owner_locked(store, cur->uid))
+        collect_garbage(store, cur->uid, TRUE);
+    gboolean foreground = strcmp(policy, "Foreground") == 0 && kas_store_is_owner_locked(store, cur->uid);
+    if (grace > 0 || foreground || cur->has_finalizers) {
+        KasObj *now = mark_deleting(store, res, cur, grace, foreground);
+        g_autoptr(KasObj) keep = kas_obj_ref(now);
+        if (foreground) {
+            collect_garbage(store, cur->uid, FALSE);
+            foreground_check(store, cur->uid);
+        }
+        KasObj *live = kas_store_get_locked(store, res, cur->ns, cur->name);
+        if (live == NULL || strcmp(live->uid, cur->uid) != 0) {
+            *removed = TRUE;
+            return kas_obj_ref(keep);
+        }
+        return kas_obj_ref(live);
+    }
+    *removed = TRUE;
+    return remove_and_collect(store, res, cur);
+}
+
+KasObj *kas_ops_delete(KasStore *store, KasRes *res, const char *ns, const char *name,
+                       const KasDeleteOptions *opts, gboolean *removed, GError **error)
+{
+    gboolean dummy;
+    kas_store_lock(store);
+    KasObj *cur = kas_store_get_locked(store, res, ns, name);
+    KasObj *out = NULL;
+    if (cur == NULL)
+        err_not_found(error, res, name);
+    else
+        out = delete_locked(store, res, cur, opts, removed != NULL ? removed : &dummy, error);
+    kas_store_unlock(store);
+    return out;
+}
+
+void kas_ops_pod_terminated(KasStore *store, const char *ns, const char *name, const char *uid)
+{
+    kas_store_lock(store);
+    KasRes *pods = kas_store_find_locked(store, "", "v1", "pods");
+    KasObj *cur = kas_store_get_locked(store, pods, ns, name);
+    if (cur != NULL && strcmp(cur->uid, uid) == 0 && cur->deleting) {
+        if (cur->has_finalizers)
+            mark_deleting(store, pods, cur, 0, FALSE);
+        else
+            kas_obj_unref(remove_and_collect(store, pods, cur));
+    }
+    kas_store_unlock(store);
+}
+
+/* ---- update and patch ---------------------------------------------------------------------------- */
+
+static void copy_member(json_object *dst, json_object *src, const char *key)
+{
+    json_object *v = NULL;
+    if (json_object_object_get_ex(src, key, &v))
+        json_object_object_add(dst, key, json_object_get(v));
+    else
+        json_object_object_del(dst, key);
+}
+
+/* A pod's status as written through pods/status: its resourceClaimStatuses. */
+static gboolean pod_status_valid(const KasRes *res, json_object *pod, GError **error)
+{
+    g_autoptr(KasFieldErrors) errs = kas_field_errors_new();
+    kas_dra_validate_pod_status(pod, errs);
+    return kas_field_errors_check(errs, res, kas_json_get_string(pod, "metadata.name"), error);
+}
+
+/* The new state for an update of @curj by @body (both borrowed); new reference or NULL. */
+static json_object *updated_object(KasStore *store, KasRes *res, json_object *curj,
+                                   json_object *body, gboolean status, GError **error)
+{
+    json_object *newj;
+    if (status) {
+        newj = copy_json(curj);
+        copy_member(newj, body, "status");
+        if (res->kind == KAS_KIND_NODE)
+            kas_admit_node_status_defaults(newj);
+        if ((res->kind == KAS_KIND_CUSTOM && !custom_schema(res, newj, error)) ||
+            (kas_dra_is(res) && !kas_dra_admit_status(res, curj, newj, error)) ||
+            (res->kind == KAS_KIND_POD && !pod_status_valid(res, newj, error))) {
+            json_object_put(newj);
+            return NULL;
+        }
+        return newj;
+    }
+    newj = copy_json(body);
+    if (res->has_status)
+        copy_member(newj, curj, "status");
+    json_object *meta = kas_json_ensure_object(newj, "metadata");
+    json_object *cmeta = kas_json_get(curj, "metadata");
+    static const char *const keep[] = { "uid", "creationTimestamp", "deletionTimestamp",
+                                        "deletionGracePeriodSeconds", "generation", "namespace",
+                                        "name" };
+    for (guint i = 0; i < G_N_ELEMENTS(keep); i++)
+        copy_member(meta, cmeta, keep[i]);
+    json_object_object_del(meta, "selfLink");
+    json_object_object_del(meta, "managedFields");
+    const char *name = kas_json_get_string(cmeta, "name");
+    if (!check_string_map(res, name, meta, "labels", TRUE, error) ||
+        !check_string_map(res, name, meta, "annotations", FALSE, error)) {
+        json_object_put(newj);
+        return NULL;
+    }
+    if (res->kind != KAS_KIND_POD) {
+        g_autoptr(KasFieldErrors) errs = kas_field_errors_new();
+        kas_annotations_validate(meta, 1, errs);
+        if (!kas_field_errors_check(errs, res, name, error)) {
+            json_object_put(newj);
+            return NULL;
+        }
+    }
+    if (res->kind == KAS_KIND_POD) {
+        kas_pods_defaults(newj);
+        kas_pods_canonical(newj);
+        /* set by admission on create; a client's update that leaves them out keeps them */
+        static const char *const admitted[] = { "priority", "priorityClassName", "preemptionPolicy" };
+        for (guint i = 0; i < G_N_ELEMENTS(admitted); i++)
+            if (kas_json_get(kas_json_get(newj, "spec"), admitted[i]) == NULL)
+                copy_member(kas_json_get(newj, "spec"), kas_json_get(curj, "spec"), admitted[i]);
+        g_autoptr(KasFieldErrors) errs = kas_field_errors_new();
+        kas_pods_validate_update(curj, newj, errs);
+        if (!kas_field_errors_check(errs, res, name, error)) {
+            json_object_put(newj);
+            return NULL;
+        }
+    } else if (res->kind == KAS_KIND_NODE) {
+        kas_admit_node_status_defaults(newj);
+    } else if (kas_gang_is(res)) {
+        if (!kas_gang_admit_update(res, curj, newj, error)) {
+            json_object_put(newj);
+            return NULL;
+        }
+    } else if (kas_dra_is(res)) {
+        if (!kas_dra_admit_update(res, curj, newj, error)) {
+            json_object_put(newj);
+            return NULL;
+        }
+    } else if (res->kind == KAS_KIND_CUSTOM) {
+        if (!custom_schema(res, newj, error)) {
+            json_object_put(newj);
+            return NULL;
+        }
+    } else if (res->kind == KAS_KIND_CRD) {
+        kas_schema_crd_defaults(newj);
+        if (!kas_store_register_crd_locked(store, newj, error)) {
+            json_object_put(newj);
+            return NULL;
+        }
+    }
+    if (res->uses_generation && kas_json_spec_changed(curj, newj)) {
+        gint64 gen = json_object_get_int64(kas_json_get(cmeta, "generation"));
+        json_object_object_add(meta, "generation", json_object_new_int64(gen + 1));
+    }
+    return newj;
+}
+
+static gboolean check_update_preconditions(KasRes *res, KasObj *cur, const char *name,
+                                           json_object *body, GError **error)
+{
+    const char *bname = kas_json_get_string(body, "metadata.name");
+    if (bname == NULL || strcmp(bname, name) != 0) {
+        g_set_error(error, KAS_ERROR, KAS_ERR_BAD_REQUEST,
+                    "the name of the object (%s) does not match the name on the URL (%s)",
+                    bname != NULL ? bname : "", name);
+        return FALSE;
+    }
+    const char *bns = kas_json_get_string(body, "metadata.namespace");
+    if (res->namespaced && bns != NULL && bns[0] != '\0' && strcmp(bns, cur->ns) != 0) {
+        g_set_error(error, KAS_ERROR, KAS_ERR_BAD_REQUEST,
+                    "the namespace of the provided object does not match the namespace sent on "
+                    "the request");
+        return FALSE;
+    }
+    const char *buid = kas_json_get_string(body, "metadata.uid");
+    if (buid != NULL && buid[0] != '\0' && strcmp(buid, cur->uid) != 0) {
+        g_autofree char *why = g_strdup_printf("Precondition failed: UID in precondition: %s, UID "
+                                               "in object meta: %s", buid, cur->uid);
+        return err_conflict(error, res, NULL, name, why);
+    }
+    const char *rv = kas_json_get_string(body, "metadata.resourceVersion");
+    if (rv == NULL || rv[0] == '\0') {
+        if (res->kind == KAS_KIND_CUSTOM || res->kind == KAS_KIND_CRD)
+            return err_invalid(error, res, name, "metadata.resourceVersion",
+                               "Invalid value: 0x0: must be specified for an update");
+        return TRUE;
+    }
+    if (g_ascii_strtoull(rv, NULL, 10) != cur->rv || !g_ascii_isdigit(rv[0]))
+        return err_conflict(error, res, NULL, name,
+                            "the object has been modified; please apply your changes to the "
+                            "latest version and try again");
+    return TRUE;
+}
+
+/* Store @newj over @cur unless nothing changed; removes an object whose last finalizer went. */
+static KasObj *commit_update(KasStore *store, KasRes *res, KasObj *cur, json_object *curj,
+                             json_object *newj)
+{
+    char rvbuf[32];
+    g_snprintf(rvbuf, sizeof rvbuf, "%" G_GUINT64_FORMAT, cur->rv);
+    kas_json_set_string(kas_json_ensure_object(newj, "metadata"), "resourceVersion", rvbuf);
+    if (json_object_equal(newj, curj))
+        return kas_obj_ref(cur);
+    KasObj *now = kas_store_put_locked(store, res, newj);
+    json_object *g = kas_json_get(newj, "metadata.deletionGracePeriodSeconds");
+    gboolean grace_done = res->kind != KAS_KIND_POD || (g != NULL && json_object_get_int64(g) == 0);
+    if (now->deleting && !now->has_finalizers && grace_done)
+        return remove_and_collect(store, res, now);
+    return kas_obj_ref(now);
+}
+
+static KasObj *update_locked(KasStore *store, KasRes *res, const char *ns, const char *name,
+                             json_object *body, gboolean status, GError **error)
+{
+    KasObj *cur = kas_store_get_locked(store, res, ns, name);
+    if (cur == NULL || !res->active) {
+        err_not_found(error, res, name);
+        return NULL;
+    }
+    if (!check_update_preconditions(res, cur, name, body, error))
+        return NULL;
+    json_object *curj = kas_obj_parse(cur);
+    json_object *newj = updated_object(store, res, curj, body, status, error);
+    KasObj *out = newj != NULL ? commit_update(store, res, cur, curj, newj) : NULL;
+    json_object_put(newj);
+    json_object_put(curj);
+    return out;
+}
+
+KasObj *kas_ops_update(KasStore *store, KasRes *res, const char *version, const char *ns,
+                       const char *name, json_object *body, gboolean status, GError **error)
+{
+    json_object *obj = copy_json(body);
+    if (!check_type(res, version, obj, error)) {
+        json_object_put(obj);
+        return NULL;
+    }
+    kas_store_lock(store);
+    KasObj *out = update_locked(store, res, ns, name, obj, status, error);
+    kas_store_unlock(store);
+    json_object_put(obj);
+    return out;
+}
+
+KasObj *kas_ops_patch(KasStore *store, KasRes *res, const char *version, const char *ns,
+                      const char *name, KasPatchType type, json_object *patch, gboolean status,
+                      GError **error)
+{
+    kas_store_lock(store);
+    KasObj *cur = kas_store_get_locked(store, res, ns, name);
+    if (cur == NULL || !res->active) {
+        kas_store_unlock(store);
+        err_not_found(error, res, name);
+        return NULL;
+    }
+    json_object *doc = kas_obj_parse(cur);
+    g_autofree char *av = kas_res_api_version(res, version);
+    kas_json_set_string(doc, "apiVersion", av);
+    gboolean ok = TRUE;
+    if (type == KAS_PATCH_JSON) {
+        ok = kas_json_patch_apply(&doc, patch, error);
+        if (!ok) {
+            GError *e = *error;
+            e->domain = KAS_ERROR;
+            e->code = KAS_ERR_INVALID;
+        }
+    } else if (!json_object_is_type(patch, json_type_object)) {
+        g_set_error(error, KAS_ERROR, KAS_ERR_BAD_REQUEST,
+                    "the body of a merge patch must be a JSON object");
+        ok = FALSE;
+    } else if (type == KAS_PATCH_STRATEGIC) {
+        doc = kas_json_strategic_merge(doc, patch);
+    } else {
+        doc = kas_json_merge_patch(doc, patch);
+    }
+    KasObj *out = NULL;
+    if (ok && check_type(res, version, doc, error))
+        out = update_locked(store, res, ns, name, doc, status, error);
+    kas_store_unlock(store);
+    json_object_put(doc);
+    return out;
+}
+
+/* ---- binding and eviction ----------------------------------------------------------------------- */
+
+static void set_pod_condition(json_object *pod, const char *type, const char *value)
+{
+    json_object *status = kas_json_ensure_object(pod, "status");
+    json_object *conds = kas_json_get(status, "conditions");
+    if (!json_object_is_type(conds, json_type_array)) {
+        conds = json_object_new_array();
+        json_object_object_add(status, "conditions", conds);
+    }
+    g_autofree char *now = now_string();
+    json_object *c = NULL;
+    for (gsize i = 0; i < json_object_array_length(conds) && c == NULL; i++) {
+        json_object *e = json_object_array_get_idx(conds, i);
+        if (g_strcmp0(kas_json_get_string(e, "type"), type) == 0)
+            c = e;
+    }
+    if (c == NULL) {
+        c = json_object_new_object();
+        kas_json_set_string(c, "type", type);
+        json_object_array_add(conds, c);
+    }
+    if (g_strcmp0(kas_json_get_string(c, "status"), value) != 0)
+        kas_json_set_string(c, "lastTransitionTime", now);
+    kas_json_set_string(c, "status", value);
+    json_object_object_add(c, "lastProbeTime", NULL);
+}
+
+static gboolean bind_locked(KasStore *store, const char *ns, const char *name, json_object *binding,
+                            GError **error)
+{
+    KasRes *pods = kas_store_find_locked(store, "", "v1", "pods");
+    const char *target = kas_json_get_string(binding, "target.name");
+    const char *bname = kas_json_get_string(binding, "metadata.name");
+    if (name == NULL)
+        name = bname;
+    if (name == NULL || name[0] == '\0') {
+        g_set_error(error, KAS_ERROR, KAS_ERR_BAD_REQUEST, "name is required for a Binding");
+        return FALSE;
+    }
+    if (bname != NULL && bname[0] != '\0' && strcmp(bname, name) != 0) {
+        g_set_error(error, KAS_ERROR, KAS_ERR_BAD_REQUEST,
+                    "name in URL does not match name in Binding object");
+        return FALSE;
+    }
+    if (target == NULL || target[0] == '\0') {
+        g_set_error(error, KAS_ERROR, KAS_ERR_INVALID,
+                    "Binding \"%s\" is invalid: target.name: Required value", name);
+        return FALSE;
+    }
+    KasObj *cur = kas_store_get_locked(store, pods, ns, name);
+    if (cur == NULL)
+        return err_not_found(error, pods, name);
+    const char *buid = kas_json_get_string(binding, "metadata.uid");
+    const char *brv = kas_json_get_string(binding, "metadata.resourceVersion");
+    if ((buid != NULL && buid[0] != '\0' && strcmp(buid, cur->uid) != 0) ||
+        (brv != NULL && brv[0] != '\0' && g_ascii_strtoull(brv, NULL, 10) != cur->rv))
+        return err_conflict(error, pods, "binding", name,
+                            "the object has been modified; please apply your changes to the "
+                            "latest version and try again");
+    if (cur->deleting) {
+        g_autofree char *why = g_strdup_printf("pod %s is being deleted, cannot be assigned to a host",
+                                               name);
+        return err_conflict(error, pods, "binding", name, why);
+    }
+    const char *node = kas_obj_field(pods, cur, "spec.nodeName");
+    if (node != NULL && node[0] != '\0') {
+        g_autofree char *why = g_strdup_printf("pod %s is already assigned to node \"%s\"", name, node);
+        return err_conflict(error, pods, "binding", name, why);
+    }
+    json_object *j = kas_obj_parse(cur);
+    if (kas_pods_gated(j)) {
+        /* 1.27+: a pod with scheduling gates is never bound */
+        json_object_put(j);
+        g_autofree char *why = g_strdup_printf("pod %s has non-empty .spec.schedulingGates", name);
+        return err_conflict(error, pods, "binding", name, why);
+    }
+    kas_json_set_string(kas_json_ensure_object(j, "spec"), "nodeName", target);
+    json_object *ann = kas_json_get(binding, "metadata.annotations");
+    if (json_object_is_type(ann, json_type_object)) {
+        json_object *pann = kas_json_ensure_object(kas_json_get(j, "metadata"), "annotations");
+        json_object_object_foreach(ann, k, v)
+        {
+            json_object_object_add(pann, k, json_object_get(v));
+        }
+    }
+    set_pod_condition(j, "PodScheduled", "True");
+    kas_store_put_locked(store, pods, j);
+    json_object_put(j);
+    return TRUE;
+}
+
+gboolean kas_ops_bind(KasStore *store, const char *ns, const char *name, json_object *binding,
+                      GError **error)
+{
+    if (!json_object_is_type(binding, json_type_object)) {
+        g_set_error(error, KAS_ERROR, KAS_ERR_BAD_REQUEST, "the body must be a Binding object");
+        return FALSE;
+    }
+    const char *kind = kas_json_get_string(binding, "kind");
+    if (kind != NULL && strcmp(kind, "Binding") != 0) {
+        g_set_error(error, KAS_ERROR, KAS_ERR_BAD_REQUEST,
+                    "%s in version \"v1\" cannot be handled as a Binding", kind);
+        return FALSE;
+    }
+    kas_store_lock(store);
+    gboolean ok = bind_locked(store, ns, name, binding, error);
+    kas_store_unlock(store);
+    return ok;
+}
+
+gboolean kas_ops_evict(KasStore *store, const char *ns, const char *name, json_object *eviction,
+                       GError **error)
+{
+    if (!kas_evict_check_body(eviction, error))
+        return FALSE;
+    KasDeleteOptions opts = { .grace_seconds = -1 };
+    json_object *dopts = kas_json_get(eviction, "deleteOptions");
+    json_object *g = kas_json_get(dopts, "gracePeriodSeconds");
+    if (g != NULL)
+        opts.grace_seconds = json_object_get_int64(g);
+    opts.precondition_uid = kas_json_get_string(dopts, "preconditions.uid");
+    opts.precondition_rv = kas_json_get_string(dopts, "preconditions.resourceVersion");
+    opts.propagation = kas_json_get_string(dopts, "propagationPolicy");
+    kas_store_lock(store);
+    KasRes *pods = kas_store_find_locked(store, "", "v1", "pods");
+    KasObj *cur = kas_store_get_locked(store, pods, ns, name);
+    KasObj *out = NULL;
+    if (cur == NULL) {
+        err_not_found(error, pods, name);
+    } else {
+        json_object *j = kas_obj_parse(cur);
+        gboolean removed;
+        /* a pod already being deleted is not counted against its budget again */
+        if (cur->deleting || kas_evict_check_locked(store, ns, j, error))
+            out = delete_locked(store, pods, cur, &opts, &removed, error);
+        json_object_put(j);
+    }
+    kas_store_unlock(store);
+    kas_obj_unref(out);
+    return out != NULL;
+}
+
+/* ---- controllers ------------------------------------------------------------------------------------ */
+
+gboolean kas_ops_mutate(KasStore *store, KasRes *res, const char *ns, const char *name,
+                        const char *uid, KasMutateFn fn, gpointer data)
+{
+    gboolean wrote = FALSE;
+    kas_store_lock(store);
+    KasObj *cur = kas_store_get_locked(store, res, ns, name);
+    if (cur != NULL && (uid == NULL || strcmp(uid, cur->uid) == 0)) {
+        json_object *curj = kas_obj_parse(cur);
+        json_object *j = copy_json(curj);
+        if (fn(j, data) && !json_object_equal(j, curj)) {
+            kas_obj_unref(commit_update(store, res, cur, curj, j));
+            wrote = TRUE;
+        }
+        json_object_put(j);
+        json_object_put(curj);
+    }
+    kas_store_unlock(store);
+    return wrote;
+}
+
+void kas_ops_bootstrap(KasStore *store)
+{
+    static const char *const names[] = { "default", "kube-system", "kube-public", "kube-node-lease" };
+    kas_store_lock(store);
+    KasRes *nsres = kas_store_find_locked(store, "", "v1", "namespaces");
+    for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
+        json_object *ns = json_object_new_object();
+        kas_json_set_string(ns, "apiVersion", "v1");
+        kas_json_set_string(ns, "kind", "Namespace");
+        kas_json_set_string(kas_json_ensure_object(ns, "metadata"), "name", names[i]);
+        kas_obj_unref(create_locked(store, nsres, NULL, ns, NULL));
+        json_object_put(ns);
+    }
+    /* The API server's own Service, as every cluster has it. */
+    KasRes *svcres = kas_store_find_locked(store, "", "v1", "services");
+    json_object *svc = json_tokener_parse(
+        "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":\"kubernetes\","
+        "\"labels\":{\"component\":\"apiserver\",\"provider\":\"kubernetes\"}},\"spec\":{"
+        "\"clusterIP\":\"10.96.0.1\",\"clusterIPs\":[\"10.96.0.1\"],\"ports\":[{\"name\":\"https\","
+        "\"port\":443,\"protocol\":\"TCP\",\"targetPort\":6443}]}}");
+    kas_obj_unref(create_locked(store, svcres, "default", svc, NULL));
+    json_object_put(svc);
+    kas_store_unlock(store);
+}

@@ -1,0 +1,65 @@
+/*
+ * The semantics of kube-apiserver's registry on top of the store: create (generateName, uid,
+ * defaults, namespace checks), update (optimistic concurrency, status subresource rules,
+ * generation), patch (merge, JSON, strategic), delete (preconditions, finalizers, graceful pod
+ * deletion, propagation policies and the garbage collector's cascade), pods/binding and
+ * pods/eviction. Errors are KAS_ERROR with the reason kube-apiserver gives.
+ *
+ * Every function takes the store lock itself and returns new references.
+ */
+#pragma once
+
+#include "testbed/apiserver/kas-store.h"
+
+typedef enum {
+    KAS_PATCH_MERGE,
+    KAS_PATCH_JSON,
+    KAS_PATCH_STRATEGIC,
+} KasPatchType;
+
+typedef struct {
+    gint64 grace_seconds;         /* -1: the object's default */
+    const char *propagation;      /* "Background" (default), "Foreground", "Orphan" or NULL */
+    const char *precondition_uid; /* may be NULL */
+    const char *precondition_rv;  /* may be NULL */
+} KasDeleteOptions;
+
+/* Create @body (borrowed) in namespace @ns (NULL for cluster-scoped resources). */
+KasObj *kas_ops_create(KasStore *store, KasRes *res, const char *version, const char *ns,
+                       json_object *body, GError **error);
+
+/* Replace the object (or only its status when @status is TRUE) with @body (borrowed). */
+KasObj *kas_ops_update(KasStore *store, KasRes *res, const char *version, const char *ns,
+                       const char *name, json_object *body, gboolean status, GError **error);
+
+KasObj *kas_ops_patch(KasStore *store, KasRes *res, const char *version, const char *ns,
+                      const char *name, KasPatchType type, json_object *patch, gboolean status,
+                      GError **error);
+
+/* Delete; returns the object as it is afterwards (terminating, or its final state when it was
+ * removed: *@removed tells which; may be NULL). */
+KasObj *kas_ops_delete(KasStore *store, KasRes *res, const char *ns, const char *name,
+                       const KasDeleteOptions *opts, gboolean *removed, GError **error);
+
+/* POST pods/NAME/binding (or namespaces/NS/bindings when @name is NULL: the name comes from
+ * the Binding). */
+gboolean kas_ops_bind(KasStore *store, const char *ns, const char *name, json_object *binding,
+                      GError **error);
+
+/* POST pods/NAME/eviction: a graceful delete with the Eviction's deleteOptions. */
+gboolean kas_ops_evict(KasStore *store, const char *ns, const char *name, json_object *eviction,
+                       GError **error);
+
+/* Change an object in place: @fn edits the parsed object and returns FALSE to leave it as is.
+ * Nothing is written when @uid (may be NULL) no longer matches or nothing changed. Returns TRUE
+ * when a new version was stored. For controllers (kubelet, node lifecycle). */
+typedef gboolean (*KasMutateFn)(json_object *obj, gpointer data);
+gboolean kas_ops_mutate(KasStore *store, KasRes *res, const char *ns, const char *name,
+                        const char *uid, KasMutateFn fn, gpointer data);
+
+/* The kubelet (or the end of the grace period) confirms that pod @ns/@name with @uid is gone:
+ * removed now unless finalizers hold it. */
+void kas_ops_pod_terminated(KasStore *store, const char *ns, const char *name, const char *uid);
+
+/* Create the namespaces every cluster has (default, kube-system, kube-public, kube-node-lease). */
+void kas_ops_bootstrap(KasStore *store);

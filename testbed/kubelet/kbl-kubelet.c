@@ -1,0 +1,586 @@
+/* bin/kb-kubelet's engine (see kbl-kubelet.h). */
+#include "testbed/kubelet/kbl-kubelet.h"
+
+#include <string.h>
+
+#include "kube/kb-error.h"
+#include "kube/kb-informer.h"
+#include "kube/kb-recorder.h"
+#include "testbed/apiserver/kas-json.h"
+#include "testbed/apiserver/kas-nodes.h"
+#include "testbed/kubelet/kbl-dra.h"
+#include "testbed/kubelet/kbl-sim.h"
+
+#define STATUS_ATTEMPTS 3
+#define DRA_RETRY_MS    500 /* a pod whose claims are not ready is looked at again after this */
+
+typedef struct {
+    char *ip;
+    char *uid;
+} NodeInfo;
+
+typedef enum { TIMER_START, TIMER_FINISH, TIMER_GONE } TimerKind;
+
+typedef struct KblKubelet KblKubelet;
+
+typedef struct {
+    KblKubelet *k;
+    TimerKind kind;
+    char *ns, *name, *uid;
+    guint source;
+} PodTimer;
+
+struct KblKubelet {
+    KbClient *client;
+    KblKubeletOptions opts;
+    json_object *nodes;   /* Node objects from the file */
+    json_object *slices;  /* --dra: each node's ResourceSlice (or null), as nodes */
+    KbRecorder *recorder; /* --dra: why a pod does not start */
+    GHashTable *blocked;  /* --dra: pod uid -> the reason last reported */
+    GHashTable *ours;     /* node name -> NodeInfo* */
+    GHashTable *timers;   /* pod uid -> PodTimer* (one pending action per pod) */
+    GHashTable *run_from; /* pod uid -> gint64* monotonic ms its containers (re)started */
+    KbInformer *pods;
+    guint heartbeat_id, status_id;
+    guint64 pod_seq;
+    guint64 started, finished, deleted;
+};
+
+static void node_info_free(gpointer p)
+{
+    NodeInfo *n = p;
+    g_free(n->ip);
+    g_free(n->uid);
+    g_free(n);
+}
+
+static void timer_free(gpointer p)
+{
+    PodTimer *t = p;
+    if (t->source != 0)
+        g_source_remove(t->source);
+    g_free(t->ns);
+    g_free(t->name);
+    g_free(t->uid);
+    g_free(t);
+}
+
+static gint64 now_ms(void)
+{
+    return g_get_monotonic_time() / 1000;
+}
+
+/* ---- nodes ---------------------------------------------------------------------------------- */
+
+static const char *node_name(json_object *node)
+{
+    return kas_json_get_string(node, "metadata.name");
+}
+
+/* Post @name's status as a running kubelet's (and drop the not-ready taint). */
+static gboolean post_node_status(KblKubelet *k, const char *name, json_object *from_file,
+                                 GError **error)
+{
+    NodeInfo *info = g_hash_table_lookup(k->ours, name);
+    for (int attempt = 1;; attempt++) {
+        json_object *node = kb_client_get(k->client, &kb_type_nodes, NULL, name, error);
+        if (node == NULL)
+            return FALSE;
+        json_object *fs = kas_json_get(from_file, "status"), *st, *rest = NULL;
+        st = kas_json_ensure_object(node, "status");
+        /* A server may drop the status of a create: the file's capacity is put again. */
+        for (const char *const *f = (const char *const[]){"allocatable", "capacity", NULL}; *f; f++)
+            if (kas_json_get(fs, *f) != NULL)
+                json_object_object_add(st, *f, json_object_get(kas_json_get(fs, *f)));
+        kbl_sim_node_ready(node, info->ip, g_get_real_time() / G_USEC_PER_SEC);
+        gboolean taint = kbl_sim_node_not_ready_taint(node, &rest);
+        json_object *r =
+                kb_client_update(k->client, &kb_type_nodes, NULL, name, "status", node, error);
+        json_object_put(node);
+        if (r != NULL)
+            json_object_put(r);
+        if (r != NULL && taint) {
+            json_object *patch = json_object_new_object();
+            json_object_object_add(kas_json_ensure_object(patch, "spec"), "taints", rest);
+            rest = NULL;
+            r = kb_client_patch(k->client, &kb_type_nodes, NULL, name, NULL, KB_PATCH_MERGE,
+                                json_object_to_json_string(patch), error);
+            json_object_put(patch);
+            if (r != NULL)
+                json_object_put(r);
+        }
+        if (rest != NULL)
+            json_object_put(rest);
+        if (r != NULL)
+            return TRUE;
+        if (attempt == STATUS_ATTEMPTS || !g_error_matches(*error, KB_ERROR, KB_ERROR_CONFLICT))
+            return FALSE;
+        g_clear_error(error);
+    }
+}
+
+static void renew_lease(KblKubelet *k, const char *name, const NodeInfo *info)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree char *when = kbl_sim_micro_time(g_get_real_time());
+    g_autofree char *patch = g_strdup_printf(
+            "{\"spec\":{\"holderIdentity\":\"%s\",\"renewTime\":\"%s\"}}", name, when);
+    json_object *r = kb_client_patch(k->client, &kb_type_leases, "kube-node-lease", name, NULL,
+                                     KB_PATCH_MERGE, patch, &error);
+    if (r == NULL && g_error_matches(error, KB_ERROR, KB_ERROR_NOT_FOUND)) {
+        g_clear_error(&error);
+        json_object *lease = kbl_sim_lease_new(name, info->uid, g_get_real_time());
+        r = kb_client_create(k->client, &kb_type_leases, "kube-node-lease", lease, &error);
+        json_object_put(lease);
+    }
+    if (r != NULL)
+        json_object_put(r);
+    else
+        g_warning("node %s: renewing its lease: %s", name, error->message);
+}
+
+/* Create @slice, or replace the one of its name (a kubelet restarted). */
+static gboolean publish_slice(KblKubelet *k, json_object *slice, GError **error)
+{
+    const char *name = kas_json_get_string(slice, "metadata.name");
+    g_autoptr(GError) e = NULL;
+    json_object *r = kb_client_create(k->client, &kbl_type_resource_slices, NULL, slice, &e);
+    if (r == NULL && g_error_matches(e, KB_ERROR, KB_ERROR_ALREADY_EXISTS)) {
+        g_clear_error(&e);
+        json_object *cur = kb_client_get(k->client, &kbl_type_resource_slices, NULL, name, &e);
+        if (cur != NULL) {
+            json_object *next = NULL;
+            json_object_deep_copy(slice, &next, NULL);
+            const char *rv = kas_json_get_string(cur, "metadata.resourceVersion");
+            kas_json_set_string(kas_json_ensure_object(next, "metadata"), "resourceVersion", rv);
+            r = kb_client_update(k->client, &kbl_type_resource_slices, NULL, name, NULL, next, &e);
+            json_object_put(next);
+            json_object_put(cur);
+        }
+    }
+    if (r == NULL) {
+        g_propagate_error(error, g_steal_pointer(&e));
+        return FALSE;
+    }
+    json_object_put(r);
+    return TRUE;
+}
+
+static gboolean register_node(KblKubelet *k, json_object *node, guint index, GError **error)
+{
+    const char *name = node_name(node);
+    g_autoptr(GError) e = NULL;
+    json_object *obj = kb_client_create(k->client, &kb_type_nodes, NULL, node, &e);
+    if (obj == NULL && g_error_matches(e, KB_ERROR, KB_ERROR_ALREADY_EXISTS)) {
+        g_clear_error(&e);
+        g_message("node %s exists: adopting it", name);
+        obj = kb_client_get(k->client, &kb_type_nodes, NULL, name, &e);
+    }
+    if (obj == NULL) {
+        g_propagate_prefixed_error(error, g_steal_pointer(&e), "node %s: ", name);
+        return FALSE;
+    }
+    NodeInfo *info = g_new0(NodeInfo, 1);
+    const char *ip = kbl_sim_node_ip(obj);
+    info->ip = ip != NULL ? g_strdup(ip)
+                          : g_strdup_printf("10.0.%u.%u", (index / 250) % 250, index % 250 + 2);
+    info->uid = g_strdup(kas_json_get_string(obj, "metadata.uid"));
+    json_object_put(obj);
+    g_hash_table_replace(k->ours, g_strdup(name), info);
+    if (!post_node_status(k, name, node, error)) {
+        g_prefix_error(error, "node %s: posting its status: ", name);
+        return FALSE;
+    }
+    renew_lease(k, name, info);
+    json_object *slice = k->slices != NULL ? json_object_array_get_idx(k->slices, index) : NULL;
+    if (slice != NULL && !publish_slice(k, slice, error)) {
+        g_prefix_error(error, "node %s: publishing its ResourceSlice: ", name);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean heartbeat(gpointer data)
+{
+    KblKubelet *k = data;
+    GHashTableIter it;
+    gpointer name, info;
+    g_hash_table_iter_init(&it, k->ours);
+    while (g_hash_table_iter_next(&it, &name, &info))
+        renew_lease(k, name, info);
+    return G_SOURCE_CONTINUE;
+}
+
+static gboolean node_status_tick(gpointer data)
+{
+    KblKubelet *k = data;
+    for (gsize i = 0; i < json_object_array_length(k->nodes); i++) {
+        json_object *node = json_object_array_get_idx(k->nodes, i);
+        g_autoptr(GError) error = NULL;
+        if (!post_node_status(k, node_name(node), node, &error))
+            g_warning("node %s: posting its status: %s", node_name(node), error->message);
+    }
+    return G_SOURCE_CONTINUE;
+}
+
+/* ---- pods ----------------------------------------------------------------------------------- */
+
+static gboolean fire(gpointer data);
+
+static void set_timer(KblKubelet *k, const KbObjectMeta *m, TimerKind kind, gint64 delay_ms)
+{
+    PodTimer *t = g_new0(PodTimer, 1);
+    t->k = k;
+    t->kind = kind;
+    t->ns = g_strdup(m->namespace_);
+    t->name = g_strdup(m->name);
+    t->uid = g_strdup(m->uid);
+    t->source = g_timeout_add((guint)CLAMP(delay_ms, 0, G_MAXINT32), fire, t);
+    g_hash_table_replace(k->timers, t->uid, t);
+}
+
+/* The pod as the cache has it (a copy), else as the server has it; NULL when gone or replaced. */
+static json_object *read_pod(KblKubelet *k, const PodTimer *t, gboolean live)
+{
+    json_object *pod = NULL;
+    if (!live) {
+        KbObjectMeta *m = kb_informer_get(k->pods, t->ns, t->name);
+        if (m != NULL && m->raw != NULL)
+            json_object_deep_copy(m->raw, &pod, NULL);
+    } else {
+        g_autoptr(GError) error = NULL;
+        pod = kb_client_get(k->client, &kb_type_pods, t->ns, t->name, &error);
+    }
+    if (pod != NULL && g_strcmp0(kas_json_get_string(pod, "metadata.uid"), t->uid) != 0)
+        g_clear_pointer(&pod, json_object_put);
+    return pod;
+}
+
+typedef gboolean (*Mutate)(KblKubelet *k, json_object *pod, gpointer data);
+
+/* Read, change, PUT the status; a 409 reads the pod again. FALSE when nothing was written. */
+static gboolean write_pod_status(KblKubelet *k, const PodTimer *t, Mutate mutate, gpointer data)
+{
+    for (int attempt = 1; attempt <= STATUS_ATTEMPTS; attempt++) {
+        json_object *pod = read_pod(k, t, attempt > 1);
+        if (pod == NULL || !mutate(k, pod, data)) {
+            if (pod != NULL)
+                json_object_put(pod);
+            return FALSE;
+        }
+        g_autoptr(GError) error = NULL;
+        json_object *r =
+                kb_client_update(k->client, &kb_type_pods, t->ns, t->name, "status", pod, &error);
+        json_object_put(pod);
+        if (r != NULL) {
+            json_object_put(r);
+            return TRUE;
+        }
+        if (!g_error_matches(error, KB_ERROR, KB_ERROR_CONFLICT)) {
+            if (!g_error_matches(error, KB_ERROR, KB_ERROR_NOT_FOUND))
+                g_warning("pod %s/%s: writing its status: %s", t->ns, t->name, error->message);
+            return FALSE;
+        }
+    }
+    return FALSE;
+}
+
+static gboolean start_pod(KblKubelet *k, json_object *pod, gpointer data)
+{
+    const char *name = kas_json_get_string(pod, "spec.nodeName");
+    NodeInfo *node = name != NULL ? g_hash_table_lookup(k->ours, name) : NULL;
+    if (node == NULL)
+        return FALSE;
+    guint64 n = k->pod_seq++;
+    g_autofree char *ip =
+            g_strdup_printf("10.244.%u.%u", (guint)((n / 250) % 250), (guint)(n % 250 + 2));
+    return kbl_sim_pod_start(pod, node->ip, ip, g_get_real_time() / G_USEC_PER_SEC);
+}
+
+static gboolean finish_pod(KblKubelet *k, json_object *pod, gpointer data)
+{
+    KblSimRun run;
+    kbl_sim_read_run(pod, &run);
+    return kbl_sim_pod_finish(pod, run.exit_code, g_get_real_time() / G_USEC_PER_SEC, data);
+}
+
+static void run_from_now(KblKubelet *k, const char *uid)
+{
+    gint64 *at = g_new(gint64, 1);
+    *at = now_ms();
+    g_hash_table_replace(k->run_from, g_strdup(uid), at);
+}
+
+static void confirm_gone(KblKubelet *k, const PodTimer *t)
+{
+    g_autoptr(GError) error = NULL;
+    KbDeleteOptions o = {.precondition_uid = t->uid, .has_grace_period = TRUE};
+    if (kb_client_delete(k->client, &kb_type_pods, t->ns, t->name, &o, &error)) {
+        k->deleted++;
+        g_debug("pod %s/%s: deletion confirmed", t->ns, t->name);
+    } else if (!g_error_matches(error, KB_ERROR, KB_ERROR_NOT_FOUND) &&
+               !g_error_matches(error, KB_ERROR, KB_ERROR_CONFLICT)) {
+        g_warning("pod %s/%s: confirming its deletion: %s", t->ns, t->name, error->message);
+    }
+}
+
+/* --dra: does the pod wait for its claims? Reports a new reason as the kubelet does (a Warning
+ * event FailedPrepareDynamicResources naming the claim). */
+static gboolean claims_blocked(KblKubelet *k, const PodTimer *t)
+{
+    KbObjectMeta *m = kb_informer_get(k->pods, t->ns, t->name);
+    if (m == NULL || m->raw == NULL || kas_json_get(m->raw, "spec.resourceClaims") == NULL)
+        return FALSE;
+    json_object *pod = read_pod(k, t, TRUE);
+    if (pod == NULL)
+        return FALSE;
+    char *why = kbl_dra_pod_blocked(k->client, pod);
+    json_object_put(pod);
+    if (why == NULL) {
+        g_hash_table_remove(k->blocked, t->uid);
+        return FALSE;
+    }
+    if (g_strcmp0(g_hash_table_lookup(k->blocked, t->uid), why) != 0) {
+        g_message("pod %s/%s waits: %s", t->ns, t->name, why);
+        kb_recorder_event(k->recorder, m, "v1", "Pod", "Warning", "FailedPrepareDynamicResources",
+                          "Failed to prepare dynamic resources: %s", why);
+        g_hash_table_replace(k->blocked, g_strdup(t->uid), why);
+    } else {
+        g_free(why);
+    }
+    return TRUE;
+}
+
+/* Look at a waiting pod again later (@t is about to be freed). */
+static void retry_start(KblKubelet *k, const PodTimer *t)
+{
+    KbObjectMeta m = {.namespace_ = t->ns, .name = t->name, .uid = t->uid};
+    set_timer(k, &m, TIMER_START, DRA_RETRY_MS);
+}
+
+static gboolean fire(gpointer data)
+{
+    PodTimer *t = data;
+    KblKubelet *k = t->k;
+    t->source = 0;
+    /* Out of the table first: the watch event of what is written schedules what comes next. */
+    g_hash_table_steal(k->timers, t->uid);
+    gboolean restarted = FALSE;
+    switch (t->kind) {
+    case TIMER_START:
+        if (k->slices != NULL && claims_blocked(k, t)) {
+            retry_start(k, t);
+            break;
+        }
+        if (write_pod_status(k, t, start_pod, NULL)) {
+            k->started++;
+            run_from_now(k, t->uid);
+        }
+        break;
+    case TIMER_FINISH:
+        if (write_pod_status(k, t, finish_pod, &restarted)) {
+            k->finished++;
+            if (restarted)
+                run_from_now(k, t->uid);
+        }
+        break;
+    case TIMER_GONE:
+        confirm_gone(k, t);
+        break;
+    }
+    timer_free(t);
+    return G_SOURCE_REMOVE;
+}
+
+/* When the containers of a Running pod (re)started, in monotonic ms: our own record, else (the
+ * pod was started before this process) what its status says. */
+static gint64 started_at(KblKubelet *k, const KbObjectMeta *m)
+{
+    gint64 *at = g_hash_table_lookup(k->run_from, m->uid);
+    if (at != NULL)
+        return *at;
+    const char *s = NULL;
+    json_object *cs = kas_json_get(m->raw, "status.containerStatuses");
+    if (json_object_is_type(cs, json_type_array) && json_object_array_length(cs) > 0)
+        s = kas_json_get_string(json_object_array_get_idx(cs, 0), "state.running.startedAt");
+    gint64 when = s != NULL ? kas_time_parse(s) : -1;
+    if (when < 0)
+        return now_ms();
+    return now_ms() - (g_get_real_time() / 1000 - when * 1000);
+}
+
+static gint32 restarts_of(const KbObjectMeta *m)
+{
+    json_object *cs = kas_json_get(m->raw, "status.containerStatuses");
+    if (!json_object_is_type(cs, json_type_array) || json_object_array_length(cs) == 0)
+        return 0;
+    return json_object_get_int(kas_json_get(json_object_array_get_idx(cs, 0), "restartCount"));
+}
+
+static void consider(KblKubelet *k, const KbObjectMeta *m)
+{
+    const char *node = m->raw != NULL ? kas_json_get_string(m->raw, "spec.nodeName") : NULL;
+    if (node == NULL || m->uid == NULL || !g_hash_table_contains(k->ours, node))
+        return;
+    PodTimer *t = g_hash_table_lookup(k->timers, m->uid);
+    if (m->deletion_timestamp != 0) {
+        if (t != NULL && t->kind == TIMER_GONE)
+            return;
+        gint64 grace =
+                json_object_get_int64(kas_json_get(m->raw, "metadata.deletionGracePeriodSeconds"));
+        set_timer(k, m, TIMER_GONE, MIN((gint64)k->opts.stop_delay_ms, MAX(grace, 0) * 1000));
+        return;
+    }
+    if (t != NULL)
+        return;
+    const char *phase = kas_json_get_string(m->raw, "status.phase");
+    if (phase == NULL || strcmp(phase, "Pending") == 0) {
+        set_timer(k, m, TIMER_START, k->opts.start_delay_ms);
+    } else if (strcmp(phase, "Running") == 0) {
+        KblSimRun run;
+        kbl_sim_read_run(m->raw, &run);
+        if (run.run_ms < 0)
+            return;
+        gint64 run_ms = restarts_of(m) > 0 ? MAX(run.run_ms, KBL_SIM_MIN_RERUN_MS) : run.run_ms;
+        set_timer(k, m, TIMER_FINISH, MAX(started_at(k, m) + run_ms - now_ms(), 0));
+    }
+}
+
+static void on_pod_add(gpointer obj, gpointer data)
+{
+    consider(data, obj);
+}
+
+static void on_pod_update(gpointer old_obj, gpointer new_obj, gpointer data)
+{
+    consider(data, new_obj);
+}
+
+static void on_pod_delete(gpointer obj, gpointer data)
+{
+    KblKubelet *k = data;
+    KbObjectMeta *m = obj;
+    if (m->uid == NULL)
+        return;
+    g_hash_table_remove(k->timers, m->uid);
+    g_hash_table_remove(k->run_from, m->uid);
+    if (k->blocked != NULL)
+        g_hash_table_remove(k->blocked, m->uid);
+}
+
+/* ---- life cycle ------------------------------------------------------------------------------ */
+
+/* --dra: each node's slice (JSON null without GPUs), its nvidia.com/gpu taken off the node. */
+static json_object *dra_slices(json_object *nodes, GError **error)
+{
+    json_object *slices = json_object_new_array();
+    for (gsize i = 0; i < json_object_array_length(nodes); i++) {
+        json_object *node = json_object_array_get_idx(nodes, i);
+        GError *e = NULL;
+        json_object *s = kbl_dra_slice(node, &e);
+        if (e != NULL) {
+            g_propagate_error(error, e);
+            json_object_put(slices);
+            return NULL;
+        }
+        json_object_array_add(slices, s);
+        kbl_dra_strip_gpus(node);
+    }
+    return slices;
+}
+
+KblKubelet *kbl_kubelet_new(KbClient *client, const KblKubeletOptions *opts, GError **error)
+{
+    if (opts->nodes_file == NULL) {
+        g_set_error(error, KB_ERROR, KB_ERROR_CONFIG, "--nodes FILE is required");
+        return NULL;
+    }
+    json_object *nodes = kas_nodes_parse(opts->nodes_file, error);
+    if (nodes == NULL)
+        return NULL;
+    for (gsize i = 0; i < json_object_array_length(nodes); i++) {
+        const char *name = node_name(json_object_array_get_idx(nodes, i));
+        if (name == NULL || *name == '\0') {
+            g_set_error(error, KB_ERROR, KB_ERROR_DECODE, "%s: node %zu has no metadata.name",
+                        opts->nodes_file, i);
+            json_object_put(nodes);
+            return NULL;
+        }
+    }
+    if (json_object_array_length(nodes) == 0) {
+        g_set_error(error, KB_ERROR, KB_ERROR_DECODE, "%s: no node", opts->nodes_file);
+        json_object_put(nodes);
+        return NULL;
+    }
+    json_object *slices = opts->dra ? dra_slices(nodes, error) : NULL;
+    if (opts->dra && slices == NULL) {
+        g_prefix_error(error, "%s: ", opts->nodes_file);
+        json_object_put(nodes);
+        return NULL;
+    }
+    KblKubelet *k = g_new0(KblKubelet, 1);
+    k->client = client;
+    k->slices = slices;
+    if (slices != NULL) {
+        KbRecorderOptions ro = {.component = "kubelet"};
+        k->recorder = kb_recorder_new_full(client, &ro);
+        k->blocked = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    }
+    k->opts = *opts;
+    k->opts.nodes_file = NULL;
+    k->opts.start_delay_ms = opts->start_delay_ms > 0 ? opts->start_delay_ms : 100;
+    k->opts.stop_delay_ms = opts->stop_delay_ms > 0 ? opts->stop_delay_ms : 100;
+    k->opts.heartbeat_ms = opts->heartbeat_ms > 0 ? opts->heartbeat_ms : 10000;
+    k->opts.node_status_ms = opts->node_status_ms > 0 ? opts->node_status_ms : 60000;
+    k->nodes = nodes;
+    k->ours = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, node_info_free);
+    k->timers = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, timer_free);
+    k->run_from = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    return k;
+}
+
+gboolean kbl_kubelet_start(KblKubelet *k, GError **error)
+{
+    for (gsize i = 0; i < json_object_array_length(k->nodes); i++)
+        if (!register_node(k, json_object_array_get_idx(k->nodes, i), (guint)i, error))
+            return FALSE;
+    KbInformerOptions o = {.type = &kb_type_pods, .keep_raw = TRUE};
+    KbInformerHandlers h = {
+            .on_add = on_pod_add, .on_update = on_pod_update, .on_delete = on_pod_delete};
+    k->pods = kb_informer_new(k->client, &o, &h, k);
+    kb_informer_start(k->pods);
+    k->heartbeat_id = g_timeout_add(k->opts.heartbeat_ms, heartbeat, k);
+    k->status_id = g_timeout_add(k->opts.node_status_ms, node_status_tick, k);
+    return TRUE;
+}
+
+guint kbl_kubelet_n_nodes(const KblKubelet *k)
+{
+    return g_hash_table_size(k->ours);
+}
+
+void kbl_kubelet_counts(const KblKubelet *k, guint64 *started, guint64 *finished, guint64 *deleted)
+{
+    *started = k->started;
+    *finished = k->finished;
+    *deleted = k->deleted;
+}
+
+void kbl_kubelet_free(KblKubelet *k)
+{
+    if (k == NULL)
+        return;
+    if (k->heartbeat_id != 0)
+        g_source_remove(k->heartbeat_id);
+    if (k->status_id != 0)
+        g_source_remove(k->status_id);
+    g_clear_pointer(&k->pods, kb_informer_free);
+    g_clear_pointer(&k->recorder, kb_recorder_free);
+    g_clear_pointer(&k->blocked, g_hash_table_unref);
+    json_object_put(k->slices);
+    g_hash_table_unref(k->timers);
+    g_hash_table_unref(k->run_from);
+    g_hash_table_unref(k->ours);
+    json_object_put(k->nodes);
+    g_free(k);
+}
