@@ -5,8 +5,8 @@
  * Two servers: bin/kb-apiserver (simulated kubelets) and, when $KB_K8S_BIN also holds
  * kube-apiserver (and etcd is found), a real kube-apiserver with deploy/base/rbac.yaml applied,
  * kube-batchd as its ServiceAccount and bin/kb-kubelet running the nodes. Four free 8-GPU nodes,
- * bin/kube-batchd with --extender-address, and $KB_K8S_BIN/kube-scheduler configured as README
- * says (a profile whose
+ * bin/kube-batchd with --extender-address, and $KB_K8S_BIN/kube-scheduler configured as
+ * docs/extender.md says (a profile whose
  * extender is kube-batchd: filter, prioritize, preempt, bind; nodeCacheCapable; managedResources
  * nvidia.com/gpu; not ignorable). Each gang is a PodGroup of 4 pods x 4 GPUs; its first three
  * members are created one by one, each after kube-scheduler has tried the previous one and

@@ -255,7 +255,7 @@ static gboolean parse_options(int argc, char **argv, Opts *o, GError **error)
             {"synthetic", 0, 0, G_OPTION_ARG_STRING, &o->synthetic,
              "Replay a generated trace instead of a file: jobs=N,rate=PER_HOUR,"
              "sizes=GPUS:WEIGHT/...,duration=exp:MEAN|lognormal:MEDIAN:SIGMA,queues=Q,seed=S "
-             "(every key optional; see README)",
+             "(every key optional; see docs/benchmarks.md)",
              "SPEC"},
             {"plot", 0, 0, G_OPTION_ARG_FILENAME, &o->plot_dir,
              "Write plots (PNG and SVG through gnuplot, with their data and script) into DIR",
@@ -269,7 +269,7 @@ static gboolean parse_options(int argc, char **argv, Opts *o, GError **error)
             {"skip-bad-rows", 0, 0, G_OPTION_ARG_NONE, &o->skip_bad_rows,
              "Skip malformed trace rows (counted) instead of failing", NULL},
             {"queue-tree", 0, 0, G_OPTION_ARG_FILENAME, &o->queue_tree,
-             "Queue tree file (hierarchical queues; format in bench/lib/qshare.h and the README): "
+             "Queue tree file (hierarchical queues; format in bench/lib/qshare.h and docs/configuration.md): "
              "also reports queue shares against deserved shares per queue and per level",
              "FILE"},
             {"trace-job", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o->trace_jobs,

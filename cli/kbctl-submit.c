@@ -5,7 +5,7 @@
  * (a PodGroup whose minMember is every replica, or chief + PS + --min-workers for an elastic
  * job). Queue and priority class go to runPolicy.schedulingPolicy, the v1 fields tf-operator and
  * Kubeflow's training-operator both read; the elastic bounds go to the kube-batchd.io/min-workers
- * and max-workers annotations (see README, tf-operator). Restart policy ExitCode: retryable exit
+ * and max-workers annotations (see docs/tf-operator.md). Restart policy ExitCode: retryable exit
  * codes restart a replica, permanent ones fail the job.
  */
 #include "cli/kbctl-submit.h"

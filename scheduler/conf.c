@@ -43,7 +43,7 @@ static const char *const switch_names[KB_SWITCH_MAX] = {
 
 /*
  * Plugins and actions of Volcano and kube-batch that kube-batchd does not implement, and what
- * it does with them (README "Volcano and kube-batch configuration files" has the same table):
+ * it does with them (docs/configuration.md, "Volcano and kube-batch configuration files", has the same table):
  * dropped with a warning saying why it does not apply, or refused because dropping it would
  * silently change what the file means. --strict-config refuses both. Names in neither the
  * registries nor this table are refused as unknown (a typo of "gang" must not drop gangs).

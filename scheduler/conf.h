@@ -19,9 +19,9 @@
  *         nodeorder.balancedresource.weight: 1
  *
  * Plugins and actions of Volcano and kube-batch that kube-batchd does not implement are decided
- * one by one (the table in conf.c, documented in README "Volcano and kube-batch configuration
- * files"): those that do not apply here are dropped from the configuration with one warning
- * each (KbConf.warnings, naming the plugin and why); those whose absence would silently change
+ * one by one (the table in conf.c, documented in docs/configuration.md, "Volcano and kube-batch
+ * configuration files"): those that do not apply here are dropped from the configuration with
+ * one warning each (KbConf.warnings, naming the plugin and why); those whose absence would silently change
  * what the file means (a hard placement constraint, an eviction protection, queue limits) are
  * refused. With KB_CONF_STRICT (kube-batchd --strict-config) everything not implemented is
  * refused: those plugins and actions, switches and arguments.

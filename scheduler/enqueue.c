@@ -83,7 +83,7 @@ static void try_enqueue(KbSession *ssn, KbJobInfo *job, KbResources *free_res, G
  * Admit @sorted (by job_cmp: each queue's jobs together, queues in queue order) one job per queue
  * a round, the queues in queue order each round. In job order alone, the jobs of a queue holding
  * most of the cluster were admitted ahead of a starved queue's and took the idle capacity's
- * budget, and allocate places only admitted jobs (measured on the Philly slice: README,
+ * budget, and allocate places only admitted jobs (measured on the Philly slice: docs/benchmarks.md,
  * "bench-trace"); in queue order alone, the first queue's jobs took the budget up to its whole
  * share before the next queue's first job (the queue order does not change while jobs are only
  * admitted).

@@ -204,7 +204,7 @@ static const GOptionEntry entries[] = {
          "kube-scheduler; JSON after a 415) or application/json",
          "TYPE"},
         {"bind-max-in-flight", 0, 0, G_OPTION_ARG_INT, &flags.bind_max_in_flight,
-         "Bindings on the wire at once (default 64, 1 to 1024; see README for how it was chosen)",
+         "Bindings on the wire at once (default 64, 1 to 1024; see docs/kube-batchd.md for how it was chosen)",
          "N"},
         {"listen-address", 0, 0, G_OPTION_ARG_STRING, &flags.listen_address,
          "Address of /healthz, /readyz and /metrics (default :8080; empty: none)", "HOST:PORT"},

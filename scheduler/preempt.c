@@ -48,8 +48,9 @@ static const int share_slots[] = {KB_RES_CPU, KB_RES_MEMORY, KB_RES_GPU};
 
 /*
  * Defaults of the configurations' minRunTime and evictionBackoff (see the top of the file and the
- * README). Measured on the Philly trace replay (bench-trace -c preempt-reclaim, 10% high
- * priority): see the README's preempt/reclaim paragraph for the figures behind the choice.
+ * docs/configuration.md). Measured on the Philly trace replay (bench-trace -c preempt-reclaim,
+ * 10% high priority): see docs/configuration.md, the preempt/reclaim paragraph, for the figures
+ * behind the choice.
  */
 #define DEFAULT_MIN_RUN (10 * 60)
 #define DEFAULT_BACKOFF TRUE

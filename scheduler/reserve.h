@@ -35,7 +35,7 @@
  * jobs before it is expected to start now (its capacity is taken on the timeline) and is
  * admitted. A job whose queue would exceed its deserved share (proportion) when it is
  * expected to start gets no reservation, so a reservation never holds capacity that another
- * queue is due for ever (see README "Reservations").
+ * queue is due for ever (see docs/configuration.md, "Reservations and backfill").
  * A reserved job stays Pending until its gang fits the idle capacity (admitting it earlier
  * would make enqueue count its whole request against the idle capacity and hold every job
  * out).

@@ -1174,7 +1174,7 @@ static const char *config_api(int minor)
 }
 
 /*
- * kube-scheduler itself, configured with the extender (the README's configuration), against the
+ * kube-scheduler itself, configured with the extender (docs/extender.md's configuration), against the
  * same kb-apiserver: a gang created pod by pod, its first members parked by kube-scheduler, binds
  * whole once the last is created (the parked ones carry the requeue annotation), packed, with GPU
  * ids inside one island; a gang that cannot fit binds no member.

@@ -84,7 +84,7 @@ static const TreeCase tree_cases[] = {
           {"teamA1", "orgA", 1, NONE, 0, NONE, 100, 5, NULL},
           {"teamA2", "orgA", 1, NONE, 0, NONE, 100, 5, NULL},
           {"orgB", NULL, 3, NONE, 0, NONE, 0, 0, NULL}}},
-        /* The README's last row: org-research capped at 12, org-product idle. */
+        /* docs/configuration.md's last row (hierarchical queues): org-research capped at 12, org-product idle. */
         {"/scheduler/hqueue/share/readme-capped-organisation",
          32,
          {{"org-research", NULL, 1, 12, 0, NONE, 0, 12, NULL},
