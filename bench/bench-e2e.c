@@ -32,8 +32,15 @@
  *
  * Prints figures and the ratios to the baselines; asserts nothing.
  *
+ * With --dra the workload is run twice on kb-apiserver (with --resource-claim-controller), once
+ * as above and once through Dynamic Resource Allocation: the nodes advertise no nvidia.com/gpu,
+ * each publishes its GPUs as the ResourceSlice kb-kubelet --dra would (kbl_dra_slice(), the same
+ * code), a DeviceClass gpu.nvidia.com as NVIDIA's driver ships it, and each pod asks for one GPU
+ * through a claim the controller makes from ResourceClaimTemplate one-gpu; then the two runs'
+ * rates and their ratio. The real server is not run with --dra.
+ *
  *   bench-e2e [--nodes 1000] [--gpus 8] [--pods 5000] [--gang 8] [--baseline 5000]
- *             [--baseline-in-flight 16,64,256] [--bind-in-flight N] [--json-bindings]
+ *             [--baseline-in-flight 16,64,256] [--bind-in-flight N] [--json-bindings] [--dra]
  *   KB_E2E_WRAPPER="perf record -g -o FILE --"   runs the daemon under a profiler
  *   KB_E2E_LOG_LEVEL=debug                        the daemon's log level (default warning)
  *   KB_E2E_MARKS=1                                phase boundaries on stderr (CLOCK_MONOTONIC)
@@ -51,6 +58,7 @@
 #include "kube/kb-objects.h"
 #include "bench/lib/sim.h"
 #include "testbed/apiserver/kas-json.h"
+#include "testbed/kubelet/kbl-dra.h"
 #include "tests/lib/kb-test-apiserver.h"
 #include "tests/lib/kb-test-cluster.h"
 #include "tests/lib/kb-test-daemon.h"
@@ -64,6 +72,8 @@ static gint bind_window = 0;
 static gboolean json_bindings = FALSE; /* --json-bindings: Bindings as JSON, loop and kube-batchd */
 static char *base_windows_arg = NULL;
 static gint n_nodes = 1000, n_pods = 5000, gang = 8, n_baseline = 5000, gpus_per_node = 8;
+static gboolean dra_arg = FALSE;  /* --dra: the DRA run after the nvidia.com/gpu one */
+static gboolean dra_mode = FALSE; /* this run's GPUs are DRA devices */
 
 static double now_s(void)
 {
@@ -171,7 +181,8 @@ static void post(KbClient *client, const KbResourceType *type, const char *ns, j
     json_object_put(body);
 }
 
-static void issue_node(KbClient *client, guint i, KbResponseFunc cb, gpointer data)
+/* Node @i as created (with nvidia.com/gpu, stripped in DRA mode as kb-kubelet --dra does). */
+static json_object *node_new(guint i)
 {
     g_autofree char *text = g_strdup_printf(
             "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"node-%04u\","
@@ -181,7 +192,27 @@ static void issue_node(KbClient *client, guint i, KbResponseFunc cb, gpointer da
             "\"pods\":\"110\",\"nvidia.com/gpu\":\"%d\"},"
             "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
             i, i, gpus_per_node, gpus_per_node);
-    post(client, &kb_type_nodes, NULL, json_tokener_parse(text), cb, data);
+    return json_tokener_parse(text);
+}
+
+static void issue_node(KbClient *client, guint i, KbResponseFunc cb, gpointer data)
+{
+    json_object *node = node_new(i);
+    if (dra_mode)
+        kbl_dra_strip_gpus(node);
+    post(client, &kb_type_nodes, NULL, node, cb, data);
+}
+
+/* DRA mode: node @i's GPUs as kb-kubelet --dra publishes them. */
+static void issue_slice(KbClient *client, guint i, KbResponseFunc cb, gpointer data)
+{
+    json_object *node = node_new(i);
+    g_autoptr(GError) error = NULL;
+    json_object *slice = kbl_dra_slice(node, &error);
+    json_object_put(node);
+    if (slice == NULL)
+        g_error("node-%04u: %s", i, error != NULL ? error->message : "no GPUs");
+    post(client, &kb_type_resource_slices, NULL, slice, cb, data);
 }
 
 /* Node status again through /status, for servers that drop status on create. */
@@ -195,6 +226,8 @@ static void issue_node_status(KbClient *client, guint i, KbResponseFunc cb, gpoi
             "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
             gpus_per_node, gpus_per_node);
     json_object *body = json_tokener_parse(text);
+    if (dra_mode)
+        kbl_dra_strip_gpus(body);
     KbRequest req = {.method = "PATCH",
                      .type = &kb_type_nodes,
                      .name = name,
@@ -242,13 +275,18 @@ static void issue_workload_pod(KbClient *client, const char *ns, char prefix, co
                                             "\"job-%05u\"}",
                                             i / (guint)gang)
                           : g_strdup("");
+    /* DRA mode: kube-batchd's pods ask through a claim from template one-gpu instead */
+    gboolean claim = dra_mode && prefix == 'p';
     g_autofree char *text = g_strdup_printf(
             "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%c-%05u\","
             "\"namespace\":\"%s\"%s},\"spec\":{\"schedulerName\":\"%s\",\"containers\":[{"
             "\"name\":\"tensorflow\",\"image\":\"tensorflow/tensorflow:2.15.0-gpu\","
-            "\"resources\":{\"requests\":{\"cpu\":\"4\",\"memory\":\"16Gi\","
-            "\"nvidia.com/gpu\":\"1\"},\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]}}",
-            prefix, i, ns, group, scheduler);
+            "\"resources\":{\"requests\":{\"cpu\":\"4\",\"memory\":\"16Gi\"%s}%s}}]%s}}",
+            prefix, i, ns, group, scheduler, claim ? "" : ",\"nvidia.com/gpu\":\"1\"",
+            claim ? ",\"claims\":[{\"name\":\"gpu\"}]" : ",\"limits\":{\"nvidia.com/gpu\":\"1\"}",
+            claim ? ",\"resourceClaims\":[{\"name\":\"gpu\",\"resourceClaimTemplateName\":"
+                    "\"one-gpu\"}]"
+                  : "");
     post(client, &kb_type_pods, ns, json_tokener_parse(text), cb, data);
 }
 
@@ -323,6 +361,23 @@ static void create_crd(KbClient *client, const char *rel)
     if (obj == NULL)
         g_error("%s: %s", rel, error->message);
     create_blocking(client, &kb_type_crds, NULL, obj);
+}
+
+/* DRA mode: the class NVIDIA's driver ships and the workload's template (one GPU). */
+static void create_dra_objects(KbClient *client)
+{
+    create_blocking(client, &kb_type_device_classes, NULL,
+                    json_tokener_parse(
+                            "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"DeviceClass\","
+                            "\"metadata\":{\"name\":\"gpu.nvidia.com\"},\"spec\":{\"selectors\":[{"
+                            "\"cel\":{\"expression\":\"device.driver == 'gpu.nvidia.com' && "
+                            "device.attributes['gpu.nvidia.com'].type == 'gpu'\"}}]}}"));
+    create_blocking(client, &kb_type_resource_claim_templates, "bench",
+                    json_tokener_parse("{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":"
+                                       "\"ResourceClaimTemplate\",\"metadata\":{\"name\":"
+                                       "\"one-gpu\",\"namespace\":\"bench\"},\"spec\":{\"spec\":{"
+                                       "\"devices\":{\"requests\":[{\"name\":\"gpu\",\"exactly\":{"
+                                       "\"deviceClassName\":\"gpu.nvidia.com\"}}]}}}}"));
 }
 
 /* ---- the server under test --------------------------------------------------------------- */
@@ -464,7 +519,8 @@ static gboolean server_start(Server *srv, gboolean real, GError **error)
 {
     srv->real = real;
     if (!real) {
-        srv->kas = kb_test_apiserver_start(NULL, error);
+        const char *args[] = {"--resource-claim-controller", NULL};
+        srv->kas = kb_test_apiserver_start(dra_mode ? args : NULL, error);
         if (srv->kas == NULL)
             return FALSE;
         srv->name = "kb-apiserver";
@@ -1106,7 +1162,8 @@ static double run_kube_scheduler(Server *srv, KbClient *client, const Baseline *
     return bind_rate;
 }
 
-static void run_server(Server *srv, GArray *windows)
+/* Returns kube-batchd's rate from the first binding (*@start_out: from its start). */
+static double run_server(Server *srv, GArray *windows, double *start_out)
 {
     g_autoptr(GError) error = NULL;
     srv->config->json_only = json_bindings;
@@ -1135,8 +1192,13 @@ static void run_server(Server *srv, GArray *windows)
     double t_nodes = window_run(client, (guint)n_nodes, issue_node, "nodes");
     window_run(client, (guint)n_nodes, issue_node_status, "node status");
     window_run(client, (guint)n_nodes, issue_node_untaint, "node taints");
-    printf("== %s\ncluster: %d nodes x %d GPUs created in %.2f s\n", srv->name, n_nodes,
-           gpus_per_node, t_nodes);
+    if (dra_mode) {
+        create_dra_objects(client);
+        window_run(client, (guint)n_nodes, issue_slice, "resource slices");
+    }
+    printf("== %s%s\ncluster: %d nodes x %d GPUs%s created in %.2f s\n", srv->name,
+           dra_mode ? " (DRA: a claim per pod from a template)" : "", n_nodes, gpus_per_node,
+           dra_mode ? " (ResourceSlices)" : "", t_nodes);
 
     Baseline base = run_baseline(srv, client, windows);
     double start_rate = 0;
@@ -1168,6 +1230,8 @@ static void run_server(Server *srv, GArray *windows)
         }
     }
     kb_client_free(client);
+    *start_out = start_rate;
+    return bind_rate;
 }
 
 /* "16,64,256" into window sizes (1 to MAX_WINDOW each). */
@@ -1203,6 +1267,9 @@ int main(int argc, char **argv)
              "N,N,..."},
             {"bind-in-flight", 0, 0, G_OPTION_ARG_INT, &bind_window,
              "kube-batchd --bind-max-in-flight (default: the raw loop's best window)", "N"},
+            {"dra", 0, 0, G_OPTION_ARG_NONE, &dra_arg,
+             "then the same through DRA claims on kb-apiserver, and the ratio (no real server)",
+             NULL},
             {NULL},
     };
     g_autoptr(GError) error = NULL;
@@ -1223,11 +1290,23 @@ int main(int argc, char **argv)
     Server kas = {0};
     if (!server_start(&kas, FALSE, &error))
         g_error("kb-apiserver: %s", error->message);
-    run_server(&kas, windows);
+    double plugin_start = 0, plugin_rate = run_server(&kas, windows, &plugin_start);
     server_stop(&kas);
 
     g_autofree char *why = NULL;
-    if (!kb_test_cluster_real_available(&why)) {
+    if (dra_arg) {
+        dra_mode = TRUE;
+        Server dkas = {0};
+        if (!server_start(&dkas, FALSE, &error))
+            g_error("kb-apiserver: %s", error->message);
+        double dra_start = 0, dra_rate = run_server(&dkas, windows, &dra_start);
+        server_stop(&dkas);
+        printf("== DRA / nvidia.com/gpu on kb-apiserver: from scheduler start %.0f / %.0f pods/s "
+               "= %.2fx, from first binding %.0f / %.0f = %.2fx (goal >= 0.5x)\n",
+               dra_start, plugin_start, plugin_start > 0 ? dra_start / plugin_start : 0.0, dra_rate,
+               plugin_rate, plugin_rate > 0 ? dra_rate / plugin_rate : 0.0);
+        printf("== kube-apiserver: skipped with --dra\n");
+    } else if (!kb_test_cluster_real_available(&why)) {
         printf("== kube-apiserver: skipped (%s; set KB_K8S_BIN to a directory with "
                "kube-apiserver, and kube-scheduler for that baseline)\n",
                why);
@@ -1237,7 +1316,7 @@ int main(int argc, char **argv)
         if (!server_start(&real, TRUE, &error))
             printf("== kube-apiserver: did not start: %s\n", error->message);
         else
-            run_server(&real, windows);
+            run_server(&real, windows, &(double){0});
         server_stop(&real);
     }
     g_free(base_windows_arg);

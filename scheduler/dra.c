@@ -3,19 +3,61 @@
 
 #include "scheduler/dra.h"
 
-/* A class and its compiled selectors (error: the first selector kb-cel refused). */
+/* A class and its compiled selectors (error: the first selector kb-cel refused); idx is the
+ * class name's slot in every device's verdicts and every node's free counts. */
 typedef struct {
     KbDeviceClass *dc;
     GPtrArray *programs; /* KbCelProgram* */
     char *error;
+    guint idx;
 } ClassInfo;
 
-/* A claim and its requests' compiled selectors, flat in (request, alternative, selector) order. */
+/* A claim and its requests' compiled selectors, flat in (request, alternative, selector) order;
+ * verdicts caches them per (device id, first program): 1 match, 2 no match. */
 typedef struct {
     KbResourceClaim *claim;
     GPtrArray *programs;
     char *error;
+    GHashTable *verdicts; /* guint64* -> verdict */
 } ClaimInfo;
+
+typedef struct NodeDevs NodeDevs;
+
+/*
+ * One device of a slice as the allocator sees it, built when the slice is set: its key, its
+ * island, whether a claim holds it, and its class selectors' verdicts, evaluated once per class
+ * and device (all dropped when any class changes: class_gen).
+ */
+typedef struct {
+    const KbResourceSlice *slice;
+    const KbDevice *dev;
+    char *key;            /* "driver/pool/device" */
+    char *island;         /* KB_DRA_ISLAND_ATTRIBUTE as attribute_text(), "" without */
+    guint64 id;           /* unique over the allocator's life (request verdicts) */
+    NodeDevs *node;       /* the index the device counts in */
+    gboolean held;        /* allocated or assumed */
+    guint64 taken;        /* == KbDra.epoch: chosen for the pod being planned */
+    guint class_gen;      /* the verdicts are for this KbDra.class_gen */
+    GByteArray *verdicts; /* per class idx: 0 unknown, 1 match, 2 no match */
+} Dev;
+
+typedef struct {
+    KbResourceSlice *slice; /* ref */
+    Dev *devs;              /* n_devices */
+    NodeDevs *node;         /* NULL: a slice for a node selector (not used) */
+} SliceDevs;
+
+/* A node's free devices per class, counted when first asked and kept as holds change. */
+typedef struct {
+    guint gen; /* valid when == KbDra.class_gen */
+    guint free;
+} FreeCount;
+
+/* The devices of one node's slices (or of the allNodes slices). */
+struct NodeDevs {
+    GPtrArray *slices; /* SliceDevs* (borrowed) */
+    GArray *counts;    /* FreeCount per class idx */
+};
 
 /* Devices this scheduler chose for a claim not (yet) seen allocated. */
 typedef struct {
@@ -33,12 +75,18 @@ typedef struct {
 } PodHold;
 
 struct KbDra {
-    GHashTable *classes;      /* name -> ClassInfo* */
-    GHashTable *claims;       /* "ns/name" -> ClaimInfo* */
-    GHashTable *templates;    /* "ns/name" -> KbResourceClaimTemplate* (ref) */
-    GHashTable *slices;       /* name -> KbResourceSlice* (ref) */
-    GHashTable *by_node;      /* interned node -> GPtrArray of KbResourceSlice* (borrowed) */
-    GPtrArray *all_nodes;     /* slices with allNodes (borrowed) */
+    GHashTable *classes;    /* name -> ClassInfo* */
+    GHashTable *claims;     /* "ns/name" -> ClaimInfo* */
+    GHashTable *templates;  /* "ns/name" -> KbResourceClaimTemplate* (ref) */
+    GHashTable *slices;     /* name -> SliceDevs* */
+    GHashTable *by_node;    /* interned node -> NodeDevs* */
+    NodeDevs *all_nodes;    /* slices with allNodes */
+    GHashTable *dev_by_key; /* device key -> Dev* (borrowed) */
+    GHashTable *class_idx;  /* class name -> idx + 1 (never removed) */
+    guint class_gen;        /* bumped when a class changes: verdicts and counts are stale */
+    guint64 epoch;          /* one per pod plan (Dev.taken) */
+    guint64 next_dev_id;
+    GPtrArray *cands;         /* scratch: the node's devices for one plan (Dev*) */
     GHashTable *allocated;    /* device key -> claim key (owned) */
     GHashTable *assumed;      /* device key -> claim key (owned) */
     GHashTable *claim_allocs; /* claim key -> ClaimAlloc* */
@@ -82,6 +130,7 @@ static void claim_info_free(gpointer p)
     ClaimInfo *ci = p;
     kb_object_unref(ci->claim);
     programs_free(ci->programs);
+    g_hash_table_unref(ci->verdicts);
     g_free(ci->error);
     g_free(ci);
 }
@@ -108,16 +157,48 @@ static void pod_hold_free(gpointer p)
     g_free(h);
 }
 
+static NodeDevs *node_devs_new(void)
+{
+    NodeDevs *nd = g_new0(NodeDevs, 1);
+    nd->slices = g_ptr_array_new();
+    nd->counts = g_array_new(FALSE, TRUE, sizeof(FreeCount));
+    return nd;
+}
+
+static void node_devs_free(gpointer p)
+{
+    NodeDevs *nd = p;
+    g_ptr_array_unref(nd->slices);
+    g_array_unref(nd->counts);
+    g_free(nd);
+}
+
+static void slice_devs_free(gpointer p)
+{
+    SliceDevs *sd = p;
+    for (guint i = 0; i < sd->slice->n_devices; i++) {
+        g_free(sd->devs[i].key);
+        g_free(sd->devs[i].island);
+        g_byte_array_unref(sd->devs[i].verdicts);
+    }
+    g_free(sd->devs);
+    kb_object_unref(sd->slice);
+    g_free(sd);
+}
+
 KbDra *kb_dra_new(void)
 {
     KbDra *dra = g_new0(KbDra, 1);
     dra->classes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, class_info_free);
     dra->claims = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, claim_info_free);
     dra->templates = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, kb_object_unref);
-    dra->slices = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, kb_object_unref);
-    dra->by_node =
-            g_hash_table_new_full(g_str_hash, g_str_equal, NULL, (GDestroyNotify)g_ptr_array_unref);
-    dra->all_nodes = g_ptr_array_new();
+    dra->slices = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, slice_devs_free);
+    dra->by_node = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, node_devs_free);
+    dra->all_nodes = node_devs_new();
+    dra->dev_by_key = g_hash_table_new(g_str_hash, g_str_equal);
+    dra->class_idx = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    dra->class_gen = 1;
+    dra->cands = g_ptr_array_new();
     dra->allocated = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     dra->assumed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     dra->claim_allocs = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, claim_alloc_free);
@@ -133,19 +214,116 @@ void kb_dra_free(KbDra *dra)
     g_hash_table_unref(dra->claim_allocs);
     g_hash_table_unref(dra->assumed);
     g_hash_table_unref(dra->allocated);
-    g_ptr_array_unref(dra->all_nodes);
-    g_hash_table_unref(dra->by_node);
+    g_ptr_array_unref(dra->cands);
+    g_hash_table_unref(dra->class_idx);
+    g_hash_table_unref(dra->dev_by_key);
     g_hash_table_unref(dra->slices);
+    node_devs_free(dra->all_nodes);
+    g_hash_table_unref(dra->by_node);
     g_hash_table_unref(dra->templates);
     g_hash_table_unref(dra->claims);
     g_hash_table_unref(dra->classes);
     g_free(dra);
 }
 
+static char *attribute_text(const KbDevice *d, const char *qualified);
+
 static char *device_key(const char *driver, const char *pool, const char *device)
 {
     return g_strdup_printf("%s/%s/%s", driver != NULL ? driver : "", pool != NULL ? pool : "",
                            device);
+}
+
+/* ---- devices, verdicts and free counts ------------------------------------------------------ */
+
+static gboolean programs_match(const GPtrArray *programs, guint from, guint n, const Dev *d)
+{
+    KbCelDevice dev = {d->slice->driver, d->dev->attributes, d->dev->n_attributes,
+                       d->dev->capacity, d->dev->n_capacity, FALSE};
+    for (guint i = from; i < from + n; i++) {
+        gboolean ok = FALSE;
+        /* A runtime error (a missing attribute) is no match, as for a device of another driver. */
+        if (!kb_cel_program_eval(programs->pdata[i], &dev, &ok, NULL) || !ok)
+            return FALSE;
+    }
+    return TRUE;
+}
+
+/* Does @d match class @cl's selectors: evaluated once per (class, device) until a class or the
+ * device's slice changes. */
+static gboolean class_matches(KbDra *dra, const ClassInfo *cl, Dev *d)
+{
+    if (d->class_gen != dra->class_gen) {
+        g_byte_array_set_size(d->verdicts, 0);
+        d->class_gen = dra->class_gen;
+    }
+    if (d->verdicts->len <= cl->idx) {
+        guint old = d->verdicts->len;
+        g_byte_array_set_size(d->verdicts, cl->idx + 1);
+        memset(d->verdicts->data + old, 0, cl->idx + 1 - old);
+    }
+    guint8 *v = &d->verdicts->data[cl->idx];
+    if (*v == 0)
+        *v = programs_match(cl->programs, 0, cl->programs->len, d) ? 1 : 2;
+    return *v == 1;
+}
+
+/* Do @d match @n request selectors from @prog of @ci: once per (request, device). */
+static gboolean request_matches(const ClaimInfo *ci, guint prog, guint n, const Dev *d)
+{
+    if (n == 0)
+        return TRUE;
+    guint64 key = (d->id << 16) | prog;
+    gpointer v = g_hash_table_lookup(ci->verdicts, &key);
+    if (v == NULL) {
+        v = GUINT_TO_POINTER(programs_match(ci->programs, prog, n, d) ? 1 : 2);
+        g_hash_table_insert(ci->verdicts, g_memdup2(&key, sizeof(key)), v);
+    }
+    return GPOINTER_TO_UINT(v) == 1;
+}
+
+/* The free devices of class @cl in @nd (counted once, then kept by dev_set_held). */
+static guint node_free(KbDra *dra, NodeDevs *nd, const ClassInfo *cl)
+{
+    if (nd->counts->len <= cl->idx)
+        g_array_set_size(nd->counts, cl->idx + 1);
+    FreeCount *fc = &g_array_index(nd->counts, FreeCount, cl->idx);
+    if (fc->gen != dra->class_gen) {
+        fc->free = 0;
+        for (guint s = 0; s < nd->slices->len; s++) {
+            const SliceDevs *sd = nd->slices->pdata[s];
+            for (guint i = 0; i < sd->slice->n_devices; i++)
+                /* every verdict is taken (held or not): dev_set_held relies on it */
+                fc->free += class_matches(dra, cl, &sd->devs[i]) && !sd->devs[i].held;
+        }
+        fc->gen = dra->class_gen;
+    }
+    return fc->free;
+}
+
+static void dev_set_held(KbDra *dra, Dev *d, gboolean held)
+{
+    if (d->held == held)
+        return;
+    d->held = held;
+    if (d->node == NULL || d->class_gen != dra->class_gen)
+        return;
+    /* a valid count has every device's verdict of its class */
+    for (guint c = 0; c < d->node->counts->len && c < d->verdicts->len; c++) {
+        FreeCount *fc = &g_array_index(d->node->counts, FreeCount, c);
+        if (fc->gen == dra->class_gen && d->verdicts->data[c] == 1)
+            fc->free = held ? fc->free - 1 : fc->free + 1;
+    }
+}
+
+/* The holds of device @dk changed: its Dev (if a slice has it) follows. */
+static void dev_refresh(KbDra *dra, const char *dk)
+{
+    Dev *d = g_hash_table_lookup(dra->dev_by_key, dk);
+    if (d != NULL)
+        dev_set_held(dra, d,
+                     g_hash_table_contains(dra->allocated, dk) ||
+                             g_hash_table_contains(dra->assumed, dk));
 }
 
 /* ---- ingest --------------------------------------------------------------------------------- */
@@ -158,12 +336,20 @@ void kb_dra_set_class(KbDra *dra, KbDeviceClass *dc)
     g_autofree char *what = g_strdup_printf("device class %s", dc->meta.name);
     for (guint i = 0; i < dc->n_selectors; i++)
         compile_into(ci->programs, dc->selectors[i], what, &ci->error);
+    guint idx = GPOINTER_TO_UINT(g_hash_table_lookup(dra->class_idx, dc->meta.name));
+    if (idx == 0) {
+        idx = g_hash_table_size(dra->class_idx) + 1;
+        g_hash_table_insert(dra->class_idx, g_strdup(dc->meta.name), GUINT_TO_POINTER(idx));
+    }
+    ci->idx = idx - 1;
     g_hash_table_replace(dra->classes, g_strdup(dc->meta.name), ci);
+    dra->class_gen++;
 }
 
 void kb_dra_delete_class(KbDra *dra, const KbDeviceClass *dc)
 {
-    g_hash_table_remove(dra->classes, dc->meta.name);
+    if (g_hash_table_remove(dra->classes, dc->meta.name))
+        dra->class_gen++;
 }
 
 static void claim_alloc_drop(KbDra *dra, const char *key)
@@ -175,8 +361,10 @@ static void claim_alloc_drop(KbDra *dra, const char *key)
         const KbDeviceResult *r = &g_array_index(ca->results, KbDeviceResult, i);
         g_autofree char *dk = device_key(r->driver, r->pool, r->device);
         const char *holder = g_hash_table_lookup(dra->assumed, dk);
-        if (g_strcmp0(holder, key) == 0)
+        if (g_strcmp0(holder, key) == 0) {
             g_hash_table_remove(dra->assumed, dk);
+            dev_refresh(dra, dk);
+        }
     }
     g_hash_table_remove(dra->claim_allocs, key);
 }
@@ -189,10 +377,13 @@ static void claim_devices(KbDra *dra, const KbResourceClaim *claim, const char *
         char *dk = device_key(r->driver, r->pool, r->device);
         if (add) {
             g_hash_table_replace(dra->allocated, dk, g_strdup(key));
+            dev_refresh(dra, dk);
             continue;
         }
-        if (g_strcmp0(g_hash_table_lookup(dra->allocated, dk), key) == 0)
+        if (g_strcmp0(g_hash_table_lookup(dra->allocated, dk), key) == 0) {
             g_hash_table_remove(dra->allocated, dk);
+            dev_refresh(dra, dk);
+        }
         g_free(dk);
     }
 }
@@ -206,6 +397,7 @@ void kb_dra_set_claim(KbDra *dra, KbResourceClaim *claim)
     ClaimInfo *ci = g_new0(ClaimInfo, 1);
     ci->claim = kb_object_ref(claim);
     ci->programs = programs_new();
+    ci->verdicts = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
     g_autofree char *what = g_strdup_printf("claim %s", key);
     for (guint r = 0; r < claim->spec.n_requests; r++) {
         const KbDeviceRequest *req = &claim->spec.requests[r];
@@ -245,35 +437,62 @@ void kb_dra_delete_template(KbDra *dra, const KbResourceClaimTemplate *t)
     g_hash_table_remove(dra->templates, key);
 }
 
-static void slice_unindex(KbDra *dra, const KbResourceSlice *s)
+/* Take @sd out of its node's index; its node's counts are recounted when next asked. */
+static void slice_unindex(KbDra *dra, SliceDevs *sd)
 {
-    g_ptr_array_remove(dra->all_nodes, (gpointer)s);
-    GPtrArray *list = s->node != NULL ? g_hash_table_lookup(dra->by_node, s->node) : NULL;
-    if (list != NULL)
-        g_ptr_array_remove(list, (gpointer)s);
+    for (guint i = 0; i < sd->slice->n_devices; i++) {
+        if (g_hash_table_lookup(dra->dev_by_key, sd->devs[i].key) == &sd->devs[i])
+            g_hash_table_remove(dra->dev_by_key, sd->devs[i].key);
+    }
+    if (sd->node != NULL) {
+        g_ptr_array_remove(sd->node->slices, sd);
+        g_array_set_size(sd->node->counts, 0);
+    }
 }
 
 void kb_dra_set_slice(KbDra *dra, KbResourceSlice *slice)
 {
-    KbResourceSlice *old = g_hash_table_lookup(dra->slices, slice->meta.name);
+    SliceDevs *old = g_hash_table_lookup(dra->slices, slice->meta.name);
     if (old != NULL)
         slice_unindex(dra, old);
-    g_hash_table_replace(dra->slices, g_strdup(slice->meta.name), kb_object_ref(slice));
+    SliceDevs *sd = g_new0(SliceDevs, 1);
+    sd->slice = kb_object_ref(slice);
+    sd->devs = g_new0(Dev, MAX(slice->n_devices, 1));
     if (slice->all_nodes) {
-        g_ptr_array_add(dra->all_nodes, slice);
+        sd->node = dra->all_nodes;
     } else if (slice->node != NULL) {
-        GPtrArray *list = g_hash_table_lookup(dra->by_node, slice->node);
-        if (list == NULL) {
-            list = g_ptr_array_new();
-            g_hash_table_insert(dra->by_node, (gpointer)slice->node, list);
+        sd->node = g_hash_table_lookup(dra->by_node, slice->node);
+        if (sd->node == NULL) {
+            sd->node = node_devs_new();
+            g_hash_table_insert(dra->by_node, (gpointer)slice->node, sd->node);
         }
-        g_ptr_array_add(list, slice);
     }
+    for (guint i = 0; i < slice->n_devices; i++) {
+        Dev *d = &sd->devs[i];
+        d->slice = slice;
+        d->dev = &slice->devices[i];
+        d->key = device_key(slice->driver, slice->pool, d->dev->name);
+        d->island = attribute_text(d->dev, KB_DRA_ISLAND_ATTRIBUTE);
+        if (d->island == NULL)
+            d->island = g_strdup("");
+        d->id = ++dra->next_dev_id;
+        d->node = sd->node;
+        d->held = g_hash_table_contains(dra->allocated, d->key) ||
+                  g_hash_table_contains(dra->assumed, d->key);
+        d->verdicts = g_byte_array_new();
+        if (sd->node != NULL)
+            g_hash_table_replace(dra->dev_by_key, d->key, d);
+    }
+    if (sd->node != NULL) {
+        g_ptr_array_add(sd->node->slices, sd);
+        g_array_set_size(sd->node->counts, 0);
+    }
+    g_hash_table_replace(dra->slices, g_strdup(slice->meta.name), sd);
 }
 
 void kb_dra_delete_slice(KbDra *dra, const KbResourceSlice *slice)
 {
-    KbResourceSlice *old = g_hash_table_lookup(dra->slices, slice->meta.name);
+    SliceDevs *old = g_hash_table_lookup(dra->slices, slice->meta.name);
     if (old == NULL)
         return;
     slice_unindex(dra, old);
@@ -302,6 +521,29 @@ static ClaimInfo *pod_claim(KbDra *dra, const KbPod *pod, guint i, char **key)
     }
     *key = g_strdup_printf("%s/%s", pod->meta.namespace_, name);
     return g_hash_table_lookup(dra->claims, *key);
+}
+
+/*
+ * As pod_claim, without building a string when "ns/name" fits @buf (@size): the key is then in
+ * @buf and *@heap NULL, else in *@heap (owned); @buf is "" when the claim has no name yet.
+ */
+static ClaimInfo *pod_claim_in(KbDra *dra, const KbPod *pod, guint i, char *buf, gsize size,
+                               char **heap)
+{
+    const char *name = kb_pod_resource_claim_name(pod, i);
+    *heap = NULL;
+    buf[0] = '\0';
+    if (name == NULL)
+        return NULL;
+    gsize ns = strlen(pod->meta.namespace_), n = strlen(name);
+    if (ns + n + 2 > size) {
+        *heap = g_strdup_printf("%s/%s", pod->meta.namespace_, name);
+        return g_hash_table_lookup(dra->claims, *heap);
+    }
+    memcpy(buf, pod->meta.namespace_, ns);
+    buf[ns] = '/';
+    memcpy(buf + ns + 1, name, n + 1);
+    return g_hash_table_lookup(dra->claims, buf);
 }
 
 /* The class of every request alternative of @ci exists and compiled; FALSE with why. */
@@ -372,52 +614,23 @@ gboolean kb_dra_pod_ready(KbDra *dra, const KbPod *pod, const char **reason, cha
 
 /* ---- the device search ---------------------------------------------------------------------- */
 
-typedef struct {
-    const KbResourceSlice *slice;
-    const KbDevice *dev;
-    char *key;
-} Cand;
-
-static void cand_clear(gpointer p)
+/* The node's devices (its slices' and the allNodes slices') into dra->cands. */
+static void node_cands(KbDra *dra, NodeDevs *nd)
 {
-    g_free(((Cand *)p)->key);
-}
-
-static GArray *node_cands(KbDra *dra, const char *node)
-{
-    GArray *out = g_array_new(FALSE, TRUE, sizeof(Cand));
-    g_array_set_clear_func(out, cand_clear);
-    GPtrArray *lists[2] = {g_hash_table_lookup(dra->by_node, g_intern_string(node)),
-                           dra->all_nodes};
+    g_ptr_array_set_size(dra->cands, 0);
+    NodeDevs *lists[2] = {nd, dra->all_nodes};
     for (guint l = 0; l < 2; l++) {
-        for (guint i = 0; lists[l] != NULL && i < lists[l]->len; i++) {
-            const KbResourceSlice *s = lists[l]->pdata[i];
-            for (guint d = 0; d < s->n_devices; d++) {
-                Cand c = {s, &s->devices[d], device_key(s->driver, s->pool, s->devices[d].name)};
-                g_array_append_val(out, c);
-            }
+        for (guint i = 0; lists[l] != NULL && i < lists[l]->slices->len; i++) {
+            SliceDevs *sd = lists[l]->slices->pdata[i];
+            for (guint d = 0; d < sd->slice->n_devices; d++)
+                g_ptr_array_add(dra->cands, &sd->devs[d]);
         }
     }
-    return out;
 }
 
-static gboolean cand_free(KbDra *dra, const Cand *c, GHashTable *taken)
+static gboolean dev_free(KbDra *dra, const Dev *d)
 {
-    return !g_hash_table_contains(dra->allocated, c->key) &&
-           !g_hash_table_contains(dra->assumed, c->key) && !g_hash_table_contains(taken, c->key);
-}
-
-static gboolean programs_match(const GPtrArray *programs, guint from, guint n, const Cand *c)
-{
-    KbCelDevice dev = {c->slice->driver, c->dev->attributes, c->dev->n_attributes,
-                       c->dev->capacity, c->dev->n_capacity, FALSE};
-    for (guint i = from; i < from + n; i++) {
-        gboolean ok = FALSE;
-        /* A runtime error (a missing attribute) is no match, as for a device of another driver. */
-        if (!kb_cel_program_eval(programs->pdata[i], &dev, &ok, NULL) || !ok)
-            return FALSE;
-    }
-    return TRUE;
+    return !d->held && d->taken != dra->epoch;
 }
 
 /* The value of attribute @qualified ("domain/name", or "name" in any domain) as text, or NULL. */
@@ -450,8 +663,8 @@ typedef struct {
     const ClaimInfo *ci;
     const char *key;
     const char *node;
-    GArray *cands;
-    GHashTable *taken;       /* device keys chosen so far for the pod (borrowed from cands) */
+    GPtrArray *cands;        /* Dev* of the node */
+    GPtrArray *picked;       /* Dev* of results, same order */
     GArray *results;         /* KbDeviceResult for this claim */
     const char *match_attr;  /* the constraint being applied, or NULL */
     const char *match_value; /* its value (attribute_text form) */
@@ -481,18 +694,13 @@ static gboolean constrained(const KbClaimSpec *spec, const char *request, const 
  * one holds them: the island with the fewest devices that still holds @want first, then the rest
  * by island size, largest first.
  */
-static void order_by_island(Search *s, GArray *idx, guint want)
+static void order_by_island(GPtrArray *idx, guint want)
 {
-    g_autoptr(GHashTable) sizes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-    g_autoptr(GPtrArray) texts = g_ptr_array_new_with_free_func(g_free);
+    g_autoptr(GHashTable) sizes = g_hash_table_new(g_str_hash, g_str_equal);
     for (guint i = 0; i < idx->len; i++) {
-        const Cand *c = &g_array_index(s->cands, Cand, g_array_index(idx, guint, i));
-        char *t = attribute_text(c->dev, KB_DRA_ISLAND_ATTRIBUTE);
-        if (t == NULL)
-            t = g_strdup("");
-        g_ptr_array_add(texts, t);
+        const char *t = ((const Dev *)idx->pdata[i])->island;
         guint n = GPOINTER_TO_UINT(g_hash_table_lookup(sizes, t));
-        g_hash_table_replace(sizes, g_strdup(t), GUINT_TO_POINTER(n + 1));
+        g_hash_table_replace(sizes, (gpointer)t, GUINT_TO_POINTER(n + 1));
     }
     /* best island: the smallest that holds @want */
     const char *best = NULL;
@@ -508,42 +716,42 @@ static void order_by_island(Search *s, GArray *idx, guint want)
         }
     }
     /* stable selection: the best island's devices first, then the others (document order) */
-    g_autoptr(GArray) out = g_array_sized_new(FALSE, FALSE, sizeof(guint), idx->len);
+    g_autoptr(GPtrArray) out = g_ptr_array_sized_new(idx->len);
     for (int pass = 0; pass < 2; pass++) {
         for (guint i = 0; i < idx->len; i++) {
-            gboolean in_best = best != NULL && strcmp(texts->pdata[i], best) == 0;
+            gboolean in_best =
+                    best != NULL && strcmp(((const Dev *)idx->pdata[i])->island, best) == 0;
             if ((pass == 0) == in_best)
-                g_array_append_val(out, g_array_index(idx, guint, i));
+                g_ptr_array_add(out, idx->pdata[i]);
         }
     }
-    g_array_set_size(idx, 0);
-    g_array_append_vals(idx, out->data, out->len);
+    memcpy(idx->pdata, out->pdata, idx->len * sizeof(gpointer));
 }
 
-/* Try alternative @sub (programs from @prog) of request @req; TRUE with its devices taken. */
+/* Try alternative @sub (programs from @prog) of request @req (@alt: the alternative's name with
+ * firstAvailable, else NULL); TRUE with its devices taken. */
 static gboolean try_sub(Search *s, const char *req_name, const KbDeviceSubRequest *sub,
-                        const char *result_name, guint prog, gboolean constrain)
+                        const char *alt, guint prog, gboolean constrain)
 {
     const ClassInfo *cl = g_hash_table_lookup(s->dra->classes, sub->device_class);
     if (cl == NULL)
         return FALSE;
-    g_autoptr(GArray) idx = g_array_new(FALSE, FALSE, sizeof(guint));
+    g_autoptr(GPtrArray) idx = g_ptr_array_new();
     guint busy = 0;
     for (guint i = 0; i < s->cands->len; i++) {
-        const Cand *c = &g_array_index(s->cands, Cand, i);
-        if (!programs_match(cl->programs, 0, cl->programs->len, c) ||
-            !programs_match(s->ci->programs, prog, sub->n_selectors, c))
+        Dev *c = s->cands->pdata[i];
+        if (!class_matches(s->dra, cl, c) || !request_matches(s->ci, prog, sub->n_selectors, c))
             continue;
         if (constrain && s->match_value != NULL) {
             g_autofree char *t = attribute_text(c->dev, s->match_attr);
             if (g_strcmp0(t, s->match_value) != 0)
                 continue;
         }
-        if (!cand_free(s->dra, c, s->taken)) {
+        if (!dev_free(s->dra, c)) {
             busy++;
             continue;
         }
-        g_array_append_val(idx, i);
+        g_ptr_array_add(idx, c);
     }
     guint want = sub->all ? idx->len + busy : (guint)sub->count;
     if ((sub->all && (busy > 0 || idx->len == 0)) || idx->len < want) {
@@ -563,12 +771,13 @@ static gboolean try_sub(Search *s, const char *req_name, const KbDeviceSubReques
         return FALSE;
     }
     if (!sub->all && s->choose)
-        order_by_island(s, idx, want);
+        order_by_island(idx, want);
     for (guint i = 0; i < want; i++) {
-        const Cand *c = &g_array_index(s->cands, Cand, g_array_index(idx, guint, i));
-        g_hash_table_add(s->taken, c->key);
-        KbDeviceResult r = {g_strdup(result_name), c->slice->driver, c->slice->pool,
-                            g_strdup(c->dev->name)};
+        Dev *c = idx->pdata[i];
+        c->taken = s->dra->epoch;
+        g_ptr_array_add(s->picked, c);
+        char *rn = alt != NULL ? g_strdup_printf("%s/%s", req_name, alt) : g_strdup(req_name);
+        KbDeviceResult r = {rn, c->slice->driver, c->slice->pool, g_strdup(c->dev->name)};
         g_array_append_val(s->results, r);
     }
     return TRUE;
@@ -577,11 +786,9 @@ static gboolean try_sub(Search *s, const char *req_name, const KbDeviceSubReques
 /* Untake the devices of results[@from..]. */
 static void untake(Search *s, guint from)
 {
-    for (guint i = from; i < s->results->len; i++) {
-        const KbDeviceResult *r = &g_array_index(s->results, KbDeviceResult, i);
-        g_autofree char *dk = device_key(r->driver, r->pool, r->device);
-        g_hash_table_remove(s->taken, dk);
-    }
+    for (guint i = from; i < s->picked->len; i++)
+        ((Dev *)s->picked->pdata[i])->taken = 0;
+    g_ptr_array_set_size(s->picked, from);
     g_array_set_size(s->results, from);
 }
 
@@ -596,14 +803,13 @@ static gboolean try_requests(Search *s)
         gboolean constrain = s->match_attr != NULL && constrained(spec, name, s->match_attr);
         gboolean done = FALSE;
         if (req->n_first_available == 0) {
-            done = try_sub(s, name, &req->exactly, name, prog, constrain);
+            done = try_sub(s, name, &req->exactly, NULL, prog, constrain);
             prog += req->exactly.n_selectors;
         } else {
             for (guint a = 0; a < req->n_first_available; a++) {
                 const KbDeviceSubRequest *sub = &req->first_available[a];
-                g_autofree char *rn = g_strdup_printf("%s/%s", name, sub->name);
                 if (!done)
-                    done = try_sub(s, name, sub, rn, prog, constrain);
+                    done = try_sub(s, name, sub, sub->name, prog, constrain);
                 prog += sub->n_selectors;
             }
         }
@@ -625,7 +831,7 @@ static gboolean search_claim(Search *s)
         return try_requests(s);
     g_autoptr(GHashTable) counts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     for (guint i = 0; i < s->cands->len; i++) {
-        const Cand *c = &g_array_index(s->cands, Cand, i);
+        const Dev *c = s->cands->pdata[i];
         char *t = attribute_text(c->dev, attr);
         if (t == NULL)
             continue;
@@ -688,15 +894,64 @@ static GArray *results_new(void)
     return a;
 }
 
+/*
+ * O(1) per request: FALSE (with @why/@free as the search would say it) when an ExactCount request
+ * of @ci without selectors wants more devices of its class than @nd and the allNodes slices have
+ * free. Requests are taken in order up to the first the counts cannot judge; a claim with
+ * constraints is left to the search (its message differs).
+ */
+static gboolean claim_may_fit(KbDra *dra, const ClaimInfo *ci, const char *key, NodeDevs *nd,
+                              const char *node, GString *why, gint *free)
+{
+    const KbClaimSpec *spec = &ci->claim->spec;
+    if (spec->n_constraints > 0)
+        return TRUE;
+    for (guint r = 0; r < spec->n_requests; r++) {
+        const KbDeviceSubRequest *sub = &spec->requests[r].exactly;
+        if (spec->requests[r].n_first_available > 0 || sub->all || sub->n_selectors > 0)
+            return TRUE;
+        const ClassInfo *cl = g_hash_table_lookup(dra->classes, sub->device_class);
+        if (cl == NULL)
+            return TRUE;
+        guint n = (nd != NULL ? node_free(dra, nd, cl) : 0) + node_free(dra, dra->all_nodes, cl);
+        if (n >= (guint)sub->count)
+            continue;
+        if (why != NULL)
+            g_string_append_printf(why,
+                                   "claim %s request %s: %u device%s of class %s wanted, %u "
+                                   "free on node %s",
+                                   key, sub->name, (guint)sub->count, sub->count == 1 ? "" : "s",
+                                   sub->device_class, n, node);
+        if (free != NULL)
+            *free = (gint)n;
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* A claim whose feasibility the free counts decide alone: one ExactCount request without
+ * selectors or constraints. */
+static gboolean claim_counted(const ClaimInfo *ci)
+{
+    const KbClaimSpec *spec = &ci->claim->spec;
+    return spec->n_constraints == 0 && spec->n_requests == 1 &&
+           spec->requests[0].n_first_available == 0 && !spec->requests[0].exactly.all &&
+           spec->requests[0].exactly.n_selectors == 0;
+}
+
 /* @pod's claims on @node into @plan (PlanClaim); FALSE with @why/@free at the first that fails. */
 static gboolean plan_pod(KbDra *dra, const KbPod *pod, const char *node, GArray *plan,
                          gboolean choose, GString *why, gint *free)
 {
-    g_autoptr(GHashTable) taken = g_hash_table_new(g_str_hash, g_str_equal);
-    g_autoptr(GArray) cands = NULL;
+    NodeDevs *nd = g_hash_table_lookup(dra->by_node, node);
+    gboolean have_cands = FALSE;
+    guint n_taken = 0;
+    dra->epoch++;
     for (guint i = 0; i < pod->n_resource_claims; i++) {
+        char buf[320];
         g_autofree char *key = NULL;
-        ClaimInfo *ci = pod_claim(dra, pod, i, &key);
+        ClaimInfo *ci = pod_claim_in(dra, pod, i, buf, sizeof(buf), &key);
+        const char *k = key != NULL ? key : buf;
         if (ci == NULL || ci->error != NULL) {
             if (why != NULL)
                 g_string_append_printf(why, "claim of resourceClaims %s not usable",
@@ -705,28 +960,40 @@ static gboolean plan_pod(KbDra *dra, const KbPod *pod, const char *node, GArray 
         }
         gboolean dup = FALSE;
         for (guint p = 0; p < plan->len && !dup; p++)
-            dup = strcmp(g_array_index(plan, PlanClaim, p).key, key) == 0;
+            dup = strcmp(g_array_index(plan, PlanClaim, p).key, k) == 0;
         if (dup)
             continue;
         const KbResourceClaim *claim = ci->claim;
-        const ClaimAlloc *ca = g_hash_table_lookup(dra->claim_allocs, key);
+        const ClaimAlloc *ca = g_hash_table_lookup(dra->claim_allocs, k);
         const char *pinned = claim->allocated ? claim->node : ca != NULL ? ca->node : NULL;
         if (claim->allocated || ca != NULL) {
             if (pinned != NULL && strcmp(pinned, node) != 0) {
                 if (why != NULL)
-                    g_string_append_printf(why, "claim %s is allocated on node %s", key, pinned);
+                    g_string_append_printf(why, "claim %s is allocated on node %s", k, pinned);
                 if (free != NULL)
                     *free = -1;
                 return FALSE;
             }
-            PlanClaim pc = {g_steal_pointer(&key), NULL};
+            PlanClaim pc = {key != NULL ? g_steal_pointer(&key) : g_strdup(buf), NULL};
             g_array_append_val(plan, pc);
             continue;
         }
-        if (cands == NULL)
-            cands = node_cands(dra, node);
+        /* devices taken by an earlier claim of the pod are not in the counts: search then */
+        if (n_taken == 0 && !claim_may_fit(dra, ci, k, nd, node, why, free))
+            return FALSE;
+        /* feasibility of the pod's last claim, nothing taken before it: the counts said yes */
+        if (!choose && n_taken == 0 && i + 1 == pod->n_resource_claims && claim_counted(ci)) {
+            PlanClaim pc = {key != NULL ? g_steal_pointer(&key) : g_strdup(buf), results_new()};
+            g_array_append_val(plan, pc);
+            continue;
+        }
+        if (!have_cands) {
+            node_cands(dra, nd);
+            have_cands = TRUE;
+        }
         g_autoptr(GString) w = why != NULL ? g_string_new(NULL) : NULL;
-        Search s = {dra, ci, key, node, cands, taken, results_new(), NULL, NULL, w, 0, choose};
+        g_autoptr(GPtrArray) picked = g_ptr_array_new();
+        Search s = {dra, ci, k, node, dra->cands, picked, results_new(), NULL, NULL, w, 0, choose};
         if (!search_claim(&s)) {
             g_array_unref(s.results);
             if (why != NULL)
@@ -735,7 +1002,8 @@ static gboolean plan_pod(KbDra *dra, const KbPod *pod, const char *node, GArray 
                 *free = s.why_free;
             return FALSE;
         }
-        PlanClaim pc = {g_steal_pointer(&key), s.results};
+        n_taken += picked->len;
+        PlanClaim pc = {key != NULL ? g_steal_pointer(&key) : g_strdup(buf), s.results};
         g_array_append_val(plan, pc);
     }
     return TRUE;
@@ -777,8 +1045,9 @@ gboolean kb_dra_assume(KbDra *dra, const KbPod *pod, const char *node)
             ca->results = g_steal_pointer(&pc->results);
             for (guint r = 0; r < ca->results->len; r++) {
                 const KbDeviceResult *res = &g_array_index(ca->results, KbDeviceResult, r);
-                g_hash_table_replace(dra->assumed, device_key(res->driver, res->pool, res->device),
-                                     g_strdup(ca->key));
+                char *dk = device_key(res->driver, res->pool, res->device);
+                g_hash_table_replace(dra->assumed, dk, g_strdup(ca->key));
+                dev_refresh(dra, dk);
             }
             g_hash_table_replace(dra->claim_allocs, ca->key, ca);
         }

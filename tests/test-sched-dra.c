@@ -34,6 +34,8 @@ static void add_class(Fx *fx, const char *name, const char *selector)
     kb_dra_set_class(dra(fx), dc);
 }
 
+static void put_slice(Fx *fx, const char *node, guint n, guint island, const char *product);
+
 /* A node with @n GPUs (islands of @island GPUs) and its ResourceSlice, product @product. */
 static void add_gpu_node(Fx *fx, const char *node, guint n, guint island, const char *product)
 {
@@ -43,6 +45,12 @@ static void add_gpu_node(Fx *fx, const char *node, guint n, guint island, const 
             "\"status\":\"True\"}]}}",
             node);
     kb_test_sched_add_node(fx, nj);
+    put_slice(fx, node, n, island, product);
+}
+
+/* The ResourceSlice of @node (set or replaced): @n GPUs, islands of @island, @product. */
+static void put_slice(Fx *fx, const char *node, guint n, guint island, const char *product)
+{
     g_autoptr(GString) s = g_string_new(NULL);
     g_string_printf(s,
                     "{\"metadata\":{\"name\":\"%s-gpu\"},\"spec\":{\"driver\":\"gpu.nvidia.com\","
@@ -504,6 +512,138 @@ static void test_product_selector(void)
 }
 
 /* An expression kb-cel does not support: the pod waits, the message quotes it. */
+/* Pod ml/@name using claim ml/@claim (not added to the cache: for kb_dra_fits/assume). */
+static KbPod *pod_new(const char *name, const char *claim)
+{
+    g_autofree char *text = g_strdup_printf(
+            "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"ml\",\"uid\":\"u-%s\"},\"spec\":{"
+            "\"containers\":[{\"name\":\"c\"}],\"resourceClaims\":[{\"name\":\"gpus\","
+            "\"resourceClaimName\":\"%s\"}]}}",
+            name, name, claim);
+    json_object *o = kb_test_sched_parse(text);
+    g_autoptr(GError) error = NULL;
+    KbPod *pod = kb_pod_decode(o, FALSE, &error);
+    json_object_put(o);
+    g_assert_no_error(error);
+    return pod;
+}
+
+/* kb_dra_fits of @pod on @node; its reason into @why (cleared first). */
+static gboolean fits(Fx *fx, const KbPod *pod, const char *node, GString *why)
+{
+    g_string_truncate(why, 0);
+    gboolean ok = kb_dra_fits(dra(fx), pod, node, why, NULL);
+    g_test_message("%s on %s: %s %s", pod->meta.name, node, ok ? "fits" : "no", why->str);
+    return ok;
+}
+
+/* Class verdicts are cached per (class, device): a changed class or slice is seen at once. */
+static void test_cache_class_and_slice_change(void)
+{
+    Fx *fx = fixture();
+    add_class(fx, "gpu.nvidia.com",
+              "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA A100'");
+    add_gpu_node(fx, "n1", 2, 2, "NVIDIA A100");
+    g_autofree char *req = gpus_request(1, "gpu.nvidia.com");
+    put_claim(fx, "c0", req, NULL);
+    g_autoptr(KbPod) pod = pod_new("p0", "c0");
+    g_autoptr(GString) why = g_string_new(NULL);
+    g_assert_true(fits(fx, pod, "n1", why));
+    add_class(fx, "gpu.nvidia.com",
+              "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H100'");
+    g_assert_false(fits(fx, pod, "n1", why));
+    g_assert_cmpstr(why->str, ==,
+                    "claim ml/c0 request gpus: 1 device of class gpu.nvidia.com "
+                    "wanted, 0 free on node n1");
+    put_slice(fx, "n1", 2, 2, "NVIDIA H100");
+    g_assert_true(fits(fx, pod, "n1", why));
+    put_slice(fx, "n1", 0, 2, "NVIDIA H100");
+    g_assert_false(fits(fx, pod, "n1", why));
+    kb_test_sched_free(fx);
+}
+
+static const char *const HOLD_N1 =
+        "{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"gpus\",\"driver\":"
+        "\"gpu.nvidia.com\",\"pool\":\"n1\",\"device\":\"gpu-0\"},{\"request\":\"gpus\","
+        "\"driver\":\"gpu.nvidia.com\",\"pool\":\"n1\",\"device\":\"gpu-1\"}]},"
+        "\"nodeSelector\":{\"nodeSelectorTerms\":[{\"matchFields\":[{\"key\":"
+        "\"metadata.name\",\"operator\":\"In\",\"values\":[\"n1\"]}]}]}},\"reservedFor\":"
+        "[{\"resource\":\"pods\",\"name\":\"x\",\"uid\":\"ux\"}]}";
+
+/* The free counts follow every hold: an allocated claim seen before or after its slice, its
+ * deletion, a pod's assumed devices and their release. */
+static void test_cache_free_counts(void)
+{
+    Fx *fx = fixture();
+    g_autofree char *two = gpus_request(2, "gpu.nvidia.com");
+    put_claim(fx, "other", two, HOLD_N1); /* before the slice */
+    add_gpu_node(fx, "n1", 2, 2, "NVIDIA A100");
+    g_autofree char *one = gpus_request(1, "gpu.nvidia.com");
+    put_claim(fx, "c0", one, NULL);
+    put_claim(fx, "c1", two, NULL);
+    g_autoptr(KbPod) p0 = pod_new("p0", "c0");
+    g_autoptr(KbPod) p1 = pod_new("p1", "c1");
+    g_autoptr(GString) why = g_string_new(NULL);
+    g_assert_false(fits(fx, p0, "n1", why));
+    g_assert_cmpstr(why->str, ==,
+                    "claim ml/c0 request gpus: 1 device of class gpu.nvidia.com "
+                    "wanted, 0 free on node n1");
+    g_autoptr(KbResourceClaim) other = NULL;
+    {
+        g_autofree char *text =
+                g_strdup_printf("{\"metadata\":{\"name\":\"other\",\"namespace\":\"ml\"},\"spec\":{"
+                                "\"devices\":%s}}",
+                                two);
+        json_object *o = kb_test_sched_parse(text);
+        other = kb_resource_claim_decode(o, FALSE, NULL);
+        json_object_put(o);
+    }
+    kb_dra_delete_claim(dra(fx), other);
+    g_assert_true(fits(fx, p0, "n1", why));
+    g_assert_true(fits(fx, p1, "n1", why));
+    /* p0 holds one: p1's two no longer fit, p0's own claim is pinned there */
+    g_assert_true(kb_dra_assume(dra(fx), p0, "n1"));
+    g_assert_false(fits(fx, p1, "n1", why));
+    g_assert_cmpstr(why->str, ==,
+                    "claim ml/c1 request gpus: 2 devices of class gpu.nvidia.com "
+                    "wanted, 1 free on node n1");
+    kb_dra_release(dra(fx), "u-p0");
+    g_assert_true(fits(fx, p1, "n1", why));
+    /* seen allocated after the slice */
+    put_claim(fx, "other", two, HOLD_N1);
+    g_assert_false(fits(fx, p0, "n1", why));
+    kb_test_sched_free(fx);
+}
+
+/* Request selectors are cached per claim: a claim replaced with another selector is judged anew,
+ * and another claim's verdict on the same device is its own. */
+static void test_cache_request_selectors(void)
+{
+    Fx *fx = fixture();
+    add_gpu_node(fx, "n1", 2, 2, "NVIDIA A100");
+    const char *fmt = "{\"requests\":[{\"name\":\"gpus\",\"exactly\":{\"deviceClassName\":"
+                      "\"gpu.nvidia.com\",\"selectors\":[{\"cel\":{\"expression\":"
+                      "\"device.attributes['gpu.nvidia.com'].index == %u\"}}]}}]}";
+    g_autofree char *idx5 = g_strdup_printf(fmt, 5);
+    g_autofree char *idx1 = g_strdup_printf(fmt, 1);
+    put_claim(fx, "c0", idx5, NULL);
+    put_claim(fx, "c1", idx1, NULL);
+    g_autoptr(KbPod) p0 = pod_new("p0", "c0");
+    g_autoptr(KbPod) p1 = pod_new("p1", "c1");
+    g_autoptr(GString) why = g_string_new(NULL);
+    g_assert_false(fits(fx, p0, "n1", why));
+    g_assert_cmpstr(why->str, ==,
+                    "claim ml/c0 request gpus: 1 device of class gpu.nvidia.com "
+                    "wanted, 0 free on node n1");
+    g_assert_true(fits(fx, p1, "n1", why));
+    put_claim(fx, "c0", idx1, NULL);
+    g_assert_true(fits(fx, p0, "n1", why));
+    /* c0 takes gpu-1: c1 (the same device only) no longer fits */
+    g_assert_true(kb_dra_assume(dra(fx), p0, "n1"));
+    g_assert_false(fits(fx, p1, "n1", why));
+    kb_test_sched_free(fx);
+}
+
 static void test_unsupported_selector(void)
 {
     Fx *fx = kb_test_sched_new(NULL);
@@ -536,5 +676,9 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/dra/backtrack/shared-claim", test_backtrack_shared);
     g_test_add_func("/scheduler/dra/selector/product-name", test_product_selector);
     g_test_add_func("/scheduler/dra/selector/unsupported-quoted", test_unsupported_selector);
+    g_test_add_func("/scheduler/dra/cache/class-and-slice-change",
+                    test_cache_class_and_slice_change);
+    g_test_add_func("/scheduler/dra/cache/free-counts", test_cache_free_counts);
+    g_test_add_func("/scheduler/dra/cache/request-selectors", test_cache_request_selectors);
     return g_test_run();
 }
