@@ -29,12 +29,13 @@ static char *get(const char *kind, const char *name, const char *path)
     return kb_test_kubectl_run(api, NULL, "get", kind, name, "--ignore-not-found", "-o", arg, NULL);
 }
 
-/* Poll until `kubectl get KIND NAME -o jsonpath=PATH` satisfies @done (30 s at most). */
+/* Poll until `kubectl get KIND NAME -o jsonpath=PATH` satisfies @done (90 s at most: a liveness
+ * deadline; the full sanitizer suite on a loaded machine took more than 30 s to start a gang). */
 static char *wait_until(const char *kind, const char *name, const char *path,
                         gboolean (*done)(const char *, gconstpointer), gconstpointer data)
 {
     char *v = NULL;
-    for (int i = 0; i < 150; i++) {
+    for (int i = 0; i < 450; i++) {
         g_free(v);
         v = get(kind, name, path);
         if (done(v, data))
