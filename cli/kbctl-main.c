@@ -115,7 +115,8 @@ const KbctlCommand kbctl_commands[] = {
          kbctl_cmd_top_job, NULL},
         {"queue list", "", "queues: weight, capability, deserved and allocated GPUs, jobs",
          "Children (spec.parent) are indented under their parent. DESERVED and ALLOCATED come\n"
-         "from the status kube-batchd writes on each Queue.",
+         "from the status kube-batchd writes on each Queue, and so does USAGE: the queue's\n"
+         "decayed GPU-hours (with proportion's usageHalfLife; - without).",
          opts_none, kbctl_cmd_queue_list, NULL},
         {"queue get", "QUEUE", "one queue: its figures and the jobs in it", NULL, opts_none,
          kbctl_cmd_queue_get, "queues"},

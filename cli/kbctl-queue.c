@@ -2,10 +2,12 @@
  * kbctl queue list|get: what a tenant asks first. Weight and capability come from the Queue's
  * spec; deserved, allocated and the job counts from the status kube-batchd writes on it
  * (scheduler/status-writer.c: state, pending, inqueue, running, unknown, completed, allocated,
- * and per resource its deserved share under `resources`). A queue whose status has no `allocated`
- * yet (an older kube-batchd) gets it summed from the bound pods of its PodGroups. Queues with
- * spec.parent are shown under their parent.
+ * and per resource its deserved share under `resources`; with proportion's usageHalfLife the
+ * decayed usage under `usage`, shown beside the deserved share). A queue whose status has no
+ * `allocated` yet (an older kube-batchd) gets it summed from the bound pods of its PodGroups.
+ * Queues with spec.parent are shown under their parent.
  */
+#include <math.h>
 #include <string.h>
 
 #include "cli/kbctl-out.h"
@@ -47,6 +49,25 @@ static char *gpus_cell(gint64 n, const char *none)
     return n >= 0 ? g_strdup_printf("%" G_GINT64_FORMAT, n) : g_strdup(none);
 }
 
+/* status.usage.resourceSeconds[@resource] (what kube-batchd writes with proportion's
+ * usageHalfLife), in resource-hours; -1 when the queue has none. */
+static double usage_hours(json_object *q, const char *resource)
+{
+    json_object *res = kbctl_json_get(q, "status.usage.resourceSeconds"), *v = NULL;
+    if (res == NULL || !json_object_is_type(res, json_type_object) ||
+        !json_object_object_get_ex(res, resource, &v) ||
+        !(json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int)))
+        return -1;
+    double x = json_object_get_double(v);
+    return x >= 0 ? x / 3600 : -1;
+}
+
+static char *usage_cell(json_object *q)
+{
+    double h = usage_hours(q, KB_RESOURCE_GPU_NAME);
+    return h >= 0 ? g_strdup_printf("%.1f", h) : g_strdup("-");
+}
+
 static json_object *queue_json(const KbctlWorld *w, json_object *q, guint depth)
 {
     json_object *o = json_object_new_object();
@@ -58,6 +79,11 @@ static json_object *queue_json(const KbctlWorld *w, json_object *q, guint depth)
     json_object *cap = kbctl_json_get(q, "spec.capability");
     json_object_object_add(o, "capability", cap != NULL ? json_object_get(cap) : NULL);
     json_object_object_add(o, "deserved", kbctl_queue_deserved(q));
+    json_object *usage = kbctl_json_get(q, "status.usage");
+    json_object_object_add(o, "usage", usage != NULL ? json_object_get(usage) : NULL);
+    double gpu_h = usage_hours(q, KB_RESOURCE_GPU_NAME);
+    json_object_object_add(o, "usageGpuHours",
+                           gpu_h >= 0 ? json_object_new_double(round(gpu_h * 10) / 10) : NULL);
     json_object *alloc = kbctl_json_get(q, "status.allocated");
     if (alloc != NULL) {
         json_object_object_add(o, "allocated", json_object_get(alloc));
@@ -96,6 +122,7 @@ static void add_row(Kbctl *k, KbctlTable *t, const KbctlWorld *w, json_object *q
         state = kbctl_json_str(q, "spec.state");
     g_autofree char *cap = gpus_cell(kbctl_queue_gpus(q, "spec.capability"), "-");
     g_autofree char *des = gpus_cell(kbctl_queue_deserved_gpus(q), "-");
+    g_autofree char *used = usage_cell(q);
     g_autofree char *alloc = gpus_cell(kbctl_queue_allocated_gpus(w, q), "0");
     g_autofree char *pending =
             g_strdup_printf("%" G_GINT64_FORMAT, kbctl_json_int(q, "status.pending", 0) +
@@ -107,11 +134,11 @@ static void add_row(Kbctl *k, KbctlTable *t, const KbctlWorld *w, json_object *q
     g_autofree char *desl = kbctl_resource_list_string(deserved);
     json_object_put(deserved);
     g_autofree char *allocl = kbctl_resource_list_string(kbctl_json_get(q, "status.allocated"));
-    const char *cells[] = {
-            name, weight, state != NULL ? state : "Open", cap, des, alloc, pending, running, capl,
-            desl, allocl};
+    const char *st = state != NULL ? state : "Open";
+    const char *cells[] = {name,  weight,  st,      cap,  des,  used,
+                           alloc, pending, running, capl, desl, allocl};
     kbctl_table_add(t, cells);
-    kbctl_table_colour(t, 2, kbctl_status_colour(state != NULL ? state : "Open"));
+    kbctl_table_colour(t, 2, kbctl_status_colour(st));
 }
 
 gboolean kbctl_cmd_queue_list(Kbctl *k, GError **error)
@@ -151,10 +178,10 @@ gboolean kbctl_cmd_queue_list(Kbctl *k, GError **error)
     }
     gboolean wide = k->output == KBCTL_OUT_WIDE;
     static const char *const headers[] = {
-            "NAME",          "WEIGHT",         "STATE",        "GPU(CAPABILITY)",
-            "GPU(DESERVED)", "GPU(ALLOCATED)", "PENDING JOBS", "RUNNING JOBS",
-            "CAPABILITY",    "DESERVED",       "ALLOCATED"};
-    g_autoptr(KbctlTable) t = kbctl_table_new(wide ? 11 : 8, headers);
+            "NAME",          "WEIGHT",       "STATE",          "GPU(CAPABILITY)",
+            "GPU(DESERVED)", "GPU-H(USAGE)", "GPU(ALLOCATED)", "PENDING JOBS",
+            "RUNNING JOBS",  "CAPABILITY",   "DESERVED",       "ALLOCATED"};
+    g_autoptr(KbctlTable) t = kbctl_table_new(wide ? 12 : 9, headers);
     for (guint i = 0; i < order->len; i++)
         add_row(k, t, w, g_ptr_array_index(order, i), g_array_index(depths, guint, i), wide);
     kbctl_table_print(t, k->out, k->colour, TRUE, 0);
@@ -213,6 +240,19 @@ static void queue_jobs(Kbctl *k, const KbctlWorld *w, const char *name, json_obj
     }
 }
 
+/* "Usage:" in `queue get`: the decayed usage kube-batchd last wrote, and when. */
+static void print_usage(Kbctl *k, json_object *q)
+{
+    double gpu = usage_hours(q, KB_RESOURCE_GPU_NAME), cpu = usage_hours(q, "cpu");
+    const char *t = kbctl_json_str(q, "status.usage.time");
+    if (gpu < 0 && cpu < 0) {
+        fprintf(k->out, "%-14s-\n", "Usage:");
+        return;
+    }
+    fprintf(k->out, "%-14s%.1f GPU-hours, %.1f cpu-hours (decayed, as of %s)\n",
+            "Usage:", MAX(gpu, 0), MAX(cpu, 0), t != NULL ? t : "-");
+}
+
 gboolean kbctl_cmd_queue_get(Kbctl *k, GError **error)
 {
     guint n_pos = 0;
@@ -262,6 +302,7 @@ gboolean kbctl_cmd_queue_get(Kbctl *k, GError **error)
     fprintf(k->out, "%-14s%s\n%-14s%s\n%-14s%s\n%-14s%s\n",
             "Capability:", strcmp(cap, "-") == 0 ? "unlimited" : cap, "Guarantee:", guar,
             "Deserved:", des, "Allocated:", strcmp(alloc, "-") == 0 ? allocg : alloc);
+    print_usage(k, q);
     fprintf(k->out,
             "%-14s%" G_GINT64_FORMAT " pending, %" G_GINT64_FORMAT " inqueue, %" G_GINT64_FORMAT
             " running, %" G_GINT64_FORMAT " completed\n",

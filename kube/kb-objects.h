@@ -26,6 +26,7 @@
 
 /* Decoder limits (each has a test that crosses it). */
 #define KB_MAX_NAME_LEN 253
+#define KB_USAGE_MAX_RESOURCES 64 /* entries of a Queue's status.usage.resourceSeconds */
 #define KB_MAX_LABELS 256          /* labels or annotations per object */
 #define KB_MAX_LABEL_VALUE_LEN 65536 /* annotation values can be large; labels are 63 */
 #define KB_MAX_CONTAINERS 64
@@ -326,6 +327,11 @@ typedef struct {
      * not given (the weight split decides there). */
     KbResources deserved;
     gboolean open;          /* state Open (default) vs Closed/Closing */
+    /* status.usage, written by kube-batchd (scheduler/usage.h): each resource's decayed usage in
+     * slot units times seconds (cpu in milli-core-seconds) at usage_time (unix seconds); 0 and
+     * usage_time 0 when absent. */
+    double usage[KB_RES_MAX];
+    gint64 usage_time;
 } KbQueue;
 
 typedef struct {

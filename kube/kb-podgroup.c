@@ -605,6 +605,51 @@ static gboolean queue_state(json_object *obj, const char *part, KbQueue *q, GErr
     return TRUE;
 }
 
+/*
+ * status.usage: {"time": RFC 3339, "resourceSeconds": {resource: number >= 0}} (what
+ * kb_status_writer writes; cpu in core-seconds). Resources kube-batchd does not know are skipped.
+ */
+static gboolean queue_usage(json_object *status, KbQueue *q, GError **error)
+{
+    json_object *u, *res;
+    const char *time;
+    gint64 t = 0;
+    if (!kb_decode_member(status, "usage", json_type_object, &u, error))
+        return FALSE;
+    if (u == NULL)
+        return TRUE;
+    if (!kb_decode_string(u, "time", 64, &time, error) ||
+        (time != NULL && !kb_decode_time_text("time", time, &t, error)) ||
+        !kb_decode_member(u, "resourceSeconds", json_type_object, &res, error)) {
+        g_prefix_error(error, "usage.");
+        return FALSE;
+    }
+    if (time == NULL || res == NULL)
+        return TRUE;
+    if (json_object_object_length(res) > KB_USAGE_MAX_RESOURCES) {
+        g_set_error(error, KB_ERROR, KB_ERROR_LIMIT,
+                    "usage.resourceSeconds: %d resources, more than %d",
+                    json_object_object_length(res), KB_USAGE_MAX_RESOURCES);
+        return FALSE;
+    }
+    json_object_object_foreach(res, name, v)
+    {
+        int slot = kb_resource_slot(name);
+        json_type ty = json_object_get_type(v);
+        double x = ty == json_type_int || ty == json_type_double ? json_object_get_double(v) : -1;
+        if (!(x >= 0 && x < 1e300)) {
+            g_autofree char *got = kb_decode_describe(v);
+            g_set_error(error, KB_ERROR, KB_ERROR_DECODE,
+                        "usage.resourceSeconds.%s: expected a number >= 0, got %s", name, got);
+            return FALSE;
+        }
+        if (slot >= 0 && slot < KB_RES_MAX)
+            q->usage[slot] = kb_resource_is_milli(slot) ? x * 1000 : x;
+    }
+    q->usage_time = t;
+    return TRUE;
+}
+
 static gboolean queue_body(json_object *obj, KbQueue *q, GError **error)
 {
     json_object *spec;
@@ -620,7 +665,16 @@ static gboolean queue_body(json_object *obj, KbQueue *q, GError **error)
         g_prefix_error(error, "spec.");
         return FALSE;
     }
-    return queue_state(obj, "spec", q, error) && queue_state(obj, "status", q, error);
+    if (!queue_state(obj, "spec", q, error) || !queue_state(obj, "status", q, error))
+        return FALSE;
+    json_object *status = NULL;
+    json_object_object_get_ex(obj, "status", &status);
+    if (status != NULL && json_object_is_type(status, json_type_object) &&
+        !queue_usage(status, q, error)) {
+        g_prefix_error(error, "status.");
+        return FALSE;
+    }
+    return TRUE;
 }
 
 KbQueue *kb_queue_decode(json_object *obj, gboolean keep_raw, GError **error)

@@ -345,6 +345,10 @@ static void queue_set(KbCache *cache, KbQueue *queue)
     qi->capability = queue->capability;
     qi->guarantee = queue->guarantee;
     qi->open = queue->open;
+    /* Decayed usage a kube-batchd wrote before (a restart, or another leader): adopted when newer
+     * than ours, before any cycle reads it. */
+    if (queue->usage_time > 0)
+        kb_usage_restore(cache->usage, qi->name, queue->usage, queue->usage_time);
 }
 
 void kb_cache_add_queue(KbCache *cache, KbQueue *queue)

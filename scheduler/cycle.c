@@ -506,6 +506,14 @@ static void report_queue_fault(KbSession *ssn, KbQueueInfo *qi, KbQueueStatus *q
                   "Warning", qs->fault_reason, msg);
 }
 
+static void report_usage(KbSession *ssn, KbQueueStatus *qs)
+{
+    KbUsage *u = ssn->cache != NULL ? kb_cache_usage(ssn->cache) : NULL;
+    qs->usage_time = u != NULL ? kb_usage_time(u, qs->name) : -1;
+    for (int s = 0; s < KB_RES_MAX && qs->usage_time >= 0; s++)
+        qs->usage[s] = kb_usage_get(u, qs->name, s);
+}
+
 static void report_queues(KbSession *ssn)
 {
     gboolean proportion = kb_session_plugin_state(ssn, "proportion") != NULL;
@@ -542,6 +550,7 @@ static void report_queues(KbSession *ssn)
                             : (qi->queue != NULL && qi->queue->parent != NULL ? qi->queue->parent
                                                                               : t->name[t->root]);
         report_queue_fault(ssn, qi, &qs);
+        report_usage(ssn, &qs);
         g_array_append_val(ssn->result->queue_statuses, qs);
     }
     for (guint j = 0; j < ssn->jobs->len; j++) {

@@ -118,6 +118,9 @@ typedef struct {
     char *fault_message;
     gint64 fault_since; /* when the fault was first reported (the condition's transition time) */
     guint n_pending, n_inqueue, n_running, n_unknown, n_completed; /* jobs by phase */
+    /* Decayed usage (scheduler/usage.h) per slot at usage_time; usage_time -1 when none. */
+    double usage[KB_RES_MAX];
+    gint64 usage_time;
 } KbQueueStatus;
 
 /* An event to post through kube/kb-recorder.h. Only emitted when a job's status changed. */

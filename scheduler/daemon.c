@@ -15,6 +15,7 @@
 #include "scheduler/cache.h"
 #include "scheduler/cycle.h"
 #include "scheduler/dra.h"
+#include "scheduler/queue-tree.h"
 #include "scheduler/status-writer.h"
 
 /* A burst of events schedules one cycle this soon after the first of them... */
@@ -89,6 +90,7 @@ typedef struct {
     KbMetric *queue_jobs;
     KbMetric *queue_allocated;
     KbMetric *queue_deserved;
+    KbMetric *queue_usage;
     KbMetric *pending_tasks;
     KbMetric *incomplete_gangs;
     KbMetric *decode_errors;
@@ -844,6 +846,10 @@ static void metrics_init(KbDaemon *d)
     m->queue_deserved =
             kb_metrics_gauge(r, "kube_batchd_queue_deserved",
                              "A queue's deserved share (proportion plugin).", l_queue_res);
+    m->queue_usage = kb_metrics_gauge(r, "kube_batchd_queue_usage",
+                                      "A queue's decayed usage (proportion's usageHalfLife), in "
+                                      "resource-seconds (cpu in core-seconds).",
+                                      l_queue_res);
     m->pending_tasks =
             kb_metrics_gauge(r, "kube_batchd_pending_tasks",
                              "Served pods waiting for a node after the last cycle.", NULL);
@@ -972,6 +978,11 @@ static void publish_queue(KbDaemon *d, const KbQueueStatus *qs)
         kb_series_set(kb_metric_with(m->queue_deserved, qs->name, res, NULL),
                       resource_value(s, qs->deserved.v[s]));
     }
+    for (guint i = 0; i < KB_QTREE_N_SLOTS && qs->usage_time > 0; i++) {
+        int s = kb_qtree_slots[i];
+        double v = kb_resource_is_milli(s) ? qs->usage[s] / 1000 : qs->usage[s];
+        kb_series_set(kb_metric_with(m->queue_usage, qs->name, kb_resource_name(s), NULL), v);
+    }
 }
 
 static void publish_cycle(KbDaemon *d, const KbCycleResult *r)
@@ -1006,6 +1017,7 @@ static void publish_cycle(KbDaemon *d, const KbCycleResult *r)
     kb_metric_reset(m->queue_jobs);
     kb_metric_reset(m->queue_allocated);
     kb_metric_reset(m->queue_deserved);
+    kb_metric_reset(m->queue_usage);
     for (guint i = 0; i < r->queue_statuses->len; i++)
         publish_queue(d, &g_array_index(r->queue_statuses, KbQueueStatus, i));
 }

@@ -6,6 +6,9 @@
 #include "scheduler/status-writer.h"
 
 #include <string.h>
+#include <math.h>
+
+#include "scheduler/queue-tree.h"
 
 #define DEFAULT_BACKOFF_MS     1000
 #define DEFAULT_MAX_BACKOFF_MS 30000
@@ -35,6 +38,8 @@ struct KbStatusWriter {
     guint max_backoff_ms;
     GHashTable *entries;    /* key -> Entry* (owned) */
     GHashTable *queue_last; /* queue name -> last status body queued (owned strings) */
+    /* "plural|queue" -> UsageLast: the decayed usage last queued, and when */
+    GHashTable *usage_last;
     /* A composite's child: "plural.group|ns/name" -> "status\nmessage" of the condition last
      * queued (written from every cycle, not only changed ones: a child's state is not the job's) */
     GHashTable *child_last;
@@ -42,6 +47,18 @@ struct KbStatusWriter {
     guint64 dropped; /* writes refused because KB_STATUS_MAX_ENTRIES were pending */
     gboolean held;   /* kb_status_writer_set_held: queued writes wait */
 };
+
+typedef struct {
+    gint64 at;  /* the cycle time it was queued at */
+    char *text; /* the resourceSeconds written */
+} UsageLast;
+
+static void usage_last_free(gpointer p)
+{
+    UsageLast *l = p;
+    g_free(l->text);
+    g_free(l);
+}
 
 static void entry_free(gpointer p)
 {
@@ -61,6 +78,7 @@ static void writer_unref(KbStatusWriter *w)
         return;
     g_hash_table_unref(w->entries);
     g_hash_table_unref(w->queue_last);
+    g_hash_table_unref(w->usage_last);
     g_hash_table_unref(w->child_last);
     g_free(w);
 }
@@ -75,6 +93,7 @@ KbStatusWriter *kb_status_writer_new(KbClient *client, KbRecorder *recorder)
     w->max_backoff_ms = DEFAULT_MAX_BACKOFF_MS;
     w->entries = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, entry_free);
     w->queue_last = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    w->usage_last = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, usage_last_free);
     w->child_last = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     return w;
 }
@@ -588,7 +607,55 @@ static void queue_resources(json_object *status, const KbQueueStatus *qs)
     json_object_object_add(status, "conditions", conds);
 }
 
-static void apply_queue(KbStatusWriter *w, const KbQueueStatus *qs)
+/* {resource: decayed usage in resource-seconds} for @qs (cpu in core-seconds), rounded to whole
+ * units (thousandths of a core-second) so that noise does not make a change. */
+static json_object *usage_seconds(const KbQueueStatus *qs)
+{
+    json_object *map = json_object_new_object();
+    for (guint i = 0; i < KB_QTREE_N_SLOTS; i++) {
+        int slot = kb_qtree_slots[i];
+        double v =
+                kb_resource_is_milli(slot) ? round(qs->usage[slot]) / 1000 : round(qs->usage[slot]);
+        json_object_object_add(map, kb_resource_name(slot), json_object_new_double(v));
+    }
+    return map;
+}
+
+/*
+ * Add status.usage ({"time", "resourceSeconds"}) to @status when the decayed usage changed since
+ * the last one queued for @key and that was KB_STATUS_USAGE_INTERVAL or more ago (the figures
+ * decay every cycle: written every cycle they would flood the API server). TRUE when added.
+ */
+static gboolean queue_usage(KbStatusWriter *w, const char *key, json_object *status,
+                            const KbQueueStatus *qs, gint64 now)
+{
+    if (qs->usage_time <= 0)
+        return FALSE;
+    UsageLast *last = g_hash_table_lookup(w->usage_last, key);
+    if (last != NULL && now - last->at < KB_STATUS_USAGE_INTERVAL)
+        return FALSE;
+    json_object *res = usage_seconds(qs);
+    const char *text = json_object_to_json_string_ext(res, JSON_C_TO_STRING_PLAIN);
+    if (last != NULL && strcmp(last->text, text) == 0) {
+        json_object_put(res);
+        return FALSE;
+    }
+    if (last == NULL) {
+        last = g_new0(UsageLast, 1);
+        g_hash_table_replace(w->usage_last, g_strdup(key), last);
+    }
+    g_free(last->text);
+    last->text = g_strdup(text);
+    last->at = now;
+    json_object *u = json_object_new_object();
+    g_autofree char *t = kb_time_format(qs->usage_time);
+    json_object_object_add(u, "time", json_object_new_string(t));
+    json_object_object_add(u, "resourceSeconds", res);
+    json_object_object_add(status, "usage", u);
+    return TRUE;
+}
+
+static void apply_queue(KbStatusWriter *w, const KbQueueStatus *qs, gint64 now)
 {
     const KbResourceType *type =
             w->queue_type != NULL ? w->queue_type(qs->name, w->queue_type_data) : NULL;
@@ -611,11 +678,14 @@ static void apply_queue(KbStatusWriter *w, const KbQueueStatus *qs)
     const char *text = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
     g_autofree char *key = g_strdup_printf("%s|%s", type->plural, qs->name);
     const char *last = g_hash_table_lookup(w->queue_last, key);
-    if (last != NULL && strcmp(last, text) == 0) {
+    gboolean same = last != NULL && strcmp(last, text) == 0;
+    if (!same)
+        g_hash_table_replace(w->queue_last, g_strdup(key), g_strdup(text));
+    /* Usage is left out of the comparison: a merge patch without it keeps the last written. */
+    if (!queue_usage(w, key, status, qs, now) && same) {
         json_object_put(body);
         return;
     }
-    g_hash_table_replace(w->queue_last, g_steal_pointer(&key), g_strdup(text));
     enqueue(w, type, NULL, qs->name, KB_PATCH_MERGE, body);
 }
 
@@ -626,7 +696,7 @@ void kb_status_writer_apply(KbStatusWriter *writer, const KbCycleResult *result)
         apply_job(writer, st, result->now);
     }
     for (guint i = 0; i < result->queue_statuses->len; i++)
-        apply_queue(writer, &g_array_index(result->queue_statuses, KbQueueStatus, i));
+        apply_queue(writer, &g_array_index(result->queue_statuses, KbQueueStatus, i), result->now);
     if (writer->recorder == NULL)
         return;
     for (guint i = 0; i < result->events->len; i++) {

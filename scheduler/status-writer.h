@@ -17,7 +17,11 @@
  *   the recorder, which aggregates repeats.
  * - Queue status: pending/inqueue/running/unknown/completed job counts and state, `allocated`
  *   (a ResourceList) and `deserved` (proportion's share, when the plugin runs), a merge PATCH of
- *   the queue's /status, only when they differ from what was last written.
+ *   the queue's /status, only when they differ from what was last written. With it, when
+ *   proportion keeps decayed usage (usageHalfLife), `usage`: {"time": RFC 3339, "resourceSeconds":
+ *   {cpu (core-seconds), memory, nvidia.com/gpu}}, the figures at that time, written when they
+ *   changed and at most every KB_STATUS_USAGE_INTERVAL seconds; kube-batchd reads them back on
+ *   start and on taking the lead (kb_usage_restore), so usage survives restarts.
  *
  * Writes are asynchronous on the client's main context and at most one per object is in flight; a
  * newer status replaces a queued one. A 404 (object or CRD gone) drops the write; 409, 429, 5xx
@@ -33,6 +37,7 @@
 #include "scheduler/cycle.h"
 
 #define KB_STATUS_MAX_ATTEMPTS 8
+#define KB_STATUS_USAGE_INTERVAL 5 /* seconds between two writes of a queue's status.usage */
 #define KB_STATUS_MAX_ENTRIES  65536 /* objects with a write queued, in flight or retrying */
 
 /* Which API serves queue @name (kb_type_queues_volcano or kb_type_queues_kube_batch), or NULL

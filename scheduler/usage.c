@@ -74,3 +74,22 @@ void kb_usage_set(KbUsage *u, const char *queue, int slot, double value, gint64 
     e->v[slot] = value;
     e->t = t;
 }
+
+gint64 kb_usage_time(const KbUsage *u, const char *queue)
+{
+    const Entry *e = g_hash_table_lookup(u->by_queue, g_intern_string(queue));
+    return e != NULL ? e->t : -1;
+}
+
+gboolean kb_usage_restore(KbUsage *u, const char *queue, const double *values, gint64 t)
+{
+    if (t <= 0)
+        return FALSE;
+    Entry *e = entry(u, queue);
+    if (e->t >= t)
+        return FALSE;
+    for (int s = 0; s < KB_RES_MAX; s++)
+        e->v[s] = values[s] >= 0 ? values[s] : 0;
+    e->t = t;
+    return TRUE;
+}

@@ -31,3 +31,13 @@ void kb_usage_advance(KbUsage *u, const char *queue, const KbResources *held, gi
 double kb_usage_get(const KbUsage *u, const char *queue, int slot);
 /* Set the figure (a restart reading it back): @value at time @t. */
 void kb_usage_set(KbUsage *u, const char *queue, int slot, double value, gint64 t);
+/* The time queue @queue's figures are at (unix seconds), or -1 when it has none. */
+gint64 kb_usage_time(const KbUsage *u, const char *queue);
+/*
+ * Adopt figures read back from the Queue's status (status.usage, written by a kube-batchd that
+ * ran before): @values per resource slot (KB_RES_MAX of them) at time @t, but only when @t is
+ * later than what @u holds for @queue, so that a leader's own status coming back through its
+ * informer changes nothing and a new leader or a restart starts from the last written figures.
+ * TRUE when adopted.
+ */
+gboolean kb_usage_restore(KbUsage *u, const char *queue, const double *values, gint64 t);

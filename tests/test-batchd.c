@@ -1373,6 +1373,103 @@ static gboolean wait_queue_status(Cluster *cl, const char *queue, const char *do
     }
 }
 
+/* Queue @queue's status.usage.resourceSeconds GPU figure, or -1 when none was written. */
+static double queue_gpu_usage(Cluster *cl, const char *queue)
+{
+    g_autofree char *text = queue_status_at(cl, queue, "status.usage.resourceSeconds");
+    json_object *o = text != NULL ? json_tokener_parse(text) : NULL, *v = NULL;
+    double gpu = o != NULL && json_object_object_get_ex(o, "nvidia.com/gpu", &v)
+                         ? json_object_get_double(v)
+                         : -1;
+    json_object_put(o);
+    return gpu;
+}
+
+/* @n one-GPU jobs "<prefix><i>" (a PodGroup of one pod each) in @queue. */
+static void add_jobs(Cluster *cl, const char *prefix, const char *queue, guint n)
+{
+    for (guint i = 0; i < n; i++) {
+        g_autofree char *name = g_strdup_printf("%s%u", prefix, i);
+        add_group(cl, name, 1, queue, NULL);
+        add_pod(cl, name, name, 1);
+    }
+}
+
+/*
+ * Fair share that remembers, across a restart: with usageHalfLife (short here) and usageWeight
+ * 1, queue busy holds the whole cluster (8 GPUs) for a few seconds; kube-batchd writes its
+ * decayed usage to the Queue's status.usage and the metric. kube-batchd stops, busy's jobs end,
+ * and both equal-weight queues submit 8 one-GPU jobs; a new kube-batchd reads the usage back and
+ * its first cycles give the rested queue the larger part (6 of 8: busy counts as a third of its
+ * weight); the Queue status still shows busy's usage. Without status.usage it would split 4/4.
+ */
+static void test_usage_survives_restart(void)
+{
+    if (!have_apiserver())
+        return;
+    g_autoptr(Cluster) cl = cluster_start();
+    install_crds(cl);
+    add_node(cl, "n1", 4, NULL);
+    add_node(cl, "n2", 4, NULL);
+    add_queue(cl, "busy", 1);
+    add_queue(cl, "rested", 1);
+    const char *def = kb_conf_default_yaml();
+    const char *at = strstr(def, "  - name: proportion\n");
+    g_assert_nonnull(at);
+    g_autofree char *conf_text = g_strdup_printf(
+            "%.*s  - name: proportion\n    arguments: {usageHalfLife: 30s, usageWeight: 1}\n%s",
+            (int)(at - def), def, at + strlen("  - name: proportion\n"));
+    g_autofree char *dir = g_dir_make_tmp("kb-batchd-XXXXXX", NULL);
+    g_assert_nonnull(dir);
+    g_autofree char *conf = g_build_filename(dir, "scheduler.conf", NULL);
+    g_assert_true(g_file_set_contents(conf, conf_text, -1, NULL));
+
+    g_autoptr(Child) d1 = daemon_start(cl, "--scheduler-conf", conf, NULL);
+    add_jobs(cl, "old-", "busy", 8);
+    g_assert_true(wait_bound(cl, "old-", 8, WAIT_MS));
+    /* 8 GPUs for a few seconds: written at most every 5 s, so wait for a second write. */
+    gint64 deadline = g_get_monotonic_time() + 4 * (gint64)WAIT_MS * 1000;
+    double used = -1;
+    while ((used = queue_gpu_usage(cl, "busy")) < 40 && g_get_monotonic_time() < deadline)
+        g_usleep(100000);
+    g_assert_cmpfloat(used, >=, 40);
+    g_autofree char *metrics = NULL;
+    g_assert_cmpint(http_get(d1->http_port, "/metrics", &metrics), ==, 200);
+    g_assert_cmpfloat(
+            metric_value(metrics,
+                         "kube_batchd_queue_usage{queue=\"busy\",resource=\"nvidia.com/gpu\"}"),
+            >=, used);
+    g_assert_cmpfloat(
+            metric_value(metrics,
+                         "kube_batchd_queue_usage{queue=\"rested\",resource=\"nvidia.com/gpu\"}"),
+            ==, 0);
+    daemon_stop(d1);
+
+    KbDeleteOptions del = {.grace_period_seconds = 0};
+    for (guint i = 0; i < 8; i++) {
+        g_autofree char *name = g_strdup_printf("old-%u", i);
+        g_autoptr(GError) error = NULL;
+        g_assert_true(kb_client_delete(cl->client, &kb_type_pods, "default", name, &del, &error));
+        g_assert_no_error(error);
+    }
+    add_jobs(cl, "b-", "busy", 8);
+    add_jobs(cl, "r-", "rested", 8);
+    g_autoptr(Child) d2 = daemon_start(cl, "--scheduler-conf", conf, NULL);
+    gboolean ok = wait_bound(cl, "r-", 6, WAIT_MS) && wait_bound(cl, "b-", 2, WAIT_MS);
+    g_usleep(600000);
+    guint busy = count_bound(cl, "b-", NULL), rested = count_bound(cl, "r-", NULL);
+    if (!ok || busy != 2 || rested != 6) {
+        g_autofree char *log = child_log(d2);
+        g_printerr("busy %u rested %u\n%s\n", busy, rested, log);
+    }
+    g_assert_cmpuint(rested, ==, 6);
+    g_assert_cmpuint(busy, ==, 2);
+    g_assert_cmpfloat(queue_gpu_usage(cl, "busy"), >, 0);
+    daemon_stop(d2);
+    g_unlink(conf);
+    g_rmdir(dir);
+}
+
 /* @count gangs "<prefix>-<i>" of 2 pods x 1 GPU in @queue. */
 static void add_gangs(Cluster *cl, const char *prefix, const char *queue, guint count)
 {
@@ -1487,6 +1584,7 @@ int main(int argc, char **argv)
     g_test_add_func("/batchd/preempt/native-group-disruption-target",
                     test_native_preempt_disruption_target);
     g_test_add_func("/batchd/queues/hierarchy-shares-and-cycle", test_hierarchical_queues);
+    g_test_add_func("/batchd/queues/usage-survives-restart", test_usage_survives_restart);
     g_test_add_func("/batchd/status/waits-for-bindings", test_status_waits_for_bindings);
     int rc = g_test_run();
     curl_global_cleanup();

@@ -611,7 +611,7 @@ static void test_queues(void)
     g_test_message("%s", table);
     g_assert_true(g_str_has_prefix(table, "NAME "));
     g_assert_nonnull(strstr(table, "WEIGHT   STATE   GPU(CAPABILITY)   GPU(DESERVED)   "
-                                   "GPU(ALLOCATED)   PENDING JOBS   RUNNING JOBS"));
+                                   "GPU-H(USAGE)   GPU(ALLOCATED)   PENDING JOBS   RUNNING JOBS"));
     g_auto(GStrv) research = row(table, "research ");
     g_assert_nonnull(research);
     g_assert_cmpstr(research[1], ==, "3");
@@ -621,7 +621,8 @@ static void test_queues(void)
     g_auto(GStrv) nlp = row(table, "  nlp ");
     g_assert_nonnull(nlp);
     g_assert_cmpstr(nlp[1], ==, "1");
-    g_assert_cmpstr(nlp[5], ==, "8");
+    g_assert_cmpstr(nlp[5], ==, "-"); /* no usageHalfLife: no decayed usage */
+    g_assert_cmpstr(nlp[6], ==, "8");
     /* Deserved comes from the per-resource status kube-batchd writes; no top-level copy. */
     const char *get_nlp[] = {"get", "queues.scheduling.volcano.sh", "nlp", "-o", "json", NULL};
     g_clear_pointer(&out, g_free);
@@ -652,6 +653,30 @@ static void test_queues(void)
     g_free(kbctl_ok(del));
     /* The status is a merge patch: the GPUs given back must be written as 0, not left out. */
     g_assert_true(queue_allocated(0, "nlp"));
+    /* Decayed usage (status.usage, as kube-batchd writes it with usageHalfLife) beside the
+     * deserved share: GPU-hours in the list, GPU- and cpu-hours and the time in get and JSON. */
+    static const char usage[] =
+            "{\"status\":{\"usage\":{\"time\":\"2026-11-27T07:00:00Z\",\"resourceSeconds\":"
+            "{\"nvidia.com/gpu\":45000,\"cpu\":7200,\"memory\":0}}}}";
+    const char *patch[] = {"patch",        "queues.scheduling.volcano.sh",
+                           "research",     "--subresource=status",
+                           "--type=merge", "-p",
+                           usage,          NULL};
+    g_assert_true(kb_test_kubectl(cluster.api, patch, NULL, NULL, NULL, &status, &error));
+    g_assert_cmpint(status, ==, 0);
+    g_autofree char *table2 = kbctl_ok(list);
+    g_auto(GStrv) research2 = row(table2, "research ");
+    g_assert_nonnull(research2);
+    g_assert_cmpstr(research2[5], ==, "12.5");
+    g_autofree char *parent2 = kbctl_ok(get_parent);
+    if (strstr(parent2, "Usage:        12.5 GPU-hours, 2.0 cpu-hours (decayed, as of "
+                        "2026-11-27T07:00:00Z)") == NULL)
+        g_error("%s", parent2);
+    const char *get_json[] = {"queue", "get", "research", "-o", "json", NULL};
+    g_autofree char *js = kbctl_ok(get_json);
+    json_object *o = parse(js);
+    g_assert_cmpfloat(json_object_get_double(json_object_object_get(o, "usageGpuHours")), ==, 12.5);
+    json_object_put(o);
 }
 
 /* ---- kb-apiserver's pod log, read by kubectl --------------------------------------------------

@@ -665,6 +665,74 @@ static void test_queue_volcano(void)
     g_assert_cmpint(q->guarantee.v[KB_RES_MEMORY], ==, 0);
 }
 
+/* status.usage (what kube-batchd writes, scheduler/status-writer.h) is read back in slot units
+ * (cpu in milli-core-seconds); a bad figure is an error naming the field and the value; more
+ * resources than KB_USAGE_MAX_RESOURCES is refused. */
+static void test_queue_usage(void)
+{
+    static const struct {
+        const char *usage;
+        const char *error; /* NULL: decodes */
+    } cases[] = {
+            {"{\"time\":\"2026-11-27T07:00:00Z\",\"resourceSeconds\":{\"nvidia.com/gpu\":3600,"
+             "\"cpu\":1.5,\"memory\":2e12,\"example.com/other\":7}}",
+             NULL},
+            {"{\"time\":\"2026-11-27T07:00:00Z\",\"resourceSeconds\":{\"nvidia.com/gpu\":-1}}",
+             "queue q1: status.usage.resourceSeconds.nvidia.com/gpu: expected a number >= 0, got "
+             "-1"},
+            {"{\"time\":\"2026-11-27T07:00:00Z\",\"resourceSeconds\":{\"cpu\":\"12\"}}",
+             "queue q1: status.usage.resourceSeconds.cpu: expected a number >= 0, got \"12\""},
+            {"{\"time\":\"yesterday\",\"resourceSeconds\":{}}", "status.usage.time"},
+            {"{\"time\":\"2026-11-27T07:00:00Z\",\"resourceSeconds\":[]}",
+             "status.usage.resourceSeconds: expected an object"},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *text = g_strdup_printf(
+                "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"Queue\","
+                "\"metadata\":{\"name\":\"q1\"},\"status\":{\"usage\":%s}}",
+                cases[i].usage);
+        json_object *obj = json_tokener_parse(text);
+        g_assert_nonnull(obj);
+        g_autoptr(GError) error = NULL;
+        g_autoptr(KbQueue) q = kb_queue_decode(obj, FALSE, &error);
+        json_object_put(obj);
+        if (cases[i].error == NULL) {
+            g_assert_no_error(error);
+            g_assert_cmpint(q->usage_time, ==, 1795762800);
+            g_assert_cmpfloat(q->usage[KB_RES_GPU], ==, 3600);
+            g_assert_cmpfloat(q->usage[KB_RES_CPU], ==, 1500);
+            g_assert_cmpfloat(q->usage[KB_RES_MEMORY], ==, 2e12);
+            continue;
+        }
+        g_assert_null(q);
+        g_assert_nonnull(error);
+        if (strstr(error->message, cases[i].error) == NULL)
+            g_error("case %u: %s", i, error->message);
+    }
+    /* Crossing the limit on resources. */
+    GString *text = g_string_new("{\"kind\":\"Queue\",\"metadata\":{\"name\":\"q1\"},"
+                                 "\"status\":{\"usage\":{\"time\":\"2026-11-27T07:00:00Z\","
+                                 "\"resourceSeconds\":{");
+    for (int i = 0; i <= KB_USAGE_MAX_RESOURCES; i++)
+        g_string_append_printf(text, "%s\"example.com/r%d\":1", i > 0 ? "," : "", i);
+    g_string_append(text, "}}}}");
+    json_object *obj = json_tokener_parse(text->str);
+    g_string_free(text, TRUE);
+    g_assert_nonnull(obj);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbQueue) q = kb_queue_decode(obj, FALSE, &error);
+    json_object_put(obj);
+    g_assert_null(q);
+    g_assert_error(error, KB_ERROR, KB_ERROR_LIMIT);
+    /* Without usage: none. */
+    obj = json_tokener_parse("{\"kind\":\"Queue\",\"metadata\":{\"name\":\"q1\"},"
+                             "\"status\":{\"state\":\"Open\"}}");
+    g_autoptr(KbQueue) q2 = kb_queue_decode(obj, FALSE, NULL);
+    json_object_put(obj);
+    g_assert_nonnull(q2);
+    g_assert_cmpint(q2->usage_time, ==, 0);
+}
+
 static void test_queue_defaults(void)
 {
     g_autoptr(GError) error = NULL;
@@ -1603,6 +1671,7 @@ int main(int argc, char **argv)
     g_test_add_func("/kube/objects/podgroup/min-member-default", test_podgroup_min_member_default);
     g_test_add_func("/kube/objects/queue/volcano", test_queue_volcano);
     g_test_add_func("/kube/objects/queue/defaults", test_queue_defaults);
+    g_test_add_func("/kube/objects/queue/status-usage", test_queue_usage);
     g_test_add_func("/kube/objects/priorityclass", test_priority_class);
     g_test_add_func("/kube/objects/lease", test_lease);
     g_test_add_func("/kube/objects/meta-only", test_meta_object);

@@ -2091,6 +2091,98 @@ static void test_usage_rested_queue_first(void)
     g_assert_cmpuint(b, ==, 4);
 }
 
+/* Figures read back adopt only when newer than what is held (a leader's own write coming back
+ * through its informer changes nothing). */
+static void test_usage_restore(void)
+{
+    g_autoptr(KbUsage) u = kb_usage_new();
+    double v[KB_RES_MAX] = {0};
+    v[KB_RES_GPU] = 5000;
+    g_assert_cmpint(kb_usage_time(u, "qa"), ==, -1);
+    g_assert_true(kb_usage_restore(u, "qa", v, 2000));
+    g_assert_cmpint(kb_usage_time(u, "qa"), ==, 2000);
+    g_assert_cmpfloat(kb_usage_get(u, "qa", KB_RES_GPU), ==, 5000);
+    v[KB_RES_GPU] = 1;
+    g_assert_false(kb_usage_restore(u, "qa", v, 2000)); /* not newer */
+    g_assert_false(kb_usage_restore(u, "qa", v, 1500));
+    g_assert_false(kb_usage_restore(u, "qb", v, 0)); /* no time: nothing */
+    g_assert_cmpfloat(kb_usage_get(u, "qa", KB_RES_GPU), ==, 5000);
+    KbResources none = {0};
+    kb_usage_advance(u, "qa", &none, 2000 + 3600, 3600); /* decays from the restored time */
+    g_assert_cmpfloat_with_epsilon(kb_usage_get(u, "qa", KB_RES_GPU), 2500, 1e-6);
+}
+
+/*
+ * A restart: the usage a first kube-batchd reported for qa (the cycle's queue status, what the
+ * status writer puts in status.usage) is read back from the Queue by a second one, whose first
+ * cycle then gives the rested qb the larger part; without status.usage they split evenly.
+ */
+static void restart_case(gboolean with_usage, guint *a_out, guint *b_out)
+{
+    const char *conf = "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: priority\n"
+                       "  - name: gang\n- plugins:\n  - name: drf\n  - name: predicates\n"
+                       "  - name: proportion\n    arguments:\n      usageHalfLife: 1h\n"
+                       "      usageWeight: 1\n";
+    Fx *fx = kb_test_sched_new(conf);
+    add_queue(fx, "qa", 1, NULL);
+    add_node(fx, "n1", 8);
+    add_running(fx, "default", "ra", "qa", "n1", 8);
+    kb_test_sched_run(fx);
+    fx->now += 3600;
+    kb_test_sched_run(fx);
+    const KbQueueStatus *qs = NULL;
+    for (guint i = 0; i < fx->res->queue_statuses->len; i++) {
+        const KbQueueStatus *x = &g_array_index(fx->res->queue_statuses, KbQueueStatus, i);
+        if (strcmp(x->name, "qa") == 0)
+            qs = x;
+    }
+    g_assert_nonnull(qs);
+    g_assert_cmpfloat(qs->usage[KB_RES_GPU], >, 8 * 3600 / 2);
+    g_autofree char *t = kb_time_format(qs->usage_time);
+    g_autofree char *queue = g_strdup_printf(
+            "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"Queue\",\"metadata\":"
+            "{\"name\":\"qa\",\"uid\":\"q-qa\"},\"spec\":{\"weight\":1},\"status\":{\"usage\":"
+            "{\"time\":\"%s\",\"resourceSeconds\":{\"nvidia.com/gpu\":%.0f}}}}",
+            t, qs->usage[KB_RES_GPU]);
+    gint64 now = fx->now;
+    kb_test_sched_free(fx);
+
+    fx = kb_test_sched_new(conf);
+    fx->now = now;
+    if (with_usage)
+        kb_test_sched_add_queue(fx, queue);
+    else
+        add_queue(fx, "qa", 1, NULL);
+    add_queue(fx, "qb", 1, NULL);
+    add_node(fx, "n1", 8);
+    for (guint i = 0; i < 8; i++) {
+        g_autofree char *a = g_strdup_printf("wa%u", i);
+        g_autofree char *b = g_strdup_printf("wb%u", i);
+        add_waiting(fx, "default", a, "qa", 1);
+        add_waiting(fx, "default", b, "qb", 1);
+    }
+    kb_test_sched_run(fx);
+    *a_out = *b_out = 0;
+    for (guint i = 0; i < 8; i++) {
+        g_autofree char *a = g_strdup_printf("default/wa%u", i);
+        g_autofree char *b = g_strdup_printf("default/wb%u", i);
+        *a_out += kb_test_sched_binds(fx, a);
+        *b_out += kb_test_sched_binds(fx, b);
+    }
+    kb_test_sched_free(fx);
+}
+
+static void test_usage_survives_restart(void)
+{
+    guint a, b;
+    restart_case(TRUE, &a, &b);
+    g_assert_cmpuint(a + b, ==, 8);
+    g_assert_cmpuint(b, >=, 6);
+    restart_case(FALSE, &a, &b);
+    g_assert_cmpuint(a, ==, 4);
+    g_assert_cmpuint(b, ==, 4);
+}
+
 /* A waiting job of one pod of @gpus GPUs announcing @runtime (the group's annotation). */
 static void add_waiting_runtime(Fx *fx, const char *name, const char *queue, int gpus,
                                 const char *runtime)
@@ -2275,5 +2367,7 @@ int main(int argc, char **argv)
                     test_long_limit_configured_weights);
     g_test_add_func("/scheduler/usage/decay", test_usage_decay);
     g_test_add_func("/scheduler/usage/rested-queue-first", test_usage_rested_queue_first);
+    g_test_add_func("/scheduler/usage/restore-only-newer", test_usage_restore);
+    g_test_add_func("/scheduler/usage/survives-restart", test_usage_survives_restart);
     return g_test_run();
 }

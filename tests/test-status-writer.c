@@ -134,6 +134,107 @@ static void test_held_writes_wait(void)
     kb_client_free(client);
 }
 
+/* ---- Queue status: decayed usage ------------------------------------------------------------ */
+
+static const KbResourceType *volcano_queue(const char *name, gpointer data)
+{
+    return &kb_type_queues_volcano;
+}
+
+static void queue_status_clear(gpointer p)
+{
+    KbQueueStatus *qs = p;
+    g_clear_pointer(&qs->queue, kb_object_unref);
+    g_free(qs->fault_message);
+}
+
+/* A cycle result with queue qa only: @running jobs, @gpu_seconds of decayed usage at @now. */
+static KbCycleResult *queue_result(gint64 now, guint running, double gpu_seconds)
+{
+    const char *none[] = {NULL};
+    KbCycleResult *r = result_new(none, KB_JOB_RUNNING, 0);
+    g_array_set_clear_func(r->queue_statuses, queue_status_clear);
+    r->now = now;
+    json_object *o = json_tokener_parse("{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\","
+                                        "\"kind\":\"Queue\",\"metadata\":{\"name\":\"qa\"}}");
+    g_autoptr(GError) error = NULL;
+    KbQueueStatus qs = {.name = g_intern_string("qa"),
+                        .queue = kb_queue_decode(o, FALSE, &error),
+                        .weight = 1,
+                        .n_running = running,
+                        .usage_time = now};
+    json_object_put(o);
+    g_assert_no_error(error);
+    qs.usage[KB_RES_GPU] = gpu_seconds;
+    qs.usage[KB_RES_CPU] = 1500; /* milli-core-seconds: 1.5 core-seconds */
+    g_array_append_val(r->queue_statuses, qs);
+    return r;
+}
+
+static const char *last_patch(KbTestServer *srv)
+{
+    for (guint i = kb_test_server_request_count(srv); i-- > 0;) {
+        const KbTestRequest *req = kb_test_server_request(srv, i);
+        if (strcmp(req->method, "PATCH") == 0)
+            return req->body;
+    }
+    return NULL;
+}
+
+/*
+ * status.usage is written with the queue's figures and its time; a change within
+ * KB_STATUS_USAGE_INTERVAL waits (the rest of the status does not); after it, the change is
+ * written; unchanged figures are not written again.
+ */
+static void test_queue_usage(void)
+{
+    g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
+    kb_test_server_respond(srv, "PATCH", "/apis/scheduling.volcano.sh/v1beta1/queues/qa/status",
+                           200, "{}");
+    g_autoptr(KbConfig) config = kb_config_new(kb_test_server_url(srv));
+    g_autoptr(GError) error = NULL;
+    KbClient *client = kb_client_new(config, &error);
+    g_assert_no_error(error);
+    KbStatusWriter *w = kb_status_writer_new(client, NULL);
+    kb_status_writer_set_queue_type_func(w, volcano_queue, NULL);
+    gint64 t0 = 1795762800; /* 2026-11-27T07:00:00Z */
+    static const struct {
+        gint64 dt;
+        guint running;
+        double gpu_seconds;
+        const char *usage; /* in the patch; "" no patch; NULL a patch without usage */
+    } steps[] = {
+            {0, 1, 3600.4,
+             "\"usage\":{\"time\":\"2026-11-27T07:00:00Z\",\"resourceSeconds\":"
+             "{\"nvidia.com/gpu\":3600.0,\"cpu\":1.5,\"memory\":0.0}}"},
+            {2, 1, 3700, ""},   /* usage changed, too soon */
+            {3, 2, 3800, NULL}, /* the status changed: written without usage */
+            {KB_STATUS_USAGE_INTERVAL, 2, 3900.2, "\"time\":\"2026-11-27T07:00:05Z\""},
+            {KB_STATUS_USAGE_INTERVAL * 3, 2, 3900, ""}, /* unchanged */
+    };
+    guint n = 0;
+    for (guint i = 0; i < G_N_ELEMENTS(steps); i++) {
+        g_autoptr(KbCycleResult) r =
+                queue_result(t0 + steps[i].dt, steps[i].running, steps[i].gpu_seconds);
+        kb_status_writer_apply(w, r);
+        if (steps[i].usage != NULL && steps[i].usage[0] == '\0') {
+            settle(100);
+            g_assert_cmpuint(patches(srv), ==, n);
+            continue;
+        }
+        wait_patches(srv, ++n);
+        while (kb_status_writer_pending(w) > 0)
+            g_main_context_iteration(NULL, TRUE);
+        const char *body = last_patch(srv);
+        if (steps[i].usage == NULL ? strstr(body, "usage") != NULL
+                                   : strstr(body, steps[i].usage) == NULL)
+            g_error("step %u: %s", i, body);
+    }
+    g_assert_cmpuint(patches(srv), ==, 3);
+    kb_status_writer_free(w);
+    kb_client_free(client);
+}
+
 /* ---- scheduling.k8s.io/v1beta1: PodGroupInitiallyScheduled --------------------------------- */
 
 static KbPodGroup *native_new(const char *condition)
@@ -462,6 +563,7 @@ int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/scheduler/status-writer/held-writes-wait", test_held_writes_wait);
+    g_test_add_func("/scheduler/status-writer/queue-usage-throttled", test_queue_usage);
     g_test_add_func("/scheduler/status-writer/native-condition", test_native_condition);
     g_test_add_func("/scheduler/status-writer/native-scheduler-error", test_native_error);
     g_test_add_func("/scheduler/status-writer/composite-and-children", test_composite_status);
