@@ -68,6 +68,18 @@ typedef struct {
     gboolean allow_multiple_allocations;
 } KbCelDevice;
 
+/*
+ * Limits. The length is resource.k8s.io/v1's CELSelectorExpressionMaxLength (bytes). The depth
+ * bounds both the parser's nesting (parentheses, calls, lists, indexes) and the height of the
+ * compiled tree; chains of && and || count once however long they are. The cost is a count of
+ * evaluation steps (one per node visited, plus one per 10 bytes a string function reads); its
+ * budget has the value of CELSelectorExpressionMaxCost (1,000,000 CEL cost units), which our
+ * steps approximate: CEL charges about one unit per operation too.
+ */
+#define KB_CEL_MAX_EXPRESSION_LENGTH (10 * 1024)
+#define KB_CEL_MAX_DEPTH             32
+#define KB_CEL_MAX_COST              1000000
+
 typedef struct KbCelProgram KbCelProgram;
 
 /*

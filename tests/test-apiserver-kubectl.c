@@ -356,6 +356,37 @@ static void test_kubectl_apply_and_delete(void)
     g_assert_cmpint(kb_test_apiserver_stop(api), ==, 0);
 }
 
+/* resource.k8s.io/v1 through kubectl: the project's DeviceClasses, a claim and a template, and
+ * a bad claim refused with the real server's message. */
+static void test_kubectl_dra(void)
+{
+    if (!need_kubectl())
+        return;
+    g_autoptr(KbTestApiserver) api = start(FALSE);
+    g_autofree char *classes = src_path("deploy/dra/deviceclasses.yaml");
+    g_autofree char *c = KUBECTL_OK(api, "create", "-f", classes);
+    g_assert_nonnull(strstr(c, "deviceclass.resource.k8s.io/gpu.nvidia.com created"));
+    g_assert_nonnull(strstr(c, "deviceclass.resource.k8s.io/mig.nvidia.com created"));
+    g_autofree char *claims = src_path("deploy/dra/example-claims.yaml");
+    g_autofree char *e = KUBECTL_OK(api, "create", "-f", claims);
+    g_assert_nonnull(strstr(e, "resourceclaimtemplate.resource.k8s.io/single-gpu created"));
+    g_assert_nonnull(strstr(e, "resourceclaim.resource.k8s.io/two-linked-gpus created"));
+    g_autofree char *mode =
+            KUBECTL_OK(api, "get", "resourceclaim", "two-linked-gpus", "-o",
+                       "jsonpath={.spec.devices.requests[0].exactly.allocationMode}");
+    g_assert_cmpstr(mode, ==, "ExactCount");
+    static const char bad[] = "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata:\n"
+                              "  name: bad\nspec:\n  devices:\n    requests:\n    - name: gpu\n";
+    g_autofree char *err = NULL;
+    g_autofree char *b = kubectl(api, 1, bad, &err, "create", "-f", "-", NULL);
+    g_assert_nonnull(strstr(err, "The ResourceClaim \"bad\" is invalid: spec.devices.requests[0]: "
+                                 "Required value: exactly one of `exactly` or `firstAvailable` is "
+                                 "required"));
+    g_autofree char *list = KUBECTL_OK(api, "get", "deviceclasses", "-o", "name");
+    g_assert_nonnull(strstr(list, "deviceclass.resource.k8s.io/gpu.nvidia.com"));
+    g_assert_cmpint(kb_test_apiserver_stop(api), ==, 0);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -371,6 +402,7 @@ int main(int argc, char **argv)
     g_test_add_func("/apiserver/kubectl/cordon-uncordon", test_kubectl_cordon);
     g_test_add_func("/apiserver/kubectl/describe", test_kubectl_describe);
     g_test_add_func("/apiserver/kubectl/apply-and-delete", test_kubectl_apply_and_delete);
+    g_test_add_func("/apiserver/kubectl/dra", test_kubectl_dra);
     int rc = g_test_run();
     curl_global_cleanup();
     return rc;

@@ -653,6 +653,660 @@ static void test_gang_api_invalid(void)
     "\"resources\":" spec_res ",\"containers\":[{\"name\":\"c\",\"image\":\"busybox:1\","          \
     "\"resources\":" cres "},{\"name\":\"d\",\"image\":\"busybox:1\",\"resources\":" cres "}]}}"
 
+/* ---- resource.k8s.io/v1 (DRA) ------------------------------------------------------------- */
+
+#define DC_PATH  "/apis/resource.k8s.io/v1/deviceclasses"
+#define RC_PATH  "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"
+#define RCT_PATH "/apis/resource.k8s.io/v1/namespaces/default/resourceclaimtemplates"
+#define RS_PATH  "/apis/resource.k8s.io/v1/resourceslices"
+#define RC_JSON(name, devices)                                                                     \
+    "{\"apiVersion\":\"resource.k8s.io/"                                                           \
+    "v1\",\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"" name                               \
+    "\"},\"spec\":{\"devices\":" devices "}}"
+#define GPU_REQ(name) "{\"name\":\"" name "\",\"exactly\":{\"deviceClassName\":\"gpu.nvidia.com\"}}"
+#define RS_JSON(name, node, devices)                                                               \
+    "{\"apiVersion\":\"resource.k8s.io/"                                                           \
+    "v1\",\"kind\":\"ResourceSlice\",\"metadata\":{\"name\":\"" name                               \
+    "\"},\"spec\":{\"driver\":\"gpu.nvidia.com\",\"nodeName\":\"" node "\",\"pool\":{"             \
+    "\"name\":\"" node "\",\"resourceSliceCount\":1},\"devices\":" devices "}}"
+#define DEV(name) "{\"name\":\"" name "\",\"attributes\":{\"index\":{\"int\":0}}}"
+
+/* GA in 1.34: served without --runtime-config, in discovery with claims' status subresource. */
+static void test_dra_discovery(void)
+{
+    g_autoptr(KasServer) srv = start();
+    g_autoptr(Resp) d = get(srv, "/apis/resource.k8s.io/v1");
+    assert_status(d, 200, NULL);
+    static const char *const names[] = {"\"deviceclasses\"", "\"resourceclaims\"",
+                                        "\"resourceclaims/status\"", "\"resourceclaimtemplates\"",
+                                        "\"resourceslices\""};
+    for (guint i = 0; i < G_N_ELEMENTS(names); i++)
+        g_assert_nonnull(strstr(d->body, names[i]));
+    g_assert_null(strstr(d->body, "\"resourceslices/status\""));
+    json_object *rs = kas_json_get(d->json, "resources");
+    for (gsize i = 0; i < json_object_array_length(rs); i++) {
+        json_object *r = json_object_array_get_idx(rs, i);
+        const char *n = kas_json_get_string(r, "name");
+        gboolean ns = json_object_get_boolean(kas_json_get(r, "namespaced"));
+        if (strcmp(n, "deviceclasses") == 0 || strcmp(n, "resourceslices") == 0)
+            g_assert_false(ns);
+        else
+            g_assert_true(ns);
+    }
+    g_autoptr(Resp) g = get(srv, "/apis");
+    g_assert_nonnull(strstr(g->body, "\"resource.k8s.io/v1\""));
+}
+
+/* v1 defaults, the status subresource and what may change in a claim. */
+static void test_dra_claim_status(void)
+{
+    g_autoptr(KasServer) srv = start();
+    g_autoptr(Resp) c =
+            post(srv, RC_PATH,
+                 "{\"metadata\":{\"name\":\"c\"},\"spec\":{\"devices\":{\"requests\":[" GPU_REQ(
+                         "gpu") "]}},\"status\":{\"reservedFor\":[{\"resource\":"
+                                "\"pods\",\"name\":\"x\",\"uid\":\"u\"}]}}");
+    assert_status(c, 201, NULL);
+    g_assert_cmpstr(js(c, "kind"), ==, "ResourceClaim");
+    json_object *req = json_object_array_get_idx(kas_json_get(c->json, "spec.devices.requests"), 0);
+    g_assert_cmpstr(kas_json_get_string(req, "exactly.allocationMode"), ==, "ExactCount");
+    g_assert_cmpint(json_object_get_int64(kas_json_get(req, "exactly.count")), ==, 1);
+    g_assert_null(kas_json_get(c->json, "status.reservedFor"));
+    /* reservedFor needs an allocation */
+    g_autoptr(Resp) r0 = http(srv, "PATCH", RC_PATH "/c/status", "application/merge-patch+json",
+                              "{\"status\":{\"reservedFor\":[{\"resource\":\"pods\",\"name\":"
+                              "\"p\",\"uid\":\"u1\"}]}}");
+    assert_status(r0, 422, "Invalid");
+    g_assert_cmpstr(js(r0, "message"), ==,
+                    "ResourceClaim.resource.k8s.io \"c\" is invalid: status.reservedFor: "
+                    "Forbidden: may not be specified when `allocated` is not set");
+    /* a result must name a request of the spec */
+    g_autoptr(Resp) bad = http(srv, "PATCH", RC_PATH "/c/status", "application/merge-patch+json",
+                               "{\"status\":{\"allocation\":{\"devices\":{\"results\":[{"
+                               "\"request\":\"tpu\",\"driver\":\"gpu.nvidia.com\",\"pool\":"
+                               "\"n1\",\"device\":\"gpu-0\"}]}}}}");
+    assert_status(bad, 422, "Invalid");
+    g_assert_cmpstr(js(bad, "message"), ==,
+                    "ResourceClaim.resource.k8s.io \"c\" is invalid: "
+                    "status.allocation.devices.results[0].request: Invalid value: \"tpu\": must "
+                    "be the name of a request in the claim or the name of a request and a "
+                    "subrequest separated by '/'");
+    const char *alloc = "{\"status\":{\"allocation\":{\"devices\":{\"results\":[{\"request\":"
+                        "\"gpu\",\"driver\":\"gpu.nvidia.com\",\"pool\":\"n1\",\"device\":"
+                        "\"gpu-0\"}]},\"nodeSelector\":{\"nodeSelectorTerms\":[{\"matchFields\":"
+                        "[{\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":[\"n1\"]}]}]}},"
+                        "\"reservedFor\":[{\"resource\":\"pods\",\"name\":\"p\",\"uid\":\"u1\"}]}}";
+    g_autoptr(Resp) ok =
+            http(srv, "PATCH", RC_PATH "/c/status", "application/merge-patch+json", alloc);
+    assert_status(ok, 200, NULL);
+    json_object *rf = kas_json_get(ok->json, "status.reservedFor");
+    g_assert_cmpstr(kas_json_get_string(json_object_array_get_idx(rf, 0), "uid"), ==, "u1");
+    /* the allocation may not change once set, only be cleared */
+    g_autoptr(Resp) mv = http(srv, "PATCH", RC_PATH "/c/status", "application/merge-patch+json",
+                              "{\"status\":{\"allocation\":{\"devices\":{\"results\":[{"
+                              "\"request\":\"gpu\",\"driver\":\"gpu.nvidia.com\",\"pool\":\"n1\","
+                              "\"device\":\"gpu-1\"}]}}}}");
+    assert_status(mv, 422, "Invalid");
+    g_assert_cmpstr(js(mv, "message"), ==,
+                    "ResourceClaim.resource.k8s.io \"c\" is invalid: status.allocation: Invalid "
+                    "value: \"object\": field is immutable");
+    /* reservedFor: unique */
+    g_autoptr(Resp) dup = http(srv, "PATCH", RC_PATH "/c/status", "application/merge-patch+json",
+                               "{\"status\":{\"reservedFor\":[{\"resource\":\"pods\",\"name\":"
+                               "\"p\",\"uid\":\"u1\"},{\"resource\":\"pods\",\"name\":\"p\","
+                               "\"uid\":\"u1\"}]}}");
+    assert_status(dup, 422, "Invalid");
+    g_assert_cmpstr(js(dup, "message"), ==,
+                    "ResourceClaim.resource.k8s.io \"c\" is invalid: status.reservedFor[1]: "
+                    "Duplicate value: \"u1\"");
+    g_autoptr(Resp) clr = http(srv, "PATCH", RC_PATH "/c/status", "application/merge-patch+json",
+                               "{\"status\":{\"allocation\":null,\"reservedFor\":null}}");
+    assert_status(clr, 200, NULL);
+    g_assert_null(kas_json_get(clr->json, "status.allocation"));
+    /* the spec is immutable; restating it (without the defaults) is not a change */
+    g_autoptr(Resp) same = http(srv, "PUT", RC_PATH "/c", NULL,
+                                RC_JSON("c", "{\"requests\":[" GPU_REQ("gpu") "]}"));
+    assert_status(same, 200, NULL);
+    g_autoptr(Resp) chg = http(srv, "PUT", RC_PATH "/c", NULL,
+                               RC_JSON("c", "{\"requests\":[" GPU_REQ("gpu2") "]}"));
+    assert_status(chg, 422, "Invalid");
+    g_assert_cmpstr(js(chg, "message"), ==,
+                    "ResourceClaim.resource.k8s.io \"c\" is invalid: spec: Invalid value: "
+                    "\"object\": field is immutable");
+}
+
+static void test_dra_invalid(void)
+{
+    g_autoptr(KasServer) srv = start();
+    static const struct {
+        const char *path, *body, *message;
+    } cases[] = {
+            {RC_PATH, RC_JSON("a", "{\"requests\":[{\"name\":\"gpu\"}]}"),
+             "ResourceClaim.resource.k8s.io \"a\" is invalid: spec.devices.requests[0]: Required "
+             "value: exactly one of `exactly` or `firstAvailable` is required"},
+            {RC_PATH,
+             RC_JSON("a",
+                     "{\"requests\":[{\"name\":\"gpu\",\"exactly\":{\"deviceClassName\":\"g\"},"
+                     "\"firstAvailable\":[{\"name\":\"s\",\"deviceClassName\":\"g\"}]}]}"),
+             "ResourceClaim.resource.k8s.io \"a\" is invalid: spec.devices.requests[0]: Invalid "
+             "value: null: exactly one of `exactly` or `firstAvailable` is required, but multiple "
+             "fields are set"},
+            {RC_PATH,
+             RC_JSON("a", "{\"requests\":[{\"name\":\"gpu\",\"exactly\":{\"deviceClassName\":\"g\","
+                          "\"allocationMode\":\"All\",\"count\":2}}]}"),
+             "ResourceClaim.resource.k8s.io \"a\" is invalid: "
+             "spec.devices.requests[0].exactly.count: "
+             "Invalid value: 2: must not be specified when allocationMode is 'All'"},
+            {RC_PATH,
+             RC_JSON("a", "{\"requests\":[{\"name\":\"gpu\",\"exactly\":{\"deviceClassName\":\"g\","
+                          "\"count\":-1}}]}"),
+             "ResourceClaim.resource.k8s.io \"a\" is invalid: "
+             "spec.devices.requests[0].exactly.count: "
+             "Invalid value: -1: must be greater than zero"},
+            {RC_PATH,
+             RC_JSON("a", "{\"requests\":[{\"name\":\"gpu\",\"exactly\":{\"deviceClassName\":\"g\","
+                          "\"allocationMode\":\"Some\"}}]}"),
+             "ResourceClaim.resource.k8s.io \"a\" is invalid: "
+             "spec.devices.requests[0].exactly.allocationMode: Unsupported value: \"Some\": "
+             "supported values: \"All\", \"ExactCount\""},
+            {RC_PATH, RC_JSON("a", "{\"requests\":[{\"name\":\"Gpu\",\"exactly\":{}}]}"),
+             "ResourceClaim.resource.k8s.io \"a\" is invalid: [spec.devices.requests[0].name: "
+             "Invalid value: \"Gpu\": a lowercase RFC 1123 label must consist of lower case "
+             "alphanumeric characters or '-', and must start and end with an alphanumeric "
+             "character "
+             "(e.g. 'my-name',  or '123-abc', regex used for validation is "
+             "'[a-z0-9]([-a-z0-9]*[a-z0-9])?'), spec.devices.requests[0].exactly.deviceClassName: "
+             "Required value]"},
+            {RC_PATH, RC_JSON("a", "{\"requests\":[" GPU_REQ("gpu") "," GPU_REQ("gpu") "]}"),
+             "ResourceClaim.resource.k8s.io \"a\" is invalid: spec.devices.requests[1]: Duplicate "
+             "value: \"gpu\""},
+            {RC_PATH,
+             RC_JSON("a",
+                     "{\"requests\":[" GPU_REQ("gpu") "],\"constraints\":[{\"requests\":["
+                                                      "\"tpu\"],\"matchAttribute\":\"island\"}]}"),
+             "ResourceClaim.resource.k8s.io \"a\" is invalid: "
+             "[spec.devices.constraints[0].requests[0]: "
+             "Invalid value: \"tpu\": must be the name of a request in the claim or the name of a "
+             "request and a subrequest separated by '/', "
+             "spec.devices.constraints[0].matchAttribute: "
+             "Invalid value: \"island\": a fully qualified name must be a domain and a name "
+             "separated "
+             "by a slash]"},
+            {RC_PATH,
+             RC_JSON("a", "{\"requests\":[{\"name\":\"gpu\",\"exactly\":{\"deviceClassName\":\"g\","
+                          "\"selectors\":[{}]}}]}"),
+             "ResourceClaim.resource.k8s.io \"a\" is invalid: "
+             "spec.devices.requests[0].exactly.selectors[0].cel: Required value"},
+            {RCT_PATH,
+             "{\"metadata\":{\"name\":\"t\"},\"spec\":{\"spec\":{\"devices\":{\"requests\":[{"
+             "\"name\":\"gpu\"}]}}}}",
+             "ResourceClaimTemplate.resource.k8s.io \"t\" is invalid: "
+             "spec.spec.devices.requests[0]: "
+             "Required value: exactly one of `exactly` or `firstAvailable` is required"},
+            {DC_PATH,
+             "{\"metadata\":{\"name\":\"gpu.example.com\"},\"spec\":{\"config\":[{\"opaque\":{"
+             "\"driver\":\"gpu.example.com\",\"parameters\":[1]}}]}}",
+             "DeviceClass.resource.k8s.io \"gpu.example.com\" is invalid: "
+             "spec.config[0].opaque.parameters: Invalid value: \"<value omitted>\": must be a "
+             "valid "
+             "JSON object"},
+            {RS_PATH,
+             "{\"metadata\":{\"name\":\"s\"},\"spec\":{\"driver\":\"gpu.nvidia.com\",\"pool\":{"
+             "\"name\":\"n1\",\"resourceSliceCount\":1}}}",
+             "ResourceSlice.resource.k8s.io \"s\" is invalid: spec: Required value: exactly one of "
+             "`nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is required"},
+            {RS_PATH,
+             "{\"metadata\":{\"name\":\"s\"},\"spec\":{\"driver\":\"gpu.nvidia.com\",\"nodeName\":"
+             "\"n1\",\"allNodes\":true,\"pool\":{\"name\":\"n1\"}}}",
+             "ResourceSlice.resource.k8s.io \"s\" is invalid: [spec.pool.resourceSliceCount: "
+             "Invalid "
+             "value: 0: must be greater than zero, spec: Invalid value: \"{`nodeName`, "
+             "`allNodes`}\": "
+             "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is "
+             "required, but multiple fields are set]"},
+            {RS_PATH,
+             RS_JSON("s", "n1",
+                     "[{\"name\":\"gpu-0\",\"attributes\":{\"gpu.nvidia.com/9x\":{\"int\":1},"
+                     "\"uuid\":{},\"driverVersion\":{\"version\":\"550.1\"}},\"capacity\":{"
+                     "\"memory\":{\"value\":\"80Qi\"}}}]"),
+             "ResourceSlice.resource.k8s.io \"s\" is invalid: [spec.devices[0].attributes: Invalid "
+             "value: \"9x\": a valid C identifier must start with alphabetic character or '_', "
+             "followed by a string of alphanumeric characters or '_' (e.g. 'my_name',  or "
+             "'MY_NAME',  "
+             "or 'MyName', regex used for validation is '[A-Za-z_][A-Za-z0-9_]*'), "
+             "spec.devices[0].attributes[uuid]: Invalid value: \"\": exactly one value must be "
+             "specified, spec.devices[0].attributes[driverVersion].version: Invalid value: "
+             "\"550.1\": must be a string compatible with semver.org spec 2.0.0, "
+             "spec.devices[0].capacity[memory].value: Invalid value: \"80Qi\": quantities must "
+             "match "
+             "the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$']"},
+            {RS_PATH, RS_JSON("s", "n1", "[" DEV("gpu-0") "," DEV("gpu-0") "]"),
+             "ResourceSlice.resource.k8s.io \"s\" is invalid: spec.devices[1]: Duplicate value: "
+             "\"gpu-0\""},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(Resp) r = post(srv, cases[i].path, cases[i].body);
+        assert_status(r, 422, "Invalid");
+        g_assert_cmpstr(js(r, "message"), ==, cases[i].message);
+    }
+}
+
+/* CEL selectors are compiled: syntax and type errors refused with the expression; valid CEL that
+ * kb-cel does not implement accepted, as kube-apiserver accepts it. */
+static void test_dra_cel(void)
+{
+    g_autoptr(KasServer) srv = start();
+    static const struct {
+        const char *path, *body, *prefix;
+    } bad[] = {
+            {DC_PATH,
+             "{\"metadata\":{\"name\":\"syntax\"},\"spec\":{\"selectors\":[{\"cel\":{"
+             "\"expression\":\"device.driver == \"}}]}}",
+             "DeviceClass.resource.k8s.io \"syntax\" is invalid: spec.selectors[0].cel.expression: "
+             "Invalid value: \"device.driver == \": compilation failed: "},
+            {RC_PATH,
+             RC_JSON("type",
+                     "{\"requests\":[{\"name\":\"gpu\",\"exactly\":{\"deviceClassName\":"
+                     "\"g\",\"selectors\":[{\"cel\":{\"expression\":\"device.driver\"}}]}}]}"),
+             "ResourceClaim.resource.k8s.io \"type\" is invalid: "
+             "spec.devices.requests[0].exactly.selectors[0].cel.expression: Invalid value: "
+             "\"device.driver\": compilation failed: "},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autoptr(Resp) r = post(srv, bad[i].path, bad[i].body);
+        assert_status(r, 422, "Invalid");
+        g_assert_true(g_str_has_prefix(js(r, "message"), bad[i].prefix));
+    }
+    g_autoptr(Resp) ok = post(srv, DC_PATH,
+                              "{\"metadata\":{\"name\":\"gpu.nvidia.com\"},\"spec\":{"
+                              "\"selectors\":[{\"cel\":{\"expression\":\"device.driver == "
+                              "'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == "
+                              "'gpu' && device.capacity['gpu.nvidia.com'].memory.compareTo("
+                              "quantity('40Gi')) >= 0\"}}]}}");
+    assert_status(ok, 201, NULL);
+    g_autoptr(Resp) unsupported = post(srv, DC_PATH,
+                                       "{\"metadata\":{\"name\":\"bytes\"},\"spec\":{"
+                                       "\"selectors\":[{\"cel\":{\"expression\":\"b'abc' == "
+                                       "b'abc'\"}}]}}");
+    assert_status(unsupported, 201, NULL);
+}
+
+/* A list of @n copies of @item (a format with one %u, the index) as "[a,b,...]". */
+static char *repeat_list(guint n, const char *item)
+{
+    GString *s = g_string_new("[");
+    for (guint i = 0; i < n; i++) {
+        if (i > 0)
+            g_string_append_c(s, ',');
+        g_string_append_printf(s, item, i);
+    }
+    g_string_append_c(s, ']');
+    return g_string_free(s, FALSE);
+}
+
+/* Each limit: at the limit accepted, one past it refused with the real message. */
+static void test_dra_limits(void)
+{
+    g_autoptr(KasServer) srv = start();
+    static const struct {
+        const char *path, *fmt, *item, *field;
+        guint max;
+    } cases[] = {
+            {RC_PATH, RC_JSON("c%u", "{\"requests\":%s}"),
+             "{\"name\":\"r%u\",\"exactly\":{\"deviceClassName\":\"g\"}}", "spec.devices.requests",
+             32},
+            {RC_PATH,
+             RC_JSON("c%u", "{\"requests\":[{\"name\":\"r\",\"exactly\":{\"deviceClassName\":\"g\","
+                            "\"selectors\":%s}}]}"),
+             "{\"cel\":{\"expression\":\"device.driver == 'x%u'\"}}",
+             "spec.devices.requests[0].exactly.selectors", 32},
+            {RC_PATH, RC_JSON("c%u", "{\"requests\":[{\"name\":\"r\",\"firstAvailable\":%s}]}"),
+             "{\"name\":\"s%u\",\"deviceClassName\":\"g\"}",
+             "spec.devices.requests[0].firstAvailable", 8},
+            {RC_PATH, RC_JSON("c%u", "{\"requests\":[" GPU_REQ("gpu") "],\"constraints\":%s}"),
+             "{\"matchAttribute\":\"gpu.nvidia.com/a%u\"}", "spec.devices.constraints", 32},
+            {RS_PATH, RS_JSON("s%u", "n1", "%s"), DEV("gpu-%u"), "spec.devices", 128},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        for (guint n = cases[i].max; n <= cases[i].max + 1; n++) {
+            g_autofree char *list = repeat_list(n, cases[i].item);
+            g_autofree char *body = g_strdup_printf(cases[i].fmt, i * 1000 + n, list);
+            g_autoptr(Resp) r = post(srv, cases[i].path, body);
+            if (n == cases[i].max) {
+                assert_status(r, 201, NULL);
+                continue;
+            }
+            assert_status(r, 422, "Invalid");
+            g_autofree char *want = g_strdup_printf("%s: Too many: %u: must have at most %u items",
+                                                    cases[i].field, n, cases[i].max);
+            g_assert_nonnull(strstr(js(r, "message"), want));
+        }
+    }
+    /* 32 attributes and capacities per device */
+    g_autofree char *attrs = repeat_list(33, "\"a%u\":{\"int\":1}");
+    attrs[0] = '{';
+    attrs[strlen(attrs) - 1] = '}';
+    g_autofree char *dev = g_strdup_printf("[{\"name\":\"d\",\"attributes\":%s}]", attrs);
+    g_autofree char *slice = g_strdup_printf(RS_JSON("big", "n2", "%s"), dev);
+    g_autoptr(Resp) a = post(srv, RS_PATH, slice);
+    assert_status(a, 422, "Invalid");
+    g_assert_cmpstr(js(a, "message"), ==,
+                    "ResourceSlice.resource.k8s.io \"big\" is invalid: spec.devices[0]: Invalid "
+                    "value: 33: the total number of attributes and capacities must not exceed 32");
+    /* a CEL expression of at most 10 KiB */
+    g_autofree char *pad = g_strnfill(10240 - strlen("device.driver == ''"), 'x');
+    for (guint extra = 0; extra <= 1; extra++) {
+        g_autofree char *body = g_strdup_printf(
+                "{\"metadata\":{\"name\":\"cel%u\"},\"spec\":{\"selectors\":[{\"cel\":{"
+                "\"expression\":\"device.driver == '%s%s'\"}}]}}",
+                extra, pad, extra ? "y" : "");
+        g_autoptr(Resp) r = post(srv, DC_PATH, body);
+        assert_status(r, extra ? 422 : 201, extra ? "Invalid" : NULL);
+        if (extra)
+            g_assert_cmpstr(js(r, "message"), ==,
+                            "DeviceClass.resource.k8s.io \"cel1\" is invalid: "
+                            "spec.selectors[0].cel.expression: Too long: may not be more than "
+                            "10240 bytes");
+    }
+    /* 256 reservedFor entries */
+    g_autoptr(Resp) c =
+            post(srv, RC_PATH, RC_JSON("shared", "{\"requests\":[" GPU_REQ("gpu") "]}"));
+    assert_status(c, 201, NULL);
+    for (guint n = 256; n <= 257; n++) {
+        GString *s = g_string_new("[");
+        for (guint i = 0; i < n; i++)
+            g_string_append_printf(s, "%s{\"resource\":\"pods\",\"name\":\"p%u\",\"uid\":\"u%u\"}",
+                                   i > 0 ? "," : "", i, i);
+        g_string_append_c(s, ']');
+        g_autofree char *rf2 = g_string_free(s, FALSE);
+        g_autofree char *body = g_strdup_printf(
+                "{\"status\":{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"gpu\","
+                "\"driver\":\"gpu.nvidia.com\",\"pool\":\"n1\",\"device\":\"gpu-0\"}]}},"
+                "\"reservedFor\":%s}}",
+                rf2);
+        g_autoptr(Resp) r =
+                http(srv, "PATCH", RC_PATH "/shared/status", "application/merge-patch+json", body);
+        if (n == 256) {
+            assert_status(r, 200, NULL);
+            continue;
+        }
+        assert_status(r, 422, "Invalid");
+        g_assert_cmpstr(js(r, "message"), ==,
+                        "ResourceClaim.resource.k8s.io \"shared\" is invalid: status.reservedFor: "
+                        "Too many: 257: must have at most 256 items");
+    }
+}
+
+/* ResourceSlices by node, driver and pool, as drivers and schedulers list them. */
+static void test_dra_slice_fields(void)
+{
+    g_autoptr(KasServer) srv = start();
+    g_autoptr(Resp) a = post(srv, RS_PATH, RS_JSON("a", "n1", "[" DEV("gpu-0") "]"));
+    assert_status(a, 201, NULL);
+    g_assert_cmpint(ji(a, "metadata.generation"), ==, 1);
+    g_autoptr(Resp) b = post(srv, RS_PATH, RS_JSON("b", "n2", "[" DEV("gpu-0") "]"));
+    assert_status(b, 201, NULL);
+    g_autoptr(Resp) l = get(srv, RS_PATH "?fieldSelector=spec.nodeName%3Dn2");
+    assert_status(l, 200, NULL);
+    g_assert_cmpint(json_object_array_length(kas_json_get(l->json, "items")), ==, 1);
+    json_object *it = json_object_array_get_idx(kas_json_get(l->json, "items"), 0);
+    g_assert_cmpstr(kas_json_get_string(it, "metadata.name"), ==, "b");
+    g_autoptr(Resp) p = get(srv, RS_PATH "?fieldSelector=spec.pool.name%3Dn1,spec.driver%3D"
+                                         "gpu.nvidia.com");
+    g_assert_cmpint(json_object_array_length(kas_json_get(p->json, "items")), ==, 1);
+    g_autoptr(Resp) u = http(srv, "PUT", RS_PATH "/a", NULL, RS_JSON("a", "n3", "[]"));
+    assert_status(u, 422, "Invalid");
+    g_assert_cmpstr(js(u, "message"), ==,
+                    "ResourceSlice.resource.k8s.io \"a\" is invalid: [spec.pool.name: Invalid "
+                    "value: \"n3\": field is immutable, spec.nodeName: Invalid value: \"n3\": "
+                    "field is immutable]");
+    g_autoptr(Resp) bad = get(srv, RS_PATH "?fieldSelector=spec.pool.generation%3D1");
+    assert_status(bad, 400, "BadRequest");
+}
+
+/* A pod's spec.resourceClaims and status.resourceClaimStatuses. */
+static void test_dra_pod_claims(void)
+{
+    g_autoptr(KasServer) srv = start();
+    static const struct {
+        const char *body, *message;
+    } cases[] = {
+            {POD_JSON("p", "", ",\"resourceClaims\":[{\"name\":\"gpu\"}]"),
+             "Pod \"p\" is invalid: spec.resourceClaims[0]: Invalid value: "
+             "core.PodResourceClaim{Name:\"gpu\", ResourceClaimName:(*string)(nil), "
+             "ResourceClaimTemplateName:(*string)(nil)}: must specify one of: `resourceClaimName`, "
+             "`resourceClaimTemplateName`"},
+            {POD_JSON("p", "",
+                      ",\"resourceClaims\":[{\"name\":\"gpu\",\"resourceClaimName\":\"a\","
+                      "\"resourceClaimTemplateName\":\"b\"}]"),
+             "Pod \"p\" is invalid: spec.resourceClaims[0]: Invalid value: {\"name\":\"gpu\","
+             "\"resourceClaimName\":\"a\",\"resourceClaimTemplateName\":\"b\"}: at most one of "
+             "`resourceClaimName` or `resourceClaimTemplateName` may be specified"},
+            {POD_JSON("p", "",
+                      ",\"resourceClaims\":[{\"name\":\"gpu\",\"resourceClaimName\":\"a\"},"
+                      "{\"name\":\"gpu\",\"resourceClaimName\":\"b\"}]"),
+             "Pod \"p\" is invalid: spec.resourceClaims[1].name: Duplicate value: \"gpu\""},
+            {"{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":"
+             "\"i\",\"resources\":{\"claims\":[{\"name\":\"tpu\"}]}}],\"resourceClaims\":[{"
+             "\"name\":"
+             "\"gpu\",\"resourceClaimName\":\"a\"},{\"name\":\"nic\",\"resourceClaimName\":\"b\"}]}"
+             "}",
+             "Pod \"p\" is invalid: spec.containers[0].resources.claims[0]: Not found: \"tpu\": "
+             "must "
+             "be one of the names in pod.spec.resourceClaims: gpu, nic"},
+            {"{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":"
+             "\"i\",\"resources\":{\"claims\":[{\"name\":\"tpu\"}]}}]}}",
+             "Pod \"p\" is invalid: spec.containers[0].resources.claims[0]: Not found: \"tpu\": "
+             "must "
+             "be one of the names in pod.spec.resourceClaims which is empty"},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(Resp) r = post(srv, "/api/v1/namespaces/default/pods", cases[i].body);
+        assert_status(r, 422, "Invalid");
+        g_assert_cmpstr(js(r, "message"), ==, cases[i].message);
+    }
+    create_pod(srv, "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":\"c\","
+                    "\"image\":\"i\",\"resources\":{\"claims\":[{\"name\":\"gpu\"}]}}],"
+                    "\"resourceClaims\":[{\"name\":\"gpu\",\"resourceClaimTemplateName\":"
+                    "\"gpu-template\"}]}}");
+    /* the claims are part of the immutable spec */
+    g_autoptr(Resp) u =
+            http(srv, "PATCH", "/api/v1/namespaces/default/pods/p", "application/merge-patch+json",
+                 "{\"spec\":{\"resourceClaims\":[{\"name\":\"gpu\","
+                 "\"resourceClaimName\":\"x\"}]}}");
+    assert_status(u, 422, "Invalid");
+    g_assert_nonnull(strstr(js(u, "message"), "- \tResourceClaims:  {...},\n"));
+    /* statuses name an entry of the spec, once */
+    g_autoptr(Resp) s1 = http(srv, "PATCH", "/api/v1/namespaces/default/pods/p/status",
+                              "application/merge-patch+json",
+                              "{\"status\":{\"resourceClaimStatuses\":[{\"name\":\"nic\","
+                              "\"resourceClaimName\":\"p-nic-x\"}]}}");
+    assert_status(s1, 422, "Invalid");
+    g_assert_cmpstr(js(s1, "message"), ==,
+                    "Pod \"p\" is invalid: status.resourceClaimStatuses[0].name: Invalid value: "
+                    "\"nic\": must match the name of an entry in `spec.resourceClaims`");
+    g_autoptr(Resp) s2 = http(srv, "PATCH", "/api/v1/namespaces/default/pods/p/status",
+                              "application/merge-patch+json",
+                              "{\"status\":{\"resourceClaimStatuses\":[{\"name\":\"gpu\","
+                              "\"resourceClaimName\":\"p-gpu-x\"}]}}");
+    assert_status(s2, 200, NULL);
+}
+
+static void opt_claims(KasServerOptions *o)
+{
+    o->resource_claim_controller = TRUE;
+}
+
+/* Poll GET @path (at most 5 s) until @ok says yes; returns that response. */
+static Resp *wait_until(KasServer *srv, const char *path, gboolean (*ok)(json_object *j))
+{
+    for (int i = 0; i < 500; i++) {
+        Resp *r = get(srv, path);
+        if (r->code == 200 && ok(r->json))
+            return r;
+        resp_free(r);
+        g_usleep(10000);
+    }
+    g_error("timed out waiting for %s", path);
+    return NULL;
+}
+
+static json_object *first(json_object *j, const char *list)
+{
+    json_object *a = kas_json_get(j, list);
+    return json_object_is_type(a, json_type_array) && json_object_array_length(a) > 0
+                   ? json_object_array_get_idx(a, 0)
+                   : NULL;
+}
+
+static gboolean has_claim_status(json_object *pod)
+{
+    return first(pod, "status.resourceClaimStatuses") != NULL;
+}
+
+static gboolean unreserved(json_object *claim)
+{
+    return kas_json_get(claim, "status.reservedFor") == NULL;
+}
+
+static gboolean reserved_once(json_object *claim)
+{
+    json_object *rf = kas_json_get(claim, "status.reservedFor");
+    return json_object_is_type(rf, json_type_array) && json_object_array_length(rf) == 1;
+}
+
+#define RCT_GPU                                                                                    \
+    "{\"metadata\":{\"name\":\"gpu-tmpl\"},\"spec\":{\"metadata\":{\"labels\":{\"team\":\"ml\"}}," \
+    "\"spec\":{\"devices\":{\"requests\":[" GPU_REQ("gpu") "]}}}}"
+#define POD_TMPL(name)                                                                             \
+    "{\"metadata\":{\"name\":\"" name "\"},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":"   \
+    "\"i\",\"resources\":{\"claims\":[{\"name\":\"gpu\"}]}}],\"resourceClaims\":[{\"name\":"       \
+    "\"gpu\",\"resourceClaimTemplateName\":\"gpu-tmpl\"}]}}"
+#define POD_PATH "/api/v1/namespaces/default/pods"
+
+/* The status write a scheduler makes: allocated, reserved for @pod (@uid). */
+static void reserve(KasServer *srv, const char *claim, const char *pods_json)
+{
+    g_autofree char *path = g_strdup_printf(RC_PATH "/%s/status", claim);
+    g_autofree char *body = g_strdup_printf(
+            "{\"status\":{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"gpu\","
+            "\"driver\":\"gpu.nvidia.com\",\"pool\":\"n1\",\"device\":\"gpu-0\"}]}},"
+            "\"reservedFor\":%s}}",
+            pods_json);
+    g_autoptr(Resp) r = http(srv, "PATCH", path, "application/merge-patch+json", body);
+    assert_status(r, 200, NULL);
+}
+
+/* A claim per pod from its template, named and owned as kube-controller-manager does it; gone
+ * with its pod. Without the controller nothing is generated. */
+static void test_dra_controller_template(void)
+{
+    {
+        g_autoptr(KasServer) off = start();
+        g_autoptr(Resp) t = post(off, RCT_PATH, RCT_GPU);
+        assert_status(t, 201, NULL);
+        create_pod(off, POD_TMPL("p"));
+        g_usleep(100000);
+        g_autoptr(Resp) l = get(off, RC_PATH);
+        g_assert_cmpuint(json_object_array_length(kas_json_get(l->json, "items")), ==, 0);
+    }
+    g_autoptr(KasServer) srv = start_with(opt_claims);
+    /* the template comes after the pod: the pod waits for it */
+    create_pod(srv, POD_TMPL("train-0"));
+    g_autoptr(Resp) t = post(srv, RCT_PATH, RCT_GPU);
+    assert_status(t, 201, NULL);
+    g_autoptr(Resp) pod = wait_until(srv, POD_PATH "/train-0", has_claim_status);
+    json_object *st = first(pod->json, "status.resourceClaimStatuses");
+    g_assert_cmpstr(kas_json_get_string(st, "name"), ==, "gpu");
+    const char *claim = kas_json_get_string(st, "resourceClaimName");
+    g_assert_true(g_str_has_prefix(claim, "train-0-gpu-"));
+    g_assert_cmpuint(strlen(claim), ==, strlen("train-0-gpu-") + 5);
+    g_autofree char *cpath = g_strdup_printf(RC_PATH "/%s", claim);
+    g_autoptr(Resp) c = get(srv, cpath);
+    assert_status(c, 200, NULL);
+    json_object *ann = kas_json_get(c->json, "metadata.annotations");
+    g_assert_cmpstr(json_object_get_string(
+                            json_object_object_get(ann, "resource.kubernetes.io/pod-claim-name")),
+                    ==, "gpu");
+    g_assert_cmpstr(js(c, "metadata.labels.team"), ==, "ml");
+    json_object *owner = first(c->json, "metadata.ownerReferences");
+    g_assert_cmpstr(kas_json_get_string(owner, "kind"), ==, "Pod");
+    g_assert_cmpstr(kas_json_get_string(owner, "uid"), ==, js(pod, "metadata.uid"));
+    g_assert_true(json_object_get_boolean(kas_json_get(owner, "controller")));
+    json_object *req = first(c->json, "spec.devices.requests");
+    g_assert_cmpint(json_object_get_int64(kas_json_get(req, "exactly.count")), ==, 1);
+    /* one claim, however often the pod changes */
+    g_autoptr(Resp) lbl = http(srv, "PATCH", POD_PATH "/train-0", "application/merge-patch+json",
+                               "{\"metadata\":{\"labels\":{\"x\":\"y\"}}}");
+    assert_status(lbl, 200, NULL);
+    g_usleep(50000);
+    g_autoptr(Resp) l = get(srv, RC_PATH);
+    g_assert_cmpuint(json_object_array_length(kas_json_get(l->json, "items")), ==, 1);
+    /* reserved, then the pod goes: released, deallocated, deleted */
+    g_autofree char *rf = g_strdup_printf("[{\"resource\":\"pods\",\"name\":\"train-0\",\"uid\":"
+                                          "\"%s\"}]",
+                                          js(pod, "metadata.uid"));
+    reserve(srv, claim, rf);
+    g_autoptr(Resp) d =
+            http(srv, "DELETE", POD_PATH "/train-0", NULL, "{\"gracePeriodSeconds\":0}");
+    g_assert_cmpint(d->code, ==, 200);
+    wait_gone(srv, cpath);
+    /* long names are shortened in proportion, both parts kept: 60 + 3 + 2 > 57, so 60 * 57 / 65
+     * of the pod's name and 3 * 57 / 65 of the claim's */
+    g_autofree char *long_pod = g_strnfill(60, 'a');
+    g_autofree char *lp = g_strdup_printf(
+            "{\"metadata\":{\"name\":\"%s\"},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":"
+            "\"i\"}],\"resourceClaims\":[{\"name\":\"gpu\",\"resourceClaimTemplateName\":"
+            "\"gpu-tmpl\"}]}}",
+            long_pod);
+    create_pod(srv, lp);
+    g_autofree char *lpath = g_strdup_printf(POD_PATH "/%s", long_pod);
+    g_autoptr(Resp) lpod = wait_until(srv, lpath, has_claim_status);
+    const char *lc = kas_json_get_string(first(lpod->json, "status.resourceClaimStatuses"),
+                                         "resourceClaimName");
+    g_autofree char *want = g_strdup_printf("%.52s-gp", long_pod);
+    g_assert_true(g_str_has_prefix(lc, want));
+    g_assert_cmpuint(strlen(lc), ==, 52 + 3 + 5);
+}
+
+/* A claim shared by two pods: each finished pod leaves reservedFor; the last one deallocates it;
+ * a claim not generated for a pod is never deleted. */
+static void test_dra_controller_shared(void)
+{
+    g_autoptr(KasServer) srv = start_with(opt_claims);
+    g_autoptr(Resp) c =
+            post(srv, RC_PATH, RC_JSON("shared", "{\"requests\":[" GPU_REQ("gpu") "]}"));
+    assert_status(c, 201, NULL);
+    const char *pod_fmt = "{\"metadata\":{\"name\":\"%s\"},\"spec\":{\"nodeName\":\"n1\","
+                          "\"containers\":[{\"name\":\"c\",\"image\":\"i\"}],\"resourceClaims\":"
+                          "[{\"name\":\"gpu\",\"resourceClaimName\":\"shared\"}]}}";
+    g_autofree char *a = g_strdup_printf(pod_fmt, "a");
+    g_autofree char *b = g_strdup_printf(pod_fmt, "b");
+    g_autoptr(Resp) pa = post(srv, POD_PATH, a);
+    assert_status(pa, 201, NULL);
+    g_autoptr(Resp) pb = post(srv, POD_PATH, b);
+    assert_status(pb, 201, NULL);
+    g_autofree char *rf = g_strdup_printf(
+            "[{\"resource\":\"pods\",\"name\":\"a\",\"uid\":\"%s\"},{\"resource\":\"pods\","
+            "\"name\":\"b\",\"uid\":\"%s\"}]",
+            js(pa, "metadata.uid"), js(pb, "metadata.uid"));
+    reserve(srv, "shared", rf);
+    g_autoptr(Resp) done = http(srv, "PATCH", POD_PATH "/a/status", "application/merge-patch+json",
+                                "{\"status\":{\"phase\":\"Succeeded\"}}");
+    assert_status(done, 200, NULL);
+    g_autoptr(Resp) one = wait_until(srv, RC_PATH "/shared", reserved_once);
+    g_assert_cmpstr(kas_json_get_string(first(one->json, "status.reservedFor"), "name"), ==, "b");
+    g_assert_nonnull(kas_json_get(one->json, "status.allocation"));
+    /* a pod on a node that is being deleted still holds it until it is gone */
+    g_autoptr(Resp) d = http(srv, "DELETE", POD_PATH "/b", NULL, "{\"gracePeriodSeconds\":0}");
+    g_assert_cmpint(d->code, ==, 200);
+    g_autoptr(Resp) none = wait_until(srv, RC_PATH "/shared", unreserved);
+    g_assert_null(kas_json_get(none->json, "status.allocation"));
+    g_usleep(50000);
+    g_autoptr(Resp) still = get(srv, RC_PATH "/shared");
+    assert_status(still, 200, NULL);
+}
+
 /* Pod-level spec.resources as the API server validates it (validatePodResources and
  * validatePodResourceConsistency): names, requests within limits, the containers covered. */
 static void test_pod_level_resources(void)
@@ -2243,6 +2897,15 @@ int main(int argc, char **argv)
     g_test_add_func("/apiserver/gang-api/runtime-config", test_gang_api_runtime_config);
     g_test_add_func("/apiserver/gang-api/podgroup", test_gang_api_podgroup);
     g_test_add_func("/apiserver/gang-api/invalid", test_gang_api_invalid);
+    g_test_add_func("/apiserver/dra/discovery", test_dra_discovery);
+    g_test_add_func("/apiserver/dra/claim-status", test_dra_claim_status);
+    g_test_add_func("/apiserver/dra/invalid", test_dra_invalid);
+    g_test_add_func("/apiserver/dra/limits", test_dra_limits);
+    g_test_add_func("/apiserver/dra/cel", test_dra_cel);
+    g_test_add_func("/apiserver/dra/slice-field-selectors", test_dra_slice_fields);
+    g_test_add_func("/apiserver/dra/pod-claims", test_dra_pod_claims);
+    g_test_add_func("/apiserver/dra/controller/template-claims", test_dra_controller_template);
+    g_test_add_func("/apiserver/dra/controller/shared-claim", test_dra_controller_shared);
     g_test_add_func("/apiserver/pods/pod-level-resources", test_pod_level_resources);
     g_test_add_func("/apiserver/crud/stale-update-409", test_crud_stale_update);
     g_test_add_func("/apiserver/crud/noop-update", test_crud_noop_update);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "tests/lib/kb-test-apiserver.h"
+#include "tests/lib/kb-test-util.h"
 
 static KbTestApiserver *api;
 
@@ -30,7 +31,7 @@ static char *wait_for(const char *kind, const char *name, const char *path, cons
     return v;
 }
 
-static KbTestDaemon *start_kubelet(const char *nodes_file, GError **error)
+static KbTestDaemon *start_kubelet_with(const char *nodes_file, const char *extra, GError **error)
 {
     const char *args[] = {"--master",
                           kb_test_apiserver_url(api),
@@ -40,9 +41,15 @@ static KbTestDaemon *start_kubelet(const char *nodes_file, GError **error)
                           "200",
                           "--start-delay",
                           "50",
+                          extra,
                           NULL};
     KbTestDaemonOptions o = {.stdout_pipe = TRUE, .log = TRUE};
     return kb_test_daemon_start("kb-kubelet", args, &o, error);
+}
+
+static KbTestDaemon *start_kubelet(const char *nodes_file, GError **error)
+{
+    return start_kubelet_with(nodes_file, NULL, error);
 }
 
 static const char nodes_yaml[] = "nodes:\n"
@@ -151,6 +158,150 @@ static void test_bad_nodes_file(void)
     g_rmdir(dir);
 }
 
+/* ---- --dra ------------------------------------------------------------------------------------
+ */
+
+static const char dra_nodes_yaml[] =
+        "nodes:\n"
+        "- count: 1\n"
+        "  name: \"dra-{i}\"\n"
+        "  allocatable: {cpu: 8, memory: 32Gi, pods: 110, nvidia.com/gpu: 4}\n"
+        "  annotations: {kube-batchd.io/gpu-topology: '{\"nvlink\":[[2,3],[0]]}'}\n"
+        "- count: 1\n"
+        "  name: \"h100-{i}\"\n"
+        "  labels: {nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3, nvidia.com/gpu.memory: "
+        "\"81559\"}\n"
+        "  allocatable: {cpu: 8, memory: 32Gi, pods: 110, nvidia.com/gpu: 2}\n"
+        "- count: 1\n"
+        "  name: \"cpu-{i}\"\n"
+        "  allocatable: {cpu: 8, memory: 32Gi, pods: 110}\n";
+
+static const char dra_objects_yaml[] =
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: one-gpu}\n"
+        "spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.nvidia.com}}]}}\n"
+        "---\n"
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata: {name: gpu}\n"
+        "spec: {spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: "
+        "gpu.nvidia.com}}]}}}\n---\n"
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: claims}\n"
+        "spec: {nodeName: dra-0, containers: [{name: c, image: x, resources: {claims: [{name: a}, "
+        "{name: b}]}}], resourceClaims: [{name: a, resourceClaimName: one-gpu}, {name: b, "
+        "resourceClaimTemplateName: gpu}]}\n---\n"
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: plain}\n"
+        "spec: {nodeName: dra-0, containers: [{name: c, image: x}]}\n";
+
+/* The allocation and reservation a scheduler writes for @claim and pod @uid. */
+static void allocate(const char *claim, const char *device, const char *uid)
+{
+    g_autofree char *patch = g_strdup_printf(
+            "{\"status\":{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"gpu\","
+            "\"driver\":\"gpu.nvidia.com\",\"pool\":\"dra-0\",\"device\":\"%s\"}]}},"
+            "\"reservedFor\":[{\"resource\":\"pods\",\"name\":\"claims\",\"uid\":\"%s\"}]}}",
+            device, uid);
+    g_free(kb_test_kubectl_run(api, NULL, "patch", "resourceclaim", claim, "--subresource=status",
+                               "--type=merge", "-p", patch, NULL));
+}
+
+/* GPUs published as NVIDIA's driver does, no longer an extended resource; a pod with claims
+ * starts only once each is allocated and reserved for it, and says why until then. */
+static void test_kubelet_dra(void)
+{
+    g_autoptr(GError) error = NULL;
+    KbTestApiserver *shared = api;
+    const char *aargs[] = {"--resource-claim-controller", NULL};
+    g_autoptr(KbTestApiserver) own = kb_test_apiserver_start(aargs, &error);
+    g_assert_no_error(error);
+    api = own;
+    g_autofree char *dir = g_dir_make_tmp("kb-kubelet-XXXXXX", &error);
+    g_autofree char *file = g_build_filename(dir, "nodes.yaml", NULL);
+    g_assert_true(g_file_set_contents(file, dra_nodes_yaml, -1, &error));
+    g_autoptr(KbTestDaemon) k = start_kubelet_with(file, "--dra", &error);
+    g_assert_no_error(error);
+    g_autofree char *line = kb_test_daemon_wait_line(k, "registered ", 30000, &error);
+    g_assert_no_error(error);
+    g_assert_cmpstr(line, ==, "3 nodes");
+    g_autofree char *gpus = kb_test_kubectl_run(
+            api, NULL, "get", "nodes", "-o",
+            "jsonpath={range .items[*]}{.metadata.name}={.status.allocatable.nvidia\\.com/gpu};"
+            "{end}",
+            NULL);
+    g_assert_cmpstr(gpus, ==, "cpu-0=;dra-0=;h100-0=;");
+    g_autofree char *slices = kb_test_kubectl_run(
+            api, NULL, "get", "resourceslices", "-o",
+            "jsonpath={range .items[*]}{.metadata.name} {.spec.nodeName} {.spec.pool.name} "
+            "{.spec.driver} {.spec.devices[*].name};{end}",
+            NULL);
+    g_assert_cmpstr(slices, ==,
+                    "dra-0-gpu.nvidia.com dra-0 dra-0 gpu.nvidia.com gpu-0 gpu-1 gpu-2 gpu-3;"
+                    "h100-0-gpu.nvidia.com h100-0 h100-0 gpu.nvidia.com gpu-0 gpu-1;");
+    /* the islands: [2,3] is 0, [0] is 1, gpu-1 is named by none: 2 + 1 */
+    g_autofree char *isl = kb_test_kubectl_run(
+            api, NULL, "get", "resourceslice", "dra-0-gpu.nvidia.com", "-o",
+            "jsonpath={range .spec.devices[*]}{.attributes.kube-batchd\\.io/nvlinkIsland.int} "
+            "{.attributes.type.string} {.attributes.index.int} {.capacity.memory.value};{end}",
+            NULL);
+    g_assert_cmpstr(isl, ==, "1 gpu 0 80Gi;3 gpu 1 80Gi;0 gpu 2 80Gi;0 gpu 3 80Gi;");
+    g_autofree char *h100 = kb_test_kubectl_run(
+            api, NULL, "get", "resourceslice", "h100-0-gpu.nvidia.com", "-o",
+            "jsonpath={.spec.devices[0].attributes.productName.string} "
+            "{.spec.devices[0].attributes.architecture.string} "
+            "{.spec.devices[0].attributes.cudaComputeCapability.version} "
+            "{.spec.devices[0].capacity.memory.value} {.spec.devices[0].attributes.uuid.string}",
+            NULL);
+    g_assert_true(g_str_has_prefix(h100, "NVIDIA-H100-80GB-HBM3 Hopper 9.0.0 81559Mi GPU-"));
+
+    g_autofree char *classes =
+            g_build_filename(kb_test_src_dir(), "deploy/dra/deviceclasses.yaml", NULL);
+    g_free(kb_test_kubectl_run(api, NULL, "create", "-f", classes, NULL));
+    g_free(kb_test_kubectl_run(api, dra_objects_yaml, "create", "-f", "-", NULL));
+    /* a pod without claims runs as before; the other waits and says for what */
+    g_autofree char *plain = wait_for("pod", "plain", "{.status.phase}", "Running");
+    g_assert_cmpstr(plain, ==, "Running");
+    g_autofree char *sel =
+            g_strdup("involvedObject.name=claims,reason=FailedPrepareDynamicResources");
+    g_autofree char *ev = NULL;
+    for (int i = 0; i < 150; i++) {
+        g_free(ev);
+        ev = kb_test_kubectl_run(api, NULL, "get", "events", "--field-selector", sel, "-o",
+                                 "jsonpath={.items[*].message}", NULL);
+        if (strstr(ev, "ResourceClaim default/one-gpu: not allocated") != NULL)
+            break;
+        g_usleep(200 * 1000);
+    }
+    g_assert_nonnull(strstr(ev, "Failed to prepare dynamic resources: ResourceClaim "
+                                "default/one-gpu: not allocated"));
+    g_autofree char *uid = kb_test_kubectl_run(api, NULL, "get", "pod", "claims", "-o",
+                                               "jsonpath={.metadata.uid}", NULL);
+    allocate("one-gpu", "gpu-0", uid);
+    g_autofree char *gen =
+            wait_for("pod", "claims", "{.status.resourceClaimStatuses[0].name}", "b");
+    g_assert_cmpstr(gen, ==, "b");
+    g_autofree char *generated = kb_test_kubectl_run(
+            api, NULL, "get", "pod", "claims", "-o",
+            "jsonpath={.status.resourceClaimStatuses[0].resourceClaimName}", NULL);
+    /* one claim ready, the generated one not yet: still Pending, naming the second */
+    g_autofree char *why = g_strdup_printf("ResourceClaim default/%s: not allocated", generated);
+    for (int i = 0; i < 150; i++) {
+        g_free(ev);
+        ev = kb_test_kubectl_run(api, NULL, "get", "events", "--field-selector", sel, "-o",
+                                 "jsonpath={.items[*].message}", NULL);
+        if (strstr(ev, why) != NULL)
+            break;
+        g_usleep(200 * 1000);
+    }
+    g_assert_nonnull(strstr(ev, why));
+    g_autofree char *pending = kb_test_kubectl_run(api, NULL, "get", "pod", "claims", "-o",
+                                                   "jsonpath={.status.phase}", NULL);
+    g_assert_cmpstr(pending, ==, "Pending");
+    allocate(generated, "gpu-1", uid);
+    g_autofree char *running = wait_for("pod", "claims", "{.status.phase}", "Running");
+    g_assert_cmpstr(running, ==, "Running");
+    g_assert_cmpint(kb_test_daemon_stop(k, 30000), ==, 0);
+    api = shared;
+    g_unlink(file);
+    g_rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -164,6 +315,7 @@ int main(int argc, char **argv)
     g_assert_no_error(error);
     g_test_add_func("/kubelet/nodes-pods-deletions", test_kubelet);
     g_test_add_func("/kubelet/bad-nodes-file", test_bad_nodes_file);
+    g_test_add_func("/kubelet/dra", test_kubelet_dra);
     int rc = g_test_run();
     kb_test_apiserver_free(api);
     return rc;

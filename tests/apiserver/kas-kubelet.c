@@ -5,11 +5,22 @@
 
 #include <string.h>
 
+#include "tests/apiserver/kas-claims.h"
+#include "tests/apiserver/kas-dra.h"
 #include "tests/apiserver/kas-json.h"
 #include "tests/apiserver/kas-ops.h"
 #include "tests/kubelet/kbl-sim.h"
 
-typedef enum { JOB_POD_START, JOB_POD_FINISH, JOB_POD_GONE, JOB_NODE_READY, JOB_NODE_UNTAINT } JobKind;
+typedef enum {
+    JOB_POD_START,
+    JOB_POD_FINISH,
+    JOB_POD_GONE,
+    JOB_NODE_READY,
+    JOB_NODE_UNTAINT,
+    JOB_POD_CLAIMS, /* the resource-claim controller: a pod */
+    JOB_CLAIM_SYNC, /* ... a claim, by name */
+    JOB_CLAIMS_NS,  /* ... every pod of a namespace */
+} JobKind;
 
 struct KasKubelet {
     KasStore *store;
@@ -42,19 +53,25 @@ static void job_free(gpointer p)
 
 static gboolean run_job(gpointer data);
 
-static void schedule(KasKubelet *k, JobKind kind, const KasObj *obj, guint delay_ms)
+static void schedule_named(KasKubelet *k, JobKind kind, const char *ns, const char *name,
+                           const char *uid, guint delay_ms)
 {
     Job *j = g_new0(Job, 1);
     j->k = k;
     j->kind = kind;
-    j->ns = g_strdup(obj->ns);
-    j->name = g_strdup(obj->name);
-    j->uid = g_strdup(obj->uid);
+    j->ns = g_strdup(ns);
+    j->name = g_strdup(name);
+    j->uid = g_strdup(uid);
     j->run_ms = -1;
     GSource *src = delay_ms == 0 ? g_idle_source_new() : g_timeout_source_new(delay_ms);
     g_source_set_callback(src, run_job, j, job_free);
     g_source_attach(src, k->ctx);
     g_source_unref(src);
+}
+
+static void schedule(KasKubelet *k, JobKind kind, const KasObj *obj, guint delay_ms)
+{
+    schedule_named(k, kind, obj->ns, obj->name, obj->uid, delay_ms);
 }
 
 /* Run @j again as @kind after @delay_ms (a copy: the current one is about to be freed). */
@@ -74,10 +91,38 @@ static void reschedule(Job *j, JobKind kind, guint delay_ms)
 
 /* ---- the store hook (called with the store lock held) ---------------------------------------- */
 
+/* The resource-claim controller's triggers (kas-claims.h): pods that name claims, claims with
+ * reservations, new templates. */
+static void claims_hook(KasKubelet *k, KasRes *res, KasEvType type, KasObj *obj)
+{
+    if (res->kind == KAS_KIND_POD) {
+        if (!kas_claims_pod_has_claims(obj))
+            return;
+        if (type != KAS_EV_DELETED) {
+            schedule(k, JOB_POD_CLAIMS, obj, 0);
+            return;
+        }
+        json_object *j = kas_obj_parse(obj);
+        g_autoptr(GPtrArray) names = kas_claims_pod_claim_names(j);
+        json_object_put(j);
+        for (guint i = 0; i < names->len; i++)
+            schedule_named(k, JOB_CLAIM_SYNC, obj->ns, g_ptr_array_index(names, i), NULL, 0);
+        return;
+    }
+    if (!kas_dra_is(res) || type == KAS_EV_DELETED)
+        return;
+    if (strcmp(res->plural, "resourceclaims") == 0 && strstr(obj->json, "\"reservedFor\"") != NULL)
+        schedule_named(k, JOB_CLAIM_SYNC, obj->ns, obj->name, NULL, 0);
+    else if (strcmp(res->plural, "resourceclaimtemplates") == 0 && type == KAS_EV_ADDED)
+        schedule_named(k, JOB_CLAIMS_NS, obj->ns, obj->name, NULL, 0);
+}
+
 static void hook(KasStore *store, KasRes *res, KasEvType type, KasObj *obj, KasObj *old,
                  gpointer data)
 {
     KasKubelet *k = data;
+    if (k->opts.resource_claims)
+        claims_hook(k, res, type, obj);
     if (type == KAS_EV_DELETED)
         return;
     if (res->kind == KAS_KIND_NODE) {
@@ -238,6 +283,15 @@ static gboolean run_job(gpointer data)
     case JOB_NODE_READY:
         if (kas_ops_mutate(k->store, nodes, NULL, j->name, j->uid, node_ready, j))
             renew_lease(k, j->name, j->uid);
+        break;
+    case JOB_POD_CLAIMS:
+        kas_claims_sync_pod(k->store, j->ns, j->name, j->uid);
+        break;
+    case JOB_CLAIM_SYNC:
+        kas_claims_sync_claim(k->store, j->ns, j->name);
+        break;
+    case JOB_CLAIMS_NS:
+        kas_claims_sync_namespace(k->store, j->ns);
         break;
     }
     return G_SOURCE_REMOVE;

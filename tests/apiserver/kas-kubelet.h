@@ -29,6 +29,7 @@ typedef struct {
     guint start_delay_ms; /* bound -> Running (default 100) */
     guint stop_delay_ms;  /* deletion confirmed by the kubelet (default 100) */
     guint heartbeat_ms;   /* Lease renewal period (default 10000) */
+    gboolean resource_claims; /* run the resource-claim controller (kas-claims.h) */
 } KasKubeletOptions;
 
 typedef struct KasKubelet KasKubelet;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "tests/apiserver/kas-admit.h"
+#include "tests/apiserver/kas-dra.h"
 #include "tests/apiserver/kas-gang.h"
 #include "tests/apiserver/kas-evict.h"
 #include "tests/apiserver/kas-json.h"
@@ -473,6 +474,8 @@ static gboolean prepare_create(KasStore *store, KasRes *res, json_object *obj, G
     default:
         if (kas_gang_is(res))
             return kas_gang_admit_create(store, res, obj, error);
+        if (kas_dra_is(res))
+            return kas_dra_admit_create(res, obj, error);
         return kas_admit_create(res, obj, error);
     }
     return TRUE;
@@ -867,6 +870,14 @@ static void copy_member(json_object *dst, json_object *src, const char *key)
         json_object_object_del(dst, key);
 }
 
+/* A pod's status as written through pods/status: its resourceClaimStatuses. */
+static gboolean pod_status_valid(const KasRes *res, json_object *pod, GError **error)
+{
+    g_autoptr(KasFieldErrors) errs = kas_field_errors_new();
+    kas_dra_validate_pod_status(pod, errs);
+    return kas_field_errors_check(errs, res, kas_json_get_string(pod, "metadata.name"), error);
+}
+
 /* The new state for an update of @curj by @body (both borrowed); new reference or NULL. */
 static json_object *updated_object(KasStore *store, KasRes *res, json_object *curj,
                                    json_object *body, gboolean status, GError **error)
@@ -877,7 +888,9 @@ static json_object *updated_object(KasStore *store, KasRes *res, json_object *cu
         copy_member(newj, body, "status");
         if (res->kind == KAS_KIND_NODE)
             kas_admit_node_status_defaults(newj);
-        if (res->kind == KAS_KIND_CUSTOM && !custom_schema(res, newj, error)) {
+        if ((res->kind == KAS_KIND_CUSTOM && !custom_schema(res, newj, error)) ||
+            (kas_dra_is(res) && !kas_dra_admit_status(res, curj, newj, error)) ||
+            (res->kind == KAS_KIND_POD && !pod_status_valid(res, newj, error))) {
             json_object_put(newj);
             return NULL;
         }
@@ -927,6 +940,11 @@ static json_object *updated_object(KasStore *store, KasRes *res, json_object *cu
         kas_admit_node_status_defaults(newj);
     } else if (kas_gang_is(res)) {
         if (!kas_gang_admit_update(res, curj, newj, error)) {
+            json_object_put(newj);
+            return NULL;
+        }
+    } else if (kas_dra_is(res)) {
+        if (!kas_dra_admit_update(res, curj, newj, error)) {
             json_object_put(newj);
             return NULL;
         }

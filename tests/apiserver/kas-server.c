@@ -690,7 +690,8 @@ KasServer *kas_server_new(const KasServerOptions *opts, GError **error)
     KasKubeletOptions ko = { .simulate = opts->simulate_kubelet,
                              .start_delay_ms = opts->kubelet_start_ms,
                              .stop_delay_ms = opts->kubelet_stop_ms,
-                             .heartbeat_ms = opts->heartbeat_ms };
+                             .heartbeat_ms = opts->heartbeat_ms,
+                             .resource_claims = opts->resource_claim_controller };
     srv->kubelet = kas_kubelet_new(srv->store, &ko);
     if (opts->nodes_file != NULL && kas_nodes_load(srv->store, opts->nodes_file, error) < 0) {
         g_prefix_error(error, "--nodes: ");

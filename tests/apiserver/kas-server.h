@@ -43,6 +43,7 @@ typedef struct {
     const char *token_auth_file;
     const char *authorization_mode; /* "AlwaysAllow" (default), "RBAC", "Node,RBAC", ... */
     gboolean scheduling_v1beta1;    /* serve scheduling.k8s.io/v1beta1 (see kas-gang.h) */
+    gboolean resource_claim_controller; /* kube-controller-manager's, see kas-claims.h */
 } KasServerOptions;
 
 typedef struct KasServer KasServer;

@@ -68,6 +68,7 @@ static const char *const event_fields[] = {
     "involvedObject.fieldPath", "reason", "reportingComponent", "source", "type", NULL
 };
 static const char *const secret_fields[] = { "type", NULL };
+static const char *const slice_fields[] = { "spec.nodeName", "spec.driver", "spec.pool.name", NULL };
 
 typedef struct {
     KasKind kind;
@@ -123,6 +124,15 @@ static const Builtin builtins[] = {
       NULL, TRUE, FALSE, NULL, TRUE },
     { KAS_KIND_GENERIC, "scheduling.k8s.io", "v1beta1", "podgroups", "podgroup", "PodGroup", NULL,
       NULL, TRUE, TRUE, NULL, TRUE },
+    /* Dynamic Resource Allocation (GA in 1.34, served by default): kas-dra.c */
+    { KAS_KIND_GENERIC, "resource.k8s.io", "v1", "deviceclasses", "deviceclass", "DeviceClass",
+      NULL, NULL, FALSE, FALSE, NULL },
+    { KAS_KIND_GENERIC, "resource.k8s.io", "v1", "resourceclaims", "resourceclaim",
+      "ResourceClaim", NULL, NULL, TRUE, TRUE, NULL },
+    { KAS_KIND_GENERIC, "resource.k8s.io", "v1", "resourceclaimtemplates",
+      "resourceclaimtemplate", "ResourceClaimTemplate", NULL, NULL, TRUE, FALSE, NULL },
+    { KAS_KIND_GENERIC, "resource.k8s.io", "v1", "resourceslices", "resourceslice",
+      "ResourceSlice", NULL, NULL, FALSE, FALSE, slice_fields },
     { KAS_KIND_GENERIC, "policy", "v1,v1beta1", "poddisruptionbudgets", "poddisruptionbudget",
       "PodDisruptionBudget", "pdb", NULL, TRUE, TRUE, NULL },
     { KAS_KIND_GENERIC, "events.k8s.io", "v1,v1beta1", "events", "event", "Event", "ev", NULL,
@@ -407,6 +417,8 @@ static void add_builtins(KasStore *store, gboolean beta)
         /* the registries that set metadata.generation */
         res->uses_generation = b->kind == KAS_KIND_CRD ||
                                strcmp(b->plural, "priorityclasses") == 0 || b->beta ||
+                               strcmp(b->plural, "deviceclasses") == 0 ||
+                               strcmp(b->plural, "resourceslices") == 0 ||
                                strcmp(b->plural, "poddisruptionbudgets") == 0;
         res->field_paths = b->fields;
         add_res(store, res);

@@ -60,7 +60,7 @@ int main(int argc, char **argv)
     g_autofree char *listen = NULL, *nodes = NULL, *faults = NULL;
     g_autofree char *tls_cert = NULL, *tls_key = NULL, *tokens = NULL, *authz = NULL;
     g_autofree char *runtime_config = NULL;
-    gboolean simulate = FALSE;
+    gboolean simulate = FALSE, claim_controller = FALSE;
     gint history = (gint)opts.watch_history, queue = (gint)opts.watch_queue;
     gint bookmark = (gint)opts.bookmark_ms, max_conn = (gint)opts.max_connections;
     gint header_timeout = (gint)opts.header_timeout;
@@ -86,6 +86,7 @@ int main(int argc, char **argv)
         { "tls-cert-file", 0, 0, G_OPTION_ARG_FILENAME, &tls_cert, "Serve HTTPS with this PEM certificate (chain)", "FILE" },
         { "tls-private-key-file", 0, 0, G_OPTION_ARG_FILENAME, &tls_key, "The PEM private key of --tls-cert-file", "FILE" },
         { "token-auth-file", 0, 0, G_OPTION_ARG_FILENAME, &tokens, "Authenticate bearer tokens from this CSV file (token,user,uid,\"group1,group2\")", "FILE" },
+        { "resource-claim-controller", 0, 0, G_OPTION_ARG_NONE, &claim_controller, "Run kube-controller-manager's resource-claim controller: a claim per pod from its ResourceClaimTemplate, reservations of finished pods released, their generated claims deleted", NULL },
         { "runtime-config", 0, 0, G_OPTION_ARG_STRING, &runtime_config, "Switch API group/versions on or off, as kube-apiserver: scheduling.k8s.io/v1beta1=true serves Workloads and PodGroups (off by default)", "GV=BOOL,..." },
         { "authorization-mode", 0, 0, G_OPTION_ARG_STRING, &authz, "Authorizers in order: AlwaysAllow (default), AlwaysDeny, RBAC, Node", "MODES" },
         { NULL },
@@ -110,6 +111,7 @@ int main(int argc, char **argv)
     if (listen != NULL)
         opts.listen = listen;
     opts.simulate_kubelet = simulate;
+    opts.resource_claim_controller = claim_controller;
     opts.nodes_file = nodes;
     opts.faults = faults;
     opts.faults_seed = (guint64)seed;

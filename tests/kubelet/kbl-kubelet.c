@@ -5,11 +5,14 @@
 
 #include "kube/kb-error.h"
 #include "kube/kb-informer.h"
+#include "kube/kb-recorder.h"
 #include "tests/apiserver/kas-json.h"
 #include "tests/apiserver/kas-nodes.h"
+#include "tests/kubelet/kbl-dra.h"
 #include "tests/kubelet/kbl-sim.h"
 
 #define STATUS_ATTEMPTS 3
+#define DRA_RETRY_MS    500 /* a pod whose claims are not ready is looked at again after this */
 
 typedef struct {
     char *ip;
@@ -31,6 +34,9 @@ struct KblKubelet {
     KbClient *client;
     KblKubeletOptions opts;
     json_object *nodes;   /* Node objects from the file */
+    json_object *slices;  /* --dra: each node's ResourceSlice (or null), as nodes */
+    KbRecorder *recorder; /* --dra: why a pod does not start */
+    GHashTable *blocked;  /* --dra: pod uid -> the reason last reported */
     GHashTable *ours;     /* node name -> NodeInfo* */
     GHashTable *timers;   /* pod uid -> PodTimer* (one pending action per pod) */
     GHashTable *run_from; /* pod uid -> gint64* monotonic ms its containers (re)started */
@@ -133,6 +139,33 @@ static void renew_lease(KblKubelet *k, const char *name, const NodeInfo *info)
         g_warning("node %s: renewing its lease: %s", name, error->message);
 }
 
+/* Create @slice, or replace the one of its name (a kubelet restarted). */
+static gboolean publish_slice(KblKubelet *k, json_object *slice, GError **error)
+{
+    const char *name = kas_json_get_string(slice, "metadata.name");
+    g_autoptr(GError) e = NULL;
+    json_object *r = kb_client_create(k->client, &kbl_type_resource_slices, NULL, slice, &e);
+    if (r == NULL && g_error_matches(e, KB_ERROR, KB_ERROR_ALREADY_EXISTS)) {
+        g_clear_error(&e);
+        json_object *cur = kb_client_get(k->client, &kbl_type_resource_slices, NULL, name, &e);
+        if (cur != NULL) {
+            json_object *next = NULL;
+            json_object_deep_copy(slice, &next, NULL);
+            const char *rv = kas_json_get_string(cur, "metadata.resourceVersion");
+            kas_json_set_string(kas_json_ensure_object(next, "metadata"), "resourceVersion", rv);
+            r = kb_client_update(k->client, &kbl_type_resource_slices, NULL, name, NULL, next, &e);
+            json_object_put(next);
+            json_object_put(cur);
+        }
+    }
+    if (r == NULL) {
+        g_propagate_error(error, g_steal_pointer(&e));
+        return FALSE;
+    }
+    json_object_put(r);
+    return TRUE;
+}
+
 static gboolean register_node(KblKubelet *k, json_object *node, guint index, GError **error)
 {
     const char *name = node_name(node);
@@ -159,6 +192,11 @@ static gboolean register_node(KblKubelet *k, json_object *node, guint index, GEr
         return FALSE;
     }
     renew_lease(k, name, info);
+    json_object *slice = k->slices != NULL ? json_object_array_get_idx(k->slices, index) : NULL;
+    if (slice != NULL && !publish_slice(k, slice, error)) {
+        g_prefix_error(error, "node %s: publishing its ResourceSlice: ", name);
+        return FALSE;
+    }
     return TRUE;
 }
 
@@ -286,6 +324,40 @@ static void confirm_gone(KblKubelet *k, const PodTimer *t)
     }
 }
 
+/* --dra: does the pod wait for its claims? Reports a new reason as the kubelet does (a Warning
+ * event FailedPrepareDynamicResources naming the claim). */
+static gboolean claims_blocked(KblKubelet *k, const PodTimer *t)
+{
+    KbObjectMeta *m = kb_informer_get(k->pods, t->ns, t->name);
+    if (m == NULL || m->raw == NULL || kas_json_get(m->raw, "spec.resourceClaims") == NULL)
+        return FALSE;
+    json_object *pod = read_pod(k, t, TRUE);
+    if (pod == NULL)
+        return FALSE;
+    char *why = kbl_dra_pod_blocked(k->client, pod);
+    json_object_put(pod);
+    if (why == NULL) {
+        g_hash_table_remove(k->blocked, t->uid);
+        return FALSE;
+    }
+    if (g_strcmp0(g_hash_table_lookup(k->blocked, t->uid), why) != 0) {
+        g_message("pod %s/%s waits: %s", t->ns, t->name, why);
+        kb_recorder_event(k->recorder, m, "v1", "Pod", "Warning", "FailedPrepareDynamicResources",
+                          "Failed to prepare dynamic resources: %s", why);
+        g_hash_table_replace(k->blocked, g_strdup(t->uid), why);
+    } else {
+        g_free(why);
+    }
+    return TRUE;
+}
+
+/* Look at a waiting pod again later (@t is about to be freed). */
+static void retry_start(KblKubelet *k, const PodTimer *t)
+{
+    KbObjectMeta m = {.namespace_ = t->ns, .name = t->name, .uid = t->uid};
+    set_timer(k, &m, TIMER_START, DRA_RETRY_MS);
+}
+
 static gboolean fire(gpointer data)
 {
     PodTimer *t = data;
@@ -296,6 +368,10 @@ static gboolean fire(gpointer data)
     gboolean restarted = FALSE;
     switch (t->kind) {
     case TIMER_START:
+        if (k->slices != NULL && claims_blocked(k, t)) {
+            retry_start(k, t);
+            break;
+        }
         if (write_pod_status(k, t, start_pod, NULL)) {
             k->started++;
             run_from_now(k, t->uid);
@@ -388,9 +464,30 @@ static void on_pod_delete(gpointer obj, gpointer data)
         return;
     g_hash_table_remove(k->timers, m->uid);
     g_hash_table_remove(k->run_from, m->uid);
+    if (k->blocked != NULL)
+        g_hash_table_remove(k->blocked, m->uid);
 }
 
 /* ---- life cycle ------------------------------------------------------------------------------ */
+
+/* --dra: each node's slice (JSON null without GPUs), its nvidia.com/gpu taken off the node. */
+static json_object *dra_slices(json_object *nodes, GError **error)
+{
+    json_object *slices = json_object_new_array();
+    for (gsize i = 0; i < json_object_array_length(nodes); i++) {
+        json_object *node = json_object_array_get_idx(nodes, i);
+        GError *e = NULL;
+        json_object *s = kbl_dra_slice(node, &e);
+        if (e != NULL) {
+            g_propagate_error(error, e);
+            json_object_put(slices);
+            return NULL;
+        }
+        json_object_array_add(slices, s);
+        kbl_dra_strip_gpus(node);
+    }
+    return slices;
+}
 
 KblKubelet *kbl_kubelet_new(KbClient *client, const KblKubeletOptions *opts, GError **error)
 {
@@ -415,8 +512,20 @@ KblKubelet *kbl_kubelet_new(KbClient *client, const KblKubeletOptions *opts, GEr
         json_object_put(nodes);
         return NULL;
     }
+    json_object *slices = opts->dra ? dra_slices(nodes, error) : NULL;
+    if (opts->dra && slices == NULL) {
+        g_prefix_error(error, "%s: ", opts->nodes_file);
+        json_object_put(nodes);
+        return NULL;
+    }
     KblKubelet *k = g_new0(KblKubelet, 1);
     k->client = client;
+    k->slices = slices;
+    if (slices != NULL) {
+        KbRecorderOptions ro = {.component = "kubelet"};
+        k->recorder = kb_recorder_new_full(client, &ro);
+        k->blocked = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    }
     k->opts = *opts;
     k->opts.nodes_file = NULL;
     k->opts.start_delay_ms = opts->start_delay_ms > 0 ? opts->start_delay_ms : 100;
@@ -466,6 +575,9 @@ void kbl_kubelet_free(KblKubelet *k)
     if (k->status_id != 0)
         g_source_remove(k->status_id);
     g_clear_pointer(&k->pods, kb_informer_free);
+    g_clear_pointer(&k->recorder, kb_recorder_free);
+    g_clear_pointer(&k->blocked, g_hash_table_unref);
+    json_object_put(k->slices);
     g_hash_table_unref(k->timers);
     g_hash_table_unref(k->run_from);
     g_hash_table_unref(k->ours);

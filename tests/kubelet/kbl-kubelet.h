@@ -14,6 +14,10 @@
  *     (kbl-sim.h), restarting in place per restartPolicy; a pod being deleted is confirmed gone
  *     after the stop delay (or its grace period when shorter) with a DELETE of grace period 0 and
  *     the pod's uid as precondition, as a kubelet does.
+ *   - With --dra (kbl-dra.h): each node's nvidia.com/gpu become devices of a ResourceSlice of the
+ *     driver gpu.nvidia.com instead of an extended resource, and a pod with resource claims
+ *     stays Pending until every claim is allocated and reserved for it, with a Warning event
+ *     FailedPrepareDynamicResources that names the claim and says what is missing.
  * Status writes are PUTs of the status subresource with the resourceVersion read; a 409 reads the
  * pod again (at most three times). Calls are blocking, on the caller's main loop: the simulator
  * keeps up with the tests' and the demo's clusters (hundreds of pods), not with benchmarks.
@@ -30,6 +34,7 @@ typedef struct {
     guint stop_delay_ms;  /* deletion confirmed (default 100) */
     guint heartbeat_ms;   /* Lease renewal (default 10000) */
     guint node_status_ms; /* node status posted again (default 60000) */
+    gboolean dra;         /* GPUs as ResourceSlices, pods gated on their claims (kbl-dra.h) */
 } KblKubeletOptions;
 
 typedef struct KblKubelet KblKubelet;

@@ -36,7 +36,7 @@ int main(int argc, char **argv)
 {
     g_autofree char *master = NULL, *kubeconfig = NULL, *nodes = NULL;
     gint start_ms = 100, stop_ms = 100, heartbeat = 10000, status_s = 60;
-    gboolean version = FALSE;
+    gboolean version = FALSE, dra = FALSE;
     kb_log_init(KB_LOG_INFO);
     GOptionEntry entries[] = {
             {"master", 0, 0, G_OPTION_ARG_STRING, &master, "API server URL (overrides kubeconfig)",
@@ -51,6 +51,11 @@ int main(int argc, char **argv)
              "ms between node Lease renewals (default 10000)", "MS"},
             {"node-status-interval", 0, 0, G_OPTION_ARG_INT, &status_s,
              "seconds between node status posts (default 60)", "S"},
+            {"dra", 0, 0, G_OPTION_ARG_NONE, &dra,
+             "publish each node's nvidia.com/gpu as a ResourceSlice of the gpu.nvidia.com DRA "
+             "driver (no longer an extended resource) and start a pod with resource claims only "
+             "once each is allocated and reserved for it",
+             NULL},
             {"log-level", 0, 0, G_OPTION_ARG_CALLBACK, (gpointer)kb_log_option_arg,
              "error, warning, info (default) or debug", "LEVEL"},
             {"version", 0, 0, G_OPTION_ARG_NONE, &version, "print the version and exit", NULL},
@@ -88,7 +93,8 @@ int main(int argc, char **argv)
                            .start_delay_ms = (guint)MAX(start_ms, 1),
                            .stop_delay_ms = (guint)MAX(stop_ms, 1),
                            .heartbeat_ms = (guint)heartbeat,
-                           .node_status_ms = (guint)status_s * 1000};
+                           .node_status_ms = (guint)status_s * 1000,
+                           .dra = dra};
     g_autoptr(KblKubelet) k = kbl_kubelet_new(client, &o, &error);
     if (k == NULL) {
         g_printerr("kb-kubelet: %s\n", error->message);
