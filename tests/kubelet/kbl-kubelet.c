@@ -28,7 +28,20 @@ typedef struct {
     TimerKind kind;
     char *ns, *name, *uid;
     guint source;
+    int attempt; /* status writes tried (a 409 tries again from the watch's newer copy) */
 } PodTimer;
+
+/* What the kubelet asks of the server, by kind, for its cost report. */
+typedef enum {
+    REQ_REGISTER,
+    REQ_LEASE,
+    REQ_NODE_STATUS,
+    REQ_POD_STATUS,
+    REQ_POD_DELETE,
+    N_REQ
+} ReqKind;
+static const char *const req_kind_names[N_REQ] = {"register", "lease", "node-status", "pod-status",
+                                                  "pod-delete"};
 
 struct KblKubelet {
     KbClient *client;
@@ -42,9 +55,19 @@ struct KblKubelet {
     GHashTable *run_from; /* pod uid -> gint64* monotonic ms its containers (re)started */
     KbInformer *pods;
     guint heartbeat_id, status_id;
+    guint heartbeat_slot, status_slot; /* the next slice of the nodes to renew / post */
     guint64 pod_seq;
     guint64 started, finished, deleted;
+    guint64 requests[N_REQ];
+    gint64 started_at_us; /* monotonic, for the rates */
 };
+
+/* Renewals and status posts are spread over their interval in this many slices, as real
+ * kubelets' own timers spread them, instead of one burst of 5,000 every 10 s. */
+#define SLICES_MAX 100
+/* A status write that met a 409 tries again after the watch has had time to deliver the newer
+ * pod. */
+#define CONFLICT_RETRY_MS 50
 
 static void node_info_free(gpointer p)
 {
@@ -83,6 +106,7 @@ static gboolean post_node_status(KblKubelet *k, const char *name, json_object *f
 {
     NodeInfo *info = g_hash_table_lookup(k->ours, name);
     for (int attempt = 1;; attempt++) {
+        k->requests[REQ_REGISTER] += 2; /* the read and the write */
         json_object *node = kb_client_get(k->client, &kb_type_nodes, NULL, name, error);
         if (node == NULL)
             return FALSE;
@@ -103,6 +127,7 @@ static gboolean post_node_status(KblKubelet *k, const char *name, json_object *f
             json_object *patch = json_object_new_object();
             json_object_object_add(kas_json_ensure_object(patch, "spec"), "taints", rest);
             rest = NULL;
+            k->requests[REQ_REGISTER]++;
             r = kb_client_patch(k->client, &kb_type_nodes, NULL, name, NULL, KB_PATCH_MERGE,
                                 json_object_to_json_string(patch), error);
             json_object_put(patch);
@@ -119,24 +144,68 @@ static gboolean post_node_status(KblKubelet *k, const char *name, json_object *f
     }
 }
 
+typedef struct {
+    KblKubelet *k;
+    char *name;
+    char *node_uid;
+} LeaseCall;
+
+static void lease_call_free(LeaseCall *c)
+{
+    g_free(c->name);
+    g_free(c->node_uid);
+    g_free(c);
+}
+
+static void lease_created(const KbResponse *resp, gpointer data)
+{
+    LeaseCall *c = data;
+    if (resp->error != NULL && !g_error_matches(resp->error, KB_ERROR, KB_ERROR_ALREADY_EXISTS))
+        g_warning("node %s: creating its lease: %s", c->name, resp->error->message);
+    lease_call_free(c);
+}
+
+/* The first renewal of a node meets no Lease: create it. */
+static void lease_renewed(const KbResponse *resp, gpointer data)
+{
+    LeaseCall *c = data;
+    if (resp->error == NULL || !g_error_matches(resp->error, KB_ERROR, KB_ERROR_NOT_FOUND)) {
+        if (resp->error != NULL)
+            g_warning("node %s: renewing its lease: %s", c->name, resp->error->message);
+        lease_call_free(c);
+        return;
+    }
+    json_object *lease = kbl_sim_lease_new(c->name, c->node_uid, g_get_real_time());
+    KbRequest req = {.method = "POST",
+                     .type = &kb_type_leases,
+                     .namespace_ = "kube-node-lease",
+                     .body = lease};
+    c->k->requests[REQ_LEASE]++;
+    kb_client_call_async(c->k->client, &req, lease_created, c);
+    json_object_put(lease);
+}
+
+/* A merge patch of holderIdentity and renewTime, as the kubelet's lease controller writes every
+ * 10 s; asynchronous, so 5,000 nodes' renewals do not wait for one another. */
 static void renew_lease(KblKubelet *k, const char *name, const NodeInfo *info)
 {
-    g_autoptr(GError) error = NULL;
     g_autofree char *when = kbl_sim_micro_time(g_get_real_time());
     g_autofree char *patch = g_strdup_printf(
             "{\"spec\":{\"holderIdentity\":\"%s\",\"renewTime\":\"%s\"}}", name, when);
-    json_object *r = kb_client_patch(k->client, &kb_type_leases, "kube-node-lease", name, NULL,
-                                     KB_PATCH_MERGE, patch, &error);
-    if (r == NULL && g_error_matches(error, KB_ERROR, KB_ERROR_NOT_FOUND)) {
-        g_clear_error(&error);
-        json_object *lease = kbl_sim_lease_new(name, info->uid, g_get_real_time());
-        r = kb_client_create(k->client, &kb_type_leases, "kube-node-lease", lease, &error);
-        json_object_put(lease);
-    }
-    if (r != NULL)
-        json_object_put(r);
-    else
-        g_warning("node %s: renewing its lease: %s", name, error->message);
+    json_object *body = json_tokener_parse(patch);
+    KbRequest req = {.method = "PATCH",
+                     .type = &kb_type_leases,
+                     .namespace_ = "kube-node-lease",
+                     .name = name,
+                     .body = body,
+                     .content_type = "application/merge-patch+json"};
+    LeaseCall *c = g_new0(LeaseCall, 1);
+    c->k = k;
+    c->name = g_strdup(name);
+    c->node_uid = g_strdup(info->uid);
+    k->requests[REQ_LEASE]++;
+    kb_client_call_async(k->client, &req, lease_renewed, c);
+    json_object_put(body);
 }
 
 /* Create @slice, or replace the one of its name (a kubelet restarted). */
@@ -170,6 +239,7 @@ static gboolean register_node(KblKubelet *k, json_object *node, guint index, GEr
 {
     const char *name = node_name(node);
     g_autoptr(GError) e = NULL;
+    k->requests[REQ_REGISTER]++;
     json_object *obj = kb_client_create(k->client, &kb_type_nodes, NULL, node, &e);
     if (obj == NULL && g_error_matches(e, KB_ERROR, KB_ERROR_ALREADY_EXISTS)) {
         g_clear_error(&e);
@@ -200,26 +270,75 @@ static gboolean register_node(KblKubelet *k, json_object *node, guint index, GEr
     return TRUE;
 }
 
+/* How many slices an interval is cut in, and how often one comes. */
+static guint n_slices(const KblKubelet *k, guint interval_ms)
+{
+    return CLAMP(interval_ms / 100, 1, MIN(SLICES_MAX, MAX(kbl_kubelet_n_nodes(k), 1)));
+}
+
 static gboolean heartbeat(gpointer data)
 {
     KblKubelet *k = data;
-    GHashTableIter it;
-    gpointer name, info;
-    g_hash_table_iter_init(&it, k->ours);
-    while (g_hash_table_iter_next(&it, &name, &info))
-        renew_lease(k, name, info);
+    guint n = n_slices(k, k->opts.heartbeat_ms), slot = k->heartbeat_slot++ % n;
+    for (gsize i = slot; i < json_object_array_length(k->nodes); i += n) {
+        const char *name = node_name(json_object_array_get_idx(k->nodes, i));
+        NodeInfo *info = g_hash_table_lookup(k->ours, name);
+        if (info != NULL)
+            renew_lease(k, name, info);
+    }
     return G_SOURCE_CONTINUE;
+}
+
+typedef struct {
+    KblKubelet *k;
+    char *name;
+} NodeCall;
+
+static void node_status_posted(const KbResponse *resp, gpointer data)
+{
+    NodeCall *c = data;
+    if (resp->error != NULL)
+        g_warning("node %s: posting its status: %s", c->name, resp->error->message);
+    g_free(c->name);
+    g_free(c);
+}
+
+/* The periodic status of a registered node: its conditions with a new heartbeat time, one merge
+ * patch of the status subresource (no read first), asynchronous. */
+static void post_node_conditions(KblKubelet *k, json_object *from_file)
+{
+    const char *name = node_name(from_file);
+    NodeInfo *info = g_hash_table_lookup(k->ours, name);
+    if (info == NULL)
+        return;
+    json_object *node = NULL;
+    json_object_deep_copy(from_file, &node, NULL);
+    kbl_sim_node_ready(node, info->ip, g_get_real_time() / G_USEC_PER_SEC);
+    json_object *patch = json_object_new_object();
+    json_object *st = kas_json_ensure_object(patch, "status");
+    json_object_object_add(st, "conditions",
+                           json_object_get(kas_json_get(node, "status.conditions")));
+    json_object_put(node);
+    KbRequest req = {.method = "PATCH",
+                     .type = &kb_type_nodes,
+                     .name = name,
+                     .subresource = "status",
+                     .body = patch,
+                     .content_type = "application/merge-patch+json"};
+    NodeCall *c = g_new0(NodeCall, 1);
+    c->k = k;
+    c->name = g_strdup(name);
+    k->requests[REQ_NODE_STATUS]++;
+    kb_client_call_async(k->client, &req, node_status_posted, c);
+    json_object_put(patch);
 }
 
 static gboolean node_status_tick(gpointer data)
 {
     KblKubelet *k = data;
-    for (gsize i = 0; i < json_object_array_length(k->nodes); i++) {
-        json_object *node = json_object_array_get_idx(k->nodes, i);
-        g_autoptr(GError) error = NULL;
-        if (!post_node_status(k, node_name(node), node, &error))
-            g_warning("node %s: posting its status: %s", node_name(node), error->message);
-    }
+    guint n = n_slices(k, k->opts.node_status_ms), slot = k->status_slot++ % n;
+    for (gsize i = slot; i < json_object_array_length(k->nodes); i += n)
+        post_node_conditions(k, json_object_array_get_idx(k->nodes, i));
     return G_SOURCE_CONTINUE;
 }
 
@@ -227,7 +346,7 @@ static gboolean node_status_tick(gpointer data)
 
 static gboolean fire(gpointer data);
 
-static void set_timer(KblKubelet *k, const KbObjectMeta *m, TimerKind kind, gint64 delay_ms)
+static PodTimer *set_timer(KblKubelet *k, const KbObjectMeta *m, TimerKind kind, gint64 delay_ms)
 {
     PodTimer *t = g_new0(PodTimer, 1);
     t->k = k;
@@ -237,6 +356,7 @@ static void set_timer(KblKubelet *k, const KbObjectMeta *m, TimerKind kind, gint
     t->uid = g_strdup(m->uid);
     t->source = g_timeout_add((guint)CLAMP(delay_ms, 0, G_MAXINT32), fire, t);
     g_hash_table_replace(k->timers, t->uid, t);
+    return t;
 }
 
 /* The pod as the cache has it (a copy), else as the server has it; NULL when gone or replaced. */
@@ -258,31 +378,85 @@ static json_object *read_pod(KblKubelet *k, const PodTimer *t, gboolean live)
 
 typedef gboolean (*Mutate)(KblKubelet *k, json_object *pod, gpointer data);
 
-/* Read, change, PUT the status; a 409 reads the pod again. FALSE when nothing was written. */
-static gboolean write_pod_status(KblKubelet *k, const PodTimer *t, Mutate mutate, gpointer data)
+/* One status write or deletion in flight. */
+typedef struct {
+    KblKubelet *k;
+    TimerKind kind;
+    char *ns, *name, *uid;
+    int attempt;
+    gboolean restarted;
+} PodCall;
+
+static PodCall *pod_call_new(KblKubelet *k, const PodTimer *t)
 {
-    for (int attempt = 1; attempt <= STATUS_ATTEMPTS; attempt++) {
-        json_object *pod = read_pod(k, t, attempt > 1);
-        if (pod == NULL || !mutate(k, pod, data)) {
-            if (pod != NULL)
-                json_object_put(pod);
-            return FALSE;
+    PodCall *c = g_new0(PodCall, 1);
+    c->k = k;
+    c->kind = t->kind;
+    c->ns = g_strdup(t->ns);
+    c->name = g_strdup(t->name);
+    c->uid = g_strdup(t->uid);
+    c->attempt = t->attempt;
+    return c;
+}
+
+static void pod_call_free(PodCall *c)
+{
+    g_free(c->ns);
+    g_free(c->name);
+    g_free(c->uid);
+    g_free(c);
+}
+
+static void run_from_now(KblKubelet *k, const char *uid);
+
+static void pod_status_written(const KbResponse *resp, gpointer data)
+{
+    PodCall *c = data;
+    KblKubelet *k = c->k;
+    if (resp->error == NULL) {
+        if (c->kind == TIMER_START)
+            k->started++;
+        else
+            k->finished++;
+        if (c->kind == TIMER_START || c->restarted)
+            run_from_now(k, c->uid);
+    } else if (g_error_matches(resp->error, KB_ERROR, KB_ERROR_CONFLICT)) {
+        /* Our copy was stale: the watch brings the newer one; try again from it, unless some
+         * event already gave the pod its next action. */
+        if (c->attempt < STATUS_ATTEMPTS && !g_hash_table_contains(k->timers, c->uid)) {
+            KbObjectMeta m = {.namespace_ = c->ns, .name = c->name, .uid = c->uid};
+            set_timer(k, &m, c->kind, CONFLICT_RETRY_MS)->attempt = c->attempt;
         }
-        g_autoptr(GError) error = NULL;
-        json_object *r =
-                kb_client_update(k->client, &kb_type_pods, t->ns, t->name, "status", pod, &error);
-        json_object_put(pod);
-        if (r != NULL) {
-            json_object_put(r);
-            return TRUE;
-        }
-        if (!g_error_matches(error, KB_ERROR, KB_ERROR_CONFLICT)) {
-            if (!g_error_matches(error, KB_ERROR, KB_ERROR_NOT_FOUND))
-                g_warning("pod %s/%s: writing its status: %s", t->ns, t->name, error->message);
-            return FALSE;
-        }
+    } else if (!g_error_matches(resp->error, KB_ERROR, KB_ERROR_NOT_FOUND)) {
+        g_warning("pod %s/%s: writing its status: %s", c->ns, c->name, resp->error->message);
     }
-    return FALSE;
+    pod_call_free(c);
+}
+
+/* Change the pod's status from the informer's copy and PUT it with that resourceVersion,
+ * asynchronously; a 409 tries again from the watch's newer copy (pod_status_written). FALSE when
+ * nothing was written (the pod is gone or needs no change). */
+static gboolean write_pod_status(KblKubelet *k, PodTimer *t, Mutate mutate)
+{
+    json_object *pod = read_pod(k, t, FALSE);
+    PodCall *c = pod_call_new(k, t);
+    c->attempt++;
+    if (pod == NULL || !mutate(k, pod, &c->restarted)) {
+        if (pod != NULL)
+            json_object_put(pod);
+        pod_call_free(c);
+        return FALSE;
+    }
+    KbRequest req = {.method = "PUT",
+                     .type = &kb_type_pods,
+                     .namespace_ = t->ns,
+                     .name = t->name,
+                     .subresource = "status",
+                     .body = pod};
+    k->requests[REQ_POD_STATUS]++;
+    kb_client_call_async(k->client, &req, pod_status_written, c);
+    json_object_put(pod);
+    return TRUE;
 }
 
 static gboolean start_pod(KblKubelet *k, json_object *pod, gpointer data)
@@ -311,17 +485,37 @@ static void run_from_now(KblKubelet *k, const char *uid)
     g_hash_table_replace(k->run_from, g_strdup(uid), at);
 }
 
+static void gone_confirmed(const KbResponse *resp, gpointer data)
+{
+    PodCall *c = data;
+    if (resp->error == NULL) {
+        c->k->deleted++;
+        g_debug("pod %s/%s: deletion confirmed", c->ns, c->name);
+    } else if (!g_error_matches(resp->error, KB_ERROR, KB_ERROR_NOT_FOUND) &&
+               !g_error_matches(resp->error, KB_ERROR, KB_ERROR_CONFLICT)) {
+        g_warning("pod %s/%s: confirming its deletion: %s", c->ns, c->name, resp->error->message);
+    }
+    pod_call_free(c);
+}
+
+/* DELETE with grace period 0 and the pod's uid as precondition, asynchronously. */
 static void confirm_gone(KblKubelet *k, const PodTimer *t)
 {
-    g_autoptr(GError) error = NULL;
-    KbDeleteOptions o = {.precondition_uid = t->uid, .has_grace_period = TRUE};
-    if (kb_client_delete(k->client, &kb_type_pods, t->ns, t->name, &o, &error)) {
-        k->deleted++;
-        g_debug("pod %s/%s: deletion confirmed", t->ns, t->name);
-    } else if (!g_error_matches(error, KB_ERROR, KB_ERROR_NOT_FOUND) &&
-               !g_error_matches(error, KB_ERROR, KB_ERROR_CONFLICT)) {
-        g_warning("pod %s/%s: confirming its deletion: %s", t->ns, t->name, error->message);
-    }
+    json_object *opts = json_object_new_object();
+    json_object_object_add(opts, "kind", json_object_new_string("DeleteOptions"));
+    json_object_object_add(opts, "apiVersion", json_object_new_string("v1"));
+    json_object_object_add(opts, "gracePeriodSeconds", json_object_new_int(0));
+    json_object *pre = json_object_new_object();
+    json_object_object_add(pre, "uid", json_object_new_string(t->uid));
+    json_object_object_add(opts, "preconditions", pre);
+    KbRequest req = {.method = "DELETE",
+                     .type = &kb_type_pods,
+                     .namespace_ = t->ns,
+                     .name = t->name,
+                     .body = opts};
+    k->requests[REQ_POD_DELETE]++;
+    kb_client_call_async(k->client, &req, gone_confirmed, pod_call_new(k, t));
+    json_object_put(opts);
 }
 
 /* --dra: does the pod wait for its claims? Reports a new reason as the kubelet does (a Warning
@@ -365,24 +559,16 @@ static gboolean fire(gpointer data)
     t->source = 0;
     /* Out of the table first: the watch event of what is written schedules what comes next. */
     g_hash_table_steal(k->timers, t->uid);
-    gboolean restarted = FALSE;
     switch (t->kind) {
     case TIMER_START:
         if (k->slices != NULL && claims_blocked(k, t)) {
             retry_start(k, t);
             break;
         }
-        if (write_pod_status(k, t, start_pod, NULL)) {
-            k->started++;
-            run_from_now(k, t->uid);
-        }
+        write_pod_status(k, t, start_pod);
         break;
     case TIMER_FINISH:
-        if (write_pod_status(k, t, finish_pod, &restarted)) {
-            k->finished++;
-            if (restarted)
-                run_from_now(k, t->uid);
-        }
+        write_pod_status(k, t, finish_pod);
         break;
     case TIMER_GONE:
         confirm_gone(k, t);
@@ -541,6 +727,7 @@ KblKubelet *kbl_kubelet_new(KbClient *client, const KblKubeletOptions *opts, GEr
 
 gboolean kbl_kubelet_start(KblKubelet *k, GError **error)
 {
+    k->started_at_us = g_get_monotonic_time();
     for (gsize i = 0; i < json_object_array_length(k->nodes); i++)
         if (!register_node(k, json_object_array_get_idx(k->nodes, i), (guint)i, error))
             return FALSE;
@@ -549,8 +736,11 @@ gboolean kbl_kubelet_start(KblKubelet *k, GError **error)
             .on_add = on_pod_add, .on_update = on_pod_update, .on_delete = on_pod_delete};
     k->pods = kb_informer_new(k->client, &o, &h, k);
     kb_informer_start(k->pods);
-    k->heartbeat_id = g_timeout_add(k->opts.heartbeat_ms, heartbeat, k);
-    k->status_id = g_timeout_add(k->opts.node_status_ms, node_status_tick, k);
+    k->heartbeat_id = g_timeout_add(
+            MAX(k->opts.heartbeat_ms / n_slices(k, k->opts.heartbeat_ms), 1), heartbeat, k);
+    k->status_id =
+            g_timeout_add(MAX(k->opts.node_status_ms / n_slices(k, k->opts.node_status_ms), 1),
+                          node_status_tick, k);
     return TRUE;
 }
 
@@ -564,6 +754,21 @@ void kbl_kubelet_counts(const KblKubelet *k, guint64 *started, guint64 *finished
     *started = k->started;
     *finished = k->finished;
     *deleted = k->deleted;
+}
+
+char *kbl_kubelet_cost(const KblKubelet *k)
+{
+    double s = (double)(g_get_monotonic_time() - k->started_at_us) / G_USEC_PER_SEC;
+    GString *out = g_string_new(NULL);
+    guint64 all = 0;
+    for (int i = 0; i < N_REQ; i++)
+        all += k->requests[i];
+    g_string_append_printf(out, "%" G_GUINT64_FORMAT " requests in %.1f s (%.1f/s):", all, s,
+                           s > 0 ? (double)all / s : 0.0);
+    for (int i = 0; i < N_REQ; i++)
+        g_string_append_printf(out, " %s %" G_GUINT64_FORMAT " (%.1f/s)", req_kind_names[i],
+                               k->requests[i], s > 0 ? (double)k->requests[i] / s : 0.0);
+    return g_string_free(out, FALSE);
 }
 
 void kbl_kubelet_free(KblKubelet *k)
