@@ -522,7 +522,7 @@ static gboolean run_setup(Run *r, gboolean real, guint n_nodes)
     g_autoptr(GPtrArray) args = g_ptr_array_new();
     add_server_args(&r->srv, args);
     const char *rest[] = {"--nodes",      nodes, "--start-delay", "100",
-                          "--stop-delay", "100", "--log-level",   "warning"};
+                          "--stop-delay", "100", "--log-level",   "info"};
     for (guint i = 0; i < G_N_ELEMENTS(rest); i++)
         g_ptr_array_add(args, (gpointer)rest[i]);
     g_ptr_array_add(args, NULL);
