@@ -569,7 +569,8 @@ static void batchd_start(Run *r, const char *conf_head)
     for (guint i = 0; i < G_N_ELEMENTS(rest); i++)
         g_ptr_array_add(args, (gpointer)rest[i]);
     g_ptr_array_add(args, NULL);
-    KbTestDaemonOptions o = {.log = TRUE};
+    /* KB_SCALE_LOG_DIR=DIR keeps kube-batchd's log (DIR/kube-batchd.log, --log-level info). */
+    KbTestDaemonOptions o = {.log = TRUE, .log_dir = g_getenv("KB_SCALE_LOG_DIR")};
     r->t_batchd_start = now_s();
     r->batchd = kb_test_daemon_start("kube-batchd", (const char *const *)args->pdata, &o, &error);
     if (r->batchd == NULL)
@@ -1084,6 +1085,7 @@ int main(int argc, char **argv)
         }
     }
     kb_log_init(KB_LOG_WARNING);
+    setvbuf(stdout, NULL, _IOLBF, 0);
     signal(SIGPIPE, SIG_IGN);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     g_autofree char *why = NULL;
