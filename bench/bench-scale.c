@@ -967,6 +967,8 @@ static void scenario_restart(Run *r, gboolean real)
         create_queue(r->srv.client, name, 1, TRUE);
     }
     create_namespace(r->srv.client, "fresh");
+    PodWatch prev;
+    pod_watch_start(&prev, r->srv.client, NS, 0);
     double t0 = now_s();
     Workload gpu = {.ns = NS,
                     .prefix = "gpu",
@@ -990,6 +992,12 @@ static void scenario_restart(Run *r, gboolean real)
     workload_create(r->srv.client, &cpu);
     printf("  %u pods in %u gangs of 8 (%u of 1 GPU a pod), bound, created in %.1f s\n", pods,
            pods / 8, gpu_gangs, now_s() - t0);
+    Count running = {.w = &prev, .n = pods};
+    gboolean up = run_until(running_at_least, &running, 1800);
+    printf("  %u of them Running (kb-kubelet) %.1f s after creation began\n",
+           g_hash_table_size(prev.running), now_s() - t0);
+    expect(up, r->scenario, "the bound pods did not all start");
+    pod_watch_stop(&prev);
     /* The first life: synced, then killed. */
     batchd_start(r, conf_default);
     gboolean ok = run_until(batchd_ready, r, 600);
