@@ -28,7 +28,6 @@ typedef struct {
     TimerKind kind;
     char *ns, *name, *uid;
     guint source;
-    int attempt; /* status writes tried (a 409 tries again from the watch's newer copy) */
 } PodTimer;
 
 /* What the kubelet asks of the server, by kind, for its cost report. */
@@ -54,7 +53,7 @@ struct KblKubelet {
     GHashTable *timers;   /* pod uid -> PodTimer* (one pending action per pod) */
     GHashTable *run_from; /* pod uid -> gint64* monotonic ms its containers (re)started */
     KbInformer *pods;
-    guint heartbeat_id, status_id;
+    guint heartbeat_id, status_id, resync_id;
     guint heartbeat_slot, status_slot; /* the next slice of the nodes to renew / post */
     guint64 pod_seq;
     guint64 started, finished, deleted;
@@ -65,9 +64,8 @@ struct KblKubelet {
 /* Renewals and status posts are spread over their interval in this many slices, as real
  * kubelets' own timers spread them, instead of one burst of 5,000 every 10 s. */
 #define SLICES_MAX 100
-/* A status write that met a 409 tries again after the watch has had time to deliver the newer
- * pod. */
-#define CONFLICT_RETRY_MS 50
+/* Pods are looked at again this often, whatever the watch says (resync). */
+#define RESYNC_MS 10000
 
 static void node_info_free(gpointer p)
 {
@@ -395,7 +393,6 @@ static PodCall *pod_call_new(KblKubelet *k, const PodTimer *t)
     c->ns = g_strdup(t->ns);
     c->name = g_strdup(t->name);
     c->uid = g_strdup(t->uid);
-    c->attempt = t->attempt;
     return c;
 }
 
@@ -408,6 +405,44 @@ static void pod_call_free(PodCall *c)
 }
 
 static void run_from_now(KblKubelet *k, const char *uid);
+static gboolean start_pod(KblKubelet *k, json_object *pod, gpointer data);
+static gboolean finish_pod(KblKubelet *k, json_object *pod, gpointer data);
+static void pod_status_written(const KbResponse *resp, gpointer data);
+
+static void put_pod_status(KblKubelet *k, PodCall *c, json_object *pod)
+{
+    KbRequest req = {.method = "PUT",
+                     .type = &kb_type_pods,
+                     .namespace_ = c->ns,
+                     .name = c->name,
+                     .subresource = "status",
+                     .body = pod};
+    c->attempt++;
+    k->requests[REQ_POD_STATUS]++;
+    kb_client_call_async(k->client, &req, pod_status_written, c);
+}
+
+/* After a 409: the pod as the server has it now, changed again and written. */
+static void pod_read_live(const KbResponse *resp, gpointer data)
+{
+    PodCall *c = data;
+    KblKubelet *k = c->k;
+    json_object *pod = NULL;
+    if (resp->error == NULL &&
+        g_strcmp0(kas_json_get_string(resp->body, "metadata.uid"), c->uid) == 0)
+        json_object_deep_copy(resp->body, &pod, NULL);
+    else if (resp->error != NULL && !g_error_matches(resp->error, KB_ERROR, KB_ERROR_NOT_FOUND))
+        g_warning("pod %s/%s: reading it: %s", c->ns, c->name, resp->error->message);
+    if (pod != NULL &&
+        (c->kind == TIMER_START ? start_pod(k, pod, NULL) : finish_pod(k, pod, &c->restarted))) {
+        put_pod_status(k, c, pod);
+        json_object_put(pod);
+        return;
+    }
+    if (pod != NULL)
+        json_object_put(pod);
+    pod_call_free(c);
+}
 
 static void pod_status_written(const KbResponse *resp, gpointer data)
 {
@@ -421,12 +456,15 @@ static void pod_status_written(const KbResponse *resp, gpointer data)
         if (c->kind == TIMER_START || c->restarted)
             run_from_now(k, c->uid);
     } else if (g_error_matches(resp->error, KB_ERROR, KB_ERROR_CONFLICT)) {
-        /* Our copy was stale: the watch brings the newer one; try again from it, unless some
-         * event already gave the pod its next action. */
-        if (c->attempt < STATUS_ATTEMPTS && !g_hash_table_contains(k->timers, c->uid)) {
-            KbObjectMeta m = {.namespace_ = c->ns, .name = c->name, .uid = c->uid};
-            set_timer(k, &m, c->kind, CONFLICT_RETRY_MS)->attempt = c->attempt;
+        /* Our copy was stale: read the pod again (asynchronously) and write from that. */
+        if (c->attempt < STATUS_ATTEMPTS) {
+            KbRequest req = {
+                    .method = "GET", .type = &kb_type_pods, .namespace_ = c->ns, .name = c->name};
+            kb_client_call_async(k->client, &req, pod_read_live, c);
+            return;
         }
+        g_warning("pod %s/%s: writing its status: %d conflicts, left to the resync", c->ns, c->name,
+                  c->attempt);
     } else if (!g_error_matches(resp->error, KB_ERROR, KB_ERROR_NOT_FOUND)) {
         g_warning("pod %s/%s: writing its status: %s", c->ns, c->name, resp->error->message);
     }
@@ -440,21 +478,13 @@ static gboolean write_pod_status(KblKubelet *k, PodTimer *t, Mutate mutate)
 {
     json_object *pod = read_pod(k, t, FALSE);
     PodCall *c = pod_call_new(k, t);
-    c->attempt++;
     if (pod == NULL || !mutate(k, pod, &c->restarted)) {
         if (pod != NULL)
             json_object_put(pod);
         pod_call_free(c);
         return FALSE;
     }
-    KbRequest req = {.method = "PUT",
-                     .type = &kb_type_pods,
-                     .namespace_ = t->ns,
-                     .name = t->name,
-                     .subresource = "status",
-                     .body = pod};
-    k->requests[REQ_POD_STATUS]++;
-    kb_client_call_async(k->client, &req, pod_status_written, c);
+    put_pod_status(k, c, pod);
     json_object_put(pod);
     return TRUE;
 }
@@ -632,6 +662,17 @@ static void consider(KblKubelet *k, const KbObjectMeta *m)
     }
 }
 
+/* Every RESYNC_MS each pod of ours is considered again: one whose action was lost (a write given
+ * up after conflicts) gets it back; the others already have theirs. */
+static gboolean resync(gpointer data)
+{
+    KblKubelet *k = data;
+    g_autoptr(GPtrArray) pods = kb_informer_list(k->pods);
+    for (guint i = 0; i < pods->len; i++)
+        consider(k, pods->pdata[i]);
+    return G_SOURCE_CONTINUE;
+}
+
 static void on_pod_add(gpointer obj, gpointer data)
 {
     consider(data, obj);
@@ -738,6 +779,7 @@ gboolean kbl_kubelet_start(KblKubelet *k, GError **error)
     kb_informer_start(k->pods);
     k->heartbeat_id = g_timeout_add(
             MAX(k->opts.heartbeat_ms / n_slices(k, k->opts.heartbeat_ms), 1), heartbeat, k);
+    k->resync_id = g_timeout_add(RESYNC_MS, resync, k);
     k->status_id =
             g_timeout_add(MAX(k->opts.node_status_ms / n_slices(k, k->opts.node_status_ms), 1),
                           node_status_tick, k);
@@ -779,6 +821,8 @@ void kbl_kubelet_free(KblKubelet *k)
         g_source_remove(k->heartbeat_id);
     if (k->status_id != 0)
         g_source_remove(k->status_id);
+    if (k->resync_id != 0)
+        g_source_remove(k->resync_id);
     g_clear_pointer(&k->pods, kb_informer_free);
     g_clear_pointer(&k->recorder, kb_recorder_free);
     g_clear_pointer(&k->blocked, g_hash_table_unref);
