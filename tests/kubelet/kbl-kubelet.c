@@ -27,7 +27,9 @@ typedef struct {
     KblKubelet *k;
     TimerKind kind;
     char *ns, *name, *uid;
-    guint source;
+    gint64 due;           /* monotonic ms */
+    guint64 seq;          /* order among timers due at the same ms */
+    GSequenceIter *where; /* in KblKubelet.due; NULL once taken out */
 } PodTimer;
 
 /* What the kubelet asks of the server, by kind, for its cost report. */
@@ -53,7 +55,11 @@ struct KblKubelet {
     GHashTable *timers;   /* pod uid -> PodTimer* (one pending action per pod) */
     GHashTable *run_from; /* pod uid -> gint64* monotonic ms its containers (re)started */
     KbInformer *pods;
-    guint heartbeat_id, status_id, resync_id;
+    guint heartbeat_id, status_id, resync_id, tick_id;
+    /* The pods' pending actions by due time: one GSource for all (TICK_MS), not one per pod,
+     * since GLib looks at every source on each iteration (150,000 timers stalled the loop). */
+    GSequence *due;
+    guint64 timer_seq;
     guint heartbeat_slot, status_slot; /* the next slice of the nodes to renew / post */
     guint64 pod_seq;
     guint64 started, finished, deleted;
@@ -64,6 +70,8 @@ struct KblKubelet {
 /* Renewals and status posts are spread over their interval in this many slices, as real
  * kubelets' own timers spread them, instead of one burst of 5,000 every 10 s. */
 #define SLICES_MAX 100
+/* The pods' actions are checked for being due this often. */
+#define TICK_MS 10
 /* Pods are looked at again this often, whatever the watch says (resync). */
 #define RESYNC_MS 10000
 
@@ -78,8 +86,8 @@ static void node_info_free(gpointer p)
 static void timer_free(gpointer p)
 {
     PodTimer *t = p;
-    if (t->source != 0)
-        g_source_remove(t->source);
+    if (t->where != NULL)
+        g_sequence_remove(t->where);
     g_free(t->ns);
     g_free(t->name);
     g_free(t->uid);
@@ -342,7 +350,13 @@ static gboolean node_status_tick(gpointer data)
 
 /* ---- pods ----------------------------------------------------------------------------------- */
 
-static gboolean fire(gpointer data);
+static gint timer_cmp(gconstpointer a, gconstpointer b, gpointer data)
+{
+    const PodTimer *x = a, *y = b;
+    if (x->due != y->due)
+        return x->due < y->due ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
 
 static PodTimer *set_timer(KblKubelet *k, const KbObjectMeta *m, TimerKind kind, gint64 delay_ms)
 {
@@ -352,7 +366,9 @@ static PodTimer *set_timer(KblKubelet *k, const KbObjectMeta *m, TimerKind kind,
     t->ns = g_strdup(m->namespace_);
     t->name = g_strdup(m->name);
     t->uid = g_strdup(m->uid);
-    t->source = g_timeout_add((guint)CLAMP(delay_ms, 0, G_MAXINT32), fire, t);
+    t->due = now_ms() + MAX(delay_ms, 0);
+    t->seq = k->timer_seq++;
+    t->where = g_sequence_insert_sorted(k->due, t, timer_cmp, NULL);
     g_hash_table_replace(k->timers, t->uid, t);
     return t;
 }
@@ -582,11 +598,9 @@ static void retry_start(KblKubelet *k, const PodTimer *t)
     set_timer(k, &m, TIMER_START, DRA_RETRY_MS);
 }
 
-static gboolean fire(gpointer data)
+static void fire(PodTimer *t)
 {
-    PodTimer *t = data;
     KblKubelet *k = t->k;
-    t->source = 0;
     /* Out of the table first: the watch event of what is written schedules what comes next. */
     g_hash_table_steal(k->timers, t->uid);
     switch (t->kind) {
@@ -605,7 +619,23 @@ static gboolean fire(gpointer data)
         break;
     }
     timer_free(t);
-    return G_SOURCE_REMOVE;
+}
+
+/* Fire the actions that are due, oldest first. */
+static gboolean tick(gpointer data)
+{
+    KblKubelet *k = data;
+    gint64 now = now_ms();
+    while (!g_sequence_is_empty(k->due)) {
+        GSequenceIter *head = g_sequence_get_begin_iter(k->due);
+        PodTimer *t = g_sequence_get(head);
+        if (t->due > now)
+            break;
+        g_sequence_remove(head);
+        t->where = NULL;
+        fire(t);
+    }
+    return G_SOURCE_CONTINUE;
 }
 
 /* When the containers of a Running pod (re)started, in monotonic ms: our own record, else (the
@@ -761,6 +791,7 @@ KblKubelet *kbl_kubelet_new(KbClient *client, const KblKubeletOptions *opts, GEr
     k->opts.node_status_ms = opts->node_status_ms > 0 ? opts->node_status_ms : 60000;
     k->nodes = nodes;
     k->ours = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, node_info_free);
+    k->due = g_sequence_new(NULL);
     k->timers = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, timer_free);
     k->run_from = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     return k;
@@ -780,6 +811,7 @@ gboolean kbl_kubelet_start(KblKubelet *k, GError **error)
     k->heartbeat_id = g_timeout_add(
             MAX(k->opts.heartbeat_ms / n_slices(k, k->opts.heartbeat_ms), 1), heartbeat, k);
     k->resync_id = g_timeout_add(RESYNC_MS, resync, k);
+    k->tick_id = g_timeout_add(TICK_MS, tick, k);
     k->status_id =
             g_timeout_add(MAX(k->opts.node_status_ms / n_slices(k, k->opts.node_status_ms), 1),
                           node_status_tick, k);
@@ -823,11 +855,14 @@ void kbl_kubelet_free(KblKubelet *k)
         g_source_remove(k->status_id);
     if (k->resync_id != 0)
         g_source_remove(k->resync_id);
+    if (k->tick_id != 0)
+        g_source_remove(k->tick_id);
     g_clear_pointer(&k->pods, kb_informer_free);
     g_clear_pointer(&k->recorder, kb_recorder_free);
     g_clear_pointer(&k->blocked, g_hash_table_unref);
     json_object_put(k->slices);
     g_hash_table_unref(k->timers);
+    g_sequence_free(k->due);
     g_hash_table_unref(k->run_from);
     g_hash_table_unref(k->ours);
     json_object_put(k->nodes);
