@@ -432,8 +432,13 @@ void kb_qtree_compute(KbQueueTree *t, const KbResources *total)
             if (t->first_child[x] >= 0)
                 split_children(t, x, s, des[x], &sp, des);
         }
+        /* Rounded up, past the floating-point error (relative, for memory in bytes) but never
+         * by as much as half a unit: a share of exactly 1600Gi stays 1600Gi, not one byte less
+         * (which made a queue at its share in memory look over it, and reclaim refuse every
+         * victim there: bench-scale kai-reclaim-250). */
         for (guint i = 0; i < n; i++)
-            t->deserved[i].v[s] = t->held[i] ? 0 : (gint64)ceil(des[i] - 1e-6 - des[i] * 1e-12);
+            t->deserved[i].v[s] =
+                    t->held[i] ? 0 : (gint64)ceil(des[i] - MIN(1e-6 + des[i] * 1e-12, 0.5));
         if (t->root_alias >= 0)
             t->deserved[t->root_alias].v[s] = t->deserved[t->root].v[s];
     }

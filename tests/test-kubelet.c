@@ -137,6 +137,25 @@ static void test_kubelet(void)
     g_autofree char *gone = wait_for("pod", "forever", "{.metadata.name}", "");
     g_assert_cmpstr(gone, ==, "");
     g_assert_cmpint(kb_test_daemon_stop(k, 30000), ==, 0);
+    /* What it cost the server, by kind: 2 nodes registered (create, read, status), leases
+     * renewed, the five status writes of 3 pods at least, one deletion confirmed. */
+    g_autofree char *log = kb_test_daemon_log(k);
+    const char *cost = strstr(log, "cost to the server: ");
+    g_assert_nonnull(cost);
+    guint64 reg = 0, lease = 0, status = 0, del = 0;
+    const char *p = strstr(cost, " register ");
+    g_assert_nonnull(p);
+    reg = g_ascii_strtoull(p + strlen(" register "), NULL, 10);
+    g_assert_nonnull((p = strstr(cost, " lease ")));
+    lease = g_ascii_strtoull(p + strlen(" lease "), NULL, 10);
+    g_assert_nonnull((p = strstr(cost, " pod-status ")));
+    status = g_ascii_strtoull(p + strlen(" pod-status "), NULL, 10);
+    g_assert_nonnull((p = strstr(cost, " pod-delete ")));
+    del = g_ascii_strtoull(p + strlen(" pod-delete "), NULL, 10);
+    g_assert_cmpuint(reg, >=, 6);
+    g_assert_cmpuint(lease, >=, 4);
+    g_assert_cmpuint(status, >=, 5);
+    g_assert_cmpuint(del, ==, 1);
     g_unlink(file);
     g_rmdir(dir);
 }

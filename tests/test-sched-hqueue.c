@@ -265,6 +265,25 @@ static void test_root_grows(void)
     }
 }
 
+/* Memory in bytes: a queue asking for less than its share deserves exactly what it asks, not
+ * one byte less (the rounding's tolerance is relative; at 1.7e12 it once exceeded a byte). */
+static void test_memory_share_exact(void)
+{
+    const QSpec q[] = {{"filler", NULL, 1, NONE, 0, NONE, 0, 0, NULL},
+                       {"big", NULL, 1, NONE, 0, NONE, 0, 0, NULL},
+                       {NULL}};
+    guint n;
+    g_autoptr(KbQueueTree) t = tree_from(q, &n);
+    const gint64 gi = (gint64)1 << 30;
+    t->demand[0].v[KB_RES_MEMORY] = 1600 * gi;
+    t->demand[1].v[KB_RES_MEMORY] = 100 * gi;
+    KbResources total = {{0}};
+    total.v[KB_RES_MEMORY] = 384000 * gi;
+    kb_qtree_compute(t, &total);
+    g_assert_cmpint(t->deserved[0].v[KB_RES_MEMORY], ==, 1600 * gi);
+    g_assert_cmpint(t->deserved[1].v[KB_RES_MEMORY], ==, 100 * gi);
+}
+
 typedef struct {
     double avail;
     guint k;
@@ -922,6 +941,7 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/hqueue/fault/messages", test_fault_messages);
     g_test_add_func("/scheduler/hqueue/share/root-grows", test_root_grows);
     g_test_add_func("/scheduler/hqueue/share/waterfill", test_waterfill);
+    g_test_add_func("/scheduler/hqueue/share/memory-exact", test_memory_share_exact);
     g_test_add_func("/scheduler/hqueue/share/flat-as-before", test_flat_as_before);
     g_test_add_func("/scheduler/hqueue/cycle/issue-saturated", test_saturated);
     g_test_add_func("/scheduler/hqueue/cycle/issue-saturated-flat", test_saturated_flat);

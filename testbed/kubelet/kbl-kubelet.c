@@ -27,8 +27,22 @@ typedef struct {
     KblKubelet *k;
     TimerKind kind;
     char *ns, *name, *uid;
-    guint source;
+    gint64 due;           /* monotonic ms */
+    guint64 seq;          /* order among timers due at the same ms */
+    GSequenceIter *where; /* in KblKubelet.due; NULL once taken out */
 } PodTimer;
+
+/* What the kubelet asks of the server, by kind, for its cost report. */
+typedef enum {
+    REQ_REGISTER,
+    REQ_LEASE,
+    REQ_NODE_STATUS,
+    REQ_POD_STATUS,
+    REQ_POD_DELETE,
+    N_REQ
+} ReqKind;
+static const char *const req_kind_names[N_REQ] = {"register", "lease", "node-status", "pod-status",
+                                                  "pod-delete"};
 
 struct KblKubelet {
     KbClient *client;
@@ -41,10 +55,25 @@ struct KblKubelet {
     GHashTable *timers;   /* pod uid -> PodTimer* (one pending action per pod) */
     GHashTable *run_from; /* pod uid -> gint64* monotonic ms its containers (re)started */
     KbInformer *pods;
-    guint heartbeat_id, status_id;
+    guint heartbeat_id, status_id, resync_id, tick_id;
+    /* The pods' pending actions by due time: one GSource for all (TICK_MS), not one per pod,
+     * since GLib looks at every source on each iteration (150,000 timers stalled the loop). */
+    GSequence *due;
+    guint64 timer_seq;
+    guint heartbeat_slot, status_slot; /* the next slice of the nodes to renew / post */
     guint64 pod_seq;
     guint64 started, finished, deleted;
+    guint64 requests[N_REQ];
+    gint64 started_at_us; /* monotonic, for the rates */
 };
+
+/* Renewals and status posts are spread over their interval in this many slices, as real
+ * kubelets' own timers spread them, instead of one burst of 5,000 every 10 s. */
+#define SLICES_MAX 100
+/* The pods' actions are checked for being due this often. */
+#define TICK_MS 10
+/* Pods are looked at again this often, whatever the watch says (resync). */
+#define RESYNC_MS 10000
 
 static void node_info_free(gpointer p)
 {
@@ -57,8 +86,8 @@ static void node_info_free(gpointer p)
 static void timer_free(gpointer p)
 {
     PodTimer *t = p;
-    if (t->source != 0)
-        g_source_remove(t->source);
+    if (t->where != NULL)
+        g_sequence_remove(t->where);
     g_free(t->ns);
     g_free(t->name);
     g_free(t->uid);
@@ -83,6 +112,7 @@ static gboolean post_node_status(KblKubelet *k, const char *name, json_object *f
 {
     NodeInfo *info = g_hash_table_lookup(k->ours, name);
     for (int attempt = 1;; attempt++) {
+        k->requests[REQ_REGISTER] += 2; /* the read and the write */
         json_object *node = kb_client_get(k->client, &kb_type_nodes, NULL, name, error);
         if (node == NULL)
             return FALSE;
@@ -103,6 +133,7 @@ static gboolean post_node_status(KblKubelet *k, const char *name, json_object *f
             json_object *patch = json_object_new_object();
             json_object_object_add(kas_json_ensure_object(patch, "spec"), "taints", rest);
             rest = NULL;
+            k->requests[REQ_REGISTER]++;
             r = kb_client_patch(k->client, &kb_type_nodes, NULL, name, NULL, KB_PATCH_MERGE,
                                 json_object_to_json_string(patch), error);
             json_object_put(patch);
@@ -119,24 +150,68 @@ static gboolean post_node_status(KblKubelet *k, const char *name, json_object *f
     }
 }
 
+typedef struct {
+    KblKubelet *k;
+    char *name;
+    char *node_uid;
+} LeaseCall;
+
+static void lease_call_free(LeaseCall *c)
+{
+    g_free(c->name);
+    g_free(c->node_uid);
+    g_free(c);
+}
+
+static void lease_created(const KbResponse *resp, gpointer data)
+{
+    LeaseCall *c = data;
+    if (resp->error != NULL && !g_error_matches(resp->error, KB_ERROR, KB_ERROR_ALREADY_EXISTS))
+        g_warning("node %s: creating its lease: %s", c->name, resp->error->message);
+    lease_call_free(c);
+}
+
+/* The first renewal of a node meets no Lease: create it. */
+static void lease_renewed(const KbResponse *resp, gpointer data)
+{
+    LeaseCall *c = data;
+    if (resp->error == NULL || !g_error_matches(resp->error, KB_ERROR, KB_ERROR_NOT_FOUND)) {
+        if (resp->error != NULL)
+            g_warning("node %s: renewing its lease: %s", c->name, resp->error->message);
+        lease_call_free(c);
+        return;
+    }
+    json_object *lease = kbl_sim_lease_new(c->name, c->node_uid, g_get_real_time());
+    KbRequest req = {.method = "POST",
+                     .type = &kb_type_leases,
+                     .namespace_ = "kube-node-lease",
+                     .body = lease};
+    c->k->requests[REQ_LEASE]++;
+    kb_client_call_async(c->k->client, &req, lease_created, c);
+    json_object_put(lease);
+}
+
+/* A merge patch of holderIdentity and renewTime, as the kubelet's lease controller writes every
+ * 10 s; asynchronous, so 5,000 nodes' renewals do not wait for one another. */
 static void renew_lease(KblKubelet *k, const char *name, const NodeInfo *info)
 {
-    g_autoptr(GError) error = NULL;
     g_autofree char *when = kbl_sim_micro_time(g_get_real_time());
     g_autofree char *patch = g_strdup_printf(
             "{\"spec\":{\"holderIdentity\":\"%s\",\"renewTime\":\"%s\"}}", name, when);
-    json_object *r = kb_client_patch(k->client, &kb_type_leases, "kube-node-lease", name, NULL,
-                                     KB_PATCH_MERGE, patch, &error);
-    if (r == NULL && g_error_matches(error, KB_ERROR, KB_ERROR_NOT_FOUND)) {
-        g_clear_error(&error);
-        json_object *lease = kbl_sim_lease_new(name, info->uid, g_get_real_time());
-        r = kb_client_create(k->client, &kb_type_leases, "kube-node-lease", lease, &error);
-        json_object_put(lease);
-    }
-    if (r != NULL)
-        json_object_put(r);
-    else
-        g_warning("node %s: renewing its lease: %s", name, error->message);
+    json_object *body = json_tokener_parse(patch);
+    KbRequest req = {.method = "PATCH",
+                     .type = &kb_type_leases,
+                     .namespace_ = "kube-node-lease",
+                     .name = name,
+                     .body = body,
+                     .content_type = "application/merge-patch+json"};
+    LeaseCall *c = g_new0(LeaseCall, 1);
+    c->k = k;
+    c->name = g_strdup(name);
+    c->node_uid = g_strdup(info->uid);
+    k->requests[REQ_LEASE]++;
+    kb_client_call_async(k->client, &req, lease_renewed, c);
+    json_object_put(body);
 }
 
 /* Create @slice, or replace the one of its name (a kubelet restarted). */
@@ -170,6 +245,7 @@ static gboolean register_node(KblKubelet *k, json_object *node, guint index, GEr
 {
     const char *name = node_name(node);
     g_autoptr(GError) e = NULL;
+    k->requests[REQ_REGISTER]++;
     json_object *obj = kb_client_create(k->client, &kb_type_nodes, NULL, node, &e);
     if (obj == NULL && g_error_matches(e, KB_ERROR, KB_ERROR_ALREADY_EXISTS)) {
         g_clear_error(&e);
@@ -200,34 +276,89 @@ static gboolean register_node(KblKubelet *k, json_object *node, guint index, GEr
     return TRUE;
 }
 
+/* How many slices an interval is cut in, and how often one comes. */
+static guint n_slices(const KblKubelet *k, guint interval_ms)
+{
+    return CLAMP(interval_ms / 100, 1, MIN(SLICES_MAX, MAX(kbl_kubelet_n_nodes(k), 1)));
+}
+
 static gboolean heartbeat(gpointer data)
 {
     KblKubelet *k = data;
-    GHashTableIter it;
-    gpointer name, info;
-    g_hash_table_iter_init(&it, k->ours);
-    while (g_hash_table_iter_next(&it, &name, &info))
-        renew_lease(k, name, info);
+    guint n = n_slices(k, k->opts.heartbeat_ms), slot = k->heartbeat_slot++ % n;
+    for (gsize i = slot; i < json_object_array_length(k->nodes); i += n) {
+        const char *name = node_name(json_object_array_get_idx(k->nodes, i));
+        NodeInfo *info = g_hash_table_lookup(k->ours, name);
+        if (info != NULL)
+            renew_lease(k, name, info);
+    }
     return G_SOURCE_CONTINUE;
+}
+
+typedef struct {
+    KblKubelet *k;
+    char *name;
+} NodeCall;
+
+static void node_status_posted(const KbResponse *resp, gpointer data)
+{
+    NodeCall *c = data;
+    if (resp->error != NULL)
+        g_warning("node %s: posting its status: %s", c->name, resp->error->message);
+    g_free(c->name);
+    g_free(c);
+}
+
+/* The periodic status of a registered node: its conditions with a new heartbeat time, one merge
+ * patch of the status subresource (no read first), asynchronous. */
+static void post_node_conditions(KblKubelet *k, json_object *from_file)
+{
+    const char *name = node_name(from_file);
+    NodeInfo *info = g_hash_table_lookup(k->ours, name);
+    if (info == NULL)
+        return;
+    json_object *node = NULL;
+    json_object_deep_copy(from_file, &node, NULL);
+    kbl_sim_node_ready(node, info->ip, g_get_real_time() / G_USEC_PER_SEC);
+    json_object *patch = json_object_new_object();
+    json_object *st = kas_json_ensure_object(patch, "status");
+    json_object_object_add(st, "conditions",
+                           json_object_get(kas_json_get(node, "status.conditions")));
+    json_object_put(node);
+    KbRequest req = {.method = "PATCH",
+                     .type = &kb_type_nodes,
+                     .name = name,
+                     .subresource = "status",
+                     .body = patch,
+                     .content_type = "application/merge-patch+json"};
+    NodeCall *c = g_new0(NodeCall, 1);
+    c->k = k;
+    c->name = g_strdup(name);
+    k->requests[REQ_NODE_STATUS]++;
+    kb_client_call_async(k->client, &req, node_status_posted, c);
+    json_object_put(patch);
 }
 
 static gboolean node_status_tick(gpointer data)
 {
     KblKubelet *k = data;
-    for (gsize i = 0; i < json_object_array_length(k->nodes); i++) {
-        json_object *node = json_object_array_get_idx(k->nodes, i);
-        g_autoptr(GError) error = NULL;
-        if (!post_node_status(k, node_name(node), node, &error))
-            g_warning("node %s: posting its status: %s", node_name(node), error->message);
-    }
+    guint n = n_slices(k, k->opts.node_status_ms), slot = k->status_slot++ % n;
+    for (gsize i = slot; i < json_object_array_length(k->nodes); i += n)
+        post_node_conditions(k, json_object_array_get_idx(k->nodes, i));
     return G_SOURCE_CONTINUE;
 }
 
 /* ---- pods ----------------------------------------------------------------------------------- */
 
-static gboolean fire(gpointer data);
+static gint timer_cmp(gconstpointer a, gconstpointer b, gpointer data)
+{
+    const PodTimer *x = a, *y = b;
+    if (x->due != y->due)
+        return x->due < y->due ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
 
-static void set_timer(KblKubelet *k, const KbObjectMeta *m, TimerKind kind, gint64 delay_ms)
+static PodTimer *set_timer(KblKubelet *k, const KbObjectMeta *m, TimerKind kind, gint64 delay_ms)
 {
     PodTimer *t = g_new0(PodTimer, 1);
     t->k = k;
@@ -235,8 +366,11 @@ static void set_timer(KblKubelet *k, const KbObjectMeta *m, TimerKind kind, gint
     t->ns = g_strdup(m->namespace_);
     t->name = g_strdup(m->name);
     t->uid = g_strdup(m->uid);
-    t->source = g_timeout_add((guint)CLAMP(delay_ms, 0, G_MAXINT32), fire, t);
+    t->due = now_ms() + MAX(delay_ms, 0);
+    t->seq = k->timer_seq++;
+    t->where = g_sequence_insert_sorted(k->due, t, timer_cmp, NULL);
     g_hash_table_replace(k->timers, t->uid, t);
+    return t;
 }
 
 /* The pod as the cache has it (a copy), else as the server has it; NULL when gone or replaced. */
@@ -258,31 +392,117 @@ static json_object *read_pod(KblKubelet *k, const PodTimer *t, gboolean live)
 
 typedef gboolean (*Mutate)(KblKubelet *k, json_object *pod, gpointer data);
 
-/* Read, change, PUT the status; a 409 reads the pod again. FALSE when nothing was written. */
-static gboolean write_pod_status(KblKubelet *k, const PodTimer *t, Mutate mutate, gpointer data)
+/* One status write or deletion in flight. */
+typedef struct {
+    KblKubelet *k;
+    TimerKind kind;
+    char *ns, *name, *uid;
+    int attempt;
+    gboolean restarted;
+} PodCall;
+
+static PodCall *pod_call_new(KblKubelet *k, const PodTimer *t)
 {
-    for (int attempt = 1; attempt <= STATUS_ATTEMPTS; attempt++) {
-        json_object *pod = read_pod(k, t, attempt > 1);
-        if (pod == NULL || !mutate(k, pod, data)) {
-            if (pod != NULL)
-                json_object_put(pod);
-            return FALSE;
-        }
-        g_autoptr(GError) error = NULL;
-        json_object *r =
-                kb_client_update(k->client, &kb_type_pods, t->ns, t->name, "status", pod, &error);
+    PodCall *c = g_new0(PodCall, 1);
+    c->k = k;
+    c->kind = t->kind;
+    c->ns = g_strdup(t->ns);
+    c->name = g_strdup(t->name);
+    c->uid = g_strdup(t->uid);
+    return c;
+}
+
+static void pod_call_free(PodCall *c)
+{
+    g_free(c->ns);
+    g_free(c->name);
+    g_free(c->uid);
+    g_free(c);
+}
+
+static void run_from_now(KblKubelet *k, const char *uid);
+static gboolean start_pod(KblKubelet *k, json_object *pod, gpointer data);
+static gboolean finish_pod(KblKubelet *k, json_object *pod, gpointer data);
+static void pod_status_written(const KbResponse *resp, gpointer data);
+
+static void put_pod_status(KblKubelet *k, PodCall *c, json_object *pod)
+{
+    KbRequest req = {.method = "PUT",
+                     .type = &kb_type_pods,
+                     .namespace_ = c->ns,
+                     .name = c->name,
+                     .subresource = "status",
+                     .body = pod};
+    c->attempt++;
+    k->requests[REQ_POD_STATUS]++;
+    kb_client_call_async(k->client, &req, pod_status_written, c);
+}
+
+/* After a 409: the pod as the server has it now, changed again and written. */
+static void pod_read_live(const KbResponse *resp, gpointer data)
+{
+    PodCall *c = data;
+    KblKubelet *k = c->k;
+    json_object *pod = NULL;
+    if (resp->error == NULL &&
+        g_strcmp0(kas_json_get_string(resp->body, "metadata.uid"), c->uid) == 0)
+        json_object_deep_copy(resp->body, &pod, NULL);
+    else if (resp->error != NULL && !g_error_matches(resp->error, KB_ERROR, KB_ERROR_NOT_FOUND))
+        g_warning("pod %s/%s: reading it: %s", c->ns, c->name, resp->error->message);
+    if (pod != NULL &&
+        (c->kind == TIMER_START ? start_pod(k, pod, NULL) : finish_pod(k, pod, &c->restarted))) {
+        put_pod_status(k, c, pod);
         json_object_put(pod);
-        if (r != NULL) {
-            json_object_put(r);
-            return TRUE;
-        }
-        if (!g_error_matches(error, KB_ERROR, KB_ERROR_CONFLICT)) {
-            if (!g_error_matches(error, KB_ERROR, KB_ERROR_NOT_FOUND))
-                g_warning("pod %s/%s: writing its status: %s", t->ns, t->name, error->message);
-            return FALSE;
-        }
+        return;
     }
-    return FALSE;
+    if (pod != NULL)
+        json_object_put(pod);
+    pod_call_free(c);
+}
+
+static void pod_status_written(const KbResponse *resp, gpointer data)
+{
+    PodCall *c = data;
+    KblKubelet *k = c->k;
+    if (resp->error == NULL) {
+        if (c->kind == TIMER_START)
+            k->started++;
+        else
+            k->finished++;
+        if (c->kind == TIMER_START || c->restarted)
+            run_from_now(k, c->uid);
+    } else if (g_error_matches(resp->error, KB_ERROR, KB_ERROR_CONFLICT)) {
+        /* Our copy was stale: read the pod again (asynchronously) and write from that. */
+        if (c->attempt < STATUS_ATTEMPTS) {
+            KbRequest req = {
+                    .method = "GET", .type = &kb_type_pods, .namespace_ = c->ns, .name = c->name};
+            kb_client_call_async(k->client, &req, pod_read_live, c);
+            return;
+        }
+        g_warning("pod %s/%s: writing its status: %d conflicts, left to the resync", c->ns, c->name,
+                  c->attempt);
+    } else if (!g_error_matches(resp->error, KB_ERROR, KB_ERROR_NOT_FOUND)) {
+        g_warning("pod %s/%s: writing its status: %s", c->ns, c->name, resp->error->message);
+    }
+    pod_call_free(c);
+}
+
+/* Change the pod's status from the informer's copy and PUT it with that resourceVersion,
+ * asynchronously; a 409 tries again from the watch's newer copy (pod_status_written). FALSE when
+ * nothing was written (the pod is gone or needs no change). */
+static gboolean write_pod_status(KblKubelet *k, PodTimer *t, Mutate mutate)
+{
+    json_object *pod = read_pod(k, t, FALSE);
+    PodCall *c = pod_call_new(k, t);
+    if (pod == NULL || !mutate(k, pod, &c->restarted)) {
+        if (pod != NULL)
+            json_object_put(pod);
+        pod_call_free(c);
+        return FALSE;
+    }
+    put_pod_status(k, c, pod);
+    json_object_put(pod);
+    return TRUE;
 }
 
 static gboolean start_pod(KblKubelet *k, json_object *pod, gpointer data)
@@ -311,17 +531,37 @@ static void run_from_now(KblKubelet *k, const char *uid)
     g_hash_table_replace(k->run_from, g_strdup(uid), at);
 }
 
+static void gone_confirmed(const KbResponse *resp, gpointer data)
+{
+    PodCall *c = data;
+    if (resp->error == NULL) {
+        c->k->deleted++;
+        g_debug("pod %s/%s: deletion confirmed", c->ns, c->name);
+    } else if (!g_error_matches(resp->error, KB_ERROR, KB_ERROR_NOT_FOUND) &&
+               !g_error_matches(resp->error, KB_ERROR, KB_ERROR_CONFLICT)) {
+        g_warning("pod %s/%s: confirming its deletion: %s", c->ns, c->name, resp->error->message);
+    }
+    pod_call_free(c);
+}
+
+/* DELETE with grace period 0 and the pod's uid as precondition, asynchronously. */
 static void confirm_gone(KblKubelet *k, const PodTimer *t)
 {
-    g_autoptr(GError) error = NULL;
-    KbDeleteOptions o = {.precondition_uid = t->uid, .has_grace_period = TRUE};
-    if (kb_client_delete(k->client, &kb_type_pods, t->ns, t->name, &o, &error)) {
-        k->deleted++;
-        g_debug("pod %s/%s: deletion confirmed", t->ns, t->name);
-    } else if (!g_error_matches(error, KB_ERROR, KB_ERROR_NOT_FOUND) &&
-               !g_error_matches(error, KB_ERROR, KB_ERROR_CONFLICT)) {
-        g_warning("pod %s/%s: confirming its deletion: %s", t->ns, t->name, error->message);
-    }
+    json_object *opts = json_object_new_object();
+    json_object_object_add(opts, "kind", json_object_new_string("DeleteOptions"));
+    json_object_object_add(opts, "apiVersion", json_object_new_string("v1"));
+    json_object_object_add(opts, "gracePeriodSeconds", json_object_new_int(0));
+    json_object *pre = json_object_new_object();
+    json_object_object_add(pre, "uid", json_object_new_string(t->uid));
+    json_object_object_add(opts, "preconditions", pre);
+    KbRequest req = {.method = "DELETE",
+                     .type = &kb_type_pods,
+                     .namespace_ = t->ns,
+                     .name = t->name,
+                     .body = opts};
+    k->requests[REQ_POD_DELETE]++;
+    kb_client_call_async(k->client, &req, gone_confirmed, pod_call_new(k, t));
+    json_object_put(opts);
 }
 
 /* --dra: does the pod wait for its claims? Reports a new reason as the kubelet does (a Warning
@@ -358,38 +598,44 @@ static void retry_start(KblKubelet *k, const PodTimer *t)
     set_timer(k, &m, TIMER_START, DRA_RETRY_MS);
 }
 
-static gboolean fire(gpointer data)
+static void fire(PodTimer *t)
 {
-    PodTimer *t = data;
     KblKubelet *k = t->k;
-    t->source = 0;
     /* Out of the table first: the watch event of what is written schedules what comes next. */
     g_hash_table_steal(k->timers, t->uid);
-    gboolean restarted = FALSE;
     switch (t->kind) {
     case TIMER_START:
         if (k->slices != NULL && claims_blocked(k, t)) {
             retry_start(k, t);
             break;
         }
-        if (write_pod_status(k, t, start_pod, NULL)) {
-            k->started++;
-            run_from_now(k, t->uid);
-        }
+        write_pod_status(k, t, start_pod);
         break;
     case TIMER_FINISH:
-        if (write_pod_status(k, t, finish_pod, &restarted)) {
-            k->finished++;
-            if (restarted)
-                run_from_now(k, t->uid);
-        }
+        write_pod_status(k, t, finish_pod);
         break;
     case TIMER_GONE:
         confirm_gone(k, t);
         break;
     }
     timer_free(t);
-    return G_SOURCE_REMOVE;
+}
+
+/* Fire the actions that are due, oldest first. */
+static gboolean tick(gpointer data)
+{
+    KblKubelet *k = data;
+    gint64 now = now_ms();
+    while (!g_sequence_is_empty(k->due)) {
+        GSequenceIter *head = g_sequence_get_begin_iter(k->due);
+        PodTimer *t = g_sequence_get(head);
+        if (t->due > now)
+            break;
+        g_sequence_remove(head);
+        t->where = NULL;
+        fire(t);
+    }
+    return G_SOURCE_CONTINUE;
 }
 
 /* When the containers of a Running pod (re)started, in monotonic ms: our own record, else (the
@@ -444,6 +690,17 @@ static void consider(KblKubelet *k, const KbObjectMeta *m)
         gint64 run_ms = restarts_of(m) > 0 ? MAX(run.run_ms, KBL_SIM_MIN_RERUN_MS) : run.run_ms;
         set_timer(k, m, TIMER_FINISH, MAX(started_at(k, m) + run_ms - now_ms(), 0));
     }
+}
+
+/* Every RESYNC_MS each pod of ours is considered again: one whose action was lost (a write given
+ * up after conflicts) gets it back; the others already have theirs. */
+static gboolean resync(gpointer data)
+{
+    KblKubelet *k = data;
+    g_autoptr(GPtrArray) pods = kb_informer_list(k->pods);
+    for (guint i = 0; i < pods->len; i++)
+        consider(k, pods->pdata[i]);
+    return G_SOURCE_CONTINUE;
 }
 
 static void on_pod_add(gpointer obj, gpointer data)
@@ -534,6 +791,7 @@ KblKubelet *kbl_kubelet_new(KbClient *client, const KblKubeletOptions *opts, GEr
     k->opts.node_status_ms = opts->node_status_ms > 0 ? opts->node_status_ms : 60000;
     k->nodes = nodes;
     k->ours = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, node_info_free);
+    k->due = g_sequence_new(NULL);
     k->timers = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, timer_free);
     k->run_from = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     return k;
@@ -541,6 +799,7 @@ KblKubelet *kbl_kubelet_new(KbClient *client, const KblKubeletOptions *opts, GEr
 
 gboolean kbl_kubelet_start(KblKubelet *k, GError **error)
 {
+    k->started_at_us = g_get_monotonic_time();
     for (gsize i = 0; i < json_object_array_length(k->nodes); i++)
         if (!register_node(k, json_object_array_get_idx(k->nodes, i), (guint)i, error))
             return FALSE;
@@ -549,8 +808,13 @@ gboolean kbl_kubelet_start(KblKubelet *k, GError **error)
             .on_add = on_pod_add, .on_update = on_pod_update, .on_delete = on_pod_delete};
     k->pods = kb_informer_new(k->client, &o, &h, k);
     kb_informer_start(k->pods);
-    k->heartbeat_id = g_timeout_add(k->opts.heartbeat_ms, heartbeat, k);
-    k->status_id = g_timeout_add(k->opts.node_status_ms, node_status_tick, k);
+    k->heartbeat_id = g_timeout_add(
+            MAX(k->opts.heartbeat_ms / n_slices(k, k->opts.heartbeat_ms), 1), heartbeat, k);
+    k->resync_id = g_timeout_add(RESYNC_MS, resync, k);
+    k->tick_id = g_timeout_add(TICK_MS, tick, k);
+    k->status_id =
+            g_timeout_add(MAX(k->opts.node_status_ms / n_slices(k, k->opts.node_status_ms), 1),
+                          node_status_tick, k);
     return TRUE;
 }
 
@@ -566,6 +830,21 @@ void kbl_kubelet_counts(const KblKubelet *k, guint64 *started, guint64 *finished
     *deleted = k->deleted;
 }
 
+char *kbl_kubelet_cost(const KblKubelet *k)
+{
+    double s = (double)(g_get_monotonic_time() - k->started_at_us) / G_USEC_PER_SEC;
+    GString *out = g_string_new(NULL);
+    guint64 all = 0;
+    for (int i = 0; i < N_REQ; i++)
+        all += k->requests[i];
+    g_string_append_printf(out, "%" G_GUINT64_FORMAT " requests in %.1f s (%.1f/s):", all, s,
+                           s > 0 ? (double)all / s : 0.0);
+    for (int i = 0; i < N_REQ; i++)
+        g_string_append_printf(out, " %s %" G_GUINT64_FORMAT " (%.1f/s)", req_kind_names[i],
+                               k->requests[i], s > 0 ? (double)k->requests[i] / s : 0.0);
+    return g_string_free(out, FALSE);
+}
+
 void kbl_kubelet_free(KblKubelet *k)
 {
     if (k == NULL)
@@ -574,11 +853,16 @@ void kbl_kubelet_free(KblKubelet *k)
         g_source_remove(k->heartbeat_id);
     if (k->status_id != 0)
         g_source_remove(k->status_id);
+    if (k->resync_id != 0)
+        g_source_remove(k->resync_id);
+    if (k->tick_id != 0)
+        g_source_remove(k->tick_id);
     g_clear_pointer(&k->pods, kb_informer_free);
     g_clear_pointer(&k->recorder, kb_recorder_free);
     g_clear_pointer(&k->blocked, g_hash_table_unref);
     json_object_put(k->slices);
     g_hash_table_unref(k->timers);
+    g_sequence_free(k->due);
     g_hash_table_unref(k->run_from);
     g_hash_table_unref(k->ours);
     json_object_put(k->nodes);

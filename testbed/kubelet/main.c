@@ -121,5 +121,7 @@ int main(int argc, char **argv)
     g_message("stopping: %" G_GUINT64_FORMAT " pods started, %" G_GUINT64_FORMAT
               " finished, %" G_GUINT64_FORMAT " deletions confirmed",
               started, finished, deleted);
+    g_autofree char *cost = kbl_kubelet_cost(k);
+    g_message("cost to the server: %s", cost);
     return 0;
 }
