@@ -29,7 +29,7 @@
 #include "kube/kb-client.h"
 #include "kube/kb-log.h"
 #include "kube/kb-objects.h"
-#include "tests/apiserver/kas-json.h"
+#include "testbed/apiserver/kas-json.h"
 #include "tests/lib/kb-test-apiserver.h"
 #include "tests/lib/kb-test-cluster.h"
 #include "tests/lib/kb-test-daemon.h"
