@@ -17,7 +17,9 @@
  *   - With --dra (kbl-dra.h): each node's nvidia.com/gpu become devices of a ResourceSlice of the
  *     driver gpu.nvidia.com instead of an extended resource, and a pod with resource claims
  *     stays Pending until every claim is allocated and reserved for it, with a Warning event
- *     FailedPrepareDynamicResources that names the claim and says what is missing.
+ *     FailedPrepareDynamicResources that names the claim and says what is missing. With --mig as
+ *     well, every GPU is partitionable: counter-set slices and one slice per GPU of its MIG
+ *     placements and the whole GPU.
  * Status writes are PUTs of the status subresource with the resourceVersion read; a 409 reads the
  * pod again (at most three times). Calls are blocking, on the caller's main loop: the simulator
  * keeps up with the tests' and the demo's clusters (hundreds of pods), not with benchmarks.
@@ -35,6 +37,7 @@ typedef struct {
     guint heartbeat_ms;   /* Lease renewal (default 10000) */
     guint node_status_ms; /* node status posted again (default 60000) */
     gboolean dra;         /* GPUs as ResourceSlices, pods gated on their claims (kbl-dra.h) */
+    gboolean mig;         /* with dra: GPUs MIG-capable, partitionable devices (kbl-dra.h) */
 } KblKubeletOptions;
 
 typedef struct KblKubelet KblKubelet;
