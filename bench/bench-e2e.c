@@ -34,7 +34,7 @@
  *
  * With --dra the workload is run twice on kb-apiserver (with --resource-claim-controller), once
  * as above and once through Dynamic Resource Allocation: the nodes advertise no nvidia.com/gpu,
- * each publishes its GPUs as the ResourceSlice kb-kubelet --dra would (kbl_dra_slice(), the same
+ * each publishes its GPUs as the ResourceSlice kb-kubelet --dra would (kbl_dra_slices(), the same
  * code), a DeviceClass gpu.nvidia.com as NVIDIA's driver ships it, and each pod asks for one GPU
  * through a claim the controller makes from ResourceClaimTemplate one-gpu; then the two runs'
  * rates and their ratio. The real server is not run with --dra.
@@ -208,10 +208,12 @@ static void issue_slice(KbClient *client, guint i, KbResponseFunc cb, gpointer d
 {
     json_object *node = node_new(i);
     g_autoptr(GError) error = NULL;
-    json_object *slice = kbl_dra_slice(node, &error);
+    json_object *slices = kbl_dra_slices(node, FALSE, &error);
     json_object_put(node);
-    if (slice == NULL)
-        g_error("node-%04u: %s", i, error != NULL ? error->message : "no GPUs");
+    if (slices == NULL || json_object_array_length(slices) != 1)
+        g_error("node-%04u: %s", i, error != NULL ? error->message : "not one slice of GPUs");
+    json_object *slice = json_object_get(json_object_array_get_idx(slices, 0));
+    json_object_put(slices);
     post(client, &kb_type_resource_slices, NULL, slice, cb, data);
 }
 

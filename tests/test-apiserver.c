@@ -17,7 +17,8 @@
 #include "testbed/apiserver/kas-json.h"
 #include "testbed/apiserver/kas-server.h"
 
-/* ---- HTTP helpers ------------------------------------------------------------------------------ */
+/* ---- HTTP helpers ------------------------------------------------------------------------------
+ */
 
 typedef struct {
     long code;
@@ -71,7 +72,8 @@ static Resp *http_len(KasServer *srv, const char *method, const char *path, cons
     CURL *c = curl_easy_init();
     g_autofree char *url = g_strconcat(kas_server_url(srv), path, NULL);
     struct curl_slist *hdrs = NULL;
-    g_autofree char *ct = g_strdup_printf("Content-Type: %s", ctype != NULL ? ctype : "application/json");
+    g_autofree char *ct =
+            g_strdup_printf("Content-Type: %s", ctype != NULL ? ctype : "application/json");
     hdrs = curl_slist_append(hdrs, ct);
     hdrs = curl_slist_append(hdrs, "Expect:");
     curl_easy_setopt(c, CURLOPT_URL, url);
@@ -152,7 +154,7 @@ static size_t watch_body(char *ptr, size_t size, size_t n, void *data)
 static GPtrArray *watch_full(KasServer *srv, const char *path, guint max, long timeout_ms,
                              char **leftover, CURLcode *result)
 {
-    WatchData w = { g_string_new(NULL), g_ptr_array_new_with_free_func(g_free), max };
+    WatchData w = {g_string_new(NULL), g_ptr_array_new_with_free_func(g_free), max};
     CURL *c = curl_easy_init();
     g_autofree char *url = g_strconcat(kas_server_url(srv), path, NULL);
     curl_easy_setopt(c, CURLOPT_URL, url);
@@ -208,8 +210,8 @@ static void opt_sim(KasServerOptions *o)
     o->simulate_kubelet = TRUE;
 }
 
-#define POD_JSON(name, extra_meta, extra_spec)                                                    \
-    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"" name "\"" extra_meta      \
+#define POD_JSON(name, extra_meta, extra_spec)                                                     \
+    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"" name "\"" extra_meta       \
     "},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"busybox:1\"}]" extra_spec "}}"
 
 static void create_pod(KasServer *srv, const char *json)
@@ -220,13 +222,15 @@ static void create_pod(KasServer *srv, const char *json)
 
 static void create_node(KasServer *srv, const char *name)
 {
-    g_autofree char *body = g_strdup_printf("{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\"}}", name);
+    g_autofree char *body = g_strdup_printf(
+            "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\"}}", name);
     g_autoptr(Resp) r = post(srv, "/api/v1/nodes", body);
     assert_status(r, 201, NULL);
 }
 
-static const char BIND_N1[] = "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":\"p1\"},"
-                              "\"target\":{\"kind\":\"Node\",\"name\":\"n1\"}}";
+static const char BIND_N1[] =
+        "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":\"p1\"},"
+        "\"target\":{\"kind\":\"Node\",\"name\":\"n1\"}}";
 
 static char *src_path(const char *rel)
 {
@@ -290,7 +294,8 @@ static void wait_watchers(KasServer *srv, guint n)
     g_assert_cmpuint(kas_store_watcher_count(kas_server_store(srv)), ==, n);
 }
 
-/* ---- discovery --------------------------------------------------------------------------------- */
+/* ---- discovery ---------------------------------------------------------------------------------
+ */
 
 static void test_discovery_core(void)
 {
@@ -309,11 +314,14 @@ static void test_discovery_core(void)
         const char *n = kas_json_get_string(e, "name");
         if (strcmp(n, "pods") == 0) {
             pods = TRUE;
-            g_assert_cmpstr(json_object_get_string(json_object_array_get_idx(kas_json_get(e, "shortNames"), 0)), ==, "po");
+            g_assert_cmpstr(json_object_get_string(
+                                    json_object_array_get_idx(kas_json_get(e, "shortNames"), 0)),
+                            ==, "po");
             g_assert_true(json_object_get_boolean(kas_json_get(e, "namespaced")));
         }
         binding |= strcmp(n, "pods/binding") == 0;
-        eviction |= strcmp(n, "pods/eviction") == 0 && g_strcmp0(kas_json_get_string(e, "group"), "policy") == 0;
+        eviction |= strcmp(n, "pods/eviction") == 0 &&
+                    g_strcmp0(kas_json_get_string(e, "group"), "policy") == 0;
         status |= strcmp(n, "pods/status") == 0;
     }
     g_assert_true(pods && binding && eviction && status);
@@ -383,7 +391,8 @@ static void test_discovery_scheduler_informers(void)
     g_assert_nonnull(strstr(apps->body, "\"name\":\"replicasets/status\""));
 }
 
-/* ---- create, get, update ------------------------------------------------------------------------- */
+/* ---- create, get, update
+ * ------------------------------------------------------------------------- */
 
 static void test_crud_create_get(void)
 {
@@ -433,9 +442,11 @@ static void test_crud_generate_name(void)
 {
     g_autoptr(KasServer) srv = start();
     g_autoptr(Resp) a = post(srv, "/api/v1/namespaces/default/pods",
-                             "{\"metadata\":{\"generateName\":\"job-\"},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"busybox:1\"}]}}");
+                             "{\"metadata\":{\"generateName\":\"job-\"},\"spec\":{\"containers\":[{"
+                             "\"name\":\"c\",\"image\":\"busybox:1\"}]}}");
     g_autoptr(Resp) b = post(srv, "/api/v1/namespaces/default/pods",
-                             "{\"metadata\":{\"generateName\":\"job-\"},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"busybox:1\"}]}}");
+                             "{\"metadata\":{\"generateName\":\"job-\"},\"spec\":{\"containers\":[{"
+                             "\"name\":\"c\",\"image\":\"busybox:1\"}]}}");
     assert_status(a, 201, NULL);
     assert_status(b, 201, NULL);
     g_assert_true(g_str_has_prefix(js(a, "metadata.name"), "job-"));
@@ -451,20 +462,23 @@ static void test_crud_invalid(void)
         long code;
         const char *reason;
     } cases[] = {
-        { POD_JSON("Bad_Name", "", ""), 422, "Invalid" },
-        { "{\"metadata\":{}}", 422, "Invalid" },
-        { "{\"metadata\":{\"name\":\"x\"", 400, "BadRequest" },
-        { "[1,2]", 400, "BadRequest" },
-        { "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"x\"}}", 400, "BadRequest" },
-        { "{\"apiVersion\":\"v2\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"x\"}}", 400, "BadRequest" },
-        { "{\"metadata\":{\"name\":\"x\",\"labels\":{\"a\":1}}}", 400, "BadRequest" },
-        { "{\"metadata\":{\"name\":\"x\",\"resourceVersion\":\"5\"}}", 500, "InternalError" },
+            {POD_JSON("Bad_Name", "", ""), 422, "Invalid"},
+            {"{\"metadata\":{}}", 422, "Invalid"},
+            {"{\"metadata\":{\"name\":\"x\"", 400, "BadRequest"},
+            {"[1,2]", 400, "BadRequest"},
+            {"{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"x\"}}", 400,
+             "BadRequest"},
+            {"{\"apiVersion\":\"v2\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"x\"}}", 400,
+             "BadRequest"},
+            {"{\"metadata\":{\"name\":\"x\",\"labels\":{\"a\":1}}}", 400, "BadRequest"},
+            {"{\"metadata\":{\"name\":\"x\",\"resourceVersion\":\"5\"}}", 500, "InternalError"},
     };
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
         g_autoptr(Resp) r = post(srv, "/api/v1/namespaces/default/pods", cases[i].body);
         assert_status(r, cases[i].code, cases[i].reason);
     }
-    g_autoptr(Resp) inv = post(srv, "/api/v1/namespaces/default/pods", POD_JSON("Bad_Name", "", ""));
+    g_autoptr(Resp) inv =
+            post(srv, "/api/v1/namespaces/default/pods", POD_JSON("Bad_Name", "", ""));
     g_assert_nonnull(strstr(js(inv, "message"), "Pod \"Bad_Name\" is invalid: metadata.name"));
 }
 
@@ -473,10 +487,10 @@ static void test_crud_invalid(void)
 #define PG_PATH "/apis/scheduling.k8s.io/v1beta1/namespaces/default/podgroups"
 #define WL_PATH "/apis/scheduling.k8s.io/v1beta1/namespaces/default/workloads"
 #define PG_JSON(name, spec)                                                                        \
-    "{\"apiVersion\":\"scheduling.k8s.io/v1beta1\",\"kind\":\"PodGroup\",\"metadata\":{"       \
+    "{\"apiVersion\":\"scheduling.k8s.io/v1beta1\",\"kind\":\"PodGroup\",\"metadata\":{"           \
     "\"name\":\"" name "\"},\"spec\":" spec "}"
 #define WL_JSON(name, templates)                                                                   \
-    "{\"apiVersion\":\"scheduling.k8s.io/v1beta1\",\"kind\":\"Workload\",\"metadata\":{"       \
+    "{\"apiVersion\":\"scheduling.k8s.io/v1beta1\",\"kind\":\"Workload\",\"metadata\":{"           \
     "\"name\":\"" name "\"},\"spec\":{\"podGroupTemplates\":" templates "}}"
 #define TPL(name) "{\"name\":\"" name "\",\"schedulingPolicy\":{\"gang\":{\"minCount\":2}}}"
 
@@ -568,45 +582,54 @@ static void test_gang_api_invalid(void)
     static const struct {
         const char *path, *body, *message;
     } cases[] = {
-        {PG_PATH, PG_JSON("a", "{}"),
-         "PodGroup.scheduling.k8s.io \"a\" is invalid: spec.schedulingPolicy: Invalid value: \"\": "
-         "must specify one of: `basic`, `gang`"},
-        {PG_PATH, PG_JSON("a", "{\"schedulingPolicy\":{\"gang\":{}}}"),
-         "PodGroup.scheduling.k8s.io \"a\" is invalid: spec.schedulingPolicy.gang.minCount: "
-         "Required value"},
-        {PG_PATH, PG_JSON("a", "{\"schedulingPolicy\":{\"gang\":{\"minCount\":-2}}}"),
-         "PodGroup.scheduling.k8s.io \"a\" is invalid: spec.schedulingPolicy.gang.minCount: "
-         "Invalid value: -2: must be greater than zero"},
-        {PG_PATH,
-         PG_JSON("a", "{\"schedulingPolicy\":{\"basic\":{}},\"disruptionMode\":{\"single\":{},"
-                      "\"all\":{}}}"),
-         "PodGroup.scheduling.k8s.io \"a\" is invalid: spec.disruptionMode: Invalid value: "
-         "\"{`single`, `all`}\": exactly one of `single`, `all` is required, but multiple fields "
-         "are set"},
-        {PG_PATH,
-         PG_JSON("a", "{\"schedulingPolicy\":{\"basic\":{}},\"workloadRef\":{\"workloadName\":"
-                      "\"w\",\"templateName\":\"Bad\"}}"),
-         "PodGroup.scheduling.k8s.io \"a\" is invalid: spec.workloadRef.templateName: Invalid "
-         "value: \"Bad\": a lowercase RFC 1123 label must consist of lower case alphanumeric "
-         "characters or '-', and must start and end with an alphanumeric character (e.g. "
-         "'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"},
-        {WL_PATH, WL_JSON("w", "[]"),
-         "Workload.scheduling.k8s.io \"w\" is invalid: spec.podGroupTemplates: Required value: "
-         "must have at least one item"},
-        {WL_PATH,
-         WL_JSON("w", "[" TPL("a") "," TPL("b") "," TPL("c") "," TPL("d") "," TPL("e") "," TPL(
-                              "f") "," TPL("g") "," TPL("h") "," TPL("i") "]"),
-         "Workload.scheduling.k8s.io \"w\" is invalid: spec.podGroupTemplates: Too many: 9: must "
-         "have at most 8 items"},
-        {WL_PATH, WL_JSON("w", "[" TPL("a") "," TPL("a") "]"),
-         "Workload.scheduling.k8s.io \"w\" is invalid: spec.podGroupTemplates[1]: Duplicate value: "
-         "\"a\""},
-        {"/api/v1/namespaces/default/pods",
-         POD_JSON("p", "", ",\"schedulingGroup\":{\"podGroupName\":\"Bad_Group\"}"),
-         "Pod \"p\" is invalid: spec.schedulingGroup.podGroupName: Invalid value: \"Bad_Group\": a "
-         "lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
-         "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex "
-         "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"},
+            {PG_PATH, PG_JSON("a", "{}"),
+             "PodGroup.scheduling.k8s.io \"a\" is invalid: spec.schedulingPolicy: Invalid value: "
+             "\"\": "
+             "must specify one of: `basic`, `gang`"},
+            {PG_PATH, PG_JSON("a", "{\"schedulingPolicy\":{\"gang\":{}}}"),
+             "PodGroup.scheduling.k8s.io \"a\" is invalid: spec.schedulingPolicy.gang.minCount: "
+             "Required value"},
+            {PG_PATH, PG_JSON("a", "{\"schedulingPolicy\":{\"gang\":{\"minCount\":-2}}}"),
+             "PodGroup.scheduling.k8s.io \"a\" is invalid: spec.schedulingPolicy.gang.minCount: "
+             "Invalid value: -2: must be greater than zero"},
+            {PG_PATH,
+             PG_JSON("a", "{\"schedulingPolicy\":{\"basic\":{}},\"disruptionMode\":{\"single\":{},"
+                          "\"all\":{}}}"),
+             "PodGroup.scheduling.k8s.io \"a\" is invalid: spec.disruptionMode: Invalid value: "
+             "\"{`single`, `all`}\": exactly one of `single`, `all` is required, but multiple "
+             "fields "
+             "are set"},
+            {PG_PATH,
+             PG_JSON("a", "{\"schedulingPolicy\":{\"basic\":{}},\"workloadRef\":{\"workloadName\":"
+                          "\"w\",\"templateName\":\"Bad\"}}"),
+             "PodGroup.scheduling.k8s.io \"a\" is invalid: spec.workloadRef.templateName: Invalid "
+             "value: \"Bad\": a lowercase RFC 1123 label must consist of lower case alphanumeric "
+             "characters or '-', and must start and end with an alphanumeric character (e.g. "
+             "'my-name',  or '123-abc', regex used for validation is "
+             "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')"},
+            {WL_PATH, WL_JSON("w", "[]"),
+             "Workload.scheduling.k8s.io \"w\" is invalid: spec.podGroupTemplates: Required value: "
+             "must have at least one item"},
+            {WL_PATH,
+             WL_JSON("w", "[" TPL("a") "," TPL("b") "," TPL("c") "," TPL("d") "," TPL("e") "," TPL(
+                                  "f") "," TPL("g") "," TPL("h") "," TPL("i") "]"),
+             "Workload.scheduling.k8s.io \"w\" is invalid: spec.podGroupTemplates: Too many: 9: "
+             "must "
+             "have at most 8 items"},
+            {WL_PATH, WL_JSON("w", "[" TPL("a") "," TPL("a") "]"),
+             "Workload.scheduling.k8s.io \"w\" is invalid: spec.podGroupTemplates[1]: Duplicate "
+             "value: "
+             "\"a\""},
+            {"/api/v1/namespaces/default/pods",
+             POD_JSON("p", "", ",\"schedulingGroup\":{\"podGroupName\":\"Bad_Group\"}"),
+             "Pod \"p\" is invalid: spec.schedulingGroup.podGroupName: Invalid value: "
+             "\"Bad_Group\": a "
+             "lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
+             "or "
+             "'.', and must start and end with an alphanumeric character (e.g. 'example.com', "
+             "regex "
+             "used for validation is "
+             "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"},
     };
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
         g_autoptr(Resp) r = post(srv, cases[i].path, cases[i].body);
@@ -614,9 +637,10 @@ static void test_gang_api_invalid(void)
         g_assert_cmpstr(js(r, "message"), ==, cases[i].message);
     }
     /* eight templates are fine; the list may not change */
-    g_autoptr(Resp) w = post(srv, WL_PATH,
-                             WL_JSON("w8", "[" TPL("a") "," TPL("b") "," TPL("c") "," TPL(
-                                                   "d") "," TPL("e") "," TPL("f") "," TPL("g") "," TPL("h") "]"));
+    g_autoptr(Resp) w =
+            post(srv, WL_PATH,
+                 WL_JSON("w8", "[" TPL("a") "," TPL("b") "," TPL("c") "," TPL("d") "," TPL(
+                                       "e") "," TPL("f") "," TPL("g") "," TPL("h") "]"));
     assert_status(w, 201, NULL);
     g_autoptr(Resp) wu = http(srv, "PUT", WL_PATH "/w8", NULL, WL_JSON("w8", "[" TPL("a") "]"));
     assert_status(wu, 422, "Invalid");
@@ -625,9 +649,9 @@ static void test_gang_api_invalid(void)
                     "value: \"array\": field is immutable");
     /* a pod's schedulingGroup may not change */
     create_pod(srv, POD_JSON("p2", "", ",\"schedulingGroup\":{\"podGroupName\":\"g1\"}"));
-    g_autoptr(Resp) pu = http(srv, "PATCH", "/api/v1/namespaces/default/pods/p2",
-                              "application/merge-patch+json",
-                              "{\"spec\":{\"schedulingGroup\":{\"podGroupName\":\"g2\"}}}");
+    g_autoptr(Resp) pu =
+            http(srv, "PATCH", "/api/v1/namespaces/default/pods/p2", "application/merge-patch+json",
+                 "{\"spec\":{\"schedulingGroup\":{\"podGroupName\":\"g2\"}}}");
     assert_status(pu, 422, "Invalid");
     g_assert_cmpstr(js(pu, "message"), ==,
                     "Pod \"p2\" is invalid: spec.schedulingGroup: Invalid value: \"object\": field "
@@ -652,12 +676,12 @@ static void test_gang_api_invalid(void)
 
 #define A3 "/apis/scheduling.k8s.io/v1alpha3/namespaces/default"
 #define CPG_JSON(name, spec)                                                                       \
-    "{\"apiVersion\":\"scheduling.k8s.io/v1alpha3\",\"kind\":\"CompositePodGroup\","            \
+    "{\"apiVersion\":\"scheduling.k8s.io/v1alpha3\",\"kind\":\"CompositePodGroup\","               \
     "\"metadata\":{\"name\":\"" name "\"},\"spec\":" spec "}"
 #define WREF "\"workloadRef\":{\"workloadName\":\"w\",\"templateName\":\"t\"}"
 #define CHILD_JSON(av, name, parent)                                                               \
-    "{\"apiVersion\":\"scheduling.k8s.io/" av "\",\"kind\":\"PodGroup\",\"metadata\":{\"name\":" \
-    "\"" name "\"},\"spec\":{\"parentCompositePodGroupName\":\"" parent "\"," WREF ","          \
+    "{\"apiVersion\":\"scheduling.k8s.io/" av "\",\"kind\":\"PodGroup\",\"metadata\":{\"name\":"   \
+    "\"" name "\"},\"spec\":{\"parentCompositePodGroupName\":\"" parent "\"," WREF ","             \
     "\"schedulingPolicy\":{\"gang\":{\"minCount\":2}}}}"
 
 static void opt_alpha(KasServerOptions *o)
@@ -715,57 +739,58 @@ static void test_gang_api_composite(void)
     g_autoptr(Resp) pc = post(srv, "/apis/scheduling.k8s.io/v1/priorityclasses",
                               "{\"metadata\":{\"name\":\"high\"},\"value\":1000}");
     assert_status(pc, 201, NULL);
-    g_autoptr(Resp) c = post(
-            srv, A3 "/compositepodgroups",
-            CPG_JSON("c1", "{" WREF ",\"schedulingPolicy\":{\"gang\":{\"minGroupCount\":3}},"
-                           "\"priorityClassName\":\"high\"},\"status\":{\"conditions\":[]}"));
+    g_autoptr(Resp) c =
+            post(srv, A3 "/compositepodgroups",
+                 CPG_JSON("c1", "{" WREF ",\"schedulingPolicy\":{\"gang\":{\"minGroupCount\":3}},"
+                                "\"priorityClassName\":\"high\"},\"status\":{\"conditions\":[]}"));
     assert_status(c, 201, NULL);
     g_assert_nonnull(kas_json_get(c->json, "spec.disruptionMode.single"));
     g_assert_cmpint(ji(c, "spec.priority"), ==, 1000);
     g_assert_null(kas_json_get(c->json, "status"));
-    g_autoptr(Resp) st = http(
-            srv, "PATCH", A3 "/compositepodgroups/c1/status", "application/merge-patch+json",
-            "{\"status\":{\"conditions\":[{\"type\":\"CompositePodGroupInitiallyScheduled\","
-            "\"status\":\"False\",\"reason\":\"Unschedulable\",\"message\":\"2/3\","
-            "\"lastTransitionTime\":\"2026-08-20T10:00:00Z\"}]},\"spec\":{\"priority\":5}}");
+    g_autoptr(Resp) st =
+            http(srv, "PATCH", A3 "/compositepodgroups/c1/status", "application/merge-patch+json",
+                 "{\"status\":{\"conditions\":[{\"type\":\"CompositePodGroupInitiallyScheduled\","
+                 "\"status\":\"False\",\"reason\":\"Unschedulable\",\"message\":\"2/3\","
+                 "\"lastTransitionTime\":\"2026-08-20T10:00:00Z\"}]},\"spec\":{\"priority\":5}}");
     assert_status(st, 200, NULL);
     g_assert_cmpint(ji(st, "spec.priority"), ==, 1000);
     g_assert_cmpint(json_object_array_length(kas_json_get(st->json, "status.conditions")), ==, 1);
-    g_autoptr(Resp) im = http(
-            srv, "PUT", A3 "/compositepodgroups/c1", NULL,
-            CPG_JSON("c1", "{" WREF ",\"schedulingPolicy\":{\"gang\":{\"minGroupCount\":2}},"
-                           "\"priorityClassName\":\"high\"}"));
+    g_autoptr(Resp) im =
+            http(srv, "PUT", A3 "/compositepodgroups/c1", NULL,
+                 CPG_JSON("c1", "{" WREF ",\"schedulingPolicy\":{\"gang\":{\"minGroupCount\":2}},"
+                                "\"priorityClassName\":\"high\"}"));
     assert_status(im, 422, "Invalid");
     g_assert_cmpstr(js(im, "message"), ==,
                     "CompositePodGroup.scheduling.k8s.io \"c1\" is invalid: "
                     "spec.schedulingPolicy: Invalid value: \"null\": field is immutable");
     /* labels may change; the priority admission gave stays when left out */
-    g_autoptr(Resp) lu = http(
-            srv, "PUT", A3 "/compositepodgroups/c1", NULL,
-            "{\"apiVersion\":\"scheduling.k8s.io/v1alpha3\",\"kind\":\"CompositePodGroup\","
-            "\"metadata\":{\"name\":\"c1\",\"labels\":{\"a\":\"b\"}},\"spec\":{" WREF ","
-            "\"schedulingPolicy\":{\"gang\":{\"minGroupCount\":3}},\"priorityClassName\":"
-            "\"high\"}}");
+    g_autoptr(Resp) lu =
+            http(srv, "PUT", A3 "/compositepodgroups/c1", NULL,
+                 "{\"apiVersion\":\"scheduling.k8s.io/v1alpha3\",\"kind\":\"CompositePodGroup\","
+                 "\"metadata\":{\"name\":\"c1\",\"labels\":{\"a\":\"b\"}},\"spec\":{" WREF ","
+                 "\"schedulingPolicy\":{\"gang\":{\"minGroupCount\":3}},\"priorityClassName\":"
+                 "\"high\"}}");
     assert_status(lu, 200, NULL);
     static const struct {
         const char *body, *message;
     } bad[] = {
-        {CPG_JSON("a", "{" WREF ",\"schedulingPolicy\":{\"gang\":{}}}"),
-         "spec.schedulingPolicy.gang.minGroupCount: Required value"},
-        {CPG_JSON("a", "{" WREF ",\"schedulingPolicy\":{\"gang\":{\"minGroupCount\":-1}}}"),
-         "spec.schedulingPolicy.gang.minGroupCount: Invalid value: -1: must be greater than or "
-         "equal to 1"},
-        {CPG_JSON("a", "{\"schedulingPolicy\":{\"basic\":{}}}"), "spec.workloadRef: Required value"},
-        {CPG_JSON("a", "{" WREF ",\"schedulingPolicy\":{\"basic\":{},\"gang\":"
-                       "{\"minGroupCount\":1}}}"),
-         "spec.schedulingPolicy: Invalid value: \"{`basic`, `gang`}\": exactly one of `basic`, "
-         "`gang` is required, but multiple fields are set"},
-        {CPG_JSON("a", "{\"parentCompositePodGroupName\":\"Top_1\"," WREF
-                       ",\"schedulingPolicy\":{\"basic\":{}}}"),
-         "spec.parentCompositePodGroupName: Invalid value: \"Top_1\": a lowercase RFC 1123 "
-         "subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
-         "start and end with an alphanumeric character (e.g. 'example.com', regex used for "
-         "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"},
+            {CPG_JSON("a", "{" WREF ",\"schedulingPolicy\":{\"gang\":{}}}"),
+             "spec.schedulingPolicy.gang.minGroupCount: Required value"},
+            {CPG_JSON("a", "{" WREF ",\"schedulingPolicy\":{\"gang\":{\"minGroupCount\":-1}}}"),
+             "spec.schedulingPolicy.gang.minGroupCount: Invalid value: -1: must be greater than or "
+             "equal to 1"},
+            {CPG_JSON("a", "{\"schedulingPolicy\":{\"basic\":{}}}"),
+             "spec.workloadRef: Required value"},
+            {CPG_JSON("a", "{" WREF ",\"schedulingPolicy\":{\"basic\":{},\"gang\":"
+                           "{\"minGroupCount\":1}}}"),
+             "spec.schedulingPolicy: Invalid value: \"{`basic`, `gang`}\": exactly one of `basic`, "
+             "`gang` is required, but multiple fields are set"},
+            {CPG_JSON("a", "{\"parentCompositePodGroupName\":\"Top_1\"," WREF
+                           ",\"schedulingPolicy\":{\"basic\":{}}}"),
+             "spec.parentCompositePodGroupName: Invalid value: \"Top_1\": a lowercase RFC 1123 "
+             "subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
+             "start and end with an alphanumeric character (e.g. 'example.com', regex used for "
+             "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"},
     };
     for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
         g_autoptr(Resp) r = post(srv, A3 "/compositepodgroups", bad[i].body);
@@ -798,21 +823,21 @@ static void test_gang_api_podgroup_versions(void)
         g_autoptr(Resp) l = get(srv, PG_PATH);
         g_assert_cmpstr(js(l, "apiVersion"), ==, "scheduling.k8s.io/v1beta1");
         g_assert_cmpint(json_object_array_length(kas_json_get(l->json, "items")), ==, 2);
-        g_assert_cmpstr(kas_json_get_string(json_object_array_get_idx(
-                                                    kas_json_get(l->json, "items"), 1),
-                                            "spec.parentCompositePodGroupName"),
-                        ==, "c1");
+        g_assert_cmpstr(
+                kas_json_get_string(json_object_array_get_idx(kas_json_get(l->json, "items"), 1),
+                                    "spec.parentCompositePodGroupName"),
+                ==, "c1");
         /* the link may not change */
-        g_autoptr(Resp) u = http(srv, "PUT", A3 "/podgroups/g1", NULL,
-                                 CHILD_JSON("v1alpha3", "g1", "c2"));
+        g_autoptr(Resp) u =
+                http(srv, "PUT", A3 "/podgroups/g1", NULL, CHILD_JSON("v1alpha3", "g1", "c2"));
         assert_status(u, 422, "Invalid");
         g_assert_nonnull(strstr(js(u, "message"), "spec.parentCompositePodGroupName"));
         /* a Workload of composite templates */
-        g_autoptr(Resp) w = post(
-                srv, WL_PATH,
-                "{\"metadata\":{\"name\":\"w\"},\"spec\":{\"compositePodGroupTemplates\":[{"
-                "\"name\":\"train\",\"schedulingPolicy\":{\"gang\":{\"minGroupCount\":3}},"
-                "\"podGroupTemplates\":[" TPL("workers") "]}]}}");
+        g_autoptr(Resp) w =
+                post(srv, WL_PATH,
+                     "{\"metadata\":{\"name\":\"w\"},\"spec\":{\"compositePodGroupTemplates\":[{"
+                     "\"name\":\"train\",\"schedulingPolicy\":{\"gang\":{\"minGroupCount\":3}},"
+                     "\"podGroupTemplates\":[" TPL("workers") "]}]}}");
         assert_status(w, 201, NULL);
         g_autoptr(Resp) we = post(
                 srv, WL_PATH,
@@ -1124,6 +1149,251 @@ static char *repeat_list(guint n, const char *item)
     }
     g_string_append_c(s, ']');
     return g_string_free(s, FALSE);
+}
+
+/* ---- partitionable devices and consumable capacity ------------------------------------------ */
+
+#define RS_SPEC(name, node, rest)                                                                  \
+    "{\"metadata\":{\"name\":\"" name "\"},\"spec\":{\"driver\":\"gpu.nvidia.com\",\"nodeName\":"  \
+    "\"" node "\",\"pool\":{\"name\":\"" node "\",\"resourceSliceCount\":2}," rest "}}"
+#define COUNTERS_80GB "{\"memory-slice\":{\"value\":\"8\"},\"multiprocessors\":{\"value\":\"98\"}}"
+#define MIG_1G(name)                                                                               \
+    "{\"name\":\"" name "\",\"consumesCounters\":[{\"counterSet\":\"gpu-0-counters\","             \
+    "\"counters\":{\"memory-slice\":{\"value\":\"1\"},\"multiprocessors\":{\"value\":\"14\"}}}]}"
+
+static void expect_invalid(KasServer *srv, const char *path, const char *body, const char *msg)
+{
+    g_autoptr(Resp) r = post(srv, path, body);
+    assert_status(r, 422, "Invalid");
+    if (strcmp(js(r, "message"), msg) != 0)
+        g_error("%s\n  got:  %s\n  want: %s", body, js(r, "message"), msg);
+}
+
+/* A GPU's counter set in one slice, its MIG devices consuming it in another: accepted; each
+ * structural rule and limit of sharedCounters and consumesCounters refused with the real
+ * message. */
+static void test_dra_partitionable(void)
+{
+    g_autoptr(KasServer) srv = start();
+    g_autoptr(Resp) cs = post(srv, RS_PATH,
+                              RS_SPEC("n1-counters", "n1",
+                                      "\"sharedCounters\":[{\"name\":\"gpu-0-counters\","
+                                      "\"counters\":" COUNTERS_80GB "}]"));
+    assert_status(cs, 201, NULL);
+    g_autoptr(Resp) ds = post(srv, RS_PATH,
+                              RS_SPEC("n1-devices", "n1",
+                                      "\"devices\":[" MIG_1G("gpu-0-mig-1g-10gb-0") "," MIG_1G(
+                                              "gpu-0-mig-1g-10gb-1") "]"));
+    assert_status(ds, 201, NULL);
+    g_assert_cmpstr(
+            kas_json_get_string(
+                    json_object_array_get_idx(kas_json_get(ds->json, "spec.devices"), 1), "name"),
+            ==, "gpu-0-mig-1g-10gb-1");
+    const char *pre = "ResourceSlice.resource.k8s.io \"bad\" is invalid: ";
+    static const struct {
+        const char *rest, *msg;
+    } cases[] = {
+            {"\"sharedCounters\":[{\"name\":\"Gpu\",\"counters\":" COUNTERS_80GB "}]",
+             "spec.sharedCounters[0].name: Invalid value: \"Gpu\": a lowercase RFC 1123 label "
+             "must consist of lower case alphanumeric characters or '-', and must start and end "
+             "with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for "
+             "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"},
+            {"\"sharedCounters\":[{\"counters\":" COUNTERS_80GB "}]",
+             "spec.sharedCounters[0].name: Required value"},
+            {"\"sharedCounters\":[{\"name\":\"g\"}]",
+             "spec.sharedCounters[0].counters: Required value"},
+            {"\"sharedCounters\":[{\"name\":\"g\",\"counters\":" COUNTERS_80GB "},{\"name\":\"g\","
+             "\"counters\":" COUNTERS_80GB "}]",
+             "spec.sharedCounters[1].name: Duplicate value: \"g\""},
+            {"\"sharedCounters\":[{\"name\":\"g\",\"counters\":{\"mem\":{\"value\":\"8Qi\"}}}]",
+             "spec.sharedCounters[0].counters[mem].value: Invalid value: \"8Qi\": quantities must "
+             "match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"},
+            {"\"sharedCounters\":[{\"name\":\"g\",\"counters\":{\"mem\":{}}}]",
+             "spec.sharedCounters[0].counters[mem].value: Required value"},
+            {"\"devices\":[{\"name\":\"d\",\"consumesCounters\":[{\"counters\":{\"m\":{\"value\":"
+             "\"1\"}}}]}]",
+             "spec.devices[0].consumesCounters[0].counterSet: Required value"},
+            {"\"devices\":[{\"name\":\"d\",\"consumesCounters\":[{\"counterSet\":\"g\"}]}]",
+             "spec.devices[0].consumesCounters[0].counters: Required value"},
+            {"\"devices\":[{\"name\":\"d\",\"consumesCounters\":[{\"counterSet\":\"g\","
+             "\"counters\":"
+             "{\"m\":{\"value\":\"1\"}}},{\"counterSet\":\"g\",\"counters\":{\"m\":{\"value\":"
+             "\"1\"}}}]}]",
+             "spec.devices[0].consumesCounters[1].counterSet: Duplicate value: \"g\""},
+            {"\"devices\":[{\"name\":\"d\",\"consumesCounters\":[{\"counterSet\":\"a\","
+             "\"counters\":"
+             "{\"m\":{\"value\":\"1\"}}},{\"counterSet\":\"b\",\"counters\":{\"m\":{\"value\":"
+             "\"1\"}}},{\"counterSet\":\"c\",\"counters\":{\"m\":{\"value\":\"1\"}}}]}]",
+             "spec.devices[0].consumesCounters: Too many: 3: must have at most 2 items"},
+            {"\"sharedCounters\":[{\"name\":\"g\",\"counters\":" COUNTERS_80GB "}],\"devices\":["
+             "{\"name\":\"d\"}]",
+             "spec: Invalid value: \"\": only one of `sharedCounters` or `devices` is allowed"},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *body = g_strdup_printf(RS_SPEC("bad", "n2", "%s"), cases[i].rest);
+        g_autofree char *want = g_strconcat(pre, cases[i].msg, NULL);
+        expect_invalid(srv, RS_PATH, body, want);
+    }
+    /* limits: 8 counter sets, 32 counters a set, 64 devices once one consumes counters */
+    static const struct {
+        const char *fmt, *item, *field;
+        guint max;
+    } limits[] = {
+            {RS_SPEC("s%u", "n3", "\"sharedCounters\":%s"),
+             "{\"name\":\"g%u\",\"counters\":{\"m\":{\"value\":\"1\"}}}", "spec.sharedCounters", 8},
+            {RS_SPEC("s%u", "n3", "\"sharedCounters\":[{\"name\":\"g\",\"counters\":%s}]"),
+             "\"m%u\":{\"value\":\"1\"}", "spec.sharedCounters[0].counters", 32},
+            {RS_SPEC("s%u", "n3", "\"devices\":%s"),
+             "{\"name\":\"d%u\",\"consumesCounters\":[{\"counterSet\":\"g\",\"counters\":{\"m\":{"
+             "\"value\":\"1\"}}}]}",
+             "spec.devices", 64},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(limits); i++) {
+        for (guint n = limits[i].max; n <= limits[i].max + 1; n++) {
+            g_autofree char *list = repeat_list(n, limits[i].item);
+            if (i == 1) {
+                list[0] = '{';
+                list[strlen(list) - 1] = '}';
+            }
+            g_autofree char *body = g_strdup_printf(limits[i].fmt, i * 1000 + n, list);
+            g_autoptr(Resp) r = post(srv, RS_PATH, body);
+            if (n == limits[i].max) {
+                assert_status(r, 201, NULL);
+                continue;
+            }
+            assert_status(r, 422, "Invalid");
+            g_autofree char *want = g_strdup_printf("%s: Too many: %u: must have at most %u items",
+                                                    limits[i].field, n, limits[i].max);
+            g_assert_nonnull(strstr(js(r, "message"), want));
+        }
+    }
+}
+
+#define SHARED_DEV(policy)                                                                         \
+    "[{\"name\":\"gpu-0\",\"allowMultipleAllocations\":true,\"capacity\":{\"memory\":{\"value\":"  \
+    "\"80Gi\",\"requestPolicy\":" policy "}}}]"
+
+/* A GPU shared by its memory capacity: each requestPolicy rule; claims' capacity.requests and
+ * the status's consumedCapacity and shareID. */
+static void test_dra_consumable_capacity(void)
+{
+    g_autoptr(KasServer) srv = start();
+    static const char *const good[] = {
+            "{\"default\":\"10Gi\",\"validRange\":{\"min\":\"10Gi\",\"step\":\"10Gi\"}}",
+            "{\"default\":\"10Gi\",\"validValues\":[\"10Gi\",\"20Gi\",\"40Gi\",\"80Gi\"]}",
+            "{\"default\":\"1Gi\"}",
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(good); i++) {
+        g_autofree char *name = g_strdup_printf("ok%u", i);
+        g_autofree char *devs = g_strdup_printf(SHARED_DEV("%s"), good[i]);
+        g_autofree char *body =
+                g_strdup_printf("{\"metadata\":{\"name\":\"%s\"},\"spec\":{\"driver\":\"gpu."
+                                "nvidia.com\",\"nodeName\":\"n%u\",\"pool\":{\"name\":\"n%u\","
+                                "\"resourceSliceCount\":1},\"devices\":%s}}",
+                                name, i, i, devs);
+        g_autoptr(Resp) r = post(srv, RS_PATH, body);
+        assert_status(r, 201, NULL);
+    }
+    const char *cp = "spec.devices[0].capacity[memory].requestPolicy";
+    static const struct {
+        const char *policy, *msg;
+    } cases[] = {
+            {"{\"validValues\":[\"10Gi\"]}",
+             "%s.default: Required value: required when validValues is defined"},
+            {"{\"validRange\":{\"min\":\"1Gi\"}}",
+             "%s.default: Required value: required when validRange is defined"},
+            {"{\"default\":\"1Gi\",\"validRange\":{}}",
+             "%s.validRange.min: Required value: required when validRange is defined"},
+            {"{\"default\":\"1Gi\",\"validValues\":[\"1Gi\"],\"validRange\":{\"min\":\"1Gi\"}}",
+             "%s: Forbidden: exactly one policy can be specified, cannot specify \"validValues\" "
+             "and \"validRange\" at the same time"},
+            {"{\"default\":\"1Gi\",\"validValues\":[\"160Gi\"]}",
+             "[%s.validValues[0]: Invalid value: \"160Gi\": option is larger than capacity value: "
+             "80Gi, %s.validValues: Invalid value: \"1Gi\": default value is not valid according "
+             "to the requestPolicy]"},
+            {"{\"default\":\"1Gi\",\"validValues\":[\"2Gi\",\"1Gi\"]}",
+             "%s.validValues[1]: Invalid value: \"1Gi\": values must be sorted in ascending order"},
+            {"{\"default\":\"1Gi\",\"validValues\":[\"1Gi\",\"1Gi\"]}",
+             "%s.validValues[1]: Duplicate value: \"1073741824\""},
+            {"{\"default\":\"2Gi\",\"validRange\":{\"min\":\"160Gi\",\"max\":\"1Gi\"}}",
+             "[%s.validRange.min: Invalid value: \"160Gi\": min is larger than capacity value: "
+             "80Gi, %s.validRange.default: Invalid value: \"2Gi\": default is less than min: "
+             "160Gi, %s.validRange.max: Invalid value: \"160Gi\": min is larger than max: 1Gi, "
+             "%s.validRange.default: Invalid value: \"2Gi\": default is more than max: 1Gi]"},
+            {"{\"default\":\"1Gi\",\"validRange\":{\"min\":\"1Gi\",\"max\":\"160Gi\"}}",
+             "%s.validRange.max: Invalid value: \"160Gi\": max is larger than capacity value: "
+             "80Gi"},
+            {"{\"default\":\"2Gi\",\"validRange\":{\"min\":\"1Gi\",\"max\":\"10Gi\",\"step\":"
+             "\"2Gi\"}}",
+             "[%s.validRange.step: Invalid value: \"2Gi\": value is not a multiple of a given step "
+             "(2Gi) from (1Gi), %s.validRange.step: Invalid value: \"10Gi\": value is not a "
+             "multiple of a given step (2Gi) from (1Gi)]"},
+            {"{\"default\":\"0\",\"validRange\":{\"min\":\"-1\",\"step\":\"1\"}}",
+             "%s.validRange.min: Invalid value: \"-1\": must be greater than or equal to 0"},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *devs = g_strdup_printf(SHARED_DEV("%s"), cases[i].policy);
+        g_autofree char *body = g_strdup_printf(RS_JSON("bad", "n9", "%s"), devs);
+        g_autofree char *m = g_strdup_printf(cases[i].msg, cp, cp, cp, cp);
+        g_autofree char *want =
+                g_strconcat("ResourceSlice.resource.k8s.io \"bad\" is invalid: ", m, NULL);
+        expect_invalid(srv, RS_PATH, body, want);
+    }
+    /* a requestPolicy only where the device may be allocated more than once */
+    expect_invalid(srv, RS_PATH,
+                   RS_JSON("bad", "n9",
+                           "[{\"name\":\"gpu-0\",\"capacity\":{\"memory\":{\"value\":\"80Gi\","
+                           "\"requestPolicy\":{\"default\":\"1Gi\"}}}}]"),
+                   "ResourceSlice.resource.k8s.io \"bad\" is invalid: "
+                   "spec.devices[0].capacity[memory].requestPolicy: Forbidden: "
+                   "allowMultipleAllocations must be true");
+    /* a claim asks for part of a capacity */
+    g_autoptr(Resp) c = post(srv, RC_PATH,
+                             RC_JSON("half", "{\"requests\":[{\"name\":\"gpu\",\"exactly\":{"
+                                             "\"deviceClassName\":\"gpu.nvidia.com\",\"capacity\":"
+                                             "{\"requests\":{\"memory\":\"40Gi\"}}}}]}"));
+    assert_status(c, 201, NULL);
+    expect_invalid(srv, RC_PATH,
+                   RC_JSON("bad", "{\"requests\":[{\"name\":\"gpu\",\"exactly\":{"
+                                  "\"deviceClassName\":\"g\",\"capacity\":{\"requests\":{"
+                                  "\"memory\":\"-4Gi\"}}}}]}"),
+                   "ResourceClaim.resource.k8s.io \"bad\" is invalid: "
+                   "spec.devices.requests[0].exactly.capacity.requests[memory]: Invalid value: "
+                   "\"-4Gi\": must be greater than or equal to 0");
+    expect_invalid(srv, RC_PATH,
+                   RC_JSON("bad", "{\"requests\":[{\"name\":\"gpu\",\"firstAvailable\":[{\"name\":"
+                                  "\"s\",\"deviceClassName\":\"g\",\"capacity\":{\"requests\":{"
+                                  "\"memory\":\"lots\"}}}]}]}"),
+                   "ResourceClaim.resource.k8s.io \"bad\" is invalid: "
+                   "spec.devices.requests[0].firstAvailable[0].capacity.requests[memory]: Invalid "
+                   "value: \"lots\": quantities must match the regular expression "
+                   "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'");
+    /* the allocation records what it consumed and which share */
+    const char *res = "{\"status\":{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"gpu\","
+                      "\"driver\":\"gpu.nvidia.com\",\"pool\":\"n0\",\"device\":\"gpu-0\","
+                      "\"shareID\":\"%s\",\"consumedCapacity\":{\"memory\":\"%s\"}}]}}}}";
+    g_autofree char *bad_id = g_strdup_printf(res, "Share-1", "40Gi");
+    g_autoptr(Resp) b =
+            http(srv, "PATCH", RC_PATH "/half/status", "application/merge-patch+json", bad_id);
+    assert_status(b, 422, "Invalid");
+    g_assert_cmpstr(js(b, "message"), ==,
+                    "ResourceClaim.resource.k8s.io \"half\" is invalid: "
+                    "status.allocation.devices.results[0].shareID: Invalid value: \"Share-1\": "
+                    "must be a lowercase UUID in 8-4-4-4-12 format");
+    g_autofree char *bad_q = g_strdup_printf(res, "0c2f2a9e-6d8b-4c7a-9d21-3f6b1a2e4c5d", "x");
+    g_autoptr(Resp) q =
+            http(srv, "PATCH", RC_PATH "/half/status", "application/merge-patch+json", bad_q);
+    assert_status(q, 422, "Invalid");
+    g_assert_nonnull(strstr(js(q, "message"), "status.allocation.devices.results[0]."
+                                              "consumedCapacity[memory]: Invalid value: \"x\""));
+    g_autofree char *ok = g_strdup_printf(res, "0c2f2a9e-6d8b-4c7a-9d21-3f6b1a2e4c5d", "40Gi");
+    g_autoptr(Resp) o =
+            http(srv, "PATCH", RC_PATH "/half/status", "application/merge-patch+json", ok);
+    assert_status(o, 200, NULL);
+    json_object *r0 = json_object_array_get_idx(
+            kas_json_get(o->json, "status.allocation.devices.results"), 0);
+    g_assert_cmpstr(kas_json_get_string(r0, "consumedCapacity.memory"), ==, "40Gi");
+    g_assert_cmpstr(kas_json_get_string(r0, "shareID"), ==, "0c2f2a9e-6d8b-4c7a-9d21-3f6b1a2e4c5d");
 }
 
 /* Each limit: at the limit accepted, one past it refused with the real message. */
@@ -1555,7 +1825,9 @@ static void test_crud_stale_update(void)
     g_autoptr(Resp) c = post(srv, "/api/v1/namespaces/default/configmaps",
                              "{\"metadata\":{\"name\":\"cm\"},\"data\":{\"a\":\"1\"}}");
     const char *rv = js(c, "metadata.resourceVersion");
-    g_autofree char *upd = g_strdup_printf("{\"metadata\":{\"name\":\"cm\",\"resourceVersion\":\"%s\"},\"data\":{\"a\":\"2\"}}", rv);
+    g_autofree char *upd = g_strdup_printf(
+            "{\"metadata\":{\"name\":\"cm\",\"resourceVersion\":\"%s\"},\"data\":{\"a\":\"2\"}}",
+            rv);
     g_autoptr(Resp) u1 = http(srv, "PUT", "/api/v1/namespaces/default/configmaps/cm", NULL, upd);
     g_assert_cmpint(u1->code, ==, 200);
     g_assert_cmpstr(js(u1, "data.a"), ==, "2");
@@ -1587,15 +1859,18 @@ static void test_crud_pod_spec_immutable(void)
 {
     g_autoptr(KasServer) srv = start();
     create_pod(srv, POD_JSON("p1", "", ""));
-    g_autoptr(Resp) img = http(srv, "PATCH", "/api/v1/namespaces/default/pods/p1", "application/json-patch+json",
-                               "[{\"op\":\"replace\",\"path\":\"/spec/containers/0/image\",\"value\":\"busybox:2\"}]");
+    g_autoptr(Resp) img = http(
+            srv, "PATCH", "/api/v1/namespaces/default/pods/p1", "application/json-patch+json",
+            "[{\"op\":\"replace\",\"path\":\"/spec/containers/0/image\",\"value\":\"busybox:2\"}]");
     g_assert_cmpint(img->code, ==, 200);
-    g_autoptr(Resp) bad = http(srv, "PATCH", "/api/v1/namespaces/default/pods/p1", "application/merge-patch+json",
-                               "{\"spec\":{\"nodeName\":\"n1\",\"restartPolicy\":\"Never\"}}");
+    g_autoptr(Resp) bad =
+            http(srv, "PATCH", "/api/v1/namespaces/default/pods/p1", "application/merge-patch+json",
+                 "{\"spec\":{\"nodeName\":\"n1\",\"restartPolicy\":\"Never\"}}");
     assert_status(bad, 422, "Invalid");
 }
 
-/* ---- limits ---------------------------------------------------------------------------------------- */
+/* ---- limits
+ * ---------------------------------------------------------------------------------------- */
 
 static void opt_small_body(KasServerOptions *o)
 {
@@ -1640,7 +1915,7 @@ static void opt_two_conns(KasServerOptions *o)
 static int raw_connect(guint port)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     g_assert_cmpint(connect(fd, (struct sockaddr *)&a, sizeof a), ==, 0);
     return fd;
@@ -1712,7 +1987,7 @@ static void test_limits_slowloris(void)
     /* and the server drops them after the read-header timeout: each reads end of file */
     guint closed = 0;
     for (guint i = 0; i < n; i++) {
-        struct pollfd p = { .fd = fds[i], .events = POLLIN };
+        struct pollfd p = {.fd = fds[i], .events = POLLIN};
         char c;
         if (poll(&p, 1, 60000) == 1 && read(fds[i], &c, 1) <= 0)
             closed++;
@@ -1721,7 +1996,8 @@ static void test_limits_slowloris(void)
     g_assert_cmpuint(closed, ==, n);
 }
 
-/* ---- bindings ------------------------------------------------------------------------------------------ */
+/* ---- bindings
+ * ------------------------------------------------------------------------------------------ */
 
 /* A protobuf Binding {1: ObjectMeta, 2: ObjectReference target} in its "k8s\0" envelope of
  * @kind, for pod p1 with a gpu-ids annotation. */
@@ -1784,8 +2060,8 @@ static void test_binding_protobuf(void)
     g_assert_nonnull(strstr(js(c, "message"), "malformed protobuf Binding"));
 
     g_autoptr(GByteArray) body = proto_binding("Binding");
-    g_autoptr(Resp) a = http_len(srv, "POST", path, KB_PROTO_CONTENT_TYPE,
-                                 (const char *)body->data, body->len);
+    g_autoptr(Resp) a =
+            http_len(srv, "POST", path, KB_PROTO_CONTENT_TYPE, (const char *)body->data, body->len);
     assert_status(a, 201, NULL);
     g_assert_cmpstr(js(a, "status"), ==, "Success");
     g_autoptr(Resp) pod = get(srv, "/api/v1/namespaces/default/pods/p1");
@@ -1803,7 +2079,8 @@ static void test_binding_twice(void)
     g_autoptr(Resp) b = post(srv, "/api/v1/namespaces/default/pods/p1/binding", BIND_N1);
     assert_status(b, 409, "Conflict");
     g_assert_cmpstr(js(b, "message"), ==,
-                    "Operation cannot be fulfilled on pods/binding \"p1\": pod p1 is already assigned to node \"n1\"");
+                    "Operation cannot be fulfilled on pods/binding \"p1\": pod p1 is already "
+                    "assigned to node \"n1\"");
     g_autoptr(Resp) pod = get(srv, "/api/v1/namespaces/default/pods/p1");
     g_assert_cmpstr(js(pod, "spec.nodeName"), ==, "n1");
     g_assert_nonnull(strstr(pod->body, "\"type\":\"PodScheduled\""));
@@ -1874,30 +2151,33 @@ static void test_crud_pod_match_fields(void)
 static void test_crud_pod_resources(void)
 {
     g_autoptr(KasServer) srv = start();
-    g_autoptr(Resp) a = post(srv, "/api/v1/namespaces/default/pods",
-                             "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":\"c\","
-                             "\"image\":\"i:1\",\"resources\":{\"requests\":{\"cpu\":\"2500m\"},"
-                             "\"limits\":{\"cpu\":\"2\"}}}]}}");
+    g_autoptr(Resp) a =
+            post(srv, "/api/v1/namespaces/default/pods",
+                 "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":\"c\","
+                 "\"image\":\"i:1\",\"resources\":{\"requests\":{\"cpu\":\"2500m\"},"
+                 "\"limits\":{\"cpu\":\"2\"}}}]}}");
     assert_status(a, 422, "Invalid");
     g_assert_cmpstr(js(a, "message"), ==,
                     "Pod \"p\" is invalid: spec.containers[0].resources.requests: Invalid value: "
                     "\"2500m\": must be less than or equal to cpu limit");
-    g_autoptr(Resp) b = post(srv, "/api/v1/namespaces/default/pods",
-                             "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":\"c\","
-                             "\"image\":\"i:1\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1500m\"}}}]}}");
+    g_autoptr(Resp) b =
+            post(srv, "/api/v1/namespaces/default/pods",
+                 "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":\"c\","
+                 "\"image\":\"i:1\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1500m\"}}}]}}");
     assert_status(b, 422, "Invalid");
     g_assert_nonnull(strstr(js(b, "message"),
                             "spec.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: "
                             "resource.Quantity{i:resource.int64Amount{value:1500, scale:-3}, "
                             "d:resource.infDecAmount{Dec:(*inf.Dec)(nil)}, s:\"1500m\", "
                             "Format:\"DecimalSI\"}: must be an integer"));
-    g_autoptr(Resp) c = post(srv, "/api/v1/namespaces/default/pods",
-                             "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":\"c\","
-                             "\"image\":\"i:1\",\"resources\":{\"requests\":{\"memory\":\"2048Mi\"},"
-                             "\"limits\":{\"cpu\":\"1000m\",\"nvidia.com/gpu\":\"1\"}}}]}}");
+    g_autoptr(Resp) c =
+            post(srv, "/api/v1/namespaces/default/pods",
+                 "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":\"c\","
+                 "\"image\":\"i:1\",\"resources\":{\"requests\":{\"memory\":\"2048Mi\"},"
+                 "\"limits\":{\"cpu\":\"1000m\",\"nvidia.com/gpu\":\"1\"}}}]}}");
     assert_status(c, 201, NULL);
-    json_object *res = kas_json_get(json_object_array_get_idx(kas_json_get(c->json, "spec.containers"), 0),
-                                    "resources");
+    json_object *res = kas_json_get(
+            json_object_array_get_idx(kas_json_get(c->json, "spec.containers"), 0), "resources");
     g_autofree char *got = kas_json_dump(res);
     g_assert_cmpstr(got, ==,
                     "{\"requests\":{\"memory\":\"2Gi\",\"cpu\":\"1\",\"nvidia.com/gpu\":\"1\"},"
@@ -1912,16 +2192,17 @@ static void test_crud_annotations_size(void)
         /* key "a" + value: 262144 bytes exactly, or one more */
         g_autofree char *v = g_strnfill(262143 + over, 'x');
         g_autofree char *body = g_strdup_printf(
-            "{\"metadata\":{\"name\":\"cm%d\",\"annotations\":{\"a\":\"%s\"}}}", over, v);
+                "{\"metadata\":{\"name\":\"cm%d\",\"annotations\":{\"a\":\"%s\"}}}", over, v);
         g_autoptr(Resp) r = post(srv, "/api/v1/namespaces/default/configmaps", body);
         if (over == 0) {
             assert_status(r, 201, NULL);
             continue;
         }
         assert_status(r, 422, "Invalid");
-        g_assert_cmpstr(js(r, "message"), ==,
-                        "ConfigMap \"cm1\" is invalid: metadata.annotations: Too long: must have at "
-                        "most 262144 bytes");
+        g_assert_cmpstr(
+                js(r, "message"), ==,
+                "ConfigMap \"cm1\" is invalid: metadata.annotations: Too long: must have at "
+                "most 262144 bytes");
     }
 }
 
@@ -1936,16 +2217,17 @@ static void test_binding_scheduling_gates(void)
                     "Operation cannot be fulfilled on pods/binding \"p1\": pod p1 has non-empty "
                     ".spec.schedulingGates");
     g_assert_cmpstr(js(a, "details.kind"), ==, "pods/binding");
-    g_autoptr(Resp) add = http(srv, "PATCH", "/api/v1/namespaces/default/pods/p1",
-                               "application/merge-patch+json",
-                               "{\"spec\":{\"schedulingGates\":[{\"name\":\"example.com/quota\"},"
-                               "{\"name\":\"more\"}]}}");
+    g_autoptr(Resp) add =
+            http(srv, "PATCH", "/api/v1/namespaces/default/pods/p1", "application/merge-patch+json",
+                 "{\"spec\":{\"schedulingGates\":[{\"name\":\"example.com/quota\"},"
+                 "{\"name\":\"more\"}]}}");
     assert_status(add, 422, "Invalid");
     g_assert_nonnull(strstr(add->body, "\"field\":\"spec.schedulingGates[1].name\""));
-    g_assert_nonnull(strstr(js(add, "message"), "only deletion is allowed, but found new scheduling gate 'more'"));
-    g_autoptr(Resp) rm = http(srv, "PATCH", "/api/v1/namespaces/default/pods/p1",
-                              "application/json-patch+json",
-                              "[{\"op\":\"remove\",\"path\":\"/spec/schedulingGates\"}]");
+    g_assert_nonnull(strstr(js(add, "message"),
+                            "only deletion is allowed, but found new scheduling gate 'more'"));
+    g_autoptr(Resp) rm =
+            http(srv, "PATCH", "/api/v1/namespaces/default/pods/p1", "application/json-patch+json",
+                 "[{\"op\":\"remove\",\"path\":\"/spec/schedulingGates\"}]");
     assert_status(rm, 200, NULL);
     g_autoptr(Resp) b = post(srv, "/api/v1/namespaces/default/pods/p1/binding", BIND_N1);
     assert_status(b, 201, NULL);
@@ -1982,7 +2264,8 @@ static void test_binding_legacy(void)
     g_assert_cmpstr(js(pod, "spec.nodeName"), ==, "n1");
 }
 
-/* ---- lists ---------------------------------------------------------------------------------------------- */
+/* ---- lists
+ * ---------------------------------------------------------------------------------------------- */
 
 static guint list_count(KasServer *srv, const char *path)
 {
@@ -1995,7 +2278,8 @@ static void seed_labelled(KasServer *srv)
 {
     create_pod(srv, POD_JSON("a", ",\"labels\":{\"app\":\"web\",\"tier\":\"1\"}", ""));
     create_pod(srv, POD_JSON("b", ",\"labels\":{\"app\":\"db\"}", ""));
-    create_pod(srv, POD_JSON("c", ",\"labels\":{\"app\":\"web\"}", ",\"nodeName\":\"n1\",\"schedulerName\":\"kube-batchd\""));
+    create_pod(srv, POD_JSON("c", ",\"labels\":{\"app\":\"web\"}",
+                             ",\"nodeName\":\"n1\",\"schedulerName\":\"kube-batchd\""));
     create_pod(srv, POD_JSON("d", "", ""));
 }
 
@@ -2007,12 +2291,19 @@ static void test_list_label_selectors(void)
         const char *sel;
         guint n;
     } cases[] = {
-        { "app%3Dweb", 2 },           { "app%3D%3Dweb", 2 },    { "app!%3Dweb", 2 },
-        { "app%20in%20(web,db)", 3 }, { "app%20notin%20(web)", 2 }, { "app", 3 },
-        { "!app", 1 },                { "app%3Dweb,tier", 1 },  { "tier%3E0", 1 },
+            {"app%3Dweb", 2},
+            {"app%3D%3Dweb", 2},
+            {"app!%3Dweb", 2},
+            {"app%20in%20(web,db)", 3},
+            {"app%20notin%20(web)", 2},
+            {"app", 3},
+            {"!app", 1},
+            {"app%3Dweb,tier", 1},
+            {"tier%3E0", 1},
     };
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
-        g_autofree char *p = g_strdup_printf("/api/v1/namespaces/default/pods?labelSelector=%s", cases[i].sel);
+        g_autofree char *p =
+                g_strdup_printf("/api/v1/namespaces/default/pods?labelSelector=%s", cases[i].sel);
         g_assert_cmpuint(list_count(srv, p), ==, cases[i].n);
     }
     g_autoptr(Resp) bad = get(srv, "/api/v1/pods?labelSelector=app%20in%20web");
@@ -2025,10 +2316,16 @@ static void test_list_field_selectors(void)
     seed_labelled(srv);
     g_assert_cmpuint(list_count(srv, "/api/v1/pods?fieldSelector=spec.nodeName%3Dn1"), ==, 1);
     g_assert_cmpuint(list_count(srv, "/api/v1/pods?fieldSelector=spec.nodeName%3D"), ==, 3);
-    g_assert_cmpuint(list_count(srv, "/api/v1/pods?fieldSelector=spec.schedulerName%3Dkube-batchd"), ==, 1);
-    g_assert_cmpuint(list_count(srv, "/api/v1/pods?fieldSelector=status.phase!%3DSucceeded,status.phase!%3DFailed"), ==, 4);
+    g_assert_cmpuint(list_count(srv, "/api/v1/pods?fieldSelector=spec.schedulerName%3Dkube-batchd"),
+                     ==, 1);
+    g_assert_cmpuint(
+            list_count(
+                    srv,
+                    "/api/v1/pods?fieldSelector=status.phase!%3DSucceeded,status.phase!%3DFailed"),
+            ==, 4);
     g_assert_cmpuint(list_count(srv, "/api/v1/pods?fieldSelector=metadata.name%3Db"), ==, 1);
-    g_assert_cmpuint(list_count(srv, "/api/v1/pods?fieldSelector=metadata.namespace%3Ddefault"), ==, 4);
+    g_assert_cmpuint(list_count(srv, "/api/v1/pods?fieldSelector=metadata.namespace%3Ddefault"), ==,
+                     4);
     g_autoptr(Resp) bad = get(srv, "/api/v1/pods?fieldSelector=spec.bogus%3Dx");
     assert_status(bad, 400, "BadRequest");
     g_assert_cmpstr(js(bad, "message"), ==, "field label not supported: spec.bogus");
@@ -2037,7 +2334,7 @@ static void test_list_field_selectors(void)
 static void test_list_limit_continue(void)
 {
     g_autoptr(KasServer) srv = start();
-    const char *names[] = { "e", "a", "d", "b", "c" };
+    const char *names[] = {"e", "a", "d", "b", "c"};
     for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
         g_autofree char *b = g_strdup_printf("{\"metadata\":{\"name\":\"%s\"}}", names[i]);
         g_autoptr(Resp) r = post(srv, "/api/v1/namespaces/default/configmaps", b);
@@ -2047,15 +2344,18 @@ static void test_list_limit_continue(void)
     g_autofree char *cont = NULL;
     guint pages = 0;
     do {
-        g_autofree char *p = cont != NULL
-                                 ? g_strdup_printf("/api/v1/namespaces/default/configmaps?limit=2&continue=%s", cont)
-                                 : g_strdup("/api/v1/namespaces/default/configmaps?limit=2");
+        g_autofree char *p =
+                cont != NULL
+                        ? g_strdup_printf(
+                                  "/api/v1/namespaces/default/configmaps?limit=2&continue=%s", cont)
+                        : g_strdup("/api/v1/namespaces/default/configmaps?limit=2");
         g_autoptr(Resp) r = get(srv, p);
         g_assert_cmpint(r->code, ==, 200);
         json_object *items = kas_json_get(r->json, "items");
         g_assert_cmpuint(json_object_array_length(items), <=, 2);
         for (gsize i = 0; i < json_object_array_length(items); i++)
-            g_string_append(seen, kas_json_get_string(json_object_array_get_idx(items, i), "metadata.name"));
+            g_string_append(seen, kas_json_get_string(json_object_array_get_idx(items, i),
+                                                      "metadata.name"));
         g_free(cont);
         cont = g_strdup(js(r, "metadata.continue"));
         pages++;
@@ -2084,12 +2384,9 @@ static void test_list_rv_from_cache(void)
         const char *query;
         guint items;
     } cases[] = {
-            {"resourceVersion=0&limit=1", 3},
-            {"resourceVersion=0", 3},
-            {"resourceVersion=%s", 3},
-            {"limit=1", 1},
-            {"resourceVersion=&limit=1", 1},
-            {"resourceVersion=%s&limit=1", 1},
+            {"resourceVersion=0&limit=1", 3}, {"resourceVersion=0", 3},
+            {"resourceVersion=%s", 3},        {"limit=1", 1},
+            {"resourceVersion=&limit=1", 1},  {"resourceVersion=%s&limit=1", 1},
     };
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
         g_autofree char *query = g_strdup_printf(cases[i].query, rv);
@@ -2105,7 +2402,8 @@ static void test_list_rv_from_cache(void)
     }
 }
 
-/* ---- watches --------------------------------------------------------------------------------------------- */
+/* ---- watches
+ * --------------------------------------------------------------------------------------------- */
 
 static void test_watch_replay(void)
 {
@@ -2115,10 +2413,11 @@ static void test_watch_replay(void)
     g_autoptr(Resp) b = post(srv, "/api/v1/namespaces/default/pods/p1/binding", BIND_N1);
     create_pod(srv, POD_JSON("p2", "", ""));
     g_autoptr(Resp) d = http(srv, "DELETE", "/api/v1/namespaces/default/pods/p2", NULL, NULL);
-    g_autofree char *path = g_strdup_printf("/api/v1/namespaces/default/pods?watch=true&resourceVersion=%s", rv);
+    g_autofree char *path =
+            g_strdup_printf("/api/v1/namespaces/default/pods?watch=true&resourceVersion=%s", rv);
     g_autoptr(GPtrArray) lines = watch(srv, path, 3, 5000);
     g_assert_cmpuint(lines->len, ==, 3);
-    static const char *const want[][2] = { { "MODIFIED", "p1" }, { "ADDED", "p2" }, { "DELETED", "p2" } };
+    static const char *const want[][2] = {{"MODIFIED", "p1"}, {"ADDED", "p2"}, {"DELETED", "p2"}};
     for (guint i = 0; i < 3; i++) {
         g_autofree char *t = line_field(g_ptr_array_index(lines, i), "type");
         g_autofree char *n = line_field(g_ptr_array_index(lines, i), "object.metadata.name");
@@ -2142,7 +2441,8 @@ static void test_watch_expired(void)
         g_autofree char *b = g_strdup_printf(POD_JSON("p%d", "", ""), i);
         create_pod(srv, b);
     }
-    g_autofree char *path = g_strdup_printf("/api/v1/pods?watch=true&resourceVersion=%s", js(c, "metadata.resourceVersion"));
+    g_autofree char *path = g_strdup_printf("/api/v1/pods?watch=true&resourceVersion=%s",
+                                            js(c, "metadata.resourceVersion"));
     g_autoptr(GPtrArray) lines = watch(srv, path, 5, 5000);
     /* One ERROR event with a 410 Expired Status, then the stream ends. */
     g_assert_cmpuint(lines->len, ==, 1);
@@ -2155,7 +2455,8 @@ static void test_watch_expired(void)
     /* Within the history it still replays. */
     g_autoptr(Resp) l = get(srv, "/api/v1/pods?limit=1");
     gint64 recent = g_ascii_strtoll(js(l, "metadata.resourceVersion"), NULL, 10) - 1;
-    g_autofree char *p2 = g_strdup_printf("/api/v1/pods?watch=true&resourceVersion=%" G_GINT64_FORMAT, recent);
+    g_autofree char *p2 =
+            g_strdup_printf("/api/v1/pods?watch=true&resourceVersion=%" G_GINT64_FORMAT, recent);
     g_autoptr(GPtrArray) ok = watch(srv, p2, 1, 5000);
     g_autofree char *t2 = line_field(g_ptr_array_index(ok, 0), "type");
     g_assert_cmpstr(t2, ==, "ADDED");
@@ -2193,14 +2494,16 @@ static void test_watch_bookmark(void)
     g_autoptr(GPtrArray) lines = watch(srv, path, 1, 5000);
     g_assert_cmpuint(lines->len, ==, 1);
     g_autofree char *type = line_field(g_ptr_array_index(lines, 0), "type");
-    g_autofree char *rv = line_field(g_ptr_array_index(lines, 0), "object.metadata.resourceVersion");
+    g_autofree char *rv =
+            line_field(g_ptr_array_index(lines, 0), "object.metadata.resourceVersion");
     g_autofree char *kind = line_field(g_ptr_array_index(lines, 0), "object.kind");
     g_assert_cmpstr(type, ==, "BOOKMARK");
     g_assert_cmpstr(kind, ==, "Pod");
     g_assert_cmpstr(rv, ==, js(p, "metadata.resourceVersion"));
     /* Without allowWatchBookmarks none arrives. */
     g_autofree char *p2 = g_strdup_printf(
-            "/api/v1/pods?watch=true&timeoutSeconds=1&labelSelector=app%%3Dother&resourceVersion=%s",
+            "/api/v1/"
+            "pods?watch=true&timeoutSeconds=1&labelSelector=app%%3Dother&resourceVersion=%s",
             rv0);
     g_autoptr(GPtrArray) none = watch(srv, p2, 1, 5000);
     g_assert_cmpuint(none->len, ==, 0);
@@ -2216,10 +2519,10 @@ static void test_watch_bookmark_before_deadline(void)
                              "{\"metadata\":{\"name\":\"bm\"},\"spec\":{\"containers\":[{"
                              "\"name\":\"c\",\"image\":\"busybox\"}]}}");
     assert_status(p, 201, NULL);
-    g_autofree char *path = g_strdup_printf(
-            "/api/v1/pods?watch=true&allowWatchBookmarks=true&timeoutSeconds=3"
-            "&labelSelector=app%%3Dother&resourceVersion=%s",
-            js(l, "metadata.resourceVersion"));
+    g_autofree char *path =
+            g_strdup_printf("/api/v1/pods?watch=true&allowWatchBookmarks=true&timeoutSeconds=3"
+                            "&labelSelector=app%%3Dother&resourceVersion=%s",
+                            js(l, "metadata.resourceVersion"));
     gint64 t0 = g_get_monotonic_time();
     g_autoptr(GPtrArray) lines = watch(srv, path, 1, 5000);
     gint64 waited = g_get_monotonic_time() - t0;
@@ -2234,8 +2537,9 @@ static void test_watch_timeout(void)
     g_autoptr(KasServer) srv = start();
     gint64 t0 = g_get_monotonic_time();
     CURLcode rc;
-    g_autoptr(GPtrArray) lines = watch_full(srv, "/api/v1/pods?watch=true&timeoutSeconds=1&resourceVersion=1",
-                                            10, 10000, NULL, &rc);
+    g_autoptr(GPtrArray) lines =
+            watch_full(srv, "/api/v1/pods?watch=true&timeoutSeconds=1&resourceVersion=1", 10, 10000,
+                       NULL, &rc);
     /* The server ends the stream cleanly after timeoutSeconds. */
     g_assert_cmpint(rc, ==, CURLE_OK);
     g_assert_cmpint(g_get_monotonic_time() - t0, <, 8 * G_USEC_PER_SEC);
@@ -2252,7 +2556,11 @@ static void test_watch_initial_state(void)
         g_autofree char *t = line_field(g_ptr_array_index(lines, i), "type");
         g_assert_cmpstr(t, ==, "ADDED");
     }
-    g_autoptr(GPtrArray) init = watch(srv, "/api/v1/namespaces/default/pods?watch=1&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan", 3, 5000);
+    g_autoptr(GPtrArray) init = watch(srv,
+                                      "/api/v1/namespaces/default/"
+                                      "pods?watch=1&sendInitialEvents=true&allowWatchBookmarks="
+                                      "true&resourceVersionMatch=NotOlderThan",
+                                      3, 5000);
     g_assert_cmpuint(init->len, ==, 3);
     g_assert_nonnull(strstr(g_ptr_array_index(init, 2), "k8s.io/initial-events-end"));
 }
@@ -2260,13 +2568,17 @@ static void test_watch_initial_state(void)
 static void test_watch_selector_transition(void)
 {
     g_autoptr(KasServer) srv = start();
-    g_autoptr(Resp) c = post(srv, "/api/v1/namespaces/default/pods", POD_JSON("p1", ",\"labels\":{\"app\":\"web\"}", ""));
-    g_autoptr(Resp) p = http(srv, "PATCH", "/api/v1/namespaces/default/pods/p1", "application/merge-patch+json",
-                             "{\"metadata\":{\"labels\":{\"app\":\"db\"}}}");
-    g_autoptr(Resp) p2 = http(srv, "PATCH", "/api/v1/namespaces/default/pods/p1", "application/merge-patch+json",
-                              "{\"metadata\":{\"labels\":{\"app\":\"web\"}}}");
-    g_autofree char *path = g_strdup_printf("/api/v1/pods?watch=1&labelSelector=app%%3Dweb&resourceVersion=%s",
-                                            js(c, "metadata.resourceVersion"));
+    g_autoptr(Resp) c = post(srv, "/api/v1/namespaces/default/pods",
+                             POD_JSON("p1", ",\"labels\":{\"app\":\"web\"}", ""));
+    g_autoptr(Resp) p =
+            http(srv, "PATCH", "/api/v1/namespaces/default/pods/p1", "application/merge-patch+json",
+                 "{\"metadata\":{\"labels\":{\"app\":\"db\"}}}");
+    g_autoptr(Resp) p2 =
+            http(srv, "PATCH", "/api/v1/namespaces/default/pods/p1", "application/merge-patch+json",
+                 "{\"metadata\":{\"labels\":{\"app\":\"web\"}}}");
+    g_autofree char *path =
+            g_strdup_printf("/api/v1/pods?watch=1&labelSelector=app%%3Dweb&resourceVersion=%s",
+                            js(c, "metadata.resourceVersion"));
     g_autoptr(GPtrArray) lines = watch(srv, path, 2, 5000);
     g_assert_cmpuint(lines->len, ==, 2);
     g_autofree char *t0 = line_field(g_ptr_array_index(lines, 0), "type");
@@ -2299,7 +2611,8 @@ static void test_watch_many_watchers(void)
     for (int i = 0; i < 10; i++) {
         memset(&ws[i], 0, sizeof ws[i]);
         ws[i].srv = srv;
-        ws[i].path = g_strdup_printf("/api/v1/pods?watch=1&resourceVersion=%s", js(l, "metadata.resourceVersion"));
+        ws[i].path = g_strdup_printf("/api/v1/pods?watch=1&resourceVersion=%s",
+                                     js(l, "metadata.resourceVersion"));
         ts[i] = g_thread_new("w", watch_thread, &ws[i]);
     }
     wait_watchers(srv, 10);
@@ -2354,14 +2667,15 @@ static void test_watch_burst_batched(void)
     kas_store_unlock(store);
     KasWatchOptions wo = {.api_version = "v1", .resource_version = "0"};
     g_autoptr(GError) error = NULL;
-    BurstReader b = {.w = kas_store_watch(store, res, &wo, &error), .want = 2000,
-                     .out = g_string_new(NULL)};
+    BurstReader b = {
+            .w = kas_store_watch(store, res, &wo, &error), .want = 2000, .out = g_string_new(NULL)};
     g_assert_no_error(error);
     GThread *reader = g_thread_new("burst", read_burst, &b);
     for (guint i = 0; i < b.want; i++) {
         g_autofree char *text = g_strdup_printf(
                 "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":"
-                "\"cm-%04u\",\"namespace\":\"default\"}}", i);
+                "\"cm-%04u\",\"namespace\":\"default\"}}",
+                i);
         json_object *o = json_tokener_parse(text);
         kas_store_lock(store);
         kas_store_put_locked(store, res, o);
@@ -2383,8 +2697,9 @@ static void test_watch_burst_batched(void)
 
     /* One at a time: taken at once, one per read. */
     g_string_truncate(b.out, 0);
-    json_object *o = json_tokener_parse("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
-                                        "\"metadata\":{\"name\":\"one\",\"namespace\":\"default\"}}");
+    json_object *o =
+            json_tokener_parse("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
+                               "\"metadata\":{\"name\":\"one\",\"namespace\":\"default\"}}");
     kas_store_lock(store);
     kas_store_put_locked(store, res, o);
     kas_store_put_locked(store, res, o);
@@ -2402,8 +2717,10 @@ static void test_watch_slow_watcher_closed(void)
 {
     g_autoptr(KasServer) srv = start_with(opt_small_queue_stall);
     g_autoptr(Resp) l = get(srv, "/api/v1/pods");
-    WatchThread w = { srv, g_strdup_printf("/api/v1/pods?watch=1&resourceVersion=%s", js(l, "metadata.resourceVersion")),
-                      NULL, 100, CURLE_OK };
+    WatchThread w = {srv,
+                     g_strdup_printf("/api/v1/pods?watch=1&resourceVersion=%s",
+                                     js(l, "metadata.resourceVersion")),
+                     NULL, 100, CURLE_OK};
     /* The stream stalls for 500 ms; 10 events overflow its queue of 3, so it is closed. */
     GThread *t = g_thread_new("w", watch_thread, &w);
     wait_watchers(srv, 1);
@@ -2423,14 +2740,16 @@ static void test_watch_slow_watcher_closed(void)
     wait_watchers(srv, 0);
 }
 
-/* ---- status subresource and generation ---------------------------------------------------------------- */
+/* ---- status subresource and generation
+ * ---------------------------------------------------------------- */
 
 static void test_status_main_ignores_status(void)
 {
     g_autoptr(KasServer) srv = start();
     create_pod(srv, POD_JSON("p1", "", ""));
-    g_autoptr(Resp) p = http(srv, "PATCH", "/api/v1/namespaces/default/pods/p1", "application/merge-patch+json",
-                             "{\"metadata\":{\"labels\":{\"a\":\"b\"}},\"status\":{\"phase\":\"Running\"}}");
+    g_autoptr(Resp) p =
+            http(srv, "PATCH", "/api/v1/namespaces/default/pods/p1", "application/merge-patch+json",
+                 "{\"metadata\":{\"labels\":{\"a\":\"b\"}},\"status\":{\"phase\":\"Running\"}}");
     g_assert_cmpint(p->code, ==, 200);
     g_assert_cmpstr(js(p, "status.phase"), ==, "Pending");
     g_assert_cmpstr(js(p, "metadata.labels.a"), ==, "b");
@@ -2440,8 +2759,10 @@ static void test_status_subresource(void)
 {
     g_autoptr(KasServer) srv = start();
     create_pod(srv, POD_JSON("p1", "", ""));
-    g_autoptr(Resp) p = http(srv, "PATCH", "/api/v1/namespaces/default/pods/p1/status", "application/merge-patch+json",
-                             "{\"metadata\":{\"labels\":{\"a\":\"b\"}},\"status\":{\"phase\":\"Running\"}}");
+    g_autoptr(Resp) p =
+            http(srv, "PATCH", "/api/v1/namespaces/default/pods/p1/status",
+                 "application/merge-patch+json",
+                 "{\"metadata\":{\"labels\":{\"a\":\"b\"}},\"status\":{\"phase\":\"Running\"}}");
     g_assert_cmpint(p->code, ==, 200);
     g_assert_cmpstr(js(p, "status.phase"), ==, "Running");
     g_assert_null(js(p, "metadata.labels.a"));
@@ -2455,63 +2776,76 @@ static void test_status_generation(void)
 {
     g_autoptr(KasServer) srv = start();
     create_crd(srv);
-    g_autoptr(Resp) c = post(srv, "/apis/kubeflow.org/v1/namespaces/default/tfjobs",
-                             "{\"apiVersion\":\"kubeflow.org/v1\",\"kind\":\"TFJob\",\"metadata\":{\"name\":\"j\"},"
-                             "\"spec\":{\"x\":1},\"status\":{\"ignored\":true}}");
+    g_autoptr(Resp) c = post(
+            srv, "/apis/kubeflow.org/v1/namespaces/default/tfjobs",
+            "{\"apiVersion\":\"kubeflow.org/v1\",\"kind\":\"TFJob\",\"metadata\":{\"name\":\"j\"},"
+            "\"spec\":{\"x\":1},\"status\":{\"ignored\":true}}");
     assert_status(c, 201, NULL);
     g_assert_cmpint(ji(c, "metadata.generation"), ==, 1);
     g_assert_null(kas_json_get(c->json, "status"));
-    g_autoptr(Resp) s = http(srv, "PATCH", "/apis/kubeflow.org/v1/namespaces/default/tfjobs/j/status",
-                             "application/merge-patch+json", "{\"status\":{\"phase\":\"Running\"}}");
+    g_autoptr(Resp) s =
+            http(srv, "PATCH", "/apis/kubeflow.org/v1/namespaces/default/tfjobs/j/status",
+                 "application/merge-patch+json", "{\"status\":{\"phase\":\"Running\"}}");
     g_assert_cmpint(ji(s, "metadata.generation"), ==, 1);
-    g_autoptr(Resp) m = http(srv, "PATCH", "/apis/kubeflow.org/v1/namespaces/default/tfjobs/j",
-                             "application/merge-patch+json", "{\"metadata\":{\"labels\":{\"a\":\"b\"}}}");
+    g_autoptr(Resp) m =
+            http(srv, "PATCH", "/apis/kubeflow.org/v1/namespaces/default/tfjobs/j",
+                 "application/merge-patch+json", "{\"metadata\":{\"labels\":{\"a\":\"b\"}}}");
     g_assert_cmpint(ji(m, "metadata.generation"), ==, 1);
     g_autoptr(Resp) sp = http(srv, "PATCH", "/apis/kubeflow.org/v1/namespaces/default/tfjobs/j",
-                              "application/merge-patch+json", "{\"spec\":{\"x\":2},\"status\":{\"phase\":\"X\"}}");
+                              "application/merge-patch+json",
+                              "{\"spec\":{\"x\":2},\"status\":{\"phase\":\"X\"}}");
     g_assert_cmpint(ji(sp, "metadata.generation"), ==, 2);
     g_assert_cmpstr(js(sp, "status.phase"), ==, "Running");
     /* A custom resource update must name its resourceVersion. */
-    g_autoptr(Resp) put = http(srv, "PUT", "/apis/kubeflow.org/v1/namespaces/default/tfjobs/j", NULL,
-                               "{\"apiVersion\":\"kubeflow.org/v1\",\"kind\":\"TFJob\",\"metadata\":{\"name\":\"j\"}}");
+    g_autoptr(Resp) put =
+            http(srv, "PUT", "/apis/kubeflow.org/v1/namespaces/default/tfjobs/j", NULL,
+                 "{\"apiVersion\":\"kubeflow.org/"
+                 "v1\",\"kind\":\"TFJob\",\"metadata\":{\"name\":\"j\"}}");
     assert_status(put, 422, "Invalid");
     /* The other served version shows the same object under its apiVersion. */
     g_autoptr(Resp) alpha = get(srv, "/apis/kubeflow.org/v1alpha1/namespaces/default/tfjobs/j");
     g_assert_cmpstr(js(alpha, "apiVersion"), ==, "kubeflow.org/v1alpha1");
 }
 
-/* ---- patches ---------------------------------------------------------------------------------------- */
+/* ---- patches
+ * ---------------------------------------------------------------------------------------- */
 
 static void test_patch_types(void)
 {
     g_autoptr(KasServer) srv = start();
-    create_pod(srv, "{\"metadata\":{\"name\":\"p1\",\"labels\":{\"a\":\"1\",\"b\":\"2\"}},\"spec\":{\"containers\":"
+    create_pod(srv, "{\"metadata\":{\"name\":\"p1\",\"labels\":{\"a\":\"1\",\"b\":\"2\"}},\"spec\":"
+                    "{\"containers\":"
                     "[{\"name\":\"c\",\"image\":\"i:1\"},{\"name\":\"d\",\"image\":\"j:1\"}]}}");
     const char *pp = "/api/v1/namespaces/default/pods/p1";
-    g_autoptr(Resp) m = http(srv, "PATCH", pp, "application/merge-patch+json", "{\"metadata\":{\"labels\":{\"a\":null,\"c\":\"3\"}}}");
+    g_autoptr(Resp) m = http(srv, "PATCH", pp, "application/merge-patch+json",
+                             "{\"metadata\":{\"labels\":{\"a\":null,\"c\":\"3\"}}}");
     g_assert_null(js(m, "metadata.labels.a"));
     g_assert_cmpstr(js(m, "metadata.labels.c"), ==, "3");
-    g_autoptr(Resp) j = http(srv, "PATCH", pp, "application/json-patch+json",
-                             "[{\"op\":\"test\",\"path\":\"/metadata/labels/b\",\"value\":\"2\"},"
-                             "{\"op\":\"remove\",\"path\":\"/metadata/labels/b\"},"
-                             "{\"op\":\"add\",\"path\":\"/metadata/labels/x~1y\",\"value\":\"z\"}]");
+    g_autoptr(Resp) j =
+            http(srv, "PATCH", pp, "application/json-patch+json",
+                 "[{\"op\":\"test\",\"path\":\"/metadata/labels/b\",\"value\":\"2\"},"
+                 "{\"op\":\"remove\",\"path\":\"/metadata/labels/b\"},"
+                 "{\"op\":\"add\",\"path\":\"/metadata/labels/x~1y\",\"value\":\"z\"}]");
     g_assert_cmpint(j->code, ==, 200);
     g_assert_null(js(j, "metadata.labels.b"));
     g_assert_nonnull(strstr(j->body, "\"x/y\":\"z\""));
-    g_autoptr(Resp) jf = http(srv, "PATCH", pp, "application/json-patch+json",
-                              "[{\"op\":\"test\",\"path\":\"/metadata/labels/c\",\"value\":\"nope\"}]");
+    g_autoptr(Resp) jf =
+            http(srv, "PATCH", pp, "application/json-patch+json",
+                 "[{\"op\":\"test\",\"path\":\"/metadata/labels/c\",\"value\":\"nope\"}]");
     assert_status(jf, 422, "Invalid");
     /* Strategic merge: containers merge by name, the other one is kept. */
-    g_autoptr(Resp) s = http(srv, "PATCH", pp, "application/strategic-merge-patch+json",
-                             "{\"spec\":{\"containers\":[{\"name\":\"d\",\"image\":\"j:2\"}]},"
-                             "\"$setElementOrder/containers\":[{\"name\":\"c\"},{\"name\":\"d\"}]}");
+    g_autoptr(Resp) s =
+            http(srv, "PATCH", pp, "application/strategic-merge-patch+json",
+                 "{\"spec\":{\"containers\":[{\"name\":\"d\",\"image\":\"j:2\"}]},"
+                 "\"$setElementOrder/containers\":[{\"name\":\"c\"},{\"name\":\"d\"}]}");
     g_assert_cmpint(s->code, ==, 200);
     json_object *cs = kas_json_get(s->json, "spec.containers");
     g_assert_cmpuint(json_object_array_length(cs), ==, 2);
     g_assert_cmpstr(kas_json_get_string(json_object_array_get_idx(cs, 1), "image"), ==, "j:2");
     g_autoptr(Resp) ssa = http(srv, "PATCH", pp, "application/apply-patch+yaml", "{}");
     assert_status(ssa, 415, "UnsupportedMediaType");
-    g_autoptr(Resp) miss = http(srv, "PATCH", "/api/v1/namespaces/default/pods/none", "application/merge-patch+json", "{}");
+    g_autoptr(Resp) miss = http(srv, "PATCH", "/api/v1/namespaces/default/pods/none",
+                                "application/merge-patch+json", "{}");
     assert_status(miss, 404, "NotFound");
 }
 
@@ -2520,14 +2854,15 @@ static void test_patch_types(void)
 static void test_protobuf_body_415(void)
 {
     g_autoptr(KasServer) srv = start();
-    g_autoptr(Resp) r = http(srv, "POST", "/api/v1/namespaces", "application/vnd.kubernetes.protobuf",
-                             "k8s\x01\x0a\x0f");
+    g_autoptr(Resp) r = http(srv, "POST", "/api/v1/namespaces",
+                             "application/vnd.kubernetes.protobuf", "k8s\x01\x0a\x0f");
     assert_status(r, 415, "UnsupportedMediaType");
     g_assert_nonnull(strstr(js(r, "message"), "application/vnd.kubernetes.protobuf"));
     g_assert_nonnull(strstr(js(r, "message"), "application/json"));
 }
 
-/* ---- deletion and garbage collection ---------------------------------------------------------------------- */
+/* ---- deletion and garbage collection
+ * ---------------------------------------------------------------------- */
 
 static void test_delete_graceful_pod(void)
 {
@@ -2552,18 +2887,21 @@ static void test_delete_graceful_pod(void)
 static void test_delete_finalizers(void)
 {
     g_autoptr(KasServer) srv = start();
-    g_autoptr(Resp) c = post(srv, "/api/v1/namespaces/default/configmaps",
-                             "{\"metadata\":{\"name\":\"cm\",\"finalizers\":[\"example.com/hold\"]}}");
+    g_autoptr(Resp) c =
+            post(srv, "/api/v1/namespaces/default/configmaps",
+                 "{\"metadata\":{\"name\":\"cm\",\"finalizers\":[\"example.com/hold\"]}}");
     g_autoptr(Resp) d = http(srv, "DELETE", "/api/v1/namespaces/default/configmaps/cm", NULL, NULL);
     g_assert_nonnull(js(d, "metadata.deletionTimestamp"));
     g_autoptr(Resp) still = get(srv, "/api/v1/namespaces/default/configmaps/cm");
     g_assert_cmpint(still->code, ==, 200);
-    g_autoptr(Resp) p = http(srv, "PATCH", "/api/v1/namespaces/default/configmaps/cm", "application/merge-patch+json",
-                             "{\"metadata\":{\"finalizers\":null}}");
+    g_autoptr(Resp) p =
+            http(srv, "PATCH", "/api/v1/namespaces/default/configmaps/cm",
+                 "application/merge-patch+json", "{\"metadata\":{\"finalizers\":null}}");
     g_assert_cmpint(p->code, ==, 200);
     g_autoptr(Resp) gone = get(srv, "/api/v1/namespaces/default/configmaps/cm");
     g_assert_cmpint(gone->code, ==, 404);
-    g_autoptr(Resp) pre = post(srv, "/api/v1/namespaces/default/configmaps", "{\"metadata\":{\"name\":\"c2\"}}");
+    g_autoptr(Resp) pre =
+            post(srv, "/api/v1/namespaces/default/configmaps", "{\"metadata\":{\"name\":\"c2\"}}");
     g_autoptr(Resp) bad = http(srv, "DELETE", "/api/v1/namespaces/default/configmaps/c2", NULL,
                                "{\"preconditions\":{\"uid\":\"not-it\"}}");
     assert_status(bad, 409, "Conflict");
@@ -2573,17 +2911,25 @@ static void test_delete_finalizers(void)
 static char *make_owned_job(KasServer *srv)
 {
     create_crd(srv);
-    g_autoptr(Resp) j = post(srv, "/apis/kubeflow.org/v1/namespaces/default/tfjobs",
-                             "{\"apiVersion\":\"kubeflow.org/v1\",\"kind\":\"TFJob\",\"metadata\":{\"name\":\"job\"},\"spec\":{}}");
+    g_autoptr(Resp) j =
+            post(srv, "/apis/kubeflow.org/v1/namespaces/default/tfjobs",
+                 "{\"apiVersion\":\"kubeflow.org/"
+                 "v1\",\"kind\":\"TFJob\",\"metadata\":{\"name\":\"job\"},\"spec\":{}}");
     assert_status(j, 201, NULL);
-    g_autofree char *owner = g_strdup_printf(",\"ownerReferences\":[{\"apiVersion\":\"kubeflow.org/v1\",\"kind\":\"TFJob\","
-                                             "\"name\":\"job\",\"uid\":\"%s\",\"controller\":true}]",
-                                             js(j, "metadata.uid"));
+    g_autofree char *owner = g_strdup_printf(
+            ",\"ownerReferences\":[{\"apiVersion\":\"kubeflow.org/v1\",\"kind\":\"TFJob\","
+            "\"name\":\"job\",\"uid\":\"%s\",\"controller\":true}]",
+            js(j, "metadata.uid"));
     for (int i = 0; i < 2; i++) {
-        g_autofree char *p = g_strdup_printf("{\"metadata\":{\"name\":\"job-worker-%d\"%s},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"busybox:1\"}]}}", i, owner);
+        g_autofree char *p =
+                g_strdup_printf("{\"metadata\":{\"name\":\"job-worker-%d\"%s},\"spec\":{"
+                                "\"containers\":[{\"name\":\"c\",\"image\":\"busybox:1\"}]}}",
+                                i, owner);
         create_pod(srv, p);
     }
-    g_autofree char *svc = g_strdup_printf("{\"metadata\":{\"name\":\"job-worker-0\"%s},\"spec\":{\"ports\":[{\"port\":2222}]}}", owner);
+    g_autofree char *svc = g_strdup_printf(
+            "{\"metadata\":{\"name\":\"job-worker-0\"%s},\"spec\":{\"ports\":[{\"port\":2222}]}}",
+            owner);
     g_autoptr(Resp) s = post(srv, "/api/v1/namespaces/default/services", svc);
     assert_status(s, 201, NULL);
     g_autofree char *cm = g_strdup_printf("{\"metadata\":{\"name\":\"job-pg\"%s}}", owner);
@@ -2596,8 +2942,8 @@ static void test_gc_cascade(void)
 {
     g_autoptr(KasServer) srv = start();
     g_autofree char *uid = make_owned_job(srv);
-    g_autoptr(Resp) d = http(srv, "DELETE", "/apis/kubeflow.org/v1/namespaces/default/tfjobs/job", NULL,
-                             "{\"propagationPolicy\":\"Background\"}");
+    g_autoptr(Resp) d = http(srv, "DELETE", "/apis/kubeflow.org/v1/namespaces/default/tfjobs/job",
+                             NULL, "{\"propagationPolicy\":\"Background\"}");
     g_assert_cmpint(d->code, ==, 200);
     wait_gone(srv, "/api/v1/namespaces/default/pods/job-worker-0");
     wait_gone(srv, "/api/v1/namespaces/default/pods/job-worker-1");
@@ -2609,7 +2955,10 @@ static void test_gc_orphan(void)
 {
     g_autoptr(KasServer) srv = start();
     g_autofree char *uid = make_owned_job(srv);
-    g_autoptr(Resp) d = http(srv, "DELETE", "/apis/kubeflow.org/v1/namespaces/default/tfjobs/job?propagationPolicy=Orphan", NULL, NULL);
+    g_autoptr(Resp) d =
+            http(srv, "DELETE",
+                 "/apis/kubeflow.org/v1/namespaces/default/tfjobs/job?propagationPolicy=Orphan",
+                 NULL, NULL);
     g_assert_cmpint(d->code, ==, 200);
     g_autoptr(Resp) pod = get(srv, "/api/v1/namespaces/default/pods/job-worker-0");
     g_assert_cmpint(pod->code, ==, 200);
@@ -2620,8 +2969,8 @@ static void test_gc_foreground(void)
 {
     g_autoptr(KasServer) srv = start();
     g_autofree char *uid = make_owned_job(srv);
-    g_autoptr(Resp) d = http(srv, "DELETE", "/apis/kubeflow.org/v1/namespaces/default/tfjobs/job", NULL,
-                             "{\"propagationPolicy\":\"Foreground\"}");
+    g_autoptr(Resp) d = http(srv, "DELETE", "/apis/kubeflow.org/v1/namespaces/default/tfjobs/job",
+                             NULL, "{\"propagationPolicy\":\"Foreground\"}");
     g_assert_cmpint(d->code, ==, 200);
     /* The dependents went first (unscheduled pods go at once), then the owner. */
     wait_gone(srv, "/apis/kubeflow.org/v1/namespaces/default/tfjobs/job");
@@ -2642,13 +2991,16 @@ static void test_gc_namespace(void)
     g_assert_cmpint(gone->code, ==, 404);
 }
 
-/* ---- CRDs ------------------------------------------------------------------------------------------------ */
+/* ---- CRDs
+ * ------------------------------------------------------------------------------------------------
+ */
 
 static void test_crd_lifecycle(void)
 {
     g_autoptr(KasServer) srv = start();
     create_crd(srv);
-    g_autoptr(Resp) crd = get(srv, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/tfjobs.kubeflow.org");
+    g_autoptr(Resp) crd =
+            get(srv, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/tfjobs.kubeflow.org");
     g_assert_nonnull(strstr(crd->body, "\"type\":\"Established\",\"status\":\"True\""));
     g_autoptr(Resp) c = post_yaml(srv, "/apis/kubeflow.org/v1alpha1/namespaces/default/tfjobs",
                                   "tests/data/apiserver/tfjob-seed.yaml");
@@ -2657,15 +3009,20 @@ static void test_crd_lifecycle(void)
     g_autoptr(Resp) l = get(srv, "/apis/kubeflow.org/v1/tfjobs");
     g_assert_cmpstr(js(l, "kind"), ==, "TFJobList");
     g_assert_cmpuint(json_object_array_length(kas_json_get(l->json, "items")), ==, 1);
-    g_autoptr(Resp) d = http(srv, "DELETE", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/tfjobs.kubeflow.org", NULL, NULL);
+    g_autoptr(Resp) d =
+            http(srv, "DELETE",
+                 "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/tfjobs.kubeflow.org",
+                 NULL, NULL);
     g_assert_cmpint(d->code, ==, 200);
     g_autoptr(Resp) after = get(srv, "/apis/kubeflow.org/v1/tfjobs");
     /* the group is served no more: the mux's plain answer, as kube-apiserver's */
     assert_status(after, 404, NULL);
     g_assert_cmpstr(after->body, ==, "404 page not found\n");
     g_autoptr(Resp) bad = post(srv, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-                               "{\"metadata\":{\"name\":\"wrong\"},\"spec\":{\"group\":\"a.b\",\"scope\":\"Namespaced\","
-                               "\"names\":{\"plural\":\"xs\",\"kind\":\"X\"},\"versions\":[{\"name\":\"v1\",\"served\":true,\"storage\":true}]}}");
+                               "{\"metadata\":{\"name\":\"wrong\"},\"spec\":{\"group\":\"a.b\","
+                               "\"scope\":\"Namespaced\","
+                               "\"names\":{\"plural\":\"xs\",\"kind\":\"X\"},\"versions\":[{"
+                               "\"name\":\"v1\",\"served\":true,\"storage\":true}]}}");
     assert_status(bad, 422, "Invalid");
 }
 
@@ -2684,15 +3041,19 @@ static void test_crd_project_files(void)
         if (!g_str_has_suffix(name, ".yaml"))
             continue;
         g_autofree char *rel = g_build_filename("deploy/base/crds", name, NULL);
-        g_autoptr(Resp) r = post_yaml(srv, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", rel);
+        g_autoptr(Resp) r =
+                post_yaml(srv, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", rel);
         if (r->code != 201)
             g_error("%s: %s", rel, r->body);
         n++;
     }
     g_dir_close(d);
     g_assert_cmpuint(n, >, 0);
-    g_autoptr(Resp) pg = post(srv, "/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups",
-                              "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\",\"metadata\":{\"name\":\"pg\"},\"spec\":{\"minMember\":2}}");
+    g_autoptr(Resp) pg =
+            post(srv, "/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups",
+                 "{\"apiVersion\":\"scheduling.volcano.sh/"
+                 "v1beta1\",\"kind\":\"PodGroup\",\"metadata\":{\"name\":\"pg\"},\"spec\":{"
+                 "\"minMember\":2}}");
     assert_status(pg, 201, NULL);
 }
 
@@ -2703,10 +3064,10 @@ static void test_eviction_budget(void)
     g_autoptr(KasServer) srv = start();
     for (int i = 0; i < 2; i++) {
         g_autofree char *name = g_strdup_printf("p%d", i);
-        g_autofree char *body = g_strdup_printf(
-            "{\"metadata\":{\"name\":\"%s\",\"labels\":{\"app\":\"a\"}},\"spec\":{\"containers\":"
-            "[{\"name\":\"c\",\"image\":\"busybox:1\"}]}}",
-            name);
+        g_autofree char *body = g_strdup_printf("{\"metadata\":{\"name\":\"%s\",\"labels\":{"
+                                                "\"app\":\"a\"}},\"spec\":{\"containers\":"
+                                                "[{\"name\":\"c\",\"image\":\"busybox:1\"}]}}",
+                                                name);
         create_pod(srv, body);
         g_autofree char *path = g_strdup_printf("/api/v1/namespaces/default/pods/%s/status", name);
         g_autoptr(Resp) st = http(srv, "PATCH", path, "application/merge-patch+json",
@@ -2723,12 +3084,14 @@ static void test_eviction_budget(void)
     /* no disruption controller has looked at the budget yet */
     g_autoptr(Resp) e0 = post(srv, "/api/v1/namespaces/default/pods/p0/eviction", EVICT);
     assert_status(e0, 429, "TooManyRequests");
-    g_assert_nonnull(strstr(e0->body, "The disruption budget b is still being processed by the server."));
+    g_assert_nonnull(
+            strstr(e0->body, "The disruption budget b is still being processed by the server."));
     /* what a disruption controller would write: one disruption allowed */
-    g_autoptr(Resp) w = http(srv, "PATCH", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/b/status",
-                             "application/merge-patch+json",
-                             "{\"status\":{\"observedGeneration\":1,\"disruptionsAllowed\":1,"
-                             "\"currentHealthy\":2,\"desiredHealthy\":1,\"expectedPods\":2}}");
+    g_autoptr(Resp) w =
+            http(srv, "PATCH", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/b/status",
+                 "application/merge-patch+json",
+                 "{\"status\":{\"observedGeneration\":1,\"disruptionsAllowed\":1,"
+                 "\"currentHealthy\":2,\"desiredHealthy\":1,\"expectedPods\":2}}");
     assert_status(w, 200, NULL);
     g_autoptr(Resp) e1 = post(srv, "/api/v1/namespaces/default/pods/p0/eviction", EVICT);
     assert_status(e1, 201, NULL);
@@ -2736,8 +3099,10 @@ static void test_eviction_budget(void)
                               "{\"apiVersion\":\"policy/v1beta1\",\"kind\":\"Eviction\","
                               "\"metadata\":{\"name\":\"p1\"}}");
     assert_status(e2, 429, "TooManyRequests");
-    g_assert_nonnull(strstr(e2->body, "The disruption budget b needs 1 healthy pods and has 2 currently"));
-    g_autoptr(Resp) after = get(srv, "/apis/policy/v1beta1/namespaces/default/poddisruptionbudgets/b");
+    g_assert_nonnull(
+            strstr(e2->body, "The disruption budget b needs 1 healthy pods and has 2 currently"));
+    g_autoptr(Resp) after =
+            get(srv, "/apis/policy/v1beta1/namespaces/default/poddisruptionbudgets/b");
     g_assert_cmpint(ji(after, "status.disruptionsAllowed"), ==, 0);
     g_assert_cmpstr(js(after, "apiVersion"), ==, "policy/v1beta1");
 }
@@ -2758,11 +3123,13 @@ static void test_node_not_ready_taint(void)
     g_error("the not-ready taint stayed on a Ready node");
 }
 
-/* ---- simulated kubelet ------------------------------------------------------------------------------------- */
+/* ---- simulated kubelet
+ * ------------------------------------------------------------------------------------- */
 
-#define SIM_POD(name, run, code, policy)                                                          \
-    "{\"metadata\":{\"name\":\"" name "\",\"annotations\":{\"sim.kube-batchd.io/run-seconds\":\"" run \
-    "\",\"sim.kube-batchd.io/exit-code\":\"" code "\"}},\"spec\":{\"restartPolicy\":\"" policy    \
+#define SIM_POD(name, run, code, policy)                                                           \
+    "{\"metadata\":{\"name\":\"" name                                                              \
+    "\",\"annotations\":{\"sim.kube-batchd.io/run-seconds\":\"" run                                \
+    "\",\"sim.kube-batchd.io/exit-code\":\"" code "\"}},\"spec\":{\"restartPolicy\":\"" policy     \
     "\",\"containers\":[{\"name\":\"tensorflow\",\"image\":\"tf:1\"}]}}"
 
 static void bind_pod(KasServer *srv, const char *pod, const char *node)
@@ -2777,11 +3144,13 @@ static void test_kubelet_node_ready(void)
 {
     g_autoptr(KasServer) srv = start_with(opt_sim);
     create_node(srv, "n1");
-    g_autoptr(Resp) n = wait_field(srv, "/api/v1/nodes/n1", "status.nodeInfo.kubeletVersion", "v1.32.0-sim");
+    g_autoptr(Resp) n =
+            wait_field(srv, "/api/v1/nodes/n1", "status.nodeInfo.kubeletVersion", "v1.32.0-sim");
     g_assert_nonnull(strstr(n->body, "\"type\":\"Ready\",\"status\":\"True\""));
     g_assert_cmpstr(js(n, "status.allocatable.pods"), ==, "110");
-    g_autoptr(Resp) lease = wait_field(srv, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1",
-                                       "spec.holderIdentity", "n1");
+    g_autoptr(Resp) lease =
+            wait_field(srv, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1",
+                       "spec.holderIdentity", "n1");
 }
 
 static void test_kubelet_succeeded(void)
@@ -2792,10 +3161,13 @@ static void test_kubelet_succeeded(void)
     g_autoptr(Resp) pending = get(srv, "/api/v1/namespaces/default/pods/p1");
     g_assert_cmpstr(js(pending, "status.phase"), ==, "Pending");
     bind_pod(srv, "p1", "n1");
-    g_autoptr(Resp) running = wait_field(srv, "/api/v1/namespaces/default/pods/p1", "status.phase", "Running");
+    g_autoptr(Resp) running =
+            wait_field(srv, "/api/v1/namespaces/default/pods/p1", "status.phase", "Running");
     g_assert_nonnull(js(running, "status.podIP"));
-    g_autoptr(Resp) done = wait_field(srv, "/api/v1/namespaces/default/pods/p1", "status.phase", "Succeeded");
-    json_object *cs = json_object_array_get_idx(kas_json_get(done->json, "status.containerStatuses"), 0);
+    g_autoptr(Resp) done =
+            wait_field(srv, "/api/v1/namespaces/default/pods/p1", "status.phase", "Succeeded");
+    json_object *cs =
+            json_object_array_get_idx(kas_json_get(done->json, "status.containerStatuses"), 0);
     g_assert_cmpint(json_object_get_int(kas_json_get(cs, "state.terminated.exitCode")), ==, 0);
     g_assert_cmpstr(kas_json_get_string(cs, "state.terminated.reason"), ==, "Completed");
 }
@@ -2806,8 +3178,10 @@ static void test_kubelet_failed_exit_code(void)
     create_node(srv, "n1");
     create_pod(srv, SIM_POD("p1", "0.1", "137", "Never"));
     bind_pod(srv, "p1", "n1");
-    g_autoptr(Resp) done = wait_field(srv, "/api/v1/namespaces/default/pods/p1", "status.phase", "Failed");
-    json_object *cs = json_object_array_get_idx(kas_json_get(done->json, "status.containerStatuses"), 0);
+    g_autoptr(Resp) done =
+            wait_field(srv, "/api/v1/namespaces/default/pods/p1", "status.phase", "Failed");
+    json_object *cs =
+            json_object_array_get_idx(kas_json_get(done->json, "status.containerStatuses"), 0);
     g_assert_cmpint(json_object_get_int(kas_json_get(cs, "state.terminated.exitCode")), ==, 137);
     g_assert_cmpstr(kas_json_get_string(cs, "state.terminated.reason"), ==, "Error");
 }
@@ -2821,10 +3195,13 @@ static void test_kubelet_restart_on_failure(void)
     for (int i = 0; i < 300; i++) {
         g_autoptr(Resp) r = get(srv, "/api/v1/namespaces/default/pods/p1");
         json_object *all = kas_json_get(r->json, "status.containerStatuses");
-        json_object *cs = json_object_is_type(all, json_type_array) ? json_object_array_get_idx(all, 0) : NULL;
+        json_object *cs = json_object_is_type(all, json_type_array)
+                                  ? json_object_array_get_idx(all, 0)
+                                  : NULL;
         if (cs != NULL && json_object_get_int(kas_json_get(cs, "restartCount")) >= 1) {
             g_assert_cmpstr(js(r, "status.phase"), ==, "Running");
-            g_assert_cmpint(json_object_get_int(kas_json_get(cs, "lastState.terminated.exitCode")), ==, 1);
+            g_assert_cmpint(json_object_get_int(kas_json_get(cs, "lastState.terminated.exitCode")),
+                            ==, 1);
             return;
         }
         g_usleep(10000);
@@ -2838,7 +3215,8 @@ static void test_kubelet_runs_until_deleted(void)
     create_node(srv, "n1");
     create_pod(srv, POD_JSON("p1", "", ""));
     bind_pod(srv, "p1", "n1");
-    g_autoptr(Resp) r = wait_field(srv, "/api/v1/namespaces/default/pods/p1", "status.phase", "Running");
+    g_autoptr(Resp) r =
+            wait_field(srv, "/api/v1/namespaces/default/pods/p1", "status.phase", "Running");
     /* Graceful deletion is confirmed by the kubelet long before the 30 s grace period. */
     g_autoptr(Resp) d = http(srv, "DELETE", "/api/v1/namespaces/default/pods/p1", NULL, NULL);
     g_assert_nonnull(js(d, "metadata.deletionTimestamp"));
@@ -2867,12 +3245,15 @@ static void opt_nodes_file(KasServerOptions *o)
 static void test_nodes_file(void)
 {
     g_autoptr(KasServer) srv = start_with(opt_nodes_file);
-    g_autoptr(Resp) l = get(srv, "/api/v1/nodes?labelSelector=topology.kubernetes.io%2Frack%3Drack-1");
+    g_autoptr(Resp) l =
+            get(srv, "/api/v1/nodes?labelSelector=topology.kubernetes.io%2Frack%3Drack-1");
     json_object *items = kas_json_get(l->json, "items");
     g_assert_cmpuint(json_object_array_length(items), ==, 2);
-    g_assert_cmpstr(kas_json_get_string(json_object_array_get_idx(items, 0), "metadata.name"), ==, "gpu-2");
+    g_assert_cmpstr(kas_json_get_string(json_object_array_get_idx(items, 0), "metadata.name"), ==,
+                    "gpu-2");
     g_autoptr(Resp) n = get(srv, "/api/v1/nodes/gpu-0");
-    g_assert_cmpstr(kas_json_get_string(kas_json_get(n->json, "status.allocatable"), "cpu"), ==, "64");
+    g_assert_cmpstr(kas_json_get_string(kas_json_get(n->json, "status.allocatable"), "cpu"), ==,
+                    "64");
     g_assert_nonnull(strstr(n->body, "\"nvidia.com/gpu\":\"8\""));
     g_assert_nonnull(strstr(n->body, "kube-batchd.io/gpu-topology"));
     g_assert_cmpuint(list_count(srv, "/api/v1/nodes"), ==, 5);
@@ -2892,12 +3273,14 @@ static void test_nodes_file_bad(void)
     g_unlink(path);
 }
 
-/* ---- faults ---------------------------------------------------------------------------------------------- */
+/* ---- faults
+ * ---------------------------------------------------------------------------------------------- */
 
 static void test_faults_error_retry_after(void)
 {
     g_autoptr(KasServer) srv = start();
-    g_autoptr(Resp) set = post(srv, "/admin/faults", "error=429,retry=3,method=POST,path=*binding,count=2");
+    g_autoptr(Resp) set =
+            post(srv, "/admin/faults", "error=429,retry=3,method=POST,path=*binding,count=2");
     g_assert_cmpint(set->code, ==, 200);
     create_pod(srv, POD_JSON("p1", "", ""));
     for (int i = 0; i < 2; i++) {
@@ -2915,7 +3298,8 @@ static void test_faults_error_retry_after(void)
 static void test_faults_5xx_fraction(void)
 {
     g_autoptr(KasServer) srv = start();
-    g_autoptr(Resp) set = post(srv, "/admin/faults", "error=503,method=GET,path=/api/v1/pods,fraction=0.5");
+    g_autoptr(Resp) set =
+            post(srv, "/admin/faults", "error=503,method=GET,path=/api/v1/pods,fraction=0.5");
     guint failed = 0;
     for (int i = 0; i < 40; i++) {
         g_autoptr(Resp) r = get(srv, "/api/v1/pods");
@@ -2934,7 +3318,8 @@ static void test_faults_5xx_fraction(void)
 static void test_faults_bad_spec(void)
 {
     g_autoptr(KasServer) srv = start();
-    static const char *const bad[] = { "error=abc", "explode", "latency=5,fraction=2", "error=503,colour=red" };
+    static const char *const bad[] = {"error=abc", "explode", "latency=5,fraction=2",
+                                      "error=503,colour=red"};
     for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
         g_autoptr(Resp) r = post(srv, "/admin/faults", bad[i]);
         assert_status(r, 400, "BadRequest");
@@ -2966,7 +3351,8 @@ static void test_faults_cut_watch_mid_event(void)
     g_autoptr(Resp) set = post(srv, "/admin/faults", "cut-watch,after=1,mid=1");
     char *leftover = NULL;
     CURLcode rc;
-    g_autoptr(GPtrArray) lines = watch_full(srv, "/api/v1/namespaces/default/pods?watch=1", 10, 5000, &leftover, &rc);
+    g_autoptr(GPtrArray) lines =
+            watch_full(srv, "/api/v1/namespaces/default/pods?watch=1", 10, 5000, &leftover, &rc);
     /* One whole event, then half of the next one, then the connection drops. */
     g_assert_cmpuint(lines->len, ==, 1);
     g_assert_cmpint(rc, !=, CURLE_OK);
@@ -2979,8 +3365,10 @@ static void test_faults_restart(void)
 {
     g_autoptr(KasServer) srv = start();
     g_autoptr(Resp) l = get(srv, "/api/v1/pods");
-    WatchThread w = { srv, g_strdup_printf("/api/v1/pods?watch=1&resourceVersion=%s", js(l, "metadata.resourceVersion")),
-                      NULL, 100, CURLE_OK };
+    WatchThread w = {srv,
+                     g_strdup_printf("/api/v1/pods?watch=1&resourceVersion=%s",
+                                     js(l, "metadata.resourceVersion")),
+                     NULL, 100, CURLE_OK};
     GThread *t = g_thread_new("w", watch_thread, &w);
     wait_watchers(srv, 1);
     create_pod(srv, POD_JSON("p1", "", ""));
@@ -2992,13 +3380,15 @@ static void test_faults_restart(void)
     /* Data is kept; resuming from before the restart needs a relist (410). */
     g_autoptr(Resp) pod = get(srv, "/api/v1/namespaces/default/pods/p1");
     g_assert_cmpint(pod->code, ==, 200);
-    g_autofree char *p2 = g_strdup_printf("/api/v1/pods?watch=1&resourceVersion=%s", js(l, "metadata.resourceVersion"));
+    g_autofree char *p2 = g_strdup_printf("/api/v1/pods?watch=1&resourceVersion=%s",
+                                          js(l, "metadata.resourceVersion"));
     g_autoptr(GPtrArray) lines = watch(srv, p2, 1, 5000);
     g_assert_nonnull(strstr(g_ptr_array_index(lines, 0), "\"code\":410"));
     wait_watchers(srv, 0);
 }
 
-/* ---- tables and odds and ends ----------------------------------------------------------------------------- */
+/* ---- tables and odds and ends
+ * ----------------------------------------------------------------------------- */
 
 static void test_table_pods(void)
 {
@@ -3007,8 +3397,10 @@ static void test_table_pods(void)
     Resp *r = g_new0(Resp, 1);
     GString *out = g_string_new(NULL);
     CURL *c = curl_easy_init();
-    g_autofree char *url = g_strconcat(kas_server_url(srv), "/api/v1/namespaces/default/pods", NULL);
-    struct curl_slist *h = curl_slist_append(NULL, "Accept: application/json;as=Table;v=v1;g=meta.k8s.io,application/json");
+    g_autofree char *url =
+            g_strconcat(kas_server_url(srv), "/api/v1/namespaces/default/pods", NULL);
+    struct curl_slist *h = curl_slist_append(
+            NULL, "Accept: application/json;as=Table;v=v1;g=meta.k8s.io,application/json");
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect_body);
@@ -3020,10 +3412,12 @@ static void test_table_pods(void)
     r->json = json_tokener_parse(r->body);
     g_assert_cmpstr(js(r, "kind"), ==, "Table");
     json_object *cols = kas_json_get(r->json, "columnDefinitions");
-    static const char *const names[] = { "Name", "Ready", "Status", "Restarts", "Age", "IP", "Node" };
+    static const char *const names[] = {"Name", "Ready", "Status", "Restarts", "Age", "IP", "Node"};
     for (guint i = 0; i < G_N_ELEMENTS(names); i++)
-        g_assert_cmpstr(kas_json_get_string(json_object_array_get_idx(cols, i), "name"), ==, names[i]);
-    json_object *cells = kas_json_get(json_object_array_get_idx(kas_json_get(r->json, "rows"), 0), "cells");
+        g_assert_cmpstr(kas_json_get_string(json_object_array_get_idx(cols, i), "name"), ==,
+                        names[i]);
+    json_object *cells =
+            kas_json_get(json_object_array_get_idx(kas_json_get(r->json, "rows"), 0), "cells");
     g_assert_cmpstr(json_object_get_string(json_object_array_get_idx(cells, 0)), ==, "p1");
     g_assert_cmpstr(json_object_get_string(json_object_array_get_idx(cells, 1)), ==, "0/1");
     g_assert_cmpstr(json_object_get_string(json_object_array_get_idx(cells, 6)), ==, "n1");
@@ -3034,8 +3428,9 @@ static void test_eviction(void)
 {
     g_autoptr(KasServer) srv = start();
     create_pod(srv, POD_JSON("p1", "", ""));
-    g_autoptr(Resp) r = post(srv, "/api/v1/namespaces/default/pods/p1/eviction",
-                             "{\"apiVersion\":\"policy/v1\",\"kind\":\"Eviction\",\"metadata\":{\"name\":\"p1\"}}");
+    g_autoptr(Resp) r = post(
+            srv, "/api/v1/namespaces/default/pods/p1/eviction",
+            "{\"apiVersion\":\"policy/v1\",\"kind\":\"Eviction\",\"metadata\":{\"name\":\"p1\"}}");
     assert_status(r, 201, NULL);
     g_autoptr(Resp) gone = get(srv, "/api/v1/namespaces/default/pods/p1");
     g_assert_cmpint(gone->code, ==, 404);
@@ -3088,6 +3483,8 @@ int main(int argc, char **argv)
     g_test_add_func("/apiserver/dra/claim-status", test_dra_claim_status);
     g_test_add_func("/apiserver/dra/invalid", test_dra_invalid);
     g_test_add_func("/apiserver/dra/limits", test_dra_limits);
+    g_test_add_func("/apiserver/dra/partitionable", test_dra_partitionable);
+    g_test_add_func("/apiserver/dra/consumable-capacity", test_dra_consumable_capacity);
     g_test_add_func("/apiserver/dra/cel", test_dra_cel);
     g_test_add_func("/apiserver/dra/slice-field-selectors", test_dra_slice_fields);
     g_test_add_func("/apiserver/dra/pod-claims", test_dra_pod_claims);
@@ -3120,7 +3517,8 @@ int main(int argc, char **argv)
     g_test_add_func("/apiserver/watch/replay-from-rv", test_watch_replay);
     g_test_add_func("/apiserver/watch/expired-410", test_watch_expired);
     g_test_add_func("/apiserver/watch/bookmark", test_watch_bookmark);
-    g_test_add_func("/apiserver/watch/bookmark-before-deadline", test_watch_bookmark_before_deadline);
+    g_test_add_func("/apiserver/watch/bookmark-before-deadline",
+                    test_watch_bookmark_before_deadline);
     g_test_add_func("/apiserver/watch/timeout-seconds", test_watch_timeout);
     g_test_add_func("/apiserver/watch/initial-state", test_watch_initial_state);
     g_test_add_func("/apiserver/watch/selector-transition", test_watch_selector_transition);

@@ -31,7 +31,8 @@ static char *wait_for(const char *kind, const char *name, const char *path, cons
     return v;
 }
 
-static KbTestDaemon *start_kubelet_with(const char *nodes_file, const char *extra, GError **error)
+static KbTestDaemon *start_kubelet_with2(const char *nodes_file, const char *extra,
+                                         const char *extra2, GError **error)
 {
     const char *args[] = {"--master",
                           kb_test_apiserver_url(api),
@@ -42,9 +43,15 @@ static KbTestDaemon *start_kubelet_with(const char *nodes_file, const char *extr
                           "--start-delay",
                           "50",
                           extra,
+                          extra2,
                           NULL};
     KbTestDaemonOptions o = {.stdout_pipe = TRUE, .log = TRUE};
     return kb_test_daemon_start("kb-kubelet", args, &o, error);
+}
+
+static KbTestDaemon *start_kubelet_with(const char *nodes_file, const char *extra, GError **error)
+{
+    return start_kubelet_with2(nodes_file, extra, NULL, error);
 }
 
 static KbTestDaemon *start_kubelet(const char *nodes_file, GError **error)
@@ -321,6 +328,188 @@ static void test_kubelet_dra(void)
     g_rmdir(dir);
 }
 
+static const char mig_nodes_yaml[] =
+        "nodes:\n"
+        "- count: 1\n"
+        "  name: \"a100-{i}\"\n"
+        "  allocatable: {cpu: 8, memory: 32Gi, pods: 110, nvidia.com/gpu: 2}\n"
+        "- count: 1\n"
+        "  name: \"h100-{i}\"\n"
+        "  labels: {nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3}\n"
+        "  allocatable: {cpu: 8, memory: 32Gi, pods: 110, nvidia.com/gpu: 1}\n"
+        "- count: 1\n"
+        "  name: \"shared-{i}\"\n"
+        "  labels: {kube-batchd.io/gpu-sharing: memory, nvidia.com/gpu.memory: \"81559\"}\n"
+        "  allocatable: {cpu: 8, memory: 32Gi, pods: 110, nvidia.com/gpu: 1}\n";
+
+static const char mig_objects_yaml[] =
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: mig-1g}\n"
+        "spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: mig.nvidia.com, "
+        "selectors: [{cel: {expression: \"device.attributes['gpu.nvidia.com'].profile == "
+        "'1g.10gb'\"}}]}}]}}\n---\n"
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: half-a}\n"
+        "spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.nvidia.com, "
+        "capacity: {requests: {memory: 40Gi}}}}]}}\n---\n"
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: half-b}\n"
+        "spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.nvidia.com, "
+        "capacity: {requests: {memory: 39Gi}}}}]}}\n---\n"
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: mig}\n"
+        "spec: {nodeName: a100-0, containers: [{name: c, image: x, resources: {claims: [{name: "
+        "g}]}}], resourceClaims: [{name: g, resourceClaimName: mig-1g}]}\n---\n"
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: share-a}\n"
+        "spec: {nodeName: shared-0, containers: [{name: c, image: x, resources: {claims: [{name: "
+        "g}]}}], resourceClaims: [{name: g, resourceClaimName: half-a}]}\n---\n"
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: share-b}\n"
+        "spec: {nodeName: shared-0, containers: [{name: c, image: x, resources: {claims: [{name: "
+        "g}]}}], resourceClaims: [{name: g, resourceClaimName: half-b}]}\n";
+
+/* What a scheduler writes for a MIG or shared claim: @extra adds shareID and consumedCapacity. */
+static void allocate_on(const char *claim, const char *pod, const char *pool, const char *device,
+                        const char *extra)
+{
+    g_autofree char *uid = kb_test_kubectl_run(api, NULL, "get", "pod", pod, "-o",
+                                               "jsonpath={.metadata.uid}", NULL);
+    g_autofree char *patch = g_strdup_printf(
+            "{\"status\":{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"gpu\","
+            "\"driver\":\"gpu.nvidia.com\",\"pool\":\"%s\",\"device\":\"%s\"%s}]}},"
+            "\"reservedFor\":[{\"resource\":\"pods\",\"name\":\"%s\",\"uid\":\"%s\"}]}}",
+            pool, device, extra, pod, uid);
+    g_autofree char *out =
+            kb_test_kubectl_run(api, NULL, "patch", "resourceclaim", claim, "--subresource=status",
+                                "--type=merge", "-p", patch, NULL);
+    g_assert_nonnull(strstr(out, "patched"));
+}
+
+/* --dra --mig: NVIDIA's split layout (a counter-set slice, a slice per GPU of its MIG placements
+ * and the whole GPU), H100 figures on an H100, a labelled node's GPU shared by memory; pods whose
+ * MIG and shared claims are allocated and reserved start. */
+static void test_kubelet_mig(void)
+{
+    g_autoptr(GError) error = NULL;
+    KbTestApiserver *shared = api;
+    g_autoptr(KbTestApiserver) own = kb_test_apiserver_start(NULL, &error);
+    g_assert_no_error(error);
+    api = own;
+    g_autofree char *dir = g_dir_make_tmp("kb-kubelet-XXXXXX", &error);
+    g_autofree char *file = g_build_filename(dir, "nodes.yaml", NULL);
+    g_assert_true(g_file_set_contents(file, mig_nodes_yaml, -1, &error));
+    g_autoptr(KbTestDaemon) k = start_kubelet_with2(file, "--dra", "--mig", &error);
+    g_assert_no_error(error);
+    g_autofree char *line = kb_test_daemon_wait_line(k, "registered ", 30000, &error);
+    g_assert_no_error(error);
+    g_assert_cmpstr(line, ==, "3 nodes");
+    g_autofree char *slices = kb_test_kubectl_run(
+            api, NULL, "get", "resourceslices", "-o",
+            "jsonpath={range .items[*]}{.metadata.name} {.spec.pool.resourceSliceCount} "
+            "{.spec.sharedCounters[*].name};{end}",
+            NULL);
+    g_assert_cmpstr(slices, ==,
+                    "a100-0-gpu.nvidia.com-counters 3 gpu-0-counter-set gpu-1-counter-set;"
+                    "a100-0-gpu.nvidia.com-gpu-0 3 ;a100-0-gpu.nvidia.com-gpu-1 3 ;"
+                    "h100-0-gpu.nvidia.com-counters 2 gpu-0-counter-set;"
+                    "h100-0-gpu.nvidia.com-gpu-0 2 ;shared-0-gpu.nvidia.com 1 ;");
+    g_autofree char *set = kb_test_kubectl_run(
+            api, NULL, "get", "resourceslice", "a100-0-gpu.nvidia.com-counters", "-o",
+            "jsonpath={.spec.sharedCounters[1].counters.multiprocessors.value} "
+            "{.spec.sharedCounters[1].counters.memory.value} "
+            "{.spec.sharedCounters[1].counters.memory-slice-7.value}",
+            NULL);
+    g_assert_cmpstr(set, ==, "98 81152Mi 1");
+    g_autofree char *devs =
+            kb_test_kubectl_run(api, NULL, "get", "resourceslice", "a100-0-gpu.nvidia.com-gpu-1",
+                                "-o", "jsonpath={.spec.devices[*].name}", NULL);
+    g_assert_cmpstr(devs, ==,
+                    "gpu-1 gpu-1-mig-1g10gb-19-0 gpu-1-mig-1g10gb-19-1 gpu-1-mig-1g10gb-19-2 "
+                    "gpu-1-mig-1g10gb-19-3 gpu-1-mig-1g10gb-19-4 gpu-1-mig-1g10gb-19-5 "
+                    "gpu-1-mig-1g10gb-19-6 gpu-1-mig-2g20gb-14-0 gpu-1-mig-2g20gb-14-2 "
+                    "gpu-1-mig-2g20gb-14-4 gpu-1-mig-3g40gb-9-0 gpu-1-mig-3g40gb-9-4 "
+                    "gpu-1-mig-4g40gb-5-0 gpu-1-mig-7g80gb-0-0");
+    /* a 3g.40gb at slice 4 takes memory slices 4-7 and 42 of the 98 multiprocessors */
+    g_autofree char *mig3 = kb_test_kubectl_run(
+            api, NULL, "get", "resourceslice", "a100-0-gpu.nvidia.com-gpu-1", "-o",
+            "jsonpath={.spec.devices[12].attributes.type.string} "
+            "{.spec.devices[12].attributes.profile.string} "
+            "{.spec.devices[12].consumesCounters[0].counterSet} "
+            "{.spec.devices[12].consumesCounters[0].counters}",
+            NULL);
+    g_assert_cmpstr(mig3, ==,
+                    "mig 3g.40gb gpu-1-counter-set "
+                    "{\"memory\":{\"value\":\"40192Mi\"},\"memory-slice-4\":{\"value\":\"1\"},"
+                    "\"memory-slice-5\":{\"value\":\"1\"},\"memory-slice-6\":{\"value\":\"1\"},"
+                    "\"memory-slice-7\":{\"value\":\"1\"},\"multiprocessors\":{\"value\":\"42\"}}");
+    /* the whole GPU consumes every counter of its set */
+    g_autofree char *whole = kb_test_kubectl_run(
+            api, NULL, "get", "resourceslice", "a100-0-gpu.nvidia.com-gpu-1", "-o",
+            "jsonpath={.spec.devices[0].attributes.type.string} "
+            "{.spec.devices[0].consumesCounters[0].counters.memory-slice-0.value} "
+            "{.spec.devices[0].consumesCounters[0].counters.multiprocessors.value}",
+            NULL);
+    g_assert_cmpstr(whole, ==, "gpu 1 98");
+    g_autofree char *h100 = kb_test_kubectl_run(
+            api, NULL, "get", "resourceslice", "h100-0-gpu.nvidia.com-gpu-0", "-o",
+            "jsonpath={.spec.devices[14].name} {.spec.devices[14].capacity.multiprocessors.value}",
+            NULL);
+    g_assert_cmpstr(h100, ==, "gpu-0-mig-7g80gb-0-0 132");
+    g_autofree char *sh =
+            kb_test_kubectl_run(api, NULL, "get", "resourceslice", "shared-0-gpu.nvidia.com", "-o",
+                                "jsonpath={.spec.devices[0].allowMultipleAllocations} "
+                                "{.spec.devices[0].capacity.memory.value} "
+                                "{.spec.devices[0].capacity.memory.requestPolicy}",
+                                NULL);
+    g_assert_cmpstr(sh, ==,
+                    "true 79Gi {\"default\":\"79Gi\",\"validRange\":{\"min\":\"1Gi\",\"step\":"
+                    "\"1Gi\"}}");
+
+    g_autofree char *classes =
+            g_build_filename(kb_test_src_dir(), "deploy/dra/deviceclasses.yaml", NULL);
+    g_free(kb_test_kubectl_run(api, NULL, "create", "-f", classes, NULL));
+    g_free(kb_test_kubectl_run(api, mig_objects_yaml, "create", "-f", "-", NULL));
+    allocate_on("mig-1g", "mig", "a100-0", "gpu-0-mig-1g10gb-19-3", "");
+    allocate_on("half-a", "share-a", "shared-0", "gpu-0",
+                ",\"shareID\":\"5b0e1c52-8d3f-4a61-9c7e-2f4b6a8d0e13\","
+                "\"consumedCapacity\":{\"memory\":\"40Gi\"}");
+    allocate_on("half-b", "share-b", "shared-0", "gpu-0",
+                ",\"shareID\":\"9a7c3e15-2b4d-4f68-8e01-6c5d3b2a1f90\","
+                "\"consumedCapacity\":{\"memory\":\"39Gi\"}");
+    static const char *const pods[] = {"mig", "share-a", "share-b"};
+    for (guint i = 0; i < G_N_ELEMENTS(pods); i++) {
+        g_autofree char *phase = wait_for("pod", pods[i], "{.status.phase}", "Running");
+        g_assert_cmpstr(phase, ==, "Running");
+    }
+    g_assert_cmpint(kb_test_daemon_stop(k, 30000), ==, 0);
+    api = shared;
+    g_unlink(file);
+    g_rmdir(dir);
+}
+
+/* A sharing label other than memory, and --mig without --dra, refused. */
+static void test_kubelet_mig_refused(void)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree char *dir = g_dir_make_tmp("kb-kubelet-XXXXXX", &error);
+    g_autofree char *file = g_build_filename(dir, "nodes.yaml", NULL);
+    g_assert_true(g_file_set_contents(file,
+                                      "nodes:\n- count: 1\n  name: \"t-{i}\"\n"
+                                      "  labels: {kube-batchd.io/gpu-sharing: time}\n"
+                                      "  allocatable: {cpu: 8, nvidia.com/gpu: 1}\n",
+                                      -1, &error));
+    g_autoptr(KbTestDaemon) k = start_kubelet_with2(file, "--dra", "--mig", &error);
+    g_assert_no_error(error);
+    g_assert_null(kb_test_daemon_wait_line(k, "registered ", 30000, NULL));
+    g_assert_cmpint(kb_test_daemon_stop(k, 30000), ==, 2);
+    g_autofree char *log = kb_test_daemon_log(k);
+    g_assert_nonnull(strstr(log, "node t-0: label kube-batchd.io/gpu-sharing \"time\": the only "
+                                 "sharing is \"memory\""));
+    g_autoptr(KbTestDaemon) k2 = start_kubelet_with(file, "--mig", &error);
+    g_assert_no_error(error);
+    g_assert_null(kb_test_daemon_wait_line(k2, "registered ", 30000, NULL));
+    g_assert_cmpint(kb_test_daemon_stop(k2, 30000), ==, 2);
+    g_autofree char *log2 = kb_test_daemon_log(k2);
+    g_assert_nonnull(strstr(log2, "--mig needs --dra"));
+    g_unlink(file);
+    g_rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -335,6 +524,8 @@ int main(int argc, char **argv)
     g_test_add_func("/kubelet/nodes-pods-deletions", test_kubelet);
     g_test_add_func("/kubelet/bad-nodes-file", test_bad_nodes_file);
     g_test_add_func("/kubelet/dra", test_kubelet_dra);
+    g_test_add_func("/kubelet/dra-mig", test_kubelet_mig);
+    g_test_add_func("/kubelet/dra-mig-refused", test_kubelet_mig_refused);
     int rc = g_test_run();
     kb_test_apiserver_free(api);
     return rc;

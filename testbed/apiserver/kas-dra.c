@@ -377,7 +377,9 @@ static void check_tolerations(KasFieldErrors *errs, const char *base, json_objec
     }
 }
 
-/* What an exact request and a subrequest share: class, selectors, mode and count. */
+static void check_capacity_requests(KasFieldErrors *errs, const char *base, json_object *r);
+
+/* What an exact request and a subrequest share: class, selectors, mode, count and capacity. */
 static void check_device_request_body(KasFieldErrors *errs, const char *base, json_object *r)
 {
     g_autofree char *cp = g_strdup_printf("%s.deviceClassName", base);
@@ -389,6 +391,7 @@ static void check_device_request_body(KasFieldErrors *errs, const char *base, js
     check_selectors(errs, base, kas_json_get(r, "selectors"), FALSE);
     check_allocation_mode(errs, base, r);
     check_tolerations(errs, base, kas_json_get(r, "tolerations"));
+    check_capacity_requests(errs, base, r);
 }
 
 static void check_request(KasFieldErrors *errs, const char *base, json_object *r)
@@ -554,6 +557,280 @@ static void check_attribute(KasFieldErrors *errs, const char *path, json_object 
                               KAS_DRA_MAX_ATTR_VALUE_LEN);
 }
 
+/* ---- partitionable devices and consumable capacity ------------------------------------------ */
+
+/* A quantity member @key of @obj at "<base>.<key>": TRUE with @out when present and valid;
+ * "Required value" (when @required) or the quantity error otherwise. */
+static gboolean quantity_at(KasFieldErrors *errs, const char *base, json_object *obj,
+                            const char *key, gboolean required, KbQuantity *out)
+{
+    g_autofree char *f = key != NULL ? g_strdup_printf("%s.%s", base, key) : g_strdup(base);
+    json_object *v = key != NULL ? kas_json_get(obj, key) : obj;
+    if (v == NULL) {
+        if (required)
+            kas_field_errors_add(errs, f, "Required value");
+        return FALSE;
+    }
+    const char *q = json_object_get_string(v);
+    if (json_object_is_type(v, json_type_string) && kb_quantity_parse(q, out, NULL))
+        return TRUE;
+    kas_field_errors_addf(errs, f,
+                          "Invalid value: \"%s\": quantities must match the regular expression "
+                          "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+                          q != NULL ? q : "");
+    return FALSE;
+}
+
+/* Quantities compared in milli-units, as far as they reach (beyond, they saturate). */
+static gint64 qm(const KbQuantity *q)
+{
+    return kb_quantity_milli_value(q);
+}
+
+/* A counters map (of a counter set or of a device's consumption) at @path: DNS-label names,
+ * each {value: quantity}, 1 to @max entries. */
+static void check_counters(KasFieldErrors *errs, const char *path, json_object *counters, gsize max)
+{
+    gsize n = json_object_is_type(counters, json_type_object) ? json_object_object_length(counters)
+                                                              : 0;
+    if (n == 0) {
+        kas_field_errors_add(errs, path, "Required value");
+        return;
+    }
+    if (n > max) {
+        kas_field_errors_addf(errs, path, "Too many: %zu: must have at most %zu items", n, max);
+        return;
+    }
+    json_object_object_foreach(counters, k, v)
+    {
+        g_autofree char *f = g_strdup_printf("%s[%s]", path, k);
+        check_label(errs, f, k);
+        KbQuantity q;
+        quantity_at(errs, f, v, "value", TRUE, &q);
+    }
+}
+
+/* validateSet's uniqueness reported at "<path>[i].<key>" (the listMapKey). */
+static void check_unique_key(KasFieldErrors *errs, const char *path, json_object *a,
+                             const char *key)
+{
+    g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
+    for (gsize i = 0; i < arr_len(a); i++) {
+        const char *v = kas_json_get_string(arr_at(a, i), key);
+        if (v == NULL || v[0] == '\0' || g_hash_table_add(seen, (gpointer)v))
+            continue;
+        g_autofree char *f = g_strdup_printf("%s[%zu].%s", path, i, key);
+        kas_field_errors_addf(errs, f, "Duplicate value: \"%s\"", v);
+    }
+}
+
+/* spec.sharedCounters: at most 8 counter sets of at most 32 counters, names unique labels. */
+static void check_shared_counters(KasFieldErrors *errs, json_object *sets)
+{
+    const char *path = "spec.sharedCounters";
+    if (!check_count(errs, path, sets, KAS_DRA_MAX_COUNTER_SETS))
+        return;
+    for (gsize i = 0; i < arr_len(sets); i++) {
+        json_object *s = arr_at(sets, i);
+        g_autofree char *f = g_strdup_printf("%s[%zu]", path, i);
+        const char *name = required_string(errs, f, s, "name");
+        g_autofree char *np = g_strdup_printf("%s.name", f);
+        if (name != NULL)
+            check_label(errs, np, name);
+        g_autofree char *cp = g_strdup_printf("%s.counters", f);
+        check_counters(errs, cp, kas_json_get(s, "counters"), KAS_DRA_MAX_SET_COUNTERS);
+    }
+    check_unique_key(errs, path, sets, "name");
+}
+
+/* A device's consumesCounters: at most 2 entries, one per counter set. The sets themselves are
+ * published in other slices of the pool (v1 keeps sharedCounters and devices apart), so, as in
+ * kube-apiserver, the reference is resolved by the allocator, not here. */
+static void check_consumes_counters(KasFieldErrors *errs, const char *base, json_object *cc)
+{
+    g_autofree char *path = g_strdup_printf("%s.consumesCounters", base);
+    if (!check_count(errs, path, cc, KAS_DRA_MAX_CONSUMPTIONS))
+        return;
+    for (gsize i = 0; i < arr_len(cc); i++) {
+        json_object *c = arr_at(cc, i);
+        g_autofree char *f = g_strdup_printf("%s[%zu]", path, i);
+        const char *set = required_string(errs, f, c, "counterSet");
+        g_autofree char *sp = g_strdup_printf("%s.counterSet", f);
+        if (set != NULL)
+            check_label(errs, sp, set);
+        g_autofree char *cp = g_strdup_printf("%s.counters", f);
+        check_counters(errs, cp, kas_json_get(c, "counters"), KAS_DRA_MAX_USE_COUNTERS);
+    }
+    check_unique_key(errs, path, cc, "counterSet");
+}
+
+static void invalid_q(KasFieldErrors *errs, const char *path, const KbQuantity *v, const char *what,
+                      const KbQuantity *other)
+{
+    g_autofree char *vs = kb_quantity_format(v);
+    g_autofree char *os = other != NULL ? kb_quantity_format(other) : NULL;
+    kas_field_errors_addf(errs, path, "Invalid value: \"%s\": %s%s", vs, what,
+                          os != NULL ? os : "");
+}
+
+/* requestPolicy.validValues: at most 10, ascending, unique, within the capacity, and the
+ * default one of them. */
+static void check_valid_values(KasFieldErrors *errs, const char *pp, json_object *vals,
+                               const KbQuantity *cap, const KbQuantity *def)
+{
+    g_autofree char *vp = g_strdup_printf("%s.validValues", pp);
+    gsize n = arr_len(vals);
+    if (n > KAS_DRA_MAX_VALID_VALUES)
+        kas_field_errors_addf(errs, vp, "Too many: %zu: must have at most %d items", n,
+                              KAS_DRA_MAX_VALID_VALUES);
+    gboolean has_def = FALSE;
+    KbQuantity prev = {0};
+    for (gsize i = 0; i < n; i++) {
+        g_autofree char *f = g_strdup_printf("%s[%zu]", vp, i);
+        KbQuantity q;
+        if (!quantity_at(errs, f, arr_at(vals, i), NULL, TRUE, &q))
+            continue;
+        if (qm(&q) > qm(cap))
+            invalid_q(errs, f, &q, "option is larger than capacity value: ", cap);
+        if (i > 0 && qm(&q) == qm(&prev))
+            kas_field_errors_addf(errs, f, "Duplicate value: \"%" G_GINT64_FORMAT "\"",
+                                  kb_quantity_value(&q));
+        else if (i > 0 && qm(&q) < qm(&prev))
+            invalid_q(errs, f, &q, "values must be sorted in ascending order", NULL);
+        has_def = has_def || (def != NULL && qm(&q) == qm(def));
+        prev = q;
+    }
+    if (def != NULL && !has_def)
+        invalid_q(errs, vp, def, "default value is not valid according to the requestPolicy", NULL);
+}
+
+/* requestPolicy.validRange: min required, 0 <= min <= max <= capacity, the default inside, the
+ * default and max on the step from min. */
+static void check_valid_range(KasFieldErrors *errs, const char *pp, json_object *range,
+                              const KbQuantity *cap, const KbQuantity *def)
+{
+    g_autofree char *rp = g_strdup_printf("%s.validRange", pp);
+    g_autofree char *minp = g_strdup_printf("%s.min", rp);
+    g_autofree char *maxp = g_strdup_printf("%s.max", rp);
+    g_autofree char *stp = g_strdup_printf("%s.step", rp);
+    g_autofree char *dp = g_strdup_printf("%s.default", rp);
+    KbQuantity min, max, step;
+    if (kas_json_get(range, "min") == NULL) {
+        kas_field_errors_add(errs, minp, "Required value: required when validRange is defined");
+        return;
+    }
+    if (!quantity_at(errs, rp, range, "min", TRUE, &min))
+        return;
+    gboolean has_max = quantity_at(errs, rp, range, "max", FALSE, &max);
+    gboolean has_step = quantity_at(errs, rp, range, "step", FALSE, &step);
+    if (qm(&min) < 0)
+        invalid_q(errs, minp, &min, "must be greater than or equal to 0", NULL);
+    if (qm(&min) > qm(cap))
+        invalid_q(errs, minp, &min, "min is larger than capacity value: ", cap);
+    if (def != NULL && qm(def) < qm(&min))
+        invalid_q(errs, dp, def, "default is less than min: ", &min);
+    if (has_max) {
+        if (qm(&min) > qm(&max))
+            invalid_q(errs, maxp, &min, "min is larger than max: ", &max);
+        if (def != NULL && qm(def) > qm(&max))
+            invalid_q(errs, dp, def, "default is more than max: ", &max);
+        if (qm(&max) > qm(cap))
+            invalid_q(errs, maxp, &max, "max is larger than capacity value: ", cap);
+    }
+    if (!has_step || qm(&step) <= 0 || qm(&min) < 0)
+        return;
+    g_autofree char *ss = kb_quantity_format(&step);
+    g_autofree char *ms = kb_quantity_format(&min);
+    g_autofree char *why =
+            g_strdup_printf("value is not a multiple of a given step (%s) from (%s)", ss, ms);
+    if (def != NULL && (qm(def) - qm(&min)) % qm(&step) != 0)
+        invalid_q(errs, stp, def, why, NULL);
+    if (has_max && (qm(&max) - qm(&min)) % qm(&step) != 0)
+        invalid_q(errs, stp, &max, why, NULL);
+}
+
+/* A device capacity at @path ("...capacity[name]"): its value, and a requestPolicy only on a
+ * device with allowMultipleAllocations. */
+static void check_capacity(KasFieldErrors *errs, const char *path, json_object *c, gboolean multi)
+{
+    KbQuantity cap;
+    if (!quantity_at(errs, path, c, "value", TRUE, &cap))
+        return;
+    json_object *pol = kas_json_get(c, "requestPolicy");
+    if (pol == NULL)
+        return;
+    g_autofree char *pp = g_strdup_printf("%s.requestPolicy", path);
+    if (!multi) {
+        kas_field_errors_add(errs, pp, "Forbidden: allowMultipleAllocations must be true");
+        return;
+    }
+    json_object *vals = kas_json_get(pol, "validValues"), *range = kas_json_get(pol, "validRange");
+    if (vals != NULL && range != NULL) {
+        kas_field_errors_add(errs, pp,
+                             "Forbidden: exactly one policy can be specified, cannot specify "
+                             "\"validValues\" and \"validRange\" at the same time");
+        return;
+    }
+    KbQuantity def;
+    gboolean has_def = quantity_at(errs, pp, pol, "default", FALSE, &def);
+    g_autofree char *dp = g_strdup_printf("%s.default", pp);
+    if (!has_def && kas_json_get(pol, "default") == NULL && (vals != NULL || range != NULL))
+        kas_field_errors_addf(errs, dp, "Required value: required when %s is defined",
+                              vals != NULL ? "validValues" : "validRange");
+    if (vals != NULL)
+        check_valid_values(errs, pp, vals, &cap, has_def ? &def : NULL);
+    else if (range != NULL)
+        check_valid_range(errs, pp, range, &cap, has_def ? &def : NULL);
+}
+
+/* A claim request's capacity.requests: qualified names to non-negative quantities. */
+static void check_capacity_requests(KasFieldErrors *errs, const char *base, json_object *r)
+{
+    json_object *reqs = kas_json_get(r, "capacity.requests");
+    if (!json_object_is_type(reqs, json_type_object))
+        return;
+    g_autofree char *path = g_strdup_printf("%s.capacity.requests", base);
+    json_object_object_foreach(reqs, k, v)
+    {
+        check_qualified_name(errs, path, k, FALSE);
+        g_autofree char *f = g_strdup_printf("%s[%s]", path, k);
+        KbQuantity q;
+        if (quantity_at(errs, f, v, NULL, TRUE, &q) && qm(&q) < 0)
+            invalid_q(errs, f, &q, "must be greater than or equal to 0", NULL);
+    }
+}
+
+/* An allocation result's consumedCapacity (qualified names to quantities) and shareID (a
+ * lowercase UUID, set when the device allows multiple allocations). */
+static void check_result_sharing(KasFieldErrors *errs, const char *base, json_object *r)
+{
+    json_object *cc = kas_json_get(r, "consumedCapacity");
+    g_autofree char *cp = g_strdup_printf("%s.consumedCapacity", base);
+    if (json_object_is_type(cc, json_type_object)) {
+        json_object_object_foreach(cc, k, v)
+        {
+            check_qualified_name(errs, cp, k, FALSE);
+            g_autofree char *f = g_strdup_printf("%s[%s]", cp, k);
+            KbQuantity q;
+            quantity_at(errs, f, v, NULL, TRUE, &q);
+        }
+    }
+    const char *id = kas_json_get_string(r, "shareID");
+    if (id == NULL)
+        return;
+    gboolean ok = strlen(id) == 36;
+    for (gsize i = 0; ok && i < 36; i++)
+        ok = (i == 8 || i == 13 || i == 18 || i == 23)
+                     ? id[i] == '-'
+                     : (g_ascii_isdigit(id[i]) || (id[i] >= 'a' && id[i] <= 'f'));
+    g_autofree char *sp = g_strdup_printf("%s.shareID", base);
+    if (!ok)
+        kas_field_errors_addf(errs, sp,
+                              "Invalid value: \"%s\": must be a lowercase UUID in 8-4-4-4-12 "
+                              "format",
+                              id);
+}
+
 static void check_device(KasFieldErrors *errs, const char *base, json_object *d)
 {
     g_autofree char *np = g_strdup_printf("%s.name", base);
@@ -563,6 +840,7 @@ static void check_device(KasFieldErrors *errs, const char *base, json_object *d)
     else
         check_label(errs, np, name);
     json_object *attrs = kas_json_get(d, "attributes"), *cap = kas_json_get(d, "capacity");
+    gboolean multi = json_object_get_boolean(kas_json_get(d, "allowMultipleAllocations"));
     gsize n =
             (json_object_is_type(attrs, json_type_object) ? json_object_object_length(attrs) : 0) +
             (json_object_is_type(cap, json_type_object) ? json_object_object_length(cap) : 0);
@@ -585,18 +863,12 @@ static void check_device(KasFieldErrors *errs, const char *base, json_object *d)
         json_object_object_foreach(cap, k, v)
         {
             check_qualified_name(errs, cp, k, FALSE);
-            g_autofree char *f = g_strdup_printf("%s[%s].value", cp, k);
-            const char *q = kas_json_get_string(v, "value");
-            KbQuantity qv;
-            if (q == NULL)
-                kas_field_errors_add(errs, f, "Required value");
-            else if (!kb_quantity_parse(q, &qv, NULL))
-                kas_field_errors_addf(errs, f,
-                                      "Invalid value: \"%s\": quantities must match the regular "
-                                      "expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
-                                      q);
+            g_autofree char *f = g_strdup_printf("%s[%s]", cp, k);
+            check_capacity(errs, f, v, multi);
         }
     }
+    if (kas_json_get(d, "consumesCounters") != NULL)
+        check_consumes_counters(errs, base, kas_json_get(d, "consumesCounters"));
     static const char *const per_device[] = {"nodeName", "nodeSelector", "allNodes"};
     for (guint i = 0; i < G_N_ELEMENTS(per_device); i++)
         if (kas_json_get(d, per_device[i]) != NULL) {
@@ -682,7 +954,13 @@ static void check_slice(KasFieldErrors *errs, json_object *spec)
         kas_field_errors_add(errs, "spec",
                              "Invalid value: \"\": only one of `sharedCounters` or `devices` is "
                              "allowed");
-    if (!check_count(errs, "spec.devices", devs, KAS_DRA_MAX_DEVICES))
+    if (kas_json_get(spec, "sharedCounters") != NULL)
+        check_shared_counters(errs, kas_json_get(spec, "sharedCounters"));
+    gboolean advanced = FALSE;
+    for (gsize i = 0; i < arr_len(devs); i++)
+        advanced = advanced || kas_json_get(arr_at(devs, i), "consumesCounters") != NULL;
+    if (!check_count(errs, "spec.devices", devs,
+                     advanced ? KAS_DRA_MAX_ADV_DEVICES : KAS_DRA_MAX_DEVICES))
         return;
     for (gsize i = 0; i < arr_len(devs); i++) {
         g_autofree char *f = g_strdup_printf("spec.devices[%zu]", i);
@@ -840,6 +1118,7 @@ static void check_allocation(KasFieldErrors *errs, json_object *alloc, json_obje
                 kas_field_errors_add(errs, dev, "Required value");
             else
                 check_label(errs, dev, d);
+            check_result_sharing(errs, f, r);
         }
     }
     json_object *terms = kas_json_get(alloc, "nodeSelector.nodeSelectorTerms");

@@ -40,6 +40,12 @@
 #define KAS_DRA_MAX_RESULTS        32    /* AllocationResultsMaxSize */
 #define KAS_DRA_MAX_CEL_LEN        10240 /* CELSelectorExpressionMaxLength */
 #define KAS_DRA_MAX_ATTR_VALUE_LEN 64    /* DeviceAttributeMaxValueLength */
+#define KAS_DRA_MAX_COUNTER_SETS   8     /* ResourceSliceMaxCounterSets */
+#define KAS_DRA_MAX_SET_COUNTERS   32    /* ResourceSliceMaxCountersPerCounterSet */
+#define KAS_DRA_MAX_CONSUMPTIONS   2     /* ResourceSliceMaxDeviceCounterConsumptionsPerDevice */
+#define KAS_DRA_MAX_USE_COUNTERS   32    /* ResourceSliceMaxCountersPerDeviceCounterConsumption */
+#define KAS_DRA_MAX_ADV_DEVICES    64    /* ResourceSliceMaxDevicesWithAdvancedFeatures */
+#define KAS_DRA_MAX_VALID_VALUES   10    /* CapacityRequestPolicyDiscreteMaxOptions */
 
 /* The annotation kube-controller-manager puts on a claim it made from a pod's template. */
 #define KAS_DRA_POD_CLAIM_ANNOTATION "resource.kubernetes.io/pod-claim-name"

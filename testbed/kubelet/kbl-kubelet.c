@@ -48,7 +48,7 @@ struct KblKubelet {
     KbClient *client;
     KblKubeletOptions opts;
     json_object *nodes;   /* Node objects from the file */
-    json_object *slices;  /* --dra: each node's ResourceSlice (or null), as nodes */
+    json_object *slices;  /* --dra: each node's ResourceSlices (an array, or null), as nodes */
     KbRecorder *recorder; /* --dra: why a pod does not start */
     GHashTable *blocked;  /* --dra: pod uid -> the reason last reported */
     GHashTable *ours;     /* node name -> NodeInfo* */
@@ -268,10 +268,14 @@ static gboolean register_node(KblKubelet *k, json_object *node, guint index, GEr
         return FALSE;
     }
     renew_lease(k, name, info);
-    json_object *slice = k->slices != NULL ? json_object_array_get_idx(k->slices, index) : NULL;
-    if (slice != NULL && !publish_slice(k, slice, error)) {
-        g_prefix_error(error, "node %s: publishing its ResourceSlice: ", name);
-        return FALSE;
+    json_object *slices = k->slices != NULL ? json_object_array_get_idx(k->slices, index) : NULL;
+    for (gsize i = 0; slices != NULL && i < json_object_array_length(slices); i++) {
+        json_object *slice = json_object_array_get_idx(slices, i);
+        if (!publish_slice(k, slice, error)) {
+            g_prefix_error(error, "node %s: publishing ResourceSlice %s: ", name,
+                           kas_json_get_string(slice, "metadata.name"));
+            return FALSE;
+        }
     }
     return TRUE;
 }
@@ -727,14 +731,14 @@ static void on_pod_delete(gpointer obj, gpointer data)
 
 /* ---- life cycle ------------------------------------------------------------------------------ */
 
-/* --dra: each node's slice (JSON null without GPUs), its nvidia.com/gpu taken off the node. */
-static json_object *dra_slices(json_object *nodes, GError **error)
+/* --dra: each node's slices (JSON null without GPUs), its nvidia.com/gpu taken off the node. */
+static json_object *dra_slices(json_object *nodes, gboolean mig, GError **error)
 {
     json_object *slices = json_object_new_array();
     for (gsize i = 0; i < json_object_array_length(nodes); i++) {
         json_object *node = json_object_array_get_idx(nodes, i);
         GError *e = NULL;
-        json_object *s = kbl_dra_slice(node, &e);
+        json_object *s = kbl_dra_slices(node, mig, &e);
         if (e != NULL) {
             g_propagate_error(error, e);
             json_object_put(slices);
@@ -769,7 +773,7 @@ KblKubelet *kbl_kubelet_new(KbClient *client, const KblKubeletOptions *opts, GEr
         json_object_put(nodes);
         return NULL;
     }
-    json_object *slices = opts->dra ? dra_slices(nodes, error) : NULL;
+    json_object *slices = opts->dra ? dra_slices(nodes, opts->mig, error) : NULL;
     if (opts->dra && slices == NULL) {
         g_prefix_error(error, "%s: ", opts->nodes_file);
         json_object_put(nodes);

@@ -17,7 +17,9 @@
  *   - With --dra (kbl-dra.h): each node's nvidia.com/gpu become devices of a ResourceSlice of the
  *     driver gpu.nvidia.com instead of an extended resource, and a pod with resource claims
  *     stays Pending until every claim is allocated and reserved for it, with a Warning event
- *     FailedPrepareDynamicResources that names the claim and says what is missing.
+ *     FailedPrepareDynamicResources that names the claim and says what is missing. With --mig as
+ *     well, every GPU is partitionable: counter-set slices and one slice per GPU of its MIG
+ *     placements and the whole GPU.
  * Pod status writes are PUTs of the status subresource from the informer's copy with its
  * resourceVersion; a 409 tries again from the watch's newer copy (at most three times).
  * At scale (bench-scale runs 5,000 nodes and 150,000 pods): everything after registration is
@@ -41,6 +43,7 @@ typedef struct {
     guint heartbeat_ms;   /* Lease renewal (default 10000) */
     guint node_status_ms; /* node status posted again (default 60000) */
     gboolean dra;         /* GPUs as ResourceSlices, pods gated on their claims (kbl-dra.h) */
+    gboolean mig;         /* with dra: GPUs MIG-capable, partitionable devices (kbl-dra.h) */
 } KblKubeletOptions;
 
 typedef struct KblKubelet KblKubelet;

@@ -36,7 +36,7 @@ int main(int argc, char **argv)
 {
     g_autofree char *master = NULL, *kubeconfig = NULL, *nodes = NULL;
     gint start_ms = 100, stop_ms = 100, heartbeat = 10000, status_s = 60;
-    gboolean version = FALSE, dra = FALSE;
+    gboolean version = FALSE, dra = FALSE, mig = FALSE;
     kb_log_init(KB_LOG_INFO);
     GOptionEntry entries[] = {
             {"master", 0, 0, G_OPTION_ARG_STRING, &master, "API server URL (overrides kubeconfig)",
@@ -56,6 +56,13 @@ int main(int argc, char **argv)
              "driver (no longer an extended resource) and start a pod with resource claims only "
              "once each is allocated and reserved for it",
              NULL},
+            {"mig", 0, 0, G_OPTION_ARG_NONE, &mig,
+             "with --dra: publish every GPU as MIG-capable, as NVIDIA's driver does on Kubernetes "
+             "1.35+ (a counter set per GPU of memory slices, multiprocessors and memory; a device "
+             "per placement of 1g.10gb, 2g.20gb, 3g.40gb, 4g.40gb and 7g.80gb consuming them; the "
+             "whole GPU consuming all); nodes labelled kube-batchd.io/gpu-sharing=memory publish "
+             "shared GPUs instead, with or without --mig",
+             NULL},
             {"log-level", 0, 0, G_OPTION_ARG_CALLBACK, (gpointer)kb_log_option_arg,
              "error, warning, info (default) or debug", "LEVEL"},
             {"version", 0, 0, G_OPTION_ARG_NONE, &version, "print the version and exit", NULL},
@@ -73,6 +80,10 @@ int main(int argc, char **argv)
     if (version) {
         printf("kb-kubelet %s\n", KB_VERSION);
         return 0;
+    }
+    if (mig && !dra) {
+        g_printerr("kb-kubelet: --mig needs --dra\n");
+        return 2;
     }
     if (start_ms < 0 || stop_ms < 0 || heartbeat <= 0 || status_s <= 0) {
         g_printerr("kb-kubelet: delays must not be negative, intervals must be positive\n");
@@ -94,7 +105,8 @@ int main(int argc, char **argv)
                            .stop_delay_ms = (guint)MAX(stop_ms, 1),
                            .heartbeat_ms = (guint)heartbeat,
                            .node_status_ms = (guint)status_s * 1000,
-                           .dra = dra};
+                           .dra = dra,
+                           .mig = mig};
     g_autoptr(KblKubelet) k = kbl_kubelet_new(client, &o, &error);
     if (k == NULL) {
         g_printerr("kb-kubelet: %s\n", error->message);

@@ -1,0 +1,61 @@
+/*
+ * A model of GPU-sharing placement, for bench-gpushare: a cluster of nodes (CPU, memory, GPUs of
+ * 1000 milli-GPU each) and pods asking for CPU, memory and either whole GPUs or a fraction of one
+ * GPU (gpu_milli < 1000), placed one after another by one of two policies:
+ *   - first-fit: the first node (in trace order) where the pod fits; on it the first GPU with room
+ *     (a fraction) or the first free GPUs (whole GPUs);
+ *   - packing: a fraction goes to the GPU already partly used that it fills most tightly (best
+ *     fit), else to a free GPU of the node with the fewest free GPUs; whole GPUs go to the node
+ *     with the fewest free GPUs that holds them; CPU-only pods to the node with the least unused
+ *     GPU. Small slices thus land on GPUs already partly used and whole GPUs (and nodes) stay free
+ *     for gangs.
+ * This is a stand-in, clearly apart from the scheduler: kube-batchd's allocator does not share
+ * devices yet (docs/dra.md). When it does, bench-gpushare should drive it instead of this model.
+ *
+ * The input is a shape histogram (bench/data/alibaba-openb-v2023.csv, made by
+ * bench/alibaba-openb.sh): lines "node,COUNT,CPU_MILLI,MEMORY_MIB,GPUS,,MODEL" and
+ * "pod,COUNT,CPU_MILLI,MEMORY_MIB,NUM_GPU,GPU_MILLI,", '#' comments and one header line
+ * "kind,count,...". The replay follows FGD's workload inflation (Weng et al., ATC'23): pods are
+ * drawn at random (weighted by count) and submitted until the GPUs they asked for reach a given
+ * share of the cluster's; a pod that fits nowhere is dropped.
+ */
+#pragma once
+
+#include <glib.h>
+
+#define KB_GPUSHARE_MAX_SHAPES   4096  /* node or pod shapes in one file */
+#define KB_GPUSHARE_MAX_NODES    65536 /* nodes once counts are expanded */
+#define KB_GPUSHARE_MAX_NODE_GPU 16    /* GPUs on one node */
+
+typedef enum {
+    KB_GPUSHARE_FIRST_FIT,
+    KB_GPUSHARE_PACKING,
+} KbGpusharePolicy;
+
+typedef struct KbGpushareTrace KbGpushareTrace;
+
+/* Parse @text (named @name in errors). NULL with @error naming the line, field and value. */
+KbGpushareTrace *kb_gpushare_trace_parse(const char *text, const char *name, GError **error);
+KbGpushareTrace *kb_gpushare_trace_load(const char *path, GError **error);
+void kb_gpushare_trace_free(KbGpushareTrace *t);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbGpushareTrace, kb_gpushare_trace_free)
+
+guint kb_gpushare_trace_nodes(const KbGpushareTrace *t);
+guint kb_gpushare_trace_gpus(const KbGpushareTrace *t);
+/* Pods in the histogram, and those asking for a fraction of a GPU. */
+guint kb_gpushare_trace_pods(const KbGpushareTrace *t, guint *fractional);
+
+/* Replay with @policy and @seed until the arrived GPU request reaches the last of @loads
+ * (ascending fractions of the cluster's GPUs, e.g. 1.0); @unallocated[i] receives the share of
+ * GPU capacity not allocated when the arrived request reached @loads[i], @dropped (optional) the
+ * pods that fitted nowhere by the end. */
+void kb_gpushare_replay(const KbGpushareTrace *t, KbGpusharePolicy policy, guint64 seed,
+                        const double *loads, guint n_loads, double *unallocated, guint *dropped);
+
+/* Place the pod shapes @pods (indices of the file's pod lines) in this order with @policy, on an
+ * empty cluster: the share of GPU capacity left unallocated; @placed (optional) the pods that
+ * fitted. */
+double kb_gpushare_place_seq(const KbGpushareTrace *t, KbGpusharePolicy policy, const guint *pods,
+                             guint n, guint *placed);
+
+const char *kb_gpushare_policy_name(KbGpusharePolicy p);
