@@ -564,11 +564,17 @@ static gboolean decode_slice_spec(json_object *spec, KbResourceSlice *s, GError 
         if (!element(arr, "devices", i, &o, error))
             return FALSE;
         s->n_devices++;
+        json_object *counters = NULL;
+        gboolean multiple = FALSE;
         if (!required_string(o, "name", KB_MAX_NAME_LEN, &s->devices[i].name, error) ||
-            !decode_device_maps(o, s->driver, &s->devices[i], error)) {
+            !decode_device_maps(o, s->driver, &s->devices[i], error) ||
+            !kb_decode_member(o, "consumesCounters", json_type_array, &counters, error) ||
+            !kb_decode_bool(o, "allowMultipleAllocations", &multiple, error)) {
             g_prefix_error(error, "devices[%" G_GSIZE_FORMAT "].", i);
             return FALSE;
         }
+        s->devices[i].shared =
+                multiple || (counters != NULL && json_object_array_length(counters) > 0);
     }
     return TRUE;
 }

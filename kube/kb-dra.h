@@ -115,6 +115,11 @@ typedef struct {
     guint n_attributes;
     KbCelCapacity *capacity;
     guint n_capacity;
+    /* A partitionable device (consumesCounters: a MIG profile sharing its GPU's counters) or one
+     * shared by several claims (allowMultipleAllocations): the allocator does not count counters
+     * or consumed capacity yet, so it never hands such a device out (two claims could get
+     * overlapping slices of one GPU). */
+    gboolean shared;
 } KbDevice;
 
 typedef struct {

@@ -15,7 +15,7 @@
  *                queue and of every ancestor.
  *
  * Long jobs (arguments longRuntime, a Go duration, default 6h, and longBorrowLimit, a number,
- * default 3; 0: off): a job expected to run longer than longRuntime, or with no estimate (the
+ * default 0: off; 3 is what the Philly replay measured best): with a limit, a job expected to run longer than longRuntime, or with no estimate (the
  * reserve action's: annotation, queue history, activeDeadlineSeconds), is admitted and started
  * only while its queue, with it, holds at most longBorrowLimit times its GPU share by weight (each
  * level's part by weight down the tree, every queue counted, asking or not), or its guarantee if
@@ -142,7 +142,7 @@ static gpointer proportion_open(KbSession *ssn, const KbConfPlugin *conf)
     account_usage(ssn, conf);
     compute_deserved(ssn);
     p->long_runtime = kb_conf_arg_duration(conf, "longRuntime", 6 * 3600);
-    p->long_limit = conf != NULL ? kb_conf_plugin_arg_double(conf, "longBorrowLimit", 3) : 3;
+    p->long_limit = conf != NULL ? kb_conf_plugin_arg_double(conf, "longBorrowLimit", 0) : 0;
     for (guint i = 0; ssn->conf != NULL && i < ssn->conf->n_actions; i++) {
         if (strcmp(ssn->conf->actions[i], "reclaim") == 0)
             p->long_limit = 0; /* what a queue borrows comes back: no limit */

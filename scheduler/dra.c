@@ -263,8 +263,10 @@ static gboolean class_matches(KbDra *dra, const ClassInfo *cl, Dev *d)
         memset(d->verdicts->data + old, 0, cl->idx + 1 - old);
     }
     guint8 *v = &d->verdicts->data[cl->idx];
+    /* A partitionable or shared device matches no class until counters and consumed capacity
+     * are accounted (KbDevice.shared). */
     if (*v == 0)
-        *v = programs_match(cl->programs, 0, cl->programs->len, d) ? 1 : 2;
+        *v = !d->dev->shared && programs_match(cl->programs, 0, cl->programs->len, d) ? 1 : 2;
     return *v == 1;
 }
 

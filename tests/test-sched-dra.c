@@ -249,6 +249,39 @@ static void test_gang_one_short(void)
     kb_test_sched_free(fx);
 }
 
+/* Partitionable devices (MIG profiles consuming their GPU's counters) and devices shared by
+ * several claims are not handed out while the allocator does not count counters or consumed
+ * capacity: two claims could otherwise get overlapping slices of one GPU. */
+static void test_partitionable_not_allocated(void)
+{
+    Fx *fx = fixture();
+    add_gpu_node(fx, "n1", 0, 1, "NVIDIA A100");
+    json_object *o = kb_test_sched_parse(
+            "{\"metadata\":{\"name\":\"n1-gpu\"},\"spec\":{\"driver\":\"gpu.nvidia.com\","
+            "\"nodeName\":\"n1\",\"pool\":{\"name\":\"n1\",\"generation\":1,"
+            "\"resourceSliceCount\":1},\"devices\":["
+            "{\"name\":\"gpu-0-mig-1g-0\",\"consumesCounters\":[{\"counterSet\":\"gpu-0\","
+            "\"counters\":{\"memory\":{\"value\":\"10Gi\"}}}]},"
+            "{\"name\":\"gpu-0-mig-1g-1\",\"consumesCounters\":[{\"counterSet\":\"gpu-0\","
+            "\"counters\":{\"memory\":{\"value\":\"10Gi\"}}}]},"
+            "{\"name\":\"gpu-1\",\"allowMultipleAllocations\":true},"
+            "{\"name\":\"gpu-2\",\"allowMultipleAllocations\":true}]}}");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbResourceSlice) slice = kb_resource_slice_decode(o, FALSE, &error);
+    json_object_put(o);
+    g_assert_no_error(error);
+    g_assert_true(slice->devices[0].shared && slice->devices[2].shared);
+    kb_dra_set_slice(dra(fx), slice);
+    add_gang(fx, "job", 1, 2);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
+    g_assert_cmpuint(kb_dra_devices_held(dra(fx)), ==, 0);
+    const KbJobStatus *js = kb_cycle_result_job(fx->res, "ml/job");
+    g_assert_nonnull(js);
+    g_assert_nonnull(strstr(js->message, "2 devices of class gpu.nvidia.com wanted, 0 free"));
+    kb_test_sched_free(fx);
+}
+
 /* A pod whose template claim is not created yet waits, and says so. */
 static void test_waits_for_claim(void)
 {
@@ -664,6 +697,8 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/scheduler/dra/gang-allocated", test_gang_allocated);
     g_test_add_func("/scheduler/dra/gang-one-gpu-short", test_gang_one_short);
+    g_test_add_func("/scheduler/dra/partitionable-not-allocated",
+                    test_partitionable_not_allocated);
     g_test_add_func("/scheduler/dra/waits-for-template-claim", test_waits_for_claim);
     g_test_add_func("/scheduler/dra/class-missing", test_class_missing);
     g_test_add_func("/scheduler/dra/allocated-claims", test_allocated_claims);

@@ -2236,9 +2236,10 @@ static void long_case(const char *args, guint long_binds)
 
 static void test_long_borrow_limit(void)
 {
-    long_case("", 0);
+    long_case("    arguments:\n      longBorrowLimit: 3\n", 0);
+    long_case("", 1); /* off by default */
     long_case("    arguments:\n      longBorrowLimit: 0\n", 1);
-    long_case("    arguments:\n      longRuntime: 48h\n", 1);
+    long_case("    arguments:\n      longBorrowLimit: 3\n      longRuntime: 48h\n", 1);
 }
 
 /*
@@ -2252,7 +2253,8 @@ static void test_long_limit_configured_weights(void)
     Fx *fx = kb_test_sched_new("actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n"
                                "  - name: priority\n  - name: gang\n- plugins:\n  - name: drf\n"
                                "  - name: predicates\n  - name: proportion\n    arguments:\n"
-                               "      usageHalfLife: 1h\n      usageWeight: 1\n");
+                               "      usageHalfLife: 1h\n      usageWeight: 1\n"
+                               "      longBorrowLimit: 3\n");
     add_queue(fx, "qa", 1, NULL);
     add_queue(fx, "qb", 1, NULL);
     add_queue(fx, "qc", 1, NULL);
