@@ -508,8 +508,8 @@ static gboolean run_setup(Run *r, gboolean real, guint n_nodes)
         return FALSE;
     }
     KbClient *c = r->srv.client;
-    create_crd(c, "deploy/crds/podgroup-volcano.yaml");
-    create_crd(c, "deploy/crds/queue-volcano.yaml");
+    create_crd(c, "deploy/base/crds/podgroup-volcano.yaml");
+    create_crd(c, "deploy/base/crds/queue-volcano.yaml");
     create_namespace(c, NS);
     r->dir = g_dir_make_tmp("bench-scale-XXXXXX", &error);
     g_autofree char *nodes = g_build_filename(r->dir, "nodes.yaml", NULL);
@@ -993,7 +993,7 @@ static void scenario_restart(Run *r, gboolean real)
     printf("  %u pods in %u gangs of 8 (%u of 1 GPU a pod), bound, created in %.1f s\n", pods,
            pods / 8, gpu_gangs, now_s() - t0);
     /* Most Running, as in #5819: all, or as many as kb-kubelet started once a minute passes
-     * without one more (at 150,000 pods it falls behind: said in the README). */
+     * without one more (at 150,000 pods it falls behind: said in docs/kb-kubelet.md). */
     Count running = {.w = &prev, .n = pods};
     guint seen = 0;
     gboolean up = FALSE;

@@ -697,8 +697,7 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/scheduler/dra/gang-allocated", test_gang_allocated);
     g_test_add_func("/scheduler/dra/gang-one-gpu-short", test_gang_one_short);
-    g_test_add_func("/scheduler/dra/partitionable-not-allocated",
-                    test_partitionable_not_allocated);
+    g_test_add_func("/scheduler/dra/partitionable-not-allocated", test_partitionable_not_allocated);
     g_test_add_func("/scheduler/dra/waits-for-template-claim", test_waits_for_claim);
     g_test_add_func("/scheduler/dra/class-missing", test_class_missing);
     g_test_add_func("/scheduler/dra/allocated-claims", test_allocated_claims);
