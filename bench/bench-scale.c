@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "kube/kb-client.h"
+#include "kube/kb-informer.h"
 #include "kube/kb-log.h"
 #include "kube/kb-objects.h"
 #include "testbed/apiserver/kas-json.h"
@@ -354,26 +355,21 @@ typedef struct {
     guint gang;             /* for the first whole gang (0: not looked for) */
     guint deleted;
     double first_bound, last_bound, first_gang;
-    GString *line;
+    KbWatchDecoder *decoder;
     KbStream *stream;
 } PodWatch;
 
-static void pod_watch_line(PodWatch *w, const char *line)
+static void pod_watch_event(PodWatch *w, const KbWatchEvent *ev)
 {
-    json_object *ev = json_tokener_parse(line);
-    if (ev == NULL)
-        return;
-    const char *type = kas_json_get_string(ev, "type");
-    json_object *pod = kas_json_get(ev, "object");
+    json_object *pod = ev->object;
     const char *name = kas_json_get_string(pod, "metadata.name");
     const char *node = kas_json_get_string(pod, "spec.nodeName");
     const char *phase = kas_json_get_string(pod, "status.phase");
-    if (name == NULL || type == NULL) {
-        json_object_put(ev);
+    gboolean deleted = ev->type == KB_WATCH_DELETED;
+    if (name == NULL || (ev->type != KB_WATCH_ADDED && ev->type != KB_WATCH_MODIFIED && !deleted))
         return;
-    }
     double t = now_s();
-    if (strcmp(type, "DELETED") == 0) {
+    if (deleted) {
         w->deleted++;
     } else if (node != NULL && *node != '\0' && !g_hash_table_contains(w->bound, name)) {
         g_hash_table_add(w->bound, g_strdup(name));
@@ -393,23 +389,30 @@ static void pod_watch_line(PodWatch *w, const char *line)
                 w->first_gang = t;
         }
     }
-    if (phase != NULL && strcmp(phase, "Running") == 0 && strcmp(type, "DELETED") != 0)
+    if (phase != NULL && strcmp(phase, "Running") == 0 && !deleted)
         g_hash_table_add(w->running, g_strdup(name));
-    json_object_put(ev);
 }
 
+/* The stream's bytes through kube/'s watch decoder (the informers' own line splitting). */
 static gboolean pod_watch_data(const char *data, gsize len, gpointer user_data)
 {
     PodWatch *w = user_data;
-    const char *end = data + len, *nl;
-    while (data < end && (nl = memchr(data, '\n', (gsize)(end - data))) != NULL) {
-        g_string_append_len(w->line, data, nl - data);
-        pod_watch_line(w, w->line->str);
-        g_string_truncate(w->line, 0);
-        data = nl + 1;
+    g_autoptr(GError) error = NULL;
+    if (!kb_watch_decoder_feed(w->decoder, data, len, &error)) {
+        fprintf(stderr, "bench-scale: the pods' watch: %s\n", error->message);
+        w->stream = NULL; /* FALSE cancels and frees it */
+        return FALSE;
     }
-    g_string_append_len(w->line, data, end - data);
-    return TRUE;
+    for (;;) {
+        KbWatchEvent ev = {0};
+        g_clear_error(&error);
+        if (kb_watch_decoder_next(w->decoder, &ev, &error)) {
+            pod_watch_event(w, &ev);
+            kb_watch_event_clear(&ev);
+        } else if (error == NULL) {
+            return TRUE;
+        }
+    }
 }
 
 static void pod_watch_done(const KbResponse *resp, gpointer user_data)
@@ -427,7 +430,7 @@ static void pod_watch_start(PodWatch *w, KbClient *client, const char *ns, guint
     w->running = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     w->group_seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     w->gang = gang;
-    w->line = g_string_new(NULL);
+    w->decoder = kb_watch_decoder_new();
     g_autoptr(GError) error = NULL;
     KbListOptions lo = {.limit = 1};
     json_object *list = kb_client_list(client, &kb_type_pods, ns, &lo, &error);
@@ -447,7 +450,7 @@ static void pod_watch_stop(PodWatch *w)
     g_hash_table_unref(w->bound);
     g_hash_table_unref(w->running);
     g_hash_table_unref(w->group_seen);
-    g_string_free(w->line, TRUE);
+    kb_watch_decoder_free(w->decoder);
 }
 
 /* Run the main loop until @done(@data) or @timeout_s; FALSE on timeout. */
