@@ -316,9 +316,11 @@ static void filter_answer_clear(FilterAnswer *a)
     g_clear_pointer(&a->error, g_free);
 }
 
-static void filter(Cluster *cl, const char *pod, gboolean node_names, FilterAnswer *a)
+/* kube-scheduler's filter call for @pod with the candidates @nodes. */
+static void filter(Cluster *cl, const char *pod, const char *const *nodes, gboolean node_names,
+                   FilterAnswer *a)
 {
-    g_autofree char *args = extender_args(cl, pod, all_nodes, node_names);
+    g_autofree char *args = extender_args(cl, pod, nodes, node_names);
     g_autofree char *out = NULL;
     long st = ext(cl, "/scheduler/filter", args, &out);
     if (st != 200) {
@@ -347,23 +349,33 @@ static void filter(Cluster *cl, const char *pod, gboolean node_names, FilterAnsw
     json_object_put(o);
 }
 
-/* Filter @pod until kube-batchd has seen its whole gang and passes exactly one node. */
-static char *filter_until_one(Cluster *cl, const char *pod, gboolean node_names)
+/* Filter @pod among @nodes until kube-batchd has seen its whole gang and passes exactly one. */
+static char *filter_until_one(Cluster *cl, const char *pod, const char *const *nodes,
+                              gboolean node_names)
 {
+    guint candidates = g_strv_length((char **)nodes);
     gint64 deadline = g_get_monotonic_time() + (gint64)WAIT_MS * 1000;
     for (;;) {
         FilterAnswer a = {0};
-        filter(cl, pod, node_names, &a);
+        filter(cl, pod, nodes, node_names, &a);
         if (a.error == NULL && a.passed->len == 1) {
-            g_assert_cmpuint(g_hash_table_size(a.failed), ==, 3);
+            g_assert_cmpuint(g_hash_table_size(a.failed), ==, candidates - 1);
             char *node = g_strdup(a.passed->pdata[0]);
             filter_answer_clear(&a);
             return node;
         }
         g_assert_cmpuint(a.passed->len, ==, 0);
+        if (g_get_monotonic_time() > deadline) {
+            g_autofree char *log = kb_test_daemon_log(cl->batchd);
+            GHashTableIter it;
+            gpointer k, v;
+            g_hash_table_iter_init(&it, a.failed);
+            while (g_hash_table_iter_next(&it, &k, &v))
+                g_printerr("%s: %s\n", (char *)k, (char *)v);
+            g_error("pod %s: no node passed the filter (error %s); kube-batchd log:\n%s", pod,
+                    a.error != NULL ? a.error : "none", log);
+        }
         filter_answer_clear(&a);
-        if (g_get_monotonic_time() > deadline)
-            g_error("pod %s: no node passed the filter", pod);
         g_usleep(100000);
     }
 }
@@ -486,7 +498,7 @@ static void test_requeue_parked(void)
         g_autofree char *p = g_strdup_printf("seq-%d", i);
         add_pod(cl, p, "seq", 4, "default-scheduler");
         FilterAnswer a = {0};
-        filter(cl, p, TRUE, &a);
+        filter(cl, p, all_nodes, TRUE, &a);
         g_assert_null(a.error);
         g_assert_cmpuint(a.passed->len, ==, 0);
         g_assert_cmpuint(g_hash_table_size(a.failed), ==, 4);
@@ -499,7 +511,7 @@ static void test_requeue_parked(void)
     g_usleep(600 * 1000);
     add_pod(cl, "seq-3", "seq", 4, "default-scheduler");
     FilterAnswer last = {0};
-    filter(cl, "seq-3", TRUE, &last);
+    filter(cl, "seq-3", all_nodes, TRUE, &last);
     gboolean first_try = last.error == NULL && last.passed->len == 1;
     filter_answer_clear(&last);
     gint64 deadline = g_get_monotonic_time() + (gint64)WAIT_MS * 1000;
@@ -527,7 +539,7 @@ static void test_requeue_parked(void)
     }
     for (int i = 0; i < 4; i++) {
         g_autofree char *p = g_strdup_printf("seq-%d", i);
-        g_autofree char *node = filter_until_one(cl, p, TRUE);
+        g_autofree char *node = filter_until_one(cl, p, all_nodes, TRUE);
         bind_pod(cl, p, node);
         json_object *pod = get_pod(cl, p);
         g_assert_cmpstr(kas_json_get_string(pod, "spec.nodeName"), ==, node);
@@ -547,7 +559,7 @@ static void test_gang_through_extender(void)
     g_autoptr(GHashTable) nodes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     for (int i = 0; i < 4; i++) {
         g_autofree char *p = g_strdup_printf("fit-%d", i);
-        g_autofree char *node = filter_until_one(cl, p, TRUE);
+        g_autofree char *node = filter_until_one(cl, p, all_nodes, TRUE);
         g_assert_cmpint(prioritize(cl, p, node), ==, 10);
         bind_pod(cl, p, node);
         json_object *pod = get_pod(cl, p);
@@ -562,7 +574,7 @@ static void test_gang_through_extender(void)
 
     /* NodeList mode (nodeCacheCapable false), a gang of one with GPUs. */
     add_pod(cl, "solo", NULL, 2, "default-scheduler");
-    g_autofree char *solo_node = filter_until_one(cl, "solo", FALSE);
+    g_autofree char *solo_node = filter_until_one(cl, "solo", all_nodes, FALSE);
     bind_pod(cl, "solo", solo_node);
     json_object *solo = get_pod(cl, "solo");
     g_assert_cmpstr(kas_json_get_string(solo, "spec.nodeName"), ==, solo_node);
@@ -583,7 +595,7 @@ static void test_gang_through_extender(void)
         g_autofree char *m = group_message(cl, "huge");
         if (m != NULL && strstr(m, "waiting for pods") == NULL) {
             FilterAnswer a = {0};
-            filter(cl, "huge-1", TRUE, &a);
+            filter(cl, "huge-1", all_nodes, TRUE, &a);
             g_assert_null(a.error);
             g_assert_cmpuint(a.passed->len, ==, 0);
             g_assert_cmpuint(g_hash_table_size(a.failed), ==, 4);
@@ -621,7 +633,7 @@ static void test_gang_through_extender(void)
      * managedResources sends it no such call; anyone else's is refused). */
     add_pod(cl, "web", NULL, 0, "default-scheduler");
     FilterAnswer a = {0};
-    filter(cl, "web", TRUE, &a);
+    filter(cl, "web", all_nodes, TRUE, &a);
     g_assert_cmpuint(a.passed->len, ==, 4);
     filter_answer_clear(&a);
     g_autofree char *web_err = bind_answer(cl, "web", "node-3");
@@ -634,7 +646,7 @@ static void test_gang_through_extender(void)
     g_assert_cmpint(ext(cl, "/scheduler/filter", "{", NULL), ==, 400);
     g_assert_cmpint(ext(cl, "/scheduler/nope", "{}", NULL), ==, 404);
     FilterAnswer b = {0};
-    filter(cl, "huge-0", TRUE, &b);
+    filter(cl, "huge-0", all_nodes, TRUE, &b);
     g_assert_cmpuint(g_hash_table_size(b.failed), ==, 4);
     filter_answer_clear(&b);
     g_autofree char *metrics = NULL;
@@ -663,8 +675,8 @@ static void test_bind_failure(void)
     add_group(cl, "pair", 2);
     add_pod(cl, "pair-0", "pair", 8, "default-scheduler");
     add_pod(cl, "pair-1", "pair", 8, "default-scheduler");
-    g_autofree char *n0 = filter_until_one(cl, "pair-0", TRUE);
-    g_autofree char *n1 = filter_until_one(cl, "pair-1", TRUE);
+    g_autofree char *n0 = filter_until_one(cl, "pair-0", all_nodes, TRUE);
+    g_autofree char *n1 = filter_until_one(cl, "pair-1", all_nodes, TRUE);
     g_assert_cmpstr(n0, !=, n1);
     set_faults(cl, "error=500,method=POST,path=*binding,count=1");
     g_autofree char *err = bind_answer(cl, "pair-0", n0);
@@ -674,7 +686,7 @@ static void test_bind_failure(void)
     g_assert_null(kas_json_get_string(p0, "spec.nodeName"));
     json_object_put(p0);
     /* kube-scheduler retries pair-0: a node again, not pair-1's. */
-    g_autofree char *again = filter_until_one(cl, "pair-0", TRUE);
+    g_autofree char *again = filter_until_one(cl, "pair-0", all_nodes, TRUE);
     g_assert_cmpstr(again, !=, n1);
     bind_pod(cl, "pair-0", again);
     bind_pod(cl, "pair-1", n1);
@@ -851,9 +863,8 @@ static void test_attack(void)
  * the Secret's mount directory replaced by @mount and the port by @port. */
 static GPtrArray *deploy_extender_args(const char *mount, guint port)
 {
-    g_autofree char *path = g_build_filename(kb_test_src_dir(),
-                                             "deploy/overlays/extender/kube-batchd-extender.yaml",
-                                             NULL);
+    g_autofree char *path = g_build_filename(
+            kb_test_src_dir(), "deploy/overlays/extender/kube-batchd-extender.yaml", NULL);
     g_autofree char *text = NULL;
     g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
     GPtrArray *args = g_ptr_array_new_with_free_func(g_free);
@@ -885,8 +896,8 @@ static void copy_file(const char *dir, const char *from, const char *to)
  * deploy/ as shipped: deploy/extender-certs.sh makes the certificates (openssl), kube-batchd runs
  * with deploy/overlays/extender's extender flags on them (the Secret's files tls.crt, tls.key,
  * ca.crt), and kube-scheduler's side is what the overlay's kube-scheduler-extender.yaml
- * configures: https to the Service name, its client certificate, the CA verifying the server. A gang binds
- * through it; a call without the certificate gets 401.
+ * configures: https to the Service name, its client certificate, the CA verifying the server. A
+ * gang binds through it; a call without the certificate gets 401.
  */
 static void test_deploy_certificates(void)
 {
@@ -926,7 +937,7 @@ static void test_deploy_certificates(void)
     add_pod(cl, "dep-1", "dep", 4, "default-scheduler");
     for (int i = 0; i < 2; i++) {
         g_autofree char *p = g_strdup_printf("dep-%d", i);
-        g_autofree char *node = filter_until_one(cl, p, TRUE);
+        g_autofree char *node = filter_until_one(cl, p, all_nodes, TRUE);
         bind_pod(cl, p, node);
         g_autofree char *on = pod_node(cl, p);
         g_assert_cmpstr(on, ==, node);
@@ -949,6 +960,11 @@ typedef struct {
 static const char *const storm_nodes[] = {"evil",   "secure", "tainted", "small",   "node-0",
                                           "node-1", "node-2", "node-3",  "nowhere", ""};
 static const char *const storm_namespaces[] = {"default", "kube-system", "team-b", ""};
+
+/* What kube-scheduler's own filters leave for a GPU pod without a selector: the nodes with GPUs
+ * and no taint it does not tolerate. */
+static const char *const gpu_candidates[] = {"secure", "node-0", "node-1",
+                                             "node-2", "node-3", NULL};
 
 static const char *pick(GRand *r, const char *const *v, guint n)
 {
@@ -1070,7 +1086,7 @@ static void test_hostile_bodies(void)
     add_pod(cl, "pair-1", "pair", 4, "default-scheduler");
     add_pod(cl, "web", NULL, 0, "default-scheduler");
     add_pod(cl, "settled", NULL, 2, "default-scheduler");
-    g_autofree char *settled_node = filter_until_one(cl, "settled", TRUE);
+    g_autofree char *settled_node = filter_until_one(cl, "settled", gpu_candidates, TRUE);
     bind_pod(cl, "settled", settled_node);
     Target t[] = {{"victim"}, {"pair-0"}, {"pair-1"}, {"web"}, {"settled"}};
     for (guint i = 0; i < G_N_ELEMENTS(t); i++) {
@@ -1174,10 +1190,10 @@ static const char *config_api(int minor)
 }
 
 /*
- * kube-scheduler itself, configured with the extender (docs/extender.md's configuration), against the
- * same kb-apiserver: a gang created pod by pod, its first members parked by kube-scheduler, binds
- * whole once the last is created (the parked ones carry the requeue annotation), packed, with GPU
- * ids inside one island; a gang that cannot fit binds no member.
+ * kube-scheduler itself, configured with the extender (docs/extender.md's configuration), against
+ * the same kb-apiserver: a gang created pod by pod, its first members parked by kube-scheduler,
+ * binds whole once the last is created (the parked ones carry the requeue annotation), packed, with
+ * GPU ids inside one island; a gang that cannot fit binds no member.
  */
 static void test_real_scheduler(void)
 {
