@@ -47,10 +47,10 @@ LDFLAGS += -fsanitize=$(SANITIZE)
 endif
 
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
-CFLAGS  += -DKB_VERSION='"$(VERSION)"'
-# The sources that print KB_VERSION are rebuilt when it changes (a new commit), so that --version
-# names the commit a binary (and the image made of it) was built from, not the one of its last
-# full rebuild.
+# The sources that print KB_VERSION, and only they, are compiled with it and rebuilt when it
+# changes (a new commit), so that --version names the commit a binary (and the image made of it)
+# was built from, not the one of its last full rebuild. Every other object's command line stays
+# the same from commit to commit (a compiler cache such as ccache then serves it).
 VERSION_STAMP := $(O)/version.stamp
 $(shell mkdir -p $(O); [ "$$(cat $(VERSION_STAMP) 2>/dev/null)" = "$(VERSION)" ] || \
   echo "$(VERSION)" >$(VERSION_STAMP))
@@ -105,6 +105,7 @@ $(O)/obj/%.o: %.c
 	$(CC) $(CFLAGS) -c -o $@ $<
 
 $(patsubst %.c,$(O)/obj/%.o,$(VERSION_USERS)): $(VERSION_STAMP)
+$(patsubst %.c,$(O)/obj/%.o,$(VERSION_USERS)): CFLAGS += -DKB_VERSION='"$(VERSION)"'
 
 define archive
 $(1): $(call obj,$(2))
