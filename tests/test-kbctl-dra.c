@@ -24,6 +24,7 @@
 #include "tests/lib/kb-test-util.h"
 
 static KbTestApiserver *api;
+static char *logdir; /* the daemons' logs, kept when a test fails (or with KB_KEEP_LOGS) */
 
 static const char dra_nodes[] =
         "nodes:\n"
@@ -354,10 +355,15 @@ static void test_devices(void)
     g_assert_true(file_in(dir, "mig.yaml", mig_nodes, &f2));
     const char *k1[] = {"--nodes", f1, "--heartbeat-interval", "200", "--dra", NULL};
     const char *k2[] = {"--nodes", f2, "--heartbeat-interval", "200", "--dra", "--mig", NULL};
-    g_autoptr(KbTestDaemon) kubelet1 = kb_test_apiserver_spawn(api, "kb-kubelet", FALSE, k1, NULL);
-    g_autoptr(KbTestDaemon) kubelet2 = kb_test_apiserver_spawn(api, "kb-kubelet", FALSE, k2, NULL);
+    g_autoptr(KbTestDaemon) kubelet1 =
+            kb_test_apiserver_spawn(api, "kb-kubelet", FALSE, k1, logdir);
+    g_autofree char *logdir2 = g_build_filename(logdir, "mig", NULL);
+    g_assert_cmpint(g_mkdir(logdir2, 0700), ==, 0);
+    g_autoptr(KbTestDaemon) kubelet2 =
+            kb_test_apiserver_spawn(api, "kb-kubelet", FALSE, k2, logdir2);
     const char *bargs[] = {"--schedule-period", "200ms", NULL};
-    g_autoptr(KbTestDaemon) sched = kb_test_apiserver_spawn(api, "kube-batchd", FALSE, bargs, NULL);
+    g_autoptr(KbTestDaemon) sched =
+            kb_test_apiserver_spawn(api, "kube-batchd", FALSE, bargs, logdir);
     apply_file("deploy/base/crds");
     apply_file("deploy/base/default-queue.yaml");
     apply_file("deploy/dra/deviceclasses.yaml");
@@ -435,5 +441,9 @@ int main(int argc, char **argv)
         return g_test_run();
     }
     g_test_add_func("/kbctl-dra/top-node-and-get", test_devices);
-    return g_test_run();
+    logdir = g_dir_make_tmp("kb-kbctl-dra-logs-XXXXXX", NULL);
+    g_assert_nonnull(logdir);
+    g_test_message("daemons' logs in %s (kept when a test fails)", logdir);
+    int rc = g_test_run();
+    return kb_test_log_dir_finish(logdir, rc);
 }
