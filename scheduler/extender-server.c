@@ -195,7 +195,7 @@ static void undo_claims(KbExtenderServer *srv, BindCall *c)
         kb_client_call_async(srv->client, &req, on_claim_undone,
                              g_strdup_printf("claim %s/%s", w->namespace_, w->name));
         json_object_put(body);
-        kb_extender_claim_written(srv->ext, w, FALSE);
+        kb_extender_claim_written(srv->ext, w, c->args->node, FALSE);
         kb_series_inc(kb_metric_with(srv->claim_writes, "undone", NULL));
         g_clear_pointer(&c->written_rv[i], g_free);
     }
@@ -269,7 +269,7 @@ static void on_claim_written(const KbResponse *resp, gpointer data)
         json_object *meta = json_object_object_get(resp->body, "metadata");
         c->written_rv[c->next] =
                 g_strdup(json_object_get_string(json_object_object_get(meta, "resourceVersion")));
-        kb_extender_claim_written(c->srv->ext, w, TRUE);
+        kb_extender_claim_written(c->srv->ext, w, c->args->node, TRUE);
         kb_series_inc(kb_metric_with(c->srv->claim_writes, "written", NULL));
         c->next++;
         send_next(c);

@@ -35,6 +35,20 @@ typedef struct {
     GPtrArray *writes; /* KbClaimWrite*, owned */
 } PlanWrites;
 
+/* A claim a bind of ours wrote, until the watch shows it: its node and the pods it reserved. */
+typedef struct {
+    char *node;
+    GStrv uids;
+} Written;
+
+static void written_free(gpointer p)
+{
+    Written *w = p;
+    g_free(w->node);
+    g_strfreev(w->uids);
+    g_free(w);
+}
+
 static void plan_writes_free(gpointer p)
 {
     PlanWrites *pw = p;
@@ -72,6 +86,7 @@ struct KbExtender {
     GPtrArray *pending;      /* KbExtenderRequeue* not taken yet */
     GHashTable *plan_writes; /* "ns/name" -> PlanWrites*: reserved pods' claim writes */
     GHashTable *bind_writes; /* "ns/name" -> GPtrArray*: an accepted bind's, until taken */
+    GHashTable *written;     /* claim "ns/name" -> Written*: our writes the cache lacks yet */
 };
 
 static void asked_free(gpointer p)
@@ -109,6 +124,7 @@ KbExtender *kb_extender_new(KbCache *cache, const KbConf *conf, guint reservatio
     ext->plan_writes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, plan_writes_free);
     ext->bind_writes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
                                              (GDestroyNotify)g_ptr_array_unref);
+    ext->written = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, written_free);
     kb_cache_set_extender(cache, TRUE);
     return ext;
 }
@@ -125,6 +141,7 @@ void kb_extender_free(KbExtender *ext)
     g_ptr_array_unref(ext->pending);
     g_hash_table_unref(ext->plan_writes);
     g_hash_table_unref(ext->bind_writes);
+    g_hash_table_unref(ext->written);
     g_free(ext);
 }
 
@@ -563,6 +580,17 @@ static const char *node_admits(KbExtender *ext, KbTaskInfo *task, const KbNodeIn
     return NULL;
 }
 
+/* Did a bind of ours write claim @ns/@name onto @node reserving it for the pod of @uid (the
+ * watch has not shown the write yet)? */
+static gboolean written_for(KbExtender *ext, const char *ns, const char *name, const char *uid,
+                            const char *node)
+{
+    g_autofree char *key = g_strdup_printf("%s/%s", ns, name);
+    const Written *w = g_hash_table_lookup(ext->written, key);
+    return w != NULL && strcmp(w->node, node) == 0 &&
+           g_strv_contains((const char *const *)w->uids, uid);
+}
+
 /* The plan's write for claim @ns/@name in @pw, or NULL. */
 static KbClaimWrite *plan_write_for(const PlanWrites *pw, const char *ns, const char *name)
 {
@@ -613,6 +641,8 @@ static const char *claims_allow(KbExtender *ext, KbTaskInfo *t, const char *node
         const KbResourceClaim *c = kb_dra_lookup_claim(kb_cache_dra(ext->cache), ns, name);
         if (kb_extender_claim_adoptable(c, &me))
             continue; /* kube-scheduler allocated it (its PreBind runs before our bind) */
+        if (written_for(ext, ns, name, pod->meta.uid, node))
+            continue; /* a gang mate's bind wrote this shared claim for it too */
         KbClaimWrite *w = plan_write_for(pw, ns, name);
         if (w != NULL) {
             if (writes != NULL)
@@ -735,10 +765,31 @@ GPtrArray *kb_extender_bind_claim_writes(KbExtender *ext, const KbExtenderBindin
     return value;
 }
 
-void kb_extender_claim_written(KbExtender *ext, const KbClaimWrite *w, gboolean written)
+void kb_extender_claim_written(KbExtender *ext, const KbClaimWrite *w, const char *node,
+                               gboolean written)
 {
     if (w->allocates)
         kb_dra_claim_written(kb_cache_dra(ext->cache), w->namespace_, w->name, written);
+    char *key = g_strdup_printf("%s/%s", w->namespace_, w->name);
+    if (!written) {
+        g_hash_table_remove(ext->written, key);
+        g_free(key);
+        return;
+    }
+    json_object *status = json_object_object_get(w->body, "status");
+    json_object *reserved = json_object_object_get(status, "reservedFor");
+    g_autoptr(GStrvBuilder) b = g_strv_builder_new();
+    for (size_t i = 0;
+         json_object_is_type(reserved, json_type_array) && i < json_object_array_length(reserved);
+         i++) {
+        json_object *uid = json_object_object_get(json_object_array_get_idx(reserved, i), "uid");
+        if (json_object_is_type(uid, json_type_string))
+            g_strv_builder_add(b, json_object_get_string(uid));
+    }
+    Written *wr = g_new0(Written, 1);
+    wr->node = g_strdup(node);
+    wr->uids = g_strv_builder_end(b);
+    g_hash_table_replace(ext->written, key, wr);
 }
 
 json_object *kb_extender_bind_begin(KbExtender *ext, const KbExtenderBindingArgs *args,
@@ -870,6 +921,19 @@ guint kb_extender_expire(KbExtender *ext, gint64 now)
         KbTaskInfo *t = ns != NULL ? kb_cache_lookup_task(ext->cache, ns, slash + 1) : NULL;
         if (t == NULL || t->state != KB_TASK_ALLOCATED ||
             g_strcmp0(t->pod->meta.uid, ((PlanWrites *)wval)->uid) != 0)
+            g_hash_table_iter_remove(&wi);
+    }
+    /* Our claim writes the cache has seen (or whose claim is gone). */
+    g_hash_table_iter_init(&wi, ext->written);
+    while (g_hash_table_iter_next(&wi, &wkey, &wval)) {
+        const char *k = wkey, *slash = strchr(k, '/');
+        g_autofree char *ns = slash != NULL ? g_strndup(k, slash - k) : NULL;
+        const KbResourceClaim *c =
+                ns != NULL ? kb_dra_lookup_claim(kb_cache_dra(ext->cache), ns, slash + 1) : NULL;
+        gboolean seen = c != NULL && c->allocated;
+        for (GStrv u = ((Written *)wval)->uids; seen && *u != NULL; u++)
+            seen = kb_resource_claim_reserved_for(c, *u);
+        if (c == NULL || seen)
             g_hash_table_iter_remove(&wi);
     }
     /* Reservations of jobs that are gone. */

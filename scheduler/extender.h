@@ -167,9 +167,11 @@ void kb_extender_bind_end(KbExtender *ext, const KbExtenderBindingArgs *args, gb
 /* The claim writes the accepted bind of @args makes before its Binding, in order (new reference,
  * NULL when none); each KbClaimWrite is kept by the array. Taken once: a second call gives NULL. */
 GPtrArray *kb_extender_bind_claim_writes(KbExtender *ext, const KbExtenderBindingArgs *args);
-/* A claim write of a bind went through (@written TRUE) or was undone: written claims stay
- * assumed in the cache until the watch shows them (kb_dra_claim_written). */
-void kb_extender_claim_written(KbExtender *ext, const KbClaimWrite *w, gboolean written);
+/* A claim write of a bind onto @node went through (@written TRUE) or was undone: written claims
+ * stay assumed in the cache until the watch shows them (kb_dra_claim_written), and until then a
+ * gang mate the write reserved the claim for is bound without a write of its own. */
+void kb_extender_claim_written(KbExtender *ext, const KbClaimWrite *w, const char *node,
+                               gboolean written);
 /* May @claim (as read from the API server after our write met a conflict) serve the pod of
  * @args as it is: allocated on args->node (or on no particular node) and reserved for the pod. */
 gboolean kb_extender_claim_adoptable(const KbResourceClaim *claim,

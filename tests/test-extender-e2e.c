@@ -775,16 +775,9 @@ static void add_dra(Cluster *cl, int n)
     }
 }
 
-/* Pod @name of kube-scheduler in gang @group, with its own claim @name of @count GPUs. */
-static void add_dra_pod(Cluster *cl, const char *name, const char *group, int count)
+/* Pod @name of kube-scheduler in gang @group using claim @claim. */
+static void add_claim_user(Cluster *cl, const char *name, const char *group, const char *claim)
 {
-    kb_test_create(cl->client, &kb_type_resource_claims, "default",
-                   kb_test_json_printf("{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":"
-                                       "\"ResourceClaim\",\"metadata\":{\"name\":\"%s\","
-                                       "\"namespace\":\"default\"},\"spec\":{\"devices\":{"
-                                       "\"requests\":[{\"name\":\"gpus\",\"exactly\":{"
-                                       "\"deviceClassName\":\"gpu.nvidia.com\",\"count\":%d}}]}}}",
-                                       name, count));
     kb_test_create(
             cl->client, &kb_type_pods, "default",
             kb_test_json_printf(
@@ -794,7 +787,26 @@ static void add_dra_pod(Cluster *cl, const char *name, const char *group, int co
                     "\"resourceClaims\":[{\"name\":\"gpus\",\"resourceClaimName\":\"%s\"}],"
                     "\"containers\":[{\"name\":\"c\",\"image\":\"x\",\"resources\":{\"requests\":"
                     "{\"cpu\":\"1\"},\"claims\":[{\"name\":\"gpus\"}]}}]}}",
-                    name, group, name));
+                    name, group, claim));
+}
+
+/* Claim @name of @count GPUs of class gpu.nvidia.com. */
+static void add_claim(Cluster *cl, const char *name, int count)
+{
+    kb_test_create(cl->client, &kb_type_resource_claims, "default",
+                   kb_test_json_printf("{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":"
+                                       "\"ResourceClaim\",\"metadata\":{\"name\":\"%s\","
+                                       "\"namespace\":\"default\"},\"spec\":{\"devices\":{"
+                                       "\"requests\":[{\"name\":\"gpus\",\"exactly\":{"
+                                       "\"deviceClassName\":\"gpu.nvidia.com\",\"count\":%d}}]}}}",
+                                       name, count));
+}
+
+/* Pod @name of kube-scheduler in gang @group, with its own claim @name of @count GPUs. */
+static void add_dra_pod(Cluster *cl, const char *name, const char *group, int count)
+{
+    add_claim(cl, name, count);
+    add_claim_user(cl, name, group, name);
 }
 
 static json_object *get_claim(Cluster *cl, const char *name)
@@ -900,7 +912,7 @@ static void wait_unallocated(Cluster *cl, const char *name)
 static void test_dra_gang(void)
 {
     g_autoptr(Cluster) cl = cluster_start();
-    add_dra(cl, 4);
+    add_dra(cl, 5);
     batchd_start(cl, "default-scheduler");
     g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 
@@ -958,9 +970,33 @@ static void test_dra_gang(void)
     g_assert_cmpuint(claim_devices_on(cl, "kb-1", again, seen), ==, 4);
     g_assert_cmpuint(g_hash_table_size(seen), ==, 16);
 
-    /* Every GPU is taken: a pod without a plan gets no claim written, whoever asks. */
+    /* A claim two members share: written once, by the first bind, reserved for both; the
+     * second member binds on the same node without a write of its own. */
+    add_group(cl, "sh", 2);
+    add_claim(cl, "sh", 1);
+    add_claim_user(cl, "sh-0", "sh", "sh");
+    add_claim_user(cl, "sh-1", "sh", "sh");
+    g_autofree char *s0 = filter_until_one(cl, "sh-0", all_nodes, TRUE);
+    g_autofree char *s1 = filter_until_one(cl, "sh-1", all_nodes, TRUE);
+    g_assert_cmpstr(s0, ==, s1);
+    gint64 written = metric_value(cl, CLAIMS_WRITTEN);
+    bind_pod(cl, "sh-0", s0);
+    bind_pod(cl, "sh-1", s1);
+    g_assert_cmpint(metric_value(cl, CLAIMS_WRITTEN), ==, written + 1);
+    c = get_claim(cl, "sh");
+    g_assert_cmpuint(json_object_array_length(kas_json_get(c, "status.reservedFor")), ==, 2);
+    json_object *results = kas_json_get(c, "status.allocation.devices.results");
+    g_assert_cmpuint(json_object_array_length(results), ==, 1);
+    g_autofree char *shared = g_strdup_printf(
+            "%s/%s", kas_json_get_string(json_object_array_get_idx(results, 0), "pool"),
+            kas_json_get_string(json_object_array_get_idx(results, 0), "device"));
+    g_assert_true(g_str_has_prefix(shared, s0));
+    g_assert_false(g_hash_table_contains(seen, shared));
+    json_object_put(c);
+
+    /* No node has 2 GPUs left: a pod without a plan gets no claim written, whoever asks. */
     add_group(cl, "late", 1);
-    add_dra_pod(cl, "late-0", "late", 1);
+    add_dra_pod(cl, "late-0", "late", 2);
     g_autofree char *late = bind_answer(cl, "late-0", "node-0");
     g_assert_cmpstr(late, !=, "");
     c = get_claim(cl, "late-0");
