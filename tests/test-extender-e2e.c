@@ -880,6 +880,7 @@ static gint64 metric_value(Cluster *cl, const char *series)
 }
 
 #define CLAIMS_WRITTEN "kube_batchd_extender_claim_writes_total{result=\"written\"} "
+#define CLAIMS_ADOPTED "kube_batchd_extender_claim_writes_total{result=\"adopted\"} "
 
 /* Poll until claim @name has no allocation (an undo is sent without waiting for it). */
 static void wait_unallocated(Cluster *cl, const char *name)
@@ -903,7 +904,9 @@ static void wait_unallocated(Cluster *cl, const char *name)
  * needs a node of its own and the plan names both.
  * - kube-scheduler with DynamicResources: this test writes each claim as its PreBind would
  *   (devices in another order than kube-batchd's plan would take them) before calling bind;
- *   kube-batchd adopts them: it writes no claim, binds, the claims stay as written.
+ *   kube-batchd adopts them: it writes no claim, binds, the claims stay as written (the second
+ *   with kube-batchd's watch of claims stalled, so that it learns of the claim from its own
+ *   write's conflict and a read).
  * - kube-scheduler without it: bind writes the plan's claims (allocated on the planned node,
  *   reserved for the pod) before the Binding; a Binding that fails undoes the claim write.
  * - A bind onto another node than the plan's, or of a pod without a plan, writes nothing and
@@ -926,6 +929,13 @@ static void test_dra_gang(void)
     const char *names[] = {"ks-0", "ks-1"};
     const char *nodes[] = {k0, k1};
     for (guint i = 0; i < 2; i++) {
+        if (i == 1) {
+            /* kube-batchd's watch of claims held back (after a restart of the server closed
+             * it): the claim kube-scheduler writes next is not in its cache when bind comes,
+             * so our write meets the precondition and the claim is read and adopted. */
+            set_faults(cl, "stall-watch=8000,path=*resourceclaims*;restart");
+            g_usleep(2 * G_USEC_PER_SEC);
+        }
         prebind_claim(cl, names[i], nodes[i], "gpu-3 gpu-2 gpu-1 gpu-0");
         json_object *before = get_claim(cl, names[i]);
         g_autofree char *rv = g_strdup(kas_json_get_string(before, "metadata.resourceVersion"));
@@ -939,7 +949,9 @@ static void test_dra_gang(void)
         json_object_put(pod);
         g_assert_cmpuint(claim_devices_on(cl, names[i], nodes[i], seen), ==, 4);
     }
+    set_faults(cl, "");
     g_assert_cmpint(metric_value(cl, CLAIMS_WRITTEN), ==, 0);
+    g_assert_cmpint(metric_value(cl, CLAIMS_ADOPTED), ==, 1);
 
     /* Without it: kube-batchd writes its plan's claims before each Binding. */
     add_group(cl, "kb", 2);
