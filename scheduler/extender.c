@@ -882,6 +882,35 @@ static void expire_request_pods(KbExtender *ext, gint64 now)
     }
 }
 
+/* Forget the claim writes of pods no longer reserved (plan released, pod gone or bound
+ * otherwise), and our own writes once the cache shows them (or their claim is gone). */
+static void sweep_writes(KbExtender *ext)
+{
+    GHashTableIter wi;
+    gpointer wkey, wval;
+    g_hash_table_iter_init(&wi, ext->plan_writes);
+    while (g_hash_table_iter_next(&wi, &wkey, &wval)) {
+        const char *k = wkey, *slash = strchr(k, '/');
+        g_autofree char *ns = slash != NULL ? g_strndup(k, slash - k) : NULL;
+        KbTaskInfo *t = ns != NULL ? kb_cache_lookup_task(ext->cache, ns, slash + 1) : NULL;
+        if (t == NULL || t->state != KB_TASK_ALLOCATED ||
+            g_strcmp0(t->pod->meta.uid, ((PlanWrites *)wval)->uid) != 0)
+            g_hash_table_iter_remove(&wi);
+    }
+    g_hash_table_iter_init(&wi, ext->written);
+    while (g_hash_table_iter_next(&wi, &wkey, &wval)) {
+        const char *k = wkey, *slash = strchr(k, '/');
+        g_autofree char *ns = slash != NULL ? g_strndup(k, slash - k) : NULL;
+        const KbResourceClaim *c =
+                ns != NULL ? kb_dra_lookup_claim(kb_cache_dra(ext->cache), ns, slash + 1) : NULL;
+        gboolean seen = c != NULL && c->allocated;
+        for (GStrv u = ((Written *)wval)->uids; seen && *u != NULL; u++)
+            seen = kb_resource_claim_reserved_for(c, *u);
+        if (c == NULL || seen)
+            g_hash_table_iter_remove(&wi);
+    }
+}
+
 guint kb_extender_expire(KbExtender *ext, gint64 now)
 {
     guint released = 0;
@@ -911,31 +940,7 @@ guint kb_extender_expire(KbExtender *ext, gint64 now)
         released += n;
         g_hash_table_remove(ext->reservations, job->key);
     }
-    /* Claim writes of pods no longer reserved (plan released, pod gone or bound otherwise). */
-    GHashTableIter wi;
-    gpointer wkey, wval;
-    g_hash_table_iter_init(&wi, ext->plan_writes);
-    while (g_hash_table_iter_next(&wi, &wkey, &wval)) {
-        const char *k = wkey, *slash = strchr(k, '/');
-        g_autofree char *ns = slash != NULL ? g_strndup(k, slash - k) : NULL;
-        KbTaskInfo *t = ns != NULL ? kb_cache_lookup_task(ext->cache, ns, slash + 1) : NULL;
-        if (t == NULL || t->state != KB_TASK_ALLOCATED ||
-            g_strcmp0(t->pod->meta.uid, ((PlanWrites *)wval)->uid) != 0)
-            g_hash_table_iter_remove(&wi);
-    }
-    /* Our claim writes the cache has seen (or whose claim is gone). */
-    g_hash_table_iter_init(&wi, ext->written);
-    while (g_hash_table_iter_next(&wi, &wkey, &wval)) {
-        const char *k = wkey, *slash = strchr(k, '/');
-        g_autofree char *ns = slash != NULL ? g_strndup(k, slash - k) : NULL;
-        const KbResourceClaim *c =
-                ns != NULL ? kb_dra_lookup_claim(kb_cache_dra(ext->cache), ns, slash + 1) : NULL;
-        gboolean seen = c != NULL && c->allocated;
-        for (GStrv u = ((Written *)wval)->uids; seen && *u != NULL; u++)
-            seen = kb_resource_claim_reserved_for(c, *u);
-        if (c == NULL || seen)
-            g_hash_table_iter_remove(&wi);
-    }
+    sweep_writes(ext);
     /* Reservations of jobs that are gone. */
     GHashTableIter it;
     gpointer key;
