@@ -363,7 +363,7 @@ static void test_devices(void)
             kb_test_apiserver_spawn(api, "kb-kubelet", FALSE, k2, logdir2);
     const char *bargs[] = {"--schedule-period", "200ms", NULL};
     g_autoptr(KbTestDaemon) sched =
-            kb_test_apiserver_spawn(api, "kube-batchd", FALSE, bargs, logdir);
+            kb_test_apiserver_spawn(api, "kube-batchd", TRUE, bargs, logdir);
     apply_file("deploy/base/crds");
     apply_file("deploy/base/default-queue.yaml");
     apply_file("deploy/dra/deviceclasses.yaml");
