@@ -246,6 +246,13 @@ static json_object *replicas_json(const KbctlWorld *w, const KbctlJob *job)
         kbctl_json_set_str(r, "node", p->node_name);
         kbctl_json_set_int(r, "gpus", kbctl_pod_gpus(p));
         kbctl_json_set_str(r, "gpuIds", kbctl_pod_gpu_ids(p));
+        json_object *devs = json_object_new_array();
+        GPtrArray *held = kbctl_dra_pod_devices(w->dra, p->meta.namespace_, p->meta.name);
+        for (guint d = 0; held != NULL && d < held->len; d++)
+            json_object_array_add(
+                    devs,
+                    json_object_new_string(((KbctlDraDevice *)g_ptr_array_index(held, d))->key));
+        json_object_object_add(r, "devices", devs);
         kbctl_json_set_int(r, "restarts", kbctl_pod_restarts(p));
         kbctl_json_set_str(r, "startTime", kbctl_json_str(p->meta.raw, "status.startTime"));
         json_object_array_add(arr, r);

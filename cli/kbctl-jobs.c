@@ -149,11 +149,23 @@ static void print_field(Kbctl *k, const char *label, const char *value)
     fprintf(k->out, "%-14s%s\n", l, value != NULL ? value : "<none>");
 }
 
-static void print_replicas(Kbctl *k, const KbctlJob *j)
+/* Does any pod of @j hold DRA devices (the replicas table then names them). */
+static gboolean job_has_devices(const KbctlWorld *w, const KbctlJob *j)
 {
-    static const char *const headers[] = {"REPLICA", "POD",     "STATUS",   "NODE",
-                                          "GPUS",    "GPU IDS", "RESTARTS", "AGE"};
-    g_autoptr(KbctlTable) t = kbctl_table_new(G_N_ELEMENTS(headers), headers);
+    for (guint i = 0; i < j->pods->len; i++) {
+        const KbPod *p = g_ptr_array_index(j->pods, i);
+        if (kbctl_dra_pod_devices(w->dra, p->meta.namespace_, p->meta.name) != NULL)
+            return TRUE;
+    }
+    return FALSE;
+}
+
+static void print_replicas(Kbctl *k, const KbctlWorld *w, const KbctlJob *j)
+{
+    static const char *const headers[] = {"REPLICA", "POD",      "STATUS", "NODE",   "GPUS",
+                                          "GPU IDS", "RESTARTS", "AGE",    "DEVICES"};
+    gboolean devices = job_has_devices(w, j);
+    g_autoptr(KbctlTable) t = kbctl_table_new(G_N_ELEMENTS(headers) - (devices ? 0 : 1), headers);
     for (guint i = 0; i < j->pods->len; i++) {
         const KbPod *p = g_ptr_array_index(j->pods, i);
         g_autofree char *replica = kbctl_pod_replica(p);
@@ -163,10 +175,17 @@ static void print_replicas(Kbctl *k, const KbctlJob *j)
                 kbctl_age(kbctl_json_str(p->meta.raw, "metadata.creationTimestamp"), k->now);
         const char *ids = kbctl_pod_gpu_ids(p);
         const char *status = kbctl_pod_status(p);
-        const char *cells[] = {replica,  p->meta.name,
-                               status,   p->node_name != NULL ? p->node_name : "-",
-                               gpus,     ids != NULL ? ids : "-",
-                               restarts, age};
+        g_autofree char *devs =
+                kbctl_dra_pod_devices_string(w->dra, p->meta.namespace_, p->meta.name);
+        const char *cells[] = {replica,
+                               p->meta.name,
+                               status,
+                               p->node_name != NULL ? p->node_name : "-",
+                               gpus,
+                               ids != NULL ? ids : "-",
+                               restarts,
+                               age,
+                               devs != NULL ? devs : "-"};
         kbctl_table_add(t, cells);
         kbctl_table_colour(t, 2, kbctl_status_colour(status));
     }
@@ -272,14 +291,16 @@ static void print_job(Kbctl *k, const KbctlWorld *w, const KbctlJob *j)
     print_field(k, "Nodes", nodes);
     print_field(k, "PodGroup", group);
     print_waiting(k, w, j);
-    print_replicas(k, j);
+    print_replicas(k, w, j);
     g_autofree char *why = kbctl_job_why(w, j);
     fprintf(k->out, "\nWhy:\n  %s\n", why);
     g_autoptr(KbctlJson) events = kbctl_job_events(w, j, KBCTL_MAX_EVENTS);
     print_events(k, events);
 }
 
-#define DETAIL_LOAD (KBCTL_LOAD_ALL_PODS | KBCTL_LOAD_NODES | KBCTL_LOAD_QUEUES | KBCTL_LOAD_EVENTS)
+#define DETAIL_LOAD                                                                                \
+    (KBCTL_LOAD_ALL_PODS | KBCTL_LOAD_NODES | KBCTL_LOAD_QUEUES | KBCTL_LOAD_EVENTS |              \
+     KBCTL_LOAD_DRA)
 
 gboolean kbctl_cmd_get(Kbctl *k, GError **error)
 {

@@ -92,8 +92,9 @@ const KbctlCommand kbctl_commands[] = {
          "STATUS is Pending (not placed yet), Waiting (kube-batchd said why: see kbctl why),\n"
          "Starting, Running, Restarting, Succeeded or Failed.",
          opts_list, kbctl_cmd_list, NULL},
-        {"get", "NAME", "one job: replicas, pods, nodes, GPU ids, why it waits, recent events",
-         NULL, opts_none, kbctl_cmd_get, "jobs"},
+        {"get", "NAME",
+         "one job: replicas, pods, nodes, GPU ids or DRA devices, why it waits, events", NULL,
+         opts_none, kbctl_cmd_get, "jobs"},
         {"why", "NAME", "one paragraph: why the job is in its state and what would let it start",
          NULL, opts_none, kbctl_cmd_why, "jobs"},
         {"logs", "NAME [--replica worker-0] [-f] [--tail N]", "print a replica's log", NULL,
@@ -109,7 +110,10 @@ const KbctlCommand kbctl_commands[] = {
         {"top node", "",
          "GPUs per node: allocatable, allocated, and which GPU index serves which pod",
          "GPU indices come from the pods' kube-batchd.io/gpu-ids annotation, written by\n"
-         "kube-batchd's gpu-topology plugin before it binds a pod.",
+         "kube-batchd's gpu-topology plugin before it binds a pod. With Dynamic Resource\n"
+         "Allocation, each node's devices (ResourceSlices) and the claim and pods each serves\n"
+         "(ResourceClaims): MIG devices under their GPU's counter set with the counters\n"
+         "consumed and left, a shared GPU's shares with the capacity each consumes.",
          opts_none, kbctl_cmd_top_node, NULL},
         {"top job", "[-A]", "GPUs per running job and how long it has run", NULL, opts_list,
          kbctl_cmd_top_job, NULL},

@@ -3,6 +3,9 @@
  * pod. Indices come from the pods' kube-batchd.io/gpu-ids annotation; the node's index set from
  * its kube-batchd.io/gpu-topology annotation when it lists one, else 0..N-1. A pod holding GPUs
  * without the annotation (bound by another scheduler) is listed apart: its indices are unknown.
+ * Then, on a cluster with Dynamic Resource Allocation, each node's published devices and the
+ * claim and pods each serves (kbctl-dra.h): MIG devices under their GPU's counter set with the
+ * counters consumed and left, a shared GPU's shares with the capacity each consumes.
  */
 #include <string.h>
 
@@ -122,6 +125,144 @@ static void print_map(Kbctl *k, const KbNode *node, const GpuMap *m)
     }
 }
 
+/* ---- DRA devices ---------------------------------------------------------------------------- */
+
+/* "ns/pod (job j)" for a pod key, the job from the pod's label when kbctl loaded it. */
+static char *pod_key_label(const KbctlWorld *w, const char *key)
+{
+    for (guint i = 0; i < w->pods->len; i++) {
+        const KbPod *p = g_ptr_array_index(w->pods, i);
+        g_autofree char *k = g_strdup_printf("%s/%s", p->meta.namespace_, p->meta.name);
+        if (strcmp(k, key) == 0)
+            return pod_label(p);
+    }
+    return g_strdup(key);
+}
+
+static char *share_pods(const KbctlWorld *w, const KbctlDraShare *s)
+{
+    if (s->pods->len == 0)
+        return g_strdup("(reserved for no pod)");
+    g_autoptr(GString) out = g_string_new(NULL);
+    for (guint i = 0; i < s->pods->len; i++) {
+        g_autofree char *l = pod_key_label(w, g_ptr_array_index(s->pods, i));
+        g_string_append_printf(out, "%s%s", i > 0 ? ", " : "", l);
+    }
+    return g_strdup(out->str);
+}
+
+/* "memory 10Gi, multiprocessors 14" from a name -> quantity object ("-" when empty). */
+static char *quantities_text(json_object *o, const char *suffix)
+{
+    if (!json_object_is_type(o, json_type_object) || json_object_object_length(o) == 0)
+        return g_strdup("-");
+    g_autoptr(GString) s = g_string_new(NULL);
+    json_object_object_foreach(o, name, val)
+    {
+        json_object *v = NULL;
+        const char *q = json_object_is_type(val, json_type_object) &&
+                                        json_object_object_get_ex(val, "value", &v)
+                                ? json_object_get_string(v)
+                                : json_object_get_string(val);
+        g_string_append_printf(s, "%s%s %s%s", s->len > 0 ? ", " : "", name, q, suffix);
+    }
+    return g_strdup(s->str);
+}
+
+static void device_rows(const KbctlWorld *w, KbctlTable *t, const KbctlDraDevice *d)
+{
+    const char *island = d->island != NULL ? d->island : "-";
+    const char *product = d->product != NULL ? d->product : "-";
+    for (guint i = 0; i < d->shares->len; i++) {
+        const KbctlDraShare *s = g_ptr_array_index(d->shares, i);
+        g_autofree char *claim = g_strdup_printf("%s (%s)", s->claim, s->request);
+        g_autofree char *consumes = d->set != NULL ? quantities_text(d->consumes, "")
+                                                   : quantities_text(s->consumed, "");
+        g_autofree char *pods = share_pods(w, s);
+        const char *cells[] = {d->key, product, island, claim, consumes, pods};
+        kbctl_table_add(t, cells);
+    }
+    if (d->shares->len == 0 || d->multiple) {
+        g_autoptr(KbctlJson) left = d->multiple ? kbctl_dra_capacity_left(d) : NULL;
+        g_autofree char *free_text = left != NULL ? quantities_text(left, " left") : g_strdup("-");
+        const char *cells[] = {d->key, product, island, "free", free_text, "-"};
+        kbctl_table_add(t, cells);
+        kbctl_table_colour(t, 3, KBCTL_COLOUR_DIM);
+    }
+}
+
+static KbctlTable *device_table(void)
+{
+    static const char *const headers[] = {"DEVICE", "PRODUCT",  "ISLAND",
+                                          "CLAIM",  "CONSUMES", "POD"};
+    return kbctl_table_new(G_N_ELEMENTS(headers), headers);
+}
+
+/* A counter set: its counters consumed and left, then its allocated devices. */
+static void print_set(Kbctl *k, const KbctlWorld *w, const KbctlDraSet *set)
+{
+    guint fit = 0;
+    g_autoptr(KbctlJson) counters = kbctl_dra_set_counters(set, &fit);
+    g_autoptr(GString) s = g_string_new(NULL);
+    json_object_object_foreach(counters, name, c)
+    {
+        g_string_append_printf(s, "%s%s %s/%s (%s left)", s->len > 0 ? ", " : "", name,
+                               kbctl_json_str(c, "consumed"), kbctl_json_str(c, "total"),
+                               kbctl_json_str(c, "left"));
+    }
+    guint allocated = 0;
+    g_autoptr(KbctlTable) t = device_table();
+    for (guint i = 0; i < set->devices->len; i++) {
+        const KbctlDraDevice *d = g_ptr_array_index(set->devices, i);
+        if (d->shares->len == 0)
+            continue;
+        allocated++;
+        device_rows(w, t, d);
+    }
+    fprintf(k->out, "    counter set %s: %s\n", set->key, s->str);
+    fprintf(k->out, "      %u of %u devices allocated; %u of the %u free still fit\n", allocated,
+            set->devices->len, fit, set->devices->len - allocated);
+    if (allocated > 0)
+        kbctl_table_print(t, k->out, k->colour, TRUE, 6);
+}
+
+static void print_dra_node(Kbctl *k, const KbctlWorld *w, const char *node)
+{
+    fprintf(k->out, "  %s\n", node);
+    g_autoptr(KbctlTable) t = device_table();
+    guint rows = 0;
+    for (guint i = 0; i < w->dra->devices->len; i++) {
+        const KbctlDraDevice *d = g_ptr_array_index(w->dra->devices, i);
+        if (g_strcmp0(d->node, node) != 0 || d->set != NULL)
+            continue;
+        device_rows(w, t, d);
+        rows++;
+    }
+    if (rows > 0)
+        kbctl_table_print(t, k->out, k->colour, TRUE, 4);
+    for (guint i = 0; i < w->dra->sets->len; i++) {
+        const KbctlDraSet *set = g_ptr_array_index(w->dra->sets, i);
+        if (g_strcmp0(set->node, node) == 0)
+            print_set(k, w, set);
+    }
+}
+
+static void print_dra(Kbctl *k, const KbctlWorld *w)
+{
+    gboolean any = FALSE;
+    for (guint i = 0; i < w->nodes->len; i++) {
+        const KbNode *n = g_ptr_array_index(w->nodes, i);
+        if (!kbctl_dra_node_has_devices(w->dra, n->meta.name))
+            continue;
+        if (!any)
+            fprintf(k->out, "\nDRA device -> claim -> pod:\n");
+        any = TRUE;
+        print_dra_node(k, w, n->meta.name);
+    }
+    for (guint i = 0; i < w->dra->unknown->len; i++)
+        fprintf(k->out, "  warning: %s\n", (char *)g_ptr_array_index(w->dra->unknown, i));
+}
+
 static json_object *node_json(const KbctlWorld *w, const KbNode *n, const GpuMap *m)
 {
     json_object *o = json_object_new_object();
@@ -159,6 +300,7 @@ static json_object *node_json(const KbctlWorld *w, const KbNode *n, const GpuMap
         json_object_array_add(un, d);
     }
     json_object_object_add(o, "unindexed", un);
+    kbctl_dra_node_json(w->dra, n->meta.name, o);
     return o;
 }
 
@@ -173,9 +315,10 @@ gboolean kbctl_cmd_top_node(Kbctl *k, GError **error)
     KbClient *c = kbctl_client(k, error);
     if (c == NULL)
         return FALSE;
-    g_autoptr(KbctlWorld) w = kbctl_world_load(
-            c, NULL, NULL, KBCTL_LOAD_NO_JOBS | KBCTL_LOAD_ALL_PODS | KBCTL_LOAD_NODES, k->now,
-            error);
+    g_autoptr(KbctlWorld) w = kbctl_world_load(c, NULL, NULL,
+                                               KBCTL_LOAD_NO_JOBS | KBCTL_LOAD_ALL_PODS |
+                                                       KBCTL_LOAD_NODES | KBCTL_LOAD_DRA,
+                                               k->now, error);
     if (w == NULL)
         return FALSE;
     g_autoptr(GArray) maps = g_array_new(FALSE, TRUE, sizeof(GpuMap));
@@ -220,10 +363,12 @@ gboolean kbctl_cmd_top_node(Kbctl *k, GError **error)
         fprintf(k->out,
                 "\n%" G_GINT64_FORMAT "/%" G_GINT64_FORMAT " GPUs allocated in the cluster\n", used,
                 tot);
-        fprintf(k->out, "\nGPU index -> pod:\n");
+        if (tot > 0) /* DRA nodes advertise no nvidia.com/gpu: their devices follow */
+            fprintf(k->out, "\nGPU index -> pod:\n");
         for (guint i = 0; i < w->nodes->len; i++)
             if (kbctl_node_gpus(g_ptr_array_index(w->nodes, i)) > 0)
                 print_map(k, g_ptr_array_index(w->nodes, i), &g_array_index(maps, GpuMap, i));
+        print_dra(k, w);
     }
     for (guint i = 0; i < maps->len; i++)
         g_ptr_array_unref(g_array_index(maps, GpuMap, i).unindexed);

@@ -55,6 +55,7 @@ void kbctl_world_free(KbctlWorld *w)
     g_ptr_array_unref(w->queues);
     g_hash_table_unref(w->groups);
     json_object_put(w->events);
+    kbctl_dra_free(w->dra);
     g_free(w);
 }
 
@@ -267,6 +268,13 @@ KbctlWorld *kbctl_world_load(KbClient *client, const char *namespace_, const cha
         return NULL;
     if ((what & KBCTL_LOAD_QUEUES) && !load_queues(w, client, error))
         return NULL;
+    if (what & KBCTL_LOAD_DRA) {
+        /* a job's claims live in its namespace; node views need every claim */
+        gboolean every = job == NULL && (what & KBCTL_LOAD_ALL_PODS);
+        w->dra = kbctl_dra_load(client, every ? NULL : namespace_, error);
+        if (w->dra == NULL)
+            return NULL;
+    }
     if (what & KBCTL_LOAD_EVENTS) {
         GError *local = NULL;
         w->events = list_items(client, &kb_type_events, namespace_, NULL, &local);

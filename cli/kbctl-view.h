@@ -9,6 +9,7 @@
 #include <glib.h>
 #include <json-c/json.h>
 
+#include "cli/kbctl-dra.h"
 #include "cli/kbctl.h"
 #include "kube/kb-objects.h"
 #include "kube/kb-tfjob.h"
@@ -26,6 +27,7 @@ typedef enum {
     KBCTL_LOAD_QUEUES = 1 << 2,
     KBCTL_LOAD_EVENTS = 1 << 3,
     KBCTL_LOAD_NO_JOBS = 1 << 4, /* no TFJobs (node and queue views work without the CRD) */
+    KBCTL_LOAD_DRA = 1 << 5,     /* ResourceSlices and ResourceClaims: which device serves whom */
 } KbctlLoad;
 
 typedef struct {
@@ -57,6 +59,7 @@ typedef struct {
     GPtrArray *queues;      /* json_object* (one per name; Volcano's wins), sorted by name */
     GHashTable *groups;     /* "ns/name" -> json_object* (PodGroup, Volcano dialect) */
     json_object *events;    /* array of core/v1 Events, may be NULL */
+    KbctlDra *dra;          /* with KBCTL_LOAD_DRA, else NULL */
 } KbctlWorld;
 
 /*

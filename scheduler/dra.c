@@ -1213,3 +1213,12 @@ GPtrArray **kb_dra_gang_writes(KbDra *dra, KbPod *const *pods, guint n_pods)
     }
     return out;
 }
+
+/* ---- lookups -------------------------------------------------------------------------------- */
+
+const KbResourceClaim *kb_dra_lookup_claim(KbDra *dra, const char *namespace_, const char *name)
+{
+    g_autofree char *key = g_strdup_printf("%s/%s", namespace_, name);
+    const ClaimInfo *ci = g_hash_table_lookup(dra->claims, key);
+    return ci != NULL ? ci->claim : NULL;
+}

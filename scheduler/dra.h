@@ -100,3 +100,7 @@ GPtrArray **kb_dra_gang_writes(KbDra *dra, KbPod *const *pods, guint n_pods);
 /* The binder wrote (@written TRUE) or undid the allocation of claim @ns/@name: a written claim
  * stays assumed until the watch shows it, even after its pods' holds end. */
 void kb_dra_claim_written(KbDra *dra, const char *namespace_, const char *name, gboolean written);
+
+/* The claim @namespace_/@name as the cache last saw it (borrowed, valid until the next claim
+ * event), or NULL: the extender's bind reads whether kube-scheduler allocated it. */
+const KbResourceClaim *kb_dra_lookup_claim(KbDra *dra, const char *namespace_, const char *name);

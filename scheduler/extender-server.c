@@ -26,6 +26,7 @@ struct KbExtenderServer {
     KbMetric *reservations;
     KbMetric *unauthenticated;
     KbMetric *bind_refused;
+    KbMetric *claim_writes;
     char *address; /* where it listens, after the loopback rule */
     gint64 (*now_s)(void);
     guint expire_source;
@@ -46,6 +47,10 @@ struct BindCall {
     KbExtenderBindingArgs *args;
     gint64 start_us;
     char *caller;
+    json_object *binding; /* posted once every claim write went through or was adopted */
+    GPtrArray *writes;    /* KbClaimWrite* (kb_extender_bind_claim_writes), NULL: none */
+    guint next;           /* the write on the wire, or the next one */
+    char **written_rv;    /* per write: the resourceVersion our write produced, NULL: not ours */
 };
 
 static gint64 wall_now(void)
@@ -138,27 +143,174 @@ static void bind_call_free(BindCall *c)
 {
     kb_extender_binding_args_free(c->args);
     g_free(c->caller);
+    json_object_put(c->binding);
+    if (c->writes != NULL) {
+        for (guint i = 0; i < c->writes->len; i++)
+            g_free(c->written_rv[i]);
+        g_free(c->written_rv);
+        g_ptr_array_unref(c->writes);
+    }
     g_free(c);
+}
+
+/* A callback of a call whose server is gone: forget it. TRUE when that was the case. */
+static gboolean orphaned(BindCall *c)
+{
+    if (c->srv != NULL)
+        return FALSE;
+    g_hash_table_remove(orphans, c);
+    bind_call_free(c);
+    return TRUE;
+}
+
+static void on_claim_undone(const KbResponse *resp, gpointer data)
+{
+    char *what = data;
+    if (resp->error != NULL)
+        g_warning("extender: %s: undoing its status write failed (%s): left as it is", what,
+                  resp->error->message);
+    g_free(what);
+}
+
+/* Undo the claim writes this bind made, last first, each against the version it produced (a
+ * claim someone changed since is left alone), as the binder does. */
+static void undo_claims(KbExtenderServer *srv, BindCall *c)
+{
+    for (guint i = c->writes != NULL ? c->writes->len : 0; i-- > 0;) {
+        if (c->written_rv[i] == NULL)
+            continue;
+        const KbClaimWrite *w = c->writes->pdata[i];
+        json_object *body = NULL;
+        json_object_deep_copy(w->undo, &body, NULL);
+        json_object *meta = json_object_new_object();
+        json_object_object_add(meta, "resourceVersion", json_object_new_string(c->written_rv[i]));
+        json_object_object_add(body, "metadata", meta);
+        KbRequest req = {.method = "PATCH",
+                         .type = &kb_type_resource_claims,
+                         .namespace_ = w->namespace_,
+                         .name = w->name,
+                         .subresource = "status",
+                         .body = body,
+                         .content_type = "application/merge-patch+json"};
+        kb_client_call_async(srv->client, &req, on_claim_undone,
+                             g_strdup_printf("claim %s/%s", w->namespace_, w->name));
+        json_object_put(body);
+        kb_extender_claim_written(srv->ext, w, c->args->node, FALSE);
+        kb_series_inc(kb_metric_with(srv->claim_writes, "undone", NULL));
+        g_clear_pointer(&c->written_rv[i], g_free);
+    }
+}
+
+/* The bind is over: answer kube-scheduler with @error (NULL: bound). */
+static void bind_finish(BindCall *c, const char *error)
+{
+    KbExtenderServer *srv = c->srv;
+    g_ptr_array_remove_fast(srv->binds, c);
+    if (error != NULL)
+        undo_claims(srv, c);
+    kb_extender_bind_end(srv->ext, c->args, error == NULL, srv->now_s());
+    if (error != NULL)
+        g_warning("extender: binding pod %s/%s to node %s failed: %s", c->args->pod_namespace,
+                  c->args->pod_name, c->args->node, error);
+    answer(srv, c->req, VERB_BIND, 200, JSON_TYPE,
+           kb_extender_binding_result_encode(error != NULL ? error : ""), c->start_us);
+    bind_call_free(c);
 }
 
 static void on_bound(const KbResponse *resp, gpointer data)
 {
     BindCall *c = data;
-    KbExtenderServer *srv = c->srv;
-    if (srv == NULL) {
-        g_hash_table_remove(orphans, c);
-        bind_call_free(c);
+    if (orphaned(c))
+        return;
+    bind_finish(c, resp->error != NULL ? resp->error->message : NULL);
+}
+
+static void send_next(BindCall *c);
+
+/* After a conflict: the claim as the API server has it now. kube-scheduler's DynamicResources
+ * wrote it (its PreBind runs before our bind) when it is allocated on the bind's node and
+ * reserved for the pod: adopted, nothing written. Anything else fails the bind. */
+static void on_claim_read(const KbResponse *resp, gpointer data)
+{
+    BindCall *c = data;
+    if (orphaned(c))
+        return;
+    const KbClaimWrite *w = c->writes->pdata[c->next];
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbResourceClaim) claim =
+            resp->error == NULL ? kb_resource_claim_decode(resp->body, FALSE, &error) : NULL;
+    if (claim != NULL && kb_extender_claim_adoptable(claim, c->args)) {
+        g_message("extender: claim %s/%s of pod %s/%s: allocated on %s by another scheduler "
+                  "(kube-scheduler's DynamicResources): adopted",
+                  w->namespace_, w->name, c->args->pod_namespace, c->args->pod_name, c->args->node);
+        kb_series_inc(kb_metric_with(c->srv->claim_writes, "adopted", NULL));
+        c->next++;
+        send_next(c);
         return;
     }
-    g_ptr_array_remove_fast(srv->binds, c);
-    gboolean ok = resp->error == NULL;
-    kb_extender_bind_end(srv->ext, c->args, ok, srv->now_s());
-    if (!ok)
-        g_warning("extender: binding pod %s/%s to node %s failed: %s", c->args->pod_namespace,
-                  c->args->pod_name, c->args->node, resp->error->message);
-    answer(srv, c->req, VERB_BIND, 200, JSON_TYPE,
-           kb_extender_binding_result_encode(ok ? "" : resp->error->message), c->start_us);
-    bind_call_free(c);
+    kb_series_inc(kb_metric_with(c->srv->claim_writes, "failed", NULL));
+    g_autofree char *why = g_strdup_printf(
+            "claim %s/%s changed since kube-batchd's plan and is not allocated on node %s and "
+            "reserved for pod %s/%s: %s",
+            w->namespace_, w->name, c->args->node, c->args->pod_namespace, c->args->pod_name,
+            resp->error != NULL ? resp->error->message
+            : error != NULL     ? error->message
+                                : "its status says otherwise");
+    bind_finish(c, why);
+}
+
+static void on_claim_written(const KbResponse *resp, gpointer data)
+{
+    BindCall *c = data;
+    if (orphaned(c))
+        return;
+    const KbClaimWrite *w = c->writes->pdata[c->next];
+    if (resp->error == NULL) {
+        json_object *meta = json_object_object_get(resp->body, "metadata");
+        c->written_rv[c->next] =
+                g_strdup(json_object_get_string(json_object_object_get(meta, "resourceVersion")));
+        kb_extender_claim_written(c->srv->ext, w, c->args->node, TRUE);
+        kb_series_inc(kb_metric_with(c->srv->claim_writes, "written", NULL));
+        c->next++;
+        send_next(c);
+        return;
+    }
+    if (g_error_matches(resp->error, KB_ERROR, KB_ERROR_CONFLICT)) {
+        KbRequest req = {.method = "GET",
+                         .type = &kb_type_resource_claims,
+                         .namespace_ = w->namespace_,
+                         .name = w->name};
+        kb_client_call_async(c->srv->client, &req, on_claim_read, c);
+        return;
+    }
+    kb_series_inc(kb_metric_with(c->srv->claim_writes, "failed", NULL));
+    g_autofree char *why =
+            g_strdup_printf("claim %s/%s: %s", w->namespace_, w->name, resp->error->message);
+    bind_finish(c, why);
+}
+
+/* The bind's claim writes first, one at a time, then the Binding. */
+static void send_next(BindCall *c)
+{
+    if (c->writes == NULL || c->next >= c->writes->len) {
+        KbRequest r = {.method = "POST",
+                       .type = &kb_type_pods,
+                       .namespace_ = c->args->pod_namespace,
+                       .name = c->args->pod_name,
+                       .subresource = "binding",
+                       .body = c->binding};
+        kb_client_call_async(c->srv->client, &r, on_bound, c);
+        return;
+    }
+    const KbClaimWrite *w = c->writes->pdata[c->next];
+    KbRequest req = {.method = "PATCH",
+                     .type = &kb_type_resource_claims,
+                     .namespace_ = w->namespace_,
+                     .name = w->name,
+                     .subresource = "status",
+                     .body = w->body,
+                     .content_type = "application/merge-patch+json"};
+    kb_client_call_async(c->srv->client, &req, on_claim_written, c);
 }
 
 /* Who called, for the logs: the client certificate's name, else the address. */
@@ -206,15 +358,12 @@ static void serve_bind(KbExtenderServer *srv, KbHttpdRequest *req, const char *b
     c->args = g_steal_pointer(&args);
     c->start_us = start_us;
     c->caller = g_steal_pointer(&who);
+    c->binding = binding;
+    c->writes = kb_extender_bind_claim_writes(srv->ext, c->args);
+    if (c->writes != NULL)
+        c->written_rv = g_new0(char *, c->writes->len);
     g_ptr_array_add(srv->binds, c);
-    KbRequest r = {.method = "POST",
-                   .type = &kb_type_pods,
-                   .namespace_ = c->args->pod_namespace,
-                   .name = c->args->pod_name,
-                   .subresource = "binding",
-                   .body = binding};
-    kb_client_call_async(srv->client, &r, on_bound, c);
-    json_object_put(binding);
+    send_next(c);
 }
 
 static void serve_preempt(KbExtenderServer *srv, KbHttpdRequest *req, const char *body, gsize len,
@@ -303,6 +452,15 @@ static void metrics_init(KbExtenderServer *srv, KbMetrics *metrics)
                                "Extender binds refused without a write, by reason", reason);
     for (guint i = 0; kb_extender_bind_refusals[i] != NULL; i++)
         kb_metric_with(srv->bind_refused, kb_extender_bind_refusals[i], NULL);
+    static const char *const result[] = {"result", NULL};
+    srv->claim_writes = kb_metrics_counter(metrics, "kube_batchd_extender_claim_writes_total",
+                                           "ResourceClaim status writes of extender binds: "
+                                           "written, adopted (kube-scheduler had allocated "
+                                           "the claim), undone, failed",
+                                           result);
+    static const char *const results[] = {"written", "adopted", "undone", "failed", NULL};
+    for (guint i = 0; results[i] != NULL; i++)
+        kb_metric_with(srv->claim_writes, results[i], NULL);
 }
 
 static void on_unauthenticated(const char *method, const char *path, const char *address,

@@ -5,8 +5,10 @@
  *
  *   POST [PREFIX]/filter      ExtenderArgs -> ExtenderFilterResult
  *   POST [PREFIX]/prioritize  ExtenderArgs -> HostPriorityList
- *   POST [PREFIX]/bind        ExtenderBindingArgs -> ExtenderBindingResult (the Binding is posted
- *                             before the answer; the connection waits for it)
+ *   POST [PREFIX]/bind        ExtenderBindingArgs -> ExtenderBindingResult (the claim writes
+ *                             kube-batchd's plan makes when kube-scheduler did not allocate the
+ *                             pod's claims, then the Binding, are posted before the answer; the
+ *                             connection waits for them)
  *   POST [PREFIX]/preempt     ExtenderPreemptionArgs -> ExtenderPreemptionResult
  *
  * PREFIX is whatever path the urlPrefix of kube-scheduler's configuration carries ("" or
@@ -23,7 +25,9 @@
  *
  * Metrics: kube_batchd_extender_requests_total{verb,code}, kube_batchd_extender_duration_seconds
  * {verb} (decision time, bind round trip included), kube_batchd_extender_reservations (gangs),
- * kube_batchd_extender_unauthenticated_total, kube_batchd_extender_bind_refused_total{reason}.
+ * kube_batchd_extender_unauthenticated_total, kube_batchd_extender_bind_refused_total{reason},
+ * kube_batchd_extender_claim_writes_total{result} (a bind's ResourceClaim status writes: written,
+ * adopted, undone, failed).
  */
 #pragma once
 

@@ -27,6 +27,37 @@ static void request_pod_free(gpointer data)
     g_free(rp);
 }
 
+/* The claim writes the gang's commit made for a reserved pod (KbPlacement.claim_writes): what a
+ * bind onto that node may write when kube-scheduler did not allocate the claims itself. */
+typedef struct {
+    char *uid;
+    char *node;
+    GPtrArray *writes; /* KbClaimWrite*, owned */
+} PlanWrites;
+
+/* A claim a bind of ours wrote, until the watch shows it: its node and the pods it reserved. */
+typedef struct {
+    char *node;
+    GStrv uids;
+} Written;
+
+static void written_free(gpointer p)
+{
+    Written *w = p;
+    g_free(w->node);
+    g_strfreev(w->uids);
+    g_free(w);
+}
+
+static void plan_writes_free(gpointer p)
+{
+    PlanWrites *pw = p;
+    g_free(pw->uid);
+    g_free(pw->node);
+    g_ptr_array_unref(pw->writes);
+    g_free(pw);
+}
+
 /* A managed pod kube-scheduler asked about (filter) and that is not bound yet. */
 typedef struct {
     char *namespace_;
@@ -51,8 +82,11 @@ struct KbExtender {
     GHashTable *binding; /* "ns/name" of bindings on the wire */
     guint64 next_seq;
     gboolean requeue;
-    GHashTable *asked;  /* "ns/name" -> Asked* */
-    GPtrArray *pending; /* KbExtenderRequeue* not taken yet */
+    GHashTable *asked;       /* "ns/name" -> Asked* */
+    GPtrArray *pending;      /* KbExtenderRequeue* not taken yet */
+    GHashTable *plan_writes; /* "ns/name" -> PlanWrites*: reserved pods' claim writes */
+    GHashTable *bind_writes; /* "ns/name" -> GPtrArray*: an accepted bind's, until taken */
+    GHashTable *written;     /* claim "ns/name" -> Written*: our writes the cache lacks yet */
 };
 
 static void asked_free(gpointer p)
@@ -87,6 +121,10 @@ KbExtender *kb_extender_new(KbCache *cache, const KbConf *conf, guint reservatio
     ext->requeue = TRUE;
     ext->asked = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, asked_free);
     ext->pending = g_ptr_array_new_with_free_func(requeue_free);
+    ext->plan_writes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, plan_writes_free);
+    ext->bind_writes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                             (GDestroyNotify)g_ptr_array_unref);
+    ext->written = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, written_free);
     kb_cache_set_extender(cache, TRUE);
     return ext;
 }
@@ -101,6 +139,9 @@ void kb_extender_free(KbExtender *ext)
     g_hash_table_unref(ext->binding);
     g_hash_table_unref(ext->asked);
     g_ptr_array_unref(ext->pending);
+    g_hash_table_unref(ext->plan_writes);
+    g_hash_table_unref(ext->bind_writes);
+    g_hash_table_unref(ext->written);
     g_free(ext);
 }
 
@@ -189,6 +230,23 @@ GPtrArray *kb_extender_take_requeues(KbExtender *ext)
 
 /* ---- the plan -------------------------------------------------------------------------------- */
 
+/* Keep @p's claim writes (taken from it) for a bind onto its node; a new plan replaces the old. */
+static void keep_plan_writes(KbExtender *ext, KbPlacement *p)
+{
+    char *key = g_strdup_printf("%s/%s", p->pod->meta.namespace_, p->pod->meta.name);
+    if (p->claim_writes == NULL || p->claim_writes->len == 0 || p->pod->meta.uid == NULL) {
+        g_hash_table_remove(ext->plan_writes, key);
+        g_free(key);
+        g_clear_pointer(&p->claim_writes, g_ptr_array_unref);
+        return;
+    }
+    PlanWrites *pw = g_new0(PlanWrites, 1);
+    pw->uid = g_strdup(p->pod->meta.uid);
+    pw->node = g_strdup(p->node);
+    pw->writes = g_steal_pointer(&p->claim_writes);
+    g_hash_table_replace(ext->plan_writes, key, pw);
+}
+
 void kb_extender_take_placements(KbExtender *ext, KbCycleResult *result)
 {
     gint64 now_us = g_get_monotonic_time();
@@ -216,6 +274,7 @@ void kb_extender_take_placements(KbExtender *ext, KbCycleResult *result)
         g_debug("extender: reserved node %s for pod %s/%s (gang %s, gpu-ids %s)", p->node,
                 p->pod->meta.namespace_, p->pod->meta.name, p->job,
                 p->gpu_ids != NULL ? p->gpu_ids : "-");
+        keep_plan_writes(ext, p);
         kb_object_unref(p->pod);
         g_free(p->job);
         g_free(p->gpu_ids);
@@ -464,9 +523,8 @@ void kb_extender_prioritize(KbExtender *ext, const KbExtenderArgs *args, gint64 
 /* ---- bind ----------------------------------------------------------------------------------- */
 
 const char *const kb_extender_bind_refusals[] = {
-        "no-uid",    "not-managed", "uid-mismatch", "unconfirmed", "already-bound",
-        "in-flight", "no-plan",     "unknown-node", "predicates",  "capacity",
-        NULL};
+        "no-uid",  "not-managed",  "uid-mismatch", "unconfirmed", "already-bound", "in-flight",
+        "no-plan", "unknown-node", "predicates",   "capacity",    "claims",        NULL};
 
 /* Would binding @t (not reserved) leave its gang whole: a gang of one, or every other member
  * needed for minMember already placed? Else binding it alone starts a partial gang. */
@@ -522,6 +580,88 @@ static const char *node_admits(KbExtender *ext, KbTaskInfo *task, const KbNodeIn
     return NULL;
 }
 
+/* Did a bind of ours write claim @ns/@name onto @node reserving it for the pod of @uid (the
+ * watch has not shown the write yet)? */
+static gboolean written_for(KbExtender *ext, const char *ns, const char *name, const char *uid,
+                            const char *node)
+{
+    g_autofree char *key = g_strdup_printf("%s/%s", ns, name);
+    const Written *w = g_hash_table_lookup(ext->written, key);
+    return w != NULL && strcmp(w->node, node) == 0 &&
+           g_strv_contains((const char *const *)w->uids, uid);
+}
+
+/* The plan's write for claim @ns/@name in @pw, or NULL. */
+static KbClaimWrite *plan_write_for(const PlanWrites *pw, const char *ns, const char *name)
+{
+    for (guint i = 0; pw != NULL && i < pw->writes->len; i++) {
+        KbClaimWrite *w = pw->writes->pdata[i];
+        if (strcmp(w->namespace_, ns) == 0 && strcmp(w->name, name) == 0)
+            return w;
+    }
+    return NULL;
+}
+
+gboolean kb_extender_claim_adoptable(const KbResourceClaim *claim,
+                                     const KbExtenderBindingArgs *args)
+{
+    return claim != NULL && claim->allocated &&
+           kb_resource_claim_reserved_for(claim, args->pod_uid) &&
+           (claim->node == NULL || strcmp(claim->node, args->node) == 0);
+}
+
+/*
+ * May task @t be bound onto @node as far as its ResourceClaims go (see "DRA" in the header): each
+ * claim is either allocated there and reserved for the pod in the cache (kube-scheduler's
+ * DynamicResources wrote it: adopted, not written), or one the gang's plan holds devices for on
+ * that very node (@reserved_here) with a write of its own. NULL, with @writes (may be NULL)
+ * filled with the plan's writes to make (borrowed from ext->plan_writes), or the refusal
+ * "claims" with *@why.
+ */
+static const char *claims_allow(KbExtender *ext, KbTaskInfo *t, const char *node,
+                                gboolean reserved_here, GPtrArray *writes, char **why)
+{
+    const KbPod *pod = t->pod;
+    const char *ns = pod->meta.namespace_;
+    if (pod->n_resource_claims == 0)
+        return NULL;
+    g_autofree char *key = pod_key(ns, pod->meta.name);
+    const PlanWrites *pw = g_hash_table_lookup(ext->plan_writes, key);
+    if (pw != NULL &&
+        (!reserved_here || g_strcmp0(pw->uid, pod->meta.uid) != 0 || strcmp(pw->node, node) != 0))
+        pw = NULL;
+    KbExtenderBindingArgs me = {.pod_uid = (char *)pod->meta.uid, .node = (char *)node};
+    for (guint i = 0; i < pod->n_resource_claims; i++) {
+        const char *name = kb_pod_resource_claim_name(pod, i);
+        if (name == NULL)
+            return refuse_bind(why, "claims",
+                               g_strdup_printf("pod %s/%s: the claim of resourceClaims %s is not "
+                                               "created yet",
+                                               ns, pod->meta.name, pod->resource_claims[i].name));
+        const KbResourceClaim *c = kb_dra_lookup_claim(kb_cache_dra(ext->cache), ns, name);
+        if (kb_extender_claim_adoptable(c, &me))
+            continue; /* kube-scheduler allocated it (its PreBind runs before our bind) */
+        if (written_for(ext, ns, name, pod->meta.uid, node))
+            continue; /* a gang mate's bind wrote this shared claim for it too */
+        KbClaimWrite *w = plan_write_for(pw, ns, name);
+        if (w != NULL) {
+            if (writes != NULL)
+                g_ptr_array_add(writes, w);
+            continue;
+        }
+        const char *planned = t->state == KB_TASK_ALLOCATED ? node_name(ext, t->node_id) : NULL;
+        return refuse_bind(
+                why, "claims",
+                g_strdup_printf("pod %s/%s: claim %s/%s is not allocated on node %s and reserved "
+                                "for the pod, and kube-batchd's plan writes no allocation for it "
+                                "there (the plan's node: %s); with kube-scheduler's "
+                                "DynamicResources plugin the claims are allocated before bind",
+                                ns, pod->meta.name, ns, name, node,
+                                planned != NULL ? planned : "none"));
+    }
+    return NULL;
+}
+
 /*
  * Is this bind one kube-scheduler could rightly ask of us? Only a pending pod of a served profile
  * that is GPU or gang work, known from the watch under this UID, with no binding on the wire,
@@ -571,10 +711,85 @@ static const char *authorize_bind(KbExtender *ext, const KbExtenderBindingArgs *
                 g_strdup_printf("pod %s/%s: node %.253s is unknown", ns, name, args->node));
     gboolean reserved_here = t->state == KB_TASK_ALLOCATED && t->node_id == (gint)node->id;
     const char *reason = node_admits(ext, t, node, reserved_here, why);
+    if (reason == NULL)
+        reason = claims_allow(ext, t, node->name, reserved_here, NULL, why);
     if (reason != NULL)
         return reason;
     *task_out = t;
     return NULL;
+}
+
+/* The plan's writes an accepted bind makes (claims_allow's choice), moved from ext->plan_writes
+ * to ext->bind_writes: the plan's other writes are dropped with it, none is made twice. */
+static void take_bind_writes(KbExtender *ext, KbTaskInfo *task, const KbExtenderBindingArgs *args,
+                             gboolean reserved_here)
+{
+    g_autoptr(GPtrArray) chosen = g_ptr_array_new();
+    g_autofree char *why = NULL;
+    if (claims_allow(ext, task, args->node, reserved_here, chosen, &why) != NULL)
+        return; /* authorize_bind said yes a moment ago: not reached */
+    g_autofree char *key = pod_key(args->pod_namespace, args->pod_name);
+    gpointer stolen_key = NULL, value = NULL;
+    if (!g_hash_table_steal_extended(ext->plan_writes, key, &stolen_key, &value))
+        return;
+    g_free(stolen_key);
+    PlanWrites *pw = value;
+    GPtrArray *writes = g_ptr_array_new_with_free_func(kb_claim_write_free);
+    for (guint i = 0; i < pw->writes->len; i++) {
+        gboolean keep = FALSE;
+        for (guint j = 0; j < chosen->len && !keep; j++)
+            keep = chosen->pdata[j] == pw->writes->pdata[i];
+        if (keep) {
+            g_ptr_array_add(writes, pw->writes->pdata[i]);
+            pw->writes->pdata[i] = NULL; /* moved */
+        }
+    }
+    g_ptr_array_set_free_func(pw->writes, NULL);
+    for (guint i = 0; i < pw->writes->len; i++)
+        kb_claim_write_free(pw->writes->pdata[i]);
+    plan_writes_free(pw);
+    if (writes->len == 0) {
+        g_ptr_array_unref(writes);
+        return;
+    }
+    g_hash_table_replace(ext->bind_writes, g_steal_pointer(&key), writes);
+}
+
+GPtrArray *kb_extender_bind_claim_writes(KbExtender *ext, const KbExtenderBindingArgs *args)
+{
+    g_autofree char *key = pod_key(args->pod_namespace, args->pod_name);
+    gpointer stolen_key = NULL, value = NULL;
+    if (!g_hash_table_steal_extended(ext->bind_writes, key, &stolen_key, &value))
+        return NULL;
+    g_free(stolen_key);
+    return value;
+}
+
+void kb_extender_claim_written(KbExtender *ext, const KbClaimWrite *w, const char *node,
+                               gboolean written)
+{
+    if (w->allocates)
+        kb_dra_claim_written(kb_cache_dra(ext->cache), w->namespace_, w->name, written);
+    char *key = g_strdup_printf("%s/%s", w->namespace_, w->name);
+    if (!written) {
+        g_hash_table_remove(ext->written, key);
+        g_free(key);
+        return;
+    }
+    json_object *status = json_object_object_get(w->body, "status");
+    json_object *reserved = json_object_object_get(status, "reservedFor");
+    g_autoptr(GStrvBuilder) b = g_strv_builder_new();
+    for (size_t i = 0;
+         json_object_is_type(reserved, json_type_array) && i < json_object_array_length(reserved);
+         i++) {
+        json_object *uid = json_object_object_get(json_object_array_get_idx(reserved, i), "uid");
+        if (json_object_is_type(uid, json_type_string))
+            g_strv_builder_add(b, json_object_get_string(uid));
+    }
+    Written *wr = g_new0(Written, 1);
+    wr->node = g_strdup(node);
+    wr->uids = g_strv_builder_end(b);
+    g_hash_table_replace(ext->written, key, wr);
 }
 
 json_object *kb_extender_bind_begin(KbExtender *ext, const KbExtenderBindingArgs *args,
@@ -587,6 +802,7 @@ json_object *kb_extender_bind_begin(KbExtender *ext, const KbExtenderBindingArgs
     guint64 gpu_ids = 0;
     KbNodeInfo *node = kb_cache_lookup_node(ext->cache, args->node);
     const char *reserved = task->state == KB_TASK_ALLOCATED ? node_name(ext, task->node_id) : NULL;
+    take_bind_writes(ext, task, args, reserved != NULL && g_strcmp0(reserved, args->node) == 0);
     if (reserved != NULL && g_strcmp0(reserved, args->node) == 0) {
         gpu_ids = task->gpu_ids;
     } else {
@@ -625,6 +841,7 @@ void kb_extender_bind_end(KbExtender *ext, const KbExtenderBindingArgs *args, gb
 {
     g_autofree char *key = pod_key(args->pod_namespace, args->pod_name);
     g_hash_table_remove(ext->binding, key);
+    g_hash_table_remove(ext->bind_writes, key); /* not taken: never sent */
     KbTaskInfo *task = bind_task(ext, args);
     if (task == NULL)
         return;
@@ -665,6 +882,35 @@ static void expire_request_pods(KbExtender *ext, gint64 now)
     }
 }
 
+/* Forget the claim writes of pods no longer reserved (plan released, pod gone or bound
+ * otherwise), and our own writes once the cache shows them (or their claim is gone). */
+static void sweep_writes(KbExtender *ext)
+{
+    GHashTableIter wi;
+    gpointer wkey, wval;
+    g_hash_table_iter_init(&wi, ext->plan_writes);
+    while (g_hash_table_iter_next(&wi, &wkey, &wval)) {
+        const char *k = wkey, *slash = strchr(k, '/');
+        g_autofree char *ns = slash != NULL ? g_strndup(k, slash - k) : NULL;
+        KbTaskInfo *t = ns != NULL ? kb_cache_lookup_task(ext->cache, ns, slash + 1) : NULL;
+        if (t == NULL || t->state != KB_TASK_ALLOCATED ||
+            g_strcmp0(t->pod->meta.uid, ((PlanWrites *)wval)->uid) != 0)
+            g_hash_table_iter_remove(&wi);
+    }
+    g_hash_table_iter_init(&wi, ext->written);
+    while (g_hash_table_iter_next(&wi, &wkey, &wval)) {
+        const char *k = wkey, *slash = strchr(k, '/');
+        g_autofree char *ns = slash != NULL ? g_strndup(k, slash - k) : NULL;
+        const KbResourceClaim *c =
+                ns != NULL ? kb_dra_lookup_claim(kb_cache_dra(ext->cache), ns, slash + 1) : NULL;
+        gboolean seen = c != NULL && c->allocated;
+        for (GStrv u = ((Written *)wval)->uids; seen && *u != NULL; u++)
+            seen = kb_resource_claim_reserved_for(c, *u);
+        if (c == NULL || seen)
+            g_hash_table_iter_remove(&wi);
+    }
+}
+
 guint kb_extender_expire(KbExtender *ext, gint64 now)
 {
     guint released = 0;
@@ -694,6 +940,7 @@ guint kb_extender_expire(KbExtender *ext, gint64 now)
         released += n;
         g_hash_table_remove(ext->reservations, job->key);
     }
+    sweep_writes(ext);
     /* Reservations of jobs that are gone. */
     GHashTableIter it;
     gpointer key;

@@ -22,7 +22,9 @@
  *               reason, the message of its PodGroup condition.
  *   prioritize  the reserved node scores 10, others 0..10 by GPU topology (the pod's GPUs fit in
  *               one NVLink island) and packing (the node's fill after the pod).
- *   bind        a Binding carrying kube-batchd.io/gpu-ids in metadata.annotations (one write),
+ *   bind        for a pod with ResourceClaims first the claim writes kube-scheduler's DRA plugin
+ *               did not make (see "DRA" below), then
+ *               a Binding carrying kube-batchd.io/gpu-ids in metadata.annotations (one write),
  *               only for a managed pending pod onto its reserved node or one that admits it now
  *               (kb_extender_bind_begin): the port may be reached by more than kube-scheduler.
  *               kube-scheduler's choice wins: bound elsewhere than reserved (a node that admits
@@ -66,6 +68,7 @@
 #include "scheduler/cache.h"
 #include "scheduler/conf.h"
 #include "scheduler/cycle.h"
+#include "scheduler/dra.h"
 
 #define KB_EXTENDER_DEFAULT_RESERVATION_TTL_S 60
 /* Written on a parked pod when its gang's plan is made: the time of the plan (RFC 3339). */
@@ -123,6 +126,56 @@ json_object *kb_extender_bind_begin(KbExtender *ext, const KbExtenderBindingArgs
 extern const char *const kb_extender_bind_refusals[];
 void kb_extender_bind_end(KbExtender *ext, const KbExtenderBindingArgs *args, gboolean ok,
                           gint64 now);
+
+/*
+ * DRA: who allocates a managed pod's ResourceClaims when kube-scheduler calls us as its extender.
+ *
+ * kube-scheduler runs its own plugins around the extender (pkg/scheduler/schedule_one.go):
+ * findNodesThatFitPod runs the Filter plugins, DynamicResources among them, and only then asks
+ * the extender's filter about the nodes that passed; after a node is chosen, DynamicResources'
+ * Reserve assumes the devices its Filter found there, and in the binding cycle its PreBind writes
+ * each claim's status.allocation and status.reservedFor before bind calls the extender's bind.
+ * So when the plugin is enabled (DRA is GA and on by default since 1.34) every claim of a pod is
+ * allocated, by kube-scheduler and pod by pod, by the time our bind runs; when it is not (older
+ * releases, the feature gate off, or the plugin disabled in the profile that calls the extender)
+ * nothing allocates them and a bound pod never starts.
+ *
+ * kube-batchd therefore allocates only when kube-scheduler did not, and never against it:
+ * - filter passes a member only onto the node its gang's plan reserved, and the plan exists only
+ *   when the cycle found devices for every claim of every member (kb_dra_assume, held while the
+ *   reservation lasts), so a gang is offered only where all of it fits;
+ * - bind adopts what kube-scheduler wrote: a claim the cache shows allocated on the bind's node
+ *   and reserved for the pod is not written (its devices replace the plan's once the pod is seen
+ *   bound); a claim written since the plan was made (kube-scheduler's PreBind, our watch not there
+ *   yet) fails our write's resourceVersion precondition, and is adopted when a fresh read shows
+ *   it allocated there and reserved for the pod (kb_extender_claim_adoptable);
+ * - otherwise bind writes the plan's own claim status writes for that pod (the ones the gang's
+ *   commit made, kb_dra_gang_writes: devices the plan holds, on the planned node) before the
+ *   Binding, one write per claim, each against the resourceVersion the plan saw, and undoes them
+ *   when a later write or the Binding fails, as the binder does for kube-batchd's own pods.
+ * Nothing else is ever written: a bind onto another node than the plan's, or of a claim the plan
+ * has no write for, is refused ("claims") unless kube-scheduler allocated the claims there; so a
+ * caller cannot make kube-batchd write a claim its plan would not. A device is never given twice
+ * by kube-batchd: it writes only devices its plan holds, and only for a claim kube-scheduler has
+ * not allocated (the precondition stops a write racing kube-scheduler's on the same claim).
+ * With kube-scheduler allocating, its per-pod choice may differ from the plan's devices; the
+ * plan's holds stay until each member is seen bound, so kube-batchd hands none of them to another
+ * pod meanwhile. A cluster where two allocators (kube-scheduler's other profiles and kube-batchd)
+ * hand out devices of the same nodes has the race every pair of schedulers has: each sees the
+ * other's allocations only through its watch.
+ */
+/* The claim writes the accepted bind of @args makes before its Binding, in order (new reference,
+ * NULL when none); each KbClaimWrite is kept by the array. Taken once: a second call gives NULL. */
+GPtrArray *kb_extender_bind_claim_writes(KbExtender *ext, const KbExtenderBindingArgs *args);
+/* A claim write of a bind onto @node went through (@written TRUE) or was undone: written claims
+ * stay assumed in the cache until the watch shows them (kb_dra_claim_written), and until then a
+ * gang mate the write reserved the claim for is bound without a write of its own. */
+void kb_extender_claim_written(KbExtender *ext, const KbClaimWrite *w, const char *node,
+                               gboolean written);
+/* May @claim (as read from the API server after our write met a conflict) serve the pod of
+ * @args as it is: allocated on args->node (or on no particular node) and reserved for the pod. */
+gboolean kb_extender_claim_adoptable(const KbResourceClaim *claim,
+                                     const KbExtenderBindingArgs *args);
 
 /* preempt: per node of @args, *@keep[i] and the victims' UIDs (@victims[i] a new GPtrArray of
  * const char* borrowed from @args or the cache, NULL when not kept). */

@@ -746,6 +746,279 @@ static char *pod_node(Cluster *cl, const char *name)
 }
 
 /* A bind as @cert: HTTP status, and the answer's Error in *@err (newly allocated). */
+/* ---- DRA through kube-scheduler and the extender --------------------------------------------- */
+
+/* Each of node-0..3 publishes @n GPUs as a ResourceSlice of driver gpu.nvidia.com, pool the
+ * node's name; the class gpu.nvidia.com selects them. */
+static void add_dra(Cluster *cl, int n)
+{
+    kb_test_create(cl->client, &kb_type_device_classes, NULL,
+                   kb_test_json_printf("{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":"
+                                       "\"DeviceClass\",\"metadata\":{\"name\":\"gpu.nvidia.com\"},"
+                                       "\"spec\":{\"selectors\":[{\"cel\":{\"expression\":"
+                                       "\"device.driver == 'gpu.nvidia.com'\"}}]}}"));
+    for (guint i = 0; all_nodes[i] != NULL; i++) {
+        GString *devs = g_string_new(NULL);
+        for (int d = 0; d < n; d++)
+            g_string_append_printf(devs,
+                                   "%s{\"name\":\"gpu-%d\",\"attributes\":{\"type\":{\"string\":"
+                                   "\"gpu\"}}}",
+                                   d > 0 ? "," : "", d);
+        kb_test_create(cl->client, &kb_type_resource_slices, NULL,
+                       kb_test_json_printf("{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":"
+                                           "\"ResourceSlice\",\"metadata\":{\"name\":\"%s-gpus\"},"
+                                           "\"spec\":{\"driver\":\"gpu.nvidia.com\",\"nodeName\":"
+                                           "\"%s\",\"pool\":{\"name\":\"%s\",\"generation\":0,"
+                                           "\"resourceSliceCount\":1},\"devices\":[%s]}}",
+                                           all_nodes[i], all_nodes[i], all_nodes[i], devs->str));
+        g_string_free(devs, TRUE);
+    }
+}
+
+/* Pod @name of kube-scheduler in gang @group using claim @claim. */
+static void add_claim_user(Cluster *cl, const char *name, const char *group, const char *claim)
+{
+    kb_test_create(
+            cl->client, &kb_type_pods, "default",
+            kb_test_json_printf(
+                    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\","
+                    "\"namespace\":\"default\",\"annotations\":{\"scheduling.k8s.io/group-name\":"
+                    "\"%s\"}},\"spec\":{\"schedulerName\":\"default-scheduler\","
+                    "\"resourceClaims\":[{\"name\":\"gpus\",\"resourceClaimName\":\"%s\"}],"
+                    "\"containers\":[{\"name\":\"c\",\"image\":\"x\",\"resources\":{\"requests\":"
+                    "{\"cpu\":\"1\"},\"claims\":[{\"name\":\"gpus\"}]}}]}}",
+                    name, group, claim));
+}
+
+/* Claim @name of @count GPUs of class gpu.nvidia.com. */
+static void add_claim(Cluster *cl, const char *name, int count)
+{
+    kb_test_create(cl->client, &kb_type_resource_claims, "default",
+                   kb_test_json_printf("{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":"
+                                       "\"ResourceClaim\",\"metadata\":{\"name\":\"%s\","
+                                       "\"namespace\":\"default\"},\"spec\":{\"devices\":{"
+                                       "\"requests\":[{\"name\":\"gpus\",\"exactly\":{"
+                                       "\"deviceClassName\":\"gpu.nvidia.com\",\"count\":%d}}]}}}",
+                                       name, count));
+}
+
+/* Pod @name of kube-scheduler in gang @group, with its own claim @name of @count GPUs. */
+static void add_dra_pod(Cluster *cl, const char *name, const char *group, int count)
+{
+    add_claim(cl, name, count);
+    add_claim_user(cl, name, group, name);
+}
+
+static json_object *get_claim(Cluster *cl, const char *name)
+{
+    g_autoptr(GError) error = NULL;
+    json_object *c = kb_client_get(cl->client, &kb_type_resource_claims, "default", name, &error);
+    g_assert_no_error(error);
+    return c;
+}
+
+/* kube-scheduler's DynamicResources PreBind: claim @name allocated with @devices of @node's pool
+ * (a space-separated list) and reserved for its pod of the same name. */
+static void prebind_claim(Cluster *cl, const char *name, const char *node, const char *devices)
+{
+    g_autofree char *uid = pod_uid(cl, name);
+    g_auto(GStrv) devs = g_strsplit(devices, " ", -1);
+    GString *results = g_string_new(NULL);
+    for (guint i = 0; devs[i] != NULL; i++)
+        g_string_append_printf(results,
+                               "%s{\"request\":\"gpus\",\"driver\":\"gpu.nvidia.com\",\"pool\":"
+                               "\"%s\",\"device\":\"%s\"}",
+                               i > 0 ? "," : "", node, devs[i]);
+    g_autofree char *patch = g_strdup_printf(
+            "{\"status\":{\"allocation\":{\"devices\":{\"results\":[%s]},\"nodeSelector\":{"
+            "\"nodeSelectorTerms\":[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":"
+            "\"In\",\"values\":[\"%s\"]}]}]}},\"reservedFor\":[{\"resource\":\"pods\",\"name\":"
+            "\"%s\",\"uid\":\"%s\"}]}}",
+            results->str, node, name, uid);
+    g_string_free(results, TRUE);
+    g_autoptr(GError) error = NULL;
+    json_object *out = kb_client_patch(cl->client, &kb_type_resource_claims, "default", name,
+                                       "status", KB_PATCH_MERGE, patch, &error);
+    g_assert_no_error(error);
+    json_object_put(out);
+}
+
+/* The devices claim @name holds ("pool/device" each, added to @seen, which must not hold them
+ * yet: a device given twice fails), asserting it is allocated on @node for its pod. */
+static guint claim_devices_on(Cluster *cl, const char *name, const char *node, GHashTable *seen)
+{
+    json_object *c = get_claim(cl, name);
+    json_object *terms = kas_json_get(c, "status.allocation.nodeSelector.nodeSelectorTerms");
+    json_object *fields = kas_json_get(json_object_array_get_idx(terms, 0), "matchFields");
+    json_object *values = kas_json_get(json_object_array_get_idx(fields, 0), "values");
+    g_assert_cmpstr(json_object_get_string(json_object_array_get_idx(values, 0)), ==, node);
+    g_autofree char *uid = pod_uid(cl, name);
+    json_object *reserved = kas_json_get(c, "status.reservedFor");
+    g_assert_cmpuint(json_object_array_length(reserved), ==, 1);
+    g_assert_cmpstr(kas_json_get_string(json_object_array_get_idx(reserved, 0), "uid"), ==, uid);
+    json_object *results = kas_json_get(c, "status.allocation.devices.results");
+    guint n = json_object_array_length(results);
+    for (guint i = 0; i < n; i++) {
+        json_object *r = json_object_array_get_idx(results, i);
+        g_assert_cmpstr(kas_json_get_string(r, "pool"), ==, node);
+        char *key = g_strdup_printf("%s/%s", kas_json_get_string(r, "pool"),
+                                    kas_json_get_string(r, "device"));
+        g_assert_false(g_hash_table_contains(seen, key));
+        g_hash_table_add(seen, key);
+    }
+    json_object_put(c);
+    return n;
+}
+
+static gint64 metric_value(Cluster *cl, const char *series)
+{
+    g_autofree char *metrics = NULL;
+    g_assert_cmpint(http(cl->http_port, "/metrics", NULL, &metrics), ==, 200);
+    const char *at = strstr(metrics, series);
+    g_assert_nonnull(at);
+    return g_ascii_strtoll(at + strlen(series), NULL, 10);
+}
+
+#define CLAIMS_WRITTEN "kube_batchd_extender_claim_writes_total{result=\"written\"} "
+#define CLAIMS_ADOPTED "kube_batchd_extender_claim_writes_total{result=\"adopted\"} "
+
+/* Poll until claim @name has no allocation (an undo is sent without waiting for it). */
+static void wait_unallocated(Cluster *cl, const char *name)
+{
+    gint64 deadline = g_get_monotonic_time() + (gint64)WAIT_MS * 1000;
+    for (;;) {
+        json_object *c = get_claim(cl, name);
+        gboolean allocated = kas_json_get(c, "status.allocation") != NULL;
+        json_object_put(c);
+        if (!allocated)
+            return;
+        if (g_get_monotonic_time() > deadline)
+            g_error("claim %s: still allocated", name);
+        g_usleep(100000);
+    }
+}
+
+/*
+ * A DRA gang through kube-scheduler and the extender (docs/extender.md, "DRA"): 4 nodes of 4
+ * GPUs published as ResourceSlices; gangs of 2 pods, each with a claim of 4 GPUs, so each member
+ * needs a node of its own and the plan names both.
+ * - kube-scheduler with DynamicResources: this test writes each claim as its PreBind would
+ *   (devices in another order than kube-batchd's plan would take them) before calling bind;
+ *   kube-batchd adopts them: it writes no claim, binds, the claims stay as written (the second
+ *   with kube-batchd's watch of claims stalled, so that it learns of the claim from its own
+ *   write's conflict and a read).
+ * - kube-scheduler without it: bind writes the plan's claims (allocated on the planned node,
+ *   reserved for the pod) before the Binding; a Binding that fails undoes the claim write.
+ * - A bind onto another node than the plan's, or of a pod without a plan, writes nothing and
+ *   is refused ("claims"). No device is in two claims.
+ */
+static void test_dra_gang(void)
+{
+    g_autoptr(Cluster) cl = cluster_start();
+    add_dra(cl, 5);
+    batchd_start(cl, "default-scheduler");
+    g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+
+    /* With kube-scheduler's DynamicResources plugin: it allocates, kube-batchd adopts. */
+    add_group(cl, "ks", 2);
+    add_dra_pod(cl, "ks-0", "ks", 4);
+    add_dra_pod(cl, "ks-1", "ks", 4);
+    g_autofree char *k0 = filter_until_one(cl, "ks-0", all_nodes, TRUE);
+    g_autofree char *k1 = filter_until_one(cl, "ks-1", all_nodes, TRUE);
+    g_assert_cmpstr(k0, !=, k1);
+    const char *names[] = {"ks-0", "ks-1"};
+    const char *nodes[] = {k0, k1};
+    for (guint i = 0; i < 2; i++) {
+        if (i == 1) {
+            /* kube-batchd's watch of claims held back (after a restart of the server closed
+             * it): the claim kube-scheduler writes next is not in its cache when bind comes,
+             * so our write meets the precondition and the claim is read and adopted. */
+            set_faults(cl, "stall-watch=8000,path=*resourceclaims*;restart");
+            g_usleep(2 * G_USEC_PER_SEC);
+        }
+        prebind_claim(cl, names[i], nodes[i], "gpu-3 gpu-2 gpu-1 gpu-0");
+        json_object *before = get_claim(cl, names[i]);
+        g_autofree char *rv = g_strdup(kas_json_get_string(before, "metadata.resourceVersion"));
+        json_object_put(before);
+        bind_pod(cl, names[i], nodes[i]);
+        json_object *after = get_claim(cl, names[i]);
+        g_assert_cmpstr(kas_json_get_string(after, "metadata.resourceVersion"), ==, rv);
+        json_object_put(after);
+        json_object *pod = get_pod(cl, names[i]);
+        g_assert_cmpstr(kas_json_get_string(pod, "spec.nodeName"), ==, nodes[i]);
+        json_object_put(pod);
+        g_assert_cmpuint(claim_devices_on(cl, names[i], nodes[i], seen), ==, 4);
+    }
+    set_faults(cl, "");
+    g_assert_cmpint(metric_value(cl, CLAIMS_WRITTEN), ==, 0);
+    g_assert_cmpint(metric_value(cl, CLAIMS_ADOPTED), ==, 1);
+
+    /* Without it: kube-batchd writes its plan's claims before each Binding. */
+    add_group(cl, "kb", 2);
+    add_dra_pod(cl, "kb-0", "kb", 4);
+    add_dra_pod(cl, "kb-1", "kb", 4);
+    g_autofree char *b0 = filter_until_one(cl, "kb-0", all_nodes, TRUE);
+    g_autofree char *b1 = filter_until_one(cl, "kb-1", all_nodes, TRUE);
+    g_assert_cmpstr(b0, !=, b1);
+    /* another node than the plan's: refused, nothing written */
+    const char *other = strcmp(b0, k0) != 0 ? k0 : k1;
+    g_autofree char *moved = bind_answer(cl, "kb-0", other);
+    g_assert_nonnull(strstr(moved, "claim default/kb-0 is not allocated on node"));
+    json_object *c = get_claim(cl, "kb-0");
+    g_assert_null(kas_json_get(c, "status.allocation"));
+    json_object_put(c);
+    /* the plan's node: the claim, then the Binding */
+    bind_pod(cl, "kb-0", b0);
+    g_assert_cmpuint(claim_devices_on(cl, "kb-0", b0, seen), ==, 4);
+    g_assert_cmpint(metric_value(cl, CLAIMS_WRITTEN), ==, 1);
+    /* a Binding that fails: the claim write is undone, kube-scheduler retries */
+    set_faults(cl, "error=500,method=POST,path=*binding,count=1");
+    g_autofree char *failed = bind_answer(cl, "kb-1", b1);
+    set_faults(cl, "");
+    g_assert_cmpstr(failed, !=, "");
+    wait_unallocated(cl, "kb-1");
+    g_autofree char *again = filter_until_one(cl, "kb-1", all_nodes, TRUE);
+    bind_pod(cl, "kb-1", again);
+    g_assert_cmpuint(claim_devices_on(cl, "kb-1", again, seen), ==, 4);
+    g_assert_cmpuint(g_hash_table_size(seen), ==, 16);
+
+    /* A claim two members share: written once, by the first bind, reserved for both; the
+     * second member binds on the same node without a write of its own. */
+    add_group(cl, "sh", 2);
+    add_claim(cl, "sh", 1);
+    add_claim_user(cl, "sh-0", "sh", "sh");
+    add_claim_user(cl, "sh-1", "sh", "sh");
+    g_autofree char *s0 = filter_until_one(cl, "sh-0", all_nodes, TRUE);
+    g_autofree char *s1 = filter_until_one(cl, "sh-1", all_nodes, TRUE);
+    g_assert_cmpstr(s0, ==, s1);
+    gint64 written = metric_value(cl, CLAIMS_WRITTEN);
+    bind_pod(cl, "sh-0", s0);
+    bind_pod(cl, "sh-1", s1);
+    g_assert_cmpint(metric_value(cl, CLAIMS_WRITTEN), ==, written + 1);
+    c = get_claim(cl, "sh");
+    g_assert_cmpuint(json_object_array_length(kas_json_get(c, "status.reservedFor")), ==, 2);
+    json_object *results = kas_json_get(c, "status.allocation.devices.results");
+    g_assert_cmpuint(json_object_array_length(results), ==, 1);
+    g_autofree char *shared = g_strdup_printf(
+            "%s/%s", kas_json_get_string(json_object_array_get_idx(results, 0), "pool"),
+            kas_json_get_string(json_object_array_get_idx(results, 0), "device"));
+    g_assert_true(g_str_has_prefix(shared, s0));
+    g_assert_false(g_hash_table_contains(seen, shared));
+    json_object_put(c);
+
+    /* No node has 2 GPUs left: a pod without a plan gets no claim written, whoever asks. */
+    add_group(cl, "late", 1);
+    add_dra_pod(cl, "late-0", "late", 2);
+    g_autofree char *late = bind_answer(cl, "late-0", "node-0");
+    g_assert_cmpstr(late, !=, "");
+    c = get_claim(cl, "late-0");
+    g_assert_null(kas_json_get(c, "status.allocation"));
+    json_object_put(c);
+    json_object *pod = get_pod(cl, "late-0");
+    g_assert_null(kas_json_get_string(pod, "spec.nodeName"));
+    json_object_put(pod);
+}
+
 static long bind_as(Cluster *cl, const char *cert, const char *ns, const char *pod, const char *uid,
                     const char *node, char **err)
 {
@@ -1318,6 +1591,7 @@ int main(int argc, char **argv)
     curl_global_init(CURL_GLOBAL_DEFAULT);
     g_test_add_func("/extender-e2e/gang-through-extender", test_gang_through_extender);
     g_test_add_func("/extender-e2e/bind-failure-keeps-gang-mates", test_bind_failure);
+    g_test_add_func("/extender-e2e/dra-gang", test_dra_gang);
     g_test_add_func("/extender-e2e/attack-refused", test_attack);
     g_test_add_func("/extender-e2e/hostile-bodies", test_hostile_bodies);
     g_test_add_func("/extender-e2e/deploy-certificates", test_deploy_certificates);

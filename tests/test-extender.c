@@ -1790,6 +1790,57 @@ static void test_http_listen_rules(void)
     g_assert_nonnull(strstr(error->message, "server-key.pem"));
 }
 
+/* A claim as read back after our write met a conflict is adopted only when it is allocated on
+ * the bind's node (or on none in particular) and reserved for the pod being bound. */
+static void test_claim_adoptable(void)
+{
+    static const struct {
+        const char *node;     /* the allocation's node selector, NULL: none */
+        const char *reserved; /* reservedFor uid, NULL: none */
+        gboolean allocated;
+        gboolean adopt;
+    } cases[] = {
+            {"n1", "u1", TRUE, TRUE},  {NULL, "u1", TRUE, TRUE},  {"n2", "u1", TRUE, FALSE},
+            {"n1", "u2", TRUE, FALSE}, {"n1", NULL, TRUE, FALSE}, {NULL, NULL, FALSE, FALSE},
+    };
+    KbExtenderBindingArgs args = {
+            .pod_name = "p", .pod_namespace = "default", .pod_uid = "u1", .node = "n1"};
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *sel =
+                cases[i].node != NULL
+                        ? g_strdup_printf(",\"nodeSelector\":{\"nodeSelectorTerms\":[{"
+                                          "\"matchFields\":[{\"key\":\"metadata.name\","
+                                          "\"operator\":\"In\",\"values\":[\"%s\"]}]}]}",
+                                          cases[i].node)
+                        : g_strdup("");
+        g_autofree char *alloc =
+                cases[i].allocated ? g_strdup_printf("\"allocation\":{\"devices\":{\"results\":[{"
+                                                     "\"request\":\"gpus\",\"driver\":\"d\","
+                                                     "\"pool\":\"n1\",\"device\":\"gpu-0\"}]}%s}",
+                                                     sel)
+                                   : g_strdup("");
+        g_autofree char *res =
+                cases[i].reserved != NULL
+                        ? g_strdup_printf("%s\"reservedFor\":[{\"resource\":\"pods\","
+                                          "\"name\":\"p\",\"uid\":\"%s\"}]",
+                                          cases[i].allocated ? "," : "", cases[i].reserved)
+                        : g_strdup("");
+        g_autofree char *text = g_strdup_printf(
+                "{\"metadata\":{\"name\":\"c\",\"namespace\":\"default\"},\"spec\":{"
+                "\"devices\":{\"requests\":[{\"name\":\"gpus\",\"exactly\":{"
+                "\"deviceClassName\":\"gpu\"}}]}},\"status\":{%s%s}}",
+                alloc, res);
+        json_object *obj = json_tokener_parse(text);
+        g_assert_nonnull(obj);
+        g_autoptr(GError) error = NULL;
+        g_autoptr(KbResourceClaim) claim = kb_resource_claim_decode(obj, FALSE, &error);
+        g_assert_no_error(error);
+        json_object_put(obj);
+        g_assert_cmpint(kb_extender_claim_adoptable(claim, &args), ==, cases[i].adopt);
+    }
+    g_assert_false(kb_extender_claim_adoptable(NULL, &args));
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1814,6 +1865,7 @@ int main(int argc, char **argv)
     g_test_add_func("/extender/decide/preempt-spanning-gang", test_preempt_spanning_gang);
     g_test_add_func("/extender/decide/bind-authorization", test_bind_authorization);
     g_test_add_func("/extender/decide/bind-request-pods", test_bind_request_pods);
+    g_test_add_func("/extender/decide/claim-adoptable", test_claim_adoptable);
     g_test_add_func("/extender/decide/property", test_property);
     g_test_add_func("/extender/replay/node-cache-capable", test_replay_node_cache_capable);
     g_test_add_func("/extender/replay/full-nodes", test_replay_full_nodes);
