@@ -100,3 +100,14 @@ GPtrArray **kb_dra_gang_writes(KbDra *dra, KbPod *const *pods, guint n_pods);
 /* The binder wrote (@written TRUE) or undid the allocation of claim @ns/@name: a written claim
  * stays assumed until the watch shows it, even after its pods' holds end. */
 void kb_dra_claim_written(KbDra *dra, const char *namespace_, const char *name, gboolean written);
+
+/*
+ * What fraction of a GPU result @r takes (an allocated claim's result, or one this allocator
+ * chose: KbClaimWrite bodies carry the same), from 0 to 1, so that accounting can count what is
+ * consumed rather than devices: a partitionable device (a MIG profile) its consumption of its
+ * first counter set's "memory" counter over the set's value (without one, the largest such ratio
+ * among its counters); a share of a device allowing multiple allocations its consumedCapacity
+ * "memory" over the device's (else the largest ratio); any other device 1. -1 when no slice the
+ * cache holds has the device.
+ */
+double kb_dra_gpu_fraction(KbDra *dra, const KbDeviceResult *r);
