@@ -291,7 +291,7 @@ static char *device_key(const char *driver, const char *pool, const char *device
 static gboolean programs_match(const GPtrArray *programs, guint from, guint n, const Dev *d)
 {
     KbCelDevice dev = {d->slice->driver, d->dev->attributes, d->dev->n_attributes,
-                       d->dev->capacity, d->dev->n_capacity, FALSE};
+                       d->dev->capacity, d->dev->n_capacity, d->dev->multiple};
     for (guint i = from; i < from + n; i++) {
         gboolean ok = FALSE;
         /* A runtime error (a missing attribute) is no match, as for a device of another driver. */
@@ -1232,7 +1232,8 @@ static gboolean try_sub(Search *s, const char *req_name, const KbDeviceSubReques
             g_string_append_printf(s->why, " with the same %s", s->match_attr);
         if (s->limit != NULL && s->limit->len > 0)
             g_string_append_printf(s->why, " (%s)", s->limit->str);
-        s->why_free = (gint)n_free;
+        /* a node with no such device at all tells less than one whose devices are spent */
+        s->why_free = idx->len == 0 && busy == 0 ? -1 : (gint)n_free;
     }
     return ok;
 }
