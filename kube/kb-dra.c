@@ -718,19 +718,20 @@ static gboolean decode_device_maps(json_object *o, const char *driver, KbDevice 
                 g_prefix_error(error, "capacity[\"%.64s\"]: ", key);
                 return FALSE;
             }
+            /* counted first: a policy decoded in part is freed with the device */
+            d->n_capacity++;
             json_object *pol = json_object_object_get(v, "requestPolicy");
             if (pol != NULL) {
                 if (d->policies == NULL)
                     d->policies = g_new0(KbCapacityPolicy, json_object_object_length(cap));
                 if (!json_object_is_type(pol, json_type_object) ||
-                    !decode_policy(pol, &d->policies[d->n_capacity], error)) {
+                    !decode_policy(pol, &d->policies[d->n_capacity - 1], error)) {
                     if (error != NULL && *error == NULL)
                         kb_decode_type_error(error, "requestPolicy", "an object", pol);
                     g_prefix_error(error, "capacity[\"%.64s\"].requestPolicy.", key);
                     return FALSE;
                 }
             }
-            d->n_capacity++;
         }
     }
     return TRUE;
