@@ -4,7 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kube/kb-dra.h"
 #include "kube/kb-error.h"
+#include "scheduler/dra.h"
+#include "testbed/kubelet/kbl-dra.h"
 
 typedef struct {
     guint count;
@@ -17,6 +20,8 @@ struct KbGpushareTrace {
     GArray *pods;  /* Shape */
     guint n_nodes, n_gpus, n_pods, n_gpu_pods, n_fractional;
 };
+
+static guint dra_disagreements;
 
 typedef struct {
     gint64 cpu, mem;
@@ -158,7 +163,9 @@ guint kb_gpushare_trace_pods(const KbGpushareTrace *t, guint *fractional)
 
 const char *kb_gpushare_policy_name(KbGpusharePolicy p)
 {
-    return p == KB_GPUSHARE_PACKING ? "packing" : "first-fit";
+    return p == KB_GPUSHARE_DRA       ? "kube-batchd"
+           : p == KB_GPUSHARE_PACKING ? "packing"
+                                      : "first-fit";
 }
 
 /* ---- placement ------------------------------------------------------------------------------ */
@@ -277,6 +284,182 @@ static Node *expand_nodes(const KbGpushareTrace *t)
     return nodes;
 }
 
+/* ---- through kube-batchd's allocator -------------------------------------------------------- */
+
+/*
+ * KB_GPUSHARE_DRA: nodes taken in trace order as first-fit does (the first where the pod fits),
+ * the GPU on the node chosen by scheduler/dra.c (kb_dra_fits, kb_dra_assume) from the
+ * ResourceSlices kb-kubelet --dra publishes for a node labelled kube-batchd.io/gpu-sharing=memory:
+ * each GPU allows multiple allocations, its memory stands for its 1000 milli-GPUs (published as
+ * 1000Gi, so that the whole-GiB request policy makes one step one milli-GPU). A fraction is a
+ * claim asking capacity.requests memory of that many Gi, whole GPUs a claim of that count asking
+ * none (the policy's default: all of a GPU). Node CPU and memory are the model's; what the
+ * allocator chose (its claim write's device and consumedCapacity) is mirrored per GPU only to
+ * skip, before asking the allocator, nodes where no GPU could have room.
+ */
+typedef struct {
+    KbDra *dra;
+    Node *nodes;
+    guint n_nodes;
+    guint64 seq;
+    guint disagree; /* the mirror said a node had room, the allocator said not */
+} DraCluster;
+
+static void dra_put(KbDra *dra, int kind, const char *json)
+{
+    json_object *o = json_tokener_parse(json);
+    g_autoptr(GError) error = NULL;
+    if (kind == 0) {
+        g_autoptr(KbDeviceClass) dc = kb_device_class_decode(o, FALSE, &error);
+        if (dc != NULL)
+            kb_dra_set_class(dra, dc);
+    } else {
+        g_autoptr(KbResourceClaim) c = kb_resource_claim_decode(o, FALSE, &error);
+        if (c != NULL)
+            kb_dra_set_claim(dra, c);
+    }
+    json_object_put(o);
+    if (error != NULL)
+        g_error("bench-gpushare: %s", error->message); /* our own JSON: a broken invariant */
+}
+
+static DraCluster *dra_cluster_new(const KbGpushareTrace *t)
+{
+    DraCluster *c = g_new0(DraCluster, 1);
+    c->dra = kb_dra_new();
+    c->nodes = expand_nodes(t);
+    c->n_nodes = t->n_nodes;
+    dra_put(c->dra, 0,
+            "{\"metadata\":{\"name\":\"gpu.nvidia.com\"},\"spec\":{\"selectors\":[{\"cel\":{"
+            "\"expression\":\"device.attributes['gpu.nvidia.com'].type == 'gpu'\"}}]}}");
+    for (guint k = 0; k < c->n_nodes; k++) {
+        if (c->nodes[k].n_gpus == 0)
+            continue;
+        g_autofree char *nj = g_strdup_printf(
+                "{\"metadata\":{\"name\":\"node-%u\",\"labels\":{\"kube-batchd.io/gpu-sharing\":"
+                "\"memory\",\"nvidia.com/gpu.memory\":\"1024000\"}},\"status\":{\"allocatable\":{"
+                "\"nvidia.com/gpu\":\"%u\"}}}",
+                k, c->nodes[k].n_gpus);
+        json_object *node = json_tokener_parse(nj);
+        g_autoptr(GError) error = NULL;
+        json_object *slices = kbl_dra_slices(node, FALSE, &error);
+        json_object_put(node);
+        for (gsize i = 0; slices != NULL && i < json_object_array_length(slices); i++) {
+            g_autoptr(KbResourceSlice) s =
+                    kb_resource_slice_decode(json_object_array_get_idx(slices, i), FALSE, &error);
+            if (s == NULL)
+                g_error("bench-gpushare: %s", error->message);
+            kb_dra_set_slice(c->dra, s);
+        }
+        json_object_put(slices);
+    }
+    return c;
+}
+
+static void dra_cluster_free(DraCluster *c)
+{
+    kb_dra_free(c->dra);
+    g_free(c->nodes);
+    g_free(c);
+}
+
+/* Could @p's GPUs fit on @n as far as the mirror knows. */
+static gboolean mirror_fits(const Node *n, const Shape *p)
+{
+    if (n->cpu < p->cpu || n->mem < p->mem)
+        return FALSE;
+    if (p->gpus == 1 && p->milli < 1000)
+        return pick_gpu(n, p->milli, FALSE) >= 0;
+    return free_gpus(n) >= p->gpus;
+}
+
+/* The allocator's choice for @pod (held) into the mirror of node @n. */
+static void mirror_take(KbDra *dra, KbPod *pod, Node *n)
+{
+    KbPod *pods[] = {pod};
+    g_autofree GPtrArray **writes = kb_dra_gang_writes(dra, pods, 1);
+    g_autoptr(GPtrArray) w = writes[0];
+    for (guint i = 0; w != NULL && i < w->len; i++) {
+        const KbClaimWrite *cw = w->pdata[i];
+        json_object *st = json_object_object_get(cw->body, "status");
+        json_object *res = json_object_object_get(
+                json_object_object_get(json_object_object_get(st, "allocation"), "devices"),
+                "results");
+        for (gsize r = 0; r < json_object_array_length(res); r++) {
+            json_object *o = json_object_array_get_idx(res, r);
+            const char *dev = json_object_get_string(json_object_object_get(o, "device"));
+            const char *mem = json_object_get_string(json_object_object_get(
+                    json_object_object_get(o, "consumedCapacity"), "memory"));
+            guint g = (guint)g_ascii_strtoull(dev + strlen("gpu-"), NULL, 10);
+            KbQuantity q;
+            gint64 gib = mem != NULL && kb_quantity_parse(mem, &q, NULL)
+                                 ? kb_quantity_value(&q) >> 30
+                                 : 1000;
+            if (g < n->n_gpus)
+                n->free[g] -= (guint)MIN(gib, (gint64)n->free[g]);
+        }
+    }
+}
+
+/* Place @p through the allocator: TRUE when it fitted somewhere. */
+static gboolean dra_place(DraCluster *c, const Shape *p)
+{
+    if (p->gpus == 0)
+        return place(c->nodes, c->n_nodes, p, KB_GPUSHARE_FIRST_FIT);
+    guint64 id = ++c->seq;
+    g_autofree char *cap = p->gpus == 1 && p->milli < 1000
+                                   ? g_strdup_printf(",\"capacity\":{\"requests\":{\"memory\":"
+                                                     "\"%uGi\"}}",
+                                                     p->milli)
+                                   : g_strdup("");
+    g_autofree char *claim = g_strdup_printf(
+            "{\"metadata\":{\"name\":\"c%" G_GUINT64_FORMAT "\",\"namespace\":\"b\",\"uid\":"
+            "\"cu%" G_GUINT64_FORMAT "\",\"resourceVersion\":\"1\"},\"spec\":{\"devices\":{"
+            "\"requests\":[{\"name\":\"gpu\",\"exactly\":{\"deviceClassName\":\"gpu.nvidia.com\","
+            "\"count\":%u%s}}]}}}",
+            id, id, p->gpus, cap);
+    dra_put(c->dra, 1, claim);
+    g_autofree char *pj = g_strdup_printf(
+            "{\"metadata\":{\"name\":\"p%" G_GUINT64_FORMAT "\",\"namespace\":\"b\",\"uid\":"
+            "\"u%" G_GUINT64_FORMAT "\"},\"spec\":{\"resourceClaims\":[{\"name\":\"gpu\","
+            "\"resourceClaimName\":\"c%" G_GUINT64_FORMAT "\"}],\"containers\":[{\"name\":"
+            "\"c\"}]}}",
+            id, id, id);
+    json_object *o = json_tokener_parse(pj);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbPod) pod = kb_pod_decode(o, FALSE, &error);
+    json_object_put(o);
+    if (pod == NULL)
+        g_error("bench-gpushare: %s", error->message);
+    for (guint i = 0; i < c->n_nodes; i++) {
+        Node *n = &c->nodes[i];
+        if (!mirror_fits(n, p))
+            continue;
+        g_autofree char *name = g_strdup_printf("node-%u", i);
+        if (!kb_dra_fits(c->dra, pod, name, NULL, NULL) || !kb_dra_assume(c->dra, pod, name)) {
+            c->disagree++;
+            continue;
+        }
+        n->cpu -= p->cpu;
+        n->mem -= p->mem;
+        mirror_take(c->dra, pod, n);
+        return TRUE;
+    }
+    return FALSE;
+}
+
+guint kb_gpushare_dra_disagreements(void)
+{
+    return dra_disagreements;
+}
+
+/* One placement by @policy on the model's @nodes or through @c. */
+static gboolean place_any(Node *nodes, DraCluster *c, guint n, const Shape *p,
+                          KbGpusharePolicy policy)
+{
+    return c != NULL ? dra_place(c, p) : place(nodes, n, p, policy);
+}
+
 /* A pod shape drawn with weight count. */
 static const Shape *draw(const KbGpushareTrace *t, GRand *r)
 {
@@ -294,18 +477,23 @@ double kb_gpushare_place_seq(const KbGpushareTrace *t, KbGpusharePolicy policy, 
                              guint n, guint *placed)
 {
     g_autofree Node *nodes = expand_nodes(t);
+    DraCluster *c = policy == KB_GPUSHARE_DRA ? dra_cluster_new(t) : NULL;
     double capacity = 1000.0 * t->n_gpus, allocated = 0;
     guint ok = 0;
     for (guint i = 0; i < n; i++) {
         g_return_val_if_fail(pods[i] < t->pods->len, 1.0);
         const Shape *p = &g_array_index(t->pods, Shape, pods[i]);
-        if (place(nodes, t->n_nodes, p, policy)) {
+        if (place_any(nodes, c, t->n_nodes, p, policy)) {
             allocated += p->gpus == 1 && p->milli < 1000 ? p->milli : 1000.0 * p->gpus;
             ok++;
         }
     }
     if (placed != NULL)
         *placed = ok;
+    if (c != NULL) {
+        dra_disagreements += c->disagree;
+        dra_cluster_free(c);
+    }
     return 1.0 - allocated / capacity;
 }
 
@@ -313,6 +501,7 @@ void kb_gpushare_replay(const KbGpushareTrace *t, KbGpusharePolicy policy, guint
                         const double *loads, guint n_loads, double *unallocated, guint *dropped)
 {
     g_autofree Node *nodes = expand_nodes(t);
+    DraCluster *c = policy == KB_GPUSHARE_DRA ? dra_cluster_new(t) : NULL;
     g_autoptr(GRand) r = g_rand_new_with_seed((guint32)(seed ^ (seed >> 32)));
     double capacity = 1000.0 * t->n_gpus, arrived = 0, allocated = 0;
     guint lost = 0, next = 0;
@@ -320,7 +509,7 @@ void kb_gpushare_replay(const KbGpushareTrace *t, KbGpusharePolicy policy, guint
         const Shape *p = draw(t, r);
         double want = p->gpus == 1 && p->milli < 1000 ? p->milli : 1000.0 * p->gpus;
         arrived += want;
-        if (place(nodes, t->n_nodes, p, policy))
+        if (place_any(nodes, c, t->n_nodes, p, policy))
             allocated += want;
         else
             lost++;
@@ -329,4 +518,8 @@ void kb_gpushare_replay(const KbGpushareTrace *t, KbGpusharePolicy policy, guint
     }
     if (dropped != NULL)
         *dropped = lost;
+    if (c != NULL) {
+        dra_disagreements += c->disagree;
+        dra_cluster_free(c);
+    }
 }
