@@ -17,7 +17,13 @@
  *   or All) or the first `firstAvailable` alternative that fits, devices matching the class's
  *   and the request's selectors; with a `matchAttribute` constraint every value of the attribute
  *   is tried (fewest devices first); without one, devices of one NVLink island
- *   (KB_DRA_ISLAND_ATTRIBUTE) are preferred, the island that fits most tightly first.
+ *   (KB_DRA_ISLAND_ATTRIBUTE) are preferred, the island that fits most tightly first;
+ * - a partitionable device (consumesCounters, a MIG placement) only while every counter it
+ *   consumes, with those of the devices held and planned, stays within its pool's counter set;
+ *   a device with allowMultipleAllocations shared, each claim taking its capacity.requests
+ *   rounded per requestPolicy, the sum within the capacity (results carry consumedCapacity and a
+ *   shareID); both taken from the GPU most used already (packing);
+ * - in a gang, firstAvailable's first alternative that fits every member (dra.c alt_order).
  * kb_dra_assume() holds the choice for the pod (kb_session_allocate calls it, inside the gang's
  * statement); kb_dra_release() gives it back (statement discarded, binding failed, pod deleted).
  */
