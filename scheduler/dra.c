@@ -1015,7 +1015,7 @@ typedef struct {
     GString *why;            /* the first shortfall */
     gint why_free;
     gboolean choose;  /* the devices are kept (assume): prefer islands; else only feasibility */
-    const char *gang; /* "ns/group" of the pod's gang, or NULL */
+    const KbPod *pod; /* the pod planned (its gang: firstAvailable) */
     GString *limit;   /* the first counter or capacity found spent (for why) */
 } Search;
 
@@ -1252,8 +1252,9 @@ static guint alt_order(Search *s, const KbDeviceRequest *req, guint *order, Gang
     guint n = req->n_first_available, floor = 0;
     *strict = NULL;
     GangAlt *g = NULL;
-    if (s->gang != NULL) {
-        g_autofree char *k = g_strdup_printf("%s|%s", s->gang, req->exactly.name);
+    if (s->pod->group_name != NULL && g_hash_table_size(s->dra->gang_alts) > 0) {
+        g_autofree char *k = g_strdup_printf("%s/%s|%s", s->pod->meta.namespace_,
+                                             s->pod->group_name, req->exactly.name);
         g = g_hash_table_lookup(s->dra->gang_alts, k);
     }
     if (g != NULL && g->refs > 0 && g->floor < n && g->idx < n) {
@@ -1433,11 +1434,10 @@ static gboolean plan_pod(KbDra *dra, const KbPod *pod, const char *node, GArray 
     gboolean have_cands = FALSE;
     guint n_taken = 0;
     dra->epoch++;
-    g_hash_table_remove_all(dra->counter_plan);
-    g_hash_table_remove_all(dra->share_plan);
-    g_autofree char *gang = pod->group_name != NULL ? g_strdup_printf("%s/%s", pod->meta.namespace_,
-                                                                      pod->group_name)
-                                                    : NULL;
+    if (g_hash_table_size(dra->counter_plan) > 0)
+        g_hash_table_remove_all(dra->counter_plan);
+    if (g_hash_table_size(dra->share_plan) > 0)
+        g_hash_table_remove_all(dra->share_plan);
     for (guint i = 0; i < pod->n_resource_claims; i++) {
         char buf[320];
         g_autofree char *key = NULL;
@@ -1487,7 +1487,7 @@ static gboolean plan_pod(KbDra *dra, const KbPod *pod, const char *node, GArray 
         g_autoptr(GString) limit = why != NULL ? g_string_new(NULL) : NULL;
         g_autoptr(GPtrArray) picked = g_ptr_array_new();
         Search s = {dra,  ci,   k, node, dra->cands, picked, results_new(),
-                    NULL, NULL, w, 0,    choose,     gang,   limit};
+                    NULL, NULL, w, 0,    choose,     pod,    limit};
         if (!search_claim(&s)) {
             g_array_unref(s.results);
             if (why != NULL)
