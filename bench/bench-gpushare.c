@@ -65,7 +65,7 @@ int main(int argc, char **argv)
            "load; mean of %d seeds\n\n",
            seeds);
     enum { N = G_N_ELEMENTS(loads) };
-    enum { P = 3 };
+    enum { P = 4 };
     double sum[P][N] = {{0}};
     guint dropped[P] = {0};
     for (int p = 0; p < P; p++)
@@ -77,28 +77,36 @@ int main(int argc, char **argv)
                 sum[p][i] += u[i] / seeds;
             dropped[p] += d;
         }
-    printf("%-10s %12s %12s %8s %12s %8s %7s\n", "arrived", "first-fit", "packing", "change",
-           "kube-batchd", "change", "ratio");
+    printf("%-8s %10s %10s %6s %12s %6s %6s %12s %6s %6s\n", "arrived", "first-fit", "packing",
+           "change", "kube-batchd", "change", "ratio", "kb MIG", "change", "ratio");
     for (guint i = 0; i < N; i++) {
-        double ff = sum[KB_GPUSHARE_FIRST_FIT][i], pk = sum[KB_GPUSHARE_PACKING][i];
-        double kb = sum[KB_GPUSHARE_DRA][i];
-        gboolean some = ff > 0.0005;
-        g_autofree char *change =
-                some ? g_strdup_printf("%+.0f%%", (pk / ff - 1) * 100) : g_strdup("-");
-        g_autofree char *kchange =
-                some ? g_strdup_printf("%+.0f%%", (kb / ff - 1) * 100) : g_strdup("-");
-        g_autofree char *ratio = some ? g_strdup_printf("%.2f", kb / ff) : g_strdup("-");
-        printf("%8.0f%%  %11.1f%% %11.1f%% %8s %11.1f%% %8s %7s\n", loads[i] * 100, ff * 100,
-               pk * 100, change, kb * 100, kchange, ratio);
+        double ff = sum[KB_GPUSHARE_FIRST_FIT][i];
+        printf("%6.0f%%  %9.1f%%", loads[i] * 100, ff * 100);
+        static const KbGpusharePolicy others[] = {KB_GPUSHARE_PACKING, KB_GPUSHARE_DRA,
+                                                  KB_GPUSHARE_DRA_MIG};
+        for (guint o = 0; o < G_N_ELEMENTS(others); o++) {
+            double v = sum[others[o]][i];
+            gboolean some = ff > 0.0005;
+            g_autofree char *change =
+                    some ? g_strdup_printf("%+.0f%%", (v / ff - 1) * 100) : g_strdup("-");
+            g_autofree char *ratio = some ? g_strdup_printf("%.2f", v / ff) : g_strdup("-");
+            if (o == 0)
+                printf(" %9.1f%% %6s", v * 100, change);
+            else
+                printf(" %11.1f%% %6s %6s", v * 100, change, ratio);
+        }
+        printf("\n");
     }
     printf("\nunallocated: share of GPU capacity (milli-GPUs) not allocated when the arrived "
            "request reached the load\n");
     printf("ratio       kube-batchd's unallocated share over first-fit's (FGD reports 0.51 at "
            "best)\n");
-    printf("dropped     first-fit %.0f, packing %.0f, kube-batchd %.0f pods a replay fitted "
-           "nowhere (up to %.0f%% load)\n",
+    printf("kb MIG      kube-batchd on kb-kubelet --mig slices: a fraction takes the smallest MIG "
+           "profile holding it (counted as asked)\n");
+    printf("dropped     first-fit %.0f, packing %.0f, kube-batchd %.0f, kb MIG %.0f pods a replay "
+           "fitted nowhere (up to %.0f%% load)\n",
            (double)dropped[0] / seeds, (double)dropped[1] / seeds, (double)dropped[2] / seeds,
-           loads[N - 1] * 100);
+           (double)dropped[3] / seeds, loads[N - 1] * 100);
     printf("allocator   %u times it refused a node the replay's mirror of its GPUs said had room "
            "(0: the two agree)\n",
            kb_gpushare_dra_disagreements());

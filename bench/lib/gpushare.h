@@ -13,7 +13,9 @@
  *     by kube-batchd's own allocator (scheduler/dra.c through kb_dra_fits / kb_dra_assume) among
  *     the ResourceSlices kb-kubelet --dra publishes for GPUs shared by memory (gpushare.c says
  *     how milli-GPUs map onto memory). Its packing is the allocator's: a share onto the GPU most
- *     used already.
+ *     used already;
+ *   - kube-batchd MIG (KB_GPUSHARE_DRA_MIG): the same on the slices kb-kubelet --dra --mig
+ *     publishes, a fraction taking the smallest MIG profile that holds it.
  * The first two are a model apart from the scheduler; the third drives the scheduler's code.
  *
  * The input is a shape histogram (bench/data/alibaba-openb-v2023.csv, made by
@@ -35,6 +37,7 @@ typedef enum {
     KB_GPUSHARE_FIRST_FIT,
     KB_GPUSHARE_PACKING,
     KB_GPUSHARE_DRA,
+    KB_GPUSHARE_DRA_MIG,
 } KbGpusharePolicy;
 
 /* Times, over all KB_GPUSHARE_DRA replays, that the allocator refused a node its mirror said had
