@@ -23,6 +23,7 @@
 #include "tests/lib/kb-test-util.h"
 
 static KbTestApiserver *api;
+static KbTestDaemon *scheduler; /* kube-batchd, for its log when a wait fails */
 
 static char *get(const char *kind, const char *name, const char *path)
 {
@@ -144,7 +145,25 @@ static void first_available_claim(const char *name)
 
 static char *wait_running(const char *pod)
 {
-    return wait_until("pod", pod, "{.status.phase}", contains, "Running");
+    char *phase = wait_until("pod", pod, "{.status.phase}", contains, "Running");
+    if (!contains(phase, "Running")) {
+        /* say why, for the log of a failed run */
+        g_autofree char *cond =
+                get("podgroups.scheduling.volcano.sh", pod, "{.status.conditions[*].message}");
+        g_autofree char *node = get("pod", pod, "{.spec.nodeName}");
+        g_autofree char *claim = get("resourceclaim", pod, "{.status}");
+        g_autofree char *events = kb_test_kubectl_run(api, NULL, "get", "events", NULL);
+        g_autofree char *log = NULL;
+        gsize len = 0;
+        const char *path = scheduler != NULL ? kb_test_daemon_log_path(scheduler) : NULL;
+        if (path != NULL)
+            g_file_get_contents(path, &log, &len, NULL);
+        g_test_message("pod %s on \"%s\"; podgroup: %s; claim status: %s; events:\n%s\n"
+                       "kube-batchd's log (end):\n%s",
+                       pod, node, cond, claim, events,
+                       log != NULL ? log + (len > 8000 ? len - 8000 : 0) : "");
+    }
+    return phase;
 }
 
 /* The memory slices (bits) of MIG device gpu-<g>-mig-<profile>-<id>-<start>. */
@@ -260,6 +279,7 @@ static void test_mig_e2e(void)
             kb_test_apiserver_spawn(api, "kb-kubelet", FALSE, kargs, NULL);
     const char *bargs[] = {"--schedule-period", "200ms", NULL};
     g_autoptr(KbTestDaemon) sched = kb_test_apiserver_spawn(api, "kube-batchd", FALSE, bargs, NULL);
+    scheduler = sched;
     apply("deploy/base/crds/podgroup-volcano.yaml");
     apply("deploy/dra/deviceclasses.yaml");
     /* mig-0, big-0: a counter slice and a GPU slice each; small-0: one and two; share-0: one */
@@ -269,6 +289,7 @@ static void test_mig_e2e(void)
     check_mig();
     check_shares();
     check_first_available();
+    scheduler = NULL;
     g_assert_cmpint(kb_test_daemon_stop(sched, 10000), ==, 0);
     g_assert_cmpint(kb_test_daemon_stop(kubelet, 10000), ==, 0);
     g_unlink(file);
