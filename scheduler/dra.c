@@ -421,7 +421,6 @@ static char *counter_key(const Dev *d, const char *set, const char *counter)
 /* Add (@sign 1) or take back (-1) what @d consumes of its sets' counters in @table. */
 static void counters_add(KbDra *dra, GHashTable *table, const Dev *d, gint sign)
 {
-    (void)dra;
     for (guint c = 0; c < d->dev->n_consumes; c++) {
         const KbCounterSet *cs = &d->dev->consumes[c];
         for (guint k = 0; k < cs->n_counters; k++)
