@@ -91,6 +91,7 @@ typedef struct {
     gboolean fell;
     guint floor;
 } GangAlt;
+#define GANG_FLOORS_KEPT 4096
 
 struct KbDra {
     GHashTable *classes;    /* name -> ClassInfo* */
@@ -1610,8 +1611,21 @@ static void gang_alt_end(KbDra *dra, const char *key, GangAlt *g, HoldEnd how)
     if (how == HOLD_RELEASED && g->fell)
         g->floor = g->idx + 1;
     g->fell = FALSE;
-    if (how == HOLD_BOUND || g->floor == 0)
+    if (how == HOLD_BOUND || g->floor == 0) {
         g_hash_table_remove(dra->gang_alts, key);
+        return;
+    }
+    /* a gang deleted before it was bound leaves its floor: past a bound, floors nobody holds
+     * are forgotten (their gangs start from the first alternative again) */
+    if (g_hash_table_size(dra->gang_alts) > GANG_FLOORS_KEPT) {
+        GHashTableIter it;
+        gpointer v;
+        g_hash_table_iter_init(&it, dra->gang_alts);
+        while (g_hash_table_iter_next(&it, NULL, &v)) {
+            if (((GangAlt *)v)->refs == 0)
+                g_hash_table_iter_remove(&it);
+        }
+    }
 }
 
 /* End the hold of @uid; the claims it allocated are given back unless written. */
