@@ -962,6 +962,10 @@ static void test_capacity_shares(void)
     kb_test_sched_run(fx);
     g_assert_cmpuint(kb_test_sched_binds(fx, "ml/d"), ==, 1);
     g_assert_cmpstr(result_member(fx, "d", "consumedCapacity.memory"), ==, "1Gi");
+    /* 80Gi of 80Gi taken; b's binding fails: its 39Gi come back, and b or c fits again */
+    g_assert_true(kb_cache_bind_failed(fx->cache, "ml", "b", "u-b", NULL));
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), >=, 1);
     kb_test_sched_free(fx);
 }
 
