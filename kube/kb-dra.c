@@ -18,6 +18,14 @@ static void sub_request_clear(KbDeviceSubRequest *s)
 {
     g_free(s->name);
     strv_free(s->selectors, s->n_selectors);
+    g_free(s->capacity);
+}
+
+static void counter_sets_free(KbCounterSet *sets, guint n)
+{
+    for (guint i = 0; i < n; i++)
+        g_free(sets[i].counters);
+    g_free(sets);
 }
 
 static void claim_spec_clear(KbClaimSpec *spec)
@@ -43,7 +51,11 @@ static void device_clear(KbDevice *d)
     for (guint i = 0; i < d->n_attributes; i++)
         g_free((char *)d->attributes[i].string_value);
     g_free(d->attributes);
+    for (guint i = 0; d->policies != NULL && i < d->n_capacity; i++)
+        g_free(d->policies[i].valid_values);
+    g_free(d->policies);
     g_free(d->capacity);
+    counter_sets_free(d->consumes, d->n_consumes);
 }
 
 void kb_dra_record_clear(KbObjectMeta *meta)
@@ -55,6 +67,8 @@ void kb_dra_record_clear(KbObjectMeta *meta)
         for (guint i = 0; i < c->n_results; i++) {
             g_free(c->results[i].request);
             g_free(c->results[i].device);
+            g_free(c->results[i].consumed);
+            g_free(c->results[i].share_id);
         }
         g_free(c->results);
         for (guint i = 0; i < c->n_reserved_for; i++) {
@@ -75,6 +89,7 @@ void kb_dra_record_clear(KbObjectMeta *meta)
         for (guint i = 0; i < s->n_devices; i++)
             device_clear(&s->devices[i]);
         g_free(s->devices);
+        counter_sets_free(s->counter_sets, s->n_counter_sets);
         break;
     }
     default:
@@ -106,6 +121,59 @@ static gboolean required_string(json_object *o, const char *key, gsize max, char
         return FALSE;
     }
     *out = g_strdup(s);
+    return TRUE;
+}
+
+/* A quantity given as a string (as the API writes them) into milli-units. */
+static gboolean quantity_milli(json_object *v, const char *key, gint64 *out, GError **error)
+{
+    if (!json_object_is_type(v, json_type_string))
+        return kb_decode_type_error(error, key, "a quantity string", v);
+    KbQuantity q;
+    if (!kb_quantity_parse(json_object_get_string(v), &q, error)) {
+        g_prefix_error(error, "%s: ", key);
+        return FALSE;
+    }
+    *out = kb_quantity_milli_value(&q);
+    return TRUE;
+}
+
+/* Member @key of @o, a map of names to quantities (capacity.requests, consumedCapacity), into
+ * @out / @n (at most KB_DRA_MAX_DEVICE_FIELDS entries). */
+static gboolean decode_amounts(json_object *o, const char *key, KbCapacityAmount **out, guint *n,
+                               GError **error)
+{
+    json_object *map;
+    if (!kb_decode_member(o, key, json_type_object, &map, error))
+        return FALSE;
+    if (map == NULL)
+        return TRUE;
+    gsize len = json_object_object_length(map);
+    if (len > KB_DRA_MAX_DEVICE_FIELDS) {
+        g_set_error(error, KB_ERROR, KB_ERROR_LIMIT,
+                    "%s: %" G_GSIZE_FORMAT " entries, more than %d", key, len,
+                    KB_DRA_MAX_DEVICE_FIELDS);
+        return FALSE;
+    }
+    *out = len > 0 ? g_new0(KbCapacityAmount, len) : NULL;
+    json_object_object_foreach(map, k, v)
+    {
+        g_autofree char *f = g_strdup_printf("%s[\"%.64s\"]", key, k);
+        if (strlen(k) == 0 || strlen(k) > KB_MAX_LABEL_KEY_LEN) {
+            g_set_error(error, KB_ERROR, KB_ERROR_DECODE, "%s: invalid name", f);
+            return FALSE;
+        }
+        KbCapacityAmount *a = &(*out)[*n];
+        a->name = g_intern_string(k);
+        (*n)++;
+        if (!quantity_milli(v, f, &a->milli, error))
+            return FALSE;
+        if (a->milli < 0) {
+            g_set_error(error, KB_ERROR, KB_ERROR_DECODE, "%s: %s is negative", f,
+                        json_object_get_string(v));
+            return FALSE;
+        }
+    }
     return TRUE;
 }
 
@@ -144,7 +212,11 @@ static gboolean decode_sub_request(json_object *o, KbDeviceSubRequest *s, GError
     const char *mode = NULL;
     gint64 count = 1;
     gboolean has_count = FALSE;
-    if (!kb_decode_interned(o, "deviceClassName", KB_MAX_NAME_LEN, TRUE, &s->device_class, error) ||
+    json_object *cap = NULL;
+    if (!kb_decode_member(o, "capacity", json_type_object, &cap, error) ||
+        (cap != NULL && !decode_amounts(cap, "requests", &s->capacity, &s->n_capacity, error) &&
+         (g_prefix_error(error, "capacity."), TRUE)) ||
+        !kb_decode_interned(o, "deviceClassName", KB_MAX_NAME_LEN, TRUE, &s->device_class, error) ||
         !decode_selectors(o, &s->selectors, &s->n_selectors, error) ||
         !kb_decode_string(o, "allocationMode", KB_MAX_NAME_LEN, &mode, error) ||
         !kb_decode_int(o, "count", 1, KB_DRA_MAX_COUNT, &count, &has_count, error) ||
@@ -292,12 +364,23 @@ KbDeviceClass *kb_device_class_decode(json_object *obj, gboolean keep_raw, GErro
 
 /* ---- ResourceClaim -------------------------------------------------------------------------- */
 
+static gboolean decode_share_id(json_object *o, char **out, GError **error)
+{
+    const char *id = NULL;
+    if (!kb_decode_string(o, "shareID", 36, &id, error))
+        return FALSE;
+    *out = id != NULL && *id != '\0' ? g_strdup(id) : NULL;
+    return TRUE;
+}
+
 static gboolean decode_result(json_object *o, KbDeviceResult *r, GError **error)
 {
     return required_string(o, "request", KB_MAX_NAME_LEN * 2 + 1, &r->request, error) &&
            kb_decode_interned(o, "driver", KB_MAX_NAME_LEN, TRUE, &r->driver, error) &&
            kb_decode_interned(o, "pool", KB_MAX_NAME_LEN, TRUE, &r->pool, error) &&
-           required_string(o, "device", KB_MAX_NAME_LEN, &r->device, error);
+           required_string(o, "device", KB_MAX_NAME_LEN, &r->device, error) &&
+           decode_amounts(o, "consumedCapacity", &r->consumed, &r->n_consumed, error) &&
+           decode_share_id(o, &r->share_id, error);
 }
 
 /* nodeSelector.nodeSelectorTerms[0].matchFields[0]: metadata.name In [node], the one form a
@@ -486,6 +569,108 @@ static gboolean decode_attribute(json_object *v, KbCelAttribute *a, GError **err
     return TRUE;
 }
 
+/* A quantity member @key of @o (absent: *@has FALSE). */
+static gboolean optional_quantity(json_object *o, const char *key, gint64 *out, gboolean *has,
+                                  GError **error)
+{
+    json_object *v = NULL;
+    *has = json_object_object_get_ex(o, key, &v) && v != NULL;
+    return !*has || quantity_milli(v, key, out, error);
+}
+
+/* capacity[x].requestPolicy: default, validValues (ascending) or validRange. */
+static gboolean decode_policy(json_object *pol, KbCapacityPolicy *p, GError **error)
+{
+    json_object *vals, *range;
+    gsize n;
+    gboolean has;
+    if (!optional_quantity(pol, "default", &p->default_milli, &p->has_default, error) ||
+        !kb_decode_array(pol, "validValues", KB_DRA_MAX_VALID_VALUES, &vals, &n, error) ||
+        !kb_decode_member(pol, "validRange", json_type_object, &range, error))
+        return FALSE;
+    p->valid_values = n > 0 ? g_new0(gint64, n) : NULL;
+    for (gsize i = 0; i < n; i++) {
+        g_autofree char *f = g_strdup_printf("validValues[%" G_GSIZE_FORMAT "]", i);
+        if (!quantity_milli(json_object_array_get_idx(vals, i), f, &p->valid_values[i], error))
+            return FALSE;
+        p->n_valid_values++;
+        if (i > 0 && p->valid_values[i] <= p->valid_values[i - 1]) {
+            g_set_error(error, KB_ERROR, KB_ERROR_DECODE, "%s: not in ascending order", f);
+            return FALSE;
+        }
+    }
+    if (range == NULL)
+        return TRUE;
+    p->has_range = TRUE;
+    if (!optional_quantity(range, "min", &p->min, &has, error) ||
+        !optional_quantity(range, "max", &p->max, &has, error) ||
+        !optional_quantity(range, "step", &p->step, &has, error)) {
+        g_prefix_error(error, "validRange.");
+        return FALSE;
+    }
+    if (p->min < 0 || p->step < 0 || (p->max != 0 && p->max < p->min)) {
+        g_set_error_literal(error, KB_ERROR, KB_ERROR_DECODE,
+                            "validRange: min, max and step must be 0 <= min <= max, step >= 0");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* counters {name: {value}} of @o into @set (at most KB_DRA_MAX_COUNTERS). */
+static gboolean decode_counters(json_object *o, KbCounterSet *set, GError **error)
+{
+    json_object *map;
+    if (!kb_decode_member(o, "counters", json_type_object, &map, error))
+        return FALSE;
+    gsize len = map != NULL ? json_object_object_length(map) : 0;
+    if (len == 0 || len > KB_DRA_MAX_COUNTERS) {
+        g_set_error(error, KB_ERROR, len == 0 ? KB_ERROR_DECODE : KB_ERROR_LIMIT,
+                    "counters: %" G_GSIZE_FORMAT " entries, wanted 1 to %d", len,
+                    KB_DRA_MAX_COUNTERS);
+        return FALSE;
+    }
+    set->counters = g_new0(KbCounter, len);
+    json_object_object_foreach(map, k, v)
+    {
+        g_autofree char *f = g_strdup_printf("counters[\"%.64s\"].value", k);
+        KbCounter *c = &set->counters[set->n_counters++];
+        c->name = g_intern_string(k);
+        if (!json_object_is_type(v, json_type_object))
+            return kb_decode_type_error(error, f, "an object", v);
+        if (!quantity_milli(json_object_object_get(v, "value"), f, &c->milli, error))
+            return FALSE;
+        if (c->milli < 0) {
+            g_set_error(error, KB_ERROR, KB_ERROR_DECODE, "%s: negative", f);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+/* sharedCounters (@name_key "name") or consumesCounters ("counterSet") of @o. */
+static gboolean decode_counter_sets(json_object *o, const char *key, const char *name_key,
+                                    gsize max, KbCounterSet **out, guint *n, GError **error)
+{
+    json_object *arr, *e;
+    gsize len;
+    if (!kb_decode_array(o, key, max, &arr, &len, error))
+        return FALSE;
+    *out = len > 0 ? g_new0(KbCounterSet, len) : NULL;
+    for (gsize i = 0; i < len; i++) {
+        if (!element(arr, key, i, &e, error))
+            return FALSE;
+        (*n)++;
+        if (!kb_decode_interned(e, name_key, KB_MAX_NAME_LEN, TRUE, &(*out)[i].name, error) ||
+            ((*out)[i].name == NULL &&
+             (g_set_error(error, KB_ERROR, KB_ERROR_DECODE, "%s: missing", name_key), TRUE)) ||
+            !decode_counters(e, &(*out)[i], error)) {
+            g_prefix_error(error, "%s[%" G_GSIZE_FORMAT "].", key, i);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
 static gboolean decode_device_maps(json_object *o, const char *driver, KbDevice *d, GError **error)
 {
     json_object *attrs, *cap;
@@ -533,7 +718,20 @@ static gboolean decode_device_maps(json_object *o, const char *driver, KbDevice 
                 g_prefix_error(error, "capacity[\"%.64s\"]: ", key);
                 return FALSE;
             }
+            /* counted first: a policy decoded in part is freed with the device */
             d->n_capacity++;
+            json_object *pol = json_object_object_get(v, "requestPolicy");
+            if (pol != NULL) {
+                if (d->policies == NULL)
+                    d->policies = g_new0(KbCapacityPolicy, json_object_object_length(cap));
+                if (!json_object_is_type(pol, json_type_object) ||
+                    !decode_policy(pol, &d->policies[d->n_capacity - 1], error)) {
+                    if (error != NULL && *error == NULL)
+                        kb_decode_type_error(error, "requestPolicy", "an object", pol);
+                    g_prefix_error(error, "capacity[\"%.64s\"].requestPolicy.", key);
+                    return FALSE;
+                }
+            }
         }
     }
     return TRUE;
@@ -564,19 +762,18 @@ static gboolean decode_slice_spec(json_object *spec, KbResourceSlice *s, GError 
         if (!element(arr, "devices", i, &o, error))
             return FALSE;
         s->n_devices++;
-        json_object *counters = NULL;
-        gboolean multiple = FALSE;
-        if (!required_string(o, "name", KB_MAX_NAME_LEN, &s->devices[i].name, error) ||
-            !decode_device_maps(o, s->driver, &s->devices[i], error) ||
-            !kb_decode_member(o, "consumesCounters", json_type_array, &counters, error) ||
-            !kb_decode_bool(o, "allowMultipleAllocations", &multiple, error)) {
+        KbDevice *d = &s->devices[i];
+        if (!required_string(o, "name", KB_MAX_NAME_LEN, &d->name, error) ||
+            !decode_device_maps(o, s->driver, d, error) ||
+            !decode_counter_sets(o, "consumesCounters", "counterSet", KB_DRA_MAX_CONSUMES,
+                                 &d->consumes, &d->n_consumes, error) ||
+            !kb_decode_bool(o, "allowMultipleAllocations", &d->multiple, error)) {
             g_prefix_error(error, "devices[%" G_GSIZE_FORMAT "].", i);
             return FALSE;
         }
-        s->devices[i].shared =
-                multiple || (counters != NULL && json_object_array_length(counters) > 0);
     }
-    return TRUE;
+    return decode_counter_sets(spec, "sharedCounters", "name", KB_DRA_MAX_COUNTER_SETS,
+                               &s->counter_sets, &s->n_counter_sets, error);
 }
 
 KbResourceSlice *kb_resource_slice_decode(json_object *obj, gboolean keep_raw, GError **error)
@@ -628,6 +825,30 @@ static json_object *consumer_new(const char *name, const char *uid)
     return c;
 }
 
+/* @milli as a quantity: binary suffixes for whole GiB / MiB (memory), plain units otherwise. */
+static char *milli_text(gint64 milli)
+{
+    if (milli % 1000 != 0)
+        return g_strdup_printf("%" G_GINT64_FORMAT "m", milli);
+    gint64 v = milli / 1000;
+    if (v != 0 && v % (G_GINT64_CONSTANT(1) << 30) == 0)
+        return g_strdup_printf("%" G_GINT64_FORMAT "Gi", v >> 30);
+    if (v != 0 && v % (G_GINT64_CONSTANT(1) << 20) == 0)
+        return g_strdup_printf("%" G_GINT64_FORMAT "Mi", v >> 20);
+    return g_strdup_printf("%" G_GINT64_FORMAT, v);
+}
+
+gboolean kb_capacity_name_is(const char *written, const char *driver, const char *domain,
+                             const char *name)
+{
+    const char *slash = strchr(written, '/');
+    if (slash == NULL)
+        return g_strcmp0(domain, driver) == 0 && strcmp(written, name) == 0;
+    gsize dl = (gsize)(slash - written);
+    return domain != NULL && strncmp(written, domain, dl) == 0 && domain[dl] == '\0' &&
+           strcmp(slash + 1, name) == 0;
+}
+
 json_object *kb_resource_claim_status_new(const KbResourceClaim *claim,
                                           const KbDeviceResult *results, guint n_results,
                                           const char *node, const char *pod_name,
@@ -642,6 +863,17 @@ json_object *kb_resource_claim_status_new(const KbResourceClaim *claim,
             json_object_object_add(r, "driver", json_object_new_string(results[i].driver));
             json_object_object_add(r, "pool", json_object_new_string(results[i].pool));
             json_object_object_add(r, "device", json_object_new_string(results[i].device));
+            if (results[i].n_consumed > 0) {
+                json_object *cc = json_object_new_object();
+                for (guint c = 0; c < results[i].n_consumed; c++) {
+                    g_autofree char *q = milli_text(results[i].consumed[c].milli);
+                    json_object_object_add(cc, results[i].consumed[c].name,
+                                           json_object_new_string(q));
+                }
+                json_object_object_add(r, "consumedCapacity", cc);
+            }
+            if (results[i].share_id != NULL)
+                json_object_object_add(r, "shareID", json_object_new_string(results[i].share_id));
             json_object_array_add(arr, r);
         }
         json_object *devices = json_object_new_object();

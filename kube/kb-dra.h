@@ -31,9 +31,20 @@
 #define KB_DRA_MAX_EXPRESSION_LEN 10240 /* one CEL selector */
 #define KB_DRA_MAX_COUNT          128   /* count of an ExactCount request */
 #define KB_DRA_MAX_ATTRIBUTE_LEN  64    /* string and version attribute values */
+#define KB_DRA_MAX_COUNTER_SETS   8     /* sharedCounters of a slice */
+#define KB_DRA_MAX_COUNTERS       32    /* counters of one set, or one device consumes from one */
+#define KB_DRA_MAX_CONSUMES       2     /* consumesCounters of one device */
+#define KB_DRA_MAX_VALID_VALUES   10    /* requestPolicy.validValues */
 
 /* The API group and the node field an allocation's nodeSelector names. */
 #define KB_DRA_GROUP "resource.k8s.io"
+
+/* One capacity.requests entry of a request, or one consumedCapacity entry of a result: the
+ * capacity's name as written ("memory" is in the device's driver domain), in milli-units. */
+typedef struct {
+    const char *name; /* interned */
+    gint64 milli;
+} KbCapacityAmount;
 
 /* One request of a claim, or one of its firstAvailable alternatives. */
 typedef struct {
@@ -44,6 +55,8 @@ typedef struct {
     gboolean all; /* allocationMode All (else ExactCount) */
     gint64 count; /* ExactCount: 1..KB_DRA_MAX_COUNT (default 1) */
     gboolean admin_access;
+    KbCapacityAmount *capacity; /* owned capacity.requests, NULL when none */
+    guint n_capacity;
 } KbDeviceSubRequest;
 
 typedef struct {
@@ -73,6 +86,12 @@ typedef struct {
     const char *driver; /* interned */
     const char *pool;   /* interned */
     char *device;       /* owned */
+    /* A share of a device that allows multiple allocations: what it takes of the device's
+     * capacity (owned, NULL when none) and its shareID (owned lowercase UUID, NULL when not
+     * shared). */
+    KbCapacityAmount *consumed;
+    guint n_consumed;
+    char *share_id;
 } KbDeviceResult;
 
 /* One status.reservedFor[] entry. */
@@ -107,6 +126,31 @@ typedef struct {
     guint n_selectors;
 } KbDeviceClass;
 
+/* One counter: its name (interned) and value in milli-units. */
+typedef struct {
+    const char *name;
+    gint64 milli;
+} KbCounter;
+
+/* A slice's sharedCounters[] entry, or a device's consumesCounters[] entry (name: the set it
+ * consumes from, interned; counter sets belong to the pool, any slice of it may hold the set). */
+typedef struct {
+    const char *name;
+    KbCounter *counters; /* owned */
+    guint n_counters;
+} KbCounterSet;
+
+/* A capacity's requestPolicy (devices with allowMultipleAllocations): how much of it one
+ * allocation takes (milli-units). */
+typedef struct {
+    gboolean has_default;
+    gint64 default_milli;
+    gint64 *valid_values; /* owned, ascending; NULL when none */
+    guint n_valid_values;
+    gboolean has_range;
+    gint64 min, max, step; /* validRange; max and step 0 when not set */
+} KbCapacityPolicy;
+
 /* One device of a slice: its attributes and capacity fully qualified (strings owned by the
  * device: domain and name interned, string values owned). */
 typedef struct {
@@ -114,12 +158,15 @@ typedef struct {
     KbCelAttribute *attributes;
     guint n_attributes;
     KbCelCapacity *capacity;
+    KbCapacityPolicy *policies; /* owned, per capacity (same index), NULL when none has one */
     guint n_capacity;
-    /* A partitionable device (consumesCounters: a MIG profile sharing its GPU's counters) or one
-     * shared by several claims (allowMultipleAllocations): the allocator does not count counters
-     * or consumed capacity yet, so it never hands such a device out (two claims could get
-     * overlapping slices of one GPU). */
-    gboolean shared;
+    /* A partitionable device (a MIG profile) consumes counters of its GPU's sets: it may be
+     * allocated only while every counter stays within its set's value. */
+    KbCounterSet *consumes; /* owned */
+    guint n_consumes;
+    /* allowMultipleAllocations: several claims may share the device, each taking part of its
+     * capacity (KbDeviceResult.consumed). */
+    gboolean multiple;
 } KbDevice;
 
 typedef struct {
@@ -131,6 +178,8 @@ typedef struct {
     gboolean all_nodes;
     KbDevice *devices;
     guint n_devices;
+    KbCounterSet *counter_sets; /* sharedCounters, owned */
+    guint n_counter_sets;
 } KbResourceSlice;
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbResourceClaim, kb_object_unref)
@@ -159,6 +208,11 @@ gboolean kb_resource_claim_reserved_for(const KbResourceClaim *claim, const char
  * "status": {...}}: a merge patch for the claim's status subresource, that fails with a conflict
  * when the claim changed since the cache saw it (the resourceVersion is a precondition).
  */
+/* Does @written (a capacity.requests or consumedCapacity key: "name" in the driver's domain, or
+ * "domain/name") name capacity @domain/@name of a device of @driver? */
+gboolean kb_capacity_name_is(const char *written, const char *driver, const char *domain,
+                             const char *name);
+
 json_object *kb_resource_claim_status_new(const KbResourceClaim *claim,
                                           const KbDeviceResult *results, guint n_results,
                                           const char *node, const char *pod_name,

@@ -57,6 +57,9 @@ typedef struct {
 struct NodeDevs {
     GPtrArray *slices; /* SliceDevs* (borrowed) */
     GArray *counts;    /* FreeCount per class idx */
+    /* a device consumes counters or allows multiple allocations: a free count is then only an
+     * upper bound (counters or capacity may be spent), never the answer */
+    gboolean shares;
 };
 
 /* Devices this scheduler chose for a claim not (yet) seen allocated. */
@@ -71,8 +74,24 @@ typedef struct {
 /* What a pod holds: the claims it uses (keys), and whether each was allocated for it. */
 typedef struct {
     const char *node;
-    GPtrArray *claims; /* char* keys */
+    GPtrArray *claims;    /* char* keys */
+    GPtrArray *gang_alts; /* char* keys of KbDra.gang_alts this hold counts in */
 } PodHold;
+
+/*
+ * firstAvailable in a gang, per (gang, request name): the alternative its members hold (alt,
+ * idx; refs holds), whether that alternative failed a member while others held it (fell), and
+ * the floor: the alternative the gang's next plan starts from (those before it failed a member
+ * in an earlier plan; past the last, members mix).
+ */
+typedef struct {
+    char *alt;
+    guint idx;
+    guint refs;
+    gboolean fell;
+    guint floor;
+} GangAlt;
+#define GANG_FLOORS_KEPT 4096
 
 struct KbDra {
     GHashTable *classes;    /* name -> ClassInfo* */
@@ -91,6 +110,18 @@ struct KbDra {
     GHashTable *assumed;      /* device key -> claim key (owned) */
     GHashTable *claim_allocs; /* claim key -> ClaimAlloc* */
     GHashTable *holds;        /* pod uid -> PodHold* */
+    /* Partitionable devices: the pool's counter sets ("driver/pool/set" -> KbCounterSet*,
+     * borrowed from a slice), what held devices consume ("driver/pool/set/counter" -> gint64*
+     * milli) and what the plan being made takes (same keys, emptied per plan). */
+    GHashTable *counter_sets;
+    GHashTable *counter_used;
+    GHashTable *counter_plan;
+    /* Shared devices (allowMultipleAllocations): capacity taken by allocated and assumed shares
+     * ("driver/pool/device|domain/capacity" -> gint64* milli; "driver/pool/device|" -> the
+     * number of shares) and by the plan being made. */
+    GHashTable *share_used;
+    GHashTable *share_plan;
+    GHashTable *gang_alts; /* "ns/group|request" -> GangAlt* */
 };
 
 /* ---- records -------------------------------------------------------------------------------- */
@@ -140,6 +171,15 @@ static void result_clear(gpointer p)
     KbDeviceResult *r = p;
     g_free(r->request);
     g_free(r->device);
+    g_free(r->consumed);
+    g_free(r->share_id);
+}
+
+static void gang_alt_free(gpointer p)
+{
+    GangAlt *g = p;
+    g_free(g->alt);
+    g_free(g);
 }
 
 static void claim_alloc_free(gpointer p)
@@ -154,6 +194,7 @@ static void pod_hold_free(gpointer p)
 {
     PodHold *h = p;
     g_ptr_array_unref(h->claims);
+    g_ptr_array_unref(h->gang_alts);
     g_free(h);
 }
 
@@ -203,6 +244,12 @@ KbDra *kb_dra_new(void)
     dra->assumed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     dra->claim_allocs = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, claim_alloc_free);
     dra->holds = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, pod_hold_free);
+    dra->counter_sets = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    dra->counter_used = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    dra->counter_plan = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    dra->share_used = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    dra->share_plan = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    dra->gang_alts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, gang_alt_free);
     return dra;
 }
 
@@ -210,6 +257,12 @@ void kb_dra_free(KbDra *dra)
 {
     if (dra == NULL)
         return;
+    g_hash_table_unref(dra->gang_alts);
+    g_hash_table_unref(dra->share_plan);
+    g_hash_table_unref(dra->share_used);
+    g_hash_table_unref(dra->counter_plan);
+    g_hash_table_unref(dra->counter_used);
+    g_hash_table_unref(dra->counter_sets);
     g_hash_table_unref(dra->holds);
     g_hash_table_unref(dra->claim_allocs);
     g_hash_table_unref(dra->assumed);
@@ -239,7 +292,7 @@ static char *device_key(const char *driver, const char *pool, const char *device
 static gboolean programs_match(const GPtrArray *programs, guint from, guint n, const Dev *d)
 {
     KbCelDevice dev = {d->slice->driver, d->dev->attributes, d->dev->n_attributes,
-                       d->dev->capacity, d->dev->n_capacity, FALSE};
+                       d->dev->capacity, d->dev->n_capacity, d->dev->multiple};
     for (guint i = from; i < from + n; i++) {
         gboolean ok = FALSE;
         /* A runtime error (a missing attribute) is no match, as for a device of another driver. */
@@ -263,10 +316,13 @@ static gboolean class_matches(KbDra *dra, const ClassInfo *cl, Dev *d)
         memset(d->verdicts->data + old, 0, cl->idx + 1 - old);
     }
     guint8 *v = &d->verdicts->data[cl->idx];
-    /* A partitionable or shared device matches no class until counters and consumed capacity
-     * are accounted (KbDevice.shared). */
+    /* A shared device that also consumes counters is not counted here (its counters would be
+     * spent once for all its shares): it matches no class. */
     if (*v == 0)
-        *v = !d->dev->shared && programs_match(cl->programs, 0, cl->programs->len, d) ? 1 : 2;
+        *v = !(d->dev->multiple && d->dev->n_consumes > 0) &&
+                             programs_match(cl->programs, 0, cl->programs->len, d)
+                     ? 1
+                     : 2;
     return *v == 1;
 }
 
@@ -303,11 +359,15 @@ static guint node_free(KbDra *dra, NodeDevs *nd, const ClassInfo *cl)
     return fc->free;
 }
 
+static void counters_add(KbDra *dra, GHashTable *table, const Dev *d, gint sign);
+
 static void dev_set_held(KbDra *dra, Dev *d, gboolean held)
 {
     if (d->held == held)
         return;
     d->held = held;
+    if (d->node != NULL && d->dev->n_consumes > 0)
+        counters_add(dra, dra->counter_used, d, held ? 1 : -1);
     if (d->node == NULL || d->class_gen != dra->class_gen)
         return;
     /* a valid count has every device's verdict of its class */
@@ -326,6 +386,257 @@ static void dev_refresh(KbDra *dra, const char *dk)
         dev_set_held(dra, d,
                      g_hash_table_contains(dra->allocated, dk) ||
                              g_hash_table_contains(dra->assumed, dk));
+}
+
+/* ---- counters and shares -------------------------------------------------------------------- */
+
+static gint64 amount_get(GHashTable *t, const char *key)
+{
+    const gint64 *v = g_hash_table_lookup(t, key);
+    return v != NULL ? *v : 0;
+}
+
+/* Add @delta to @t[@key] (@key owned; an entry back at 0 is removed). */
+static void amount_add(GHashTable *t, char *key, gint64 delta)
+{
+    gpointer stored = NULL, v = NULL;
+    if (g_hash_table_lookup_extended(t, key, &stored, &v)) {
+        g_free(key);
+    } else {
+        v = g_new0(gint64, 1);
+        g_hash_table_insert(t, key, v);
+        stored = key;
+    }
+    *(gint64 *)v += delta;
+    if (*(gint64 *)v == 0)
+        g_hash_table_remove(t, stored);
+}
+
+static char *counter_key(const Dev *d, const char *set, const char *counter)
+{
+    return g_strdup_printf("%s/%s/%s/%s", d->slice->driver,
+                           d->slice->pool != NULL ? d->slice->pool : "", set,
+                           counter != NULL ? counter : "");
+}
+
+/* Add (@sign 1) or take back (-1) what @d consumes of its sets' counters in @table. */
+static void counters_add(KbDra *dra, GHashTable *table, const Dev *d, gint sign)
+{
+    for (guint c = 0; c < d->dev->n_consumes; c++) {
+        const KbCounterSet *cs = &d->dev->consumes[c];
+        for (guint k = 0; k < cs->n_counters; k++)
+            amount_add(table, counter_key(d, cs->name, cs->counters[k].name),
+                       sign * cs->counters[k].milli);
+    }
+}
+
+/* The value of counter @name in the pool's set @set of @d (-1 when the set or counter is not
+ * published). */
+static gint64 counter_value(KbDra *dra, const Dev *d, const char *set, const char *name)
+{
+    g_autofree char *sk = counter_key(d, set, NULL);
+    sk[strlen(sk) - 1] = '\0';
+    const KbCounterSet *cs = g_hash_table_lookup(dra->counter_sets, sk);
+    for (guint k = 0; cs != NULL && k < cs->n_counters; k++) {
+        if (cs->counters[k].name == name || strcmp(cs->counters[k].name, name) == 0)
+            return cs->counters[k].milli;
+    }
+    return -1;
+}
+
+/* A quantity in milli-units as text for messages ("40192Mi", "14"). */
+static char *milli_text(gint64 milli)
+{
+    gint64 v = milli / 1000;
+    if (milli % 1000 != 0)
+        return g_strdup_printf("%" G_GINT64_FORMAT "m", milli);
+    if (v != 0 && v % (G_GINT64_CONSTANT(1) << 30) == 0)
+        return g_strdup_printf("%" G_GINT64_FORMAT "Gi", v >> 30);
+    if (v != 0 && v % (G_GINT64_CONSTANT(1) << 20) == 0)
+        return g_strdup_printf("%" G_GINT64_FORMAT "Mi", v >> 20);
+    return g_strdup_printf("%" G_GINT64_FORMAT, v);
+}
+
+/* May @d be taken beside the held devices and the plan's: every counter it consumes stays within
+ * its set's value. FALSE with the first counter that would not (@why may be NULL). */
+static gboolean counters_fit(KbDra *dra, const Dev *d, GString *why)
+{
+    for (guint c = 0; c < d->dev->n_consumes; c++) {
+        const KbCounterSet *cs = &d->dev->consumes[c];
+        for (guint k = 0; k < cs->n_counters; k++) {
+            const KbCounter *ct = &cs->counters[k];
+            gint64 value = counter_value(dra, d, cs->name, ct->name);
+            g_autofree char *ck = counter_key(d, cs->name, ct->name);
+            gint64 used = amount_get(dra->counter_used, ck) + amount_get(dra->counter_plan, ck);
+            if (value >= 0 && used + ct->milli <= value)
+                continue;
+            if (why != NULL && why->len == 0 && value < 0)
+                g_string_printf(why, "device %s: counter %s of set %s is not published", d->key,
+                                ct->name, cs->name);
+            else if (why != NULL && why->len == 0) {
+                g_autofree char *w = milli_text(ct->milli), *l = milli_text(value - used);
+                g_string_printf(why, "counter %s of %s exhausted: %s wanted, %s left", ct->name,
+                                cs->name, w, l);
+            }
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+/* "driver/pool/device|domain/capacity" (@written: "name" in the driver's domain or
+ * "domain/name"; "" for the count of shares). */
+static char *share_key(const char *driver, const char *pool, const char *device,
+                       const char *written)
+{
+    gboolean q = *written == '\0' || strchr(written, '/') != NULL;
+    return g_strdup_printf("%s/%s/%s|%s%s%s", driver, pool != NULL ? pool : "", device,
+                           q ? "" : driver, q ? "" : "/", written);
+}
+
+static gboolean result_shared(const KbDeviceResult *r)
+{
+    return r->share_id != NULL || r->n_consumed > 0;
+}
+
+/* Add (@sign 1) or take back (-1) share @r of a device in @t. */
+static void share_add(GHashTable *t, const KbDeviceResult *r, gint sign)
+{
+    if (!result_shared(r))
+        return;
+    amount_add(t, share_key(r->driver, r->pool, r->device, ""), sign);
+    for (guint i = 0; i < r->n_consumed; i++)
+        amount_add(t, share_key(r->driver, r->pool, r->device, r->consumed[i].name),
+                   sign * r->consumed[i].milli);
+}
+
+static gint64 share_taken(KbDra *dra, const Dev *d, const KbCelCapacity *c)
+{
+    g_autofree char *q = g_strdup_printf("%s/%s", c->domain, c->name);
+    g_autofree char *k = share_key(d->slice->driver, d->slice->pool, d->dev->name, q);
+    return amount_get(dra->share_used, k) + amount_get(dra->share_plan, k);
+}
+
+/* What request @sub asks of capacity @c of @d: its capacity.requests entry, or -1. */
+static gint64 requested(const Dev *d, const KbCelCapacity *c, const KbDeviceSubRequest *sub)
+{
+    for (guint i = 0; i < sub->n_capacity; i++) {
+        if (kb_capacity_name_is(sub->capacity[i].name, d->slice->driver, c->domain, c->name))
+            return sub->capacity[i].milli;
+    }
+    return -1;
+}
+
+/* Does @d have every capacity @sub requests (at least as much, for a device not shared)? */
+static gboolean capacity_satisfies(const Dev *d, const KbDeviceSubRequest *sub)
+{
+    for (guint i = 0; i < sub->n_capacity; i++) {
+        gboolean found = FALSE;
+        for (guint c = 0; c < d->dev->n_capacity && !found; c++) {
+            const KbCelCapacity *cap = &d->dev->capacity[c];
+            found = kb_capacity_name_is(sub->capacity[i].name, d->slice->driver, cap->domain,
+                                        cap->name) &&
+                    (d->dev->multiple ||
+                     kb_quantity_milli_value(&cap->value) >= sub->capacity[i].milli);
+        }
+        if (!found)
+            return FALSE;
+    }
+    return TRUE;
+}
+
+/* What one share of @d for @sub takes of capacity @c: the request (without one the policy's
+ * default, else all of it) rounded up as the policy says: the smallest valid value at least the
+ * request, or min + k * step within the range. -1 when the policy allows no such value. */
+static gint64 share_amount(const Dev *d, guint c, const KbDeviceSubRequest *sub)
+{
+    const KbCelCapacity *cap = &d->dev->capacity[c];
+    const KbCapacityPolicy *p = d->dev->policies != NULL ? &d->dev->policies[c] : NULL;
+    gint64 whole = kb_quantity_milli_value(&cap->value), want = requested(d, cap, sub);
+    if (want < 0)
+        return p != NULL && p->has_default ? p->default_milli : whole;
+    if (p == NULL)
+        return want;
+    if (p->n_valid_values > 0) {
+        for (guint i = 0; i < p->n_valid_values; i++) {
+            if (p->valid_values[i] >= want)
+                return p->valid_values[i];
+        }
+        return -1;
+    }
+    if (p->has_range) {
+        gint64 v = MAX(want, p->min);
+        if (p->step > 0)
+            v = p->min + (v - p->min + p->step - 1) / p->step * p->step;
+        return p->max > 0 && v > p->max ? -1 : v;
+    }
+    return want;
+}
+
+/* May @d give @sub a share now: each capacity's share (into @out when not NULL, one entry per
+ * capacity, names as results write them) fits beside the shares held and planned. FALSE with
+ * the first capacity that does not (@why may be NULL). */
+static gboolean share_fits(KbDra *dra, const Dev *d, const KbDeviceSubRequest *sub,
+                           KbCapacityAmount *out, GString *why)
+{
+    for (guint c = 0; c < d->dev->n_capacity; c++) {
+        const KbCelCapacity *cap = &d->dev->capacity[c];
+        gint64 whole = kb_quantity_milli_value(&cap->value), amount = share_amount(d, c, sub);
+        gint64 left = whole - share_taken(dra, d, cap);
+        if (amount < 0 || amount > left) {
+            if (why != NULL && why->len == 0) {
+                g_autofree char *w = milli_text(requested(d, cap, sub)), *l = milli_text(left);
+                if (amount < 0)
+                    g_string_printf(why,
+                                    "device %s: capacity %s: no share of %s allowed by its "
+                                    "requestPolicy",
+                                    d->key, cap->name, w);
+                else {
+                    g_autofree char *a = milli_text(amount);
+                    g_string_printf(why, "capacity %s of device %s exhausted: %s wanted, %s left",
+                                    cap->name, d->key, a, l);
+                }
+            }
+            return FALSE;
+        }
+        if (out != NULL) {
+            g_autofree char *q = g_strdup_printf("%s/%s", cap->domain, cap->name);
+            out[c].name = cap->domain == d->slice->driver ? cap->name : g_intern_string(q);
+            out[c].milli = amount;
+        }
+    }
+    return TRUE;
+}
+
+/* How used @d's GPU is now, 0 to 1: for a partitionable device the mean share consumed of its
+ * first counter set, for a shared one of its capacity. Packing prefers the most used. */
+static double dev_used(KbDra *dra, const Dev *d)
+{
+    double sum = 0;
+    guint n = 0;
+    if (d->dev->n_consumes > 0) {
+        const KbCounterSet *cs = &d->dev->consumes[0];
+        g_autofree char *sk = counter_key(d, cs->name, NULL);
+        sk[strlen(sk) - 1] = '\0';
+        const KbCounterSet *set = g_hash_table_lookup(dra->counter_sets, sk);
+        for (guint k = 0; set != NULL && k < set->n_counters; k++) {
+            g_autofree char *ck = counter_key(d, cs->name, set->counters[k].name);
+            gint64 used = amount_get(dra->counter_used, ck) + amount_get(dra->counter_plan, ck);
+            if (set->counters[k].milli > 0) {
+                sum += (double)used / (double)set->counters[k].milli;
+                n++;
+            }
+        }
+    } else if (d->dev->multiple) {
+        for (guint c = 0; c < d->dev->n_capacity; c++) {
+            gint64 whole = kb_quantity_milli_value(&d->dev->capacity[c].value);
+            if (whole > 0) {
+                sum += (double)share_taken(dra, d, &d->dev->capacity[c]) / (double)whole;
+                n++;
+            }
+        }
+    }
+    return n > 0 ? sum / n : 0;
 }
 
 /* ---- ingest --------------------------------------------------------------------------------- */
@@ -361,6 +672,10 @@ static void claim_alloc_drop(KbDra *dra, const char *key)
         return;
     for (guint i = 0; i < ca->results->len; i++) {
         const KbDeviceResult *r = &g_array_index(ca->results, KbDeviceResult, i);
+        if (result_shared(r)) {
+            share_add(dra->share_used, r, -1);
+            continue;
+        }
         g_autofree char *dk = device_key(r->driver, r->pool, r->device);
         const char *holder = g_hash_table_lookup(dra->assumed, dk);
         if (g_strcmp0(holder, key) == 0) {
@@ -376,6 +691,11 @@ static void claim_devices(KbDra *dra, const KbResourceClaim *claim, const char *
 {
     for (guint i = 0; i < claim->n_results; i++) {
         const KbDeviceResult *r = &claim->results[i];
+        /* a share of a device several claims may hold: its capacity is counted, not the device */
+        if (result_shared(r)) {
+            share_add(dra->share_used, r, add ? 1 : -1);
+            continue;
+        }
         char *dk = device_key(r->driver, r->pool, r->device);
         if (add) {
             g_hash_table_replace(dra->allocated, dk, g_strdup(key));
@@ -439,12 +759,27 @@ void kb_dra_delete_template(KbDra *dra, const KbResourceClaimTemplate *t)
     g_hash_table_remove(dra->templates, key);
 }
 
+/* "driver/pool/set" of a slice's counter set. */
+static char *counter_set_key(const KbResourceSlice *slice, const KbCounterSet *cs)
+{
+    return g_strdup_printf("%s/%s/%s", slice->driver, slice->pool != NULL ? slice->pool : "",
+                           cs->name);
+}
+
 /* Take @sd out of its node's index; its node's counts are recounted when next asked. */
 static void slice_unindex(KbDra *dra, SliceDevs *sd)
 {
     for (guint i = 0; i < sd->slice->n_devices; i++) {
-        if (g_hash_table_lookup(dra->dev_by_key, sd->devs[i].key) == &sd->devs[i])
+        if (g_hash_table_lookup(dra->dev_by_key, sd->devs[i].key) == &sd->devs[i]) {
             g_hash_table_remove(dra->dev_by_key, sd->devs[i].key);
+            if (sd->devs[i].held && sd->devs[i].dev->n_consumes > 0)
+                counters_add(dra, dra->counter_used, &sd->devs[i], -1);
+        }
+    }
+    for (guint i = 0; i < sd->slice->n_counter_sets; i++) {
+        g_autofree char *k = counter_set_key(sd->slice, &sd->slice->counter_sets[i]);
+        if (g_hash_table_lookup(dra->counter_sets, k) == &sd->slice->counter_sets[i])
+            g_hash_table_remove(dra->counter_sets, k);
     }
     if (sd->node != NULL) {
         g_ptr_array_remove(sd->node->slices, sd);
@@ -482,9 +817,16 @@ void kb_dra_set_slice(KbDra *dra, KbResourceSlice *slice)
         d->held = g_hash_table_contains(dra->allocated, d->key) ||
                   g_hash_table_contains(dra->assumed, d->key);
         d->verdicts = g_byte_array_new();
-        if (sd->node != NULL)
+        if (sd->node != NULL) {
             g_hash_table_replace(dra->dev_by_key, d->key, d);
+            if (d->held && d->dev->n_consumes > 0)
+                counters_add(dra, dra->counter_used, d, 1);
+            sd->node->shares |= d->dev->n_consumes > 0 || d->dev->multiple;
+        }
     }
+    for (guint i = 0; i < slice->n_counter_sets; i++)
+        g_hash_table_replace(dra->counter_sets, counter_set_key(slice, &slice->counter_sets[i]),
+                             &slice->counter_sets[i]);
     if (sd->node != NULL) {
         g_ptr_array_add(sd->node->slices, sd);
         g_array_set_size(sd->node->counts, 0);
@@ -672,7 +1014,9 @@ typedef struct {
     const char *match_value; /* its value (attribute_text form) */
     GString *why;            /* the first shortfall */
     gint why_free;
-    gboolean choose; /* the devices are kept (assume): prefer islands; else only feasibility */
+    gboolean choose;  /* the devices are kept (assume): prefer islands; else only feasibility */
+    const KbPod *pod; /* the pod planned (its gang: firstAvailable) */
+    GString *limit;   /* the first counter or capacity found spent (for why) */
 } Search;
 
 static gboolean constrained(const KbClaimSpec *spec, const char *request, const char *attr)
@@ -730,6 +1074,100 @@ static void order_by_island(GPtrArray *idx, guint want)
     memcpy(idx->pdata, out->pdata, idx->len * sizeof(gpointer));
 }
 
+/*
+ * Order @idx (free partitionable or shared devices) for packing: the most used GPU first (a
+ * MIG profile onto a GPU whose counters are partly consumed, a share onto a partly shared GPU),
+ * so that whole GPUs stay free; on one GPU the placement that leaves the most other placements
+ * of its set possible first (a 1g slice where it blocks no 3g placement).
+ */
+static void order_by_packing(Search *s, GPtrArray *idx)
+{
+    guint n = idx->len;
+    g_autofree double *used = g_new0(double, MAX(n, 1));
+    g_autofree guint *lost = g_new0(guint, MAX(n, 1));
+    for (guint i = 0; i < n; i++) {
+        Dev *d = idx->pdata[i];
+        used[i] = dev_used(s->dra, d);
+        if (d->dev->n_consumes == 0)
+            continue;
+        /* the placements of the same set that fit now and would not beside @d */
+        g_autoptr(GPtrArray) same = g_ptr_array_new();
+        for (guint c = 0; c < s->cands->len; c++) {
+            Dev *o = s->cands->pdata[c];
+            if (o != d && o->dev->n_consumes > 0 && o->slice->driver == d->slice->driver &&
+                o->slice->pool == d->slice->pool &&
+                strcmp(o->dev->consumes[0].name, d->dev->consumes[0].name) == 0 &&
+                dev_free(s->dra, o) && counters_fit(s->dra, o, NULL))
+                g_ptr_array_add(same, o);
+        }
+        counters_add(s->dra, s->dra->counter_plan, d, 1);
+        for (guint c = 0; c < same->len; c++)
+            lost[i] += !counters_fit(s->dra, same->pdata[c], NULL);
+        counters_add(s->dra, s->dra->counter_plan, d, -1);
+    }
+    /* stable insertion sort: used descending, then lost ascending */
+    g_autofree guint *order = g_new(guint, MAX(n, 1));
+    for (guint i = 0; i < n; i++) {
+        guint j = i;
+        for (; j > 0; j--) {
+            guint o = order[j - 1];
+            if (used[o] > used[i] + 1e-9 || (used[o] >= used[i] - 1e-9 && lost[o] <= lost[i]))
+                break;
+            order[j] = o;
+        }
+        order[j] = i;
+    }
+    g_autofree gpointer *sorted = g_new(gpointer, MAX(n, 1));
+    for (guint i = 0; i < n; i++)
+        sorted[i] = idx->pdata[order[i]];
+    memcpy(idx->pdata, sorted, n * sizeof(gpointer));
+}
+
+/* Is @c, free and matching, usable for @sub now: a partitionable device's counters and a shared
+ * device's capacity allow it (the first shortfall into s->limit). */
+static gboolean dev_usable(Search *s, const Dev *c, const KbDeviceSubRequest *sub)
+{
+    if (c->dev->n_consumes > 0 && !counters_fit(s->dra, c, s->limit))
+        return FALSE;
+    return !c->dev->multiple || share_fits(s->dra, c, sub, NULL, s->limit);
+}
+
+/* Take @c for request @rn (owned): marked for the plan, its result (a share's consumedCapacity
+ * and shareID) appended, its counters and capacity counted in the plan. */
+static void take(Search *s, Dev *c, const KbDeviceSubRequest *sub, char *rn)
+{
+    c->taken = s->dra->epoch;
+    g_ptr_array_add(s->picked, c);
+    KbDeviceResult r = {rn,  c->slice->driver, c->slice->pool, g_strdup(c->dev->name), NULL, 0,
+                        NULL};
+    if (c->dev->multiple) {
+        KbCapacityAmount am[KB_DRA_MAX_DEVICE_FIELDS];
+        share_fits(s->dra, c, sub, am, NULL);
+        r.consumed =
+                c->dev->n_capacity > 0 ? g_memdup2(am, c->dev->n_capacity * sizeof(*am)) : NULL;
+        r.n_consumed = c->dev->n_capacity;
+        r.share_id = g_uuid_string_random();
+        share_add(s->dra->share_plan, &r, 1);
+    }
+    if (c->dev->n_consumes > 0)
+        counters_add(s->dra, s->dra->counter_plan, c, 1);
+    g_array_append_val(s->results, r);
+}
+
+/* Untake the devices of results[@from..], and what they counted in the plan. */
+static void untake(Search *s, guint from)
+{
+    for (guint i = from; i < s->picked->len; i++) {
+        Dev *d = s->picked->pdata[i];
+        d->taken = 0;
+        if (d->dev->n_consumes > 0)
+            counters_add(s->dra, s->dra->counter_plan, d, -1);
+        share_add(s->dra->share_plan, &g_array_index(s->results, KbDeviceResult, i), -1);
+    }
+    g_ptr_array_set_size(s->picked, from);
+    g_array_set_size(s->results, from);
+}
+
 /* Try alternative @sub (programs from @prog) of request @req (@alt: the alternative's name with
  * firstAvailable, else NULL); TRUE with its devices taken. */
 static gboolean try_sub(Search *s, const char *req_name, const KbDeviceSubRequest *sub,
@@ -740,58 +1178,95 @@ static gboolean try_sub(Search *s, const char *req_name, const KbDeviceSubReques
         return FALSE;
     g_autoptr(GPtrArray) idx = g_ptr_array_new();
     guint busy = 0;
+    gboolean packing = FALSE;
     for (guint i = 0; i < s->cands->len; i++) {
         Dev *c = s->cands->pdata[i];
-        if (!class_matches(s->dra, cl, c) || !request_matches(s->ci, prog, sub->n_selectors, c))
+        if (!class_matches(s->dra, cl, c) || !request_matches(s->ci, prog, sub->n_selectors, c) ||
+            !capacity_satisfies(c, sub))
             continue;
         if (constrain && s->match_value != NULL) {
             g_autofree char *t = attribute_text(c->dev, s->match_attr);
             if (g_strcmp0(t, s->match_value) != 0)
                 continue;
         }
-        if (!dev_free(s->dra, c)) {
+        if (!dev_free(s->dra, c) || !dev_usable(s, c, sub)) {
             busy++;
             continue;
         }
+        packing |= c->dev->n_consumes > 0 || c->dev->multiple;
         g_ptr_array_add(idx, c);
     }
     guint want = sub->all ? idx->len + busy : (guint)sub->count;
-    if ((sub->all && (busy > 0 || idx->len == 0)) || idx->len < want) {
-        if (s->why != NULL && s->why->len == 0) {
-            g_string_printf(s->why, "claim %s request %s: ", s->key, req_name);
-            if (sub->all)
-                g_string_append_printf(s->why, "all %u devices of class %s wanted, ",
-                                       idx->len + busy, sub->device_class);
-            else
-                g_string_append_printf(s->why, "%u device%s of class %s wanted, ", want,
-                                       want == 1 ? "" : "s", sub->device_class);
-            g_string_append_printf(s->why, "%u free on node %s", idx->len, s->node);
-            if (constrain && s->match_value != NULL)
-                g_string_append_printf(s->why, " with the same %s", s->match_attr);
-            s->why_free = (gint)idx->len;
+    guint from = s->picked->len;
+    gboolean ok = !(sub->all && (busy > 0 || idx->len == 0)) && idx->len >= want;
+    if (ok) {
+        if (packing && s->choose)
+            order_by_packing(s, idx);
+        else if (!sub->all && s->choose)
+            order_by_island(idx, want);
+        /* taking one partitionable or shared device may spend what the next needs: each is
+         * checked again against the plan */
+        for (guint i = 0; i < idx->len && s->picked->len - from < want; i++) {
+            Dev *c = idx->pdata[i];
+            if (packing && !dev_usable(s, c, sub))
+                continue;
+            take(s, c, sub,
+                 alt != NULL ? g_strdup_printf("%s/%s", req_name, alt) : g_strdup(req_name));
         }
-        return FALSE;
+        ok = s->picked->len - from == want;
+        if (!ok)
+            untake(s, from);
     }
-    if (!sub->all && s->choose)
-        order_by_island(idx, want);
-    for (guint i = 0; i < want; i++) {
-        Dev *c = idx->pdata[i];
-        c->taken = s->dra->epoch;
-        g_ptr_array_add(s->picked, c);
-        char *rn = alt != NULL ? g_strdup_printf("%s/%s", req_name, alt) : g_strdup(req_name);
-        KbDeviceResult r = {rn, c->slice->driver, c->slice->pool, g_strdup(c->dev->name)};
-        g_array_append_val(s->results, r);
+    if (!ok && s->why != NULL && s->why->len == 0) {
+        /* devices that overlap each other are not all free together */
+        guint n_free = packing ? MIN(idx->len, want > 0 ? want - 1 : 0) : idx->len;
+        g_string_printf(s->why, "claim %s request %s: ", s->key, req_name);
+        if (sub->all)
+            g_string_append_printf(s->why, "all %u devices of class %s wanted, ", idx->len + busy,
+                                   sub->device_class);
+        else
+            g_string_append_printf(s->why, "%u device%s of class %s wanted, ", want,
+                                   want == 1 ? "" : "s", sub->device_class);
+        g_string_append_printf(s->why, "%u free on node %s", n_free, s->node);
+        if (constrain && s->match_value != NULL)
+            g_string_append_printf(s->why, " with the same %s", s->match_attr);
+        if (s->limit != NULL && s->limit->len > 0)
+            g_string_append_printf(s->why, " (%s)", s->limit->str);
+        /* a node with no such device at all tells less than one whose devices are spent */
+        s->why_free = idx->len == 0 && busy == 0 ? -1 : (gint)n_free;
     }
-    return TRUE;
+    return ok;
 }
 
-/* Untake the devices of results[@from..]. */
-static void untake(Search *s, guint from)
+/*
+ * The order @req's alternatives are tried in for a member of a gang (s->gang), into @order; the
+ * count. The plan prefers for the whole gang the first alternative that fits every member:
+ * while other members hold alternative k, a member gets k or nothing (the gang's plan then
+ * fails and is discarded; kb_dra_release moves the gang's floor past k, so its next plan starts
+ * at k + 1 for every member). When every alternative has failed some member in turn (floor past
+ * the last), members mix: each takes the first alternative that fits it. A pod of no gang tries
+ * them in order. *@strict receives the GangAlt whose alternative is imposed, or NULL.
+ */
+static guint alt_order(Search *s, const KbDeviceRequest *req, guint *order, GangAlt **strict)
 {
-    for (guint i = from; i < s->picked->len; i++)
-        ((Dev *)s->picked->pdata[i])->taken = 0;
-    g_ptr_array_set_size(s->picked, from);
-    g_array_set_size(s->results, from);
+    guint n = req->n_first_available, floor = 0;
+    *strict = NULL;
+    GangAlt *g = NULL;
+    if (s->pod->group_name != NULL && g_hash_table_size(s->dra->gang_alts) > 0) {
+        g_autofree char *k = g_strdup_printf("%s/%s|%s", s->pod->meta.namespace_,
+                                             s->pod->group_name, req->exactly.name);
+        g = g_hash_table_lookup(s->dra->gang_alts, k);
+    }
+    if (g != NULL && g->refs > 0 && g->floor < n && g->idx < n) {
+        order[0] = g->idx;
+        *strict = g;
+        return 1;
+    }
+    if (g != NULL && g->floor < n)
+        floor = g->floor;
+    for (guint i = 0; i < n; i++)
+        order[i] = (floor + i) % n;
+    return n;
 }
 
 /* Every request in order (with the current constraint value); TRUE when all got devices. */
@@ -808,12 +1283,19 @@ static gboolean try_requests(Search *s)
             done = try_sub(s, name, &req->exactly, NULL, prog, constrain);
             prog += req->exactly.n_selectors;
         } else {
+            guint progs[KB_DRA_MAX_SUBREQUESTS], order[KB_DRA_MAX_SUBREQUESTS];
             for (guint a = 0; a < req->n_first_available; a++) {
-                const KbDeviceSubRequest *sub = &req->first_available[a];
-                if (!done)
-                    done = try_sub(s, name, sub, sub->name, prog, constrain);
-                prog += sub->n_selectors;
+                progs[a] = prog;
+                prog += req->first_available[a].n_selectors;
             }
+            GangAlt *strict = NULL;
+            guint n = alt_order(s, req, order, &strict);
+            for (guint i = 0; i < n && !done; i++) {
+                const KbDeviceSubRequest *sub = &req->first_available[order[i]];
+                done = try_sub(s, name, sub, sub->name, progs[order[i]], constrain);
+            }
+            if (!done && strict != NULL)
+                strict->fell = TRUE;
         }
         if (!done)
             return FALSE;
@@ -932,13 +1414,16 @@ static gboolean claim_may_fit(KbDra *dra, const ClaimInfo *ci, const char *key, 
 }
 
 /* A claim whose feasibility the free counts decide alone: one ExactCount request without
- * selectors or constraints. */
-static gboolean claim_counted(const ClaimInfo *ci)
+ * selectors, capacity requests or constraints, on a node without partitionable or shared
+ * devices. */
+static gboolean claim_counted(KbDra *dra, const ClaimInfo *ci, const NodeDevs *nd)
 {
     const KbClaimSpec *spec = &ci->claim->spec;
+    if ((nd != NULL && nd->shares) || dra->all_nodes->shares)
+        return FALSE;
     return spec->n_constraints == 0 && spec->n_requests == 1 &&
-           spec->requests[0].n_first_available == 0 && !spec->requests[0].exactly.all &&
-           spec->requests[0].exactly.n_selectors == 0;
+           spec->requests[0].exactly.n_capacity == 0 && spec->requests[0].n_first_available == 0 &&
+           !spec->requests[0].exactly.all && spec->requests[0].exactly.n_selectors == 0;
 }
 
 /* @pod's claims on @node into @plan (PlanClaim); FALSE with @why/@free at the first that fails. */
@@ -949,6 +1434,10 @@ static gboolean plan_pod(KbDra *dra, const KbPod *pod, const char *node, GArray 
     gboolean have_cands = FALSE;
     guint n_taken = 0;
     dra->epoch++;
+    if (g_hash_table_size(dra->counter_plan) > 0)
+        g_hash_table_remove_all(dra->counter_plan);
+    if (g_hash_table_size(dra->share_plan) > 0)
+        g_hash_table_remove_all(dra->share_plan);
     for (guint i = 0; i < pod->n_resource_claims; i++) {
         char buf[320];
         g_autofree char *key = NULL;
@@ -984,7 +1473,8 @@ static gboolean plan_pod(KbDra *dra, const KbPod *pod, const char *node, GArray 
         if (n_taken == 0 && !claim_may_fit(dra, ci, k, nd, node, why, free))
             return FALSE;
         /* feasibility of the pod's last claim, nothing taken before it: the counts said yes */
-        if (!choose && n_taken == 0 && i + 1 == pod->n_resource_claims && claim_counted(ci)) {
+        if (!choose && n_taken == 0 && i + 1 == pod->n_resource_claims &&
+            claim_counted(dra, ci, nd)) {
             PlanClaim pc = {key != NULL ? g_steal_pointer(&key) : g_strdup(buf), results_new()};
             g_array_append_val(plan, pc);
             continue;
@@ -994,8 +1484,10 @@ static gboolean plan_pod(KbDra *dra, const KbPod *pod, const char *node, GArray 
             have_cands = TRUE;
         }
         g_autoptr(GString) w = why != NULL ? g_string_new(NULL) : NULL;
+        g_autoptr(GString) limit = why != NULL ? g_string_new(NULL) : NULL;
         g_autoptr(GPtrArray) picked = g_ptr_array_new();
-        Search s = {dra, ci, k, node, dra->cands, picked, results_new(), NULL, NULL, w, 0, choose};
+        Search s = {dra,  ci,   k, node, dra->cands, picked, results_new(),
+                    NULL, NULL, w, 0,    choose,     pod,    limit};
         if (!search_claim(&s)) {
             g_array_unref(s.results);
             if (why != NULL)
@@ -1026,17 +1518,63 @@ gboolean kb_dra_fits(KbDra *dra, const KbPod *pod, const char *node, GString *wh
     return plan_pod(dra, pod, node, plan, FALSE, why, free);
 }
 
+/* Why a pod's hold ends: it is planned again, given back (statement discarded, binding failed,
+ * pod deleted) or bound. */
+typedef enum { HOLD_REPLAN, HOLD_RELEASED, HOLD_BOUND } HoldEnd;
+
+static void hold_end(KbDra *dra, const char *uid, HoldEnd how);
+
+/* @res ("request/alternative") of claim @key was chosen for @pod, a member of a gang: the gang
+ * holds that alternative while any member does (counted in @h). */
+static void hold_gang_alt(KbDra *dra, const KbPod *pod, const char *key, const KbDeviceResult *res,
+                          PodHold *h)
+{
+    const char *slash = strchr(res->request, '/');
+    const ClaimInfo *ci = g_hash_table_lookup(dra->claims, key);
+    if (pod->group_name == NULL || slash == NULL || ci == NULL)
+        return;
+    g_autofree char *req = g_strndup(res->request, slash - res->request);
+    g_autofree char *gk = g_strdup_printf("%s/%s|%s", pod->meta.namespace_, pod->group_name, req);
+    for (guint i = 0; i < h->gang_alts->len; i++) {
+        if (strcmp(h->gang_alts->pdata[i], gk) == 0)
+            return;
+    }
+    const KbClaimSpec *spec = &ci->claim->spec;
+    for (guint r = 0; r < spec->n_requests; r++) {
+        const KbDeviceRequest *q = &spec->requests[r];
+        for (guint a = 0; strcmp(q->exactly.name, req) == 0 && a < q->n_first_available; a++) {
+            if (strcmp(q->first_available[a].name, slash + 1) != 0)
+                continue;
+            GangAlt *g = g_hash_table_lookup(dra->gang_alts, gk);
+            if (g == NULL) {
+                g = g_new0(GangAlt, 1);
+                g_hash_table_insert(dra->gang_alts, g_strdup(gk), g);
+            }
+            if (g->refs == 0) {
+                g_free(g->alt);
+                g->alt = g_strdup(slash + 1);
+                g->idx = a;
+                g->fell = FALSE;
+            }
+            g->refs++;
+            g_ptr_array_add(h->gang_alts, g_steal_pointer(&gk));
+            return;
+        }
+    }
+}
+
 gboolean kb_dra_assume(KbDra *dra, const KbPod *pod, const char *node)
 {
     if (pod->n_resource_claims == 0 || pod->meta.uid == NULL)
         return pod->n_resource_claims == 0;
-    kb_dra_release(dra, pod->meta.uid);
+    hold_end(dra, pod->meta.uid, HOLD_REPLAN);
     g_autoptr(GArray) plan = plan_new();
     if (!plan_pod(dra, pod, node, plan, TRUE, NULL, NULL))
         return FALSE;
     PodHold *h = g_new0(PodHold, 1);
     h->node = g_intern_string(node);
     h->claims = g_ptr_array_new_with_free_func(g_free);
+    h->gang_alts = g_ptr_array_new_with_free_func(g_free);
     for (guint i = 0; i < plan->len; i++) {
         PlanClaim *pc = &g_array_index(plan, PlanClaim, i);
         ClaimAlloc *ca = g_hash_table_lookup(dra->claim_allocs, pc->key);
@@ -1047,6 +1585,11 @@ gboolean kb_dra_assume(KbDra *dra, const KbPod *pod, const char *node)
             ca->results = g_steal_pointer(&pc->results);
             for (guint r = 0; r < ca->results->len; r++) {
                 const KbDeviceResult *res = &g_array_index(ca->results, KbDeviceResult, r);
+                hold_gang_alt(dra, pod, pc->key, res, h);
+                if (result_shared(res)) {
+                    share_add(dra->share_used, res, 1);
+                    continue;
+                }
                 char *dk = device_key(res->driver, res->pool, res->device);
                 g_hash_table_replace(dra->assumed, dk, g_strdup(ca->key));
                 dev_refresh(dra, dk);
@@ -1061,12 +1604,41 @@ gboolean kb_dra_assume(KbDra *dra, const KbPod *pod, const char *node)
     return TRUE;
 }
 
-/* End the hold of @uid; with @failed the claims it allocated are given back unless written. */
-static void hold_end(KbDra *dra, const char *uid)
+/* The last member holding gang alternative @g stopped (@how): a gang bound forgets it; a gang
+ * whose plan was given back after the alternative failed a member starts past it next time. */
+static void gang_alt_end(KbDra *dra, const char *key, GangAlt *g, HoldEnd how)
+{
+    if (how == HOLD_RELEASED && g->fell)
+        g->floor = g->idx + 1;
+    g->fell = FALSE;
+    if (how == HOLD_BOUND || g->floor == 0) {
+        g_hash_table_remove(dra->gang_alts, key);
+        return;
+    }
+    /* a gang deleted before it was bound leaves its floor: past a bound, floors nobody holds
+     * are forgotten (their gangs start from the first alternative again) */
+    if (g_hash_table_size(dra->gang_alts) > GANG_FLOORS_KEPT) {
+        GHashTableIter it;
+        gpointer v;
+        g_hash_table_iter_init(&it, dra->gang_alts);
+        while (g_hash_table_iter_next(&it, NULL, &v)) {
+            if (((GangAlt *)v)->refs == 0)
+                g_hash_table_iter_remove(&it);
+        }
+    }
+}
+
+/* End the hold of @uid; the claims it allocated are given back unless written. */
+static void hold_end(KbDra *dra, const char *uid, HoldEnd how)
 {
     PodHold *h = uid != NULL ? g_hash_table_lookup(dra->holds, uid) : NULL;
     if (h == NULL)
         return;
+    for (guint i = 0; i < h->gang_alts->len; i++) {
+        GangAlt *g = g_hash_table_lookup(dra->gang_alts, h->gang_alts->pdata[i]);
+        if (g != NULL && g->refs > 0 && --g->refs == 0)
+            gang_alt_end(dra, h->gang_alts->pdata[i], g, how);
+    }
     for (guint i = 0; i < h->claims->len; i++) {
         ClaimAlloc *ca = g_hash_table_lookup(dra->claim_allocs, h->claims->pdata[i]);
         if (ca == NULL)
@@ -1081,12 +1653,12 @@ static void hold_end(KbDra *dra, const char *uid)
 
 void kb_dra_release(KbDra *dra, const char *uid)
 {
-    hold_end(dra, uid);
+    hold_end(dra, uid, HOLD_RELEASED);
 }
 
 void kb_dra_pod_bound(KbDra *dra, const char *uid)
 {
-    hold_end(dra, uid);
+    hold_end(dra, uid, HOLD_BOUND);
 }
 
 void kb_dra_claim_written(KbDra *dra, const char *namespace_, const char *name, gboolean written)
@@ -1221,4 +1793,50 @@ const KbResourceClaim *kb_dra_lookup_claim(KbDra *dra, const char *namespace_, c
     g_autofree char *key = g_strdup_printf("%s/%s", namespace_, name);
     const ClaimInfo *ci = g_hash_table_lookup(dra->claims, key);
     return ci != NULL ? ci->claim : NULL;
+}
+
+/* ---- consumption ---------------------------------------------------------------------------- */
+
+/* The ratio of @part to @whole (memory first: *@found_memory TRUE once a memory ratio is in). */
+static void ratio_in(double *best, gboolean *found_memory, const char *name, gint64 part,
+                     gint64 whole)
+{
+    if (whole <= 0)
+        return;
+    double r = (double)part / (double)whole;
+    gboolean memory = strcmp(name, "memory") == 0;
+    if (memory && !*found_memory) {
+        *best = r;
+        *found_memory = TRUE;
+    } else if (!*found_memory && r > *best) {
+        *best = r;
+    }
+}
+
+double kb_dra_gpu_fraction(KbDra *dra, const KbDeviceResult *r)
+{
+    g_autofree char *dk = device_key(r->driver, r->pool, r->device);
+    const Dev *d = g_hash_table_lookup(dra->dev_by_key, dk);
+    if (d == NULL)
+        return -1;
+    double best = 0;
+    gboolean memory = FALSE;
+    if (d->dev->n_consumes > 0) {
+        const KbCounterSet *cs = &d->dev->consumes[0];
+        for (guint k = 0; k < cs->n_counters; k++)
+            ratio_in(&best, &memory, cs->counters[k].name, cs->counters[k].milli,
+                     counter_value(dra, d, cs->name, cs->counters[k].name));
+        return MIN(best, 1.0);
+    }
+    if (!result_shared(r))
+        return 1.0;
+    for (guint i = 0; i < r->n_consumed; i++) {
+        for (guint c = 0; c < d->dev->n_capacity; c++) {
+            const KbCelCapacity *cap = &d->dev->capacity[c];
+            if (kb_capacity_name_is(r->consumed[i].name, d->slice->driver, cap->domain, cap->name))
+                ratio_in(&best, &memory, cap->name, r->consumed[i].milli,
+                         kb_quantity_milli_value(&cap->value));
+        }
+    }
+    return MIN(best, 1.0);
 }

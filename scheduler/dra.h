@@ -17,7 +17,13 @@
  *   or All) or the first `firstAvailable` alternative that fits, devices matching the class's
  *   and the request's selectors; with a `matchAttribute` constraint every value of the attribute
  *   is tried (fewest devices first); without one, devices of one NVLink island
- *   (KB_DRA_ISLAND_ATTRIBUTE) are preferred, the island that fits most tightly first.
+ *   (KB_DRA_ISLAND_ATTRIBUTE) are preferred, the island that fits most tightly first;
+ * - a partitionable device (consumesCounters, a MIG placement) only while every counter it
+ *   consumes, with those of the devices held and planned, stays within its pool's counter set;
+ *   a device with allowMultipleAllocations shared, each claim taking its capacity.requests
+ *   rounded per requestPolicy, the sum within the capacity (results carry consumedCapacity and a
+ *   shareID); both taken from the GPU most used already (packing);
+ * - in a gang, firstAvailable's first alternative that fits every member (dra.c alt_order).
  * kb_dra_assume() holds the choice for the pod (kb_session_allocate calls it, inside the gang's
  * statement); kb_dra_release() gives it back (statement discarded, binding failed, pod deleted).
  */
@@ -104,3 +110,14 @@ void kb_dra_claim_written(KbDra *dra, const char *namespace_, const char *name, 
 /* The claim @namespace_/@name as the cache last saw it (borrowed, valid until the next claim
  * event), or NULL: the extender's bind reads whether kube-scheduler allocated it. */
 const KbResourceClaim *kb_dra_lookup_claim(KbDra *dra, const char *namespace_, const char *name);
+
+/*
+ * What fraction of a GPU result @r takes (an allocated claim's result, or one this allocator
+ * chose: KbClaimWrite bodies carry the same), from 0 to 1, so that accounting can count what is
+ * consumed rather than devices: a partitionable device (a MIG profile) its consumption of its
+ * first counter set's "memory" counter over the set's value (without one, the largest such ratio
+ * among its counters); a share of a device allowing multiple allocations its consumedCapacity
+ * "memory" over the device's (else the largest ratio); any other device 1. -1 when no slice the
+ * cache holds has the device.
+ */
+double kb_dra_gpu_fraction(KbDra *dra, const KbDeviceResult *r);

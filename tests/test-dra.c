@@ -207,6 +207,45 @@ static const BadCase bad_cases[] = {
         {"capacity-bad", 3, SM "\"name\":\"d\",\"capacity\":{\"memory\":{\"value\":\"40Qi\"}}}]}}",
          KB_ERROR_DECODE, "devices[0].capacity[\"memory\"]: "},
         {"device-no-name", 3, SM "}]}}", KB_ERROR_DECODE, "devices[0].name: missing"},
+        {"counter-set-no-name", 3,
+         "{\"metadata\":{\"name\":\"s\"},\"spec\":{\"driver\":\"d\",\"sharedCounters\":[{"
+         "\"counters\":{\"m\":{\"value\":\"1\"}}}]}}",
+         KB_ERROR_DECODE, "resourceslice s: spec.sharedCounters[0].name: missing"},
+        {"counter-value-bad", 3,
+         "{\"metadata\":{\"name\":\"s\"},\"spec\":{\"driver\":\"d\",\"sharedCounters\":[{"
+         "\"name\":\"g\",\"counters\":{\"memory\":{\"value\":\"8Qi\"}}}]}}",
+         KB_ERROR_DECODE, "spec.sharedCounters[0].counters[\"memory\"].value: "},
+        {"counter-set-empty", 3,
+         "{\"metadata\":{\"name\":\"s\"},\"spec\":{\"driver\":\"d\",\"sharedCounters\":[{"
+         "\"name\":\"g\",\"counters\":{}}]}}",
+         KB_ERROR_DECODE, "spec.sharedCounters[0].counters: 0 entries, wanted 1 to 32"},
+        {"consumes-no-set", 3,
+         SM "\"name\":\"d\",\"consumesCounters\":[{\"counters\":{\"m\":{"
+            "\"value\":\"1\"}}}]}]}}",
+         KB_ERROR_DECODE, "devices[0].consumesCounters[0].counterSet: missing"},
+        {"valid-values-order", 3,
+         SM "\"name\":\"d\",\"capacity\":{\"memory\":{\"value\":\"40Gi\",\"requestPolicy\":{"
+            "\"validValues\":[\"20Gi\",\"10Gi\"]}}}}]}}",
+         KB_ERROR_DECODE,
+         "devices[0].capacity[\"memory\"].requestPolicy.validValues[1]: not in ascending order"},
+        {"valid-range-bad", 3,
+         SM "\"name\":\"d\",\"capacity\":{\"memory\":{\"value\":\"40Gi\",\"requestPolicy\":{"
+            "\"validRange\":{\"min\":\"2Gi\",\"max\":\"1Gi\"}}}}}]}}",
+         KB_ERROR_DECODE, "requestPolicy.validRange: min, max and step must be"},
+        {"capacity-request-negative", 1,
+         REQ "\"deviceClassName\":\"g\",\"capacity\":{\"requests\":{\"memory\":\"-1Gi\"}}}}]}}}",
+         KB_ERROR_DECODE,
+         "spec.devices.requests[0].exactly.capacity.requests[\"memory\"]: -1Gi is negative"},
+        {"share-id-long", 1,
+         CM "\"status\":{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"g\","
+            "\"driver\":\"d\",\"pool\":\"p\",\"device\":\"x\",\"shareID\":"
+            "\"0123456789-0123456789-0123456789-0123\"}]}}}}",
+         KB_ERROR_LIMIT, "status.allocation.devices.results[0].shareID"},
+        {"consumed-bad", 1,
+         CM "\"status\":{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"g\","
+            "\"driver\":\"d\",\"pool\":\"p\",\"device\":\"x\",\"consumedCapacity\":{"
+            "\"memory\":4}}]}}}}",
+         KB_ERROR_DECODE, "results[0].consumedCapacity[\"memory\"]"},
 };
 
 static gpointer decode_any(int which, json_object *obj, GError **error)
@@ -268,6 +307,27 @@ static const LimitCase limit_cases[] = {
         {"device-fields", 3, SM "\"name\":\"d\",\"attributes\":{", "\"a%d\":{\"int\":1}", "}}]}}",
          KB_DRA_MAX_DEVICE_FIELDS},
         {"count", 1, REQ "\"deviceClassName\":\"g\",\"count\":", "%d", "}}]}}}", 0},
+        {"shared-counters", 3,
+         "{\"metadata\":{\"name\":\"s\"},\"spec\":{\"driver\":\"d\",\"sharedCounters\":[",
+         "{\"name\":\"set-%d\",\"counters\":{\"m\":{\"value\":\"1\"}}}", "]}}",
+         KB_DRA_MAX_COUNTER_SETS},
+        {"counters", 3,
+         "{\"metadata\":{\"name\":\"s\"},\"spec\":{\"driver\":\"d\",\"sharedCounters\":[{"
+         "\"name\":\"g\",\"counters\":{",
+         "\"c%d\":{\"value\":\"1\"}", "}}]}}", KB_DRA_MAX_COUNTERS},
+        {"consumes-counters", 3, SM "\"name\":\"d\",\"consumesCounters\":[",
+         "{\"counterSet\":\"s%d\",\"counters\":{\"m\":{\"value\":\"1\"}}}", "]}]}}",
+         KB_DRA_MAX_CONSUMES},
+        {"valid-values", 3,
+         SM "\"name\":\"d\",\"allowMultipleAllocations\":true,\"capacity\":{\"memory\":{"
+            "\"value\":\"100\",\"requestPolicy\":{\"validValues\":[",
+         "\"%d\"", "]}}}}]}}", KB_DRA_MAX_VALID_VALUES},
+        {"capacity-requests", 1, REQ "\"deviceClassName\":\"g\",\"capacity\":{\"requests\":{",
+         "\"c%d\":\"1\"", "}}}}]}}}", KB_DRA_MAX_DEVICE_FIELDS},
+        {"consumed-capacity", 1,
+         CM "\"status\":{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"g\","
+            "\"driver\":\"d\",\"pool\":\"p\",\"device\":\"x\",\"consumedCapacity\":{",
+         "\"c%d\":\"1\"", "}}]}}}}", KB_DRA_MAX_DEVICE_FIELDS},
 };
 
 static char *build(const LimitCase *c, int n)
@@ -327,6 +387,43 @@ static void test_limit_expression(void)
     }
 }
 
+/* sharedCounters, consumesCounters, allowMultipleAllocations and requestPolicy as kb-kubelet
+ * --dra publishes them, in milli-units. */
+static void test_slice_sharing(void)
+{
+    json_object *obj =
+            parse("{\"metadata\":{\"name\":\"s\"},\"spec\":{\"driver\":\"gpu.nvidia.com\","
+                  "\"sharedCounters\":[{\"name\":\"gpu-0-counter-set\",\"counters\":{\"memory\":{"
+                  "\"value\":\"81152Mi\"},\"multiprocessors\":{\"value\":\"98\"}}}],\"devices\":[{"
+                  "\"name\":\"gpu-0-mig-1g10gb-19-0\",\"consumesCounters\":[{\"counterSet\":"
+                  "\"gpu-0-counter-set\",\"counters\":{\"memory\":{\"value\":\"9728Mi\"},"
+                  "\"multiprocessors\":{\"value\":\"14\"}}}]},{\"name\":\"gpu-1\","
+                  "\"allowMultipleAllocations\":true,\"capacity\":{\"memory\":{\"value\":\"80Gi\","
+                  "\"requestPolicy\":{\"default\":\"80Gi\",\"validRange\":{\"min\":\"1Gi\","
+                  "\"step\":\"1Gi\"}}}}}]}}");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbResourceSlice) s = kb_resource_slice_decode(obj, FALSE, &error);
+    json_object_put(obj);
+    g_assert_no_error(error);
+    g_assert_cmpuint(s->n_counter_sets, ==, 1);
+    g_assert_cmpstr(s->counter_sets[0].name, ==, "gpu-0-counter-set");
+    g_assert_cmpuint(s->counter_sets[0].n_counters, ==, 2);
+    g_assert_cmpint(s->counter_sets[0].counters[0].milli, ==,
+                    (G_GINT64_CONSTANT(81152) << 20) * 1000);
+    g_assert_cmpint(s->counter_sets[0].counters[1].milli, ==, 98000);
+    const KbDevice *mig = &s->devices[0], *shared = &s->devices[1];
+    g_assert_cmpuint(mig->n_consumes, ==, 1);
+    g_assert_cmpstr(mig->consumes[0].name, ==, "gpu-0-counter-set");
+    g_assert_cmpint(mig->consumes[0].counters[1].milli, ==, 14000);
+    g_assert_false(mig->multiple);
+    g_assert_true(shared->multiple);
+    g_assert_nonnull(shared->policies);
+    g_assert_true(shared->policies[0].has_default && shared->policies[0].has_range);
+    g_assert_cmpint(shared->policies[0].min, ==, (G_GINT64_CONSTANT(1) << 30) * 1000);
+    g_assert_cmpint(shared->policies[0].step, ==, (G_GINT64_CONSTANT(1) << 30) * 1000);
+    g_assert_cmpint(shared->policies[0].max, ==, 0);
+}
+
 /* ---- the status a scheduler writes ---------------------------------------------------------- */
 
 static void test_status_body(void)
@@ -347,6 +444,36 @@ static void test_status_body(void)
             "[\"n2\"]}]}]}},\"reservedFor\":[{\"resource\":\"pods\",\"name\":\"job-w0\","
             "\"uid\":\"p0\"},{\"resource\":\"pods\",\"name\":\"job-w1\",\"uid\":\"p1\"}]}}");
     json_object_put(body);
+    /* a share of a device allowing multiple allocations: consumedCapacity and shareID */
+    KbCapacityAmount am = {"memory", (G_GINT64_CONSTANT(40) << 30) * 1000};
+    KbDeviceResult share = {"gpus",
+                            "gpu.nvidia.com",
+                            "n2",
+                            "gpu-3",
+                            &am,
+                            1,
+                            "0b5c3f5e-4b0e-4b9a-9d1c-3b7f6a2e8d10"};
+    body = kb_resource_claim_status_new(c, &share, 1, "n2", "job-w1", "p1");
+    json_object *alloc =
+            json_object_object_get(json_object_object_get(body, "status"), "allocation");
+    json_object *r0 = json_object_array_get_idx(
+            json_object_object_get(json_object_object_get(alloc, "devices"), "results"), 0);
+    g_assert_cmpstr(json_object_to_json_string_ext(r0, JSON_C_TO_STRING_PLAIN), ==,
+                    "{\"request\":\"gpus\",\"driver\":\"gpu.nvidia.com\",\"pool\":\"n2\","
+                    "\"device\":\"gpu-3\",\"consumedCapacity\":{\"memory\":\"40Gi\"},"
+                    "\"shareID\":\"0b5c3f5e-4b0e-4b9a-9d1c-3b7f6a2e8d10\"}");
+    json_object_put(body);
+    /* and decoded back as written */
+    obj = parse(CM "\"status\":{\"allocation\":{\"devices\":{\"results\":[{\"request\":"
+                   "\"g\",\"driver\":\"d\",\"pool\":\"p\",\"device\":\"x\","
+                   "\"consumedCapacity\":{\"memory\":\"1536Mi\"},\"shareID\":"
+                   "\"0b5c3f5e-4b0e-4b9a-9d1c-3b7f6a2e8d10\"}]}}}}");
+    g_autoptr(KbResourceClaim) sc = kb_resource_claim_decode(obj, FALSE, &error);
+    json_object_put(obj);
+    g_assert_no_error(error);
+    g_assert_cmpuint(sc->results[0].n_consumed, ==, 1);
+    g_assert_cmpint(sc->results[0].consumed[0].milli, ==, G_GINT64_CONSTANT(1536) * 1048576 * 1000);
+    g_assert_cmpstr(sc->results[0].share_id, ==, "0b5c3f5e-4b0e-4b9a-9d1c-3b7f6a2e8d10");
     /* already allocated (a shared claim): reservedFor only, the pod not listed twice */
     body = kb_resource_claim_status_new(c, NULL, 0, NULL, "job-w0", "p0");
     g_assert_cmpstr(json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN), ==,
@@ -362,6 +489,7 @@ int main(int argc, char **argv)
     g_test_add_func("/kube/dra/claim", test_claim);
     g_test_add_func("/kube/dra/claim-template", test_claim_template);
     g_test_add_func("/kube/dra/slice", test_slice);
+    g_test_add_func("/kube/dra/slice-sharing", test_slice_sharing);
     for (guint i = 0; i < G_N_ELEMENTS(bad_cases); i++) {
         g_autofree char *p = g_strdup_printf("/kube/dra/malformed/%s", bad_cases[i].name);
         g_test_add_data_func(p, &bad_cases[i], test_bad);

@@ -137,6 +137,59 @@ static void test_replay(void)
     g_assert_cmpfloat_with_epsilon(v[1], 0.0, 1e-9);
 }
 
+/* Through kube-batchd's allocator (scheduler/dra.c on kb-kubelet's shared-GPU slices): one node
+ * of 2 GPUs, 600, 700, 300, 400 milli-GPU in this order. First-fit puts the 300 on the first GPU
+ * with room (the 600's), so the 400 fits nowhere; the allocator puts it on the GPU most used
+ * already (the 700's) and all four fit. A whole GPU asks for an untouched one. */
+static void test_allocator(void)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbGpushareTrace) t = kb_gpushare_trace_parse(
+            HEADER "node,1,8000,1024,2,,X\npod,1,1,1,1,600,\npod,1,1,1,1,700,\n"
+                   "pod,1,1,1,1,300,\npod,1,1,1,1,400,\npod,1,1,1,1,1000,\n",
+            "t", &error);
+    g_assert_no_error(error);
+    const guint seq[] = {0, 1, 2, 3};
+    guint placed = 0;
+    double u = kb_gpushare_place_seq(t, KB_GPUSHARE_FIRST_FIT, seq, 4, &placed);
+    g_assert_cmpuint(placed, ==, 3);
+    g_assert_cmpfloat_with_epsilon(u, 0.2, 1e-9);
+    u = kb_gpushare_place_seq(t, KB_GPUSHARE_DRA, seq, 4, &placed);
+    g_assert_cmpuint(placed, ==, 4);
+    g_assert_cmpfloat_with_epsilon(u, 0.0, 1e-9);
+    /* a 300 on one GPU, then a whole GPU fits on the other, a second does not */
+    const guint whole[] = {2, 4, 4};
+    u = kb_gpushare_place_seq(t, KB_GPUSHARE_DRA, whole, 3, &placed);
+    g_assert_cmpuint(placed, ==, 2);
+    g_assert_cmpfloat_with_epsilon(u, 1.0 - 1300.0 / 2000.0, 1e-9);
+    g_assert_cmpuint(kb_gpushare_dra_disagreements(), ==, 0);
+}
+
+/* Through the allocator on kb-kubelet --mig slices (one A100): three 140 milli-GPU pods take
+ * 1g.10gb and a 420 takes 3g.40gb, all four on the one GPU; a second 420 finds no 3g placement.
+ * Two 500s each need a 4g.40gb (4 of 7 compute slices), of which a GPU has one placement: the
+ * second does not fit, where the milli-GPU model fits both. */
+static void test_allocator_mig(void)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbGpushareTrace) t = kb_gpushare_trace_parse(
+            HEADER "node,1,8000,1024,1,,A100\npod,1,1,1,1,140,\npod,1,1,1,1,420,\n"
+                   "pod,1,1,1,1,500,\n",
+            "t", &error);
+    g_assert_no_error(error);
+    const guint seq[] = {0, 0, 0, 1, 1};
+    guint placed = 0;
+    double u = kb_gpushare_place_seq(t, KB_GPUSHARE_DRA_MIG, seq, 5, &placed);
+    g_assert_cmpuint(placed, ==, 4);
+    g_assert_cmpfloat_with_epsilon(u, 1.0 - 840.0 / 1000.0, 1e-9);
+    const guint halves[] = {2, 2};
+    kb_gpushare_place_seq(t, KB_GPUSHARE_DRA_MIG, halves, 2, &placed);
+    g_assert_cmpuint(placed, ==, 1);
+    kb_gpushare_place_seq(t, KB_GPUSHARE_FIRST_FIT, halves, 2, &placed);
+    g_assert_cmpuint(placed, ==, 2);
+    g_assert_cmpuint(kb_gpushare_dra_disagreements(), ==, 0);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -144,6 +197,8 @@ int main(int argc, char **argv)
     g_test_add_func("/gpushare/errors", test_errors);
     g_test_add_func("/gpushare/limits", test_limits);
     g_test_add_func("/gpushare/policies", test_policies);
+    g_test_add_func("/gpushare/allocator", test_allocator);
+    g_test_add_func("/gpushare/allocator-mig", test_allocator_mig);
     g_test_add_func("/gpushare/replay", test_replay);
     return g_test_run();
 }

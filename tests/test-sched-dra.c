@@ -5,10 +5,12 @@
  * the reason a gang waits names the short request; pods wait for a template's claim; the claim
  * writes the binder gets.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "kube/kb-dra.h"
 #include "scheduler/dra.h"
+#include "testbed/kubelet/kbl-dra.h"
 #include "tests/lib/kb-test-sched.h"
 
 typedef KbTestSched Fx;
@@ -246,39 +248,6 @@ static void test_gang_one_short(void)
     g_test_message("msg: %s", js->message);
     g_assert_nonnull(strstr(js->message, "claim ml/job-w3-gpus request gpus: 2 devices of class "
                                          "gpu.nvidia.com wanted, 1 free on node n2"));
-    kb_test_sched_free(fx);
-}
-
-/* Partitionable devices (MIG profiles consuming their GPU's counters) and devices shared by
- * several claims are not handed out while the allocator does not count counters or consumed
- * capacity: two claims could otherwise get overlapping slices of one GPU. */
-static void test_partitionable_not_allocated(void)
-{
-    Fx *fx = fixture();
-    add_gpu_node(fx, "n1", 0, 1, "NVIDIA A100");
-    json_object *o = kb_test_sched_parse(
-            "{\"metadata\":{\"name\":\"n1-gpu\"},\"spec\":{\"driver\":\"gpu.nvidia.com\","
-            "\"nodeName\":\"n1\",\"pool\":{\"name\":\"n1\",\"generation\":1,"
-            "\"resourceSliceCount\":1},\"devices\":["
-            "{\"name\":\"gpu-0-mig-1g-0\",\"consumesCounters\":[{\"counterSet\":\"gpu-0\","
-            "\"counters\":{\"memory\":{\"value\":\"10Gi\"}}}]},"
-            "{\"name\":\"gpu-0-mig-1g-1\",\"consumesCounters\":[{\"counterSet\":\"gpu-0\","
-            "\"counters\":{\"memory\":{\"value\":\"10Gi\"}}}]},"
-            "{\"name\":\"gpu-1\",\"allowMultipleAllocations\":true},"
-            "{\"name\":\"gpu-2\",\"allowMultipleAllocations\":true}]}}");
-    g_autoptr(GError) error = NULL;
-    g_autoptr(KbResourceSlice) slice = kb_resource_slice_decode(o, FALSE, &error);
-    json_object_put(o);
-    g_assert_no_error(error);
-    g_assert_true(slice->devices[0].shared && slice->devices[2].shared);
-    kb_dra_set_slice(dra(fx), slice);
-    add_gang(fx, "job", 1, 2);
-    kb_test_sched_run(fx);
-    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
-    g_assert_cmpuint(kb_dra_devices_held(dra(fx)), ==, 0);
-    const KbJobStatus *js = kb_cycle_result_job(fx->res, "ml/job");
-    g_assert_nonnull(js);
-    g_assert_nonnull(strstr(js->message, "2 devices of class gpu.nvidia.com wanted, 0 free"));
     kb_test_sched_free(fx);
 }
 
@@ -692,12 +661,409 @@ static void test_unsupported_selector(void)
     kb_test_sched_free(fx);
 }
 
+/* ---- partitionable devices, consumable capacity, firstAvailable in gangs -------------------- */
+
+/* Node @node with @gpus GPUs whose ResourceSlices are what kb-kubelet --dra publishes: with
+ * @mig the MIG layout (counter sets, whole GPUs and every profile's placements), with @sharing
+ * ("memory") GPUs allowing multiple allocations; labels @labels (JSON members or ""). */
+static void add_kubelet_node(Fx *fx, const char *node, guint gpus, gboolean mig, const char *labels)
+{
+    g_autofree char *nj = g_strdup_printf(
+            "{\"metadata\":{\"name\":\"%s\",\"labels\":{%s}},\"status\":{\"allocatable\":{"
+            "\"cpu\":\"64\",\"memory\":\"256Gi\",\"pods\":\"110\",\"nvidia.com/gpu\":\"%u\"},"
+            "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
+            node, labels, gpus);
+    kb_test_sched_add_node(fx, nj);
+    json_object *n = kb_test_sched_parse(nj);
+    g_autoptr(GError) error = NULL;
+    json_object *slices = kbl_dra_slices(n, mig, &error);
+    g_assert_no_error(error);
+    for (gsize i = 0; i < json_object_array_length(slices); i++) {
+        g_autoptr(KbResourceSlice) s =
+                kb_resource_slice_decode(json_object_array_get_idx(slices, i), FALSE, &error);
+        g_assert_no_error(error);
+        kb_dra_set_slice(dra(fx), s);
+    }
+    json_object_put(slices);
+    json_object_put(n);
+}
+
+static void add_slice(Fx *fx, const char *json)
+{
+    json_object *o = kb_test_sched_parse(json);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbResourceSlice) slice = kb_resource_slice_decode(o, FALSE, &error);
+    json_object_put(o);
+    g_assert_no_error(error);
+    kb_dra_set_slice(dra(fx), slice);
+}
+
+static Fx *mig_fixture(void)
+{
+    Fx *fx = fixture();
+    add_class(fx, "mig.nvidia.com", "device.attributes['gpu.nvidia.com'].type == 'mig'");
+    add_class(fx, "whole.nvidia.com", "device.attributes['gpu.nvidia.com'].type == 'gpu'");
+    return fx;
+}
+
+/* A one-pod gang @name whose claim @name-c asks class @klass for one device, with request
+ * selector @selector (or NULL) and capacity.requests memory @memory (or NULL). */
+static void one_pod(Fx *fx, const char *name, const char *klass, const char *selector,
+                    const char *memory)
+{
+    g_autofree char *sel = selector != NULL
+                                   ? g_strdup_printf(",\"selectors\":[{\"cel\":{\"expression\":"
+                                                     "\"%s\"}}]",
+                                                     selector)
+                                   : g_strdup("");
+    g_autofree char *cap = memory != NULL ? g_strdup_printf(",\"capacity\":{\"requests\":{"
+                                                            "\"memory\":\"%s\"}}",
+                                                            memory)
+                                          : g_strdup("");
+    g_autofree char *req = g_strdup_printf("{\"requests\":[{\"name\":\"gpu\",\"exactly\":{"
+                                           "\"deviceClassName\":\"%s\"%s%s}}]}",
+                                           klass, sel, cap);
+    g_autofree char *claim = g_strdup_printf("%s-c", name);
+    add_group(fx, name, 1);
+    put_claim(fx, claim, req, NULL);
+    put_pod(fx, name, name, claim);
+}
+
+static void mig_pod(Fx *fx, const char *name, const char *profile)
+{
+    g_autofree char *sel =
+            g_strdup_printf("device.attributes['gpu.nvidia.com'].profile == '%s'", profile);
+    one_pod(fx, name, "mig.nvidia.com", sel, NULL);
+}
+
+/* The result @i of the claim write of pod @pod in the last cycle. */
+static json_object *pod_result(Fx *fx, const char *pod, guint i)
+{
+    const KbPlacement *p = placement(fx, pod);
+    g_assert_nonnull(p);
+    return json_object_array_get_idx(status_results(write_status(p, 0)), i);
+}
+
+static const char *result_device(Fx *fx, const char *pod)
+{
+    return json_object_get_string(json_object_object_get(pod_result(fx, pod, 0), "device"));
+}
+
+/* The memory slices (bits) a MIG device name gpu-<g>-mig-<profile>-<id>-<start> spans. */
+static guint mig_slices_of(const char *device)
+{
+    static const struct {
+        const char *profile;
+        guint size;
+    } sizes[] = {
+            {"-1g10gb-", 1}, {"-2g20gb-", 2}, {"-3g40gb-", 4}, {"-4g40gb-", 4}, {"-7g80gb-", 8}};
+    const char *start = strrchr(device, '-');
+    for (guint i = 0; i < G_N_ELEMENTS(sizes); i++) {
+        if (strstr(device, sizes[i].profile) != NULL)
+            return ((1u << sizes[i].size) - 1) << atoi(start + 1);
+    }
+    g_assert_not_reached();
+}
+
+/* One A100 as kb-kubelet --mig publishes it: three 1g and one 3g fit together, never on
+ * overlapping memory slices; a further 3g waits, naming its request and the exhausted counter;
+ * a whole GPU is not given beside the slices. */
+static void test_mig_counters(void)
+{
+    Fx *fx = mig_fixture();
+    add_kubelet_node(fx, "n1", 1, TRUE, "");
+    mig_pod(fx, "a", "1g.10gb");
+    mig_pod(fx, "b", "1g.10gb");
+    mig_pod(fx, "c", "1g.10gb");
+    mig_pod(fx, "d", "3g.40gb");
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 4);
+    guint used = 0;
+    static const char *const pods[] = {"a", "b", "c", "d"};
+    for (guint i = 0; i < G_N_ELEMENTS(pods); i++) {
+        guint s = mig_slices_of(result_device(fx, pods[i]));
+        g_assert_cmpuint(used & s, ==, 0);
+        used |= s;
+    }
+    mig_pod(fx, "e", "3g.40gb");
+    one_pod(fx, "w", "whole.nvidia.com", NULL, NULL);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
+    const KbJobStatus *js = kb_cycle_result_job(fx->res, "ml/e");
+    g_test_message("e: %s", js->message);
+    g_assert_nonnull(strstr(js->message, "claim ml/e-c request gpu: 1 device of class "
+                                         "mig.nvidia.com wanted, 0 free on node n1 (counter "));
+    g_assert_nonnull(strstr(js->message, " of gpu-0-counter-set exhausted"));
+    js = kb_cycle_result_job(fx->res, "ml/w");
+    g_assert_nonnull(strstr(js->message, "exhausted"));
+    kb_test_sched_free(fx);
+}
+
+/* Node n1 with three devices part-0..2 each consuming 10Gi of counter set gpu-0 (20Gi), the
+ * set published in a slice of its own (the split layout). */
+static Fx *counter_fixture(void)
+{
+    Fx *fx = mig_fixture();
+    add_gpu_node(fx, "n1", 0, 1, "NVIDIA A100");
+    add_slice(fx, "{\"metadata\":{\"name\":\"n1-counters\"},\"spec\":{\"driver\":"
+                  "\"gpu.nvidia.com\",\"nodeName\":\"n1\",\"pool\":{\"name\":\"n1\","
+                  "\"generation\":1,\"resourceSliceCount\":2},\"sharedCounters\":[{\"name\":"
+                  "\"gpu-0\",\"counters\":{\"memory\":{\"value\":\"20Gi\"}}}]}}");
+    g_autoptr(GString) devs = g_string_new(NULL);
+    for (guint i = 0; i < 3; i++)
+        g_string_append_printf(devs,
+                               "%s{\"name\":\"part-%u\",\"consumesCounters\":[{\"counterSet\":"
+                               "\"gpu-0\",\"counters\":{\"memory\":{\"value\":\"10Gi\"}}}]}",
+                               i == 0 ? "" : ",", i);
+    g_autofree char *sj = g_strdup_printf(
+            "{\"metadata\":{\"name\":\"n1-gpu\"},\"spec\":{\"driver\":\"gpu.nvidia.com\","
+            "\"nodeName\":\"n1\",\"pool\":{\"name\":\"n1\",\"generation\":1,"
+            "\"resourceSliceCount\":2},\"devices\":[%s]}}",
+            devs->str);
+    add_slice(fx, sj);
+    return fx;
+}
+
+/* Counters exactly at their value fit, one over does not; a hold given back returns them. */
+static void test_counter_limits(void)
+{
+    Fx *fx = counter_fixture();
+    one_pod(fx, "a", "gpu.nvidia.com", NULL, NULL);
+    one_pod(fx, "b", "gpu.nvidia.com", NULL, NULL);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 2); /* 20Gi of 20Gi */
+    one_pod(fx, "c", "gpu.nvidia.com", NULL, NULL);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0); /* 30Gi of 20Gi */
+    g_assert_nonnull(strstr(kb_cycle_result_job(fx->res, "ml/c")->message,
+                            "(counter memory of gpu-0 exhausted: 10Gi wanted, 0 left)"));
+    /* a's binding fails: its hold ends and its 10Gi come back (a or c is placed again) */
+    g_assert_true(kb_cache_bind_failed(fx->cache, "ml", "a", "u-a", NULL));
+    g_assert_cmpuint(kb_dra_devices_held(dra(fx)), ==, 1);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 1);
+    g_assert_cmpuint(kb_dra_devices_held(dra(fx)), ==, 2);
+    kb_test_sched_free(fx);
+}
+
+/* An allocated claim's device consumes its counters until the claim is deleted. */
+static void test_counter_claim_deleted(void)
+{
+    Fx *fx = counter_fixture();
+    g_autofree char *one = gpus_request(1, "gpu.nvidia.com");
+    put_claim(fx, "other", one,
+              "{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"gpus\",\"driver\":"
+              "\"gpu.nvidia.com\",\"pool\":\"n1\",\"device\":\"part-0\"}]}}}");
+    one_pod(fx, "a", "gpu.nvidia.com", NULL, NULL);
+    one_pod(fx, "b", "gpu.nvidia.com", NULL, NULL);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 1);
+    json_object *o = kb_test_sched_parse(
+            "{\"metadata\":{\"name\":\"other\",\"namespace\":\"ml\",\"uid\":\"c-other\"}}");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbResourceClaim) gone = kb_resource_claim_decode(o, FALSE, &error);
+    json_object_put(o);
+    g_assert_no_error(error);
+    kb_dra_delete_claim(dra(fx), gone);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 1);
+    kb_test_sched_free(fx);
+}
+
+/* A gang of three 3g slices on one GPU that holds two: nothing placed, nothing held. */
+static void test_mig_gang_all_or_nothing(void)
+{
+    Fx *fx = mig_fixture();
+    add_kubelet_node(fx, "n1", 1, TRUE, "");
+    add_group(fx, "job", 3);
+    for (guint i = 0; i < 3; i++) {
+        g_autofree char *pod = g_strdup_printf("job-w%u", i);
+        g_autofree char *claim = g_strdup_printf("job-w%u-c", i);
+        put_claim(fx, claim,
+                  "{\"requests\":[{\"name\":\"gpu\",\"exactly\":{\"deviceClassName\":"
+                  "\"mig.nvidia.com\",\"selectors\":[{\"cel\":{\"expression\":\"device."
+                  "attributes['gpu.nvidia.com'].profile == '3g.40gb'\"}}]}}]}",
+                  NULL);
+        put_pod(fx, pod, "job", claim);
+    }
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
+    g_assert_cmpuint(kb_dra_devices_held(dra(fx)), ==, 0);
+    /* the counters were given back with the plan: two 3g fit now */
+    mig_pod(fx, "x", "3g.40gb");
+    mig_pod(fx, "y", "3g.40gb");
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "ml/x") + kb_test_sched_binds(fx, "ml/y"), ==, 2);
+    kb_test_sched_free(fx);
+}
+
+/* Small slices go to the GPU already partly used; the fraction of a GPU a slice takes. */
+static void test_mig_packing(void)
+{
+    Fx *fx = mig_fixture();
+    add_kubelet_node(fx, "n1", 2, TRUE, "");
+    g_autofree char *one = gpus_request(1, "mig.nvidia.com");
+    put_claim(fx, "other", one,
+              "{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"gpus\",\"driver\":"
+              "\"gpu.nvidia.com\",\"pool\":\"n1\",\"device\":\"gpu-1-mig-1g10gb-19-6\"}]}}}");
+    mig_pod(fx, "a", "1g.10gb");
+    kb_test_sched_run(fx);
+    const char *dev = result_device(fx, "a");
+    g_assert_true(g_str_has_prefix(dev, "gpu-1-mig-1g10gb-19-"));
+    /* on that GPU, where it blocks no 3g placement the other slice has not blocked already */
+    g_assert_cmpuint(mig_slices_of(dev) & 0x0f, ==, 0);
+    KbDeviceResult r = {(char *)"gpu", "gpu.nvidia.com", "n1", (char *)dev, NULL, 0, NULL};
+    g_assert_cmpfloat_with_epsilon(kb_dra_gpu_fraction(dra(fx), &r), 9728.0 / 81152.0, 1e-9);
+    r.device = (char *)"gpu-0";
+    g_assert_cmpfloat(kb_dra_gpu_fraction(dra(fx), &r), ==, 1.0);
+    r.device = (char *)"nope";
+    g_assert_cmpfloat(kb_dra_gpu_fraction(dra(fx), &r), ==, -1.0);
+    kb_test_sched_free(fx);
+}
+
+static const char *result_member(Fx *fx, const char *pod, const char *path)
+{
+    json_object *o = pod_result(fx, pod, 0);
+    g_auto(GStrv) parts = g_strsplit(path, ".", -1);
+    for (guint i = 0; parts[i] != NULL && o != NULL; i++)
+        o = json_object_object_get(o, parts[i]);
+    return o != NULL ? json_object_get_string(o) : NULL;
+}
+
+/* Two claims share one GPU's memory (each 40Gi of 80Gi), a third waits; shareIDs differ; a share
+ * takes what it asked, rounded up to the policy's step; the fraction of a GPU a share takes. */
+static void test_capacity_shares(void)
+{
+    Fx *fx = fixture();
+    add_kubelet_node(fx, "s1", 1, FALSE, "\"kube-batchd.io/gpu-sharing\":\"memory\"");
+    one_pod(fx, "a", "gpu.nvidia.com", NULL, "40Gi");
+    one_pod(fx, "b", "gpu.nvidia.com", NULL, "39500Mi");
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 2);
+    g_assert_cmpstr(result_device(fx, "a"), ==, "gpu-0");
+    g_assert_cmpstr(result_device(fx, "b"), ==, "gpu-0");
+    g_assert_cmpstr(result_member(fx, "a", "consumedCapacity.memory"), ==, "40Gi");
+    g_assert_cmpstr(result_member(fx, "b", "consumedCapacity.memory"), ==, "39Gi");
+    const char *sa = result_member(fx, "a", "shareID"), *sb = result_member(fx, "b", "shareID");
+    g_assert_nonnull(sa);
+    g_assert_cmpuint(strlen(sa), ==, 36);
+    g_assert_cmpstr(sa, !=, sb);
+    KbCapacityAmount am = {g_intern_string("memory"), (G_GINT64_CONSTANT(40) << 30) * 1000};
+    KbDeviceResult r = {(char *)"gpu", "gpu.nvidia.com", "s1", (char *)"gpu-0", &am, 1, (char *)sa};
+    g_assert_cmpfloat_with_epsilon(kb_dra_gpu_fraction(dra(fx), &r), 0.5, 1e-9);
+    /* 79Gi of 80Gi taken: 2Gi does not fit, 1Gi (at least the policy's min) does */
+    one_pod(fx, "c", "gpu.nvidia.com", NULL, "2Gi");
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
+    g_assert_nonnull(strstr(kb_cycle_result_job(fx->res, "ml/c")->message,
+                            "(capacity memory of device gpu.nvidia.com/s1/gpu-0 exhausted: 2Gi "
+                            "wanted, 1Gi left)"));
+    one_pod(fx, "d", "gpu.nvidia.com", NULL, "100Mi");
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "ml/d"), ==, 1);
+    g_assert_cmpstr(result_member(fx, "d", "consumedCapacity.memory"), ==, "1Gi");
+    /* 80Gi of 80Gi taken; b's binding fails: its 39Gi come back, and b or c fits again */
+    g_assert_true(kb_cache_bind_failed(fx->cache, "ml", "b", "u-b", NULL));
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), >=, 1);
+    kb_test_sched_free(fx);
+}
+
+/* requestPolicy validValues: the smallest valid value at least the request; none: no share;
+ * no request: the default. A share lands on the GPU already partly shared. */
+static void test_capacity_valid_values(void)
+{
+    Fx *fx = fixture();
+    add_gpu_node(fx, "n1", 0, 1, "NVIDIA A100");
+    g_autoptr(GString) devs = g_string_new(NULL);
+    for (guint i = 0; i < 2; i++)
+        g_string_append_printf(devs,
+                               "%s{\"name\":\"gpu-%u\",\"allowMultipleAllocations\":true,"
+                               "\"capacity\":{\"memory\":{\"value\":\"40Gi\",\"requestPolicy\":{"
+                               "\"default\":\"10Gi\",\"validValues\":[\"10Gi\",\"20Gi\","
+                               "\"40Gi\"]}}}}",
+                               i == 0 ? "" : ",", i);
+    g_autofree char *sj = g_strdup_printf(
+            "{\"metadata\":{\"name\":\"n1-gpu\"},\"spec\":{\"driver\":\"gpu.nvidia.com\","
+            "\"nodeName\":\"n1\",\"pool\":{\"name\":\"n1\",\"generation\":1,"
+            "\"resourceSliceCount\":1},\"devices\":[%s]}}",
+            devs->str);
+    add_slice(fx, sj);
+    g_autofree char *one = gpus_request(1, "gpu.nvidia.com");
+    put_claim(fx, "other", one,
+              "{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"gpus\",\"driver\":"
+              "\"gpu.nvidia.com\",\"pool\":\"n1\",\"device\":\"gpu-1\",\"consumedCapacity\":{"
+              "\"memory\":\"10Gi\"},\"shareID\":\"0b5c3f5e-4b0e-4b9a-9d1c-3b7f6a2e8d10\"}]}}}");
+    one_pod(fx, "a", "gpu.nvidia.com", NULL, "15Gi");
+    one_pod(fx, "b", "gpu.nvidia.com", NULL, "50Gi");
+    kb_test_sched_run(fx);
+    g_assert_cmpstr(result_member(fx, "a", "consumedCapacity.memory"), ==, "20Gi");
+    g_assert_cmpstr(result_device(fx, "a"), ==, "gpu-1");
+    g_assert_cmpuint(kb_test_sched_binds(fx, "ml/b"), ==, 0);
+    g_assert_nonnull(strstr(kb_cycle_result_job(fx->res, "ml/b")->message,
+                            "no share of 50Gi allowed by its requestPolicy"));
+    one_pod(fx, "c", "gpu.nvidia.com", NULL, NULL);
+    kb_test_sched_run(fx);
+    g_assert_cmpstr(result_member(fx, "c", "consumedCapacity.memory"), ==, "10Gi");
+    g_assert_cmpstr(result_device(fx, "c"), ==, "gpu-1"); /* 40Gi of 40Gi */
+    kb_test_sched_free(fx);
+}
+
+/* A gang whose members' claims say firstAvailable [one A100, two H100]: only one A100 exists, so
+ * the members would mix; the plan gives it back and places the whole gang on the second. A gang
+ * for which the first fits every member gets the first. */
+static void test_first_available_gang(void)
+{
+    Fx *fx = fixture();
+    add_gpu_node(fx, "n1", 1, 1, "NVIDIA A100");
+    add_gpu_node(fx, "n2", 4, 4, "NVIDIA H100");
+    const char *spec = "{\"requests\":[{\"name\":\"gpus\",\"firstAvailable\":[{\"name\":\"a100\","
+                       "\"deviceClassName\":\"gpu.nvidia.com\",\"selectors\":[{\"cel\":{"
+                       "\"expression\":\"device.attributes['gpu.nvidia.com'].productName == "
+                       "'NVIDIA A100'\"}}]},{\"name\":\"two-h100\",\"deviceClassName\":"
+                       "\"gpu.nvidia.com\",\"count\":2,\"selectors\":[{\"cel\":{\"expression\":"
+                       "\"device.attributes['gpu.nvidia.com'].productName == 'NVIDIA "
+                       "H100'\"}}]}]}]}";
+    add_group(fx, "job", 2);
+    for (guint i = 0; i < 2; i++) {
+        g_autofree char *pod = g_strdup_printf("job-w%u", i);
+        g_autofree char *claim = g_strdup_printf("job-w%u-c", i);
+        put_claim(fx, claim, spec, NULL);
+        put_pod(fx, pod, "job", claim);
+    }
+    /* a plan giving a100 to one member cannot give it to the other: given back */
+    kb_test_sched_run(fx);
+    g_test_message("cycle 1: %u placed", kb_test_sched_binds(fx, "ml/job"));
+    if (kb_test_sched_binds(fx, "ml/job") == 0)
+        kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "ml/job"), ==, 2);
+    for (guint i = 0; i < 2; i++) {
+        g_autofree char *pod = g_strdup_printf("job-w%u", i);
+        g_assert_cmpstr(result_member(fx, pod, "request"), ==, "gpus/two-h100");
+        g_assert_cmpstr(kb_test_sched_bound_node(fx, "ml", pod), ==, "n2");
+    }
+    /* one member: the first alternative fits it */
+    add_group(fx, "solo", 1);
+    put_claim(fx, "solo-c", spec, NULL);
+    put_pod(fx, "solo-w0", "solo", "solo-c");
+    kb_test_sched_run(fx);
+    g_assert_cmpstr(result_member(fx, "solo-w0", "request"), ==, "gpus/a100");
+    kb_test_sched_free(fx);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/scheduler/dra/gang-allocated", test_gang_allocated);
     g_test_add_func("/scheduler/dra/gang-one-gpu-short", test_gang_one_short);
-    g_test_add_func("/scheduler/dra/partitionable-not-allocated", test_partitionable_not_allocated);
+    g_test_add_func("/scheduler/dra/mig/counters", test_mig_counters);
+    g_test_add_func("/scheduler/dra/mig/counter-limits", test_counter_limits);
+    g_test_add_func("/scheduler/dra/mig/counter-claim-deleted", test_counter_claim_deleted);
+    g_test_add_func("/scheduler/dra/mig/gang-all-or-nothing", test_mig_gang_all_or_nothing);
+    g_test_add_func("/scheduler/dra/mig/packing", test_mig_packing);
+    g_test_add_func("/scheduler/dra/capacity/shares", test_capacity_shares);
+    g_test_add_func("/scheduler/dra/capacity/valid-values", test_capacity_valid_values);
+    g_test_add_func("/scheduler/dra/first-available/gang", test_first_available_gang);
     g_test_add_func("/scheduler/dra/waits-for-template-claim", test_waits_for_claim);
     g_test_add_func("/scheduler/dra/class-missing", test_class_missing);
     g_test_add_func("/scheduler/dra/allocated-claims", test_allocated_claims);

@@ -4,7 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kube/kb-dra.h"
 #include "kube/kb-error.h"
+#include "scheduler/dra.h"
+#include "testbed/kubelet/kbl-dra.h"
 
 typedef struct {
     guint count;
@@ -17,6 +20,8 @@ struct KbGpushareTrace {
     GArray *pods;  /* Shape */
     guint n_nodes, n_gpus, n_pods, n_gpu_pods, n_fractional;
 };
+
+static guint dra_disagreements;
 
 typedef struct {
     gint64 cpu, mem;
@@ -158,7 +163,10 @@ guint kb_gpushare_trace_pods(const KbGpushareTrace *t, guint *fractional)
 
 const char *kb_gpushare_policy_name(KbGpusharePolicy p)
 {
-    return p == KB_GPUSHARE_PACKING ? "packing" : "first-fit";
+    return p == KB_GPUSHARE_DRA_MIG   ? "kube-batchd MIG"
+           : p == KB_GPUSHARE_DRA     ? "kube-batchd"
+           : p == KB_GPUSHARE_PACKING ? "packing"
+                                      : "first-fit";
 }
 
 /* ---- placement ------------------------------------------------------------------------------ */
@@ -277,6 +285,281 @@ static Node *expand_nodes(const KbGpushareTrace *t)
     return nodes;
 }
 
+/* ---- through kube-batchd's allocator -------------------------------------------------------- */
+
+/*
+ * KB_GPUSHARE_DRA and KB_GPUSHARE_DRA_MIG: nodes taken in trace order as first-fit does (the
+ * first where the pod fits), the GPU (and the MIG placement) on the node chosen by
+ * scheduler/dra.c (kb_dra_fits, kb_dra_assume) among the ResourceSlices kb-kubelet --dra
+ * publishes:
+ *   - DRA: for a node labelled kube-batchd.io/gpu-sharing=memory: each GPU allows multiple
+ *     allocations, its memory stands for its 1000 milli-GPUs (published as 1000Gi, so that the
+ *     whole-GiB request policy makes one step one milli-GPU). A fraction is a claim asking
+ *     capacity.requests memory of that many Gi;
+ *   - DRA_MIG: with --mig (an A100's MIG profiles): a fraction is a claim for the smallest
+ *     profile with at least its share of the GPU's seven compute slices (1g.10gb .. 7g.80gb).
+ * Whole GPUs are a claim of that count for whole GPUs (a shared GPU's policy default is all of
+ * it; a MIG-capable GPU's whole device consumes all its counters). Node CPU and memory are the
+ * model's; what the allocator chose (its claim write's devices) is mirrored per GPU only to skip,
+ * before asking the allocator, nodes where no GPU could have room.
+ */
+typedef struct {
+    KbDra *dra;
+    Node *nodes;
+    guint n_nodes;
+    gboolean mig;
+    guint8 (*slices)[KB_GPUSHARE_MAX_NODE_GPU]; /* MIG: memory slices used, per node and GPU */
+    guint64 seq;
+    guint disagree; /* the mirror said a node had room, the allocator said not */
+} DraCluster;
+
+/* An A100's MIG profiles: memory slices spanned and the first slices a placement may start at
+ * (bits), as kb-kubelet --mig publishes them. */
+static const struct {
+    const char *name, *compact;
+    guint size;
+    guint8 starts;
+} mig_profiles[] = {
+        {"1g.10gb", "-1g10gb-", 1, 0x7f}, {"2g.20gb", "-2g20gb-", 2, 0x15},
+        {"3g.40gb", "-3g40gb-", 4, 0x11}, {"4g.40gb", "-4g40gb-", 4, 0x01},
+        {"7g.80gb", "-7g80gb-", 8, 0x01},
+};
+
+/* The profile for @milli of a GPU: the smallest with at least that many sevenths. */
+static guint mig_profile(guint milli)
+{
+    guint sevenths = MAX((milli * 7 + 999) / 1000, 1u);
+    return sevenths <= 4 ? sevenths - 1 : G_N_ELEMENTS(mig_profiles) - 1;
+}
+
+static gboolean mig_room(guint8 used, guint p)
+{
+    for (guint s = 0; s < 8; s++) {
+        guint8 mask = (guint8)(((1u << mig_profiles[p].size) - 1) << s);
+        if ((mig_profiles[p].starts & (1u << s)) != 0 && (used & mask) == 0)
+            return TRUE;
+    }
+    return FALSE;
+}
+
+static void dra_put(KbDra *dra, int kind, const char *json)
+{
+    json_object *o = json_tokener_parse(json);
+    g_autoptr(GError) error = NULL;
+    if (kind == 0) {
+        g_autoptr(KbDeviceClass) dc = kb_device_class_decode(o, FALSE, &error);
+        if (dc != NULL)
+            kb_dra_set_class(dra, dc);
+    } else {
+        g_autoptr(KbResourceClaim) c = kb_resource_claim_decode(o, FALSE, &error);
+        if (c != NULL)
+            kb_dra_set_claim(dra, c);
+    }
+    json_object_put(o);
+    if (error != NULL)
+        g_error("bench-gpushare: %s", error->message); /* our own JSON: a broken invariant */
+}
+
+static void dra_put_class(KbDra *dra, const char *name, const char *type)
+{
+    g_autofree char *j = g_strdup_printf(
+            "{\"metadata\":{\"name\":\"%s\"},\"spec\":{\"selectors\":[{\"cel\":{\"expression\":"
+            "\"device.attributes['gpu.nvidia.com'].type == '%s'\"}}]}}",
+            name, type);
+    dra_put(dra, 0, j);
+}
+
+static DraCluster *dra_cluster_new(const KbGpushareTrace *t, gboolean mig)
+{
+    DraCluster *c = g_new0(DraCluster, 1);
+    c->dra = kb_dra_new();
+    c->nodes = expand_nodes(t);
+    c->n_nodes = t->n_nodes;
+    c->mig = mig;
+    c->slices = g_malloc0_n(MAX(c->n_nodes, 1), sizeof(*c->slices));
+    dra_put_class(c->dra, "gpu.nvidia.com", "gpu");
+    dra_put_class(c->dra, "mig.nvidia.com", "mig");
+    for (guint k = 0; k < c->n_nodes; k++) {
+        if (c->nodes[k].n_gpus == 0)
+            continue;
+        g_autofree char *nj = g_strdup_printf(
+                "{\"metadata\":{\"name\":\"node-%u\",\"labels\":{%s}},\"status\":{"
+                "\"allocatable\":{\"nvidia.com/gpu\":\"%u\"}}}",
+                k,
+                mig ? ""
+                    : "\"kube-batchd.io/gpu-sharing\":\"memory\",\"nvidia.com/gpu.memory\":"
+                      "\"1024000\"",
+                c->nodes[k].n_gpus);
+        json_object *node = json_tokener_parse(nj);
+        g_autoptr(GError) error = NULL;
+        json_object *slices = kbl_dra_slices(node, mig, &error);
+        json_object_put(node);
+        for (gsize i = 0; slices != NULL && i < json_object_array_length(slices); i++) {
+            g_autoptr(KbResourceSlice) s =
+                    kb_resource_slice_decode(json_object_array_get_idx(slices, i), FALSE, &error);
+            if (s == NULL)
+                g_error("bench-gpushare: %s", error->message);
+            kb_dra_set_slice(c->dra, s);
+        }
+        json_object_put(slices);
+    }
+    return c;
+}
+
+static void dra_cluster_free(DraCluster *c)
+{
+    kb_dra_free(c->dra);
+    g_free(c->slices);
+    g_free(c->nodes);
+    g_free(c);
+}
+
+/* Could @p's GPUs fit on node @k as far as the mirror knows. */
+static gboolean mirror_fits(const DraCluster *c, guint k, const Shape *p)
+{
+    const Node *n = &c->nodes[k];
+    if (n->cpu < p->cpu || n->mem < p->mem)
+        return FALSE;
+    gboolean fraction = p->gpus == 1 && p->milli < 1000;
+    if (!c->mig)
+        return fraction ? pick_gpu(n, p->milli, FALSE) >= 0 : free_gpus(n) >= p->gpus;
+    guint free = 0;
+    for (guint g = 0; g < n->n_gpus; g++) {
+        if (fraction && mig_room(c->slices[k][g], mig_profile(p->milli)))
+            return TRUE;
+        free += c->slices[k][g] == 0;
+    }
+    return !fraction && free >= p->gpus;
+}
+
+/* One device the allocator chose on node @k (@mem: a share's consumedCapacity memory, or NULL)
+ * into the mirror. */
+static void mirror_device(DraCluster *c, guint k, const char *dev, const char *mem)
+{
+    Node *n = &c->nodes[k];
+    char *end = NULL;
+    guint g = (guint)g_ascii_strtoull(dev + strlen("gpu-"), &end, 10);
+    if (g >= n->n_gpus)
+        return;
+    if (!c->mig) {
+        KbQuantity q;
+        gint64 gib = mem != NULL && kb_quantity_parse(mem, &q, NULL) ? kb_quantity_value(&q) >> 30
+                                                                     : 1000;
+        n->free[g] -= (guint)MIN(gib, (gint64)n->free[g]);
+        return;
+    }
+    if (*end == '\0') {
+        c->slices[k][g] = 0xff; /* the whole GPU */
+        return;
+    }
+    const char *start = strrchr(dev, '-');
+    for (guint p = 0; p < G_N_ELEMENTS(mig_profiles); p++) {
+        if (strstr(dev, mig_profiles[p].compact) != NULL)
+            c->slices[k][g] |= (guint8)(((1u << mig_profiles[p].size) - 1)
+                                        << g_ascii_strtoull(start + 1, NULL, 10));
+    }
+}
+
+/* The allocator's choice for @pod (held) on node @k into the mirror. */
+static void mirror_take(DraCluster *c, KbPod *pod, guint k)
+{
+    KbPod *pods[] = {pod};
+    g_autofree GPtrArray **writes = kb_dra_gang_writes(c->dra, pods, 1);
+    g_autoptr(GPtrArray) w = writes[0];
+    for (guint i = 0; w != NULL && i < w->len; i++) {
+        const KbClaimWrite *cw = w->pdata[i];
+        json_object *st = json_object_object_get(cw->body, "status");
+        json_object *res = json_object_object_get(
+                json_object_object_get(json_object_object_get(st, "allocation"), "devices"),
+                "results");
+        for (gsize r = 0; r < json_object_array_length(res); r++) {
+            json_object *o = json_object_array_get_idx(res, r);
+            mirror_device(c, k, json_object_get_string(json_object_object_get(o, "device")),
+                          json_object_get_string(json_object_object_get(
+                                  json_object_object_get(o, "consumedCapacity"), "memory")));
+        }
+    }
+}
+
+/* The claim of pod shape @p (a fraction or whole GPUs) as JSON, named c<@id>. */
+static char *dra_claim_json(const DraCluster *c, const Shape *p, guint64 id)
+{
+    gboolean fraction = p->gpus == 1 && p->milli < 1000;
+    g_autofree char *what = NULL;
+    if (fraction && c->mig)
+        what = g_strdup_printf("\"deviceClassName\":\"mig.nvidia.com\",\"selectors\":[{\"cel\":{"
+                               "\"expression\":\"device.attributes['gpu.nvidia.com'].profile == "
+                               "'%s'\"}}]",
+                               mig_profiles[mig_profile(p->milli)].name);
+    else if (fraction)
+        what = g_strdup_printf("\"deviceClassName\":\"gpu.nvidia.com\",\"capacity\":{"
+                               "\"requests\":{\"memory\":\"%uGi\"}}",
+                               p->milli);
+    else
+        what = g_strdup_printf("\"deviceClassName\":\"gpu.nvidia.com\",\"count\":%u", p->gpus);
+    return g_strdup_printf(
+            "{\"metadata\":{\"name\":\"c%" G_GUINT64_FORMAT "\",\"namespace\":\"b\",\"uid\":"
+            "\"cu%" G_GUINT64_FORMAT "\",\"resourceVersion\":\"1\"},\"spec\":{\"devices\":{"
+            "\"requests\":[{\"name\":\"gpu\",\"exactly\":{%s}}]}}}",
+            id, id, what);
+}
+
+/* Place @p through the allocator: TRUE when it fitted somewhere. */
+static gboolean dra_place(DraCluster *c, const Shape *p)
+{
+    if (p->gpus == 0)
+        return place(c->nodes, c->n_nodes, p, KB_GPUSHARE_FIRST_FIT);
+    guint64 id = ++c->seq;
+    g_autofree char *claim = dra_claim_json(c, p, id);
+    dra_put(c->dra, 1, claim);
+    g_autofree char *pj = g_strdup_printf(
+            "{\"metadata\":{\"name\":\"p%" G_GUINT64_FORMAT "\",\"namespace\":\"b\",\"uid\":"
+            "\"u%" G_GUINT64_FORMAT "\"},\"spec\":{\"resourceClaims\":[{\"name\":\"gpu\","
+            "\"resourceClaimName\":\"c%" G_GUINT64_FORMAT "\"}],\"containers\":[{\"name\":"
+            "\"c\"}]}}",
+            id, id, id);
+    json_object *o = json_tokener_parse(pj);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbPod) pod = kb_pod_decode(o, FALSE, &error);
+    json_object_put(o);
+    if (pod == NULL)
+        g_error("bench-gpushare: %s", error->message);
+    for (guint k = 0; k < c->n_nodes; k++) {
+        if (!mirror_fits(c, k, p))
+            continue;
+        g_autofree char *name = g_strdup_printf("node-%u", k);
+        if (!kb_dra_fits(c->dra, pod, name, NULL, NULL) || !kb_dra_assume(c->dra, pod, name)) {
+            c->disagree++;
+            continue;
+        }
+        c->nodes[k].cpu -= p->cpu;
+        c->nodes[k].mem -= p->mem;
+        mirror_take(c, pod, k);
+        return TRUE;
+    }
+    return FALSE;
+}
+
+guint kb_gpushare_dra_disagreements(void)
+{
+    return dra_disagreements;
+}
+
+/* The allocator's cluster for @policy, or NULL for the model's policies. */
+static DraCluster *dra_cluster_for(const KbGpushareTrace *t, KbGpusharePolicy policy)
+{
+    if (policy != KB_GPUSHARE_DRA && policy != KB_GPUSHARE_DRA_MIG)
+        return NULL;
+    return dra_cluster_new(t, policy == KB_GPUSHARE_DRA_MIG);
+}
+
+/* One placement by @policy on the model's @nodes or through @c. */
+static gboolean place_any(Node *nodes, DraCluster *c, guint n, const Shape *p,
+                          KbGpusharePolicy policy)
+{
+    return c != NULL ? dra_place(c, p) : place(nodes, n, p, policy);
+}
+
 /* A pod shape drawn with weight count. */
 static const Shape *draw(const KbGpushareTrace *t, GRand *r)
 {
@@ -294,18 +577,23 @@ double kb_gpushare_place_seq(const KbGpushareTrace *t, KbGpusharePolicy policy, 
                              guint n, guint *placed)
 {
     g_autofree Node *nodes = expand_nodes(t);
+    DraCluster *c = dra_cluster_for(t, policy);
     double capacity = 1000.0 * t->n_gpus, allocated = 0;
     guint ok = 0;
     for (guint i = 0; i < n; i++) {
         g_return_val_if_fail(pods[i] < t->pods->len, 1.0);
         const Shape *p = &g_array_index(t->pods, Shape, pods[i]);
-        if (place(nodes, t->n_nodes, p, policy)) {
+        if (place_any(nodes, c, t->n_nodes, p, policy)) {
             allocated += p->gpus == 1 && p->milli < 1000 ? p->milli : 1000.0 * p->gpus;
             ok++;
         }
     }
     if (placed != NULL)
         *placed = ok;
+    if (c != NULL) {
+        dra_disagreements += c->disagree;
+        dra_cluster_free(c);
+    }
     return 1.0 - allocated / capacity;
 }
 
@@ -313,6 +601,7 @@ void kb_gpushare_replay(const KbGpushareTrace *t, KbGpusharePolicy policy, guint
                         const double *loads, guint n_loads, double *unallocated, guint *dropped)
 {
     g_autofree Node *nodes = expand_nodes(t);
+    DraCluster *c = dra_cluster_for(t, policy);
     g_autoptr(GRand) r = g_rand_new_with_seed((guint32)(seed ^ (seed >> 32)));
     double capacity = 1000.0 * t->n_gpus, arrived = 0, allocated = 0;
     guint lost = 0, next = 0;
@@ -320,7 +609,7 @@ void kb_gpushare_replay(const KbGpushareTrace *t, KbGpusharePolicy policy, guint
         const Shape *p = draw(t, r);
         double want = p->gpus == 1 && p->milli < 1000 ? p->milli : 1000.0 * p->gpus;
         arrived += want;
-        if (place(nodes, t->n_nodes, p, policy))
+        if (place_any(nodes, c, t->n_nodes, p, policy))
             allocated += want;
         else
             lost++;
@@ -329,4 +618,8 @@ void kb_gpushare_replay(const KbGpushareTrace *t, KbGpusharePolicy policy, guint
     }
     if (dropped != NULL)
         *dropped = lost;
+    if (c != NULL) {
+        dra_disagreements += c->disagree;
+        dra_cluster_free(c);
+    }
 }

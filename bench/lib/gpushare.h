@@ -9,8 +9,14 @@
  *     with the fewest free GPUs that holds them; CPU-only pods to the node with the least unused
  *     GPU. Small slices thus land on GPUs already partly used and whole GPUs (and nodes) stay free
  *     for gangs.
- * This is a stand-in, clearly apart from the scheduler: kube-batchd's allocator does not share
- * devices yet (docs/dra.md). When it does, bench-gpushare should drive it instead of this model.
+ *   - kube-batchd (KB_GPUSHARE_DRA): the nodes in first-fit's order, the GPU on the node chosen
+ *     by kube-batchd's own allocator (scheduler/dra.c through kb_dra_fits / kb_dra_assume) among
+ *     the ResourceSlices kb-kubelet --dra publishes for GPUs shared by memory (gpushare.c says
+ *     how milli-GPUs map onto memory). Its packing is the allocator's: a share onto the GPU most
+ *     used already;
+ *   - kube-batchd MIG (KB_GPUSHARE_DRA_MIG): the same on the slices kb-kubelet --dra --mig
+ *     publishes, a fraction taking the smallest MIG profile that holds it.
+ * The first two are a model apart from the scheduler; the third drives the scheduler's code.
  *
  * The input is a shape histogram (bench/data/alibaba-openb-v2023.csv, made by
  * bench/alibaba-openb.sh): lines "node,COUNT,CPU_MILLI,MEMORY_MIB,GPUS,,MODEL" and
@@ -30,7 +36,13 @@
 typedef enum {
     KB_GPUSHARE_FIRST_FIT,
     KB_GPUSHARE_PACKING,
+    KB_GPUSHARE_DRA,
+    KB_GPUSHARE_DRA_MIG,
 } KbGpusharePolicy;
+
+/* Times, over all KB_GPUSHARE_DRA replays, that the allocator refused a node its mirror said had
+ * room (0 when the two agree; printed by bench-gpushare). */
+guint kb_gpushare_dra_disagreements(void);
 
 typedef struct KbGpushareTrace KbGpushareTrace;
 

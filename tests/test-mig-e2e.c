@@ -1,0 +1,309 @@
+/*
+ * Sharing GPUs through DRA end to end (issue 28): bin/kube-batchd against bin/kb-apiserver
+ * --resource-claim-controller with bin/kb-kubelet --dra --mig publishing every GPU as
+ * MIG-capable (a node labelled kube-batchd.io/gpu-sharing=memory publishes GPUs shared by
+ * memory instead), NVIDIA's DeviceClasses from deploy/dra, driven with kubectl.
+ *
+ * - One MIG-capable A100: three claims for a 1g.10gb profile and one for 3g.40gb are allocated
+ *   together on placements that share no memory slice, their pods Running; a further 3g.40gb
+ *   waits, the PodGroup's condition naming the request and the exhausted counter.
+ * - One GPU shared by memory (80Gi): two claims of 40Gi both allocated on it (consumedCapacity
+ *   40Gi, distinct shareIDs), their pods Running; a third of 40Gi waits, naming the capacity.
+ * - A claim with firstAvailable [an 80 GB GPU, two 40 GB GPUs] gets the 80 GB GPU; a second one,
+ *   with no 80 GB GPU free, gets two 40 GB GPUs.
+ *
+ * Skipped without kubectl.
+ */
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/lib/kb-test-apiserver.h"
+#include "tests/lib/kb-test-util.h"
+
+static KbTestApiserver *api;
+static KbTestDaemon *scheduler; /* kube-batchd, for its log when a wait fails */
+
+static char *get(const char *kind, const char *name, const char *path)
+{
+    g_autofree char *arg = g_strdup_printf("jsonpath=%s", path);
+    if (*name == '\0')
+        return kb_test_kubectl_run(api, NULL, "get", kind, "-o", arg, NULL);
+    return kb_test_kubectl_run(api, NULL, "get", kind, name, "--ignore-not-found", "-o", arg, NULL);
+}
+
+/* Poll until `kubectl get KIND NAME -o jsonpath=PATH` satisfies @done (90 s at most: a liveness
+ * deadline for a loaded machine, never a speed check). */
+static char *wait_until(const char *kind, const char *name, const char *path,
+                        gboolean (*done)(const char *, gconstpointer), gconstpointer data)
+{
+    char *v = NULL;
+    for (int i = 0; i < 450; i++) {
+        g_free(v);
+        v = get(kind, name, path);
+        if (done(v, data))
+            return v;
+        g_usleep(200 * 1000);
+    }
+    g_test_message("%s %s: %s is \"%s\"", kind, name, path, v);
+    return v;
+}
+
+static gboolean contains(const char *v, gconstpointer part)
+{
+    return v != NULL && strstr(v, part) != NULL;
+}
+
+static gboolean n_words(const char *v, gconstpointer n)
+{
+    g_auto(GStrv) w = g_strsplit_set(v != NULL ? v : "", " ", -1);
+    guint k = 0;
+    for (guint i = 0; w[i] != NULL; i++)
+        k += w[i][0] != '\0';
+    return k == GPOINTER_TO_UINT(n);
+}
+
+static const char nodes_yaml[] =
+        "nodes:\n"
+        "- name: mig-0\n"
+        "  labels: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB}\n"
+        "  allocatable: {cpu: 32, memory: 128Gi, pods: 110, nvidia.com/gpu: 1}\n"
+        "- name: share-0\n"
+        "  labels: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB, kube-batchd.io/gpu-sharing: "
+        "memory}\n"
+        "  allocatable: {cpu: 32, memory: 128Gi, pods: 110, nvidia.com/gpu: 1}\n"
+        "- name: big-0\n"
+        "  labels: {nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3, nvidia.com/gpu.memory: "
+        "\"81920\"}\n"
+        "  allocatable: {cpu: 32, memory: 128Gi, pods: 110, nvidia.com/gpu: 1}\n"
+        "- name: small-0\n"
+        "  labels: {nvidia.com/gpu.product: NVIDIA-A100-PCIE-40GB, nvidia.com/gpu.memory: "
+        "\"40960\"}\n"
+        "  allocatable: {cpu: 32, memory: 128Gi, pods: 110, nvidia.com/gpu: 2}\n";
+
+/* A one-pod gang @name using claim @name whose one request "gpu" is @request (YAML lines at the
+ * request's indentation, after "- name: gpu"). */
+static char *one_pod_yaml(const char *name, const char *request)
+{
+    return g_strdup_printf(
+            "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\n"
+            "metadata: {name: %s, namespace: default}\n"
+            "spec:\n  devices:\n    requests:\n    - name: gpu\n%s"
+            "---\napiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\n"
+            "metadata: {name: %s, namespace: default}\nspec: {minMember: 1, queue: default}\n"
+            "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\n  namespace: default\n"
+            "  annotations: {scheduling.k8s.io/group-name: %s, "
+            "sim.kube-batchd.io/run-seconds: \"3600\"}\n"
+            "spec:\n  schedulerName: kube-batchd\n  resourceClaims: [{name: gpu, "
+            "resourceClaimName: %s}]\n  containers:\n  - name: c\n    image: x\n"
+            "    resources: {claims: [{name: gpu}]}\n",
+            name, request, name, name, name, name);
+}
+
+static void create(const char *yaml)
+{
+    g_free(kb_test_kubectl_run(api, yaml, "apply", "-f", "-", NULL));
+}
+
+static void mig_claim(const char *name, const char *profile)
+{
+    g_autofree char *req = g_strdup_printf(
+            "      exactly:\n        deviceClassName: mig.nvidia.com\n        selectors:\n"
+            "        - cel: {expression: \"device.attributes['gpu.nvidia.com'].profile == '%s' && "
+            "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA-A100-SXM4-80GB'\"}\n",
+            profile);
+    g_autofree char *yaml = one_pod_yaml(name, req);
+    create(yaml);
+}
+
+static void share_claim(const char *name, const char *memory)
+{
+    g_autofree char *req = g_strdup_printf(
+            "      exactly:\n        deviceClassName: gpu.nvidia.com\n        selectors:\n"
+            "        - cel: {expression: \"device.allowMultipleAllocations\"}\n"
+            "        capacity: {requests: {memory: %s}}\n",
+            memory);
+    g_autofree char *yaml = one_pod_yaml(name, req);
+    create(yaml);
+}
+
+static void first_available_claim(const char *name)
+{
+    static const char req[] =
+            "      firstAvailable:\n"
+            "      - name: gpu-80gb\n        deviceClassName: gpu.nvidia.com\n        selectors:\n"
+            "        - cel: {expression: \"device.capacity['gpu.nvidia.com'].memory.compareTo("
+            "quantity('80Gi')) >= 0 && !device.allowMultipleAllocations\"}\n"
+            "      - name: two-40gb\n        deviceClassName: gpu.nvidia.com\n        count: 2\n"
+            "        selectors:\n"
+            "        - cel: {expression: \"device.capacity['gpu.nvidia.com'].memory.compareTo("
+            "quantity('40Gi')) == 0\"}\n";
+    g_autofree char *yaml = one_pod_yaml(name, req);
+    create(yaml);
+}
+
+static char *wait_running(const char *pod)
+{
+    char *phase = wait_until("pod", pod, "{.status.phase}", contains, "Running");
+    if (!contains(phase, "Running")) {
+        /* say why, for the log of a failed run */
+        g_autofree char *cond =
+                get("podgroups.scheduling.volcano.sh", pod, "{.status.conditions[*].message}");
+        g_autofree char *node = get("pod", pod, "{.spec.nodeName}");
+        g_autofree char *claim = get("resourceclaim", pod, "{.status}");
+        g_autofree char *events = kb_test_kubectl_run(api, NULL, "get", "events", NULL);
+        g_autofree char *log = NULL;
+        gsize len = 0;
+        const char *path = scheduler != NULL ? kb_test_daemon_log_path(scheduler) : NULL;
+        if (path != NULL)
+            g_file_get_contents(path, &log, &len, NULL);
+        g_test_message("pod %s on \"%s\"; podgroup: %s; claim status: %s; events:\n%s\n"
+                       "kube-batchd's log (end):\n%s",
+                       pod, node, cond, claim, events,
+                       log != NULL ? log + (len > 8000 ? len - 8000 : 0) : "");
+    }
+    return phase;
+}
+
+/* The memory slices (bits) of MIG device gpu-<g>-mig-<profile>-<id>-<start>. */
+static guint mig_slices_of(const char *device)
+{
+    guint size = strstr(device, "-1g") != NULL ? 1 : strstr(device, "-2g") != NULL ? 2 : 4;
+    const char *start = strrchr(device, '-');
+    g_assert_nonnull(start);
+    return ((1u << size) - 1) << atoi(start + 1);
+}
+
+static void check_mig(void)
+{
+    static const char *const names[] = {"mig-a", "mig-b", "mig-c", "mig-d"};
+    mig_claim("mig-a", "1g.10gb");
+    mig_claim("mig-b", "1g.10gb");
+    mig_claim("mig-c", "1g.10gb");
+    mig_claim("mig-d", "3g.40gb");
+    guint used = 0;
+    for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
+        g_autofree char *phase = wait_running(names[i]);
+        g_assert_cmpstr(phase, ==, "Running");
+        g_autofree char *node = get("pod", names[i], "{.spec.nodeName}");
+        g_assert_cmpstr(node, ==, "mig-0");
+        g_autofree char *dev =
+                get("resourceclaim", names[i], "{.status.allocation.devices.results[0].device}");
+        g_test_message("%s: %s", names[i], dev);
+        g_assert_true(g_str_has_prefix(dev, "gpu-0-mig-"));
+        guint s = mig_slices_of(dev);
+        g_assert_cmpuint(used & s, ==, 0);
+        used |= s;
+    }
+    mig_claim("mig-e", "3g.40gb");
+    const char *want = "claim default/mig-e request gpu: 1 device of class mig.nvidia.com wanted, "
+                       "0 free on node mig-0 (counter ";
+    g_autofree char *cond = wait_until("podgroups.scheduling.volcano.sh", "mig-e",
+                                       "{.status.conditions[*].message}", contains, want);
+    g_assert_nonnull(strstr(cond, want));
+    g_assert_nonnull(strstr(cond, " of gpu-0-counter-set exhausted: "));
+    g_autofree char *alloc = get("resourceclaim", "mig-e", "{.status.allocation}");
+    g_assert_cmpstr(alloc, ==, "");
+}
+
+static void check_shares(void)
+{
+    share_claim("share-a", "40Gi");
+    share_claim("share-b", "40Gi");
+    for (guint i = 0; i < 2; i++) {
+        const char *name = i == 0 ? "share-a" : "share-b";
+        g_autofree char *phase = wait_running(name);
+        g_assert_cmpstr(phase, ==, "Running");
+        g_autofree char *node = get("pod", name, "{.spec.nodeName}");
+        g_assert_cmpstr(node, ==, "share-0");
+        g_autofree char *took = get("resourceclaim", name,
+                                    "{.status.allocation.devices.results[0].device} "
+                                    "{.status.allocation.devices.results[0].consumedCapacity."
+                                    "memory}");
+        g_assert_cmpstr(took, ==, "gpu-0 40Gi");
+    }
+    g_autofree char *ida =
+            get("resourceclaim", "share-a", "{.status.allocation.devices.results[0].shareID}");
+    g_autofree char *idb =
+            get("resourceclaim", "share-b", "{.status.allocation.devices.results[0].shareID}");
+    g_assert_cmpuint(strlen(ida), ==, 36);
+    g_assert_cmpstr(ida, !=, idb);
+    share_claim("share-c", "40Gi");
+    const char *want = "(capacity memory of device gpu.nvidia.com/share-0/gpu-0 exhausted: 40Gi "
+                       "wanted, 0 left)";
+    g_autofree char *cond = wait_until("podgroups.scheduling.volcano.sh", "share-c",
+                                       "{.status.conditions[*].message}", contains, want);
+    g_assert_nonnull(strstr(cond, want));
+}
+
+static void check_first_available(void)
+{
+    first_available_claim("fa-a");
+    g_autofree char *a = wait_running("fa-a");
+    g_assert_cmpstr(a, ==, "Running");
+    g_autofree char *ra = get("resourceclaim", "fa-a",
+                              "{.status.allocation.devices.results[*].request} "
+                              "{.status.allocation.devices.results[*].pool}");
+    g_assert_cmpstr(ra, ==, "gpu/gpu-80gb big-0");
+    /* the only 80 GB GPU is held: the second alternative */
+    first_available_claim("fa-b");
+    g_autofree char *b = wait_running("fa-b");
+    g_assert_cmpstr(b, ==, "Running");
+    g_autofree char *rb = get("resourceclaim", "fa-b",
+                              "{.status.allocation.devices.results[*].request} "
+                              "{.status.allocation.devices.results[*].pool}");
+    g_assert_cmpstr(rb, ==, "gpu/two-40gb gpu/two-40gb small-0 small-0");
+}
+
+static void apply(const char *rel)
+{
+    g_autofree char *path = g_build_filename(kb_test_src_dir(), rel, NULL);
+    g_free(kb_test_kubectl_run(api, NULL, "apply", "-f", path, NULL));
+}
+
+static void test_mig_e2e(void)
+{
+    g_autoptr(GError) error = NULL;
+    const char *aargs[] = {"--resource-claim-controller", NULL};
+    g_autoptr(KbTestApiserver) own = kb_test_apiserver_start(aargs, &error);
+    g_assert_no_error(error);
+    api = own;
+    g_autofree char *dir = g_dir_make_tmp("kb-mig-e2e-XXXXXX", &error);
+    g_autofree char *file = g_build_filename(dir, "nodes.yaml", NULL);
+    g_assert_true(g_file_set_contents(file, nodes_yaml, -1, &error));
+    const char *kargs[] = {
+            "--nodes", file, "--heartbeat-interval", "200", "--start-delay", "50", "--dra",
+            "--mig",   NULL};
+    g_autoptr(KbTestDaemon) kubelet =
+            kb_test_apiserver_spawn(api, "kb-kubelet", FALSE, kargs, NULL);
+    const char *bargs[] = {"--schedule-period", "200ms", NULL};
+    g_autoptr(KbTestDaemon) sched = kb_test_apiserver_spawn(api, "kube-batchd", FALSE, bargs, NULL);
+    scheduler = sched;
+    apply("deploy/base/crds/podgroup-volcano.yaml");
+    apply("deploy/dra/deviceclasses.yaml");
+    /* mig-0, big-0: a counter slice and a GPU slice each; small-0: one and two; share-0: one */
+    g_autofree char *slices = wait_until("resourceslices", "", "{.items[*].metadata.name}", n_words,
+                                         GUINT_TO_POINTER(8));
+    g_assert_true(n_words(slices, GUINT_TO_POINTER(8)));
+    check_mig();
+    check_shares();
+    check_first_available();
+    scheduler = NULL;
+    g_assert_cmpint(kb_test_daemon_stop(sched, 10000), ==, 0);
+    g_assert_cmpint(kb_test_daemon_stop(kubelet, 10000), ==, 0);
+    g_unlink(file);
+    g_rmdir(dir);
+    api = NULL;
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    if (!kb_test_kubectl_available()) {
+        g_test_add_func("/mig-e2e/skipped", kb_test_skip_no_kubectl);
+        return g_test_run();
+    }
+    g_test_add_func("/mig-e2e/mig-shares-first-available", test_mig_e2e);
+    return g_test_run();
+}
