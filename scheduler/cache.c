@@ -19,6 +19,7 @@ typedef struct {
 typedef struct {
     KbPod *pod;           /* ref */
     gint counted_node;    /* node whose `used` includes this pod, -1 when none */
+    guint dra_gen;        /* kb_dra_demand_gen its DRA demand was counted at (in padding) */
     KbResources counted;  /* what was added there */
     guint64 counted_gpus; /* GPU indices it holds there (NodeGpu.holders) */
     KbTaskInfo *task;     /* owned by its job; NULL for pods of other schedulers */
@@ -968,6 +969,7 @@ void kb_cache_update_pod(KbCache *cache, KbPod *pod)
             record_finished(cache, task);
     }
     pod_recount(cache, pe);
+    pe->dra_gen = kb_dra_demand_gen(cache->dra);
 }
 
 void kb_cache_delete_pod(KbCache *cache, KbPod *pod)
@@ -1007,8 +1009,9 @@ void kb_cache_sync_dra(KbCache *cache)
     g_hash_table_iter_init(&it, cache->pods);
     while (g_hash_table_iter_next(&it, NULL, &v)) {
         PodEntry *pe = v;
-        if (pe->pod->n_resource_claims == 0)
+        if (pe->pod->n_resource_claims == 0 || pe->dra_gen == dem)
             continue;
+        pe->dra_gen = dem;
         KbTaskInfo *task = pe->task;
         KbResources req = pod_requests(cache, pe->pod);
         if (task != NULL && !kb_resources_equal(&req, &task->resreq)) {

@@ -1001,12 +1001,10 @@ static gboolean plan_pod(KbDra *dra, const KbPod *pod, const char *node, GArray 
         /* devices taken by an earlier claim of the pod are not in the counts: search then */
         if (n_taken == 0 && !claim_may_fit(dra, ci, k, nd, node, why, free))
             return FALSE;
-        /* feasibility of the pod's last claim, nothing taken before it: the counts said yes */
-        if (!choose && n_taken == 0 && i + 1 == pod->n_resource_claims && claim_counted(ci)) {
-            PlanClaim pc = {key != NULL ? g_steal_pointer(&key) : g_strdup(buf), results_new()};
-            g_array_append_val(plan, pc);
+        /* feasibility of the pod's last claim, nothing taken before it: the counts said yes
+         * (nothing after it reads the plan) */
+        if (!choose && n_taken == 0 && i + 1 == pod->n_resource_claims && claim_counted(ci))
             continue;
-        }
         if (!have_cands) {
             node_cands(dra, nd);
             have_cands = TRUE;
