@@ -1185,6 +1185,36 @@ void kb_dra_node_capacity(KbDra *dra, const char *node, KbResources *out)
     }
 }
 
+gboolean kb_dra_describe_demand(KbDra *dra, const KbPod *pod, int slot, GString *out)
+{
+    for (guint i = 0; i < pod->n_resource_claims; i++) {
+        const char *tn = pod->resource_claims[i].template_name;
+        if (tn == NULL)
+            continue;
+        g_autofree char *key = g_strdup_printf("%s/%s", pod->meta.namespace_, tn);
+        const KbResourceClaimTemplate *t = g_hash_table_lookup(dra->templates, key);
+        for (guint r = 0; t != NULL && r < t->spec.n_requests; r++) {
+            const KbDeviceRequest *req = &t->spec.requests[r];
+            KbResources one;
+            kb_resources_clear(&one);
+            request_demand(req, &one);
+            if (one.v[slot] <= 0)
+                continue;
+            const char *claim = kb_pod_resource_claim_name(pod, i);
+            const char *klass = req->n_first_available > 0 ? req->first_available[0].device_class
+                                                           : req->exactly.device_class;
+            g_string_append_printf(
+                    out, "claim %s/%s request %s: %" G_GINT64_FORMAT " device%s of class %s",
+                    pod->meta.namespace_, claim != NULL ? claim : tn, req->exactly.name,
+                    one.v[slot], one.v[slot] == 1 ? "" : "s", klass);
+            if (claim == NULL)
+                g_string_append(out, " (template)");
+            return TRUE;
+        }
+    }
+    return FALSE;
+}
+
 guint kb_dra_demand_gen(const KbDra *dra)
 {
     return dra->demand_gen;

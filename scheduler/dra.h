@@ -123,6 +123,9 @@ void kb_dra_claim_written(KbDra *dra, const char *namespace_, const char *name, 
  * kb_dra_fits alone.
  */
 void kb_dra_pod_demand(KbDra *dra, const KbPod *pod, KbResources *out);
+/* Append to @out the first request of @pod's template claims counted in @slot ("claim ns/x
+ * request gpus: 2 devices of class gpu.nvidia.com"); FALSE (nothing appended) when none is. */
+gboolean kb_dra_describe_demand(KbDra *dra, const KbPod *pod, int slot, GString *out);
 void kb_dra_node_capacity(KbDra *dra, const char *node, KbResources *out);
 guint kb_dra_demand_gen(const KbDra *dra);
 guint kb_dra_capacity_gen(const KbDra *dra);

@@ -858,6 +858,27 @@ static void test_resources_capability(void)
     kb_test_sched_free(fx);
 }
 
+/* A gang short of GPUs in the cluster is not admitted; the reason names the request. */
+static void test_resources_not_admitted(void)
+{
+    Fx *fx = fixture();
+    add_gpu_node(fx, "n1", 4, 4, "NVIDIA A100");
+    put_template(fx, "two-gpus",
+                 "{\"requests\":[{\"name\":\"gpus\",\"exactly\":{"
+                 "\"deviceClassName\":\"gpu.nvidia.com\",\"count\":2}}]}");
+    add_gang(fx, "first", 1, 2);
+    add_gang(fx, "second", 2, 2);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "ml/first"), ==, 1);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "ml/second"), ==, 0);
+    const KbJobStatus *js = kb_cycle_result_job(fx->res, "ml/second");
+    g_assert_cmpstr(js->message, ==,
+                    "not admitted: the cluster has 2 nvidia.com/gpu free (after admitted jobs), "
+                    "the job needs 4 to start (each pod's claim ml/second-w0-gpus request gpus: "
+                    "2 devices of class gpu.nvidia.com)");
+    kb_test_sched_free(fx);
+}
+
 /* ---- preemption and reclaim free a victim's claims ----------------------------------------- */
 
 #define T_2026 1767225600 /* 2026-01-01T00:00:00Z: the jobs' creation; the clock an hour later */
@@ -1116,6 +1137,8 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/dra/resources/vectors", test_resources_vectors);
     g_test_add_func("/scheduler/dra/resources/capability-stops-at-limit",
                     test_resources_capability);
+    g_test_add_func("/scheduler/dra/resources/not-admitted-names-request",
+                    test_resources_not_admitted);
     g_test_add_func("/scheduler/dra/preempt/frees-claims", test_preempt_frees_claims);
     g_test_add_func("/scheduler/dra/preempt/exact-check", test_preempt_exact_check);
     g_test_add_func("/scheduler/dra/reclaim/counts-devices", test_reclaim_counts_devices);
