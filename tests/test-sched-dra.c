@@ -883,11 +883,10 @@ static void test_resources_not_admitted(void)
 
 #define T_2026 1767225600 /* 2026-01-01T00:00:00Z: the jobs' creation; the clock an hour later */
 
-static Fx *evict_fixture(void)
+static Fx *actions_fixture(const char *actions)
 {
     const char *def = kb_conf_default_yaml();
-    g_autofree char *yaml = g_strdup_printf("actions: \"enqueue, allocate, preempt, reclaim\"\n%s",
-                                            strstr(def, "tiers:"));
+    g_autofree char *yaml = g_strdup_printf("actions: \"%s\"\n%s", actions, strstr(def, "tiers:"));
     Fx *fx = kb_test_sched_new(yaml);
     fx->now = T_2026 + 3600;
     add_class(fx, "gpu.nvidia.com", NULL);
@@ -1020,7 +1019,7 @@ static char *written_devices(Fx *fx)
  */
 static void test_preempt_frees_claims(void)
 {
-    Fx *fx = evict_fixture();
+    Fx *fx = actions_fixture("enqueue, allocate, preempt, reclaim");
     add_gpu_node(fx, "n1", 4, 4, "NVIDIA A100");
     add_gpu_node(fx, "n2", 4, 4, "NVIDIA A100");
     guint d1 = 0, d2 = 0;
@@ -1052,7 +1051,7 @@ static void test_preempt_frees_claims(void)
  * matches) evicts nothing, and the plan leaves every device held as before. */
 static void test_preempt_exact_check(void)
 {
-    Fx *fx = evict_fixture();
+    Fx *fx = actions_fixture("enqueue, allocate, preempt, reclaim");
     add_gpu_node(fx, "n1", 4, 4, "NVIDIA A100");
     guint d1 = 0;
     put_dra_job(fx, "low", NULL, "low", 4, 1, "n1", &d1);
@@ -1085,7 +1084,7 @@ static void test_preempt_exact_check(void)
  */
 static void test_reclaim_counts_devices(void)
 {
-    Fx *fx = evict_fixture();
+    Fx *fx = actions_fixture("enqueue, allocate, preempt, reclaim");
     add_gpu_node(fx, "n1", 4, 4, "NVIDIA A100");
     add_gpu_node(fx, "n2", 4, 4, "NVIDIA A100");
     for (guint q = 0; q < 2; q++) {
@@ -1108,6 +1107,33 @@ static void test_reclaim_counts_devices(void)
     g_assert_cmpuint(kb_test_sched_binds(fx, "ml/b1"), ==, 4);
     g_autofree char *devs = written_devices(fx);
     g_assert_cmpstr(devs, ==, "n2/gpu-0,n2/gpu-1,n2/gpu-2,n2/gpu-3");
+    kb_test_sched_free(fx);
+}
+
+/*
+ * The reserve action holds nodes for a waiting DRA gang by its devices counted as resources: a
+ * node whose GPUs are all in use now is where the gang will run once they end, so a later small
+ * job does not take the other node's free GPUs meanwhile.
+ */
+static void test_reserve_counts_devices(void)
+{
+    Fx *fx = actions_fixture("enqueue, reserve, allocate");
+    add_gpu_node(fx, "n1", 4, 4, "NVIDIA A100");
+    add_gpu_node(fx, "n2", 4, 4, "NVIDIA A100");
+    guint d1 = 0;
+    put_dra_job(fx, "busy", NULL, "low", 4, 1, "n1", &d1);
+    kb_test_sched_add_pod_group(
+            fx, "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\","
+                "\"metadata\":{\"name\":\"busy\",\"namespace\":\"ml\",\"creationTimestamp\":"
+                "\"2026-01-01T00:00:01Z\",\"annotations\":{\"kube-batchd.io/expected-runtime\":"
+                "\"2h\"}},\"spec\":{\"minMember\":4,\"priorityClassName\":\"low\"}}");
+    put_dra_job(fx, "big", NULL, "low", 4, 2, NULL, NULL); /* 8 GPUs: both nodes */
+    put_dra_job(fx, "small", NULL, "low", 1, 1, NULL, NULL);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
+    const KbJobStatus *js = kb_cycle_result_job(fx->res, "ml/big");
+    g_assert_nonnull(js);
+    g_assert_nonnull(strstr(js->message, "reserved 2 nodes"));
     kb_test_sched_free(fx);
 }
 
@@ -1142,5 +1168,6 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/dra/preempt/frees-claims", test_preempt_frees_claims);
     g_test_add_func("/scheduler/dra/preempt/exact-check", test_preempt_exact_check);
     g_test_add_func("/scheduler/dra/reclaim/counts-devices", test_reclaim_counts_devices);
+    g_test_add_func("/scheduler/dra/reserve/counts-devices", test_reserve_counts_devices);
     return g_test_run();
 }
