@@ -103,9 +103,10 @@ void kb_dra_claim_written(KbDra *dra, const char *namespace_, const char *name, 
 
 /*
  * DRA demand as resources (docs/dra.md, "Devices as resources"): each DeviceClass name is a
- * resource (a slot of KbResources, kb_resource_slot), so that node pruning, queues,
- * capabilities, guarantees, DRF and reclaim count devices as they count nvidia.com/gpu. The
- * vector is a necessary condition only: kb_dra_fits has the final word.
+ * resource (a slot of KbResources, kb_resource_slot; KB_RESOURCE_GPU_CLASS is nvidia.com/gpu's),
+ * so that node pruning, queues, capabilities, guarantees, DRF and reclaim count devices as they
+ * count nvidia.com/gpu. The vector is a necessary condition only: kb_dra_fits has the final
+ * word.
  *
  * kb_dra_pod_demand adds to @out what @pod's claims from templates surely take: per request of
  * the template, `count` devices of its class (`allocationMode: All`: 1, the least it takes); a

@@ -39,6 +39,13 @@
  * (Inqueue), so that the next cycles' allocate binds it once the evicted pods are gone and their
  * resources are idle again. Meanwhile the victims are RELEASING in the cache and count as future
  * idle, so a later cycle pipelines the job onto them again instead of evicting more (no storm).
+ *
+ * DRA: a preemptor's devices count in its resource vector (docs/dra.md), so victims are chosen
+ * by it as for nvidia.com/gpu; its claims are then checked exactly on the node with the devices
+ * of the victims' claims free in the plan (kb_dra_plan_evict, undone with the statement; pods
+ * already being evicted count so from the start), and held for the rest of the statement so
+ * that its gang's next member does not count them again. Nothing is held past the action: the
+ * victims' claims stay allocated until the resource-claim controller frees them.
  */
 #include "scheduler/actions.h"
 

@@ -858,6 +858,29 @@ static void test_resources_capability(void)
     kb_test_sched_free(fx);
 }
 
+/* GPUs of a claim count as nvidia.com/gpu but get no device-plugin GPU indices (gpu-ids): the
+ * DRA allocator chose them. */
+static void test_resources_no_gpu_ids(void)
+{
+    Fx *fx = fixture();
+    kb_test_sched_add_node(fx, "{\"metadata\":{\"name\":\"n1\",\"annotations\":{"
+                               "\"kube-batchd.io/gpu-topology\":\"{\\\"nvlink\\\":[[0,1,2,3]]}\"}},"
+                               "\"status\":{\"allocatable\":{\"cpu\":\"64\",\"memory\":\"256Gi\","
+                               "\"pods\":\"110\"},\"conditions\":[{\"type\":\"Ready\","
+                               "\"status\":\"True\"}]}}");
+    put_slice(fx, "n1", 4, 4, "NVIDIA A100");
+    put_template(fx, "two-gpus",
+                 "{\"requests\":[{\"name\":\"gpus\",\"exactly\":{"
+                 "\"deviceClassName\":\"gpu.nvidia.com\",\"count\":2}}]}");
+    add_gang(fx, "job", 1, 2);
+    kb_test_sched_run(fx);
+    const KbPlacement *p = placement(fx, "job-w0");
+    g_assert_nonnull(p);
+    g_assert_cmpint(kb_cache_lookup_task(fx->cache, "ml", "job-w0")->resreq.v[KB_RES_GPU], ==, 2);
+    g_assert_null(p->gpu_ids);
+    kb_test_sched_free(fx);
+}
+
 /* A gang short of GPUs in the cluster is not admitted; the reason names the request. */
 static void test_resources_not_admitted(void)
 {
@@ -1163,6 +1186,7 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/dra/resources/vectors", test_resources_vectors);
     g_test_add_func("/scheduler/dra/resources/capability-stops-at-limit",
                     test_resources_capability);
+    g_test_add_func("/scheduler/dra/resources/no-gpu-ids", test_resources_no_gpu_ids);
     g_test_add_func("/scheduler/dra/resources/not-admitted-names-request",
                     test_resources_not_admitted);
     g_test_add_func("/scheduler/dra/preempt/frees-claims", test_preempt_frees_claims);
