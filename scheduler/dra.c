@@ -1126,6 +1126,19 @@ static int class_slot(const char *name)
     return slot == KB_RES_GPU || slot >= KB_RES_FIRST_EXTENDED ? slot : -1;
 }
 
+/* As class_slot, without taking a slot for a class no pod asks for and no queue names: slots
+ * are few, and extended resources need theirs. */
+static int class_slot_known(const char *name)
+{
+    if (strcmp(name, KB_RESOURCE_GPU_CLASS) == 0)
+        return KB_RES_GPU;
+    for (int s = KB_RES_FIRST_EXTENDED; s < kb_resource_count(); s++) {
+        if (strcmp(kb_resource_name(s), name) == 0)
+            return s;
+    }
+    return -1;
+}
+
 /* What one request surely takes, counted in its class's slot of @out (see dra.h). */
 static void request_demand(const KbDeviceRequest *req, KbResources *out)
 {
@@ -1170,7 +1183,7 @@ void kb_dra_node_capacity(KbDra *dra, const char *node, KbResources *out)
     g_hash_table_iter_init(&it, dra->classes);
     while (g_hash_table_iter_next(&it, NULL, &v)) {
         const ClassInfo *cl = v;
-        int slot = cl->error == NULL ? class_slot(cl->dc->meta.name) : -1;
+        int slot = cl->error == NULL ? class_slot_known(cl->dc->meta.name) : -1;
         if (slot < 0)
             continue;
         gint64 n = 0;
@@ -1222,7 +1235,8 @@ guint kb_dra_demand_gen(const KbDra *dra)
 
 guint kb_dra_capacity_gen(const KbDra *dra)
 {
-    return dra->class_gen + dra->slice_gen;
+    /* a class gains a slot when a pod's demand or a queue first names it */
+    return dra->class_gen + dra->slice_gen + (guint)kb_resource_count();
 }
 
 /* The allocated claim @ci of @pod's entry when @pod is among its consumers (else NULL), and how

@@ -116,9 +116,10 @@ void kb_dra_claim_written(KbDra *dra, const char *namespace_, const char *name, 
  * a template not known yet. It depends on the templates only: kb_dra_demand_gen() changes when
  * one does.
  *
- * kb_dra_node_capacity adds to @out, per class, the devices of node @node's slices (and of the
+ * kb_dra_node_capacity adds to @out, per class that has a slot (a pod's demand or a queue named
+ * it: a class nobody asks for takes none), the devices of node @node's slices (and of the
  * allNodes slices) that match the class, held or not. kb_dra_capacity_gen() changes when a
- * class or a slice does.
+ * class, a slice or the set of slots does.
  *
  * A class whose name finds no free slot (KB_RES_MAX) is not counted: its pods are checked by
  * kb_dra_fits alone.
