@@ -337,9 +337,9 @@ static void dev_refresh(KbDra *dra, const char *dk)
     Dev *d = g_hash_table_lookup(dra->dev_by_key, dk);
     if (d != NULL)
         dev_set_held(dra, d,
-                     (g_hash_table_contains(dra->allocated, dk) ||
-                      g_hash_table_contains(dra->assumed, dk)) &&
-                             !g_hash_table_contains(dra->plan_freed, dk));
+                     (g_hash_table_contains(dra->allocated, dk) &&
+                      !g_hash_table_contains(dra->plan_freed, dk)) ||
+                             g_hash_table_contains(dra->assumed, dk));
 }
 
 /* ---- ingest --------------------------------------------------------------------------------- */
@@ -1239,8 +1239,8 @@ guint kb_dra_capacity_gen(const KbDra *dra)
     return dra->class_gen + dra->slice_gen + (guint)kb_resource_count();
 }
 
-/* The allocated claim @ci of @pod's entry when @pod is among its consumers (else NULL), and how
- * many consumers it has. */
+/* The allocated claim of @pod's entry @i when @pod is among its consumers, else NULL; its key
+ * into *@key (owned). */
 static const KbResourceClaim *victim_claim(KbDra *dra, const KbPod *pod, guint i, char **key)
 {
     ClaimInfo *ci = pod_claim(dra, pod, i, key);

@@ -1074,6 +1074,36 @@ static void test_preempt_frees_claims(void)
     kb_test_sched_free(fx);
 }
 
+/* In a plan, a victim's devices are free, and a preemptor's hold on some of them keeps them from
+ * the next member; the plan's end makes them held again. */
+static void test_preempt_plan_holds(void)
+{
+    Fx *fx = actions_fixture("enqueue, allocate");
+    add_gpu_node(fx, "n1", 2, 2, "NVIDIA A100");
+    guint d1 = 0;
+    put_dra_job(fx, "victim", NULL, "low", 1, 2, "n1", &d1);
+    put_dra_job(fx, "one", NULL, "high", 1, 1, NULL, NULL);
+    put_dra_job(fx, "two", NULL, "high", 1, 2, NULL, NULL);
+    g_autoptr(KbPod) victim =
+            kb_pod_decode(g_hash_table_lookup(fx->pods, "ml/victim-w0"), FALSE, NULL);
+    g_autoptr(KbPod) one = kb_pod_decode(g_hash_table_lookup(fx->pods, "ml/one-w0"), FALSE, NULL);
+    g_autoptr(KbPod) two = kb_pod_decode(g_hash_table_lookup(fx->pods, "ml/two-w0"), FALSE, NULL);
+    g_assert_false(kb_dra_fits(dra(fx), two, "n1", NULL, NULL));
+    kb_dra_plan_evict(dra(fx), victim, TRUE);
+    g_assert_true(kb_dra_fits(dra(fx), two, "n1", NULL, NULL));
+    g_assert_true(kb_dra_assume(dra(fx), one, "n1"));
+    g_assert_false(kb_dra_fits(dra(fx), two, "n1", NULL, NULL)); /* one holds a freed GPU */
+    kb_dra_release(dra(fx), one->meta.uid);
+    g_assert_true(kb_dra_fits(dra(fx), two, "n1", NULL, NULL));
+    kb_dra_plan_evict(dra(fx), victim, FALSE); /* discarded */
+    g_assert_false(kb_dra_fits(dra(fx), two, "n1", NULL, NULL));
+    kb_dra_plan_evict(dra(fx), victim, TRUE);
+    kb_dra_plan_end(dra(fx));
+    g_assert_false(kb_dra_fits(dra(fx), two, "n1", NULL, NULL));
+    g_assert_false(kb_dra_fits(dra(fx), one, "n1", NULL, NULL));
+    kb_test_sched_free(fx);
+}
+
 /* A preemptor whose claims no device can serve even after evicting (a selector no GPU
  * matches) evicts nothing, and the plan leaves every device held as before. */
 static void test_preempt_exact_check(void)
@@ -1195,6 +1225,7 @@ int main(int argc, char **argv)
                     test_resources_not_admitted);
     g_test_add_func("/scheduler/dra/preempt/frees-claims", test_preempt_frees_claims);
     g_test_add_func("/scheduler/dra/preempt/exact-check", test_preempt_exact_check);
+    g_test_add_func("/scheduler/dra/preempt/plan-holds", test_preempt_plan_holds);
     g_test_add_func("/scheduler/dra/reclaim/counts-devices", test_reclaim_counts_devices);
     g_test_add_func("/scheduler/dra/reserve/counts-devices", test_reserve_counts_devices);
     return g_test_run();
