@@ -311,6 +311,14 @@ static double run_dra(guint n_nodes, guint n_pods, gboolean dra)
                                (DecodeFn)kb_device_class_decode);
     kb_dra_set_class(d, dc);
     kb_object_unref(dc);
+    /* Each pod's claim is made from this template, as in bench-e2e --dra. */
+    KbResourceClaimTemplate *tpl =
+            decode("{\"metadata\":{\"name\":\"one-gpu\",\"namespace\":\"ml\"},\"spec\":{"
+                   "\"spec\":{\"devices\":{\"requests\":[{\"name\":\"gpu\",\"exactly\":{"
+                   "\"deviceClassName\":\"gpu.nvidia.com\"}}]}}}}",
+                   (DecodeFn)kb_resource_claim_template_decode);
+    kb_dra_set_template(d, tpl);
+    kb_object_unref(tpl);
     for (guint i = 0; i < n_nodes; i++) {
         g_autofree char *json = g_strdup_printf(
                 "{\"metadata\":{\"name\":\"node-%05u\",\"uid\":\"n%u\"},\"spec\":{},"
@@ -360,8 +368,11 @@ static double run_dra(guint n_nodes, guint n_pods, gboolean dra)
                 kb_dra_set_claim(d, claim);
                 kb_object_unref(claim);
             }
-            g_autofree char *claims =
-                    dra ? g_strdup_printf(",\"resourceClaims\":[{\"name\":\"gpu\","
+            g_autofree char *claims = g_strdup(dra ? ",\"resourceClaims\":[{\"name\":\"gpu\","
+                                                     "\"resourceClaimTemplateName\":\"one-gpu\"}]"
+                                                   : "");
+            g_autofree char *claim_status =
+                    dra ? g_strdup_printf(",\"resourceClaimStatuses\":[{\"name\":\"gpu\","
                                           "\"resourceClaimName\":\"job-%u-%u-gpu\"}]",
                                           job, t)
                         : g_strdup("");
@@ -370,8 +381,8 @@ static double run_dra(guint n_nodes, guint n_pods, gboolean dra)
                     "\"p%u-%u\",\"annotations\":{\"scheduling.k8s.io/group-name\":\"job-%u\"}},"
                     "\"spec\":{\"schedulerName\":\"kube-batchd\",\"containers\":[{\"name\":"
                     "\"tensorflow\",\"resources\":{\"requests\":{\"cpu\":\"4\"%s}}}]%s},"
-                    "\"status\":{\"phase\":\"Pending\"}}",
-                    job, t, job, t, job, dra ? "" : ",\"nvidia.com/gpu\":1", claims);
+                    "\"status\":{\"phase\":\"Pending\"%s}}",
+                    job, t, job, t, job, dra ? "" : ",\"nvidia.com/gpu\":1", claims, claim_status);
             KbPod *pod = decode(json, (DecodeFn)kb_pod_decode);
             kb_cache_add_pod(cache, pod);
             kb_object_unref(pod);

@@ -14,6 +14,8 @@ static int slots_used = KB_RES_FIRST_EXTENDED;
 
 int kb_resource_slot(const char *name)
 {
+    if (strcmp(name, KB_RESOURCE_GPU_CLASS) == 0)
+        return KB_RES_GPU;
     for (int i = 0; i < slots_used; i++) {
         if (strcmp(slot_names[i], name) == 0)
             return i;

@@ -24,14 +24,17 @@ typedef enum {
 
 #define KB_RESOURCE_UNLIMITED G_MAXINT64
 #define KB_RESOURCE_GPU_NAME "nvidia.com/gpu"
+/* NVIDIA's DRA DeviceClass of whole GPUs: its devices count as nvidia.com/gpu, so that a queue's
+ * GPU quota, guarantee and share cover GPUs whichever way pods ask for them (docs/dra.md). */
+#define KB_RESOURCE_GPU_CLASS "gpu.nvidia.com"
 
 typedef struct {
     gint64 v[KB_RES_MAX];
 } KbResources;
 
 /*
- * The slot for resource @name: the fixed slots for "cpu", "memory", "pods", "nvidia.com/gpu",
- * "ephemeral-storage"; for any other name a free extended slot is assigned on first use.
+ * The slot for resource @name: the fixed slots for "cpu", "memory", "pods", "nvidia.com/gpu" (and
+ * KB_RESOURCE_GPU_CLASS, the same), "ephemeral-storage"; for any other name a free extended slot is assigned on first use.
  * Returns -1 when every slot is taken (the caller reports the resource as unsupported).
  * Names are not validated here. Not thread-safe: call from the owning thread.
  */

@@ -272,10 +272,17 @@ static void gpu_topology_close(gpointer state)
     g_free(gt);
 }
 
+/* GPU indices are the device plugin's: GPUs a pod gets through DRA claims (counted in resreq
+ * too) are chosen by the DRA allocator, islands included (scheduler/dra.h). */
+static gint64 plugin_gpus(const KbTaskInfo *task)
+{
+    return task->pod->requests.v[KB_RES_GPU];
+}
+
 static double node_score(gpointer state, const KbTaskInfo *task, const KbNodeInfo *node)
 {
     GpuTopo *gt = state;
-    gint64 k = task->resreq.v[KB_RES_GPU];
+    gint64 k = plugin_gpus(task);
     if (k <= 0 || k > KB_GPU_MAX || node->gpu_all == 0)
         return 0;
     track(gt, task->job);
@@ -291,7 +298,7 @@ static double node_score(gpointer state, const KbTaskInfo *task, const KbNodeInf
 
 static void assign_devices(gpointer state, KbTaskInfo *task, const KbNodeInfo *node)
 {
-    gint64 k = task->resreq.v[KB_RES_GPU];
+    gint64 k = plugin_gpus(task);
     const KbGpuTopology *topo = node->gpu_topology;
     task->gpu_ids = 0;
     if (k <= 0 || k > KB_GPU_MAX || topo == NULL)

@@ -235,8 +235,9 @@ static gboolean fill(Alloc *a, ClassCtx *ctx, const KbTaskInfo *task)
         if (leaf < 0)
             break;
         guint node = (guint)leaf;
+        /* node_fits checked the devices: the static predicates remain */
         if (!in_domain(a, node) || !node_fits(a, task, node) ||
-            !kb_session_predicate(a->ssn, task, &a->ssn->nodes[node], NULL))
+            !kb_session_node_predicate(a->ssn, task, &a->ssn->nodes[node], NULL))
             continue;
         Cand c = {score(a, task, node), node, a->stamp[node], a->ssn->score_epoch};
         g_array_append_val(ctx->cands, c);
@@ -332,7 +333,6 @@ static void diagnose_node(Alloc *a, const KbTaskInfo *task, guint node, FitCount
     else if (!kb_reserve_admits(a->ssn, task, node))
         f.reason = KB_FIT_RESERVED, fit_count(fc, &f, 1);
 }
-
 
 /*
  * Count why each present node under tree node @node fails @task. A subtree short of a resource
@@ -688,7 +688,7 @@ static gboolean dfs_place(Alloc *a, KbJobInfo *job, KbQueueInfo *qi, guint i, gu
     g_autoptr(GArray) cands = g_array_new(FALSE, FALSE, sizeof(DfsCand));
     for (guint n = 0; n < ssn->n_nodes; n++) {
         if (!ssn->nodes[n].present || !in_domain(a, n) || !node_fits(a, t, n) ||
-            !kb_session_predicate(ssn, t, &ssn->nodes[n], NULL))
+            !kb_session_node_predicate(ssn, t, &ssn->nodes[n], NULL))
             continue;
         DfsCand c = {score(a, t, n), n};
         g_array_append_val(cands, c);

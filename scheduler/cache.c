@@ -19,6 +19,7 @@ typedef struct {
 typedef struct {
     KbPod *pod;           /* ref */
     gint counted_node;    /* node whose `used` includes this pod, -1 when none */
+    guint dra_gen;        /* kb_dra_demand_gen its DRA demand was counted at (in padding) */
     KbResources counted;  /* what was added there */
     guint64 counted_gpus; /* GPU indices it holds there (NodeGpu.holders) */
     KbTaskInfo *task;     /* owned by its job; NULL for pods of other schedulers */
@@ -48,6 +49,10 @@ struct KbCache {
     KbHistory *history;          /* runtimes of finished jobs (the reserve action's estimates) */
     KbUsage *usage;              /* decayed usage per queue (proportion, usage.h) */
     KbDra *dra;                  /* DRA classes, claims, slices and held devices (dra.h) */
+    /* kb_dra_{capacity,demand}_gen when nodes' DRA capacity and pods' DRA demand were last
+     * counted (kb_cache_sync_dra). */
+    guint dra_capacity_gen;
+    guint dra_demand_gen;
 };
 
 static gboolean state_occupies(KbTaskState s)
@@ -146,6 +151,7 @@ static void node_set(KbCache *cache, KbNode *node)
     ni->node = node;
     ni->present = TRUE;
     ni->allocatable = node->allocatable;
+    kb_dra_node_capacity(cache->dra, ni->name, &ni->allocatable);
     node_refresh_idle(ni);
     node_set_topology(cache, ni, node);
 }
@@ -259,6 +265,15 @@ static guint64 pod_guess_gpus(KbCache *cache, PodEntry *pe, guint node)
     return lowest_bits(all & ~ni->gpu_used, pe->pod->requests.v[KB_RES_GPU]);
 }
 
+/* What @pod is counted with: its containers' requests and its claims' DRA demand (dra.h). */
+static KbResources pod_requests(KbCache *cache, const KbPod *pod)
+{
+    KbResources r = pod->requests;
+    if (pod->n_resource_claims > 0)
+        kb_dra_pod_demand(cache->dra, pod, &r);
+    return r;
+}
+
 static void pod_recount(KbCache *cache, PodEntry *pe)
 {
     gint want = pod_desired_node(cache, pe);
@@ -267,9 +282,9 @@ static void pod_recount(KbCache *cache, PodEntry *pe)
     if (pe->pod->n_resource_claims > 0 && (want < 0 || pe->pod->node_name != NULL))
         kb_dra_release(cache->dra, pe->pod->meta.uid);
     guint64 gpus = want >= 0 ? pod_known_gpus(pe, want) : 0;
+    KbResources req = want >= 0 ? pod_requests(cache, pe->pod) : pe->pod->requests;
     if (want == pe->counted_node &&
-        (want == -1 ||
-         (kb_resources_equal(&pe->counted, &pe->pod->requests) && gpus == pe->counted_gpus)))
+        (want == -1 || (kb_resources_equal(&pe->counted, &req) && gpus == pe->counted_gpus)))
         return;
     if (pe->counted_node >= 0) {
         KbNodeInfo *ni = node_at(cache, (guint)pe->counted_node);
@@ -282,7 +297,7 @@ static void pod_recount(KbCache *cache, PodEntry *pe)
     pe->counted_node = want;
     if (want >= 0) {
         KbNodeInfo *ni = node_at(cache, (guint)want);
-        pe->counted = pe->pod->requests;
+        pe->counted = req;
         kb_resources_add(&ni->used, &pe->counted);
         ni->n_pods++;
         node_refresh_idle(ni);
@@ -308,6 +323,17 @@ static void task_set_state(KbTaskInfo *task, KbTaskState state, gint node_id)
     job->n_state[state]++;
     if (state_occupies(state))
         kb_resources_add(&job->allocated, &task->resreq);
+}
+
+/* @task's requests become @req, its job's allocation following. */
+static void task_set_requests(KbTaskInfo *task, const KbResources *req)
+{
+    gboolean occ = state_occupies(task->state);
+    if (occ)
+        kb_resources_sub(&task->job->allocated, &task->resreq);
+    task->resreq = *req;
+    if (occ)
+        kb_resources_add(&task->job->allocated, &task->resreq);
 }
 
 /* ---- queues and priority classes ------------------------------------------------------------ */
@@ -548,7 +574,7 @@ static void task_join_class(KbTaskInfo *task)
     KbJobInfo *job = task->job;
     for (guint i = 0; i < job->classes->len; i++) {
         KbTaskClass *c = job->classes->pdata[i];
-        if (pods_equivalent(c->rep, task->pod)) {
+        if (pods_equivalent(c->rep, task->pod) && kb_resources_equal(&c->resreq, &task->resreq)) {
             c->n_tasks++;
             task->klass = c;
             return;
@@ -556,7 +582,7 @@ static void task_join_class(KbTaskInfo *task)
     }
     KbTaskClass *c = g_new0(KbTaskClass, 1);
     c->rep = kb_object_ref(task->pod);
-    c->resreq = task->pod->requests;
+    c->resreq = task->resreq;
     c->n_tasks = 1;
     c->index = job->classes->len;
     g_ptr_array_add(job->classes, c);
@@ -805,7 +831,7 @@ static KbTaskInfo *task_new(KbCache *cache, KbPod *pod)
     task->job = job;
     task->node_id = -1;
     task->state = KB_TASK_PENDING;
-    task->resreq = pod->requests;
+    task->resreq = pod_requests(cache, pod);
     task->priority = kb_cache_pod_priority(cache, pod);
     task->index = job->tasks->len;
     g_ptr_array_add(job->tasks, task);
@@ -915,20 +941,16 @@ void kb_cache_update_pod(KbCache *cache, KbPod *pod)
     KbTaskInfo *task = pe->task;
     if (task != NULL) {
         if (task->pod != pod) {
-            gboolean same = pods_equivalent(task->pod, pod);
+            KbResources req = pod_requests(cache, pod);
+            gboolean same =
+                    pods_equivalent(task->pod, pod) && kb_resources_equal(&req, &task->resreq);
             if (!same)
                 task_leave_class(task);
             kb_object_ref(pod);
             kb_object_unref(task->pod);
             task->pod = pod;
             task->job->version++;
-            KbResources old = task->resreq;
-            gboolean occ = state_occupies(task->state);
-            if (occ)
-                kb_resources_sub(&task->job->allocated, &old);
-            task->resreq = pod->requests;
-            if (occ)
-                kb_resources_add(&task->job->allocated, &task->resreq);
+            task_set_requests(task, &req);
             task->priority = kb_cache_pod_priority(cache, pod);
             if (!same)
                 task_join_class(task);
@@ -947,6 +969,7 @@ void kb_cache_update_pod(KbCache *cache, KbPod *pod)
             record_finished(cache, task);
     }
     pod_recount(cache, pe);
+    pe->dra_gen = kb_dra_demand_gen(cache->dra);
 }
 
 void kb_cache_delete_pod(KbCache *cache, KbPod *pod)
@@ -962,6 +985,43 @@ void kb_cache_delete_pod(KbCache *cache, KbPod *pod)
     if (task != NULL)
         task_remove(cache, task);
     g_hash_table_remove(cache->pods, key);
+}
+
+void kb_cache_sync_dra(KbCache *cache)
+{
+    guint cap = kb_dra_capacity_gen(cache->dra), dem = kb_dra_demand_gen(cache->dra);
+    if (cap != cache->dra_capacity_gen) {
+        cache->dra_capacity_gen = cap;
+        for (guint id = 0; id < cache->nodes->len; id++) {
+            KbNodeInfo *ni = node_at(cache, id);
+            if (!ni->present)
+                continue;
+            ni->allocatable = ni->node->allocatable;
+            kb_dra_node_capacity(cache->dra, ni->name, &ni->allocatable);
+            node_refresh_idle(ni);
+        }
+    }
+    if (dem == cache->dra_demand_gen)
+        return;
+    cache->dra_demand_gen = dem;
+    GHashTableIter it;
+    gpointer v;
+    g_hash_table_iter_init(&it, cache->pods);
+    while (g_hash_table_iter_next(&it, NULL, &v)) {
+        PodEntry *pe = v;
+        if (pe->pod->n_resource_claims == 0 || pe->dra_gen == dem)
+            continue;
+        pe->dra_gen = dem;
+        KbTaskInfo *task = pe->task;
+        KbResources req = pod_requests(cache, pe->pod);
+        if (task != NULL && !kb_resources_equal(&req, &task->resreq)) {
+            task_leave_class(task);
+            task_set_requests(task, &req);
+            task_join_class(task);
+            task->job->version++;
+        }
+        pod_recount(cache, pe);
+    }
 }
 
 /* ---- pod groups ----------------------------------------------------------------------------- */

@@ -278,6 +278,11 @@ void kb_cache_delete_queue(KbCache *cache, KbQueue *queue);
  * devices are released when its task leaves its node, is seen bound, or the pod is deleted. */
 struct KbDra;
 struct KbDra *kb_cache_dra(KbCache *cache);
+/* Count DRA devices as resources (dra.h): nodes' allocatable gains, per class, the devices their
+ * slices publish when a class or slice changed; pods' requests gain their claims' demand when a
+ * template changed (a pod's own changes are counted as it is ingested). Cheap when nothing
+ * changed; kb_cycle_run calls it before each cycle. */
+void kb_cache_sync_dra(KbCache *cache);
 /* PersistentVolumeClaims, for the volume check (kb_cache_pod_claims_ready). */
 void kb_cache_add_pvc(KbCache *cache, KbPvc *pvc);
 void kb_cache_update_pvc(KbCache *cache, KbPvc *pvc);

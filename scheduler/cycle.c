@@ -582,6 +582,7 @@ static void report_queues(KbSession *ssn)
 KbCycleResult *kb_cycle_run(KbCache *cache, const KbConf *conf, gint64 now)
 {
     gint64 t0 = g_get_monotonic_time();
+    kb_cache_sync_dra(cache);
     KbCycleResult *result = result_new(now, kb_cache_jobs(cache)->len);
     KbSession *ssn = kb_session_open(cache, conf, now, result);
     for (guint j = 0; j < ssn->jobs->len; j++)

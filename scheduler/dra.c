@@ -122,6 +122,14 @@ struct KbDra {
     GHashTable *share_used;
     GHashTable *share_plan;
     GHashTable *gang_alts; /* "ns/group|request" -> GangAlt* */
+    /* Demand as resources (see "demand" below): bumped when a template changes (pods' demand)
+     * and when a slice changes (nodes' capacity; class_gen covers classes). */
+    guint demand_gen;
+    guint slice_gen;
+    /* A preemption plan: victims' consumption per claim key, and the devices of claims every
+     * consumer of which is a victim (device key -> count), free in this plan. */
+    GHashTable *plan_claims;
+    GHashTable *plan_freed;
 };
 
 /* ---- records -------------------------------------------------------------------------------- */
@@ -250,6 +258,9 @@ KbDra *kb_dra_new(void)
     dra->share_used = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     dra->share_plan = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     dra->gang_alts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, gang_alt_free);
+    dra->demand_gen = dra->slice_gen = 1;
+    dra->plan_claims = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    dra->plan_freed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     return dra;
 }
 
@@ -263,6 +274,8 @@ void kb_dra_free(KbDra *dra)
     g_hash_table_unref(dra->counter_plan);
     g_hash_table_unref(dra->counter_used);
     g_hash_table_unref(dra->counter_sets);
+    g_hash_table_unref(dra->plan_freed);
+    g_hash_table_unref(dra->plan_claims);
     g_hash_table_unref(dra->holds);
     g_hash_table_unref(dra->claim_allocs);
     g_hash_table_unref(dra->assumed);
@@ -384,7 +397,8 @@ static void dev_refresh(KbDra *dra, const char *dk)
     Dev *d = g_hash_table_lookup(dra->dev_by_key, dk);
     if (d != NULL)
         dev_set_held(dra, d,
-                     g_hash_table_contains(dra->allocated, dk) ||
+                     (g_hash_table_contains(dra->allocated, dk) &&
+                      !g_hash_table_contains(dra->plan_freed, dk)) ||
                              g_hash_table_contains(dra->assumed, dk));
 }
 
@@ -751,12 +765,14 @@ void kb_dra_delete_claim(KbDra *dra, const KbResourceClaim *claim)
 void kb_dra_set_template(KbDra *dra, KbResourceClaimTemplate *t)
 {
     g_hash_table_replace(dra->templates, kb_object_key(&t->meta), kb_object_ref(t));
+    dra->demand_gen++;
 }
 
 void kb_dra_delete_template(KbDra *dra, const KbResourceClaimTemplate *t)
 {
     g_autofree char *key = kb_object_key(&t->meta);
-    g_hash_table_remove(dra->templates, key);
+    if (g_hash_table_remove(dra->templates, key))
+        dra->demand_gen++;
 }
 
 /* "driver/pool/set" of a slice's counter set. */
@@ -832,6 +848,7 @@ void kb_dra_set_slice(KbDra *dra, KbResourceSlice *slice)
         g_array_set_size(sd->node->counts, 0);
     }
     g_hash_table_replace(dra->slices, g_strdup(slice->meta.name), sd);
+    dra->slice_gen++;
 }
 
 void kb_dra_delete_slice(KbDra *dra, const KbResourceSlice *slice)
@@ -841,6 +858,7 @@ void kb_dra_delete_slice(KbDra *dra, const KbResourceSlice *slice)
         return;
     slice_unindex(dra, old);
     g_hash_table_remove(dra->slices, slice->meta.name);
+    dra->slice_gen++;
 }
 
 guint kb_dra_devices_held(const KbDra *dra)
@@ -1472,13 +1490,11 @@ static gboolean plan_pod(KbDra *dra, const KbPod *pod, const char *node, GArray 
         /* devices taken by an earlier claim of the pod are not in the counts: search then */
         if (n_taken == 0 && !claim_may_fit(dra, ci, k, nd, node, why, free))
             return FALSE;
-        /* feasibility of the pod's last claim, nothing taken before it: the counts said yes */
+        /* feasibility of the pod's last claim, nothing taken before it: the counts said yes
+         * (nothing after it reads the plan) */
         if (!choose && n_taken == 0 && i + 1 == pod->n_resource_claims &&
-            claim_counted(dra, ci, nd)) {
-            PlanClaim pc = {key != NULL ? g_steal_pointer(&key) : g_strdup(buf), results_new()};
-            g_array_append_val(plan, pc);
+            claim_counted(dra, ci, nd))
             continue;
-        }
         if (!have_cands) {
             node_cands(dra, nd);
             have_cands = TRUE;
@@ -1670,6 +1686,199 @@ void kb_dra_claim_written(KbDra *dra, const char *namespace_, const char *name, 
     ca->written = written;
     if (!written && ca->refs == 0)
         claim_alloc_drop(dra, key);
+}
+
+/* ---- demand as resources and the preemption plan ------------------------------------------- */
+
+/* The slot counting class @name (KB_RESOURCE_GPU_CLASS: nvidia.com/gpu), -1 when none is free
+ * or the name is one of the fixed resources' ("cpu" is a valid class name). */
+static int class_slot(const char *name)
+{
+    int slot = kb_resource_slot(name);
+    return slot == KB_RES_GPU || slot >= KB_RES_FIRST_EXTENDED ? slot : -1;
+}
+
+/* As class_slot, without taking a slot for a class no pod asks for and no queue names: slots
+ * are few, and extended resources need theirs. */
+static int class_slot_known(const char *name)
+{
+    if (strcmp(name, KB_RESOURCE_GPU_CLASS) == 0)
+        return KB_RES_GPU;
+    for (int s = KB_RES_FIRST_EXTENDED; s < kb_resource_count(); s++) {
+        if (strcmp(kb_resource_name(s), name) == 0)
+            return s;
+    }
+    return -1;
+}
+
+/* What one request surely takes, counted in its class's slot of @out (see dra.h). */
+static void request_demand(const KbDeviceRequest *req, KbResources *out)
+{
+    const KbDeviceSubRequest *one = req->n_first_available == 0 ? &req->exactly : NULL;
+    const char *klass = NULL;
+    gint64 least = G_MAXINT64;
+    for (guint a = 0; a < MAX(req->n_first_available, 1); a++) {
+        const KbDeviceSubRequest *s = one != NULL ? one : &req->first_available[a];
+        /* adminAccess takes devices in use without holding them; a request naming
+         * capacity.requests may be served by a share of a device that allows multiple
+         * allocations, with other claims on the same device (counting it as a device would
+         * refuse a node whose shared GPU still has room); alternatives of different classes
+         * take nothing certain of any one class */
+        if (s->admin_access || s->n_capacity > 0 || s->device_class == NULL ||
+            (klass != NULL && strcmp(klass, s->device_class) != 0))
+            return;
+        klass = s->device_class;
+        least = MIN(least, s->all ? 1 : s->count);
+    }
+    int slot = class_slot(klass);
+    if (slot >= 0)
+        out->v[slot] += least;
+}
+
+void kb_dra_pod_demand(KbDra *dra, const KbPod *pod, KbResources *out)
+{
+    for (guint i = 0; i < pod->n_resource_claims; i++) {
+        const char *tn = pod->resource_claims[i].template_name;
+        if (tn == NULL)
+            continue;
+        g_autofree char *key = g_strdup_printf("%s/%s", pod->meta.namespace_, tn);
+        const KbResourceClaimTemplate *t = g_hash_table_lookup(dra->templates, key);
+        for (guint r = 0; t != NULL && r < t->spec.n_requests; r++)
+            request_demand(&t->spec.requests[r], out);
+    }
+}
+
+void kb_dra_node_capacity(KbDra *dra, const char *node, KbResources *out)
+{
+    NodeDevs *lists[2] = {g_hash_table_lookup(dra->by_node, node), dra->all_nodes};
+    if (lists[0] == NULL && dra->all_nodes->slices->len == 0)
+        return;
+    GHashTableIter it;
+    gpointer v;
+    g_hash_table_iter_init(&it, dra->classes);
+    while (g_hash_table_iter_next(&it, NULL, &v)) {
+        const ClassInfo *cl = v;
+        int slot = cl->error == NULL ? class_slot_known(cl->dc->meta.name) : -1;
+        if (slot < 0)
+            continue;
+        gint64 n = 0;
+        for (guint l = 0; l < 2; l++) {
+            for (guint i = 0; lists[l] != NULL && i < lists[l]->slices->len; i++) {
+                SliceDevs *sd = lists[l]->slices->pdata[i];
+                for (guint d = 0; d < sd->slice->n_devices; d++)
+                    n += class_matches(dra, cl, &sd->devs[d]);
+            }
+        }
+        out->v[slot] += n;
+    }
+}
+
+gboolean kb_dra_describe_demand(KbDra *dra, const KbPod *pod, int slot, GString *out)
+{
+    for (guint i = 0; i < pod->n_resource_claims; i++) {
+        const char *tn = pod->resource_claims[i].template_name;
+        if (tn == NULL)
+            continue;
+        g_autofree char *key = g_strdup_printf("%s/%s", pod->meta.namespace_, tn);
+        const KbResourceClaimTemplate *t = g_hash_table_lookup(dra->templates, key);
+        for (guint r = 0; t != NULL && r < t->spec.n_requests; r++) {
+            const KbDeviceRequest *req = &t->spec.requests[r];
+            KbResources one;
+            kb_resources_clear(&one);
+            request_demand(req, &one);
+            if (one.v[slot] <= 0)
+                continue;
+            const char *claim = kb_pod_resource_claim_name(pod, i);
+            const char *klass = req->n_first_available > 0 ? req->first_available[0].device_class
+                                                           : req->exactly.device_class;
+            g_string_append_printf(
+                    out, "claim %s/%s request %s: %" G_GINT64_FORMAT " device%s of class %s",
+                    pod->meta.namespace_, claim != NULL ? claim : tn, req->exactly.name,
+                    one.v[slot], one.v[slot] == 1 ? "" : "s", klass);
+            if (claim == NULL)
+                g_string_append(out, " (template)");
+            return TRUE;
+        }
+    }
+    return FALSE;
+}
+
+guint kb_dra_demand_gen(const KbDra *dra)
+{
+    return dra->demand_gen;
+}
+
+guint kb_dra_capacity_gen(const KbDra *dra)
+{
+    /* a class gains a slot when a pod's demand or a queue first names it */
+    return dra->class_gen + dra->slice_gen + (guint)kb_resource_count();
+}
+
+/* The allocated claim of @pod's entry @i when @pod is among its consumers, else NULL; its key
+ * into *@key (owned). */
+static const KbResourceClaim *victim_claim(KbDra *dra, const KbPod *pod, guint i, char **key)
+{
+    ClaimInfo *ci = pod_claim(dra, pod, i, key);
+    if (ci == NULL || !ci->claim->allocated || pod->meta.uid == NULL)
+        return NULL;
+    for (guint r = 0; r < ci->claim->n_reserved_for; r++) {
+        if (g_strcmp0(ci->claim->reserved_for[r].uid, pod->meta.uid) == 0)
+            return ci->claim;
+    }
+    return NULL;
+}
+
+/* Count the devices of @claim free in the plan (@delta 1) or no longer (-1). */
+static void plan_devices(KbDra *dra, const KbResourceClaim *claim, int delta)
+{
+    for (guint r = 0; r < claim->n_results; r++) {
+        const KbDeviceResult *res = &claim->results[r];
+        char *dk = device_key(res->driver, res->pool, res->device);
+        guint n = GPOINTER_TO_UINT(g_hash_table_lookup(dra->plan_freed, dk)) + delta;
+        if (n > 0)
+            g_hash_table_replace(dra->plan_freed, g_strdup(dk), GUINT_TO_POINTER(n));
+        else
+            g_hash_table_remove(dra->plan_freed, dk);
+        dev_refresh(dra, dk);
+        g_free(dk);
+    }
+}
+
+void kb_dra_plan_evict(KbDra *dra, const KbPod *victim, gboolean evict)
+{
+    for (guint i = 0; i < victim->n_resource_claims; i++) {
+        g_autofree char *key = NULL;
+        const KbResourceClaim *claim = victim_claim(dra, victim, i, &key);
+        if (claim == NULL)
+            continue;
+        guint n = GPOINTER_TO_UINT(g_hash_table_lookup(dra->plan_claims, key));
+        if (!evict && n == 0)
+            continue;
+        if (!evict && n == claim->n_reserved_for)
+            plan_devices(dra, claim, -1);
+        n = evict ? n + 1 : n - 1;
+        if (evict && n == claim->n_reserved_for)
+            plan_devices(dra, claim, 1);
+        if (n > 0)
+            g_hash_table_replace(dra->plan_claims, g_steal_pointer(&key), GUINT_TO_POINTER(n));
+        else
+            g_hash_table_remove(dra->plan_claims, key);
+    }
+}
+
+void kb_dra_plan_end(KbDra *dra)
+{
+    g_autoptr(GPtrArray) keys = g_ptr_array_new_with_free_func(g_free);
+    GHashTableIter it;
+    gpointer k;
+    g_hash_table_iter_init(&it, dra->plan_freed);
+    while (g_hash_table_iter_next(&it, &k, NULL)) {
+        g_ptr_array_add(keys, k);
+        g_hash_table_iter_steal(&it);
+    }
+    g_hash_table_remove_all(dra->plan_claims);
+    for (guint i = 0; i < keys->len; i++)
+        dev_refresh(dra, keys->pdata[i]);
 }
 
 /* ---- claim writes --------------------------------------------------------------------------- */

@@ -121,3 +121,44 @@ const KbResourceClaim *kb_dra_lookup_claim(KbDra *dra, const char *namespace_, c
  * cache holds has the device.
  */
 double kb_dra_gpu_fraction(KbDra *dra, const KbDeviceResult *r);
+
+/*
+ * DRA demand as resources (docs/dra.md, "Devices as resources"): each DeviceClass name is a
+ * resource (a slot of KbResources, kb_resource_slot; KB_RESOURCE_GPU_CLASS is nvidia.com/gpu's),
+ * so that node pruning, queues, capabilities, guarantees, DRF and reclaim count devices as they
+ * count nvidia.com/gpu. The vector is a necessary condition only: kb_dra_fits has the final
+ * word.
+ *
+ * kb_dra_pod_demand adds to @out what @pod's claims from templates surely take: per request of
+ * the template, `count` devices of its class (`allocationMode: All`: 1, the least it takes); a
+ * firstAvailable request whose alternatives all name one class, the smallest of their counts;
+ * nothing for adminAccess, for alternatives of different classes, for a claim named directly
+ * (resourceClaimName: it may be shared, and its devices are held once whoever uses it) or for
+ * a template not known yet. It depends on the templates only: kb_dra_demand_gen() changes when
+ * one does.
+ *
+ * kb_dra_node_capacity adds to @out, per class that has a slot (a pod's demand or a queue named
+ * it: a class nobody asks for takes none), the devices of node @node's slices (and of the
+ * allNodes slices) that match the class, held or not. kb_dra_capacity_gen() changes when a
+ * class, a slice or the set of slots does.
+ *
+ * A class whose name finds no free slot (KB_RES_MAX) is not counted: its pods are checked by
+ * kb_dra_fits alone.
+ */
+void kb_dra_pod_demand(KbDra *dra, const KbPod *pod, KbResources *out);
+/* Append to @out the first request of @pod's template claims counted in @slot ("claim ns/x
+ * request gpus: 2 devices of class gpu.nvidia.com"); FALSE (nothing appended) when none is. */
+gboolean kb_dra_describe_demand(KbDra *dra, const KbPod *pod, int slot, GString *out);
+void kb_dra_node_capacity(KbDra *dra, const char *node, KbResources *out);
+guint kb_dra_demand_gen(const KbDra *dra);
+guint kb_dra_capacity_gen(const KbDra *dra);
+
+/*
+ * A preemption plan (preempt and reclaim): with @evict TRUE, @victim is evicted in the plan: the
+ * devices of each allocated claim it consumes become free for the plan once every consumer in
+ * the claim's reservedFor is evicted in it; @evict FALSE undoes one such call (statement
+ * discarded). kb_dra_plan_end() makes every device held again (the claims stay allocated until
+ * the victims are gone and the resource-claim controller deallocates them).
+ */
+void kb_dra_plan_evict(KbDra *dra, const KbPod *victim, gboolean evict);
+void kb_dra_plan_end(KbDra *dra);

@@ -5,6 +5,22 @@
  * fit stay Pending with a condition saying what is short; they never block the others.
  */
 #include "scheduler/actions.h"
+#include "scheduler/dra.h"
+
+/* What of @job's DRA claims asks for @slot, appended to @why as " (...)" (nothing when none). */
+static void describe_dra(KbSession *ssn, const KbJobInfo *job, int slot, GString *why)
+{
+    for (guint i = 0; i < job->tasks->len; i++) {
+        const KbTaskInfo *t = job->tasks->pdata[i];
+        if (t->state != KB_TASK_PENDING || t->pod->n_resource_claims == 0 ||
+            t->resreq.v[slot] == t->pod->requests.v[slot])
+            continue;
+        g_autoptr(GString) d = g_string_new(NULL);
+        if (kb_dra_describe_demand(kb_cache_dra(ssn->cache), t->pod, slot, d))
+            g_string_append_printf(why, " (each pod's %s)", d->str);
+        return;
+    }
+}
 
 /* Queue order (proportion: the least served queue first), then job order. */
 static gint job_cmp(gconstpointer a, gconstpointer b, gpointer data)
@@ -68,10 +84,12 @@ static void try_enqueue(KbSession *ssn, KbJobInfo *job, KbResources *free_res, G
         g_autofree char *n_s = kb_resource_format_value(short_slot, need.v[short_slot]);
         g_autofree char *f_s =
                 kb_resource_format_value(short_slot, MAX(free_res->v[short_slot], 0));
+        g_string_truncate(why, 0);
+        describe_dra(ssn, job, short_slot, why);
         kb_session_job_note(ssn, job, "NotEnoughResources",
                             "not admitted: the cluster has %s %s free (after admitted jobs), the "
-                            "job needs %s to start",
-                            f_s, kb_resource_name(short_slot), n_s);
+                            "job needs %s to start%s",
+                            f_s, kb_resource_name(short_slot), n_s, why->str);
         return;
     }
     kb_resources_sub(free_res, &need);

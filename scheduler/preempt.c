@@ -39,10 +39,19 @@
  * (Inqueue), so that the next cycles' allocate binds it once the evicted pods are gone and their
  * resources are idle again. Meanwhile the victims are RELEASING in the cache and count as future
  * idle, so a later cycle pipelines the job onto them again instead of evicting more (no storm).
+ *
+ * DRA: a preemptor's devices count in its resource vector (docs/dra.md), so victims are chosen
+ * by it as for nvidia.com/gpu; its claims are then checked exactly on the node with the devices
+ * of the victims' claims free in the plan (kb_dra_plan_evict, undone with the statement; pods
+ * already being evicted count so from the start), and held for the rest of the statement so
+ * that its gang's next member does not count them again. Nothing is held past the action: the
+ * victims' claims stay allocated until the resource-claim controller frees them.
  */
 #include "scheduler/actions.h"
 
 #include <string.h>
+
+#include "scheduler/dra.h"
 
 static const int share_slots[] = {KB_RES_CPU, KB_RES_MEMORY, KB_RES_GPU};
 
@@ -100,6 +109,8 @@ typedef struct {
      * go, and its victims are taken, only on nodes whose label domain_key is domain. */
     const char *domain_key;
     const char *domain;
+    KbDra *dra;
+    GPtrArray *dra_held; /* preemptor tasks whose devices the open statement holds */
 } Evict;
 
 static gboolean on_node(const KbTaskInfo *t)
@@ -147,6 +158,8 @@ static void evict_init(Evict *e, KbSession *ssn, Mode mode)
 {
     e->ssn = ssn;
     e->mode = mode;
+    e->dra = kb_cache_dra(ssn->cache);
+    e->dra_held = g_ptr_array_new();
     if (ssn->pipelined == NULL)
         ssn->pipelined = g_new0(KbResources, MAX(ssn->n_nodes, 1));
     e->node_tasks = g_new0(GPtrArray *, MAX(ssn->n_nodes, 1));
@@ -177,6 +190,8 @@ static void evict_init(Evict *e, KbSession *ssn, Mode mode)
             if (t->node_id < 0 || (guint)t->node_id >= ssn->n_nodes)
                 continue;
             if (t->state == KB_TASK_RELEASING) {
+                /* its claims' devices are about to be free, as its resources are */
+                kb_dra_plan_evict(e->dra, t->pod, TRUE);
                 kb_resources_add(&e->future_idle[t->node_id], &t->resreq);
                 for (gint x = qi != NULL ? (gint)qi->id : -1; x >= 0; x = e->tree->parent[x])
                     kb_resources_sub(&e->queue_alloc[x], &t->resreq);
@@ -204,6 +219,8 @@ static void evict_clear(Evict *e)
             g_ptr_array_unref(e->node_tasks[n]);
     }
     g_free(e->node_tasks);
+    kb_dra_plan_end(e->dra);
+    g_ptr_array_unref(e->dra_held);
     g_free(e->future_idle);
     g_free(e->queue_alloc);
     g_free(e->job_evicted);
@@ -589,13 +606,44 @@ static gboolean choose_on_node(Evict *e, const KbTaskInfo *t, guint node)
     return a || b;
 }
 
+/* The static predicates: @t's devices are checked once its victims are known (devices_fit). */
 static gboolean node_usable(Evict *e, const KbTaskInfo *t, guint node)
 {
     const KbNodeInfo *ni = &e->ssn->nodes[node];
     return ni->present && kb_resources_fit(&t->resreq, &ni->allocatable) &&
            (e->domain_key == NULL ||
             g_strcmp0(kb_session_node_domain(e->ssn, node, e->domain_key), e->domain) == 0) &&
-           kb_session_predicate(e->ssn, t, ni, NULL);
+           kb_session_node_predicate(e->ssn, t, ni, NULL);
+}
+
+/* The victims of @units (KbTaskInfo*, not yet evicted in the statement) into @out. */
+static void units_tasks(Evict *e, GArray *units, GPtrArray *out)
+{
+    for (guint k = 0; k < units->len; k++) {
+        const Unit *u = &g_array_index(units, Unit, k);
+        for (guint i = 0; i < (u->task != NULL ? 1 : u->job->tasks->len); i++) {
+            KbTaskInfo *m = u->task != NULL ? u->task : u->job->tasks->pdata[i];
+            if (on_node(m) && !g_hash_table_contains(e->evicted, m))
+                g_ptr_array_add(out, m);
+        }
+    }
+}
+
+/* Do @t's DRA claims fit on @node once @units (may be NULL) are evicted, the devices of their
+ * claims free? The resource vector counted devices; this is the exact check (kb_dra_fits). */
+static gboolean devices_fit(Evict *e, const KbTaskInfo *t, guint node, GArray *units)
+{
+    if (t->pod->n_resource_claims == 0)
+        return TRUE;
+    g_autoptr(GPtrArray) victims = g_ptr_array_new();
+    if (units != NULL)
+        units_tasks(e, units, victims);
+    for (guint i = 0; i < victims->len; i++)
+        kb_dra_plan_evict(e->dra, ((KbTaskInfo *)victims->pdata[i])->pod, TRUE);
+    gboolean ok = kb_dra_fits(e->dra, t->pod, e->ssn->nodes[node].name, NULL, NULL);
+    for (guint i = 0; i < victims->len; i++)
+        kb_dra_plan_evict(e->dra, ((KbTaskInfo *)victims->pdata[i])->pod, FALSE);
+    return ok;
 }
 
 /* The node whose victims for @t cost least (into e->best), or -1. */
@@ -604,7 +652,8 @@ static gint best_node(Evict *e, const KbTaskInfo *t)
     gint best = -1;
     Cost bc = {0, 0, 0, 0};
     for (guint n = 0; n < e->ssn->n_nodes; n++) {
-        if (e->node_tasks[n] == NULL || !node_usable(e, t, n) || !choose_on_node(e, t, n))
+        if (e->node_tasks[n] == NULL || !node_usable(e, t, n) || !choose_on_node(e, t, n) ||
+            !devices_fit(e, t, n, e->chosen))
             continue;
         Cost c = cost_of(e->chosen);
         if (best < 0 || cheaper(c, bc)) {
@@ -620,7 +669,8 @@ static gint best_node(Evict *e, const KbTaskInfo *t)
 static gint free_node(Evict *e, const KbTaskInfo *t)
 {
     for (guint n = 0; n < e->ssn->n_nodes; n++) {
-        if (kb_resources_fit(&t->resreq, &e->future_idle[n]) && node_usable(e, t, n))
+        if (kb_resources_fit(&t->resreq, &e->future_idle[n]) && node_usable(e, t, n) &&
+            devices_fit(e, t, n, NULL))
             return (gint)n;
     }
     return -1;
@@ -645,6 +695,7 @@ static void evict_task(Evict *e, KbTaskInfo *v)
 {
     g_hash_table_add(e->evicted, v);
     g_ptr_array_add(e->victims, v);
+    kb_dra_plan_evict(e->dra, v->pod, TRUE);
     e->job_evicted[v->job->id]++;
     idle_change(e, (guint)v->node_id, &v->resreq, TRUE);
     KbQueueInfo *vq = kb_session_job_queue(e->ssn, v->job);
@@ -667,6 +718,11 @@ static void evict_unit(Evict *e, const Unit *u)
 
 static void stmt_reset(Evict *e)
 {
+    /* The preemptor binds in a later cycle, once its victims are gone: nothing is held past the
+     * statement. */
+    for (guint i = 0; i < e->dra_held->len; i++)
+        kb_dra_release(e->dra, ((KbTaskInfo *)e->dra_held->pdata[i])->pod->meta.uid);
+    g_ptr_array_set_size(e->dra_held, 0);
     for (guint i = 0; i < e->victims->len; i++)
         e->job_evicted[((KbTaskInfo *)e->victims->pdata[i])->job->id] = 0;
     g_array_set_size(e->undo, 0);
@@ -677,6 +733,8 @@ static void stmt_reset(Evict *e)
 
 static void discard(Evict *e)
 {
+    for (guint i = 0; i < e->victims->len; i++)
+        kb_dra_plan_evict(e->dra, ((KbTaskInfo *)e->victims->pdata[i])->pod, FALSE);
     for (guint i = e->undo->len; i-- > 0;) {
         const Undo *u = &g_array_index(e->undo, Undo, i);
         if (!u->queue) {
@@ -772,6 +830,13 @@ static gboolean place_task(Evict *e, KbTaskInfo *t, const KbQueueInfo *jq, GPtrA
             return FALSE;
         for (guint k = 0; k < e->best->len; k++)
             evict_unit(e, &g_array_index(e->best, Unit, k));
+    }
+    /* The victims' devices are free in the plan: hold the preemptor's, so that the gang's next
+     * member does not count them again. */
+    if (t->pod->n_resource_claims > 0) {
+        if (!kb_dra_assume(e->dra, t->pod, e->ssn->nodes[node].name))
+            return FALSE;
+        g_ptr_array_add(e->dra_held, t);
     }
     idle_change(e, (guint)node, &t->resreq, FALSE);
     queue_change(e, jq, &t->resreq, TRUE);

@@ -481,8 +481,12 @@ static void job_needs(KbReserve *rs, const KbJobInfo *job, GArray *needs)
         if (c < needs->len)
             continue;
         Need nd = {t, t->resreq, 1, g_new0(guint8, MAX(ssn->n_nodes, 1))};
+        /* Where the task could run once the node drains: its DRA devices count in the
+         * resource vector (free devices now are not the question; allocate checks them). */
         for (guint n = 0; n < ssn->n_nodes; n++)
-            nd.eligible[n] = rs->usable[n] && kb_session_predicate(ssn, t, &ssn->nodes[n], NULL);
+            nd.eligible[n] = rs->usable[n] &&
+                             kb_resources_fit(&t->resreq, &ssn->nodes[n].allocatable) &&
+                             kb_session_node_predicate(ssn, t, &ssn->nodes[n], NULL);
         g_array_append_val(needs, nd);
     }
 }

@@ -234,8 +234,8 @@ gboolean kb_session_overused(KbSession *ssn, const KbQueueInfo *queue, GString *
     return FALSE;
 }
 
-gboolean kb_session_predicate(KbSession *ssn, const KbTaskInfo *task, const KbNodeInfo *node,
-                              KbFitFailure *why)
+gboolean kb_session_node_predicate(KbSession *ssn, const KbTaskInfo *task, const KbNodeInfo *node,
+                                   KbFitFailure *why)
 {
     for (guint i = 0; i < ssn->n_plugins; i++) {
         KbPluginInstance *pi = &ssn->plugins[i];
@@ -243,6 +243,14 @@ gboolean kb_session_predicate(KbSession *ssn, const KbTaskInfo *task, const KbNo
             !pi->ops->predicate(pi->state, task, node, why))
             return FALSE;
     }
+    return TRUE;
+}
+
+gboolean kb_session_predicate(KbSession *ssn, const KbTaskInfo *task, const KbNodeInfo *node,
+                              KbFitFailure *why)
+{
+    if (!kb_session_node_predicate(ssn, task, node, why))
+        return FALSE;
     if (task->pod->n_resource_claims > 0 &&
         !kb_dra_fits(kb_cache_dra(ssn->cache), task->pod, node->name, NULL, NULL)) {
         if (why != NULL)

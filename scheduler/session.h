@@ -129,6 +129,10 @@ GPtrArray *kb_session_job_domains(const KbSession *ssn, const KbJobInfo *job, co
  * free on the node, KB_FIT_DEVICES); resource fit is the action's. */
 gboolean kb_session_predicate(KbSession *ssn, const KbTaskInfo *task, const KbNodeInfo *node,
                               KbFitFailure *why);
+/* The static predicates alone (plugins), without the pod's devices: where the pod could run once
+ * devices are freed (reservations, preemption, which check devices themselves). */
+gboolean kb_session_node_predicate(KbSession *ssn, const KbTaskInfo *task,
+                                   const KbNodeInfo *node, KbFitFailure *why);
 gboolean kb_session_has_node_order(KbSession *ssn);
 double kb_session_node_score(KbSession *ssn, const KbTaskInfo *task, const KbNodeInfo *node);
 /*
