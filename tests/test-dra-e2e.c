@@ -326,7 +326,7 @@ static void test_dra_preempt(void)
             kb_test_apiserver_spawn(api, "kb-kubelet", FALSE, kargs, NULL);
     g_free(kb_test_kubectl_run(api, priority_classes_yaml, "apply", "-f", "-", NULL));
     const char *bargs[] = {"--schedule-period", "200ms", "--scheduler-conf", conf, NULL};
-    g_autoptr(KbTestDaemon) sched = kb_test_apiserver_spawn(api, "kube-batchd", FALSE, bargs, NULL);
+    g_autoptr(KbTestDaemon) sched = kb_test_apiserver_spawn(api, "kube-batchd", TRUE, bargs, NULL);
     apply("deploy/base/crds/podgroup-volcano.yaml");
     apply("deploy/dra/deviceclasses.yaml");
     g_autofree char *slices = wait_until("resourceslices", "", "{.items[*].metadata.name}", n_words,

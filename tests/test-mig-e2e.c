@@ -278,7 +278,7 @@ static void test_mig_e2e(void)
     g_autoptr(KbTestDaemon) kubelet =
             kb_test_apiserver_spawn(api, "kb-kubelet", FALSE, kargs, NULL);
     const char *bargs[] = {"--schedule-period", "200ms", NULL};
-    g_autoptr(KbTestDaemon) sched = kb_test_apiserver_spawn(api, "kube-batchd", FALSE, bargs, NULL);
+    g_autoptr(KbTestDaemon) sched = kb_test_apiserver_spawn(api, "kube-batchd", TRUE, bargs, NULL);
     scheduler = sched;
     apply("deploy/base/crds/podgroup-volcano.yaml");
     apply("deploy/dra/deviceclasses.yaml");

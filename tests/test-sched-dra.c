@@ -1048,570 +1048,556 @@ static void test_first_available_gang(void)
     put_pod(fx, "solo-w0", "solo", "solo-c");
     kb_test_sched_run(fx);
     g_assert_cmpstr(result_member(fx, "solo-w0", "request"), ==, "gpus/a100");
+    kb_test_sched_free(fx);
+}
 
-    /* ---- devices as resources (dra.h: kb_dra_pod_demand, kb_dra_node_capacity)
-     * ------------------- */
+/* ---- devices as resources (dra.h: kb_dra_pod_demand, kb_dra_node_capacity) ------------------- */
 
-    /* Template ml/@name with spec.devices @devices (JSON). */
-    static void put_template(Fx * fx, const char *name, const char *devices)
-    {
+/* Template ml/@name with spec.devices @devices (JSON). */
+static void put_template(Fx *fx, const char *name, const char *devices)
+{
+    g_autofree char *text = g_strdup_printf(
+            "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"ml\"},\"spec\":{\"spec\":{"
+            "\"devices\":%s}}}",
+            name, devices);
+    json_object *o = kb_test_sched_parse(text);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbResourceClaimTemplate) t = kb_resource_claim_template_decode(o, FALSE, &error);
+    json_object_put(o);
+    g_assert_no_error(error);
+    kb_dra_set_template(dra(fx), t);
+}
+
+/* A pod of ml whose claims come from @templates (comma-separated), decoded (not cached). */
+static KbPod *template_pod(const char *templates)
+{
+    g_auto(GStrv) names = g_strsplit(templates, ",", -1);
+    g_autoptr(GString) rc = g_string_new(NULL);
+    for (guint i = 0; names[i] != NULL; i++)
+        g_string_append_printf(rc, "%s{\"name\":\"c%u\",\"resourceClaimTemplateName\":\"%s\"}",
+                               i == 0 ? "" : ",", i, names[i]);
+    g_autofree char *text = g_strdup_printf(
+            "{\"metadata\":{\"name\":\"p\",\"namespace\":\"ml\",\"uid\":\"u-p\"},\"spec\":{"
+            "\"containers\":[{\"name\":\"c\"}],\"resourceClaims\":[%s]}}",
+            rc->str);
+    json_object *o = kb_test_sched_parse(text);
+    g_autoptr(GError) error = NULL;
+    KbPod *pod = kb_pod_decode(o, FALSE, &error);
+    json_object_put(o);
+    g_assert_no_error(error);
+    return pod;
+}
+
+/* What a pod's template claims count, request form by request form; gpu.nvidia.com counts as
+ * nvidia.com/gpu, another class under its own name. */
+static void test_resources_demand(void)
+{
+    Fx *fx = fixture();
+    add_class(fx, "mig.nvidia.com", NULL);
+    add_class(fx, "cpu", NULL);
+    put_template(fx, "two",
+                 "{\"requests\":[{\"name\":\"g\",\"exactly\":{\"deviceClassName\":"
+                 "\"gpu.nvidia.com\",\"count\":2}}]}");
+    put_template(fx, "all",
+                 "{\"requests\":[{\"name\":\"g\",\"exactly\":{\"deviceClassName\":"
+                 "\"gpu.nvidia.com\",\"allocationMode\":\"All\"}}]}");
+    put_template(fx, "first-same",
+                 "{\"requests\":[{\"name\":\"g\",\"firstAvailable\":[{\"name\":\"a\","
+                 "\"deviceClassName\":\"gpu.nvidia.com\",\"count\":4},{\"name\":\"b\","
+                 "\"deviceClassName\":\"gpu.nvidia.com\",\"count\":3}]}]}");
+    put_template(fx, "first-mixed",
+                 "{\"requests\":[{\"name\":\"g\",\"firstAvailable\":[{\"name\":\"a\","
+                 "\"deviceClassName\":\"gpu.nvidia.com\",\"count\":4},{\"name\":\"b\","
+                 "\"deviceClassName\":\"mig.nvidia.com\",\"count\":1}]}]}");
+    put_template(fx, "admin",
+                 "{\"requests\":[{\"name\":\"g\",\"exactly\":{\"deviceClassName\":"
+                 "\"gpu.nvidia.com\",\"adminAccess\":true}}]}");
+    put_template(fx, "mig",
+                 "{\"requests\":[{\"name\":\"g\",\"exactly\":{\"deviceClassName\":"
+                 "\"mig.nvidia.com\",\"count\":3}},{\"name\":\"h\",\"exactly\":{"
+                 "\"deviceClassName\":\"cpu\"}}]}");
+    /* a share of a device's memory: may sit beside other claims on one shared GPU */
+    put_template(fx, "share",
+                 "{\"requests\":[{\"name\":\"g\",\"exactly\":{\"deviceClassName\":"
+                 "\"gpu.nvidia.com\",\"capacity\":{\"requests\":{\"memory\":\"10Gi\"}}}}]}");
+    struct {
+        const char *templates;
+        gint64 gpus, mig;
+    } rows[] = {
+            {"two", 2, 0},   {"all", 1, 0},       {"first-same", 3, 0},  {"first-mixed", 0, 0},
+            {"admin", 0, 0}, {"mig", 0, 3},       {"two,all,mig", 3, 3}, {"missing,two", 2, 0},
+            {"share", 0, 0}, {"share,two", 2, 0},
+    };
+    int mig = kb_resource_slot("mig.nvidia.com");
+    g_assert_cmpint(mig, >=, KB_RES_FIRST_EXTENDED);
+    for (guint i = 0; i < G_N_ELEMENTS(rows); i++) {
+        g_autoptr(KbPod) pod = template_pod(rows[i].templates);
+        KbResources r;
+        kb_resources_clear(&r);
+        kb_dra_pod_demand(dra(fx), pod, &r);
+        g_test_message("%s", rows[i].templates);
+        g_assert_cmpint(r.v[KB_RES_GPU], ==, rows[i].gpus);
+        g_assert_cmpint(r.v[mig], ==, rows[i].mig);
+        g_assert_cmpint(r.v[KB_RES_CPU], ==, 0); /* a class named "cpu" is not cpu */
+    }
+    kb_test_sched_free(fx);
+}
+
+/* A node's allocatable gains its devices per class (once slices and classes are in), a pod's
+ * requests its template claims' demand (also when the template comes after the pod). */
+static void test_resources_vectors(void)
+{
+    Fx *fx = fixture();
+    add_class(fx, "a100.example.com",
+              "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA A100'");
+    add_gpu_node(fx, "n1", 4, 4, "NVIDIA A100");
+    add_gpu_node(fx, "n2", 2, 2, "NVIDIA H100");
+    add_group(fx, "job", 1);
+    put_pod(fx, "job-w0", "job", NULL);
+    kb_test_sched_run(fx);
+    const KbNodeInfo *n1 = kb_cache_lookup_node(fx->cache, "n1");
+    const KbNodeInfo *n2 = kb_cache_lookup_node(fx->cache, "n2");
+    /* a class takes a slot only once something names it (here as a queue capability would);
+     * the nodes count it from the next cycle on */
+    int a100 = kb_resource_slot("a100.example.com");
+    g_assert_cmpint(n1->allocatable.v[a100], ==, 0);
+    kb_test_sched_run(fx);
+    g_assert_cmpint(n1->allocatable.v[KB_RES_GPU], ==, 4);
+    g_assert_cmpint(n2->allocatable.v[KB_RES_GPU], ==, 2);
+    g_assert_cmpint(n1->allocatable.v[a100], ==, 4);
+    g_assert_cmpint(n2->allocatable.v[a100], ==, 0);
+    const KbTaskInfo *t = kb_cache_lookup_task(fx->cache, "ml", "job-w0");
+    g_assert_cmpint(t->resreq.v[KB_RES_GPU], ==, 0); /* template two-gpus not known yet */
+    put_template(fx, "two-gpus",
+                 "{\"requests\":[{\"name\":\"gpus\",\"exactly\":{"
+                 "\"deviceClassName\":\"gpu.nvidia.com\",\"count\":2}}]}");
+    g_autofree char *req = gpus_request(2, "gpu.nvidia.com");
+    put_claim(fx, "job-w0-gpus", req, NULL);
+    put_pod(fx, "job-w0", "job", "job-w0-gpus");
+    kb_test_sched_run(fx);
+    g_assert_cmpint(t->resreq.v[KB_RES_GPU], ==, 2);
+    g_assert_cmpint(t->job->allocated.v[KB_RES_GPU], ==, 2);
+    const char *node = kb_test_sched_bound_node(fx, "ml", "job-w0");
+    g_assert_nonnull(node);
+    const KbNodeInfo *ni = kb_cache_lookup_node(fx->cache, node);
+    g_assert_cmpint(ni->used.v[KB_RES_GPU], ==, 2);
+    /* a slice that grows grows the node */
+    put_slice(fx, "n2", 8, 4, "NVIDIA H100");
+    kb_test_sched_run(fx);
+    g_assert_cmpint(n2->allocatable.v[KB_RES_GPU], ==, 8);
+    kb_test_sched_free(fx);
+}
+
+/* A queue's GPU capability stops DRA gangs exactly at the limit: 16 GPUs, gangs of 8 x 1. */
+static void test_resources_capability(void)
+{
+    Fx *fx = fixture();
+    for (guint n = 1; n <= 4; n++) {
+        g_autofree char *node = g_strdup_printf("n%u", n);
+        add_gpu_node(fx, node, 8, 4, "NVIDIA A100");
+    }
+    kb_test_sched_add_queue(fx, "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":"
+                                "\"Queue\",\"metadata\":{\"name\":\"research\"},\"spec\":{"
+                                "\"weight\":1,\"capability\":{\"nvidia.com/gpu\":16}}}");
+    put_template(fx, "two-gpus",
+                 "{\"requests\":[{\"name\":\"gpus\",\"exactly\":{"
+                 "\"deviceClassName\":\"gpu.nvidia.com\",\"count\":1}}]}");
+    g_autofree char *req = gpus_request(1, "gpu.nvidia.com");
+    for (guint j = 0; j < 3; j++) {
+        g_autofree char *group = g_strdup_printf("job%u", j);
         g_autofree char *text = g_strdup_printf(
-                "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"ml\"},\"spec\":{\"spec\":{"
-                "\"devices\":%s}}}",
-                name, devices);
-        json_object *o = kb_test_sched_parse(text);
-        g_autoptr(GError) error = NULL;
-        g_autoptr(KbResourceClaimTemplate) t = kb_resource_claim_template_decode(o, FALSE, &error);
-        json_object_put(o);
-        g_assert_no_error(error);
-        kb_dra_set_template(dra(fx), t);
-    }
-
-    /* A pod of ml whose claims come from @templates (comma-separated), decoded (not cached). */
-    static KbPod *template_pod(const char *templates)
-    {
-        g_auto(GStrv) names = g_strsplit(templates, ",", -1);
-        g_autoptr(GString) rc = g_string_new(NULL);
-        for (guint i = 0; names[i] != NULL; i++)
-            g_string_append_printf(rc, "%s{\"name\":\"c%u\",\"resourceClaimTemplateName\":\"%s\"}",
-                                   i == 0 ? "" : ",", i, names[i]);
-        g_autofree char *text = g_strdup_printf(
-                "{\"metadata\":{\"name\":\"p\",\"namespace\":\"ml\",\"uid\":\"u-p\"},\"spec\":{"
-                "\"containers\":[{\"name\":\"c\"}],\"resourceClaims\":[%s]}}",
-                rc->str);
-        json_object *o = kb_test_sched_parse(text);
-        g_autoptr(GError) error = NULL;
-        KbPod *pod = kb_pod_decode(o, FALSE, &error);
-        json_object_put(o);
-        g_assert_no_error(error);
-        return pod;
-    }
-
-    /* What a pod's template claims count, request form by request form; gpu.nvidia.com counts as
-     * nvidia.com/gpu, another class under its own name. */
-    static void test_resources_demand(void)
-    {
-        Fx *fx = fixture();
-        add_class(fx, "mig.nvidia.com", NULL);
-        add_class(fx, "cpu", NULL);
-        put_template(fx, "two",
-                     "{\"requests\":[{\"name\":\"g\",\"exactly\":{\"deviceClassName\":"
-                     "\"gpu.nvidia.com\",\"count\":2}}]}");
-        put_template(fx, "all",
-                     "{\"requests\":[{\"name\":\"g\",\"exactly\":{\"deviceClassName\":"
-                     "\"gpu.nvidia.com\",\"allocationMode\":\"All\"}}]}");
-        put_template(fx, "first-same",
-                     "{\"requests\":[{\"name\":\"g\",\"firstAvailable\":[{\"name\":\"a\","
-                     "\"deviceClassName\":\"gpu.nvidia.com\",\"count\":4},{\"name\":\"b\","
-                     "\"deviceClassName\":\"gpu.nvidia.com\",\"count\":3}]}]}");
-        put_template(fx, "first-mixed",
-                     "{\"requests\":[{\"name\":\"g\",\"firstAvailable\":[{\"name\":\"a\","
-                     "\"deviceClassName\":\"gpu.nvidia.com\",\"count\":4},{\"name\":\"b\","
-                     "\"deviceClassName\":\"mig.nvidia.com\",\"count\":1}]}]}");
-        put_template(fx, "admin",
-                     "{\"requests\":[{\"name\":\"g\",\"exactly\":{\"deviceClassName\":"
-                     "\"gpu.nvidia.com\",\"adminAccess\":true}}]}");
-        put_template(fx, "mig",
-                     "{\"requests\":[{\"name\":\"g\",\"exactly\":{\"deviceClassName\":"
-                     "\"mig.nvidia.com\",\"count\":3}},{\"name\":\"h\",\"exactly\":{"
-                     "\"deviceClassName\":\"cpu\"}}]}");
-        /* a share of a device's memory: may sit beside other claims on one shared GPU */
-        put_template(fx, "share",
-                     "{\"requests\":[{\"name\":\"g\",\"exactly\":{\"deviceClassName\":"
-                     "\"gpu.nvidia.com\",\"capacity\":{\"requests\":{\"memory\":\"10Gi\"}}}}]}");
-        struct {
-            const char *templates;
-            gint64 gpus, mig;
-        } rows[] = {
-                {"two", 2, 0},   {"all", 1, 0},       {"first-same", 3, 0},  {"first-mixed", 0, 0},
-                {"admin", 0, 0}, {"mig", 0, 3},       {"two,all,mig", 3, 3}, {"missing,two", 2, 0},
-                {"share", 0, 0}, {"share,two", 2, 0},
-        };
-        int mig = kb_resource_slot("mig.nvidia.com");
-        g_assert_cmpint(mig, >=, KB_RES_FIRST_EXTENDED);
-        for (guint i = 0; i < G_N_ELEMENTS(rows); i++) {
-            g_autoptr(KbPod) pod = template_pod(rows[i].templates);
-            KbResources r;
-            kb_resources_clear(&r);
-            kb_dra_pod_demand(dra(fx), pod, &r);
-            g_test_message("%s", rows[i].templates);
-            g_assert_cmpint(r.v[KB_RES_GPU], ==, rows[i].gpus);
-            g_assert_cmpint(r.v[mig], ==, rows[i].mig);
-            g_assert_cmpint(r.v[KB_RES_CPU], ==, 0); /* a class named "cpu" is not cpu */
+                "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\","
+                "\"metadata\":{\"name\":\"%s\",\"namespace\":\"ml\",\"creationTimestamp\":"
+                "\"2026-01-01T00:00:0%uZ\"},\"spec\":{\"minMember\":8,\"queue\":\"research\"}}",
+                group, j);
+        kb_test_sched_add_pod_group(fx, text);
+        for (guint i = 0; i < 8; i++) {
+            g_autofree char *pod = g_strdup_printf("%s-w%u", group, i);
+            g_autofree char *claim = g_strdup_printf("%s-w%u-gpus", group, i);
+            put_claim(fx, claim, req, NULL);
+            put_pod(fx, pod, group, claim);
         }
-        kb_test_sched_free(fx);
     }
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 16);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "ml/job0"), ==, 8);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "ml/job1"), ==, 8);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "ml/job2"), ==, 0);
+    kb_test_sched_free(fx);
+}
 
-    /* A node's allocatable gains its devices per class (once slices and classes are in), a pod's
-     * requests its template claims' demand (also when the template comes after the pod). */
-    static void test_resources_vectors(void)
-    {
-        Fx *fx = fixture();
-        add_class(fx, "a100.example.com",
-                  "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA A100'");
-        add_gpu_node(fx, "n1", 4, 4, "NVIDIA A100");
-        add_gpu_node(fx, "n2", 2, 2, "NVIDIA H100");
-        add_group(fx, "job", 1);
-        put_pod(fx, "job-w0", "job", NULL);
-        kb_test_sched_run(fx);
-        const KbNodeInfo *n1 = kb_cache_lookup_node(fx->cache, "n1");
-        const KbNodeInfo *n2 = kb_cache_lookup_node(fx->cache, "n2");
-        /* a class takes a slot only once something names it (here as a queue capability would);
-         * the nodes count it from the next cycle on */
-        int a100 = kb_resource_slot("a100.example.com");
-        g_assert_cmpint(n1->allocatable.v[a100], ==, 0);
-        kb_test_sched_run(fx);
-        g_assert_cmpint(n1->allocatable.v[KB_RES_GPU], ==, 4);
-        g_assert_cmpint(n2->allocatable.v[KB_RES_GPU], ==, 2);
-        g_assert_cmpint(n1->allocatable.v[a100], ==, 4);
-        g_assert_cmpint(n2->allocatable.v[a100], ==, 0);
-        const KbTaskInfo *t = kb_cache_lookup_task(fx->cache, "ml", "job-w0");
-        g_assert_cmpint(t->resreq.v[KB_RES_GPU], ==, 0); /* template two-gpus not known yet */
-        put_template(fx, "two-gpus",
-                     "{\"requests\":[{\"name\":\"gpus\",\"exactly\":{"
-                     "\"deviceClassName\":\"gpu.nvidia.com\",\"count\":2}}]}");
-        g_autofree char *req = gpus_request(2, "gpu.nvidia.com");
-        put_claim(fx, "job-w0-gpus", req, NULL);
-        put_pod(fx, "job-w0", "job", "job-w0-gpus");
-        kb_test_sched_run(fx);
-        g_assert_cmpint(t->resreq.v[KB_RES_GPU], ==, 2);
-        g_assert_cmpint(t->job->allocated.v[KB_RES_GPU], ==, 2);
-        const char *node = kb_test_sched_bound_node(fx, "ml", "job-w0");
-        g_assert_nonnull(node);
-        const KbNodeInfo *ni = kb_cache_lookup_node(fx->cache, node);
-        g_assert_cmpint(ni->used.v[KB_RES_GPU], ==, 2);
-        /* a slice that grows grows the node */
-        put_slice(fx, "n2", 8, 4, "NVIDIA H100");
-        kb_test_sched_run(fx);
-        g_assert_cmpint(n2->allocatable.v[KB_RES_GPU], ==, 8);
-        kb_test_sched_free(fx);
-    }
-
-    /* A queue's GPU capability stops DRA gangs exactly at the limit: 16 GPUs, gangs of 8 x 1. */
-    static void test_resources_capability(void)
-    {
-        Fx *fx = fixture();
-        for (guint n = 1; n <= 4; n++) {
-            g_autofree char *node = g_strdup_printf("n%u", n);
-            add_gpu_node(fx, node, 8, 4, "NVIDIA A100");
-        }
-        kb_test_sched_add_queue(fx, "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":"
-                                    "\"Queue\",\"metadata\":{\"name\":\"research\"},\"spec\":{"
-                                    "\"weight\":1,\"capability\":{\"nvidia.com/gpu\":16}}}");
-        put_template(fx, "two-gpus",
-                     "{\"requests\":[{\"name\":\"gpus\",\"exactly\":{"
-                     "\"deviceClassName\":\"gpu.nvidia.com\",\"count\":1}}]}");
-        g_autofree char *req = gpus_request(1, "gpu.nvidia.com");
-        for (guint j = 0; j < 3; j++) {
-            g_autofree char *group = g_strdup_printf("job%u", j);
-            g_autofree char *text = g_strdup_printf(
-                    "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\","
-                    "\"metadata\":{\"name\":\"%s\",\"namespace\":\"ml\",\"creationTimestamp\":"
-                    "\"2026-01-01T00:00:0%uZ\"},\"spec\":{\"minMember\":8,\"queue\":\"research\"}}",
-                    group, j);
-            kb_test_sched_add_pod_group(fx, text);
-            for (guint i = 0; i < 8; i++) {
-                g_autofree char *pod = g_strdup_printf("%s-w%u", group, i);
-                g_autofree char *claim = g_strdup_printf("%s-w%u-gpus", group, i);
-                put_claim(fx, claim, req, NULL);
-                put_pod(fx, pod, group, claim);
-            }
-        }
-        kb_test_sched_run(fx);
-        g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 16);
-        g_assert_cmpuint(kb_test_sched_binds(fx, "ml/job0"), ==, 8);
-        g_assert_cmpuint(kb_test_sched_binds(fx, "ml/job1"), ==, 8);
-        g_assert_cmpuint(kb_test_sched_binds(fx, "ml/job2"), ==, 0);
-        kb_test_sched_free(fx);
-    }
-
-    /* GPUs of a claim count as nvidia.com/gpu but get no device-plugin GPU indices (gpu-ids): the
-     * DRA allocator chose them. */
-    static void test_resources_no_gpu_ids(void)
-    {
-        Fx *fx = fixture();
-        kb_test_sched_add_node(fx,
-                               "{\"metadata\":{\"name\":\"n1\",\"annotations\":{"
+/* GPUs of a claim count as nvidia.com/gpu but get no device-plugin GPU indices (gpu-ids): the
+ * DRA allocator chose them. */
+static void test_resources_no_gpu_ids(void)
+{
+    Fx *fx = fixture();
+    kb_test_sched_add_node(fx, "{\"metadata\":{\"name\":\"n1\",\"annotations\":{"
                                "\"kube-batchd.io/gpu-topology\":\"{\\\"nvlink\\\":[[0,1,2,3]]}\"}},"
                                "\"status\":{\"allocatable\":{\"cpu\":\"64\",\"memory\":\"256Gi\","
                                "\"pods\":\"110\"},\"conditions\":[{\"type\":\"Ready\","
                                "\"status\":\"True\"}]}}");
-        put_slice(fx, "n1", 4, 4, "NVIDIA A100");
-        put_template(fx, "two-gpus",
-                     "{\"requests\":[{\"name\":\"gpus\",\"exactly\":{"
-                     "\"deviceClassName\":\"gpu.nvidia.com\",\"count\":2}}]}");
-        add_gang(fx, "job", 1, 2);
-        kb_test_sched_run(fx);
-        const KbPlacement *p = placement(fx, "job-w0");
-        g_assert_nonnull(p);
-        g_assert_cmpint(kb_cache_lookup_task(fx->cache, "ml", "job-w0")->resreq.v[KB_RES_GPU], ==,
-                        2);
-        g_assert_null(p->gpu_ids);
-        kb_test_sched_free(fx);
-    }
+    put_slice(fx, "n1", 4, 4, "NVIDIA A100");
+    put_template(fx, "two-gpus",
+                 "{\"requests\":[{\"name\":\"gpus\",\"exactly\":{"
+                 "\"deviceClassName\":\"gpu.nvidia.com\",\"count\":2}}]}");
+    add_gang(fx, "job", 1, 2);
+    kb_test_sched_run(fx);
+    const KbPlacement *p = placement(fx, "job-w0");
+    g_assert_nonnull(p);
+    g_assert_cmpint(kb_cache_lookup_task(fx->cache, "ml", "job-w0")->resreq.v[KB_RES_GPU], ==, 2);
+    g_assert_null(p->gpu_ids);
+    kb_test_sched_free(fx);
+}
 
-    /* A gang short of GPUs in the cluster is not admitted; the reason names the request. */
-    static void test_resources_not_admitted(void)
-    {
-        Fx *fx = fixture();
-        add_gpu_node(fx, "n1", 4, 4, "NVIDIA A100");
-        put_template(fx, "two-gpus",
-                     "{\"requests\":[{\"name\":\"gpus\",\"exactly\":{"
-                     "\"deviceClassName\":\"gpu.nvidia.com\",\"count\":2}}]}");
-        add_gang(fx, "first", 1, 2);
-        add_gang(fx, "second", 2, 2);
-        kb_test_sched_run(fx);
-        g_assert_cmpuint(kb_test_sched_binds(fx, "ml/first"), ==, 1);
-        g_assert_cmpuint(kb_test_sched_binds(fx, "ml/second"), ==, 0);
-        const KbJobStatus *js = kb_cycle_result_job(fx->res, "ml/second");
-        g_assert_cmpstr(
-                js->message, ==,
-                "not admitted: the cluster has 2 nvidia.com/gpu free (after admitted jobs), "
-                "the job needs 4 to start (each pod's claim ml/second-w0-gpus request gpus: "
-                "2 devices of class gpu.nvidia.com)");
-        kb_test_sched_free(fx);
-    }
+/* A gang short of GPUs in the cluster is not admitted; the reason names the request. */
+static void test_resources_not_admitted(void)
+{
+    Fx *fx = fixture();
+    add_gpu_node(fx, "n1", 4, 4, "NVIDIA A100");
+    put_template(fx, "two-gpus",
+                 "{\"requests\":[{\"name\":\"gpus\",\"exactly\":{"
+                 "\"deviceClassName\":\"gpu.nvidia.com\",\"count\":2}}]}");
+    add_gang(fx, "first", 1, 2);
+    add_gang(fx, "second", 2, 2);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "ml/first"), ==, 1);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "ml/second"), ==, 0);
+    const KbJobStatus *js = kb_cycle_result_job(fx->res, "ml/second");
+    g_assert_cmpstr(js->message, ==,
+                    "not admitted: the cluster has 2 nvidia.com/gpu free (after admitted jobs), "
+                    "the job needs 4 to start (each pod's claim ml/second-w0-gpus request gpus: "
+                    "2 devices of class gpu.nvidia.com)");
+    kb_test_sched_free(fx);
+}
 
-    /* ---- preemption and reclaim free a victim's claims -----------------------------------------
-     */
+/* ---- preemption and reclaim free a victim's claims ----------------------------------------- */
 
 #define T_2026 1767225600 /* 2026-01-01T00:00:00Z: the jobs' creation; the clock an hour later */
 
-    static Fx *actions_fixture(const char *actions)
-    {
-        const char *def = kb_conf_default_yaml();
-        g_autofree char *yaml =
-                g_strdup_printf("actions: \"%s\"\n%s", actions, strstr(def, "tiers:"));
-        Fx *fx = kb_test_sched_new(yaml);
-        fx->now = T_2026 + 3600;
-        add_class(fx, "gpu.nvidia.com", NULL);
-        put_template(fx, "gpus",
-                     "{\"requests\":[{\"name\":\"gpus\",\"exactly\":{"
-                     "\"deviceClassName\":\"gpu.nvidia.com\",\"count\":1}}]}");
-        put_template(fx, "two-gpus",
-                     "{\"requests\":[{\"name\":\"gpus\",\"exactly\":{"
-                     "\"deviceClassName\":\"gpu.nvidia.com\",\"count\":2}}]}");
-        kb_test_sched_add_priority_class(fx, "{\"apiVersion\":\"scheduling.k8s.io/v1\",\"kind\":"
-                                             "\"PriorityClass\",\"metadata\":{\"name\":\"low\"},"
-                                             "\"value\":10}");
-        kb_test_sched_add_priority_class(fx, "{\"apiVersion\":\"scheduling.k8s.io/v1\",\"kind\":"
-                                             "\"PriorityClass\",\"metadata\":{\"name\":\"high\"},"
-                                             "\"value\":1000}");
-        return fx;
-    }
+static Fx *actions_fixture(const char *actions)
+{
+    const char *def = kb_conf_default_yaml();
+    g_autofree char *yaml = g_strdup_printf("actions: \"%s\"\n%s", actions, strstr(def, "tiers:"));
+    Fx *fx = kb_test_sched_new(yaml);
+    fx->now = T_2026 + 3600;
+    add_class(fx, "gpu.nvidia.com", NULL);
+    put_template(fx, "gpus",
+                 "{\"requests\":[{\"name\":\"gpus\",\"exactly\":{"
+                 "\"deviceClassName\":\"gpu.nvidia.com\",\"count\":1}}]}");
+    put_template(fx, "two-gpus",
+                 "{\"requests\":[{\"name\":\"gpus\",\"exactly\":{"
+                 "\"deviceClassName\":\"gpu.nvidia.com\",\"count\":2}}]}");
+    kb_test_sched_add_priority_class(fx, "{\"apiVersion\":\"scheduling.k8s.io/v1\",\"kind\":"
+                                         "\"PriorityClass\",\"metadata\":{\"name\":\"low\"},"
+                                         "\"value\":10}");
+    kb_test_sched_add_priority_class(fx, "{\"apiVersion\":\"scheduling.k8s.io/v1\",\"kind\":"
+                                         "\"PriorityClass\",\"metadata\":{\"name\":\"high\"},"
+                                         "\"value\":1000}");
+    return fx;
+}
 
-    /*
-     * A DRA gang @name of @n pods (minMember @n) in @queue (NULL: default) with class @pc, each
-     * with a claim <name>-w<i>-gpus of @per GPUs from template "gpus" (1) or "two-gpus" (2). With
-     * @node, every pod runs there, its claim allocated the node's GPUs from *@next on and reserved
-     * for it.
-     */
-    static void put_dra_job(Fx * fx, const char *name, const char *queue, const char *pc, guint n,
-                            guint per, const char *node, guint *next)
-    {
-        g_autofree char *q =
-                queue != NULL ? g_strdup_printf(",\"queue\":\"%s\"", queue) : g_strdup("");
-        g_autofree char *gj = g_strdup_printf(
-                "{\"apiVersion\":\"scheduling.volcano.sh/"
-                "v1beta1\",\"kind\":\"PodGroup\",\"metadata\":"
-                "{\"name\":\"%s\",\"namespace\":\"ml\",\"creationTimestamp\":\"2026-01-01T00:00:%"
-                "02uZ\"}"
-                ",\"spec\":{\"minMember\":%u,\"priorityClassName\":\"%s\"%s}}",
-                name, ++fx->seq, n, pc, q);
-        kb_test_sched_add_pod_group(fx, gj);
-        g_autofree char *req = gpus_request(per, "gpu.nvidia.com");
-        for (guint i = 0; i < n; i++) {
-            g_autofree char *pod = g_strdup_printf("%s-w%u", name, i);
-            g_autofree char *claim = g_strdup_printf("%s-w%u-gpus", name, i);
-            g_autoptr(GString) st = g_string_new(NULL);
-            if (node != NULL) {
-                g_string_append(st, "{\"allocation\":{\"devices\":{\"results\":[");
-                for (guint d = 0; d < per; d++)
-                    g_string_append_printf(st,
-                                           "%s{\"request\":\"gpus\",\"driver\":\"gpu.nvidia.com\","
-                                           "\"pool\":\"%s\",\"device\":\"gpu-%u\"}",
-                                           d == 0 ? "" : ",", node, (*next)++);
-                g_string_append_printf(
-                        st,
-                        "]},\"nodeSelector\":{\"nodeSelectorTerms\":[{\"matchFields\":[{\"key\":"
-                        "\"metadata.name\",\"operator\":\"In\",\"values\":[\"%s\"]}]}]}},"
-                        "\"reservedFor\":[{\"resource\":\"pods\",\"name\":\"%s\",\"uid\":\"u-%s\"}]"
-                        "}",
-                        node, pod, pod);
-            }
-            put_claim(fx, claim, req, node != NULL ? st->str : NULL);
-            g_autofree char *on =
-                    node != NULL ? g_strdup_printf(",\"nodeName\":\"%s\"", node) : g_strdup("");
-            g_autofree char *text = g_strdup_printf(
-                    "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"ml\",\"uid\":\"u-%s\","
-                    "\"creationTimestamp\":\"2026-01-01T00:00:%02uZ\",\"annotations\":{"
-                    "\"scheduling.k8s.io/group-name\":\"%s\"}},\"spec\":{\"schedulerName\":"
-                    "\"kube-batchd\",\"priorityClassName\":\"%s\"%s,\"containers\":[{\"name\":"
-                    "\"c\","
-                    "\"resources\":{\"requests\":{\"cpu\":\"1\"}}}],\"resourceClaims\":[{\"name\":"
-                    "\"gpus\",\"resourceClaimTemplateName\":\"%s\"}]},\"status\":{\"phase\":\"%s\","
-                    "\"resourceClaimStatuses\":[{\"name\":\"gpus\",\"resourceClaimName\":\"%s\"}]}"
-                    "}",
-                    pod, pod, fx->seq, name, pc, on, per == 1 ? "gpus" : "two-gpus",
-                    node != NULL ? "Running" : "Pending", claim);
-            kb_test_sched_put_pod(fx, kb_test_sched_parse(text));
+/*
+ * A DRA gang @name of @n pods (minMember @n) in @queue (NULL: default) with class @pc, each with
+ * a claim <name>-w<i>-gpus of @per GPUs from template "gpus" (1) or "two-gpus" (2). With @node,
+ * every pod runs there, its claim allocated the node's GPUs from *@next on and reserved for it.
+ */
+static void put_dra_job(Fx *fx, const char *name, const char *queue, const char *pc, guint n,
+                        guint per, const char *node, guint *next)
+{
+    g_autofree char *q = queue != NULL ? g_strdup_printf(",\"queue\":\"%s\"", queue) : g_strdup("");
+    g_autofree char *gj = g_strdup_printf(
+            "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\",\"metadata\":"
+            "{\"name\":\"%s\",\"namespace\":\"ml\",\"creationTimestamp\":\"2026-01-01T00:00:%"
+            "02uZ\"}"
+            ",\"spec\":{\"minMember\":%u,\"priorityClassName\":\"%s\"%s}}",
+            name, ++fx->seq, n, pc, q);
+    kb_test_sched_add_pod_group(fx, gj);
+    g_autofree char *req = gpus_request(per, "gpu.nvidia.com");
+    for (guint i = 0; i < n; i++) {
+        g_autofree char *pod = g_strdup_printf("%s-w%u", name, i);
+        g_autofree char *claim = g_strdup_printf("%s-w%u-gpus", name, i);
+        g_autoptr(GString) st = g_string_new(NULL);
+        if (node != NULL) {
+            g_string_append(st, "{\"allocation\":{\"devices\":{\"results\":[");
+            for (guint d = 0; d < per; d++)
+                g_string_append_printf(st,
+                                       "%s{\"request\":\"gpus\",\"driver\":\"gpu.nvidia.com\","
+                                       "\"pool\":\"%s\",\"device\":\"gpu-%u\"}",
+                                       d == 0 ? "" : ",", node, (*next)++);
+            g_string_append_printf(
+                    st,
+                    "]},\"nodeSelector\":{\"nodeSelectorTerms\":[{\"matchFields\":[{\"key\":"
+                    "\"metadata.name\",\"operator\":\"In\",\"values\":[\"%s\"]}]}]}},"
+                    "\"reservedFor\":[{\"resource\":\"pods\",\"name\":\"%s\",\"uid\":\"u-%s\"}]}",
+                    node, pod, pod);
         }
+        put_claim(fx, claim, req, node != NULL ? st->str : NULL);
+        g_autofree char *on =
+                node != NULL ? g_strdup_printf(",\"nodeName\":\"%s\"", node) : g_strdup("");
+        g_autofree char *text = g_strdup_printf(
+                "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"ml\",\"uid\":\"u-%s\","
+                "\"creationTimestamp\":\"2026-01-01T00:00:%02uZ\",\"annotations\":{"
+                "\"scheduling.k8s.io/group-name\":\"%s\"}},\"spec\":{\"schedulerName\":"
+                "\"kube-batchd\",\"priorityClassName\":\"%s\"%s,\"containers\":[{\"name\":\"c\","
+                "\"resources\":{\"requests\":{\"cpu\":\"1\"}}}],\"resourceClaims\":[{\"name\":"
+                "\"gpus\",\"resourceClaimTemplateName\":\"%s\"}]},\"status\":{\"phase\":\"%s\","
+                "\"resourceClaimStatuses\":[{\"name\":\"gpus\",\"resourceClaimName\":\"%s\"}]}}",
+                pod, pod, fx->seq, name, pc, on, per == 1 ? "gpus" : "two-gpus",
+                node != NULL ? "Running" : "Pending", claim);
+        kb_test_sched_put_pod(fx, kb_test_sched_parse(text));
     }
+}
 
-    static gint str_ptr_cmp(gconstpointer a, gconstpointer b)
-    {
-        return strcmp(*(char *const *)a, *(char *const *)b);
+static gint str_ptr_cmp(gconstpointer a, gconstpointer b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The pods evicted by the last cycle, sorted, comma-separated. */
+static char *evicted_names(Fx *fx)
+{
+    g_autoptr(GPtrArray) names = g_ptr_array_new();
+    for (guint i = 0; i < fx->res->evictions->len; i++)
+        g_ptr_array_add(names,
+                        (gpointer)g_array_index(fx->res->evictions, KbEviction, i).pod->meta.name);
+    g_ptr_array_sort(names, str_ptr_cmp);
+    g_ptr_array_add(names, NULL);
+    return g_strjoinv(",", (char **)names->pdata);
+}
+
+/* The pods of gang @job (@n) are deleted, and their claims with them (the resource-claim
+ * controller). */
+static void gang_gone(Fx *fx, const char *job, guint n)
+{
+    for (guint i = 0; i < n; i++) {
+        g_autofree char *key = g_strdup_printf("ml/%s-w%u", job, i);
+        g_autoptr(KbPod) pod = kb_pod_decode(g_hash_table_lookup(fx->pods, key), FALSE, NULL);
+        g_assert_nonnull(pod);
+        g_autofree char *claim = g_strdup_printf("%s-gpus", pod->meta.name);
+        KbResourceClaim c = {.meta = {.namespace_ = "ml", .name = claim}};
+        kb_dra_delete_claim(dra(fx), &c);
+        kb_cache_delete_pod(fx->cache, pod);
     }
+}
 
-    /* The pods evicted by the last cycle, sorted, comma-separated. */
-    static char *evicted_names(Fx * fx)
-    {
-        g_autoptr(GPtrArray) names = g_ptr_array_new();
-        for (guint i = 0; i < fx->res->evictions->len; i++)
-            g_ptr_array_add(
-                    names,
-                    (gpointer)g_array_index(fx->res->evictions, KbEviction, i).pod->meta.name);
-        g_ptr_array_sort(names, str_ptr_cmp);
-        g_ptr_array_add(names, NULL);
-        return g_strjoinv(",", (char **)names->pdata);
-    }
-
-    /* The pods of gang @job (@n) are deleted, and their claims with them (the resource-claim
-     * controller). */
-    static void gang_gone(Fx * fx, const char *job, guint n)
-    {
-        for (guint i = 0; i < n; i++) {
-            g_autofree char *key = g_strdup_printf("ml/%s-w%u", job, i);
-            g_autoptr(KbPod) pod = kb_pod_decode(g_hash_table_lookup(fx->pods, key), FALSE, NULL);
-            g_assert_nonnull(pod);
-            g_autofree char *claim = g_strdup_printf("%s-gpus", pod->meta.name);
-            KbResourceClaim c = {.meta = {.namespace_ = "ml", .name = claim}};
-            kb_dra_delete_claim(dra(fx), &c);
-            kb_cache_delete_pod(fx->cache, pod);
-        }
-    }
-
-    /* The devices the last cycle's claim writes allocate, sorted "pool/device,...". */
-    static char *written_devices(Fx * fx)
-    {
-        g_autoptr(GPtrArray) devs = g_ptr_array_new_with_free_func(g_free);
-        for (guint i = 0; i < fx->res->placements->len; i++) {
-            const KbPlacement *p = &g_array_index(fx->res->placements, KbPlacement, i);
-            for (guint w = 0; p->claim_writes != NULL && w < p->claim_writes->len; w++) {
-                json_object *results = status_results(write_status(p, w));
-                for (gsize r = 0; r < json_object_array_length(results); r++) {
-                    json_object *o = json_object_array_get_idx(results, r);
-                    g_ptr_array_add(
-                            devs,
-                            g_strdup_printf(
-                                    "%s/%s",
-                                    json_object_get_string(json_object_object_get(o, "pool")),
-                                    json_object_get_string(json_object_object_get(o, "device"))));
-                }
+/* The devices the last cycle's claim writes allocate, sorted "pool/device,...". */
+static char *written_devices(Fx *fx)
+{
+    g_autoptr(GPtrArray) devs = g_ptr_array_new_with_free_func(g_free);
+    for (guint i = 0; i < fx->res->placements->len; i++) {
+        const KbPlacement *p = &g_array_index(fx->res->placements, KbPlacement, i);
+        for (guint w = 0; p->claim_writes != NULL && w < p->claim_writes->len; w++) {
+            json_object *results = status_results(write_status(p, w));
+            for (gsize r = 0; r < json_object_array_length(results); r++) {
+                json_object *o = json_object_array_get_idx(results, r);
+                g_ptr_array_add(
+                        devs,
+                        g_strdup_printf(
+                                "%s/%s", json_object_get_string(json_object_object_get(o, "pool")),
+                                json_object_get_string(json_object_object_get(o, "device"))));
             }
         }
-        g_ptr_array_sort(devs, str_ptr_cmp);
-        g_ptr_array_add(devs, NULL);
-        return g_strjoinv(",", (char **)devs->pdata);
     }
+    g_ptr_array_sort(devs, str_ptr_cmp);
+    g_ptr_array_add(devs, NULL);
+    return g_strjoinv(",", (char **)devs->pdata);
+}
 
-    /*
-     * A full cluster (2 nodes x 4 GPUs, two low-priority DRA gangs of 4 x 1 GPU): a high-priority
-     * DRA gang of 2 x 2 GPUs evicts one gang (the younger), holds nothing meanwhile, evicts no more
-     * while the victims terminate, and once they are gone gets exactly their devices.
-     */
-    static void test_preempt_frees_claims(void)
-    {
-        Fx *fx = actions_fixture("enqueue, allocate, preempt, reclaim");
-        add_gpu_node(fx, "n1", 4, 4, "NVIDIA A100");
-        add_gpu_node(fx, "n2", 4, 4, "NVIDIA A100");
-        guint d1 = 0, d2 = 0;
-        put_dra_job(fx, "old", NULL, "low", 4, 1, "n1", &d1);
-        put_dra_job(fx, "young", NULL, "low", 4, 1, "n2", &d2);
-        put_dra_job(fx, "urgent", NULL, "high", 2, 2, NULL, NULL);
-        g_assert_cmpuint(kb_dra_devices_held(dra(fx)), ==, 8);
-        kb_test_sched_run(fx);
-        g_autofree char *ev = evicted_names(fx);
-        g_assert_cmpstr(ev, ==, "young-w0,young-w1,young-w2,young-w3");
-        g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
-        /* the plan's frees and holds end with it: the victims' claims are still allocated */
-        g_assert_cmpuint(kb_dra_devices_held(dra(fx)), ==, 8);
-        /* victims terminating: no further eviction, nothing bound */
-        kb_test_sched_run(fx);
-        g_assert_cmpuint(fx->res->evictions->len, ==, 0);
-        g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
-        gang_gone(fx, "young", 4);
-        kb_test_sched_run(fx);
-        g_assert_cmpuint(kb_test_sched_binds(fx, "ml/urgent"), ==, 2);
-        g_assert_cmpstr(kb_test_sched_bound_node(fx, "ml", "urgent-w0"), ==, "n2");
-        g_assert_cmpstr(kb_test_sched_bound_node(fx, "ml", "urgent-w1"), ==, "n2");
-        g_autofree char *devs = written_devices(fx);
-        g_assert_cmpstr(devs, ==, "n2/gpu-0,n2/gpu-1,n2/gpu-2,n2/gpu-3");
-        kb_test_sched_free(fx);
-    }
+/*
+ * A full cluster (2 nodes x 4 GPUs, two low-priority DRA gangs of 4 x 1 GPU): a high-priority
+ * DRA gang of 2 x 2 GPUs evicts one gang (the younger), holds nothing meanwhile, evicts no more
+ * while the victims terminate, and once they are gone gets exactly their devices.
+ */
+static void test_preempt_frees_claims(void)
+{
+    Fx *fx = actions_fixture("enqueue, allocate, preempt, reclaim");
+    add_gpu_node(fx, "n1", 4, 4, "NVIDIA A100");
+    add_gpu_node(fx, "n2", 4, 4, "NVIDIA A100");
+    guint d1 = 0, d2 = 0;
+    put_dra_job(fx, "old", NULL, "low", 4, 1, "n1", &d1);
+    put_dra_job(fx, "young", NULL, "low", 4, 1, "n2", &d2);
+    put_dra_job(fx, "urgent", NULL, "high", 2, 2, NULL, NULL);
+    g_assert_cmpuint(kb_dra_devices_held(dra(fx)), ==, 8);
+    kb_test_sched_run(fx);
+    g_autofree char *ev = evicted_names(fx);
+    g_assert_cmpstr(ev, ==, "young-w0,young-w1,young-w2,young-w3");
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
+    /* the plan's frees and holds end with it: the victims' claims are still allocated */
+    g_assert_cmpuint(kb_dra_devices_held(dra(fx)), ==, 8);
+    /* victims terminating: no further eviction, nothing bound */
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(fx->res->evictions->len, ==, 0);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
+    gang_gone(fx, "young", 4);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "ml/urgent"), ==, 2);
+    g_assert_cmpstr(kb_test_sched_bound_node(fx, "ml", "urgent-w0"), ==, "n2");
+    g_assert_cmpstr(kb_test_sched_bound_node(fx, "ml", "urgent-w1"), ==, "n2");
+    g_autofree char *devs = written_devices(fx);
+    g_assert_cmpstr(devs, ==, "n2/gpu-0,n2/gpu-1,n2/gpu-2,n2/gpu-3");
+    kb_test_sched_free(fx);
+}
 
-    /* In a plan, a victim's devices are free, and a preemptor's hold on some of them keeps them
-     * from the next member; the plan's end makes them held again. */
-    static void test_preempt_plan_holds(void)
-    {
-        Fx *fx = actions_fixture("enqueue, allocate");
-        add_gpu_node(fx, "n1", 2, 2, "NVIDIA A100");
-        guint d1 = 0;
-        put_dra_job(fx, "victim", NULL, "low", 1, 2, "n1", &d1);
-        put_dra_job(fx, "one", NULL, "high", 1, 1, NULL, NULL);
-        put_dra_job(fx, "two", NULL, "high", 1, 2, NULL, NULL);
-        g_autoptr(KbPod) victim =
-                kb_pod_decode(g_hash_table_lookup(fx->pods, "ml/victim-w0"), FALSE, NULL);
-        g_autoptr(KbPod) one =
-                kb_pod_decode(g_hash_table_lookup(fx->pods, "ml/one-w0"), FALSE, NULL);
-        g_autoptr(KbPod) two =
-                kb_pod_decode(g_hash_table_lookup(fx->pods, "ml/two-w0"), FALSE, NULL);
-        g_assert_false(kb_dra_fits(dra(fx), two, "n1", NULL, NULL));
-        kb_dra_plan_evict(dra(fx), victim, TRUE);
-        g_assert_true(kb_dra_fits(dra(fx), two, "n1", NULL, NULL));
-        g_assert_true(kb_dra_assume(dra(fx), one, "n1"));
-        g_assert_false(kb_dra_fits(dra(fx), two, "n1", NULL, NULL)); /* one holds a freed GPU */
-        kb_dra_release(dra(fx), one->meta.uid);
-        g_assert_true(kb_dra_fits(dra(fx), two, "n1", NULL, NULL));
-        kb_dra_plan_evict(dra(fx), victim, FALSE); /* discarded */
-        g_assert_false(kb_dra_fits(dra(fx), two, "n1", NULL, NULL));
-        kb_dra_plan_evict(dra(fx), victim, TRUE);
-        kb_dra_plan_end(dra(fx));
-        g_assert_false(kb_dra_fits(dra(fx), two, "n1", NULL, NULL));
-        g_assert_false(kb_dra_fits(dra(fx), one, "n1", NULL, NULL));
-        kb_test_sched_free(fx);
-    }
+/* In a plan, a victim's devices are free, and a preemptor's hold on some of them keeps them from
+ * the next member; the plan's end makes them held again. */
+static void test_preempt_plan_holds(void)
+{
+    Fx *fx = actions_fixture("enqueue, allocate");
+    add_gpu_node(fx, "n1", 2, 2, "NVIDIA A100");
+    guint d1 = 0;
+    put_dra_job(fx, "victim", NULL, "low", 1, 2, "n1", &d1);
+    put_dra_job(fx, "one", NULL, "high", 1, 1, NULL, NULL);
+    put_dra_job(fx, "two", NULL, "high", 1, 2, NULL, NULL);
+    g_autoptr(KbPod) victim =
+            kb_pod_decode(g_hash_table_lookup(fx->pods, "ml/victim-w0"), FALSE, NULL);
+    g_autoptr(KbPod) one = kb_pod_decode(g_hash_table_lookup(fx->pods, "ml/one-w0"), FALSE, NULL);
+    g_autoptr(KbPod) two = kb_pod_decode(g_hash_table_lookup(fx->pods, "ml/two-w0"), FALSE, NULL);
+    g_assert_false(kb_dra_fits(dra(fx), two, "n1", NULL, NULL));
+    kb_dra_plan_evict(dra(fx), victim, TRUE);
+    g_assert_true(kb_dra_fits(dra(fx), two, "n1", NULL, NULL));
+    g_assert_true(kb_dra_assume(dra(fx), one, "n1"));
+    g_assert_false(kb_dra_fits(dra(fx), two, "n1", NULL, NULL)); /* one holds a freed GPU */
+    kb_dra_release(dra(fx), one->meta.uid);
+    g_assert_true(kb_dra_fits(dra(fx), two, "n1", NULL, NULL));
+    kb_dra_plan_evict(dra(fx), victim, FALSE); /* discarded */
+    g_assert_false(kb_dra_fits(dra(fx), two, "n1", NULL, NULL));
+    kb_dra_plan_evict(dra(fx), victim, TRUE);
+    kb_dra_plan_end(dra(fx));
+    g_assert_false(kb_dra_fits(dra(fx), two, "n1", NULL, NULL));
+    g_assert_false(kb_dra_fits(dra(fx), one, "n1", NULL, NULL));
+    kb_test_sched_free(fx);
+}
 
-    /* A preemptor whose claims no device can serve even after evicting (a selector no GPU
-     * matches) evicts nothing, and the plan leaves every device held as before. */
-    static void test_preempt_exact_check(void)
-    {
-        Fx *fx = actions_fixture("enqueue, allocate, preempt, reclaim");
-        add_gpu_node(fx, "n1", 4, 4, "NVIDIA A100");
-        guint d1 = 0;
-        put_dra_job(fx, "low", NULL, "low", 4, 1, "n1", &d1);
-        put_template(fx, "h100",
-                     "{\"requests\":[{\"name\":\"gpus\",\"exactly\":{"
-                     "\"deviceClassName\":\"gpu.nvidia.com\",\"selectors\":[{\"cel\":{"
-                     "\"expression\":\"device.attributes['gpu.nvidia.com'].productName"
-                     " == 'NVIDIA H100'\"}}]}}]}");
-        put_dra_job(fx, "urgent", NULL, "high", 1, 1, NULL, NULL);
-        /* its claim asks for an H100 */
-        put_claim(fx, "urgent-w0-gpus",
-                  "{\"requests\":[{\"name\":\"gpus\",\"exactly\":{\"deviceClassName\":"
-                  "\"gpu.nvidia.com\",\"selectors\":[{\"cel\":{\"expression\":\"device.attributes["
-                  "'gpu.nvidia.com'].productName == 'NVIDIA H100'\"}}]}}]}",
-                  NULL);
-        kb_test_sched_run(fx);
-        g_assert_cmpuint(fx->res->evictions->len, ==, 0);
-        g_assert_cmpuint(kb_dra_devices_held(dra(fx)), ==, 4);
-        /* the victims' devices were not left free: a new low pod finds none */
-        put_dra_job(fx, "late", NULL, "low", 1, 1, NULL, NULL);
-        kb_test_sched_run(fx);
-        g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
-        kb_test_sched_free(fx);
-    }
+/* A preemptor whose claims no device can serve even after evicting (a selector no GPU
+ * matches) evicts nothing, and the plan leaves every device held as before. */
+static void test_preempt_exact_check(void)
+{
+    Fx *fx = actions_fixture("enqueue, allocate, preempt, reclaim");
+    add_gpu_node(fx, "n1", 4, 4, "NVIDIA A100");
+    guint d1 = 0;
+    put_dra_job(fx, "low", NULL, "low", 4, 1, "n1", &d1);
+    put_template(fx, "h100",
+                 "{\"requests\":[{\"name\":\"gpus\",\"exactly\":{"
+                 "\"deviceClassName\":\"gpu.nvidia.com\",\"selectors\":[{\"cel\":{"
+                 "\"expression\":\"device.attributes['gpu.nvidia.com'].productName"
+                 " == 'NVIDIA H100'\"}}]}}]}");
+    put_dra_job(fx, "urgent", NULL, "high", 1, 1, NULL, NULL);
+    /* its claim asks for an H100 */
+    put_claim(fx, "urgent-w0-gpus",
+              "{\"requests\":[{\"name\":\"gpus\",\"exactly\":{\"deviceClassName\":"
+              "\"gpu.nvidia.com\",\"selectors\":[{\"cel\":{\"expression\":\"device.attributes["
+              "'gpu.nvidia.com'].productName == 'NVIDIA H100'\"}}]}}]}",
+              NULL);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(fx->res->evictions->len, ==, 0);
+    g_assert_cmpuint(kb_dra_devices_held(dra(fx)), ==, 4);
+    /* the victims' devices were not left free: a new low pod finds none */
+    put_dra_job(fx, "late", NULL, "low", 1, 1, NULL, NULL);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
+    kb_test_sched_free(fx);
+}
 
-    /*
-     * Reclaim across queues counts DRA GPUs: queue a holds all 8 GPUs (two gangs of 4), queue b
-     * (same weight) waits with a gang of 4 x 1 GPU; reclaim evicts one of a's gangs, and b gets its
-     * devices once they are gone.
-     */
-    static void test_reclaim_counts_devices(void)
-    {
-        Fx *fx = actions_fixture("enqueue, allocate, preempt, reclaim");
-        add_gpu_node(fx, "n1", 4, 4, "NVIDIA A100");
-        add_gpu_node(fx, "n2", 4, 4, "NVIDIA A100");
-        for (guint q = 0; q < 2; q++) {
-            g_autofree char *text = g_strdup_printf(
-                    "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"Queue\","
-                    "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"weight\":1,\"reclaimable\":true}}",
-                    q == 0 ? "a" : "b");
-            kb_test_sched_add_queue(fx, text);
-        }
-        guint d1 = 0, d2 = 0;
-        put_dra_job(fx, "a1", "a", "low", 4, 1, "n1", &d1);
-        put_dra_job(fx, "a2", "a", "low", 4, 1, "n2", &d2);
-        put_dra_job(fx, "b1", "b", "low", 4, 1, NULL, NULL);
-        kb_test_sched_run(fx);
-        g_autofree char *ev = evicted_names(fx);
-        g_assert_cmpstr(ev, ==, "a2-w0,a2-w1,a2-w2,a2-w3");
-        g_assert_cmpuint(kb_dra_devices_held(dra(fx)), ==, 8);
-        gang_gone(fx, "a2", 4);
-        kb_test_sched_run(fx);
-        g_assert_cmpuint(kb_test_sched_binds(fx, "ml/b1"), ==, 4);
-        g_autofree char *devs = written_devices(fx);
-        g_assert_cmpstr(devs, ==, "n2/gpu-0,n2/gpu-1,n2/gpu-2,n2/gpu-3");
-        kb_test_sched_free(fx);
+/*
+ * Reclaim across queues counts DRA GPUs: queue a holds all 8 GPUs (two gangs of 4), queue b
+ * (same weight) waits with a gang of 4 x 1 GPU; reclaim evicts one of a's gangs, and b gets its
+ * devices once they are gone.
+ */
+static void test_reclaim_counts_devices(void)
+{
+    Fx *fx = actions_fixture("enqueue, allocate, preempt, reclaim");
+    add_gpu_node(fx, "n1", 4, 4, "NVIDIA A100");
+    add_gpu_node(fx, "n2", 4, 4, "NVIDIA A100");
+    for (guint q = 0; q < 2; q++) {
+        g_autofree char *text = g_strdup_printf(
+                "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"Queue\","
+                "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"weight\":1,\"reclaimable\":true}}",
+                q == 0 ? "a" : "b");
+        kb_test_sched_add_queue(fx, text);
     }
+    guint d1 = 0, d2 = 0;
+    put_dra_job(fx, "a1", "a", "low", 4, 1, "n1", &d1);
+    put_dra_job(fx, "a2", "a", "low", 4, 1, "n2", &d2);
+    put_dra_job(fx, "b1", "b", "low", 4, 1, NULL, NULL);
+    kb_test_sched_run(fx);
+    g_autofree char *ev = evicted_names(fx);
+    g_assert_cmpstr(ev, ==, "a2-w0,a2-w1,a2-w2,a2-w3");
+    g_assert_cmpuint(kb_dra_devices_held(dra(fx)), ==, 8);
+    gang_gone(fx, "a2", 4);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "ml/b1"), ==, 4);
+    g_autofree char *devs = written_devices(fx);
+    g_assert_cmpstr(devs, ==, "n2/gpu-0,n2/gpu-1,n2/gpu-2,n2/gpu-3");
+    kb_test_sched_free(fx);
+}
 
-    /*
-     * The reserve action holds nodes for a waiting DRA gang by its devices counted as resources: a
-     * node whose GPUs are all in use now is where the gang will run once they end, so a later small
-     * job does not take the other node's free GPUs meanwhile.
-     */
-    static void test_reserve_counts_devices(void)
-    {
-        Fx *fx = actions_fixture("enqueue, reserve, allocate");
-        add_gpu_node(fx, "n1", 4, 4, "NVIDIA A100");
-        add_gpu_node(fx, "n2", 4, 4, "NVIDIA A100");
-        guint d1 = 0;
-        put_dra_job(fx, "busy", NULL, "low", 4, 1, "n1", &d1);
-        kb_test_sched_add_pod_group(
-                fx, "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\","
-                    "\"metadata\":{\"name\":\"busy\",\"namespace\":\"ml\",\"creationTimestamp\":"
-                    "\"2026-01-01T00:00:01Z\",\"annotations\":{\"kube-batchd.io/expected-runtime\":"
-                    "\"2h\"}},\"spec\":{\"minMember\":4,\"priorityClassName\":\"low\"}}");
-        put_dra_job(fx, "big", NULL, "low", 4, 2, NULL, NULL); /* 8 GPUs: both nodes */
-        put_dra_job(fx, "small", NULL, "low", 1, 1, NULL, NULL);
-        kb_test_sched_run(fx);
-        g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
-        const KbJobStatus *js = kb_cycle_result_job(fx->res, "ml/big");
-        g_assert_nonnull(js);
-        g_assert_nonnull(strstr(js->message, "reserved 2 nodes"));
-        kb_test_sched_free(fx);
-    }
+/*
+ * The reserve action holds nodes for a waiting DRA gang by its devices counted as resources: a
+ * node whose GPUs are all in use now is where the gang will run once they end, so a later small
+ * job does not take the other node's free GPUs meanwhile.
+ */
+static void test_reserve_counts_devices(void)
+{
+    Fx *fx = actions_fixture("enqueue, reserve, allocate");
+    add_gpu_node(fx, "n1", 4, 4, "NVIDIA A100");
+    add_gpu_node(fx, "n2", 4, 4, "NVIDIA A100");
+    guint d1 = 0;
+    put_dra_job(fx, "busy", NULL, "low", 4, 1, "n1", &d1);
+    kb_test_sched_add_pod_group(
+            fx, "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\","
+                "\"metadata\":{\"name\":\"busy\",\"namespace\":\"ml\",\"creationTimestamp\":"
+                "\"2026-01-01T00:00:01Z\",\"annotations\":{\"kube-batchd.io/expected-runtime\":"
+                "\"2h\"}},\"spec\":{\"minMember\":4,\"priorityClassName\":\"low\"}}");
+    put_dra_job(fx, "big", NULL, "low", 4, 2, NULL, NULL); /* 8 GPUs: both nodes */
+    put_dra_job(fx, "small", NULL, "low", 1, 1, NULL, NULL);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
+    const KbJobStatus *js = kb_cycle_result_job(fx->res, "ml/big");
+    g_assert_nonnull(js);
+    g_assert_nonnull(strstr(js->message, "reserved 2 nodes"));
+    kb_test_sched_free(fx);
+}
 
-    int main(int argc, char **argv)
-    {
-        g_test_init(&argc, &argv, NULL);
-        g_test_add_func("/scheduler/dra/gang-allocated", test_gang_allocated);
-        g_test_add_func("/scheduler/dra/gang-one-gpu-short", test_gang_one_short);
-        g_test_add_func("/scheduler/dra/mig/counters", test_mig_counters);
-        g_test_add_func("/scheduler/dra/mig/counter-limits", test_counter_limits);
-        g_test_add_func("/scheduler/dra/mig/counter-claim-deleted", test_counter_claim_deleted);
-        g_test_add_func("/scheduler/dra/mig/gang-all-or-nothing", test_mig_gang_all_or_nothing);
-        g_test_add_func("/scheduler/dra/mig/packing", test_mig_packing);
-        g_test_add_func("/scheduler/dra/capacity/shares", test_capacity_shares);
-        g_test_add_func("/scheduler/dra/capacity/valid-values", test_capacity_valid_values);
-        g_test_add_func("/scheduler/dra/first-available/gang", test_first_available_gang);
-        g_test_add_func("/scheduler/dra/waits-for-template-claim", test_waits_for_claim);
-        g_test_add_func("/scheduler/dra/class-missing", test_class_missing);
-        g_test_add_func("/scheduler/dra/allocated-claims", test_allocated_claims);
-        g_test_add_func("/scheduler/dra/shared-claim", test_shared_claim);
-        g_test_add_func("/scheduler/dra/match-attribute", test_match_attribute);
-        g_test_add_func("/scheduler/dra/island-preferred", test_island_preferred);
-        g_test_add_func("/scheduler/dra/first-available-and-all", test_first_available_and_all);
-        g_test_add_func("/scheduler/dra/bind-failure-releases", test_bind_failure_releases);
-        g_test_add_func("/scheduler/dra/written-until-seen", test_written_until_seen);
-        g_test_add_func("/scheduler/dra/backtrack/shared-claim", test_backtrack_shared);
-        g_test_add_func("/scheduler/dra/selector/product-name", test_product_selector);
-        g_test_add_func("/scheduler/dra/selector/unsupported-quoted", test_unsupported_selector);
-        g_test_add_func("/scheduler/dra/cache/class-and-slice-change",
-                        test_cache_class_and_slice_change);
-        g_test_add_func("/scheduler/dra/cache/free-counts", test_cache_free_counts);
-        g_test_add_func("/scheduler/dra/cache/request-selectors", test_cache_request_selectors);
-        g_test_add_func("/scheduler/dra/resources/demand", test_resources_demand);
-        g_test_add_func("/scheduler/dra/resources/vectors", test_resources_vectors);
-        g_test_add_func("/scheduler/dra/resources/capability-stops-at-limit",
-                        test_resources_capability);
-        g_test_add_func("/scheduler/dra/resources/no-gpu-ids", test_resources_no_gpu_ids);
-        g_test_add_func("/scheduler/dra/resources/not-admitted-names-request",
-                        test_resources_not_admitted);
-        g_test_add_func("/scheduler/dra/preempt/frees-claims", test_preempt_frees_claims);
-        g_test_add_func("/scheduler/dra/preempt/exact-check", test_preempt_exact_check);
-        g_test_add_func("/scheduler/dra/preempt/plan-holds", test_preempt_plan_holds);
-        g_test_add_func("/scheduler/dra/reclaim/counts-devices", test_reclaim_counts_devices);
-        g_test_add_func("/scheduler/dra/reserve/counts-devices", test_reserve_counts_devices);
-        return g_test_run();
-    }
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/scheduler/dra/gang-allocated", test_gang_allocated);
+    g_test_add_func("/scheduler/dra/gang-one-gpu-short", test_gang_one_short);
+    g_test_add_func("/scheduler/dra/mig/counters", test_mig_counters);
+    g_test_add_func("/scheduler/dra/mig/counter-limits", test_counter_limits);
+    g_test_add_func("/scheduler/dra/mig/counter-claim-deleted", test_counter_claim_deleted);
+    g_test_add_func("/scheduler/dra/mig/gang-all-or-nothing", test_mig_gang_all_or_nothing);
+    g_test_add_func("/scheduler/dra/mig/packing", test_mig_packing);
+    g_test_add_func("/scheduler/dra/capacity/shares", test_capacity_shares);
+    g_test_add_func("/scheduler/dra/capacity/valid-values", test_capacity_valid_values);
+    g_test_add_func("/scheduler/dra/first-available/gang", test_first_available_gang);
+    g_test_add_func("/scheduler/dra/waits-for-template-claim", test_waits_for_claim);
+    g_test_add_func("/scheduler/dra/class-missing", test_class_missing);
+    g_test_add_func("/scheduler/dra/allocated-claims", test_allocated_claims);
+    g_test_add_func("/scheduler/dra/shared-claim", test_shared_claim);
+    g_test_add_func("/scheduler/dra/match-attribute", test_match_attribute);
+    g_test_add_func("/scheduler/dra/island-preferred", test_island_preferred);
+    g_test_add_func("/scheduler/dra/first-available-and-all", test_first_available_and_all);
+    g_test_add_func("/scheduler/dra/bind-failure-releases", test_bind_failure_releases);
+    g_test_add_func("/scheduler/dra/written-until-seen", test_written_until_seen);
+    g_test_add_func("/scheduler/dra/backtrack/shared-claim", test_backtrack_shared);
+    g_test_add_func("/scheduler/dra/selector/product-name", test_product_selector);
+    g_test_add_func("/scheduler/dra/selector/unsupported-quoted", test_unsupported_selector);
+    g_test_add_func("/scheduler/dra/cache/class-and-slice-change",
+                    test_cache_class_and_slice_change);
+    g_test_add_func("/scheduler/dra/cache/free-counts", test_cache_free_counts);
+    g_test_add_func("/scheduler/dra/cache/request-selectors", test_cache_request_selectors);
+    g_test_add_func("/scheduler/dra/resources/demand", test_resources_demand);
+    g_test_add_func("/scheduler/dra/resources/vectors", test_resources_vectors);
+    g_test_add_func("/scheduler/dra/resources/capability-stops-at-limit",
+                    test_resources_capability);
+    g_test_add_func("/scheduler/dra/resources/no-gpu-ids", test_resources_no_gpu_ids);
+    g_test_add_func("/scheduler/dra/resources/not-admitted-names-request",
+                    test_resources_not_admitted);
+    g_test_add_func("/scheduler/dra/preempt/frees-claims", test_preempt_frees_claims);
+    g_test_add_func("/scheduler/dra/preempt/exact-check", test_preempt_exact_check);
+    g_test_add_func("/scheduler/dra/preempt/plan-holds", test_preempt_plan_holds);
+    g_test_add_func("/scheduler/dra/reclaim/counts-devices", test_reclaim_counts_devices);
+    g_test_add_func("/scheduler/dra/reserve/counts-devices", test_reserve_counts_devices);
+    return g_test_run();
+}
