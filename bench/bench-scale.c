@@ -30,6 +30,7 @@
 #include "kube/kb-informer.h"
 #include "kube/kb-log.h"
 #include "kube/kb-objects.h"
+#include "bench/lib/server-writes.h"
 #include "testbed/apiserver/kas-json.h"
 #include "tests/lib/kb-test-apiserver.h"
 #include "tests/lib/kb-test-cluster.h"
@@ -498,7 +499,17 @@ typedef struct {
     KbTestDaemon *batchd;
     char *batchd_port;
     double t_batchd_start;
+    GHashTable *writes0; /* the server's writes when the measurement began (writes_mark) */
+    guint n_measured;    /* the pods it is about */
 } Run;
+
+/* The measurement of @n pods begins: the server's writes so far, for report(). */
+static void writes_mark(Run *r, guint n)
+{
+    g_clear_pointer(&r->writes0, g_hash_table_unref);
+    r->writes0 = kb_bench_server_writes(r->srv.real ? r->srv.cluster : NULL, r->srv.url);
+    r->n_measured = n;
+}
 
 /* A fresh server, the CRDs, namespace NS, @n_nodes nodes of GPUS_PER_NODE GPUs run by kb-kubelet.
  */
@@ -622,6 +633,7 @@ static void run_teardown(Run *r)
     }
     g_clear_pointer(&r->dir, g_free);
     g_clear_pointer(&r->batchd_port, g_free);
+    g_clear_pointer(&r->writes0, g_hash_table_unref);
 }
 
 /* kube-batchd's and the server's usage, then the scenario's line. */
@@ -635,6 +647,12 @@ static void report(Run *r, double ours, double peer, const char *source)
     double cpu, rss;
     server_usage(&r->srv, &cpu, &rss);
     printf("  %s: %.2f s CPU, peak RSS %.0f MiB\n", r->srv.name, cpu, rss);
+    if (r->writes0 != NULL) {
+        g_autoptr(GHashTable) now =
+                kb_bench_server_writes(r->srv.real ? r->srv.cluster : NULL, r->srv.url);
+        g_autofree char *line = kb_bench_writes_line(r->writes0, now, r->n_measured);
+        printf("  %s's writes since the measurement began: %s\n", r->srv.name, line);
+    }
     printf("%s: ours %.2f s, peer %.1f s (%s), %.1fx\n", r->scenario, ours, peer, source,
            ours > 0 ? peer / ours : 0.0);
     fflush(stdout);
@@ -692,6 +710,7 @@ static void scenario_gang_512(Run *r, gboolean real)
                    .gang = n,
                    .gpus = GPUS_PER_NODE,
                    .queue_of = queue_default};
+    writes_mark(r, n);
     double t0 = now_s();
     workload_create(r->srv.client, &wl);
     double t = wait_all(r, &w, n, t0, 300);
@@ -719,6 +738,7 @@ static void scenario_jobs_4000(Run *r, gboolean real)
                    .gang = 1,
                    .gpus = 1,
                    .queue_of = queue_default};
+    writes_mark(r, jobs);
     double t0 = now_s();
     workload_create(r->srv.client, &wl);
     printf("  %u jobs created in %.2f s\n", jobs, now_s() - t0);
@@ -769,6 +789,7 @@ static void scenario_reclaim_250(Run *r, gboolean real)
                    .gpus = GPUS_PER_NODE,
                    .queue_of = queue_big};
     /* The big job's pods: bound ones are counted by name prefix below. */
+    writes_mark(r, pods);
     double t0 = now_s();
     workload_create(r->srv.client, &wl);
     Count c = {.w = &fw, .n = g_hash_table_size(fw.bound) + pods};
