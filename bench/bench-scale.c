@@ -671,6 +671,50 @@ static void run_teardown(Run *r)
     g_clear_pointer(&r->writes0, g_hash_table_unref);
 }
 
+static size_t keep_body(char *data, size_t size, size_t n, void *user)
+{
+    g_string_append_len(user, data, (gssize)(size * n));
+    return size * n;
+}
+
+/* "N cycles, X s; ACTION X s, ..." from kube-batchd's /metrics (cycle and action durations,
+ * summed), or NULL when it does not answer. Newly allocated. */
+static char *batchd_cycle_times(Run *r)
+{
+    g_autofree char *url = g_strdup_printf("http://%s/metrics", r->batchd_port);
+    g_autoptr(GString) text = g_string_new(NULL);
+    CURL *curl = curl_easy_init();
+    curl_easy_setopt(curl, CURLOPT_URL, url);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, keep_body);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, text);
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 5000L);
+    CURLcode rc = curl_easy_perform(curl);
+    curl_easy_cleanup(curl);
+    if (rc != CURLE_OK)
+        return NULL;
+    double n = 0, sum = 0;
+    g_autoptr(GString) actions = g_string_new(NULL);
+    g_auto(GStrv) lines = g_strsplit(text->str, "\n", -1);
+    static const char cycles[] = "kube_batchd_cycle_duration_seconds_count ";
+    static const char cycle_sum[] = "kube_batchd_cycle_duration_seconds_sum ";
+    static const char action[] = "kube_batchd_action_duration_seconds_sum{action=\"";
+    for (guint i = 0; lines[i] != NULL; i++) {
+        const char *l = lines[i];
+        if (g_str_has_prefix(l, cycles)) {
+            n = g_ascii_strtod(l + sizeof cycles - 1, NULL);
+        } else if (g_str_has_prefix(l, cycle_sum)) {
+            sum = g_ascii_strtod(l + sizeof cycle_sum - 1, NULL);
+        } else if (g_str_has_prefix(l, action)) {
+            const char *name = l + sizeof action - 1, *end = strchr(name, '"');
+            const char *v = end != NULL ? strchr(end, ' ') : NULL;
+            if (v != NULL)
+                g_string_append_printf(actions, ", %.*s %.2f s", (int)(end - name), name,
+                                       g_ascii_strtod(v + 1, NULL));
+        }
+    }
+    return g_strdup_printf("%.0f in %.2f s%s", n, sum, actions->str);
+}
+
 /* kube-batchd's and the server's usage, then the scenario's line. */
 static void report(Run *r, double ours, double peer, const char *source)
 {
@@ -678,6 +722,9 @@ static void report(Run *r, double ours, double peer, const char *source)
         const char *pid = kb_test_daemon_pid(r->batchd);
         printf("  kube-batchd: %.2f s CPU, peak RSS %.0f MiB\n", cpu_seconds(pid),
                peak_rss_mib(pid));
+        g_autofree char *times = batchd_cycle_times(r);
+        if (times != NULL)
+            printf("  kube-batchd's cycles since it started: %s\n", times);
     }
     double cpu, rss;
     server_usage(&r->srv, &cpu, &rss);
@@ -834,10 +881,16 @@ static void scenario_reclaim_250(Run *r, gboolean real)
     printf("  %u pods of 8 GPUs bound, %u filler pods evicted\n", ok ? pods : 0,
            fw.deleted - deleted0);
     /* Where the time went: evictions accepted, victims gone, the job bound (from its creation). */
-    if (fw.first_terminating >= t0 && fw.first_deleted >= t0 && fw.first_bound_after > 0)
-        printf("  victims terminating %.2f-%.2f s, gone %.2f-%.2f s, the job bound %.2f-%.2f s\n",
-               fw.first_terminating - t0, fw.last_terminating - t0, fw.first_deleted - t0,
-               fw.last_deleted - t0, fw.first_bound_after - t0, fw.last_bound - t0);
+    if (fw.first_deleted >= t0 && fw.first_bound_after > 0) {
+        g_autofree char *term =
+                fw.first_terminating >= t0
+                        ? g_strdup_printf("terminating %.2f-%.2f s, ", fw.first_terminating - t0,
+                                          fw.last_terminating - t0)
+                        : g_strdup("");
+        printf("  victims %sgone %.2f-%.2f s, the job bound %.2f-%.2f s\n", term,
+               fw.first_deleted - t0, fw.last_deleted - t0, fw.first_bound_after - t0,
+               fw.last_bound - t0);
+    }
     expect(ok, r->scenario, "the big job was not bound whole");
     expect(fw.deleted > deleted0, r->scenario, "no filler pod was evicted");
     report(r, ok ? t : -1, 102, "KAI docs/scale-tests, 500 nodes, 2,000 GPUs");
