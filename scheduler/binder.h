@@ -137,7 +137,8 @@ const char *kb_bind_result_to_string(KbBindResult result);
 
 /*
  * Evictions (preempt/reclaim). kb_binder_evict sends every KbEviction of @evictions at once (the
- * client's pool bounds the connections). First, as kube-scheduler does, the condition
+ * client's pool bounds the connections; evictions, their condition writes and bindings are urgent
+ * requests, ahead of the status writes and events waiting in the client's queue). First, as kube-scheduler does, the condition
  * DisruptionTarget True/PreemptionByScheduler with the eviction's message (strategic merge patch
  * of status): on each disrupted_group once, before any of its pods, then on the pod; a failed
  * write is logged and the eviction goes ahead. Then POST pods/NAME/eviction as policy/v1 with the
