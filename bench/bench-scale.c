@@ -575,7 +575,9 @@ static gboolean run_setup(Run *r, gboolean real, guint n_nodes)
     for (guint i = 0; i < G_N_ELEMENTS(rest); i++)
         g_ptr_array_add(args, (gpointer)rest[i]);
     g_ptr_array_add(args, NULL);
-    KbTestDaemonOptions o = {.stdout_pipe = TRUE, .log = TRUE};
+    /* KB_SCALE_LOG_DIR keeps its log too (DIR/kb-kubelet.log). */
+    KbTestDaemonOptions o = {
+            .stdout_pipe = TRUE, .log = TRUE, .log_dir = g_getenv("KB_SCALE_LOG_DIR")};
     double t0 = now_s();
     r->kubelet = kb_test_daemon_start("kb-kubelet", (const char *const *)args->pdata, &o, &error);
     g_autofree char *line =
@@ -618,7 +620,7 @@ static void batchd_start(Run *r, const char *conf_head)
     for (guint i = 0; i < G_N_ELEMENTS(rest); i++)
         g_ptr_array_add(args, (gpointer)rest[i]);
     g_ptr_array_add(args, NULL);
-    /* KB_SCALE_LOG_DIR=DIR keeps kube-batchd's log (DIR/kube-batchd.log, --log-level info). */
+    /* KB_SCALE_LOG_DIR=DIR keeps kube-batchd's log (DIR/kube-batchd.log). */
     KbTestDaemonOptions o = {.log = TRUE, .log_dir = g_getenv("KB_SCALE_LOG_DIR")};
     r->t_batchd_start = now_s();
     r->batchd = kb_test_daemon_start("kube-batchd", (const char *const *)args->pdata, &o, &error);
