@@ -56,6 +56,7 @@
 #include "kube/kb-client.h"
 #include "kube/kb-log.h"
 #include "kube/kb-objects.h"
+#include "bench/lib/server-writes.h"
 #include "bench/lib/sim.h"
 #include "testbed/apiserver/kas-json.h"
 #include "testbed/kubelet/kbl-dra.h"
@@ -424,79 +425,10 @@ static json_object *fetch_stats(const char *server)
     return json_tokener_parse(text);
 }
 
-/* Successful writes by kind: kb-apiserver's own count (/admin/stats "writes"), or a real
- * server's apiserver_request_total samples with a 2xx code and a writing verb. */
+/* Successful writes by kind (bench/lib/server-writes.h). */
 static GHashTable *server_writes(Server *srv)
 {
-    GHashTable *out = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-    if (!srv->real) {
-        json_object *stats = fetch_stats(srv->url), *w = NULL;
-        if (stats != NULL && json_object_object_get_ex(stats, "writes", &w)) {
-            json_object_object_foreach(w, kind, v)
-            {
-                gint64 *n = g_new(gint64, 1);
-                *n = json_object_get_int64(v);
-                g_hash_table_replace(out, g_strdup(kind), n);
-            }
-        }
-        json_object_put(stats);
-        return out;
-    }
-    guint status = 0;
-    g_autoptr(GError) error = NULL;
-    g_autofree char *text = kb_test_cluster_request(srv->cluster, KB_TEST_ADMIN, "GET", "/metrics",
-                                                    NULL, NULL, &status, &error);
-    if (text == NULL || status != 200) {
-        fprintf(stderr, "bench-e2e: %s /metrics: %s (HTTP %u)\n", srv->name,
-                error != NULL ? error->message : "no answer", status);
-        return out;
-    }
-    g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
-    static const char family[] = "apiserver_request_total{";
-    for (guint i = 0; lines[i] != NULL; i++) {
-        const char *l = lines[i];
-        if (!g_str_has_prefix(l, family))
-            continue;
-        const char *close = strrchr(l, '}');
-        if (close == NULL)
-            continue;
-        g_autofree char *labels =
-                g_strndup(l + sizeof family - 1, (gsize)(close - l) - (sizeof family - 1));
-        char *verb = NULL, *code = NULL, *resource = NULL, *sub = NULL;
-        g_auto(GStrv) pairs = g_strsplit(labels, ",", -1);
-        for (guint k = 0; pairs[k] != NULL; k++) {
-            char *eq = strchr(pairs[k], '=');
-            if (eq == NULL || eq[1] != '"')
-                continue;
-            *eq = '\0';
-            char *val = eq + 2;
-            char *q = strchr(val, '"');
-            if (q != NULL)
-                *q = '\0';
-            if (strcmp(pairs[k], "verb") == 0)
-                verb = val;
-            else if (strcmp(pairs[k], "code") == 0)
-                code = val;
-            else if (strcmp(pairs[k], "resource") == 0)
-                resource = val;
-            else if (strcmp(pairs[k], "subresource") == 0)
-                sub = val;
-        }
-        if (verb == NULL || code == NULL || resource == NULL || code[0] != '2' ||
-            !(strcmp(verb, "POST") == 0 || strcmp(verb, "PUT") == 0 || strcmp(verb, "PATCH") == 0 ||
-              strcmp(verb, "DELETE") == 0 || strcmp(verb, "APPLY") == 0))
-            continue;
-        g_autofree char *kind =
-                g_strdup_printf("%s %s%s%s", verb, resource, sub != NULL && *sub != '\0' ? "/" : "",
-                                sub != NULL ? sub : "");
-        gint64 *n = g_hash_table_lookup(out, kind);
-        if (n == NULL) {
-            n = g_new0(gint64, 1);
-            g_hash_table_replace(out, g_strdup(kind), n);
-        }
-        *n += (gint64)g_ascii_strtod(close + 1, NULL);
-    }
-    return out;
+    return kb_bench_server_writes(srv->real ? srv->cluster : NULL, srv->url);
 }
 
 static gint64 writes_of(GHashTable *writes, const char *kind)

@@ -30,6 +30,7 @@
 #include "kube/kb-informer.h"
 #include "kube/kb-log.h"
 #include "kube/kb-objects.h"
+#include "bench/lib/server-writes.h"
 #include "testbed/apiserver/kas-json.h"
 #include "tests/lib/kb-test-apiserver.h"
 #include "tests/lib/kb-test-cluster.h"
@@ -336,10 +337,26 @@ static void issue_pod(KbClient *client, guint i, gpointer ctx, KbResponseFunc cb
          cb, data);
 }
 
+/* Request @i of a workload created job by job: each group, then its pods. */
+static void issue_job_part(KbClient *client, guint i, gpointer ctx, KbResponseFunc cb,
+                           gpointer data)
+{
+    const Workload *w = ctx;
+    guint g = i / (w->gang + 1), part = i % (w->gang + 1);
+    if (part == 0)
+        issue_group(client, g, ctx, cb, data);
+    else
+        issue_pod(client, g * w->gang + part - 1, ctx, cb, data);
+}
+
+/* Job by job, as the peers' tests submit them (a job's PodGroup and pods together, KAI's
+ * podgrouper making the group from the pod): creating every group first left thousands of
+ * groups without pods through a few cycles, each written Pending (NotEnoughPods) with an event,
+ * which a job submitted whole does not go through (kai-jobs-4000 on kube-apiserver: 2.7
+ * PodGroup status writes and 1.1 events per one-pod job). */
 static void workload_create(KbClient *client, const Workload *w)
 {
-    window_run(client, w->n_groups, issue_group, (gpointer)w, "podgroups");
-    window_run(client, w->n_groups * w->gang, issue_pod, (gpointer)w, "pods");
+    window_run(client, w->n_groups * (w->gang + 1), issue_job_part, (gpointer)w, "jobs");
 }
 
 /* ---- watching pods ---------------------------------------------------------------------------
@@ -355,6 +372,11 @@ typedef struct {
     guint gang;             /* for the first whole gang (0: not looked for) */
     guint deleted;
     double first_bound, last_bound, first_gang;
+    /* Pods seen terminating (deletionTimestamp set: an eviction accepted) and gone: the first
+     * and last times, for the reclaim scenarios' timeline. */
+    GHashTable *terminating; /* pod name -> (gpointer)1 */
+    double first_terminating, last_terminating, first_deleted, last_deleted;
+    double mark, first_bound_after; /* the first binding seen at or after mark (0: none) */
     KbWatchDecoder *decoder;
     KbStream *stream;
 } PodWatch;
@@ -369,12 +391,24 @@ static void pod_watch_event(PodWatch *w, const KbWatchEvent *ev)
     if (name == NULL || (ev->type != KB_WATCH_ADDED && ev->type != KB_WATCH_MODIFIED && !deleted))
         return;
     double t = now_s();
+    if (!deleted && kas_json_get_string(pod, "metadata.deletionTimestamp") != NULL &&
+        !g_hash_table_contains(w->terminating, name)) {
+        g_hash_table_add(w->terminating, g_strdup(name));
+        if (w->first_terminating == 0)
+            w->first_terminating = t;
+        w->last_terminating = t;
+    }
     if (deleted) {
         w->deleted++;
+        if (w->first_deleted == 0)
+            w->first_deleted = t;
+        w->last_deleted = t;
     } else if (node != NULL && *node != '\0' && !g_hash_table_contains(w->bound, name)) {
         g_hash_table_add(w->bound, g_strdup(name));
         if (w->first_bound == 0)
             w->first_bound = t;
+        if (w->mark > 0 && w->first_bound_after == 0 && t >= w->mark)
+            w->first_bound_after = t;
         w->last_bound = t;
         const char *group =
                 kas_json_get_string(pod, "metadata.annotations.scheduling\\.k8s\\.io/group-name");
@@ -429,6 +463,7 @@ static void pod_watch_start(PodWatch *w, KbClient *client, const char *ns, guint
     w->bound = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     w->running = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     w->group_seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    w->terminating = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     w->gang = gang;
     w->decoder = kb_watch_decoder_new();
     g_autoptr(GError) error = NULL;
@@ -450,6 +485,7 @@ static void pod_watch_stop(PodWatch *w)
     g_hash_table_unref(w->bound);
     g_hash_table_unref(w->running);
     g_hash_table_unref(w->group_seen);
+    g_hash_table_unref(w->terminating);
     kb_watch_decoder_free(w->decoder);
 }
 
@@ -498,7 +534,17 @@ typedef struct {
     KbTestDaemon *batchd;
     char *batchd_port;
     double t_batchd_start;
+    GHashTable *writes0; /* the server's writes when the measurement began (writes_mark) */
+    guint n_measured;    /* the pods it is about */
 } Run;
+
+/* The measurement of @n pods begins: the server's writes so far, for report(). */
+static void writes_mark(Run *r, guint n)
+{
+    g_clear_pointer(&r->writes0, g_hash_table_unref);
+    r->writes0 = kb_bench_server_writes(r->srv.real ? r->srv.cluster : NULL, r->srv.url);
+    r->n_measured = n;
+}
 
 /* A fresh server, the CRDs, namespace NS, @n_nodes nodes of GPUS_PER_NODE GPUs run by kb-kubelet.
  */
@@ -529,7 +575,9 @@ static gboolean run_setup(Run *r, gboolean real, guint n_nodes)
     for (guint i = 0; i < G_N_ELEMENTS(rest); i++)
         g_ptr_array_add(args, (gpointer)rest[i]);
     g_ptr_array_add(args, NULL);
-    KbTestDaemonOptions o = {.stdout_pipe = TRUE, .log = TRUE};
+    /* KB_SCALE_LOG_DIR keeps its log too (DIR/kb-kubelet.log). */
+    KbTestDaemonOptions o = {
+            .stdout_pipe = TRUE, .log = TRUE, .log_dir = g_getenv("KB_SCALE_LOG_DIR")};
     double t0 = now_s();
     r->kubelet = kb_test_daemon_start("kb-kubelet", (const char *const *)args->pdata, &o, &error);
     g_autofree char *line =
@@ -572,7 +620,7 @@ static void batchd_start(Run *r, const char *conf_head)
     for (guint i = 0; i < G_N_ELEMENTS(rest); i++)
         g_ptr_array_add(args, (gpointer)rest[i]);
     g_ptr_array_add(args, NULL);
-    /* KB_SCALE_LOG_DIR=DIR keeps kube-batchd's log (DIR/kube-batchd.log, --log-level info). */
+    /* KB_SCALE_LOG_DIR=DIR keeps kube-batchd's log (DIR/kube-batchd.log). */
     KbTestDaemonOptions o = {.log = TRUE, .log_dir = g_getenv("KB_SCALE_LOG_DIR")};
     r->t_batchd_start = now_s();
     r->batchd = kb_test_daemon_start("kube-batchd", (const char *const *)args->pdata, &o, &error);
@@ -622,6 +670,51 @@ static void run_teardown(Run *r)
     }
     g_clear_pointer(&r->dir, g_free);
     g_clear_pointer(&r->batchd_port, g_free);
+    g_clear_pointer(&r->writes0, g_hash_table_unref);
+}
+
+static size_t keep_body(char *data, size_t size, size_t n, void *user)
+{
+    g_string_append_len(user, data, (gssize)(size * n));
+    return size * n;
+}
+
+/* "N cycles, X s; ACTION X s, ..." from kube-batchd's /metrics (cycle and action durations,
+ * summed), or NULL when it does not answer. Newly allocated. */
+static char *batchd_cycle_times(Run *r)
+{
+    g_autofree char *url = g_strdup_printf("http://%s/metrics", r->batchd_port);
+    g_autoptr(GString) text = g_string_new(NULL);
+    CURL *curl = curl_easy_init();
+    curl_easy_setopt(curl, CURLOPT_URL, url);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, keep_body);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, text);
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 5000L);
+    CURLcode rc = curl_easy_perform(curl);
+    curl_easy_cleanup(curl);
+    if (rc != CURLE_OK)
+        return NULL;
+    double n = 0, sum = 0;
+    g_autoptr(GString) actions = g_string_new(NULL);
+    g_auto(GStrv) lines = g_strsplit(text->str, "\n", -1);
+    static const char cycles[] = "kube_batchd_cycle_duration_seconds_count ";
+    static const char cycle_sum[] = "kube_batchd_cycle_duration_seconds_sum ";
+    static const char action[] = "kube_batchd_action_duration_seconds_sum{action=\"";
+    for (guint i = 0; lines[i] != NULL; i++) {
+        const char *l = lines[i];
+        if (g_str_has_prefix(l, cycles)) {
+            n = g_ascii_strtod(l + sizeof cycles - 1, NULL);
+        } else if (g_str_has_prefix(l, cycle_sum)) {
+            sum = g_ascii_strtod(l + sizeof cycle_sum - 1, NULL);
+        } else if (g_str_has_prefix(l, action)) {
+            const char *name = l + sizeof action - 1, *end = strchr(name, '"');
+            const char *v = end != NULL ? strchr(end, ' ') : NULL;
+            if (v != NULL)
+                g_string_append_printf(actions, ", %.*s %.2f s", (int)(end - name), name,
+                                       g_ascii_strtod(v + 1, NULL));
+        }
+    }
+    return g_strdup_printf("%.0f in %.2f s%s", n, sum, actions->str);
 }
 
 /* kube-batchd's and the server's usage, then the scenario's line. */
@@ -631,10 +724,19 @@ static void report(Run *r, double ours, double peer, const char *source)
         const char *pid = kb_test_daemon_pid(r->batchd);
         printf("  kube-batchd: %.2f s CPU, peak RSS %.0f MiB\n", cpu_seconds(pid),
                peak_rss_mib(pid));
+        g_autofree char *times = batchd_cycle_times(r);
+        if (times != NULL)
+            printf("  kube-batchd's cycles since it started: %s\n", times);
     }
     double cpu, rss;
     server_usage(&r->srv, &cpu, &rss);
     printf("  %s: %.2f s CPU, peak RSS %.0f MiB\n", r->srv.name, cpu, rss);
+    if (r->writes0 != NULL) {
+        g_autoptr(GHashTable) now =
+                kb_bench_server_writes(r->srv.real ? r->srv.cluster : NULL, r->srv.url);
+        g_autofree char *line = kb_bench_writes_line(r->writes0, now, r->n_measured);
+        printf("  %s's writes since the measurement began: %s\n", r->srv.name, line);
+    }
     printf("%s: ours %.2f s, peer %.1f s (%s), %.1fx\n", r->scenario, ours, peer, source,
            ours > 0 ? peer / ours : 0.0);
     fflush(stdout);
@@ -692,6 +794,7 @@ static void scenario_gang_512(Run *r, gboolean real)
                    .gang = n,
                    .gpus = GPUS_PER_NODE,
                    .queue_of = queue_default};
+    writes_mark(r, n);
     double t0 = now_s();
     workload_create(r->srv.client, &wl);
     double t = wait_all(r, &w, n, t0, 300);
@@ -719,6 +822,7 @@ static void scenario_jobs_4000(Run *r, gboolean real)
                    .gang = 1,
                    .gpus = 1,
                    .queue_of = queue_default};
+    writes_mark(r, jobs);
     double t0 = now_s();
     workload_create(r->srv.client, &wl);
     printf("  %u jobs created in %.2f s\n", jobs, now_s() - t0);
@@ -769,13 +873,26 @@ static void scenario_reclaim_250(Run *r, gboolean real)
                    .gpus = GPUS_PER_NODE,
                    .queue_of = queue_big};
     /* The big job's pods: bound ones are counted by name prefix below. */
+    writes_mark(r, pods);
     double t0 = now_s();
+    fw.mark = t0;
     workload_create(r->srv.client, &wl);
     Count c = {.w = &fw, .n = g_hash_table_size(fw.bound) + pods};
     gboolean ok = run_until(bound_at_least, &c, 600);
     double t = fw.last_bound - t0;
     printf("  %u pods of 8 GPUs bound, %u filler pods evicted\n", ok ? pods : 0,
            fw.deleted - deleted0);
+    /* Where the time went: evictions accepted, victims gone, the job bound (from its creation). */
+    if (fw.first_deleted >= t0 && fw.first_bound_after > 0) {
+        g_autofree char *term =
+                fw.first_terminating >= t0
+                        ? g_strdup_printf("terminating %.2f-%.2f s, ", fw.first_terminating - t0,
+                                          fw.last_terminating - t0)
+                        : g_strdup("");
+        printf("  victims %sgone %.2f-%.2f s, the job bound %.2f-%.2f s\n", term,
+               fw.first_deleted - t0, fw.last_deleted - t0, fw.first_bound_after - t0,
+               fw.last_bound - t0);
+    }
     expect(ok, r->scenario, "the big job was not bound whole");
     expect(fw.deleted > deleted0, r->scenario, "no filler pod was evicted");
     report(r, ok ? t : -1, 102, "KAI docs/scale-tests, 500 nodes, 2,000 GPUs");

@@ -122,6 +122,19 @@ static CURL *take_easy(KbClient *client)
     return curl_easy_init();
 }
 
+/* Queue @t: last, or when urgent after the urgent transfers already waiting (they are at the
+ * head: few wait at once, so the walk is short). */
+static void enqueue(KbClient *client, KbTransfer *t)
+{
+    GList *l = client->waiting.head;
+    while (t->urgent && l != NULL && ((KbTransfer *)l->data)->urgent)
+        l = l->next;
+    if (!t->urgent || l == NULL)
+        g_queue_push_tail(&client->waiting, t);
+    else
+        g_queue_insert_before(&client->waiting, l, t);
+}
+
 /* Start waiting transfers while there is room. */
 static void pump(KbClient *client)
 {
@@ -235,7 +248,7 @@ void kb_client_queue_async(KbClient *client, KbTransfer *t, KbResponseFunc callb
     t->stream = FALSE;
     t->callback = callback;
     t->user_data = user_data;
-    g_queue_push_tail(&client->waiting, t);
+    enqueue(client, t);
     pump(client);
 }
 
@@ -258,7 +271,7 @@ KbStream *kb_client_stream(KbClient *client, const KbRequest *req, KbStreamDataF
     t->on_data = on_data;
     t->on_done = on_done;
     t->user_data = user_data;
-    g_queue_push_tail(&client->waiting, t);
+    enqueue(client, t);
     pump(client);
     return (KbStream *)t;
 }

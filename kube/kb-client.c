@@ -152,6 +152,7 @@ KbTransfer *kb_client_transfer_new_bytes(KbClient *client, const KbRequest *req,
     g_autofree char *target =
             *query != '\0' ? g_strdup_printf("%s?%s", path, query) : g_steal_pointer(&path);
     t->client = client;
+    t->urgent = req->urgent;
     t->method = g_strdup(req->method != NULL ? req->method : "GET");
     t->url = g_strconcat(client->base_url, target, NULL);
     t->what = g_strdup_printf("%s %s", t->method, target);
@@ -896,9 +897,9 @@ void kb_client_bind_async_full(KbClient *client, const char *namespace_, const c
                                const char *const *annotations, KbResponseFunc callback,
                                gpointer user_data)
 {
-    kb_client_queue_async(client,
-                          binding_transfer(client, namespace_, pod, pod_uid, node, annotations),
-                          callback, user_data);
+    KbTransfer *t = binding_transfer(client, namespace_, pod, pod_uid, node, annotations);
+    t->urgent = TRUE;
+    kb_client_queue_async(client, t, callback, user_data);
 }
 
 /* TRUE when @resp says the server does not serve Eviction in the version we sent: 400 "no kind

@@ -192,5 +192,6 @@ void kb_meta_init(KbObjectMeta *meta, KbKind kind);
 /* A new pod record ready for decoding (kb_meta_init'ed, empty node selector). */
 KbPod *kb_pod_new(void);
 
-/* After decoding: the default scheduler name, and the group from annotations and labels. */
+/* After decoding: the default scheduler name, and the group from annotations and labels; empty
+ * labels, annotations and node selector tables are replaced by one shared empty table each. */
 void kb_pod_finish(KbPod *pod);

@@ -29,6 +29,23 @@ typedef enum {
     NEXT_WATCH,
 } NextStep;
 
+/*
+ * Where a page being buffered for the page decoder stands (scan_items()): a JSON tokenizer
+ * reduced to strings and nesting, looking for the "items" array of the List and the commas
+ * between its items. Offsets are into list_buf.
+ */
+typedef struct {
+    gsize pos;          /* bytes scanned */
+    guint depth;        /* nesting at pos: 1 in the List, 2 in its items array */
+    gboolean in_string; /* inside a string at pos */
+    gboolean escape;    /* after a backslash in a string */
+    gsize key_start;    /* the string at depth 1 being read starts here (after its quote) */
+    gboolean items_key; /* the last string closed at depth 1 was "items" */
+    gsize items_start;  /* just after the items array's "[", 0 until it is seen */
+    gsize comma;        /* the last comma between two items not decoded yet, 0: none */
+    gboolean done;      /* the items array closed (or the page is not of the expected shape) */
+} ItemScan;
+
 /* What the current list asked for (list_resource_version()). */
 typedef enum {
     LIST_CONSISTENT, /* no resourceVersion: etcd, paged */
@@ -63,9 +80,13 @@ struct KbInformer {
     KbStream *list_stream;  /* the page request in flight, or NULL */
     json_tokener *list_tok; /* parses the page as its bytes arrive */
     json_object *list_body; /* the page, once complete */
-    GString *list_buf;      /* the page's bytes, with a page decoder */
+    GString *list_buf;      /* the page's bytes not decoded yet, with a page decoder */
     gsize list_bytes;       /* of the current page */
     gsize max_page_bytes;
+    /* A page's items are decoded in chunks of at least this many bytes as they arrive
+     * (scan_items()), so that the bytes of a whole list are never held at once. */
+    gsize chunk_bytes;
+    ItemScan scan;
     char *list_rv;         /* the list's resourceVersion, committed when the list completes */
     GPtrArray *list_items; /* records of the pages so far, in list order */
     GHashTable *list_keys; /* key -> index + 1 in list_items */
@@ -102,6 +123,7 @@ struct KbInformer {
     guint64 fast_pages;
     guint64 fast_events;
     guint64 fallback_pages;
+    guint64 list_chunks;
 };
 
 static void start_list(KbInformer *inf);
@@ -426,6 +448,7 @@ static void request_page(KbInformer *inf)
     else if (inf->list_buf != NULL)
         g_string_truncate(inf->list_buf, 0);
     inf->list_bytes = 0;
+    memset(&inf->scan, 0, sizeof(inf->scan));
     inf->list_stream = kb_client_stream(inf->client, &req, on_list_data, on_list_done, inf);
 }
 
@@ -656,20 +679,145 @@ static gboolean parse_buffered_page(KbInformer *inf, GError **error)
     return TRUE;
 }
 
+static GError *page_limit_error(const KbInformer *inf)
+{
+    return g_error_new(KB_ERROR, KB_ERROR_LIMIT, "list page larger than %" G_GSIZE_FORMAT " bytes",
+                       inf->max_page_bytes);
+}
+
+/*
+ * Decode @len bytes of items (as found between the brackets of a List's items, commas between
+ * them) into the list state: with the page decoder, else (it refused them, see kb_informer_new in
+ * the header) through json-c item by item, a malformed item skipped and counted. FALSE with
+ * @error when the bytes are not JSON: the page is malformed.
+ */
+static gboolean take_chunk(KbInformer *inf, const char *items, gsize len, GError **error)
+{
+    g_autoptr(GString) page = g_string_sized_new(len + 16);
+    g_string_append(page, "{\"items\":[");
+    g_string_append_len(page, items, (gssize)len);
+    g_string_append(page, "]}");
+    g_autoptr(GPtrArray) recs = g_ptr_array_new_with_free_func(unref_record);
+    gboolean fast = inf->decode_page(page->str, page->len, recs, NULL, NULL, NULL);
+    for (guint i = 0; fast && i < recs->len; i++)
+        fast = ((KbObjectMeta *)g_ptr_array_index(recs, i))->name != NULL;
+    inf->list_chunks++;
+    if (fast && recs->len > 0) {
+        for (guint i = 0; i < recs->len; i++)
+            list_add(inf, g_steal_pointer(&recs->pdata[i]));
+        return TRUE;
+    }
+    inf->fallback_pages++;
+    json_tokener_reset(inf->list_tok); /* unused while the page decoder buffers */
+    json_object *body = json_tokener_parse_ex(inf->list_tok, page->str, (int)page->len);
+    json_object *array = NULL;
+    if (body == NULL || json_tokener_get_error(inf->list_tok) != json_tokener_success ||
+        !json_object_object_get_ex(body, "items", &array) ||
+        !json_object_is_type(array, json_type_array)) {
+        json_object_put(body);
+        g_set_error_literal(error, KB_ERROR, KB_ERROR_DECODE, "list page: malformed JSON in items");
+        return FALSE;
+    }
+    for (gsize i = 0; i < json_object_array_length(array); i++) {
+        gpointer rec = decode_object(inf, json_object_array_get_idx(array, i));
+        if (rec != NULL)
+            list_add(inf, rec);
+    }
+    json_object_put(body);
+    return TRUE;
+}
+
+/* Advance the scan of list_buf over the bytes appended since the last call (see ItemScan). */
+static void scan_advance(KbInformer *inf)
+{
+    ItemScan *sc = &inf->scan;
+    const char *buf = inf->list_buf->str;
+    gsize len = inf->list_buf->len;
+    for (gsize i = sc->pos; i < len && !sc->done; i++) {
+        char c = buf[i];
+        if (sc->in_string) {
+            if (sc->escape) {
+                sc->escape = FALSE;
+            } else if (c == '\\') {
+                sc->escape = TRUE;
+            } else if (c == '"') {
+                sc->in_string = FALSE;
+                if (sc->depth == 1)
+                    sc->items_key =
+                            i - sc->key_start == 5 && memcmp(buf + sc->key_start, "items", 5) == 0;
+            }
+            continue;
+        }
+        switch (c) {
+        case '"':
+            sc->in_string = TRUE;
+            sc->key_start = i + 1;
+            break;
+        case '{':
+        case '[':
+            if (c == '[' && sc->depth == 1 && sc->items_key && sc->items_start == 0)
+                sc->items_start = i + 1;
+            sc->depth++;
+            break;
+        case '}':
+        case ']':
+            if (sc->depth == 0) {
+                sc->done = TRUE; /* not JSON: left to the decoders to say so */
+                break;
+            }
+            sc->depth--;
+            if (sc->depth == 1 && sc->items_start != 0)
+                sc->done = TRUE; /* the items array closed */
+            break;
+        case ',':
+            if (sc->depth == 2 && sc->items_start != 0)
+                sc->comma = i;
+            break;
+        default:
+            break;
+        }
+    }
+    sc->pos = len;
+}
+
+/*
+ * With the page decoder: once the items seen whole since the last chunk come to chunk_bytes,
+ * decode them (take_chunk) and drop their bytes from list_buf, which stays a valid List of the
+ * items left. FALSE with @error when they are malformed.
+ */
+static gboolean scan_items(KbInformer *inf, GError **error)
+{
+    ItemScan *sc = &inf->scan;
+    scan_advance(inf);
+    if (sc->items_start == 0 || sc->comma <= sc->items_start ||
+        sc->comma - sc->items_start < inf->chunk_bytes)
+        return TRUE;
+    if (!take_chunk(inf, inf->list_buf->str + sc->items_start, sc->comma - sc->items_start, error))
+        return FALSE;
+    gsize cut = sc->comma + 1 - sc->items_start;
+    g_string_erase(inf->list_buf, (gssize)sc->items_start, (gssize)cut);
+    sc->pos -= cut;
+    sc->comma = 0;
+    return TRUE;
+}
+
 static gboolean on_list_data(const char *data, gsize len, gpointer user_data)
 {
     KbInformer *inf = user_data;
+    GError *error = NULL;
     inf->list_bytes += len;
-    if (inf->list_bytes > inf->max_page_bytes)
-        return list_data_failed(inf, g_error_new(KB_ERROR, KB_ERROR_LIMIT,
-                                                 "list page larger than %" G_GSIZE_FORMAT " bytes",
-                                                 inf->max_page_bytes));
     if (inf->list_buf != NULL) {
-        /* the page decoder wants the page in one piece: this is its only copy */
+        /* the page decoder's bytes: the items seen whole are decoded and dropped as they come,
+         * so the limit applies to what is held undecoded */
         g_string_append_len(inf->list_buf, data, (gssize)len);
+        if (!scan_items(inf, &error))
+            return list_data_failed(inf, error);
+        if (inf->list_buf->len > inf->max_page_bytes)
+            return list_data_failed(inf, page_limit_error(inf));
         return TRUE;
     }
-    GError *error = NULL;
+    if (inf->list_bytes > inf->max_page_bytes)
+        return list_data_failed(inf, page_limit_error(inf));
     if (!feed_page_json(inf, data, len, inf->list_bytes - len, &error))
         return list_data_failed(inf, error);
     return TRUE;
@@ -989,6 +1137,7 @@ KbInformer *kb_informer_new(KbClient *client, const KbInformerOptions *opts,
     inf->decoder = kb_watch_decoder_new();
     inf->list_tok = json_tokener_new_ex(KB_WATCH_MAX_DEPTH);
     inf->max_page_bytes = KB_INFORMER_MAX_PAGE_BYTES;
+    inf->chunk_bytes = KB_INFORMER_LIST_CHUNK_BYTES;
     inf->backoff_initial_ms = DEFAULT_BACKOFF_INITIAL_MS;
     inf->backoff_max_ms = DEFAULT_BACKOFF_MAX_MS;
     inf->backoff_ms = DEFAULT_BACKOFF_INITIAL_MS;
@@ -1013,6 +1162,16 @@ void kb_informer_set_missing_retry(KbInformer *informer, guint interval_ms)
 void kb_informer_set_max_page_bytes(KbInformer *informer, gsize max_bytes)
 {
     informer->max_page_bytes = max_bytes;
+}
+
+void kb_informer_set_list_chunk_bytes(KbInformer *informer, gsize bytes)
+{
+    informer->chunk_bytes = MAX(bytes, (gsize)1);
+}
+
+guint64 kb_informer_list_chunks(const KbInformer *informer)
+{
+    return informer->list_chunks;
 }
 
 void kb_informer_set_watch_timeout(KbInformer *informer, guint min_s, guint max_s)

@@ -113,6 +113,10 @@ typedef struct KbInformer KbInformer;
  * etcd when it was a watch cache's answer in one piece); at the default page size of 500
  * objects a page is typically a few MiB. */
 #define KB_INFORMER_MAX_PAGE_BYTES ((gsize)256 * 1024 * 1024)
+/* With a page decoder, a page's items are decoded as they arrive, in chunks of about this many
+ * bytes, and their bytes dropped: a list of 150,000 pods in one piece (a few hundred MiB) is
+ * never held whole, and KB_INFORMER_MAX_PAGE_BYTES then bounds what is held undecoded. */
+#define KB_INFORMER_LIST_CHUNK_BYTES ((gsize)1024 * 1024)
 
 /*
  * List then watch @opts->type from the list's resourceVersion with bookmarks. On 410 Gone (HTTP
@@ -140,10 +144,13 @@ typedef struct KbInformer KbInformer;
  * limit.
  *
  * List pages and the page decoder: with a page decoder (opts->decode_page, or the one picked for
- * kb_pod_decode) and without keep_raw, each page's bytes are buffered (no parse while they
- * arrive) and given to the page decoder in place. When it fails, for whatever reason (a malformed
- * item: it fails the whole page; a duplicate member or bad UTF-8 it is stricter about than
- * json-c; a token over its length limit), the same bytes go through json-c and @decode item by
+ * kb_pod_decode) and without keep_raw, each page's bytes are buffered (no tree is built) and given
+ * to the page decoder in place; while they arrive, the items seen whole (a comma after them in
+ * the List's "items") are cut from the buffer once they make KB_INFORMER_LIST_CHUNK_BYTES and
+ * decoded as a chunk, the same way, so that what is held is one chunk and not the whole page
+ * (the byte limit applies to that). When it fails, for whatever reason (a malformed
+ * item: it fails the whole page or chunk; a duplicate member or bad UTF-8 it is stricter about
+ * than json-c; a token over its length limit), the same bytes go through json-c and @decode item by
  * item, exactly as without a page decoder: malformed items are skipped and counted, the others
  * delivered. A page where it finds no item, or an item without metadata.name, also goes through
  * json-c, which tells a List without "items" from an empty one. The decoder is picked rather than
@@ -192,6 +199,11 @@ void kb_informer_set_missing_retry(KbInformer *informer, guint interval_ms);
 void kb_informer_set_watch_timeout(KbInformer *informer, guint min_s, guint max_s);
 /* Lower the list page limit (tests); default KB_INFORMER_MAX_PAGE_BYTES. */
 void kb_informer_set_max_page_bytes(KbInformer *informer, gsize max_bytes);
+/* The chunk size of list pages decoded as they arrive (tests); default
+ * KB_INFORMER_LIST_CHUNK_BYTES. */
+void kb_informer_set_list_chunk_bytes(KbInformer *informer, gsize bytes);
+/* Chunks of list items decoded before their page was complete. */
+guint64 kb_informer_list_chunks(const KbInformer *informer);
 
 /* ---- leader election ---------------------------------------------------------------------- */
 

@@ -968,7 +968,8 @@ static void patch_status_async(KbBinder *b, const KbResourceType *type, const Kb
                      .name = m->name,
                      .subresource = "status",
                      .body = body,
-                     .content_type = "application/strategic-merge-patch+json"};
+                     .content_type = "application/strategic-merge-patch+json",
+                     .urgent = TRUE};
     kb_client_call_async(b->client, &req, func, data);
     json_object_put(body);
 }
@@ -1022,7 +1023,8 @@ static void send_eviction(EvictCall *c)
                      .namespace_ = m->namespace_,
                      .name = m->name,
                      .subresource = "eviction",
-                     .body = body};
+                     .body = body,
+                     .urgent = TRUE};
     kb_client_call_async(c->binder->client, &req, on_evicted, c);
     json_object_put(body);
 }

@@ -137,15 +137,17 @@ const char *kb_bind_result_to_string(KbBindResult result);
 
 /*
  * Evictions (preempt/reclaim). kb_binder_evict sends every KbEviction of @evictions at once (the
- * client's pool bounds the connections). First, as kube-scheduler does, the condition
- * DisruptionTarget True/PreemptionByScheduler with the eviction's message (strategic merge patch
- * of status): on each disrupted_group once, before any of its pods, then on the pod; a failed
- * write is logged and the eviction goes ahead. Then POST pods/NAME/eviction as policy/v1 with the
- * pod's uid as a precondition, again as policy/v1beta1 when the server does not know v1.
- * Accepted (2xx) or pod already gone (404): nothing more to do, the watch shows the deletion.
- * Anything else (429 refused by a PodDisruptionBudget, 409 uid changed, 5xx, transport):
- * kb_cache_evict_failed, so the pod counts as running again and a later cycle may choose again,
- * and a Warning "FailedEviction" event. The evict func (if set) is called for each outcome.
+ * client's pool bounds the connections; evictions, their condition writes and bindings are urgent
+ * requests, ahead of the status writes and events waiting in the client's queue). First, as
+ * kube-scheduler does, the condition DisruptionTarget True/PreemptionByScheduler with the
+ * eviction's message (strategic merge patch of status): on each disrupted_group once, before any of
+ * its pods, then on the pod; a failed write is logged and the eviction goes ahead. Then POST
+ * pods/NAME/eviction as policy/v1 with the pod's uid as a precondition, again as policy/v1beta1
+ * when the server does not know v1. Accepted (2xx) or pod already gone (404): nothing more to do,
+ * the watch shows the deletion. Anything else (429 refused by a PodDisruptionBudget, 409 uid
+ * changed, 5xx, transport): kb_cache_evict_failed, so the pod counts as running again and a later
+ * cycle may choose again, and a Warning "FailedEviction" event. The evict func (if set) is called
+ * for each outcome.
  */
 typedef enum {
     KB_EVICT_ACCEPTED,

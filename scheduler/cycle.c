@@ -466,9 +466,15 @@ static void report_job(KbSession *ssn, KbJobInfo *job)
     gboolean described = !job->reported || job->last_phase != st.phase ||
                          g_strcmp0(job->last_reason, st.reason) != 0 ||
                          g_strcmp0(job->last_message, st.message) != 0;
-    /* Counts alone change the status written, not the events posted. */
+    /* Counts alone change the status written, not the events posted. Being bound (initially
+     * scheduled) is written for Kubernetes' own PodGroups (their condition) and the x-k8s
+     * dialect (its scheduled count); a CRD group of the other dialects writes nothing that
+     * tells it, so it is no change there (kai-jobs-4000 on kube-apiserver: 3.5 PodGroup status
+     * PATCHes per one-pod job, one of them the same status again). */
+    gboolean initially_written = job->group == NULL || job->group->dialect == KB_PODGROUP_NATIVE ||
+                                 job->group->dialect == KB_PODGROUP_X_K8S;
     st.changed = described || memcmp(counts, job->last_counts, sizeof counts) != 0 ||
-                 job->reported_initially != job->initially_scheduled;
+                 (initially_written && job->reported_initially != job->initially_scheduled);
     if (st.changed) {
         job->reported = TRUE;
         job->reported_initially = job->initially_scheduled;

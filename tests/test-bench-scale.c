@@ -82,6 +82,12 @@ static void test_all_scenarios(void)
     g_assert_nonnull(strstr(out, "Unschedulable, nothing bound"));
     g_assert_nonnull(strstr(out, "restarted: caches synced"));
     g_assert_nonnull(strstr(out, "kb-kubelet's cost to the server: "));
+    /* What the measured workload wrote, by kind: creations and bindings at least. */
+    const char *w = strstr(out, "kb-apiserver's writes since the measurement began: ");
+    g_assert_nonnull(w);
+    g_autofree char *wline = g_strndup(w, strcspn(w, "\n"));
+    g_assert_nonnull(strstr(wline, " per pod):"));
+    g_assert_nonnull(strstr(wline, "POST pods/binding "));
 }
 
 int main(int argc, char **argv)

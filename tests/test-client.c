@@ -1040,6 +1040,39 @@ static void test_async_max_in_flight(void)
     async_state_clear(&st);
 }
 
+/* An urgent request waiting for room goes ahead of the others waiting, after the urgent ones
+ * queued before it; one already on the wire is not disturbed. */
+static void test_async_urgent(void)
+{
+    g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
+    g_autoptr(KbClient) client = client_for(srv);
+    AsyncState st = {.expected = 6, .order = g_string_new(NULL)};
+    kb_client_set_max_in_flight(client, 1);
+    for (guint i = 0; i < st.expected; i++) {
+        g_autofree char *path = g_strdup_printf(PODS "/p%u", i);
+        KbTestResponse *resp = kb_test_response_new_body(200, "{}");
+        kb_test_response_set_delay(resp, i == 0 ? 200 : 10);
+        kb_test_server_push(srv, "GET", path, resp);
+    }
+    /* p0 (on the wire), p1, p2 queued; then p3 and p4 urgent, p5 not */
+    for (guint i = 0; i < st.expected; i++) {
+        g_autofree char *name = g_strdup_printf("p%u", i);
+        KbRequest req = {.method = "GET",
+                         .type = &kb_type_pods,
+                         .namespace_ = "default",
+                         .name = name,
+                         .urgent = i == 3 || i == 4};
+        kb_client_call_async(client, &req, on_response, &st);
+    }
+    g_assert_true(run_until(&st.all_done, 10000));
+    static const guint want[] = {0, 3, 4, 1, 2, 5};
+    for (guint i = 0; i < G_N_ELEMENTS(want); i++) {
+        g_autofree char *path = g_strdup_printf(PODS "/p%u", want[i]);
+        g_assert_cmpstr(kb_test_server_request(srv, i)->path, ==, path);
+    }
+    async_state_clear(&st);
+}
+
 static void chain_response(const KbResponse *resp, gpointer user_data)
 {
     AsyncState *st = user_data;
@@ -1542,6 +1575,7 @@ int main(int argc, char **argv)
     g_test_add_func("/kube/client/async/get", test_async_get);
     g_test_add_func("/kube/client/async/copies-request", test_async_copies_request);
     g_test_add_func("/kube/client/async/max-in-flight", test_async_max_in_flight);
+    g_test_add_func("/kube/client/async/urgent-first", test_async_urgent);
     g_test_add_func("/kube/client/async/submit-from-callback", test_async_submit_from_callback);
     g_test_add_func("/kube/client/async/bind-and-blocking-mix", test_async_bind_and_blocking_mix);
     g_test_add_func("/kube/client/async/free-with-pending", test_async_free_with_pending);

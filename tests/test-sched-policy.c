@@ -812,6 +812,30 @@ static void test_gang_assumed_until_confirmed(void)
     kb_test_sched_free(fx);
 }
 
+/* A Volcano PodGroup whose pods are bound (not yet running): nothing its status says changed
+ * (phase, condition and counts are those of the cycle that placed it), so no second write. */
+static void test_gang_bound_status_unchanged(void)
+{
+    Fx *fx = kb_test_sched_new(NULL);
+    add_node(fx, "n1", 8);
+    add_group(fx, "default", "tf", 2, NULL);
+    add_gang_pods(fx, "default", "tf", 2, GPU1);
+    kb_test_sched_run(fx);
+    g_assert_true(status(fx, "default/tf")->changed);
+    g_assert_false(status(fx, "default/tf")->initially_scheduled);
+    for (guint i = 0; i < 2; i++) {
+        g_autofree char *name = g_strdup_printf("tf-%u", i);
+        g_autofree char *uid = g_strdup_printf("u-default-tf-%u", i);
+        g_assert_true(kb_cache_bind_succeeded(fx->cache, "default", name, uid, fx->now));
+    }
+    kb_test_sched_run(fx);
+    g_assert_true(status(fx, "default/tf")->initially_scheduled);
+    g_assert_false(status(fx, "default/tf")->changed);
+    kb_test_sched_confirm_all(fx, FALSE);
+    kb_test_sched_run(fx);
+    kb_test_sched_free(fx);
+}
+
 static void test_gang_confirmed_status_stable(void)
 {
     Fx *fx = kb_test_sched_new(NULL);
@@ -2308,6 +2332,7 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/gang/bind-failure-rolls-back", test_gang_bind_failure_rolls_back);
     g_test_add_func("/scheduler/gang/assumed-until-confirmed", test_gang_assumed_until_confirmed);
     g_test_add_func("/scheduler/gang/confirmed-status-stable", test_gang_confirmed_status_stable);
+    g_test_add_func("/scheduler/gang/bound-status-unchanged", test_gang_bound_status_unchanged);
     g_test_add_func("/scheduler/gang/completed", test_gang_completed);
     g_test_add_func("/scheduler/gang/schedule-timeout", test_gang_schedule_timeout);
     g_test_add_func("/scheduler/gang/events-once", test_gang_events_once);
