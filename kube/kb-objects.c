@@ -112,6 +112,8 @@ void kb_object_unref(gpointer obj)
         g_free(((KbPodGroup *)obj)->workload_template);
         g_free(((KbPodGroup *)obj)->scheduled_message);
         g_free(((KbPodGroup *)obj)->scheduled_since);
+        g_free(((KbPodGroup *)obj)->incomplete_message);
+        g_free(((KbPodGroup *)obj)->incomplete_since);
         g_free(((KbPodGroup *)obj)->parent);
         kb_sub_groups_free(((KbPodGroup *)obj)->sub_groups, ((KbPodGroup *)obj)->n_sub_groups);
         break;

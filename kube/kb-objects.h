@@ -299,6 +299,11 @@ typedef struct {
     const char *scheduled_status;
     char *scheduled_message;
     char *scheduled_since;
+    /* status.conditions[type=GangIncomplete] (KB_GANG_INCOMPLETE, kube-batchd's own on a native
+     * group, see scheduler/stale.h): the same three, NULL when absent. */
+    const char *incomplete_status;
+    char *incomplete_message;
+    char *incomplete_since;
     KbSubGroupPolicy *sub_groups; /* owned array, NULL when none (Volcano only) */
     guint n_sub_groups;
     /* scheduling.k8s.io/v1alpha3 (1.37 alpha), where PodGroups nest under a CompositePodGroup:

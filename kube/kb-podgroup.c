@@ -356,7 +356,7 @@ static gboolean native_parent(json_object *spec, KbPodGroup *pg, GError **error)
 }
 
 /* status.conditions: the PodGroupInitiallyScheduled one (a composite's
- * CompositePodGroupInitiallyScheduled), if any. */
+ * CompositePodGroupInitiallyScheduled) and a PodGroup's GangIncomplete, if any. */
 static gboolean podgroup_native_status(json_object *status, KbPodGroup *pg, GError **error)
 {
     json_object *arr, *c;
@@ -372,6 +372,14 @@ static gboolean podgroup_native_status(json_object *status, KbPodGroup *pg, GErr
             !kb_decode_string(c, "lastTransitionTime", KB_MAX_NAME_LEN, &since, error)) {
             g_prefix_error(error, "conditions[%" G_GSIZE_FORMAT "].", i);
             return FALSE;
+        }
+        if (!pg->composite && g_strcmp0(type, KB_GANG_INCOMPLETE) == 0) {
+            pg->incomplete_status = st;
+            g_free(pg->incomplete_message);
+            pg->incomplete_message = g_strdup(msg);
+            g_free(pg->incomplete_since);
+            pg->incomplete_since = g_strdup(since);
+            continue;
         }
         if (g_strcmp0(type, pg->composite ? KB_COMPOSITE_INITIALLY_SCHEDULED
                                           : KB_POD_GROUP_INITIALLY_SCHEDULED) != 0)

@@ -396,6 +396,38 @@ static json_object *initially_body(const KbPodGroup *g, const char *type, const 
     return kb_conditions_patch_new(c);
 }
 
+/*
+ * @st's GangIncomplete condition on a native PodGroup (metav1.Condition: observedGeneration, a
+ * transition time that moves only with the status): True with the stale pass's reason
+ * (MemberLost, GangEvicted) and message while the gang is short; False, reason MembersHealthy,
+ * once it is not, but only over a True (a gang never short has none). NULL when the group says
+ * so already.
+ */
+static json_object *incomplete_condition(const KbJobStatus *st, gint64 now)
+{
+    const KbPodGroup *g = st->group;
+    gboolean short_now = g_strcmp0(st->condition_type, KB_GANG_INCOMPLETE) == 0;
+    const char *status = short_now ? "True" : "False";
+    g_autofree char *message = NULL;
+    if (short_now)
+        message = g_strdup(st->message);
+    else if (g_strcmp0(g->incomplete_status, "True") == 0)
+        message = g_strdup_printf("no member lost (%u/%d pods bound)", st->n_bound, st->min_member);
+    else
+        return NULL;
+    gboolean same_status = g_strcmp0(g->incomplete_status, status) == 0;
+    if (same_status && (!short_now || g_strcmp0(g->incomplete_message, message) == 0))
+        return NULL;
+    json_object *c = condition_new(KB_GANG_INCOMPLETE, status,
+                                   short_now ? st->reason : "MembersHealthy", message, now);
+    if (same_status && g->incomplete_since != NULL)
+        json_object_object_add(c, "lastTransitionTime",
+                               json_object_new_string(g->incomplete_since));
+    if (g->meta.generation > 0)
+        json_object_object_add(c, "observedGeneration", json_object_new_int64(g->meta.generation));
+    return c;
+}
+
 json_object *kb_status_native_group_body(const KbJobStatus *st, gint64 now)
 {
     const char *status = NULL, *reason = NULL;
@@ -409,8 +441,18 @@ json_object *kb_status_native_group_body(const KbJobStatus *st, gint64 now)
         reason = "Unschedulable";
         message = g_strdup(st->message);
     }
-    return initially_body(st->group, KB_POD_GROUP_INITIALLY_SCHEDULED, status, reason, message,
-                          now);
+    json_object *body = initially_body(st->group, KB_POD_GROUP_INITIALLY_SCHEDULED, status, reason,
+                                       message, now);
+    json_object *incomplete = incomplete_condition(st, now);
+    if (incomplete == NULL)
+        return body;
+    if (body == NULL)
+        return kb_conditions_patch_new(incomplete);
+    /* Both in one strategic merge patch: the list merges on type. */
+    json_object_array_add(
+            json_object_object_get(json_object_object_get(body, "status"), "conditions"),
+            incomplete);
+    return body;
 }
 
 json_object *kb_status_composite_body(const KbJobStatus *st, gint64 now)

@@ -326,6 +326,103 @@ static void test_native_condition(void)
     g_free(st.message);
 }
 
+/* The condition of @type in @body's patch, NULL when none. */
+static json_object *cond_of(json_object *body, const char *type)
+{
+    json_object *conds =
+            json_object_object_get(json_object_object_get(body, "status"), "conditions");
+    for (size_t i = 0; conds != NULL && i < json_object_array_length(conds); i++) {
+        json_object *c = json_object_array_get_idx(conds, i);
+        if (g_strcmp0(json_object_get_string(json_object_object_get(c, "type")), type) == 0)
+            return c;
+    }
+    return NULL;
+}
+
+/* A native PodGroup whose bound gang lost a member gets GangIncomplete as metav1.Condition has
+ * it (True with the stale pass's reason, observedGeneration, a transition time kept while the
+ * status stays), False with MembersHealthy once whole again, and nothing when never short. */
+static void test_native_gang_incomplete(void)
+{
+    static const char *const done =
+            "{\"type\":\"PodGroupInitiallyScheduled\",\"status\":\"True\",\"reason\":"
+            "\"Scheduled\",\"message\":\"4/4 pods bound\",\"lastTransitionTime\":"
+            "\"2026-08-20T10:01:00Z\"}";
+    static const char *const lost =
+            "{\"type\":\"PodGroupInitiallyScheduled\",\"status\":\"True\",\"reason\":"
+            "\"Scheduled\",\"message\":\"4/4 pods bound\",\"lastTransitionTime\":"
+            "\"2026-08-20T10:01:00Z\"},{\"type\":\"GangIncomplete\",\"status\":\"True\","
+            "\"reason\":\"MemberLost\",\"message\":\"3/4 members healthy: pod team-a/w-3\","
+            "\"lastTransitionTime\":\"2026-08-20T11:00:00Z\",\"observedGeneration\":2}";
+    static const char *const healthy =
+            "{\"type\":\"PodGroupInitiallyScheduled\",\"status\":\"True\",\"reason\":"
+            "\"Scheduled\",\"message\":\"4/4 pods bound\",\"lastTransitionTime\":"
+            "\"2026-08-20T10:01:00Z\"},{\"type\":\"GangIncomplete\",\"status\":\"False\",\"reason\":\"MembersHealthy\","
+            "\"message\":\"no member lost\",\"lastTransitionTime\":\"2026-08-20T12:00:00Z\"}";
+    KbJobStatus st = {0};
+    st.min_member = 4;
+    st.n_bound = 3;
+    st.initially_scheduled = TRUE;
+    st.condition_type = KB_GANG_INCOMPLETE;
+    st.condition_status = "True";
+    st.reason = "MemberLost";
+    st.message = g_strdup("3/4 members healthy: pod team-a/w-3");
+
+    /* short: GangIncomplete True, MemberLost, the message; the initial condition is True */
+    st.group = native_new(done);
+    json_object *b = kb_status_native_group_body(&st, 1787220000);
+    g_assert_nonnull(b);
+    g_assert_cmpstr(cond_field(b, "type"), ==, KB_GANG_INCOMPLETE);
+    g_assert_cmpstr(cond_field(b, "status"), ==, "True");
+    g_assert_cmpstr(cond_field(b, "reason"), ==, "MemberLost");
+    g_assert_cmpstr(cond_field(b, "message"), ==, st.message);
+    g_assert_cmpstr(cond_field(b, "observedGeneration"), ==, "2");
+    json_object_put(b);
+    kb_object_unref(st.group);
+
+    /* a group without the initial condition yet: both in one patch */
+    st.group = native_new("");
+    b = kb_status_native_group_body(&st, 1787220000);
+    g_assert_nonnull(cond_of(b, KB_GANG_INCOMPLETE));
+    json_object *init = cond_of(b, "PodGroupInitiallyScheduled");
+    g_assert_nonnull(init);
+    g_assert_cmpstr(json_object_get_string(json_object_object_get(init, "status")), ==, "True");
+    json_object_put(b);
+    kb_object_unref(st.group);
+
+    /* said already: nothing; evicted after the grace: the reason changes, the time stays */
+    st.group = native_new(lost);
+    g_assert_null(kb_status_native_group_body(&st, 1787220000));
+    st.reason = "GangEvicted";
+    g_free(st.message);
+    st.message = g_strdup("3/4 members healthy: pod team-a/w-3; evicting the rest");
+    b = kb_status_native_group_body(&st, 1787220000);
+    g_assert_cmpstr(cond_field(b, "reason"), ==, "GangEvicted");
+    g_assert_cmpstr(cond_field(b, "lastTransitionTime"), ==, "2026-08-20T11:00:00Z");
+    json_object_put(b);
+
+    /* whole again: False, MembersHealthy, a new transition time */
+    st.condition_type = "Scheduled";
+    st.reason = "Scheduled";
+    st.n_bound = 4;
+    b = kb_status_native_group_body(&st, 1787220000);
+    g_assert_cmpstr(cond_field(b, "type"), ==, KB_GANG_INCOMPLETE);
+    g_assert_cmpstr(cond_field(b, "status"), ==, "False");
+    g_assert_cmpstr(cond_field(b, "reason"), ==, "MembersHealthy");
+    g_assert_cmpstr(cond_field(b, "lastTransitionTime"), !=, "2026-08-20T11:00:00Z");
+    json_object_put(b);
+    kb_object_unref(st.group);
+
+    /* False already, or never short: nothing to write */
+    st.group = native_new(healthy);
+    g_assert_null(kb_status_native_group_body(&st, 1787220000));
+    kb_object_unref(st.group);
+    st.group = native_new(done);
+    g_assert_null(kb_status_native_group_body(&st, 1787220000));
+    kb_object_unref(st.group);
+    g_free(st.message);
+}
+
 /* A native PodGroup's condition is a strategic merge patch (conditions merge on type, as the
  * built-in type declares): a merge patch would replace the list and drop the DisruptionTarget
  * condition set when the group's pods are evicted. */
@@ -565,6 +662,8 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/status-writer/held-writes-wait", test_held_writes_wait);
     g_test_add_func("/scheduler/status-writer/queue-usage-throttled", test_queue_usage);
     g_test_add_func("/scheduler/status-writer/native-condition", test_native_condition);
+    g_test_add_func("/scheduler/status-writer/native-gang-incomplete",
+                    test_native_gang_incomplete);
     g_test_add_func("/scheduler/status-writer/native-scheduler-error", test_native_error);
     g_test_add_func("/scheduler/status-writer/composite-and-children", test_composite_status);
     g_test_add_func("/scheduler/status-writer/native-write-is-strategic",
