@@ -107,6 +107,9 @@ void kb_object_unref(gpointer obj)
     case KB_KIND_LEASE:
         g_free(((KbLease *)obj)->holder_identity);
         break;
+    case KB_KIND_QUEUE:
+        g_free(((KbQueue *)obj)->history);
+        break;
     case KB_KIND_POD_GROUP:
         g_free(((KbPodGroup *)obj)->workload_name);
         g_free(((KbPodGroup *)obj)->workload_template);

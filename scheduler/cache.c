@@ -349,6 +349,8 @@ static void queue_set(KbCache *cache, KbQueue *queue)
      * than ours, before any cycle reads it. */
     if (queue->usage_time > 0)
         kb_usage_restore(cache->usage, qi->name, queue->usage, queue->usage_time);
+    if (queue->history != NULL)
+        kb_history_restore(cache->history, qi->name, queue->history);
 }
 
 void kb_cache_add_queue(KbCache *cache, KbQueue *queue)

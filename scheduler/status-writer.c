@@ -40,6 +40,9 @@ struct KbStatusWriter {
     GHashTable *queue_last; /* queue name -> last status body queued (owned strings) */
     /* "plural|queue" -> UsageLast: the decayed usage last queued, and when */
     GHashTable *usage_last;
+    /* "plural|queue" -> HistoryLast: when the runtime history was last queued, and the newer
+     * samples waiting for KB_STATUS_USAGE_INTERVAL to pass */
+    GHashTable *history_last;
     /* A composite's child: "plural.group|ns/name" -> "status\nmessage" of the condition last
      * queued (written from every cycle, not only changed ones: a child's state is not the job's) */
     GHashTable *child_last;
@@ -52,6 +55,18 @@ typedef struct {
     gint64 at;  /* the cycle time it was queued at */
     char *text; /* the resourceSeconds written */
 } UsageLast;
+
+typedef struct {
+    gint64 at;
+    KbQueueHistory *pending; /* owned, NULL when nothing waits */
+} HistoryLast;
+
+static void history_last_free(gpointer p)
+{
+    HistoryLast *l = p;
+    g_free(l->pending);
+    g_free(l);
+}
 
 static void usage_last_free(gpointer p)
 {
@@ -79,6 +94,7 @@ static void writer_unref(KbStatusWriter *w)
     g_hash_table_unref(w->entries);
     g_hash_table_unref(w->queue_last);
     g_hash_table_unref(w->usage_last);
+    g_hash_table_unref(w->history_last);
     g_hash_table_unref(w->child_last);
     g_free(w);
 }
@@ -94,6 +110,7 @@ KbStatusWriter *kb_status_writer_new(KbClient *client, KbRecorder *recorder)
     w->entries = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, entry_free);
     w->queue_last = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     w->usage_last = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, usage_last_free);
+    w->history_last = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, history_last_free);
     w->child_last = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     return w;
 }
@@ -697,6 +714,47 @@ static gboolean queue_usage(KbStatusWriter *w, const char *key, json_object *sta
     return TRUE;
 }
 
+/*
+ * Add status.runtimeHistory ({"time", "runtimeSeconds": {bucket: [seconds, oldest first]}}) to
+ * @status when the cycle reported newer samples for @key (qs->history: only when they changed)
+ * and the last ones were queued KB_STATUS_USAGE_INTERVAL or more ago; samples that come sooner
+ * wait for a later cycle. TRUE when added.
+ */
+static gboolean queue_history(KbStatusWriter *w, const char *key, json_object *status,
+                              const KbQueueStatus *qs, gint64 now)
+{
+    HistoryLast *last = g_hash_table_lookup(w->history_last, key);
+    if (qs->history != NULL) {
+        if (last == NULL) {
+            last = g_new0(HistoryLast, 1);
+            g_hash_table_replace(w->history_last, g_strdup(key), last);
+        }
+        g_free(last->pending);
+        last->pending = g_memdup2(qs->history, sizeof *qs->history);
+    }
+    if (last == NULL || last->pending == NULL ||
+        (last->at > 0 && now - last->at < KB_STATUS_USAGE_INTERVAL))
+        return FALSE;
+    const KbQueueHistory *h = last->pending;
+    json_object *buckets = json_object_new_object();
+    for (int b = 0; b < KB_QUEUE_HISTORY_BUCKETS; b++) {
+        if (h->n[b] == 0)
+            continue;
+        json_object *arr = json_object_new_array_ext(h->n[b]);
+        for (guint i = 0; i < h->n[b]; i++)
+            json_object_array_add(arr, json_object_new_int64(h->runtime[b][i]));
+        json_object_object_add(buckets, kb_queue_history_buckets[b], arr);
+    }
+    json_object *o = json_object_new_object();
+    g_autofree char *t = kb_time_format(h->time);
+    json_object_object_add(o, "time", json_object_new_string(t));
+    json_object_object_add(o, "runtimeSeconds", buckets);
+    json_object_object_add(status, "runtimeHistory", o);
+    last->at = now;
+    g_clear_pointer(&last->pending, g_free);
+    return TRUE;
+}
+
 static void apply_queue(KbStatusWriter *w, const KbQueueStatus *qs, gint64 now)
 {
     const KbResourceType *type =
@@ -723,8 +781,10 @@ static void apply_queue(KbStatusWriter *w, const KbQueueStatus *qs, gint64 now)
     gboolean same = last != NULL && strcmp(last, text) == 0;
     if (!same)
         g_hash_table_replace(w->queue_last, g_strdup(key), g_strdup(text));
-    /* Usage is left out of the comparison: a merge patch without it keeps the last written. */
-    if (!queue_usage(w, key, status, qs, now) && same) {
+    /* Usage and history are left out of the comparison: a merge patch without them keeps the
+     * last written. */
+    gboolean usage = queue_usage(w, key, status, qs, now);
+    if (!queue_history(w, key, status, qs, now) && !usage && same) {
         json_object_put(body);
         return;
     }

@@ -622,6 +622,48 @@ static void test_history(void)
     kb_history_free(h);
 }
 
+/* The samples go out (oldest first, once per change) and come back into a new scheduler's
+ * history, which then estimates as the old one did; figures older than its own are not adopted. */
+static void test_history_export_restore(void)
+{
+    KbHistory *h = kb_history_new();
+    KbQueueHistory out;
+    g_assert_false(kb_history_export(h, "q", &out));
+    for (int i = 0; i < KB_HISTORY_KEEP + 3; i++)
+        kb_history_finished(h, "q", 4, 1000 - i * 10);
+    kb_history_finished(h, "q", 0, 1000);
+    kb_history_stamp(h, 2000);
+    g_assert_cmpint(kb_history_estimate(h, "q", 4), ==, 1310);
+    g_assert_true(kb_history_export(h, "q", &out));
+    g_assert_cmpint(out.time, ==, 2000);
+    g_assert_cmpuint(out.n[2], ==, KB_HISTORY_KEEP); /* 2-4 GPUs: the newest 32 */
+    g_assert_cmpint(out.runtime[2][0], ==, 1030);    /* the oldest kept */
+    g_assert_cmpint(out.runtime[2][KB_HISTORY_KEEP - 1], ==, 1340);
+    g_assert_cmpuint(out.n[0], ==, 1);
+    g_assert_cmpuint(out.n[1] + out.n[3] + out.n[4] + out.n[5], ==, 0);
+    /* unchanged since: nothing to export */
+    KbQueueHistory again;
+    g_assert_false(kb_history_export(h, "q", &again));
+
+    /* a restart: the new history is empty, adopts what was written and estimates the same */
+    KbHistory *h2 = kb_history_new();
+    g_assert_cmpint(kb_history_estimate(h2, "q", 4), ==, -1);
+    g_assert_true(kb_history_restore(h2, "q", &out));
+    g_assert_cmpint(kb_history_estimate(h2, "q", 4), ==, 1310);
+    /* adopted figures are not exported back; its own write coming back is not adopted again */
+    g_assert_false(kb_history_export(h2, "q", &again));
+    g_assert_false(kb_history_restore(h2, "q", &out));
+    /* a newer sample of its own: exported; an older status does not replace it */
+    kb_history_finished(h2, "q", 4, 2500);
+    kb_history_stamp(h2, 3000);
+    g_assert_true(kb_history_export(h2, "q", &again));
+    g_assert_cmpint(again.runtime[2][KB_HISTORY_KEEP - 1], ==, 500);
+    g_assert_false(kb_history_restore(h2, "q", &out));
+    g_assert_cmpint(kb_history_estimate(h2, "q", 4), ==, 1310);
+    kb_history_free(h2);
+    kb_history_free(h);
+}
+
 /* The cache records a job the scheduler bound when its pods succeed; reserve stamps it. */
 static void test_history_from_cache(void)
 {
@@ -670,6 +712,7 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/reserve/runtime-sources", test_runtime_sources);
     g_test_add_func("/scheduler/reserve/runtime-follows-updates", test_runtime_follows_updates);
     g_test_add_func("/scheduler/reserve/history", test_history);
+    g_test_add_func("/scheduler/reserve/history-export-restore", test_history_export_restore);
     g_test_add_func("/scheduler/reserve/history-from-cache", test_history_from_cache);
     return g_test_run();
 }

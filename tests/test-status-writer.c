@@ -146,6 +146,7 @@ static void queue_status_clear(gpointer p)
     KbQueueStatus *qs = p;
     g_clear_pointer(&qs->queue, kb_object_unref);
     g_free(qs->fault_message);
+    g_free(qs->history);
 }
 
 /* A cycle result with queue qa only: @running jobs, @gpu_seconds of decayed usage at @now. */
@@ -228,6 +229,67 @@ static void test_queue_usage(void)
         const char *body = last_patch(srv);
         if (steps[i].usage == NULL ? strstr(body, "usage") != NULL
                                    : strstr(body, steps[i].usage) == NULL)
+            g_error("step %u: %s", i, body);
+    }
+    g_assert_cmpuint(patches(srv), ==, 3);
+    kb_status_writer_free(w);
+    kb_client_free(client);
+}
+
+/*
+ * status.runtimeHistory is written with the samples the cycle reported (only when they changed)
+ * and their time; newer samples within KB_STATUS_USAGE_INTERVAL wait and are written after it,
+ * though the cycles meanwhile report none.
+ */
+static void test_queue_history(void)
+{
+    g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
+    kb_test_server_respond(srv, "PATCH", "/apis/scheduling.volcano.sh/v1beta1/queues/qa/status",
+                           200, "{}");
+    g_autoptr(KbConfig) config = kb_config_new(kb_test_server_url(srv));
+    g_autoptr(GError) error = NULL;
+    KbClient *client = kb_client_new(config, &error);
+    g_assert_no_error(error);
+    KbStatusWriter *w = kb_status_writer_new(client, NULL);
+    kb_status_writer_set_queue_type_func(w, volcano_queue, NULL);
+    gint64 t0 = 1795762800; /* 2026-11-27T07:00:00Z */
+    static const struct {
+        gint64 dt;
+        guint running;
+        guint samples;       /* 1-GPU runtimes reported (60, 120, ...); 0: none reported */
+        const char *history; /* in the patch; "" no patch; NULL a patch without it */
+    } steps[] = {
+            {0, 1, 2,
+             "\"runtimeHistory\":{\"time\":\"2026-11-27T07:00:00Z\",\"runtimeSeconds\":{\"1\":["
+             "60,120]}}"},
+            {2, 1, 3, ""},   /* new samples, too soon */
+            {3, 2, 0, NULL}, /* the status changed: written without them */
+            {KB_STATUS_USAGE_INTERVAL, 2, 0, "\"1\":[60,120,180]"}, /* then written */
+            {KB_STATUS_USAGE_INTERVAL * 3, 2, 0, ""},               /* nothing new */
+    };
+    guint n = 0;
+    for (guint i = 0; i < G_N_ELEMENTS(steps); i++) {
+        g_autoptr(KbCycleResult) r = queue_result(t0 + steps[i].dt, steps[i].running, 3600);
+        KbQueueStatus *qs = &g_array_index(r->queue_statuses, KbQueueStatus, 0);
+        if (steps[i].samples > 0) {
+            qs->history = g_new0(KbQueueHistory, 1);
+            qs->history->time = t0 + steps[i].dt;
+            qs->history->n[1] = (guint8)steps[i].samples;
+            for (guint k = 0; k < steps[i].samples; k++)
+                qs->history->runtime[1][k] = 60 * (k + 1);
+        }
+        kb_status_writer_apply(w, r);
+        if (steps[i].history != NULL && steps[i].history[0] == '\0') {
+            settle(100);
+            g_assert_cmpuint(patches(srv), ==, n);
+            continue;
+        }
+        wait_patches(srv, ++n);
+        while (kb_status_writer_pending(w) > 0)
+            g_main_context_iteration(NULL, TRUE);
+        const char *body = last_patch(srv);
+        if (steps[i].history == NULL ? strstr(body, "runtimeHistory") != NULL
+                                     : strstr(body, steps[i].history) == NULL)
             g_error("step %u: %s", i, body);
     }
     g_assert_cmpuint(patches(srv), ==, 3);
@@ -357,7 +419,8 @@ static void test_native_gang_incomplete(void)
     static const char *const healthy =
             "{\"type\":\"PodGroupInitiallyScheduled\",\"status\":\"True\",\"reason\":"
             "\"Scheduled\",\"message\":\"4/4 pods bound\",\"lastTransitionTime\":"
-            "\"2026-08-20T10:01:00Z\"},{\"type\":\"GangIncomplete\",\"status\":\"False\",\"reason\":\"MembersHealthy\","
+            "\"2026-08-20T10:01:00Z\"},{\"type\":\"GangIncomplete\",\"status\":\"False\","
+            "\"reason\":\"MembersHealthy\","
             "\"message\":\"no member lost\",\"lastTransitionTime\":\"2026-08-20T12:00:00Z\"}";
     KbJobStatus st = {0};
     st.min_member = 4;
@@ -661,9 +724,9 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/scheduler/status-writer/held-writes-wait", test_held_writes_wait);
     g_test_add_func("/scheduler/status-writer/queue-usage-throttled", test_queue_usage);
+    g_test_add_func("/scheduler/status-writer/queue-runtime-history-throttled", test_queue_history);
     g_test_add_func("/scheduler/status-writer/native-condition", test_native_condition);
-    g_test_add_func("/scheduler/status-writer/native-gang-incomplete",
-                    test_native_gang_incomplete);
+    g_test_add_func("/scheduler/status-writer/native-gang-incomplete", test_native_gang_incomplete);
     g_test_add_func("/scheduler/status-writer/native-scheduler-error", test_native_error);
     g_test_add_func("/scheduler/status-writer/composite-and-children", test_composite_status);
     g_test_add_func("/scheduler/status-writer/native-write-is-strategic",
