@@ -57,13 +57,20 @@ typedef struct {
 } UsageLast;
 
 typedef struct {
-    gint64 at;
+    KbStatusWriter *writer;
+    const KbResourceType *type;
+    char *name;              /* the queue */
+    gint64 at;               /* when last queued (the cycle's clock), 0: never */
     KbQueueHistory *pending; /* owned, NULL when nothing waits */
+    guint source;            /* the timer that writes what waits once the interval passed */
 } HistoryLast;
 
 static void history_last_free(gpointer p)
 {
     HistoryLast *l = p;
+    if (l->source != 0)
+        g_source_remove(l->source);
+    g_free(l->name);
     g_free(l->pending);
     g_free(l);
 }
@@ -132,6 +139,7 @@ void kb_status_writer_free(KbStatusWriter *writer)
         return;
     writer->freed = TRUE;
     g_hash_table_foreach_remove(writer->entries, cancel_retry, NULL);
+    g_hash_table_remove_all(writer->history_last); /* and their timers */
     writer_unref(writer);
 }
 
@@ -714,28 +722,10 @@ static gboolean queue_usage(KbStatusWriter *w, const char *key, json_object *sta
     return TRUE;
 }
 
-/*
- * Add status.runtimeHistory ({"time", "runtimeSeconds": {bucket: [seconds, oldest first]}}) to
- * @status when the cycle reported newer samples for @key (qs->history: only when they changed)
- * and the last ones were queued KB_STATUS_USAGE_INTERVAL or more ago; samples that come sooner
- * wait for a later cycle. TRUE when added.
- */
-static gboolean queue_history(KbStatusWriter *w, const char *key, json_object *status,
-                              const KbQueueStatus *qs, gint64 now)
+/* {"time", "runtimeSeconds": {bucket: [seconds, oldest first]}} of @h, buckets without samples
+ * left out (they never lose any). */
+static json_object *history_json(const KbQueueHistory *h)
 {
-    HistoryLast *last = g_hash_table_lookup(w->history_last, key);
-    if (qs->history != NULL) {
-        if (last == NULL) {
-            last = g_new0(HistoryLast, 1);
-            g_hash_table_replace(w->history_last, g_strdup(key), last);
-        }
-        g_free(last->pending);
-        last->pending = g_memdup2(qs->history, sizeof *qs->history);
-    }
-    if (last == NULL || last->pending == NULL ||
-        (last->at > 0 && now - last->at < KB_STATUS_USAGE_INTERVAL))
-        return FALSE;
-    const KbQueueHistory *h = last->pending;
     json_object *buckets = json_object_new_object();
     for (int b = 0; b < KB_QUEUE_HISTORY_BUCKETS; b++) {
         if (h->n[b] == 0)
@@ -749,7 +739,60 @@ static gboolean queue_history(KbStatusWriter *w, const char *key, json_object *s
     g_autofree char *t = kb_time_format(h->time);
     json_object_object_add(o, "time", json_object_new_string(t));
     json_object_object_add(o, "runtimeSeconds", buckets);
-    json_object_object_add(status, "runtimeHistory", o);
+    return o;
+}
+
+/* What waited for the interval, written without a cycle (none may come while nothing waits). */
+static gboolean history_flush(gpointer data)
+{
+    HistoryLast *l = data;
+    l->source = 0;
+    if (l->pending == NULL)
+        return G_SOURCE_REMOVE;
+    json_object *status = json_object_new_object();
+    json_object_object_add(status, "runtimeHistory", history_json(l->pending));
+    json_object *body = json_object_new_object();
+    json_object_object_add(body, "status", status);
+    l->at = g_get_real_time() / G_USEC_PER_SEC;
+    g_clear_pointer(&l->pending, g_free);
+    enqueue(l->writer, l->type, NULL, l->name, KB_PATCH_MERGE, body);
+    return G_SOURCE_REMOVE;
+}
+
+/*
+ * Add status.runtimeHistory (history_json) to @status when the cycle reported newer samples for
+ * @key (qs->history: only when they changed) and the last ones were queued
+ * KB_STATUS_USAGE_INTERVAL or more ago; samples that come sooner wait, written by the next cycle
+ * after the interval or by a timer at its end. TRUE when added.
+ */
+static gboolean queue_history(KbStatusWriter *w, const KbResourceType *type, const char *key,
+                              json_object *status, const KbQueueStatus *qs, gint64 now)
+{
+    HistoryLast *last = g_hash_table_lookup(w->history_last, key);
+    if (qs->history != NULL) {
+        if (last == NULL) {
+            last = g_new0(HistoryLast, 1);
+            last->writer = w;
+            last->name = g_strdup(qs->name);
+            g_hash_table_replace(w->history_last, g_strdup(key), last);
+        }
+        last->type = type;
+        g_free(last->pending);
+        last->pending = g_memdup2(qs->history, sizeof *qs->history);
+    }
+    if (last == NULL || last->pending == NULL)
+        return FALSE;
+    gint64 wait = last->at > 0 ? KB_STATUS_USAGE_INTERVAL - (now - last->at) : 0;
+    if (wait > 0) {
+        if (last->source == 0)
+            last->source = g_timeout_add_seconds((guint)wait, history_flush, last);
+        return FALSE;
+    }
+    if (last->source != 0) {
+        g_source_remove(last->source);
+        last->source = 0;
+    }
+    json_object_object_add(status, "runtimeHistory", history_json(last->pending));
     last->at = now;
     g_clear_pointer(&last->pending, g_free);
     return TRUE;
@@ -784,7 +827,7 @@ static void apply_queue(KbStatusWriter *w, const KbQueueStatus *qs, gint64 now)
     /* Usage and history are left out of the comparison: a merge patch without them keeps the
      * last written. */
     gboolean usage = queue_usage(w, key, status, qs, now);
-    if (!queue_history(w, key, status, qs, now) && !usage && same) {
+    if (!queue_history(w, type, key, status, qs, now) && !usage && same) {
         json_object_put(body);
         return;
     }

@@ -21,7 +21,11 @@
  *   proportion keeps decayed usage (usageHalfLife), `usage`: {"time": RFC 3339, "resourceSeconds":
  *   {cpu (core-seconds), memory, nvidia.com/gpu}}, the figures at that time, written when they
  *   changed and at most every KB_STATUS_USAGE_INTERVAL seconds; kube-batchd reads them back on
- *   start and on taking the lead (kb_usage_restore), so usage survives restarts.
+ *   start and on taking the lead (kb_usage_restore), so usage survives restarts. Likewise
+ *   `runtimeHistory` ({"time", "runtimeSeconds": {bucket: [seconds, oldest first]}}, history.h)
+ *   when the cycle reports changed samples, at most every KB_STATUS_USAGE_INTERVAL seconds
+ *   (samples that come sooner wait: the next cycle after it or a timer writes them), read back
+ *   through kb_history_restore.
  *
  * Writes are asynchronous on the client's main context and at most one per object is in flight; a
  * newer status replaces a queued one. A 404 (object or CRD gone) drops the write; 409, 429, 5xx
