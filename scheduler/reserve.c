@@ -511,6 +511,12 @@ static void timeline_init(KbReserve *rs)
     }
     for (guint j = 0; j < ssn->jobs->len; j++) {
         const KbJobInfo *job = ssn->jobs->pdata[j];
+        /* Most jobs hold nothing (waiting or done): skipped without reading their tasks, whose
+         * loads were a third of this action's time on the whole Philly trace. */
+        if (job->n_state[KB_TASK_PENDING] + job->n_state[KB_TASK_SUCCEEDED] +
+                    job->n_state[KB_TASK_FAILED] ==
+            job->tasks->len)
+            continue;
         for (guint i = 0; i < job->tasks->len; i++) {
             const KbTaskInfo *t = job->tasks->pdata[i];
             if (t->node_id < 0 || t->state == KB_TASK_PENDING || t->state == KB_TASK_SUCCEEDED ||
