@@ -497,6 +497,21 @@ static gint ev_cmp(gconstpointer x, gconstpointer y)
     return a->node < b->node ? -1 : a->node > b->node;
 }
 
+/* Insert @ev into the sorted @events after every event that sorts equal to it, as appending it
+ * and sorting again (a stable sort) would, without sorting the whole timeline once per job. */
+static void ev_insert(GArray *events, const Ev *ev)
+{
+    guint lo = 0, hi = events->len;
+    while (lo < hi) {
+        guint mid = lo + (hi - lo) / 2;
+        if (ev_cmp(&g_array_index(events, Ev, mid), ev) <= 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    g_array_insert_val(events, lo, *ev);
+}
+
 static void timeline_init(KbReserve *rs)
 {
     KbSession *ssn = rs->ssn;
@@ -546,10 +561,9 @@ static void start_now(KbReserve *rs, KbJobInfo *job, GArray *needs)
                 continue;
             Ev ev = {end, i, G_MAXUINT, {{0}}};
             mul_add(&ev.res, &nd->req, take[c * n + i], 1);
-            g_array_append_val(rs->events, ev);
+            ev_insert(rs->events, &ev);
         }
     }
-    g_array_sort(rs->events, ev_cmp);
 }
 
 /* The holds of earlier reservations as timeline events (negative at start, back at end). */
