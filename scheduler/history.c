@@ -18,6 +18,7 @@ typedef struct {
     Ring bucket[N_BUCKETS];
     gint64 time;     /* when a sample was last stamped or restored (unix seconds), 0: never */
     gint64 exported; /* the time of the samples last exported or restored */
+    guint64 round;   /* the kb_history_stamp call that last added samples */
 } QueueHistory;
 
 G_STATIC_ASSERT(N_BUCKETS == KB_QUEUE_HISTORY_BUCKETS);
@@ -32,6 +33,7 @@ typedef struct {
 struct KbHistory {
     GHashTable *queues; /* interned name -> QueueHistory* */
     GArray *finished;   /* Finished, not stamped yet */
+    guint64 round;      /* kb_history_stamp calls so far, from 1 */
 };
 
 static guint bucket_of(gint64 gpus)
@@ -54,6 +56,7 @@ KbHistory *kb_history_new(void)
     KbHistory *h = g_new0(KbHistory, 1);
     h->queues = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
     h->finished = g_array_new(FALSE, FALSE, sizeof(Finished));
+    h->round = 1;
     return h;
 }
 
@@ -114,8 +117,13 @@ void kb_history_stamp(KbHistory *h, gint64 now)
         if (qh == NULL)
             continue;
         ring_push(&qh->bucket[bucket_of(f->gpus)], now - f->started);
-        qh->time = MAX(qh->time, now);
+        /* Each change gets a later time, even within one second (the status says seconds): an
+         * export or a restore tells changes apart by it. */
+        if (qh->round != h->round)
+            qh->time = MAX(qh->time + 1, now);
+        qh->round = h->round;
     }
+    h->round++;
     g_array_set_size(h->finished, 0);
 }
 

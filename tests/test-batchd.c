@@ -1495,6 +1495,24 @@ static void add_timed_job(Cluster *cl, const char *name, const char *queue, int 
                            name, name, run, gpus, gpus));
 }
 
+/* Pods of @prefix whose phase is Succeeded. */
+static guint count_succeeded(Cluster *cl, const char *prefix)
+{
+    g_autoptr(GError) error = NULL;
+    json_object *list = kb_client_list(cl->client, &kb_type_pods, "default", NULL, &error);
+    g_assert_no_error(error);
+    json_object *items = json_object_object_get(list, "items");
+    guint n = 0;
+    for (size_t i = 0; i < json_object_array_length(items); i++) {
+        json_object *p = json_object_array_get_idx(items, i);
+        if (g_str_has_prefix(kas_json_get_string(p, "metadata.name"), prefix) &&
+            g_strcmp0(kas_json_get_string(p, "status.phase"), "Succeeded") == 0)
+            n++;
+    }
+    json_object_put(list);
+    return n;
+}
+
 /* Merge-patch queue @queue's status with @body. */
 static void patch_queue_status(Cluster *cl, const char *queue, const char *body)
 {
@@ -1540,13 +1558,16 @@ static void test_history_survives_restart(void)
         g_autofree char *name = g_strdup_printf("done-%u", i);
         add_timed_job(cl, name, "q", 4, 1);
     }
-    /* The last sample is stamped by the next cycle, which the hold jobs bring; written at most
-     * every 5 s: wait for all five. */
-    g_assert_true(wait_queue_status(cl, "q", "status.runtimeHistory.runtimeSeconds",
-                                    "\"2-4\":[", 4 * WAIT_MS));
+    /* A sample is stamped by the cycle after its job succeeded: once all five did, the hold
+     * jobs bring one. Written at most every 5 s: wait for all five. */
+    gint64 deadline = g_get_monotonic_time() + 4 * (gint64)WAIT_MS * 1000;
+    while (count_succeeded(cl, "done-") < KB_HISTORY_MIN_SAMPLES &&
+           g_get_monotonic_time() < deadline)
+        g_usleep(100000);
+    g_assert_cmpuint(count_succeeded(cl, "done-"), ==, KB_HISTORY_MIN_SAMPLES);
     add_timed_job(cl, "hold-0", "q", 4, 0);
     add_timed_job(cl, "hold-1", "q", 4, 0);
-    gint64 deadline = g_get_monotonic_time() + 4 * (gint64)WAIT_MS * 1000;
+    deadline = g_get_monotonic_time() + 4 * (gint64)WAIT_MS * 1000;
     guint n = 0;
     while (g_get_monotonic_time() < deadline) {
         g_autofree char *v = queue_status_at(cl, "q", "status.runtimeHistory.runtimeSeconds");

@@ -660,6 +660,12 @@ static void test_history_export_restore(void)
     g_assert_cmpint(again.runtime[2][KB_HISTORY_KEEP - 1], ==, 500);
     g_assert_false(kb_history_restore(h2, "q", &out));
     g_assert_cmpint(kb_history_estimate(h2, "q", 4), ==, 1310);
+    /* another sample within the same second is a change of its own, with a later time */
+    kb_history_finished(h2, "q", 4, 2900);
+    kb_history_stamp(h2, 3000);
+    g_assert_true(kb_history_export(h2, "q", &again));
+    g_assert_cmpint(again.time, ==, 3001);
+    g_assert_cmpint(again.runtime[2][KB_HISTORY_KEEP - 1], ==, 100);
     kb_history_free(h2);
     kb_history_free(h);
 }
