@@ -274,6 +274,21 @@ static void send_entry(KbStatusWriter *w, Entry *e)
     json_object_put(body);
 }
 
+/* Merge patch @src into merge patch @dst (RFC 7386: objects merge key by key, anything else in
+ * @src replaces), so that @dst then says what applying both in turn says. */
+static void merge_into(json_object *dst, json_object *src)
+{
+    json_object_object_foreach(src, k, sv)
+    {
+        json_object *dv = NULL;
+        if (json_object_object_get_ex(dst, k, &dv) && json_object_is_type(dv, json_type_object) &&
+            json_object_is_type(sv, json_type_object))
+            merge_into(dv, sv);
+        else
+            json_object_object_add(dst, k, json_object_get(sv));
+    }
+}
+
 /* Queue @body (consumed) as the status of @type @ns/@name. */
 static void enqueue(KbStatusWriter *w, const KbResourceType *type, const char *namespace_,
                     const char *name, KbPatchType patch_type, json_object *body)
@@ -282,6 +297,23 @@ static void enqueue(KbStatusWriter *w, const KbResourceType *type, const char *n
     g_autofree char *key = g_strdup_printf("%s.%s|%s/%s", type->plural, type->group,
                                            namespace_ != NULL ? namespace_ : "", name);
     Entry *e = g_hash_table_lookup(w->entries, key);
+    /*
+     * A merge patch of the same object not known to be written yet (held, waiting to retry, or
+     * in flight and possibly refused) goes into the newer one: what only the older says (a
+     * queue's usage or runtime history, written when they change and at most every few
+     * seconds) would otherwise be lost with it.
+     */
+    json_object *older =
+            e != NULL && e->patch_type == KB_PATCH_MERGE && patch_type == KB_PATCH_MERGE
+                    ? json_tokener_parse(e->body)
+                    : NULL;
+    if (older != NULL && json_object_is_type(older, json_type_object)) {
+        merge_into(older, body);
+        json_object_put(body);
+        body = older;
+    } else {
+        json_object_put(older);
+    }
     const char *text = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
 
     if (e == NULL) {

@@ -1578,6 +1578,11 @@ static void test_history_survives_restart(void)
             break;
         g_usleep(100000);
     }
+    if (n != KB_HISTORY_MIN_SAMPLES) {
+        g_autofree char *v = queue_status_at(cl, "q", "status");
+        g_autofree char *log = child_log(d1);
+        g_printerr("queue status: %s\nkube-batchd:\n%s\n", v, log);
+    }
     g_assert_cmpuint(n, ==, KB_HISTORY_MIN_SAMPLES);
     g_assert_true(wait_bound(cl, "hold-", 2, WAIT_MS));
     daemon_stop(d1);

@@ -308,6 +308,45 @@ static void test_queue_history(void)
     kb_client_free(client);
 }
 
+/* A queue status held (bindings on the wire) and replaced by a newer one keeps what only the older
+ * said: the runtime history written once goes out with the newer status. */
+static void test_held_merge_keeps_history(void)
+{
+    g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
+    kb_test_server_respond(srv, "PATCH", "/apis/scheduling.volcano.sh/v1beta1/queues/qa/status",
+                           200, "{}");
+    g_autoptr(KbConfig) config = kb_config_new(kb_test_server_url(srv));
+    g_autoptr(GError) error = NULL;
+    KbClient *client = kb_client_new(config, &error);
+    g_assert_no_error(error);
+    KbStatusWriter *w = kb_status_writer_new(client, NULL);
+    kb_status_writer_set_queue_type_func(w, volcano_queue, NULL);
+    gint64 t0 = 1795762800;
+    kb_status_writer_set_held(w, TRUE);
+    g_autoptr(KbCycleResult) r1 = queue_result(t0, 1, 3600);
+    KbQueueStatus *qs = &g_array_index(r1->queue_statuses, KbQueueStatus, 0);
+    qs->history = g_new0(KbQueueHistory, 1);
+    qs->history->time = t0;
+    qs->history->n[1] = 1;
+    qs->history->runtime[1][0] = 60;
+    kb_status_writer_apply(w, r1);
+    g_autoptr(KbCycleResult) r2 = queue_result(t0 + 1, 2, 3600);
+    kb_status_writer_apply(w, r2);
+    settle(100);
+    g_assert_cmpuint(patches(srv), ==, 0);
+    kb_status_writer_set_held(w, FALSE);
+    wait_patches(srv, 1);
+    while (kb_status_writer_pending(w) > 0)
+        g_main_context_iteration(NULL, TRUE);
+    const char *body = last_patch(srv);
+    if (strstr(body, "\"runtimeSeconds\":{\"1\":[60]}") == NULL ||
+        strstr(body, "\"running\":2") == NULL)
+        g_error("held: %s", body);
+    g_assert_cmpuint(patches(srv), ==, 1);
+    kb_status_writer_free(w);
+    kb_client_free(client);
+}
+
 /* ---- scheduling.k8s.io/v1beta1: PodGroupInitiallyScheduled --------------------------------- */
 
 static KbPodGroup *native_new(const char *condition)
@@ -736,6 +775,8 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/status-writer/held-writes-wait", test_held_writes_wait);
     g_test_add_func("/scheduler/status-writer/queue-usage-throttled", test_queue_usage);
     g_test_add_func("/scheduler/status-writer/queue-runtime-history-throttled", test_queue_history);
+    g_test_add_func("/scheduler/status-writer/held-merge-keeps-history",
+                    test_held_merge_keeps_history);
     g_test_add_func("/scheduler/status-writer/native-condition", test_native_condition);
     g_test_add_func("/scheduler/status-writer/native-gang-incomplete", test_native_gang_incomplete);
     g_test_add_func("/scheduler/status-writer/native-scheduler-error", test_native_error);
