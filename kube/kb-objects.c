@@ -107,11 +107,16 @@ void kb_object_unref(gpointer obj)
     case KB_KIND_LEASE:
         g_free(((KbLease *)obj)->holder_identity);
         break;
+    case KB_KIND_QUEUE:
+        g_free(((KbQueue *)obj)->history);
+        break;
     case KB_KIND_POD_GROUP:
         g_free(((KbPodGroup *)obj)->workload_name);
         g_free(((KbPodGroup *)obj)->workload_template);
         g_free(((KbPodGroup *)obj)->scheduled_message);
         g_free(((KbPodGroup *)obj)->scheduled_since);
+        g_free(((KbPodGroup *)obj)->incomplete_message);
+        g_free(((KbPodGroup *)obj)->incomplete_since);
         g_free(((KbPodGroup *)obj)->parent);
         kb_sub_groups_free(((KbPodGroup *)obj)->sub_groups, ((KbPodGroup *)obj)->n_sub_groups);
         break;

@@ -27,6 +27,10 @@
 /* Decoder limits (each has a test that crosses it). */
 #define KB_MAX_NAME_LEN 253
 #define KB_USAGE_MAX_RESOURCES 64 /* entries of a Queue's status.usage.resourceSeconds */
+/* A Queue's status.runtimeHistory: size buckets and runtimes kept per bucket (history.h). */
+#define KB_QUEUE_HISTORY_BUCKETS     6
+#define KB_QUEUE_HISTORY_KEEP        32
+#define KB_QUEUE_HISTORY_MAX_SECONDS ((gint64)1 << 40) /* a runtime past this is refused */
 #define KB_MAX_LABELS 256          /* labels or annotations per object */
 #define KB_MAX_LABEL_VALUE_LEN 65536 /* annotation values can be large; labels are 63 */
 #define KB_MAX_CONTAINERS 64
@@ -299,6 +303,11 @@ typedef struct {
     const char *scheduled_status;
     char *scheduled_message;
     char *scheduled_since;
+    /* status.conditions[type=GangIncomplete] (KB_GANG_INCOMPLETE, kube-batchd's own on a native
+     * group, see scheduler/stale.h): the same three, NULL when absent. */
+    const char *incomplete_status;
+    char *incomplete_message;
+    char *incomplete_since;
     KbSubGroupPolicy *sub_groups; /* owned array, NULL when none (Volcano only) */
     guint n_sub_groups;
     /* scheduling.k8s.io/v1alpha3 (1.37 alpha), where PodGroups nest under a CompositePodGroup:
@@ -316,6 +325,21 @@ typedef struct {
 /* Frees @n policies of @policies (may be NULL). */
 void kb_sub_groups_free(KbSubGroupPolicy *policies, guint n);
 
+/*
+ * The runtimes of a queue's recently finished jobs per size bucket, as kube-batchd keeps them in
+ * the Queue's status.runtimeHistory (scheduler/history.h): bucket b holds n[b] runtimes in
+ * seconds, oldest first; time is when they last changed (unix seconds).
+ */
+typedef struct {
+    gint64 time;
+    guint8 n[KB_QUEUE_HISTORY_BUCKETS];
+    gint64 runtime[KB_QUEUE_HISTORY_BUCKETS][KB_QUEUE_HISTORY_KEEP];
+} KbQueueHistory;
+
+/* The names of the buckets in status.runtimeHistory.runtimeSeconds, by index: "0" (no GPU), "1",
+ * "2-4", "5-8", "9-16", "17+" GPUs. */
+extern const char *const kb_queue_history_buckets[KB_QUEUE_HISTORY_BUCKETS];
+
 typedef struct {
     KbObjectMeta meta; /* cluster-scoped */
     gint32 weight;     /* >= 1; 1 when absent */
@@ -332,6 +356,9 @@ typedef struct {
      * usage_time 0 when absent. */
     double usage[KB_RES_MAX];
     gint64 usage_time;
+    /* status.runtimeHistory, written by kube-batchd (scheduler/history.h); owned, NULL when
+     * absent. */
+    KbQueueHistory *history;
 } KbQueue;
 
 typedef struct {

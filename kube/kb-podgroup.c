@@ -356,7 +356,7 @@ static gboolean native_parent(json_object *spec, KbPodGroup *pg, GError **error)
 }
 
 /* status.conditions: the PodGroupInitiallyScheduled one (a composite's
- * CompositePodGroupInitiallyScheduled), if any. */
+ * CompositePodGroupInitiallyScheduled) and a PodGroup's GangIncomplete, if any. */
 static gboolean podgroup_native_status(json_object *status, KbPodGroup *pg, GError **error)
 {
     json_object *arr, *c;
@@ -372,6 +372,14 @@ static gboolean podgroup_native_status(json_object *status, KbPodGroup *pg, GErr
             !kb_decode_string(c, "lastTransitionTime", KB_MAX_NAME_LEN, &since, error)) {
             g_prefix_error(error, "conditions[%" G_GSIZE_FORMAT "].", i);
             return FALSE;
+        }
+        if (!pg->composite && g_strcmp0(type, KB_GANG_INCOMPLETE) == 0) {
+            pg->incomplete_status = st;
+            g_free(pg->incomplete_message);
+            pg->incomplete_message = g_strdup(msg);
+            g_free(pg->incomplete_since);
+            pg->incomplete_since = g_strdup(since);
+            continue;
         }
         if (g_strcmp0(type, pg->composite ? KB_COMPOSITE_INITIALLY_SCHEDULED
                                           : KB_POD_GROUP_INITIALLY_SCHEDULED) != 0)
@@ -650,6 +658,90 @@ static gboolean queue_usage(json_object *status, KbQueue *q, GError **error)
     return TRUE;
 }
 
+const char *const kb_queue_history_buckets[KB_QUEUE_HISTORY_BUCKETS] = {"0",   "1",    "2-4",
+                                                                        "5-8", "9-16", "17+"};
+
+/* Bucket @name's runtimes (an array of whole seconds, 0 < s <= KB_QUEUE_HISTORY_MAX_SECONDS, at
+ * most KB_QUEUE_HISTORY_KEEP) into @h. */
+static gboolean history_bucket(json_object *arr, const char *name, KbQueueHistory *h,
+                               GError **error)
+{
+    int b = -1;
+    for (int i = 0; i < KB_QUEUE_HISTORY_BUCKETS; i++)
+        if (strcmp(kb_queue_history_buckets[i], name) == 0)
+            b = i;
+    if (b < 0) {
+        g_set_error(error, KB_ERROR, KB_ERROR_DECODE,
+                    "runtimeSeconds: unknown size bucket \"%s\" (expected 0, 1, 2-4, 5-8, 9-16 "
+                    "or 17+)",
+                    name);
+        return FALSE;
+    }
+    if (!json_object_is_type(arr, json_type_array)) {
+        g_autofree char *got = kb_decode_describe(arr);
+        g_set_error(error, KB_ERROR, KB_ERROR_DECODE,
+                    "runtimeSeconds.%s: expected an array, got %s", name, got);
+        return FALSE;
+    }
+    size_t n = json_object_array_length(arr);
+    if (n > KB_QUEUE_HISTORY_KEEP) {
+        g_set_error(error, KB_ERROR, KB_ERROR_LIMIT,
+                    "runtimeSeconds.%s: %zu runtimes, more than %d", name, n,
+                    KB_QUEUE_HISTORY_KEEP);
+        return FALSE;
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_object *v = json_object_array_get_idx(arr, i);
+        gint64 x = json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : -1;
+        if (x <= 0 || x > KB_QUEUE_HISTORY_MAX_SECONDS) {
+            g_autofree char *got = kb_decode_describe(v);
+            g_set_error(error, KB_ERROR, KB_ERROR_DECODE,
+                        "runtimeSeconds.%s[%zu]: expected whole seconds from 1 to %" G_GINT64_FORMAT
+                        ", got %s",
+                        name, i, KB_QUEUE_HISTORY_MAX_SECONDS, got);
+            return FALSE;
+        }
+        h->runtime[b][i] = x;
+    }
+    h->n[b] = (guint8)n;
+    return TRUE;
+}
+
+/*
+ * status.runtimeHistory: {"time": RFC 3339, "runtimeSeconds": {bucket: [seconds, ...]}} (what
+ * kb_status_writer writes; scheduler/history.h).
+ */
+static gboolean queue_history(json_object *status, KbQueue *q, GError **error)
+{
+    json_object *h, *res;
+    const char *time;
+    gint64 t = 0;
+    if (!kb_decode_member(status, "runtimeHistory", json_type_object, &h, error))
+        return FALSE;
+    if (h == NULL)
+        return TRUE;
+    if (!kb_decode_string(h, "time", 64, &time, error) ||
+        (time != NULL && !kb_decode_time_text("time", time, &t, error)) ||
+        !kb_decode_member(h, "runtimeSeconds", json_type_object, &res, error)) {
+        g_prefix_error(error, "runtimeHistory.");
+        return FALSE;
+    }
+    if (time == NULL || res == NULL || t <= 0)
+        return TRUE;
+    g_autofree KbQueueHistory *out = g_new0(KbQueueHistory, 1);
+    json_object_object_foreach(res, name, arr)
+    {
+        if (!history_bucket(arr, name, out, error)) {
+            g_prefix_error(error, "runtimeHistory.");
+            return FALSE;
+        }
+    }
+    out->time = t;
+    g_free(q->history);
+    q->history = g_steal_pointer(&out);
+    return TRUE;
+}
+
 static gboolean queue_body(json_object *obj, KbQueue *q, GError **error)
 {
     json_object *spec;
@@ -670,7 +762,7 @@ static gboolean queue_body(json_object *obj, KbQueue *q, GError **error)
     json_object *status = NULL;
     json_object_object_get_ex(obj, "status", &status);
     if (status != NULL && json_object_is_type(status, json_type_object) &&
-        !queue_usage(status, q, error)) {
+        (!queue_usage(status, q, error) || !queue_history(status, q, error))) {
         g_prefix_error(error, "status.");
         return FALSE;
     }

@@ -15,8 +15,9 @@
  *                queue and of every ancestor.
  *
  * Long jobs (arguments longRuntime, a Go duration, default 6h, and longBorrowLimit, a number,
- * default 0: off; 3 is what the Philly replay measured best): with a limit, a job expected to run longer than longRuntime, or with no estimate (the
- * reserve action's: annotation, queue history, activeDeadlineSeconds), is admitted and started
+ * default 3; 0: off): a job expected to run longer than longRuntime (the estimate of the
+ * reserve action: annotation, queue history, activeDeadlineSeconds; a job without one is not
+ * limited), is admitted and started
  * only while its queue, with it, holds at most longBorrowLimit times its GPU share by weight (each
  * level's part by weight down the tree, every queue counted, asking or not), or its guarantee if
  * that is more; a gang larger than that limit may start when its queue holds no GPU. With the
@@ -142,7 +143,7 @@ static gpointer proportion_open(KbSession *ssn, const KbConfPlugin *conf)
     account_usage(ssn, conf);
     compute_deserved(ssn);
     p->long_runtime = kb_conf_arg_duration(conf, "longRuntime", 6 * 3600);
-    p->long_limit = conf != NULL ? kb_conf_plugin_arg_double(conf, "longBorrowLimit", 0) : 0;
+    p->long_limit = kb_conf_plugin_arg_double(conf, "longBorrowLimit", 3);
     for (guint i = 0; ssn->conf != NULL && i < ssn->conf->n_actions; i++) {
         if (strcmp(ssn->conf->actions[i], "reclaim") == 0)
             p->long_limit = 0; /* what a queue borrows comes back: no limit */
@@ -319,7 +320,9 @@ static gboolean long_over_limit(const Proportion *p, const KbJobInfo *job, guint
         return FALSE; /* within the limit, or a gang larger than it alone in its queue */
     gint64 r = kb_reserve_job_runtime(
             (KbJobInfo *)job, p->ssn->cache != NULL ? kb_cache_history(p->ssn->cache) : NULL);
-    return r == KB_RESERVE_UNKNOWN || r > p->long_runtime;
+    /* A job without an estimate is not held back: on a cluster that announces none (a full
+     * one restarted, bench-scale volcano-restart) the limit left new gangs beside idle GPUs. */
+    return r != KB_RESERVE_UNKNOWN && r > p->long_runtime;
 }
 
 static void explain_long(const Proportion *p, const KbQueueInfo *qi, gint64 used, GString *why)

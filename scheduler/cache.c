@@ -375,6 +375,8 @@ static void queue_set(KbCache *cache, KbQueue *queue)
      * than ours, before any cycle reads it. */
     if (queue->usage_time > 0)
         kb_usage_restore(cache->usage, qi->name, queue->usage, queue->usage_time);
+    if (queue->history != NULL)
+        kb_history_restore(cache->history, qi->name, queue->history);
 }
 
 void kb_cache_add_queue(KbCache *cache, KbQueue *queue)
@@ -1199,8 +1201,13 @@ gboolean kb_cache_bind_succeeded(KbCache *cache, const char *namespace_, const c
         return FALSE;
     /* The exponent starts over; a backoff under way (another member refused) still runs. */
     pe->task->job->bind_failures = 0;
-    if (pe->task->state != KB_TASK_ALLOCATED)
+    if (pe->task->state != KB_TASK_ALLOCATED) {
+        /* The watch showed the binding before its answer came: the job started all the same
+         * (without it the job was no runtime sample for the queue history). */
+        if (pe->task->bind_time == 0 && pe->task->node_id >= 0)
+            pe->task->bind_time = now;
         return FALSE;
+    }
     task_set_state(pe->task, KB_TASK_BINDING, pe->task->node_id);
     pe->task->bind_time = now;
     return TRUE;

@@ -85,6 +85,7 @@ static void queue_status_clear(gpointer p)
     KbQueueStatus *qs = p;
     g_clear_pointer(&qs->queue, kb_object_unref);
     g_free(qs->fault_message);
+    g_free(qs->history);
 }
 
 static void event_clear(gpointer p)
@@ -518,6 +519,9 @@ static void report_usage(KbSession *ssn, KbQueueStatus *qs)
     qs->usage_time = u != NULL ? kb_usage_time(u, qs->name) : -1;
     for (int s = 0; s < KB_RES_MAX && qs->usage_time >= 0; s++)
         qs->usage[s] = kb_usage_get(u, qs->name, s);
+    KbQueueHistory h;
+    if (ssn->cache != NULL && kb_history_export(kb_cache_history(ssn->cache), qs->name, &h))
+        qs->history = g_memdup2(&h, sizeof h);
 }
 
 static void report_queues(KbSession *ssn)

@@ -121,6 +121,8 @@ typedef struct {
     /* Decayed usage (scheduler/usage.h) per slot at usage_time; usage_time -1 when none. */
     double usage[KB_RES_MAX];
     gint64 usage_time;
+    /* The runtimes of its finished jobs (scheduler/history.h), owned; NULL when none. */
+    KbQueueHistory *history;
 } KbQueueStatus;
 
 /* An event to post through kube/kb-recorder.h. Only emitted when a job's status changed. */

@@ -16,7 +16,13 @@ typedef struct {
 
 typedef struct {
     Ring bucket[N_BUCKETS];
+    gint64 time;     /* when a sample was last stamped or restored (unix seconds), 0: never */
+    gint64 exported; /* the time of the samples last exported or restored */
+    guint64 round;   /* the kb_history_stamp call that last added samples */
 } QueueHistory;
+
+G_STATIC_ASSERT(N_BUCKETS == KB_QUEUE_HISTORY_BUCKETS);
+G_STATIC_ASSERT(KB_HISTORY_KEEP == KB_QUEUE_HISTORY_KEEP);
 
 typedef struct {
     const char *queue;
@@ -27,6 +33,7 @@ typedef struct {
 struct KbHistory {
     GHashTable *queues; /* interned name -> QueueHistory* */
     GArray *finished;   /* Finished, not stamped yet */
+    guint64 round;      /* kb_history_stamp calls so far, from 1 */
 };
 
 static guint bucket_of(gint64 gpus)
@@ -49,6 +56,7 @@ KbHistory *kb_history_new(void)
     KbHistory *h = g_new0(KbHistory, 1);
     h->queues = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
     h->finished = g_array_new(FALSE, FALSE, sizeof(Finished));
+    h->round = 1;
     return h;
 }
 
@@ -69,22 +77,34 @@ void kb_history_finished(KbHistory *h, const char *queue, gint64 gpus, gint64 st
     g_array_append_val(h->finished, f);
 }
 
-void kb_history_add(KbHistory *h, const char *queue, gint64 gpus, gint64 runtime)
+/* @queue's entry, created when missing (NULL past MAX_QUEUES). */
+static QueueHistory *queue_entry(KbHistory *h, const char *queue)
 {
-    if (h == NULL || queue == NULL || runtime < 0)
-        return;
     queue = g_intern_string(queue);
     QueueHistory *qh = g_hash_table_lookup(h->queues, queue);
     if (qh == NULL) {
         if (g_hash_table_size(h->queues) >= MAX_QUEUES)
-            return;
+            return NULL;
         qh = g_new0(QueueHistory, 1);
         g_hash_table_insert(h->queues, (gpointer)queue, qh);
     }
-    Ring *r = &qh->bucket[bucket_of(gpus)];
+    return qh;
+}
+
+static void ring_push(Ring *r, gint64 runtime)
+{
     r->runtime[r->next] = MAX(runtime, 1);
     r->next = (r->next + 1) % KB_HISTORY_KEEP;
     r->n = MIN(r->n + 1, KB_HISTORY_KEEP);
+}
+
+void kb_history_add(KbHistory *h, const char *queue, gint64 gpus, gint64 runtime)
+{
+    if (h == NULL || queue == NULL || runtime < 0)
+        return;
+    QueueHistory *qh = queue_entry(h, queue);
+    if (qh != NULL)
+        ring_push(&qh->bucket[bucket_of(gpus)], runtime);
 }
 
 void kb_history_stamp(KbHistory *h, gint64 now)
@@ -93,8 +113,17 @@ void kb_history_stamp(KbHistory *h, gint64 now)
         return;
     for (guint i = 0; i < h->finished->len; i++) {
         const Finished *f = &g_array_index(h->finished, Finished, i);
-        kb_history_add(h, f->queue, f->gpus, now - f->started);
+        QueueHistory *qh = queue_entry(h, f->queue);
+        if (qh == NULL)
+            continue;
+        ring_push(&qh->bucket[bucket_of(f->gpus)], now - f->started);
+        /* Each change gets a later time, even within one second (the status says seconds): an
+         * export or a restore tells changes apart by it. */
+        if (qh->round != h->round)
+            qh->time = MAX(qh->time + 1, now);
+        qh->round = h->round;
     }
+    h->round++;
     g_array_set_size(h->finished, 0);
 }
 
@@ -120,4 +149,42 @@ gint64 kb_history_estimate(const KbHistory *h, const char *queue, gint64 gpus)
     /* Nearest rank: the smallest sample with at least PERCENTILE% of them at or below it. */
     guint rank = (r->n * KB_HISTORY_PERCENTILE + 99) / 100;
     return v[MAX(rank, 1) - 1];
+}
+
+gboolean kb_history_export(KbHistory *h, const char *queue, KbQueueHistory *out)
+{
+    QueueHistory *qh = h != NULL && queue != NULL
+                               ? g_hash_table_lookup(h->queues, g_intern_string(queue))
+                               : NULL;
+    if (qh == NULL || qh->time <= qh->exported)
+        return FALSE;
+    qh->exported = qh->time;
+    memset(out, 0, sizeof *out);
+    out->time = qh->time;
+    for (guint b = 0; b < N_BUCKETS; b++) {
+        const Ring *r = &qh->bucket[b];
+        /* Oldest first: the ring's next slot holds the oldest once it is full. */
+        guint first = r->n < KB_HISTORY_KEEP ? 0 : r->next;
+        for (guint i = 0; i < r->n; i++)
+            out->runtime[b][i] = r->runtime[(first + i) % KB_HISTORY_KEEP];
+        out->n[b] = (guint8)r->n;
+    }
+    return TRUE;
+}
+
+gboolean kb_history_restore(KbHistory *h, const char *queue, const KbQueueHistory *in)
+{
+    if (h == NULL || queue == NULL || in == NULL || in->time <= 0)
+        return FALSE;
+    QueueHistory *qh = queue_entry(h, queue);
+    if (qh == NULL || qh->time >= in->time)
+        return FALSE;
+    for (guint b = 0; b < N_BUCKETS; b++) {
+        Ring *r = &qh->bucket[b];
+        memset(r, 0, sizeof *r);
+        for (guint i = 0; i < MIN(in->n[b], KB_HISTORY_KEEP); i++)
+            ring_push(r, in->runtime[b][i]);
+    }
+    qh->time = qh->exported = in->time;
+    return TRUE;
 }

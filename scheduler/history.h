@@ -11,10 +11,17 @@
  * queue and bucket the last KB_HISTORY_KEEP runtimes are kept; the estimate is their
  * KB_HISTORY_PERCENTILE-th percentile (a conservative one: a job expected to end too early may
  * backfill onto capacity a reservation needs) once KB_HISTORY_MIN_SAMPLES are known, else none.
+ *
+ * The samples survive restarts and leader changes as decayed usage does: the status writer puts
+ * each queue's in its Queue's status.runtimeHistory (kb_history_export: {time, runtimeSeconds:
+ * {bucket: [seconds, oldest first]}}) when they changed and at most every few seconds, and the
+ * cache adopts what it reads back there when it is newer than its own (kb_history_restore).
  */
 #pragma once
 
 #include <glib.h>
+
+#include "kube/kb-objects.h"
 
 #define KB_HISTORY_KEEP        32
 #define KB_HISTORY_MIN_SAMPLES 5
@@ -33,3 +40,14 @@ void kb_history_stamp(KbHistory *h, gint64 now);
 void kb_history_add(KbHistory *h, const char *queue, gint64 gpus, gint64 runtime);
 /* The estimate for a job of @queue asking @gpus GPUs in seconds, or -1 when too few samples. */
 gint64 kb_history_estimate(const KbHistory *h, const char *queue, gint64 gpus);
+/* @queue's samples into @out (each bucket oldest first) with the time they were last stamped,
+ * when they changed since the last export or restore (each change is exported once, so a cycle
+ * may ask every time at little cost); FALSE (and @out untouched) otherwise. */
+gboolean kb_history_export(KbHistory *h, const char *queue, KbQueueHistory *out);
+/*
+ * Adopt @in, read back from the Queue's status.runtimeHistory, as @queue's samples, but only when
+ * @in->time is later than the time of what @h holds for it (a leader's own write coming back
+ * through its informer changes nothing; a restart or a new leader starts from the last written
+ * samples). TRUE when adopted.
+ */
+gboolean kb_history_restore(KbHistory *h, const char *queue, const KbQueueHistory *in);

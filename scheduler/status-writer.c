@@ -40,6 +40,9 @@ struct KbStatusWriter {
     GHashTable *queue_last; /* queue name -> last status body queued (owned strings) */
     /* "plural|queue" -> UsageLast: the decayed usage last queued, and when */
     GHashTable *usage_last;
+    /* "plural|queue" -> HistoryLast: when the runtime history was last queued, and the newer
+     * samples waiting for KB_STATUS_USAGE_INTERVAL to pass */
+    GHashTable *history_last;
     /* A composite's child: "plural.group|ns/name" -> "status\nmessage" of the condition last
      * queued (written from every cycle, not only changed ones: a child's state is not the job's) */
     GHashTable *child_last;
@@ -52,6 +55,25 @@ typedef struct {
     gint64 at;  /* the cycle time it was queued at */
     char *text; /* the resourceSeconds written */
 } UsageLast;
+
+typedef struct {
+    KbStatusWriter *writer;
+    const KbResourceType *type;
+    char *name;              /* the queue */
+    gint64 at;               /* when last queued (the cycle's clock), 0: never */
+    KbQueueHistory *pending; /* owned, NULL when nothing waits */
+    guint source;            /* the timer that writes what waits once the interval passed */
+} HistoryLast;
+
+static void history_last_free(gpointer p)
+{
+    HistoryLast *l = p;
+    if (l->source != 0)
+        g_source_remove(l->source);
+    g_free(l->name);
+    g_free(l->pending);
+    g_free(l);
+}
 
 static void usage_last_free(gpointer p)
 {
@@ -79,6 +101,7 @@ static void writer_unref(KbStatusWriter *w)
     g_hash_table_unref(w->entries);
     g_hash_table_unref(w->queue_last);
     g_hash_table_unref(w->usage_last);
+    g_hash_table_unref(w->history_last);
     g_hash_table_unref(w->child_last);
     g_free(w);
 }
@@ -94,6 +117,7 @@ KbStatusWriter *kb_status_writer_new(KbClient *client, KbRecorder *recorder)
     w->entries = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, entry_free);
     w->queue_last = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     w->usage_last = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, usage_last_free);
+    w->history_last = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, history_last_free);
     w->child_last = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     return w;
 }
@@ -115,6 +139,7 @@ void kb_status_writer_free(KbStatusWriter *writer)
         return;
     writer->freed = TRUE;
     g_hash_table_foreach_remove(writer->entries, cancel_retry, NULL);
+    g_hash_table_remove_all(writer->history_last); /* and their timers */
     writer_unref(writer);
 }
 
@@ -249,6 +274,21 @@ static void send_entry(KbStatusWriter *w, Entry *e)
     json_object_put(body);
 }
 
+/* Merge patch @src into merge patch @dst (RFC 7386: objects merge key by key, anything else in
+ * @src replaces), so that @dst then says what applying both in turn says. */
+static void merge_into(json_object *dst, json_object *src)
+{
+    json_object_object_foreach(src, k, sv)
+    {
+        json_object *dv = NULL;
+        if (json_object_object_get_ex(dst, k, &dv) && json_object_is_type(dv, json_type_object) &&
+            json_object_is_type(sv, json_type_object))
+            merge_into(dv, sv);
+        else
+            json_object_object_add(dst, k, json_object_get(sv));
+    }
+}
+
 /* Queue @body (consumed) as the status of @type @ns/@name. */
 static void enqueue(KbStatusWriter *w, const KbResourceType *type, const char *namespace_,
                     const char *name, KbPatchType patch_type, json_object *body)
@@ -257,6 +297,23 @@ static void enqueue(KbStatusWriter *w, const KbResourceType *type, const char *n
     g_autofree char *key = g_strdup_printf("%s.%s|%s/%s", type->plural, type->group,
                                            namespace_ != NULL ? namespace_ : "", name);
     Entry *e = g_hash_table_lookup(w->entries, key);
+    /*
+     * A merge patch of the same object not known to be written yet (held, waiting to retry, or
+     * in flight and possibly refused) goes into the newer one: what only the older says (a
+     * queue's usage or runtime history, written when they change and at most every few
+     * seconds) would otherwise be lost with it.
+     */
+    json_object *older =
+            e != NULL && e->patch_type == KB_PATCH_MERGE && patch_type == KB_PATCH_MERGE
+                    ? json_tokener_parse(e->body)
+                    : NULL;
+    if (older != NULL && json_object_is_type(older, json_type_object)) {
+        merge_into(older, body);
+        json_object_put(body);
+        body = older;
+    } else {
+        json_object_put(older);
+    }
     const char *text = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
 
     if (e == NULL) {
@@ -396,6 +453,38 @@ static json_object *initially_body(const KbPodGroup *g, const char *type, const 
     return kb_conditions_patch_new(c);
 }
 
+/*
+ * @st's GangIncomplete condition on a native PodGroup (metav1.Condition: observedGeneration, a
+ * transition time that moves only with the status): True with the stale pass's reason
+ * (MemberLost, GangEvicted) and message while the gang is short; False, reason MembersHealthy,
+ * once it is not, but only over a True (a gang never short has none). NULL when the group says
+ * so already.
+ */
+static json_object *incomplete_condition(const KbJobStatus *st, gint64 now)
+{
+    const KbPodGroup *g = st->group;
+    gboolean short_now = g_strcmp0(st->condition_type, KB_GANG_INCOMPLETE) == 0;
+    const char *status = short_now ? "True" : "False";
+    g_autofree char *message = NULL;
+    if (short_now)
+        message = g_strdup(st->message);
+    else if (g_strcmp0(g->incomplete_status, "True") == 0)
+        message = g_strdup_printf("no member lost (%u/%d pods bound)", st->n_bound, st->min_member);
+    else
+        return NULL;
+    gboolean same_status = g_strcmp0(g->incomplete_status, status) == 0;
+    if (same_status && (!short_now || g_strcmp0(g->incomplete_message, message) == 0))
+        return NULL;
+    json_object *c = condition_new(KB_GANG_INCOMPLETE, status,
+                                   short_now ? st->reason : "MembersHealthy", message, now);
+    if (same_status && g->incomplete_since != NULL)
+        json_object_object_add(c, "lastTransitionTime",
+                               json_object_new_string(g->incomplete_since));
+    if (g->meta.generation > 0)
+        json_object_object_add(c, "observedGeneration", json_object_new_int64(g->meta.generation));
+    return c;
+}
+
 json_object *kb_status_native_group_body(const KbJobStatus *st, gint64 now)
 {
     const char *status = NULL, *reason = NULL;
@@ -409,8 +498,18 @@ json_object *kb_status_native_group_body(const KbJobStatus *st, gint64 now)
         reason = "Unschedulable";
         message = g_strdup(st->message);
     }
-    return initially_body(st->group, KB_POD_GROUP_INITIALLY_SCHEDULED, status, reason, message,
-                          now);
+    json_object *body = initially_body(st->group, KB_POD_GROUP_INITIALLY_SCHEDULED, status, reason,
+                                       message, now);
+    json_object *incomplete = incomplete_condition(st, now);
+    if (incomplete == NULL)
+        return body;
+    if (body == NULL)
+        return kb_conditions_patch_new(incomplete);
+    /* Both in one strategic merge patch: the list merges on type. */
+    json_object_array_add(
+            json_object_object_get(json_object_object_get(body, "status"), "conditions"),
+            incomplete);
+    return body;
 }
 
 json_object *kb_status_composite_body(const KbJobStatus *st, gint64 now)
@@ -655,6 +754,82 @@ static gboolean queue_usage(KbStatusWriter *w, const char *key, json_object *sta
     return TRUE;
 }
 
+/* {"time", "runtimeSeconds": {bucket: [seconds, oldest first]}} of @h, buckets without samples
+ * left out (they never lose any). */
+static json_object *history_json(const KbQueueHistory *h)
+{
+    json_object *buckets = json_object_new_object();
+    for (int b = 0; b < KB_QUEUE_HISTORY_BUCKETS; b++) {
+        if (h->n[b] == 0)
+            continue;
+        json_object *arr = json_object_new_array_ext(h->n[b]);
+        for (guint i = 0; i < h->n[b]; i++)
+            json_object_array_add(arr, json_object_new_int64(h->runtime[b][i]));
+        json_object_object_add(buckets, kb_queue_history_buckets[b], arr);
+    }
+    json_object *o = json_object_new_object();
+    g_autofree char *t = kb_time_format(h->time);
+    json_object_object_add(o, "time", json_object_new_string(t));
+    json_object_object_add(o, "runtimeSeconds", buckets);
+    return o;
+}
+
+/* What waited for the interval, written without a cycle (none may come while nothing waits). */
+static gboolean history_flush(gpointer data)
+{
+    HistoryLast *l = data;
+    l->source = 0;
+    if (l->pending == NULL)
+        return G_SOURCE_REMOVE;
+    json_object *status = json_object_new_object();
+    json_object_object_add(status, "runtimeHistory", history_json(l->pending));
+    json_object *body = json_object_new_object();
+    json_object_object_add(body, "status", status);
+    l->at = g_get_real_time() / G_USEC_PER_SEC;
+    g_clear_pointer(&l->pending, g_free);
+    enqueue(l->writer, l->type, NULL, l->name, KB_PATCH_MERGE, body);
+    return G_SOURCE_REMOVE;
+}
+
+/*
+ * Add status.runtimeHistory (history_json) to @status when the cycle reported newer samples for
+ * @key (qs->history: only when they changed) and the last ones were queued
+ * KB_STATUS_USAGE_INTERVAL or more ago; samples that come sooner wait, written by the next cycle
+ * after the interval or by a timer at its end. TRUE when added.
+ */
+static gboolean queue_history(KbStatusWriter *w, const KbResourceType *type, const char *key,
+                              json_object *status, const KbQueueStatus *qs, gint64 now)
+{
+    HistoryLast *last = g_hash_table_lookup(w->history_last, key);
+    if (qs->history != NULL) {
+        if (last == NULL) {
+            last = g_new0(HistoryLast, 1);
+            last->writer = w;
+            last->name = g_strdup(qs->name);
+            g_hash_table_replace(w->history_last, g_strdup(key), last);
+        }
+        last->type = type;
+        g_free(last->pending);
+        last->pending = g_memdup2(qs->history, sizeof *qs->history);
+    }
+    if (last == NULL || last->pending == NULL)
+        return FALSE;
+    gint64 wait = last->at > 0 ? KB_STATUS_USAGE_INTERVAL - (now - last->at) : 0;
+    if (wait > 0) {
+        if (last->source == 0)
+            last->source = g_timeout_add_seconds((guint)wait, history_flush, last);
+        return FALSE;
+    }
+    if (last->source != 0) {
+        g_source_remove(last->source);
+        last->source = 0;
+    }
+    json_object_object_add(status, "runtimeHistory", history_json(last->pending));
+    last->at = now;
+    g_clear_pointer(&last->pending, g_free);
+    return TRUE;
+}
+
 static void apply_queue(KbStatusWriter *w, const KbQueueStatus *qs, gint64 now)
 {
     const KbResourceType *type =
@@ -681,8 +856,10 @@ static void apply_queue(KbStatusWriter *w, const KbQueueStatus *qs, gint64 now)
     gboolean same = last != NULL && strcmp(last, text) == 0;
     if (!same)
         g_hash_table_replace(w->queue_last, g_strdup(key), g_strdup(text));
-    /* Usage is left out of the comparison: a merge patch without it keeps the last written. */
-    if (!queue_usage(w, key, status, qs, now) && same) {
+    /* Usage and history are left out of the comparison: a merge patch without them keeps the
+     * last written. */
+    gboolean usage = queue_usage(w, key, status, qs, now);
+    if (!queue_history(w, type, key, status, qs, now) && !usage && same) {
         json_object_put(body);
         return;
     }

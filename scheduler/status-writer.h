@@ -5,8 +5,8 @@
  *   group's /status subresource in its own dialect (phase; the condition with the core's reason
  *   and message, lastTransitionTime; running/succeeded/failed/pending counts; `scheduled` for the
  *   scheduling.x-k8s.io dialect). Kubernetes' own PodGroup (scheduling.k8s.io/v1beta1) gets the
- *   API's condition PodGroupInitiallyScheduled instead (kb_status_native_group_body), as a
- *   strategic merge patch (conditions merge on type: DisruptionTarget, set by the binder, stays).
+ *   API's condition PodGroupInitiallyScheduled instead, and GangIncomplete while a bound gang
+ *   is short (kb_status_native_group_body), as a strategic merge patch (conditions merge on type: DisruptionTarget, set by the binder, stays).
  *   A CompositePodGroup (scheduling.k8s.io/v1alpha3) gets CompositePodGroupInitiallyScheduled
  *   (kb_status_composite_body) and each of its children its own PodGroupInitiallyScheduled
  *   (kb_status_child_body), written from every cycle when it differs from what was last queued;
@@ -21,7 +21,11 @@
  *   proportion keeps decayed usage (usageHalfLife), `usage`: {"time": RFC 3339, "resourceSeconds":
  *   {cpu (core-seconds), memory, nvidia.com/gpu}}, the figures at that time, written when they
  *   changed and at most every KB_STATUS_USAGE_INTERVAL seconds; kube-batchd reads them back on
- *   start and on taking the lead (kb_usage_restore), so usage survives restarts.
+ *   start and on taking the lead (kb_usage_restore), so usage survives restarts. Likewise
+ *   `runtimeHistory` ({"time", "runtimeSeconds": {bucket: [seconds, oldest first]}}, history.h)
+ *   when the cycle reports changed samples, at most every KB_STATUS_USAGE_INTERVAL seconds
+ *   (samples that come sooner wait: the next cycle after it or a timer writes them), read back
+ *   through kb_history_restore.
  *
  * Writes are asynchronous on the client's main context and at most one per object is in flight; a
  * newer status replaces a queued one. A 404 (object or CRD gone) drops the write; 409, 429, 5xx
@@ -86,7 +90,11 @@ json_object *kb_status_pod_group_body(const KbJobStatus *st, KbPodGroupDialect d
 /*
  * A native PodGroup's (scheduling.k8s.io/v1beta1) status for @st at @now: the condition
  * PodGroupInitiallyScheduled, False with reason Unschedulable and the core's message while
- * minMember pods were never bound, True once they were; never reverted. NULL when nothing is to
+ * minMember pods were never bound, True once they were; never reverted. Beside it, kube-batchd's
+ * own condition GangIncomplete (scheduler/stale.h): True with reason MemberLost or GangEvicted
+ * and the stale pass's message while a bound gang is short, False with reason MembersHealthy
+ * once a gang that was short is not; observedGeneration is the group's generation and the
+ * transition time moves only when a status changes (metav1.Condition). NULL when nothing is to
  * be written (no condition, or the group already says so). Exposed for tests.
  */
 json_object *kb_status_native_group_body(const KbJobStatus *st, gint64 now);

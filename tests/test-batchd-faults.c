@@ -51,6 +51,7 @@ typedef struct {
     char *url;
     guint port;
     gboolean no_kubelet; /* pods stay Pending once bound; tests set their phase */
+    gboolean native;     /* serves scheduling.k8s.io/v1beta1 (Kubernetes' own PodGroup) */
     KbClient *client;
 } Cluster;
 
@@ -69,6 +70,10 @@ static void api_start(Cluster *cl, const char *faults)
         g_ptr_array_add(args, "--faults");
         g_ptr_array_add(args, (gpointer)faults);
     }
+    if (cl->native) {
+        g_ptr_array_add(args, "--runtime-config");
+        g_ptr_array_add(args, "scheduling.k8s.io/v1beta1=true");
+    }
     g_ptr_array_add(args, NULL);
     KbTestDaemonOptions opts = {.stdout_pipe = TRUE, .log = TRUE};
     cl->api = kb_test_daemon_start("kb-apiserver", (const char *const *)args->pdata, &opts, &error);
@@ -81,11 +86,12 @@ static void api_start(Cluster *cl, const char *faults)
     g_assert_cmpstr(cl->url, ==, line);
 }
 
-static Cluster *cluster_start_full(const char *faults, gboolean kubelet)
+static Cluster *cluster_start_native(const char *faults, gboolean kubelet, gboolean native)
 {
     g_autoptr(GError) error = NULL;
     Cluster *cl = g_new0(Cluster, 1);
     cl->no_kubelet = !kubelet;
+    cl->native = native;
     cl->port = kb_test_free_port();
     api_start(cl, faults);
     g_autoptr(KbConfig) config = kb_config_new(cl->url);
@@ -105,6 +111,11 @@ static void cluster_free(Cluster *cl)
 }
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Cluster, cluster_free)
+
+static Cluster *cluster_start_full(const char *faults, gboolean kubelet)
+{
+    return cluster_start_native(faults, kubelet, FALSE);
+}
 
 static Cluster *cluster_start(const char *faults)
 {
@@ -751,14 +762,27 @@ static KbTestDaemon *kubelet_start(Cluster *cl, const char *dir, const char *nam
 
 /* A gang "NAME" of @n pods of 2 GPUs (label app=NAME) and its PodGroup (minMember @n) with
  * annotation members @annotations. */
-static void add_labelled_gang(Cluster *cl, const char *name, int n, const char *annotations)
+static void add_labelled_gang_in(Cluster *cl, const char *name, int n, const char *annotations,
+                                 gboolean native)
 {
-    kb_test_create(cl->client, &kb_type_pod_groups_volcano, "default",
-                   kb_test_json_printf("{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\","
-                                       "\"kind\":\"PodGroup\",\"metadata\":{\"name\":\"%s\","
-                                       "\"namespace\":\"default\",\"annotations\":{%s}},"
-                                       "\"spec\":{\"minMember\":%d}}",
-                                       name, annotations, n));
+    g_autofree char *member =
+            native ? g_strdup_printf(",\"schedulingGroup\":{\"podGroupName\":\"%s\"}", name)
+                   : g_strdup("");
+    if (native)
+        kb_test_create(
+                cl->client, &kb_type_pod_groups_native, "default",
+                kb_test_json_printf("{\"apiVersion\":\"scheduling.k8s.io/v1beta1\",\"kind\":"
+                                    "\"PodGroup\",\"metadata\":{\"name\":\"%s\",\"namespace\":"
+                                    "\"default\",\"annotations\":{%s}},\"spec\":{"
+                                    "\"schedulingPolicy\":{\"gang\":{\"minCount\":%d}}}}",
+                                    name, annotations, n));
+    else
+        kb_test_create(cl->client, &kb_type_pod_groups_volcano, "default",
+                       kb_test_json_printf("{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\","
+                                           "\"kind\":\"PodGroup\",\"metadata\":{\"name\":"
+                                           "\"%s\",\"namespace\":\"default\",\"annotations\":"
+                                           "{%s}},\"spec\":{\"minMember\":%d}}",
+                                           name, annotations, n));
     for (int i = 0; i < n; i++)
         kb_test_create(
                 cl->client, &kb_type_pods, "default",
@@ -768,8 +792,13 @@ static void add_labelled_gang(Cluster *cl, const char *name, int n, const char *
                         "\"scheduling.k8s.io/group-name\":\"%s\"}},\"spec\":{\"schedulerName\":"
                         "\"kube-batchd\",\"containers\":[{\"name\":\"main\",\"image\":\"busybox\","
                         "\"resources\":{\"requests\":{\"cpu\":\"1\",\"nvidia.com/gpu\":\"2\"},"
-                        "\"limits\":{\"nvidia.com/gpu\":\"2\"}}}]}}",
-                        name, i, name, name));
+                        "\"limits\":{\"nvidia.com/gpu\":\"2\"}}}]%s}}",
+                        name, i, name, name, member));
+}
+
+static void add_labelled_gang(Cluster *cl, const char *name, int n, const char *annotations)
+{
+    add_labelled_gang_in(cl, name, n, annotations, FALSE);
 }
 
 /* Pods of @prefix that are Running and not being deleted; the node of one of them into @node
@@ -807,18 +836,32 @@ static gboolean wait_running(Cluster *cl, const char *prefix, guint n, guint ms)
     return TRUE;
 }
 
-/* The group's GangIncomplete condition: reason and message (newly allocated), FALSE when none. */
+/* The group's GangIncomplete condition: reason and message (newly allocated), FALSE when none
+ * or when its status is not True. A native group (Kubernetes' own PodGroup, read at v1beta1) must
+ * carry it as metav1.Condition does: observedGeneration and lastTransitionTime. */
 static gboolean incomplete_condition(Cluster *cl, const char *group, char **reason, char **message)
 {
-    json_object *g = get_group(cl, group);
+    g_autoptr(GError) error = NULL;
+    json_object *g = cl->native ? kb_client_get(cl->client, &kb_type_pod_groups_native, "default",
+                                                group, &error)
+                                : get_group(cl, group);
+    g_assert_no_error(error);
     json_object *conds = kas_json_get(g, "status.conditions");
     gboolean found = FALSE;
     for (size_t i = 0; conds != NULL && json_object_is_type(conds, json_type_array) &&
                        i < json_object_array_length(conds);
          i++) {
         json_object *c = json_object_array_get_idx(conds, i);
-        if (g_strcmp0(kas_json_get_string(c, "type"), KB_GANG_INCOMPLETE) != 0)
+        if (g_strcmp0(kas_json_get_string(c, "type"), KB_GANG_INCOMPLETE) != 0 ||
+            g_strcmp0(kas_json_get_string(c, "status"), "True") != 0)
             continue;
+        if (cl->native) {
+            json_object *gen = kas_json_get(c, "observedGeneration");
+            g_assert_nonnull(gen);
+            g_assert_cmpint(json_object_get_int64(gen), ==,
+                            json_object_get_int64(kas_json_get(g, "metadata.generation")));
+            g_assert_nonnull(kas_json_get_string(c, "lastTransitionTime"));
+        }
         found = TRUE;
         *reason = g_strdup(kas_json_get_string(c, "reason"));
         *message = g_strdup(kas_json_get_string(c, "message"));
@@ -882,6 +925,7 @@ typedef struct {
     const char *path;
     Loss loss;
     gboolean tolerate;
+    gboolean native; /* the gang is a scheduling.k8s.io/v1beta1 PodGroup */
 } StaleCase;
 
 /*
@@ -898,14 +942,14 @@ static void test_stale_gang(gconstpointer data)
     g_autoptr(GError) error = NULL;
     g_autofree char *dir = g_dir_make_tmp("kb-stale-XXXXXX", &error);
     g_assert_no_error(error);
-    g_autoptr(Cluster) cl = cluster_start_full(NULL, FALSE);
+    g_autoptr(Cluster) cl = cluster_start_native(NULL, FALSE, tc->native);
     install_crds(cl);
     g_autoptr(KbTestDaemon) keep = kubelet_start(cl, dir, "keep", 3);
     g_autoptr(KbTestDaemon) lost = kubelet_start(cl, dir, "lost", 1);
     g_autofree char *ann =
             g_strdup_printf("\"kube-batchd.io/stale-gang-grace\":\"%ds\"%s", STALE_GRACE,
                             tc->tolerate ? ",\"kube-batchd.io/tolerate-partial\":\"true\"" : "");
-    add_labelled_gang(cl, "tf", 4, ann);
+    add_labelled_gang_in(cl, "tf", 4, ann, tc->native);
     g_autofree char *conf = stale_conf(dir);
     g_autoptr(Child) d = daemon_start(cl, "--scheduler-conf", conf, NULL);
     g_assert_true(wait_running(cl, "tf-", 4, WAIT_MS));
@@ -917,7 +961,7 @@ static void test_stale_gang(gconstpointer data)
     lose_node(cl, lost, "lost-0", tc->loss);
     g_autofree char *lost_msg = wait_incomplete(cl, "tf", "MemberLost", WAIT_MS);
     if (lost_msg == NULL) {
-        json_object *g = get_group(cl, "tf");
+        json_object *g = cl->native ? NULL : get_group(cl, "tf");
         g_autofree char *log = kb_test_daemon_log(d->daemon);
         g_autoptr(GError) e2 = NULL;
         json_object *nodes = kb_client_list(cl->client, &kb_type_nodes, NULL, NULL, &e2);
@@ -1030,6 +1074,8 @@ static const StaleCase stale_cases[] = {
         {"/batchd/stale-gang/node-deleted-evicted-next-starts", LOSE_DELETE, FALSE},
         {"/batchd/stale-gang/node-not-ready-evicted-next-starts", LOSE_NOT_READY, FALSE},
         {"/batchd/stale-gang/node-deleted-tolerated", LOSE_DELETE, TRUE},
+        {"/batchd/stale-gang/native-node-deleted-evicted-next-starts", LOSE_DELETE, FALSE, TRUE},
+        {"/batchd/stale-gang/native-node-not-ready-tolerated", LOSE_NOT_READY, TRUE, TRUE},
 };
 
 int main(int argc, char **argv)

@@ -17,6 +17,7 @@
 #include "kube/kb-client.h"
 #include "kube/kb-error.h"
 #include "scheduler/conf.h"
+#include "scheduler/history.h"
 #include "testbed/apiserver/kas-json.h"
 #include "tests/lib/kb-test-apiserver.h"
 #include "tests/lib/kb-test-confs.h"
@@ -1470,6 +1471,148 @@ static void test_usage_survives_restart(void)
     g_rmdir(dir);
 }
 
+/* A job "<name>" of one pod of @gpus GPUs in @queue; with @run_seconds > 0 the simulated kubelet
+ * ends it with exit code 0 after that long (Succeeded), else it runs until deleted. */
+static void add_timed_job(Cluster *cl, const char *name, const char *queue, int gpus,
+                          int run_seconds)
+{
+    add_group(cl, name, 1, queue, NULL);
+    g_autofree char *run =
+            run_seconds > 0
+                    ? g_strdup_printf(",\"sim.kube-batchd.io/run-seconds\":\"%d\","
+                                      "\"sim.kube-batchd.io/exit-code\":\"0\"",
+                                      run_seconds)
+                    : g_strdup("");
+    kb_test_create(cl->client, &kb_type_pods, "default",
+                   kb_test_json_printf(
+                           "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\","
+                           "\"namespace\":\"default\",\"annotations\":{"
+                           "\"scheduling.k8s.io/group-name\":\"%s\"%s}},\"spec\":{"
+                           "\"schedulerName\":\"kube-batchd\",\"restartPolicy\":\"Never\","
+                           "\"containers\":[{\"name\":\"main\",\"image\":\"busybox\",\"resources\":"
+                           "{\"requests\":{\"cpu\":\"1\",\"nvidia.com/gpu\":\"%d\"},\"limits\":{"
+                           "\"nvidia.com/gpu\":\"%d\"}}}]}}",
+                           name, name, run, gpus, gpus));
+}
+
+/* Pods of @prefix whose phase is Succeeded. */
+static guint count_succeeded(Cluster *cl, const char *prefix)
+{
+    g_autoptr(GError) error = NULL;
+    json_object *list = kb_client_list(cl->client, &kb_type_pods, "default", NULL, &error);
+    g_assert_no_error(error);
+    json_object *items = json_object_object_get(list, "items");
+    guint n = 0;
+    for (size_t i = 0; i < json_object_array_length(items); i++) {
+        json_object *p = json_object_array_get_idx(items, i);
+        if (g_str_has_prefix(kas_json_get_string(p, "metadata.name"), prefix) &&
+            g_strcmp0(kas_json_get_string(p, "status.phase"), "Succeeded") == 0)
+            n++;
+    }
+    json_object_put(list);
+    return n;
+}
+
+/* Merge-patch queue @queue's status with @body. */
+static void patch_queue_status(Cluster *cl, const char *queue, const char *body)
+{
+    g_autoptr(GError) error = NULL;
+    json_object *r = kb_client_patch(cl->client, &kb_type_queues_volcano, NULL, queue, "status",
+                                     KB_PATCH_MERGE, body, &error);
+    g_assert_no_error(error);
+    json_object_put(r);
+}
+
+/* Start kube-batchd, wait until gang "big" says it holds a reservation, stop it; the condition. */
+static char *reservation_after_start(Cluster *cl)
+{
+    g_autoptr(Child) d = daemon_start(cl, NULL);
+    char *cond = wait_condition(cl, "big", "reserved", 4 * WAIT_MS);
+    if (cond == NULL || strstr(cond, "reserved") == NULL) {
+        g_autofree char *log = child_log(d);
+        g_printerr("big: %s\n%s\n", cond, log);
+    }
+    daemon_stop(d);
+    return cond;
+}
+
+/*
+ * The queue history survives a restart: 5 jobs of 4 GPUs run a second each and succeed, and
+ * kube-batchd writes their runtimes to the Queue's status.runtimeHistory. Two 4-GPU jobs without
+ * an estimate then hold both nodes, kube-batchd stops, and a gang of 2 x 4 GPUs arrives. A new
+ * kube-batchd that reads the history back estimates the running jobs from it (past their
+ * estimate: ending within a minute), so the gang's reservation has a start; the same restart
+ * with status.runtimeHistory taken away knows no end for them: `expected start unknown`.
+ */
+static void test_history_survives_restart(void)
+{
+    if (!have_apiserver())
+        return;
+    g_autoptr(Cluster) cl = cluster_start();
+    install_crds(cl);
+    add_node(cl, "n1", 4, NULL);
+    add_node(cl, "n2", 4, NULL);
+    add_queue(cl, "q", 1);
+    g_autoptr(Child) d1 = daemon_start(cl, NULL);
+    for (guint i = 0; i < KB_HISTORY_MIN_SAMPLES; i++) {
+        g_autofree char *name = g_strdup_printf("done-%u", i);
+        add_timed_job(cl, name, "q", 4, 1);
+    }
+    /* A sample is stamped by the cycle after its job succeeded: once all five did, the hold
+     * jobs bring one. Written at most every 5 s: wait for all five. */
+    gint64 deadline = g_get_monotonic_time() + 4 * (gint64)WAIT_MS * 1000;
+    while (count_succeeded(cl, "done-") < KB_HISTORY_MIN_SAMPLES &&
+           g_get_monotonic_time() < deadline)
+        g_usleep(100000);
+    g_assert_cmpuint(count_succeeded(cl, "done-"), ==, KB_HISTORY_MIN_SAMPLES);
+    add_timed_job(cl, "hold-0", "q", 4, 0);
+    add_timed_job(cl, "hold-1", "q", 4, 0);
+    deadline = g_get_monotonic_time() + 4 * (gint64)WAIT_MS * 1000;
+    guint n = 0;
+    while (g_get_monotonic_time() < deadline) {
+        g_autofree char *v = queue_status_at(cl, "q", "status.runtimeHistory.runtimeSeconds");
+        json_object *o = v != NULL ? json_tokener_parse(v) : NULL;
+        n = (guint)json_object_array_length(json_object_object_get(o, "2-4"));
+        json_object_put(o);
+        if (n >= KB_HISTORY_MIN_SAMPLES)
+            break;
+        g_usleep(100000);
+    }
+    if (n != KB_HISTORY_MIN_SAMPLES) {
+        g_autofree char *v = queue_status_at(cl, "q", "status");
+        g_autofree char *log = child_log(d1);
+        g_printerr("queue status: %s\nkube-batchd:\n%s\n", v, log);
+    }
+    g_assert_cmpuint(n, ==, KB_HISTORY_MIN_SAMPLES);
+    g_assert_true(wait_bound(cl, "hold-", 2, WAIT_MS));
+    daemon_stop(d1);
+
+    add_group(cl, "big", 2, "q", NULL);
+    add_pod(cl, "big-0", "big", 4);
+    add_pod(cl, "big-1", "big", 4);
+    g_autofree char *saved = queue_status_at(cl, "q", "status.runtimeHistory");
+    g_assert_nonnull(saved);
+
+    /* Read-back disabled: the history is gone from the status. */
+    patch_queue_status(cl, "q", "{\"status\":{\"runtimeHistory\":null}}");
+    g_autofree char *without = reservation_after_start(cl);
+    g_test_message("without the history: %s", without);
+    g_assert_nonnull(strstr(without, "expected start unknown"));
+
+    g_autofree char *body = g_strdup_printf("{\"status\":{\"runtimeHistory\":%s}}", saved);
+    patch_queue_status(cl, "q", body);
+    g_autofree char *with = NULL;
+    g_autoptr(Child) d3 = daemon_start(cl, NULL);
+    with = wait_condition(cl, "big", "expected start in", 4 * WAIT_MS);
+    g_test_message("with the history: %s", with);
+    if (with == NULL || strstr(with, "expected start in") == NULL) {
+        g_autofree char *log = child_log(d3);
+        g_printerr("big: %s\n%s\n", with, log);
+    }
+    g_assert_nonnull(strstr(with, "expected start in 1m"));
+    daemon_stop(d3);
+}
+
 /* @count gangs "<prefix>-<i>" of 2 pods x 1 GPU in @queue. */
 static void add_gangs(Cluster *cl, const char *prefix, const char *queue, guint count)
 {
@@ -1585,6 +1728,8 @@ int main(int argc, char **argv)
                     test_native_preempt_disruption_target);
     g_test_add_func("/batchd/queues/hierarchy-shares-and-cycle", test_hierarchical_queues);
     g_test_add_func("/batchd/queues/usage-survives-restart", test_usage_survives_restart);
+    g_test_add_func("/batchd/queues/runtime-history-survives-restart",
+                    test_history_survives_restart);
     g_test_add_func("/batchd/status/waits-for-bindings", test_status_waits_for_bindings);
     int rc = g_test_run();
     curl_global_cleanup();

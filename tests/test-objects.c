@@ -733,6 +733,79 @@ static void test_queue_usage(void)
     g_assert_cmpint(q2->usage_time, ==, 0);
 }
 
+/* status.runtimeHistory (scheduler/history.h) is read back per size bucket, oldest first; a bad
+ * bucket or runtime is an error naming it; more than KB_QUEUE_HISTORY_KEEP runtimes is refused. */
+static void test_queue_history(void)
+{
+    static const struct {
+        const char *history;
+        const char *error; /* NULL: decodes */
+    } cases[] = {
+            {"{\"time\":\"2026-11-27T07:00:00Z\",\"runtimeSeconds\":{\"1\":[60,120],"
+             "\"17+\":[86400]}}",
+             NULL},
+            {"{\"time\":\"2026-11-27T07:00:00Z\",\"runtimeSeconds\":{\"3\":[60]}}",
+             "queue q1: status.runtimeHistory.runtimeSeconds: unknown size bucket \"3\""},
+            {"{\"time\":\"2026-11-27T07:00:00Z\",\"runtimeSeconds\":{\"1\":[60,0]}}",
+             "status.runtimeHistory.runtimeSeconds.1[1]: expected whole seconds from 1 to "
+             "1099511627776, got 0"},
+            {"{\"time\":\"2026-11-27T07:00:00Z\",\"runtimeSeconds\":{\"2-4\":[\"60\"]}}",
+             "runtimeSeconds.2-4[0]: expected whole seconds"},
+            {"{\"time\":\"2026-11-27T07:00:00Z\",\"runtimeSeconds\":{\"1\":60}}",
+             "runtimeSeconds.1: expected an array, got 60"},
+            {"{\"time\":\"soon\",\"runtimeSeconds\":{}}", "status.runtimeHistory.time"},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *text = g_strdup_printf(
+                "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"Queue\","
+                "\"metadata\":{\"name\":\"q1\"},\"status\":{\"runtimeHistory\":%s}}",
+                cases[i].history);
+        json_object *obj = json_tokener_parse(text);
+        g_assert_nonnull(obj);
+        g_autoptr(GError) error = NULL;
+        g_autoptr(KbQueue) q = kb_queue_decode(obj, FALSE, &error);
+        json_object_put(obj);
+        if (cases[i].error == NULL) {
+            g_assert_no_error(error);
+            g_assert_nonnull(q->history);
+            g_assert_cmpint(q->history->time, ==, 1795762800);
+            g_assert_cmpuint(q->history->n[1], ==, 2);
+            g_assert_cmpint(q->history->runtime[1][0], ==, 60);
+            g_assert_cmpint(q->history->runtime[1][1], ==, 120);
+            g_assert_cmpuint(q->history->n[5], ==, 1);
+            g_assert_cmpint(q->history->runtime[5][0], ==, 86400);
+            g_assert_cmpuint(q->history->n[0] + q->history->n[2], ==, 0);
+            continue;
+        }
+        g_assert_null(q);
+        g_assert_nonnull(error);
+        if (strstr(error->message, cases[i].error) == NULL)
+            g_error("case %u: %s", i, error->message);
+    }
+    /* Crossing the limit on runtimes per bucket. */
+    GString *text = g_string_new("{\"kind\":\"Queue\",\"metadata\":{\"name\":\"q1\"},"
+                                 "\"status\":{\"runtimeHistory\":{\"time\":"
+                                 "\"2026-11-27T07:00:00Z\",\"runtimeSeconds\":{\"1\":[");
+    for (int i = 0; i <= KB_QUEUE_HISTORY_KEEP; i++)
+        g_string_append_printf(text, "%s60", i > 0 ? "," : "");
+    g_string_append(text, "]}}}}");
+    json_object *obj = json_tokener_parse(text->str);
+    g_string_free(text, TRUE);
+    g_assert_nonnull(obj);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbQueue) q = kb_queue_decode(obj, FALSE, &error);
+    json_object_put(obj);
+    g_assert_null(q);
+    g_assert_error(error, KB_ERROR, KB_ERROR_LIMIT);
+    /* Without it: none. */
+    obj = json_tokener_parse("{\"kind\":\"Queue\",\"metadata\":{\"name\":\"q1\"},"
+                             "\"status\":{\"state\":\"Open\"}}");
+    g_autoptr(KbQueue) q2 = kb_queue_decode(obj, FALSE, NULL);
+    json_object_put(obj);
+    g_assert_nonnull(q2);
+    g_assert_null(q2->history);
+}
+
 static void test_queue_defaults(void)
 {
     g_autoptr(GError) error = NULL;
@@ -1672,6 +1745,7 @@ int main(int argc, char **argv)
     g_test_add_func("/kube/objects/queue/volcano", test_queue_volcano);
     g_test_add_func("/kube/objects/queue/defaults", test_queue_defaults);
     g_test_add_func("/kube/objects/queue/status-usage", test_queue_usage);
+    g_test_add_func("/kube/objects/queue/status-runtime-history", test_queue_history);
     g_test_add_func("/kube/objects/priorityclass", test_priority_class);
     g_test_add_func("/kube/objects/lease", test_lease);
     g_test_add_func("/kube/objects/meta-only", test_meta_object);

@@ -2207,16 +2207,21 @@ static void test_usage_survives_restart(void)
     g_assert_cmpuint(b, ==, 4);
 }
 
-/* A waiting job of one pod of @gpus GPUs announcing @runtime (the group's annotation). */
+/* A waiting job of one pod of @gpus GPUs announcing @runtime (the group's annotation; NULL:
+ * none). */
 static void add_waiting_runtime(Fx *fx, const char *name, const char *queue, int gpus,
                                 const char *runtime)
 {
+    g_autofree char *ann =
+            runtime != NULL ? g_strdup_printf(",\"annotations\":{\"" KB_RESERVE_RUNTIME_ANNOTATION
+                                              "\":\"%s\"}",
+                                              runtime)
+                            : g_strdup("");
     g_autofree char *json = g_strdup_printf(
             "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\",\"metadata\":"
             "{\"name\":\"%s\",\"namespace\":\"default\",\"uid\":\"pg-%s\",\"creationTimestamp\":"
-            "\"2026-01-01T00:00:%02uZ\",\"annotations\":{\"" KB_RESERVE_RUNTIME_ANNOTATION
-            "\":\"%s\"}},\"spec\":{\"minMember\":1,\"queue\":\"%s\"}}",
-            name, name, fx->seq++ % 60, runtime, queue);
+            "\"2026-01-01T00:00:%02uZ\"%s},\"spec\":{\"minMember\":1,\"queue\":\"%s\"}}",
+            name, name, fx->seq++ % 60, ann, queue);
     kb_test_sched_add_pod_group(fx, json);
     g_autofree char *req =
             g_strdup_printf("\"cpu\":\"1\",\"memory\":\"1Gi\",\"nvidia.com/gpu\":%d", gpus);
@@ -2261,9 +2266,37 @@ static void long_case(const char *args, guint long_binds)
 static void test_long_borrow_limit(void)
 {
     long_case("    arguments:\n      longBorrowLimit: 3\n", 0);
-    long_case("", 1); /* off by default */
+    long_case("", 0); /* 3 by default */
     long_case("    arguments:\n      longBorrowLimit: 0\n", 1);
     long_case("    arguments:\n      longBorrowLimit: 3\n      longRuntime: 48h\n", 1);
+}
+
+/*
+ * The default limit holds back a job known to run long, never one without an estimate: qa holds
+ * 16 of 24 GPUs (a limit of 14.4); its 4-GPU job of 24 h waits, its 4-GPU job that announces
+ * nothing starts (a cluster of such jobs would otherwise keep GPUs idle).
+ */
+static void test_long_limit_no_estimate(void)
+{
+    Fx *fx = kb_test_sched_new("actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n"
+                               "  - name: priority\n  - name: gang\n- plugins:\n  - name: drf\n"
+                               "  - name: predicates\n  - name: proportion\n");
+    add_queue(fx, "qa", 1, NULL);
+    add_queue(fx, "qb", 1, NULL);
+    add_queue(fx, "qc", 1, NULL);
+    add_queue(fx, "qd", 1, NULL);
+    add_node(fx, "n1", 8);
+    add_node(fx, "n2", 8);
+    add_node(fx, "n3", 8);
+    add_running(fx, "default", "ra1", "qa", "n1", 8);
+    add_running(fx, "default", "ra2", "qa", "n2", 8);
+    add_waiting_runtime(fx, "long", "qa", 4, "24h");
+    add_waiting_runtime(fx, "unknown", "qa", 4, NULL);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/unknown"), ==, 1);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/long"), ==, 0);
+    assert_message(fx, "default/long", "expected to run longer than");
+    kb_test_sched_free(fx);
 }
 
 /*
@@ -2390,6 +2423,7 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/enqueue/queue-order", test_enqueue_queue_order);
     g_test_add_func("/scheduler/enqueue/readmits-unplaced", test_enqueue_readmits_unplaced);
     g_test_add_func("/scheduler/proportion/long-borrow-limit", test_long_borrow_limit);
+    g_test_add_func("/scheduler/proportion/long-limit-no-estimate", test_long_limit_no_estimate);
     g_test_add_func("/scheduler/proportion/long-limit-configured-weights",
                     test_long_limit_configured_weights);
     g_test_add_func("/scheduler/usage/decay", test_usage_decay);

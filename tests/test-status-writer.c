@@ -146,6 +146,7 @@ static void queue_status_clear(gpointer p)
     KbQueueStatus *qs = p;
     g_clear_pointer(&qs->queue, kb_object_unref);
     g_free(qs->fault_message);
+    g_free(qs->history);
 }
 
 /* A cycle result with queue qa only: @running jobs, @gpu_seconds of decayed usage at @now. */
@@ -231,6 +232,117 @@ static void test_queue_usage(void)
             g_error("step %u: %s", i, body);
     }
     g_assert_cmpuint(patches(srv), ==, 3);
+    kb_status_writer_free(w);
+    kb_client_free(client);
+}
+
+/*
+ * status.runtimeHistory is written with the samples the cycle reported (only when they changed)
+ * and their time; newer samples within KB_STATUS_USAGE_INTERVAL wait: a cycle after it writes
+ * them, and so does a timer when no cycle comes (none runs while nothing waits).
+ */
+static void test_queue_history(void)
+{
+    g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
+    kb_test_server_respond(srv, "PATCH", "/apis/scheduling.volcano.sh/v1beta1/queues/qa/status",
+                           200, "{}");
+    g_autoptr(KbConfig) config = kb_config_new(kb_test_server_url(srv));
+    g_autoptr(GError) error = NULL;
+    KbClient *client = kb_client_new(config, &error);
+    g_assert_no_error(error);
+    KbStatusWriter *w = kb_status_writer_new(client, NULL);
+    kb_status_writer_set_queue_type_func(w, volcano_queue, NULL);
+    gint64 t0 = 1795762800; /* 2026-11-27T07:00:00Z */
+    static const struct {
+        gint64 dt;
+        guint running;
+        guint samples;       /* 1-GPU runtimes reported (60, 120, ...); 0: none reported */
+        const char *history; /* in the patch; "" no patch; NULL a patch without it */
+    } steps[] = {
+            {0, 1, 2,
+             "\"runtimeHistory\":{\"time\":\"2026-11-27T07:00:00Z\",\"runtimeSeconds\":{\"1\":["
+             "60,120]}}"},
+            {2, 1, 3, ""},   /* new samples, too soon */
+            {3, 2, 0, NULL}, /* the status changed: written without them */
+            {KB_STATUS_USAGE_INTERVAL, 2, 0, "\"1\":[60,120,180]"}, /* then written */
+            {KB_STATUS_USAGE_INTERVAL + 2, 2, 4, ""},               /* too soon again */
+    };
+    guint n = 0;
+    for (guint i = 0; i < G_N_ELEMENTS(steps); i++) {
+        g_autoptr(KbCycleResult) r = queue_result(t0 + steps[i].dt, steps[i].running, 3600);
+        KbQueueStatus *qs = &g_array_index(r->queue_statuses, KbQueueStatus, 0);
+        if (steps[i].samples > 0) {
+            qs->history = g_new0(KbQueueHistory, 1);
+            qs->history->time = t0 + steps[i].dt;
+            qs->history->n[1] = (guint8)steps[i].samples;
+            for (guint k = 0; k < steps[i].samples; k++)
+                qs->history->runtime[1][k] = 60 * (k + 1);
+        }
+        kb_status_writer_apply(w, r);
+        if (steps[i].history != NULL && steps[i].history[0] == '\0') {
+            settle(100);
+            g_assert_cmpuint(patches(srv), ==, n);
+            continue;
+        }
+        wait_patches(srv, ++n);
+        while (kb_status_writer_pending(w) > 0)
+            g_main_context_iteration(NULL, TRUE);
+        const char *body = last_patch(srv);
+        if (steps[i].history == NULL ? strstr(body, "runtimeHistory") != NULL
+                                     : strstr(body, steps[i].history) == NULL)
+            g_error("step %u: %s", i, body);
+    }
+    /* No cycle comes: the timer writes the last samples once the interval has passed. */
+    wait_patches(srv, ++n);
+    while (kb_status_writer_pending(w) > 0)
+        g_main_context_iteration(NULL, TRUE);
+    const char *body = last_patch(srv);
+    if (strstr(body, "\"1\":[60,120,180,240]") == NULL || strstr(body, "usage") != NULL)
+        g_error("timer: %s", body);
+    /* Nothing new: nothing written. */
+    g_autoptr(KbCycleResult) r = queue_result(t0 + 30, 2, 3600);
+    kb_status_writer_apply(w, r);
+    settle(100);
+    g_assert_cmpuint(patches(srv), ==, 4);
+    kb_status_writer_free(w);
+    kb_client_free(client);
+}
+
+/* A queue status held (bindings on the wire) and replaced by a newer one keeps what only the older
+ * said: the runtime history written once goes out with the newer status. */
+static void test_held_merge_keeps_history(void)
+{
+    g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
+    kb_test_server_respond(srv, "PATCH", "/apis/scheduling.volcano.sh/v1beta1/queues/qa/status",
+                           200, "{}");
+    g_autoptr(KbConfig) config = kb_config_new(kb_test_server_url(srv));
+    g_autoptr(GError) error = NULL;
+    KbClient *client = kb_client_new(config, &error);
+    g_assert_no_error(error);
+    KbStatusWriter *w = kb_status_writer_new(client, NULL);
+    kb_status_writer_set_queue_type_func(w, volcano_queue, NULL);
+    gint64 t0 = 1795762800;
+    kb_status_writer_set_held(w, TRUE);
+    g_autoptr(KbCycleResult) r1 = queue_result(t0, 1, 3600);
+    KbQueueStatus *qs = &g_array_index(r1->queue_statuses, KbQueueStatus, 0);
+    qs->history = g_new0(KbQueueHistory, 1);
+    qs->history->time = t0;
+    qs->history->n[1] = 1;
+    qs->history->runtime[1][0] = 60;
+    kb_status_writer_apply(w, r1);
+    g_autoptr(KbCycleResult) r2 = queue_result(t0 + 1, 2, 3600);
+    kb_status_writer_apply(w, r2);
+    settle(100);
+    g_assert_cmpuint(patches(srv), ==, 0);
+    kb_status_writer_set_held(w, FALSE);
+    wait_patches(srv, 1);
+    while (kb_status_writer_pending(w) > 0)
+        g_main_context_iteration(NULL, TRUE);
+    const char *body = last_patch(srv);
+    if (strstr(body, "\"runtimeSeconds\":{\"1\":[60]}") == NULL ||
+        strstr(body, "\"running\":2") == NULL)
+        g_error("held: %s", body);
+    g_assert_cmpuint(patches(srv), ==, 1);
     kb_status_writer_free(w);
     kb_client_free(client);
 }
@@ -321,6 +433,104 @@ static void test_native_condition(void)
     /* nothing to say (pending, no reason yet): nothing written */
     st.group = native_new("");
     st.condition_type = NULL;
+    g_assert_null(kb_status_native_group_body(&st, 1787220000));
+    kb_object_unref(st.group);
+    g_free(st.message);
+}
+
+/* The condition of @type in @body's patch, NULL when none. */
+static json_object *cond_of(json_object *body, const char *type)
+{
+    json_object *conds =
+            json_object_object_get(json_object_object_get(body, "status"), "conditions");
+    for (size_t i = 0; conds != NULL && i < json_object_array_length(conds); i++) {
+        json_object *c = json_object_array_get_idx(conds, i);
+        if (g_strcmp0(json_object_get_string(json_object_object_get(c, "type")), type) == 0)
+            return c;
+    }
+    return NULL;
+}
+
+/* A native PodGroup whose bound gang lost a member gets GangIncomplete as metav1.Condition has
+ * it (True with the stale pass's reason, observedGeneration, a transition time kept while the
+ * status stays), False with MembersHealthy once whole again, and nothing when never short. */
+static void test_native_gang_incomplete(void)
+{
+    static const char *const done =
+            "{\"type\":\"PodGroupInitiallyScheduled\",\"status\":\"True\",\"reason\":"
+            "\"Scheduled\",\"message\":\"4/4 pods bound\",\"lastTransitionTime\":"
+            "\"2026-08-20T10:01:00Z\"}";
+    static const char *const lost =
+            "{\"type\":\"PodGroupInitiallyScheduled\",\"status\":\"True\",\"reason\":"
+            "\"Scheduled\",\"message\":\"4/4 pods bound\",\"lastTransitionTime\":"
+            "\"2026-08-20T10:01:00Z\"},{\"type\":\"GangIncomplete\",\"status\":\"True\","
+            "\"reason\":\"MemberLost\",\"message\":\"3/4 members healthy: pod team-a/w-3\","
+            "\"lastTransitionTime\":\"2026-08-20T11:00:00Z\",\"observedGeneration\":2}";
+    static const char *const healthy =
+            "{\"type\":\"PodGroupInitiallyScheduled\",\"status\":\"True\",\"reason\":"
+            "\"Scheduled\",\"message\":\"4/4 pods bound\",\"lastTransitionTime\":"
+            "\"2026-08-20T10:01:00Z\"},{\"type\":\"GangIncomplete\",\"status\":\"False\","
+            "\"reason\":\"MembersHealthy\","
+            "\"message\":\"no member lost\",\"lastTransitionTime\":\"2026-08-20T12:00:00Z\"}";
+    KbJobStatus st = {0};
+    st.min_member = 4;
+    st.n_bound = 3;
+    st.initially_scheduled = TRUE;
+    st.condition_type = KB_GANG_INCOMPLETE;
+    st.condition_status = "True";
+    st.reason = "MemberLost";
+    st.message = g_strdup("3/4 members healthy: pod team-a/w-3");
+
+    /* short: GangIncomplete True, MemberLost, the message; the initial condition is True */
+    st.group = native_new(done);
+    json_object *b = kb_status_native_group_body(&st, 1787220000);
+    g_assert_nonnull(b);
+    g_assert_cmpstr(cond_field(b, "type"), ==, KB_GANG_INCOMPLETE);
+    g_assert_cmpstr(cond_field(b, "status"), ==, "True");
+    g_assert_cmpstr(cond_field(b, "reason"), ==, "MemberLost");
+    g_assert_cmpstr(cond_field(b, "message"), ==, st.message);
+    g_assert_cmpstr(cond_field(b, "observedGeneration"), ==, "2");
+    json_object_put(b);
+    kb_object_unref(st.group);
+
+    /* a group without the initial condition yet: both in one patch */
+    st.group = native_new("");
+    b = kb_status_native_group_body(&st, 1787220000);
+    g_assert_nonnull(cond_of(b, KB_GANG_INCOMPLETE));
+    json_object *init = cond_of(b, "PodGroupInitiallyScheduled");
+    g_assert_nonnull(init);
+    g_assert_cmpstr(json_object_get_string(json_object_object_get(init, "status")), ==, "True");
+    json_object_put(b);
+    kb_object_unref(st.group);
+
+    /* said already: nothing; evicted after the grace: the reason changes, the time stays */
+    st.group = native_new(lost);
+    g_assert_null(kb_status_native_group_body(&st, 1787220000));
+    st.reason = "GangEvicted";
+    g_free(st.message);
+    st.message = g_strdup("3/4 members healthy: pod team-a/w-3; evicting the rest");
+    b = kb_status_native_group_body(&st, 1787220000);
+    g_assert_cmpstr(cond_field(b, "reason"), ==, "GangEvicted");
+    g_assert_cmpstr(cond_field(b, "lastTransitionTime"), ==, "2026-08-20T11:00:00Z");
+    json_object_put(b);
+
+    /* whole again: False, MembersHealthy, a new transition time */
+    st.condition_type = "Scheduled";
+    st.reason = "Scheduled";
+    st.n_bound = 4;
+    b = kb_status_native_group_body(&st, 1787220000);
+    g_assert_cmpstr(cond_field(b, "type"), ==, KB_GANG_INCOMPLETE);
+    g_assert_cmpstr(cond_field(b, "status"), ==, "False");
+    g_assert_cmpstr(cond_field(b, "reason"), ==, "MembersHealthy");
+    g_assert_cmpstr(cond_field(b, "lastTransitionTime"), !=, "2026-08-20T11:00:00Z");
+    json_object_put(b);
+    kb_object_unref(st.group);
+
+    /* False already, or never short: nothing to write */
+    st.group = native_new(healthy);
+    g_assert_null(kb_status_native_group_body(&st, 1787220000));
+    kb_object_unref(st.group);
+    st.group = native_new(done);
     g_assert_null(kb_status_native_group_body(&st, 1787220000));
     kb_object_unref(st.group);
     g_free(st.message);
@@ -564,7 +774,11 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/scheduler/status-writer/held-writes-wait", test_held_writes_wait);
     g_test_add_func("/scheduler/status-writer/queue-usage-throttled", test_queue_usage);
+    g_test_add_func("/scheduler/status-writer/queue-runtime-history-throttled", test_queue_history);
+    g_test_add_func("/scheduler/status-writer/held-merge-keeps-history",
+                    test_held_merge_keeps_history);
     g_test_add_func("/scheduler/status-writer/native-condition", test_native_condition);
+    g_test_add_func("/scheduler/status-writer/native-gang-incomplete", test_native_gang_incomplete);
     g_test_add_func("/scheduler/status-writer/native-scheduler-error", test_native_error);
     g_test_add_func("/scheduler/status-writer/composite-and-children", test_composite_status);
     g_test_add_func("/scheduler/status-writer/native-write-is-strategic",
