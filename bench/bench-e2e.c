@@ -56,6 +56,7 @@
 #include "kube/kb-client.h"
 #include "kube/kb-log.h"
 #include "kube/kb-objects.h"
+#include "bench/lib/http.h"
 #include "bench/lib/server-writes.h"
 #include "bench/lib/sim.h"
 #include "testbed/apiserver/kas-json.h"
@@ -397,24 +398,10 @@ typedef struct {
     GHashTable *writes0, *writes_bound, *writes1;
 } Server;
 
-static size_t on_body(char *data, size_t size, size_t n, void *user)
-{
-    g_string_append_len(user, data, (gssize)(size * n));
-    return size * n;
-}
-
 /* GET @url over plain HTTP (newly allocated body; empty when unreachable). */
 static char *http_get(const char *url)
 {
-    GString *buf = g_string_new(NULL);
-    CURL *curl = curl_easy_init();
-    curl_easy_setopt(curl, CURLOPT_URL, url);
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, buf);
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 5000L);
-    curl_easy_perform(curl);
-    curl_easy_cleanup(curl);
-    return g_string_free(buf, FALSE);
+    return kb_bench_http_get(url, 5000, NULL);
 }
 
 /* kb-apiserver's GET /admin/stats (new reference), or NULL. */

@@ -30,6 +30,7 @@
 #include "kube/kb-informer.h"
 #include "kube/kb-log.h"
 #include "kube/kb-objects.h"
+#include "bench/lib/http.h"
 #include "bench/lib/server-writes.h"
 #include "testbed/apiserver/kas-json.h"
 #include "tests/lib/kb-test-apiserver.h"
@@ -628,24 +629,13 @@ static void batchd_start(Run *r, const char *conf_head)
         g_error("bench-scale: kube-batchd: %s", error->message);
 }
 
-static size_t discard(char *data, size_t size, size_t n, void *user)
-{
-    return size * n;
-}
-
 /* kube-batchd's /readyz answers 200 (its caches synced). */
 static gboolean batchd_ready(gpointer data)
 {
     Run *r = data;
     g_autofree char *url = g_strdup_printf("http://%s/readyz", r->batchd_port);
-    CURL *curl = curl_easy_init();
-    curl_easy_setopt(curl, CURLOPT_URL, url);
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, discard);
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 2000L);
     long code = 0;
-    if (curl_easy_perform(curl) == CURLE_OK)
-        curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &code);
-    curl_easy_cleanup(curl);
+    g_free(kb_bench_http_get(url, 2000, &code));
     return code == 200;
 }
 
@@ -673,30 +663,18 @@ static void run_teardown(Run *r)
     g_clear_pointer(&r->writes0, g_hash_table_unref);
 }
 
-static size_t keep_body(char *data, size_t size, size_t n, void *user)
-{
-    g_string_append_len(user, data, (gssize)(size * n));
-    return size * n;
-}
-
 /* "N cycles, X s; ACTION X s, ..." from kube-batchd's /metrics (cycle and action durations,
  * summed), or NULL when it does not answer. Newly allocated. */
 static char *batchd_cycle_times(Run *r)
 {
     g_autofree char *url = g_strdup_printf("http://%s/metrics", r->batchd_port);
-    g_autoptr(GString) text = g_string_new(NULL);
-    CURL *curl = curl_easy_init();
-    curl_easy_setopt(curl, CURLOPT_URL, url);
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, keep_body);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, text);
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 5000L);
-    CURLcode rc = curl_easy_perform(curl);
-    curl_easy_cleanup(curl);
-    if (rc != CURLE_OK)
+    long code = 0;
+    g_autofree char *text = kb_bench_http_get(url, 5000, &code);
+    if (code == 0)
         return NULL;
     double n = 0, sum = 0;
     g_autoptr(GString) actions = g_string_new(NULL);
-    g_auto(GStrv) lines = g_strsplit(text->str, "\n", -1);
+    g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
     static const char cycles[] = "kube_batchd_cycle_duration_seconds_count ";
     static const char cycle_sum[] = "kube_batchd_cycle_duration_seconds_sum ";
     static const char action[] = "kube_batchd_action_duration_seconds_sum{action=\"";

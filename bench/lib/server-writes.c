@@ -1,32 +1,19 @@
 /* API server writes by kind; see server-writes.h. */
 #include "bench/lib/server-writes.h"
 
-#include <curl/curl.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "bench/lib/http.h"
 #include "tests/lib/kb-test-util.h"
-
-static size_t on_body(char *data, size_t size, size_t n, void *user)
-{
-    g_string_append_len(user, data, (gssize)(size * n));
-    return size * n;
-}
 
 /* kb-apiserver's GET /admin/stats (new reference), or NULL. */
 static json_object *fetch_stats(const char *server)
 {
     g_autofree char *url = g_strdup_printf("%s/admin/stats", server);
-    g_autoptr(GString) buf = g_string_new(NULL);
-    CURL *curl = curl_easy_init();
-    curl_easy_setopt(curl, CURLOPT_URL, url);
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, buf);
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 5000L);
-    curl_easy_perform(curl);
-    curl_easy_cleanup(curl);
-    return json_tokener_parse(buf->str);
+    g_autofree char *text = kb_bench_http_get(url, 5000, NULL);
+    return json_tokener_parse(text);
 }
 
 static void add(GHashTable *out, const char *kind, gint64 n)
