@@ -1048,6 +1048,28 @@ static void test_async_version_only(void)
         g_free(st.rv);
         g_clear_error(&st.error);
     }
+    /* the parser's depth limit holds for the values skipped: 100 levels pass, 1000 do not */
+    for (guint depth = 100; depth <= 1000; depth += 900) {
+        g_autoptr(GString) deep = g_string_new("{\"metadata\":{\"resourceVersion\":\"5\"},\"x\":");
+        for (guint i = 0; i < depth; i++)
+            g_string_append_c(deep, '[');
+        for (guint i = 0; i < depth; i++)
+            g_string_append_c(deep, ']');
+        g_string_append_c(deep, '}');
+        VersionState st = {0};
+        kb_test_server_push(srv, "PATCH", path, kb_test_response_new_body(200, deep->str));
+        kb_client_call_async(client, &req, on_version, &st);
+        g_assert_true(run_until(&st.done, 5000));
+        if (depth == 100) {
+            g_assert_no_error(st.error);
+            g_assert_cmpstr(st.rv, ==, "5");
+        } else {
+            g_assert_error(st.error, KB_ERROR, KB_ERROR_DECODE);
+            g_assert_null(st.rv);
+        }
+        g_free(st.rv);
+        g_clear_error(&st.error);
+    }
     /* a refusal still says why */
     VersionState st = {0};
     kb_test_server_push(srv, "PATCH", path,
