@@ -59,6 +59,7 @@ typedef struct {
     char *json_fallback; /* a protobuf body's JSON form, sent instead if the server answers 415 */
     gboolean stream;
     gboolean urgent; /* KbRequest.urgent */
+    gboolean version_only; /* KbRequest.version_only */
     GByteArray *response;
     gboolean over_limit;
     guint retry_after; /* from the Retry-After header of the last response */

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "kube/kb-json.h"
 #include "kube/kb-proto.h"
 
 #define DEFAULT_MAX_IN_FLIGHT 64
@@ -153,6 +154,7 @@ KbTransfer *kb_client_transfer_new_bytes(KbClient *client, const KbRequest *req,
             *query != '\0' ? g_strdup_printf("%s?%s", path, query) : g_steal_pointer(&path);
     t->client = client;
     t->urgent = req->urgent;
+    t->version_only = req->version_only;
     t->method = g_strdup(req->method != NULL ? req->method : "GET");
     t->url = g_strconcat(client->base_url, target, NULL);
     t->what = g_strdup_printf("%s %s", t->method, target);
@@ -416,7 +418,49 @@ void kb_client_transfer_setup(KbTransfer *t)
 void kb_client_response_clear(KbResponse *resp)
 {
     g_clear_pointer(&resp->body, json_object_put);
+    g_clear_pointer(&resp->resource_version, g_free);
     g_clear_error(&resp->error);
+}
+
+/* The top-level object @r is in: its metadata.resourceVersion into *@rv (the first one seen),
+ * every other value skipped (and so checked). */
+static gboolean read_members_version(KbJsonReader *r, gboolean in_meta, char **rv, GError **error)
+{
+    KbJsonStr key;
+    int more;
+    while ((more = kb_json_object_next(r, &key, error)) == 1) {
+        gboolean ok;
+        if (!in_meta && KB_JSON_STR_IS(key, "metadata") && kb_json_peek(r) == KB_JSON_OBJECT) {
+            ok = kb_json_object_begin(r, error) && read_members_version(r, TRUE, rv, error);
+        } else if (in_meta && *rv == NULL && KB_JSON_STR_IS(key, "resourceVersion") &&
+                   kb_json_peek(r) == KB_JSON_STRING) {
+            KbJsonStr v;
+            ok = kb_json_read_string(r, &v, error);
+            if (ok)
+                *rv = kb_json_str_dup(&v);
+        } else {
+            ok = kb_json_skip(r, error);
+        }
+        if (!ok)
+            return FALSE;
+    }
+    return more == 0;
+}
+
+/* A 2xx body's metadata.resourceVersion (KbRequest.version_only): newly allocated, NULL when it
+ * has none; FALSE with @error set when the body is not one JSON object. */
+static gboolean read_version(const char *data, gsize len, char **rv, GError **error)
+{
+    KbJsonReader r;
+    kb_json_reader_init(&r, data, len);
+    r.max_depth = MIN(JSON_MAX_DEPTH, KB_JSON_DEPTH_CAP);
+    *rv = NULL;
+    gboolean ok = kb_json_object_begin(&r, error) && read_members_version(&r, FALSE, rv, error) &&
+                  kb_json_finish(&r, error);
+    kb_json_reader_clear(&r);
+    if (!ok)
+        g_clear_pointer(rv, g_free);
+    return ok;
 }
 
 /* Parse @len bytes of JSON; NULL with *@error set when malformed. */
@@ -521,6 +565,13 @@ void kb_client_transfer_finish(KbTransfer *t, CURLcode rc, KbResponse *resp)
     if (t->stream || t->response->len == 0)
         return;
     g_autoptr(GError) error = NULL;
+    if (t->version_only) {
+        if (!read_version((const char *)t->response->data, t->response->len,
+                          &resp->resource_version, &error))
+            g_set_error(&resp->error, KB_ERROR, KB_ERROR_DECODE, "%s: HTTP %ld: malformed JSON: %s",
+                        t->what, status, error->message);
+        return;
+    }
     resp->body = parse_json((const char *)t->response->data, t->response->len, &error);
     if (resp->body == NULL)
         g_set_error(&resp->error, KB_ERROR, KB_ERROR_DECODE, "%s: HTTP %ld: malformed JSON: %s",

@@ -165,6 +165,11 @@ typedef struct {
      * thousands of status writes (kai-reclaim-250 on kube-apiserver: the first eviction 13-34 s
      * after the job arrived, behind 4,000 PodGroup status PATCHes). */
     gboolean urgent;
+    /* A 2xx answer's body is not parsed into KbResponse.body: only its metadata.resourceVersion
+     * is read (into KbResponse.resource_version), the body checked as JSON on the way. For
+     * writes whose answer is needed for nothing else: the binder's claim status writes, whose
+     * full claim cost kube-batchd a parse per pod. Errors are parsed as always. */
+    gboolean version_only;
 } KbRequest;
 
 typedef struct {
@@ -172,6 +177,7 @@ typedef struct {
     json_object *body;         /* parsed response body (may be NULL); owned by the response */
     GError *error;             /* NULL on 2xx; else a KB_ERROR mapped from metav1.Status */
     guint retry_after_seconds; /* from Retry-After or Status.details.retryAfterSeconds */
+    char *resource_version;    /* KbRequest.version_only: metadata.resourceVersion, or NULL */
 } KbResponse;
 
 typedef struct KbClient KbClient;

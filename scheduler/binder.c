@@ -614,9 +614,7 @@ static void on_claim_written(const KbResponse *resp, gpointer data)
     if (!b->freed) {
         const KbClaimWrite *w = p->claim_writes->pdata[p->n_written];
         if (resp->error == NULL) {
-            json_object *meta = json_object_object_get(resp->body, "metadata");
-            p->written_rv[p->n_written++] =
-                    g_strdup(json_object_get_string(json_object_object_get(meta, "resourceVersion")));
+            p->written_rv[p->n_written++] = g_strdup(resp->resource_version);
             b->claims_written++;
             if (w->allocates)
                 kb_dra_claim_written(kb_cache_dra(b->cache), w->namespace_, w->name, TRUE);
@@ -658,7 +656,8 @@ static void send_next(Call *c)
                      .name = w->name,
                      .subresource = "status",
                      .body = w->body,
-                     .content_type = "application/merge-patch+json"};
+                     .content_type = "application/merge-patch+json",
+                     .version_only = TRUE};
     kb_client_call_async(c->binder->client, &req, on_claim_written, c);
 }
 

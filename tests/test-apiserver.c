@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "kube/kb-proto.h"
+#include "testbed/apiserver/kas-claims.h"
 #include "testbed/apiserver/kas-json.h"
 #include "testbed/apiserver/kas-server.h"
 
@@ -2658,6 +2659,64 @@ static gpointer read_burst(gpointer data)
     return NULL;
 }
 
+/* A pod of the claim tests: @extra_meta and @status (JSON members, may be "") around one
+ * template entry. New reference of an object that is not stored. */
+static KasObj *claim_pod(KasRes *pods, const char *uid, const char *extra_meta, const char *node,
+                         const char *status)
+{
+    g_autofree char *text = g_strdup_printf(
+            "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\",\"namespace\":"
+            "\"default\",\"uid\":\"%s\"%s},\"spec\":{\"nodeName\":\"%s\",\"resourceClaims\":[{"
+            "\"name\":\"gpu\",\"resourceClaimTemplateName\":\"one-gpu\"}]},\"status\":{%s}}",
+            uid, extra_meta, node, status);
+    json_object *jo = json_tokener_parse(text);
+    g_assert_nonnull(jo);
+    KasObj *o = kas_obj_new(pods, jo);
+    json_object_put(jo);
+    return o;
+}
+
+/* The resource-claim controller skips a pod event only when nothing its sync reads changed. */
+static void test_claims_pod_same(void)
+{
+    KasStoreOptions so = {0};
+    KasStore *store = kas_store_new(&so);
+    kas_store_lock(store);
+    KasRes *pods = kas_store_find_locked(store, "", "v1", "pods");
+    kas_store_unlock(store);
+    /* a claim name no API server allows, to prove strings are skipped whole */
+#define STATUSES                                                                                   \
+    "\"resourceClaimStatuses\":[{\"name\":\"gpu\",\"resourceClaimName\":\"p-gpu-x]{\\\"y\"}]"
+    const char *st = "\"phase\":\"Pending\"," STATUSES;
+    g_autoptr(KasObj) created = claim_pod(pods, "u1", "", "", "\"phase\":\"Pending\"");
+    g_autoptr(KasObj) named = claim_pod(pods, "u1", "", "", st);
+    g_autoptr(KasObj) bound = claim_pod(pods, "u1", ",\"labels\":{\"a\":\"b\"}", "n1", st);
+    /* binding and labels change nothing the claims depend on */
+    g_assert_true(kas_claims_pod_same(pods, bound, named));
+    g_assert_true(kas_claims_pod_same(pods, named, named));
+    /* no earlier state, or the statuses changed: synced */
+    g_assert_false(kas_claims_pod_same(pods, named, NULL));
+    g_assert_false(kas_claims_pod_same(pods, named, created));
+    g_assert_false(kas_claims_pod_same(pods, created, named));
+    /* done, being deleted or another pod of the name: synced */
+    g_autoptr(KasObj) done = claim_pod(pods, "u1", "", "n1", "\"phase\":\"Succeeded\"," STATUSES);
+#undef STATUSES
+    g_assert_false(kas_claims_pod_same(pods, done, bound));
+    g_autoptr(KasObj) deleting =
+            claim_pod(pods, "u1", ",\"deletionTimestamp\":\"2026-01-01T00:00:00Z\"", "n1", st);
+    g_assert_false(kas_claims_pod_same(pods, deleting, bound));
+    g_autoptr(KasObj) other = claim_pod(pods, "u2", "", "n1", st);
+    g_assert_false(kas_claims_pod_same(pods, other, bound));
+    /* every occurrence of the key is compared: an annotation of that name that stays the same
+     * does not hide a change of the statuses */
+    const char *ann = ",\"annotations\":{\"resourceClaimStatuses\":\"[]\"}";
+    g_autoptr(KasObj) ann_named = claim_pod(pods, "u1", ann, "", st);
+    g_autoptr(KasObj) ann_created = claim_pod(pods, "u1", ann, "", "\"phase\":\"Pending\"");
+    g_assert_false(kas_claims_pod_same(pods, ann_named, ann_created));
+    g_assert_true(kas_claims_pod_same(pods, ann_named, ann_named));
+    kas_store_free(store);
+}
+
 static void test_watch_burst_batched(void)
 {
     KasStoreOptions so = {.watch_linger_us = G_USEC_PER_SEC};
@@ -3525,6 +3584,7 @@ int main(int argc, char **argv)
     g_test_add_func("/apiserver/watch/many-watchers", test_watch_many_watchers);
     g_test_add_func("/apiserver/watch/slow-watcher-closed", test_watch_slow_watcher_closed);
     g_test_add_func("/apiserver/watch/burst-batched", test_watch_burst_batched);
+    g_test_add_func("/apiserver/claims/pod-same", test_claims_pod_same);
     g_test_add_func("/apiserver/status/main-ignores-status", test_status_main_ignores_status);
     g_test_add_func("/apiserver/status/subresource-only-status", test_status_subresource);
     g_test_add_func("/apiserver/status/generation", test_status_generation);

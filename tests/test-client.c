@@ -986,6 +986,104 @@ static void test_async_get(void)
     async_state_clear(&st);
 }
 
+typedef struct {
+    gboolean done;
+    char *rv;
+    gboolean had_body;
+    GError *error;
+} VersionState;
+
+static void on_version(const KbResponse *resp, gpointer user_data)
+{
+    VersionState *st = user_data;
+    st->done = TRUE;
+    g_free(st->rv);
+    st->rv = g_strdup(resp->resource_version);
+    st->had_body = resp->body != NULL;
+    g_clear_error(&st->error);
+    st->error = resp->error != NULL ? g_error_copy(resp->error) : NULL;
+}
+
+/* KbRequest.version_only: the answer's metadata.resourceVersion without its body, whatever
+ * comes around it; a malformed answer is still refused; errors are parsed as always. */
+static void test_async_version_only(void)
+{
+    static const struct {
+        const char *body;
+        const char *rv; /* NULL: none, or refused when bad */
+        gboolean bad;
+    } cases[] = {
+            {"{\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"c\",\"annotations\":{"
+             "\"resourceVersion\":\"1\"},\"resourceVersion\":\"42\"},\"status\":{\"reservedFor\":"
+             "[{\"resource\":\"pods\",\"name\":\"p\"}]}}",
+             "42", FALSE},
+            {"{\"status\":{\"resourceVersion\":\"7\"},\"metadata\":{\"resourceVersion\":\"8\"}}",
+             "8", FALSE},
+            {"{\"metadata\":{\"name\":\"c\"}}", NULL, FALSE},
+            {"{\"metadata\":{\"resourceVersion\":\"9\"},\"spec\":[1,2,}", NULL, TRUE},
+            {"{\"metadata\":{\"resourceVersion\":\"9\"}} trailing", NULL, TRUE},
+            {"[\"metadata\"]", NULL, TRUE},
+    };
+    g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
+    g_autoptr(KbClient) client = client_for(srv);
+    KbRequest req = {.method = "PATCH",
+                     .type = &kb_type_resource_claims,
+                     .namespace_ = "default",
+                     .name = "c",
+                     .subresource = "status",
+                     .content_type = "application/merge-patch+json",
+                     .version_only = TRUE};
+    const char *path = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/c/status";
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        VersionState st = {0};
+        kb_test_server_push(srv, "PATCH", path, kb_test_response_new_body(200, cases[i].body));
+        kb_client_call_async(client, &req, on_version, &st);
+        g_assert_true(run_until(&st.done, 5000));
+        g_assert_false(st.had_body);
+        g_assert_cmpstr(st.rv, ==, cases[i].rv);
+        if (cases[i].bad)
+            g_assert_error(st.error, KB_ERROR, KB_ERROR_DECODE);
+        else
+            g_assert_no_error(st.error);
+        g_free(st.rv);
+        g_clear_error(&st.error);
+    }
+    /* the parser's depth limit holds for the values skipped: 100 levels pass, 1000 do not */
+    for (guint depth = 100; depth <= 1000; depth += 900) {
+        g_autoptr(GString) deep = g_string_new("{\"metadata\":{\"resourceVersion\":\"5\"},\"x\":");
+        for (guint i = 0; i < depth; i++)
+            g_string_append_c(deep, '[');
+        for (guint i = 0; i < depth; i++)
+            g_string_append_c(deep, ']');
+        g_string_append_c(deep, '}');
+        VersionState st = {0};
+        kb_test_server_push(srv, "PATCH", path, kb_test_response_new_body(200, deep->str));
+        kb_client_call_async(client, &req, on_version, &st);
+        g_assert_true(run_until(&st.done, 5000));
+        if (depth == 100) {
+            g_assert_no_error(st.error);
+            g_assert_cmpstr(st.rv, ==, "5");
+        } else {
+            g_assert_error(st.error, KB_ERROR, KB_ERROR_DECODE);
+            g_assert_null(st.rv);
+        }
+        g_free(st.rv);
+        g_clear_error(&st.error);
+    }
+    /* a refusal still says why */
+    VersionState st = {0};
+    kb_test_server_push(srv, "PATCH", path,
+                        kb_test_response_new_body(
+                                409, "{\"kind\":\"Status\",\"reason\":\"Conflict\",\"message\":"
+                                     "\"the object has been modified\"}"));
+    kb_client_call_async(client, &req, on_version, &st);
+    g_assert_true(run_until(&st.done, 5000));
+    g_assert_error(st.error, KB_ERROR, KB_ERROR_CONFLICT);
+    g_assert_nonnull(strstr(st.error->message, "the object has been modified"));
+    g_assert_null(st.rv);
+    g_clear_error(&st.error);
+}
+
 static void test_async_copies_request(void)
 {
     g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
@@ -1574,6 +1672,7 @@ int main(int argc, char **argv)
     g_test_add_func("/kube/client/tls/kubeconfig-data", test_tls_kubeconfig);
     g_test_add_func("/kube/client/async/get", test_async_get);
     g_test_add_func("/kube/client/async/copies-request", test_async_copies_request);
+    g_test_add_func("/kube/client/async/version-only", test_async_version_only);
     g_test_add_func("/kube/client/async/max-in-flight", test_async_max_in_flight);
     g_test_add_func("/kube/client/async/urgent-first", test_async_urgent);
     g_test_add_func("/kube/client/async/submit-from-callback", test_async_submit_from_callback);

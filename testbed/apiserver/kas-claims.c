@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "kube/kb-json.h"
 #include "testbed/apiserver/kas-dra.h"
 #include "testbed/apiserver/kas-json.h"
 #include "testbed/apiserver/kas-ops.h"
@@ -51,6 +52,83 @@ static json_object *get_json(KasStore *store, KasRes *res, const char *ns, const
 
 /* ---- releasing ------------------------------------------------------------------------------ */
 
+/* isPodDone on the stored pod @o of @pods (store lock held): its indexed phase and node and
+ * its deletion mark are all it needs, so no pod is parsed. */
+static gboolean pod_obj_done(const KasRes *pods, const KasObj *o)
+{
+    const char *phase = kas_obj_field(pods, o, "status.phase");
+    const char *node = kas_obj_field(pods, o, "spec.nodeName");
+    return g_strcmp0(phase, "Succeeded") == 0 || g_strcmp0(phase, "Failed") == 0 ||
+           (o->deleting && (node == NULL || node[0] == '\0'));
+}
+
+/* The length of the JSON value at @v (compact, as stored): up to the comma or bracket that ends
+ * it, strings skipped whole. */
+static gsize value_len(const char *v)
+{
+    int depth = 0;
+    const char *p = v;
+    for (; *p != '\0'; p++) {
+        if (*p == '"') {
+            for (p++; *p != '\0' && *p != '"'; p++)
+                if (*p == '\\' && p[1] != '\0')
+                    p++;
+            if (*p == '\0')
+                break;
+        } else if (*p == '[' || *p == '{') {
+            depth++;
+        } else if (*p == ']' || *p == '}') {
+            if (depth == 0)
+                break;
+            if (--depth == 0)
+                return (gsize)(p + 1 - v);
+        } else if (*p == ',' && depth == 0) {
+            break;
+        }
+    }
+    return (gsize)(p - v);
+}
+
+/* Do @a and @b (stored JSON) hold @key (a quoted key and its colon) equally often, with the same
+ * values each time? */
+static gboolean same_values(const char *a, const char *b, const char *key)
+{
+    gsize klen = strlen(key);
+    for (;;) {
+        const char *pa = strstr(a, key), *pb = strstr(b, key);
+        if (pa == NULL || pb == NULL)
+            return pa == pb;
+        pa += klen;
+        pb += klen;
+        gsize la = value_len(pa), lb = value_len(pb);
+        if (la != lb || memcmp(pa, pb, la) != 0)
+            return FALSE;
+        a = pa + la;
+        b = pb + lb;
+    }
+}
+
+gboolean kas_claims_pod_same(const KasRes *pods, const KasObj *obj, const KasObj *old)
+{
+    return old != NULL && !obj->deleting && !old->deleting && !pod_obj_done(pods, obj) &&
+           !pod_obj_done(pods, old) && strcmp(obj->uid, old->uid) == 0 &&
+           same_values(obj->json, old->json, "\"resourceClaims\":") &&
+           same_values(obj->json, old->json, "\"resourceClaimStatuses\":");
+}
+
+/* Is pod @ns/@name there with @uid and not done? */
+static gboolean pod_live(KasStore *store, KasRes *pods, const char *ns, const char *name,
+                         const char *uid)
+{
+    if (name == NULL)
+        return FALSE;
+    kas_store_lock(store);
+    KasObj *o = kas_store_get_locked(store, pods, ns, name);
+    gboolean live = o != NULL && g_strcmp0(o->uid, uid) == 0 && !pod_obj_done(pods, o);
+    kas_store_unlock(store);
+    return live;
+}
+
 /* Is the reservation @ref still held by a live pod? */
 static gboolean reservation_live(KasStore *store, KasRes *pods, const char *ns, json_object *ref)
 {
@@ -58,13 +136,8 @@ static gboolean reservation_live(KasStore *store, KasRes *pods, const char *ns, 
     if (g_strcmp0(kas_json_get_string(ref, "resource"), "pods") != 0 ||
         (group != NULL && group[0] != '\0'))
         return TRUE; /* not ours to judge */
-    json_object *pod = get_json(store, pods, ns, kas_json_get_string(ref, "name"));
-    gboolean live = pod != NULL &&
-                    g_strcmp0(kas_json_get_string(pod, "metadata.uid"),
-                              kas_json_get_string(ref, "uid")) == 0 &&
-                    !pod_done(pod);
-    json_object_put(pod);
-    return live;
+    return pod_live(store, pods, ns, kas_json_get_string(ref, "name"),
+                    kas_json_get_string(ref, "uid"));
 }
 
 typedef struct {
@@ -109,9 +182,64 @@ static gboolean generated_for(json_object *claim, const char **name, const char 
     return FALSE;
 }
 
+/* Claim @ns/@name's status.reservedFor (new reference; NULL when it has none), read from the
+ * stored text without building the rest of the claim. FALSE when there is no such claim. */
+static gboolean get_reserved_for(KasStore *store, KasRes *claims, const char *ns, const char *name,
+                                 json_object **out)
+{
+    *out = NULL;
+    g_autofree char *span = NULL;
+    kas_store_lock(store);
+    KasObj *o = kas_store_get_locked(store, claims, ns, name);
+    if (o == NULL) {
+        kas_store_unlock(store);
+        return FALSE;
+    }
+    KbJsonReader r;
+    kb_json_reader_init(&r, o->json, o->len);
+    KbJsonStr key, value;
+    gboolean ok = kb_json_object_begin(&r, NULL);
+    while (ok && span == NULL && kb_json_object_next(&r, &key, NULL) == 1) {
+        if (!KB_JSON_STR_IS(key, "status") || kb_json_peek(&r) != KB_JSON_OBJECT) {
+            ok = kb_json_skip(&r, NULL);
+            continue;
+        }
+        ok = kb_json_object_begin(&r, NULL);
+        while (ok && span == NULL && kb_json_object_next(&r, &key, NULL) == 1) {
+            ok = kb_json_skip_span(&r, &value, NULL);
+            if (ok && KB_JSON_STR_IS(key, "reservedFor"))
+                span = g_strndup(value.p, value.len);
+        }
+        break;
+    }
+    kb_json_reader_clear(&r);
+    kas_store_unlock(store);
+    if (span != NULL)
+        *out = json_tokener_parse(span);
+    return TRUE;
+}
+
+/* Is every reservation of claim @ns/@name held by a live pod (and there is one at least)? Then
+ * its sync has nothing to do: the common case, a claim just reserved for the pod being bound,
+ * decided without parsing the claim. */
+static gboolean all_reservations_live(KasStore *store, KasRes *claims, KasRes *pods, const char *ns,
+                                      const char *name)
+{
+    json_object *rf = NULL;
+    if (!get_reserved_for(store, claims, ns, name, &rf))
+        return FALSE;
+    gboolean live = arr_len(rf) > 0;
+    for (gsize i = 0; live && i < arr_len(rf); i++)
+        live = reservation_live(store, pods, ns, json_object_array_get_idx(rf, i));
+    json_object_put(rf);
+    return live;
+}
+
 void kas_claims_sync_claim(KasStore *store, const char *ns, const char *name)
 {
     KasRes *claims = find(store, "resourceclaims"), *pods = find(store, "pods");
+    if (all_reservations_live(store, claims, pods, ns, name))
+        return;
     json_object *claim = get_json(store, claims, ns, name);
     if (claim == NULL)
         return;
@@ -129,11 +257,7 @@ void kas_claims_sync_claim(KasStore *store, const char *ns, const char *name)
     }
     const char *pod_name = NULL, *pod_uid = NULL;
     if (json_object_array_length(valid) == 0 && generated_for(claim, &pod_name, &pod_uid)) {
-        json_object *pod = get_json(store, pods, ns, pod_name);
-        gboolean unused = pod == NULL ||
-                          g_strcmp0(kas_json_get_string(pod, "metadata.uid"), pod_uid) != 0 ||
-                          pod_done(pod);
-        json_object_put(pod);
+        gboolean unused = !pod_live(store, pods, ns, pod_name, pod_uid);
         KasDeleteOptions del = {.grace_seconds = -1, .precondition_uid = uid};
         if (unused)
             kas_obj_unref(kas_ops_delete(store, claims, ns, name, &del, NULL, NULL));

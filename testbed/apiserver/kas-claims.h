@@ -26,6 +26,12 @@
 /* Does @obj (a pod) name any resource claim? Cheap: called under the store lock per pod event. */
 gboolean kas_claims_pod_has_claims(const KasObj *obj);
 
+/* Would kas_claims_sync_pod() do for pod @obj exactly what it did for @old, the same pod before
+ * this change (NULL: none)? Both live and not being deleted, with the same spec.resourceClaims and
+ * status.resourceClaimStatuses: the sync @old's event asked for covers it. Cheap, no parse:
+ * called under the store lock per pod event (a bound pod's binding and status writes). */
+gboolean kas_claims_pod_same(const KasRes *pods, const KasObj *obj, const KasObj *old);
+
 /* Bring pod @ns/@name (@uid; NULL: whatever pod has the name) in line: its template claims and
  * statuses while it is live, its reservations released when it is done or gone (@uid is then the
  * uid it had). */

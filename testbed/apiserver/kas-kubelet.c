@@ -93,12 +93,14 @@ static void reschedule(Job *j, JobKind kind, guint delay_ms)
 
 /* The resource-claim controller's triggers (kas-claims.h): pods that name claims, claims with
  * reservations, new templates. */
-static void claims_hook(KasKubelet *k, KasRes *res, KasEvType type, KasObj *obj)
+static void claims_hook(KasKubelet *k, KasRes *res, KasEvType type, KasObj *obj, KasObj *old)
 {
     if (res->kind == KAS_KIND_POD) {
         if (!kas_claims_pod_has_claims(obj))
             return;
         if (type != KAS_EV_DELETED) {
+            if (type == KAS_EV_MODIFIED && kas_claims_pod_same(res, obj, old))
+                return; /* nothing the claims depend on changed */
             schedule(k, JOB_POD_CLAIMS, obj, 0);
             return;
         }
@@ -122,7 +124,7 @@ static void hook(KasStore *store, KasRes *res, KasEvType type, KasObj *obj, KasO
 {
     KasKubelet *k = data;
     if (k->opts.resource_claims)
-        claims_hook(k, res, type, obj);
+        claims_hook(k, res, type, obj, old);
     if (type == KAS_EV_DELETED)
         return;
     if (res->kind == KAS_KIND_NODE) {

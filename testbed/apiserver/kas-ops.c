@@ -1021,6 +1021,19 @@ static KasObj *commit_update(KasStore *store, KasRes *res, KasObj *cur, json_obj
     return kas_obj_ref(now);
 }
 
+/* Update @cur, whose parsed state is @curj (borrowed, not changed), with @body. */
+static KasObj *update_parsed_locked(KasStore *store, KasRes *res, KasObj *cur, json_object *curj,
+                                    const char *name, json_object *body, gboolean status,
+                                    GError **error)
+{
+    if (!check_update_preconditions(res, cur, name, body, error))
+        return NULL;
+    json_object *newj = updated_object(store, res, curj, body, status, error);
+    KasObj *out = newj != NULL ? commit_update(store, res, cur, curj, newj) : NULL;
+    json_object_put(newj);
+    return out;
+}
+
 static KasObj *update_locked(KasStore *store, KasRes *res, const char *ns, const char *name,
                              json_object *body, gboolean status, GError **error)
 {
@@ -1029,12 +1042,8 @@ static KasObj *update_locked(KasStore *store, KasRes *res, const char *ns, const
         err_not_found(error, res, name);
         return NULL;
     }
-    if (!check_update_preconditions(res, cur, name, body, error))
-        return NULL;
     json_object *curj = kas_obj_parse(cur);
-    json_object *newj = updated_object(store, res, curj, body, status, error);
-    KasObj *out = newj != NULL ? commit_update(store, res, cur, curj, newj) : NULL;
-    json_object_put(newj);
+    KasObj *out = update_parsed_locked(store, res, cur, curj, name, body, status, error);
     json_object_put(curj);
     return out;
 }
@@ -1065,7 +1074,9 @@ KasObj *kas_ops_patch(KasStore *store, KasRes *res, const char *version, const c
         err_not_found(error, res, name);
         return NULL;
     }
-    json_object *doc = kas_obj_parse(cur);
+    /* parsed once: the patch applies to a copy, the update compares against the original */
+    json_object *curj = kas_obj_parse(cur);
+    json_object *doc = copy_json(curj);
     g_autofree char *av = kas_res_api_version(res, version);
     kas_json_set_string(doc, "apiVersion", av);
     gboolean ok = TRUE;
@@ -1087,9 +1098,10 @@ KasObj *kas_ops_patch(KasStore *store, KasRes *res, const char *version, const c
     }
     KasObj *out = NULL;
     if (ok && check_type(res, version, doc, error))
-        out = update_locked(store, res, ns, name, doc, status, error);
+        out = update_parsed_locked(store, res, cur, curj, name, doc, status, error);
     kas_store_unlock(store);
     json_object_put(doc);
+    json_object_put(curj);
     return out;
 }
 
