@@ -4,6 +4,7 @@
  * only drops its own data.
  */
 #include "scheduler/binder.h"
+#include "scheduler/claim-write.h"
 
 #include <string.h>
 
@@ -565,37 +566,12 @@ static void send_binding(Call *c)
 
 /* ---- DRA claim writes ----------------------------------------------------------------------- */
 
-static void on_claim_undone(const KbResponse *resp, gpointer data)
-{
-    char *what = data;
-    if (resp->error != NULL)
-        g_warning("%s: undoing its status write failed (%s): left as it is", what,
-                  resp->error->message);
-    g_free(what);
-}
-
 /* Undo the claim writes made for @p, last first, each against the version it produced. */
 static void undo_claims(KbBinder *b, Pending *p)
 {
     for (guint i = p->n_written; i-- > 0;) {
         const KbClaimWrite *w = p->claim_writes->pdata[i];
-        json_object *body = NULL;
-        json_object_deep_copy(w->undo, &body, NULL);
-        json_object *meta = json_object_new_object();
-        if (p->written_rv[i] != NULL)
-            json_object_object_add(meta, "resourceVersion",
-                                   json_object_new_string(p->written_rv[i]));
-        json_object_object_add(body, "metadata", meta);
-        KbRequest req = {.method = "PATCH",
-                         .type = &kb_type_resource_claims,
-                         .namespace_ = w->namespace_,
-                         .name = w->name,
-                         .subresource = "status",
-                         .body = body,
-                         .content_type = "application/merge-patch+json"};
-        kb_client_call_async(b->client, &req, on_claim_undone,
-                             g_strdup_printf("claim %s/%s", w->namespace_, w->name));
-        json_object_put(body);
+        kb_claim_write_undo(b->client, w, p->written_rv[i], "");
         if (w->allocates)
             kb_dra_claim_written(kb_cache_dra(b->cache), w->namespace_, w->name, FALSE);
         g_clear_pointer(&p->written_rv[i], g_free);
@@ -623,14 +599,13 @@ static void on_claim_written(const KbResponse *resp, gpointer data)
         }
         /* Refused, changed meanwhile (409) or unknown: nothing of the pod is bound; what was
          * written for it is undone and it is placed again. */
-        g_autoptr(GError) error = g_error_new(resp->error->domain, resp->error->code,
-                                              "claim %s/%s: %s", w->namespace_, w->name,
-                                              resp->error->message);
+        g_autoptr(GError) error =
+                g_error_new(resp->error->domain, resp->error->code, "claim %s/%s: %s",
+                            w->namespace_, w->name, resp->error->message);
         b->claim_failures++;
         b->in_flight--;
         undo_claims(b, p);
-        report(b, p, V_FAILED, KB_BIND_REFUSED, NULL, error,
-               g_get_monotonic_time() - c->sent_us);
+        report(b, p, V_FAILED, KB_BIND_REFUSED, NULL, error, g_get_monotonic_time() - c->sent_us);
         if (!b->freed)
             pump(b);
     } else {
@@ -650,15 +625,7 @@ static void send_next(Call *c)
         return;
     }
     const KbClaimWrite *w = p->claim_writes->pdata[p->n_written];
-    KbRequest req = {.method = "PATCH",
-                     .type = &kb_type_resource_claims,
-                     .namespace_ = w->namespace_,
-                     .name = w->name,
-                     .subresource = "status",
-                     .body = w->body,
-                     .content_type = "application/merge-patch+json",
-                     .version_only = TRUE};
-    kb_client_call_async(c->binder->client, &req, on_claim_written, c);
+    kb_claim_write_send(c->binder->client, w, TRUE, on_claim_written, c);
 }
 
 /* Send queued placements while the window has room; skip those released meanwhile. */

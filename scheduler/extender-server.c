@@ -8,6 +8,7 @@
 
 #include "kube/kb-error.h"
 #include "kube/kb-objects.h"
+#include "scheduler/claim-write.h"
 
 #define JSON_TYPE "application/json"
 #define TEXT_TYPE "text/plain; charset=utf-8"
@@ -163,15 +164,6 @@ static gboolean orphaned(BindCall *c)
     return TRUE;
 }
 
-static void on_claim_undone(const KbResponse *resp, gpointer data)
-{
-    char *what = data;
-    if (resp->error != NULL)
-        g_warning("extender: %s: undoing its status write failed (%s): left as it is", what,
-                  resp->error->message);
-    g_free(what);
-}
-
 /* Undo the claim writes this bind made, last first, each against the version it produced (a
  * claim someone changed since is left alone), as the binder does. */
 static void undo_claims(KbExtenderServer *srv, BindCall *c)
@@ -180,21 +172,7 @@ static void undo_claims(KbExtenderServer *srv, BindCall *c)
         if (c->written_rv[i] == NULL)
             continue;
         const KbClaimWrite *w = c->writes->pdata[i];
-        json_object *body = NULL;
-        json_object_deep_copy(w->undo, &body, NULL);
-        json_object *meta = json_object_new_object();
-        json_object_object_add(meta, "resourceVersion", json_object_new_string(c->written_rv[i]));
-        json_object_object_add(body, "metadata", meta);
-        KbRequest req = {.method = "PATCH",
-                         .type = &kb_type_resource_claims,
-                         .namespace_ = w->namespace_,
-                         .name = w->name,
-                         .subresource = "status",
-                         .body = body,
-                         .content_type = "application/merge-patch+json"};
-        kb_client_call_async(srv->client, &req, on_claim_undone,
-                             g_strdup_printf("claim %s/%s", w->namespace_, w->name));
-        json_object_put(body);
+        kb_claim_write_undo(srv->client, w, c->written_rv[i], "extender: ");
         kb_extender_claim_written(srv->ext, w, c->args->node, FALSE);
         kb_series_inc(kb_metric_with(srv->claim_writes, "undone", NULL));
         g_clear_pointer(&c->written_rv[i], g_free);
@@ -303,14 +281,7 @@ static void send_next(BindCall *c)
         return;
     }
     const KbClaimWrite *w = c->writes->pdata[c->next];
-    KbRequest req = {.method = "PATCH",
-                     .type = &kb_type_resource_claims,
-                     .namespace_ = w->namespace_,
-                     .name = w->name,
-                     .subresource = "status",
-                     .body = w->body,
-                     .content_type = "application/merge-patch+json"};
-    kb_client_call_async(c->srv->client, &req, on_claim_written, c);
+    kb_claim_write_send(c->srv->client, w, FALSE, on_claim_written, c);
 }
 
 /* Who called, for the logs: the client certificate's name, else the address. */
