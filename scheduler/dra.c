@@ -1880,6 +1880,30 @@ void kb_dra_plan_evict(KbDra *dra, const KbPod *victim, gboolean evict)
     }
 }
 
+void kb_dra_plan_orphans(KbDra *dra, KbDraPodExists exists, gpointer data)
+{
+    GHashTableIter it;
+    gpointer k, v;
+    g_hash_table_iter_init(&it, dra->claims);
+    while (g_hash_table_iter_next(&it, &k, &v)) {
+        const KbResourceClaim *claim = ((ClaimInfo *)v)->claim;
+        if (!claim->allocated || claim->n_reserved_for == 0 ||
+            g_hash_table_contains(dra->plan_claims, k))
+            continue;
+        gboolean gone = TRUE;
+        for (guint r = 0; r < claim->n_reserved_for && gone; r++) {
+            const KbClaimConsumer *c = &claim->reserved_for[r];
+            gone = g_strcmp0(c->resource, "pods") == 0 &&
+                   !exists(claim->meta.namespace_, c->name, data);
+        }
+        if (!gone)
+            continue;
+        /* every consumer counted: a victim's kb_dra_plan_evict cannot free it again */
+        g_hash_table_insert(dra->plan_claims, g_strdup(k), GUINT_TO_POINTER(claim->n_reserved_for));
+        plan_devices(dra, claim, 1);
+    }
+}
+
 void kb_dra_plan_end(KbDra *dra)
 {
     g_autoptr(GPtrArray) keys = g_ptr_array_new_with_free_func(g_free);

@@ -159,6 +159,11 @@ static void evict_config(Evict *e, const KbConf *conf)
     e->backoff = kb_conf_arg_bool(c, "evictionBackoff", DEFAULT_BACKOFF);
 }
 
+static gboolean pod_exists(const char *namespace_, const char *name, gpointer cache)
+{
+    return kb_cache_has_pod(cache, namespace_, name);
+}
+
 static void evict_init(Evict *e, KbSession *ssn, Mode mode)
 {
     e->ssn = ssn;
@@ -184,6 +189,8 @@ static void evict_init(Evict *e, KbSession *ssn, Mode mode)
     }
     for (guint q = 0; q <= ssn->queues->len; q++)
         e->queue_alloc[q] = e->tree->alloc[q]; /* subtrees: a leaf's is its own */
+    /* victims already gone whose claims are not deallocated yet */
+    kb_dra_plan_orphans(e->dra, pod_exists, ssn->cache);
     for (guint j = 0; j < ssn->jobs->len; j++) {
         KbJobInfo *job = ssn->jobs->pdata[j];
         KbQueueInfo *qi = kb_session_job_queue(ssn, job);

@@ -1624,16 +1624,20 @@ static Fx *mig_actions_fixture(void)
     return fx;
 }
 
-/* The pods @names (NULL-terminated) are deleted, and their claims <name>-c with them. */
-static void pods_gone(Fx *fx, const char *const *names)
+/* The pods @names (NULL-terminated) are deleted (@pods), and their claims <name>-c
+ * (@claims: the resource-claim controller, which may come after the pods are seen gone). */
+static void pods_gone(Fx *fx, const char *const *names, gboolean pods, gboolean claims)
 {
     for (guint i = 0; names[i] != NULL; i++) {
+        g_autofree char *claim = g_strdup_printf("%s-c", names[i]);
+        KbResourceClaim c = {.meta = {.namespace_ = "ml", .name = claim}};
+        if (claims)
+            kb_dra_delete_claim(dra(fx), &c);
+        if (!pods)
+            continue;
         g_autofree char *key = g_strdup_printf("ml/%s", names[i]);
         g_autoptr(KbPod) pod = kb_pod_decode(g_hash_table_lookup(fx->pods, key), FALSE, NULL);
         g_assert_nonnull(pod);
-        g_autofree char *claim = g_strdup_printf("%s-c", names[i]);
-        KbResourceClaim c = {.meta = {.namespace_ = "ml", .name = claim}};
-        kb_dra_delete_claim(dra(fx), &c);
         kb_cache_delete_pod(fx->cache, pod);
     }
 }
@@ -1641,8 +1645,9 @@ static void pods_gone(Fx *fx, const char *const *names)
 /*
  * A full MIG A100 (seven low-priority 1g.10gb pods): a high-priority 3g.40gb claim evicts
  * exactly the pods whose slices free a 3g placement's counters (4, 5 and 6: the one at slice 0,
- * taken first as the youngest, is given back), evicts no more while they terminate, and once
- * they are gone gets the 3g placement at slice 4.
+ * taken first as the youngest, is given back), evicts no more while they terminate, nor once
+ * the pods are gone but not yet their claims, and once the claims are gone too gets the 3g
+ * placement at slice 4.
  */
 static void test_preempt_mig(void)
 {
@@ -1662,7 +1667,12 @@ static void test_preempt_mig(void)
     g_assert_cmpuint(fx->res->evictions->len, ==, 0);
     g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
     static const char *const gone[] = {"low-4", "low-5", "low-6", NULL};
-    pods_gone(fx, gone);
+    pods_gone(fx, gone, TRUE, FALSE);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(fx->res->evictions->len, ==, 0);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
+    g_assert_cmpuint(kb_dra_devices_held(dra(fx)), ==, 7);
+    pods_gone(fx, gone, FALSE, TRUE);
     kb_test_sched_run(fx);
     g_assert_cmpuint(kb_test_sched_binds(fx, "ml/urgent"), ==, 1);
     g_assert_cmpstr(result_device(fx, "urgent"), ==, "gpu-0-mig-3g40gb-9-4");
@@ -1693,7 +1703,7 @@ static void test_preempt_mig_not_enough(void)
 
 #define SHARE_EXACTLY(memory)                                                                      \
     "\"deviceClassName\":\"gpu.nvidia.com\",\"capacity\":{\"requests\":{\"memory\":\"" memory "\"" \
-                                                                                              "}}"
+    "}}"
 
 /* Low-priority pod @name holding a share of @memory of s1's GPU, created at second @sec. */
 static void put_share_holder(Fx *fx, const char *name, guint sec, const char *memory)
@@ -1730,7 +1740,7 @@ static void test_preempt_shares(void)
     g_assert_cmpuint(fx->res->evictions->len, ==, 0);
     g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
     static const char *const gone[] = {"old", "young", NULL};
-    pods_gone(fx, gone);
+    pods_gone(fx, gone, TRUE, TRUE);
     kb_test_sched_run(fx);
     g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 2);
     g_assert_cmpstr(result_member(fx, "h1", "consumedCapacity.memory"), ==, "40Gi");
