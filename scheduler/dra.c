@@ -127,9 +127,12 @@ struct KbDra {
     guint demand_gen;
     guint slice_gen;
     /* A preemption plan: victims' consumption per claim key, and the devices of claims every
-     * consumer of which is a victim (device key -> count), free in this plan. */
+     * consumer of which is a victim (device key -> count), free in this plan (a partitionable
+     * device's counters with it: dev_set_held); the shares of such claims give back their
+     * capacity (share_used's keys, subtracted from it). */
     GHashTable *plan_claims;
     GHashTable *plan_freed;
+    GHashTable *plan_shares;
 };
 
 /* ---- records -------------------------------------------------------------------------------- */
@@ -261,6 +264,7 @@ KbDra *kb_dra_new(void)
     dra->demand_gen = dra->slice_gen = 1;
     dra->plan_claims = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     dra->plan_freed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    dra->plan_shares = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     return dra;
 }
 
@@ -274,6 +278,7 @@ void kb_dra_free(KbDra *dra)
     g_hash_table_unref(dra->counter_plan);
     g_hash_table_unref(dra->counter_used);
     g_hash_table_unref(dra->counter_sets);
+    g_hash_table_unref(dra->plan_shares);
     g_hash_table_unref(dra->plan_freed);
     g_hash_table_unref(dra->plan_claims);
     g_hash_table_unref(dra->holds);
@@ -524,11 +529,14 @@ static void share_add(GHashTable *t, const KbDeviceResult *r, gint sign)
                    sign * r->consumed[i].milli);
 }
 
+/* Capacity @c of @d taken by the shares held (less the victims' in a preemption plan) and by
+ * the plan being made. */
 static gint64 share_taken(KbDra *dra, const Dev *d, const KbCelCapacity *c)
 {
     g_autofree char *q = g_strdup_printf("%s/%s", c->domain, c->name);
     g_autofree char *k = share_key(d->slice->driver, d->slice->pool, d->dev->name, q);
-    return amount_get(dra->share_used, k) + amount_get(dra->share_plan, k);
+    gint64 held = amount_get(dra->share_used, k) - amount_get(dra->plan_shares, k);
+    return MAX(held, 0) + amount_get(dra->share_plan, k);
 }
 
 /* What request @sub asks of capacity @c of @d: its capacity.requests entry, or -1. */
@@ -1828,11 +1836,17 @@ static const KbResourceClaim *victim_claim(KbDra *dra, const KbPod *pod, guint i
     return NULL;
 }
 
-/* Count the devices of @claim free in the plan (@delta 1) or no longer (-1). */
+/* Count the devices of @claim free in the plan (@delta 1) or no longer (-1): a device's
+ * counters follow it (dev_set_held), a share gives back what it consumes. Called once per claim
+ * and direction (kb_dra_plan_evict counts its consumers), so nothing is given back twice. */
 static void plan_devices(KbDra *dra, const KbResourceClaim *claim, int delta)
 {
     for (guint r = 0; r < claim->n_results; r++) {
         const KbDeviceResult *res = &claim->results[r];
+        if (result_shared(res)) {
+            share_add(dra->plan_shares, res, delta);
+            continue;
+        }
         char *dk = device_key(res->driver, res->pool, res->device);
         guint n = GPOINTER_TO_UINT(g_hash_table_lookup(dra->plan_freed, dk)) + delta;
         if (n > 0)
@@ -1866,6 +1880,30 @@ void kb_dra_plan_evict(KbDra *dra, const KbPod *victim, gboolean evict)
     }
 }
 
+void kb_dra_plan_orphans(KbDra *dra, KbDraPodExists exists, gpointer data)
+{
+    GHashTableIter it;
+    gpointer k, v;
+    g_hash_table_iter_init(&it, dra->claims);
+    while (g_hash_table_iter_next(&it, &k, &v)) {
+        const KbResourceClaim *claim = ((ClaimInfo *)v)->claim;
+        if (!claim->allocated || claim->n_reserved_for == 0 ||
+            g_hash_table_contains(dra->plan_claims, k))
+            continue;
+        gboolean gone = TRUE;
+        for (guint r = 0; r < claim->n_reserved_for && gone; r++) {
+            const KbClaimConsumer *c = &claim->reserved_for[r];
+            gone = g_strcmp0(c->resource, "pods") == 0 &&
+                   !exists(claim->meta.namespace_, c->name, data);
+        }
+        if (!gone)
+            continue;
+        /* every consumer counted: a victim's kb_dra_plan_evict cannot free it again */
+        g_hash_table_insert(dra->plan_claims, g_strdup(k), GUINT_TO_POINTER(claim->n_reserved_for));
+        plan_devices(dra, claim, 1);
+    }
+}
+
 void kb_dra_plan_end(KbDra *dra)
 {
     g_autoptr(GPtrArray) keys = g_ptr_array_new_with_free_func(g_free);
@@ -1877,6 +1915,7 @@ void kb_dra_plan_end(KbDra *dra)
         g_hash_table_iter_steal(&it);
     }
     g_hash_table_remove_all(dra->plan_claims);
+    g_hash_table_remove_all(dra->plan_shares);
     for (guint i = 0; i < keys->len; i++)
         dev_refresh(dra, keys->pdata[i]);
 }

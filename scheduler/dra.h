@@ -161,4 +161,12 @@ guint kb_dra_capacity_gen(const KbDra *dra);
  * the victims are gone and the resource-claim controller deallocates them).
  */
 void kb_dra_plan_evict(KbDra *dra, const KbPod *victim, gboolean evict);
+/*
+ * In a preemption plan, the devices (counters, capacity) of every allocated claim none of whose
+ * reservedFor pods @exists (namespace, name, @data) says is still there are free, as a victim's:
+ * the pods are gone and the resource-claim controller is about to deallocate the claim, so a
+ * preemptor waiting for them does not evict again meanwhile. Undone by kb_dra_plan_end().
+ */
+typedef gboolean (*KbDraPodExists)(const char *namespace_, const char *name, gpointer data);
+void kb_dra_plan_orphans(KbDra *dra, KbDraPodExists exists, gpointer data);
 void kb_dra_plan_end(KbDra *dra);

@@ -43,9 +43,13 @@
  * DRA: a preemptor's devices count in its resource vector (docs/dra.md), so victims are chosen
  * by it as for nvidia.com/gpu; its claims are then checked exactly on the node with the devices
  * of the victims' claims free in the plan (kb_dra_plan_evict, undone with the statement; pods
- * already being evicted count so from the start), and held for the rest of the statement so
- * that its gang's next member does not count them again. Nothing is held past the action: the
- * victims' claims stay allocated until the resource-claim controller frees them.
+ * already being evicted count so from the start), a MIG device's counters and a share's
+ * capacity with them. Where the vector fits but the claims do not (a MIG placement or a share
+ * needs the victims on the right GPU, which the vector does not see), more of the node's
+ * victims are taken in the same order until the claims fit, and those not needed are given back
+ * (choose_in_order). The preemptor's devices are held for the rest of the action, so that its
+ * gang's next member and later preemptors do not count them again. Nothing is held past the
+ * action: the victims' claims stay allocated until the resource-claim controller frees them.
  */
 #include "scheduler/actions.h"
 
@@ -111,6 +115,7 @@ typedef struct {
     const char *domain;
     KbDra *dra;
     GPtrArray *dra_held; /* preemptor tasks whose devices the open statement holds */
+    GPtrArray *dra_kept; /* the same of committed statements, held until the action ends */
 } Evict;
 
 static gboolean on_node(const KbTaskInfo *t)
@@ -154,12 +159,18 @@ static void evict_config(Evict *e, const KbConf *conf)
     e->backoff = kb_conf_arg_bool(c, "evictionBackoff", DEFAULT_BACKOFF);
 }
 
+static gboolean pod_exists(const char *namespace_, const char *name, gpointer cache)
+{
+    return kb_cache_has_pod(cache, namespace_, name);
+}
+
 static void evict_init(Evict *e, KbSession *ssn, Mode mode)
 {
     e->ssn = ssn;
     e->mode = mode;
     e->dra = kb_cache_dra(ssn->cache);
     e->dra_held = g_ptr_array_new();
+    e->dra_kept = g_ptr_array_new();
     if (ssn->pipelined == NULL)
         ssn->pipelined = g_new0(KbResources, MAX(ssn->n_nodes, 1));
     e->node_tasks = g_new0(GPtrArray *, MAX(ssn->n_nodes, 1));
@@ -178,6 +189,8 @@ static void evict_init(Evict *e, KbSession *ssn, Mode mode)
     }
     for (guint q = 0; q <= ssn->queues->len; q++)
         e->queue_alloc[q] = e->tree->alloc[q]; /* subtrees: a leaf's is its own */
+    /* victims already gone whose claims are not deallocated yet */
+    kb_dra_plan_orphans(e->dra, pod_exists, ssn->cache);
     for (guint j = 0; j < ssn->jobs->len; j++) {
         KbJobInfo *job = ssn->jobs->pdata[j];
         KbQueueInfo *qi = kb_session_job_queue(ssn, job);
@@ -219,6 +232,9 @@ static void evict_clear(Evict *e)
             g_ptr_array_unref(e->node_tasks[n]);
     }
     g_free(e->node_tasks);
+    for (guint i = 0; i < e->dra_kept->len; i++)
+        kb_dra_release(e->dra, ((KbTaskInfo *)e->dra_kept->pdata[i])->pod->meta.uid);
+    g_ptr_array_unref(e->dra_kept);
     kb_dra_plan_end(e->dra);
     g_ptr_array_unref(e->dra_held);
     g_free(e->future_idle);
@@ -531,24 +547,70 @@ static gint unit_big_first(gconstpointer x, gconstpointer y)
     return unit_cmp(a, b);
 }
 
-/* Take e->units in @cmp order until @t fits, then give back what is not needed after all (the
- * last taken first). FALSE when even all of them leave no room. */
+static gboolean devices_fit(Evict *e, const KbTaskInfo *t, guint node, GArray *units);
+
+/* Does @t fit on @node once @units but the one at @skip (G_MAXUINT: none) are evicted: by the
+ * resource vector, then its DRA claims exactly (a MIG placement or a share needs the victims'
+ * counters or capacity on the right GPU, which the vector does not see). */
+static gboolean room_with(Evict *e, const KbTaskInfo *t, guint node, GArray *units, guint skip)
+{
+    if (!fits_with(t, &e->future_idle[node], units, skip))
+        return FALSE;
+    if (t->pod->n_resource_claims == 0)
+        return TRUE;
+    if (skip >= units->len)
+        return devices_fit(e, t, node, units);
+    Unit u = g_array_index(units, Unit, skip);
+    g_array_remove_index(units, skip);
+    gboolean ok = devices_fit(e, t, node, units);
+    g_array_insert_val(units, skip, u);
+    return ok;
+}
+
+/* Would every unit from @from on that the floors allow, added to @out, make room for @t's
+ * claims? Spares the unit-by-unit exact checks when even all of them would not. */
+static gboolean all_make_room(Evict *e, const KbTaskInfo *t, guint node, GArray *out, guint from)
+{
+    guint had = out->len;
+    for (guint k = from; k < e->units->len; k++) {
+        const Unit *u = &g_array_index(e->units, Unit, k);
+        if (floor_ok(e, out, u))
+            g_array_append_val(out, *u);
+    }
+    gboolean ok = devices_fit(e, t, node, out);
+    g_array_set_size(out, had);
+    return ok;
+}
+
+/* Take e->units in @cmp order until @t fits (its claims exactly too), then give back what is not
+ * needed after all (the last taken first). FALSE when even all of them leave no room. */
 static gboolean choose_in_order(Evict *e, const KbTaskInfo *t, guint node, GCompareFunc cmp,
                                 GArray *out)
 {
     const KbResources *idle = &e->future_idle[node];
     g_array_sort(e->units, cmp);
     g_array_set_size(out, 0);
-    for (guint k = 0; k < e->units->len && !fits_with(t, idle, out, G_MAXUINT); k++) {
+    guint k = 0;
+    for (; k < e->units->len && !fits_with(t, idle, out, G_MAXUINT); k++) {
         const Unit *u = &g_array_index(e->units, Unit, k);
         if (floor_ok(e, out, u))
             g_array_append_val(out, *u);
     }
     if (!fits_with(t, idle, out, G_MAXUINT))
         return FALSE;
-    for (guint k = out->len; k-- > 0;) {
-        if (fits_with(t, idle, out, k))
-            g_array_remove_index(out, k);
+    /* the vector fits; the claims may need more of the node's victims */
+    if (t->pod->n_resource_claims > 0 && !devices_fit(e, t, node, out)) {
+        if (!all_make_room(e, t, node, out, k))
+            return FALSE;
+        for (; k < e->units->len && !devices_fit(e, t, node, out); k++) {
+            const Unit *u = &g_array_index(e->units, Unit, k);
+            if (floor_ok(e, out, u))
+                g_array_append_val(out, *u);
+        }
+    }
+    for (guint r = out->len; r-- > 0;) {
+        if (room_with(e, t, node, out, r))
+            g_array_remove_index(out, r);
     }
     return TRUE;
 }
@@ -718,8 +780,8 @@ static void evict_unit(Evict *e, const Unit *u)
 
 static void stmt_reset(Evict *e)
 {
-    /* The preemptor binds in a later cycle, once its victims are gone: nothing is held past the
-     * statement. */
+    /* A discarded statement's preemptor holds nothing (a committed one's holds moved to
+     * dra_kept); the preemptor binds in a later cycle, once its victims are gone. */
     for (guint i = 0; i < e->dra_held->len; i++)
         kb_dra_release(e->dra, ((KbTaskInfo *)e->dra_held->pdata[i])->pod->meta.uid);
     g_ptr_array_set_size(e->dra_held, 0);
@@ -808,6 +870,11 @@ static void commit(Evict *e, KbJobInfo *job, const KbQueueInfo *jq, GPtrArray *p
     kb_session_job_note(ssn, job, "NotEnoughResources",
                         "%u/%d tasks placeable once evicted pods terminate", ready_tasks(job) + n,
                         job->min_member);
+    /* the victims' devices, counters and capacity stay free in the plan until the action ends:
+     * the preemptor keeps what it took of them, so no later preemptor is given them again */
+    for (guint i = 0; i < e->dra_held->len; i++)
+        g_ptr_array_add(e->dra_kept, e->dra_held->pdata[i]);
+    g_ptr_array_set_size(e->dra_held, 0);
     stmt_reset(e);
 }
 

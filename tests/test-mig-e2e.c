@@ -11,6 +11,9 @@
  *   40Gi, distinct shareIDs), their pods Running; a third of 40Gi waits, naming the capacity.
  * - A claim with firstAvailable [an 80 GB GPU, two 40 GB GPUs] gets the 80 GB GPU; a second one,
  *   with no 80 GB GPU free, gets two 40 GB GPUs.
+ * - Preemption frees slices (kube-batchd with the preempt action): on an A100 full of
+ *   low-priority 1g.10gb pods, a high-priority 3g.40gb claim's pod evicts only pods whose slices
+ *   its placement needs and runs there once they are gone.
  *
  * Skipped without kubectl.
  */
@@ -19,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "scheduler/conf.h"
 #include "tests/lib/kb-test-apiserver.h"
 #include "tests/lib/kb-test-util.h"
 
@@ -83,22 +87,31 @@ static const char nodes_yaml[] =
         "  allocatable: {cpu: 32, memory: 128Gi, pods: 110, nvidia.com/gpu: 2}\n";
 
 /* A one-pod gang @name using claim @name whose one request "gpu" is @request (YAML lines at the
- * request's indentation, after "- name: gpu"). */
-static char *one_pod_yaml(const char *name, const char *request)
+ * request's indentation, after "- name: gpu"), of priority class @pc (NULL: none). */
+static char *pc_pod_yaml(const char *name, const char *request, const char *pc)
 {
+    g_autofree char *gpc =
+            pc != NULL ? g_strdup_printf(", priorityClassName: %s", pc) : g_strdup("");
+    g_autofree char *ppc =
+            pc != NULL ? g_strdup_printf("  priorityClassName: %s\n", pc) : g_strdup("");
     return g_strdup_printf(
             "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\n"
             "metadata: {name: %s, namespace: default}\n"
             "spec:\n  devices:\n    requests:\n    - name: gpu\n%s"
             "---\napiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\n"
-            "metadata: {name: %s, namespace: default}\nspec: {minMember: 1, queue: default}\n"
+            "metadata: {name: %s, namespace: default}\nspec: {minMember: 1, queue: default%s}\n"
             "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\n  namespace: default\n"
             "  annotations: {scheduling.k8s.io/group-name: %s, "
             "sim.kube-batchd.io/run-seconds: \"3600\"}\n"
-            "spec:\n  schedulerName: kube-batchd\n  resourceClaims: [{name: gpu, "
+            "spec:\n  schedulerName: kube-batchd\n%s  resourceClaims: [{name: gpu, "
             "resourceClaimName: %s}]\n  containers:\n  - name: c\n    image: x\n"
             "    resources: {claims: [{name: gpu}]}\n",
-            name, request, name, name, name, name);
+            name, request, name, gpc, name, name, ppc, name);
+}
+
+static char *one_pod_yaml(const char *name, const char *request)
+{
+    return pc_pod_yaml(name, request, NULL);
 }
 
 static void create(const char *yaml)
@@ -106,15 +119,21 @@ static void create(const char *yaml)
     g_free(kb_test_kubectl_run(api, yaml, "apply", "-f", "-", NULL));
 }
 
-static void mig_claim(const char *name, const char *profile)
+/* A pod of claim @name for MIG profile @profile, of priority class @pc (NULL: none). */
+static void mig_claim_pc(const char *name, const char *profile, const char *pc)
 {
     g_autofree char *req = g_strdup_printf(
             "      exactly:\n        deviceClassName: mig.nvidia.com\n        selectors:\n"
             "        - cel: {expression: \"device.attributes['gpu.nvidia.com'].profile == '%s' && "
             "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA-A100-SXM4-80GB'\"}\n",
             profile);
-    g_autofree char *yaml = one_pod_yaml(name, req);
+    g_autofree char *yaml = pc_pod_yaml(name, req, pc);
     create(yaml);
+}
+
+static void mig_claim(const char *name, const char *profile)
+{
+    mig_claim_pc(name, profile, NULL);
 }
 
 static void share_claim(const char *name, const char *memory)
@@ -297,6 +316,107 @@ static void test_mig_e2e(void)
     api = NULL;
 }
 
+static const char preempt_nodes_yaml[] =
+        "nodes:\n"
+        "- name: mig-0\n"
+        "  labels: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB}\n"
+        "  allocatable: {cpu: 32, memory: 128Gi, pods: 110, nvidia.com/gpu: 1}\n";
+
+static const char priority_classes_yaml[] =
+        "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: low}\n"
+        "value: 10\n---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\n"
+        "metadata: {name: high}\nvalue: 1000\n";
+
+#define N_LOW 7
+
+/*
+ * An A100 full of low-priority 1g.10gb pods (seven): a high-priority 3g.40gb claim's pod
+ * preempts and runs on the freed slices; only pods whose slices its placement spans were
+ * evicted (three or four: 3g placements start at slice 4 or 0), the others still run.
+ */
+static void test_mig_preempt(void)
+{
+    g_autoptr(GError) error = NULL;
+    const char *aargs[] = {"--resource-claim-controller", NULL};
+    g_autoptr(KbTestApiserver) own = kb_test_apiserver_start(aargs, &error);
+    g_assert_no_error(error);
+    api = own;
+    g_autofree char *dir = g_dir_make_tmp("kb-mig-e2e-XXXXXX", &error);
+    g_autofree char *file = g_build_filename(dir, "nodes.yaml", NULL);
+    g_assert_true(g_file_set_contents(file, preempt_nodes_yaml, -1, &error));
+    const char *def = kb_conf_default_yaml();
+    g_autofree char *conf_text =
+            g_strdup_printf("actions: \"enqueue, allocate, preempt\"\n%s"
+                            /* the victims here just started: no minimum run time */
+                            "configurations:\n- name: preempt\n  arguments: {minRunTime: \"0\"}\n",
+                            strstr(def, "tiers:"));
+    g_autofree char *conf = g_build_filename(dir, "scheduler.conf", NULL);
+    g_assert_true(g_file_set_contents(conf, conf_text, -1, &error));
+    const char *kargs[] = {
+            "--nodes", file, "--heartbeat-interval", "200", "--start-delay", "50", "--dra",
+            "--mig",   NULL};
+    g_autoptr(KbTestDaemon) kubelet =
+            kb_test_apiserver_spawn(api, "kb-kubelet", FALSE, kargs, NULL);
+    create(priority_classes_yaml);
+    const char *bargs[] = {"--schedule-period", "200ms", "--scheduler-conf", conf, NULL};
+    g_autoptr(KbTestDaemon) sched = kb_test_apiserver_spawn(api, "kube-batchd", TRUE, bargs, NULL);
+    scheduler = sched;
+    apply("deploy/base/crds/podgroup-volcano.yaml");
+    apply("deploy/dra/deviceclasses.yaml");
+    g_autofree char *slices = wait_until("resourceslices", "", "{.items[*].metadata.name}", n_words,
+                                         GUINT_TO_POINTER(2));
+    g_assert_true(n_words(slices, GUINT_TO_POINTER(2)));
+
+    char *devs[N_LOW];
+    guint full = 0;
+    for (guint i = 0; i < N_LOW; i++) {
+        g_autofree char *name = g_strdup_printf("lo-%u", i);
+        mig_claim_pc(name, "1g.10gb", "low");
+        g_autofree char *phase = wait_running(name);
+        g_assert_cmpstr(phase, ==, "Running");
+        devs[i] = get("resourceclaim", name, "{.status.allocation.devices.results[0].device}");
+        g_assert_true(g_str_has_prefix(devs[i], "gpu-0-mig-1g10gb-"));
+        full |= mig_slices_of(devs[i]);
+    }
+    g_assert_cmpuint(full, ==, 0x7f);
+    mig_claim_pc("hi", "3g.40gb", "high");
+    g_autofree char *phase = wait_running("hi");
+    g_assert_cmpstr(phase, ==, "Running");
+    g_autofree char *dev =
+            get("resourceclaim", "hi", "{.status.allocation.devices.results[0].device}");
+    g_test_message("hi: %s", dev);
+    g_assert_true(g_str_has_prefix(dev, "gpu-0-mig-3g40gb-"));
+    guint hs = mig_slices_of(dev);
+    guint evicted = 0;
+    for (guint i = 0; i < N_LOW; i++) {
+        g_autofree char *name = g_strdup_printf("lo-%u", i);
+        g_autofree char *left = get("pod", name, "{.status.phase}");
+        gboolean in = (mig_slices_of(devs[i]) & hs) != 0;
+        g_test_message("%s on %s: \"%s\"", name, devs[i], left);
+        if (strcmp(left, in ? "" : "Running") != 0) {
+            g_autofree char *events = kb_test_kubectl_run(api, NULL, "get", "events", NULL);
+            g_autofree char *log = NULL;
+            gsize len = 0;
+            g_file_get_contents(kb_test_daemon_log_path(sched), &log, &len, NULL);
+            g_test_message("events:\n%s\nkube-batchd's log (end):\n%s", events,
+                           log != NULL ? log + (len > 8000 ? len - 8000 : 0) : "");
+        }
+        /* a pod on the placement's slices is gone (its claim freed them); no other was evicted */
+        g_assert_cmpstr(left, ==, in ? "" : "Running");
+        evicted += in;
+        g_free(devs[i]);
+    }
+    g_assert_cmpuint(evicted, >=, 3);
+    g_assert_cmpuint(evicted, <=, 4);
+    scheduler = NULL;
+    g_assert_cmpint(kb_test_daemon_stop(sched, 10000), ==, 0);
+    g_assert_cmpint(kb_test_daemon_stop(kubelet, 10000), ==, 0);
+    g_unlink(conf);
+    g_unlink(file);
+    g_rmdir(dir);
+    api = NULL;
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -305,5 +425,6 @@ int main(int argc, char **argv)
         return g_test_run();
     }
     g_test_add_func("/mig-e2e/mig-shares-first-available", test_mig_e2e);
+    g_test_add_func("/mig-e2e/preempt-frees-slices", test_mig_preempt);
     return g_test_run();
 }

@@ -1558,6 +1558,256 @@ static void test_reserve_counts_devices(void)
     kb_test_sched_free(fx);
 }
 
+/* ---- preemption frees MIG slices and GPU shares --------------------------------------------- */
+
+/*
+ * A one-pod gang @name (class @pc, created at second @sec of 2026) whose claim @name-c has one
+ * request "gpu" with exactly @exactly (JSON members). With @node the pod runs there and the
+ * claim is allocated the device result @result (JSON members besides request, driver and pool),
+ * reserved for the pod.
+ */
+static void put_slice_job(Fx *fx, const char *name, const char *pc, guint sec, const char *exactly,
+                          const char *node, const char *result)
+{
+    g_autofree char *gj = g_strdup_printf(
+            "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\",\"metadata\":"
+            "{\"name\":\"%s\",\"namespace\":\"ml\",\"creationTimestamp\":\"2026-01-01T00:00:%"
+            "02uZ\"},\"spec\":{\"minMember\":1,\"priorityClassName\":\"%s\"}}",
+            name, sec, pc);
+    kb_test_sched_add_pod_group(fx, gj);
+    g_autofree char *claim = g_strdup_printf("%s-c", name);
+    g_autofree char *spec =
+            g_strdup_printf("{\"requests\":[{\"name\":\"gpu\",\"exactly\":{%s}}]}", exactly);
+    g_autofree char *st =
+            node == NULL
+                    ? NULL
+                    : g_strdup_printf(
+                              "{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"gpu\","
+                              "\"driver\":\"gpu.nvidia.com\",\"pool\":\"%s\",%s}]},"
+                              "\"nodeSelector\":{\"nodeSelectorTerms\":[{\"matchFields\":[{"
+                              "\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":[\"%s\"]"
+                              "}]}]}},\"reservedFor\":[{\"resource\":\"pods\",\"name\":\"%s\","
+                              "\"uid\":\"u-%s\"}]}",
+                              node, result, node, name, name);
+    put_claim(fx, claim, spec, st);
+    g_autofree char *on =
+            node != NULL ? g_strdup_printf(",\"nodeName\":\"%s\"", node) : g_strdup("");
+    g_autofree char *text = g_strdup_printf(
+            "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"ml\",\"uid\":\"u-%s\","
+            "\"creationTimestamp\":\"2026-01-01T00:00:%02uZ\",\"annotations\":{"
+            "\"scheduling.k8s.io/group-name\":\"%s\"}},\"spec\":{\"schedulerName\":"
+            "\"kube-batchd\",\"priorityClassName\":\"%s\"%s,\"containers\":[{\"name\":\"c\","
+            "\"resources\":{\"requests\":{\"cpu\":\"1\"}}}],\"resourceClaims\":[{\"name\":"
+            "\"gpu\",\"resourceClaimName\":\"%s\"}]},\"status\":{\"phase\":\"%s\"}}",
+            name, name, sec, name, pc, on, claim, node != NULL ? "Running" : "Pending");
+    kb_test_sched_put_pod(fx, kb_test_sched_parse(text));
+}
+
+#define MIG_EXACTLY(profile)                                                                       \
+    "\"deviceClassName\":\"mig.nvidia.com\",\"selectors\":[{\"cel\":{\"expression\":"              \
+    "\"device.attributes['gpu.nvidia.com'].profile == '" profile "'\"}}]"
+
+/* Low-priority pod lo-<start> holding the 1g.10gb placement at memory slice @start of n1's GPU,
+ * created at second @sec. */
+static void put_1g_holder(Fx *fx, guint start, guint sec, const char *pc)
+{
+    g_autofree char *name = g_strdup_printf("%s-%u", pc, start);
+    g_autofree char *res = g_strdup_printf("\"device\":\"gpu-0-mig-1g10gb-19-%u\"", start);
+    put_slice_job(fx, name, pc, sec, MIG_EXACTLY("1g.10gb"), "n1", res);
+}
+
+static Fx *mig_actions_fixture(void)
+{
+    Fx *fx = actions_fixture("enqueue, allocate, preempt, reclaim");
+    add_class(fx, "mig.nvidia.com", "device.attributes['gpu.nvidia.com'].type == 'mig'");
+    add_kubelet_node(fx, "n1", 1, TRUE, "");
+    return fx;
+}
+
+/* The pods @names (NULL-terminated) are deleted (@pods), and their claims <name>-c
+ * (@claims: the resource-claim controller, which may come after the pods are seen gone). */
+static void pods_gone(Fx *fx, const char *const *names, gboolean pods, gboolean claims)
+{
+    for (guint i = 0; names[i] != NULL; i++) {
+        g_autofree char *claim = g_strdup_printf("%s-c", names[i]);
+        KbResourceClaim c = {.meta = {.namespace_ = "ml", .name = claim}};
+        if (claims)
+            kb_dra_delete_claim(dra(fx), &c);
+        if (!pods)
+            continue;
+        g_autofree char *key = g_strdup_printf("ml/%s", names[i]);
+        g_autoptr(KbPod) pod = kb_pod_decode(g_hash_table_lookup(fx->pods, key), FALSE, NULL);
+        g_assert_nonnull(pod);
+        kb_cache_delete_pod(fx->cache, pod);
+    }
+}
+
+/*
+ * A full MIG A100 (seven low-priority 1g.10gb pods): a high-priority 3g.40gb claim evicts
+ * exactly the pods whose slices free a 3g placement's counters (4, 5 and 6: the one at slice 0,
+ * taken first as the youngest, is given back), evicts no more while they terminate, nor once
+ * the pods are gone but not yet their claims, and once the claims are gone too gets the 3g
+ * placement at slice 4.
+ */
+static void test_preempt_mig(void)
+{
+    Fx *fx = mig_actions_fixture();
+    /* youngest first: 0, 4, 5, 6, 1, 2, 3 */
+    static const guint order[] = {0, 4, 5, 6, 1, 2, 3};
+    for (guint i = 0; i < G_N_ELEMENTS(order); i++)
+        put_1g_holder(fx, order[i], 40 - i, "low");
+    put_slice_job(fx, "urgent", "high", 50, MIG_EXACTLY("3g.40gb"), NULL, NULL);
+    kb_test_sched_run(fx);
+    g_autofree char *ev = evicted_names(fx);
+    g_assert_cmpstr(ev, ==, "low-4,low-5,low-6");
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
+    g_assert_cmpuint(kb_dra_devices_held(dra(fx)), ==, 7);
+    /* victims terminating: no further eviction, nothing bound */
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(fx->res->evictions->len, ==, 0);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
+    static const char *const gone[] = {"low-4", "low-5", "low-6", NULL};
+    pods_gone(fx, gone, TRUE, FALSE);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(fx->res->evictions->len, ==, 0);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
+    g_assert_cmpuint(kb_dra_devices_held(dra(fx)), ==, 7);
+    pods_gone(fx, gone, FALSE, TRUE);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "ml/urgent"), ==, 1);
+    g_assert_cmpstr(result_device(fx, "urgent"), ==, "gpu-0-mig-3g40gb-9-4");
+    kb_test_sched_free(fx);
+}
+
+/* Slices at 0 and 4 held by pods of the preemptor's priority: evicting every low-priority pod
+ * would free no 3g placement, so nothing is evicted and every device stays held. */
+static void test_preempt_mig_not_enough(void)
+{
+    Fx *fx = mig_actions_fixture();
+    static const guint low[] = {1, 2, 3, 5, 6};
+    for (guint i = 0; i < G_N_ELEMENTS(low); i++)
+        put_1g_holder(fx, low[i], 40 - i, "low");
+    put_1g_holder(fx, 0, 10, "high");
+    put_1g_holder(fx, 4, 11, "high");
+    put_slice_job(fx, "urgent", "high", 50, MIG_EXACTLY("3g.40gb"), NULL, NULL);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(fx->res->evictions->len, ==, 0);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
+    g_assert_cmpuint(kb_dra_devices_held(dra(fx)), ==, 7);
+    /* the plan gave the counters back: a 1g claim finds the GPU still full */
+    put_slice_job(fx, "late", "low", 51, MIG_EXACTLY("1g.10gb"), NULL, NULL);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
+    kb_test_sched_free(fx);
+}
+
+#define SHARE_EXACTLY(memory)                                                                      \
+    "\"deviceClassName\":\"gpu.nvidia.com\",\"capacity\":{\"requests\":{\"memory\":\"" memory "\"" \
+    "}}"
+
+/* Low-priority pod @name holding a share of @memory of s1's GPU, created at second @sec. */
+static void put_share_holder(Fx *fx, const char *name, guint sec, const char *memory)
+{
+    g_autofree char *res = g_strdup_printf(
+            "\"device\":\"gpu-0\",\"consumedCapacity\":{\"memory\":\"%s\"},\"shareID\":"
+            "\"0b5c3f5e-4b0e-4b9a-9d1c-3b7f6a2e8d%02u\"",
+            memory, sec);
+    put_slice_job(fx, name, "low", sec, SHARE_EXACTLY("40Gi"), "s1", res);
+}
+
+/*
+ * A GPU shared by memory, full (two low-priority shares of 40Gi of 80Gi): a high-priority
+ * share of 40Gi evicts one (the younger); a second high-priority share in the same cycle is not
+ * given the capacity the first took and evicts the other. While they terminate nothing more is
+ * evicted; once gone, both preemptors get their shares of the GPU.
+ */
+static void test_preempt_shares(void)
+{
+    Fx *fx = actions_fixture("enqueue, allocate, preempt, reclaim");
+    add_kubelet_node(fx, "s1", 1, FALSE, "\"kube-batchd.io/gpu-sharing\":\"memory\"");
+    put_share_holder(fx, "old", 10, "40Gi");
+    put_share_holder(fx, "young", 20, "40Gi");
+    put_slice_job(fx, "h1", "high", 30, SHARE_EXACTLY("40Gi"), NULL, NULL);
+    kb_test_sched_run(fx);
+    g_autofree char *ev = evicted_names(fx);
+    g_assert_cmpstr(ev, ==, "young");
+    put_slice_job(fx, "h2", "high", 31, SHARE_EXACTLY("40Gi"), NULL, NULL);
+    kb_test_sched_run(fx);
+    g_autofree char *ev2 = evicted_names(fx);
+    g_assert_cmpstr(ev2, ==, "old");
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(fx->res->evictions->len, ==, 0);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
+    static const char *const gone[] = {"old", "young", NULL};
+    pods_gone(fx, gone, TRUE, TRUE);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 2);
+    g_assert_cmpstr(result_member(fx, "h1", "consumedCapacity.memory"), ==, "40Gi");
+    g_assert_cmpstr(result_member(fx, "h2", "consumedCapacity.memory"), ==, "40Gi");
+    kb_test_sched_free(fx);
+}
+
+static KbPod *fx_pod(Fx *fx, const char *name)
+{
+    g_autofree char *key = g_strdup_printf("ml/%s", name);
+    return kb_pod_decode(g_hash_table_lookup(fx->pods, key), FALSE, NULL);
+}
+
+/* In a plan, victims' MIG slices give back their counters and a victim's share its capacity,
+ * once each however often the victim is counted; a discarded statement and the plan's end
+ * take them again. */
+static void test_preempt_plan_discard(void)
+{
+    Fx *fx = mig_actions_fixture();
+    for (guint s = 0; s < 7; s++)
+        put_1g_holder(fx, s, 10 + s, "low");
+    put_slice_job(fx, "urgent", "high", 50, MIG_EXACTLY("3g.40gb"), NULL, NULL);
+    add_kubelet_node(fx, "s1", 1, FALSE, "\"kube-batchd.io/gpu-sharing\":\"memory\"");
+    put_share_holder(fx, "sa", 20, "40Gi");
+    put_share_holder(fx, "sb", 21, "40Gi");
+    put_slice_job(fx, "s40", "high", 51, SHARE_EXACTLY("40Gi"), NULL, NULL);
+    put_slice_job(fx, "s80", "high", 52, SHARE_EXACTLY("80Gi"), NULL, NULL);
+    g_autoptr(KbPod) urgent = fx_pod(fx, "urgent");
+    g_autoptr(KbPod) s40 = fx_pod(fx, "s40");
+    g_autoptr(KbPod) s80 = fx_pod(fx, "s80");
+    g_autoptr(KbPod) sb = fx_pod(fx, "sb");
+    g_autoptr(GPtrArray) lows = g_ptr_array_new_with_free_func(kb_object_unref);
+    for (guint s = 4; s < 7; s++) {
+        g_autofree char *name = g_strdup_printf("low-%u", s);
+        g_ptr_array_add(lows, fx_pod(fx, name));
+    }
+    g_autoptr(GString) why = g_string_new(NULL);
+    g_assert_false(kb_dra_fits(dra(fx), urgent, "n1", why, NULL));
+    g_assert_false(kb_dra_fits(dra(fx), s40, "s1", NULL, NULL));
+    for (guint i = 0; i < lows->len; i++)
+        kb_dra_plan_evict(dra(fx), lows->pdata[i], TRUE);
+    kb_dra_plan_evict(dra(fx), sb, TRUE);
+    kb_dra_plan_evict(dra(fx), sb, TRUE); /* counted twice: given back once */
+    g_assert_true(kb_dra_fits(dra(fx), urgent, "n1", NULL, NULL));
+    g_assert_true(kb_dra_fits(dra(fx), s40, "s1", NULL, NULL));
+    g_assert_false(kb_dra_fits(dra(fx), s80, "s1", NULL, NULL));
+    /* the statement is discarded */
+    for (guint i = 0; i < lows->len; i++)
+        kb_dra_plan_evict(dra(fx), lows->pdata[i], FALSE);
+    kb_dra_plan_evict(dra(fx), sb, FALSE);
+    kb_dra_plan_evict(dra(fx), sb, FALSE);
+    g_string_truncate(why, 0);
+    g_assert_false(kb_dra_fits(dra(fx), urgent, "n1", why, NULL));
+    g_assert_nonnull(strstr(why->str, "exhausted"));
+    g_assert_false(kb_dra_fits(dra(fx), s40, "s1", NULL, NULL));
+    /* the plan's end */
+    kb_dra_plan_evict(dra(fx), lows->pdata[0], TRUE);
+    kb_dra_plan_evict(dra(fx), lows->pdata[1], TRUE);
+    kb_dra_plan_evict(dra(fx), lows->pdata[2], TRUE);
+    kb_dra_plan_evict(dra(fx), sb, TRUE);
+    g_assert_true(kb_dra_fits(dra(fx), urgent, "n1", NULL, NULL));
+    kb_dra_plan_end(dra(fx));
+    g_assert_false(kb_dra_fits(dra(fx), urgent, "n1", NULL, NULL));
+    g_assert_false(kb_dra_fits(dra(fx), s40, "s1", NULL, NULL));
+    kb_test_sched_free(fx);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1597,6 +1847,10 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/dra/preempt/frees-claims", test_preempt_frees_claims);
     g_test_add_func("/scheduler/dra/preempt/exact-check", test_preempt_exact_check);
     g_test_add_func("/scheduler/dra/preempt/plan-holds", test_preempt_plan_holds);
+    g_test_add_func("/scheduler/dra/preempt/mig-counters", test_preempt_mig);
+    g_test_add_func("/scheduler/dra/preempt/mig-not-enough", test_preempt_mig_not_enough);
+    g_test_add_func("/scheduler/dra/preempt/shares", test_preempt_shares);
+    g_test_add_func("/scheduler/dra/preempt/plan-discard-counters", test_preempt_plan_discard);
     g_test_add_func("/scheduler/dra/reclaim/counts-devices", test_reclaim_counts_devices);
     g_test_add_func("/scheduler/dra/reserve/counts-devices", test_reserve_counts_devices);
     return g_test_run();
