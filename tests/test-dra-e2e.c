@@ -25,29 +25,10 @@
 
 static KbTestApiserver *api;
 
+/* `kubectl get` through the test's server; see kb_test_kubectl_jsonpath(). */
 static char *get(const char *kind, const char *name, const char *path)
 {
-    g_autofree char *arg = g_strdup_printf("jsonpath=%s", path);
-    if (*name == '\0')
-        return kb_test_kubectl_run(api, NULL, "get", kind, "-o", arg, NULL);
-    return kb_test_kubectl_run(api, NULL, "get", kind, name, "--ignore-not-found", "-o", arg, NULL);
-}
-
-/* Poll until `kubectl get KIND NAME -o jsonpath=PATH` satisfies @done (90 s at most: a liveness
- * deadline; the full sanitizer suite on a loaded machine took more than 30 s to start a gang). */
-static char *wait_until(const char *kind, const char *name, const char *path,
-                        gboolean (*done)(const char *, gconstpointer), gconstpointer data)
-{
-    char *v = NULL;
-    for (int i = 0; i < 450; i++) {
-        g_free(v);
-        v = get(kind, name, path);
-        if (done(v, data))
-            return v;
-        g_usleep(200 * 1000);
-    }
-    g_test_message("%s %s: %s is \"%s\"", kind, name, path, v);
-    return v;
+    return kb_test_kubectl_jsonpath(api, kind, name, path);
 }
 
 static gint str_ptr_cmp(gconstpointer a, gconstpointer b)
@@ -55,18 +36,11 @@ static gint str_ptr_cmp(gconstpointer a, gconstpointer b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static gboolean contains(const char *v, gconstpointer part)
+/* Poll until `kubectl get KIND NAME -o jsonpath=PATH` satisfies @done (90 s at most). */
+static char *wait_until(const char *kind, const char *name, const char *path, KbTestValueFunc done,
+                        gconstpointer data)
 {
-    return v != NULL && strstr(v, part) != NULL;
-}
-
-static gboolean n_words(const char *v, gconstpointer n)
-{
-    g_auto(GStrv) w = g_strsplit_set(v != NULL ? v : "", " ", -1);
-    guint k = 0;
-    for (guint i = 0; w[i] != NULL; i++)
-        k += w[i][0] != '\0';
-    return k == GPOINTER_TO_UINT(n);
+    return kb_test_kubectl_wait(api, kind, name, path, done, data, 90000);
 }
 
 static const char nodes_yaml[] =
@@ -232,9 +206,9 @@ static void test_dra_e2e(void)
     g_autoptr(KbTestDaemon) sched = kb_test_apiserver_spawn(api, "kube-batchd", TRUE, bargs, NULL);
     apply("deploy/base/crds/podgroup-volcano.yaml");
     apply("deploy/dra/deviceclasses.yaml");
-    g_autofree char *slices = wait_until("resourceslices", "", "{.items[*].metadata.name}", n_words,
-                                         GUINT_TO_POINTER(3));
-    g_assert_true(n_words(slices, GUINT_TO_POINTER(3)));
+    g_autofree char *slices = wait_until("resourceslices", "", "{.items[*].metadata.name}",
+                                         kb_test_value_n_words, GUINT_TO_POINTER(3));
+    g_assert_true(kb_test_value_n_words(slices, GUINT_TO_POINTER(3)));
 
     g_autofree char *train = gang_yaml("train", 4, 2, "NVIDIA-A100-SXM4-80GB");
     g_free(kb_test_kubectl_run(api, train, "apply", "-f", "-", NULL));
@@ -243,15 +217,17 @@ static void test_dra_e2e(void)
     /* 3 H100 GPUs left once a pod holds one, 4 wanted */
     g_autofree char *holder = gang_yaml("holder", 1, 1, "NVIDIA-H100-80GB-HBM3");
     g_free(kb_test_kubectl_run(api, holder, "apply", "-f", "-", NULL));
-    g_autofree char *held = wait_until("pod", "holder-0", "{.status.phase}", contains, "Running");
+    g_autofree char *held =
+            wait_until("pod", "holder-0", "{.status.phase}", kb_test_value_contains, "Running");
     g_assert_cmpstr(held, ==, "Running");
     g_autofree char *infer = gang_yaml("infer", 2, 2, "NVIDIA-H100-80GB-HBM3");
     g_free(kb_test_kubectl_run(api, infer, "apply", "-f", "-", NULL));
     /* counted as nvidia.com/gpu, the gang is refused admission; the reason names the request */
     const char *want = "the cluster has 3 nvidia.com/gpu free (after admitted jobs), the job needs "
                        "4 to start (each pod's claim default/infer-";
-    g_autofree char *cond = wait_until("podgroups.scheduling.volcano.sh", "infer",
-                                       "{.status.conditions[*].message}", contains, want);
+    g_autofree char *cond =
+            wait_until("podgroups.scheduling.volcano.sh", "infer",
+                       "{.status.conditions[*].message}", kb_test_value_contains, want);
     g_assert_nonnull(strstr(cond, want));
     g_assert_nonnull(strstr(cond, "request gpus: 2 devices of class gpu.nvidia.com)"));
     g_autofree char *nodes = get("pods", "",
@@ -266,8 +242,9 @@ static void test_dra_e2e(void)
 
     g_free(kb_test_kubectl_run(api, unsupported_yaml, "apply", "-f", "-", NULL));
     const char *quoted = "selector \"device.driver.lastIndexOf('.') > 0\" refused";
-    g_autofree char *odd = wait_until("podgroups.scheduling.volcano.sh", "odd",
-                                      "{.status.conditions[*].message}", contains, quoted);
+    g_autofree char *odd =
+            wait_until("podgroups.scheduling.volcano.sh", "odd", "{.status.conditions[*].message}",
+                       kb_test_value_contains, quoted);
     g_assert_nonnull(strstr(odd, quoted));
     g_assert_cmpint(kb_test_daemon_stop(sched, 10000), ==, 0);
     g_assert_cmpint(kb_test_daemon_stop(kubelet, 10000), ==, 0);
@@ -329,9 +306,9 @@ static void test_dra_preempt(void)
     g_autoptr(KbTestDaemon) sched = kb_test_apiserver_spawn(api, "kube-batchd", TRUE, bargs, NULL);
     apply("deploy/base/crds/podgroup-volcano.yaml");
     apply("deploy/dra/deviceclasses.yaml");
-    g_autofree char *slices = wait_until("resourceslices", "", "{.items[*].metadata.name}", n_words,
-                                         GUINT_TO_POINTER(1));
-    g_assert_true(n_words(slices, GUINT_TO_POINTER(1)));
+    g_autofree char *slices = wait_until("resourceslices", "", "{.items[*].metadata.name}",
+                                         kb_test_value_n_words, GUINT_TO_POINTER(1));
+    g_assert_true(kb_test_value_n_words(slices, GUINT_TO_POINTER(1)));
 
     const char *lo_phases = "{range .items[?(@.metadata.annotations.scheduling\\.k8s\\.io/"
                             "group-name==\"lo\")]}{.status.phase} {end}";
@@ -349,10 +326,11 @@ static void test_dra_preempt(void)
     g_autofree char *hi_run = wait_until("pods", "", hi_phases, all_running, GUINT_TO_POINTER(2));
     g_assert_true(all_running(hi_run, GUINT_TO_POINTER(2)));
     /* the victims are gone, their generated claims with them */
-    g_autofree char *lo_left = wait_until("pods", "", lo_phases, n_words, GUINT_TO_POINTER(0));
+    g_autofree char *lo_left =
+            wait_until("pods", "", lo_phases, kb_test_value_n_words, GUINT_TO_POINTER(0));
     g_assert_cmpstr(lo_left, ==, "");
-    g_autofree char *claims = wait_until("resourceclaims", "", "{.items[*].metadata.name}", n_words,
-                                         GUINT_TO_POINTER(2));
+    g_autofree char *claims = wait_until("resourceclaims", "", "{.items[*].metadata.name}",
+                                         kb_test_value_n_words, GUINT_TO_POINTER(2));
     g_assert_null(strstr(claims, "lo-"));
     g_autofree char *got = gang_devices("hi", 2);
     g_assert_cmpstr(got, ==, victims);

@@ -29,43 +29,17 @@
 static KbTestApiserver *api;
 static KbTestDaemon *scheduler; /* kube-batchd, for its log when a wait fails */
 
+/* `kubectl get` through the test's server; see kb_test_kubectl_jsonpath(). */
 static char *get(const char *kind, const char *name, const char *path)
 {
-    g_autofree char *arg = g_strdup_printf("jsonpath=%s", path);
-    if (*name == '\0')
-        return kb_test_kubectl_run(api, NULL, "get", kind, "-o", arg, NULL);
-    return kb_test_kubectl_run(api, NULL, "get", kind, name, "--ignore-not-found", "-o", arg, NULL);
+    return kb_test_kubectl_jsonpath(api, kind, name, path);
 }
 
-/* Poll until `kubectl get KIND NAME -o jsonpath=PATH` satisfies @done (90 s at most: a liveness
- * deadline for a loaded machine, never a speed check). */
-static char *wait_until(const char *kind, const char *name, const char *path,
-                        gboolean (*done)(const char *, gconstpointer), gconstpointer data)
+/* Poll until `kubectl get KIND NAME -o jsonpath=PATH` satisfies @done (90 s at most). */
+static char *wait_until(const char *kind, const char *name, const char *path, KbTestValueFunc done,
+                        gconstpointer data)
 {
-    char *v = NULL;
-    for (int i = 0; i < 450; i++) {
-        g_free(v);
-        v = get(kind, name, path);
-        if (done(v, data))
-            return v;
-        g_usleep(200 * 1000);
-    }
-    g_test_message("%s %s: %s is \"%s\"", kind, name, path, v);
-    return v;
-}
-
-static gboolean contains(const char *v, gconstpointer part)
-{
-    return v != NULL && strstr(v, part) != NULL;
-}
-
-static gboolean n_words(const char *v, gconstpointer n)
-{
-    g_auto(GStrv) w = g_strsplit_set(v != NULL ? v : "", " ", -1);
-    guint k = 0;
-    for (guint i = 0; w[i] != NULL; i++)
-        k += w[i][0] != '\0';
-    return k == GPOINTER_TO_UINT(n);
+    return kb_test_kubectl_wait(api, kind, name, path, done, data, 90000);
 }
 
 static const char nodes_yaml[] =
@@ -164,8 +138,8 @@ static void first_available_claim(const char *name)
 
 static char *wait_running(const char *pod)
 {
-    char *phase = wait_until("pod", pod, "{.status.phase}", contains, "Running");
-    if (!contains(phase, "Running")) {
+    char *phase = wait_until("pod", pod, "{.status.phase}", kb_test_value_contains, "Running");
+    if (!kb_test_value_contains(phase, "Running")) {
         /* say why, for the log of a failed run */
         g_autofree char *cond =
                 get("podgroups.scheduling.volcano.sh", pod, "{.status.conditions[*].message}");
@@ -218,8 +192,9 @@ static void check_mig(void)
     mig_claim("mig-e", "3g.40gb");
     const char *want = "claim default/mig-e request gpu: 1 device of class mig.nvidia.com wanted, "
                        "0 free on node mig-0 (counter ";
-    g_autofree char *cond = wait_until("podgroups.scheduling.volcano.sh", "mig-e",
-                                       "{.status.conditions[*].message}", contains, want);
+    g_autofree char *cond =
+            wait_until("podgroups.scheduling.volcano.sh", "mig-e",
+                       "{.status.conditions[*].message}", kb_test_value_contains, want);
     g_assert_nonnull(strstr(cond, want));
     g_assert_nonnull(strstr(cond, " of gpu-0-counter-set exhausted: "));
     g_autofree char *alloc = get("resourceclaim", "mig-e", "{.status.allocation}");
@@ -251,8 +226,9 @@ static void check_shares(void)
     share_claim("share-c", "40Gi");
     const char *want = "(capacity memory of device gpu.nvidia.com/share-0/gpu-0 exhausted: 40Gi "
                        "wanted, 0 left)";
-    g_autofree char *cond = wait_until("podgroups.scheduling.volcano.sh", "share-c",
-                                       "{.status.conditions[*].message}", contains, want);
+    g_autofree char *cond =
+            wait_until("podgroups.scheduling.volcano.sh", "share-c",
+                       "{.status.conditions[*].message}", kb_test_value_contains, want);
     g_assert_nonnull(strstr(cond, want));
 }
 
@@ -302,9 +278,9 @@ static void test_mig_e2e(void)
     apply("deploy/base/crds/podgroup-volcano.yaml");
     apply("deploy/dra/deviceclasses.yaml");
     /* mig-0, big-0: a counter slice and a GPU slice each; small-0: one and two; share-0: one */
-    g_autofree char *slices = wait_until("resourceslices", "", "{.items[*].metadata.name}", n_words,
-                                         GUINT_TO_POINTER(8));
-    g_assert_true(n_words(slices, GUINT_TO_POINTER(8)));
+    g_autofree char *slices = wait_until("resourceslices", "", "{.items[*].metadata.name}",
+                                         kb_test_value_n_words, GUINT_TO_POINTER(8));
+    g_assert_true(kb_test_value_n_words(slices, GUINT_TO_POINTER(8)));
     check_mig();
     check_shares();
     check_first_available();
@@ -363,9 +339,9 @@ static void test_mig_preempt(void)
     scheduler = sched;
     apply("deploy/base/crds/podgroup-volcano.yaml");
     apply("deploy/dra/deviceclasses.yaml");
-    g_autofree char *slices = wait_until("resourceslices", "", "{.items[*].metadata.name}", n_words,
-                                         GUINT_TO_POINTER(2));
-    g_assert_true(n_words(slices, GUINT_TO_POINTER(2)));
+    g_autofree char *slices = wait_until("resourceslices", "", "{.items[*].metadata.name}",
+                                         kb_test_value_n_words, GUINT_TO_POINTER(2));
+    g_assert_true(kb_test_value_n_words(slices, GUINT_TO_POINTER(2)));
 
     char *devs[N_LOW];
     guint full = 0;

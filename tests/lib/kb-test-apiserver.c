@@ -65,7 +65,8 @@ static void remove_tree(const char *path)
         const char *name;
         while ((name = g_dir_read_name(dir)) != NULL) {
             g_autofree char *child = g_build_filename(path, name, NULL);
-            if (g_file_test(child, G_FILE_TEST_IS_DIR) && !g_file_test(child, G_FILE_TEST_IS_SYMLINK))
+            if (g_file_test(child, G_FILE_TEST_IS_DIR) &&
+                !g_file_test(child, G_FILE_TEST_IS_SYMLINK))
                 remove_tree(child);
             else
                 g_unlink(child);
@@ -107,15 +108,18 @@ gboolean kb_test_kubectl(KbTestApiserver *api, const char *const *args, const ch
     for (guint i = 0; args[i] != NULL; i++)
         g_ptr_array_add(argv, (gpointer)args[i]);
     g_ptr_array_add(argv, NULL);
-    g_autoptr(GSubprocessLauncher) l = g_subprocess_launcher_new(
-        G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE);
+    g_autoptr(GSubprocessLauncher) l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDIN_PIPE |
+                                                                 G_SUBPROCESS_FLAGS_STDOUT_PIPE |
+                                                                 G_SUBPROCESS_FLAGS_STDERR_PIPE);
     g_subprocess_launcher_setenv(l, "KUBECONFIG", "/dev/null", TRUE);
     g_subprocess_launcher_setenv(l, "HOME", api->cache_dir, TRUE);
-    g_autoptr(GSubprocess) p = g_subprocess_launcher_spawnv(l, (const char *const *)argv->pdata, error);
+    g_autoptr(GSubprocess) p =
+            g_subprocess_launcher_spawnv(l, (const char *const *)argv->pdata, error);
     if (p == NULL)
         return FALSE;
     g_autofree char *o = NULL, *e = NULL;
-    if (!g_subprocess_communicate_utf8(p, stdin_text != NULL ? stdin_text : "", NULL, &o, &e, error))
+    if (!g_subprocess_communicate_utf8(p, stdin_text != NULL ? stdin_text : "", NULL, &o, &e,
+                                       error))
         return FALSE;
     if (status != NULL)
         *status = g_subprocess_get_if_exited(p) ? g_subprocess_get_exit_status(p) : -1;
@@ -180,4 +184,46 @@ int kb_test_log_dir_finish(char *log_dir, int rc)
     }
     g_free(log_dir);
     return rc;
+}
+
+char *kb_test_kubectl_jsonpath(KbTestApiserver *api, const char *kind, const char *name,
+                               const char *path)
+{
+    g_autofree char *arg = g_strdup_printf("jsonpath=%s", path);
+    if (*name == '\0')
+        return kb_test_kubectl_run(api, NULL, "get", kind, "-o", arg, NULL);
+    return kb_test_kubectl_run(api, NULL, "get", kind, name, "--ignore-not-found", "-o", arg, NULL);
+}
+
+char *kb_test_kubectl_wait(KbTestApiserver *api, const char *kind, const char *name,
+                           const char *path, KbTestValueFunc done, gconstpointer data,
+                           guint timeout_ms)
+{
+    char *v = NULL;
+    gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+    for (;;) {
+        g_free(v);
+        v = kb_test_kubectl_jsonpath(api, kind, name, path);
+        if (done(v, data))
+            return v;
+        if (g_get_monotonic_time() > deadline)
+            break;
+        g_usleep(200 * 1000);
+    }
+    g_test_message("%s %s: %s is \"%s\"", kind, name, path, v);
+    return v;
+}
+
+gboolean kb_test_value_contains(const char *value, gconstpointer part)
+{
+    return value != NULL && strstr(value, part) != NULL;
+}
+
+gboolean kb_test_value_n_words(const char *value, gconstpointer n)
+{
+    g_auto(GStrv) w = g_strsplit_set(value != NULL ? value : "", " ", -1);
+    guint k = 0;
+    for (guint i = 0; w[i] != NULL; i++)
+        k += w[i][0] != '\0';
+    return k == GPOINTER_TO_UINT(n);
 }

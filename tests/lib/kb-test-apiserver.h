@@ -65,6 +65,25 @@ gboolean kb_test_kubectl(KbTestApiserver *api, const char *const *args, const ch
 char *kb_test_kubectl_run(KbTestApiserver *api, const char *stdin_text, const char *first,
                           ...) G_GNUC_NULL_TERMINATED;
 
+/* `kubectl get KIND [NAME] -o jsonpath=PATH` (@name "" for every object of @kind; a missing
+ * object gives ""). Newly allocated. */
+char *kb_test_kubectl_jsonpath(KbTestApiserver *api, const char *kind, const char *name,
+                               const char *path);
+
+/* Does @value (may be NULL) satisfy the condition @data stands for? */
+typedef gboolean (*KbTestValueFunc)(const char *value, gconstpointer data);
+
+/* Poll kb_test_kubectl_jsonpath() every 200 ms until @done(value, @data), at most @timeout_ms (a
+ * liveness deadline for a loaded machine, never a speed check). Returns the last value, newly
+ * allocated; when it never satisfied @done, the value is logged (the caller asserts). */
+char *kb_test_kubectl_wait(KbTestApiserver *api, const char *kind, const char *name,
+                           const char *path, KbTestValueFunc done, gconstpointer data,
+                           guint timeout_ms);
+
+/* KbTestValueFuncs: @value contains the string @part; @value holds GPOINTER_TO_UINT(@n) words. */
+gboolean kb_test_value_contains(const char *value, gconstpointer part);
+gboolean kb_test_value_n_words(const char *value, gconstpointer n);
+
 /* Start bin/@name (kb_test_daemon_start()) with "--master URL-of-@api", then "--listen-address
  * 127.0.0.1:0" when @listen, then @extra (NULL-terminated, may be NULL), its output logged in
  * @log_dir/@name.log (@log_dir NULL: a temporary file). Failing to start fails the test. Returns
