@@ -711,8 +711,18 @@ static const char *authorize_bind(KbExtender *ext, const KbExtenderBindingArgs *
                 g_strdup_printf("pod %s/%s: node %.253s is unknown", ns, name, args->node));
     gboolean reserved_here = t->state == KB_TASK_ALLOCATED && t->node_id == (gint)node->id;
     const char *reason = node_admits(ext, t, node, reserved_here, why);
-    if (reason == NULL)
+    if (reason == NULL) {
         reason = claims_allow(ext, t, node->name, reserved_here, NULL, why);
+        if (reason != NULL && reserved_here) {
+            /* The plan reserved this node yet writes nothing for a claim the cache now shows
+             * unallocated: it was made while the cache still showed a write that has since been
+             * undone (a failed Binding's claim write, seen before its undo). Nothing plans a
+             * reserved pod again, so release it, as a failed bind does: the next cycle places it
+             * from what the cache shows now, and kube-scheduler's retry binds it. */
+            kb_cache_forget_task(ext->cache, t);
+            note_asked(ext, ns, name, t->pod->meta.uid, 0);
+        }
+    }
     if (reason != NULL)
         return reason;
     *task_out = t;

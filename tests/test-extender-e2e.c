@@ -971,8 +971,12 @@ static void test_dra_gang(void)
     bind_pod(cl, "kb-0", b0);
     g_assert_cmpuint(claim_devices_on(cl, "kb-0", b0, seen), ==, 4);
     g_assert_cmpint(metric_value(cl, CLAIMS_WRITTEN), ==, 1);
-    /* a Binding that fails: the claim write is undone, kube-scheduler retries */
-    set_faults(cl, "error=500,method=POST,path=*binding,count=1");
+    /* a Binding that fails: the claim write is undone, kube-scheduler retries. kube-batchd's
+     * watch of claims shows the write, then stalls before the undo: its next plan, made from a
+     * claim it still sees allocated for the pod, writes nothing, is refused at bind and is
+     * released, and the plan after the undo shows writes the claim again. */
+    set_faults(cl, "error=500,method=POST,path=*binding,count=1;"
+                   "stall-watch=6000,path=*resourceclaims*,after=1");
     g_autofree char *failed = bind_answer(cl, "kb-1", b1);
     set_faults(cl, "");
     g_assert_cmpstr(failed, !=, "");
