@@ -510,6 +510,37 @@ static void test_kubelet_mig_refused(void)
     g_rmdir(dir);
 }
 
+/* Stopped while lease renewals are in flight (each answered 1.5 s late), kb-kubelet lets them
+ * end before it frees its client: exit 0, and nothing leaks (under the sanitizer build a request
+ * dropped with its callback's data made it exit 1). */
+static void test_stop_drains_writes(void)
+{
+    g_autoptr(GError) error = NULL;
+    const char *aargs[] = {"--faults", "latency=1500,method=PATCH,path=*leases*", NULL};
+    g_autoptr(KbTestApiserver) slow = kb_test_apiserver_start(aargs, &error);
+    g_assert_no_error(error);
+    g_autofree char *dir = g_dir_make_tmp("kb-kubelet-XXXXXX", &error);
+    g_autofree char *file = g_build_filename(dir, "nodes.yaml", NULL);
+    g_assert_true(g_file_set_contents(file, nodes_yaml, -1, &error));
+    const char *args[] = {"--master", kb_test_apiserver_url(slow), "--nodes",
+                          file,       "--heartbeat-interval",      "200",
+                          NULL};
+    KbTestDaemonOptions o = {.stdout_pipe = TRUE, .log = TRUE};
+    g_autoptr(KbTestDaemon) k = kb_test_daemon_start("kb-kubelet", args, &o, &error);
+    g_assert_no_error(error);
+    g_autofree char *line = kb_test_daemon_wait_line(k, "registered ", 30000, &error);
+    g_assert_no_error(error);
+    g_usleep(1000 * 1000); /* renewals every 200 ms, each answered 1.5 s later */
+    int rc = kb_test_daemon_stop(k, 30000);
+    if (rc != 0) {
+        g_autofree char *log = kb_test_daemon_log(k);
+        g_test_message("kb-kubelet's log:\n%s", log);
+    }
+    g_assert_cmpint(rc, ==, 0);
+    g_unlink(file);
+    g_rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -526,6 +557,7 @@ int main(int argc, char **argv)
     g_test_add_func("/kubelet/dra", test_kubelet_dra);
     g_test_add_func("/kubelet/dra-mig", test_kubelet_mig);
     g_test_add_func("/kubelet/dra-mig-refused", test_kubelet_mig_refused);
+    g_test_add_func("/kubelet/stop-drains-writes", test_stop_drains_writes);
     int rc = g_test_run();
     kb_test_apiserver_free(api);
     return rc;

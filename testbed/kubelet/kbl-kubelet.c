@@ -908,19 +908,20 @@ char *kbl_kubelet_cost(const KblKubelet *k)
     return g_string_free(out, FALSE);
 }
 
+void kbl_kubelet_stop(KblKubelet *k)
+{
+    g_clear_handle_id(&k->heartbeat_id, g_source_remove);
+    g_clear_handle_id(&k->status_id, g_source_remove);
+    g_clear_handle_id(&k->resync_id, g_source_remove);
+    g_clear_handle_id(&k->tick_id, g_source_remove);
+    g_clear_pointer(&k->pods, kb_informer_free);
+}
+
 void kbl_kubelet_free(KblKubelet *k)
 {
     if (k == NULL)
         return;
-    if (k->heartbeat_id != 0)
-        g_source_remove(k->heartbeat_id);
-    if (k->status_id != 0)
-        g_source_remove(k->status_id);
-    if (k->resync_id != 0)
-        g_source_remove(k->resync_id);
-    if (k->tick_id != 0)
-        g_source_remove(k->tick_id);
-    g_clear_pointer(&k->pods, kb_informer_free);
+    kbl_kubelet_stop(k);
     g_clear_pointer(&k->recorder, kb_recorder_free);
     g_clear_pointer(&k->blocked, g_hash_table_unref);
     json_object_put(k->slices);

@@ -4,11 +4,11 @@
  * starts, runs and ends) are testbed/kubelet/kbl-sim.c, the ones kb-apiserver's embedded
  * --simulate-kubelet applies too.
  *
- *   - Registers the nodes of the --nodes file (kb-apiserver's format, testbed/apiserver/kas-nodes.h):
- *     creates each (an existing node of that name is adopted), makes its status Ready, removes the
- *     node.kubernetes.io/not-ready taint the API server puts on new nodes (the node lifecycle
- *     controller's job, absent without a controller manager), renews its Lease in kube-node-lease
- *     every heartbeat and posts its status again every status interval.
+ *   - Registers the nodes of the --nodes file (kb-apiserver's format,
+ * testbed/apiserver/kas-nodes.h): creates each (an existing node of that name is adopted), makes
+ * its status Ready, removes the node.kubernetes.io/not-ready taint the API server puts on new nodes
+ * (the node lifecycle controller's job, absent without a controller manager), renews its Lease in
+ * kube-node-lease every heartbeat and posts its status again every status interval.
  *   - Watches all pods, keeps those bound to its nodes: a Pending one goes Running after the
  *     start delay; one whose annotations give a run time exits after it with the annotated code
  *     (kbl-sim.h), restarting in place per restartPolicy; a pod being deleted is confirmed gone
@@ -62,5 +62,8 @@ void kbl_kubelet_counts(const KblKubelet *k, guint64 *started, guint64 *finished
 /* What the kubelet asked of the server since kbl_kubelet_start(): requests and requests/s in all
  * and by kind (register, lease, node-status, pod-status, pod-delete), one line (caller frees). */
 char *kbl_kubelet_cost(const KblKubelet *k);
+/* Stop making requests: the timers (leases, node status, pod lifecycle, resync) and the pods'
+ * watch. What is in flight still completes on the main loop; kbl_kubelet_free() after that. */
+void kbl_kubelet_stop(KblKubelet *k);
 void kbl_kubelet_free(KblKubelet *k);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(KblKubelet, kbl_kubelet_free)

@@ -32,6 +32,12 @@ static gboolean on_signal(gpointer data)
     return G_SOURCE_CONTINUE;
 }
 
+/* A timer that only wakes the loop up, so that a wait on it sees its deadline. */
+static gboolean keep_waking(gpointer data)
+{
+    return G_SOURCE_CONTINUE;
+}
+
 int main(int argc, char **argv)
 {
     g_autofree char *master = NULL, *kubeconfig = NULL, *nodes = NULL;
@@ -128,6 +134,14 @@ int main(int argc, char **argv)
     g_main_loop_run(loop);
     g_source_remove(s1);
     g_source_remove(s2);
+    /* Let the writes in flight end (their callbacks own what they carry: freeing the client with
+     * them pending would drop it), at most 5 s; nothing new is sent once stopped. */
+    kbl_kubelet_stop(k);
+    gint64 deadline = g_get_monotonic_time() + 5 * G_USEC_PER_SEC;
+    guint wake = g_timeout_add(100, keep_waking, NULL);
+    while (kb_client_pending(client) > 0 && g_get_monotonic_time() < deadline)
+        g_main_context_iteration(NULL, TRUE);
+    g_source_remove(wake);
     guint64 started, finished, deleted;
     kbl_kubelet_counts(k, &started, &finished, &deleted);
     g_message("stopping: %" G_GUINT64_FORMAT " pods started, %" G_GUINT64_FORMAT
