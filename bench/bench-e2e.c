@@ -57,6 +57,7 @@
 #include "kube/kb-log.h"
 #include "kube/kb-objects.h"
 #include "bench/lib/http.h"
+#include "bench/lib/proc.h"
 #include "bench/lib/server-writes.h"
 #include "bench/lib/sim.h"
 #include "testbed/apiserver/kas-json.h"
@@ -473,30 +474,15 @@ static void server_stop(Server *srv)
     g_clear_pointer(&srv->writes1, g_hash_table_unref);
 }
 
-/* CPU seconds (user + system) used so far by process @pid ("self" for this one), or -1. */
-static double cpu_seconds(const char *pid)
-{
-    g_autofree char *path = g_strdup_printf("/proc/%s/stat", pid);
-    g_autofree char *text = NULL;
-    if (pid == NULL || !g_file_get_contents(path, &text, NULL, NULL))
-        return -1;
-    const char *p = strrchr(text, ')');
-    unsigned long utime = 0, stime = 0;
-    if (p == NULL ||
-        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) != 2)
-        return -1;
-    return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
-}
-
 /* CPU seconds used so far by the server: kb-apiserver, or kube-apiserver and its etcd; -1 when
  * unknown. */
 static double server_cpu(Server *srv)
 {
     if (srv->kas != NULL)
-        return cpu_seconds(kb_test_apiserver_pid(srv->kas));
+        return kb_bench_cpu_seconds(kb_test_apiserver_pid(srv->kas));
     const char *kas = NULL, *etcd = NULL;
     kb_test_cluster_pids(srv->cluster, &kas, &etcd);
-    double a = cpu_seconds(kas), e = cpu_seconds(etcd);
+    double a = kb_bench_cpu_seconds(kas), e = kb_bench_cpu_seconds(etcd);
     return a < 0 || e < 0 ? -1 : a + e;
 }
 
@@ -561,8 +547,8 @@ static void seen_first(Watch *w)
 {
     w->first = w->last;
     w->cpu_first[0] = server_cpu(w->srv);
-    w->cpu_first[1] = cpu_seconds(w->daemon_pid);
-    w->cpu_first[2] = cpu_seconds("self");
+    w->cpu_first[1] = kb_bench_cpu_seconds(w->daemon_pid);
+    w->cpu_first[2] = kb_bench_cpu_seconds("self");
 }
 
 /* How long to wait before the next poll of @w (see above). */
@@ -689,9 +675,9 @@ static LoopRun time_binds(Server *srv, KbClient *client, guint first, guint n, g
                           const char *what)
 {
     LoopRun r = {0};
-    double a0 = server_cpu(srv), c0 = cpu_seconds("self");
+    double a0 = server_cpu(srv), c0 = kb_bench_cpu_seconds("self");
     double dt = window_run_full(client, first, n, window, issue_baseline_bind, &r.latency_ms, what);
-    double a = server_cpu(srv) - a0, c = cpu_seconds("self") - c0;
+    double a = server_cpu(srv) - a0, c = kb_bench_cpu_seconds("self") - c0;
     r.rate = n / dt;
     r.cpu_server = a0 >= 0 ? 1000 * a / n : -1;
     r.cpu_client = 1000 * c / n;
@@ -966,7 +952,7 @@ static double run_kube_batchd(Server *srv, KbClient *client, const Baseline *bas
     KbTestDaemonOptions dopts = {.wrapper = g_getenv("KB_E2E_WRAPPER")};
     g_autoptr(GError) error = NULL;
     srv->writes0 = server_writes(srv);
-    double cpu_a0 = server_cpu(srv), cpu_self0 = cpu_seconds("self");
+    double cpu_a0 = server_cpu(srv), cpu_self0 = kb_bench_cpu_seconds("self");
     double t_start = now_s();
     mark("scheduler-start");
     g_autoptr(KbTestDaemon) daemon =
@@ -984,10 +970,10 @@ static double run_kube_batchd(Server *srv, KbClient *client, const Baseline *bas
     mark("scheduler-bound-all");
     mark_at(w.first, "first-binding-seen");
     mark_at(w.last, "last-binding-seen");
-    double cpu_d = cpu_seconds(kb_test_daemon_pid(daemon));
-    double cpu_a = server_cpu(srv) - cpu_a0, cpu_self = cpu_seconds("self") - cpu_self0;
+    double cpu_d = kb_bench_cpu_seconds(kb_test_daemon_pid(daemon));
+    double cpu_a = server_cpu(srv) - cpu_a0, cpu_self = kb_bench_cpu_seconds("self") - cpu_self0;
     double cpu_bind[3] = {server_cpu(srv) - w.cpu_first[0], cpu_d - w.cpu_first[1],
-                          cpu_seconds("self") - w.cpu_first[2]};
+                          kb_bench_cpu_seconds("self") - w.cpu_first[2]};
     srv->writes_bound = server_writes(srv);
     /* Let the status writes and events the bindings cause settle (a few periods). */
     g_usleep(3 * G_USEC_PER_SEC);

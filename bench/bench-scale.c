@@ -31,6 +31,7 @@
 #include "kube/kb-log.h"
 #include "kube/kb-objects.h"
 #include "bench/lib/http.h"
+#include "bench/lib/proc.h"
 #include "bench/lib/server-writes.h"
 #include "testbed/apiserver/kas-json.h"
 #include "tests/lib/kb-test-apiserver.h"
@@ -69,35 +70,6 @@ static void expect(gboolean ok, const char *scenario, const char *what)
 
 /* ---- processes -------------------------------------------------------------------------------
  */
-
-/* CPU seconds (user + system) of process @pid, or -1. */
-static double cpu_seconds(const char *pid)
-{
-    g_autofree char *path = g_strdup_printf("/proc/%s/stat", pid);
-    g_autofree char *text = NULL;
-    if (pid == NULL || !g_file_get_contents(path, &text, NULL, NULL))
-        return -1;
-    const char *p = strrchr(text, ')');
-    unsigned long utime = 0, stime = 0;
-    if (p == NULL ||
-        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) != 2)
-        return -1;
-    return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
-}
-
-/* Peak resident set of process @pid in MiB (VmHWM), or -1. */
-static double peak_rss_mib(const char *pid)
-{
-    g_autofree char *path = g_strdup_printf("/proc/%s/status", pid);
-    g_autofree char *text = NULL;
-    if (pid == NULL || !g_file_get_contents(path, &text, NULL, NULL))
-        return -1;
-    const char *p = strstr(text, "VmHWM:");
-    unsigned long kib = 0;
-    if (p == NULL || sscanf(p + 6, "%lu", &kib) != 1)
-        return -1;
-    return kib / 1024.0;
-}
 
 /* ---- the server ------------------------------------------------------------------------------
  */
@@ -153,14 +125,14 @@ static void server_stop(Server *srv)
 static void server_usage(Server *srv, double *cpu, double *rss)
 {
     if (srv->kas != NULL) {
-        *cpu = cpu_seconds(kb_test_apiserver_pid(srv->kas));
-        *rss = peak_rss_mib(kb_test_apiserver_pid(srv->kas));
+        *cpu = kb_bench_cpu_seconds(kb_test_apiserver_pid(srv->kas));
+        *rss = kb_bench_peak_rss_mib(kb_test_apiserver_pid(srv->kas));
         return;
     }
     const char *kas = NULL, *etcd = NULL;
     kb_test_cluster_pids(srv->cluster, &kas, &etcd);
-    *cpu = cpu_seconds(kas) + cpu_seconds(etcd);
-    *rss = peak_rss_mib(kas) + peak_rss_mib(etcd);
+    *cpu = kb_bench_cpu_seconds(kas) + kb_bench_cpu_seconds(etcd);
+    *rss = kb_bench_peak_rss_mib(kas) + kb_bench_peak_rss_mib(etcd);
 }
 
 /* The daemons' arguments that point them at the server. */
@@ -700,8 +672,8 @@ static void report(Run *r, double ours, double peer, const char *source)
 {
     if (r->batchd != NULL) {
         const char *pid = kb_test_daemon_pid(r->batchd);
-        printf("  kube-batchd: %.2f s CPU, peak RSS %.0f MiB\n", cpu_seconds(pid),
-               peak_rss_mib(pid));
+        printf("  kube-batchd: %.2f s CPU, peak RSS %.0f MiB\n", kb_bench_cpu_seconds(pid),
+               kb_bench_peak_rss_mib(pid));
         g_autofree char *times = batchd_cycle_times(r);
         if (times != NULL)
             printf("  kube-batchd's cycles since it started: %s\n", times);
