@@ -167,6 +167,29 @@ static gboolean load_nodes(KbctlWorld *w, KbClient *c, GError **error)
     return TRUE;
 }
 
+/* Where the Queue's CRD prunes status.usage (Volcano's own), kube-batchd keeps the decayed usage
+ * in the annotation KB_QUEUE_USAGE_ANNOTATION: shown as status.usage when the status has none. */
+static void usage_from_annotation(json_object *q)
+{
+    json_object *meta = json_object_object_get(q, "metadata");
+    json_object *ann = json_object_object_get(meta, "annotations");
+    const char *text =
+            json_object_get_string(json_object_object_get(ann, KB_QUEUE_USAGE_ANNOTATION));
+    json_object *status = json_object_object_get(q, "status");
+    if (text == NULL || json_object_object_get_ex(status, "usage", NULL))
+        return;
+    json_object *usage = json_tokener_parse(text);
+    if (usage == NULL || !json_object_is_type(usage, json_type_object)) {
+        json_object_put(usage);
+        return;
+    }
+    if (status == NULL || !json_object_is_type(status, json_type_object)) {
+        status = json_object_new_object();
+        json_object_object_add(q, "status", status);
+    }
+    json_object_object_add(status, "usage", usage);
+}
+
 static gboolean load_queues(KbctlWorld *w, KbClient *c, GError **error)
 {
     const KbResourceType *types[] = {&kb_type_queues_volcano, &kb_type_queues_kube_batch};
@@ -184,6 +207,7 @@ static gboolean load_queues(KbctlWorld *w, KbClient *c, GError **error)
             if (name == NULL || g_hash_table_contains(seen, name))
                 continue;
             g_hash_table_add(seen, (gpointer)name);
+            usage_from_annotation(q);
             g_ptr_array_add(w->queues, json_object_get(q));
         }
     }

@@ -308,6 +308,105 @@ static void test_queue_history(void)
     kb_client_free(client);
 }
 
+/* The PATCHes sent to @path, in order (borrowed bodies). */
+static GPtrArray *patch_bodies(KbTestServer *srv, const char *path)
+{
+    GPtrArray *out = g_ptr_array_new();
+    for (guint i = 0; i < kb_test_server_request_count(srv); i++) {
+        const KbTestRequest *req = kb_test_server_request(srv, i);
+        if (strcmp(req->method, "PATCH") == 0 && strcmp(req->path, path) == 0)
+            g_ptr_array_add(out, req->body);
+    }
+    return out;
+}
+
+/*
+ * A server whose Queue CRD prunes status.usage and status.runtimeHistory (Volcano's own CRD
+ * declares neither) answers the status patch without them: the writer writes them into the
+ * queue's annotations instead, as JSON text, and from then on sends them there only; a server
+ * that keeps them (or answers without the object) gets them in the status alone.
+ */
+static void test_queue_usage_pruned(void)
+{
+    g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
+    const char *status_path = "/apis/scheduling.volcano.sh/v1beta1/queues/qa/status";
+    const char *object_path = "/apis/scheduling.volcano.sh/v1beta1/queues/qa";
+    kb_test_server_respond(srv, "PATCH", status_path, 200,
+                           "{\"kind\":\"Queue\",\"status\":{\"state\":\"Open\",\"running\":1}}");
+    kb_test_server_respond(srv, "PATCH", object_path, 200, "{\"kind\":\"Queue\"}");
+    g_autoptr(KbConfig) config = kb_config_new(kb_test_server_url(srv));
+    g_autoptr(GError) error = NULL;
+    KbClient *client = kb_client_new(config, &error);
+    g_assert_no_error(error);
+    KbStatusWriter *w = kb_status_writer_new(client, NULL);
+    kb_status_writer_set_queue_type_func(w, volcano_queue, NULL);
+    gint64 t0 = 1795762800;
+    g_autoptr(KbCycleResult) r1 = queue_result(t0, 1, 3600);
+    KbQueueStatus *qs = &g_array_index(r1->queue_statuses, KbQueueStatus, 0);
+    qs->history = g_new0(KbQueueHistory, 1);
+    qs->history->time = t0;
+    qs->history->n[1] = 1;
+    qs->history->runtime[1][0] = 60;
+    kb_status_writer_apply(w, r1);
+    /* The status patch, then the annotations patch with what it lost. */
+    wait_patches(srv, 2);
+    while (kb_status_writer_pending(w) > 0)
+        g_main_context_iteration(NULL, TRUE);
+    g_autoptr(GPtrArray) st = patch_bodies(srv, status_path);
+    g_autoptr(GPtrArray) ob = patch_bodies(srv, object_path);
+    g_assert_cmpuint(st->len, ==, 1);
+    g_assert_cmpuint(ob->len, ==, 1);
+    json_object *patch = json_tokener_parse(g_ptr_array_index(ob, 0));
+    json_object *ann =
+            json_object_object_get(json_object_object_get(patch, "metadata"), "annotations");
+    const char *usage =
+            json_object_get_string(json_object_object_get(ann, KB_QUEUE_USAGE_ANNOTATION));
+    const char *history =
+            json_object_get_string(json_object_object_get(ann, KB_QUEUE_HISTORY_ANNOTATION));
+    if (usage == NULL || strstr(usage, "\"nvidia.com/gpu\":3600.0") == NULL || history == NULL ||
+        strstr(history, "\"runtimeSeconds\":{\"1\":[60]}") == NULL ||
+        json_object_object_get(patch, "status") != NULL)
+        g_error("annotations patch: %s", (const char *)g_ptr_array_index(ob, 0));
+    json_object_put(patch);
+
+    /* Next usage change: annotations only; the status (running changed) without usage. */
+    g_autoptr(KbCycleResult) r2 = queue_result(t0 + KB_STATUS_USAGE_INTERVAL, 2, 7200);
+    kb_status_writer_apply(w, r2);
+    wait_patches(srv, 4);
+    while (kb_status_writer_pending(w) > 0)
+        g_main_context_iteration(NULL, TRUE);
+    g_autoptr(GPtrArray) st2 = patch_bodies(srv, status_path);
+    g_autoptr(GPtrArray) ob2 = patch_bodies(srv, object_path);
+    g_assert_cmpuint(st2->len, ==, 2);
+    g_assert_cmpuint(ob2->len, ==, 2);
+    const char *status2 = g_ptr_array_index(st2, 1), *ann2 = g_ptr_array_index(ob2, 1);
+    if (strstr(status2, "usage") != NULL || strstr(status2, "\"running\":2") == NULL)
+        g_error("status after pruning: %s", status2);
+    if (strstr(ann2, "7200") == NULL || strstr(ann2, "runtime-history") != NULL)
+        g_error("annotations after pruning: %s", ann2);
+    kb_status_writer_free(w);
+    kb_client_free(client);
+
+    /* A server that keeps them: status only. */
+    g_autoptr(KbTestServer) keep = kb_test_server_new(NULL, NULL, NULL);
+    kb_test_server_respond(keep, "PATCH", status_path, 200,
+                           "{\"status\":{\"usage\":{},\"runtimeHistory\":{}}}");
+    g_autoptr(KbConfig) config2 = kb_config_new(kb_test_server_url(keep));
+    client = kb_client_new(config2, &error);
+    g_assert_no_error(error);
+    w = kb_status_writer_new(client, NULL);
+    kb_status_writer_set_queue_type_func(w, volcano_queue, NULL);
+    g_autoptr(KbCycleResult) r3 = queue_result(t0, 1, 3600);
+    kb_status_writer_apply(w, r3);
+    wait_patches(keep, 1);
+    while (kb_status_writer_pending(w) > 0)
+        g_main_context_iteration(NULL, TRUE);
+    settle(100);
+    g_assert_cmpuint(patches(keep), ==, 1);
+    kb_status_writer_free(w);
+    kb_client_free(client);
+}
+
 /* A queue status held (bindings on the wire) and replaced by a newer one keeps what only the older
  * said: the runtime history written once goes out with the newer status. */
 static void test_held_merge_keeps_history(void)
@@ -746,13 +845,13 @@ static void test_native_error(void)
         const char *conditions;
         gboolean written;
     } cases[] = {
-        {"", TRUE},
-        {"{\"type\":\"PodGroupInitiallyScheduled\",\"status\":\"False\",\"message\":\"old\"}",
-         TRUE},
-        {"{\"type\":\"PodGroupInitiallyScheduled\",\"status\":\"False\",\"message\":\"bad\"}",
-         FALSE},
-        {"{\"type\":\"PodGroupInitiallyScheduled\",\"status\":\"True\",\"message\":\"4/4\"}",
-         FALSE},
+            {"", TRUE},
+            {"{\"type\":\"PodGroupInitiallyScheduled\",\"status\":\"False\",\"message\":\"old\"}",
+             TRUE},
+            {"{\"type\":\"PodGroupInitiallyScheduled\",\"status\":\"False\",\"message\":\"bad\"}",
+             FALSE},
+            {"{\"type\":\"PodGroupInitiallyScheduled\",\"status\":\"True\",\"message\":\"4/4\"}",
+             FALSE},
     };
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
         g_autofree char *text = g_strdup_printf(
@@ -775,6 +874,8 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/status-writer/held-writes-wait", test_held_writes_wait);
     g_test_add_func("/scheduler/status-writer/queue-usage-throttled", test_queue_usage);
     g_test_add_func("/scheduler/status-writer/queue-runtime-history-throttled", test_queue_history);
+    g_test_add_func("/scheduler/status-writer/queue-usage-pruned-to-annotations",
+                    test_queue_usage_pruned);
     g_test_add_func("/scheduler/status-writer/held-merge-keeps-history",
                     test_held_merge_keeps_history);
     g_test_add_func("/scheduler/status-writer/native-condition", test_native_condition);
