@@ -86,6 +86,33 @@ static void settle(guint ms)
         g_main_context_iteration(NULL, FALSE), g_usleep(1000);
 }
 
+/* A status writer whose client talks to @srv; with @queues, every queue is Volcano's. */
+typedef struct {
+    KbClient *client;
+    KbStatusWriter *w;
+} Writer;
+
+static const KbResourceType *volcano_queue(const char *name, gpointer data);
+
+static Writer writer_on(KbTestServer *srv, gboolean queues)
+{
+    g_autoptr(KbConfig) config = kb_config_new(kb_test_server_url(srv));
+    g_autoptr(GError) error = NULL;
+    Writer wr = {.client = kb_client_new(config, &error)};
+    g_assert_no_error(error);
+    wr.w = kb_status_writer_new(wr.client, NULL);
+    if (queues)
+        kb_status_writer_set_queue_type_func(wr.w, volcano_queue, NULL);
+    return wr;
+}
+
+/* The client drops what is in flight when freed (kb-client.h): free the writer first. */
+static void writer_done(Writer *wr)
+{
+    kb_status_writer_free(wr->w);
+    kb_client_free(wr->client);
+}
+
 /* While held, nothing is written; a newer status of the same group replaces the held one;
  * releasing writes each group once, with its latest status; writes after that flow at once. */
 static void test_held_writes_wait(void)
@@ -94,11 +121,8 @@ static void test_held_writes_wait(void)
     kb_test_server_respond(srv, "PATCH", PATH_PREFIX "a/status", 200, "{}");
     kb_test_server_respond(srv, "PATCH", PATH_PREFIX "b/status", 200, "{}");
     kb_test_server_respond(srv, "PATCH", PATH_PREFIX "c/status", 200, "{}");
-    g_autoptr(KbConfig) config = kb_config_new(kb_test_server_url(srv));
-    g_autoptr(GError) error = NULL;
-    KbClient *client = kb_client_new(config, &error);
-    g_assert_no_error(error);
-    KbStatusWriter *w = kb_status_writer_new(client, NULL);
+    Writer wr = writer_on(srv, FALSE);
+    KbStatusWriter *w = wr.w;
 
     kb_status_writer_set_held(w, TRUE);
     const char *ab[] = {"a", "b", NULL};
@@ -130,8 +154,7 @@ static void test_held_writes_wait(void)
     while (kb_status_writer_pending(w) > 0)
         g_main_context_iteration(NULL, TRUE);
     g_assert_cmpuint(kb_status_writer_count(w, KB_STATUS_WRITTEN), ==, 3);
-    kb_status_writer_free(w);
-    kb_client_free(client);
+    writer_done(&wr);
 }
 
 /* ---- Queue status: decayed usage ------------------------------------------------------------ */
@@ -192,12 +215,8 @@ static void test_queue_usage(void)
     g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
     kb_test_server_respond(srv, "PATCH", "/apis/scheduling.volcano.sh/v1beta1/queues/qa/status",
                            200, "{}");
-    g_autoptr(KbConfig) config = kb_config_new(kb_test_server_url(srv));
-    g_autoptr(GError) error = NULL;
-    KbClient *client = kb_client_new(config, &error);
-    g_assert_no_error(error);
-    KbStatusWriter *w = kb_status_writer_new(client, NULL);
-    kb_status_writer_set_queue_type_func(w, volcano_queue, NULL);
+    Writer wr = writer_on(srv, TRUE);
+    KbStatusWriter *w = wr.w;
     gint64 t0 = 1795762800; /* 2026-11-27T07:00:00Z */
     static const struct {
         gint64 dt;
@@ -232,8 +251,7 @@ static void test_queue_usage(void)
             g_error("step %u: %s", i, body);
     }
     g_assert_cmpuint(patches(srv), ==, 3);
-    kb_status_writer_free(w);
-    kb_client_free(client);
+    writer_done(&wr);
 }
 
 /*
@@ -246,12 +264,8 @@ static void test_queue_history(void)
     g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
     kb_test_server_respond(srv, "PATCH", "/apis/scheduling.volcano.sh/v1beta1/queues/qa/status",
                            200, "{}");
-    g_autoptr(KbConfig) config = kb_config_new(kb_test_server_url(srv));
-    g_autoptr(GError) error = NULL;
-    KbClient *client = kb_client_new(config, &error);
-    g_assert_no_error(error);
-    KbStatusWriter *w = kb_status_writer_new(client, NULL);
-    kb_status_writer_set_queue_type_func(w, volcano_queue, NULL);
+    Writer wr = writer_on(srv, TRUE);
+    KbStatusWriter *w = wr.w;
     gint64 t0 = 1795762800; /* 2026-11-27T07:00:00Z */
     static const struct {
         gint64 dt;
@@ -304,8 +318,7 @@ static void test_queue_history(void)
     kb_status_writer_apply(w, r);
     settle(100);
     g_assert_cmpuint(patches(srv), ==, 4);
-    kb_status_writer_free(w);
-    kb_client_free(client);
+    writer_done(&wr);
 }
 
 /* The PATCHes sent to @path, in order (borrowed bodies). */
@@ -334,12 +347,8 @@ static void test_queue_usage_pruned(void)
     kb_test_server_respond(srv, "PATCH", status_path, 200,
                            "{\"kind\":\"Queue\",\"status\":{\"state\":\"Open\",\"running\":1}}");
     kb_test_server_respond(srv, "PATCH", object_path, 200, "{\"kind\":\"Queue\"}");
-    g_autoptr(KbConfig) config = kb_config_new(kb_test_server_url(srv));
-    g_autoptr(GError) error = NULL;
-    KbClient *client = kb_client_new(config, &error);
-    g_assert_no_error(error);
-    KbStatusWriter *w = kb_status_writer_new(client, NULL);
-    kb_status_writer_set_queue_type_func(w, volcano_queue, NULL);
+    Writer wr = writer_on(srv, TRUE);
+    KbStatusWriter *w = wr.w;
     gint64 t0 = 1795762800;
     g_autoptr(KbCycleResult) r1 = queue_result(t0, 1, 3600);
     KbQueueStatus *qs = &g_array_index(r1->queue_statuses, KbQueueStatus, 0);
@@ -384,18 +393,14 @@ static void test_queue_usage_pruned(void)
         g_error("status after pruning: %s", status2);
     if (strstr(ann2, "7200") == NULL || strstr(ann2, "runtime-history") != NULL)
         g_error("annotations after pruning: %s", ann2);
-    kb_status_writer_free(w);
-    kb_client_free(client);
+    writer_done(&wr);
 
     /* A server that keeps them: status only. */
     g_autoptr(KbTestServer) keep = kb_test_server_new(NULL, NULL, NULL);
     kb_test_server_respond(keep, "PATCH", status_path, 200,
                            "{\"status\":{\"usage\":{},\"runtimeHistory\":{}}}");
-    g_autoptr(KbConfig) config2 = kb_config_new(kb_test_server_url(keep));
-    client = kb_client_new(config2, &error);
-    g_assert_no_error(error);
-    w = kb_status_writer_new(client, NULL);
-    kb_status_writer_set_queue_type_func(w, volcano_queue, NULL);
+    wr = writer_on(keep, TRUE);
+    w = wr.w;
     g_autoptr(KbCycleResult) r3 = queue_result(t0, 1, 3600);
     kb_status_writer_apply(w, r3);
     wait_patches(keep, 1);
@@ -403,8 +408,7 @@ static void test_queue_usage_pruned(void)
         g_main_context_iteration(NULL, TRUE);
     settle(100);
     g_assert_cmpuint(patches(keep), ==, 1);
-    kb_status_writer_free(w);
-    kb_client_free(client);
+    writer_done(&wr);
 }
 
 /* A queue status held (bindings on the wire) and replaced by a newer one keeps what only the older
@@ -414,12 +418,8 @@ static void test_held_merge_keeps_history(void)
     g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
     kb_test_server_respond(srv, "PATCH", "/apis/scheduling.volcano.sh/v1beta1/queues/qa/status",
                            200, "{}");
-    g_autoptr(KbConfig) config = kb_config_new(kb_test_server_url(srv));
-    g_autoptr(GError) error = NULL;
-    KbClient *client = kb_client_new(config, &error);
-    g_assert_no_error(error);
-    KbStatusWriter *w = kb_status_writer_new(client, NULL);
-    kb_status_writer_set_queue_type_func(w, volcano_queue, NULL);
+    Writer wr = writer_on(srv, TRUE);
+    KbStatusWriter *w = wr.w;
     gint64 t0 = 1795762800;
     kb_status_writer_set_held(w, TRUE);
     g_autoptr(KbCycleResult) r1 = queue_result(t0, 1, 3600);
@@ -442,8 +442,7 @@ static void test_held_merge_keeps_history(void)
         strstr(body, "\"running\":2") == NULL)
         g_error("held: %s", body);
     g_assert_cmpuint(patches(srv), ==, 1);
-    kb_status_writer_free(w);
-    kb_client_free(client);
+    writer_done(&wr);
 }
 
 /* ---- scheduling.k8s.io/v1beta1: PodGroupInitiallyScheduled --------------------------------- */
@@ -644,11 +643,8 @@ static void test_native_write_is_strategic(void)
     kb_test_server_respond(srv, "PATCH",
                            "/apis/scheduling.k8s.io/v1beta1/namespaces/team-a/podgroups/g/status",
                            200, "{}");
-    g_autoptr(KbConfig) config = kb_config_new(kb_test_server_url(srv));
-    g_autoptr(GError) error = NULL;
-    KbClient *client = kb_client_new(config, &error);
-    g_assert_no_error(error);
-    KbStatusWriter *w = kb_status_writer_new(client, NULL);
+    Writer wr = writer_on(srv, FALSE);
+    KbStatusWriter *w = wr.w;
     const char *none[] = {NULL};
     g_autoptr(KbCycleResult) r = result_new(none, KB_JOB_PENDING, 0);
     KbJobStatus st = {.group = native_new(""),
@@ -668,8 +664,7 @@ static void test_native_write_is_strategic(void)
     g_assert_cmpstr(kb_test_request_header(req, "Content-Type"), ==,
                     "application/strategic-merge-patch+json");
     g_assert_nonnull(strstr(req->body, "PodGroupInitiallyScheduled"));
-    kb_status_writer_free(w);
-    kb_client_free(client);
+    writer_done(&wr);
 }
 
 static KbPodGroup *decode_text(KbPodGroup *(*decode)(json_object *, gboolean, GError **),
@@ -734,11 +729,8 @@ static void test_composite_status(void)
 {
     g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
     kb_test_server_respond(srv, "PATCH", "/apis/scheduling.k8s.io/v1alpha3/*", 200, "{}");
-    g_autoptr(KbConfig) config = kb_config_new(kb_test_server_url(srv));
-    g_autoptr(GError) error = NULL;
-    KbClient *client = kb_client_new(config, &error);
-    g_assert_no_error(error);
-    KbStatusWriter *w = kb_status_writer_new(client, NULL);
+    Writer wr = writer_on(srv, FALSE);
+    KbStatusWriter *w = wr.w;
     const char *none[] = {NULL};
     g_autoptr(KbCycleResult) r = result_new(none, KB_JOB_PENDING, 0);
     KbJobStatus st = {.group = composite_new(""),
@@ -828,8 +820,7 @@ static void test_composite_status(void)
                             "\"True\"}]}}");
     g_assert_null(kb_status_child_body(cur, &was, 1700000100));
     kb_object_unref(was.group);
-    kb_status_writer_free(w);
-    kb_client_free(client);
+    writer_done(&wr);
 }
 
 /* A native PodGroup that cannot be read: SchedulerError once, never over True. */
