@@ -35,10 +35,12 @@ int main(int argc, char **argv)
 {
     const char *path = DEFAULT_TRACE;
     gint seeds = 5;
+    gboolean no_mig = FALSE;
     GOptionEntry entries[] = {
             {"trace", 0, 0, G_OPTION_ARG_FILENAME, &path,
              "shape histogram (default " DEFAULT_TRACE ")", "FILE"},
             {"seeds", 0, 0, G_OPTION_ARG_INT, &seeds, "replays averaged (default 5)", "N"},
+            {"no-mig", 0, 0, G_OPTION_ARG_NONE, &no_mig, "skip the MIG replay (the slowest)", NULL},
             {NULL},
     };
     g_autoptr(GOptionContext) oc = g_option_context_new("- GPU-sharing fragmentation");
@@ -65,11 +67,11 @@ int main(int argc, char **argv)
            "load; mean of %d seeds\n\n",
            seeds);
     enum { N = G_N_ELEMENTS(loads) };
-    enum { P = 4 };
+    enum { P = KB_GPUSHARE_DRA_FGD + 1 };
     double sum[P][N] = {{0}};
     guint dropped[P] = {0};
     for (int p = 0; p < P; p++)
-        for (gint s = 0; s < seeds; s++) {
+        for (gint s = 0; s < seeds && !(no_mig && p == KB_GPUSHARE_DRA_MIG); s++) {
             double u[N];
             guint d = 0;
             kb_gpushare_replay(t, (KbGpusharePolicy)p, (guint64)s + 1, loads, N, u, &d);
@@ -77,36 +79,42 @@ int main(int argc, char **argv)
                 sum[p][i] += u[i] / seeds;
             dropped[p] += d;
         }
-    printf("%-8s %10s %10s %6s %12s %6s %6s %12s %6s %6s\n", "arrived", "first-fit", "packing",
-           "change", "kube-batchd", "change", "ratio", "kb MIG", "change", "ratio");
+    printf("%-8s %10s %9s %6s %9s %6s %12s %6s %12s %6s %8s %6s\n", "arrived", "first-fit",
+           "packing", "change", "FGD", "ratio", "kube-batchd", "ratio", "kb+fgd", "ratio", "kb MIG",
+           "ratio");
     for (guint i = 0; i < N; i++) {
         double ff = sum[KB_GPUSHARE_FIRST_FIT][i];
         printf("%6.0f%%  %9.1f%%", loads[i] * 100, ff * 100);
-        static const KbGpusharePolicy others[] = {KB_GPUSHARE_PACKING, KB_GPUSHARE_DRA,
+        static const KbGpusharePolicy others[] = {KB_GPUSHARE_PACKING, KB_GPUSHARE_FGD,
+                                                  KB_GPUSHARE_DRA, KB_GPUSHARE_DRA_FGD,
                                                   KB_GPUSHARE_DRA_MIG};
+        static const int width[] = {9, 9, 12, 12, 8};
         for (guint o = 0; o < G_N_ELEMENTS(others); o++) {
             double v = sum[others[o]][i];
             gboolean some = ff > 0.0005;
             g_autofree char *change =
                     some ? g_strdup_printf("%+.0f%%", (v / ff - 1) * 100) : g_strdup("-");
             g_autofree char *ratio = some ? g_strdup_printf("%.2f", v / ff) : g_strdup("-");
-            if (o == 0)
-                printf(" %9.1f%% %6s", v * 100, change);
-            else
-                printf(" %11.1f%% %6s %6s", v * 100, change, ratio);
+            printf(" %*.1f%% %6s", width[o] - 1, v * 100, o == 0 ? change : ratio);
         }
         printf("\n");
     }
     printf("\nunallocated: share of GPU capacity (milli-GPUs) not allocated when the arrived "
            "request reached the load\n");
-    printf("ratio       kube-batchd's unallocated share over first-fit's (FGD reports 0.51 at "
+    printf("ratio       the policy's unallocated share over first-fit's (FGD reports 0.51 at "
            "best)\n");
+    printf("FGD         node and GPU by the fragmentation gradient of the shapes seen so far "
+           "(scheduler/fragment.c), every node scored\n");
+    printf("kb+fgd      kube-batchd's allocator on shared GPUs, the node chosen by the fgd "
+           "plugin's gradient (the GPU: the allocator's)\n");
     printf("kb MIG      kube-batchd on kb-kubelet --mig slices: a fraction takes the smallest MIG "
            "profile holding it (counted as asked)\n");
-    printf("dropped     first-fit %.0f, packing %.0f, kube-batchd %.0f, kb MIG %.0f pods a replay "
-           "fitted nowhere (up to %.0f%% load)\n",
-           (double)dropped[0] / seeds, (double)dropped[1] / seeds, (double)dropped[2] / seeds,
-           (double)dropped[3] / seeds, loads[N - 1] * 100);
+    printf("dropped     first-fit %.0f, packing %.0f, FGD %.0f, kube-batchd %.0f, kb+fgd %.0f, "
+           "kb MIG %.0f pods a replay fitted nowhere (up to %.0f%% load)\n",
+           (double)dropped[KB_GPUSHARE_FIRST_FIT] / seeds,
+           (double)dropped[KB_GPUSHARE_PACKING] / seeds, (double)dropped[KB_GPUSHARE_FGD] / seeds,
+           (double)dropped[KB_GPUSHARE_DRA] / seeds, (double)dropped[KB_GPUSHARE_DRA_FGD] / seeds,
+           (double)dropped[KB_GPUSHARE_DRA_MIG] / seeds, loads[N - 1] * 100);
     printf("allocator   %u times it refused a node the replay's mirror of its GPUs said had room "
            "(0: the two agree)\n",
            kb_gpushare_dra_disagreements());
