@@ -76,6 +76,7 @@ extern const struct kb_plugin_ops kb_plugin_conformance;
 extern const struct kb_plugin_ops kb_plugin_gpu_topology;
 extern const struct kb_plugin_ops kb_plugin_sla;     /* policies/sla.c */
 extern const struct kb_plugin_ops kb_plugin_binpack; /* policies/binpack.c */
+extern const struct kb_plugin_ops kb_plugin_fgd;     /* policies/fgd.c */
 
 /* The plugin called @name, or NULL. */
 const struct kb_plugin_ops *kb_plugin_lookup(const char *name);

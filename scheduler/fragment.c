@@ -16,6 +16,7 @@ struct KbFragModel {
     double inc;   /* the next observation's weight */
     double growth;
     guint gen;
+    GHashTable *uids; /* kb_frag_model_observe_pod's; NULL until used */
 };
 
 KbFragModel *kb_frag_model_new(double half_life)
@@ -28,12 +29,17 @@ KbFragModel *kb_frag_model_new(double half_life)
 
 void kb_frag_model_free(KbFragModel *m)
 {
+    if (m == NULL)
+        return;
+    g_clear_pointer(&m->uids, g_hash_table_unref);
     g_free(m);
 }
 
 KbFragModel *kb_frag_model_copy(const KbFragModel *m)
 {
-    return g_memdup2(m, sizeof(*m));
+    KbFragModel *c = g_memdup2(m, sizeof(*m));
+    c->uids = NULL;
+    return c;
 }
 
 static gboolean same_shape(const KbFragShape *a, const KbFragShape *b)
@@ -84,6 +90,20 @@ gboolean kb_frag_model_observe(KbFragModel *m, const KbFragShape *s)
         m->inc = 1;
     }
     m->gen++;
+    return TRUE;
+}
+
+gboolean kb_frag_model_observe_pod(KbFragModel *m, const char *uid, const KbFragShape *s)
+{
+    if (m->uids == NULL)
+        m->uids = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    if (uid == NULL || g_hash_table_contains(m->uids, uid))
+        return FALSE;
+    if (!kb_frag_model_observe(m, s))
+        return FALSE;
+    if (g_hash_table_size(m->uids) >= KB_FRAG_MAX_UIDS)
+        g_hash_table_remove_all(m->uids);
+    g_hash_table_add(m->uids, g_strdup(uid));
     return TRUE;
 }
 

@@ -45,13 +45,19 @@ typedef struct KbFragModel KbFragModel;
 /* A model whose weights halve every @half_life observations (at least 1). */
 KbFragModel *kb_frag_model_new(double half_life);
 void kb_frag_model_free(KbFragModel *m);
-/* A copy of @m (a session's snapshot: later observations do not move its scores). */
+/* A copy of @m (a session's snapshot: later observations do not move its scores; it remembers
+ * no uids). */
 KbFragModel *kb_frag_model_copy(const KbFragModel *m);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbFragModel, kb_frag_model_free)
 
 /* Count one pod of shape @s. A shape with more GPUs than KB_FRAG_MAX_GPUS or milli above 1000
  * is ignored (FALSE). */
 gboolean kb_frag_model_observe(KbFragModel *m, const KbFragShape *s);
+/* kb_frag_model_observe once per @uid: a pod placed again (its gang's plan given back, a
+ * binding failed) is not counted again. The uids remembered are forgotten all at once past
+ * KB_FRAG_MAX_UIDS. FALSE when not counted. */
+#define KB_FRAG_MAX_UIDS 65536
+gboolean kb_frag_model_observe_pod(KbFragModel *m, const char *uid, const KbFragShape *s);
 /* Shapes kept, and a number that changes whenever their shares do. */
 guint kb_frag_model_shapes(const KbFragModel *m);
 guint kb_frag_model_gen(const KbFragModel *m);

@@ -1,0 +1,129 @@
+/*
+ * fgd: node order by fragmentation gradient descent (FGD: Weng et al., USENIX ATC 2023; the
+ * measure is scheduler/fragment.h's). A pod that takes a fraction of a GPU (a DRA share of a GPU's
+ * memory, a MIG device) goes to the node where it raises the expected GPU fragmentation least,
+ * given the shapes of the pods this scheduler has placed (a decayed histogram the cache keeps):
+ * a share lands where what it leaves suits the pods that come, and whole GPUs stay whole.
+ *
+ *   fgd.weight: 1        the score is scaled by this (0: no score)
+ *   fgd.wholeGpus: 1     score pods asking for whole GPUs too (0: fractions only)
+ *
+ * Score of a task on a node: -(fragmentation after - before) / 10 x fgd.weight, in milli-GPUs:
+ * a whole GPU's worth newly lost to every known shape is -100; 0 for a pod that asks for no GPU
+ * (and for whole GPUs with fgd.wholeGpus 0), and where the pod's devices do not fit. It adds to
+ * the other node-order plugins' scores (nodeorder, binpack: 0-100 per unit of weight), so one
+ * GPU's worth of fragmentation outweighs them and they decide between nodes it ties.
+ *
+ * The node's GPUs are its DRA devices (kb_dra_node_gpus: a MIG GPU's counter set, a shared GPU's
+ * capacity) or, without any, its nvidia.com/gpu: that many GPUs, the idle ones whole. The pod's
+ * shape on the node is what the allocator would take there (kb_dra_pod_gpus), or its
+ * nvidia.com/gpu request. Each pod the session places is added to the histogram once (by uid);
+ * the scores use the histogram as it was when the session opened.
+ */
+#include "policies/plugin.h"
+#include "scheduler/dra.h"
+#include "scheduler/fragment.h"
+
+typedef struct {
+    KbSession *ssn;
+    KbFragModel *snap; /* the cache's histogram when the session opened */
+    double weight;
+    gboolean whole;
+} Fgd;
+
+static gpointer fgd_open(KbSession *ssn, const KbConfPlugin *conf)
+{
+    Fgd *f = g_new0(Fgd, 1);
+    f->ssn = ssn;
+    f->snap = kb_frag_model_copy(kb_cache_fragment(ssn->cache));
+    f->weight = kb_conf_plugin_arg_double(conf, "fgd.weight", 1);
+    f->whole = kb_conf_plugin_arg_double(conf, "fgd.wholeGpus", 1) != 0;
+    return f;
+}
+
+static void fgd_close(gpointer state)
+{
+    Fgd *f = state;
+    kb_frag_model_free(f->snap);
+    g_free(f);
+}
+
+/* @node's free CPU and GPUs. */
+static void node_view(Fgd *f, const KbNodeInfo *node, KbFragNode *n)
+{
+    n->cpu = node->idle.v[KB_RES_CPU];
+    n->n_gpus =
+            kb_dra_node_gpus(kb_cache_dra(f->ssn->cache), node->name, n->free, KB_FRAG_MAX_GPUS);
+    if (n->n_gpus > 0)
+        return;
+    gint64 all = node->allocatable.v[KB_RES_GPU], idle = node->idle.v[KB_RES_GPU];
+    n->n_gpus = (guint)CLAMP(all, 0, KB_FRAG_MAX_GPUS);
+    for (guint g = 0; g < n->n_gpus; g++)
+        n->free[g] = (gint64)g < idle ? KB_FRAG_MILLI : 0;
+}
+
+/* @task's shape on @node (@held: count claims it holds already); FALSE when it asks for no GPU
+ * or its devices do not fit there. *@gpu: the GPU a fraction would take. */
+static gboolean task_shape(Fgd *f, const KbTaskInfo *task, const KbNodeInfo *node, gboolean held,
+                           KbFragShape *s, gint *gpu)
+{
+    *s = (KbFragShape){task->resreq.v[KB_RES_CPU], 0, 0};
+    *gpu = -1;
+    if (task->pod->n_resource_claims > 0)
+        return kb_dra_pod_gpus(kb_cache_dra(f->ssn->cache), task->pod, node->name, held, &s->gpus,
+                               &s->milli, gpu) &&
+               s->gpus > 0;
+    gint64 gpus = task->resreq.v[KB_RES_GPU];
+    if (gpus <= 0 || gpus > KB_FRAG_MAX_GPUS)
+        return FALSE;
+    s->gpus = (guint)gpus;
+    s->milli = KB_FRAG_MILLI;
+    return TRUE;
+}
+
+static double node_score(gpointer state, const KbTaskInfo *task, const KbNodeInfo *node)
+{
+    Fgd *f = state;
+    if (f->weight == 0 || kb_frag_model_shapes(f->snap) == 0)
+        return 0;
+    KbFragShape s;
+    gint gpu;
+    if (!task_shape(f, task, node, FALSE, &s, &gpu))
+        return 0;
+    if (s.milli == KB_FRAG_MILLI && !f->whole)
+        return 0;
+    KbFragNode n;
+    node_view(f, node, &n);
+    /* the pod's CPU is not idle on the node any more when the action scores it again */
+    double after = kb_frag_place_after(f->snap, &n, &s, gpu, NULL);
+    if (after == G_MAXDOUBLE)
+        return 0;
+    return -(after - kb_frag_node(f->snap, &n)) / 10 * f->weight;
+}
+
+static void on_allocate(gpointer state, const KbTaskInfo *task)
+{
+    Fgd *f = state;
+    if (task->node_id < 0 || (guint)task->node_id >= f->ssn->n_nodes)
+        return;
+    KbFragShape s;
+    gint gpu;
+    if (!task_shape(f, task, &f->ssn->nodes[task->node_id], TRUE, &s, &gpu))
+        s = (KbFragShape){task->resreq.v[KB_RES_CPU], 0, 0};
+    kb_frag_model_observe_pod(kb_cache_fragment(f->ssn->cache), task->pod->meta.uid, &s);
+}
+
+static const struct kb_plugin_arg fgd_arguments[] = {
+        {"fgd.weight", KB_ARG_NUMBER},
+        {"fgd.wholeGpus", KB_ARG_NUMBER},
+        {NULL, 0},
+};
+
+const struct kb_plugin_ops kb_plugin_fgd = {
+        .name = "fgd",
+        .arguments = fgd_arguments,
+        .open = fgd_open,
+        .close = fgd_close,
+        .node_score = node_score,
+        .on_allocate = on_allocate,
+};

@@ -1,0 +1,161 @@
+/*
+ * The fgd plugin (policies/fgd.c) in the real cycle: shares of GPUs (DRA consumable capacity on
+ * the slices kb-kubelet --dra publishes) placed one after another go where they leave the least
+ * fragmentation, so that a whole-GPU gang arriving later still fits; without the plugin the node
+ * order (most requested, lowest node first) spreads them and the gang waits.
+ */
+#include <string.h>
+
+#include "kube/kb-dra.h"
+#include "scheduler/dra.h"
+#include "scheduler/fragment.h"
+#include "testbed/kubelet/kbl-dra.h"
+#include "tests/lib/kb-test-sched.h"
+
+typedef KbTestSched Fx;
+
+#define TIERS                                                                                      \
+    "actions: \"enqueue, allocate\"\n"                                                             \
+    "tiers:\n"                                                                                     \
+    "- plugins:\n"                                                                                 \
+    "  - name: priority\n"                                                                         \
+    "  - name: gang\n"                                                                             \
+    "- plugins:\n"                                                                                 \
+    "  - name: drf\n"                                                                              \
+    "  - name: predicates\n"                                                                       \
+    "  - name: proportion\n"                                                                       \
+    "  - name: nodeorder\n"                                                                        \
+    "    arguments:\n"                                                                             \
+    "      nodeorder.leastrequested.weight: 0\n"                                                   \
+    "      nodeorder.mostrequested.weight: 1\n"                                                    \
+    "      nodeorder.balancedresource.weight: 0\n"                                                 \
+    "  - name: gpu-topology\n"
+
+static const char without_fgd[] = TIERS;
+static const char with_fgd[] = TIERS "  - name: fgd\n";
+
+static KbDra *dra(Fx *fx)
+{
+    return kb_cache_dra(fx->cache);
+}
+
+static void put_json(Fx *fx, int kind, const char *json)
+{
+    json_object *o = kb_test_sched_parse(json);
+    g_autoptr(GError) error = NULL;
+    if (kind == 0) {
+        g_autoptr(KbDeviceClass) dc = kb_device_class_decode(o, FALSE, &error);
+        g_assert_no_error(error);
+        kb_dra_set_class(dra(fx), dc);
+    } else {
+        g_autoptr(KbResourceClaim) c = kb_resource_claim_decode(o, FALSE, &error);
+        g_assert_no_error(error);
+        kb_dra_set_claim(dra(fx), c);
+    }
+    json_object_put(o);
+}
+
+/* Node @node with @gpus GPUs of 80Gi shared by memory, as kb-kubelet --dra publishes them. */
+static void add_shared_node(Fx *fx, const char *node, guint gpus)
+{
+    g_autofree char *nj = g_strdup_printf(
+            "{\"metadata\":{\"name\":\"%s\",\"labels\":{\"kube-batchd.io/gpu-sharing\":"
+            "\"memory\"}},\"status\":{\"allocatable\":{\"cpu\":\"64\",\"memory\":\"256Gi\","
+            "\"pods\":\"110\",\"nvidia.com/gpu\":\"%u\"},\"conditions\":[{\"type\":\"Ready\","
+            "\"status\":\"True\"}]}}",
+            node, gpus);
+    kb_test_sched_add_node(fx, nj);
+    json_object *n = kb_test_sched_parse(nj);
+    g_autoptr(GError) error = NULL;
+    json_object *slices = kbl_dra_slices(n, FALSE, &error);
+    g_assert_no_error(error);
+    for (gsize i = 0; i < json_object_array_length(slices); i++) {
+        g_autoptr(KbResourceSlice) s =
+                kb_resource_slice_decode(json_object_array_get_idx(slices, i), FALSE, &error);
+        g_assert_no_error(error);
+        kb_dra_set_slice(dra(fx), s);
+    }
+    json_object_put(slices);
+    json_object_put(n);
+}
+
+/* Pod ml/@name of gang @group (minMember @min) with claim @name-c: one GPU of class
+ * gpu.nvidia.com, with capacity.requests memory @memory (a share) or without (a whole GPU). */
+static void put_pod(Fx *fx, const char *name, const char *group, guint min, const char *memory)
+{
+    g_autofree char *gj = g_strdup_printf(
+            "{\"apiVersion\":\"scheduling.incubator.k8s.io/v1alpha1\",\"kind\":\"PodGroup\","
+            "\"metadata\":{\"name\":\"%s\",\"namespace\":\"ml\"},\"spec\":{\"minMember\":%u}}",
+            group, min);
+    kb_test_sched_add_pod_group(fx, gj);
+    g_autofree char *cap = memory != NULL ? g_strdup_printf(",\"capacity\":{\"requests\":{"
+                                                            "\"memory\":\"%s\"}}",
+                                                            memory)
+                                          : g_strdup("");
+    g_autofree char *cj = g_strdup_printf(
+            "{\"metadata\":{\"name\":\"%s-c\",\"namespace\":\"ml\",\"uid\":\"c-%s\","
+            "\"resourceVersion\":\"%u\"},\"spec\":{\"devices\":{\"requests\":[{\"name\":\"gpu\","
+            "\"exactly\":{\"deviceClassName\":\"gpu.nvidia.com\"%s}}]}}}",
+            name, name, ++fx->seq, cap);
+    put_json(fx, 1, cj);
+    g_autofree char *pj = g_strdup_printf(
+            "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"ml\",\"uid\":\"u-%s\","
+            "\"annotations\":{\"scheduling.k8s.io/group-name\":\"%s\"}},\"spec\":{"
+            "\"schedulerName\":\"kube-batchd\",\"containers\":[{\"name\":\"c\",\"resources\":{"
+            "\"requests\":{\"cpu\":\"1\"}}}],\"resourceClaims\":[{\"name\":\"gpu\","
+            "\"resourceClaimName\":\"%s-c\"}]},\"status\":{\"phase\":\"Pending\"}}",
+            name, name, group, name);
+    kb_test_sched_put_pod(fx, kb_test_sched_parse(pj));
+}
+
+/*
+ * Node a has one GPU, node b three (80Gi each). Shares of 40Gi, 48Gi, 32Gi and 40Gi (a half, 0.6,
+ * 0.4 and a half of a GPU) come one a cycle, then a gang of two pods of one whole GPU each.
+ * Without fgd: the half on a; the 0.6 on b (a has 0.5 left); the 0.4 on a again (the nodes tie
+ * on CPU, a comes first), leaving 0.1 there; the second half on b's next GPU (the first has 0.4
+ * left): one whole GPU is left and the gang waits. With fgd the 0.4 goes beside the 0.6 (nothing
+ * left over) and the second half to a: two whole GPUs stay free and the gang starts.
+ */
+static guint run_stream(const char *conf, char **nodes_out)
+{
+    Fx *fx = kb_test_sched_new(conf);
+    put_json(fx, 0, "{\"metadata\":{\"name\":\"gpu.nvidia.com\"},\"spec\":{}}");
+    add_shared_node(fx, "a", 1);
+    add_shared_node(fx, "b", 3);
+    static const char *const shares[] = {"40Gi", "48Gi", "32Gi", "40Gi"};
+    g_autoptr(GString) nodes = g_string_new(NULL);
+    for (guint i = 0; i < G_N_ELEMENTS(shares); i++) {
+        g_autofree char *name = g_strdup_printf("s%u", i);
+        put_pod(fx, name, name, 1, shares[i]);
+        kb_test_sched_run(fx);
+        g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 1);
+        g_string_append_printf(nodes, "%s%s", i > 0 ? "," : "",
+                               kb_test_sched_bound_node(fx, "ml", name));
+    }
+    put_pod(fx, "g0", "gang", 2, NULL);
+    put_pod(fx, "g1", "gang", 2, NULL);
+    kb_test_sched_run(fx);
+    guint binds = kb_test_sched_binds(fx, "ml/gang");
+    /* the histogram counted each placed pod once */
+    g_assert_cmpuint(kb_frag_model_shapes(kb_cache_fragment(fx->cache)), ==,
+                     conf == with_fgd ? 4 : 0);
+    kb_test_sched_free(fx);
+    *nodes_out = g_string_free(g_steal_pointer(&nodes), FALSE);
+    return binds;
+}
+
+static void test_shares_keep_whole_gpus(void)
+{
+    g_autofree char *plain = NULL, *fgd = NULL;
+    g_assert_cmpuint(run_stream(without_fgd, &plain), ==, 0);
+    g_assert_cmpstr(plain, ==, "a,b,a,b");
+    g_assert_cmpuint(run_stream(with_fgd, &fgd), ==, 2);
+    g_assert_cmpstr(fgd, ==, "a,b,b,a");
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/scheduler/fgd/shares-keep-whole-gpus", test_shares_keep_whole_gpus);
+    return g_test_run();
+}
