@@ -67,7 +67,7 @@ int main(int argc, char **argv)
            "load; mean of %d seeds\n\n",
            seeds);
     enum { N = G_N_ELEMENTS(loads) };
-    enum { P = KB_GPUSHARE_DRA_FGD + 1 };
+    enum { P = KB_GPUSHARE_DRA_FGD_CPU + 1 };
     double sum[P][N] = {{0}};
     guint dropped[P] = {0};
     for (int p = 0; p < P; p++)
@@ -99,6 +99,24 @@ int main(int argc, char **argv)
         }
         printf("\n");
     }
+    printf("\nthe fgd plugin's variants through the allocator (ratio to first-fit):\n");
+    printf("%-8s %14s %14s %14s %14s\n", "arrived", "default", "fractions only", "CPU pods too",
+           "100-node window");
+    for (guint i = 0; i < N; i++) {
+        double ff = sum[KB_GPUSHARE_FIRST_FIT][i];
+        printf("%6.0f%% ", loads[i] * 100);
+        static const KbGpusharePolicy variants[] = {
+                KB_GPUSHARE_DRA_FGD, KB_GPUSHARE_DRA_FGD_FRACTIONS, KB_GPUSHARE_DRA_FGD_CPU,
+                KB_GPUSHARE_DRA_FGD_WINDOW};
+        for (guint o = 0; o < G_N_ELEMENTS(variants); o++) {
+            double v = sum[variants[o]][i];
+            if (ff > 0.0005)
+                printf(" %7.1f%% %5.2f", v * 100, v / ff);
+            else
+                printf(" %7.1f%% %5s", v * 100, "-");
+        }
+        printf("\n");
+    }
     printf("\nunallocated: share of GPU capacity (milli-GPUs) not allocated when the arrived "
            "request reached the load\n");
     printf("ratio       the policy's unallocated share over first-fit's (FGD reports 0.51 at "
@@ -107,6 +125,11 @@ int main(int argc, char **argv)
            "(scheduler/fragment.c), every node scored\n");
     printf("kb+fgd      kube-batchd's allocator on shared GPUs, the node chosen by the fgd "
            "plugin's gradient (the GPU: the allocator's)\n");
+    printf("variants    default: kb+fgd (pods asking for GPUs by the gradient, CPU-only pods in "
+           "first-fit's order); fractions only:\n            fgd.wholeGpus 0; CPU pods too: "
+           "CPU-only pods by the gradient as well (FGD's way); 100-node window: the\n"
+           "            gradient among 100 nodes where the pod fits from where the last window "
+           "ended (allocate's candidates)\n");
     printf("kb MIG      kube-batchd on kb-kubelet --mig slices: a fraction takes the smallest MIG "
            "profile holding it (counted as asked)\n");
     printf("dropped     first-fit %.0f, packing %.0f, FGD %.0f, kube-batchd %.0f, kb+fgd %.0f, "

@@ -101,6 +101,14 @@ static double node_score(gpointer state, const KbTaskInfo *task, const KbNodeInf
     return -(after - kb_frag_node(f->snap, &n)) / 10 * f->weight;
 }
 
+/* Pods with claims (the fractions) are scored on every node where they fit, as FGD does: the
+ * gradient over a window of nodes rotating from pod to pod scatters them (bench-gpushare). */
+static gboolean score_every_node(gpointer state, const KbTaskInfo *task)
+{
+    const Fgd *f = state;
+    return f->weight != 0 && task->pod->n_resource_claims > 0;
+}
+
 static void on_allocate(gpointer state, const KbTaskInfo *task)
 {
     Fgd *f = state;
@@ -125,5 +133,6 @@ const struct kb_plugin_ops kb_plugin_fgd = {
         .open = fgd_open,
         .close = fgd_close,
         .node_score = node_score,
+        .score_every_node = score_every_node,
         .on_allocate = on_allocate,
 };

@@ -60,10 +60,11 @@ static void add_shared_node(Fx *fx, const char *node, guint gpus)
 {
     g_autofree char *nj = g_strdup_printf(
             "{\"metadata\":{\"name\":\"%s\",\"labels\":{\"kube-batchd.io/gpu-sharing\":"
-            "\"memory\"}},\"status\":{\"allocatable\":{\"cpu\":\"64\",\"memory\":\"256Gi\","
+            "\"memory\",\"name\":\"%s\"}},\"status\":{\"allocatable\":{\"cpu\":\"64\",\"memory\":"
+            "\"256Gi\","
             "\"pods\":\"110\",\"nvidia.com/gpu\":\"%u\"},\"conditions\":[{\"type\":\"Ready\","
             "\"status\":\"True\"}]}}",
-            node, gpus);
+            node, node, gpus);
     kb_test_sched_add_node(fx, nj);
     json_object *n = kb_test_sched_parse(nj);
     g_autoptr(GError) error = NULL;
@@ -80,8 +81,10 @@ static void add_shared_node(Fx *fx, const char *node, guint gpus)
 }
 
 /* Pod ml/@name of gang @group (minMember @min) with claim @name-c: one GPU of class
- * gpu.nvidia.com, with capacity.requests memory @memory (a share) or without (a whole GPU). */
-static void put_pod(Fx *fx, const char *name, const char *group, guint min, const char *memory)
+ * gpu.nvidia.com, with capacity.requests memory @memory (a share) or without (a whole GPU); on
+ * node @on only (its label name) unless NULL. */
+static void put_pod_on(Fx *fx, const char *name, const char *group, guint min, const char *memory,
+                       const char *on)
 {
     g_autofree char *gj = g_strdup_printf(
             "{\"apiVersion\":\"scheduling.incubator.k8s.io/v1alpha1\",\"kind\":\"PodGroup\","
@@ -98,14 +101,21 @@ static void put_pod(Fx *fx, const char *name, const char *group, guint min, cons
             "\"exactly\":{\"deviceClassName\":\"gpu.nvidia.com\"%s}}]}}}",
             name, name, ++fx->seq, cap);
     put_json(fx, 1, cj);
+    g_autofree char *sel =
+            on != NULL ? g_strdup_printf("\"nodeSelector\":{\"name\":\"%s\"},", on) : g_strdup("");
     g_autofree char *pj = g_strdup_printf(
             "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"ml\",\"uid\":\"u-%s\","
-            "\"annotations\":{\"scheduling.k8s.io/group-name\":\"%s\"}},\"spec\":{"
+            "\"annotations\":{\"scheduling.k8s.io/group-name\":\"%s\"}},\"spec\":{%s"
             "\"schedulerName\":\"kube-batchd\",\"containers\":[{\"name\":\"c\",\"resources\":{"
             "\"requests\":{\"cpu\":\"1\"}}}],\"resourceClaims\":[{\"name\":\"gpu\","
             "\"resourceClaimName\":\"%s-c\"}]},\"status\":{\"phase\":\"Pending\"}}",
-            name, name, group, name);
+            name, name, group, sel, name);
     kb_test_sched_put_pod(fx, kb_test_sched_parse(pj));
+}
+
+static void put_pod(Fx *fx, const char *name, const char *group, guint min, const char *memory)
+{
+    put_pod_on(fx, name, group, min, memory, NULL);
 }
 
 /*
@@ -153,9 +163,39 @@ static void test_shares_keep_whole_gpus(void)
     g_assert_cmpstr(fgd, ==, "a,b,b,a");
 }
 
+/*
+ * Every node is scored for a share, not only the first 100 feasible ones allocate collects for
+ * other pods: 120 nodes of one GPU, a half GPU pinned (nodeSelector) to n110, then another half
+ * GPU free to go anywhere. Pods seen so far: as many whole GPUs as halves. The second half goes
+ * beside the first (n110), the one GPU already partly used; among the first 100 nodes it would
+ * break an untouched GPU.
+ */
+static void test_every_node_scored(void)
+{
+    Fx *fx = kb_test_sched_new(with_fgd);
+    put_json(fx, 0, "{\"metadata\":{\"name\":\"gpu.nvidia.com\"},\"spec\":{}}");
+    for (guint i = 0; i < 120; i++) {
+        g_autofree char *node = g_strdup_printf("n%03u", i);
+        add_shared_node(fx, node, 1);
+    }
+    KbFragModel *m = kb_cache_fragment(fx->cache);
+    for (guint i = 0; i < 10; i++) {
+        g_assert_true(kb_frag_model_observe(m, &(KbFragShape){1000, 1, 1000}));
+        g_assert_true(kb_frag_model_observe(m, &(KbFragShape){1000, 1, 500}));
+    }
+    put_pod_on(fx, "h0", "h0", 1, "40Gi", "n110");
+    kb_test_sched_run(fx);
+    g_assert_cmpstr(kb_test_sched_bound_node(fx, "ml", "h0"), ==, "n110");
+    put_pod(fx, "h1", "h1", 1, "40Gi");
+    kb_test_sched_run(fx);
+    g_assert_cmpstr(kb_test_sched_bound_node(fx, "ml", "h1"), ==, "n110");
+    kb_test_sched_free(fx);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/scheduler/fgd/shares-keep-whole-gpus", test_shares_keep_whole_gpus);
+    g_test_add_func("/scheduler/fgd/every-node-scored", test_every_node_scored);
     return g_test_run();
 }

@@ -164,12 +164,15 @@ guint kb_gpushare_trace_pods(const KbGpushareTrace *t, guint *fractional)
 
 const char *kb_gpushare_policy_name(KbGpusharePolicy p)
 {
-    return p == KB_GPUSHARE_DRA_FGD   ? "kube-batchd FGD"
-           : p == KB_GPUSHARE_FGD     ? "FGD"
-           : p == KB_GPUSHARE_DRA_MIG ? "kube-batchd MIG"
-           : p == KB_GPUSHARE_DRA     ? "kube-batchd"
-           : p == KB_GPUSHARE_PACKING ? "packing"
-                                      : "first-fit";
+    return p == KB_GPUSHARE_DRA_FGD_CPU         ? "kube-batchd FGD cpu pods"
+           : p == KB_GPUSHARE_DRA_FGD_WINDOW    ? "kube-batchd FGD window"
+           : p == KB_GPUSHARE_DRA_FGD_FRACTIONS ? "kube-batchd FGD fractions"
+           : p == KB_GPUSHARE_DRA_FGD           ? "kube-batchd FGD"
+           : p == KB_GPUSHARE_FGD               ? "FGD"
+           : p == KB_GPUSHARE_DRA_MIG           ? "kube-batchd MIG"
+           : p == KB_GPUSHARE_DRA               ? "kube-batchd"
+           : p == KB_GPUSHARE_PACKING           ? "packing"
+                                                : "first-fit";
 }
 
 /* ---- placement ------------------------------------------------------------------------------ */
@@ -430,8 +433,12 @@ typedef struct {
     guint8 (*slices)[KB_GPUSHARE_MAX_NODE_GPU]; /* MIG: memory slices used, per node and GPU */
     guint64 seq;
     guint disagree; /* the mirror said a node had room, the allocator said not */
-    Fgd *fgd;       /* KB_GPUSHARE_DRA_FGD: nodes by the fragmentation gradient */
+    Fgd *fgd;       /* KB_GPUSHARE_DRA_FGD*: nodes by the fragmentation gradient */
     gboolean *usable;
+    gboolean fgd_whole; /* whole GPUs by the gradient too */
+    gboolean fgd_cpu;   /* CPU-only pods by the gradient too */
+    guint window;       /* nodes scored per pod (0: all) */
+    guint start;        /* where the next window starts */
 } DraCluster;
 
 /* An A100's MIG profiles: memory slices spanned and the first slices a placement may start at
@@ -490,10 +497,16 @@ static void dra_put_class(KbDra *dra, const char *name, const char *type)
     dra_put(dra, 0, j);
 }
 
-static DraCluster *dra_cluster_new(const KbGpushareTrace *t, gboolean mig, gboolean fgd)
+static DraCluster *dra_cluster_new(const KbGpushareTrace *t, KbGpusharePolicy policy)
 {
     DraCluster *c = g_new0(DraCluster, 1);
+    gboolean mig = policy == KB_GPUSHARE_DRA_MIG;
+    gboolean fgd = policy == KB_GPUSHARE_DRA_FGD || policy == KB_GPUSHARE_DRA_FGD_FRACTIONS ||
+                   policy == KB_GPUSHARE_DRA_FGD_WINDOW || policy == KB_GPUSHARE_DRA_FGD_CPU;
     c->fgd = fgd ? fgd_new(t->n_nodes) : NULL;
+    c->fgd_whole = policy != KB_GPUSHARE_DRA_FGD_FRACTIONS;
+    c->fgd_cpu = policy == KB_GPUSHARE_DRA_FGD_CPU;
+    c->window = policy == KB_GPUSHARE_DRA_FGD_WINDOW ? KB_GPUSHARE_WINDOW : 0;
     c->usable = g_new0(gboolean, MAX(t->n_nodes, 1));
     c->dra = kb_dra_new();
     c->nodes = expand_nodes(t);
@@ -629,11 +642,38 @@ static char *dra_claim_json(const DraCluster *c, const Shape *p, guint64 id)
             id, id, what);
 }
 
+/* With a window: only the first c->window usable nodes from c->start stay usable; the next
+ * window starts after the last of them. */
+static void dra_window(DraCluster *c)
+{
+    if (c->window == 0 || c->n_nodes == 0)
+        return;
+    guint seen = 0, last = c->start;
+    for (guint i = 0; i < c->n_nodes; i++) {
+        guint k = (c->start + i) % c->n_nodes;
+        if (!c->usable[k])
+            continue;
+        if (seen < c->window) {
+            seen++;
+            last = k;
+        } else {
+            c->usable[k] = FALSE;
+        }
+    }
+    if (seen > 0)
+        c->start = (last + 1) % c->n_nodes;
+}
+
+static gboolean fraction_of(const Shape *p)
+{
+    return p->gpus == 1 && p->milli < 1000;
+}
+
 /* The next node to offer @p to: first-fit's order, or with FGD the node the gradient prefers
  * among those not refused yet; -1 when none is left. */
 static int dra_next_node(DraCluster *c, const Shape *p, guint *from)
 {
-    if (c->fgd == NULL) {
+    if (c->fgd == NULL || (!c->fgd_whole && !fraction_of(p))) {
         for (; *from < c->n_nodes; (*from)++)
             if (mirror_fits(c, *from, p))
                 return (int)(*from)++;
@@ -646,11 +686,24 @@ static int dra_next_node(DraCluster *c, const Shape *p, guint *from)
 /* Place @p through the allocator: TRUE when it fitted somewhere. */
 static gboolean dra_place(DraCluster *c, const Shape *p)
 {
-    if (c->fgd != NULL)
+    if (c->fgd != NULL) {
         for (guint k = 0; k < c->n_nodes; k++)
             c->usable[k] = mirror_fits(c, k, p);
-    if (p->gpus == 0 && c->fgd == NULL)
-        return place(c->nodes, c->n_nodes, p, KB_GPUSHARE_FIRST_FIT);
+        dra_window(c);
+    }
+    if (p->gpus == 0 && (c->fgd == NULL || !c->fgd_cpu)) {
+        /* the model's first-fit; FGD's cache told which node changed */
+        for (guint k = 0; k < c->n_nodes; k++) {
+            if (!fits(&c->nodes[k], p))
+                continue;
+            c->nodes[k].cpu -= p->cpu;
+            c->nodes[k].mem -= p->mem;
+            if (c->fgd != NULL)
+                c->fgd->before_epoch[k] = 0;
+            return TRUE;
+        }
+        return FALSE;
+    }
     if (p->gpus == 0) {
         int gpu = -1;
         int k = fgd_pick(c->fgd, c->nodes, c->n_nodes, p, c->usable, TRUE, &gpu);
@@ -702,9 +755,11 @@ guint kb_gpushare_dra_disagreements(void)
 /* The allocator's cluster for @policy, or NULL for the model's policies. */
 static DraCluster *dra_cluster_for(const KbGpushareTrace *t, KbGpusharePolicy policy)
 {
-    if (policy != KB_GPUSHARE_DRA && policy != KB_GPUSHARE_DRA_MIG && policy != KB_GPUSHARE_DRA_FGD)
+    if (policy != KB_GPUSHARE_DRA && policy != KB_GPUSHARE_DRA_MIG &&
+        policy != KB_GPUSHARE_DRA_FGD && policy != KB_GPUSHARE_DRA_FGD_FRACTIONS &&
+        policy != KB_GPUSHARE_DRA_FGD_WINDOW && policy != KB_GPUSHARE_DRA_FGD_CPU)
         return NULL;
-    return dra_cluster_new(t, policy == KB_GPUSHARE_DRA_MIG, policy == KB_GPUSHARE_DRA_FGD);
+    return dra_cluster_new(t, policy);
 }
 
 /* One placement by @policy on the model's @nodes (@f: FGD's state) or through @c. The FGD

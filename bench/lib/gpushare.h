@@ -20,7 +20,13 @@
  *     the shapes seen so far, over every node where the pod fits, as FGD's authors run it;
  *   - kube-batchd FGD (KB_GPUSHARE_DRA_FGD): kube-batchd's allocator on shared GPUs as
  *     KB_GPUSHARE_DRA, the node chosen by the same gradient (scored for the GPU the allocator
- *     takes on it: the most used that fits), the fgd plugin's node order.
+ *     takes on it: the most used that fits), the fgd plugin's node order: pods asking for GPUs
+ *     by the gradient, CPU-only pods in first-fit's order (the plugin does not score them);
+ *     KB_GPUSHARE_DRA_FGD_FRACTIONS the same with fgd.wholeGpus 0 (only fractions by the
+ *     gradient); KB_GPUSHARE_DRA_FGD_CPU CPU-only pods by the gradient too (as FGD does);
+ *     KB_GPUSHARE_DRA_FGD_WINDOW the gradient among KB_GPUSHARE_WINDOW nodes where the pod fits
+ *     only, taken from where the previous pod's window ended, as the allocate action collects
+ *     candidates for pods the plugin does not ask to score on every node.
  * The model policies (first-fit, packing, FGD) are apart from the scheduler's allocator; the
  * kube-batchd ones drive its code.
  *
@@ -46,12 +52,16 @@ typedef enum {
     KB_GPUSHARE_DRA_MIG,
     KB_GPUSHARE_FGD,
     KB_GPUSHARE_DRA_FGD,
+    KB_GPUSHARE_DRA_FGD_FRACTIONS,
+    KB_GPUSHARE_DRA_FGD_WINDOW,
+    KB_GPUSHARE_DRA_FGD_CPU,
 } KbGpusharePolicy;
 
 /* Observations over which the FGD policies' shape histogram halves its weights, and how many
  * pods go by between two snapshots of it (a scheduling cycle's view). */
 #define KB_GPUSHARE_FGD_HALF_LIFE 2000
 #define KB_GPUSHARE_FGD_SNAPSHOT  64
+#define KB_GPUSHARE_WINDOW        100 /* allocate.c's N_CANDIDATES */
 
 /* Times, over all KB_GPUSHARE_DRA replays, that the allocator refused a node its mirror said had
  * room (0 when the two agree; printed by bench-gpushare). */
