@@ -17,8 +17,11 @@
  * The node's GPUs are its DRA devices (kb_dra_node_gpus: a MIG GPU's counter set, a shared GPU's
  * capacity) or, without any, its nvidia.com/gpu: that many GPUs, the idle ones whole. The pod's
  * shape on the node is what the allocator would take there (kb_dra_pod_gpus), or its
- * nvidia.com/gpu request. Each pod the session places is added to the histogram once (by uid);
- * the scores use the histogram as it was when the session opened.
+ * nvidia.com/gpu request. Pods with claims are scored only while some node publishes shared or
+ * MIG GPUs (kb_dra_any_shares: only then can a claim take a fraction; elsewhere planning each
+ * candidate again would cost without gain), and then on every node where they fit
+ * (score_every_node). Each pod the session places is added to the histogram once (by uid); the
+ * scores use the histogram as it was when the session opened.
  */
 #include "policies/plugin.h"
 #include "scheduler/dra.h"
@@ -29,6 +32,7 @@ typedef struct {
     KbFragModel *snap; /* the cache's histogram when the session opened */
     double weight;
     gboolean whole;
+    gboolean shares; /* some node has MIG or shared GPUs (kb_dra_any_shares) */
 } Fgd;
 
 static gpointer fgd_open(KbSession *ssn, const KbConfPlugin *conf)
@@ -38,6 +42,7 @@ static gpointer fgd_open(KbSession *ssn, const KbConfPlugin *conf)
     f->snap = kb_frag_model_copy(kb_cache_fragment(ssn->cache));
     f->weight = kb_conf_plugin_arg_double(conf, "fgd.weight", 1);
     f->whole = kb_conf_plugin_arg_double(conf, "fgd.wholeGpus", 1) != 0;
+    f->shares = kb_dra_any_shares(kb_cache_dra(ssn->cache));
     return f;
 }
 
@@ -69,6 +74,8 @@ static gboolean task_shape(Fgd *f, const KbTaskInfo *task, const KbNodeInfo *nod
 {
     *s = (KbFragShape){task->resreq.v[KB_RES_CPU], 0, 0};
     *gpu = -1;
+    if (task->pod->n_resource_claims > 0 && !f->shares)
+        return FALSE;
     if (task->pod->n_resource_claims > 0)
         return kb_dra_pod_gpus(kb_cache_dra(f->ssn->cache), task->pod, node->name, held, &s->gpus,
                                &s->milli, gpu) &&
@@ -101,12 +108,13 @@ static double node_score(gpointer state, const KbTaskInfo *task, const KbNodeInf
     return -(after - kb_frag_node(f->snap, &n)) / 10 * f->weight;
 }
 
-/* Pods with claims (the fractions) are scored on every node where they fit, as FGD does: the
- * gradient over a window of nodes rotating from pod to pod scatters them (bench-gpushare). */
+/* Pods with claims in a cluster with shared or MIG GPUs are scored on every node where they fit,
+ * as FGD does: the gradient over a window of nodes rotating from pod to pod scatters shares
+ * (bench-gpushare). */
 static gboolean score_every_node(gpointer state, const KbTaskInfo *task)
 {
     const Fgd *f = state;
-    return f->weight != 0 && task->pod->n_resource_claims > 0;
+    return f->weight != 0 && f->shares && task->pod->n_resource_claims > 0;
 }
 
 static void on_allocate(gpointer state, const KbTaskInfo *task)

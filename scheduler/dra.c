@@ -2091,6 +2091,17 @@ double kb_dra_gpu_fraction(KbDra *dra, const KbDeviceResult *r)
 
 /* ---- GPUs for node scoring (the fgd plugin) -------------------------------------------------- */
 
+gboolean kb_dra_any_shares(KbDra *dra)
+{
+    GHashTableIter it;
+    gpointer v;
+    g_hash_table_iter_init(&it, dra->by_node);
+    while (g_hash_table_iter_next(&it, NULL, &v))
+        if (((NodeDevs *)v)->shares)
+            return TRUE;
+    return dra->all_nodes->shares;
+}
+
 /* The GPU @d is part of: its counter set for a partitionable device (a MIG placement and the
  * whole GPU consume the same set), else the device itself. Newly allocated. */
 static char *gpu_key(const Dev *d)

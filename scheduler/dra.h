@@ -188,5 +188,8 @@ void kb_dra_plan_end(KbDra *dra);
  * fit on @node.
  */
 guint kb_dra_node_gpus(KbDra *dra, const char *node, guint *free, guint max);
+/* TRUE when some node publishes partitionable or shared devices (MIG, consumable capacity): only
+ * then can a claim take a fraction of a GPU. O(nodes). */
+gboolean kb_dra_any_shares(KbDra *dra);
 gboolean kb_dra_pod_gpus(KbDra *dra, const KbPod *pod, const char *node, gboolean held, guint *gpus,
                          guint *milli, gint *gpu);

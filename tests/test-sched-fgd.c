@@ -192,10 +192,57 @@ static void test_every_node_scored(void)
     kb_test_sched_free(fx);
 }
 
+/* nvidia.com/gpu (device plugin): with 2-GPU pods common, a 1-GPU pod goes to the 8-GPU node
+ * rather than break the pair of the 2-GPU node (listed first, which the node order alone would
+ * take: both nodes are idle). */
+static guint whole_gpu_node(const char *conf, char **node)
+{
+    Fx *fx = kb_test_sched_new(conf);
+    static const char *const nodes[][2] = {{"pair", "2"}, {"eight", "8"}};
+    for (guint i = 0; i < G_N_ELEMENTS(nodes); i++) {
+        g_autofree char *nj = g_strdup_printf(
+                "{\"metadata\":{\"name\":\"%s\"},\"status\":{\"allocatable\":{\"cpu\":\"64\","
+                "\"memory\":\"256Gi\",\"pods\":\"110\",\"nvidia.com/gpu\":\"%s\"},"
+                "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
+                nodes[i][0], nodes[i][1]);
+        kb_test_sched_add_node(fx, nj);
+    }
+    KbFragModel *m = kb_cache_fragment(fx->cache);
+    for (guint i = 0; i < 10; i++)
+        g_assert_true(kb_frag_model_observe(m, &(KbFragShape){1000, 2, 1000}));
+    g_assert_true(kb_frag_model_observe(m, &(KbFragShape){1000, 1, 1000}));
+    kb_test_sched_add_pod_group(
+            fx, "{\"apiVersion\":\"scheduling.incubator.k8s.io/v1alpha1\",\"kind\":\"PodGroup\","
+                "\"metadata\":{\"name\":\"one\",\"namespace\":\"ml\"},\"spec\":{\"minMember\":1}}");
+    kb_test_sched_put_pod(
+            fx, kb_test_sched_parse(
+                        "{\"metadata\":{\"name\":\"one\",\"namespace\":\"ml\",\"uid\":\"u-one\","
+                        "\"annotations\":{\"scheduling.k8s.io/group-name\":\"one\"}},\"spec\":{"
+                        "\"schedulerName\":\"kube-batchd\",\"containers\":[{\"name\":\"c\","
+                        "\"resources\":{\"requests\":{\"cpu\":\"1\",\"nvidia.com/gpu\":\"1\"},"
+                        "\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]},\"status\":{\"phase\":"
+                        "\"Pending\"}}"));
+    kb_test_sched_run(fx);
+    guint binds = kb_test_sched_binds(fx, NULL);
+    *node = g_strdup(kb_test_sched_bound_node(fx, "ml", "one"));
+    kb_test_sched_free(fx);
+    return binds;
+}
+
+static void test_whole_gpus(void)
+{
+    g_autofree char *plain = NULL, *fgd = NULL;
+    g_assert_cmpuint(whole_gpu_node(without_fgd, &plain), ==, 1);
+    g_assert_cmpstr(plain, ==, "pair");
+    g_assert_cmpuint(whole_gpu_node(with_fgd, &fgd), ==, 1);
+    g_assert_cmpstr(fgd, ==, "eight");
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/scheduler/fgd/shares-keep-whole-gpus", test_shares_keep_whole_gpus);
     g_test_add_func("/scheduler/fgd/every-node-scored", test_every_node_scored);
+    g_test_add_func("/scheduler/fgd/whole-gpus", test_whole_gpus);
     return g_test_run();
 }
