@@ -15,8 +15,12 @@
  * nvidia.com/gpu: 1; placements/s of each and their ratio (the cycle only; the claim writes are
  * the binder's, measured by bench-e2e).
  *
+ * The fgd plugin (in the default) with its shape histogram full against fgd.weight 0: what its
+ * scores cost per cycle.
+ *
  * Usage: bench-schedule [nodes pods]   (defaults 5000 50000)
  *        bench-schedule dra            (the DRA rows only)
+ *        bench-schedule fgd            (the fgd rows only, full size)
  *
  * Kept as bench/schedule.c (outside the bench/bench-*.c wildcard) until the Makefile links bench
  * programs: its `$(O)/bin/bench-%` pattern rule has no recipe, so make falls back to the generic
@@ -33,6 +37,7 @@
 #include "scheduler/conf.h"
 #include "scheduler/cycle.h"
 #include "scheduler/dra.h"
+#include "scheduler/fragment.h"
 #include "tests/lib/kb-test-confs.h"
 
 typedef gpointer (*DecodeFn)(json_object *obj, gboolean keep_raw, GError **error);
@@ -299,6 +304,52 @@ static void run_volcano(guint n_nodes, guint n_pods)
 }
 
 /* 8-pod gangs, one GPU each: through DRA claims (@dra) or nvidia.com/gpu. Returns seconds. */
+/* ---- the fgd plugin's cost ------------------------------------------------------------------ */
+
+/*
+ * One cycle of the default configuration (fgd in it) with the cache's shape histogram full
+ * (KB_FRAG_MAX_SHAPES shapes of 1 and 2 GPUs and fractions, as after a while in production: on the
+ * first cycle it is empty and fgd scores nothing), against fgd.weight 0. CPU time of the cycle.
+ */
+static double run_fgd_one(const char *label, gboolean on, guint n_nodes, guint n_pods)
+{
+    g_autoptr(KbCache) cache = kb_cache_new(NULL, "default");
+    const char *def = kb_conf_default_yaml();
+    g_autofree char *off = g_strdup_printf("%s    arguments: {fgd.weight: 0}\n", def);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbConf) conf = on ? kb_conf_new_default() : kb_conf_parse(off, strlen(off), &error);
+    g_assert_no_error(error);
+    KbFragModel *m = kb_cache_fragment(cache);
+    for (guint i = 0; i < KB_FRAG_MAX_SHAPES; i++) {
+        KbFragShape sh = {1000 * (1 + i % 8), i % 3 == 2 ? 2 : 1, i % 3 == 0 ? 100 + 10 * i : 1000};
+        kb_frag_model_observe(m, &sh);
+    }
+    add_nodes(cache, n_nodes);
+    add_jobs(cache, n_pods);
+    struct timespec c0, c1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+    g_autoptr(KbCycleResult) res = kb_cycle_run(cache, conf, 1000);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+    double secs = (double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) / 1e9;
+    printf("  %-24s %6u placed, cycle CPU %.3f s\n", label, res->placements->len, secs);
+    return secs;
+}
+
+static void run_fgd(guint n_nodes, guint n_pods)
+{
+    printf("fgd (%u nodes, %u pods asking for nvidia.com/gpu, histogram full), best of 3:\n",
+           n_nodes, n_pods);
+    double on = G_MAXDOUBLE, off = G_MAXDOUBLE;
+    for (guint rep = 0; rep < 3; rep++) {
+        double a = run_fgd_one("default (fgd)", TRUE, n_nodes, n_pods);
+        double b = run_fgd_one("fgd.weight 0", FALSE, n_nodes, n_pods);
+        on = MIN(on, a);
+        off = MIN(off, b);
+    }
+    printf("best cycle CPU: fgd %.3f s, without %.3f s (%.2fx)\n", on, off,
+           off > 0 ? on / off : 0.0);
+}
+
 static double run_dra(guint n_nodes, guint n_pods, gboolean dra)
 {
     g_autoptr(KbCache) cache = kb_cache_new(NULL, "default");
@@ -412,6 +463,10 @@ int main(int argc, char **argv)
         run_dra_rows();
         return 0;
     }
+    if (argc == 2 && strcmp(argv[1], "fgd") == 0) {
+        run_fgd(nodes, pods);
+        return 0;
+    }
     if (argc == 3) {
         nodes = (guint)strtoul(argv[1], NULL, 10);
         pods = (guint)strtoul(argv[2], NULL, 10);
@@ -438,6 +493,7 @@ int main(int argc, char **argv)
            flat > 0 ? deep / flat : 0.0, deep, flat);
     printf("Volcano's configuration (sla, binpack; all jobs past their limit), best of 3:\n");
     run_volcano(nodes, pods);
+    run_fgd(nodes, pods);
     run_dra_rows();
     return 0;
 }

@@ -24,6 +24,9 @@
  * scores use the histogram as it was when the session opened.
  */
 #include "policies/plugin.h"
+
+#include <string.h>
+
 #include "scheduler/dra.h"
 #include "scheduler/fragment.h"
 
@@ -33,6 +36,11 @@ typedef struct {
     double weight;
     gboolean whole;
     gboolean shares; /* some node has MIG or shared GPUs (kb_dra_any_shares) */
+    /* Per node id: the view a fragmentation was last computed for, and that fragmentation
+     * (most candidates are scored again and again while their node does not change). */
+    KbFragNode *seen;
+    double *before;
+    guint n_nodes;
 } Fgd;
 
 static gpointer fgd_open(KbSession *ssn, const KbConfPlugin *conf)
@@ -43,6 +51,7 @@ static gpointer fgd_open(KbSession *ssn, const KbConfPlugin *conf)
     f->weight = kb_conf_plugin_arg_double(conf, "fgd.weight", 1);
     f->whole = kb_conf_plugin_arg_double(conf, "fgd.wholeGpus", 1) != 0;
     f->shares = kb_dra_any_shares(kb_cache_dra(ssn->cache));
+    f->n_nodes = ssn->n_nodes;
     return f;
 }
 
@@ -50,7 +59,29 @@ static void fgd_close(gpointer state)
 {
     Fgd *f = state;
     kb_frag_model_free(f->snap);
+    g_free(f->seen);
+    g_free(f->before);
     g_free(f);
+}
+
+/* @n's fragmentation, from the last computation for node @id when its view is the same. */
+static double node_before(Fgd *f, guint id, const KbFragNode *n)
+{
+    if (id >= f->n_nodes)
+        return kb_frag_node(f->snap, n);
+    if (f->seen == NULL) {
+        f->seen = g_new0(KbFragNode, MAX(f->n_nodes, 1));
+        f->before = g_new(double, MAX(f->n_nodes, 1));
+        for (guint i = 0; i < f->n_nodes; i++)
+            f->seen[i].cpu = -1; /* no view yet */
+    }
+    KbFragNode *s = &f->seen[id];
+    if (s->cpu != n->cpu || s->n_gpus != n->n_gpus ||
+        memcmp(s->free, n->free, n->n_gpus * sizeof(n->free[0])) != 0) {
+        *s = *n;
+        f->before[id] = kb_frag_node(f->snap, n);
+    }
+    return f->before[id];
 }
 
 /* @node's free CPU and GPUs. */
@@ -101,11 +132,12 @@ static double node_score(gpointer state, const KbTaskInfo *task, const KbNodeInf
         return 0;
     KbFragNode n;
     node_view(f, node, &n);
-    /* the pod's CPU is not idle on the node any more when the action scores it again */
+    if (n.n_gpus == 0)
+        return 0;
     double after = kb_frag_place_after(f->snap, &n, &s, gpu, NULL);
     if (after == G_MAXDOUBLE)
         return 0;
-    return -(after - kb_frag_node(f->snap, &n)) / 10 * f->weight;
+    return -(after - node_before(f, node->id, &n)) / 10 * f->weight;
 }
 
 /* Pods with claims in a cluster with shared or MIG GPUs are scored on every node where they fit,

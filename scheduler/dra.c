@@ -2143,8 +2143,11 @@ static guint node_gpus(KbDra *dra, NodeDevs *nd, GPtrArray *keys, guint *free, g
 
 guint kb_dra_node_gpus(KbDra *dra, const char *node, guint *free, guint max)
 {
+    NodeDevs *nd = g_hash_table_lookup(dra->by_node, node);
+    if (nd == NULL || nd->slices->len == 0)
+        return 0;
     g_autoptr(GPtrArray) keys = g_ptr_array_new_with_free_func(g_free);
-    return node_gpus(dra, g_hash_table_lookup(dra->by_node, node), keys, free, max);
+    return node_gpus(dra, nd, keys, free, max);
 }
 
 /* The results of plan claim @pc: those chosen in the plan, or with @held those the claim holds

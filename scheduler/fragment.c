@@ -17,6 +17,11 @@ struct KbFragModel {
     double growth;
     guint gen;
     GHashTable *uids; /* kb_frag_model_observe_pod's; NULL until used */
+    /* Shapes that ask the same of the GPUs (gpus, milli) differ only in CPU: a node's GPU side
+     * is judged once per such group (group[i]: shape i's index in need[]). */
+    KbFragShape need[KB_FRAG_MAX_SHAPES];
+    guint group[KB_FRAG_MAX_SHAPES];
+    guint n_need;
 };
 
 KbFragModel *kb_frag_model_new(double half_life)
@@ -40,6 +45,22 @@ KbFragModel *kb_frag_model_copy(const KbFragModel *m)
     KbFragModel *c = g_memdup2(m, sizeof(*m));
     c->uids = NULL;
     return c;
+}
+
+/* The groups of shapes asking the same GPUs, rebuilt when a shape is added (at most
+ * KB_FRAG_MAX_SHAPES^2 comparisons, only for a shape not seen before). */
+static void regroup(KbFragModel *m)
+{
+    m->n_need = 0;
+    for (guint i = 0; i < m->n; i++) {
+        guint k = 0;
+        while (k < m->n_need &&
+               (m->need[k].gpus != m->shape[i].gpus || m->need[k].milli != m->shape[i].milli))
+            k++;
+        if (k == m->n_need)
+            m->need[m->n_need++] = (KbFragShape){0, m->shape[i].gpus, m->shape[i].milli};
+        m->group[i] = k;
+    }
 }
 
 static gboolean same_shape(const KbFragShape *a, const KbFragShape *b)
@@ -79,6 +100,7 @@ gboolean kb_frag_model_observe(KbFragModel *m, const KbFragShape *s)
     if (i < 0) {
         i = (int)new_slot(m);
         m->shape[i] = *s;
+        regroup(m);
     }
     m->weight[i] += m->inc;
     m->total += m->inc;
@@ -139,13 +161,20 @@ gboolean kb_frag_fits(const KbFragNode *n, const KbFragShape *s)
 }
 
 /* The free milli-GPUs of @n that shape @s cannot use. */
-static double shape_fragment(const KbFragNode *n, const KbFragShape *s, guint total)
+/* The free milli-GPUs of @n that GPU demand @need cannot use when the CPU fits: all of them when
+ * it asks for no GPU or its GPUs do not fit, else those of GPUs with less room than it asks. */
+static guint need_fragment(const KbFragNode *n, const KbFragShape *need, guint total)
 {
-    if (s->gpus == 0 || !kb_frag_fits(n, s))
+    if (need->gpus == 0)
+        return total;
+    KbFragShape gpu_only = {0, need->gpus, need->milli};
+    KbFragNode any_cpu = *n;
+    any_cpu.cpu = 0;
+    if (!kb_frag_fits(&any_cpu, &gpu_only))
         return total;
     guint lost = 0;
     for (guint g = 0; g < n->n_gpus; g++)
-        if (n->free[g] < s->milli)
+        if (n->free[g] < need->milli)
             lost += n->free[g];
     return lost;
 }
@@ -157,10 +186,13 @@ double kb_frag_node(const KbFragModel *m, const KbFragNode *n)
         total += n->free[g];
     if (total == 0 || m->total <= 0)
         return 0;
+    guint lost[KB_FRAG_MAX_SHAPES];
+    for (guint k = 0; k < m->n_need; k++)
+        lost[k] = need_fragment(n, &m->need[k], total);
     double f = 0;
     for (guint i = 0; i < m->n; i++)
         if (m->weight[i] > 0)
-            f += m->weight[i] * shape_fragment(n, &m->shape[i], total);
+            f += m->weight[i] * (n->cpu < m->shape[i].cpu ? total : lost[m->group[i]]);
     return f / m->total;
 }
 
