@@ -36,11 +36,19 @@ typedef struct {
     double weight;
     gboolean whole;
     gboolean shares; /* some node has MIG or shared GPUs (kb_dra_any_shares) */
+    guint n_nodes;
     /* Per node id: the view a fragmentation was last computed for, and that fragmentation
      * (most candidates are scored again and again while their node does not change). */
     KbFragNode *seen;
     double *before;
-    guint n_nodes;
+    /* Per node id: its DRA GPUs (kb_dra_node_gpus), valid while dra_gen[id] == gen: a task
+     * placed on the node invalidates its entry, one taken back all of them. */
+    KbFragNode *dra;
+    guint *dra_gen;
+    guint gen;
+    /* Per task with claims: its GPU shape as the allocator would take it (kb_dra_pod_gpus on the
+     * first node it fits; a share's fraction does not depend on the node for GPUs of one size). */
+    GHashTable *shapes; /* KbTaskInfo* -> KbFragShape* */
 } Fgd;
 
 static gpointer fgd_open(KbSession *ssn, const KbConfPlugin *conf)
@@ -52,6 +60,8 @@ static gpointer fgd_open(KbSession *ssn, const KbConfPlugin *conf)
     f->whole = kb_conf_plugin_arg_double(conf, "fgd.wholeGpus", 1) != 0;
     f->shares = kb_dra_any_shares(kb_cache_dra(ssn->cache));
     f->n_nodes = ssn->n_nodes;
+    f->gen = 1;
+    f->shapes = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
     return f;
 }
 
@@ -61,6 +71,9 @@ static void fgd_close(gpointer state)
     kb_frag_model_free(f->snap);
     g_free(f->seen);
     g_free(f->before);
+    g_free(f->dra);
+    g_free(f->dra_gen);
+    g_hash_table_unref(f->shapes);
     g_free(f);
 }
 
@@ -84,12 +97,34 @@ static double node_before(Fgd *f, guint id, const KbFragNode *n)
     return f->before[id];
 }
 
+/* @node's DRA GPUs into @n (n_gpus 0 without any). */
+static void dra_view(Fgd *f, const KbNodeInfo *node, KbFragNode *n)
+{
+    KbDra *dra = kb_cache_dra(f->ssn->cache);
+    if (node->id >= f->n_nodes) {
+        n->n_gpus = kb_dra_node_gpus(dra, node->name, n->free, KB_FRAG_MAX_GPUS);
+        return;
+    }
+    if (f->dra == NULL) {
+        f->dra = g_new0(KbFragNode, MAX(f->n_nodes, 1));
+        f->dra_gen = g_new0(guint, MAX(f->n_nodes, 1));
+    }
+    KbFragNode *c = &f->dra[node->id];
+    if (f->dra_gen[node->id] != f->gen) {
+        c->n_gpus = kb_dra_node_gpus(dra, node->name, c->free, KB_FRAG_MAX_GPUS);
+        f->dra_gen[node->id] = f->gen;
+    }
+    n->n_gpus = c->n_gpus;
+    memcpy(n->free, c->free, c->n_gpus * sizeof(c->free[0]));
+}
+
 /* @node's free CPU and GPUs. */
 static void node_view(Fgd *f, const KbNodeInfo *node, KbFragNode *n)
 {
     n->cpu = node->idle.v[KB_RES_CPU];
-    n->n_gpus =
-            kb_dra_node_gpus(kb_cache_dra(f->ssn->cache), node->name, n->free, KB_FRAG_MAX_GPUS);
+    n->n_gpus = 0;
+    if (f->shares)
+        dra_view(f, node, n);
     if (n->n_gpus > 0)
         return;
     gint64 all = node->allocatable.v[KB_RES_GPU], idle = node->idle.v[KB_RES_GPU];
@@ -98,19 +133,27 @@ static void node_view(Fgd *f, const KbNodeInfo *node, KbFragNode *n)
         n->free[g] = (gint64)g < idle ? KB_FRAG_MILLI : 0;
 }
 
-/* @task's shape on @node (@held: count claims it holds already); FALSE when it asks for no GPU
- * or its devices do not fit there. *@gpu: the GPU a fraction would take. */
-static gboolean task_shape(Fgd *f, const KbTaskInfo *task, const KbNodeInfo *node, gboolean held,
-                           KbFragShape *s, gint *gpu)
+/* @task's GPU shape (@node: where to ask the allocator for a task with claims, the first time);
+ * FALSE when it asks for no GPU, or its claims do not fit on @node and no shape is known yet. */
+static gboolean task_shape(Fgd *f, const KbTaskInfo *task, const KbNodeInfo *node, KbFragShape *s)
 {
     *s = (KbFragShape){task->resreq.v[KB_RES_CPU], 0, 0};
-    *gpu = -1;
-    if (task->pod->n_resource_claims > 0 && !f->shares)
-        return FALSE;
-    if (task->pod->n_resource_claims > 0)
-        return kb_dra_pod_gpus(kb_cache_dra(f->ssn->cache), task->pod, node->name, held, &s->gpus,
-                               &s->milli, gpu) &&
-               s->gpus > 0;
+    if (task->pod->n_resource_claims > 0) {
+        if (!f->shares)
+            return FALSE;
+        const KbFragShape *known = g_hash_table_lookup(f->shapes, task);
+        if (known == NULL) {
+            gint gpu = -1;
+            if (!kb_dra_pod_gpus(kb_cache_dra(f->ssn->cache), task->pod, node->name, FALSE,
+                                 &s->gpus, &s->milli, &gpu))
+                return FALSE;
+            known = g_memdup2(s, sizeof(*s));
+            g_hash_table_insert(f->shapes, (gpointer)task, (gpointer)known);
+        }
+        s->gpus = known->gpus;
+        s->milli = known->milli;
+        return s->gpus > 0;
+    }
     gint64 gpus = task->resreq.v[KB_RES_GPU];
     if (gpus <= 0 || gpus > KB_FRAG_MAX_GPUS)
         return FALSE;
@@ -119,20 +162,33 @@ static gboolean task_shape(Fgd *f, const KbTaskInfo *task, const KbNodeInfo *nod
     return TRUE;
 }
 
+/* The GPU of @n the allocator gives a fraction @milli: the most used with room (packing), the
+ * first among equals; -1 when none has room. */
+static gint allocator_gpu(const KbFragNode *n, guint milli)
+{
+    gint best = -1;
+    for (guint g = 0; g < n->n_gpus; g++)
+        if (n->free[g] >= milli && (best < 0 || n->free[g] < n->free[best]))
+            best = (gint)g;
+    return best;
+}
+
 static double node_score(gpointer state, const KbTaskInfo *task, const KbNodeInfo *node)
 {
     Fgd *f = state;
     if (f->weight == 0 || kb_frag_model_shapes(f->snap) == 0)
         return 0;
     KbFragShape s;
-    gint gpu;
-    if (!task_shape(f, task, node, FALSE, &s, &gpu))
+    if (!task_shape(f, task, node, &s))
         return 0;
     if (s.milli == KB_FRAG_MILLI && !f->whole)
         return 0;
     KbFragNode n;
     node_view(f, node, &n);
     if (n.n_gpus == 0)
+        return 0;
+    gint gpu = -1;
+    if (s.milli < KB_FRAG_MILLI && (gpu = allocator_gpu(&n, s.milli)) < 0)
         return 0;
     double after = kb_frag_place_after(f->snap, &n, &s, gpu, NULL);
     if (after == G_MAXDOUBLE)
@@ -154,11 +210,26 @@ static void on_allocate(gpointer state, const KbTaskInfo *task)
     Fgd *f = state;
     if (task->node_id < 0 || (guint)task->node_id >= f->ssn->n_nodes)
         return;
-    KbFragShape s;
-    gint gpu;
-    if (!task_shape(f, task, &f->ssn->nodes[task->node_id], TRUE, &s, &gpu))
-        s = (KbFragShape){task->resreq.v[KB_RES_CPU], 0, 0};
+    if (f->dra_gen != NULL && (guint)task->node_id < f->n_nodes)
+        f->dra_gen[task->node_id] = 0;
+    const KbNodeInfo *node = &f->ssn->nodes[task->node_id];
+    KbFragShape s = {task->resreq.v[KB_RES_CPU], 0, 0};
+    gint gpu = -1;
+    if (task->pod->n_resource_claims > 0) {
+        if (!kb_dra_pod_gpus(kb_cache_dra(f->ssn->cache), task->pod, node->name, TRUE, &s.gpus,
+                             &s.milli, &gpu))
+            s.gpus = s.milli = 0;
+    } else if (task->resreq.v[KB_RES_GPU] > 0) {
+        s.gpus = (guint)MIN(task->resreq.v[KB_RES_GPU], KB_FRAG_MAX_GPUS + 1);
+        s.milli = KB_FRAG_MILLI;
+    }
     kb_frag_model_observe_pod(kb_cache_fragment(f->ssn->cache), task->pod->meta.uid, &s);
+}
+
+static void on_deallocate(gpointer state, const KbTaskInfo *task)
+{
+    Fgd *f = state;
+    f->gen++;
 }
 
 static const struct kb_plugin_arg fgd_arguments[] = {
@@ -175,4 +246,5 @@ const struct kb_plugin_ops kb_plugin_fgd = {
         .node_score = node_score,
         .score_every_node = score_every_node,
         .on_allocate = on_allocate,
+        .on_deallocate = on_deallocate,
 };
