@@ -147,6 +147,32 @@ static void test_model(void)
     g_assert_cmpfloat_with_epsilon(kb_frag_model_share(copy, &one), 1.0, 1e-9);
 }
 
+/* Limits: more GPUs asked than a node has, a fraction on a GPU out of range or without room, a
+ * node of KB_FRAG_MAX_GPUS GPUs, an empty node: no crash, no fit, nothing lost. */
+static void test_limits(void)
+{
+    g_autoptr(KbFragModel) m = kb_frag_model_new(1e9);
+    observe(m, whole(KB_FRAG_MAX_GPUS), 1);
+    observe(m, frac(300), 1);
+    KbFragNode full = {64000, KB_FRAG_MAX_GPUS, {0}};
+    for (guint g = 0; g < KB_FRAG_MAX_GPUS; g++)
+        full.free[g] = 1000;
+    g_assert_cmpfloat_with_epsilon(kb_frag_node(m, &full), 0, 1e-9);
+    KbFragShape all = whole(KB_FRAG_MAX_GPUS), p = frac(300);
+    g_assert_cmpfloat_with_epsilon(kb_frag_place_after(m, &full, &all, -1, NULL), 0, 1e-9);
+    KbFragNode small = node1(200);
+    g_assert_cmpfloat(kb_frag_place_after(m, &small, &all, -1, NULL), ==, G_MAXDOUBLE);
+    g_assert_cmpfloat(kb_frag_place_after(m, &small, &p, -1, NULL), ==, G_MAXDOUBLE);
+    g_assert_cmpfloat(kb_frag_place_after(m, &full, &p, KB_FRAG_MAX_GPUS, NULL), ==, G_MAXDOUBLE);
+    g_assert_cmpfloat(kb_frag_place_after(m, &full, &p, -2, NULL), <, G_MAXDOUBLE);
+    kb_frag_take(&small, &p, 5); /* out of range: only the CPU is taken */
+    g_assert_cmpuint(small.free[0], ==, 200);
+    KbFragNode none = {0, 0, {0}};
+    g_assert_cmpfloat(kb_frag_node(m, &none), ==, 0);
+    g_assert_false(kb_frag_fits(&none, &p));
+    g_assert_true(kb_frag_fits(&none, &(KbFragShape){0, 0, 0}));
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -155,5 +181,6 @@ int main(int argc, char **argv)
     g_test_add_func("/fragment/strands-unknown-remainder", test_strands_unknown_remainder);
     g_test_add_func("/fragment/cpu", test_cpu);
     g_test_add_func("/fragment/model", test_model);
+    g_test_add_func("/fragment/limits", test_limits);
     return g_test_run();
 }
