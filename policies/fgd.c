@@ -16,8 +16,9 @@
  *
  * The node's GPUs are its DRA devices (kb_dra_node_gpus: a MIG GPU's counter set, a shared GPU's
  * capacity) or, without any, its nvidia.com/gpu: that many GPUs, the idle ones whole. The pod's
- * shape on the node is what the allocator would take there (kb_dra_pod_gpus), or its
- * nvidia.com/gpu request. Pods with claims are scored only while some node publishes shared or
+ * shape is what the allocator would take (kb_dra_pod_gpus on the first node scored, kept for the
+ * session), or its nvidia.com/gpu request; a fraction is scored on the GPU the allocator gives it
+ * (the most used with room). Pods with claims are scored only while some node publishes shared or
  * MIG GPUs (kb_dra_any_shares: only then can a claim take a fraction; elsewhere planning each
  * candidate again would cost without gain), and then on every node where they fit
  * (score_every_node). Each pod the session places is added to the histogram once (by uid); the
