@@ -69,11 +69,13 @@ int main(int argc, char **argv)
            "load; mean of %d seeds\n\n",
            seeds);
     enum { N = G_N_ELEMENTS(loads) };
-    enum { P = KB_GPUSHARE_DRA_FGD_CPU + 1 };
+    enum { P = KB_GPUSHARE_DRA_MIG_FGD + 1 };
     double sum[P][N] = {{0}};
     guint dropped[P] = {0};
     for (int p = 0; p < P; p++)
-        for (gint s = 0; s < seeds && !(no_mig && p == KB_GPUSHARE_DRA_MIG); s++) {
+        for (gint s = 0;
+             s < seeds && !(no_mig && (p == KB_GPUSHARE_DRA_MIG || p == KB_GPUSHARE_DRA_MIG_FGD));
+             s++) {
             double u[N];
             guint d = 0;
             kb_gpushare_replay(t, (KbGpusharePolicy)p, (guint64)s + 1, loads, N, u, &d);
@@ -102,14 +104,14 @@ int main(int argc, char **argv)
         printf("\n");
     }
     printf("\nthe fgd plugin's variants through the allocator (ratio to first-fit):\n");
-    printf("%-8s %14s %14s %14s %14s\n", "arrived", "default", "fractions only", "CPU pods too",
-           "100-node window");
+    printf("%-8s %14s %14s %14s %14s %14s\n", "arrived", "default", "fractions only",
+           "CPU pods too", "100-node window", "MIG");
     for (guint i = 0; i < N; i++) {
         double ff = sum[KB_GPUSHARE_FIRST_FIT][i];
         printf("%6.0f%% ", loads[i] * 100);
         static const KbGpusharePolicy variants[] = {
                 KB_GPUSHARE_DRA_FGD, KB_GPUSHARE_DRA_FGD_FRACTIONS, KB_GPUSHARE_DRA_FGD_CPU,
-                KB_GPUSHARE_DRA_FGD_WINDOW};
+                KB_GPUSHARE_DRA_FGD_WINDOW, KB_GPUSHARE_DRA_MIG_FGD};
         for (guint o = 0; o < G_N_ELEMENTS(variants); o++) {
             double v = sum[variants[o]][i];
             if (ff > 0.0005)
@@ -131,15 +133,18 @@ int main(int argc, char **argv)
            "first-fit's order); fractions only:\n            fgd.wholeGpus 0; CPU pods too: "
            "CPU-only pods by the gradient as well (FGD's way); 100-node window: the\n"
            "            gradient among 100 nodes where the pod fits from where the last window "
-           "ended (allocate's candidates)\n");
+           "ended (allocate's candidates); MIG: kb MIG with\n            nodes by the gradient, "
+           "GPUs and shapes as the allocator reports them (a profile: its share of the "
+           "counters)\n");
     printf("kb MIG      kube-batchd on kb-kubelet --mig slices: a fraction takes the smallest MIG "
            "profile holding it (counted as asked)\n");
     printf("dropped     first-fit %.0f, packing %.0f, FGD %.0f, kube-batchd %.0f, kb+fgd %.0f, "
-           "kb MIG %.0f pods a replay fitted nowhere (up to %.0f%% load)\n",
+           "kb MIG %.0f, kb MIG+fgd %.0f pods a replay fitted nowhere (up to %.0f%% load)\n",
            (double)dropped[KB_GPUSHARE_FIRST_FIT] / seeds,
            (double)dropped[KB_GPUSHARE_PACKING] / seeds, (double)dropped[KB_GPUSHARE_FGD] / seeds,
            (double)dropped[KB_GPUSHARE_DRA] / seeds, (double)dropped[KB_GPUSHARE_DRA_FGD] / seeds,
-           (double)dropped[KB_GPUSHARE_DRA_MIG] / seeds, loads[N - 1] * 100);
+           (double)dropped[KB_GPUSHARE_DRA_MIG] / seeds,
+           (double)dropped[KB_GPUSHARE_DRA_MIG_FGD] / seeds, loads[N - 1] * 100);
     printf("allocator   %u times it refused a node the replay's mirror of its GPUs said had room "
            "(0: the two agree)\n",
            kb_gpushare_dra_disagreements());

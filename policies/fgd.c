@@ -7,6 +7,9 @@
  *
  *   fgd.weight: 1        the score is scaled by this (0: no score)
  *   fgd.wholeGpus: 1     score pods asking for whole GPUs too (0: fractions only)
+ *   fgd.mig: 0           score MIG devices too (a profile as its share of the GPU's counters);
+ *                        off by default: bench-gpushare measured it worse than without, since
+ *                        MIG's loss is where a profile may start, not how much is left
  *
  * Score of a task on a node: -(fragmentation after - before) / 10 x fgd.weight, in milli-GPUs:
  * a whole GPU's worth newly lost to every known shape is -100; 0 for a pod that asks for no GPU
@@ -18,11 +21,11 @@
  * capacity) or, without any, its nvidia.com/gpu: that many GPUs, the idle ones whole. The pod's
  * shape is what the allocator would take (kb_dra_pod_gpus on the first node scored, kept for the
  * session), or its nvidia.com/gpu request; a fraction is scored on the GPU the allocator gives it
- * (the most used with room). Pods with claims are scored only while some node publishes shared or
- * MIG GPUs (kb_dra_any_shares: only then can a claim take a fraction; elsewhere planning each
- * candidate again would cost without gain), and then on every node where they fit
- * (score_every_node). Each pod the session places is added to the histogram once (by uid); the
- * scores use the histogram as it was when the session opened.
+ * (the most used with room). Pods with claims are scored only while some node publishes shared
+ * GPUs, or MIG ones with fgd.mig (kb_dra_any_shares: only then can a claim take a fraction;
+ * elsewhere planning each candidate again would cost without gain), and then on every node where
+ * they fit (score_every_node). Each pod the session places is added to the histogram once (by uid);
+ * the scores use the histogram as it was when the session opened.
  */
 #include "policies/plugin.h"
 
@@ -36,7 +39,8 @@ typedef struct {
     KbFragModel *snap; /* the cache's histogram when the session opened */
     double weight;
     gboolean whole;
-    gboolean shares; /* some node has MIG or shared GPUs (kb_dra_any_shares) */
+    gboolean mig;    /* fgd.mig: MIG devices scored too */
+    gboolean shares; /* some node has shared GPUs, or MIG ones with fgd.mig (kb_dra_any_shares) */
     guint n_nodes;
     /* Per node id: the view a fragmentation was last computed for, and that fragmentation
      * (most candidates are scored again and again while their node does not change). */
@@ -59,7 +63,9 @@ static gpointer fgd_open(KbSession *ssn, const KbConfPlugin *conf)
     f->snap = kb_frag_model_copy(kb_cache_fragment(ssn->cache));
     f->weight = kb_conf_plugin_arg_double(conf, "fgd.weight", 1);
     f->whole = kb_conf_plugin_arg_double(conf, "fgd.wholeGpus", 1) != 0;
-    f->shares = kb_dra_any_shares(kb_cache_dra(ssn->cache));
+    f->mig = kb_conf_plugin_arg_double(conf, "fgd.mig", 0) != 0;
+    KbDra *dra = kb_cache_dra(ssn->cache);
+    f->shares = kb_dra_any_shares(dra, FALSE) || (f->mig && kb_dra_any_shares(dra, TRUE));
     f->n_nodes = ssn->n_nodes;
     f->gen = 1;
     f->shapes = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
@@ -145,9 +151,12 @@ static gboolean task_shape(Fgd *f, const KbTaskInfo *task, const KbNodeInfo *nod
         const KbFragShape *known = g_hash_table_lookup(f->shapes, task);
         if (known == NULL) {
             gint gpu = -1;
+            gboolean mig = FALSE;
             if (!kb_dra_pod_gpus(kb_cache_dra(f->ssn->cache), task->pod, node->name, FALSE,
-                                 &s->gpus, &s->milli, &gpu))
+                                 &s->gpus, &s->milli, &gpu, &mig))
                 return FALSE;
+            if (mig && !f->mig)
+                s->gpus = s->milli = 0; /* left to the other plugins */
             known = g_memdup2(s, sizeof(*s));
             g_hash_table_insert(f->shapes, (gpointer)task, (gpointer)known);
         }
@@ -218,7 +227,7 @@ static void on_allocate(gpointer state, const KbTaskInfo *task)
     gint gpu = -1;
     if (task->pod->n_resource_claims > 0) {
         if (!kb_dra_pod_gpus(kb_cache_dra(f->ssn->cache), task->pod, node->name, TRUE, &s.gpus,
-                             &s.milli, &gpu))
+                             &s.milli, &gpu, NULL))
             s.gpus = s.milli = 0;
     } else if (task->resreq.v[KB_RES_GPU] > 0) {
         s.gpus = (guint)MIN(task->resreq.v[KB_RES_GPU], KB_FRAG_MAX_GPUS + 1);
@@ -236,6 +245,7 @@ static void on_deallocate(gpointer state, const KbTaskInfo *task)
 static const struct kb_plugin_arg fgd_arguments[] = {
         {"fgd.weight", KB_ARG_NUMBER},
         {"fgd.wholeGpus", KB_ARG_NUMBER},
+        {"fgd.mig", KB_ARG_NUMBER},
         {NULL, 0},
 };
 

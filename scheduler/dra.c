@@ -2091,15 +2091,32 @@ double kb_dra_gpu_fraction(KbDra *dra, const KbDeviceResult *r)
 
 /* ---- GPUs for node scoring (the fgd plugin) -------------------------------------------------- */
 
-gboolean kb_dra_any_shares(KbDra *dra)
+/* Does @nd publish a device allowing multiple allocations (@partitionable FALSE) or consuming
+ * counters (TRUE)? */
+static gboolean node_has(const NodeDevs *nd, gboolean partitionable)
+{
+    if (nd == NULL || !nd->shares)
+        return FALSE;
+    for (guint i = 0; i < nd->slices->len; i++) {
+        const SliceDevs *sd = nd->slices->pdata[i];
+        for (guint k = 0; k < sd->slice->n_devices; k++) {
+            const KbDevice *d = sd->devs[k].dev;
+            if (partitionable ? d->n_consumes > 0 : d->multiple)
+                return TRUE;
+        }
+    }
+    return FALSE;
+}
+
+gboolean kb_dra_any_shares(KbDra *dra, gboolean partitionable)
 {
     GHashTableIter it;
     gpointer v;
     g_hash_table_iter_init(&it, dra->by_node);
     while (g_hash_table_iter_next(&it, NULL, &v))
-        if (((NodeDevs *)v)->shares)
+        if (node_has(v, partitionable))
             return TRUE;
-    return dra->all_nodes->shares;
+    return node_has(dra->all_nodes, partitionable);
 }
 
 /* The GPU @d is part of: its counter set for a partitionable device (a MIG placement and the
@@ -2176,11 +2193,13 @@ static const KbDeviceResult *plan_claim_results(KbDra *dra, const PlanClaim *pc,
 }
 
 gboolean kb_dra_pod_gpus(KbDra *dra, const KbPod *pod, const char *node, gboolean held, guint *gpus,
-                         guint *milli, gint *gpu)
+                         guint *milli, gint *gpu, gboolean *partitionable)
 {
     *gpus = 0;
     *milli = 0;
     *gpu = -1;
+    if (partitionable != NULL)
+        *partitionable = FALSE;
     g_autoptr(GArray) plan = plan_new();
     if (pod->n_resource_claims == 0 || !plan_pod(dra, pod, node, plan, TRUE, NULL, NULL))
         return FALSE;
@@ -2204,6 +2223,8 @@ gboolean kb_dra_pod_gpus(KbDra *dra, const KbPod *pod, const char *node, gboolea
                 *milli = MAX(m, 1);
                 g_free(part_key);
                 part_key = gpu_key(d);
+                if (partitionable != NULL)
+                    *partitionable = d->dev->n_consumes > 0;
             }
         }
     }

@@ -184,12 +184,14 @@ void kb_dra_plan_end(KbDra *dra);
  * 1000, a MIG device or a share, kb_dra_gpu_fraction) on the GPU of index *@gpu in
  * kb_dra_node_gpus' order. Claims already allocated or assumed take nothing new unless @held
  * (then what they hold counts: the shape of a pod already placed). A fraction beside whole
- * devices counts as one more whole GPU. FALSE (zeros) when the pod has no claims or they do not
- * fit on @node.
+ * devices counts as one more whole GPU; *@partitionable (may be NULL) says whether that fraction
+ * is a partitionable device (MIG) rather than a share. FALSE (zeros) when the pod has no claims
+ * or they do not fit on @node.
  */
 guint kb_dra_node_gpus(KbDra *dra, const char *node, guint *free, guint max);
-/* TRUE when some node publishes partitionable or shared devices (MIG, consumable capacity): only
- * then can a claim take a fraction of a GPU. O(nodes). */
-gboolean kb_dra_any_shares(KbDra *dra);
+/* TRUE when some node publishes devices allowing multiple allocations (consumable capacity;
+ * @partitionable FALSE) or consuming counters (MIG; TRUE): only then can a claim take a fraction
+ * of a GPU. O(devices of such nodes). */
+gboolean kb_dra_any_shares(KbDra *dra, gboolean partitionable);
 gboolean kb_dra_pod_gpus(KbDra *dra, const KbPod *pod, const char *node, gboolean held, guint *gpus,
-                         guint *milli, gint *gpu);
+                         guint *milli, gint *gpu, gboolean *partitionable);

@@ -164,7 +164,8 @@ guint kb_gpushare_trace_pods(const KbGpushareTrace *t, guint *fractional)
 
 const char *kb_gpushare_policy_name(KbGpusharePolicy p)
 {
-    return p == KB_GPUSHARE_DRA_FGD_CPU         ? "kube-batchd FGD cpu pods"
+    return p == KB_GPUSHARE_DRA_MIG_FGD         ? "kube-batchd MIG FGD"
+           : p == KB_GPUSHARE_DRA_FGD_CPU       ? "kube-batchd FGD cpu pods"
            : p == KB_GPUSHARE_DRA_FGD_WINDOW    ? "kube-batchd FGD window"
            : p == KB_GPUSHARE_DRA_FGD_FRACTIONS ? "kube-batchd FGD fractions"
            : p == KB_GPUSHARE_DRA_FGD           ? "kube-batchd FGD"
@@ -287,6 +288,12 @@ typedef struct {
     guint since, epoch;
     double *before;
     guint *before_epoch; /* epoch + 1 when before[] is valid */
+    /* KB_GPUSHARE_DRA_MIG_FGD: nodes' GPUs as the allocator says (valid while view_ok), and the
+     * shape of the pod being placed, instead of the model's milli-GPUs */
+    KbDra *dra;
+    KbFragNode *views;
+    gboolean *view_ok;
+    KbFragShape shape;
 } Fgd;
 
 static Fgd *fgd_new(guint n_nodes)
@@ -307,6 +314,8 @@ static void fgd_free(Fgd *f)
     kb_frag_model_free(f->snap);
     g_free(f->before);
     g_free(f->before_epoch);
+    g_free(f->views);
+    g_free(f->view_ok);
     g_free(f);
 }
 
@@ -324,16 +333,56 @@ static KbFragNode frag_node(const Node *n)
     return fn;
 }
 
-static void fgd_observe(Fgd *f, const Shape *p)
+static void fgd_observe_shape(Fgd *f, const KbFragShape *s)
 {
-    KbFragShape s = frag_shape(p);
-    kb_frag_model_observe(f->seen, &s);
+    kb_frag_model_observe(f->seen, s);
     if (++f->since >= KB_GPUSHARE_FGD_SNAPSHOT || kb_frag_model_shapes(f->snap) == 0) {
         kb_frag_model_free(f->snap);
         f->snap = kb_frag_model_copy(f->seen);
         f->since = 0;
         f->epoch++;
     }
+}
+
+static void fgd_observe(Fgd *f, const Shape *p)
+{
+    KbFragShape s = frag_shape(p);
+    fgd_observe_shape(f, &s);
+}
+
+/* Node @k as the gradient sees it: the model's, or with the allocator's views its CPU and the
+ * GPUs kb_dra_node_gpus reports. */
+static KbFragNode fgd_node(Fgd *f, const Node *nodes, guint k)
+{
+    KbFragNode fn = frag_node(&nodes[k]);
+    if (f->dra == NULL)
+        return fn;
+    if (!f->view_ok[k]) {
+        g_autofree char *name = g_strdup_printf("node-%u", k);
+        f->views[k].n_gpus = kb_dra_node_gpus(f->dra, name, f->views[k].free, KB_FRAG_MAX_GPUS);
+        f->view_ok[k] = TRUE;
+    }
+    fn.n_gpus = f->views[k].n_gpus;
+    memcpy(fn.free, f->views[k].free, sizeof(fn.free));
+    return fn;
+}
+
+/* The GPU the allocator gives a fraction on @fn: the most used with room. */
+static int tight_gpu(const KbFragNode *fn, guint milli)
+{
+    int best = -1;
+    for (guint g = 0; g < fn->n_gpus; g++)
+        if (fn->free[g] >= milli && (best < 0 || fn->free[g] < fn->free[best]))
+            best = (int)g;
+    return best;
+}
+
+/* Node @k changed: its fragmentation (and view) are to be computed again. */
+static void fgd_changed(Fgd *f, guint k)
+{
+    f->before_epoch[k] = 0;
+    if (f->view_ok != NULL)
+        f->view_ok[k] = FALSE;
 }
 
 /*
@@ -345,20 +394,21 @@ static void fgd_observe(Fgd *f, const Shape *p)
 static int fgd_pick(Fgd *f, const Node *nodes, guint n, const Shape *p, const gboolean *usable,
                     gboolean allocator, int *gpu)
 {
-    KbFragShape s = frag_shape(p);
+    KbFragShape s = f->dra != NULL ? f->shape : frag_shape(p);
     int best = -1;
     double best_delta = 0;
     *gpu = -1;
     for (guint k = 0; k < n; k++) {
         if ((usable != NULL && !usable[k]) || (usable == NULL && !fits(&nodes[k], p)))
             continue;
-        KbFragNode fn = frag_node(&nodes[k]);
+        KbFragNode fn = fgd_node(f, nodes, k);
         if (f->before_epoch[k] != f->epoch + 1) {
             f->before[k] = kb_frag_node(f->snap, &fn);
             f->before_epoch[k] = f->epoch + 1;
         }
-        int want = allocator && s.gpus == 1 && s.milli < 1000 ? pick_gpu(&nodes[k], s.milli, TRUE)
-                                                              : -1;
+        int want = allocator && s.gpus == 1 && s.milli < 1000 ? tight_gpu(&fn, s.milli) : -1;
+        if (allocator && s.gpus == 1 && s.milli < 1000 && want < 0)
+            continue;
         int g = -1;
         double after = kb_frag_place_after(f->snap, &fn, &s, want, &g);
         if (after == G_MAXDOUBLE)
@@ -386,7 +436,7 @@ static gboolean fgd_place(Fgd *f, Node *nodes, guint n, const Shape *p)
     nodes[k].mem -= p->mem;
     for (guint g = 0; g < fn.n_gpus; g++)
         nodes[k].free[g] = fn.free[g];
-    f->before_epoch[k] = 0;
+    fgd_changed(f, (guint)k);
     return TRUE;
 }
 
@@ -500,9 +550,10 @@ static void dra_put_class(KbDra *dra, const char *name, const char *type)
 static DraCluster *dra_cluster_new(const KbGpushareTrace *t, KbGpusharePolicy policy)
 {
     DraCluster *c = g_new0(DraCluster, 1);
-    gboolean mig = policy == KB_GPUSHARE_DRA_MIG;
+    gboolean mig = policy == KB_GPUSHARE_DRA_MIG || policy == KB_GPUSHARE_DRA_MIG_FGD;
     gboolean fgd = policy == KB_GPUSHARE_DRA_FGD || policy == KB_GPUSHARE_DRA_FGD_FRACTIONS ||
-                   policy == KB_GPUSHARE_DRA_FGD_WINDOW || policy == KB_GPUSHARE_DRA_FGD_CPU;
+                   policy == KB_GPUSHARE_DRA_FGD_WINDOW || policy == KB_GPUSHARE_DRA_FGD_CPU ||
+                   policy == KB_GPUSHARE_DRA_MIG_FGD;
     c->fgd = fgd ? fgd_new(t->n_nodes) : NULL;
     c->fgd_whole = policy != KB_GPUSHARE_DRA_FGD_FRACTIONS;
     c->fgd_cpu = policy == KB_GPUSHARE_DRA_FGD_CPU;
@@ -512,6 +563,11 @@ static DraCluster *dra_cluster_new(const KbGpushareTrace *t, KbGpusharePolicy po
     c->nodes = expand_nodes(t);
     c->n_nodes = t->n_nodes;
     c->mig = mig;
+    if (policy == KB_GPUSHARE_DRA_MIG_FGD) {
+        c->fgd->dra = c->dra;
+        c->fgd->views = g_new0(KbFragNode, MAX(c->n_nodes, 1));
+        c->fgd->view_ok = g_new0(gboolean, MAX(c->n_nodes, 1));
+    }
     c->slices = g_malloc0_n(MAX(c->n_nodes, 1), sizeof(*c->slices));
     dra_put_class(c->dra, "gpu.nvidia.com", "gpu");
     dra_put_class(c->dra, "mig.nvidia.com", "mig");
@@ -669,6 +725,26 @@ static gboolean fraction_of(const Shape *p)
     return p->gpus == 1 && p->milli < 1000;
 }
 
+/* With the allocator's views (MIG): @pod's shape as the allocator would take it, from the first
+ * node the mirror admits, into the gradient's histogram and c->fgd->shape. FALSE when it fits
+ * on none. */
+static gboolean dra_shape(DraCluster *c, const KbPod *pod, const Shape *p)
+{
+    for (guint k = 0; k < c->n_nodes; k++) {
+        if (!c->usable[k])
+            continue;
+        g_autofree char *name = g_strdup_printf("node-%u", k);
+        KbFragShape s = {p->cpu, 0, 0};
+        gint gpu = -1;
+        if (!kb_dra_pod_gpus(c->dra, pod, name, FALSE, &s.gpus, &s.milli, &gpu, NULL))
+            continue;
+        c->fgd->shape = s;
+        fgd_observe_shape(c->fgd, &s);
+        return TRUE;
+    }
+    return FALSE;
+}
+
 /* The next node to offer @p to: first-fit's order, or with FGD the node the gradient prefers
  * among those not refused yet; -1 when none is left. */
 static int dra_next_node(DraCluster *c, const Shape *p, guint *from)
@@ -699,7 +775,7 @@ static gboolean dra_place(DraCluster *c, const Shape *p)
             c->nodes[k].cpu -= p->cpu;
             c->nodes[k].mem -= p->mem;
             if (c->fgd != NULL)
-                c->fgd->before_epoch[k] = 0;
+                fgd_changed(c->fgd, k);
             return TRUE;
         }
         return FALSE;
@@ -711,7 +787,7 @@ static gboolean dra_place(DraCluster *c, const Shape *p)
             return FALSE;
         c->nodes[k].cpu -= p->cpu;
         c->nodes[k].mem -= p->mem;
-        c->fgd->before_epoch[k] = 0;
+        fgd_changed(c->fgd, (guint)k);
         return TRUE;
     }
     guint64 id = ++c->seq;
@@ -729,6 +805,8 @@ static gboolean dra_place(DraCluster *c, const Shape *p)
     json_object_put(o);
     if (pod == NULL)
         g_error("bench-gpushare: %s", error->message);
+    if (c->fgd != NULL && c->fgd->dra != NULL && !dra_shape(c, pod, p))
+        return FALSE;
     guint from = 0;
     for (int k; (k = dra_next_node(c, p, &from)) >= 0;) {
         g_autofree char *name = g_strdup_printf("node-%d", k);
@@ -741,7 +819,7 @@ static gboolean dra_place(DraCluster *c, const Shape *p)
         c->nodes[k].mem -= p->mem;
         mirror_take(c, pod, (guint)k);
         if (c->fgd != NULL)
-            c->fgd->before_epoch[k] = 0;
+            fgd_changed(c->fgd, (guint)k);
         return TRUE;
     }
     return FALSE;
@@ -757,7 +835,8 @@ static DraCluster *dra_cluster_for(const KbGpushareTrace *t, KbGpusharePolicy po
 {
     if (policy != KB_GPUSHARE_DRA && policy != KB_GPUSHARE_DRA_MIG &&
         policy != KB_GPUSHARE_DRA_FGD && policy != KB_GPUSHARE_DRA_FGD_FRACTIONS &&
-        policy != KB_GPUSHARE_DRA_FGD_WINDOW && policy != KB_GPUSHARE_DRA_FGD_CPU)
+        policy != KB_GPUSHARE_DRA_FGD_WINDOW && policy != KB_GPUSHARE_DRA_FGD_CPU &&
+        policy != KB_GPUSHARE_DRA_MIG_FGD)
         return NULL;
     return dra_cluster_new(t, policy);
 }
@@ -767,7 +846,7 @@ static DraCluster *dra_cluster_for(const KbGpushareTrace *t, KbGpusharePolicy po
 static gboolean place_any(Node *nodes, DraCluster *c, Fgd *f, guint n, const Shape *p,
                           KbGpusharePolicy policy)
 {
-    if (c != NULL && c->fgd != NULL)
+    if (c != NULL && c->fgd != NULL && (c->fgd->dra == NULL || p->gpus == 0))
         fgd_observe(c->fgd, p);
     if (c != NULL)
         return dra_place(c, p);

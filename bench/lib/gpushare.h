@@ -26,7 +26,10 @@
  *     gradient); KB_GPUSHARE_DRA_FGD_CPU CPU-only pods by the gradient too (as FGD does);
  *     KB_GPUSHARE_DRA_FGD_WINDOW the gradient among KB_GPUSHARE_WINDOW nodes where the pod fits
  *     only, taken from where the previous pod's window ended, as the allocate action collects
- *     candidates for pods the plugin does not ask to score on every node.
+ *     candidates for pods the plugin does not ask to score on every node;
+ *     KB_GPUSHARE_DRA_MIG_FGD: KB_GPUSHARE_DRA_MIG with nodes by the gradient, each node's GPUs
+ *     and a pod's shape read from the allocator as the fgd plugin reads them (kb_dra_node_gpus,
+ *     kb_dra_pod_gpus: a MIG profile is the fraction of the GPU's counters it consumes).
  * The model policies (first-fit, packing, FGD) are apart from the scheduler's allocator; the
  * kube-batchd ones drive its code.
  *
@@ -55,6 +58,7 @@ typedef enum {
     KB_GPUSHARE_DRA_FGD_FRACTIONS,
     KB_GPUSHARE_DRA_FGD_WINDOW,
     KB_GPUSHARE_DRA_FGD_CPU,
+    KB_GPUSHARE_DRA_MIG_FGD,
 } KbGpusharePolicy;
 
 /* Observations over which the FGD policies' shape histogram halves its weights, and how many
