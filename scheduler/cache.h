@@ -170,9 +170,9 @@ struct KbJobInfo {
      * v1alpha3 PodGroups naming it as their parent, its children (KbPodGroup refs, never NULL). */
     gboolean is_composite;
     GPtrArray *children;
-    const char *queue; /* interned; the default queue when the group names none */
-    gint32 min_member; /* 1 for a gang of one */
-    gint32 priority;   /* effective job priority (computed each cycle) */
+    const char *queue;      /* interned; the default queue when the group names none */
+    gint32 min_member;      /* 1 for a gang of one */
+    gint32 priority;        /* effective job priority (computed each cycle) */
     gint64 creation_timestamp;
     KbJobPhase phase;   /* kept across cycles */
     GPtrArray *tasks;   /* KbTaskInfo*, owned by the job */

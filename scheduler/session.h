@@ -131,8 +131,8 @@ gboolean kb_session_predicate(KbSession *ssn, const KbTaskInfo *task, const KbNo
                               KbFitFailure *why);
 /* The static predicates alone (plugins), without the pod's devices: where the pod could run once
  * devices are freed (reservations, preemption, which check devices themselves). */
-gboolean kb_session_node_predicate(KbSession *ssn, const KbTaskInfo *task, const KbNodeInfo *node,
-                                   KbFitFailure *why);
+gboolean kb_session_node_predicate(KbSession *ssn, const KbTaskInfo *task,
+                                   const KbNodeInfo *node, KbFitFailure *why);
 gboolean kb_session_has_node_order(KbSession *ssn);
 double kb_session_node_score(KbSession *ssn, const KbTaskInfo *task, const KbNodeInfo *node);
 /* TRUE when an enabled node-order plugin wants every feasible node scored for @task (fgd), not
