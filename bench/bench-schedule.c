@@ -15,8 +15,12 @@
  * nvidia.com/gpu: 1; placements/s of each and their ratio (the cycle only; the claim writes are
  * the binder's, measured by bench-e2e).
  *
+ * The fgd plugin (in the default) with its shape histogram full against fgd.weight 0: what its
+ * scores cost per cycle.
+ *
  * Usage: bench-schedule [nodes pods]   (defaults 5000 50000)
  *        bench-schedule dra            (the DRA rows only)
+ *        bench-schedule fgd            (the fgd rows only, full size)
  *
  * Kept as bench/schedule.c (outside the bench/bench-*.c wildcard) until the Makefile links bench
  * programs: its `$(O)/bin/bench-%` pattern rule has no recipe, so make falls back to the generic
@@ -33,6 +37,8 @@
 #include "scheduler/conf.h"
 #include "scheduler/cycle.h"
 #include "scheduler/dra.h"
+#include "scheduler/fragment.h"
+#include "testbed/kubelet/kbl-dra.h"
 #include "tests/lib/kb-test-confs.h"
 
 typedef gpointer (*DecodeFn)(json_object *obj, gboolean keep_raw, GError **error);
@@ -299,6 +305,152 @@ static void run_volcano(guint n_nodes, guint n_pods)
 }
 
 /* 8-pod gangs, one GPU each: through DRA claims (@dra) or nvidia.com/gpu. Returns seconds. */
+/* ---- the fgd plugin's cost ------------------------------------------------------------------ */
+
+/*
+ * One cycle of the default configuration (fgd in it) with the cache's shape histogram full
+ * (KB_FRAG_MAX_SHAPES shapes of 1 and 2 GPUs and fractions, as after a while in production: on the
+ * first cycle it is empty and fgd scores nothing), against fgd.weight 0. CPU time of the cycle.
+ */
+static double run_fgd_one(const char *label, gboolean on, guint n_nodes, guint n_pods)
+{
+    g_autoptr(KbCache) cache = kb_cache_new(NULL, "default");
+    const char *def = kb_conf_default_yaml();
+    g_autofree char *off = g_strdup_printf("%s    arguments: {fgd.weight: 0}\n", def);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbConf) conf = on ? kb_conf_new_default() : kb_conf_parse(off, strlen(off), &error);
+    g_assert_no_error(error);
+    KbFragModel *m = kb_cache_fragment(cache);
+    for (guint i = 0; i < KB_FRAG_MAX_SHAPES; i++) {
+        KbFragShape sh = {1000 * (1 + i % 8), i % 3 == 2 ? 2 : 1, i % 3 == 0 ? 100 + 10 * i : 1000};
+        kb_frag_model_observe(m, &sh);
+    }
+    add_nodes(cache, n_nodes);
+    add_jobs(cache, n_pods);
+    struct timespec c0, c1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+    g_autoptr(KbCycleResult) res = kb_cycle_run(cache, conf, 1000);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+    double secs = (double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) / 1e9;
+    printf("  %-24s %6u placed, cycle CPU %.3f s\n", label, res->placements->len, secs);
+    return secs;
+}
+
+/*
+ * Shares: @n_nodes nodes of 8 GPUs shared by memory (kb-kubelet --dra's slices) and @n_pods
+ * one-pod jobs, each a claim of 10, 20 or 40Gi of a GPU's 80Gi, the histogram full of such
+ * shapes; with fgd each pod is scored on every node where it fits. Pods placed per second of
+ * one cycle.
+ */
+static double run_shares(gboolean on, guint n_nodes, guint n_pods)
+{
+    g_autoptr(KbCache) cache = kb_cache_new(NULL, "default");
+    const char *def = kb_conf_default_yaml();
+    g_autofree char *off = g_strdup_printf("%s    arguments: {fgd.weight: 0}\n", def);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbConf) conf = on ? kb_conf_new_default() : kb_conf_parse(off, strlen(off), &error);
+    g_assert_no_error(error);
+    KbDra *d = kb_cache_dra(cache);
+    KbDeviceClass *dc = decode("{\"metadata\":{\"name\":\"gpu.nvidia.com\"},\"spec\":{}}",
+                               (DecodeFn)kb_device_class_decode);
+    kb_dra_set_class(d, dc);
+    kb_object_unref(dc);
+    static const guint gib[] = {10, 20, 40};
+    for (guint i = 0; i < G_N_ELEMENTS(gib) * 8; i++) {
+        KbFragShape sh = {1000 + 1000 * (i / 3), 1, gib[i % 3] * 1000 / 80};
+        kb_frag_model_observe(kb_cache_fragment(cache), &sh);
+    }
+    for (guint i = 0; i < n_nodes; i++) {
+        g_autofree char *json = g_strdup_printf(
+                "{\"metadata\":{\"name\":\"node-%05u\",\"uid\":\"n%u\",\"labels\":{"
+                "\"kube-batchd.io/gpu-sharing\":\"memory\"}},\"spec\":{},\"status\":{"
+                "\"allocatable\":{\"cpu\":\"96\",\"memory\":\"768Gi\",\"pods\":\"110\","
+                "\"nvidia.com/gpu\":\"8\"},\"conditions\":[{\"type\":\"Ready\",\"status\":"
+                "\"True\"}]}}",
+                i, i);
+        json_object *o = json_tokener_parse(json);
+        KbNode *node = decode(json, (DecodeFn)kb_node_decode);
+        kb_cache_add_node(cache, node);
+        kb_object_unref(node);
+        json_object *slices = kbl_dra_slices(o, FALSE, &error);
+        g_assert_no_error(error);
+        for (gsize k = 0; k < json_object_array_length(slices); k++) {
+            KbResourceSlice *slice =
+                    kb_resource_slice_decode(json_object_array_get_idx(slices, k), FALSE, &error);
+            g_assert_no_error(error);
+            kb_dra_set_slice(d, slice);
+            kb_object_unref(slice);
+        }
+        json_object_put(slices);
+        json_object_put(o);
+    }
+    for (guint j = 0; j < n_pods; j++) {
+        g_autofree char *pg_json = g_strdup_printf(
+                "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\","
+                "\"metadata\":{\"name\":\"s%u\",\"namespace\":\"ml\",\"uid\":\"pg%u\"},"
+                "\"spec\":{\"minMember\":1}}",
+                j, j);
+        KbPodGroup *pg = decode(pg_json, (DecodeFn)kb_pod_group_decode);
+        kb_cache_add_pod_group(cache, pg);
+        kb_object_unref(pg);
+        g_autofree char *cj = g_strdup_printf(
+                "{\"metadata\":{\"name\":\"s%u\",\"namespace\":\"ml\",\"resourceVersion\":"
+                "\"1\"},\"spec\":{\"devices\":{\"requests\":[{\"name\":\"gpu\",\"exactly\":{"
+                "\"deviceClassName\":\"gpu.nvidia.com\",\"capacity\":{\"requests\":{"
+                "\"memory\":\"%uGi\"}}}}]}}}",
+                j, gib[(j * 7) % 3]);
+        KbResourceClaim *claim = decode(cj, (DecodeFn)kb_resource_claim_decode);
+        kb_dra_set_claim(d, claim);
+        kb_object_unref(claim);
+        g_autofree char *json = g_strdup_printf(
+                "{\"metadata\":{\"name\":\"s%u\",\"namespace\":\"ml\",\"uid\":\"p%u\","
+                "\"annotations\":{\"scheduling.k8s.io/group-name\":\"s%u\"}},\"spec\":{"
+                "\"schedulerName\":\"kube-batchd\",\"containers\":[{\"name\":\"c\","
+                "\"resources\":{\"requests\":{\"cpu\":\"%u\"}}}],\"resourceClaims\":[{"
+                "\"name\":\"gpu\",\"resourceClaimName\":\"s%u\"}]},\"status\":{\"phase\":"
+                "\"Pending\"}}",
+                j, j, j, 1 + j % 8, j);
+        KbPod *pod = decode(json, (DecodeFn)kb_pod_decode);
+        kb_cache_add_pod(cache, pod);
+        kb_object_unref(pod);
+    }
+    struct timespec c0, c1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+    g_autoptr(KbCycleResult) res = kb_cycle_run(cache, conf, 1000);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+    double secs = (double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) / 1e9;
+    printf("  %-24s %5u nodes x 8 shared GPUs, %5u share pods: %5u placed, cycle CPU %.3f s -> "
+           "%.0f pods/s\n",
+           on ? "default (fgd)" : "fgd.weight 0", n_nodes, n_pods, res->placements->len, secs,
+           secs > 0 ? res->placements->len / secs : 0.0);
+    return secs > 0 ? res->placements->len / secs : 0.0;
+}
+
+static void run_fgd(guint n_nodes, guint n_pods)
+{
+    printf("fgd (%u nodes, %u pods asking for nvidia.com/gpu, histogram full), best of 3:\n",
+           n_nodes, n_pods);
+    double on = G_MAXDOUBLE, off = G_MAXDOUBLE;
+    for (guint rep = 0; rep < 3; rep++) {
+        double a = run_fgd_one("default (fgd)", TRUE, n_nodes, n_pods);
+        double b = run_fgd_one("fgd.weight 0", FALSE, n_nodes, n_pods);
+        on = MIN(on, a);
+        off = MIN(off, b);
+    }
+    printf("best cycle CPU: fgd %.3f s, without %.3f s (%.2fx)\n", on, off,
+           off > 0 ? on / off : 0.0);
+    printf("fgd on shared GPUs (every node scored for a share), best of 3:\n");
+    double son = 0, soff = 0;
+    for (guint rep = 0; rep < 3; rep++) {
+        double a = run_shares(TRUE, 250, 2000);
+        double b = run_shares(FALSE, 250, 2000);
+        son = MAX(son, a);
+        soff = MAX(soff, b);
+    }
+    printf("share pods per second: fgd %.0f, without %.0f (%.2fx)\n", son, soff,
+           soff > 0 ? son / soff : 0.0);
+}
+
 static double run_dra(guint n_nodes, guint n_pods, gboolean dra)
 {
     g_autoptr(KbCache) cache = kb_cache_new(NULL, "default");
@@ -412,6 +564,10 @@ int main(int argc, char **argv)
         run_dra_rows();
         return 0;
     }
+    if (argc == 2 && strcmp(argv[1], "fgd") == 0) {
+        run_fgd(nodes, pods);
+        return 0;
+    }
     if (argc == 3) {
         nodes = (guint)strtoul(argv[1], NULL, 10);
         pods = (guint)strtoul(argv[2], NULL, 10);
@@ -438,6 +594,7 @@ int main(int argc, char **argv)
            flat > 0 ? deep / flat : 0.0, deep, flat);
     printf("Volcano's configuration (sla, binpack; all jobs past their limit), best of 3:\n");
     run_volcano(nodes, pods);
+    run_fgd(nodes, pods);
     run_dra_rows();
     return 0;
 }

@@ -8,7 +8,7 @@ static const struct kb_plugin_ops *const registry[] = {
         &kb_plugin_priority,    &kb_plugin_gang,         &kb_plugin_drf,
         &kb_plugin_proportion,  &kb_plugin_predicates,   &kb_plugin_nodeorder,
         &kb_plugin_conformance, &kb_plugin_gpu_topology, &kb_plugin_sla,
-        &kb_plugin_binpack,
+        &kb_plugin_binpack,     &kb_plugin_fgd,
 };
 
 const struct kb_plugin_ops *kb_plugin_lookup(const char *name)

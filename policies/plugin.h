@@ -47,6 +47,9 @@ struct kb_plugin_ops {
     gboolean (*predicate)(gpointer state, const KbTaskInfo *task, const KbNodeInfo *node,
                           KbFitFailure *why);
     double (*node_score)(gpointer state, const KbTaskInfo *task, const KbNodeInfo *node);
+    /* TRUE when @task's nodes must all be scored (fgd: a gradient over the first 100 feasible
+     * nodes scatters shares), not only the first feasible ones the action collects. */
+    gboolean (*score_every_node)(gpointer state, const KbTaskInfo *task);
     /* TRUE when the plugin has a verdict; then @victims is filtered in place. */
     gboolean (*preemptable)(gpointer state, const KbTaskInfo *preemptor, GPtrArray *victims);
     /* The same for the reclaim action (victims of other queues). */
@@ -76,6 +79,7 @@ extern const struct kb_plugin_ops kb_plugin_conformance;
 extern const struct kb_plugin_ops kb_plugin_gpu_topology;
 extern const struct kb_plugin_ops kb_plugin_sla;     /* policies/sla.c */
 extern const struct kb_plugin_ops kb_plugin_binpack; /* policies/binpack.c */
+extern const struct kb_plugin_ops kb_plugin_fgd;     /* policies/fgd.c */
 
 /* The plugin called @name, or NULL. */
 const struct kb_plugin_ops *kb_plugin_lookup(const char *name);

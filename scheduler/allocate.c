@@ -230,7 +230,9 @@ static double score(Alloc *a, const KbTaskInfo *task, guint node)
 /* Collect more feasible nodes for the class of @task; FALSE when the cluster is exhausted. */
 static gboolean fill(Alloc *a, ClassCtx *ctx, const KbTaskInfo *task)
 {
-    while (ctx->cands->len < a->n_candidates) {
+    guint want =
+            a->scoring && kb_session_score_every_node(a->ssn, task) ? G_MAXUINT : a->n_candidates;
+    while (ctx->cands->len < want) {
         gint leaf = next_leaf(a, ctx, &task->resreq);
         if (leaf < 0)
             break;

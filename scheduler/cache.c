@@ -6,6 +6,7 @@
 
 #include "kube/kb-error.h"
 #include "scheduler/dra.h"
+#include "scheduler/fragment.h"
 
 /* Per node GPU bookkeeping, beside the public KbNodeInfo. */
 typedef struct {
@@ -49,6 +50,7 @@ struct KbCache {
     KbHistory *history;          /* runtimes of finished jobs (the reserve action's estimates) */
     KbUsage *usage;              /* decayed usage per queue (proportion, usage.h) */
     KbDra *dra;                  /* DRA classes, claims, slices and held devices (dra.h) */
+    KbFragModel *fragment;       /* pod shapes seen (the fgd plugin, fragment.h) */
     /* kb_dra_{capacity,demand}_gen when nodes' DRA capacity and pods' DRA demand were last
      * counted (kb_cache_sync_dra). */
     guint dra_capacity_gen;
@@ -430,6 +432,11 @@ void kb_cache_delete_pvc(KbCache *cache, KbPvc *pvc)
 KbDra *kb_cache_dra(KbCache *cache)
 {
     return cache->dra;
+}
+
+KbFragModel *kb_cache_fragment(KbCache *cache)
+{
+    return cache->fragment;
 }
 
 gboolean kb_cache_pod_claims_ready(KbCache *cache, const KbPod *pod, char **why)
@@ -1575,6 +1582,7 @@ KbCache *kb_cache_new(const char *const *scheduler_names, const char *default_qu
     cache->history = kb_history_new();
     cache->usage = kb_usage_new();
     cache->dra = kb_dra_new();
+    cache->fragment = kb_frag_model_new(KB_CACHE_FRAGMENT_HALF_LIFE);
     cache->queues = g_hash_table_new(g_direct_hash, g_direct_equal);
     cache->queue_list = g_ptr_array_new_with_free_func(queue_info_free);
     cache->pvcs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, kb_object_unref);
@@ -1623,6 +1631,7 @@ void kb_cache_free(KbCache *cache)
     kb_history_free(cache->history);
     kb_usage_free(cache->usage);
     kb_dra_free(cache->dra);
+    kb_frag_model_free(cache->fragment);
     g_free(cache);
 }
 

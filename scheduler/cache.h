@@ -278,6 +278,12 @@ void kb_cache_delete_queue(KbCache *cache, KbQueue *queue);
  * devices are released when its task leaves its node, is seen bound, or the pod is deleted. */
 struct KbDra;
 struct KbDra *kb_cache_dra(KbCache *cache);
+/* The pod shapes this scheduler has placed, a histogram whose weights halve every
+ * KB_CACHE_FRAGMENT_HALF_LIFE pods (scheduler/fragment.h; the fgd plugin scores nodes with it
+ * and adds each pod it places once). Owned by the cache. */
+#define KB_CACHE_FRAGMENT_HALF_LIFE 2000
+struct KbFragModel;
+struct KbFragModel *kb_cache_fragment(KbCache *cache);
 /* Count DRA devices as resources (dra.h): nodes' allocatable gains, per class, the devices their
  * slices publish when a class or slice changed; pods' requests gain their claims' demand when a
  * template changed (a pod's own changes are counted as it is ingested). Cheap when nothing

@@ -25,7 +25,8 @@ static const char default_yaml[] = "actions: \"enqueue, reserve, allocate\"\n"
                                    "      nodeorder.leastrequested.weight: 0\n"
                                    "      nodeorder.mostrequested.weight: 1\n"
                                    "      nodeorder.balancedresource.weight: 0\n"
-                                   "  - name: gpu-topology\n";
+                                   "  - name: gpu-topology\n"
+                                   "  - name: fgd\n";
 
 static const char *const switch_names[KB_SWITCH_MAX] = {
         [KB_SWITCH_JOB_ORDER] = "enableJobOrder",

@@ -2088,3 +2088,162 @@ double kb_dra_gpu_fraction(KbDra *dra, const KbDeviceResult *r)
     }
     return MIN(best, 1.0);
 }
+
+/* ---- GPUs for node scoring (the fgd plugin) -------------------------------------------------- */
+
+/* Does @nd publish a device allowing multiple allocations (@partitionable FALSE) or consuming
+ * counters (TRUE)? */
+static gboolean node_has(const NodeDevs *nd, gboolean partitionable)
+{
+    if (nd == NULL || !nd->shares)
+        return FALSE;
+    for (guint i = 0; i < nd->slices->len; i++) {
+        const SliceDevs *sd = nd->slices->pdata[i];
+        for (guint k = 0; k < sd->slice->n_devices; k++) {
+            const KbDevice *d = sd->devs[k].dev;
+            if (partitionable ? d->n_consumes > 0 : d->multiple)
+                return TRUE;
+        }
+    }
+    return FALSE;
+}
+
+gboolean kb_dra_any_shares(KbDra *dra, gboolean partitionable)
+{
+    GHashTableIter it;
+    gpointer v;
+    g_hash_table_iter_init(&it, dra->by_node);
+    while (g_hash_table_iter_next(&it, NULL, &v))
+        if (node_has(v, partitionable))
+            return TRUE;
+    return node_has(dra->all_nodes, partitionable);
+}
+
+/* The GPU @d is part of: its counter set for a partitionable device (a MIG placement and the
+ * whole GPU consume the same set), else the device itself. Newly allocated. */
+static char *gpu_key(const Dev *d)
+{
+    if (d->dev->n_consumes > 0)
+        return g_strdup_printf("%s/%s/%s", d->slice->driver, d->slice->pool,
+                               d->dev->consumes[0].name);
+    return g_strdup(d->key);
+}
+
+/* Node @nd's GPUs, in its slices' order, into @keys (owned strings) and @free (milli-GPU free,
+ * up to @max). Counters and shares held count; a plan's do not (its tables are emptied, as the
+ * next plan would). */
+static guint node_gpus(KbDra *dra, NodeDevs *nd, GPtrArray *keys, guint *free, guint max)
+{
+    if (g_hash_table_size(dra->counter_plan) > 0)
+        g_hash_table_remove_all(dra->counter_plan);
+    if (g_hash_table_size(dra->share_plan) > 0)
+        g_hash_table_remove_all(dra->share_plan);
+    for (guint i = 0; nd != NULL && i < nd->slices->len; i++) {
+        SliceDevs *sd = nd->slices->pdata[i];
+        for (guint k = 0; k < sd->slice->n_devices && keys->len < max; k++) {
+            Dev *d = &sd->devs[k];
+            g_autofree char *gk = gpu_key(d);
+            gboolean seen = FALSE;
+            for (guint j = 0; j < keys->len && !seen; j++)
+                seen = strcmp(keys->pdata[j], gk) == 0;
+            if (seen)
+                continue;
+            double used = d->dev->n_consumes > 0 || d->dev->multiple ? dev_used(dra, d)
+                          : d->held                                  ? 1
+                                                                     : 0;
+            free[keys->len] = (guint)(1000 * (1 - MIN(MAX(used, 0), 1)) + 0.5);
+            g_ptr_array_add(keys, g_steal_pointer(&gk));
+        }
+    }
+    return keys->len;
+}
+
+guint kb_dra_node_gpus(KbDra *dra, const char *node, guint *free, guint max)
+{
+    NodeDevs *nd = g_hash_table_lookup(dra->by_node, node);
+    if (nd == NULL || nd->slices->len == 0)
+        return 0;
+    g_autoptr(GPtrArray) keys = g_ptr_array_new_with_free_func(g_free);
+    return node_gpus(dra, nd, keys, free, max);
+}
+
+/* The results of plan claim @pc: those chosen in the plan, or with @held those the claim holds
+ * already (assumed by this scheduler or allocated), else none. */
+static const KbDeviceResult *plan_claim_results(KbDra *dra, const PlanClaim *pc, gboolean held,
+                                                guint *n)
+{
+    *n = 0;
+    if (pc->results != NULL) {
+        *n = pc->results->len;
+        return (const KbDeviceResult *)(gpointer)pc->results->data;
+    }
+    if (!held)
+        return NULL;
+    const ClaimAlloc *ca = g_hash_table_lookup(dra->claim_allocs, pc->key);
+    if (ca != NULL) {
+        *n = ca->results->len;
+        return (const KbDeviceResult *)(gpointer)ca->results->data;
+    }
+    const ClaimInfo *ci = g_hash_table_lookup(dra->claims, pc->key);
+    if (ci != NULL && ci->claim->allocated) {
+        *n = ci->claim->n_results;
+        return ci->claim->results;
+    }
+    return NULL;
+}
+
+gboolean kb_dra_pod_gpus(KbDra *dra, const KbPod *pod, const char *node, gboolean held, guint *gpus,
+                         guint *milli, gint *gpu, gboolean *partitionable)
+{
+    *gpus = 0;
+    *milli = 0;
+    *gpu = -1;
+    if (partitionable != NULL)
+        *partitionable = FALSE;
+    g_autoptr(GArray) plan = plan_new();
+    if (pod->n_resource_claims == 0 || !plan_pod(dra, pod, node, plan, TRUE, NULL, NULL))
+        return FALSE;
+    g_autofree char *part_key = NULL;
+    for (guint p = 0; p < plan->len; p++) {
+        guint n = 0;
+        const KbDeviceResult *r =
+                plan_claim_results(dra, &g_array_index(plan, PlanClaim, p), held, &n);
+        for (guint i = 0; i < n; i++) {
+            double f = kb_dra_gpu_fraction(dra, &r[i]);
+            if (f < 0)
+                continue;
+            if (f >= 1 - 1e-9) {
+                (*gpus)++;
+                continue;
+            }
+            g_autofree char *dk = device_key(r[i].driver, r[i].pool, r[i].device);
+            const Dev *d = g_hash_table_lookup(dra->dev_by_key, dk);
+            guint m = (guint)(f * 1000 + 0.5);
+            if (d != NULL && m > *milli) {
+                *milli = MAX(m, 1);
+                g_free(part_key);
+                part_key = gpu_key(d);
+                if (partitionable != NULL)
+                    *partitionable = d->dev->n_consumes > 0;
+            }
+        }
+    }
+    if (*milli > 0) {
+        /* a fraction beside whole devices counts as one more whole GPU */
+        if (*gpus > 0) {
+            (*gpus)++;
+            *milli = 1000;
+            return TRUE;
+        }
+        *gpus = 1;
+        g_autoptr(GPtrArray) keys = g_ptr_array_new_with_free_func(g_free);
+        guint free[64];
+        node_gpus(dra, g_hash_table_lookup(dra->by_node, node), keys, free, G_N_ELEMENTS(free));
+        for (guint k = 0; k < keys->len && *gpu < 0; k++)
+            if (strcmp(keys->pdata[k], part_key) == 0)
+                *gpu = (gint)k;
+    } else if (*gpus > 0) {
+        *milli = 1000;
+    }
+    return TRUE;
+}

@@ -170,3 +170,28 @@ void kb_dra_plan_evict(KbDra *dra, const KbPod *victim, gboolean evict);
 typedef gboolean (*KbDraPodExists)(const char *namespace_, const char *name, gpointer data);
 void kb_dra_plan_orphans(KbDra *dra, KbDraPodExists exists, gpointer data);
 void kb_dra_plan_end(KbDra *dra);
+
+/*
+ * GPUs for node scoring (the fgd plugin, scheduler/fragment.h). kb_dra_node_gpus: node @node's
+ * GPUs in its slices' order (at most @max): a partitionable device's counter set is one GPU (its
+ * MIG placements and the whole GPU consume it), any other device is one; @free receives each
+ * one's milli-GPU free: 1000 less the mean share of its counters held (as packing measures it),
+ * or of its capacity for a shared device; a plain device 0 when held, else 1000. Every device of
+ * the node's slices counts as a GPU (kb-kubelet --dra publishes GPUs).
+ *
+ * kb_dra_pod_gpus: what @pod's claims would take on @node, as the allocator would choose now
+ * (nothing held): *@gpus whole devices (*@milli 1000), or one fraction (*@gpus 1, *@milli below
+ * 1000, a MIG device or a share, kb_dra_gpu_fraction) on the GPU of index *@gpu in
+ * kb_dra_node_gpus' order. Claims already allocated or assumed take nothing new unless @held
+ * (then what they hold counts: the shape of a pod already placed). A fraction beside whole
+ * devices counts as one more whole GPU; *@partitionable (may be NULL) says whether that fraction
+ * is a partitionable device (MIG) rather than a share. FALSE (zeros) when the pod has no claims
+ * or they do not fit on @node.
+ */
+guint kb_dra_node_gpus(KbDra *dra, const char *node, guint *free, guint max);
+/* TRUE when some node publishes devices allowing multiple allocations (consumable capacity;
+ * @partitionable FALSE) or consuming counters (MIG; TRUE): only then can a claim take a fraction
+ * of a GPU. O(devices of such nodes). */
+gboolean kb_dra_any_shares(KbDra *dra, gboolean partitionable);
+gboolean kb_dra_pod_gpus(KbDra *dra, const KbPod *pod, const char *node, gboolean held, guint *gpus,
+                         guint *milli, gint *gpu, gboolean *partitionable);

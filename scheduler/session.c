@@ -269,6 +269,17 @@ gboolean kb_session_has_node_order(KbSession *ssn)
     return FALSE;
 }
 
+gboolean kb_session_score_every_node(KbSession *ssn, const KbTaskInfo *task)
+{
+    for (guint i = 0; i < ssn->n_plugins; i++) {
+        KbPluginInstance *pi = &ssn->plugins[i];
+        if (ENABLED(pi, node_score, KB_SWITCH_NODE_ORDER) && pi->ops->score_every_node != NULL &&
+            pi->ops->score_every_node(pi->state, task))
+            return TRUE;
+    }
+    return FALSE;
+}
+
 double kb_session_node_score(KbSession *ssn, const KbTaskInfo *task, const KbNodeInfo *node)
 {
     double score = 0;

@@ -135,6 +135,9 @@ gboolean kb_session_node_predicate(KbSession *ssn, const KbTaskInfo *task,
                                    const KbNodeInfo *node, KbFitFailure *why);
 gboolean kb_session_has_node_order(KbSession *ssn);
 double kb_session_node_score(KbSession *ssn, const KbTaskInfo *task, const KbNodeInfo *node);
+/* TRUE when an enabled node-order plugin wants every feasible node scored for @task (fgd), not
+ * only the first ones the action collects. */
+gboolean kb_session_score_every_node(KbSession *ssn, const KbTaskInfo *task);
 /*
  * Filter @victims (KbTaskInfo*) in place down to those the plugins allow @preemptor to evict
  * (conformance removes critical kube-system pods). Used by preempt/reclaim actions.

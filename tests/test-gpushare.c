@@ -190,6 +190,35 @@ static void test_allocator_mig(void)
     g_assert_cmpuint(kb_gpushare_dra_disagreements(), ==, 0);
 }
 
+/* Node choice by the fragmentation gradient: a 1-GPU node and a 2-GPU node; 500, 600, 400, 500
+ * milli-GPU, then a whole GPU. First-fit's node order (and the allocator behind it) puts the 400
+ * beside the 500 (100 left) and the second 500 on the 2-GPU node's free GPU, so the whole GPU
+ * fits nowhere; FGD puts the 400 beside the 600 and the 500 beside the 500, and the whole GPU
+ * fits. Through the allocator (nodes by the gradient, the GPU the allocator's) the same. */
+static void test_fgd(void)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbGpushareTrace) t = kb_gpushare_trace_parse(
+            HEADER "node,1,8000,1024,1,,X\nnode,1,8000,1024,2,,X\npod,1,1,1,1,500,\n"
+                   "pod,1,1,1,1,600,\npod,1,1,1,1,400,\npod,1,1,1,1,1000,\n",
+            "t", &error);
+    g_assert_no_error(error);
+    const guint seq[] = {0, 1, 2, 0, 3};
+    guint placed = 0;
+    double u = kb_gpushare_place_seq(t, KB_GPUSHARE_FIRST_FIT, seq, 5, &placed);
+    g_assert_cmpuint(placed, ==, 4);
+    u = kb_gpushare_place_seq(t, KB_GPUSHARE_DRA, seq, 5, &placed);
+    g_assert_cmpuint(placed, ==, 4);
+    g_assert_cmpfloat_with_epsilon(u, 1.0 - 2000.0 / 3000.0, 1e-9);
+    u = kb_gpushare_place_seq(t, KB_GPUSHARE_FGD, seq, 5, &placed);
+    g_assert_cmpuint(placed, ==, 5);
+    g_assert_cmpfloat_with_epsilon(u, 0.0, 1e-9);
+    u = kb_gpushare_place_seq(t, KB_GPUSHARE_DRA_FGD, seq, 5, &placed);
+    g_assert_cmpuint(placed, ==, 5);
+    g_assert_cmpfloat_with_epsilon(u, 0.0, 1e-9);
+    g_assert_cmpuint(kb_gpushare_dra_disagreements(), ==, 0);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -199,6 +228,7 @@ int main(int argc, char **argv)
     g_test_add_func("/gpushare/policies", test_policies);
     g_test_add_func("/gpushare/allocator", test_allocator);
     g_test_add_func("/gpushare/allocator-mig", test_allocator_mig);
+    g_test_add_func("/gpushare/fgd", test_fgd);
     g_test_add_func("/gpushare/replay", test_replay);
     return g_test_run();
 }

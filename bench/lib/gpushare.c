@@ -7,6 +7,7 @@
 #include "kube/kb-dra.h"
 #include "kube/kb-error.h"
 #include "scheduler/dra.h"
+#include "scheduler/fragment.h"
 #include "testbed/kubelet/kbl-dra.h"
 
 typedef struct {
@@ -163,10 +164,16 @@ guint kb_gpushare_trace_pods(const KbGpushareTrace *t, guint *fractional)
 
 const char *kb_gpushare_policy_name(KbGpusharePolicy p)
 {
-    return p == KB_GPUSHARE_DRA_MIG   ? "kube-batchd MIG"
-           : p == KB_GPUSHARE_DRA     ? "kube-batchd"
-           : p == KB_GPUSHARE_PACKING ? "packing"
-                                      : "first-fit";
+    return p == KB_GPUSHARE_DRA_MIG_FGD         ? "kube-batchd MIG FGD"
+           : p == KB_GPUSHARE_DRA_FGD_CPU       ? "kube-batchd FGD cpu pods"
+           : p == KB_GPUSHARE_DRA_FGD_WINDOW    ? "kube-batchd FGD window"
+           : p == KB_GPUSHARE_DRA_FGD_FRACTIONS ? "kube-batchd FGD fractions"
+           : p == KB_GPUSHARE_DRA_FGD           ? "kube-batchd FGD"
+           : p == KB_GPUSHARE_FGD               ? "FGD"
+           : p == KB_GPUSHARE_DRA_MIG           ? "kube-batchd MIG"
+           : p == KB_GPUSHARE_DRA               ? "kube-batchd"
+           : p == KB_GPUSHARE_PACKING           ? "packing"
+                                                : "first-fit";
 }
 
 /* ---- placement ------------------------------------------------------------------------------ */
@@ -268,6 +275,171 @@ static gboolean place(Node *nodes, guint n, const Shape *p, KbGpusharePolicy pol
     return TRUE;
 }
 
+/* ---- FGD: node and GPU by the fragmentation gradient ---------------------------------------- */
+
+/*
+ * The shapes seen so far (every pod drawn, before it is placed, as the scheduler sees a pod before
+ * placing it) and the snapshot the scores use, taken every KB_GPUSHARE_FGD_SNAPSHOT pods as a
+ * scheduling cycle would; each node's fragmentation under the snapshot is kept until the node
+ * or the snapshot changes.
+ */
+typedef struct {
+    KbFragModel *seen, *snap;
+    guint since, epoch;
+    double *before;
+    guint *before_epoch; /* epoch + 1 when before[] is valid */
+    /* KB_GPUSHARE_DRA_MIG_FGD: nodes' GPUs as the allocator says (valid while view_ok), and the
+     * shape of the pod being placed, instead of the model's milli-GPUs */
+    KbDra *dra;
+    KbFragNode *views;
+    gboolean *view_ok;
+    KbFragShape shape;
+} Fgd;
+
+static Fgd *fgd_new(guint n_nodes)
+{
+    Fgd *f = g_new0(Fgd, 1);
+    f->seen = kb_frag_model_new(KB_GPUSHARE_FGD_HALF_LIFE);
+    f->snap = kb_frag_model_copy(f->seen);
+    f->before = g_new0(double, MAX(n_nodes, 1));
+    f->before_epoch = g_new0(guint, MAX(n_nodes, 1));
+    return f;
+}
+
+static void fgd_free(Fgd *f)
+{
+    if (f == NULL)
+        return;
+    kb_frag_model_free(f->seen);
+    kb_frag_model_free(f->snap);
+    g_free(f->before);
+    g_free(f->before_epoch);
+    g_free(f->views);
+    g_free(f->view_ok);
+    g_free(f);
+}
+
+static KbFragShape frag_shape(const Shape *p)
+{
+    gboolean fraction = p->gpus == 1 && p->milli < 1000;
+    return (KbFragShape){p->cpu, p->gpus, p->gpus == 0 ? 0 : fraction ? p->milli : 1000};
+}
+
+static KbFragNode frag_node(const Node *n)
+{
+    KbFragNode fn = {n->cpu, MIN(n->n_gpus, KB_FRAG_MAX_GPUS), {0}};
+    for (guint g = 0; g < fn.n_gpus; g++)
+        fn.free[g] = n->free[g];
+    return fn;
+}
+
+static void fgd_observe_shape(Fgd *f, const KbFragShape *s)
+{
+    kb_frag_model_observe(f->seen, s);
+    if (++f->since >= KB_GPUSHARE_FGD_SNAPSHOT || kb_frag_model_shapes(f->snap) == 0) {
+        kb_frag_model_free(f->snap);
+        f->snap = kb_frag_model_copy(f->seen);
+        f->since = 0;
+        f->epoch++;
+    }
+}
+
+static void fgd_observe(Fgd *f, const Shape *p)
+{
+    KbFragShape s = frag_shape(p);
+    fgd_observe_shape(f, &s);
+}
+
+/* Node @k as the gradient sees it: the model's, or with the allocator's views its CPU and the
+ * GPUs kb_dra_node_gpus reports. */
+static KbFragNode fgd_node(Fgd *f, const Node *nodes, guint k)
+{
+    KbFragNode fn = frag_node(&nodes[k]);
+    if (f->dra == NULL)
+        return fn;
+    if (!f->view_ok[k]) {
+        g_autofree char *name = g_strdup_printf("node-%u", k);
+        f->views[k].n_gpus = kb_dra_node_gpus(f->dra, name, f->views[k].free, KB_FRAG_MAX_GPUS);
+        f->view_ok[k] = TRUE;
+    }
+    fn.n_gpus = f->views[k].n_gpus;
+    memcpy(fn.free, f->views[k].free, sizeof(fn.free));
+    return fn;
+}
+
+/* The GPU the allocator gives a fraction on @fn: the most used with room. */
+static int tight_gpu(const KbFragNode *fn, guint milli)
+{
+    int best = -1;
+    for (guint g = 0; g < fn->n_gpus; g++)
+        if (fn->free[g] >= milli && (best < 0 || fn->free[g] < fn->free[best]))
+            best = (int)g;
+    return best;
+}
+
+/* Node @k changed: its fragmentation (and view) are to be computed again. */
+static void fgd_changed(Fgd *f, guint k)
+{
+    f->before_epoch[k] = 0;
+    if (f->view_ok != NULL)
+        f->view_ok[k] = FALSE;
+}
+
+/*
+ * The node of @nodes (those @usable says, all when NULL) where placing @p raises the
+ * fragmentation least, the first in order among equals; -1 when it fits none. @allocator: score a
+ * fraction on the GPU kube-batchd's allocator takes (the most used that fits) instead of FGD's
+ * own choice; *@gpu receives the GPU of a fraction.
+ */
+static int fgd_pick(Fgd *f, const Node *nodes, guint n, const Shape *p, const gboolean *usable,
+                    gboolean allocator, int *gpu)
+{
+    KbFragShape s = f->dra != NULL ? f->shape : frag_shape(p);
+    int best = -1;
+    double best_delta = 0;
+    *gpu = -1;
+    for (guint k = 0; k < n; k++) {
+        if ((usable != NULL && !usable[k]) || (usable == NULL && !fits(&nodes[k], p)))
+            continue;
+        KbFragNode fn = fgd_node(f, nodes, k);
+        if (f->before_epoch[k] != f->epoch + 1) {
+            f->before[k] = kb_frag_node(f->snap, &fn);
+            f->before_epoch[k] = f->epoch + 1;
+        }
+        int want = allocator && s.gpus == 1 && s.milli < 1000 ? tight_gpu(&fn, s.milli) : -1;
+        if (allocator && s.gpus == 1 && s.milli < 1000 && want < 0)
+            continue;
+        int g = -1;
+        double after = kb_frag_place_after(f->snap, &fn, &s, want, &g);
+        if (after == G_MAXDOUBLE)
+            continue;
+        double delta = after - f->before[k];
+        if (best < 0 || delta < best_delta - 1e-9) {
+            best = (int)k;
+            best_delta = delta;
+            *gpu = g;
+        }
+    }
+    return best;
+}
+
+static gboolean fgd_place(Fgd *f, Node *nodes, guint n, const Shape *p)
+{
+    int gpu = -1;
+    int k = fgd_pick(f, nodes, n, p, NULL, FALSE, &gpu);
+    if (k < 0)
+        return FALSE;
+    KbFragShape s = frag_shape(p);
+    KbFragNode fn = frag_node(&nodes[k]);
+    kb_frag_take(&fn, &s, gpu);
+    nodes[k].cpu -= p->cpu;
+    nodes[k].mem -= p->mem;
+    for (guint g = 0; g < fn.n_gpus; g++)
+        nodes[k].free[g] = fn.free[g];
+    fgd_changed(f, (guint)k);
+    return TRUE;
+}
+
 static Node *expand_nodes(const KbGpushareTrace *t)
 {
     Node *nodes = g_new0(Node, t->n_nodes);
@@ -311,6 +483,12 @@ typedef struct {
     guint8 (*slices)[KB_GPUSHARE_MAX_NODE_GPU]; /* MIG: memory slices used, per node and GPU */
     guint64 seq;
     guint disagree; /* the mirror said a node had room, the allocator said not */
+    Fgd *fgd;       /* KB_GPUSHARE_DRA_FGD*: nodes by the fragmentation gradient */
+    gboolean *usable;
+    gboolean fgd_whole; /* whole GPUs by the gradient too */
+    gboolean fgd_cpu;   /* CPU-only pods by the gradient too */
+    guint window;       /* nodes scored per pod (0: all) */
+    guint start;        /* where the next window starts */
 } DraCluster;
 
 /* An A100's MIG profiles: memory slices spanned and the first slices a placement may start at
@@ -369,13 +547,27 @@ static void dra_put_class(KbDra *dra, const char *name, const char *type)
     dra_put(dra, 0, j);
 }
 
-static DraCluster *dra_cluster_new(const KbGpushareTrace *t, gboolean mig)
+static DraCluster *dra_cluster_new(const KbGpushareTrace *t, KbGpusharePolicy policy)
 {
     DraCluster *c = g_new0(DraCluster, 1);
+    gboolean mig = policy == KB_GPUSHARE_DRA_MIG || policy == KB_GPUSHARE_DRA_MIG_FGD;
+    gboolean fgd = policy == KB_GPUSHARE_DRA_FGD || policy == KB_GPUSHARE_DRA_FGD_FRACTIONS ||
+                   policy == KB_GPUSHARE_DRA_FGD_WINDOW || policy == KB_GPUSHARE_DRA_FGD_CPU ||
+                   policy == KB_GPUSHARE_DRA_MIG_FGD;
+    c->fgd = fgd ? fgd_new(t->n_nodes) : NULL;
+    c->fgd_whole = policy != KB_GPUSHARE_DRA_FGD_FRACTIONS;
+    c->fgd_cpu = policy == KB_GPUSHARE_DRA_FGD_CPU;
+    c->window = policy == KB_GPUSHARE_DRA_FGD_WINDOW ? KB_GPUSHARE_WINDOW : 0;
+    c->usable = g_new0(gboolean, MAX(t->n_nodes, 1));
     c->dra = kb_dra_new();
     c->nodes = expand_nodes(t);
     c->n_nodes = t->n_nodes;
     c->mig = mig;
+    if (policy == KB_GPUSHARE_DRA_MIG_FGD) {
+        c->fgd->dra = c->dra;
+        c->fgd->views = g_new0(KbFragNode, MAX(c->n_nodes, 1));
+        c->fgd->view_ok = g_new0(gboolean, MAX(c->n_nodes, 1));
+    }
     c->slices = g_malloc0_n(MAX(c->n_nodes, 1), sizeof(*c->slices));
     dra_put_class(c->dra, "gpu.nvidia.com", "gpu");
     dra_put_class(c->dra, "mig.nvidia.com", "mig");
@@ -409,6 +601,8 @@ static DraCluster *dra_cluster_new(const KbGpushareTrace *t, gboolean mig)
 static void dra_cluster_free(DraCluster *c)
 {
     kb_dra_free(c->dra);
+    fgd_free(c->fgd);
+    g_free(c->usable);
     g_free(c->slices);
     g_free(c->nodes);
     g_free(c);
@@ -504,11 +698,98 @@ static char *dra_claim_json(const DraCluster *c, const Shape *p, guint64 id)
             id, id, what);
 }
 
+/* With a window: only the first c->window usable nodes from c->start stay usable; the next
+ * window starts after the last of them. */
+static void dra_window(DraCluster *c)
+{
+    if (c->window == 0 || c->n_nodes == 0)
+        return;
+    guint seen = 0, last = c->start;
+    for (guint i = 0; i < c->n_nodes; i++) {
+        guint k = (c->start + i) % c->n_nodes;
+        if (!c->usable[k])
+            continue;
+        if (seen < c->window) {
+            seen++;
+            last = k;
+        } else {
+            c->usable[k] = FALSE;
+        }
+    }
+    if (seen > 0)
+        c->start = (last + 1) % c->n_nodes;
+}
+
+static gboolean fraction_of(const Shape *p)
+{
+    return p->gpus == 1 && p->milli < 1000;
+}
+
+/* With the allocator's views (MIG): @pod's shape as the allocator would take it, from the first
+ * node the mirror admits, into the gradient's histogram and c->fgd->shape. FALSE when it fits
+ * on none. */
+static gboolean dra_shape(DraCluster *c, const KbPod *pod, const Shape *p)
+{
+    for (guint k = 0; k < c->n_nodes; k++) {
+        if (!c->usable[k])
+            continue;
+        g_autofree char *name = g_strdup_printf("node-%u", k);
+        KbFragShape s = {p->cpu, 0, 0};
+        gint gpu = -1;
+        if (!kb_dra_pod_gpus(c->dra, pod, name, FALSE, &s.gpus, &s.milli, &gpu, NULL))
+            continue;
+        c->fgd->shape = s;
+        fgd_observe_shape(c->fgd, &s);
+        return TRUE;
+    }
+    return FALSE;
+}
+
+/* The next node to offer @p to: first-fit's order, or with FGD the node the gradient prefers
+ * among those not refused yet; -1 when none is left. */
+static int dra_next_node(DraCluster *c, const Shape *p, guint *from)
+{
+    if (c->fgd == NULL || (!c->fgd_whole && !fraction_of(p))) {
+        for (; *from < c->n_nodes; (*from)++)
+            if (mirror_fits(c, *from, p))
+                return (int)(*from)++;
+        return -1;
+    }
+    int gpu = -1;
+    return fgd_pick(c->fgd, c->nodes, c->n_nodes, p, c->usable, TRUE, &gpu);
+}
+
 /* Place @p through the allocator: TRUE when it fitted somewhere. */
 static gboolean dra_place(DraCluster *c, const Shape *p)
 {
-    if (p->gpus == 0)
-        return place(c->nodes, c->n_nodes, p, KB_GPUSHARE_FIRST_FIT);
+    if (c->fgd != NULL) {
+        for (guint k = 0; k < c->n_nodes; k++)
+            c->usable[k] = mirror_fits(c, k, p);
+        dra_window(c);
+    }
+    if (p->gpus == 0 && (c->fgd == NULL || !c->fgd_cpu)) {
+        /* the model's first-fit; FGD's cache told which node changed */
+        for (guint k = 0; k < c->n_nodes; k++) {
+            if (!fits(&c->nodes[k], p))
+                continue;
+            c->nodes[k].cpu -= p->cpu;
+            c->nodes[k].mem -= p->mem;
+            if (c->fgd != NULL)
+                fgd_changed(c->fgd, k);
+            return TRUE;
+        }
+        return FALSE;
+    }
+    if (p->gpus == 0) {
+        int gpu = -1;
+        int k = fgd_pick(c->fgd, c->nodes, c->n_nodes, p, c->usable, TRUE, &gpu);
+        if (k < 0)
+            return FALSE;
+        c->nodes[k].cpu -= p->cpu;
+        c->nodes[k].mem -= p->mem;
+        fgd_changed(c->fgd, (guint)k);
+        return TRUE;
+    }
     guint64 id = ++c->seq;
     g_autofree char *claim = dra_claim_json(c, p, id);
     dra_put(c->dra, 1, claim);
@@ -524,17 +805,21 @@ static gboolean dra_place(DraCluster *c, const Shape *p)
     json_object_put(o);
     if (pod == NULL)
         g_error("bench-gpushare: %s", error->message);
-    for (guint k = 0; k < c->n_nodes; k++) {
-        if (!mirror_fits(c, k, p))
-            continue;
-        g_autofree char *name = g_strdup_printf("node-%u", k);
+    if (c->fgd != NULL && c->fgd->dra != NULL && !dra_shape(c, pod, p))
+        return FALSE;
+    guint from = 0;
+    for (int k; (k = dra_next_node(c, p, &from)) >= 0;) {
+        g_autofree char *name = g_strdup_printf("node-%d", k);
         if (!kb_dra_fits(c->dra, pod, name, NULL, NULL) || !kb_dra_assume(c->dra, pod, name)) {
             c->disagree++;
+            c->usable[k] = FALSE;
             continue;
         }
         c->nodes[k].cpu -= p->cpu;
         c->nodes[k].mem -= p->mem;
-        mirror_take(c, pod, k);
+        mirror_take(c, pod, (guint)k);
+        if (c->fgd != NULL)
+            fgd_changed(c->fgd, (guint)k);
         return TRUE;
     }
     return FALSE;
@@ -548,16 +833,28 @@ guint kb_gpushare_dra_disagreements(void)
 /* The allocator's cluster for @policy, or NULL for the model's policies. */
 static DraCluster *dra_cluster_for(const KbGpushareTrace *t, KbGpusharePolicy policy)
 {
-    if (policy != KB_GPUSHARE_DRA && policy != KB_GPUSHARE_DRA_MIG)
+    if (policy != KB_GPUSHARE_DRA && policy != KB_GPUSHARE_DRA_MIG &&
+        policy != KB_GPUSHARE_DRA_FGD && policy != KB_GPUSHARE_DRA_FGD_FRACTIONS &&
+        policy != KB_GPUSHARE_DRA_FGD_WINDOW && policy != KB_GPUSHARE_DRA_FGD_CPU &&
+        policy != KB_GPUSHARE_DRA_MIG_FGD)
         return NULL;
-    return dra_cluster_new(t, policy == KB_GPUSHARE_DRA_MIG);
+    return dra_cluster_new(t, policy);
 }
 
-/* One placement by @policy on the model's @nodes or through @c. */
-static gboolean place_any(Node *nodes, DraCluster *c, guint n, const Shape *p,
+/* One placement by @policy on the model's @nodes (@f: FGD's state) or through @c. The FGD
+ * policies see the pod's shape first. */
+static gboolean place_any(Node *nodes, DraCluster *c, Fgd *f, guint n, const Shape *p,
                           KbGpusharePolicy policy)
 {
-    return c != NULL ? dra_place(c, p) : place(nodes, n, p, policy);
+    if (c != NULL && c->fgd != NULL && (c->fgd->dra == NULL || p->gpus == 0))
+        fgd_observe(c->fgd, p);
+    if (c != NULL)
+        return dra_place(c, p);
+    if (f != NULL) {
+        fgd_observe(f, p);
+        return fgd_place(f, nodes, n, p);
+    }
+    return place(nodes, n, p, policy);
 }
 
 /* A pod shape drawn with weight count. */
@@ -578,18 +875,20 @@ double kb_gpushare_place_seq(const KbGpushareTrace *t, KbGpusharePolicy policy, 
 {
     g_autofree Node *nodes = expand_nodes(t);
     DraCluster *c = dra_cluster_for(t, policy);
+    Fgd *f = policy == KB_GPUSHARE_FGD ? fgd_new(t->n_nodes) : NULL;
     double capacity = 1000.0 * t->n_gpus, allocated = 0;
     guint ok = 0;
     for (guint i = 0; i < n; i++) {
         g_return_val_if_fail(pods[i] < t->pods->len, 1.0);
         const Shape *p = &g_array_index(t->pods, Shape, pods[i]);
-        if (place_any(nodes, c, t->n_nodes, p, policy)) {
+        if (place_any(nodes, c, f, t->n_nodes, p, policy)) {
             allocated += p->gpus == 1 && p->milli < 1000 ? p->milli : 1000.0 * p->gpus;
             ok++;
         }
     }
     if (placed != NULL)
         *placed = ok;
+    fgd_free(f);
     if (c != NULL) {
         dra_disagreements += c->disagree;
         dra_cluster_free(c);
@@ -602,6 +901,7 @@ void kb_gpushare_replay(const KbGpushareTrace *t, KbGpusharePolicy policy, guint
 {
     g_autofree Node *nodes = expand_nodes(t);
     DraCluster *c = dra_cluster_for(t, policy);
+    Fgd *f = policy == KB_GPUSHARE_FGD ? fgd_new(t->n_nodes) : NULL;
     g_autoptr(GRand) r = g_rand_new_with_seed((guint32)(seed ^ (seed >> 32)));
     double capacity = 1000.0 * t->n_gpus, arrived = 0, allocated = 0;
     guint lost = 0, next = 0;
@@ -609,7 +909,7 @@ void kb_gpushare_replay(const KbGpushareTrace *t, KbGpusharePolicy policy, guint
         const Shape *p = draw(t, r);
         double want = p->gpus == 1 && p->milli < 1000 ? p->milli : 1000.0 * p->gpus;
         arrived += want;
-        if (place_any(nodes, c, t->n_nodes, p, policy))
+        if (place_any(nodes, c, f, t->n_nodes, p, policy))
             allocated += want;
         else
             lost++;
@@ -618,6 +918,7 @@ void kb_gpushare_replay(const KbGpushareTrace *t, KbGpusharePolicy policy, guint
     }
     if (dropped != NULL)
         *dropped = lost;
+    fgd_free(f);
     if (c != NULL) {
         dra_disagreements += c->disagree;
         dra_cluster_free(c);

@@ -15,8 +15,23 @@
  *     how milli-GPUs map onto memory). Its packing is the allocator's: a share onto the GPU most
  *     used already;
  *   - kube-batchd MIG (KB_GPUSHARE_DRA_MIG): the same on the slices kb-kubelet --dra --mig
- *     publishes, a fraction taking the smallest MIG profile that holds it.
- * The first two are a model apart from the scheduler; the third drives the scheduler's code.
+ *     publishes, a fraction taking the smallest MIG profile that holds it;
+ *   - FGD (KB_GPUSHARE_FGD): node and GPU by the fragmentation gradient (scheduler/fragment.h) of
+ *     the shapes seen so far, over every node where the pod fits, as FGD's authors run it;
+ *   - kube-batchd FGD (KB_GPUSHARE_DRA_FGD): kube-batchd's allocator on shared GPUs as
+ *     KB_GPUSHARE_DRA, the node chosen by the same gradient (scored for the GPU the allocator
+ *     takes on it: the most used that fits), the fgd plugin's node order: pods asking for GPUs
+ *     by the gradient, CPU-only pods in first-fit's order (the plugin does not score them);
+ *     KB_GPUSHARE_DRA_FGD_FRACTIONS the same with fgd.wholeGpus 0 (only fractions by the
+ *     gradient); KB_GPUSHARE_DRA_FGD_CPU CPU-only pods by the gradient too (as FGD does);
+ *     KB_GPUSHARE_DRA_FGD_WINDOW the gradient among KB_GPUSHARE_WINDOW nodes where the pod fits
+ *     only, taken from where the previous pod's window ended, as the allocate action collects
+ *     candidates for pods the plugin does not ask to score on every node;
+ *     KB_GPUSHARE_DRA_MIG_FGD: KB_GPUSHARE_DRA_MIG with nodes by the gradient, each node's GPUs
+ *     and a pod's shape read from the allocator as the fgd plugin reads them (kb_dra_node_gpus,
+ *     kb_dra_pod_gpus: a MIG profile is the fraction of the GPU's counters it consumes).
+ * The model policies (first-fit, packing, FGD) are apart from the scheduler's allocator; the
+ * kube-batchd ones drive its code.
  *
  * The input is a shape histogram (bench/data/alibaba-openb-v2023.csv, made by
  * bench/alibaba-openb.sh): lines "node,COUNT,CPU_MILLI,MEMORY_MIB,GPUS,,MODEL" and
@@ -38,7 +53,19 @@ typedef enum {
     KB_GPUSHARE_PACKING,
     KB_GPUSHARE_DRA,
     KB_GPUSHARE_DRA_MIG,
+    KB_GPUSHARE_FGD,
+    KB_GPUSHARE_DRA_FGD,
+    KB_GPUSHARE_DRA_FGD_FRACTIONS,
+    KB_GPUSHARE_DRA_FGD_WINDOW,
+    KB_GPUSHARE_DRA_FGD_CPU,
+    KB_GPUSHARE_DRA_MIG_FGD,
 } KbGpusharePolicy;
+
+/* Observations over which the FGD policies' shape histogram halves its weights, and how many
+ * pods go by between two snapshots of it (a scheduling cycle's view). */
+#define KB_GPUSHARE_FGD_HALF_LIFE 2000
+#define KB_GPUSHARE_FGD_SNAPSHOT  64
+#define KB_GPUSHARE_WINDOW        100 /* allocate.c's N_CANDIDATES */
 
 /* Times, over all KB_GPUSHARE_DRA replays, that the allocator refused a node its mirror said had
  * room (0 when the two agree; printed by bench-gpushare). */
