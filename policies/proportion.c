@@ -24,7 +24,8 @@
  * reclaim action configured there is no limit (what a queue borrows comes back).
  * Without preemption, GPUs a queue borrows stay taken until its jobs end: queues that asked while
  * the others were quiet filled the cluster with jobs of days, and every job of every other queue
- * then waited for them (measured on the Philly slices, docs/benchmarks.md, "The default against kube-batch").
+ * then waited for them (measured on the Philly slices, docs/benchmarks.md, "The default against
+ * kube-batch").
  *
  * Usage (arguments usageHalfLife, a Go duration, and usageWeight, a number >= 0, default 0): with
  * a half-life every cycle adds what each queue held since the last cycle to its decayed usage
@@ -330,12 +331,13 @@ static void explain_long(const Proportion *p, const KbQueueInfo *qi, gint64 used
     if (why == NULL)
         return;
     g_autofree char *rt = g_strdup_printf("%" G_GINT64_FORMAT "s", p->long_runtime);
+    g_autofree char *held = kb_resource_format_value(KB_RES_GPU, used);
     g_string_append_printf(why,
-                           "queue \"%s\" holds %" G_GINT64_FORMAT " nvidia.com/gpu, %.3g times "
+                           "queue \"%s\" holds %s nvidia.com/gpu, %.3g times "
                            "its share by weight is %.0f, and the job is expected to run longer "
                            "than %s",
-                           qi->name, used, p->long_limit, p->long_limit * weight_share(p, qi->id),
-                           rt);
+                           qi->name, held, p->long_limit,
+                           p->long_limit * weight_share(p, qi->id) / KB_GPU_MILLI, rt);
 }
 
 static gboolean allocatable(gpointer state, const KbQueueInfo *qi, const KbTaskInfo *task,

@@ -913,7 +913,8 @@ static void test_mig_packing(void)
     /* on that GPU, where it blocks no 3g placement the other slice has not blocked already */
     g_assert_cmpuint(mig_slices_of(dev) & 0x0f, ==, 0);
     KbDeviceResult r = {(char *)"gpu", "gpu.nvidia.com", "n1", (char *)dev, NULL, 0, NULL};
-    g_assert_cmpfloat_with_epsilon(kb_dra_gpu_fraction(dra(fx), &r), 9728.0 / 81152.0, 1e-9);
+    /* 14 of the A100's 98 multiprocessors, in steps of 1/1000 rounded down */
+    g_assert_cmpfloat_with_epsilon(kb_dra_gpu_fraction(dra(fx), &r), 0.142, 1e-9);
     r.device = (char *)"gpu-0";
     g_assert_cmpfloat(kb_dra_gpu_fraction(dra(fx), &r), ==, 1.0);
     r.device = (char *)"nope";
@@ -1124,9 +1125,10 @@ static void test_resources_demand(void)
         const char *templates;
         gint64 gpus, mig;
     } rows[] = {
-            {"two", 2, 0},   {"all", 1, 0},       {"first-same", 3, 0},  {"first-mixed", 0, 0},
-            {"admin", 0, 0}, {"mig", 0, 3},       {"two,all,mig", 3, 3}, {"missing,two", 2, 0},
-            {"share", 0, 0}, {"share,two", 2, 0},
+            {"two", 2000, 0},         {"all", 1000, 0},         {"first-same", 3000, 0},
+            {"first-mixed", 0, 0},    {"admin", 0, 0},          {"mig", 0, 3},
+            {"two,all,mig", 3000, 3}, {"missing,two", 2000, 0}, {"share", 0, 0},
+            {"share,two", 2000, 0},
     };
     int mig = kb_resource_slot("mig.nvidia.com");
     g_assert_cmpint(mig, >=, KB_RES_FIRST_EXTENDED);
@@ -1162,8 +1164,8 @@ static void test_resources_vectors(void)
     int a100 = kb_resource_slot("a100.example.com");
     g_assert_cmpint(n1->allocatable.v[a100], ==, 0);
     kb_test_sched_run(fx);
-    g_assert_cmpint(n1->allocatable.v[KB_RES_GPU], ==, 4);
-    g_assert_cmpint(n2->allocatable.v[KB_RES_GPU], ==, 2);
+    g_assert_cmpint(n1->allocatable.v[KB_RES_GPU], ==, 4000);
+    g_assert_cmpint(n2->allocatable.v[KB_RES_GPU], ==, 2000);
     g_assert_cmpint(n1->allocatable.v[a100], ==, 4);
     g_assert_cmpint(n2->allocatable.v[a100], ==, 0);
     const KbTaskInfo *t = kb_cache_lookup_task(fx->cache, "ml", "job-w0");
@@ -1175,16 +1177,16 @@ static void test_resources_vectors(void)
     put_claim(fx, "job-w0-gpus", req, NULL);
     put_pod(fx, "job-w0", "job", "job-w0-gpus");
     kb_test_sched_run(fx);
-    g_assert_cmpint(t->resreq.v[KB_RES_GPU], ==, 2);
-    g_assert_cmpint(t->job->allocated.v[KB_RES_GPU], ==, 2);
+    g_assert_cmpint(t->resreq.v[KB_RES_GPU], ==, 2000);
+    g_assert_cmpint(t->job->allocated.v[KB_RES_GPU], ==, 2000);
     const char *node = kb_test_sched_bound_node(fx, "ml", "job-w0");
     g_assert_nonnull(node);
     const KbNodeInfo *ni = kb_cache_lookup_node(fx->cache, node);
-    g_assert_cmpint(ni->used.v[KB_RES_GPU], ==, 2);
+    g_assert_cmpint(ni->used.v[KB_RES_GPU], ==, 2000);
     /* a slice that grows grows the node */
     put_slice(fx, "n2", 8, 4, "NVIDIA H100");
     kb_test_sched_run(fx);
-    g_assert_cmpint(n2->allocatable.v[KB_RES_GPU], ==, 8);
+    g_assert_cmpint(n2->allocatable.v[KB_RES_GPU], ==, 8000);
     kb_test_sched_free(fx);
 }
 
@@ -1244,7 +1246,8 @@ static void test_resources_no_gpu_ids(void)
     kb_test_sched_run(fx);
     const KbPlacement *p = placement(fx, "job-w0");
     g_assert_nonnull(p);
-    g_assert_cmpint(kb_cache_lookup_task(fx->cache, "ml", "job-w0")->resreq.v[KB_RES_GPU], ==, 2);
+    g_assert_cmpint(kb_cache_lookup_task(fx->cache, "ml", "job-w0")->resreq.v[KB_RES_GPU], ==,
+                    2000);
     g_assert_null(p->gpu_ids);
     kb_test_sched_free(fx);
 }
@@ -1808,6 +1811,214 @@ static void test_preempt_plan_discard(void)
     kb_test_sched_free(fx);
 }
 
+/* ---- what slices and shares count (dra.h: kb_dra_pod_demand, kb_dra_gpu_fraction) ----------- */
+
+/* NVIDIA's classes as its driver defines them: whole GPUs and MIG devices apart. */
+static Fx *nvidia_fixture(const char *actions)
+{
+    Fx *fx = actions != NULL ? actions_fixture(actions) : kb_test_sched_new(NULL);
+    add_class(fx, "gpu.nvidia.com", "device.attributes['gpu.nvidia.com'].type == 'gpu'");
+    add_class(fx, "mig.nvidia.com", "device.attributes['gpu.nvidia.com'].type == 'mig'");
+    return fx;
+}
+
+/*
+ * Job @name (one pod, queue @queue, class @pc or NULL, created at second @sec) whose claim
+ * @name-c comes from template @tmpl (the pod's status names it); with @node the pod runs there
+ * and the claim is allocated device @device (with share @share: its consumedCapacity memory),
+ * reserved for the pod.
+ */
+static void put_tmpl_job(Fx *fx, const char *name, const char *queue, const char *pc, guint sec,
+                         const char *tmpl, const char *node, const char *device, const char *share)
+{
+    g_autofree char *gj = g_strdup_printf(
+            "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\",\"metadata\":"
+            "{\"name\":\"%s\",\"namespace\":\"ml\",\"creationTimestamp\":\"2026-01-01T00:%02u:%"
+            "02uZ\"},\"spec\":{\"minMember\":1,\"queue\":\"%s\"%s%s%s}}",
+            name, sec / 60, sec % 60, queue, pc != NULL ? ",\"priorityClassName\":\"" : "",
+            pc != NULL ? pc : "", pc != NULL ? "\"" : "");
+    kb_test_sched_add_pod_group(fx, gj);
+    g_autofree char *claim = g_strdup_printf("%s-c", name);
+    g_autofree char *shared =
+            share != NULL ? g_strdup_printf(",\"consumedCapacity\":{\"memory\":\"%s\"},"
+                                            "\"shareID\":\"0b5c3f5e-4b0e-4b9a-9d1c-3b7f6a2e%04u\"",
+                                            share, sec)
+                          : g_strdup("");
+    g_autofree char *st =
+            node == NULL
+                    ? NULL
+                    : g_strdup_printf(
+                              "{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"gpu\","
+                              "\"driver\":\"gpu.nvidia.com\",\"pool\":\"%s\",\"device\":\"%s\"%s"
+                              "}]},\"nodeSelector\":{\"nodeSelectorTerms\":[{\"matchFields\":[{"
+                              "\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":[\"%s\"]"
+                              "}]}]}},\"reservedFor\":[{\"resource\":\"pods\",\"name\":\"%s\","
+                              "\"uid\":\"u-%s\"}]}",
+                              node, device, shared, node, name, name);
+    put_claim(fx, claim, "{\"requests\":[]}", st);
+    g_autofree char *on =
+            node != NULL ? g_strdup_printf(",\"nodeName\":\"%s\"", node) : g_strdup("");
+    g_autofree char *text = g_strdup_printf(
+            "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"ml\",\"uid\":\"u-%s\","
+            "\"creationTimestamp\":\"2026-01-01T00:%02u:%02uZ\",\"annotations\":{"
+            "\"scheduling.k8s.io/group-name\":\"%s\"}},\"spec\":{\"schedulerName\":"
+            "\"kube-batchd\"%s%s%s%s,\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":"
+            "{\"cpu\":\"1\"}}}],\"resourceClaims\":[{\"name\":\"gpu\","
+            "\"resourceClaimTemplateName\":\"%s\"}]},\"status\":{\"phase\":\"%s\","
+            "\"resourceClaimStatuses\":[{\"name\":\"gpu\",\"resourceClaimName\":\"%s\"}]}}",
+            name, name, sec / 60, sec % 60, name, pc != NULL ? ",\"priorityClassName\":\"" : "",
+            pc != NULL ? pc : "", pc != NULL ? "\"" : "", on, tmpl,
+            node != NULL ? "Running" : "Pending", claim);
+    kb_test_sched_put_pod(fx, kb_test_sched_parse(text));
+}
+
+/* As add_kubelet_node, the node publishing its GPUs as slices only (as kb-kubelet --dra does). */
+static void add_dra_node(Fx *fx, const char *node, guint gpus, gboolean mig, const char *labels)
+{
+    add_kubelet_node(fx, node, gpus, mig, labels);
+    g_autofree char *nj = g_strdup_printf(
+            "{\"metadata\":{\"name\":\"%s\",\"labels\":{%s}},\"status\":{\"allocatable\":{"
+            "\"cpu\":\"64\",\"memory\":\"256Gi\",\"pods\":\"110\"},"
+            "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
+            node, labels);
+    kb_test_sched_add_node(fx, nj);
+}
+
+static void add_gpu_queue(Fx *fx, const char *name, guint weight, const char *capability)
+{
+    g_autofree char *q = g_strdup_printf(
+            "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"Queue\",\"metadata\":{"
+            "\"name\":\"%s\"},\"spec\":{\"weight\":%u,\"reclaimable\":true%s%s%s}}",
+            name, weight, capability != NULL ? ",\"capability\":{\"nvidia.com/gpu\":\"" : "",
+            capability != NULL ? capability : "", capability != NULL ? "\"}" : "");
+    kb_test_sched_add_queue(fx, q);
+}
+
+#define TMPL_1G                                                                                    \
+    "{\"requests\":[{\"name\":\"gpu\",\"exactly\":{\"deviceClassName\":\"mig.nvidia.com\","        \
+    "\"selectors\":[{\"cel\":{\"expression\":\"device.attributes['gpu.nvidia.com'].profile == "    \
+    "'1g.10gb'\"}}]}}]}"
+
+/*
+ * A queue whose capability is 1 nvidia.com/gpu holds seven 1g.10gb slices of an A100 (each 1/7
+ * of the GPU: 14 of its 98 multiprocessors, 0.142 counted) and no eighth, though another GPU has
+ * room: the eighth waits, its reason naming the queue and the resource. The slices count in
+ * mig.nvidia.com too, by number.
+ */
+static void test_acct_quota_slices(void)
+{
+    Fx *fx = nvidia_fixture(NULL);
+    add_dra_node(fx, "n1", 2, TRUE, "");
+    add_gpu_queue(fx, "research", 1, "1");
+    put_template(fx, "slice", TMPL_1G);
+    for (guint i = 0; i < 8; i++) {
+        g_autofree char *name = g_strdup_printf("nb-%u", i);
+        put_tmpl_job(fx, name, "research", NULL, i, "slice", NULL, NULL, NULL);
+    }
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 7);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "ml/nb-7"), ==, 0);
+    const KbJobStatus *js = kb_cycle_result_job(fx->res, "ml/nb-7");
+    g_test_message("%s", js->message);
+    g_assert_nonnull(strstr(js->message, "\"research\""));
+    g_assert_nonnull(strstr(js->message, "nvidia.com/gpu"));
+    const KbTaskInfo *t = kb_cache_lookup_task(fx->cache, "ml", "nb-0");
+    g_assert_cmpint(t->resreq.v[KB_RES_GPU], ==, 142);
+    g_assert_cmpint(t->resreq.v[kb_resource_slot("mig.nvidia.com")], ==, 1);
+    /* the node's two GPUs as slices: once each, not once per MIG placement */
+    g_assert_cmpint(kb_cache_lookup_node(fx->cache, "n1")->allocatable.v[KB_RES_GPU], ==, 2000);
+    kb_test_sched_free(fx);
+}
+
+/*
+ * Before its claim is allocated a pod counts the least part of a GPU its request could take
+ * (the smallest MIG placement; a share's request rounded up by the policy, over the GPU's
+ * memory); once the claim is seen allocated, what its device takes: a 3g.40gb 0.428 (42 of 98
+ * multiprocessors), a whole GPU 1, a share of 40Gi of 80Gi 0.5; the queue's allocated follows.
+ */
+static void test_acct_allocated(void)
+{
+    Fx *fx = nvidia_fixture(NULL);
+    add_dra_node(fx, "n1", 1, TRUE, "");
+    add_dra_node(fx, "s1", 1, FALSE, "\"kube-batchd.io/gpu-sharing\":\"memory\"");
+    add_gpu_queue(fx, "team", 1, NULL);
+    put_template(fx, "mig", TMPL_1G);
+    put_template(fx, "whole",
+                 "{\"requests\":[{\"name\":\"gpu\",\"exactly\":{\"deviceClassName\":"
+                 "\"gpu.nvidia.com\"}}]}");
+    put_template(fx, "share",
+                 "{\"requests\":[{\"name\":\"gpu\",\"exactly\":{\"deviceClassName\":"
+                 "\"gpu.nvidia.com\",\"capacity\":{\"requests\":{\"memory\":\"39500Mi\"}}}}]}");
+    put_tmpl_job(fx, "m", "team", NULL, 1, "mig", NULL, NULL, NULL);
+    put_tmpl_job(fx, "s", "team", NULL, 2, "share", NULL, NULL, NULL);
+    kb_cache_sync_dra(fx->cache);
+    const KbTaskInfo *m = kb_cache_lookup_task(fx->cache, "ml", "m");
+    const KbTaskInfo *s = kb_cache_lookup_task(fx->cache, "ml", "s");
+    g_assert_cmpint(m->resreq.v[KB_RES_GPU], ==, 142);
+    /* 39500Mi rounded up to whole GiB (the policy's step): 39Gi of 80Gi */
+    g_assert_cmpint(s->resreq.v[KB_RES_GPU], ==, 487);
+    /* seen allocated: a 3g placement, a 40Gi share */
+    put_tmpl_job(fx, "m", "team", NULL, 1, "mig", "n1", "gpu-0-mig-3g40gb-9-4", NULL);
+    put_tmpl_job(fx, "s", "team", NULL, 2, "share", "s1", "gpu-0", "40Gi");
+    put_tmpl_job(fx, "w", "team", NULL, 3, "whole", "n1", "gpu-0", NULL);
+    kb_cache_sync_dra(fx->cache);
+    m = kb_cache_lookup_task(fx->cache, "ml", "m");
+    s = kb_cache_lookup_task(fx->cache, "ml", "s");
+    const KbTaskInfo *w = kb_cache_lookup_task(fx->cache, "ml", "w");
+    g_assert_cmpint(m->resreq.v[KB_RES_GPU], ==, 428);
+    g_assert_cmpint(s->resreq.v[KB_RES_GPU], ==, 500);
+    g_assert_cmpint(w->resreq.v[KB_RES_GPU], ==, 1000);
+    g_assert_cmpint(kb_cache_lookup_node(fx->cache, "s1")->used.v[KB_RES_GPU], ==, 500);
+    kb_test_sched_run(fx);
+    const KbQueueStatus *qs = NULL;
+    for (guint i = 0; i < fx->res->queue_statuses->len; i++) {
+        const KbQueueStatus *x = &g_array_index(fx->res->queue_statuses, KbQueueStatus, i);
+        if (strcmp(x->name, "team") == 0)
+            qs = x;
+    }
+    g_assert_nonnull(qs);
+    g_assert_cmpint(qs->allocated.v[KB_RES_GPU], ==, 1928);
+    /* the claim deleted (its pod finished): the template's least again */
+    KbResourceClaim c = {.meta = {.namespace_ = "ml", .name = (char *)"m-c"}};
+    kb_dra_delete_claim(dra(fx), &c);
+    kb_cache_sync_dra(fx->cache);
+    g_assert_cmpint(kb_cache_lookup_task(fx->cache, "ml", "m")->resreq.v[KB_RES_GPU], ==, 142);
+    kb_test_sched_free(fx);
+}
+
+/*
+ * Two queues (weights 3 and 1) sharing four GPUs by memory, eight 40Gi shares (half a GPU each)
+ * asked by each: the first gets six shares (3 GPUs), the second two (1 GPU). Counted as no GPU,
+ * the shares went to both queues alike.
+ */
+static void test_acct_proportion_shares(void)
+{
+    Fx *fx = nvidia_fixture(NULL);
+    add_dra_node(fx, "s1", 4, FALSE, "\"kube-batchd.io/gpu-sharing\":\"memory\"");
+    add_gpu_queue(fx, "big", 3, NULL);
+    add_gpu_queue(fx, "small", 1, NULL);
+    put_template(fx, "half",
+                 "{\"requests\":[{\"name\":\"gpu\",\"exactly\":{\"deviceClassName\":"
+                 "\"gpu.nvidia.com\",\"capacity\":{\"requests\":{\"memory\":\"40Gi\"}}}}]}");
+    for (guint i = 0; i < 8; i++) {
+        g_autofree char *b = g_strdup_printf("big-%u", i);
+        g_autofree char *s = g_strdup_printf("small-%u", i);
+        put_tmpl_job(fx, b, "big", NULL, 2 * i, "half", NULL, NULL, NULL);
+        put_tmpl_job(fx, s, "small", NULL, 2 * i + 1, "half", NULL, NULL, NULL);
+    }
+    kb_test_sched_run(fx);
+    guint big = 0, small = 0;
+    for (guint i = 0; i < 8; i++) {
+        g_autofree char *b = g_strdup_printf("ml/big-%u", i);
+        g_autofree char *s = g_strdup_printf("ml/small-%u", i);
+        big += kb_test_sched_binds(fx, b);
+        small += kb_test_sched_binds(fx, s);
+    }
+    g_assert_cmpuint(big, ==, 6);
+    g_assert_cmpuint(small, ==, 2);
+    kb_test_sched_free(fx);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1853,5 +2064,8 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/dra/preempt/plan-discard-counters", test_preempt_plan_discard);
     g_test_add_func("/scheduler/dra/reclaim/counts-devices", test_reclaim_counts_devices);
     g_test_add_func("/scheduler/dra/reserve/counts-devices", test_reserve_counts_devices);
+    g_test_add_func("/scheduler/dra/accounting/quota-slices", test_acct_quota_slices);
+    g_test_add_func("/scheduler/dra/accounting/allocated", test_acct_allocated);
+    g_test_add_func("/scheduler/dra/accounting/proportion-shares", test_acct_proportion_shares);
     return g_test_run();
 }
