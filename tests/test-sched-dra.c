@@ -1682,6 +1682,23 @@ static void test_preempt_mig(void)
     kb_test_sched_free(fx);
 }
 
+/*
+ * The youngest 1g.10gb pods are those at slices 0 to 3: taken in age order they free the 3g.40gb
+ * placement at slice 0 with four victims, where the three pods at 4, 5 and 6 free the one at
+ * slice 4. The plan takes the three, and no pod the placement does not need.
+ */
+static void test_preempt_fewest_victims(void)
+{
+    Fx *fx = mig_actions_fixture();
+    for (guint i = 0; i < 7; i++)
+        put_1g_holder(fx, i, 40 - i, "low");
+    put_slice_job(fx, "urgent", "high", 50, MIG_EXACTLY("3g.40gb"), NULL, NULL);
+    kb_test_sched_run(fx);
+    g_autofree char *ev = evicted_names(fx);
+    g_assert_cmpstr(ev, ==, "low-4,low-5,low-6");
+    kb_test_sched_free(fx);
+}
+
 /* Slices at 0 and 4 held by pods of the preemptor's priority: evicting every low-priority pod
  * would free no 3g placement, so nothing is evicted and every device stays held. */
 static void test_preempt_mig_not_enough(void)
@@ -2060,6 +2077,7 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/dra/preempt/plan-holds", test_preempt_plan_holds);
     g_test_add_func("/scheduler/dra/preempt/mig-counters", test_preempt_mig);
     g_test_add_func("/scheduler/dra/preempt/mig-not-enough", test_preempt_mig_not_enough);
+    g_test_add_func("/scheduler/dra/preempt/fewest-victims", test_preempt_fewest_victims);
     g_test_add_func("/scheduler/dra/preempt/shares", test_preempt_shares);
     g_test_add_func("/scheduler/dra/preempt/plan-discard-counters", test_preempt_plan_discard);
     g_test_add_func("/scheduler/dra/reclaim/counts-devices", test_reclaim_counts_devices);
