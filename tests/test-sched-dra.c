@@ -1841,12 +1841,13 @@ static Fx *nvidia_fixture(const char *actions)
 
 /*
  * Job @name (one pod, queue @queue, class @pc or NULL, created at second @sec) whose claim
- * @name-c comes from template @tmpl (the pod's status names it); with @node the pod runs there
- * and the claim is allocated device @device (with share @share: its consumedCapacity memory),
- * reserved for the pod.
+ * @name-c (spec.devices @spec) comes from template @tmpl (the pod's status names it); with @node
+ * the pod runs there and the claim is allocated device @device (with share @share: its
+ * consumedCapacity memory), reserved for the pod.
  */
 static void put_tmpl_job(Fx *fx, const char *name, const char *queue, const char *pc, guint sec,
-                         const char *tmpl, const char *node, const char *device, const char *share)
+                         const char *tmpl, const char *spec, const char *node, const char *device,
+                         const char *share)
 {
     g_autofree char *gj = g_strdup_printf(
             "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\",\"metadata\":"
@@ -1872,7 +1873,7 @@ static void put_tmpl_job(Fx *fx, const char *name, const char *queue, const char
                               "}]}]}},\"reservedFor\":[{\"resource\":\"pods\",\"name\":\"%s\","
                               "\"uid\":\"u-%s\"}]}",
                               node, device, shared, node, name, name);
-    put_claim(fx, claim, "{\"requests\":[]}", st);
+    put_claim(fx, claim, spec, st);
     g_autofree char *on =
             node != NULL ? g_strdup_printf(",\"nodeName\":\"%s\"", node) : g_strdup("");
     g_autofree char *text = g_strdup_printf(
@@ -1901,6 +1902,17 @@ static void add_dra_node(Fx *fx, const char *node, guint gpus, gboolean mig, con
     kb_test_sched_add_node(fx, nj);
 }
 
+/* The nvidia.com/gpu queue @name held in the last cycle (milli-GPUs). */
+static gint64 queue_gpus(Fx *fx, const char *name)
+{
+    for (guint i = 0; i < fx->res->queue_statuses->len; i++) {
+        const KbQueueStatus *x = &g_array_index(fx->res->queue_statuses, KbQueueStatus, i);
+        if (strcmp(x->name, name) == 0)
+            return x->allocated.v[KB_RES_GPU];
+    }
+    g_error("no status for queue %s", name);
+}
+
 static void add_gpu_queue(Fx *fx, const char *name, guint weight, const char *capability)
 {
     g_autofree char *q = g_strdup_printf(
@@ -1916,6 +1928,18 @@ static void add_gpu_queue(Fx *fx, const char *name, guint weight, const char *ca
     "\"selectors\":[{\"cel\":{\"expression\":\"device.attributes['gpu.nvidia.com'].profile == "    \
     "'1g.10gb'\"}}]}}]}"
 
+#define WHOLE_GPU                                                                                  \
+    "{\"requests\":[{\"name\":\"gpu\",\"exactly\":{\"deviceClassName\":\"gpu.nvidia.com\"}}]}"
+#define SHARE_OF(memory)                                                                           \
+    "{\"requests\":[{\"name\":\"gpu\",\"exactly\":{\"deviceClassName\":\"gpu.nvidia.com\","        \
+    "\"capacity\":{\"requests\":{\"memory\":\"" memory "\"}}}}]}"
+#define SHARE_39500 SHARE_OF("39500Mi")
+#define SHARE_40G   SHARE_OF("40Gi")
+#define TMPL_3G                                                                                    \
+    "{\"requests\":[{\"name\":\"gpu\",\"exactly\":{\"deviceClassName\":\"mig.nvidia.com\","        \
+    "\"selectors\":[{\"cel\":{\"expression\":\"device.attributes['gpu.nvidia.com'].profile == "    \
+    "'3g.40gb'\"}}]}}]}"
+
 /*
  * A queue whose capability is 1 nvidia.com/gpu holds seven 1g.10gb slices of an A100 (each 1/7
  * of the GPU: 14 of its 98 multiprocessors, 0.142 counted) and no eighth, though another GPU has
@@ -1930,7 +1954,7 @@ static void test_acct_quota_slices(void)
     put_template(fx, "slice", TMPL_1G);
     for (guint i = 0; i < 8; i++) {
         g_autofree char *name = g_strdup_printf("nb-%u", i);
-        put_tmpl_job(fx, name, "research", NULL, i, "slice", NULL, NULL, NULL);
+        put_tmpl_job(fx, name, "research", NULL, i, "slice", TMPL_1G, NULL, NULL, NULL);
     }
     kb_test_sched_run(fx);
     g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 7);
@@ -1960,14 +1984,10 @@ static void test_acct_allocated(void)
     add_dra_node(fx, "s1", 1, FALSE, "\"kube-batchd.io/gpu-sharing\":\"memory\"");
     add_gpu_queue(fx, "team", 1, NULL);
     put_template(fx, "mig", TMPL_1G);
-    put_template(fx, "whole",
-                 "{\"requests\":[{\"name\":\"gpu\",\"exactly\":{\"deviceClassName\":"
-                 "\"gpu.nvidia.com\"}}]}");
-    put_template(fx, "share",
-                 "{\"requests\":[{\"name\":\"gpu\",\"exactly\":{\"deviceClassName\":"
-                 "\"gpu.nvidia.com\",\"capacity\":{\"requests\":{\"memory\":\"39500Mi\"}}}}]}");
-    put_tmpl_job(fx, "m", "team", NULL, 1, "mig", NULL, NULL, NULL);
-    put_tmpl_job(fx, "s", "team", NULL, 2, "share", NULL, NULL, NULL);
+    put_template(fx, "whole", WHOLE_GPU);
+    put_template(fx, "share", SHARE_39500);
+    put_tmpl_job(fx, "m", "team", NULL, 1, "mig", TMPL_1G, NULL, NULL, NULL);
+    put_tmpl_job(fx, "s", "team", NULL, 2, "share", SHARE_39500, NULL, NULL, NULL);
     kb_cache_sync_dra(fx->cache);
     const KbTaskInfo *m = kb_cache_lookup_task(fx->cache, "ml", "m");
     const KbTaskInfo *s = kb_cache_lookup_task(fx->cache, "ml", "s");
@@ -1975,9 +1995,9 @@ static void test_acct_allocated(void)
     /* 39500Mi rounded up to whole GiB (the policy's step): 39Gi of 80Gi */
     g_assert_cmpint(s->resreq.v[KB_RES_GPU], ==, 487);
     /* seen allocated: a 3g placement, a 40Gi share */
-    put_tmpl_job(fx, "m", "team", NULL, 1, "mig", "n1", "gpu-0-mig-3g40gb-9-4", NULL);
-    put_tmpl_job(fx, "s", "team", NULL, 2, "share", "s1", "gpu-0", "40Gi");
-    put_tmpl_job(fx, "w", "team", NULL, 3, "whole", "n1", "gpu-0", NULL);
+    put_tmpl_job(fx, "m", "team", NULL, 1, "mig", TMPL_1G, "n1", "gpu-0-mig-3g40gb-9-4", NULL);
+    put_tmpl_job(fx, "s", "team", NULL, 2, "share", SHARE_39500, "s1", "gpu-0", "40Gi");
+    put_tmpl_job(fx, "w", "team", NULL, 3, "whole", WHOLE_GPU, "n1", "gpu-0", NULL);
     kb_cache_sync_dra(fx->cache);
     m = kb_cache_lookup_task(fx->cache, "ml", "m");
     s = kb_cache_lookup_task(fx->cache, "ml", "s");
@@ -1987,14 +2007,7 @@ static void test_acct_allocated(void)
     g_assert_cmpint(w->resreq.v[KB_RES_GPU], ==, 1000);
     g_assert_cmpint(kb_cache_lookup_node(fx->cache, "s1")->used.v[KB_RES_GPU], ==, 500);
     kb_test_sched_run(fx);
-    const KbQueueStatus *qs = NULL;
-    for (guint i = 0; i < fx->res->queue_statuses->len; i++) {
-        const KbQueueStatus *x = &g_array_index(fx->res->queue_statuses, KbQueueStatus, i);
-        if (strcmp(x->name, "team") == 0)
-            qs = x;
-    }
-    g_assert_nonnull(qs);
-    g_assert_cmpint(qs->allocated.v[KB_RES_GPU], ==, 1928);
+    g_assert_cmpint(queue_gpus(fx, "team"), ==, 1928);
     /* the claim deleted (its pod finished): the template's least again */
     KbResourceClaim c = {.meta = {.namespace_ = "ml", .name = (char *)"m-c"}};
     kb_dra_delete_claim(dra(fx), &c);
@@ -2014,14 +2027,12 @@ static void test_acct_proportion_shares(void)
     add_dra_node(fx, "s1", 4, FALSE, "\"kube-batchd.io/gpu-sharing\":\"memory\"");
     add_gpu_queue(fx, "big", 3, NULL);
     add_gpu_queue(fx, "small", 1, NULL);
-    put_template(fx, "half",
-                 "{\"requests\":[{\"name\":\"gpu\",\"exactly\":{\"deviceClassName\":"
-                 "\"gpu.nvidia.com\",\"capacity\":{\"requests\":{\"memory\":\"40Gi\"}}}}]}");
+    put_template(fx, "half", SHARE_40G);
     for (guint i = 0; i < 8; i++) {
         g_autofree char *b = g_strdup_printf("big-%u", i);
         g_autofree char *s = g_strdup_printf("small-%u", i);
-        put_tmpl_job(fx, b, "big", NULL, 2 * i, "half", NULL, NULL, NULL);
-        put_tmpl_job(fx, s, "small", NULL, 2 * i + 1, "half", NULL, NULL, NULL);
+        put_tmpl_job(fx, b, "big", NULL, 2 * i, "half", SHARE_40G, NULL, NULL, NULL);
+        put_tmpl_job(fx, s, "small", NULL, 2 * i + 1, "half", SHARE_40G, NULL, NULL, NULL);
     }
     kb_test_sched_run(fx);
     guint big = 0, small = 0;
@@ -2033,6 +2044,68 @@ static void test_acct_proportion_shares(void)
     }
     g_assert_cmpuint(big, ==, 6);
     g_assert_cmpuint(small, ==, 2);
+    kb_test_sched_free(fx);
+}
+
+/*
+ * Reclaim counts slices by the part of a GPU they take: queue a holds every 1g.10gb slice of two
+ * A100s (1.988 GPUs), queue b (same weight) asks for eight 3g.40gb pods, so each deserves one
+ * GPU and a is above its share. b's admitted job reclaims the three pods under one 3g placement
+ * (at slice 4; the one at 0 would take four). Counted as no GPU, a's slices were above no share
+ * and nothing was reclaimed.
+ */
+static void test_acct_reclaim_slices(void)
+{
+    Fx *fx = nvidia_fixture("enqueue, allocate, preempt, reclaim");
+    add_dra_node(fx, "n1", 2, TRUE, "");
+    add_gpu_queue(fx, "a", 1, NULL);
+    add_gpu_queue(fx, "b", 1, NULL);
+    put_template(fx, "slice", TMPL_1G);
+    put_template(fx, "big", TMPL_3G);
+    for (guint g = 0; g < 2; g++) {
+        for (guint i = 0; i < 7; i++) {
+            g_autofree char *name = g_strdup_printf("a-%u-%u", g, i);
+            g_autofree char *dev = g_strdup_printf("gpu-%u-mig-1g10gb-19-%u", g, i);
+            put_tmpl_job(fx, name, "a", NULL, g * 7 + i, "slice", TMPL_1G, "n1", dev, NULL);
+        }
+    }
+    for (guint i = 0; i < 8; i++) {
+        g_autofree char *name = g_strdup_printf("b-%u", i);
+        put_tmpl_job(fx, name, "b", NULL, 30 + i, "big", TMPL_3G, NULL, NULL, NULL);
+    }
+    kb_test_sched_run(fx);
+    g_autofree char *ev = evicted_names(fx);
+    g_assert_cmpstr(ev, ==, "a-1-4,a-1-5,a-1-6");
+    g_assert_cmpint(queue_gpus(fx, "a"), ==, 1988);
+    /* while they terminate, nothing more is evicted (the next jobs are not admitted: the
+     * cluster's GPUs are all counted) */
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(fx->res->evictions->len, ==, 0);
+    kb_test_sched_free(fx);
+}
+
+/* A gang whose slices exceed the cluster's GPUs is not admitted; the reason says what part of
+ * a GPU each pod's request counts. */
+static void test_acct_not_admitted(void)
+{
+    Fx *fx = nvidia_fixture(NULL);
+    add_dra_node(fx, "n1", 1, TRUE, "");
+    put_template(fx, "two-gpus", TMPL_1G);
+    add_group(fx, "nb", 8);
+    for (guint i = 0; i < 8; i++) {
+        g_autofree char *pod = g_strdup_printf("nb-w%u", i);
+        g_autofree char *claim = g_strdup_printf("nb-w%u-gpus", i);
+        put_claim(fx, claim, TMPL_1G, NULL);
+        put_pod(fx, pod, "nb", claim);
+    }
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
+    const KbJobStatus *js = kb_cycle_result_job(fx->res, "ml/nb");
+    g_test_message("%s", js->message);
+    g_assert_cmpstr(js->message, ==,
+                    "not admitted: the cluster has 1 nvidia.com/gpu free (after admitted jobs), "
+                    "the job needs 1.136 to start (each pod's claim ml/nb-w0-gpus request gpu: "
+                    "0.142 nvidia.com/gpu (1 device of class mig.nvidia.com))");
     kb_test_sched_free(fx);
 }
 
@@ -2085,5 +2158,7 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/dra/accounting/quota-slices", test_acct_quota_slices);
     g_test_add_func("/scheduler/dra/accounting/allocated", test_acct_allocated);
     g_test_add_func("/scheduler/dra/accounting/proportion-shares", test_acct_proportion_shares);
+    g_test_add_func("/scheduler/dra/accounting/reclaim-slices", test_acct_reclaim_slices);
+    g_test_add_func("/scheduler/dra/accounting/not-admitted", test_acct_not_admitted);
     return g_test_run();
 }
