@@ -1855,9 +1855,9 @@ static gint64 sub_milli(KbDra *dra, const Dev *d, const KbDeviceSubRequest *sub)
     return share_milli(d, amount);
 }
 
-/* The least part of a GPU any published device of @sub's class could give it, in milli-GPUs.
- * The request's own selectors are not read (a smaller least keeps the demand a necessary
- * condition). While no device of the class is published: a whole GPU for a device of
+/* The least part of a GPU any published device of @sub's class and selectors could give it,
+ * in milli-GPUs (selectors kb-cel refuses are not read: a smaller least keeps the demand a
+ * necessary condition). While no such device is published: a whole GPU for a device of
  * KB_RESOURCE_GPU_CLASS without capacity.requests (as the device plugin's GPUs count), else 0.
  * One pass over the devices, once per template and class or slice change. */
 static gint64 least_milli(KbDra *dra, const KbDeviceSubRequest *sub)
@@ -1866,12 +1866,22 @@ static gint64 least_milli(KbDra *dra, const KbDeviceSubRequest *sub)
     gint64 least = -1;
     if (cl == NULL || cl->error != NULL)
         return 0;
+    g_autoptr(GPtrArray) progs = NULL;
+    if (sub->n_selectors > 0) {
+        g_autofree char *err = NULL;
+        progs = programs_new();
+        for (guint i = 0; i < sub->n_selectors; i++)
+            compile_into(progs, sub->selectors[i], "template", &err);
+        if (err != NULL)
+            g_clear_pointer(&progs, g_ptr_array_unref);
+    }
     GHashTableIter it;
     gpointer v;
     g_hash_table_iter_init(&it, dra->dev_by_key);
     while (least != 0 && g_hash_table_iter_next(&it, NULL, &v)) {
         Dev *d = v;
-        if (!class_matches(dra, cl, d))
+        if (!class_matches(dra, cl, d) ||
+            (progs != NULL && !programs_match(progs, 0, progs->len, d)))
             continue;
         gint64 m = sub_milli(dra, d, sub);
         if (m >= 0 && (least < 0 || m < least))
@@ -1919,6 +1929,8 @@ static void request_demand(KbDra *dra, const KbDeviceRequest *req, KbResources *
 }
 
 /* @t's demand, computed once per template and devices' change. */
+/* Template @key's demand (the sum, then each request's: n_requests + 1 vectors), computed once
+ * per template and devices' change; NULL for a template not known. */
 static const KbResources *template_demand(KbDra *dra, const char *key)
 {
     KbResources *r = g_hash_table_lookup(dra->template_demand, key);
@@ -1927,9 +1939,11 @@ static const KbResources *template_demand(KbDra *dra, const char *key)
     const KbResourceClaimTemplate *t = g_hash_table_lookup(dra->templates, key);
     if (t == NULL)
         return NULL;
-    r = g_new0(KbResources, 1);
-    for (guint q = 0; q < t->spec.n_requests; q++)
-        request_demand(dra, &t->spec.requests[q], r);
+    r = g_new0(KbResources, t->spec.n_requests + 1);
+    for (guint q = 0; q < t->spec.n_requests; q++) {
+        request_demand(dra, &t->spec.requests[q], &r[q + 1]);
+        kb_resources_add(&r[0], &r[q + 1]);
+    }
     g_hash_table_insert(dra->template_demand, g_strdup(key), r);
     return r;
 }
@@ -2040,10 +2054,10 @@ gboolean kb_dra_describe_demand(KbDra *dra, const KbPod *pod, int slot, GString 
             continue;
         g_autofree char *key = g_strdup_printf("%s/%s", pod->meta.namespace_, tn);
         const KbResourceClaimTemplate *t = g_hash_table_lookup(dra->templates, key);
-        for (guint r = 0; t != NULL && r < t->spec.n_requests; r++) {
+        const KbResources *per = template_demand(dra, key);
+        for (guint r = 0; t != NULL && per != NULL && r < t->spec.n_requests; r++) {
             const KbDeviceRequest *req = &t->spec.requests[r];
-            KbResources one = {0};
-            request_demand(dra, req, &one);
+            KbResources one = per[r + 1];
             if (one.v[slot] <= 0)
                 continue;
             const char *claim = kb_pod_resource_claim_name(pod, i);

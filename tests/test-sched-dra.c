@@ -1973,9 +1973,10 @@ static void test_acct_quota_slices(void)
 
 /*
  * Before its claim is allocated a pod counts the least part of a GPU its request could take
- * (the smallest MIG placement; a share's request rounded up by the policy, over the GPU's
- * memory); once the claim is seen allocated, what its device takes: a 3g.40gb 0.428 (42 of 98
- * multiprocessors), a whole GPU 1, a share of 40Gi of 80Gi 0.5; the queue's allocated follows.
+ * (the smallest MIG placement its selectors match; a share's request rounded up by the policy,
+ * over the GPU's memory); once the claim is seen allocated, what its device takes: a 3g.40gb 0.428
+ * (42 of 98 multiprocessors), a whole GPU 1, a share of 40Gi of 80Gi 0.5; the queue's allocated
+ * follows.
  */
 static void test_acct_allocated(void)
 {
@@ -1988,7 +1989,11 @@ static void test_acct_allocated(void)
     put_template(fx, "share", SHARE_39500);
     put_tmpl_job(fx, "m", "team", NULL, 1, "mig", TMPL_1G, NULL, NULL, NULL);
     put_tmpl_job(fx, "s", "team", NULL, 2, "share", SHARE_39500, NULL, NULL, NULL);
+    put_template(fx, "three", TMPL_3G);
+    put_tmpl_job(fx, "t", "team", NULL, 4, "three", TMPL_3G, NULL, NULL, NULL);
     kb_cache_sync_dra(fx->cache);
+    /* the request's selectors are read: a 3g.40gb counts as one before it is allocated */
+    g_assert_cmpint(kb_cache_lookup_task(fx->cache, "ml", "t")->resreq.v[KB_RES_GPU], ==, 428);
     const KbTaskInfo *m = kb_cache_lookup_task(fx->cache, "ml", "m");
     const KbTaskInfo *s = kb_cache_lookup_task(fx->cache, "ml", "s");
     g_assert_cmpint(m->resreq.v[KB_RES_GPU], ==, 142);
