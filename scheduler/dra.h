@@ -140,8 +140,8 @@ double kb_dra_gpu_fraction(KbDra *dra, const KbDeviceResult *r);
  *   of its results takes, in mig.nvidia.com's slot its MIG devices; the rest as below;
  * - before: per request of the template, in nvidia.com/gpu `count` times the least part of a
  *   GPU any published device of its class and selectors could give it (a share: the capacity
- * requested, rounded by the device's policy, over the device's), the least over firstAvailable
- *   alternatives when all name GPU classes; in the slot of any other class (mig.nvidia.com
+ *   requested, rounded by the device's policy, over the device's), the least over
+ *   firstAvailable alternatives when all name GPU classes; in the slot of any other class (mig.nvidia.com
  *   included) `count` devices (`allocationMode: All`: 1) when every alternative names that
  *   class and no capacity.requests;
  * nothing for adminAccess, for a claim named directly (resourceClaimName: it may be shared, and
