@@ -480,6 +480,20 @@ static void test_mig_quota(void)
             wait_until("queues.scheduling.volcano.sh", "research",
                        "{.status.allocated.nvidia\\.com/gpu}", kb_test_value_contains, "0.994");
     g_assert_cmpstr(used, ==, "0.994");
+    /* kbctl shows it so */
+    g_autofree char *bin = g_build_filename(kb_test_bin_dir(), "kbctl", NULL);
+    const char *argv[] = {bin, "--server", kb_test_apiserver_url(api), "queue", "list", NULL};
+    g_auto(GStrv) envp = g_environ_unsetenv(g_get_environ(), "KUBECONFIG");
+    g_autofree char *out = NULL;
+    int status = -1;
+    g_assert_true(g_spawn_sync(NULL, (char **)argv, envp, G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL,
+                               &out, NULL, &status, &error));
+    g_test_message("%s", out);
+    g_assert_cmpint(status, ==, 0);
+    g_autofree char *row = g_strdup(strstr(out, "research"));
+    g_assert_nonnull(row);
+    *strchrnul(row, '\n') = '\0';
+    g_assert_nonnull(strstr(row, " 0.994 "));
     scheduler = NULL;
     g_assert_cmpint(kb_test_daemon_stop(sched, 10000), ==, 0);
     g_assert_cmpint(kb_test_daemon_stop(kubelet, 10000), ==, 0);
