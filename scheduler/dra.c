@@ -1969,8 +1969,34 @@ static void claim_consumption(KbDra *dra, const KbResourceClaim *claim, KbResour
     }
 }
 
+/* The least part of a GPU a template's request takes depends on the devices published: when
+ * they changed, the templates' demand is computed again, and demand_gen moves (pods are
+ * recounted) only when some template's changed (nodes registering more of the same GPUs change
+ * none). Called before any pod is counted, so that none is counted with a stale figure under
+ * the new generation. */
+static void demand_refresh(KbDra *dra)
+{
+    guint fg = dra->class_gen + dra->slice_gen;
+    if (fg == dra->fraction_gen)
+        return;
+    dra->fraction_gen = fg;
+    g_autoptr(GHashTable) old = g_steal_pointer(&dra->template_demand);
+    dra->template_demand = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    GHashTableIter it;
+    gpointer k, v;
+    g_hash_table_iter_init(&it, old);
+    while (g_hash_table_iter_next(&it, &k, &v)) {
+        const KbResources *now = template_demand(dra, k);
+        if (now == NULL || !kb_resources_equal(now, v)) {
+            dra->demand_gen++;
+            break;
+        }
+    }
+}
+
 void kb_dra_pod_demand(KbDra *dra, const KbPod *pod, KbResources *out)
 {
+    demand_refresh(dra);
     int mig_slot = class_slot_known(KB_DRA_MIG_CLASS);
     for (guint i = 0; i < pod->n_resource_claims; i++) {
         const char *tn = pod->resource_claims[i].template_name;
@@ -2085,25 +2111,7 @@ gboolean kb_dra_describe_demand(KbDra *dra, const KbPod *pod, int slot, GString 
 
 guint kb_dra_demand_gen(KbDra *dra)
 {
-    /* the least part of a GPU a template's request takes depends on the devices published:
-     * when they changed, the templates' demand is computed again, and pods recounted only
-     * when some template's changed (nodes registering the same GPUs change none) */
-    guint fg = dra->class_gen + dra->slice_gen;
-    if (fg != dra->fraction_gen) {
-        dra->fraction_gen = fg;
-        g_autoptr(GHashTable) old = g_steal_pointer(&dra->template_demand);
-        dra->template_demand = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-        GHashTableIter it;
-        gpointer k, v;
-        g_hash_table_iter_init(&it, old);
-        while (g_hash_table_iter_next(&it, &k, &v)) {
-            const KbResources *now = template_demand(dra, k);
-            if (now == NULL || !kb_resources_equal(now, v)) {
-                dra->demand_gen++;
-                break;
-            }
-        }
-    }
+    demand_refresh(dra);
     return dra->demand_gen;
 }
 
