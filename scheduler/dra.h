@@ -141,14 +141,14 @@ double kb_dra_gpu_fraction(KbDra *dra, const KbDeviceResult *r);
  * - before: per request of the template, in nvidia.com/gpu `count` times the least part of a
  *   GPU any published device of its class and selectors could give it (a share: the capacity
  *   requested, rounded by the device's policy, over the device's), the least over
- *   firstAvailable alternatives when all name GPU classes; in the slot of any other class (mig.nvidia.com
- *   included) `count` devices (`allocationMode: All`: 1) when every alternative names that
- *   class and no capacity.requests;
- * nothing for adminAccess, for a claim named directly (resourceClaimName: it may be shared, and
- * its devices are held once whoever uses it) or for a template not known yet. The templates'
- * demand is computed once per template and per change of classes or slices;
- * kb_dra_demand_gen() changes when some template's does (call it before counting: it
- * recomputes them then), and kb_dra_take_recount() names the pods whose claims were seen
+ *   firstAvailable alternatives when all name GPU classes; in the slot of any other class
+ *   (mig.nvidia.com included) `count` devices (`allocationMode: All`: 1) when every
+ *   alternative names that class and no capacity.requests.
+ * Nothing for adminAccess, for a claim named directly (resourceClaimName: it may be shared,
+ * and its devices are held once whoever uses it) or for a template not known yet. The
+ * templates' demand is computed once per template and per change of classes or slices;
+ * kb_dra_demand_gen() changes when some template's does (it recomputes them first, as
+ * kb_dra_pod_demand does), and kb_dra_take_recount() names the pods whose claims were seen
  * allocated or deallocated since it was last called.
  *
  * kb_dra_node_capacity adds to @out, per class that has a slot (a pod's demand or a queue named
