@@ -1941,6 +1941,68 @@ static void add_gpu_queue(Fx *fx, const char *name, guint weight, const char *ca
     "'3g.40gb'\"}}]}}]}"
 
 /*
+ * What a template's request counts before its claim is allocated, on a MIG-capable A100 and a
+ * GPU shared by memory (80Gi, whole GiB): the least part of a GPU any device of its class and
+ * selectors could give it, times its count; the least over firstAvailable alternatives of GPU
+ * classes; a share's request rounded up by the policy; MIG devices also by number.
+ */
+static void test_acct_demand_least(void)
+{
+    Fx *fx = nvidia_fixture(NULL);
+    add_dra_node(fx, "n1", 1, TRUE, "");
+    add_dra_node(fx, "s1", 1, FALSE, "\"kube-batchd.io/gpu-sharing\":\"memory\"");
+    add_class(fx, "fpga.example.com", NULL);
+    put_template(fx, "mig-any",
+                 "{\"requests\":[{\"name\":\"g\",\"exactly\":{\"deviceClassName\":"
+                 "\"mig.nvidia.com\",\"count\":2}}]}");
+    put_template(fx, "three", TMPL_3G);
+    put_template(fx, "whole", WHOLE_GPU);
+    put_template(fx, "all",
+                 "{\"requests\":[{\"name\":\"g\",\"exactly\":{\"deviceClassName\":"
+                 "\"gpu.nvidia.com\",\"allocationMode\":\"All\"}}]}");
+    put_template(fx, "first-mixed",
+                 "{\"requests\":[{\"name\":\"g\",\"firstAvailable\":[{\"name\":\"a\","
+                 "\"deviceClassName\":\"gpu.nvidia.com\",\"count\":2},{\"name\":\"b\","
+                 "\"deviceClassName\":\"mig.nvidia.com\",\"selectors\":[{\"cel\":{"
+                 "\"expression\":\"device.attributes['gpu.nvidia.com'].profile == '2g.20gb'\"}}]}"
+                 "]}]}");
+    put_template(fx, "first-other",
+                 "{\"requests\":[{\"name\":\"g\",\"firstAvailable\":[{\"name\":\"a\","
+                 "\"deviceClassName\":\"gpu.nvidia.com\"},{\"name\":\"b\","
+                 "\"deviceClassName\":\"fpga.example.com\"}]}]}");
+    put_template(fx, "admin",
+                 "{\"requests\":[{\"name\":\"g\",\"exactly\":{\"deviceClassName\":"
+                 "\"gpu.nvidia.com\",\"adminAccess\":true}}]}");
+    put_template(fx, "share", SHARE_OF("10Gi"));
+    put_template(fx, "share-odd", SHARE_OF("1500Mi"));
+    struct {
+        const char *templates;
+        gint64 gpus, mig;
+    } rows[] = {
+            {"mig-any", 284, 2},       /* two 1g.10gb: 2 x 14/98 */
+            {"three", 428, 1},         /* its selector: a 3g.40gb, 42/98 */
+            {"whole", 1000, 0},        /* a whole GPU, or the shared one's default share: all */
+            {"all", 1000, 0},          /* All: one device at least */
+            {"first-mixed", 285, 0},   /* two whole GPUs or a 2g.20gb (28/98) */
+            {"first-other", 0, 0},     /* an fpga may serve it */
+            {"admin", 0, 0},           /* holds nothing */
+            {"share", 125, 0},         /* 10Gi of 80Gi */
+            {"share-odd", 25, 0},      /* rounded up to 2Gi */
+            {"mig-any,share", 409, 2}, /* claims add up */
+    };
+    int mig = kb_resource_slot("mig.nvidia.com");
+    for (guint i = 0; i < G_N_ELEMENTS(rows); i++) {
+        g_autoptr(KbPod) pod = template_pod(rows[i].templates);
+        KbResources r = {0};
+        kb_dra_pod_demand(dra(fx), pod, &r);
+        g_test_message("%s", rows[i].templates);
+        g_assert_cmpint(r.v[KB_RES_GPU], ==, rows[i].gpus);
+        g_assert_cmpint(r.v[mig], ==, rows[i].mig);
+    }
+    kb_test_sched_free(fx);
+}
+
+/*
  * A queue whose capability is 1 nvidia.com/gpu holds seven 1g.10gb slices of an A100 (each 1/7
  * of the GPU: 14 of its 98 multiprocessors, 0.142 counted) and no eighth, though another GPU has
  * room: the eighth waits, its reason naming the queue and the resource. The slices count in
@@ -2160,6 +2222,7 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/dra/preempt/plan-discard-counters", test_preempt_plan_discard);
     g_test_add_func("/scheduler/dra/reclaim/counts-devices", test_reclaim_counts_devices);
     g_test_add_func("/scheduler/dra/reserve/counts-devices", test_reserve_counts_devices);
+    g_test_add_func("/scheduler/dra/accounting/demand-least", test_acct_demand_least);
     g_test_add_func("/scheduler/dra/accounting/quota-slices", test_acct_quota_slices);
     g_test_add_func("/scheduler/dra/accounting/allocated", test_acct_allocated);
     g_test_add_func("/scheduler/dra/accounting/proportion-shares", test_acct_proportion_shares);
