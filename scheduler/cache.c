@@ -1595,6 +1595,10 @@ KbCache *kb_cache_new(const char *const *scheduler_names, const char *default_qu
     cache->history = kb_history_new();
     cache->usage = kb_usage_new();
     cache->dra = kb_dra_new();
+    /* from now on the pods whose claims are seen allocated are named for recounting (none yet) */
+    GHashTable *none = kb_dra_take_recount(cache->dra);
+    if (none != NULL)
+        g_hash_table_unref(none);
     cache->queues = g_hash_table_new(g_direct_hash, g_direct_equal);
     cache->queue_list = g_ptr_array_new_with_free_func(queue_info_free);
     cache->pvcs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, kb_object_unref);

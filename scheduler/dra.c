@@ -139,7 +139,7 @@ struct KbDra {
      * took them (kb_dra_take_recount). */
     GHashTable *template_demand;
     guint fraction_gen;
-    GHashTable *recount;
+    GHashTable *recount; /* NULL until kb_dra_take_recount is first called */
 };
 
 /* ---- records -------------------------------------------------------------------------------- */
@@ -273,7 +273,6 @@ KbDra *kb_dra_new(void)
     dra->plan_freed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     dra->plan_shares = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     dra->template_demand = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-    dra->recount = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     return dra;
 }
 
@@ -281,7 +280,7 @@ void kb_dra_free(KbDra *dra)
 {
     if (dra == NULL)
         return;
-    g_hash_table_unref(dra->recount);
+    g_clear_pointer(&dra->recount, g_hash_table_unref);
     g_hash_table_unref(dra->template_demand);
     g_hash_table_unref(dra->gang_alts);
     g_hash_table_unref(dra->share_plan);
@@ -746,6 +745,9 @@ static void claim_devices(KbDra *dra, const KbResourceClaim *claim, const char *
 /* The pods @claim is reserved for count its results (kb_dra_pod_demand): recount them. */
 static void claim_recount(KbDra *dra, const KbResourceClaim *claim)
 {
+    /* nobody counts pods (the allocator alone, as bench-gpushare drives it) */
+    if (dra->recount == NULL)
+        return;
     for (guint r = 0; r < claim->n_reserved_for; r++) {
         if (claim->reserved_for[r].name != NULL)
             g_hash_table_add(dra->recount, g_strdup_printf("%s/%s", claim->meta.namespace_,
@@ -2025,10 +2027,11 @@ void kb_dra_pod_demand(KbDra *dra, const KbPod *pod, KbResources *out)
 
 GHashTable *kb_dra_take_recount(KbDra *dra)
 {
-    if (g_hash_table_size(dra->recount) == 0)
-        return NULL;
-    GHashTable *out = g_steal_pointer(&dra->recount);
-    dra->recount = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    GHashTable *out = NULL;
+    if (dra->recount != NULL && g_hash_table_size(dra->recount) > 0)
+        out = g_steal_pointer(&dra->recount);
+    if (dra->recount == NULL)
+        dra->recount = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     return out;
 }
 

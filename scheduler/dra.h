@@ -168,7 +168,8 @@ gboolean kb_dra_describe_demand(KbDra *dra, const KbPod *pod, int slot, GString 
 void kb_dra_node_capacity(KbDra *dra, const char *node, KbResources *out);
 guint kb_dra_demand_gen(KbDra *dra);
 /* The pods ("ns/name", a set owned by the caller) whose claims were seen allocated or
- * deallocated since the last call, or NULL when none. */
+ * deallocated since the last call, or NULL when none. Nothing is recorded before the first call
+ * (the cache makes it when it creates its KbDra). */
 GHashTable *kb_dra_take_recount(KbDra *dra);
 guint kb_dra_capacity_gen(const KbDra *dra);
 
