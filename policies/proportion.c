@@ -24,8 +24,7 @@
  * reclaim action configured there is no limit (what a queue borrows comes back).
  * Without preemption, GPUs a queue borrows stay taken until its jobs end: queues that asked while
  * the others were quiet filled the cluster with jobs of days, and every job of every other queue
- * then waited for them (measured on the Philly slices, docs/benchmarks.md, "The default against
- * kube-batch").
+ * then waited for them (measured on the Philly slices, docs/benchmarks.md, "The default against kube-batch").
  *
  * Usage (arguments usageHalfLife, a Go duration, and usageWeight, a number >= 0, default 0): with
  * a half-life every cycle adds what each queue held since the last cycle to its decayed usage

@@ -1022,7 +1022,7 @@ void kb_cache_sync_dra(KbCache *cache)
     }
     /* pods whose claims were seen allocated count what their devices consume */
     g_autoptr(GHashTable) recount = kb_dra_take_recount(cache->dra);
-    if (recount != NULL && dem == cache->dra_demand_gen) {
+    if (recount != NULL) {
         GHashTableIter it;
         gpointer k;
         g_hash_table_iter_init(&it, recount);
