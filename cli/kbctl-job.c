@@ -68,7 +68,7 @@ void kbctl_job_short(const KbctlWorld *w, const KbctlJob *job, KbctlShort *s)
     s->queue_deserved = q != NULL ? kbctl_queue_deserved_gpus(q) : -1;
     s->queue_allocated = q != NULL ? kbctl_queue_allocated_gpus(w, q) : 0;
     s->queue_weight = q != NULL ? kbctl_json_int(q, "spec.weight", 1) : 0;
-    s->min_member = (gint32)kbctl_json_int(job->group, "spec.minMember", 0);
+    s->min_member = (gint32)kbctl_group_min_member(job->group, 0);
 }
 
 char *kbctl_free_per_node(const KbctlWorld *w, guint max, json_object *json)
@@ -290,7 +290,7 @@ static json_object *group_json(const KbctlJob *job)
     json_object *g = json_object_new_object();
     kbctl_json_set_str(g, "name", kbctl_json_str(job->group, "metadata.name"));
     kbctl_json_set_str(g, "phase", kbctl_json_str(job->group, "status.phase"));
-    kbctl_json_set_int(g, "minMember", kbctl_json_int(job->group, "spec.minMember", 1));
+    kbctl_json_set_int(g, "minMember", kbctl_group_min_member(job->group, 1));
     json_object *conds = kbctl_json_get(job->group, "status.conditions");
     if (conds != NULL)
         json_object_object_add(g, "conditions", json_object_get(conds));

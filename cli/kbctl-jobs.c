@@ -278,7 +278,7 @@ static void print_job(Kbctl *k, const KbctlWorld *w, const KbctlJob *j)
                                       kbctl_json_str(j->group, "status.phase") != NULL
                                               ? kbctl_json_str(j->group, "status.phase")
                                               : "(no status yet)",
-                                      kbctl_json_int(j->group, "spec.minMember", 1));
+                                      kbctl_group_min_member(j->group, 1));
     print_field(k, "Name", j->tf->meta.name);
     print_field(k, "Namespace", j->tf->meta.namespace_);
     print_field(k, "Status", status);

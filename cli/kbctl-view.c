@@ -54,6 +54,7 @@ void kbctl_world_free(KbctlWorld *w)
     g_ptr_array_unref(w->nodes);
     g_ptr_array_unref(w->queues);
     g_hash_table_unref(w->groups);
+    g_hash_table_unref(w->native_groups);
     json_object_put(w->events);
     kbctl_dra_free(w->dra);
     g_free(w);
@@ -167,6 +168,29 @@ static gboolean load_nodes(KbctlWorld *w, KbClient *c, GError **error)
     return TRUE;
 }
 
+/* Where the Queue's CRD prunes status.usage (Volcano's own), kube-batchd keeps the decayed usage
+ * in the annotation KB_QUEUE_USAGE_ANNOTATION: shown as status.usage when the status has none. */
+static void usage_from_annotation(json_object *q)
+{
+    json_object *meta = json_object_object_get(q, "metadata");
+    json_object *ann = json_object_object_get(meta, "annotations");
+    const char *text =
+            json_object_get_string(json_object_object_get(ann, KB_QUEUE_USAGE_ANNOTATION));
+    json_object *status = json_object_object_get(q, "status");
+    if (text == NULL || json_object_object_get_ex(status, "usage", NULL))
+        return;
+    json_object *usage = json_tokener_parse(text);
+    if (usage == NULL || !json_object_is_type(usage, json_type_object)) {
+        json_object_put(usage);
+        return;
+    }
+    if (status == NULL || !json_object_is_type(status, json_type_object)) {
+        status = json_object_new_object();
+        json_object_object_add(q, "status", status);
+    }
+    json_object_object_add(status, "usage", usage);
+}
+
 static gboolean load_queues(KbctlWorld *w, KbClient *c, GError **error)
 {
     const KbResourceType *types[] = {&kb_type_queues_volcano, &kb_type_queues_kube_batch};
@@ -184,6 +208,7 @@ static gboolean load_queues(KbctlWorld *w, KbClient *c, GError **error)
             if (name == NULL || g_hash_table_contains(seen, name))
                 continue;
             g_hash_table_add(seen, (gpointer)name);
+            usage_from_annotation(q);
             g_ptr_array_add(w->queues, json_object_get(q));
         }
     }
@@ -191,23 +216,36 @@ static gboolean load_queues(KbctlWorld *w, KbClient *c, GError **error)
     return TRUE;
 }
 
-static gboolean load_groups(KbctlWorld *w, KbClient *c, GError **error)
+/* PodGroups of @type into @into ("ns/name" -> object). A server that does not serve @type
+ * (404) gives none; so does one that forbids listing it when @optional (a user's RBAC may not
+ * reach Kubernetes' own PodGroups: kbctl still shows the rest). */
+static gboolean load_group_type(KbctlWorld *w, KbClient *c, const KbResourceType *type,
+                                gboolean optional, GHashTable *into, GError **error)
 {
     GError *local = NULL;
-    g_autoptr(KbctlJson) items =
-            list_items(c, &kb_type_pod_groups_volcano, w->namespace_, NULL, &local);
+    g_autoptr(KbctlJson) items = list_items(c, type, w->namespace_, NULL, &local);
+    if (local != NULL && optional && g_error_matches(local, KB_ERROR, KB_ERROR_FORBIDDEN)) {
+        g_error_free(local);
+        return TRUE;
+    }
     if (local != NULL) {
-        g_propagate_prefixed_error(error, local, "listing podgroups: ");
+        g_propagate_prefixed_error(error, local, "listing %s.%s: ", type->plural, type->group);
         return FALSE;
     }
     for (size_t i = 0; items != NULL && i < json_object_array_length(items); i++) {
         json_object *g = json_object_array_get_idx(items, i);
         const char *name = kbctl_json_str(g, "metadata.name");
         if (name != NULL)
-            g_hash_table_replace(w->groups, key_of(kbctl_json_str(g, "metadata.namespace"), name),
+            g_hash_table_replace(into, key_of(kbctl_json_str(g, "metadata.namespace"), name),
                                  json_object_get(g));
     }
     return TRUE;
+}
+
+static gboolean load_groups(KbctlWorld *w, KbClient *c, GError **error)
+{
+    return load_group_type(w, c, &kb_type_pod_groups_volcano, FALSE, w->groups, error) &&
+           load_group_type(w, c, &kb_type_pod_groups_native, TRUE, w->native_groups, error);
 }
 
 /* The TFJobs in scope (new array reference); KBCTL_ERROR_NOT_FOUND names a missing @job. */
@@ -257,6 +295,7 @@ KbctlWorld *kbctl_world_load(KbClient *client, const char *namespace_, const cha
     w->nodes = g_ptr_array_new_with_free_func(kb_object_unref);
     w->queues = g_ptr_array_new_with_free_func(json_put);
     w->groups = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, json_put);
+    w->native_groups = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, json_put);
     g_autoptr(KbctlJson) tfjobs = (what & KBCTL_LOAD_NO_JOBS)
                                           ? json_object_new_array()
                                           : load_tfjobs(client, namespace_, job, error);
@@ -429,7 +468,9 @@ static const char *job_status(const KbctlJob *j)
     return "Starting";
 }
 
-/* The group's Unschedulable and GangIncomplete conditions (status True), if any. */
+/* The group's Unschedulable and GangIncomplete conditions (status True), if any; on Kubernetes'
+ * own PodGroup, PodGroupInitiallyScheduled False says why it waits (reason Unschedulable, or
+ * SchedulerError). */
 static void group_wait(KbctlJob *j)
 {
     json_object *conds = kbctl_json_get(j->group, "status.conditions");
@@ -443,8 +484,11 @@ static void group_wait(KbctlJob *j)
             if (j->incomplete_reason == NULL)
                 j->incomplete_reason = KB_GANG_INCOMPLETE;
         }
-        if (g_strcmp0(kbctl_json_str(c, "type"), "Unschedulable") == 0 &&
-            g_strcmp0(kbctl_json_str(c, "status"), "True") == 0) {
+        gboolean native_wait =
+                g_strcmp0(kbctl_json_str(c, "type"), "PodGroupInitiallyScheduled") == 0 &&
+                g_strcmp0(kbctl_json_str(c, "status"), "False") == 0;
+        if (native_wait || (g_strcmp0(kbctl_json_str(c, "type"), "Unschedulable") == 0 &&
+                            g_strcmp0(kbctl_json_str(c, "status"), "True") == 0)) {
             j->wait_reason = kbctl_json_str(c, "reason");
             j->wait_message = kbctl_json_str(c, "message");
             if (j->wait_reason == NULL)
@@ -473,6 +517,18 @@ static void job_compute(KbctlWorld *w, KbctlJob *j)
             g_ptr_array_add(j->pods, p);
     }
     g_ptr_array_sort(j->pods, cmp_pods);
+    /* Pods that name Kubernetes' own PodGroup are scheduled as that gang (spec.schedulingGroup
+     * wins over the annotation): its conditions are the job's. */
+    for (guint i = 0; i < j->pods->len; i++) {
+        const KbPod *p = g_ptr_array_index(j->pods, i);
+        if (p->scheduling_group == NULL)
+            continue;
+        g_autofree char *native = key_of(p->meta.namespace_, p->scheduling_group);
+        json_object *g = g_hash_table_lookup(w->native_groups, native);
+        if (g != NULL)
+            j->group = g;
+        break;
+    }
     for (int t = 0; t < KB_TF_N_TYPES; t++)
         j->gpus_requested += (gint64)kb_tfjob_effective_replicas(j->tf, t) *
                              kb_resource_whole_gpus(j->tf->specs[t].requests.v[KB_RES_GPU]);
@@ -496,9 +552,19 @@ static void job_compute(KbctlWorld *w, KbctlJob *j)
     if (j->start_time == 0 && kb_tfjob_is_finished(j->tf))
         j->start_time = j->tf->status.start_time;
     const char *q = kbctl_json_str(j->group, "spec.queue");
+    if (q == NULL && j->group != NULL) {
+        json_object *labels = kbctl_json_get(j->group, "metadata.labels");
+        q = json_object_get_string(json_object_object_get(labels, KB_QUEUE_LABEL));
+    }
     j->queue = g_strdup(q != NULL ? q : j->tf->queue != NULL ? j->tf->queue : "default");
     group_wait(j);
     j->status = job_status(j);
+}
+
+gint64 kbctl_group_min_member(json_object *group, gint64 fallback)
+{
+    gint64 n = kbctl_json_int(group, "spec.minMember", -1);
+    return n >= 0 ? n : kbctl_json_int(group, "spec.schedulingPolicy.gang.minCount", fallback);
 }
 
 /* ---- queues -------------------------------------------------------------------------------- */

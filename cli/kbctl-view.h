@@ -58,8 +58,12 @@ typedef struct {
     GPtrArray *nodes;       /* KbNode* (meta.raw kept), sorted by name */
     GPtrArray *queues;      /* json_object* (one per name; Volcano's wins), sorted by name */
     GHashTable *groups;     /* "ns/name" -> json_object* (PodGroup, Volcano dialect) */
-    json_object *events;    /* array of core/v1 Events, may be NULL */
-    KbctlDra *dra;          /* with KBCTL_LOAD_DRA, else NULL */
+    /* "ns/name" -> json_object*: Kubernetes' own PodGroups (scheduling.k8s.io/v1beta1), where
+     * the server serves them and the user may list them; a job whose pods name one in
+     * spec.schedulingGroup (tf-operator --gang-api native) is shown with its conditions. */
+    GHashTable *native_groups;
+    json_object *events; /* array of core/v1 Events, may be NULL */
+    KbctlDra *dra;       /* with KBCTL_LOAD_DRA, else NULL */
 } KbctlWorld;
 
 /*
@@ -95,6 +99,10 @@ gboolean kbctl_node_ready(const KbNode *node);
 gint64 kbctl_queue_gpus(json_object *queue, const char *field);
 gint64 kbctl_queue_deserved_gpus(json_object *queue);
 gint64 kbctl_queue_allocated_gpus(const KbctlWorld *w, json_object *queue);
+
+/* A PodGroup's minimum: spec.minMember, or Kubernetes' own spec.schedulingPolicy.gang.minCount;
+ * @fallback when it has neither. */
+gint64 kbctl_group_min_member(json_object *group, gint64 fallback);
 /* A queue's deserved share as a ResourceList (name -> quantity, zeros but the GPUs' left out) from
  * the per-resource status kube-batchd writes (`status.resources[NAME].deserved`); an older
  * kube-batchd's `status.deserved` is read as is. NULL when the status has neither. New reference.

@@ -336,6 +336,14 @@ typedef struct {
     gint64 runtime[KB_QUEUE_HISTORY_BUCKETS][KB_QUEUE_HISTORY_KEEP];
 } KbQueueHistory;
 
+/*
+ * Where a Queue's CRD prunes status fields it does not declare (Volcano's own Queue CRD declares
+ * only Volcano's), kube-batchd keeps status.usage and status.runtimeHistory in these annotations
+ * instead, as the same JSON text; the decoder reads both places and takes the newer `time`.
+ */
+#define KB_QUEUE_USAGE_ANNOTATION   "kube-batchd.io/usage"
+#define KB_QUEUE_HISTORY_ANNOTATION "kube-batchd.io/runtime-history"
+
 /* The names of the buckets in status.runtimeHistory.runtimeSeconds, by index: "0" (no GPU), "1",
  * "2-4", "5-8", "9-16", "17+" GPUs. */
 extern const char *const kb_queue_history_buckets[KB_QUEUE_HISTORY_BUCKETS];

@@ -447,8 +447,8 @@ static gboolean native_spec(json_object *spec, KbPodGroup *pg, GError **error)
     int mode;
     if (!native_parent(spec, pg, error) ||
         !(pg->composite ? composite_policy(spec, pg, error) : native_policy(spec, pg, error)) ||
-        !native_topology(spec, pg, error) ||
-        !native_workload_ref(spec, pg, error) || !native_priority(spec, pg, error) ||
+        !native_topology(spec, pg, error) || !native_workload_ref(spec, pg, error) ||
+        !native_priority(spec, pg, error) ||
         !native_union(spec, "disruptionMode", "single", "all", &mode, error))
         return FALSE;
     pg->disruption_all = mode == 1;
@@ -769,11 +769,53 @@ static gboolean queue_body(json_object *obj, KbQueue *q, GError **error)
     return TRUE;
 }
 
+/*
+ * Annotation @key of @q (KB_QUEUE_USAGE_ANNOTATION or KB_QUEUE_HISTORY_ANNOTATION), if present,
+ * read as status.@member would be (@read), taken when its time is newer than what the status
+ * gave. Errors name the annotation.
+ */
+static gboolean queue_annotation(KbQueue *q, const char *key, const char *member,
+                                 gboolean (*read)(json_object *, KbQueue *, GError **),
+                                 GError **error)
+{
+    const char *text = g_hash_table_lookup(q->meta.annotations, key);
+    if (text == NULL)
+        return TRUE;
+    json_object *parsed = json_tokener_parse(text);
+    if (parsed == NULL) {
+        g_set_error(error, KB_ERROR, KB_ERROR_DECODE,
+                    "metadata.annotations[%s]: expected a JSON object, got \"%.40s%s\"", key, text,
+                    strlen(text) > 40 ? "..." : "");
+        return FALSE;
+    }
+    json_object *holder = json_object_new_object();
+    json_object_object_add(holder, member, parsed);
+    g_autofree KbQueue *from = g_new0(KbQueue, 1);
+    gboolean ok = read(holder, from, error);
+    json_object_put(holder);
+    if (!ok) {
+        g_prefix_error(error, "metadata.annotations[%s]: ", key);
+        return FALSE;
+    }
+    if (from->usage_time > q->usage_time) {
+        memcpy(q->usage, from->usage, sizeof q->usage);
+        q->usage_time = from->usage_time;
+    }
+    if (from->history != NULL && (q->history == NULL || from->history->time > q->history->time)) {
+        g_free(q->history);
+        q->history = g_steal_pointer(&from->history);
+    }
+    g_free(from->history);
+    return TRUE;
+}
+
 KbQueue *kb_queue_decode(json_object *obj, gboolean keep_raw, GError **error)
 {
     g_autoptr(KbQueue) q = g_new0(KbQueue, 1);
     if (!kb_meta_decode(obj, KB_KIND_QUEUE, keep_raw, &q->meta, error) ||
-        !queue_body(obj, q, error)) {
+        !queue_body(obj, q, error) ||
+        !queue_annotation(q, KB_QUEUE_USAGE_ANNOTATION, "usage", queue_usage, error) ||
+        !queue_annotation(q, KB_QUEUE_HISTORY_ANNOTATION, "runtimeHistory", queue_history, error)) {
         kb_decode_prefix_object(error, "queue", &q->meta);
         return NULL;
     }

@@ -14,10 +14,11 @@
 #define DEFAULT_MAX_BACKOFF_MS 30000
 
 typedef struct {
-    char *key; /* "<plural>|ns/name" */
+    char *key; /* "<plural>.<group>|ns/name[|<subresource>]" */
     const KbResourceType *type;
     char *namespace_;
     char *name;
+    const char *subresource; /* "status", or NULL: the object itself (queue annotations) */
     KbPatchType patch_type;
     char *body; /* the latest patch text */
     gboolean in_flight;
@@ -46,6 +47,10 @@ struct KbStatusWriter {
     /* A composite's child: "plural.group|ns/name" -> "status\nmessage" of the condition last
      * queued (written from every cycle, not only changed ones: a child's state is not the job's) */
     GHashTable *child_last;
+    /* "<plural>.<group>" of the types whose server dropped the status.usage or
+     * status.runtimeHistory we wrote (their CRD's schema prunes what it does not declare): those
+     * go into the queue's annotations instead (kb-objects.h, KB_QUEUE_USAGE_ANNOTATION). */
+    GHashTable *pruning;
     guint64 counts[KB_STATUS_N_RESULTS];
     guint64 dropped; /* writes refused because KB_STATUS_MAX_ENTRIES were pending */
     gboolean held;   /* kb_status_writer_set_held: queued writes wait */
@@ -103,6 +108,7 @@ static void writer_unref(KbStatusWriter *w)
     g_hash_table_unref(w->usage_last);
     g_hash_table_unref(w->history_last);
     g_hash_table_unref(w->child_last);
+    g_hash_table_unref(w->pruning);
     g_free(w);
 }
 
@@ -119,6 +125,7 @@ KbStatusWriter *kb_status_writer_new(KbClient *client, KbRecorder *recorder)
     w->usage_last = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, usage_last_free);
     w->history_last = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, history_last_free);
     w->child_last = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    w->pruning = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     return w;
 }
 
@@ -228,6 +235,8 @@ typedef struct {
     Entry *entry;
 } Call;
 
+static void check_pruned(KbStatusWriter *w, const Entry *e, json_object *answer);
+
 static void on_written(const KbResponse *resp, gpointer data)
 {
     Call *c = data;
@@ -242,6 +251,7 @@ static void on_written(const KbResponse *resp, gpointer data)
         e->attempts = 0;
         send_entry(w, e);
     } else if (resp->error == NULL) {
+        check_pruned(w, e, resp->body);
         finish(w, e, KB_STATUS_WRITTEN);
     } else if (g_error_matches(resp->error, KB_ERROR, KB_ERROR_NOT_FOUND)) {
         g_debug("%s %s: gone, status not written", e->type->plural, e->name);
@@ -262,7 +272,7 @@ static void send_entry(KbStatusWriter *w, Entry *e)
                      .type = e->type,
                      .namespace_ = e->namespace_,
                      .name = e->name,
-                     .subresource = "status",
+                     .subresource = e->subresource,
                      .body = body,
                      .content_type = ct};
     Call *c = g_new0(Call, 1);
@@ -289,13 +299,15 @@ static void merge_into(json_object *dst, json_object *src)
     }
 }
 
-/* Queue @body (consumed) as the status of @type @ns/@name. */
-static void enqueue(KbStatusWriter *w, const KbResourceType *type, const char *namespace_,
-                    const char *name, KbPatchType patch_type, json_object *body)
+/* Queue @body (consumed) as a patch of @subresource ("status" or NULL) of @type @ns/@name. */
+static void enqueue_at(KbStatusWriter *w, const KbResourceType *type, const char *namespace_,
+                       const char *name, const char *subresource, KbPatchType patch_type,
+                       json_object *body)
 {
     /* The group too: every PodGroup dialect's plural is "podgroups". */
-    g_autofree char *key = g_strdup_printf("%s.%s|%s/%s", type->plural, type->group,
-                                           namespace_ != NULL ? namespace_ : "", name);
+    g_autofree char *key = g_strdup_printf(
+            "%s.%s|%s/%s%s%s", type->plural, type->group, namespace_ != NULL ? namespace_ : "",
+            name, subresource != NULL ? "|" : "", subresource != NULL ? subresource : "");
     Entry *e = g_hash_table_lookup(w->entries, key);
     /*
      * A merge patch of the same object not known to be written yet (held, waiting to retry, or
@@ -328,6 +340,7 @@ static void enqueue(KbStatusWriter *w, const KbResourceType *type, const char *n
         e->type = type;
         e->namespace_ = g_strdup(namespace_);
         e->name = g_strdup(name);
+        e->subresource = subresource;
         e->writer = w;
         g_hash_table_insert(w->entries, e->key, e);
     }
@@ -347,6 +360,13 @@ static void enqueue(KbStatusWriter *w, const KbResourceType *type, const char *n
     if (w->held)
         return; /* sent by kb_status_writer_set_held(FALSE) */
     send_entry(w, e);
+}
+
+/* Queue @body (consumed) as the status of @type @ns/@name. */
+static void enqueue(KbStatusWriter *w, const KbResourceType *type, const char *namespace_,
+                    const char *name, KbPatchType patch_type, json_object *body)
+{
+    enqueue_at(w, type, namespace_, name, "status", patch_type, body);
 }
 
 void kb_status_writer_set_held(KbStatusWriter *writer, gboolean held)
@@ -706,6 +726,97 @@ static void queue_resources(json_object *status, const KbQueueStatus *qs)
     json_object_object_add(status, "conditions", conds);
 }
 
+/* The queue status members kube-batchd reads back, and where they go when the server prunes them.
+ */
+static const struct {
+    const char *member;
+    const char *annotation;
+} kept_members[] = {
+        {"usage", KB_QUEUE_USAGE_ANNOTATION},
+        {"runtimeHistory", KB_QUEUE_HISTORY_ANNOTATION},
+};
+
+/*
+ * Queue @body (consumed: {"status": {...}}) for queue @name of @type; where @type's server
+ * prunes status.usage and status.runtimeHistory, those go into a merge patch of the queue's
+ * annotations instead (the status patch is left out when nothing else is in it).
+ */
+static void enqueue_queue(KbStatusWriter *w, const KbResourceType *type, const char *name,
+                          json_object *body)
+{
+    g_autofree char *tk = g_strdup_printf("%s.%s", type->plural, type->group);
+    json_object *status = json_object_object_get(body, "status");
+    if (g_hash_table_contains(w->pruning, tk) && status != NULL) {
+        json_object *annotations = NULL;
+        for (guint i = 0; i < G_N_ELEMENTS(kept_members); i++) {
+            json_object *v = json_object_object_get(status, kept_members[i].member);
+            if (v == NULL)
+                continue;
+            if (annotations == NULL)
+                annotations = json_object_new_object();
+            json_object_object_add(
+                    annotations, kept_members[i].annotation,
+                    json_object_new_string(json_object_to_json_string_ext(
+                            v, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)));
+            json_object_object_del(status, kept_members[i].member);
+        }
+        if (annotations != NULL) {
+            json_object *meta = json_object_new_object();
+            json_object_object_add(meta, "annotations", annotations);
+            json_object *patch = json_object_new_object();
+            json_object_object_add(patch, "metadata", meta);
+            enqueue_at(w, type, NULL, name, NULL, KB_PATCH_MERGE, patch);
+        }
+        if (json_object_object_length(status) == 0) {
+            json_object_put(body);
+            return;
+        }
+    }
+    enqueue(w, type, NULL, name, KB_PATCH_MERGE, body);
+}
+
+/*
+ * After a status write of @e succeeded with @answer (the object as stored): the members of
+ * kept_members it wrote that the answer lacks were pruned by the server (a CRD whose schema does
+ * not declare them, as Volcano's own Queue CRD): from now on they go into the queue's
+ * annotations for @e's type, these ones included.
+ */
+static void check_pruned(KbStatusWriter *w, const Entry *e, json_object *answer)
+{
+    if (e->subresource == NULL || answer == NULL)
+        return;
+    /* An answer without a status is not the object (a real server returns it whole). */
+    json_object *stored = json_object_object_get(answer, "status");
+    if (stored == NULL || !json_object_is_type(stored, json_type_object))
+        return;
+    json_object *sent = json_tokener_parse(e->body);
+    json_object *sent_status = json_object_object_get(sent, "status");
+    json_object *moved = NULL;
+    for (guint i = 0; i < G_N_ELEMENTS(kept_members); i++) {
+        json_object *v = json_object_object_get(sent_status, kept_members[i].member);
+        if (v == NULL || json_object_object_get_ex(stored, kept_members[i].member, NULL))
+            continue;
+        if (moved == NULL)
+            moved = json_object_new_object();
+        json_object_object_add(moved, kept_members[i].member, json_object_get(v));
+    }
+    json_object_put(sent);
+    if (moved == NULL)
+        return;
+    g_autofree char *tk = g_strdup_printf("%s.%s", e->type->plural, e->type->group);
+    if (!g_hash_table_contains(w->pruning, tk)) {
+        g_message("%s: the API server dropped the status.usage or status.runtimeHistory written on "
+                  "queue %s (the installed CRD's schema does not declare them, as Volcano's own "
+                  "Queue CRD does not): kube-batchd keeps them in the queue's annotations %s and "
+                  "%s from now on",
+                  tk, e->name, KB_QUEUE_USAGE_ANNOTATION, KB_QUEUE_HISTORY_ANNOTATION);
+        g_hash_table_add(w->pruning, g_steal_pointer(&tk));
+    }
+    json_object *body = json_object_new_object();
+    json_object_object_add(body, "status", moved);
+    enqueue_queue(w, e->type, e->name, body);
+}
+
 /* {resource: decayed usage in resource-seconds} for @qs (cpu in core-seconds), rounded to whole
  * units (thousandths of a core-second) so that noise does not make a change. */
 static json_object *usage_seconds(const KbQueueStatus *qs)
@@ -787,7 +898,7 @@ static gboolean history_flush(gpointer data)
     json_object_object_add(body, "status", status);
     l->at = g_get_real_time() / G_USEC_PER_SEC;
     g_clear_pointer(&l->pending, g_free);
-    enqueue(l->writer, l->type, NULL, l->name, KB_PATCH_MERGE, body);
+    enqueue_queue(l->writer, l->type, l->name, body);
     return G_SOURCE_REMOVE;
 }
 
@@ -863,7 +974,7 @@ static void apply_queue(KbStatusWriter *w, const KbQueueStatus *qs, gint64 now)
         json_object_put(body);
         return;
     }
-    enqueue(w, type, NULL, qs->name, KB_PATCH_MERGE, body);
+    enqueue_queue(w, type, qs->name, body);
 }
 
 void kb_status_writer_apply(KbStatusWriter *writer, const KbCycleResult *result)

@@ -25,7 +25,10 @@
  *   `runtimeHistory` ({"time", "runtimeSeconds": {bucket: [seconds, oldest first]}}, history.h)
  *   when the cycle reports changed samples, at most every KB_STATUS_USAGE_INTERVAL seconds
  *   (samples that come sooner wait: the next cycle after it or a timer writes them), read back
- *   through kb_history_restore.
+ *   through kb_history_restore. Where the server drops them from the status it stores (a CRD
+ *   whose schema does not declare them: Volcano's own Queue CRD), the writer notices it in the
+ *   answer and from then on writes both into the queue's annotations (KB_QUEUE_USAGE_ANNOTATION,
+ *   KB_QUEUE_HISTORY_ANNOTATION), a merge patch of the Queue itself; the decoder reads both.
  *
  * Writes are asynchronous on the client's main context and at most one per object is in flight; a
  * newer status replaces a queued one. A 404 (object or CRD gone) drops the write; 409, 429, 5xx

@@ -1,7 +1,7 @@
 /*
  * Integration tests of bin/kube-batchd against bin/kb-apiserver, both as child processes, driven
- * through the REST client as a user's tools would: CRDs from deploy/base/crds/, queues, nodes, pods and
- * PodGroups in; bindings, PodGroup conditions, events, /metrics and leader hand-over out.
+ * through the REST client as a user's tools would: CRDs from deploy/base/crds/, queues, nodes, pods
+ * and PodGroups in; bindings, PodGroup conditions, events, /metrics and leader hand-over out.
  *
  * Each test starts its own API server (fresh state) and daemons with --schedule-period 200ms.
  */
@@ -179,13 +179,22 @@ static gboolean wait_ready(Child *d, guint ms)
 
 /* ---- objects ------------------------------------------------------------------------------- */
 
+/* Our CRDs, with @queue_crd as the Volcano Queue's (NULL: ours). */
+static void install_crds_with(Cluster *cl, const char *queue_crd)
+{
+    const char *const files[] = {"deploy/base/crds/podgroup-volcano.yaml",
+                                 "deploy/base/crds/podgroup-kube-batch.yaml",
+                                 "deploy/base/crds/podgroup-x-k8s.yaml",
+                                 queue_crd != NULL ? queue_crd
+                                                   : "deploy/base/crds/queue-volcano.yaml",
+                                 "deploy/base/crds/queue-kube-batch.yaml",
+                                 NULL};
+    kb_test_install_crds(cl->client, files, 3000);
+}
+
 static void install_crds(Cluster *cl)
 {
-    const char *const files[] = {
-            "deploy/base/crds/podgroup-volcano.yaml", "deploy/base/crds/podgroup-kube-batch.yaml",
-            "deploy/base/crds/podgroup-x-k8s.yaml",   "deploy/base/crds/queue-volcano.yaml",
-            "deploy/base/crds/queue-kube-batch.yaml", NULL};
-    kb_test_install_crds(cl->client, files, 3000);
+    install_crds_with(cl, NULL);
 }
 
 /* A Ready node with @gpus GPUs, 64 cpus, 256Gi; @taint "k=v:Effect" or NULL. */
@@ -860,8 +869,7 @@ static char *native_condition(Cluster *cl, const char *name)
 static char *native_condition_of(Cluster *cl, const char *name, const char *type)
 {
     g_autoptr(GError) error = NULL;
-    json_object *g =
-            kb_client_get(cl->client, &kb_type_pod_groups_native, "default", name, &error);
+    json_object *g = kb_client_get(cl->client, &kb_type_pod_groups_native, "default", name, &error);
     g_assert_no_error(error);
     json_object *conds = kas_json_get(g, "status.conditions");
     char *out = NULL;
@@ -984,14 +992,14 @@ static void test_native_gang(void)
 
 static void add_composite(Cluster *cl, const char *name, int min_groups)
 {
-    kb_test_create(cl->client, &kb_type_composite_pod_groups, "default",
-                   kb_test_json_printf(
-                           "{\"apiVersion\":\"scheduling.k8s.io/v1alpha3\",\"kind\":"
-                           "\"CompositePodGroup\",\"metadata\":{\"name\":\"%s\",\"namespace\":"
-                           "\"default\"},\"spec\":{\"workloadRef\":{\"workloadName\":\"%s\","
-                           "\"templateName\":\"top\"},\"schedulingPolicy\":{\"gang\":{"
-                           "\"minGroupCount\":%d}}}}",
-                           name, name, min_groups));
+    kb_test_create(
+            cl->client, &kb_type_composite_pod_groups, "default",
+            kb_test_json_printf("{\"apiVersion\":\"scheduling.k8s.io/v1alpha3\",\"kind\":"
+                                "\"CompositePodGroup\",\"metadata\":{\"name\":\"%s\",\"namespace\":"
+                                "\"default\"},\"spec\":{\"workloadRef\":{\"workloadName\":\"%s\","
+                                "\"templateName\":\"top\"},\"schedulingPolicy\":{\"gang\":{"
+                                "\"minGroupCount\":%d}}}}",
+                                name, name, min_groups));
 }
 
 /* Child @name of @parent (minCount 2, inside one rack), created at @type's version, with its
@@ -1020,12 +1028,13 @@ static void add_child_group(Cluster *cl, const KbResourceType *type, const char 
 /* A node of @gpus GPUs in rack @rack. */
 static void add_rack_node(Cluster *cl, const char *name, const char *rack, int gpus)
 {
-    kb_test_create_node(cl->client,
-                        kb_test_json_printf("{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{"
-                                            "\"name\":\"%s\",\"labels\":{\"kubernetes.io/hostname\":"
-                                            "\"%s\",\"topology.kubernetes.io/rack\":\"%s\"}}}",
-                                            name, name, rack),
-                        gpus);
+    kb_test_create_node(
+            cl->client,
+            kb_test_json_printf("{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{"
+                                "\"name\":\"%s\",\"labels\":{\"kubernetes.io/hostname\":"
+                                "\"%s\",\"topology.kubernetes.io/rack\":\"%s\"}}}",
+                                name, name, rack),
+            gpus);
 }
 
 /* Condition @cond of @type @name as JSON text once it contains @needle (or the deadline passes:
@@ -1375,13 +1384,26 @@ static gboolean wait_queue_status(Cluster *cl, const char *queue, const char *do
 }
 
 /* Queue @queue's status.usage.resourceSeconds GPU figure, or -1 when none was written. */
+/* Queue @queue's decayed GPU usage as written in its status.usage, or else in its annotation
+ * (where the CRD prunes the status: KB_QUEUE_USAGE_ANNOTATION); -1 when in neither. */
 static double queue_gpu_usage(Cluster *cl, const char *queue)
 {
-    g_autofree char *text = queue_status_at(cl, queue, "status.usage.resourceSeconds");
+    g_autofree char *text = queue_status_at(cl, queue, "status.usage");
+    if (text == NULL) {
+        g_autoptr(GError) error = NULL;
+        json_object *q = kb_client_get(cl->client, &kb_type_queues_volcano, NULL, queue, &error);
+        g_assert_no_error(error);
+        json_object *ann = kas_json_get(q, "metadata.annotations");
+        text = g_strdup(
+                json_object_get_string(json_object_object_get(ann, KB_QUEUE_USAGE_ANNOTATION)));
+        json_object_put(q);
+    }
     json_object *o = text != NULL ? json_tokener_parse(text) : NULL, *v = NULL;
-    double gpu = o != NULL && json_object_object_get_ex(o, "nvidia.com/gpu", &v)
-                         ? json_object_get_double(v)
-                         : -1;
+    double gpu =
+            o != NULL && json_object_object_get_ex(json_object_object_get(o, "resourceSeconds"),
+                                                   "nvidia.com/gpu", &v)
+                    ? json_object_get_double(v)
+                    : -1;
     json_object_put(o);
     return gpu;
 }
@@ -1403,13 +1425,16 @@ static void add_jobs(Cluster *cl, const char *prefix, const char *queue, guint n
  * and both equal-weight queues submit 8 one-GPU jobs; a new kube-batchd reads the usage back and
  * its first cycles give the rested queue the larger part (6 of 8: busy counts as a third of its
  * weight); the Queue status still shows busy's usage. Without status.usage it would split 4/4.
+ * With @data, the Queue CRD to install: Volcano's own status schema prunes status.usage, so the
+ * usage must survive in the queue's annotation instead (and be absent from its status).
  */
-static void test_usage_survives_restart(void)
+static void test_usage_survives_restart(gconstpointer data)
 {
+    const char *queue_crd = data;
     if (!have_apiserver())
         return;
     g_autoptr(Cluster) cl = cluster_start();
-    install_crds(cl);
+    install_crds_with(cl, queue_crd);
     add_node(cl, "n1", 4, NULL);
     add_node(cl, "n2", 4, NULL);
     add_queue(cl, "busy", 1);
@@ -1467,6 +1492,12 @@ static void test_usage_survives_restart(void)
     g_assert_cmpuint(rested, ==, 6);
     g_assert_cmpuint(busy, ==, 2);
     g_assert_cmpfloat(queue_gpu_usage(cl, "busy"), >, 0);
+    if (queue_crd != NULL) {
+        g_autofree char *status_usage = queue_status_at(cl, "busy", "status.usage");
+        g_assert_null(status_usage);
+        g_autofree char *state = queue_status_at(cl, "busy", "status.state");
+        g_assert_cmpstr(state, ==, "Open");
+    }
     daemon_stop(d2);
     g_unlink(conf);
     g_rmdir(dir);
@@ -1478,12 +1509,11 @@ static void add_timed_job(Cluster *cl, const char *name, const char *queue, int 
                           int run_seconds)
 {
     add_group(cl, name, 1, queue, NULL);
-    g_autofree char *run =
-            run_seconds > 0
-                    ? g_strdup_printf(",\"sim.kube-batchd.io/run-seconds\":\"%d\","
-                                      "\"sim.kube-batchd.io/exit-code\":\"0\"",
-                                      run_seconds)
-                    : g_strdup("");
+    g_autofree char *run = run_seconds > 0
+                                   ? g_strdup_printf(",\"sim.kube-batchd.io/run-seconds\":\"%d\","
+                                                     "\"sim.kube-batchd.io/exit-code\":\"0\"",
+                                                     run_seconds)
+                                   : g_strdup("");
     kb_test_create(cl->client, &kb_type_pods, "default",
                    kb_test_json_printf(
                            "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\","
@@ -1728,7 +1758,11 @@ int main(int argc, char **argv)
     g_test_add_func("/batchd/preempt/native-group-disruption-target",
                     test_native_preempt_disruption_target);
     g_test_add_func("/batchd/queues/hierarchy-shares-and-cycle", test_hierarchical_queues);
-    g_test_add_func("/batchd/queues/usage-survives-restart", test_usage_survives_restart);
+    g_test_add_data_func("/batchd/queues/usage-survives-restart", NULL,
+                         test_usage_survives_restart);
+    g_test_add_data_func("/batchd/queues/usage-survives-restart-volcano-crd",
+                         "tests/data/crds/queue-volcano-upstream.yaml",
+                         test_usage_survives_restart);
     g_test_add_func("/batchd/queues/runtime-history-survives-restart",
                     test_history_survives_restart);
     g_test_add_func("/batchd/status/waits-for-bindings", test_status_waits_for_bindings);

@@ -677,6 +677,19 @@ static void test_queues(void)
     json_object *o = parse(js);
     g_assert_cmpfloat(json_object_get_double(json_object_object_get(o, "usageGpuHours")), ==, 12.5);
     json_object_put(o);
+    /* Where the Queue CRD prunes status.usage (Volcano's own), kube-batchd keeps it in the
+     * annotation kube-batchd.io/usage: shown the same. */
+    const char *annotate[] = {"annotate", "queues.scheduling.volcano.sh", "nlp",
+                              KB_QUEUE_USAGE_ANNOTATION
+                              "={\"time\":\"2026-11-27T08:00:00Z\",\"resourceSeconds\":"
+                              "{\"nvidia.com/gpu\":9000,\"cpu\":0}}",
+                              NULL};
+    g_assert_true(kb_test_kubectl(cluster.api, annotate, NULL, NULL, NULL, &status, &error));
+    g_assert_cmpint(status, ==, 0);
+    g_autofree char *nlp2 = kbctl_ok(get);
+    if (strstr(nlp2, "Usage:        2.5 GPU-hours, 0.0 cpu-hours (decayed, as of "
+                     "2026-11-27T08:00:00Z)") == NULL)
+        g_error("%s", nlp2);
 }
 
 /* ---- kb-apiserver's pod log, read by kubectl --------------------------------------------------
@@ -1053,7 +1066,8 @@ int main(int argc, char **argv)
     cluster.api = kb_test_apiserver_start(args, &error);
     g_assert_no_error(error);
     g_autofree char *crds = g_build_filename(kb_test_src_dir(), "deploy/base/crds", NULL);
-    g_autofree char *queue = g_build_filename(kb_test_src_dir(), "deploy/base/default-queue.yaml", NULL);
+    g_autofree char *queue =
+            g_build_filename(kb_test_src_dir(), "deploy/base/default-queue.yaml", NULL);
     const char *a1[] = {"apply", "-f", crds, NULL};
     const char *a2[] = {"apply", "-f", queue, NULL};
     int status = -1;

@@ -90,7 +90,8 @@ static void test_pod_init_overhead(void)
     g_assert_cmpint(pod->requests.v[KB_RES_EPHEMERAL_STORAGE], ==, G_GINT64_CONSTANT(1) << 30);
     g_assert_cmpint(pod->requests.v[KB_RES_PODS], ==, 1);
     g_autofree char *s = kb_resources_to_string(&pod->requests);
-    g_assert_cmpstr(s, ==, "cpu=2250m, memory=3192Mi, pods=1, nvidia.com/gpu=1, ephemeral-storage=1Gi");
+    g_assert_cmpstr(s, ==,
+                    "cpu=2250m, memory=3192Mi, pods=1, nvidia.com/gpu=1, ephemeral-storage=1Gi");
 }
 
 static void test_pod_gpu_limits_only(void)
@@ -103,7 +104,7 @@ static void test_pod_gpu_limits_only(void)
     g_assert_true(pod->meta.raw == obj);
     json_object_put(obj);
     g_assert_cmpstr(json_object_get_string(json_object_object_get(
-                        json_object_object_get(pod->meta.raw, "metadata"), "name")),
+                            json_object_object_get(pod->meta.raw, "metadata"), "name")),
                     ==, "gpu-burner");
 
     /* Requests default to limits, numbers as well as strings. */
@@ -217,14 +218,14 @@ static void test_pod_phases(void)
         KbPodPhase want;
         gboolean terminated;
     } cases[] = {
-        {"Pending", KB_POD_PENDING, FALSE},   {"Running", KB_POD_RUNNING, FALSE},
-        {"Succeeded", KB_POD_SUCCEEDED, TRUE}, {"Failed", KB_POD_FAILED, TRUE},
-        {"Unknown", KB_POD_UNKNOWN, FALSE},   {"Evicted", KB_POD_UNKNOWN, FALSE},
+            {"Pending", KB_POD_PENDING, FALSE},    {"Running", KB_POD_RUNNING, FALSE},
+            {"Succeeded", KB_POD_SUCCEEDED, TRUE}, {"Failed", KB_POD_FAILED, TRUE},
+            {"Unknown", KB_POD_UNKNOWN, FALSE},    {"Evicted", KB_POD_UNKNOWN, FALSE},
     };
     for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
         g_autofree char *text = g_strdup_printf(
-            "{\"metadata\":{\"name\":\"p\"},\"spec\":{},\"status\":{\"phase\":\"%s\"}}",
-            cases[i].phase);
+                "{\"metadata\":{\"name\":\"p\"},\"spec\":{},\"status\":{\"phase\":\"%s\"}}",
+                cases[i].phase);
         json_object *obj = parse(text);
         g_autoptr(KbPod) pod = kb_pod_decode(obj, FALSE, NULL);
         json_object_put(obj);
@@ -245,27 +246,27 @@ static void test_pod_group_name(void)
         const char *meta;
         const char *want;
     } cases[] = {
-        {"\"annotations\":{\"scheduling.k8s.io/group-name\":\"a\"}},\"spec\":{"
-         "\"schedulingGroup\":{\"podGroupName\":\"native\"}",
-         "native"},
-        {"\"annotations\":{\"scheduling.k8s.io/group-name\":\"a\"}},\"spec\":{"
-         "\"schedulingGroup\":{}",
-         "a"},
-        {"\"annotations\":{\"scheduling.k8s.io/group-name\":\"a\"},"
-         "\"labels\":{\"scheduling.x-k8s.io/pod-group\":\"b\"}",
-         "a"},
-        {"\"annotations\":{\"scheduling.k8s.io/group-name\":\"\"},"
-         "\"labels\":{\"scheduling.x-k8s.io/pod-group\":\"b\"}",
-         "b"},
-        {"\"labels\":{\"scheduling.x-k8s.io/pod-group\":\"\"}", NULL},
-        {"\"labels\":{\"pod-group\":\"x\"}", NULL},
+            {"\"annotations\":{\"scheduling.k8s.io/group-name\":\"a\"}},\"spec\":{"
+             "\"schedulingGroup\":{\"podGroupName\":\"native\"}",
+             "native"},
+            {"\"annotations\":{\"scheduling.k8s.io/group-name\":\"a\"}},\"spec\":{"
+             "\"schedulingGroup\":{}",
+             "a"},
+            {"\"annotations\":{\"scheduling.k8s.io/group-name\":\"a\"},"
+             "\"labels\":{\"scheduling.x-k8s.io/pod-group\":\"b\"}",
+             "a"},
+            {"\"annotations\":{\"scheduling.k8s.io/group-name\":\"\"},"
+             "\"labels\":{\"scheduling.x-k8s.io/pod-group\":\"b\"}",
+             "b"},
+            {"\"labels\":{\"scheduling.x-k8s.io/pod-group\":\"\"}", NULL},
+            {"\"labels\":{\"pod-group\":\"x\"}", NULL},
     };
     for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
         g_autofree char *text =
-            strstr(cases[i].meta, "\"spec\"") != NULL
-                    ? g_strdup_printf("{\"metadata\":{\"name\":\"p\",%s}}", cases[i].meta)
-                    : g_strdup_printf("{\"metadata\":{\"name\":\"p\",%s},\"spec\":{}}",
-                                      cases[i].meta);
+                strstr(cases[i].meta, "\"spec\"") != NULL
+                        ? g_strdup_printf("{\"metadata\":{\"name\":\"p\",%s}}", cases[i].meta)
+                        : g_strdup_printf("{\"metadata\":{\"name\":\"p\",%s},\"spec\":{}}",
+                                          cases[i].meta);
         json_object *obj = parse(text);
         g_autoptr(KbPod) pod = kb_pod_decode(obj, FALSE, NULL);
         json_object_put(obj);
@@ -278,10 +279,10 @@ static void test_pod_group_name(void)
  * fills in missing requests); whitespace around quantities is trimmed as UnmarshalJSON does. */
 static void test_pod_request_defaulting(void)
 {
-    json_object *obj = parse(
-        "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"resources\":{"
-        "\"requests\":{\"cpu\":\"0\",\"memory\":\" 1Gi \"},"
-        "\"limits\":{\"cpu\":\"2\",\"memory\":\"2Gi\",\"nvidia.com/gpu\":\"1\"}}}]}}");
+    json_object *obj =
+            parse("{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"resources\":{"
+                  "\"requests\":{\"cpu\":\"0\",\"memory\":\" 1Gi \"},"
+                  "\"limits\":{\"cpu\":\"2\",\"memory\":\"2Gi\",\"nvidia.com/gpu\":\"1\"}}}]}}");
     g_autoptr(GError) error = NULL;
     g_autoptr(KbPod) pod = kb_pod_decode(obj, FALSE, &error);
     json_object_put(obj);
@@ -629,9 +630,9 @@ static void test_podgroup_min_member_default(void)
     static const char *const specs[] = {"{}", "{\"minMember\":0}", "{\"minMember\":null}"};
     for (gsize i = 0; i < G_N_ELEMENTS(specs); i++) {
         g_autofree char *text = g_strdup_printf(
-            "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"metadata\":{\"name\":\"pg\","
-            "\"namespace\":\"ns\"},\"spec\":%s}",
-            specs[i]);
+                "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"metadata\":{\"name\":\"pg\","
+                "\"namespace\":\"ns\"},\"spec\":%s}",
+                specs[i]);
         json_object *obj = parse(text);
         g_autoptr(KbPodGroup) pg = kb_pod_group_decode(obj, FALSE, NULL);
         json_object_put(obj);
@@ -731,6 +732,78 @@ static void test_queue_usage(void)
     json_object_put(obj);
     g_assert_nonnull(q2);
     g_assert_cmpint(q2->usage_time, ==, 0);
+}
+
+/*
+ * Where the Queue's CRD prunes status.usage and status.runtimeHistory (Volcano's own), kube-batchd
+ * keeps them in annotations: both places are read and the newer time wins; a bad annotation is
+ * refused naming it.
+ */
+static void test_queue_usage_annotations(void)
+{
+    static const struct {
+        const char *status;      /* status members, or "" */
+        const char *annotations; /* metadata.annotations members */
+        double gpu;              /* usage read, or -1: refused */
+        guint history;           /* runtimes read in bucket "1" */
+        const char *error;
+    } cases[] = {
+            /* Annotations alone. */
+            {"",
+             "\"kube-batchd.io/usage\":\"{\\\"time\\\":\\\"2026-11-27T07:00:00Z\\\","
+             "\\\"resourceSeconds\\\":{\\\"nvidia.com/gpu\\\":7200}}\","
+             "\"kube-batchd.io/runtime-history\":\"{\\\"time\\\":\\\"2026-11-27T07:00:00Z\\\","
+             "\\\"runtimeSeconds\\\":{\\\"1\\\":[60,120]}}\"",
+             7200, 2, NULL},
+            /* The annotation is newer than the status: it wins. */
+            {"\"usage\":{\"time\":\"2026-11-27T06:00:00Z\",\"resourceSeconds\":{\"nvidia.com/gpu\":"
+             "100}}",
+             "\"kube-batchd.io/usage\":\"{\\\"time\\\":\\\"2026-11-27T07:00:00Z\\\","
+             "\\\"resourceSeconds\\\":{\\\"nvidia.com/gpu\\\":7200}}\"",
+             7200, 0, NULL},
+            /* The status is newer (an older kube-batchd's annotation left behind): it wins. */
+            {"\"usage\":{\"time\":\"2026-11-27T08:00:00Z\",\"resourceSeconds\":{\"nvidia.com/gpu\":"
+             "100}},\"runtimeHistory\":{\"time\":\"2026-11-27T08:00:00Z\",\"runtimeSeconds\":{"
+             "\"1\":[5]}}",
+             "\"kube-batchd.io/usage\":\"{\\\"time\\\":\\\"2026-11-27T07:00:00Z\\\","
+             "\\\"resourceSeconds\\\":{\\\"nvidia.com/gpu\\\":7200}}\","
+             "\"kube-batchd.io/runtime-history\":\"{\\\"time\\\":\\\"2026-11-27T07:00:00Z\\\","
+             "\\\"runtimeSeconds\\\":{\\\"1\\\":[60,120]}}\"",
+             100, 1, NULL},
+            {"", "\"kube-batchd.io/usage\":\"lots\"", -1, 0,
+             "queue q1: metadata.annotations[kube-batchd.io/usage]: expected a JSON object, got "
+             "\"lots\""},
+            {"",
+             "\"kube-batchd.io/usage\":\"{\\\"time\\\":\\\"2026-11-27T07:00:00Z\\\","
+             "\\\"resourceSeconds\\\":{\\\"cpu\\\":-1}}\"",
+             -1, 0,
+             "queue q1: metadata.annotations[kube-batchd.io/usage]: usage.resourceSeconds.cpu: "
+             "expected a number >= 0, got -1"},
+            {"", "\"kube-batchd.io/runtime-history\":\"[1]\"", -1, 0,
+             "queue q1: metadata.annotations[kube-batchd.io/runtime-history]: runtimeHistory: "},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *text = g_strdup_printf(
+                "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"Queue\","
+                "\"metadata\":{\"name\":\"q1\",\"annotations\":{%s}},\"status\":{%s}}",
+                cases[i].annotations, cases[i].status);
+        json_object *obj = json_tokener_parse(text);
+        if (obj == NULL)
+            g_error("case %u: not JSON: %s", i, text);
+        g_autoptr(GError) error = NULL;
+        g_autoptr(KbQueue) q = kb_queue_decode(obj, FALSE, &error);
+        json_object_put(obj);
+        if (cases[i].error != NULL) {
+            g_assert_null(q);
+            g_assert_nonnull(error);
+            if (strstr(error->message, cases[i].error) == NULL)
+                g_error("case %u: %s", i, error->message);
+            continue;
+        }
+        g_assert_no_error(error);
+        g_assert_cmpfloat(q->usage[KB_RES_GPU], ==, cases[i].gpu);
+        g_assert_cmpuint(q->history != NULL ? q->history->n[1] : 0, ==, cases[i].history);
+    }
 }
 
 /* status.runtimeHistory (scheduler/history.h) is read back per size bucket, oldest first; a bad
@@ -890,7 +963,8 @@ static void test_meta_object(void)
     kb_object_unref(meta);
     json_object_put(obj);
 
-    json_object *ev = parse("{\"kind\":\"Event\",\"metadata\":{\"name\":\"e\",\"namespace\":\"n\"}}");
+    json_object *ev =
+            parse("{\"kind\":\"Event\",\"metadata\":{\"name\":\"e\",\"namespace\":\"n\"}}");
     meta = kb_meta_object_decode(ev, FALSE, &error);
     json_object_put(ev);
     g_assert_cmpint(meta->kind, ==, KB_KIND_EVENT);
@@ -939,275 +1013,310 @@ typedef struct {
 } BadCase;
 
 #define POD_META "\"metadata\":{\"name\":\"p\",\"namespace\":\"default\"}"
-#define AFF                                                                                         \
+#define AFF                                                                                        \
     "\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":{"         \
     "\"nodeSelectorTerms\":"
-#define AFF_PATH                                                                                    \
+#define AFF_PATH                                                                                   \
     "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
 #define PG_API "\"apiVersion\":\"scheduling.volcano.sh/v1beta1\""
-#define CPG "\"metadata\":{\"name\":\"c\",\"namespace\":\"d\"}"
+#define CPG    "\"metadata\":{\"name\":\"c\",\"namespace\":\"d\"}"
 #define NPG                                                                                        \
-    "\"apiVersion\":\"scheduling.k8s.io/v1beta1\",\"metadata\":{\"name\":\"pg\",\"namespace\":"   \
+    "\"apiVersion\":\"scheduling.k8s.io/v1beta1\",\"metadata\":{\"name\":\"pg\",\"namespace\":"    \
     "\"d\"}"
 
 static const BadCase bad_cases[] = {
-    {"pod/not-an-object", D_POD, "[1,2]", "pod: object: expected an object, got [1,2]"},
-    {"pod/no-metadata", D_POD, "{\"spec\":{}}", "pod: metadata: missing"},
-    {"pod/no-name", D_POD, "{\"metadata\":{\"namespace\":\"default\"},\"spec\":{}}",
-     "pod: metadata.name: missing"},
-    {"pod/name-not-string", D_POD, "{\"metadata\":{\"name\":5},\"spec\":{}}",
-     "pod: metadata.name: expected a string, got 5"},
-    {"pod/label-not-string", D_POD,
-     "{\"metadata\":{\"name\":\"p\",\"namespace\":\"default\",\"labels\":{\"app\":1}},\"spec\":{}}",
-     "pod default/p: metadata.labels[\"app\"]: expected a string, got 1"},
-    {"pod/bad-timestamp", D_POD,
-     "{\"metadata\":{\"name\":\"p\",\"namespace\":\"d\",\"creationTimestamp\":\"yesterday\"},"
-     "\"spec\":{}}",
-     "pod d/p: metadata.creationTimestamp: invalid time \"yesterday\""},
-    {"pod/negative-generation", D_POD,
-     "{\"metadata\":{\"name\":\"p\",\"generation\":-1},\"spec\":{}}",
-     "pod p: metadata.generation: -1 out of range [0, 9223372036854775807]"},
-    {"pod/owner-not-object", D_POD,
-     "{\"metadata\":{\"name\":\"p\",\"namespace\":\"default\",\"ownerReferences\":[1]},\"spec\":{}}",
-     "pod default/p: metadata.ownerReferences[0]: expected an object, got 1"},
-    {"pod/no-spec", D_POD, "{" POD_META "}", "pod default/p: spec: missing"},
-    {"pod/containers-not-array", D_POD, "{" POD_META ",\"spec\":{\"containers\":{}}}",
-     "pod default/p: spec.containers: expected an array, got {}"},
-    {"pod/container-not-object", D_POD, "{" POD_META ",\"spec\":{\"containers\":[\"x\"]}}",
-     "pod default/p: spec.containers[0]: expected an object, got \"x\""},
-    {"pod/quantity-unknown-suffix", D_POD,
-     "{" POD_META ",\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"nvidia.com/gpu\":"
-     "\"12Qi\"}}}]}}",
-     "pod default/p: spec.containers[0].resources.requests[\"nvidia.com/gpu\"]: invalid quantity "
-     "\"12Qi\": unknown suffix \"Qi\""},
-    {"pod/quantity-not-string", D_POD,
-     "{" POD_META ",\"spec\":{\"containers\":[{},{\"resources\":{\"limits\":{\"cpu\":true}}}]}}",
-     "pod default/p: spec.containers[1].resources.limits[\"cpu\"]: expected a quantity, got true"},
-    {"pod/quantity-negative", D_POD,
-     "{" POD_META ",\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"cpu\":\"-1\"}}}]}}",
-     "pod default/p: spec.containers[0].resources.requests[\"cpu\"]: negative quantity \"-1\""},
-    {"pod/quantity-space", D_POD,
-     "{" POD_META ",\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"memory\":\"1 Gi\"}}}]}}",
-     "pod default/p: spec.containers[0].resources.requests[\"memory\"]: invalid quantity \"1 Gi\": "
-     "contains white space"},
-    {"pod/resources-not-object", D_POD,
-     "{" POD_META ",\"spec\":{\"containers\":[{\"resources\":[]}]}}",
-     "pod default/p: spec.containers[0].resources: expected an object, got []"},
-    {"pod/init-quantity", D_POD,
-     "{" POD_META ",\"spec\":{\"initContainers\":[{\"resources\":{\"requests\":{\"memory\":"
-     "\"1.2.3\"}}}]}}",
-     "pod default/p: spec.initContainers[0].resources.requests[\"memory\"]: invalid quantity "
-     "\"1.2.3\": more than one decimal point"},
-    {"pod/init-restart-policy", D_POD,
-     "{" POD_META ",\"spec\":{\"initContainers\":[{\"restartPolicy\":1}]}}",
-     "pod default/p: spec.initContainers[0].restartPolicy: expected a string, got 1"},
-    {"pod/overhead", D_POD, "{" POD_META ",\"spec\":{\"overhead\":{\"cpu\":\"lots\"}}}",
-     "pod default/p: spec.overhead[\"cpu\"]: invalid quantity \"lots\": no digits"},
-    {"pod/priority-string", D_POD, "{" POD_META ",\"spec\":{\"priority\":\"high\"}}",
-     "pod default/p: spec.priority: expected an integer, got \"high\""},
-    {"pod/priority-range", D_POD, "{" POD_META ",\"spec\":{\"priority\":3000000000}}",
-     "pod default/p: spec.priority: 3000000000 out of range [-2147483648, 2147483647]"},
-    {"pod/scheduler-name-type", D_POD, "{" POD_META ",\"spec\":{\"schedulerName\":[]}}",
-     "pod default/p: spec.schedulerName: expected a string, got []"},
-    {"pod/node-selector-value", D_POD, "{" POD_META ",\"spec\":{\"nodeSelector\":{\"disk\":1}}}",
-     "pod default/p: spec.nodeSelector[\"disk\"]: expected a string, got 1"},
-    {"pod/toleration-operator", D_POD,
-     "{" POD_META ",\"spec\":{\"tolerations\":[{\"key\":\"k\",\"operator\":\"Maybe\"}]}}",
-     "pod default/p: spec.tolerations[0].operator: unknown operator \"Maybe\""},
-    {"pod/toleration-effect", D_POD,
-     "{" POD_META ",\"spec\":{\"tolerations\":[{},{\"key\":\"k\",\"effect\":\"NoWay\"}]}}",
-     "pod default/p: spec.tolerations[1].effect: unknown effect \"NoWay\""},
-    {"pod/affinity-not-object", D_POD,
-     "{" POD_META ",\"spec\":{\"affinity\":{\"nodeAffinity\":7}}}",
-     "pod default/p: spec.affinity.nodeAffinity: expected an object, got 7"},
-    {"pod/affinity-operator", D_POD,
-     "{" POD_META ",\"spec\":{" AFF "[{\"matchExpressions\":[{\"key\":\"k\",\"operator\":"
-     "\"Like\"}]}]}}}}}",
-     "pod default/p: " AFF_PATH "[0].matchExpressions[0].operator: unknown operator \"Like\""},
-    {"pod/affinity-value-type", D_POD,
-     "{" POD_META ",\"spec\":{" AFF "[{},{\"matchExpressions\":[{\"key\":\"k\",\"operator\":"
-     "\"In\",\"values\":[\"a\",3]}]}]}}}}}",
-     "pod default/p: " AFF_PATH "[1].matchExpressions[0].values[1]: expected a string, got 3"},
-    {"pod/affinity-field-key", D_POD,
-     "{" POD_META ",\"spec\":{" AFF "[{\"matchFields\":[{\"operator\":\"In\",\"values\":"
-     "[\"n\"]}]}]}}}}}",
-     "pod default/p: " AFF_PATH "[0].matchFields[0].key: missing"},
-    /* What kube-apiserver's validation refuses in matchFields, refused here too. */
-    {"pod/affinity-field-not-name", D_POD,
-     "{" POD_META ",\"spec\":{" AFF "[{\"matchFields\":[{\"key\":\"metadata.labels\","
-     "\"operator\":\"In\",\"values\":[\"n\"]}]}]}}}}}",
-     "pod default/p: " AFF_PATH "[0].matchFields[0].key: \"metadata.labels\" is not a node field "
-     "(only metadata.name)"},
-    {"pod/affinity-field-operator", D_POD,
-     "{" POD_META ",\"spec\":{" AFF "[{},{\"matchExpressions\":[],\"matchFields\":[{\"key\":"
-     "\"metadata.name\",\"operator\":\"In\",\"values\":[\"a\"]},{\"key\":\"metadata.name\","
-     "\"operator\":\"Exists\"}]}]}}}}}",
-     "pod default/p: " AFF_PATH "[1].matchFields[1].operator: \"Exists\" is not In or NotIn, as a "
-     "node field selector needs"},
-    {"pod/affinity-field-values", D_POD,
-     "{" POD_META ",\"spec\":{" AFF "[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":"
-     "\"NotIn\",\"values\":[\"a\",\"b\"]}]}]}}}}}",
-     "pod default/p: " AFF_PATH "[0].matchFields[0].values: 2 values, a node field selector takes "
-     "exactly one"},
-    {"pod/affinity-field-no-values", D_POD,
-     "{" POD_META ",\"spec\":{" AFF "[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":"
-     "\"In\",\"values\":[]}]}]}}}}}",
-     "pod default/p: " AFF_PATH "[0].matchFields[0].values: 0 values, a node field selector takes "
-     "exactly one"},
-    {"pod/affinity-term-type", D_POD, "{" POD_META ",\"spec\":{" AFF "[null]}}}}}",
-     "pod default/p: " AFF_PATH "[0]: expected an object, got null"},
-    {"pod/exit-code-string", D_POD,
-     "{" POD_META ",\"spec\":{},\"status\":{\"containerStatuses\":[{\"name\":\"c\",\"state\":{"
-     "\"terminated\":{\"exitCode\":\"137\"}}}]}}",
-     "pod default/p: status.containerStatuses[0].state.terminated.exitCode: expected an integer, "
-     "got \"137\""},
-    {"pod/phase-type", D_POD, "{" POD_META ",\"spec\":{},\"status\":{\"phase\":2}}",
-     "pod default/p: status.phase: expected a string, got 2"},
-    {"node/taint-no-effect", D_NODE,
-     "{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"taints\":[{\"key\":\"k\"}]}}",
-     "node n1: spec.taints[0].effect: unknown effect \"\""},
-    {"node/taint-no-key", D_NODE,
-     "{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"taints\":[{\"effect\":\"NoSchedule\"}]}}",
-     "node n1: spec.taints[0].key: missing"},
-    {"node/allocatable-quantity", D_NODE,
-     "{\"metadata\":{\"name\":\"n1\"},\"status\":{\"allocatable\":{\"memory\":\"12Qi\"}}}",
-     "node n1: status.allocatable[\"memory\"]: invalid quantity \"12Qi\": unknown suffix \"Qi\""},
-    {"node/capacity-type", D_NODE, "{\"metadata\":{\"name\":\"n1\"},\"status\":{\"capacity\":[]}}",
-     "node n1: status.capacity: expected an object, got []"},
-    {"node/unschedulable-string", D_NODE,
-     "{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"unschedulable\":\"yes\"}}",
-     "node n1: spec.unschedulable: expected a boolean, got \"yes\""},
-    {"node/conditions-type", D_NODE,
-     "{\"metadata\":{\"name\":\"n1\"},\"status\":{\"conditions\":{\"type\":\"Ready\"}}}",
-     "node n1: status.conditions: expected an array, got {\"type\":\"Ready\"}"},
-    {"podgroup/unknown-api", D_PODGROUP,
-     "{\"apiVersion\":\"scheduling.k8s.io/v1\",\"metadata\":{\"name\":\"pg\",\"namespace\":\"d\"}}",
-     "podgroup d/pg: apiVersion: unknown PodGroup API \"scheduling.k8s.io/v1\""},
-    {"podgroup/no-api", D_PODGROUP, "{\"metadata\":{\"name\":\"pg\",\"namespace\":\"d\"}}",
-     "podgroup d/pg: apiVersion: unknown PodGroup API \"\""},
-    {"podgroup/min-member-negative", D_PODGROUP,
-     "{" PG_API ",\"metadata\":{\"name\":\"pg\",\"namespace\":\"d\"},\"spec\":{\"minMember\":-1}}",
-     "podgroup d/pg: spec.minMember: -1 out of range [0, 2147483647]"},
-    {"podgroup/min-resources", D_PODGROUP,
-     "{" PG_API ",\"metadata\":{\"name\":\"pg\",\"namespace\":\"d\"},\"spec\":{\"minResources\":"
-     "{\"cpu\":\"x\"}}}",
-     "podgroup d/pg: spec.minResources[\"cpu\"]: invalid quantity \"x\": no digits"},
-    {"podgroup/timeout-type", D_PODGROUP,
-     "{\"apiVersion\":\"scheduling.x-k8s.io/v1alpha1\",\"metadata\":{\"name\":\"pg\",\"namespace\":"
-     "\"d\"},\"spec\":{\"scheduleTimeoutSeconds\":\"60s\"}}",
-     "podgroup d/pg: spec.scheduleTimeoutSeconds: expected an integer, got \"60s\""},
-    {"podgroup/queue-type", D_PODGROUP,
-     "{" PG_API ",\"metadata\":{\"name\":\"pg\",\"namespace\":\"d\"},\"spec\":{\"queue\":{}}}",
-     "podgroup d/pg: spec.queue: expected a string, got {}"},
-    {"composite/no-spec", D_CPG, "{" CPG "}", "compositepodgroup d/c: spec: Required value"},
-    {"composite/other-api", D_CPG,
-     "{\"apiVersion\":\"scheduling.k8s.io/v1beta1\"," CPG ",\"spec\":{}}",
-     "compositepodgroup d/c: apiVersion: \"scheduling.k8s.io/v1beta1\" where "
-     "scheduling.k8s.io/v1alpha3 was listed"},
-    {"composite/no-policy", D_CPG, "{" CPG ",\"spec\":{}}",
-     "compositepodgroup d/c: spec.schedulingPolicy: must specify one of: `basic`, `gang`"},
-    {"composite/min-group-count-zero", D_CPG,
-     "{" CPG ",\"spec\":{\"schedulingPolicy\":{\"gang\":{\"minGroupCount\":0}}}}",
-     "compositepodgroup d/c: spec.schedulingPolicy.gang.minGroupCount: must be at least 1, got 0"},
-    {"composite/min-count-not-min-group-count", D_CPG,
-     "{" CPG ",\"spec\":{\"schedulingPolicy\":{\"gang\":{\"minCount\":2}}}}",
-     "compositepodgroup d/c: spec.schedulingPolicy.gang.minGroupCount: must be at least 1, got 0"},
-    {"composite/min-group-count-type", D_CPG,
-     "{" CPG ",\"spec\":{\"schedulingPolicy\":{\"gang\":{\"minGroupCount\":\"3\"}}}}",
-     "compositepodgroup d/c: spec.schedulingPolicy.gang.minGroupCount: expected an integer, got "
-     "\"3\""},
-    {"composite/parent-type", D_CPG,
-     "{" CPG ",\"spec\":{\"parentCompositePodGroupName\":7,\"schedulingPolicy\":{\"basic\":{}}}}",
-     "compositepodgroup d/c: spec.parentCompositePodGroupName: expected a string, got 7"},
-    {"composite/disruption-both", D_CPG,
-     "{" CPG ",\"spec\":{\"schedulingPolicy\":{\"basic\":{}},\"disruptionMode\":{\"single\":{},"
-     "\"all\":{}}}}",
-     "compositepodgroup d/c: spec.disruptionMode: exactly one of `single`, `all` is required, but "
-     "multiple fields are set"},
-    {"podgroup/v1alpha3-parent-type", D_PODGROUP,
-     "{\"apiVersion\":\"scheduling.k8s.io/v1alpha3\",\"metadata\":{\"name\":\"pg\",\"namespace\":"
-     "\"d\"},\"spec\":{\"parentCompositePodGroupName\":[],\"schedulingPolicy\":{\"basic\":{}}}}",
-     "podgroup d/pg: spec.parentCompositePodGroupName: expected a string, got []"},
-    {"podgroup/native-no-spec", D_PODGROUP, "{" NPG "}", "podgroup d/pg: spec: Required value"},
-    {"podgroup/native-no-policy", D_PODGROUP, "{" NPG ",\"spec\":{}}",
-     "podgroup d/pg: spec.schedulingPolicy: must specify one of: `basic`, `gang`"},
-    {"podgroup/native-both-policies", D_PODGROUP,
-     "{" NPG ",\"spec\":{\"schedulingPolicy\":{\"basic\":{},\"gang\":{\"minCount\":2}}}}",
-     "podgroup d/pg: spec.schedulingPolicy: exactly one of `basic`, `gang` is required, but "
-     "multiple fields are set"},
-    {"podgroup/native-min-count-zero", D_PODGROUP,
-     "{" NPG ",\"spec\":{\"schedulingPolicy\":{\"gang\":{\"minCount\":0}}}}",
-     "podgroup d/pg: spec.schedulingPolicy.gang.minCount: must be at least 1, got 0"},
-    {"podgroup/native-min-count-type", D_PODGROUP,
-     "{" NPG ",\"spec\":{\"schedulingPolicy\":{\"gang\":{\"minCount\":\"4\"}}}}",
-     "podgroup d/pg: spec.schedulingPolicy.gang.minCount: expected an integer, got \"4\""},
-    {"podgroup/native-gang-type", D_PODGROUP,
-     "{" NPG ",\"spec\":{\"schedulingPolicy\":{\"gang\":4}}}",
-     "podgroup d/pg: spec.schedulingPolicy.gang: expected an object, got 4"},
-    {"podgroup/native-disruption-both", D_PODGROUP,
-     "{" NPG ",\"spec\":{\"schedulingPolicy\":{\"basic\":{}},\"disruptionMode\":{\"single\":{},"
-     "\"all\":{}}}}",
-     "podgroup d/pg: spec.disruptionMode: exactly one of `single`, `all` is required, but "
-     "multiple fields are set"},
-    {"podgroup/native-preemption-policy", D_PODGROUP,
-     "{" NPG ",\"spec\":{\"schedulingPolicy\":{\"basic\":{}},\"preemptionPolicy\":\"Sometimes\"}}",
-     "podgroup d/pg: spec.preemptionPolicy: unsupported value \"Sometimes\": supported values: "
-     "\"Never\", \"PreemptLowerPriority\""},
-    {"podgroup/native-topology-key", D_PODGROUP,
-     "{" NPG ",\"spec\":{\"schedulingPolicy\":{\"basic\":{}},\"schedulingConstraints\":{"
-     "\"topology\":[{}]}}}",
-     "podgroup d/pg: spec.schedulingConstraints.topology[0].key: Required value"},
-    {"podgroup/native-workload-ref", D_PODGROUP,
-     "{" NPG ",\"spec\":{\"schedulingPolicy\":{\"basic\":{}},\"workloadRef\":{\"workloadName\":"
-     "1}}}",
-     "podgroup d/pg: spec.workloadRef.workloadName: expected a string, got 1"},
-    {"podgroup/native-conditions", D_PODGROUP,
-     "{" NPG ",\"spec\":{\"schedulingPolicy\":{\"basic\":{}}},\"status\":{\"conditions\":[{"
-     "\"type\":\"PodGroupInitiallyScheduled\",\"status\":true}]}}",
-     "podgroup d/pg: status.conditions[0].status: expected a string, got true"},
-    {"pod/scheduling-group-type", D_POD,
-     "{\"metadata\":{\"name\":\"p\",\"namespace\":\"d\"},\"spec\":{\"schedulingGroup\":"
-     "{\"podGroupName\":[]}}}",
-     "pod d/p: spec.schedulingGroup.podGroupName: expected a string, got []"},
-    {"pod/pod-level-requests", D_POD,
-     "{\"metadata\":{\"name\":\"p\",\"namespace\":\"d\"},\"spec\":{\"resources\":"
-     "{\"requests\":{\"memory\":\"1 Gi\"}}}}",
-     "pod d/p: spec.resources.requests[\"memory\"]: invalid quantity \"1 Gi\": contains white space"},
-    {"queue/weight-negative", D_QUEUE, "{\"metadata\":{\"name\":\"q\"},\"spec\":{\"weight\":-2}}",
-     "queue q: spec.weight: -2 out of range [0, 2147483647]"},
-    {"queue/capability", D_QUEUE,
-     "{\"metadata\":{\"name\":\"q\"},\"spec\":{\"capability\":{\"memory\":\"1.5.5Gi\"}}}",
-     "queue q: spec.capability[\"memory\"]: invalid quantity \"1.5.5Gi\": more than one decimal "
-     "point"},
-    {"queue/deserved", D_QUEUE,
-     "{\"metadata\":{\"name\":\"q\"},\"spec\":{\"deserved\":{\"nvidia.com/gpu\":\"two\"}}}",
-     "queue q: spec.deserved[\"nvidia.com/gpu\"]: invalid quantity \"two\": no digits"},
-    {"queue/guarantee", D_QUEUE,
-     "{\"metadata\":{\"name\":\"q\"},\"spec\":{\"guarantee\":{\"resource\":{\"cpu\":\"-\"}}}}",
-     "queue q: spec.guarantee.resource[\"cpu\"]: invalid quantity \"-\": no digits"},
-    {"queue/guarantee-flat", D_QUEUE,
-     "{\"metadata\":{\"name\":\"q\"},\"spec\":{\"guarantee\":{\"resource\":\"8\"}}}",
-     "queue q: spec.guarantee.resource: expected an object, got \"8\""},
-    {"queue/reclaimable-string", D_QUEUE,
-     "{\"metadata\":{\"name\":\"q\"},\"spec\":{\"reclaimable\":\"no\"}}",
-     "queue q: spec.reclaimable: expected a boolean, got \"no\""},
-    {"queue/state-type", D_QUEUE, "{\"metadata\":{\"name\":\"q\"},\"status\":{\"state\":0}}",
-     "queue q: status.state: expected a string, got 0"},
-    {"priorityclass/value-string", D_PC, "{\"metadata\":{\"name\":\"high\"},\"value\":\"1000\"}",
-     "priorityclass high: value: expected an integer, got \"1000\""},
-    {"priorityclass/value-range", D_PC, "{\"metadata\":{\"name\":\"high\"},\"value\":2147483648}",
-     "priorityclass high: value: 2147483648 out of range [-2147483648, 2147483647]"},
-    {"lease/renew-time", D_LEASE,
-     "{\"metadata\":{\"name\":\"l\",\"namespace\":\"kube-system\"},\"spec\":{\"renewTime\":"
-     "\"2026-13-01T00:00:00.000000Z\"}}",
-     "lease kube-system/l: spec.renewTime: invalid time \"2026-13-01T00:00:00.000000Z\""},
-    {"lease/duration-negative", D_LEASE,
-     "{\"metadata\":{\"name\":\"l\"},\"spec\":{\"leaseDurationSeconds\":-15}}",
-     "lease l: spec.leaseDurationSeconds: -15 out of range [0, 2147483647]"},
-    {"meta/no-name", D_META, "{\"kind\":\"Service\",\"metadata\":{}}",
-     "object: metadata.name: missing"},
-    {"meta/labels-type", D_META, "{\"metadata\":{\"name\":\"svc\",\"labels\":[\"a\"]}}",
-     "object svc: metadata.labels: expected an object, got [\"a\"]"},
+        {"pod/not-an-object", D_POD, "[1,2]", "pod: object: expected an object, got [1,2]"},
+        {"pod/no-metadata", D_POD, "{\"spec\":{}}", "pod: metadata: missing"},
+        {"pod/no-name", D_POD, "{\"metadata\":{\"namespace\":\"default\"},\"spec\":{}}",
+         "pod: metadata.name: missing"},
+        {"pod/name-not-string", D_POD, "{\"metadata\":{\"name\":5},\"spec\":{}}",
+         "pod: metadata.name: expected a string, got 5"},
+        {"pod/label-not-string", D_POD,
+         "{\"metadata\":{\"name\":\"p\",\"namespace\":\"default\",\"labels\":{\"app\":1}},\"spec\":"
+         "{}}",
+         "pod default/p: metadata.labels[\"app\"]: expected a string, got 1"},
+        {"pod/bad-timestamp", D_POD,
+         "{\"metadata\":{\"name\":\"p\",\"namespace\":\"d\",\"creationTimestamp\":\"yesterday\"},"
+         "\"spec\":{}}",
+         "pod d/p: metadata.creationTimestamp: invalid time \"yesterday\""},
+        {"pod/negative-generation", D_POD,
+         "{\"metadata\":{\"name\":\"p\",\"generation\":-1},\"spec\":{}}",
+         "pod p: metadata.generation: -1 out of range [0, 9223372036854775807]"},
+        {"pod/owner-not-object", D_POD,
+         "{\"metadata\":{\"name\":\"p\",\"namespace\":\"default\",\"ownerReferences\":[1]},"
+         "\"spec\":{}}",
+         "pod default/p: metadata.ownerReferences[0]: expected an object, got 1"},
+        {"pod/no-spec", D_POD, "{" POD_META "}", "pod default/p: spec: missing"},
+        {"pod/containers-not-array", D_POD, "{" POD_META ",\"spec\":{\"containers\":{}}}",
+         "pod default/p: spec.containers: expected an array, got {}"},
+        {"pod/container-not-object", D_POD, "{" POD_META ",\"spec\":{\"containers\":[\"x\"]}}",
+         "pod default/p: spec.containers[0]: expected an object, got \"x\""},
+        {"pod/quantity-unknown-suffix", D_POD,
+         "{" POD_META ",\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"nvidia.com/gpu\":"
+         "\"12Qi\"}}}]}}",
+         "pod default/p: spec.containers[0].resources.requests[\"nvidia.com/gpu\"]: invalid "
+         "quantity "
+         "\"12Qi\": unknown suffix \"Qi\""},
+        {"pod/quantity-not-string", D_POD,
+         "{" POD_META
+         ",\"spec\":{\"containers\":[{},{\"resources\":{\"limits\":{\"cpu\":true}}}]}}",
+         "pod default/p: spec.containers[1].resources.limits[\"cpu\"]: expected a quantity, got "
+         "true"},
+        {"pod/quantity-negative", D_POD,
+         "{" POD_META
+         ",\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"cpu\":\"-1\"}}}]}}",
+         "pod default/p: spec.containers[0].resources.requests[\"cpu\"]: negative quantity \"-1\""},
+        {"pod/quantity-space", D_POD,
+         "{" POD_META
+         ",\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"memory\":\"1 Gi\"}}}]}}",
+         "pod default/p: spec.containers[0].resources.requests[\"memory\"]: invalid quantity \"1 "
+         "Gi\": "
+         "contains white space"},
+        {"pod/resources-not-object", D_POD,
+         "{" POD_META ",\"spec\":{\"containers\":[{\"resources\":[]}]}}",
+         "pod default/p: spec.containers[0].resources: expected an object, got []"},
+        {"pod/init-quantity", D_POD,
+         "{" POD_META ",\"spec\":{\"initContainers\":[{\"resources\":{\"requests\":{\"memory\":"
+         "\"1.2.3\"}}}]}}",
+         "pod default/p: spec.initContainers[0].resources.requests[\"memory\"]: invalid quantity "
+         "\"1.2.3\": more than one decimal point"},
+        {"pod/init-restart-policy", D_POD,
+         "{" POD_META ",\"spec\":{\"initContainers\":[{\"restartPolicy\":1}]}}",
+         "pod default/p: spec.initContainers[0].restartPolicy: expected a string, got 1"},
+        {"pod/overhead", D_POD, "{" POD_META ",\"spec\":{\"overhead\":{\"cpu\":\"lots\"}}}",
+         "pod default/p: spec.overhead[\"cpu\"]: invalid quantity \"lots\": no digits"},
+        {"pod/priority-string", D_POD, "{" POD_META ",\"spec\":{\"priority\":\"high\"}}",
+         "pod default/p: spec.priority: expected an integer, got \"high\""},
+        {"pod/priority-range", D_POD, "{" POD_META ",\"spec\":{\"priority\":3000000000}}",
+         "pod default/p: spec.priority: 3000000000 out of range [-2147483648, 2147483647]"},
+        {"pod/scheduler-name-type", D_POD, "{" POD_META ",\"spec\":{\"schedulerName\":[]}}",
+         "pod default/p: spec.schedulerName: expected a string, got []"},
+        {"pod/node-selector-value", D_POD,
+         "{" POD_META ",\"spec\":{\"nodeSelector\":{\"disk\":1}}}",
+         "pod default/p: spec.nodeSelector[\"disk\"]: expected a string, got 1"},
+        {"pod/toleration-operator", D_POD,
+         "{" POD_META ",\"spec\":{\"tolerations\":[{\"key\":\"k\",\"operator\":\"Maybe\"}]}}",
+         "pod default/p: spec.tolerations[0].operator: unknown operator \"Maybe\""},
+        {"pod/toleration-effect", D_POD,
+         "{" POD_META ",\"spec\":{\"tolerations\":[{},{\"key\":\"k\",\"effect\":\"NoWay\"}]}}",
+         "pod default/p: spec.tolerations[1].effect: unknown effect \"NoWay\""},
+        {"pod/affinity-not-object", D_POD,
+         "{" POD_META ",\"spec\":{\"affinity\":{\"nodeAffinity\":7}}}",
+         "pod default/p: spec.affinity.nodeAffinity: expected an object, got 7"},
+        {"pod/affinity-operator", D_POD,
+         "{" POD_META ",\"spec\":{" AFF "[{\"matchExpressions\":[{\"key\":\"k\",\"operator\":"
+         "\"Like\"}]}]}}}}}",
+         "pod default/p: " AFF_PATH "[0].matchExpressions[0].operator: unknown operator \"Like\""},
+        {"pod/affinity-value-type", D_POD,
+         "{" POD_META ",\"spec\":{" AFF "[{},{\"matchExpressions\":[{\"key\":\"k\",\"operator\":"
+         "\"In\",\"values\":[\"a\",3]}]}]}}}}}",
+         "pod default/p: " AFF_PATH "[1].matchExpressions[0].values[1]: expected a string, got 3"},
+        {"pod/affinity-field-key", D_POD,
+         "{" POD_META ",\"spec\":{" AFF "[{\"matchFields\":[{\"operator\":\"In\",\"values\":"
+         "[\"n\"]}]}]}}}}}",
+         "pod default/p: " AFF_PATH "[0].matchFields[0].key: missing"},
+        /* What kube-apiserver's validation refuses in matchFields, refused here too. */
+        {"pod/affinity-field-not-name", D_POD,
+         "{" POD_META ",\"spec\":{" AFF "[{\"matchFields\":[{\"key\":\"metadata.labels\","
+         "\"operator\":\"In\",\"values\":[\"n\"]}]}]}}}}}",
+         "pod default/p: " AFF_PATH
+         "[0].matchFields[0].key: \"metadata.labels\" is not a node field "
+         "(only metadata.name)"},
+        {"pod/affinity-field-operator", D_POD,
+         "{" POD_META ",\"spec\":{" AFF "[{},{\"matchExpressions\":[],\"matchFields\":[{\"key\":"
+         "\"metadata.name\",\"operator\":\"In\",\"values\":[\"a\"]},{\"key\":\"metadata.name\","
+         "\"operator\":\"Exists\"}]}]}}}}}",
+         "pod default/p: " AFF_PATH
+         "[1].matchFields[1].operator: \"Exists\" is not In or NotIn, as a "
+         "node field selector needs"},
+        {"pod/affinity-field-values", D_POD,
+         "{" POD_META ",\"spec\":{" AFF
+         "[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":"
+         "\"NotIn\",\"values\":[\"a\",\"b\"]}]}]}}}}}",
+         "pod default/p: " AFF_PATH
+         "[0].matchFields[0].values: 2 values, a node field selector takes "
+         "exactly one"},
+        {"pod/affinity-field-no-values", D_POD,
+         "{" POD_META ",\"spec\":{" AFF
+         "[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":"
+         "\"In\",\"values\":[]}]}]}}}}}",
+         "pod default/p: " AFF_PATH
+         "[0].matchFields[0].values: 0 values, a node field selector takes "
+         "exactly one"},
+        {"pod/affinity-term-type", D_POD, "{" POD_META ",\"spec\":{" AFF "[null]}}}}}",
+         "pod default/p: " AFF_PATH "[0]: expected an object, got null"},
+        {"pod/exit-code-string", D_POD,
+         "{" POD_META ",\"spec\":{},\"status\":{\"containerStatuses\":[{\"name\":\"c\",\"state\":{"
+         "\"terminated\":{\"exitCode\":\"137\"}}}]}}",
+         "pod default/p: status.containerStatuses[0].state.terminated.exitCode: expected an "
+         "integer, "
+         "got \"137\""},
+        {"pod/phase-type", D_POD, "{" POD_META ",\"spec\":{},\"status\":{\"phase\":2}}",
+         "pod default/p: status.phase: expected a string, got 2"},
+        {"node/taint-no-effect", D_NODE,
+         "{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"taints\":[{\"key\":\"k\"}]}}",
+         "node n1: spec.taints[0].effect: unknown effect \"\""},
+        {"node/taint-no-key", D_NODE,
+         "{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"taints\":[{\"effect\":\"NoSchedule\"}]}}",
+         "node n1: spec.taints[0].key: missing"},
+        {"node/allocatable-quantity", D_NODE,
+         "{\"metadata\":{\"name\":\"n1\"},\"status\":{\"allocatable\":{\"memory\":\"12Qi\"}}}",
+         "node n1: status.allocatable[\"memory\"]: invalid quantity \"12Qi\": unknown suffix "
+         "\"Qi\""},
+        {"node/capacity-type", D_NODE,
+         "{\"metadata\":{\"name\":\"n1\"},\"status\":{\"capacity\":[]}}",
+         "node n1: status.capacity: expected an object, got []"},
+        {"node/unschedulable-string", D_NODE,
+         "{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"unschedulable\":\"yes\"}}",
+         "node n1: spec.unschedulable: expected a boolean, got \"yes\""},
+        {"node/conditions-type", D_NODE,
+         "{\"metadata\":{\"name\":\"n1\"},\"status\":{\"conditions\":{\"type\":\"Ready\"}}}",
+         "node n1: status.conditions: expected an array, got {\"type\":\"Ready\"}"},
+        {"podgroup/unknown-api", D_PODGROUP,
+         "{\"apiVersion\":\"scheduling.k8s.io/"
+         "v1\",\"metadata\":{\"name\":\"pg\",\"namespace\":\"d\"}}",
+         "podgroup d/pg: apiVersion: unknown PodGroup API \"scheduling.k8s.io/v1\""},
+        {"podgroup/no-api", D_PODGROUP, "{\"metadata\":{\"name\":\"pg\",\"namespace\":\"d\"}}",
+         "podgroup d/pg: apiVersion: unknown PodGroup API \"\""},
+        {"podgroup/min-member-negative", D_PODGROUP,
+         "{" PG_API
+         ",\"metadata\":{\"name\":\"pg\",\"namespace\":\"d\"},\"spec\":{\"minMember\":-1}}",
+         "podgroup d/pg: spec.minMember: -1 out of range [0, 2147483647]"},
+        {"podgroup/min-resources", D_PODGROUP,
+         "{" PG_API
+         ",\"metadata\":{\"name\":\"pg\",\"namespace\":\"d\"},\"spec\":{\"minResources\":"
+         "{\"cpu\":\"x\"}}}",
+         "podgroup d/pg: spec.minResources[\"cpu\"]: invalid quantity \"x\": no digits"},
+        {"podgroup/timeout-type", D_PODGROUP,
+         "{\"apiVersion\":\"scheduling.x-k8s.io/"
+         "v1alpha1\",\"metadata\":{\"name\":\"pg\",\"namespace\":"
+         "\"d\"},\"spec\":{\"scheduleTimeoutSeconds\":\"60s\"}}",
+         "podgroup d/pg: spec.scheduleTimeoutSeconds: expected an integer, got \"60s\""},
+        {"podgroup/queue-type", D_PODGROUP,
+         "{" PG_API ",\"metadata\":{\"name\":\"pg\",\"namespace\":\"d\"},\"spec\":{\"queue\":{}}}",
+         "podgroup d/pg: spec.queue: expected a string, got {}"},
+        {"composite/no-spec", D_CPG, "{" CPG "}", "compositepodgroup d/c: spec: Required value"},
+        {"composite/other-api", D_CPG,
+         "{\"apiVersion\":\"scheduling.k8s.io/v1beta1\"," CPG ",\"spec\":{}}",
+         "compositepodgroup d/c: apiVersion: \"scheduling.k8s.io/v1beta1\" where "
+         "scheduling.k8s.io/v1alpha3 was listed"},
+        {"composite/no-policy", D_CPG, "{" CPG ",\"spec\":{}}",
+         "compositepodgroup d/c: spec.schedulingPolicy: must specify one of: `basic`, `gang`"},
+        {"composite/min-group-count-zero", D_CPG,
+         "{" CPG ",\"spec\":{\"schedulingPolicy\":{\"gang\":{\"minGroupCount\":0}}}}",
+         "compositepodgroup d/c: spec.schedulingPolicy.gang.minGroupCount: must be at least 1, got "
+         "0"},
+        {"composite/min-count-not-min-group-count", D_CPG,
+         "{" CPG ",\"spec\":{\"schedulingPolicy\":{\"gang\":{\"minCount\":2}}}}",
+         "compositepodgroup d/c: spec.schedulingPolicy.gang.minGroupCount: must be at least 1, got "
+         "0"},
+        {"composite/min-group-count-type", D_CPG,
+         "{" CPG ",\"spec\":{\"schedulingPolicy\":{\"gang\":{\"minGroupCount\":\"3\"}}}}",
+         "compositepodgroup d/c: spec.schedulingPolicy.gang.minGroupCount: expected an integer, "
+         "got "
+         "\"3\""},
+        {"composite/parent-type", D_CPG,
+         "{" CPG
+         ",\"spec\":{\"parentCompositePodGroupName\":7,\"schedulingPolicy\":{\"basic\":{}}}}",
+         "compositepodgroup d/c: spec.parentCompositePodGroupName: expected a string, got 7"},
+        {"composite/disruption-both", D_CPG,
+         "{" CPG ",\"spec\":{\"schedulingPolicy\":{\"basic\":{}},\"disruptionMode\":{\"single\":{},"
+         "\"all\":{}}}}",
+         "compositepodgroup d/c: spec.disruptionMode: exactly one of `single`, `all` is required, "
+         "but "
+         "multiple fields are set"},
+        {"podgroup/v1alpha3-parent-type", D_PODGROUP,
+         "{\"apiVersion\":\"scheduling.k8s.io/"
+         "v1alpha3\",\"metadata\":{\"name\":\"pg\",\"namespace\":"
+         "\"d\"},\"spec\":{\"parentCompositePodGroupName\":[],\"schedulingPolicy\":{\"basic\":{}}}"
+         "}",
+         "podgroup d/pg: spec.parentCompositePodGroupName: expected a string, got []"},
+        {"podgroup/native-no-spec", D_PODGROUP, "{" NPG "}", "podgroup d/pg: spec: Required value"},
+        {"podgroup/native-no-policy", D_PODGROUP, "{" NPG ",\"spec\":{}}",
+         "podgroup d/pg: spec.schedulingPolicy: must specify one of: `basic`, `gang`"},
+        {"podgroup/native-both-policies", D_PODGROUP,
+         "{" NPG ",\"spec\":{\"schedulingPolicy\":{\"basic\":{},\"gang\":{\"minCount\":2}}}}",
+         "podgroup d/pg: spec.schedulingPolicy: exactly one of `basic`, `gang` is required, but "
+         "multiple fields are set"},
+        {"podgroup/native-min-count-zero", D_PODGROUP,
+         "{" NPG ",\"spec\":{\"schedulingPolicy\":{\"gang\":{\"minCount\":0}}}}",
+         "podgroup d/pg: spec.schedulingPolicy.gang.minCount: must be at least 1, got 0"},
+        {"podgroup/native-min-count-type", D_PODGROUP,
+         "{" NPG ",\"spec\":{\"schedulingPolicy\":{\"gang\":{\"minCount\":\"4\"}}}}",
+         "podgroup d/pg: spec.schedulingPolicy.gang.minCount: expected an integer, got \"4\""},
+        {"podgroup/native-gang-type", D_PODGROUP,
+         "{" NPG ",\"spec\":{\"schedulingPolicy\":{\"gang\":4}}}",
+         "podgroup d/pg: spec.schedulingPolicy.gang: expected an object, got 4"},
+        {"podgroup/native-disruption-both", D_PODGROUP,
+         "{" NPG ",\"spec\":{\"schedulingPolicy\":{\"basic\":{}},\"disruptionMode\":{\"single\":{},"
+         "\"all\":{}}}}",
+         "podgroup d/pg: spec.disruptionMode: exactly one of `single`, `all` is required, but "
+         "multiple fields are set"},
+        {"podgroup/native-preemption-policy", D_PODGROUP,
+         "{" NPG
+         ",\"spec\":{\"schedulingPolicy\":{\"basic\":{}},\"preemptionPolicy\":\"Sometimes\"}}",
+         "podgroup d/pg: spec.preemptionPolicy: unsupported value \"Sometimes\": supported values: "
+         "\"Never\", \"PreemptLowerPriority\""},
+        {"podgroup/native-topology-key", D_PODGROUP,
+         "{" NPG ",\"spec\":{\"schedulingPolicy\":{\"basic\":{}},\"schedulingConstraints\":{"
+         "\"topology\":[{}]}}}",
+         "podgroup d/pg: spec.schedulingConstraints.topology[0].key: Required value"},
+        {"podgroup/native-workload-ref", D_PODGROUP,
+         "{" NPG ",\"spec\":{\"schedulingPolicy\":{\"basic\":{}},\"workloadRef\":{\"workloadName\":"
+         "1}}}",
+         "podgroup d/pg: spec.workloadRef.workloadName: expected a string, got 1"},
+        {"podgroup/native-conditions", D_PODGROUP,
+         "{" NPG ",\"spec\":{\"schedulingPolicy\":{\"basic\":{}}},\"status\":{\"conditions\":[{"
+         "\"type\":\"PodGroupInitiallyScheduled\",\"status\":true}]}}",
+         "podgroup d/pg: status.conditions[0].status: expected a string, got true"},
+        {"pod/scheduling-group-type", D_POD,
+         "{\"metadata\":{\"name\":\"p\",\"namespace\":\"d\"},\"spec\":{\"schedulingGroup\":"
+         "{\"podGroupName\":[]}}}",
+         "pod d/p: spec.schedulingGroup.podGroupName: expected a string, got []"},
+        {"pod/pod-level-requests", D_POD,
+         "{\"metadata\":{\"name\":\"p\",\"namespace\":\"d\"},\"spec\":{\"resources\":"
+         "{\"requests\":{\"memory\":\"1 Gi\"}}}}",
+         "pod d/p: spec.resources.requests[\"memory\"]: invalid quantity \"1 Gi\": contains white "
+         "space"},
+        {"queue/weight-negative", D_QUEUE,
+         "{\"metadata\":{\"name\":\"q\"},\"spec\":{\"weight\":-2}}",
+         "queue q: spec.weight: -2 out of range [0, 2147483647]"},
+        {"queue/capability", D_QUEUE,
+         "{\"metadata\":{\"name\":\"q\"},\"spec\":{\"capability\":{\"memory\":\"1.5.5Gi\"}}}",
+         "queue q: spec.capability[\"memory\"]: invalid quantity \"1.5.5Gi\": more than one "
+         "decimal "
+         "point"},
+        {"queue/deserved", D_QUEUE,
+         "{\"metadata\":{\"name\":\"q\"},\"spec\":{\"deserved\":{\"nvidia.com/gpu\":\"two\"}}}",
+         "queue q: spec.deserved[\"nvidia.com/gpu\"]: invalid quantity \"two\": no digits"},
+        {"queue/guarantee", D_QUEUE,
+         "{\"metadata\":{\"name\":\"q\"},\"spec\":{\"guarantee\":{\"resource\":{\"cpu\":\"-\"}}}}",
+         "queue q: spec.guarantee.resource[\"cpu\"]: invalid quantity \"-\": no digits"},
+        {"queue/guarantee-flat", D_QUEUE,
+         "{\"metadata\":{\"name\":\"q\"},\"spec\":{\"guarantee\":{\"resource\":\"8\"}}}",
+         "queue q: spec.guarantee.resource: expected an object, got \"8\""},
+        {"queue/reclaimable-string", D_QUEUE,
+         "{\"metadata\":{\"name\":\"q\"},\"spec\":{\"reclaimable\":\"no\"}}",
+         "queue q: spec.reclaimable: expected a boolean, got \"no\""},
+        {"queue/state-type", D_QUEUE, "{\"metadata\":{\"name\":\"q\"},\"status\":{\"state\":0}}",
+         "queue q: status.state: expected a string, got 0"},
+        {"priorityclass/value-string", D_PC,
+         "{\"metadata\":{\"name\":\"high\"},\"value\":\"1000\"}",
+         "priorityclass high: value: expected an integer, got \"1000\""},
+        {"priorityclass/value-range", D_PC,
+         "{\"metadata\":{\"name\":\"high\"},\"value\":2147483648}",
+         "priorityclass high: value: 2147483648 out of range [-2147483648, 2147483647]"},
+        {"lease/renew-time", D_LEASE,
+         "{\"metadata\":{\"name\":\"l\",\"namespace\":\"kube-system\"},\"spec\":{\"renewTime\":"
+         "\"2026-13-01T00:00:00.000000Z\"}}",
+         "lease kube-system/l: spec.renewTime: invalid time \"2026-13-01T00:00:00.000000Z\""},
+        {"lease/duration-negative", D_LEASE,
+         "{\"metadata\":{\"name\":\"l\"},\"spec\":{\"leaseDurationSeconds\":-15}}",
+         "lease l: spec.leaseDurationSeconds: -15 out of range [0, 2147483647]"},
+        {"meta/no-name", D_META, "{\"kind\":\"Service\",\"metadata\":{}}",
+         "object: metadata.name: missing"},
+        {"meta/labels-type", D_META, "{\"metadata\":{\"name\":\"svc\",\"labels\":[\"a\"]}}",
+         "object svc: metadata.labels: expected an object, got [\"a\"]"},
 };
 
 static void test_bad(gconstpointer data)
@@ -1302,8 +1411,7 @@ static json_object *build_labels(int n)
 static json_object *build_annotations(int n)
 {
     json_object *pod = pod_with_spec(NULL);
-    json_object_object_add(json_object_object_get(pod, "metadata"), "annotations",
-                           map_of(n, "v"));
+    json_object_object_add(json_object_object_get(pod, "metadata"), "annotations", map_of(n, "v"));
     return pod;
 }
 
@@ -1338,7 +1446,8 @@ static json_object *build_owners(int n)
 static json_object *build_containers(int n)
 {
     return pod_with_spec(spec_with(
-        "containers", array_of(n, "{\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"1m\"}}}")));
+            "containers",
+            array_of(n, "{\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"1m\"}}}")));
 }
 
 static json_object *build_init_containers(int n)
@@ -1367,13 +1476,13 @@ static json_object *affinity_with(json_object *terms)
 static json_object *build_terms(int n)
 {
     return affinity_with(
-        array_of(n, "{\"matchExpressions\":[{\"key\":\"k\",\"operator\":\"Exists\"}]}"));
+            array_of(n, "{\"matchExpressions\":[{\"key\":\"k\",\"operator\":\"Exists\"}]}"));
 }
 
 static json_object *build_expressions(int n)
 {
-    json_object *term = spec_with("matchExpressions",
-                                  array_of(n, "{\"key\":\"k\",\"operator\":\"Exists\"}"));
+    json_object *term =
+            spec_with("matchExpressions", array_of(n, "{\"key\":\"k\",\"operator\":\"Exists\"}"));
     json_object *terms = json_object_new_array();
     json_object_array_add(terms, term);
     return affinity_with(terms);
@@ -1410,16 +1519,18 @@ static json_object *build_requests(int n)
 static json_object *build_taints(int n)
 {
     json_object *node = parse("{\"metadata\":{\"name\":\"n\"}}");
-    json_object_object_add(node, "spec",
-                           spec_with("taints", array_of(n, "{\"key\":\"k\",\"effect\":\"NoSchedule\"}")));
+    json_object_object_add(
+            node, "spec",
+            spec_with("taints", array_of(n, "{\"key\":\"k\",\"effect\":\"NoSchedule\"}")));
     return node;
 }
 
 static json_object *build_conditions(int n)
 {
     json_object *node = parse("{\"metadata\":{\"name\":\"n\"}}");
-    json_object_object_add(node, "status",
-                           spec_with("conditions", array_of(n, "{\"type\":\"X\",\"status\":\"True\"}")));
+    json_object_object_add(
+            node, "status",
+            spec_with("conditions", array_of(n, "{\"type\":\"X\",\"status\":\"True\"}")));
     return node;
 }
 
@@ -1432,33 +1543,36 @@ typedef struct {
 } LimitCase;
 
 static const LimitCase limit_cases[] = {
-    {"name", D_POD, build_name, KB_MAX_NAME_LEN, "metadata.name: 254 bytes, more than 253"},
-    {"namespace", D_POD, build_namespace, KB_MAX_NAME_LEN, "metadata.namespace: 254 bytes"},
-    {"labels", D_POD, build_labels, KB_MAX_LABELS, "metadata.labels: 257 entries, more than 256"},
-    {"annotations", D_POD, build_annotations, KB_MAX_LABELS, "metadata.annotations: 257 entries"},
-    {"annotation-value", D_POD, build_annotation_value, KB_MAX_LABEL_VALUE_LEN,
-     "metadata.annotations[\"big\"]: 65537 bytes, more than 65536"},
-    {"label-key", D_POD, build_label_key, KB_MAX_LABEL_KEY_LEN,
-     "metadata.labels: key of 318 bytes, not 1 to 317"},
-    {"owner-references", D_POD, build_owners, KB_MAX_LIST_ITEMS,
-     "metadata.ownerReferences: 65 items, more than 64"},
-    {"containers", D_POD, build_containers, KB_MAX_CONTAINERS,
-     "spec.containers: 65 items, more than 64"},
-    {"init-containers", D_POD, build_init_containers, KB_MAX_CONTAINERS,
-     "spec.initContainers: 65 items"},
-    {"tolerations", D_POD, build_tolerations, KB_MAX_LIST_ITEMS, "spec.tolerations: 65 items"},
-    {"node-selector", D_POD, build_node_selector, KB_MAX_LABELS, "spec.nodeSelector: 257 entries"},
-    {"affinity-terms", D_POD, build_terms, KB_MAX_LIST_ITEMS, AFF_PATH ": 65 items"},
-    {"affinity-expressions", D_POD, build_expressions, KB_MAX_LIST_ITEMS,
-     AFF_PATH "[0].matchExpressions: 65 items"},
-    {"affinity-values", D_POD, build_values, KB_MAX_LIST_ITEMS,
-     AFF_PATH "[0].matchExpressions[0].values: 65 items"},
-    {"container-statuses", D_POD, build_container_statuses, KB_MAX_CONTAINERS,
-     "status.containerStatuses: 65 items"},
-    {"resource-map", D_POD, build_requests, KB_MAX_LABELS,
-     "spec.containers[0].resources.requests: 257 entries, more than 256"},
-    {"taints", D_NODE, build_taints, KB_MAX_LIST_ITEMS, "node n: spec.taints: 65 items"},
-    {"conditions", D_NODE, build_conditions, KB_MAX_LIST_ITEMS, "status.conditions: 65 items"},
+        {"name", D_POD, build_name, KB_MAX_NAME_LEN, "metadata.name: 254 bytes, more than 253"},
+        {"namespace", D_POD, build_namespace, KB_MAX_NAME_LEN, "metadata.namespace: 254 bytes"},
+        {"labels", D_POD, build_labels, KB_MAX_LABELS,
+         "metadata.labels: 257 entries, more than 256"},
+        {"annotations", D_POD, build_annotations, KB_MAX_LABELS,
+         "metadata.annotations: 257 entries"},
+        {"annotation-value", D_POD, build_annotation_value, KB_MAX_LABEL_VALUE_LEN,
+         "metadata.annotations[\"big\"]: 65537 bytes, more than 65536"},
+        {"label-key", D_POD, build_label_key, KB_MAX_LABEL_KEY_LEN,
+         "metadata.labels: key of 318 bytes, not 1 to 317"},
+        {"owner-references", D_POD, build_owners, KB_MAX_LIST_ITEMS,
+         "metadata.ownerReferences: 65 items, more than 64"},
+        {"containers", D_POD, build_containers, KB_MAX_CONTAINERS,
+         "spec.containers: 65 items, more than 64"},
+        {"init-containers", D_POD, build_init_containers, KB_MAX_CONTAINERS,
+         "spec.initContainers: 65 items"},
+        {"tolerations", D_POD, build_tolerations, KB_MAX_LIST_ITEMS, "spec.tolerations: 65 items"},
+        {"node-selector", D_POD, build_node_selector, KB_MAX_LABELS,
+         "spec.nodeSelector: 257 entries"},
+        {"affinity-terms", D_POD, build_terms, KB_MAX_LIST_ITEMS, AFF_PATH ": 65 items"},
+        {"affinity-expressions", D_POD, build_expressions, KB_MAX_LIST_ITEMS,
+         AFF_PATH "[0].matchExpressions: 65 items"},
+        {"affinity-values", D_POD, build_values, KB_MAX_LIST_ITEMS,
+         AFF_PATH "[0].matchExpressions[0].values: 65 items"},
+        {"container-statuses", D_POD, build_container_statuses, KB_MAX_CONTAINERS,
+         "status.containerStatuses: 65 items"},
+        {"resource-map", D_POD, build_requests, KB_MAX_LABELS,
+         "spec.containers[0].resources.requests: 257 entries, more than 256"},
+        {"taints", D_NODE, build_taints, KB_MAX_LIST_ITEMS, "node n: spec.taints: 65 items"},
+        {"conditions", D_NODE, build_conditions, KB_MAX_LIST_ITEMS, "status.conditions: 65 items"},
 };
 
 static void test_limit(gconstpointer data)
@@ -1502,9 +1616,9 @@ static void test_resource_slots_exhausted(void)
         json_object_put(obj);
         g_assert_error(error, KB_ERROR, KB_ERROR_LIMIT);
         g_autofree char *want = g_strdup_printf(
-            "pod d/p: spec.containers[%d].resources.limits[\"example.com/dev-%d\"]: no free "
-            "resource slot for \"example.com/dev-%d\" (all %d in use)",
-            free_slots, free_slots, free_slots, KB_RES_MAX);
+                "pod d/p: spec.containers[%d].resources.limits[\"example.com/dev-%d\"]: no free "
+                "resource slot for \"example.com/dev-%d\" (all %d in use)",
+                free_slots, free_slots, free_slots, KB_RES_MAX);
         g_assert_cmpstr(error->message, ==, want);
         /* The ones that fitted are usable. */
         g_assert_cmpint(kb_resource_slot("example.com/dev-0"), ==, KB_RES_MAX - free_slots);
@@ -1535,7 +1649,7 @@ static void test_resources_decode_encode(void)
 
     json_object *enc = kb_resources_encode(&r);
     g_assert_cmpstr(json_object_to_json_string_ext(enc, JSON_C_TO_STRING_PLAIN |
-                                                            JSON_C_TO_STRING_NOSLASHESCAPE),
+                                                                JSON_C_TO_STRING_NOSLASHESCAPE),
                     ==,
                     "{\"cpu\":\"3\",\"memory\":\"258000000\",\"pods\":\"220\",\"nvidia.com/gpu\":"
                     "\"4\",\"ephemeral-storage\":\"20Gi\"}");
@@ -1593,26 +1707,26 @@ typedef struct {
 } TimeCase;
 
 static const TimeCase time_cases[] = {
-    {"2026-11-22T05:05:48Z", TRUE, T0},
-    {"1970-01-01T00:00:00Z", TRUE, 0},
-    {"1969-12-31T23:59:59Z", TRUE, -1},
-    {"2000-02-29T12:00:00Z", TRUE, 951825600},
-    {"2026-11-22T07:05:48+02:00", TRUE, T0},
-    {"2026-11-22T00:05:48-05:00", TRUE, T0},
-    {"2026-11-22T05:05:48.999999Z", TRUE, T0},
-    {"2026-11-22t05:05:48z", TRUE, T0},
-    {"1969-12-31T23:59:59.5Z", TRUE, -1},
-    {"", FALSE, 0},
-    {"2026-11-22", FALSE, 0},
-    {"2026-11-22 05:05:48Z", FALSE, 0},
-    {"2026-11-22T05:05:48", FALSE, 0},
-    {"2026-11-22T24:00:00Z", FALSE, 0},
-    {"2026-02-29T00:00:00Z", FALSE, 0},
-    {"2026-11-31T00:00:00Z", FALSE, 0},
-    {"2026-11-22T05:05:48Zjunk", FALSE, 0},
-    {"2026-11-22T05:05:48.Z", FALSE, 0},
-    {"2026-11-22T05:05:48+0200", FALSE, 0},
-    {"26-11-22T05:05:48Z", FALSE, 0},
+        {"2026-11-22T05:05:48Z", TRUE, T0},
+        {"1970-01-01T00:00:00Z", TRUE, 0},
+        {"1969-12-31T23:59:59Z", TRUE, -1},
+        {"2000-02-29T12:00:00Z", TRUE, 951825600},
+        {"2026-11-22T07:05:48+02:00", TRUE, T0},
+        {"2026-11-22T00:05:48-05:00", TRUE, T0},
+        {"2026-11-22T05:05:48.999999Z", TRUE, T0},
+        {"2026-11-22t05:05:48z", TRUE, T0},
+        {"1969-12-31T23:59:59.5Z", TRUE, -1},
+        {"", FALSE, 0},
+        {"2026-11-22", FALSE, 0},
+        {"2026-11-22 05:05:48Z", FALSE, 0},
+        {"2026-11-22T05:05:48", FALSE, 0},
+        {"2026-11-22T24:00:00Z", FALSE, 0},
+        {"2026-02-29T00:00:00Z", FALSE, 0},
+        {"2026-11-31T00:00:00Z", FALSE, 0},
+        {"2026-11-22T05:05:48Zjunk", FALSE, 0},
+        {"2026-11-22T05:05:48.Z", FALSE, 0},
+        {"2026-11-22T05:05:48+0200", FALSE, 0},
+        {"26-11-22T05:05:48Z", FALSE, 0},
 };
 
 static void test_time(gconstpointer data)
@@ -1662,10 +1776,11 @@ static void test_time_format(void)
 static void test_binding(void)
 {
     json_object *b = kb_binding_new("research", "trainer-worker-0", "uid-1", "gpu-node-7");
-    g_assert_cmpstr(json_object_to_json_string_ext(b, JSON_C_TO_STRING_PLAIN), ==,
-                    "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":"
-                    "\"trainer-worker-0\",\"namespace\":\"research\",\"uid\":\"uid-1\"},"
-                    "\"target\":{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"name\":\"gpu-node-7\"}}");
+    g_assert_cmpstr(
+            json_object_to_json_string_ext(b, JSON_C_TO_STRING_PLAIN), ==,
+            "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":"
+            "\"trainer-worker-0\",\"namespace\":\"research\",\"uid\":\"uid-1\"},"
+            "\"target\":{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"name\":\"gpu-node-7\"}}");
     json_object_put(b);
     /* Without a uid there is no uid precondition. */
     b = kb_binding_new("d", "p", NULL, "n");
@@ -1677,7 +1792,9 @@ static void test_binding(void)
 static void test_eviction(void)
 {
     json_object *e = kb_eviction_new("research", "p1", TRUE);
-    g_assert_cmpstr(json_object_to_json_string_ext(e, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE), ==,
+    g_assert_cmpstr(json_object_to_json_string_ext(e, JSON_C_TO_STRING_PLAIN |
+                                                              JSON_C_TO_STRING_NOSLASHESCAPE),
+                    ==,
                     "{\"apiVersion\":\"policy/v1\",\"kind\":\"Eviction\",\"metadata\":{\"name\":"
                     "\"p1\",\"namespace\":\"research\"}}");
     json_object_put(e);
@@ -1746,6 +1863,7 @@ int main(int argc, char **argv)
     g_test_add_func("/kube/objects/queue/volcano", test_queue_volcano);
     g_test_add_func("/kube/objects/queue/defaults", test_queue_defaults);
     g_test_add_func("/kube/objects/queue/status-usage", test_queue_usage);
+    g_test_add_func("/kube/objects/queue/usage-in-annotations", test_queue_usage_annotations);
     g_test_add_func("/kube/objects/queue/status-runtime-history", test_queue_history);
     g_test_add_func("/kube/objects/priorityclass", test_priority_class);
     g_test_add_func("/kube/objects/lease", test_lease);

@@ -540,6 +540,64 @@ static void test_storage_switch(void)
     kb_test_apiserver_free(api);
 }
 
+/* `kbctl get @job -o json` on @api, parsed (NULL when kbctl fails). */
+static json_object *kbctl_job(KbTestApiserver *api, const char *job)
+{
+    g_autofree char *bin = g_build_filename(kb_test_bin_dir(), "kbctl", NULL);
+    const char *argv[] = {bin,    "--server", kb_test_apiserver_url(api), "get", job, "-o",
+                          "json", NULL};
+    g_autofree char *out = NULL, *err = NULL;
+    int wait_status = 0;
+    g_autoptr(GError) error = NULL;
+    g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, &err,
+                               &wait_status, &error));
+    g_assert_no_error(error);
+    if (!g_spawn_check_wait_status(wait_status, NULL)) {
+        g_test_message("kbctl get %s: %s", job, err);
+        return NULL;
+    }
+    return json_tokener_parse(out);
+}
+
+/*
+ * A native TFJob that cannot start (5 workers of 8 GPUs on 32): kube-batchd says why on its
+ * PodGroup (PodGroupInitiallyScheduled False, Unschedulable), and kbctl shows the job Waiting with
+ * that reason and message, the group's minCount and the queue of its label.
+ */
+static void native_job_waits_in_kbctl(KbTestApiserver *api)
+{
+    static const char wide[] =
+            "apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata: {name: wide}\nspec:\n"
+            "  tfReplicaSpecs:\n    Worker:\n      replicas: 5\n      template:\n        spec:\n"
+            "          containers:\n"
+            "          - {name: tensorflow, image: x, resources: {limits: {nvidia.com/gpu: 8}}}\n";
+    g_free(kb_test_kubectl_run(api, wide, "create", "-f", "-", NULL));
+    const char *cond[] = {"podgroups.v1beta1.scheduling.k8s.io", "wide", "-o",
+                          "jsonpath={.status.conditions[?(@.type==\"PodGroupInitiallyScheduled\")]"
+                          ".reason}",
+                          NULL};
+    g_autofree char *c = wait_out(api, "Unschedulable", cond);
+    g_assert_cmpstr(c, ==, "Unschedulable");
+    g_autofree char *message = kb_test_kubectl_run(
+            api, NULL, "get", "podgroups.v1beta1.scheduling.k8s.io", "wide", "-o",
+            "jsonpath={.status.conditions[?(@.type==\"PodGroupInitiallyScheduled\")].message}",
+            NULL);
+    json_object *j = kbctl_job(api, "wide");
+    g_assert_nonnull(j);
+    json_object *waiting = json_object_object_get(j, "waiting");
+    const char *status = json_object_get_string(json_object_object_get(j, "status"));
+    const char *reason = json_object_get_string(json_object_object_get(waiting, "reason"));
+    const char *said = json_object_get_string(json_object_object_get(waiting, "message"));
+    json_object *group = json_object_object_get(j, "podGroup");
+    if (g_strcmp0(status, "Waiting") != 0 || g_strcmp0(reason, "Unschedulable") != 0 ||
+        g_strcmp0(said, message) != 0 ||
+        json_object_get_int64(json_object_object_get(group, "minMember")) != 5)
+        g_error("kbctl get wide: %s (the PodGroup says: %s)",
+                json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY), message);
+    json_object_put(j);
+    g_free(kb_test_kubectl_run(api, NULL, "delete", "tfjob", "wide", NULL));
+}
+
 /* tf-operator --gang-api native, then auto (which picks native on this server). */
 static void test_native_gang_api(void)
 {
@@ -555,7 +613,8 @@ static void test_native_gang_api(void)
     KbTestApiserver *api = kb_test_apiserver_start(args, &error);
     g_assert_no_error(error);
     g_autofree char *crds = g_build_filename(kb_test_src_dir(), "deploy/base/crds", NULL);
-    g_autofree char *queue = g_build_filename(kb_test_src_dir(), "deploy/base/default-queue.yaml", NULL);
+    g_autofree char *queue =
+            g_build_filename(kb_test_src_dir(), "deploy/base/default-queue.yaml", NULL);
     g_free(kb_test_kubectl_run(api, NULL, "apply", "-f", crds, NULL));
     g_free(kb_test_kubectl_run(api, NULL, "apply", "-f", queue, NULL));
     g_autofree char *logdir = g_build_filename(cluster.logdir, "native", NULL);
@@ -565,6 +624,7 @@ static void test_native_gang_api(void)
     const char *native[] = {"--gang-api", "native", NULL};
     KbTestDaemon *op = kb_test_apiserver_spawn(api, "tf-operator", TRUE, native, logdir);
     run_native_job(api, "native-job");
+    native_job_waits_in_kbctl(api);
     stop(&op, "tf-operator");
     op = kb_test_apiserver_spawn(api, "tf-operator", TRUE, NULL, logdir);
     run_native_job(api, "auto-job");
@@ -592,7 +652,8 @@ int main(int argc, char **argv)
     cluster.api = kb_test_apiserver_start(args, &error);
     g_assert_no_error(error);
     g_autofree char *crds = g_build_filename(kb_test_src_dir(), "deploy/base/crds", NULL);
-    g_autofree char *queue = g_build_filename(kb_test_src_dir(), "deploy/base/default-queue.yaml", NULL);
+    g_autofree char *queue =
+            g_build_filename(kb_test_src_dir(), "deploy/base/default-queue.yaml", NULL);
     g_free(kb_test_kubectl_run(cluster.api, NULL, "apply", "-f", crds, NULL));
     g_free(kb_test_kubectl_run(cluster.api, NULL, "apply", "-f", queue, NULL));
     const char *sched_args[] = {"--schedule-period", "200ms", NULL};

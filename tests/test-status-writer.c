@@ -86,6 +86,33 @@ static void settle(guint ms)
         g_main_context_iteration(NULL, FALSE), g_usleep(1000);
 }
 
+/* A status writer whose client talks to @srv; with @queues, every queue is Volcano's. */
+typedef struct {
+    KbClient *client;
+    KbStatusWriter *w;
+} Writer;
+
+static const KbResourceType *volcano_queue(const char *name, gpointer data);
+
+static Writer writer_on(KbTestServer *srv, gboolean queues)
+{
+    g_autoptr(KbConfig) config = kb_config_new(kb_test_server_url(srv));
+    g_autoptr(GError) error = NULL;
+    Writer wr = {.client = kb_client_new(config, &error)};
+    g_assert_no_error(error);
+    wr.w = kb_status_writer_new(wr.client, NULL);
+    if (queues)
+        kb_status_writer_set_queue_type_func(wr.w, volcano_queue, NULL);
+    return wr;
+}
+
+/* The client drops what is in flight when freed (kb-client.h): free the writer first. */
+static void writer_done(Writer *wr)
+{
+    kb_status_writer_free(wr->w);
+    kb_client_free(wr->client);
+}
+
 /* While held, nothing is written; a newer status of the same group replaces the held one;
  * releasing writes each group once, with its latest status; writes after that flow at once. */
 static void test_held_writes_wait(void)
@@ -94,11 +121,8 @@ static void test_held_writes_wait(void)
     kb_test_server_respond(srv, "PATCH", PATH_PREFIX "a/status", 200, "{}");
     kb_test_server_respond(srv, "PATCH", PATH_PREFIX "b/status", 200, "{}");
     kb_test_server_respond(srv, "PATCH", PATH_PREFIX "c/status", 200, "{}");
-    g_autoptr(KbConfig) config = kb_config_new(kb_test_server_url(srv));
-    g_autoptr(GError) error = NULL;
-    KbClient *client = kb_client_new(config, &error);
-    g_assert_no_error(error);
-    KbStatusWriter *w = kb_status_writer_new(client, NULL);
+    Writer wr = writer_on(srv, FALSE);
+    KbStatusWriter *w = wr.w;
 
     kb_status_writer_set_held(w, TRUE);
     const char *ab[] = {"a", "b", NULL};
@@ -130,8 +154,7 @@ static void test_held_writes_wait(void)
     while (kb_status_writer_pending(w) > 0)
         g_main_context_iteration(NULL, TRUE);
     g_assert_cmpuint(kb_status_writer_count(w, KB_STATUS_WRITTEN), ==, 3);
-    kb_status_writer_free(w);
-    kb_client_free(client);
+    writer_done(&wr);
 }
 
 /* ---- Queue status: decayed usage ------------------------------------------------------------ */
@@ -192,12 +215,8 @@ static void test_queue_usage(void)
     g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
     kb_test_server_respond(srv, "PATCH", "/apis/scheduling.volcano.sh/v1beta1/queues/qa/status",
                            200, "{}");
-    g_autoptr(KbConfig) config = kb_config_new(kb_test_server_url(srv));
-    g_autoptr(GError) error = NULL;
-    KbClient *client = kb_client_new(config, &error);
-    g_assert_no_error(error);
-    KbStatusWriter *w = kb_status_writer_new(client, NULL);
-    kb_status_writer_set_queue_type_func(w, volcano_queue, NULL);
+    Writer wr = writer_on(srv, TRUE);
+    KbStatusWriter *w = wr.w;
     gint64 t0 = 1795762800; /* 2026-11-27T07:00:00Z */
     static const struct {
         gint64 dt;
@@ -233,8 +252,7 @@ static void test_queue_usage(void)
             g_error("step %u: %s", i, body);
     }
     g_assert_cmpuint(patches(srv), ==, 3);
-    kb_status_writer_free(w);
-    kb_client_free(client);
+    writer_done(&wr);
 }
 
 /*
@@ -247,12 +265,8 @@ static void test_queue_history(void)
     g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
     kb_test_server_respond(srv, "PATCH", "/apis/scheduling.volcano.sh/v1beta1/queues/qa/status",
                            200, "{}");
-    g_autoptr(KbConfig) config = kb_config_new(kb_test_server_url(srv));
-    g_autoptr(GError) error = NULL;
-    KbClient *client = kb_client_new(config, &error);
-    g_assert_no_error(error);
-    KbStatusWriter *w = kb_status_writer_new(client, NULL);
-    kb_status_writer_set_queue_type_func(w, volcano_queue, NULL);
+    Writer wr = writer_on(srv, TRUE);
+    KbStatusWriter *w = wr.w;
     gint64 t0 = 1795762800; /* 2026-11-27T07:00:00Z */
     static const struct {
         gint64 dt;
@@ -305,8 +319,97 @@ static void test_queue_history(void)
     kb_status_writer_apply(w, r);
     settle(100);
     g_assert_cmpuint(patches(srv), ==, 4);
-    kb_status_writer_free(w);
-    kb_client_free(client);
+    writer_done(&wr);
+}
+
+/* The PATCHes sent to @path, in order (borrowed bodies). */
+static GPtrArray *patch_bodies(KbTestServer *srv, const char *path)
+{
+    GPtrArray *out = g_ptr_array_new();
+    for (guint i = 0; i < kb_test_server_request_count(srv); i++) {
+        const KbTestRequest *req = kb_test_server_request(srv, i);
+        if (strcmp(req->method, "PATCH") == 0 && strcmp(req->path, path) == 0)
+            g_ptr_array_add(out, req->body);
+    }
+    return out;
+}
+
+/*
+ * A server whose Queue CRD prunes status.usage and status.runtimeHistory (Volcano's own CRD
+ * declares neither) answers the status patch without them: the writer writes them into the
+ * queue's annotations instead, as JSON text, and from then on sends them there only; a server
+ * that keeps them (or answers without the object) gets them in the status alone.
+ */
+static void test_queue_usage_pruned(void)
+{
+    g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
+    const char *status_path = "/apis/scheduling.volcano.sh/v1beta1/queues/qa/status";
+    const char *object_path = "/apis/scheduling.volcano.sh/v1beta1/queues/qa";
+    kb_test_server_respond(srv, "PATCH", status_path, 200,
+                           "{\"kind\":\"Queue\",\"status\":{\"state\":\"Open\",\"running\":1}}");
+    kb_test_server_respond(srv, "PATCH", object_path, 200, "{\"kind\":\"Queue\"}");
+    Writer wr = writer_on(srv, TRUE);
+    KbStatusWriter *w = wr.w;
+    gint64 t0 = 1795762800;
+    g_autoptr(KbCycleResult) r1 = queue_result(t0, 1, 3600);
+    KbQueueStatus *qs = &g_array_index(r1->queue_statuses, KbQueueStatus, 0);
+    qs->history = g_new0(KbQueueHistory, 1);
+    qs->history->time = t0;
+    qs->history->n[1] = 1;
+    qs->history->runtime[1][0] = 60;
+    kb_status_writer_apply(w, r1);
+    /* The status patch, then the annotations patch with what it lost. */
+    wait_patches(srv, 2);
+    while (kb_status_writer_pending(w) > 0)
+        g_main_context_iteration(NULL, TRUE);
+    g_autoptr(GPtrArray) st = patch_bodies(srv, status_path);
+    g_autoptr(GPtrArray) ob = patch_bodies(srv, object_path);
+    g_assert_cmpuint(st->len, ==, 1);
+    g_assert_cmpuint(ob->len, ==, 1);
+    json_object *patch = json_tokener_parse(g_ptr_array_index(ob, 0));
+    json_object *ann =
+            json_object_object_get(json_object_object_get(patch, "metadata"), "annotations");
+    const char *usage =
+            json_object_get_string(json_object_object_get(ann, KB_QUEUE_USAGE_ANNOTATION));
+    const char *history =
+            json_object_get_string(json_object_object_get(ann, KB_QUEUE_HISTORY_ANNOTATION));
+    if (usage == NULL || strstr(usage, "\"nvidia.com/gpu\":3600.0") == NULL || history == NULL ||
+        strstr(history, "\"runtimeSeconds\":{\"1\":[60]}") == NULL ||
+        json_object_object_get(patch, "status") != NULL)
+        g_error("annotations patch: %s", (const char *)g_ptr_array_index(ob, 0));
+    json_object_put(patch);
+
+    /* Next usage change: annotations only; the status (running changed) without usage. */
+    g_autoptr(KbCycleResult) r2 = queue_result(t0 + KB_STATUS_USAGE_INTERVAL, 2, 7200);
+    kb_status_writer_apply(w, r2);
+    wait_patches(srv, 4);
+    while (kb_status_writer_pending(w) > 0)
+        g_main_context_iteration(NULL, TRUE);
+    g_autoptr(GPtrArray) st2 = patch_bodies(srv, status_path);
+    g_autoptr(GPtrArray) ob2 = patch_bodies(srv, object_path);
+    g_assert_cmpuint(st2->len, ==, 2);
+    g_assert_cmpuint(ob2->len, ==, 2);
+    const char *status2 = g_ptr_array_index(st2, 1), *ann2 = g_ptr_array_index(ob2, 1);
+    if (strstr(status2, "usage") != NULL || strstr(status2, "\"running\":2") == NULL)
+        g_error("status after pruning: %s", status2);
+    if (strstr(ann2, "7200") == NULL || strstr(ann2, "runtime-history") != NULL)
+        g_error("annotations after pruning: %s", ann2);
+    writer_done(&wr);
+
+    /* A server that keeps them: status only. */
+    g_autoptr(KbTestServer) keep = kb_test_server_new(NULL, NULL, NULL);
+    kb_test_server_respond(keep, "PATCH", status_path, 200,
+                           "{\"status\":{\"usage\":{},\"runtimeHistory\":{}}}");
+    wr = writer_on(keep, TRUE);
+    w = wr.w;
+    g_autoptr(KbCycleResult) r3 = queue_result(t0, 1, 3600);
+    kb_status_writer_apply(w, r3);
+    wait_patches(keep, 1);
+    while (kb_status_writer_pending(w) > 0)
+        g_main_context_iteration(NULL, TRUE);
+    settle(100);
+    g_assert_cmpuint(patches(keep), ==, 1);
+    writer_done(&wr);
 }
 
 /* A queue status held (bindings on the wire) and replaced by a newer one keeps what only the older
@@ -316,12 +419,8 @@ static void test_held_merge_keeps_history(void)
     g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
     kb_test_server_respond(srv, "PATCH", "/apis/scheduling.volcano.sh/v1beta1/queues/qa/status",
                            200, "{}");
-    g_autoptr(KbConfig) config = kb_config_new(kb_test_server_url(srv));
-    g_autoptr(GError) error = NULL;
-    KbClient *client = kb_client_new(config, &error);
-    g_assert_no_error(error);
-    KbStatusWriter *w = kb_status_writer_new(client, NULL);
-    kb_status_writer_set_queue_type_func(w, volcano_queue, NULL);
+    Writer wr = writer_on(srv, TRUE);
+    KbStatusWriter *w = wr.w;
     gint64 t0 = 1795762800;
     kb_status_writer_set_held(w, TRUE);
     g_autoptr(KbCycleResult) r1 = queue_result(t0, 1, 3600);
@@ -344,8 +443,7 @@ static void test_held_merge_keeps_history(void)
         strstr(body, "\"running\":2") == NULL)
         g_error("held: %s", body);
     g_assert_cmpuint(patches(srv), ==, 1);
-    kb_status_writer_free(w);
-    kb_client_free(client);
+    writer_done(&wr);
 }
 
 /* ---- scheduling.k8s.io/v1beta1: PodGroupInitiallyScheduled --------------------------------- */
@@ -546,11 +644,8 @@ static void test_native_write_is_strategic(void)
     kb_test_server_respond(srv, "PATCH",
                            "/apis/scheduling.k8s.io/v1beta1/namespaces/team-a/podgroups/g/status",
                            200, "{}");
-    g_autoptr(KbConfig) config = kb_config_new(kb_test_server_url(srv));
-    g_autoptr(GError) error = NULL;
-    KbClient *client = kb_client_new(config, &error);
-    g_assert_no_error(error);
-    KbStatusWriter *w = kb_status_writer_new(client, NULL);
+    Writer wr = writer_on(srv, FALSE);
+    KbStatusWriter *w = wr.w;
     const char *none[] = {NULL};
     g_autoptr(KbCycleResult) r = result_new(none, KB_JOB_PENDING, 0);
     KbJobStatus st = {.group = native_new(""),
@@ -570,8 +665,7 @@ static void test_native_write_is_strategic(void)
     g_assert_cmpstr(kb_test_request_header(req, "Content-Type"), ==,
                     "application/strategic-merge-patch+json");
     g_assert_nonnull(strstr(req->body, "PodGroupInitiallyScheduled"));
-    kb_status_writer_free(w);
-    kb_client_free(client);
+    writer_done(&wr);
 }
 
 static KbPodGroup *decode_text(KbPodGroup *(*decode)(json_object *, gboolean, GError **),
@@ -636,11 +730,8 @@ static void test_composite_status(void)
 {
     g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
     kb_test_server_respond(srv, "PATCH", "/apis/scheduling.k8s.io/v1alpha3/*", 200, "{}");
-    g_autoptr(KbConfig) config = kb_config_new(kb_test_server_url(srv));
-    g_autoptr(GError) error = NULL;
-    KbClient *client = kb_client_new(config, &error);
-    g_assert_no_error(error);
-    KbStatusWriter *w = kb_status_writer_new(client, NULL);
+    Writer wr = writer_on(srv, FALSE);
+    KbStatusWriter *w = wr.w;
     const char *none[] = {NULL};
     g_autoptr(KbCycleResult) r = result_new(none, KB_JOB_PENDING, 0);
     KbJobStatus st = {.group = composite_new(""),
@@ -730,8 +821,7 @@ static void test_composite_status(void)
                             "\"True\"}]}}");
     g_assert_null(kb_status_child_body(cur, &was, 1700000100));
     kb_object_unref(was.group);
-    kb_status_writer_free(w);
-    kb_client_free(client);
+    writer_done(&wr);
 }
 
 /* A native PodGroup that cannot be read: SchedulerError once, never over True. */
@@ -747,13 +837,13 @@ static void test_native_error(void)
         const char *conditions;
         gboolean written;
     } cases[] = {
-        {"", TRUE},
-        {"{\"type\":\"PodGroupInitiallyScheduled\",\"status\":\"False\",\"message\":\"old\"}",
-         TRUE},
-        {"{\"type\":\"PodGroupInitiallyScheduled\",\"status\":\"False\",\"message\":\"bad\"}",
-         FALSE},
-        {"{\"type\":\"PodGroupInitiallyScheduled\",\"status\":\"True\",\"message\":\"4/4\"}",
-         FALSE},
+            {"", TRUE},
+            {"{\"type\":\"PodGroupInitiallyScheduled\",\"status\":\"False\",\"message\":\"old\"}",
+             TRUE},
+            {"{\"type\":\"PodGroupInitiallyScheduled\",\"status\":\"False\",\"message\":\"bad\"}",
+             FALSE},
+            {"{\"type\":\"PodGroupInitiallyScheduled\",\"status\":\"True\",\"message\":\"4/4\"}",
+             FALSE},
     };
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
         g_autofree char *text = g_strdup_printf(
@@ -776,6 +866,8 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/status-writer/held-writes-wait", test_held_writes_wait);
     g_test_add_func("/scheduler/status-writer/queue-usage-throttled", test_queue_usage);
     g_test_add_func("/scheduler/status-writer/queue-runtime-history-throttled", test_queue_history);
+    g_test_add_func("/scheduler/status-writer/queue-usage-pruned-to-annotations",
+                    test_queue_usage_pruned);
     g_test_add_func("/scheduler/status-writer/held-merge-keeps-history",
                     test_held_merge_keeps_history);
     g_test_add_func("/scheduler/status-writer/native-condition", test_native_condition);
