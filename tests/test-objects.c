@@ -801,7 +801,8 @@ static void test_queue_usage_annotations(void)
             continue;
         }
         g_assert_no_error(error);
-        g_assert_cmpfloat(q->usage[KB_RES_GPU], ==, cases[i].gpu);
+        /* GPU-seconds are kept in milli-GPU-seconds */
+        g_assert_cmpfloat(q->usage[KB_RES_GPU], ==, cases[i].gpu * KB_GPU_MILLI);
         g_assert_cmpuint(q->history != NULL ? q->history->n[1] : 0, ==, cases[i].history);
     }
 }
