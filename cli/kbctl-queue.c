@@ -49,6 +49,18 @@ static char *gpus_cell(gint64 n, const char *none)
     return n >= 0 ? g_strdup_printf("%" G_GINT64_FORMAT, n) : g_strdup(none);
 }
 
+/* The GPUs queue @q holds as kube-batchd wrote them in status.allocated (parts of GPUs count
+ * as the part consumed: "0.994"), else as kbctl_queue_allocated_gpus counts them. */
+static char *allocated_gpus_text(const KbctlWorld *w, json_object *q)
+{
+    json_object *alloc = kbctl_json_get(q, "status.allocated"), *v = NULL;
+    if (json_object_is_type(alloc, json_type_object) &&
+        json_object_object_get_ex(alloc, KB_RESOURCE_GPU_NAME, &v) &&
+        json_object_is_type(v, json_type_string))
+        return g_strdup(json_object_get_string(v));
+    return gpus_cell(kbctl_queue_allocated_gpus(w, q), "0");
+}
+
 /* status.usage.resourceSeconds[@resource] (what kube-batchd writes with proportion's
  * usageHalfLife), in resource-hours; -1 when the queue has none. */
 static double usage_hours(json_object *q, const char *resource)
@@ -123,7 +135,7 @@ static void add_row(Kbctl *k, KbctlTable *t, const KbctlWorld *w, json_object *q
     g_autofree char *cap = gpus_cell(kbctl_queue_gpus(q, "spec.capability"), "-");
     g_autofree char *des = gpus_cell(kbctl_queue_deserved_gpus(q), "-");
     g_autofree char *used = usage_cell(q);
-    g_autofree char *alloc = gpus_cell(kbctl_queue_allocated_gpus(w, q), "0");
+    g_autofree char *alloc = allocated_gpus_text(w, q);
     g_autofree char *pending =
             g_strdup_printf("%" G_GINT64_FORMAT, kbctl_json_int(q, "status.pending", 0) +
                                                          kbctl_json_int(q, "status.inqueue", 0));
@@ -291,8 +303,8 @@ gboolean kbctl_cmd_queue_get(Kbctl *k, GError **error)
     g_autofree char *des = kbctl_resource_list_string(deserved);
     json_object_put(deserved);
     g_autofree char *alloc = kbctl_resource_list_string(kbctl_json_get(q, "status.allocated"));
-    g_autofree char *allocg =
-            g_strdup_printf("%" G_GINT64_FORMAT " GPUs", kbctl_queue_allocated_gpus(w, q));
+    g_autofree char *held = allocated_gpus_text(w, q);
+    g_autofree char *allocg = g_strdup_printf("%s GPUs", held);
     const char *parent = kbctl_json_str(q, "spec.parent");
     const char *state = kbctl_json_str(q, "status.state");
     fprintf(k->out, "%-14s%s\n%-14s%s\n%-14s%" G_GINT64_FORMAT "\n%-14s%s\n", "Name:", pos[0],

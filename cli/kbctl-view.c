@@ -355,7 +355,7 @@ char *kbctl_pod_replica(const KbPod *pod)
 
 gint64 kbctl_pod_gpus(const KbPod *pod)
 {
-    return pod->requests.v[KB_RES_GPU];
+    return kb_resource_whole_gpus(pod->requests.v[KB_RES_GPU]);
 }
 
 const char *kbctl_pod_gpu_ids(const KbPod *pod)
@@ -398,7 +398,7 @@ static gboolean pod_holds(const KbPod *pod)
 
 gint64 kbctl_node_gpus(const KbNode *node)
 {
-    return node->allocatable.v[KB_RES_GPU];
+    return node->allocatable.v[KB_RES_GPU] / KB_GPU_MILLI;
 }
 
 gint64 kbctl_node_gpus_allocated(const KbctlWorld *w, const KbNode *node)
@@ -531,7 +531,7 @@ static void job_compute(KbctlWorld *w, KbctlJob *j)
     }
     for (int t = 0; t < KB_TF_N_TYPES; t++)
         j->gpus_requested += (gint64)kb_tfjob_effective_replicas(j->tf, t) *
-                             j->tf->specs[t].requests.v[KB_RES_GPU];
+                             kb_resource_whole_gpus(j->tf->specs[t].requests.v[KB_RES_GPU]);
     /* Started: when its first pod started on a node (tf-operator's status.startTime is set when
      * it creates the pods, long before a waiting gang runs). */
     for (guint i = 0; i < j->pods->len; i++) {

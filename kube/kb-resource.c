@@ -4,11 +4,11 @@
 #include <string.h>
 
 static char *slot_names[KB_RES_MAX] = {
-    [KB_RES_CPU] = "cpu",
-    [KB_RES_MEMORY] = "memory",
-    [KB_RES_PODS] = "pods",
-    [KB_RES_GPU] = KB_RESOURCE_GPU_NAME,
-    [KB_RES_EPHEMERAL_STORAGE] = "ephemeral-storage",
+        [KB_RES_CPU] = "cpu",
+        [KB_RES_MEMORY] = "memory",
+        [KB_RES_PODS] = "pods",
+        [KB_RES_GPU] = KB_RESOURCE_GPU_NAME,
+        [KB_RES_EPHEMERAL_STORAGE] = "ephemeral-storage",
 };
 static int slots_used = KB_RES_FIRST_EXTENDED;
 
@@ -41,7 +41,14 @@ int kb_resource_count(void)
 
 gboolean kb_resource_is_milli(int slot)
 {
-    return slot == KB_RES_CPU;
+    return slot == KB_RES_CPU || slot == KB_RES_GPU;
+}
+
+gint64 kb_resource_whole_gpus(gint64 milli)
+{
+    if (milli <= 0 || milli == KB_RESOURCE_UNLIMITED)
+        return milli;
+    return milli / KB_GPU_MILLI + (milli % KB_GPU_MILLI != 0);
 }
 
 void kb_resources_clear(KbResources *r)
@@ -126,6 +133,13 @@ char *kb_resource_format_value(int slot, gint64 value)
     if (kb_resource_is_milli(slot)) {
         if (value % 1000 == 0)
             return g_strdup_printf("%" G_GINT64_FORMAT, value / 1000);
+        /* GPUs read as GPUs: a 1g.10gb slice is 0.142 of one, not 142m */
+        if (slot == KB_RES_GPU && value > 0) {
+            g_autofree char *frac = g_strdup_printf("%03" G_GINT64_FORMAT, value % 1000);
+            for (int i = 2; i > 0 && frac[i] == '0'; i--)
+                frac[i] = '\0';
+            return g_strdup_printf("%" G_GINT64_FORMAT ".%s", value / 1000, frac);
+        }
         return g_strdup_printf("%" G_GINT64_FORMAT "m", value);
     }
     if ((slot == KB_RES_MEMORY || slot == KB_RES_EPHEMERAL_STORAGE) && value != 0) {

@@ -1,8 +1,9 @@
 /*
  * Resource vectors: a fixed-size array of integers, one slot per resource.
  *
- * Slot units: cpu in milli-cores, memory and ephemeral-storage in bytes, pods and every
- * extended resource (nvidia.com/gpu, ...) in whole units. The first slots are fixed; extended
+ * Slot units: cpu in milli-cores, nvidia.com/gpu in milli-GPUs (a MIG slice or a share of a GPU
+ * counts as the part of the GPU it consumes, docs/dra.md), memory and ephemeral-storage in
+ * bytes, pods and every other extended resource in whole units. The first slots are fixed; extended
  * resources other than nvidia.com/gpu get the remaining slots in the order they are first seen
  * (kb_resource_slot()). Vectors are plain values: copy them with `=`.
  *
@@ -23,7 +24,7 @@ typedef enum {
 } KbResourceSlot;
 
 #define KB_RESOURCE_UNLIMITED G_MAXINT64
-#define KB_RESOURCE_GPU_NAME "nvidia.com/gpu"
+#define KB_RESOURCE_GPU_NAME  "nvidia.com/gpu"
 /* NVIDIA's DRA DeviceClass of whole GPUs: its devices count as nvidia.com/gpu, so that a queue's
  * GPU quota, guarantee and share cover GPUs whichever way pods ask for them (docs/dra.md). */
 #define KB_RESOURCE_GPU_CLASS "gpu.nvidia.com"
@@ -34,9 +35,9 @@ typedef struct {
 
 /*
  * The slot for resource @name: the fixed slots for "cpu", "memory", "pods", "nvidia.com/gpu" (and
- * KB_RESOURCE_GPU_CLASS, the same), "ephemeral-storage"; for any other name a free extended slot is assigned on first use.
- * Returns -1 when every slot is taken (the caller reports the resource as unsupported).
- * Names are not validated here. Not thread-safe: call from the owning thread.
+ * KB_RESOURCE_GPU_CLASS, the same), "ephemeral-storage"; for any other name a free extended slot is
+ * assigned on first use. Returns -1 when every slot is taken (the caller reports the resource as
+ * unsupported). Names are not validated here. Not thread-safe: call from the owning thread.
  */
 int kb_resource_slot(const char *name);
 
@@ -46,8 +47,15 @@ const char *kb_resource_name(int slot);
 /* Number of slots assigned so far (fixed slots included): iterate 0..kb_resource_count()-1. */
 int kb_resource_count(void);
 
-/* TRUE for cpu, whose quantities are kept in milli-units; every other slot holds whole units. */
+/* TRUE for cpu and nvidia.com/gpu, whose quantities are kept in milli-units; every other slot
+ * holds whole units. */
 gboolean kb_resource_is_milli(int slot);
+
+/* Milli-GPUs per GPU in the nvidia.com/gpu slot. */
+#define KB_GPU_MILLI 1000
+/* Whole GPUs of a nvidia.com/gpu value (@milli milli-GPUs), a part of a GPU counted as one:
+ * device-plugin indices, GPU counts of jobs and nodes. */
+gint64 kb_resource_whole_gpus(gint64 milli);
 
 void kb_resources_clear(KbResources *r);
 /* A vector with every slot KB_RESOURCE_UNLIMITED. */

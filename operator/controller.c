@@ -600,15 +600,16 @@ static gint64 idle_gpus(TfController *c)
         if (p->node_name == NULL || kb_pod_is_terminated(p))
             continue;
         gint64 n = GPOINTER_TO_SIZE(g_hash_table_lookup(used, p->node_name));
-        g_hash_table_insert(used, (gpointer)p->node_name,
-                            GSIZE_TO_POINTER(n + p->requests.v[KB_RES_GPU]));
+        g_hash_table_insert(
+                used, (gpointer)p->node_name,
+                GSIZE_TO_POINTER(n + kb_resource_whole_gpus(p->requests.v[KB_RES_GPU])));
     }
     for (guint i = 0; i < nodes->len; i++) {
         KbNode *n = g_ptr_array_index(nodes, i);
         if (!n->ready || n->unschedulable)
             continue;
         gint64 u = GPOINTER_TO_SIZE(g_hash_table_lookup(used, g_intern_string(n->meta.name)));
-        free += MAX(n->allocatable.v[KB_RES_GPU] - u, 0);
+        free += MAX(n->allocatable.v[KB_RES_GPU] / KB_GPU_MILLI - u, 0);
     }
     return free;
 }
@@ -651,7 +652,7 @@ static gboolean autoscale(TfController *c, const char *key, const KbTfJob *job,
         TfWaitingGroup w = {.name = name,
                             .queue = g->queue,
                             .priority = priority_of(c, g->priority_class_name),
-                            .gpus_needed = g->min_resources.v[KB_RES_GPU]};
+                            .gpus_needed = kb_resource_whole_gpus(g->min_resources.v[KB_RES_GPU])};
         g_array_append_val(waiting, w);
     }
     tf_autoscale_decide(job, priority_of(c, job->priority_class),

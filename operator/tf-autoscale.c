@@ -27,7 +27,7 @@ void tf_autoscale_decide(const KbTfJob *job, gint32 job_priority, const TfWaitin
 {
     const char *queue = queue_name(job->queue);
     gint32 current = kb_tfjob_effective_replicas(job, KB_TF_WORKER);
-    gint64 per_worker = job->specs[KB_TF_WORKER].requests.v[KB_RES_GPU];
+    gint64 per_worker = kb_resource_whole_gpus(job->specs[KB_TF_WORKER].requests.v[KB_RES_GPU]);
     const TfWaitingGroup *higher = NULL;
     gint64 need = 0;
     gboolean need_unknown = FALSE;

@@ -134,7 +134,9 @@ static void node_view(Fgd *f, const KbNodeInfo *node, KbFragNode *n)
         dra_view(f, node, n);
     if (n->n_gpus > 0)
         return;
-    gint64 all = node->allocatable.v[KB_RES_GPU], idle = node->idle.v[KB_RES_GPU];
+    /* nvidia.com/gpu in milli-GPUs: whole GPUs, and the ones wholly free */
+    gint64 all = kb_resource_whole_gpus(node->allocatable.v[KB_RES_GPU]);
+    gint64 idle = MAX(node->idle.v[KB_RES_GPU], 0) / KB_GPU_MILLI;
     n->n_gpus = (guint)CLAMP(all, 0, KB_FRAG_MAX_GPUS);
     for (guint g = 0; g < n->n_gpus; g++)
         n->free[g] = (gint64)g < idle ? KB_FRAG_MILLI : 0;
@@ -164,7 +166,7 @@ static gboolean task_shape(Fgd *f, const KbTaskInfo *task, const KbNodeInfo *nod
         s->milli = known->milli;
         return s->gpus > 0;
     }
-    gint64 gpus = task->resreq.v[KB_RES_GPU];
+    gint64 gpus = kb_resource_whole_gpus(task->resreq.v[KB_RES_GPU]);
     if (gpus <= 0 || gpus > KB_FRAG_MAX_GPUS)
         return FALSE;
     s->gpus = (guint)gpus;
@@ -230,7 +232,8 @@ static void on_allocate(gpointer state, const KbTaskInfo *task)
                              &s.milli, &gpu, NULL))
             s.gpus = s.milli = 0;
     } else if (task->resreq.v[KB_RES_GPU] > 0) {
-        s.gpus = (guint)MIN(task->resreq.v[KB_RES_GPU], KB_FRAG_MAX_GPUS + 1);
+        s.gpus = (guint)MIN(kb_resource_whole_gpus(task->resreq.v[KB_RES_GPU]),
+                            KB_FRAG_MAX_GPUS + 1);
         s.milli = KB_FRAG_MILLI;
     }
     kb_frag_model_observe_pod(kb_cache_fragment(f->ssn->cache), task->pod->meta.uid, &s);

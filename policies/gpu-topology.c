@@ -276,7 +276,7 @@ static void gpu_topology_close(gpointer state)
  * too) are chosen by the DRA allocator, islands included (scheduler/dra.h). */
 static gint64 plugin_gpus(const KbTaskInfo *task)
 {
-    return task->pod->requests.v[KB_RES_GPU];
+    return kb_resource_whole_gpus(task->pod->requests.v[KB_RES_GPU]);
 }
 
 static double node_score(gpointer state, const KbTaskInfo *task, const KbNodeInfo *node)

@@ -330,12 +330,13 @@ static void explain_long(const Proportion *p, const KbQueueInfo *qi, gint64 used
     if (why == NULL)
         return;
     g_autofree char *rt = g_strdup_printf("%" G_GINT64_FORMAT "s", p->long_runtime);
+    g_autofree char *held = kb_resource_format_value(KB_RES_GPU, used);
     g_string_append_printf(why,
-                           "queue \"%s\" holds %" G_GINT64_FORMAT " nvidia.com/gpu, %.3g times "
+                           "queue \"%s\" holds %s nvidia.com/gpu, %.3g times "
                            "its share by weight is %.0f, and the job is expected to run longer "
                            "than %s",
-                           qi->name, used, p->long_limit, p->long_limit * weight_share(p, qi->id),
-                           rt);
+                           qi->name, held, p->long_limit,
+                           p->long_limit * weight_share(p, qi->id) / KB_GPU_MILLI, rt);
 }
 
 static gboolean allocatable(gpointer state, const KbQueueInfo *qi, const KbTaskInfo *task,

@@ -125,7 +125,7 @@ static void node_set_topology(KbCache *cache, KbNodeInfo *ni, KbNode *node)
     ni->zone = zone != NULL ? g_intern_string(zone) : NULL;
     NodeGpu *ng = node_gpu_at(cache, ni->id);
     const char *text = g_hash_table_lookup(node->meta.annotations, KB_GPU_TOPOLOGY_ANNOTATION);
-    gint64 n = MAX(node->allocatable.v[KB_RES_GPU], 0);
+    gint64 n = MAX(node->allocatable.v[KB_RES_GPU] / KB_GPU_MILLI, 0);
     if (ng->n_gpus == n && g_strcmp0(ng->annotation, text) == 0 && (n == 0 || ng->topology))
         return;
     gboolean seen = g_strcmp0(ng->annotation, text) == 0;
@@ -238,7 +238,7 @@ static void node_hold_gpus(KbCache *cache, guint id, guint64 gpus, int delta)
  */
 static guint64 pod_known_gpus(PodEntry *pe, gint node)
 {
-    gint64 k = pe->pod->requests.v[KB_RES_GPU];
+    gint64 k = kb_resource_whole_gpus(pe->pod->requests.v[KB_RES_GPU]);
     if (k <= 0)
         return 0;
     guint64 chosen = pe->task != NULL ? pe->task->gpu_ids : 0;
@@ -264,7 +264,8 @@ static guint64 pod_guess_gpus(KbCache *cache, PodEntry *pe, guint node)
 {
     const KbNodeInfo *ni = node_at(cache, node);
     guint64 all = ni->gpu_topology != NULL ? ni->gpu_all : G_MAXUINT64;
-    return lowest_bits(all & ~ni->gpu_used, pe->pod->requests.v[KB_RES_GPU]);
+    return lowest_bits(all & ~ni->gpu_used,
+                       kb_resource_whole_gpus(pe->pod->requests.v[KB_RES_GPU]));
 }
 
 /* What @pod is counted with: its containers' requests and its claims' DRA demand (dra.h). */
@@ -904,7 +905,7 @@ static void record_finished(KbCache *cache, const KbTaskInfo *task)
     gint64 gpus = 0;
     for (guint i = 0; i < job->tasks->len; i++)
         gpus += ((const KbTaskInfo *)job->tasks->pdata[i])->resreq.v[KB_RES_GPU];
-    kb_history_finished(cache->history, job->queue, gpus, task->bind_time);
+    kb_history_finished(cache->history, job->queue, kb_resource_whole_gpus(gpus), task->bind_time);
 }
 
 KbHistory *kb_cache_history(KbCache *cache)
@@ -996,6 +997,22 @@ void kb_cache_delete_pod(KbCache *cache, KbPod *pod)
     g_hash_table_remove(cache->pods, key);
 }
 
+/* Count @pe's DRA demand again (a template, the devices published or its claims' allocation
+ * changed). */
+static void pod_resync_dra(KbCache *cache, PodEntry *pe, guint dem)
+{
+    pe->dra_gen = dem;
+    KbTaskInfo *task = pe->task;
+    KbResources req = pod_requests(cache, pe->pod);
+    if (task != NULL && !kb_resources_equal(&req, &task->resreq)) {
+        task_leave_class(task);
+        task_set_requests(task, &req);
+        task_join_class(task);
+        task->job->version++;
+    }
+    pod_recount(cache, pe);
+}
+
 void kb_cache_sync_dra(KbCache *cache)
 {
     guint cap = kb_dra_capacity_gen(cache->dra), dem = kb_dra_demand_gen(cache->dra);
@@ -1010,6 +1027,18 @@ void kb_cache_sync_dra(KbCache *cache)
             node_refresh_idle(ni);
         }
     }
+    /* pods whose claims were seen allocated count what their devices consume */
+    g_autoptr(GHashTable) recount = kb_dra_take_recount(cache->dra);
+    if (recount != NULL) {
+        GHashTableIter it;
+        gpointer k;
+        g_hash_table_iter_init(&it, recount);
+        while (g_hash_table_iter_next(&it, &k, NULL)) {
+            PodEntry *pe = g_hash_table_lookup(cache->pods, k);
+            if (pe != NULL && pe->pod->n_resource_claims > 0)
+                pod_resync_dra(cache, pe, dem);
+        }
+    }
     if (dem == cache->dra_demand_gen)
         return;
     cache->dra_demand_gen = dem;
@@ -1020,16 +1049,7 @@ void kb_cache_sync_dra(KbCache *cache)
         PodEntry *pe = v;
         if (pe->pod->n_resource_claims == 0 || pe->dra_gen == dem)
             continue;
-        pe->dra_gen = dem;
-        KbTaskInfo *task = pe->task;
-        KbResources req = pod_requests(cache, pe->pod);
-        if (task != NULL && !kb_resources_equal(&req, &task->resreq)) {
-            task_leave_class(task);
-            task_set_requests(task, &req);
-            task_join_class(task);
-            task->job->version++;
-        }
-        pod_recount(cache, pe);
+        pod_resync_dra(cache, pe, dem);
     }
 }
 
@@ -1583,6 +1603,10 @@ KbCache *kb_cache_new(const char *const *scheduler_names, const char *default_qu
     cache->usage = kb_usage_new();
     cache->dra = kb_dra_new();
     cache->fragment = kb_frag_model_new(KB_CACHE_FRAGMENT_HALF_LIFE);
+    /* from now on the pods whose claims are seen allocated are named for recounting (none yet) */
+    GHashTable *none = kb_dra_take_recount(cache->dra);
+    if (none != NULL)
+        g_hash_table_unref(none);
     cache->queues = g_hash_table_new(g_direct_hash, g_direct_equal);
     cache->queue_list = g_ptr_array_new_with_free_func(queue_info_free);
     cache->pvcs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, kb_object_unref);

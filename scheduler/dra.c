@@ -133,6 +133,13 @@ struct KbDra {
     GHashTable *plan_claims;
     GHashTable *plan_freed;
     GHashTable *plan_shares;
+    /* GPU consumption (see "demand"): each template's demand ("ns/name" -> KbResources*),
+     * computed for fraction_gen (class_gen + slice_gen: it depends on the devices published);
+     * the pods ("ns/name") whose claims were seen allocated or deallocated since the cache last
+     * took them (kb_dra_take_recount). */
+    GHashTable *template_demand;
+    guint fraction_gen;
+    GHashTable *recount; /* NULL until kb_dra_take_recount is first called */
 };
 
 /* ---- records -------------------------------------------------------------------------------- */
@@ -265,6 +272,7 @@ KbDra *kb_dra_new(void)
     dra->plan_claims = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     dra->plan_freed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     dra->plan_shares = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    dra->template_demand = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     return dra;
 }
 
@@ -272,6 +280,8 @@ void kb_dra_free(KbDra *dra)
 {
     if (dra == NULL)
         return;
+    g_clear_pointer(&dra->recount, g_hash_table_unref);
+    g_hash_table_unref(dra->template_demand);
     g_hash_table_unref(dra->gang_alts);
     g_hash_table_unref(dra->share_plan);
     g_hash_table_unref(dra->share_used);
@@ -732,12 +742,34 @@ static void claim_devices(KbDra *dra, const KbResourceClaim *claim, const char *
     }
 }
 
+/* The pods @claim is reserved for count its results (kb_dra_pod_demand): recount them. */
+static void claim_recount(KbDra *dra, const KbResourceClaim *claim)
+{
+    /* nobody counts pods (the allocator alone, as bench-gpushare drives it) */
+    if (dra->recount == NULL)
+        return;
+    for (guint r = 0; r < claim->n_reserved_for; r++) {
+        if (claim->reserved_for[r].name != NULL)
+            g_hash_table_add(dra->recount, g_strdup_printf("%s/%s", claim->meta.namespace_,
+                                                           claim->reserved_for[r].name));
+    }
+}
+
 void kb_dra_set_claim(KbDra *dra, KbResourceClaim *claim)
 {
     char *key = kb_object_key(&claim->meta);
     ClaimInfo *old = g_hash_table_lookup(dra->claims, key);
     if (old != NULL)
         claim_devices(dra, old->claim, key, FALSE);
+    /* what its pods count changes with its allocation (results, not only the flag: a claim
+     * deallocated and allocated again between two events) */
+    if (old == NULL || old->claim->allocated != claim->allocated ||
+        old->claim->n_results != claim->n_results ||
+        old->claim->n_reserved_for != claim->n_reserved_for) {
+        if (old != NULL)
+            claim_recount(dra, old->claim);
+        claim_recount(dra, claim);
+    }
     ClaimInfo *ci = g_new0(ClaimInfo, 1);
     ci->claim = kb_object_ref(claim);
     ci->programs = programs_new();
@@ -764,8 +796,10 @@ void kb_dra_delete_claim(KbDra *dra, const KbResourceClaim *claim)
 {
     g_autofree char *key = kb_object_key(&claim->meta);
     ClaimInfo *old = g_hash_table_lookup(dra->claims, key);
-    if (old != NULL)
+    if (old != NULL) {
         claim_devices(dra, old->claim, key, FALSE);
+        claim_recount(dra, old->claim);
+    }
     claim_alloc_drop(dra, key);
     g_hash_table_remove(dra->claims, key);
 }
@@ -773,12 +807,15 @@ void kb_dra_delete_claim(KbDra *dra, const KbResourceClaim *claim)
 void kb_dra_set_template(KbDra *dra, KbResourceClaimTemplate *t)
 {
     g_hash_table_replace(dra->templates, kb_object_key(&t->meta), kb_object_ref(t));
+    g_autofree char *key = kb_object_key(&t->meta);
+    g_hash_table_remove(dra->template_demand, key);
     dra->demand_gen++;
 }
 
 void kb_dra_delete_template(KbDra *dra, const KbResourceClaimTemplate *t)
 {
     g_autofree char *key = kb_object_key(&t->meta);
+    g_hash_table_remove(dra->template_demand, key);
     if (g_hash_table_remove(dra->templates, key))
         dra->demand_gen++;
 }
@@ -1719,41 +1756,283 @@ static int class_slot_known(const char *name)
     return -1;
 }
 
-/* What one request surely takes, counted in its class's slot of @out (see dra.h). */
-static void request_demand(const KbDeviceRequest *req, KbResources *out)
+/* A class whose devices are GPUs or parts of one: what they consume counts in nvidia.com/gpu,
+ * in milli-GPUs (mig.nvidia.com also counts its devices in a slot of its own). */
+static gboolean gpu_class(const char *name)
+{
+    return name != NULL &&
+           (strcmp(name, KB_RESOURCE_GPU_CLASS) == 0 || strcmp(name, KB_DRA_MIG_CLASS) == 0);
+}
+
+/* @part of @whole in milli, rounded down (never more than consumed), at most 1000; -1 when
+ * @whole is not positive. */
+static gint64 milli_of(gint64 part, gint64 whole)
+{
+    if (whole <= 0)
+        return -1;
+    if (part >= whole)
+        return KB_GPU_MILLI;
+    if (part <= 0)
+        return 0;
+    return (gint64)(((__int128)part * KB_GPU_MILLI) / whole);
+}
+
+/* The part of its GPU partitionable device @d consumes: of its first counter set, the
+ * multiprocessors' share (what the "g" of a MIG profile counts: a 1g.10gb is 1/7 of an A100,
+ * a 3g.40gb and a 4g.40gb make a whole one), else memory's, else the largest share among the
+ * counters worth more than 1 (a counter of 1, a memory slice, says where a placement lies, not
+ * how much of the GPU it takes). Milli-GPUs; 1000 when no counter says. */
+static gint64 counters_milli(KbDra *dra, const Dev *d)
+{
+    const KbCounterSet *cs = &d->dev->consumes[0];
+    gint64 sms = -1, mem = -1, most = -1;
+    for (guint k = 0; k < cs->n_counters; k++) {
+        gint64 whole = counter_value(dra, d, cs->name, cs->counters[k].name);
+        gint64 m = milli_of(cs->counters[k].milli, whole);
+        if (m < 0)
+            continue;
+        if (strcmp(cs->counters[k].name, "multiprocessors") == 0)
+            sms = m;
+        else if (strcmp(cs->counters[k].name, "memory") == 0)
+            mem = m;
+        if (whole > 1000)
+            most = MAX(most, m);
+    }
+    return sms >= 0 ? sms : mem >= 0 ? mem : most >= 0 ? most : KB_GPU_MILLI;
+}
+
+/* The part of shared device @d that @amount (one per capacity of @d, milli; -1 unknown) takes:
+ * memory's share, else the largest. */
+static gint64 share_milli(const Dev *d, const gint64 *amount)
+{
+    gint64 mem = -1, most = -1;
+    for (guint c = 0; c < d->dev->n_capacity && c < KB_DRA_MAX_DEVICE_FIELDS; c++) {
+        gint64 m = amount[c] < 0 ? -1
+                                 : milli_of(amount[c],
+                                            kb_quantity_milli_value(&d->dev->capacity[c].value));
+        if (m < 0)
+            continue;
+        if (strcmp(d->dev->capacity[c].name, "memory") == 0)
+            mem = m;
+        most = MAX(most, m);
+    }
+    return mem >= 0 ? mem : most >= 0 ? most : KB_GPU_MILLI;
+}
+
+/* Milli-GPUs device @d gives result @r (a share: what its consumedCapacity says). */
+static gint64 result_milli(KbDra *dra, const Dev *d, const KbDeviceResult *r)
+{
+    if (d->dev->n_consumes > 0)
+        return counters_milli(dra, d);
+    if (!d->dev->multiple || !result_shared(r))
+        return KB_GPU_MILLI;
+    gint64 amount[KB_DRA_MAX_DEVICE_FIELDS];
+    for (guint c = 0; c < d->dev->n_capacity && c < KB_DRA_MAX_DEVICE_FIELDS; c++) {
+        const KbCelCapacity *cap = &d->dev->capacity[c];
+        amount[c] = -1;
+        for (guint i = 0; i < r->n_consumed; i++) {
+            if (kb_capacity_name_is(r->consumed[i].name, d->slice->driver, cap->domain, cap->name))
+                amount[c] = r->consumed[i].milli;
+        }
+    }
+    return share_milli(d, amount);
+}
+
+/* Milli-GPUs device @d would give @sub (a share: its request rounded by the policy); -1 when @d
+ * cannot serve it. */
+static gint64 sub_milli(KbDra *dra, const Dev *d, const KbDeviceSubRequest *sub)
+{
+    if (!capacity_satisfies(d, sub))
+        return -1;
+    if (d->dev->n_consumes > 0)
+        return counters_milli(dra, d);
+    if (!d->dev->multiple)
+        return KB_GPU_MILLI;
+    gint64 amount[KB_DRA_MAX_DEVICE_FIELDS];
+    for (guint c = 0; c < d->dev->n_capacity && c < KB_DRA_MAX_DEVICE_FIELDS; c++) {
+        amount[c] = share_amount(d, c, sub);
+        if (amount[c] < 0)
+            return -1;
+    }
+    return share_milli(d, amount);
+}
+
+/* The least part of a GPU any published device of @sub's class and selectors could give it,
+ * in milli-GPUs (selectors kb-cel refuses are not read: a smaller least keeps the demand a
+ * necessary condition). While no such device is published: a whole GPU for a device of
+ * KB_RESOURCE_GPU_CLASS without capacity.requests (as the device plugin's GPUs count), else 0.
+ * One pass over the devices, once per template and class or slice change. */
+static gint64 least_milli(KbDra *dra, const KbDeviceSubRequest *sub)
+{
+    const ClassInfo *cl = g_hash_table_lookup(dra->classes, sub->device_class);
+    gint64 least = -1;
+    if (cl == NULL || cl->error != NULL)
+        return 0;
+    g_autoptr(GPtrArray) progs = NULL;
+    if (sub->n_selectors > 0) {
+        g_autofree char *err = NULL;
+        progs = programs_new();
+        for (guint i = 0; i < sub->n_selectors; i++)
+            compile_into(progs, sub->selectors[i], "template", &err);
+        if (err != NULL)
+            g_clear_pointer(&progs, g_ptr_array_unref);
+    }
+    GHashTableIter it;
+    gpointer v;
+    g_hash_table_iter_init(&it, dra->dev_by_key);
+    while (least != 0 && g_hash_table_iter_next(&it, NULL, &v)) {
+        Dev *d = v;
+        if (!class_matches(dra, cl, d) ||
+            (progs != NULL && !programs_match(progs, 0, progs->len, d)))
+            continue;
+        gint64 m = sub_milli(dra, d, sub);
+        if (m >= 0 && (least < 0 || m < least))
+            least = m;
+    }
+    if (least < 0)
+        return strcmp(sub->device_class, KB_RESOURCE_GPU_CLASS) == 0 && sub->n_capacity == 0
+                       ? KB_GPU_MILLI
+                       : 0;
+    return least;
+}
+
+/* What one request surely takes (see dra.h), added to @out: in nvidia.com/gpu the least part of
+ * a GPU its devices could consume, when every alternative names a GPU class; in its class's slot
+ * (other than nvidia.com/gpu's) its device count, when every alternative names that class and no
+ * capacity. */
+static void request_demand(KbDra *dra, const KbDeviceRequest *req, KbResources *out)
 {
     const KbDeviceSubRequest *one = req->n_first_available == 0 ? &req->exactly : NULL;
     const char *klass = NULL;
-    gint64 least = G_MAXINT64;
+    gint64 least = G_MAXINT64, gpu_least = G_MAXINT64;
+    gboolean counted = TRUE, gpus = TRUE;
     for (guint a = 0; a < MAX(req->n_first_available, 1); a++) {
         const KbDeviceSubRequest *s = one != NULL ? one : &req->first_available[a];
-        /* adminAccess takes devices in use without holding them; a request naming
-         * capacity.requests may be served by a share of a device that allows multiple
-         * allocations, with other claims on the same device (counting it as a device would
-         * refuse a node whose shared GPU still has room); alternatives of different classes
-         * take nothing certain of any one class */
-        if (s->admin_access || s->n_capacity > 0 || s->device_class == NULL ||
-            (klass != NULL && strcmp(klass, s->device_class) != 0))
+        /* adminAccess takes devices in use without holding them */
+        if (s->admin_access || s->device_class == NULL)
             return;
+        gint64 n = s->all ? 1 : s->count;
+        if (gpu_class(s->device_class) && gpus)
+            gpu_least = MIN(gpu_least, n * least_milli(dra, s));
+        else
+            gpus = FALSE;
+        /* a request naming capacity.requests may be a share of a device beside other claims;
+         * alternatives of different classes take nothing certain of any one class */
+        if (s->n_capacity > 0 || (klass != NULL && strcmp(klass, s->device_class) != 0))
+            counted = FALSE;
         klass = s->device_class;
-        least = MIN(least, s->all ? 1 : s->count);
+        least = MIN(least, n);
     }
-    int slot = class_slot(klass);
-    if (slot >= 0)
+    if (gpus && gpu_least != G_MAXINT64)
+        out->v[KB_RES_GPU] += gpu_least;
+    int slot = counted ? class_slot(klass) : -1;
+    if (slot > KB_RES_GPU)
         out->v[slot] += least;
+}
+
+/* @t's demand, computed once per template and devices' change. */
+/* Template @key's demand (the sum, then each request's: n_requests + 1 vectors), computed once
+ * per template and devices' change; NULL for a template not known. */
+static const KbResources *template_demand(KbDra *dra, const char *key)
+{
+    KbResources *r = g_hash_table_lookup(dra->template_demand, key);
+    if (r != NULL)
+        return r;
+    const KbResourceClaimTemplate *t = g_hash_table_lookup(dra->templates, key);
+    if (t == NULL)
+        return NULL;
+    r = g_new0(KbResources, t->spec.n_requests + 1);
+    for (guint q = 0; q < t->spec.n_requests; q++) {
+        request_demand(dra, &t->spec.requests[q], &r[q + 1]);
+        kb_resources_add(&r[0], &r[q + 1]);
+    }
+    g_hash_table_insert(dra->template_demand, g_strdup(key), r);
+    return r;
+}
+
+/* What allocated claim @claim's results consume of GPUs: milli-GPUs in nvidia.com/gpu, one
+ * mig.nvidia.com per MIG device (when that class has a slot). */
+static void claim_consumption(KbDra *dra, const KbResourceClaim *claim, KbResources *out)
+{
+    const ClassInfo *gpu = g_hash_table_lookup(dra->classes, KB_RESOURCE_GPU_CLASS);
+    const ClassInfo *mig = g_hash_table_lookup(dra->classes, KB_DRA_MIG_CLASS);
+    int mig_slot = class_slot_known(KB_DRA_MIG_CLASS);
+    for (guint i = 0; i < claim->n_results; i++) {
+        const KbDeviceResult *r = &claim->results[i];
+        g_autofree char *dk = device_key(r->driver, r->pool, r->device);
+        Dev *d = g_hash_table_lookup(dra->dev_by_key, dk);
+        if (d == NULL)
+            continue;
+        gboolean is_mig = mig != NULL && mig->error == NULL && class_matches(dra, mig, d);
+        if (is_mig || (gpu != NULL && gpu->error == NULL && class_matches(dra, gpu, d)))
+            out->v[KB_RES_GPU] += result_milli(dra, d, r);
+        if (is_mig && mig_slot >= 0)
+            out->v[mig_slot]++;
+    }
+}
+
+/* The least part of a GPU a template's request takes depends on the devices published: when
+ * they changed, the templates' demand is computed again, and demand_gen moves (pods are
+ * recounted) only when some template's changed (nodes registering more of the same GPUs change
+ * none). Called before any pod is counted, so that none is counted with a stale figure under
+ * the new generation. */
+static void demand_refresh(KbDra *dra)
+{
+    guint fg = dra->class_gen + dra->slice_gen;
+    if (fg == dra->fraction_gen)
+        return;
+    dra->fraction_gen = fg;
+    g_autoptr(GHashTable) old = g_steal_pointer(&dra->template_demand);
+    dra->template_demand = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    GHashTableIter it;
+    gpointer k, v;
+    g_hash_table_iter_init(&it, old);
+    while (g_hash_table_iter_next(&it, &k, &v)) {
+        const KbResources *now = template_demand(dra, k);
+        if (now == NULL || !kb_resources_equal(now, v)) {
+            dra->demand_gen++;
+            break;
+        }
+    }
 }
 
 void kb_dra_pod_demand(KbDra *dra, const KbPod *pod, KbResources *out)
 {
+    demand_refresh(dra);
+    int mig_slot = class_slot_known(KB_DRA_MIG_CLASS);
     for (guint i = 0; i < pod->n_resource_claims; i++) {
         const char *tn = pod->resource_claims[i].template_name;
         if (tn == NULL)
             continue;
         g_autofree char *key = g_strdup_printf("%s/%s", pod->meta.namespace_, tn);
-        const KbResourceClaimTemplate *t = g_hash_table_lookup(dra->templates, key);
-        for (guint r = 0; t != NULL && r < t->spec.n_requests; r++)
-            request_demand(&t->spec.requests[r], out);
+        const KbResources *t = template_demand(dra, key);
+        g_autofree char *ck = NULL;
+        const ClaimInfo *ci = pod_claim(dra, pod, i, &ck);
+        if (ci == NULL || !ci->claim->allocated || ci->claim->n_results == 0) {
+            if (t != NULL)
+                kb_resources_add(out, t);
+            continue;
+        }
+        /* allocated: its GPUs count as consumed, the rest as the template says */
+        KbResources rest = {0};
+        if (t != NULL)
+            rest = *t;
+        rest.v[KB_RES_GPU] = 0;
+        if (mig_slot >= 0)
+            rest.v[mig_slot] = 0;
+        claim_consumption(dra, ci->claim, &rest);
+        kb_resources_add(out, &rest);
     }
+}
+
+GHashTable *kb_dra_take_recount(KbDra *dra)
+{
+    GHashTable *out = NULL;
+    if (dra->recount != NULL && g_hash_table_size(dra->recount) > 0)
+        out = g_steal_pointer(&dra->recount);
+    if (dra->recount == NULL)
+        dra->recount = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    return out;
 }
 
 void kb_dra_node_capacity(KbDra *dra, const char *node, KbResources *out)
@@ -1761,24 +2040,39 @@ void kb_dra_node_capacity(KbDra *dra, const char *node, KbResources *out)
     NodeDevs *lists[2] = {g_hash_table_lookup(dra->by_node, node), dra->all_nodes};
     if (lists[0] == NULL && dra->all_nodes->slices->len == 0)
         return;
+    const ClassInfo *gpu = g_hash_table_lookup(dra->classes, KB_RESOURCE_GPU_CLASS);
+    const ClassInfo *mig = g_hash_table_lookup(dra->classes, KB_DRA_MIG_CLASS);
+    /* a GPU is one whatever devices it is published as: a whole device, or partitions of one
+     * counter set (counted once per set) */
+    g_autoptr(GHashTable) sets = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     GHashTableIter it;
     gpointer v;
     g_hash_table_iter_init(&it, dra->classes);
     while (g_hash_table_iter_next(&it, NULL, &v)) {
         const ClassInfo *cl = v;
         int slot = cl->error == NULL ? class_slot_known(cl->dc->meta.name) : -1;
-        if (slot < 0)
+        if (slot < 0 && !gpu_class(cl->dc->meta.name))
             continue;
         gint64 n = 0;
         for (guint l = 0; l < 2; l++) {
             for (guint i = 0; lists[l] != NULL && i < lists[l]->slices->len; i++) {
                 SliceDevs *sd = lists[l]->slices->pdata[i];
-                for (guint d = 0; d < sd->slice->n_devices; d++)
-                    n += class_matches(dra, cl, &sd->devs[d]);
+                for (guint d = 0; d < sd->slice->n_devices; d++) {
+                    Dev *dev = &sd->devs[d];
+                    if (cl->error != NULL || !class_matches(dra, cl, dev))
+                        continue;
+                    n++;
+                    if ((cl == gpu || cl == mig) && dev->dev->n_consumes > 0)
+                        g_hash_table_add(sets, counter_key(dev, dev->dev->consumes[0].name, NULL));
+                    else if (cl == gpu)
+                        out->v[KB_RES_GPU] += KB_GPU_MILLI;
+                }
             }
         }
-        out->v[slot] += n;
+        if (slot > KB_RES_GPU)
+            out->v[slot] += n;
     }
+    out->v[KB_RES_GPU] += (gint64)g_hash_table_size(sets) * KB_GPU_MILLI;
 }
 
 gboolean kb_dra_describe_demand(KbDra *dra, const KbPod *pod, int slot, GString *out)
@@ -1789,20 +2083,27 @@ gboolean kb_dra_describe_demand(KbDra *dra, const KbPod *pod, int slot, GString 
             continue;
         g_autofree char *key = g_strdup_printf("%s/%s", pod->meta.namespace_, tn);
         const KbResourceClaimTemplate *t = g_hash_table_lookup(dra->templates, key);
-        for (guint r = 0; t != NULL && r < t->spec.n_requests; r++) {
+        const KbResources *per = template_demand(dra, key);
+        for (guint r = 0; t != NULL && per != NULL && r < t->spec.n_requests; r++) {
             const KbDeviceRequest *req = &t->spec.requests[r];
-            KbResources one;
-            kb_resources_clear(&one);
-            request_demand(req, &one);
+            KbResources one = per[r + 1];
             if (one.v[slot] <= 0)
                 continue;
             const char *claim = kb_pod_resource_claim_name(pod, i);
-            const char *klass = req->n_first_available > 0 ? req->first_available[0].device_class
-                                                           : req->exactly.device_class;
-            g_string_append_printf(
-                    out, "claim %s/%s request %s: %" G_GINT64_FORMAT " device%s of class %s",
-                    pod->meta.namespace_, claim != NULL ? claim : tn, req->exactly.name,
-                    one.v[slot], one.v[slot] == 1 ? "" : "s", klass);
+            const KbDeviceSubRequest *s =
+                    req->n_first_available > 0 ? &req->first_available[0] : &req->exactly;
+            gint64 n = slot == KB_RES_GPU ? (s->all ? 1 : s->count) : one.v[slot];
+            g_string_append_printf(out, "claim %s/%s request %s: ", pod->meta.namespace_,
+                                   claim != NULL ? claim : tn, req->exactly.name);
+            /* a part of a GPU says how much of one it counts as */
+            if (slot == KB_RES_GPU && one.v[slot] != n * KB_GPU_MILLI) {
+                g_autofree char *f = kb_resource_format_value(slot, one.v[slot]);
+                g_string_append_printf(out, "%s nvidia.com/gpu (", f);
+            }
+            g_string_append_printf(out, "%" G_GINT64_FORMAT " device%s of class %s", n,
+                                   n == 1 ? "" : "s", s->device_class);
+            if (slot == KB_RES_GPU && one.v[slot] != n * KB_GPU_MILLI)
+                g_string_append(out, ")");
             if (claim == NULL)
                 g_string_append(out, " (template)");
             return TRUE;
@@ -1811,8 +2112,9 @@ gboolean kb_dra_describe_demand(KbDra *dra, const KbPod *pod, int slot, GString 
     return FALSE;
 }
 
-guint kb_dra_demand_gen(const KbDra *dra)
+guint kb_dra_demand_gen(KbDra *dra)
 {
+    demand_refresh(dra);
     return dra->demand_gen;
 }
 
@@ -2045,48 +2347,13 @@ const KbResourceClaim *kb_dra_lookup_claim(KbDra *dra, const char *namespace_, c
 
 /* ---- consumption ---------------------------------------------------------------------------- */
 
-/* The ratio of @part to @whole (memory first: *@found_memory TRUE once a memory ratio is in). */
-static void ratio_in(double *best, gboolean *found_memory, const char *name, gint64 part,
-                     gint64 whole)
-{
-    if (whole <= 0)
-        return;
-    double r = (double)part / (double)whole;
-    gboolean memory = strcmp(name, "memory") == 0;
-    if (memory && !*found_memory) {
-        *best = r;
-        *found_memory = TRUE;
-    } else if (!*found_memory && r > *best) {
-        *best = r;
-    }
-}
-
 double kb_dra_gpu_fraction(KbDra *dra, const KbDeviceResult *r)
 {
     g_autofree char *dk = device_key(r->driver, r->pool, r->device);
     const Dev *d = g_hash_table_lookup(dra->dev_by_key, dk);
     if (d == NULL)
         return -1;
-    double best = 0;
-    gboolean memory = FALSE;
-    if (d->dev->n_consumes > 0) {
-        const KbCounterSet *cs = &d->dev->consumes[0];
-        for (guint k = 0; k < cs->n_counters; k++)
-            ratio_in(&best, &memory, cs->counters[k].name, cs->counters[k].milli,
-                     counter_value(dra, d, cs->name, cs->counters[k].name));
-        return MIN(best, 1.0);
-    }
-    if (!result_shared(r))
-        return 1.0;
-    for (guint i = 0; i < r->n_consumed; i++) {
-        for (guint c = 0; c < d->dev->n_capacity; c++) {
-            const KbCelCapacity *cap = &d->dev->capacity[c];
-            if (kb_capacity_name_is(r->consumed[i].name, d->slice->driver, cap->domain, cap->name))
-                ratio_in(&best, &memory, cap->name, r->consumed[i].milli,
-                         kb_quantity_milli_value(&cap->value));
-        }
-    }
-    return MIN(best, 1.0);
+    return (double)result_milli(dra, d, r) / KB_GPU_MILLI;
 }
 
 /* ---- GPUs for node scoring (the fgd plugin) -------------------------------------------------- */

@@ -37,6 +37,9 @@
 /* The device attribute naming a GPU's NVLink island (kb-kubelet --dra publishes it from the
  * node's kube-batchd.io/gpu-topology annotation); any domain. */
 #define KB_DRA_ISLAND_ATTRIBUTE "nvlinkIsland"
+/* NVIDIA's DeviceClass of MIG devices: counted in nvidia.com/gpu by the part of a GPU each takes
+ * and, by number, in a slot of its own. */
+#define KB_DRA_MIG_CLASS "mig.nvidia.com"
 
 typedef struct KbDra KbDra;
 
@@ -113,34 +116,47 @@ const KbResourceClaim *kb_dra_lookup_claim(KbDra *dra, const char *namespace_, c
 
 /*
  * What fraction of a GPU result @r takes (an allocated claim's result, or one this allocator
- * chose: KbClaimWrite bodies carry the same), from 0 to 1, so that accounting can count what is
- * consumed rather than devices: a partitionable device (a MIG profile) its consumption of its
- * first counter set's "memory" counter over the set's value (without one, the largest such ratio
- * among its counters); a share of a device allowing multiple allocations its consumedCapacity
- * "memory" over the device's (else the largest ratio); any other device 1. -1 when no slice the
- * cache holds has the device.
+ * chose: KbClaimWrite bodies carry the same), from 0 to 1, in steps of 1/1000 rounded down (what
+ * queue accounting counts in nvidia.com/gpu, docs/dra.md "Devices as resources"): a
+ * partitionable device (a MIG placement) its share of its first counter set's
+ * "multiprocessors" (a 1g.10gb of an A100 0.142, a 3g.40gb 0.428), else of "memory", else the
+ * largest share of a counter worth more than 1; a share of a device allowing multiple
+ * allocations its consumedCapacity "memory" over the device's (else the largest such share); any
+ * other device 1. -1 when no slice the cache holds has the device.
  */
 double kb_dra_gpu_fraction(KbDra *dra, const KbDeviceResult *r);
 
 /*
  * DRA demand as resources (docs/dra.md, "Devices as resources"): each DeviceClass name is a
- * resource (a slot of KbResources, kb_resource_slot; KB_RESOURCE_GPU_CLASS is nvidia.com/gpu's),
- * so that node pruning, queues, capabilities, guarantees, DRF and reclaim count devices as they
- * count nvidia.com/gpu. The vector is a necessary condition only: kb_dra_fits has the final
- * word.
+ * resource (a slot of KbResources, kb_resource_slot), so that node pruning, queues,
+ * capabilities, guarantees, DRF and reclaim count devices as they count nvidia.com/gpu. GPU
+ * classes (KB_RESOURCE_GPU_CLASS, KB_DRA_MIG_CLASS) count in nvidia.com/gpu, in milli-GPUs, the
+ * part of a GPU their devices consume (kb_dra_gpu_fraction): a whole GPU 1000, a MIG slice or a
+ * share of a GPU's memory its part. The vector is a necessary condition only: kb_dra_fits has
+ * the final word.
  *
- * kb_dra_pod_demand adds to @out what @pod's claims from templates surely take: per request of
- * the template, `count` devices of its class (`allocationMode: All`: 1, the least it takes); a
- * firstAvailable request whose alternatives all name one class, the smallest of their counts;
- * nothing for adminAccess, for alternatives of different classes, for a claim named directly
- * (resourceClaimName: it may be shared, and its devices are held once whoever uses it) or for
- * a template not known yet. It depends on the templates only: kb_dra_demand_gen() changes when
- * one does.
+ * kb_dra_pod_demand adds to @out, per claim of @pod from a template:
+ * - once the claim is allocated (as the cache sees it): in nvidia.com/gpu the part of a GPU each
+ *   of its results takes, in mig.nvidia.com's slot its MIG devices; the rest as below;
+ * - before: per request of the template, in nvidia.com/gpu `count` times the least part of a
+ *   GPU any published device of its class and selectors could give it (a share: the capacity
+ *   requested, rounded by the device's policy, over the device's), the least over
+ *   firstAvailable alternatives when all name GPU classes; in the slot of any other class
+ *   (mig.nvidia.com included) `count` devices (`allocationMode: All`: 1) when every
+ *   alternative names that class and no capacity.requests.
+ * Nothing for adminAccess, for a claim named directly (resourceClaimName: it may be shared,
+ * and its devices are held once whoever uses it) or for a template not known yet. The
+ * templates' demand is computed once per template and per change of classes or slices;
+ * kb_dra_demand_gen() changes when some template's does (it recomputes them first, as
+ * kb_dra_pod_demand does), and kb_dra_take_recount() names the pods whose claims were seen
+ * allocated or deallocated since it was last called.
  *
  * kb_dra_node_capacity adds to @out, per class that has a slot (a pod's demand or a queue named
  * it: a class nobody asks for takes none), the devices of node @node's slices (and of the
- * allNodes slices) that match the class, held or not. kb_dra_capacity_gen() changes when a
- * class, a slice or the set of slots does.
+ * allNodes slices) that match the class, held or not; in nvidia.com/gpu 1000 per GPU: per
+ * device of KB_RESOURCE_GPU_CLASS that consumes no counters and per counter set the devices of
+ * the GPU classes consume from. kb_dra_capacity_gen() changes when a class, a slice or the set
+ * of slots does.
  *
  * A class whose name finds no free slot (KB_RES_MAX) is not counted: its pods are checked by
  * kb_dra_fits alone.
@@ -150,7 +166,11 @@ void kb_dra_pod_demand(KbDra *dra, const KbPod *pod, KbResources *out);
  * request gpus: 2 devices of class gpu.nvidia.com"); FALSE (nothing appended) when none is. */
 gboolean kb_dra_describe_demand(KbDra *dra, const KbPod *pod, int slot, GString *out);
 void kb_dra_node_capacity(KbDra *dra, const char *node, KbResources *out);
-guint kb_dra_demand_gen(const KbDra *dra);
+guint kb_dra_demand_gen(KbDra *dra);
+/* The pods ("ns/name", a set owned by the caller) whose claims were seen allocated or
+ * deallocated since the last call, or NULL when none. Nothing is recorded before the first call
+ * (the cache makes it when it creates its KbDra). */
+GHashTable *kb_dra_take_recount(KbDra *dra);
 guint kb_dra_capacity_gen(const KbDra *dra);
 
 /*

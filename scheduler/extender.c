@@ -470,7 +470,7 @@ void kb_extender_filter_clear(KbExtenderFilter *out)
  * GPU fill after the pod, or cpu fill for pods without GPU). */
 static gint64 node_score(const KbNodeInfo *n, const KbResources *req)
 {
-    gint64 gpus = req->v[KB_RES_GPU];
+    gint64 gpus = kb_resource_whole_gpus(req->v[KB_RES_GPU]);
     if (!n->present || !kb_resources_fit(req, &n->idle))
         return 0;
     if (gpus <= 0) {

@@ -116,6 +116,9 @@ typedef struct {
     KbDra *dra;
     GPtrArray *dra_held; /* preemptor tasks whose devices the open statement holds */
     GPtrArray *dra_kept; /* the same of committed statements, held until the action ends */
+    /* fewer_victims: the unit choose_in_order leaves out (job NULL: none) */
+    const KbJobInfo *ban_job;
+    const KbTaskInfo *ban_task;
 } Evict;
 
 static gboolean on_node(const KbTaskInfo *t)
@@ -523,6 +526,14 @@ static gboolean floor_ok(Evict *e, GArray *chosen, const Unit *u)
     return TRUE;
 }
 
+/* May @u be taken: the floors allow it beside @chosen, and fewer_victims does not leave it out. */
+static gboolean may_take(Evict *e, GArray *chosen, const Unit *u)
+{
+    if (e->ban_job != NULL && u->job == e->ban_job && u->task == e->ban_task)
+        return FALSE;
+    return floor_ok(e, chosen, u);
+}
+
 static gboolean fits_with(const KbTaskInfo *t, const KbResources *idle, GArray *units, guint skip)
 {
     KbResources avail = *idle;
@@ -574,7 +585,7 @@ static gboolean all_make_room(Evict *e, const KbTaskInfo *t, guint node, GArray 
     guint had = out->len;
     for (guint k = from; k < e->units->len; k++) {
         const Unit *u = &g_array_index(e->units, Unit, k);
-        if (floor_ok(e, out, u))
+        if (may_take(e, out, u))
             g_array_append_val(out, *u);
     }
     gboolean ok = devices_fit(e, t, node, out);
@@ -593,7 +604,7 @@ static gboolean choose_in_order(Evict *e, const KbTaskInfo *t, guint node, GComp
     guint k = 0;
     for (; k < e->units->len && !fits_with(t, idle, out, G_MAXUINT); k++) {
         const Unit *u = &g_array_index(e->units, Unit, k);
-        if (floor_ok(e, out, u))
+        if (may_take(e, out, u))
             g_array_append_val(out, *u);
     }
     if (!fits_with(t, idle, out, G_MAXUINT))
@@ -604,7 +615,7 @@ static gboolean choose_in_order(Evict *e, const KbTaskInfo *t, guint node, GComp
             return FALSE;
         for (; k < e->units->len && !devices_fit(e, t, node, out); k++) {
             const Unit *u = &g_array_index(e->units, Unit, k);
-            if (floor_ok(e, out, u))
+            if (may_take(e, out, u))
                 g_array_append_val(out, *u);
         }
     }
@@ -654,9 +665,42 @@ static void swap_arrays(GArray **a, GArray **b)
     *b = tmp;
 }
 
+/* Units of e->chosen fewer_victims leaves out, one at a time (a MIG GPU has 7 slices). */
+#define FEWER_TRIES 8
+
+/*
+ * For a preemptor with claims, e->chosen made cheaper where it can be: the greedy orders free
+ * the devices of whichever placement their victims reach first (the four 1g.10gb pods under a
+ * 3g.40gb placement at memory slice 0 where the three at slice 4 would do, which the resource
+ * vector cannot tell apart). Each chosen unit in turn is left out and both orders run again;
+ * the cheapest set (cost_of) stays. Every set is minimal (choose_in_order gives back what is
+ * not needed), so no victim the placement does not need is taken.
+ */
+static void fewer_victims(Evict *e, const KbTaskInfo *t, guint node)
+{
+    guint n = MIN(e->chosen->len, FEWER_TRIES);
+    if (n < 2)
+        return;
+    Unit base[FEWER_TRIES];
+    memcpy(base, e->chosen->data, n * sizeof(Unit));
+    static const GCompareFunc orders[] = {unit_cmp, unit_big_first};
+    for (guint i = 0; i < n; i++) {
+        e->ban_job = base[i].job;
+        e->ban_task = base[i].task;
+        for (guint o = 0; o < G_N_ELEMENTS(orders); o++) {
+            if (choose_in_order(e, t, node, orders[o], e->alt) &&
+                cheaper(cost_of(e->alt), cost_of(e->chosen)))
+                swap_arrays(&e->chosen, &e->alt);
+        }
+    }
+    e->ban_job = NULL;
+    e->ban_task = NULL;
+}
+
 /*
  * Choose the victims on @node for @t into e->chosen; FALSE when evicting cannot make room. Two
- * greedy orders (lowest priority and youngest first; largest first) and the cheaper result.
+ * greedy orders (lowest priority and youngest first; largest first) and the cheaper result; for
+ * a preemptor with claims, fewer_victims then.
  */
 static gboolean choose_on_node(Evict *e, const KbTaskInfo *t, guint node)
 {
@@ -665,6 +709,8 @@ static gboolean choose_on_node(Evict *e, const KbTaskInfo *t, guint node)
     gboolean b = choose_in_order(e, t, node, unit_big_first, e->alt);
     if (b && (!a || cheaper(cost_of(e->alt), cost_of(e->chosen))))
         swap_arrays(&e->chosen, &e->alt);
+    if ((a || b) && t->pod->n_resource_claims > 0)
+        fewer_victims(e, t, node);
     return a || b;
 }
 

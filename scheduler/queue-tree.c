@@ -436,9 +436,14 @@ void kb_qtree_compute(KbQueueTree *t, const KbResources *total)
          * by as much as half a unit: a share of exactly 1600Gi stays 1600Gi, not one byte less
          * (which made a queue at its share in memory look over it, and reclaim refuse every
          * victim there: bench-scale kai-reclaim-250). */
+        /* GPUs (in milli-GPUs) are shared out in whole GPUs, as before parts of GPUs were
+         * counted: a queue's share of 6.4 GPUs is 7 */
+        double unit = s == KB_RES_GPU ? KB_GPU_MILLI : 1;
         for (guint i = 0; i < n; i++)
             t->deserved[i].v[s] =
-                    t->held[i] ? 0 : (gint64)ceil(des[i] - MIN(1e-6 + des[i] * 1e-12, 0.5));
+                    t->held[i] ? 0
+                               : (gint64)(unit * ceil(des[i] / unit -
+                                                      MIN(1e-6 + des[i] / unit * 1e-12, 0.5)));
         if (t->root_alias >= 0)
             t->deserved[t->root_alias].v[s] = t->deserved[t->root].v[s];
     }

@@ -96,7 +96,7 @@ static void announced(KbJobInfo *job)
         gpus += ((const KbTaskInfo *)job->tasks->pdata[i])->resreq.v[KB_RES_GPU];
     job->announced_runtime = r;
     job->announced_deadline = deadline_of(job);
-    job->announced_gpus = gpus;
+    job->announced_gpus = kb_resource_whole_gpus(gpus);
     job->announced_version = job->version;
 }
 
@@ -387,7 +387,7 @@ static guint8 starving(KbSession *ssn, const KbJobInfo *job, const Eligibility *
     if (el->min_gpus > 1) {
         KbResources need;
         kb_session_job_min_request(job, &need);
-        if (need.v[KB_RES_GPU] < (gint64)el->min_gpus)
+        if (need.v[KB_RES_GPU] < (gint64)el->min_gpus * KB_GPU_MILLI)
             return NOT_STARVING;
     }
     if (el->min_nodes <= 1 || nodes_spanned(ssn, job, el) >= el->min_nodes)

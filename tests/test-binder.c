@@ -243,7 +243,7 @@ static void test_success(Fixture *f, gconstpointer data)
     g_assert_cmpuint(kb_binder_events_posted(f->binder), ==, 1 + 3);
     /* Node accounting keeps the three GPUs in use. */
     KbNodeInfo *ni = kb_cache_lookup_node(f->cache, "n1");
-    g_assert_cmpint(ni->used.v[KB_RES_GPU], ==, 3);
+    g_assert_cmpint(ni->used.v[KB_RES_GPU], ==, 3000);
 }
 
 /* Events have budgets: 4 gangs of 2 with a gang budget of 2 (no refill): two PodGroup events,
@@ -344,7 +344,7 @@ static void test_certain_failure_keeps_room(Fixture *f, gconstpointer data)
     g_assert_true(g_ptr_array_find_with_equal_func(f->outcomes, want, g_str_equal, NULL));
     g_assert_true(event_posted(f, "FailedScheduling", "pod p1: refused"));
     KbNodeInfo *ni = kb_cache_lookup_node(f->cache, "n1");
-    g_assert_cmpint(ni->used.v[KB_RES_GPU], ==, 3);
+    g_assert_cmpint(ni->used.v[KB_RES_GPU], ==, 3000);
     KbJobInfo *job = kb_cache_lookup_job(f->cache, NS, "g");
     g_assert_cmpint(job->backoff_until, >, 0);
     g_assert_nonnull(strstr(job->bind_error, "pod p1: refused"));
@@ -354,7 +354,7 @@ static void test_certain_failure_keeps_room(Fixture *f, gconstpointer data)
     KbTaskInfo *t = kb_cache_lookup_task(f->cache, NS, "p1");
     g_assert_nonnull(t);
     kb_cache_delete_pod(f->cache, t->pod);
-    g_assert_cmpint(kb_cache_lookup_node(f->cache, "n1")->used.v[KB_RES_GPU], ==, 2);
+    g_assert_cmpint(kb_cache_lookup_node(f->cache, "n1")->used.v[KB_RES_GPU], ==, 2000);
     gint64 deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
     while (kb_binder_retrying(f->binder) > 0) {
         g_assert_cmpint(g_get_monotonic_time(), <, deadline);
@@ -402,7 +402,7 @@ static void test_unknown_outcome_retried(Fixture *f, gconstpointer data)
     while (kb_binder_retrying(f->binder) == 0 && kb_binder_in_flight(f->binder) > 0)
         g_main_context_iteration(NULL, TRUE);
     KbNodeInfo *ni = kb_cache_lookup_node(f->cache, "n1");
-    g_assert_cmpint(ni->used.v[KB_RES_GPU], ==, 3);
+    g_assert_cmpint(ni->used.v[KB_RES_GPU], ==, 3000);
     while (kb_binder_retrying(f->binder) > 0 || kb_binder_in_flight(f->binder) > 0)
         g_main_context_iteration(NULL, TRUE);
     drain(f);
@@ -412,7 +412,7 @@ static void test_unknown_outcome_retried(Fixture *f, gconstpointer data)
         g_autofree char *name = g_strdup_printf("p%d", i);
         g_assert_cmpint(state_of(f, name), ==, KB_TASK_BINDING);
     }
-    g_assert_cmpint(ni->used.v[KB_RES_GPU], ==, 3);
+    g_assert_cmpint(ni->used.v[KB_RES_GPU], ==, 3000);
     KbJobInfo *job = kb_cache_lookup_job(f->cache, NS, "g");
     g_assert_cmpuint(job->bind_failures, ==, 0);
 }
@@ -433,7 +433,7 @@ static void test_conflict_elsewhere(Fixture *f, gconstpointer data)
     KbTaskInfo *t = kb_cache_lookup_task(f->cache, NS, "p0");
     g_assert_cmpint(t->state, ==, KB_TASK_BINDING);
     g_assert_cmpint(kb_cache_lookup_node(f->cache, "n1")->used.v[KB_RES_GPU], ==, 0);
-    g_assert_cmpint(kb_cache_lookup_node(f->cache, "n2")->used.v[KB_RES_GPU], ==, 1);
+    g_assert_cmpint(kb_cache_lookup_node(f->cache, "n2")->used.v[KB_RES_GPU], ==, 1000);
 }
 
 /* Nothing listening: the outcome is never known; after the last attempt the pods keep their
@@ -458,7 +458,7 @@ static void test_transport_error(Fixture *f, gconstpointer data)
     g_assert_cmpuint(kb_binder_retries(binder), ==, 4);
     g_assert_cmpint(state_of(f, "p0"), ==, KB_TASK_BINDING);
     g_assert_cmpint(state_of(f, "p1"), ==, KB_TASK_BINDING);
-    g_assert_cmpint(kb_cache_lookup_node(f->cache, "n1")->used.v[KB_RES_GPU], ==, 2);
+    g_assert_cmpint(kb_cache_lookup_node(f->cache, "n1")->used.v[KB_RES_GPU], ==, 2000);
 }
 
 /* 24 slow bindings with a window of 4: never more than 4 at once, and they do overlap. */

@@ -1236,7 +1236,7 @@ static void test_property(void)
         gint64 free_gpus = 0;
         KbNodeInfo *ni = kb_cache_lookup_node(f->fx->cache, node);
         if (ni != NULL)
-            free_gpus = ni->idle.v[KB_RES_GPU];
+            free_gpus = ni->idle.v[KB_RES_GPU] / KB_GPU_MILLI;
         gboolean reserved_here = t != NULL && t->state == KB_TASK_ALLOCATED && ni != NULL &&
                                  t->node_id == (gint)ni->id;
         gboolean ok_write = g_rand_int_range(r, 0, 8) == 0;

@@ -13,7 +13,9 @@
  *   with no 80 GB GPU free, gets two 40 GB GPUs.
  * - Preemption frees slices (kube-batchd with the preempt action): on an A100 full of
  *   low-priority 1g.10gb pods, a high-priority 3g.40gb claim's pod evicts only pods whose slices
- *   its placement needs and runs there once they are gone.
+ *   its placement needs, the fewest (three), and runs there once they are gone.
+ * - Quotas count slices by the part of a GPU they take: a queue with a capability of one GPU
+ *   runs seven 1g.10gb pods; the eighth waits, its condition naming the queue and the resource.
  *
  * Skipped without kubectl.
  */
@@ -308,7 +310,8 @@ static const char priority_classes_yaml[] =
 /*
  * An A100 full of low-priority 1g.10gb pods (seven): a high-priority 3g.40gb claim's pod
  * preempts and runs on the freed slices; only pods whose slices its placement spans were
- * evicted (three or four: 3g placements start at slice 4 or 0), the others still run.
+ * evicted, three (the 3g placement at slice 4: the one at 0 would need four), the others still
+ * run.
  */
 static void test_mig_preempt(void)
 {
@@ -382,12 +385,118 @@ static void test_mig_preempt(void)
         evicted += in;
         g_free(devs[i]);
     }
-    g_assert_cmpuint(evicted, >=, 3);
-    g_assert_cmpuint(evicted, <=, 4);
+    /* the placement at slice 4 needs three victims, the one at 0 four: the fewest are taken */
+    g_assert_cmpuint(evicted, ==, 3);
     scheduler = NULL;
     g_assert_cmpint(kb_test_daemon_stop(sched, 10000), ==, 0);
     g_assert_cmpint(kb_test_daemon_stop(kubelet, 10000), ==, 0);
     g_unlink(conf);
+    g_unlink(file);
+    g_rmdir(dir);
+    api = NULL;
+}
+
+static const char quota_nodes_yaml[] =
+        "nodes:\n"
+        "- name: mig-0\n"
+        "  labels: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB}\n"
+        "  allocatable: {cpu: 32, memory: 128Gi, pods: 110, nvidia.com/gpu: 2}\n";
+
+/* Queue research (capability 1 GPU) and template slice (one 1g.10gb of an A100). */
+static const char quota_yaml[] =
+        "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: research}\n"
+        "spec: {weight: 1, capability: {nvidia.com/gpu: 1}}\n"
+        "---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\n"
+        "metadata: {name: slice, namespace: default}\n"
+        "spec:\n  spec:\n    devices:\n      requests:\n      - name: gpu\n"
+        "        exactly:\n          deviceClassName: mig.nvidia.com\n          selectors:\n"
+        "          - cel: {expression: \"device.attributes['gpu.nvidia.com'].profile == "
+        "'1g.10gb'\"}\n";
+
+/* A one-pod gang nb-@i of queue research whose claim comes from template slice. */
+static void slice_pod(guint i)
+{
+    g_autofree char *yaml = g_strdup_printf(
+            "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\n"
+            "metadata: {name: nb-%u, namespace: default}\nspec: {minMember: 1, queue: research}\n"
+            "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: nb-%u\n  namespace: default\n"
+            "  annotations: {scheduling.k8s.io/group-name: nb-%u, "
+            "sim.kube-batchd.io/run-seconds: \"3600\"}\n"
+            "spec:\n  schedulerName: kube-batchd\n  resourceClaims: [{name: gpu, "
+            "resourceClaimTemplateName: slice}]\n  containers:\n  - name: c\n    image: x\n"
+            "    resources: {claims: [{name: gpu}]}\n",
+            i, i, i);
+    create(yaml);
+}
+
+/*
+ * A queue whose capability is one GPU, on a node of two MIG-capable A100s: seven 1g.10gb pods
+ * run (each 1/7 of a GPU, 0.142 counted), the eighth waits though the second GPU is free, its
+ * PodGroup's condition naming the queue and nvidia.com/gpu; the queue's status says 0.994 GPUs
+ * allocated.
+ */
+static void test_mig_quota(void)
+{
+    g_autoptr(GError) error = NULL;
+    const char *aargs[] = {"--resource-claim-controller", NULL};
+    g_autoptr(KbTestApiserver) own = kb_test_apiserver_start(aargs, &error);
+    g_assert_no_error(error);
+    api = own;
+    g_autofree char *dir = g_dir_make_tmp("kb-mig-e2e-XXXXXX", &error);
+    g_autofree char *file = g_build_filename(dir, "nodes.yaml", NULL);
+    g_assert_true(g_file_set_contents(file, quota_nodes_yaml, -1, &error));
+    const char *kargs[] = {
+            "--nodes", file, "--heartbeat-interval", "200", "--start-delay", "50", "--dra",
+            "--mig",   NULL};
+    g_autoptr(KbTestDaemon) kubelet =
+            kb_test_apiserver_spawn(api, "kb-kubelet", FALSE, kargs, NULL);
+    const char *bargs[] = {"--schedule-period", "200ms", NULL};
+    g_autoptr(KbTestDaemon) sched = kb_test_apiserver_spawn(api, "kube-batchd", TRUE, bargs, NULL);
+    scheduler = sched;
+    apply("deploy/base/crds/podgroup-volcano.yaml");
+    apply("deploy/base/crds/queue-volcano.yaml");
+    apply("deploy/dra/deviceclasses.yaml");
+    /* the counter sets' slice and one slice per GPU */
+    g_autofree char *slices = wait_until("resourceslices", "", "{.items[*].metadata.name}",
+                                         kb_test_value_n_words, GUINT_TO_POINTER(3));
+    g_assert_true(kb_test_value_n_words(slices, GUINT_TO_POINTER(3)));
+    create(quota_yaml);
+    for (guint i = 0; i < 7; i++) {
+        slice_pod(i);
+        g_autofree char *name = g_strdup_printf("nb-%u", i);
+        g_autofree char *phase = wait_running(name);
+        g_assert_cmpstr(phase, ==, "Running");
+    }
+    slice_pod(7);
+    g_autofree char *why =
+            wait_until("podgroups.scheduling.volcano.sh", "nb-7", "{.status.conditions[*].message}",
+                       kb_test_value_contains, "nvidia.com/gpu");
+    g_test_message("nb-7: %s", why);
+    g_assert_nonnull(strstr(why, "\"research\""));
+    g_assert_nonnull(strstr(why, "nvidia.com/gpu"));
+    g_autofree char *node = get("pod", "nb-7", "{.spec.nodeName}");
+    g_assert_cmpstr(node, ==, "");
+    g_autofree char *used =
+            wait_until("queues.scheduling.volcano.sh", "research",
+                       "{.status.allocated.nvidia\\.com/gpu}", kb_test_value_contains, "0.994");
+    g_assert_cmpstr(used, ==, "0.994");
+    /* kbctl shows it so */
+    g_autofree char *bin = g_build_filename(kb_test_bin_dir(), "kbctl", NULL);
+    const char *argv[] = {bin, "--server", kb_test_apiserver_url(api), "queue", "list", NULL};
+    g_auto(GStrv) envp = g_environ_unsetenv(g_get_environ(), "KUBECONFIG");
+    g_autofree char *out = NULL;
+    int status = -1;
+    g_assert_true(g_spawn_sync(NULL, (char **)argv, envp, G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL,
+                               &out, NULL, &status, &error));
+    g_test_message("%s", out);
+    g_assert_cmpint(status, ==, 0);
+    g_autofree char *row = g_strdup(strstr(out, "research"));
+    g_assert_nonnull(row);
+    *strchrnul(row, '\n') = '\0';
+    g_assert_nonnull(strstr(row, " 0.994 "));
+    scheduler = NULL;
+    g_assert_cmpint(kb_test_daemon_stop(sched, 10000), ==, 0);
+    g_assert_cmpint(kb_test_daemon_stop(kubelet, 10000), ==, 0);
     g_unlink(file);
     g_rmdir(dir);
     api = NULL;
@@ -402,5 +511,6 @@ int main(int argc, char **argv)
     }
     g_test_add_func("/mig-e2e/mig-shares-first-available", test_mig_e2e);
     g_test_add_func("/mig-e2e/preempt-frees-slices", test_mig_preempt);
+    g_test_add_func("/mig-e2e/quota-counts-slices", test_mig_quota);
     return g_test_run();
 }

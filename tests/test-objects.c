@@ -86,7 +86,7 @@ static void test_pod_init_overhead(void)
      */
     g_assert_cmpint(pod->requests.v[KB_RES_CPU], ==, 2250);
     g_assert_cmpint(pod->requests.v[KB_RES_MEMORY], ==, (3072 + 120) * G_GINT64_CONSTANT(1048576));
-    g_assert_cmpint(pod->requests.v[KB_RES_GPU], ==, 1);
+    g_assert_cmpint(pod->requests.v[KB_RES_GPU], ==, 1000);
     g_assert_cmpint(pod->requests.v[KB_RES_EPHEMERAL_STORAGE], ==, G_GINT64_CONSTANT(1) << 30);
     g_assert_cmpint(pod->requests.v[KB_RES_PODS], ==, 1);
     g_autofree char *s = kb_resources_to_string(&pod->requests);
@@ -108,7 +108,7 @@ static void test_pod_gpu_limits_only(void)
                     ==, "gpu-burner");
 
     /* Requests default to limits, numbers as well as strings. */
-    g_assert_cmpint(pod->requests.v[KB_RES_GPU], ==, 2);
+    g_assert_cmpint(pod->requests.v[KB_RES_GPU], ==, 2000);
     g_assert_cmpint(pod->requests.v[KB_RES_CPU], ==, 500);
     g_assert_cmpint(pod->requests.v[KB_RES_MEMORY], ==, 1000000000);
     g_assert_cmpint(pod->requests.v[KB_RES_PODS], ==, 1);
@@ -289,7 +289,7 @@ static void test_pod_request_defaulting(void)
     g_assert_no_error(error);
     g_assert_cmpint(pod->requests.v[KB_RES_CPU], ==, 0);
     g_assert_cmpint(pod->requests.v[KB_RES_MEMORY], ==, G_GINT64_CONSTANT(1) << 30);
-    g_assert_cmpint(pod->requests.v[KB_RES_GPU], ==, 1);
+    g_assert_cmpint(pod->requests.v[KB_RES_GPU], ==, 1000);
 }
 
 /* ---- nodes ---------------------------------------------------------------------------------- */
@@ -309,7 +309,7 @@ static void test_node_gpu_tainted(void)
 
     g_assert_cmpint(node->allocatable.v[KB_RES_CPU], ==, 95500);
     g_assert_cmpint(node->allocatable.v[KB_RES_MEMORY], ==, G_GINT64_CONSTANT(1070158426112));
-    g_assert_cmpint(node->allocatable.v[KB_RES_GPU], ==, 8);
+    g_assert_cmpint(node->allocatable.v[KB_RES_GPU], ==, 8000);
     g_assert_cmpint(node->allocatable.v[KB_RES_PODS], ==, 110);
     g_assert_cmpint(node->allocatable.v[KB_RES_EPHEMERAL_STORAGE], ==,
                     G_GINT64_CONSTANT(441586313242));
@@ -391,7 +391,7 @@ static void test_podgroup_volcano(void)
     g_assert_null(pg->priority_class_name);
     g_assert_cmpint(pg->min_resources.v[KB_RES_CPU], ==, 16000);
     g_assert_cmpint(pg->min_resources.v[KB_RES_MEMORY], ==, G_GINT64_CONSTANT(64) << 30);
-    g_assert_cmpint(pg->min_resources.v[KB_RES_GPU], ==, 8);
+    g_assert_cmpint(pg->min_resources.v[KB_RES_GPU], ==, 8000);
     g_assert_cmpint(pg->min_resources.v[KB_RES_PODS], ==, 0);
     g_assert_cmpstr(pg->phase, ==, "Inqueue");
     g_assert_cmpuint(pg->meta.n_owners, ==, 1);
@@ -481,7 +481,7 @@ static void test_podgroup_x_k8s(void)
     g_assert_cmpint(pg->dialect, ==, KB_PODGROUP_X_K8S);
     g_assert_cmpint(pg->min_member, ==, 2);
     g_assert_null(pg->queue);
-    g_assert_cmpint(pg->min_resources.v[KB_RES_GPU], ==, 4);
+    g_assert_cmpint(pg->min_resources.v[KB_RES_GPU], ==, 4000);
     g_assert_cmpint(pg->schedule_timeout_seconds, ==, 60);
     g_assert_null(pg->phase);
 }
@@ -657,12 +657,12 @@ static void test_queue_volcano(void)
     g_assert_false(q->open);
     g_assert_cmpint(q->capability.v[KB_RES_CPU], ==, 64000);
     g_assert_cmpint(q->capability.v[KB_RES_MEMORY], ==, G_GINT64_CONSTANT(256) << 30);
-    g_assert_cmpint(q->capability.v[KB_RES_GPU], ==, 16);
+    g_assert_cmpint(q->capability.v[KB_RES_GPU], ==, 16000);
     /* Not listed: unlimited. */
     g_assert_cmpint(q->capability.v[KB_RES_PODS], ==, KB_RESOURCE_UNLIMITED);
     g_assert_cmpint(q->capability.v[KB_RES_EPHEMERAL_STORAGE], ==, KB_RESOURCE_UNLIMITED);
     g_assert_cmpint(q->guarantee.v[KB_RES_CPU], ==, 8000);
-    g_assert_cmpint(q->guarantee.v[KB_RES_GPU], ==, 2);
+    g_assert_cmpint(q->guarantee.v[KB_RES_GPU], ==, 2000);
     g_assert_cmpint(q->guarantee.v[KB_RES_MEMORY], ==, 0);
 }
 
@@ -700,7 +700,7 @@ static void test_queue_usage(void)
         if (cases[i].error == NULL) {
             g_assert_no_error(error);
             g_assert_cmpint(q->usage_time, ==, 1795762800);
-            g_assert_cmpfloat(q->usage[KB_RES_GPU], ==, 3600);
+            g_assert_cmpfloat(q->usage[KB_RES_GPU], ==, 3600000);
             g_assert_cmpfloat(q->usage[KB_RES_CPU], ==, 1500);
             g_assert_cmpfloat(q->usage[KB_RES_MEMORY], ==, 2e12);
             continue;
@@ -801,7 +801,8 @@ static void test_queue_usage_annotations(void)
             continue;
         }
         g_assert_no_error(error);
-        g_assert_cmpfloat(q->usage[KB_RES_GPU], ==, cases[i].gpu);
+        /* GPU-seconds are kept in milli-GPU-seconds */
+        g_assert_cmpfloat(q->usage[KB_RES_GPU], ==, cases[i].gpu * KB_GPU_MILLI);
         g_assert_cmpuint(q->history != NULL ? q->history->n[1] : 0, ==, cases[i].history);
     }
 }
@@ -1644,7 +1645,7 @@ static void test_resources_decode_encode(void)
     json_object_put(map);
     g_assert_cmpint(r.v[KB_RES_CPU], ==, 3000);
     g_assert_cmpint(r.v[KB_RES_MEMORY], ==, 258000000);
-    g_assert_cmpint(r.v[KB_RES_GPU], ==, 4);
+    g_assert_cmpint(r.v[KB_RES_GPU], ==, 4000);
     g_assert_cmpint(r.v[KB_RES_PODS], ==, 220);
 
     json_object *enc = kb_resources_encode(&r);
@@ -1689,11 +1690,12 @@ static void test_resources_decode_errors(void)
     g_assert_error(error, KB_ERROR, KB_ERROR_LIMIT);
     g_clear_error(&error);
 
-    /* A fractional GPU rounds up to a whole one; a huge number saturates. */
+    /* A part of a GPU is kept in milli-GPUs (a queue's capability of half a GPU); a huge number
+     * saturates. */
     json_object *m = parse("{\"nvidia.com/gpu\":\"0.5\",\"memory\":\"1e30\"}");
     g_assert_true(kb_resources_decode(m, "m", &r, &error));
     json_object_put(m);
-    g_assert_cmpint(r.v[KB_RES_GPU], ==, 1);
+    g_assert_cmpint(r.v[KB_RES_GPU], ==, 500);
     g_assert_cmpint(r.v[KB_RES_MEMORY], ==, G_MAXINT64);
 }
 

@@ -108,7 +108,7 @@ static void test_values(void)
     g_assert_cmpint(pod->requests.v[KB_RES_CPU], ==, 4250);
     /* memory "0" requested: the limit does not default it. */
     g_assert_cmpint(pod->requests.v[KB_RES_MEMORY], ==, 0);
-    g_assert_cmpint(pod->requests.v[KB_RES_GPU], ==, 2);
+    g_assert_cmpint(pod->requests.v[KB_RES_GPU], ==, 2000);
     g_assert_cmpint(pod->requests.v[KB_RES_PODS], ==, 1);
     g_assert_cmpstr(pod->scheduler_name, ==, "default-scheduler");
     g_assert_cmpstr(pod->group_name, ==, "g\xc3\xa9");
@@ -254,7 +254,7 @@ static void test_native_group_and_pod_resources(void)
     g_assert_cmpint(pod->requests.v[KB_RES_CPU], ==, 4100);
     g_assert_cmpint(pod->requests.v[KB_RES_MEMORY], ==, 8LL << 30);
     /* a pod-level gpu limit is not a pod-level resource: the containers' 1 stands */
-    g_assert_cmpint(pod->requests.v[KB_RES_GPU], ==, 1);
+    g_assert_cmpint(pod->requests.v[KB_RES_GPU], ==, 1000);
     g_assert_true(check_same(text, strlen(text)));
     /* an empty name is no group: the annotation decides */
     const char *empty = "{\"metadata\":{\"name\":\"p\",\"annotations\":{"
@@ -335,7 +335,7 @@ static void test_resized_in_place(void)
             g_assert_no_error(error);
             if (pod->requests.v[KB_RES_CPU] != cases[i].cpu ||
                 pod->requests.v[KB_RES_MEMORY] != cases[i].memory ||
-                pod->requests.v[KB_RES_GPU] != cases[i].gpu)
+                pod->requests.v[KB_RES_GPU] != cases[i].gpu * KB_GPU_MILLI)
                 g_error("case %u: cpu %" G_GINT64_FORMAT " memory %" G_GINT64_FORMAT
                         " gpu %" G_GINT64_FORMAT,
                         i, pod->requests.v[KB_RES_CPU], pod->requests.v[KB_RES_MEMORY],

@@ -394,7 +394,8 @@ static void test_never_overlap(void)
             const KbPlacement *p = &g_array_index(fx->res->placements, KbPlacement, i);
             guint n = strcmp(p->node, "n1") == 0 ? 0 : 1;
             guint64 m = ids_mask(p->gpu_ids);
-            g_assert_cmpint(__builtin_popcountll(m), ==, (int)p->pod->requests.v[KB_RES_GPU]);
+            g_assert_cmpint(__builtin_popcountll(m), ==,
+                            (int)(p->pod->requests.v[KB_RES_GPU] / KB_GPU_MILLI));
             g_assert_cmphex(m & (before[n] | given[n]), ==, 0);
             given[n] |= m;
         }
@@ -404,8 +405,8 @@ static void test_never_overlap(void)
     /* 3 + 2 held, 3 rounds of 1 + 2 + 3 asked = 23 > 16: what does not fit waits. */
     KbNodeInfo *n1 = kb_cache_lookup_node(fx->cache, "n1");
     KbNodeInfo *n2 = kb_cache_lookup_node(fx->cache, "n2");
-    g_assert_cmpint(__builtin_popcountll(n1->gpu_used), ==, n1->used.v[KB_RES_GPU]);
-    g_assert_cmpint(__builtin_popcountll(n2->gpu_used), ==, n2->used.v[KB_RES_GPU]);
+    g_assert_cmpint(__builtin_popcountll(n1->gpu_used), ==, n1->used.v[KB_RES_GPU] / KB_GPU_MILLI);
+    g_assert_cmpint(__builtin_popcountll(n2->gpu_used), ==, n2->used.v[KB_RES_GPU] / KB_GPU_MILLI);
     kb_test_sched_free(fx);
 }
 

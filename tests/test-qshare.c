@@ -78,8 +78,8 @@ static void feed(KbQshare *qs, gint64 now, const char *name, const char *parent,
     KbQueueStatus st = {0};
     st.name = g_intern_string(name);
     st.parent = g_intern_string(parent);
-    st.allocated.v[KB_RES_GPU] = alloc;
-    st.deserved.v[KB_RES_GPU] = des;
+    st.allocated.v[KB_RES_GPU] = alloc * KB_GPU_MILLI;
+    st.deserved.v[KB_RES_GPU] = des * KB_GPU_MILLI;
     g_array_append_val(res.queue_statuses, st);
     kb_qshare_on_cycle(&res, qs);
     g_array_unref(res.queue_statuses);

@@ -29,7 +29,11 @@ static void test_fixed_slots(void)
     g_assert_cmpstr(kb_resource_name(KB_RES_CPU), ==, "cpu");
     g_assert_true(kb_resource_is_milli(KB_RES_CPU));
     g_assert_false(kb_resource_is_milli(KB_RES_MEMORY));
-    g_assert_false(kb_resource_is_milli(KB_RES_GPU));
+    g_assert_true(kb_resource_is_milli(KB_RES_GPU));
+    g_assert_cmpint(kb_resource_whole_gpus(142), ==, 1);
+    g_assert_cmpint(kb_resource_whole_gpus(2000), ==, 2);
+    g_assert_cmpint(kb_resource_whole_gpus(2001), ==, 3);
+    g_assert_cmpint(kb_resource_whole_gpus(0), ==, 0);
     g_assert_false(kb_resource_is_milli(KB_RES_PODS));
 }
 
@@ -202,8 +206,11 @@ static const FormatCase format_cases[] = {
     {KB_RES_MEMORY, G_GINT64_CONSTANT(1) << 60, "1Ei"},
     {KB_RES_MEMORY, G_GINT64_CONSTANT(4) << 60, "4Ei"},
     {KB_RES_EPHEMERAL_STORAGE, G_GINT64_CONSTANT(10) << 30, "10Gi"},
-    {KB_RES_GPU, 8, "8"},
-    {KB_RES_GPU, 1024, "1024"},
+    {KB_RES_GPU, 8000, "8"},
+    {KB_RES_GPU, 1024000, "1024"},
+    {KB_RES_GPU, 142, "0.142"},
+    {KB_RES_GPU, 1500, "1.5"},
+    {KB_RES_GPU, 2050, "2.05"},
     {KB_RES_PODS, 110, "110"},
     {KB_RES_CPU, KB_RESOURCE_UNLIMITED, "unlimited"},
     {KB_RES_MEMORY, KB_RESOURCE_UNLIMITED, "unlimited"},
@@ -219,7 +226,7 @@ static void test_format(gconstpointer data)
 
 static void test_to_string(void)
 {
-    KbResources r = vec(2250, G_GINT64_CONSTANT(3192) << 20, 1, 8);
+    KbResources r = vec(2250, G_GINT64_CONSTANT(3192) << 20, 1, 8000);
     g_autofree char *s = kb_resources_to_string(&r);
     g_assert_cmpstr(s, ==, "cpu=2250m, memory=3192Mi, pods=1, nvidia.com/gpu=8");
     KbResources z;

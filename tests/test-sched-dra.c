@@ -913,7 +913,8 @@ static void test_mig_packing(void)
     /* on that GPU, where it blocks no 3g placement the other slice has not blocked already */
     g_assert_cmpuint(mig_slices_of(dev) & 0x0f, ==, 0);
     KbDeviceResult r = {(char *)"gpu", "gpu.nvidia.com", "n1", (char *)dev, NULL, 0, NULL};
-    g_assert_cmpfloat_with_epsilon(kb_dra_gpu_fraction(dra(fx), &r), 9728.0 / 81152.0, 1e-9);
+    /* 14 of the A100's 98 multiprocessors, in steps of 1/1000 rounded down */
+    g_assert_cmpfloat_with_epsilon(kb_dra_gpu_fraction(dra(fx), &r), 0.142, 1e-9);
     r.device = (char *)"gpu-0";
     g_assert_cmpfloat(kb_dra_gpu_fraction(dra(fx), &r), ==, 1.0);
     r.device = (char *)"nope";
@@ -1124,9 +1125,10 @@ static void test_resources_demand(void)
         const char *templates;
         gint64 gpus, mig;
     } rows[] = {
-            {"two", 2, 0},   {"all", 1, 0},       {"first-same", 3, 0},  {"first-mixed", 0, 0},
-            {"admin", 0, 0}, {"mig", 0, 3},       {"two,all,mig", 3, 3}, {"missing,two", 2, 0},
-            {"share", 0, 0}, {"share,two", 2, 0},
+            {"two", 2000, 0},         {"all", 1000, 0},         {"first-same", 3000, 0},
+            {"first-mixed", 0, 0},    {"admin", 0, 0},          {"mig", 0, 3},
+            {"two,all,mig", 3000, 3}, {"missing,two", 2000, 0}, {"share", 0, 0},
+            {"share,two", 2000, 0},
     };
     int mig = kb_resource_slot("mig.nvidia.com");
     g_assert_cmpint(mig, >=, KB_RES_FIRST_EXTENDED);
@@ -1162,8 +1164,8 @@ static void test_resources_vectors(void)
     int a100 = kb_resource_slot("a100.example.com");
     g_assert_cmpint(n1->allocatable.v[a100], ==, 0);
     kb_test_sched_run(fx);
-    g_assert_cmpint(n1->allocatable.v[KB_RES_GPU], ==, 4);
-    g_assert_cmpint(n2->allocatable.v[KB_RES_GPU], ==, 2);
+    g_assert_cmpint(n1->allocatable.v[KB_RES_GPU], ==, 4000);
+    g_assert_cmpint(n2->allocatable.v[KB_RES_GPU], ==, 2000);
     g_assert_cmpint(n1->allocatable.v[a100], ==, 4);
     g_assert_cmpint(n2->allocatable.v[a100], ==, 0);
     const KbTaskInfo *t = kb_cache_lookup_task(fx->cache, "ml", "job-w0");
@@ -1175,16 +1177,16 @@ static void test_resources_vectors(void)
     put_claim(fx, "job-w0-gpus", req, NULL);
     put_pod(fx, "job-w0", "job", "job-w0-gpus");
     kb_test_sched_run(fx);
-    g_assert_cmpint(t->resreq.v[KB_RES_GPU], ==, 2);
-    g_assert_cmpint(t->job->allocated.v[KB_RES_GPU], ==, 2);
+    g_assert_cmpint(t->resreq.v[KB_RES_GPU], ==, 2000);
+    g_assert_cmpint(t->job->allocated.v[KB_RES_GPU], ==, 2000);
     const char *node = kb_test_sched_bound_node(fx, "ml", "job-w0");
     g_assert_nonnull(node);
     const KbNodeInfo *ni = kb_cache_lookup_node(fx->cache, node);
-    g_assert_cmpint(ni->used.v[KB_RES_GPU], ==, 2);
+    g_assert_cmpint(ni->used.v[KB_RES_GPU], ==, 2000);
     /* a slice that grows grows the node */
     put_slice(fx, "n2", 8, 4, "NVIDIA H100");
     kb_test_sched_run(fx);
-    g_assert_cmpint(n2->allocatable.v[KB_RES_GPU], ==, 8);
+    g_assert_cmpint(n2->allocatable.v[KB_RES_GPU], ==, 8000);
     kb_test_sched_free(fx);
 }
 
@@ -1244,7 +1246,8 @@ static void test_resources_no_gpu_ids(void)
     kb_test_sched_run(fx);
     const KbPlacement *p = placement(fx, "job-w0");
     g_assert_nonnull(p);
-    g_assert_cmpint(kb_cache_lookup_task(fx->cache, "ml", "job-w0")->resreq.v[KB_RES_GPU], ==, 2);
+    g_assert_cmpint(kb_cache_lookup_task(fx->cache, "ml", "job-w0")->resreq.v[KB_RES_GPU], ==,
+                    2000);
     g_assert_null(p->gpu_ids);
     kb_test_sched_free(fx);
 }
@@ -1679,6 +1682,23 @@ static void test_preempt_mig(void)
     kb_test_sched_free(fx);
 }
 
+/*
+ * The youngest 1g.10gb pods are those at slices 0 to 3: taken in age order they free the 3g.40gb
+ * placement at slice 0 with four victims, where the three pods at 4, 5 and 6 free the one at
+ * slice 4. The plan takes the three, and no pod the placement does not need.
+ */
+static void test_preempt_fewest_victims(void)
+{
+    Fx *fx = mig_actions_fixture();
+    for (guint i = 0; i < 7; i++)
+        put_1g_holder(fx, i, 40 - i, "low");
+    put_slice_job(fx, "urgent", "high", 50, MIG_EXACTLY("3g.40gb"), NULL, NULL);
+    kb_test_sched_run(fx);
+    g_autofree char *ev = evicted_names(fx);
+    g_assert_cmpstr(ev, ==, "low-4,low-5,low-6");
+    kb_test_sched_free(fx);
+}
+
 /* Slices at 0 and 4 held by pods of the preemptor's priority: evicting every low-priority pod
  * would free no 3g placement, so nothing is evicted and every device stays held. */
 static void test_preempt_mig_not_enough(void)
@@ -1808,6 +1828,354 @@ static void test_preempt_plan_discard(void)
     kb_test_sched_free(fx);
 }
 
+/* ---- what slices and shares count (dra.h: kb_dra_pod_demand, kb_dra_gpu_fraction) ----------- */
+
+/* NVIDIA's classes as its driver defines them: whole GPUs and MIG devices apart. */
+static Fx *nvidia_fixture(const char *actions)
+{
+    Fx *fx = actions != NULL ? actions_fixture(actions) : kb_test_sched_new(NULL);
+    add_class(fx, "gpu.nvidia.com", "device.attributes['gpu.nvidia.com'].type == 'gpu'");
+    add_class(fx, "mig.nvidia.com", "device.attributes['gpu.nvidia.com'].type == 'mig'");
+    return fx;
+}
+
+/*
+ * Job @name (one pod, queue @queue, class @pc or NULL, created at second @sec) whose claim
+ * @name-c (spec.devices @spec) comes from template @tmpl (the pod's status names it); with @node
+ * the pod runs there and the claim is allocated device @device (with share @share: its
+ * consumedCapacity memory), reserved for the pod.
+ */
+static void put_tmpl_job(Fx *fx, const char *name, const char *queue, const char *pc, guint sec,
+                         const char *tmpl, const char *spec, const char *node, const char *device,
+                         const char *share)
+{
+    g_autofree char *gj = g_strdup_printf(
+            "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\",\"metadata\":"
+            "{\"name\":\"%s\",\"namespace\":\"ml\",\"creationTimestamp\":\"2026-01-01T00:%02u:%"
+            "02uZ\"},\"spec\":{\"minMember\":1,\"queue\":\"%s\"%s%s%s}}",
+            name, sec / 60, sec % 60, queue, pc != NULL ? ",\"priorityClassName\":\"" : "",
+            pc != NULL ? pc : "", pc != NULL ? "\"" : "");
+    kb_test_sched_add_pod_group(fx, gj);
+    g_autofree char *claim = g_strdup_printf("%s-c", name);
+    g_autofree char *shared =
+            share != NULL ? g_strdup_printf(",\"consumedCapacity\":{\"memory\":\"%s\"},"
+                                            "\"shareID\":\"0b5c3f5e-4b0e-4b9a-9d1c-3b7f6a2e%04u\"",
+                                            share, sec)
+                          : g_strdup("");
+    g_autofree char *st =
+            node == NULL
+                    ? NULL
+                    : g_strdup_printf(
+                              "{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"gpu\","
+                              "\"driver\":\"gpu.nvidia.com\",\"pool\":\"%s\",\"device\":\"%s\"%s"
+                              "}]},\"nodeSelector\":{\"nodeSelectorTerms\":[{\"matchFields\":[{"
+                              "\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":[\"%s\"]"
+                              "}]}]}},\"reservedFor\":[{\"resource\":\"pods\",\"name\":\"%s\","
+                              "\"uid\":\"u-%s\"}]}",
+                              node, device, shared, node, name, name);
+    put_claim(fx, claim, spec, st);
+    g_autofree char *on =
+            node != NULL ? g_strdup_printf(",\"nodeName\":\"%s\"", node) : g_strdup("");
+    g_autofree char *text = g_strdup_printf(
+            "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"ml\",\"uid\":\"u-%s\","
+            "\"creationTimestamp\":\"2026-01-01T00:%02u:%02uZ\",\"annotations\":{"
+            "\"scheduling.k8s.io/group-name\":\"%s\"}},\"spec\":{\"schedulerName\":"
+            "\"kube-batchd\"%s%s%s%s,\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":"
+            "{\"cpu\":\"1\"}}}],\"resourceClaims\":[{\"name\":\"gpu\","
+            "\"resourceClaimTemplateName\":\"%s\"}]},\"status\":{\"phase\":\"%s\","
+            "\"resourceClaimStatuses\":[{\"name\":\"gpu\",\"resourceClaimName\":\"%s\"}]}}",
+            name, name, sec / 60, sec % 60, name, pc != NULL ? ",\"priorityClassName\":\"" : "",
+            pc != NULL ? pc : "", pc != NULL ? "\"" : "", on, tmpl,
+            node != NULL ? "Running" : "Pending", claim);
+    kb_test_sched_put_pod(fx, kb_test_sched_parse(text));
+}
+
+/* As add_kubelet_node, the node publishing its GPUs as slices only (as kb-kubelet --dra does). */
+static void add_dra_node(Fx *fx, const char *node, guint gpus, gboolean mig, const char *labels)
+{
+    add_kubelet_node(fx, node, gpus, mig, labels);
+    g_autofree char *nj = g_strdup_printf(
+            "{\"metadata\":{\"name\":\"%s\",\"labels\":{%s}},\"status\":{\"allocatable\":{"
+            "\"cpu\":\"64\",\"memory\":\"256Gi\",\"pods\":\"110\"},"
+            "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
+            node, labels);
+    kb_test_sched_add_node(fx, nj);
+}
+
+/* The nvidia.com/gpu queue @name held in the last cycle (milli-GPUs). */
+static gint64 queue_gpus(Fx *fx, const char *name)
+{
+    for (guint i = 0; i < fx->res->queue_statuses->len; i++) {
+        const KbQueueStatus *x = &g_array_index(fx->res->queue_statuses, KbQueueStatus, i);
+        if (strcmp(x->name, name) == 0)
+            return x->allocated.v[KB_RES_GPU];
+    }
+    g_error("no status for queue %s", name);
+}
+
+static void add_gpu_queue(Fx *fx, const char *name, guint weight, const char *capability)
+{
+    g_autofree char *q = g_strdup_printf(
+            "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"Queue\",\"metadata\":{"
+            "\"name\":\"%s\"},\"spec\":{\"weight\":%u,\"reclaimable\":true%s%s%s}}",
+            name, weight, capability != NULL ? ",\"capability\":{\"nvidia.com/gpu\":\"" : "",
+            capability != NULL ? capability : "", capability != NULL ? "\"}" : "");
+    kb_test_sched_add_queue(fx, q);
+}
+
+#define TMPL_1G                                                                                    \
+    "{\"requests\":[{\"name\":\"gpu\",\"exactly\":{\"deviceClassName\":\"mig.nvidia.com\","        \
+    "\"selectors\":[{\"cel\":{\"expression\":\"device.attributes['gpu.nvidia.com'].profile == "    \
+    "'1g.10gb'\"}}]}}]}"
+
+#define WHOLE_GPU                                                                                  \
+    "{\"requests\":[{\"name\":\"gpu\",\"exactly\":{\"deviceClassName\":\"gpu.nvidia.com\"}}]}"
+#define SHARE_OF(memory)                                                                           \
+    "{\"requests\":[{\"name\":\"gpu\",\"exactly\":{\"deviceClassName\":\"gpu.nvidia.com\","        \
+    "\"capacity\":{\"requests\":{\"memory\":\"" memory "\"}}}}]}"
+#define SHARE_39500 SHARE_OF("39500Mi")
+#define SHARE_40G   SHARE_OF("40Gi")
+#define TMPL_3G                                                                                    \
+    "{\"requests\":[{\"name\":\"gpu\",\"exactly\":{\"deviceClassName\":\"mig.nvidia.com\","        \
+    "\"selectors\":[{\"cel\":{\"expression\":\"device.attributes['gpu.nvidia.com'].profile == "    \
+    "'3g.40gb'\"}}]}}]}"
+
+/*
+ * What a template's request counts before its claim is allocated, on a MIG-capable A100 and a
+ * GPU shared by memory (80Gi, whole GiB): the least part of a GPU any device of its class and
+ * selectors could give it, times its count; the least over firstAvailable alternatives of GPU
+ * classes; a share's request rounded up by the policy; MIG devices also by number.
+ */
+static void test_acct_demand_least(void)
+{
+    Fx *fx = nvidia_fixture(NULL);
+    add_dra_node(fx, "n1", 1, TRUE, "");
+    add_dra_node(fx, "s1", 1, FALSE, "\"kube-batchd.io/gpu-sharing\":\"memory\"");
+    add_class(fx, "fpga.example.com", NULL);
+    put_template(fx, "mig-any",
+                 "{\"requests\":[{\"name\":\"g\",\"exactly\":{\"deviceClassName\":"
+                 "\"mig.nvidia.com\",\"count\":2}}]}");
+    put_template(fx, "three", TMPL_3G);
+    put_template(fx, "whole", WHOLE_GPU);
+    put_template(fx, "all",
+                 "{\"requests\":[{\"name\":\"g\",\"exactly\":{\"deviceClassName\":"
+                 "\"gpu.nvidia.com\",\"allocationMode\":\"All\"}}]}");
+    put_template(fx, "first-mixed",
+                 "{\"requests\":[{\"name\":\"g\",\"firstAvailable\":[{\"name\":\"a\","
+                 "\"deviceClassName\":\"gpu.nvidia.com\",\"count\":2},{\"name\":\"b\","
+                 "\"deviceClassName\":\"mig.nvidia.com\",\"selectors\":[{\"cel\":{"
+                 "\"expression\":\"device.attributes['gpu.nvidia.com'].profile == '2g.20gb'\"}}]}"
+                 "]}]}");
+    put_template(fx, "first-other",
+                 "{\"requests\":[{\"name\":\"g\",\"firstAvailable\":[{\"name\":\"a\","
+                 "\"deviceClassName\":\"gpu.nvidia.com\"},{\"name\":\"b\","
+                 "\"deviceClassName\":\"fpga.example.com\"}]}]}");
+    put_template(fx, "admin",
+                 "{\"requests\":[{\"name\":\"g\",\"exactly\":{\"deviceClassName\":"
+                 "\"gpu.nvidia.com\",\"adminAccess\":true}}]}");
+    put_template(fx, "share", SHARE_OF("10Gi"));
+    put_template(fx, "share-odd", SHARE_OF("1500Mi"));
+    struct {
+        const char *templates;
+        gint64 gpus, mig;
+    } rows[] = {
+            {"mig-any", 284, 2},       /* two 1g.10gb: 2 x 14/98 */
+            {"three", 428, 1},         /* its selector: a 3g.40gb, 42/98 */
+            {"whole", 1000, 0},        /* a whole GPU, or the shared one's default share: all */
+            {"all", 1000, 0},          /* All: one device at least */
+            {"first-mixed", 285, 0},   /* two whole GPUs or a 2g.20gb (28/98) */
+            {"first-other", 0, 0},     /* an fpga may serve it */
+            {"admin", 0, 0},           /* holds nothing */
+            {"share", 125, 0},         /* 10Gi of 80Gi */
+            {"share-odd", 25, 0},      /* rounded up to 2Gi */
+            {"mig-any,share", 409, 2}, /* claims add up */
+    };
+    int mig = kb_resource_slot("mig.nvidia.com");
+    for (guint i = 0; i < G_N_ELEMENTS(rows); i++) {
+        g_autoptr(KbPod) pod = template_pod(rows[i].templates);
+        KbResources r = {0};
+        kb_dra_pod_demand(dra(fx), pod, &r);
+        g_test_message("%s", rows[i].templates);
+        g_assert_cmpint(r.v[KB_RES_GPU], ==, rows[i].gpus);
+        g_assert_cmpint(r.v[mig], ==, rows[i].mig);
+    }
+    kb_test_sched_free(fx);
+}
+
+/*
+ * A queue whose capability is 1 nvidia.com/gpu holds seven 1g.10gb slices of an A100 (each 1/7
+ * of the GPU: 14 of its 98 multiprocessors, 0.142 counted) and no eighth, though another GPU has
+ * room: the eighth waits, its reason naming the queue and the resource. The slices count in
+ * mig.nvidia.com too, by number.
+ */
+static void test_acct_quota_slices(void)
+{
+    Fx *fx = nvidia_fixture(NULL);
+    add_dra_node(fx, "n1", 2, TRUE, "");
+    add_gpu_queue(fx, "research", 1, "1");
+    put_template(fx, "slice", TMPL_1G);
+    for (guint i = 0; i < 8; i++) {
+        g_autofree char *name = g_strdup_printf("nb-%u", i);
+        put_tmpl_job(fx, name, "research", NULL, i, "slice", TMPL_1G, NULL, NULL, NULL);
+    }
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 7);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "ml/nb-7"), ==, 0);
+    const KbJobStatus *js = kb_cycle_result_job(fx->res, "ml/nb-7");
+    g_test_message("%s", js->message);
+    g_assert_nonnull(strstr(js->message, "\"research\""));
+    g_assert_nonnull(strstr(js->message, "nvidia.com/gpu"));
+    const KbTaskInfo *t = kb_cache_lookup_task(fx->cache, "ml", "nb-0");
+    g_assert_cmpint(t->resreq.v[KB_RES_GPU], ==, 142);
+    g_assert_cmpint(t->resreq.v[kb_resource_slot("mig.nvidia.com")], ==, 1);
+    /* the node's two GPUs as slices: once each, not once per MIG placement */
+    g_assert_cmpint(kb_cache_lookup_node(fx->cache, "n1")->allocatable.v[KB_RES_GPU], ==, 2000);
+    kb_test_sched_free(fx);
+}
+
+/*
+ * Before its claim is allocated a pod counts the least part of a GPU its request could take
+ * (the smallest MIG placement its selectors match; a share's request rounded up by the policy,
+ * over the GPU's memory); once the claim is seen allocated, what its device takes: a 3g.40gb 0.428
+ * (42 of 98 multiprocessors), a whole GPU 1, a share of 40Gi of 80Gi 0.5; the queue's allocated
+ * follows.
+ */
+static void test_acct_allocated(void)
+{
+    Fx *fx = nvidia_fixture(NULL);
+    add_dra_node(fx, "n1", 1, TRUE, "");
+    add_dra_node(fx, "s1", 1, FALSE, "\"kube-batchd.io/gpu-sharing\":\"memory\"");
+    add_gpu_queue(fx, "team", 1, NULL);
+    put_template(fx, "mig", TMPL_1G);
+    put_template(fx, "whole", WHOLE_GPU);
+    put_template(fx, "share", SHARE_39500);
+    put_tmpl_job(fx, "m", "team", NULL, 1, "mig", TMPL_1G, NULL, NULL, NULL);
+    put_tmpl_job(fx, "s", "team", NULL, 2, "share", SHARE_39500, NULL, NULL, NULL);
+    put_template(fx, "three", TMPL_3G);
+    put_tmpl_job(fx, "t", "team", NULL, 4, "three", TMPL_3G, NULL, NULL, NULL);
+    kb_cache_sync_dra(fx->cache);
+    /* the request's selectors are read: a 3g.40gb counts as one before it is allocated */
+    g_assert_cmpint(kb_cache_lookup_task(fx->cache, "ml", "t")->resreq.v[KB_RES_GPU], ==, 428);
+    const KbTaskInfo *m = kb_cache_lookup_task(fx->cache, "ml", "m");
+    const KbTaskInfo *s = kb_cache_lookup_task(fx->cache, "ml", "s");
+    g_assert_cmpint(m->resreq.v[KB_RES_GPU], ==, 142);
+    /* 39500Mi rounded up to whole GiB (the policy's step): 39Gi of 80Gi */
+    g_assert_cmpint(s->resreq.v[KB_RES_GPU], ==, 487);
+    /* seen allocated: a 3g placement, a 40Gi share */
+    put_tmpl_job(fx, "m", "team", NULL, 1, "mig", TMPL_1G, "n1", "gpu-0-mig-3g40gb-9-4", NULL);
+    put_tmpl_job(fx, "s", "team", NULL, 2, "share", SHARE_39500, "s1", "gpu-0", "40Gi");
+    put_tmpl_job(fx, "w", "team", NULL, 3, "whole", WHOLE_GPU, "n1", "gpu-0", NULL);
+    kb_cache_sync_dra(fx->cache);
+    m = kb_cache_lookup_task(fx->cache, "ml", "m");
+    s = kb_cache_lookup_task(fx->cache, "ml", "s");
+    const KbTaskInfo *w = kb_cache_lookup_task(fx->cache, "ml", "w");
+    g_assert_cmpint(m->resreq.v[KB_RES_GPU], ==, 428);
+    g_assert_cmpint(s->resreq.v[KB_RES_GPU], ==, 500);
+    g_assert_cmpint(w->resreq.v[KB_RES_GPU], ==, 1000);
+    g_assert_cmpint(kb_cache_lookup_node(fx->cache, "s1")->used.v[KB_RES_GPU], ==, 500);
+    kb_test_sched_run(fx);
+    g_assert_cmpint(queue_gpus(fx, "team"), ==, 1928);
+    /* the claim deleted (its pod finished): the template's least again */
+    KbResourceClaim c = {.meta = {.namespace_ = "ml", .name = (char *)"m-c"}};
+    kb_dra_delete_claim(dra(fx), &c);
+    kb_cache_sync_dra(fx->cache);
+    g_assert_cmpint(kb_cache_lookup_task(fx->cache, "ml", "m")->resreq.v[KB_RES_GPU], ==, 142);
+    kb_test_sched_free(fx);
+}
+
+/*
+ * Two queues (weights 3 and 1) sharing four GPUs by memory, eight 40Gi shares (half a GPU each)
+ * asked by each: the first gets six shares (3 GPUs), the second two (1 GPU). Counted as no GPU,
+ * the shares went to both queues alike.
+ */
+static void test_acct_proportion_shares(void)
+{
+    Fx *fx = nvidia_fixture(NULL);
+    add_dra_node(fx, "s1", 4, FALSE, "\"kube-batchd.io/gpu-sharing\":\"memory\"");
+    add_gpu_queue(fx, "big", 3, NULL);
+    add_gpu_queue(fx, "small", 1, NULL);
+    put_template(fx, "half", SHARE_40G);
+    for (guint i = 0; i < 8; i++) {
+        g_autofree char *b = g_strdup_printf("big-%u", i);
+        g_autofree char *s = g_strdup_printf("small-%u", i);
+        put_tmpl_job(fx, b, "big", NULL, 2 * i, "half", SHARE_40G, NULL, NULL, NULL);
+        put_tmpl_job(fx, s, "small", NULL, 2 * i + 1, "half", SHARE_40G, NULL, NULL, NULL);
+    }
+    kb_test_sched_run(fx);
+    guint big = 0, small = 0;
+    for (guint i = 0; i < 8; i++) {
+        g_autofree char *b = g_strdup_printf("ml/big-%u", i);
+        g_autofree char *s = g_strdup_printf("ml/small-%u", i);
+        big += kb_test_sched_binds(fx, b);
+        small += kb_test_sched_binds(fx, s);
+    }
+    g_assert_cmpuint(big, ==, 6);
+    g_assert_cmpuint(small, ==, 2);
+    kb_test_sched_free(fx);
+}
+
+/*
+ * Reclaim counts slices by the part of a GPU they take: queue a holds every 1g.10gb slice of two
+ * A100s (1.988 GPUs), queue b (same weight) asks for eight 3g.40gb pods, so each deserves one
+ * GPU and a is above its share. b's admitted job reclaims the three pods under one 3g placement
+ * (at slice 4; the one at 0 would take four). Counted as no GPU, a's slices were above no share
+ * and nothing was reclaimed.
+ */
+static void test_acct_reclaim_slices(void)
+{
+    Fx *fx = nvidia_fixture("enqueue, allocate, preempt, reclaim");
+    add_dra_node(fx, "n1", 2, TRUE, "");
+    add_gpu_queue(fx, "a", 1, NULL);
+    add_gpu_queue(fx, "b", 1, NULL);
+    put_template(fx, "slice", TMPL_1G);
+    put_template(fx, "big", TMPL_3G);
+    for (guint g = 0; g < 2; g++) {
+        for (guint i = 0; i < 7; i++) {
+            g_autofree char *name = g_strdup_printf("a-%u-%u", g, i);
+            g_autofree char *dev = g_strdup_printf("gpu-%u-mig-1g10gb-19-%u", g, i);
+            put_tmpl_job(fx, name, "a", NULL, g * 7 + i, "slice", TMPL_1G, "n1", dev, NULL);
+        }
+    }
+    for (guint i = 0; i < 8; i++) {
+        g_autofree char *name = g_strdup_printf("b-%u", i);
+        put_tmpl_job(fx, name, "b", NULL, 30 + i, "big", TMPL_3G, NULL, NULL, NULL);
+    }
+    kb_test_sched_run(fx);
+    g_autofree char *ev = evicted_names(fx);
+    g_assert_cmpstr(ev, ==, "a-1-4,a-1-5,a-1-6");
+    g_assert_cmpint(queue_gpus(fx, "a"), ==, 1988);
+    /* while they terminate, nothing more is evicted (the next jobs are not admitted: the
+     * cluster's GPUs are all counted) */
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(fx->res->evictions->len, ==, 0);
+    kb_test_sched_free(fx);
+}
+
+/* A gang whose slices exceed the cluster's GPUs is not admitted; the reason says what part of
+ * a GPU each pod's request counts. */
+static void test_acct_not_admitted(void)
+{
+    Fx *fx = nvidia_fixture(NULL);
+    add_dra_node(fx, "n1", 1, TRUE, "");
+    put_template(fx, "two-gpus", TMPL_1G);
+    add_group(fx, "nb", 8);
+    for (guint i = 0; i < 8; i++) {
+        g_autofree char *pod = g_strdup_printf("nb-w%u", i);
+        g_autofree char *claim = g_strdup_printf("nb-w%u-gpus", i);
+        put_claim(fx, claim, TMPL_1G, NULL);
+        put_pod(fx, pod, "nb", claim);
+    }
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, 0);
+    const KbJobStatus *js = kb_cycle_result_job(fx->res, "ml/nb");
+    g_test_message("%s", js->message);
+    g_assert_cmpstr(js->message, ==,
+                    "not admitted: the cluster has 1 nvidia.com/gpu free (after admitted jobs), "
+                    "the job needs 1.136 to start (each pod's claim ml/nb-w0-gpus request gpu: "
+                    "0.142 nvidia.com/gpu (1 device of class mig.nvidia.com))");
+    kb_test_sched_free(fx);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1849,9 +2217,16 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/dra/preempt/plan-holds", test_preempt_plan_holds);
     g_test_add_func("/scheduler/dra/preempt/mig-counters", test_preempt_mig);
     g_test_add_func("/scheduler/dra/preempt/mig-not-enough", test_preempt_mig_not_enough);
+    g_test_add_func("/scheduler/dra/preempt/fewest-victims", test_preempt_fewest_victims);
     g_test_add_func("/scheduler/dra/preempt/shares", test_preempt_shares);
     g_test_add_func("/scheduler/dra/preempt/plan-discard-counters", test_preempt_plan_discard);
     g_test_add_func("/scheduler/dra/reclaim/counts-devices", test_reclaim_counts_devices);
     g_test_add_func("/scheduler/dra/reserve/counts-devices", test_reserve_counts_devices);
+    g_test_add_func("/scheduler/dra/accounting/demand-least", test_acct_demand_least);
+    g_test_add_func("/scheduler/dra/accounting/quota-slices", test_acct_quota_slices);
+    g_test_add_func("/scheduler/dra/accounting/allocated", test_acct_allocated);
+    g_test_add_func("/scheduler/dra/accounting/proportion-shares", test_acct_proportion_shares);
+    g_test_add_func("/scheduler/dra/accounting/reclaim-slices", test_acct_reclaim_slices);
+    g_test_add_func("/scheduler/dra/accounting/not-admitted", test_acct_not_admitted);
     return g_test_run();
 }

@@ -84,7 +84,8 @@ static const TreeCase tree_cases[] = {
           {"teamA1", "orgA", 1, NONE, 0, NONE, 100, 5, NULL},
           {"teamA2", "orgA", 1, NONE, 0, NONE, 100, 5, NULL},
           {"orgB", NULL, 3, NONE, 0, NONE, 0, 0, NULL}}},
-        /* docs/configuration.md's last row (hierarchical queues): org-research capped at 12, org-product idle. */
+        /* docs/configuration.md's last row (hierarchical queues): org-research capped at 12,
+           org-product idle. */
         {"/scheduler/hqueue/share/readme-capped-organisation",
          32,
          {{"org-research", NULL, 1, 12, 0, NONE, 0, 12, NULL},
@@ -179,15 +180,15 @@ static KbQueueTree *tree_from(const QSpec *q, guint *n)
         for (int s = 0; s < KB_RES_MAX; s++)
             in[k].deserved.v[s] = -1;
         if (q[k].cap != NONE)
-            in[k].capability.v[KB_RES_GPU] = q[k].cap;
-        in[k].guarantee.v[KB_RES_GPU] = q[k].guar;
+            in[k].capability.v[KB_RES_GPU] = (gint64)q[k].cap * KB_GPU_MILLI;
+        in[k].guarantee.v[KB_RES_GPU] = (gint64)q[k].guar * KB_GPU_MILLI;
         if (q[k].deserved != NONE)
-            in[k].deserved.v[KB_RES_GPU] = q[k].deserved;
+            in[k].deserved.v[KB_RES_GPU] = (gint64)q[k].deserved * KB_GPU_MILLI;
     }
     *n = k;
     KbQueueTree *t = kb_qtree_new(in, k);
     for (guint i = 0; i < k; i++)
-        t->demand[i].v[KB_RES_GPU] = q[i].demand;
+        t->demand[i].v[KB_RES_GPU] = (gint64)q[i].demand * KB_GPU_MILLI;
     return t;
 }
 
@@ -197,11 +198,11 @@ static void test_tree_case(gconstpointer data)
     guint n;
     g_autoptr(KbQueueTree) t = tree_from(c->q, &n);
     KbResources total = {{0}};
-    total.v[KB_RES_GPU] = c->total;
+    total.v[KB_RES_GPU] = (gint64)c->total * KB_GPU_MILLI;
     kb_qtree_compute(t, &total);
     for (guint i = 0; i < n; i++) {
         const QSpec *q = &c->q[i];
-        if (t->deserved[i].v[KB_RES_GPU] != q->expect ||
+        if (t->deserved[i].v[KB_RES_GPU] != (gint64)q->expect * KB_GPU_MILLI ||
             g_strcmp0(kb_qtree_fault_reason(t->fault[i]), q->fault) != 0)
             g_error("%s: queue %s deserves %" G_GINT64_FORMAT " GPUs (want %d), fault %s (want "
                     "%s): %s",
@@ -254,7 +255,7 @@ static void test_root_grows(void)
                        {NULL}};
     guint n;
     g_autoptr(KbQueueTree) t = tree_from(q, &n);
-    static const int totals[] = {16, 64, 512};
+    static const gint64 totals[] = {16 * KB_GPU_MILLI, 64 * KB_GPU_MILLI, 512 * KB_GPU_MILLI};
     for (guint i = 0; i < G_N_ELEMENTS(totals); i++) {
         KbResources total = {{0}};
         total.v[KB_RES_GPU] = totals[i];
@@ -395,6 +396,14 @@ static void test_flat_as_before(void)
             for (int s = 0; s < KB_RES_MAX; s++)
                 in[q].deserved.v[s] = -1;
         }
+        /* GPUs are counted in milli-GPUs and shared out in whole ones */
+        total.v[KB_RES_GPU] *= KB_GPU_MILLI;
+        for (guint q = 0; q < nq; q++) {
+            req[q].v[KB_RES_GPU] *= KB_GPU_MILLI;
+            if (cap[q].v[KB_RES_GPU] != KB_RESOURCE_UNLIMITED)
+                cap[q].v[KB_RES_GPU] *= KB_GPU_MILLI;
+            in[q].capability = cap[q];
+        }
         RefFill fill[8] = {{{0}}};
         double remaining[3];
         for (guint i = 0; i < 3; i++)
@@ -408,10 +417,11 @@ static void test_flat_as_before(void)
         for (guint q = 0; q < nq; q++) {
             for (guint i = 0; i < 3; i++) {
                 int s = ref_slots[i];
-                gint64 ref = (gint64)ceil(fill[q].des[i] - 1e-9);
+                gint64 unit = s == KB_RES_GPU ? KB_GPU_MILLI : 1;
+                gint64 ref = (gint64)ceil(fill[q].des[i] / (double)unit - 1e-9) * unit;
                 gint64 got = t->deserved[q].v[s];
                 /* The old rounds stopped after 64; both round up: allow one unit. */
-                if (llabs(ref - got) > 1)
+                if (llabs(ref - got) > unit)
                     g_error("round %u queue %u %s: tree %" G_GINT64_FORMAT
                             ", before %" G_GINT64_FORMAT,
                             round, q, kb_resource_name(s), got, ref);
@@ -519,12 +529,12 @@ static const KbQueueStatus *queue_status(Fx *fx, const char *name)
 
 static gint64 gpus(Fx *fx, const char *queue)
 {
-    return queue_status(fx, queue)->allocated.v[KB_RES_GPU];
+    return queue_status(fx, queue)->allocated.v[KB_RES_GPU] / KB_GPU_MILLI;
 }
 
 static gint64 deserved(Fx *fx, const char *queue)
 {
-    return queue_status(fx, queue)->deserved.v[KB_RES_GPU];
+    return queue_status(fx, queue)->deserved.v[KB_RES_GPU] / KB_GPU_MILLI;
 }
 
 /* Delete every pod of the last cycle's evictions (the kubelet stopped them). */
@@ -581,7 +591,7 @@ static void test_saturated(void)
     g_assert_cmpint(deserved(fx, "teamA1"), ==, 4);
     g_assert_cmpint(deserved(fx, "orgA"), ==, 8);
     g_assert_cmpint(deserved(fx, "orgB"), ==, 24);
-    g_assert_cmpint(queue_status(fx, "orgA")->pending.v[KB_RES_GPU], ==, 56);
+    g_assert_cmpint(queue_status(fx, "orgA")->pending.v[KB_RES_GPU], ==, 56000);
     g_assert_cmpstr(queue_status(fx, "teamA1")->parent, ==, "orgA");
     g_assert_cmpstr(queue_status(fx, "orgB")->parent, ==, "root");
     kb_test_sched_free(fx);

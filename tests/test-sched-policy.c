@@ -142,7 +142,7 @@ static guint node_gpus_used(Fx *fx, const char *node)
 {
     KbNodeInfo *ni = kb_cache_lookup_node(fx->cache, node);
     g_assert_nonnull(ni);
-    return (guint)ni->used.v[KB_RES_GPU];
+    return (guint)(ni->used.v[KB_RES_GPU] / KB_GPU_MILLI);
 }
 
 #define GPU1 "\"cpu\":\"1\",\"memory\":\"1Gi\",\"nvidia.com/gpu\":1"
@@ -890,7 +890,7 @@ static void test_gang_schedule_timeout(void)
     g_assert_cmpstr(status(fx, "default/big")->reason, ==, "ScheduleTimeout");
     assert_message(fx, "default/big", "scheduleTimeoutSeconds=5");
     /* The timed-out gang never blocked the small pod. */
-    g_assert_cmpuint(kb_cache_lookup_node(fx->cache, "n1")->used.v[KB_RES_GPU], ==, 1);
+    g_assert_cmpuint(kb_cache_lookup_node(fx->cache, "n1")->used.v[KB_RES_GPU], ==, 1000);
     kb_test_sched_free(fx);
 }
 
@@ -991,7 +991,7 @@ static void test_queue_weights_share(gconstpointer data)
             qa = qs;
     }
     g_assert_nonnull(qa);
-    g_assert_cmpint(qa->allocated.v[KB_RES_GPU], ==, c->expect[0]);
+    g_assert_cmpint(qa->allocated.v[KB_RES_GPU], ==, c->expect[0] * KB_GPU_MILLI);
     g_assert_cmpuint(qa->n_running, ==, c->expect[0]);
     g_assert_cmpuint(qa->n_pending + qa->n_inqueue, ==, total - c->expect[0]);
     kb_test_sched_free(fx);
@@ -1322,7 +1322,7 @@ static void test_pod_before_node(void)
     add_pod(fx, "early", &f);
     add_node(fx, "n1", 8);
     g_assert_cmpuint(node_gpus_used(fx, "n1"), ==, 3);
-    g_assert_cmpint(kb_cache_lookup_node(fx->cache, "n1")->idle.v[KB_RES_GPU], ==, 5);
+    g_assert_cmpint(kb_cache_lookup_node(fx->cache, "n1")->idle.v[KB_RES_GPU], ==, 5000);
     kb_test_sched_free(fx);
 }
 
@@ -2161,13 +2161,13 @@ static void restart_case(gboolean with_usage, guint *a_out, guint *b_out)
             qs = x;
     }
     g_assert_nonnull(qs);
-    g_assert_cmpfloat(qs->usage[KB_RES_GPU], >, 8 * 3600 / 2);
+    g_assert_cmpfloat(qs->usage[KB_RES_GPU], >, 8 * 3600 / 2 * KB_GPU_MILLI);
     g_autofree char *t = kb_time_format(qs->usage_time);
     g_autofree char *queue = g_strdup_printf(
             "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"Queue\",\"metadata\":"
             "{\"name\":\"qa\",\"uid\":\"q-qa\"},\"spec\":{\"weight\":1},\"status\":{\"usage\":"
             "{\"time\":\"%s\",\"resourceSeconds\":{\"nvidia.com/gpu\":%.0f}}}}",
-            t, qs->usage[KB_RES_GPU]);
+            t, qs->usage[KB_RES_GPU] / KB_GPU_MILLI);
     gint64 now = fx->now;
     kb_test_sched_free(fx);
 

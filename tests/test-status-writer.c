@@ -189,7 +189,7 @@ static KbCycleResult *queue_result(gint64 now, guint running, double gpu_seconds
                         .usage_time = now};
     json_object_put(o);
     g_assert_no_error(error);
-    qs.usage[KB_RES_GPU] = gpu_seconds;
+    qs.usage[KB_RES_GPU] = gpu_seconds * KB_GPU_MILLI;
     qs.usage[KB_RES_CPU] = 1500; /* milli-core-seconds: 1.5 core-seconds */
     g_array_append_val(r->queue_statuses, qs);
     return r;
@@ -224,12 +224,13 @@ static void test_queue_usage(void)
         double gpu_seconds;
         const char *usage; /* in the patch; "" no patch; NULL a patch without usage */
     } steps[] = {
-            {0, 1, 3600.4,
+            /* GPU-seconds in milli-GPU precision, as parts of GPUs count */
+            {0, 1, 3600.25,
              "\"usage\":{\"time\":\"2026-11-27T07:00:00Z\",\"resourceSeconds\":"
-             "{\"nvidia.com/gpu\":3600.0,\"cpu\":1.5,\"memory\":0.0}}"},
+             "{\"nvidia.com/gpu\":3600.25,\"cpu\":1.5,\"memory\":0.0}}"},
             {2, 1, 3700, ""},   /* usage changed, too soon */
             {3, 2, 3800, NULL}, /* the status changed: written without usage */
-            {KB_STATUS_USAGE_INTERVAL, 2, 3900.2, "\"time\":\"2026-11-27T07:00:05Z\""},
+            {KB_STATUS_USAGE_INTERVAL, 2, 3900.0002, "\"time\":\"2026-11-27T07:00:05Z\""},
             {KB_STATUS_USAGE_INTERVAL * 3, 2, 3900, ""}, /* unchanged */
     };
     guint n = 0;

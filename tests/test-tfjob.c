@@ -126,7 +126,7 @@ static void test_decode_v1alpha1_defaults(void)
     g_assert_cmpint(job->specs[KB_TF_MASTER].port, ==, 2222);
     g_assert_cmpstr(job->runtime_id, ==, "76no");
     g_assert_cmpstr(job->tf_image, ==, "tf:1.4");
-    g_assert_cmpint(job->specs[KB_TF_MASTER].requests.v[KB_RES_GPU], ==, 1);
+    g_assert_cmpint(job->specs[KB_TF_MASTER].requests.v[KB_RES_GPU], ==, 1000);
 }
 
 static void test_decode_v1(void)
@@ -138,7 +138,7 @@ static void test_decode_v1(void)
     g_assert_cmpint(job->specs[KB_TF_WORKER].replicas, ==, 4);
     g_assert_cmpint(job->specs[KB_TF_PS].restart_policy, ==, KB_TF_RESTART_NEVER);
     g_assert_cmpint(job->specs[KB_TF_WORKER].restart_policy, ==, KB_TF_RESTART_EXIT_CODE);
-    g_assert_cmpint(job->specs[KB_TF_WORKER].requests.v[KB_RES_GPU], ==, 4);
+    g_assert_cmpint(job->specs[KB_TF_WORKER].requests.v[KB_RES_GPU], ==, 4000);
     g_assert_cmpint(job->specs[KB_TF_WORKER].requests.v[KB_RES_CPU], ==, 4000);
     g_assert_cmpint(job->specs[KB_TF_PS].requests.v[KB_RES_MEMORY], ==, 2LL << 30);
     g_assert_cmpint(job->clean_pod_policy, ==, KB_TF_CLEAN_RUNNING);
@@ -232,7 +232,7 @@ static void test_decode_v1beta1_seed(void)
     g_assert_cmpint(job->specs[KB_TF_MASTER].restart_policy, ==, KB_TF_RESTART_NEVER);
     g_assert_cmpint(job->specs[KB_TF_MASTER].port, ==, KB_TF_DEFAULT_PORT);
     g_assert_cmpint(job->clean_pod_policy, ==, KB_TF_CLEAN_RUNNING);
-    g_assert_cmpint(job->specs[KB_TF_MASTER].requests.v[KB_RES_GPU], ==, 1);
+    g_assert_cmpint(job->specs[KB_TF_MASTER].requests.v[KB_RES_GPU], ==, 1000);
 }
 
 /* v1beta1/v1beta2: run policy in spec, cleanPodPolicy defaults to Running; runPolicy and

@@ -1286,8 +1286,8 @@ static void fairness_sample(KbFairness *f, gint64 now, const char *const *names,
         KbQueueStatus qs = {.name = g_intern_string(names[i]),
                             .parent = g_intern_static_string("root"),
                             .weight = 1};
-        qs.allocated.v[KB_RES_GPU] = held[i];
-        qs.request.v[KB_RES_GPU] = asked[i];
+        qs.allocated.v[KB_RES_GPU] = held[i] * KB_GPU_MILLI;
+        qs.request.v[KB_RES_GPU] = asked[i] * KB_GPU_MILLI;
         g_array_append_val(r.queue_statuses, qs);
     }
     kb_fairness_on_cycle(&r, f);

@@ -95,8 +95,8 @@ void kb_fairness_on_cycle(const KbCycleResult *res, gpointer data)
             g_hash_table_insert(f->by_name, (gpointer)name, t);
         }
         t->weight = MAX(st->weight, 1);
-        t->held = st->allocated.v[KB_RES_GPU];
-        t->demand = MAX(st->request.v[KB_RES_GPU], t->held);
+        t->held = st->allocated.v[KB_RES_GPU] / KB_GPU_MILLI;
+        t->demand = MAX(st->request.v[KB_RES_GPU] / KB_GPU_MILLI, t->held);
     }
 }
 

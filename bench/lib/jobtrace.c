@@ -91,7 +91,7 @@ static gint64 cluster_busy(const KbCycleResult *res)
     for (guint i = 0; i < res->queue_statuses->len; i++) {
         const KbQueueStatus *x = &g_array_index(res->queue_statuses, KbQueueStatus, i);
         if (x->parent == NULL || strcmp(x->parent, "root") == 0)
-            busy += x->allocated.v[KB_RES_GPU];
+            busy += x->allocated.v[KB_RES_GPU] / KB_GPU_MILLI;
     }
     return busy;
 }
@@ -115,8 +115,8 @@ static void trace_one(KbJobTrace *jt, const KbCycleResult *res, const KbJobStatu
             " jobs admitted; queue %s %" G_GINT64_FORMAT "/%" G_GINT64_FORMAT
             " GPUs deserved; %s\n",
             st->job, (double)res->now / 3600, busy, inqueue, st->queue,
-            q != NULL ? q->allocated.v[KB_RES_GPU] : 0, q != NULL ? q->deserved.v[KB_RES_GPU] : 0,
-            line);
+            q != NULL ? q->allocated.v[KB_RES_GPU] / KB_GPU_MILLI : 0,
+            q != NULL ? q->deserved.v[KB_RES_GPU] / KB_GPU_MILLI : 0, line);
     g_hash_table_insert(jt->traced, g_strdup(st->job), g_steal_pointer(&line));
 }
 

@@ -224,8 +224,8 @@ void kb_qshare_on_cycle(const KbCycleResult *res, gpointer data)
             t->parent = g_strdup(st->parent);
         }
         advance(t, res->now);
-        t->alloc = st->allocated.v[KB_RES_GPU];
-        t->des = st->deserved.v[KB_RES_GPU];
+        t->alloc = st->allocated.v[KB_RES_GPU] / KB_GPU_MILLI;
+        t->des = st->deserved.v[KB_RES_GPU] / KB_GPU_MILLI;
         gint64 s = MAX(t->des - t->alloc, 0);
         if (s > 0 && t->ep_start < 0) {
             t->ep_start = res->now;
