@@ -3517,12 +3517,54 @@ static void test_yaml_limits(void)
     g_assert_nonnull(strstr(error->message, "aliases"));
 }
 
+/* Both parsers keep one tokener per thread: what a malformed, truncated or too deep text left in
+ * it must not change how the next text parses. */
+static void test_json_tokener_reused(void)
+{
+    g_autoptr(GString) deep = g_string_new(NULL);
+    for (int i = 0; i < KAS_JSON_MAX_DEPTH; i++)
+        g_string_append(deep, "[");
+    for (int i = 0; i < KAS_JSON_MAX_DEPTH; i++)
+        g_string_append(deep, "]");
+    const char *bad[] = {"{\"a\": [1, 2", "{\"a\": tru}", "[[[[", "{\"a\": 1} x", "\"open"};
+    for (guint round = 0; round < 3; round++) {
+        for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+            g_autoptr(GError) error = NULL;
+            g_assert_null(kas_json_parse(bad[i], strlen(bad[i]), &error));
+            g_assert_nonnull(error);
+            g_clear_error(&error);
+            if (strcmp(bad[i], "{\"a\": 1} x") != 0)
+                g_assert_null(kas_json_parse_stored(bad[i]));
+            json_object *ok = kas_json_parse("{\"b\": 12}", 9, &error);
+            g_assert_no_error(error);
+            g_assert_cmpstr(json_object_to_json_string(ok), ==, "{ \"b\": 12 }");
+            json_object_put(ok);
+            json_object *st = kas_json_parse_stored("{\"c\": [true]}");
+            g_assert_cmpstr(json_object_to_json_string(st), ==, "{ \"c\": [ true ] }");
+            json_object_put(st);
+            /* The depth stays each parser's own: 64 for bodies, json-c's 32 for stored text. */
+            json_object *d = kas_json_parse(deep->str, deep->len, &error);
+            g_assert_no_error(error);
+            g_assert_nonnull(d);
+            json_object_put(d);
+            g_assert_null(kas_json_parse_stored(deep->str));
+        }
+    }
+    /* A number at the very end of a body still ends the value. */
+    g_autoptr(GError) error = NULL;
+    json_object *n = kas_json_parse("42", 2, &error);
+    g_assert_no_error(error);
+    g_assert_cmpint(json_object_get_int(n), ==, 42);
+    json_object_put(n);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_log_set_always_fatal(G_LOG_FATAL_MASK | G_LOG_LEVEL_CRITICAL);
     curl_global_init(CURL_GLOBAL_ALL);
     g_test_add_func("/apiserver/discovery/core", test_discovery_core);
+    g_test_add_func("/apiserver/json/tokener-reused", test_json_tokener_reused);
     g_test_add_func("/apiserver/discovery/crd-group", test_discovery_crd_group);
     g_test_add_func("/apiserver/discovery/scheduler-informers", test_discovery_scheduler_informers);
     g_test_add_func("/apiserver/crud/create-get", test_crud_create_get);

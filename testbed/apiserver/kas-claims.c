@@ -215,7 +215,7 @@ static gboolean get_reserved_for(KasStore *store, KasRes *claims, const char *ns
     kb_json_reader_clear(&r);
     kas_store_unlock(store);
     if (span != NULL)
-        *out = json_tokener_parse(span);
+        *out = kas_json_parse_stored(span);
     return TRUE;
 }
 
