@@ -983,6 +983,53 @@ static void test_dra_claim_status(void)
                     "\"object\": field is immutable");
 }
 
+/* A status PATCH changes the status alone: what it says of metadata (labels, a precondition
+ * aside), spec or apiVersion is ignored, a stale resourceVersion in it is a conflict, and a patch
+ * that changes nothing writes nothing. */
+static void test_dra_claim_status_only(void)
+{
+    g_autoptr(KasServer) srv = start();
+    g_autoptr(Resp) c = post(srv, RC_PATH, RC_JSON("c", "{\"requests\":[" GPU_REQ("gpu") "]}"));
+    assert_status(c, 201, NULL);
+    const char *rv = js(c, "metadata.resourceVersion");
+    g_autofree char *body = g_strdup_printf(
+            "{\"metadata\":{\"resourceVersion\":"
+            "\"%s\",\"labels\":{\"a\":\"b\"}},\"spec\":{\"devices\":null},\"extra\":1,"
+            "\"status\":{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"gpu\","
+            "\"driver\":\"gpu.nvidia.com\",\"pool\":\"n1\",\"device\":\"gpu-0\"}]}},"
+            "\"reservedFor\":[{\"resource\":\"pods\",\"name\":\"p\",\"uid\":\"u1\"}]}}",
+            rv);
+    g_autoptr(Resp) ok =
+            http(srv, "PATCH", RC_PATH "/c/status", "application/merge-patch+json", body);
+    assert_status(ok, 200, NULL);
+    g_assert_cmpstr(js(ok, "apiVersion"), ==, "resource.k8s.io/v1");
+    g_assert_null(kas_json_get(ok->json, "metadata.labels"));
+    g_assert_null(kas_json_get(ok->json, "extra"));
+    g_assert_cmpstr(kas_json_get_string(json_object_array_get_idx(
+                                                kas_json_get(ok->json, "spec.devices.requests"), 0),
+                                        "name"),
+                    ==, "gpu");
+    g_assert_cmpstr(kas_json_get_string(json_object_array_get_idx(
+                                                kas_json_get(ok->json, "status.reservedFor"), 0),
+                                        "uid"),
+                    ==, "u1");
+    g_assert_cmpstr(js(ok, "metadata.resourceVersion"), !=, rv);
+    g_autoptr(Resp) got = get(srv, RC_PATH "/c");
+    g_assert_cmpstr(json_object_to_json_string(got->json), ==,
+                    json_object_to_json_string(ok->json));
+    /* the same status again: nothing changes, not even the resourceVersion */
+    g_autofree char *again = g_strdup_printf("{\"status\":{\"reservedFor\":[{\"resource\":"
+                                             "\"pods\",\"name\":\"p\",\"uid\":\"u1\"}]}}");
+    g_autoptr(Resp) same =
+            http(srv, "PATCH", RC_PATH "/c/status", "application/merge-patch+json", again);
+    assert_status(same, 200, NULL);
+    g_assert_cmpstr(js(same, "metadata.resourceVersion"), ==, js(ok, "metadata.resourceVersion"));
+    /* the precondition is read from the patch, before anything else is dropped */
+    g_autoptr(Resp) stale =
+            http(srv, "PATCH", RC_PATH "/c/status", "application/merge-patch+json", body);
+    assert_status(stale, 409, "Conflict");
+}
+
 static void test_dra_invalid(void)
 {
     g_autoptr(KasServer) srv = start();
@@ -3582,6 +3629,7 @@ int main(int argc, char **argv)
                     test_gang_api_podgroup_versions);
     g_test_add_func("/apiserver/dra/discovery", test_dra_discovery);
     g_test_add_func("/apiserver/dra/claim-status", test_dra_claim_status);
+    g_test_add_func("/apiserver/dra/claim-status-only", test_dra_claim_status_only);
     g_test_add_func("/apiserver/dra/invalid", test_dra_invalid);
     g_test_add_func("/apiserver/dra/limits", test_dra_limits);
     g_test_add_func("/apiserver/dra/partitionable", test_dra_partitionable);
