@@ -16,6 +16,7 @@
 #include "kube/kb-proto.h"
 #include "testbed/apiserver/kas-claims.h"
 #include "testbed/apiserver/kas-json.h"
+#include "testbed/apiserver/kas-ops.h"
 #include "testbed/apiserver/kas-server.h"
 
 /* ---- HTTP helpers ------------------------------------------------------------------------------
@@ -2764,6 +2765,78 @@ static void test_claims_pod_same(void)
     kas_store_free(store);
 }
 
+static gboolean set_label_cb(json_object *obj, gpointer data)
+{
+    json_object *labels = kas_json_ensure_object(kas_json_ensure_object(obj, "metadata"), "labels");
+    json_object *v = NULL;
+    if (json_object_object_get_ex(labels, "mark", &v) &&
+        g_strcmp0(json_object_get_string(v), data) == 0)
+        return FALSE; /* already so: nothing changed */
+    kas_json_set_string(labels, "mark", data);
+    return TRUE;
+}
+
+static json_object *stored(KasStore *store, KasRes *res, const char *name, guint64 *rv)
+{
+    kas_store_lock(store);
+    KasObj *o = kas_store_get_locked(store, res, "default", name);
+    json_object *j = kas_obj_parse(o);
+    *rv = o->rv;
+    kas_store_unlock(store);
+    return j;
+}
+
+/* kas_ops_mutate_parsed writes the caller's tree when the object is still at its version, falls
+ * back to reading it again when it moved on, and writes nothing when the edit changed nothing or
+ * the uid is another object's. */
+static void test_mutate_parsed(void)
+{
+    KasStoreOptions so = {0};
+    KasStore *store = kas_store_new(&so);
+    kas_store_lock(store);
+    KasRes *res = kas_store_find_locked(store, "", "v1", "configmaps");
+    json_object *o = json_tokener_parse("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
+                                        "\"metadata\":{\"name\":\"cm\",\"namespace\":"
+                                        "\"default\",\"uid\":\"u1\"},\"data\":{\"k\":\"v\"}}");
+    kas_store_put_locked(store, res, o); /* borrowed */
+    kas_store_unlock(store);
+    json_object_put(o);
+    guint64 rv0, rv1, rv2, rv3;
+    json_object *mine = stored(store, res, "cm", &rv0);
+    /* current: the caller's tree is edited and stored */
+    g_assert_true(kas_ops_mutate_parsed(store, res, "default", "cm", NULL, mine, set_label_cb,
+                                        (gpointer) "a"));
+    json_object_put(mine);
+    json_object *now = stored(store, res, "cm", &rv1);
+    g_assert_cmpuint(rv1, >, rv0);
+    g_assert_cmpstr(kas_json_get_string(now, "metadata.labels.mark"), ==, "a");
+    g_assert_cmpstr(kas_json_get_string(now, "data.k"), ==, "v");
+    json_object_put(now);
+    /* stale: the tree read at rv0 is left alone, the stored object is read again and edited */
+    json_object *stale = json_tokener_parse("{\"metadata\":{\"name\":\"cm\",\"namespace\":"
+                                            "\"default\",\"uid\":\"u1\",\"resourceVersion\":"
+                                            "\"1\"},\"data\":{\"k\":\"old\"}}");
+    g_assert_true(kas_ops_mutate_parsed(store, res, "default", "cm", "u1", stale, set_label_cb,
+                                        (gpointer) "b"));
+    g_assert_null(kas_json_get(stale, "metadata.labels"));
+    json_object_put(stale);
+    now = stored(store, res, "cm", &rv2);
+    g_assert_cmpuint(rv2, >, rv1);
+    g_assert_cmpstr(kas_json_get_string(now, "metadata.labels.mark"), ==, "b");
+    g_assert_cmpstr(kas_json_get_string(now, "data.k"), ==, "v");
+    /* nothing changed, or another object's uid: nothing written */
+    g_assert_false(kas_ops_mutate_parsed(store, res, "default", "cm", NULL, now, set_label_cb,
+                                         (gpointer) "b"));
+    g_assert_false(kas_ops_mutate_parsed(store, res, "default", "cm", "u2", now, set_label_cb,
+                                         (gpointer) "c"));
+    json_object_put(now);
+    now = stored(store, res, "cm", &rv3);
+    g_assert_cmpuint(rv3, ==, rv2);
+    g_assert_cmpstr(kas_json_get_string(now, "metadata.labels.mark"), ==, "b");
+    json_object_put(now);
+    kas_store_free(store);
+}
+
 static void test_watch_burst_batched(void)
 {
     KasStoreOptions so = {.watch_linger_us = G_USEC_PER_SEC};
@@ -3630,6 +3703,7 @@ int main(int argc, char **argv)
     g_test_add_func("/apiserver/dra/discovery", test_dra_discovery);
     g_test_add_func("/apiserver/dra/claim-status", test_dra_claim_status);
     g_test_add_func("/apiserver/dra/claim-status-only", test_dra_claim_status_only);
+    g_test_add_func("/apiserver/ops/mutate-parsed", test_mutate_parsed);
     g_test_add_func("/apiserver/dra/invalid", test_dra_invalid);
     g_test_add_func("/apiserver/dra/limits", test_dra_limits);
     g_test_add_func("/apiserver/dra/partitionable", test_dra_partitionable);

@@ -1010,14 +1010,15 @@ static gboolean check_update_preconditions(KasRes *res, KasObj *cur, const char 
     return TRUE;
 }
 
-/* Store @newj over @cur unless nothing changed; removes an object whose last finalizer went. */
+/* Store @newj over @cur unless nothing changed (@curj, @cur's parsed state; NULL when it is
+ * known that something did); removes an object whose last finalizer went. */
 static KasObj *commit_update(KasStore *store, KasRes *res, KasObj *cur, json_object *curj,
                              json_object *newj)
 {
     char rvbuf[32];
     g_snprintf(rvbuf, sizeof rvbuf, "%" G_GUINT64_FORMAT, cur->rv);
     kas_json_set_string(kas_json_ensure_object(newj, "metadata"), "resourceVersion", rvbuf);
-    if (json_object_equal(newj, curj))
+    if (curj != NULL && json_object_equal(newj, curj))
         return kas_obj_ref(cur);
     KasObj *now = kas_store_put_locked(store, res, newj);
     json_object *g = kas_json_get(newj, "metadata.deletionGracePeriodSeconds");
@@ -1315,6 +1316,26 @@ gboolean kas_ops_mutate(KasStore *store, KasRes *res, const char *ns, const char
         json_object_put(curj);
     }
     kas_store_unlock(store);
+    return wrote;
+}
+
+gboolean kas_ops_mutate_parsed(KasStore *store, KasRes *res, const char *ns, const char *name,
+                               const char *uid, json_object *obj, KasMutateFn fn, gpointer data)
+{
+    const char *rv = kas_json_get_string(obj, "metadata.resourceVersion");
+    kas_store_lock(store);
+    KasObj *cur = kas_store_get_locked(store, res, ns, name);
+    gboolean current = cur != NULL && (uid == NULL || strcmp(uid, cur->uid) == 0) && rv != NULL &&
+                       g_ascii_isdigit(rv[0]) && g_ascii_strtoull(rv, NULL, 10) == cur->rv;
+    gboolean wrote = FALSE;
+    if (current && fn(obj, data)) {
+        /* no former state to compare with: @fn said it changed something */
+        kas_obj_unref(commit_update(store, res, cur, NULL, obj));
+        wrote = TRUE;
+    }
+    kas_store_unlock(store);
+    if (!current)
+        return kas_ops_mutate(store, res, ns, name, uid, fn, data);
     return wrote;
 }
 
