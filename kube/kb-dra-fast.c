@@ -9,9 +9,9 @@
  * its node, reservedFor. Anything else it does not judge: firstAvailable, capacity requests,
  * consumed capacity and shares, a node selector of another form, null members, duplicate
  * members, a value of another type or over a limit. Then it fails (KB_ERROR_DECODE, "not read
- * here") and the caller decodes the claim with json-c and kb_resource_claim_decode(), which
- * gives the record, or the error in its own words. Whatever it returns is the record
- * kb_resource_claim_decode() gives (tests/test-dra-fast.c).
+ * here", or the reader's own error) and the caller decodes the claim with json-c and
+ * kb_resource_claim_decode(), which gives the record, or the error in its own words. Whatever it
+ * returns is the record kb_resource_claim_decode() gives (tests/test-dra-fast.c).
  */
 #include <stdarg.h>
 #include <string.h>

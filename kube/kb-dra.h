@@ -194,9 +194,10 @@ KbResourceClaim *kb_resource_claim_decode(json_object *obj, gboolean keep_raw, G
  * The same claim record straight from JSON text (kb-dra-fast.c, over kb-json), for the claims
  * schedulers write; without keep_raw. A claim it does not read (firstAvailable, capacity, shares,
  * another node selector form, null or duplicate members, anything malformed or over a limit)
- * fails with KB_ERROR_DECODE: decode it with json-c and kb_resource_claim_decode() then, which
- * gives the record or the error to report. What it returns equals kb_resource_claim_decode()'s
- * record (tests/test-dra-fast.c). The list form is a KbPageDecodeFunc (kb-informer.h).
+ * fails (KB_ERROR_DECODE, or KB_ERROR_LIMIT past the reader's nesting or string limits): decode
+ * it with json-c and kb_resource_claim_decode() then, which gives the record or the error to
+ * report. What it returns equals kb_resource_claim_decode()'s record (tests/test-dra-fast.c).
+ * The list form is a KbPageDecodeFunc (kb-informer.h).
  */
 KbResourceClaim *kb_resource_claim_decode_bytes(const char *json, gsize len, GError **error);
 /* TRUE when @a and @b hold the same decoded claim (meta.raw and the reference count aside);
