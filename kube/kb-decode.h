@@ -15,6 +15,7 @@
 #include <glib.h>
 #include <json-c/json.h>
 
+#include "kube/kb-json.h"
 #include "kube/kb-objects.h"
 
 /* A short printable rendering of @v for messages (JSON text, cut at 64 bytes); newly allocated. */
@@ -185,6 +186,21 @@ gboolean kb_pod_resource_claim_check(const KbPodResourceClaim *c, gboolean spec,
 
 /* status.phase text (may be NULL) as a phase. */
 KbPodPhase kb_pod_phase_parse(const char *s);
+
+/*
+ * Shared by the decoders that read JSON text (kb-pod-fast.c, kb-dra-fast.c) over kb-json:
+ * the object at @r as metadata into @meta (kb_meta_init'ed by the caller), as kb_meta_decode()
+ * reads it; errors relative to "metadata.".
+ */
+gboolean kb_fast_decode_metadata(KbJsonReader *r, KbObjectMeta *meta, GError **error);
+
+/* One list item at @r: a new record, or NULL with @error. */
+typedef KbObjectMeta *(*KbFastItemDecoder)(KbJsonReader *r, GError **error);
+
+/* A whole List ({"metadata": {...}, "items": [...]}) from its bytes through @item, as
+ * kb_pod_list_decode_bytes() for pods (a KbPageDecodeFunc once @item is bound). */
+gboolean kb_fast_list_decode(const char *json, gsize len, KbFastItemDecoder item, GPtrArray *out,
+                             char **resource_version, char **continue_token, GError **error);
 
 /* Set up @meta for decoding: kind, one reference, empty labels and annotations (tables that
  * are already there are kept, so a second call is harmless). */

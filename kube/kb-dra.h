@@ -190,6 +190,22 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbResourceSlice, kb_object_unref)
 /* Decoders (see kb-objects.h for the conventions). */
 KbDeviceClass *kb_device_class_decode(json_object *obj, gboolean keep_raw, GError **error);
 KbResourceClaim *kb_resource_claim_decode(json_object *obj, gboolean keep_raw, GError **error);
+/*
+ * The same claim record straight from JSON text (kb-dra-fast.c, over kb-json), for the claims
+ * schedulers write; without keep_raw. A claim it does not read (firstAvailable, capacity, shares,
+ * another node selector form, null or duplicate members, anything malformed or over a limit)
+ * fails (KB_ERROR_DECODE, or KB_ERROR_LIMIT past the reader's nesting or string limits): decode
+ * it with json-c and kb_resource_claim_decode() then, which gives the record or the error to
+ * report. What it returns equals kb_resource_claim_decode()'s record (tests/test-dra-fast.c).
+ * The list form is a KbPageDecodeFunc (kb-informer.h).
+ */
+KbResourceClaim *kb_resource_claim_decode_bytes(const char *json, gsize len, GError **error);
+/* TRUE when @a and @b hold the same decoded claim (meta.raw and the reference count aside);
+ * else FALSE, and with @why the first field that differs (newly allocated). */
+gboolean kb_resource_claim_equal(const KbResourceClaim *a, const KbResourceClaim *b, char **why);
+gboolean kb_resource_claim_list_decode_bytes(const char *json, gsize len, GPtrArray *out,
+                                             char **resource_version, char **continue_token,
+                                             GError **error);
 KbResourceClaimTemplate *kb_resource_claim_template_decode(json_object *obj, gboolean keep_raw,
                                                            GError **error);
 KbResourceSlice *kb_resource_slice_decode(json_object *obj, gboolean keep_raw, GError **error);

@@ -9,6 +9,7 @@
  */
 #include "kube/kb-informer.h"
 
+#include "kube/kb-dra.h"
 #include "kube/kb-json.h"
 #include "kube/kb-objects.h"
 
@@ -62,7 +63,8 @@ struct KbInformer {
     char *field_selector;
     KbDecodeFunc decode;
     KbPageDecodeFunc decode_page; /* NULL when keep_raw */
-    gboolean fast_pods;           /* pods without keep_raw: watch events skip json-c too */
+    /* Pods and claims without keep_raw: watch events skip json-c too (NULL: they do not). */
+    KbObjectMeta *(*decode_bytes)(const char *json, gsize len, GError **error);
     gboolean keep_raw;
     gint64 page_size;
     KbInformerHandlers handlers;
@@ -961,9 +963,19 @@ static void handle_event(KbInformer *inf, KbWatchEvent *ev)
     }
 }
 
+static KbObjectMeta *pod_bytes(const char *json, gsize len, GError **error)
+{
+    return (KbObjectMeta *)kb_pod_decode_bytes(json, len, error);
+}
+
+static KbObjectMeta *claim_bytes(const char *json, gsize len, GError **error)
+{
+    return (KbObjectMeta *)kb_resource_claim_decode_bytes(json, len, error);
+}
+
 /*
- * An ADDED or MODIFIED event of a type with a page decoder (pods), decoded straight from the
- * line's bytes as list pages are: a json-c DOM per event was most of a scheduler's watch cost
+ * An ADDED or MODIFIED event of a type with a byte decoder (pods, claims), decoded straight from
+ * the line's bytes as list pages are: a json-c DOM per event was most of a scheduler's watch cost
  * while thousands of bindings came back. The record is the same by contract; anything else, or
  * anything unexpected (no name, a decode error, another event type), returns FALSE untouched and
  * goes through json-c, which then reports it in its own words.
@@ -989,7 +1001,7 @@ static gboolean fast_event(KbInformer *inf, const char *line, gsize len)
     }
     ok = ok && more == 0 && typed && object.p != NULL && kb_json_finish(&r, NULL);
     kb_json_reader_clear(&r);
-    KbObjectMeta *rec = ok ? (KbObjectMeta *)kb_pod_decode_bytes(object.p, object.len, NULL) : NULL;
+    KbObjectMeta *rec = ok ? inf->decode_bytes(object.p, object.len, NULL) : NULL;
     if (rec == NULL || rec->name == NULL) {
         if (rec != NULL)
             kb_object_unref(rec);
@@ -1018,7 +1030,7 @@ static gboolean on_watch_data(const char *data, gsize len, gpointer user_data)
     while (!inf->watch_stop && kb_watch_decoder_next_line(inf->decoder, &line, &line_len)) {
         KbWatchEvent ev;
         g_autoptr(GError) error = NULL;
-        if (inf->fast_pods && fast_event(inf, line, line_len))
+        if (inf->decode_bytes != NULL && fast_event(inf, line, line_len))
             continue;
         if (kb_watch_decoder_decode_line(inf->decoder, line, line_len, &ev, &error)) {
             handle_event(inf, &ev);
@@ -1118,9 +1130,18 @@ KbInformer *kb_informer_new(KbClient *client, const KbInformerOptions *opts,
     inf->decode_page = opts->decode_page;
     if (inf->decode_page == NULL && opts->decode == (KbDecodeFunc)kb_pod_decode)
         inf->decode_page = kb_pod_list_decode_bytes;
-    if (inf->keep_raw)
-        inf->decode_page = NULL; /* the page decoder keeps no raw object */
-    inf->fast_pods = !inf->keep_raw && opts->decode == (KbDecodeFunc)kb_pod_decode;
+    if (opts->decode == (KbDecodeFunc)kb_pod_decode)
+        inf->decode_bytes = pod_bytes;
+    if (opts->decode == (KbDecodeFunc)kb_resource_claim_decode) {
+        if (inf->decode_page == NULL)
+            inf->decode_page = kb_resource_claim_list_decode_bytes;
+        inf->decode_bytes = claim_bytes;
+    }
+    if (inf->keep_raw) {
+        /* the byte decoders keep no raw object */
+        inf->decode_page = NULL;
+        inf->decode_bytes = NULL;
+    }
     inf->page_size = opts->page_size > 0 ? opts->page_size : DEFAULT_PAGE_SIZE;
     if (handlers != NULL)
         inf->handlers = *handlers;

@@ -144,19 +144,22 @@ typedef struct KbInformer KbInformer;
  * limit.
  *
  * List pages and the page decoder: with a page decoder (opts->decode_page, or the one picked for
- * kb_pod_decode) and without keep_raw, each page's bytes are buffered (no tree is built) and given
- * to the page decoder in place; while they arrive, the items seen whole (a comma after them in
- * the List's "items") are cut from the buffer once they make KB_INFORMER_LIST_CHUNK_BYTES and
- * decoded as a chunk, the same way, so that what is held is one chunk and not the whole page
- * (the byte limit applies to that). When it fails, for whatever reason (a malformed
- * item: it fails the whole page or chunk; a duplicate member or bad UTF-8 it is stricter about
- * than json-c; a token over its length limit), the same bytes go through json-c and @decode item by
- * item, exactly as without a page decoder: malformed items are skipped and counted, the others
- * delivered. A page where it finds no item, or an item without metadata.name, also goes through
- * json-c, which tells a List without "items" from an empty one. The decoder is picked rather than
- * asked for because its records are those of kb_pod_decode by contract (tests/test-pod-fast.c),
- * so that plain pod informers all get it; a wrapped decode function cannot be recognized, hence
- * the option. Watch events always go through json-c and @decode.
+ * kb_pod_decode and kb_resource_claim_decode) and without keep_raw, each page's bytes are buffered
+ * (no tree is built) and given to the page decoder in place; while they arrive, the items seen
+ * whole (a comma after them in the List's "items") are cut from the buffer once they make
+ * KB_INFORMER_LIST_CHUNK_BYTES and decoded as a chunk, the same way, so that what is held is one
+ * chunk and not the whole page (the byte limit applies to that). When it fails, for whatever reason
+ * (a malformed item: it fails the whole page or chunk; a duplicate member or bad UTF-8 it is
+ * stricter about than json-c; a token over its length limit), the same bytes go through json-c and
+ * @decode item by item, exactly as without a page decoder: malformed items are skipped and counted,
+ * the others delivered. A page where it finds no item, or an item without metadata.name, also goes
+ * through json-c, which tells a List without "items" from an empty one. The decoder is picked
+ * rather than asked for because its records are those of kb_pod_decode by contract
+ * (tests/test-pod-fast.c, and tests/test-dra-fast.c for claims), so that plain pod and claim
+ * informers all get it; a wrapped decode function cannot be recognized, hence the option. Their
+ * ADDED and MODIFIED watch events are decoded from their bytes too (kb_pod_decode_bytes,
+ * kb_resource_claim_decode_bytes), falling back to json-c as pages do; every other type's go
+ * through json-c and @decode.
  */
 KbInformer *kb_informer_new(KbClient *client, const KbInformerOptions *opts,
                             const KbInformerHandlers *handlers, gpointer user_data);
@@ -176,8 +179,9 @@ guint64 kb_informer_relists(const KbInformer *informer);
  * with no item go to json-c directly and count in neither). */
 guint64 kb_informer_fast_pages(const KbInformer *informer);
 guint64 kb_informer_fallback_pages(const KbInformer *informer);
-/* ADDED/MODIFIED watch events of pods decoded straight from their bytes (kb_pod_decode_bytes,
- * for an informer decoding with kb_pod_decode without keep_raw); the others go through json-c. */
+/* ADDED/MODIFIED watch events of pods or claims decoded straight from their bytes (for an
+ * informer decoding with kb_pod_decode or kb_resource_claim_decode without keep_raw); the others
+ * go through json-c. */
 guint64 kb_informer_fast_events(const KbInformer *informer);
 /* Watch events applied to the store (repeats and bookmarks excluded). */
 guint64 kb_informer_events(const KbInformer *informer);

@@ -507,6 +507,11 @@ static gboolean resource_claims_eq(const char *what, const KbPodResourceClaim *a
     return TRUE;
 }
 
+gboolean kb_meta_equal(const KbObjectMeta *a, const KbObjectMeta *b, char **why)
+{
+    return meta_eq(a, b, why);
+}
+
 gboolean kb_pod_equal(const KbPod *a, const KbPod *b, char **why)
 {
     if (!meta_eq(&a->meta, &b->meta, why) ||

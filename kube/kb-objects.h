@@ -409,6 +409,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbPvc, kb_object_unref)
  * field that differs ("spec.tolerations[1].value: \"a\" != \"b\""; newly allocated).
  */
 gboolean kb_pod_equal(const KbPod *a, const KbPod *b, char **why);
+/* The same for the metadata alone (kind included; kb_resource_claim_equal uses it). */
+gboolean kb_meta_equal(const KbObjectMeta *a, const KbObjectMeta *b, char **why);
 
 /*
  * The name of the ResourceClaim behind @pod's resourceClaims[@i]: its resourceClaimName, else

@@ -1532,6 +1532,11 @@ static gboolean decode_metadata(KbJsonReader *r, KbObjectMeta *meta, GError **er
     return TRUE;
 }
 
+gboolean kb_fast_decode_metadata(KbJsonReader *r, KbObjectMeta *meta, GError **error)
+{
+    return decode_metadata(r, meta, error);
+}
+
 /* ---- pods ----------------------------------------------------------------------------------- */
 
 /*
@@ -1665,7 +1670,8 @@ KbPod *kb_pod_decode_bytes(const char *json, gsize len, GError **error)
 
 /* ---- lists ---------------------------------------------------------------------------------- */
 
-static gboolean decode_items(KbJsonReader *r, GPtrArray *pods, GError **error)
+static gboolean decode_items(KbJsonReader *r, KbFastItemDecoder item, GPtrArray *pods,
+                             GError **error)
 {
     int rc = member_of(r, KB_JSON_ARRAY, "items", "an array", error);
     if (rc != 1)
@@ -1673,7 +1679,7 @@ static gboolean decode_items(KbJsonReader *r, GPtrArray *pods, GError **error)
     if (!kb_json_array_begin(r, error))
         return FALSE;
     for (guint i = 0; (rc = kb_json_array_next(r, error)) == 1; i++) {
-        KbPod *pod = decode_pod(r, error);
+        KbObjectMeta *pod = item(r, error);
         if (pod == NULL) {
             g_prefix_error(error, "items[%u]: ", i);
             return FALSE;
@@ -1710,8 +1716,8 @@ static gboolean decode_list_meta(KbJsonReader *r, char **rv, char **cont, GError
     return rc == 0;
 }
 
-static gboolean decode_list(KbJsonReader *r, GPtrArray *pods, char **rv, char **cont,
-                            GError **error)
+static gboolean decode_list(KbJsonReader *r, KbFastItemDecoder item, GPtrArray *pods, char **rv,
+                            char **cont, GError **error)
 {
     KbJsonStr k;
     guint32 seen = 0;
@@ -1723,7 +1729,7 @@ static gboolean decode_list(KbJsonReader *r, GPtrArray *pods, char **rv, char **
     while ((rc = kb_json_object_next(r, &k, error)) == 1) {
         gboolean ok;
         if (KB_JSON_STR_IS(k, "items"))
-            ok = once(&seen, 1, &k, error) && decode_items(r, pods, error);
+            ok = once(&seen, 1, &k, error) && decode_items(r, item, pods, error);
         else if (KB_JSON_STR_IS(k, "metadata"))
             ok = once(&seen, 2, &k, error) && decode_list_meta(r, rv, cont, error);
         else
@@ -1734,8 +1740,20 @@ static gboolean decode_list(KbJsonReader *r, GPtrArray *pods, char **rv, char **
     return rc == 0 && kb_json_finish(r, error);
 }
 
+static KbObjectMeta *pod_item(KbJsonReader *r, GError **error)
+{
+    return (KbObjectMeta *)decode_pod(r, error);
+}
+
 gboolean kb_pod_list_decode_bytes(const char *json, gsize len, GPtrArray *out_pods,
                                   char **resource_version, char **continue_token, GError **error)
+{
+    return kb_fast_list_decode(json, len, pod_item, out_pods, resource_version, continue_token,
+                               error);
+}
+
+gboolean kb_fast_list_decode(const char *json, gsize len, KbFastItemDecoder item, GPtrArray *out,
+                             char **resource_version, char **continue_token, GError **error)
 {
     g_autoptr(GPtrArray) pods = g_ptr_array_new_with_free_func(kb_object_unref);
     g_autofree char *rv = NULL;
@@ -1743,12 +1761,12 @@ gboolean kb_pod_list_decode_bytes(const char *json, gsize len, GPtrArray *out_po
     KbJsonReader r;
 
     kb_json_reader_init(&r, json, len);
-    gboolean ok = decode_list(&r, pods, &rv, &cont, error);
+    gboolean ok = decode_list(&r, item, pods, &rv, &cont, error);
     kb_json_reader_clear(&r);
     if (!ok)
         return FALSE;
     for (guint i = 0; i < pods->len; i++)
-        g_ptr_array_add(out_pods, g_steal_pointer(&pods->pdata[i]));
+        g_ptr_array_add(out, g_steal_pointer(&pods->pdata[i]));
     g_ptr_array_set_size(pods, 0);
     if (resource_version != NULL)
         *resource_version = g_steal_pointer(&rv);

@@ -16,6 +16,7 @@
 #include "kube/kb-proto.h"
 #include "testbed/apiserver/kas-claims.h"
 #include "testbed/apiserver/kas-json.h"
+#include "testbed/apiserver/kas-ops.h"
 #include "testbed/apiserver/kas-server.h"
 
 /* ---- HTTP helpers ------------------------------------------------------------------------------
@@ -981,6 +982,53 @@ static void test_dra_claim_status(void)
     g_assert_cmpstr(js(chg, "message"), ==,
                     "ResourceClaim.resource.k8s.io \"c\" is invalid: spec: Invalid value: "
                     "\"object\": field is immutable");
+}
+
+/* A status PATCH changes the status alone: what it says of metadata (labels, a precondition
+ * aside), spec or apiVersion is ignored, a stale resourceVersion in it is a conflict, and a patch
+ * that changes nothing writes nothing. */
+static void test_dra_claim_status_only(void)
+{
+    g_autoptr(KasServer) srv = start();
+    g_autoptr(Resp) c = post(srv, RC_PATH, RC_JSON("c", "{\"requests\":[" GPU_REQ("gpu") "]}"));
+    assert_status(c, 201, NULL);
+    const char *rv = js(c, "metadata.resourceVersion");
+    g_autofree char *body = g_strdup_printf(
+            "{\"metadata\":{\"resourceVersion\":"
+            "\"%s\",\"labels\":{\"a\":\"b\"}},\"spec\":{\"devices\":null},\"extra\":1,"
+            "\"status\":{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"gpu\","
+            "\"driver\":\"gpu.nvidia.com\",\"pool\":\"n1\",\"device\":\"gpu-0\"}]}},"
+            "\"reservedFor\":[{\"resource\":\"pods\",\"name\":\"p\",\"uid\":\"u1\"}]}}",
+            rv);
+    g_autoptr(Resp) ok =
+            http(srv, "PATCH", RC_PATH "/c/status", "application/merge-patch+json", body);
+    assert_status(ok, 200, NULL);
+    g_assert_cmpstr(js(ok, "apiVersion"), ==, "resource.k8s.io/v1");
+    g_assert_null(kas_json_get(ok->json, "metadata.labels"));
+    g_assert_null(kas_json_get(ok->json, "extra"));
+    g_assert_cmpstr(kas_json_get_string(json_object_array_get_idx(
+                                                kas_json_get(ok->json, "spec.devices.requests"), 0),
+                                        "name"),
+                    ==, "gpu");
+    g_assert_cmpstr(kas_json_get_string(json_object_array_get_idx(
+                                                kas_json_get(ok->json, "status.reservedFor"), 0),
+                                        "uid"),
+                    ==, "u1");
+    g_assert_cmpstr(js(ok, "metadata.resourceVersion"), !=, rv);
+    g_autoptr(Resp) got = get(srv, RC_PATH "/c");
+    g_assert_cmpstr(json_object_to_json_string(got->json), ==,
+                    json_object_to_json_string(ok->json));
+    /* the same status again: nothing changes, not even the resourceVersion */
+    g_autofree char *again = g_strdup_printf("{\"status\":{\"reservedFor\":[{\"resource\":"
+                                             "\"pods\",\"name\":\"p\",\"uid\":\"u1\"}]}}");
+    g_autoptr(Resp) same =
+            http(srv, "PATCH", RC_PATH "/c/status", "application/merge-patch+json", again);
+    assert_status(same, 200, NULL);
+    g_assert_cmpstr(js(same, "metadata.resourceVersion"), ==, js(ok, "metadata.resourceVersion"));
+    /* the precondition is read from the patch, before anything else is dropped */
+    g_autoptr(Resp) stale =
+            http(srv, "PATCH", RC_PATH "/c/status", "application/merge-patch+json", body);
+    assert_status(stale, 409, "Conflict");
 }
 
 static void test_dra_invalid(void)
@@ -2717,6 +2765,78 @@ static void test_claims_pod_same(void)
     kas_store_free(store);
 }
 
+static gboolean set_label_cb(json_object *obj, gpointer data)
+{
+    json_object *labels = kas_json_ensure_object(kas_json_ensure_object(obj, "metadata"), "labels");
+    json_object *v = NULL;
+    if (json_object_object_get_ex(labels, "mark", &v) &&
+        g_strcmp0(json_object_get_string(v), data) == 0)
+        return FALSE; /* already so: nothing changed */
+    kas_json_set_string(labels, "mark", data);
+    return TRUE;
+}
+
+static json_object *stored(KasStore *store, KasRes *res, const char *name, guint64 *rv)
+{
+    kas_store_lock(store);
+    KasObj *o = kas_store_get_locked(store, res, "default", name);
+    json_object *j = kas_obj_parse(o);
+    *rv = o->rv;
+    kas_store_unlock(store);
+    return j;
+}
+
+/* kas_ops_mutate_parsed writes the caller's tree when the object is still at its version, falls
+ * back to reading it again when it moved on, and writes nothing when the edit changed nothing or
+ * the uid is another object's. */
+static void test_mutate_parsed(void)
+{
+    KasStoreOptions so = {0};
+    KasStore *store = kas_store_new(&so);
+    kas_store_lock(store);
+    KasRes *res = kas_store_find_locked(store, "", "v1", "configmaps");
+    json_object *o = json_tokener_parse("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
+                                        "\"metadata\":{\"name\":\"cm\",\"namespace\":"
+                                        "\"default\",\"uid\":\"u1\"},\"data\":{\"k\":\"v\"}}");
+    kas_store_put_locked(store, res, o); /* borrowed */
+    kas_store_unlock(store);
+    json_object_put(o);
+    guint64 rv0, rv1, rv2, rv3;
+    json_object *mine = stored(store, res, "cm", &rv0);
+    /* current: the caller's tree is edited and stored */
+    g_assert_true(kas_ops_mutate_parsed(store, res, "default", "cm", NULL, mine, set_label_cb,
+                                        (gpointer) "a"));
+    json_object_put(mine);
+    json_object *now = stored(store, res, "cm", &rv1);
+    g_assert_cmpuint(rv1, >, rv0);
+    g_assert_cmpstr(kas_json_get_string(now, "metadata.labels.mark"), ==, "a");
+    g_assert_cmpstr(kas_json_get_string(now, "data.k"), ==, "v");
+    json_object_put(now);
+    /* stale: the tree read at rv0 is left alone, the stored object is read again and edited */
+    json_object *stale = json_tokener_parse("{\"metadata\":{\"name\":\"cm\",\"namespace\":"
+                                            "\"default\",\"uid\":\"u1\",\"resourceVersion\":"
+                                            "\"1\"},\"data\":{\"k\":\"old\"}}");
+    g_assert_true(kas_ops_mutate_parsed(store, res, "default", "cm", "u1", stale, set_label_cb,
+                                        (gpointer) "b"));
+    g_assert_null(kas_json_get(stale, "metadata.labels"));
+    json_object_put(stale);
+    now = stored(store, res, "cm", &rv2);
+    g_assert_cmpuint(rv2, >, rv1);
+    g_assert_cmpstr(kas_json_get_string(now, "metadata.labels.mark"), ==, "b");
+    g_assert_cmpstr(kas_json_get_string(now, "data.k"), ==, "v");
+    /* nothing changed, or another object's uid: nothing written */
+    g_assert_false(kas_ops_mutate_parsed(store, res, "default", "cm", NULL, now, set_label_cb,
+                                         (gpointer) "b"));
+    g_assert_false(kas_ops_mutate_parsed(store, res, "default", "cm", "u2", now, set_label_cb,
+                                         (gpointer) "c"));
+    json_object_put(now);
+    now = stored(store, res, "cm", &rv3);
+    g_assert_cmpuint(rv3, ==, rv2);
+    g_assert_cmpstr(kas_json_get_string(now, "metadata.labels.mark"), ==, "b");
+    json_object_put(now);
+    kas_store_free(store);
+}
+
 static void test_watch_burst_batched(void)
 {
     KasStoreOptions so = {.watch_linger_us = G_USEC_PER_SEC};
@@ -3517,12 +3637,54 @@ static void test_yaml_limits(void)
     g_assert_nonnull(strstr(error->message, "aliases"));
 }
 
+/* Both parsers keep one tokener per thread: what a malformed, truncated or too deep text left in
+ * it must not change how the next text parses. */
+static void test_json_tokener_reused(void)
+{
+    g_autoptr(GString) deep = g_string_new(NULL);
+    for (int i = 0; i < KAS_JSON_MAX_DEPTH; i++)
+        g_string_append(deep, "[");
+    for (int i = 0; i < KAS_JSON_MAX_DEPTH; i++)
+        g_string_append(deep, "]");
+    const char *bad[] = {"{\"a\": [1, 2", "{\"a\": tru}", "[[[[", "{\"a\": 1} x", "\"open"};
+    for (guint round = 0; round < 3; round++) {
+        for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+            g_autoptr(GError) error = NULL;
+            g_assert_null(kas_json_parse(bad[i], strlen(bad[i]), &error));
+            g_assert_nonnull(error);
+            g_clear_error(&error);
+            if (strcmp(bad[i], "{\"a\": 1} x") != 0)
+                g_assert_null(kas_json_parse_stored(bad[i]));
+            json_object *ok = kas_json_parse("{\"b\": 12}", 9, &error);
+            g_assert_no_error(error);
+            g_assert_cmpstr(json_object_to_json_string(ok), ==, "{ \"b\": 12 }");
+            json_object_put(ok);
+            json_object *st = kas_json_parse_stored("{\"c\": [true]}");
+            g_assert_cmpstr(json_object_to_json_string(st), ==, "{ \"c\": [ true ] }");
+            json_object_put(st);
+            /* The depth stays each parser's own: 64 for bodies, json-c's 32 for stored text. */
+            json_object *d = kas_json_parse(deep->str, deep->len, &error);
+            g_assert_no_error(error);
+            g_assert_nonnull(d);
+            json_object_put(d);
+            g_assert_null(kas_json_parse_stored(deep->str));
+        }
+    }
+    /* A number at the very end of a body still ends the value. */
+    g_autoptr(GError) error = NULL;
+    json_object *n = kas_json_parse("42", 2, &error);
+    g_assert_no_error(error);
+    g_assert_cmpint(json_object_get_int(n), ==, 42);
+    json_object_put(n);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_log_set_always_fatal(G_LOG_FATAL_MASK | G_LOG_LEVEL_CRITICAL);
     curl_global_init(CURL_GLOBAL_ALL);
     g_test_add_func("/apiserver/discovery/core", test_discovery_core);
+    g_test_add_func("/apiserver/json/tokener-reused", test_json_tokener_reused);
     g_test_add_func("/apiserver/discovery/crd-group", test_discovery_crd_group);
     g_test_add_func("/apiserver/discovery/scheduler-informers", test_discovery_scheduler_informers);
     g_test_add_func("/apiserver/crud/create-get", test_crud_create_get);
@@ -3540,6 +3702,8 @@ int main(int argc, char **argv)
                     test_gang_api_podgroup_versions);
     g_test_add_func("/apiserver/dra/discovery", test_dra_discovery);
     g_test_add_func("/apiserver/dra/claim-status", test_dra_claim_status);
+    g_test_add_func("/apiserver/dra/claim-status-only", test_dra_claim_status_only);
+    g_test_add_func("/apiserver/ops/mutate-parsed", test_mutate_parsed);
     g_test_add_func("/apiserver/dra/invalid", test_dra_invalid);
     g_test_add_func("/apiserver/dra/limits", test_dra_limits);
     g_test_add_func("/apiserver/dra/partitionable", test_dra_partitionable);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kube/kb-dra.h"
 #include "kube/kb-informer.h"
 #include "tests/lib/kb-test-server.h"
 
@@ -1267,6 +1268,60 @@ static void test_fast_watch_events(Fixture *fx, gconstpointer data)
     assert_same_as_json_c(fx, "c", rich_pod("c", "11"));
 }
 
+static char *claim(const char *name, const char *rv, gboolean first_available)
+{
+    return g_strdup_printf(
+            "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\",\"metadata\":{"
+            "\"name\":\"%s\",\"namespace\":\"default\",\"uid\":\"uid-%s\",\"resourceVersion\":"
+            "\"%s\"},\"spec\":{\"devices\":{\"requests\":[{\"name\":\"gpu\",%s}]}},\"status\":{"
+            "\"reservedFor\":[{\"resource\":\"pods\",\"name\":\"p\",\"uid\":\"u\"}]}}",
+            name, name, rv,
+            first_available ? "\"firstAvailable\":[{\"name\":\"a\",\"deviceClassName\":\"gpu\"}]"
+                            : "\"exactly\":{\"deviceClassName\":\"gpu.nvidia.com\"}");
+}
+
+static void assert_claim_as_json_c(Fixture *fx, const char *name, char *text)
+{
+    json_object *obj = json_tokener_parse(text);
+    g_assert_nonnull(obj);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbResourceClaim) want = kb_resource_claim_decode(obj, FALSE, &error);
+    g_assert_no_error(error);
+    const KbResourceClaim *got = kb_informer_get(fx->inf, "default", name);
+    g_assert_nonnull(got);
+    g_autofree char *why = NULL;
+    if (!kb_resource_claim_equal(got, want, &why))
+        g_error("claim %s differs: %s", name, why);
+    json_object_put(obj);
+    g_free(text);
+}
+
+/* Claims are listed and watched through their byte decoder too; a claim it does not read
+ * (firstAvailable) goes through json-c, in the list and in the watch, and is delivered. */
+static void test_fast_claims(Fixture *fx, gconstpointer data)
+{
+    push_list(fx, 200,
+              list_body("10", NULL, ITEMS(claim("a", "1", FALSE), claim("b", "2", FALSE))));
+    push_watch(fx, watch_stream(TRUE, ITEMS(event("ADDED", claim("c", "11", FALSE)),
+                                            event("MODIFIED", claim("a", "12", FALSE)),
+                                            event("ADDED", claim("f", "13", TRUE)),
+                                            event("ADDED", claim("d", "15", FALSE)))));
+    kb_test_server_set_handler(fx->srv, "GET", "/apis/resource.k8s.io/v1/*", handle, fx, NULL);
+    KbInformerOptions opts = {.type = &kb_type_resource_claims,
+                              .decode = (KbDecodeFunc)kb_resource_claim_decode};
+    start(fx, &opts);
+    wait_log(fx, "add default/d@15;");
+    g_assert_cmpstr(fx->log->str, ==,
+                    "add default/a@1;add default/b@2;synced;add default/c@11;"
+                    "upd default/a@1->12;add default/f@13;add default/d@15;");
+    g_assert_cmpuint(kb_informer_fast_pages(fx->inf), ==, 1);
+    g_assert_cmpuint(kb_informer_fast_events(fx->inf), ==, 3);
+    g_assert_cmpuint(kb_informer_decode_errors(fx->inf), ==, 0);
+    assert_claim_as_json_c(fx, "a", claim("a", "12", FALSE));
+    assert_claim_as_json_c(fx, "f", claim("f", "13", TRUE));
+    assert_claim_as_json_c(fx, "d", claim("d", "15", FALSE));
+}
+
 /* A pod event the fast decoder refuses goes through json-c, which skips and counts it with its
  * message; the events after it go fast again, and an ERROR event still ends the watch. */
 static void test_fast_watch_malformed_falls_back(Fixture *fx, gconstpointer data)
@@ -1432,6 +1487,7 @@ int main(int argc, char **argv)
     ADD("fast/relist-gone", test_fast_relist_gone);
     ADD("fast/not-used", test_fast_not_used);
     ADD("fast/watch-events", test_fast_watch_events);
+    ADD("fast/claims", test_fast_claims);
     ADD("fast/list-chunks", test_fast_chunks);
     ADD("fast/list-chunk-malformed", test_fast_chunk_malformed);
     ADD("fast/watch-malformed-falls-back", test_fast_watch_malformed_falls_back);

@@ -215,7 +215,7 @@ static gboolean get_reserved_for(KasStore *store, KasRes *claims, const char *ns
     kb_json_reader_clear(&r);
     kas_store_unlock(store);
     if (span != NULL)
-        *out = json_tokener_parse(span);
+        *out = kas_json_parse_stored(span);
     return TRUE;
 }
 
@@ -379,7 +379,8 @@ static gboolean has_status(json_object *statuses, const char *name)
     return FALSE;
 }
 
-/* Append the new statuses (@data, an array) the pod does not have yet. */
+/* Append the new statuses (@data, an array) the pod does not have yet; TRUE when it appended
+ * one (kas_ops_mutate_parsed). */
 static gboolean add_statuses_cb(json_object *pod, gpointer data)
 {
     json_object *add = data;
@@ -389,12 +390,15 @@ static gboolean add_statuses_cb(json_object *pod, gpointer data)
         list = json_object_new_array();
         json_object_object_add(st, "resourceClaimStatuses", list);
     }
+    gboolean appended = FALSE;
     for (gsize i = 0; i < arr_len(add); i++) {
         json_object *s = json_object_array_get_idx(add, i);
-        if (!has_status(list, kas_json_get_string(s, "name")))
+        if (!has_status(list, kas_json_get_string(s, "name"))) {
             json_object_array_add(list, json_object_get(s));
+            appended = TRUE;
+        }
     }
-    return TRUE;
+    return appended;
 }
 
 /* The claim name for template entry @entry of @pod: an owned one, or a new one. NULL when the
@@ -445,10 +449,11 @@ static void ensure_claims(KasStore *store, KasRes *pods, json_object *pod)
         kas_json_set_string(s, "resourceClaimName", claim);
         json_object_array_add(add, s);
     }
+    /* The pod was parsed for this sync: written from that tree unless it changed meanwhile. */
     if (json_object_array_length(add) > 0)
-        kas_ops_mutate(store, pods, kas_json_get_string(pod, "metadata.namespace"),
-                       kas_json_get_string(pod, "metadata.name"),
-                       kas_json_get_string(pod, "metadata.uid"), add_statuses_cb, add);
+        kas_ops_mutate_parsed(store, pods, kas_json_get_string(pod, "metadata.namespace"),
+                              kas_json_get_string(pod, "metadata.name"),
+                              kas_json_get_string(pod, "metadata.uid"), pod, add_statuses_cb, add);
     json_object_put(add);
 }
 

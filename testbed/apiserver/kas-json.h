@@ -14,6 +14,11 @@
  * Returns a new reference or NULL with a message naming the byte offset. */
 json_object *kas_json_parse(const char *text, gsize len, GError **error);
 
+/* Parse NUL-terminated @text as json_tokener_parse() does (nesting at most 32, NULL when
+ * malformed), for text the server wrote itself (stored objects). A new reference. Both parsers
+ * keep one tokener per thread. */
+json_object *kas_json_parse_stored(const char *text);
+
 /* Compact serialization without escaped slashes; newly allocated. */
 char *kas_json_dump(json_object *obj);
 

@@ -878,6 +878,16 @@ static gboolean pod_status_valid(const KasRes *res, json_object *pod, GError **e
     return kas_field_errors_check(errs, res, kas_json_get_string(pod, "metadata.name"), error);
 }
 
+/* Defaults and checks of a status update's new state @newj (changed in place) over @curj. */
+static gboolean status_admitted(KasRes *res, json_object *curj, json_object *newj, GError **error)
+{
+    if (res->kind == KAS_KIND_NODE)
+        kas_admit_node_status_defaults(newj);
+    return (res->kind != KAS_KIND_CUSTOM || custom_schema(res, newj, error)) &&
+           (!kas_dra_is(res) || kas_dra_admit_status(res, curj, newj, error)) &&
+           (res->kind != KAS_KIND_POD || pod_status_valid(res, newj, error));
+}
+
 /* The new state for an update of @curj by @body (both borrowed); new reference or NULL. */
 static json_object *updated_object(KasStore *store, KasRes *res, json_object *curj,
                                    json_object *body, gboolean status, GError **error)
@@ -886,11 +896,7 @@ static json_object *updated_object(KasStore *store, KasRes *res, json_object *cu
     if (status) {
         newj = copy_json(curj);
         copy_member(newj, body, "status");
-        if (res->kind == KAS_KIND_NODE)
-            kas_admit_node_status_defaults(newj);
-        if ((res->kind == KAS_KIND_CUSTOM && !custom_schema(res, newj, error)) ||
-            (kas_dra_is(res) && !kas_dra_admit_status(res, curj, newj, error)) ||
-            (res->kind == KAS_KIND_POD && !pod_status_valid(res, newj, error))) {
+        if (!status_admitted(res, curj, newj, error)) {
             json_object_put(newj);
             return NULL;
         }
@@ -1004,14 +1010,15 @@ static gboolean check_update_preconditions(KasRes *res, KasObj *cur, const char 
     return TRUE;
 }
 
-/* Store @newj over @cur unless nothing changed; removes an object whose last finalizer went. */
+/* Store @newj over @cur unless nothing changed (@curj, @cur's parsed state; NULL when it is
+ * known that something did); removes an object whose last finalizer went. */
 static KasObj *commit_update(KasStore *store, KasRes *res, KasObj *cur, json_object *curj,
                              json_object *newj)
 {
     char rvbuf[32];
     g_snprintf(rvbuf, sizeof rvbuf, "%" G_GUINT64_FORMAT, cur->rv);
     kas_json_set_string(kas_json_ensure_object(newj, "metadata"), "resourceVersion", rvbuf);
-    if (json_object_equal(newj, curj))
+    if (curj != NULL && json_object_equal(newj, curj))
         return kas_obj_ref(cur);
     KasObj *now = kas_store_put_locked(store, res, newj);
     json_object *g = kas_json_get(newj, "metadata.deletionGracePeriodSeconds");
@@ -1032,6 +1039,47 @@ static KasObj *update_parsed_locked(KasStore *store, KasRes *res, KasObj *cur, j
     KasObj *out = newj != NULL ? commit_update(store, res, cur, curj, newj) : NULL;
     json_object_put(newj);
     return out;
+}
+
+/*
+ * A status update by @doc, a copy of @curj with a patch applied (borrowed, changed in place):
+ * what update_parsed_locked() does with @status, without a second copy of @curj. @doc's members
+ * other than the status go back to @curj's (the patch may have touched metadata, spec or the
+ * apiVersion; a member it left alone is equal and stays), after the preconditions were read
+ * from it. Claim status writes, one per DRA pod bound, spent a tenth of their CPU on that copy.
+ */
+static KasObj *update_status_in_place_locked(KasStore *store, KasRes *res, KasObj *cur,
+                                             json_object *curj, const char *name, json_object *doc,
+                                             GError **error)
+{
+    if (!check_update_preconditions(res, cur, name, doc, error))
+        return NULL;
+    g_autoptr(GPtrArray) drop = g_ptr_array_new_with_free_func(g_free);
+    g_autoptr(GPtrArray) reset = g_ptr_array_new_with_free_func(g_free);
+    json_object_object_foreach(doc, key, val)
+    {
+        json_object *cv = NULL;
+        if (strcmp(key, "status") == 0)
+            continue;
+        if (!json_object_object_get_ex(curj, key, &cv))
+            g_ptr_array_add(drop, g_strdup(key));
+        else if (!json_object_equal(val, cv))
+            g_ptr_array_add(reset, g_strdup(key));
+    }
+    for (guint i = 0; i < drop->len; i++)
+        json_object_object_del(doc, g_ptr_array_index(drop, i));
+    for (guint i = 0; i < reset->len; i++) {
+        const char *k = g_ptr_array_index(reset, i);
+        json_object_object_add(doc, k, copy_json(json_object_object_get(curj, k)));
+    }
+    json_object_object_foreach(curj, ckey, cval)
+    {
+        if (strcmp(ckey, "status") != 0 && !json_object_object_get_ex(doc, ckey, NULL))
+            json_object_object_add(doc, ckey, copy_json(cval));
+    }
+    if (!status_admitted(res, curj, doc, error))
+        return NULL;
+    return commit_update(store, res, cur, curj, doc);
 }
 
 static KasObj *update_locked(KasStore *store, KasRes *res, const char *ns, const char *name,
@@ -1098,7 +1146,8 @@ KasObj *kas_ops_patch(KasStore *store, KasRes *res, const char *version, const c
     }
     KasObj *out = NULL;
     if (ok && check_type(res, version, doc, error))
-        out = update_parsed_locked(store, res, cur, curj, name, doc, status, error);
+        out = status ? update_status_in_place_locked(store, res, cur, curj, name, doc, error)
+                     : update_parsed_locked(store, res, cur, curj, name, doc, status, error);
     kas_store_unlock(store);
     json_object_put(doc);
     json_object_put(curj);
@@ -1267,6 +1316,26 @@ gboolean kas_ops_mutate(KasStore *store, KasRes *res, const char *ns, const char
         json_object_put(curj);
     }
     kas_store_unlock(store);
+    return wrote;
+}
+
+gboolean kas_ops_mutate_parsed(KasStore *store, KasRes *res, const char *ns, const char *name,
+                               const char *uid, json_object *obj, KasMutateFn fn, gpointer data)
+{
+    const char *rv = kas_json_get_string(obj, "metadata.resourceVersion");
+    kas_store_lock(store);
+    KasObj *cur = kas_store_get_locked(store, res, ns, name);
+    gboolean current = cur != NULL && (uid == NULL || strcmp(uid, cur->uid) == 0) && rv != NULL &&
+                       g_ascii_isdigit(rv[0]) && g_ascii_strtoull(rv, NULL, 10) == cur->rv;
+    gboolean wrote = FALSE;
+    if (current && fn(obj, data)) {
+        /* no former state to compare with: @fn said it changed something */
+        kas_obj_unref(commit_update(store, res, cur, NULL, obj));
+        wrote = TRUE;
+    }
+    kas_store_unlock(store);
+    if (!current)
+        return kas_ops_mutate(store, res, ns, name, uid, fn, data);
     return wrote;
 }
 

@@ -56,6 +56,14 @@ gboolean kas_ops_evict(KasStore *store, const char *ns, const char *name, json_o
 typedef gboolean (*KasMutateFn)(json_object *obj, gpointer data);
 gboolean kas_ops_mutate(KasStore *store, KasRes *res, const char *ns, const char *name,
                         const char *uid, KasMutateFn fn, gpointer data);
+/*
+ * The same for a caller that holds the object parsed already (@obj, borrowed, changed in place):
+ * when the stored object is still at @obj's metadata.resourceVersion, @fn edits @obj, which is
+ * stored without being parsed, copied and compared again; @fn must then return TRUE only when
+ * it changed something. Otherwise it is kas_ops_mutate() (@obj untouched).
+ */
+gboolean kas_ops_mutate_parsed(KasStore *store, KasRes *res, const char *ns, const char *name,
+                               const char *uid, json_object *obj, KasMutateFn fn, gpointer data);
 
 /* The kubelet (or the end of the grace period) confirms that pod @ns/@name with @uid is gone:
  * removed now unless finalizers hold it. */

@@ -235,7 +235,7 @@ void kas_obj_unref(KasObj *obj)
 
 json_object *kas_obj_parse(const KasObj *obj)
 {
-    return json_tokener_parse(obj->json);
+    return kas_json_parse_stored(obj->json);
 }
 
 /* One allocation holding a NULL-terminated pointer array and the strings it points to. */
