@@ -315,11 +315,18 @@ static void requeue_parked(KbDaemon *d)
  * before the last binding on kube-apiserver 1.20). At most STATUS_HOLD_MAX_MS at a time, so that
  * a long backlog still shows its status; released when the last binding is answered and at
  * every cycle that finds the binder idle. Bindings waiting out a back-off hold nothing.
+ * Evictions in flight (with their DisruptionTarget writes) hold them too: a reclaim's victims are
+ * as many PodGroups whose status changes, and their writes beside the evictions slowed the
+ * evictions and the preemptor's bindings after them (kai-reclaim-250 on kube-apiserver: 1,761
+ * PodGroup status PATCHes before the big job was bound). @evictions_ending of those in flight
+ * are being answered (the binder counts them until its callback returns).
  */
-static void update_status_hold(KbDaemon *d)
+static void status_hold(KbDaemon *d, guint evictions_ending)
 {
-    gboolean busy =
-            !d->stopping && kb_binder_queued(d->binder) + kb_binder_in_flight(d->binder) > 0;
+    guint evicting = kb_binder_evictions_in_flight(d->binder);
+    evicting -= MIN(evicting, evictions_ending);
+    gboolean busy = !d->stopping &&
+                    kb_binder_queued(d->binder) + kb_binder_in_flight(d->binder) + evicting > 0;
     gint64 now = g_get_monotonic_time();
     if (!busy)
         d->status_held_since_us = 0;
@@ -327,6 +334,11 @@ static void update_status_hold(KbDaemon *d)
         d->status_held_since_us = now;
     kb_status_writer_set_held(d->status,
                               busy && now - d->status_held_since_us < STATUS_HOLD_MAX_MS * 1000);
+}
+
+static void update_status_hold(KbDaemon *d)
+{
+    status_hold(d, 0);
 }
 
 gboolean kb_daemon_run_cycle(KbDaemon *daemon)
@@ -1027,6 +1039,7 @@ static void on_evict_done(const KbEvictOutcome *out, gpointer data)
     KbDaemon *d = data;
     Metrics *m = &d->m;
     gboolean done = out->result != KB_EVICT_REFUSED;
+    status_hold(d, 1);
     kb_series_inc(kb_metric_with(done ? m->evictions : m->eviction_failures, out->reason, NULL));
     if (out->result == KB_EVICT_GONE)
         kick(d); /* the room is free already */
