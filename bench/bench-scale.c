@@ -613,8 +613,11 @@ static void batchd_start(Run *r, const char *conf_head)
     r->batchd_port = g_strdup_printf("127.0.0.1:%u", kb_test_free_port());
     g_autoptr(GPtrArray) args = g_ptr_array_new();
     add_server_args(&r->srv, args);
-    const char *rest[] = {"--scheduler-conf", conf,          "--listen-address",
-                          r->batchd_port,     "--log-level", "warning"};
+    /* With KB_SCALE_LOG_DIR its log says more (each cycle's evictions, with the time). */
+    const char *rest[] = {
+            "--scheduler-conf", conf,
+            "--listen-address", r->batchd_port,
+            "--log-level",      g_getenv("KB_SCALE_LOG_DIR") != NULL ? "info" : "warning"};
     for (guint i = 0; i < G_N_ELEMENTS(rest); i++)
         g_ptr_array_add(args, (gpointer)rest[i]);
     g_ptr_array_add(args, NULL);
@@ -851,8 +854,13 @@ static void scenario_reclaim_250(Run *r, gboolean real)
     writes_mark(r, pods);
     double t0 = now_s();
     fw.mark = t0;
+    g_autoptr(GDateTime) wall0 = g_date_time_new_now_utc();
     workload_create(r->srv.client, &wl);
     double t_created = now_s() - t0;
+    if (g_getenv("KB_SCALE_LOG_DIR") != NULL) {
+        g_autofree char *at = g_date_time_format(wall0, "%H:%M:%S.%f");
+        printf("  the job's creation began at %s UTC (the logs' clock)\n", at);
+    }
     Count c = {.w = &fw, .n = g_hash_table_size(fw.bound) + pods};
     gboolean ok = run_until(bound_at_least, &c, 600);
     double t = fw.last_bound - t0;
