@@ -831,6 +831,54 @@ static gboolean fill_for_reclaim(Run *r, guint nodes, PodWatch *w)
     return t >= 0;
 }
 
+/* With KB_SCALE_LOG_DIR, kai-reclaim-250 reads kube-batchd's /metrics every 200 ms while it
+ * waits: when a cycle first counted the job's pods pending, and when the first eviction was
+ * counted (the decision), with the cycles run by then. Off otherwise: the reads take the bench's
+ * loop and kube-batchd's time. */
+typedef struct {
+    Run *r;
+    guint pods;
+    double t0, t_pending, t_evicted;
+    double cycles_pending, cycles_evicted;
+} MetricsProbe;
+
+/* The value of the first sample line starting with @prefix, summed over its label sets. */
+static double metric_sum(const char *text, const char *prefix)
+{
+    double sum = 0;
+    for (const char *l = text; l != NULL && *l != '\0';) {
+        const char *end = strchr(l, '\n');
+        if (g_str_has_prefix(l, prefix)) {
+            const char *v = strchr(l, ' ');
+            if (v != NULL && (end == NULL || v < end))
+                sum += g_ascii_strtod(v + 1, NULL);
+        }
+        l = end != NULL ? end + 1 : NULL;
+    }
+    return sum;
+}
+
+static gboolean probe_tick(gpointer data)
+{
+    MetricsProbe *p = data;
+    g_autofree char *url = g_strdup_printf("http://%s/metrics", p->r->batchd_port);
+    long code = 0;
+    g_autofree char *text = kb_bench_http_get(url, 2000, &code);
+    if (code != 200)
+        return G_SOURCE_CONTINUE;
+    double t = now_s() - p->t0;
+    double cycles = metric_sum(text, "kube_batchd_cycles_total");
+    if (p->t_pending == 0 && metric_sum(text, "kube_batchd_pending_tasks ") >= p->pods) {
+        p->t_pending = t;
+        p->cycles_pending = cycles;
+    }
+    if (p->t_evicted == 0 && metric_sum(text, "kube_batchd_evictions_total{") > 0) {
+        p->t_evicted = t;
+        p->cycles_evicted = cycles;
+    }
+    return p->t_evicted == 0 ? G_SOURCE_CONTINUE : G_SOURCE_REMOVE;
+}
+
 /* KAI "reclaims for one very large job": a 250-pod job of 8 GPUs a pod (2,000 GPUs) reclaims
  * from a queue that holds the whole cluster. */
 static void scenario_reclaim_250(Run *r, gboolean real)
@@ -855,6 +903,9 @@ static void scenario_reclaim_250(Run *r, gboolean real)
     double t0 = now_s();
     fw.mark = t0;
     g_autoptr(GDateTime) wall0 = g_date_time_new_now_utc();
+    MetricsProbe probe = {.r = r, .pods = pods, .t0 = t0};
+    guint probe_source =
+            g_getenv("KB_SCALE_LOG_DIR") != NULL ? g_timeout_add(200, probe_tick, &probe) : 0;
     workload_create(r->srv.client, &wl);
     double t_created = now_s() - t0;
     if (g_getenv("KB_SCALE_LOG_DIR") != NULL) {
@@ -864,8 +915,14 @@ static void scenario_reclaim_250(Run *r, gboolean real)
     Count c = {.w = &fw, .n = g_hash_table_size(fw.bound) + pods};
     gboolean ok = run_until(bound_at_least, &c, 600);
     double t = fw.last_bound - t0;
+    if (probe_source != 0 && probe.t_evicted == 0)
+        g_source_remove(probe_source);
     printf("  %u pods of 8 GPUs bound, %u filler pods evicted\n", ok ? pods : 0,
            fw.deleted - deleted0);
+    if (probe_source != 0 && probe.t_evicted > 0)
+        printf("  kube-batchd (its /metrics every 0.2 s): the job's pods pending by %.2f s (%.0f "
+               "cycles), the first eviction counted by %.2f s (%.0f cycles)\n",
+               probe.t_pending, probe.cycles_pending, probe.t_evicted, probe.cycles_evicted);
     /* Where the time went, from the job's creation: created, the victims' DisruptionTarget
      * condition written, evictions accepted (deletionTimestamp), victims gone, the job bound. */
     if (fw.first_deleted >= t0 && fw.first_bound_after > 0) {
