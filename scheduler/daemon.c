@@ -314,19 +314,22 @@ static void requeue_parked(KbDaemon *d)
  * when only the queue had drained, a tenth of them still ran beside the last window (53 of 625
  * before the last binding on kube-apiserver 1.20). At most STATUS_HOLD_MAX_MS at a time, so that
  * a long backlog still shows its status; released when the last binding is answered and at
- * every cycle that finds the binder idle. Bindings waiting out a back-off hold nothing.
- * Evictions in flight (with their DisruptionTarget writes) hold them too: a reclaim's victims are
- * as many PodGroups whose status changes, and their writes beside the evictions slowed the
- * evictions and the preemptor's bindings after them (kai-reclaim-250 on kube-apiserver: 1,761
- * PodGroup status PATCHes before the big job was bound). @evictions_ending of those in flight
- * are being answered (the binder counts them until its callback returns).
+ * every cycle that leaves the binder idle. Bindings waiting out a back-off hold nothing.
+ * Evictions hold them too, from the cycle that chose the victims until the victims are gone (or
+ * their evictions failed) and a cycle found nothing more to bind: a reclaim's victims are as many
+ * PodGroups whose status changes, and their writes beside the evictions slowed the evictions and
+ * the preemptor's bindings after them (kai-reclaim-250 on kube-apiserver: 1,761 PodGroup status
+ * PATCHes before the big job was bound). Hence no release at a cycle's start: the cycle that
+ * binds the preemptor holds them on. @evictions_ending of those in flight are being answered
+ * (the binder counts them until its callback returns).
  */
 static void status_hold(KbDaemon *d, guint evictions_ending)
 {
     guint evicting = kb_binder_evictions_in_flight(d->binder);
     evicting -= MIN(evicting, evictions_ending);
-    gboolean busy = !d->stopping &&
-                    kb_binder_queued(d->binder) + kb_binder_in_flight(d->binder) + evicting > 0;
+    guint pending = kb_binder_queued(d->binder) + kb_binder_in_flight(d->binder) + evicting +
+                    kb_cache_n_evicting(d->cache);
+    gboolean busy = !d->stopping && pending > 0;
     gint64 now = g_get_monotonic_time();
     if (!busy)
         d->status_held_since_us = 0;
@@ -344,9 +347,10 @@ static void update_status_hold(KbDaemon *d)
 gboolean kb_daemon_run_cycle(KbDaemon *daemon)
 {
     KbDaemon *d = daemon;
-    update_status_hold(d);
-    if (d->stopping || !d->leading || !caches_synced(d, NULL))
+    if (d->stopping || !d->leading || !caches_synced(d, NULL)) {
+        update_status_hold(d);
         return FALSE;
+    }
     gint64 now = now_s();
     guint expired = kb_cache_expire_assumed(d->cache, now, d->opts.assume_ttl_s);
     if (expired > 0)
