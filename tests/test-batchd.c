@@ -1352,7 +1352,7 @@ typedef struct {
 static const HeldCase held_cases[] = {
         {"/batchd/native/status-held-while-evicting", "--faults",
          "latency=15000,method=POST,path=*/eviction", FALSE},
-        {"/batchd/native/status-held-while-victims-terminate", "--kubelet-stop-delay", "15000",
+        {"/batchd/native/status-held-while-victims-terminate", "--kubelet-stop-delay", "25000",
          TRUE},
 };
 
@@ -1369,11 +1369,12 @@ static gboolean pod_terminating(Cluster *cl, const char *name)
  * Status writes wait while evictions go, as they do while bindings are: a reclaim's victims are
  * as many PodGroups whose status changes, and their writes slowed the evictions and the
  * preemptor's bindings (kai-reclaim-250 on kube-apiserver). Either the evictions answer 15 s
- * late (kb-apiserver --faults) or the victims take 15 s to go once evicted (the simulated
+ * late (kb-apiserver --faults) or the victims take 25 s to go once evicted (the simulated
  * kubelet's stop delay; they have the default grace period of 30 s): 2 s after the victims carry
- * DisruptionTarget (written just before their evictions), or are seen terminating, the
- * preemptor's group still shows the condition it had before its pods came (the evicting cycle's
- * write waits); once the victims are gone it binds whole and its status is written.
+ * DisruptionTarget (written just before their evictions), or 13 s after they are seen
+ * terminating (longer than a hold for bindings lasts), the preemptor's group still shows the
+ * condition it had before its pods came (the evicting cycle's write waits); once the victims
+ * are gone it binds whole and its status is written.
  */
 static void test_native_status_held(gconstpointer data)
 {
@@ -1432,7 +1433,8 @@ static void test_native_status_held(gconstpointer data)
         g_usleep(20000);
     g_assert_true(hc->terminating ? pod_terminating(cl, "lo-1")
                                   : pod_has_condition(cl, "lo-1", "DisruptionTarget"));
-    g_usleep(2 * G_USEC_PER_SEC);
+    /* past the 10 s that a hold for bindings lasts at most, for the victims that linger */
+    g_usleep((hc->terminating ? 13 : 2) * G_USEC_PER_SEC);
     g_autofree char *during = native_condition(cl, "hi");
     /* Before the change: "not admitted: queue \"default\" has 0 nvidia.com/gpu left ..." */
     g_assert_nonnull(before);
