@@ -533,6 +533,7 @@ typedef struct {
     char *batchd_port;
     double t_batchd_start;
     GHashTable *writes0; /* the server's writes when the measurement began (writes_mark) */
+    GHashTable *writes1; /* ... and when it ended (writes_end), else read by report() */
     guint n_measured;    /* the pods it is about */
 } Run;
 
@@ -542,6 +543,15 @@ static void writes_mark(Run *r, guint n)
     g_clear_pointer(&r->writes0, g_hash_table_unref);
     r->writes0 = kb_bench_server_writes(r->srv.real ? r->srv.cluster : NULL, r->srv.url);
     r->n_measured = n;
+}
+
+/* The measurement ended: the server's writes now, for report() (what kube-batchd writes after
+ * the last binding, e.g. the status writes it held meanwhile, is not counted). */
+static void writes_end(Run *r)
+{
+    g_clear_pointer(&r->writes1, g_hash_table_unref);
+    if (r->writes0 != NULL)
+        r->writes1 = kb_bench_server_writes(r->srv.real ? r->srv.cluster : NULL, r->srv.url);
 }
 
 /* A fresh server, the CRDs, namespace NS, @n_nodes nodes of GPUS_PER_NODE GPUs run by kb-kubelet.
@@ -661,6 +671,7 @@ static void run_teardown(Run *r)
     g_clear_pointer(&r->dir, g_free);
     g_clear_pointer(&r->batchd_port, g_free);
     g_clear_pointer(&r->writes0, g_hash_table_unref);
+    g_clear_pointer(&r->writes1, g_hash_table_unref);
 }
 
 /* "N cycles, X s; ACTION X s, ..." from kube-batchd's /metrics (cycle and action durations,
@@ -711,7 +722,9 @@ static void report(Run *r, double ours, double peer, const char *source)
     printf("  %s: %.2f s CPU, peak RSS %.0f MiB\n", r->srv.name, cpu, rss);
     if (r->writes0 != NULL) {
         g_autoptr(GHashTable) now =
-                kb_bench_server_writes(r->srv.real ? r->srv.cluster : NULL, r->srv.url);
+                r->writes1 != NULL
+                        ? g_hash_table_ref(r->writes1)
+                        : kb_bench_server_writes(r->srv.real ? r->srv.cluster : NULL, r->srv.url);
         g_autofree char *line = kb_bench_writes_line(r->writes0, now, r->n_measured);
         printf("  %s's writes since the measurement began: %s\n", r->srv.name, line);
     }
@@ -914,6 +927,7 @@ static void scenario_reclaim_250(Run *r, gboolean real)
     }
     Count c = {.w = &fw, .n = g_hash_table_size(fw.bound) + pods};
     gboolean ok = run_until(bound_at_least, &c, 600);
+    writes_end(r);
     double t = fw.last_bound - t0;
     if (probe_source != 0 && probe.t_evicted == 0)
         g_source_remove(probe_source);
