@@ -53,7 +53,6 @@ struct KbCache {
      * counted (kb_cache_sync_dra). */
     guint dra_capacity_gen;
     guint dra_demand_gen;
-    guint n_evicting; /* tasks with evicting set (kb_cache_n_evicting) */
 };
 
 static gboolean state_occupies(KbTaskState s)
@@ -849,8 +848,6 @@ static KbTaskInfo *task_new(KbCache *cache, KbPod *pod)
 static void task_remove(KbCache *cache, KbTaskInfo *task)
 {
     KbJobInfo *job = task->job;
-    if (task->evicting)
-        cache->n_evicting--;
     task_set_state(task, KB_TASK_PENDING, -1);
     job->n_state[KB_TASK_PENDING]--;
     task_leave_class(task);
@@ -1318,15 +1315,8 @@ void kb_cache_evict_task(KbCache *cache, KbTaskInfo *task)
 {
     if (task->state != KB_TASK_BOUND && task->state != KB_TASK_RUNNING)
         return;
-    if (!task->evicting)
-        cache->n_evicting++;
     task->evicting = TRUE;
     task_set_state(task, KB_TASK_RELEASING, task->node_id);
-}
-
-guint kb_cache_n_evicting(const KbCache *cache)
-{
-    return cache->n_evicting;
 }
 
 void kb_cache_job_evicted(KbCache *cache, KbJobInfo *job, gint64 now)
@@ -1368,7 +1358,6 @@ gboolean kb_cache_evict_failed(KbCache *cache, const char *namespace_, const cha
         return FALSE;
     KbTaskInfo *task = pe->task;
     task->evicting = FALSE;
-    cache->n_evicting--;
     KbTaskState st = task_state_from_pod(pe->pod, task->state);
     task_set_state(task, st, st == KB_TASK_PENDING ? -1 : task->node_id);
     return TRUE;

@@ -170,9 +170,9 @@ struct KbJobInfo {
      * v1alpha3 PodGroups naming it as their parent, its children (KbPodGroup refs, never NULL). */
     gboolean is_composite;
     GPtrArray *children;
-    const char *queue; /* interned; the default queue when the group names none */
-    gint32 min_member; /* 1 for a gang of one */
-    gint32 priority;   /* effective job priority (computed each cycle) */
+    const char *queue;      /* interned; the default queue when the group names none */
+    gint32 min_member;      /* 1 for a gang of one */
+    gint32 priority;        /* effective job priority (computed each cycle) */
     gint64 creation_timestamp;
     KbJobPhase phase;   /* kept across cycles */
     GPtrArray *tasks;   /* KbTaskInfo*, owned by the job */
@@ -368,8 +368,6 @@ guint kb_cache_expire_assumed(KbCache *cache, gint64 now, gint64 ttl_seconds);
  * uid, or was not being evicted.
  */
 void kb_cache_evict_task(KbCache *cache, KbTaskInfo *task);
-/* Tasks evicted and not yet gone (nor their eviction failed). */
-guint kb_cache_n_evicting(const KbCache *cache);
 /* The cycle evicted (some of) @job's pods at @now: counts one eviction of the job. */
 void kb_cache_job_evicted(KbCache *cache, KbJobInfo *job, gint64 now);
 /*
