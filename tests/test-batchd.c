@@ -1,7 +1,7 @@
 /*
  * Integration tests of bin/kube-batchd against bin/kb-apiserver, both as child processes, driven
- * through the REST client as a user's tools would: CRDs from deploy/base/crds/, queues, nodes, pods
- * and PodGroups in; bindings, PodGroup conditions, events, /metrics and leader hand-over out.
+ * through the REST client as a user's tools would: CRDs from deploy/base/crds/, queues, nodes, pods and
+ * PodGroups in; bindings, PodGroup conditions, events, /metrics and leader hand-over out.
  *
  * Each test starts its own API server (fresh state) and daemons with --schedule-period 200ms.
  */
@@ -860,7 +860,8 @@ static char *native_condition(Cluster *cl, const char *name)
 static char *native_condition_of(Cluster *cl, const char *name, const char *type)
 {
     g_autoptr(GError) error = NULL;
-    json_object *g = kb_client_get(cl->client, &kb_type_pod_groups_native, "default", name, &error);
+    json_object *g =
+            kb_client_get(cl->client, &kb_type_pod_groups_native, "default", name, &error);
     g_assert_no_error(error);
     json_object *conds = kas_json_get(g, "status.conditions");
     char *out = NULL;
@@ -983,14 +984,14 @@ static void test_native_gang(void)
 
 static void add_composite(Cluster *cl, const char *name, int min_groups)
 {
-    kb_test_create(
-            cl->client, &kb_type_composite_pod_groups, "default",
-            kb_test_json_printf("{\"apiVersion\":\"scheduling.k8s.io/v1alpha3\",\"kind\":"
-                                "\"CompositePodGroup\",\"metadata\":{\"name\":\"%s\",\"namespace\":"
-                                "\"default\"},\"spec\":{\"workloadRef\":{\"workloadName\":\"%s\","
-                                "\"templateName\":\"top\"},\"schedulingPolicy\":{\"gang\":{"
-                                "\"minGroupCount\":%d}}}}",
-                                name, name, min_groups));
+    kb_test_create(cl->client, &kb_type_composite_pod_groups, "default",
+                   kb_test_json_printf(
+                           "{\"apiVersion\":\"scheduling.k8s.io/v1alpha3\",\"kind\":"
+                           "\"CompositePodGroup\",\"metadata\":{\"name\":\"%s\",\"namespace\":"
+                           "\"default\"},\"spec\":{\"workloadRef\":{\"workloadName\":\"%s\","
+                           "\"templateName\":\"top\"},\"schedulingPolicy\":{\"gang\":{"
+                           "\"minGroupCount\":%d}}}}",
+                           name, name, min_groups));
 }
 
 /* Child @name of @parent (minCount 2, inside one rack), created at @type's version, with its
@@ -1019,13 +1020,12 @@ static void add_child_group(Cluster *cl, const KbResourceType *type, const char 
 /* A node of @gpus GPUs in rack @rack. */
 static void add_rack_node(Cluster *cl, const char *name, const char *rack, int gpus)
 {
-    kb_test_create_node(
-            cl->client,
-            kb_test_json_printf("{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{"
-                                "\"name\":\"%s\",\"labels\":{\"kubernetes.io/hostname\":"
-                                "\"%s\",\"topology.kubernetes.io/rack\":\"%s\"}}}",
-                                name, name, rack),
-            gpus);
+    kb_test_create_node(cl->client,
+                        kb_test_json_printf("{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{"
+                                            "\"name\":\"%s\",\"labels\":{\"kubernetes.io/hostname\":"
+                                            "\"%s\",\"topology.kubernetes.io/rack\":\"%s\"}}}",
+                                            name, name, rack),
+                        gpus);
 }
 
 /* Condition @cond of @type @name as JSON text once it contains @needle (or the deadline passes:
@@ -1573,11 +1573,12 @@ static void add_timed_job(Cluster *cl, const char *name, const char *queue, int 
                           int run_seconds)
 {
     add_group(cl, name, 1, queue, NULL);
-    g_autofree char *run = run_seconds > 0
-                                   ? g_strdup_printf(",\"sim.kube-batchd.io/run-seconds\":\"%d\","
-                                                     "\"sim.kube-batchd.io/exit-code\":\"0\"",
-                                                     run_seconds)
-                                   : g_strdup("");
+    g_autofree char *run =
+            run_seconds > 0
+                    ? g_strdup_printf(",\"sim.kube-batchd.io/run-seconds\":\"%d\","
+                                      "\"sim.kube-batchd.io/exit-code\":\"0\"",
+                                      run_seconds)
+                    : g_strdup("");
     kb_test_create(cl->client, &kb_type_pods, "default",
                    kb_test_json_printf(
                            "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\","
