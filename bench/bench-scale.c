@@ -349,10 +349,27 @@ typedef struct {
      * and last times, for the reclaim scenarios' timeline. */
     GHashTable *terminating; /* pod name -> (gpointer)1 */
     double first_terminating, last_terminating, first_deleted, last_deleted;
+    /* Pods seen with condition DisruptionTarget (the victims' first write): first and last. */
+    GHashTable *disrupted; /* pod name -> (gpointer)1 */
+    double first_disrupted, last_disrupted;
     double mark, first_bound_after; /* the first binding seen at or after mark (0: none) */
     KbWatchDecoder *decoder;
     KbStream *stream;
 } PodWatch;
+
+/* The pod has condition DisruptionTarget (whatever its status). */
+static gboolean has_disruption_target(json_object *pod)
+{
+    json_object *conds = kas_json_get(pod, "status.conditions");
+    if (!json_object_is_type(conds, json_type_array))
+        return FALSE;
+    for (gsize i = 0; i < json_object_array_length(conds); i++) {
+        const char *type = kas_json_get_string(json_object_array_get_idx(conds, i), "type");
+        if (g_strcmp0(type, "DisruptionTarget") == 0)
+            return TRUE;
+    }
+    return FALSE;
+}
 
 static void pod_watch_event(PodWatch *w, const KbWatchEvent *ev)
 {
@@ -364,6 +381,12 @@ static void pod_watch_event(PodWatch *w, const KbWatchEvent *ev)
     if (name == NULL || (ev->type != KB_WATCH_ADDED && ev->type != KB_WATCH_MODIFIED && !deleted))
         return;
     double t = now_s();
+    if (!deleted && !g_hash_table_contains(w->disrupted, name) && has_disruption_target(pod)) {
+        g_hash_table_add(w->disrupted, g_strdup(name));
+        if (w->first_disrupted == 0)
+            w->first_disrupted = t;
+        w->last_disrupted = t;
+    }
     if (!deleted && kas_json_get_string(pod, "metadata.deletionTimestamp") != NULL &&
         !g_hash_table_contains(w->terminating, name)) {
         g_hash_table_add(w->terminating, g_strdup(name));
@@ -437,6 +460,7 @@ static void pod_watch_start(PodWatch *w, KbClient *client, const char *ns, guint
     w->running = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     w->group_seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     w->terminating = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    w->disrupted = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     w->gang = gang;
     w->decoder = kb_watch_decoder_new();
     g_autoptr(GError) error = NULL;
@@ -459,6 +483,7 @@ static void pod_watch_stop(PodWatch *w)
     g_hash_table_unref(w->running);
     g_hash_table_unref(w->group_seen);
     g_hash_table_unref(w->terminating);
+    g_hash_table_unref(w->disrupted);
     kb_watch_decoder_free(w->decoder);
 }
 
@@ -484,6 +509,12 @@ typedef struct {
     guint n;
 } Count;
 
+/* For run_until: only the timeout ends it (the loop runs meanwhile). */
+static gboolean never(gpointer data)
+{
+    return FALSE;
+}
+
 static gboolean bound_at_least(gpointer data)
 {
     Count *c = data;
@@ -508,6 +539,7 @@ typedef struct {
     char *batchd_port;
     double t_batchd_start;
     GHashTable *writes0; /* the server's writes when the measurement began (writes_mark) */
+    GHashTable *writes1; /* ... and when it ended (writes_end), else read by report() */
     guint n_measured;    /* the pods it is about */
 } Run;
 
@@ -517,6 +549,15 @@ static void writes_mark(Run *r, guint n)
     g_clear_pointer(&r->writes0, g_hash_table_unref);
     r->writes0 = kb_bench_server_writes(r->srv.real ? r->srv.cluster : NULL, r->srv.url);
     r->n_measured = n;
+}
+
+/* The measurement ended: the server's writes now, for report() (what kube-batchd writes after
+ * the last binding, e.g. the status writes it held meanwhile, is not counted). */
+static void writes_end(Run *r)
+{
+    g_clear_pointer(&r->writes1, g_hash_table_unref);
+    if (r->writes0 != NULL)
+        r->writes1 = kb_bench_server_writes(r->srv.real ? r->srv.cluster : NULL, r->srv.url);
 }
 
 /* A fresh server, the CRDs, namespace NS, @n_nodes nodes of GPUS_PER_NODE GPUs run by kb-kubelet.
@@ -588,8 +629,11 @@ static void batchd_start(Run *r, const char *conf_head)
     r->batchd_port = g_strdup_printf("127.0.0.1:%u", kb_test_free_port());
     g_autoptr(GPtrArray) args = g_ptr_array_new();
     add_server_args(&r->srv, args);
-    const char *rest[] = {"--scheduler-conf", conf,          "--listen-address",
-                          r->batchd_port,     "--log-level", "warning"};
+    /* With KB_SCALE_LOG_DIR its log says more (each cycle's evictions, with the time). */
+    const char *rest[] = {
+            "--scheduler-conf", conf,
+            "--listen-address", r->batchd_port,
+            "--log-level",      g_getenv("KB_SCALE_LOG_DIR") != NULL ? "info" : "warning"};
     for (guint i = 0; i < G_N_ELEMENTS(rest); i++)
         g_ptr_array_add(args, (gpointer)rest[i]);
     g_ptr_array_add(args, NULL);
@@ -633,6 +677,7 @@ static void run_teardown(Run *r)
     g_clear_pointer(&r->dir, g_free);
     g_clear_pointer(&r->batchd_port, g_free);
     g_clear_pointer(&r->writes0, g_hash_table_unref);
+    g_clear_pointer(&r->writes1, g_hash_table_unref);
 }
 
 /* "N cycles, X s; ACTION X s, ..." from kube-batchd's /metrics (cycle and action durations,
@@ -683,7 +728,9 @@ static void report(Run *r, double ours, double peer, const char *source)
     printf("  %s: %.2f s CPU, peak RSS %.0f MiB\n", r->srv.name, cpu, rss);
     if (r->writes0 != NULL) {
         g_autoptr(GHashTable) now =
-                kb_bench_server_writes(r->srv.real ? r->srv.cluster : NULL, r->srv.url);
+                r->writes1 != NULL
+                        ? g_hash_table_ref(r->writes1)
+                        : kb_bench_server_writes(r->srv.real ? r->srv.cluster : NULL, r->srv.url);
         g_autofree char *line = kb_bench_writes_line(r->writes0, now, r->n_measured);
         printf("  %s's writes since the measurement began: %s\n", r->srv.name, line);
     }
@@ -781,6 +828,24 @@ static void scenario_jobs_4000(Run *r, gboolean real)
     pod_watch_stop(&w);
 }
 
+/* Filler PodGroups in NS whose status.phase is not Running (G_MAXUINT when the list fails). */
+static guint groups_not_running(KbClient *client)
+{
+    g_autoptr(GError) error = NULL;
+    json_object *list = kb_client_list(client, &kb_type_pod_groups_volcano, NS, NULL, &error);
+    if (list == NULL)
+        return G_MAXUINT;
+    guint n = 0;
+    json_object *items = kas_json_get(list, "items");
+    for (gsize i = 0; items != NULL && i < json_object_array_length(items); i++) {
+        json_object *g = json_object_array_get_idx(items, i);
+        if (g_strcmp0(kas_json_get_string(g, "status.phase"), "Running") != 0)
+            n++;
+    }
+    json_object_put(list);
+    return n;
+}
+
 /* The cluster full of single-GPU jobs of queue "filler" (reclaimable, weight 1), queue "big"
  * (weight 1) empty: half the GPUs are big's deserved share. */
 static gboolean fill_for_reclaim(Run *r, guint nodes, PodWatch *w)
@@ -800,7 +865,68 @@ static gboolean fill_for_reclaim(Run *r, guint nodes, PodWatch *w)
     workload_create(r->srv.client, &wl);
     double t = wait_all(r, w, wl.n_groups, t0, 600);
     printf("  filler: %u single-GPU jobs Running in %.2f s\n", wl.n_groups, t);
-    return t >= 0;
+    if (t < 0)
+        return FALSE;
+    /* Settled: every filler PodGroup shows Running, i.e. kube-batchd has written the fill's
+     * status (on a loaded kube-apiserver about 2,000 of those PATCHes were still to go when the
+     * pods were all Running, and the reclaim measured after them). At most 120 s. */
+    double t1 = now_s();
+    guint left = groups_not_running(r->srv.client);
+    while (left > 0 && now_s() - t1 < 120) {
+        run_until(never, NULL, 1.0);
+        left = groups_not_running(r->srv.client);
+    }
+    printf("  filler: PodGroups all Running %.2f s later%s\n", now_s() - t1,
+           left > 0 ? " (not all: gave up)" : "");
+    return TRUE;
+}
+
+/* With KB_SCALE_LOG_DIR, kai-reclaim-250 reads kube-batchd's /metrics every 200 ms while it
+ * waits: when a cycle first counted the job's pods pending, and when the first eviction was
+ * counted (the decision), with the cycles run by then. Off otherwise: the reads take the bench's
+ * loop and kube-batchd's time. */
+typedef struct {
+    Run *r;
+    guint pods;
+    double t0, t_pending, t_evicted;
+    double cycles_pending, cycles_evicted;
+} MetricsProbe;
+
+/* The value of the first sample line starting with @prefix, summed over its label sets. */
+static double metric_sum(const char *text, const char *prefix)
+{
+    double sum = 0;
+    for (const char *l = text; l != NULL && *l != '\0';) {
+        const char *end = strchr(l, '\n');
+        if (g_str_has_prefix(l, prefix)) {
+            const char *v = strchr(l, ' ');
+            if (v != NULL && (end == NULL || v < end))
+                sum += g_ascii_strtod(v + 1, NULL);
+        }
+        l = end != NULL ? end + 1 : NULL;
+    }
+    return sum;
+}
+
+static gboolean probe_tick(gpointer data)
+{
+    MetricsProbe *p = data;
+    g_autofree char *url = g_strdup_printf("http://%s/metrics", p->r->batchd_port);
+    long code = 0;
+    g_autofree char *text = kb_bench_http_get(url, 2000, &code);
+    if (code != 200)
+        return G_SOURCE_CONTINUE;
+    double t = now_s() - p->t0;
+    double cycles = metric_sum(text, "kube_batchd_cycles_total");
+    if (p->t_pending == 0 && metric_sum(text, "kube_batchd_pending_tasks ") >= p->pods) {
+        p->t_pending = t;
+        p->cycles_pending = cycles;
+    }
+    if (p->t_evicted == 0 && metric_sum(text, "kube_batchd_evictions_total{") > 0) {
+        p->t_evicted = t;
+        p->cycles_evicted = cycles;
+    }
+    return p->t_evicted == 0 ? G_SOURCE_CONTINUE : G_SOURCE_REMOVE;
 }
 
 /* KAI "reclaims for one very large job": a 250-pod job of 8 GPUs a pod (2,000 GPUs) reclaims
@@ -826,22 +952,45 @@ static void scenario_reclaim_250(Run *r, gboolean real)
     writes_mark(r, pods);
     double t0 = now_s();
     fw.mark = t0;
+    g_autoptr(GDateTime) wall0 = g_date_time_new_now_utc();
+    MetricsProbe probe = {.r = r, .pods = pods, .t0 = t0};
+    guint probe_source =
+            g_getenv("KB_SCALE_LOG_DIR") != NULL ? g_timeout_add(200, probe_tick, &probe) : 0;
     workload_create(r->srv.client, &wl);
+    double t_created = now_s() - t0;
+    if (g_getenv("KB_SCALE_LOG_DIR") != NULL) {
+        g_autofree char *at = g_date_time_format(wall0, "%H:%M:%S.%f");
+        printf("  the job's creation began at %s UTC (the logs' clock)\n", at);
+    }
     Count c = {.w = &fw, .n = g_hash_table_size(fw.bound) + pods};
     gboolean ok = run_until(bound_at_least, &c, 600);
+    writes_end(r);
     double t = fw.last_bound - t0;
+    if (probe_source != 0 && probe.t_evicted == 0)
+        g_source_remove(probe_source);
     printf("  %u pods of 8 GPUs bound, %u filler pods evicted\n", ok ? pods : 0,
            fw.deleted - deleted0);
-    /* Where the time went: evictions accepted, victims gone, the job bound (from its creation). */
+    if (probe_source != 0 && probe.t_evicted > 0)
+        printf("  kube-batchd (its /metrics every 0.2 s): the job's pods pending by %.2f s (%.0f "
+               "cycles), the first eviction counted by %.2f s (%.0f cycles)\n",
+               probe.t_pending, probe.cycles_pending, probe.t_evicted, probe.cycles_evicted);
+    /* Where the time went, from the job's creation: created, the victims' DisruptionTarget
+     * condition written, evictions accepted (deletionTimestamp), victims gone, the job bound. */
     if (fw.first_deleted >= t0 && fw.first_bound_after > 0) {
+        g_autofree char *cond =
+                fw.first_disrupted >= t0
+                        ? g_strdup_printf("condition %.2f-%.2f s, ", fw.first_disrupted - t0,
+                                          fw.last_disrupted - t0)
+                        : g_strdup("");
         g_autofree char *term =
                 fw.first_terminating >= t0
                         ? g_strdup_printf("terminating %.2f-%.2f s, ", fw.first_terminating - t0,
                                           fw.last_terminating - t0)
                         : g_strdup("");
-        printf("  victims %sgone %.2f-%.2f s, the job bound %.2f-%.2f s\n", term,
-               fw.first_deleted - t0, fw.last_deleted - t0, fw.first_bound_after - t0,
-               fw.last_bound - t0);
+        printf("  job created by %.2f s; victims %s%sgone %.2f-%.2f s, the job bound %.2f-%.2f "
+               "s\n",
+               t_created, cond, term, fw.first_deleted - t0, fw.last_deleted - t0,
+               fw.first_bound_after - t0, fw.last_bound - t0);
     }
     expect(ok, r->scenario, "the big job was not bound whole");
     expect(fw.deleted > deleted0, r->scenario, "no filler pod was evicted");

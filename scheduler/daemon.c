@@ -33,6 +33,8 @@
  * of the bindings: 1,015-1,306 pods/s against 1,376-1,528 with 10 s, the server's CPU per
  * binding 1.33-1.72 ms against 1.13-1.26. A group's status is at most 10 s late then. */
 #define STATUS_HOLD_MAX_MS 10000
+/* ... and while evictions are in flight (see status_hold). */
+#define STATUS_HOLD_EVICT_MAX_MS 60000
 /* The API server is probed (GET /version) this often; with no answer for PROBE_STALE_MS (or
  * the last answer an error) /readyz says 503: an instance that cannot reach the server can
  * neither see nor bind anything. */
@@ -314,27 +316,46 @@ static void requeue_parked(KbDaemon *d)
  * when only the queue had drained, a tenth of them still ran beside the last window (53 of 625
  * before the last binding on kube-apiserver 1.20). At most STATUS_HOLD_MAX_MS at a time, so that
  * a long backlog still shows its status; released when the last binding is answered and at
- * every cycle that finds the binder idle. Bindings waiting out a back-off hold nothing.
+ * every cycle that leaves the binder idle. Bindings waiting out a back-off hold nothing.
+ * Evictions in flight (with their DisruptionTarget writes) hold them too, from the cycle that
+ * chose the victims until the last eviction is answered: a reclaim's victims are as many
+ * PodGroups whose status changes at once (their pods RELEASING), and those writes beside the
+ * evictions slowed them and the preemptor's bindings after them (kai-reclaim-250 on
+ * kube-apiserver: 1,761-2,772 PodGroup status PATCHes before the big job was bound). While
+ * evictions are in flight the hold lasts up to STATUS_HOLD_EVICT_MAX_MS: 2,000 of them took
+ * 12-30 s on a loaded kube-apiserver, and a hold released after 10 s sent the 2,000 writes
+ * beside the rest. Victims that linger once evicted (a grace period, a lost node) hold nothing:
+ * a gang's GangEvicted condition is not to wait for its pods to go. No release at a cycle's
+ * start either: the cycle's own placements decide. @evictions_ending of those in flight are
+ * being answered (the binder counts them until its callback returns).
  */
-static void update_status_hold(KbDaemon *d)
+static void status_hold(KbDaemon *d, guint evictions_ending)
 {
-    gboolean busy =
-            !d->stopping && kb_binder_queued(d->binder) + kb_binder_in_flight(d->binder) > 0;
+    guint evicting = kb_binder_evictions_in_flight(d->binder);
+    evicting -= MIN(evicting, evictions_ending);
+    guint pending = kb_binder_queued(d->binder) + kb_binder_in_flight(d->binder) + evicting;
+    gboolean busy = !d->stopping && pending > 0;
+    gint64 max_us = (gint64)(evicting > 0 ? STATUS_HOLD_EVICT_MAX_MS : STATUS_HOLD_MAX_MS) * 1000;
     gint64 now = g_get_monotonic_time();
     if (!busy)
         d->status_held_since_us = 0;
     else if (d->status_held_since_us == 0)
         d->status_held_since_us = now;
-    kb_status_writer_set_held(d->status,
-                              busy && now - d->status_held_since_us < STATUS_HOLD_MAX_MS * 1000);
+    kb_status_writer_set_held(d->status, busy && now - d->status_held_since_us < max_us);
+}
+
+static void update_status_hold(KbDaemon *d)
+{
+    status_hold(d, 0);
 }
 
 gboolean kb_daemon_run_cycle(KbDaemon *daemon)
 {
     KbDaemon *d = daemon;
-    update_status_hold(d);
-    if (d->stopping || !d->leading || !caches_synced(d, NULL))
+    if (d->stopping || !d->leading || !caches_synced(d, NULL)) {
+        update_status_hold(d);
         return FALSE;
+    }
     gint64 now = now_s();
     guint expired = kb_cache_expire_assumed(d->cache, now, d->opts.assume_ttl_s);
     if (expired > 0)
@@ -1027,6 +1048,7 @@ static void on_evict_done(const KbEvictOutcome *out, gpointer data)
     KbDaemon *d = data;
     Metrics *m = &d->m;
     gboolean done = out->result != KB_EVICT_REFUSED;
+    status_hold(d, 1);
     kb_series_inc(kb_metric_with(done ? m->evictions : m->eviction_failures, out->reason, NULL));
     if (out->result == KB_EVICT_GONE)
         kick(d); /* the room is free already */

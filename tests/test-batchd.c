@@ -1336,6 +1336,102 @@ static void test_native_preempt_disruption_target(void)
     g_rmdir(dir);
 }
 
+/* Whether pod @name (default) has condition @type, status True. */
+static gboolean pod_has_condition(Cluster *cl, const char *name, const char *type)
+{
+    json_object *p = kb_client_get(cl->client, &kb_type_pods, "default", name, NULL);
+    json_object *conds = kas_json_get(p, "status.conditions");
+    gboolean found = FALSE;
+    for (size_t i = 0; conds != NULL && i < json_object_array_length(conds); i++) {
+        json_object *c = json_object_array_get_idx(conds, i);
+        if (g_strcmp0(kas_json_get_string(c, "type"), type) == 0 &&
+            g_strcmp0(kas_json_get_string(c, "status"), "True") == 0)
+            found = TRUE;
+    }
+    json_object_put(p);
+    return found;
+}
+
+/*
+ * Status writes wait while evictions are in flight, as they do while bindings go: a reclaim's
+ * victims are as many PodGroups whose status changes, and their writes slowed the evictions and
+ * the preemptor's bindings (kai-reclaim-250 on kube-apiserver). The evictions answer 25 s late
+ * (kb-apiserver --faults): 12 s after the victims carry DisruptionTarget (written just before
+ * their evictions), longer than a hold for bindings lasts, the preemptor's group still shows the
+ * condition it had before its pods came (the evicting cycle's write waits); once the evictions
+ * are answered and the victims gone it binds whole and its status is written.
+ */
+static void test_native_status_held_while_evicting(void)
+{
+    if (!have_apiserver())
+        return;
+    const char *args[] = {"--simulate-kubelet",
+                          "--runtime-config",
+                          "scheduling.k8s.io/v1beta1=true",
+                          "--faults",
+                          "latency=25000,method=POST,path=*/eviction",
+                          NULL};
+    g_autoptr(Cluster) cl = cluster_start_with(args);
+    add_priority_class(cl, "low", 10);
+    add_priority_class(cl, "high", 1000);
+    add_node(cl, "n1", 4, NULL);
+    const char *def = kb_conf_default_yaml();
+    g_autofree char *conf_text =
+            g_strdup_printf("actions: \"enqueue, allocate, preempt\"\n%s"
+                            "configurations:\n- name: preempt\n  arguments: {minRunTime: \"0\"}\n",
+                            strstr(def, "tiers:"));
+    g_autofree char *dir = g_dir_make_tmp("kb-batchd-XXXXXX", NULL);
+    g_assert_nonnull(dir);
+    g_autofree char *conf = g_build_filename(dir, "scheduler.conf", NULL);
+    g_assert_true(g_file_set_contents(conf, conf_text, -1, NULL));
+    g_autoptr(Child) d = daemon_start(cl, "--scheduler-conf", conf, NULL);
+
+    static const char *const groups[][2] = {{"lo", "low"}, {"hi", "high"}};
+    for (guint k = 0; k < G_N_ELEMENTS(groups); k++)
+        kb_test_create(cl->client, &kb_type_pod_groups_native, "default",
+                       kb_test_json_printf("{\"apiVersion\":\"scheduling.k8s.io/v1beta1\","
+                                           "\"kind\":\"PodGroup\",\"metadata\":{\"name\":\"%s\","
+                                           "\"namespace\":\"default\"},\"spec\":{"
+                                           "\"schedulingPolicy\":{\"gang\":{\"minCount\":2}},"
+                                           "\"priorityClassName\":\"%s\"}}",
+                                           groups[k][0], groups[k][1]));
+    for (int i = 0; i < 2; i++) {
+        g_autofree char *name = g_strdup_printf("lo-%d", i);
+        add_pod_full(cl, name, NULL, 2, NULL, ",\"schedulingGroup\":{\"podGroupName\":\"lo\"}",
+                     NULL);
+    }
+    g_assert_true(wait_bound(cl, "lo-", 2, WAIT_MS));
+    g_autofree char *up = wait_native_condition(cl, "lo", "\"status\":\"True\"", WAIT_MS);
+    g_assert_nonnull(strstr(up, "\"status\":\"True\""));
+    g_autofree char *before = native_condition(cl, "hi");
+    for (int i = 0; i < 2; i++) {
+        g_autofree char *name = g_strdup_printf("hi-%d", i);
+        add_pod_full(cl, name, NULL, 2, NULL, ",\"schedulingGroup\":{\"podGroupName\":\"hi\"}",
+                     NULL);
+    }
+    gint64 deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+    while (!(pod_has_condition(cl, "lo-0", "DisruptionTarget") &&
+             pod_has_condition(cl, "lo-1", "DisruptionTarget")) &&
+           g_get_monotonic_time() < deadline)
+        g_usleep(20000);
+    g_assert_true(pod_has_condition(cl, "lo-1", "DisruptionTarget"));
+    g_usleep(12 * G_USEC_PER_SEC);
+    g_autofree char *during = native_condition(cl, "hi");
+    /* Before the change: "not admitted: queue \"default\" has 0 nvidia.com/gpu left ..." */
+    g_assert_nonnull(before);
+    g_assert_cmpstr(during, ==, before);
+    if (!wait_bound(cl, "hi-", 2, 60000)) {
+        g_autofree char *log = child_log(d);
+        g_printerr("%s", log);
+        g_assert_not_reached();
+    }
+    g_autofree char *after = wait_native_condition(cl, "hi", "\"status\":\"True\"", WAIT_MS);
+    g_assert_nonnull(strstr(after, "\"reason\":\"Scheduled\""));
+    daemon_stop(d);
+    g_unlink(conf);
+    g_rmdir(dir);
+}
+
 /* ---- hierarchical queues ------------------------------------------------------------------ */
 
 static void add_queue_spec(Cluster *cl, const char *name, const char *spec)
@@ -1753,6 +1849,8 @@ int main(int argc, char **argv)
     g_test_add_func("/batchd/robustness/missing-crds", test_missing_crds);
     g_test_add_func("/batchd/native/gang-waits-then-binds-whole", test_native_gang);
     g_test_add_func("/batchd/native/composite-v1alpha3", test_native_composite);
+    g_test_add_func("/batchd/native/status-held-while-evicting",
+                    test_native_status_held_while_evicting);
     g_test_add_func("/batchd/leader/handover-without-double-binding", test_leader_handover);
     g_test_add_func("/batchd/preempt/high-priority-gang-binds-after-victims-go", test_preempt);
     g_test_add_func("/batchd/preempt/native-group-disruption-target",

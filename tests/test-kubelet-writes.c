@@ -21,7 +21,9 @@ typedef struct {
     GMutex lock;
     KbTestResponse *watch; /* the first watch: stalled, events appended by the test */
     guint watches;
-    guint puts[3]; /* status PUTs of p1, p2, others */
+    guint puts[3];    /* status PUTs of p1, p2, others */
+    guint deletes[3]; /* DELETEs of p1, p2, others */
+    char *items;      /* the list's items (NULL: p1 Pending at resourceVersion 4) */
 } Fixture;
 
 static char *pod(const char *name, const char *rv, const char *phase)
@@ -42,7 +44,7 @@ static KbTestResponse *on_pods(const KbTestRequest *req, gpointer data)
         g_autofree char *body = g_strdup_printf(
                 "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":"
                 "\"4\"},\"items\":[%s]}",
-                p1);
+                fx->items != NULL ? fx->items : p1);
         return kb_test_response_new_body(200, body);
     }
     g_mutex_lock(&fx->lock);
@@ -75,6 +77,26 @@ static KbTestResponse *on_status(const KbTestRequest *req, gpointer data)
     KbTestResponse *resp = kb_test_response_new_body(200, json_object_to_json_string(obj));
     json_object_put(obj);
     return resp;
+}
+
+/* A DELETE of a pod: counted, answered with the pod gone from the server's side (200). */
+static KbTestResponse *on_delete(const KbTestRequest *req, gpointer data)
+{
+    Fixture *fx = data;
+    gboolean p1 = strstr(req->path, "/pods/p1") != NULL;
+    gboolean p2 = strstr(req->path, "/pods/p2") != NULL;
+    g_mutex_lock(&fx->lock);
+    fx->deletes[p1 ? 0 : p2 ? 1 : 2]++;
+    g_mutex_unlock(&fx->lock);
+    return kb_test_response_new_body(200, "{\"kind\":\"Status\",\"status\":\"Success\"}");
+}
+
+static guint deletes_of(Fixture *fx, guint i)
+{
+    g_mutex_lock(&fx->lock);
+    guint n = fx->deletes[i];
+    g_mutex_unlock(&fx->lock);
+    return n;
 }
 
 static guint puts_of(Fixture *fx, guint i)
@@ -172,9 +194,88 @@ static void test_stale_event_no_rewrite(void)
     g_rmdir(dir);
 }
 
+static char *pod_deleting(const char *name, const char *rv, int grace)
+{
+    return g_strdup_printf("{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"%s\","
+                           "\"namespace\":\"default\",\"uid\":\"u-%s\",\"resourceVersion\":\"%s\","
+                           "\"deletionTimestamp\":\"2026-01-01T00:00:00Z\","
+                           "\"deletionGracePeriodSeconds\":%d},"
+                           "\"spec\":{\"nodeName\":\"n1\",\"containers\":[{\"name\":\"c\"}]},"
+                           "\"status\":{\"phase\":\"Running\"}}",
+                           name, name, rv, grace);
+}
+
+/* A graceless deletion (deletionGracePeriodSeconds 0) is the server's to finish: kube-apiserver
+ * shows the pod marked, then removes it in the same request. p1 is marked so: no DELETE from
+ * the kubelet. p2, marked with a grace period of 30 s, is confirmed gone with a DELETE after the
+ * stop delay (and shows that p1's event, before it, was handled). */
+static void test_graceless_deletion_left_to_server(void)
+{
+    Fixture fx = {0};
+    g_mutex_init(&fx.lock);
+    g_autofree char *p1 = pod("p1", "4", "Running");
+    g_autofree char *p2 = pod("p2", "5", "Running");
+    fx.items = g_strdup_printf("%s,%s", p1, p2);
+    fx.watch = kb_test_response_new(200);
+    kb_test_response_stall(fx.watch);
+    g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
+    kb_test_server_respond(srv, "POST", "/api/v1/nodes", 201, NODE);
+    kb_test_server_respond(srv, "GET", "/api/v1/nodes/n1", 200, NODE);
+    kb_test_server_respond(srv, "PUT", "/api/v1/nodes/n1/status", 200, NODE);
+    kb_test_server_respond(srv, "*", "/api/v1/nodes/n1", 200, NODE);
+    kb_test_server_respond(srv, "*", "/apis/coordination.k8s.io/*", 200, "{}");
+    kb_test_server_set_handler(srv, "GET", "/api/v1/pods", on_pods, &fx, NULL);
+    kb_test_server_set_handler(srv, "PUT", "/api/v1/namespaces/default/pods/*", on_status, &fx,
+                               NULL);
+    kb_test_server_set_handler(srv, "DELETE", "/api/v1/namespaces/default/pods/*", on_delete, &fx,
+                               NULL);
+
+    g_autofree char *dir = g_dir_make_tmp("kubelet-writes-XXXXXX", NULL);
+    g_autofree char *file = g_build_filename(dir, "nodes.json", NULL);
+    g_assert_true(g_file_set_contents(file, "[" NODE "]", -1, NULL));
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbConfig) config = kb_config_from_flags(NULL, kb_test_server_url(srv), &error);
+    g_assert_no_error(error);
+    g_autoptr(KbClient) client = kb_client_new(config, &error);
+    g_assert_no_error(error);
+    KblKubeletOptions o = {.nodes_file = file,
+                           .start_delay_ms = 10,
+                           .stop_delay_ms = 50,
+                           .heartbeat_ms = 600000,
+                           .node_status_ms = 600000};
+    g_autoptr(KblKubelet) k = kbl_kubelet_new(client, &o, &error);
+    g_assert_no_error(error);
+    g_assert_true(kbl_kubelet_start(k, &error));
+    g_assert_no_error(error);
+
+    settle(200); /* the list handled */
+    append_event(&fx, "MODIFIED", pod_deleting("p1", "6", 0));
+    append_event(&fx, "MODIFIED", pod_deleting("p2", "7", 30));
+    gint64 deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+    while (deletes_of(&fx, 1) < 1 && g_get_monotonic_time() < deadline) {
+        g_main_context_iteration(NULL, FALSE);
+        g_usleep(1000);
+    }
+    g_assert_cmpuint(deletes_of(&fx, 1), ==, 1);
+    append_event(&fx, "DELETED", pod_deleting("p1", "8", 0));
+    settle(300);
+    g_assert_cmpuint(deletes_of(&fx, 0), ==, 0);
+    g_assert_cmpuint(deletes_of(&fx, 1), ==, 1);
+
+    g_clear_pointer(&k, kbl_kubelet_free);
+    kb_test_response_unref(fx.watch);
+    g_clear_pointer(&srv, kb_test_server_free);
+    g_mutex_clear(&fx.lock);
+    g_free(fx.items);
+    g_unlink(file);
+    g_rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/kubelet/writes/stale-event-no-rewrite", test_stale_event_no_rewrite);
+    g_test_add_func("/kubelet/writes/graceless-deletion-left-to-server",
+                    test_graceless_deletion_left_to_server);
     return g_test_run();
 }
