@@ -764,7 +764,8 @@ static gboolean reserve_job(KbReserve *rs, KbJobInfo *job, GArray *needs)
      */
     gconstpointer prop = kb_session_plugin_state(ssn, "proportion");
     const KbQueueInfo *qi = kb_session_job_queue(ssn, job);
-    gint64 q_gpus = qi != NULL ? qi->allocated.v[KB_RES_GPU] : 0;
+    gint64 q_gpus = qi != NULL ? qi->allocated.v[KB_RES_GPU] : 0, asked_gpus = G_MININT64;
+    gboolean held = FALSE;
     guint i = 0, h = 0;
     gint64 t = ssn->now;
     for (;;) {
@@ -783,9 +784,15 @@ static gboolean reserve_job(KbReserve *rs, KbJobInfo *job, GArray *needs)
             if (nd0 != NULL)
                 counts_set(rs, nd0, &k, fr, ev->node);
         }
-        if (fits_at(rs, needs, fr, capped, &k, t, add_time(t, run)) &&
-            !kb_plugin_proportion_long_held(prop, job, q_gpus))
-            break;
+        if (fits_at(rs, needs, fr, capped, &k, t, add_time(t, run))) {
+            /* The queue's GPUs change only at its own tasks' ends: ask again only then. */
+            if (q_gpus != asked_gpus) {
+                asked_gpus = q_gpus;
+                held = kb_plugin_proportion_long_held(prop, job, q_gpus);
+            }
+            if (!held)
+                break;
+        }
         if (i >= rs->events->len && h >= holds->len)
             return FALSE;
         gint64 next = G_MAXINT64;
