@@ -189,7 +189,8 @@ typedef struct {
     char **configs, **conf_files, **weights, **trace_jobs;
     char *queue_tree;
     gboolean skip_bad_rows, no_queues, scaling, no_skip, check_skips, wait_reasons;
-    double fairness; /* window in hours; 0: no fairness report */
+    double fairness;                 /* window in hours; 0: no fairness report */
+    gint compare_jobs, compare_gpus; /* --compare-jobs, --compare-gpus */
 } Opts;
 
 static gboolean parse_options(int argc, char **argv, Opts *o, GError **error)
@@ -269,7 +270,8 @@ static gboolean parse_options(int argc, char **argv, Opts *o, GError **error)
             {"skip-bad-rows", 0, 0, G_OPTION_ARG_NONE, &o->skip_bad_rows,
              "Skip malformed trace rows (counted) instead of failing", NULL},
             {"queue-tree", 0, 0, G_OPTION_ARG_FILENAME, &o->queue_tree,
-             "Queue tree file (hierarchical queues; format in bench/lib/qshare.h and docs/configuration.md): "
+             "Queue tree file (hierarchical queues; format in bench/lib/qshare.h and "
+             "docs/configuration.md): "
              "also reports queue shares against deserved shares per queue and per level",
              "FILE"},
             {"trace-job", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o->trace_jobs,
@@ -282,6 +284,13 @@ static gboolean parse_options(int argc, char **argv, Opts *o, GError **error)
              "Report per window of H hours each queue's GPU-hours received against what its "
              "weight and demand entitled it to, and Jain's index per window (0: off)",
              "H"},
+            {"compare-jobs", 0, 0, G_OPTION_ARG_INT, &o->compare_jobs,
+             "Job by job against the baseline: per gang size the jobs that waited longer and "
+             "shorter (job-hours), and the N jobs that waited longest beyond the baseline's wait "
+             "(0: off)",
+             "N"},
+            {"compare-gpus", 0, 0, G_OPTION_ARG_INT, &o->compare_gpus,
+             "--compare-jobs lists only jobs of at least G GPUs (1)", "G"},
             {"no-queues", 0, 0, G_OPTION_ARG_NONE, &o->no_queues, "Do not print per-queue tables",
              NULL},
             {"no-skip", 0, 0, G_OPTION_ARG_NONE, &o->no_skip,
@@ -514,6 +523,38 @@ static void print_run(const Run *run, const Opts *o)
     if (run->fair != NULL)
         kb_fairness_print(run->fair, r->end, stdout);
     print_unfinished(r, o->show_unfinished);
+}
+
+/* --compare-jobs: each configuration's queueing delays against the baseline's, job by job. */
+static void print_job_diffs(GPtrArray *runs, const Run *base, const Opts *o)
+{
+    char a[32], b[32], c[32], d[32];
+    for (guint i = 0; i < runs->len; i++) {
+        const Run *run = runs->pdata[i];
+        if (run == base)
+            continue;
+        KbSimDiffBucket k[KB_SIM_N_BUCKETS];
+        g_autoptr(GArray) top =
+                kb_sim_job_diffs(base->report, run->report, (guint)MAX(o->compare_gpus, 1),
+                                 (guint)o->compare_jobs, k);
+        if (top == NULL)
+            continue;
+        printf("\n== %s against %s, job by job (queueing delay, differences over a minute)\n",
+               run->name, base->name);
+        printf("  GPUs   waited longer  job-hours   waited shorter  job-hours\n");
+        for (guint x = 0; x < KB_SIM_N_BUCKETS; x++)
+            printf("  %-5s  %13u  %9.1f   %14u  %9.1f\n", kb_sim_bucket_label(x), k[x].worse,
+                   k[x].worse_s / 3600, k[x].better, k[x].better_s / 3600);
+        printf("  longest added waits (jobs of %d+ GPUs): job, queue, GPUs, submitted, ran, wait "
+               "%s / %s\n",
+               MAX(o->compare_gpus, 1), base->name, run->name);
+        for (guint x = 0; x < top->len; x++) {
+            const KbSimJobDiff *j = &g_array_index(top, KbSimJobDiff, x);
+            printf("    j%06u %s %u GPUs, +%s, ran %s: %s / %s\n", j->index, j->queue, j->gpus,
+                   dur(a, sizeof a, (double)j->submit), dur(b, sizeof b, (double)j->ran),
+                   dur(c, sizeof c, j->wait_base), dur(d, sizeof d, j->wait));
+        }
+    }
 }
 
 static void ratio(double x, double base)
@@ -970,6 +1011,11 @@ static int bench(const Opts *o)
         return 2;
     }
     sim.estimate_factor = o->estimate_factor;
+    if (o->compare_jobs < 0 || o->compare_gpus < 0) {
+        fprintf(stderr, "bench-trace: --compare-jobs %d --compare-gpus %d: want counts >= 0\n",
+                o->compare_jobs, o->compare_gpus);
+        return 2;
+    }
     if (!(o->fairness >= 0 && o->fairness <= 24 * 365)) {
         fprintf(stderr, "bench-trace: --fairness %g: want a window in hours, 0..8760\n",
                 o->fairness);
@@ -1029,6 +1075,8 @@ static int bench(const Opts *o)
     }
     if (runs->len > 1)
         print_ratios(runs, base);
+    if (o->compare_jobs > 0)
+        print_job_diffs(runs, base, o);
     int rc = write_outputs(o, runs, path, slice);
     if (rc == 0 && o->scaling)
         rc = print_scaling(runs->pdata[0], o, &sim);

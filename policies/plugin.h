@@ -114,3 +114,11 @@ gint64 kb_plugin_sla_deadline(gconstpointer state, const KbJobInfo *job);
 /* TRUE when @job still waits (fewer than minMember of its tasks placed) at @now, past its
  * deadline. */
 gboolean kb_plugin_sla_overdue(gconstpointer state, const KbJobInfo *job, gint64 now);
+
+/*
+ * proportion's long-job limit (longRuntime, longBorrowLimit): TRUE when @job, not started, may
+ * not start while its queue holds @used GPUs. @state is the proportion plugin's state in the
+ * session (kb_session_plugin_state(ssn, "proportion")); NULL (not configured) gives FALSE. The
+ * reserve action asks it for the queue's GPUs at a reservation's start.
+ */
+gboolean kb_plugin_proportion_long_held(gconstpointer state, const KbJobInfo *job, gint64 used);

@@ -24,7 +24,8 @@
  * reclaim action configured there is no limit (what a queue borrows comes back).
  * Without preemption, GPUs a queue borrows stay taken until its jobs end: queues that asked while
  * the others were quiet filled the cluster with jobs of days, and every job of every other queue
- * then waited for them (measured on the Philly slices, docs/benchmarks.md, "The default against kube-batch").
+ * then waited for them (measured on the Philly slices, docs/benchmarks.md, "The default against
+ * kube-batch").
  *
  * Usage (arguments usageHalfLife, a Go duration, and usageWeight, a number >= 0, default 0): with
  * a half-life every cycle adds what each queue held since the last cycle to its decayed usage
@@ -51,6 +52,7 @@ typedef struct {
     double *weight;       /* per tree node: the configured weight (usage may lower the tree's) */
     gint64 long_runtime;  /* seconds; jobs expected to run longer are long */
     double long_limit;    /* times the share by weight a queue may hold with a long job; 0: off */
+    double long_idle;     /* no limit while this many times it stays idle after the job; 0: off */
 } Proportion;
 
 /* Decayed usage of every tree node: the leaves' own (and a parent's own jobs') rolled up. */
@@ -144,6 +146,7 @@ static gpointer proportion_open(KbSession *ssn, const KbConfPlugin *conf)
     compute_deserved(ssn);
     p->long_runtime = kb_conf_arg_duration(conf, "longRuntime", 6 * 3600);
     p->long_limit = kb_conf_plugin_arg_double(conf, "longBorrowLimit", 3);
+    p->long_idle = kb_conf_plugin_arg_double(conf, "longIdleLimits", 0);
     for (guint i = 0; ssn->conf != NULL && i < ssn->conf->n_actions; i++) {
         if (strcmp(ssn->conf->actions[i], "reclaim") == 0)
             p->long_limit = 0; /* what a queue borrows comes back: no limit */
@@ -316,13 +319,40 @@ static gboolean long_over_limit(const Proportion *p, const KbJobInfo *job, guint
         return FALSE;
     double cap =
             MAX(p->long_limit * weight_share(p, q), (double)p->tree->guarantee[q].v[KB_RES_GPU]);
+    /* A gang of the queue reserved for later has its GPUs booked: the queue's other long jobs
+     * may not take the room it waits for (on Philly --skip 10000 the 32-GPU gangs waited 5.7 d
+     * while the queue's 8-GPU jobs of days took each GPU its running jobs gave back). */
+    used += kb_reserve_queue_gpus(p->ssn, q, job);
     if ((double)(used + gpus) <= cap || (used <= 0 && (double)gpus > cap))
         return FALSE; /* within the limit, or a gang larger than it alone in its queue */
+    /* longIdleLimits: no limit while the GPUs idle after the job (neither held nor admitted)
+     * are that many times the limit (on Philly --skip 50000, 8-GPU jobs of days waited 5 days
+     * beside 350 idle GPUs; off by default: it cost the first 5,000 jobs their p95 wait). */
+    guint root = p->tree->root;
+    gint64 idle = p->ssn->total.v[KB_RES_GPU] - p->tree->alloc[root].v[KB_RES_GPU] -
+                  p->inqueue[root].v[KB_RES_GPU];
+    if (job->phase == KB_JOB_INQUEUE)
+        idle += gpus; /* its own admission is counted above */
+    if (p->long_idle > 0 && (double)(idle - gpus) >= p->long_idle * cap)
+        return FALSE;
     gint64 r = kb_reserve_job_runtime(
             (KbJobInfo *)job, p->ssn->cache != NULL ? kb_cache_history(p->ssn->cache) : NULL);
     /* A job without an estimate is not held back: on a cluster that announces none (a full
      * one restarted, bench-scale volcano-restart) the limit left new gangs beside idle GPUs. */
     return r != KB_RESERVE_UNKNOWN && r > p->long_runtime;
+}
+
+gboolean kb_plugin_proportion_long_held(gconstpointer state, const KbJobInfo *job, gint64 used)
+{
+    const Proportion *p = state;
+    if (p == NULL)
+        return FALSE;
+    const KbQueueInfo *qi = kb_session_job_queue(p->ssn, job);
+    if (qi == NULL)
+        return FALSE;
+    KbResources need;
+    kb_session_job_min_request(job, &need);
+    return long_over_limit(p, job, qi->id, used, need.v[KB_RES_GPU]);
 }
 
 static void explain_long(const Proportion *p, const KbQueueInfo *qi, gint64 used, GString *why)
@@ -460,6 +490,7 @@ static const struct kb_plugin_arg proportion_arguments[] = {
         {"usageWeight", KB_ARG_NUMBER},
         {"longRuntime", KB_ARG_GO_DURATION},
         {"longBorrowLimit", KB_ARG_NUMBER},
+        {"longIdleLimits", KB_ARG_NUMBER}, /* off by default: see long_over_limit */
         {NULL, 0},
 };
 

@@ -755,6 +755,17 @@ static gboolean reserve_job(KbReserve *rs, KbJobInfo *job, GArray *needs)
     const Need *nd0 = needs->len == 1 ? &g_array_index(needs, Need, 0) : NULL;
     for (guint x = 0; nd0 != NULL && x < n; x++)
         counts_set(rs, nd0, &k, fr, x);
+    /*
+     * proportion's long-job limit is judged at the start too: a gang reserved where it fits but
+     * held back by the limit there kept its nodes empty for as long as its queue stayed over
+     * it (measured on Philly --skip 5000: 32-GPU gangs of a queue at the limit, four nodes
+     * reserved and idle for up to 24 h). The walk goes on until the queue's GPUs, as its
+     * running tasks end, leave room for it.
+     */
+    gconstpointer prop = kb_session_plugin_state(ssn, "proportion");
+    const KbQueueInfo *qi = kb_session_job_queue(ssn, job);
+    gint64 q_gpus = qi != NULL ? qi->allocated.v[KB_RES_GPU] : 0, asked_gpus = G_MININT64;
+    gboolean held = FALSE;
     guint i = 0, h = 0;
     gint64 t = ssn->now;
     for (;;) {
@@ -764,6 +775,8 @@ static gboolean reserve_job(KbReserve *rs, KbJobInfo *job, GArray *needs)
             kb_resources_add(&fr[ev->node], &ev->res);
             if (nd0 != NULL)
                 counts_set(rs, nd0, &k, fr, ev->node);
+            if (qi != NULL && ev->queue == qi->id)
+                q_gpus -= ev->res.v[KB_RES_GPU];
         }
         while (h < holds->len && g_array_index(holds, Ev, h).t <= t) {
             const Ev *ev = &g_array_index(holds, Ev, h++);
@@ -771,8 +784,15 @@ static gboolean reserve_job(KbReserve *rs, KbJobInfo *job, GArray *needs)
             if (nd0 != NULL)
                 counts_set(rs, nd0, &k, fr, ev->node);
         }
-        if (fits_at(rs, needs, fr, capped, &k, t, add_time(t, run)))
-            break;
+        if (fits_at(rs, needs, fr, capped, &k, t, add_time(t, run))) {
+            /* The queue's GPUs change only at its own tasks' ends: ask again only then. */
+            if (q_gpus != asked_gpus) {
+                asked_gpus = q_gpus;
+                held = kb_plugin_proportion_long_held(prop, job, q_gpus);
+            }
+            if (!held)
+                break;
+        }
         if (i >= rs->events->len && h >= holds->len)
             return FALSE;
         gint64 next = G_MAXINT64;
@@ -1036,6 +1056,21 @@ const KbReservation *kb_reserve_list(KbSession *ssn, guint *n)
     KbReserve *rs = ssn->reserve;
     *n = rs != NULL ? rs->list->len : 0;
     return rs != NULL ? (const KbReservation *)(void *)rs->list->data : NULL;
+}
+
+gint64 kb_reserve_queue_gpus(KbSession *ssn, guint queue, const KbJobInfo *job)
+{
+    KbReserve *rs = ssn->reserve;
+    gint64 gpus = 0;
+    for (guint r = 0; rs != NULL && r < rs->list->len; r++) {
+        const KbReservation *rv = &g_array_index(rs->list, KbReservation, r);
+        const KbQueueInfo *qi = kb_session_job_queue(ssn, rv->job);
+        if (rv->job == job || qi == NULL || qi->id != queue)
+            continue;
+        for (guint k = 0; k < rv->n_nodes; k++)
+            gpus += rv->amount[k].v[KB_RES_GPU];
+    }
+    return gpus;
 }
 
 char *kb_reserve_describe(KbSession *ssn, const KbJobInfo *job)

@@ -105,4 +105,6 @@ void kb_reserve_on_deallocate(KbSession *ssn, const KbTaskInfo *task, guint node
 char *kb_reserve_describe(KbSession *ssn, const KbJobInfo *job);
 /* The reservations of this session (0 when the action did not run). Borrowed. */
 const KbReservation *kb_reserve_list(KbSession *ssn, guint *n);
+/* GPUs the reservations of jobs of queue @queue (a queue id), @job's own aside, hold for them. */
+gint64 kb_reserve_queue_gpus(KbSession *ssn, guint queue, const KbJobInfo *job);
 void kb_reserve_free(KbReserve *rs);

@@ -2300,6 +2300,52 @@ static void test_long_limit_no_estimate(void)
 }
 
 /*
+ * The long-job limit keeps nothing for anyone while GPUs are ample: four equal queues and the
+ * default one on 40 GPUs, longBorrowLimit 1 (a limit of 8 each); qa holds 8, its 8-GPU job of
+ * 24 h takes it to 16. With longIdleLimits 1.5 and 24 GPUs idle after it (at least 1.5 times the
+ * limit, up to 3) it starts; by default (0: off), or with qb holding 16 more (8 idle after it),
+ * it waits.
+ */
+static guint long_idle_case(const char *extra, gboolean qb_busy)
+{
+    g_autofree char *conf = g_strdup_printf(
+            "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: priority\n"
+            "  - name: gang\n- plugins:\n  - name: drf\n  - name: predicates\n"
+            "  - name: proportion\n    arguments:\n      longBorrowLimit: 1\n%s",
+            extra);
+    Fx *fx = kb_test_sched_new(conf);
+    add_queue(fx, "qa", 1, NULL);
+    add_queue(fx, "qb", 1, NULL);
+    add_queue(fx, "qc", 1, NULL);
+    add_queue(fx, "qd", 1, NULL);
+    for (guint i = 1; i <= 5; i++) {
+        g_autofree char *n = g_strdup_printf("n%u", i);
+        add_node(fx, n, 8);
+    }
+    add_running(fx, "default", "ra1", "qa", "n1", 8);
+    if (qb_busy) {
+        add_running(fx, "default", "rb1", "qb", "n2", 8);
+        add_running(fx, "default", "rb2", "qb", "n3", 8);
+    }
+    add_waiting_runtime(fx, "long", "qa", 8, "24h");
+    kb_test_sched_run(fx);
+    guint binds = kb_test_sched_binds(fx, "default/long");
+    if (binds == 0)
+        assert_message(fx, "default/long", "expected to run longer than");
+    kb_test_sched_free(fx);
+    return binds;
+}
+
+static void test_long_limit_idle(void)
+{
+    g_assert_cmpuint(long_idle_case("", FALSE), ==, 0); /* off by default */
+    g_assert_cmpuint(long_idle_case("      longIdleLimits: 1.5\n", FALSE), ==, 1);
+    g_assert_cmpuint(long_idle_case("      longIdleLimits: 1.5\n", TRUE), ==, 0);
+    g_assert_cmpuint(long_idle_case("      longIdleLimits: 3\n", FALSE), ==, 1);
+    g_assert_cmpuint(long_idle_case("      longIdleLimits: 3.1\n", FALSE), ==, 0);
+}
+
+/*
  * The long-job limit reads the configured weights, not the ones usage lowered: qa held 8 of 24
  * GPUs for the last hour (usageWeight 1; five equal queues with the default one, the others idle:
  * a share by weight of 4.8, 14.4 with the limit) and holds them still; its 4-GPU job of 24 h takes
@@ -2423,6 +2469,7 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/enqueue/queue-order", test_enqueue_queue_order);
     g_test_add_func("/scheduler/enqueue/readmits-unplaced", test_enqueue_readmits_unplaced);
     g_test_add_func("/scheduler/proportion/long-borrow-limit", test_long_borrow_limit);
+    g_test_add_func("/scheduler/proportion/long-limit-idle", test_long_limit_idle);
     g_test_add_func("/scheduler/proportion/long-limit-no-estimate", test_long_limit_no_estimate);
     g_test_add_func("/scheduler/proportion/long-limit-configured-weights",
                     test_long_limit_configured_weights);

@@ -324,6 +324,36 @@ static const Case cases[] = {
           {"abig", "a", NULL, 2, 8, NULL, 9 * 3600 + 60, "10h"},
           {"bsmall", "b", NULL, 1, 4, NULL, 9 * 3600 + 120, "10h"}},
          {{"bsmall", 1, NULL}, {"abig", 0, "!reserved"}}},
+        /* proportion's long-job limit holds abig back while a1 runs (a would hold 24 GPUs, over
+         * 3 x its 32/5 by weight; its deserved share, 24, allows it): it is reserved from a1's
+         * end, when the limit lets it start, and b's job starts. Before, abig was reserved from now
+         * on two free nodes, which stayed idle while a1 ran (on Philly --skip 5000: up to a day),
+         * and bsmall was not admitted beside them. */
+        {"/scheduler/reserve/long-limit-at-start",
+         RESERVE,
+         NULL,
+         4,
+         "a,b,c,d",
+         {{"a1", "a", NULL, 1, 8, "n1", 9 * 3600, "2h"},
+          {"abig", "a", NULL, 2, 8, NULL, 9 * 3600 + 60, "10h"},
+          {"bsmall", "b", NULL, 1, 8, NULL, 9 * 3600 + 120, "5h"}},
+         {{"abig", 0, "reserved 2 nodes, expected start in 1h00m"}, {"bsmall", 1, NULL}}},
+        /* The reserved gang's GPUs are booked in its queue's long-job budget: a's 8-GPU job of
+         * 10 h would fit the limit now (16 of 19) but would keep abig over it at its start, so
+         * it waits (before, it started, and each such job moved abig's start again: 32-GPU
+         * gangs waited 5.7 d on Philly --skip 10000). */
+        {"/scheduler/reserve/long-limit-books-gang",
+         RESERVE,
+         NULL,
+         4,
+         "a,b,c,d",
+         {{"a1", "a", NULL, 1, 8, "n1", 9 * 3600, "2h"},
+          {"abig", "a", NULL, 2, 8, NULL, 9 * 3600 + 60, "10h"},
+          {"along", "a", NULL, 1, 8, NULL, 9 * 3600 + 90, "10h"},
+          {"bsmall", "b", NULL, 1, 8, NULL, 9 * 3600 + 120, "5h"}},
+         {{"abig", 0, "reserved 2 nodes, expected start in 1h00m"},
+          {"along", 0, "expected to run longer than"},
+          {"bsmall", 1, NULL}}},
         /* activeDeadlineSeconds is an estimate: a job killed within 90m backfills. */
         {"/scheduler/reserve/deadline-backfills",
          RESERVE,

@@ -12,6 +12,7 @@
 #include "bench/lib/fairness.h"
 #include "bench/lib/jobtrace.h"
 #include "bench/lib/sim.h"
+#include "bench/lib/sim-out.h"
 #include "bench/lib/synth.h"
 #include "bench/lib/trace.h"
 #include "kube/kb-error.h"
@@ -1323,6 +1324,43 @@ static void test_fairness_windows(void)
     g_assert_cmpfloat_with_epsilon(s.jain_min, 1, 1e-9);
 }
 
+/* --compare-jobs: per bucket the jobs that waited longer or shorter than in the baseline (by over
+ * a minute), and those with the most added wait; a job never started waits until the end. */
+static void test_job_diffs(void)
+{
+    KbSimJobResult a[4] = {{.index = 0, .queue = "q", .num_gpus = 1, .submit = 100, .start = 100},
+                           {.index = 1, .queue = "q", .num_gpus = 1, .submit = 100, .start = 130},
+                           {.index = 2, .queue = "r", .num_gpus = 32, .submit = 200, .start = 900},
+                           {.index = 3, .queue = "r", .num_gpus = 4, .submit = 300, .start = 400}};
+    KbSimJobResult b[4];
+    memcpy(b, a, sizeof a);
+    b[0].start = 400; /* 300 s longer */
+    b[1].start = 150; /* 20 s: no difference */
+    b[2].start = 250; /* 650 s shorter */
+    b[3].start = -1;  /* never: waits until the end, 1000 */
+    KbSimReport base = {.n_jobs = 4, .first_submit = 100, .end = 1300, .jobs = a};
+    KbSimReport r = {.n_jobs = 4, .first_submit = 100, .end = 1300, .jobs = b};
+    KbSimDiffBucket k[KB_SIM_N_BUCKETS];
+    g_autoptr(GArray) top = kb_sim_job_diffs(&base, &r, 1, 5, k);
+    g_assert_nonnull(top);
+    g_assert_cmpuint(k[0].worse, ==, 1);
+    g_assert_cmpfloat(k[0].worse_s, ==, 300);
+    g_assert_cmpuint(k[0].better, ==, 0);
+    g_assert_cmpuint(k[kb_sim_bucket(32)].better, ==, 1);
+    g_assert_cmpfloat(k[kb_sim_bucket(32)].better_s, ==, 650);
+    g_assert_cmpuint(k[kb_sim_bucket(4)].worse, ==, 1);
+    g_assert_cmpuint(top->len, ==, 2);
+    const KbSimJobDiff *d = &g_array_index(top, KbSimJobDiff, 0);
+    g_assert_cmpuint(d->index, ==, 3); /* 900 s added, then job 0's 300 */
+    g_assert_cmpfloat(d->wait, ==, 1000);
+    g_assert_cmpint(d->submit, ==, 200);
+    g_assert_cmpuint(g_array_index(top, KbSimJobDiff, 1).index, ==, 0);
+    g_autoptr(GArray) big = kb_sim_job_diffs(&base, &r, 17, 5, k);
+    g_assert_cmpuint(big->len, ==, 0); /* the only 32-GPU job waited less */
+    r.n_jobs = 3;
+    g_assert_null(kb_sim_job_diffs(&base, &r, 1, 5, k));
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1343,6 +1381,7 @@ int main(int argc, char **argv)
     g_test_add_func("/bench/jobtrace/fold", test_jobtrace_fold);
     g_test_add_func("/bench/jobtrace/reasons", test_jobtrace_reasons);
     g_test_add_func("/bench/fairness/windows", test_fairness_windows);
+    g_test_add_func("/bench/sim/job-diffs", test_job_diffs);
     g_test_add_func("/bench/sim/completion-frees-gpus", test_sim_completion_frees);
     g_test_add_func("/bench/sim/two-queues", test_sim_two_queues);
     g_test_add_func("/bench/sim/partial-gangs", test_sim_partial_gangs);

@@ -268,3 +268,51 @@ gboolean kb_sim_plot(const char *dir, const char *title, const KbSimNamed *runs,
     *ran = TRUE;
     return TRUE;
 }
+
+/* ---- job by job ----------------------------------------------------------------------------- */
+
+static double job_wait(const KbSimReport *r, const KbSimJobResult *j)
+{
+    return (double)((j->start >= 0 ? j->start : r->end) - j->submit);
+}
+
+static gint diff_cmp(gconstpointer x, gconstpointer y)
+{
+    const KbSimJobDiff *a = x, *b = y;
+    double da = a->wait - a->wait_base, db = b->wait - b->wait_base;
+    if (da != db)
+        return da > db ? -1 : 1;
+    return a->index < b->index ? -1 : a->index > b->index;
+}
+
+GArray *kb_sim_job_diffs(const KbSimReport *base, const KbSimReport *r, guint min_gpus, guint n,
+                         KbSimDiffBucket *buckets)
+{
+    memset(buckets, 0, sizeof(KbSimDiffBucket) * KB_SIM_N_BUCKETS);
+    if (base->n_jobs != r->n_jobs)
+        return NULL;
+    GArray *all = g_array_new(FALSE, FALSE, sizeof(KbSimJobDiff));
+    for (guint i = 0; i < r->n_jobs; i++) {
+        const KbSimJobResult *a = &base->jobs[i], *b = &r->jobs[i];
+        if (a->index != b->index || a->submit != b->submit || a->num_gpus != b->num_gpus) {
+            g_array_unref(all);
+            return NULL;
+        }
+        double wa = job_wait(base, a), wb = job_wait(r, b);
+        KbSimDiffBucket *k = &buckets[kb_sim_bucket(b->num_gpus)];
+        if (wb > wa + 60)
+            k->worse++, k->worse_s += wb - wa;
+        else if (wb < wa - 60)
+            k->better++, k->better_s += wa - wb;
+        if (b->num_gpus < min_gpus || wb <= wa + 60)
+            continue;
+        KbSimJobDiff d = {
+                b->index, b->queue, b->num_gpus, b->submit - r->first_submit, MAX(a->ran, b->ran),
+                wa,       wb};
+        g_array_append_val(all, d);
+    }
+    g_array_sort(all, diff_cmp);
+    if (all->len > n)
+        g_array_set_size(all, n);
+    return all;
+}

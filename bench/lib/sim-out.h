@@ -33,3 +33,29 @@ gboolean kb_sim_write_summary_json(const char *path, const char *about, const Kb
                                    guint n, GError **error);
 gboolean kb_sim_plot(const char *dir, const char *title, const KbSimNamed *runs, guint n,
                      gboolean *ran, GError **error);
+
+/*
+ * Job by job, where @r's queueing delays differ from @base's (two replays of the same trace):
+ * per gang-size bucket, the jobs that waited more than a minute longer (worse) or shorter
+ * (better) and the job-hours of the difference; and the jobs with the most added wait. A job
+ * that never started waits until the report's end.
+ */
+typedef struct {
+    guint index; /* in the trace: j%06u */
+    const char *queue;
+    guint gpus;
+    gint64 submit; /* seconds after the first submit */
+    gint64 ran;    /* seconds run, all attempts */
+    double wait_base, wait;
+} KbSimJobDiff;
+
+typedef struct {
+    guint worse, better;
+    double worse_s, better_s; /* job-seconds of the differences */
+} KbSimDiffBucket;
+
+/* Fills @buckets (KB_SIM_N_BUCKETS) and returns the @n jobs of at least @min_gpus GPUs with the
+ * most added wait, most first (KbSimJobDiff; fewer when fewer waited longer); NULL when the two
+ * reports are not of the same trace. */
+GArray *kb_sim_job_diffs(const KbSimReport *base, const KbSimReport *r, guint min_gpus, guint n,
+                         KbSimDiffBucket *buckets);
