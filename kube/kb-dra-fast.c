@@ -13,7 +13,6 @@
  * kb_resource_claim_decode(), which gives the record, or the error in its own words. Whatever it
  * returns is the record kb_resource_claim_decode() gives (tests/test-dra-fast.c).
  */
-#include <stdarg.h>
 #include <string.h>
 
 #include "kube/kb-decode.h"
@@ -568,37 +567,12 @@ gboolean kb_resource_claim_list_decode_bytes(const char *json, gsize len, GPtrAr
 
 /* ---- comparison ----------------------------------------------------------------------------- */
 
-static gboolean differ(char **why, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
-static gboolean differ(char **why, const char *fmt, ...)
-{
-    if (why != NULL) {
-        va_list ap;
-        va_start(ap, fmt);
-        *why = g_strdup_vprintf(fmt, ap);
-        va_end(ap);
-    }
-    return FALSE;
-}
-
-static gboolean str_eq(const char *field, const char *a, const char *b, char **why)
-{
-    if (g_strcmp0(a, b) == 0)
-        return TRUE;
-    return differ(why, "%s: \"%s\" != \"%s\"", field, a != NULL ? a : "(null)",
-                  b != NULL ? b : "(null)");
-}
-
-static gboolean int_eq(const char *field, gint64 a, gint64 b, char **why)
-{
-    return a == b || differ(why, "%s: %" G_GINT64_FORMAT " != %" G_GINT64_FORMAT, field, a, b);
-}
-
 static gboolean strv_eq(const char *field, char **a, guint na, char **b, guint nb, char **why)
 {
-    if (!int_eq(field, na, nb, why))
+    if (!kb_eq_int(field, na, nb, why))
         return FALSE;
     for (guint i = 0; i < na; i++) {
-        if (!str_eq(field, a[i], b[i], why))
+        if (!kb_eq_str(field, a[i], b[i], why))
             return FALSE;
     }
     return TRUE;
@@ -607,11 +581,11 @@ static gboolean strv_eq(const char *field, char **a, guint na, char **b, guint n
 static gboolean amounts_eq(const char *field, const KbCapacityAmount *a, guint na,
                            const KbCapacityAmount *b, guint nb, char **why)
 {
-    if (!int_eq(field, na, nb, why))
+    if (!kb_eq_int(field, na, nb, why))
         return FALSE;
     for (guint i = 0; i < na; i++) {
-        if (!str_eq(field, a[i].name, b[i].name, why) ||
-            !int_eq(field, a[i].milli, b[i].milli, why))
+        if (!kb_eq_str(field, a[i].name, b[i].name, why) ||
+            !kb_eq_int(field, a[i].milli, b[i].milli, why))
             return FALSE;
     }
     return TRUE;
@@ -619,25 +593,25 @@ static gboolean amounts_eq(const char *field, const KbCapacityAmount *a, guint n
 
 static gboolean sub_request_eq(const KbDeviceSubRequest *a, const KbDeviceSubRequest *b, char **why)
 {
-    return str_eq("request name", a->name, b->name, why) &&
-           str_eq("deviceClassName", a->device_class, b->device_class, why) &&
+    return kb_eq_str("request name", a->name, b->name, why) &&
+           kb_eq_str("deviceClassName", a->device_class, b->device_class, why) &&
            strv_eq("selectors", a->selectors, a->n_selectors, b->selectors, b->n_selectors, why) &&
-           int_eq("allocationMode All", a->all, b->all, why) &&
-           int_eq("count", a->count, b->count, why) &&
-           int_eq("adminAccess", a->admin_access, b->admin_access, why) &&
+           kb_eq_int("allocationMode All", a->all, b->all, why) &&
+           kb_eq_int("count", a->count, b->count, why) &&
+           kb_eq_int("adminAccess", a->admin_access, b->admin_access, why) &&
            amounts_eq("capacity.requests", a->capacity, a->n_capacity, b->capacity, b->n_capacity,
                       why);
 }
 
 static gboolean spec_eq(const KbClaimSpec *a, const KbClaimSpec *b, char **why)
 {
-    if (!int_eq("requests.length", a->n_requests, b->n_requests, why) ||
-        !int_eq("constraints.length", a->n_constraints, b->n_constraints, why))
+    if (!kb_eq_int("requests.length", a->n_requests, b->n_requests, why) ||
+        !kb_eq_int("constraints.length", a->n_constraints, b->n_constraints, why))
         return FALSE;
     for (guint i = 0; i < a->n_requests; i++) {
         const KbDeviceRequest *x = &a->requests[i], *y = &b->requests[i];
         if (!sub_request_eq(&x->exactly, &y->exactly, why) ||
-            !int_eq("firstAvailable.length", x->n_first_available, y->n_first_available, why))
+            !kb_eq_int("firstAvailable.length", x->n_first_available, y->n_first_available, why))
             return FALSE;
         for (guint j = 0; j < x->n_first_available; j++) {
             if (!sub_request_eq(&x->first_available[j], &y->first_available[j], why))
@@ -648,7 +622,7 @@ static gboolean spec_eq(const KbClaimSpec *a, const KbClaimSpec *b, char **why)
         const KbDeviceConstraint *x = &a->constraints[i], *y = &b->constraints[i];
         if (!strv_eq("constraints[].requests", x->requests, x->n_requests, y->requests,
                      y->n_requests, why) ||
-            !str_eq("matchAttribute", x->match_attribute, y->match_attribute, why))
+            !kb_eq_str("matchAttribute", x->match_attribute, y->match_attribute, why))
             return FALSE;
     }
     return TRUE;
@@ -657,27 +631,27 @@ static gboolean spec_eq(const KbClaimSpec *a, const KbClaimSpec *b, char **why)
 gboolean kb_resource_claim_equal(const KbResourceClaim *a, const KbResourceClaim *b, char **why)
 {
     if (!kb_meta_equal(&a->meta, &b->meta, why) || !spec_eq(&a->spec, &b->spec, why) ||
-        !int_eq("allocated", a->allocated, b->allocated, why) ||
-        !str_eq("allocation node", a->node, b->node, why) ||
-        !int_eq("results.length", a->n_results, b->n_results, why) ||
-        !int_eq("reservedFor.length", a->n_reserved_for, b->n_reserved_for, why))
+        !kb_eq_int("allocated", a->allocated, b->allocated, why) ||
+        !kb_eq_str("allocation node", a->node, b->node, why) ||
+        !kb_eq_int("results.length", a->n_results, b->n_results, why) ||
+        !kb_eq_int("reservedFor.length", a->n_reserved_for, b->n_reserved_for, why))
         return FALSE;
     for (guint i = 0; i < a->n_results; i++) {
         const KbDeviceResult *x = &a->results[i], *y = &b->results[i];
-        if (!str_eq("results[].request", x->request, y->request, why) ||
-            !str_eq("results[].driver", x->driver, y->driver, why) ||
-            !str_eq("results[].pool", x->pool, y->pool, why) ||
-            !str_eq("results[].device", x->device, y->device, why) ||
+        if (!kb_eq_str("results[].request", x->request, y->request, why) ||
+            !kb_eq_str("results[].driver", x->driver, y->driver, why) ||
+            !kb_eq_str("results[].pool", x->pool, y->pool, why) ||
+            !kb_eq_str("results[].device", x->device, y->device, why) ||
             !amounts_eq("results[].consumedCapacity", x->consumed, x->n_consumed, y->consumed,
                         y->n_consumed, why) ||
-            !str_eq("results[].shareID", x->share_id, y->share_id, why))
+            !kb_eq_str("results[].shareID", x->share_id, y->share_id, why))
             return FALSE;
     }
     for (guint i = 0; i < a->n_reserved_for; i++) {
         const KbClaimConsumer *x = &a->reserved_for[i], *y = &b->reserved_for[i];
-        if (!str_eq("reservedFor[].resource", x->resource, y->resource, why) ||
-            !str_eq("reservedFor[].name", x->name, y->name, why) ||
-            !str_eq("reservedFor[].uid", x->uid, y->uid, why))
+        if (!kb_eq_str("reservedFor[].resource", x->resource, y->resource, why) ||
+            !kb_eq_str("reservedFor[].name", x->name, y->name, why) ||
+            !kb_eq_str("reservedFor[].uid", x->uid, y->uid, why))
             return FALSE;
     }
     return TRUE;

@@ -379,8 +379,7 @@ char *kb_micro_time_format(gint64 unix_us)
 
 /* ---- comparison ----------------------------------------------------------------------------- */
 
-static gboolean differ(char **why, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
-static gboolean differ(char **why, const char *fmt, ...)
+gboolean kb_eq_differ(char **why, const char *fmt, ...)
 {
     if (why != NULL) {
         va_list ap;
@@ -391,19 +390,19 @@ static gboolean differ(char **why, const char *fmt, ...)
     return FALSE;
 }
 
-static gboolean str_eq(const char *field, const char *a, const char *b, char **why)
+gboolean kb_eq_str(const char *field, const char *a, const char *b, char **why)
 {
     if (g_strcmp0(a, b) == 0)
         return TRUE;
-    return differ(why, "%s: \"%s\" != \"%s\"", field, a != NULL ? a : "(null)",
-                  b != NULL ? b : "(null)");
+    return kb_eq_differ(why, "%s: \"%s\" != \"%s\"", field, a != NULL ? a : "(null)",
+                        b != NULL ? b : "(null)");
 }
 
-static gboolean int_eq(const char *field, gint64 a, gint64 b, char **why)
+gboolean kb_eq_int(const char *field, gint64 a, gint64 b, char **why)
 {
     if (a == b)
         return TRUE;
-    return differ(why, "%s: %" G_GINT64_FORMAT " != %" G_GINT64_FORMAT, field, a, b);
+    return kb_eq_differ(why, "%s: %" G_GINT64_FORMAT " != %" G_GINT64_FORMAT, field, a, b);
 }
 
 static gboolean tables_eq(const char *field, GHashTable *a, GHashTable *b, char **why)
@@ -411,15 +410,15 @@ static gboolean tables_eq(const char *field, GHashTable *a, GHashTable *b, char 
     GHashTableIter it;
     gpointer k, v;
     if (g_hash_table_size(a) != g_hash_table_size(b))
-        return differ(why, "%s: %u entries != %u", field, g_hash_table_size(a),
-                      g_hash_table_size(b));
+        return kb_eq_differ(why, "%s: %u entries != %u", field, g_hash_table_size(a),
+                            g_hash_table_size(b));
     g_hash_table_iter_init(&it, a);
     while (g_hash_table_iter_next(&it, &k, &v)) {
         gpointer bv;
         if (!g_hash_table_lookup_extended(b, k, NULL, &bv))
-            return differ(why, "%s[\"%s\"]: missing", field, (const char *)k);
+            return kb_eq_differ(why, "%s[\"%s\"]: missing", field, (const char *)k);
         g_autofree char *f = g_strdup_printf("%s[\"%s\"]", field, (const char *)k);
-        if (!str_eq(f, v, bv, why))
+        if (!kb_eq_str(f, v, bv, why))
             return FALSE;
     }
     return TRUE;
@@ -427,24 +426,24 @@ static gboolean tables_eq(const char *field, GHashTable *a, GHashTable *b, char 
 
 static gboolean meta_eq(const KbObjectMeta *a, const KbObjectMeta *b, char **why)
 {
-    if (!int_eq("kind", a->kind, b->kind, why) || !str_eq("name", a->name, b->name, why) ||
-        !str_eq("namespace", a->namespace_, b->namespace_, why) ||
-        !str_eq("uid", a->uid, b->uid, why) ||
-        !str_eq("resourceVersion", a->resource_version, b->resource_version, why) ||
-        !int_eq("generation", a->generation, b->generation, why) ||
-        !int_eq("creationTimestamp", a->creation_timestamp, b->creation_timestamp, why) ||
-        !int_eq("deletionTimestamp", a->deletion_timestamp, b->deletion_timestamp, why) ||
+    if (!kb_eq_int("kind", a->kind, b->kind, why) || !kb_eq_str("name", a->name, b->name, why) ||
+        !kb_eq_str("namespace", a->namespace_, b->namespace_, why) ||
+        !kb_eq_str("uid", a->uid, b->uid, why) ||
+        !kb_eq_str("resourceVersion", a->resource_version, b->resource_version, why) ||
+        !kb_eq_int("generation", a->generation, b->generation, why) ||
+        !kb_eq_int("creationTimestamp", a->creation_timestamp, b->creation_timestamp, why) ||
+        !kb_eq_int("deletionTimestamp", a->deletion_timestamp, b->deletion_timestamp, why) ||
         !tables_eq("labels", a->labels, b->labels, why) ||
         !tables_eq("annotations", a->annotations, b->annotations, why) ||
-        !int_eq("ownerReferences.length", a->n_owners, b->n_owners, why))
+        !kb_eq_int("ownerReferences.length", a->n_owners, b->n_owners, why))
         return FALSE;
     for (guint i = 0; i < a->n_owners; i++) {
         const KbOwnerRef *x = &a->owners[i], *y = &b->owners[i];
-        if (!str_eq("ownerReferences[].apiVersion", x->api_version, y->api_version, why) ||
-            !str_eq("ownerReferences[].kind", x->kind, y->kind, why) ||
-            !str_eq("ownerReferences[].name", x->name, y->name, why) ||
-            !str_eq("ownerReferences[].uid", x->uid, y->uid, why) ||
-            !int_eq("ownerReferences[].controller", x->controller, y->controller, why))
+        if (!kb_eq_str("ownerReferences[].apiVersion", x->api_version, y->api_version, why) ||
+            !kb_eq_str("ownerReferences[].kind", x->kind, y->kind, why) ||
+            !kb_eq_str("ownerReferences[].name", x->name, y->name, why) ||
+            !kb_eq_str("ownerReferences[].uid", x->uid, y->uid, why) ||
+            !kb_eq_int("ownerReferences[].controller", x->controller, y->controller, why))
             return FALSE;
     }
     return TRUE;
@@ -452,21 +451,21 @@ static gboolean meta_eq(const KbObjectMeta *a, const KbObjectMeta *b, char **why
 
 static gboolean terms_eq(const KbPod *a, const KbPod *b, char **why)
 {
-    if (!int_eq("affinity terms", a->n_affinity_terms, b->n_affinity_terms, why))
+    if (!kb_eq_int("affinity terms", a->n_affinity_terms, b->n_affinity_terms, why))
         return FALSE;
     for (guint t = 0; t < a->n_affinity_terms; t++) {
         const KbNodeSelectorTerm *x = &a->affinity_terms[t], *y = &b->affinity_terms[t];
-        if (!int_eq("affinity term expressions", x->n_exprs, y->n_exprs, why))
+        if (!kb_eq_int("affinity term expressions", x->n_exprs, y->n_exprs, why))
             return FALSE;
         for (guint e = 0; e < x->n_exprs; e++) {
             const KbSelectorRequirement *p = &x->exprs[e], *q = &y->exprs[e];
-            if (!str_eq("requirement key", p->key, q->key, why) ||
-                !int_eq("requirement operator", p->op, q->op, why) ||
-                !int_eq("requirement matchField", p->match_field, q->match_field, why) ||
-                !int_eq("requirement values", p->n_values, q->n_values, why))
+            if (!kb_eq_str("requirement key", p->key, q->key, why) ||
+                !kb_eq_int("requirement operator", p->op, q->op, why) ||
+                !kb_eq_int("requirement matchField", p->match_field, q->match_field, why) ||
+                !kb_eq_int("requirement values", p->n_values, q->n_values, why))
                 return FALSE;
             for (guint v = 0; v < p->n_values; v++) {
-                if (!str_eq("requirement value", p->values[v], q->values[v], why))
+                if (!kb_eq_str("requirement value", p->values[v], q->values[v], why))
                     return FALSE;
             }
         }
@@ -476,18 +475,18 @@ static gboolean terms_eq(const KbPod *a, const KbPod *b, char **why)
 
 static gboolean statuses_eq(const KbPod *a, const KbPod *b, char **why)
 {
-    if (!int_eq("containerStatuses.length", a->n_container_statuses, b->n_container_statuses,
-                why))
+    if (!kb_eq_int("containerStatuses.length", a->n_container_statuses, b->n_container_statuses,
+                   why))
         return FALSE;
     for (guint i = 0; i < a->n_container_statuses; i++) {
         const KbContainerStatus *x = &a->container_statuses[i], *y = &b->container_statuses[i];
-        if (!str_eq("containerStatuses[].name", x->name, y->name, why) ||
-            !int_eq("containerStatuses[].running", x->running, y->running, why) ||
-            !int_eq("containerStatuses[].waiting", x->waiting, y->waiting, why) ||
-            !int_eq("containerStatuses[].terminated", x->terminated, y->terminated, why) ||
-            !int_eq("containerStatuses[].exitCode", x->exit_code, y->exit_code, why) ||
-            !str_eq("containerStatuses[].reason", x->reason, y->reason, why) ||
-            !int_eq("containerStatuses[].restartCount", x->restart_count, y->restart_count, why))
+        if (!kb_eq_str("containerStatuses[].name", x->name, y->name, why) ||
+            !kb_eq_int("containerStatuses[].running", x->running, y->running, why) ||
+            !kb_eq_int("containerStatuses[].waiting", x->waiting, y->waiting, why) ||
+            !kb_eq_int("containerStatuses[].terminated", x->terminated, y->terminated, why) ||
+            !kb_eq_int("containerStatuses[].exitCode", x->exit_code, y->exit_code, why) ||
+            !kb_eq_str("containerStatuses[].reason", x->reason, y->reason, why) ||
+            !kb_eq_int("containerStatuses[].restartCount", x->restart_count, y->restart_count, why))
             return FALSE;
     }
     return TRUE;
@@ -497,11 +496,11 @@ static gboolean resource_claims_eq(const char *what, const KbPodResourceClaim *a
                                    const KbPodResourceClaim *b, guint nb, char **why)
 {
     if (na != nb)
-        return differ(why, "%s.length: %u != %u", what, na, nb);
+        return kb_eq_differ(why, "%s.length: %u != %u", what, na, nb);
     for (guint i = 0; i < na; i++) {
-        if (!str_eq(what, a[i].name, b[i].name, why) ||
-            !str_eq(what, a[i].claim_name, b[i].claim_name, why) ||
-            !str_eq(what, a[i].template_name, b[i].template_name, why))
+        if (!kb_eq_str(what, a[i].name, b[i].name, why) ||
+            !kb_eq_str(what, a[i].claim_name, b[i].claim_name, why) ||
+            !kb_eq_str(what, a[i].template_name, b[i].template_name, why))
             return FALSE;
     }
     return TRUE;
@@ -515,28 +514,28 @@ gboolean kb_meta_equal(const KbObjectMeta *a, const KbObjectMeta *b, char **why)
 gboolean kb_pod_equal(const KbPod *a, const KbPod *b, char **why)
 {
     if (!meta_eq(&a->meta, &b->meta, why) ||
-        !str_eq("schedulerName", a->scheduler_name, b->scheduler_name, why) ||
-        !str_eq("nodeName", a->node_name, b->node_name, why) ||
-        !str_eq("priorityClassName", a->priority_class_name, b->priority_class_name, why) ||
-        !int_eq("priority", a->priority, b->priority, why) ||
-        !int_eq("has_priority", a->has_priority, b->has_priority, why) ||
-        !int_eq("activeDeadlineSeconds", a->active_deadline_seconds, b->active_deadline_seconds,
-                why) ||
+        !kb_eq_str("schedulerName", a->scheduler_name, b->scheduler_name, why) ||
+        !kb_eq_str("nodeName", a->node_name, b->node_name, why) ||
+        !kb_eq_str("priorityClassName", a->priority_class_name, b->priority_class_name, why) ||
+        !kb_eq_int("priority", a->priority, b->priority, why) ||
+        !kb_eq_int("has_priority", a->has_priority, b->has_priority, why) ||
+        !kb_eq_int("activeDeadlineSeconds", a->active_deadline_seconds, b->active_deadline_seconds,
+                   why) ||
         !tables_eq("nodeSelector", a->node_selector, b->node_selector, why) ||
         !terms_eq(a, b, why) ||
-        !int_eq("tolerations.length", a->n_tolerations, b->n_tolerations, why) ||
-        !int_eq("phase", a->phase, b->phase, why) || !statuses_eq(a, b, why) ||
-        !str_eq("group", a->group_name, b->group_name, why) ||
-        !str_eq("schedulingGroup.podGroupName", a->scheduling_group, b->scheduling_group, why) ||
-        !int_eq("schedulingGates.length", a->n_scheduling_gates, b->n_scheduling_gates, why) ||
-        !int_eq("gangEvicted", a->gang_evicted, b->gang_evicted, why) ||
-        !str_eq("schedulingGates[0].name", a->scheduling_gate, b->scheduling_gate, why) ||
-        !int_eq("volumes(claims).length", a->n_claims, b->n_claims, why))
+        !kb_eq_int("tolerations.length", a->n_tolerations, b->n_tolerations, why) ||
+        !kb_eq_int("phase", a->phase, b->phase, why) || !statuses_eq(a, b, why) ||
+        !kb_eq_str("group", a->group_name, b->group_name, why) ||
+        !kb_eq_str("schedulingGroup.podGroupName", a->scheduling_group, b->scheduling_group, why) ||
+        !kb_eq_int("schedulingGates.length", a->n_scheduling_gates, b->n_scheduling_gates, why) ||
+        !kb_eq_int("gangEvicted", a->gang_evicted, b->gang_evicted, why) ||
+        !kb_eq_str("schedulingGates[0].name", a->scheduling_gate, b->scheduling_gate, why) ||
+        !kb_eq_int("volumes(claims).length", a->n_claims, b->n_claims, why))
         return FALSE;
     for (guint i = 0; i < a->n_claims; i++) {
-        if (!str_eq("volumes[].name", a->claims[i].volume, b->claims[i].volume, why) ||
-            !str_eq("volumes[].persistentVolumeClaim.claimName", a->claims[i].claim,
-                    b->claims[i].claim, why))
+        if (!kb_eq_str("volumes[].name", a->claims[i].volume, b->claims[i].volume, why) ||
+            !kb_eq_str("volumes[].persistentVolumeClaim.claimName", a->claims[i].claim,
+                       b->claims[i].claim, why))
             return FALSE;
     }
     if (!resource_claims_eq("resourceClaims", a->resource_claims, a->n_resource_claims,
@@ -547,14 +546,14 @@ gboolean kb_pod_equal(const KbPod *a, const KbPod *b, char **why)
     if (!kb_resources_equal(&a->requests, &b->requests)) {
         g_autofree char *x = kb_resources_to_string(&a->requests);
         g_autofree char *y = kb_resources_to_string(&b->requests);
-        return differ(why, "requests: %s != %s", x, y);
+        return kb_eq_differ(why, "requests: %s != %s", x, y);
     }
     for (guint i = 0; i < a->n_tolerations; i++) {
         const KbToleration *x = &a->tolerations[i], *y = &b->tolerations[i];
-        if (!str_eq("tolerations[].key", x->key, y->key, why) ||
-            !int_eq("tolerations[].operator", x->op_exists, y->op_exists, why) ||
-            !str_eq("tolerations[].value", x->value, y->value, why) ||
-            !int_eq("tolerations[].effect", x->effect, y->effect, why))
+        if (!kb_eq_str("tolerations[].key", x->key, y->key, why) ||
+            !kb_eq_int("tolerations[].operator", x->op_exists, y->op_exists, why) ||
+            !kb_eq_str("tolerations[].value", x->value, y->value, why) ||
+            !kb_eq_int("tolerations[].effect", x->effect, y->effect, why))
             return FALSE;
     }
     return TRUE;

@@ -411,6 +411,11 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbPvc, kb_object_unref)
 gboolean kb_pod_equal(const KbPod *a, const KbPod *b, char **why);
 /* The same for the metadata alone (kind included; kb_resource_claim_equal uses it). */
 gboolean kb_meta_equal(const KbObjectMeta *a, const KbObjectMeta *b, char **why);
+/* The field comparisons of the *_equal functions (kept equal by the decoders' tests): FALSE with
+ * *@why (when not NULL) saying what differs, newly allocated. */
+gboolean kb_eq_differ(char **why, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+gboolean kb_eq_str(const char *field, const char *a, const char *b, char **why);
+gboolean kb_eq_int(const char *field, gint64 a, gint64 b, char **why);
 
 /*
  * The name of the ResourceClaim behind @pod's resourceClaims[@i]: its resourceClaimName, else

@@ -259,26 +259,69 @@ static void apply(const char *rel)
     g_free(kb_test_kubectl_run(api, NULL, "apply", "-f", path, NULL));
 }
 
-static void test_mig_e2e(void)
+/*
+ * A test's cluster, also in the file's statics api and scheduler: kb-apiserver with the
+ * resource-claim controller, kb-kubelet --dra --mig running @nodes, @objects (YAML, may be NULL)
+ * created, kube-batchd (with @conf as its configuration; NULL: the default), Volcano's PodGroup
+ * CRD and the DeviceClasses applied.
+ */
+typedef struct {
+    KbTestApiserver *api;
+    KbTestDaemon *kubelet;
+    KbTestDaemon *sched;
+    char *dir;
+} MigCluster;
+
+static void cluster_start(MigCluster *c, const char *nodes, const char *objects, const char *conf)
 {
     g_autoptr(GError) error = NULL;
     const char *aargs[] = {"--resource-claim-controller", NULL};
-    g_autoptr(KbTestApiserver) own = kb_test_apiserver_start(aargs, &error);
+    c->api = kb_test_apiserver_start(aargs, &error);
     g_assert_no_error(error);
-    api = own;
-    g_autofree char *dir = g_dir_make_tmp("kb-mig-e2e-XXXXXX", &error);
-    g_autofree char *file = g_build_filename(dir, "nodes.yaml", NULL);
-    g_assert_true(g_file_set_contents(file, nodes_yaml, -1, &error));
+    api = c->api;
+    c->dir = g_dir_make_tmp("kb-mig-e2e-XXXXXX", &error);
+    g_assert_no_error(error);
+    g_autofree char *file = g_build_filename(c->dir, "nodes.yaml", NULL);
+    g_assert_true(g_file_set_contents(file, nodes, -1, &error));
     const char *kargs[] = {
             "--nodes", file, "--heartbeat-interval", "200", "--start-delay", "50", "--dra",
             "--mig",   NULL};
-    g_autoptr(KbTestDaemon) kubelet =
-            kb_test_apiserver_spawn(api, "kb-kubelet", FALSE, kargs, NULL);
-    const char *bargs[] = {"--schedule-period", "200ms", NULL};
-    g_autoptr(KbTestDaemon) sched = kb_test_apiserver_spawn(api, "kube-batchd", TRUE, bargs, NULL);
-    scheduler = sched;
+    c->kubelet = kb_test_apiserver_spawn(api, "kb-kubelet", FALSE, kargs, NULL);
+    if (objects != NULL)
+        create(objects);
+    g_autofree char *conf_file = g_build_filename(c->dir, "scheduler.conf", NULL);
+    if (conf != NULL)
+        g_assert_true(g_file_set_contents(conf_file, conf, -1, &error));
+    const char *bargs[] = {"--schedule-period", "200ms", conf != NULL ? "--scheduler-conf" : NULL,
+                           conf_file, NULL};
+    c->sched = kb_test_apiserver_spawn(api, "kube-batchd", TRUE, bargs, NULL);
+    scheduler = c->sched;
     apply("deploy/base/crds/podgroup-volcano.yaml");
     apply("deploy/dra/deviceclasses.yaml");
+}
+
+static void cluster_stop(MigCluster *c)
+{
+    scheduler = NULL;
+    g_assert_cmpint(kb_test_daemon_stop(c->sched, 10000), ==, 0);
+    g_assert_cmpint(kb_test_daemon_stop(c->kubelet, 10000), ==, 0);
+    g_clear_pointer(&c->sched, kb_test_daemon_free);
+    g_clear_pointer(&c->kubelet, kb_test_daemon_free);
+    g_clear_pointer(&c->api, kb_test_apiserver_free);
+    api = NULL;
+    const char *files[] = {"nodes.yaml", "scheduler.conf"};
+    for (guint i = 0; i < G_N_ELEMENTS(files); i++) {
+        g_autofree char *f = g_build_filename(c->dir, files[i], NULL);
+        g_unlink(f);
+    }
+    g_rmdir(c->dir);
+    g_clear_pointer(&c->dir, g_free);
+}
+
+static void test_mig_e2e(void)
+{
+    MigCluster c = {0};
+    cluster_start(&c, nodes_yaml, NULL, NULL);
     /* mig-0, big-0: a counter slice and a GPU slice each; small-0: one and two; share-0: one */
     g_autofree char *slices = wait_until("resourceslices", "", "{.items[*].metadata.name}",
                                          kb_test_value_n_words, GUINT_TO_POINTER(8));
@@ -286,12 +329,7 @@ static void test_mig_e2e(void)
     check_mig();
     check_shares();
     check_first_available();
-    scheduler = NULL;
-    g_assert_cmpint(kb_test_daemon_stop(sched, 10000), ==, 0);
-    g_assert_cmpint(kb_test_daemon_stop(kubelet, 10000), ==, 0);
-    g_unlink(file);
-    g_rmdir(dir);
-    api = NULL;
+    cluster_stop(&c);
 }
 
 static const char preempt_nodes_yaml[] =
@@ -315,33 +353,14 @@ static const char priority_classes_yaml[] =
  */
 static void test_mig_preempt(void)
 {
-    g_autoptr(GError) error = NULL;
-    const char *aargs[] = {"--resource-claim-controller", NULL};
-    g_autoptr(KbTestApiserver) own = kb_test_apiserver_start(aargs, &error);
-    g_assert_no_error(error);
-    api = own;
-    g_autofree char *dir = g_dir_make_tmp("kb-mig-e2e-XXXXXX", &error);
-    g_autofree char *file = g_build_filename(dir, "nodes.yaml", NULL);
-    g_assert_true(g_file_set_contents(file, preempt_nodes_yaml, -1, &error));
     const char *def = kb_conf_default_yaml();
     g_autofree char *conf_text =
             g_strdup_printf("actions: \"enqueue, allocate, preempt\"\n%s"
                             /* the victims here just started: no minimum run time */
                             "configurations:\n- name: preempt\n  arguments: {minRunTime: \"0\"}\n",
                             strstr(def, "tiers:"));
-    g_autofree char *conf = g_build_filename(dir, "scheduler.conf", NULL);
-    g_assert_true(g_file_set_contents(conf, conf_text, -1, &error));
-    const char *kargs[] = {
-            "--nodes", file, "--heartbeat-interval", "200", "--start-delay", "50", "--dra",
-            "--mig",   NULL};
-    g_autoptr(KbTestDaemon) kubelet =
-            kb_test_apiserver_spawn(api, "kb-kubelet", FALSE, kargs, NULL);
-    create(priority_classes_yaml);
-    const char *bargs[] = {"--schedule-period", "200ms", "--scheduler-conf", conf, NULL};
-    g_autoptr(KbTestDaemon) sched = kb_test_apiserver_spawn(api, "kube-batchd", TRUE, bargs, NULL);
-    scheduler = sched;
-    apply("deploy/base/crds/podgroup-volcano.yaml");
-    apply("deploy/dra/deviceclasses.yaml");
+    MigCluster c = {0};
+    cluster_start(&c, preempt_nodes_yaml, priority_classes_yaml, conf_text);
     g_autofree char *slices = wait_until("resourceslices", "", "{.items[*].metadata.name}",
                                          kb_test_value_n_words, GUINT_TO_POINTER(2));
     g_assert_true(kb_test_value_n_words(slices, GUINT_TO_POINTER(2)));
@@ -376,7 +395,7 @@ static void test_mig_preempt(void)
             g_autofree char *events = kb_test_kubectl_run(api, NULL, "get", "events", NULL);
             g_autofree char *log = NULL;
             gsize len = 0;
-            g_file_get_contents(kb_test_daemon_log_path(sched), &log, &len, NULL);
+            g_file_get_contents(kb_test_daemon_log_path(c.sched), &log, &len, NULL);
             g_test_message("events:\n%s\nkube-batchd's log (end):\n%s", events,
                            log != NULL ? log + (len > 8000 ? len - 8000 : 0) : "");
         }
@@ -387,13 +406,7 @@ static void test_mig_preempt(void)
     }
     /* the placement at slice 4 needs three victims, the one at 0 four: the fewest are taken */
     g_assert_cmpuint(evicted, ==, 3);
-    scheduler = NULL;
-    g_assert_cmpint(kb_test_daemon_stop(sched, 10000), ==, 0);
-    g_assert_cmpint(kb_test_daemon_stop(kubelet, 10000), ==, 0);
-    g_unlink(conf);
-    g_unlink(file);
-    g_rmdir(dir);
-    api = NULL;
+    cluster_stop(&c);
 }
 
 static const char quota_nodes_yaml[] =
@@ -437,25 +450,9 @@ static void slice_pod(guint i)
  */
 static void test_mig_quota(void)
 {
-    g_autoptr(GError) error = NULL;
-    const char *aargs[] = {"--resource-claim-controller", NULL};
-    g_autoptr(KbTestApiserver) own = kb_test_apiserver_start(aargs, &error);
-    g_assert_no_error(error);
-    api = own;
-    g_autofree char *dir = g_dir_make_tmp("kb-mig-e2e-XXXXXX", &error);
-    g_autofree char *file = g_build_filename(dir, "nodes.yaml", NULL);
-    g_assert_true(g_file_set_contents(file, quota_nodes_yaml, -1, &error));
-    const char *kargs[] = {
-            "--nodes", file, "--heartbeat-interval", "200", "--start-delay", "50", "--dra",
-            "--mig",   NULL};
-    g_autoptr(KbTestDaemon) kubelet =
-            kb_test_apiserver_spawn(api, "kb-kubelet", FALSE, kargs, NULL);
-    const char *bargs[] = {"--schedule-period", "200ms", NULL};
-    g_autoptr(KbTestDaemon) sched = kb_test_apiserver_spawn(api, "kube-batchd", TRUE, bargs, NULL);
-    scheduler = sched;
-    apply("deploy/base/crds/podgroup-volcano.yaml");
+    MigCluster c = {0};
+    cluster_start(&c, quota_nodes_yaml, NULL, NULL);
     apply("deploy/base/crds/queue-volcano.yaml");
-    apply("deploy/dra/deviceclasses.yaml");
     /* the counter sets' slice and one slice per GPU */
     g_autofree char *slices = wait_until("resourceslices", "", "{.items[*].metadata.name}",
                                          kb_test_value_n_words, GUINT_TO_POINTER(3));
@@ -486,6 +483,7 @@ static void test_mig_quota(void)
     g_auto(GStrv) envp = g_environ_unsetenv(g_get_environ(), "KUBECONFIG");
     g_autofree char *out = NULL;
     int status = -1;
+    g_autoptr(GError) error = NULL;
     g_assert_true(g_spawn_sync(NULL, (char **)argv, envp, G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL,
                                &out, NULL, &status, &error));
     g_test_message("%s", out);
@@ -494,12 +492,7 @@ static void test_mig_quota(void)
     g_assert_nonnull(row);
     *strchrnul(row, '\n') = '\0';
     g_assert_nonnull(strstr(row, " 0.994 "));
-    scheduler = NULL;
-    g_assert_cmpint(kb_test_daemon_stop(sched, 10000), ==, 0);
-    g_assert_cmpint(kb_test_daemon_stop(kubelet, 10000), ==, 0);
-    g_unlink(file);
-    g_rmdir(dir);
-    api = NULL;
+    cluster_stop(&c);
 }
 
 int main(int argc, char **argv)
