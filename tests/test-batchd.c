@@ -1210,12 +1210,8 @@ static void test_preempt(void)
     add_priority_class(cl, "low", 10);
     add_priority_class(cl, "high", 1000);
     add_node(cl, "n1", 4, NULL);
-    const char *def = kb_conf_default_yaml();
-    g_autofree char *conf_text =
-            g_strdup_printf("actions: \"enqueue, allocate, preempt\"\n%s"
-                            /* the victims here just started: no minimum run time */
-                            "configurations:\n- name: preempt\n  arguments: {minRunTime: \"0\"}\n",
-                            strstr(def, "tiers:"));
+    /* the victims here just started: no minimum run time */
+    g_autofree char *conf_text = kb_test_conf_preempt_now();
     g_autofree char *dir = g_dir_make_tmp("kb-batchd-XXXXXX", NULL);
     g_assert_nonnull(dir);
     g_autofree char *conf = g_build_filename(dir, "scheduler.conf", NULL);
@@ -1274,11 +1270,8 @@ static void test_native_preempt_disruption_target(void)
     add_priority_class(cl, "low", 10);
     add_priority_class(cl, "high", 1000);
     add_node(cl, "n1", 4, NULL);
-    const char *def = kb_conf_default_yaml();
-    g_autofree char *conf_text =
-            g_strdup_printf("actions: \"enqueue, allocate, preempt\"\n%s"
-                            "configurations:\n- name: preempt\n  arguments: {minRunTime: \"0\"}\n",
-                            strstr(def, "tiers:"));
+    /* the victims here just started: no minimum run time */
+    g_autofree char *conf_text = kb_test_conf_preempt_now();
     g_autofree char *dir = g_dir_make_tmp("kb-batchd-XXXXXX", NULL);
     g_assert_nonnull(dir);
     g_autofree char *conf = g_build_filename(dir, "scheduler.conf", NULL);
@@ -1375,11 +1368,8 @@ static void test_native_status_held_while_evicting(void)
     add_priority_class(cl, "low", 10);
     add_priority_class(cl, "high", 1000);
     add_node(cl, "n1", 4, NULL);
-    const char *def = kb_conf_default_yaml();
-    g_autofree char *conf_text =
-            g_strdup_printf("actions: \"enqueue, allocate, preempt\"\n%s"
-                            "configurations:\n- name: preempt\n  arguments: {minRunTime: \"0\"}\n",
-                            strstr(def, "tiers:"));
+    /* the victims here just started: no minimum run time */
+    g_autofree char *conf_text = kb_test_conf_preempt_now();
     g_autofree char *dir = g_dir_make_tmp("kb-batchd-XXXXXX", NULL);
     g_assert_nonnull(dir);
     g_autofree char *conf = g_build_filename(dir, "scheduler.conf", NULL);

@@ -19,9 +19,9 @@
 #include <glib/gstdio.h>
 #include <string.h>
 
-#include "scheduler/conf.h"
 #include "tests/lib/kb-test-apiserver.h"
 #include "tests/lib/kb-test-util.h"
+#include "tests/lib/kb-test-confs.h"
 
 static KbTestApiserver *api;
 
@@ -289,12 +289,8 @@ static void test_dra_preempt(void)
     g_autofree char *dir = g_dir_make_tmp("kb-dra-e2e-XXXXXX", &error);
     g_autofree char *file = g_build_filename(dir, "nodes.yaml", NULL);
     g_assert_true(g_file_set_contents(file, one_node_yaml, -1, &error));
-    const char *def = kb_conf_default_yaml();
-    g_autofree char *conf_text =
-            g_strdup_printf("actions: \"enqueue, allocate, preempt\"\n%s"
-                            /* the victims here just started: no minimum run time */
-                            "configurations:\n- name: preempt\n  arguments: {minRunTime: \"0\"}\n",
-                            strstr(def, "tiers:"));
+    /* the victims here just started: no minimum run time */
+    g_autofree char *conf_text = kb_test_conf_preempt_now();
     g_autofree char *conf = g_build_filename(dir, "scheduler.conf", NULL);
     g_assert_true(g_file_set_contents(conf, conf_text, -1, &error));
     const char *kargs[] = {"--nodes", file, "--heartbeat-interval", "200", "--start-delay", "50",

@@ -24,9 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "scheduler/conf.h"
 #include "tests/lib/kb-test-apiserver.h"
 #include "tests/lib/kb-test-util.h"
+#include "tests/lib/kb-test-confs.h"
 
 static KbTestApiserver *api;
 static KbTestDaemon *scheduler; /* kube-batchd, for its log when a wait fails */
@@ -353,12 +353,8 @@ static const char priority_classes_yaml[] =
  */
 static void test_mig_preempt(void)
 {
-    const char *def = kb_conf_default_yaml();
-    g_autofree char *conf_text =
-            g_strdup_printf("actions: \"enqueue, allocate, preempt\"\n%s"
-                            /* the victims here just started: no minimum run time */
-                            "configurations:\n- name: preempt\n  arguments: {minRunTime: \"0\"}\n",
-                            strstr(def, "tiers:"));
+    /* the victims here just started: no minimum run time */
+    g_autofree char *conf_text = kb_test_conf_preempt_now();
     MigCluster c = {0};
     cluster_start(&c, preempt_nodes_yaml, priority_classes_yaml, conf_text);
     g_autofree char *slices = wait_until("resourceslices", "", "{.items[*].metadata.name}",

@@ -1,6 +1,11 @@
 /* The shipped configuration files; see kb-test-confs.h. */
 #include "tests/lib/kb-test-confs.h"
 
+#include <glib.h>
+#include <string.h>
+
+#include "scheduler/conf.h"
+
 const char kb_test_kube_batch_conf[] = "actions: \"reclaim, allocate, backfill, preempt\"\n"
                                        "tiers:\n"
                                        "- plugins:\n"
@@ -49,3 +54,10 @@ const char kb_test_volcano_ci_conf[] =
         "  - name: nodeorder\n"
         "  - name: binpack\n"
         "  - name: network-topology-aware\n";
+
+char *kb_test_conf_preempt_now(void)
+{
+    return g_strdup_printf("actions: \"enqueue, allocate, preempt\"\n%s"
+                           "configurations:\n- name: preempt\n  arguments: {minRunTime: \"0\"}\n",
+                           strstr(kb_conf_default_yaml(), "tiers:"));
+}

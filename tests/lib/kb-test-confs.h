@@ -9,3 +9,7 @@
 extern const char kb_test_kube_batch_conf[];
 extern const char kb_test_volcano_conf[];
 extern const char kb_test_volcano_ci_conf[]; /* line 10 names overcommit */
+
+/* The default configuration's tiers with actions "enqueue, allocate, preempt" and preempt's
+ * minRunTime 0, for tests whose victims have just started (newly allocated). */
+char *kb_test_conf_preempt_now(void);
