@@ -24,6 +24,11 @@ typedef struct {
     guint puts[3];    /* status PUTs of p1, p2, others */
     guint deletes[3]; /* DELETEs of p1, p2, others */
     char *items;      /* the list's items (NULL: p1 Pending at resourceVersion 4) */
+    KbTestServer *srv;
+    KbClient *client;
+    KblKubelet *kubelet;
+    char *dir;
+    char *file;
 } Fixture;
 
 static char *pod(const char *name, const char *rv, const char *phase)
@@ -134,41 +139,69 @@ static void append_event(Fixture *fx, const char *type, char *object)
     g_free(object);
 }
 
+/*
+ * A scripted server for node n1 (its status and lease answered), its pods listed from @fx->items
+ * and watched from @fx->watch (stalled: the test appends events), pod status PUTs and DELETEs
+ * counted; and a kubelet running n1 against it (a pod deleted with a grace period is confirmed
+ * gone after @stop_delay_ms).
+ */
+static void fixture_start(Fixture *fx, guint stop_delay_ms)
+{
+    g_mutex_init(&fx->lock);
+    fx->watch = kb_test_response_new(200);
+    kb_test_response_stall(fx->watch);
+    fx->srv = kb_test_server_new(NULL, NULL, NULL);
+    kb_test_server_respond(fx->srv, "POST", "/api/v1/nodes", 201, NODE);
+    kb_test_server_respond(fx->srv, "GET", "/api/v1/nodes/n1", 200, NODE);
+    kb_test_server_respond(fx->srv, "PUT", "/api/v1/nodes/n1/status", 200, NODE);
+    kb_test_server_respond(fx->srv, "*", "/api/v1/nodes/n1", 200, NODE);
+    kb_test_server_respond(fx->srv, "*", "/apis/coordination.k8s.io/*", 200, "{}");
+    kb_test_server_set_handler(fx->srv, "GET", "/api/v1/pods", on_pods, fx, NULL);
+    kb_test_server_set_handler(fx->srv, "PUT", "/api/v1/namespaces/default/pods/*", on_status, fx,
+                               NULL);
+    kb_test_server_set_handler(fx->srv, "DELETE", "/api/v1/namespaces/default/pods/*", on_delete,
+                               fx, NULL);
+    fx->dir = g_dir_make_tmp("kubelet-writes-XXXXXX", NULL);
+    g_assert_nonnull(fx->dir);
+    fx->file = g_build_filename(fx->dir, "nodes.json", NULL);
+    g_assert_true(g_file_set_contents(fx->file, "[" NODE "]", -1, NULL));
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KbConfig) config = kb_config_from_flags(NULL, kb_test_server_url(fx->srv), &error);
+    g_assert_no_error(error);
+    fx->client = kb_client_new(config, &error);
+    g_assert_no_error(error);
+    KblKubeletOptions o = {.nodes_file = fx->file,
+                           .start_delay_ms = 10,
+                           .stop_delay_ms = stop_delay_ms,
+                           .heartbeat_ms = 600000,
+                           .node_status_ms = 600000};
+    fx->kubelet = kbl_kubelet_new(fx->client, &o, &error);
+    g_assert_no_error(error);
+    g_assert_true(kbl_kubelet_start(fx->kubelet, &error));
+    g_assert_no_error(error);
+}
+
+static void fixture_stop(Fixture *fx)
+{
+    g_clear_pointer(&fx->kubelet, kbl_kubelet_free);
+    g_clear_pointer(&fx->client, kb_client_free);
+    kb_test_response_unref(fx->watch);
+    g_clear_pointer(&fx->srv, kb_test_server_free);
+    g_mutex_clear(&fx->lock);
+    g_free(fx->items);
+    g_unlink(fx->file);
+    g_rmdir(fx->dir);
+    g_free(fx->file);
+    g_free(fx->dir);
+}
+
 /* p1 is started (one PUT, answered at resourceVersion 6); the watch then brings an older copy of
  * p1 (5, still Pending): no second start. p2's start afterwards shows the events were handled.
  * Once the watch shows p1 at 6 (Running), nothing more is written for it either. */
 static void test_stale_event_no_rewrite(void)
 {
     Fixture fx = {0};
-    g_mutex_init(&fx.lock);
-    fx.watch = kb_test_response_new(200);
-    kb_test_response_stall(fx.watch);
-    g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
-    kb_test_server_respond(srv, "POST", "/api/v1/nodes", 201, NODE);
-    kb_test_server_respond(srv, "GET", "/api/v1/nodes/n1", 200, NODE);
-    kb_test_server_respond(srv, "PUT", "/api/v1/nodes/n1/status", 200, NODE);
-    kb_test_server_respond(srv, "*", "/api/v1/nodes/n1", 200, NODE);
-    kb_test_server_respond(srv, "*", "/apis/coordination.k8s.io/*", 200, "{}");
-    kb_test_server_set_handler(srv, "GET", "/api/v1/pods", on_pods, &fx, NULL);
-    kb_test_server_set_handler(srv, "PUT", "/api/v1/namespaces/default/pods/*", on_status, &fx,
-                               NULL);
-
-    g_autofree char *dir = g_dir_make_tmp("kubelet-writes-XXXXXX", NULL);
-    g_autofree char *file = g_build_filename(dir, "nodes.json", NULL);
-    g_assert_true(g_file_set_contents(file, "[" NODE "]", -1, NULL));
-    g_autoptr(GError) error = NULL;
-    g_autoptr(KbConfig) config = kb_config_from_flags(NULL, kb_test_server_url(srv), &error);
-    g_assert_no_error(error);
-    g_autoptr(KbClient) client = kb_client_new(config, &error);
-    g_assert_no_error(error);
-    KblKubeletOptions o = {.nodes_file = file,
-                           .start_delay_ms = 10,
-                           .heartbeat_ms = 600000,
-                           .node_status_ms = 600000};
-    g_autoptr(KblKubelet) k = kbl_kubelet_new(client, &o, &error);
-    g_assert_no_error(error);
-    g_assert_true(kbl_kubelet_start(k, &error));
-    g_assert_no_error(error);
+    fixture_start(&fx, 0);
 
     wait_puts(&fx, 0, 1);
     settle(100); /* the answer (resourceVersion 6) handled */
@@ -183,15 +216,9 @@ static void test_stale_event_no_rewrite(void)
     g_assert_cmpuint(puts_of(&fx, 0), ==, 1);
     g_assert_cmpuint(puts_of(&fx, 1), ==, 1);
     guint64 started, finished, deleted;
-    kbl_kubelet_counts(k, &started, &finished, &deleted);
+    kbl_kubelet_counts(fx.kubelet, &started, &finished, &deleted);
     g_assert_cmpuint(started, ==, 2);
-
-    g_clear_pointer(&k, kbl_kubelet_free);
-    kb_test_response_unref(fx.watch);
-    g_clear_pointer(&srv, kb_test_server_free);
-    g_mutex_clear(&fx.lock);
-    g_unlink(file);
-    g_rmdir(dir);
+    fixture_stop(&fx);
 }
 
 static char *pod_deleting(const char *name, const char *rv, int grace)
@@ -216,37 +243,7 @@ static void test_graceless_deletion_left_to_server(void)
     g_autofree char *p1 = pod("p1", "4", "Running");
     g_autofree char *p2 = pod("p2", "5", "Running");
     fx.items = g_strdup_printf("%s,%s", p1, p2);
-    fx.watch = kb_test_response_new(200);
-    kb_test_response_stall(fx.watch);
-    g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
-    kb_test_server_respond(srv, "POST", "/api/v1/nodes", 201, NODE);
-    kb_test_server_respond(srv, "GET", "/api/v1/nodes/n1", 200, NODE);
-    kb_test_server_respond(srv, "PUT", "/api/v1/nodes/n1/status", 200, NODE);
-    kb_test_server_respond(srv, "*", "/api/v1/nodes/n1", 200, NODE);
-    kb_test_server_respond(srv, "*", "/apis/coordination.k8s.io/*", 200, "{}");
-    kb_test_server_set_handler(srv, "GET", "/api/v1/pods", on_pods, &fx, NULL);
-    kb_test_server_set_handler(srv, "PUT", "/api/v1/namespaces/default/pods/*", on_status, &fx,
-                               NULL);
-    kb_test_server_set_handler(srv, "DELETE", "/api/v1/namespaces/default/pods/*", on_delete, &fx,
-                               NULL);
-
-    g_autofree char *dir = g_dir_make_tmp("kubelet-writes-XXXXXX", NULL);
-    g_autofree char *file = g_build_filename(dir, "nodes.json", NULL);
-    g_assert_true(g_file_set_contents(file, "[" NODE "]", -1, NULL));
-    g_autoptr(GError) error = NULL;
-    g_autoptr(KbConfig) config = kb_config_from_flags(NULL, kb_test_server_url(srv), &error);
-    g_assert_no_error(error);
-    g_autoptr(KbClient) client = kb_client_new(config, &error);
-    g_assert_no_error(error);
-    KblKubeletOptions o = {.nodes_file = file,
-                           .start_delay_ms = 10,
-                           .stop_delay_ms = 50,
-                           .heartbeat_ms = 600000,
-                           .node_status_ms = 600000};
-    g_autoptr(KblKubelet) k = kbl_kubelet_new(client, &o, &error);
-    g_assert_no_error(error);
-    g_assert_true(kbl_kubelet_start(k, &error));
-    g_assert_no_error(error);
+    fixture_start(&fx, 50);
 
     settle(200); /* the list handled */
     append_event(&fx, "MODIFIED", pod_deleting("p1", "6", 0));
@@ -261,14 +258,7 @@ static void test_graceless_deletion_left_to_server(void)
     settle(300);
     g_assert_cmpuint(deletes_of(&fx, 0), ==, 0);
     g_assert_cmpuint(deletes_of(&fx, 1), ==, 1);
-
-    g_clear_pointer(&k, kbl_kubelet_free);
-    kb_test_response_unref(fx.watch);
-    g_clear_pointer(&srv, kb_test_server_free);
-    g_mutex_clear(&fx.lock);
-    g_free(fx.items);
-    g_unlink(file);
-    g_rmdir(dir);
+    fixture_stop(&fx);
 }
 
 int main(int argc, char **argv)
