@@ -10,7 +10,6 @@
 
 #include "kube/kb-dra.h"
 #include "scheduler/dra.h"
-#include "testbed/kubelet/kbl-dra.h"
 #include "tests/lib/kb-test-sched.h"
 
 typedef KbTestSched Fx;
@@ -663,31 +662,6 @@ static void test_unsupported_selector(void)
 
 /* ---- partitionable devices, consumable capacity, firstAvailable in gangs -------------------- */
 
-/* Node @node with @gpus GPUs whose ResourceSlices are what kb-kubelet --dra publishes: with
- * @mig the MIG layout (counter sets, whole GPUs and every profile's placements), with @sharing
- * ("memory") GPUs allowing multiple allocations; labels @labels (JSON members or ""). */
-static void add_kubelet_node(Fx *fx, const char *node, guint gpus, gboolean mig, const char *labels)
-{
-    g_autofree char *nj = g_strdup_printf(
-            "{\"metadata\":{\"name\":\"%s\",\"labels\":{%s}},\"status\":{\"allocatable\":{"
-            "\"cpu\":\"64\",\"memory\":\"256Gi\",\"pods\":\"110\",\"nvidia.com/gpu\":\"%u\"},"
-            "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
-            node, labels, gpus);
-    kb_test_sched_add_node(fx, nj);
-    json_object *n = kb_test_sched_parse(nj);
-    g_autoptr(GError) error = NULL;
-    json_object *slices = kbl_dra_slices(n, mig, &error);
-    g_assert_no_error(error);
-    for (gsize i = 0; i < json_object_array_length(slices); i++) {
-        g_autoptr(KbResourceSlice) s =
-                kb_resource_slice_decode(json_object_array_get_idx(slices, i), FALSE, &error);
-        g_assert_no_error(error);
-        kb_dra_set_slice(dra(fx), s);
-    }
-    json_object_put(slices);
-    json_object_put(n);
-}
-
 static void add_slice(Fx *fx, const char *json)
 {
     json_object *o = kb_test_sched_parse(json);
@@ -771,7 +745,7 @@ static guint mig_slices_of(const char *device)
 static void test_mig_counters(void)
 {
     Fx *fx = mig_fixture();
-    add_kubelet_node(fx, "n1", 1, TRUE, "");
+    kb_test_sched_add_dra_node(fx, "n1", 1, TRUE, "");
     mig_pod(fx, "a", "1g.10gb");
     mig_pod(fx, "b", "1g.10gb");
     mig_pod(fx, "c", "1g.10gb");
@@ -874,7 +848,7 @@ static void test_counter_claim_deleted(void)
 static void test_mig_gang_all_or_nothing(void)
 {
     Fx *fx = mig_fixture();
-    add_kubelet_node(fx, "n1", 1, TRUE, "");
+    kb_test_sched_add_dra_node(fx, "n1", 1, TRUE, "");
     add_group(fx, "job", 3);
     for (guint i = 0; i < 3; i++) {
         g_autofree char *pod = g_strdup_printf("job-w%u", i);
@@ -901,7 +875,7 @@ static void test_mig_gang_all_or_nothing(void)
 static void test_mig_packing(void)
 {
     Fx *fx = mig_fixture();
-    add_kubelet_node(fx, "n1", 2, TRUE, "");
+    kb_test_sched_add_dra_node(fx, "n1", 2, TRUE, "");
     g_autofree char *one = gpus_request(1, "mig.nvidia.com");
     put_claim(fx, "other", one,
               "{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"gpus\",\"driver\":"
@@ -936,7 +910,7 @@ static const char *result_member(Fx *fx, const char *pod, const char *path)
 static void test_capacity_shares(void)
 {
     Fx *fx = fixture();
-    add_kubelet_node(fx, "s1", 1, FALSE, "\"kube-batchd.io/gpu-sharing\":\"memory\"");
+    kb_test_sched_add_dra_node(fx, "s1", 1, FALSE, "\"kube-batchd.io/gpu-sharing\":\"memory\"");
     one_pod(fx, "a", "gpu.nvidia.com", NULL, "40Gi");
     one_pod(fx, "b", "gpu.nvidia.com", NULL, "39500Mi");
     kb_test_sched_run(fx);
@@ -1623,7 +1597,7 @@ static Fx *mig_actions_fixture(void)
 {
     Fx *fx = actions_fixture("enqueue, allocate, preempt, reclaim");
     add_class(fx, "mig.nvidia.com", "device.attributes['gpu.nvidia.com'].type == 'mig'");
-    add_kubelet_node(fx, "n1", 1, TRUE, "");
+    kb_test_sched_add_dra_node(fx, "n1", 1, TRUE, "");
     return fx;
 }
 
@@ -1744,7 +1718,7 @@ static void put_share_holder(Fx *fx, const char *name, guint sec, const char *me
 static void test_preempt_shares(void)
 {
     Fx *fx = actions_fixture("enqueue, allocate, preempt, reclaim");
-    add_kubelet_node(fx, "s1", 1, FALSE, "\"kube-batchd.io/gpu-sharing\":\"memory\"");
+    kb_test_sched_add_dra_node(fx, "s1", 1, FALSE, "\"kube-batchd.io/gpu-sharing\":\"memory\"");
     put_share_holder(fx, "old", 10, "40Gi");
     put_share_holder(fx, "young", 20, "40Gi");
     put_slice_job(fx, "h1", "high", 30, SHARE_EXACTLY("40Gi"), NULL, NULL);
@@ -1783,7 +1757,7 @@ static void test_preempt_plan_discard(void)
     for (guint s = 0; s < 7; s++)
         put_1g_holder(fx, s, 10 + s, "low");
     put_slice_job(fx, "urgent", "high", 50, MIG_EXACTLY("3g.40gb"), NULL, NULL);
-    add_kubelet_node(fx, "s1", 1, FALSE, "\"kube-batchd.io/gpu-sharing\":\"memory\"");
+    kb_test_sched_add_dra_node(fx, "s1", 1, FALSE, "\"kube-batchd.io/gpu-sharing\":\"memory\"");
     put_share_holder(fx, "sa", 20, "40Gi");
     put_share_holder(fx, "sb", 21, "40Gi");
     put_slice_job(fx, "s40", "high", 51, SHARE_EXACTLY("40Gi"), NULL, NULL);
@@ -1893,7 +1867,7 @@ static void put_tmpl_job(Fx *fx, const char *name, const char *queue, const char
 /* As add_kubelet_node, the node publishing its GPUs as slices only (as kb-kubelet --dra does). */
 static void add_dra_node(Fx *fx, const char *node, guint gpus, gboolean mig, const char *labels)
 {
-    add_kubelet_node(fx, node, gpus, mig, labels);
+    kb_test_sched_add_dra_node(fx, node, gpus, mig, labels);
     g_autofree char *nj = g_strdup_printf(
             "{\"metadata\":{\"name\":\"%s\",\"labels\":{%s}},\"status\":{\"allocatable\":{"
             "\"cpu\":\"64\",\"memory\":\"256Gi\",\"pods\":\"110\"},"

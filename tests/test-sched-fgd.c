@@ -10,7 +10,6 @@
 #include "scheduler/dra.h"
 #include "scheduler/fragment.h"
 #include "scheduler/session.h"
-#include "testbed/kubelet/kbl-dra.h"
 #include "tests/lib/kb-test-sched.h"
 
 typedef KbTestSched Fx;
@@ -57,38 +56,19 @@ static void put_json(Fx *fx, int kind, const char *json)
     json_object_put(o);
 }
 
-static void add_kubelet_node(Fx *fx, const char *node, guint gpus, gboolean mig);
+/* A node of @gpus GPUs as kb-kubelet --dra publishes them: MIG-capable with @mig, else shared
+ * by memory. */
+static void add_kubelet_node(Fx *fx, const char *node, guint gpus, gboolean mig)
+{
+    g_autofree char *labels = g_strdup_printf(
+            "%s\"name\":\"%s\"", mig ? "" : "\"kube-batchd.io/gpu-sharing\":\"memory\",", node);
+    kb_test_sched_add_dra_node(fx, node, gpus, mig, labels);
+}
 
 /* Node @node with @gpus GPUs of 80Gi shared by memory, as kb-kubelet --dra publishes them. */
 static void add_shared_node(Fx *fx, const char *node, guint gpus)
 {
     add_kubelet_node(fx, node, gpus, FALSE);
-}
-
-/* Node @node with @gpus GPUs as kb-kubelet --dra publishes them: with @mig an A100's MIG
- * placements, else shared by memory. */
-static void add_kubelet_node(Fx *fx, const char *node, guint gpus, gboolean mig)
-{
-    g_autofree char *nj = g_strdup_printf(
-            "{\"metadata\":{\"name\":\"%s\",\"labels\":{%s\"name\":\"%s\"}},\"status\":{"
-            "\"allocatable\":{\"cpu\":\"64\",\"memory\":"
-            "\"256Gi\","
-            "\"pods\":\"110\",\"nvidia.com/gpu\":\"%u\"},\"conditions\":[{\"type\":\"Ready\","
-            "\"status\":\"True\"}]}}",
-            node, mig ? "" : "\"kube-batchd.io/gpu-sharing\":\"memory\",", node, gpus);
-    kb_test_sched_add_node(fx, nj);
-    json_object *n = kb_test_sched_parse(nj);
-    g_autoptr(GError) error = NULL;
-    json_object *slices = kbl_dra_slices(n, mig, &error);
-    g_assert_no_error(error);
-    for (gsize i = 0; i < json_object_array_length(slices); i++) {
-        g_autoptr(KbResourceSlice) s =
-                kb_resource_slice_decode(json_object_array_get_idx(slices, i), FALSE, &error);
-        g_assert_no_error(error);
-        kb_dra_set_slice(dra(fx), s);
-    }
-    json_object_put(slices);
-    json_object_put(n);
 }
 
 /* Pod ml/@name of gang @group (minMember @min) with claim @name-c: one GPU of class

@@ -2,7 +2,10 @@
 
 #include <string.h>
 
+#include "kube/kb-dra.h"
 #include "kube/kb-objects.h"
+#include "scheduler/dra.h"
+#include "testbed/kubelet/kbl-dra.h"
 
 static void json_put(gpointer o)
 {
@@ -158,4 +161,27 @@ void kb_test_sched_confirm_all(KbTestSched *fx, gboolean write_gpu_ids)
                                json_object_new_string("Running"));
         kb_test_sched_put_pod(fx, copy);
     }
+}
+
+void kb_test_sched_add_dra_node(KbTestSched *fx, const char *node, guint gpus, gboolean mig,
+                                const char *labels)
+{
+    g_autofree char *nj = g_strdup_printf(
+            "{\"metadata\":{\"name\":\"%s\",\"labels\":{%s}},\"status\":{\"allocatable\":{"
+            "\"cpu\":\"64\",\"memory\":\"256Gi\",\"pods\":\"110\",\"nvidia.com/gpu\":\"%u\"},"
+            "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
+            node, labels, gpus);
+    kb_test_sched_add_node(fx, nj);
+    json_object *n = kb_test_sched_parse(nj);
+    g_autoptr(GError) error = NULL;
+    json_object *slices = kbl_dra_slices(n, mig, &error);
+    g_assert_no_error(error);
+    for (gsize i = 0; i < json_object_array_length(slices); i++) {
+        g_autoptr(KbResourceSlice) sl =
+                kb_resource_slice_decode(json_object_array_get_idx(slices, i), FALSE, &error);
+        g_assert_no_error(error);
+        kb_dra_set_slice(kb_cache_dra(fx->cache), sl);
+    }
+    json_object_put(slices);
+    json_object_put(n);
 }

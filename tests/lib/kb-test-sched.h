@@ -45,6 +45,12 @@ void kb_test_sched_add_pod_group(KbTestSched *fx, const char *json);
 void kb_test_sched_add_queue(KbTestSched *fx, const char *json);
 void kb_test_sched_add_priority_class(KbTestSched *fx, const char *json);
 
+/* A Ready node @node (64 cpus, 256Gi, @gpus nvidia.com/gpu, labels @labels: JSON members or "")
+ * and the ResourceSlices kb-kubelet --dra publishes for it (MIG-capable with @mig, else GPUs as
+ * its labels say: shared by memory with "kube-batchd.io/gpu-sharing": "memory"), into the cache. */
+void kb_test_sched_add_dra_node(KbTestSched *fx, const char *node, guint gpus, gboolean mig,
+                                const char *labels);
+
 /* Decode Pod @o and add it to the cache, or update the cached pod of that namespace/name; keeps
  * @o (ownership taken) as fx->pods["ns/name"]. */
 void kb_test_sched_put_pod(KbTestSched *fx, json_object *o);
