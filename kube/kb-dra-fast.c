@@ -19,6 +19,7 @@
 #include "kube/kb-dra.h"
 #include "kube/kb-error.h"
 #include "kube/kb-json.h"
+#include "kube/kb-quantity.h"
 
 /* The claim is left to json-c. The message is for debugging only: nobody shows it. */
 static gboolean refuse(const char *what, GError **error)
@@ -652,6 +653,614 @@ gboolean kb_resource_claim_equal(const KbResourceClaim *a, const KbResourceClaim
         if (!kb_eq_str("reservedFor[].resource", x->resource, y->resource, why) ||
             !kb_eq_str("reservedFor[].name", x->name, y->name, why) ||
             !kb_eq_str("reservedFor[].uid", x->uid, y->uid, why))
+            return FALSE;
+    }
+    return TRUE;
+}
+
+/* ---- ResourceSlices ------------------------------------------------------------------------- */
+
+/*
+ * The slices kb-kubelet --dra (and --mig) and NVIDIA's driver publish: driver, pool, nodeName or
+ * allNodes, devices with attributes, capacity (requestPolicy included), consumesCounters and
+ * allowMultipleAllocations, and sharedCounters. Refused as for claims: null or duplicate
+ * members, a value of another type, anything over a limit or that kb_resource_slice_decode()
+ * would reject, a string holding NUL, devices before the driver (their unqualified names belong
+ * to it), an attribute map key written twice.
+ */
+
+/* A string without NUL (json-c would cut it there) of at most @max bytes. */
+static gboolean read_clean(KbJsonReader *r, const char *what, gsize max, gboolean allow_empty,
+                           KbJsonStr *out, GError **error)
+{
+    return read_text(r, what, max, allow_empty, out, error) &&
+           (memchr(out->p, '\0', out->len) == NULL || refuse(what, error));
+}
+
+/* A quantity string into milli-units (kb-dra.c's quantity_milli). */
+static gboolean read_milli(KbJsonReader *r, const char *what, gint64 *out, GError **error)
+{
+    KbJsonStr s;
+    char buf[64];
+    KbQuantity q;
+    if (!read_clean(r, what, sizeof buf - 1, TRUE, &s, error))
+        return FALSE;
+    memcpy(buf, s.p, s.len);
+    buf[s.len] = '\0';
+    if (!kb_quantity_parse(buf, &q, NULL))
+        return refuse(what, error);
+    *out = kb_quantity_milli_value(&q);
+    return TRUE;
+}
+
+/* An integer of at most 18 digits (json-c's clamping never comes into it). */
+static gboolean read_int(KbJsonReader *r, const char *what, gint64 *out, GError **error)
+{
+    KbJsonStr text;
+    gboolean integer;
+    if (!expect(r, KB_JSON_NUMBER, what, error) || !kb_json_read_number(r, &text, &integer, error))
+        return FALSE;
+    if (!integer || text.len > 18)
+        return refuse(what, error);
+    *out = kb_json_integer_value(&text);
+    return TRUE;
+}
+
+static gboolean read_boolean(KbJsonReader *r, const char *what, gboolean *out, GError **error)
+{
+    return (kb_json_peek(r) == KB_JSON_TRUE || kb_json_peek(r) == KB_JSON_FALSE ||
+            refuse(what, error)) &&
+           kb_json_read_bool(r, out, error);
+}
+
+/* counters {name: {"value": quantity}}: 1 to KB_DRA_MAX_COUNTERS entries, none negative. */
+static gboolean read_counters(KbJsonReader *r, KbCounterSet *set, GError **error)
+{
+    KbJsonStr k;
+    int rc;
+    if (!expect(r, KB_JSON_OBJECT, "counters", error) || !kb_json_object_begin(r, error))
+        return FALSE;
+    while ((rc = kb_json_object_next(r, &k, error)) == 1) {
+        if (set->n_counters == KB_DRA_MAX_COUNTERS || memchr(k.p, '\0', k.len) != NULL)
+            return refuse("counters", error);
+        g_autofree char *name = kb_json_str_dup(&k);
+        const char *interned = g_intern_string(name);
+        for (guint i = 0; i < set->n_counters; i++) {
+            if (set->counters[i].name == interned)
+                return refuse("counters", error);
+        }
+        KbCounter *c = grow((gpointer *)&set->counters, &set->n_counters, sizeof *c);
+        c->name = interned;
+        guint32 seen = 0;
+        int rc2;
+        if (!expect(r, KB_JSON_OBJECT, "counter", error) || !kb_json_object_begin(r, error))
+            return FALSE;
+        while ((rc2 = kb_json_object_next(r, &k, error)) == 1) {
+            gboolean ok = KB_JSON_STR_IS(k, "value")
+                                  ? once(&seen, 1, "value", error) &&
+                                            read_milli(r, "value", &c->milli, error)
+                                  : kb_json_skip(r, error);
+            if (!ok)
+                return FALSE;
+        }
+        if (rc2 < 0)
+            return FALSE;
+        if (seen == 0 || c->milli < 0)
+            return refuse("counters[].value", error);
+    }
+    return rc == 0 && (set->n_counters > 0 || refuse("counters", error));
+}
+
+/* A sharedCounters[] ("name") or consumesCounters[] ("counterSet") entry. */
+typedef struct {
+    const char *name_key;
+    KbCounterSet **sets;
+    guint *n;
+} CounterSets;
+
+static gboolean read_counter_set(KbJsonReader *r, gpointer data, gsize i, GError **error)
+{
+    CounterSets *cs = data;
+    KbCounterSet *set = grow((gpointer *)cs->sets, cs->n, sizeof *set);
+    KbJsonStr k, v;
+    guint32 seen = 0;
+    int rc;
+    if (!expect(r, KB_JSON_OBJECT, "counter set", error) || !kb_json_object_begin(r, error))
+        return FALSE;
+    while ((rc = kb_json_object_next(r, &k, error)) == 1) {
+        gboolean ok;
+        if (k.len == strlen(cs->name_key) && memcmp(k.p, cs->name_key, k.len) == 0) {
+            ok = once(&seen, 1, cs->name_key, error) &&
+                 read_clean(r, cs->name_key, KB_MAX_NAME_LEN, FALSE, &v, error);
+            if (ok) {
+                g_autofree char *c = kb_json_str_dup(&v);
+                set->name = g_intern_string(c);
+            }
+        } else if (KB_JSON_STR_IS(k, "counters")) {
+            ok = once(&seen, 2, "counters", error) && read_counters(r, set, error);
+        } else {
+            ok = kb_json_skip(r, error);
+        }
+        if (!ok)
+            return FALSE;
+    }
+    return rc == 0 && (seen == 3 || refuse("counter set", error));
+}
+
+static gboolean read_counter_sets(KbJsonReader *r, const char *key, const char *name_key, gsize max,
+                                  KbCounterSet **sets, guint *n, GError **error)
+{
+    CounterSets cs = {name_key, sets, n};
+    return read_array(r, key, max, read_counter_set, &cs, error);
+}
+
+/* A map key of attributes or capacity, "domain/name" or "name" (kb-dra.c's qualified_name). */
+static gboolean read_qualified(const KbJsonStr *k, const char *driver, const char **domain,
+                               const char **name, gboolean *slash, GError **error)
+{
+    if (k->len == 0 || k->len > KB_MAX_LABEL_KEY_LEN || memchr(k->p, '\0', k->len) != NULL)
+        return refuse("attribute or capacity name", error);
+    g_autofree char *key = kb_json_str_dup(k);
+    char *s = strchr(key, '/');
+    *slash = s != NULL;
+    if (s == NULL) {
+        *domain = driver;
+        *name = g_intern_string(key);
+        return TRUE;
+    }
+    *s = '\0';
+    *domain = g_intern_string(key);
+    *name = g_intern_string(s + 1);
+    return TRUE;
+}
+
+/* The same key met before in this map (json-c keeps one entry, where the first was)? */
+static gboolean written_twice(const char *domain, const char *name, gboolean slash,
+                              const guint32 slashes, const char *const *domains,
+                              const char *const *names, guint n)
+{
+    for (guint i = 0; i < n; i++) {
+        if (domains[i] == domain && names[i] == name && ((slashes >> i) & 1) == (guint32)slash)
+            return TRUE;
+    }
+    return FALSE;
+}
+
+/* One attribute value {"int"|"bool"|"string"|"version": v}: exactly one of them. */
+static gboolean read_attribute(KbJsonReader *r, KbCelAttribute *a, GError **error)
+{
+    static const char *const kinds[] = {"int", "bool", "string", "version"};
+    KbJsonStr k, v;
+    int rc, found = 0;
+    if (!expect(r, KB_JSON_OBJECT, "attribute", error) || !kb_json_object_begin(r, error))
+        return FALSE;
+    while ((rc = kb_json_object_next(r, &k, error)) == 1) {
+        guint kind = G_N_ELEMENTS(kinds);
+        for (guint i = 0; i < G_N_ELEMENTS(kinds); i++) {
+            if (k.len == strlen(kinds[i]) && memcmp(k.p, kinds[i], k.len) == 0)
+                kind = i;
+        }
+        if (kind == G_N_ELEMENTS(kinds)) {
+            if (!kb_json_skip(r, error))
+                return FALSE;
+            continue;
+        }
+        if (found++ > 0)
+            return refuse("attribute", error);
+        a->type = (KbCelAttrType)kind;
+        gboolean ok;
+        if (kind == KB_CEL_ATTR_INT)
+            ok = read_int(r, "int", &a->int_value, error);
+        else if (kind == KB_CEL_ATTR_BOOL)
+            ok = read_boolean(r, "bool", &a->bool_value, error);
+        else if ((ok = read_clean(r, kinds[kind], KB_DRA_MAX_ATTRIBUTE_LEN, TRUE, &v, error)))
+            a->string_value = kb_json_str_dup(&v);
+        if (!ok)
+            return FALSE;
+    }
+    return rc == 0 && (found == 1 || refuse("attribute", error));
+}
+
+static gboolean read_attributes(KbJsonReader *r, const char *driver, KbDevice *d, guint *fields,
+                                GError **error)
+{
+    const char *domains[KB_DRA_MAX_DEVICE_FIELDS], *names[KB_DRA_MAX_DEVICE_FIELDS];
+    guint32 slashes = 0;
+    KbJsonStr k;
+    int rc;
+    if (!expect(r, KB_JSON_OBJECT, "attributes", error) || !kb_json_object_begin(r, error))
+        return FALSE;
+    while ((rc = kb_json_object_next(r, &k, error)) == 1) {
+        const char *domain, *name;
+        gboolean slash;
+        if ((*fields)++ == KB_DRA_MAX_DEVICE_FIELDS ||
+            !read_qualified(&k, driver, &domain, &name, &slash, error))
+            return *fields > KB_DRA_MAX_DEVICE_FIELDS ? refuse("attributes", error) : FALSE;
+        if (written_twice(domain, name, slash, slashes, domains, names, d->n_attributes))
+            return refuse("attributes", error);
+        domains[d->n_attributes] = domain;
+        names[d->n_attributes] = name;
+        slashes |= (guint32)slash << d->n_attributes;
+        KbCelAttribute *a = grow((gpointer *)&d->attributes, &d->n_attributes, sizeof *a);
+        a->domain = domain;
+        a->name = name;
+        if (!read_attribute(r, a, error))
+            return FALSE;
+    }
+    return rc == 0;
+}
+
+static gboolean read_valid_value(KbJsonReader *r, gpointer data, gsize i, GError **error)
+{
+    KbCapacityPolicy *p = data;
+    gint64 *v = grow((gpointer *)&p->valid_values, &p->n_valid_values, sizeof *v);
+    return read_milli(r, "validValues[]", v, error) &&
+           (i == 0 || *v > p->valid_values[i - 1] || refuse("validValues", error));
+}
+
+static gboolean read_range(KbJsonReader *r, KbCapacityPolicy *p, GError **error)
+{
+    KbJsonStr k;
+    guint32 seen = 0;
+    int rc;
+    p->has_range = TRUE;
+    if (!expect(r, KB_JSON_OBJECT, "validRange", error) || !kb_json_object_begin(r, error))
+        return FALSE;
+    while ((rc = kb_json_object_next(r, &k, error)) == 1) {
+        gboolean ok;
+        if (KB_JSON_STR_IS(k, "min"))
+            ok = once(&seen, 1, "min", error) && read_milli(r, "min", &p->min, error);
+        else if (KB_JSON_STR_IS(k, "max"))
+            ok = once(&seen, 2, "max", error) && read_milli(r, "max", &p->max, error);
+        else if (KB_JSON_STR_IS(k, "step"))
+            ok = once(&seen, 4, "step", error) && read_milli(r, "step", &p->step, error);
+        else
+            ok = kb_json_skip(r, error);
+        if (!ok)
+            return FALSE;
+    }
+    return rc == 0 && ((p->min >= 0 && p->step >= 0 && (p->max == 0 || p->max >= p->min)) ||
+                       refuse("validRange", error));
+}
+
+static gboolean read_policy(KbJsonReader *r, KbCapacityPolicy *p, GError **error)
+{
+    KbJsonStr k;
+    guint32 seen = 0;
+    int rc;
+    if (!expect(r, KB_JSON_OBJECT, "requestPolicy", error) || !kb_json_object_begin(r, error))
+        return FALSE;
+    while ((rc = kb_json_object_next(r, &k, error)) == 1) {
+        gboolean ok;
+        if (KB_JSON_STR_IS(k, "default"))
+            ok = once(&seen, 1, "default", error) &&
+                 read_milli(r, "default", &p->default_milli, error);
+        else if (KB_JSON_STR_IS(k, "validValues"))
+            ok = once(&seen, 2, "validValues", error) &&
+                 read_array(r, "validValues", KB_DRA_MAX_VALID_VALUES, read_valid_value, p, error);
+        else if (KB_JSON_STR_IS(k, "validRange"))
+            ok = once(&seen, 4, "validRange", error) && read_range(r, p, error);
+        else
+            ok = kb_json_skip(r, error);
+        if (!ok)
+            return FALSE;
+    }
+    p->has_default = (seen & 1) != 0;
+    return rc == 0;
+}
+
+/* One capacity entry {"value": quantity, "requestPolicy": {...}} of @d, index @i. */
+static gboolean read_capacity_value(KbJsonReader *r, KbDevice *d, guint i, GError **error)
+{
+    KbJsonStr k, v;
+    guint32 seen = 0;
+    int rc;
+    if (!expect(r, KB_JSON_OBJECT, "capacity", error) || !kb_json_object_begin(r, error))
+        return FALSE;
+    while ((rc = kb_json_object_next(r, &k, error)) == 1) {
+        gboolean ok;
+        if (KB_JSON_STR_IS(k, "value")) {
+            char buf[KB_MAX_NAME_LEN + 1];
+            ok = once(&seen, 1, "value", error) &&
+                 read_clean(r, "value", KB_MAX_NAME_LEN, TRUE, &v, error);
+            if (ok) {
+                memcpy(buf, v.p, v.len);
+                buf[v.len] = '\0';
+                ok = kb_quantity_parse(buf, &d->capacity[i].value, NULL) ||
+                     refuse("capacity value", error);
+            }
+        } else if (KB_JSON_STR_IS(k, "requestPolicy")) {
+            /* rare (shared GPUs): room for every capacity, indexed alike, freed up to
+             * n_capacity */
+            if (d->policies == NULL)
+                d->policies = g_new0(KbCapacityPolicy, KB_DRA_MAX_DEVICE_FIELDS);
+            ok = once(&seen, 2, "requestPolicy", error) && read_policy(r, &d->policies[i], error);
+        } else {
+            ok = kb_json_skip(r, error);
+        }
+        if (!ok)
+            return FALSE;
+    }
+    return rc == 0 && ((seen & 1) != 0 || refuse("capacity value", error));
+}
+
+static gboolean read_capacity(KbJsonReader *r, const char *driver, KbDevice *d, guint *fields,
+                              GError **error)
+{
+    const char *domains[KB_DRA_MAX_DEVICE_FIELDS], *names[KB_DRA_MAX_DEVICE_FIELDS];
+    guint32 slashes = 0;
+    KbJsonStr k;
+    int rc;
+    if (!expect(r, KB_JSON_OBJECT, "capacity", error) || !kb_json_object_begin(r, error))
+        return FALSE;
+    while ((rc = kb_json_object_next(r, &k, error)) == 1) {
+        const char *domain, *name;
+        gboolean slash;
+        if ((*fields)++ == KB_DRA_MAX_DEVICE_FIELDS ||
+            !read_qualified(&k, driver, &domain, &name, &slash, error))
+            return *fields > KB_DRA_MAX_DEVICE_FIELDS ? refuse("capacity", error) : FALSE;
+        if (written_twice(domain, name, slash, slashes, domains, names, d->n_capacity))
+            return refuse("capacity", error);
+        domains[d->n_capacity] = domain;
+        names[d->n_capacity] = name;
+        slashes |= (guint32)slash << d->n_capacity;
+        KbCelCapacity *c = grow((gpointer *)&d->capacity, &d->n_capacity, sizeof *c);
+        c->domain = domain;
+        c->name = name;
+        if (!read_capacity_value(r, d, d->n_capacity - 1, error))
+            return FALSE;
+    }
+    return rc == 0;
+}
+
+enum { D_NAME = 1, D_ATTRS = 2, D_CAP = 4, D_CONSUMES = 8, D_MULTIPLE = 16 };
+
+static gboolean device_member(KbJsonReader *r, const KbJsonStr *k, const char *driver, KbDevice *d,
+                              guint32 *seen, guint *fields, GError **error)
+{
+    if (KB_JSON_STR_IS(*k, "name")) {
+        KbJsonStr v;
+        if (!once(seen, D_NAME, "name", error) ||
+            !read_clean(r, "name", KB_MAX_NAME_LEN, FALSE, &v, error))
+            return FALSE;
+        d->name = kb_json_str_dup(&v);
+        return TRUE;
+    }
+    if (KB_JSON_STR_IS(*k, "attributes"))
+        return once(seen, D_ATTRS, "attributes", error) &&
+               read_attributes(r, driver, d, fields, error);
+    if (KB_JSON_STR_IS(*k, "capacity"))
+        return once(seen, D_CAP, "capacity", error) && read_capacity(r, driver, d, fields, error);
+    if (KB_JSON_STR_IS(*k, "consumesCounters"))
+        return once(seen, D_CONSUMES, "consumesCounters", error) &&
+               read_counter_sets(r, "consumesCounters", "counterSet", KB_DRA_MAX_CONSUMES,
+                                 &d->consumes, &d->n_consumes, error);
+    if (KB_JSON_STR_IS(*k, "allowMultipleAllocations"))
+        return once(seen, D_MULTIPLE, "allowMultipleAllocations", error) &&
+               read_boolean(r, "allowMultipleAllocations", &d->multiple, error);
+    return kb_json_skip(r, error);
+}
+
+static gboolean read_device(KbJsonReader *r, gpointer data, gsize i, GError **error)
+{
+    KbResourceSlice *s = data;
+    KbDevice *d = grow((gpointer *)&s->devices, &s->n_devices, sizeof *d);
+    KbJsonStr k;
+    guint32 seen = 0;
+    guint fields = 0;
+    int rc;
+    if (!expect(r, KB_JSON_OBJECT, "device", error) || !kb_json_object_begin(r, error))
+        return FALSE;
+    while ((rc = kb_json_object_next(r, &k, error)) == 1) {
+        if (!device_member(r, &k, s->driver, d, &seen, &fields, error))
+            return FALSE;
+    }
+    return rc == 0 && (d->name != NULL || refuse("device name", error));
+}
+
+static gboolean read_pool(KbJsonReader *r, KbResourceSlice *s, GError **error)
+{
+    KbJsonStr k;
+    guint32 seen = 0;
+    int rc;
+    if (!expect(r, KB_JSON_OBJECT, "pool", error) || !kb_json_object_begin(r, error))
+        return FALSE;
+    while ((rc = kb_json_object_next(r, &k, error)) == 1) {
+        gboolean ok;
+        if (KB_JSON_STR_IS(k, "name"))
+            ok = once(&seen, 1, "name", error) &&
+                 read_interned(r, "name", KB_MAX_NAME_LEN, &s->pool, error);
+        else if (KB_JSON_STR_IS(k, "generation"))
+            ok = once(&seen, 2, "generation", error) &&
+                 read_int(r, "generation", &s->pool_generation, error) &&
+                 (s->pool_generation >= 0 || refuse("generation", error));
+        else
+            ok = kb_json_skip(r, error);
+        if (!ok)
+            return FALSE;
+    }
+    return rc == 0;
+}
+
+enum { S_DRIVER = 1, S_POOL = 2, S_NODE = 4, S_ALL = 8, S_DEVICES = 16, S_SHARED = 32 };
+
+static gboolean slice_member(KbJsonReader *r, const KbJsonStr *k, KbResourceSlice *s, guint32 *seen,
+                             GError **error)
+{
+    if (KB_JSON_STR_IS(*k, "driver"))
+        return once(seen, S_DRIVER, "driver", error) &&
+               read_interned(r, "driver", KB_MAX_NAME_LEN, &s->driver, error);
+    if (KB_JSON_STR_IS(*k, "pool"))
+        return once(seen, S_POOL, "pool", error) && read_pool(r, s, error);
+    if (KB_JSON_STR_IS(*k, "nodeName"))
+        return once(seen, S_NODE, "nodeName", error) &&
+               read_interned(r, "nodeName", KB_MAX_NAME_LEN, &s->node, error);
+    if (KB_JSON_STR_IS(*k, "allNodes"))
+        return once(seen, S_ALL, "allNodes", error) &&
+               read_boolean(r, "allNodes", &s->all_nodes, error);
+    if (KB_JSON_STR_IS(*k, "devices"))
+        return once(seen, S_DEVICES, "devices", error) &&
+               (s->driver != NULL || refuse("devices before driver", error)) &&
+               read_array(r, "devices", KB_DRA_MAX_SLICE_DEVICES, read_device, s, error);
+    if (KB_JSON_STR_IS(*k, "sharedCounters"))
+        return once(seen, S_SHARED, "sharedCounters", error) &&
+               read_counter_sets(r, "sharedCounters", "name", KB_DRA_MAX_COUNTER_SETS,
+                                 &s->counter_sets, &s->n_counter_sets, error);
+    return kb_json_skip(r, error);
+}
+
+static gboolean read_slice_spec(KbJsonReader *r, KbResourceSlice *s, GError **error)
+{
+    KbJsonStr k;
+    guint32 seen = 0;
+    int rc;
+    if (!expect(r, KB_JSON_OBJECT, "spec", error) || !kb_json_object_begin(r, error))
+        return FALSE;
+    while ((rc = kb_json_object_next(r, &k, error)) == 1) {
+        if (!slice_member(r, &k, s, &seen, error))
+            return FALSE;
+    }
+    return rc == 0 && (s->driver != NULL || refuse("driver", error));
+}
+
+static KbObjectMeta *read_slice(KbJsonReader *r, GError **error)
+{
+    g_autoptr(KbResourceSlice) s = g_new0(KbResourceSlice, 1);
+    KbJsonStr k;
+    guint32 seen = 0;
+    int rc;
+    kb_meta_init(&s->meta, KB_KIND_RESOURCE_SLICE);
+    if (!expect(r, KB_JSON_OBJECT, "slice", error) || !kb_json_object_begin(r, error))
+        return NULL;
+    while ((rc = kb_json_object_next(r, &k, error)) == 1) {
+        gboolean ok;
+        if (KB_JSON_STR_IS(k, "metadata"))
+            ok = once(&seen, 1, "metadata", error) &&
+                 expect(r, KB_JSON_OBJECT, "metadata", error) &&
+                 kb_fast_decode_metadata(r, &s->meta, error);
+        else if (KB_JSON_STR_IS(k, "spec"))
+            ok = once(&seen, 2, "spec", error) && read_slice_spec(r, s, error);
+        else
+            ok = kb_json_skip(r, error);
+        if (!ok)
+            return NULL;
+    }
+    if (rc < 0 || (seen != 3 && !refuse("metadata and spec", error)))
+        return NULL;
+    return (KbObjectMeta *)g_steal_pointer(&s);
+}
+
+KbResourceSlice *kb_resource_slice_decode_bytes(const char *json, gsize len, GError **error)
+{
+    KbJsonReader r;
+    kb_json_reader_init(&r, json, len);
+    KbObjectMeta *s = read_slice(&r, error);
+    if (s != NULL && !kb_json_finish(&r, error))
+        g_clear_pointer(&s, kb_object_unref);
+    kb_json_reader_clear(&r);
+    return (KbResourceSlice *)s;
+}
+
+gboolean kb_resource_slice_list_decode_bytes(const char *json, gsize len, GPtrArray *out,
+                                             char **resource_version, char **continue_token,
+                                             GError **error)
+{
+    return kb_fast_list_decode(json, len, read_slice, out, resource_version, continue_token, error);
+}
+
+/* ---- slice comparison ----------------------------------------------------------------------- */
+
+static gboolean counter_sets_eq(const char *field, const KbCounterSet *a, guint na,
+                                const KbCounterSet *b, guint nb, char **why)
+{
+    if (!kb_eq_int(field, na, nb, why))
+        return FALSE;
+    for (guint i = 0; i < na; i++) {
+        if (!kb_eq_str(field, a[i].name, b[i].name, why) ||
+            !kb_eq_int(field, a[i].n_counters, b[i].n_counters, why))
+            return FALSE;
+        for (guint j = 0; j < a[i].n_counters; j++) {
+            if (!kb_eq_str(field, a[i].counters[j].name, b[i].counters[j].name, why) ||
+                !kb_eq_int(field, a[i].counters[j].milli, b[i].counters[j].milli, why))
+                return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+static gboolean policy_eq(const KbCapacityPolicy *a, const KbCapacityPolicy *b, char **why)
+{
+    static const KbCapacityPolicy none;
+    a = a != NULL ? a : &none;
+    b = b != NULL ? b : &none;
+    if (!kb_eq_int("requestPolicy.default", a->has_default, b->has_default, why) ||
+        !kb_eq_int("requestPolicy.default", a->default_milli, b->default_milli, why) ||
+        !kb_eq_int("requestPolicy.validValues", a->n_valid_values, b->n_valid_values, why) ||
+        !kb_eq_int("requestPolicy.validRange", a->has_range, b->has_range, why) ||
+        !kb_eq_int("validRange.min", a->min, b->min, why) ||
+        !kb_eq_int("validRange.max", a->max, b->max, why) ||
+        !kb_eq_int("validRange.step", a->step, b->step, why))
+        return FALSE;
+    for (guint i = 0; i < a->n_valid_values; i++) {
+        if (!kb_eq_int("requestPolicy.validValues", a->valid_values[i], b->valid_values[i], why))
+            return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean attribute_eq(const KbCelAttribute *a, const KbCelAttribute *b, char **why)
+{
+    return kb_eq_str("attribute domain", a->domain, b->domain, why) &&
+           kb_eq_str("attribute name", a->name, b->name, why) &&
+           kb_eq_int("attribute type", a->type, b->type, why) &&
+           kb_eq_int("attribute int", a->type == KB_CEL_ATTR_INT ? a->int_value : 0,
+                     b->type == KB_CEL_ATTR_INT ? b->int_value : 0, why) &&
+           kb_eq_int("attribute bool", a->type == KB_CEL_ATTR_BOOL && a->bool_value,
+                     b->type == KB_CEL_ATTR_BOOL && b->bool_value, why) &&
+           kb_eq_str("attribute string", a->string_value, b->string_value, why);
+}
+
+static gboolean device_eq(const KbDevice *a, const KbDevice *b, char **why)
+{
+    if (!kb_eq_str("devices[].name", a->name, b->name, why) ||
+        !kb_eq_int("attributes.length", a->n_attributes, b->n_attributes, why) ||
+        !kb_eq_int("capacity.length", a->n_capacity, b->n_capacity, why) ||
+        !kb_eq_int("allowMultipleAllocations", a->multiple, b->multiple, why) ||
+        !counter_sets_eq("consumesCounters", a->consumes, a->n_consumes, b->consumes, b->n_consumes,
+                         why))
+        return FALSE;
+    for (guint i = 0; i < a->n_attributes; i++) {
+        if (!attribute_eq(&a->attributes[i], &b->attributes[i], why))
+            return FALSE;
+    }
+    for (guint i = 0; i < a->n_capacity; i++) {
+        const KbCelCapacity *x = &a->capacity[i], *y = &b->capacity[i];
+        if (!kb_eq_str("capacity domain", x->domain, y->domain, why) ||
+            !kb_eq_str("capacity name", x->name, y->name, why) ||
+            !kb_eq_int("capacity value", x->value.unscaled, y->value.unscaled, why) ||
+            !kb_eq_int("capacity value scale", x->value.scale, y->value.scale, why) ||
+            !kb_eq_int("capacity value format", x->value.format, y->value.format, why) ||
+            !policy_eq(a->policies != NULL ? &a->policies[i] : NULL,
+                       b->policies != NULL ? &b->policies[i] : NULL, why))
+            return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean kb_resource_slice_equal(const KbResourceSlice *a, const KbResourceSlice *b, char **why)
+{
+    if (!kb_meta_equal(&a->meta, &b->meta, why) ||
+        !kb_eq_str("driver", a->driver, b->driver, why) ||
+        !kb_eq_str("pool.name", a->pool, b->pool, why) ||
+        !kb_eq_int("pool.generation", a->pool_generation, b->pool_generation, why) ||
+        !kb_eq_str("nodeName", a->node, b->node, why) ||
+        !kb_eq_int("allNodes", a->all_nodes, b->all_nodes, why) ||
+        !kb_eq_int("devices.length", a->n_devices, b->n_devices, why) ||
+        !counter_sets_eq("sharedCounters", a->counter_sets, a->n_counter_sets, b->counter_sets,
+                         b->n_counter_sets, why))
+        return FALSE;
+    for (guint i = 0; i < a->n_devices; i++) {
+        if (!device_eq(&a->devices[i], &b->devices[i], why))
             return FALSE;
     }
     return TRUE;

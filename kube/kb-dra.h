@@ -209,6 +209,22 @@ gboolean kb_resource_claim_list_decode_bytes(const char *json, gsize len, GPtrAr
 KbResourceClaimTemplate *kb_resource_claim_template_decode(json_object *obj, gboolean keep_raw,
                                                            GError **error);
 KbResourceSlice *kb_resource_slice_decode(json_object *obj, gboolean keep_raw, GError **error);
+/*
+ * The same slice record straight from JSON text (kb-dra-fast.c), for the slices kb-kubelet --dra
+ * (--mig) and NVIDIA's driver publish: devices with attributes, capacity and its requestPolicy,
+ * consumesCounters, allowMultipleAllocations, and sharedCounters; without keep_raw. Anything it
+ * does not read (null or duplicate members, devices before the driver, a NUL in a string,
+ * anything malformed or over a limit) fails with KB_ERROR_DECODE or KB_ERROR_LIMIT: decode it
+ * with json-c and kb_resource_slice_decode() then. What it returns equals
+ * kb_resource_slice_decode()'s record (tests/test-dra-fast.c). The list form is a
+ * KbPageDecodeFunc.
+ */
+KbResourceSlice *kb_resource_slice_decode_bytes(const char *json, gsize len, GError **error);
+gboolean kb_resource_slice_list_decode_bytes(const char *json, gsize len, GPtrArray *out,
+                                             char **resource_version, char **continue_token,
+                                             GError **error);
+/* As kb_resource_claim_equal, for slices. */
+gboolean kb_resource_slice_equal(const KbResourceSlice *a, const KbResourceSlice *b, char **why);
 
 /* Frees what a DRA record owns beyond its meta (kb_object_unref calls it). */
 void kb_dra_record_clear(KbObjectMeta *meta);

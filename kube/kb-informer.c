@@ -973,8 +973,13 @@ static KbObjectMeta *claim_bytes(const char *json, gsize len, GError **error)
     return (KbObjectMeta *)kb_resource_claim_decode_bytes(json, len, error);
 }
 
+static KbObjectMeta *slice_bytes(const char *json, gsize len, GError **error)
+{
+    return (KbObjectMeta *)kb_resource_slice_decode_bytes(json, len, error);
+}
+
 /*
- * An ADDED or MODIFIED event of a type with a byte decoder (pods, claims), decoded straight from
+ * An ADDED or MODIFIED event of a type with a byte decoder (pods, claims, slices), decoded from
  * the line's bytes as list pages are: a json-c DOM per event was most of a scheduler's watch cost
  * while thousands of bindings came back. The record is the same by contract; anything else, or
  * anything unexpected (no name, a decode error, another event type), returns FALSE untouched and
@@ -1136,6 +1141,11 @@ KbInformer *kb_informer_new(KbClient *client, const KbInformerOptions *opts,
         if (inf->decode_page == NULL)
             inf->decode_page = kb_resource_claim_list_decode_bytes;
         inf->decode_bytes = claim_bytes;
+    }
+    if (opts->decode == (KbDecodeFunc)kb_resource_slice_decode) {
+        if (inf->decode_page == NULL)
+            inf->decode_page = kb_resource_slice_list_decode_bytes;
+        inf->decode_bytes = slice_bytes;
     }
     if (inf->keep_raw) {
         /* the byte decoders keep no raw object */
