@@ -11,6 +11,8 @@
  * The rows that decode free each page's records inside the timed part (both paths alike); the
  * "records kept" row keeps them, as an informer's store does, and frees them afterwards.
  *
+ * Then claims and ResourceSlices one by one, as watch events bring them, through both paths.
+ *
  * Prints figures only: no pass/fail on timing.
  */
 #include <glib.h>
@@ -22,6 +24,7 @@
 #include "bench/lib/gen-pods.h"
 #include "kube/kb-dra.h"
 #include "kube/kb-objects.h"
+#include "testbed/kubelet/kbl-dra.h"
 
 #define PAGE_ITEMS 500
 #define REPEATS    3
@@ -187,6 +190,77 @@ static void claims(guint n)
     printf("  ratio fast / json-c path                : %8.1f x\n", slow_best / fast_best);
 }
 
+/* The ResourceSlices kb-kubelet --dra publishes for @nodes nodes of 8 GPUs (NVLink islands of
+ * four), with --mig when @mig, as JSON texts. */
+static GPtrArray *slice_texts(guint nodes, gboolean mig, gsize *bytes)
+{
+    GPtrArray *texts = g_ptr_array_new_with_free_func(g_free);
+    *bytes = 0;
+    for (guint i = 0; i < nodes; i++) {
+        g_autofree char *nj = g_strdup_printf(
+                "{\"metadata\":{\"name\":\"node-%u\",\"annotations\":{"
+                "\"kube-batchd.io/gpu-topology\":\"{\\\"nvlink\\\":[[0,1,2,3],[4,5,6,7]]}\"}},"
+                "\"status\":{\"allocatable\":{\"nvidia.com/gpu\":\"8\"}}}",
+                i);
+        json_object *node = json_tokener_parse(nj);
+        json_object *slices = node != NULL ? kbl_dra_slices(node, mig, NULL) : NULL;
+        if (slices == NULL)
+            exit(1);
+        for (gsize k = 0; k < json_object_array_length(slices); k++) {
+            char *t = g_strdup(json_object_to_json_string_ext(json_object_array_get_idx(slices, k),
+                                                              JSON_C_TO_STRING_PLAIN));
+            *bytes += strlen(t);
+            g_ptr_array_add(texts, t);
+        }
+        json_object_put(slices);
+        json_object_put(node);
+    }
+    return texts;
+}
+
+/* Slices one by one: json-c parse + kb_resource_slice_decode against
+ * kb_resource_slice_decode_bytes, best of REPEATS each. */
+static void slices(guint nodes, gboolean mig)
+{
+    gsize bytes;
+    g_autoptr(GPtrArray) texts = slice_texts(nodes, mig, &bytes);
+    guint n = texts->len;
+    double slow_best = G_MAXDOUBLE, fast_best = G_MAXDOUBLE;
+    for (int r = 0; r < REPEATS; r++) {
+        gint64 t0 = g_get_monotonic_time();
+        for (guint i = 0; i < n; i++) {
+            const char *t = g_ptr_array_index(texts, i);
+            json_tokener *tok = json_tokener_new_ex(128);
+            json_object *obj = json_tokener_parse_ex(tok, t, (int)strlen(t));
+            json_tokener_free(tok);
+            KbResourceSlice *s = kb_resource_slice_decode(obj, FALSE, NULL);
+            json_object_put(obj);
+            if (s == NULL)
+                exit(1);
+            kb_object_unref(s);
+        }
+        gint64 t1 = g_get_monotonic_time();
+        for (guint i = 0; i < n; i++) {
+            const char *t = g_ptr_array_index(texts, i);
+            KbResourceSlice *s = kb_resource_slice_decode_bytes(t, strlen(t), NULL);
+            if (s == NULL)
+                exit(1);
+            kb_object_unref(s);
+        }
+        gint64 t2 = g_get_monotonic_time();
+        slow_best = MIN(slow_best, (t1 - t0) / 1e6);
+        fast_best = MIN(fast_best, (t2 - t1) / 1e6);
+    }
+    printf("slices: %u ResourceSlices of kb-kubelet --dra%s for %u nodes of 8 GPUs (%.0f bytes "
+           "each), one by one\n",
+           n, mig ? " --mig" : "", nodes, (double)bytes / n);
+    printf("  json-c parse + kb_resource_slice_decode : %8.3f s  %10.0f slices/s  %7.2f us each\n",
+           slow_best, n / slow_best, 1e6 * slow_best / n);
+    printf("  kb_resource_slice_decode_bytes          : %8.3f s  %10.0f slices/s  %7.2f us each\n",
+           fast_best, n / fast_best, 1e6 * fast_best / n);
+    printf("  ratio fast / json-c path                : %8.1f x\n", slow_best / fast_best);
+}
+
 int main(int argc, char **argv)
 {
     guint n_pods = argc > 1 ? (guint)g_ascii_strtoull(argv[1], NULL, 10) : 100000;
@@ -232,5 +306,7 @@ int main(int argc, char **argv)
     printf("  ratio fast / json-c path   : %8.1f x the pods/s of parse + kb_pod_decode\n",
            full_best / fast_best);
     claims(MIN(n_pods, 20000));
+    slices(1000, FALSE);
+    slices(100, TRUE);
     return 0;
 }
