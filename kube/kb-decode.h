@@ -194,6 +194,10 @@ KbPodPhase kb_pod_phase_parse(const char *s);
  */
 gboolean kb_fast_decode_metadata(KbJsonReader *r, KbObjectMeta *meta, GError **error);
 
+/* @s interned, through a small per-thread cache of the strings interned last (kb-pod-fast.c):
+ * g_intern_string() takes a global lock. @s is cut at a NUL, as g_intern_string() would. */
+const char *kb_fast_intern(const KbJsonStr *s);
+
 /* One list item at @r: a new record, or NULL with @error. */
 typedef KbObjectMeta *(*KbFastItemDecoder)(KbJsonReader *r, GError **error);
 

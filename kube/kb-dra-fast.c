@@ -70,12 +70,7 @@ static gboolean read_interned(KbJsonReader *r, const char *what, gsize max, cons
     KbJsonStr s;
     if (!read_text(r, what, max, TRUE, &s, error))
         return FALSE;
-    if (s.len == 0) {
-        *out = NULL;
-        return TRUE;
-    }
-    g_autofree char *c = kb_json_str_dup(&s);
-    *out = g_intern_string(c);
+    *out = s.len > 0 ? kb_fast_intern(&s) : NULL;
     return TRUE;
 }
 
@@ -723,8 +718,7 @@ static gboolean read_counters(KbJsonReader *r, KbCounterSet *set, GError **error
     while ((rc = kb_json_object_next(r, &k, error)) == 1) {
         if (set->n_counters == KB_DRA_MAX_COUNTERS || memchr(k.p, '\0', k.len) != NULL)
             return refuse("counters", error);
-        g_autofree char *name = kb_json_str_dup(&k);
-        const char *interned = g_intern_string(name);
+        const char *interned = kb_fast_intern(&k);
         for (guint i = 0; i < set->n_counters; i++) {
             if (set->counters[i].name == interned)
                 return refuse("counters", error);
@@ -772,10 +766,8 @@ static gboolean read_counter_set(KbJsonReader *r, gpointer data, gsize i, GError
         if (k.len == strlen(cs->name_key) && memcmp(k.p, cs->name_key, k.len) == 0) {
             ok = once(&seen, 1, cs->name_key, error) &&
                  read_clean(r, cs->name_key, KB_MAX_NAME_LEN, FALSE, &v, error);
-            if (ok) {
-                g_autofree char *c = kb_json_str_dup(&v);
-                set->name = g_intern_string(c);
-            }
+            if (ok)
+                set->name = kb_fast_intern(&v);
         } else if (KB_JSON_STR_IS(k, "counters")) {
             ok = once(&seen, 2, "counters", error) && read_counters(r, set, error);
         } else {
@@ -800,17 +792,16 @@ static gboolean read_qualified(const KbJsonStr *k, const char *driver, const cha
 {
     if (k->len == 0 || k->len > KB_MAX_LABEL_KEY_LEN || memchr(k->p, '\0', k->len) != NULL)
         return refuse("attribute or capacity name", error);
-    g_autofree char *key = kb_json_str_dup(k);
-    char *s = strchr(key, '/');
+    const char *s = memchr(k->p, '/', k->len);
     *slash = s != NULL;
     if (s == NULL) {
         *domain = driver;
-        *name = g_intern_string(key);
+        *name = kb_fast_intern(k);
         return TRUE;
     }
-    *s = '\0';
-    *domain = g_intern_string(key);
-    *name = g_intern_string(s + 1);
+    KbJsonStr d = {k->p, (gsize)(s - k->p)}, n = {s + 1, k->len - d.len - 1};
+    *domain = kb_fast_intern(&d);
+    *name = kb_fast_intern(&n);
     return TRUE;
 }
 

@@ -115,6 +115,11 @@ static const char *intern(const KbJsonStr *s)
     return slot->s;
 }
 
+const char *kb_fast_intern(const KbJsonStr *s)
+{
+    return intern(s);
+}
+
 /* An owned string member (as kb_decode_string + g_strdup); *out stays NULL when null. */
 static gboolean read_owned(KbJsonReader *r, const char *key, gsize max, char **out, GError **error)
 {
