@@ -12,6 +12,10 @@
  * here", or the reader's own error) and the caller decodes the claim with json-c and
  * kb_resource_claim_decode(), which gives the record, or the error in its own words. Whatever it
  * returns is the record kb_resource_claim_decode() gives (tests/test-dra-fast.c).
+ *
+ * ResourceSlices the same way (kb_resource_slice_decode_bytes, below): kube-batchd lists every
+ * slice of the cluster at start, 1,000 of them in bench-e2e --dra, and their json-c trees were a
+ * quarter of its CPU before its first binding.
  */
 #include <string.h>
 
