@@ -304,6 +304,18 @@ static void test_limits(void)
                g_strdup_printf(SPEC(",\"devices\":[{\"name\":\"%s\"}]"), y));
     limit_pair("driver", g_strdup_printf("{" SMETA ",\"spec\":{\"driver\":\"%s\"}}", x),
                g_strdup_printf("{" SMETA ",\"spec\":{\"driver\":\"%s\"}}", y));
+    /* nesting, in a member nobody reads (a device's taints): refused past the reader's depth */
+    for (guint depth = 100; depth <= 200; depth += 100) {
+        g_autoptr(GString) deep =
+                g_string_new("{" SMETA ",\"spec\":{\"driver\":\"d\",\"devices\":[{\"name\":"
+                             "\"g\",\"taints\":");
+        for (guint i = 0; i < depth; i++)
+            g_string_append_c(deep, '[');
+        for (guint i = 0; i < depth; i++)
+            g_string_append_c(deep, ']');
+        g_string_append(deep, "}]}}");
+        g_assert_cmpint(check_same(deep->str), ==, depth == 100);
+    }
 }
 
 /* ---- generated ------------------------------------------------------------------------------ */
