@@ -856,35 +856,6 @@ static gboolean read_attribute(KbJsonReader *r, KbCelAttribute *a, GError **erro
     return rc == 0 && (found == 1 || refuse("attribute", error));
 }
 
-static gboolean read_attributes(KbJsonReader *r, const char *driver, KbDevice *d, guint *fields,
-                                GError **error)
-{
-    const char *domains[KB_DRA_MAX_DEVICE_FIELDS], *names[KB_DRA_MAX_DEVICE_FIELDS];
-    guint32 slashes = 0;
-    KbJsonStr k;
-    int rc;
-    if (!expect(r, KB_JSON_OBJECT, "attributes", error) || !kb_json_object_begin(r, error))
-        return FALSE;
-    while ((rc = kb_json_object_next(r, &k, error)) == 1) {
-        const char *domain, *name;
-        gboolean slash;
-        if ((*fields)++ == KB_DRA_MAX_DEVICE_FIELDS ||
-            !read_qualified(&k, driver, &domain, &name, &slash, error))
-            return *fields > KB_DRA_MAX_DEVICE_FIELDS ? refuse("attributes", error) : FALSE;
-        if (written_twice(domain, name, slash, slashes, domains, names, d->n_attributes))
-            return refuse("attributes", error);
-        domains[d->n_attributes] = domain;
-        names[d->n_attributes] = name;
-        slashes |= (guint32)slash << d->n_attributes;
-        KbCelAttribute *a = grow((gpointer *)&d->attributes, &d->n_attributes, sizeof *a);
-        a->domain = domain;
-        a->name = name;
-        if (!read_attribute(r, a, error))
-            return FALSE;
-    }
-    return rc == 0;
-}
-
 static gboolean read_valid_value(KbJsonReader *r, gpointer data, gsize i, GError **error)
 {
     KbCapacityPolicy *p = data;
@@ -979,33 +950,60 @@ static gboolean read_capacity_value(KbJsonReader *r, KbDevice *d, guint i, GErro
     return rc == 0 && ((seen & 1) != 0 || refuse("capacity value", error));
 }
 
-static gboolean read_capacity(KbJsonReader *r, const char *driver, KbDevice *d, guint *fields,
-                              GError **error)
+/* One entry of a device's attributes or capacity, @domain/@name its qualified key: grows the
+ * device's array and reads the value. */
+typedef gboolean (*QualifiedEntryFunc)(KbJsonReader *r, KbDevice *d, const char *domain,
+                                       const char *name, GError **error);
+
+/*
+ * A device's map of qualified names (attributes or capacity, @what): each key read against
+ * @driver, none written twice (with or without the driver's domain), at most
+ * KB_DRA_MAX_DEVICE_FIELDS with the device's other @fields; @n is the count of the array
+ * @entry grows.
+ */
+static gboolean read_qualified_map(KbJsonReader *r, const char *what, const char *driver,
+                                   KbDevice *d, const guint *n, QualifiedEntryFunc entry,
+                                   guint *fields, GError **error)
 {
     const char *domains[KB_DRA_MAX_DEVICE_FIELDS], *names[KB_DRA_MAX_DEVICE_FIELDS];
     guint32 slashes = 0;
     KbJsonStr k;
     int rc;
-    if (!expect(r, KB_JSON_OBJECT, "capacity", error) || !kb_json_object_begin(r, error))
+    if (!expect(r, KB_JSON_OBJECT, what, error) || !kb_json_object_begin(r, error))
         return FALSE;
     while ((rc = kb_json_object_next(r, &k, error)) == 1) {
         const char *domain, *name;
         gboolean slash;
         if ((*fields)++ == KB_DRA_MAX_DEVICE_FIELDS ||
             !read_qualified(&k, driver, &domain, &name, &slash, error))
-            return *fields > KB_DRA_MAX_DEVICE_FIELDS ? refuse("capacity", error) : FALSE;
-        if (written_twice(domain, name, slash, slashes, domains, names, d->n_capacity))
-            return refuse("capacity", error);
-        domains[d->n_capacity] = domain;
-        names[d->n_capacity] = name;
-        slashes |= (guint32)slash << d->n_capacity;
-        KbCelCapacity *c = grow((gpointer *)&d->capacity, &d->n_capacity, sizeof *c);
-        c->domain = domain;
-        c->name = name;
-        if (!read_capacity_value(r, d, d->n_capacity - 1, error))
+            return *fields > KB_DRA_MAX_DEVICE_FIELDS ? refuse(what, error) : FALSE;
+        if (written_twice(domain, name, slash, slashes, domains, names, *n))
+            return refuse(what, error);
+        domains[*n] = domain;
+        names[*n] = name;
+        slashes |= (guint32)slash << *n;
+        if (!entry(r, d, domain, name, error))
             return FALSE;
     }
     return rc == 0;
+}
+
+static gboolean attribute_entry(KbJsonReader *r, KbDevice *d, const char *domain, const char *name,
+                                GError **error)
+{
+    KbCelAttribute *a = grow((gpointer *)&d->attributes, &d->n_attributes, sizeof *a);
+    a->domain = domain;
+    a->name = name;
+    return read_attribute(r, a, error);
+}
+
+static gboolean capacity_entry(KbJsonReader *r, KbDevice *d, const char *domain, const char *name,
+                               GError **error)
+{
+    KbCelCapacity *c = grow((gpointer *)&d->capacity, &d->n_capacity, sizeof *c);
+    c->domain = domain;
+    c->name = name;
+    return read_capacity_value(r, d, d->n_capacity - 1, error);
 }
 
 enum { D_NAME = 1, D_ATTRS = 2, D_CAP = 4, D_CONSUMES = 8, D_MULTIPLE = 16 };
@@ -1023,9 +1021,12 @@ static gboolean device_member(KbJsonReader *r, const KbJsonStr *k, const char *d
     }
     if (KB_JSON_STR_IS(*k, "attributes"))
         return once(seen, D_ATTRS, "attributes", error) &&
-               read_attributes(r, driver, d, fields, error);
+               read_qualified_map(r, "attributes", driver, d, &d->n_attributes, attribute_entry,
+                                  fields, error);
     if (KB_JSON_STR_IS(*k, "capacity"))
-        return once(seen, D_CAP, "capacity", error) && read_capacity(r, driver, d, fields, error);
+        return once(seen, D_CAP, "capacity", error) &&
+               read_qualified_map(r, "capacity", driver, d, &d->n_capacity, capacity_entry, fields,
+                                  error);
     if (KB_JSON_STR_IS(*k, "consumesCounters"))
         return once(seen, D_CONSUMES, "consumesCounters", error) &&
                read_counter_sets(r, "consumesCounters", "counterSet", KB_DRA_MAX_CONSUMES,
