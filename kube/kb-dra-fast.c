@@ -547,15 +547,21 @@ static KbObjectMeta *read_claim(KbJsonReader *r, GError **error)
     return (KbObjectMeta *)g_steal_pointer(&c);
 }
 
-KbResourceClaim *kb_resource_claim_decode_bytes(const char *json, gsize len, GError **error)
+/* One object, the whole of @json, through @item. */
+static KbObjectMeta *decode_one(const char *json, gsize len, KbFastItemDecoder item, GError **error)
 {
     KbJsonReader r;
     kb_json_reader_init(&r, json, len);
-    KbObjectMeta *c = read_claim(&r, error);
-    if (c != NULL && !kb_json_finish(&r, error))
-        g_clear_pointer(&c, kb_object_unref);
+    KbObjectMeta *o = item(&r, error);
+    if (o != NULL && !kb_json_finish(&r, error))
+        g_clear_pointer(&o, kb_object_unref);
     kb_json_reader_clear(&r);
-    return (KbResourceClaim *)c;
+    return o;
+}
+
+KbResourceClaim *kb_resource_claim_decode_bytes(const char *json, gsize len, GError **error)
+{
+    return (KbResourceClaim *)decode_one(json, len, read_claim, error);
 }
 
 gboolean kb_resource_claim_list_decode_bytes(const char *json, gsize len, GPtrArray *out,
@@ -1148,13 +1154,7 @@ static KbObjectMeta *read_slice(KbJsonReader *r, GError **error)
 
 KbResourceSlice *kb_resource_slice_decode_bytes(const char *json, gsize len, GError **error)
 {
-    KbJsonReader r;
-    kb_json_reader_init(&r, json, len);
-    KbObjectMeta *s = read_slice(&r, error);
-    if (s != NULL && !kb_json_finish(&r, error))
-        g_clear_pointer(&s, kb_object_unref);
-    kb_json_reader_clear(&r);
-    return (KbResourceSlice *)s;
+    return (KbResourceSlice *)decode_one(json, len, read_slice, error);
 }
 
 gboolean kb_resource_slice_list_decode_bytes(const char *json, gsize len, GPtrArray *out,
