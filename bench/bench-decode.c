@@ -145,6 +145,66 @@ static char *claim_text(guint i)
             i % 8, i);
 }
 
+/* One text decoded into a record (a new reference), or NULL. */
+typedef gpointer (*TextDecoder)(const char *text, gsize len);
+
+static json_object *parse(const char *text, gsize len)
+{
+    json_tokener *tok = json_tokener_new_ex(128);
+    json_object *obj = json_tokener_parse_ex(tok, text, (int)len);
+    json_tokener_free(tok);
+    return obj;
+}
+
+static gpointer claim_json_c(const char *text, gsize len)
+{
+    json_object *obj = parse(text, len);
+    gpointer c = kb_resource_claim_decode(obj, FALSE, NULL);
+    json_object_put(obj);
+    return c;
+}
+
+static gpointer claim_bytes(const char *text, gsize len)
+{
+    return kb_resource_claim_decode_bytes(text, len, NULL);
+}
+
+static gpointer slice_json_c(const char *text, gsize len)
+{
+    json_object *obj = parse(text, len);
+    gpointer sl = kb_resource_slice_decode(obj, FALSE, NULL);
+    json_object_put(obj);
+    return sl;
+}
+
+static gpointer slice_bytes(const char *text, gsize len)
+{
+    return kb_resource_slice_decode_bytes(text, len, NULL);
+}
+
+/* Seconds to decode every text of @texts one by one through @slow and through @fast, best of
+ * REPEATS each; a text either refuses ends the benchmark. */
+static void time_both(GPtrArray *texts, TextDecoder slow, TextDecoder fast, double *slow_best,
+                      double *fast_best)
+{
+    *slow_best = *fast_best = G_MAXDOUBLE;
+    for (int r = 0; r < REPEATS; r++) {
+        TextDecoder pass[] = {slow, fast};
+        double *best[] = {slow_best, fast_best};
+        for (guint p = 0; p < G_N_ELEMENTS(pass); p++) {
+            gint64 t0 = g_get_monotonic_time();
+            for (guint i = 0; i < texts->len; i++) {
+                const char *t = g_ptr_array_index(texts, i);
+                gpointer o = pass[p](t, strlen(t));
+                if (o == NULL)
+                    exit(1);
+                kb_object_unref(o);
+            }
+            *best[p] = MIN(*best[p], (g_get_monotonic_time() - t0) / 1e6);
+        }
+    }
+}
+
 /* Claims one by one, as watch events bring them: json-c parse + kb_resource_claim_decode
  * against kb_resource_claim_decode_bytes, best of REPEATS each. */
 static void claims(guint n)
@@ -155,32 +215,8 @@ static void claims(guint n)
         g_ptr_array_add(texts, claim_text(i));
         bytes += strlen(g_ptr_array_index(texts, i));
     }
-    double slow_best = G_MAXDOUBLE, fast_best = G_MAXDOUBLE;
-    for (int r = 0; r < REPEATS; r++) {
-        gint64 t0 = g_get_monotonic_time();
-        for (guint i = 0; i < n; i++) {
-            const char *t = g_ptr_array_index(texts, i);
-            json_tokener *tok = json_tokener_new_ex(128);
-            json_object *obj = json_tokener_parse_ex(tok, t, (int)strlen(t));
-            json_tokener_free(tok);
-            KbResourceClaim *c = kb_resource_claim_decode(obj, FALSE, NULL);
-            json_object_put(obj);
-            if (c == NULL)
-                exit(1);
-            kb_object_unref(c);
-        }
-        gint64 t1 = g_get_monotonic_time();
-        for (guint i = 0; i < n; i++) {
-            const char *t = g_ptr_array_index(texts, i);
-            KbResourceClaim *c = kb_resource_claim_decode_bytes(t, strlen(t), NULL);
-            if (c == NULL)
-                exit(1);
-            kb_object_unref(c);
-        }
-        gint64 t2 = g_get_monotonic_time();
-        slow_best = MIN(slow_best, (t1 - t0) / 1e6);
-        fast_best = MIN(fast_best, (t2 - t1) / 1e6);
-    }
+    double slow_best, fast_best;
+    time_both(texts, claim_json_c, claim_bytes, &slow_best, &fast_best);
     printf("claims: %u allocated and reserved ResourceClaims (%.0f bytes each), one by one\n", n,
            (double)bytes / n);
     printf("  json-c parse + kb_resource_claim_decode : %8.3f s  %10.0f claims/s  %5.2f us each\n",
@@ -225,32 +261,8 @@ static void slices(guint nodes, gboolean mig)
     gsize bytes;
     g_autoptr(GPtrArray) texts = slice_texts(nodes, mig, &bytes);
     guint n = texts->len;
-    double slow_best = G_MAXDOUBLE, fast_best = G_MAXDOUBLE;
-    for (int r = 0; r < REPEATS; r++) {
-        gint64 t0 = g_get_monotonic_time();
-        for (guint i = 0; i < n; i++) {
-            const char *t = g_ptr_array_index(texts, i);
-            json_tokener *tok = json_tokener_new_ex(128);
-            json_object *obj = json_tokener_parse_ex(tok, t, (int)strlen(t));
-            json_tokener_free(tok);
-            KbResourceSlice *s = kb_resource_slice_decode(obj, FALSE, NULL);
-            json_object_put(obj);
-            if (s == NULL)
-                exit(1);
-            kb_object_unref(s);
-        }
-        gint64 t1 = g_get_monotonic_time();
-        for (guint i = 0; i < n; i++) {
-            const char *t = g_ptr_array_index(texts, i);
-            KbResourceSlice *s = kb_resource_slice_decode_bytes(t, strlen(t), NULL);
-            if (s == NULL)
-                exit(1);
-            kb_object_unref(s);
-        }
-        gint64 t2 = g_get_monotonic_time();
-        slow_best = MIN(slow_best, (t1 - t0) / 1e6);
-        fast_best = MIN(fast_best, (t2 - t1) / 1e6);
-    }
+    double slow_best, fast_best;
+    time_both(texts, slice_json_c, slice_bytes, &slow_best, &fast_best);
     printf("slices: %u ResourceSlices of kb-kubelet --dra%s for %u nodes of 8 GPUs (%.0f bytes "
            "each), one by one\n",
            n, mig ? " --mig" : "", nodes, (double)bytes / n);

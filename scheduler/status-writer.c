@@ -783,7 +783,8 @@ static void enqueue_queue(KbStatusWriter *w, const KbResourceType *type, const c
  */
 static void check_pruned(KbStatusWriter *w, const Entry *e, json_object *answer)
 {
-    if (e->subresource == NULL || answer == NULL)
+    /* Only a queue's status carries them (PodGroup writes, the many, are not parsed again). */
+    if (e->subresource == NULL || answer == NULL || strcmp(e->type->plural, "queues") != 0)
         return;
     /* An answer without a status is not the object (a real server returns it whole). */
     json_object *stored = json_object_object_get(answer, "status");

@@ -179,6 +179,23 @@ static gboolean wait_ready(Child *d, guint ms)
 
 /* ---- objects ------------------------------------------------------------------------------- */
 
+/* @text in file @name of a new temporary directory: its path (conf_file_remove() removes both). */
+static char *conf_file(const char *name, const char *text)
+{
+    g_autofree char *dir = g_dir_make_tmp("kb-batchd-XXXXXX", NULL);
+    g_assert_nonnull(dir);
+    char *path = g_build_filename(dir, name, NULL);
+    g_assert_true(g_file_set_contents(path, text, -1, NULL));
+    return path;
+}
+
+static void conf_file_remove(const char *path)
+{
+    g_autofree char *dir = g_path_get_dirname(path);
+    g_unlink(path);
+    g_rmdir(dir);
+}
+
 /* Our CRDs, with @queue_crd as the Volcano Queue's (NULL: ours). */
 static void install_crds_with(Cluster *cl, const char *queue_crd)
 {
@@ -464,10 +481,7 @@ static void test_volcano_conf(void)
 {
     if (!have_apiserver())
         return;
-    g_autofree char *dir = g_dir_make_tmp("kb-batchd-XXXXXX", NULL);
-    g_assert_nonnull(dir);
-    g_autofree char *conf = g_build_filename(dir, "volcano-scheduler.conf", NULL);
-    g_assert_true(g_file_set_contents(conf, kb_test_volcano_ci_conf, -1, NULL));
+    g_autofree char *conf = conf_file("volcano-scheduler.conf", kb_test_volcano_ci_conf);
 
     g_autofree char *prog = g_build_filename(kb_test_bin_dir(), "kube-batchd", NULL);
     const char *argv[] = {prog, "--scheduler-conf", conf, "--strict-config", NULL};
@@ -498,6 +512,7 @@ static void test_volcano_conf(void)
     g_assert_cmpuint(count_in(log, "plugin \"network-topology-aware\" ignored"), ==, 1);
     g_assert_cmpuint(count_in(log, "predicate.DynamicResourceAllocationEnable"), ==, 1);
     g_assert_cmpuint(count_in(log, "plugin \"sla\": without the reserve action"), ==, 1);
+    conf_file_remove(conf);
 }
 
 /* 10 one-GPU pods in a gang with 8 free GPUs: nothing binds and the condition says what is
@@ -1212,10 +1227,7 @@ static void test_preempt(void)
     add_node(cl, "n1", 4, NULL);
     /* the victims here just started: no minimum run time */
     g_autofree char *conf_text = kb_test_conf_preempt_now();
-    g_autofree char *dir = g_dir_make_tmp("kb-batchd-XXXXXX", NULL);
-    g_assert_nonnull(dir);
-    g_autofree char *conf = g_build_filename(dir, "scheduler.conf", NULL);
-    g_assert_true(g_file_set_contents(conf, conf_text, -1, NULL));
+    g_autofree char *conf = conf_file("scheduler.conf", conf_text);
     g_autoptr(Child) d = daemon_start(cl, "--scheduler-conf", conf, NULL);
 
     add_group(cl, "lo", 4, NULL, "low");
@@ -1251,8 +1263,7 @@ static void test_preempt(void)
     g_assert_cmpfloat(metric_value(metrics, "kube_batchd_evictions_total{reason=\"Preempted\"}"),
                       ==, 4);
     daemon_stop(d);
-    g_unlink(conf);
-    g_rmdir(dir);
+    conf_file_remove(conf);
 }
 
 /*
@@ -1272,10 +1283,7 @@ static void test_native_preempt_disruption_target(void)
     add_node(cl, "n1", 4, NULL);
     /* the victims here just started: no minimum run time */
     g_autofree char *conf_text = kb_test_conf_preempt_now();
-    g_autofree char *dir = g_dir_make_tmp("kb-batchd-XXXXXX", NULL);
-    g_assert_nonnull(dir);
-    g_autofree char *conf = g_build_filename(dir, "scheduler.conf", NULL);
-    g_assert_true(g_file_set_contents(conf, conf_text, -1, NULL));
+    g_autofree char *conf = conf_file("scheduler.conf", conf_text);
     g_autoptr(Child) d = daemon_start(cl, "--scheduler-conf", conf, NULL);
 
     static const char *const groups[][3] = {{"lo", "low", "all"}, {"hi", "high", "single"}};
@@ -1325,8 +1333,7 @@ static void test_native_preempt_disruption_target(void)
     g_assert_nonnull(sched);
     g_assert_nonnull(strstr(sched, "\"status\":\"True\""));
     daemon_stop(d);
-    g_unlink(conf);
-    g_rmdir(dir);
+    conf_file_remove(conf);
 }
 
 /* Whether pod @name (default) has condition @type, status True. */
@@ -1370,10 +1377,7 @@ static void test_native_status_held_while_evicting(void)
     add_node(cl, "n1", 4, NULL);
     /* the victims here just started: no minimum run time */
     g_autofree char *conf_text = kb_test_conf_preempt_now();
-    g_autofree char *dir = g_dir_make_tmp("kb-batchd-XXXXXX", NULL);
-    g_assert_nonnull(dir);
-    g_autofree char *conf = g_build_filename(dir, "scheduler.conf", NULL);
-    g_assert_true(g_file_set_contents(conf, conf_text, -1, NULL));
+    g_autofree char *conf = conf_file("scheduler.conf", conf_text);
     g_autoptr(Child) d = daemon_start(cl, "--scheduler-conf", conf, NULL);
 
     static const char *const groups[][2] = {{"lo", "low"}, {"hi", "high"}};
@@ -1418,8 +1422,7 @@ static void test_native_status_held_while_evicting(void)
     g_autofree char *after = wait_native_condition(cl, "hi", "\"status\":\"True\"", WAIT_MS);
     g_assert_nonnull(strstr(after, "\"reason\":\"Scheduled\""));
     daemon_stop(d);
-    g_unlink(conf);
-    g_rmdir(dir);
+    conf_file_remove(conf);
 }
 
 /* ---- hierarchical queues ------------------------------------------------------------------ */
@@ -1531,10 +1534,7 @@ static void test_usage_survives_restart(gconstpointer data)
     g_autofree char *conf_text = g_strdup_printf(
             "%.*s  - name: proportion\n    arguments: {usageHalfLife: 30s, usageWeight: 1}\n%s",
             (int)(at - def), def, at + strlen("  - name: proportion\n"));
-    g_autofree char *dir = g_dir_make_tmp("kb-batchd-XXXXXX", NULL);
-    g_assert_nonnull(dir);
-    g_autofree char *conf = g_build_filename(dir, "scheduler.conf", NULL);
-    g_assert_true(g_file_set_contents(conf, conf_text, -1, NULL));
+    g_autofree char *conf = conf_file("scheduler.conf", conf_text);
 
     g_autoptr(Child) d1 = daemon_start(cl, "--scheduler-conf", conf, NULL);
     add_jobs(cl, "old-", "busy", 8);
@@ -1585,8 +1585,7 @@ static void test_usage_survives_restart(gconstpointer data)
         g_assert_cmpstr(state, ==, "Open");
     }
     daemon_stop(d2);
-    g_unlink(conf);
-    g_rmdir(dir);
+    conf_file_remove(conf);
 }
 
 /* A job "<name>" of one pod of @gpus GPUs in @queue; with @run_seconds > 0 the simulated kubelet

@@ -13,28 +13,16 @@
 #include "kube/kb-error.h"
 #include "kube/kb-objects.h"
 #include "testbed/kubelet/kbl-dra.h"
-
-static const char *srcdir(void)
-{
-    const char *d = g_getenv("KB_SRCDIR");
-    return d != NULL ? d : ".";
-}
+#include "tests/lib/kb-test-util.h"
 
 static KbResourceSlice *slow_decode(const char *text, gsize len, GError **error)
 {
-    json_tokener *tok = json_tokener_new_ex(128);
-    json_object *obj = json_tokener_parse_ex(tok, text, (int)len);
-    gboolean parsed = obj != NULL && json_tokener_get_error(tok) == json_tokener_success &&
-                      json_tokener_get_parse_end(tok) == len;
-    json_tokener_free(tok);
-    if (!parsed) {
-        json_object_put(obj);
-        g_set_error_literal(error, KB_ERROR, KB_ERROR_DECODE, "not JSON");
+    json_object *obj = kb_test_json_parse_whole(text, len, error);
+    if (obj == NULL)
         return NULL;
-    }
-    KbResourceSlice *s = kb_resource_slice_decode(obj, FALSE, error);
+    KbResourceSlice *o = kb_resource_slice_decode(obj, FALSE, error);
     json_object_put(obj);
-    return s;
+    return o;
 }
 
 /* Whether json-c read the last slice check_same() was given. */
@@ -126,7 +114,7 @@ static void test_kubelet(void)
 static void test_fixtures(void)
 {
     g_autofree char *dir =
-            g_build_filename(srcdir(), "tests", "fuzz", "corpus", "slice-fast", NULL);
+            g_build_filename(kb_test_src_dir(), "tests", "fuzz", "corpus", "slice-fast", NULL);
     g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
     const char *name;
     guint n = 0, read = 0;

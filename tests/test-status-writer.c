@@ -78,6 +78,14 @@ static void wait_patches(KbTestServer *srv, guint n)
     g_assert_cmpuint(patches(srv), >=, n);
 }
 
+/* Wait for @n PATCHes on @srv, then for @w to hold nothing more (their answers handled). */
+static void wait_written(KbTestServer *srv, KbStatusWriter *w, guint n)
+{
+    wait_patches(srv, n);
+    while (kb_status_writer_pending(w) > 0)
+        g_main_context_iteration(NULL, TRUE);
+}
+
 /* Let the main loop run for @ms. */
 static void settle(guint ms)
 {
@@ -135,9 +143,7 @@ static void test_held_writes_wait(void)
     g_assert_cmpuint(kb_status_writer_pending(w), ==, 2);
 
     kb_status_writer_set_held(w, FALSE);
-    wait_patches(srv, 2);
-    while (kb_status_writer_pending(w) > 0)
-        g_main_context_iteration(NULL, TRUE);
+    wait_written(srv, w, 2);
     g_assert_cmpuint(patches(srv), ==, 2);
     g_assert_cmpuint(kb_status_writer_count(w, KB_STATUS_WRITTEN), ==, 2);
     for (guint i = 0; i < 2; i++) {
@@ -243,9 +249,7 @@ static void test_queue_usage(void)
             g_assert_cmpuint(patches(srv), ==, n);
             continue;
         }
-        wait_patches(srv, ++n);
-        while (kb_status_writer_pending(w) > 0)
-            g_main_context_iteration(NULL, TRUE);
+        wait_written(srv, w, ++n);
         const char *body = last_patch(srv);
         if (steps[i].usage == NULL ? strstr(body, "usage") != NULL
                                    : strstr(body, steps[i].usage) == NULL)
@@ -299,18 +303,14 @@ static void test_queue_history(void)
             g_assert_cmpuint(patches(srv), ==, n);
             continue;
         }
-        wait_patches(srv, ++n);
-        while (kb_status_writer_pending(w) > 0)
-            g_main_context_iteration(NULL, TRUE);
+        wait_written(srv, w, ++n);
         const char *body = last_patch(srv);
         if (steps[i].history == NULL ? strstr(body, "runtimeHistory") != NULL
                                      : strstr(body, steps[i].history) == NULL)
             g_error("step %u: %s", i, body);
     }
     /* No cycle comes: the timer writes the last samples once the interval has passed. */
-    wait_patches(srv, ++n);
-    while (kb_status_writer_pending(w) > 0)
-        g_main_context_iteration(NULL, TRUE);
+    wait_written(srv, w, ++n);
     const char *body = last_patch(srv);
     if (strstr(body, "\"1\":[60,120,180,240]") == NULL || strstr(body, "usage") != NULL)
         g_error("timer: %s", body);
@@ -359,9 +359,7 @@ static void test_queue_usage_pruned(void)
     qs->history->runtime[1][0] = 60;
     kb_status_writer_apply(w, r1);
     /* The status patch, then the annotations patch with what it lost. */
-    wait_patches(srv, 2);
-    while (kb_status_writer_pending(w) > 0)
-        g_main_context_iteration(NULL, TRUE);
+    wait_written(srv, w, 2);
     g_autoptr(GPtrArray) st = patch_bodies(srv, status_path);
     g_autoptr(GPtrArray) ob = patch_bodies(srv, object_path);
     g_assert_cmpuint(st->len, ==, 1);
@@ -382,9 +380,7 @@ static void test_queue_usage_pruned(void)
     /* Next usage change: annotations only; the status (running changed) without usage. */
     g_autoptr(KbCycleResult) r2 = queue_result(t0 + KB_STATUS_USAGE_INTERVAL, 2, 7200);
     kb_status_writer_apply(w, r2);
-    wait_patches(srv, 4);
-    while (kb_status_writer_pending(w) > 0)
-        g_main_context_iteration(NULL, TRUE);
+    wait_written(srv, w, 4);
     g_autoptr(GPtrArray) st2 = patch_bodies(srv, status_path);
     g_autoptr(GPtrArray) ob2 = patch_bodies(srv, object_path);
     g_assert_cmpuint(st2->len, ==, 2);
@@ -404,9 +400,7 @@ static void test_queue_usage_pruned(void)
     w = wr.w;
     g_autoptr(KbCycleResult) r3 = queue_result(t0, 1, 3600);
     kb_status_writer_apply(w, r3);
-    wait_patches(keep, 1);
-    while (kb_status_writer_pending(w) > 0)
-        g_main_context_iteration(NULL, TRUE);
+    wait_written(keep, w, 1);
     settle(100);
     g_assert_cmpuint(patches(keep), ==, 1);
     writer_done(&wr);
@@ -435,9 +429,7 @@ static void test_held_merge_keeps_history(void)
     settle(100);
     g_assert_cmpuint(patches(srv), ==, 0);
     kb_status_writer_set_held(w, FALSE);
-    wait_patches(srv, 1);
-    while (kb_status_writer_pending(w) > 0)
-        g_main_context_iteration(NULL, TRUE);
+    wait_written(srv, w, 1);
     const char *body = last_patch(srv);
     if (strstr(body, "\"runtimeSeconds\":{\"1\":[60]}") == NULL ||
         strstr(body, "\"running\":2") == NULL)
@@ -658,9 +650,7 @@ static void test_native_write_is_strategic(void)
                       .min_member = 4};
     g_array_append_val(r->job_statuses, st);
     kb_status_writer_apply(w, r);
-    wait_patches(srv, 1);
-    while (kb_status_writer_pending(w) > 0)
-        g_main_context_iteration(NULL, TRUE);
+    wait_written(srv, w, 1);
     const KbTestRequest *req = kb_test_server_request(srv, 0);
     g_assert_cmpstr(kb_test_request_header(req, "Content-Type"), ==,
                     "application/strategic-merge-patch+json");

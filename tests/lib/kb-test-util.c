@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "kube/kb-error.h"
 #include "testbed/apiserver/kas-json.h"
 
 const char *kb_test_src_dir(void)
@@ -162,4 +163,18 @@ gboolean kb_test_pod_parked(json_object *pod)
             return TRUE;
     }
     return FALSE;
+}
+
+json_object *kb_test_json_parse_whole(const char *text, gsize len, GError **error)
+{
+    json_tokener *tok = json_tokener_new_ex(128);
+    json_object *obj = json_tokener_parse_ex(tok, text, (int)len);
+    gboolean parsed = obj != NULL && json_tokener_get_error(tok) == json_tokener_success &&
+                      json_tokener_get_parse_end(tok) == len;
+    json_tokener_free(tok);
+    if (parsed)
+        return obj;
+    json_object_put(obj);
+    g_set_error_literal(error, KB_ERROR, KB_ERROR_DECODE, "not JSON");
+    return NULL;
 }

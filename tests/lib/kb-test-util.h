@@ -27,6 +27,9 @@ guint kb_test_free_port(void);
 /* The JSON text printf(@fmt, ...) parsed; a new reference owned by the caller. Bad JSON is a bug
  * in the test: g_error(). */
 json_object *kb_test_json_printf(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
+/* @len bytes of @text as one JSON value, all of them read (nesting up to 128 deep); NULL with
+ * @error "not JSON" otherwise. The reference the byte decoders' tests compare against. */
+json_object *kb_test_json_parse_whole(const char *text, gsize len, GError **error);
 
 /* Create @body (its reference is taken: put whatever happens) of @type in namespace @ns (NULL:
  * cluster-scoped) through @client; an error fails the test. */
