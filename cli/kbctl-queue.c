@@ -252,6 +252,29 @@ static void queue_jobs(Kbctl *k, const KbctlWorld *w, const char *name, json_obj
     }
 }
 
+/* A queue the tree puts at fault (a parent that does not exist, a cycle) has the condition
+ * Valid False from kube-batchd: its reason and message, which say why its jobs wait. */
+static void print_fault(Kbctl *k, json_object *q)
+{
+    json_object *conds = kbctl_json_get(q, "status.conditions");
+    if (!json_object_is_type(conds, json_type_array))
+        return;
+    for (size_t i = 0; i < json_object_array_length(conds); i++) {
+        json_object *c = json_object_array_get_idx(conds, i);
+        if (g_strcmp0(kbctl_json_str(c, "type"), "Valid") != 0)
+            continue;
+        const char *status = kbctl_json_str(c, "status");
+        const char *reason = kbctl_json_str(c, "reason");
+        const char *message = kbctl_json_str(c, "message");
+        fprintf(k->out, "%-14s%s", "Valid:", status != NULL ? status : "Unknown");
+        if (reason != NULL)
+            fprintf(k->out, " (%s)", reason);
+        fputc('\n', k->out);
+        if (message != NULL)
+            fprintf(k->out, "%-14s%s\n", "", message);
+    }
+}
+
 /* "Usage:" in `queue get`: the decayed usage kube-batchd last wrote, and when. */
 static void print_usage(Kbctl *k, json_object *q)
 {
@@ -314,6 +337,7 @@ gboolean kbctl_cmd_queue_get(Kbctl *k, GError **error)
     fprintf(k->out, "%-14s%s\n%-14s%s\n%-14s%s\n%-14s%s\n",
             "Capability:", strcmp(cap, "-") == 0 ? "unlimited" : cap, "Guarantee:", guar,
             "Deserved:", des, "Allocated:", strcmp(alloc, "-") == 0 ? allocg : alloc);
+    print_fault(k, q);
     print_usage(k, q);
     fprintf(k->out,
             "%-14s%" G_GINT64_FORMAT " pending, %" G_GINT64_FORMAT " inqueue, %" G_GINT64_FORMAT

@@ -168,27 +168,32 @@ static gboolean load_nodes(KbctlWorld *w, KbClient *c, GError **error)
     return TRUE;
 }
 
-/* Where the Queue's CRD prunes status.usage (Volcano's own), kube-batchd keeps the decayed usage
- * in the annotation KB_QUEUE_USAGE_ANNOTATION: shown as status.usage when the status has none. */
-static void usage_from_annotation(json_object *q)
+/* Where the Queue's CRD prunes kube-batchd's status members (Volcano's own CRD), kube-batchd keeps
+ * them in annotations (kb_queue_kept_members): each is shown as its status member when the status
+ * has none. An annotation that is not JSON of the member's kind is left out. */
+static void kept_from_annotations(json_object *q)
 {
     json_object *meta = json_object_object_get(q, "metadata");
     json_object *ann = json_object_object_get(meta, "annotations");
-    const char *text =
-            json_object_get_string(json_object_object_get(ann, KB_QUEUE_USAGE_ANNOTATION));
     json_object *status = json_object_object_get(q, "status");
-    if (text == NULL || json_object_object_get_ex(status, "usage", NULL))
-        return;
-    json_object *usage = json_tokener_parse(text);
-    if (usage == NULL || !json_object_is_type(usage, json_type_object)) {
-        json_object_put(usage);
-        return;
+    for (guint i = 0; i < KB_QUEUE_N_KEPT_MEMBERS; i++) {
+        const KbQueueKeptMember *k = &kb_queue_kept_members[i];
+        const char *text = json_object_get_string(json_object_object_get(ann, k->annotation));
+        if (text == NULL || json_object_object_get_ex(status, k->member, NULL))
+            continue;
+        json_object *value = json_tokener_parse(text);
+        gboolean list = strcmp(k->member, "conditions") == 0;
+        if (value == NULL ||
+            !json_object_is_type(value, list ? json_type_array : json_type_object)) {
+            json_object_put(value);
+            continue;
+        }
+        if (status == NULL || !json_object_is_type(status, json_type_object)) {
+            status = json_object_new_object();
+            json_object_object_add(q, "status", status);
+        }
+        json_object_object_add(status, k->member, value);
     }
-    if (status == NULL || !json_object_is_type(status, json_type_object)) {
-        status = json_object_new_object();
-        json_object_object_add(q, "status", status);
-    }
-    json_object_object_add(status, "usage", usage);
 }
 
 static gboolean load_queues(KbctlWorld *w, KbClient *c, GError **error)
@@ -208,7 +213,7 @@ static gboolean load_queues(KbctlWorld *w, KbClient *c, GError **error)
             if (name == NULL || g_hash_table_contains(seen, name))
                 continue;
             g_hash_table_add(seen, (gpointer)name);
-            usage_from_annotation(q);
+            kept_from_annotations(q);
             g_ptr_array_add(w->queues, json_object_get(q));
         }
     }

@@ -338,11 +338,24 @@ typedef struct {
 
 /*
  * Where a Queue's CRD prunes status fields it does not declare (Volcano's own Queue CRD declares
- * only Volcano's), kube-batchd keeps status.usage and status.runtimeHistory in these annotations
- * instead, as the same JSON text; the decoder reads both places and takes the newer `time`.
+ * only Volcano's), kube-batchd keeps its own status members in these annotations instead, as the
+ * same JSON text. The decoder reads usage and runtimeHistory from both places and takes the newer
+ * `time`; resources (deserved, allocated, pending per resource) and conditions (`Valid`) are for
+ * people and kbctl, which reads each from its annotation when the status lacks it.
  */
-#define KB_QUEUE_USAGE_ANNOTATION   "kube-batchd.io/usage"
-#define KB_QUEUE_HISTORY_ANNOTATION "kube-batchd.io/runtime-history"
+#define KB_QUEUE_USAGE_ANNOTATION      "kube-batchd.io/usage"
+#define KB_QUEUE_HISTORY_ANNOTATION    "kube-batchd.io/runtime-history"
+#define KB_QUEUE_RESOURCES_ANNOTATION  "kube-batchd.io/resources"
+#define KB_QUEUE_CONDITIONS_ANNOTATION "kube-batchd.io/conditions"
+
+/* A Queue status member kube-batchd writes, and the annotation that holds it where pruned. */
+typedef struct {
+    const char *member;
+    const char *annotation;
+} KbQueueKeptMember;
+
+#define KB_QUEUE_N_KEPT_MEMBERS 4
+extern const KbQueueKeptMember kb_queue_kept_members[KB_QUEUE_N_KEPT_MEMBERS];
 
 /* The names of the buckets in status.runtimeHistory.runtimeSeconds, by index: "0" (no GPU), "1",
  * "2-4", "5-8", "9-16", "17+" GPUs. */

@@ -658,6 +658,13 @@ static gboolean queue_usage(json_object *status, KbQueue *q, GError **error)
     return TRUE;
 }
 
+const KbQueueKeptMember kb_queue_kept_members[KB_QUEUE_N_KEPT_MEMBERS] = {
+        {"usage", KB_QUEUE_USAGE_ANNOTATION},
+        {"runtimeHistory", KB_QUEUE_HISTORY_ANNOTATION},
+        {"resources", KB_QUEUE_RESOURCES_ANNOTATION},
+        {"conditions", KB_QUEUE_CONDITIONS_ANNOTATION},
+};
+
 const char *const kb_queue_history_buckets[KB_QUEUE_HISTORY_BUCKETS] = {"0",   "1",    "2-4",
                                                                         "5-8", "9-16", "17+"};
 

@@ -408,7 +408,7 @@ void kb_cache_delete_queue(KbCache *cache, KbQueue *queue)
     }
     g_hash_table_remove(cache->queues, qi->name);
     guint id = qi->id;
-    g_ptr_array_remove_index_fast(cache->queue_list, id);
+    g_ptr_array_steal_index_fast(cache->queue_list, id);
     if (id < cache->queue_list->len)
         ((KbQueueInfo *)cache->queue_list->pdata[id])->id = id;
     queue_info_free(qi);

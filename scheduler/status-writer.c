@@ -47,9 +47,9 @@ struct KbStatusWriter {
     /* A composite's child: "plural.group|ns/name" -> "status\nmessage" of the condition last
      * queued (written from every cycle, not only changed ones: a child's state is not the job's) */
     GHashTable *child_last;
-    /* "<plural>.<group>" of the types whose server dropped the status.usage or
-     * status.runtimeHistory we wrote (their CRD's schema prunes what it does not declare): those
-     * go into the queue's annotations instead (kb-objects.h, KB_QUEUE_USAGE_ANNOTATION). */
+    /* "<plural>.<group>|<member>" of the kb_queue_kept_members whose server dropped the
+     * status.<member> we wrote (their CRD's schema prunes what it does not declare): those go
+     * into the queue's annotations instead (kb-objects.h, KB_QUEUE_USAGE_ANNOTATION). */
     GHashTable *pruning;
     guint64 counts[KB_STATUS_N_RESULTS];
     guint64 dropped; /* writes refused because KB_STATUS_MAX_ENTRIES were pending */
@@ -726,60 +726,57 @@ static void queue_resources(json_object *status, const KbQueueStatus *qs)
     json_object_object_add(status, "conditions", conds);
 }
 
-/* The queue status members kube-batchd reads back, and where they go when the server prunes them.
- */
-static const struct {
-    const char *member;
-    const char *annotation;
-} kept_members[] = {
-        {"usage", KB_QUEUE_USAGE_ANNOTATION},
-        {"runtimeHistory", KB_QUEUE_HISTORY_ANNOTATION},
-};
+static char *pruning_key(const KbResourceType *type, const char *member)
+{
+    return g_strdup_printf("%s.%s|%s", type->plural, type->group, member);
+}
 
 /*
- * Queue @body (consumed: {"status": {...}}) for queue @name of @type; where @type's server
- * prunes status.usage and status.runtimeHistory, those go into a merge patch of the queue's
- * annotations instead (the status patch is left out when nothing else is in it).
+ * Queue @body (consumed: {"status": {...}}) for queue @name of @type; the kb_queue_kept_members
+ * that @type's server prunes go into a merge patch of the queue's annotations instead (a null
+ * member, as `conditions` when the fault is gone, removes its annotation); the status patch is
+ * left out when nothing else is in it.
  */
 static void enqueue_queue(KbStatusWriter *w, const KbResourceType *type, const char *name,
                           json_object *body)
 {
-    g_autofree char *tk = g_strdup_printf("%s.%s", type->plural, type->group);
     json_object *status = json_object_object_get(body, "status");
-    if (g_hash_table_contains(w->pruning, tk) && status != NULL) {
-        json_object *annotations = NULL;
-        for (guint i = 0; i < G_N_ELEMENTS(kept_members); i++) {
-            json_object *v = json_object_object_get(status, kept_members[i].member);
-            if (v == NULL)
-                continue;
-            if (annotations == NULL)
-                annotations = json_object_new_object();
-            json_object_object_add(
-                    annotations, kept_members[i].annotation,
-                    json_object_new_string(json_object_to_json_string_ext(
-                            v, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)));
-            json_object_object_del(status, kept_members[i].member);
-        }
-        if (annotations != NULL) {
-            json_object *meta = json_object_new_object();
-            json_object_object_add(meta, "annotations", annotations);
-            json_object *patch = json_object_new_object();
-            json_object_object_add(patch, "metadata", meta);
-            enqueue_at(w, type, NULL, name, NULL, KB_PATCH_MERGE, patch);
-        }
-        if (json_object_object_length(status) == 0) {
-            json_object_put(body);
-            return;
-        }
+    json_object *annotations = NULL;
+    for (guint i = 0; status != NULL && i < KB_QUEUE_N_KEPT_MEMBERS; i++) {
+        const KbQueueKeptMember *k = &kb_queue_kept_members[i];
+        g_autofree char *key = pruning_key(type, k->member);
+        json_object *v = NULL;
+        if (!g_hash_table_contains(w->pruning, key) ||
+            !json_object_object_get_ex(status, k->member, &v))
+            continue;
+        if (annotations == NULL)
+            annotations = json_object_new_object();
+        json_object_object_add(
+                annotations, k->annotation,
+                v == NULL ? NULL
+                          : json_object_new_string(json_object_to_json_string_ext(
+                                    v, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)));
+        json_object_object_del(status, k->member);
+    }
+    if (annotations != NULL) {
+        json_object *meta = json_object_new_object();
+        json_object_object_add(meta, "annotations", annotations);
+        json_object *patch = json_object_new_object();
+        json_object_object_add(patch, "metadata", meta);
+        enqueue_at(w, type, NULL, name, NULL, KB_PATCH_MERGE, patch);
+    }
+    if (status != NULL && json_object_object_length(status) == 0) {
+        json_object_put(body);
+        return;
     }
     enqueue(w, type, NULL, name, KB_PATCH_MERGE, body);
 }
 
 /*
- * After a status write of @e succeeded with @answer (the object as stored): the members of
- * kept_members it wrote that the answer lacks were pruned by the server (a CRD whose schema does
- * not declare them, as Volcano's own Queue CRD): from now on they go into the queue's
- * annotations for @e's type, these ones included.
+ * After a status write of @e succeeded with @answer (the object as stored): the
+ * kb_queue_kept_members it wrote (not null) that the answer lacks were pruned by the server (a
+ * CRD whose schema does not declare them, as Volcano's own Queue CRD): from now on they go into
+ * the queue's annotations for @e's type, these ones included.
  */
 static void check_pruned(KbStatusWriter *w, const Entry *e, json_object *answer)
 {
@@ -793,26 +790,24 @@ static void check_pruned(KbStatusWriter *w, const Entry *e, json_object *answer)
     json_object *sent = json_tokener_parse(e->body);
     json_object *sent_status = json_object_object_get(sent, "status");
     json_object *moved = NULL;
-    for (guint i = 0; i < G_N_ELEMENTS(kept_members); i++) {
-        json_object *v = json_object_object_get(sent_status, kept_members[i].member);
-        if (v == NULL || json_object_object_get_ex(stored, kept_members[i].member, NULL))
+    for (guint i = 0; i < KB_QUEUE_N_KEPT_MEMBERS; i++) {
+        const KbQueueKeptMember *k = &kb_queue_kept_members[i];
+        json_object *v = json_object_object_get(sent_status, k->member);
+        if (v == NULL || json_object_object_get_ex(stored, k->member, NULL))
             continue;
         if (moved == NULL)
             moved = json_object_new_object();
-        json_object_object_add(moved, kept_members[i].member, json_object_get(v));
+        json_object_object_add(moved, k->member, json_object_get(v));
+        char *key = pruning_key(e->type, k->member);
+        if (g_hash_table_add(w->pruning, key))
+            g_message("%s.%s: the API server dropped the status.%s written on queue %s (the "
+                      "installed CRD's schema does not declare it, as Volcano's own Queue CRD "
+                      "does not): kube-batchd keeps it in the queue's annotation %s from now on",
+                      e->type->plural, e->type->group, k->member, e->name, k->annotation);
     }
     json_object_put(sent);
     if (moved == NULL)
         return;
-    g_autofree char *tk = g_strdup_printf("%s.%s", e->type->plural, e->type->group);
-    if (!g_hash_table_contains(w->pruning, tk)) {
-        g_message("%s: the API server dropped the status.usage or status.runtimeHistory written on "
-                  "queue %s (the installed CRD's schema does not declare them, as Volcano's own "
-                  "Queue CRD does not): kube-batchd keeps them in the queue's annotations %s and "
-                  "%s from now on",
-                  tk, e->name, KB_QUEUE_USAGE_ANNOTATION, KB_QUEUE_HISTORY_ANNOTATION);
-        g_hash_table_add(w->pruning, g_steal_pointer(&tk));
-    }
     json_object *body = json_object_new_object();
     json_object_object_add(body, "status", moved);
     enqueue_queue(w, e->type, e->name, body);

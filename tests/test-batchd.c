@@ -1583,6 +1583,27 @@ static void test_usage_survives_restart(gconstpointer data)
         g_assert_null(status_usage);
         g_autofree char *state = queue_status_at(cl, "busy", "status.state");
         g_assert_cmpstr(state, ==, "Open");
+        /* The deserved share, pruned from the status too, is kept in its annotation, and
+         * kbctl shows it from there (half of the 8 GPUs each). */
+        g_autofree char *kbctl = g_build_filename(kb_test_bin_dir(), "kbctl", NULL);
+        const char *argv[] = {kbctl,  "--server", kb_test_apiserver_url(cl->api), "queue", "get",
+                              "busy", NULL};
+        g_autofree char *out = NULL, *err = NULL;
+        int wait_status = 0;
+        g_autoptr(GError) error = NULL;
+        gint64 until = g_get_monotonic_time() + (gint64)WAIT_MS * 1000;
+        do {
+            g_clear_pointer(&out, g_free);
+            g_clear_pointer(&err, g_free);
+            g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out,
+                                       &err, &wait_status, &error));
+            g_assert_no_error(error);
+        } while (strstr(out, "gpu 4") == NULL && g_get_monotonic_time() < until &&
+                 (g_usleep(200000), TRUE));
+        g_autofree char *resources = queue_status_at(cl, "busy", "status.resources");
+        g_assert_null(resources);
+        if (strstr(out, "Deserved:") == NULL || strstr(out, "gpu 4") == NULL)
+            g_error("kbctl queue get busy: %s%s", out, err);
     }
     daemon_stop(d2);
     conf_file_remove(conf);

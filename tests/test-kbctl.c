@@ -690,6 +690,28 @@ static void test_queues(void)
     if (strstr(nlp2, "Usage:        2.5 GPU-hours, 0.0 cpu-hours (decayed, as of "
                      "2026-11-27T08:00:00Z)") == NULL)
         g_error("%s", nlp2);
+    /* A queue whose parent does not exist: kube-batchd's Valid False condition, reason and
+     * message, in `queue get` (then the queue goes, not to disturb the other tests). */
+    static const char orphan[] = "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\n"
+                                 "metadata: {name: orphan}\nspec: {weight: 1, parent: nosuch}\n";
+    g_assert_true(kb_test_kubectl(cluster.api, kargs, orphan, NULL, NULL, &status, &error));
+    g_assert_cmpint(status, ==, 0);
+    const char *get_orphan[] = {"queue", "get", "orphan", NULL};
+    g_autofree char *fault = NULL;
+    gint64 until = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+    do {
+        g_free(fault);
+        fault = kbctl_ok(get_orphan);
+    } while (strstr(fault, "Valid:") == NULL && g_get_monotonic_time() < until &&
+             (g_usleep(200000), TRUE));
+    if (strstr(fault, "Valid:        False (ParentNotFound)\n") == NULL ||
+        strstr(fault, "nosuch") == NULL)
+        g_error("%s", fault);
+    g_autofree char *fine = kbctl_ok(get);
+    g_assert_null(strstr(fine, "Valid:"));
+    const char *del_orphan[] = {"delete", "queues.scheduling.volcano.sh", "orphan", NULL};
+    g_assert_true(kb_test_kubectl(cluster.api, del_orphan, NULL, NULL, NULL, &status, &error));
+    g_assert_cmpint(status, ==, 0);
 }
 
 /* ---- kb-apiserver's pod log, read by kubectl --------------------------------------------------

@@ -1135,6 +1135,33 @@ static void test_queue_closed(void)
     kb_test_sched_free(fx);
 }
 
+/* A deleted queue leaves the cache once (it was freed twice, crashing kube-batchd on the first
+ * Queue deleted): the last queue takes its slot with its id, and a job there still binds. */
+static void test_queue_deleted(void)
+{
+    Fx *fx = kb_test_sched_new(NULL);
+    add_node(fx, "n1", 8);
+    add_queue(fx, "gone", 1, NULL);
+    add_queue(fx, "mid", 1, NULL);
+    add_queue(fx, "last", 1, NULL);
+    KbQueueInfo *gone = kb_cache_lookup_queue(fx->cache, "gone");
+    g_assert_nonnull(gone);
+    guint slot = gone->id;
+    kb_object_ref(gone->queue);
+    g_autoptr(KbQueue) q = gone->queue;
+    kb_cache_delete_queue(fx->cache, q);
+    g_assert_null(kb_cache_lookup_queue(fx->cache, "gone"));
+    KbQueueInfo *last = kb_cache_lookup_queue(fx->cache, "last");
+    g_assert_cmpuint(last->id, ==, slot);
+    g_assert_true(g_ptr_array_index(kb_cache_queues(fx->cache), slot) == last);
+    kb_cache_delete_queue(fx->cache, q); /* again: nothing */
+    add_group(fx, "default", "j", 1, "last");
+    add_gang_pods(fx, "default", "j", 1, GPU1);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/j"), ==, 1);
+    kb_test_sched_free(fx);
+}
+
 static void test_queue_overused_gets_nothing(void)
 {
     Fx *fx = kb_test_sched_new(NULL);
@@ -2431,6 +2458,7 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/proportion/overused", test_queue_overused_gets_nothing);
     g_test_add_func("/scheduler/queue/unknown", test_queue_unknown);
     g_test_add_func("/scheduler/queue/closed", test_queue_closed);
+    g_test_add_func("/scheduler/queue/deleted", test_queue_deleted);
     g_test_add_func("/scheduler/priority/job-order", test_priority_order);
     g_test_add_func("/scheduler/priority/pod-values", test_priority_pod_values);
     g_test_add_func("/scheduler/priority/pods-without-group", test_priority_pods_without_group);

@@ -5,6 +5,7 @@
 #include "kube/kb-client.h"
 #include "kube/kb-objects.h"
 #include "scheduler/cycle.h"
+#include "scheduler/queue-tree.h"
 #include "scheduler/status-writer.h"
 #include "tests/lib/kb-test-server.h"
 
@@ -395,7 +396,8 @@ static void test_queue_usage_pruned(void)
     /* A server that keeps them: status only. */
     g_autoptr(KbTestServer) keep = kb_test_server_new(NULL, NULL, NULL);
     kb_test_server_respond(keep, "PATCH", status_path, 200,
-                           "{\"status\":{\"usage\":{},\"runtimeHistory\":{}}}");
+                           "{\"status\":{\"usage\":{},\"runtimeHistory\":{},"
+                           "\"resources\":{}}}");
     wr = writer_on(keep, TRUE);
     w = wr.w;
     g_autoptr(KbCycleResult) r3 = queue_result(t0, 1, 3600);
@@ -403,6 +405,71 @@ static void test_queue_usage_pruned(void)
     wait_written(keep, w, 1);
     settle(100);
     g_assert_cmpuint(patches(keep), ==, 1);
+    writer_done(&wr);
+}
+
+/*
+ * Each kept member is judged on its own: a server whose CRD declares status.usage but not
+ * status.resources nor status.conditions (a fault's Valid condition) keeps usage in the status and
+ * gets the other two in the annotations KB_QUEUE_RESOURCES_ANNOTATION and
+ * KB_QUEUE_CONDITIONS_ANNOTATION; once the fault is gone its annotation is removed (null).
+ */
+static void test_queue_resources_conditions_pruned(void)
+{
+    g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
+    const char *status_path = "/apis/scheduling.volcano.sh/v1beta1/queues/qa/status";
+    const char *object_path = "/apis/scheduling.volcano.sh/v1beta1/queues/qa";
+    kb_test_server_respond(srv, "PATCH", status_path, 200,
+                           "{\"kind\":\"Queue\",\"status\":{\"state\":\"Open\",\"usage\":{}}}");
+    kb_test_server_respond(srv, "PATCH", object_path, 200, "{\"kind\":\"Queue\"}");
+    Writer wr = writer_on(srv, TRUE);
+    KbStatusWriter *w = wr.w;
+    gint64 t0 = 1795762800;
+    g_autoptr(KbCycleResult) r1 = queue_result(t0, 1, 3600);
+    KbQueueStatus *qs = &g_array_index(r1->queue_statuses, KbQueueStatus, 0);
+    qs->deserved.v[KB_RES_GPU] = 4 * KB_GPU_MILLI;
+    qs->fault_reason = kb_qtree_fault_reason(KB_QTREE_FAULT_PARENT_NOT_FOUND);
+    qs->fault_message = g_strdup("parent queue \"nosuch\" of queue \"qa\" does not exist");
+    qs->fault_since = t0;
+    kb_status_writer_apply(w, r1);
+    wait_written(srv, w, 2);
+    g_autoptr(GPtrArray) ob = patch_bodies(srv, object_path);
+    g_assert_cmpuint(ob->len, ==, 1);
+    json_object *patch = json_tokener_parse(g_ptr_array_index(ob, 0));
+    json_object *ann =
+            json_object_object_get(json_object_object_get(patch, "metadata"), "annotations");
+    json_object *res = json_tokener_parse(
+            json_object_get_string(json_object_object_get(ann, KB_QUEUE_RESOURCES_ANNOTATION)));
+    json_object *conds = json_tokener_parse(
+            json_object_get_string(json_object_object_get(ann, KB_QUEUE_CONDITIONS_ANNOTATION)));
+    json_object *gpu = json_object_object_get(res, "nvidia.com/gpu");
+    json_object *valid = json_object_array_get_idx(conds, 0);
+    if (g_strcmp0(json_object_get_string(json_object_object_get(gpu, "deserved")), "4") != 0 ||
+        g_strcmp0(json_object_get_string(json_object_object_get(valid, "type")), "Valid") != 0 ||
+        g_strcmp0(json_object_get_string(json_object_object_get(valid, "status")), "False") != 0 ||
+        json_object_object_get(ann, KB_QUEUE_USAGE_ANNOTATION) != NULL)
+        g_error("annotations patch: %s", (const char *)g_ptr_array_index(ob, 0));
+    json_object_put(res);
+    json_object_put(conds);
+    json_object_put(patch);
+
+    /* The fault is gone: the status (usage kept there) without resources or conditions; the
+     * annotations with the new figures and the conditions' annotation removed. */
+    g_autoptr(KbCycleResult) r2 = queue_result(t0 + KB_STATUS_USAGE_INTERVAL, 2, 7200);
+    kb_status_writer_apply(w, r2);
+    wait_written(srv, w, 4);
+    g_autoptr(GPtrArray) st2 = patch_bodies(srv, status_path);
+    g_autoptr(GPtrArray) ob2 = patch_bodies(srv, object_path);
+    g_assert_cmpuint(st2->len, ==, 2);
+    g_assert_cmpuint(ob2->len, ==, 2);
+    const char *status2 = g_ptr_array_index(st2, 1), *ann2 = g_ptr_array_index(ob2, 1);
+    if (strstr(status2, "\"usage\"") == NULL || strstr(status2, "resources") != NULL ||
+        strstr(status2, "conditions") != NULL)
+        g_error("status after pruning: %s", status2);
+    if (strstr(ann2, "\"" KB_QUEUE_CONDITIONS_ANNOTATION "\":null") == NULL ||
+        strstr(ann2, KB_QUEUE_RESOURCES_ANNOTATION) == NULL ||
+        strstr(ann2, KB_QUEUE_USAGE_ANNOTATION) != NULL)
+        g_error("annotations after pruning: %s", ann2);
     writer_done(&wr);
 }
 
@@ -858,6 +925,8 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/status-writer/queue-runtime-history-throttled", test_queue_history);
     g_test_add_func("/scheduler/status-writer/queue-usage-pruned-to-annotations",
                     test_queue_usage_pruned);
+    g_test_add_func("/scheduler/status-writer/queue-resources-conditions-pruned-each",
+                    test_queue_resources_conditions_pruned);
     g_test_add_func("/scheduler/status-writer/held-merge-keeps-history",
                     test_held_merge_keeps_history);
     g_test_add_func("/scheduler/status-writer/native-condition", test_native_condition);
