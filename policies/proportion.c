@@ -536,10 +536,13 @@ static void on_job_dequeued(gpointer state, const KbJobInfo *job)
 }
 
 static const struct kb_plugin_arg proportion_arguments[] = {
-        {"usageHalfLife", KB_ARG_GO_DURATION},   {"usageWeight", KB_ARG_NUMBER},
-        {"longRuntime", KB_ARG_GO_DURATION},     {"longBorrowLimit", KB_ARG_NUMBER},
-        {"longIdleLimits", KB_ARG_NUMBER}, /* off by default: see long_over_limit */
-        {"lendUntilReservation", KB_ARG_NUMBER}, {NULL, 0},
+        {"usageHalfLife", KB_ARG_GO_DURATION},
+        {"usageWeight", KB_ARG_NUMBER},
+        {"longRuntime", KB_ARG_GO_DURATION},
+        {"longBorrowLimit", KB_ARG_NUMBER},
+        {"longIdleLimits", KB_ARG_NUMBER},       /* off by default: see long_over_limit */
+        {"lendUntilReservation", KB_ARG_NUMBER}, /* on by default: see lent() */
+        {NULL, 0},
 };
 
 const struct kb_plugin_ops kb_plugin_proportion = {
