@@ -27,6 +27,10 @@
  * then waited for them (measured on the Philly slices, docs/benchmarks.md, "The default against
  * kube-batch").
  *
+ * Lending (argument lendUntilReservation, default 1; 0: off): while a reservation of the reserve
+ * action keeps GPUs free until a start still to come, a job of a queue at or over its deserved
+ * share may be admitted and placed if it is expected to end by the earliest such start (lent()).
+ *
  * Usage (arguments usageHalfLife, a Go duration, and usageWeight, a number >= 0, default 0): with
  * a half-life every cycle adds what each queue held since the last cycle to its decayed usage
  * (scheduler/usage.h, kept by the cache). With a weight k > 0 each queue's weight in the
@@ -53,6 +57,7 @@ typedef struct {
     gint64 long_runtime;  /* seconds; jobs expected to run longer are long */
     double long_limit;    /* times the share by weight a queue may hold with a long job; 0: off */
     double long_idle;     /* no limit while this many times it stays idle after the job; 0: off */
+    gboolean lend;        /* lendUntilReservation: see lent() */
 } Proportion;
 
 /* Decayed usage of every tree node: the leaves' own (and a parent's own jobs') rolled up. */
@@ -147,6 +152,7 @@ static gpointer proportion_open(KbSession *ssn, const KbConfPlugin *conf)
     p->long_runtime = kb_conf_arg_duration(conf, "longRuntime", 6 * 3600);
     p->long_limit = kb_conf_plugin_arg_double(conf, "longBorrowLimit", 3);
     p->long_idle = kb_conf_plugin_arg_double(conf, "longIdleLimits", 0);
+    p->lend = kb_conf_plugin_arg_double(conf, "lendUntilReservation", 1) > 0;
     for (guint i = 0; ssn->conf != NULL && i < ssn->conf->n_actions; i++) {
         if (strcmp(ssn->conf->actions[i], "reclaim") == 0)
             p->long_limit = 0; /* what a queue borrows comes back: no limit */
@@ -253,6 +259,8 @@ static void explain(const Proportion *p, const KbQueueInfo *qi, int s, GString *
                            kb_resource_name(s), a_s, d_s);
 }
 
+static gboolean lending(const Proportion *p);
+
 static gboolean overused(gpointer state, const KbQueueInfo *qi, GString *why)
 {
     const Proportion *p = state;
@@ -266,8 +274,8 @@ static gboolean overused(gpointer state, const KbQueueInfo *qi, GString *why)
         if (asked < 0)
             asked = s;
     }
-    if (asked < 0)
-        return FALSE;
+    if (asked < 0 || lending(p))
+        return FALSE; /* while lending, allocatable judges each job (lent()) */
     explain(p, qi, asked, why);
     return TRUE;
 }
@@ -283,6 +291,46 @@ static guint job_placed(const KbJobInfo *job)
 {
     return job->n_state[KB_TASK_ALLOCATED] + job->n_state[KB_TASK_BINDING] +
            job->n_state[KB_TASK_BOUND] + job->n_state[KB_TASK_RUNNING];
+}
+
+/*
+ * lendUntilReservation: may @job go past its queue's deserved share? Only while a reservation
+ * (the reserve action) keeps GPUs free for a gang until a start still to come, and only if the
+ * job is expected to end by the earliest such start: until then those GPUs serve nobody else
+ * (a job running past the start may not use them; the queues within their share are placed
+ * first, in queue order), and the job gives them back before the gang comes. On a synthetic load
+ * with 64-GPU gangs on 256 GPUs, a queue over its share waited beside GPUs kept for such gangs.
+ */
+static gboolean lent(const Proportion *p, const KbJobInfo *job)
+{
+    if (!p->lend)
+        return FALSE;
+    guint n;
+    const KbReservation *rv = kb_reserve_list(p->ssn, &n);
+    gint64 first = KB_RESERVE_UNKNOWN;
+    for (guint i = 0; i < n; i++) {
+        if (rv[i].start > p->ssn->now)
+            first = MIN(first, rv[i].start);
+    }
+    if (first == KB_RESERVE_UNKNOWN)
+        return FALSE;
+    gint64 r = kb_reserve_job_runtime(
+            (KbJobInfo *)job, p->ssn->cache != NULL ? kb_cache_history(p->ssn->cache) : NULL);
+    return r != KB_RESERVE_UNKNOWN && p->ssn->now + r <= first;
+}
+
+/* Is some reservation's start still to come (so that lent() may answer yes)? */
+static gboolean lending(const Proportion *p)
+{
+    if (!p->lend)
+        return FALSE;
+    guint n;
+    const KbReservation *rv = kb_reserve_list(p->ssn, &n);
+    for (guint i = 0; i < n; i++) {
+        if (rv[i].start != KB_RESERVE_UNKNOWN && rv[i].start > p->ssn->now)
+            return TRUE;
+    }
+    return FALSE;
 }
 
 /*
@@ -384,6 +432,8 @@ static gboolean allocatable(gpointer state, const KbQueueInfo *qi, const KbTaskI
         /* Within the gang's minimum, the queue's use before this job started is what counts. */
         gint64 before_job = qi->allocated.v[s] - job->allocated.v[s];
         gboolean over_share = in_gang ? before_job >= deserved : after > deserved;
+        if (over_share && lent(p, job))
+            over_share = FALSE;
         if (after > qi->capability.v[s] || over_share) {
             explain(p, qi, s, why);
             return FALSE;
@@ -421,7 +471,7 @@ static gboolean job_enqueueable(gpointer state, const KbJobInfo *job, GString *w
         gint64 used = qi->allocated.v[s] + p->inqueue[qi->id].v[s];
         gint64 deserved = p->ssn->deserved[qi->id].v[s];
         gboolean over_cap = used + need.v[s] > qi->capability.v[s];
-        if (over_cap || used >= deserved) {
+        if (over_cap || (used >= deserved && !lent(p, job))) {
             if (why != NULL) {
                 gint64 limit = over_cap ? qi->capability.v[s] : deserved;
                 g_autofree char *n_s = kb_resource_format_value(s, need.v[s]);
@@ -490,7 +540,8 @@ static const struct kb_plugin_arg proportion_arguments[] = {
         {"usageWeight", KB_ARG_NUMBER},
         {"longRuntime", KB_ARG_GO_DURATION},
         {"longBorrowLimit", KB_ARG_NUMBER},
-        {"longIdleLimits", KB_ARG_NUMBER}, /* off by default: see long_over_limit */
+        {"longIdleLimits", KB_ARG_NUMBER},       /* off by default: see long_over_limit */
+        {"lendUntilReservation", KB_ARG_NUMBER}, /* on by default: see lent() */
         {NULL, 0},
 };
 

@@ -1067,6 +1067,10 @@ gint64 kb_reserve_queue_gpus(KbSession *ssn, guint queue, const KbJobInfo *job)
         const KbQueueInfo *qi = kb_session_job_queue(ssn, rv->job);
         if (rv->job == job || qi == NULL || qi->id != queue)
             continue;
+        /* A job expected to end by the reserved start leaves the queue before the gang comes:
+         * the booking is not its business. */
+        if (job != NULL && !runs_past(rs, (KbJobInfo *)job, rv->start))
+            continue;
         for (guint k = 0; k < rv->n_nodes; k++)
             gpus += rv->amount[k].v[KB_RES_GPU];
     }

@@ -105,6 +105,7 @@ void kb_reserve_on_deallocate(KbSession *ssn, const KbTaskInfo *task, guint node
 char *kb_reserve_describe(KbSession *ssn, const KbJobInfo *job);
 /* The reservations of this session (0 when the action did not run). Borrowed. */
 const KbReservation *kb_reserve_list(KbSession *ssn, guint *n);
-/* GPUs the reservations of jobs of queue @queue (a queue id), @job's own aside, hold for them. */
+/* GPUs the reservations of jobs of queue @queue (a queue id), @job's own aside, hold for them;
+ * a reservation that starts after @job is expected to end (when @job is not NULL) is left out. */
 gint64 kb_reserve_queue_gpus(KbSession *ssn, guint queue, const KbJobInfo *job);
 void kb_reserve_free(KbReserve *rs);

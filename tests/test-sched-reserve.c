@@ -354,6 +354,38 @@ static const Case cases[] = {
          {{"abig", 0, "reserved 2 nodes, expected start in 1h00m"},
           {"along", 0, "expected to run longer than"},
           {"bsmall", 1, NULL}}},
+        /* ... but a job of the queue expected to end before the reserved start is not held by
+         * the booking: a1 runs 7 h more, so abig is reserved from then; a's 8-GPU job of 6h30m
+         * ends before it and the queue, without the booking, stays within the limit (16 of 19),
+         * so it starts (before, the booking held it beside idle GPUs: ee9e8c's 8-GPU jobs of
+         * days waited 5 days beside idle GPUs on Philly --skip 50000). */
+        {"/scheduler/reserve/long-limit-booking-ends-before",
+         RESERVE,
+         NULL,
+         4,
+         "a,b,c,d",
+         {{"a1", "a", NULL, 1, 8, "n1", 9 * 3600, "8h"},
+          {"abig", "a", NULL, 2, 8, NULL, 9 * 3600 + 60, "10h"},
+          {"along", "a", NULL, 1, 8, NULL, 9 * 3600 + 90, "6h30m"}},
+         {{"abig", 0, "reserved 2 nodes, expected start in 7h00m"}, {"along", 1, NULL}}},
+        /* A queue over its deserved share may borrow GPUs a reservation keeps free, with a job
+         * expected to end by the reserved start: a holds 32 of 48 GPUs (deserved 24), b's gang
+         * of 24 is reserved from a1's end in 2 h on n1, n5 and n6; a's 4-GPU job of 1 h runs on
+         * n5 or n6 meanwhile, its job of 5 h waits (before, both waited beside the idle GPUs:
+         * on a synthetic load with 64-GPU gangs, p95 wait 10.0 h against 2.9 h). */
+        {"/scheduler/reserve/lend-until-reservation",
+         RESERVE,
+         NULL,
+         6,
+         "a,b",
+         {{"a1", "a", NULL, 2, 8, "n1,n2", 9 * 3600, "3h"},
+          {"a2", "a", NULL, 2, 8, "n3,n4", 9 * 3600, "10h"},
+          {"bbig", "b", NULL, 3, 8, NULL, 9 * 3600 + 60, "10h"},
+          {"ashort", "a", NULL, 1, 4, NULL, 9 * 3600 + 90, "1h"},
+          {"along", "a", NULL, 1, 4, NULL, 9 * 3600 + 120, "5h"}},
+         {{"bbig", 0, "reserved 3 nodes, expected start in 2h00m"},
+          {"ashort", 1, NULL},
+          {"along", 0, "deserved share"}}},
         /* activeDeadlineSeconds is an estimate: a job killed within 90m backfills. */
         {"/scheduler/reserve/deadline-backfills",
          RESERVE,
