@@ -259,7 +259,7 @@ static void explain(const Proportion *p, const KbQueueInfo *qi, int s, GString *
                            kb_resource_name(s), a_s, d_s);
 }
 
-static gboolean lending(const Proportion *p);
+static gint64 lend_until(const Proportion *p);
 
 static gboolean overused(gpointer state, const KbQueueInfo *qi, GString *why)
 {
@@ -274,7 +274,7 @@ static gboolean overused(gpointer state, const KbQueueInfo *qi, GString *why)
         if (asked < 0)
             asked = s;
     }
-    if (asked < 0 || lending(p))
+    if (asked < 0 || lend_until(p) != KB_RESERVE_UNKNOWN)
         return FALSE; /* while lending, allocatable judges each job (lent()) */
     explain(p, qi, asked, why);
     return TRUE;
@@ -293,44 +293,38 @@ static guint job_placed(const KbJobInfo *job)
            job->n_state[KB_TASK_BOUND] + job->n_state[KB_TASK_RUNNING];
 }
 
-/*
- * lendUntilReservation: may @job go past its queue's deserved share? Only while a reservation
- * (the reserve action) keeps GPUs free for a gang until a start still to come, and only if the
- * job is expected to end by the earliest such start: until then those GPUs serve nobody else
- * (a job running past the start may not use them; the queues within their share are placed
- * first, in queue order), and the job gives them back before the gang comes. On a synthetic load
- * with 64-GPU gangs on 256 GPUs, a queue over its share waited beside GPUs kept for such gangs.
- */
-static gboolean lent(const Proportion *p, const KbJobInfo *job)
+/* The earliest start still to come of a reservation (the reserve action keeping GPUs free for a
+ * gang until then), KB_RESERVE_UNKNOWN when none, or when lendUntilReservation is off. */
+static gint64 lend_until(const Proportion *p)
 {
     if (!p->lend)
-        return FALSE;
+        return KB_RESERVE_UNKNOWN;
     guint n;
     const KbReservation *rv = kb_reserve_list(p->ssn, &n);
     gint64 first = KB_RESERVE_UNKNOWN;
     for (guint i = 0; i < n; i++) {
-        if (rv[i].start > p->ssn->now)
+        if (rv[i].start != KB_RESERVE_UNKNOWN && rv[i].start > p->ssn->now)
             first = MIN(first, rv[i].start);
     }
+    return first;
+}
+
+/*
+ * lendUntilReservation: may @job go past its queue's deserved share? Only while a reservation
+ * keeps GPUs free for a gang until a start still to come (lend_until()), and only if the job is
+ * expected to end by the earliest such start: until then those GPUs serve nobody else (a job
+ * running past the start may not use them; the queues within their share are placed first, in
+ * queue order), and the job gives them back before the gang comes. On a synthetic load with
+ * 64-GPU gangs on 256 GPUs, a queue over its share waited beside GPUs kept for such gangs.
+ */
+static gboolean lent(const Proportion *p, const KbJobInfo *job)
+{
+    gint64 first = lend_until(p);
     if (first == KB_RESERVE_UNKNOWN)
         return FALSE;
     gint64 r = kb_reserve_job_runtime(
             (KbJobInfo *)job, p->ssn->cache != NULL ? kb_cache_history(p->ssn->cache) : NULL);
     return r != KB_RESERVE_UNKNOWN && p->ssn->now + r <= first;
-}
-
-/* Is some reservation's start still to come (so that lent() may answer yes)? */
-static gboolean lending(const Proportion *p)
-{
-    if (!p->lend)
-        return FALSE;
-    guint n;
-    const KbReservation *rv = kb_reserve_list(p->ssn, &n);
-    for (guint i = 0; i < n; i++) {
-        if (rv[i].start != KB_RESERVE_UNKNOWN && rv[i].start > p->ssn->now)
-            return TRUE;
-    }
-    return FALSE;
 }
 
 /*
