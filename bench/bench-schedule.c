@@ -18,9 +18,15 @@
  * The fgd plugin (in the default) with its shape histogram full against fgd.weight 0: what its
  * scores cost per cycle.
  *
+ * Reclaim: bench-scale kai-reclaim-250's decision in process (500 nodes x 8 GPUs full of 4,000
+ * one-GPU jobs of queue filler, a gang of 250 whole-node pods of queue big, weights 1:1): the
+ * CPU time of the cycle that chooses the 2,000 victims, with preempt.c's node memo and without
+ * (kb_preempt_set_memo), alternated, and whether both chose the same victims.
+ *
  * Usage: bench-schedule [nodes pods]   (defaults 5000 50000)
  *        bench-schedule dra            (the DRA rows only)
  *        bench-schedule fgd            (the fgd rows only, full size)
+ *        bench-schedule reclaim        (the reclaim rows only)
  *
  * Kept as bench/schedule.c (outside the bench/bench-*.c wildcard) until the Makefile links bench
  * programs: its `$(O)/bin/bench-%` pattern rule has no recipe, so make falls back to the generic
@@ -37,9 +43,11 @@
 #include "scheduler/conf.h"
 #include "scheduler/cycle.h"
 #include "scheduler/dra.h"
+#include "scheduler/actions.h"
 #include "scheduler/fragment.h"
 #include "testbed/kubelet/kbl-dra.h"
 #include "tests/lib/kb-test-confs.h"
+#include "tests/lib/kb-test-sched.h"
 
 typedef gpointer (*DecodeFn)(json_object *obj, gboolean keep_raw, GError **error);
 
@@ -557,8 +565,105 @@ static double run_dra(guint n_nodes, guint n_pods, gboolean dra)
 
 static void run_dra_rows(void);
 
+/* A running one-GPU job of queue filler on @node, or (node NULL) the pending gang of queue big. */
+static void reclaim_job(KbTestSched *fx, const char *name, const char *queue, guint pods, int gpus,
+                        const char *node)
+{
+    g_autofree char *group = g_strdup_printf(
+            "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\",\"metadata\":"
+            "{\"name\":\"%s\",\"namespace\":\"scale\",\"uid\":\"pg-%s\",\"creationTimestamp\":"
+            "\"2026-01-01T00:00:00Z\"},\"spec\":{\"minMember\":%u,\"queue\":\"%s\"}}",
+            name, name, pods, queue);
+    kb_test_sched_add_pod_group(fx, group);
+    for (guint i = 0; i < pods; i++) {
+        g_autofree char *where =
+                node != NULL ? g_strdup_printf(",\"nodeName\":\"%s\"", node) : g_strdup("");
+        g_autofree char *json = g_strdup_printf(
+                "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s-%u\","
+                "\"namespace\":\"scale\",\"uid\":\"u-%s-%u\",\"creationTimestamp\":"
+                "\"2026-01-01T00:%02u:%02uZ\",\"annotations\":{\"scheduling.k8s.io/group-name\":"
+                "\"%s\"}},\"spec\":{\"schedulerName\":\"kube-batchd\"%s,\"containers\":[{"
+                "\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"1\",\"memory\":\"1Gi\","
+                "\"nvidia.com/gpu\":%d}}}]},\"status\":{\"phase\":\"%s\"}}",
+                name, i, name, i, fx->seq / 60 % 60, fx->seq % 60, name, where, gpus,
+                node != NULL ? "Running" : "Pending");
+        fx->seq++;
+        kb_test_sched_put_pod(fx, kb_test_sched_parse(json));
+    }
+}
+
+/* One reclaim cycle of kai-reclaim-250's cluster; its CPU seconds, the victims into @victims. */
+static double run_reclaim_one(GString *victims)
+{
+    const char *def = kb_conf_default_yaml();
+    g_autofree char *yaml = g_strdup_printf(
+            "actions: \"enqueue, allocate, reclaim\"\nconfigurations:\n- name: reclaim\n"
+            "  arguments:\n    minRunTime: 0\n%s",
+            strstr(def, "tiers:"));
+    KbTestSched *fx = kb_test_sched_new(yaml);
+    fx->now = 1767225600 + 3600;
+    static const char *const queues[] = {"filler", "big"};
+    for (guint q = 0; q < G_N_ELEMENTS(queues); q++) {
+        g_autofree char *json = g_strdup_printf(
+                "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"Queue\","
+                "\"metadata\":{\"name\":\"%s\",\"uid\":\"q-%s\"},\"spec\":{\"weight\":1,"
+                "\"reclaimable\":true}}",
+                queues[q], queues[q]);
+        kb_test_sched_add_queue(fx, json);
+    }
+    for (guint n = 0; n < 500; n++) {
+        g_autofree char *node = g_strdup_printf("n%u", n);
+        g_autofree char *json = g_strdup_printf(
+                "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\",\"uid\":"
+                "\"n-%s\"},\"status\":{\"allocatable\":{\"cpu\":\"96\",\"memory\":\"768Gi\","
+                "\"pods\":\"110\",\"nvidia.com/gpu\":\"8\"},\"conditions\":[{\"type\":\"Ready\","
+                "\"status\":\"True\"}]}}",
+                node, node);
+        kb_test_sched_add_node(fx, json);
+        for (guint i = 0; i < 8; i++) {
+            g_autofree char *name = g_strdup_printf("filler-%u", n * 8 + i);
+            reclaim_job(fx, name, "filler", 1, 1, node);
+        }
+    }
+    reclaim_job(fx, "big", "big", 250, 8, NULL);
+    clock_t c0 = clock();
+    kb_test_sched_run(fx);
+    double secs = (double)(clock() - c0) / CLOCKS_PER_SEC;
+    g_string_truncate(victims, 0);
+    for (guint i = 0; i < fx->res->evictions->len; i++)
+        g_string_append_printf(victims, "%s,",
+                               g_array_index(fx->res->evictions, KbEviction, i).pod->meta.name);
+    kb_test_sched_free(fx);
+    return secs;
+}
+
+static void run_reclaim(void)
+{
+    printf("reclaim: kai-reclaim-250's decision (500 nodes, 4,000 one-GPU jobs, a 250 x 8-GPU "
+           "gang), one cycle's CPU time, node memo off / on, alternated:\n");
+    g_autoptr(GString) off = g_string_new(NULL), on = g_string_new(NULL);
+    for (guint rep = 0; rep < 3; rep++) {
+        kb_preempt_set_memo(FALSE);
+        double t_off = run_reclaim_one(off);
+        kb_preempt_set_memo(TRUE);
+        guint64 h0 = kb_preempt_memo_hits();
+        double t_on = run_reclaim_one(on);
+        guint victims = 0;
+        for (const char *c = on->str; *c != '\0'; c++)
+            victims += *c == ',';
+        printf("  off %.3f s, on %.3f s (%.1fx; %" G_GUINT64_FORMAT " choices from the memo), "
+               "%u victims, %s\n",
+               t_off, t_on, t_on > 0 ? t_off / t_on : 0.0, kb_preempt_memo_hits() - h0, victims,
+               strcmp(off->str, on->str) == 0 ? "the same" : "DIFFERENT");
+    }
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 2 && strcmp(argv[1], "reclaim") == 0) {
+        run_reclaim();
+        return 0;
+    }
     guint nodes = 5000, pods = 50000;
     if (argc == 2 && strcmp(argv[1], "dra") == 0) {
         run_dra_rows();

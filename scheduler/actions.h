@@ -30,6 +30,13 @@ extern const struct kb_action_ops kb_action_reserve; /* scheduler/reserve.h */
  * the predicates; a gang still commits only at minMember. */
 extern const struct kb_action_ops kb_action_backfill;
 
+/* preempt and reclaim keep each node's victim choice while nothing it read changes (preempt.c,
+ * NodeMemo). Off: every node is weighed again for every task, as before; tests and
+ * bench-schedule compare the two. Not thread-safe: set it before cycles run. */
+void kb_preempt_set_memo(gboolean on);
+/* Victim choices the memo answered, over every action run so far. */
+guint64 kb_preempt_memo_hits(void);
+
 /* The action called @name, or NULL. */
 const struct kb_action_ops *kb_action_lookup(const char *name);
 /* "enqueue, allocate, preempt, reclaim" for error messages. Static. */

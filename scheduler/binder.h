@@ -140,9 +140,12 @@ const char *kb_bind_result_to_string(KbBindResult result);
  * client's pool bounds the connections; evictions, their condition writes and bindings are urgent
  * requests, ahead of the status writes and events waiting in the client's queue). First, as
  * kube-scheduler does, the condition DisruptionTarget True/PreemptionByScheduler with the
- * eviction's message (strategic merge patch of status): on each disrupted_group once, before any of
- * its pods, then on the pod; a failed write is logged and the eviction goes ahead. Then POST
- * pods/NAME/eviction as policy/v1 with the pod's uid as a precondition, again as policy/v1beta1
+ * eviction's message (strategic merge patch of status) on each disrupted_group once, before any of
+ * its pods; a pod's own status is written only when its gang is stale (reason GangIncomplete:
+ * DisruptionTarget and kube-batchd.io/GangEvicted), since the eviction sets the pod's
+ * DisruptionTarget itself (kube-apiserver 1.26+, see binder.c); a failed write is logged and the
+ * eviction goes ahead. Then POST pods/NAME/eviction as policy/v1 with the pod's uid as a
+ * precondition, again as policy/v1beta1
  * when the server does not know v1. Accepted (2xx) or pod already gone (404): nothing more to do,
  * the watch shows the deletion. Anything else (429 refused by a PodDisruptionBudget, 409 uid
  * changed, 5xx, transport): kb_cache_evict_failed, so the pod counts as running again and a later

@@ -40,10 +40,10 @@ typedef struct {
 /*
  * One pod to evict (preempt or reclaim). The daemon POSTs pods/NAME/eviction (policy/v1, v1beta1
  * fallback) with the uid as a precondition and reports a refusal with kb_cache_evict_failed; the
- * cache already holds the pod as RELEASING. Before that, as kube-scheduler does, the pod's
- * DisruptionTarget condition (reason PreemptionByScheduler) and, for @disrupted_group, the
- * group's. The result also carries a `Preempted`/`Reclaimed` event on the pod with the same
- * message.
+ * cache already holds the pod as RELEASING. Before that, for @disrupted_group, the group's
+ * DisruptionTarget condition (reason PreemptionByScheduler); the pod's is set by the eviction
+ * (kube-apiserver 1.26+; kb-apiserver). The result also carries a `Preempted`/`Reclaimed` event
+ * on the pod with the same message.
  */
 typedef struct {
     KbPod *pod;         /* ref: namespace, name and uid to evict */

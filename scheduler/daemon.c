@@ -317,7 +317,7 @@ static void requeue_parked(KbDaemon *d)
  * before the last binding on kube-apiserver 1.20). At most STATUS_HOLD_MAX_MS at a time, so that
  * a long backlog still shows its status; released when the last binding is answered and at
  * every cycle that leaves the binder idle. Bindings waiting out a back-off hold nothing.
- * Evictions in flight (with their DisruptionTarget writes) hold them too, from the cycle that
+ * Evictions in flight (with a stale gang's condition writes) hold them too, from the cycle that
  * chose the victims until the last eviction is answered: a reclaim's victims are as many
  * PodGroups whose status changes at once (their pods RELEASING), and those writes beside the
  * evictions slowed them and the preemptor's bindings after them (kai-reclaim-250 on

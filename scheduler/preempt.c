@@ -88,6 +88,31 @@ typedef struct {
     KbResources delta; /* added to queue_alloc / subtracted from pipelined */
 } Undo;
 
+/* What a node's units free under tree node @x, all of them together (see memo_floors). */
+typedef struct {
+    guint x;
+    KbResources res;
+    guint8 masks; /* bit m: some unit frees exactly the share slots of mask m */
+} Floor;
+
+/*
+ * What choose_on_node found on one node for a task of the memo's shape, kept while nothing the
+ * choice read changes: a gang's tasks ask the same, and kai-reclaim-250's 250 tasks each
+ * weighed all 500 nodes' victims again (two greedy orders each) where one node had changed.
+ * Kept only when the share floors could not refuse any of the node's units (slack): the choice
+ * was then the floors' no-op, and stays right while they still cannot (checked at each use:
+ * evictions elsewhere lower the victims' queues). A node's entry goes when its future idle
+ * resources change or a task of a job with a unit on it is evicted (a whole-gang unit spans
+ * nodes; job_evicted decides single or whole); the whole memo with the statement (allowed,
+ * evicted and the queues are undone or committed) and when the task's shape changes.
+ */
+typedef struct {
+    guint gen;      /* valid when Evict.memo_gen */
+    gboolean ok;    /* choose_on_node's answer */
+    GArray *chosen; /* Unit: e->chosen then */
+    GArray *floors; /* Floor: per queue the node's units reach */
+} NodeMemo;
+
 typedef struct {
     KbSession *ssn;
     Mode mode;
@@ -119,7 +144,14 @@ typedef struct {
     /* fewer_victims: the unit choose_in_order leaves out (job NULL: none) */
     const KbJobInfo *ban_job;
     const KbTaskInfo *ban_task;
+    NodeMemo *memo;         /* per node; NULL when kb_preempt_set_memo(FALSE) */
+    guint memo_gen;         /* entries of another generation are stale */
+    KbResources memo_shape; /* the task resources the entries are for */
+    guint64 memo_hits;      /* choices taken from the memo (tests, bench-schedule) */
 } Evict;
+
+static gboolean memo_enabled = TRUE;
+static gsize memo_hits_total; /* atomic: sessions may run on several threads */
 
 static gboolean on_node(const KbTaskInfo *t)
 {
@@ -226,6 +258,9 @@ static void evict_init(Evict *e, KbSession *ssn, Mode mode)
     e->chosen = g_array_new(FALSE, FALSE, sizeof(Unit));
     e->alt = g_array_new(FALSE, FALSE, sizeof(Unit));
     e->best = g_array_new(FALSE, FALSE, sizeof(Unit));
+    if (memo_enabled)
+        e->memo = g_new0(NodeMemo, MAX(ssn->n_nodes, 1));
+    e->memo_gen = 1;
 }
 
 static void evict_clear(Evict *e)
@@ -253,6 +288,33 @@ static void evict_clear(Evict *e)
     g_array_unref(e->chosen);
     g_array_unref(e->alt);
     g_array_unref(e->best);
+    for (guint n = 0; e->memo != NULL && n < e->ssn->n_nodes; n++) {
+        if (e->memo[n].chosen != NULL)
+            g_array_unref(e->memo[n].chosen);
+        if (e->memo[n].floors != NULL)
+            g_array_unref(e->memo[n].floors);
+    }
+    g_free(e->memo);
+    g_atomic_pointer_add(&memo_hits_total, (gssize)e->memo_hits);
+}
+
+static void memo_forget_node(Evict *e, gint node)
+{
+    if (e->memo != NULL && node >= 0 && (guint)node < e->ssn->n_nodes)
+        e->memo[node].gen = 0;
+}
+
+/* Every node where a unit of @job's may lie. */
+static void memo_forget_job(Evict *e, const KbJobInfo *job)
+{
+    for (guint i = 0; e->memo != NULL && i < job->tasks->len; i++)
+        memo_forget_node(e, ((const KbTaskInfo *)job->tasks->pdata[i])->node_id);
+}
+
+static void memo_forget_all(Evict *e)
+{
+    if (++e->memo_gen == 0)
+        e->memo_gen = 1;
 }
 
 /* ---- queues --------------------------------------------------------------------------------- */
@@ -395,6 +457,7 @@ static void collect_allowed(Evict *e, const KbJobInfo *job, const KbQueueInfo *j
                             const KbTaskInfo *rep)
 {
     g_autoptr(GPtrArray) cands = g_ptr_array_new();
+    memo_forget_all(e);
     g_hash_table_remove_all(e->allowed);
     e->n_protected = 0;
     for (guint n = 0; n < e->ssn->n_nodes; n++) {
@@ -697,13 +760,129 @@ static void fewer_victims(Evict *e, const KbTaskInfo *t, guint node)
     e->ban_task = NULL;
 }
 
+/* ---- the node memo (see NodeMemo) ------------------------------------------------------------ */
+
+/* The entry for @t on @node, or NULL when the memo does not serve @t: its claims are checked
+ * against the victims' devices (and fewer_victims weighs sets the vector cannot tell apart). */
+static NodeMemo *memo_entry(Evict *e, const KbTaskInfo *t, guint node)
+{
+    if (e->memo == NULL || t->pod->n_resource_claims > 0)
+        return NULL;
+    if (!kb_resources_equal(&t->resreq, &e->memo_shape)) {
+        memo_forget_all(e);
+        e->memo_shape = t->resreq;
+    }
+    return &e->memo[node];
+}
+
+static guint8 share_mask(const KbResources *r)
+{
+    guint8 m = 0;
+    for (guint i = 0; i < G_N_ELEMENTS(share_slots); i++) {
+        if (r->v[share_slots[i]] > 0)
+            m |= (guint8)(1u << i);
+    }
+    return m;
+}
+
+/* Into @floors (Floor), for the units in e->units: per tree node floor_ok checks for any of them
+ * (from its queue up to, not including, where it meets the preemptor's), what they all free
+ * there together and which share slots each frees. Nothing for preempt (no floors). */
+static void memo_floors(Evict *e, GArray *floors)
+{
+    g_array_set_size(floors, 0);
+    if (e->mode != MODE_RECLAIM)
+        return;
+    for (guint k = 0; k < e->units->len; k++) {
+        const Unit *u = &g_array_index(e->units, Unit, k);
+        const KbQueueInfo *vq = kb_session_job_queue(e->ssn, u->job);
+        gint lca = kb_qtree_lca(e->tree, e->claimer_queue, vq->id);
+        for (gint x = (gint)vq->id; x >= 0 && x != lca; x = e->tree->parent[x]) {
+            Floor *f = NULL;
+            for (guint i = 0; i < floors->len && f == NULL; i++) {
+                if (g_array_index(floors, Floor, i).x == (guint)x)
+                    f = &g_array_index(floors, Floor, i);
+            }
+            if (f == NULL) {
+                Floor nf = {.x = (guint)x};
+                g_array_append_val(floors, nf);
+                f = &g_array_index(floors, Floor, floors->len - 1);
+            }
+            kb_resources_add(&f->res, &u->total);
+            f->masks |= (guint8)(1u << share_mask(&u->total));
+        }
+    }
+}
+
+/*
+ * Can the floors refuse none of the units @floors sums, whichever of them are taken together?
+ * Each queue keeps its share in every slot it uses beyond it after all of them go, and every
+ * unit frees some such slot: then queue_keeps_share holds for any set of them, and floor_ok
+ * never says no.
+ */
+static gboolean floors_slack(const Evict *e, GArray *floors)
+{
+    for (guint i = 0; i < floors->len; i++) {
+        const Floor *f = &g_array_index(floors, Floor, i);
+        guint over = 0;
+        for (guint k = 0; k < G_N_ELEMENTS(share_slots); k++) {
+            int s = share_slots[k];
+            gint64 alloc = e->queue_alloc[f->x].v[s], deserved = e->tree->deserved[f->x].v[s];
+            if (alloc <= deserved)
+                continue;
+            if (alloc - f->res.v[s] < deserved)
+                return FALSE;
+            over |= 1u << k;
+        }
+        for (guint m = 0; m < 8; m++) {
+            if ((f->masks & (1u << m)) != 0 && (m & over) == 0)
+                return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+/* Keep choose_on_node's answer @ok (e->chosen, e->units as it found them) when the floors had no
+ * say in it. A failure then stays one while the node does not change (not all the node's units
+ * together make room), a choice while the floors still have no say (checked at use). */
+static void memo_store(Evict *e, NodeMemo *m, gboolean ok)
+{
+    if (m->floors == NULL) {
+        m->floors = g_array_new(FALSE, FALSE, sizeof(Floor));
+        m->chosen = g_array_new(FALSE, FALSE, sizeof(Unit));
+    }
+    memo_floors(e, m->floors);
+    m->gen = floors_slack(e, m->floors) ? e->memo_gen : 0;
+    m->ok = ok;
+    g_array_set_size(m->chosen, 0);
+    if (ok)
+        g_array_append_vals(m->chosen, e->chosen->data, e->chosen->len);
+}
+
+/* The memo's answer for @m into e->chosen, when it has one. */
+static gboolean memo_recall(Evict *e, const NodeMemo *m, gboolean *ok)
+{
+    if (m == NULL || m->gen != e->memo_gen || (m->ok && !floors_slack(e, m->floors)))
+        return FALSE;
+    g_array_set_size(e->chosen, 0);
+    if (m->ok)
+        g_array_append_vals(e->chosen, m->chosen->data, m->chosen->len);
+    *ok = m->ok;
+    e->memo_hits++;
+    return TRUE;
+}
+
 /*
  * Choose the victims on @node for @t into e->chosen; FALSE when evicting cannot make room. Two
  * greedy orders (lowest priority and youngest first; largest first) and the cheaper result; for
- * a preemptor with claims, fewer_victims then.
+ * a preemptor with claims, fewer_victims then. The node memo answers when it can.
  */
 static gboolean choose_on_node(Evict *e, const KbTaskInfo *t, guint node)
 {
+    NodeMemo *m = memo_entry(e, t, node);
+    gboolean ok;
+    if (memo_recall(e, m, &ok))
+        return ok;
     node_units(e, node);
     gboolean a = choose_in_order(e, t, node, unit_cmp, e->chosen);
     gboolean b = choose_in_order(e, t, node, unit_big_first, e->alt);
@@ -711,6 +890,8 @@ static gboolean choose_on_node(Evict *e, const KbTaskInfo *t, guint node)
         swap_arrays(&e->chosen, &e->alt);
     if ((a || b) && t->pod->n_resource_claims > 0)
         fewer_victims(e, t, node);
+    if (m != NULL)
+        memo_store(e, m, a || b);
     return a || b;
 }
 
@@ -789,6 +970,7 @@ static gint free_node(Evict *e, const KbTaskInfo *t)
 static void idle_change(Evict *e, guint node, const KbResources *delta, gboolean add)
 {
     Undo u = {FALSE, node, *delta};
+    memo_forget_node(e, (gint)node);
     if (add) {
         kb_resources_add(&e->future_idle[node], delta);
     } else {
@@ -801,6 +983,7 @@ static void idle_change(Evict *e, guint node, const KbResources *delta, gboolean
 
 static void evict_task(Evict *e, KbTaskInfo *v)
 {
+    memo_forget_job(e, v->job);
     g_hash_table_add(e->evicted, v);
     g_ptr_array_add(e->victims, v);
     kb_dra_plan_evict(e->dra, v->pod, TRUE);
@@ -833,6 +1016,7 @@ static void stmt_reset(Evict *e)
     g_ptr_array_set_size(e->dra_held, 0);
     for (guint i = 0; i < e->victims->len; i++)
         e->job_evicted[((KbTaskInfo *)e->victims->pdata[i])->job->id] = 0;
+    memo_forget_all(e);
     g_array_set_size(e->undo, 0);
     g_hash_table_remove_all(e->evicted);
     g_ptr_array_set_size(e->victims, 0);
@@ -1139,3 +1323,13 @@ const struct kb_action_ops kb_action_reclaim = {
         .name = "reclaim",
         .execute = reclaim_execute,
 };
+
+void kb_preempt_set_memo(gboolean on)
+{
+    memo_enabled = on;
+}
+
+guint64 kb_preempt_memo_hits(void)
+{
+    return (guint64)g_atomic_pointer_get(&memo_hits_total);
+}

@@ -3617,6 +3617,65 @@ static void test_eviction(void)
     assert_status(log, 404, "NotFound");
 }
 
+/* The DisruptionTarget conditions of pod @name (default), as "reason:message" each; newly
+ * allocated, NULL when the pod is gone. */
+static char *disruption_targets(KasServer *srv, const char *name)
+{
+    g_autofree char *path = g_strdup_printf("/api/v1/namespaces/default/pods/%s", name);
+    g_autoptr(Resp) r = get(srv, path);
+    if (r->code == 404)
+        return NULL;
+    assert_status(r, 200, NULL);
+    GString *out = g_string_new(NULL);
+    json_object *conds = kas_json_get(r->json, "status.conditions");
+    for (gsize i = 0; conds != NULL && i < json_object_array_length(conds); i++) {
+        json_object *c = json_object_array_get_idx(conds, i);
+        if (g_strcmp0(kas_json_get_string(c, "type"), "DisruptionTarget") == 0)
+            g_string_append_printf(
+                    out, "%s%s:%s:%s", out->len > 0 ? "," : "", kas_json_get_string(c, "status"),
+                    kas_json_get_string(c, "reason"), kas_json_get_string(c, "message"));
+    }
+    return g_string_free(out, FALSE);
+}
+
+/*
+ * As kube-apiserver 1.26+ (PodDisruptionConditions): the eviction sets the pod's DisruptionTarget
+ * (EvictionByEvictionAPI), replacing one a scheduler wrote before, then deletes it (here with a
+ * grace period: the marked pod stays, showing both). A uid precondition that does not hold
+ * writes nothing.
+ */
+static void test_eviction_disruption_target(void)
+{
+    g_autoptr(KasServer) srv = start();
+    create_pod(srv, POD_JSON("p1", "", ",\"nodeName\":\"n1\""));
+    create_pod(srv, POD_JSON("p2", "", ",\"nodeName\":\"n1\""));
+    g_autoptr(Resp) st = http(srv, "PATCH", "/api/v1/namespaces/default/pods/p1/status",
+                              "application/strategic-merge-patch+json",
+                              "{\"status\":{\"phase\":\"Running\",\"conditions\":[{\"type\":"
+                              "\"DisruptionTarget\",\"status\":\"True\",\"reason\":"
+                              "\"PreemptionByScheduler\",\"message\":\"by job x\"}]}}");
+    assert_status(st, 200, NULL);
+    g_autoptr(Resp) r = post(
+            srv, "/api/v1/namespaces/default/pods/p1/eviction",
+            "{\"apiVersion\":\"policy/v1\",\"kind\":\"Eviction\",\"metadata\":{\"name\":\"p1\"}}");
+    assert_status(r, 201, NULL);
+    g_autoptr(Resp) p1 = get(srv, "/api/v1/namespaces/default/pods/p1");
+    assert_status(p1, 200, NULL);
+    g_assert_nonnull(js(p1, "metadata.deletionTimestamp"));
+    g_autofree char *cond = disruption_targets(srv, "p1");
+    g_assert_cmpstr(cond, ==, "True:EvictionByEvictionAPI:Eviction API: evicting");
+
+    g_autoptr(Resp) wrong = post(srv, "/api/v1/namespaces/default/pods/p2/eviction",
+                                 "{\"apiVersion\":\"policy/v1\",\"kind\":\"Eviction\","
+                                 "\"metadata\":{\"name\":\"p2\"},\"deleteOptions\":{"
+                                 "\"preconditions\":{\"uid\":\"not-its-uid\"}}}");
+    assert_status(wrong, 409, "Conflict");
+    g_autofree char *none = disruption_targets(srv, "p2");
+    g_assert_cmpstr(none, ==, "");
+    g_autoptr(Resp) p2 = get(srv, "/api/v1/namespaces/default/pods/p2");
+    g_assert_null(js(p2, "metadata.deletionTimestamp"));
+}
+
 static void test_yaml_limits(void)
 {
     g_autoptr(GError) error = NULL;
@@ -3777,6 +3836,7 @@ int main(int argc, char **argv)
     g_test_add_func("/apiserver/faults/restart", test_faults_restart);
     g_test_add_func("/apiserver/table/pods", test_table_pods);
     g_test_add_func("/apiserver/eviction", test_eviction);
+    g_test_add_func("/apiserver/eviction/disruption-target", test_eviction_disruption_target);
     g_test_add_func("/apiserver/decoders/limits", test_yaml_limits);
     int rc = g_test_run();
     curl_global_cleanup();

@@ -633,6 +633,163 @@ static void test_no_reclaim_storm(void)
     kb_test_sched_free(fx);
 }
 
+/* ---- the node memo: the same victims as weighing every node again ---------------------------- */
+
+/* The evicted pod names of the last cycle in the order they were chosen ("" for none). */
+static char *evicted_in_order(Fx *fx)
+{
+    GString *out = g_string_new(NULL);
+    for (guint i = 0; i < fx->res->evictions->len; i++) {
+        const KbEviction *ev = &g_array_index(fx->res->evictions, KbEviction, i);
+        g_string_append_printf(out, "%s%s/%s>%s", i > 0 ? "," : "", ev->pod->meta.namespace_,
+                               ev->pod->meta.name, ev->preemptor);
+    }
+    return g_string_free(out, FALSE);
+}
+
+/*
+ * A cluster drawn from @seed: @n_nodes nodes of 8 GPUs filled by running jobs of queues a, b
+ * (weights 1:1, reclaimable) and fixed (not), of 1, 2 or 4 GPUs a pod, gangs of 1-4 with a
+ * minimum of 1 to all, low or mid priority; then waiting gangs of 2-6 pods of the same shape
+ * each (2, 4 or 8 GPUs), high priority, in a, b or c (c deserves a share and holds nothing).
+ * Returns the fixture, one cycle of preempt and reclaim run.
+ */
+static Fx *random_cluster_run(guint32 seed, guint n_nodes)
+{
+    g_autoptr(GRand) rnd = g_rand_new_with_seed(seed);
+    Fx *fx = fx_new_conf(BOTH, "- name: reclaim\n  arguments:\n    minRunTime: 0\n"
+                               "- name: preempt\n  arguments:\n    minRunTime: 0\n");
+    guint free_gpus[64];
+    g_assert_cmpuint(n_nodes, <=, G_N_ELEMENTS(free_gpus));
+    for (guint n = 0; n < n_nodes; n++) {
+        g_autofree char *name = g_strdup_printf("n%u", n);
+        add_node(fx, name, 8);
+        free_gpus[n] = 8;
+    }
+    static const char *const queues[] = {"a", "b", "fixed"};
+    add_queue(fx, "a", 1, TRUE);
+    add_queue(fx, "b", 1, TRUE);
+    add_queue(fx, "fixed", 1, FALSE);
+    add_queue(fx, "c", 2, TRUE);
+    static const int shapes[] = {1, 2, 4};
+    for (guint j = 0; j < 4 * n_nodes; j++) {
+        int gpus = shapes[g_rand_int_range(rnd, 0, 3)];
+        guint pods = (guint)g_rand_int_range(rnd, 1, 5);
+        g_autoptr(GString) nodes = g_string_new(NULL);
+        guint placed = 0;
+        for (guint p = 0; p < pods; p++) {
+            guint n = (guint)g_rand_int_range(rnd, 0, (gint32)n_nodes);
+            for (guint k = 0; k < n_nodes && free_gpus[n] < (guint)gpus; k++)
+                n = (n + 1) % n_nodes;
+            if (free_gpus[n] < (guint)gpus)
+                break;
+            free_gpus[n] -= (guint)gpus;
+            g_string_append_printf(nodes, "%sn%u", placed > 0 ? "," : "", n);
+            placed++;
+        }
+        if (placed == 0)
+            break;
+        g_autofree char *name = g_strdup_printf("r%u", j);
+        JobSpec js = {name,
+                      queues[g_rand_int_range(rnd, 0, 3)],
+                      g_rand_boolean(rnd) ? "low" : "mid",
+                      placed,
+                      gpus,
+                      g_rand_int_range(rnd, 1, (gint32)placed + 1),
+                      nodes->str,
+                      NULL};
+        add_job(fx, &js);
+    }
+    static const char *const waiting_queues[] = {"a", "b", "c"};
+    static const int wshapes[] = {2, 4, 8};
+    guint n_waiting = (guint)g_rand_int_range(rnd, 1, 4);
+    for (guint w = 0; w < n_waiting; w++) {
+        g_autofree char *name = g_strdup_printf("w%u", w);
+        guint pods = (guint)g_rand_int_range(rnd, 2, 7);
+        JobSpec js = {name,
+                      waiting_queues[g_rand_int_range(rnd, 0, 3)],
+                      "high",
+                      pods,
+                      wshapes[g_rand_int_range(rnd, 0, 3)],
+                      (int)pods,
+                      NULL,
+                      NULL};
+        add_job(fx, &js);
+    }
+    kb_test_sched_run(fx);
+    return fx;
+}
+
+/*
+ * With the memo the victims are the ones weighing every node again for every task chooses, in
+ * the same order, on clusters drawn at random (the fewest pods, then GPUs, lowest priority,
+ * youngest; the share floors), and the memo did answer.
+ */
+static void test_memo_same_victims(void)
+{
+    guint evicting = 0;
+    guint64 hits0 = kb_preempt_memo_hits();
+    for (guint32 seed = 1; seed <= 60; seed++) {
+        guint n_nodes = 4 + seed % 9;
+        kb_preempt_set_memo(FALSE);
+        Fx *off = random_cluster_run(seed, n_nodes);
+        kb_preempt_set_memo(TRUE);
+        Fx *on = random_cluster_run(seed, n_nodes);
+        g_autofree char *want = evicted_in_order(off);
+        g_autofree char *got = evicted_in_order(on);
+        if (g_strcmp0(want, got) != 0)
+            g_error("seed %u: with the memo \"%s\", without \"%s\"", seed, got, want);
+        evicting += want[0] != '\0';
+        kb_test_sched_free(off);
+        kb_test_sched_free(on);
+    }
+    /* the draws do evict, and the memo took part */
+    g_assert_cmpuint(evicting, >=, 20);
+    g_assert_cmpuint(kb_preempt_memo_hits(), >, hits0);
+}
+
+/*
+ * kai-reclaim-250 in small: 20 nodes full of one-GPU jobs of queue filler, a gang of 10 whole-node
+ * pods of queue big (weights 1:1) reclaims. The same 80 victims with and without the memo, and
+ * the memo answered for nearly every node after the first task (a node changes only where a
+ * task went; the floors leave filler, at 160 GPUs for a share of 80, room until the last).
+ */
+static void test_memo_reclaim_gang(void)
+{
+    char *runs[2] = {NULL, NULL};
+    guint64 hits[2];
+    for (guint memo = 0; memo < 2; memo++) {
+        kb_preempt_set_memo(memo == 1);
+        guint64 h0 = kb_preempt_memo_hits();
+        Fx *fx = fx_new_conf(RECLAIM, "- name: reclaim\n  arguments:\n    minRunTime: 0\n");
+        add_queue(fx, "filler", 1, TRUE);
+        add_queue(fx, "big", 1, TRUE);
+        for (guint n = 0; n < 20; n++) {
+            g_autofree char *node = g_strdup_printf("n%u", n);
+            add_node(fx, node, 8);
+            for (guint i = 0; i < 8; i++) {
+                g_autofree char *name = g_strdup_printf("f%u-%u", n, i);
+                JobSpec js = {name, "filler", "low", 1, 1, 1, node, NULL};
+                add_job(fx, &js);
+            }
+        }
+        JobSpec big = {"big", "big", "low", 10, 8, 10, NULL, NULL};
+        add_job(fx, &big);
+        kb_test_sched_run(fx);
+        runs[memo] = evicted_in_order(fx);
+        g_assert_cmpuint(fx->res->evictions->len, ==, 80);
+        hits[memo] = kb_preempt_memo_hits() - h0;
+        kb_test_sched_free(fx);
+    }
+    kb_preempt_set_memo(TRUE);
+    g_assert_cmpstr(runs[1], ==, runs[0]);
+    g_free(runs[0]);
+    g_free(runs[1]);
+    g_assert_cmpuint(hits[0], ==, 0);
+    /* 10 tasks x 20 nodes weighed: all but the first task's and each task's changed node */
+    g_assert_cmpuint(hits[1], >=, 9 * 20 - 2 * 10);
+}
+
 /* A refused eviction (a PodDisruptionBudget, say) puts the pod back; a later cycle retries. */
 static void test_evict_failed(void)
 {
@@ -979,6 +1136,8 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/preempt/topology-no-victim-outside-the-domain",
                     test_topology_preemptor_no_victim_outside);
     g_test_add_func("/scheduler/reclaim/no-storm-across-cycles", test_no_reclaim_storm);
+    g_test_add_func("/scheduler/preempt/memo/same-victims-random", test_memo_same_victims);
+    g_test_add_func("/scheduler/reclaim/memo/gang-same-victims", test_memo_reclaim_gang);
     g_test_add_func("/scheduler/preempt/eviction-failed-retries", test_evict_failed);
     g_test_add_func("/scheduler/preempt/discard-leaves-victims-running",
                     test_discard_leaves_victims_running);

@@ -1265,6 +1265,39 @@ gboolean kas_ops_bind(KasStore *store, const char *ns, const char *name, json_ob
     return ok;
 }
 
+/*
+ * As kube-apiserver's eviction does since PodDisruptionConditions (1.26 on by default): the pod
+ * gets DisruptionTarget True (reason EvictionByEvictionAPI), replacing a condition of that type,
+ * in an update of its own before the delete. Skipped when the preconditions do not hold (the
+ * delete then says why). Returns the pod to delete (a reference), @opts' resourceVersion
+ * precondition moved to the updated pod's in @rvbuf.
+ */
+static KasObj *mark_disruption_target(KasStore *store, KasRes *pods, KasObj *cur, json_object *curj,
+                                      KasDeleteOptions *opts, char *rvbuf, gsize rvbuf_size)
+{
+    g_snprintf(rvbuf, rvbuf_size, "%" G_GUINT64_FORMAT, cur->rv);
+    if ((opts->precondition_uid != NULL && strcmp(opts->precondition_uid, cur->uid) != 0) ||
+        (opts->precondition_rv != NULL && strcmp(opts->precondition_rv, rvbuf) != 0))
+        return kas_obj_ref(cur);
+    json_object *j = copy_json(curj);
+    set_pod_condition(j, "DisruptionTarget", "True");
+    json_object *conds = kas_json_get(j, "status.conditions");
+    for (gsize i = 0; i < json_object_array_length(conds); i++) {
+        json_object *c = json_object_array_get_idx(conds, i);
+        if (g_strcmp0(kas_json_get_string(c, "type"), "DisruptionTarget") == 0) {
+            kas_json_set_string(c, "reason", "EvictionByEvictionAPI");
+            kas_json_set_string(c, "message", "Eviction API: evicting");
+        }
+    }
+    KasObj *now = commit_update(store, pods, cur, curj, j);
+    json_object_put(j);
+    if (opts->precondition_rv != NULL) {
+        g_snprintf(rvbuf, rvbuf_size, "%" G_GUINT64_FORMAT, now->rv);
+        opts->precondition_rv = rvbuf;
+    }
+    return now;
+}
+
 gboolean kas_ops_evict(KasStore *store, const char *ns, const char *name, json_object *eviction,
                        GError **error)
 {
@@ -1288,8 +1321,16 @@ gboolean kas_ops_evict(KasStore *store, const char *ns, const char *name, json_o
         json_object *j = kas_obj_parse(cur);
         gboolean removed;
         /* a pod already being deleted is not counted against its budget again */
-        if (cur->deleting || kas_evict_check_locked(store, ns, j, error))
-            out = delete_locked(store, pods, cur, &opts, &removed, error);
+        if (cur->deleting || kas_evict_check_locked(store, ns, j, error)) {
+            char rvbuf[32];
+            g_autoptr(KasObj) marked =
+                    mark_disruption_target(store, pods, cur, j, &opts, rvbuf, sizeof rvbuf);
+            KasObj *live = kas_store_get_locked(store, pods, ns, name);
+            if (live != NULL && strcmp(live->uid, marked->uid) == 0)
+                out = delete_locked(store, pods, live, &opts, &removed, error);
+            else
+                out = kas_obj_ref(marked); /* the update finished a deletion under way */
+        }
         json_object_put(j);
     }
     kas_store_unlock(store);
