@@ -58,6 +58,8 @@
 #include "scheduler/dra.h"
 
 static const int share_slots[] = {KB_RES_CPU, KB_RES_MEMORY, KB_RES_GPU};
+/* Floor.masks has a bit per subset of share_slots. */
+G_STATIC_ASSERT(1u << G_N_ELEMENTS(share_slots) <= 8 * sizeof(guint8));
 
 /*
  * Defaults of the configurations' minRunTime and evictionBackoff (see the top of the file and the
