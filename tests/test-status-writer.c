@@ -9,6 +9,10 @@
 #include "scheduler/status-writer.h"
 #include "tests/lib/kb-test-server.h"
 
+/* Queue qa, the queue of queue_result(), as its status and object are patched. */
+#define QA_STATUS_PATH "/apis/scheduling.volcano.sh/v1beta1/queues/qa/status"
+#define QA_OBJECT_PATH "/apis/scheduling.volcano.sh/v1beta1/queues/qa"
+
 #define PATH_PREFIX "/apis/scheduling.volcano.sh/v1beta1/namespaces/team-a/podgroups/"
 
 static KbPodGroup *group_new(const char *name)
@@ -220,8 +224,7 @@ static const char *last_patch(KbTestServer *srv)
 static void test_queue_usage(void)
 {
     g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
-    kb_test_server_respond(srv, "PATCH", "/apis/scheduling.volcano.sh/v1beta1/queues/qa/status",
-                           200, "{}");
+    kb_test_server_respond(srv, "PATCH", QA_STATUS_PATH, 200, "{}");
     Writer wr = writer_on(srv, TRUE);
     KbStatusWriter *w = wr.w;
     gint64 t0 = 1795762800; /* 2026-11-27T07:00:00Z */
@@ -268,8 +271,7 @@ static void test_queue_usage(void)
 static void test_queue_history(void)
 {
     g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
-    kb_test_server_respond(srv, "PATCH", "/apis/scheduling.volcano.sh/v1beta1/queues/qa/status",
-                           200, "{}");
+    kb_test_server_respond(srv, "PATCH", QA_STATUS_PATH, 200, "{}");
     Writer wr = writer_on(srv, TRUE);
     KbStatusWriter *w = wr.w;
     gint64 t0 = 1795762800; /* 2026-11-27T07:00:00Z */
@@ -335,6 +337,48 @@ static GPtrArray *patch_bodies(KbTestServer *srv, const char *path)
     return out;
 }
 
+/* A server that answers queue qa's status patches with @stored (the object as its CRD keeps it)
+ * and its annotations patches with a Queue. */
+static KbTestServer *pruning_server(const char *stored)
+{
+    KbTestServer *srv = kb_test_server_new(NULL, NULL, NULL);
+    kb_test_server_respond(srv, "PATCH", QA_STATUS_PATH, 200, stored);
+    kb_test_server_respond(srv, "PATCH", QA_OBJECT_PATH, 200, "{\"kind\":\"Queue\"}");
+    return srv;
+}
+
+/* The annotations of qa's first object patch, as patched (*@patch, to put). */
+static json_object *first_annotations(KbTestServer *srv, json_object **patch)
+{
+    g_autoptr(GPtrArray) ob = patch_bodies(srv, QA_OBJECT_PATH);
+    g_assert_cmpuint(ob->len, ==, 1);
+    *patch = json_tokener_parse(g_ptr_array_index(ob, 0));
+    return json_object_object_get(json_object_object_get(*patch, "metadata"), "annotations");
+}
+
+/* The text of the annotation @key of @ann parsed (new), NULL when absent. */
+static json_object *annotation_json(json_object *ann, const char *key)
+{
+    const char *text = json_object_get_string(json_object_object_get(ann, key));
+    return text != NULL ? json_tokener_parse(text) : NULL;
+}
+
+/* A second cycle's result for qa (running 2, usage 7200 GPU-seconds, KB_STATUS_USAGE_INTERVAL
+ * after @t0) applied: its status and annotations patch bodies, each the second of its kind. */
+static void second_write(KbTestServer *srv, KbStatusWriter *w, gint64 t0, char **status,
+                         char **annotations)
+{
+    g_autoptr(KbCycleResult) r2 = queue_result(t0 + KB_STATUS_USAGE_INTERVAL, 2, 7200);
+    kb_status_writer_apply(w, r2);
+    wait_written(srv, w, 4);
+    g_autoptr(GPtrArray) st2 = patch_bodies(srv, QA_STATUS_PATH);
+    g_autoptr(GPtrArray) ob2 = patch_bodies(srv, QA_OBJECT_PATH);
+    g_assert_cmpuint(st2->len, ==, 2);
+    g_assert_cmpuint(ob2->len, ==, 2);
+    *status = g_strdup(g_ptr_array_index(st2, 1));
+    *annotations = g_strdup(g_ptr_array_index(ob2, 1));
+}
+
 /*
  * A server whose Queue CRD prunes status.usage and status.runtimeHistory (Volcano's own CRD
  * declares neither) answers the status patch without them: the writer writes them into the
@@ -343,12 +387,8 @@ static GPtrArray *patch_bodies(KbTestServer *srv, const char *path)
  */
 static void test_queue_usage_pruned(void)
 {
-    g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
-    const char *status_path = "/apis/scheduling.volcano.sh/v1beta1/queues/qa/status";
-    const char *object_path = "/apis/scheduling.volcano.sh/v1beta1/queues/qa";
-    kb_test_server_respond(srv, "PATCH", status_path, 200,
-                           "{\"kind\":\"Queue\",\"status\":{\"state\":\"Open\",\"running\":1}}");
-    kb_test_server_respond(srv, "PATCH", object_path, 200, "{\"kind\":\"Queue\"}");
+    g_autoptr(KbTestServer) srv =
+            pruning_server("{\"kind\":\"Queue\",\"status\":{\"state\":\"Open\",\"running\":1}}");
     Writer wr = writer_on(srv, TRUE);
     KbStatusWriter *w = wr.w;
     gint64 t0 = 1795762800;
@@ -361,13 +401,10 @@ static void test_queue_usage_pruned(void)
     kb_status_writer_apply(w, r1);
     /* The status patch, then the annotations patch with what it lost. */
     wait_written(srv, w, 2);
-    g_autoptr(GPtrArray) st = patch_bodies(srv, status_path);
-    g_autoptr(GPtrArray) ob = patch_bodies(srv, object_path);
+    g_autoptr(GPtrArray) st = patch_bodies(srv, QA_STATUS_PATH);
     g_assert_cmpuint(st->len, ==, 1);
-    g_assert_cmpuint(ob->len, ==, 1);
-    json_object *patch = json_tokener_parse(g_ptr_array_index(ob, 0));
-    json_object *ann =
-            json_object_object_get(json_object_object_get(patch, "metadata"), "annotations");
+    json_object *patch = NULL;
+    json_object *ann = first_annotations(srv, &patch);
     const char *usage =
             json_object_get_string(json_object_object_get(ann, KB_QUEUE_USAGE_ANNOTATION));
     const char *history =
@@ -375,18 +412,12 @@ static void test_queue_usage_pruned(void)
     if (usage == NULL || strstr(usage, "\"nvidia.com/gpu\":3600.0") == NULL || history == NULL ||
         strstr(history, "\"runtimeSeconds\":{\"1\":[60]}") == NULL ||
         json_object_object_get(patch, "status") != NULL)
-        g_error("annotations patch: %s", (const char *)g_ptr_array_index(ob, 0));
+        g_error("annotations patch: %s", json_object_to_json_string(patch));
     json_object_put(patch);
 
     /* Next usage change: annotations only; the status (running changed) without usage. */
-    g_autoptr(KbCycleResult) r2 = queue_result(t0 + KB_STATUS_USAGE_INTERVAL, 2, 7200);
-    kb_status_writer_apply(w, r2);
-    wait_written(srv, w, 4);
-    g_autoptr(GPtrArray) st2 = patch_bodies(srv, status_path);
-    g_autoptr(GPtrArray) ob2 = patch_bodies(srv, object_path);
-    g_assert_cmpuint(st2->len, ==, 2);
-    g_assert_cmpuint(ob2->len, ==, 2);
-    const char *status2 = g_ptr_array_index(st2, 1), *ann2 = g_ptr_array_index(ob2, 1);
+    g_autofree char *status2 = NULL, *ann2 = NULL;
+    second_write(srv, w, t0, &status2, &ann2);
     if (strstr(status2, "usage") != NULL || strstr(status2, "\"running\":2") == NULL)
         g_error("status after pruning: %s", status2);
     if (strstr(ann2, "7200") == NULL || strstr(ann2, "runtime-history") != NULL)
@@ -395,7 +426,7 @@ static void test_queue_usage_pruned(void)
 
     /* A server that keeps them: status only. */
     g_autoptr(KbTestServer) keep = kb_test_server_new(NULL, NULL, NULL);
-    kb_test_server_respond(keep, "PATCH", status_path, 200,
+    kb_test_server_respond(keep, "PATCH", QA_STATUS_PATH, 200,
                            "{\"status\":{\"usage\":{},\"runtimeHistory\":{},"
                            "\"resources\":{}}}");
     wr = writer_on(keep, TRUE);
@@ -416,12 +447,8 @@ static void test_queue_usage_pruned(void)
  */
 static void test_queue_resources_conditions_pruned(void)
 {
-    g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
-    const char *status_path = "/apis/scheduling.volcano.sh/v1beta1/queues/qa/status";
-    const char *object_path = "/apis/scheduling.volcano.sh/v1beta1/queues/qa";
-    kb_test_server_respond(srv, "PATCH", status_path, 200,
-                           "{\"kind\":\"Queue\",\"status\":{\"state\":\"Open\",\"usage\":{}}}");
-    kb_test_server_respond(srv, "PATCH", object_path, 200, "{\"kind\":\"Queue\"}");
+    g_autoptr(KbTestServer) srv =
+            pruning_server("{\"kind\":\"Queue\",\"status\":{\"state\":\"Open\",\"usage\":{}}}");
     Writer wr = writer_on(srv, TRUE);
     KbStatusWriter *w = wr.w;
     gint64 t0 = 1795762800;
@@ -433,36 +460,25 @@ static void test_queue_resources_conditions_pruned(void)
     qs->fault_since = t0;
     kb_status_writer_apply(w, r1);
     wait_written(srv, w, 2);
-    g_autoptr(GPtrArray) ob = patch_bodies(srv, object_path);
-    g_assert_cmpuint(ob->len, ==, 1);
-    json_object *patch = json_tokener_parse(g_ptr_array_index(ob, 0));
-    json_object *ann =
-            json_object_object_get(json_object_object_get(patch, "metadata"), "annotations");
-    json_object *res = json_tokener_parse(
-            json_object_get_string(json_object_object_get(ann, KB_QUEUE_RESOURCES_ANNOTATION)));
-    json_object *conds = json_tokener_parse(
-            json_object_get_string(json_object_object_get(ann, KB_QUEUE_CONDITIONS_ANNOTATION)));
+    json_object *patch = NULL;
+    json_object *ann = first_annotations(srv, &patch);
+    json_object *res = annotation_json(ann, KB_QUEUE_RESOURCES_ANNOTATION);
+    json_object *conds = annotation_json(ann, KB_QUEUE_CONDITIONS_ANNOTATION);
     json_object *gpu = json_object_object_get(res, "nvidia.com/gpu");
     json_object *valid = json_object_array_get_idx(conds, 0);
     if (g_strcmp0(json_object_get_string(json_object_object_get(gpu, "deserved")), "4") != 0 ||
         g_strcmp0(json_object_get_string(json_object_object_get(valid, "type")), "Valid") != 0 ||
         g_strcmp0(json_object_get_string(json_object_object_get(valid, "status")), "False") != 0 ||
         json_object_object_get(ann, KB_QUEUE_USAGE_ANNOTATION) != NULL)
-        g_error("annotations patch: %s", (const char *)g_ptr_array_index(ob, 0));
+        g_error("annotations patch: %s", json_object_to_json_string(patch));
     json_object_put(res);
     json_object_put(conds);
     json_object_put(patch);
 
     /* The fault is gone: the status (usage kept there) without resources or conditions; the
      * annotations with the new figures and the conditions' annotation removed. */
-    g_autoptr(KbCycleResult) r2 = queue_result(t0 + KB_STATUS_USAGE_INTERVAL, 2, 7200);
-    kb_status_writer_apply(w, r2);
-    wait_written(srv, w, 4);
-    g_autoptr(GPtrArray) st2 = patch_bodies(srv, status_path);
-    g_autoptr(GPtrArray) ob2 = patch_bodies(srv, object_path);
-    g_assert_cmpuint(st2->len, ==, 2);
-    g_assert_cmpuint(ob2->len, ==, 2);
-    const char *status2 = g_ptr_array_index(st2, 1), *ann2 = g_ptr_array_index(ob2, 1);
+    g_autofree char *status2 = NULL, *ann2 = NULL;
+    second_write(srv, w, t0, &status2, &ann2);
     if (strstr(status2, "\"usage\"") == NULL || strstr(status2, "resources") != NULL ||
         strstr(status2, "conditions") != NULL)
         g_error("status after pruning: %s", status2);
@@ -478,8 +494,7 @@ static void test_queue_resources_conditions_pruned(void)
 static void test_held_merge_keeps_history(void)
 {
     g_autoptr(KbTestServer) srv = kb_test_server_new(NULL, NULL, NULL);
-    kb_test_server_respond(srv, "PATCH", "/apis/scheduling.volcano.sh/v1beta1/queues/qa/status",
-                           200, "{}");
+    kb_test_server_respond(srv, "PATCH", QA_STATUS_PATH, 200, "{}");
     Writer wr = writer_on(srv, TRUE);
     KbStatusWriter *w = wr.w;
     gint64 t0 = 1795762800;
