@@ -1733,6 +1733,38 @@ void kb_dra_claim_written(KbDra *dra, const char *namespace_, const char *name, 
         claim_alloc_drop(dra, key);
 }
 
+static gboolean reservations_kept(const KbResourceClaim *old, const KbResourceClaim *claim)
+{
+    for (guint i = 0; i < old->n_reserved_for; i++) {
+        if (old->reserved_for[i].uid == NULL ||
+            !kb_resource_claim_reserved_for(claim, old->reserved_for[i].uid))
+            return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean kb_dra_claim_confirms_assumed(KbDra *dra, const KbResourceClaim *old,
+                                       const KbResourceClaim *claim)
+{
+    if (old == NULL || old->allocated || !claim->allocated ||
+        g_strcmp0(old->meta.uid, claim->meta.uid) != 0 ||
+        old->meta.generation != claim->meta.generation || !reservations_kept(old, claim))
+        return FALSE;
+    g_autofree char *key = kb_object_key(&claim->meta);
+    const ClaimAlloc *ca = g_hash_table_lookup(dra->claim_allocs, key);
+    if (ca == NULL || ca->results->len != claim->n_results)
+        return FALSE;
+    for (guint i = 0; i < claim->n_results; i++) {
+        const KbDeviceResult *a = &g_array_index(ca->results, KbDeviceResult, i);
+        const KbDeviceResult *r = &claim->results[i];
+        if (result_shared(a) || result_shared(r) || g_strcmp0(a->driver, r->driver) != 0 ||
+            g_strcmp0(a->pool, r->pool) != 0 || g_strcmp0(a->device, r->device) != 0 ||
+            g_strcmp0(a->request, r->request) != 0)
+            return FALSE;
+    }
+    return TRUE;
+}
+
 /* ---- demand as resources and the preemption plan ------------------------------------------- */
 
 /* The slot counting class @name (KB_RESOURCE_GPU_CLASS: nvidia.com/gpu), -1 when none is free
