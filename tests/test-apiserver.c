@@ -1031,6 +1031,48 @@ static void test_dra_claim_status_only(void)
     assert_status(stale, 409, "Conflict");
 }
 
+/* A status patch whose other members reach into what the stored claim has (labels, a
+ * request): the claim keeps them, in the answer and in the store, and the patch's precondition
+ * and status apply. */
+static void test_dra_claim_status_nested(void)
+{
+    g_autoptr(KasServer) srv = start();
+    g_autoptr(Resp) c = post(srv, RC_PATH,
+                             "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\","
+                             "\"metadata\":{\"name\":\"c\",\"labels\":{\"a\":\"b\"}},\"spec\":{"
+                             "\"devices\":{\"requests\":[" GPU_REQ("gpu") "]}}}");
+    assert_status(c, 201, NULL);
+    g_autofree char *body = g_strdup_printf(
+            "{\"metadata\":{\"resourceVersion\":\"%s\",\"labels\":{\"a\":\"x\",\"n\":"
+            "\"y\"}},\"spec\":{\"devices\":{\"requests\":[{\"name\":\"other\"}]}},\"status\":{"
+            "\"allocation\":{\"devices\":{\"results\":[{\"request\":\"gpu\",\"driver\":"
+            "\"gpu.nvidia.com\",\"pool\":\"n1\",\"device\":\"gpu-0\"}]}}}}",
+            js(c, "metadata.resourceVersion"));
+    g_autoptr(Resp) ok =
+            http(srv, "PATCH", RC_PATH "/c/status", "application/merge-patch+json", body);
+    assert_status(ok, 200, NULL);
+    g_autoptr(Resp) got = get(srv, RC_PATH "/c");
+    for (guint i = 0; i < 2; i++) {
+        json_object *j = i == 0 ? ok->json : got->json;
+        g_assert_cmpstr(kas_json_get_string(j, "metadata.labels.a"), ==, "b");
+        g_assert_null(kas_json_get(j, "metadata.labels.n"));
+        g_assert_cmpstr(
+                kas_json_get_string(
+                        json_object_array_get_idx(kas_json_get(j, "spec.devices.requests"), 0),
+                        "name"),
+                ==, "gpu");
+        g_assert_nonnull(kas_json_get(j, "status.allocation.devices.results"));
+    }
+    g_assert_cmpstr(json_object_to_json_string(got->json), ==,
+                    json_object_to_json_string(ok->json));
+    /* a null status removes it; the rest stays */
+    g_autoptr(Resp) cleared = http(srv, "PATCH", RC_PATH "/c/status",
+                                   "application/merge-patch+json", "{\"status\":null}");
+    assert_status(cleared, 200, NULL);
+    g_assert_null(kas_json_get(cleared->json, "status.allocation"));
+    g_assert_cmpstr(kas_json_get_string(cleared->json, "metadata.labels.a"), ==, "b");
+}
+
 static void test_dra_invalid(void)
 {
     g_autoptr(KasServer) srv = start();
@@ -3703,6 +3745,7 @@ int main(int argc, char **argv)
     g_test_add_func("/apiserver/dra/discovery", test_dra_discovery);
     g_test_add_func("/apiserver/dra/claim-status", test_dra_claim_status);
     g_test_add_func("/apiserver/dra/claim-status-only", test_dra_claim_status_only);
+    g_test_add_func("/apiserver/dra/claim-status-nested", test_dra_claim_status_nested);
     g_test_add_func("/apiserver/ops/mutate-parsed", test_mutate_parsed);
     g_test_add_func("/apiserver/dra/invalid", test_dra_invalid);
     g_test_add_func("/apiserver/dra/limits", test_dra_limits);

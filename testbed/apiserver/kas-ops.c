@@ -1111,6 +1111,79 @@ KasObj *kas_ops_update(KasStore *store, KasRes *res, const char *version, const 
     return out;
 }
 
+/*
+ * The document a merge patch @patch (an object) of the status subresource makes of @curj,
+ * without copying @curj whole: the status is copied and patched; the metadata is a new object
+ * sharing @curj's members, with @patch's scalar metadata members (the preconditions: name,
+ * namespace, uid, resourceVersion) applied; every other member is shared, with @patch's scalar
+ * top-level members (kind, apiVersion, a null) applied over @api_version. A patch's object members
+ * other than the status would be put back to @curj's by update_status_in_place_locked() anyway, and
+ * merging them here would change @curj through what it shares. A claim status write, one per DRA
+ * pod bound, spent a tenth of its CPU copying the claim. New reference; @curj is not changed.
+ */
+static json_object *status_patched(json_object *curj, const char *api_version, json_object *patch)
+{
+    json_object *doc = json_object_new_object();
+    json_object_object_foreach(curj, key, val)
+    {
+        if (strcmp(key, "status") == 0) {
+            json_object_object_add(doc, key, copy_json(val));
+        } else if (strcmp(key, "metadata") == 0 && json_object_is_type(val, json_type_object)) {
+            json_object *meta = json_object_new_object();
+            json_object_object_foreach(val, mk, mv)
+            {
+                json_object_object_add(meta, mk, json_object_get(mv));
+            }
+            json_object_object_add(doc, key, meta);
+        } else {
+            json_object_object_add(doc, key, json_object_get(val));
+        }
+    }
+    kas_json_set_string(doc, "apiVersion", api_version);
+    json_object *top = json_object_new_object();
+    json_object_object_foreach(patch, pk, pv)
+    {
+        json_object *meta = NULL;
+        if (strcmp(pk, "status") == 0 || !json_object_is_type(pv, json_type_object))
+            json_object_object_add(top, pk, json_object_get(pv));
+        else if (strcmp(pk, "metadata") == 0 && json_object_object_get_ex(doc, "metadata", &meta) &&
+                 json_object_is_type(meta, json_type_object)) {
+            json_object_object_foreach(pv, mk, mv)
+            {
+                if (mv == NULL)
+                    json_object_object_del(meta, mk);
+                else if (!json_object_is_type(mv, json_type_object))
+                    json_object_object_add(meta, mk, copy_json(mv));
+            }
+        }
+    }
+    doc = kas_json_merge_patch(doc, top);
+    json_object_put(top);
+    return doc;
+}
+
+/* Apply @patch of @type to *@doc (replaced); FALSE with @error set when it does not apply. */
+static gboolean patch_apply(json_object **doc, KasPatchType type, json_object *patch,
+                            GError **error)
+{
+    if (type == KAS_PATCH_JSON) {
+        if (kas_json_patch_apply(doc, patch, error))
+            return TRUE;
+        GError *e = *error;
+        e->domain = KAS_ERROR;
+        e->code = KAS_ERR_INVALID;
+        return FALSE;
+    }
+    if (!json_object_is_type(patch, json_type_object)) {
+        g_set_error(error, KAS_ERROR, KAS_ERR_BAD_REQUEST,
+                    "the body of a merge patch must be a JSON object");
+        return FALSE;
+    }
+    *doc = type == KAS_PATCH_STRATEGIC ? kas_json_strategic_merge(*doc, patch)
+                                       : kas_json_merge_patch(*doc, patch);
+    return TRUE;
+}
+
 KasObj *kas_ops_patch(KasStore *store, KasRes *res, const char *version, const char *ns,
                       const char *name, KasPatchType type, json_object *patch, gboolean status,
                       GError **error)
@@ -1124,25 +1197,19 @@ KasObj *kas_ops_patch(KasStore *store, KasRes *res, const char *version, const c
     }
     /* parsed once: the patch applies to a copy, the update compares against the original */
     json_object *curj = kas_obj_parse(cur);
-    json_object *doc = copy_json(curj);
+    /* DRA kinds only: their status admission reads what the status shares (kas-dra.c) */
+    gboolean status_merge = status && type == KAS_PATCH_MERGE && kas_dra_is(res) &&
+                            json_object_is_type(patch, json_type_object) &&
+                            json_object_is_type(curj, json_type_object);
     g_autofree char *av = kas_res_api_version(res, version);
-    kas_json_set_string(doc, "apiVersion", av);
+    json_object *doc = NULL;
     gboolean ok = TRUE;
-    if (type == KAS_PATCH_JSON) {
-        ok = kas_json_patch_apply(&doc, patch, error);
-        if (!ok) {
-            GError *e = *error;
-            e->domain = KAS_ERROR;
-            e->code = KAS_ERR_INVALID;
-        }
-    } else if (!json_object_is_type(patch, json_type_object)) {
-        g_set_error(error, KAS_ERROR, KAS_ERR_BAD_REQUEST,
-                    "the body of a merge patch must be a JSON object");
-        ok = FALSE;
-    } else if (type == KAS_PATCH_STRATEGIC) {
-        doc = kas_json_strategic_merge(doc, patch);
+    if (status_merge) {
+        doc = status_patched(curj, av, patch);
     } else {
-        doc = kas_json_merge_patch(doc, patch);
+        doc = copy_json(curj);
+        kas_json_set_string(doc, "apiVersion", av);
+        ok = patch_apply(&doc, type, patch, error);
     }
     KasObj *out = NULL;
     if (ok && check_type(res, version, doc, error))
