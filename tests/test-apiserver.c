@@ -1056,15 +1056,28 @@ static void test_dra_claim_status_nested(void)
         json_object *j = i == 0 ? ok->json : got->json;
         g_assert_cmpstr(kas_json_get_string(j, "metadata.labels.a"), ==, "b");
         g_assert_null(kas_json_get(j, "metadata.labels.n"));
-        g_assert_cmpstr(
-                kas_json_get_string(
-                        json_object_array_get_idx(kas_json_get(j, "spec.devices.requests"), 0),
-                        "name"),
-                ==, "gpu");
+        g_assert_cmpstr(kas_json_get_string(json_object_array_get_idx(
+                                                    kas_json_get(j, "spec.devices.requests"), 0),
+                                            "name"),
+                        ==, "gpu");
         g_assert_nonnull(kas_json_get(j, "status.allocation.devices.results"));
     }
     g_assert_cmpstr(json_object_to_json_string(got->json), ==,
                     json_object_to_json_string(ok->json));
+    /* a first status with a null in it: the null removes nothing and is not stored */
+    g_autoptr(Resp) e = post(srv, RC_PATH, RC_JSON("e", "{\"requests\":[" GPU_REQ("gpu") "]}"));
+    assert_status(e, 201, NULL);
+    g_autoptr(Resp) first =
+            http(srv, "PATCH", RC_PATH "/e/status", "application/merge-patch+json",
+                 "{\"status\":{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"gpu\","
+                 "\"driver\":\"gpu.nvidia.com\",\"pool\":\"n1\",\"device\":\"gpu-1\"}],"
+                 "\"config\":null}},\"reservedFor\":null}}");
+    assert_status(first, 200, NULL);
+    g_assert_nonnull(kas_json_get(first->json, "status.allocation.devices.results"));
+    g_assert_false(
+            json_object_object_get_ex(kas_json_get(first->json, "status"), "reservedFor", NULL));
+    g_assert_false(json_object_object_get_ex(kas_json_get(first->json, "status.allocation.devices"),
+                                             "config", NULL));
     /* a null status removes it; the rest stays */
     g_autoptr(Resp) cleared = http(srv, "PATCH", RC_PATH "/c/status",
                                    "application/merge-patch+json", "{\"status\":null}");

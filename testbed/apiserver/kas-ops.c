@@ -1119,8 +1119,29 @@ KasObj *kas_ops_update(KasStore *store, KasRes *res, const char *version, const 
  * top-level members (kind, apiVersion, a null) applied over @api_version. A patch's object members
  * other than the status would be put back to @curj's by update_status_in_place_locked() anyway, and
  * merging them here would change @curj through what it shares. A claim status write, one per DRA
- * pod bound, spent a tenth of its CPU copying the claim. New reference; @curj is not changed.
+ * pod bound, spent a tenth of its CPU copying the claim. New reference, which may share @patch's
+ * status (@patch must not change while it lives); @curj is not changed.
  */
+/* Does @v hold a null anywhere (a merge patch's "remove")? */
+static gboolean has_null(json_object *v)
+{
+    if (v == NULL)
+        return TRUE;
+    if (json_object_is_type(v, json_type_object)) {
+        json_object_object_foreach(v, k, m)
+        {
+            (void)k;
+            if (has_null(m))
+                return TRUE;
+        }
+    } else if (json_object_is_type(v, json_type_array)) {
+        for (gsize i = 0; i < json_object_array_length(v); i++)
+            if (has_null(json_object_array_get_idx(v, i)))
+                return TRUE;
+    }
+    return FALSE;
+}
+
 static json_object *status_patched(json_object *curj, const char *api_version, json_object *patch)
 {
     json_object *doc = json_object_new_object();
@@ -1143,8 +1164,15 @@ static json_object *status_patched(json_object *curj, const char *api_version, j
     json_object *top = json_object_new_object();
     json_object_object_foreach(patch, pk, pv)
     {
-        json_object *meta = NULL;
-        if (strcmp(pk, "status") == 0 || !json_object_is_type(pv, json_type_object))
+        json_object *meta = NULL, *st = NULL;
+        /* a first status (a claim's allocation) is the patch's own when it removes nothing:
+         * merged into nothing it would be copied whole, to the same */
+        if (strcmp(pk, "status") == 0 && json_object_is_type(pv, json_type_object) &&
+            (!json_object_object_get_ex(doc, "status", &st) ||
+             (json_object_is_type(st, json_type_object) && json_object_object_length(st) == 0)) &&
+            !has_null(pv))
+            json_object_object_add(doc, pk, json_object_get(pv));
+        else if (strcmp(pk, "status") == 0 || !json_object_is_type(pv, json_type_object))
             json_object_object_add(top, pk, json_object_get(pv));
         else if (strcmp(pk, "metadata") == 0 && json_object_object_get_ex(doc, "metadata", &meta) &&
                  json_object_is_type(meta, json_type_object)) {
