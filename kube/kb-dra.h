@@ -249,3 +249,13 @@ json_object *kb_resource_claim_status_new(const KbResourceClaim *claim,
                                           const KbDeviceResult *results, guint n_results,
                                           const char *node, const char *pod_name,
                                           const char *pod_uid);
+
+/*
+ * The same body as JSON text (newly allocated), reserving the claim for @pods: the first as
+ * kb_resource_claim_status_new()'s pod, each other one unless the claim already is reserved for
+ * it. What the binder sends: built as text, the json-c tree and its serialisation cost
+ * kube-batchd as much as the rest of a claim write (bench-e2e --dra).
+ */
+char *kb_resource_claim_status_text(const KbResourceClaim *claim, const KbDeviceResult *results,
+                                    guint n_results, const char *node, const KbClaimConsumer *pods,
+                                    guint n_pods);

@@ -2263,7 +2263,7 @@ void kb_claim_write_free(gpointer write)
         return;
     g_free(w->namespace_);
     g_free(w->name);
-    json_object_put(w->body);
+    g_free(w->body);
     json_object_put(w->undo);
     g_free(w);
 }
@@ -2305,27 +2305,18 @@ static KbClaimWrite *claim_write_new(KbDra *dra, const char *key, GPtrArray *use
         missing += !kb_resource_claim_reserved_for(claim, ((KbPod *)users->pdata[i])->meta.uid);
     if (ca == NULL && missing == 0)
         return NULL;
-    const KbPod *first = users->pdata[0];
-    json_object *body = kb_resource_claim_status_new(
-            claim, ca != NULL ? (const KbDeviceResult *)ca->results->data : NULL,
-            ca != NULL ? ca->results->len : 0, ca != NULL ? ca->node : NULL, first->meta.name,
-            first->meta.uid);
-    json_object *status = json_object_object_get(body, "status");
-    json_object *reserved = json_object_object_get(status, "reservedFor");
-    for (guint i = 1; i < users->len; i++) {
+    g_autofree KbClaimConsumer *pods = g_new0(KbClaimConsumer, users->len);
+    for (guint i = 0; i < users->len; i++) {
         const KbPod *p = users->pdata[i];
-        if (kb_resource_claim_reserved_for(claim, p->meta.uid))
-            continue;
-        json_object *c = json_object_new_object();
-        json_object_object_add(c, "resource", json_object_new_string("pods"));
-        json_object_object_add(c, "name", json_object_new_string(p->meta.name));
-        json_object_object_add(c, "uid", json_object_new_string(p->meta.uid));
-        json_object_array_add(reserved, c);
+        pods[i].name = p->meta.name;
+        pods[i].uid = p->meta.uid;
     }
     KbClaimWrite *w = g_new0(KbClaimWrite, 1);
     w->namespace_ = g_strdup(claim->meta.namespace_);
     w->name = g_strdup(claim->meta.name);
-    w->body = body;
+    w->body = kb_resource_claim_status_text(
+            claim, ca != NULL ? (const KbDeviceResult *)ca->results->data : NULL,
+            ca != NULL ? ca->results->len : 0, ca != NULL ? ca->node : NULL, pods, users->len);
     w->allocates = ca != NULL;
     w->undo = undo_new(claim, w->allocates);
     return w;

@@ -85,13 +85,13 @@ guint kb_dra_devices_held(const KbDra *dra);
 
 /*
  * One claim status write, made before the pod's Binding: a merge patch of the claim's status
- * subresource (@body, kb_resource_claim_status_new) and the one that undoes it (@undo: the
+ * subresource (@body, kb_resource_claim_status_text) and the one that undoes it (@undo: the
  * allocation removed when this write made it, reservedFor as it was).
  */
 typedef struct {
     char *namespace_;
     char *name;
-    json_object *body;
+    char *body; /* JSON text (kb_resource_claim_status_text) */
     json_object *undo;
     gboolean allocates; /* the write allocates the claim (else it only reserves it) */
 } KbClaimWrite;

@@ -157,13 +157,26 @@ static const KbPlacement *placement(Fx *fx, const char *pod)
     return NULL;
 }
 
+/* The claim write bodies write_status() parsed, freed at the end. */
+static GPtrArray *bodies;
+
+static void put_json(gpointer obj)
+{
+    json_object_put(obj);
+}
+
 /* The one write of @p (asserted), its body's status. */
 static json_object *write_status(const KbPlacement *p, guint i)
 {
     g_assert_nonnull(p->claim_writes);
     g_assert_cmpuint(p->claim_writes->len, >, i);
     const KbClaimWrite *w = p->claim_writes->pdata[i];
-    return json_object_object_get(w->body, "status");
+    json_object *body = json_tokener_parse(w->body);
+    g_assert_nonnull(body);
+    if (bodies == NULL)
+        bodies = g_ptr_array_new_with_free_func(put_json);
+    g_ptr_array_add(bodies, body);
+    return json_object_object_get(body, "status");
 }
 
 static const char *status_node(json_object *status)
@@ -2260,5 +2273,7 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/dra/accounting/proportion-shares", test_acct_proportion_shares);
     g_test_add_func("/scheduler/dra/accounting/reclaim-slices", test_acct_reclaim_slices);
     g_test_add_func("/scheduler/dra/accounting/not-admitted", test_acct_not_admitted);
-    return g_test_run();
+    int rc = g_test_run();
+    g_clear_pointer(&bodies, g_ptr_array_unref);
+    return rc;
 }
