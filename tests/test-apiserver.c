@@ -1861,6 +1861,23 @@ static void test_dra_controller_shared(void)
     g_usleep(50000);
     g_autoptr(Resp) still = get(srv, RC_PATH "/shared");
     assert_status(still, 200, NULL);
+    /* written reserved for a live pod and for one that never was (or a successor of that name):
+     * the controller releases those at once, the live one stays */
+    g_autoptr(Resp) c2 = post(srv, RC_PATH, RC_JSON("x", "{\"requests\":[" GPU_REQ("gpu") "]}"));
+    assert_status(c2, 201, NULL);
+    g_autofree char *live = g_strdup_printf(pod_fmt, "live");
+    g_autoptr(Resp) pl = post(srv, POD_PATH, live);
+    assert_status(pl, 201, NULL);
+    g_autofree char *mixed = g_strdup_printf(
+            "[{\"resource\":\"pods\",\"name\":\"ghost\",\"uid\":\"u-ghost\"},{\"resource\":"
+            "\"pods\",\"name\":\"live\",\"uid\":\"%s\"},{\"resource\":\"pods\",\"name\":"
+            "\"live\",\"uid\":\"u-old\"}]",
+            js(pl, "metadata.uid"));
+    reserve(srv, "x", mixed);
+    g_autoptr(Resp) kept = wait_until(srv, RC_PATH "/x", reserved_once);
+    g_assert_cmpstr(kas_json_get_string(first(kept->json, "status.reservedFor"), "uid"), ==,
+                    js(pl, "metadata.uid"));
+    g_assert_nonnull(kas_json_get(kept->json, "status.allocation"));
 }
 
 /* Pod-level spec.resources as the API server validates it (validatePodResources and
