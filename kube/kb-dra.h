@@ -203,6 +203,8 @@ KbResourceClaim *kb_resource_claim_decode_bytes(const char *json, gsize len, GEr
 /* TRUE when @a and @b hold the same decoded claim (meta.raw and the reference count aside);
  * else FALSE, and with @why the first field that differs (newly allocated). */
 gboolean kb_resource_claim_equal(const KbResourceClaim *a, const KbResourceClaim *b, char **why);
+/* TRUE when two claims ask for the same devices (their decoded specs are equal). */
+gboolean kb_claim_spec_equal(const KbClaimSpec *a, const KbClaimSpec *b);
 gboolean kb_resource_claim_list_decode_bytes(const char *json, gsize len, GPtrArray *out,
                                              char **resource_version, char **continue_token,
                                              GError **error);

@@ -770,6 +770,18 @@ void kb_dra_set_claim(KbDra *dra, KbResourceClaim *claim)
             claim_recount(dra, old->claim);
         claim_recount(dra, claim);
     }
+    if (old != NULL && g_strcmp0(old->claim->meta.uid, claim->meta.uid) == 0 &&
+        kb_claim_spec_equal(&old->claim->spec, &claim->spec)) {
+        /* A status update (the spec is immutable): the compiled selectors and their verdicts
+         * stay; a claim write's echo rebuilt them per pod. */
+        kb_object_unref(old->claim);
+        old->claim = kb_object_ref(claim);
+        claim_devices(dra, claim, key, TRUE);
+        if (claim->allocated)
+            claim_alloc_drop(dra, key);
+        g_free(key);
+        return;
+    }
     ClaimInfo *ci = g_new0(ClaimInfo, 1);
     ci->claim = kb_object_ref(claim);
     ci->programs = programs_new();

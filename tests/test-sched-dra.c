@@ -707,6 +707,12 @@ static void test_cache_request_selectors(void)
                     "claim ml/c0 request gpus: 1 device of class gpu.nvidia.com "
                     "wanted, 0 free on node n1");
     g_assert_true(fits(fx, p1, "n1", why));
+    /* a status update keeps the verdicts (the same spec); another spec does not */
+    g_autoptr(KbResourceClaim) a5 = claim_new(fx, "c0", "c0", idx5, NULL);
+    g_autoptr(KbResourceClaim) b5 = claim_new(fx, "c0", "c0", idx5, NULL);
+    g_autoptr(KbResourceClaim) a1 = claim_new(fx, "c0", "c0", idx1, NULL);
+    g_assert_true(kb_claim_spec_equal(&a5->spec, &b5->spec));
+    g_assert_false(kb_claim_spec_equal(&a5->spec, &a1->spec));
     put_claim(fx, "c0", idx1, NULL);
     g_assert_true(fits(fx, p0, "n1", why));
     /* c0 takes gpu-1: c1 (the same device only) no longer fits */
