@@ -1111,17 +1111,6 @@ KasObj *kas_ops_update(KasStore *store, KasRes *res, const char *version, const 
     return out;
 }
 
-/*
- * The document a merge patch @patch (an object) of the status subresource makes of @curj,
- * without copying @curj whole: the status is copied and patched; the metadata is a new object
- * sharing @curj's members, with @patch's scalar metadata members (the preconditions: name,
- * namespace, uid, resourceVersion) applied; every other member is shared, with @patch's scalar
- * top-level members (kind, apiVersion, a null) applied over @api_version. A patch's object members
- * other than the status would be put back to @curj's by update_status_in_place_locked() anyway, and
- * merging them here would change @curj through what it shares. A claim status write, one per DRA
- * pod bound, spent a tenth of its CPU copying the claim. New reference, which may share @patch's
- * status (@patch must not change while it lives); @curj is not changed.
- */
 /* Does @v hold a null anywhere (a merge patch's "remove")? */
 static gboolean has_null(json_object *v)
 {
@@ -1142,6 +1131,18 @@ static gboolean has_null(json_object *v)
     return FALSE;
 }
 
+/*
+ * The document a merge patch @patch (an object) of the status subresource makes of @curj,
+ * without copying @curj whole: the status is copied and patched; the metadata is a new object
+ * sharing @curj's members, with @patch's scalar metadata members (the preconditions: name,
+ * namespace, uid, resourceVersion) applied; every other member is shared, with @patch's scalar
+ * top-level members (kind, apiVersion, a null) applied over @api_version. A patch's object
+ * members other than the status would be put back to @curj's by
+ * update_status_in_place_locked() anyway, and merging them here would change @curj through what
+ * it shares. A claim status write, one per DRA pod bound, spent a tenth of its CPU copying the
+ * claim. New reference, which may share @patch's status (@patch must not change while it
+ * lives); @curj is not changed.
+ */
 static json_object *status_patched(json_object *curj, const char *api_version, json_object *patch)
 {
     json_object *doc = json_object_new_object();
