@@ -322,8 +322,8 @@ static double claim_writes(KasStore *store, KasRes *claims, GPtrArray *objs, gui
         KasObj *c = g_ptr_array_index(objs, i);
         json_object *st = make_claim_status(c, i);
         g_autoptr(GError) error = NULL;
-        KasObj *o = kas_ops_patch(store, claims, "v1", "bench", c->name, KAS_PATCH_MERGE, st,
-                                  TRUE, &error);
+        KasObj *o = kas_ops_patch(store, claims, "v1", "bench", c->name, KAS_PATCH_MERGE, st, TRUE,
+                                  &error);
         if (o == NULL)
             g_error("claim %s: %s", c->name, error->message);
         kas_obj_unref(o);
@@ -336,7 +336,7 @@ static double claim_writes(KasStore *store, KasRes *claims, GPtrArray *objs, gui
 
 static void bench_claims(void)
 {
-    KasStoreOptions so = { 0 };
+    KasStoreOptions so = {0};
     KasStore *store = kas_store_new(&so);
     kas_ops_bootstrap(store);
     create_namespace(store, "bench");
@@ -355,8 +355,8 @@ static void bench_claims(void)
         json_object_put(c);
     }
     /* blocks of 500 alternate, so that both paths see the same store and machine */
-    double cpu[2] = { 0, 0 };
-    guint n[2] = { 0, 0 };
+    double cpu[2] = {0, 0};
+    guint n[2] = {0, 0};
     for (guint b = 0; b * 500 < (guint)n_claims; b++) {
         guint from = b * 500, to = MIN(from + 500, (guint)n_claims);
         cpu[b % 2] += claim_writes(store, claims, objs, from, to, b % 2 == 0);

@@ -1199,8 +1199,8 @@ static void test_dra_claim_status_splice(void)
             }
         }
         /* with the preconditions the scheduler sends (its resourceVersion) or none */
-        const char *no_rv[] = { "{\"metadata\":{}" };
-        const char *with_rv[] = { "{\"metadata\":{\"resourceVersion\":RV}" };
+        const char *no_rv[] = {"{\"metadata\":{}"};
+        const char *with_rv[] = {"{\"metadata\":{\"resourceVersion\":RV}"};
         const char *rv_mark[] = {"RV"};
         g_autofree char *a_body =
                 i % 2 == 0 ? replace_all(a_status, no_rv, with_rv, 1) : g_strdup(a_status);
