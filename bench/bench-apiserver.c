@@ -3,21 +3,27 @@
  *   - bindings/s: concurrent keep-alive clients POSTing pods/NAME/binding on pre-created pods
  *     (baseline in the same run: GET /healthz round trips with the same clients);
  *   - watch events/s: events written while 10 watchers each receive every one of them;
- *   - memory: resident set growth for 150,000 realistic pods.
+ *   - memory: resident set growth for 150,000 realistic pods;
+ *   - claim status writes: CPU per first status of a ResourceClaim (kube-batchd's allocation and
+ *     reservation, one per DRA pod) spliced into the stored text and, alternating, merged into the
+ *     parsed claim and printed again; CPU per Binding of the same pods, all in process.
  * The server runs in this process (same code as bin/kb-apiserver). Figures only, no assertions.
  *
  *   bench-apiserver [--pods N] [--clients N] [--events N] [--watchers N] [--memory-pods N]
+ *                   [--claims N]
  */
 #include <curl/curl.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "testbed/apiserver/kas-json.h"
 #include "testbed/apiserver/kas-ops.h"
 #include "testbed/apiserver/kas-server.h"
 
-static gint n_pods = 20000, n_clients = 16, n_events = 20000, n_watchers = 10, n_memory = 150000;
+static gint n_pods = 20000, n_clients = 16, n_events = 20000, n_watchers = 10, n_memory = 150000,
+            n_claims = 20000;
 
 static double now_s(void)
 {
@@ -266,6 +272,120 @@ static void bench_watch(KasServer *srv)
     bench_replay(srv, rv);
 }
 
+/* ---- claim status writes, in process ------------------------------------------------------- */
+
+static double thread_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A claim as the resource-claim controller makes it from a template asking for one GPU, for the
+ * pod made by make_pod(ns, i). */
+static json_object *make_claim(const char *ns, guint i)
+{
+    g_autofree char *text = g_strdup_printf(
+            "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\",\"metadata\":{"
+            "\"name\":\"job-%u-worker-%u-gpu-x7k2q\",\"namespace\":\"%s\",\"annotations\":{"
+            "\"resource.kubernetes.io/pod-claim-name\":\"gpu\"},\"ownerReferences\":[{"
+            "\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"name\":\"job-%u-worker-%u\",\"uid\":"
+            "\"7a1c0d2e-0000-4000-8000-%012u\",\"controller\":true,\"blockOwnerDeletion\":true}]},"
+            "\"spec\":{\"devices\":{\"requests\":[{\"name\":\"gpu\",\"exactly\":{"
+            "\"deviceClassName\":\"gpu.nvidia.com\",\"allocationMode\":\"ExactCount\","
+            "\"count\":1}}]}}}",
+            i / 8, i % 8, ns, i / 8, i % 8, i);
+    return json_tokener_parse(text);
+}
+
+/* The status kube-batchd writes for claim @i (kb_resource_claim_status_text's form). */
+static json_object *make_claim_status(const KasObj *claim, guint i)
+{
+    g_autofree char *text = g_strdup_printf(
+            "{\"metadata\":{\"resourceVersion\":\"%" G_GUINT64_FORMAT "\"},\"status\":{"
+            "\"allocation\":{\"devices\":{\"results\":[{\"request\":\"gpu\",\"driver\":"
+            "\"gpu.nvidia.com\",\"pool\":\"node-%04u\",\"device\":\"gpu-%u\"}]},\"nodeSelector\":"
+            "{\"nodeSelectorTerms\":[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":"
+            "\"In\",\"values\":[\"node-%04u\"]}]}]}},\"reservedFor\":[{\"resource\":\"pods\","
+            "\"name\":\"job-%u-worker-%u\",\"uid\":\"7a1c0d2e-0000-4000-8000-%012u\"}]}}",
+            claim->rv, i / 8, i % 8, i / 8, i / 8, i % 8, i);
+    return json_tokener_parse(text);
+}
+
+/* CPU seconds of writing the first status of claims [@from, @to), spliced or not. */
+static double claim_writes(KasStore *store, KasRes *claims, GPtrArray *objs, guint from, guint to,
+                           gboolean splice)
+{
+    kas_ops_set_status_splice(splice);
+    double t0 = thread_cpu_s();
+    for (guint i = from; i < to; i++) {
+        KasObj *c = g_ptr_array_index(objs, i);
+        json_object *st = make_claim_status(c, i);
+        g_autoptr(GError) error = NULL;
+        KasObj *o = kas_ops_patch(store, claims, "v1", "bench", c->name, KAS_PATCH_MERGE, st, TRUE,
+                                  &error);
+        if (o == NULL)
+            g_error("claim %s: %s", c->name, error->message);
+        kas_obj_unref(o);
+        json_object_put(st);
+    }
+    double dt = thread_cpu_s() - t0;
+    kas_ops_set_status_splice(TRUE);
+    return dt;
+}
+
+static void bench_claims(void)
+{
+    KasStoreOptions so = {0};
+    KasStore *store = kas_store_new(&so);
+    kas_ops_bootstrap(store);
+    create_namespace(store, "bench");
+    create_pods(store, "bench", (guint)n_claims);
+    kas_store_lock(store);
+    KasRes *claims = kas_store_find_locked(store, "resource.k8s.io", "v1", "resourceclaims");
+    kas_store_unlock(store);
+    g_autoptr(GPtrArray) objs = g_ptr_array_new_with_free_func((GDestroyNotify)kas_obj_unref);
+    for (guint i = 0; i < (guint)n_claims; i++) {
+        json_object *c = make_claim("bench", i);
+        g_autoptr(GError) error = NULL;
+        KasObj *o = kas_ops_create(store, claims, "v1", "bench", c, &error);
+        if (o == NULL)
+            g_error("creating claim %u: %s", i, error->message);
+        g_ptr_array_add(objs, o);
+        json_object_put(c);
+    }
+    /* blocks of 500 alternate, so that both paths see the same store and machine */
+    double cpu[2] = {0, 0};
+    guint n[2] = {0, 0};
+    for (guint b = 0; b * 500 < (guint)n_claims; b++) {
+        guint from = b * 500, to = MIN(from + 500, (guint)n_claims);
+        cpu[b % 2] += claim_writes(store, claims, objs, from, to, b % 2 == 0);
+        n[b % 2] += to - from;
+    }
+    double t0 = thread_cpu_s();
+    for (guint i = 0; i < (guint)n_claims; i++) {
+        g_autofree char *name = g_strdup_printf("job-%u-worker-%u", i / 8, i % 8);
+        g_autofree char *text = g_strdup_printf(
+                "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":\"%s\"},"
+                "\"target\":{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"name\":\"node-%04u\"}}",
+                name, i / 8);
+        json_object *binding = json_tokener_parse(text);
+        g_autoptr(GError) error = NULL;
+        if (!kas_ops_bind(store, "bench", name, binding, &error))
+            g_error("binding %s: %s", name, error->message);
+        json_object_put(binding);
+    }
+    double bind = thread_cpu_s() - t0;
+    printf("claim status writes: %d claims (one GPU each, from a template), in process\n",
+           n_claims);
+    printf("  first status spliced   %10.1f us of CPU each (%u)\n", 1e6 * cpu[0] / n[0], n[0]);
+    printf("  merged and printed     %10.1f us of CPU each (%u; %.2fx)\n", 1e6 * cpu[1] / n[1],
+           n[1], cpu[1] / n[1] / (cpu[0] / n[0]));
+    printf("  Binding of a pod       %10.1f us of CPU each\n", 1e6 * bind / n_claims);
+    g_clear_pointer(&objs, g_ptr_array_unref);
+    kas_store_free(store);
+}
+
 int main(int argc, char **argv)
 {
     GOptionEntry entries[] = {
@@ -274,13 +394,14 @@ int main(int argc, char **argv)
         { "events", 0, 0, G_OPTION_ARG_INT, &n_events, "Watch events (default 20000)", "N" },
         { "watchers", 0, 0, G_OPTION_ARG_INT, &n_watchers, "Watchers (default 10)", "N" },
         { "memory-pods", 0, 0, G_OPTION_ARG_INT, &n_memory, "Pods for the memory figure (default 150000)", "N" },
+        { "claims", 0, 0, G_OPTION_ARG_INT, &n_claims, "Claims for the claim status writes (default 20000)", "N" },
         { NULL },
     };
     g_autoptr(GOptionContext) oc = g_option_context_new("- load figures for kb-apiserver");
     g_option_context_add_main_entries(oc, entries, NULL);
     g_autoptr(GError) error = NULL;
     if (!g_option_context_parse(oc, &argc, &argv, &error) || n_pods <= 0 || n_clients <= 0 ||
-        n_events <= 0 || n_watchers <= 0 || n_memory <= 0) {
+        n_events <= 0 || n_watchers <= 0 || n_memory <= 0 || n_claims <= 0) {
         fprintf(stderr, "bench-apiserver: %s\n", error != NULL ? error->message : "counts must be positive");
         return 2;
     }
@@ -324,6 +445,7 @@ int main(int argc, char **argv)
     printf("  RSS growth             %10.0f MiB (target < 1024 MiB; %.0f bytes/pod, history included)\n",
            after - before, (after - before) * 1024 * 1024 / n_memory);
     kas_store_free(mem);
+    bench_claims();
     curl_global_cleanup();
     return 0;
 }

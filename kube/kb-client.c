@@ -177,7 +177,7 @@ KbTransfer *kb_client_transfer_new(KbClient *client, const KbRequest *req)
             req->body != NULL
                     ? json_object_to_json_string_ext(
                               req->body, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
-                    : NULL;
+                    : req->body_text;
     return kb_client_transfer_new_raw(client, req, body, req->content_type);
 }
 

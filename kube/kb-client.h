@@ -158,6 +158,7 @@ typedef struct {
     const KbListOptions *list; /* query parameters for GET/watch */
     const char *query;         /* extra raw query string (without '?'), may be NULL */
     json_object *body;         /* serialized as the request body; not consumed */
+    const char *body_text;     /* without @body: sent as is (JSON text), not consumed */
     const char *content_type;  /* default application/json */
     gboolean stream;           /* a watch: no overall timeout, low-speed timeout instead */
     /* Asynchronous only: queued ahead of every waiting request without it (after the urgent ones

@@ -634,6 +634,11 @@ static gboolean spec_eq(const KbClaimSpec *a, const KbClaimSpec *b, char **why)
     return TRUE;
 }
 
+gboolean kb_claim_spec_equal(const KbClaimSpec *a, const KbClaimSpec *b)
+{
+    return spec_eq(a, b, NULL);
+}
+
 gboolean kb_resource_claim_equal(const KbResourceClaim *a, const KbResourceClaim *b, char **why)
 {
     if (!kb_meta_equal(&a->meta, &b->meta, why) || !spec_eq(&a->spec, &b->spec, why) ||

@@ -4,6 +4,7 @@
 #include "kube/kb-decode.h"
 #include "kube/kb-dra.h"
 #include "kube/kb-error.h"
+#include "kube/kb-extender-codec.h"
 
 /* ---- freeing -------------------------------------------------------------------------------- */
 
@@ -797,34 +798,6 @@ KbResourceSlice *kb_resource_slice_decode(json_object *obj, gboolean keep_raw, G
 
 /* ---- the status a scheduler writes ---------------------------------------------------------- */
 
-static json_object *node_selector_new(const char *node)
-{
-    json_object *values = json_object_new_array();
-    json_object_array_add(values, json_object_new_string(node));
-    json_object *field = json_object_new_object();
-    json_object_object_add(field, "key", json_object_new_string(KB_NODE_FIELD_NAME));
-    json_object_object_add(field, "operator", json_object_new_string("In"));
-    json_object_object_add(field, "values", values);
-    json_object *fields = json_object_new_array();
-    json_object_array_add(fields, field);
-    json_object *term = json_object_new_object();
-    json_object_object_add(term, "matchFields", fields);
-    json_object *terms = json_object_new_array();
-    json_object_array_add(terms, term);
-    json_object *sel = json_object_new_object();
-    json_object_object_add(sel, "nodeSelectorTerms", terms);
-    return sel;
-}
-
-static json_object *consumer_new(const char *name, const char *uid)
-{
-    json_object *c = json_object_new_object();
-    json_object_object_add(c, "resource", json_object_new_string("pods"));
-    json_object_object_add(c, "name", json_object_new_string(name));
-    json_object_object_add(c, "uid", json_object_new_string(uid));
-    return c;
-}
-
 /* @milli as a quantity: binary suffixes for whole GiB / MiB (memory), plain units otherwise. */
 static char *milli_text(gint64 milli)
 {
@@ -849,55 +822,100 @@ gboolean kb_capacity_name_is(const char *written, const char *driver, const char
            strcmp(slash + 1, name) == 0;
 }
 
+static void append_consumer(GString *out, const char *name, const char *uid)
+{
+    g_string_append(out, "{\"resource\":\"pods\",\"name\":");
+    kb_extender_append_json_string(out, name);
+    g_string_append(out, ",\"uid\":");
+    kb_extender_append_json_string(out, uid);
+    g_string_append_c(out, '}');
+}
+
+static void append_results(GString *out, const KbDeviceResult *results, guint n_results)
+{
+    g_string_append(out, "\"devices\":{\"results\":[");
+    for (guint i = 0; i < n_results; i++) {
+        const KbDeviceResult *r = &results[i];
+        g_string_append(out, i == 0 ? "{\"request\":" : ",{\"request\":");
+        kb_extender_append_json_string(out, r->request);
+        g_string_append(out, ",\"driver\":");
+        kb_extender_append_json_string(out, r->driver);
+        g_string_append(out, ",\"pool\":");
+        kb_extender_append_json_string(out, r->pool);
+        g_string_append(out, ",\"device\":");
+        kb_extender_append_json_string(out, r->device);
+        if (r->n_consumed > 0) {
+            g_string_append(out, ",\"consumedCapacity\":{");
+            for (guint c = 0; c < r->n_consumed; c++) {
+                g_autofree char *q = milli_text(r->consumed[c].milli);
+                if (c > 0)
+                    g_string_append_c(out, ',');
+                kb_extender_append_json_string(out, r->consumed[c].name);
+                g_string_append_c(out, ':');
+                kb_extender_append_json_string(out, q);
+            }
+            g_string_append_c(out, '}');
+        }
+        if (r->share_id != NULL) {
+            g_string_append(out, ",\"shareID\":");
+            kb_extender_append_json_string(out, r->share_id);
+        }
+        g_string_append_c(out, '}');
+    }
+    g_string_append(out, "]}");
+}
+
+char *kb_resource_claim_status_text(const KbResourceClaim *claim, const KbDeviceResult *results,
+                                    guint n_results, const char *node, const KbClaimConsumer *pods,
+                                    guint n_pods)
+{
+    GString *out = g_string_sized_new(512);
+    g_string_append(out, "{\"metadata\":{");
+    if (claim->meta.resource_version != NULL) {
+        g_string_append(out, "\"resourceVersion\":");
+        kb_extender_append_json_string(out, claim->meta.resource_version);
+    }
+    g_string_append(out, "},\"status\":{");
+    if (results != NULL) {
+        g_string_append(out, "\"allocation\":{");
+        append_results(out, results, n_results);
+        if (node != NULL) {
+            g_string_append(out, ",\"nodeSelector\":{\"nodeSelectorTerms\":[{\"matchFields\":[{"
+                                 "\"key\":\"" KB_NODE_FIELD_NAME "\",\"operator\":\"In\","
+                                 "\"values\":[");
+            kb_extender_append_json_string(out, node);
+            g_string_append(out, "]}]}]}");
+        }
+        g_string_append(out, "},");
+    }
+    g_string_append(out, "\"reservedFor\":[");
+    gboolean first = TRUE;
+    for (guint i = 0; i < claim->n_reserved_for; i++) {
+        if (n_pods > 0 && g_strcmp0(claim->reserved_for[i].uid, pods[0].uid) == 0)
+            continue;
+        if (!first)
+            g_string_append_c(out, ',');
+        append_consumer(out, claim->reserved_for[i].name, claim->reserved_for[i].uid);
+        first = FALSE;
+    }
+    for (guint i = 0; i < n_pods; i++) {
+        if (i > 0 && kb_resource_claim_reserved_for(claim, pods[i].uid))
+            continue;
+        if (!first)
+            g_string_append_c(out, ',');
+        append_consumer(out, pods[i].name, pods[i].uid);
+        first = FALSE;
+    }
+    g_string_append(out, "]}}");
+    return g_string_free(out, FALSE);
+}
+
 json_object *kb_resource_claim_status_new(const KbResourceClaim *claim,
                                           const KbDeviceResult *results, guint n_results,
                                           const char *node, const char *pod_name,
                                           const char *pod_uid)
 {
-    json_object *status = json_object_new_object();
-    if (results != NULL) {
-        json_object *arr = json_object_new_array();
-        for (guint i = 0; i < n_results; i++) {
-            json_object *r = json_object_new_object();
-            json_object_object_add(r, "request", json_object_new_string(results[i].request));
-            json_object_object_add(r, "driver", json_object_new_string(results[i].driver));
-            json_object_object_add(r, "pool", json_object_new_string(results[i].pool));
-            json_object_object_add(r, "device", json_object_new_string(results[i].device));
-            if (results[i].n_consumed > 0) {
-                json_object *cc = json_object_new_object();
-                for (guint c = 0; c < results[i].n_consumed; c++) {
-                    g_autofree char *q = milli_text(results[i].consumed[c].milli);
-                    json_object_object_add(cc, results[i].consumed[c].name,
-                                           json_object_new_string(q));
-                }
-                json_object_object_add(r, "consumedCapacity", cc);
-            }
-            if (results[i].share_id != NULL)
-                json_object_object_add(r, "shareID", json_object_new_string(results[i].share_id));
-            json_object_array_add(arr, r);
-        }
-        json_object *devices = json_object_new_object();
-        json_object_object_add(devices, "results", arr);
-        json_object *alloc = json_object_new_object();
-        json_object_object_add(alloc, "devices", devices);
-        if (node != NULL)
-            json_object_object_add(alloc, "nodeSelector", node_selector_new(node));
-        json_object_object_add(status, "allocation", alloc);
-    }
-    json_object *reserved = json_object_new_array();
-    for (guint i = 0; i < claim->n_reserved_for; i++) {
-        if (g_strcmp0(claim->reserved_for[i].uid, pod_uid) != 0)
-            json_object_array_add(reserved, consumer_new(claim->reserved_for[i].name,
-                                                         claim->reserved_for[i].uid));
-    }
-    json_object_array_add(reserved, consumer_new(pod_name, pod_uid));
-    json_object_object_add(status, "reservedFor", reserved);
-    json_object *meta = json_object_new_object();
-    if (claim->meta.resource_version != NULL)
-        json_object_object_add(meta, "resourceVersion",
-                               json_object_new_string(claim->meta.resource_version));
-    json_object *body = json_object_new_object();
-    json_object_object_add(body, "metadata", meta);
-    json_object_object_add(body, "status", status);
-    return body;
+    KbClaimConsumer pod = {.resource = "pods", .name = (char *)pod_name, .uid = (char *)pod_uid};
+    g_autofree char *text = kb_resource_claim_status_text(claim, results, n_results, node, &pod, 1);
+    return json_tokener_parse(text);
 }

@@ -203,6 +203,8 @@ KbResourceClaim *kb_resource_claim_decode_bytes(const char *json, gsize len, GEr
 /* TRUE when @a and @b hold the same decoded claim (meta.raw and the reference count aside);
  * else FALSE, and with @why the first field that differs (newly allocated). */
 gboolean kb_resource_claim_equal(const KbResourceClaim *a, const KbResourceClaim *b, char **why);
+/* TRUE when two claims ask for the same devices (their decoded specs are equal). */
+gboolean kb_claim_spec_equal(const KbClaimSpec *a, const KbClaimSpec *b);
 gboolean kb_resource_claim_list_decode_bytes(const char *json, gsize len, GPtrArray *out,
                                              char **resource_version, char **continue_token,
                                              GError **error);
@@ -249,3 +251,13 @@ json_object *kb_resource_claim_status_new(const KbResourceClaim *claim,
                                           const KbDeviceResult *results, guint n_results,
                                           const char *node, const char *pod_name,
                                           const char *pod_uid);
+
+/*
+ * The same body as JSON text (newly allocated), reserving the claim for @pods: the first as
+ * kb_resource_claim_status_new()'s pod, each other one unless the claim already is reserved for
+ * it. What the binder sends: built as text, the json-c tree and its serialisation cost
+ * kube-batchd as much as the rest of a claim write (bench-e2e --dra).
+ */
+char *kb_resource_claim_status_text(const KbResourceClaim *claim, const KbDeviceResult *results,
+                                    guint n_results, const char *node, const KbClaimConsumer *pods,
+                                    guint n_pods);

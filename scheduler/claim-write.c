@@ -1,8 +1,10 @@
 /* DRA claim status writes and their undo; see claim-write.h. */
 #include "scheduler/claim-write.h"
 
+/* PATCH @w's claim status with @body (a tree) or else @text. */
 static void patch_status(KbClient *client, const KbClaimWrite *w, json_object *body,
-                         gboolean version_only, KbResponseFunc done, gpointer data)
+                         const char *text, gboolean version_only, KbResponseFunc done,
+                         gpointer data)
 {
     KbRequest req = {.method = "PATCH",
                      .type = &kb_type_resource_claims,
@@ -10,6 +12,7 @@ static void patch_status(KbClient *client, const KbClaimWrite *w, json_object *b
                      .name = w->name,
                      .subresource = "status",
                      .body = body,
+                     .body_text = text,
                      .content_type = "application/merge-patch+json",
                      .version_only = version_only};
     kb_client_call_async(client, &req, done, data);
@@ -18,7 +21,7 @@ static void patch_status(KbClient *client, const KbClaimWrite *w, json_object *b
 void kb_claim_write_send(KbClient *client, const KbClaimWrite *w, gboolean version_only,
                          KbResponseFunc done, gpointer data)
 {
-    patch_status(client, w, w->body, version_only, done, data);
+    patch_status(client, w, NULL, w->body, version_only, done, data);
 }
 
 static void on_undone(const KbResponse *resp, gpointer data)
@@ -38,7 +41,7 @@ void kb_claim_write_undo(KbClient *client, const KbClaimWrite *w, const char *rv
     if (rv != NULL)
         json_object_object_add(meta, "resourceVersion", json_object_new_string(rv));
     json_object_object_add(body, "metadata", meta);
-    patch_status(client, w, body, FALSE, on_undone,
+    patch_status(client, w, body, NULL, FALSE, on_undone,
                  g_strdup_printf("%sclaim %s/%s", who, w->namespace_, w->name));
     json_object_put(body);
 }

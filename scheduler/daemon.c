@@ -555,8 +555,17 @@ static void on_update(gpointer old_obj, gpointer new_obj, gpointer data)
     case SRC_PVCS:
         kb_cache_update_pvc(d->cache, new_obj);
         break;
+    case SRC_RESOURCE_CLAIMS: {
+        /* Our own claim write coming back (as a bound pod's confirmation above): no room
+         * changes, and a cycle per claim snapshotted the cluster every few milliseconds. */
+        gboolean confirmed =
+                kb_dra_claim_confirms_assumed(kb_cache_dra(d->cache), old_obj, new_obj);
+        dra_set(d, s->id, new_obj);
+        if (confirmed)
+            return;
+        break;
+    }
     case SRC_DEVICE_CLASSES:
-    case SRC_RESOURCE_CLAIMS:
     case SRC_CLAIM_TEMPLATES:
     case SRC_RESOURCE_SLICES:
         dra_set(d, s->id, new_obj);

@@ -770,6 +770,18 @@ void kb_dra_set_claim(KbDra *dra, KbResourceClaim *claim)
             claim_recount(dra, old->claim);
         claim_recount(dra, claim);
     }
+    if (old != NULL && g_strcmp0(old->claim->meta.uid, claim->meta.uid) == 0 &&
+        kb_claim_spec_equal(&old->claim->spec, &claim->spec)) {
+        /* A status update (the spec is immutable): the compiled selectors and their verdicts
+         * stay; a claim write's echo rebuilt them per pod. */
+        kb_object_unref(old->claim);
+        old->claim = kb_object_ref(claim);
+        claim_devices(dra, claim, key, TRUE);
+        if (claim->allocated)
+            claim_alloc_drop(dra, key);
+        g_free(key);
+        return;
+    }
     ClaimInfo *ci = g_new0(ClaimInfo, 1);
     ci->claim = kb_object_ref(claim);
     ci->programs = programs_new();
@@ -1733,6 +1745,38 @@ void kb_dra_claim_written(KbDra *dra, const char *namespace_, const char *name, 
         claim_alloc_drop(dra, key);
 }
 
+static gboolean reservations_kept(const KbResourceClaim *old, const KbResourceClaim *claim)
+{
+    for (guint i = 0; i < old->n_reserved_for; i++) {
+        if (old->reserved_for[i].uid == NULL ||
+            !kb_resource_claim_reserved_for(claim, old->reserved_for[i].uid))
+            return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean kb_dra_claim_confirms_assumed(KbDra *dra, const KbResourceClaim *old,
+                                       const KbResourceClaim *claim)
+{
+    if (old == NULL || old->allocated || !claim->allocated ||
+        g_strcmp0(old->meta.uid, claim->meta.uid) != 0 ||
+        old->meta.generation != claim->meta.generation || !reservations_kept(old, claim))
+        return FALSE;
+    g_autofree char *key = kb_object_key(&claim->meta);
+    const ClaimAlloc *ca = g_hash_table_lookup(dra->claim_allocs, key);
+    if (ca == NULL || ca->results->len != claim->n_results)
+        return FALSE;
+    for (guint i = 0; i < claim->n_results; i++) {
+        const KbDeviceResult *a = &g_array_index(ca->results, KbDeviceResult, i);
+        const KbDeviceResult *r = &claim->results[i];
+        if (result_shared(a) || result_shared(r) || g_strcmp0(a->driver, r->driver) != 0 ||
+            g_strcmp0(a->pool, r->pool) != 0 || g_strcmp0(a->device, r->device) != 0 ||
+            g_strcmp0(a->request, r->request) != 0)
+            return FALSE;
+    }
+    return TRUE;
+}
+
 /* ---- demand as resources and the preemption plan ------------------------------------------- */
 
 /* The slot counting class @name (KB_RESOURCE_GPU_CLASS: nvidia.com/gpu), -1 when none is free
@@ -2231,7 +2275,7 @@ void kb_claim_write_free(gpointer write)
         return;
     g_free(w->namespace_);
     g_free(w->name);
-    json_object_put(w->body);
+    g_free(w->body);
     json_object_put(w->undo);
     g_free(w);
 }
@@ -2273,27 +2317,18 @@ static KbClaimWrite *claim_write_new(KbDra *dra, const char *key, GPtrArray *use
         missing += !kb_resource_claim_reserved_for(claim, ((KbPod *)users->pdata[i])->meta.uid);
     if (ca == NULL && missing == 0)
         return NULL;
-    const KbPod *first = users->pdata[0];
-    json_object *body = kb_resource_claim_status_new(
-            claim, ca != NULL ? (const KbDeviceResult *)ca->results->data : NULL,
-            ca != NULL ? ca->results->len : 0, ca != NULL ? ca->node : NULL, first->meta.name,
-            first->meta.uid);
-    json_object *status = json_object_object_get(body, "status");
-    json_object *reserved = json_object_object_get(status, "reservedFor");
-    for (guint i = 1; i < users->len; i++) {
+    g_autofree KbClaimConsumer *pods = g_new0(KbClaimConsumer, users->len);
+    for (guint i = 0; i < users->len; i++) {
         const KbPod *p = users->pdata[i];
-        if (kb_resource_claim_reserved_for(claim, p->meta.uid))
-            continue;
-        json_object *c = json_object_new_object();
-        json_object_object_add(c, "resource", json_object_new_string("pods"));
-        json_object_object_add(c, "name", json_object_new_string(p->meta.name));
-        json_object_object_add(c, "uid", json_object_new_string(p->meta.uid));
-        json_object_array_add(reserved, c);
+        pods[i].name = p->meta.name;
+        pods[i].uid = p->meta.uid;
     }
     KbClaimWrite *w = g_new0(KbClaimWrite, 1);
     w->namespace_ = g_strdup(claim->meta.namespace_);
     w->name = g_strdup(claim->meta.name);
-    w->body = body;
+    w->body = kb_resource_claim_status_text(
+            claim, ca != NULL ? (const KbDeviceResult *)ca->results->data : NULL,
+            ca != NULL ? ca->results->len : 0, ca != NULL ? ca->node : NULL, pods, users->len);
     w->allocates = ca != NULL;
     w->undo = undo_new(claim, w->allocates);
     return w;

@@ -85,13 +85,13 @@ guint kb_dra_devices_held(const KbDra *dra);
 
 /*
  * One claim status write, made before the pod's Binding: a merge patch of the claim's status
- * subresource (@body, kb_resource_claim_status_new) and the one that undoes it (@undo: the
+ * subresource (@body, kb_resource_claim_status_text) and the one that undoes it (@undo: the
  * allocation removed when this write made it, reservedFor as it was).
  */
 typedef struct {
     char *namespace_;
     char *name;
-    json_object *body;
+    char *body; /* JSON text (kb_resource_claim_status_text) */
     json_object *undo;
     gboolean allocates; /* the write allocates the claim (else it only reserves it) */
 } KbClaimWrite;
@@ -109,6 +109,16 @@ GPtrArray **kb_dra_gang_writes(KbDra *dra, KbPod *const *pods, guint n_pods);
 /* The binder wrote (@written TRUE) or undid the allocation of claim @ns/@name: a written claim
  * stays assumed until the watch shows it, even after its pods' holds end. */
 void kb_dra_claim_written(KbDra *dra, const char *namespace_, const char *name, gboolean written);
+
+/*
+ * Does @claim, a watch update of @old, only show an allocation this scheduler assumed: @old
+ * unallocated, @claim allocated with exactly the whole devices chosen for it (no share), its
+ * reservations kept, same uid and generation? Then no device changes hands (assumed becomes
+ * allocated) and no cycle is needed for it. Call before kb_dra_set_claim(), which drops the
+ * assumption. Without this, each claim write's echo kicked a cycle.
+ */
+gboolean kb_dra_claim_confirms_assumed(KbDra *dra, const KbResourceClaim *old,
+                                       const KbResourceClaim *claim);
 
 /* The claim @namespace_/@name as the cache last saw it (borrowed, valid until the next claim
  * event), or NULL: the extender's bind reads whether kube-scheduler allocated it. */

@@ -786,7 +786,8 @@ void kb_extender_claim_written(KbExtender *ext, const KbClaimWrite *w, const cha
         g_free(key);
         return;
     }
-    json_object *status = json_object_object_get(w->body, "status");
+    json_object *body = json_tokener_parse(w->body);
+    json_object *status = json_object_object_get(body, "status");
     json_object *reserved = json_object_object_get(status, "reservedFor");
     g_autoptr(GStrvBuilder) b = g_strv_builder_new();
     for (size_t i = 0;
@@ -796,6 +797,7 @@ void kb_extender_claim_written(KbExtender *ext, const KbClaimWrite *w, const cha
         if (json_object_is_type(uid, json_type_string))
             g_strv_builder_add(b, json_object_get_string(uid));
     }
+    json_object_put(body);
     Written *wr = g_new0(Written, 1);
     wr->node = g_strdup(node);
     wr->uids = g_strv_builder_end(b);

@@ -1031,6 +1031,214 @@ static void test_dra_claim_status_only(void)
     assert_status(stale, 409, "Conflict");
 }
 
+/* A status patch whose other members reach into what the stored claim has (labels, a
+ * request): the claim keeps them, in the answer and in the store, and the patch's precondition
+ * and status apply. */
+static void test_dra_claim_status_nested(void)
+{
+    g_autoptr(KasServer) srv = start();
+    g_autoptr(Resp) c = post(srv, RC_PATH,
+                             "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\","
+                             "\"metadata\":{\"name\":\"c\",\"labels\":{\"a\":\"b\"}},\"spec\":{"
+                             "\"devices\":{\"requests\":[" GPU_REQ("gpu") "]}}}");
+    assert_status(c, 201, NULL);
+    g_autofree char *body = g_strdup_printf(
+            "{\"metadata\":{\"resourceVersion\":\"%s\",\"labels\":{\"a\":\"x\",\"n\":"
+            "\"y\"}},\"spec\":{\"devices\":{\"requests\":[{\"name\":\"other\"}]}},\"status\":{"
+            "\"allocation\":{\"devices\":{\"results\":[{\"request\":\"gpu\",\"driver\":"
+            "\"gpu.nvidia.com\",\"pool\":\"n1\",\"device\":\"gpu-0\"}]}}}}",
+            js(c, "metadata.resourceVersion"));
+    g_autoptr(Resp) ok =
+            http(srv, "PATCH", RC_PATH "/c/status", "application/merge-patch+json", body);
+    assert_status(ok, 200, NULL);
+    g_autoptr(Resp) got = get(srv, RC_PATH "/c");
+    for (guint i = 0; i < 2; i++) {
+        json_object *j = i == 0 ? ok->json : got->json;
+        g_assert_cmpstr(kas_json_get_string(j, "metadata.labels.a"), ==, "b");
+        g_assert_null(kas_json_get(j, "metadata.labels.n"));
+        g_assert_cmpstr(kas_json_get_string(json_object_array_get_idx(
+                                                    kas_json_get(j, "spec.devices.requests"), 0),
+                                            "name"),
+                        ==, "gpu");
+        g_assert_nonnull(kas_json_get(j, "status.allocation.devices.results"));
+    }
+    g_assert_cmpstr(json_object_to_json_string(got->json), ==,
+                    json_object_to_json_string(ok->json));
+    /* a first status with a null in it: the null removes nothing and is not stored */
+    g_autoptr(Resp) e = post(srv, RC_PATH, RC_JSON("e", "{\"requests\":[" GPU_REQ("gpu") "]}"));
+    assert_status(e, 201, NULL);
+    g_autoptr(Resp) first =
+            http(srv, "PATCH", RC_PATH "/e/status", "application/merge-patch+json",
+                 "{\"status\":{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"gpu\","
+                 "\"driver\":\"gpu.nvidia.com\",\"pool\":\"n1\",\"device\":\"gpu-1\"}],"
+                 "\"config\":null}},\"reservedFor\":null}}");
+    assert_status(first, 200, NULL);
+    g_assert_nonnull(kas_json_get(first->json, "status.allocation.devices.results"));
+    g_assert_false(
+            json_object_object_get_ex(kas_json_get(first->json, "status"), "reservedFor", NULL));
+    g_assert_false(json_object_object_get_ex(kas_json_get(first->json, "status.allocation.devices"),
+                                             "config", NULL));
+    /* a null status removes it; the rest stays */
+    g_autoptr(Resp) cleared = http(srv, "PATCH", RC_PATH "/c/status",
+                                   "application/merge-patch+json", "{\"status\":null}");
+    assert_status(cleared, 200, NULL);
+    g_assert_null(kas_json_get(cleared->json, "status.allocation"));
+    g_assert_cmpstr(kas_json_get_string(cleared->json, "metadata.labels.a"), ==, "b");
+}
+
+/* @text with each of @from's strings replaced by the one at the same index in @to. */
+static char *replace_all(const char *text, const char *const *from, const char *const *to, guint n)
+{
+    g_autofree char *cur = g_strdup(text);
+    for (guint i = 0; i < n; i++) {
+        g_auto(GStrv) parts = g_strsplit(cur, from[i], -1);
+        g_free(cur);
+        cur = g_strjoinv(to[i], parts);
+    }
+    return g_steal_pointer(&cur);
+}
+
+/* The claim @i of the splice test: labels, annotations, finalizers, requests and a status that
+ * vary with @i (escapes and non-ASCII among them). */
+static void splice_case(GRand *rnd, guint i, const char *name, char **claim, char **status)
+{
+    static const char *const words[] = {"gpu", "a\\\"q", "caf\u00e9", "x/y", "n\\\\b", "\u65e5"};
+    GString *c = g_string_new("{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\","
+                              "\"metadata\":{\"name\":\"");
+    g_string_append_printf(c, "%s\"", name);
+    if (i % 2 == 0)
+        g_string_append_printf(c, ",\"labels\":{\"k%u\":\"v%u\",\"app\":\"t\"}", i, i);
+    if (i % 3 == 0)
+        g_string_append_printf(c, ",\"annotations\":{\"note\":\"%s %u\"}",
+                               words[g_rand_int_range(rnd, 0, G_N_ELEMENTS(words))], i);
+    if (i % 5 == 0)
+        g_string_append(c, ",\"finalizers\":[\"example.com/keep\"]");
+    guint n_req = (guint)g_rand_int_range(rnd, 1, 4);
+    g_string_append(c, "},\"spec\":{\"devices\":{\"requests\":[");
+    for (guint r = 0; r < n_req; r++)
+        g_string_append_printf(c,
+                               "%s{\"name\":\"r%u\",\"exactly\":{\"deviceClassName\":"
+                               "\"gpu.nvidia.com\",\"count\":%u}}",
+                               r > 0 ? "," : "", r, r + 1);
+    g_string_append(c, "]}}");
+    if (i % 4 == 1)
+        g_string_append(c, ",\"status\":{}");
+    g_string_append(c, "}");
+    GString *st = g_string_new("{\"metadata\":{},\"status\":{\"allocation\":{\"devices\":{"
+                               "\"results\":[");
+    for (guint r = 0; r < n_req; r++)
+        g_string_append_printf(st,
+                               "%s{\"request\":\"r%u\",\"driver\":\"gpu.nvidia.com\","
+                               "\"pool\":\"node-%u\",\"device\":\"gpu-%u\"}",
+                               r > 0 ? "," : "", r, i, g_rand_int_range(rnd, 0, 8));
+    g_string_append(st, "]}");
+    if (i % 2 == 1)
+        g_string_append_printf(st,
+                               ",\"nodeSelector\":{\"nodeSelectorTerms\":[{\"matchFields\":"
+                               "[{\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":"
+                               "[\"node-%u\"]}]}]}",
+                               i);
+    g_string_append(st, "}");
+    guint n_res = (guint)g_rand_int_range(rnd, 0, 3);
+    if (n_res > 0 || i % 7 == 0) {
+        g_string_append(st, ",\"reservedFor\":[");
+        for (guint r = 0; r < n_res; r++)
+            g_string_append_printf(st,
+                                   "%s{\"resource\":\"pods\",\"name\":\"p-%u-%u\",\"uid\":"
+                                   "\"00000000-0000-0000-0000-%012u\"}",
+                                   r > 0 ? "," : "", i, r, i * 10 + r);
+        g_string_append(st, "]");
+    }
+    g_string_append(st, "}}");
+    *claim = g_string_free(c, FALSE);
+    *status = g_string_free(st, FALSE);
+}
+
+/* A claim's first status spliced into its stored text is byte for byte what merging it into
+ * the parsed claim and printing that makes, over generated claims; answers to a bad status or a
+ * stale resourceVersion are the same too. */
+static void test_dra_claim_status_splice(void)
+{
+    g_autoptr(KasServer) srv = start();
+    g_autoptr(GRand) rnd = g_rand_new_with_seed(22);
+    guint spliced = kas_ops_status_splices();
+    for (guint i = 0; i < 48; i++) {
+        char a_name[16], b_name[16];
+        g_snprintf(a_name, sizeof a_name, "a-%03u", i);
+        g_snprintf(b_name, sizeof b_name, "b-%03u", i);
+        g_autofree char *a_claim = NULL, *a_status = NULL;
+        splice_case(rnd, i, a_name, &a_claim, &a_status);
+        const char *from[] = {a_name};
+        const char *to[] = {b_name};
+        g_autofree char *b_claim = replace_all(a_claim, from, to, 1);
+        g_autoptr(Resp) ca = post(srv, RC_PATH, a_claim);
+        g_autoptr(Resp) cb = post(srv, RC_PATH, b_claim);
+        assert_status(ca, 201, NULL);
+        assert_status(cb, 201, NULL);
+        g_autofree char *a_path = g_strdup_printf(RC_PATH "/%s/status", a_name);
+        g_autofree char *b_path = g_strdup_printf(RC_PATH "/%s/status", b_name);
+        if (i % 6 == 0) {
+            /* a stale resourceVersion, then a result naming no request: refused alike */
+            const char *bad[] = {"{\"metadata\":{\"resourceVersion\":\"1\"},\"status\":{"
+                                 "\"reservedFor\":[]}}",
+                                 "{\"status\":{\"allocation\":{\"devices\":{\"results\":[{"
+                                 "\"request\":\"nope\",\"driver\":\"gpu.nvidia.com\",\"pool\":"
+                                 "\"p\",\"device\":\"d\"}]}}}}"};
+            for (guint k = 0; k < G_N_ELEMENTS(bad); k++) {
+                kas_ops_set_status_splice(TRUE);
+                g_autoptr(Resp) ea =
+                        http(srv, "PATCH", a_path, "application/merge-patch+json", bad[k]);
+                kas_ops_set_status_splice(FALSE);
+                g_autoptr(Resp) eb =
+                        http(srv, "PATCH", b_path, "application/merge-patch+json", bad[k]);
+                kas_ops_set_status_splice(TRUE);
+                g_assert_cmpint(ea->code, ==, k == 0 ? 409 : 422);
+                g_assert_cmpint(eb->code, ==, ea->code);
+                g_autofree char *eb_as_a = replace_all(eb->body, to, from, 1);
+                g_assert_cmpstr(ea->body, ==, eb_as_a);
+            }
+        }
+        /* with the preconditions the scheduler sends (its resourceVersion) or none */
+        const char *no_rv[] = {"{\"metadata\":{}"};
+        const char *with_rv[] = {"{\"metadata\":{\"resourceVersion\":RV}"};
+        const char *rv_mark[] = {"RV"};
+        g_autofree char *a_body =
+                i % 2 == 0 ? replace_all(a_status, no_rv, with_rv, 1) : g_strdup(a_status);
+        g_autofree char *rv_a = g_strdup_printf("\"%s\"", js(ca, "metadata.resourceVersion"));
+        g_autofree char *rv_b = g_strdup_printf("\"%s\"", js(cb, "metadata.resourceVersion"));
+        const char *rv_a_v[] = {rv_a}, *rv_b_v[] = {rv_b};
+        g_autofree char *send_a = replace_all(a_body, rv_mark, rv_a_v, 1);
+        g_autofree char *send_b = replace_all(a_body, rv_mark, rv_b_v, 1);
+        kas_ops_set_status_splice(TRUE);
+        g_autoptr(Resp) pa = http(srv, "PATCH", a_path, "application/merge-patch+json", send_a);
+        kas_ops_set_status_splice(FALSE);
+        g_autoptr(Resp) pb = http(srv, "PATCH", b_path, "application/merge-patch+json", send_b);
+        kas_ops_set_status_splice(TRUE);
+        assert_status(pa, 200, NULL);
+        assert_status(pb, 200, NULL);
+        g_autofree char *got_a_path = g_strdup_printf(RC_PATH "/%s", a_name);
+        g_autofree char *got_b_path = g_strdup_printf(RC_PATH "/%s", b_name);
+        g_autoptr(Resp) ga = get(srv, got_a_path);
+        g_autoptr(Resp) gb = get(srv, got_b_path);
+        /* b's name, uid, creation time and resourceVersion read as a's */
+        g_autofree char *rva =
+                g_strdup_printf("\"resourceVersion\":\"%s\"", js(ga, "metadata.resourceVersion"));
+        g_autofree char *rvb =
+                g_strdup_printf("\"resourceVersion\":\"%s\"", js(gb, "metadata.resourceVersion"));
+        const char *bf[] = {b_name, js(gb, "metadata.uid"), js(gb, "metadata.creationTimestamp"),
+                            rvb};
+        const char *af[] = {a_name, js(ga, "metadata.uid"), js(ga, "metadata.creationTimestamp"),
+                            rva};
+        g_autofree char *gb_as_a = replace_all(gb->body, bf, af, G_N_ELEMENTS(bf));
+        g_autofree char *pb_as_a = replace_all(pb->body, bf, af, G_N_ELEMENTS(bf));
+        g_assert_cmpstr(ga->body, ==, gb_as_a);
+        g_assert_cmpstr(pa->body, ==, pb_as_a);
+        g_assert_nonnull(kas_json_get(ga->json, "status.allocation.devices.results"));
+    }
+    /* every first status above went through the splice, the refused ones aside */
+    g_assert_cmpuint(kas_ops_status_splices() - spliced, ==, 48);
+}
+
 static void test_dra_invalid(void)
 {
     g_autoptr(KasServer) srv = start();
@@ -1806,6 +2014,23 @@ static void test_dra_controller_shared(void)
     g_usleep(50000);
     g_autoptr(Resp) still = get(srv, RC_PATH "/shared");
     assert_status(still, 200, NULL);
+    /* written reserved for a live pod and for one that never was (or a successor of that name):
+     * the controller releases those at once, the live one stays */
+    g_autoptr(Resp) c2 = post(srv, RC_PATH, RC_JSON("x", "{\"requests\":[" GPU_REQ("gpu") "]}"));
+    assert_status(c2, 201, NULL);
+    g_autofree char *live = g_strdup_printf(pod_fmt, "live");
+    g_autoptr(Resp) pl = post(srv, POD_PATH, live);
+    assert_status(pl, 201, NULL);
+    g_autofree char *mixed = g_strdup_printf(
+            "[{\"resource\":\"pods\",\"name\":\"ghost\",\"uid\":\"u-ghost\"},{\"resource\":"
+            "\"pods\",\"name\":\"live\",\"uid\":\"%s\"},{\"resource\":\"pods\",\"name\":"
+            "\"live\",\"uid\":\"u-old\"}]",
+            js(pl, "metadata.uid"));
+    reserve(srv, "x", mixed);
+    g_autoptr(Resp) kept = wait_until(srv, RC_PATH "/x", reserved_once);
+    g_assert_cmpstr(kas_json_get_string(first(kept->json, "status.reservedFor"), "uid"), ==,
+                    js(pl, "metadata.uid"));
+    g_assert_nonnull(kas_json_get(kept->json, "status.allocation"));
 }
 
 /* Pod-level spec.resources as the API server validates it (validatePodResources and
@@ -3762,6 +3987,8 @@ int main(int argc, char **argv)
     g_test_add_func("/apiserver/dra/discovery", test_dra_discovery);
     g_test_add_func("/apiserver/dra/claim-status", test_dra_claim_status);
     g_test_add_func("/apiserver/dra/claim-status-only", test_dra_claim_status_only);
+    g_test_add_func("/apiserver/dra/claim-status-nested", test_dra_claim_status_nested);
+    g_test_add_func("/apiserver/dra/claim-status-splice", test_dra_claim_status_splice);
     g_test_add_func("/apiserver/ops/mutate-parsed", test_mutate_parsed);
     g_test_add_func("/apiserver/dra/invalid", test_dra_invalid);
     g_test_add_func("/apiserver/dra/limits", test_dra_limits);

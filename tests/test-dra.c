@@ -482,6 +482,55 @@ static void test_status_body(void)
     json_object_put(body);
 }
 
+/* The body as the binder sends it: JSON text in json-c's own form, the claim's reservations
+ * first, then each pod not reserved yet, strings escaped. */
+static void test_status_text(void)
+{
+    g_autoptr(GError) error = NULL;
+    json_object *obj = parse(CLAIM);
+    g_autoptr(KbResourceClaim) c = kb_resource_claim_decode(obj, FALSE, &error);
+    json_object_put(obj);
+    g_assert_no_error(error);
+    KbCapacityAmount am = {"memory", (G_GINT64_CONSTANT(3) << 29) * 1000};
+    KbDeviceResult results[] = {{"gpus", "gpu.nvidia.com", "n2", "gpu-3"},
+                                {"gpus", "gpu.nvidia.com", "n2", "gpu-4", &am, 1, "ab"}};
+    KbClaimConsumer pods[] = {
+            {"pods", "job-w1", "p1"}, {"pods", "job-w0", "p0"}, {"pods", "job-w2", "p2"}};
+    g_autofree char *text = kb_resource_claim_status_text(c, results, 2, "n2", pods, 3);
+    json_object *body = json_tokener_parse(text);
+    g_assert_nonnull(body);
+    g_assert_cmpstr(json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN |
+                                                                 JSON_C_TO_STRING_NOSLASHESCAPE),
+                    ==, text);
+    g_assert_cmpstr(
+            text, ==,
+            "{\"metadata\":{\"resourceVersion\":\"42\"},\"status\":{\"allocation\":{"
+            "\"devices\":{\"results\":[{\"request\":\"gpus\",\"driver\":\"gpu.nvidia.com\","
+            "\"pool\":\"n2\",\"device\":\"gpu-3\"},{\"request\":\"gpus\",\"driver\":"
+            "\"gpu.nvidia.com\",\"pool\":\"n2\",\"device\":\"gpu-4\",\"consumedCapacity\":{"
+            "\"memory\":\"1536Mi\"},\"shareID\":\"ab\"}]},\"nodeSelector\":{"
+            "\"nodeSelectorTerms\":[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":"
+            "\"In\",\"values\":[\"n2\"]}]}]}},\"reservedFor\":[{\"resource\":\"pods\",\"name\":"
+            "\"job-w0\",\"uid\":\"p0\"},{\"resource\":\"pods\",\"name\":\"job-w1\",\"uid\":"
+            "\"p1\"},{\"resource\":\"pods\",\"name\":\"job-w2\",\"uid\":\"p2\"}]}}");
+    json_object_put(body);
+    /* reserved already and the pod again: listed once, where it was */
+    g_autofree char *again = kb_resource_claim_status_text(c, NULL, 0, NULL, &pods[1], 1);
+    g_assert_cmpstr(again, ==,
+                    "{\"metadata\":{\"resourceVersion\":\"42\"},\"status\":{\"reservedFor\":[{"
+                    "\"resource\":\"pods\",\"name\":\"job-w0\",\"uid\":\"p0\"}]}}");
+    /* what JSON escapes, escaped */
+    KbClaimConsumer odd = {"pods", "w\"1\\", "u\n\x01"};
+    g_autofree char *esc = kb_resource_claim_status_text(c, NULL, 0, NULL, &odd, 1);
+    body = json_tokener_parse(esc);
+    g_assert_nonnull(body);
+    json_object *rf = json_object_object_get(json_object_object_get(body, "status"), "reservedFor");
+    json_object *last = json_object_array_get_idx(rf, json_object_array_length(rf) - 1);
+    g_assert_cmpstr(json_object_get_string(json_object_object_get(last, "name")), ==, "w\"1\\");
+    g_assert_cmpstr(json_object_get_string(json_object_object_get(last, "uid")), ==, "u\n\x01");
+    json_object_put(body);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -500,5 +549,6 @@ int main(int argc, char **argv)
     }
     g_test_add_func("/kube/dra/limit/expression-length", test_limit_expression);
     g_test_add_func("/kube/dra/status-body", test_status_body);
+    g_test_add_func("/kube/dra/status-text", test_status_text);
     return g_test_run();
 }

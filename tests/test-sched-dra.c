@@ -74,19 +74,28 @@ static void put_slice(Fx *fx, const char *node, guint n, guint island, const cha
     kb_dra_set_slice(dra(fx), slice);
 }
 
-/* Claim ml/@name with spec.devices @devices (JSON) and status @status (JSON or NULL). */
-static void put_claim(Fx *fx, const char *name, const char *devices, const char *status)
+/* Claim ml/@name (uid c-@uid) with spec.devices @devices (JSON) and status @status (JSON or
+ * NULL), decoded. */
+static KbResourceClaim *claim_new(Fx *fx, const char *name, const char *uid, const char *devices,
+                                  const char *status)
 {
     g_autofree char *text =
             g_strdup_printf("{\"metadata\":{\"name\":\"%s\",\"namespace\":\"ml\",\"uid\":\"c-%s\","
                             "\"resourceVersion\":\"%u\"},\"spec\":{\"devices\":%s}%s%s}",
-                            name, name, ++fx->seq, devices, status != NULL ? ",\"status\":" : "",
+                            name, uid, ++fx->seq, devices, status != NULL ? ",\"status\":" : "",
                             status != NULL ? status : "");
     json_object *o = kb_test_sched_parse(text);
     g_autoptr(GError) error = NULL;
-    g_autoptr(KbResourceClaim) c = kb_resource_claim_decode(o, FALSE, &error);
+    KbResourceClaim *c = kb_resource_claim_decode(o, FALSE, &error);
     json_object_put(o);
     g_assert_no_error(error);
+    return c;
+}
+
+/* Claim ml/@name with spec.devices @devices (JSON) and status @status (JSON or NULL). */
+static void put_claim(Fx *fx, const char *name, const char *devices, const char *status)
+{
+    g_autoptr(KbResourceClaim) c = claim_new(fx, name, name, devices, status);
     kb_dra_set_claim(dra(fx), c);
 }
 
@@ -148,13 +157,26 @@ static const KbPlacement *placement(Fx *fx, const char *pod)
     return NULL;
 }
 
+/* The claim write bodies write_status() parsed, freed at the end. */
+static GPtrArray *bodies;
+
+static void put_json(gpointer obj)
+{
+    json_object_put(obj);
+}
+
 /* The one write of @p (asserted), its body's status. */
 static json_object *write_status(const KbPlacement *p, guint i)
 {
     g_assert_nonnull(p->claim_writes);
     g_assert_cmpuint(p->claim_writes->len, >, i);
     const KbClaimWrite *w = p->claim_writes->pdata[i];
-    return json_object_object_get(w->body, "status");
+    json_object *body = json_tokener_parse(w->body);
+    g_assert_nonnull(body);
+    if (bodies == NULL)
+        bodies = g_ptr_array_new_with_free_func(put_json);
+    g_ptr_array_add(bodies, body);
+    return json_object_object_get(body, "status");
 }
 
 static const char *status_node(json_object *status)
@@ -455,6 +477,54 @@ static void test_written_until_seen(void)
     kb_test_sched_free(fx);
 }
 
+/* A claim write's echo (the watch showing the allocation this scheduler assumed, as written)
+ * changes no room and needs no cycle (kube-batchd kicked one per claim); any other change does:
+ * other devices, another claim of that name, an allocated claim's update, a reservation dropped,
+ * or the echo once the assumption is gone. */
+static void test_echo_confirms_assumed(void)
+{
+    Fx *fx = fixture();
+    add_gpu_node(fx, "n1", 4, 4, "NVIDIA A100");
+    add_gang(fx, "job", 1, 2);
+    kb_test_sched_run(fx);
+    const KbPlacement *p = placement(fx, "job-w0");
+    g_assert_nonnull(p);
+    json_object *st = write_status(p, 0);
+    const char *written = json_object_to_json_string(st);
+    g_autofree char *req = gpus_request(2, "gpu.nvidia.com");
+    KbResourceClaim *old = (KbResourceClaim *)kb_dra_lookup_claim(dra(fx), "ml", "job-w0-gpus");
+    g_assert_nonnull(old);
+    g_autoptr(KbResourceClaim) before = kb_object_ref(old);
+    g_autoptr(KbResourceClaim) echo = claim_new(fx, "job-w0-gpus", "job-w0-gpus", req, written);
+    g_assert_true(kb_dra_claim_confirms_assumed(dra(fx), before, echo));
+    /* devices the scheduler did not choose (it took two of the four) */
+    json_object *results = status_results(st);
+    gboolean low = strcmp(json_object_get_string(json_object_object_get(
+                                  json_object_array_get_idx(results, 0), "device")),
+                          "gpu-0") == 0;
+    g_autofree char *other = g_strdup_printf(
+            "{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"gpus\",\"driver\":"
+            "\"gpu.nvidia.com\",\"pool\":\"n1\",\"device\":\"gpu-%u\"},{\"request\":\"gpus\","
+            "\"driver\":\"gpu.nvidia.com\",\"pool\":\"n1\",\"device\":\"gpu-%u\"}]}},"
+            "\"reservedFor\":[{\"resource\":\"pods\",\"name\":\"job-w0\",\"uid\":\"u-job-w0\"}]}",
+            low ? 2 : 0, low ? 3 : 1);
+    g_autoptr(KbResourceClaim) elsewhere = claim_new(fx, "job-w0-gpus", "job-w0-gpus", req, other);
+    g_assert_false(kb_dra_claim_confirms_assumed(dra(fx), before, elsewhere));
+    g_autoptr(KbResourceClaim) successor = claim_new(fx, "job-w0-gpus", "new", req, written);
+    g_assert_false(kb_dra_claim_confirms_assumed(dra(fx), before, successor));
+    g_assert_false(kb_dra_claim_confirms_assumed(dra(fx), echo, echo));
+    g_assert_false(kb_dra_claim_confirms_assumed(dra(fx), NULL, echo));
+    /* unallocated but reserved for a pod the echo no longer names */
+    g_autoptr(KbResourceClaim) reserved =
+            claim_new(fx, "job-w0-gpus", "job-w0-gpus", req,
+                      "{\"reservedFor\":[{\"resource\":\"pods\",\"name\":\"x\",\"uid\":\"u-x\"}]}");
+    g_assert_false(kb_dra_claim_confirms_assumed(dra(fx), reserved, echo));
+    kb_dra_set_claim(dra(fx), echo);
+    g_assert_cmpuint(kb_dra_devices_held(dra(fx)), ==, 2);
+    g_assert_false(kb_dra_claim_confirms_assumed(dra(fx), before, echo));
+    kb_test_sched_free(fx);
+}
+
 /* Backtracking across members: w0's claim is shared with w1, which also needs two GPUs of its
  * own. Greedy puts w0 (and the shared claim) on n1, where w1 cannot follow; the plan takes that
  * back and puts both on n2. */
@@ -637,6 +707,12 @@ static void test_cache_request_selectors(void)
                     "claim ml/c0 request gpus: 1 device of class gpu.nvidia.com "
                     "wanted, 0 free on node n1");
     g_assert_true(fits(fx, p1, "n1", why));
+    /* a status update keeps the verdicts (the same spec); another spec does not */
+    g_autoptr(KbResourceClaim) a5 = claim_new(fx, "c0", "c0", idx5, NULL);
+    g_autoptr(KbResourceClaim) b5 = claim_new(fx, "c0", "c0", idx5, NULL);
+    g_autoptr(KbResourceClaim) a1 = claim_new(fx, "c0", "c0", idx1, NULL);
+    g_assert_true(kb_claim_spec_equal(&a5->spec, &b5->spec));
+    g_assert_false(kb_claim_spec_equal(&a5->spec, &a1->spec));
     put_claim(fx, "c0", idx1, NULL);
     g_assert_true(fits(fx, p0, "n1", why));
     /* c0 takes gpu-1: c1 (the same device only) no longer fits */
@@ -2172,6 +2248,7 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/dra/first-available-and-all", test_first_available_and_all);
     g_test_add_func("/scheduler/dra/bind-failure-releases", test_bind_failure_releases);
     g_test_add_func("/scheduler/dra/written-until-seen", test_written_until_seen);
+    g_test_add_func("/scheduler/dra/echo-confirms-assumed", test_echo_confirms_assumed);
     g_test_add_func("/scheduler/dra/backtrack/shared-claim", test_backtrack_shared);
     g_test_add_func("/scheduler/dra/selector/product-name", test_product_selector);
     g_test_add_func("/scheduler/dra/selector/unsupported-quoted", test_unsupported_selector);
@@ -2202,5 +2279,7 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/dra/accounting/proportion-shares", test_acct_proportion_shares);
     g_test_add_func("/scheduler/dra/accounting/reclaim-slices", test_acct_reclaim_slices);
     g_test_add_func("/scheduler/dra/accounting/not-admitted", test_acct_not_admitted);
-    return g_test_run();
+    int rc = g_test_run();
+    g_clear_pointer(&bodies, g_ptr_array_unref);
+    return rc;
 }

@@ -662,7 +662,8 @@ static void mirror_take(DraCluster *c, KbPod *pod, guint k)
     g_autoptr(GPtrArray) w = writes[0];
     for (guint i = 0; w != NULL && i < w->len; i++) {
         const KbClaimWrite *cw = w->pdata[i];
-        json_object *st = json_object_object_get(cw->body, "status");
+        json_object *body = json_tokener_parse(cw->body);
+        json_object *st = json_object_object_get(body, "status");
         json_object *res = json_object_object_get(
                 json_object_object_get(json_object_object_get(st, "allocation"), "devices"),
                 "results");
@@ -672,6 +673,7 @@ static void mirror_take(DraCluster *c, KbPod *pod, guint k)
                           json_object_get_string(json_object_object_get(
                                   json_object_object_get(o, "consumedCapacity"), "memory")));
         }
+        json_object_put(body);
     }
 }
 

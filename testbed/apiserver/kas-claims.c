@@ -116,28 +116,36 @@ gboolean kas_claims_pod_same(const KasRes *pods, const KasObj *obj, const KasObj
            same_values(obj->json, old->json, "\"resourceClaimStatuses\":");
 }
 
-/* Is pod @ns/@name there with @uid and not done? */
-static gboolean pod_live(KasStore *store, KasRes *pods, const char *ns, const char *name,
-                         const char *uid)
+/* Is pod @ns/@name there with @uid and not done? (store lock held) */
+static gboolean pod_live_locked(KasStore *store, KasRes *pods, const char *ns, const char *name,
+                                const char *uid)
 {
     if (name == NULL)
         return FALSE;
-    kas_store_lock(store);
     KasObj *o = kas_store_get_locked(store, pods, ns, name);
-    gboolean live = o != NULL && g_strcmp0(o->uid, uid) == 0 && !pod_obj_done(pods, o);
+    return o != NULL && g_strcmp0(o->uid, uid) == 0 && !pod_obj_done(pods, o);
+}
+
+static gboolean pod_live(KasStore *store, KasRes *pods, const char *ns, const char *name,
+                         const char *uid)
+{
+    kas_store_lock(store);
+    gboolean live = pod_live_locked(store, pods, ns, name, uid);
     kas_store_unlock(store);
     return live;
 }
 
-/* Is the reservation @ref still held by a live pod? */
-static gboolean reservation_live(KasStore *store, KasRes *pods, const char *ns, json_object *ref)
+/* Is the reservation @ref still held by a live pod? With @locked the store lock is held. */
+static gboolean reservation_live(KasStore *store, KasRes *pods, const char *ns, json_object *ref,
+                                 gboolean locked)
 {
     const char *group = kas_json_get_string(ref, "apiGroup");
     if (g_strcmp0(kas_json_get_string(ref, "resource"), "pods") != 0 ||
         (group != NULL && group[0] != '\0'))
         return TRUE; /* not ours to judge */
-    return pod_live(store, pods, ns, kas_json_get_string(ref, "name"),
-                    kas_json_get_string(ref, "uid"));
+    const char *name = kas_json_get_string(ref, "name"), *uid = kas_json_get_string(ref, "uid");
+    return locked ? pod_live_locked(store, pods, ns, name, uid)
+                  : pod_live(store, pods, ns, name, uid);
 }
 
 typedef struct {
@@ -182,19 +190,11 @@ static gboolean generated_for(json_object *claim, const char **name, const char 
     return FALSE;
 }
 
-/* Claim @ns/@name's status.reservedFor (new reference; NULL when it has none), read from the
- * stored text without building the rest of the claim. FALSE when there is no such claim. */
-static gboolean get_reserved_for(KasStore *store, KasRes *claims, const char *ns, const char *name,
-                                 json_object **out)
+/* Stored claim @o's status.reservedFor (new reference; NULL when it has none), read from its
+ * text without building the rest of the claim. */
+static json_object *reserved_for_of(const KasObj *o)
 {
-    *out = NULL;
     g_autofree char *span = NULL;
-    kas_store_lock(store);
-    KasObj *o = kas_store_get_locked(store, claims, ns, name);
-    if (o == NULL) {
-        kas_store_unlock(store);
-        return FALSE;
-    }
     KbJsonReader r;
     kb_json_reader_init(&r, o->json, o->len);
     KbJsonStr key, value;
@@ -213,32 +213,35 @@ static gboolean get_reserved_for(KasStore *store, KasRes *claims, const char *ns
         break;
     }
     kb_json_reader_clear(&r);
-    kas_store_unlock(store);
-    if (span != NULL)
-        *out = kas_json_parse_stored(span);
-    return TRUE;
+    return span != NULL ? kas_json_parse_stored(span) : NULL;
 }
 
-/* Is every reservation of claim @ns/@name held by a live pod (and there is one at least)? Then
- * its sync has nothing to do: the common case, a claim just reserved for the pod being bound,
- * decided without parsing the claim. */
-static gboolean all_reservations_live(KasStore *store, KasRes *claims, KasRes *pods, const char *ns,
-                                      const char *name)
+gboolean kas_claims_reservations_live_locked(KasStore *store, const KasObj *claim)
 {
-    json_object *rf = NULL;
-    if (!get_reserved_for(store, claims, ns, name, &rf))
-        return FALSE;
+    KasRes *pods = kas_store_find_locked(store, "", "v1", "pods");
+    json_object *rf = reserved_for_of(claim);
     gboolean live = arr_len(rf) > 0;
     for (gsize i = 0; live && i < arr_len(rf); i++)
-        live = reservation_live(store, pods, ns, json_object_array_get_idx(rf, i));
+        live = reservation_live(store, pods, claim->ns, json_object_array_get_idx(rf, i), TRUE);
     json_object_put(rf);
+    return live;
+}
+
+/* Is every reservation of claim @ns/@name held by a live pod (and there is one at least)? */
+static gboolean all_reservations_live(KasStore *store, KasRes *claims, const char *ns,
+                                      const char *name)
+{
+    kas_store_lock(store);
+    KasObj *o = kas_store_get_locked(store, claims, ns, name);
+    gboolean live = o != NULL && kas_claims_reservations_live_locked(store, o);
+    kas_store_unlock(store);
     return live;
 }
 
 void kas_claims_sync_claim(KasStore *store, const char *ns, const char *name)
 {
     KasRes *claims = find(store, "resourceclaims"), *pods = find(store, "pods");
-    if (all_reservations_live(store, claims, pods, ns, name))
+    if (all_reservations_live(store, claims, ns, name))
         return;
     json_object *claim = get_json(store, claims, ns, name);
     if (claim == NULL)
@@ -247,7 +250,7 @@ void kas_claims_sync_claim(KasStore *store, const char *ns, const char *name)
     json_object *valid = json_object_new_array();
     for (gsize i = 0; i < arr_len(rf); i++) {
         json_object *ref = json_object_array_get_idx(rf, i);
-        if (reservation_live(store, pods, ns, ref))
+        if (reservation_live(store, pods, ns, ref, FALSE))
             json_object_array_add(valid, json_object_get(ref));
     }
     const char *uid = kas_json_get_string(claim, "metadata.uid");

@@ -37,6 +37,11 @@ gboolean kas_claims_pod_same(const KasRes *pods, const KasObj *obj, const KasObj
  * uid it had). */
 void kas_claims_sync_pod(KasStore *store, const char *ns, const char *name, const char *uid);
 
+/* Is every reservation of stored claim @claim held by a live pod, and there is one at least
+ * (store lock held)? Then kas_claims_sync_claim() has nothing to do: the common case, a claim
+ * just reserved for the pod being bound, decided from the claim's text and the pod index. */
+gboolean kas_claims_reservations_live_locked(KasStore *store, const KasObj *claim);
+
 /* Release claim @ns/@name's reservations by pods that are done or gone (deallocating it when the
  * last goes) and delete it when it was generated for a pod that is done or gone. */
 void kas_claims_sync_claim(KasStore *store, const char *ns, const char *name);

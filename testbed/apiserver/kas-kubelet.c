@@ -93,7 +93,8 @@ static void reschedule(Job *j, JobKind kind, guint delay_ms)
 
 /* The resource-claim controller's triggers (kas-claims.h): pods that name claims, claims with
  * reservations, new templates. */
-static void claims_hook(KasKubelet *k, KasRes *res, KasEvType type, KasObj *obj, KasObj *old)
+static void claims_hook(KasStore *store, KasKubelet *k, KasRes *res, KasEvType type, KasObj *obj,
+                        KasObj *old)
 {
     if (res->kind == KAS_KIND_POD) {
         if (!kas_claims_pod_has_claims(obj))
@@ -113,7 +114,11 @@ static void claims_hook(KasKubelet *k, KasRes *res, KasEvType type, KasObj *obj,
     }
     if (!kas_dra_is(res) || type == KAS_EV_DELETED)
         return;
-    if (strcmp(res->plural, "resourceclaims") == 0 && strstr(obj->json, "\"reservedFor\"") != NULL)
+    /* a claim reserved for live pods only (a scheduler's claim write) needs no sync: judged
+     * here, it costs no job and no wake-up of the controller's thread per claim written */
+    if (strcmp(res->plural, "resourceclaims") == 0 &&
+        strstr(obj->json, "\"reservedFor\"") != NULL &&
+        !kas_claims_reservations_live_locked(store, obj))
         schedule_named(k, JOB_CLAIM_SYNC, obj->ns, obj->name, NULL, 0);
     else if (strcmp(res->plural, "resourceclaimtemplates") == 0 && type == KAS_EV_ADDED)
         schedule_named(k, JOB_CLAIMS_NS, obj->ns, obj->name, NULL, 0);
@@ -124,7 +129,7 @@ static void hook(KasStore *store, KasRes *res, KasEvType type, KasObj *obj, KasO
 {
     KasKubelet *k = data;
     if (k->opts.resource_claims)
-        claims_hook(k, res, type, obj, old);
+        claims_hook(store, k, res, type, obj, old);
     if (type == KAS_EV_DELETED)
         return;
     if (res->kind == KAS_KIND_NODE) {

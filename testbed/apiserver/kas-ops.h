@@ -36,6 +36,13 @@ KasObj *kas_ops_patch(KasStore *store, KasRes *res, const char *version, const c
                       const char *name, KasPatchType type, json_object *patch, gboolean status,
                       GError **error);
 
+/* Whether a claim's first status by a merge patch is spliced into the stored text (the
+ * default) or merged into the parsed claim and printed again, as other patches are: the same
+ * bytes either way; tests compare the two. */
+void kas_ops_set_status_splice(gboolean on);
+/* How many statuses were spliced so far. */
+guint kas_ops_status_splices(void);
+
 /* Delete; returns the object as it is afterwards (terminating, or its final state when it was
  * removed: *@removed tells which; may be NULL). */
 KasObj *kas_ops_delete(KasStore *store, KasRes *res, const char *ns, const char *name,

@@ -994,6 +994,46 @@ KasObj *kas_store_put_locked(KasStore *store, KasRes *res, json_object *jo)
     return obj;
 }
 
+/* A copy of @v, packed as pack_strv() packs (NULL for NULL). */
+static char **strv_copy_packed(char **v)
+{
+    if (v == NULL)
+        return NULL;
+    g_autoptr(GPtrArray) strs = g_ptr_array_new();
+    for (char **s = v; *s != NULL; s++)
+        g_ptr_array_add(strs, *s);
+    return pack_strv(strs);
+}
+
+KasObj *kas_store_put_text_locked(KasStore *store, KasRes *res, KasObj *cur, char *text, guint64 rv)
+{
+    g_return_val_if_fail(rv == store->rv + 1, NULL);
+    store->rv = rv;
+    KasObj *obj = g_new0(KasObj, 1);
+    obj->ref = 1;
+    obj->rv = rv;
+    obj->created = cur->created;
+    obj->json = text;
+    obj->len = strlen(text);
+    gsize slen = strlen(cur->key) + strlen(cur->ns) + strlen(cur->name) + strlen(cur->uid) + 4;
+    obj->strs = g_memdup2(cur->strs, slen);
+    obj->key = obj->strs;
+    obj->ns = obj->strs + (cur->ns - cur->strs);
+    obj->name = obj->strs + (cur->name - cur->strs);
+    obj->uid = obj->strs + (cur->uid - cur->strs);
+    obj->labels = strv_copy_packed(cur->labels);
+    obj->fields = strv_copy_packed(cur->fields);
+    obj->owners = strv_copy_packed(cur->owners);
+    obj->deleting = cur->deleting;
+    obj->has_finalizers = cur->has_finalizers;
+    g_autoptr(KasObj) old = kas_obj_ref(cur);
+    owners_add(store, old, -1);
+    owners_add(store, obj, +1);
+    g_tree_replace(res->objects, (gpointer)obj->key, obj);
+    emit(store, res, KAS_EV_MODIFIED, obj, old);
+    return kas_obj_ref(obj);
+}
+
 KasObj *kas_store_remove_locked(KasStore *store, KasRes *res, KasObj *cur)
 {
     g_autoptr(KasObj) keep = kas_obj_ref(cur);

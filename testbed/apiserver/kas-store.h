@@ -154,6 +154,15 @@ void kas_store_set_hook(KasStore *store, KasStoreHook hook, gpointer user_data);
 void kas_store_lock(KasStore *store);
 void kas_store_unlock(KasStore *store);
 guint64 kas_store_rv_locked(KasStore *store);
+/*
+ * Store @text (taken), a JSON text as obj_new() prints it, as the next version of @cur (a
+ * stored object, borrowed) when only what KasObj does not index changed (a status): name, uid,
+ * labels, fields, owners, creation and deletion state are @cur's. @rv must be the store's next
+ * resourceVersion (kas_store_rv_locked() + 1), already written in @text. Emits MODIFIED as
+ * kas_store_put_locked() does; returns a new reference to the stored object.
+ */
+KasObj *kas_store_put_text_locked(KasStore *store, KasRes *res, KasObj *cur, char *text,
+                                  guint64 rv);
 /* A store-wide counter for generated addresses (pod and cluster IPs). */
 guint64 kas_store_next_seq_locked(KasStore *store);
 /* "pods" for the core group, else "plural.group" (as in Status messages); newly allocated. */
