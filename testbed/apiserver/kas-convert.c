@@ -818,26 +818,6 @@ gboolean kas_convert_json(KasConvert *cv, KasRes *res, const char *version, json
 /* ---- patches in another version -----------------------------------------------------------------
  */
 
-static gboolean apply_patch(json_object **doc, KasPatchType type, json_object *patch,
-                            GError **error)
-{
-    if (type == KAS_PATCH_JSON) {
-        if (kas_json_patch_apply(doc, patch, error))
-            return TRUE;
-        (*error)->domain = KAS_ERROR;
-        (*error)->code = KAS_ERR_INVALID;
-        return FALSE;
-    }
-    if (!json_object_is_type(patch, json_type_object)) {
-        g_set_error(error, KAS_ERROR, KAS_ERR_BAD_REQUEST,
-                    "the body of a merge patch must be a JSON object");
-        return FALSE;
-    }
-    *doc = type == KAS_PATCH_STRATEGIC ? kas_json_strategic_merge(*doc, patch)
-                                       : kas_json_merge_patch(*doc, patch);
-    return TRUE;
-}
-
 KasObj *kas_convert_patch(KasConvert *cv, KasStore *store, KasRes *res, const char *version,
                           const char *ns, const char *name, KasPatchType type, json_object *patch,
                           gboolean status, GError **error)
@@ -854,7 +834,8 @@ KasObj *kas_convert_patch(KasConvert *cv, KasStore *store, KasRes *res, const ch
         }
         g_autofree char *rv = g_strdup(kas_json_get_string(doc, "metadata.resourceVersion"));
         g_autoptr(GError) e = NULL;
-        if (!kas_convert_json(cv, res, version, &doc, &e) || !apply_patch(&doc, type, patch, &e)) {
+        if (!kas_convert_json(cv, res, version, &doc, &e) ||
+            !kas_ops_patch_apply(&doc, type, patch, &e)) {
             json_object_put(doc);
             g_propagate_error(error, g_steal_pointer(&e));
             return NULL;

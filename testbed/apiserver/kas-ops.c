@@ -1364,9 +1364,8 @@ static gboolean status_spliced_locked(KasStore *store, KasRes *res, KasObj *cur,
     return TRUE;
 }
 
-/* Apply @patch of @type to *@doc (replaced); FALSE with @error set when it does not apply. */
-static gboolean patch_apply(json_object **doc, KasPatchType type, json_object *patch,
-                            GError **error)
+gboolean kas_ops_patch_apply(json_object **doc, KasPatchType type, json_object *patch,
+                             GError **error)
 {
     if (type == KAS_PATCH_JSON) {
         if (kas_json_patch_apply(doc, patch, error))
@@ -1417,7 +1416,7 @@ KasObj *kas_ops_patch(KasStore *store, KasRes *res, const char *version, const c
     } else {
         doc = copy_json(curj);
         kas_json_set_string(doc, "apiVersion", av);
-        ok = patch_apply(&doc, type, patch, error);
+        ok = kas_ops_patch_apply(&doc, type, patch, error);
     }
     KasObj *out = NULL;
     if (ok && check_type(res, version, doc, error))

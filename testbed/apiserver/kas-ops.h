@@ -36,6 +36,11 @@ KasObj *kas_ops_patch(KasStore *store, KasRes *res, const char *version, const c
                       const char *name, KasPatchType type, json_object *patch, gboolean status,
                       GError **error);
 
+/* Apply @patch of @type to *@doc (replaced); FALSE with @error set (KAS_ERROR) when it does not
+ * apply. */
+gboolean kas_ops_patch_apply(json_object **doc, KasPatchType type, json_object *patch,
+                             GError **error);
+
 /* Whether a claim's first status by a merge patch is spliced into the stored text (the
  * default) or merged into the parsed claim and printed again, as other patches are: the same
  * bytes either way; tests compare the two. */
