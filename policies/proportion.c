@@ -27,6 +27,10 @@
  * then waited for them (measured on the Philly slices, docs/benchmarks.md, "The default against
  * kube-batch").
  *
+ * Cluster-wide (argument longClusterLimit, a part of the cluster's GPUs, default 0: off): past
+ * its queue's limit, a long job may still start while every long job of the cluster, with it,
+ * holds at most that part of the GPUs (Slurm's long QOS: the rest stays for the jobs that come).
+ *
  * Lending (argument lendUntilReservation, default 1; 0: off): while a reservation of the reserve
  * action keeps GPUs free until a start still to come, a job of a queue at or over its deserved
  * share may be admitted and placed if it is expected to end by the earliest such start (lent()).
@@ -58,6 +62,8 @@ typedef struct {
     double long_limit;    /* times the share by weight a queue may hold with a long job; 0: off */
     double long_idle;     /* no limit while this many times it stays idle after the job; 0: off */
     gboolean lend;        /* lendUntilReservation: see lent() */
+    double long_cluster;  /* longClusterLimit: part of the GPUs long jobs may hold; 0: off */
+    gint64 long_held;     /* GPUs long jobs hold in the session, -1 until needed */
 } Proportion;
 
 /* Decayed usage of every tree node: the leaves' own (and a parent's own jobs') rolled up. */
@@ -153,6 +159,8 @@ static gpointer proportion_open(KbSession *ssn, const KbConfPlugin *conf)
     p->long_limit = kb_conf_plugin_arg_double(conf, "longBorrowLimit", 3);
     p->long_idle = kb_conf_plugin_arg_double(conf, "longIdleLimits", 0);
     p->lend = kb_conf_plugin_arg_double(conf, "lendUntilReservation", 1) > 0;
+    p->long_cluster = kb_conf_plugin_arg_double(conf, "longClusterLimit", 0);
+    p->long_held = -1;
     for (guint i = 0; ssn->conf != NULL && i < ssn->conf->n_actions; i++) {
         if (strcmp(ssn->conf->actions[i], "reclaim") == 0)
             p->long_limit = 0; /* what a queue borrows comes back: no limit */
@@ -358,6 +366,47 @@ static double weight_share(const Proportion *p, guint q)
     return frac * (double)p->ssn->total.v[KB_RES_GPU];
 }
 
+/* Is @job expected to run longer than longRuntime? */
+static gboolean is_long(const Proportion *p, const KbJobInfo *job)
+{
+    gint64 r = kb_reserve_job_runtime(
+            (KbJobInfo *)job, p->ssn->cache != NULL ? kb_cache_history(p->ssn->cache) : NULL);
+    return r != KB_RESERVE_UNKNOWN && r > p->long_runtime;
+}
+
+/* The GPUs every long job holds, counted on first need in the session and kept up to date by
+ * on_allocate and on_deallocate from then on (most cycles hold no long job back). */
+static gint64 long_held(const Proportion *p)
+{
+    if (p->long_held >= 0)
+        return p->long_held;
+    gint64 held = 0;
+    for (guint j = 0; j < p->ssn->jobs->len; j++) {
+        const KbJobInfo *job = p->ssn->jobs->pdata[j];
+        if (job->allocated.v[KB_RES_GPU] > 0 && is_long(p, job))
+            held += job->allocated.v[KB_RES_GPU];
+    }
+    ((Proportion *)p)->long_held = held; /* a cache: filling it changes no answer */
+    return held;
+}
+
+static void long_held_change(gpointer state, const KbTaskInfo *task, gint64 sign)
+{
+    Proportion *p = state;
+    if (p->long_held >= 0 && task->resreq.v[KB_RES_GPU] > 0 && is_long(p, task->job))
+        p->long_held += sign * task->resreq.v[KB_RES_GPU];
+}
+
+static void on_allocate(gpointer state, const KbTaskInfo *task)
+{
+    long_held_change(state, task, 1);
+}
+
+static void on_deallocate(gpointer state, const KbTaskInfo *task)
+{
+    long_held_change(state, task, -1);
+}
+
 /* TRUE when long job @job may not start now: its queue @q, holding @used GPUs, would hold more
  * than the long-job limit with its @gpus (see the top of the file). */
 static gboolean long_over_limit(const Proportion *p, const KbJobInfo *job, guint q, gint64 used,
@@ -383,11 +432,14 @@ static gboolean long_over_limit(const Proportion *p, const KbJobInfo *job, guint
         idle += gpus; /* its own admission is counted above */
     if (p->long_idle > 0 && (double)(idle - gpus) >= p->long_idle * cap)
         return FALSE;
-    gint64 r = kb_reserve_job_runtime(
-            (KbJobInfo *)job, p->ssn->cache != NULL ? kb_cache_history(p->ssn->cache) : NULL);
     /* A job without an estimate is not held back: on a cluster that announces none (a full
      * one restarted, bench-scale volcano-restart) the limit left new gangs beside idle GPUs. */
-    return r != KB_RESERVE_UNKNOWN && r > p->long_runtime;
+    if (!is_long(p, job))
+        return FALSE;
+    /* longClusterLimit: past its queue's limit, a long job may still start while all the long
+     * jobs of the cluster, with it, hold at most that part of its GPUs. */
+    return p->long_cluster <= 0 ||
+           (double)(long_held(p) + gpus) > p->long_cluster * (double)p->ssn->total.v[KB_RES_GPU];
 }
 
 gboolean kb_plugin_proportion_long_held(gconstpointer state, const KbJobInfo *job, gint64 used)
@@ -542,6 +594,7 @@ static const struct kb_plugin_arg proportion_arguments[] = {
         {"longBorrowLimit", KB_ARG_NUMBER},
         {"longIdleLimits", KB_ARG_NUMBER},       /* off by default: see long_over_limit */
         {"lendUntilReservation", KB_ARG_NUMBER}, /* on by default: see lent() */
+        {"longClusterLimit", KB_ARG_NUMBER},     /* off by default: see long_over_limit */
         {NULL, 0},
 };
 
@@ -556,4 +609,6 @@ const struct kb_plugin_ops kb_plugin_proportion = {
         .job_enqueueable = job_enqueueable,
         .on_job_enqueued = on_job_enqueued,
         .on_job_dequeued = on_job_dequeued,
+        .on_allocate = on_allocate,
+        .on_deallocate = on_deallocate,
 };
