@@ -467,6 +467,15 @@ static void explain_long(const Proportion *p, const KbQueueInfo *qi, gint64 used
                            "than %s",
                            qi->name, held, p->long_limit,
                            p->long_limit * weight_share(p, qi->id) / KB_GPU_MILLI, rt);
+    if (p->long_cluster > 0) {
+        g_autofree char *all = kb_resource_format_value(KB_RES_GPU, long_held(p));
+        g_string_append_printf(why,
+                               "; the cluster's long jobs hold %s nvidia.com/gpu, "
+                               "longClusterLimit %.3g of the cluster is %.0f",
+                               all, p->long_cluster,
+                               p->long_cluster * (double)p->ssn->total.v[KB_RES_GPU] /
+                                       KB_GPU_MILLI);
+    }
 }
 
 static gboolean allocatable(gpointer state, const KbQueueInfo *qi, const KbTaskInfo *task,

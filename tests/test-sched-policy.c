@@ -2384,6 +2384,8 @@ static guint long_cluster_case(const char *cluster, const char *qb_run, guint n_
     if (binds < n_waiting) {
         g_autofree char *last = g_strdup_printf("default/long%u", n_waiting - 1);
         assert_message(fx, last, "expected to run longer than");
+        if (cluster != NULL)
+            assert_message(fx, last, "the cluster's long jobs hold");
     }
     kb_test_sched_free(fx);
     return binds;
