@@ -146,6 +146,47 @@ static void account_usage(KbSession *ssn, const KbConfPlugin *conf)
         weigh_usage(ssn, usage, strength);
 }
 
+static gboolean is_long(const Proportion *p, const KbJobInfo *job);
+static double weight_share(const Proportion *p, guint q);
+
+/*
+ * longHeldDemand 0: a waiting long job that the long-job limit holds (its queue holds its limit
+ * already, or would with it) does not count in its queue's demand, so the deserved shares leave
+ * to the other queues what it cannot take (with it counted, a queue whose long jobs the limit
+ * held kept a share it could not use, and other queues waited at theirs beside idle GPUs).
+ */
+static void discount_held_long(Proportion *p)
+{
+    KbSession *ssn = p->ssn;
+    if (p->long_limit <= 0)
+        return;
+    for (guint j = 0; j < ssn->jobs->len; j++) {
+        const KbJobInfo *job = ssn->jobs->pdata[j];
+        if (job->allocated.v[KB_RES_GPU] > 0 || job->n_state[KB_TASK_PENDING] == 0)
+            continue;
+        const KbQueueInfo *qi = kb_session_job_queue(ssn, job);
+        if (qi == NULL)
+            continue;
+        KbResources need;
+        kb_session_job_min_request(job, &need);
+        gint64 gpus = need.v[KB_RES_GPU];
+        gint64 used = qi->allocated.v[KB_RES_GPU];
+        double cap = MAX(p->long_limit * weight_share(p, qi->id),
+                         (double)p->tree->guarantee[qi->id].v[KB_RES_GPU]);
+        if (gpus <= 0 || (double)(used + gpus) <= cap || (used <= 0 && (double)gpus > cap) ||
+            !is_long(p, job))
+            continue;
+        KbResources *d = &p->tree->demand[qi->id];
+        for (guint i = 0; i < job->tasks->len; i++) {
+            const KbTaskInfo *t = job->tasks->pdata[i];
+            if (t->state != KB_TASK_PENDING)
+                continue;
+            for (guint k = 0; k < N_SLOTS; k++)
+                d->v[slots[k]] = MAX(d->v[slots[k]] - t->resreq.v[slots[k]], 0);
+        }
+    }
+}
+
 static gpointer proportion_open(KbSession *ssn, const KbConfPlugin *conf)
 {
     Proportion *p = g_new0(Proportion, 1);
@@ -154,7 +195,6 @@ static gpointer proportion_open(KbSession *ssn, const KbConfPlugin *conf)
     p->inqueue = g_new0(KbResources, ssn->queues->len + 1);
     p->weight = g_memdup2(p->tree->weight, sizeof(double) * (p->tree->n_queues + 1));
     account_usage(ssn, conf);
-    compute_deserved(ssn);
     p->long_runtime = kb_conf_arg_duration(conf, "longRuntime", 6 * 3600);
     p->long_limit = kb_conf_plugin_arg_double(conf, "longBorrowLimit", 3);
     p->long_idle = kb_conf_plugin_arg_double(conf, "longIdleLimits", 0);
@@ -165,6 +205,9 @@ static gpointer proportion_open(KbSession *ssn, const KbConfPlugin *conf)
         if (strcmp(ssn->conf->actions[i], "reclaim") == 0)
             p->long_limit = 0; /* what a queue borrows comes back: no limit */
     }
+    if (kb_conf_plugin_arg_double(conf, "longHeldDemand", 1) <= 0)
+        discount_held_long(p);
+    compute_deserved(ssn);
     for (guint j = 0; j < ssn->jobs->len; j++) {
         const KbJobInfo *job = ssn->jobs->pdata[j];
         KbQueueInfo *qi = kb_session_job_queue(ssn, job);
@@ -604,6 +647,7 @@ static const struct kb_plugin_arg proportion_arguments[] = {
         {"longIdleLimits", KB_ARG_NUMBER},       /* off by default: see long_over_limit */
         {"lendUntilReservation", KB_ARG_NUMBER}, /* on by default: see lent() */
         {"longClusterLimit", KB_ARG_NUMBER},     /* off by default: see long_over_limit */
+        {"longHeldDemand", KB_ARG_NUMBER},       /* 1 by default: see discount_held_long */
         {NULL, 0},
 };
 

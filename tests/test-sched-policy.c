@@ -2402,6 +2402,49 @@ static void test_long_limit_cluster(void)
 }
 
 /*
+ * longHeldDemand 0: a long job the limit holds does not count in its queue's demand. Four equal
+ * queues and the default one on 40 GPUs, longBorrowLimit 1 (a limit of 8 each); qa runs 8 GPUs
+ * and waits with an 8-GPU job of 24 h (held: 16 > 8), qb runs 16 and waits with two 8-GPU jobs
+ * of 1 h. Counted (the default), qa's demand of 16 keeps qb's deserved share at 24: one of qb's
+ * jobs starts and 8 GPUs stay idle. Not counted, qb deserves 32 and both start.
+ */
+static guint long_held_demand_case(const char *extra)
+{
+    g_autofree char *conf = g_strdup_printf(
+            "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: priority\n"
+            "  - name: gang\n- plugins:\n  - name: drf\n  - name: predicates\n"
+            "  - name: proportion\n    arguments:\n      longBorrowLimit: 1\n%s",
+            extra);
+    Fx *fx = kb_test_sched_new(conf);
+    add_queue(fx, "qa", 1, NULL);
+    add_queue(fx, "qb", 1, NULL);
+    add_queue(fx, "qc", 1, NULL);
+    add_queue(fx, "qd", 1, NULL);
+    for (guint i = 1; i <= 5; i++) {
+        g_autofree char *n = g_strdup_printf("n%u", i);
+        add_node(fx, n, 8);
+    }
+    add_running(fx, "default", "ra1", "qa", "n1", 8);
+    add_running(fx, "default", "rb1", "qb", "n2", 8);
+    add_running(fx, "default", "rb2", "qb", "n3", 8);
+    add_waiting_runtime(fx, "long", "qa", 8, "24h");
+    add_waiting_runtime(fx, "b1", "qb", 8, "1h");
+    add_waiting_runtime(fx, "b2", "qb", 8, "1h");
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/long"), ==, 0); /* held either way */
+    guint binds = kb_test_sched_binds(fx, "default/b1") + kb_test_sched_binds(fx, "default/b2");
+    kb_test_sched_free(fx);
+    return binds;
+}
+
+static void test_long_held_demand(void)
+{
+    g_assert_cmpuint(long_held_demand_case(""), ==, 1);
+    g_assert_cmpuint(long_held_demand_case("      longHeldDemand: 1\n"), ==, 1);
+    g_assert_cmpuint(long_held_demand_case("      longHeldDemand: 0\n"), ==, 2);
+}
+
+/*
  * The long-job limit reads the configured weights, not the ones usage lowered: qa held 8 of 24
  * GPUs for the last hour (usageWeight 1; five equal queues with the default one, the others idle:
  * a share by weight of 4.8, 14.4 with the limit) and holds them still; its 4-GPU job of 24 h takes
@@ -2527,6 +2570,7 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/proportion/long-borrow-limit", test_long_borrow_limit);
     g_test_add_func("/scheduler/proportion/long-limit-idle", test_long_limit_idle);
     g_test_add_func("/scheduler/proportion/long-limit-cluster", test_long_limit_cluster);
+    g_test_add_func("/scheduler/proportion/long-held-demand", test_long_held_demand);
     g_test_add_func("/scheduler/proportion/long-limit-no-estimate", test_long_limit_no_estimate);
     g_test_add_func("/scheduler/proportion/long-limit-configured-weights",
                     test_long_limit_configured_weights);
