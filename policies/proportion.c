@@ -27,6 +27,12 @@
  * then waited for them (measured on the Philly slices, docs/benchmarks.md, "The default against
  * kube-batch").
  *
+ * Cluster-wide (argument longClusterLimit, a part of the cluster's GPUs, default 0: off): past
+ * its queue's limit, a long job may still start while every long job of the cluster, with it,
+ * holds at most that part of the GPUs (Slurm's long QOS: the rest stays for the jobs that come).
+ * With longHeldDemand 0 (default 1: counted) a long job held by either does not count in its
+ * queue's demand for the deserved shares: see discount_held_long.
+ *
  * Lending (argument lendUntilReservation, default 1; 0: off): while a reservation of the reserve
  * action keeps GPUs free until a start still to come, a job of a queue at or over its deserved
  * share may be admitted and placed if it is expected to end by the earliest such start (lent()).
@@ -58,6 +64,8 @@ typedef struct {
     double long_limit;    /* times the share by weight a queue may hold with a long job; 0: off */
     double long_idle;     /* no limit while this many times it stays idle after the job; 0: off */
     gboolean lend;        /* lendUntilReservation: see lent() */
+    double long_cluster;  /* longClusterLimit: part of the GPUs long jobs may hold; 0: off */
+    gint64 long_held;     /* GPUs long jobs hold in the session, -1 until needed */
 } Proportion;
 
 /* Decayed usage of every tree node: the leaves' own (and a parent's own jobs') rolled up. */
@@ -140,6 +148,41 @@ static void account_usage(KbSession *ssn, const KbConfPlugin *conf)
         weigh_usage(ssn, usage, strength);
 }
 
+static gboolean long_over_limit(const Proportion *p, const KbJobInfo *job, guint q, gint64 used,
+                                gint64 gpus);
+
+/*
+ * longHeldDemand 0 (default 1: counted): a waiting long job that long_over_limit holds (its
+ * queue's limit, the cluster-wide cap) does not count in its queue's demand, so the deserved
+ * shares leave what it cannot take to the other queues. Counted, a queue whose long jobs the
+ * limit holds keeps a share it cannot use, and the others may wait at theirs beside idle GPUs
+ * (measured in docs/benchmarks.md, "Policy quality, round 5": off, it loses more than it wins).
+ */
+static void discount_held_long(Proportion *p)
+{
+    KbSession *ssn = p->ssn;
+    for (guint j = 0; j < ssn->jobs->len; j++) {
+        const KbJobInfo *job = ssn->jobs->pdata[j];
+        if (job->allocated.v[KB_RES_GPU] > 0 || job->n_state[KB_TASK_PENDING] == 0)
+            continue;
+        const KbQueueInfo *qi = kb_session_job_queue(ssn, job);
+        if (qi == NULL)
+            continue;
+        KbResources need;
+        kb_session_job_min_request(job, &need);
+        if (!long_over_limit(p, job, qi->id, qi->allocated.v[KB_RES_GPU], need.v[KB_RES_GPU]))
+            continue;
+        KbResources *d = &p->tree->demand[qi->id];
+        for (guint i = 0; i < job->tasks->len; i++) {
+            const KbTaskInfo *t = job->tasks->pdata[i];
+            if (t->state != KB_TASK_PENDING)
+                continue;
+            for (guint k = 0; k < N_SLOTS; k++)
+                d->v[slots[k]] = MAX(d->v[slots[k]] - t->resreq.v[slots[k]], 0);
+        }
+    }
+}
+
 static gpointer proportion_open(KbSession *ssn, const KbConfPlugin *conf)
 {
     Proportion *p = g_new0(Proportion, 1);
@@ -148,11 +191,12 @@ static gpointer proportion_open(KbSession *ssn, const KbConfPlugin *conf)
     p->inqueue = g_new0(KbResources, ssn->queues->len + 1);
     p->weight = g_memdup2(p->tree->weight, sizeof(double) * (p->tree->n_queues + 1));
     account_usage(ssn, conf);
-    compute_deserved(ssn);
     p->long_runtime = kb_conf_arg_duration(conf, "longRuntime", 6 * 3600);
     p->long_limit = kb_conf_plugin_arg_double(conf, "longBorrowLimit", 3);
     p->long_idle = kb_conf_plugin_arg_double(conf, "longIdleLimits", 0);
     p->lend = kb_conf_plugin_arg_double(conf, "lendUntilReservation", 1) > 0;
+    p->long_cluster = kb_conf_plugin_arg_double(conf, "longClusterLimit", 0);
+    p->long_held = -1;
     for (guint i = 0; ssn->conf != NULL && i < ssn->conf->n_actions; i++) {
         if (strcmp(ssn->conf->actions[i], "reclaim") == 0)
             p->long_limit = 0; /* what a queue borrows comes back: no limit */
@@ -169,6 +213,9 @@ static gpointer proportion_open(KbSession *ssn, const KbConfPlugin *conf)
             need.v[slots[i]] = MAX(need.v[slots[i]], 0);
         inqueue_add(p, qi->id, &need);
     }
+    if (kb_conf_plugin_arg_double(conf, "longHeldDemand", 1) <= 0)
+        discount_held_long(p);
+    compute_deserved(ssn);
     return p;
 }
 
@@ -352,6 +399,47 @@ static double weight_share(const Proportion *p, guint q)
     return frac * (double)p->ssn->total.v[KB_RES_GPU];
 }
 
+/* Is @job expected to run longer than longRuntime? */
+static gboolean is_long(const Proportion *p, const KbJobInfo *job)
+{
+    gint64 r = kb_reserve_job_runtime(
+            (KbJobInfo *)job, p->ssn->cache != NULL ? kb_cache_history(p->ssn->cache) : NULL);
+    return r != KB_RESERVE_UNKNOWN && r > p->long_runtime;
+}
+
+/* The GPUs every long job holds, counted on first need in the session and kept up to date by
+ * on_allocate and on_deallocate from then on (most cycles hold no long job back). */
+static gint64 long_held(const Proportion *p)
+{
+    if (p->long_held >= 0)
+        return p->long_held;
+    gint64 held = 0;
+    for (guint j = 0; j < p->ssn->jobs->len; j++) {
+        const KbJobInfo *job = p->ssn->jobs->pdata[j];
+        if (job->allocated.v[KB_RES_GPU] > 0 && is_long(p, job))
+            held += job->allocated.v[KB_RES_GPU];
+    }
+    ((Proportion *)p)->long_held = held; /* a cache: filling it changes no answer */
+    return held;
+}
+
+static void long_held_change(gpointer state, const KbTaskInfo *task, gint64 sign)
+{
+    Proportion *p = state;
+    if (p->long_held >= 0 && task->resreq.v[KB_RES_GPU] > 0 && is_long(p, task->job))
+        p->long_held += sign * task->resreq.v[KB_RES_GPU];
+}
+
+static void on_allocate(gpointer state, const KbTaskInfo *task)
+{
+    long_held_change(state, task, 1);
+}
+
+static void on_deallocate(gpointer state, const KbTaskInfo *task)
+{
+    long_held_change(state, task, -1);
+}
+
 /* TRUE when long job @job may not start now: its queue @q, holding @used GPUs, would hold more
  * than the long-job limit with its @gpus (see the top of the file). */
 static gboolean long_over_limit(const Proportion *p, const KbJobInfo *job, guint q, gint64 used,
@@ -377,11 +465,14 @@ static gboolean long_over_limit(const Proportion *p, const KbJobInfo *job, guint
         idle += gpus; /* its own admission is counted above */
     if (p->long_idle > 0 && (double)(idle - gpus) >= p->long_idle * cap)
         return FALSE;
-    gint64 r = kb_reserve_job_runtime(
-            (KbJobInfo *)job, p->ssn->cache != NULL ? kb_cache_history(p->ssn->cache) : NULL);
     /* A job without an estimate is not held back: on a cluster that announces none (a full
      * one restarted, bench-scale volcano-restart) the limit left new gangs beside idle GPUs. */
-    return r != KB_RESERVE_UNKNOWN && r > p->long_runtime;
+    if (!is_long(p, job))
+        return FALSE;
+    /* longClusterLimit: past its queue's limit, a long job may still start while all the long
+     * jobs of the cluster, with it, hold at most that part of its GPUs. */
+    return p->long_cluster <= 0 ||
+           (double)(long_held(p) + gpus) > p->long_cluster * (double)p->ssn->total.v[KB_RES_GPU];
 }
 
 gboolean kb_plugin_proportion_long_held(gconstpointer state, const KbJobInfo *job, gint64 used)
@@ -409,6 +500,15 @@ static void explain_long(const Proportion *p, const KbQueueInfo *qi, gint64 used
                            "than %s",
                            qi->name, held, p->long_limit,
                            p->long_limit * weight_share(p, qi->id) / KB_GPU_MILLI, rt);
+    if (p->long_cluster > 0) {
+        g_autofree char *all = kb_resource_format_value(KB_RES_GPU, long_held(p));
+        g_string_append_printf(why,
+                               "; the cluster's long jobs hold %s nvidia.com/gpu, "
+                               "longClusterLimit %.3g of the cluster is %.0f",
+                               all, p->long_cluster,
+                               p->long_cluster * (double)p->ssn->total.v[KB_RES_GPU] /
+                                       KB_GPU_MILLI);
+    }
 }
 
 static gboolean allocatable(gpointer state, const KbQueueInfo *qi, const KbTaskInfo *task,
@@ -417,6 +517,16 @@ static gboolean allocatable(gpointer state, const KbQueueInfo *qi, const KbTaskI
     const Proportion *p = state;
     const KbJobInfo *job = task->job;
     gboolean in_gang = job_placed(job) < (guint)job->min_member;
+    /* The long-job limit first: a long job it holds leaves its queue's demand (longHeldDemand),
+     * so the deserved share would name the wrong cause. */
+    if (in_gang && job_placed(job) == 0 && task->resreq.v[KB_RES_GPU] > 0) {
+        KbResources need;
+        kb_session_job_min_request(job, &need);
+        if (long_over_limit(p, job, qi->id, qi->allocated.v[KB_RES_GPU], need.v[KB_RES_GPU])) {
+            explain_long(p, qi, qi->allocated.v[KB_RES_GPU], why);
+            return FALSE;
+        }
+    }
     for (guint i = 0; i < N_SLOTS; i++) {
         int s = slots[i];
         if (task->resreq.v[s] <= 0)
@@ -430,14 +540,6 @@ static gboolean allocatable(gpointer state, const KbQueueInfo *qi, const KbTaskI
             over_share = FALSE;
         if (after > qi->capability.v[s] || over_share) {
             explain(p, qi, s, why);
-            return FALSE;
-        }
-    }
-    if (in_gang && job_placed(job) == 0 && task->resreq.v[KB_RES_GPU] > 0) {
-        KbResources need;
-        kb_session_job_min_request(job, &need);
-        if (long_over_limit(p, job, qi->id, qi->allocated.v[KB_RES_GPU], need.v[KB_RES_GPU])) {
-            explain_long(p, qi, qi->allocated.v[KB_RES_GPU], why);
             return FALSE;
         }
     }
@@ -458,6 +560,11 @@ static gboolean job_enqueueable(gpointer state, const KbJobInfo *job, GString *w
         return FALSE;
     KbResources need;
     kb_session_job_min_request(job, &need);
+    gint64 held = qi->allocated.v[KB_RES_GPU] + p->inqueue[qi->id].v[KB_RES_GPU];
+    if (long_over_limit(p, job, qi->id, held, need.v[KB_RES_GPU])) {
+        explain_long(p, qi, held, why);
+        return FALSE;
+    }
     for (guint i = 0; i < N_SLOTS; i++) {
         int s = slots[i];
         if (need.v[s] <= 0)
@@ -478,11 +585,6 @@ static gboolean job_enqueueable(gpointer state, const KbJobInfo *job, GString *w
             }
             return FALSE;
         }
-    }
-    gint64 held = qi->allocated.v[KB_RES_GPU] + p->inqueue[qi->id].v[KB_RES_GPU];
-    if (long_over_limit(p, job, qi->id, held, need.v[KB_RES_GPU])) {
-        explain_long(p, qi, held, why);
-        return FALSE;
     }
     int s;
     gint x = ancestor_over_capability(p, qi->id, &need, p->inqueue, &s);
@@ -536,6 +638,8 @@ static const struct kb_plugin_arg proportion_arguments[] = {
         {"longBorrowLimit", KB_ARG_NUMBER},
         {"longIdleLimits", KB_ARG_NUMBER},       /* off by default: see long_over_limit */
         {"lendUntilReservation", KB_ARG_NUMBER}, /* on by default: see lent() */
+        {"longClusterLimit", KB_ARG_NUMBER},     /* off by default: see long_over_limit */
+        {"longHeldDemand", KB_ARG_NUMBER},       /* 1 by default: see discount_held_long */
         {NULL, 0},
 };
 
@@ -550,4 +654,6 @@ const struct kb_plugin_ops kb_plugin_proportion = {
         .job_enqueueable = job_enqueueable,
         .on_job_enqueued = on_job_enqueued,
         .on_job_dequeued = on_job_dequeued,
+        .on_allocate = on_allocate,
+        .on_deallocate = on_deallocate,
 };

@@ -2373,6 +2373,105 @@ static void test_long_limit_idle(void)
 }
 
 /*
+ * longClusterLimit: past its queue's limit, a long job may start while the long jobs of the whole
+ * cluster, with it, hold at most that part of its GPUs. Four equal queues and the default one on
+ * 40 GPUs, longBorrowLimit 1 (a limit of 8 each); qa runs an 8-GPU job of 24 h, qb one of @qb_run
+ * (NULL: none). qa's @n_waiting 4-GPU jobs of 24 h are all past qa's limit: by default (0: off)
+ * none starts; with a limit of @cluster they start while the cluster's long GPUs, counting the
+ * ones placed in the same cycle, stay within it. Returns how many started.
+ */
+static guint long_cluster_case(const char *cluster, const char *qb_run, guint n_waiting)
+{
+    g_autofree char *conf = g_strdup_printf(
+            "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: priority\n"
+            "  - name: gang\n- plugins:\n  - name: drf\n  - name: predicates\n"
+            "  - name: proportion\n    arguments:\n      longBorrowLimit: 1\n%s%s\n",
+            cluster != NULL ? "      longClusterLimit: " : "", cluster != NULL ? cluster : "");
+    Fx *fx = kb_test_sched_new(conf);
+    add_queue(fx, "qa", 1, NULL);
+    add_queue(fx, "qb", 1, NULL);
+    add_queue(fx, "qc", 1, NULL);
+    add_queue(fx, "qd", 1, NULL);
+    for (guint i = 1; i <= 5; i++) {
+        g_autofree char *n = g_strdup_printf("n%u", i);
+        add_node(fx, n, 8);
+    }
+    add_waiting_runtime(fx, "ra", "qa", 8, "24h");
+    if (qb_run != NULL)
+        add_waiting_runtime(fx, "rb", "qb", 8, qb_run);
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, NULL), ==, qb_run != NULL ? 2 : 1);
+    kb_test_sched_confirm_all(fx, FALSE);
+    for (guint i = 0; i < n_waiting; i++) {
+        g_autofree char *name = g_strdup_printf("long%u", i);
+        add_waiting_runtime(fx, name, "qa", 4, "24h");
+    }
+    kb_test_sched_run(fx);
+    guint binds = kb_test_sched_binds(fx, NULL);
+    if (binds < n_waiting) {
+        g_autofree char *last = g_strdup_printf("default/long%u", n_waiting - 1);
+        assert_message(fx, last, "expected to run longer than");
+        if (cluster != NULL)
+            assert_message(fx, last, "the cluster's long jobs hold");
+    }
+    kb_test_sched_free(fx);
+    return binds;
+}
+
+static void test_long_limit_cluster(void)
+{
+    g_assert_cmpuint(long_cluster_case(NULL, NULL, 1), ==, 0);    /* off by default */
+    g_assert_cmpuint(long_cluster_case("0.45", NULL, 1), ==, 1);  /* 8 + 4 within 18 */
+    g_assert_cmpuint(long_cluster_case("0.45", "24h", 1), ==, 0); /* qb's too: 16 + 4 */
+    g_assert_cmpuint(long_cluster_case("0.45", "1h", 1), ==, 1);  /* a short job does not count */
+    /* 8 held, a limit of 16: two of three start, the third is held by the first two's GPUs. */
+    g_assert_cmpuint(long_cluster_case("0.4", NULL, 3), ==, 2);
+}
+
+/*
+ * longHeldDemand 0: a long job the limit holds does not count in its queue's demand. Four equal
+ * queues and the default one on 40 GPUs, longBorrowLimit 1 (a limit of 8 each); qa runs 8 GPUs
+ * and waits with an 8-GPU job of 24 h (held: 16 > 8), qb runs 16 and waits with two 8-GPU jobs
+ * of 1 h. Counted (the default), qa's demand of 16 keeps qb's deserved share at 24: one of qb's
+ * jobs starts and 8 GPUs stay idle. Not counted, qb deserves 32 and both start.
+ */
+static guint long_held_demand_case(const char *extra)
+{
+    g_autofree char *conf = g_strdup_printf(
+            "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: priority\n"
+            "  - name: gang\n- plugins:\n  - name: drf\n  - name: predicates\n"
+            "  - name: proportion\n    arguments:\n      longBorrowLimit: 1\n%s",
+            extra);
+    Fx *fx = kb_test_sched_new(conf);
+    add_queue(fx, "qa", 1, NULL);
+    add_queue(fx, "qb", 1, NULL);
+    add_queue(fx, "qc", 1, NULL);
+    add_queue(fx, "qd", 1, NULL);
+    for (guint i = 1; i <= 5; i++) {
+        g_autofree char *n = g_strdup_printf("n%u", i);
+        add_node(fx, n, 8);
+    }
+    add_running(fx, "default", "ra1", "qa", "n1", 8);
+    add_running(fx, "default", "rb1", "qb", "n2", 8);
+    add_running(fx, "default", "rb2", "qb", "n3", 8);
+    add_waiting_runtime(fx, "long", "qa", 8, "24h");
+    add_waiting_runtime(fx, "b1", "qb", 8, "1h");
+    add_waiting_runtime(fx, "b2", "qb", 8, "1h");
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "default/long"), ==, 0); /* held either way */
+    guint binds = kb_test_sched_binds(fx, "default/b1") + kb_test_sched_binds(fx, "default/b2");
+    kb_test_sched_free(fx);
+    return binds;
+}
+
+static void test_long_held_demand(void)
+{
+    g_assert_cmpuint(long_held_demand_case(""), ==, 1);
+    g_assert_cmpuint(long_held_demand_case("      longHeldDemand: 1\n"), ==, 1);
+    g_assert_cmpuint(long_held_demand_case("      longHeldDemand: 0\n"), ==, 2);
+}
+
+/*
  * The long-job limit reads the configured weights, not the ones usage lowered: qa held 8 of 24
  * GPUs for the last hour (usageWeight 1; five equal queues with the default one, the others idle:
  * a share by weight of 4.8, 14.4 with the limit) and holds them still; its 4-GPU job of 24 h takes
@@ -2498,6 +2597,8 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/enqueue/readmits-unplaced", test_enqueue_readmits_unplaced);
     g_test_add_func("/scheduler/proportion/long-borrow-limit", test_long_borrow_limit);
     g_test_add_func("/scheduler/proportion/long-limit-idle", test_long_limit_idle);
+    g_test_add_func("/scheduler/proportion/long-limit-cluster", test_long_limit_cluster);
+    g_test_add_func("/scheduler/proportion/long-held-demand", test_long_held_demand);
     g_test_add_func("/scheduler/proportion/long-limit-no-estimate", test_long_limit_no_estimate);
     g_test_add_func("/scheduler/proportion/long-limit-configured-weights",
                     test_long_limit_configured_weights);
