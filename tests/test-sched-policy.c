@@ -2326,14 +2326,9 @@ static void test_long_limit_no_estimate(void)
     kb_test_sched_free(fx);
 }
 
-/*
- * The long-job limit keeps nothing for anyone while GPUs are ample: four equal queues and the
- * default one on 40 GPUs, longBorrowLimit 1 (a limit of 8 each); qa holds 8, its 8-GPU job of
- * 24 h takes it to 16. With longIdleLimits 1.5 and 24 GPUs idle after it (at least 1.5 times the
- * limit, up to 3) it starts; by default (0: off), or with qb holding 16 more (8 idle after it),
- * it waits.
- */
-static guint long_idle_case(const char *extra, gboolean qb_busy)
+/* The long-job limit's cases: four equal queues qa-qd and the default one on 40 GPUs (n1-n5),
+ * proportion's longBorrowLimit 1 (a limit of 8 each), @extra further argument lines. */
+static Fx *long_limit_fixture(const char *extra)
 {
     g_autofree char *conf = g_strdup_printf(
             "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: priority\n"
@@ -2349,6 +2344,19 @@ static guint long_idle_case(const char *extra, gboolean qb_busy)
         g_autofree char *n = g_strdup_printf("n%u", i);
         add_node(fx, n, 8);
     }
+    return fx;
+}
+
+/*
+ * The long-job limit keeps nothing for anyone while GPUs are ample: four equal queues and the
+ * default one on 40 GPUs, longBorrowLimit 1 (a limit of 8 each); qa holds 8, its 8-GPU job of
+ * 24 h takes it to 16. With longIdleLimits 1.5 and 24 GPUs idle after it (at least 1.5 times the
+ * limit, up to 3) it starts; by default (0: off), or with qb holding 16 more (8 idle after it),
+ * it waits.
+ */
+static guint long_idle_case(const char *extra, gboolean qb_busy)
+{
+    Fx *fx = long_limit_fixture(extra);
     add_running(fx, "default", "ra1", "qa", "n1", 8);
     if (qb_busy) {
         add_running(fx, "default", "rb1", "qb", "n2", 8);
@@ -2382,20 +2390,9 @@ static void test_long_limit_idle(void)
  */
 static guint long_cluster_case(const char *cluster, const char *qb_run, guint n_waiting)
 {
-    g_autofree char *conf = g_strdup_printf(
-            "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: priority\n"
-            "  - name: gang\n- plugins:\n  - name: drf\n  - name: predicates\n"
-            "  - name: proportion\n    arguments:\n      longBorrowLimit: 1\n%s%s\n",
-            cluster != NULL ? "      longClusterLimit: " : "", cluster != NULL ? cluster : "");
-    Fx *fx = kb_test_sched_new(conf);
-    add_queue(fx, "qa", 1, NULL);
-    add_queue(fx, "qb", 1, NULL);
-    add_queue(fx, "qc", 1, NULL);
-    add_queue(fx, "qd", 1, NULL);
-    for (guint i = 1; i <= 5; i++) {
-        g_autofree char *n = g_strdup_printf("n%u", i);
-        add_node(fx, n, 8);
-    }
+    g_autofree char *extra =
+            cluster != NULL ? g_strdup_printf("      longClusterLimit: %s\n", cluster) : NULL;
+    Fx *fx = long_limit_fixture(extra != NULL ? extra : "");
     add_waiting_runtime(fx, "ra", "qa", 8, "24h");
     if (qb_run != NULL)
         add_waiting_runtime(fx, "rb", "qb", 8, qb_run);
@@ -2437,20 +2434,7 @@ static void test_long_limit_cluster(void)
  */
 static guint long_held_demand_case(const char *extra)
 {
-    g_autofree char *conf = g_strdup_printf(
-            "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: priority\n"
-            "  - name: gang\n- plugins:\n  - name: drf\n  - name: predicates\n"
-            "  - name: proportion\n    arguments:\n      longBorrowLimit: 1\n%s",
-            extra);
-    Fx *fx = kb_test_sched_new(conf);
-    add_queue(fx, "qa", 1, NULL);
-    add_queue(fx, "qb", 1, NULL);
-    add_queue(fx, "qc", 1, NULL);
-    add_queue(fx, "qd", 1, NULL);
-    for (guint i = 1; i <= 5; i++) {
-        g_autofree char *n = g_strdup_printf("n%u", i);
-        add_node(fx, n, 8);
-    }
+    Fx *fx = long_limit_fixture(extra);
     add_running(fx, "default", "ra1", "qa", "n1", 8);
     add_running(fx, "default", "rb1", "qb", "n2", 8);
     add_running(fx, "default", "rb2", "qb", "n3", 8);
