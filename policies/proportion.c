@@ -340,6 +340,13 @@ static guint job_placed(const KbJobInfo *job)
            job->n_state[KB_TASK_BOUND] + job->n_state[KB_TASK_RUNNING];
 }
 
+/* @job's expected runtime in seconds (the reserve action's estimate), KB_RESERVE_UNKNOWN. */
+static gint64 expected_runtime(const Proportion *p, const KbJobInfo *job)
+{
+    KbHistory *history = p->ssn->cache != NULL ? kb_cache_history(p->ssn->cache) : NULL;
+    return kb_reserve_job_runtime((KbJobInfo *)job, history);
+}
+
 /* The earliest start still to come of a reservation (the reserve action keeping GPUs free for a
  * gang until then), KB_RESERVE_UNKNOWN when none, or when lendUntilReservation is off. */
 static gint64 lend_until(const Proportion *p)
@@ -369,8 +376,7 @@ static gboolean lent(const Proportion *p, const KbJobInfo *job)
     gint64 first = lend_until(p);
     if (first == KB_RESERVE_UNKNOWN)
         return FALSE;
-    gint64 r = kb_reserve_job_runtime(
-            (KbJobInfo *)job, p->ssn->cache != NULL ? kb_cache_history(p->ssn->cache) : NULL);
+    gint64 r = expected_runtime(p, job);
     return r != KB_RESERVE_UNKNOWN && p->ssn->now + r <= first;
 }
 
@@ -402,8 +408,7 @@ static double weight_share(const Proportion *p, guint q)
 /* Is @job expected to run longer than longRuntime? */
 static gboolean is_long(const Proportion *p, const KbJobInfo *job)
 {
-    gint64 r = kb_reserve_job_runtime(
-            (KbJobInfo *)job, p->ssn->cache != NULL ? kb_cache_history(p->ssn->cache) : NULL);
+    gint64 r = expected_runtime(p, job);
     return r != KB_RESERVE_UNKNOWN && r > p->long_runtime;
 }
 
