@@ -453,9 +453,13 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
         const union MHD_ConnectionInfo *ci =
             MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
         ConnState *cs = ci != NULL ? ci->socket_context : NULL;
+        /* The count this connection's own increment made: judged on it, of connections whose
+         * headers complete at once (a thread each) only those past the limit are refused;
+         * judged on the count read after the others' increments, all of them could be. */
+        gint counted = -1;
         if (cs != NULL && !cs->counted) {
             cs->counted = TRUE;
-            g_atomic_int_inc(&srv->connections);
+            counted = g_atomic_int_add(&srv->connections, 1) + 1;
             MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT,
                                       (unsigned int)srv->opts.idle_timeout);
         }
@@ -475,7 +479,9 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
                                                    srv->opts.max_body);
             return queue_error(conn, KAS_ERR_TOO_LARGE, msg, 0);
         }
-        if ((guint)g_atomic_int_get(&srv->connections) > srv->opts.max_connections) {
+        if (counted < 0)
+            counted = g_atomic_int_get(&srv->connections);
+        if ((guint)counted > srv->opts.max_connections) {
             rc->answered = TRUE;
             return queue_error(conn, KAS_ERR_TOO_MANY,
                                "too many open connections, please try again later", 1);
