@@ -312,8 +312,20 @@ static void run_volcano(guint n_nodes, guint n_pods)
            def, vc, def > 0 ? vc / def : 0.0, own, def > 0 ? own / def : 0.0);
 }
 
-/* 8-pod gangs, one GPU each: through DRA claims (@dra) or nvidia.com/gpu. Returns seconds. */
 /* ---- the fgd plugin's cost ------------------------------------------------------------------ */
+
+/* The default configuration (fgd in it, last in its file), or with fgd.weight 0 when !@on. */
+static KbConf *fgd_conf(gboolean on)
+{
+    if (on)
+        return kb_conf_new_default();
+    g_autofree char *off = g_strdup_printf("%s    arguments: {fgd.weight: 0}\n",
+                                           kb_conf_default_yaml());
+    g_autoptr(GError) error = NULL;
+    KbConf *conf = kb_conf_parse(off, strlen(off), &error);
+    g_assert_no_error(error);
+    return conf;
+}
 
 /*
  * One cycle of the default configuration (fgd in it) with the cache's shape histogram full
@@ -323,11 +335,7 @@ static void run_volcano(guint n_nodes, guint n_pods)
 static double run_fgd_one(const char *label, gboolean on, guint n_nodes, guint n_pods)
 {
     g_autoptr(KbCache) cache = kb_cache_new(NULL, "default");
-    const char *def = kb_conf_default_yaml();
-    g_autofree char *off = g_strdup_printf("%s    arguments: {fgd.weight: 0}\n", def);
-    g_autoptr(GError) error = NULL;
-    g_autoptr(KbConf) conf = on ? kb_conf_new_default() : kb_conf_parse(off, strlen(off), &error);
-    g_assert_no_error(error);
+    g_autoptr(KbConf) conf = fgd_conf(on);
     KbFragModel *m = kb_cache_fragment(cache);
     for (guint i = 0; i < KB_FRAG_MAX_SHAPES; i++) {
         KbFragShape sh = {1000 * (1 + i % 8), i % 3 == 2 ? 2 : 1, i % 3 == 0 ? 100 + 10 * i : 1000};
@@ -353,11 +361,8 @@ static double run_fgd_one(const char *label, gboolean on, guint n_nodes, guint n
 static double run_shares(gboolean on, guint n_nodes, guint n_pods)
 {
     g_autoptr(KbCache) cache = kb_cache_new(NULL, "default");
-    const char *def = kb_conf_default_yaml();
-    g_autofree char *off = g_strdup_printf("%s    arguments: {fgd.weight: 0}\n", def);
+    g_autoptr(KbConf) conf = fgd_conf(on);
     g_autoptr(GError) error = NULL;
-    g_autoptr(KbConf) conf = on ? kb_conf_new_default() : kb_conf_parse(off, strlen(off), &error);
-    g_assert_no_error(error);
     KbDra *d = kb_cache_dra(cache);
     KbDeviceClass *dc = decode("{\"metadata\":{\"name\":\"gpu.nvidia.com\"},\"spec\":{}}",
                                (DecodeFn)kb_device_class_decode);
@@ -459,6 +464,7 @@ static void run_fgd(guint n_nodes, guint n_pods)
            soff > 0 ? son / soff : 0.0);
 }
 
+/* 8-pod gangs, one GPU each: through DRA claims (@dra) or nvidia.com/gpu. Returns seconds. */
 static double run_dra(guint n_nodes, guint n_pods, gboolean dra)
 {
     g_autoptr(KbCache) cache = kb_cache_new(NULL, "default");
