@@ -27,10 +27,6 @@
  *        bench-schedule dra            (the DRA rows only)
  *        bench-schedule fgd            (the fgd rows only, full size)
  *        bench-schedule reclaim        (the reclaim rows only)
- *
- * Kept as bench/schedule.c (outside the bench/bench-*.c wildcard) until the Makefile links bench
- * programs: its `$(O)/bin/bench-%` pattern rule has no recipe, so make falls back to the generic
- * `$(O)/bin/%` rule with no objects and the link fails, which would break `make all`.
  */
 #include <stdio.h>
 #include <stdlib.h>
