@@ -37,6 +37,7 @@
 typedef struct {
     KbSession *ssn;
     KbFragModel *snap; /* the cache's histogram when the session opened */
+    KbFragMemo memo;   /* snap's fragmentation of whole-GPU views (most nodes share a few) */
     double weight;
     gboolean whole;
     gboolean mig;    /* fgd.mig: MIG devices scored too */
@@ -88,7 +89,7 @@ static void fgd_close(gpointer state)
 static double node_before(Fgd *f, guint id, const KbFragNode *n)
 {
     if (id >= f->n_nodes)
-        return kb_frag_node(f->snap, n);
+        return kb_frag_node_memo(f->snap, &f->memo, n);
     if (f->seen == NULL) {
         f->seen = g_new0(KbFragNode, MAX(f->n_nodes, 1));
         f->before = g_new(double, MAX(f->n_nodes, 1));
@@ -99,7 +100,7 @@ static double node_before(Fgd *f, guint id, const KbFragNode *n)
     if (s->cpu != n->cpu || s->n_gpus != n->n_gpus ||
         memcmp(s->free, n->free, n->n_gpus * sizeof(n->free[0])) != 0) {
         *s = *n;
-        f->before[id] = kb_frag_node(f->snap, n);
+        f->before[id] = kb_frag_node_memo(f->snap, &f->memo, n);
     }
     return f->before[id];
 }
@@ -202,7 +203,7 @@ static double node_score(gpointer state, const KbTaskInfo *task, const KbNodeInf
     gint gpu = -1;
     if (s.milli < KB_FRAG_MILLI && (gpu = allocator_gpu(&n, s.milli)) < 0)
         return 0;
-    double after = kb_frag_place_after(f->snap, &n, &s, gpu, NULL);
+    double after = kb_frag_place_after_memo(f->snap, &f->memo, &n, &s, gpu, NULL);
     if (after == G_MAXDOUBLE)
         return 0;
     return -(after - node_before(f, node->id, &n)) / 10 * f->weight;
