@@ -54,7 +54,7 @@ typedef struct {
     guint gen;
     /* Per task with claims: its GPU shape as the allocator would take it (kb_dra_pod_gpus on the
      * first node it fits; a share's fraction does not depend on the node for GPUs of one size). */
-    GHashTable *shapes; /* KbTaskInfo* -> KbFragShape* */
+    GHashTable *shapes; /* KbTaskInfo* -> KbFragShape*; NULL until a task with claims asks */
 } Fgd;
 
 static gpointer fgd_open(KbSession *ssn, const KbConfPlugin *conf)
@@ -69,7 +69,6 @@ static gpointer fgd_open(KbSession *ssn, const KbConfPlugin *conf)
     f->shares = kb_dra_any_shares(dra, FALSE) || (f->mig && kb_dra_any_shares(dra, TRUE));
     f->n_nodes = ssn->n_nodes;
     f->gen = 1;
-    f->shapes = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
     return f;
 }
 
@@ -81,7 +80,7 @@ static void fgd_close(gpointer state)
     g_free(f->before);
     g_free(f->dra);
     g_free(f->dra_gen);
-    g_hash_table_unref(f->shapes);
+    g_clear_pointer(&f->shapes, g_hash_table_unref);
     g_free(f);
 }
 
@@ -151,6 +150,8 @@ static gboolean task_shape(Fgd *f, const KbTaskInfo *task, const KbNodeInfo *nod
     if (task->pod->n_resource_claims > 0) {
         if (!f->shares)
             return FALSE;
+        if (f->shapes == NULL)
+            f->shapes = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
         const KbFragShape *known = g_hash_table_lookup(f->shapes, task);
         if (known == NULL) {
             gint gpu = -1;

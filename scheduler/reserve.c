@@ -267,6 +267,25 @@ static gboolean busier(const KbResources *now, gint a, gint b)
 }
 
 /*
+ * Does one class of tasks fit @fr, as gang_fit would place it? Each node gang_fit picks for it
+ * holds fewer tasks than are left only when it is filled (nothing of the class fits there
+ * after), so it succeeds exactly when the nodes hold the count between them: answered without
+ * the copy of every node's free vector that placing takes (each candidate of every cycle asks).
+ */
+static gboolean class_fits(KbReserve *rs, const Need *nd, const KbResources *fr)
+{
+    guint64 total = 0;
+    for (guint i = 0; i < rs->ssn->n_nodes && total < nd->count; i++) {
+        if (!rs->usable[i])
+            continue;
+        guint k = fit_count(&nd->req, &fr[i], nd->count);
+        if (k > 0 && eligible(rs, nd, i))
+            total += k;
+    }
+    return total >= nd->count;
+}
+
+/*
  * Place @needs greedily on @free (the nodes that fit the most tasks of a class first, so that a
  * gang lands on few nodes). Without @take it only answers; with it, @take[c * n + node] receives
  * the tasks of class c put on the node and @free is charged. With @busy (what is idle now), ties
@@ -277,6 +296,8 @@ static gboolean gang_fit(KbReserve *rs, GArray *needs, KbResources *free_res, gu
                          const KbResources *busy)
 {
     guint n = rs->ssn->n_nodes;
+    if (take == NULL && needs->len == 1)
+        return class_fits(rs, &g_array_index(needs, Need, 0), free_res);
     g_autofree KbResources *scratch =
             take == NULL ? g_memdup2(free_res, sizeof(KbResources) * n) : NULL;
     KbResources *fr = take == NULL ? scratch : free_res;
