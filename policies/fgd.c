@@ -87,7 +87,8 @@ static void fgd_close(gpointer state)
 /* @n's fragmentation, from the last computation for node @id when its view is the same. */
 static double node_before(Fgd *f, guint id, const KbFragNode *n)
 {
-    if (id >= f->n_nodes)
+    /* whole-GPU views: the memo has it, no per-node copy needed */
+    if (id >= f->n_nodes || kb_frag_memo_keeps(n))
         return kb_frag_node_memo(f->snap, &f->memo, n);
     if (f->seen == NULL) {
         f->seen = g_new0(KbFragNode, MAX(f->n_nodes, 1));

@@ -219,6 +219,15 @@ void kb_frag_memo_init(KbFragMemo *memo)
     memset(memo, 0, sizeof(*memo));
 }
 
+gboolean kb_frag_memo_keeps(const KbFragNode *n)
+{
+    for (guint g = 0; g < n->n_gpus; g++) {
+        if (n->free[g] != 0 && n->free[g] != KB_FRAG_MILLI)
+            return FALSE;
+    }
+    return TRUE;
+}
+
 double kb_frag_node_memo(const KbFragModel *m, KbFragMemo *memo, const KbFragNode *n)
 {
     if (memo == NULL)

@@ -97,6 +97,8 @@ typedef struct {
 } KbFragMemo;
 
 void kb_frag_memo_init(KbFragMemo *memo);
+/* TRUE when @n's GPUs are each wholly free or wholly taken: a memo keeps its fragmentation. */
+gboolean kb_frag_memo_keeps(const KbFragNode *n);
 /* kb_frag_node(@m, @n), from @memo when it has it (@memo may be NULL: computed). */
 double kb_frag_node_memo(const KbFragModel *m, KbFragMemo *memo, const KbFragNode *n);
 /* kb_frag_place_after, its fragmentations taken from @memo (may be NULL). */

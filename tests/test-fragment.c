@@ -250,7 +250,10 @@ static void test_memo(void)
     for (guint i = 0; i < 5000; i++) {
         if (g_test_rand_int_range(0, 8) == 0)
             observe(m, pool_shape((guint)g_test_rand_int_range(0, POOL)), 1);
-        KbFragNode n = random_node(g_test_rand_int_range(0, 4) != 0);
+        gboolean whole_only = g_test_rand_int_range(0, 4) != 0;
+        KbFragNode n = random_node(whole_only);
+        if (whole_only)
+            g_assert_true(kb_frag_memo_keeps(&n));
         g_assert_cmpfloat(kb_frag_node_memo(m, &memo, &n), ==, kb_frag_node(m, &n));
         KbFragShape s = pool_shape((guint)g_test_rand_int_range(0, POOL));
         int gpu = g_test_rand_int_range(0, 3) == 0 ? g_test_rand_int_range(0, 8) : -1;
@@ -259,6 +262,7 @@ static void test_memo(void)
         g_assert_cmpfloat(kb_frag_place_after_memo(m, &memo, &n, &s, gpu, &chosen_memo), ==, want);
         g_assert_cmpint(chosen_memo, ==, chosen);
     }
+    g_assert_false(kb_frag_memo_keeps(&(KbFragNode){0, 2, {1000, 999}}));
     g_assert_cmpfloat(kb_frag_node_memo(m, NULL, &(KbFragNode){0, 1, {1000}}), ==,
                       kb_frag_node(m, &(KbFragNode){0, 1, {1000}}));
 }
