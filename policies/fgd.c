@@ -188,6 +188,24 @@ static gint allocator_gpu(const KbFragNode *n, guint milli)
     return best;
 }
 
+/*
+ * node_score of whole GPUs @s on @node's nvidia.com/gpu (no shared GPUs anywhere): what node_view
+ * and kb_frag_place_after would compute, from the count of idle GPUs alone (the node's
+ * fragmentation depends on nothing else; see KbFragMemo), without building the node's GPUs.
+ */
+static double whole_score(Fgd *f, const KbNodeInfo *node, const KbFragShape *s)
+{
+    gint64 all = kb_resource_whole_gpus(node->allocatable.v[KB_RES_GPU]);
+    gint64 idle = MAX(node->idle.v[KB_RES_GPU], 0) / KB_GPU_MILLI;
+    guint n_gpus = (guint)CLAMP(all, 0, KB_FRAG_MAX_GPUS);
+    guint whole = (guint)MIN(idle, (gint64)n_gpus);
+    gint64 cpu = node->idle.v[KB_RES_CPU];
+    if (n_gpus == 0 || cpu < s->cpu || whole < s->gpus)
+        return 0; /* no GPU, or it does not fit (kb_frag_fits) */
+    double after = kb_frag_whole_memo(f->snap, &f->memo, cpu - s->cpu, whole - s->gpus);
+    return -(after - kb_frag_whole_memo(f->snap, &f->memo, cpu, whole)) / 10 * f->weight;
+}
+
 static double node_score(gpointer state, const KbTaskInfo *task, const KbNodeInfo *node)
 {
     Fgd *f = state;
@@ -198,6 +216,8 @@ static double node_score(gpointer state, const KbTaskInfo *task, const KbNodeInf
         return 0;
     if (s.milli == KB_FRAG_MILLI && !f->whole)
         return 0;
+    if (!f->shares && s.milli == KB_FRAG_MILLI)
+        return whole_score(f, node, &s);
     KbFragNode n;
     node_view(f, node, &n);
     if (n.n_gpus == 0)

@@ -228,6 +228,24 @@ gboolean kb_frag_memo_keeps(const KbFragNode *n)
     return TRUE;
 }
 
+/* @memo's entry for @whole free GPUs and @cpu, NULL when it has none for @m as it is now. */
+static double *memo_entry(const KbFragModel *m, KbFragMemo *memo, gint64 cpu, guint whole)
+{
+    if (memo->gen != m->gen) {
+        memset(memo->valid, 0, sizeof(memo->valid));
+        memo->gen = m->gen;
+    }
+    return memo->valid[whole] && memo->cpu[whole] == cpu ? &memo->value[whole] : NULL;
+}
+
+static double memo_store(KbFragMemo *memo, gint64 cpu, guint whole, double value)
+{
+    memo->value[whole] = value;
+    memo->cpu[whole] = cpu;
+    memo->valid[whole] = TRUE;
+    return value;
+}
+
 double kb_frag_node_memo(const KbFragModel *m, KbFragMemo *memo, const KbFragNode *n)
 {
     if (memo == NULL)
@@ -239,16 +257,20 @@ double kb_frag_node_memo(const KbFragModel *m, KbFragMemo *memo, const KbFragNod
         else if (n->free[g] != 0)
             return kb_frag_node(m, n); /* a GPU partly used: the memo's key does not say it */
     }
-    if (memo->gen != m->gen) {
-        memset(memo->valid, 0, sizeof(memo->valid));
-        memo->gen = m->gen;
-    }
-    if (!memo->valid[whole] || memo->cpu[whole] != n->cpu) {
-        memo->value[whole] = kb_frag_node(m, n);
-        memo->cpu[whole] = n->cpu;
-        memo->valid[whole] = TRUE;
-    }
-    return memo->value[whole];
+    const double *hit = memo_entry(m, memo, n->cpu, whole);
+    return hit != NULL ? *hit : memo_store(memo, n->cpu, whole, kb_frag_node(m, n));
+}
+
+double kb_frag_whole_memo(const KbFragModel *m, KbFragMemo *memo, gint64 cpu, guint whole)
+{
+    whole = MIN(whole, KB_FRAG_MAX_GPUS);
+    const double *hit = memo_entry(m, memo, cpu, whole);
+    if (hit != NULL)
+        return *hit;
+    KbFragNode n = {cpu, whole, {0}};
+    for (guint g = 0; g < whole; g++)
+        n.free[g] = KB_FRAG_MILLI;
+    return memo_store(memo, cpu, whole, kb_frag_node(m, &n));
 }
 
 void kb_frag_take(KbFragNode *n, const KbFragShape *s, int gpu)

@@ -101,6 +101,9 @@ void kb_frag_memo_init(KbFragMemo *memo);
 gboolean kb_frag_memo_keeps(const KbFragNode *n);
 /* kb_frag_node(@m, @n), from @memo when it has it (@memo may be NULL: computed). */
 double kb_frag_node_memo(const KbFragModel *m, KbFragMemo *memo, const KbFragNode *n);
+/* kb_frag_node of a node with @cpu free and @whole GPUs wholly free, the others (if any) wholly
+ * taken: from @memo (not NULL), without building the node when it has it. */
+double kb_frag_whole_memo(const KbFragModel *m, KbFragMemo *memo, gint64 cpu, guint whole);
 /* kb_frag_place_after, its fragmentations taken from @memo (may be NULL). */
 double kb_frag_place_after_memo(const KbFragModel *m, KbFragMemo *memo, const KbFragNode *n,
                                 const KbFragShape *s, int gpu, int *chosen);

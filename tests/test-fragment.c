@@ -252,8 +252,14 @@ static void test_memo(void)
             observe(m, pool_shape((guint)g_test_rand_int_range(0, POOL)), 1);
         gboolean whole_only = g_test_rand_int_range(0, 4) != 0;
         KbFragNode n = random_node(whole_only);
-        if (whole_only)
+        if (whole_only) {
             g_assert_true(kb_frag_memo_keeps(&n));
+            guint free_gpus = 0;
+            for (guint g = 0; g < n.n_gpus; g++)
+                free_gpus += n.free[g] == 1000;
+            g_assert_cmpfloat(kb_frag_whole_memo(m, &memo, n.cpu, free_gpus), ==,
+                              kb_frag_node(m, &n));
+        }
         g_assert_cmpfloat(kb_frag_node_memo(m, &memo, &n), ==, kb_frag_node(m, &n));
         KbFragShape s = pool_shape((guint)g_test_rand_int_range(0, POOL));
         int gpu = g_test_rand_int_range(0, 3) == 0 ? g_test_rand_int_range(0, 8) : -1;
