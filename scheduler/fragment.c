@@ -164,7 +164,7 @@ gboolean kb_frag_fits(const KbFragNode *n, const KbFragShape *s)
 typedef struct {
     guint total; /* free milli-GPUs */
     guint whole; /* GPUs wholly free */
-    guint part;  /* free milli-GPUs of the GPUs not wholly free */
+    guint part;  /* free milli-GPUs of the GPUs with less than a whole one free */
 } GpuTally;
 
 /*
