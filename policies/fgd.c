@@ -37,6 +37,7 @@
 typedef struct {
     KbSession *ssn;
     KbFragModel *snap; /* the cache's histogram when the session opened */
+    KbFragMemo memo;   /* snap's fragmentation of whole-GPU views (most nodes share a few) */
     double weight;
     gboolean whole;
     gboolean mig;    /* fgd.mig: MIG devices scored too */
@@ -53,7 +54,7 @@ typedef struct {
     guint gen;
     /* Per task with claims: its GPU shape as the allocator would take it (kb_dra_pod_gpus on the
      * first node it fits; a share's fraction does not depend on the node for GPUs of one size). */
-    GHashTable *shapes; /* KbTaskInfo* -> KbFragShape* */
+    GHashTable *shapes; /* KbTaskInfo* -> KbFragShape*; NULL until a task with claims asks */
 } Fgd;
 
 static gpointer fgd_open(KbSession *ssn, const KbConfPlugin *conf)
@@ -68,7 +69,6 @@ static gpointer fgd_open(KbSession *ssn, const KbConfPlugin *conf)
     f->shares = kb_dra_any_shares(dra, FALSE) || (f->mig && kb_dra_any_shares(dra, TRUE));
     f->n_nodes = ssn->n_nodes;
     f->gen = 1;
-    f->shapes = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
     return f;
 }
 
@@ -80,15 +80,16 @@ static void fgd_close(gpointer state)
     g_free(f->before);
     g_free(f->dra);
     g_free(f->dra_gen);
-    g_hash_table_unref(f->shapes);
+    g_clear_pointer(&f->shapes, g_hash_table_unref);
     g_free(f);
 }
 
 /* @n's fragmentation, from the last computation for node @id when its view is the same. */
 static double node_before(Fgd *f, guint id, const KbFragNode *n)
 {
-    if (id >= f->n_nodes)
-        return kb_frag_node(f->snap, n);
+    /* whole-GPU views: the memo has it, no per-node copy needed */
+    if (id >= f->n_nodes || kb_frag_memo_keeps(n))
+        return kb_frag_node_memo(f->snap, &f->memo, n);
     if (f->seen == NULL) {
         f->seen = g_new0(KbFragNode, MAX(f->n_nodes, 1));
         f->before = g_new(double, MAX(f->n_nodes, 1));
@@ -99,7 +100,7 @@ static double node_before(Fgd *f, guint id, const KbFragNode *n)
     if (s->cpu != n->cpu || s->n_gpus != n->n_gpus ||
         memcmp(s->free, n->free, n->n_gpus * sizeof(n->free[0])) != 0) {
         *s = *n;
-        f->before[id] = kb_frag_node(f->snap, n);
+        f->before[id] = kb_frag_node_memo(f->snap, &f->memo, n);
     }
     return f->before[id];
 }
@@ -150,6 +151,8 @@ static gboolean task_shape(Fgd *f, const KbTaskInfo *task, const KbNodeInfo *nod
     if (task->pod->n_resource_claims > 0) {
         if (!f->shares)
             return FALSE;
+        if (f->shapes == NULL)
+            f->shapes = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
         const KbFragShape *known = g_hash_table_lookup(f->shapes, task);
         if (known == NULL) {
             gint gpu = -1;
@@ -185,6 +188,24 @@ static gint allocator_gpu(const KbFragNode *n, guint milli)
     return best;
 }
 
+/*
+ * node_score of whole GPUs @s on @node's nvidia.com/gpu (no shared GPUs anywhere): what node_view
+ * and kb_frag_place_after would compute, from the count of idle GPUs alone (the node's
+ * fragmentation depends on nothing else; see KbFragMemo), without building the node's GPUs.
+ */
+static double whole_score(Fgd *f, const KbNodeInfo *node, const KbFragShape *s)
+{
+    gint64 all = kb_resource_whole_gpus(node->allocatable.v[KB_RES_GPU]);
+    gint64 idle = MAX(node->idle.v[KB_RES_GPU], 0) / KB_GPU_MILLI;
+    guint n_gpus = (guint)CLAMP(all, 0, KB_FRAG_MAX_GPUS);
+    guint whole = (guint)MIN(idle, (gint64)n_gpus);
+    gint64 cpu = node->idle.v[KB_RES_CPU];
+    if (n_gpus == 0 || cpu < s->cpu || whole < s->gpus)
+        return 0; /* no GPU, or it does not fit (kb_frag_fits) */
+    double after = kb_frag_whole_memo(f->snap, &f->memo, cpu - s->cpu, whole - s->gpus);
+    return -(after - kb_frag_whole_memo(f->snap, &f->memo, cpu, whole)) / 10 * f->weight;
+}
+
 static double node_score(gpointer state, const KbTaskInfo *task, const KbNodeInfo *node)
 {
     Fgd *f = state;
@@ -195,6 +216,8 @@ static double node_score(gpointer state, const KbTaskInfo *task, const KbNodeInf
         return 0;
     if (s.milli == KB_FRAG_MILLI && !f->whole)
         return 0;
+    if (!f->shares && s.milli == KB_FRAG_MILLI)
+        return whole_score(f, node, &s);
     KbFragNode n;
     node_view(f, node, &n);
     if (n.n_gpus == 0)
@@ -202,7 +225,7 @@ static double node_score(gpointer state, const KbTaskInfo *task, const KbNodeInf
     gint gpu = -1;
     if (s.milli < KB_FRAG_MILLI && (gpu = allocator_gpu(&n, s.milli)) < 0)
         return 0;
-    double after = kb_frag_place_after(f->snap, &n, &s, gpu, NULL);
+    double after = kb_frag_place_after_memo(f->snap, &f->memo, &n, &s, gpu, NULL);
     if (after == G_MAXDOUBLE)
         return 0;
     return -(after - node_before(f, node->id, &n)) / 10 * f->weight;

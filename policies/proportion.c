@@ -203,8 +203,10 @@ static gpointer proportion_open(KbSession *ssn, const KbConfPlugin *conf)
     }
     for (guint j = 0; j < ssn->jobs->len; j++) {
         const KbJobInfo *job = ssn->jobs->pdata[j];
+        if (job->phase != KB_JOB_INQUEUE)
+            continue; /* most are running: no queue lookup for them */
         KbQueueInfo *qi = kb_session_job_queue(ssn, job);
-        if (qi == NULL || job->phase != KB_JOB_INQUEUE)
+        if (qi == NULL)
             continue;
         KbResources need;
         kb_session_job_min_request(job, &need);

@@ -160,40 +160,117 @@ gboolean kb_frag_fits(const KbFragNode *n, const KbFragShape *s)
     return s->milli == KB_FRAG_MILLI && whole >= s->gpus;
 }
 
-/* The free milli-GPUs of @n that shape @s cannot use. */
-/* The free milli-GPUs of @n that GPU demand @need cannot use when the CPU fits: all of them when
- * it asks for no GPU or its GPUs do not fit, else those of GPUs with less room than it asks. */
-static guint need_fragment(const KbFragNode *n, const KbFragShape *need, guint total)
+/* What one pass over a node's GPUs tells every whole-GPU demand. */
+typedef struct {
+    guint total; /* free milli-GPUs */
+    guint whole; /* GPUs wholly free */
+    guint part;  /* free milli-GPUs of the GPUs with less than a whole one free */
+} GpuTally;
+
+/*
+ * The free milli-GPUs of @n that GPU demand @need cannot use when the CPU fits: all of them when
+ * it asks for no GPU or its GPUs do not fit, else those of GPUs with less room than it asks. A
+ * demand of whole GPUs is answered from @tally alone (it fits when enough GPUs are wholly free,
+ * and loses the rest), so a node is read once for all of them rather than twice per demand:
+ * fgd scores every candidate node of every pod with this.
+ */
+static guint need_fragment(const KbFragNode *n, const KbFragShape *need, const GpuTally *tally)
 {
     if (need->gpus == 0)
-        return total;
-    KbFragShape gpu_only = {0, need->gpus, need->milli};
-    KbFragNode any_cpu = *n;
-    any_cpu.cpu = 0;
-    if (!kb_frag_fits(&any_cpu, &gpu_only))
-        return total;
+        return tally->total;
+    if (need->milli == KB_FRAG_MILLI)
+        return tally->whole >= need->gpus ? tally->part : tally->total;
+    /* a fraction of one GPU: it fits where some GPU has the room */
+    gboolean fits = FALSE;
     guint lost = 0;
-    for (guint g = 0; g < n->n_gpus; g++)
+    for (guint g = 0; g < n->n_gpus; g++) {
         if (n->free[g] < need->milli)
             lost += n->free[g];
-    return lost;
+        else
+            fits = TRUE;
+    }
+    return fits ? lost : tally->total;
 }
 
 double kb_frag_node(const KbFragModel *m, const KbFragNode *n)
 {
-    guint total = 0;
-    for (guint g = 0; g < n->n_gpus; g++)
-        total += n->free[g];
-    if (total == 0 || m->total <= 0)
+    GpuTally tally = {0, 0, 0};
+    for (guint g = 0; g < n->n_gpus; g++) {
+        tally.total += n->free[g];
+        if (n->free[g] == KB_FRAG_MILLI)
+            tally.whole++;
+        else if (n->free[g] < KB_FRAG_MILLI)
+            tally.part += n->free[g];
+    }
+    if (tally.total == 0 || m->total <= 0)
         return 0;
     guint lost[KB_FRAG_MAX_SHAPES];
     for (guint k = 0; k < m->n_need; k++)
-        lost[k] = need_fragment(n, &m->need[k], total);
+        lost[k] = need_fragment(n, &m->need[k], &tally);
     double f = 0;
     for (guint i = 0; i < m->n; i++)
         if (m->weight[i] > 0)
-            f += m->weight[i] * (n->cpu < m->shape[i].cpu ? total : lost[m->group[i]]);
+            f += m->weight[i] * (n->cpu < m->shape[i].cpu ? tally.total : lost[m->group[i]]);
     return f / m->total;
+}
+
+void kb_frag_memo_init(KbFragMemo *memo)
+{
+    memset(memo, 0, sizeof(*memo));
+}
+
+gboolean kb_frag_memo_keeps(const KbFragNode *n)
+{
+    for (guint g = 0; g < n->n_gpus; g++) {
+        if (n->free[g] != 0 && n->free[g] != KB_FRAG_MILLI)
+            return FALSE;
+    }
+    return TRUE;
+}
+
+/* @memo's entry for @whole free GPUs and @cpu, NULL when it has none for @m as it is now. */
+static double *memo_entry(const KbFragModel *m, KbFragMemo *memo, gint64 cpu, guint whole)
+{
+    if (memo->gen != m->gen) {
+        memset(memo->valid, 0, sizeof(memo->valid));
+        memo->gen = m->gen;
+    }
+    return memo->valid[whole] && memo->cpu[whole] == cpu ? &memo->value[whole] : NULL;
+}
+
+static double memo_store(KbFragMemo *memo, gint64 cpu, guint whole, double value)
+{
+    memo->value[whole] = value;
+    memo->cpu[whole] = cpu;
+    memo->valid[whole] = TRUE;
+    return value;
+}
+
+double kb_frag_node_memo(const KbFragModel *m, KbFragMemo *memo, const KbFragNode *n)
+{
+    if (memo == NULL)
+        return kb_frag_node(m, n);
+    guint whole = 0;
+    for (guint g = 0; g < n->n_gpus; g++) {
+        if (n->free[g] == KB_FRAG_MILLI)
+            whole++;
+        else if (n->free[g] != 0)
+            return kb_frag_node(m, n); /* a GPU partly used: the memo's key does not say it */
+    }
+    const double *hit = memo_entry(m, memo, n->cpu, whole);
+    return hit != NULL ? *hit : memo_store(memo, n->cpu, whole, kb_frag_node(m, n));
+}
+
+double kb_frag_whole_memo(const KbFragModel *m, KbFragMemo *memo, gint64 cpu, guint whole)
+{
+    whole = MIN(whole, KB_FRAG_MAX_GPUS);
+    const double *hit = memo_entry(m, memo, cpu, whole);
+    if (hit != NULL)
+        return *hit;
+    KbFragNode n = {cpu, whole, {0}};
+    for (guint g = 0; g < whole; g++)
+        n.free[g] = KB_FRAG_MILLI;
+    return memo_store(memo, cpu, whole, kb_frag_node(m, &n));
 }
 
 void kb_frag_take(KbFragNode *n, const KbFragShape *s, int gpu)
@@ -216,7 +293,8 @@ void kb_frag_take(KbFragNode *n, const KbFragShape *s, int gpu)
 
 /* A fraction on @n: the GPU whose placement leaves the least fragmentation (*@best_f). GPUs with
  * the same room give the same result, so each amount of room is tried once. */
-static int best_gpu(const KbFragModel *m, const KbFragNode *n, const KbFragShape *s, double *best_f)
+static int best_gpu(const KbFragModel *m, KbFragMemo *memo, const KbFragNode *n,
+                    const KbFragShape *s, double *best_f)
 {
     int best = -1;
     for (guint g = 0; g < n->n_gpus; g++) {
@@ -229,7 +307,7 @@ static int best_gpu(const KbFragModel *m, const KbFragNode *n, const KbFragShape
             continue;
         KbFragNode after = *n;
         kb_frag_take(&after, s, (int)g);
-        double f = kb_frag_node(m, &after);
+        double f = kb_frag_node_memo(m, memo, &after);
         /* within rounding, the GPU most used already */
         double eps = 1e-9 * MAX(1.0, fabs(*best_f));
         if (best < 0 || f < *best_f - eps || (f <= *best_f + eps && n->free[g] < n->free[best])) {
@@ -243,6 +321,12 @@ static int best_gpu(const KbFragModel *m, const KbFragNode *n, const KbFragShape
 double kb_frag_place_after(const KbFragModel *m, const KbFragNode *n, const KbFragShape *s, int gpu,
                            int *chosen)
 {
+    return kb_frag_place_after_memo(m, NULL, n, s, gpu, chosen);
+}
+
+double kb_frag_place_after_memo(const KbFragModel *m, KbFragMemo *memo, const KbFragNode *n,
+                                const KbFragShape *s, int gpu, int *chosen)
+{
     if (chosen != NULL)
         *chosen = -1;
     if (!kb_frag_fits(n, s))
@@ -254,9 +338,9 @@ double kb_frag_place_after(const KbFragModel *m, const KbFragNode *n, const KbFr
                 return G_MAXDOUBLE;
             KbFragNode after = *n;
             kb_frag_take(&after, s, gpu);
-            f = kb_frag_node(m, &after);
+            f = kb_frag_node_memo(m, memo, &after);
         } else {
-            gpu = best_gpu(m, n, s, &f);
+            gpu = best_gpu(m, memo, n, s, &f);
         }
         if (chosen != NULL)
             *chosen = gpu;
@@ -264,5 +348,5 @@ double kb_frag_place_after(const KbFragModel *m, const KbFragNode *n, const KbFr
     }
     KbFragNode after = *n;
     kb_frag_take(&after, s, -1);
-    return kb_frag_node(m, &after);
+    return kb_frag_node_memo(m, memo, &after);
 }

@@ -13,9 +13,10 @@
  * fragmentation (the "gradient"): the smaller, the better. Keeping a whole GPU whole when a partly
  * used one can take a share, and avoiding a remainder no known shape fits, both follow from it.
  *
- * Cost: a node's fragmentation is shapes x GPUs additions (KB_FRAG_MAX_SHAPES at most); callers
- * that score many pods against one node state keep kb_frag_node() of it and call
- * kb_frag_place_after() for each candidate.
+ * Cost: a node's fragmentation is a pass over its GPUs, one more per shape asking a fraction, and
+ * an addition per shape (KB_FRAG_MAX_SHAPES at most); callers that score many pods against one
+ * node state keep kb_frag_node() of it and call kb_frag_place_after() for each candidate, or
+ * share a KbFragMemo over nodes.
  */
 #pragma once
 
@@ -79,6 +80,33 @@ double kb_frag_node(const KbFragModel *m, const KbFragNode *n);
  */
 double kb_frag_place_after(const KbFragModel *m, const KbFragNode *n, const KbFragShape *s, int gpu,
                            int *chosen);
+
+/*
+ * A memo of kb_frag_node() for one model, over the views whose GPUs are each wholly free or wholly
+ * taken (every node fgd sees through nvidia.com/gpu): their fragmentation depends only on the
+ * free CPU and how many GPUs are free, so the nodes of a cluster share a handful of values where
+ * fgd computed one per candidate node of every pod. An entry is kept per number of free GPUs
+ * for the last CPU seen with it; all are dropped when the model's kb_frag_model_gen() moves.
+ * Other views are computed each time. Zero it (or kb_frag_memo_init) before first use.
+ */
+typedef struct {
+    guint gen; /* the model's generation the entries are for */
+    gboolean valid[KB_FRAG_MAX_GPUS + 1];
+    gint64 cpu[KB_FRAG_MAX_GPUS + 1];
+    double value[KB_FRAG_MAX_GPUS + 1];
+} KbFragMemo;
+
+void kb_frag_memo_init(KbFragMemo *memo);
+/* TRUE when @n's GPUs are each wholly free or wholly taken: a memo keeps its fragmentation. */
+gboolean kb_frag_memo_keeps(const KbFragNode *n);
+/* kb_frag_node(@m, @n), from @memo when it has it (@memo may be NULL: computed). */
+double kb_frag_node_memo(const KbFragModel *m, KbFragMemo *memo, const KbFragNode *n);
+/* kb_frag_node of a node with @cpu free and @whole GPUs wholly free, the others (if any) wholly
+ * taken: from @memo (not NULL), without building the node when it has it. */
+double kb_frag_whole_memo(const KbFragModel *m, KbFragMemo *memo, gint64 cpu, guint whole);
+/* kb_frag_place_after, its fragmentations taken from @memo (may be NULL). */
+double kb_frag_place_after_memo(const KbFragModel *m, KbFragMemo *memo, const KbFragNode *n,
+                                const KbFragShape *s, int gpu, int *chosen);
 
 /* Take @s from @n (after kb_frag_fits), a fraction on GPU @gpu. */
 void kb_frag_take(KbFragNode *n, const KbFragShape *s, int gpu);

@@ -80,10 +80,8 @@ static void set_fault(KbQueueTree *t, guint node, KbQtreeFault f, char *message)
 /* Resolve parent names; a missing parent is a fault of the child. */
 static void link_parents(KbQueueTree *t, const KbQtreeQueue *qs, guint nq)
 {
-    g_autoptr(GHashTable) by_name = g_hash_table_new(g_direct_hash, g_direct_equal);
-    for (guint i = 0; i < nq; i++)
-        g_hash_table_insert(by_name, (gpointer)g_intern_string(qs[i].name),
-                            GUINT_TO_POINTER(i + 1));
+    /* Built at the first queue with a parent: flat queues (most setups, every cycle) need none. */
+    g_autoptr(GHashTable) by_name = NULL;
     for (guint i = 0; i < nq; i++) {
         if (strcmp(qs[i].name, "root") == 0) {
             /* Volcano's root Queue object stands for the implicit root (see the header). */
@@ -93,6 +91,12 @@ static void link_parents(KbQueueTree *t, const KbQtreeQueue *qs, guint nq)
         if (qs[i].parent == NULL || strcmp(qs[i].parent, "root") == 0) {
             t->parent[i] = (gint)t->root;
             continue;
+        }
+        if (by_name == NULL) {
+            by_name = g_hash_table_new(g_direct_hash, g_direct_equal);
+            for (guint k = 0; k < nq; k++)
+                g_hash_table_insert(by_name, (gpointer)g_intern_string(qs[k].name),
+                                    GUINT_TO_POINTER(k + 1));
         }
         guint p = GPOINTER_TO_UINT(g_hash_table_lookup(by_name, g_intern_string(qs[i].parent)));
         if (p == 0) {

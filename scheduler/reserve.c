@@ -33,8 +33,11 @@ typedef struct {
     const KbTaskInfo *rep;
     KbResources req;
     guint count;
-    guint8 *eligible; /* per node: the static predicates pass */
+    guint8 *eligible; /* per node: ELIGIBLE_UNKNOWN until eligible() judges it */
 } Need;
+
+/* Values of Need.eligible. */
+enum { ELIGIBLE_UNKNOWN, ELIGIBLE_NO, ELIGIBLE_YES };
 
 struct KbReserve {
     KbSession *ssn;
@@ -212,6 +215,25 @@ void kb_reserve_on_deallocate(KbSession *ssn, const KbTaskInfo *task, guint node
 
 /* ---- fitting a gang onto free vectors ------------------------------------------------------- */
 
+/*
+ * May @nd's tasks run on node @n once it drains: usable, its allocatable holds one (its DRA
+ * devices count in the resource vector; free devices now are not the question, allocate checks
+ * them) and the static predicates pass. Judged on first use and kept in nd->eligible: the callers
+ * ask only where a task fits, so a job that fits at once runs the predicates on a few nodes
+ * instead of all (on the whole Philly trace, judging every node was half of this action's time).
+ */
+static gboolean eligible(KbReserve *rs, const Need *nd, guint n)
+{
+    if (nd->eligible[n] == ELIGIBLE_UNKNOWN) {
+        KbSession *ssn = rs->ssn;
+        const KbTaskInfo *t = nd->rep;
+        gboolean ok = rs->usable[n] && kb_resources_fit(&t->resreq, &ssn->nodes[n].allocatable) &&
+                      kb_session_node_predicate(ssn, t, &ssn->nodes[n], NULL);
+        nd->eligible[n] = ok ? ELIGIBLE_YES : ELIGIBLE_NO;
+    }
+    return nd->eligible[n] == ELIGIBLE_YES;
+}
+
 /* How many tasks asking @req fit in @free (capped at @cap). */
 static guint fit_count(const KbResources *req, const KbResources *free_res, guint cap)
 {
@@ -245,6 +267,25 @@ static gboolean busier(const KbResources *now, gint a, gint b)
 }
 
 /*
+ * Does one class of tasks fit @fr, as gang_fit would place it? Each node gang_fit picks for it
+ * holds fewer tasks than are left only when it is filled (nothing of the class fits there
+ * after), so it succeeds exactly when the nodes hold the count between them: answered without
+ * the copy of every node's free vector that placing takes (each candidate of every cycle asks).
+ */
+static gboolean class_fits(KbReserve *rs, const Need *nd, const KbResources *fr)
+{
+    guint64 total = 0;
+    for (guint i = 0; i < rs->ssn->n_nodes && total < nd->count; i++) {
+        if (!rs->usable[i])
+            continue;
+        guint k = fit_count(&nd->req, &fr[i], nd->count);
+        if (k > 0 && eligible(rs, nd, i))
+            total += k;
+    }
+    return total >= nd->count;
+}
+
+/*
  * Place @needs greedily on @free (the nodes that fit the most tasks of a class first, so that a
  * gang lands on few nodes). Without @take it only answers; with it, @take[c * n + node] receives
  * the tasks of class c put on the node and @free is charged. With @busy (what is idle now), ties
@@ -255,6 +296,8 @@ static gboolean gang_fit(KbReserve *rs, GArray *needs, KbResources *free_res, gu
                          const KbResources *busy)
 {
     guint n = rs->ssn->n_nodes;
+    if (take == NULL && needs->len == 1)
+        return class_fits(rs, &g_array_index(needs, Need, 0), free_res);
     g_autofree KbResources *scratch =
             take == NULL ? g_memdup2(free_res, sizeof(KbResources) * n) : NULL;
     KbResources *fr = take == NULL ? scratch : free_res;
@@ -265,9 +308,12 @@ static gboolean gang_fit(KbReserve *rs, GArray *needs, KbResources *free_res, gu
             guint best = 0;
             gint best_node = -1;
             for (guint i = 0; i < n; i++) {
-                if (!rs->usable[i] || !nd->eligible[i])
+                if (!rs->usable[i])
                     continue;
+                /* a node where none fits changes nothing: its predicates need not be run */
                 guint k = fit_count(&nd->req, &fr[i], left);
+                if (k == 0 || !eligible(rs, nd, i))
+                    continue;
                 if (k > best ||
                     (k == best && k > 0 && busy != NULL && busier(busy, (gint)i, best_node)))
                     best = k, best_node = (gint)i;
@@ -334,9 +380,10 @@ enum { NOT_STARVING, STARVING, OVERDUE };
 typedef struct {
     gint64 min_wait;
     guint min_gpus, min_nodes;
-    guint8 *starving;    /* per job id: NOT_STARVING, STARVING or OVERDUE */
-    KbResources largest; /* per slot, the most any usable node has allocatable */
-    gconstpointer sla;   /* the sla plugin's state, NULL when it is not configured */
+    guint8 *starving;      /* per job id: NOT_STARVING, STARVING or OVERDUE */
+    KbResources largest;   /* per slot, the most any usable node has allocatable */
+    gboolean have_largest; /* largest is computed (on first use: most cycles never need it) */
+    gconstpointer sla;     /* the sla plugin's state, NULL when it is not configured */
 } Eligibility;
 
 static gboolean node_usable(const KbNodeInfo *ni)
@@ -358,15 +405,23 @@ static void largest_node(KbSession *ssn, KbResources *out)
 /*
  * How many nodes @job's minimum takes at least: 1 when some usable node's allocatable holds it
  * whole, else the larger of 2 and its GPUs over the most GPUs a node has (predicates ignored).
+ * The largest node is found when first needed: a job that some node holds (most, and the first
+ * usable node usually does) needs none, and finding it read every node in every cycle.
  */
-static guint nodes_spanned(KbSession *ssn, const KbJobInfo *job, const Eligibility *el)
+static guint nodes_spanned(KbSession *ssn, const KbJobInfo *job, Eligibility *el)
 {
     KbResources need;
     kb_session_job_min_request(job, &need);
     /* Past the largest node in some resource: no node holds it, no need to look at each. */
-    for (guint i = 0; kb_resources_fit(&need, &el->largest) && i < ssn->n_nodes; i++) {
-        if (node_usable(&ssn->nodes[i]) && kb_resources_fit(&need, &ssn->nodes[i].allocatable))
-            return 1;
+    if (!el->have_largest || kb_resources_fit(&need, &el->largest)) {
+        for (guint i = 0; i < ssn->n_nodes; i++) {
+            if (node_usable(&ssn->nodes[i]) && kb_resources_fit(&need, &ssn->nodes[i].allocatable))
+                return 1;
+        }
+    }
+    if (!el->have_largest) {
+        largest_node(ssn, &el->largest);
+        el->have_largest = TRUE;
     }
     gint64 most_gpus = el->largest.v[KB_RES_GPU];
     if (most_gpus <= 0 || need.v[KB_RES_GPU] <= 0)
@@ -378,7 +433,7 @@ static guint nodes_spanned(KbSession *ssn, const KbJobInfo *job, const Eligibili
  * May @job get a reservation: it waited past its sla waiting time (OVERDUE, whatever the rest),
  * or it waited minWait, asks minGPUs and spans minNodes (STARVING).
  */
-static guint8 starving(KbSession *ssn, const KbJobInfo *job, const Eligibility *el)
+static guint8 starving(KbSession *ssn, const KbJobInfo *job, Eligibility *el)
 {
     if (kb_plugin_sla_overdue(el->sla, job, ssn->now))
         return OVERDUE;
@@ -461,7 +516,7 @@ static void needs_clear(GArray *needs)
     g_array_set_size(needs, 0);
 }
 
-/* The tasks @job still needs to reach minMember, by class, with their eligible nodes. */
+/* The tasks @job still needs to reach minMember, by class (their eligible nodes judged later). */
 static void job_needs(KbReserve *rs, const KbJobInfo *job, GArray *needs)
 {
     KbSession *ssn = rs->ssn;
@@ -482,13 +537,8 @@ static void job_needs(KbReserve *rs, const KbJobInfo *job, GArray *needs)
         }
         if (c < needs->len)
             continue;
+        /* eligible() judges each node when first asked */
         Need nd = {t, t->resreq, 1, g_new0(guint8, MAX(ssn->n_nodes, 1))};
-        /* Where the task could run once the node drains: its DRA devices count in the
-         * resource vector (free devices now are not the question; allocate checks them). */
-        for (guint n = 0; n < ssn->n_nodes; n++)
-            nd.eligible[n] = rs->usable[n] &&
-                             kb_resources_fit(&t->resreq, &ssn->nodes[n].allocatable) &&
-                             kb_session_node_predicate(ssn, t, &ssn->nodes[n], NULL);
         g_array_append_val(needs, nd);
     }
 }
@@ -521,7 +571,7 @@ static void ev_insert(GArray *events, const Ev *ev)
 static void timeline_init(KbReserve *rs)
 {
     KbSession *ssn = rs->ssn;
-    rs->free_now = g_new0(KbResources, MAX(ssn->n_nodes, 1));
+    rs->free_now = g_new(KbResources, MAX(ssn->n_nodes, 1)); /* each set below */
     rs->usable = g_new0(guint8, MAX(ssn->n_nodes, 1));
     rs->started = g_array_new(FALSE, FALSE, sizeof(Ev));
     for (guint n = 0; n < ssn->n_nodes; n++) {
@@ -690,7 +740,9 @@ typedef struct {
 static void counts_set(KbReserve *rs, const Need *nd, Counts *k, const KbResources *fr, guint n)
 {
     k->total -= k->cnt[n];
-    k->cnt[n] = rs->usable[n] && nd->eligible[n] ? fit_count(&nd->req, &fr[n], nd->count) : 0;
+    k->cnt[n] = rs->usable[n] ? fit_count(&nd->req, &fr[n], nd->count) : 0;
+    if (k->cnt[n] > 0 && !eligible(rs, nd, n))
+        k->cnt[n] = 0;
     k->total += k->cnt[n];
 }
 
@@ -731,7 +783,9 @@ static gboolean fits_at(KbReserve *rs, GArray *needs, const KbResources *fr, KbR
         }
         if (seen)
             continue;
-        guint now_cnt = nd->eligible[hd->node] ? fit_count(&nd->req, &c, nd->count) : 0;
+        guint now_cnt = fit_count(&nd->req, &c, nd->count);
+        if (now_cnt > 0 && !eligible(rs, nd, hd->node))
+            now_cnt = 0;
         total = total - k->cnt[hd->node] + MIN(now_cnt, k->cnt[hd->node]);
     }
     return total >= nd->count;
@@ -989,9 +1043,9 @@ static void reserve_execute(KbSession *ssn)
             (guint)CLAMP(kb_conf_plugin_arg_double(cf, "minNodes", DEFAULT_MIN_NODES), 1, 1000000),
             starving_by_id,
             {{0}},
+            FALSE,
             kb_session_plugin_state(ssn, "sla"),
     };
-    largest_node(ssn, &el.largest);
     g_autoptr(GPtrArray) cands = candidates(ssn, &el);
     /*
      * Even without a starving gang the walk below matters: it admits the jobs that fit the idle

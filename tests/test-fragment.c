@@ -173,6 +173,106 @@ static void test_limits(void)
     g_assert_true(kb_frag_fits(&none, &(KbFragShape){0, 0, 0}));
 }
 
+/* Shapes the random tests draw from: no GPU, whole GPUs, fractions, each with some CPUs. */
+static KbFragShape pool_shape(guint i)
+{
+    static const gint64 cpus[] = {0, 2000, 8000};
+    gint64 cpu = cpus[i % 3];
+    guint kind = i / 3 % 14;
+    if (kind == 0)
+        return (KbFragShape){cpu, 0, 0};
+    if (kind <= 4)
+        return (KbFragShape){cpu, kind, 1000};
+    return (KbFragShape){cpu, 1, (kind - 4) * 100};
+}
+#define POOL 42
+
+/* A node of 1-8 GPUs, each free, taken or (unless @whole_only) partly used. */
+static KbFragNode random_node(gboolean whole_only)
+{
+    static const gint64 cpus[] = {0, 4000, 8000, 16000};
+    KbFragNode n = {cpus[g_test_rand_int_range(0, 4)], (guint)g_test_rand_int_range(1, 9), {0}};
+    for (guint g = 0; g < n.n_gpus; g++) {
+        gint r = g_test_rand_int_range(0, whole_only ? 2 : 3);
+        n.free[g] = r == 0 ? 0 : r == 1 ? 1000 : (guint)g_test_rand_int_range(1, 1000);
+    }
+    return n;
+}
+
+/* The definition, shape by shape: what @s cannot use of @n's free GPUs. */
+static guint reference_lost(const KbFragNode *n, const KbFragShape *s)
+{
+    guint total = 0, whole = 0, below = 0;
+    gboolean room = FALSE;
+    for (guint g = 0; g < n->n_gpus; g++) {
+        total += n->free[g];
+        whole += n->free[g] == 1000;
+        if (n->free[g] < s->milli)
+            below += n->free[g];
+        else
+            room = TRUE;
+    }
+    if (n->cpu < s->cpu || s->gpus == 0)
+        return total;
+    gboolean fits = s->milli == 1000 ? whole >= s->gpus : room;
+    return fits ? below : total;
+}
+
+/* kb_frag_node reads a node once for all its whole-GPU shapes: the same as the definition (each
+ * shape's share of what it cannot use) on random models and nodes. */
+static void test_node_reference(void)
+{
+    for (guint round = 0; round < 200; round++) {
+        g_autoptr(KbFragModel) m = kb_frag_model_new(g_test_rand_int_range(1, 50));
+        guint kinds = (guint)g_test_rand_int_range(1, 12);
+        for (guint k = 0; k < kinds; k++)
+            observe(m, pool_shape((guint)g_test_rand_int_range(0, POOL)),
+                    (guint)g_test_rand_int_range(1, 20));
+        for (guint v = 0; v < 20; v++) {
+            KbFragNode n = random_node(v % 2 == 0);
+            double want = 0;
+            for (guint i = 0; i < POOL; i++) {
+                KbFragShape s = pool_shape(i);
+                want += kb_frag_model_share(m, &s) * reference_lost(&n, &s);
+            }
+            g_assert_cmpfloat_with_epsilon(kb_frag_node(m, &n), want, 1e-9 * MAX(1.0, want));
+        }
+    }
+}
+
+/* KbFragMemo gives exactly what kb_frag_node computes, while the model changes under it (new
+ * shapes, weights moving) and nodes of the same free GPUs differ in CPU or in partly used GPUs. */
+static void test_memo(void)
+{
+    g_autoptr(KbFragModel) m = kb_frag_model_new(5);
+    KbFragMemo memo;
+    kb_frag_memo_init(&memo);
+    for (guint i = 0; i < 5000; i++) {
+        if (g_test_rand_int_range(0, 8) == 0)
+            observe(m, pool_shape((guint)g_test_rand_int_range(0, POOL)), 1);
+        gboolean whole_only = g_test_rand_int_range(0, 4) != 0;
+        KbFragNode n = random_node(whole_only);
+        if (whole_only) {
+            g_assert_true(kb_frag_memo_keeps(&n));
+            guint free_gpus = 0;
+            for (guint g = 0; g < n.n_gpus; g++)
+                free_gpus += n.free[g] == 1000;
+            g_assert_cmpfloat(kb_frag_whole_memo(m, &memo, n.cpu, free_gpus), ==,
+                              kb_frag_node(m, &n));
+        }
+        g_assert_cmpfloat(kb_frag_node_memo(m, &memo, &n), ==, kb_frag_node(m, &n));
+        KbFragShape s = pool_shape((guint)g_test_rand_int_range(0, POOL));
+        int gpu = g_test_rand_int_range(0, 3) == 0 ? g_test_rand_int_range(0, 8) : -1;
+        int chosen = -2, chosen_memo = -3;
+        double want = kb_frag_place_after(m, &n, &s, gpu, &chosen);
+        g_assert_cmpfloat(kb_frag_place_after_memo(m, &memo, &n, &s, gpu, &chosen_memo), ==, want);
+        g_assert_cmpint(chosen_memo, ==, chosen);
+    }
+    g_assert_false(kb_frag_memo_keeps(&(KbFragNode){0, 2, {1000, 999}}));
+    g_assert_cmpfloat(kb_frag_node_memo(m, NULL, &(KbFragNode){0, 1, {1000}}), ==,
+                      kb_frag_node(m, &(KbFragNode){0, 1, {1000}}));
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -182,5 +282,7 @@ int main(int argc, char **argv)
     g_test_add_func("/fragment/cpu", test_cpu);
     g_test_add_func("/fragment/model", test_model);
     g_test_add_func("/fragment/limits", test_limits);
+    g_test_add_func("/fragment/node-reference", test_node_reference);
+    g_test_add_func("/fragment/memo", test_memo);
     return g_test_run();
 }

@@ -529,6 +529,42 @@ static const Case cases[] = {
          "2h"},
 };
 
+/*
+ * The gang reserves only nodes its pods may use: n4 is free now but tainted, so the gang waits
+ * for n1 (free in 1h) and n2 (in 2h), not for n1 alone. The reservation judges a node's
+ * predicates only where a pod fits (reserve.c's eligible()): a tainted node with room must still
+ * be judged.
+ */
+static void test_tainted_node_not_reserved(void)
+{
+    static const Case c = {"/scheduler/reserve/tainted-node-not-reserved",
+                           RESERVE,
+                           NULL,
+                           3,
+                           NULL,
+                           {BUSY_N1,
+                            {"a2", NULL, NULL, 1, 8, "n2", 9 * 3600, "3h"},
+                            {"a3", NULL, NULL, 1, 8, "n3", 9 * 3600, "10h"},
+                            BIG},
+                           {{NULL, 0, NULL}},
+                           NULL};
+    Fx *fx = fx_for(&c);
+    kb_test_sched_add_node(
+            fx, "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"n4\","
+                "\"uid\":\"n-n4\"},\"spec\":{\"taints\":[{\"key\":\"maintenance\",\"effect\":"
+                "\"NoSchedule\"}]},\"status\":{\"allocatable\":{\"cpu\":\"64\",\"memory\":"
+                "\"256Gi\",\"pods\":\"110\",\"nvidia.com/gpu\":\"8\"},\"conditions\":[{\"type\":"
+                "\"Ready\",\"status\":\"True\"}]}}");
+    kb_test_sched_run(fx);
+    g_assert_cmpuint(kb_test_sched_binds(fx, "team/big"), ==, 0);
+    const KbJobStatus *st = kb_cycle_result_job(fx->res, "team/big");
+    g_assert_nonnull(st);
+    g_assert_nonnull(st->message);
+    g_test_message("big: %s", st->message);
+    g_assert_nonnull(strstr(st->message, "reserved 2 nodes, expected start in 2h00m"));
+    kb_test_sched_free(fx);
+}
+
 /* Across cycles: the big gang starts once the running jobs end, before the small long job. */
 static void test_starts_in_order(void)
 {
@@ -798,6 +834,7 @@ int main(int argc, char **argv)
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++)
         g_test_add_data_func(cases[i].path, &cases[i], test_case);
     g_test_add_func("/scheduler/reserve/starts-in-order", test_starts_in_order);
+    g_test_add_func("/scheduler/reserve/tainted-node-not-reserved", test_tainted_node_not_reserved);
     g_test_add_func("/scheduler/reserve/runtime-annotation", test_runtime_annotation);
     g_test_add_func("/scheduler/reserve/runtime-sources", test_runtime_sources);
     g_test_add_func("/scheduler/reserve/runtime-follows-updates", test_runtime_follows_updates);
