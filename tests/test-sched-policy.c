@@ -2456,6 +2456,77 @@ static void test_long_held_demand(void)
 }
 
 /*
+ * longEarnedShare: past its queue's long-job limit, a long job starts only within the share its
+ * queue's other demand earns, and within longClusterLimit when set. Four equal queues and the
+ * default one on 24 GPUs (a share by weight of 4.8, a limit of 14.4 with the default
+ * longBorrowLimit 3); qa holds 16 (jobs without an estimate) and waits with a 4-GPU job of 24 h
+ * and, with @with_short, a 4-GPU job of 1 h. Returns whether the long job started; the short one
+ * always starts in the same cycle (its room is its own, whoever allocate tries first).
+ */
+static gboolean earned_case(const char *args, gboolean with_short)
+{
+    g_autofree char *conf = g_strdup_printf(
+            "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: priority\n"
+            "  - name: gang\n- plugins:\n  - name: drf\n  - name: predicates\n"
+            "  - name: proportion\n    arguments:\n%s",
+            args);
+    Fx *fx = kb_test_sched_new(conf);
+    add_queue(fx, "qa", 1, NULL);
+    add_queue(fx, "qb", 1, NULL);
+    add_queue(fx, "qc", 1, NULL);
+    add_queue(fx, "qd", 1, NULL);
+    add_node(fx, "n1", 8);
+    add_node(fx, "n2", 8);
+    add_node(fx, "n3", 8);
+    add_running(fx, "default", "ra1", "qa", "n1", 8);
+    add_running(fx, "default", "ra2", "qa", "n2", 8);
+    add_waiting_runtime(fx, "long", "qa", 4, "24h");
+    if (with_short)
+        add_waiting_runtime(fx, "short", "qa", 4, "1h");
+    kb_test_sched_run(fx);
+    if (with_short)
+        g_assert_cmpuint(kb_test_sched_binds(fx, "default/short"), ==, 1);
+    guint binds = kb_test_sched_binds(fx, "default/long");
+    if (binds == 0)
+        assert_message(fx, "default/long", "expected to run longer than");
+    kb_test_sched_free(fx);
+    return binds > 0;
+}
+
+static void test_long_earned_share(void)
+{
+    const char *on = "      longEarnedShare: 1\n";
+    /* Alone, qa's other demand is what it holds: no room is earned, the job waits. */
+    g_assert_false(earned_case(on, FALSE));
+    /* The short job's demand earns qa 4 more GPUs than it holds: the long job starts, and the
+     * short one too (its room is not counted as taken). */
+    g_assert_true(earned_case(on, TRUE));
+    /* The cluster-wide cap alone starts it (no long job held), the rule with it does not. */
+    g_assert_true(earned_case("      longClusterLimit: 0.9\n", FALSE));
+    g_assert_false(earned_case("      longClusterLimit: 0.9\n      longEarnedShare: 1\n", FALSE));
+    /* Earned room, but past the cap (4 GPUs of long jobs > 0.1 of 24). */
+    g_assert_false(earned_case("      longClusterLimit: 0.1\n      longEarnedShare: 1\n", TRUE));
+    g_assert_true(earned_case("      longClusterLimit: 0.2\n      longEarnedShare: 1\n", TRUE));
+    /* Off by default, and without a long-job limit there is nothing to earn. */
+    g_assert_false(earned_case("      longEarnedShare: 0\n", TRUE));
+    g_assert_true(earned_case("      longBorrowLimit: 0\n      longEarnedShare: 1\n", FALSE));
+}
+
+/*
+ * longEarnedShare leaves a long job past its queue's limit out of the queue's demand, as
+ * longHeldDemand 0 does: qb's deserved share is 32 and both its jobs start beside qa's held one
+ * (long_held_demand_case), also when the cluster-wide cap would let qa's job start (16 + 8 of
+ * 40 long GPUs within 0.9) but qa's other demand earns no room.
+ */
+static void test_long_earned_demand(void)
+{
+    g_assert_cmpuint(long_held_demand_case("      longEarnedShare: 1\n"), ==, 2);
+    g_assert_cmpuint(
+            long_held_demand_case("      longEarnedShare: 1\n      longClusterLimit: 0.9\n"), ==,
+            2);
+}
+
+/*
  * The long-job limit reads the configured weights, not the ones usage lowered: qa held 8 of 24
  * GPUs for the last hour (usageWeight 1; five equal queues with the default one, the others idle:
  * a share by weight of 4.8, 14.4 with the limit) and holds them still; its 4-GPU job of 24 h takes
@@ -2583,6 +2654,8 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/proportion/long-limit-idle", test_long_limit_idle);
     g_test_add_func("/scheduler/proportion/long-limit-cluster", test_long_limit_cluster);
     g_test_add_func("/scheduler/proportion/long-held-demand", test_long_held_demand);
+    g_test_add_func("/scheduler/proportion/long-earned-share", test_long_earned_share);
+    g_test_add_func("/scheduler/proportion/long-earned-demand", test_long_earned_demand);
     g_test_add_func("/scheduler/proportion/long-limit-no-estimate", test_long_limit_no_estimate);
     g_test_add_func("/scheduler/proportion/long-limit-configured-weights",
                     test_long_limit_configured_weights);
