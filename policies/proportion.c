@@ -27,11 +27,16 @@
  * then waited for them (measured on the Philly slices, docs/benchmarks.md, "The default against
  * kube-batch").
  *
- * Cluster-wide (argument longClusterLimit, a part of the cluster's GPUs, default 0: off): past
- * its queue's limit, a long job may still start while every long job of the cluster, with it,
- * holds at most that part of the GPUs (Slurm's long QOS: the rest stays for the jobs that come).
- * With longHeldDemand 0 (default 1: counted) a long job held by either does not count in its
- * queue's demand for the deserved shares: see discount_held_long.
+ * Past its queue's limit (argument longEarnedShare, default 1; 0: off), a long job may start only
+ * within the share its queue's other demand earns: the deserved share computed without the long
+ * jobs past their queues' limits, which the other queues' shares then get (mark_past(),
+ * earned_room()); and (argument longClusterLimit, a part of the cluster's GPUs, default 0.85; 0:
+ * off) while every long job of the cluster, with it, holds at most that part of the GPUs (Slurm's
+ * long QOS: the rest stays for the jobs that come). With longEarnedShare 0 the cap alone lets a
+ * long job past its queue's limit start, and with longHeldDemand 0 (default 1: counted) a long
+ * job held by either does not count in its queue's demand: see discount_held_long. Both 0 (and
+ * longEarnedShare 0): the limit alone, the default before issue 26's round 6 (docs/benchmarks.md,
+ * "Policy quality, round 6").
  *
  * Lending (argument lendUntilReservation, default 1; 0: off): while a reservation of the reserve
  * action keeps GPUs free until a start still to come, a job of a queue at or over its deserved
@@ -72,6 +77,7 @@ typedef struct {
     KbResources *open;     /* per queue (earned only): allocated when the session opened */
     KbResources *started;  /* per queue: what its past jobs took this session (on_allocate) */
     KbResources *past_inq; /* per queue: what its past jobs admitted this session reserve */
+    KbResources *full;     /* per queue: deserved with the past jobs counted, NULL if none */
 } Proportion;
 
 /* Decayed usage of every tree node: the leaves' own (and a parent's own jobs') rolled up. */
@@ -210,6 +216,7 @@ static void mark_past(Proportion *p, GPtrArray *waiting)
 {
     KbSession *ssn = p->ssn;
     p->past = g_new0(guint8, ssn->jobs->len);
+    guint marked = 0;
     for (guint j = 0; j < waiting->len; j++) {
         const KbJobInfo *job = waiting->pdata[j];
         const KbQueueInfo *qi = kb_session_job_queue(ssn, job);
@@ -219,9 +226,22 @@ static void mark_past(Proportion *p, GPtrArray *waiting)
             continue;
         p->past[job->id] = 1;
         p->n_past[qi->id]++;
+        waiting->pdata[marked++] = (gpointer)job;
+    }
+    if (marked == 0)
+        return;
+    /* The reserve action judges a reservation for such a job by the share with it counted
+     * (kb_plugin_proportion_reserve_share()). */
+    compute_deserved(ssn);
+    p->full = g_memdup2(ssn->deserved, sizeof(KbResources) * ssn->queues->len);
+    for (guint j = 0; j < marked; j++) {
+        const KbJobInfo *job = waiting->pdata[j];
+        const KbQueueInfo *qi = kb_session_job_queue(ssn, job);
         leave_demand(p, qi->id, job);
         if (job->phase != KB_JOB_INQUEUE)
             continue;
+        KbResources need;
+        kb_session_job_min_request(job, &need);
         kb_resources_sub(&need, &job->allocated);
         for (guint i = 0; i < N_SLOTS; i++) {
             gint64 v = MAX(need.v[slots[i]], 0);
@@ -244,13 +264,13 @@ static gpointer proportion_open(KbSession *ssn, const KbConfPlugin *conf)
     p->long_limit = kb_conf_plugin_arg_double(conf, "longBorrowLimit", 3);
     p->long_idle = kb_conf_plugin_arg_double(conf, "longIdleLimits", 0);
     p->lend = kb_conf_plugin_arg_double(conf, "lendUntilReservation", 1) > 0;
-    p->long_cluster = kb_conf_plugin_arg_double(conf, "longClusterLimit", 0);
+    p->long_cluster = kb_conf_plugin_arg_double(conf, "longClusterLimit", 0.85);
     p->long_held = -1;
     for (guint i = 0; ssn->conf != NULL && i < ssn->conf->n_actions; i++) {
         if (strcmp(ssn->conf->actions[i], "reclaim") == 0)
             p->long_limit = 0; /* what a queue borrows comes back: no limit */
     }
-    p->earned = p->long_limit > 0 && kb_conf_plugin_arg_double(conf, "longEarnedShare", 0) > 0;
+    p->earned = p->long_limit > 0 && kb_conf_plugin_arg_double(conf, "longEarnedShare", 1) > 0;
     g_autoptr(GPtrArray) waiting = p->earned ? g_ptr_array_new() : NULL;
     for (guint j = 0; j < ssn->jobs->len; j++) {
         const KbJobInfo *job = ssn->jobs->pdata[j];
@@ -295,6 +315,7 @@ static void proportion_close(gpointer state)
     g_free(p->open);
     g_free(p->started);
     g_free(p->past_inq);
+    g_free(p->full);
     g_free(p);
 }
 
@@ -634,6 +655,15 @@ gboolean kb_plugin_proportion_long_held(gconstpointer state, const KbJobInfo *jo
     return long_over_limit(p, job, qi->id, used, need.v[KB_RES_GPU], FALSE);
 }
 
+const KbResources *kb_plugin_proportion_reserve_share(gconstpointer state, const KbJobInfo *job)
+{
+    const Proportion *p = state;
+    if (p == NULL || p->full == NULL || !p->past[job->id])
+        return NULL;
+    const KbQueueInfo *qi = kb_session_job_queue(p->ssn, job);
+    return qi != NULL ? &p->full[qi->id] : NULL;
+}
+
 static void explain_long(const Proportion *p, const KbQueueInfo *qi, gint64 used, GString *why)
 {
     if (why == NULL)
@@ -809,9 +839,9 @@ static const struct kb_plugin_arg proportion_arguments[] = {
         {"longBorrowLimit", KB_ARG_NUMBER},
         {"longIdleLimits", KB_ARG_NUMBER},       /* off by default: see long_over_limit */
         {"lendUntilReservation", KB_ARG_NUMBER}, /* on by default: see lent() */
-        {"longClusterLimit", KB_ARG_NUMBER},     /* off by default: see long_over_limit */
+        {"longClusterLimit", KB_ARG_NUMBER},     /* 0.85 by default: see long_over_limit */
         {"longHeldDemand", KB_ARG_NUMBER},       /* 1 by default: see discount_held_long */
-        {"longEarnedShare", KB_ARG_NUMBER},      /* off by default: see mark_past */
+        {"longEarnedShare", KB_ARG_NUMBER},      /* on by default: see mark_past */
         {NULL, 0},
 };
 
