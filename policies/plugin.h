@@ -122,12 +122,3 @@ gboolean kb_plugin_sla_overdue(gconstpointer state, const KbJobInfo *job, gint64
  * reserve action asks it for the queue's GPUs at a reservation's start.
  */
 gboolean kb_plugin_proportion_long_held(gconstpointer state, const KbJobInfo *job, gint64 used);
-
-/*
- * proportion's longEarnedShare: the deserved share of @job's queue to judge a reservation for
- * @job against. A long job past its queue's limit is left out of its queue's demand in this
- * session's shares, but when the reservation's walk lets it start (its queue back within the
- * limit) its demand counts again: for such a job, the share computed with it counted; for any
- * other, NULL (the session's deserved share). @state as for kb_plugin_proportion_long_held().
- */
-const KbResources *kb_plugin_proportion_reserve_share(gconstpointer state, const KbJobInfo *job);

@@ -32,11 +32,13 @@
  * jobs past their queues' limits, which the other queues' shares then get (mark_past(),
  * earned_room()); and (argument longClusterLimit, a part of the cluster's GPUs, default 0.85; 0:
  * off) while every long job of the cluster, with it, holds at most that part of the GPUs (Slurm's
- * long QOS: the rest stays for the jobs that come). With longEarnedShare 0 the cap alone lets a
- * long job past its queue's limit start, and with longHeldDemand 0 (default 1: counted) a long
- * job held by either does not count in its queue's demand: see discount_held_long. Both 0 (and
- * longEarnedShare 0): the limit alone, the default before issue 26's round 6 (docs/benchmarks.md,
- * "Policy quality, round 6").
+ * long QOS: the rest stays for the jobs that come). Such a job gets no reservation of the reserve
+ * action while it is past the limit (its queue's share, without it, does not hold it; judged with
+ * it counted, the reservations kept nodes idle for jobs of days: docs/benchmarks.md, "Policy
+ * quality, round 6"). With longEarnedShare 0 the cap alone lets a long job past its queue's limit
+ * start, and with longHeldDemand 0 (default 1: counted) a long job held by either does not count
+ * in its queue's demand: see discount_held_long. longEarnedShare and longClusterLimit 0: the limit
+ * alone, the default before round 6.
  *
  * Lending (argument lendUntilReservation, default 1; 0: off): while a reservation of the reserve
  * action keeps GPUs free until a start still to come, a job of a queue at or over its deserved
@@ -77,7 +79,6 @@ typedef struct {
     KbResources *open;     /* per queue (earned only): allocated when the session opened */
     KbResources *started;  /* per queue: what its past jobs took this session (on_allocate) */
     KbResources *past_inq; /* per queue: what its past jobs admitted this session reserve */
-    KbResources *full;     /* per queue: deserved with the past jobs counted, NULL if none */
 } Proportion;
 
 /* Decayed usage of every tree node: the leaves' own (and a parent's own jobs') rolled up. */
@@ -216,7 +217,6 @@ static void mark_past(Proportion *p, GPtrArray *waiting)
 {
     KbSession *ssn = p->ssn;
     p->past = g_new0(guint8, ssn->jobs->len);
-    guint marked = 0;
     for (guint j = 0; j < waiting->len; j++) {
         const KbJobInfo *job = waiting->pdata[j];
         const KbQueueInfo *qi = kb_session_job_queue(ssn, job);
@@ -226,22 +226,9 @@ static void mark_past(Proportion *p, GPtrArray *waiting)
             continue;
         p->past[job->id] = 1;
         p->n_past[qi->id]++;
-        waiting->pdata[marked++] = (gpointer)job;
-    }
-    if (marked == 0)
-        return;
-    /* The reserve action judges a reservation for such a job by the share with it counted
-     * (kb_plugin_proportion_reserve_share()). */
-    compute_deserved(ssn);
-    p->full = g_memdup2(ssn->deserved, sizeof(KbResources) * ssn->queues->len);
-    for (guint j = 0; j < marked; j++) {
-        const KbJobInfo *job = waiting->pdata[j];
-        const KbQueueInfo *qi = kb_session_job_queue(ssn, job);
         leave_demand(p, qi->id, job);
         if (job->phase != KB_JOB_INQUEUE)
             continue;
-        KbResources need;
-        kb_session_job_min_request(job, &need);
         kb_resources_sub(&need, &job->allocated);
         for (guint i = 0; i < N_SLOTS; i++) {
             gint64 v = MAX(need.v[slots[i]], 0);
@@ -315,7 +302,6 @@ static void proportion_close(gpointer state)
     g_free(p->open);
     g_free(p->started);
     g_free(p->past_inq);
-    g_free(p->full);
     g_free(p);
 }
 
@@ -653,15 +639,6 @@ gboolean kb_plugin_proportion_long_held(gconstpointer state, const KbJobInfo *jo
     if (p->earned)
         return past_queue_limit(p, job, qi->id, used, need.v[KB_RES_GPU]);
     return long_over_limit(p, job, qi->id, used, need.v[KB_RES_GPU], FALSE);
-}
-
-const KbResources *kb_plugin_proportion_reserve_share(gconstpointer state, const KbJobInfo *job)
-{
-    const Proportion *p = state;
-    if (p == NULL || p->full == NULL || !p->past[job->id])
-        return NULL;
-    const KbQueueInfo *qi = kb_session_job_queue(p->ssn, job);
-    return qi != NULL ? &p->full[qi->id] : NULL;
 }
 
 static void explain_long(const Proportion *p, const KbQueueInfo *qi, gint64 used, GString *why)

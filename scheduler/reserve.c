@@ -313,10 +313,7 @@ static gboolean within_share(KbReserve *rs, const KbJobInfo *job, gint64 t)
         if (ev->queue == qi->id)
             kb_resources_sub(&at_t, &ev->res);
     }
-    const KbResources *des =
-            kb_plugin_proportion_reserve_share(kb_session_plugin_state(ssn, "proportion"), job);
-    if (des == NULL)
-        des = &ssn->deserved[qi->id];
+    const KbResources *des = &ssn->deserved[qi->id];
     /* The resources proportion shares. */
     static const int slots[] = {KB_RES_CPU, KB_RES_MEMORY, KB_RES_GPU};
     for (guint k = 0; k < G_N_ELEMENTS(slots); k++) {
@@ -450,10 +447,6 @@ static gboolean may_reserve(KbSession *ssn, KbJobInfo *job, GString *why)
     if (qi == NULL || !qi->open)
         return FALSE;
     g_string_truncate(why, 0);
-    /* A long job past its queue's limit (longEarnedShare) is out of the queue's demand now, so
-     * the queue may look overused; within_share judges it at its start, with it counted. */
-    if (kb_plugin_proportion_reserve_share(kb_session_plugin_state(ssn, "proportion"), job) != NULL)
-        return TRUE;
     if (kb_session_overused(ssn, qi, why))
         return FALSE;
     /* Not kb_session_job_enqueueable: it counts the jobs admitted this cycle, which a

@@ -337,9 +337,9 @@ static const Case cases[] = {
          * 3 x its 32/5 by weight; its deserved share, 24, allows it): it is reserved from a1's
          * end, when the limit lets it start, and b's job starts. Before, abig was reserved from now
          * on two free nodes, which stayed idle while a1 ran (on Philly --skip 5000: up to a day),
-         * and bsmall was not admitted beside them. With longEarnedShare (the default) abig is
-         * out of a's demand now (a's share is the 8 it holds) but counted at its start: the
-         * reservation is judged by the share with it counted. */
+         * and bsmall was not admitted beside them. The limit alone: with longEarnedShare (the
+         * default) abig, past the limit, is out of a's demand and gets no reservation until a is
+         * back within the limit. */
         {"/scheduler/reserve/long-limit-at-start",
          RESERVE,
          NULL,
@@ -348,7 +348,9 @@ static const Case cases[] = {
          {{"a1", "a", NULL, 1, 8, "n1", 9 * 3600, "2h"},
           {"abig", "a", NULL, 2, 8, NULL, 9 * 3600 + 60, "10h"},
           {"bsmall", "b", NULL, 1, 8, NULL, 9 * 3600 + 120, "5h"}},
-         {{"abig", 0, "reserved 2 nodes, expected start in 1h00m"}, {"bsmall", 1, NULL}}},
+         {{"abig", 0, "reserved 2 nodes, expected start in 1h00m"}, {"bsmall", 1, NULL}},
+         NULL,
+         "{longEarnedShare: 0, longClusterLimit: 0}"},
         /* The reserved gang's GPUs are booked in its queue's long-job budget: a's 8-GPU job of
          * 10 h would fit the limit now (16 of 19) but would keep abig over it at its start, so
          * it waits (before, it started, and each such job moved abig's start again: 32-GPU
