@@ -641,7 +641,8 @@ gboolean kb_plugin_proportion_long_held(gconstpointer state, const KbJobInfo *jo
     return long_over_limit(p, job, qi->id, used, need.v[KB_RES_GPU], FALSE);
 }
 
-static void explain_long(const Proportion *p, const KbQueueInfo *qi, gint64 used, GString *why)
+static void explain_long(const Proportion *p, const KbQueueInfo *qi, const KbJobInfo *job,
+                         gint64 used, GString *why)
 {
     if (why == NULL)
         return;
@@ -653,6 +654,16 @@ static void explain_long(const Proportion *p, const KbQueueInfo *qi, gint64 used
                            "than %s",
                            qi->name, held, p->long_limit,
                            p->long_limit * weight_share(p, qi->id) / KB_GPU_MILLI, rt);
+    if (p->earned && p->past[job->id]) {
+        g_autofree char *d =
+                kb_resource_format_value(KB_RES_GPU, p->ssn->deserved[qi->id].v[KB_RES_GPU]);
+        g_autofree char *u = kb_resource_format_value(
+                KB_RES_GPU, p->open[qi->id].v[KB_RES_GPU] + p->started[qi->id].v[KB_RES_GPU]);
+        g_string_append_printf(why,
+                               "; past it, a long job starts only below the share its queue's "
+                               "other jobs earn (%s nvidia.com/gpu; the queue counts %s)",
+                               d, u);
+    }
     if (p->long_cluster > 0) {
         g_autofree char *all = kb_resource_format_value(KB_RES_GPU, long_held(p));
         g_string_append_printf(why,
@@ -692,7 +703,7 @@ static gboolean allocatable(gpointer state, const KbQueueInfo *qi, const KbTaskI
         kb_session_job_min_request(job, &need);
         if (long_over_limit(p, job, qi->id, qi->allocated.v[KB_RES_GPU], need.v[KB_RES_GPU],
                             FALSE)) {
-            explain_long(p, qi, qi->allocated.v[KB_RES_GPU], why);
+            explain_long(p, qi, job, qi->allocated.v[KB_RES_GPU], why);
             return FALSE;
         }
     }
@@ -732,7 +743,7 @@ static gboolean job_enqueueable(gpointer state, const KbJobInfo *job, GString *w
     kb_session_job_min_request(job, &need);
     gint64 held = qi->allocated.v[KB_RES_GPU] + p->inqueue[qi->id].v[KB_RES_GPU];
     if (long_over_limit(p, job, qi->id, held, need.v[KB_RES_GPU], TRUE)) {
-        explain_long(p, qi, held, why);
+        explain_long(p, qi, job, held, why);
         return FALSE;
     }
     for (guint i = 0; i < N_SLOTS; i++) {
