@@ -27,11 +27,18 @@
  * then waited for them (measured on the Philly slices, docs/benchmarks.md, "The default against
  * kube-batch").
  *
- * Cluster-wide (argument longClusterLimit, a part of the cluster's GPUs, default 0: off): past
- * its queue's limit, a long job may still start while every long job of the cluster, with it,
- * holds at most that part of the GPUs (Slurm's long QOS: the rest stays for the jobs that come).
- * With longHeldDemand 0 (default 1: counted) a long job held by either does not count in its
- * queue's demand for the deserved shares: see discount_held_long.
+ * Past its queue's limit (argument longEarnedShare, default 1; 0: off), a long job may start only
+ * within the share its queue's other demand earns: the deserved share computed without the long
+ * jobs past their queues' limits, which the other queues' shares then get (mark_past(),
+ * earned_room()); and (argument longClusterLimit, a part of the cluster's GPUs, default 0.85; 0:
+ * off) while every long job of the cluster, with it, holds at most that part of the GPUs (Slurm's
+ * long QOS: the rest stays for the jobs that come). Such a job gets no reservation of the reserve
+ * action while it is past the limit (its queue's share, without it, does not hold it; judged with
+ * it counted, the reservations kept nodes idle for jobs of days: docs/benchmarks.md, "Policy
+ * quality, round 6"). With longEarnedShare 0 the cap alone lets a long job past its queue's limit
+ * start, and with longHeldDemand 0 (default 1: counted) a long job held by either does not count
+ * in its queue's demand: see discount_held_long. longEarnedShare and longClusterLimit 0: the limit
+ * alone, the default before round 6.
  *
  * Lending (argument lendUntilReservation, default 1; 0: off): while a reservation of the reserve
  * action keeps GPUs free until a start still to come, a job of a queue at or over its deserved
@@ -58,14 +65,20 @@ static const int slots[] = {KB_RES_CPU, KB_RES_MEMORY, KB_RES_GPU};
 typedef struct {
     KbSession *ssn;
     KbQueueTree *tree;
-    KbResources *inqueue; /* per tree node: reserved by admitted jobs not yet running */
-    double *weight;       /* per tree node: the configured weight (usage may lower the tree's) */
-    gint64 long_runtime;  /* seconds; jobs expected to run longer are long */
-    double long_limit;    /* times the share by weight a queue may hold with a long job; 0: off */
-    double long_idle;     /* no limit while this many times it stays idle after the job; 0: off */
-    gboolean lend;        /* lendUntilReservation: see lent() */
-    double long_cluster;  /* longClusterLimit: part of the GPUs long jobs may hold; 0: off */
-    gint64 long_held;     /* GPUs long jobs hold in the session, -1 until needed */
+    KbResources *inqueue;  /* per tree node: reserved by admitted jobs not yet running */
+    double *weight;        /* per tree node: the configured weight (usage may lower the tree's) */
+    gint64 long_runtime;   /* seconds; jobs expected to run longer are long */
+    double long_limit;     /* times the share by weight a queue may hold with a long job; 0: off */
+    double long_idle;      /* no limit while this many times it stays idle after the job; 0: off */
+    gboolean lend;         /* lendUntilReservation: see lent() */
+    double long_cluster;   /* longClusterLimit: part of the GPUs long jobs may hold; 0: off */
+    gint64 long_held;      /* GPUs long jobs hold in the session, -1 until needed */
+    gboolean earned;       /* longEarnedShare: see earned_room() */
+    guint8 *past;          /* per job id (earned only): waiting past its queue's limit at open */
+    guint *n_past;         /* per queue: jobs marked in past */
+    KbResources *open;     /* per queue (earned only): allocated when the session opened */
+    KbResources *started;  /* per queue: what its past jobs took this session (on_allocate) */
+    KbResources *past_inq; /* per queue: what its past jobs admitted this session reserve */
 } Proportion;
 
 /* Decayed usage of every tree node: the leaves' own (and a parent's own jobs') rolled up. */
@@ -148,8 +161,21 @@ static void account_usage(KbSession *ssn, const KbConfPlugin *conf)
         weigh_usage(ssn, usage, strength);
 }
 
+/* Take @job's pending tasks out of its queue @q's demand for the deserved shares. */
+static void leave_demand(Proportion *p, guint q, const KbJobInfo *job)
+{
+    KbResources *d = &p->tree->demand[q];
+    for (guint i = 0; i < job->tasks->len; i++) {
+        const KbTaskInfo *t = job->tasks->pdata[i];
+        if (t->state != KB_TASK_PENDING)
+            continue;
+        for (guint k = 0; k < N_SLOTS; k++)
+            d->v[slots[k]] = MAX(d->v[slots[k]] - t->resreq.v[slots[k]], 0);
+    }
+}
+
 static gboolean long_over_limit(const Proportion *p, const KbJobInfo *job, guint q, gint64 used,
-                                gint64 gpus);
+                                gint64 gpus, gboolean admit);
 
 /*
  * longHeldDemand 0 (default 1: counted): a waiting long job that long_over_limit holds (its
@@ -170,15 +196,45 @@ static void discount_held_long(Proportion *p)
             continue;
         KbResources need;
         kb_session_job_min_request(job, &need);
-        if (!long_over_limit(p, job, qi->id, qi->allocated.v[KB_RES_GPU], need.v[KB_RES_GPU]))
+        if (!long_over_limit(p, job, qi->id, qi->allocated.v[KB_RES_GPU], need.v[KB_RES_GPU],
+                             FALSE))
             continue;
-        KbResources *d = &p->tree->demand[qi->id];
-        for (guint i = 0; i < job->tasks->len; i++) {
-            const KbTaskInfo *t = job->tasks->pdata[i];
-            if (t->state != KB_TASK_PENDING)
-                continue;
-            for (guint k = 0; k < N_SLOTS; k++)
-                d->v[slots[k]] = MAX(d->v[slots[k]] - t->resreq.v[slots[k]], 0);
+        leave_demand(p, qi->id, job);
+    }
+}
+
+static gboolean past_queue_limit(const Proportion *p, const KbJobInfo *job, guint q, gint64 used,
+                                 gint64 gpus);
+
+/*
+ * longEarnedShare: mark the waiting long jobs (@waiting, nothing placed yet) that are past their
+ * queue's long-job limit when the session opens, and take them out of their queues' demand, so
+ * that the deserved shares are what each queue's other demand earns. The same marks decide their
+ * start (earned_room()) for the whole session: a job is judged once, the same way in the shares
+ * and at its start. An admitted one moves its reservation from inqueue to past_inq.
+ */
+static void mark_past(Proportion *p, GPtrArray *waiting)
+{
+    KbSession *ssn = p->ssn;
+    p->past = g_new0(guint8, ssn->jobs->len);
+    for (guint j = 0; j < waiting->len; j++) {
+        const KbJobInfo *job = waiting->pdata[j];
+        const KbQueueInfo *qi = kb_session_job_queue(ssn, job);
+        KbResources need;
+        kb_session_job_min_request(job, &need);
+        if (!past_queue_limit(p, job, qi->id, qi->allocated.v[KB_RES_GPU], need.v[KB_RES_GPU]))
+            continue;
+        p->past[job->id] = 1;
+        p->n_past[qi->id]++;
+        leave_demand(p, qi->id, job);
+        if (job->phase != KB_JOB_INQUEUE)
+            continue;
+        kb_resources_sub(&need, &job->allocated);
+        for (guint i = 0; i < N_SLOTS; i++) {
+            gint64 v = MAX(need.v[slots[i]], 0);
+            p->past_inq[qi->id].v[slots[i]] += v;
+            for (gint x = (gint)qi->id; x >= 0; x = p->tree->parent[x])
+                p->inqueue[x].v[slots[i]] -= v;
         }
     }
 }
@@ -195,18 +251,29 @@ static gpointer proportion_open(KbSession *ssn, const KbConfPlugin *conf)
     p->long_limit = kb_conf_plugin_arg_double(conf, "longBorrowLimit", 3);
     p->long_idle = kb_conf_plugin_arg_double(conf, "longIdleLimits", 0);
     p->lend = kb_conf_plugin_arg_double(conf, "lendUntilReservation", 1) > 0;
-    p->long_cluster = kb_conf_plugin_arg_double(conf, "longClusterLimit", 0);
+    p->long_cluster = kb_conf_plugin_arg_double(conf, "longClusterLimit", 0.85);
     p->long_held = -1;
     for (guint i = 0; ssn->conf != NULL && i < ssn->conf->n_actions; i++) {
         if (strcmp(ssn->conf->actions[i], "reclaim") == 0)
             p->long_limit = 0; /* what a queue borrows comes back: no limit */
     }
+    p->earned = p->long_limit > 0 && kb_conf_plugin_arg_double(conf, "longEarnedShare", 1) > 0;
+    g_autoptr(GPtrArray) waiting = p->earned ? g_ptr_array_new() : NULL;
     for (guint j = 0; j < ssn->jobs->len; j++) {
         const KbJobInfo *job = ssn->jobs->pdata[j];
-        if (job->phase != KB_JOB_INQUEUE)
-            continue; /* most are running: no queue lookup for them */
+        /* A job with nothing placed and tasks pending may be a long job past its queue's limit
+         * (mark_past); besides those, only admitted jobs are counted here, and most jobs are
+         * running: no queue lookup for them. */
+        gboolean waits = waiting != NULL && job->allocated.v[KB_RES_GPU] <= 0 &&
+                         job->n_state[KB_TASK_PENDING] > 0;
+        if (job->phase != KB_JOB_INQUEUE && !waits)
+            continue;
         KbQueueInfo *qi = kb_session_job_queue(ssn, job);
         if (qi == NULL)
+            continue;
+        if (waits)
+            g_ptr_array_add(waiting, (gpointer)job);
+        if (job->phase != KB_JOB_INQUEUE)
             continue;
         KbResources need;
         kb_session_job_min_request(job, &need);
@@ -215,8 +282,18 @@ static gpointer proportion_open(KbSession *ssn, const KbConfPlugin *conf)
             need.v[slots[i]] = MAX(need.v[slots[i]], 0);
         inqueue_add(p, qi->id, &need);
     }
-    if (kb_conf_plugin_arg_double(conf, "longHeldDemand", 1) <= 0)
+    if (p->earned) {
+        guint nq = ssn->queues->len + 1;
+        p->n_past = g_new0(guint, nq);
+        p->open = g_new0(KbResources, nq);
+        p->started = g_new0(KbResources, nq);
+        p->past_inq = g_new0(KbResources, nq);
+        for (guint q = 0; q < ssn->queues->len; q++)
+            p->open[q] = ((const KbQueueInfo *)ssn->queues->pdata[q])->allocated;
+        mark_past(p, waiting);
+    } else if (kb_conf_plugin_arg_double(conf, "longHeldDemand", 1) <= 0) {
         discount_held_long(p);
+    }
     compute_deserved(ssn);
     return p;
 }
@@ -226,6 +303,11 @@ static void proportion_close(gpointer state)
     Proportion *p = state;
     g_free(p->inqueue);
     g_free(p->weight);
+    g_free(p->past);
+    g_free(p->n_past);
+    g_free(p->open);
+    g_free(p->started);
+    g_free(p->past_inq);
     g_free(p);
 }
 
@@ -318,7 +400,14 @@ static gboolean overused(gpointer state, const KbQueueInfo *qi, GString *why)
         int s = slots[i];
         if (p->ssn->request[qi->id].v[s] <= qi->allocated.v[s])
             continue; /* nothing more asked for in this resource */
-        if (qi->allocated.v[s] < p->ssn->deserved[qi->id].v[s])
+        gint64 deserved = p->ssn->deserved[qi->id].v[s];
+        if (qi->allocated.v[s] < deserved)
+            return FALSE;
+        /* longEarnedShare: what its jobs past the limit took is not the others' (share_used()),
+         * and those jobs have room while the queue's state at the start leaves some. */
+        if (p->earned &&
+            (qi->allocated.v[s] - p->started[qi->id].v[s] < deserved ||
+             (p->n_past[qi->id] > 0 && p->open[qi->id].v[s] + p->started[qi->id].v[s] < deserved)))
             return FALSE;
         if (asked < 0)
             asked = s;
@@ -437,20 +526,34 @@ static void long_held_change(gpointer state, const KbTaskInfo *task, gint64 sign
         p->long_held += sign * task->resreq.v[KB_RES_GPU];
 }
 
+/* longEarnedShare: count what a job past its queue's limit takes (share_used()). */
+static void started_change(Proportion *p, const KbTaskInfo *task, gint64 sign)
+{
+    if (!p->earned || !p->past[task->job->id])
+        return;
+    const KbQueueInfo *qi = kb_session_job_queue(p->ssn, task->job);
+    if (qi == NULL)
+        return;
+    for (guint i = 0; i < N_SLOTS; i++)
+        p->started[qi->id].v[slots[i]] += sign * task->resreq.v[slots[i]];
+}
+
 static void on_allocate(gpointer state, const KbTaskInfo *task)
 {
     long_held_change(state, task, 1);
+    started_change(state, task, 1);
 }
 
 static void on_deallocate(gpointer state, const KbTaskInfo *task)
 {
     long_held_change(state, task, -1);
+    started_change(state, task, -1);
 }
 
-/* TRUE when long job @job may not start now: its queue @q, holding @used GPUs, would hold more
- * than the long-job limit with its @gpus (see the top of the file). */
-static gboolean long_over_limit(const Proportion *p, const KbJobInfo *job, guint q, gint64 used,
-                                gint64 gpus)
+/* TRUE when long job @job is past its queue @q's long-job limit: the queue, holding @used GPUs,
+ * would hold more than the limit with its @gpus (see the top of the file). */
+static gboolean past_queue_limit(const Proportion *p, const KbJobInfo *job, guint q, gint64 used,
+                                 gint64 gpus)
 {
     if (p->long_limit <= 0 || gpus <= 0)
         return FALSE;
@@ -474,12 +577,57 @@ static gboolean long_over_limit(const Proportion *p, const KbJobInfo *job, guint
         return FALSE;
     /* A job without an estimate is not held back: on a cluster that announces none (a full
      * one restarted, bench-scale volcano-restart) the limit left new gangs beside idle GPUs. */
-    if (!is_long(p, job))
-        return FALSE;
-    /* longClusterLimit: past its queue's limit, a long job may still start while all the long
-     * jobs of the cluster, with it, hold at most that part of its GPUs. */
-    return p->long_cluster <= 0 ||
+    return is_long(p, job);
+}
+
+/* longClusterLimit: would the long jobs of the cluster, with @gpus more, hold more than that
+ * part of its GPUs? FALSE while it is off. */
+static gboolean over_cluster_cap(const Proportion *p, gint64 gpus)
+{
+    return p->long_cluster > 0 &&
            (double)(long_held(p) + gpus) > p->long_cluster * (double)p->ssn->total.v[KB_RES_GPU];
+}
+
+/*
+ * longEarnedShare: may @job, marked past its queue @q's long-job limit (mark_past()), start now?
+ * Only while the queue is below the share its other demand earns (the deserved share computed
+ * without the jobs past the limit) in every resource the job asks for, counting what the queue
+ * held when the session opened and what its jobs past the limit took since (@admit: and were
+ * admitted with), not its jobs within the limit placed since: those jobs' room is theirs (the
+ * job's own GPUs may take the queue over the share, as any gang's may). The room is judged
+ * against the queue's state at the session's start, so it does not depend on which of the
+ * queue's jobs allocate tries first.
+ */
+static gboolean earned_room(const Proportion *p, const KbJobInfo *job, guint q, gboolean admit)
+{
+    KbResources need;
+    kb_session_job_min_request(job, &need);
+    for (guint i = 0; i < N_SLOTS; i++) {
+        int s = slots[i];
+        if (need.v[s] <= 0)
+            continue;
+        gint64 used = p->open[q].v[s] + p->started[q].v[s] - job->allocated.v[s];
+        if (admit)
+            used += p->past_inq[q].v[s];
+        if (used >= p->ssn->deserved[q].v[s])
+            return FALSE;
+    }
+    return TRUE;
+}
+
+/* TRUE when long job @job may not start now: past its queue @q's limit (@used GPUs held, @gpus
+ * its own) and, with longClusterLimit, past the cluster's cap too; with longEarnedShare, a job
+ * marked past the limit when the session opened starts only within the share its queue's other
+ * demand earns (earned_room(), @admit) and the cap, and one that went past it since waits for
+ * the next session's judgement (its demand counted in this one's shares). */
+static gboolean long_over_limit(const Proportion *p, const KbJobInfo *job, guint q, gint64 used,
+                                gint64 gpus, gboolean admit)
+{
+    if (p->earned && p->past[job->id])
+        return !earned_room(p, job, q, admit) || over_cluster_cap(p, gpus);
+    if (!past_queue_limit(p, job, q, used, gpus))
+        return FALSE;
+    return p->earned || p->long_cluster <= 0 || over_cluster_cap(p, gpus);
 }
 
 gboolean kb_plugin_proportion_long_held(gconstpointer state, const KbJobInfo *job, gint64 used)
@@ -492,10 +640,15 @@ gboolean kb_plugin_proportion_long_held(gconstpointer state, const KbJobInfo *jo
         return FALSE;
     KbResources need;
     kb_session_job_min_request(job, &need);
-    return long_over_limit(p, job, qi->id, used, need.v[KB_RES_GPU]);
+    /* The reserve action asks at a time to come (@used: the queue's GPUs then): with
+     * longEarnedShare, the earned room is this session's, so past the limit is held then. */
+    if (p->earned)
+        return past_queue_limit(p, job, qi->id, used, need.v[KB_RES_GPU]);
+    return long_over_limit(p, job, qi->id, used, need.v[KB_RES_GPU], FALSE);
 }
 
-static void explain_long(const Proportion *p, const KbQueueInfo *qi, gint64 used, GString *why)
+static void explain_long(const Proportion *p, const KbQueueInfo *qi, const KbJobInfo *job,
+                         gint64 used, GString *why)
 {
     if (why == NULL)
         return;
@@ -507,6 +660,16 @@ static void explain_long(const Proportion *p, const KbQueueInfo *qi, gint64 used
                            "than %s",
                            qi->name, held, p->long_limit,
                            p->long_limit * weight_share(p, qi->id) / KB_GPU_MILLI, rt);
+    if (p->earned && p->past[job->id]) {
+        g_autofree char *d =
+                kb_resource_format_value(KB_RES_GPU, p->ssn->deserved[qi->id].v[KB_RES_GPU]);
+        g_autofree char *u = kb_resource_format_value(
+                KB_RES_GPU, p->open[qi->id].v[KB_RES_GPU] + p->started[qi->id].v[KB_RES_GPU]);
+        g_string_append_printf(why,
+                               "; past it, a long job starts only below the share its queue's "
+                               "other jobs earn (%s nvidia.com/gpu; the queue counts %s)",
+                               d, u);
+    }
     if (p->long_cluster > 0) {
         g_autofree char *all = kb_resource_format_value(KB_RES_GPU, long_held(p));
         g_string_append_printf(why,
@@ -518,19 +681,35 @@ static void explain_long(const Proportion *p, const KbQueueInfo *qi, gint64 used
     }
 }
 
+/*
+ * What queue @qi holds in slot @s for @job's share check. With longEarnedShare a job past its
+ * queue's long-job limit counts what the queue held when the session opened and what its jobs
+ * past the limit took since (earned_room()), and the queue's other jobs do not count what those
+ * took: a long job never takes the share room its queue's other jobs earned.
+ */
+static gint64 share_used(const Proportion *p, const KbQueueInfo *qi, const KbJobInfo *job, int s)
+{
+    if (!p->earned)
+        return qi->allocated.v[s];
+    if (p->past[job->id])
+        return p->open[qi->id].v[s] + p->started[qi->id].v[s];
+    return qi->allocated.v[s] - p->started[qi->id].v[s];
+}
+
 static gboolean allocatable(gpointer state, const KbQueueInfo *qi, const KbTaskInfo *task,
                             GString *why)
 {
     const Proportion *p = state;
     const KbJobInfo *job = task->job;
     gboolean in_gang = job_placed(job) < (guint)job->min_member;
-    /* The long-job limit first: a long job it holds leaves its queue's demand (longHeldDemand),
-     * so the deserved share would name the wrong cause. */
+    /* The long-job limit first: a long job it holds leaves its queue's demand (longHeldDemand,
+     * longEarnedShare), so the deserved share would name the wrong cause. */
     if (in_gang && job_placed(job) == 0 && task->resreq.v[KB_RES_GPU] > 0) {
         KbResources need;
         kb_session_job_min_request(job, &need);
-        if (long_over_limit(p, job, qi->id, qi->allocated.v[KB_RES_GPU], need.v[KB_RES_GPU])) {
-            explain_long(p, qi, qi->allocated.v[KB_RES_GPU], why);
+        if (long_over_limit(p, job, qi->id, qi->allocated.v[KB_RES_GPU], need.v[KB_RES_GPU],
+                            FALSE)) {
+            explain_long(p, qi, job, qi->allocated.v[KB_RES_GPU], why);
             return FALSE;
         }
     }
@@ -539,13 +718,14 @@ static gboolean allocatable(gpointer state, const KbQueueInfo *qi, const KbTaskI
         if (task->resreq.v[s] <= 0)
             continue;
         gint64 deserved = p->ssn->deserved[qi->id].v[s];
-        gint64 after = qi->allocated.v[s] + task->resreq.v[s];
+        gint64 used = share_used(p, qi, job, s);
+        gint64 after = used + task->resreq.v[s];
         /* Within the gang's minimum, the queue's use before this job started is what counts. */
-        gint64 before_job = qi->allocated.v[s] - job->allocated.v[s];
+        gint64 before_job = used - job->allocated.v[s];
         gboolean over_share = in_gang ? before_job >= deserved : after > deserved;
         if (over_share && lent(p, job))
             over_share = FALSE;
-        if (after > qi->capability.v[s] || over_share) {
+        if (qi->allocated.v[s] + task->resreq.v[s] > qi->capability.v[s] || over_share) {
             explain(p, qi, s, why);
             return FALSE;
         }
@@ -568,8 +748,8 @@ static gboolean job_enqueueable(gpointer state, const KbJobInfo *job, GString *w
     KbResources need;
     kb_session_job_min_request(job, &need);
     gint64 held = qi->allocated.v[KB_RES_GPU] + p->inqueue[qi->id].v[KB_RES_GPU];
-    if (long_over_limit(p, job, qi->id, held, need.v[KB_RES_GPU])) {
-        explain_long(p, qi, held, why);
+    if (long_over_limit(p, job, qi->id, held, need.v[KB_RES_GPU], TRUE)) {
+        explain_long(p, qi, job, held, why);
         return FALSE;
     }
     for (guint i = 0; i < N_SLOTS; i++) {
@@ -579,6 +759,9 @@ static gboolean job_enqueueable(gpointer state, const KbJobInfo *job, GString *w
         gint64 used = qi->allocated.v[s] + p->inqueue[qi->id].v[s];
         gint64 deserved = p->ssn->deserved[qi->id].v[s];
         gboolean over_cap = used + need.v[s] > qi->capability.v[s];
+        if (p->earned) /* what its share check counts (share_used()), and the admitted */
+            used = share_used(p, qi, job, s) +
+                   (p->past[job->id] ? p->past_inq[qi->id].v[s] : p->inqueue[qi->id].v[s]);
         if (over_cap || (used >= deserved && !lent(p, job))) {
             if (why != NULL) {
                 gint64 limit = over_cap ? qi->capability.v[s] : deserved;
@@ -625,6 +808,11 @@ static void inqueue_change(Proportion *p, const KbJobInfo *job, gboolean entered
         for (guint i = 0; i < N_SLOTS; i++)
             need.v[slots[i]] = -MAX(need.v[slots[i]], 0);
     }
+    if (p->earned && p->past[job->id]) {
+        for (guint i = 0; i < N_SLOTS; i++)
+            p->past_inq[qi->id].v[slots[i]] += need.v[slots[i]];
+        return;
+    }
     inqueue_add(p, qi->id, &need);
 }
 
@@ -645,8 +833,9 @@ static const struct kb_plugin_arg proportion_arguments[] = {
         {"longBorrowLimit", KB_ARG_NUMBER},
         {"longIdleLimits", KB_ARG_NUMBER},       /* off by default: see long_over_limit */
         {"lendUntilReservation", KB_ARG_NUMBER}, /* on by default: see lent() */
-        {"longClusterLimit", KB_ARG_NUMBER},     /* off by default: see long_over_limit */
+        {"longClusterLimit", KB_ARG_NUMBER},     /* 0.85 by default: see long_over_limit */
         {"longHeldDemand", KB_ARG_NUMBER},       /* 1 by default: see discount_held_long */
+        {"longEarnedShare", KB_ARG_NUMBER},      /* on by default: see mark_past */
         {NULL, 0},
 };
 

@@ -2260,8 +2260,8 @@ static void add_waiting_runtime(Fx *fx, const char *name, const char *queue, int
 /*
  * Four equal queues and the default one on 24 GPUs: a share by weight of 4.8 each, 14.4 with the
  * default limit of 3. qa holds 16; its 4-GPU job expected to run 24 h may not take it to 20 (the
- * idle GPUs stay for the others' jobs), its 4-GPU job of 1 h may. With longBorrowLimit 0 (as
- * before) or a longRuntime of 48 h, both run.
+ * idle GPUs stay for the others' jobs), its 4-GPU job of 1 h may (the limit alone: longEarnedShare
+ * and longClusterLimit 0). With longBorrowLimit 0 (as before) or a longRuntime of 48 h, both run.
  */
 static void long_case(const char *args, guint long_binds)
 {
@@ -2292,8 +2292,14 @@ static void long_case(const char *args, guint long_binds)
 
 static void test_long_borrow_limit(void)
 {
-    long_case("    arguments:\n      longBorrowLimit: 3\n", 0);
-    long_case("", 0); /* 3 by default */
+    long_case("    arguments:\n      longBorrowLimit: 3\n      longEarnedShare: 0\n"
+              "      longClusterLimit: 0\n",
+              0);
+    long_case("    arguments:\n      longEarnedShare: 0\n      longClusterLimit: 0\n",
+              0); /* 3 by default */
+    /* By default the short job's demand earns qa 4 GPUs more than it holds (longEarnedShare):
+     * the long job starts beside it, within the cluster-wide cap of 0.85. */
+    long_case("", 1);
     long_case("    arguments:\n      longBorrowLimit: 0\n", 1);
     long_case("    arguments:\n      longBorrowLimit: 3\n      longRuntime: 48h\n", 1);
 }
@@ -2301,13 +2307,16 @@ static void test_long_borrow_limit(void)
 /*
  * The default limit holds back a job known to run long, never one without an estimate: qa holds
  * 16 of 24 GPUs (a limit of 14.4); its 4-GPU job of 24 h waits, its 4-GPU job that announces
- * nothing starts (a cluster of such jobs would otherwise keep GPUs idle).
+ * nothing starts (a cluster of such jobs would otherwise keep GPUs idle). The limit alone
+ * (longEarnedShare and longClusterLimit 0): by default the other job's demand would earn the
+ * long one its room (long-earned-share).
  */
 static void test_long_limit_no_estimate(void)
 {
     Fx *fx = kb_test_sched_new("actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n"
                                "  - name: priority\n  - name: gang\n- plugins:\n  - name: drf\n"
-                               "  - name: predicates\n  - name: proportion\n");
+                               "  - name: predicates\n  - name: proportion\n    arguments:\n"
+                               "      longEarnedShare: 0\n      longClusterLimit: 0\n");
     add_queue(fx, "qa", 1, NULL);
     add_queue(fx, "qb", 1, NULL);
     add_queue(fx, "qc", 1, NULL);
@@ -2382,17 +2391,19 @@ static void test_long_limit_idle(void)
 
 /*
  * longClusterLimit: past its queue's limit, a long job may start while the long jobs of the whole
- * cluster, with it, hold at most that part of its GPUs. Four equal queues and the default one on
- * 40 GPUs, longBorrowLimit 1 (a limit of 8 each); qa runs an 8-GPU job of 24 h, qb one of @qb_run
- * (NULL: none). qa's @n_waiting 4-GPU jobs of 24 h are all past qa's limit: by default (0: off)
- * none starts; with a limit of @cluster they start while the cluster's long GPUs, counting the
- * ones placed in the same cycle, stay within it. Returns how many started.
+ * cluster, with it, hold at most that part of its GPUs (alone: longEarnedShare 0). Four equal
+ * queues and the default one on 40 GPUs, longBorrowLimit 1 (a limit of 8 each); qa runs an
+ * 8-GPU job of 24 h, qb one of @qb_run (NULL: none). qa's @n_waiting 4-GPU jobs of 24 h are all
+ * past qa's limit: with @cluster NULL (0: off) none starts; with a limit of @cluster they start
+ * while the cluster's long GPUs, counting the ones placed in the same cycle, stay within it.
+ * Returns how many started.
  */
 static guint long_cluster_case(const char *cluster, const char *qb_run, guint n_waiting)
 {
     g_autofree char *extra =
-            cluster != NULL ? g_strdup_printf("      longClusterLimit: %s\n", cluster) : NULL;
-    Fx *fx = long_limit_fixture(extra != NULL ? extra : "");
+            g_strdup_printf("      longEarnedShare: 0\n      longClusterLimit: %s\n",
+                            cluster != NULL ? cluster : "0");
+    Fx *fx = long_limit_fixture(extra);
     add_waiting_runtime(fx, "ra", "qa", 8, "24h");
     if (qb_run != NULL)
         add_waiting_runtime(fx, "rb", "qb", 8, qb_run);
@@ -2417,7 +2428,7 @@ static guint long_cluster_case(const char *cluster, const char *qb_run, guint n_
 
 static void test_long_limit_cluster(void)
 {
-    g_assert_cmpuint(long_cluster_case(NULL, NULL, 1), ==, 0);    /* off by default */
+    g_assert_cmpuint(long_cluster_case(NULL, NULL, 1), ==, 0);    /* off: the limit alone */
     g_assert_cmpuint(long_cluster_case("0.45", NULL, 1), ==, 1);  /* 8 + 4 within 18 */
     g_assert_cmpuint(long_cluster_case("0.45", "24h", 1), ==, 0); /* qb's too: 16 + 4 */
     g_assert_cmpuint(long_cluster_case("0.45", "1h", 1), ==, 1);  /* a short job does not count */
@@ -2429,8 +2440,9 @@ static void test_long_limit_cluster(void)
  * longHeldDemand 0: a long job the limit holds does not count in its queue's demand. Four equal
  * queues and the default one on 40 GPUs, longBorrowLimit 1 (a limit of 8 each); qa runs 8 GPUs
  * and waits with an 8-GPU job of 24 h (held: 16 > 8), qb runs 16 and waits with two 8-GPU jobs
- * of 1 h. Counted (the default), qa's demand of 16 keeps qb's deserved share at 24: one of qb's
- * jobs starts and 8 GPUs stay idle. Not counted, qb deserves 32 and both start.
+ * of 1 h. Counted (longHeldDemand's default, with longEarnedShare and longClusterLimit 0), qa's
+ * demand of 16 keeps qb's deserved share at 24: one of qb's jobs starts and 8 GPUs stay idle. Not
+ * counted, qb deserves 32 and both start.
  */
 static guint long_held_demand_case(const char *extra)
 {
@@ -2450,9 +2462,90 @@ static guint long_held_demand_case(const char *extra)
 
 static void test_long_held_demand(void)
 {
-    g_assert_cmpuint(long_held_demand_case(""), ==, 1);
-    g_assert_cmpuint(long_held_demand_case("      longHeldDemand: 1\n"), ==, 1);
-    g_assert_cmpuint(long_held_demand_case("      longHeldDemand: 0\n"), ==, 2);
+    const char *alone = "      longEarnedShare: 0\n      longClusterLimit: 0\n";
+    g_autofree char *counted = g_strdup_printf("%s      longHeldDemand: 1\n", alone);
+    g_autofree char *left_out = g_strdup_printf("%s      longHeldDemand: 0\n", alone);
+    g_assert_cmpuint(long_held_demand_case(alone), ==, 1);
+    g_assert_cmpuint(long_held_demand_case(counted), ==, 1);
+    g_assert_cmpuint(long_held_demand_case(left_out), ==, 2);
+}
+
+/*
+ * longEarnedShare (on by default): past its queue's long-job limit, a long job starts only within
+ * the share its queue's other demand earns, and within longClusterLimit when set (0.85 by default).
+ * Four equal queues and the default one on 24 GPUs (a share by weight of 4.8, a limit of 14.4 with
+ * the default longBorrowLimit 3); qa holds 16 (jobs without an estimate) and waits with a 4-GPU job
+ * of 24 h and, with @with_short, a 4-GPU job of 1 h. Returns whether the long job started; the
+ * short one always starts in the same cycle (its room is its own, whoever allocate tries first).
+ */
+static gboolean earned_case(const char *args, gboolean with_short)
+{
+    g_autofree char *conf = g_strdup_printf(
+            "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: priority\n"
+            "  - name: gang\n- plugins:\n  - name: drf\n  - name: predicates\n"
+            "  - name: proportion\n    arguments:\n%s",
+            args);
+    Fx *fx = kb_test_sched_new(conf);
+    add_queue(fx, "qa", 1, NULL);
+    add_queue(fx, "qb", 1, NULL);
+    add_queue(fx, "qc", 1, NULL);
+    add_queue(fx, "qd", 1, NULL);
+    add_node(fx, "n1", 8);
+    add_node(fx, "n2", 8);
+    add_node(fx, "n3", 8);
+    add_running(fx, "default", "ra1", "qa", "n1", 8);
+    add_running(fx, "default", "ra2", "qa", "n2", 8);
+    add_waiting_runtime(fx, "long", "qa", 4, "24h");
+    if (with_short)
+        add_waiting_runtime(fx, "short", "qa", 4, "1h");
+    kb_test_sched_run(fx);
+    if (with_short)
+        g_assert_cmpuint(kb_test_sched_binds(fx, "default/short"), ==, 1);
+    guint binds = kb_test_sched_binds(fx, "default/long");
+    if (binds == 0)
+        assert_message(fx, "default/long", "expected to run longer than");
+    if (binds == 0 && !with_short && strstr(args, "longEarnedShare: 0") == NULL)
+        assert_message(fx, "default/long",
+                       "other jobs earn (16 nvidia.com/gpu; the queue counts 16)");
+    kb_test_sched_free(fx);
+    return binds > 0;
+}
+
+static void test_long_earned_share(void)
+{
+    const char *on = "      longEarnedShare: 1\n";
+    const char *dflt = "      longRuntime: 6h\n";
+    /* Alone, qa's other demand is what it holds: no room is earned, the job waits. */
+    g_assert_false(earned_case(on, FALSE));
+    g_assert_false(earned_case(dflt, FALSE));
+    /* The short job's demand earns qa 4 more GPUs than it holds: the long job starts, and the
+     * short one too (its room is not counted as taken). */
+    g_assert_true(earned_case(on, TRUE));
+    g_assert_true(earned_case(dflt, TRUE));
+    /* The cluster-wide cap alone starts it (no long job held), the rule with it does not. */
+    g_assert_true(earned_case("      longEarnedShare: 0\n      longClusterLimit: 0.9\n", FALSE));
+    g_assert_false(earned_case("      longClusterLimit: 0.9\n      longEarnedShare: 1\n", FALSE));
+    /* Earned room, but past the cap (4 GPUs of long jobs > 0.1 of 24). */
+    g_assert_false(earned_case("      longClusterLimit: 0.1\n      longEarnedShare: 1\n", TRUE));
+    g_assert_true(earned_case("      longClusterLimit: 0.2\n      longEarnedShare: 1\n", TRUE));
+    /* Off (the limit alone), and without a long-job limit there is nothing to earn. */
+    g_assert_false(earned_case("      longEarnedShare: 0\n      longClusterLimit: 0\n", TRUE));
+    g_assert_true(earned_case("      longBorrowLimit: 0\n      longEarnedShare: 1\n", FALSE));
+}
+
+/*
+ * longEarnedShare leaves a long job past its queue's limit out of the queue's demand, as
+ * longHeldDemand 0 does: qb's deserved share is 32 and both its jobs start beside qa's held one
+ * (long_held_demand_case), also when the cluster-wide cap would let qa's job start (16 + 8 of
+ * 40 long GPUs within 0.9) but qa's other demand earns no room.
+ */
+static void test_long_earned_demand(void)
+{
+    g_assert_cmpuint(long_held_demand_case(""), ==, 2); /* the default */
+    g_assert_cmpuint(long_held_demand_case("      longEarnedShare: 1\n"), ==, 2);
+    g_assert_cmpuint(
+            long_held_demand_case("      longEarnedShare: 1\n      longClusterLimit: 0.9\n"), ==,
+            2);
 }
 
 /*
@@ -2583,6 +2676,8 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/proportion/long-limit-idle", test_long_limit_idle);
     g_test_add_func("/scheduler/proportion/long-limit-cluster", test_long_limit_cluster);
     g_test_add_func("/scheduler/proportion/long-held-demand", test_long_held_demand);
+    g_test_add_func("/scheduler/proportion/long-earned-share", test_long_earned_share);
+    g_test_add_func("/scheduler/proportion/long-earned-demand", test_long_earned_demand);
     g_test_add_func("/scheduler/proportion/long-limit-no-estimate", test_long_limit_no_estimate);
     g_test_add_func("/scheduler/proportion/long-limit-configured-weights",
                     test_long_limit_configured_weights);

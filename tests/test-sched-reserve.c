@@ -59,6 +59,7 @@ typedef struct {
     JobSpec jobs[MAX_JOBS];
     Check checks[MAX_CHECKS];
     const char *sla; /* the sla plugin's sla-waiting-time (first tier, last), or NULL: no sla */
+    const char *proportion; /* proportion's arguments ("{k: v, ...}"), or NULL: its defaults */
 } Case;
 
 static void add_node(Fx *fx, const char *name)
@@ -147,10 +148,18 @@ static Fx *fx_for(const Case *c)
                     ? g_strdup_printf("  - name: sla\n    arguments: {sla-waiting-time: %s}\n",
                                       c->sla)
                     : g_strdup("");
-    g_autofree char *yaml = g_strdup_printf("actions: \"%s\"\n%s%s%.*s%s%s", c->actions,
+    const char *prop = "  - name: proportion\n";
+    const char *at = strstr(second, prop);
+    g_assert_nonnull(at);
+    at += strlen(prop);
+    g_autofree char *args = c->proportion != NULL
+                                    ? g_strdup_printf("    arguments: %s\n", c->proportion)
+                                    : g_strdup("");
+    g_autofree char *yaml = g_strdup_printf("actions: \"%s\"\n%s%s%.*s%s%.*s%s%s", c->actions,
                                             c->configurations != NULL ? "configurations:\n" : "",
                                             c->configurations != NULL ? c->configurations : "",
-                                            (int)(second - tiers), tiers, sla, second);
+                                            (int)(second - tiers), tiers, sla, (int)(at - second),
+                                            second, args, at);
     Fx *fx = kb_test_sched_new(yaml);
     fx->now = NOW;
     add_priority_class(fx, "low", 10);
@@ -328,7 +337,9 @@ static const Case cases[] = {
          * 3 x its 32/5 by weight; its deserved share, 24, allows it): it is reserved from a1's
          * end, when the limit lets it start, and b's job starts. Before, abig was reserved from now
          * on two free nodes, which stayed idle while a1 ran (on Philly --skip 5000: up to a day),
-         * and bsmall was not admitted beside them. */
+         * and bsmall was not admitted beside them. The limit alone: with longEarnedShare (the
+         * default) abig, past the limit, is out of a's demand and gets no reservation until a is
+         * back within the limit. */
         {"/scheduler/reserve/long-limit-at-start",
          RESERVE,
          NULL,
@@ -337,7 +348,9 @@ static const Case cases[] = {
          {{"a1", "a", NULL, 1, 8, "n1", 9 * 3600, "2h"},
           {"abig", "a", NULL, 2, 8, NULL, 9 * 3600 + 60, "10h"},
           {"bsmall", "b", NULL, 1, 8, NULL, 9 * 3600 + 120, "5h"}},
-         {{"abig", 0, "reserved 2 nodes, expected start in 1h00m"}, {"bsmall", 1, NULL}}},
+         {{"abig", 0, "reserved 2 nodes, expected start in 1h00m"}, {"bsmall", 1, NULL}},
+         NULL,
+         "{longEarnedShare: 0, longClusterLimit: 0}"},
         /* The reserved gang's GPUs are booked in its queue's long-job budget: a's 8-GPU job of
          * 10 h would fit the limit now (16 of 19) but would keep abig over it at its start, so
          * it waits (before, it started, and each such job moved abig's start again: 32-GPU
@@ -353,7 +366,10 @@ static const Case cases[] = {
           {"bsmall", "b", NULL, 1, 8, NULL, 9 * 3600 + 120, "5h"}},
          {{"abig", 0, "reserved 2 nodes, expected start in 1h00m"},
           {"along", 0, "expected to run longer than"},
-          {"bsmall", 1, NULL}}},
+          {"bsmall", 1, NULL}},
+         NULL,
+         /* The limit alone: by default along's demand would earn abig room to start now. */
+         "{longEarnedShare: 0, longClusterLimit: 0}"},
         /* ... but a job of the queue expected to end before the reserved start is not held by
          * the booking: a1 runs 7 h more, so abig is reserved from then; a's 8-GPU job of 6h30m
          * ends before it and the queue, without the booking, stays within the limit (16 of 19),
@@ -367,7 +383,9 @@ static const Case cases[] = {
          {{"a1", "a", NULL, 1, 8, "n1", 9 * 3600, "8h"},
           {"abig", "a", NULL, 2, 8, NULL, 9 * 3600 + 60, "10h"},
           {"along", "a", NULL, 1, 8, NULL, 9 * 3600 + 90, "6h30m"}},
-         {{"abig", 0, "reserved 2 nodes, expected start in 7h00m"}, {"along", 1, NULL}}},
+         {{"abig", 0, "reserved 2 nodes, expected start in 7h00m"}, {"along", 1, NULL}},
+         NULL,
+         "{longEarnedShare: 0, longClusterLimit: 0}"}, /* the limit alone, as above */
         /* A queue over its deserved share may borrow GPUs a reservation keeps free, with a job
          * expected to end by the reserved start: a holds 32 of 48 GPUs (deserved 24), b's gang
          * of 24 is reserved from a1's end in 2 h on n1, n5 and n6; a's 4-GPU job of 1 h runs on
