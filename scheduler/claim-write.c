@@ -1,7 +1,9 @@
 /* DRA claim status writes and their undo; see claim-write.h. */
 #include "scheduler/claim-write.h"
 
-/* PATCH @w's claim status with @body (a tree) or else @text. */
+/* PATCH @w's claim status with @body (a tree) or else @text. Urgent (kb-client.h), as the
+ * binding it comes before: queued behind PodGroup status writes and events, a DRA pod's binding
+ * waited for them, which a pod without claims does not. */
 static void patch_status(KbClient *client, const KbClaimWrite *w, json_object *body,
                          const char *text, gboolean version_only, KbResponseFunc done,
                          gpointer data)
@@ -14,7 +16,8 @@ static void patch_status(KbClient *client, const KbClaimWrite *w, json_object *b
                      .body = body,
                      .body_text = text,
                      .content_type = "application/merge-patch+json",
-                     .version_only = version_only};
+                     .version_only = version_only,
+                     .urgent = TRUE};
     kb_client_call_async(client, &req, done, data);
 }
 

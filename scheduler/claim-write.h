@@ -8,9 +8,9 @@
 #include "kube/kb-client.h"
 #include "scheduler/dra.h"
 
-/* PATCH @w's status body (allocation and reservedFor); @done gets the answer, as
- * kb_client_call_async. With @version_only the answer is read for its resourceVersion only
- * (KbResponse.resource_version). */
+/* PATCH @w's status body (allocation and reservedFor), urgent as a binding is (KbRequest); @done
+ * gets the answer, as kb_client_call_async. With @version_only the answer is read for its
+ * resourceVersion only (KbResponse.resource_version). */
 void kb_claim_write_send(KbClient *client, const KbClaimWrite *w, gboolean version_only,
                          KbResponseFunc done, gpointer data);
 

@@ -3062,6 +3062,328 @@ static void test_mutate_parsed(void)
     kas_store_free(store);
 }
 
+/* ---- optimistic writes (bindings, claims' first status) ---------------------------------- */
+
+typedef struct {
+    KasStore *store;
+    KasRes *res;
+    guint races;   /* writes still to make, one per call */
+    guint made;    /* writes made */
+    char *bind_to; /* NULL: each write sets a label; else the race binds the pod there */
+} Racer;
+
+/* The race hook: a write of the object between the optimistic write's read and its commit. */
+static void race_write(const char *what, const char *ns, const char *name, gpointer data)
+{
+    Racer *r = data;
+    if (r->races == 0)
+        return;
+    r->races--;
+    r->made++;
+    if (r->bind_to != NULL) {
+        g_autofree char *b =
+                g_strdup_printf("{\"kind\":\"Binding\",\"target\":{\"name\":\"%s\"}}", r->bind_to);
+        json_object *binding = json_tokener_parse(b);
+        g_autoptr(GError) error = NULL;
+        KasOpsRaceHook hook = race_write;
+        kas_ops_set_race_hook(NULL, NULL); /* the racing binding itself is not raced */
+        g_assert_true(kas_ops_bind(r->store, ns, name, binding, &error));
+        g_assert_no_error(error);
+        kas_ops_set_race_hook(hook, r);
+        json_object_put(binding);
+        return;
+    }
+    kas_store_lock(r->store);
+    KasObj *o = kas_store_get_locked(r->store, r->res, ns, name);
+    json_object *j = kas_obj_parse(o);
+    g_autofree char *v = g_strdup_printf("%u", r->made);
+    kas_json_set_string(kas_json_ensure_object(kas_json_ensure_object(j, "metadata"), "labels"),
+                        "race", v);
+    kas_store_put_locked(r->store, r->res, j);
+    kas_store_unlock(r->store);
+    json_object_put(j);
+}
+
+static void put_json(KasStore *store, KasRes *res, const char *text)
+{
+    json_object *o = json_tokener_parse(text);
+    g_assert_nonnull(o);
+    kas_store_lock(store);
+    kas_store_put_locked(store, res, o);
+    kas_store_unlock(store);
+    json_object_put(o);
+}
+
+static char *stored_text(KasStore *store, KasRes *res, const char *name, guint64 *rv)
+{
+    kas_store_lock(store);
+    KasObj *o = kas_store_get_locked(store, res, "default", name);
+    char *t = g_strndup(o->json, o->len);
+    if (rv != NULL)
+        *rv = o->rv;
+    kas_store_unlock(store);
+    return t;
+}
+
+#define RACE_POD(name, uid)                                                                        \
+    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"" name                       \
+    "\",\"namespace\":\"default\",\"uid\":\"" uid "\",\"labels\":{\"app\":\"a\\\"b\"}},"           \
+    "\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"i\"}],\"resourceClaims\":[{"            \
+    "\"name\":\"gpu\",\"resourceClaimTemplateName\":\"one-gpu\"}]},\"status\":{\"phase\":"         \
+    "\"Pending\",\"conditions\":[{\"type\":\"PodScheduled\",\"status\":\"False\"}]}}"
+
+static gboolean bind_json(KasStore *store, const char *name, const char *node, GError **error)
+{
+    g_autofree char *b = g_strdup_printf("{\"kind\":\"Binding\",\"metadata\":{\"annotations\":{"
+                                         "\"kube-batchd.io/gpu-ids\":\"0,1\"}},\"target\":{"
+                                         "\"name\":\"%s\"}}",
+                                         node);
+    json_object *binding = json_tokener_parse(b);
+    gboolean ok = kas_ops_bind(store, "default", name, binding, error);
+    json_object_put(binding);
+    return ok;
+}
+
+/* A binding written between its read and its commit: the write is kept (not lost under the
+ * binding), the binding built again on it; a pod bound meanwhile is a 409 naming that node;
+ * a pod written at every try is bound by the last, under the lock, to the same bytes as a
+ * binding no one raced. */
+static void test_optimistic_binding(void)
+{
+    KasStoreOptions so = {0};
+    KasStore *store = kas_store_new(&so);
+    kas_store_lock(store);
+    KasRes *pods = kas_store_find_locked(store, "", "v1", "pods");
+    kas_store_unlock(store);
+    put_json(store, pods, RACE_POD("p1", "u1"));
+    put_json(store, pods, RACE_POD("p2", "u2"));
+    put_json(store, pods, RACE_POD("p3", "u3"));
+    put_json(store, pods, RACE_POD("p4", "u4"));
+    Racer r = {.store = store, .res = pods};
+    kas_ops_set_race_hook(race_write, &r);
+    g_autoptr(GError) error = NULL;
+
+    /* not raced */
+    guint retries = kas_ops_optimistic_retries();
+    g_assert_true(bind_json(store, "p1", "n1", &error));
+    g_assert_no_error(error);
+    g_assert_cmpuint(kas_ops_optimistic_retries(), ==, retries);
+
+    /* raced once by a label: bound on top of it */
+    guint64 rv_after = 0;
+    kas_store_lock(store);
+    guint64 rv_before = kas_store_rv_locked(store);
+    kas_store_unlock(store);
+    r.races = 1;
+    g_assert_true(bind_json(store, "p2", "n1", &error));
+    g_assert_no_error(error);
+    g_assert_cmpuint(kas_ops_optimistic_retries(), ==, retries + 1);
+    g_autofree char *p2 = stored_text(store, pods, "p2", &rv_after);
+    g_assert_cmpuint(rv_after, ==, rv_before + 2); /* the label's write, then the binding's */
+    json_object *j = json_tokener_parse(p2);
+    g_assert_cmpstr(kas_json_get_string(j, "metadata.labels.race"), ==, "1");
+    g_assert_cmpstr(kas_json_get_string(j, "spec.nodeName"), ==, "n1");
+    g_autofree char *rv_text = g_strdup_printf("%" G_GUINT64_FORMAT, rv_after);
+    g_assert_cmpstr(kas_json_get_string(j, "metadata.resourceVersion"), ==, rv_text);
+    json_object_put(j);
+
+    /* raced by another binding: a conflict naming the node it went to */
+    r.races = 1;
+    r.bind_to = (char *)"n9";
+    g_assert_false(bind_json(store, "p3", "n1", &error));
+    g_assert_error(error, KAS_ERROR, KAS_ERR_CONFLICT);
+    g_assert_nonnull(strstr(error->message, "already assigned to node \"n9\""));
+    g_clear_error(&error);
+    g_autofree char *p3 = stored_text(store, pods, "p3", NULL);
+    j = json_tokener_parse(p3);
+    g_assert_cmpstr(kas_json_get_string(j, "spec.nodeName"), ==, "n9");
+    json_object_put(j);
+    r.bind_to = NULL;
+
+    /* raced at every optimistic try: the last try holds the lock and binds */
+    r.races = KAS_OPS_OPTIMISTIC_TRIES - 1;
+    r.made = 0;
+    retries = kas_ops_optimistic_retries();
+    g_assert_true(bind_json(store, "p4", "n1", &error));
+    g_assert_no_error(error);
+    g_assert_cmpuint(r.made, ==, KAS_OPS_OPTIMISTIC_TRIES - 1);
+    g_assert_cmpuint(kas_ops_optimistic_retries(), ==, retries + KAS_OPS_OPTIMISTIC_TRIES - 1);
+    kas_ops_set_race_hook(NULL, NULL);
+    /* p4 as p1 but for its name, uid, the race label, resourceVersion and the condition's time */
+    g_autofree char *p1 = stored_text(store, pods, "p1", NULL);
+    g_autofree char *p4 = stored_text(store, pods, "p4", NULL);
+    json_object *j1 = json_tokener_parse(p1), *j4 = json_tokener_parse(p4);
+    g_autofree char *race_label = g_strdup_printf(",\"race\":\"%u\"", r.made);
+    const char *from[] = {
+            "\"p4\"", "\"u4\"", race_label, kas_json_get_string(j4, "metadata.resourceVersion"),
+            kas_json_get_string(json_object_array_get_idx(kas_json_get(j4, "status.conditions"), 0),
+                                "lastTransitionTime")};
+    const char *to[] = {
+            "\"p1\"", "\"u1\"", "", kas_json_get_string(j1, "metadata.resourceVersion"),
+            kas_json_get_string(json_object_array_get_idx(kas_json_get(j1, "status.conditions"), 0),
+                                "lastTransitionTime")};
+    g_autofree char *p4_as_p1 = replace_all(p4, from, to, G_N_ELEMENTS(from));
+    g_assert_cmpstr(p4_as_p1, ==, p1);
+    json_object_put(j1);
+    json_object_put(j4);
+    kas_store_free(store);
+}
+
+#define RACE_CLAIM(name)                                                                           \
+    "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":"    \
+    "\"" name "\",\"namespace\":\"default\",\"uid\":\"c-" name "\"},\"spec\":{\"devices\":{"       \
+    "\"requests\":[{\"name\":\"gpu\",\"exactly\":{\"deviceClassName\":\"gpu.nvidia.com\"}}]}}}"
+#define RACE_STATUS(rv)                                                                            \
+    "{\"metadata\":{" rv "},\"status\":{\"allocation\":{\"devices\":{\"results\":[{\"request\":"   \
+    "\"gpu\",\"driver\":\"gpu.nvidia.com\",\"pool\":\"n1\",\"device\":\"gpu-0\"}]}},"              \
+    "\"reservedFor\":[{\"resource\":\"pods\",\"name\":\"p\",\"uid\":\"u\"}]}}"
+
+static KasObj *claim_status(KasStore *store, KasRes *res, const char *name, const char *patch,
+                            GError **error)
+{
+    json_object *j = json_tokener_parse(patch);
+    KasObj *o = kas_ops_patch(store, res, "v1", "default", name, KAS_PATCH_MERGE, j, TRUE, error);
+    json_object_put(j);
+    return o;
+}
+
+/* A claim's first status written between its read and its commit: without a resourceVersion
+ * the status goes on top of the write, which is kept; with the one the writer read, a 409. */
+static void test_optimistic_claim_status(void)
+{
+    KasStoreOptions so = {0};
+    KasStore *store = kas_store_new(&so);
+    kas_store_lock(store);
+    KasRes *claims = kas_store_find_locked(store, "resource.k8s.io", "v1", "resourceclaims");
+    kas_store_unlock(store);
+    put_json(store, claims, RACE_CLAIM("c1"));
+    put_json(store, claims, RACE_CLAIM("c2"));
+    Racer r = {.store = store, .res = claims, .races = 1};
+    kas_ops_set_race_hook(race_write, &r);
+    g_autoptr(GError) error = NULL;
+    guint retries = kas_ops_optimistic_retries();
+    guint spliced = kas_ops_status_splices();
+    g_autoptr(KasObj) o = claim_status(store, claims, "c1", RACE_STATUS(""), &error);
+    g_assert_no_error(error);
+    g_assert_nonnull(o);
+    g_assert_cmpuint(kas_ops_optimistic_retries(), ==, retries + 1);
+    g_assert_cmpuint(kas_ops_status_splices(), ==, spliced + 1);
+    g_autofree char *c1 = stored_text(store, claims, "c1", NULL);
+    g_assert_cmpstr(c1, ==, o->json);
+    json_object *j = json_tokener_parse(c1);
+    g_assert_cmpstr(kas_json_get_string(j, "metadata.labels.race"), ==, "1");
+    g_assert_nonnull(kas_json_get(j, "status.allocation.devices.results"));
+    g_autofree char *rv_text = g_strdup_printf("%" G_GUINT64_FORMAT, o->rv);
+    g_assert_cmpstr(kas_json_get_string(j, "metadata.resourceVersion"), ==, rv_text);
+    json_object_put(j);
+
+    /* the scheduler's precondition: the version it read, written meanwhile */
+    guint64 rv = 0;
+    g_free(stored_text(store, claims, "c2", &rv));
+    g_autofree char *patch =
+            g_strdup_printf(RACE_STATUS("\"resourceVersion\":\"%" G_GUINT64_FORMAT "\""), rv);
+    r.races = 1;
+    g_autoptr(KasObj) refused = claim_status(store, claims, "c2", patch, &error);
+    g_assert_null(refused);
+    g_assert_error(error, KAS_ERROR, KAS_ERR_CONFLICT);
+    g_clear_error(&error);
+    g_autofree char *c2 = stored_text(store, claims, "c2", NULL);
+    j = json_tokener_parse(c2);
+    g_assert_null(kas_json_get(j, "status"));
+    g_assert_cmpstr(kas_json_get_string(j, "metadata.labels.race"), ==, "2");
+    json_object_put(j);
+    kas_ops_set_race_hook(NULL, NULL);
+    kas_store_free(store);
+}
+
+typedef struct {
+    KasStore *store;
+    guint n_pods;
+    guint thread;
+    guint bound;
+} BindRun;
+
+static gpointer bind_all(gpointer data)
+{
+    BindRun *b = data;
+    for (guint i = 0; i < b->n_pods; i++) {
+        g_autofree char *name = g_strdup_printf("p-%03u", (i * 7 + b->thread * 13) % b->n_pods);
+        g_autofree char *node = g_strdup_printf("n%u", b->thread);
+        g_autoptr(GError) error = NULL;
+        if (bind_json(b->store, name, node, &error))
+            b->bound++;
+        else
+            g_assert_error(error, KAS_ERROR, KAS_ERR_CONFLICT);
+    }
+    return NULL;
+}
+
+/* Four threads bind the same pods at once, each to its own node: each pod bound once, to the
+ * node whose binding succeeded, one write each, and a watch sees those writes in order. */
+static void test_optimistic_concurrent(void)
+{
+    KasStoreOptions so = {0};
+    KasStore *store = kas_store_new(&so);
+    kas_store_lock(store);
+    KasRes *pods = kas_store_find_locked(store, "", "v1", "pods");
+    kas_store_unlock(store);
+    const guint n = 200;
+    for (guint i = 0; i < n; i++) {
+        g_autofree char *name = g_strdup_printf("p-%03u", i);
+        g_autofree char *uid = g_strdup_printf("u-%03u", i);
+        const char *from[] = {"\"p\"", "\"u\""};
+        g_autofree char *qn = g_strdup_printf("\"%s\"", name);
+        g_autofree char *qu = g_strdup_printf("\"%s\"", uid);
+        const char *to[] = {qn, qu};
+        g_autofree char *text = replace_all(RACE_POD("p", "u"), from, to, 2);
+        put_json(store, pods, text);
+    }
+    kas_store_lock(store);
+    guint64 rv0 = kas_store_rv_locked(store);
+    kas_store_unlock(store);
+    g_autofree char *from_rv = g_strdup_printf("%" G_GUINT64_FORMAT, rv0);
+    KasWatchOptions wo = {.api_version = "v1", .resource_version = from_rv};
+    g_autoptr(GError) error = NULL;
+    KasWatcher *w = kas_store_watch(store, pods, &wo, &error);
+    g_assert_no_error(error);
+    BindRun runs[4];
+    GThread *threads[4];
+    for (guint t = 0; t < 4; t++) {
+        runs[t] = (BindRun){.store = store, .n_pods = n, .thread = t};
+        threads[t] = g_thread_new("bind", bind_all, &runs[t]);
+    }
+    guint bound = 0;
+    for (guint t = 0; t < 4; t++) {
+        g_thread_join(threads[t]);
+        bound += runs[t].bound;
+    }
+    g_assert_cmpuint(bound, ==, n);
+    kas_store_lock(store);
+    g_assert_cmpuint(kas_store_rv_locked(store), ==, rv0 + n);
+    kas_store_unlock(store);
+    g_autoptr(GString) out = g_string_new(NULL);
+    guint64 last = rv0;
+    guint events = 0;
+    while (events < n) {
+        g_string_truncate(out, 0);
+        g_assert_cmpint(kas_watcher_next(w, g_get_monotonic_time() + 60 * G_USEC_PER_SEC, out, 64,
+                                         NULL, NULL),
+                        ==, KAS_WATCH_EVENT);
+        g_auto(GStrv) lines = g_strsplit(out->str, "\n", -1);
+        for (guint i = 0; lines[i] != NULL && lines[i][0] != '\0'; i++, events++) {
+            json_object *ev = json_tokener_parse(lines[i]);
+            guint64 rv = g_ascii_strtoull(
+                    kas_json_get_string(ev, "object.metadata.resourceVersion"), NULL, 10);
+            g_assert_cmpuint(rv, ==, last + 1);
+            last = rv;
+            g_assert_nonnull(kas_json_get_string(ev, "object.spec.nodeName"));
+            json_object_put(ev);
+        }
+    }
+    kas_watcher_free(w);
+    kas_store_free(store);
+}
+
 static void test_watch_burst_batched(void)
 {
     KasStoreOptions so = {.watch_linger_us = G_USEC_PER_SEC};
@@ -3990,6 +4312,9 @@ int main(int argc, char **argv)
     g_test_add_func("/apiserver/dra/claim-status-nested", test_dra_claim_status_nested);
     g_test_add_func("/apiserver/dra/claim-status-splice", test_dra_claim_status_splice);
     g_test_add_func("/apiserver/ops/mutate-parsed", test_mutate_parsed);
+    g_test_add_func("/apiserver/ops/optimistic-binding", test_optimistic_binding);
+    g_test_add_func("/apiserver/ops/optimistic-claim-status", test_optimistic_claim_status);
+    g_test_add_func("/apiserver/ops/optimistic-concurrent", test_optimistic_concurrent);
     g_test_add_func("/apiserver/dra/invalid", test_dra_invalid);
     g_test_add_func("/apiserver/dra/limits", test_dra_limits);
     g_test_add_func("/apiserver/dra/partitionable", test_dra_partitionable);

@@ -909,6 +909,46 @@ static void test_dra_claims_first(Fixture *f, gconstpointer data)
     g_assert_cmpuint(kb_dra_devices_held(kb_cache_dra(f->cache)), ==, 2);
 }
 
+static void count_done(const KbResponse *resp, gpointer data)
+{
+    (*(guint *)data)++;
+}
+
+/* A pod's claim write is the first half of its binding: it waits ahead of the other requests
+ * waiting for the client (a PodGroup's status here), as the binding does, not behind them. */
+static void test_dra_claims_urgent(Fixture *f, gconstpointer data)
+{
+    kb_test_server_respond(f->srv, "PATCH", CLAIMS "*", 200,
+                           "{\"metadata\":{\"name\":\"c\",\"resourceVersion\":\"7\"}}");
+    kb_test_server_respond(f->srv, "POST", "/api/v1/namespaces/" NS "/pods/*", 201, "{}");
+    kb_test_server_respond(f->srv, "PATCH", "/apis/scheduling.volcano.sh/*", 200, "{}");
+    const char *claims[] = {"c0", NULL};
+    dra_pod(f, "p0", claims);
+    kb_client_set_max_in_flight(f->client, 1);
+    guint others = 0;
+    for (guint i = 0; i < 2; i++) {
+        g_autofree char *name = g_strdup_printf("g%u", i);
+        KbRequest req = {.method = "PATCH",
+                         .type = &kb_type_pod_groups_volcano,
+                         .namespace_ = NS,
+                         .name = name,
+                         .subresource = "status",
+                         .body_text = "{\"status\":{}}",
+                         .content_type = "application/merge-patch+json"};
+        kb_client_call_async(f->client, &req, count_done, &others);
+    }
+    kb_binder_submit(f->binder, f->placements);
+    drain(f);
+    while (others < 2)
+        g_main_context_iteration(NULL, TRUE);
+    g_autofree char *seen = requests_seen(f);
+    g_assert_cmpstr(seen, ==,
+                    "PATCH /apis/scheduling.volcano.sh/v1beta1/namespaces/" NS
+                    "/podgroups/g0/status; PATCH c0/status; POST /api/v1/namespaces/" NS
+                    "/pods/p0/binding; PATCH /apis/scheduling.volcano.sh/v1beta1/namespaces/" NS
+                    "/podgroups/g1/status");
+}
+
 /* The second claim's write is refused: the first is undone against the version its write
  * returned, the binding is never sent, the pod and its devices are free again. */
 static void test_dra_claim_refused(Fixture *f, gconstpointer data)
@@ -1009,6 +1049,7 @@ int main(int argc, char **argv)
         test_evict_disruption_target_refused, NULL);
     ADD("/scheduler/binder/evict/gang-incomplete-condition", test_evict_gang_incomplete, NULL);
     ADD("/scheduler/binder/dra/claims-written-before-binding", test_dra_claims_first, NULL);
+    ADD("/scheduler/binder/dra/claim-writes-urgent", test_dra_claims_urgent, NULL);
     ADD("/scheduler/binder/dra/claim-refused-undoes-the-others", test_dra_claim_refused, NULL);
     ADD("/scheduler/binder/dra/binding-refused-undoes-claims", test_dra_binding_refused, NULL);
     ADD("/scheduler/binder/dra/binding-retried-claims-once", test_dra_binding_retried, NULL);

@@ -1192,6 +1192,28 @@ static json_object *status_patched(json_object *curj, const char *api_version, j
     return doc;
 }
 
+static KasOpsRaceHook race_hook;
+static gpointer race_hook_data;
+static guint optimistic_retries;
+
+void kas_ops_set_race_hook(KasOpsRaceHook hook, gpointer data)
+{
+    race_hook = hook;
+    race_hook_data = data;
+}
+
+guint kas_ops_optimistic_retries(void)
+{
+    return (guint)g_atomic_int_get(&optimistic_retries);
+}
+
+/* Between an optimistic write's read and its commit (tests: a write that races it). */
+static void race_point(const char *what, KasObj *cur)
+{
+    if (race_hook != NULL)
+        race_hook(what, cur->ns, cur->name, race_hook_data);
+}
+
 static gboolean status_splice = TRUE;
 static guint status_splices;
 
@@ -1302,18 +1324,18 @@ static json_object *claim_view(const KasObj *cur, json_object *spec, json_object
  * printing it again makes (test-apiserver /apiserver/dra/claim-status-splice compares both),
  * validated alike (only the spec is parsed, for the allocation's requests). Parsing and
  * printing the whole claim was a third of kb-apiserver's CPU per claim write in
- * bench-e2e --dra. TRUE when it applies, with *@out set (new reference) or @error; FALSE when
- * the general path must take the patch.
+ * bench-e2e --dra. The text is built from @cur (a reference the caller took under the lock)
+ * without the lock; *@text gets it, the resourceVersion's value to go at *@rv_at. TRUE when it
+ * applies, with *@text or @error set; FALSE when the general path must take the patch.
  */
-static gboolean status_spliced_locked(KasStore *store, KasRes *res, KasObj *cur, const char *name,
-                                      json_object *patch, KasObj **out, GError **error)
+static gboolean status_spliced_text(KasRes *res, KasObj *cur, const char *name, json_object *patch,
+                                    GString **text, gsize *rv_at, GError **error)
 {
     StoredSpans sp;
     json_object *st = NULL;
     if (!status_splice || strcmp(res->plural, "resourceclaims") != 0 || cur->deleting ||
         (st = first_status_only(patch)) == NULL || !stored_spans(cur, &sp))
         return FALSE;
-    *out = NULL;
     json_object *pre = json_object_new_object();
     json_object *pmeta = json_object_new_object();
     json_object_object_add(pmeta, "name", json_object_new_string(name));
@@ -1341,13 +1363,12 @@ static gboolean status_spliced_locked(KasStore *store, KasRes *res, KasObj *cur,
     json_object_put(spec);
     if (!ok)
         return TRUE;
-    guint64 rv = kas_store_rv_locked(store) + 1;
     const char *st_text = json_object_to_json_string_ext(
             st, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
     const char *b = cur->json, *after_rv = sp.rv.p + sp.rv.len;
     GString *t = g_string_sized_new(cur->len + strlen(st_text) + 32);
     g_string_append_len(t, b, sp.rv.p - b);
-    g_string_append_printf(t, "\"%" G_GUINT64_FORMAT "\"", rv);
+    *rv_at = t->len;
     if (sp.status.p != NULL) {
         const char *after_st = sp.status.p + sp.status.len;
         g_string_append_len(t, after_rv, sp.status.p - after_rv);
@@ -1359,9 +1380,48 @@ static gboolean status_spliced_locked(KasStore *store, KasRes *res, KasObj *cur,
         g_string_append(t, st_text);
         g_string_append_len(t, b + sp.end, cur->len - sp.end);
     }
-    *out = kas_store_put_text_locked(store, res, cur, g_string_free(t, FALSE), rv);
-    g_atomic_int_inc(&status_splices);
+    *text = t;
     return TRUE;
+}
+
+/*
+ * The claim status splice as an optimistic write (KAS_OPS_OPTIMISTIC_TRIES, kas-ops.h): the text
+ * built from the stored claim outside the store's lock, stored under it only if the claim was
+ * not written meanwhile, else built again. TRUE when it applies, with *@out (new reference) or
+ * @error set; FALSE when the general path, under the lock throughout, must take the patch (also
+ * after the last try raced).
+ */
+static gboolean status_spliced(KasStore *store, KasRes *res, const char *ns, const char *name,
+                               json_object *patch, KasObj **out, GError **error)
+{
+    *out = NULL;
+    for (guint i = 0; i + 1 < KAS_OPS_OPTIMISTIC_TRIES; i++) {
+        kas_store_lock(store);
+        KasObj *cur = kas_store_get_locked(store, res, ns, name);
+        if (cur == NULL || !res->active) {
+            kas_store_unlock(store);
+            return FALSE;
+        }
+        g_autoptr(KasObj) read = kas_obj_ref(cur);
+        kas_store_unlock(store);
+        GString *t = NULL;
+        gsize rv_at = 0;
+        if (!status_spliced_text(res, read, name, patch, &t, &rv_at, error))
+            return FALSE;
+        if (t == NULL)
+            return TRUE; /* refused */
+        race_point("claim status", read);
+        kas_store_lock(store);
+        *out = kas_store_put_text_locked(store, res, read, t->str, t->len, rv_at);
+        kas_store_unlock(store);
+        g_string_free(t, TRUE);
+        if (*out != NULL) {
+            g_atomic_int_inc(&status_splices);
+            return TRUE;
+        }
+        g_atomic_int_inc(&optimistic_retries);
+    }
+    return FALSE;
 }
 
 gboolean kas_ops_patch_apply(json_object **doc, KasPatchType type, json_object *patch,
@@ -1389,18 +1449,16 @@ KasObj *kas_ops_patch(KasStore *store, KasRes *res, const char *version, const c
                       const char *name, KasPatchType type, json_object *patch, gboolean status,
                       GError **error)
 {
+    KasObj *spliced = NULL;
+    if (status && type == KAS_PATCH_MERGE && json_object_is_type(patch, json_type_object) &&
+        status_spliced(store, res, ns, name, patch, &spliced, error))
+        return spliced;
     kas_store_lock(store);
     KasObj *cur = kas_store_get_locked(store, res, ns, name);
     if (cur == NULL || !res->active) {
         kas_store_unlock(store);
         err_not_found(error, res, name);
         return NULL;
-    }
-    KasObj *spliced = NULL;
-    if (status && type == KAS_PATCH_MERGE && json_object_is_type(patch, json_type_object) &&
-        status_spliced_locked(store, res, cur, name, patch, &spliced, error)) {
-        kas_store_unlock(store);
-        return spliced;
     }
     /* parsed once: the patch applies to a copy, the update compares against the original */
     json_object *curj = kas_obj_parse(cur);
@@ -1456,10 +1514,117 @@ static void set_pod_condition(json_object *pod, const char *type, const char *va
     json_object_object_add(c, "lastProbeTime", NULL);
 }
 
-static gboolean bind_locked(KasStore *store, const char *ns, const char *name, json_object *binding,
-                            GError **error)
+/* The checks of a Binding against the stored pod @cur (409s). */
+static gboolean bind_admitted(KasRes *pods, KasObj *cur, const char *name, json_object *binding,
+                              GError **error)
 {
+    const char *buid = kas_json_get_string(binding, "metadata.uid");
+    const char *brv = kas_json_get_string(binding, "metadata.resourceVersion");
+    if ((buid != NULL && buid[0] != '\0' && strcmp(buid, cur->uid) != 0) ||
+        (brv != NULL && brv[0] != '\0' && g_ascii_strtoull(brv, NULL, 10) != cur->rv))
+        return err_conflict(error, pods, "binding", name,
+                            "the object has been modified; please apply your changes to the "
+                            "latest version and try again");
+    if (cur->deleting) {
+        g_autofree char *why = g_strdup_printf("pod %s is being deleted, cannot be assigned to a host",
+                                               name);
+        return err_conflict(error, pods, "binding", name, why);
+    }
+    const char *node = kas_obj_field(pods, cur, "spec.nodeName");
+    if (node != NULL && node[0] != '\0') {
+        g_autofree char *why = g_strdup_printf("pod %s is already assigned to node \"%s\"", name, node);
+        return err_conflict(error, pods, "binding", name, why);
+    }
+    return TRUE;
+}
+
+/* @cur (a stored pod, borrowed) bound to @target as @binding says: a new tree, or NULL and
+ * @error (409) when the pod has scheduling gates. Needs no lock: stored objects are immutable. */
+static json_object *bound_pod(KasRes *pods, KasObj *cur, const char *name, const char *target,
+                              json_object *binding, GError **error)
+{
+    json_object *j = kas_obj_parse(cur);
+    if (kas_pods_gated(j)) {
+        /* 1.27+: a pod with scheduling gates is never bound */
+        json_object_put(j);
+        g_autofree char *why = g_strdup_printf("pod %s has non-empty .spec.schedulingGates", name);
+        err_conflict(error, pods, "binding", name, why);
+        return NULL;
+    }
+    kas_json_set_string(kas_json_ensure_object(j, "spec"), "nodeName", target);
+    json_object *ann = kas_json_get(binding, "metadata.annotations");
+    if (json_object_is_type(ann, json_type_object)) {
+        json_object *pann = kas_json_ensure_object(kas_json_get(j, "metadata"), "annotations");
+        json_object_object_foreach(ann, k, v)
+        {
+            json_object_object_add(pann, k, json_object_get(v));
+        }
+    }
+    set_pod_condition(j, "PodScheduled", "True");
+    return j;
+}
+
+/*
+ * One try of a binding: the checks against the stored pod under the store's lock, the new pod
+ * parsed, edited and printed outside it, and stored under it again only if the pod was not
+ * written meanwhile (*@raced set: the caller tries again). The last try (@locked) does it all
+ * under the lock, so a pod written without pause still gets an answer. Parsing and printing a
+ * pod under the lock that every request takes serialised kb-apiserver's threads: with a claim
+ * write before each binding (bench-e2e --dra) they waited on it more than they ran.
+ */
+static gboolean bind_try(KasStore *store, const char *ns, const char *name, const char *target,
+                         json_object *binding, gboolean locked, gboolean *raced, GError **error)
+{
+    kas_store_lock(store);
     KasRes *pods = kas_store_find_locked(store, "", "v1", "pods");
+    KasObj *cur = kas_store_get_locked(store, pods, ns, name);
+    if (cur == NULL || !bind_admitted(pods, cur, name, binding, error)) {
+        kas_store_unlock(store);
+        return cur == NULL ? err_not_found(error, pods, name) : FALSE;
+    }
+    if (locked) {
+        json_object *j = bound_pod(pods, cur, name, target, binding, error);
+        if (j != NULL)
+            kas_store_put_locked(store, pods, j);
+        kas_store_unlock(store);
+        json_object_put(j);
+        return j != NULL;
+    }
+    g_autoptr(KasObj) read = kas_obj_ref(cur);
+    kas_store_unlock(store);
+    json_object *j = bound_pod(pods, read, name, target, binding, error);
+    if (j == NULL)
+        return FALSE;
+    KasPrepared prep = {0};
+    gboolean ok = kas_store_prepare(pods, j, &prep);
+    json_object_put(j);
+    if (!ok) {
+        *raced = TRUE; /* not printable as expected: the locked try */
+        return FALSE;
+    }
+    race_point("binding", read);
+    kas_store_lock(store);
+    *raced = kas_store_put_prepared_locked(store, pods, read, &prep) == NULL;
+    kas_store_unlock(store);
+    kas_prepared_clear(&prep);
+    if (*raced)
+        g_atomic_int_inc(&optimistic_retries);
+    return !*raced;
+}
+
+gboolean kas_ops_bind(KasStore *store, const char *ns, const char *name, json_object *binding,
+                      GError **error)
+{
+    if (!json_object_is_type(binding, json_type_object)) {
+        g_set_error(error, KAS_ERROR, KAS_ERR_BAD_REQUEST, "the body must be a Binding object");
+        return FALSE;
+    }
+    const char *kind = kas_json_get_string(binding, "kind");
+    if (kind != NULL && strcmp(kind, "Binding") != 0) {
+        g_set_error(error, KAS_ERROR, KAS_ERR_BAD_REQUEST,
+                    "%s in version \"v1\" cannot be handled as a Binding", kind);
+        return FALSE;
+    }
     const char *target = kas_json_get_string(binding, "target.name");
     const char *bname = kas_json_get_string(binding, "metadata.name");
     if (name == NULL)
@@ -1478,65 +1643,14 @@ static gboolean bind_locked(KasStore *store, const char *ns, const char *name, j
                     "Binding \"%s\" is invalid: target.name: Required value", name);
         return FALSE;
     }
-    KasObj *cur = kas_store_get_locked(store, pods, ns, name);
-    if (cur == NULL)
-        return err_not_found(error, pods, name);
-    const char *buid = kas_json_get_string(binding, "metadata.uid");
-    const char *brv = kas_json_get_string(binding, "metadata.resourceVersion");
-    if ((buid != NULL && buid[0] != '\0' && strcmp(buid, cur->uid) != 0) ||
-        (brv != NULL && brv[0] != '\0' && g_ascii_strtoull(brv, NULL, 10) != cur->rv))
-        return err_conflict(error, pods, "binding", name,
-                            "the object has been modified; please apply your changes to the "
-                            "latest version and try again");
-    if (cur->deleting) {
-        g_autofree char *why = g_strdup_printf("pod %s is being deleted, cannot be assigned to a host",
-                                               name);
-        return err_conflict(error, pods, "binding", name, why);
+    for (guint i = 0;; i++) {
+        gboolean raced = FALSE;
+        if (bind_try(store, ns, name, target, binding, i + 1 == KAS_OPS_OPTIMISTIC_TRIES, &raced,
+                     error))
+            return TRUE;
+        if (!raced)
+            return FALSE;
     }
-    const char *node = kas_obj_field(pods, cur, "spec.nodeName");
-    if (node != NULL && node[0] != '\0') {
-        g_autofree char *why = g_strdup_printf("pod %s is already assigned to node \"%s\"", name, node);
-        return err_conflict(error, pods, "binding", name, why);
-    }
-    json_object *j = kas_obj_parse(cur);
-    if (kas_pods_gated(j)) {
-        /* 1.27+: a pod with scheduling gates is never bound */
-        json_object_put(j);
-        g_autofree char *why = g_strdup_printf("pod %s has non-empty .spec.schedulingGates", name);
-        return err_conflict(error, pods, "binding", name, why);
-    }
-    kas_json_set_string(kas_json_ensure_object(j, "spec"), "nodeName", target);
-    json_object *ann = kas_json_get(binding, "metadata.annotations");
-    if (json_object_is_type(ann, json_type_object)) {
-        json_object *pann = kas_json_ensure_object(kas_json_get(j, "metadata"), "annotations");
-        json_object_object_foreach(ann, k, v)
-        {
-            json_object_object_add(pann, k, json_object_get(v));
-        }
-    }
-    set_pod_condition(j, "PodScheduled", "True");
-    kas_store_put_locked(store, pods, j);
-    json_object_put(j);
-    return TRUE;
-}
-
-gboolean kas_ops_bind(KasStore *store, const char *ns, const char *name, json_object *binding,
-                      GError **error)
-{
-    if (!json_object_is_type(binding, json_type_object)) {
-        g_set_error(error, KAS_ERROR, KAS_ERR_BAD_REQUEST, "the body must be a Binding object");
-        return FALSE;
-    }
-    const char *kind = kas_json_get_string(binding, "kind");
-    if (kind != NULL && strcmp(kind, "Binding") != 0) {
-        g_set_error(error, KAS_ERROR, KAS_ERR_BAD_REQUEST,
-                    "%s in version \"v1\" cannot be handled as a Binding", kind);
-        return FALSE;
-    }
-    kas_store_lock(store);
-    gboolean ok = bind_locked(store, ns, name, binding, error);
-    kas_store_unlock(store);
-    return ok;
 }
 
 /*

@@ -48,6 +48,20 @@ void kas_ops_set_status_splice(gboolean on);
 /* How many statuses were spliced so far. */
 guint kas_ops_status_splices(void);
 
+/*
+ * A binding and a claim's first status (one each per DRA pod) are optimistic writes
+ * (kas_store_prepare()): the new object is built outside the store's lock and committed only if
+ * the one it was built from is still stored, else built again; the last of
+ * KAS_OPS_OPTIMISTIC_TRIES tries holds the lock throughout.
+ */
+#define KAS_OPS_OPTIMISTIC_TRIES 4
+/* Called between an optimistic write's read of @ns/@name and its commit, without the lock, with
+ * @what "binding" or "claim status" (tests: a write racing it). NULL: none. */
+typedef void (*KasOpsRaceHook)(const char *what, const char *ns, const char *name, gpointer data);
+void kas_ops_set_race_hook(KasOpsRaceHook hook, gpointer data);
+/* How many optimistic tries found their object written meanwhile, since the start. */
+guint kas_ops_optimistic_retries(void);
+
 /* Delete; returns the object as it is afterwards (terminating, or its final state when it was
  * removed: *@removed tells which; may be NULL). */
 KasObj *kas_ops_delete(KasStore *store, KasRes *res, const char *ns, const char *name,

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kube/kb-json.h"
 #include "testbed/apiserver/kas-convert.h"
 #include "testbed/apiserver/kas-json.h"
 #include "testbed/apiserver/kas-schema.h"
@@ -994,6 +995,90 @@ KasObj *kas_store_put_locked(KasStore *store, KasRes *res, json_object *jo)
     return obj;
 }
 
+/* The span of metadata.resourceVersion's value in @text (as obj_new() prints it). */
+static gboolean rv_span(const char *text, gsize len, gsize *at, gsize *n)
+{
+    KbJsonReader r;
+    KbJsonStr key, span = {0}, skipped;
+    int rc = 0;
+    gboolean ok = TRUE, found = FALSE;
+    kb_json_reader_init(&r, text, len);
+    if (!kb_json_object_begin(&r, NULL))
+        ok = FALSE;
+    while (ok && !found && (rc = kb_json_object_next(&r, &key, NULL)) == 1) {
+        if (!KB_JSON_STR_IS(key, "metadata")) {
+            ok = kb_json_skip_span(&r, &skipped, NULL);
+            continue;
+        }
+        ok = kb_json_object_begin(&r, NULL);
+        while (ok && !found && (rc = kb_json_object_next(&r, &key, NULL)) == 1) {
+            found = KB_JSON_STR_IS(key, "resourceVersion");
+            ok = kb_json_skip_span(&r, found ? &span : &skipped, NULL);
+        }
+        break;
+    }
+    kb_json_reader_clear(&r);
+    if (!ok || !found || span.p == NULL)
+        return FALSE;
+    *at = (gsize)(span.p - text);
+    *n = span.len;
+    return TRUE;
+}
+
+gboolean kas_store_prepare(const KasRes *res, json_object *jo, KasPrepared *out)
+{
+    if (!json_object_is_type(jo, json_type_object))
+        return FALSE;
+    kas_json_set_string(kas_json_ensure_object(jo, "metadata"), "resourceVersion", "0");
+    KasObj *obj = obj_new(res, jo);
+    if (!rv_span(obj->json, obj->len, &out->rv_at, &out->rv_len)) {
+        kas_obj_unref(obj);
+        return FALSE;
+    }
+    out->obj = obj;
+    return TRUE;
+}
+
+void kas_prepared_clear(KasPrepared *p)
+{
+    g_clear_pointer(&p->obj, kas_obj_unref);
+}
+
+/* @text (@len bytes) with the @hole bytes at @at replaced by @rv, quoted; newly allocated,
+ * its length in *@out_len. */
+static char *rv_filled(const char *text, gsize len, gsize at, gsize hole, guint64 rv,
+                       gsize *out_len)
+{
+    char rvbuf[32];
+    gsize n = (gsize)g_snprintf(rvbuf, sizeof rvbuf, "\"%" G_GUINT64_FORMAT "\"", rv);
+    *out_len = len - hole + n;
+    char *out = g_malloc(*out_len + 1);
+    memcpy(out, text, at);
+    memcpy(out + at, rvbuf, n);
+    memcpy(out + at + n, text + at + hole, len - at - hole + 1);
+    return out;
+}
+
+KasObj *kas_store_put_prepared_locked(KasStore *store, KasRes *res, KasObj *expected,
+                                      KasPrepared *p)
+{
+    KasObj *old = g_tree_lookup(res->objects, p->obj->key);
+    if (old == NULL || old != expected)
+        return NULL;
+    KasObj *obj = g_steal_pointer(&p->obj);
+    char *text = rv_filled(obj->json, obj->len, p->rv_at, p->rv_len, store->rv + 1, &obj->len);
+    g_free(obj->json);
+    obj->json = text;
+    obj->rv = ++store->rv;
+    kas_obj_ref(old);
+    owners_add(store, old, -1);
+    owners_add(store, obj, +1);
+    g_tree_replace(res->objects, (gpointer)obj->key, obj);
+    emit(store, res, KAS_EV_MODIFIED, obj, old);
+    kas_obj_unref(old);
+    return obj;
+}
+
 /* A copy of @v, packed as pack_strv() packs (NULL for NULL). */
 static char **strv_copy_packed(char **v)
 {
@@ -1005,16 +1090,16 @@ static char **strv_copy_packed(char **v)
     return pack_strv(strs);
 }
 
-KasObj *kas_store_put_text_locked(KasStore *store, KasRes *res, KasObj *cur, char *text, guint64 rv)
+KasObj *kas_store_put_text_locked(KasStore *store, KasRes *res, KasObj *cur, const char *text,
+                                  gsize len, gsize rv_at)
 {
-    g_return_val_if_fail(rv == store->rv + 1, NULL);
-    store->rv = rv;
+    if (g_tree_lookup(res->objects, cur->key) != cur)
+        return NULL;
     KasObj *obj = g_new0(KasObj, 1);
     obj->ref = 1;
-    obj->rv = rv;
+    obj->rv = ++store->rv;
     obj->created = cur->created;
-    obj->json = text;
-    obj->len = strlen(text);
+    obj->json = rv_filled(text, len, rv_at, 0, obj->rv, &obj->len);
     gsize slen = strlen(cur->key) + strlen(cur->ns) + strlen(cur->name) + strlen(cur->uid) + 4;
     obj->strs = g_memdup2(cur->strs, slen);
     obj->key = obj->strs;

@@ -155,14 +155,39 @@ void kas_store_lock(KasStore *store);
 void kas_store_unlock(KasStore *store);
 guint64 kas_store_rv_locked(KasStore *store);
 /*
- * Store @text (taken), a JSON text as obj_new() prints it, as the next version of @cur (a
- * stored object, borrowed) when only what KasObj does not index changed (a status): name, uid,
- * labels, fields, owners, creation and deletion state are @cur's. @rv must be the store's next
- * resourceVersion (kas_store_rv_locked() + 1), already written in @text. Emits MODIFIED as
- * kas_store_put_locked() does; returns a new reference to the stored object.
+ * Store @text (@len bytes, borrowed), a JSON text as obj_new() prints it but for
+ * metadata.resourceVersion's value, which goes at @rv_at (the store's next resourceVersion,
+ * quoted, put in), as the next version of @cur (borrowed) when only what KasObj does not index
+ * changed (a status): name, uid, labels, fields, owners, creation and deletion state are @cur's.
+ * Emits MODIFIED as kas_store_put_locked() does; returns a new reference to the stored object,
+ * or NULL (nothing changed) when @cur is no longer the stored object.
  */
-KasObj *kas_store_put_text_locked(KasStore *store, KasRes *res, KasObj *cur, char *text,
-                                  guint64 rv);
+KasObj *kas_store_put_text_locked(KasStore *store, KasRes *res, KasObj *cur, const char *text,
+                                  gsize len, gsize rv_at);
+
+/*
+ * Optimistic writes: the new version of a stored object is parsed, edited and printed outside
+ * the store's lock, from a reference to the stored one, and committed under the lock only if
+ * that one is still the stored object (else the caller reads again and retries). Only the
+ * resourceVersion needs the lock: its value is a hole in the printed text, filled at commit.
+ */
+typedef struct {
+    KasObj *obj;  /* printed and indexed, resourceVersion "0"; owned */
+    gsize rv_at;  /* the offset of metadata.resourceVersion's value ("0", quotes included) */
+    gsize rv_len; /* that value's length */
+} KasPrepared;
+
+/* @jo (borrowed; its metadata.resourceVersion is set to "0") printed and indexed as
+ * kas_store_put_locked() would store it, without the lock. FALSE (nothing set) when the printed
+ * text has no metadata.resourceVersion to fill (not an object). */
+gboolean kas_store_prepare(const KasRes *res, json_object *jo, KasPrepared *out);
+void kas_prepared_clear(KasPrepared *p);
+/* Store @p's object in @res as the successor of @expected (the stored object it was made from,
+ * borrowed) if that is still the stored object, with the store's next resourceVersion, and emit
+ * MODIFIED as kas_store_put_locked() does: a borrowed reference to the stored object (@p is
+ * emptied). NULL, nothing changed and @p kept, when @expected was replaced or removed meanwhile. */
+KasObj *kas_store_put_prepared_locked(KasStore *store, KasRes *res, KasObj *expected,
+                                      KasPrepared *p);
 /* A store-wide counter for generated addresses (pod and cluster IPs). */
 guint64 kas_store_next_seq_locked(KasStore *store);
 /* "pods" for the core group, else "plural.group" (as in Status messages); newly allocated. */
