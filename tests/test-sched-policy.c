@@ -2258,18 +2258,17 @@ static void add_waiting_runtime(Fx *fx, const char *name, const char *queue, int
 }
 
 /*
- * Four equal queues and the default one on 24 GPUs: a share by weight of 4.8 each, 14.4 with the
- * default limit of 3. qa holds 16; its 4-GPU job expected to run 24 h may not take it to 20 (the
- * idle GPUs stay for the others' jobs), its 4-GPU job of 1 h may (the limit alone: longEarnedShare
- * and longClusterLimit 0). With longBorrowLimit 0 (as before) or a longRuntime of 48 h, both run.
+ * The fixture of the cases below: four equal queues and the default one on 3 nodes of 8 GPUs;
+ * qa holds 16 in two jobs without an estimate and waits with a 4-GPU job of 24 h ("long") and,
+ * with @with_short, a 4-GPU job of 1 h ("short"). @proportion is the plugin's YAML after its name.
  */
-static void long_case(const char *args, guint long_binds)
+static Fx *qa_long_fixture(const char *proportion, gboolean with_short)
 {
     g_autofree char *conf = g_strdup_printf(
             "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: priority\n"
             "  - name: gang\n- plugins:\n  - name: drf\n  - name: predicates\n"
             "  - name: proportion\n%s",
-            args);
+            proportion);
     Fx *fx = kb_test_sched_new(conf);
     add_queue(fx, "qa", 1, NULL);
     add_queue(fx, "qb", 1, NULL);
@@ -2281,7 +2280,20 @@ static void long_case(const char *args, guint long_binds)
     add_running(fx, "default", "ra1", "qa", "n1", 8);
     add_running(fx, "default", "ra2", "qa", "n2", 8);
     add_waiting_runtime(fx, "long", "qa", 4, "24h");
-    add_waiting_runtime(fx, "short", "qa", 4, "1h");
+    if (with_short)
+        add_waiting_runtime(fx, "short", "qa", 4, "1h");
+    return fx;
+}
+
+/*
+ * Four equal queues and the default one on 24 GPUs: a share by weight of 4.8 each, 14.4 with the
+ * default limit of 3. qa holds 16; its 4-GPU job expected to run 24 h may not take it to 20 (the
+ * idle GPUs stay for the others' jobs), its 4-GPU job of 1 h may (the limit alone: longEarnedShare
+ * and longClusterLimit 0). With longBorrowLimit 0 (as before) or a longRuntime of 48 h, both run.
+ */
+static void long_case(const char *args, guint long_binds)
+{
+    Fx *fx = qa_long_fixture(args, TRUE);
     kb_test_sched_run(fx);
     g_assert_cmpuint(kb_test_sched_binds(fx, "default/short"), ==, 1);
     g_assert_cmpuint(kb_test_sched_binds(fx, "default/long"), ==, long_binds);
@@ -2480,24 +2492,8 @@ static void test_long_held_demand(void)
  */
 static gboolean earned_case(const char *args, gboolean with_short)
 {
-    g_autofree char *conf = g_strdup_printf(
-            "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: priority\n"
-            "  - name: gang\n- plugins:\n  - name: drf\n  - name: predicates\n"
-            "  - name: proportion\n    arguments:\n%s",
-            args);
-    Fx *fx = kb_test_sched_new(conf);
-    add_queue(fx, "qa", 1, NULL);
-    add_queue(fx, "qb", 1, NULL);
-    add_queue(fx, "qc", 1, NULL);
-    add_queue(fx, "qd", 1, NULL);
-    add_node(fx, "n1", 8);
-    add_node(fx, "n2", 8);
-    add_node(fx, "n3", 8);
-    add_running(fx, "default", "ra1", "qa", "n1", 8);
-    add_running(fx, "default", "ra2", "qa", "n2", 8);
-    add_waiting_runtime(fx, "long", "qa", 4, "24h");
-    if (with_short)
-        add_waiting_runtime(fx, "short", "qa", 4, "1h");
+    g_autofree char *proportion = g_strconcat("    arguments:\n", args, NULL);
+    Fx *fx = qa_long_fixture(proportion, with_short);
     kb_test_sched_run(fx);
     if (with_short)
         g_assert_cmpuint(kb_test_sched_binds(fx, "default/short"), ==, 1);
