@@ -1115,11 +1115,17 @@ static void splice_case(GRand *rnd, guint i, const char *name, char **claim, cha
         g_string_append(c, ",\"finalizers\":[\"example.com/keep\"]");
     guint n_req = (guint)g_rand_int_range(rnd, 1, 4);
     g_string_append(c, "},\"spec\":{\"devices\":{\"requests\":[");
-    for (guint r = 0; r < n_req; r++)
-        g_string_append_printf(c,
-                               "%s{\"name\":\"r%u\",\"exactly\":{\"deviceClassName\":"
-                               "\"gpu.nvidia.com\",\"count\":%u}}",
-                               r > 0 ? "," : "", r, r + 1);
+    for (guint r = 0; r < n_req; r++) {
+        if (r == 0 && i % 3 == 0) /* prioritized alternatives: a result names a subrequest */
+            g_string_append(c, "{\"name\":\"r0\",\"firstAvailable\":[{\"name\":\"big\","
+                               "\"deviceClassName\":\"gpu.nvidia.com\",\"count\":2},{\"name\":"
+                               "\"one\",\"deviceClassName\":\"gpu.nvidia.com\"}]}");
+        else
+            g_string_append_printf(c,
+                                   "%s{\"name\":\"r%u\",\"exactly\":{\"deviceClassName\":"
+                                   "\"gpu.nvidia.com\",\"count\":%u}}",
+                                   r > 0 ? "," : "", r, r + 1);
+    }
     g_string_append(c, "]}}");
     if (i % 4 == 1)
         g_string_append(c, ",\"status\":{}");
@@ -1128,9 +1134,10 @@ static void splice_case(GRand *rnd, guint i, const char *name, char **claim, cha
                                "\"results\":[");
     for (guint r = 0; r < n_req; r++)
         g_string_append_printf(st,
-                               "%s{\"request\":\"r%u\",\"driver\":\"gpu.nvidia.com\","
+                               "%s{\"request\":\"r%u%s\",\"driver\":\"gpu.nvidia.com\","
                                "\"pool\":\"node-%u\",\"device\":\"gpu-%u\"}",
-                               r > 0 ? "," : "", r, i, g_rand_int_range(rnd, 0, 8));
+                               r > 0 ? "," : "", r, r == 0 && i % 3 == 0 ? "/one" : "", i,
+                               g_rand_int_range(rnd, 0, 8));
     g_string_append(st, "]}");
     if (i % 2 == 1)
         g_string_append_printf(st,
@@ -1178,12 +1185,19 @@ static void test_dra_claim_status_splice(void)
         g_autofree char *a_path = g_strdup_printf(RC_PATH "/%s/status", a_name);
         g_autofree char *b_path = g_strdup_printf(RC_PATH "/%s/status", b_name);
         if (i % 6 == 0) {
-            /* a stale resourceVersion, then a result naming no request: refused alike */
+            /* a stale resourceVersion, then results naming no request or no subrequest of r0's
+             * firstAvailable: refused alike */
             const char *bad[] = {"{\"metadata\":{\"resourceVersion\":\"1\"},\"status\":{"
                                  "\"reservedFor\":[]}}",
                                  "{\"status\":{\"allocation\":{\"devices\":{\"results\":[{"
                                  "\"request\":\"nope\",\"driver\":\"gpu.nvidia.com\",\"pool\":"
-                                 "\"p\",\"device\":\"d\"}]}}}}"};
+                                 "\"p\",\"device\":\"d\"}]}}}}",
+                                 "{\"status\":{\"allocation\":{\"devices\":{\"results\":[{"
+                                 "\"request\":\"r0/nope\",\"driver\":\"gpu.nvidia.com\","
+                                 "\"pool\":\"p\",\"device\":\"d\"}]}}}}",
+                                 "{\"status\":{\"allocation\":{\"devices\":{\"results\":[{"
+                                 "\"request\":\"r0/one/x\",\"driver\":\"gpu.nvidia.com\","
+                                 "\"pool\":\"p\",\"device\":\"d\"}]}}}}"};
             for (guint k = 0; k < G_N_ELEMENTS(bad); k++) {
                 kas_ops_set_status_splice(TRUE);
                 g_autoptr(Resp) ea =

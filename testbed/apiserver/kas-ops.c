@@ -1316,6 +1316,87 @@ static json_object *claim_view(const KasObj *cur, json_object *spec, json_object
     return o;
 }
 
+/* The next value of @r, a claim's requests (@sub) or a request's firstAvailable, as an array of
+ * objects holding only each one's name and, with @sub, its firstAvailable read alike: all that
+ * validating an allocation reads of the spec (its results' request references). NULL when the
+ * value is not such an array of objects with string names. */
+static json_object *request_names(KbJsonReader *r, gboolean sub)
+{
+    if (kb_json_peek(r) != KB_JSON_ARRAY || !kb_json_array_begin(r, NULL))
+        return NULL;
+    json_object *out = json_object_new_array();
+    int rc;
+    while ((rc = kb_json_array_next(r, NULL)) == 1) {
+        if (kb_json_peek(r) != KB_JSON_OBJECT || !kb_json_object_begin(r, NULL))
+            break;
+        json_object *o = json_object_new_object();
+        json_object_array_add(out, o);
+        KbJsonStr key, s;
+        int mrc = 0;
+        gboolean ok = TRUE;
+        while (ok && (mrc = kb_json_object_next(r, &key, NULL)) == 1) {
+            if (KB_JSON_STR_IS(key, "name")) {
+                ok = kb_json_peek(r) == KB_JSON_STRING && kb_json_read_string(r, &s, NULL);
+                if (ok)
+                    json_object_object_add(o, "name", json_object_new_string_len(s.p, (int)s.len));
+            } else if (sub && KB_JSON_STR_IS(key, "firstAvailable")) {
+                json_object *fa = request_names(r, FALSE);
+                ok = fa != NULL;
+                if (ok)
+                    json_object_object_add(o, "firstAvailable", fa);
+            } else {
+                ok = kb_json_skip(r, NULL);
+            }
+        }
+        if (!ok || mrc != 0)
+            break;
+    }
+    if (rc == 0)
+        return out;
+    json_object_put(out);
+    return NULL;
+}
+
+/* What status admission reads of a stored claim's @spec text: {"devices":{"requests":...}} with
+ * request_names()' view of the requests, built without parsing the rest (selectors, classes,
+ * constraints, configuration). NULL when the text is anything but what a stored claim's spec
+ * looks like: the caller parses it whole then. */
+static json_object *spec_requests_view(const KbJsonStr *spec)
+{
+    KbJsonReader r;
+    kb_json_reader_init(&r, spec->p, spec->len);
+    json_object *requests = NULL;
+    KbJsonStr key;
+    int rc = 0, drc = 0;
+    gboolean ok = kb_json_peek(&r) == KB_JSON_OBJECT && kb_json_object_begin(&r, NULL);
+    while (ok && (rc = kb_json_object_next(&r, &key, NULL)) == 1) {
+        if (!KB_JSON_STR_IS(key, "devices") || requests != NULL ||
+            kb_json_peek(&r) != KB_JSON_OBJECT) {
+            ok = !KB_JSON_STR_IS(key, "devices") && kb_json_skip(&r, NULL);
+            continue;
+        }
+        ok = kb_json_object_begin(&r, NULL);
+        while (ok && (drc = kb_json_object_next(&r, &key, NULL)) == 1) {
+            if (KB_JSON_STR_IS(key, "requests") && requests == NULL)
+                ok = (requests = request_names(&r, TRUE)) != NULL;
+            else
+                ok = !KB_JSON_STR_IS(key, "requests") && kb_json_skip(&r, NULL);
+        }
+        ok = ok && drc == 0 && requests != NULL;
+    }
+    ok = ok && rc == 0 && requests != NULL && kb_json_finish(&r, NULL);
+    kb_json_reader_clear(&r);
+    if (!ok) {
+        json_object_put(requests);
+        return NULL;
+    }
+    json_object *devices = json_object_new_object();
+    json_object_object_add(devices, "requests", requests);
+    json_object *view = json_object_new_object();
+    json_object_object_add(view, "devices", devices);
+    return view;
+}
+
 /*
  * A ResourceClaim's first status (a scheduler's allocation and reservation, one write per DRA
  * pod bound) written by a merge patch that holds nothing else but the preconditions, over a
@@ -1352,7 +1433,7 @@ static gboolean status_spliced_text(KasRes *res, KasObj *cur, const char *name, 
     if (!ok)
         return TRUE;
     json_object *spec = NULL;
-    if (sp.spec.p != NULL) {
+    if (sp.spec.p != NULL && (spec = spec_requests_view(&sp.spec)) == NULL) {
         g_autofree char *spec_text = g_strndup(sp.spec.p, sp.spec.len);
         spec = kas_json_parse_stored(spec_text);
     }
