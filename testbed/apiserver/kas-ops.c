@@ -1301,14 +1301,12 @@ static json_object *first_status_only(json_object *patch)
     return st;
 }
 
-/* What status admission reads of a claim: a new object holding @cur's name, @spec and @status
- * (each borrowed, shared; NULL for none). */
-static json_object *claim_view(const KasObj *cur, json_object *spec, json_object *status)
+/* What status admission reads of a claim: a new object holding @meta (its name), @spec and
+ * @status (each borrowed, shared; NULL for none). */
+static json_object *claim_view(json_object *meta, json_object *spec, json_object *status)
 {
     json_object *o = json_object_new_object();
-    json_object *meta = json_object_new_object();
-    json_object_object_add(meta, "name", json_object_new_string(cur->name));
-    json_object_object_add(o, "metadata", meta);
+    json_object_object_add(o, "metadata", json_object_get(meta));
     if (spec != NULL)
         json_object_object_add(o, "spec", json_object_get(spec));
     if (status != NULL)
@@ -1437,10 +1435,13 @@ static gboolean status_spliced_text(KasRes *res, KasObj *cur, const char *name, 
         g_autofree char *spec_text = g_strndup(sp.spec.p, sp.spec.len);
         spec = kas_json_parse_stored(spec_text);
     }
-    json_object *old = claim_view(cur, spec, NULL), *now = claim_view(cur, spec, st);
+    json_object *meta = json_object_new_object();
+    json_object_object_add(meta, "name", json_object_new_string(cur->name));
+    json_object *old = claim_view(meta, spec, NULL), *now = claim_view(meta, spec, st);
     ok = status_admitted(res, old, now, error);
     json_object_put(old);
     json_object_put(now);
+    json_object_put(meta);
     json_object_put(spec);
     if (!ok)
         return TRUE;
