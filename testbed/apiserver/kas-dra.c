@@ -1101,7 +1101,8 @@ static void check_reserved_for(KasFieldErrors *errs, json_object *rf)
         return;
     static const char *const keys[] = {"resource", "name", "uid"};
     for (gsize i = 0; i < arr_len(rf); i++) {
-        g_autofree char *f = g_strdup_printf("status.reservedFor[%zu]", i);
+        char f[64];
+        g_snprintf(f, sizeof f, "status.reservedFor[%zu]", i);
         for (guint k = 0; k < G_N_ELEMENTS(keys); k++)
             required_string(errs, f, arr_at(rf, i), keys[k]);
     }
@@ -1124,11 +1125,14 @@ static void check_allocation(KasFieldErrors *errs, json_object *alloc, json_obje
     if (check_count(errs, rp, results, KAS_DRA_MAX_RESULTS)) {
         for (gsize i = 0; i < arr_len(results); i++) {
             json_object *r = arr_at(results, i);
-            g_autofree char *f = g_strdup_printf("%s[%zu]", rp, i);
-            g_autofree char *req = g_strdup_printf("%s.request", f);
-            g_autofree char *drv = g_strdup_printf("%s.driver", f);
-            g_autofree char *pool = g_strdup_printf("%s.pool", f);
-            g_autofree char *dev = g_strdup_printf("%s.device", f);
+            /* on the stack: one status write per DRA pod validates these (an index has at
+             * most 20 digits) */
+            char f[80], req[96], drv[96], pool[96], dev[96];
+            g_snprintf(f, sizeof f, "%s[%zu]", rp, i);
+            g_snprintf(req, sizeof req, "%s.request", f);
+            g_snprintf(drv, sizeof drv, "%s.driver", f);
+            g_snprintf(pool, sizeof pool, "%s.pool", f);
+            g_snprintf(dev, sizeof dev, "%s.device", f);
             const char *ref = kas_json_get_string(r, "request");
             if (ref == NULL || ref[0] == '\0')
                 kas_field_errors_add(errs, req, "Required value");
