@@ -1253,6 +1253,67 @@ static void test_dra_claim_status_splice(void)
     g_assert_cmpuint(kas_ops_status_splices() - spliced, ==, 48);
 }
 
+/* kas_claims_reservations_live_locked (the resource-claim controller's hook, read from the
+ * claim's text): every reservation held by a live pod, and one at least; reservations of other
+ * resources or API groups are not its to judge. */
+static void test_dra_reservations_live(void)
+{
+    g_autoptr(KasServer) srv = start();
+    g_autoptr(Resp) p1 = post(srv, "/api/v1/namespaces/default/pods", POD_JSON("p1", "", ""));
+    g_autoptr(Resp) p2 = post(srv, "/api/v1/namespaces/default/pods", POD_JSON("p2", "", ""));
+    assert_status(p1, 201, NULL);
+    assert_status(p2, 201, NULL);
+    g_autofree char *live1 = g_strdup_printf(
+            "{\"resource\":\"pods\",\"name\":\"p1\",\"uid\":\"%s\"}", js(p1, "metadata.uid"));
+    g_autofree char *live2 = g_strdup_printf(
+            "{\"uid\":\"%s\",\"name\":\"p2\",\"resource\":\"pods\",\"apiGroup\":\"\"}",
+            js(p2, "metadata.uid"));
+    const char *stale = "{\"resource\":\"pods\",\"name\":\"p1\",\"uid\":\"other\"}";
+    const char *gone = "{\"resource\":\"pods\",\"name\":\"p9\",\"uid\":\"u9\"}";
+    const char *other = "{\"resource\":\"jobs\",\"name\":\"j\",\"uid\":\"u8\"}";
+    const char *group = "{\"apiGroup\":\"example.com\",\"resource\":\"pods\",\"name\":\"x\","
+                        "\"uid\":\"u7\"}";
+    struct {
+        const char *a, *b; /* reservedFor's entries (NULL: fewer), none at all: no status */
+        gboolean status, live;
+    } cases[] = {
+            {NULL, NULL, FALSE, FALSE},  {live1, NULL, TRUE, TRUE},  {live1, live2, TRUE, TRUE},
+            {live1, stale, TRUE, FALSE}, {gone, live1, TRUE, FALSE}, {other, NULL, TRUE, TRUE},
+            {group, live2, TRUE, TRUE},  {live2, other, TRUE, TRUE}, {other, gone, TRUE, FALSE},
+    };
+    KasStore *store = kas_server_store(srv);
+    kas_store_lock(store);
+    KasRes *claims = kas_store_find_locked(store, "resource.k8s.io", "v1", "resourceclaims");
+    kas_store_unlock(store);
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *name = g_strdup_printf("c%u", i);
+        g_autofree char *path = g_strdup_printf(RC_PATH "/%s/status", name);
+        g_autofree char *claim = g_strdup_printf(
+                "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\",\"metadata\":{"
+                "\"name\":\"%s\"},\"spec\":{\"devices\":{\"requests\":[" GPU_REQ("gpu") "]}}}",
+                name);
+        g_autoptr(Resp) c = post(srv, RC_PATH, claim);
+        assert_status(c, 201, NULL);
+        if (cases[i].status) {
+            g_autofree char *body = g_strdup_printf(
+                    "{\"status\":{\"allocation\":{\"devices\":{\"results\":[{\"request\":"
+                    "\"gpu\",\"driver\":\"gpu.nvidia.com\",\"pool\":\"n1\",\"device\":"
+                    "\"gpu-%u\"}]}},\"reservedFor\":[%s%s%s]}}",
+                    i, cases[i].a, cases[i].b != NULL ? "," : "",
+                    cases[i].b != NULL ? cases[i].b : "");
+            g_autoptr(Resp) w = http(srv, "PATCH", path, "application/merge-patch+json", body);
+            assert_status(w, 200, NULL);
+        }
+        kas_store_lock(store);
+        KasObj *o = kas_store_get_locked(store, claims, "default", name);
+        gboolean live = kas_claims_reservations_live_locked(store, o);
+        kas_store_unlock(store);
+        if (live != cases[i].live)
+            g_error("case %u: %s, expected %s", i, live ? "live" : "not live",
+                    cases[i].live ? "live" : "not live");
+    }
+}
+
 static void test_dra_invalid(void)
 {
     g_autoptr(KasServer) srv = start();
@@ -4325,6 +4386,7 @@ int main(int argc, char **argv)
     g_test_add_func("/apiserver/dra/claim-status-only", test_dra_claim_status_only);
     g_test_add_func("/apiserver/dra/claim-status-nested", test_dra_claim_status_nested);
     g_test_add_func("/apiserver/dra/claim-status-splice", test_dra_claim_status_splice);
+    g_test_add_func("/apiserver/dra/reservations-live", test_dra_reservations_live);
     g_test_add_func("/apiserver/ops/mutate-parsed", test_mutate_parsed);
     g_test_add_func("/apiserver/ops/optimistic-binding", test_optimistic_binding);
     g_test_add_func("/apiserver/ops/optimistic-claim-status", test_optimistic_claim_status);
