@@ -1185,19 +1185,24 @@ static void test_dra_claim_status_splice(void)
         g_autofree char *a_path = g_strdup_printf(RC_PATH "/%s/status", a_name);
         g_autofree char *b_path = g_strdup_printf(RC_PATH "/%s/status", b_name);
         if (i % 6 == 0) {
-            /* a stale resourceVersion, then results naming no request or no subrequest of r0's
-             * firstAvailable: refused alike */
-            const char *bad[] = {"{\"metadata\":{\"resourceVersion\":\"1\"},\"status\":{"
-                                 "\"reservedFor\":[]}}",
-                                 "{\"status\":{\"allocation\":{\"devices\":{\"results\":[{"
-                                 "\"request\":\"nope\",\"driver\":\"gpu.nvidia.com\",\"pool\":"
-                                 "\"p\",\"device\":\"d\"}]}}}}",
-                                 "{\"status\":{\"allocation\":{\"devices\":{\"results\":[{"
-                                 "\"request\":\"r0/nope\",\"driver\":\"gpu.nvidia.com\","
-                                 "\"pool\":\"p\",\"device\":\"d\"}]}}}}",
-                                 "{\"status\":{\"allocation\":{\"devices\":{\"results\":[{"
-                                 "\"request\":\"r0/one/x\",\"driver\":\"gpu.nvidia.com\","
-                                 "\"pool\":\"p\",\"device\":\"d\"}]}}}}"};
+            /* a stale resourceVersion, results naming no request or no subrequest of r0's
+             * firstAvailable, another uid: refused alike */
+            const char *bad[] = {
+                    "{\"metadata\":{\"resourceVersion\":\"1\"},\"status\":{"
+                    "\"reservedFor\":[]}}",
+                    "{\"status\":{\"allocation\":{\"devices\":{\"results\":[{"
+                    "\"request\":\"nope\",\"driver\":\"gpu.nvidia.com\",\"pool\":"
+                    "\"p\",\"device\":\"d\"}]}}}}",
+                    "{\"status\":{\"allocation\":{\"devices\":{\"results\":[{"
+                    "\"request\":\"r0/nope\",\"driver\":\"gpu.nvidia.com\","
+                    "\"pool\":\"p\",\"device\":\"d\"}]}}}}",
+                    "{\"status\":{\"allocation\":{\"devices\":{\"results\":[{"
+                    "\"request\":\"r0/one/x\",\"driver\":\"gpu.nvidia.com\","
+                    "\"pool\":\"p\",\"device\":\"d\"}]}}}}",
+                    "{\"metadata\":{\"uid\":\"wrong\"},\"status\":{\"reservedFor\":[]}}"};
+            /* b's name and uid read as a's */
+            const char *b_id[] = {b_name, js(cb, "metadata.uid")};
+            const char *a_id[] = {a_name, js(ca, "metadata.uid")};
             for (guint k = 0; k < G_N_ELEMENTS(bad); k++) {
                 kas_ops_set_status_splice(TRUE);
                 g_autoptr(Resp) ea =
@@ -1206,9 +1211,9 @@ static void test_dra_claim_status_splice(void)
                 g_autoptr(Resp) eb =
                         http(srv, "PATCH", b_path, "application/merge-patch+json", bad[k]);
                 kas_ops_set_status_splice(TRUE);
-                g_assert_cmpint(ea->code, ==, k == 0 ? 409 : 422);
+                g_assert_cmpint(ea->code, ==, k == 0 || k == 4 ? 409 : 422);
                 g_assert_cmpint(eb->code, ==, ea->code);
-                g_autofree char *eb_as_a = replace_all(eb->body, to, from, 1);
+                g_autofree char *eb_as_a = replace_all(eb->body, b_id, a_id, 2);
                 g_assert_cmpstr(ea->body, ==, eb_as_a);
             }
         }

@@ -974,30 +974,29 @@ static json_object *updated_object(KasStore *store, KasRes *res, json_object *cu
     return newj;
 }
 
-static gboolean check_update_preconditions(KasRes *res, KasObj *cur, const char *name,
-                                           json_object *body, GError **error)
+/* An update's preconditions, from its body's metadata strings (each NULL when absent): the name
+ * is the URL's, the namespace, uid and resourceVersion (when given) the stored object's. */
+static gboolean preconditions_hold(KasRes *res, KasObj *cur, const char *name, const char *bname,
+                                   const char *bns, const char *buid, const char *rv,
+                                   GError **error)
 {
-    const char *bname = kas_json_get_string(body, "metadata.name");
     if (bname == NULL || strcmp(bname, name) != 0) {
         g_set_error(error, KAS_ERROR, KAS_ERR_BAD_REQUEST,
                     "the name of the object (%s) does not match the name on the URL (%s)",
                     bname != NULL ? bname : "", name);
         return FALSE;
     }
-    const char *bns = kas_json_get_string(body, "metadata.namespace");
     if (res->namespaced && bns != NULL && bns[0] != '\0' && strcmp(bns, cur->ns) != 0) {
         g_set_error(error, KAS_ERROR, KAS_ERR_BAD_REQUEST,
                     "the namespace of the provided object does not match the namespace sent on "
                     "the request");
         return FALSE;
     }
-    const char *buid = kas_json_get_string(body, "metadata.uid");
     if (buid != NULL && buid[0] != '\0' && strcmp(buid, cur->uid) != 0) {
         g_autofree char *why = g_strdup_printf("Precondition failed: UID in precondition: %s, UID "
                                                "in object meta: %s", buid, cur->uid);
         return err_conflict(error, res, NULL, name, why);
     }
-    const char *rv = kas_json_get_string(body, "metadata.resourceVersion");
     if (rv == NULL || rv[0] == '\0') {
         if (res->kind == KAS_KIND_CUSTOM || res->kind == KAS_KIND_CRD)
             return err_invalid(error, res, name, "metadata.resourceVersion",
@@ -1009,6 +1008,15 @@ static gboolean check_update_preconditions(KasRes *res, KasObj *cur, const char 
                             "the object has been modified; please apply your changes to the "
                             "latest version and try again");
     return TRUE;
+}
+
+static gboolean check_update_preconditions(KasRes *res, KasObj *cur, const char *name,
+                                           json_object *body, GError **error)
+{
+    return preconditions_hold(res, cur, name, kas_json_get_string(body, "metadata.name"),
+                              kas_json_get_string(body, "metadata.namespace"),
+                              kas_json_get_string(body, "metadata.uid"),
+                              kas_json_get_string(body, "metadata.resourceVersion"), error);
 }
 
 /* Store @newj over @cur unless nothing changed (@curj, @cur's parsed state; NULL when it is
@@ -1415,19 +1423,10 @@ static gboolean status_spliced_text(KasRes *res, KasObj *cur, const char *name, 
     if (!status_splice || strcmp(res->plural, "resourceclaims") != 0 || cur->deleting ||
         (st = first_status_only(patch)) == NULL || !stored_spans(cur, &sp))
         return FALSE;
-    json_object *pre = json_object_new_object();
-    json_object *pmeta = json_object_new_object();
-    json_object_object_add(pmeta, "name", json_object_new_string(name));
-    json_object *m = kas_json_get(patch, "metadata");
-    if (m != NULL) {
-        json_object_object_foreach(m, mk, mv)
-        {
-            json_object_object_add(pmeta, mk, json_object_get(mv));
-        }
-    }
-    json_object_object_add(pre, "metadata", pmeta);
-    gboolean ok = check_update_preconditions(res, cur, name, pre, error);
-    json_object_put(pre);
+    /* the patch's metadata holds at most these two, as strings (first_status_only) */
+    gboolean ok = preconditions_hold(res, cur, name, name, NULL,
+                                     kas_json_get_string(patch, "metadata.uid"),
+                                     kas_json_get_string(patch, "metadata.resourceVersion"), error);
     if (!ok)
         return TRUE;
     json_object *spec = NULL;
