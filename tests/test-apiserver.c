@@ -1115,11 +1115,17 @@ static void splice_case(GRand *rnd, guint i, const char *name, char **claim, cha
         g_string_append(c, ",\"finalizers\":[\"example.com/keep\"]");
     guint n_req = (guint)g_rand_int_range(rnd, 1, 4);
     g_string_append(c, "},\"spec\":{\"devices\":{\"requests\":[");
-    for (guint r = 0; r < n_req; r++)
-        g_string_append_printf(c,
-                               "%s{\"name\":\"r%u\",\"exactly\":{\"deviceClassName\":"
-                               "\"gpu.nvidia.com\",\"count\":%u}}",
-                               r > 0 ? "," : "", r, r + 1);
+    for (guint r = 0; r < n_req; r++) {
+        if (r == 0 && i % 3 == 0) /* prioritized alternatives: a result names a subrequest */
+            g_string_append(c, "{\"name\":\"r0\",\"firstAvailable\":[{\"name\":\"big\","
+                               "\"deviceClassName\":\"gpu.nvidia.com\",\"count\":2},{\"name\":"
+                               "\"one\",\"deviceClassName\":\"gpu.nvidia.com\"}]}");
+        else
+            g_string_append_printf(c,
+                                   "%s{\"name\":\"r%u\",\"exactly\":{\"deviceClassName\":"
+                                   "\"gpu.nvidia.com\",\"count\":%u}}",
+                                   r > 0 ? "," : "", r, r + 1);
+    }
     g_string_append(c, "]}}");
     if (i % 4 == 1)
         g_string_append(c, ",\"status\":{}");
@@ -1128,9 +1134,10 @@ static void splice_case(GRand *rnd, guint i, const char *name, char **claim, cha
                                "\"results\":[");
     for (guint r = 0; r < n_req; r++)
         g_string_append_printf(st,
-                               "%s{\"request\":\"r%u\",\"driver\":\"gpu.nvidia.com\","
+                               "%s{\"request\":\"r%u%s\",\"driver\":\"gpu.nvidia.com\","
                                "\"pool\":\"node-%u\",\"device\":\"gpu-%u\"}",
-                               r > 0 ? "," : "", r, i, g_rand_int_range(rnd, 0, 8));
+                               r > 0 ? "," : "", r, r == 0 && i % 3 == 0 ? "/one" : "", i,
+                               g_rand_int_range(rnd, 0, 8));
     g_string_append(st, "]}");
     if (i % 2 == 1)
         g_string_append_printf(st,
@@ -1178,12 +1185,24 @@ static void test_dra_claim_status_splice(void)
         g_autofree char *a_path = g_strdup_printf(RC_PATH "/%s/status", a_name);
         g_autofree char *b_path = g_strdup_printf(RC_PATH "/%s/status", b_name);
         if (i % 6 == 0) {
-            /* a stale resourceVersion, then a result naming no request: refused alike */
-            const char *bad[] = {"{\"metadata\":{\"resourceVersion\":\"1\"},\"status\":{"
-                                 "\"reservedFor\":[]}}",
-                                 "{\"status\":{\"allocation\":{\"devices\":{\"results\":[{"
-                                 "\"request\":\"nope\",\"driver\":\"gpu.nvidia.com\",\"pool\":"
-                                 "\"p\",\"device\":\"d\"}]}}}}"};
+            /* a stale resourceVersion, results naming no request or no subrequest of r0's
+             * firstAvailable, another uid: refused alike */
+            const char *bad[] = {
+                    "{\"metadata\":{\"resourceVersion\":\"1\"},\"status\":{"
+                    "\"reservedFor\":[]}}",
+                    "{\"status\":{\"allocation\":{\"devices\":{\"results\":[{"
+                    "\"request\":\"nope\",\"driver\":\"gpu.nvidia.com\",\"pool\":"
+                    "\"p\",\"device\":\"d\"}]}}}}",
+                    "{\"status\":{\"allocation\":{\"devices\":{\"results\":[{"
+                    "\"request\":\"r0/nope\",\"driver\":\"gpu.nvidia.com\","
+                    "\"pool\":\"p\",\"device\":\"d\"}]}}}}",
+                    "{\"status\":{\"allocation\":{\"devices\":{\"results\":[{"
+                    "\"request\":\"r0/one/x\",\"driver\":\"gpu.nvidia.com\","
+                    "\"pool\":\"p\",\"device\":\"d\"}]}}}}",
+                    "{\"metadata\":{\"uid\":\"wrong\"},\"status\":{\"reservedFor\":[]}}"};
+            /* b's name and uid read as a's */
+            const char *b_id[] = {b_name, js(cb, "metadata.uid")};
+            const char *a_id[] = {a_name, js(ca, "metadata.uid")};
             for (guint k = 0; k < G_N_ELEMENTS(bad); k++) {
                 kas_ops_set_status_splice(TRUE);
                 g_autoptr(Resp) ea =
@@ -1192,9 +1211,9 @@ static void test_dra_claim_status_splice(void)
                 g_autoptr(Resp) eb =
                         http(srv, "PATCH", b_path, "application/merge-patch+json", bad[k]);
                 kas_ops_set_status_splice(TRUE);
-                g_assert_cmpint(ea->code, ==, k == 0 ? 409 : 422);
+                g_assert_cmpint(ea->code, ==, k == 0 || k == 4 ? 409 : 422);
                 g_assert_cmpint(eb->code, ==, ea->code);
-                g_autofree char *eb_as_a = replace_all(eb->body, to, from, 1);
+                g_autofree char *eb_as_a = replace_all(eb->body, b_id, a_id, 2);
                 g_assert_cmpstr(ea->body, ==, eb_as_a);
             }
         }
@@ -1237,6 +1256,67 @@ static void test_dra_claim_status_splice(void)
     }
     /* every first status above went through the splice, the refused ones aside */
     g_assert_cmpuint(kas_ops_status_splices() - spliced, ==, 48);
+}
+
+/* kas_claims_reservations_live_locked (the resource-claim controller's hook, read from the
+ * claim's text): every reservation held by a live pod, and one at least; reservations of other
+ * resources or API groups are not its to judge. */
+static void test_dra_reservations_live(void)
+{
+    g_autoptr(KasServer) srv = start();
+    g_autoptr(Resp) p1 = post(srv, "/api/v1/namespaces/default/pods", POD_JSON("p1", "", ""));
+    g_autoptr(Resp) p2 = post(srv, "/api/v1/namespaces/default/pods", POD_JSON("p2", "", ""));
+    assert_status(p1, 201, NULL);
+    assert_status(p2, 201, NULL);
+    g_autofree char *live1 = g_strdup_printf(
+            "{\"resource\":\"pods\",\"name\":\"p1\",\"uid\":\"%s\"}", js(p1, "metadata.uid"));
+    g_autofree char *live2 = g_strdup_printf(
+            "{\"uid\":\"%s\",\"name\":\"p2\",\"resource\":\"pods\",\"apiGroup\":\"\"}",
+            js(p2, "metadata.uid"));
+    const char *stale = "{\"resource\":\"pods\",\"name\":\"p1\",\"uid\":\"other\"}";
+    const char *gone = "{\"resource\":\"pods\",\"name\":\"p9\",\"uid\":\"u9\"}";
+    const char *other = "{\"resource\":\"jobs\",\"name\":\"j\",\"uid\":\"u8\"}";
+    const char *group = "{\"apiGroup\":\"example.com\",\"resource\":\"pods\",\"name\":\"x\","
+                        "\"uid\":\"u7\"}";
+    struct {
+        const char *a, *b; /* reservedFor's entries (NULL: fewer), none at all: no status */
+        gboolean status, live;
+    } cases[] = {
+            {NULL, NULL, FALSE, FALSE},  {live1, NULL, TRUE, TRUE},  {live1, live2, TRUE, TRUE},
+            {live1, stale, TRUE, FALSE}, {gone, live1, TRUE, FALSE}, {other, NULL, TRUE, TRUE},
+            {group, live2, TRUE, TRUE},  {live2, other, TRUE, TRUE}, {other, gone, TRUE, FALSE},
+    };
+    KasStore *store = kas_server_store(srv);
+    kas_store_lock(store);
+    KasRes *claims = kas_store_find_locked(store, "resource.k8s.io", "v1", "resourceclaims");
+    kas_store_unlock(store);
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *name = g_strdup_printf("c%u", i);
+        g_autofree char *path = g_strdup_printf(RC_PATH "/%s/status", name);
+        g_autofree char *claim = g_strdup_printf(
+                "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\",\"metadata\":{"
+                "\"name\":\"%s\"},\"spec\":{\"devices\":{\"requests\":[" GPU_REQ("gpu") "]}}}",
+                name);
+        g_autoptr(Resp) c = post(srv, RC_PATH, claim);
+        assert_status(c, 201, NULL);
+        if (cases[i].status) {
+            g_autofree char *body = g_strdup_printf(
+                    "{\"status\":{\"allocation\":{\"devices\":{\"results\":[{\"request\":"
+                    "\"gpu\",\"driver\":\"gpu.nvidia.com\",\"pool\":\"n1\",\"device\":"
+                    "\"gpu-%u\"}]}},\"reservedFor\":[%s%s%s]}}",
+                    i, cases[i].a, cases[i].b != NULL ? "," : "",
+                    cases[i].b != NULL ? cases[i].b : "");
+            g_autoptr(Resp) w = http(srv, "PATCH", path, "application/merge-patch+json", body);
+            assert_status(w, 200, NULL);
+        }
+        kas_store_lock(store);
+        KasObj *o = kas_store_get_locked(store, claims, "default", name);
+        gboolean live = kas_claims_reservations_live_locked(store, o);
+        kas_store_unlock(store);
+        if (live != cases[i].live)
+            g_error("case %u: %s, expected %s", i, live ? "live" : "not live",
+                    cases[i].live ? "live" : "not live");
+    }
 }
 
 static void test_dra_invalid(void)
@@ -4311,6 +4391,7 @@ int main(int argc, char **argv)
     g_test_add_func("/apiserver/dra/claim-status-only", test_dra_claim_status_only);
     g_test_add_func("/apiserver/dra/claim-status-nested", test_dra_claim_status_nested);
     g_test_add_func("/apiserver/dra/claim-status-splice", test_dra_claim_status_splice);
+    g_test_add_func("/apiserver/dra/reservations-live", test_dra_reservations_live);
     g_test_add_func("/apiserver/ops/mutate-parsed", test_mutate_parsed);
     g_test_add_func("/apiserver/ops/optimistic-binding", test_optimistic_binding);
     g_test_add_func("/apiserver/ops/optimistic-claim-status", test_optimistic_claim_status);

@@ -216,9 +216,91 @@ static json_object *reserved_for_of(const KasObj *o)
     return span != NULL ? kas_json_parse_stored(span) : NULL;
 }
 
+/* The next value of @r into *@out as a string (a copy; NULL when it is none), or skipped when
+ * @out is NULL; FALSE on bad JSON. */
+static gboolean read_opt_string(KbJsonReader *r, char **out)
+{
+    if (out == NULL)
+        return kb_json_skip(r, NULL);
+    g_clear_pointer(out, g_free);
+    if (kb_json_peek(r) != KB_JSON_STRING)
+        return kb_json_skip(r, NULL);
+    KbJsonStr s;
+    if (!kb_json_read_string(r, &s, NULL))
+        return FALSE;
+    *out = kb_json_str_dup(&s);
+    return TRUE;
+}
+
+/* One entry of reservedFor read from the text (the reader at it) and judged as
+ * reservation_live() judges it parsed: 1 live, 0 not, -1 bad JSON. */
+static int reservation_read(KbJsonReader *r, KasStore *store, KasRes *pods, const char *ns)
+{
+    if (kb_json_peek(r) != KB_JSON_OBJECT)
+        return kb_json_skip(r, NULL) ? 1 : -1; /* no resource: not ours to judge */
+    g_autofree char *resource = NULL, *group = NULL, *name = NULL, *uid = NULL;
+    KbJsonStr key;
+    int rc = 0;
+    gboolean ok = kb_json_object_begin(r, NULL);
+    while (ok && (rc = kb_json_object_next(r, &key, NULL)) == 1)
+        ok = read_opt_string(r, KB_JSON_STR_IS(key, "resource")   ? &resource
+                                : KB_JSON_STR_IS(key, "apiGroup") ? &group
+                                : KB_JSON_STR_IS(key, "name")     ? &name
+                                : KB_JSON_STR_IS(key, "uid")      ? &uid
+                                                                  : NULL);
+    if (!ok || rc != 0)
+        return -1;
+    if (g_strcmp0(resource, "pods") != 0 || (group != NULL && group[0] != '\0'))
+        return 1;
+    return pod_live_locked(store, pods, ns, name, uid) ? 1 : 0;
+}
+
+/* kas_claims_reservations_live_locked() read from the claim's text, without building its
+ * reservedFor (a claim status write's hook asks it under the store's lock): 1, 0, or -1 when
+ * the text is not what a stored claim looks like. */
+static int reservations_read(const KasObj *claim, KasStore *store, KasRes *pods)
+{
+    KbJsonReader r;
+    kb_json_reader_init(&r, claim->json, claim->len);
+    KbJsonStr key;
+    int out = -1;
+    gboolean ok = kb_json_object_begin(&r, NULL);
+    while (ok && out < 0 && kb_json_object_next(&r, &key, NULL) == 1) {
+        if (!KB_JSON_STR_IS(key, "status") || kb_json_peek(&r) != KB_JSON_OBJECT) {
+            ok = kb_json_skip(&r, NULL);
+            continue;
+        }
+        ok = kb_json_object_begin(&r, NULL);
+        while (ok && out < 0 && kb_json_object_next(&r, &key, NULL) == 1) {
+            if (!KB_JSON_STR_IS(key, "reservedFor")) {
+                ok = kb_json_skip(&r, NULL);
+                continue;
+            }
+            if (kb_json_peek(&r) != KB_JSON_ARRAY) {
+                out = 0; /* none */
+                break;
+            }
+            ok = kb_json_array_begin(&r, NULL);
+            int live = 1, n = 0, arc = 0;
+            while (ok && live == 1 && (arc = kb_json_array_next(&r, NULL)) == 1) {
+                live = reservation_read(&r, store, pods, claim->ns);
+                n++;
+            }
+            out = live < 0 || !ok || arc < 0 ? -1 : live == 1 && n > 0 ? 1 : 0;
+            ok = FALSE; /* judged (or bad): stop reading */
+        }
+        break;
+    }
+    kb_json_reader_clear(&r);
+    return out;
+}
+
 gboolean kas_claims_reservations_live_locked(KasStore *store, const KasObj *claim)
 {
     KasRes *pods = kas_store_find_locked(store, "", "v1", "pods");
+    int read = reservations_read(claim, store, pods);
+    if (read >= 0)
+        return read == 1;
     json_object *rf = reserved_for_of(claim);
     gboolean live = arr_len(rf) > 0;
     for (gsize i = 0; live && i < arr_len(rf); i++)

@@ -181,17 +181,40 @@ static gboolean check_count(KasFieldErrors *errs, const char *path, json_object 
 }
 
 /* validateSet's uniqueness of the string member @key of @a's items at "<path>[i]". */
+/* Element @i's value for check_unique(): its @key, or itself when it is a string (no key). */
+static const char *unique_value(json_object *a, gsize i, const char *key)
+{
+    json_object *it = arr_at(a, i);
+    return key != NULL                                 ? kas_json_get_string(it, key)
+           : json_object_is_type(it, json_type_string) ? json_object_get_string(it)
+                                                       : NULL;
+}
+
+/* Lists up to this long are checked pair by pair, without a hash table (a claim's reservedFor,
+ * checked on each status write, holds one or a few). */
+#define UNIQUE_PAIRWISE 16
+
+/* Has the string @v been seen before element @i of @a (the first @i elements' values)? */
+static gboolean seen_before(json_object *a, gsize i, const char *key, const char *v)
+{
+    for (gsize j = 0; j < i; j++) {
+        const char *w = unique_value(a, j, key);
+        if (w != NULL && strcmp(w, v) == 0)
+            return TRUE;
+    }
+    return FALSE;
+}
+
 static void check_unique(KasFieldErrors *errs, const char *path, json_object *a, const char *key)
 {
-    g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
-    for (gsize i = 0; i < arr_len(a); i++) {
-        json_object *it = arr_at(a, i);
-        const char *v = key != NULL                                 ? kas_json_get_string(it, key)
-                        : json_object_is_type(it, json_type_string) ? json_object_get_string(it)
-                                                                    : NULL;
+    gsize n = arr_len(a);
+    g_autoptr(GHashTable) seen =
+            n > UNIQUE_PAIRWISE ? g_hash_table_new(g_str_hash, g_str_equal) : NULL;
+    for (gsize i = 0; i < n; i++) {
+        const char *v = unique_value(a, i, key);
         if (v == NULL)
             continue;
-        if (!g_hash_table_add(seen, (gpointer)v)) {
+        if (seen != NULL ? !g_hash_table_add(seen, (gpointer)v) : seen_before(a, i, key, v)) {
             g_autofree char *f = g_strdup_printf("%s[%zu]", path, i);
             kas_field_errors_addf(errs, f, "Duplicate value: \"%s\"", v);
         }
@@ -1078,7 +1101,8 @@ static void check_reserved_for(KasFieldErrors *errs, json_object *rf)
         return;
     static const char *const keys[] = {"resource", "name", "uid"};
     for (gsize i = 0; i < arr_len(rf); i++) {
-        g_autofree char *f = g_strdup_printf("status.reservedFor[%zu]", i);
+        char f[64];
+        g_snprintf(f, sizeof f, "status.reservedFor[%zu]", i);
         for (guint k = 0; k < G_N_ELEMENTS(keys); k++)
             required_string(errs, f, arr_at(rf, i), keys[k]);
     }
@@ -1101,11 +1125,14 @@ static void check_allocation(KasFieldErrors *errs, json_object *alloc, json_obje
     if (check_count(errs, rp, results, KAS_DRA_MAX_RESULTS)) {
         for (gsize i = 0; i < arr_len(results); i++) {
             json_object *r = arr_at(results, i);
-            g_autofree char *f = g_strdup_printf("%s[%zu]", rp, i);
-            g_autofree char *req = g_strdup_printf("%s.request", f);
-            g_autofree char *drv = g_strdup_printf("%s.driver", f);
-            g_autofree char *pool = g_strdup_printf("%s.pool", f);
-            g_autofree char *dev = g_strdup_printf("%s.device", f);
+            /* on the stack: one status write per DRA pod validates these (an index has at
+             * most 20 digits) */
+            char f[80], req[96], drv[96], pool[96], dev[96];
+            g_snprintf(f, sizeof f, "%s[%zu]", rp, i);
+            g_snprintf(req, sizeof req, "%s.request", f);
+            g_snprintf(drv, sizeof drv, "%s.driver", f);
+            g_snprintf(pool, sizeof pool, "%s.pool", f);
+            g_snprintf(dev, sizeof dev, "%s.device", f);
             const char *ref = kas_json_get_string(r, "request");
             if (ref == NULL || ref[0] == '\0')
                 kas_field_errors_add(errs, req, "Required value");

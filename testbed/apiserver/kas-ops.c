@@ -974,30 +974,29 @@ static json_object *updated_object(KasStore *store, KasRes *res, json_object *cu
     return newj;
 }
 
-static gboolean check_update_preconditions(KasRes *res, KasObj *cur, const char *name,
-                                           json_object *body, GError **error)
+/* An update's preconditions, from its body's metadata strings (each NULL when absent): the name
+ * is the URL's, the namespace, uid and resourceVersion (when given) the stored object's. */
+static gboolean preconditions_hold(KasRes *res, KasObj *cur, const char *name, const char *bname,
+                                   const char *bns, const char *buid, const char *rv,
+                                   GError **error)
 {
-    const char *bname = kas_json_get_string(body, "metadata.name");
     if (bname == NULL || strcmp(bname, name) != 0) {
         g_set_error(error, KAS_ERROR, KAS_ERR_BAD_REQUEST,
                     "the name of the object (%s) does not match the name on the URL (%s)",
                     bname != NULL ? bname : "", name);
         return FALSE;
     }
-    const char *bns = kas_json_get_string(body, "metadata.namespace");
     if (res->namespaced && bns != NULL && bns[0] != '\0' && strcmp(bns, cur->ns) != 0) {
         g_set_error(error, KAS_ERROR, KAS_ERR_BAD_REQUEST,
                     "the namespace of the provided object does not match the namespace sent on "
                     "the request");
         return FALSE;
     }
-    const char *buid = kas_json_get_string(body, "metadata.uid");
     if (buid != NULL && buid[0] != '\0' && strcmp(buid, cur->uid) != 0) {
         g_autofree char *why = g_strdup_printf("Precondition failed: UID in precondition: %s, UID "
                                                "in object meta: %s", buid, cur->uid);
         return err_conflict(error, res, NULL, name, why);
     }
-    const char *rv = kas_json_get_string(body, "metadata.resourceVersion");
     if (rv == NULL || rv[0] == '\0') {
         if (res->kind == KAS_KIND_CUSTOM || res->kind == KAS_KIND_CRD)
             return err_invalid(error, res, name, "metadata.resourceVersion",
@@ -1009,6 +1008,15 @@ static gboolean check_update_preconditions(KasRes *res, KasObj *cur, const char 
                             "the object has been modified; please apply your changes to the "
                             "latest version and try again");
     return TRUE;
+}
+
+static gboolean check_update_preconditions(KasRes *res, KasObj *cur, const char *name,
+                                           json_object *body, GError **error)
+{
+    return preconditions_hold(res, cur, name, kas_json_get_string(body, "metadata.name"),
+                              kas_json_get_string(body, "metadata.namespace"),
+                              kas_json_get_string(body, "metadata.uid"),
+                              kas_json_get_string(body, "metadata.resourceVersion"), error);
 }
 
 /* Store @newj over @cur unless nothing changed (@curj, @cur's parsed state; NULL when it is
@@ -1301,19 +1309,98 @@ static json_object *first_status_only(json_object *patch)
     return st;
 }
 
-/* What status admission reads of a claim: a new object holding @cur's name, @spec and @status
- * (each borrowed, shared; NULL for none). */
-static json_object *claim_view(const KasObj *cur, json_object *spec, json_object *status)
+/* What status admission reads of a claim: a new object holding @meta (its name), @spec and
+ * @status (each borrowed, shared; NULL for none). */
+static json_object *claim_view(json_object *meta, json_object *spec, json_object *status)
 {
     json_object *o = json_object_new_object();
-    json_object *meta = json_object_new_object();
-    json_object_object_add(meta, "name", json_object_new_string(cur->name));
-    json_object_object_add(o, "metadata", meta);
+    json_object_object_add(o, "metadata", json_object_get(meta));
     if (spec != NULL)
         json_object_object_add(o, "spec", json_object_get(spec));
     if (status != NULL)
         json_object_object_add(o, "status", json_object_get(status));
     return o;
+}
+
+/* The next value of @r, a claim's requests (@sub) or a request's firstAvailable, as an array of
+ * objects holding only each one's name and, with @sub, its firstAvailable read alike: all that
+ * validating an allocation reads of the spec (its results' request references). NULL when the
+ * value is not such an array of objects with string names. */
+static json_object *request_names(KbJsonReader *r, gboolean sub)
+{
+    if (kb_json_peek(r) != KB_JSON_ARRAY || !kb_json_array_begin(r, NULL))
+        return NULL;
+    json_object *out = json_object_new_array();
+    int rc;
+    while ((rc = kb_json_array_next(r, NULL)) == 1) {
+        if (kb_json_peek(r) != KB_JSON_OBJECT || !kb_json_object_begin(r, NULL))
+            break;
+        json_object *o = json_object_new_object();
+        json_object_array_add(out, o);
+        KbJsonStr key, s;
+        int mrc = 0;
+        gboolean ok = TRUE;
+        while (ok && (mrc = kb_json_object_next(r, &key, NULL)) == 1) {
+            if (KB_JSON_STR_IS(key, "name")) {
+                ok = kb_json_peek(r) == KB_JSON_STRING && kb_json_read_string(r, &s, NULL);
+                if (ok)
+                    json_object_object_add(o, "name", json_object_new_string_len(s.p, (int)s.len));
+            } else if (sub && KB_JSON_STR_IS(key, "firstAvailable")) {
+                json_object *fa = request_names(r, FALSE);
+                ok = fa != NULL;
+                if (ok)
+                    json_object_object_add(o, "firstAvailable", fa);
+            } else {
+                ok = kb_json_skip(r, NULL);
+            }
+        }
+        if (!ok || mrc != 0)
+            break;
+    }
+    if (rc == 0)
+        return out;
+    json_object_put(out);
+    return NULL;
+}
+
+/* What status admission reads of a stored claim's @spec text: {"devices":{"requests":...}} with
+ * request_names()' view of the requests, built without parsing the rest (selectors, classes,
+ * constraints, configuration). NULL when the text is anything but what a stored claim's spec
+ * looks like: the caller parses it whole then. */
+static json_object *spec_requests_view(const KbJsonStr *spec)
+{
+    KbJsonReader r;
+    kb_json_reader_init(&r, spec->p, spec->len);
+    json_object *requests = NULL;
+    KbJsonStr key;
+    int rc = 0, drc = 0;
+    gboolean ok = kb_json_peek(&r) == KB_JSON_OBJECT && kb_json_object_begin(&r, NULL);
+    while (ok && (rc = kb_json_object_next(&r, &key, NULL)) == 1) {
+        if (!KB_JSON_STR_IS(key, "devices") || requests != NULL ||
+            kb_json_peek(&r) != KB_JSON_OBJECT) {
+            ok = !KB_JSON_STR_IS(key, "devices") && kb_json_skip(&r, NULL);
+            continue;
+        }
+        ok = kb_json_object_begin(&r, NULL);
+        while (ok && (drc = kb_json_object_next(&r, &key, NULL)) == 1) {
+            if (KB_JSON_STR_IS(key, "requests") && requests == NULL)
+                ok = (requests = request_names(&r, TRUE)) != NULL;
+            else
+                ok = !KB_JSON_STR_IS(key, "requests") && kb_json_skip(&r, NULL);
+        }
+        ok = ok && drc == 0 && requests != NULL;
+    }
+    ok = ok && rc == 0 && requests != NULL && kb_json_finish(&r, NULL);
+    kb_json_reader_clear(&r);
+    if (!ok) {
+        json_object_put(requests);
+        return NULL;
+    }
+    json_object *devices = json_object_new_object();
+    json_object_object_add(devices, "requests", requests);
+    json_object *view = json_object_new_object();
+    json_object_object_add(view, "devices", devices);
+    return view;
 }
 
 /*
@@ -1336,30 +1423,24 @@ static gboolean status_spliced_text(KasRes *res, KasObj *cur, const char *name, 
     if (!status_splice || strcmp(res->plural, "resourceclaims") != 0 || cur->deleting ||
         (st = first_status_only(patch)) == NULL || !stored_spans(cur, &sp))
         return FALSE;
-    json_object *pre = json_object_new_object();
-    json_object *pmeta = json_object_new_object();
-    json_object_object_add(pmeta, "name", json_object_new_string(name));
-    json_object *m = kas_json_get(patch, "metadata");
-    if (m != NULL) {
-        json_object_object_foreach(m, mk, mv)
-        {
-            json_object_object_add(pmeta, mk, json_object_get(mv));
-        }
-    }
-    json_object_object_add(pre, "metadata", pmeta);
-    gboolean ok = check_update_preconditions(res, cur, name, pre, error);
-    json_object_put(pre);
+    /* the patch's metadata holds at most these two, as strings (first_status_only) */
+    gboolean ok = preconditions_hold(res, cur, name, name, NULL,
+                                     kas_json_get_string(patch, "metadata.uid"),
+                                     kas_json_get_string(patch, "metadata.resourceVersion"), error);
     if (!ok)
         return TRUE;
     json_object *spec = NULL;
-    if (sp.spec.p != NULL) {
+    if (sp.spec.p != NULL && (spec = spec_requests_view(&sp.spec)) == NULL) {
         g_autofree char *spec_text = g_strndup(sp.spec.p, sp.spec.len);
         spec = kas_json_parse_stored(spec_text);
     }
-    json_object *old = claim_view(cur, spec, NULL), *now = claim_view(cur, spec, st);
+    json_object *meta = json_object_new_object();
+    json_object_object_add(meta, "name", json_object_new_string(cur->name));
+    json_object *old = claim_view(meta, spec, NULL), *now = claim_view(meta, spec, st);
     ok = status_admitted(res, old, now, error);
     json_object_put(old);
     json_object_put(now);
+    json_object_put(meta);
     json_object_put(spec);
     if (!ok)
         return TRUE;
