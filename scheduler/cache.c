@@ -24,6 +24,11 @@ typedef struct {
     KbResources counted;  /* what was added there */
     guint64 counted_gpus; /* GPU indices it holds there (NodeGpu.holders) */
     KbTaskInfo *task;     /* owned by its job; NULL for pods of other schedulers */
+    /* The pod's claims' DRA demand (pod_requests), kept while dra_stamp says it is current and
+     * the pod's claims (names, templates) stay the same (dra_kept FALSE otherwise). */
+    gboolean dra_kept;
+    KbDraDemandStamp dra_stamp;
+    KbResources dra_demand;
 } PodEntry;
 
 struct KbCache {
@@ -268,13 +273,38 @@ static guint64 pod_guess_gpus(KbCache *cache, PodEntry *pe, guint node)
                        kb_resource_whole_gpus(pe->pod->requests.v[KB_RES_GPU]));
 }
 
-/* What @pod is counted with: its containers' requests and its claims' DRA demand (dra.h). */
-static KbResources pod_requests(KbCache *cache, const KbPod *pod)
+/* What @pe's pod is counted with: its containers' requests and its claims' DRA demand (dra.h),
+ * counted again only when what it was counted from changed (a pod update that leaves its
+ * claims alone, the most frequent kind, recounted it twice). */
+static KbResources pod_requests(KbCache *cache, PodEntry *pe)
 {
+    const KbPod *pod = pe->pod;
     KbResources r = pod->requests;
-    if (pod->n_resource_claims > 0)
-        kb_dra_pod_demand(cache->dra, pod, &r);
+    if (pod->n_resource_claims == 0)
+        return r;
+    if (!pe->dra_kept || !kb_dra_pod_demand_current(cache->dra, pod, &pe->dra_stamp)) {
+        kb_resources_clear(&pe->dra_demand);
+        kb_dra_pod_demand_stamped(cache->dra, pod, &pe->dra_demand, &pe->dra_stamp);
+        pe->dra_kept = TRUE;
+    }
+    kb_resources_add(&r, &pe->dra_demand);
     return r;
+}
+
+/* @a and @b name the same claims (templates, and the claims made from them), so that what @a's
+ * claims demand is @b's while none of these claims changes. */
+static gboolean pod_claims_same(const KbPod *a, const KbPod *b)
+{
+    if (a->n_resource_claims != b->n_resource_claims ||
+        g_strcmp0(a->meta.namespace_, b->meta.namespace_) != 0)
+        return FALSE;
+    for (guint i = 0; i < a->n_resource_claims; i++) {
+        if (g_strcmp0(a->resource_claims[i].template_name, b->resource_claims[i].template_name) !=
+                    0 ||
+            g_strcmp0(kb_pod_resource_claim_name(a, i), kb_pod_resource_claim_name(b, i)) != 0)
+            return FALSE;
+    }
+    return TRUE;
 }
 
 static void pod_recount(KbCache *cache, PodEntry *pe)
@@ -285,7 +315,7 @@ static void pod_recount(KbCache *cache, PodEntry *pe)
     if (pe->pod->n_resource_claims > 0 && (want < 0 || pe->pod->node_name != NULL))
         kb_dra_release(cache->dra, pe->pod->meta.uid);
     guint64 gpus = want >= 0 ? pod_known_gpus(pe, want) : 0;
-    KbResources req = want >= 0 ? pod_requests(cache, pe->pod) : pe->pod->requests;
+    KbResources req = want >= 0 ? pod_requests(cache, pe) : pe->pod->requests;
     if (want == pe->counted_node &&
         (want == -1 || (kb_resources_equal(&pe->counted, &req) && gpus == pe->counted_gpus)))
         return;
@@ -832,8 +862,9 @@ static gboolean task_misplaced(KbCache *cache, const KbTaskInfo *task, const KbP
     return pod_job(cache, pod, FALSE) != task->job;
 }
 
-static KbTaskInfo *task_new(KbCache *cache, KbPod *pod)
+static KbTaskInfo *task_new(KbCache *cache, PodEntry *pe)
 {
+    KbPod *pod = pe->pod;
     gboolean is_group = pod->group_name != NULL;
     KbJobInfo *job = pod_job(cache, pod, TRUE);
     KbTaskInfo *task = g_new0(KbTaskInfo, 1);
@@ -841,7 +872,7 @@ static KbTaskInfo *task_new(KbCache *cache, KbPod *pod)
     task->job = job;
     task->node_id = -1;
     task->state = KB_TASK_PENDING;
-    task->resreq = pod_requests(cache, pod);
+    task->resreq = pod_requests(cache, pe);
     task->priority = kb_cache_pod_priority(cache, pod);
     task->index = job->tasks->len;
     g_ptr_array_add(job->tasks, task);
@@ -941,9 +972,11 @@ void kb_cache_update_pod(KbCache *cache, KbPod *pod)
         pe->pod = kb_object_ref(pod);
         pe->counted_node = -1;
         if (serves(cache, pod->scheduler_name) || kb_cache_extender_manages(cache, pod))
-            pe->task = task_new(cache, pod);
+            pe->task = task_new(cache, pe);
         g_hash_table_insert(cache->pods, g_steal_pointer(&key), pe);
     } else {
+        if (pe->dra_kept && !pod_claims_same(pe->pod, pod))
+            pe->dra_kept = FALSE;
         kb_object_ref(pod);
         kb_object_unref(pe->pod);
         pe->pod = pod;
@@ -951,7 +984,7 @@ void kb_cache_update_pod(KbCache *cache, KbPod *pod)
     KbTaskInfo *task = pe->task;
     if (task != NULL) {
         if (task->pod != pod) {
-            KbResources req = pod_requests(cache, pod);
+            KbResources req = pod_requests(cache, pe);
             gboolean same =
                     pods_equivalent(task->pod, pod) && kb_resources_equal(&req, &task->resreq);
             if (!same)
@@ -1003,7 +1036,7 @@ static void pod_resync_dra(KbCache *cache, PodEntry *pe, guint dem)
 {
     pe->dra_gen = dem;
     KbTaskInfo *task = pe->task;
-    KbResources req = pod_requests(cache, pe->pod);
+    KbResources req = pod_requests(cache, pe);
     if (task != NULL && !kb_resources_equal(&req, &task->resreq)) {
         task_leave_class(task);
         task_set_requests(task, &req);

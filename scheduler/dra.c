@@ -19,6 +19,7 @@ typedef struct {
     GPtrArray *programs;
     char *error;
     GHashTable *verdicts; /* guint64* -> verdict */
+    guint64 stamp;        /* KbDra.claim_clock when the claim was last set (kb_dra_demand_stamp) */
 } ClaimInfo;
 
 typedef struct NodeDevs NodeDevs;
@@ -140,6 +141,10 @@ struct KbDra {
     GHashTable *template_demand;
     guint fraction_gen;
     GHashTable *recount; /* NULL until kb_dra_take_recount is first called */
+    /* Ticks on each claim set or deleted (ClaimInfo.stamp); deleted_at: the last deletion's
+     * tick. A pod's demand stamped before neither is still what kb_dra_pod_demand says. */
+    guint64 claim_clock;
+    guint64 deleted_at;
 };
 
 /* ---- records -------------------------------------------------------------------------------- */
@@ -776,6 +781,7 @@ void kb_dra_set_claim(KbDra *dra, KbResourceClaim *claim)
          * stay; a claim write's echo rebuilt them per pod. */
         kb_object_unref(old->claim);
         old->claim = kb_object_ref(claim);
+        old->stamp = ++dra->claim_clock;
         claim_devices(dra, claim, key, TRUE);
         if (claim->allocated)
             claim_alloc_drop(dra, key);
@@ -784,6 +790,7 @@ void kb_dra_set_claim(KbDra *dra, KbResourceClaim *claim)
     }
     ClaimInfo *ci = g_new0(ClaimInfo, 1);
     ci->claim = kb_object_ref(claim);
+    ci->stamp = ++dra->claim_clock;
     ci->programs = programs_new();
     ci->verdicts = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
     g_autofree char *what = g_strdup_printf("claim %s", key);
@@ -813,7 +820,8 @@ void kb_dra_delete_claim(KbDra *dra, const KbResourceClaim *claim)
         claim_recount(dra, old->claim);
     }
     claim_alloc_drop(dra, key);
-    g_hash_table_remove(dra->claims, key);
+    if (g_hash_table_remove(dra->claims, key))
+        dra->deleted_at = ++dra->claim_clock;
 }
 
 void kb_dra_set_template(KbDra *dra, KbResourceClaimTemplate *t)
@@ -2067,6 +2075,37 @@ void kb_dra_pod_demand(KbDra *dra, const KbPod *pod, KbResources *out)
         claim_consumption(dra, ci->claim, &rest);
         kb_resources_add(out, &rest);
     }
+}
+
+void kb_dra_pod_demand_stamped(KbDra *dra, const KbPod *pod, KbResources *out,
+                               KbDraDemandStamp *stamp)
+{
+    kb_dra_pod_demand(dra, pod, out); /* refreshes the templates' demand first */
+    stamp->claims = dra->claim_clock;
+    stamp->demand_gen = dra->demand_gen;
+    stamp->fraction_gen = dra->fraction_gen;
+    stamp->slots = kb_resource_count();
+}
+
+gboolean kb_dra_pod_demand_current(KbDra *dra, const KbPod *pod, const KbDraDemandStamp *stamp)
+{
+    demand_refresh(dra);
+    if (stamp->demand_gen != dra->demand_gen || stamp->fraction_gen != dra->fraction_gen ||
+        stamp->slots != kb_resource_count() || dra->deleted_at > stamp->claims)
+        return FALSE;
+    if (dra->claim_clock == stamp->claims)
+        return TRUE;
+    for (guint i = 0; i < pod->n_resource_claims; i++) {
+        if (pod->resource_claims[i].template_name == NULL)
+            continue;
+        char buf[256];
+        g_autofree char *heap = NULL;
+        const ClaimInfo *ci = pod_claim_in(dra, pod, i, buf, sizeof(buf), &heap);
+        /* created or set since (a claim not there then and still not there counts nothing) */
+        if (ci != NULL && ci->stamp > stamp->claims)
+            return FALSE;
+    }
+    return TRUE;
 }
 
 GHashTable *kb_dra_take_recount(KbDra *dra)

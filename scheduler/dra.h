@@ -172,6 +172,24 @@ double kb_dra_gpu_fraction(KbDra *dra, const KbDeviceResult *r);
  * kb_dra_fits alone.
  */
 void kb_dra_pod_demand(KbDra *dra, const KbPod *pod, KbResources *out);
+/*
+ * What a pod's demand was computed from, so that a caller may keep it (the cache, per pod,
+ * instead of recounting it on every update of the pod): kb_dra_pod_demand_stamped is
+ * kb_dra_pod_demand that also fills @stamp; kb_dra_pod_demand_current says whether @pod's
+ * demand is still what it was when @stamp was filled: FALSE once a template's demand, a class,
+ * a slice or the set of resource slots changed, any claim was deleted, or a claim @pod names
+ * was created or set since. It reads the claims the pod names now: the caller must drop what
+ * it keeps when the pod's spec.resourceClaims or status.resourceClaimStatuses change.
+ */
+typedef struct {
+    guint64 claims;
+    guint demand_gen;
+    guint fraction_gen;
+    int slots;
+} KbDraDemandStamp;
+void kb_dra_pod_demand_stamped(KbDra *dra, const KbPod *pod, KbResources *out,
+                               KbDraDemandStamp *stamp);
+gboolean kb_dra_pod_demand_current(KbDra *dra, const KbPod *pod, const KbDraDemandStamp *stamp);
 /* Append to @out the first request of @pod's template claims counted in @slot ("claim ns/x
  * request gpus: 2 devices of class gpu.nvidia.com"); FALSE (nothing appended) when none is. */
 gboolean kb_dra_describe_demand(KbDra *dra, const KbPod *pod, int slot, GString *out);

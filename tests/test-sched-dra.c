@@ -1240,6 +1240,110 @@ static void test_resources_vectors(void)
     kb_test_sched_free(fx);
 }
 
+/* Pod ml/@name from template @tmpl, its claim named @claim in its status (NULL: none yet), bound
+ * to n1 or pending, updated in the cache. */
+static void put_kept_pod(Fx *fx, const char *name, const char *tmpl, const char *claim,
+                         gboolean bound)
+{
+    g_autofree char *status =
+            claim != NULL ? g_strdup_printf(",\"resourceClaimStatuses\":[{\"name\":\"gpus\","
+                                            "\"resourceClaimName\":\"%s\"}]",
+                                            claim)
+                          : g_strdup("");
+    g_autofree char *text = g_strdup_printf(
+            "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"ml\",\"uid\":\"u-%s\"},\"spec\":{"
+            "\"schedulerName\":\"kube-batchd\",%s\"containers\":[{\"name\":\"c\",\"resources\":{"
+            "\"requests\":{\"cpu\":\"1\"}}}],\"resourceClaims\":[{\"name\":\"gpus\","
+            "\"resourceClaimTemplateName\":\"%s\"}]},\"status\":{\"phase\":\"%s\"%s}}",
+            name, name, bound ? "\"nodeName\":\"n1\"," : "", tmpl, bound ? "Running" : "Pending",
+            status);
+    kb_test_sched_put_pod(fx, kb_test_sched_parse(text));
+}
+
+/* Claim ml/@name for one GPU: not allocated (@n 0) or allocated @n GPUs of n1 from @first. */
+static void put_kept_claim(Fx *fx, const char *name, guint n, guint first)
+{
+    g_autoptr(GString) st = g_string_new(NULL);
+    if (n > 0) {
+        g_string_append(st, "{\"allocation\":{\"devices\":{\"results\":[");
+        for (guint i = 0; i < n; i++)
+            g_string_append_printf(st,
+                                   "%s{\"request\":\"gpus\",\"driver\":\"gpu.nvidia.com\","
+                                   "\"pool\":\"n1\",\"device\":\"gpu-%u\"}",
+                                   i == 0 ? "" : ",", (first + i) % 8);
+        g_string_append(st, "]}}}");
+    }
+    g_autofree char *req = gpus_request(1, "gpu.nvidia.com");
+    g_autoptr(KbResourceClaim) c = claim_new(fx, name, name, req, n > 0 ? st->str : NULL);
+    kb_dra_set_claim(dra(fx), c);
+}
+
+/* The demand the cache keeps per pod (kb_dra_pod_demand_current) is always what counting again
+ * gives, over a random sequence of pod, claim, template, class and slice updates: each pod
+ * updated is counted with its claims as they are now. */
+static void test_resources_demand_kept(void)
+{
+    Fx *fx = fixture();
+    add_gpu_node(fx, "n1", 8, 4, "NVIDIA A100");
+    put_template(fx, "ta",
+                 "{\"requests\":[{\"name\":\"gpus\",\"exactly\":{"
+                 "\"deviceClassName\":\"gpu.nvidia.com\",\"count\":1}}]}");
+    put_template(fx, "tb",
+                 "{\"requests\":[{\"name\":\"gpus\",\"exactly\":{"
+                 "\"deviceClassName\":\"gpu.nvidia.com\",\"count\":3}}]}");
+    static const char *const pods[] = {"p0", "p1", "p2"};
+    static const char *const claims[] = {"k0", "k1", "k2", "k3"};
+    g_autoptr(GRand) rand = g_rand_new_with_seed(22);
+    guint checked = 0;
+    for (guint step = 0; step < 3000; step++) {
+        const char *claim = claims[g_rand_int_range(rand, 0, G_N_ELEMENTS(claims))];
+        switch (g_rand_int_range(rand, 0, 20)) {
+        case 0:
+            put_template(fx, "tb",
+                         g_rand_boolean(rand)
+                                 ? "{\"requests\":[{\"name\":\"gpus\",\"exactly\":{"
+                                   "\"deviceClassName\":\"gpu.nvidia.com\",\"count\":3}}]}"
+                                 : "{\"requests\":[{\"name\":\"gpus\",\"exactly\":{"
+                                   "\"deviceClassName\":\"gpu.nvidia.com\",\"count\":2}}]}");
+            break;
+        case 1:
+            /* a slice with fewer devices: results on the missing ones count nothing */
+            put_slice(fx, "n1", g_rand_boolean(rand) ? 8 : 4, 4, "NVIDIA A100");
+            break;
+        case 2:
+            add_class(fx, "gpu.nvidia.com", NULL);
+            break;
+        case 3:
+        case 4: {
+            g_autofree char *req = gpus_request(1, "gpu.nvidia.com");
+            g_autoptr(KbResourceClaim) gone = claim_new(fx, claim, claim, req, NULL);
+            kb_dra_delete_claim(dra(fx), gone);
+            break;
+        }
+        default:
+            if (g_rand_boolean(rand)) {
+                put_kept_claim(fx, claim, g_rand_int_range(rand, 0, 3),
+                               g_rand_int_range(rand, 0, 8));
+                break;
+            }
+            const char *pod = pods[g_rand_int_range(rand, 0, G_N_ELEMENTS(pods))];
+            guint c = g_rand_int_range(rand, 0, G_N_ELEMENTS(claims) + 1);
+            put_kept_pod(fx, pod, g_rand_boolean(rand) ? "ta" : "tb",
+                         c < G_N_ELEMENTS(claims) ? claims[c] : NULL, g_rand_int_range(rand, 0, 4));
+            const KbTaskInfo *t = kb_cache_lookup_task(fx->cache, "ml", pod);
+            g_assert_nonnull(t);
+            KbResources now = t->pod->requests;
+            kb_dra_pod_demand(dra(fx), t->pod, &now);
+            g_assert_cmpint(t->resreq.v[KB_RES_GPU], ==, now.v[KB_RES_GPU]);
+            g_assert_true(kb_resources_equal(&t->resreq, &now));
+            checked++;
+            break;
+        }
+    }
+    g_assert_cmpuint(checked, >, 500);
+    kb_test_sched_free(fx);
+}
+
 /* A queue's GPU capability stops DRA gangs exactly at the limit: 16 GPUs, gangs of 8 x 1. */
 static void test_resources_capability(void)
 {
@@ -2258,6 +2362,7 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/dra/cache/request-selectors", test_cache_request_selectors);
     g_test_add_func("/scheduler/dra/resources/demand", test_resources_demand);
     g_test_add_func("/scheduler/dra/resources/vectors", test_resources_vectors);
+    g_test_add_func("/scheduler/dra/resources/demand-kept", test_resources_demand_kept);
     g_test_add_func("/scheduler/dra/resources/capability-stops-at-limit",
                     test_resources_capability);
     g_test_add_func("/scheduler/dra/resources/no-gpu-ids", test_resources_no_gpu_ids);
