@@ -2056,10 +2056,15 @@ void kb_dra_pod_demand(KbDra *dra, const KbPod *pod, KbResources *out)
         const char *tn = pod->resource_claims[i].template_name;
         if (tn == NULL)
             continue;
-        g_autofree char *key = g_strdup_printf("%s/%s", pod->meta.namespace_, tn);
-        const KbResources *t = template_demand(dra, key);
+        /* keys on the stack when they fit: this runs for each pod whose claims changed */
+        char key[256], cbuf[256];
+        g_autofree char *heap = NULL;
+        const char *k = key;
+        if ((gsize)g_snprintf(key, sizeof(key), "%s/%s", pod->meta.namespace_, tn) >= sizeof(key))
+            k = heap = g_strdup_printf("%s/%s", pod->meta.namespace_, tn);
+        const KbResources *t = template_demand(dra, k);
         g_autofree char *ck = NULL;
-        const ClaimInfo *ci = pod_claim(dra, pod, i, &ck);
+        const ClaimInfo *ci = pod_claim_in(dra, pod, i, cbuf, sizeof(cbuf), &ck);
         if (ci == NULL || !ci->claim->allocated || ci->claim->n_results == 0) {
             if (t != NULL)
                 kb_resources_add(out, t);
