@@ -106,15 +106,22 @@ static char *gpus_request(guint count, const char *klass)
                            klass, count);
 }
 
+/* A pod status's member naming @claim as its claim "gpus" (with its leading comma; "" for NULL:
+ * not created yet); newly allocated. */
+static char *claim_statuses(const char *claim)
+{
+    if (claim == NULL)
+        return g_strdup("");
+    return g_strdup_printf(",\"resourceClaimStatuses\":[{\"name\":\"gpus\","
+                           "\"resourceClaimName\":\"%s\"}]",
+                           claim);
+}
+
 /* Pod ml/@name of gang @group (size @min) using claim @claim through template "two-gpus" (the
  * claim named in its status; NULL: not created yet). */
 static void put_pod(Fx *fx, const char *name, const char *group, const char *claim)
 {
-    g_autofree char *status =
-            claim != NULL ? g_strdup_printf(",\"resourceClaimStatuses\":[{\"name\":\"gpus\","
-                                            "\"resourceClaimName\":\"%s\"}]",
-                                            claim)
-                          : g_strdup("");
+    g_autofree char *status = claim_statuses(claim);
     g_autofree char *text = g_strdup_printf(
             "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"ml\",\"uid\":\"u-%s\","
             "\"annotations\":{\"scheduling.k8s.io/group-name\":\"%s\"}},\"spec\":{"
@@ -1245,11 +1252,7 @@ static void test_resources_vectors(void)
 static void put_kept_pod(Fx *fx, const char *name, const char *tmpl, const char *claim,
                          gboolean bound)
 {
-    g_autofree char *status =
-            claim != NULL ? g_strdup_printf(",\"resourceClaimStatuses\":[{\"name\":\"gpus\","
-                                            "\"resourceClaimName\":\"%s\"}]",
-                                            claim)
-                          : g_strdup("");
+    g_autofree char *status = claim_statuses(claim);
     g_autofree char *text = g_strdup_printf(
             "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"ml\",\"uid\":\"u-%s\"},\"spec\":{"
             "\"schedulerName\":\"kube-batchd\",%s\"containers\":[{\"name\":\"c\",\"resources\":{"
