@@ -37,10 +37,13 @@
  * each publishes its GPUs as the ResourceSlice kb-kubelet --dra would (kbl_dra_slices(), the same
  * code), a DeviceClass gpu.nvidia.com as NVIDIA's driver ships it, and each pod asks for one GPU
  * through a claim the controller makes from ResourceClaimTemplate one-gpu; then the two runs'
- * rates and their ratio. The real server is not run with --dra.
+ * rates and their ratio. --pairs N repeats the two runs N times, alternated, and prints each
+ * pair's ratios and their medians (the machine's speed drifts between runs). The real server is
+ * not run with --dra.
  *
  *   bench-e2e [--nodes 1000] [--gpus 8] [--pods 5000] [--gang 8] [--baseline 5000]
- *             [--baseline-in-flight 16,64,256] [--bind-in-flight N] [--json-bindings] [--dra]
+ *             [--baseline-in-flight 16,64,256] [--bind-in-flight N] [--json-bindings]
+ *             [--dra [--pairs N]]
  *   KB_E2E_WRAPPER="perf record -g -o FILE --"   runs the daemon under a profiler
  *   KB_E2E_LOG_LEVEL=debug                        the daemon's log level (default warning)
  *   KB_E2E_MARKS=1                                phase boundaries on stderr (CLOCK_MONOTONIC)
@@ -77,6 +80,13 @@ static char *base_windows_arg = NULL;
 static gint n_nodes = 1000, n_pods = 5000, gang = 8, n_baseline = 5000, gpus_per_node = 8;
 static gboolean dra_arg = FALSE;  /* --dra: the DRA run after the nvidia.com/gpu one */
 static gboolean dra_mode = FALSE; /* this run's GPUs are DRA devices */
+static gint n_pairs = 1;          /* --pairs: alternated nvidia.com/gpu and DRA runs */
+
+/* What one kube-batchd run measured: pods/s from its start and from its first binding, and the
+ * CPU both daemons (the server and kube-batchd) spent per bound pod from the first binding. */
+typedef struct {
+    double start_rate, bind_rate, cpu_ms;
+} RunFigures;
 
 static double now_s(void)
 {
@@ -933,8 +943,7 @@ static void print_daemon_details(KbClient *client, guint http_port, double base_
 }
 
 /* kube-batchd schedules the workload; returns its rate from the first binding (0 on failure). */
-static double run_kube_batchd(Server *srv, KbClient *client, const Baseline *base,
-                              double *start_rate_out)
+static RunFigures run_kube_batchd(Server *srv, KbClient *client, const Baseline *base)
 {
     /* The workload first: PodGroups and pods, all pending. */
     guint n_groups = (guint)(n_pods + gang - 1) / (guint)gang;
@@ -1046,8 +1055,7 @@ static double run_kube_batchd(Server *srv, KbClient *client, const Baseline *bas
 
     watch_stop(&w);
     kb_test_daemon_stop(daemon, 30000);
-    *start_rate_out = start_rate;
-    return bind_rate;
+    return (RunFigures){start_rate, bind_rate, 1000 * (cpu_bind[0] + cpu_bind[1]) / nb};
 }
 
 /* kube-scheduler (from $KB_K8S_BIN, unthrottled client QPS) schedules the same pods without
@@ -1104,8 +1112,7 @@ static double run_kube_scheduler(Server *srv, KbClient *client, const Baseline *
     return bind_rate;
 }
 
-/* Returns kube-batchd's rate from the first binding (*@start_out: from its start). */
-static double run_server(Server *srv, GArray *windows, double *start_out)
+static RunFigures run_server(Server *srv, GArray *windows)
 {
     g_autoptr(GError) error = NULL;
     srv->config->json_only = json_bindings;
@@ -1143,8 +1150,8 @@ static double run_server(Server *srv, GArray *windows, double *start_out)
            dra_mode ? " (ResourceSlices)" : "", t_nodes);
 
     Baseline base = run_baseline(srv, client, windows);
-    double start_rate = 0;
-    double bind_rate = run_kube_batchd(srv, client, &base, &start_rate);
+    RunFigures fig = run_kube_batchd(srv, client, &base);
+    double start_rate = fig.start_rate, bind_rate = fig.bind_rate;
     double after = run_baseline_after(srv, client, &base);
     if (after > 0) {
         double mean = (base.before.rate + after) / 2;
@@ -1172,8 +1179,72 @@ static double run_server(Server *srv, GArray *windows, double *start_out)
         }
     }
     kb_client_free(client);
-    *start_out = start_rate;
-    return bind_rate;
+    return fig;
+}
+
+/* kb-apiserver, the cluster and one kube-batchd run: through DRA claims when @dra. */
+static RunFigures run_kb_apiserver(GArray *windows, gboolean dra)
+{
+    g_autoptr(GError) error = NULL;
+    Server kas = {0};
+    dra_mode = dra;
+    if (!server_start(&kas, FALSE, &error))
+        g_error("kb-apiserver: %s", error->message);
+    RunFigures fig = run_server(&kas, windows);
+    server_stop(&kas);
+    return fig;
+}
+
+static int cmp_double(gconstpointer a, gconstpointer b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Sorts @v. */
+static void print_spread(const char *what, GArray *v)
+{
+    g_array_sort(v, cmp_double);
+    const double *d = (const double *)(gpointer)v->data;
+    guint n = v->len;
+    double median = n % 2 ? d[n / 2] : (d[n / 2 - 1] + d[n / 2]) / 2;
+    printf("   %-34s median %.2fx (%.2f-%.2fx)\n", what, median, d[0], d[n - 1]);
+}
+
+/* --dra: the DRA run after @plain (the nvidia.com/gpu run), then --pairs - 1 more pairs, each
+ * plain run first: this machine's speed drifts between runs, so a ratio is taken within a pair
+ * and the pairs' ratios are summarised. The CPU ratio (both daemons' CPU per bound pod from the
+ * first binding, plain over DRA) is the rate ratio the two cores would allow if they were full. */
+static void run_dra_pairs(GArray *windows, RunFigures plain)
+{
+    g_autoptr(GArray) from_start = g_array_new(FALSE, FALSE, sizeof(double));
+    g_autoptr(GArray) from_first = g_array_new(FALSE, FALSE, sizeof(double));
+    g_autoptr(GArray) cpu = g_array_new(FALSE, FALSE, sizeof(double));
+    for (gint i = 0; i < n_pairs; i++) {
+        if (i > 0)
+            plain = run_kb_apiserver(windows, FALSE);
+        RunFigures dra = run_kb_apiserver(windows, TRUE);
+        double r[3] = {plain.start_rate > 0 ? dra.start_rate / plain.start_rate : 0,
+                       plain.bind_rate > 0 ? dra.bind_rate / plain.bind_rate : 0,
+                       dra.cpu_ms > 0 ? plain.cpu_ms / dra.cpu_ms : 0};
+        g_autofree char *which =
+                n_pairs > 1 ? g_strdup_printf(" (pair %d of %d)", i + 1, n_pairs) : g_strdup("");
+        printf("== DRA / nvidia.com/gpu on kb-apiserver%s: from scheduler start %.0f / %.0f pods/s "
+               "= %.2fx, from first binding %.0f / %.0f = %.2fx (goal >= 0.5x); CPU per bound pod "
+               "(server + kube-batchd) %.3f / %.3f ms = %.2fx\n",
+               which, dra.start_rate, plain.start_rate, r[0], dra.bind_rate, plain.bind_rate, r[1],
+               plain.cpu_ms, dra.cpu_ms, r[2]);
+        g_array_append_val(from_start, r[0]);
+        g_array_append_val(from_first, r[1]);
+        g_array_append_val(cpu, r[2]);
+    }
+    if (n_pairs > 1) {
+        printf("== DRA / nvidia.com/gpu on kb-apiserver over %d alternated pairs (goal >= 0.5x):\n",
+               n_pairs);
+        print_spread("from scheduler start", from_start);
+        print_spread("from first binding", from_first);
+        print_spread("CPU per bound pod (plain / DRA)", cpu);
+    }
 }
 
 /* "16,64,256" into window sizes (1 to MAX_WINDOW each). */
@@ -1212,6 +1283,10 @@ int main(int argc, char **argv)
             {"dra", 0, 0, G_OPTION_ARG_NONE, &dra_arg,
              "then the same through DRA claims on kb-apiserver, and the ratio (no real server)",
              NULL},
+            {"pairs", 0, 0, G_OPTION_ARG_INT, &n_pairs,
+             "with --dra: alternated nvidia.com/gpu and DRA runs, and the ratios' medians "
+             "(default 1)",
+             "N"},
             {NULL},
     };
     g_autoptr(GError) error = NULL;
@@ -1222,31 +1297,24 @@ int main(int argc, char **argv)
             ok ? parse_windows(base_windows_arg != NULL ? base_windows_arg : "16,64,256") : NULL;
     if (!ok || windows == NULL || windows->len == 0 || n_nodes < 1 || n_nodes > 9999 ||
         n_pods < 1 || n_pods > 99999 || gang < 1 || n_baseline < 0 || n_baseline > 99999 ||
-        bind_window < 0 || bind_window > MAX_WINDOW) {
+        bind_window < 0 || bind_window > MAX_WINDOW || n_pairs < 1 || n_pairs > 50) {
         fprintf(stderr, "bench-e2e: %s\n", error != NULL ? error->message : "bad values");
+        return 2;
+    }
+    if (n_pairs > 1 && !dra_arg) {
+        fprintf(stderr,
+                "bench-e2e: --pairs %d: pairs are of the nvidia.com/gpu and DRA runs, "
+                "give --dra too\n",
+                n_pairs);
         return 2;
     }
     kb_log_init(KB_LOG_WARNING);
     curl_global_init(CURL_GLOBAL_DEFAULT);
 
-    Server kas = {0};
-    if (!server_start(&kas, FALSE, &error))
-        g_error("kb-apiserver: %s", error->message);
-    double plugin_start = 0, plugin_rate = run_server(&kas, windows, &plugin_start);
-    server_stop(&kas);
-
+    RunFigures plain = run_kb_apiserver(windows, FALSE);
     g_autofree char *why = NULL;
     if (dra_arg) {
-        dra_mode = TRUE;
-        Server dkas = {0};
-        if (!server_start(&dkas, FALSE, &error))
-            g_error("kb-apiserver: %s", error->message);
-        double dra_start = 0, dra_rate = run_server(&dkas, windows, &dra_start);
-        server_stop(&dkas);
-        printf("== DRA / nvidia.com/gpu on kb-apiserver: from scheduler start %.0f / %.0f pods/s "
-               "= %.2fx, from first binding %.0f / %.0f = %.2fx (goal >= 0.5x)\n",
-               dra_start, plugin_start, plugin_start > 0 ? dra_start / plugin_start : 0.0, dra_rate,
-               plugin_rate, plugin_rate > 0 ? dra_rate / plugin_rate : 0.0);
+        run_dra_pairs(windows, plain);
         printf("== kube-apiserver: skipped with --dra\n");
     } else if (!kb_test_cluster_real_available(&why)) {
         printf("== kube-apiserver: skipped (%s; set KB_K8S_BIN to a directory with "
@@ -1258,7 +1326,7 @@ int main(int argc, char **argv)
         if (!server_start(&real, TRUE, &error))
             printf("== kube-apiserver: did not start: %s\n", error->message);
         else
-            run_server(&real, windows, &(double){0});
+            run_server(&real, windows);
         server_stop(&real);
     }
     g_free(base_windows_arg);
