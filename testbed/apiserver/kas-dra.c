@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kube/kb-cel.h"
+#include "kube/kb-json.h"
 #include "kube/kb-quantity.h"
 #include "testbed/apiserver/kas-json.h"
 
@@ -1184,6 +1185,242 @@ gboolean kas_dra_admit_status(const KasRes *res, json_object *old, json_object *
     else if (alloc != NULL)
         check_allocation(errs, alloc, kas_json_get(new_obj, "spec.devices.requests"));
     return kas_field_errors_check(errs, res, name, error);
+}
+
+/* ---- a claim's first status read from its text ---------------------------------------------- */
+
+/* What kas_dra_first_status_text() reads at most: members per object, nesting, a string's bytes
+ * (a DNS subdomain's 253, a pool's), reservations checked pair by pair. Anything larger is left
+ * to the general path. */
+#define TEXT_MAX_KEYS     16
+#define TEXT_MAX_DEPTH    8
+#define TEXT_MAX_STRING   256
+#define TEXT_MAX_RESERVED 16
+
+/* Whether json-c, having parsed @p, prints it back as the same bytes: no white space outside
+ * strings and no escape, control character or byte beyond ASCII in them. */
+static gboolean text_printed_as_is(const char *p, gsize n)
+{
+    gboolean in_string = FALSE;
+    for (gsize i = 0; i < n; i++) {
+        guchar c = (guchar)p[i];
+        if (c == '"')
+            in_string = !in_string;
+        else if (c == '\\' || c < 0x20 || c >= 0x7f || (!in_string && c == ' '))
+            return FALSE;
+    }
+    return !in_string;
+}
+
+/* The index in @keys of the member @key, marked in *@seen; -1 when it is none of them or was
+ * seen before in its object (json-c keeps a repeated member once: not printed as is). */
+static int text_key(KbJsonStr key, const char *const *keys, guint n, guint *seen)
+{
+    for (guint i = 0; i < n; i++) {
+        if (key.len != strlen(keys[i]) || memcmp(key.p, keys[i], key.len) != 0)
+            continue;
+        if (*seen & (1u << i))
+            return -1;
+        *seen |= 1u << i;
+        return (int)i;
+    }
+    return -1;
+}
+
+/* The next value of @r as a NUL-terminated copy in @buf (TEXT_MAX_STRING bytes): FALSE unless it
+ * is a string that fits. */
+static gboolean text_string(KbJsonReader *r, char *buf)
+{
+    KbJsonStr s;
+    if (kb_json_peek(r) != KB_JSON_STRING || !kb_json_read_string(r, &s, NULL) ||
+        s.len >= TEXT_MAX_STRING)
+        return FALSE;
+    memcpy(buf, s.p, s.len);
+    buf[s.len] = '\0';
+    return TRUE;
+}
+
+/* Any value made of strings, arrays and objects (no member twice) within @depth levels. */
+static gboolean text_plain_value(KbJsonReader *r, guint depth)
+{
+    KbJsonType t = kb_json_peek(r);
+    int rc;
+    if (t == KB_JSON_STRING)
+        return kb_json_skip(r, NULL);
+    if (depth == 0)
+        return FALSE;
+    if (t == KB_JSON_ARRAY) {
+        if (!kb_json_array_begin(r, NULL))
+            return FALSE;
+        while ((rc = kb_json_array_next(r, NULL)) == 1)
+            if (!text_plain_value(r, depth - 1))
+                return FALSE;
+        return rc == 0;
+    }
+    if (t != KB_JSON_OBJECT || !kb_json_object_begin(r, NULL))
+        return FALSE;
+    KbJsonStr keys[TEXT_MAX_KEYS];
+    guint n = 0;
+    while ((rc = kb_json_object_next(r, &keys[n], NULL)) == 1) {
+        for (guint i = 0; i < n; i++)
+            if (keys[i].len == keys[n].len && memcmp(keys[i].p, keys[n].p, keys[n].len) == 0)
+                return FALSE;
+        if (++n == TEXT_MAX_KEYS || !text_plain_value(r, depth - 1))
+            return FALSE;
+    }
+    return rc == 0;
+}
+
+/* An allocation's result: request, driver, pool and device, each valid (as check_allocation
+ * judges them), and nothing else. */
+static gboolean text_result(KbJsonReader *r, json_object *requests)
+{
+    static const char *const keys[] = {"request", "driver", "pool", "device"};
+    char v[G_N_ELEMENTS(keys)][TEXT_MAX_STRING];
+    guint seen = 0;
+    KbJsonStr key;
+    int rc, k;
+    if (kb_json_peek(r) != KB_JSON_OBJECT || !kb_json_object_begin(r, NULL))
+        return FALSE;
+    while ((rc = kb_json_object_next(r, &key, NULL)) == 1)
+        if ((k = text_key(key, keys, G_N_ELEMENTS(keys), &seen)) == -1 || !text_string(r, v[k]))
+            return FALSE;
+    if (rc != 0 || seen != (1u << G_N_ELEMENTS(keys)) - 1 || v[0][0] == '\0' || v[3][0] == '\0' ||
+        !request_ref_ok(requests, v[0]))
+        return FALSE;
+    g_autoptr(KasFieldErrors) errs = kas_field_errors_new();
+    check_driver_name(errs, "driver", v[1]);
+    check_pool_name(errs, "pool", v[2]);
+    check_label(errs, "device", v[3]);
+    return kas_field_errors_len(errs) == 0;
+}
+
+/* A node selector of any members made of strings, arrays and objects, its nodeSelectorTerms
+ * an array of at least one (check_allocation's "Required value" otherwise). */
+static gboolean text_node_selector(KbJsonReader *r)
+{
+    KbJsonStr keys[TEXT_MAX_KEYS];
+    guint n = 0, terms = 0;
+    gboolean have_terms = FALSE;
+    int rc, arc;
+    if (kb_json_peek(r) != KB_JSON_OBJECT || !kb_json_object_begin(r, NULL))
+        return FALSE;
+    while ((rc = kb_json_object_next(r, &keys[n], NULL)) == 1) {
+        for (guint i = 0; i < n; i++)
+            if (keys[i].len == keys[n].len && memcmp(keys[i].p, keys[n].p, keys[n].len) == 0)
+                return FALSE;
+        if (!KB_JSON_STR_IS(keys[n], "nodeSelectorTerms")) {
+            if (++n == TEXT_MAX_KEYS || !text_plain_value(r, TEXT_MAX_DEPTH))
+                return FALSE;
+            continue;
+        }
+        if (++n == TEXT_MAX_KEYS || kb_json_peek(r) != KB_JSON_ARRAY ||
+            !kb_json_array_begin(r, NULL))
+            return FALSE;
+        while ((arc = kb_json_array_next(r, NULL)) == 1) {
+            terms++;
+            if (!text_plain_value(r, TEXT_MAX_DEPTH))
+                return FALSE;
+        }
+        if (arc != 0)
+            return FALSE;
+        have_terms = TRUE;
+    }
+    return rc == 0 && have_terms && terms > 0;
+}
+
+/* An allocation: devices.results (at most KAS_DRA_MAX_RESULTS) and a nodeSelector with terms. */
+static gboolean text_allocation(KbJsonReader *r, json_object *requests)
+{
+    static const char *const keys[] = {"devices", "nodeSelector"};
+    guint seen = 0, dseen = 0, n = 0;
+    KbJsonStr key;
+    int rc, drc = 0;
+    if (kb_json_peek(r) != KB_JSON_OBJECT || !kb_json_object_begin(r, NULL))
+        return FALSE;
+    while ((rc = kb_json_object_next(r, &key, NULL)) == 1) {
+        int k = text_key(key, keys, G_N_ELEMENTS(keys), &seen);
+        if (k == 1) {
+            if (!text_node_selector(r))
+                return FALSE;
+            continue;
+        }
+        if (k != 0 || kb_json_peek(r) != KB_JSON_OBJECT || !kb_json_object_begin(r, NULL))
+            return FALSE;
+        static const char *const dk[] = {"results"};
+        while ((drc = kb_json_object_next(r, &key, NULL)) == 1) {
+            if (text_key(key, dk, 1, &dseen) != 0 || kb_json_peek(r) != KB_JSON_ARRAY ||
+                !kb_json_array_begin(r, NULL))
+                return FALSE;
+            int arc;
+            while ((arc = kb_json_array_next(r, NULL)) == 1)
+                if (++n > KAS_DRA_MAX_RESULTS || !text_result(r, requests))
+                    return FALSE;
+            if (arc != 0)
+                return FALSE;
+        }
+        if (drc != 0)
+            return FALSE;
+    }
+    return rc == 0;
+}
+
+/* A claim's reservations: at most TEXT_MAX_RESERVED entries of resource, name and uid (each a
+ * string, not empty) and nothing else, no uid twice (check_reserved_for); their count in *@n. */
+static gboolean text_reserved_for(KbJsonReader *r, guint *n)
+{
+    static const char *const keys[] = {"resource", "name", "uid"};
+    KbJsonStr uids[TEXT_MAX_RESERVED];
+    int rc, mrc;
+    *n = 0;
+    if (kb_json_peek(r) != KB_JSON_ARRAY || !kb_json_array_begin(r, NULL))
+        return FALSE;
+    while ((rc = kb_json_array_next(r, NULL)) == 1) {
+        if (*n == TEXT_MAX_RESERVED || kb_json_peek(r) != KB_JSON_OBJECT ||
+            !kb_json_object_begin(r, NULL))
+            return FALSE;
+        guint seen = 0;
+        KbJsonStr key, v;
+        while ((mrc = kb_json_object_next(r, &key, NULL)) == 1) {
+            int k = text_key(key, keys, G_N_ELEMENTS(keys), &seen);
+            if (k == -1 || kb_json_peek(r) != KB_JSON_STRING || !kb_json_read_string(r, &v, NULL) ||
+                v.len == 0)
+                return FALSE;
+            if (k == 2)
+                uids[*n] = v;
+        }
+        if (mrc != 0 || seen != (1u << G_N_ELEMENTS(keys)) - 1)
+            return FALSE;
+        for (guint i = 0; i < *n; i++)
+            if (uids[i].len == uids[*n].len && memcmp(uids[i].p, uids[*n].p, uids[i].len) == 0)
+                return FALSE;
+        (*n)++;
+    }
+    return rc == 0;
+}
+
+gboolean kas_dra_first_status_text(const char *text, gsize len, json_object *requests)
+{
+    static const char *const keys[] = {"allocation", "reservedFor"};
+    if (!text_printed_as_is(text, len))
+        return FALSE;
+    KbJsonReader r;
+    kb_json_reader_init(&r, text, len);
+    guint seen = 0, reserved = 0;
+    KbJsonStr key;
+    int rc = -1;
+    gboolean ok = kb_json_peek(&r) == KB_JSON_OBJECT && kb_json_object_begin(&r, NULL);
+    while (ok && (rc = kb_json_object_next(&r, &key, NULL)) == 1) {
+        int k = text_key(key, keys, G_N_ELEMENTS(keys), &seen);
+        ok = k == 0   ? text_allocation(&r, requests)
+             : k == 1 ? text_reserved_for(&r, &reserved)
+                      : FALSE;
+    }
+    /* not empty (a first status), reservations only beside an allocation */
+    ok = ok && rc == 0 && kb_json_finish(&r, NULL) && seen != 0 &&
+         (reserved == 0 || (seen & 1u) != 0);
+    kb_json_reader_clear(&r);
+    return ok;
 }
 
 /* ---- pods ----------------------------------------------------------------------------------- */
