@@ -1269,14 +1269,15 @@ typedef struct {
 } TextCase;
 
 #define TC_RESULT(req, drv, pool, dev)                                                             \
-    "{\"request\":\"" req "\",\"driver\":\"" drv "\",\"pool\":\"" pool "\",\"device\":\"" dev "\"}"
+    "{\"request\":\"" req "\",\"driver\":\"" drv "\",\"pool\":\"" pool "\",\"device\":\"" dev "\"" \
+                                                                                              "}"
 #define TC_GOOD_RESULT TC_RESULT("gpu", "gpu.nvidia.com", "node-1", "gpu-0")
 #define TC_SEL                                                                                     \
     "\"nodeSelector\":{\"nodeSelectorTerms\":[{\"matchFields\":[{\"key\":\"metadata.name\","       \
     "\"operator\":\"In\",\"values\":[\"node-1\"]}]}]}"
-#define TC_POD(n) "{\"resource\":\"pods\",\"name\":\"p" n "\",\"uid\":\"u" n "\"}"
+#define TC_POD(n)         "{\"resource\":\"pods\",\"name\":\"p" n "\",\"uid\":\"u" n "\"}"
 #define TC_ALLOC(results) "\"allocation\":{\"devices\":{\"results\":[" results "]}," TC_SEL "}"
-#define TC_STATUS(inner) "{\"metadata\":{},\"status\":{" inner "}}"
+#define TC_STATUS(inner)  "{\"metadata\":{},\"status\":{" inner "}}"
 
 static const TextCase text_cases[] = {
         /* what kube-batchd sends, with and without its preconditions */
@@ -1285,8 +1286,8 @@ static const TextCase text_cases[] = {
         {"{\"status\":{\"reservedFor\":[]},\"metadata\":{\"uid\":UID,\"resourceVersion\":RV}}",
          TRUE},
         {TC_STATUS("\"allocation\":{}"), TRUE},
-        {TC_STATUS("\"allocation\":{\"devices\":{\"results\":[" TC_GOOD_RESULT "," TC_RESULT(
-                 "gpu", "Gpu.Nvidia.Com", "a/b.c", "gpu-1") "]}}"),
+        {TC_STATUS("\"allocation\":{\"devices\":{\"results\":[" TC_GOOD_RESULT
+                   "," TC_RESULT("gpu", "Gpu.Nvidia.Com", "a/b.c", "gpu-1") "]}}"),
          TRUE},
         /* valid but not printed back as written, or beyond what the text path reads: parsed */
         {"{\"metadata\":{}, \"status\":{" TC_ALLOC(TC_GOOD_RESULT) "}}", TRUE},
@@ -1313,8 +1314,8 @@ static const TextCase text_cases[] = {
         {TC_STATUS("\"reservedFor\":[{\"resource\":\"pods\",\"name\":\"p\",\"uid\":\"u\","
                    "\"apiGroup\":\"\"}]," TC_ALLOC(TC_GOOD_RESULT)),
          FALSE},
-        {TC_STATUS("\"reservedFor\":[" TC_POD("1") "," TC_POD("2") "," TC_POD("3") "," TC_POD(
-                 "4") "," TC_POD("5") "," TC_POD("6") "," TC_POD("7") "," TC_POD("8") "," TC_POD("9") "," TC_POD("10") "," TC_POD("11") "," TC_POD("12") "," TC_POD("13") "," TC_POD("14") "," TC_POD("15") "," TC_POD("16") "," TC_POD("17") "]," TC_ALLOC(TC_GOOD_RESULT)),
+        {TC_STATUS("\"reservedFor\":[" TC_POD("1") "," TC_POD("2") "," TC_POD("3") "," TC_POD("4") "," TC_POD("5") "," TC_POD("6") "," TC_POD("7") "," TC_POD("8") "," TC_POD(
+                 "9") "," TC_POD("10") "," TC_POD("11") "," TC_POD("12") "," TC_POD("13") "," TC_POD("14") "," TC_POD("15") "," TC_POD("16") "," TC_POD("17") "]," TC_ALLOC(TC_GOOD_RESULT)),
          FALSE},
         {TC_STATUS(TC_ALLOC(TC_RESULT("gpu", "gpu.nvidia.com", "node-\u00e9", "gpu-0"))), FALSE},
         {TC_STATUS("\"allocation\":{\"nodeSelector\":{\"nodeSelectorTerms\":[{\"matchFields\":[{"
@@ -1354,8 +1355,9 @@ static const TextCase text_cases[] = {
         {TC_STATUS(TC_ALLOC("{\"request\":\"gpu\",\"driver\":7,\"pool\":\"p\",\"device\":\"d\"}")),
          FALSE},
         {TC_STATUS("\"reservedFor\":[" TC_POD("1") "]"), FALSE},
-        {TC_STATUS("\"reservedFor\":[{\"resource\":\"pods\",\"name\":\"p\",\"uid\":\"\"}]," TC_ALLOC(
-                 TC_GOOD_RESULT)),
+        {TC_STATUS(
+                 "\"reservedFor\":[{\"resource\":\"pods\",\"name\":\"p\",\"uid\":\"\"}]," TC_ALLOC(
+                         TC_GOOD_RESULT)),
          FALSE},
         {TC_STATUS("\"reservedFor\":[{\"resource\":\"pods\",\"name\":\"p\"}]," TC_ALLOC(
                  TC_GOOD_RESULT)),
@@ -1387,8 +1389,7 @@ static void test_dra_claim_status_text(void)
     g_string_append(many, "]}}}}");
     g_autofree char *many_text = g_string_free(many, FALSE);
     for (guint i = 0; i <= G_N_ELEMENTS(text_cases); i++) {
-        TextCase c = i < G_N_ELEMENTS(text_cases) ? text_cases[i]
-                                                   : (TextCase){many_text, FALSE};
+        TextCase c = i < G_N_ELEMENTS(text_cases) ? text_cases[i] : (TextCase){many_text, FALSE};
         char a_name[16], b_name[16];
         g_snprintf(a_name, sizeof a_name, "ta-%03u", i);
         g_snprintf(b_name, sizeof b_name, "tb-%03u", i);
