@@ -1350,6 +1350,16 @@ static const TextCase text_cases[] = {
         {TC_STATUS(TC_ALLOC(TC_RESULT("gpu", "gpu.nvidia.com", "a//b", "gpu-0"))), FALSE},
         {TC_STATUS(TC_ALLOC(TC_RESULT("gpu", "gpu.nvidia.com", "node-1", "GPU_0"))), FALSE},
         {TC_STATUS(TC_ALLOC(TC_RESULT("gpu", "gpu.nvidia.com", "node-1", ""))), FALSE},
+        {TC_STATUS(TC_ALLOC(
+                 TC_RESULT("gpu", "gpu.nvidia.com", "node-1",
+                           "d123456789012345678901234567890123456789012345678901234567890123"))),
+         FALSE},
+        {TC_STATUS(TC_ALLOC(TC_RESULT(
+                 "gpu", "d12345678901234567890123456789012345678901234567890123456789.com",
+                 "node-1", "gpu-0"))),
+         FALSE},
+        {TC_STATUS(TC_ALLOC(TC_RESULT("gpu", "gpu.nvidia.com", "a/", "gpu-0"))), FALSE},
+        {TC_STATUS(TC_ALLOC(TC_RESULT("gpu", "-gpu.com", "node-1", "gpu-0"))), FALSE},
         {TC_STATUS(TC_ALLOC("{\"request\":\"gpu\",\"driver\":\"gpu.nvidia.com\",\"pool\":\"p\"}")),
          FALSE},
         {TC_STATUS(TC_ALLOC("{\"request\":\"gpu\",\"driver\":7,\"pool\":\"p\",\"device\":\"d\"}")),

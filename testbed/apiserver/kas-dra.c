@@ -1271,9 +1271,113 @@ static gboolean text_plain_value(KbJsonReader *r, guint depth)
     return rc == 0;
 }
 
+/* check_driver_name() would find nothing wrong with @s (at most TEXT_MAX_STRING bytes). */
+static gboolean text_driver_ok(const char *s)
+{
+    gsize n = strlen(s);
+    char lower[TEXT_MAX_STRING];
+    if (n == 0 || n > 63)
+        return FALSE;
+    for (gsize i = 0; i < n; i++)
+        lower[i] = g_ascii_tolower(s[i]);
+    return subdomain_chars_ok(lower, n);
+}
+
+/* check_pool_name() would find nothing wrong with @s: '/'-separated DNS subdomains. */
+static gboolean text_pool_ok(const char *s)
+{
+    gsize n = strlen(s);
+    if (n == 0 || n > 253)
+        return FALSE;
+    for (const char *p = s;;) {
+        const char *slash = strchr(p, '/');
+        gsize part = slash != NULL ? (gsize)(slash - p) : strlen(p);
+        if (!subdomain_chars_ok(p, part))
+            return FALSE;
+        if (slash == NULL)
+            return TRUE;
+        p = slash + 1;
+    }
+}
+
+/* request_ref_ok() over the claim's spec as stored text (@spec, @len bytes): TRUE when @ref names
+ * one of its requests or a firstAvailable subrequest of one; FALSE also when the text is not
+ * what a stored spec looks like (the general path judges then). */
+static gboolean text_request_ref_ok(const char *spec, gsize len, const char *ref)
+{
+    const char *slash = strchr(ref, '/');
+    gsize n = slash != NULL ? (gsize)(slash - ref) : strlen(ref);
+    if (slash != NULL && strchr(slash + 1, '/') != NULL)
+        return FALSE;
+    KbJsonReader r;
+    kb_json_reader_init(&r, spec, len);
+    KbJsonStr key, name, fa;
+    int rc, arc = 0;
+    gboolean ok = kb_json_object_begin(&r, NULL), found = FALSE, done = FALSE;
+    /* to spec.devices.requests */
+    while (ok && !done && (rc = kb_json_object_next(&r, &key, NULL)) == 1) {
+        if (!KB_JSON_STR_IS(key, "devices")) {
+            ok = kb_json_skip(&r, NULL);
+            continue;
+        }
+        ok = kb_json_peek(&r) == KB_JSON_OBJECT && kb_json_object_begin(&r, NULL);
+        while (ok && !done && (rc = kb_json_object_next(&r, &key, NULL)) == 1) {
+            if (!KB_JSON_STR_IS(key, "requests")) {
+                ok = kb_json_skip(&r, NULL);
+                continue;
+            }
+            ok = kb_json_peek(&r) == KB_JSON_ARRAY && kb_json_array_begin(&r, NULL);
+            while (ok && !done && (arc = kb_json_array_next(&r, NULL)) == 1) {
+                name.p = fa.p = NULL;
+                int mrc = 0;
+                ok = kb_json_peek(&r) == KB_JSON_OBJECT && kb_json_object_begin(&r, NULL);
+                while (ok && (mrc = kb_json_object_next(&r, &key, NULL)) == 1)
+                    ok = KB_JSON_STR_IS(key, "name")
+                                 ? kb_json_peek(&r) == KB_JSON_STRING &&
+                                           kb_json_read_string(&r, &name, NULL) && name.p >= spec &&
+                                           name.p + name.len <= spec + len
+                         : KB_JSON_STR_IS(key, "firstAvailable") ? kb_json_skip_span(&r, &fa, NULL)
+                                                                 : kb_json_skip(&r, NULL);
+                ok = ok && mrc == 0 && name.p != NULL;
+                if (!ok || name.len != n || memcmp(name.p, ref, n) != 0)
+                    continue;
+                done = TRUE;
+                if (slash == NULL) {
+                    found = TRUE;
+                } else if (fa.p != NULL) {
+                    /* the request's firstAvailable, read on its own */
+                    KbJsonReader f;
+                    kb_json_reader_init(&f, fa.p, fa.len);
+                    gsize sn = strlen(slash + 1);
+                    int frc;
+                    gboolean fok = kb_json_array_begin(&f, NULL);
+                    while (fok && !found && (frc = kb_json_array_next(&f, NULL)) == 1) {
+                        int src;
+                        fok = kb_json_object_begin(&f, NULL);
+                        while (fok && (src = kb_json_object_next(&f, &key, NULL)) == 1) {
+                            KbJsonStr sub;
+                            if (KB_JSON_STR_IS(key, "name") && kb_json_peek(&f) == KB_JSON_STRING) {
+                                fok = kb_json_read_string(&f, &sub, NULL);
+                                found = fok && sub.len == sn && memcmp(sub.p, slash + 1, sn) == 0;
+                            } else {
+                                fok = kb_json_skip(&f, NULL);
+                            }
+                        }
+                    }
+                    kb_json_reader_clear(&f);
+                }
+            }
+            ok = ok && (done || arc == 0);
+            done = TRUE;
+        }
+    }
+    kb_json_reader_clear(&r);
+    return ok && found;
+}
+
 /* An allocation's result: request, driver, pool and device, each valid (as check_allocation
  * judges them), and nothing else. */
-static gboolean text_result(KbJsonReader *r, json_object *requests)
+static gboolean text_result(KbJsonReader *r, const char *spec, gsize spec_len)
 {
     static const char *const keys[] = {"request", "driver", "pool", "device"};
     char v[G_N_ELEMENTS(keys)][TEXT_MAX_STRING];
@@ -1285,14 +1389,10 @@ static gboolean text_result(KbJsonReader *r, json_object *requests)
     while ((rc = kb_json_object_next(r, &key, NULL)) == 1)
         if ((k = text_key(key, keys, G_N_ELEMENTS(keys), &seen)) == -1 || !text_string(r, v[k]))
             return FALSE;
-    if (rc != 0 || seen != (1u << G_N_ELEMENTS(keys)) - 1 || v[0][0] == '\0' || v[3][0] == '\0' ||
-        !request_ref_ok(requests, v[0]))
-        return FALSE;
-    g_autoptr(KasFieldErrors) errs = kas_field_errors_new();
-    check_driver_name(errs, "driver", v[1]);
-    check_pool_name(errs, "pool", v[2]);
-    check_label(errs, "device", v[3]);
-    return kas_field_errors_len(errs) == 0;
+    /* check_label() of the device: at most 63 bytes, a DNS label */
+    return rc == 0 && seen == (1u << G_N_ELEMENTS(keys)) - 1 && v[0][0] != '\0' &&
+           text_request_ref_ok(spec, spec_len, v[0]) && text_driver_ok(v[1]) &&
+           text_pool_ok(v[2]) && strlen(v[3]) <= 63 && label_chars_ok(v[3], strlen(v[3]));
 }
 
 /* A node selector of any members made of strings, arrays and objects, its nodeSelectorTerms
@@ -1330,7 +1430,7 @@ static gboolean text_node_selector(KbJsonReader *r)
 }
 
 /* An allocation: devices.results (at most KAS_DRA_MAX_RESULTS) and a nodeSelector with terms. */
-static gboolean text_allocation(KbJsonReader *r, json_object *requests)
+static gboolean text_allocation(KbJsonReader *r, const char *spec, gsize spec_len)
 {
     static const char *const keys[] = {"devices", "nodeSelector"};
     guint seen = 0, dseen = 0, n = 0;
@@ -1354,7 +1454,7 @@ static gboolean text_allocation(KbJsonReader *r, json_object *requests)
                 return FALSE;
             int arc;
             while ((arc = kb_json_array_next(r, NULL)) == 1)
-                if (++n > KAS_DRA_MAX_RESULTS || !text_result(r, requests))
+                if (++n > KAS_DRA_MAX_RESULTS || !text_result(r, spec, spec_len))
                     return FALSE;
             if (arc != 0)
                 return FALSE;
@@ -1399,7 +1499,7 @@ static gboolean text_reserved_for(KbJsonReader *r, guint *n)
     return rc == 0;
 }
 
-gboolean kas_dra_first_status_text(const char *text, gsize len, json_object *requests)
+gboolean kas_dra_first_status_text(const char *text, gsize len, const char *spec, gsize spec_len)
 {
     static const char *const keys[] = {"allocation", "reservedFor"};
     if (!text_printed_as_is(text, len))
@@ -1412,7 +1512,7 @@ gboolean kas_dra_first_status_text(const char *text, gsize len, json_object *req
     gboolean ok = kb_json_peek(&r) == KB_JSON_OBJECT && kb_json_object_begin(&r, NULL);
     while (ok && (rc = kb_json_object_next(&r, &key, NULL)) == 1) {
         int k = text_key(key, keys, G_N_ELEMENTS(keys), &seen);
-        ok = k == 0   ? text_allocation(&r, requests)
+        ok = k == 0   ? text_allocation(&r, spec, spec_len)
              : k == 1 ? text_reserved_for(&r, &reserved)
                       : FALSE;
     }

@@ -1440,24 +1440,19 @@ static gboolean status_spliced_text(KasRes *res, KasObj *cur, const char *name,
         return FALSE;
     if (!preconditions_hold(res, cur, name, name, NULL, fs->uid, fs->rv, error))
         return TRUE;
-    json_object *spec = NULL;
-    if (sp.spec.p != NULL && (spec = spec_requests_view(&sp.spec)) == NULL) {
-        if (fs->st == NULL)
-            return FALSE;
-        g_autofree char *spec_text = g_strndup(sp.spec.p, sp.spec.len);
-        spec = kas_json_parse_stored(spec_text);
-    }
     const char *st_text = fs->text;
     gsize st_len = fs->len;
     if (fs->st == NULL) {
         /* no spec: no request for a result to name */
-        gboolean ok = sp.spec.p != NULL &&
-                      kas_dra_first_status_text(fs->text, fs->len,
-                                                kas_json_get(spec, "devices.requests"));
-        json_object_put(spec);
-        if (!ok)
+        if (sp.spec.p == NULL ||
+            !kas_dra_first_status_text(fs->text, fs->len, sp.spec.p, sp.spec.len))
             return FALSE;
     } else {
+        json_object *spec = NULL;
+        if (sp.spec.p != NULL && (spec = spec_requests_view(&sp.spec)) == NULL) {
+            g_autofree char *spec_text = g_strndup(sp.spec.p, sp.spec.len);
+            spec = kas_json_parse_stored(spec_text);
+        }
         json_object *meta = json_object_new_object();
         json_object_object_add(meta, "name", json_object_new_string(cur->name));
         json_object *old = claim_view(meta, spec, NULL), *now = claim_view(meta, spec, fs->st);
