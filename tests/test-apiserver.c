@@ -1169,6 +1169,7 @@ static void test_dra_claim_status_splice(void)
     g_autoptr(KasServer) srv = start();
     g_autoptr(GRand) rnd = g_rand_new_with_seed(22);
     guint spliced = kas_ops_status_splices();
+    guint text_spliced = kas_ops_status_text_splices();
     for (guint i = 0; i < 48; i++) {
         char a_name[16], b_name[16];
         g_snprintf(a_name, sizeof a_name, "a-%03u", i);
@@ -1256,6 +1257,207 @@ static void test_dra_claim_status_splice(void)
     }
     /* every first status above went through the splice, the refused ones aside */
     g_assert_cmpuint(kas_ops_status_splices() - spliced, ==, 48);
+    /* and from the body's text, not parsed (as kube-batchd writes them) */
+    g_assert_cmpuint(kas_ops_status_text_splices() - text_spliced, ==, 48);
+}
+
+/* One case of the claim-status-text test: a status patch's body and whether it is read from its
+ * text (the rest, valid or not, parsed as before). */
+typedef struct {
+    const char *body;
+    gboolean text;
+} TextCase;
+
+#define TC_RESULT(req, drv, pool, dev)                                                             \
+    "{\"request\":\"" req "\",\"driver\":\"" drv "\",\"pool\":\"" pool "\",\"device\":\"" dev "\"" \
+                                                                                              "}"
+#define TC_GOOD_RESULT TC_RESULT("gpu", "gpu.nvidia.com", "node-1", "gpu-0")
+#define TC_SEL                                                                                     \
+    "\"nodeSelector\":{\"nodeSelectorTerms\":[{\"matchFields\":[{\"key\":\"metadata.name\","       \
+    "\"operator\":\"In\",\"values\":[\"node-1\"]}]}]}"
+#define TC_POD(n)         "{\"resource\":\"pods\",\"name\":\"p" n "\",\"uid\":\"u" n "\"}"
+#define TC_ALLOC(results) "\"allocation\":{\"devices\":{\"results\":[" results "]}," TC_SEL "}"
+#define TC_STATUS(inner)  "{\"metadata\":{},\"status\":{" inner "}}"
+
+static const TextCase text_cases[] = {
+        /* what kube-batchd sends, with and without its preconditions */
+        {TC_STATUS(TC_ALLOC(TC_GOOD_RESULT) ",\"reservedFor\":[" TC_POD("1") "]"), TRUE},
+        {"{\"status\":{" TC_ALLOC(TC_GOOD_RESULT) "}}", TRUE},
+        {"{\"status\":{\"reservedFor\":[]},\"metadata\":{\"uid\":UID,\"resourceVersion\":RV}}",
+         TRUE},
+        {TC_STATUS("\"allocation\":{}"), TRUE},
+        {TC_STATUS("\"allocation\":{\"devices\":{\"results\":[" TC_GOOD_RESULT
+                   "," TC_RESULT("gpu", "Gpu.Nvidia.Com", "a/b.c", "gpu-1") "]}}"),
+         TRUE},
+        /* valid but not printed back as written, or beyond what the text path reads: parsed */
+        {"{\"metadata\":{}, \"status\":{" TC_ALLOC(TC_GOOD_RESULT) "}}", TRUE},
+        {TC_STATUS(" " TC_ALLOC(TC_GOOD_RESULT)), FALSE},
+        {TC_STATUS(TC_ALLOC(TC_RESULT("gpu", "gpu.nvidia.com", "node-1", "gpu\\u002d0"))), FALSE},
+        {TC_STATUS(TC_ALLOC(TC_RESULT("gpu", "gpu.nvidia.com", "node-\\/1", "gpu-0"))), FALSE},
+        {TC_STATUS(TC_ALLOC("{\"request\":\"gpu\",\"driver\":\"gpu.nvidia.com\",\"pool\":\"p\","
+                            "\"device\":\"gpu-0\",\"device\":\"gpu-1\"}")),
+         FALSE},
+        {TC_STATUS(TC_ALLOC("{\"request\":\"gpu\",\"driver\":\"gpu.nvidia.com\",\"pool\":\"p\","
+                            "\"device\":\"gpu-0\",\"shareID\":"
+                            "\"6ba7b810-9dad-11d1-80b4-00c04fd430c8\"}")),
+         FALSE},
+        {TC_STATUS(TC_ALLOC("{\"request\":\"gpu\",\"driver\":\"gpu.nvidia.com\",\"pool\":\"p\","
+                            "\"device\":\"gpu-0\",\"consumedCapacity\":{\"memory\":\"1Gi\"}}")),
+         FALSE},
+        {TC_STATUS("\"allocation\":{\"devices\":{\"results\":[]},\"nodeSelector\":{"
+                   "\"nodeSelectorTerms\":[{\"matchFields\":[{\"key\":\"a\",\"key\":\"b\"}]}]}}"),
+         FALSE},
+        {TC_STATUS("\"allocation\":{\"devices\":{\"results\":[],\"config\":[]}}"), FALSE},
+        {TC_STATUS(TC_ALLOC(TC_GOOD_RESULT) ",\"devices\":[{\"driver\":\"d\",\"pool\":\"p\","
+                                            "\"device\":\"x\",\"conditions\":[]}]"),
+         FALSE},
+        {TC_STATUS("\"reservedFor\":[{\"resource\":\"pods\",\"name\":\"p\",\"uid\":\"u\","
+                   "\"apiGroup\":\"\"}]," TC_ALLOC(TC_GOOD_RESULT)),
+         FALSE},
+        {TC_STATUS("\"reservedFor\":[" TC_POD("1") "," TC_POD("2") "," TC_POD("3") "," TC_POD("4") "," TC_POD("5") "," TC_POD("6") "," TC_POD("7") "," TC_POD("8") "," TC_POD(
+                 "9") "," TC_POD("10") "," TC_POD("11") "," TC_POD("12") "," TC_POD("13") "," TC_POD("14") "," TC_POD("15") "," TC_POD("16") "," TC_POD("17") "]," TC_ALLOC(TC_GOOD_RESULT)),
+         FALSE},
+        {TC_STATUS(TC_ALLOC(TC_RESULT("gpu", "gpu.nvidia.com", "node-\u00e9", "gpu-0"))), FALSE},
+        {TC_STATUS("\"allocation\":{\"nodeSelector\":{\"nodeSelectorTerms\":[{\"matchFields\":[{"
+                   "\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":[\"n\u00e9\"]}]}]}}"),
+         FALSE},
+        {TC_STATUS("\"allocation\":{\"nodeSelector\":{\"nodeSelectorTerms\":[{\"matchFields\":[{"
+                   "\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":[\"a\\/b\"]}]}]}}"),
+         FALSE},
+        {TC_STATUS("\"allocation\":{\"nodeSelector\":{\"nodeSelectorTerms\":[{\"matchFields\":[{"
+                   "\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":[\"a/b\"]}]}]}}"),
+         TRUE},
+        {"{\"kind\":\"ResourceClaim\",\"status\":{\"reservedFor\":[]}}", FALSE},
+        {"{\"metadata\":{\"labels\":{\"a\":\"b\"}},\"status\":{\"reservedFor\":[]}}", FALSE},
+        {"{\"metadata\":{\"uid\":\"u\\u0031\"},\"status\":{\"reservedFor\":[]}}", FALSE},
+        {"{\"metadata\":{\"resourceVersion\":RV,\"resourceVersion\":RV},\"status\":{"
+         "\"reservedFor\":[]}}",
+         FALSE},
+        {TC_STATUS(""), FALSE},
+        {"{\"status\":null}", FALSE},
+        {"{\"status\":{\"reservedFor\":null}}", FALSE},
+        {"{\"status\":{\"reservedFor\":[]},\"status\":{\"reservedFor\":[]}}", FALSE},
+        /* refused: the same answer, whichever path gave it */
+        {"{\"metadata\":{\"resourceVersion\":\"1\"},\"status\":{\"reservedFor\":[]}}", TRUE},
+        {"{\"metadata\":{\"uid\":\"wrong\"},\"status\":{\"reservedFor\":[]}}", TRUE},
+        {"{\"metadata\":{\"resourceVersion\":\"x1\"},\"status\":{\"reservedFor\":[]}}", TRUE},
+        {TC_STATUS(TC_ALLOC(TC_RESULT("tpu", "gpu.nvidia.com", "node-1", "gpu-0"))), FALSE},
+        {TC_STATUS(TC_ALLOC(TC_RESULT("gpu/one", "gpu.nvidia.com", "node-1", "gpu-0"))), FALSE},
+        {TC_STATUS(TC_ALLOC(TC_RESULT("", "gpu.nvidia.com", "node-1", "gpu-0"))), FALSE},
+        {TC_STATUS(TC_ALLOC(TC_RESULT("gpu", "gpu_nvidia!", "node-1", "gpu-0"))), FALSE},
+        {TC_STATUS(TC_ALLOC(TC_RESULT("gpu", "", "node-1", "gpu-0"))), FALSE},
+        {TC_STATUS(TC_ALLOC(TC_RESULT("gpu", "gpu.nvidia.com", "", "gpu-0"))), FALSE},
+        {TC_STATUS(TC_ALLOC(TC_RESULT("gpu", "gpu.nvidia.com", "a//b", "gpu-0"))), FALSE},
+        {TC_STATUS(TC_ALLOC(TC_RESULT("gpu", "gpu.nvidia.com", "node-1", "GPU_0"))), FALSE},
+        {TC_STATUS(TC_ALLOC(TC_RESULT("gpu", "gpu.nvidia.com", "node-1", ""))), FALSE},
+        {TC_STATUS(TC_ALLOC(
+                 TC_RESULT("gpu", "gpu.nvidia.com", "node-1",
+                           "d123456789012345678901234567890123456789012345678901234567890123"))),
+         FALSE},
+        {TC_STATUS(TC_ALLOC(TC_RESULT(
+                 "gpu", "d12345678901234567890123456789012345678901234567890123456789.com",
+                 "node-1", "gpu-0"))),
+         FALSE},
+        {TC_STATUS(TC_ALLOC(TC_RESULT("gpu", "gpu.nvidia.com", "a/", "gpu-0"))), FALSE},
+        {TC_STATUS(TC_ALLOC(TC_RESULT("gpu", "-gpu.com", "node-1", "gpu-0"))), FALSE},
+        {TC_STATUS(TC_ALLOC("{\"request\":\"gpu\",\"driver\":\"gpu.nvidia.com\",\"pool\":\"p\"}")),
+         FALSE},
+        {TC_STATUS(TC_ALLOC("{\"request\":\"gpu\",\"driver\":7,\"pool\":\"p\",\"device\":\"d\"}")),
+         FALSE},
+        {TC_STATUS("\"reservedFor\":[" TC_POD("1") "]"), FALSE},
+        {TC_STATUS(
+                 "\"reservedFor\":[{\"resource\":\"pods\",\"name\":\"p\",\"uid\":\"\"}]," TC_ALLOC(
+                         TC_GOOD_RESULT)),
+         FALSE},
+        {TC_STATUS("\"reservedFor\":[{\"resource\":\"pods\",\"name\":\"p\"}]," TC_ALLOC(
+                 TC_GOOD_RESULT)),
+         FALSE},
+        {TC_STATUS("\"reservedFor\":[" TC_POD("1") "," TC_POD("1") "]," TC_ALLOC(TC_GOOD_RESULT)),
+         FALSE},
+        {TC_STATUS("\"allocation\":{\"nodeSelector\":{\"nodeSelectorTerms\":[]}}"), FALSE},
+        {TC_STATUS("\"allocation\":{\"nodeSelector\":{}}"), FALSE},
+        {"{\"status\":", FALSE},
+        {"[]", FALSE},
+        {"{\"status\":{\"reservedFor\":[]}} x", FALSE},
+};
+
+/* A claim status patch whose body is read from its text (kas_ops_claim_status_text: not parsed)
+ * answers and stores exactly what the general path does with the parsed body, over bodies it
+ * takes and bodies it leaves to the general path: odd forms, a member twice, escapes, and every
+ * kind of refusal (preconditions, requests, names, reservations, node selector, malformed). */
+static void test_dra_claim_status_text(void)
+{
+    g_autoptr(KasServer) srv = start();
+    guint text_before = kas_ops_status_text_splices();
+    guint expect_text = 0;
+    /* 33 results: past AllocationResultsMaxSize, refused alike */
+    GString *many = g_string_new(TC_STATUS("\"allocation\":{\"devices\":{\"results\":["));
+    g_string_truncate(many, many->len - 2);
+    for (guint i = 0; i < 33; i++)
+        g_string_append_printf(many, "%s" TC_RESULT("gpu", "gpu.nvidia.com", "n", "gpu-%u"),
+                               i > 0 ? "," : "", i);
+    g_string_append(many, "]}}}}");
+    g_autofree char *many_text = g_string_free(many, FALSE);
+    for (guint i = 0; i <= G_N_ELEMENTS(text_cases); i++) {
+        TextCase c = i < G_N_ELEMENTS(text_cases) ? text_cases[i] : (TextCase){many_text, FALSE};
+        char a_name[16], b_name[16];
+        g_snprintf(a_name, sizeof a_name, "ta-%03u", i);
+        g_snprintf(b_name, sizeof b_name, "tb-%03u", i);
+        g_autofree char *a_claim = g_strdup_printf(
+                "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\","
+                "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"devices\":{\"requests\":[{\"name\":"
+                "\"gpu\",\"exactly\":{\"deviceClassName\":\"gpu.nvidia.com\"}}]}}}",
+                a_name);
+        const char *from[] = {a_name};
+        const char *to[] = {b_name};
+        g_autofree char *b_claim = replace_all(a_claim, from, to, 1);
+        g_autoptr(Resp) ca = post(srv, RC_PATH, a_claim);
+        g_autoptr(Resp) cb = post(srv, RC_PATH, b_claim);
+        assert_status(ca, 201, NULL);
+        assert_status(cb, 201, NULL);
+        g_autofree char *rv_a = g_strdup_printf("\"%s\"", js(ca, "metadata.resourceVersion"));
+        g_autofree char *rv_b = g_strdup_printf("\"%s\"", js(cb, "metadata.resourceVersion"));
+        g_autofree char *uid_a = g_strdup_printf("\"%s\"", js(ca, "metadata.uid"));
+        g_autofree char *uid_b = g_strdup_printf("\"%s\"", js(cb, "metadata.uid"));
+        const char *marks[] = {"RV", "UID"};
+        const char *a_vals[] = {rv_a, uid_a}, *b_vals[] = {rv_b, uid_b};
+        g_autofree char *send_a = replace_all(c.body, marks, a_vals, 2);
+        g_autofree char *send_b = replace_all(c.body, marks, b_vals, 2);
+        g_autofree char *a_path = g_strdup_printf(RC_PATH "/%s/status", a_name);
+        g_autofree char *b_path = g_strdup_printf(RC_PATH "/%s/status", b_name);
+        guint text_at = kas_ops_status_text_splices();
+        kas_ops_set_status_splice(TRUE);
+        g_autoptr(Resp) pa = http(srv, "PATCH", a_path, "application/merge-patch+json", send_a);
+        kas_ops_set_status_splice(FALSE);
+        g_autoptr(Resp) pb = http(srv, "PATCH", b_path, "application/merge-patch+json", send_b);
+        kas_ops_set_status_splice(TRUE);
+        guint took = kas_ops_status_text_splices() - text_at;
+        g_test_message("case %u: %ld, read from its text: %u: %s", i, pa->code, took, c.body);
+        g_assert_cmpint(pa->code, ==, pb->code);
+        /* a refusal by the text path is not a splice: judged by the answer alone */
+        if (pa->code == 200)
+            g_assert_cmpuint(took, ==, c.text ? 1 : 0);
+        expect_text += took;
+        g_autofree char *got_a_path = g_strdup_printf(RC_PATH "/%s", a_name);
+        g_autofree char *got_b_path = g_strdup_printf(RC_PATH "/%s", b_name);
+        g_autoptr(Resp) ga = get(srv, got_a_path);
+        g_autoptr(Resp) gb = get(srv, got_b_path);
+        g_autofree char *rva =
+                g_strdup_printf("\"resourceVersion\":\"%s\"", js(ga, "metadata.resourceVersion"));
+        g_autofree char *rvb =
+                g_strdup_printf("\"resourceVersion\":\"%s\"", js(gb, "metadata.resourceVersion"));
+        const char *bf[] = {b_name, js(gb, "metadata.uid"), js(gb, "metadata.creationTimestamp"),
+                            rvb};
+        const char *af[] = {a_name, js(ga, "metadata.uid"), js(ga, "metadata.creationTimestamp"),
+                            rva};
+        g_autofree char *gb_as_a = replace_all(gb->body, bf, af, G_N_ELEMENTS(bf));
+        g_autofree char *pb_as_a = replace_all(pb->body, bf, af, G_N_ELEMENTS(bf));
+        g_assert_cmpstr(ga->body, ==, gb_as_a);
+        g_assert_cmpstr(pa->body, ==, pb_as_a);
+    }
+    /* what kube-batchd sends was read from its text */
+    g_assert_cmpuint(kas_ops_status_text_splices() - text_before, ==, expect_text);
+    g_assert_cmpuint(expect_text, >=, 6);
 }
 
 /* kas_claims_reservations_live_locked (the resource-claim controller's hook, read from the
@@ -4391,6 +4593,7 @@ int main(int argc, char **argv)
     g_test_add_func("/apiserver/dra/claim-status-only", test_dra_claim_status_only);
     g_test_add_func("/apiserver/dra/claim-status-nested", test_dra_claim_status_nested);
     g_test_add_func("/apiserver/dra/claim-status-splice", test_dra_claim_status_splice);
+    g_test_add_func("/apiserver/dra/claim-status-text", test_dra_claim_status_text);
     g_test_add_func("/apiserver/dra/reservations-live", test_dra_reservations_live);
     g_test_add_func("/apiserver/ops/mutate-parsed", test_mutate_parsed);
     g_test_add_func("/apiserver/ops/optimistic-binding", test_optimistic_binding);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kube/kb-cel.h"
+#include "kube/kb-json.h"
 #include "kube/kb-quantity.h"
 #include "testbed/apiserver/kas-json.h"
 
@@ -1184,6 +1185,342 @@ gboolean kas_dra_admit_status(const KasRes *res, json_object *old, json_object *
     else if (alloc != NULL)
         check_allocation(errs, alloc, kas_json_get(new_obj, "spec.devices.requests"));
     return kas_field_errors_check(errs, res, name, error);
+}
+
+/* ---- a claim's first status read from its text ---------------------------------------------- */
+
+/* What kas_dra_first_status_text() reads at most: members per object, nesting, a string's bytes
+ * (a DNS subdomain's 253, a pool's), reservations checked pair by pair. Anything larger is left
+ * to the general path. */
+#define TEXT_MAX_KEYS     16
+#define TEXT_MAX_DEPTH    8
+#define TEXT_MAX_STRING   256
+#define TEXT_MAX_RESERVED 16
+
+/* Whether json-c, having parsed @p, prints it back as the same bytes: no white space outside
+ * strings and no escape, control character or byte beyond ASCII in them. */
+static gboolean text_printed_as_is(const char *p, gsize n)
+{
+    gboolean in_string = FALSE;
+    for (gsize i = 0; i < n; i++) {
+        guchar c = (guchar)p[i];
+        if (c == '"')
+            in_string = !in_string;
+        else if (c == '\\' || c < 0x20 || c >= 0x7f || (!in_string && c == ' '))
+            return FALSE;
+    }
+    return !in_string;
+}
+
+/* The index in @keys of the member @key, marked in *@seen; -1 when it is none of them or was
+ * seen before in its object (json-c keeps a repeated member once: not printed as is). */
+static int text_key(KbJsonStr key, const char *const *keys, guint n, guint *seen)
+{
+    for (guint i = 0; i < n; i++) {
+        if (key.len != strlen(keys[i]) || memcmp(key.p, keys[i], key.len) != 0)
+            continue;
+        if (*seen & (1u << i))
+            return -1;
+        *seen |= 1u << i;
+        return (int)i;
+    }
+    return -1;
+}
+
+/* The next value of @r as a NUL-terminated copy in @buf (TEXT_MAX_STRING bytes): FALSE unless it
+ * is a string that fits. */
+static gboolean text_string(KbJsonReader *r, char *buf)
+{
+    KbJsonStr s;
+    if (kb_json_peek(r) != KB_JSON_STRING || !kb_json_read_string(r, &s, NULL) ||
+        s.len >= TEXT_MAX_STRING)
+        return FALSE;
+    memcpy(buf, s.p, s.len);
+    buf[s.len] = '\0';
+    return TRUE;
+}
+
+/* Any value made of strings, arrays and objects (no member twice) within @depth levels. */
+static gboolean text_plain_value(KbJsonReader *r, guint depth)
+{
+    KbJsonType t = kb_json_peek(r);
+    int rc;
+    if (t == KB_JSON_STRING)
+        return kb_json_skip(r, NULL);
+    if (depth == 0)
+        return FALSE;
+    if (t == KB_JSON_ARRAY) {
+        if (!kb_json_array_begin(r, NULL))
+            return FALSE;
+        while ((rc = kb_json_array_next(r, NULL)) == 1)
+            if (!text_plain_value(r, depth - 1))
+                return FALSE;
+        return rc == 0;
+    }
+    if (t != KB_JSON_OBJECT || !kb_json_object_begin(r, NULL))
+        return FALSE;
+    KbJsonStr keys[TEXT_MAX_KEYS];
+    guint n = 0;
+    while ((rc = kb_json_object_next(r, &keys[n], NULL)) == 1) {
+        for (guint i = 0; i < n; i++)
+            if (keys[i].len == keys[n].len && memcmp(keys[i].p, keys[n].p, keys[n].len) == 0)
+                return FALSE;
+        if (++n == TEXT_MAX_KEYS || !text_plain_value(r, depth - 1))
+            return FALSE;
+    }
+    return rc == 0;
+}
+
+/* check_driver_name() would find nothing wrong with @s (at most TEXT_MAX_STRING bytes). */
+static gboolean text_driver_ok(const char *s)
+{
+    gsize n = strlen(s);
+    char lower[TEXT_MAX_STRING];
+    if (n == 0 || n > 63)
+        return FALSE;
+    for (gsize i = 0; i < n; i++)
+        lower[i] = g_ascii_tolower(s[i]);
+    return subdomain_chars_ok(lower, n);
+}
+
+/* check_pool_name() would find nothing wrong with @s: '/'-separated DNS subdomains. */
+static gboolean text_pool_ok(const char *s)
+{
+    gsize n = strlen(s);
+    if (n == 0 || n > 253)
+        return FALSE;
+    for (const char *p = s;;) {
+        const char *slash = strchr(p, '/');
+        gsize part = slash != NULL ? (gsize)(slash - p) : strlen(p);
+        if (!subdomain_chars_ok(p, part))
+            return FALSE;
+        if (slash == NULL)
+            return TRUE;
+        p = slash + 1;
+    }
+}
+
+/* request_ref_ok() over the claim's spec as stored text (@spec, @len bytes): TRUE when @ref names
+ * one of its requests or a firstAvailable subrequest of one; FALSE also when the text is not
+ * what a stored spec looks like (the general path judges then). */
+static gboolean text_request_ref_ok(const char *spec, gsize len, const char *ref)
+{
+    const char *slash = strchr(ref, '/');
+    gsize n = slash != NULL ? (gsize)(slash - ref) : strlen(ref);
+    if (slash != NULL && strchr(slash + 1, '/') != NULL)
+        return FALSE;
+    KbJsonReader r;
+    kb_json_reader_init(&r, spec, len);
+    KbJsonStr key, name, fa;
+    int rc, arc = 0;
+    gboolean ok = kb_json_object_begin(&r, NULL), found = FALSE, done = FALSE;
+    /* to spec.devices.requests */
+    while (ok && !done && (rc = kb_json_object_next(&r, &key, NULL)) == 1) {
+        if (!KB_JSON_STR_IS(key, "devices")) {
+            ok = kb_json_skip(&r, NULL);
+            continue;
+        }
+        ok = kb_json_peek(&r) == KB_JSON_OBJECT && kb_json_object_begin(&r, NULL);
+        while (ok && !done && (rc = kb_json_object_next(&r, &key, NULL)) == 1) {
+            if (!KB_JSON_STR_IS(key, "requests")) {
+                ok = kb_json_skip(&r, NULL);
+                continue;
+            }
+            ok = kb_json_peek(&r) == KB_JSON_ARRAY && kb_json_array_begin(&r, NULL);
+            while (ok && !done && (arc = kb_json_array_next(&r, NULL)) == 1) {
+                name.p = fa.p = NULL;
+                int mrc = 0;
+                ok = kb_json_peek(&r) == KB_JSON_OBJECT && kb_json_object_begin(&r, NULL);
+                while (ok && (mrc = kb_json_object_next(&r, &key, NULL)) == 1)
+                    ok = KB_JSON_STR_IS(key, "name")
+                                 ? kb_json_peek(&r) == KB_JSON_STRING &&
+                                           kb_json_read_string(&r, &name, NULL) && name.p >= spec &&
+                                           name.p + name.len <= spec + len
+                         : KB_JSON_STR_IS(key, "firstAvailable") ? kb_json_skip_span(&r, &fa, NULL)
+                                                                 : kb_json_skip(&r, NULL);
+                ok = ok && mrc == 0 && name.p != NULL;
+                if (!ok || name.len != n || memcmp(name.p, ref, n) != 0)
+                    continue;
+                done = TRUE;
+                if (slash == NULL) {
+                    found = TRUE;
+                } else if (fa.p != NULL) {
+                    /* the request's firstAvailable, read on its own */
+                    KbJsonReader f;
+                    kb_json_reader_init(&f, fa.p, fa.len);
+                    gsize sn = strlen(slash + 1);
+                    int frc;
+                    gboolean fok = kb_json_array_begin(&f, NULL);
+                    while (fok && !found && (frc = kb_json_array_next(&f, NULL)) == 1) {
+                        int src;
+                        fok = kb_json_object_begin(&f, NULL);
+                        while (fok && (src = kb_json_object_next(&f, &key, NULL)) == 1) {
+                            KbJsonStr sub;
+                            if (KB_JSON_STR_IS(key, "name") && kb_json_peek(&f) == KB_JSON_STRING) {
+                                fok = kb_json_read_string(&f, &sub, NULL);
+                                found = fok && sub.len == sn && memcmp(sub.p, slash + 1, sn) == 0;
+                            } else {
+                                fok = kb_json_skip(&f, NULL);
+                            }
+                        }
+                    }
+                    kb_json_reader_clear(&f);
+                }
+            }
+            ok = ok && (done || arc == 0);
+            done = TRUE;
+        }
+    }
+    kb_json_reader_clear(&r);
+    return ok && found;
+}
+
+/* An allocation's result: request, driver, pool and device, each valid (as check_allocation
+ * judges them), and nothing else. */
+static gboolean text_result(KbJsonReader *r, const char *spec, gsize spec_len)
+{
+    static const char *const keys[] = {"request", "driver", "pool", "device"};
+    char v[G_N_ELEMENTS(keys)][TEXT_MAX_STRING];
+    guint seen = 0;
+    KbJsonStr key;
+    int rc, k;
+    if (kb_json_peek(r) != KB_JSON_OBJECT || !kb_json_object_begin(r, NULL))
+        return FALSE;
+    while ((rc = kb_json_object_next(r, &key, NULL)) == 1)
+        if ((k = text_key(key, keys, G_N_ELEMENTS(keys), &seen)) == -1 || !text_string(r, v[k]))
+            return FALSE;
+    /* check_label() of the device: at most 63 bytes, a DNS label */
+    return rc == 0 && seen == (1u << G_N_ELEMENTS(keys)) - 1 && v[0][0] != '\0' &&
+           text_request_ref_ok(spec, spec_len, v[0]) && text_driver_ok(v[1]) &&
+           text_pool_ok(v[2]) && strlen(v[3]) <= 63 && label_chars_ok(v[3], strlen(v[3]));
+}
+
+/* A node selector of any members made of strings, arrays and objects, its nodeSelectorTerms
+ * an array of at least one (check_allocation's "Required value" otherwise). */
+static gboolean text_node_selector(KbJsonReader *r)
+{
+    KbJsonStr keys[TEXT_MAX_KEYS];
+    guint n = 0, terms = 0;
+    gboolean have_terms = FALSE;
+    int rc, arc;
+    if (kb_json_peek(r) != KB_JSON_OBJECT || !kb_json_object_begin(r, NULL))
+        return FALSE;
+    while ((rc = kb_json_object_next(r, &keys[n], NULL)) == 1) {
+        for (guint i = 0; i < n; i++)
+            if (keys[i].len == keys[n].len && memcmp(keys[i].p, keys[n].p, keys[n].len) == 0)
+                return FALSE;
+        if (!KB_JSON_STR_IS(keys[n], "nodeSelectorTerms")) {
+            if (++n == TEXT_MAX_KEYS || !text_plain_value(r, TEXT_MAX_DEPTH))
+                return FALSE;
+            continue;
+        }
+        if (++n == TEXT_MAX_KEYS || kb_json_peek(r) != KB_JSON_ARRAY ||
+            !kb_json_array_begin(r, NULL))
+            return FALSE;
+        while ((arc = kb_json_array_next(r, NULL)) == 1) {
+            terms++;
+            if (!text_plain_value(r, TEXT_MAX_DEPTH))
+                return FALSE;
+        }
+        if (arc != 0)
+            return FALSE;
+        have_terms = TRUE;
+    }
+    return rc == 0 && have_terms && terms > 0;
+}
+
+/* An allocation: devices.results (at most KAS_DRA_MAX_RESULTS) and a nodeSelector with terms. */
+static gboolean text_allocation(KbJsonReader *r, const char *spec, gsize spec_len)
+{
+    static const char *const keys[] = {"devices", "nodeSelector"};
+    guint seen = 0, dseen = 0, n = 0;
+    KbJsonStr key;
+    int rc, drc = 0;
+    if (kb_json_peek(r) != KB_JSON_OBJECT || !kb_json_object_begin(r, NULL))
+        return FALSE;
+    while ((rc = kb_json_object_next(r, &key, NULL)) == 1) {
+        int k = text_key(key, keys, G_N_ELEMENTS(keys), &seen);
+        if (k == 1) {
+            if (!text_node_selector(r))
+                return FALSE;
+            continue;
+        }
+        if (k != 0 || kb_json_peek(r) != KB_JSON_OBJECT || !kb_json_object_begin(r, NULL))
+            return FALSE;
+        static const char *const dk[] = {"results"};
+        while ((drc = kb_json_object_next(r, &key, NULL)) == 1) {
+            if (text_key(key, dk, 1, &dseen) != 0 || kb_json_peek(r) != KB_JSON_ARRAY ||
+                !kb_json_array_begin(r, NULL))
+                return FALSE;
+            int arc;
+            while ((arc = kb_json_array_next(r, NULL)) == 1)
+                if (++n > KAS_DRA_MAX_RESULTS || !text_result(r, spec, spec_len))
+                    return FALSE;
+            if (arc != 0)
+                return FALSE;
+        }
+        if (drc != 0)
+            return FALSE;
+    }
+    return rc == 0;
+}
+
+/* A claim's reservations: at most TEXT_MAX_RESERVED entries of resource, name and uid (each a
+ * string, not empty) and nothing else, no uid twice (check_reserved_for); their count in *@n. */
+static gboolean text_reserved_for(KbJsonReader *r, guint *n)
+{
+    static const char *const keys[] = {"resource", "name", "uid"};
+    KbJsonStr uids[TEXT_MAX_RESERVED];
+    int rc, mrc;
+    *n = 0;
+    if (kb_json_peek(r) != KB_JSON_ARRAY || !kb_json_array_begin(r, NULL))
+        return FALSE;
+    while ((rc = kb_json_array_next(r, NULL)) == 1) {
+        if (*n == TEXT_MAX_RESERVED || kb_json_peek(r) != KB_JSON_OBJECT ||
+            !kb_json_object_begin(r, NULL))
+            return FALSE;
+        guint seen = 0;
+        KbJsonStr key, v;
+        while ((mrc = kb_json_object_next(r, &key, NULL)) == 1) {
+            int k = text_key(key, keys, G_N_ELEMENTS(keys), &seen);
+            if (k == -1 || kb_json_peek(r) != KB_JSON_STRING || !kb_json_read_string(r, &v, NULL) ||
+                v.len == 0)
+                return FALSE;
+            if (k == 2)
+                uids[*n] = v;
+        }
+        if (mrc != 0 || seen != (1u << G_N_ELEMENTS(keys)) - 1)
+            return FALSE;
+        for (guint i = 0; i < *n; i++)
+            if (uids[i].len == uids[*n].len && memcmp(uids[i].p, uids[*n].p, uids[i].len) == 0)
+                return FALSE;
+        (*n)++;
+    }
+    return rc == 0;
+}
+
+gboolean kas_dra_first_status_text(const char *text, gsize len, const char *spec, gsize spec_len)
+{
+    static const char *const keys[] = {"allocation", "reservedFor"};
+    if (!text_printed_as_is(text, len))
+        return FALSE;
+    KbJsonReader r;
+    kb_json_reader_init(&r, text, len);
+    guint seen = 0, reserved = 0;
+    KbJsonStr key;
+    int rc = -1;
+    gboolean ok = kb_json_peek(&r) == KB_JSON_OBJECT && kb_json_object_begin(&r, NULL);
+    while (ok && (rc = kb_json_object_next(&r, &key, NULL)) == 1) {
+        int k = text_key(key, keys, G_N_ELEMENTS(keys), &seen);
+        ok = k == 0   ? text_allocation(&r, spec, spec_len)
+             : k == 1 ? text_reserved_for(&r, &reserved)
+                      : FALSE;
+    }
+    /* not empty (a first status), reservations only beside an allocation */
+    ok = ok && rc == 0 && kb_json_finish(&r, NULL) && seen != 0 &&
+         (reserved == 0 || (seen & 1u) != 0);
+    kb_json_reader_clear(&r);
+    return ok;
 }
 
 /* ---- pods ----------------------------------------------------------------------------------- */

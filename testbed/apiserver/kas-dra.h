@@ -64,6 +64,16 @@ gboolean kas_dra_admit_update(const KasRes *res, json_object *old, json_object *
 /* An update of a claim's status (@new_obj carries the new status over @old's spec). */
 gboolean kas_dra_admit_status(const KasRes *res, json_object *old, json_object *new_obj,
                               GError **error);
+/*
+ * A claim's first status as the text @text (@len bytes), over a claim whose spec is stored as the
+ * text @spec (@spec_len bytes): TRUE only when kas_dra_admit_status() surely accepts it over the
+ * claim without a status and not being deleted, and json-c, having parsed it, prints it back as
+ * the same bytes (plain strings, no white space, no member twice): allocation.devices.results
+ * of request, driver, pool and device, a nodeSelector with terms, reservedFor of resource, name
+ * and uid. FALSE for anything else, valid or not: the caller takes the general path then, which
+ * answers as it always did.
+ */
+gboolean kas_dra_first_status_text(const char *text, gsize len, const char *spec, gsize spec_len);
 
 /* A pod's spec.resourceClaims and its containers' resources.claims into @errs. */
 void kas_dra_validate_pod(json_object *spec, KasFieldErrors *errs);

@@ -1223,7 +1223,7 @@ static void race_point(const char *what, KasObj *cur)
 }
 
 static gboolean status_splice = TRUE;
-static guint status_splices;
+static guint status_splices, status_text_splices;
 
 void kas_ops_set_status_splice(gboolean on)
 {
@@ -1233,6 +1233,11 @@ void kas_ops_set_status_splice(gboolean on)
 guint kas_ops_status_splices(void)
 {
     return (guint)g_atomic_int_get(&status_splices);
+}
+
+guint kas_ops_status_text_splices(void)
+{
+    return (guint)g_atomic_int_get(&status_text_splices);
 }
 
 /* Where a stored object's text (as obj_new() prints it: no white space) has the members a status
@@ -1403,6 +1408,15 @@ static json_object *spec_requests_view(const KbJsonStr *spec)
     return view;
 }
 
+/* A claim's first status to splice: the patch's preconditions (NULL for none) and its status,
+ * parsed (@st) or, when read from the body's text, as that text (@text, @len bytes; @st NULL). */
+typedef struct {
+    const char *uid, *rv;
+    json_object *st;
+    const char *text;
+    gsize len;
+} FirstStatus;
+
 /*
  * A ResourceClaim's first status (a scheduler's allocation and reservation, one write per DRA
  * pod bound) written by a merge patch that holds nothing else but the preconditions, over a
@@ -1413,52 +1427,59 @@ static json_object *spec_requests_view(const KbJsonStr *spec)
  * printing the whole claim was a third of kb-apiserver's CPU per claim write in
  * bench-e2e --dra. The text is built from @cur (a reference the caller took under the lock)
  * without the lock; *@text gets it, the resourceVersion's value to go at *@rv_at. TRUE when it
- * applies, with *@text or @error set; FALSE when the general path must take the patch.
+ * applies, with *@text or @error set; FALSE when the general path must take the patch (a status
+ * given as text that kas_dra_first_status_text() does not vouch for, too).
  */
-static gboolean status_spliced_text(KasRes *res, KasObj *cur, const char *name, json_object *patch,
-                                    GString **text, gsize *rv_at, GError **error)
+static gboolean status_spliced_text(KasRes *res, KasObj *cur, const char *name,
+                                    const FirstStatus *fs, GString **text, gsize *rv_at,
+                                    GError **error)
 {
     StoredSpans sp;
-    json_object *st = NULL;
     if (!status_splice || strcmp(res->plural, "resourceclaims") != 0 || cur->deleting ||
-        (st = first_status_only(patch)) == NULL || !stored_spans(cur, &sp))
+        !stored_spans(cur, &sp))
         return FALSE;
-    /* the patch's metadata holds at most these two, as strings (first_status_only) */
-    gboolean ok = preconditions_hold(res, cur, name, name, NULL,
-                                     kas_json_get_string(patch, "metadata.uid"),
-                                     kas_json_get_string(patch, "metadata.resourceVersion"), error);
-    if (!ok)
+    if (!preconditions_hold(res, cur, name, name, NULL, fs->uid, fs->rv, error))
         return TRUE;
-    json_object *spec = NULL;
-    if (sp.spec.p != NULL && (spec = spec_requests_view(&sp.spec)) == NULL) {
-        g_autofree char *spec_text = g_strndup(sp.spec.p, sp.spec.len);
-        spec = kas_json_parse_stored(spec_text);
+    const char *st_text = fs->text;
+    gsize st_len = fs->len;
+    if (fs->st == NULL) {
+        /* no spec: no request for a result to name */
+        if (sp.spec.p == NULL ||
+            !kas_dra_first_status_text(fs->text, fs->len, sp.spec.p, sp.spec.len))
+            return FALSE;
+    } else {
+        json_object *spec = NULL;
+        if (sp.spec.p != NULL && (spec = spec_requests_view(&sp.spec)) == NULL) {
+            g_autofree char *spec_text = g_strndup(sp.spec.p, sp.spec.len);
+            spec = kas_json_parse_stored(spec_text);
+        }
+        json_object *meta = json_object_new_object();
+        json_object_object_add(meta, "name", json_object_new_string(cur->name));
+        json_object *old = claim_view(meta, spec, NULL), *now = claim_view(meta, spec, fs->st);
+        gboolean ok = status_admitted(res, old, now, error);
+        json_object_put(old);
+        json_object_put(now);
+        json_object_put(meta);
+        json_object_put(spec);
+        if (!ok)
+            return TRUE;
+        st_text = json_object_to_json_string_ext(fs->st, JSON_C_TO_STRING_PLAIN |
+                                                                 JSON_C_TO_STRING_NOSLASHESCAPE);
+        st_len = strlen(st_text);
     }
-    json_object *meta = json_object_new_object();
-    json_object_object_add(meta, "name", json_object_new_string(cur->name));
-    json_object *old = claim_view(meta, spec, NULL), *now = claim_view(meta, spec, st);
-    ok = status_admitted(res, old, now, error);
-    json_object_put(old);
-    json_object_put(now);
-    json_object_put(meta);
-    json_object_put(spec);
-    if (!ok)
-        return TRUE;
-    const char *st_text = json_object_to_json_string_ext(
-            st, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
     const char *b = cur->json, *after_rv = sp.rv.p + sp.rv.len;
-    GString *t = g_string_sized_new(cur->len + strlen(st_text) + 32);
+    GString *t = g_string_sized_new(cur->len + st_len + 32);
     g_string_append_len(t, b, sp.rv.p - b);
     *rv_at = t->len;
     if (sp.status.p != NULL) {
         const char *after_st = sp.status.p + sp.status.len;
         g_string_append_len(t, after_rv, sp.status.p - after_rv);
-        g_string_append(t, st_text);
+        g_string_append_len(t, st_text, (gssize)st_len);
         g_string_append_len(t, after_st, b + cur->len - after_st);
     } else {
         g_string_append_len(t, after_rv, b + sp.end - after_rv);
         g_string_append(t, ",\"status\":");
-        g_string_append(t, st_text);
+        g_string_append_len(t, st_text, (gssize)st_len);
         g_string_append_len(t, b + sp.end, cur->len - sp.end);
     }
     *text = t;
@@ -1473,7 +1494,7 @@ static gboolean status_spliced_text(KasRes *res, KasObj *cur, const char *name, 
  * after the last try raced).
  */
 static gboolean status_spliced(KasStore *store, KasRes *res, const char *ns, const char *name,
-                               json_object *patch, KasObj **out, GError **error)
+                               const FirstStatus *fs, KasObj **out, GError **error)
 {
     *out = NULL;
     for (guint i = 0; i + 1 < KAS_OPS_OPTIMISTIC_TRIES; i++) {
@@ -1487,7 +1508,7 @@ static gboolean status_spliced(KasStore *store, KasRes *res, const char *ns, con
         kas_store_unlock(store);
         GString *t = NULL;
         gsize rv_at = 0;
-        if (!status_spliced_text(res, read, name, patch, &t, &rv_at, error))
+        if (!status_spliced_text(res, read, name, fs, &t, &rv_at, error))
             return FALSE;
         if (t == NULL)
             return TRUE; /* refused */
@@ -1498,11 +1519,74 @@ static gboolean status_spliced(KasStore *store, KasRes *res, const char *ns, con
         g_string_free(t, TRUE);
         if (*out != NULL) {
             g_atomic_int_inc(&status_splices);
+            if (fs->st == NULL)
+                g_atomic_int_inc(&status_text_splices);
             return TRUE;
         }
         g_atomic_int_inc(&optimistic_retries);
     }
     return FALSE;
+}
+
+/* The members of a merge patch's text that holds nothing but a status (an object, not empty)
+ * and string preconditions (metadata.resourceVersion, metadata.uid), each once and written
+ * without escapes: the preconditions copied into @uid and @rv (@size bytes each), the status's
+ * text in *@status. FALSE for any other body (the caller parses it then). */
+static gboolean body_first_status(const char *body, gsize len, char *uid, char *rv, gsize size,
+                                  gboolean *has_uid, gboolean *has_rv, KbJsonStr *status)
+{
+    KbJsonReader r;
+    kb_json_reader_init(&r, body, len);
+    KbJsonStr key, v;
+    int rc = -1, mrc = 0;
+    gboolean ok = kb_json_peek(&r) == KB_JSON_OBJECT && kb_json_object_begin(&r, NULL);
+    gboolean meta = FALSE;
+    status->p = NULL;
+    *has_uid = *has_rv = FALSE;
+    while (ok && (rc = kb_json_object_next(&r, &key, NULL)) == 1) {
+        if (KB_JSON_STR_IS(key, "status") && status->p == NULL) {
+            ok = kb_json_peek(&r) == KB_JSON_OBJECT && kb_json_skip_span(&r, status, NULL);
+            continue;
+        }
+        ok = KB_JSON_STR_IS(key, "metadata") && !meta && kb_json_peek(&r) == KB_JSON_OBJECT &&
+             kb_json_object_begin(&r, NULL);
+        meta = TRUE;
+        while (ok && (mrc = kb_json_object_next(&r, &key, NULL)) == 1) {
+            gboolean is_uid = KB_JSON_STR_IS(key, "uid");
+            gboolean *has = is_uid ? has_uid : has_rv;
+            ok = (is_uid || KB_JSON_STR_IS(key, "resourceVersion")) && !*has &&
+                 kb_json_peek(&r) == KB_JSON_STRING && kb_json_read_string(&r, &v, NULL) &&
+                 v.len < size && v.p >= body && v.p + v.len <= body + len &&
+                 memchr(v.p, '\0', v.len) == NULL;
+            if (ok) {
+                memcpy(is_uid ? uid : rv, v.p, v.len);
+                (is_uid ? uid : rv)[v.len] = '\0';
+                *has = TRUE;
+            }
+        }
+        ok = ok && mrc == 0;
+    }
+    ok = ok && rc == 0 && kb_json_finish(&r, NULL) && status->p != NULL && status->len > 2;
+    kb_json_reader_clear(&r);
+    return ok;
+}
+
+gboolean kas_ops_claim_status_text(KasStore *store, KasRes *res, const char *ns, const char *name,
+                                   const char *body, gsize len, KasObj **out, GError **error)
+{
+    char uid[128], rv[64];
+    gboolean has_uid, has_rv;
+    FirstStatus fs = {0};
+    KbJsonStr st;
+    *out = NULL;
+    if (!status_splice || strcmp(res->plural, "resourceclaims") != 0 || body == NULL ||
+        !body_first_status(body, len, uid, rv, sizeof rv, &has_uid, &has_rv, &st))
+        return FALSE;
+    fs.uid = has_uid ? uid : NULL;
+    fs.rv = has_rv ? rv : NULL;
+    fs.text = st.p;
+    fs.len = st.len;
+    return status_spliced(store, res, ns, name, &fs, out, error);
 }
 
 gboolean kas_ops_patch_apply(json_object **doc, KasPatchType type, json_object *patch,
@@ -1531,9 +1615,16 @@ KasObj *kas_ops_patch(KasStore *store, KasRes *res, const char *version, const c
                       GError **error)
 {
     KasObj *spliced = NULL;
-    if (status && type == KAS_PATCH_MERGE && json_object_is_type(patch, json_type_object) &&
-        status_spliced(store, res, ns, name, patch, &spliced, error))
-        return spliced;
+    FirstStatus fs = {0};
+    if (status && type == KAS_PATCH_MERGE && strcmp(res->plural, "resourceclaims") == 0 &&
+        json_object_is_type(patch, json_type_object) &&
+        (fs.st = first_status_only(patch)) != NULL) {
+        /* the patch's metadata holds at most these two, as strings (first_status_only) */
+        fs.uid = kas_json_get_string(patch, "metadata.uid");
+        fs.rv = kas_json_get_string(patch, "metadata.resourceVersion");
+        if (status_spliced(store, res, ns, name, &fs, &spliced, error))
+            return spliced;
+    }
     kas_store_lock(store);
     KasObj *cur = kas_store_get_locked(store, res, ns, name);
     if (cur == NULL || !res->active) {

@@ -45,8 +45,20 @@ gboolean kas_ops_patch_apply(json_object **doc, KasPatchType type, json_object *
  * default) or merged into the parsed claim and printed again, as other patches are: the same
  * bytes either way; tests compare the two. */
 void kas_ops_set_status_splice(gboolean on);
-/* How many statuses were spliced so far. */
+/* How many statuses were spliced so far; of them, how many from the body's text. */
 guint kas_ops_status_splices(void);
+guint kas_ops_status_text_splices(void);
+
+/*
+ * A status merge patch of the claim @ns/@name whose body (@body, @len bytes) holds nothing but
+ * a first status and string preconditions, spliced from the body's text without parsing it
+ * (kas_dra_first_status_text() vouches for it; the general path does the rest): TRUE with
+ * *@out (new reference) or @error set, the same answer as kas_ops_patch() with the parsed body
+ * gives; FALSE when the caller must parse the body and call kas_ops_patch(). Off with
+ * kas_ops_set_status_splice(FALSE).
+ */
+gboolean kas_ops_claim_status_text(KasStore *store, KasRes *res, const char *ns, const char *name,
+                                   const char *body, gsize len, KasObj **out, GError **error);
 
 /*
  * A binding and a claim's first status (one each per DRA pod) are optimistic writes

@@ -831,12 +831,25 @@ static void do_patch(const KasRestContext *ctx, const KasRequest *req, const Rou
         kas_reply_error(reply, KAS_ERR_UNSUPPORTED_TYPE, msg, NULL, NULL);
         return;
     }
-    json_object *patch = parse_body(req, reply);
-    if (patch == NULL)
-        return;
     g_autoptr(GError) error = NULL;
     gboolean convert = ctx->convert != NULL && strcmp(r->version, res->storage_version) != 0 &&
                        kas_convert_webhook(ctx->store, res);
+    /* a scheduler's claim allocation (one per DRA pod) read from its text, not parsed */
+    g_autoptr(KasObj) spliced = NULL;
+    if (status && type == KAS_PATCH_MERGE && !convert && req->content_type != NULL &&
+        strstr(req->content_type, "yaml") == NULL &&
+        strstr(req->content_type, "protobuf") == NULL &&
+        kas_ops_claim_status_text(ctx->store, res, r->ns, r->name, req->body, req->body_len,
+                                  &spliced, &error)) {
+        if (spliced == NULL)
+            reply_any_error(reply, error, res, r->name);
+        else
+            reply_object(reply, 200, req, res, r->version, spliced);
+        return;
+    }
+    json_object *patch = parse_body(req, reply);
+    if (patch == NULL)
+        return;
     g_autoptr(KasObj) obj =
             convert ? kas_convert_patch(ctx->convert, ctx->store, res, r->version, r->ns, r->name,
                                         type, patch, status, &error)

@@ -1111,9 +1111,9 @@ KasObj *kas_store_put_text_locked(KasStore *store, KasRes *res, KasObj *cur, con
     obj->owners = strv_copy_packed(cur->owners);
     obj->deleting = cur->deleting;
     obj->has_finalizers = cur->has_finalizers;
+    /* the same owners as @cur's: their counts stand (taking them out and back cost a lookup,
+     * a removal and a copy of each under the lock, on each claim status write) */
     g_autoptr(KasObj) old = kas_obj_ref(cur);
-    owners_add(store, old, -1);
-    owners_add(store, obj, +1);
     g_tree_replace(res->objects, (gpointer)obj->key, obj);
     emit(store, res, KAS_EV_MODIFIED, obj, old);
     return kas_obj_ref(obj);
