@@ -2321,7 +2321,15 @@ void kb_claim_write_free(gpointer write)
     g_free(w->name);
     g_free(w->body);
     json_object_put(w->undo);
+    if (w->after != NULL)
+        kb_object_unref(w->after);
+    g_free(w->from_rv);
     g_free(w);
+}
+
+KbResourceClaim *kb_claim_write_take_echo(KbClaimWrite *w)
+{
+    return w->from_rv != NULL ? g_steal_pointer(&w->after) : NULL;
 }
 
 /* The patch that puts back @claim's status as the cache saw it (allocation removed when
@@ -2375,6 +2383,10 @@ static KbClaimWrite *claim_write_new(KbDra *dra, const char *key, GPtrArray *use
             ca != NULL ? ca->results->len : 0, ca != NULL ? ca->node : NULL, pods, users->len);
     w->allocates = ca != NULL;
     w->undo = undo_new(claim, w->allocates);
+    w->after = kb_resource_claim_after_status(
+            claim, ca != NULL ? (const KbDeviceResult *)ca->results->data : NULL,
+            ca != NULL ? ca->results->len : 0, ca != NULL ? ca->node : NULL, pods, users->len);
+    w->from_rv = g_strdup(claim->meta.resource_version);
     return w;
 }
 
