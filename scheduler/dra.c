@@ -1744,7 +1744,16 @@ void kb_dra_pod_bound(KbDra *dra, const char *uid)
 
 void kb_dra_claim_written(KbDra *dra, const char *namespace_, const char *name, gboolean written)
 {
-    g_autofree char *key = g_strdup_printf("%s/%s", namespace_, name);
+    /* once per claim write: the key on the stack when it fits */
+    char buf[320];
+    g_autofree char *heap = NULL;
+    gsize nl = strlen(namespace_), ml = strlen(name);
+    char *key = buf;
+    if (nl + ml + 2 > sizeof buf)
+        key = heap = g_malloc(nl + ml + 2);
+    memcpy(key, namespace_, nl);
+    key[nl] = '/';
+    memcpy(key + nl + 1, name, ml + 1);
     ClaimAlloc *ca = g_hash_table_lookup(dra->claim_allocs, key);
     if (ca == NULL)
         return;
