@@ -64,7 +64,10 @@ void kb_dra_record_clear(KbObjectMeta *meta)
     switch (meta->kind) {
     case KB_KIND_RESOURCE_CLAIM: {
         KbResourceClaim *c = (KbResourceClaim *)meta;
-        claim_spec_clear(&c->spec);
+        if (c->spec_owner != NULL)
+            kb_object_unref(c->spec_owner);
+        else
+            claim_spec_clear(&c->spec);
         for (guint i = 0; i < c->n_results; i++) {
             g_free(c->results[i].request);
             g_free(c->results[i].device);
@@ -908,6 +911,95 @@ char *kb_resource_claim_status_text(const KbResourceClaim *claim, const KbDevice
     }
     g_string_append(out, "]}}");
     return g_string_free(out, FALSE);
+}
+
+/* @src's metadata into @dst (an empty record): strings copied, labels and annotations shared
+ * (never changed once decoded), raw left out (the byte decoders keep none either). */
+static void meta_copy(KbObjectMeta *dst, const KbObjectMeta *src)
+{
+    dst->name = g_strdup(src->name);
+    dst->namespace_ = src->namespace_;
+    dst->uid = g_strdup(src->uid);
+    dst->resource_version = NULL;
+    dst->generation = src->generation;
+    dst->creation_timestamp = src->creation_timestamp;
+    dst->deletion_timestamp = src->deletion_timestamp;
+    dst->labels = src->labels != NULL ? g_hash_table_ref(src->labels) : NULL;
+    dst->annotations = src->annotations != NULL ? g_hash_table_ref(src->annotations) : NULL;
+    kb_meta_init(dst, src->kind);
+    if (src->n_owners > 0) {
+        dst->owners = g_new0(KbOwnerRef, src->n_owners);
+        dst->n_owners = src->n_owners;
+        for (guint i = 0; i < src->n_owners; i++) {
+            dst->owners[i].api_version = g_strdup(src->owners[i].api_version);
+            dst->owners[i].kind = g_strdup(src->owners[i].kind);
+            dst->owners[i].name = g_strdup(src->owners[i].name);
+            dst->owners[i].uid = g_strdup(src->owners[i].uid);
+            dst->owners[i].controller = src->owners[i].controller;
+        }
+    }
+}
+
+static void consumer_add(KbResourceClaim *c, const char *resource, const char *name,
+                         const char *uid)
+{
+    KbClaimConsumer *cons = &c->reserved_for[c->n_reserved_for++];
+    cons->resource = resource;
+    cons->name = g_strdup(name);
+    cons->uid = g_strdup(uid);
+}
+
+KbResourceClaim *kb_resource_claim_after_status(const KbResourceClaim *claim,
+                                                const KbDeviceResult *results, guint n_results,
+                                                const char *node, const KbClaimConsumer *pods,
+                                                guint n_pods)
+{
+    KbResourceClaim *c = g_new0(KbResourceClaim, 1);
+    meta_copy(&c->meta, &claim->meta);
+    c->spec = claim->spec;
+    c->spec_owner = kb_object_ref(claim->spec_owner != NULL ? claim->spec_owner
+                                                            : (KbObjectMeta *)&claim->meta);
+    if (results == NULL) {
+        results = claim->results;
+        n_results = claim->n_results;
+        node = claim->node;
+        c->allocated = claim->allocated;
+    } else {
+        c->allocated = TRUE;
+    }
+    c->node = node != NULL ? g_intern_string(node) : NULL;
+    c->n_results = n_results;
+    c->results = n_results > 0 ? g_new0(KbDeviceResult, n_results) : NULL;
+    for (guint i = 0; i < n_results; i++) {
+        const KbDeviceResult *r = &results[i];
+        KbDeviceResult *d = &c->results[i];
+        d->request = g_strdup(r->request);
+        d->driver = r->driver;
+        d->pool = r->pool;
+        d->device = g_strdup(r->device);
+        d->consumed = r->n_consumed > 0
+                              ? g_memdup2(r->consumed, r->n_consumed * sizeof *r->consumed)
+                              : NULL;
+        d->n_consumed = r->n_consumed;
+        d->share_id = g_strdup(r->share_id);
+    }
+    /* the order kb_resource_claim_status_text writes them in */
+    const char *pods_resource = g_intern_static_string("pods");
+    c->reserved_for = g_new0(KbClaimConsumer, claim->n_reserved_for + n_pods + 1);
+    for (guint i = 0; i < claim->n_reserved_for; i++) {
+        const KbClaimConsumer *o = &claim->reserved_for[i];
+        if (n_pods > 0 && g_strcmp0(o->uid, pods[0].uid) == 0)
+            continue;
+        consumer_add(c, pods_resource, o->name, o->uid);
+    }
+    for (guint i = 0; i < n_pods; i++) {
+        if (i > 0 && kb_resource_claim_reserved_for(claim, pods[i].uid))
+            continue;
+        consumer_add(c, pods_resource, pods[i].name, pods[i].uid);
+    }
+    if (c->n_reserved_for == 0)
+        g_clear_pointer(&c->reserved_for, g_free);
+    return c;
 }
 
 json_object *kb_resource_claim_status_new(const KbResourceClaim *claim,

@@ -113,6 +113,10 @@ typedef struct {
     const char *node;
     KbClaimConsumer *reserved_for;
     guint n_reserved_for;
+    /* The record whose spec this one shares (a reference; kb_resource_claim_after_status), NULL
+     * when the spec is its own. A claim's spec is immutable: the same claim after a status write
+     * has the same spec. */
+    KbObjectMeta *spec_owner;
 } KbResourceClaim;
 
 typedef struct {
@@ -246,6 +250,18 @@ gboolean kb_resource_claim_reserved_for(const KbResourceClaim *claim, const char
  * "domain/name") name capacity @domain/@name of a device of @driver? */
 gboolean kb_capacity_name_is(const char *written, const char *driver, const char *domain,
                              const char *name);
+
+/*
+ * The claim record kb_resource_claim_status_text() with the same arguments makes of @claim once
+ * the server has taken it: @claim's metadata (resourceVersion NULL: the caller sets the version
+ * the write's answer gives) and spec (shared, not copied), the allocation written (or @claim's
+ * when @results is NULL) and reservedFor as the body lists it. What the watch then shows, decoded,
+ * equals it (kb_resource_claim_equal; tests/test-informer.c compares them). A new reference.
+ */
+KbResourceClaim *kb_resource_claim_after_status(const KbResourceClaim *claim,
+                                                const KbDeviceResult *results, guint n_results,
+                                                const char *node, const KbClaimConsumer *pods,
+                                                guint n_pods);
 
 json_object *kb_resource_claim_status_new(const KbResourceClaim *claim,
                                           const KbDeviceResult *results, guint n_results,

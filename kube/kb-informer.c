@@ -73,6 +73,9 @@ struct KbInformer {
 
     GHashTable *by_key; /* "ns/name" (owned) -> record (one reference) */
     GHashTable *by_uid; /* uid (the record's string) -> record (borrowed) */
+    /* kb_informer_expect(): "ns/name" (owned) -> Expected, until the write's event, or any other
+     * event or deletion of that key */
+    GHashTable *expected;
 
     gboolean started;
     gboolean synced;
@@ -124,9 +127,38 @@ struct KbInformer {
     guint64 lists_done;
     guint64 fast_pages;
     guint64 fast_events;
+    guint64 echoes;
     guint64 fallback_pages;
     guint64 list_chunks;
 };
+
+/* Longest metadata name (a DNS subdomain) and resourceVersion an expected event is matched on. */
+#define PEEK_NAME_MAX 256
+#define PEEK_RV_MAX   64
+
+/* A write of this process to an object the store holds (kb_informer_expect). */
+typedef struct {
+    KbObjectMeta *rec; /* what the write makes of the stored version (its resourceVersion set
+                        * once answered) */
+    gboolean answered;
+    /* The object's first event while the answer was awaited: its bytes and resourceVersion,
+     * taken in when the answer says whose it is. */
+    char *stash;
+    gsize stash_len;
+    char *stash_rv;
+} Expected;
+
+static void expected_free(gpointer data)
+{
+    Expected *e = data;
+    if (e->rec != NULL)
+        kb_object_unref(e->rec);
+    g_free(e->stash);
+    g_free(e->stash_rv);
+    g_free(e);
+}
+
+static void expected_flush(KbInformer *inf, const char *key);
 
 static void start_list(KbInformer *inf);
 static void start_watch(KbInformer *inf);
@@ -221,6 +253,9 @@ static gboolean same_uid(gconstpointer a, gconstpointer b)
 static gboolean store_apply(KbInformer *inf, gpointer rec)
 {
     char *key = record_key(rec);
+    /* whatever happens to the key now, an expected version is either this one or never comes */
+    if (g_hash_table_size(inf->expected) > 0)
+        expected_flush(inf, key);
     gpointer old = g_hash_table_lookup(inf->by_key, key);
     if (old != NULL && same_uid(old, rec) && g_strcmp0(record_rv(old), record_rv(rec)) == 0) {
         g_free(key);
@@ -244,6 +279,8 @@ static gboolean store_apply(KbInformer *inf, gpointer rec)
 
 static void store_delete(KbInformer *inf, const char *key)
 {
+    if (g_hash_table_size(inf->expected) > 0)
+        expected_flush(inf, key);
     gpointer old = store_take(inf, key);
     if (old == NULL)
         return;
@@ -978,6 +1015,129 @@ static KbObjectMeta *slice_bytes(const char *json, gsize len, GError **error)
     return (KbObjectMeta *)kb_resource_slice_decode_bytes(json, len, error);
 }
 
+/* Copy string @s into @buf (@size bytes, NUL-terminated); FALSE when it does not fit or holds a
+ * NUL. */
+static gboolean str_copy(const KbJsonStr *s, char *buf, gsize size)
+{
+    if (s->len >= size || memchr(s->p, '\0', s->len) != NULL)
+        return FALSE;
+    memcpy(buf, s->p, s->len);
+    buf[s->len] = '\0';
+    return TRUE;
+}
+
+/* The metadata members of the object @json starts (after "metadata"): name, namespace and
+ * resourceVersion into the buffers (empty when absent). FALSE on anything unexpected. */
+static gboolean peek_members(KbJsonReader *r, char *name, char *ns, char *rv)
+{
+    KbJsonStr key, v;
+    int more;
+    while ((more = kb_json_object_next(r, &key, NULL)) == 1) {
+        char *into = KB_JSON_STR_IS(key, "name")              ? name
+                     : KB_JSON_STR_IS(key, "namespace")       ? ns
+                     : KB_JSON_STR_IS(key, "resourceVersion") ? rv
+                                                              : NULL;
+        gsize size = into == rv ? PEEK_RV_MAX : PEEK_NAME_MAX;
+        if (into == NULL ? !kb_json_skip(r, NULL)
+                         : kb_json_peek(r) != KB_JSON_STRING || !kb_json_read_string(r, &v, NULL) ||
+                                   !str_copy(&v, into, size))
+            return FALSE;
+    }
+    return more == 0;
+}
+
+/* The key and resourceVersion of the object @json (whose syntax the caller checked), read from
+ * its metadata alone; @key newly allocated. FALSE when either is missing or unusual. */
+static gboolean peek_meta(const char *json, gsize len, char **key, char *rv)
+{
+    char name[PEEK_NAME_MAX] = "", ns[PEEK_NAME_MAX] = "";
+    KbJsonReader r;
+    KbJsonStr k;
+    gboolean ok, found = FALSE;
+    kb_json_reader_init(&r, json, len);
+    ok = kb_json_object_begin(&r, NULL);
+    while (ok && !found && kb_json_object_next(&r, &k, NULL) == 1) {
+        if (KB_JSON_STR_IS(k, "metadata") && kb_json_peek(&r) == KB_JSON_OBJECT) {
+            ok = kb_json_object_begin(&r, NULL) && peek_members(&r, name, ns, rv);
+            found = TRUE;
+        } else {
+            ok = kb_json_skip(&r, NULL);
+        }
+    }
+    kb_json_reader_clear(&r);
+    if (!ok || !found || name[0] == '\0' || rv[0] == '\0')
+        return FALSE;
+    *key = make_key(ns, name);
+    return TRUE;
+}
+
+/* Decode an object's bytes as a watch event's (the byte decoder, else json-c) and apply it. */
+static void apply_bytes(KbInformer *inf, const char *json, gsize len)
+{
+    KbObjectMeta *rec = inf->decode_bytes(json, len, NULL);
+    if (rec != NULL && rec->name == NULL)
+        g_clear_pointer(&rec, kb_object_unref);
+    if (rec == NULL) {
+        json_object *obj = json_tokener_parse(json);
+        if (obj != NULL)
+            rec = decode_object(inf, obj);
+        json_object_put(obj);
+    }
+    if (rec != NULL && store_apply(inf, rec))
+        inf->events++;
+}
+
+/* Drop @key's expectation; an event it held back is taken in now, decoded. */
+static void expected_flush(KbInformer *inf, const char *key)
+{
+    gpointer k = NULL, v = NULL;
+    if (!g_hash_table_steal_extended(inf->expected, key, &k, &v))
+        return;
+    Expected *e = v;
+    if (e->stash != NULL)
+        apply_bytes(inf, e->stash, e->stash_len);
+    expected_free(e);
+    g_free(k);
+}
+
+/*
+ * A watch event's object @json (syntax checked) whose key has an expectation: the record to take
+ * in for it without a decode (a new reference: the write's own version, answered), NULL to decode
+ * it (store_apply() then drops the expectation); or, with *@held set, nothing yet: the object's
+ * first event while the write's answer is awaited, kept until the answer says whose it is. @rv
+ * (PEEK_RV_MAX bytes) gets the object's resourceVersion when read.
+ */
+static KbObjectMeta *take_expected(KbInformer *inf, const char *json, gsize len, gboolean *held,
+                                   char *rv)
+{
+    *held = FALSE;
+    rv[0] = '\0';
+    if (g_hash_table_size(inf->expected) == 0)
+        return NULL;
+    g_autofree char *key = NULL;
+    if (!peek_meta(json, len, &key, rv))
+        return NULL;
+    Expected *e = g_hash_table_lookup(inf->expected, key);
+    if (e == NULL)
+        return NULL;
+    if (!e->answered) {
+        if (e->stash != NULL)
+            return NULL; /* a second event before the answer: both decoded, in order */
+        e->stash = g_memdup2(json, len + 1);
+        e->stash[len] = '\0';
+        e->stash_len = len;
+        e->stash_rv = g_strdup(rv);
+        *held = TRUE;
+        return NULL;
+    }
+    if (g_strcmp0(e->rec->resource_version, rv) != 0)
+        return NULL;
+    KbObjectMeta *rec = g_steal_pointer(&e->rec);
+    g_hash_table_remove(inf->expected, key);
+    inf->echoes++;
+    return rec;
+}
+
 /*
  * An ADDED or MODIFIED event of a type with a byte decoder (pods, claims, slices), decoded from
  * the line's bytes as list pages are: a json-c DOM per event was most of a scheduler's watch cost
@@ -1006,17 +1166,21 @@ static gboolean fast_event(KbInformer *inf, const char *line, gsize len)
     }
     ok = ok && more == 0 && typed && object.p != NULL && kb_json_finish(&r, NULL);
     kb_json_reader_clear(&r);
-    KbObjectMeta *rec = ok ? inf->decode_bytes(object.p, object.len, NULL) : NULL;
-    if (rec == NULL || rec->name == NULL) {
+    gboolean held = FALSE;
+    char peeked_rv[PEEK_RV_MAX];
+    KbObjectMeta *rec = ok ? take_expected(inf, object.p, object.len, &held, peeked_rv) : NULL;
+    if (rec == NULL && ok && !held)
+        rec = inf->decode_bytes(object.p, object.len, NULL);
+    if (!held && (rec == NULL || rec->name == NULL)) {
         if (rec != NULL)
             kb_object_unref(rec);
         return FALSE;
     }
-    g_autofree char *rv = g_strdup(rec->resource_version);
+    g_autofree char *rv = g_strdup(held ? peeked_rv : rec->resource_version);
     inf->fast_events++;
     inf->watch_got_event = TRUE;
     reset_backoff(inf); /* a healthy watch */
-    if (store_apply(inf, rec))
+    if (rec != NULL && store_apply(inf, rec))
         inf->events++;
     if (rv != NULL && rv[0] != '\0' && g_strcmp0(rv, inf->resource_version) != 0) {
         g_free(inf->resource_version);
@@ -1165,6 +1329,7 @@ KbInformer *kb_informer_new(KbClient *client, const KbInformerOptions *opts,
                         : g_steal_pointer(&resource);
     inf->by_key = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, kb_object_unref);
     inf->by_uid = g_hash_table_new(g_str_hash, g_str_equal);
+    inf->expected = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, expected_free);
     inf->decoder = kb_watch_decoder_new();
     inf->list_tok = json_tokener_new_ex(KB_WATCH_MAX_DEPTH);
     inf->max_page_bytes = KB_INFORMER_MAX_PAGE_BYTES;
@@ -1230,6 +1395,7 @@ void kb_informer_free(KbInformer *informer)
         g_clear_pointer(&informer->timer, g_source_unref);
     }
     clear_list_state(informer);
+    g_hash_table_unref(informer->expected);
     g_hash_table_unref(informer->by_uid);
     g_hash_table_unref(informer->by_key);
     kb_watch_decoder_free(informer->decoder);
@@ -1288,6 +1454,64 @@ guint64 kb_informer_relists(const KbInformer *informer)
 guint64 kb_informer_fast_events(const KbInformer *informer)
 {
     return informer->fast_events;
+}
+
+void kb_informer_expect(KbInformer *informer, gpointer rec, const char *from_rv)
+{
+    char *key = record_key(rec);
+    const KbObjectMeta *stored = g_hash_table_lookup(informer->by_key, key);
+    const char *uid = record_uid(rec);
+    if (informer->decode_bytes == NULL || stored == NULL || from_rv == NULL || uid == NULL ||
+        g_strcmp0(record_uid(stored), uid) != 0 ||
+        g_strcmp0(stored->resource_version, from_rv) != 0 ||
+        g_hash_table_contains(informer->expected, key)) {
+        g_free(key);
+        kb_object_unref(rec);
+        return;
+    }
+    Expected *e = g_new0(Expected, 1);
+    e->rec = rec;
+    g_hash_table_insert(informer->expected, key, e);
+}
+
+void kb_informer_expect_answered(KbInformer *informer, const char *namespace_, const char *name,
+                                 const char *rv)
+{
+    g_autofree char *key = make_key(namespace_, name);
+    Expected *e = g_hash_table_lookup(informer->expected, key);
+    if (e == NULL || e->answered)
+        return;
+    const KbObjectMeta *stored = g_hash_table_lookup(informer->by_key, key);
+    /* failed, or changed nothing (no event comes: the store has that version) */
+    if (rv == NULL || rv[0] == '\0' ||
+        (stored != NULL && g_strcmp0(stored->resource_version, rv) == 0)) {
+        expected_flush(informer, key);
+        return;
+    }
+    g_free(e->rec->resource_version);
+    e->rec->resource_version = g_strdup(rv);
+    e->answered = TRUE;
+    if (e->stash == NULL)
+        return;
+    if (strcmp(e->stash_rv, rv) != 0) {
+        expected_flush(informer, key);
+        return;
+    }
+    KbObjectMeta *rec = g_steal_pointer(&e->rec);
+    g_hash_table_remove(informer->expected, key);
+    informer->echoes++;
+    if (store_apply(informer, rec))
+        informer->events++;
+}
+
+guint64 kb_informer_echoes(const KbInformer *informer)
+{
+    return informer->echoes;
+}
+
+void kb_informer_feed_watch(KbInformer *informer, const char *data, gsize len)
+{
+    on_watch_data(data, len, informer);
 }
 
 guint64 kb_informer_fast_pages(const KbInformer *informer)

@@ -183,6 +183,29 @@ guint64 kb_informer_fallback_pages(const KbInformer *informer);
  * informer decoding with kb_pod_decode or kb_resource_claim_decode without keep_raw); the others
  * go through json-c. */
 guint64 kb_informer_fast_events(const KbInformer *informer);
+/*
+ * This process is about to write the object the store holds at @from_rv, and @rec (consumed: a
+ * record of the informer's type) is what the write makes of it; kb_informer_expect_answered()
+ * then gives the version the answer names. When the watch brings the object at that version
+ * (ADDED or MODIFIED, with a byte decoder: pods, claims, slices), @rec is taken in instead of a
+ * decode of the event: only the event's metadata is read. A resourceVersion names one state of
+ * one object, and the store holds the version the write changed until that event, so the store
+ * stays what decoding would make it. The object's first event before the answer is held back
+ * until it (the server may send the event first): taken in as @rec when it has the answer's
+ * version, else decoded. Any other event or deletion of the key, a relist, or a failed write
+ * ends the expectation (an event held back is decoded and taken in first). Refused (and @rec
+ * dropped) unless the store holds the object at @from_rv with @rec's uid and nothing is expected
+ * of it yet.
+ */
+void kb_informer_expect(KbInformer *informer, gpointer rec, const char *from_rv);
+/* The write kb_informer_expect() announced for @namespace_/@name was answered 2xx with
+ * resourceVersion @rv, or failed (@rv NULL). */
+void kb_informer_expect_answered(KbInformer *informer, const char *namespace_, const char *name,
+                                 const char *rv);
+/* Watch events taken in as kb_informer_expect() records, without a decode. */
+guint64 kb_informer_echoes(const KbInformer *informer);
+/* Feed watch stream bytes as if the current watch had brought them (tests). */
+void kb_informer_feed_watch(KbInformer *informer, const char *data, gsize len);
 /* Watch events applied to the store (repeats and bookmarks excluded). */
 guint64 kb_informer_events(const KbInformer *informer);
 /* The resourceVersion the next watch resumes from (borrowed), NULL before the first list. */

@@ -78,6 +78,7 @@ struct KbBinder {
     guint64 claims_written; /* DRA claim status writes that succeeded */
     guint64 claims_undone;  /* ... undone after a failure */
     guint64 claim_failures; /* claim writes that failed */
+    KbInformer *claims;     /* kb_binder_set_claim_informer(), borrowed */
 };
 
 typedef struct {
@@ -170,6 +171,11 @@ void kb_binder_free(KbBinder *binder)
     retries_clear(binder, FALSE);
     g_queue_clear_full(&binder->queue, (GDestroyNotify)pending_free);
     binder_unref(binder);
+}
+
+void kb_binder_set_claim_informer(KbBinder *binder, KbInformer *claims)
+{
+    binder->claims = claims;
 }
 
 void kb_binder_set_done_func(KbBinder *binder, KbBinderDoneFunc func, gpointer user_data)
@@ -588,10 +594,14 @@ static void on_claim_written(const KbResponse *resp, gpointer data)
     KbBinder *b = c->binder;
     Pending *p = c->p;
     if (!b->freed) {
-        const KbClaimWrite *w = p->claim_writes->pdata[p->n_written];
+        KbClaimWrite *w = p->claim_writes->pdata[p->n_written];
         if (resp->error == NULL) {
             p->written_rv[p->n_written++] = g_strdup(resp->resource_version);
             b->claims_written++;
+            /* before the cache hears of the write: as when the watch brings it first */
+            if (b->claims != NULL)
+                kb_informer_expect_answered(b->claims, w->namespace_, w->name,
+                                            resp->resource_version);
             if (w->allocates)
                 kb_dra_claim_written(kb_cache_dra(b->cache), w->namespace_, w->name, TRUE);
             send_next(c);
@@ -599,6 +609,8 @@ static void on_claim_written(const KbResponse *resp, gpointer data)
         }
         /* Refused, changed meanwhile (409) or unknown: nothing of the pod is bound; what was
          * written for it is undone and it is placed again. */
+        if (b->claims != NULL)
+            kb_informer_expect_answered(b->claims, w->namespace_, w->name, NULL);
         g_autoptr(GError) error =
                 g_error_new(resp->error->domain, resp->error->code, "claim %s/%s: %s",
                             w->namespace_, w->name, resp->error->message);
@@ -624,7 +636,11 @@ static void send_next(Call *c)
         send_binding(c);
         return;
     }
-    const KbClaimWrite *w = p->claim_writes->pdata[p->n_written];
+    KbClaimWrite *w = p->claim_writes->pdata[p->n_written];
+    /* its watch event is then taken in without a decode (kb_informer_expect) */
+    KbResourceClaim *echo = c->binder->claims != NULL ? kb_claim_write_take_echo(w) : NULL;
+    if (echo != NULL)
+        kb_informer_expect(c->binder->claims, echo, w->from_rv);
     kb_claim_write_send(c->binder->client, w, TRUE, on_claim_written, c);
 }
 

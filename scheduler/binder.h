@@ -42,6 +42,7 @@
 #include <glib.h>
 
 #include "kube/kb-client.h"
+#include "kube/kb-informer.h"
 #include "kube/kb-recorder.h"
 #include "scheduler/cache.h"
 #include "scheduler/cycle.h"
@@ -49,9 +50,9 @@
 #define KB_BINDER_DEFAULT_MAX_IN_FLIGHT 64
 /* The most --bind-max-in-flight accepts: each binding in flight may hold a connection. */
 #define KB_BINDER_MAX_IN_FLIGHT_LIMIT 1024
-#define KB_BINDER_MAX_ATTEMPTS          8
-#define KB_BINDER_RETRY_BASE_MS         100
-#define KB_BINDER_RETRY_MAX_MS          5000
+#define KB_BINDER_MAX_ATTEMPTS        8
+#define KB_BINDER_RETRY_BASE_MS       100
+#define KB_BINDER_RETRY_MAX_MS        5000
 
 typedef enum {
     KB_BIND_SUCCEEDED,
@@ -79,6 +80,10 @@ typedef struct KbBinder KbBinder;
 
 /* @recorder may be NULL (no events). Free with kb_binder_free(). */
 KbBinder *kb_binder_new(KbClient *client, KbCache *cache, KbRecorder *recorder);
+/* The informer of ResourceClaims (or NULL): each claim status write answered 2xx tells it the
+ * claim record the write made (kb_informer_expect), so that the write's watch event is taken in
+ * without a decode. It must outlive the binder or be unset first. */
+void kb_binder_set_claim_informer(KbBinder *binder, KbInformer *claims);
 /* Called after each finished binding (not for dropped ones). */
 void kb_binder_set_done_func(KbBinder *binder, KbBinderDoneFunc func, gpointer user_data);
 /* Bindings on the wire at once (default KB_BINDER_DEFAULT_MAX_IN_FLIGHT, at least 1). */

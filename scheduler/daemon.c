@@ -721,6 +721,8 @@ static void source_start(KbDaemon *d, Source *s)
     /* Pods list through the fast page decoder: the informer picks it for kb_pod_decode. */
     KbInformerOptions io = {.type = s->type, .decode = s->decode};
     s->informer = kb_informer_new(d->client, &io, &handlers, s);
+    if (s->id == SRC_RESOURCE_CLAIMS)
+        kb_binder_set_claim_informer(d->binder, s->informer);
     if (s->optional)
         kb_informer_set_missing_retry(s->informer, CRD_RETRY_MS);
     kb_informer_start(s->informer);
@@ -1377,6 +1379,8 @@ void kb_daemon_free(KbDaemon *daemon)
     g_clear_pointer(&d->extender_server, kb_extender_server_free);
     g_clear_pointer(&d->extender, kb_extender_free);
     g_clear_pointer(&d->leader, kb_leader_free);
+    if (d->binder != NULL)
+        kb_binder_set_claim_informer(d->binder, NULL);
     for (int i = 0; i < SRC_N; i++)
         g_clear_pointer(&d->sources[i].informer, kb_informer_free);
     g_clear_pointer(&d->binder, kb_binder_free);

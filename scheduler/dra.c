@@ -1744,7 +1744,16 @@ void kb_dra_pod_bound(KbDra *dra, const char *uid)
 
 void kb_dra_claim_written(KbDra *dra, const char *namespace_, const char *name, gboolean written)
 {
-    g_autofree char *key = g_strdup_printf("%s/%s", namespace_, name);
+    /* once per claim write: the key on the stack when it fits */
+    char buf[320];
+    g_autofree char *heap = NULL;
+    gsize nl = strlen(namespace_), ml = strlen(name);
+    char *key = buf;
+    if (nl + ml + 2 > sizeof buf)
+        key = heap = g_malloc(nl + ml + 2);
+    memcpy(key, namespace_, nl);
+    key[nl] = '/';
+    memcpy(key + nl + 1, name, ml + 1);
     ClaimAlloc *ca = g_hash_table_lookup(dra->claim_allocs, key);
     if (ca == NULL)
         return;
@@ -2321,7 +2330,15 @@ void kb_claim_write_free(gpointer write)
     g_free(w->name);
     g_free(w->body);
     json_object_put(w->undo);
+    if (w->after != NULL)
+        kb_object_unref(w->after);
+    g_free(w->from_rv);
     g_free(w);
+}
+
+KbResourceClaim *kb_claim_write_take_echo(KbClaimWrite *w)
+{
+    return w->from_rv != NULL ? g_steal_pointer(&w->after) : NULL;
 }
 
 /* The patch that puts back @claim's status as the cache saw it (allocation removed when
@@ -2375,6 +2392,10 @@ static KbClaimWrite *claim_write_new(KbDra *dra, const char *key, GPtrArray *use
             ca != NULL ? ca->results->len : 0, ca != NULL ? ca->node : NULL, pods, users->len);
     w->allocates = ca != NULL;
     w->undo = undo_new(claim, w->allocates);
+    w->after = kb_resource_claim_after_status(
+            claim, ca != NULL ? (const KbDeviceResult *)ca->results->data : NULL,
+            ca != NULL ? ca->results->len : 0, ca != NULL ? ca->node : NULL, pods, users->len);
+    w->from_rv = g_strdup(claim->meta.resource_version);
     return w;
 }
 

@@ -94,9 +94,17 @@ typedef struct {
     char *body; /* JSON text (kb_resource_claim_status_text) */
     json_object *undo;
     gboolean allocates; /* the write allocates the claim (else it only reserves it) */
+    /* The claim as the write makes it (kb_resource_claim_after_status), from the version
+     * @from_rv (the body's precondition); taken by kb_claim_write_take_echo. */
+    KbResourceClaim *after;
+    char *from_rv;
 } KbClaimWrite;
 
 void kb_claim_write_free(gpointer write);
+
+/* The claim record @w makes (a new reference, resourceVersion not set: for kb_informer_expect()
+ * with @w->from_rv), taken out of @w; NULL when taken already. */
+KbResourceClaim *kb_claim_write_take_echo(KbClaimWrite *w);
 
 /*
  * The claim writes of @pods (KbPod*, a gang's placed members in commit order, all held): one per

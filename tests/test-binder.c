@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "kube/kb-client.h"
+#include "kube/kb-dra.h"
+#include "kube/kb-informer.h"
 #include "kube/kb-objects.h"
 #include "kube/kb-recorder.h"
 #include "scheduler/binder.h"
@@ -805,6 +807,13 @@ static void test_evict_gang_incomplete(Fixture *f, gconstpointer data)
 
 /* A class, node n1's slice of 4 GPUs, claims @claims (1 GPU each, resourceVersion "3") and pod
  * @name using them; assumed on n1 with its claim writes in a placement. */
+/* A claim of dra_pod(): name, uid suffix, resourceVersion, then ",\"status\":{...}" or "". */
+#define DRA_CLAIM                                                                                  \
+    "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\",\"metadata\":{"             \
+    "\"name\":\"%s\",\"namespace\":\"" NS "\",\"uid\":\"uid-%s\",\"resourceVersion\":\"%s\"},"     \
+    "\"spec\":{\"devices\":{\"requests\":[{\"name\":\"gpu\",\"exactly\":{"                         \
+    "\"deviceClassName\":\"gpu.nvidia.com\"}}]}}%s}"
+
 static void dra_pod(Fixture *f, const char *name, const char *const *claims)
 {
     KbDra *dra = kb_cache_dra(f->cache);
@@ -820,12 +829,7 @@ static void dra_pod(Fixture *f, const char *name, const char *const *claims)
     kb_dra_set_slice(dra, slice);
     g_autoptr(GString) rc = g_string_new(NULL);
     for (guint i = 0; claims[i] != NULL; i++) {
-        g_autofree char *text = g_strdup_printf(
-                "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"" NS
-                "\",\"resourceVersion\":\"3\"},"
-                "\"spec\":{\"devices\":{\"requests\":[{\"name\":\"gpu\",\"exactly\":{"
-                "\"deviceClassName\":\"gpu.nvidia.com\"}}]}}}",
-                claims[i]);
+        g_autofree char *text = g_strdup_printf(DRA_CLAIM, claims[i], claims[i], "3", "");
         o = parse(text);
         g_autoptr(KbResourceClaim) c = kb_resource_claim_decode(o, FALSE, NULL);
         json_object_put(o);
@@ -907,6 +911,63 @@ static void test_dra_claims_first(Fixture *f, gconstpointer data)
     g_assert_cmpint(state_of(f, "p0"), ==, KB_TASK_BINDING);
     /* written: held even once the pod is seen bound, until the claims are seen allocated */
     g_assert_cmpuint(kb_dra_devices_held(kb_cache_dra(f->cache)), ==, 2);
+}
+
+/* "ADDED" or "MODIFIED" watch line of a dra_pod() claim at @rv, with @status ("" or
+ * ",\"status\":{...}"). */
+static char *claim_event(const char *type, const char *name, const char *rv, const char *status)
+{
+    g_autofree char *obj = g_strdup_printf(DRA_CLAIM, name, name, rv, status);
+    return g_strdup_printf("{\"type\":\"%s\",\"object\":%s}\n", type, obj);
+}
+
+/* The binder tells the claims' informer what each write made of its claim: the write's watch
+ * event is then taken in as that record, not decoded, and the record is what decoding the event
+ * gives. */
+static void test_dra_claim_echo(Fixture *f, gconstpointer data)
+{
+    kb_test_server_respond(f->srv, "PATCH", CLAIMS "*", 200,
+                           "{\"metadata\":{\"name\":\"c\",\"resourceVersion\":\"7\"}}");
+    kb_test_server_respond(f->srv, "POST", "/api/v1/namespaces/" NS "/pods/*", 201, "{}");
+    KbInformerOptions opts = {.type = &kb_type_resource_claims,
+                              .decode = (KbDecodeFunc)kb_resource_claim_decode};
+    KbInformer *inf = kb_informer_new(f->client, &opts, NULL, NULL);
+    const char *claims[] = {"c0", "c1", NULL};
+    for (guint i = 0; claims[i] != NULL; i++) {
+        g_autofree char *line = claim_event("ADDED", claims[i], "3", "");
+        kb_informer_feed_watch(inf, line, strlen(line));
+    }
+    dra_pod(f, "p0", claims);
+    kb_binder_set_claim_informer(f->binder, inf);
+    kb_binder_submit(f->binder, f->placements);
+    drain(f);
+    g_assert_cmpuint(kb_binder_claims_written(f->binder), ==, 2);
+    for (guint i = 0; claims[i] != NULL; i++) {
+        g_autofree char *suffix = g_strdup_printf("%s/status", claims[i]);
+        json_object *body = body_of(f, suffix, 0);
+        g_autofree char *status = g_strdup_printf(
+                ",\"status\":%s",
+                json_object_to_json_string_ext(json_object_object_get(body, "status"),
+                                               JSON_C_TO_STRING_PLAIN));
+        json_object_put(body);
+        g_autofree char *line = claim_event("MODIFIED", claims[i], "7", status);
+        kb_informer_feed_watch(inf, line, strlen(line));
+        g_assert_cmpuint(kb_informer_echoes(inf), ==, i + 1);
+        g_autofree char *obj = g_strdup_printf(DRA_CLAIM, claims[i], claims[i], "7", status);
+        json_object *o = parse(obj);
+        g_autoptr(GError) error = NULL;
+        g_autoptr(KbResourceClaim) want = kb_resource_claim_decode(o, FALSE, &error);
+        g_assert_no_error(error);
+        json_object_put(o);
+        const KbResourceClaim *got = kb_informer_get(inf, NS, claims[i]);
+        g_autofree char *why = NULL;
+        if (!kb_resource_claim_equal(got, want, &why))
+            g_error("claim %s: %s", claims[i], why);
+        g_assert_true(got->allocated);
+        g_assert_cmpuint(got->n_reserved_for, ==, 1);
+    }
+    kb_binder_set_claim_informer(f->binder, NULL);
+    kb_informer_free(inf);
 }
 
 static void count_done(const KbResponse *resp, gpointer data)
@@ -1050,6 +1111,7 @@ int main(int argc, char **argv)
     ADD("/scheduler/binder/evict/gang-incomplete-condition", test_evict_gang_incomplete, NULL);
     ADD("/scheduler/binder/dra/claims-written-before-binding", test_dra_claims_first, NULL);
     ADD("/scheduler/binder/dra/claim-writes-urgent", test_dra_claims_urgent, NULL);
+    ADD("/scheduler/binder/dra/claim-echo-taken-in", test_dra_claim_echo, NULL);
     ADD("/scheduler/binder/dra/claim-refused-undoes-the-others", test_dra_claim_refused, NULL);
     ADD("/scheduler/binder/dra/binding-refused-undoes-claims", test_dra_binding_refused, NULL);
     ADD("/scheduler/binder/dra/binding-retried-claims-once", test_dra_binding_retried, NULL);

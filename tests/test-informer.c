@@ -819,7 +819,8 @@ static void assert_refused_then_consistent(Fixture *fx, KbTestResponse *refusal)
     if (!run_until(fx, synced_times, GUINT_TO_POINTER(3)))
         g_error("timed out waiting for the third list; log: %s", fx->log->str);
     g_assert_cmpstr(fx->log->str, ==,
-                    INITIAL_LOG "del default/b;upd default/a@5->20;add default/c@21;synced;synced;");
+                    INITIAL_LOG
+                    "del default/b;upd default/a@5->20;add default/c@21;synced;synced;");
     /* the refusal was no failure: no backoff was chosen for it */
     g_assert_cmpuint(kb_informer_max_retry_delay_ms(fx->inf), ==, 0);
 }
@@ -1496,10 +1497,342 @@ static void test_fast_not_used(Fixture *fx, gconstpointer data)
     g_assert_cmpuint(n_json_decodes, ==, 2);
 }
 
+/* ---- own writes' events taken in without a decode (kb_informer_expect) ------------------- */
+
+#define ECHO_CLAIMS 4
+
+/* A server's claims as json-c objects, the watch lines and write answers not delivered yet, and
+ * two informers fed the same lines: one told of its own writes (kb_informer_expect), one that
+ * decodes every event (the reference). */
+typedef struct {
+    KbClient *client;
+    KbInformer *fast;
+    KbInformer *plain;
+    json_object *objs[ECHO_CLAIMS]; /* NULL when absent */
+    guint64 rv;
+    guint uids;
+    GQueue events;      /* char *: watch lines, in order */
+    GPtrArray *answers; /* EchoAnswer *: writes not answered yet */
+    GRand *rand;
+    guint writes, refused, noops, compared;
+    /* per informer: "ns/name" -> the versions its handlers were told of, in order */
+    GHashTable *seen_fast, *seen_plain;
+} Echo;
+
+static void echo_seen(GHashTable *seen, const KbObjectMeta *m, const char *what)
+{
+    g_autofree char *key = g_strdup_printf("%s/%s", m->namespace_, m->name);
+    GString *log = g_hash_table_lookup(seen, key);
+    if (log == NULL) {
+        log = g_string_new(NULL);
+        g_hash_table_insert(seen, g_strdup(key), log);
+    }
+    g_string_append_printf(log, "%s %s@%s;", what, m->uid, m->resource_version);
+}
+
+static void echo_log_free(gpointer log)
+{
+    g_string_free(log, TRUE);
+}
+
+static void echo_on_add(gpointer obj, gpointer data)
+{
+    echo_seen(data, obj, "add");
+}
+
+static void echo_on_update(gpointer old, gpointer obj, gpointer data)
+{
+    echo_seen(data, obj, "upd");
+}
+
+static void echo_on_delete(gpointer obj, gpointer data)
+{
+    echo_seen(data, obj, "del");
+}
+
+typedef struct {
+    guint claim;
+    char *rv; /* NULL: the write was refused (409) */
+} EchoAnswer;
+
+static void echo_answer_free(gpointer data)
+{
+    EchoAnswer *a = data;
+    g_free(a->rv);
+    g_free(a);
+}
+
+/* Give claim @i the next resourceVersion and queue its watch event. */
+static void echo_emit(Echo *e, const char *type, guint i)
+{
+    json_object *meta = json_object_object_get(e->objs[i], "metadata");
+    g_autofree char *rv = g_strdup_printf("%" G_GUINT64_FORMAT, ++e->rv);
+    json_object_object_add(meta, "resourceVersion", json_object_new_string(rv));
+    g_queue_push_tail(&e->events, g_strdup_printf("{\"type\":\"%s\",\"object\":%s}\n", type,
+                                                  json_object_to_json_string_ext(
+                                                          e->objs[i], JSON_C_TO_STRING_PLAIN)));
+}
+
+static void echo_create(Echo *e, guint i)
+{
+    guint uid = ++e->uids;
+    g_autofree char *text = g_strdup_printf(
+            "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\",\"metadata\":{"
+            "\"name\":\"c%u\",\"namespace\":\"default\",\"uid\":\"uid-%u\",\"generation\":1,"
+            "\"labels\":{\"app\":\"a%u\"},\"annotations\":{\"resource.kubernetes.io/"
+            "pod-claim-name\":\"gpu\"},\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":"
+            "\"Pod\",\"name\":\"p%u\",\"uid\":\"pod-%u\",\"controller\":true}]},\"spec\":{"
+            "\"devices\":{\"requests\":[{\"name\":\"gpu\",\"exactly\":{\"deviceClassName\":"
+            "\"gpu.nvidia.com\",\"count\":%u}}]}}}",
+            i, uid, uid % 3, i, uid, 1 + uid % 2);
+    e->objs[i] = json_tokener_parse(text);
+    g_assert_nonnull(e->objs[i]);
+    echo_emit(e, "ADDED", i);
+}
+
+/* A merge patch's status members (null removes one) applied to @obj. */
+static void echo_merge_status(json_object *obj, json_object *patch)
+{
+    json_object *pst = NULL, *st = NULL;
+    if (!json_object_object_get_ex(patch, "status", &pst))
+        return;
+    if (!json_object_object_get_ex(obj, "status", &st)) {
+        st = json_object_new_object();
+        json_object_object_add(obj, "status", st);
+    }
+    json_object_object_foreach(pst, k, v)
+    {
+        if (v == NULL) {
+            json_object_object_del(st, k);
+        } else {
+            json_object *copy = NULL;
+            g_assert_cmpint(json_object_deep_copy(v, &copy, NULL), ==, 0);
+            json_object_object_add(st, k, copy);
+        }
+    }
+}
+
+/* Random status content: up to two results (none: @results NULL), a node, up to two pods. */
+static guint echo_status(Echo *e, KbDeviceResult *results, KbClaimConsumer *pods, guint *n_pods,
+                         const char **node, char names[4][16])
+{
+    guint n = (guint)g_rand_int_range(e->rand, 0, 3);
+    guint at = (guint)g_rand_int_range(e->rand, 0, 3);
+    for (guint r = 0; r < n; r++) {
+        g_snprintf(names[r], 16, "gpu-%d", g_rand_int_range(e->rand, 0, 8));
+        results[r] = (KbDeviceResult){.request = (char *)"gpu",
+                                      .driver = g_intern_static_string("gpu.nvidia.com"),
+                                      .pool = g_intern_string(at == 0 ? "n0" : "n1"),
+                                      .device = names[r]};
+    }
+    *node = at == 2 ? NULL : at == 0 ? "n0" : "n1";
+    *n_pods = (guint)g_rand_int_range(e->rand, 0, 3);
+    for (guint p = 0; p < *n_pods; p++) {
+        g_snprintf(names[2 + p], 16, "p%d", g_rand_int_range(e->rand, 0, 4));
+        pods[p] = (KbClaimConsumer){.resource = "pods", .name = names[2 + p], .uid = names[2 + p]};
+    }
+    return n;
+}
+
+/* Someone else writes claim @i's status (no precondition), or its labels. */
+static void echo_other_write(Echo *e, guint i)
+{
+    if (g_rand_int_range(e->rand, 0, 4) == 0) {
+        json_object *meta = json_object_object_get(e->objs[i], "metadata");
+        json_object *labels = json_object_new_object();
+        g_autofree char *v = g_strdup_printf("v%d", g_rand_int_range(e->rand, 0, 3));
+        json_object_object_add(labels, "app", json_object_new_string(v));
+        json_object_object_add(meta, "labels", labels);
+    } else {
+        g_autofree char *bname = g_strdup_printf("c%u", i);
+        const KbResourceClaim *base = kb_informer_get(e->plain, "default", bname);
+        KbResourceClaim empty = {0};
+        KbDeviceResult results[2];
+        KbClaimConsumer pods[2];
+        char names[4][16];
+        const char *node;
+        guint n_pods, n = echo_status(e, results, pods, &n_pods, &node, names);
+        g_autofree char *body = kb_resource_claim_status_text(
+                base != NULL ? base : &empty, n > 0 ? results : NULL, n, node, pods, n_pods);
+        json_object *patch = json_tokener_parse(body);
+        if (n == 0 && n_pods == 0)
+            json_object_object_add(json_object_object_get(patch, "status"), "allocation", NULL);
+        echo_merge_status(e->objs[i], patch);
+        json_object_put(patch);
+    }
+    echo_emit(e, "MODIFIED", i);
+}
+
+/* This process writes claim @i's status from what its informer holds (at most one write in
+ * flight per claim, as the binder writes them): the server takes it when that is still the
+ * claim's version, else refuses it; the answer is delivered later. */
+static void echo_own_write(Echo *e, guint i)
+{
+    for (guint k = 0; k < e->answers->len; k++)
+        if (((EchoAnswer *)e->answers->pdata[k])->claim == i)
+            return;
+    g_autofree char *name = g_strdup_printf("c%u", i);
+    const KbResourceClaim *stored = kb_informer_get(e->fast, "default", name);
+    if (stored == NULL)
+        return;
+    KbDeviceResult results[2];
+    KbClaimConsumer pods[2];
+    char names[4][16];
+    const char *node;
+    guint n_pods, n = echo_status(e, results, pods, &n_pods, &node, names);
+    const KbDeviceResult *res = n > 0 || !stored->allocated ? results : NULL;
+    g_autofree char *body = kb_resource_claim_status_text(stored, res, n, node, pods, n_pods);
+    kb_informer_expect(e->fast, kb_resource_claim_after_status(stored, res, n, node, pods, n_pods),
+                       stored->meta.resource_version);
+    EchoAnswer *a = g_new0(EchoAnswer, 1);
+    a->claim = i;
+    json_object *patch = json_tokener_parse(body);
+    const char *want = json_object_get_string(
+            json_object_object_get(json_object_object_get(patch, "metadata"), "resourceVersion"));
+    json_object *obj = e->objs[i];
+    const char *have =
+            obj != NULL ? json_object_get_string(json_object_object_get(
+                                  json_object_object_get(obj, "metadata"), "resourceVersion"))
+                        : NULL;
+    e->writes++;
+    if (have != NULL && g_strcmp0(want, have) == 0) {
+        g_autofree char *before =
+                g_strdup(json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN));
+        echo_merge_status(obj, patch);
+        if (strcmp(before, json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN)) == 0) {
+            /* a write that changes nothing: answered with the same version, and no event */
+            a->rv = g_strdup(have);
+            e->noops++;
+        } else {
+            echo_emit(e, "MODIFIED", i);
+            a->rv = g_strdup_printf("%" G_GUINT64_FORMAT, e->rv);
+        }
+    } else {
+        e->refused++;
+    }
+    json_object_put(patch);
+    g_ptr_array_add(e->answers, a);
+}
+
+static void echo_deliver_event(Echo *e)
+{
+    g_autofree char *line = g_queue_pop_head(&e->events);
+    if (line == NULL)
+        return;
+    kb_informer_feed_watch(e->fast, line, strlen(line));
+    kb_informer_feed_watch(e->plain, line, strlen(line));
+}
+
+static void echo_deliver_answer(Echo *e)
+{
+    if (e->answers->len == 0)
+        return;
+    guint k = (guint)g_rand_int_range(e->rand, 0, (gint32)e->answers->len);
+    EchoAnswer *a = g_ptr_array_steal_index(e->answers, k);
+    g_autofree char *name = g_strdup_printf("c%u", a->claim);
+    kb_informer_expect_answered(e->fast, "default", name, a->rv);
+    echo_answer_free(a);
+}
+
+/* With every answer in, the informer told of its writes holds what the one decoding every event
+ * holds. */
+static void echo_compare(Echo *e, guint step)
+{
+    for (guint i = 0; i < ECHO_CLAIMS; i++) {
+        g_autofree char *name = g_strdup_printf("c%u", i);
+        const KbResourceClaim *got = kb_informer_get(e->fast, "default", name);
+        const KbResourceClaim *want = kb_informer_get(e->plain, "default", name);
+        g_autofree char *why = NULL;
+        if ((got == NULL) != (want == NULL))
+            g_error("step %u: claim %s: %s with expectations, %s without", step, name,
+                    got != NULL ? "present" : "absent", want != NULL ? "present" : "absent");
+        if (got != NULL && !kb_resource_claim_equal(got, want, &why))
+            g_error("step %u: claim %s differs from its decoded events: %s", step, name, why);
+        g_autofree char *key = g_strdup_printf("default/%s", name);
+        const GString *a = g_hash_table_lookup(e->seen_fast, key);
+        const GString *b = g_hash_table_lookup(e->seen_plain, key);
+        if (g_strcmp0(a != NULL ? a->str : NULL, b != NULL ? b->str : NULL) != 0)
+            g_error("step %u: claim %s: handlers told %s with expectations, %s without", step, name,
+                    a != NULL ? a->str : "nothing", b != NULL ? b->str : "nothing");
+    }
+    e->compared++;
+}
+
+/*
+ * Random claim histories: creations, deletions, status and label writes by someone else (at
+ * any point between this process's write and its event, or its answer), this process's writes
+ * (from a store that may lag the server: the server refuses those), their answers delivered
+ * before or after their events, writes that change nothing (no event: the answer names the
+ * version the store holds). The store that takes in its own writes' events as the records the
+ * writes made equals the store that decodes every event, and its handlers were told of the same
+ * versions of each claim in the same order, whenever no answer is awaited.
+ */
+static void test_fast_claim_echoes_random(void)
+{
+    Echo e = {.rand = g_rand_new_with_seed(22)};
+    KbConfig config = {.server = (char *)"http://127.0.0.1:9"};
+    g_autoptr(GError) error = NULL;
+    e.client = kb_client_new(&config, &error);
+    g_assert_no_error(error);
+    KbInformerOptions opts = {.type = &kb_type_resource_claims,
+                              .decode = (KbDecodeFunc)kb_resource_claim_decode};
+    KbInformerHandlers echo_handlers = {
+            .on_add = echo_on_add, .on_update = echo_on_update, .on_delete = echo_on_delete};
+    e.seen_fast = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, echo_log_free);
+    e.seen_plain = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, echo_log_free);
+    e.fast = kb_informer_new(e.client, &opts, &echo_handlers, e.seen_fast);
+    e.plain = kb_informer_new(e.client, &opts, &echo_handlers, e.seen_plain);
+    e.answers = g_ptr_array_new_with_free_func(echo_answer_free);
+    g_queue_init(&e.events);
+    for (guint step = 0; step < 20000; step++) {
+        guint i = (guint)g_rand_int_range(e.rand, 0, ECHO_CLAIMS);
+        gint op = g_rand_int_range(e.rand, 0, 100);
+        if (op < 8 && e.objs[i] == NULL) {
+            echo_create(&e, i);
+        } else if (op < 11 && e.objs[i] != NULL) {
+            echo_emit(&e, "DELETED", i);
+            g_clear_pointer(&e.objs[i], json_object_put);
+        } else if (op < 25 && e.objs[i] != NULL) {
+            echo_other_write(&e, i);
+        } else if (op < 50) {
+            echo_own_write(&e, i);
+        } else if (op < 78) {
+            echo_deliver_event(&e);
+        } else {
+            echo_deliver_answer(&e);
+        }
+        if (e.answers->len == 0)
+            echo_compare(&e, step);
+    }
+    while (e.events.length > 0 || e.answers->len > 0) {
+        echo_deliver_event(&e);
+        echo_deliver_answer(&e);
+    }
+    echo_compare(&e, G_MAXUINT);
+    g_test_message("%u own writes (%u refused, %u changing nothing), %" G_GUINT64_FORMAT
+                   " taken in without a decode, %u comparisons",
+                   e.writes, e.refused, e.noops, kb_informer_echoes(e.fast), e.compared);
+    g_assert_cmpuint(kb_informer_echoes(e.plain), ==, 0);
+    g_assert_cmpuint(kb_informer_echoes(e.fast), >, e.writes / 4);
+    g_assert_cmpuint(e.refused, >, 0);
+    g_assert_cmpuint(e.noops, >, 0);
+    g_assert_cmpuint(e.compared, >, 1000);
+    g_hash_table_unref(e.seen_fast);
+    g_hash_table_unref(e.seen_plain);
+    for (guint i = 0; i < ECHO_CLAIMS; i++)
+        g_clear_pointer(&e.objs[i], json_object_put);
+    g_ptr_array_unref(e.answers);
+    kb_informer_free(e.fast);
+    kb_informer_free(e.plain);
+    kb_client_free(e.client);
+    g_rand_free(e.rand);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_log_set_always_fatal(G_LOG_FATAL_MASK | G_LOG_LEVEL_CRITICAL);
+    g_test_add_func("/kube/informer/fast/claim-echoes-random", test_fast_claim_echoes_random);
 #define ADD(path, fn)                                                                              \
     g_test_add("/kube/informer/" path, Fixture, NULL, fixture_setup, fn, fixture_teardown)
     ADD("list/three-pages", test_list_three_pages);
