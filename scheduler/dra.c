@@ -1813,7 +1813,10 @@ gboolean kb_dra_assume(KbDra *dra, const KbPod *pod, const char *node)
                 }
                 char *dk = device_key(res->driver, res->pool, res->device);
                 g_hash_table_replace(dra->assumed, dk, g_strdup(ca->key));
-                dev_refresh(dra, dk);
+                /* dev_refresh's answer, assumed now: held */
+                Dev *d = g_hash_table_lookup(dra->dev_by_key, dk);
+                if (d != NULL)
+                    dev_set_held(dra, d, TRUE);
             }
             g_hash_table_replace(dra->claim_allocs, ca->key, ca);
             dra->alloc_clock++;
