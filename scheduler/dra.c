@@ -321,8 +321,10 @@ static char *attribute_text(const KbDevice *d, const char *qualified);
 
 static char *device_key(const char *driver, const char *pool, const char *device)
 {
-    return g_strdup_printf("%s/%s/%s", driver != NULL ? driver : "", pool != NULL ? pool : "",
-                           device);
+    /* g_strconcat: a key per device of every slice set and per device assumed; "(null)" as
+     * printf wrote a missing name */
+    return g_strconcat(driver != NULL ? driver : "", "/", pool != NULL ? pool : "", "/",
+                       device != NULL ? device : "(null)", NULL);
 }
 
 /* ---- devices, verdicts and free counts ------------------------------------------------------ */
