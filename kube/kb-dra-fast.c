@@ -965,9 +965,9 @@ static gboolean read_capacity_value(KbJsonReader *r, KbDevice *d, guint i, GErro
     return rc == 0 && ((seen & 1) != 0 || refuse("capacity value", error));
 }
 
-/* One entry of a device's attributes or capacity, @domain/@name its qualified key: grows the
- * device's array and reads the value. */
-typedef gboolean (*QualifiedEntryFunc)(KbJsonReader *r, KbDevice *d, const char *domain,
+/* One entry of a device's attributes or capacity, @domain/@name its qualified key: appends to
+ * @data's array and reads the value. */
+typedef gboolean (*QualifiedEntryFunc)(KbJsonReader *r, gpointer data, const char *domain,
                                        const char *name, GError **error);
 
 /*
@@ -977,7 +977,7 @@ typedef gboolean (*QualifiedEntryFunc)(KbJsonReader *r, KbDevice *d, const char 
  * @entry grows.
  */
 static gboolean read_qualified_map(KbJsonReader *r, const char *what, const char *driver,
-                                   KbDevice *d, const guint *n, QualifiedEntryFunc entry,
+                                   gpointer data, const guint *n, QualifiedEntryFunc entry,
                                    guint *fields, GError **error)
 {
     const char *domains[KB_DRA_MAX_DEVICE_FIELDS], *names[KB_DRA_MAX_DEVICE_FIELDS];
@@ -997,24 +997,50 @@ static gboolean read_qualified_map(KbJsonReader *r, const char *what, const char
         domains[*n] = domain;
         names[*n] = name;
         slashes |= (guint32)slash << *n;
-        if (!entry(r, d, domain, name, error))
+        if (!entry(r, data, domain, name, error))
             return FALSE;
     }
     return rc == 0;
 }
 
-static gboolean attribute_entry(KbJsonReader *r, KbDevice *d, const char *domain, const char *name,
-                                GError **error)
+/* A device's attributes as they are read (at most KB_DRA_MAX_DEVICE_FIELDS): copied to the
+ * device in one allocation of their size, instead of an array grown (and moved) three or four
+ * times for the ten or so attributes a GPU has. */
+typedef struct {
+    KbCelAttribute items[KB_DRA_MAX_DEVICE_FIELDS];
+    guint n;
+} AttributeBuf;
+
+static gboolean attribute_entry(KbJsonReader *r, gpointer data, const char *domain,
+                                const char *name, GError **error)
 {
-    KbCelAttribute *a = grow((gpointer *)&d->attributes, &d->n_attributes, sizeof *a);
+    AttributeBuf *b = data;
+    KbCelAttribute *a = &b->items[b->n++]; /* read_qualified_map bounds the count */
+    memset(a, 0, sizeof *a);
     a->domain = domain;
     a->name = name;
     return read_attribute(r, a, error);
 }
 
-static gboolean capacity_entry(KbJsonReader *r, KbDevice *d, const char *domain, const char *name,
+/* The attributes map of @d: kept whole or in part (read so far, freed with the device) */
+static gboolean read_attributes(KbJsonReader *r, const char *driver, KbDevice *d, guint *fields,
+                                GError **error)
+{
+    AttributeBuf b;
+    b.n = 0;
+    gboolean ok =
+            read_qualified_map(r, "attributes", driver, &b, &b.n, attribute_entry, fields, error);
+    if (b.n > 0) {
+        d->attributes = g_memdup2(b.items, b.n * sizeof(KbCelAttribute));
+        d->n_attributes = b.n;
+    }
+    return ok;
+}
+
+static gboolean capacity_entry(KbJsonReader *r, gpointer data, const char *domain, const char *name,
                                GError **error)
 {
+    KbDevice *d = data;
     KbCelCapacity *c = grow((gpointer *)&d->capacity, &d->n_capacity, sizeof *c);
     c->domain = domain;
     c->name = name;
@@ -1036,8 +1062,7 @@ static gboolean device_member(KbJsonReader *r, const KbJsonStr *k, const char *d
     }
     if (KB_JSON_STR_IS(*k, "attributes"))
         return once(seen, D_ATTRS, "attributes", error) &&
-               read_qualified_map(r, "attributes", driver, d, &d->n_attributes, attribute_entry,
-                                  fields, error);
+               read_attributes(r, driver, d, fields, error);
     if (KB_JSON_STR_IS(*k, "capacity"))
         return once(seen, D_CAP, "capacity", error) &&
                read_qualified_map(r, "capacity", driver, d, &d->n_capacity, capacity_entry, fields,

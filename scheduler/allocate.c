@@ -184,6 +184,13 @@ typedef struct {
      * devices (kb_dra_fits), quoted in the condition. */
     GString *dra_why;
     gint dra_free;
+    /* Per node, its devices (kb_dra_node) once looked up (dra_known) while kb_dra_nodes_gen is
+     * dra_gen: the candidate search asks about many nodes per gang and would otherwise find each by
+     * name. */
+    KbDraNode **dra_nodes;
+    guint8 *dra_known;
+    guint dra_gen;
+    KbDraPodFit dra_fit; /* the last pod asked about (kb_dra_fits_on) */
 } Alloc;
 
 static void node_changed(Alloc *a, guint node)
@@ -214,12 +221,27 @@ static gboolean in_domain(const Alloc *a, guint node)
            g_strcmp0(kb_session_node_domain(a->ssn, node, a->domain_key), a->domain) == 0;
 }
 
+/* kb_dra_fits for @task on @node, the node's devices looked up once per allocate. */
+static gboolean dra_fits(Alloc *a, const KbTaskInfo *task, guint node)
+{
+    KbDra *dra = kb_cache_dra(a->ssn->cache);
+    if (a->dra_gen != kb_dra_nodes_gen(dra)) {
+        memset(a->dra_known, 0, MAX(a->ssn->n_nodes, 1));
+        a->dra_gen = kb_dra_nodes_gen(dra);
+    }
+    if (!a->dra_known[node]) {
+        a->dra_nodes[node] = kb_dra_node(dra, a->ssn->nodes[node].name);
+        a->dra_known[node] = 1;
+    }
+    return kb_dra_fits_on(dra, task->pod, a->ssn->nodes[node].name, a->dra_nodes[node],
+                          &a->dra_fit);
+}
+
 static gboolean node_fits(Alloc *a, const KbTaskInfo *task, guint node)
 {
     return kb_resources_fit(&task->resreq, &a->ssn->nodes[node].idle) &&
            kb_reserve_admits(a->ssn, task, node) &&
-           (task->pod->n_resource_claims == 0 || kb_dra_fits(kb_cache_dra(a->ssn->cache), task->pod,
-                                                             a->ssn->nodes[node].name, NULL, NULL));
+           (task->pod->n_resource_claims == 0 || dra_fits(a, task, node));
 }
 
 static double score(Alloc *a, const KbTaskInfo *task, guint node)
@@ -1034,6 +1056,9 @@ static void alloc_init(Alloc *a, KbSession *ssn)
     a->dra_why = g_string_new(NULL);
     a->max_alloc = ssn->max_alloc;
     a->special_nodes = -1;
+    a->dra_nodes = g_new0(KbDraNode *, MAX(ssn->n_nodes, 1));
+    a->dra_known = g_new0(guint8, MAX(ssn->n_nodes, 1));
+    a->dra_gen = kb_dra_nodes_gen(kb_cache_dra(ssn->cache));
 }
 
 static void alloc_clear(Alloc *a)
@@ -1044,6 +1069,8 @@ static void alloc_clear(Alloc *a)
     g_string_free(a->why, TRUE);
     g_string_free(a->dra_why, TRUE);
     g_free(a->stamp);
+    g_free(a->dra_nodes);
+    g_free(a->dra_known);
     g_free(a->tree.max);
     g_free(a->tree.present);
 }

@@ -22,7 +22,7 @@ typedef struct {
     guint64 stamp;        /* KbDra.claim_clock when the claim was last set (kb_dra_demand_stamp) */
 } ClaimInfo;
 
-typedef struct NodeDevs NodeDevs;
+typedef struct KbDraNode NodeDevs;
 
 /*
  * One device of a slice as the allocator sees it, built when the slice is set: its key, its
@@ -55,9 +55,13 @@ typedef struct {
 } FreeCount;
 
 /* The devices of one node's slices (or of the allNodes slices). */
-struct NodeDevs {
+#define COUNTS_INLINE 4
+struct KbDraNode {
+    /* FreeCount per class idx, the first ones here: the candidate search reads a node's count
+     * for each of ~100 nodes per gang, one cache line each instead of three (list, array) */
+    FreeCount counts[COUNTS_INLINE];
+    GArray *more;      /* FreeCount per class idx from COUNTS_INLINE on, NULL until needed */
     GPtrArray *slices; /* SliceDevs* (borrowed) */
-    GArray *counts;    /* FreeCount per class idx */
     /* a device consumes counters or allows multiple allocations: a free count is then only an
      * upper bound (counters or capacity may be spent), never the answer */
     gboolean shares;
@@ -145,6 +149,8 @@ struct KbDra {
      * tick. A pod's demand stamped before neither is still what kb_dra_pod_demand says. */
     guint64 claim_clock;
     guint64 deleted_at;
+    /* Ticks when claim_allocs gains or loses a claim (KbDraPodFit.gen with the others). */
+    guint64 alloc_clock;
 };
 
 /* ---- records -------------------------------------------------------------------------------- */
@@ -225,7 +231,6 @@ static NodeDevs *node_devs_new(void)
 {
     NodeDevs *nd = g_new0(NodeDevs, 1);
     nd->slices = g_ptr_array_new();
-    nd->counts = g_array_new(FALSE, TRUE, sizeof(FreeCount));
     return nd;
 }
 
@@ -233,7 +238,7 @@ static void node_devs_free(gpointer p)
 {
     NodeDevs *nd = p;
     g_ptr_array_unref(nd->slices);
-    g_array_unref(nd->counts);
+    g_clear_pointer(&nd->more, g_array_unref);
     g_free(nd);
 }
 
@@ -316,8 +321,10 @@ static char *attribute_text(const KbDevice *d, const char *qualified);
 
 static char *device_key(const char *driver, const char *pool, const char *device)
 {
-    return g_strdup_printf("%s/%s/%s", driver != NULL ? driver : "", pool != NULL ? pool : "",
-                           device);
+    /* g_strconcat: a key per device of every slice set and per device assumed; "(null)" as
+     * printf wrote a missing name */
+    return g_strconcat(driver != NULL ? driver : "", "/", pool != NULL ? pool : "", "/",
+                       device != NULL ? device : "(null)", NULL);
 }
 
 /* ---- devices, verdicts and free counts ------------------------------------------------------ */
@@ -374,11 +381,32 @@ static gboolean request_matches(const ClaimInfo *ci, guint prog, guint n, const 
 }
 
 /* The free devices of class @cl in @nd (counted once, then kept by dev_set_held). */
+/* @nd's count of class @idx; NULL when never asked and not @grow. */
+static FreeCount *free_count(NodeDevs *nd, guint idx, gboolean grow)
+{
+    if (idx < COUNTS_INLINE)
+        return &nd->counts[idx];
+    idx -= COUNTS_INLINE;
+    if (grow && nd->more == NULL)
+        nd->more = g_array_new(FALSE, TRUE, sizeof(FreeCount));
+    if (grow && nd->more->len <= idx)
+        g_array_set_size(nd->more, idx + 1);
+    return nd->more != NULL && idx < nd->more->len ? &g_array_index(nd->more, FreeCount, idx)
+                                                   : NULL;
+}
+
+/* Every count of @nd to be counted again when next asked. */
+static void counts_forget(NodeDevs *nd)
+{
+    for (guint i = 0; i < COUNTS_INLINE; i++)
+        nd->counts[i].gen = 0;
+    if (nd->more != NULL)
+        g_array_set_size(nd->more, 0);
+}
+
 static guint node_free(KbDra *dra, NodeDevs *nd, const ClassInfo *cl)
 {
-    if (nd->counts->len <= cl->idx)
-        g_array_set_size(nd->counts, cl->idx + 1);
-    FreeCount *fc = &g_array_index(nd->counts, FreeCount, cl->idx);
+    FreeCount *fc = free_count(nd, cl->idx, TRUE);
     if (fc->gen != dra->class_gen) {
         fc->free = 0;
         for (guint s = 0; s < nd->slices->len; s++) {
@@ -404,9 +432,9 @@ static void dev_set_held(KbDra *dra, Dev *d, gboolean held)
     if (d->node == NULL || d->class_gen != dra->class_gen)
         return;
     /* a valid count has every device's verdict of its class */
-    for (guint c = 0; c < d->node->counts->len && c < d->verdicts->len; c++) {
-        FreeCount *fc = &g_array_index(d->node->counts, FreeCount, c);
-        if (fc->gen == dra->class_gen && d->verdicts->data[c] == 1)
+    for (guint c = 0; c < d->verdicts->len; c++) {
+        FreeCount *fc = free_count(d->node, c, FALSE);
+        if (fc != NULL && fc->gen == dra->class_gen && d->verdicts->data[c] == 1)
             fc->free = held ? fc->free - 1 : fc->free + 1;
     }
 }
@@ -721,6 +749,7 @@ static void claim_alloc_drop(KbDra *dra, const char *key)
         }
     }
     g_hash_table_remove(dra->claim_allocs, key);
+    dra->alloc_clock++;
 }
 
 /* Add (or with @add FALSE remove) the devices @claim's allocation holds. */
@@ -864,7 +893,7 @@ static void slice_unindex(KbDra *dra, SliceDevs *sd)
     }
     if (sd->node != NULL) {
         g_ptr_array_remove(sd->node->slices, sd);
-        g_array_set_size(sd->node->counts, 0);
+        counts_forget(sd->node);
     }
 }
 
@@ -910,7 +939,7 @@ void kb_dra_set_slice(KbDra *dra, KbResourceSlice *slice)
                              &slice->counter_sets[i]);
     if (sd->node != NULL) {
         g_ptr_array_add(sd->node->slices, sd);
-        g_array_set_size(sd->node->counts, 0);
+        counts_forget(sd->node);
     }
     g_hash_table_replace(dra->slices, g_strdup(slice->meta.name), sd);
     dra->slice_gen++;
@@ -1125,9 +1154,31 @@ static gboolean constrained(const KbClaimSpec *spec, const char *request, const 
  */
 static void order_by_island(GPtrArray *idx, guint want)
 {
-    g_autoptr(GHashTable) sizes = g_hash_table_new(g_str_hash, g_str_equal);
+    /* Island sizes: a node has few islands (NVIDIA's nodes one or two), so a short list scanned
+     * with strcmp; a hash table past ISLANDS_LISTED. */
+    enum { ISLANDS_LISTED = 16 };
+    const char *names[ISLANDS_LISTED];
+    guint counts[ISLANDS_LISTED], n_names = 0;
+    g_autoptr(GHashTable) sizes = NULL;
     for (guint i = 0; i < idx->len; i++) {
         const char *t = ((const Dev *)idx->pdata[i])->island;
+        guint j = 0;
+        while (sizes == NULL && j < n_names && strcmp(names[j], t) != 0)
+            j++;
+        if (sizes == NULL && j < n_names) {
+            counts[j]++;
+            continue;
+        }
+        if (sizes == NULL && n_names < ISLANDS_LISTED) {
+            names[n_names] = t;
+            counts[n_names++] = 1;
+            continue;
+        }
+        if (sizes == NULL) {
+            sizes = g_hash_table_new(g_str_hash, g_str_equal);
+            for (j = 0; j < n_names; j++)
+                g_hash_table_replace(sizes, (gpointer)names[j], GUINT_TO_POINTER(counts[j]));
+        }
         guint n = GPOINTER_TO_UINT(g_hash_table_lookup(sizes, t));
         g_hash_table_replace(sizes, (gpointer)t, GUINT_TO_POINTER(n + 1));
     }
@@ -1135,26 +1186,31 @@ static void order_by_island(GPtrArray *idx, guint want)
     const char *best = NULL;
     guint best_n = G_MAXUINT;
     GHashTableIter it;
-    gpointer k, v;
-    g_hash_table_iter_init(&it, sizes);
-    while (g_hash_table_iter_next(&it, &k, &v)) {
-        guint n = GPOINTER_TO_UINT(v);
-        if (n >= want && (n < best_n || (n == best_n && strcmp(k, best) < 0))) {
-            best = k;
+    gpointer k = NULL, v = NULL;
+    if (sizes != NULL)
+        g_hash_table_iter_init(&it, sizes);
+    for (guint j = 0; sizes != NULL ? g_hash_table_iter_next(&it, &k, &v) : j < n_names; j++) {
+        const char *name = sizes != NULL ? k : names[j];
+        guint n = sizes != NULL ? GPOINTER_TO_UINT(v) : counts[j];
+        if (n >= want && (n < best_n || (n == best_n && strcmp(name, best) < 0))) {
+            best = name;
             best_n = n;
         }
     }
     /* stable selection: the best island's devices first, then the others (document order) */
-    g_autoptr(GPtrArray) out = g_ptr_array_sized_new(idx->len);
+    gpointer stack[64];
+    g_autofree gpointer *heap = idx->len > G_N_ELEMENTS(stack) ? g_new(gpointer, idx->len) : NULL;
+    gpointer *out = heap != NULL ? heap : stack;
+    guint n_out = 0;
     for (int pass = 0; pass < 2; pass++) {
         for (guint i = 0; i < idx->len; i++) {
             gboolean in_best =
                     best != NULL && strcmp(((const Dev *)idx->pdata[i])->island, best) == 0;
             if ((pass == 0) == in_best)
-                g_ptr_array_add(out, idx->pdata[i]);
+                out[n_out++] = idx->pdata[i];
         }
     }
-    memcpy(idx->pdata, out->pdata, idx->len * sizeof(gpointer));
+    memcpy(idx->pdata, out, idx->len * sizeof(gpointer));
 }
 
 /*
@@ -1510,10 +1566,9 @@ static gboolean claim_counted(KbDra *dra, const ClaimInfo *ci, const NodeDevs *n
 }
 
 /* @pod's claims on @node into @plan (PlanClaim); FALSE with @why/@free at the first that fails. */
-static gboolean plan_pod(KbDra *dra, const KbPod *pod, const char *node, GArray *plan,
+static gboolean plan_pod(KbDra *dra, const KbPod *pod, const char *node, NodeDevs *nd, GArray *plan,
                          gboolean choose, GString *why, gint *free)
 {
-    NodeDevs *nd = g_hash_table_lookup(dra->by_node, node);
     gboolean have_cands = FALSE;
     guint n_taken = 0;
     dra->epoch++;
@@ -1596,7 +1651,94 @@ gboolean kb_dra_fits(KbDra *dra, const KbPod *pod, const char *node, GString *wh
     if (pod->n_resource_claims == 0)
         return TRUE;
     g_autoptr(GArray) plan = plan_new();
-    return plan_pod(dra, pod, node, plan, FALSE, why, free);
+    return plan_pod(dra, pod, node, g_hash_table_lookup(dra->by_node, node), plan, FALSE, why,
+                    free);
+}
+
+KbDraNode *kb_dra_node(KbDra *dra, const char *node)
+{
+    return g_hash_table_lookup(dra->by_node, node);
+}
+
+guint kb_dra_nodes_gen(const KbDra *dra)
+{
+    /* by_node only grows, and only when a slice is set: slice_gen covers it */
+    return dra->slice_gen;
+}
+
+/* What KbDraPodFit.shape says of its pod's one claim: plan_pod decides (FIT_PLAN); the claim
+ * is missing or refused (FIT_NONE); it is allocated or assumed, on node pinned or any node
+ * (FIT_PINNED); one ExactCount request of count devices of class cl without selectors or
+ * constraints (FIT_COUNTED: the node's free count decides, unless devices there are shared). */
+enum { FIT_PLAN = 1, FIT_NONE, FIT_PINNED, FIT_COUNTED };
+
+/* Every change plan_pod's answer for a given pod and node could follow, as one number: each term
+ * only grows. */
+static guint64 fit_gen(const KbDra *dra)
+{
+    return dra->claim_clock + dra->alloc_clock + dra->class_gen + dra->slice_gen;
+}
+
+/* plan_pod's first steps for @pod, alone of its kind with one claim, into @fit. */
+static void fit_learn(KbDra *dra, const KbPod *pod, KbDraPodFit *fit)
+{
+    *fit = (KbDraPodFit){pod, fit_gen(dra), FIT_PLAN, NULL, NULL, 0};
+    if (pod->n_resource_claims != 1)
+        return;
+    char buf[320];
+    g_autofree char *key = NULL;
+    const ClaimInfo *ci = pod_claim_in(dra, pod, 0, buf, sizeof(buf), &key);
+    if (ci == NULL || ci->error != NULL) {
+        fit->shape = FIT_NONE;
+        return;
+    }
+    const KbResourceClaim *claim = ci->claim;
+    const ClaimAlloc *ca = g_hash_table_lookup(dra->claim_allocs, key != NULL ? key : buf);
+    if (claim->allocated || ca != NULL) {
+        fit->shape = FIT_PINNED;
+        fit->pinned = claim->allocated ? claim->node : ca->node;
+        return;
+    }
+    const KbClaimSpec *spec = &ci->claim->spec;
+    const KbDeviceSubRequest *sub = spec->n_requests == 1 ? &spec->requests[0].exactly : NULL;
+    if (sub == NULL || spec->n_constraints > 0 || spec->requests[0].n_first_available > 0 ||
+        sub->all || sub->n_selectors > 0 || sub->n_capacity > 0)
+        return;
+    fit->cl = g_hash_table_lookup(dra->classes, sub->device_class);
+    if (fit->cl == NULL)
+        return;
+    fit->shape = FIT_COUNTED;
+    fit->count = (guint)sub->count;
+}
+
+gboolean kb_dra_fits_on(KbDra *dra, const KbPod *pod, const char *node, KbDraNode *nd,
+                        KbDraPodFit *fit)
+{
+    if (pod->n_resource_claims == 0)
+        return TRUE;
+    if (fit->pod != pod || fit->gen != fit_gen(dra))
+        fit_learn(dra, pod, fit);
+    switch (fit->shape) {
+    case FIT_NONE:
+        return FALSE;
+    case FIT_PINNED:
+        return fit->pinned == NULL || strcmp(fit->pinned, node) == 0;
+    case FIT_COUNTED: {
+        /* as claim_may_fit, then claim_counted: the count says no, or yes when no device there
+         * is shared or partitionable */
+        guint n = (nd != NULL ? node_free(dra, nd, fit->cl) : 0) +
+                  node_free(dra, dra->all_nodes, fit->cl);
+        if (n < fit->count)
+            return FALSE;
+        if ((nd == NULL || !nd->shares) && !dra->all_nodes->shares)
+            return TRUE;
+        break;
+    }
+    default:
+        break;
+    }
+    g_autoptr(GArray) plan = plan_new();
+    return plan_pod(dra, pod, node, nd, plan, FALSE, NULL, NULL);
 }
 
 /* Why a pod's hold ends: it is planned again, given back (statement discarded, binding failed,
@@ -1650,7 +1792,7 @@ gboolean kb_dra_assume(KbDra *dra, const KbPod *pod, const char *node)
         return pod->n_resource_claims == 0;
     hold_end(dra, pod->meta.uid, HOLD_REPLAN);
     g_autoptr(GArray) plan = plan_new();
-    if (!plan_pod(dra, pod, node, plan, TRUE, NULL, NULL))
+    if (!plan_pod(dra, pod, node, g_hash_table_lookup(dra->by_node, node), plan, TRUE, NULL, NULL))
         return FALSE;
     PodHold *h = g_new0(PodHold, 1);
     h->node = g_intern_string(node);
@@ -1673,9 +1815,13 @@ gboolean kb_dra_assume(KbDra *dra, const KbPod *pod, const char *node)
                 }
                 char *dk = device_key(res->driver, res->pool, res->device);
                 g_hash_table_replace(dra->assumed, dk, g_strdup(ca->key));
-                dev_refresh(dra, dk);
+                /* dev_refresh's answer, assumed now: held */
+                Dev *d = g_hash_table_lookup(dra->dev_by_key, dk);
+                if (d != NULL)
+                    dev_set_held(dra, d, TRUE);
             }
             g_hash_table_replace(dra->claim_allocs, ca->key, ca);
+            dra->alloc_clock++;
         }
         if (ca != NULL)
             ca->refs++;
@@ -2568,7 +2714,8 @@ gboolean kb_dra_pod_gpus(KbDra *dra, const KbPod *pod, const char *node, gboolea
     if (partitionable != NULL)
         *partitionable = FALSE;
     g_autoptr(GArray) plan = plan_new();
-    if (pod->n_resource_claims == 0 || !plan_pod(dra, pod, node, plan, TRUE, NULL, NULL))
+    if (pod->n_resource_claims == 0 ||
+        !plan_pod(dra, pod, node, g_hash_table_lookup(dra->by_node, node), plan, TRUE, NULL, NULL))
         return FALSE;
     g_autofree char *part_key = NULL;
     for (guint p = 0; p < plan->len; p++) {

@@ -71,6 +71,29 @@ gboolean kb_dra_pod_ready(KbDra *dra, const KbPod *pod, const char **reason, cha
  * (may be NULL) receives the free count named there, to pick the most telling node.
  */
 gboolean kb_dra_fits(KbDra *dra, const KbPod *pod, const char *node, GString *why, gint *free);
+/*
+ * The same check for a caller that asks about many nodes (allocate's candidate search): @nd is
+ * what kb_dra_node(@dra, @node) returned, so that the node's devices are not looked up by name
+ * on every call. kb_dra_node's answer (NULL: the node publishes no devices) stays valid while
+ * kb_dra_nodes_gen() does not change (a slice set or deleted changes it); it is not owned.
+ * @fit (the caller's, zeroed before first use) keeps what was learnt of the last pod's claims
+ * (which claim, its class and count) while no claim, class, slice or hold changes, so that
+ * asking about the same pod on the next node only reads that node's free count; the caller
+ * keeps every pod it asks about alive while it keeps @fit.
+ */
+typedef struct KbDraNode KbDraNode;
+typedef struct {
+    const KbPod *pod;
+    guint64 gen;
+    int shape;
+    gconstpointer cl;
+    const char *pinned;
+    guint count;
+} KbDraPodFit;
+KbDraNode *kb_dra_node(KbDra *dra, const char *node);
+guint kb_dra_nodes_gen(const KbDra *dra);
+gboolean kb_dra_fits_on(KbDra *dra, const KbPod *pod, const char *node, KbDraNode *nd,
+                        KbDraPodFit *fit);
 
 /* Choose @pod's devices on @node and hold them; FALSE (nothing held) when they do not fit. A pod
  * already holding is released first. */

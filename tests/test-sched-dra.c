@@ -2333,6 +2333,275 @@ static void test_acct_not_admitted(void)
     kb_test_sched_free(fx);
 }
 
+/* A pod naming claim ml/@a directly, and ml/@b too unless NULL. */
+static KbPod *pod_claims_new(const char *name, const char *a, const char *b)
+{
+    g_autofree char *more =
+            b != NULL ? g_strdup_printf(",{\"name\":\"more\",\"resourceClaimName\":\"%s\"}", b)
+                      : g_strdup("");
+    g_autofree char *text = g_strdup_printf(
+            "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"ml\",\"uid\":\"u-%s\"},\"spec\":{"
+            "\"containers\":[{\"name\":\"c\"}],\"resourceClaims\":[{\"name\":\"gpus\","
+            "\"resourceClaimName\":\"%s\"}%s]}}",
+            name, name, a, more);
+    json_object *o = kb_test_sched_parse(text);
+    g_autoptr(GError) error = NULL;
+    KbPod *pod = kb_pod_decode(o, FALSE, &error);
+    json_object_put(o);
+    g_assert_no_error(error);
+    return pod;
+}
+
+/* Claim ml/@name set to a random shape (counted, another class, a selector, two requests,
+ * allocated on n1 or n2) or deleted. */
+static void put_random_claim(Fx *fx, GRand *rand, const char *name)
+{
+    g_autofree char *req = NULL;
+    g_autofree char *status = NULL;
+    switch (g_rand_int_range(rand, 0, 7)) {
+    case 0:
+    case 1:
+        req = gpus_request(g_rand_int_range(rand, 1, 4), "gpu.nvidia.com");
+        break;
+    case 2:
+        req = gpus_request(g_rand_int_range(rand, 1, 3), "h100.example.com");
+        break;
+    case 3:
+        req = g_strdup("{\"requests\":[{\"name\":\"gpus\",\"exactly\":{\"deviceClassName\":"
+                       "\"gpu.nvidia.com\",\"count\":1,\"selectors\":[{\"cel\":{\"expression\":"
+                       "\"device.attributes['gpu.nvidia.com'].index >= 2\"}}]}}]}");
+        break;
+    case 4:
+        req = g_strdup("{\"requests\":[{\"name\":\"a\",\"exactly\":{\"deviceClassName\":"
+                       "\"gpu.nvidia.com\",\"count\":1}},{\"name\":\"b\",\"exactly\":{"
+                       "\"deviceClassName\":\"gpu.nvidia.com\",\"count\":1}}]}");
+        break;
+    case 5: {
+        const char *node = g_rand_boolean(rand) ? "n1" : "n2";
+        req = gpus_request(1, "gpu.nvidia.com");
+        status = g_strdup_printf(
+                "{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"gpus\",\"driver\":"
+                "\"gpu.nvidia.com\",\"pool\":\"%s\",\"device\":\"gpu-%d\"}]},\"nodeSelector\":{"
+                "\"nodeSelectorTerms\":[{\"matchFields\":[{\"key\":\"metadata.name\","
+                "\"operator\":\"In\",\"values\":[\"%s\"]}]}]}}}",
+                node, g_rand_int_range(rand, 0, 4), node);
+        break;
+    }
+    default: {
+        g_autofree char *any = gpus_request(1, "gpu.nvidia.com");
+        g_autoptr(KbResourceClaim) gone = claim_new(fx, name, name, any, NULL);
+        kb_dra_delete_claim(dra(fx), gone);
+        return;
+    }
+    }
+    put_claim(fx, name, req, status);
+}
+
+/*
+ * kb_dra_fits_on (what allocate asks, with the node's devices and the pod's claims kept between
+ * calls) answers as kb_dra_fits (everything looked up again) for every pod and node, before and
+ * after each of 3,000 random changes: claims set (shared by several pods, allocated, of other
+ * shapes) and deleted, devices held and released, claims written, slices and classes changed,
+ * a node's first slice. The node handles are kept as allocate keeps them (until
+ * kb_dra_nodes_gen changes), and one KbDraPodFit serves every call.
+ */
+static void test_plan_fits_on_kept(void)
+{
+    Fx *fx = fixture();
+    add_class(fx, "h100.example.com",
+              "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H100'");
+    put_slice(fx, "n1", 4, 2, "NVIDIA A100");
+    put_slice(fx, "n2", 4, 4, "NVIDIA H100");
+    static const char *const nodes[] = {"n1", "n2", "n3", "n4"}; /* n4 never has devices */
+    static const char *const claims[] = {"c0", "c1", "c2", "c3", "c4"};
+    g_autoptr(GRand) rand = g_rand_new_with_seed(909);
+    for (guint c = 0; c < G_N_ELEMENTS(claims); c++)
+        put_random_claim(fx, rand, claims[c]);
+    /* p0-p3 share claims c0-c3 in pairs and c4 with p4 */
+    KbPod *pods[] = {pod_claims_new("p0", "c0", NULL), pod_claims_new("p1", "c0", NULL),
+                     pod_claims_new("p2", "c1", NULL), pod_claims_new("p3", "c2", "c3"),
+                     pod_claims_new("p4", "c4", NULL), pod_claims_new("p5", "c1", NULL)};
+    KbDraNode *handles[G_N_ELEMENTS(nodes)];
+    guint gen = kb_dra_nodes_gen(dra(fx)) + 1;
+    KbDraPodFit fit = {0};
+    guint checked = 0, yes = 0, held = 0;
+    for (guint step = 0; step < 3000; step++) {
+        KbPod *pod = pods[g_rand_int_range(rand, 0, G_N_ELEMENTS(pods))];
+        for (int pass = 0; pass < 2; pass++) {
+            if (gen != kb_dra_nodes_gen(dra(fx))) {
+                for (guint n = 0; n < G_N_ELEMENTS(nodes); n++)
+                    handles[n] = kb_dra_node(dra(fx), nodes[n]);
+                gen = kb_dra_nodes_gen(dra(fx));
+            }
+            for (guint n = 0; n < G_N_ELEMENTS(nodes); n++) {
+                gboolean want = kb_dra_fits(dra(fx), pod, nodes[n], NULL, NULL);
+                gboolean got = kb_dra_fits_on(dra(fx), pod, nodes[n], handles[n], &fit);
+                if (want != got)
+                    g_error("step %u: %s on %s: kb_dra_fits says %d, kb_dra_fits_on %d", step,
+                            pod->meta.name, nodes[n], want, got);
+                checked++;
+                yes += want;
+            }
+            if (pass == 1)
+                break;
+            /* one change between the two passes over the same pod */
+            KbPod *other = pods[g_rand_int_range(rand, 0, G_N_ELEMENTS(pods))];
+            const char *claim = claims[g_rand_int_range(rand, 0, G_N_ELEMENTS(claims))];
+            switch (g_rand_int_range(rand, 0, 12)) {
+            case 0:
+            case 1:
+            case 2:
+                held += kb_dra_assume(dra(fx), other,
+                                      nodes[g_rand_int_range(rand, 0, G_N_ELEMENTS(nodes))]);
+                break;
+            case 3:
+            case 4:
+                kb_dra_release(dra(fx), other->meta.uid);
+                break;
+            case 5:
+                kb_dra_claim_written(dra(fx), "ml", claim, g_rand_boolean(rand));
+                break;
+            case 6:
+                kb_dra_pod_bound(dra(fx), other->meta.uid);
+                break;
+            case 7:
+                put_slice(fx, g_rand_boolean(rand) ? "n1" : "n3", g_rand_int_range(rand, 1, 5), 2,
+                          g_rand_boolean(rand) ? "NVIDIA A100" : "NVIDIA H100");
+                break;
+            case 8:
+                add_class(fx, "gpu.nvidia.com",
+                          g_rand_boolean(rand)
+                                  ? NULL
+                                  : "device.attributes['gpu.nvidia.com'].productName == "
+                                    "'NVIDIA A100'");
+                break;
+            default:
+                put_random_claim(fx, rand, claim);
+                break;
+            }
+        }
+    }
+    g_assert_cmpuint(yes, >, checked / 10);
+    g_assert_cmpuint(yes, <, checked - checked / 10);
+    g_assert_cmpuint(held, >, 100);
+    for (guint i = 0; i < G_N_ELEMENTS(pods); i++)
+        kb_object_unref(pods[i]);
+    kb_test_sched_free(fx);
+}
+
+/* The devices (names, in result order) @pod holds on its one claim, from its claim write. */
+static char *assumed_devices(Fx *fx, KbPod *pod)
+{
+    KbPod *pods[] = {pod};
+    g_autofree GPtrArray **writes = kb_dra_gang_writes(dra(fx), pods, 1);
+    g_assert_nonnull(writes[0]);
+    g_autoptr(GPtrArray) w = writes[0];
+    const KbClaimWrite *cw = w->pdata[0];
+    json_object *body = json_tokener_parse(cw->body);
+    g_assert_nonnull(body);
+    json_object *results = json_object_object_get(
+            json_object_object_get(
+                    json_object_object_get(json_object_object_get(body, "status"), "allocation"),
+                    "devices"),
+            "results");
+    g_autoptr(GString) out = g_string_new(NULL);
+    for (size_t i = 0; i < json_object_array_length(results); i++)
+        g_string_append_printf(out, "%s%s", i == 0 ? "" : ",",
+                               json_object_get_string(json_object_object_get(
+                                       json_object_array_get_idx(results, i), "device")));
+    json_object_put(body);
+    return g_string_free(g_steal_pointer(&out), FALSE);
+}
+
+/*
+ * The island preference against a recount: on a node of random size whose GPUs sit on random
+ * NVLink islands (up to 24 islands, past the short list order_by_island keeps) with some held,
+ * a claim of @count GPUs takes the first free devices (slice order) of the island with the
+ * fewest free devices that still holds @count (ties: the lesser attribute text, "i10" before
+ * "i2"), else the first free devices of the node; over 400 random nodes.
+ */
+static void test_plan_island_reference(void)
+{
+    Fx *fx = fixture();
+    g_autoptr(GRand) rand = g_rand_new_with_seed(4242);
+    g_autoptr(KbPod) pod = pod_claims_new("p", "want", NULL);
+    for (guint round = 0; round < 400; round++) {
+        guint n = g_rand_int_range(rand, 1, 41);
+        guint n_islands = g_rand_int_range(rand, 1, 25);
+        guint island[40];
+        gboolean taken[40];
+        g_autoptr(GString) s = g_string_new(NULL);
+        g_string_append(s, "{\"metadata\":{\"name\":\"n1-gpu\"},\"spec\":{\"driver\":"
+                           "\"gpu.nvidia.com\",\"nodeName\":\"n1\",\"pool\":{\"name\":\"n1\","
+                           "\"generation\":1,\"resourceSliceCount\":1},\"devices\":[");
+        g_autoptr(GString) results = g_string_new(NULL);
+        for (guint i = 0; i < n; i++) {
+            island[i] = g_rand_int_range(rand, 0, n_islands);
+            taken[i] = g_rand_int_range(rand, 0, 4) == 0;
+            g_string_append_printf(s,
+                                   "%s{\"name\":\"gpu-%u\",\"attributes\":{\"kube-batchd.io/"
+                                   "nvlinkIsland\":{\"int\":%u}}}",
+                                   i == 0 ? "" : ",", i, island[i]);
+            if (taken[i])
+                g_string_append_printf(results,
+                                       "%s{\"request\":\"gpus\",\"driver\":\"gpu.nvidia.com\","
+                                       "\"pool\":\"n1\",\"device\":\"gpu-%u\"}",
+                                       results->len == 0 ? "" : ",", i);
+        }
+        g_string_append(s, "]}}");
+        json_object *o = kb_test_sched_parse(s->str);
+        g_autoptr(KbResourceSlice) slice = kb_resource_slice_decode(o, FALSE, NULL);
+        json_object_put(o);
+        g_assert_nonnull(slice);
+        kb_dra_set_slice(dra(fx), slice);
+        g_autofree char *one = gpus_request(1, "gpu.nvidia.com");
+        if (results->len > 0) {
+            g_autofree char *st = g_strdup_printf(
+                    "{\"allocation\":{\"devices\":{\"results\":[%s]},\"nodeSelector\":{"
+                    "\"nodeSelectorTerms\":[{\"matchFields\":[{\"key\":\"metadata.name\","
+                    "\"operator\":\"In\",\"values\":[\"n1\"]}]}]}}}",
+                    results->str);
+            put_claim(fx, "held", one, st);
+        } else {
+            put_claim(fx, "held", one, NULL);
+        }
+        /* the recount: free devices per island, the best island, the devices it gives */
+        guint free_in[24] = {0}, n_free = 0;
+        for (guint i = 0; i < n; i++) {
+            free_in[island[i]] += !taken[i];
+            n_free += !taken[i];
+        }
+        guint count = g_rand_int_range(rand, 1, 5);
+        gint best = -1;
+        for (guint k = 0; k < n_islands; k++) {
+            g_autofree char *name = g_strdup_printf("i%u", k);
+            g_autofree char *best_name = best >= 0 ? g_strdup_printf("i%d", best) : NULL;
+            if (free_in[k] >= count &&
+                (best < 0 || free_in[k] < free_in[best] ||
+                 (free_in[k] == free_in[best] && strcmp(name, best_name) < 0)))
+                best = (gint)k;
+        }
+        g_autoptr(GString) want = g_string_new(NULL);
+        guint left = count;
+        for (guint i = 0; i < n && left > 0; i++) {
+            if (!taken[i] && (best < 0 || island[i] == (guint)best)) {
+                g_string_append_printf(want, "%sgpu-%u", want->len == 0 ? "" : ",", i);
+                left--;
+            }
+        }
+        g_autofree char *req = gpus_request(count, "gpu.nvidia.com");
+        put_claim(fx, "want", req, NULL);
+        gboolean ok = kb_dra_assume(dra(fx), pod, "n1");
+        g_assert_cmpint(ok, ==, n_free >= count);
+        if (ok) {
+            g_autofree char *got = assumed_devices(fx, pod);
+            g_assert_cmpstr(got, ==, want->str);
+            kb_dra_release(dra(fx), pod->meta.uid);
+        }
+    }
+    kb_test_sched_free(fx);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -2363,6 +2632,8 @@ int main(int argc, char **argv)
                     test_cache_class_and_slice_change);
     g_test_add_func("/scheduler/dra/cache/free-counts", test_cache_free_counts);
     g_test_add_func("/scheduler/dra/cache/request-selectors", test_cache_request_selectors);
+    g_test_add_func("/scheduler/dra/plan/fits-on-kept", test_plan_fits_on_kept);
+    g_test_add_func("/scheduler/dra/plan/island-reference", test_plan_island_reference);
     g_test_add_func("/scheduler/dra/resources/demand", test_resources_demand);
     g_test_add_func("/scheduler/dra/resources/vectors", test_resources_vectors);
     g_test_add_func("/scheduler/dra/resources/demand-kept", test_resources_demand_kept);
