@@ -3520,9 +3520,17 @@ static void test_optimistic_binding(void)
     "\"gpu\",\"driver\":\"gpu.nvidia.com\",\"pool\":\"n1\",\"device\":\"gpu-0\"}]}},"              \
     "\"reservedFor\":[{\"resource\":\"pods\",\"name\":\"p\",\"uid\":\"u\"}]}}"
 
+/* The claim status write @patch, read from its text (kas_ops_claim_status_text, which must take
+ * it) when @text, else parsed. */
 static KasObj *claim_status(KasStore *store, KasRes *res, const char *name, const char *patch,
-                            GError **error)
+                            gboolean text, GError **error)
 {
+    if (text) {
+        KasObj *o = NULL;
+        g_assert_true(kas_ops_claim_status_text(store, res, "default", name, patch, strlen(patch),
+                                                &o, error));
+        return o;
+    }
     json_object *j = json_tokener_parse(patch);
     KasObj *o = kas_ops_patch(store, res, "v1", "default", name, KAS_PATCH_MERGE, j, TRUE, error);
     json_object_put(j);
@@ -3530,9 +3538,11 @@ static KasObj *claim_status(KasStore *store, KasRes *res, const char *name, cons
 }
 
 /* A claim's first status written between its read and its commit: without a resourceVersion
- * the status goes on top of the write, which is kept; with the one the writer read, a 409. */
-static void test_optimistic_claim_status(void)
+ * the status goes on top of the write, which is kept; with the one the writer read, a 409. The
+ * same read from the body's text (@data TRUE). */
+static void test_optimistic_claim_status(gconstpointer data)
 {
+    gboolean text = GPOINTER_TO_INT(data);
     KasStoreOptions so = {0};
     KasStore *store = kas_store_new(&so);
     kas_store_lock(store);
@@ -3545,11 +3555,13 @@ static void test_optimistic_claim_status(void)
     g_autoptr(GError) error = NULL;
     guint retries = kas_ops_optimistic_retries();
     guint spliced = kas_ops_status_splices();
-    g_autoptr(KasObj) o = claim_status(store, claims, "c1", RACE_STATUS(""), &error);
+    guint text_spliced = kas_ops_status_text_splices();
+    g_autoptr(KasObj) o = claim_status(store, claims, "c1", RACE_STATUS(""), text, &error);
     g_assert_no_error(error);
     g_assert_nonnull(o);
     g_assert_cmpuint(kas_ops_optimistic_retries(), ==, retries + 1);
     g_assert_cmpuint(kas_ops_status_splices(), ==, spliced + 1);
+    g_assert_cmpuint(kas_ops_status_text_splices(), ==, text_spliced + (text ? 1 : 0));
     g_autofree char *c1 = stored_text(store, claims, "c1", NULL);
     g_assert_cmpstr(c1, ==, o->json);
     json_object *j = json_tokener_parse(c1);
@@ -3565,7 +3577,7 @@ static void test_optimistic_claim_status(void)
     g_autofree char *patch =
             g_strdup_printf(RACE_STATUS("\"resourceVersion\":\"%" G_GUINT64_FORMAT "\""), rv);
     r.races = 1;
-    g_autoptr(KasObj) refused = claim_status(store, claims, "c2", patch, &error);
+    g_autoptr(KasObj) refused = claim_status(store, claims, "c2", patch, text, &error);
     g_assert_null(refused);
     g_assert_error(error, KAS_ERROR, KAS_ERR_CONFLICT);
     g_clear_error(&error);
@@ -4597,7 +4609,10 @@ int main(int argc, char **argv)
     g_test_add_func("/apiserver/dra/reservations-live", test_dra_reservations_live);
     g_test_add_func("/apiserver/ops/mutate-parsed", test_mutate_parsed);
     g_test_add_func("/apiserver/ops/optimistic-binding", test_optimistic_binding);
-    g_test_add_func("/apiserver/ops/optimistic-claim-status", test_optimistic_claim_status);
+    g_test_add_data_func("/apiserver/ops/optimistic-claim-status", GINT_TO_POINTER(FALSE),
+                         test_optimistic_claim_status);
+    g_test_add_data_func("/apiserver/ops/optimistic-claim-status-text", GINT_TO_POINTER(TRUE),
+                         test_optimistic_claim_status);
     g_test_add_func("/apiserver/ops/optimistic-concurrent", test_optimistic_concurrent);
     g_test_add_func("/apiserver/dra/invalid", test_dra_invalid);
     g_test_add_func("/apiserver/dra/limits", test_dra_limits);
