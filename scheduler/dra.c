@@ -316,8 +316,9 @@ static char *attribute_text(const KbDevice *d, const char *qualified);
 
 static char *device_key(const char *driver, const char *pool, const char *device)
 {
-    return g_strdup_printf("%s/%s/%s", driver != NULL ? driver : "", pool != NULL ? pool : "",
-                           device);
+    /* not g_strdup_printf: this runs for each device of each claim event and write */
+    return g_strconcat(driver != NULL ? driver : "", "/", pool != NULL ? pool : "", "/",
+                       device != NULL ? device : "", NULL);
 }
 
 /* ---- devices, verdicts and free counts ------------------------------------------------------ */
@@ -755,8 +756,8 @@ static void claim_recount(KbDra *dra, const KbResourceClaim *claim)
         return;
     for (guint r = 0; r < claim->n_reserved_for; r++) {
         if (claim->reserved_for[r].name != NULL)
-            g_hash_table_add(dra->recount, g_strdup_printf("%s/%s", claim->meta.namespace_,
-                                                           claim->reserved_for[r].name));
+            g_hash_table_add(dra->recount, g_strconcat(claim->meta.namespace_, "/",
+                                                       claim->reserved_for[r].name, NULL));
     }
 }
 
