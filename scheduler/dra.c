@@ -784,8 +784,8 @@ static void claim_recount(KbDra *dra, const KbResourceClaim *claim)
         return;
     for (guint r = 0; r < claim->n_reserved_for; r++) {
         if (claim->reserved_for[r].name != NULL)
-            g_hash_table_add(dra->recount, g_strdup_printf("%s/%s", claim->meta.namespace_,
-                                                           claim->reserved_for[r].name));
+            g_hash_table_add(dra->recount, g_strconcat(claim->meta.namespace_, "/",
+                                                       claim->reserved_for[r].name, NULL));
     }
 }
 
