@@ -1161,6 +1161,29 @@ static void splice_case(GRand *rnd, guint i, const char *name, char **claim, cha
     *status = g_string_free(st, FALSE);
 }
 
+/* Twin claims @a_name and @b_name answered @pa and @pb to the same status write: the answers and
+ * the stored claims are the same bytes once b's name, uid, creation time and resourceVersion read
+ * as a's. Returns a's stored claim. */
+static Resp *assert_twin_claims(KasServer *srv, const char *a_name, const char *b_name,
+                                const Resp *pa, const Resp *pb)
+{
+    g_autofree char *a_path = g_strdup_printf(RC_PATH "/%s", a_name);
+    g_autofree char *b_path = g_strdup_printf(RC_PATH "/%s", b_name);
+    Resp *ga = get(srv, a_path);
+    g_autoptr(Resp) gb = get(srv, b_path);
+    g_autofree char *rva =
+            g_strdup_printf("\"resourceVersion\":\"%s\"", js(ga, "metadata.resourceVersion"));
+    g_autofree char *rvb =
+            g_strdup_printf("\"resourceVersion\":\"%s\"", js(gb, "metadata.resourceVersion"));
+    const char *bf[] = {b_name, js(gb, "metadata.uid"), js(gb, "metadata.creationTimestamp"), rvb};
+    const char *af[] = {a_name, js(ga, "metadata.uid"), js(ga, "metadata.creationTimestamp"), rva};
+    g_autofree char *gb_as_a = replace_all(gb->body, bf, af, G_N_ELEMENTS(bf));
+    g_autofree char *pb_as_a = replace_all(pb->body, bf, af, G_N_ELEMENTS(bf));
+    g_assert_cmpstr(ga->body, ==, gb_as_a);
+    g_assert_cmpstr(pa->body, ==, pb_as_a);
+    return ga;
+}
+
 /* A claim's first status spliced into its stored text is byte for byte what merging it into
  * the parsed claim and printing that makes, over generated claims; answers to a bad status or a
  * stale resourceVersion are the same too. */
@@ -1236,23 +1259,7 @@ static void test_dra_claim_status_splice(void)
         kas_ops_set_status_splice(TRUE);
         assert_status(pa, 200, NULL);
         assert_status(pb, 200, NULL);
-        g_autofree char *got_a_path = g_strdup_printf(RC_PATH "/%s", a_name);
-        g_autofree char *got_b_path = g_strdup_printf(RC_PATH "/%s", b_name);
-        g_autoptr(Resp) ga = get(srv, got_a_path);
-        g_autoptr(Resp) gb = get(srv, got_b_path);
-        /* b's name, uid, creation time and resourceVersion read as a's */
-        g_autofree char *rva =
-                g_strdup_printf("\"resourceVersion\":\"%s\"", js(ga, "metadata.resourceVersion"));
-        g_autofree char *rvb =
-                g_strdup_printf("\"resourceVersion\":\"%s\"", js(gb, "metadata.resourceVersion"));
-        const char *bf[] = {b_name, js(gb, "metadata.uid"), js(gb, "metadata.creationTimestamp"),
-                            rvb};
-        const char *af[] = {a_name, js(ga, "metadata.uid"), js(ga, "metadata.creationTimestamp"),
-                            rva};
-        g_autofree char *gb_as_a = replace_all(gb->body, bf, af, G_N_ELEMENTS(bf));
-        g_autofree char *pb_as_a = replace_all(pb->body, bf, af, G_N_ELEMENTS(bf));
-        g_assert_cmpstr(ga->body, ==, gb_as_a);
-        g_assert_cmpstr(pa->body, ==, pb_as_a);
+        g_autoptr(Resp) ga = assert_twin_claims(srv, a_name, b_name, pa, pb);
         g_assert_nonnull(kas_json_get(ga->json, "status.allocation.devices.results"));
     }
     /* every first status above went through the splice, the refused ones aside */
@@ -1270,7 +1277,7 @@ typedef struct {
 
 #define TC_RESULT(req, drv, pool, dev)                                                             \
     "{\"request\":\"" req "\",\"driver\":\"" drv "\",\"pool\":\"" pool "\",\"device\":\"" dev "\"" \
-                                                                                              "}"
+    "}"
 #define TC_GOOD_RESULT TC_RESULT("gpu", "gpu.nvidia.com", "node-1", "gpu-0")
 #define TC_SEL                                                                                     \
     "\"nodeSelector\":{\"nodeSelectorTerms\":[{\"matchFields\":[{\"key\":\"metadata.name\","       \
@@ -1438,22 +1445,7 @@ static void test_dra_claim_status_text(void)
         if (pa->code == 200)
             g_assert_cmpuint(took, ==, c.text ? 1 : 0);
         expect_text += took;
-        g_autofree char *got_a_path = g_strdup_printf(RC_PATH "/%s", a_name);
-        g_autofree char *got_b_path = g_strdup_printf(RC_PATH "/%s", b_name);
-        g_autoptr(Resp) ga = get(srv, got_a_path);
-        g_autoptr(Resp) gb = get(srv, got_b_path);
-        g_autofree char *rva =
-                g_strdup_printf("\"resourceVersion\":\"%s\"", js(ga, "metadata.resourceVersion"));
-        g_autofree char *rvb =
-                g_strdup_printf("\"resourceVersion\":\"%s\"", js(gb, "metadata.resourceVersion"));
-        const char *bf[] = {b_name, js(gb, "metadata.uid"), js(gb, "metadata.creationTimestamp"),
-                            rvb};
-        const char *af[] = {a_name, js(ga, "metadata.uid"), js(ga, "metadata.creationTimestamp"),
-                            rva};
-        g_autofree char *gb_as_a = replace_all(gb->body, bf, af, G_N_ELEMENTS(bf));
-        g_autofree char *pb_as_a = replace_all(pb->body, bf, af, G_N_ELEMENTS(bf));
-        g_assert_cmpstr(ga->body, ==, gb_as_a);
-        g_assert_cmpstr(pa->body, ==, pb_as_a);
+        resp_free(assert_twin_claims(srv, a_name, b_name, pa, pb));
     }
     /* what kube-batchd sends was read from its text */
     g_assert_cmpuint(kas_ops_status_text_splices() - text_before, ==, expect_text);
