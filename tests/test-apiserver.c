@@ -1161,6 +1161,19 @@ static void splice_case(GRand *rnd, guint i, const char *name, char **claim, cha
     *status = g_string_free(st, FALSE);
 }
 
+/* Creates claim @a_claim, named @a_name, and its twin named @b_name (*@ca, *@cb: the answers). */
+static void post_twin_claims(KasServer *srv, const char *a_claim, const char *a_name,
+                             const char *b_name, Resp **ca, Resp **cb)
+{
+    const char *from[] = {a_name};
+    const char *to[] = {b_name};
+    g_autofree char *b_claim = replace_all(a_claim, from, to, 1);
+    *ca = post(srv, RC_PATH, a_claim);
+    *cb = post(srv, RC_PATH, b_claim);
+    assert_status(*ca, 201, NULL);
+    assert_status(*cb, 201, NULL);
+}
+
 /* Twin claims @a_name and @b_name answered @pa and @pb to the same status write: the answers and
  * the stored claims are the same bytes once b's name, uid, creation time and resourceVersion read
  * as a's. Returns a's stored claim. */
@@ -1199,13 +1212,9 @@ static void test_dra_claim_status_splice(void)
         g_snprintf(b_name, sizeof b_name, "b-%03u", i);
         g_autofree char *a_claim = NULL, *a_status = NULL;
         splice_case(rnd, i, a_name, &a_claim, &a_status);
-        const char *from[] = {a_name};
-        const char *to[] = {b_name};
-        g_autofree char *b_claim = replace_all(a_claim, from, to, 1);
-        g_autoptr(Resp) ca = post(srv, RC_PATH, a_claim);
-        g_autoptr(Resp) cb = post(srv, RC_PATH, b_claim);
-        assert_status(ca, 201, NULL);
-        assert_status(cb, 201, NULL);
+        g_autoptr(Resp) ca = NULL;
+        g_autoptr(Resp) cb = NULL;
+        post_twin_claims(srv, a_claim, a_name, b_name, &ca, &cb);
         g_autofree char *a_path = g_strdup_printf(RC_PATH "/%s/status", a_name);
         g_autofree char *b_path = g_strdup_printf(RC_PATH "/%s/status", b_name);
         if (i % 6 == 0) {
@@ -1415,13 +1424,9 @@ static void test_dra_claim_status_text(void)
                 "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"devices\":{\"requests\":[{\"name\":"
                 "\"gpu\",\"exactly\":{\"deviceClassName\":\"gpu.nvidia.com\"}}]}}}",
                 a_name);
-        const char *from[] = {a_name};
-        const char *to[] = {b_name};
-        g_autofree char *b_claim = replace_all(a_claim, from, to, 1);
-        g_autoptr(Resp) ca = post(srv, RC_PATH, a_claim);
-        g_autoptr(Resp) cb = post(srv, RC_PATH, b_claim);
-        assert_status(ca, 201, NULL);
-        assert_status(cb, 201, NULL);
+        g_autoptr(Resp) ca = NULL;
+        g_autoptr(Resp) cb = NULL;
+        post_twin_claims(srv, a_claim, a_name, b_name, &ca, &cb);
         g_autofree char *rv_a = g_strdup_printf("\"%s\"", js(ca, "metadata.resourceVersion"));
         g_autofree char *rv_b = g_strdup_printf("\"%s\"", js(cb, "metadata.resourceVersion"));
         g_autofree char *uid_a = g_strdup_printf("\"%s\"", js(ca, "metadata.uid"));
