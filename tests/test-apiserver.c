@@ -3228,14 +3228,24 @@ static KasObj *claim_pod(KasRes *pods, const char *uid, const char *extra_meta, 
     return o;
 }
 
+/* A new store (@so, or the defaults) and its resource @group/v1 @resource in *@res. */
+static KasStore *store_with(const KasStoreOptions *so, const char *group, const char *resource,
+                            KasRes **res)
+{
+    KasStoreOptions defaults = {0};
+    KasStore *store = kas_store_new(so != NULL ? so : &defaults);
+    kas_store_lock(store);
+    *res = kas_store_find_locked(store, group, "v1", resource);
+    kas_store_unlock(store);
+    g_assert_nonnull(*res);
+    return store;
+}
+
 /* The resource-claim controller skips a pod event only when nothing its sync reads changed. */
 static void test_claims_pod_same(void)
 {
-    KasStoreOptions so = {0};
-    KasStore *store = kas_store_new(&so);
-    kas_store_lock(store);
-    KasRes *pods = kas_store_find_locked(store, "", "v1", "pods");
-    kas_store_unlock(store);
+    KasRes *pods = NULL;
+    KasStore *store = store_with(NULL, "", "pods", &pods);
     /* a claim name no API server allows, to prove strings are skipped whole */
 #define STATUSES                                                                                   \
     "\"resourceClaimStatuses\":[{\"name\":\"gpu\",\"resourceClaimName\":\"p-gpu-x]{\\\"y\"}]"
@@ -3429,11 +3439,8 @@ static gboolean bind_json(KasStore *store, const char *name, const char *node, G
  * binding no one raced. */
 static void test_optimistic_binding(void)
 {
-    KasStoreOptions so = {0};
-    KasStore *store = kas_store_new(&so);
-    kas_store_lock(store);
-    KasRes *pods = kas_store_find_locked(store, "", "v1", "pods");
-    kas_store_unlock(store);
+    KasRes *pods = NULL;
+    KasStore *store = store_with(NULL, "", "pods", &pods);
     put_json(store, pods, RACE_POD("p1", "u1"));
     put_json(store, pods, RACE_POD("p2", "u2"));
     put_json(store, pods, RACE_POD("p3", "u3"));
@@ -3540,11 +3547,8 @@ static KasObj *claim_status(KasStore *store, KasRes *res, const char *name, cons
 static void test_optimistic_claim_status(gconstpointer data)
 {
     gboolean text = GPOINTER_TO_INT(data);
-    KasStoreOptions so = {0};
-    KasStore *store = kas_store_new(&so);
-    kas_store_lock(store);
-    KasRes *claims = kas_store_find_locked(store, "resource.k8s.io", "v1", "resourceclaims");
-    kas_store_unlock(store);
+    KasRes *claims = NULL;
+    KasStore *store = store_with(NULL, "resource.k8s.io", "resourceclaims", &claims);
     put_json(store, claims, RACE_CLAIM("c1"));
     put_json(store, claims, RACE_CLAIM("c2"));
     Racer r = {.store = store, .res = claims, .races = 1};
@@ -3613,11 +3617,8 @@ static gpointer bind_all(gpointer data)
  * node whose binding succeeded, one write each, and a watch sees those writes in order. */
 static void test_optimistic_concurrent(void)
 {
-    KasStoreOptions so = {0};
-    KasStore *store = kas_store_new(&so);
-    kas_store_lock(store);
-    KasRes *pods = kas_store_find_locked(store, "", "v1", "pods");
-    kas_store_unlock(store);
+    KasRes *pods = NULL;
+    KasStore *store = store_with(NULL, "", "pods", &pods);
     const guint n = 200;
     for (guint i = 0; i < n; i++) {
         g_autofree char *name = g_strdup_printf("p-%03u", i);
@@ -3677,11 +3678,9 @@ static void test_optimistic_concurrent(void)
 
 static void test_watch_burst_batched(void)
 {
-    KasStoreOptions so = {.watch_linger_us = G_USEC_PER_SEC};
-    KasStore *store = kas_store_new(&so);
-    kas_store_lock(store);
-    KasRes *res = kas_store_find_locked(store, "", "v1", "configmaps");
-    kas_store_unlock(store);
+    KasRes *res = NULL;
+    KasStore *store = store_with(&(KasStoreOptions){.watch_linger_us = G_USEC_PER_SEC}, "",
+                                 "configmaps", &res);
     KasWatchOptions wo = {.api_version = "v1", .resource_version = "0"};
     g_autoptr(GError) error = NULL;
     BurstReader b = {
