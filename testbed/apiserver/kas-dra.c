@@ -1300,6 +1300,66 @@ static gboolean text_pool_ok(const char *s)
     }
 }
 
+gboolean kas_dra_spec_requests(const char *spec, gsize len, KbJsonStr *requests)
+{
+    KbJsonReader r;
+    kb_json_reader_init(&r, spec, len);
+    KbJsonStr key;
+    int rc = 0, drc = 0;
+    gboolean devices = FALSE;
+    gboolean ok = kb_json_peek(&r) == KB_JSON_OBJECT && kb_json_object_begin(&r, NULL);
+    requests->p = NULL;
+    while (ok && (rc = kb_json_object_next(&r, &key, NULL)) == 1) {
+        if (!KB_JSON_STR_IS(key, "devices")) {
+            ok = kb_json_skip(&r, NULL);
+            continue;
+        }
+        ok = !devices && kb_json_peek(&r) == KB_JSON_OBJECT && kb_json_object_begin(&r, NULL);
+        devices = TRUE;
+        while (ok && (drc = kb_json_object_next(&r, &key, NULL)) == 1)
+            ok = KB_JSON_STR_IS(key, "requests")
+                         ? requests->p == NULL && kb_json_peek(&r) == KB_JSON_ARRAY &&
+                                   kb_json_skip_span(&r, requests, NULL)
+                         : kb_json_skip(&r, NULL);
+        ok = ok && drc == 0;
+    }
+    ok = ok && rc == 0 && requests->p != NULL && kb_json_finish(&r, NULL);
+    kb_json_reader_clear(&r);
+    return ok;
+}
+
+/* Whether the array @list (@len bytes of text) of objects with string names holds one named
+ * @name (@n bytes); its firstAvailable's text then in *@fa (p NULL when it has none) if @fa is
+ * not NULL. FALSE also when the text is not such an array. */
+static gboolean text_named_entry(const char *list, gsize len, const char *name, gsize n,
+                                 KbJsonStr *fa)
+{
+    KbJsonReader r;
+    kb_json_reader_init(&r, list, len);
+    gboolean found = FALSE, ok = kb_json_array_begin(&r, NULL);
+    while (ok && !found && kb_json_array_next(&r, NULL) == 1) {
+        KbJsonStr key, s, sub = {0};
+        gboolean named = FALSE;
+        int mrc = 0;
+        ok = kb_json_peek(&r) == KB_JSON_OBJECT && kb_json_object_begin(&r, NULL);
+        while (ok && (mrc = kb_json_object_next(&r, &key, NULL)) == 1) {
+            if (KB_JSON_STR_IS(key, "name")) {
+                ok = kb_json_peek(&r) == KB_JSON_STRING && kb_json_read_string(&r, &s, NULL);
+                named = ok && s.len == n && memcmp(s.p, name, n) == 0;
+            } else {
+                ok = fa != NULL && KB_JSON_STR_IS(key, "firstAvailable")
+                             ? kb_json_skip_span(&r, &sub, NULL)
+                             : kb_json_skip(&r, NULL);
+            }
+        }
+        found = ok && mrc == 0 && named;
+        if (found && fa != NULL)
+            *fa = sub;
+    }
+    kb_json_reader_clear(&r);
+    return found;
+}
+
 /* request_ref_ok() over the claim's spec as stored text (@spec, @len bytes): TRUE when @ref names
  * one of its requests or a firstAvailable subrequest of one; FALSE also when the text is not
  * what a stored spec looks like (the general path judges then). */
@@ -1307,72 +1367,13 @@ static gboolean text_request_ref_ok(const char *spec, gsize len, const char *ref
 {
     const char *slash = strchr(ref, '/');
     gsize n = slash != NULL ? (gsize)(slash - ref) : strlen(ref);
-    if (slash != NULL && strchr(slash + 1, '/') != NULL)
+    KbJsonStr requests, fa = {0};
+    if ((slash != NULL && strchr(slash + 1, '/') != NULL) ||
+        !kas_dra_spec_requests(spec, len, &requests) ||
+        !text_named_entry(requests.p, requests.len, ref, n, slash != NULL ? &fa : NULL))
         return FALSE;
-    KbJsonReader r;
-    kb_json_reader_init(&r, spec, len);
-    KbJsonStr key, name, fa;
-    int rc, arc = 0;
-    gboolean ok = kb_json_object_begin(&r, NULL), found = FALSE, done = FALSE;
-    /* to spec.devices.requests */
-    while (ok && !done && (rc = kb_json_object_next(&r, &key, NULL)) == 1) {
-        if (!KB_JSON_STR_IS(key, "devices")) {
-            ok = kb_json_skip(&r, NULL);
-            continue;
-        }
-        ok = kb_json_peek(&r) == KB_JSON_OBJECT && kb_json_object_begin(&r, NULL);
-        while (ok && !done && (rc = kb_json_object_next(&r, &key, NULL)) == 1) {
-            if (!KB_JSON_STR_IS(key, "requests")) {
-                ok = kb_json_skip(&r, NULL);
-                continue;
-            }
-            ok = kb_json_peek(&r) == KB_JSON_ARRAY && kb_json_array_begin(&r, NULL);
-            while (ok && !done && (arc = kb_json_array_next(&r, NULL)) == 1) {
-                name.p = fa.p = NULL;
-                int mrc = 0;
-                ok = kb_json_peek(&r) == KB_JSON_OBJECT && kb_json_object_begin(&r, NULL);
-                while (ok && (mrc = kb_json_object_next(&r, &key, NULL)) == 1)
-                    ok = KB_JSON_STR_IS(key, "name")
-                                 ? kb_json_peek(&r) == KB_JSON_STRING &&
-                                           kb_json_read_string(&r, &name, NULL) && name.p >= spec &&
-                                           name.p + name.len <= spec + len
-                         : KB_JSON_STR_IS(key, "firstAvailable") ? kb_json_skip_span(&r, &fa, NULL)
-                                                                 : kb_json_skip(&r, NULL);
-                ok = ok && mrc == 0 && name.p != NULL;
-                if (!ok || name.len != n || memcmp(name.p, ref, n) != 0)
-                    continue;
-                done = TRUE;
-                if (slash == NULL) {
-                    found = TRUE;
-                } else if (fa.p != NULL) {
-                    /* the request's firstAvailable, read on its own */
-                    KbJsonReader f;
-                    kb_json_reader_init(&f, fa.p, fa.len);
-                    gsize sn = strlen(slash + 1);
-                    int frc;
-                    gboolean fok = kb_json_array_begin(&f, NULL);
-                    while (fok && !found && (frc = kb_json_array_next(&f, NULL)) == 1) {
-                        int src;
-                        fok = kb_json_object_begin(&f, NULL);
-                        while (fok && (src = kb_json_object_next(&f, &key, NULL)) == 1) {
-                            KbJsonStr sub;
-                            if (KB_JSON_STR_IS(key, "name") && kb_json_peek(&f) == KB_JSON_STRING) {
-                                fok = kb_json_read_string(&f, &sub, NULL);
-                                found = fok && sub.len == sn && memcmp(sub.p, slash + 1, sn) == 0;
-                            } else {
-                                fok = kb_json_skip(&f, NULL);
-                            }
-                        }
-                    }
-                    kb_json_reader_clear(&f);
-                }
-            }
-            ok = ok && (done || arc == 0);
-            done = TRUE;
-        }
-    }
-    kb_json_reader_clear(&r);
-    return ok && found;
+    return slash == NULL ||
+           (fa.p != NULL && text_named_entry(fa.p, fa.len, slash + 1, strlen(slash + 1), NULL));
 }
 
 /* An allocation's result: request, driver, pool and device, each valid (as check_allocation

@@ -23,6 +23,7 @@
 
 #include <json-c/json.h>
 
+#include "kube/kb-json.h"
 #include "testbed/apiserver/kas-status.h"
 #include "testbed/apiserver/kas-store.h"
 
@@ -64,6 +65,10 @@ gboolean kas_dra_admit_update(const KasRes *res, json_object *old, json_object *
 /* An update of a claim's status (@new_obj carries the new status over @old's spec). */
 gboolean kas_dra_admit_status(const KasRes *res, json_object *old, json_object *new_obj,
                               GError **error);
+/* The text of spec.devices.requests in a stored claim's @spec text (@len bytes) into *@requests
+ * ("devices" and "requests" each once): FALSE when the text is anything else. */
+gboolean kas_dra_spec_requests(const char *spec, gsize len, KbJsonStr *requests);
+
 /*
  * A claim's first status as the text @text (@len bytes), over a claim whose spec is stored as the
  * text @spec (@spec_len bytes): TRUE only when kas_dra_admit_status() surely accepts it over the

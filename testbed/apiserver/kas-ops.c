@@ -1374,28 +1374,13 @@ static json_object *request_names(KbJsonReader *r, gboolean sub)
  * looks like: the caller parses it whole then. */
 static json_object *spec_requests_view(const KbJsonStr *spec)
 {
+    KbJsonStr span;
+    if (!kas_dra_spec_requests(spec->p, spec->len, &span))
+        return NULL;
     KbJsonReader r;
-    kb_json_reader_init(&r, spec->p, spec->len);
-    json_object *requests = NULL;
-    KbJsonStr key;
-    int rc = 0, drc = 0;
-    gboolean ok = kb_json_peek(&r) == KB_JSON_OBJECT && kb_json_object_begin(&r, NULL);
-    while (ok && (rc = kb_json_object_next(&r, &key, NULL)) == 1) {
-        if (!KB_JSON_STR_IS(key, "devices") || requests != NULL ||
-            kb_json_peek(&r) != KB_JSON_OBJECT) {
-            ok = !KB_JSON_STR_IS(key, "devices") && kb_json_skip(&r, NULL);
-            continue;
-        }
-        ok = kb_json_object_begin(&r, NULL);
-        while (ok && (drc = kb_json_object_next(&r, &key, NULL)) == 1) {
-            if (KB_JSON_STR_IS(key, "requests") && requests == NULL)
-                ok = (requests = request_names(&r, TRUE)) != NULL;
-            else
-                ok = !KB_JSON_STR_IS(key, "requests") && kb_json_skip(&r, NULL);
-        }
-        ok = ok && drc == 0 && requests != NULL;
-    }
-    ok = ok && rc == 0 && requests != NULL && kb_json_finish(&r, NULL);
+    kb_json_reader_init(&r, span.p, span.len);
+    json_object *requests = request_names(&r, TRUE);
+    gboolean ok = requests != NULL && kb_json_finish(&r, NULL);
     kb_json_reader_clear(&r);
     if (!ok) {
         json_object_put(requests);
