@@ -1240,6 +1240,15 @@ static gboolean text_string(KbJsonReader *r, char *buf)
     return TRUE;
 }
 
+/* Whether @s[@n] equals one of @s[0] to @s[@n - 1]. */
+static gboolean text_repeated(const KbJsonStr *s, guint n)
+{
+    for (guint i = 0; i < n; i++)
+        if (s[i].len == s[n].len && memcmp(s[i].p, s[n].p, s[n].len) == 0)
+            return TRUE;
+    return FALSE;
+}
+
 /* Any value made of strings, arrays and objects (no member twice) within @depth levels. */
 static gboolean text_plain_value(KbJsonReader *r, guint depth)
 {
@@ -1262,9 +1271,8 @@ static gboolean text_plain_value(KbJsonReader *r, guint depth)
     KbJsonStr keys[TEXT_MAX_KEYS];
     guint n = 0;
     while ((rc = kb_json_object_next(r, &keys[n], NULL)) == 1) {
-        for (guint i = 0; i < n; i++)
-            if (keys[i].len == keys[n].len && memcmp(keys[i].p, keys[n].p, keys[n].len) == 0)
-                return FALSE;
+        if (text_repeated(keys, n))
+            return FALSE;
         if (++n == TEXT_MAX_KEYS || !text_plain_value(r, depth - 1))
             return FALSE;
     }
@@ -1407,9 +1415,8 @@ static gboolean text_node_selector(KbJsonReader *r)
     if (kb_json_peek(r) != KB_JSON_OBJECT || !kb_json_object_begin(r, NULL))
         return FALSE;
     while ((rc = kb_json_object_next(r, &keys[n], NULL)) == 1) {
-        for (guint i = 0; i < n; i++)
-            if (keys[i].len == keys[n].len && memcmp(keys[i].p, keys[n].p, keys[n].len) == 0)
-                return FALSE;
+        if (text_repeated(keys, n))
+            return FALSE;
         if (!KB_JSON_STR_IS(keys[n], "nodeSelectorTerms")) {
             if (++n == TEXT_MAX_KEYS || !text_plain_value(r, TEXT_MAX_DEPTH))
                 return FALSE;
@@ -1492,9 +1499,8 @@ static gboolean text_reserved_for(KbJsonReader *r, guint *n)
         }
         if (mrc != 0 || seen != (1u << G_N_ELEMENTS(keys)) - 1)
             return FALSE;
-        for (guint i = 0; i < *n; i++)
-            if (uids[i].len == uids[*n].len && memcmp(uids[i].p, uids[*n].p, uids[i].len) == 0)
-                return FALSE;
+        if (text_repeated(uids, *n))
+            return FALSE;
         (*n)++;
     }
     return rc == 0;
