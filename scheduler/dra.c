@@ -22,8 +22,6 @@ typedef struct {
     guint64 stamp;        /* KbDra.claim_clock when the claim was last set (kb_dra_demand_stamp) */
 } ClaimInfo;
 
-typedef struct KbDraNode NodeDevs;
-
 /*
  * One device of a slice as the allocator sees it, built when the slice is set: its key, its
  * island, whether a claim holds it, and its class selectors' verdicts, evaluated once per class
@@ -35,7 +33,7 @@ typedef struct {
     char *key;            /* "driver/pool/device" */
     char *island;         /* KB_DRA_ISLAND_ATTRIBUTE as attribute_text(), "" without */
     guint64 id;           /* unique over the allocator's life (request verdicts) */
-    NodeDevs *node;       /* the index the device counts in */
+    KbDraNode *node;      /* the index the device counts in */
     gboolean held;        /* allocated or assumed */
     guint64 taken;        /* == KbDra.epoch: chosen for the pod being planned */
     guint class_gen;      /* the verdicts are for this KbDra.class_gen */
@@ -45,7 +43,7 @@ typedef struct {
 typedef struct {
     KbResourceSlice *slice; /* ref */
     Dev *devs;              /* n_devices */
-    NodeDevs *node;         /* NULL: a slice for a node selector (not used) */
+    KbDraNode *node;        /* NULL: a slice for a node selector (not used) */
 } SliceDevs;
 
 /* A node's free devices per class, counted when first asked and kept as holds change. */
@@ -103,8 +101,8 @@ struct KbDra {
     GHashTable *claims;     /* "ns/name" -> ClaimInfo* */
     GHashTable *templates;  /* "ns/name" -> KbResourceClaimTemplate* (ref) */
     GHashTable *slices;     /* name -> SliceDevs* */
-    GHashTable *by_node;    /* interned node -> NodeDevs* */
-    NodeDevs *all_nodes;    /* slices with allNodes */
+    GHashTable *by_node;    /* interned node -> KbDraNode* */
+    KbDraNode *all_nodes;   /* slices with allNodes */
     GHashTable *dev_by_key; /* device key -> Dev* (borrowed) */
     GHashTable *class_idx;  /* class name -> idx + 1 (never removed) */
     guint class_gen;        /* bumped when a class changes: verdicts and counts are stale */
@@ -227,16 +225,16 @@ static void pod_hold_free(gpointer p)
     g_free(h);
 }
 
-static NodeDevs *node_devs_new(void)
+static KbDraNode *node_devs_new(void)
 {
-    NodeDevs *nd = g_new0(NodeDevs, 1);
+    KbDraNode *nd = g_new0(KbDraNode, 1);
     nd->slices = g_ptr_array_new();
     return nd;
 }
 
 static void node_devs_free(gpointer p)
 {
-    NodeDevs *nd = p;
+    KbDraNode *nd = p;
     g_ptr_array_unref(nd->slices);
     g_clear_pointer(&nd->more, g_array_unref);
     g_free(nd);
@@ -382,7 +380,7 @@ static gboolean request_matches(const ClaimInfo *ci, guint prog, guint n, const 
 
 /* The free devices of class @cl in @nd (counted once, then kept by dev_set_held). */
 /* @nd's count of class @idx; NULL when never asked and not @grow. */
-static FreeCount *free_count(NodeDevs *nd, guint idx, gboolean grow)
+static FreeCount *free_count(KbDraNode *nd, guint idx, gboolean grow)
 {
     if (idx < COUNTS_INLINE)
         return &nd->counts[idx];
@@ -396,7 +394,7 @@ static FreeCount *free_count(NodeDevs *nd, guint idx, gboolean grow)
 }
 
 /* Every count of @nd to be counted again when next asked. */
-static void counts_forget(NodeDevs *nd)
+static void counts_forget(KbDraNode *nd)
 {
     for (guint i = 0; i < COUNTS_INLINE; i++)
         nd->counts[i].gen = 0;
@@ -404,7 +402,7 @@ static void counts_forget(NodeDevs *nd)
         g_array_set_size(nd->more, 0);
 }
 
-static guint node_free(KbDra *dra, NodeDevs *nd, const ClassInfo *cl)
+static guint node_free(KbDra *dra, KbDraNode *nd, const ClassInfo *cl)
 {
     FreeCount *fc = free_count(nd, cl->idx, TRUE);
     if (fc->gen != dra->class_gen) {
@@ -1071,10 +1069,10 @@ gboolean kb_dra_pod_ready(KbDra *dra, const KbPod *pod, const char **reason, cha
 /* ---- the device search ---------------------------------------------------------------------- */
 
 /* The node's devices (its slices' and the allNodes slices') into dra->cands. */
-static void node_cands(KbDra *dra, NodeDevs *nd)
+static void node_cands(KbDra *dra, KbDraNode *nd)
 {
     g_ptr_array_set_size(dra->cands, 0);
-    NodeDevs *lists[2] = {nd, dra->all_nodes};
+    KbDraNode *lists[2] = {nd, dra->all_nodes};
     for (guint l = 0; l < 2; l++) {
         for (guint i = 0; lists[l] != NULL && i < lists[l]->slices->len; i++) {
             SliceDevs *sd = lists[l]->slices->pdata[i];
@@ -1147,60 +1145,46 @@ static gboolean constrained(const KbClaimSpec *spec, const char *request, const 
     return FALSE;
 }
 
+typedef struct {
+    const char *name;
+    guint n;
+} IslandSize;
+
 /*
  * Order @idx (indices into cands) so that taking the first @want keeps to one NVLink island when
- * one holds them: the island with the fewest devices that still holds @want first, then the rest
- * by island size, largest first.
+ * one holds them: the devices of the island with the fewest that still holds @want first (ties
+ * by name), then the others in their order.
  */
 static void order_by_island(GPtrArray *idx, guint want)
 {
-    /* Island sizes: a node has few islands (NVIDIA's nodes one or two), so a short list scanned
-     * with strcmp; a hash table past ISLANDS_LISTED. */
-    enum { ISLANDS_LISTED = 16 };
-    const char *names[ISLANDS_LISTED];
-    guint counts[ISLANDS_LISTED], n_names = 0;
-    g_autoptr(GHashTable) sizes = NULL;
+    /* a node has few islands (NVIDIA's nodes one or two): sizes in a list scanned with strcmp */
+    IslandSize stack_sizes[64];
+    gpointer stack_out[G_N_ELEMENTS(stack_sizes)];
+    gboolean big = idx->len > G_N_ELEMENTS(stack_sizes);
+    g_autofree IslandSize *heap_sizes = big ? g_new(IslandSize, idx->len) : NULL;
+    g_autofree gpointer *heap_out = big ? g_new(gpointer, idx->len) : NULL;
+    IslandSize *sizes = big ? heap_sizes : stack_sizes;
+    gpointer *out = big ? heap_out : stack_out;
+    guint n_sizes = 0;
     for (guint i = 0; i < idx->len; i++) {
         const char *t = ((const Dev *)idx->pdata[i])->island;
         guint j = 0;
-        while (sizes == NULL && j < n_names && strcmp(names[j], t) != 0)
+        while (j < n_sizes && strcmp(sizes[j].name, t) != 0)
             j++;
-        if (sizes == NULL && j < n_names) {
-            counts[j]++;
-            continue;
-        }
-        if (sizes == NULL && n_names < ISLANDS_LISTED) {
-            names[n_names] = t;
-            counts[n_names++] = 1;
-            continue;
-        }
-        if (sizes == NULL) {
-            sizes = g_hash_table_new(g_str_hash, g_str_equal);
-            for (j = 0; j < n_names; j++)
-                g_hash_table_replace(sizes, (gpointer)names[j], GUINT_TO_POINTER(counts[j]));
-        }
-        guint n = GPOINTER_TO_UINT(g_hash_table_lookup(sizes, t));
-        g_hash_table_replace(sizes, (gpointer)t, GUINT_TO_POINTER(n + 1));
+        if (j == n_sizes)
+            sizes[n_sizes++] = (IslandSize){t, 0};
+        sizes[j].n++;
     }
-    /* best island: the smallest that holds @want */
     const char *best = NULL;
     guint best_n = G_MAXUINT;
-    GHashTableIter it;
-    gpointer k = NULL, v = NULL;
-    if (sizes != NULL)
-        g_hash_table_iter_init(&it, sizes);
-    for (guint j = 0; sizes != NULL ? g_hash_table_iter_next(&it, &k, &v) : j < n_names; j++) {
-        const char *name = sizes != NULL ? k : names[j];
-        guint n = sizes != NULL ? GPOINTER_TO_UINT(v) : counts[j];
-        if (n >= want && (n < best_n || (n == best_n && strcmp(name, best) < 0))) {
-            best = name;
+    for (guint j = 0; j < n_sizes; j++) {
+        guint n = sizes[j].n;
+        if (n >= want && (n < best_n || (n == best_n && strcmp(sizes[j].name, best) < 0))) {
+            best = sizes[j].name;
             best_n = n;
         }
     }
     /* stable selection: the best island's devices first, then the others (document order) */
-    gpointer stack[64];
-    g_autofree gpointer *heap = idx->len > G_N_ELEMENTS(stack) ? g_new(gpointer, idx->len) : NULL;
-    gpointer *out = heap != NULL ? heap : stack;
     guint n_out = 0;
     for (int pass = 0; pass < 2; pass++) {
         for (guint i = 0; i < idx->len; i++) {
@@ -1523,7 +1507,7 @@ static GArray *results_new(void)
  * free. Requests are taken in order up to the first the counts cannot judge; a claim with
  * constraints is left to the search (its message differs).
  */
-static gboolean claim_may_fit(KbDra *dra, const ClaimInfo *ci, const char *key, NodeDevs *nd,
+static gboolean claim_may_fit(KbDra *dra, const ClaimInfo *ci, const char *key, KbDraNode *nd,
                               const char *node, GString *why, gint *free)
 {
     const KbClaimSpec *spec = &ci->claim->spec;
@@ -1555,7 +1539,7 @@ static gboolean claim_may_fit(KbDra *dra, const ClaimInfo *ci, const char *key, 
 /* A claim whose feasibility the free counts decide alone: one ExactCount request without
  * selectors, capacity requests or constraints, on a node without partitionable or shared
  * devices. */
-static gboolean claim_counted(KbDra *dra, const ClaimInfo *ci, const NodeDevs *nd)
+static gboolean claim_counted(KbDra *dra, const ClaimInfo *ci, const KbDraNode *nd)
 {
     const KbClaimSpec *spec = &ci->claim->spec;
     if ((nd != NULL && nd->shares) || dra->all_nodes->shares)
@@ -1566,8 +1550,8 @@ static gboolean claim_counted(KbDra *dra, const ClaimInfo *ci, const NodeDevs *n
 }
 
 /* @pod's claims on @node into @plan (PlanClaim); FALSE with @why/@free at the first that fails. */
-static gboolean plan_pod(KbDra *dra, const KbPod *pod, const char *node, NodeDevs *nd, GArray *plan,
-                         gboolean choose, GString *why, gint *free)
+static gboolean plan_pod(KbDra *dra, const KbPod *pod, const char *node, KbDraNode *nd,
+                         GArray *plan, gboolean choose, GString *why, gint *free)
 {
     gboolean have_cands = FALSE;
     guint n_taken = 0;
@@ -2280,7 +2264,7 @@ GHashTable *kb_dra_take_recount(KbDra *dra)
 
 void kb_dra_node_capacity(KbDra *dra, const char *node, KbResources *out)
 {
-    NodeDevs *lists[2] = {g_hash_table_lookup(dra->by_node, node), dra->all_nodes};
+    KbDraNode *lists[2] = {g_hash_table_lookup(dra->by_node, node), dra->all_nodes};
     if (lists[0] == NULL && dra->all_nodes->slices->len == 0)
         return;
     const ClassInfo *gpu = g_hash_table_lookup(dra->classes, KB_RESOURCE_GPU_CLASS);
@@ -2606,7 +2590,7 @@ double kb_dra_gpu_fraction(KbDra *dra, const KbDeviceResult *r)
 
 /* Does @nd publish a device allowing multiple allocations (@partitionable FALSE) or consuming
  * counters (TRUE)? */
-static gboolean node_has(const NodeDevs *nd, gboolean partitionable)
+static gboolean node_has(const KbDraNode *nd, gboolean partitionable)
 {
     if (nd == NULL || !nd->shares)
         return FALSE;
@@ -2645,7 +2629,7 @@ static char *gpu_key(const Dev *d)
 /* Node @nd's GPUs, in its slices' order, into @keys (owned strings) and @free (milli-GPU free,
  * up to @max). Counters and shares held count; a plan's do not (its tables are emptied, as the
  * next plan would). */
-static guint node_gpus(KbDra *dra, NodeDevs *nd, GPtrArray *keys, guint *free, guint max)
+static guint node_gpus(KbDra *dra, KbDraNode *nd, GPtrArray *keys, guint *free, guint max)
 {
     if (g_hash_table_size(dra->counter_plan) > 0)
         g_hash_table_remove_all(dra->counter_plan);
@@ -2673,7 +2657,7 @@ static guint node_gpus(KbDra *dra, NodeDevs *nd, GPtrArray *keys, guint *free, g
 
 guint kb_dra_node_gpus(KbDra *dra, const char *node, guint *free, guint max)
 {
-    NodeDevs *nd = g_hash_table_lookup(dra->by_node, node);
+    KbDraNode *nd = g_hash_table_lookup(dra->by_node, node);
     if (nd == NULL || nd->slices->len == 0)
         return 0;
     g_autoptr(GPtrArray) keys = g_ptr_array_new_with_free_func(g_free);
