@@ -825,6 +825,24 @@ gboolean kb_capacity_name_is(const char *written, const char *driver, const char
            strcmp(slash + 1, name) == 0;
 }
 
+/* The reservations a status write for @pods leaves on @claim, in the order it writes them,
+ * borrowed into @out (room for claim->n_reserved_for + @n_pods): the claim's own but @pods[0]'s,
+ * then @pods[0] and each other of @pods not reserved before. Returns how many. */
+static guint written_consumers(const KbResourceClaim *claim, const KbClaimConsumer *pods,
+                               guint n_pods, const KbClaimConsumer **out)
+{
+    guint n = 0;
+    for (guint i = 0; i < claim->n_reserved_for; i++) {
+        if (n_pods == 0 || g_strcmp0(claim->reserved_for[i].uid, pods[0].uid) != 0)
+            out[n++] = &claim->reserved_for[i];
+    }
+    for (guint i = 0; i < n_pods; i++) {
+        if (i == 0 || !kb_resource_claim_reserved_for(claim, pods[i].uid))
+            out[n++] = &pods[i];
+    }
+    return n;
+}
+
 static void append_consumer(GString *out, const char *name, const char *uid)
 {
     g_string_append(out, "{\"resource\":\"pods\",\"name\":");
@@ -892,22 +910,13 @@ char *kb_resource_claim_status_text(const KbResourceClaim *claim, const KbDevice
         g_string_append(out, "},");
     }
     g_string_append(out, "\"reservedFor\":[");
-    gboolean first = TRUE;
-    for (guint i = 0; i < claim->n_reserved_for; i++) {
-        if (n_pods > 0 && g_strcmp0(claim->reserved_for[i].uid, pods[0].uid) == 0)
-            continue;
-        if (!first)
+    g_autofree const KbClaimConsumer **order =
+            g_new(const KbClaimConsumer *, claim->n_reserved_for + n_pods + 1);
+    guint n = written_consumers(claim, pods, n_pods, order);
+    for (guint i = 0; i < n; i++) {
+        if (i > 0)
             g_string_append_c(out, ',');
-        append_consumer(out, claim->reserved_for[i].name, claim->reserved_for[i].uid);
-        first = FALSE;
-    }
-    for (guint i = 0; i < n_pods; i++) {
-        if (i > 0 && kb_resource_claim_reserved_for(claim, pods[i].uid))
-            continue;
-        if (!first)
-            g_string_append_c(out, ',');
-        append_consumer(out, pods[i].name, pods[i].uid);
-        first = FALSE;
+        append_consumer(out, order[i]->name, order[i]->uid);
     }
     g_string_append(out, "]}}");
     return g_string_free(out, FALSE);
@@ -938,15 +947,6 @@ static void meta_copy(KbObjectMeta *dst, const KbObjectMeta *src)
             dst->owners[i].controller = src->owners[i].controller;
         }
     }
-}
-
-static void consumer_add(KbResourceClaim *c, const char *resource, const char *name,
-                         const char *uid)
-{
-    KbClaimConsumer *cons = &c->reserved_for[c->n_reserved_for++];
-    cons->resource = resource;
-    cons->name = g_strdup(name);
-    cons->uid = g_strdup(uid);
 }
 
 KbResourceClaim *kb_resource_claim_after_status(const KbResourceClaim *claim,
@@ -985,18 +985,15 @@ KbResourceClaim *kb_resource_claim_after_status(const KbResourceClaim *claim,
     }
     /* the order kb_resource_claim_status_text writes them in */
     const char *pods_resource = g_intern_static_string("pods");
-    c->reserved_for = g_new0(KbClaimConsumer, claim->n_reserved_for + n_pods + 1);
-    for (guint i = 0; i < claim->n_reserved_for; i++) {
-        const KbClaimConsumer *o = &claim->reserved_for[i];
-        if (n_pods > 0 && g_strcmp0(o->uid, pods[0].uid) == 0)
-            continue;
-        consumer_add(c, pods_resource, o->name, o->uid);
-    }
-    for (guint i = 0; i < n_pods; i++) {
-        if (i > 0 && kb_resource_claim_reserved_for(claim, pods[i].uid))
-            continue;
-        consumer_add(c, pods_resource, pods[i].name, pods[i].uid);
-    }
+    g_autofree const KbClaimConsumer **order =
+            g_new(const KbClaimConsumer *, claim->n_reserved_for + n_pods + 1);
+    guint n = written_consumers(claim, pods, n_pods, order);
+    c->reserved_for = g_new0(KbClaimConsumer, n + 1);
+    for (guint i = 0; i < n; i++)
+        c->reserved_for[i] = (KbClaimConsumer){.resource = pods_resource,
+                                               .name = g_strdup(order[i]->name),
+                                               .uid = g_strdup(order[i]->uid)};
+    c->n_reserved_for = n;
     if (c->n_reserved_for == 0)
         g_clear_pointer(&c->reserved_for, g_free);
     return c;
