@@ -122,3 +122,9 @@ gboolean kb_plugin_sla_overdue(gconstpointer state, const KbJobInfo *job, gint64
  * reserve action asks it for the queue's GPUs at a reservation's start.
  */
 gboolean kb_plugin_proportion_long_held(gconstpointer state, const KbJobInfo *job, gint64 used);
+/*
+ * With the reclaim action's borrowedLongJobsOnly: TRUE when running @job is a long job its queue
+ * runs past its long-job limit (borrowed idle GPUs reclaim may take back). FALSE otherwise, and
+ * when proportion (@state NULL) or the option is not configured.
+ */
+gboolean kb_plugin_proportion_borrowed(gconstpointer state, const KbJobInfo *job);

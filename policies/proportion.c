@@ -79,6 +79,8 @@ typedef struct {
     KbResources *open;     /* per queue (earned only): allocated when the session opened */
     KbResources *started;  /* per queue: what its past jobs took this session (on_allocate) */
     KbResources *past_inq; /* per queue: what its past jobs admitted this session reserve */
+    gboolean borrow;       /* reclaim's borrowedLongJobsOnly: see mark_borrowed() */
+    guint8 *borrowed;      /* per job id (borrow only): a long job run past its queue's limit */
 } Proportion;
 
 /* Decayed usage of every tree node: the leaves' own (and a parent's own jobs') rolled up. */
@@ -239,6 +241,54 @@ static void mark_past(Proportion *p, GPtrArray *waiting)
     }
 }
 
+static gboolean is_long(const Proportion *p, const KbJobInfo *job);
+static double long_limit_gpus(const Proportion *p, guint q);
+
+static gint by_start_time(gconstpointer a, gconstpointer b)
+{
+    gint64 x = kb_cache_job_start_time(*(const KbJobInfo *const *)a);
+    gint64 y = kb_cache_job_start_time(*(const KbJobInfo *const *)b);
+    return (x > y) - (x < y);
+}
+
+/*
+ * Reclaim's borrowedLongJobsOnly: mark the long jobs each queue runs past its long-job limit.
+ * A queue's running long jobs count in the order they started; those that take its long jobs'
+ * GPUs past the limit (long_limit_gpus()) are borrowed, the ones that fit within it are not, nor
+ * is a queue's first long job (a gang larger than the limit may run alone). The marks are made
+ * from the jobs' start times each session, so a restart or a new leader finds the same ones.
+ */
+static void mark_borrowed(Proportion *p)
+{
+    KbSession *ssn = p->ssn;
+    p->borrowed = g_new0(guint8, MAX(ssn->jobs->len, 1));
+    g_autoptr(GPtrArray) running = g_ptr_array_new();
+    for (guint j = 0; j < ssn->jobs->len; j++) {
+        const KbJobInfo *job = ssn->jobs->pdata[j];
+        if (job->allocated.v[KB_RES_GPU] > 0 && is_long(p, job))
+            g_ptr_array_add(running, (gpointer)job);
+    }
+    g_ptr_array_sort(running, by_start_time);
+    g_autofree gint64 *held = g_new0(gint64, ssn->queues->len + 1);
+    for (guint j = 0; j < running->len; j++) {
+        const KbJobInfo *job = running->pdata[j];
+        const KbQueueInfo *qi = kb_session_job_queue(ssn, job);
+        if (qi == NULL)
+            continue;
+        gint64 gpus = job->allocated.v[KB_RES_GPU];
+        if (held[qi->id] > 0 && (double)(held[qi->id] + gpus) > long_limit_gpus(p, qi->id))
+            p->borrowed[job->id] = 1;
+        held[qi->id] += gpus;
+    }
+}
+
+gboolean kb_plugin_proportion_borrowed(gconstpointer state, const KbJobInfo *job)
+{
+    const Proportion *p = state;
+    return p != NULL && p->borrowed != NULL && job->id < p->ssn->jobs->len &&
+           p->borrowed[job->id];
+}
+
 static gpointer proportion_open(KbSession *ssn, const KbConfPlugin *conf)
 {
     Proportion *p = g_new0(Proportion, 1);
@@ -254,10 +304,16 @@ static gpointer proportion_open(KbSession *ssn, const KbConfPlugin *conf)
     p->long_cluster = kb_conf_plugin_arg_double(conf, "longClusterLimit", 0.85);
     p->long_held = -1;
     for (guint i = 0; ssn->conf != NULL && i < ssn->conf->n_actions; i++) {
-        if (strcmp(ssn->conf->actions[i], "reclaim") == 0)
+        if (strcmp(ssn->conf->actions[i], "reclaim") != 0)
+            continue;
+        const KbConfPlugin *rc = kb_conf_find_configuration(ssn->conf, "reclaim");
+        if (p->long_limit > 0 && kb_conf_arg_bool(rc, "borrowedLongJobsOnly", FALSE))
+            p->borrow = TRUE; /* past the limit a long job borrows, and gives back */
+        else
             p->long_limit = 0; /* what a queue borrows comes back: no limit */
     }
-    p->earned = p->long_limit > 0 && kb_conf_plugin_arg_double(conf, "longEarnedShare", 1) > 0;
+    p->earned = p->long_limit > 0 && !p->borrow &&
+                kb_conf_plugin_arg_double(conf, "longEarnedShare", 1) > 0;
     g_autoptr(GPtrArray) waiting = p->earned ? g_ptr_array_new() : NULL;
     for (guint j = 0; j < ssn->jobs->len; j++) {
         const KbJobInfo *job = ssn->jobs->pdata[j];
@@ -291,10 +347,12 @@ static gpointer proportion_open(KbSession *ssn, const KbConfPlugin *conf)
         for (guint q = 0; q < ssn->queues->len; q++)
             p->open[q] = ((const KbQueueInfo *)ssn->queues->pdata[q])->allocated;
         mark_past(p, waiting);
-    } else if (kb_conf_plugin_arg_double(conf, "longHeldDemand", 1) <= 0) {
+    } else if (!p->borrow && kb_conf_plugin_arg_double(conf, "longHeldDemand", 1) <= 0) {
         discount_held_long(p);
     }
     compute_deserved(ssn);
+    if (p->borrow)
+        mark_borrowed(p);
     return p;
 }
 
@@ -308,6 +366,7 @@ static void proportion_close(gpointer state)
     g_free(p->open);
     g_free(p->started);
     g_free(p->past_inq);
+    g_free(p->borrowed);
     g_free(p);
 }
 
@@ -552,13 +611,19 @@ static void on_deallocate(gpointer state, const KbTaskInfo *task)
 
 /* TRUE when long job @job is past its queue @q's long-job limit: the queue, holding @used GPUs,
  * would hold more than the limit with its @gpus (see the top of the file). */
+/* Queue @q's long-job limit in GPUs: longBorrowLimit times its share by weight, or its guarantee
+ * if that is more. */
+static double long_limit_gpus(const Proportion *p, guint q)
+{
+    return MAX(p->long_limit * weight_share(p, q), (double)p->tree->guarantee[q].v[KB_RES_GPU]);
+}
+
 static gboolean past_queue_limit(const Proportion *p, const KbJobInfo *job, guint q, gint64 used,
                                  gint64 gpus)
 {
     if (p->long_limit <= 0 || gpus <= 0)
         return FALSE;
-    double cap =
-            MAX(p->long_limit * weight_share(p, q), (double)p->tree->guarantee[q].v[KB_RES_GPU]);
+    double cap = long_limit_gpus(p, q);
     /* A gang of the queue reserved for later has its GPUs booked: the queue's other long jobs
      * may not take the room it waits for (on Philly --skip 10000 the 32-GPU gangs waited 5.7 d
      * while the queue's 8-GPU jobs of days took each GPU its running jobs gave back). */
@@ -578,6 +643,18 @@ static gboolean past_queue_limit(const Proportion *p, const KbJobInfo *job, guin
     /* A job without an estimate is not held back: on a cluster that announces none (a full
      * one restarted, bench-scale volcano-restart) the limit left new gangs beside idle GPUs. */
     return is_long(p, job);
+}
+
+/* May reclaim take from queue @q: it and every queue above it are reclaimable? */
+static gboolean path_reclaimable(const Proportion *p, guint q)
+{
+    for (gint x = (gint)q; x >= 0; x = p->tree->parent[x]) {
+        const KbQueueInfo *qi =
+                (guint)x < p->ssn->queues->len ? p->ssn->queues->pdata[x] : NULL;
+        if (qi != NULL && qi->queue != NULL && !qi->queue->reclaimable)
+            return FALSE;
+    }
+    return TRUE;
 }
 
 /* longClusterLimit: would the long jobs of the cluster, with @gpus more, hold more than that
@@ -623,6 +700,12 @@ static gboolean earned_room(const Proportion *p, const KbJobInfo *job, guint q, 
 static gboolean long_over_limit(const Proportion *p, const KbJobInfo *job, guint q, gint64 used,
                                 gint64 gpus, gboolean admit)
 {
+    /* Reclaim's borrowedLongJobsOnly: past the limit a long job borrows idle GPUs within the
+     * cluster-wide cap, and reclaim may take them back (mark_borrowed()); a queue reclaim may not
+     * take from keeps the limit alone. */
+    if (p->borrow)
+        return past_queue_limit(p, job, q, used, gpus) &&
+               (!path_reclaimable(p, q) || over_cluster_cap(p, gpus));
     if (p->earned && p->past[job->id])
         return !earned_room(p, job, q, admit) || over_cluster_cap(p, gpus);
     if (!past_queue_limit(p, job, q, used, gpus))

@@ -10,7 +10,11 @@
 #include "policies/plugin.h"
 #include "scheduler/actions.h"
 
-static const char default_yaml[] = "actions: \"enqueue, reserve, allocate\"\n"
+static const char default_yaml[] = "actions: \"enqueue, reserve, allocate, reclaim\"\n"
+                                   "configurations:\n"
+                                   "- name: reclaim\n"
+                                   "  arguments:\n"
+                                   "    borrowedLongJobsOnly: true\n"
                                    "tiers:\n"
                                    "- plugins:\n"
                                    "  - name: priority\n"
@@ -533,6 +537,7 @@ static const struct {
         {"reclaim", "minRunTime", TRUE},
         {"preempt", "evictionBackoff", FALSE},
         {"reclaim", "evictionBackoff", FALSE},
+        {"reclaim", "borrowedLongJobsOnly", FALSE},
 };
 
 static gboolean check_configuration(yaml_node_t *n, const KbConfPlugin *c, GError **error)

@@ -55,6 +55,7 @@
 
 #include <string.h>
 
+#include "policies/plugin.h"
 #include "scheduler/dra.h"
 
 static const int share_slots[] = {KB_RES_CPU, KB_RES_MEMORY, KB_RES_GPU};
@@ -134,6 +135,8 @@ typedef struct {
     GArray *units, *chosen, *alt, *best; /* Unit scratch */
     gint64 min_run;                      /* minRunTime (seconds) */
     gboolean backoff;                    /* evictionBackoff */
+    gboolean borrowed_only;              /* reclaim's borrowedLongJobsOnly */
+    gconstpointer proportion;            /* its state: which jobs borrowed (borrowed_only) */
     gboolean *job_protected; /* per job id: started less than its minimum run time ago */
     guint n_protected;       /* in-scope tasks of protected jobs for the current preemptor */
     /* A preemptor with a topology key (a native PodGroup's schedulingConstraints): its tasks
@@ -194,6 +197,8 @@ static void evict_config(Evict *e, const KbConf *conf)
             kb_conf_find_configuration(conf, e->mode == MODE_PREEMPT ? "preempt" : "reclaim");
     e->min_run = kb_conf_arg_duration(c, "minRunTime", DEFAULT_MIN_RUN);
     e->backoff = kb_conf_arg_bool(c, "evictionBackoff", DEFAULT_BACKOFF);
+    e->borrowed_only =
+            e->mode == MODE_RECLAIM && kb_conf_arg_bool(c, "borrowedLongJobsOnly", FALSE);
 }
 
 static gboolean pod_exists(const char *namespace_, const char *name, gpointer cache)
@@ -217,6 +222,8 @@ static void evict_init(Evict *e, KbSession *ssn, Mode mode)
     e->job_evicted = g_new0(guint, MAX(ssn->jobs->len, 1));
     e->queue_min_prio = g_new(gint32, MAX(ssn->queues->len, 1));
     evict_config(e, ssn->conf);
+    if (e->borrowed_only)
+        e->proportion = kb_session_plugin_state(ssn, "proportion");
     e->job_protected = g_new0(gboolean, MAX(ssn->jobs->len, 1));
     for (guint q = 0; q < ssn->queues->len; q++)
         e->queue_min_prio[q] = G_MAXINT32;
@@ -439,6 +446,8 @@ static gboolean in_scope(Evict *e, const KbJobInfo *job, const KbQueueInfo *jq, 
         return FALSE;
     if (e->mode == MODE_PREEMPT)
         return vq == jq && vj->priority < job->priority;
+    if (e->borrowed_only && !kb_plugin_proportion_borrowed(e->proportion, vj))
+        return FALSE;
     return reclaim_pair(e, jq->id, vq->id);
 }
 
@@ -1070,8 +1079,11 @@ static void commit(Evict *e, KbJobInfo *job, const KbQueueInfo *jq, GPtrArray *p
     g_autofree char *msg =
             pre ? g_strdup_printf("preempted by job %s (priority %d) in queue \"%s\"", job->key,
                                   job->priority, jq->name)
-                : g_strdup_printf("reclaimed by queue \"%s\" (below its deserved share) for job %s",
-                                  jq->name, job->key);
+                : g_strdup_printf("reclaimed by queue \"%s\" (below its deserved share) for job %s%s",
+                                  jq->name, job->key,
+                                  e->borrowed_only ? "; the job ran past its queue's long-job "
+                                                     "limit on idle GPUs"
+                                                   : "");
     g_autoptr(GHashTable) disrupted = disrupted_groups(e);
     for (guint i = 0; i < e->victims->len; i++) {
         KbTaskInfo *v = e->victims->pdata[i];
