@@ -83,9 +83,12 @@ static const Builtin builtins[] = {
          "  - name: nodeorder\n    arguments:\n      nodeorder.leastrequested.weight: 1\n"
          "      nodeorder.mostrequested.weight: 0\n      nodeorder.balancedresource.weight: 0\n",
          FALSE},
-        {"kube-batchd+reserve",
-         "the default configuration with the reserve action (reservations and backfill)", NULL,
-         FALSE, "enqueue, reserve, allocate"},
+        {"kube-batchd+reserve", "the built-in default configuration (a name kept for scripts)",
+         NULL, FALSE},
+        {"kube-batchd-noreclaim",
+         "the default configuration without reclaim (long jobs never borrow past their queues' "
+         "limits: the default before round 7)",
+         NULL, FALSE, "enqueue, reserve, allocate"},
         {"kube-batchd-noreserve",
          "the default configuration without the reserve action (the default before reserve won)",
          NULL, FALSE, "enqueue, allocate"},
@@ -161,8 +164,8 @@ static Run *run_builtin(const char *name, GError **error)
     }
     g_set_error(error, KB_ERROR, KB_ERROR_INVALID,
                 "unknown configuration \"%s\" (built in: kube-batchd, fifo, no-gang, spread, "
-                "preempt-reclaim, kube-batch, kube-batchd+reserve, kube-batchd-noreserve; or "
-                "--conf-file)",
+                "preempt-reclaim, kube-batch, kube-batchd+reserve, kube-batchd-noreclaim, "
+                "kube-batchd-noreserve; or --conf-file)",
                 name);
     return NULL;
 }
@@ -218,8 +221,9 @@ static gboolean parse_options(int argc, char **argv, Opts *o, GError **error)
             {"period", 0, 0, G_OPTION_ARG_INT, &o->period, "Scheduling period in seconds (1)", "S"},
             {"config", 'c', 0, G_OPTION_ARG_STRING_ARRAY, &o->configs,
              "Built-in configuration to run, repeatable: kube-batchd, fifo, no-gang, spread, "
-             "preempt-reclaim, kube-batch, kube-batchd+reserve, kube-batchd-noreserve (default: "
-             "kube-batch, fifo, kube-batchd-noreserve, kube-batchd)",
+             "preempt-reclaim, kube-batch, kube-batchd+reserve, kube-batchd-noreclaim, "
+             "kube-batchd-noreserve (default: kube-batch, fifo, kube-batchd-noreserve, "
+             "kube-batchd)",
              "NAME"},
             {"conf-file", 'f', 0, G_OPTION_ARG_FILENAME_ARRAY, &o->conf_files,
              "Also run a scheduler configuration file (kube-batch/Volcano format), repeatable",

@@ -285,8 +285,7 @@ static void mark_borrowed(Proportion *p)
 gboolean kb_plugin_proportion_borrowed(gconstpointer state, const KbJobInfo *job)
 {
     const Proportion *p = state;
-    return p != NULL && p->borrowed != NULL && job->id < p->ssn->jobs->len &&
-           p->borrowed[job->id];
+    return p != NULL && p->borrowed != NULL && job->id < p->ssn->jobs->len && p->borrowed[job->id];
 }
 
 static gpointer proportion_open(KbSession *ssn, const KbConfPlugin *conf)
@@ -649,8 +648,7 @@ static gboolean past_queue_limit(const Proportion *p, const KbJobInfo *job, guin
 static gboolean path_reclaimable(const Proportion *p, guint q)
 {
     for (gint x = (gint)q; x >= 0; x = p->tree->parent[x]) {
-        const KbQueueInfo *qi =
-                (guint)x < p->ssn->queues->len ? p->ssn->queues->pdata[x] : NULL;
+        const KbQueueInfo *qi = (guint)x < p->ssn->queues->len ? p->ssn->queues->pdata[x] : NULL;
         if (qi != NULL && qi->queue != NULL && !qi->queue->reclaimable)
             return FALSE;
     }

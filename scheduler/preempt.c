@@ -1079,11 +1079,12 @@ static void commit(Evict *e, KbJobInfo *job, const KbQueueInfo *jq, GPtrArray *p
     g_autofree char *msg =
             pre ? g_strdup_printf("preempted by job %s (priority %d) in queue \"%s\"", job->key,
                                   job->priority, jq->name)
-                : g_strdup_printf("reclaimed by queue \"%s\" (below its deserved share) for job %s%s",
-                                  jq->name, job->key,
-                                  e->borrowed_only ? "; the job ran past its queue's long-job "
-                                                     "limit on idle GPUs"
-                                                   : "");
+                : g_strdup_printf(
+                          "reclaimed by queue \"%s\" (below its deserved share) for job %s%s",
+                          jq->name, job->key,
+                          e->borrowed_only ? "; the job ran past its queue's long-job "
+                                             "limit on idle GPUs"
+                                           : "");
     g_autoptr(GHashTable) disrupted = disrupted_groups(e);
     for (guint i = 0; i < e->victims->len; i++) {
         KbTaskInfo *v = e->victims->pdata[i];
