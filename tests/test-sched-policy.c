@@ -2348,16 +2348,18 @@ static void test_long_limit_no_estimate(void)
 }
 
 /* The long-job limit's cases: four equal queues qa-qd and the default one on 40 GPUs (n1-n5),
- * proportion's longBorrowLimit 1 (a limit of 8 each), @extra further argument lines. */
-static Fx *long_limit_fixture(const char *extra)
+ * proportion's longBorrowLimit 1 (a limit of 8 each), @extra further argument lines; @head: the
+ * actions line and what else comes before the tiers (NULL: enqueue and allocate); qa's queue
+ * spec ends with @qa_spec (NULL: nothing more). */
+static Fx *long_limit_fixture_with(const char *head, const char *extra, const char *qa_spec)
 {
-    g_autofree char *conf = g_strdup_printf(
-            "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: priority\n"
-            "  - name: gang\n- plugins:\n  - name: drf\n  - name: predicates\n"
-            "  - name: proportion\n    arguments:\n      longBorrowLimit: 1\n%s",
-            extra);
+    g_autofree char *conf =
+            g_strdup_printf("%stiers:\n- plugins:\n  - name: priority\n"
+                            "  - name: gang\n- plugins:\n  - name: drf\n  - name: predicates\n"
+                            "  - name: proportion\n    arguments:\n      longBorrowLimit: 1\n%s",
+                            head != NULL ? head : "actions: \"enqueue, allocate\"\n", extra);
     Fx *fx = kb_test_sched_new(conf);
-    add_queue(fx, "qa", 1, NULL);
+    add_queue(fx, "qa", 1, qa_spec);
     add_queue(fx, "qb", 1, NULL);
     add_queue(fx, "qc", 1, NULL);
     add_queue(fx, "qd", 1, NULL);
@@ -2375,6 +2377,11 @@ static Fx *long_limit_fixture(const char *extra)
  * limit, up to 3) it starts; by default (0: off), or with qb holding 16 more (8 idle after it),
  * it waits.
  */
+static Fx *long_limit_fixture(const char *extra)
+{
+    return long_limit_fixture_with(NULL, extra, NULL);
+}
+
 static guint long_idle_case(const char *extra, gboolean qb_busy)
 {
     Fx *fx = long_limit_fixture(extra);
@@ -2446,6 +2453,46 @@ static void test_long_limit_cluster(void)
     g_assert_cmpuint(long_cluster_case("0.45", "1h", 1), ==, 1);  /* a short job does not count */
     /* 8 held, a limit of 16: two of three start, the third is held by the first two's GPUs. */
     g_assert_cmpuint(long_cluster_case("0.4", NULL, 3), ==, 2);
+}
+
+/*
+ * Reclaim's borrowedLongJobsOnly: past its queue's limit a long job borrows idle GPUs, within
+ * longClusterLimit, since reclaim may take them back. The long-job limit's fixture (a limit of 8
+ * each on 40 GPUs) with reclaim configured by @head; qa runs 8 GPUs and waits with an 8-GPU job
+ * of 24 h (16 > 8); @extra: proportion's further arguments, @qa_spec qa's. Returns whether the
+ * job started.
+ */
+static gboolean borrow_case(const char *head, const char *extra, const char *qa_spec)
+{
+    Fx *fx = long_limit_fixture_with(head, extra, qa_spec);
+    add_running(fx, "default", "ra1", "qa", "n1", 8);
+    add_waiting_runtime(fx, "long", "qa", 8, "24h");
+    kb_test_sched_run(fx);
+    guint binds = kb_test_sched_binds(fx, "default/long");
+    if (binds == 0)
+        assert_message(fx, "default/long", "expected to run longer than");
+    kb_test_sched_free(fx);
+    return binds > 0;
+}
+
+static void test_long_borrows_idle(void)
+{
+    const char *borrow = "actions: \"enqueue, allocate, reclaim\"\nconfigurations:\n"
+                         "- name: reclaim\n  arguments:\n    borrowedLongJobsOnly: true\n";
+    const char *alone = "      longEarnedShare: 0\n      longClusterLimit: 0\n";
+    /* Without reclaim the limit holds it; with borrowedLongJobsOnly it borrows (8 of 40 long
+     * GPUs within the default cap of 0.85) or, with no cap, without bound. */
+    g_assert_false(borrow_case(NULL, alone, NULL));
+    g_assert_true(borrow_case(borrow, "", NULL));
+    g_assert_true(borrow_case(borrow, "      longClusterLimit: 0\n", NULL));
+    /* Within the cap only: 8 > 0.1 of 40. */
+    g_assert_false(borrow_case(borrow, "      longClusterLimit: 0.1\n", NULL));
+    /* What reclaim may not take back is not lent: the limit alone holds it. */
+    g_assert_false(borrow_case(borrow, "", ",\"reclaimable\":false"));
+    /* Plain reclaim has no limit at all. */
+    g_assert_true(borrow_case("actions: \"enqueue, allocate, reclaim\"\n", "", NULL));
+    g_assert_true(
+            borrow_case("actions: \"enqueue, allocate, reclaim\"\n", "", ",\"reclaimable\":false"));
 }
 
 /*
@@ -2669,6 +2716,7 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/enqueue/queue-order", test_enqueue_queue_order);
     g_test_add_func("/scheduler/enqueue/readmits-unplaced", test_enqueue_readmits_unplaced);
     g_test_add_func("/scheduler/proportion/long-borrow-limit", test_long_borrow_limit);
+    g_test_add_func("/scheduler/proportion/long-borrows-idle", test_long_borrows_idle);
     g_test_add_func("/scheduler/proportion/long-limit-idle", test_long_limit_idle);
     g_test_add_func("/scheduler/proportion/long-limit-cluster", test_long_limit_cluster);
     g_test_add_func("/scheduler/proportion/long-held-demand", test_long_held_demand);

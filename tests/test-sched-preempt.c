@@ -11,6 +11,7 @@
 #include "scheduler/cache.h"
 #include "scheduler/conf.h"
 #include "scheduler/cycle.h"
+#include "scheduler/reserve.h"
 #include "tests/lib/kb-test-sched.h"
 
 /* ---- fixture -------------------------------------------------------------------------------- */
@@ -91,6 +92,7 @@ typedef struct {
     int min;
     const char *nodes;
     const char *ns;
+    const char *runtime; /* the group's expected runtime ("24h"), or NULL */
 } JobSpec;
 
 static void add_job(Fx *fx, const JobSpec *j)
@@ -100,11 +102,18 @@ static void add_job(Fx *fx, const JobSpec *j)
             j->queue != NULL ? g_strdup_printf(",\"queue\":\"%s\"", j->queue) : g_strdup("");
     g_autofree char *pc =
             j->pc != NULL ? g_strdup_printf(",\"priorityClassName\":\"%s\"", j->pc) : g_strdup("");
+    g_autofree char *ann =
+            j->runtime != NULL
+                    ? g_strdup_printf(",\"annotations\":{\"" KB_RESERVE_RUNTIME_ANNOTATION
+                                      "\":\"%s\"}",
+                                      j->runtime)
+                    : g_strdup("");
     g_autofree char *gjson = g_strdup_printf(
             "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\","
             "\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\",\"uid\":\"pg-%s\","
-            "\"creationTimestamp\":\"2026-01-01T00:%02u:%02uZ\"},\"spec\":{\"minMember\":%d%s%s}}",
-            j->name, ns, j->name, (fx->seq / 60) % 60, fx->seq % 60, j->min, q, pc);
+            "\"creationTimestamp\":\"2026-01-01T00:%02u:%02uZ\"%s},\"spec\":{\"minMember\":%d%s%s}"
+            "}",
+            j->name, ns, j->name, (fx->seq / 60) % 60, fx->seq % 60, ann, j->min, q, pc);
     fx->seq++;
     kb_test_sched_add_pod_group(fx, gjson);
     g_auto(GStrv) nodes = j->nodes != NULL ? g_strsplit(j->nodes, ",", -1) : NULL;
@@ -144,6 +153,64 @@ static char *evicted(Fx *fx)
     for (guint i = 0; i < names->len; i++)
         g_string_append_printf(out, "%s%s", i > 0 ? "," : "", (char *)names->pdata[i]);
     return g_string_free(out, FALSE);
+}
+
+/*
+ * Reclaim's borrowedLongJobsOnly, on in the built-in default. Queue a (weight 1 of 13 with c's 10
+ * and the default queue's 1: a long-job limit of 3 x 32 / 13 = 7.4 GPUs) runs three 8-GPU jobs of
+ * 24 h (a1, a2, a3, one per node, in that order) and, youngest, an 8-GPU job of 1 h (s1); queue b
+ * waits with @b_jobs 8-GPU jobs of 1 h. a1 is a's first long job (within the limit: a gang larger
+ * than it may run alone); a2 and a3 run past it on GPUs they borrowed. @yaml: the configuration
+ * (NULL: plain reclaim); @a_reclaimable: queue a's spec. Returns the evicted pods.
+ */
+static char *borrowed_case(const char *yaml, guint b_jobs, gboolean a_reclaimable)
+{
+    Fx *fx = yaml != NULL ? kb_test_sched_new(yaml) : fx_new("enqueue, allocate, reclaim");
+    fx->now = T_2026 + 3600;
+    add_queue(fx, "a", 1, a_reclaimable);
+    add_queue(fx, "b", 1, TRUE);
+    add_queue(fx, "c", 10, TRUE);
+    for (guint n = 1; n <= 4; n++) {
+        g_autofree char *name = g_strdup_printf("n%u", n);
+        add_node(fx, name, 8);
+    }
+    static const char *const long_nodes[] = {"n1", "n2", "n3"};
+    for (guint i = 0; i < G_N_ELEMENTS(long_nodes); i++) {
+        g_autofree char *name = g_strdup_printf("a%u", i + 1);
+        add_job(fx, &(JobSpec){name, "a", NULL, 1, 8, 1, long_nodes[i], NULL, "24h"});
+    }
+    add_job(fx, &(JobSpec){"s1", "a", NULL, 1, 8, 1, "n4", NULL, "1h"});
+    for (guint i = 0; i < b_jobs; i++) {
+        g_autofree char *name = g_strdup_printf("b%u", i + 1);
+        add_job(fx, &(JobSpec){name, "b", NULL, 1, 8, 1, NULL, NULL, "1h"});
+    }
+    kb_test_sched_run(fx);
+    char *got = evicted(fx);
+    for (guint i = 0; i < fx->res->evictions->len; i++) {
+        const KbEviction *ev = &g_array_index(fx->res->evictions, KbEviction, i);
+        g_assert_cmpstr(ev->reason, ==, "Reclaimed");
+        if (yaml != NULL)
+            g_assert_nonnull(strstr(ev->message, "ran past its queue's long-job limit"));
+    }
+    kb_test_sched_free(fx);
+    return got;
+}
+
+static void test_reclaim_borrowed_only(void)
+{
+    const char *dflt = kb_conf_default_yaml();
+    g_assert_nonnull(strstr(dflt, "borrowedLongJobsOnly: true"));
+    /* The youngest job that borrowed goes; plain reclaim takes the youngest job of all. */
+    g_autofree char *one = borrowed_case(dflt, 1, TRUE);
+    g_assert_cmpstr(one, ==, "a3-0");
+    g_autofree char *plain = borrowed_case(NULL, 1, TRUE);
+    g_assert_cmpstr(plain, ==, "s1-0");
+    /* b deserves 16: both borrowers go, never the job within the limit nor the short one. */
+    g_autofree char *three = borrowed_case(dflt, 3, TRUE);
+    g_assert_cmpstr(three, ==, "a2-0,a3-0");
+    /* Nothing is taken from a queue that is not reclaimable. */
+    g_autofree char *fixed = borrowed_case(dflt, 1, FALSE);
+    g_assert_cmpstr(fixed, ==, "");
 }
 
 /* ---- table: one cycle, which pods are evicted ----------------------------------------------- */
@@ -1128,6 +1195,7 @@ int main(int argc, char **argv)
     for (guint i = 0; i < G_N_ELEMENTS(evict_cases); i++)
         g_test_add_data_func(evict_cases[i].path, &evict_cases[i], test_evict_case);
     g_test_add_func("/scheduler/preempt/no-storm-across-cycles", test_no_storm);
+    g_test_add_func("/scheduler/reclaim/borrowed-long-jobs-only", test_reclaim_borrowed_only);
     g_test_add_func("/scheduler/preempt/native-disruption-mode-all", test_native_disruption_mode);
     g_test_add_func("/scheduler/preempt/composite-disruption-mode-all",
                     test_composite_disruption_all);
