@@ -41,6 +41,9 @@ static json_object *run_json(const KbSimNamed *run)
     json_object_object_add(o, "util_busy", json_object_new_double(r->util_busy));
     json_object_object_add(o, "util_busy_arrivals", json_object_new_double(r->util_busy_arrivals));
     json_object_object_add(o, "makespan", json_object_new_int64(r->makespan));
+    json_object_object_add(o, "job_evictions",
+                           json_object_new_int64((gint64)r->n_preempted + r->n_reclaimed));
+    json_object_object_add(o, "lost_gpu_hours", json_object_new_double(r->lost_gpu_s / 3600));
     json_object *cyc = json_object_new_object();
     json_object_object_add(cyc, "mean", json_object_new_double(r->cycle_us_mean));
     json_object_object_add(cyc, "p99", json_object_new_double(r->cycle_us_p99));
