@@ -128,3 +128,5 @@ gboolean kb_plugin_proportion_long_held(gconstpointer state, const KbJobInfo *jo
  * when proportion (@state NULL) or the option is not configured.
  */
 gboolean kb_plugin_proportion_borrowed(gconstpointer state, const KbJobInfo *job);
+/* How many jobs kb_plugin_proportion_borrowed() says TRUE of in the session. */
+guint kb_plugin_proportion_n_borrowed(gconstpointer state);

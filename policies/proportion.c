@@ -86,6 +86,7 @@ typedef struct {
     KbResources *past_inq; /* per queue: what its past jobs admitted this session reserve */
     gboolean borrow;       /* reclaim's borrowedLongJobsOnly: see mark_borrowed() */
     guint8 *borrowed;      /* per job id (borrow only): a long job run past its queue's limit */
+    guint n_borrowed;      /* jobs marked in borrowed */
 } Proportion;
 
 /* Decayed usage of every tree node: the leaves' own (and a parent's own jobs') rolled up. */
@@ -281,10 +282,18 @@ static void mark_borrowed(Proportion *p)
         if (qi == NULL)
             continue;
         gint64 gpus = job->allocated.v[KB_RES_GPU];
-        if (held[qi->id] > 0 && (double)(held[qi->id] + gpus) > long_limit_gpus(p, qi->id))
+        if (held[qi->id] > 0 && (double)(held[qi->id] + gpus) > long_limit_gpus(p, qi->id)) {
             p->borrowed[job->id] = 1;
+            p->n_borrowed++;
+        }
         held[qi->id] += gpus;
     }
+}
+
+guint kb_plugin_proportion_n_borrowed(gconstpointer state)
+{
+    const Proportion *p = state;
+    return p != NULL ? p->n_borrowed : 0;
 }
 
 gboolean kb_plugin_proportion_borrowed(gconstpointer state, const KbJobInfo *job)

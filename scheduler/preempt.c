@@ -191,14 +191,20 @@ static gboolean job_protected(const Evict *e, const KbJobInfo *job)
     return start != 0 && e->ssn->now - start < required_run(e, job);
 }
 
+/* Reclaim's borrowedLongJobsOnly: only long jobs run past their queues' long-job limits go. */
+static gboolean borrowed_only(const KbConf *conf, Mode mode)
+{
+    return mode == MODE_RECLAIM && kb_conf_arg_bool(kb_conf_find_configuration(conf, "reclaim"),
+                                                    "borrowedLongJobsOnly", FALSE);
+}
+
 static void evict_config(Evict *e, const KbConf *conf)
 {
     const KbConfPlugin *c =
             kb_conf_find_configuration(conf, e->mode == MODE_PREEMPT ? "preempt" : "reclaim");
     e->min_run = kb_conf_arg_duration(c, "minRunTime", DEFAULT_MIN_RUN);
     e->backoff = kb_conf_arg_bool(c, "evictionBackoff", DEFAULT_BACKOFF);
-    e->borrowed_only =
-            e->mode == MODE_RECLAIM && kb_conf_arg_bool(c, "borrowedLongJobsOnly", FALSE);
+    e->borrowed_only = borrowed_only(conf, e->mode);
 }
 
 static gboolean pod_exists(const char *namespace_, const char *name, gpointer cache)
@@ -1307,7 +1313,10 @@ static void evict_execute(KbSession *ssn, Mode mode)
             ready_tasks(job) < (guint)job->min_member)
             g_ptr_array_add(jobs, job);
     }
-    if (jobs->len == 0)
+    /* Most cycles of the default have nothing borrowed, hence nothing to reclaim. */
+    if (jobs->len == 0 ||
+        (borrowed_only(ssn->conf, mode) &&
+         kb_plugin_proportion_n_borrowed(kb_session_plugin_state(ssn, "proportion")) == 0))
         return;
     g_ptr_array_sort_with_data(jobs, job_cmp, ssn);
     evict_init(&e, ssn, mode);
