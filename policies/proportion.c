@@ -25,8 +25,8 @@
  * has borrowedLongJobsOnly (the built-in default since round 7): then past its queue's limit a
  * long job borrows idle GPUs within longClusterLimit (a queue reclaim may not take from keeps the
  * limit alone), and reclaim takes back only such jobs, for queues below their deserved share,
- * youngest first (mark_borrowed(); the marks are made each session from the jobs' start times,
- * so they survive a restart or a new leader). Without preemption, GPUs a queue borrows stay
+ * youngest first (mark_borrowed(); the marks are made from the jobs' start times, so they
+ * survive a restart or a new leader). Without preemption, GPUs a queue borrows stay
  * taken until its jobs end: queues that asked while the others were quiet filled the cluster with
  * jobs of days, and every job of every other queue then waited for them (measured on the Philly
  * slices, docs/benchmarks.md, "The default against kube-batch"); given back on demand, they beat
@@ -250,34 +250,42 @@ static void mark_past(Proportion *p, GPtrArray *waiting)
 static gboolean is_long(const Proportion *p, const KbJobInfo *job);
 static double long_limit_gpus(const Proportion *p, guint q);
 
-static gint by_start_time(gconstpointer a, gconstpointer b)
+typedef struct {
+    const KbJobInfo *job;
+    gint64 start; /* kb_cache_job_start_time(); placed in this session (0): G_MAXINT64 */
+} Started;
+
+static gint by_start(gconstpointer a, gconstpointer b)
 {
-    gint64 x = kb_cache_job_start_time(*(const KbJobInfo *const *)a);
-    gint64 y = kb_cache_job_start_time(*(const KbJobInfo *const *)b);
-    return (x > y) - (x < y);
+    const Started *x = a, *y = b;
+    return (x->start > y->start) - (x->start < y->start);
 }
 
 /*
  * Reclaim's borrowedLongJobsOnly: mark the long jobs each queue runs past its long-job limit.
- * A queue's running long jobs count in the order they started; those that take its long jobs'
- * GPUs past the limit (long_limit_gpus()) are borrowed, the ones that fit within it are not, nor
- * is a queue's first long job (a gang larger than the limit may run alone). The marks are made
- * from the jobs' start times each session, so a restart or a new leader finds the same ones.
+ * A queue's running long jobs count in the order they started (those placed in this session
+ * last); those that take its long jobs' GPUs past the limit (long_limit_gpus()) are borrowed,
+ * the ones that fit within it are not, nor is a queue's first long job (a gang larger than the
+ * limit may run alone). The marks are made from the jobs' start times, so a restart or a new
+ * leader finds the same ones; only when reclaim has a job to evict for (borrowed_marks()).
  */
 static void mark_borrowed(Proportion *p)
 {
     KbSession *ssn = p->ssn;
     p->borrowed = g_new0(guint8, MAX(ssn->jobs->len, 1));
-    g_autoptr(GPtrArray) running = g_ptr_array_new();
+    g_autoptr(GArray) running = g_array_new(FALSE, FALSE, sizeof(Started));
     for (guint j = 0; j < ssn->jobs->len; j++) {
         const KbJobInfo *job = ssn->jobs->pdata[j];
-        if (job->allocated.v[KB_RES_GPU] > 0 && is_long(p, job))
-            g_ptr_array_add(running, (gpointer)job);
+        if (job->allocated.v[KB_RES_GPU] <= 0 || !is_long(p, job))
+            continue;
+        gint64 start = kb_cache_job_start_time(job);
+        Started s = {job, start != 0 ? start : G_MAXINT64};
+        g_array_append_val(running, s);
     }
-    g_ptr_array_sort(running, by_start_time);
+    g_array_sort(running, by_start);
     g_autofree gint64 *held = g_new0(gint64, ssn->queues->len + 1);
     for (guint j = 0; j < running->len; j++) {
-        const KbJobInfo *job = running->pdata[j];
+        const KbJobInfo *job = g_array_index(running, Started, j).job;
         const KbQueueInfo *qi = kb_session_job_queue(ssn, job);
         if (qi == NULL)
             continue;
@@ -290,16 +298,25 @@ static void mark_borrowed(Proportion *p)
     }
 }
 
+/* The marks of mark_borrowed(), made on first need in the session; NULL without borrowing. */
+static const guint8 *borrowed_marks(const Proportion *p)
+{
+    if (p == NULL || !p->borrow)
+        return NULL;
+    if (p->borrowed == NULL)
+        mark_borrowed((Proportion *)p); /* a cache: filling it changes no answer */
+    return p->borrowed;
+}
+
 guint kb_plugin_proportion_n_borrowed(gconstpointer state)
 {
-    const Proportion *p = state;
-    return p != NULL ? p->n_borrowed : 0;
+    return borrowed_marks(state) != NULL ? ((const Proportion *)state)->n_borrowed : 0;
 }
 
 gboolean kb_plugin_proportion_borrowed(gconstpointer state, const KbJobInfo *job)
 {
-    const Proportion *p = state;
-    return p != NULL && p->borrowed != NULL && job->id < p->ssn->jobs->len && p->borrowed[job->id];
+    const guint8 *marks = borrowed_marks(state);
+    return marks != NULL && job->id < ((const Proportion *)state)->ssn->jobs->len && marks[job->id];
 }
 
 static gpointer proportion_open(KbSession *ssn, const KbConfPlugin *conf)
@@ -360,12 +377,10 @@ static gpointer proportion_open(KbSession *ssn, const KbConfPlugin *conf)
         for (guint q = 0; q < ssn->queues->len; q++)
             p->open[q] = ((const KbQueueInfo *)ssn->queues->pdata[q])->allocated;
         mark_past(p, waiting);
-    } else if (!p->borrow && kb_conf_plugin_arg_double(conf, "longHeldDemand", 1) <= 0) {
+    } else if (p->borrow || kb_conf_plugin_arg_double(conf, "longHeldDemand", 1) <= 0) {
         discount_held_long(p);
     }
     compute_deserved(ssn);
-    if (p->borrow)
-        mark_borrowed(p);
     return p;
 }
 
