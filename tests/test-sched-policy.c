@@ -2462,6 +2462,8 @@ static void test_long_limit_cluster(void)
  * of 24 h (16 > 8); @extra: proportion's further arguments, @qa_spec qa's. Returns whether the
  * job started.
  */
+static guint long_held_demand_case_with(const char *head, const char *extra);
+
 static gboolean borrow_case(const char *head, const char *extra, const char *qa_spec)
 {
     Fx *fx = long_limit_fixture_with(head, extra, qa_spec);
@@ -2489,6 +2491,9 @@ static void test_long_borrows_idle(void)
     g_assert_false(borrow_case(borrow, "      longClusterLimit: 0.1\n", NULL));
     /* What reclaim may not take back is not lent: the limit alone holds it. */
     g_assert_false(borrow_case(borrow, "", ",\"reclaimable\":false"));
+    /* A long job the cap holds leaves its queue's demand, as longHeldDemand 0 has it: qb
+     * deserves 32 and both its jobs start beside qa's held one (long_held_demand_case). */
+    g_assert_cmpuint(long_held_demand_case_with(borrow, "      longClusterLimit: 0.1\n"), ==, 2);
     /* Plain reclaim has no limit at all. */
     g_assert_true(borrow_case("actions: \"enqueue, allocate, reclaim\"\n", "", NULL));
     g_assert_true(
@@ -2503,9 +2508,9 @@ static void test_long_borrows_idle(void)
  * demand of 16 keeps qb's deserved share at 24: one of qb's jobs starts and 8 GPUs stay idle. Not
  * counted, qb deserves 32 and both start.
  */
-static guint long_held_demand_case(const char *extra)
+static guint long_held_demand_case_with(const char *head, const char *extra)
 {
-    Fx *fx = long_limit_fixture(extra);
+    Fx *fx = long_limit_fixture_with(head, extra, NULL);
     add_running(fx, "default", "ra1", "qa", "n1", 8);
     add_running(fx, "default", "rb1", "qb", "n2", 8);
     add_running(fx, "default", "rb2", "qb", "n3", 8);
@@ -2517,6 +2522,11 @@ static guint long_held_demand_case(const char *extra)
     guint binds = kb_test_sched_binds(fx, "default/b1") + kb_test_sched_binds(fx, "default/b2");
     kb_test_sched_free(fx);
     return binds;
+}
+
+static guint long_held_demand_case(const char *extra)
+{
+    return long_held_demand_case_with(NULL, extra);
 }
 
 static void test_long_held_demand(void)
