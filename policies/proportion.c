@@ -30,7 +30,7 @@
  * taken until its jobs end: queues that asked while the others were quiet filled the cluster with
  * jobs of days, and every job of every other queue then waited for them (measured on the Philly
  * slices, docs/benchmarks.md, "The default against kube-batch"); given back on demand, they beat
- * kube-batch on 17 of 21 held-out slices instead of 11 ("Policy quality, round 7").
+ * kube-batch on 18 of 21 held-out slices instead of 11 ("Policy quality, round 7").
  *
  * Past its queue's limit (argument longEarnedShare, default 1; 0: off), a long job may start only
  * within the share its queue's other demand earns: the deserved share computed without the long
