@@ -33,6 +33,7 @@
 #include "bench/lib/http.h"
 #include "bench/lib/proc.h"
 #include "bench/lib/server-writes.h"
+#include "scheduler/conf.h"
 #include "testbed/apiserver/kas-json.h"
 #include "tests/lib/kb-test-apiserver.h"
 #include "tests/lib/kb-test-cluster.h"
@@ -607,7 +608,16 @@ static gboolean run_setup(Run *r, gboolean real, guint n_nodes)
     return TRUE;
 }
 
-static const char conf_default[] = "actions: \"enqueue, reserve, allocate\"\n";
+/* The built-in default's actions and configurations: what comes before its tiers. */
+static const char *conf_default(void)
+{
+    static char *head; /* the scenarios run one after another */
+    if (head == NULL) {
+        const char *d = kb_conf_default_yaml();
+        head = g_strndup(d, (gsize)(strstr(d, "tiers:") - d));
+    }
+    return head;
+}
 static const char conf_reclaim[] =
         "actions: \"enqueue, reserve, allocate, reclaim\"\n"
         "configurations:\n- name: reclaim\n  arguments: {minRunTime: \"0\"}\n";
@@ -781,7 +791,7 @@ static void scenario_gang_512(Run *r, gboolean real)
     if (!run_setup(r, real, n))
         return;
     queues_default(r);
-    batchd_start(r, conf_default);
+    batchd_start(r, conf_default());
     run_until(batchd_ready, r, 60);
     PodWatch w;
     pod_watch_start(&w, r->srv.client, NS, n);
@@ -809,7 +819,7 @@ static void scenario_jobs_4000(Run *r, gboolean real)
     if (!run_setup(r, real, nodes))
         return;
     queues_default(r);
-    batchd_start(r, conf_default);
+    batchd_start(r, conf_default());
     run_until(batchd_ready, r, 60);
     PodWatch w;
     pod_watch_start(&w, r->srv.client, NS, 0);
@@ -1046,7 +1056,7 @@ static void scenario_consolidation(Run *r, gboolean real)
     if (!run_setup(r, real, nodes))
         return;
     queues_default(r);
-    batchd_start(r, conf_default);
+    batchd_start(r, conf_default());
     run_until(batchd_ready, r, 60);
     PodWatch w;
     pod_watch_start(&w, r->srv.client, NS, gang);
@@ -1226,7 +1236,7 @@ static void scenario_restart(Run *r, gboolean real)
            "fewer than half the bound pods started");
     pod_watch_stop(&prev);
     /* The first life: synced, then killed. */
-    batchd_start(r, conf_default);
+    batchd_start(r, conf_default());
     gboolean ok = run_until(batchd_ready, r, 600);
     printf("  first kube-batchd synced in %.2f s; killed (SIGKILL)\n", now_s() - r->t_batchd_start);
     expect(ok, r->scenario, "the first kube-batchd never synced");
@@ -1243,7 +1253,7 @@ static void scenario_restart(Run *r, gboolean real)
                    .queue_of = queue_many};
     workload_create(r->srv.client, &nw);
     /* The second life, measured. */
-    batchd_start(r, conf_default);
+    batchd_start(r, conf_default());
     double start = r->t_batchd_start;
     ok = run_until(batchd_ready, r, 600);
     double synced = now_s() - start;
