@@ -2370,21 +2370,22 @@ static Fx *long_limit_fixture_with(const char *head, const char *extra, const ch
     return fx;
 }
 
-/*
- * The long-job limit keeps nothing for anyone while GPUs are ample: four equal queues and the
- * default one on 40 GPUs, longBorrowLimit 1 (a limit of 8 each); qa holds 8, its 8-GPU job of
- * 24 h takes it to 16. With longIdleLimits 1.5 and 24 GPUs idle after it (at least 1.5 times the
- * limit, up to 3) it starts; by default (0: off), or with qb holding 16 more (8 idle after it),
- * it waits.
- */
 static Fx *long_limit_fixture(const char *extra)
 {
     return long_limit_fixture_with(NULL, extra, NULL);
 }
 
-static guint long_idle_case(const char *extra, gboolean qb_busy)
+/*
+ * The long-job limit keeps nothing for anyone while GPUs are ample: four equal queues and the
+ * default one on 40 GPUs, longBorrowLimit 1 (a limit of 8 each); qa holds 8, its 8-GPU job of
+ * 24 h takes it to 16. With longIdleLimits 1.5 and 24 GPUs idle after it (at least 1.5 times the
+ * limit, up to 3) it starts; by default (0: off), or with qb holding 16 more (8 idle after it),
+ * it waits. @head, @extra and @qa_spec as long_limit_fixture_with's; returns the job's binds.
+ */
+static guint long_job_case(const char *head, const char *extra, const char *qa_spec,
+                           gboolean qb_busy)
 {
-    Fx *fx = long_limit_fixture(extra);
+    Fx *fx = long_limit_fixture_with(head, extra, qa_spec);
     add_running(fx, "default", "ra1", "qa", "n1", 8);
     if (qb_busy) {
         add_running(fx, "default", "rb1", "qb", "n2", 8);
@@ -2397,6 +2398,11 @@ static guint long_idle_case(const char *extra, gboolean qb_busy)
         assert_message(fx, "default/long", "expected to run longer than");
     kb_test_sched_free(fx);
     return binds;
+}
+
+static guint long_idle_case(const char *extra, gboolean qb_busy)
+{
+    return long_job_case(NULL, extra, NULL, qb_busy);
 }
 
 static void test_long_limit_idle(void)
@@ -2466,15 +2472,7 @@ static guint long_held_demand_case_with(const char *head, const char *extra);
 
 static gboolean borrow_case(const char *head, const char *extra, const char *qa_spec)
 {
-    Fx *fx = long_limit_fixture_with(head, extra, qa_spec);
-    add_running(fx, "default", "ra1", "qa", "n1", 8);
-    add_waiting_runtime(fx, "long", "qa", 8, "24h");
-    kb_test_sched_run(fx);
-    guint binds = kb_test_sched_binds(fx, "default/long");
-    if (binds == 0)
-        assert_message(fx, "default/long", "expected to run longer than");
-    kb_test_sched_free(fx);
-    return binds > 0;
+    return long_job_case(head, extra, qa_spec, FALSE) > 0;
 }
 
 static void test_long_borrows_idle(void)
