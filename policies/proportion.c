@@ -637,8 +637,6 @@ static void on_deallocate(gpointer state, const KbTaskInfo *task)
     started_change(state, task, -1);
 }
 
-/* TRUE when long job @job is past its queue @q's long-job limit: the queue, holding @used GPUs,
- * would hold more than the limit with its @gpus (see the top of the file). */
 /* Queue @q's long-job limit in GPUs: longBorrowLimit times its share by weight, or its guarantee
  * if that is more. */
 static double long_limit_gpus(const Proportion *p, guint q)
@@ -646,6 +644,8 @@ static double long_limit_gpus(const Proportion *p, guint q)
     return MAX(p->long_limit * weight_share(p, q), (double)p->tree->guarantee[q].v[KB_RES_GPU]);
 }
 
+/* TRUE when long job @job is past its queue @q's long-job limit: the queue, holding @used GPUs,
+ * would hold more than the limit with its @gpus (see the top of the file). */
 static gboolean past_queue_limit(const Proportion *p, const KbJobInfo *job, guint q, gint64 used,
                                  gint64 gpus)
 {
