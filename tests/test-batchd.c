@@ -1431,6 +1431,77 @@ static void test_native_status_held_while_evicting(void)
     conf_file_remove(conf);
 }
 
+/* A one-pod job of @gpus GPUs in @queue announcing @runtime (kube-batchd.io/expected-runtime). */
+static void add_job_runtime(Cluster *cl, const char *name, const char *queue, int gpus,
+                            const char *runtime)
+{
+    kb_test_create(
+            cl->client, &kb_type_pod_groups_volcano, "default",
+            kb_test_json_printf("{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":"
+                                "\"PodGroup\",\"metadata\":{\"name\":\"%s\",\"namespace\":"
+                                "\"default\",\"annotations\":{\"kube-batchd.io/expected-runtime\":"
+                                "\"%s\"}},\"spec\":{\"minMember\":1,\"queue\":\"%s\"}}",
+                                name, runtime, queue));
+    g_autofree char *pod = g_strdup_printf("%s-0", name);
+    add_pod(cl, pod, name, gpus);
+}
+
+/*
+ * The built-in default's borrowing end to end (reclaim's minRunTime 0: the borrowers have just
+ * started). Queue a (weight 1 of 13 with c's 10 and the default queue's: a long-job limit of 3 x
+ * 32 / 13 = 7.4 GPUs) starts three 8-GPU jobs of 24 h on 4 nodes of 8, one after another: the
+ * second and third run past its limit on idle GPUs (round 6's default held them), and an 8-GPU
+ * job of 1 h fills the cluster. kube-batchd restarts; queue b's 8-GPU job then takes back the
+ * youngest borrower's GPUs, never the job within the limit nor the short one, and binds.
+ */
+static void test_borrowed_reclaimed(void)
+{
+    if (!have_apiserver())
+        return;
+    g_autoptr(Cluster) cl = cluster_start();
+    install_crds(cl);
+    for (int i = 1; i <= 4; i++) {
+        g_autofree char *node = g_strdup_printf("n%d", i);
+        add_node(cl, node, 8, NULL);
+    }
+    add_queue(cl, "a", 1);
+    add_queue(cl, "b", 1);
+    add_queue(cl, "c", 10);
+    const char *dflt = kb_conf_default_yaml();
+    const char *opt = "    borrowedLongJobsOnly: true\n";
+    const char *at = strstr(dflt, opt);
+    g_assert_nonnull(at);
+    g_autofree char *conf_text = g_strdup_printf("%.*s%s    minRunTime: \"0\"\n%s",
+                                                 (int)(at - dflt), dflt, opt, at + strlen(opt));
+    g_autofree char *conf = conf_file("scheduler.conf", conf_text);
+    g_autoptr(Child) d = daemon_start(cl, "--scheduler-conf", conf, NULL);
+    for (int i = 1; i <= 3; i++) {
+        g_autofree char *name = g_strdup_printf("a%d", i);
+        add_job_runtime(cl, name, "a", 8, "24h");
+        g_assert_true(wait_bound(cl, name, 1, WAIT_MS));
+        g_usleep(1100 * 1000); /* creation times a second apart: the start order after a restart */
+    }
+    add_job_runtime(cl, "s1", "a", 8, "1h");
+    g_assert_true(wait_bound(cl, "s1", 1, WAIT_MS));
+    daemon_stop(d);
+    g_autoptr(Child) again = daemon_start(cl, "--scheduler-conf", conf, NULL);
+    add_job_runtime(cl, "b1", "b", 8, "1h");
+    if (!wait_bound(cl, "b1", 1, 30000)) {
+        g_autofree char *log = child_log(again);
+        g_printerr("%s", log);
+        g_assert_not_reached();
+    }
+    guint total = 0;
+    g_assert_cmpuint(count_bound(cl, "a3", &total), ==, 0); /* evicted: gone or waiting again */
+    g_assert_cmpuint(count_bound(cl, "a1", NULL), ==, 1);
+    g_assert_cmpuint(count_bound(cl, "a2", NULL), ==, 1);
+    g_assert_cmpuint(count_bound(cl, "s1", NULL), ==, 1);
+    g_autofree char *log = child_log(again);
+    g_assert_nonnull(strstr(log, "evicting 1 pods"));
+    daemon_stop(again);
+    conf_file_remove(conf);
+}
+
 /* ---- hierarchical queues ------------------------------------------------------------------ */
 
 static void add_queue_spec(Cluster *cl, const char *name, const char *spec)
@@ -1869,6 +1940,8 @@ int main(int argc, char **argv)
                     test_native_status_held_while_evicting);
     g_test_add_func("/batchd/leader/handover-without-double-binding", test_leader_handover);
     g_test_add_func("/batchd/preempt/high-priority-gang-binds-after-victims-go", test_preempt);
+    g_test_add_func("/batchd/reclaim/borrowed-long-job-taken-back-after-restart",
+                    test_borrowed_reclaimed);
     g_test_add_func("/batchd/preempt/native-group-disruption-target",
                     test_native_preempt_disruption_target);
     g_test_add_func("/batchd/queues/hierarchy-shares-and-cycle", test_hierarchical_queues);
