@@ -61,7 +61,6 @@
  */
 #include "policies/plugin.h"
 
-#include <string.h>
 #include "scheduler/reserve.h"
 
 static const int slots[] = {KB_RES_CPU, KB_RES_MEMORY, KB_RES_GPU};
@@ -333,11 +332,8 @@ static gpointer proportion_open(KbSession *ssn, const KbConfPlugin *conf)
     p->lend = kb_conf_plugin_arg_double(conf, "lendUntilReservation", 1) > 0;
     p->long_cluster = kb_conf_plugin_arg_double(conf, "longClusterLimit", 0.85);
     p->long_held = -1;
-    for (guint i = 0; ssn->conf != NULL && i < ssn->conf->n_actions; i++) {
-        if (strcmp(ssn->conf->actions[i], "reclaim") != 0)
-            continue;
-        const KbConfPlugin *rc = kb_conf_find_configuration(ssn->conf, "reclaim");
-        if (p->long_limit > 0 && kb_conf_arg_bool(rc, "borrowedLongJobsOnly", FALSE))
+    if (ssn->conf != NULL && kb_conf_has_action(ssn->conf, "reclaim")) {
+        if (p->long_limit > 0 && kb_conf_reclaim_borrowed_only(ssn->conf))
             p->borrow = TRUE; /* past the limit a long job borrows, and gives back */
         else
             p->long_limit = 0; /* what a queue borrows comes back: no limit */

@@ -766,6 +766,13 @@ gboolean kb_conf_has_action(const KbConf *conf, const char *action)
     return FALSE;
 }
 
+gboolean kb_conf_reclaim_borrowed_only(const KbConf *conf)
+{
+    return conf != NULL && kb_conf_has_action(conf, "reclaim") &&
+           kb_conf_arg_bool(kb_conf_find_configuration(conf, "reclaim"), "borrowedLongJobsOnly",
+                            FALSE);
+}
+
 gdouble kb_conf_plugin_arg_double(const KbConfPlugin *plugin, const char *key, gdouble def)
 {
     const char *v = plugin != NULL ? g_hash_table_lookup(plugin->arguments, key) : NULL;

@@ -131,6 +131,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(KbConf, kb_conf_free)
 const KbConfPlugin *kb_conf_find_plugin(const KbConf *conf, const char *name);
 /* TRUE when @action is configured. */
 gboolean kb_conf_has_action(const KbConf *conf, const char *action);
+/* reclaim is listed with borrowedLongJobsOnly: it takes back only long jobs run past their
+ * queues' long-job limits (proportion borrows them idle GPUs; docs/configuration.md). */
+gboolean kb_conf_reclaim_borrowed_only(const KbConf *conf);
 
 /*
  * Argument @key of @plugin as a number (integers and decimals), or @def when absent or not a

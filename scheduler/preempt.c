@@ -194,8 +194,7 @@ static gboolean job_protected(const Evict *e, const KbJobInfo *job)
 /* Reclaim's borrowedLongJobsOnly: only long jobs run past their queues' long-job limits go. */
 static gboolean borrowed_only(const KbConf *conf, Mode mode)
 {
-    return mode == MODE_RECLAIM && kb_conf_arg_bool(kb_conf_find_configuration(conf, "reclaim"),
-                                                    "borrowedLongJobsOnly", FALSE);
+    return mode == MODE_RECLAIM && kb_conf_reclaim_borrowed_only(conf);
 }
 
 static void evict_config(Evict *e, const KbConf *conf)
