@@ -297,12 +297,22 @@ static void prepare_job(KbSession *ssn, KbJobInfo *job)
 
 /* ---- after the actions: phase, condition, events -------------------------------------------- */
 
+/*
+ * The phase a job's PodGroup shows after the cycle. Completed once nothing of it runs or waits
+ * and every pod ended, or it succeeded and what is left is being deleted. A job whose pods are
+ * all terminating with none succeeded was evicted (preempt, reclaim, a stale gang) or deleted:
+ * it is not done, and it lost its place, so it is Pending and goes through admission again when
+ * its controller brings it back (Volcano's scheduler reports an evicted PodGroup so). Reported
+ * Completed, an evicted gang read as finished to kbctl and to tf-operator's elastic scaling.
+ */
 static KbJobPhase final_phase(const KbJobInfo *job)
 {
     guint occ = occupied(job), succ = job->n_state[KB_TASK_SUCCEEDED];
     guint pending = job->n_state[KB_TASK_PENDING];
-    if (job->tasks->len > 0 && occ == 0 && pending == 0)
-        return KB_JOB_COMPLETED;
+    if (job->tasks->len > 0 && occ == 0 && pending == 0) {
+        gboolean torn_down = job->n_state[KB_TASK_RELEASING] > 0 && succ == 0;
+        return torn_down ? KB_JOB_PENDING : KB_JOB_COMPLETED;
+    }
     if (occ + succ >= (guint)job->min_member && job->tasks->len > 0)
         return KB_JOB_RUNNING;
     if (occ + succ > 0 && (job->phase == KB_JOB_RUNNING || job->phase == KB_JOB_UNKNOWN))

@@ -47,6 +47,7 @@ typedef struct {
     const char *scheduler; /* default kube-batchd */
     const char *spec;      /* extra spec members (with a leading comma) or NULL */
     const char *pc;        /* priorityClassName or NULL */
+    gboolean terminating;  /* metadata.deletionTimestamp set (evicted or deleted) */
 } PodOpts;
 
 static void add_pod(Fx *fx, const char *name, const PodOpts *po)
@@ -63,12 +64,13 @@ static void add_pod(Fx *fx, const char *name, const PodOpts *po)
     g_autofree char *json = g_strdup_printf(
             "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\",\"namespace\":"
             "\"%s\","
-            "\"uid\":\"u-%s-%s\",\"creationTimestamp\":\"2026-01-01T00:%02u:%02uZ\","
+            "\"uid\":\"u-%s-%s\",\"creationTimestamp\":\"2026-01-01T00:%02u:%02uZ\",%s"
             "\"annotations\":{%s}},"
             "\"spec\":{\"schedulerName\":\"%s\"%s%s%s,\"containers\":[{\"name\":\"c\","
             "\"resources\":"
             "{\"requests\":{%s}}}]},\"status\":{\"phase\":\"%s\"}}",
-            name, ns, ns, name, (fx->seq / 60) % 60, fx->seq % 60, ann,
+            name, ns, ns, name, (fx->seq / 60) % 60, fx->seq % 60,
+            po->terminating ? "\"deletionTimestamp\":\"2026-01-01T01:00:00Z\"," : "", ann,
             po->scheduler != NULL ? po->scheduler : "kube-batchd", node, pc,
             po->spec != NULL ? po->spec : "", po->requests != NULL ? po->requests : "\"cpu\":\"1\"",
             po->phase != NULL ? po->phase : "Pending");
@@ -871,6 +873,45 @@ static void test_gang_completed(void)
     kb_test_sched_run(fx);
     g_assert_cmpint(status(fx, "default/done")->phase, ==, KB_JOB_COMPLETED);
     g_assert_cmpuint(node_gpus_used(fx, "n1"), ==, 0);
+    kb_test_sched_free(fx);
+}
+
+/* Pod @group-@i of one GPU on n1, in @phase, terminating or not. */
+static void put_node_pod(Fx *fx, const char *group, guint i, const char *phase,
+                         gboolean terminating)
+{
+    g_autofree char *name = g_strdup_printf("%s-%u", group, i);
+    PodOpts po = {.group = group,
+                  .requests = GPU1,
+                  .node = "n1",
+                  .phase = phase,
+                  .terminating = terminating};
+    add_pod(fx, name, &po);
+}
+
+/* A running gang whose pods all terminate (evicted, or its job deleted) is not done: Pending, so
+ * that it goes through admission again when its controller brings it back. A gang that succeeded
+ * is Completed while its leftovers are deleted. */
+static void test_gang_terminating(void)
+{
+    Fx *fx = kb_test_sched_new(NULL);
+    add_node(fx, "n1", 8);
+    add_group(fx, "default", "tf", 2, NULL);
+    add_group(fx, "default", "done", 2, NULL);
+    for (guint i = 0; i < 2; i++) {
+        put_node_pod(fx, "tf", i, "Running", FALSE);
+        put_node_pod(fx, "done", i, "Running", FALSE);
+    }
+    kb_test_sched_run(fx);
+    g_assert_cmpint(status(fx, "default/tf")->phase, ==, KB_JOB_RUNNING);
+    g_assert_cmpint(status(fx, "default/done")->phase, ==, KB_JOB_RUNNING);
+    for (guint i = 0; i < 2; i++)
+        put_node_pod(fx, "tf", i, "Running", TRUE);
+    put_node_pod(fx, "done", 0, "Succeeded", FALSE);
+    put_node_pod(fx, "done", 1, "Running", TRUE);
+    kb_test_sched_run(fx);
+    g_assert_cmpint(status(fx, "default/tf")->phase, ==, KB_JOB_PENDING);
+    g_assert_cmpint(status(fx, "default/done")->phase, ==, KB_JOB_COMPLETED);
     kb_test_sched_free(fx);
 }
 
@@ -2667,6 +2708,7 @@ int main(int argc, char **argv)
     g_test_add_func("/scheduler/gang/confirmed-status-stable", test_gang_confirmed_status_stable);
     g_test_add_func("/scheduler/gang/bound-status-unchanged", test_gang_bound_status_unchanged);
     g_test_add_func("/scheduler/gang/completed", test_gang_completed);
+    g_test_add_func("/scheduler/gang/terminating-not-completed", test_gang_terminating);
     g_test_add_func("/scheduler/gang/schedule-timeout", test_gang_schedule_timeout);
     g_test_add_func("/scheduler/gang/events-once", test_gang_events_once);
     g_test_add_func("/scheduler/gang/impossible-request", test_gang_impossible_request);

@@ -191,6 +191,8 @@ static char *borrowed_case(const char *yaml, guint b_jobs, gboolean a_reclaimabl
         g_assert_cmpstr(ev->reason, ==, "Reclaimed");
         if (yaml != NULL)
             g_assert_nonnull(strstr(ev->message, "ran past its queue's long-job limit"));
+        /* Taken whole, the victim lost its place: Pending, not Completed. */
+        g_assert_cmpint(kb_cycle_result_job(fx->res, ev->job)->phase, ==, KB_JOB_PENDING);
     }
     kb_test_sched_free(fx);
     return got;
