@@ -491,6 +491,8 @@ char *kbctl_job_why(const KbctlWorld *w, const KbctlJob *job)
                                " GPUs; nothing waits.",
                                state, job->pods->len, nodes[0] != '\0' ? nodes : "no node",
                                job->gpus_allocated);
+        if (job->borrowed_note != NULL)
+            g_string_append_printf(s, " It runs %s.", job->borrowed_note);
     }
     return g_string_free(s, FALSE);
 }

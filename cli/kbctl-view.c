@@ -475,7 +475,7 @@ static const char *job_status(const KbctlJob *j)
 
 /* The group's Unschedulable and GangIncomplete conditions (status True), if any; on Kubernetes'
  * own PodGroup, PodGroupInitiallyScheduled False says why it waits (reason Unschedulable, or
- * SchedulerError). */
+ * SchedulerError); Scheduled's note that the job runs on borrowed GPUs. */
 static void group_wait(KbctlJob *j)
 {
     json_object *conds = kbctl_json_get(j->group, "status.conditions");
@@ -489,6 +489,10 @@ static void group_wait(KbctlJob *j)
             if (j->incomplete_reason == NULL)
                 j->incomplete_reason = KB_GANG_INCOMPLETE;
         }
+        const char *msg = kbctl_json_str(c, "message");
+        if (g_strcmp0(kbctl_json_str(c, "type"), "Scheduled") == 0 &&
+            g_strcmp0(kbctl_json_str(c, "status"), "True") == 0 && msg != NULL)
+            j->borrowed_note = strstr(msg, KB_BORROWED_NOTE);
         gboolean native_wait =
                 g_strcmp0(kbctl_json_str(c, "type"), "PodGroupInitiallyScheduled") == 0 &&
                 g_strcmp0(kbctl_json_str(c, "status"), "False") == 0;

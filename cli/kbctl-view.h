@@ -48,6 +48,9 @@ typedef struct {
      * borrowed; NULL if none. */
     const char *incomplete_reason;
     const char *incomplete_message;
+    /* Of the PodGroup's Scheduled condition (status True), the note that the job runs on borrowed
+     * GPUs (from KB_BORROWED_NOTE on), borrowed; NULL if none. */
+    const char *borrowed_note;
 } KbctlJob;
 
 typedef struct {

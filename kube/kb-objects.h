@@ -257,6 +257,10 @@ typedef enum {
  * retryable failure of the job. */
 #define KB_GANG_INCOMPLETE        "GangIncomplete"
 #define KB_GANG_EVICTED_CONDITION "kube-batchd.io/GangEvicted"
+/* A running job's Scheduled message ("8/8 tasks placed") goes on with "; " and this when it runs
+ * on GPUs borrowed past its queue's long-job limit (reclaim's borrowedLongJobsOnly): `kbctl why`
+ * tells it. */
+#define KB_BORROWED_NOTE "on GPUs borrowed past queue"
 
 /* The apiVersion of PodGroups of @dialect (static string); Volcano's for an unknown value. */
 const char *kb_pod_group_api_version(KbPodGroupDialect dialect);

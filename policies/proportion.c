@@ -86,6 +86,8 @@ typedef struct {
     gboolean borrow;       /* reclaim's borrowedLongJobsOnly: see mark_borrowed() */
     guint8 *borrowed;      /* per job id (borrow only): a long job run past its queue's limit */
     guint n_borrowed;      /* jobs marked in borrowed */
+    gint8 over_limit;      /* borrow only: some queue holds more GPUs than its long-job limit; -1:
+                            * not known yet (borrowed_marks()) */
 } Proportion;
 
 /* Decayed usage of every tree node: the leaves' own (and a parent's own jobs') rolled up. */
@@ -297,10 +299,25 @@ static void mark_borrowed(Proportion *p)
     }
 }
 
-/* The marks of mark_borrowed(), made on first need in the session; NULL without borrowing. */
+/* Does some queue hold more GPUs than its long-job limit? Else its long jobs, which hold no more
+ * than it, borrow nothing, and mark_borrowed() need not look at every job (kube-batchd reports
+ * every running job's borrowing in every cycle). */
+static gboolean any_over_limit(Proportion *p)
+{
+    if (p->over_limit < 0) {
+        p->over_limit = 0;
+        for (guint q = 0; q < p->ssn->queues->len && !p->over_limit; q++) {
+            const KbQueueInfo *qi = p->ssn->queues->pdata[q];
+            p->over_limit = (double)qi->allocated.v[KB_RES_GPU] > long_limit_gpus(p, qi->id);
+        }
+    }
+    return p->over_limit;
+}
+
+/* The marks of mark_borrowed(), made on first need in the session; NULL when nothing borrows. */
 static const guint8 *borrowed_marks(const Proportion *p)
 {
-    if (p == NULL || !p->borrow)
+    if (p == NULL || !p->borrow || !any_over_limit((Proportion *)p))
         return NULL;
     if (p->borrowed == NULL)
         mark_borrowed((Proportion *)p); /* a cache: filling it changes no answer */
@@ -332,6 +349,7 @@ static gpointer proportion_open(KbSession *ssn, const KbConfPlugin *conf)
     p->lend = kb_conf_plugin_arg_double(conf, "lendUntilReservation", 1) > 0;
     p->long_cluster = kb_conf_plugin_arg_double(conf, "longClusterLimit", 0.85);
     p->long_held = -1;
+    p->over_limit = -1;
     if (ssn->conf != NULL && kb_conf_has_action(ssn->conf, "reclaim")) {
         if (p->long_limit > 0 && kb_conf_reclaim_borrowed_only(ssn->conf))
             p->borrow = TRUE; /* past the limit a long job borrows, and gives back */

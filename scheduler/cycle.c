@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "policies/plugin.h"
 #include "scheduler/actions.h"
 #include "scheduler/dra.h"
 #include "scheduler/reserve.h"
@@ -390,7 +391,26 @@ static char *tasks_placed_message(guint placed, gint32 min_member)
     return g_strdup(p);
 }
 
-static void job_condition(KbSession *ssn, KbJobInfo *job, KbJobStatus *st)
+/*
+ * A running job's message: "8/8 tasks placed", and for a long job on GPUs borrowed past its
+ * queue's long-job limit (reclaim's borrowedLongJobsOnly, @proportion the plugin's state, NULL
+ * when nothing borrows), that reclaim may take them back, so that its users learn it before an
+ * eviction does.
+ */
+static char *running_message(gconstpointer proportion, const KbJobInfo *job)
+{
+    char *placed =
+            tasks_placed_message(occupied(job) + job->n_state[KB_TASK_SUCCEEDED], job->min_member);
+    if (proportion == NULL || !kb_plugin_proportion_borrowed(proportion, job))
+        return placed;
+    char *msg = g_strdup_printf("%s; " KB_BORROWED_NOTE " \"%s\"'s long-job limit: reclaim may "
+                                "take them back for a queue below its deserved share",
+                                placed, job->queue);
+    g_free(placed);
+    return msg;
+}
+
+static void job_condition(KbSession *ssn, gconstpointer proportion, KbJobInfo *job, KbJobStatus *st)
 {
     KbJobScratch *js = &ssn->job_scratch[job->id];
     gboolean ready = occupied(job) + job->n_state[KB_TASK_SUCCEEDED] >= (guint)job->min_member;
@@ -436,12 +456,11 @@ static void job_condition(KbSession *ssn, KbJobInfo *job, KbJobStatus *st)
         st->condition_type = "Scheduled";
         st->condition_status = "True";
         st->reason = "Scheduled";
-        st->message = tasks_placed_message(occupied(job) + job->n_state[KB_TASK_SUCCEEDED],
-                                           job->min_member);
+        st->message = running_message(proportion, job);
     }
 }
 
-static void report_job(KbSession *ssn, KbJobInfo *job)
+static void report_job(KbSession *ssn, gconstpointer proportion, KbJobInfo *job)
 {
     KbJobStatus st = {0};
     st.group = job->group != NULL ? kb_object_ref(job->group) : NULL;
@@ -472,7 +491,7 @@ static void report_job(KbSession *ssn, KbJobInfo *job)
      * pods run (or ran to completion). The cycle's own phase (placed counts) stays internal. */
     if (st.phase == KB_JOB_RUNNING && st.n_running + st.n_succeeded < (guint)job->min_member)
         st.phase = KB_JOB_INQUEUE;
-    job_condition(ssn, job, &st);
+    job_condition(ssn, proportion, job, &st);
     guint counts[4] = {st.n_pending, st.n_running, st.n_succeeded, st.n_failed};
     gboolean described = !job->reported || job->last_phase != st.phase ||
                          g_strcmp0(job->last_reason, st.reason) != 0 ||
@@ -617,8 +636,12 @@ KbCycleResult *kb_cycle_run(KbCache *cache, const KbConf *conf, gint64 now)
             result->action_us[result->n_actions++] = g_get_monotonic_time() - ta;
     }
     kb_stale_run(ssn);
+    /* proportion's state when some job runs on borrowed GPUs, else NULL (most cycles). */
+    gconstpointer proportion = kb_session_plugin_state(ssn, "proportion");
+    if (kb_plugin_proportion_n_borrowed(proportion) == 0)
+        proportion = NULL;
     for (guint j = 0; j < ssn->jobs->len; j++)
-        report_job(ssn, ssn->jobs->pdata[j]);
+        report_job(ssn, proportion, ssn->jobs->pdata[j]);
     report_queues(ssn);
     kb_session_close(ssn);
     result->duration_us = g_get_monotonic_time() - t0;

@@ -1087,6 +1087,17 @@ static void test_dra_claim_status_nested(void)
 }
 
 /* @text with each of @from's strings replaced by the one at the same index in @to. */
+/* "\"@name\":\"V\"", V the string at @dotted in @o or, when that is an array (conditions),
+ * member @name of its first element: as the stored text writes it. Newly allocated. */
+static char *member_text(json_object *o, const char *name, const char *dotted)
+{
+    json_object *at = kas_json_get(o, dotted);
+    if (json_object_is_type(at, json_type_array))
+        at = json_object_object_get(json_object_array_get_idx(at, 0), name);
+    g_assert_true(json_object_is_type(at, json_type_string));
+    return g_strdup_printf("\"%s\":\"%s\"", name, json_object_get_string(at));
+}
+
 static char *replace_all(const char *text, const char *const *from, const char *const *to, guint n)
 {
     g_autofree char *cur = g_strdup(text);
@@ -3500,14 +3511,13 @@ static void test_optimistic_binding(void)
     g_autofree char *p4 = stored_text(store, pods, "p4", NULL);
     json_object *j1 = json_tokener_parse(p1), *j4 = json_tokener_parse(p4);
     g_autofree char *race_label = g_strdup_printf(",\"race\":\"%u\"", r.made);
-    const char *from[] = {
-            "\"p4\"", "\"u4\"", race_label, kas_json_get_string(j4, "metadata.resourceVersion"),
-            kas_json_get_string(json_object_array_get_idx(kas_json_get(j4, "status.conditions"), 0),
-                                "lastTransitionTime")};
-    const char *to[] = {
-            "\"p1\"", "\"u1\"", "", kas_json_get_string(j1, "metadata.resourceVersion"),
-            kas_json_get_string(json_object_array_get_idx(kas_json_get(j1, "status.conditions"), 0),
-                                "lastTransitionTime")};
+    /* Whole members: a bare resourceVersion ("13") also matched the time ("01:13:05Z"). */
+    g_autofree char *rv4 = member_text(j4, "resourceVersion", "metadata.resourceVersion");
+    g_autofree char *rv1 = member_text(j1, "resourceVersion", "metadata.resourceVersion");
+    g_autofree char *t4 = member_text(j4, "lastTransitionTime", "status.conditions");
+    g_autofree char *t1 = member_text(j1, "lastTransitionTime", "status.conditions");
+    const char *from[] = {"\"p4\"", "\"u4\"", race_label, rv4, t4};
+    const char *to[] = {"\"p1\"", "\"u1\"", "", rv1, t1};
     g_autofree char *p4_as_p1 = replace_all(p4, from, to, G_N_ELEMENTS(from));
     g_assert_cmpstr(p4_as_p1, ==, p1);
     json_object_put(j1);

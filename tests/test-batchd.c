@@ -1455,9 +1455,10 @@ static void add_job_runtime(Cluster *cl, const char *name, const char *queue, in
  * The built-in default's borrowing end to end (reclaim's minRunTime 0: the borrowers have just
  * started). Queue a (weight 1 of 13 with c's 10 and the default queue's: a long-job limit of 3 x
  * 32 / 13 = 7.4 GPUs) starts three 8-GPU jobs of 24 h on 4 nodes of 8, one after another: the
- * second and third run past its limit on idle GPUs (round 6's default held them), and an 8-GPU
- * job of 1 h fills the cluster. kube-batchd restarts; queue b's 8-GPU job then takes back the
- * youngest borrower's GPUs, never the job within the limit nor the short one, and binds.
+ * second and third run past its limit on idle GPUs (round 6's default held them, and their
+ * PodGroups say so), and an 8-GPU job of 1 h fills the cluster. kube-batchd restarts; queue b's
+ * 8-GPU job then takes back the youngest borrower's GPUs, never the job within the limit nor the
+ * short one, and binds.
  */
 static void test_borrowed_reclaimed(void)
 {
@@ -1488,6 +1489,11 @@ static void test_borrowed_reclaimed(void)
     }
     add_job_runtime(cl, "s1", "a", 8, "1h");
     g_assert_true(wait_bound(cl, "s1", 1, WAIT_MS));
+    /* The borrowers' PodGroups say so before any reclaim; the job within the limit does not. */
+    g_autofree char *said = wait_condition(cl, "a3", "borrowed past queue", WAIT_MS);
+    g_assert_nonnull(strstr(said, "reclaim may take them back"));
+    g_autofree char *within = group_status(cl, "a1", "status.conditions");
+    g_assert_null(strstr(within, "borrowed"));
     daemon_stop(d);
     g_autoptr(Child) again = daemon_start(cl, "--scheduler-conf", conf, NULL);
     add_job_runtime(cl, "b1", "b", 8, "1h");

@@ -951,27 +951,33 @@ static void test_never_fits(void)
     g_free(kbctl_ok(d2));
 }
 
-/* A gang kube-batchd found short of a member (condition GangIncomplete on its PodGroup, set here
- * as kube-batchd writes it): `kbctl why` and `kbctl get` say so with the condition's message. */
-static void test_why_gang_incomplete(void)
+/* Submit a running job @name of 2 one-GPU workers and set its PodGroup's status to @patch (a
+ * merge patch), as kube-batchd writes it. */
+static void running_job_with_group_status(const char *name, const char *patch)
 {
-    const char *sub[] = {"submit", "tf", "--name",  "inc",  "--workers", "2",
+    const char *sub[] = {"submit", "tf", "--name",  name,   "--workers", "2",
                          "--gpus", "1",  "--image", "tf:1", NULL};
     g_free(kbctl_ok(sub));
-    json_object *j = wait_job("inc", all_running, "Running");
+    json_object *j = wait_job(name, all_running, "Running");
     json_object_put(j);
-    static const char patch[] =
-            "{\"status\":{\"conditions\":[{\"type\":\"GangIncomplete\",\"status\":\"True\","
-            "\"reason\":\"MemberLost\",\"message\":\"1/2 members healthy: pod default/inc-worker-1 "
-            "on a lost node (node n9 deleted)\"}]}}";
     const char *args[] = {"patch",        "podgroups.scheduling.volcano.sh",
-                          "inc",          "--subresource=status",
+                          name,           "--subresource=status",
                           "--type=merge", "-p",
                           patch,          NULL};
     g_autoptr(GError) error = NULL;
     int status = -1;
     g_assert_true(kb_test_kubectl(cluster.api, args, NULL, NULL, NULL, &status, &error));
     g_assert_cmpint(status, ==, 0);
+}
+
+/* A gang kube-batchd found short of a member (condition GangIncomplete on its PodGroup, set here
+ * as kube-batchd writes it): `kbctl why` and `kbctl get` say so with the condition's message. */
+static void test_why_gang_incomplete(void)
+{
+    running_job_with_group_status(
+            "inc", "{\"status\":{\"conditions\":[{\"type\":\"GangIncomplete\",\"status\":"
+                   "\"True\",\"reason\":\"MemberLost\",\"message\":\"1/2 members healthy: pod "
+                   "default/inc-worker-1 on a lost node (node n9 deleted)\"}]}}");
     const char *why[] = {"why", "inc", NULL};
     g_autofree char *said = kbctl_ok(why);
     g_assert_nonnull(strstr(said, "Its gang is incomplete (MemberLost): 1/2 members healthy: pod "
@@ -980,6 +986,26 @@ static void test_why_gang_incomplete(void)
     g_autofree char *shown = kbctl_ok(get);
     g_assert_nonnull(strstr(shown, "Its gang is incomplete (MemberLost)"));
     const char *del[] = {"delete", "inc", NULL};
+    g_free(kbctl_ok(del));
+}
+
+/* A job on GPUs borrowed past its queue's long-job limit (the note kube-batchd adds to the
+ * PodGroup's Scheduled condition, set here as it writes it): `kbctl why` says reclaim may take
+ * them back. */
+static void test_why_borrowed(void)
+{
+    running_job_with_group_status(
+            "bor",
+            "{\"status\":{\"conditions\":[{\"type\":\"Scheduled\",\"status\":\"True\","
+            "\"reason\":\"Scheduled\",\"message\":\"2/2 tasks placed; " KB_BORROWED_NOTE
+            " \\\"default\\\"'s long-job limit: reclaim may take them back for a queue below "
+            "its deserved share\"}]}}");
+    const char *why[] = {"why", "bor", NULL};
+    g_autofree char *said = kbctl_ok(why);
+    g_assert_nonnull(strstr(said, "nothing waits. It runs on GPUs borrowed past queue "
+                                  "\"default\"'s long-job limit: reclaim may take them back for a "
+                                  "queue below its deserved share."));
+    const char *del[] = {"delete", "bor", NULL};
     g_free(kbctl_ok(del));
 }
 
@@ -1116,6 +1142,7 @@ int main(int argc, char **argv)
     g_test_add_func("/kbctl/queues", test_queues);
     g_test_add_func("/kbctl/never-fits", test_never_fits);
     g_test_add_func("/kbctl/why-gang-incomplete", test_why_gang_incomplete);
+    g_test_add_func("/kbctl/why-borrowed", test_why_borrowed);
     int rc = g_test_run();
 
     kb_test_daemon_stop(cluster.operator_, 30000);

@@ -161,9 +161,9 @@ static char *evicted(Fx *fx)
  * 24 h (a1, a2, a3, one per node, in that order) and, youngest, an 8-GPU job of 1 h (s1); queue b
  * waits with @b_jobs 8-GPU jobs of 1 h. a1 is a's first long job (within the limit: a gang larger
  * than it may run alone); a2 and a3 run past it on GPUs they borrowed. @yaml: the configuration
- * (NULL: plain reclaim); @a_reclaimable: queue a's spec. Returns the evicted pods.
+ * (NULL: plain reclaim); @a_reclaimable: queue a's spec. Returns the fixture after one cycle.
  */
-static char *borrowed_case(const char *yaml, guint b_jobs, gboolean a_reclaimable)
+static Fx *borrowed_fx(const char *yaml, guint b_jobs, gboolean a_reclaimable)
 {
     Fx *fx = yaml != NULL ? kb_test_sched_new(yaml) : fx_new("enqueue, allocate, reclaim");
     fx->now = T_2026 + 3600;
@@ -185,6 +185,13 @@ static char *borrowed_case(const char *yaml, guint b_jobs, gboolean a_reclaimabl
         add_job(fx, &(JobSpec){name, "b", NULL, 1, 8, 1, NULL, NULL, "1h"});
     }
     kb_test_sched_run(fx);
+    return fx;
+}
+
+/* borrowed_fx's cycle: the evicted pods. */
+static char *borrowed_case(const char *yaml, guint b_jobs, gboolean a_reclaimable)
+{
+    Fx *fx = borrowed_fx(yaml, b_jobs, a_reclaimable);
     char *got = evicted(fx);
     for (guint i = 0; i < fx->res->evictions->len; i++) {
         const KbEviction *ev = &g_array_index(fx->res->evictions, KbEviction, i);
@@ -213,6 +220,26 @@ static void test_reclaim_borrowed_only(void)
     /* Nothing is taken from a queue that is not reclaimable. */
     g_autofree char *fixed = borrowed_case(dflt, 1, FALSE);
     g_assert_cmpstr(fixed, ==, "");
+}
+
+/* Before any reclaim, the borrowers' PodGroups say that reclaim may take them back; the job
+ * within the limit and the short one say nothing of it. */
+static void test_reclaim_borrowed_said(void)
+{
+    Fx *fx = borrowed_fx(kb_conf_default_yaml(), 0, TRUE);
+    static const char borrowed[] = "1/1 tasks placed; on GPUs borrowed past queue \"a\"'s "
+                                   "long-job limit: reclaim may take them back for a queue below "
+                                   "its deserved share";
+    g_assert_cmpuint(fx->res->evictions->len, ==, 0);
+    g_assert_cmpstr(kb_cycle_result_job(fx->res, "team/a1")->message, ==, "1/1 tasks placed");
+    g_assert_cmpstr(kb_cycle_result_job(fx->res, "team/a2")->message, ==, borrowed);
+    g_assert_cmpstr(kb_cycle_result_job(fx->res, "team/a3")->message, ==, borrowed);
+    g_assert_cmpstr(kb_cycle_result_job(fx->res, "team/s1")->message, ==, "1/1 tasks placed");
+    kb_test_sched_free(fx);
+    /* Without borrowing (plain reclaim) nobody borrows. */
+    fx = borrowed_fx(NULL, 0, TRUE);
+    g_assert_cmpstr(kb_cycle_result_job(fx->res, "team/a3")->message, ==, "1/1 tasks placed");
+    kb_test_sched_free(fx);
 }
 
 /* ---- table: one cycle, which pods are evicted ----------------------------------------------- */
@@ -1201,6 +1228,7 @@ int main(int argc, char **argv)
         g_test_add_data_func(evict_cases[i].path, &evict_cases[i], test_evict_case);
     g_test_add_func("/scheduler/preempt/no-storm-across-cycles", test_no_storm);
     g_test_add_func("/scheduler/reclaim/borrowed-long-jobs-only", test_reclaim_borrowed_only);
+    g_test_add_func("/scheduler/reclaim/borrowed-said-before", test_reclaim_borrowed_said);
     g_test_add_func("/scheduler/preempt/native-disruption-mode-all", test_native_disruption_mode);
     g_test_add_func("/scheduler/preempt/composite-disruption-mode-all",
                     test_composite_disruption_all);
