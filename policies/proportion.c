@@ -268,7 +268,8 @@ static gint by_start(gconstpointer a, gconstpointer b)
  * last); those that take its long jobs' GPUs past the limit (long_limit_gpus()) are borrowed,
  * the ones that fit within it are not, nor is a queue's first long job (a gang larger than the
  * limit may run alone). The marks are made from the jobs' start times, so a restart or a new
- * leader finds the same ones; only when reclaim has a job to evict for (borrowed_marks()).
+ * leader finds the same ones; only in sessions where some queue holds more GPUs than its limit
+ * (borrowed_marks(): reclaim and the cycle's report of running jobs ask).
  */
 static void mark_borrowed(Proportion *p)
 {
@@ -691,8 +692,7 @@ static gboolean past_queue_limit(const Proportion *p, const KbJobInfo *job, guin
 static gboolean path_reclaimable(const Proportion *p, guint q)
 {
     for (gint x = (gint)q; x >= 0; x = p->tree->parent[x]) {
-        const KbQueueInfo *qi = (guint)x < p->ssn->queues->len ? p->ssn->queues->pdata[x] : NULL;
-        if (qi != NULL && qi->queue != NULL && !qi->queue->reclaimable)
+        if (!kb_session_node_reclaimable(p->ssn, (guint)x))
             return FALSE;
     }
     return TRUE;

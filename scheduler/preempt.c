@@ -333,17 +333,6 @@ static void memo_forget_all(Evict *e)
 
 /* ---- queues --------------------------------------------------------------------------------- */
 
-static gboolean queue_reclaimable(const KbQueueInfo *qi)
-{
-    return qi->queue == NULL || qi->queue->reclaimable;
-}
-
-/* Tree node @x's queue is reclaimable (the root is). */
-static gboolean node_reclaimable(Evict *e, guint x)
-{
-    return x >= e->ssn->queues->len || queue_reclaimable(e->ssn->queues->pdata[x]);
-}
-
 /* TRUE when tree node @x uses more than its deserved share in some resource (reclaim victims). */
 static gboolean queue_over_share(Evict *e, guint x)
 {
@@ -394,7 +383,7 @@ static gboolean reclaim_pair(Evict *e, guint jq, guint vq)
         return FALSE;
     gint top = kb_qtree_child_toward(t, (guint)lca, vq);
     for (gint x = (gint)vq; x >= 0 && x != lca; x = t->parent[x]) {
-        if (!node_reclaimable(e, (guint)x))
+        if (!kb_session_node_reclaimable(e->ssn, (guint)x))
             return FALSE;
     }
     return queue_over_share(e, vq) && queue_over_share(e, (guint)top);

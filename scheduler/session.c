@@ -429,6 +429,12 @@ KbQueueInfo *kb_session_job_queue(KbSession *ssn, const KbJobInfo *job)
     return kb_cache_lookup_queue(ssn->cache, job->queue);
 }
 
+gboolean kb_session_node_reclaimable(KbSession *ssn, guint x)
+{
+    const KbQueueInfo *qi = x < ssn->queues->len ? ssn->queues->pdata[x] : NULL;
+    return qi == NULL || qi->queue == NULL || qi->queue->reclaimable;
+}
+
 static const char *effect_name(KbTaintEffect e)
 {
     switch (e) {

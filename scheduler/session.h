@@ -171,6 +171,9 @@ void kb_session_job_note(KbSession *ssn, const KbJobInfo *job, const char *reaso
 gpointer kb_session_plugin_state(KbSession *ssn, const char *name);
 /* The queue a job belongs to, or NULL when it does not exist. */
 KbQueueInfo *kb_session_job_queue(KbSession *ssn, const KbJobInfo *job);
+/* May reclaim take from queue tree node @x's queue (its `reclaimable` is not false)? The root, and
+ * a node without a Queue object, may: the preempt action and proportion's borrowing both ask. */
+gboolean kb_session_node_reclaimable(KbSession *ssn, guint x);
 /* Human text for a fit failure ("short of nvidia.com/gpu", "taint k=v:NoSchedule"); newly
  * allocated. */
 char *kb_fit_failure_to_string(const KbFitFailure *why);

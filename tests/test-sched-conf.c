@@ -44,8 +44,7 @@ static void test_default(void)
     g_assert_cmpstr(conf->actions[3], ==, "reclaim");
     g_assert_null(conf->actions[4]);
     /* reclaim takes back only what long jobs borrowed past their queues' limits */
-    g_assert_true(kb_conf_arg_bool(kb_conf_find_configuration(conf, "reclaim"),
-                                   "borrowedLongJobsOnly", FALSE));
+    g_assert_true(kb_conf_reclaim_borrowed_only(conf));
     g_assert_cmpuint(conf->n_tiers, ==, 2);
     g_assert_cmpuint(conf->tiers[0].n_plugins, ==, 3);
     g_assert_cmpstr(conf->tiers[0].plugins[1].name, ==, "gang");
@@ -70,9 +69,7 @@ static void test_deploy_file_matches(void)
     g_assert_cmpuint(conf->n_tiers, ==, 2);
     g_assert_nonnull(kb_conf_find_plugin(conf, "proportion"));
     g_assert_true(kb_conf_has_action(conf, "reserve"));
-    g_assert_true(kb_conf_has_action(conf, "reclaim"));
-    g_assert_true(kb_conf_arg_bool(kb_conf_find_configuration(conf, "reclaim"),
-                                   "borrowedLongJobsOnly", FALSE));
+    g_assert_true(kb_conf_reclaim_borrowed_only(conf));
 }
 
 static void test_switches(void)

@@ -2502,6 +2502,8 @@ static void test_long_limit_cluster(void)
     g_assert_cmpuint(long_cluster_case("0.4", NULL, 3), ==, 2);
 }
 
+static guint long_held_demand_case_with(const char *head, const char *extra);
+
 /*
  * Reclaim's borrowedLongJobsOnly: past its queue's limit a long job borrows idle GPUs, within
  * longClusterLimit, since reclaim may take them back. The long-job limit's fixture (a limit of 8
@@ -2509,8 +2511,6 @@ static void test_long_limit_cluster(void)
  * of 24 h (16 > 8); @extra: proportion's further arguments, @qa_spec qa's. Returns whether the
  * job started.
  */
-static guint long_held_demand_case_with(const char *head, const char *extra);
-
 static gboolean borrow_case(const char *head, const char *extra, const char *qa_spec)
 {
     return long_job_case(head, extra, qa_spec, FALSE) > 0;
